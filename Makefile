@@ -1,0 +1,49 @@
+# Srift: `make run` installs and serves on 127.0.0.1:8000 (embedded SQLite); `make test` installs and runs every test.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+TORCH_VERSION := 2.13.0
+APT_PACKAGES := postgresql chromium chromium-driver iproute2 iperf3 procps
+PYTEST_ARGS ?=
+
+.PHONY: install system-deps run test test-fast lint typecheck bench clean
+
+$(VENV)/.installed: pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q torch==$(TORCH_VERSION)
+	$(BIN)/python -m pip install -q -e '.[dev]'
+	touch $@
+
+install: $(VENV)/.installed
+
+# Debian packages the test suite needs: a PostgreSQL server, headless Chromium, iproute2/tc for the testbed.
+system-deps:
+	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian packages:$$missing"; \
+	  apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing >/dev/null; \
+	fi
+
+run: install
+	$(BIN)/srift serve
+
+lint: install
+	$(BIN)/ruff check srift tests probes
+	$(BIN)/ruff format --check srift tests probes
+
+typecheck: install
+	$(BIN)/mypy srift
+
+test: install system-deps
+	$(MAKE) lint typecheck
+	@url=$$(scripts/pg.sh start) || exit 1; \
+	SRIFT_TEST_POSTGRES_URL=$$url $(BIN)/python -m pytest $(PYTEST_ARGS); rc=$$?; \
+	scripts/pg.sh stop; exit $$rc
+
+# Quick loop while developing: SQLite only, no lint.
+test-fast: install
+	$(BIN)/python -m pytest -x -q -m "not postgres and not browser and not slow" $(PYTEST_ARGS)
+
+clean:
+	rm -rf $(VENV) var .mypy_cache .ruff_cache .pytest_cache

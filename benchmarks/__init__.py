@@ -1,0 +1,1 @@
+"""Benchmarks: scripts that measure a figure, print it and record it in docs/BENCHMARKS.md."""

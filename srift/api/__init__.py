@@ -1,0 +1,1 @@
+"""HTTP edge: FastAPI app factory, dependencies, pydantic schemas, routes and the dashboard."""

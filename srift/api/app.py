@@ -1,0 +1,88 @@
+"""The FastAPI application factory and the one error handler that maps SriftError to 4xx JSON."""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import uuid
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.middleware.cors import CORSMiddleware
+
+from srift import __version__
+from srift.errors import SriftError
+from srift.settings import Settings, get_settings
+
+log = logging.getLogger("srift.api")
+
+ROUTE_MODULES = (
+    "health",
+    "catalog",
+    "profiles",
+    "predictions",
+    "plans",
+    "training_jobs",
+    "probe_jobs",
+    "bandwidth_models",
+)
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    """Build the app; nothing touches the database until a request (or `serve`) needs it."""
+    settings = settings or get_settings()
+    app = FastAPI(
+        title="Srift",
+        version=__version__,
+        summary="Which cloud VMs to rent for data-parallel training, and how to split the batch.",
+        docs_url="/docs",
+    )
+    app.state.settings = settings
+    if settings.cors_origins:
+        app.add_middleware(
+            CORSMiddleware, allow_origins=settings.cors_origins, allow_methods=["*"], allow_headers=["*"]
+        )
+
+    @app.exception_handler(SriftError)
+    async def _srift_error(request: Request, exc: SriftError) -> JSONResponse:
+        return JSONResponse(status_code=exc.status_code, content=exc.to_dict())
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = exc.errors()
+        first = errors[0] if errors else {"loc": (), "msg": "invalid request"}
+        loc = [str(p) for p in first.get("loc", ()) if p not in ("body", "query", "path")]
+        field = ".".join(loc) or None
+        return JSONResponse(
+            status_code=422,
+            content={
+                "error": "invalid_input",
+                "detail": str(first.get("msg", "invalid request")),
+                "hint": "correct the named field; see /docs for the schema",
+                "field": field,
+                "errors": [
+                    {"field": ".".join(str(p) for p in e.get("loc", ()) if p != "body"), "msg": str(e.get("msg"))}
+                    for e in errors[:20]
+                ],
+            },
+        )
+
+    @app.exception_handler(Exception)
+    async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+        request_id = uuid.uuid4().hex[:12]
+        log.exception("unhandled error (request %s) on %s %s", request_id, request.method, request.url.path)
+        return JSONResponse(
+            status_code=500,
+            content={
+                "error": "internal",
+                "detail": f"internal error (request id {request_id})",
+                "hint": "retry; if it persists, report the request id",
+                "field": None,
+            },
+        )
+
+    for name in ROUTE_MODULES:
+        module = importlib.import_module(f"srift.api.routes.{name}")
+        app.include_router(module.router, prefix="/v1")
+    return app

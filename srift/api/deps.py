@@ -1,0 +1,35 @@
+"""Request-scoped dependencies: settings and a transactional database session."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Annotated
+
+from fastapi import Depends, Request
+from sqlalchemy.orm import Session
+
+from srift.db.session import session_factory
+from srift.settings import Settings
+
+
+def get_app_settings(request: Request) -> Settings:
+    settings: Settings = request.app.state.settings
+    return settings
+
+
+def get_db(request: Request) -> Iterator[Session]:
+    """One session per request; commits when the route returns, rolls back on any error."""
+    settings: Settings = request.app.state.settings
+    session = session_factory(settings.resolved_database_url)()
+    try:
+        yield session
+        session.commit()
+    except BaseException:
+        session.rollback()
+        raise
+    finally:
+        session.close()
+
+
+SettingsDep = Annotated[Settings, Depends(get_app_settings)]
+SessionDep = Annotated[Session, Depends(get_db)]

@@ -1,0 +1,1 @@
+"""Route modules, one per area; each exposes `router`."""

@@ -1,0 +1,5 @@
+"""Routes for training_jobs (filled in by its issue)."""
+
+from fastapi import APIRouter
+
+router = APIRouter()

@@ -1,0 +1,68 @@
+"""The `srift` command line: assembles each area's commands and turns SriftError into exit codes."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import typer
+from rich.console import Console
+
+from srift.errors import SriftError
+
+COMMAND_MODULES = (
+    "service",
+    "catalog",
+    "testbed",
+    "profile",
+    "probe",
+    "models",
+    "predict",
+    "plan",
+    "validate",
+    "tokens",
+)
+
+err_console = Console(stderr=True)
+
+
+def build_app() -> typer.Typer:
+    """Create the Typer app; each srift.commands.<area> module adds its commands via register(app)."""
+    app = typer.Typer(
+        name="srift",
+        help=(
+            "Srift: which cloud VMs to rent for data-parallel training, and how to split the global batch.\n\n"
+            "Typical flow: `srift profile` your model, `srift probe run` or `srift models train` for the "
+            "network, then `srift plan request.yaml`. `srift serve` runs the API and dashboard."
+        ),
+        no_args_is_help=True,
+        add_completion=False,
+        pretty_exceptions_enable=False,
+    )
+    for name in COMMAND_MODULES:
+        module = importlib.import_module(f"srift.commands.{name}")
+        module.register(app)
+    return app
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point of the console script."""
+    app = build_app()
+    try:
+        app(args=argv, standalone_mode=False)
+    except SriftError as exc:
+        err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+        sys.exit(exc.exit_code)
+    except typer.Abort:
+        err_console.print("aborted")
+        sys.exit(130)
+    except Exception as exc:
+        import click
+
+        if isinstance(exc, click.exceptions.ClickException):
+            exc.show()
+            sys.exit(exc.exit_code)
+        if isinstance(exc, click.exceptions.Exit):
+            sys.exit(exc.exit_code)
+        raise
+    sys.exit(0)

@@ -1,0 +1,7 @@
+"""CLI commands for tokens (filled in by its issue)."""
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    """Add this area's commands to the root app."""

@@ -1,0 +1,89 @@
+"""Engine and session handling; SQLite runs in WAL mode with foreign keys on."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, event, text
+from sqlalchemy.orm import Session, sessionmaker
+
+from srift.errors import EnvironmentProblem
+
+_engines: dict[str, Engine] = {}
+
+
+def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
+    cur = dbapi_conn.cursor()
+    cur.execute("PRAGMA journal_mode=WAL")
+    cur.execute("PRAGMA foreign_keys=ON")
+    cur.execute("PRAGMA busy_timeout=30000")
+    cur.execute("PRAGMA synchronous=NORMAL")
+    cur.close()
+
+
+def make_engine(url: str) -> Engine:
+    """Create an engine for `url`, creating the SQLite file's folder when needed."""
+    if url.startswith("sqlite"):
+        path = url.split("///", 1)[1] if "///" in url else ""
+        if path and path != ":memory:":
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
+        event.listen(engine, "connect", _sqlite_pragmas)
+        return engine
+    return create_engine(url, pool_pre_ping=True)
+
+
+def get_engine(url: str) -> Engine:
+    """One engine per URL for the life of the process."""
+    if url not in _engines:
+        _engines[url] = make_engine(url)
+    return _engines[url]
+
+
+def dispose_engines() -> None:
+    for engine in _engines.values():
+        engine.dispose()
+    _engines.clear()
+
+
+def session_factory(url: str) -> sessionmaker[Session]:
+    return sessionmaker(bind=get_engine(url), expire_on_commit=False)
+
+
+@contextmanager
+def transaction(url: str) -> Iterator[Session]:
+    """A session whose work commits on success and rolls back on any error."""
+    session = session_factory(url)()
+    try:
+        yield session
+        session.commit()
+    except BaseException:
+        session.rollback()
+        raise
+    finally:
+        session.close()
+
+
+def check_database(url: str) -> None:
+    """Raise EnvironmentProblem if the database cannot be reached."""
+    try:
+        with get_engine(url).connect() as conn:
+            conn.execute(text("SELECT 1"))
+    except Exception as exc:
+        raise EnvironmentProblem(
+            f"cannot reach the database at {redact_url(url)} ({type(exc).__name__})",
+            hint="start the database or set SRIFT_DATABASE_URL to a reachable one",
+        ) from exc
+
+
+def redact_url(url: str) -> str:
+    """Hide the password in a database URL for logs and errors."""
+    if "@" not in url or "://" not in url:
+        return url
+    scheme, rest = url.split("://", 1)
+    creds, host = rest.rsplit("@", 1)
+    user = creds.split(":", 1)[0]
+    return f"{scheme}://{user}:***@{host}"

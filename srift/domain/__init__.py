@@ -1,0 +1,43 @@
+"""Frozen domain values shared by every layer (catalog, profiling, bandwidth, sim, optimize, api)."""
+
+from srift.domain.catalog import Interconnect, InstanceType, Market, MarketChoice, Offer
+from srift.domain.planning import (
+    BaselineResult,
+    Breakdown,
+    Choice,
+    Config,
+    Constraints,
+    FleetMember,
+    Objective,
+    ParetoPoint,
+    Plan,
+    Prediction,
+    SearchMode,
+)
+from srift.domain.bandwidth import BandwidthEstimate, BusBandwidthModel
+from srift.domain.profile import PROFILE_SCHEMA_VERSION, ComputeCurve, LayerGrad, ModelProfile
+
+__all__ = [
+    "PROFILE_SCHEMA_VERSION",
+    "BandwidthEstimate",
+    "BaselineResult",
+    "Breakdown",
+    "BusBandwidthModel",
+    "Choice",
+    "ComputeCurve",
+    "Config",
+    "Constraints",
+    "FleetMember",
+    "InstanceType",
+    "Interconnect",
+    "LayerGrad",
+    "Market",
+    "MarketChoice",
+    "ModelProfile",
+    "Objective",
+    "Offer",
+    "ParetoPoint",
+    "Plan",
+    "Prediction",
+    "SearchMode",
+]

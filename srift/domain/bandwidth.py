@@ -1,0 +1,37 @@
+"""The contract between bandwidth models (learned or prior) and the simulator."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from srift.domain.catalog import InstanceType
+
+
+@dataclass(frozen=True, slots=True)
+class BandwidthEstimate:
+    """Predicted allreduce bus bandwidth for a batch of buffer sizes.
+
+    `busbw_gbps` is bus bandwidth in gigabits/s (nccl-tests prints gigabytes/s: multiply by 8), one value
+    per requested size. `source` names the model version (e.g. "xgb:2026-11-22T10:00:00") or "prior:alpha-beta".
+    `residual_cv` is the model's relative error spread (std of (pred-actual)/actual), used for Monte Carlo.
+    """
+
+    busbw_gbps: tuple[float, ...]
+    source: str
+    residual_cv: float = 0.0
+
+
+class BusBandwidthModel(Protocol):
+    """Anything that predicts allreduce bus bandwidth across `world_size` ranks of one instance type."""
+
+    def predict(
+        self,
+        *,
+        instance: InstanceType,
+        world_size: int,
+        nodes: int,
+        buffer_bytes: Sequence[int],
+        async_count: int = 1,
+    ) -> BandwidthEstimate: ...

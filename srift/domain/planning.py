@@ -1,0 +1,156 @@
+"""Configurations, constraints, predictions and plans: what the simulator and optimizer exchange."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from srift.domain.catalog import InstanceType, Market
+from srift.domain.profile import ModelProfile
+
+
+class Objective(StrEnum):
+    MIN_COST = "min_cost"
+    MIN_TIME = "min_time"
+
+
+class SearchMode(StrEnum):
+    EXHAUSTIVE = "exhaustive"
+    EAGER = "eager"
+    AUTO = "auto"
+
+
+@dataclass(frozen=True, slots=True)
+class Choice:
+    """`count` VMs of one type and market, each given `batch` samples per iteration (split over its GPUs)."""
+
+    instance_type: str
+    market: Market
+    count: int
+    batch: int
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    """A fleet: Srift's `counts[i]` and `batches[i]` per instance type."""
+
+    choices: tuple[Choice, ...]
+
+    @property
+    def counts(self) -> tuple[int, ...]:
+        return tuple(c.count for c in self.choices)
+
+    @property
+    def batches(self) -> tuple[int, ...]:
+        return tuple(c.batch for c in self.choices)
+
+    @property
+    def global_batch(self) -> int:
+        return sum(c.count * c.batch for c in self.choices)
+
+    @property
+    def vm_count(self) -> int:
+        return sum(c.count for c in self.choices)
+
+    def label(self) -> str:
+        """Srift's `<count><type>@<batch>` notation, e.g. "16g4dn.8xlarge@64"."""
+        return " + ".join(f"{c.count}×{c.instance_type}@{c.batch}" + ("" if c.market is Market.SPOT else " (od)")
+                          for c in self.choices)
+
+
+@dataclass(frozen=True, slots=True)
+class FleetMember:
+    """One group of identical VMs as the simulator sees it: type, how many, per-VM batch, and its profile."""
+
+    instance: InstanceType
+    count: int
+    batch: int
+    profile: ModelProfile
+
+    @property
+    def per_device_batch(self) -> float:
+        return self.batch / self.instance.devices
+
+
+@dataclass(frozen=True, slots=True)
+class Constraints:
+    """What the user asks: global batch, iterations, objective, and optional limits."""
+
+    global_batch: int
+    iterations: int
+    objective: Objective
+    time_limit_s: float | None = None
+    budget_usd: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Breakdown:
+    """Where one iteration's time goes, in Stash's terms (seconds per iteration).
+
+    compute_s + straggler_wait_s + exposed_intra_s + exposed_network_s == iteration_s. `granularity` is
+    compute / communication (Erben); below 1 the job is communication-bound.
+    """
+
+    forward_s: float
+    backward_s: float
+    compute_s: float
+    straggler_wait_s: float
+    exposed_intra_s: float
+    exposed_network_s: float
+    communication_s: float
+    granularity: float
+    warnings: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Prediction:
+    """Predicted iteration time (mean and quantiles), totals for N iterations, and what they rest on."""
+
+    iteration_s: float
+    iteration_p10_s: float
+    iteration_p50_s: float
+    iteration_p90_s: float
+    total_time_s: float
+    cost_usd: float
+    breakdown: Breakdown
+    sources: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class BaselineResult:
+    """A static policy's configuration (CAP or TAP) and Srift's prediction for it."""
+
+    policy: str
+    config: Config
+    prediction: Prediction
+    feasible: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ParetoPoint:
+    """One evaluated configuration's total time and cost; `chosen` marks the plan."""
+
+    label: str
+    total_time_s: float
+    cost_usd: float
+    feasible: bool
+    on_front: bool
+    chosen: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """The optimizer's answer: the chosen fleet, its prediction, baselines and the evaluated space."""
+
+    config: Config
+    predicted: Prediction
+    constraints: Constraints
+    time_headroom_s: float | None
+    budget_headroom_usd: float | None
+    baselines: dict[str, BaselineResult | None]
+    pareto: tuple[ParetoPoint, ...]
+    solve_time_s: float
+    configs_evaluated: int
+    mode: SearchMode
+    sources: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = field(default=())

@@ -1,0 +1,98 @@
+"""One error hierarchy for Srift; every message ends with a "To fix: ..." hint."""
+
+from __future__ import annotations
+
+
+class SriftError(Exception):
+    """Base of every error Srift reports to a user.
+
+    `field` names the input at fault (dotted path, e.g. ``availability.p3.2xlarge``) when there is one;
+    `hint` says how to fix it. The API maps `status_code` onto the response; the CLI maps `exit_code`.
+    """
+
+    status_code: int = 400
+    exit_code: int = 2
+    error: str = "srift_error"
+
+    def __init__(self, detail: str, *, hint: str, field: str | None = None) -> None:
+        self.detail = detail.rstrip(".")
+        self.hint = hint.rstrip(".")
+        self.field = field
+        where = f"{field}: " if field else ""
+        super().__init__(f"{where}{self.detail}. To fix: {self.hint}.")
+
+    def to_dict(self) -> dict[str, str | None]:
+        return {"error": self.error, "detail": self.detail, "hint": self.hint, "field": self.field}
+
+
+class InvalidInput(SriftError):
+    """The user's input is malformed or out of range."""
+
+    status_code = 422
+    error = "invalid_input"
+
+
+class NotFound(SriftError):
+    """A referenced object (profile, plan, model version, instance type) does not exist."""
+
+    status_code = 404
+    error = "not_found"
+
+
+class Conflict(SriftError):
+    """The request conflicts with the current state (e.g. a job already running)."""
+
+    status_code = 409
+    error = "conflict"
+
+
+class Infeasible(SriftError):
+    """No configuration meets the limits; the hint names the nearest relaxation."""
+
+    status_code = 422
+    error = "infeasible"
+
+
+class Unauthorized(SriftError):
+    """No valid credentials were given."""
+
+    status_code = 401
+    error = "unauthorized"
+
+
+class Forbidden(SriftError):
+    """Credentials are valid but do not allow this action."""
+
+    status_code = 403
+    error = "forbidden"
+
+
+class PayloadTooLarge(SriftError):
+    """A request exceeds a documented size limit."""
+
+    status_code = 413
+    error = "payload_too_large"
+
+
+class EnvironmentProblem(SriftError):
+    """The machine lacks something Srift needs (root, namespaces, tc, cgroups, a database)."""
+
+    status_code = 503
+    exit_code = 3
+    error = "environment"
+
+
+class ExternalServiceError(SriftError):
+    """A cloud API or remote host failed after retries."""
+
+    status_code = 502
+    exit_code = 4
+    error = "external_service"
+
+
+class ConfigurationError(SriftError):
+    """Settings (SRIFT_* variables) are invalid."""
+
+    status_code = 500
+    exit_code = 2
+    error = "configuration"
