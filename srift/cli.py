@@ -21,6 +21,7 @@ COMMAND_MODULES = (
     "plan",
     "validate",
     "tokens",
+    "jobs",
 )
 
 err_console = Console(stderr=True)

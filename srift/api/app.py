@@ -85,4 +85,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     for name in ROUTE_MODULES:
         module = importlib.import_module(f"srift.api.routes.{name}")
         app.include_router(module.router, prefix="/v1")
+    from srift.api import dashboard
+
+    dashboard.mount(app)
     return app
