@@ -32,7 +32,8 @@ def build_app() -> typer.Typer:
     app = typer.Typer(
         name="srift",
         help=(
-            "Srift: which cloud VMs to rent for data-parallel training, and how to split the global batch.\n\n"
+            "Srift: which cloud VMs to rent for data-parallel training, and how to split the global "
+            "batch.\n\n"
             "Typical flow: `srift profile` your model, `srift probe run` or `srift models train` for the "
             "network, then `srift plan request.yaml`. `srift serve` runs the API and dashboard."
         ),

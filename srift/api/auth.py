@@ -44,7 +44,9 @@ def create_token(*, session: Session, name: str, scope: Scope) -> tuple[ApiToken
 def revoke_token(*, session: Session, token_id: int) -> ApiToken:
     row = session.get(ApiToken, token_id)
     if row is None:
-        raise NotFound(f"no token with id {token_id}", hint="list tokens with `srift tokens list`", field="id")
+        raise NotFound(
+            f"no token with id {token_id}", hint="list tokens with `srift tokens list`", field="id"
+        )
     row.revoked_at = row.revoked_at or utcnow()
     return row
 
@@ -77,11 +79,16 @@ def _require(scope: Scope):  # type: ignore[no-untyped-def]
         if plain is None:
             raise Unauthorized(
                 "this endpoint needs an API token",
-                hint=f"send `Authorization: Bearer <token>`; create one with `srift tokens create --scope {scope}`",
+                hint=(
+                    "send `Authorization: Bearer <token>`; "
+                    f"create one with `srift tokens create --scope {scope}`"
+                ),
             )
         row = find_token(session=session, plain=plain)
         if row is None:
-            raise Unauthorized("the token is unknown or revoked", hint="create a new one with `srift tokens create`")
+            raise Unauthorized(
+                "the token is unknown or revoked", hint="create a new one with `srift tokens create`"
+            )
         if _RANK[Scope(row.scope)] < _RANK[scope]:
             raise Forbidden(
                 f"a {row.scope} token cannot do this (needs {scope})",

@@ -24,7 +24,9 @@ def register(app: typer.Typer) -> None:
         typer.echo(f"database at revision {migrate.current_revision(url)}")
 
     @db.command("downgrade")
-    def db_downgrade(revision: str = typer.Argument(..., help="target revision, or 'base' for empty")) -> None:
+    def db_downgrade(
+        revision: str = typer.Argument(..., help="target revision, or 'base' for empty"),
+    ) -> None:
         """Roll migrations back to REVISION."""
         from srift.db import migrate
 
@@ -46,14 +48,16 @@ def register(app: typer.Typer) -> None:
         port: int | None = typer.Option(None, help="port (default SRIFT_PORT, 8000)"),
         no_bootstrap: bool = typer.Option(False, help="skip migrations and loading the shipped data"),
     ) -> None:
-        """Upgrade the database, load the shipped catalog and models if missing, and serve the API and dashboard."""
+        """Migrate the database, load the shipped catalog and models if missing, serve the API and dashboard."""
         import uvicorn
 
         from srift.api.app import create_app
         from srift.bootstrap import bootstrap
 
         settings = get_settings()
-        logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+        logging.basicConfig(
+            level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+        )
         if not no_bootstrap:
             bootstrap(settings)
         uvicorn.run(

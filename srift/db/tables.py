@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import date, datetime
-from typing import Any
+from typing import Any, ClassVar
 
 from sqlalchemy import (
     JSON,
@@ -26,7 +26,7 @@ def utcnow() -> datetime:
 
 
 class Base(DeclarativeBase):
-    type_annotation_map = {dict[str, Any]: JSON, list[Any]: JSON}
+    type_annotation_map: ClassVar[dict[Any, Any]] = {dict[str, Any]: JSON, list[Any]: JSON}
 
 
 class CatalogSnapshot(Base):
@@ -48,7 +48,9 @@ class InstanceTypeRow(Base):
     __tablename__ = "instance_types"
     __table_args__ = (UniqueConstraint("snapshot_id", "name"),)
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    snapshot_id: Mapped[int] = mapped_column(ForeignKey("catalog_snapshots.id", ondelete="CASCADE"), index=True)
+    snapshot_id: Mapped[int] = mapped_column(
+        ForeignKey("catalog_snapshots.id", ondelete="CASCADE"), index=True
+    )
     provider: Mapped[str] = mapped_column(String(64), index=True)
     name: Mapped[str] = mapped_column(String(128), index=True)
     gpu_model: Mapped[str | None] = mapped_column(String(64), nullable=True)
@@ -70,7 +72,9 @@ class PriceRow(Base):
     __tablename__ = "prices"
     __table_args__ = (UniqueConstraint("snapshot_id", "instance_type", "region", "market"),)
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    snapshot_id: Mapped[int] = mapped_column(ForeignKey("catalog_snapshots.id", ondelete="CASCADE"), index=True)
+    snapshot_id: Mapped[int] = mapped_column(
+        ForeignKey("catalog_snapshots.id", ondelete="CASCADE"), index=True
+    )
     instance_type: Mapped[str] = mapped_column(String(128))
     region: Mapped[str] = mapped_column(String(64), index=True)
     market: Mapped[str] = mapped_column(String(16))
@@ -101,7 +105,9 @@ class ProbeSample(Base):
     )
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     fingerprint: Mapped[str] = mapped_column(String(64))
-    job_id: Mapped[int | None] = mapped_column(ForeignKey("jobs.id", ondelete="SET NULL"), nullable=True, index=True)
+    job_id: Mapped[int | None] = mapped_column(
+        ForeignKey("jobs.id", ondelete="SET NULL"), nullable=True, index=True
+    )
     origin: Mapped[str] = mapped_column(String(32))
     provider: Mapped[str] = mapped_column(String(64))
     region: Mapped[str] = mapped_column(String(64), default="")

@@ -1,6 +1,7 @@
 """Frozen domain values shared by every layer (catalog, profiling, bandwidth, sim, optimize, api)."""
 
-from srift.domain.catalog import Interconnect, InstanceType, Market, MarketChoice, Offer
+from srift.domain.bandwidth import BandwidthEstimate, BusBandwidthModel
+from srift.domain.catalog import InstanceType, Interconnect, Market, MarketChoice, Offer
 from srift.domain.planning import (
     BaselineResult,
     Breakdown,
@@ -14,7 +15,6 @@ from srift.domain.planning import (
     Prediction,
     SearchMode,
 )
-from srift.domain.bandwidth import BandwidthEstimate, BusBandwidthModel
 from srift.domain.profile import PROFILE_SCHEMA_VERSION, ComputeCurve, LayerGrad, ModelProfile
 
 __all__ = [

@@ -14,7 +14,8 @@ class BandwidthEstimate:
     """Predicted allreduce bus bandwidth for a batch of buffer sizes.
 
     `busbw_gbps` is bus bandwidth in gigabits/s (nccl-tests prints gigabytes/s: multiply by 8), one value
-    per requested size. `source` names the model version (e.g. "xgb:2026-11-22T10:00:00") or "prior:alpha-beta".
+    per requested size. `source` names the model version (e.g. "xgb:2026-11-22T10:00:00") or
+    "prior:alpha-beta".
     `residual_cv` is the model's relative error spread (std of (pred-actual)/actual), used for Monte Carlo.
     """
 

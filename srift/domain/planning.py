@@ -54,8 +54,10 @@ class Config:
 
     def label(self) -> str:
         """Srift's `<count><type>@<batch>` notation, e.g. "16g4dn.8xlarge@64"."""
-        return " + ".join(f"{c.count}×{c.instance_type}@{c.batch}" + ("" if c.market is Market.SPOT else " (od)")
-                          for c in self.choices)
+        return " + ".join(
+            f"{c.count}×{c.instance_type}@{c.batch}" + ("" if c.market is Market.SPOT else " (od)")
+            for c in self.choices
+        )
 
 
 @dataclass(frozen=True, slots=True)

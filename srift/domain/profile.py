@@ -1,4 +1,4 @@
-"""Compute profiles: forward/backward time curves and per-layer gradient readiness of one model on one accelerator."""
+"""Compute profiles: forward/backward time curves and per-layer gradient readiness, per model and accelerator."""
 
 from __future__ import annotations
 
@@ -49,7 +49,9 @@ def validate_curve(batches: tuple[int, ...], times_s: tuple[float, ...], *, fiel
         )
     for i, b in enumerate(batches):
         if b < 1:
-            raise InvalidInput(f"breakpoint {b} is below 1", hint="use batch sizes ≥ 1", field=f"{field_name}.batches[{i}]")
+            raise InvalidInput(
+                f"breakpoint {b} is below 1", hint="use batch sizes ≥ 1", field=f"{field_name}.batches[{i}]"
+            )
         if i and b <= batches[i - 1]:
             raise InvalidInput(
                 f"breakpoints must increase strictly ({batches[i - 1]} then {b})",
@@ -58,7 +60,11 @@ def validate_curve(batches: tuple[int, ...], times_s: tuple[float, ...], *, fiel
             )
     for i, t in enumerate(times_s):
         if not math.isfinite(t) or t <= 0:
-            raise InvalidInput(f"time {t} is not a positive number", hint="times are seconds > 0", field=f"{field_name}.times_s[{i}]")
+            raise InvalidInput(
+                f"time {t} is not a positive number",
+                hint="times are seconds > 0",
+                field=f"{field_name}.times_s[{i}]",
+            )
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,7 +116,12 @@ class ModelProfile:
             "forward": self.forward.to_dict(),
             "backward": self.backward.to_dict(),
             "layers": [
-                {"name": x.name, "grad_bytes": x.grad_bytes, "ready_frac": x.ready_frac, "exec_prob": x.exec_prob}
+                {
+                    "name": x.name,
+                    "grad_bytes": x.grad_bytes,
+                    "ready_frac": x.ready_frac,
+                    "exec_prob": x.exec_prob,
+                }
                 for x in self.layers
             ],
             "straggler_cv": self.straggler_cv,
@@ -125,7 +136,9 @@ class ModelProfile:
     def from_dict(cls, data: Any) -> ModelProfile:
         """Parse and validate a profile document; raises InvalidInput naming the field at fault."""
         if not isinstance(data, dict):
-            raise InvalidInput("a profile must be a JSON object", hint="pass the file written by `srift profile`")
+            raise InvalidInput(
+                "a profile must be a JSON object", hint="pass the file written by `srift profile`"
+            )
         version = _get(data, "schema_version", int, default=PROFILE_SCHEMA_VERSION)
         if version != PROFILE_SCHEMA_VERSION:
             raise InvalidInput(
@@ -141,7 +154,11 @@ class ModelProfile:
             raise InvalidInput("is empty", hint="name the accelerator", field="accelerator")
         max_batch = _get(data, "max_batch", int)
         if max_batch < 1:
-            raise InvalidInput(f"{max_batch} is below 1", hint="max_batch is the largest batch that fits, ≥ 1", field="max_batch")
+            raise InvalidInput(
+                f"{max_batch} is below 1",
+                hint="max_batch is the largest batch that fits, ≥ 1",
+                field="max_batch",
+            )
         curves = {name: _curve(data, name) for name in ("forward", "backward")}
         raw_layers = data.get("layers")
         if not isinstance(raw_layers, list) or not raw_layers:
@@ -149,13 +166,23 @@ class ModelProfile:
         layers = tuple(_layer(raw, i) for i, raw in enumerate(raw_layers))
         cv = _get(data, "straggler_cv", float)
         if not math.isfinite(cv) or cv < 0 or cv > 5:
-            raise InvalidInput(f"{cv} is outside [0, 5]", hint="straggler_cv is std/mean of iteration time", field="straggler_cv")
+            raise InvalidInput(
+                f"{cv} is outside [0, 5]",
+                hint="straggler_cv is std/mean of iteration time",
+                field="straggler_cv",
+            )
         threads = data.get("threads")
         if threads is not None and (not isinstance(threads, int) or isinstance(threads, bool) or threads < 1):
-            raise InvalidInput(f"{threads!r} is not a positive integer", hint="give the thread count or null", field="threads")
+            raise InvalidInput(
+                f"{threads!r} is not a positive integer",
+                hint="give the thread count or null",
+                field="threads",
+            )
         extra = data.get("extra") or {}
         if not isinstance(extra, dict):
-            raise InvalidInput("must be an object", hint="give extra as a JSON object or omit it", field="extra")
+            raise InvalidInput(
+                "must be an object", hint="give extra as a JSON object or omit it", field="extra"
+            )
         return cls(
             model=model,
             accelerator=accelerator,
@@ -183,19 +210,29 @@ def _get(data: dict[str, Any], key: str, kind: type, *, default: Any = ..., pref
     if kind is float and isinstance(value, int) and not isinstance(value, bool):
         value = float(value)
     if isinstance(value, bool) or not isinstance(value, kind):
-        raise InvalidInput(f"{value!r} is not a {kind.__name__}", hint=f"give `{key}` as a {kind.__name__}", field=name)
+        raise InvalidInput(
+            f"{value!r} is not a {kind.__name__}", hint=f"give `{key}` as a {kind.__name__}", field=name
+        )
     return value
 
 
 def _curve(data: dict[str, Any], name: str) -> ComputeCurve:
     raw = data.get(name)
     if not isinstance(raw, dict):
-        raise InvalidInput("is missing or not an object", hint="give {batches: [...], times_s: [...]}", field=name)
+        raise InvalidInput(
+            "is missing or not an object", hint="give {batches: [...], times_s: [...]}", field=name
+        )
     batches = raw.get("batches")
     times = raw.get("times_s")
-    if not isinstance(batches, list) or not all(isinstance(b, int) and not isinstance(b, bool) for b in batches):
-        raise InvalidInput("must be a list of integers", hint="breakpoints are batch sizes", field=f"{name}.batches")
-    if not isinstance(times, list) or not all(isinstance(t, int | float) and not isinstance(t, bool) for t in times):
+    if not isinstance(batches, list) or not all(
+        isinstance(b, int) and not isinstance(b, bool) for b in batches
+    ):
+        raise InvalidInput(
+            "must be a list of integers", hint="breakpoints are batch sizes", field=f"{name}.batches"
+        )
+    if not isinstance(times, list) or not all(
+        isinstance(t, int | float) and not isinstance(t, bool) for t in times
+    ):
         raise InvalidInput("must be a list of numbers", hint="times are seconds", field=f"{name}.times_s")
     validate_curve(tuple(batches), tuple(float(t) for t in times), field_name=name)
     return ComputeCurve(tuple(batches), tuple(float(t) for t in times))
@@ -204,15 +241,25 @@ def _curve(data: dict[str, Any], name: str) -> ComputeCurve:
 def _layer(raw: Any, i: int) -> LayerGrad:
     prefix = f"layers[{i}]."
     if not isinstance(raw, dict):
-        raise InvalidInput("must be an object", hint="give {name, grad_bytes, ready_frac, exec_prob}", field=f"layers[{i}]")
+        raise InvalidInput(
+            "must be an object", hint="give {name, grad_bytes, ready_frac, exec_prob}", field=f"layers[{i}]"
+        )
     name = _get(raw, "name", str, prefix=prefix)
     grad_bytes = _get(raw, "grad_bytes", int, prefix=prefix)
     if grad_bytes < 0:
-        raise InvalidInput(f"{grad_bytes} is negative", hint="grad_bytes counts bytes, ≥ 0", field=f"{prefix}grad_bytes")
+        raise InvalidInput(
+            f"{grad_bytes} is negative", hint="grad_bytes counts bytes, ≥ 0", field=f"{prefix}grad_bytes"
+        )
     ready = _get(raw, "ready_frac", float, prefix=prefix)
     if not (0.0 <= ready <= 1.0) or math.isnan(ready):
-        raise InvalidInput(f"{ready} is outside [0, 1]", hint="ready_frac is a fraction of the backward pass", field=f"{prefix}ready_frac")
+        raise InvalidInput(
+            f"{ready} is outside [0, 1]",
+            hint="ready_frac is a fraction of the backward pass",
+            field=f"{prefix}ready_frac",
+        )
     prob = _get(raw, "exec_prob", float, default=1.0, prefix=prefix)
     if not (0.0 <= prob <= 1.0) or math.isnan(prob):
-        raise InvalidInput(f"{prob} is outside [0, 1]", hint="exec_prob is a probability", field=f"{prefix}exec_prob")
+        raise InvalidInput(
+            f"{prob} is outside [0, 1]", hint="exec_prob is a probability", field=f"{prefix}exec_prob"
+        )
     return LayerGrad(name=name, grad_bytes=grad_bytes, ready_frac=ready, exec_prob=prob)

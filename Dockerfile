@@ -1,0 +1,34 @@
+# Srift API/worker image: slim Python, non-root user, same start command as `make run` (srift serve).
+FROM python:3.11-slim
+
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PIP_NO_CACHE_DIR=1 \
+    SRIFT_HOST=0.0.0.0 \
+    SRIFT_PORT=8000 \
+    SRIFT_DATA_DIR=/data
+
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends curl iproute2 \
+ && rm -rf /var/lib/apt/lists/*
+
+WORKDIR /app
+# CPU build of torch, pinned like the Makefile; GPU users build FROM an image with their own torch.
+RUN pip install --index-url https://download.pytorch.org/whl/cpu torch==2.13.0 || pip install torch==2.13.0
+COPY pyproject.toml README.md ./
+COPY srift ./srift
+COPY migrations ./migrations
+COPY models ./models
+COPY probes ./probes
+RUN pip install .
+
+RUN useradd --create-home --uid 10001 srift && mkdir -p /data && chown srift:srift /data
+USER srift
+VOLUME ["/data"]
+EXPOSE 8000
+
+HEALTHCHECK --interval=15s --timeout=5s --start-period=30s --retries=5 \
+  CMD curl -fsS http://127.0.0.1:8000/v1/health || exit 1
+
+ENTRYPOINT ["srift"]
+CMD ["serve"]

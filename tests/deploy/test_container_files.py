@@ -1,0 +1,64 @@
+"""The Dockerfile and docker-compose.yml (no Docker engine here): parse them and check what they promise."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _compose() -> dict:  # type: ignore[type-arg]
+    return yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+
+
+def test_compose_services_images_env_and_healthchecks() -> None:
+    compose = _compose()
+    services = compose["services"]
+    assert set(services) == {"db", "api", "worker"}
+    assert services["db"]["image"].startswith("postgres:")
+    assert services["api"]["build"] == "."
+    assert services["worker"]["image"] == services["api"]["image"]
+    for name in ("api", "worker"):
+        env = services[name]["environment"]
+        assert env["SRIFT_DATABASE_URL"].startswith("postgresql+psycopg://srift:srift@db:5432/")
+        assert services[name]["depends_on"]["db"]["condition"] == "service_healthy"
+        assert services[name]["healthcheck"]["test"]
+    assert services["api"]["command"] == ["serve"]
+    assert services["worker"]["command"] == ["worker"]
+    assert "/v1/health" in " ".join(services["api"]["healthcheck"]["test"])
+    assert "pg_isready" in " ".join(services["db"]["healthcheck"]["test"])
+    assert "pgdata" in compose["volumes"]
+    assert any(v.startswith("pgdata:") for v in services["db"]["volumes"])
+
+
+def test_dockerfile_slim_nonroot_healthcheck_and_make_run_command() -> None:
+    text = (ROOT / "Dockerfile").read_text()
+    assert re.search(r"^FROM python:3\.11-slim", text, re.M)
+    assert re.search(r"^USER srift", text, re.M)
+    assert "HEALTHCHECK" in text and "/v1/health" in text
+    entry = re.search(r'^ENTRYPOINT \["srift"\]', text, re.M)
+    cmd = re.search(r'^CMD \["serve"\]', text, re.M)
+    assert entry and cmd
+    makefile = (ROOT / "Makefile").read_text()
+    assert re.search(r"^run:.*\n\t\$\(BIN\)/srift serve$", makefile, re.M), (
+        "image and make run must start the same way"
+    )
+    pinned = re.search(r"torch==([\d.]+)", text)
+    assert pinned and f"TORCH_VERSION := {pinned.group(1)}" in makefile
+
+
+def test_entrypoint_command_exists_outside_docker() -> None:
+    """`srift serve --help` (the image's entrypoint + command) works in this environment."""
+    out = subprocess.run(
+        [sys.executable, "-c", "from srift.cli import main; main(['serve', '--help'])"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    assert "Migrate the database" in out.stdout
