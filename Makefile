@@ -29,8 +29,8 @@ run: install
 	$(BIN)/srift serve
 
 lint: install
-	$(BIN)/ruff check srift tests probes
-	$(BIN)/ruff format --check srift tests probes
+	$(BIN)/ruff check srift tests probes benchmarks migrations
+	$(BIN)/ruff format --check srift tests probes benchmarks migrations
 
 typecheck: install
 	$(BIN)/mypy srift

@@ -35,5 +35,8 @@ def write_section(name: str, body_markdown: str, *, command: str | None = None) 
     BENCHMARKS_MD.parent.mkdir(parents=True, exist_ok=True)
     text = BENCHMARKS_MD.read_text() if BENCHMARKS_MD.exists() else HEADER
     pattern = re.compile(rf"<!-- section:{re.escape(name)} -->.*?<!-- /section:{re.escape(name)} -->\n", re.S)
-    text = pattern.sub(lambda _m: section, text) if pattern.search(text) else text.rstrip("\n") + "\n\n" + section
+    if pattern.search(text):
+        text = pattern.sub(lambda _m: section, text)
+    else:
+        text = text.rstrip("\n") + "\n\n" + section
     BENCHMARKS_MD.write_text(text)

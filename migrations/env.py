@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from alembic import context
+
 from srift.db.session import make_engine
 from srift.db.tables import Base
 from srift.settings import load_settings

@@ -61,7 +61,7 @@ def _postgres_db() -> Iterator[str | None]:
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def db_url(request: pytest.FixtureRequest, tmp_path: Path, _sqlite_template: Path) -> Iterator[str]:
-    """A migrated, empty database: a fresh SQLite file, or the session PostgreSQL database, truncated after."""
+    """A migrated, empty database: a fresh SQLite file, or the session PostgreSQL database (truncated)."""
     if request.param == "sqlite":
         path = tmp_path / "srift.db"
         shutil.copy(_sqlite_template, path)

@@ -48,7 +48,7 @@ def register(app: typer.Typer) -> None:
         port: int | None = typer.Option(None, help="port (default SRIFT_PORT, 8000)"),
         no_bootstrap: bool = typer.Option(False, help="skip migrations and loading the shipped data"),
     ) -> None:
-        """Migrate the database, load the shipped catalog and models if missing, serve the API and dashboard."""
+        """Migrate the database, load shipped catalog and models if missing, serve the API and dashboard."""
         import uvicorn
 
         from srift.api.app import create_app

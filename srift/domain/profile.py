@@ -1,4 +1,4 @@
-"""Compute profiles: forward/backward time curves and per-layer gradient readiness, per model and accelerator."""
+"""Compute profiles: forward/backward time curves and per-layer gradient readiness, per model/accelerator."""
 
 from __future__ import annotations
 
