@@ -1,0 +1,62 @@
+"""What the simulator returns: the iteration estimate, the communication mode, and the Prediction it makes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from srift.domain import Breakdown, Prediction
+from srift.errors import InvalidInput
+
+
+class CommMode(StrEnum):
+    """How gradients are exchanged: ring allreduce (Srift) or parameter servers (Li et al.)."""
+
+    ALLREDUCE = "allreduce"
+    PARAMETER_SERVER = "parameter_server"
+
+
+@dataclass(frozen=True, slots=True)
+class IterationEstimate:
+    """One iteration on one fleet: mean seconds, quantiles, where the time goes, and what it rests on.
+
+    `breakdown` adds up: compute_s + straggler_wait_s + exposed_intra_s + exposed_network_s == iteration_s.
+    `sources` names each profile used (model@accelerator) and each bandwidth answer ("xgb:…", "prior:…").
+    """
+
+    iteration_s: float
+    iteration_p10_s: float
+    iteration_p50_s: float
+    iteration_p90_s: float
+    breakdown: Breakdown
+    sources: tuple[str, ...]
+
+
+def to_prediction(estimate: IterationEstimate, *, iterations: int, usd_per_s: float) -> Prediction:
+    """Scale an iteration estimate to `iterations` iterations, billed per second at `usd_per_s` for the fleet.
+
+    `usd_per_s` is Σ count·price_usd_per_hr/3600 over the fleet; cost = total_time_s · usd_per_s (per-second
+    billing, no rounding up to whole hours).
+    """
+    if iterations < 1:
+        raise InvalidInput(
+            f"{iterations} is below 1", hint="ask for at least one iteration", field="iterations"
+        )
+    if usd_per_s < 0:
+        raise InvalidInput(f"{usd_per_s} is negative", hint="prices are ≥ 0", field="usd_per_s")
+    total_time_s = estimate.iteration_s * iterations
+    return Prediction(
+        iteration_s=estimate.iteration_s,
+        iteration_p10_s=estimate.iteration_p10_s,
+        iteration_p50_s=estimate.iteration_p50_s,
+        iteration_p90_s=estimate.iteration_p90_s,
+        total_time_s=total_time_s,
+        cost_usd=total_time_s * usd_per_s,
+        breakdown=estimate.breakdown,
+        sources=estimate.sources,
+    )
+
+
+def fleet_usd_per_s(prices_usd_per_hr: list[tuple[int, float]]) -> float:
+    """Σ count·price_usd_per_hr/3600 over (count, price_usd_per_hr) pairs: the fleet's per-second price."""
+    return sum(count * price for count, price in prices_usd_per_hr) / 3600.0
