@@ -1,0 +1,133 @@
+"""Real data-parallel training on synthetic data, timed per iteration: the ground truth Srift predicts.
+
+Runs under torchrun (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT from the environment) or as a single process.
+Each rank builds the model from MODULE:FACTORY and its batch from an input factory (a callable of the batch
+size), wraps the model in DistributedDataParallel (gloo by default), and times `--iters` iterations of
+forward, backward (with DDP's gradient allreduce) and an SGD step after `--warmup` untimed ones. Rank 0
+prints one JSON object: the mean, median and spread of iteration time and the per-iteration times.
+
+Per-rank batch sizes may differ (`--batches 32,64` gives rank i the i-th entry), as in Srift's mixed fleets.
+Uses torch and the standard library only, so it runs on a bare host or testbed namespace.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+
+def _load(spec: str) -> Callable[..., Any]:
+    module_name, _, attr = spec.partition(":")
+    if not module_name or not attr:
+        raise SystemExit(f"error: {spec!r} is not MODULE:CALLABLE. To fix: e.g. mypkg.models:build.")
+    obj: Any = importlib.import_module(module_name)
+    for part in attr.split("."):
+        obj = getattr(obj, part)
+    if not callable(obj):
+        raise SystemExit(f"error: {spec} is not callable. To fix: name a function or class.")
+    return obj  # type: ignore[no-any-return]
+
+
+def _loss(output: Any) -> Any:
+    if isinstance(output, tuple | list):
+        output = output[0]
+    return output.float().pow(2).mean()
+
+
+def main(argv: list[str] | None = None) -> int:
+    formatter = argparse.RawDescriptionHelpFormatter
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=formatter)
+    parser.add_argument("--model", required=True, help="MODULE:FACTORY returning an nn.Module")
+    parser.add_argument("--input", required=True, help="MODULE:FACTORY taking the batch size")
+    parser.add_argument("--batch", type=int, default=None, help="per-rank batch (same on every rank)")
+    parser.add_argument("--batches", default=None, help="comma-separated per-rank batches, by rank")
+    parser.add_argument("--iters", type=int, default=20)
+    parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads per rank")
+    parser.add_argument("--backend", default="gloo", choices=["gloo", "nccl"])
+    parser.add_argument("--bucket-cap-mb", type=float, default=25.0, help="DDP gradient bucket size")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", default=None, help="write rank 0's JSON here as well as stdout")
+    args = parser.parse_args(argv)
+
+    import torch
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel
+
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+    world_size = int(os.environ.get("WORLD_SIZE", "1"))
+    rank = int(os.environ.get("RANK", "0"))
+    if args.batches:
+        batches = [int(b) for b in args.batches.split(",")]
+        if len(batches) != world_size:
+            raise SystemExit(f"error: --batches has {len(batches)} entries for {world_size} ranks.")
+        batch = batches[rank]
+    elif args.batch:
+        batch = args.batch
+    else:
+        raise SystemExit("error: give --batch or --batches.")
+
+    distributed = world_size > 1
+    if distributed:
+        dist.init_process_group(args.backend, rank=rank, world_size=world_size)
+    model = _load(args.model)()
+    inputs = _load(args.input)(batch)
+    device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0"))) if args.backend == "nccl" else None
+    if device is not None:
+        model = model.to(device)
+        inputs = inputs.to(device) if hasattr(inputs, "to") else tuple(x.to(device) for x in inputs)
+    net: Any = DistributedDataParallel(model, bucket_cap_mb=args.bucket_cap_mb) if distributed else model
+    opt = torch.optim.SGD(net.parameters(), lr=1e-4)
+    args_tuple = inputs if isinstance(inputs, tuple) else (inputs,)
+
+    def step() -> None:
+        opt.zero_grad(set_to_none=True)
+        _loss(net(*args_tuple)).backward()
+        opt.step()
+        if device is not None:
+            torch.cuda.synchronize(device)
+
+    for _ in range(args.warmup):
+        step()
+    if distributed:
+        dist.barrier()
+    times_s: list[float] = []
+    for _ in range(args.iters):
+        start = time.perf_counter()
+        step()
+        times_s.append(time.perf_counter() - start)
+    if distributed:
+        # every rank's step ends at the synchronising allreduce, so rank 0's times are the fleet's
+        local = torch.tensor(times_s, dtype=torch.float64)
+        dist.all_reduce(local, op=dist.ReduceOp.MAX)
+        times_s = local.tolist()
+        dist.destroy_process_group()
+    if rank == 0:
+        result = {
+            "world_size": world_size,
+            "batch": batch,
+            "batches": args.batches,
+            "iters": args.iters,
+            "mean_iter_s": statistics.fmean(times_s),
+            "median_iter_s": statistics.median(times_s),
+            "stdev_iter_s": statistics.stdev(times_s) if len(times_s) > 1 else 0.0,
+            "iter_times_s": times_s,
+        }
+        text = json.dumps(result)
+        print(text, flush=True)
+        if args.out:
+            with open(args.out, "w") as fh:
+                fh.write(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
