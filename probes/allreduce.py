@@ -1,0 +1,367 @@
+"""Allreduce bandwidth probe: times all_reduce over a grid of buffer sizes and prints JSON lines (Srift §4.2).
+
+Runs under torchrun (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT from the
+environment) or with those variables set by hand (plain env:// init), with the gloo (CPU) or NCCL (GPU)
+backend. For each buffer size (powers of two, 4 B .. 512 MiB by default) every rank runs `--warmup`
+untimed allreduces, then `--repeats` timed ones, each started after a barrier; a repetition's time is the
+slowest rank's. With `--async-count N`, each repetition launches N concurrent asynchronous allreduces on
+separate buffers and times until all are done.
+
+Rank 0 writes one JSON object per repetition (schema "srift-probe/1") to `--out` or stdout:
+  time_s, algbw_gbps = 8·s/t/1e9, busbw_gbps = algbw_gbps · 2(n−1)/n  (GIGABITS/s; nccl-tests prints GB/s),
+  buffer_bytes, world_size, nodes, ranks_per_node, backend, async_count, repeat, run_id, and the host's
+  features: provider, region, zone, instance_type (from flags or SRIFT_PROVIDER, SRIFT_REGION,
+  SRIFT_ZONE, SRIFT_INSTANCE_TYPE, SRIFT_RATED_GBPS), gpu_name, cpu_name, cpu_cores, memory_gib, rated_gbps.
+Progress goes to stderr as `progress DONE/TOTAL size=BYTES busbw_gbps=X`. The probe stops before
+`--time-budget-s` would be exceeded (rank 0 decides, all ranks follow), so it is bounded in time.
+
+Uses torch and the standard library only, so it runs on a bare VM or a testbed host.
+
+Examples:
+  torchrun --nnodes 2 --nproc-per-node 1 --rdzv-endpoint HOST:29500 allreduce.py --out samples.jsonl
+  RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=29500 python allreduce.py --sizes 4,1K,1M
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import socket
+import sys
+import time
+import uuid
+from typing import Any, TextIO
+
+SCHEMA = "srift-probe/1"
+PROBE_VERSION = "1"
+_SUFFIX = {"": 1, "B": 1, "K": 1 << 10, "KB": 1 << 10, "KIB": 1 << 10, "M": 1 << 20, "MB": 1 << 20}
+_SUFFIX.update({"MIB": 1 << 20, "G": 1 << 30, "GB": 1 << 30, "GIB": 1 << 30})
+
+
+def parse_size(text: str) -> int:
+    """'4', '64K', '512M', '1G' → bytes (binary multiples)."""
+    raw = text.strip().upper()
+    digits = raw.rstrip("BKMGI")
+    suffix = raw[len(digits) :]
+    if not digits.isdigit() or suffix not in _SUFFIX:
+        raise ValueError(f"{text!r} is not a size (examples: 4, 64K, 512M, 1G)")
+    return int(digits) * _SUFFIX[suffix]
+
+
+def size_grid(*, min_bytes: int, max_bytes: int) -> list[int]:
+    """Powers of two from min_bytes to max_bytes inclusive (min rounded up to a power of two)."""
+    size = 1
+    while size < min_bytes:
+        size *= 2
+    grid = []
+    while size <= max_bytes:
+        grid.append(size)
+        size *= 2
+    return grid
+
+
+def _cgroup_cpus() -> float | None:
+    try:
+        with open("/sys/fs/cgroup/cpu.max") as fh:
+            quota, period = fh.read().split()[:2]
+    except (OSError, ValueError):
+        return None
+    return None if quota == "max" else int(quota) / int(period)
+
+
+def _cpu_cores() -> int:
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        cores = os.cpu_count() or 1
+    quota = _cgroup_cpus()
+    return max(1, min(cores, int(quota + 0.999))) if quota else cores
+
+
+def _cpu_name() -> str:
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.lower().startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _memory_gib() -> float:
+    total = 0
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemTotal:"):
+                    total = int(line.split()[1]) * 1024
+                    break
+    except OSError:
+        pass
+    try:
+        with open("/sys/fs/cgroup/memory.max") as fh:
+            limit = fh.read().strip()
+        if limit != "max" and (not total or int(limit) < total):
+            total = int(limit)
+    except (OSError, ValueError):
+        pass
+    return round(total / 2**30, 2)
+
+
+def _imds(path: str) -> str:
+    """Read one EC2 instance-metadata value (IMDSv2), or '' when not on EC2."""
+    import urllib.request
+
+    base = "http://169.254.169.254/latest"
+    try:
+        req = urllib.request.Request(
+            f"{base}/api/token", method="PUT", headers={"X-aws-ec2-metadata-token-ttl-seconds": "60"}
+        )
+        token = urllib.request.urlopen(req, timeout=1).read().decode()
+        req = urllib.request.Request(f"{base}/meta-data/{path}", headers={"X-aws-ec2-metadata-token": token})
+        return str(urllib.request.urlopen(req, timeout=1).read().decode().strip())
+    except OSError:
+        return ""
+
+
+def host_features(args: argparse.Namespace, *, gpu_name: str) -> dict[str, Any]:
+    """The features Srift learns bandwidth from, for this host (flags, then SRIFT_* variables, then IMDS)."""
+
+    def pick(flag: str | None, env: str, default: str = "") -> str:
+        return flag if flag is not None else os.environ.get(env, default)
+
+    feats = {
+        "provider": pick(args.provider, "SRIFT_PROVIDER", "local"),
+        "region": pick(args.region, "SRIFT_REGION"),
+        "zone": pick(args.zone, "SRIFT_ZONE"),
+        "instance_type": pick(args.instance_type, "SRIFT_INSTANCE_TYPE", "local"),
+        "rated_gbps": float(
+            pick(None if args.rated_gbps is None else str(args.rated_gbps), "SRIFT_RATED_GBPS", "0")
+        ),
+    }
+    if args.from_imds:
+        feats["instance_type"] = _imds("instance-type") or feats["instance_type"]
+        feats["zone"] = _imds("placement/availability-zone") or feats["zone"]
+        feats["region"] = _imds("placement/region") or feats["region"]
+        feats["provider"] = "aws" if feats["zone"] else feats["provider"]
+    feats.update(gpu_name=gpu_name, cpu_name=_cpu_name(), cpu_cores=_cpu_cores(), memory_gib=_memory_gib())
+    return feats
+
+
+def _node_identity() -> str:
+    """Hostname plus network-namespace inode: distinct per VM and per testbed host."""
+    try:
+        netns = os.stat("/proc/self/ns/net").st_ino
+    except OSError:
+        netns = 0
+    return f"{socket.gethostname()}:{netns}"
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--backend", default=None, choices=["gloo", "nccl"], help="default: nccl if CUDA, else gloo"
+    )
+    parser.add_argument("--min-bytes", type=parse_size, default=4, help="smallest buffer (default 4)")
+    parser.add_argument(
+        "--max-bytes", type=parse_size, default=512 << 20, help="largest buffer (default 512M)"
+    )
+    parser.add_argument("--sizes", default=None, help="explicit comma-separated sizes, e.g. 4,1K,64M")
+    parser.add_argument("--repeats", type=int, default=5, help="timed repetitions per size")
+    parser.add_argument("--warmup", type=int, default=2, help="untimed allreduces per size")
+    parser.add_argument(
+        "--async-count", type=int, default=1, help="concurrent async allreduces per repetition"
+    )
+    parser.add_argument("--time-budget-s", type=float, default=600.0, help="stop before this much wall time")
+    parser.add_argument("--nodes", type=int, default=None, help="hosts (default: from torchrun or detected)")
+    parser.add_argument("--ranks-per-node", type=int, default=None, help="ranks per host (default: detected)")
+    parser.add_argument("--ifname", default=None, help="network interface for gloo/NCCL sockets")
+    parser.add_argument("--provider", default=None)
+    parser.add_argument("--region", default=None)
+    parser.add_argument("--zone", default=None)
+    parser.add_argument("--instance-type", default=None)
+    parser.add_argument("--rated-gbps", type=float, default=None, help="provider's rated network Gbit/s")
+    parser.add_argument("--from-imds", action="store_true", help="read type/region/zone from EC2 metadata")
+    parser.add_argument("--run-id", default=None, help="identifier of this run (default: random)")
+    parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads per rank")
+    parser.add_argument("--out", default=None, help="JSON-lines file (default: stdout)")
+    args = parser.parse_args(argv)
+    if args.sizes:
+        try:
+            args.grid = [parse_size(s) for s in args.sizes.split(",") if s.strip()]
+        except ValueError as exc:
+            parser.error(str(exc))
+    else:
+        args.grid = size_grid(min_bytes=args.min_bytes, max_bytes=args.max_bytes)
+    if not args.grid:
+        parser.error("the size grid is empty; To fix: give --min-bytes ≤ --max-bytes or --sizes")
+    bad = [s for s in args.grid if s <= 0 or s % 4]
+    if bad:
+        parser.error(f"sizes must be positive multiples of 4 bytes (float32), got {bad}")
+    for name in ("repeats", "async_count"):
+        if getattr(args, name) < 1:
+            parser.error(f"--{name.replace('_', '-')} must be ≥ 1")
+    if args.warmup < 0 or args.time_budget_s <= 0:
+        parser.error("--warmup must be ≥ 0 and --time-budget-s > 0")
+    args.grid = sorted(set(args.grid))
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    started = time.monotonic()
+    if args.ifname:
+        os.environ.setdefault("GLOO_SOCKET_IFNAME", args.ifname)
+        os.environ.setdefault("NCCL_SOCKET_IFNAME", args.ifname)
+
+    import torch
+    import torch.distributed as dist
+
+    torch.set_num_threads(args.threads)
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    rank = int(os.environ.get("RANK", "0"))
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    if world < 2:
+        print(
+            "error: WORLD_SIZE must be ≥ 2. To fix: run under torchrun or set RANK/WORLD_SIZE.",
+            file=sys.stderr,
+        )
+        return 2
+    backend = args.backend or ("nccl" if torch.cuda.is_available() else "gloo")
+    device = torch.device("cpu")
+    gpu_name = ""
+    if torch.cuda.is_available():
+        torch.cuda.set_device(local_rank)
+        gpu_name = torch.cuda.get_device_name(local_rank)
+        if backend == "nccl":
+            device = torch.device("cuda", local_rank)
+    elif backend == "nccl":
+        print("error: NCCL needs CUDA GPUs. To fix: use --backend gloo.", file=sys.stderr)
+        return 2
+    timeout = dt.timedelta(seconds=max(120.0, args.time_budget_s))
+    dist.init_process_group(backend, rank=rank, world_size=world, timeout=timeout)
+
+    def barrier() -> None:
+        if backend == "nccl":
+            dist.barrier(device_ids=[local_rank])
+        else:
+            dist.barrier()
+
+    def sync() -> None:
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+
+    ids: list[Any] = [None] * world
+    dist.all_gather_object(ids, (_node_identity(), args.run_id or uuid.uuid4().hex))
+    if args.nodes is not None:
+        nodes = args.nodes
+    elif os.environ.get("LOCAL_WORLD_SIZE"):
+        nodes = world // int(os.environ["LOCAL_WORLD_SIZE"])
+    else:
+        nodes = len({node for node, _ in ids})
+    per_node = args.ranks_per_node or max(1, world // max(nodes, 1))
+    if nodes * per_node != world:
+        if rank == 0:
+            print(f"error: nodes {nodes} × ranks per node {per_node} ≠ world size {world}.", file=sys.stderr)
+        dist.destroy_process_group()
+        return 2
+    run_id = ids[0][1]
+    feats = host_features(args, gpu_name=gpu_name) if rank == 0 else {}
+
+    out: TextIO | None = None
+    if rank == 0:
+        out = open(args.out, "w") if args.out else sys.stdout  # noqa: SIM115
+    flag = torch.zeros(1, dtype=torch.int32, device=device)
+    last_iter_s = 0.0
+    last_size = 0
+    done = 0
+    try:
+        warm = torch.zeros(1024, dtype=torch.float32, device=device)
+        for _ in range(3):
+            dist.all_reduce(warm)
+        sync()
+        for size in args.grid:
+            if rank == 0:
+                guess_s = last_iter_s * max(1.0, size / max(last_size, 1)) if last_iter_s else 0.0
+                needed_s = (args.warmup + args.repeats) * (guess_s + 0.002) + 0.05
+                flag.fill_(1 if time.monotonic() - started + needed_s <= args.time_budget_s else 0)
+            dist.broadcast(flag, src=0)
+            if not int(flag.item()):
+                if rank == 0:
+                    print(
+                        f"budget: stopped before size {size} after {done} sizes", file=sys.stderr, flush=True
+                    )
+                break
+            count = size // 4
+            bufs = [torch.zeros(count, dtype=torch.float32, device=device) for _ in range(args.async_count)]
+
+            def once(bufs: list[Any] = bufs) -> None:
+                if len(bufs) == 1:
+                    dist.all_reduce(bufs[0])
+                else:
+                    for work in [dist.all_reduce(b, async_op=True) for b in bufs]:
+                        work.wait()
+                sync()
+
+            for _ in range(args.warmup):
+                once()
+            times_s = []
+            for _ in range(args.repeats):
+                barrier()
+                sync()
+                t0 = time.perf_counter()
+                once()
+                times_s.append(time.perf_counter() - t0)
+            slowest = torch.tensor(times_s, dtype=torch.float64, device=device)
+            dist.all_reduce(slowest, op=dist.ReduceOp.MAX)
+            times_s = [float(t) for t in slowest.cpu().tolist()]
+            last_iter_s, last_size = max(times_s), size
+            done += 1
+            del bufs
+            if rank == 0 and out is not None:
+                now = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+                for rep, t in enumerate(times_s):
+                    algbw = size * 8 / t / 1e9
+                    busbw = algbw * 2 * (world - 1) / world
+                    sample = {
+                        "schema": SCHEMA,
+                        "probe_version": PROBE_VERSION,
+                        "run_id": run_id,
+                        "timestamp": now,
+                        "time_s": t,
+                        "algbw_gbps": algbw,
+                        "busbw_gbps": busbw,
+                        "buffer_bytes": size,
+                        "dtype": "float32",
+                        "world_size": world,
+                        "nodes": nodes,
+                        "ranks_per_node": per_node,
+                        "backend": backend,
+                        "async_count": args.async_count,
+                        "repeat": rep,
+                        **feats,
+                    }
+                    out.write(json.dumps(sample, sort_keys=True) + "\n")
+                out.flush()
+                mid = sorted(times_s)[len(times_s) // 2]
+                mid_busbw = size * 8 / mid / 1e9 * 2 * (world - 1) / world
+                print(
+                    f"progress {done}/{len(args.grid)} size={size} busbw_gbps={mid_busbw:.6g}",
+                    file=sys.stderr,
+                    flush=True,
+                )
+    finally:
+        if out is not None and out is not sys.stdout:
+            out.close()
+        dist.destroy_process_group()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
