@@ -1,0 +1,166 @@
+"""Reader for nccl-tests `all_reduce_perf` text output, as printed, into probe records.
+
+The table has an out-of-place and an in-place half; we read the OUT-OF-PLACE columns (the first `time`,
+`algbw`, `busbw`), which is what gradient allreduce in DDP does and what nccl-tests' summaries quote. One
+record per table row; a size printed twice (two tables concatenated) becomes repetition 1, 2, ...
+
+Units: `size` is bytes, `time` microseconds, `algbw`/`busbw` gigaBYTES/s. We derive the stored bandwidths
+from the printed time (`busbw_gbps = 2s(n−1)/(n·t)·8/1e9`, GIGABITS/s), because the printed busbw is
+rounded to 0.00 below a few KB; each row's printed busbw must agree with that to its rounding, or the row
+is rejected. Lines may carry a rank prefix (`0: `, `[1,0]<stdout>:`); `#` comments and NCCL log lines are
+skipped. A row that starts with a number but does not parse is an error naming its line.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+from dataclasses import dataclass
+
+from srift.bandwidth.samples import ProbeRecord, algbw_gbps, busbw_gbps
+from srift.errors import InvalidInput
+
+_PREFIX = re.compile(r"^\s*(?:\d+:\s|\[\d+,\d+\]<\w+>:\s?)")
+_LOG_LINE = re.compile(r"\bNCCL (?:INFO|WARN|ERROR|TRACE)\b|^\s*\S+:\d+:\d+ \[\d+\]")
+_NUMBER_START = re.compile(r"^\s*\d")
+_RANKS = re.compile(r"#\s*Rank\s+(\d+)\s")
+HINT = "give `all_reduce_perf` output as printed (e.g. `all_reduce_perf -b 8 -e 8G -f 2 -g 1 > out.txt`)"
+
+
+@dataclass(frozen=True, slots=True)
+class NcclTestsHost:
+    """What the text does not say: where it ran. `world_size` = nodes × gpus_per_node."""
+
+    provider: str
+    instance_type: str
+    nodes: int
+    gpus_per_node: int
+    region: str = ""
+    zone: str = ""
+    gpu_name: str = ""
+    cpu_name: str = ""
+    cpu_cores: int = 0
+    memory_gib: float = 0.0
+    rated_gbps: float = 0.0
+
+
+def _columns(header: str) -> dict[str, int] | None:
+    tokens = header.lstrip("#").split()
+    needed = ("size", "time", "algbw", "busbw")
+    if not all(t in tokens for t in needed):
+        return None
+    return {name: tokens.index(name) for name in needed}
+
+
+def parse_nccl_tests(text: str, *, host: NcclTestsHost, source: str = "input") -> list[ProbeRecord]:
+    """Records from `all_reduce_perf` text; InvalidInput names `source:line` for any malformed row."""
+    if host.nodes < 1 or host.gpus_per_node < 1:
+        raise InvalidInput("nodes and gpus per node must be ≥ 1", hint="give --nodes and --gpus-per-node")
+    world = host.nodes * host.gpus_per_node
+    if world < 2:
+        raise InvalidInput(
+            f"world size {world} < 2: an allreduce needs at least two ranks",
+            hint="give the --nodes and --gpus-per-node the test ran with",
+            field="world_size",
+        )
+    run_id = "nccl-tests:" + hashlib.sha256(text.encode()).hexdigest()[:32]
+    columns: dict[str, int] | None = None
+    ranks_seen: set[int] = set()
+    seen: dict[int, int] = {}
+    records: list[ProbeRecord] = []
+    for line_no, raw in enumerate(text.splitlines(), start=1):
+        line = _PREFIX.sub("", raw, count=1).rstrip()
+        where = f"{source}:{line_no}"
+        if not line.strip() or _LOG_LINE.search(line):
+            continue
+        if line.lstrip().startswith("#"):
+            rank = _RANKS.match(line.strip())
+            if rank:
+                ranks_seen.add(int(rank.group(1)))
+            columns = _columns(line) or columns
+            continue
+        if not _NUMBER_START.match(line):
+            continue
+        if columns is None:
+            raise InvalidInput(
+                f"{where}: a data row before the column header (# size count type ... time algbw busbw)",
+                hint=HINT,
+                field=f"line {line_no}",
+            )
+        records.append(
+            _row(line, columns=columns, where=where, line_no=line_no, host=host, run_id=run_id, seen=seen)
+        )
+    if not records:
+        raise InvalidInput(f"{source}: no all_reduce_perf rows found", hint=HINT)
+    if ranks_seen and len(ranks_seen) != world:
+        raise InvalidInput(
+            f"{source}: the output lists {len(ranks_seen)} ranks but nodes × gpus per node = {world}",
+            hint="give the --nodes and --gpus-per-node the test ran with",
+            field="world_size",
+        )
+    return records
+
+
+def _row(
+    line: str,
+    *,
+    columns: dict[str, int],
+    where: str,
+    line_no: int,
+    host: NcclTestsHost,
+    run_id: str,
+    seen: dict[int, int],
+) -> ProbeRecord:
+    tokens = line.split()
+    field = f"line {line_no}"
+    if len(tokens) <= max(columns.values()):
+        raise InvalidInput(
+            f"{where}: expected at least {max(columns.values()) + 1} columns, found {len(tokens)}",
+            hint=HINT,
+            field=field,
+        )
+    try:
+        size = int(tokens[columns["size"]])
+        time_us = float(tokens[columns["time"]])
+        printed_busbw_gbyte = float(tokens[columns["busbw"]])
+    except ValueError as exc:
+        raise InvalidInput(
+            f"{where}: cannot read size, time or busbw ({exc})", hint=HINT, field=field
+        ) from exc
+    if size <= 0 or not math.isfinite(time_us) or time_us <= 0:
+        raise InvalidInput(f"{where}: size and time must be positive", hint=HINT, field=field)
+    world = host.nodes * host.gpus_per_node
+    time_s = time_us / 1e6
+    busbw = busbw_gbps(buffer_bytes=size, world_size=world, time_s=time_s)
+    printed = printed_busbw_gbyte * 8
+    if abs(busbw - printed) > 0.02 * busbw + 0.01 * 8 * 1.01:
+        raise InvalidInput(
+            f"{where}: busbw {printed_busbw_gbyte} GB/s does not match size and time across {world} ranks "
+            f"({busbw / 8:.2f} GB/s)",
+            hint="check --nodes and --gpus-per-node, and that this is all_reduce_perf output",
+            field=field,
+        )
+    repeat = seen.get(size, 0)
+    seen[size] = repeat + 1
+    return ProbeRecord(
+        run_id=run_id,
+        provider=host.provider,
+        instance_type=host.instance_type,
+        backend="nccl-tests",
+        buffer_bytes=size,
+        world_size=world,
+        nodes=host.nodes,
+        ranks_per_node=host.gpus_per_node,
+        time_s=time_s,
+        algbw_gbps=algbw_gbps(buffer_bytes=size, time_s=time_s),
+        busbw_gbps=busbw,
+        repeat=repeat,
+        region=host.region,
+        zone=host.zone,
+        gpu_name=host.gpu_name,
+        cpu_name=host.cpu_name,
+        cpu_cores=host.cpu_cores,
+        memory_gib=host.memory_gib,
+        rated_gbps=host.rated_gbps,
+    )
