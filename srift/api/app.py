@@ -12,7 +12,9 @@ from fastapi.responses import JSONResponse
 from starlette.middleware.cors import CORSMiddleware
 
 from srift import __version__
+from srift.api.limits import ERROR_RESPONSES, BodySizeLimit
 from srift.errors import SriftError
+from srift.redaction import install_log_redaction
 from srift.settings import Settings, get_settings
 
 log = logging.getLogger("srift.api")
@@ -39,6 +41,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         docs_url="/docs",
     )
     app.state.settings = settings
+    install_log_redaction()
+    app.add_middleware(BodySizeLimit, max_body_bytes=settings.max_body_bytes)
     if settings.cors_origins:
         app.add_middleware(
             CORSMiddleware, allow_origins=settings.cors_origins, allow_methods=["*"], allow_headers=["*"]
@@ -62,7 +66,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 "hint": "correct the named field; see /docs for the schema",
                 "field": field,
                 "errors": [
-                    {"field": ".".join(str(p) for p in e.get("loc", ()) if p != "body"), "msg": str(e.get("msg"))}
+                    {
+                        "field": ".".join(str(p) for p in e.get("loc", ()) if p != "body"),
+                        "msg": str(e.get("msg")),
+                    }
                     for e in errors[:20]
                 ],
             },
@@ -84,7 +91,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     for name in ROUTE_MODULES:
         module = importlib.import_module(f"srift.api.routes.{name}")
-        app.include_router(module.router, prefix="/v1")
+        app.include_router(module.router, prefix="/v1", responses=ERROR_RESPONSES)
     from srift.api import dashboard
 
     dashboard.mount(app)

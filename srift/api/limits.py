@@ -1,0 +1,146 @@
+"""Request-size guard (ASGI middleware) and the documented error responses every route shares.
+
+`BodySizeLimit` answers 413 before any parsing when a body exceeds SRIFT_MAX_BODY_BYTES: at once when
+Content-Length says so, and while reading when the body is chunked (no Content-Length), never buffering
+more than the limit.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pydantic import BaseModel, Field
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from srift.limits import BODY_SIZE
+
+
+class ErrorBody(BaseModel):
+    """The body of every 4xx/5xx answer: what is wrong, how to fix it, and the field at fault."""
+
+    error: str = Field(
+        description="machine-readable kind, e.g. invalid_input, unauthorized, payload_too_large"
+    )
+    detail: str = Field(description="what is wrong")
+    hint: str = Field(description="how to fix it")
+    field: str | None = Field(
+        default=None, description="dotted path of the input at fault, when there is one"
+    )
+    errors: list[dict[str, Any]] | None = Field(default=None, description="every validation error (422 only)")
+
+
+def _error(description: str) -> dict[str, Any]:
+    return {"model": ErrorBody, "description": description}
+
+
+ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    401: _error("no token, or an unknown or revoked one"),
+    403: _error("the token's scope (or job) does not allow this"),
+    413: _error("the request body exceeds SRIFT_MAX_BODY_BYTES"),
+    422: _error("invalid input or a documented limit exceeded; `field` names it"),
+}
+"""Merged into every /v1 route's OpenAPI `responses`, so clients and fuzzers know the error shape."""
+
+
+def payload_too_large_body(max_body_bytes: int) -> dict[str, str | None]:
+    return {
+        "error": "payload_too_large",
+        "detail": f"the request body exceeds the limit of {max_body_bytes} bytes ({BODY_SIZE.name})",
+        "hint": "send less per request (split batches of samples or layers), or raise SRIFT_MAX_BODY_BYTES",
+        "field": None,
+    }
+
+
+class _TooLarge(Exception):
+    pass
+
+
+class BodySizeLimit:
+    """Reject HTTP request bodies larger than `max_body_bytes` with 413, before the app reads them."""
+
+    def __init__(self, app: ASGIApp, *, max_body_bytes: int) -> None:
+        self.app = app
+        self.max_body_bytes = max_body_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = _content_length(scope)
+        if declared is not None and declared > self.max_body_bytes:
+            await self._reject(send)
+            return
+        if declared is not None:
+            await self.app(scope, self._counting(receive), send)
+            return
+        try:
+            messages = await self._buffer(receive)
+        except _TooLarge:
+            await self._reject(send)
+            return
+        await self.app(scope, self._replay(messages, receive), send)
+
+    async def _buffer(self, receive: Receive) -> list[Message]:
+        messages: list[Message] = []
+        total = 0
+        while True:
+            message = await receive()
+            messages.append(message)
+            if message["type"] != "http.request":
+                return messages
+            total += len(message.get("body", b""))
+            if total > self.max_body_bytes:
+                raise _TooLarge
+            if not message.get("more_body", False):
+                return messages
+
+    @staticmethod
+    def _replay(messages: list[Message], receive: Receive) -> Receive:
+        pending = list(messages)
+
+        async def replay() -> Message:
+            if pending:
+                return pending.pop(0)
+            return await receive()
+
+        return replay
+
+    def _counting(self, receive: Receive) -> Receive:
+        total = 0
+
+        async def counting() -> Message:
+            nonlocal total
+            message = await receive()
+            if message["type"] == "http.request":
+                total += len(message.get("body", b""))
+                if total > self.max_body_bytes:
+                    raise ValueError("request body longer than its Content-Length limit")
+            return message
+
+        return counting
+
+    async def _reject(self, send: Send) -> None:
+        body = json.dumps(payload_too_large_body(self.max_body_bytes)).encode()
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 413,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(body)).encode()),
+                    (b"connection", b"close"),
+                ],
+            }
+        )
+        await send({"type": "http.response.body", "body": body})
+
+
+def _content_length(scope: Scope) -> int | None:
+    for name, value in scope.get("headers", ()):
+        if name == b"content-length":
+            try:
+                return int(value)
+            except ValueError:
+                return None
+    return None

@@ -1,0 +1,137 @@
+"""Input limits, in one place: each maximum, what it bounds, and the check that names it when exceeded.
+
+Every request that could make the service allocate, compute or store without bound is capped here.
+Pydantic schemas use the constants (`Field(le=MAX_COUNT)`, `Field(max_length=MAX_PROFILES_PER_REQUEST)`);
+other code calls `LIMIT.check(value, field=...)`. docs/limits.md lists them all (a test checks it does).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from srift.errors import InvalidInput, PayloadTooLarge
+
+DEFAULT_MAX_BODY_BYTES = 2_000_000
+MAX_LAYERS_PER_PROFILE = 10_000
+MAX_PROFILES_PER_REQUEST = 64
+MAX_INSTANCE_TYPES_PER_REQUEST = 64
+MAX_COUNT = 1024
+MAX_FLEET_VMS = 4096
+MAX_GLOBAL_BATCH = 1_048_576
+MAX_ITERATIONS = 1_000_000_000
+MAX_SOLVE_BUDGET_S = 60.0
+DEFAULT_MAX_SOLVE_BUDGET_S = 30.0
+MAX_PROBE_GRID_POINTS = 1024
+MAX_PROBE_BUFFER_BYTES = 1 << 32
+MAX_PROBE_REPEATS = 1000
+MAX_PROBE_RESULTS_PER_BATCH = 10_000
+MAX_NAME_CHARS = 200
+MAX_PAGE_SIZE = 500
+
+
+@dataclass(frozen=True, slots=True)
+class Limit:
+    """One documented maximum; `check` raises a 422 (or 413 for sizes) whose message names the limit."""
+
+    name: str
+    maximum: float
+    unit: str
+    applies_to: str
+    status_code: int = 422
+
+    def check(self, value: float, *, field: str | None = None) -> None:
+        """Raise when `value` exceeds the maximum; the error names the limit and its value."""
+        if value <= self.maximum:
+            return
+        detail = (
+            f"{_fmt(value)} {self.unit} exceeds the limit of {_fmt(self.maximum)} {self.unit} ({self.name})"
+        )
+        hint = f"stay within {_fmt(self.maximum)} {self.unit}; see docs/limits.md"
+        if self.status_code == 413:
+            raise PayloadTooLarge(detail, hint=hint, field=field)
+        raise InvalidInput(detail, hint=hint, field=field)
+
+
+def _fmt(value: float) -> str:
+    return f"{int(value):,}".replace(",", "_") if float(value).is_integer() else f"{value:g}"
+
+
+BODY_SIZE = Limit(
+    "request body size",
+    DEFAULT_MAX_BODY_BYTES,
+    "bytes",
+    "every request body, chunked or not; SRIFT_MAX_BODY_BYTES sets it",
+    status_code=413,
+)
+LAYERS_PER_PROFILE = Limit(
+    "layers per profile",
+    MAX_LAYERS_PER_PROFILE,
+    "layers",
+    "profile `layers[]` (POST /v1/profiles, inline profiles)",
+)
+PROFILES_PER_REQUEST = Limit(
+    "profiles per request", MAX_PROFILES_PER_REQUEST, "profiles", "`profile_ids` and inline `profiles`"
+)
+INSTANCE_TYPES_PER_REQUEST = Limit(
+    "instance types per request",
+    MAX_INSTANCE_TYPES_PER_REQUEST,
+    "instance types",
+    "`availability` keys, fleets and instance-type lists in plans, predictions and probe jobs",
+)
+COUNT = Limit("VMs of one type", MAX_COUNT, "VMs", "`count`, `counts[i]`, `availability` values")
+FLEET_VMS = Limit("VMs per fleet", MAX_FLEET_VMS, "VMs", "the sum of counts of one fleet")
+GLOBAL_BATCH = Limit("global batch", MAX_GLOBAL_BATCH, "samples", "`global_batch`, per-VM `batch`")
+ITERATIONS = Limit("iterations", MAX_ITERATIONS, "iterations", "`iterations`, progress `iterations_done`")
+SOLVE_BUDGET = Limit(
+    "solve budget",
+    MAX_SOLVE_BUDGET_S,
+    "s",
+    "`solve_budget_s` of a plan request; SRIFT_MAX_SOLVE_BUDGET_S lowers it (default 30 s)",
+)
+PROBE_GRID = Limit(
+    "probe grid size",
+    MAX_PROBE_GRID_POINTS,
+    "grid points",
+    "probe jobs: buffer sizes × world sizes × instance types",
+)
+PROBE_BUFFER = Limit("probe buffer size", MAX_PROBE_BUFFER_BYTES, "bytes", "each probe `buffer_bytes`")
+PROBE_REPEATS = Limit(
+    "probe repeats", MAX_PROBE_REPEATS, "repeats", "probe `repeats` / `iters` per grid point"
+)
+PROBE_RESULTS_PER_BATCH = Limit(
+    "probe results per batch", MAX_PROBE_RESULTS_PER_BATCH, "samples", "POST /v1/probe-results `samples[]`"
+)
+NAME_CHARS = Limit("name length", MAX_NAME_CHARS, "characters", "model, accelerator, token and job names")
+PAGE_SIZE = Limit("page size", MAX_PAGE_SIZE, "items", "`limit` query parameter of list endpoints")
+
+LIMITS: tuple[Limit, ...] = (
+    BODY_SIZE,
+    LAYERS_PER_PROFILE,
+    PROFILES_PER_REQUEST,
+    INSTANCE_TYPES_PER_REQUEST,
+    COUNT,
+    FLEET_VMS,
+    GLOBAL_BATCH,
+    ITERATIONS,
+    SOLVE_BUDGET,
+    PROBE_GRID,
+    PROBE_BUFFER,
+    PROBE_REPEATS,
+    PROBE_RESULTS_PER_BATCH,
+    NAME_CHARS,
+    PAGE_SIZE,
+)
+
+
+def check_solve_budget(
+    solve_budget_s: float, *, max_solve_budget_s: float, field: str = "solve_budget_s"
+) -> None:
+    """Reject a solve budget above the server's setting (SRIFT_MAX_SOLVE_BUDGET_S), naming the limit."""
+    Limit("solve budget", min(max_solve_budget_s, MAX_SOLVE_BUDGET_S), "s", SOLVE_BUDGET.applies_to).check(
+        solve_budget_s, field=field
+    )
+
+
+def check_probe_grid(*, buffer_sizes: int, world_sizes: int, instance_types: int = 1) -> None:
+    """Reject a probe job whose grid (buffer sizes × world sizes × instance types) is too large."""
+    PROBE_GRID.check(buffer_sizes * world_sizes * max(instance_types, 1), field="grid")
