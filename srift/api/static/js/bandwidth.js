@@ -1,0 +1,181 @@
+// Bandwidth page: busbw vs buffer size (model lines, probe samples as points), model versions, activate/rollback.
+
+import {
+  badge, clearErrors, el, fillSelect, fmtBytes, fmtNumber, fmtPercent, fmtTime, get, items, post, query, renderTable, showBoxError, showError,
+} from "./common.js";
+import { plotConfig } from "./charts.js";
+import { loadInstanceTypes, providersAndRegions } from "./shared.js";
+
+const $ = (id) => document.getElementById(id);
+const form = $("bw-filters");
+const PALETTE = ["#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2", "#b279a2", "#ff9da6", "#9d755d", "#eeca3b", "#bab0ac", "#1f4e79", "#8c564b"];
+let versions = [];
+let types = [];
+
+/** A version's metrics, tolerant of where the registry puts them. */
+function metric(v, ...names) {
+  for (const source of [v, v.metrics || {}, v.metrics?.overall || {}]) {
+    for (const name of names) if (typeof source[name] === "number") return source[name];
+  }
+  return null;
+}
+
+function isActive(v) {
+  return Boolean(v.is_active ?? v.active);
+}
+
+function renderVersions() {
+  const rows = [...versions].sort((a, b) => String(b.created_at).localeCompare(String(a.created_at)));
+  renderTable($("bw-versions"), [
+    { label: "Version", value: (v) => el("code", {}, v.version) },
+    { label: "State", value: (v) => (isActive(v) ? badge("active") : "") },
+    { label: "Created", value: (v) => fmtTime(v.created_at) },
+    { label: "MAPE", value: (v) => fmtPercent(metric(v, "mape", "test_mape", "holdout_mape")), num: true, title: "mean absolute percentage error on held-out samples" },
+    { label: "Noise floor", value: (v) => fmtPercent(metric(v, "noise_floor", "noise_floor_mape", "repeat_cv")), num: true, title: "error the repeat-to-repeat spread of the samples alone would give" },
+    { label: "Samples", value: (v) => fmtNumber(metric(v, "samples", "n_samples", "train_samples", "sample_count")), num: true },
+    { label: "", value: (v) => (isActive(v) ? "" : el("button", { type: "button", class: "small", "data-version": v.version, onclick: (ev) => { ev.stopPropagation(); activate(v.version); } }, "Activate")) },
+  ], rows, { id: "bw-versions-table", empty: "no trained models: predictions use the α-β prior", rowClass: (v) => (isActive(v) ? "chosen" : null) });
+  const previous = rollbackTarget();
+  $("bw-rollback").disabled = !previous;
+  $("bw-rollback").textContent = previous ? `Roll back to ${previous.version}` : "Roll back to the previous version";
+}
+
+/** The version created just before the active one. */
+function rollbackTarget() {
+  const sorted = [...versions].sort((a, b) => String(a.created_at).localeCompare(String(b.created_at)));
+  const i = sorted.findIndex(isActive);
+  return i > 0 ? sorted[i - 1] : null;
+}
+
+async function activate(version) {
+  const box = $("bw-versions-error");
+  box.hidden = true;
+  try {
+    await post(`/bandwidth-models/${encodeURIComponent(version)}/activate`);
+    await loadVersions();
+    await draw();
+  } catch (err) {
+    showBoxError(box, err);
+  }
+}
+
+async function loadVersions() {
+  versions = items(await get("/bandwidth-models"), "models", "versions");
+  const options = [{ value: "active", label: "active (serving predictions)" }, ...versions.map((v) => ({ value: v.version, label: v.version }))];
+  fillSelect($("bw-version"), options, $("bw-version").value || "active");
+  renderVersions();
+}
+
+function fillInstances(groups) {
+  const provider = $("bw-provider").value;
+  const probed = new Set(groups.filter((g) => g.provider === provider).map((g) => g.instance_type));
+  const names = types.filter((t) => t.provider === provider).map((t) => t.name);
+  const ordered = [...new Set([...[...probed].sort(), ...names.sort((a, b) => a.localeCompare(b, "en", { numeric: true }))])];
+  const current = $("bw-instance").value;
+  fillSelect($("bw-instance"), ordered.map((n) => ({ value: n, label: probed.has(n) ? `${n}  (probed)` : n })), ordered.includes(current) ? current : ordered[0]);
+}
+
+function parseWorldSizes() {
+  const raw = $("bw-world-sizes").value.trim();
+  if (!raw) return [];
+  return raw.split(/[\s,]+/).filter(Boolean).map((s) => (/^\d+$/.test(s) ? Number(s) : s));
+}
+
+async function draw(ev) {
+  ev?.preventDefault();
+  clearErrors(form);
+  const params = {
+    provider: $("bw-provider").value,
+    instance_type: $("bw-instance").value || undefined,
+    world_size: parseWorldSizes(),
+  };
+  try {
+    const curves = await get(`/bandwidth-models/${encodeURIComponent($("bw-version").value || "active")}/curves${query(params)}`);
+    if (!$("bw-instance").value || $("bw-instance").options.length === 0) fillInstances(curves.groups);
+    if ($("bw-instance").value !== curves.instance_type) $("bw-instance").value = curves.instance_type;
+    if (!$("bw-world-sizes").value.trim()) $("bw-world-sizes").value = curves.series.map((s) => s.world_size).join(", ");
+    plot(curves);
+  } catch (err) {
+    showError(form, err);
+  }
+}
+
+function plot(curves) {
+  const traces = [];
+  curves.series.forEach((s, i) => {
+    const color = PALETTE[i % PALETTE.length];
+    traces.push({
+      type: "scatter",
+      mode: "lines",
+      uid: `model-${s.world_size}`,
+      name: `model · ${s.world_size} ranks (${s.nodes} node${s.nodes > 1 ? "s" : ""})`,
+      legendgroup: String(s.world_size),
+      x: s.buffer_bytes,
+      y: s.busbw_gbps,
+      line: { color, width: 2.5 },
+      customdata: s.buffer_bytes.map(fmtBytes),
+      hovertemplate: `%{customdata}: %{y:.3g} Gbit/s<extra>${s.source}</extra>`,
+    });
+    const points = curves.samples.filter((p) => p.world_size === s.world_size);
+    if (points.length) {
+      traces.push({
+        type: "scatter",
+        mode: "markers",
+        uid: `samples-${s.world_size}`,
+        name: `samples · ${s.world_size} ranks (${points.length})`,
+        legendgroup: String(s.world_size),
+        x: points.map((p) => p.buffer_bytes),
+        y: points.map((p) => p.busbw_gbps),
+        marker: { color, size: 6, opacity: 0.55, line: { color: "#fff", width: 0.5 } },
+        customdata: points.map((p) => [fmtBytes(p.buffer_bytes), p.backend, p.origin, p.async_count]),
+        hovertemplate: "%{customdata[0]}: %{y:.3g} Gbit/s<br>%{customdata[1]}, %{customdata[2]}, async %{customdata[3]}<extra>sample</extra>",
+      });
+    }
+  });
+  const layout = {
+    margin: { l: 64, r: 24, t: 16, b: 52 },
+    hovermode: "closest",
+    xaxis: { title: { text: "buffer size (bytes)" }, type: "log", gridcolor: "#eef1f5", exponentformat: "power" },
+    yaxis: { title: { text: "bus bandwidth (Gbit/s)" }, gridcolor: "#eef1f5", rangemode: "tozero" },
+    legend: { orientation: "v", x: 1.01, y: 1 },
+    paper_bgcolor: "#fff",
+    plot_bgcolor: "#fff",
+    font: { family: "system-ui, sans-serif", size: 12 },
+  };
+  Plotly.react($("bw-chart"), traces, layout, plotConfig);
+  const sources = [...new Set(curves.series.map((s) => s.source))];
+  $("bw-sources").textContent = `${curves.instance_type}: model ${sources.join(", ")}; ${curves.samples.length}${curves.samples_truncated ? "+" : ""} probe samples shown.`;
+}
+
+async function init() {
+  form.addEventListener("submit", draw);
+  $("bw-rollback").addEventListener("click", () => {
+    const target = rollbackTarget();
+    if (target) activate(target.version);
+  });
+  try {
+    types = await loadInstanceTypes();
+    const providers = [...providersAndRegions(types).keys()].sort();
+    fillSelect($("bw-provider"), providers, providers.includes("aws") ? "aws" : providers[0]);
+    await loadVersions();
+    const first = await get(`/bandwidth-models/active/curves${query({ provider: $("bw-provider").value })}`);
+    fillInstances(first.groups);
+    $("bw-instance").value = first.instance_type;
+    $("bw-provider").addEventListener("change", () => {
+      fillInstances(first.groups);
+      $("bw-world-sizes").value = "";
+      draw();
+    });
+    $("bw-instance").addEventListener("change", () => {
+      $("bw-world-sizes").value = "";
+      draw();
+    });
+    $("bw-version").addEventListener("change", () => draw());
+    $("bw-world-sizes").value = first.series.map((s) => s.world_size).join(", ");
+    plot(first);
+  } catch (err) {
+    showError(form, err);
+  }
+}
+
+init();

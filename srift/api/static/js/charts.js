@@ -1,0 +1,151 @@
+// Plotly charts shared by the Plan and Predict pages (Plotly is the vendored global loaded by base.html).
+
+const PLOT_CONFIG = { displaylogo: false, responsive: true, modeBarButtonsToRemove: ["lasso2d", "select2d"] };
+const COLORS = {
+  feasible: "#4c78a8",
+  infeasible: "#b8c0cc",
+  front: "#f58518",
+  chosen: "#d62728",
+  cap: "#54a24b",
+  tap: "#b279a2",
+  compute: "#4c78a8",
+  straggler: "#f2cf5b",
+  intra: "#72b7b2",
+  network: "#e45756",
+};
+const HOUR = 3600;
+
+function baseLayout(extra) {
+  return {
+    margin: { l: 64, r: 24, t: 16, b: 52 },
+    hovermode: "closest",
+    legend: { orientation: "h", y: -0.2 },
+    paper_bgcolor: "#fff",
+    plot_bgcolor: "#fff",
+    font: { family: "system-ui, sans-serif", size: 12 },
+    ...extra,
+  };
+}
+
+/** Horizontal/vertical dashed limit lines (time limit on x, budget on y) with their labels. */
+function limitShapes(timeLimitS, budgetUsd) {
+  const shapes = [];
+  const annotations = [];
+  if (Number.isFinite(timeLimitS)) {
+    const x = timeLimitS / HOUR;
+    shapes.push({ type: "line", xref: "x", yref: "paper", x0: x, x1: x, y0: 0, y1: 1, line: { color: COLORS.chosen, dash: "dash", width: 1.5 }, name: "time limit" });
+    annotations.push({ x, y: 1, xref: "x", yref: "paper", text: "time limit", showarrow: false, xanchor: "left", yanchor: "top", font: { color: COLORS.chosen } });
+  }
+  if (Number.isFinite(budgetUsd)) {
+    shapes.push({ type: "line", xref: "paper", yref: "y", x0: 0, x1: 1, y0: budgetUsd, y1: budgetUsd, line: { color: COLORS.chosen, dash: "dot", width: 1.5 }, name: "budget" });
+    annotations.push({ x: 1, y: budgetUsd, xref: "paper", yref: "y", text: "budget", showarrow: false, xanchor: "right", yanchor: "bottom", font: { color: COLORS.chosen } });
+  }
+  return { shapes, annotations };
+}
+
+function pointTrace(name, points, marker, extra = {}) {
+  return {
+    type: "scatter",
+    mode: "markers",
+    name,
+    x: points.map((p) => p.total_time_s / HOUR),
+    y: points.map((p) => p.cost_usd),
+    text: points.map((p) => p.label),
+    hovertemplate: "%{text}<br>%{x:.3g} h, $%{y:,.2f}<extra>" + name + "</extra>",
+    marker,
+    ...extra,
+  };
+}
+
+/**
+ * Scatter of every configuration evaluated: total time (h) vs total cost (USD); infeasible ones grey, the
+ * Pareto front joined, the chosen plan a large star, CAP/TAP as diamonds, limits as dashed lines.
+ * Trace `uid`s ("evaluated-feasible", "evaluated-infeasible", "chosen", ...) let tests and users find them.
+ */
+export function drawPlanScatter(div, { points, chosen, baselines = {}, timeLimitS, budgetUsd }) {
+  const feasible = points.filter((p) => p.feasible !== false);
+  const infeasible = points.filter((p) => p.feasible === false);
+  const front = points.filter((p) => p.on_front).sort((a, b) => a.total_time_s - b.total_time_s);
+  const traces = [
+    pointTrace("infeasible", infeasible, { color: COLORS.infeasible, size: 6, symbol: "circle-open" }, { uid: "evaluated-infeasible" }),
+    pointTrace("feasible", feasible, { color: COLORS.feasible, size: 7, opacity: 0.75 }, { uid: "evaluated-feasible" }),
+    pointTrace("Pareto front", front, { color: COLORS.front, size: 8 }, { uid: "front", mode: "lines+markers", line: { color: COLORS.front, width: 2, shape: "hv" } }),
+  ];
+  for (const [policy, color] of [["cap", COLORS.cap], ["tap", COLORS.tap]]) {
+    const b = baselines[policy];
+    if (!b) continue;
+    traces.push(pointTrace(policy.toUpperCase(), [b], { color, size: 13, symbol: "diamond", line: { color: "#fff", width: 1 } }, { uid: policy }));
+  }
+  if (chosen) {
+    traces.push(pointTrace("chosen plan", [chosen], { color: COLORS.chosen, size: 20, symbol: "star", line: { color: "#fff", width: 1 } }, { uid: "chosen" }));
+  }
+  const { shapes, annotations } = limitShapes(timeLimitS, budgetUsd);
+  const layout = baseLayout({
+    xaxis: { title: { text: "total time (hours)" }, zeroline: false, gridcolor: "#eef1f5" },
+    yaxis: { title: { text: "total cost (USD)" }, zeroline: false, gridcolor: "#eef1f5", tickprefix: "$" },
+    shapes,
+    annotations,
+  });
+  return Plotly.react(div, traces, layout, PLOT_CONFIG);
+}
+
+const SEGMENTS = [
+  ["compute", "compute_s", COLORS.compute],
+  ["straggler wait", "straggler_wait_s", COLORS.straggler],
+  ["exposed intra-node comm.", "exposed_intra_s", COLORS.intra],
+  ["exposed network comm.", "exposed_network_s", COLORS.network],
+];
+
+/** Stacked horizontal bars of one iteration's time per configuration: [{name, breakdown}]. */
+export function drawBreakdown(div, bars) {
+  const shown = bars.filter((b) => b.breakdown);
+  const names = shown.map((b) => b.name);
+  const traces = SEGMENTS.map(([label, key, color]) => ({
+    type: "bar",
+    orientation: "h",
+    name: label,
+    uid: key,
+    y: names,
+    x: shown.map((b) => b.breakdown[key] ?? 0),
+    marker: { color },
+    customdata: shown.map((b) => [b.breakdown.forward_s, b.breakdown.backward_s, b.breakdown.granularity]),
+    hovertemplate:
+      key === "compute_s"
+        ? "%{y}: compute %{x:.4g} s<br>forward %{customdata[0]:.4g} s, backward %{customdata[1]:.4g} s<extra></extra>"
+        : `%{y}: ${label} %{x:.4g} s<extra></extra>`,
+  }));
+  const layout = baseLayout({
+    barmode: "stack",
+    margin: { l: 110, r: 24, t: 10, b: 70 },
+    xaxis: { title: { text: "seconds per iteration" }, gridcolor: "#eef1f5", rangemode: "tozero" },
+    yaxis: { autorange: "reversed" },
+    legend: { orientation: "h", y: -0.35 },
+  });
+  return Plotly.react(div, traces, layout, PLOT_CONFIG);
+}
+
+/** What-if scatter: one point per prediction, p10–p90 as horizontal error bars, the latest highlighted. */
+export function drawWhatIfScatter(div, history) {
+  const toPoint = (h) => ({ label: h.label, total_time_s: h.prediction.total_time_s, cost_usd: h.prediction.cost_usd });
+  const errors = (list) => ({
+    type: "data",
+    symmetric: false,
+    array: list.map((h) => Math.max(0, (h.prediction.iteration_p90_s - h.prediction.iteration_s) * h.iterations) / HOUR),
+    arrayminus: list.map((h) => Math.max(0, (h.prediction.iteration_s - h.prediction.iteration_p10_s) * h.iterations) / HOUR),
+    color: "#9aa5b1",
+  });
+  const earlier = history.slice(0, -1);
+  const latest = history.slice(-1);
+  const traces = [
+    pointTrace("earlier what-ifs", earlier.map(toPoint), { color: COLORS.feasible, size: 9 }, { uid: "earlier", error_x: errors(earlier) }),
+    pointTrace("latest", latest.map(toPoint), { color: COLORS.chosen, size: 18, symbol: "star" }, { uid: "chosen", error_x: errors(latest) }),
+  ];
+  const layout = baseLayout({
+    xaxis: { title: { text: "total time (hours)" }, gridcolor: "#eef1f5", rangemode: "tozero" },
+    yaxis: { title: { text: "total cost (USD)" }, gridcolor: "#eef1f5", tickprefix: "$", rangemode: "tozero" },
+  });
+  return Plotly.react(div, traces, layout, PLOT_CONFIG);
+}
+
+export const plotConfig = PLOT_CONFIG;
+export const chartColors = COLORS;

@@ -1,0 +1,146 @@
+// Jobs page: probe/profile jobs with state and logs; training runs with progress and their re-plan history.
+
+import { plotConfig } from "./charts.js";
+import {
+  badge, el, fmtNumber, fmtSeconds, fmtTime, fmtUsd, get, items, renderTable, showBoxError,
+} from "./common.js";
+
+const $ = (id) => document.getElementById(id);
+let selectedJob = null;
+let selectedRun = null;
+let timer = null;
+
+function duration(job) {
+  const start = job.started_at ? new Date(job.started_at) : null;
+  const end = job.finished_at ? new Date(job.finished_at) : null;
+  if (!start) return "—";
+  return fmtSeconds(((end || new Date()) - start) / 1000);
+}
+
+async function loadJobs() {
+  const box = $("jobs-error");
+  try {
+    const jobs = items(await get("/probe-jobs"), "jobs");
+    box.hidden = true;
+    renderTable($("jobs-table"), [
+      { label: "#", value: (j) => j.id, num: true },
+      { label: "Kind", value: (j) => j.kind ?? "probe" },
+      { label: "Provider", value: (j) => j.provider ?? "—" },
+      { label: "State", value: (j) => badge(j.state) },
+      { label: "Created", value: (j) => fmtTime(j.created_at) },
+      { label: "Ran for", value: duration, num: true },
+      { label: "Attempts", value: (j) => j.attempts ?? "—", num: true },
+      { label: "Error", value: (j) => (j.error ? String(j.error).slice(0, 80) : "") },
+    ], jobs, {
+      id: "jobs-list",
+      empty: "no probe or profile jobs yet: `srift probe run` or POST /v1/probe-jobs queues one",
+      rowClass: (j) => (j.id === selectedJob ? "selected" : null),
+      onClick: (j) => showJob(j.id),
+    });
+    if (selectedJob !== null) await showJob(selectedJob, { quiet: true });
+  } catch (err) {
+    showBoxError(box, err);
+  }
+}
+
+async function showJob(id, { quiet = false } = {}) {
+  selectedJob = id;
+  const box = $("jobs-detail-error");
+  try {
+    const job = await get(`/probe-jobs/${id}`);
+    box.hidden = true;
+    $("jobs-detail").hidden = false;
+    $("jobs-detail-title").replaceChildren(`Job #${job.id} · ${job.kind ?? "probe"} · `, badge(job.state));
+    const log = job.log ?? (job.logs || []).join("\n");
+    const pre = $("jobs-log");
+    const atBottom = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;
+    pre.textContent = [log || "(no log yet)", job.error ? `\nerror: ${job.error}` : ""].join("");
+    if (atBottom || !quiet) pre.scrollTop = pre.scrollHeight;
+    for (const tr of $("jobs-table").querySelectorAll("tbody tr")) tr.classList.toggle("selected", tr.firstChild.textContent === String(id));
+  } catch (err) {
+    showBoxError(box, err);
+  }
+}
+
+async function loadRuns() {
+  const box = $("runs-error");
+  try {
+    const runs = items(await get("/jobs"), "jobs", "runs");
+    box.hidden = true;
+    renderTable($("runs-table"), [
+      { label: "#", value: (r) => r.id, num: true },
+      { label: "State", value: (r) => badge(r.state) },
+      { label: "Plan", value: (r) => planLink(r.plan_id) },
+      { label: "Current plan", value: (r) => planLink(r.current_plan_id) },
+      { label: "Iterations done", value: (r) => fmtNumber(r.iterations_done), num: true },
+      { label: "Elapsed", value: (r) => fmtSeconds(r.elapsed_s), num: true },
+      { label: "Spent", value: (r) => fmtUsd(r.spent_usd), num: true },
+      { label: "Re-plans", value: (r) => r.replans ?? (r.events || []).filter(isReplan).length, num: true },
+      { label: "Created", value: (r) => fmtTime(r.created_at) },
+    ], runs, {
+      id: "runs-list",
+      empty: "no tracked training runs: POST /v1/jobs with a plan id starts tracking one",
+      rowClass: (r) => (r.id === selectedRun ? "selected" : null),
+      onClick: (r) => showRun(r.id),
+    });
+  } catch (err) {
+    showBoxError(box, err);
+  }
+}
+
+function planLink(id) {
+  return id ? el("a", { href: `/?plan=${id}`, onclick: (ev) => ev.stopPropagation() }, `#${id}`) : "—";
+}
+
+function isReplan(e) {
+  return /replan|interrupt/i.test(e.kind || "");
+}
+
+async function showRun(id) {
+  selectedRun = id;
+  try {
+    const run = await get(`/jobs/${id}`);
+    $("runs-detail").hidden = false;
+    $("runs-detail-title").replaceChildren(`Run #${run.id} · `, badge(run.state));
+    const events = run.events || run.history || [];
+    renderTable($("runs-events"), [
+      { label: "When", value: (e) => fmtTime(e.created_at) },
+      { label: "Event", value: (e) => e.kind },
+      { label: "Iterations done", value: (e) => fmtNumber(e.payload?.iterations_done), num: true },
+      { label: "Spent", value: (e) => fmtUsd(e.payload?.spent_usd), num: true },
+      { label: "New plan", value: (e) => planLink(e.payload?.plan_id ?? e.plan_id) },
+      { label: "Details", value: (e) => summary(e.payload) },
+    ], events, { id: "runs-events-table", empty: "no events yet" });
+    const progress = events.filter((e) => e.payload && typeof e.payload.iterations_done === "number");
+    const replans = events.filter(isReplan);
+    const traces = [{
+      type: "scatter", mode: "lines+markers", name: "iterations done", uid: "progress",
+      x: progress.map((e) => e.created_at), y: progress.map((e) => e.payload.iterations_done),
+    }, {
+      type: "scatter", mode: "markers", name: "re-plan", uid: "replans",
+      x: replans.map((e) => e.created_at), y: replans.map((e) => e.payload?.iterations_done ?? 0),
+      marker: { symbol: "x", size: 12, color: "#d62728" },
+    }];
+    Plotly.react($("runs-chart"), traces, { margin: { l: 60, r: 20, t: 10, b: 40 }, yaxis: { title: { text: "iterations" } }, legend: { orientation: "h" } }, plotConfig);
+  } catch (err) {
+    showBoxError($("runs-error"), err);
+  }
+}
+
+function summary(payload) {
+  if (!payload) return "";
+  const skip = new Set(["iterations_done", "spent_usd", "plan_id"]);
+  const parts = Object.entries(payload).filter(([k]) => !skip.has(k)).map(([k, v]) => `${k}=${typeof v === "object" ? JSON.stringify(v) : v}`);
+  const text = parts.join(", ");
+  return text.length > 120 ? `${text.slice(0, 117)}…` : text;
+}
+
+function schedule() {
+  clearInterval(timer);
+  if ($("jobs-auto").checked) timer = setInterval(() => { loadJobs(); loadRuns(); }, 5000);
+}
+
+$("jobs-auto").addEventListener("change", schedule);
+loadJobs();
+loadRuns();
+schedule();

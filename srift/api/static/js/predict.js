@@ -1,0 +1,138 @@
+// Predict page: a hand-made fleet → POST /v1/predictions; keeps this session's what-ifs for comparison.
+
+import { drawBreakdown, drawWhatIfScatter } from "./charts.js";
+import {
+  card, clearErrors, el, fillSelect, fmtNumber, fmtSeconds, fmtUsd, numberOrNull, post, renderTable, showError,
+} from "./common.js";
+import { fillModelSelect, initWhere, loadProfiles, profilePart, sourcesLine, typeOption, typesIn } from "./shared.js";
+
+const $ = (id) => document.getElementById(id);
+const form = $("predict-form");
+const fleet = $("predict-fleet");
+const whatIfs = [];
+let byModel = new Map();
+let catalog = { types: [] };
+
+function availableTypes() {
+  const accelerators = (byModel.get($("predict-model").value) || []).map((p) => p.accelerator);
+  const matching = typesIn(catalog.types, $("predict-provider").value, $("predict-region").value, accelerators);
+  return matching.length ? matching : typesIn(catalog.types, $("predict-provider").value, $("predict-region").value);
+}
+
+/** Give each fleet row's inputs the API field names of its index, so errors land next to them. */
+function renumberRows() {
+  [...fleet.rows].forEach((tr, i) => {
+    for (const input of tr.querySelectorAll("[data-name]")) input.dataset.field = `choices[${i}].${input.dataset.name}`;
+  });
+  updateGlobalBatch();
+}
+
+function updateGlobalBatch() {
+  let total = 0;
+  for (const tr of fleet.rows) {
+    const count = Number(tr.querySelector("[data-name=count]").value) || 0;
+    const batch = Number(tr.querySelector("[data-name=batch]").value) || 0;
+    total += count * batch;
+  }
+  $("predict-global-batch").textContent = `global batch: ${total} samples per iteration`;
+}
+
+function addRow(initial = {}) {
+  const types = availableTypes();
+  const typeSelect = el("select", { "data-name": "instance_type", "aria-label": "instance type" });
+  fillSelect(typeSelect, types.map(typeOption), initial.instance_type ?? types[0]?.name);
+  const market = el("select", { "data-name": "market", "aria-label": "market" });
+  fillSelect(market, [{ value: "spot", label: "spot" }, { value: "on_demand", label: "on-demand" }], initial.market ?? "spot");
+  const count = el("input", { type: "number", step: "1", value: initial.count ?? 2, "data-name": "count", "aria-label": "count" });
+  const batch = el("input", { type: "number", step: "1", value: initial.batch ?? 64, "data-name": "batch", "aria-label": "batch per VM" });
+  for (const input of [count, batch]) input.addEventListener("input", updateGlobalBatch);
+  const remove = el("button", { type: "button", class: "small secondary", title: "remove this row", onclick: () => { tr.remove(); renumberRows(); } }, "×");
+  const tr = el("tr", {}, el("td", {}, typeSelect), el("td", {}, market), el("td", {}, count), el("td", {}, batch), el("td", {}, remove));
+  fleet.append(tr);
+  renumberRows();
+}
+
+function refreshRowTypes() {
+  const types = availableTypes();
+  for (const select of fleet.querySelectorAll("[data-name=instance_type]")) {
+    const keep = types.some((t) => t.name === select.value) ? select.value : types[0]?.name;
+    fillSelect(select, types.map(typeOption), keep);
+  }
+}
+
+async function buildRequest() {
+  const request = await profilePart($("predict-model"), $("predict-profile-file"), byModel);
+  request.provider = $("predict-provider").value;
+  request.region = $("predict-region").value;
+  const iterations = numberOrNull($("predict-iterations"));
+  if (iterations !== null) request.iterations = iterations;
+  request.choices = [...fleet.rows].map((tr) => ({
+    instance_type: tr.querySelector("[data-name=instance_type]").value,
+    market: tr.querySelector("[data-name=market]").value,
+    count: numberOrNull(tr.querySelector("[data-name=count]")),
+    batch: numberOrNull(tr.querySelector("[data-name=batch]")),
+  }));
+  return request;
+}
+
+function label(request) {
+  return request.choices.map((c) => `${c.count}×${c.instance_type}@${c.batch}${c.market === "on_demand" ? " (od)" : ""}`).join(" + ");
+}
+
+function render(prediction, request) {
+  $("predict-empty").hidden = true;
+  $("predict-results").hidden = false;
+  const p = prediction.predicted ?? prediction.prediction ?? prediction;
+  $("predict-title").textContent = label(request);
+  $("predict-cards").replaceChildren(
+    card("Iteration", fmtSeconds(p.iteration_s), `p10 ${fmtSeconds(p.iteration_p10_s)} · p90 ${fmtSeconds(p.iteration_p90_s)}`),
+    card("Total time", fmtSeconds(p.total_time_s), `${fmtNumber(request.iterations)} iterations`),
+    card("Total cost", fmtUsd(p.cost_usd)),
+    card("Granularity", fmtNumber(p.breakdown?.granularity), "compute ÷ communication"),
+  );
+  $("predict-warnings").replaceChildren(...(p.breakdown?.warnings || prediction.warnings || []).map((w) => el("li", {}, w)));
+  sourcesLine($("predict-sources"), p.sources ?? prediction.sources);
+  whatIfs.push({ label: label(request), iterations: request.iterations, prediction: p });
+  drawWhatIfScatter($("predict-scatter"), whatIfs);
+  drawBreakdown($("predict-breakdown"), whatIfs.slice(-3).reverse().map((w, i) => ({ name: i === 0 ? "latest" : `earlier ${i}`, breakdown: w.prediction.breakdown })));
+  renderTable($("predict-history"), [
+    { label: "#", value: (w) => whatIfs.indexOf(w) + 1, num: true },
+    { label: "Fleet", value: (w) => w.label },
+    { label: "Iteration", value: (w) => fmtSeconds(w.prediction.iteration_s), num: true },
+    { label: "Total time", value: (w) => fmtSeconds(w.prediction.total_time_s), num: true },
+    { label: "Cost", value: (w) => fmtUsd(w.prediction.cost_usd), num: true },
+  ], [...whatIfs].reverse(), { rowClass: (w) => (w === whatIfs[whatIfs.length - 1] ? "chosen" : null) });
+}
+
+async function submit(ev) {
+  ev.preventDefault();
+  clearErrors(form);
+  $("predict-submit").disabled = true;
+  $("predict-busy").hidden = false;
+  try {
+    const request = await buildRequest();
+    const prediction = await post("/predictions", request);
+    render(prediction, request);
+  } catch (err) {
+    showError(form, err);
+  } finally {
+    $("predict-submit").disabled = false;
+    $("predict-busy").hidden = true;
+  }
+}
+
+async function init() {
+  form.addEventListener("submit", submit);
+  $("predict-add-row").addEventListener("click", () => addRow());
+  try {
+    const [profiles, where] = await Promise.all([loadProfiles(), initWhere($("predict-provider"), $("predict-region"), refreshRowTypes)]);
+    byModel = fillModelSelect($("predict-model"), profiles);
+    catalog = where;
+    $("predict-model").addEventListener("change", refreshRowTypes);
+    addRow();
+  } catch (err) {
+    showError(form, err);
+  }
+}
+
+init();

@@ -1,0 +1,154 @@
+// Loaders shared by the request forms: stored profiles, the catalog's providers, regions and instance types.
+
+import { config, el, fillSelect, get, items, query, readJsonFile } from "./common.js";
+
+/** Stored profiles as [{id, model, accelerator}], from GET /v1/profiles. */
+export async function loadProfiles() {
+  const data = await get("/profiles");
+  return items(data, "profiles").map((p) => ({
+    id: p.id,
+    model: p.model ?? p.profile?.model ?? "?",
+    accelerator: p.accelerator ?? p.profile?.accelerator ?? "?",
+  }));
+}
+
+/** Fill a model <select>: one option per model name, listing its accelerators; value is the model name. */
+export function fillModelSelect(select, profiles) {
+  const byModel = groupProfiles(profiles);
+  const options = [...byModel.entries()].map(([model, list]) => ({
+    value: model,
+    label: `${model}  (${list.map((p) => p.accelerator).join(", ")})`,
+  }));
+  if (!options.length) options.push({ value: "", label: "no stored profiles: upload one below" });
+  fillSelect(select, options, options[0].value);
+  return byModel;
+}
+
+export function groupProfiles(profiles) {
+  const byModel = new Map();
+  for (const p of profiles) {
+    if (!byModel.has(p.model)) byModel.set(p.model, []);
+    byModel.get(p.model).push(p);
+  }
+  return byModel;
+}
+
+/**
+ * The model part of a request: inline `profiles` when a file is chosen, else the `profile_ids` of the
+ * selected model. An empty choice is sent as-is so the API names the missing field.
+ */
+export async function profilePart(select, fileInput, byModel) {
+  const uploaded = await readJsonFile(fileInput, "profiles");
+  if (uploaded !== null) return { profiles: Array.isArray(uploaded) ? uploaded : [uploaded] };
+  const list = byModel.get(select.value) || [];
+  return { profile_ids: list.map((p) => p.id) };
+}
+
+/** One row of GET /v1/instance-types, flattened: the type's fields plus its prices per region and market. */
+export function normalizeInstance(row) {
+  const t = row.instance ?? row.instance_type_detail ?? row;
+  const prices = [];
+  const raw = row.prices ?? row.offers ?? [];
+  for (const p of raw) {
+    prices.push({ region: p.region, market: p.market, price_usd_per_hr: p.price_usd_per_hr, source: p.source, as_of: p.as_of });
+  }
+  if (!raw.length && row.price_usd_per_hr !== undefined) {
+    prices.push({ region: row.region, market: row.market, price_usd_per_hr: row.price_usd_per_hr, source: row.source, as_of: row.as_of });
+  }
+  return {
+    provider: t.provider ?? row.provider,
+    name: t.name ?? row.name,
+    gpu_model: t.gpu_model ?? null,
+    gpu_count: t.gpu_count ?? 0,
+    gpu_memory_gib: t.gpu_memory_gib,
+    vcpus: t.vcpus,
+    memory_gib: t.memory_gib,
+    network_gbps: t.network_gbps,
+    network_burst: t.network_burst,
+    interconnect: t.interconnect,
+    efa: t.efa,
+    accelerator: t.accelerator ?? t.gpu_model ?? t.name,
+    prices,
+  };
+}
+
+/** Instance types (normalized) from GET /v1/instance-types with optional filters. */
+export async function loadInstanceTypes(filters = {}) {
+  const data = await get(`/instance-types${query(filters)}`);
+  return items(data, "instance_types").map(normalizeInstance);
+}
+
+/** Providers and their regions, read from the catalog (every type's prices). */
+export function providersAndRegions(types) {
+  const map = new Map();
+  for (const t of types) {
+    if (!map.has(t.provider)) map.set(t.provider, new Set());
+    for (const p of t.prices) if (p.region) map.get(t.provider).add(p.region);
+  }
+  return map;
+}
+
+/**
+ * Wire a provider and a region <select> to the catalog; calls `onChange(provider, region)` after each change.
+ * Returns {types, map}: every instance type and the provider → regions map.
+ */
+export async function initWhere(providerSelect, regionSelect, onChange) {
+  const types = await loadInstanceTypes();
+  const map = providersAndRegions(types);
+  const providers = [...map.keys()].sort((a, b) => (a === "aws" ? -1 : b === "aws" ? 1 : a.localeCompare(b)));
+  fillSelect(providerSelect, providers, providers[0]);
+  const fillRegions = () => {
+    const regions = [...(map.get(providerSelect.value) || [])].sort();
+    const preferred = regions.includes(config.defaultRegion) ? config.defaultRegion : regions[0];
+    fillSelect(regionSelect, regions, preferred);
+  };
+  fillRegions();
+  providerSelect.addEventListener("change", () => {
+    fillRegions();
+    onChange?.(providerSelect.value, regionSelect.value);
+  });
+  regionSelect.addEventListener("change", () => onChange?.(providerSelect.value, regionSelect.value));
+  return { types, map };
+}
+
+/** Instance types offered in a provider and region, optionally only those matching an accelerator list. */
+export function typesIn(types, provider, region, accelerators) {
+  const wanted = accelerators?.map((a) => a.toLowerCase());
+  return types
+    .filter((t) => t.provider === provider && t.prices.some((p) => p.region === region))
+    .filter((t) => !wanted || !wanted.length || wanted.some((a) => matchesAccelerator(t, a)))
+    .sort((a, b) => a.name.localeCompare(b.name, "en", { numeric: true }));
+}
+
+function norm(text) {
+  return String(text || "").toLowerCase().replace(/[^a-z0-9]/g, "");
+}
+
+/** The same rule as InstanceType.matches_accelerator: the type's name, or its GPU model as a whole word. */
+export function matchesAccelerator(type, accelerator) {
+  const wanted = accelerator.trim().toLowerCase();
+  if (wanted === type.name.toLowerCase()) return true;
+  if (!type.gpu_model) return false;
+  const model = type.gpu_model.toLowerCase();
+  if (norm(wanted) === norm(model)) return true;
+  const escaped = model.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+  return new RegExp(`(^|[^a-z0-9])${escaped}([^a-z0-9]|$)`).test(wanted);
+}
+
+/** The cheapest price of a type in a region and market choice ("any" considers both). */
+export function priceOf(type, region, market) {
+  const prices = type.prices.filter((p) => p.region === region && (market === "any" || !market || p.market === market));
+  if (!prices.length) return null;
+  return Math.min(...prices.map((p) => p.price_usd_per_hr));
+}
+
+export function typeOption(t) {
+  const gpus = t.gpu_count ? `${t.gpu_count}× ${t.gpu_model}` : `${t.vcpus} vCPU`;
+  return { value: t.name, label: `${t.name}  (${gpus})` };
+}
+
+/** Sources line: which compute and bandwidth models a prediction rests on. */
+export function sourcesLine(node, sources) {
+  const list = (sources || []).filter(Boolean);
+  node.replaceChildren(list.length ? el("span", {}, "Based on: ", list.map((s, i) => [i ? ", " : "", el("code", {}, s)])) : "");
+}
