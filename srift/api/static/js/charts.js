@@ -119,7 +119,7 @@ export function drawBreakdown(div, bars) {
     margin: { l: 110, r: 24, t: 10, b: 70 },
     xaxis: { title: { text: "seconds per iteration" }, gridcolor: "#eef1f5", rangemode: "tozero" },
     yaxis: { autorange: "reversed" },
-    legend: { orientation: "h", y: -0.35 },
+    legend: { orientation: "h", y: -0.35, traceorder: "normal" },
   });
   return Plotly.react(div, traces, layout, PLOT_CONFIG);
 }

@@ -112,11 +112,9 @@ function initTokenBox() {
     refresh();
   };
   document.getElementById("token-save").addEventListener("click", save);
-  input.addEventListener("keydown", (ev) => {
-    if (ev.key === "Enter") {
-      ev.preventDefault();
-      save();
-    }
+  document.getElementById("token-box").addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    save();
   });
   document.getElementById("token-clear").addEventListener("click", () => {
     localStorage.removeItem(TOKEN_KEY);

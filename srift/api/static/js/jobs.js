@@ -14,7 +14,8 @@ function duration(job) {
   const start = job.started_at ? new Date(job.started_at) : null;
   const end = job.finished_at ? new Date(job.finished_at) : null;
   if (!start) return "—";
-  return fmtSeconds(((end || new Date()) - start) / 1000);
+  const seconds = ((end || new Date()) - start) / 1000;
+  return seconds >= 0 ? fmtSeconds(seconds) : "—";
 }
 
 async function loadJobs() {
