@@ -53,6 +53,7 @@ def test_plotly_is_served_from_the_installed_package(client: TestClient) -> None
 def test_pages_are_not_part_of_the_api_schema(client: TestClient) -> None:
     paths = client.get("/openapi.json").json()["paths"]
     assert not [p for p in paths if not p.startswith("/v1/")]
+    assert "/v1/bandwidth-models/{version}/curves" in paths
 
 
 def test_shipped_scripts_and_styles_reference_no_remote_url() -> None:

@@ -12,12 +12,18 @@ const PALETTE = ["#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2", "#b279a2
 let versions = [];
 let types = [];
 
-/** A version's metrics, tolerant of where the registry puts them. */
+/** A figure from a version's metrics (null when not measured). */
 function metric(v, ...names) {
-  for (const source of [v, v.metrics || {}, v.metrics?.overall || {}]) {
+  for (const source of [v.metrics || {}, v]) {
     for (const name of names) if (typeof source[name] === "number") return source[name];
   }
   return null;
+}
+
+function coverage(v) {
+  const covers = v.covers || [];
+  const text = covers.slice(0, 3).join(", ") + (covers.length > 3 ? ` +${covers.length - 3}` : "");
+  return el("span", { title: covers.join("\n") }, text || "—");
 }
 
 function isActive(v) {
@@ -30,9 +36,11 @@ function renderVersions() {
     { label: "Version", value: (v) => el("code", {}, v.version) },
     { label: "State", value: (v) => (isActive(v) ? badge("active") : "") },
     { label: "Created", value: (v) => fmtTime(v.created_at) },
-    { label: "MAPE", value: (v) => fmtPercent(metric(v, "mape", "test_mape", "holdout_mape")), num: true, title: "mean absolute percentage error on held-out samples" },
-    { label: "Noise floor", value: (v) => fmtPercent(metric(v, "noise_floor", "noise_floor_mape", "repeat_cv")), num: true, title: "error the repeat-to-repeat spread of the samples alone would give" },
-    { label: "Samples", value: (v) => fmtNumber(metric(v, "samples", "n_samples", "train_samples", "sample_count")), num: true },
+    { label: "MAPE < MTU", value: (v) => fmtPercent(metric(v, "test_mape_small")), num: true, title: "held-out mean absolute percentage error, buffers below the MTU" },
+    { label: "MAPE ≥ MTU", value: (v) => fmtPercent(metric(v, "test_mape_large")), num: true, title: "held-out mean absolute percentage error, buffers at or above the MTU" },
+    { label: "Noise floor < / ≥ MTU", value: (v) => `${fmtPercent(metric(v, "noise_floor_small"))} / ${fmtPercent(metric(v, "noise_floor_large"))}`, num: true, title: "MAPE of each sample against its configuration's mean: the best any model can do" },
+    { label: "Samples", value: (v) => fmtNumber(metric(v, "n_samples")), num: true },
+    { label: "Covers", value: (v) => coverage(v) },
     { label: "", value: (v) => (isActive(v) ? "" : el("button", { type: "button", class: "small", "data-version": v.version, onclick: (ev) => { ev.stopPropagation(); activate(v.version); } }, "Activate")) },
   ], rows, { id: "bw-versions-table", empty: "no trained models: predictions use the α-β prior", rowClass: (v) => (isActive(v) ? "chosen" : null) });
   const previous = rollbackTarget();

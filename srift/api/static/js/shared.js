@@ -44,38 +44,30 @@ export async function profilePart(select, fileInput, byModel) {
   return { profile_ids: list.map((p) => p.id) };
 }
 
-/** One row of GET /v1/instance-types, flattened: the type's fields plus its prices per region and market. */
-export function normalizeInstance(row) {
-  const t = row.instance ?? row.instance_type_detail ?? row;
-  const prices = [];
-  const raw = row.prices ?? row.offers ?? [];
-  for (const p of raw) {
-    prices.push({ region: p.region, market: p.market, price_usd_per_hr: p.price_usd_per_hr, source: p.source, as_of: p.as_of });
+/**
+ * GET /v1/instance-types answers one entry per (provider, type, region) with `prices: {on_demand, spot}`;
+ * merge them into one object per type whose `prices` lists {region, market, price_usd_per_hr, source, as_of}.
+ */
+export function mergeEntries(entries) {
+  const types = new Map();
+  for (const e of entries) {
+    const key = `${e.provider}/${e.name}`;
+    if (!types.has(key)) {
+      const { prices: _prices, region: _region, ...specs } = e;
+      types.set(key, { ...specs, prices: [] });
+    }
+    for (const market of ["on_demand", "spot"]) {
+      const p = e.prices?.[market];
+      if (p) types.get(key).prices.push({ region: e.region, market, ...p });
+    }
   }
-  if (!raw.length && row.price_usd_per_hr !== undefined) {
-    prices.push({ region: row.region, market: row.market, price_usd_per_hr: row.price_usd_per_hr, source: row.source, as_of: row.as_of });
-  }
-  return {
-    provider: t.provider ?? row.provider,
-    name: t.name ?? row.name,
-    gpu_model: t.gpu_model ?? null,
-    gpu_count: t.gpu_count ?? 0,
-    gpu_memory_gib: t.gpu_memory_gib,
-    vcpus: t.vcpus,
-    memory_gib: t.memory_gib,
-    network_gbps: t.network_gbps,
-    network_burst: t.network_burst,
-    interconnect: t.interconnect,
-    efa: t.efa,
-    accelerator: t.accelerator ?? t.gpu_model ?? t.name,
-    prices,
-  };
+  return [...types.values()];
 }
 
-/** Instance types (normalized) from GET /v1/instance-types with optional filters. */
+/** Instance types (merged across regions) from GET /v1/instance-types with optional filters. */
 export async function loadInstanceTypes(filters = {}) {
   const data = await get(`/instance-types${query(filters)}`);
-  return items(data, "instance_types").map(normalizeInstance);
+  return mergeEntries(items(data, "instance_types"));
 }
 
 /** Providers and their regions, read from the catalog (every type's prices). */

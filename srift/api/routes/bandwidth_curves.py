@@ -1,0 +1,52 @@
+"""GET /v1/bandwidth-models/{version}/curves: a model's busbw-vs-buffer curves beside the probe samples.
+
+Mounted by the dashboard (srift.api.dashboard.mount), which draws it; scripts may use it too.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Path, Query
+
+from srift.api.auth import RequireRead
+from srift.api.deps import SessionDep, SettingsDep
+from srift.api.schemas.dashboard import BandwidthCurves
+from srift.services import dashboard
+
+router = APIRouter(tags=["bandwidth-models"])
+
+ERRORS: dict[int | str, dict[str, str]] = {
+    401: {"description": "a read token is required (SRIFT_READ_REQUIRES_TOKEN)"},
+    404: {"description": "unknown model version or instance type"},
+    422: {"description": "invalid world size or provider"},
+}
+
+
+@router.get("/bandwidth-models/{version}/curves", response_model=BandwidthCurves, responses=ERRORS)
+def bandwidth_curves(
+    session: SessionDep,
+    settings: SettingsDep,
+    _: RequireRead,
+    version: Annotated[
+        str,
+        Path(max_length=64, description="a model version, or 'active' for the model that serves predictions"),
+    ],
+    provider: Annotated[str, Query(min_length=1, max_length=64)] = "aws",
+    instance_type: Annotated[
+        str | None, Query(min_length=1, max_length=128, description="default: the first probed type")
+    ] = None,
+    world_size: Annotated[
+        list[int] | None, Query(description="repeat for several; default: the probed world sizes")
+    ] = None,
+) -> BandwidthCurves:
+    """Predicted bus bandwidth (Gbit/s) over 1 KiB … 1 GiB buffers per world size, plus stored samples."""
+    result = dashboard.bandwidth_curves(
+        session=session,
+        settings=settings,
+        version=version,
+        provider=provider,
+        instance_type=instance_type,
+        world_sizes=world_size or [],
+    )
+    return BandwidthCurves.model_validate(result, from_attributes=True)

@@ -1,0 +1,103 @@
+"""GET /v1/bandwidth-models/{version}/curves: model curves per world size beside the stored samples."""
+
+from __future__ import annotations
+
+import math
+
+from fastapi.testclient import TestClient
+from sqlalchemy.orm import Session
+
+from srift.bandwidth.samples import ProbeRecord, busbw_gbps, store_samples
+from srift.catalog.shipped import load_shipped_catalog
+from srift.services.dashboard import BUFFER_GRID
+from srift.settings import Settings
+
+
+def _records(instance_type: str, world_size: int, nodes: int) -> list[ProbeRecord]:
+    records = []
+    for i, size in enumerate((1 << 12, 1 << 16, 1 << 20, 1 << 24)):
+        time_s = 50e-6 + size * 8 / 20e9
+        records.append(
+            ProbeRecord(
+                run_id="dash-test",
+                provider="aws",
+                instance_type=instance_type,
+                backend="gloo",
+                buffer_bytes=size,
+                world_size=world_size,
+                nodes=nodes,
+                ranks_per_node=world_size // nodes,
+                time_s=time_s,
+                algbw_gbps=size * 8 / time_s / 1e9,
+                busbw_gbps=busbw_gbps(buffer_bytes=size, world_size=world_size, time_s=time_s),
+                repeat=i,
+            )
+        )
+    return records
+
+
+def test_curves_of_the_active_model_come_with_the_samples_of_that_type(
+    client: TestClient, settings: Settings, session: Session
+) -> None:
+    load_shipped_catalog(settings)
+    store_samples(session=session, records=_records("g4dn.xlarge", 2, 2), origin="jsonl")
+    store_samples(session=session, records=_records("g4dn.xlarge", 4, 4), origin="jsonl")
+    store_samples(session=session, records=_records("p3.2xlarge", 2, 2), origin="jsonl")
+    session.commit()
+
+    r = client.get(
+        "/v1/bandwidth-models/active/curves", params={"provider": "aws", "instance_type": "g4dn.xlarge"}
+    )
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert body["instance_type"] == "g4dn.xlarge"
+    assert [s["world_size"] for s in body["series"]] == [2, 4]
+    for series in body["series"]:
+        assert series["buffer_bytes"] == list(BUFFER_GRID)
+        assert len(series["busbw_gbps"]) == len(BUFFER_GRID)
+        assert all(math.isfinite(v) and v > 0 for v in series["busbw_gbps"])
+        assert series["busbw_gbps"][-1] > series["busbw_gbps"][0], "bandwidth grows with the buffer"
+        assert series["source"]
+    assert len(body["samples"]) == 8 and not body["samples_truncated"]
+    assert {(g["instance_type"], g["world_size"], g["count"]) for g in body["groups"]} == {
+        ("g4dn.xlarge", 2, 4),
+        ("g4dn.xlarge", 4, 4),
+        ("p3.2xlarge", 2, 4),
+    }
+
+    r = client.get(
+        "/v1/bandwidth-models/active/curves",
+        params=[("instance_type", "p3.2xlarge"), ("world_size", "8"), ("world_size", "2")],
+    )
+    assert r.status_code == 200
+    assert [(s["world_size"], s["nodes"]) for s in r.json()["series"]] == [(2, 2), (8, 8)]
+    assert {p["world_size"] for p in r.json()["samples"]} == {2}
+
+
+def test_without_samples_the_first_catalog_type_is_drawn_at_one_to_eight_nodes(
+    client: TestClient, settings: Settings
+) -> None:
+    load_shipped_catalog(settings)
+    r = client.get("/v1/bandwidth-models/active/curves", params={"instance_type": "p3.8xlarge"})
+    assert r.status_code == 200, r.text
+    assert [(s["world_size"], s["nodes"]) for s in r.json()["series"]] == [(4, 1), (8, 2), (16, 4), (32, 8)]
+    assert r.json()["samples"] == []
+    r = client.get("/v1/bandwidth-models/active/curves")
+    assert r.status_code == 200
+    assert r.json()["instance_type"]
+
+
+def test_bad_world_size_unknown_type_and_unknown_version_name_the_field(
+    client: TestClient, settings: Settings
+) -> None:
+    load_shipped_catalog(settings)
+    r = client.get(
+        "/v1/bandwidth-models/active/curves", params={"instance_type": "g4dn.xlarge", "world_size": 1}
+    )
+    assert r.status_code == 422
+    assert r.json()["field"] == "world_size"
+    r = client.get("/v1/bandwidth-models/active/curves", params={"instance_type": "g4dn.xlargeX"})
+    assert r.status_code == 404
+    assert "g4dn.xlarge" in r.json()["hint"] + r.json()["detail"]
+    r = client.get("/v1/bandwidth-models/no-such-version/curves", params={"instance_type": "g4dn.xlarge"})
+    assert r.status_code == 404
