@@ -1,0 +1,1 @@
+"""Pydantic request and response schemas of the API, one module per area."""
