@@ -229,7 +229,11 @@ def parse_line(
             field=f"line {line_no}",
         ) from exc
     if overrides and isinstance(data, dict):
-        data.update({k: v for k, v in overrides.items() if v is not None})
+        given = {k: v for k, v in overrides.items() if v is not None}
+        if "world_size" in given:
+            data.pop("algbw_gbps", None)
+            data.pop("busbw_gbps", None)
+        data.update(given)
     return _from_dict(data, where=where)
 
 

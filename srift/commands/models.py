@@ -1,7 +1,225 @@
-"""CLI commands for models (filled in by its issue)."""
+"""CLI commands `srift models train|list|activate`: bus-bandwidth model versions, locally or via --url."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
 
 import typer
+from rich.console import Console
+from rich.table import Table
+
+from srift.settings import Settings, get_settings
+
+console = Console()
+
+URL_HELP = "talk to a running server (e.g. http://127.0.0.1:8000) instead of the database"
+TOKEN_HELP = "API token for --url writes (default: $SRIFT_TOKEN)"
+
+
+def _ready(settings: Settings) -> str:
+    """Reachable, migrated database with the shipped models registered."""
+    from srift.bandwidth.registry import load_shipped_models
+    from srift.db import migrate
+    from srift.db.session import check_database
+
+    url = settings.resolved_database_url
+    check_database(url)
+    migrate.upgrade(url)
+    load_shipped_models(settings)
+    return url
+
+
+def _remote(
+    method: str, base: str, path: str, *, token: str | None, body: dict[str, Any] | None = None
+) -> Any:
+    """One API call; SriftError subclasses come back as the matching exception."""
+    import httpx
+
+    from srift.errors import ExternalServiceError, InvalidInput, NotFound, SriftError, Unauthorized
+
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    try:
+        response = httpx.request(method, base.rstrip("/") + path, json=body, headers=headers, timeout=300)
+    except httpx.HTTPError as exc:
+        raise ExternalServiceError(
+            f"cannot reach {base} ({exc})", hint="check --url and that the server runs"
+        ) from exc
+    if response.status_code < 400:
+        return response.json()
+    try:
+        err = response.json()
+    except ValueError:
+        err = {"detail": response.text[:200], "hint": "see the server log"}
+    kind: type[SriftError] = {401: Unauthorized, 404: NotFound, 422: InvalidInput}.get(
+        response.status_code, ExternalServiceError
+    )
+    raise kind(str(err.get("detail", "request failed")), hint=str(err.get("hint") or "see the server log"))
+
+
+def _pct(value: Any) -> str:
+    return f"{100 * float(value):.1f} %" if isinstance(value, int | float) else "-"
+
+
+def _table(models: list[dict[str, Any]], *, title: str) -> Table:
+    table = Table(title=title)
+    table.add_column("version", no_wrap=True)
+    table.add_column("active")
+    table.add_column("samples", justify="right")
+    table.add_column("covers")
+    table.add_column("MAPE < MTU (floor)", justify="right")
+    table.add_column("MAPE ≥ MTU (floor)", justify="right")
+    for m in models:
+        metrics = m.get("metrics", {})
+        covers = m.get("covers", [])
+        table.add_row(
+            m["version"],
+            "yes" if m.get("is_active") else "",
+            str(metrics.get("n_samples", "-")),
+            ", ".join(covers[:2]) + (f" +{len(covers) - 2}" if len(covers) > 2 else ""),
+            f"{_pct(metrics.get('test_mape_small'))} ({_pct(metrics.get('noise_floor_small'))})",
+            f"{_pct(metrics.get('test_mape_large'))} ({_pct(metrics.get('noise_floor_large'))})",
+        )
+    return table
+
+
+def _as_dict(version: Any) -> dict[str, Any]:
+    return {
+        "version": version.version,
+        "source": version.source,
+        "created_at": version.created_at.isoformat(),
+        "is_active": version.is_active,
+        "covers": version.covers,
+        "training_query": version.training_query,
+        "hyperparams": version.hyperparams,
+        "metrics": version.metrics,
+    }
 
 
 def register(app: typer.Typer) -> None:
-    """Add this area's commands to the root app."""
+    """Add the `models` group."""
+    models = typer.Typer(
+        help=(
+            "Bus-bandwidth models (XGBoost, below and above the MTU) trained on stored probe samples. "
+            "Each training run is a version; predictions use the active one, and the α-β prior for instance "
+            "types it was not trained on."
+        ),
+        no_args_is_help=True,
+    )
+    app.add_typer(models, name="models")
+
+    @models.command("train")
+    def train(
+        provider: list[str] = typer.Option(
+            [], "--provider", help="only samples of this provider (repeatable)"
+        ),
+        instance_type: list[str] = typer.Option([], "--instance-type", help="only this type (repeatable)"),
+        backend: list[str] = typer.Option([], "--backend", help="only this backend: gloo, nccl, nccl-tests"),
+        activate: bool = typer.Option(False, "--activate", help="make the new version the active one"),
+        seed: int = typer.Option(0, "--seed", min=0, help="seed of the 9/1 split and the k-fold search"),
+        as_json: bool = typer.Option(False, "--json", help="print the version as JSON"),
+        url: str | None = typer.Option(None, "--url", help=URL_HELP),
+        token: str | None = typer.Option(None, "--token", help=TOKEN_HELP),
+    ) -> None:
+        """Train a new version on the stored samples (all of them, or those matching the filters).
+
+        Reports held-out MAPE below and above the MTU next to the noise floor. Examples:
+
+          srift models train --activate
+
+          srift models train --provider testbed --instance-type tb-100m --json
+        """
+        body = {
+            "providers": provider,
+            "instance_types": instance_type,
+            "backends": backend,
+            "activate": activate,
+            "seed": seed,
+        }
+        if url:
+            result = _remote(
+                "POST", url, "/v1/bandwidth-models", token=token or os.environ.get("SRIFT_TOKEN"), body=body
+            )
+        else:
+            from srift.bandwidth.registry import train_version
+            from srift.bandwidth.samples import SampleQuery
+            from srift.db.session import transaction
+
+            settings = get_settings()
+            query = SampleQuery(
+                providers=tuple(p.lower() for p in provider),
+                instance_types=tuple(instance_type),
+                backends=tuple(b.lower() for b in backend),
+            )
+            with (
+                console.status("training (9/1 split, k-fold search)...", spinner="dots"),
+                transaction(_ready(settings)) as session,
+            ):
+                result = _as_dict(
+                    train_version(
+                        session=session, settings=settings, query=query, activate_it=activate, seed=seed
+                    )
+                )
+        if as_json:
+            typer.echo(json.dumps(result, indent=1))
+            return
+        console.print(_table([result], title="new bandwidth model version"))
+
+    @models.command("list")
+    def list_(
+        as_json: bool = typer.Option(False, "--json", help="print the versions as JSON"),
+        url: str | None = typer.Option(None, "--url", help=URL_HELP),
+        token: str | None = typer.Option(None, "--token", help=TOKEN_HELP),
+    ) -> None:
+        """List model versions, newest first, with their test MAPE and noise floor.
+
+        Example: `srift models list --json`.
+        """
+        if url:
+            payload = _remote(
+                "GET", url, "/v1/bandwidth-models", token=token or os.environ.get("SRIFT_TOKEN")
+            )
+            rows = list(payload["models"])
+        else:
+            from srift.bandwidth.registry import list_versions
+            from srift.db.session import session_factory
+
+            with session_factory(_ready(get_settings()))() as session:
+                rows = [_as_dict(v) for v in list_versions(session=session)]
+        if as_json:
+            typer.echo(json.dumps(rows, indent=1))
+            return
+        active = next((r["version"] for r in rows if r.get("is_active")), None)
+        console.print(
+            _table(rows, title=f"bandwidth models (active: {active or 'none — the α-β prior answers'})")
+        )
+
+    @models.command("activate")
+    def activate_(
+        version: str = typer.Argument(..., help="a version from `srift models list`"),
+        as_json: bool = typer.Option(False, "--json", help="print the version as JSON"),
+        url: str | None = typer.Option(None, "--url", help=URL_HELP),
+        token: str | None = typer.Option(None, "--token", help=TOKEN_HELP),
+    ) -> None:
+        """Make VERSION the model predictions use. Activating an older version is a rollback.
+
+        Example: `srift models activate 20261122-101500-a1b2c3`.
+        """
+        if url:
+            result = _remote(
+                "POST",
+                url,
+                f"/v1/bandwidth-models/{version}/activate",
+                token=token or os.environ.get("SRIFT_TOKEN"),
+            )
+        else:
+            from srift.bandwidth.registry import activate
+            from srift.db.session import transaction
+
+            with transaction(_ready(get_settings())) as session:
+                result = _as_dict(activate(session=session, version=version))
+        if as_json:
+            typer.echo(json.dumps(result, indent=1))
+            return
+        console.print(f"active bandwidth model: {result['version']} (source {result['source']})")

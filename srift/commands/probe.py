@@ -1,7 +1,193 @@
-"""CLI commands for probe (filled in by its issue)."""
+"""CLI commands `srift probe run|import`: measure allreduce bandwidth here, or import probe output."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
 
 import typer
+from rich.console import Console
+from rich.table import Table
+
+from srift.settings import Settings, get_settings
+
+console = Console()
+
+
+def _ready(settings: Settings) -> str:
+    """Reachable, migrated database with the shipped catalog (imports check instance types against it)."""
+    from srift.db import migrate
+    from srift.db.session import check_database
+
+    url = settings.resolved_database_url
+    check_database(url)
+    migrate.upgrade(url)
+    try:
+        from srift.catalog.shipped import load_shipped_catalog
+    except ImportError:  # pragma: no cover - catalog area not installed
+        return url
+    load_shipped_catalog(settings)
+    return url
 
 
 def register(app: typer.Typer) -> None:
-    """Add this area's commands to the root app."""
+    """Add the `probe` group."""
+    probe = typer.Typer(
+        help=(
+            "Allreduce bandwidth probes: the samples the bus-bandwidth models learn from.\n\n"
+            "`srift probe run` measures this machine (N processes on loopback); `srift probe import` stores "
+            "output of probes/allreduce.py run elsewhere (JSON lines) or of nccl-tests' all_reduce_perf."
+        ),
+        no_args_is_help=True,
+    )
+    app.add_typer(probe, name="probe")
+
+    @probe.command("run")
+    def run(
+        nodes: int = typer.Option(2, "--nodes", help="processes (emulated nodes, one rank each), ≥ 2"),
+        sizes: str | None = typer.Option(None, "--sizes", help="comma-separated sizes, e.g. 4,1K,1M,64M"),
+        min_bytes: str = typer.Option("4", "--min-bytes", help="smallest size of the power-of-two grid"),
+        max_bytes: str = typer.Option("64M", "--max-bytes", help="largest size of the grid"),
+        repeats: int = typer.Option(5, "--repeats", min=1, max=1000, help="timed repetitions per size"),
+        warmup: int = typer.Option(2, "--warmup", min=0, max=100, help="untimed allreduces per size"),
+        async_count: int = typer.Option(
+            1, "--async-count", min=1, max=64, help="concurrent async allreduces"
+        ),
+        backend: str = typer.Option("gloo", "--backend", help="gloo (CPU) or nccl (GPUs)"),
+        time_budget_s: float = typer.Option(300.0, "--time-budget-s", min=1.0, help="stop before this long"),
+        provider: str = typer.Option("local", "--provider", help="provider recorded with the samples"),
+        instance_type: str = typer.Option("local", "--instance-type", help="instance type recorded"),
+        rated_gbps: float = typer.Option(0.0, "--rated-gbps", min=0.0, help="rated network Gbit/s recorded"),
+        out: Path | None = typer.Option(None, "--out", help="also write the JSON lines here"),
+        store: bool = typer.Option(False, "--store", help="store the samples in the database"),
+        as_json: bool = typer.Option(False, "--json", help="print the samples as JSON lines"),
+    ) -> None:
+        """Run probes/allreduce.py with NODES local processes over loopback and summarise busbw per size.
+
+        Bus bandwidth is in Gbit/s (busbw = 2s(n−1)/(n·t)). Examples:
+
+          srift probe run --nodes 2 --max-bytes 16M
+
+          srift probe run --nodes 4 --sizes 4,4K,4M --repeats 10 --out samples.jsonl --store
+        """
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        from srift.bandwidth.local_probe import LocalProbe, parse_size, run_local_probe, summarize
+        from srift.errors import InvalidInput
+
+        if backend not in ("gloo", "nccl"):
+            raise InvalidInput(f"unknown backend {backend!r}", hint="use gloo or nccl", field="backend")
+        spec = LocalProbe(
+            nodes=nodes,
+            sizes=tuple(parse_size(s) for s in sizes.split(",") if s.strip()) if sizes else (),
+            min_bytes=parse_size(min_bytes, field="min_bytes"),
+            max_bytes=parse_size(max_bytes, field="max_bytes"),
+            repeats=repeats,
+            warmup=warmup,
+            async_count=async_count,
+            backend=backend,
+            time_budget_s=time_budget_s,
+            provider=provider.lower(),
+            instance_type=instance_type,
+            rated_gbps=rated_gbps,
+        )
+        with Progress(
+            TextColumn("[bold]probing[/]"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.description}"),
+            TimeElapsedColumn(),
+            console=Console(stderr=True),
+            transient=as_json,
+        ) as progress:
+            task = progress.add_task("starting ranks", total=None)
+
+            def on_progress(done: int, total: int, size: int) -> None:
+                progress.update(task, completed=done, total=total, description=f"{size} B")
+
+            records = run_local_probe(spec, on_progress=on_progress, out=out)
+        stored = None
+        if store:
+            from srift.bandwidth.samples import store_samples
+            from srift.db.session import transaction
+
+            with transaction(_ready(get_settings())) as session:
+                stored = store_samples(session=session, records=records, origin="probe")
+        if as_json:
+            for r in records:
+                typer.echo(r.to_json())
+            return
+        table = Table(title=f"allreduce, {nodes} ranks on loopback ({backend}, {len(records)} samples)")
+        for header in ("size B", "median time s", "median busbw Gbit/s"):
+            table.add_column(header, justify="right")
+        for size, _world, time_s, busbw in summarize(records):
+            table.add_row(str(size), f"{time_s:.3g}", f"{busbw:.4g}")
+        console.print(table)
+        if stored is not None:
+            console.print(f"stored {stored} new samples")
+
+    @probe.command("import")
+    def import_(
+        file: Path = typer.Argument(..., exists=True, dir_okay=False, readable=True, help="file to import"),
+        fmt: str = typer.Option("jsonl", "--format", help="jsonl (probes/allreduce.py) or nccl-tests"),
+        instance_type: str | None = typer.Option(None, "--instance-type", help="type the test ran on"),
+        nodes: int | None = typer.Option(None, "--nodes", help="instances the test spanned"),
+        gpus_per_node: int | None = typer.Option(None, "--gpus-per-node", help="ranks per instance"),
+        provider: str | None = typer.Option(None, "--provider", help="default aws for nccl-tests"),
+        region: str | None = typer.Option(None, "--region", help="e.g. us-east-1"),
+        zone: str | None = typer.Option(None, "--zone", help="e.g. us-east-1a"),
+        as_json: bool = typer.Option(False, "--json", help="print {parsed, stored, ...} as JSON"),
+    ) -> None:
+        """Store the samples of FILE; importing the same file again adds nothing.
+
+        nccl-tests output is read as printed (out-of-place columns; busbw GB/s is stored ×8 as Gbit/s).
+        Examples:
+
+          srift probe import a.txt --format nccl-tests --instance-type p5.48xlarge --nodes 2 --gpus-per-node 8
+
+          srift probe import samples.jsonl
+        """
+        from srift.bandwidth.imports import ImportFormat, import_text
+        from srift.db.session import transaction
+        from srift.errors import InvalidInput
+
+        try:
+            parsed_fmt = ImportFormat(fmt.lower())
+        except ValueError:
+            raise InvalidInput(
+                f"unknown format {fmt!r}", hint="use --format jsonl or --format nccl-tests", field="format"
+            ) from None
+        try:
+            text = file.read_text()
+        except UnicodeDecodeError as exc:
+            raise InvalidInput(f"{file} is not text", hint="give the probe's text output") from exc
+        with transaction(_ready(get_settings())) as session:
+            result = import_text(
+                session=session,
+                text=text,
+                fmt=parsed_fmt,
+                source=file.name,
+                provider=provider,
+                instance_type=instance_type,
+                region=region,
+                zone=zone,
+                nodes=nodes,
+                gpus_per_node=gpus_per_node,
+            )
+        if as_json:
+            typer.echo(
+                json.dumps(
+                    {
+                        "parsed": result.parsed,
+                        "stored": result.stored,
+                        "sizes": result.sizes,
+                        "instance_types": list(result.instance_types),
+                    }
+                )
+            )
+            return
+        console.print(
+            f"{file.name}: {result.parsed} samples ({result.sizes} sizes) "
+            f"for {', '.join(result.instance_types)}; "
+            f"{result.stored} new, {result.parsed - result.stored} already stored"
+        )

@@ -1,5 +1,75 @@
-"""Routes for bandwidth_models (filled in by its issue)."""
+"""/v1/bandwidth-models: list, train (from stored probe samples) and activate bus-bandwidth model versions."""
 
-from fastapi import APIRouter
+from __future__ import annotations
 
-router = APIRouter()
+from typing import Annotated
+
+from fastapi import APIRouter, Path, status
+
+from srift.api.auth import RequireRead, RequireWrite
+from srift.api.deps import SessionDep, SettingsDep
+from srift.api.schemas.bandwidth import BandwidthModelList, BandwidthModelOut, ModelMetrics, TrainRequest
+from srift.bandwidth import registry
+from srift.bandwidth.prior import SOURCE as PRIOR_SOURCE
+from srift.bandwidth.samples import SampleQuery
+
+router = APIRouter(tags=["bandwidth-models"])
+
+ERRORS: dict[int | str, dict[str, str]] = {
+    401: {"description": "a token is required"},
+    403: {"description": "the token's scope is too low"},
+    404: {"description": "unknown model version"},
+    422: {"description": "invalid request, or no stored samples to train on"},
+}
+
+Version = Annotated[
+    str, Path(min_length=1, max_length=64, description="a version from GET /v1/bandwidth-models")
+]
+
+
+def _out(v: registry.ModelVersion) -> BandwidthModelOut:
+    return BandwidthModelOut(
+        version=v.version,
+        source=v.source,
+        created_at=v.created_at,
+        is_active=v.is_active,
+        covers=v.covers,
+        training_query=v.training_query,
+        hyperparams=v.hyperparams,
+        metrics=ModelMetrics.model_validate(v.metrics),
+    )
+
+
+@router.get("/bandwidth-models", response_model=BandwidthModelList, responses=ERRORS)
+def list_models(session: SessionDep, _: RequireRead) -> BandwidthModelList:
+    """Every model version, newest first, and which one serves predictions."""
+    versions = registry.list_versions(session=session)
+    active = next((v.version for v in versions if v.is_active), None)
+    return BandwidthModelList(active=active, prior=PRIOR_SOURCE, models=[_out(v) for v in versions])
+
+
+@router.post(
+    "/bandwidth-models",
+    response_model=BandwidthModelOut,
+    status_code=status.HTTP_201_CREATED,
+    responses=ERRORS,
+)
+def train_model(
+    body: TrainRequest, session: SessionDep, settings: SettingsDep, _: RequireWrite
+) -> BandwidthModelOut:
+    """Train a new version on the stored probe samples matching the filters (takes seconds)."""
+    query = SampleQuery(
+        providers=tuple(p.lower() for p in body.providers),
+        instance_types=tuple(body.instance_types),
+        backends=tuple(b.lower() for b in body.backends),
+    )
+    version = registry.train_version(
+        session=session, settings=settings, query=query, activate_it=body.activate, seed=body.seed
+    )
+    return _out(version)
+
+
+@router.post("/bandwidth-models/{version}/activate", response_model=BandwidthModelOut, responses=ERRORS)
+def activate_model(version: Version, session: SessionDep, _: RequireWrite) -> BandwidthModelOut:
+    """Make VERSION the model predictions use; activating an older version rolls back."""
+    return _out(registry.activate(session=session, version=version))

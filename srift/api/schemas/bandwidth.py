@@ -1,0 +1,70 @@
+"""Request and response schemas of /v1/bandwidth-models (bus-bandwidth model versions)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Name = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9][A-Za-z0-9._:/+-]*$")]
+
+
+class TrainRequest(BaseModel):
+    """Which stored probe samples to train on (empty lists: all), and whether to activate the result."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    providers: list[Name] = Field(default_factory=list, max_length=20, description="e.g. ['aws', 'testbed']")
+    instance_types: list[Name] = Field(
+        default_factory=list, max_length=200, description="e.g. ['p3.8xlarge']"
+    )
+    backends: list[Name] = Field(default_factory=list, max_length=4, description="gloo, nccl, nccl-tests")
+    activate: bool = Field(default=False, description="make the new version the one predictions use")
+    seed: int = Field(default=0, ge=0, le=2**31 - 1, description="seed of the split and the search")
+
+
+class ModelMetrics(BaseModel):
+    """Figures of one training run. MAPE values are fractions (0.08 = 8 %); null when not measurable."""
+
+    model_config = ConfigDict(extra="allow")
+
+    test_mape_small: float | None = Field(None, description="held-out MAPE below the MTU")
+    test_mape_large: float | None = Field(None, description="held-out MAPE at or above the MTU")
+    noise_floor_small: float | None = Field(
+        None, description="MAPE of each sample vs its configuration's mean"
+    )
+    noise_floor_large: float | None = None
+    cv_mape_small: float | None = Field(None, description="k-fold MAPE of the chosen hyperparameters")
+    cv_mape_large: float | None = None
+    residual_cv_small: float | None = None
+    residual_cv_large: float | None = None
+    n_samples: int | None = None
+    n_train: int | None = None
+    n_test: int | None = None
+    n_small: int | None = None
+    n_large: int | None = None
+    train_s: float | None = None
+
+
+class BandwidthModelOut(BaseModel):
+    """A registered model version."""
+
+    version: str
+    source: str = Field(description="what predictions name as their bandwidth source, e.g. 'xgb:<version>'")
+    created_at: datetime
+    is_active: bool
+    covers: list[str] = Field(
+        description="'provider/instance_type' keys it was trained on; others get the prior"
+    )
+    training_query: dict[str, Any]
+    hyperparams: dict[str, Any]
+    metrics: ModelMetrics
+
+
+class BandwidthModelList(BaseModel):
+    """Every version (newest first), which one is active, and what answers when none covers a type."""
+
+    active: str | None = Field(description="active version; null: the α-β prior answers everything")
+    prior: str = Field(description="source name of the fallback prior")
+    models: list[BandwidthModelOut]

@@ -1,0 +1,151 @@
+"""Importing probe output files (probe JSON lines or nccl-tests text) into the sample store.
+
+The instance type must be in the catalog (provider "local" — this machine — is exempt); the catalog's
+facts fill the host features an nccl-tests log does not print (GPU model, vCPUs, memory, rated Gbit/s).
+Everything is validated before anything is stored, and stored in the caller's transaction.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from enum import StrEnum
+
+from sqlalchemy.orm import Session
+
+from srift.bandwidth.nccl_tests import NcclTestsHost, parse_nccl_tests
+from srift.bandwidth.samples import ProbeRecord, parse_jsonl, store_samples
+from srift.domain import InstanceType
+from srift.errors import InvalidInput
+
+UNCATALOGUED_PROVIDERS = ("local",)
+MAX_IMPORT_BYTES = 50_000_000
+
+
+class ImportFormat(StrEnum):
+    JSONL = "jsonl"
+    NCCL_TESTS = "nccl-tests"
+
+
+@dataclass(frozen=True, slots=True)
+class ImportResult:
+    """How many samples a file held and how many were new."""
+
+    parsed: int
+    stored: int
+    instance_types: tuple[str, ...]
+    sizes: int
+
+
+def _catalog_type(session: Session, provider: str, name: str) -> InstanceType | None:
+    if provider in UNCATALOGUED_PROVIDERS:
+        return None
+    from srift.catalog import store
+
+    return store.get_instance_type(session=session, provider=provider, name=name)
+
+
+def import_text(
+    *,
+    session: Session,
+    text: str,
+    fmt: ImportFormat,
+    source: str,
+    provider: str | None = None,
+    instance_type: str | None = None,
+    region: str | None = None,
+    zone: str | None = None,
+    nodes: int | None = None,
+    gpus_per_node: int | None = None,
+    job_id: int | None = None,
+) -> ImportResult:
+    """Parse, validate against the catalog, and store samples; re-importing a file adds nothing."""
+    if len(text.encode()) > MAX_IMPORT_BYTES:
+        raise InvalidInput(f"{source} is larger than 50 MB", hint="split the file")
+    for name, value in (("nodes", nodes), ("gpus_per_node", gpus_per_node)):
+        if value is not None and value < 1:
+            raise InvalidInput(
+                f"{name} must be ≥ 1, got {value}", hint=f"give --{name.replace('_', '-')} ≥ 1", field=name
+            )
+    if fmt is ImportFormat.NCCL_TESTS:
+        records = _nccl_tests(
+            session=session,
+            text=text,
+            source=source,
+            provider=(provider or "aws").lower(),
+            instance_type=instance_type,
+            region=region or "",
+            zone=zone or "",
+            nodes=nodes,
+            gpus_per_node=gpus_per_node,
+        )
+    else:
+        overrides: dict[str, object] = {
+            "provider": provider.lower() if provider else None,
+            "instance_type": instance_type,
+            "region": region,
+            "zone": zone,
+        }
+        if nodes is not None or gpus_per_node is not None:
+            if nodes is None or gpus_per_node is None:
+                raise InvalidInput(
+                    "give both --nodes and --gpus-per-node, or neither",
+                    hint="they set world size",
+                    field="nodes",
+                )
+            overrides.update(nodes=nodes, ranks_per_node=gpus_per_node, world_size=nodes * gpus_per_node)
+        records = parse_jsonl(text, source=source, overrides=overrides)
+        for key in sorted({(r.provider, r.instance_type) for r in records}):
+            _catalog_type(session, *key)
+    origin = "nccl-tests" if fmt is ImportFormat.NCCL_TESTS else "jsonl"
+    stored = store_samples(session=session, records=records, origin=origin, job_id=job_id)
+    return ImportResult(
+        parsed=len(records),
+        stored=stored,
+        instance_types=tuple(sorted({f"{r.provider}/{r.instance_type}" for r in records})),
+        sizes=len({r.buffer_bytes for r in records}),
+    )
+
+
+def _nccl_tests(
+    *,
+    session: Session,
+    text: str,
+    source: str,
+    provider: str,
+    instance_type: str | None,
+    region: str,
+    zone: str,
+    nodes: int | None,
+    gpus_per_node: int | None,
+) -> list[ProbeRecord]:
+    if not instance_type:
+        raise InvalidInput(
+            "nccl-tests output does not say which instance type it ran on",
+            hint="give --instance-type, e.g. --instance-type p5.48xlarge",
+            field="instance_type",
+        )
+    if nodes is None:
+        raise InvalidInput(
+            "give --nodes (how many instances the test spanned)", hint="e.g. --nodes 2", field="nodes"
+        )
+    spec = _catalog_type(session, provider, instance_type)
+    per_node = gpus_per_node or (spec.devices if spec else None)
+    if per_node is None:
+        raise InvalidInput("give --gpus-per-node", hint="e.g. --gpus-per-node 8", field="gpus_per_node")
+    host = NcclTestsHost(
+        provider=provider,
+        instance_type=instance_type,
+        nodes=nodes,
+        gpus_per_node=per_node,
+        region=region,
+        zone=zone,
+    )
+    if spec is not None:
+        host = replace(
+            host,
+            gpu_name=spec.gpu_model or "",
+            cpu_cores=spec.vcpus,
+            memory_gib=spec.memory_gib,
+            rated_gbps=spec.network_gbps,
+        )
+    return parse_nccl_tests(text, host=host, source=source)

@@ -1,0 +1,393 @@
+"""Bandwidth model registry: versions (DB rows + artifact folders), training, activation, the active model.
+
+A version is a row in `bandwidth_models` (training-data query, hyperparameters, metrics) plus a folder
+`<models_dir>/<version>/` holding `small.json` and `large.json` (XGBoost boosters) and `metadata.json`
+(format, source, date, metrics, encoder). Activating a version deactivates the others; rolling back is
+activating an older one. `active_model` answers with the active learned model for instance types it was
+trained on and with the α-β prior for the rest; each BandwidthEstimate.source says which
+("xgb:<version>" or "prior:alpha-beta"). Shipped versions live in the repository's `models/` folder and are
+registered (with their raw samples) by `load_shipped_models` when the service starts.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import gzip
+import json
+import logging
+import secrets
+import shutil
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session
+
+from srift.bandwidth.features import HostProfile
+from srift.bandwidth.prior import AlphaBetaPrior, check_request
+from srift.bandwidth.samples import SampleQuery, load_samples, parse_jsonl, store_samples
+from srift.db.session import transaction
+from srift.db.tables import BandwidthModelRow
+from srift.domain import BandwidthEstimate, BusBandwidthModel, InstanceType
+from srift.errors import EnvironmentProblem, InvalidInput, NotFound
+from srift.settings import REPO_ROOT, Settings
+
+if TYPE_CHECKING:
+    from srift.bandwidth.learner import BusBandwidthRegressor
+
+log = logging.getLogger("srift.bandwidth")
+
+FORMAT = "srift-bandwidth-model/1"
+SOURCE_PREFIX = "xgb:"
+METADATA = "metadata.json"
+SHIPPED_SAMPLES = "samples.jsonl.gz"
+
+
+@dataclass(frozen=True, slots=True)
+class ModelVersion:
+    """One registered model version as stored."""
+
+    version: str
+    source: str
+    created_at: dt.datetime
+    is_active: bool
+    training_query: dict[str, Any]
+    hyperparams: dict[str, Any]
+    metrics: dict[str, Any]
+    artifact_dir: str
+
+    @property
+    def covers(self) -> list[str]:
+        """ "provider/instance_type" keys the model was trained on (others get the prior)."""
+        return [str(c) for c in self.training_query.get("covers", [])]
+
+
+def _version_of(row: BandwidthModelRow) -> ModelVersion:
+    return ModelVersion(
+        version=row.version,
+        source=SOURCE_PREFIX + row.version,
+        created_at=row.created_at,
+        is_active=row.is_active,
+        training_query=dict(row.training_query or {}),
+        hyperparams=dict(row.hyperparams or {}),
+        metrics=dict(row.metrics or {}),
+        artifact_dir=row.artifact_dir,
+    )
+
+
+def _new_version(now: dt.datetime) -> str:
+    return f"{now:%Y%m%d-%H%M%S}-{secrets.token_hex(3)}"
+
+
+def list_versions(*, session: Session) -> list[ModelVersion]:
+    """Every version, newest first."""
+    rows = session.scalars(
+        select(BandwidthModelRow).order_by(BandwidthModelRow.created_at.desc(), BandwidthModelRow.id.desc())
+    )
+    return [_version_of(r) for r in rows]
+
+
+def _row(session: Session, version: str) -> BandwidthModelRow:
+    row = session.scalars(select(BandwidthModelRow).where(BandwidthModelRow.version == version)).first()
+    if row is None:
+        known = [v.version for v in list_versions(session=session)][:5]
+        raise NotFound(
+            f"no bandwidth model version {version!r}",
+            hint=f"pick one of {known} (`srift models list`)"
+            if known
+            else "train one with `srift models train`",
+            field="version",
+        )
+    return row
+
+
+def get_version(*, session: Session, version: str) -> ModelVersion:
+    return _version_of(_row(session, version))
+
+
+def activate(*, session: Session, version: str) -> ModelVersion:
+    """Make `version` the one predictions use (and every other inactive); rollback = activate an older one."""
+    row = _row(session, version)
+    session.execute(update(BandwidthModelRow).where(BandwidthModelRow.id != row.id).values(is_active=False))
+    row.is_active = True
+    session.flush()
+    return _version_of(row)
+
+
+def active_version(*, session: Session) -> ModelVersion | None:
+    row = session.scalars(
+        select(BandwidthModelRow).where(BandwidthModelRow.is_active).order_by(BandwidthModelRow.id.desc())
+    ).first()
+    return None if row is None else _version_of(row)
+
+
+def train_version(
+    *,
+    session: Session,
+    settings: Settings,
+    query: SampleQuery = SampleQuery(),
+    activate_it: bool = False,
+    seed: int = 0,
+    grid: Sequence[dict[str, Any]] | None = None,
+    origin: str = "trained",
+) -> ModelVersion:
+    """Train a new version on the stored samples matching `query`, write its artifacts, register it."""
+    from srift.bandwidth.tuning import DEFAULT_GRID, tune_and_fit
+
+    records = load_samples(session=session, query=query)
+    if not records:
+        raise InvalidInput(
+            f"no stored probe samples match {query.to_dict()}",
+            hint="store samples first (`srift probe run --store`, `srift probe import`, or a probe job), "
+            "or loosen the filters",
+        )
+    model, report = tune_and_fit(records, seed=seed, grid=grid or DEFAULT_GRID)
+    now = dt.datetime.now(dt.UTC).replace(microsecond=0)
+    version = _new_version(now)
+    covers = sorted(f"{p}/{t}" for p, t in model.hosts_)
+    training_query = {**query.to_dict(), "n_samples": len(records), "covers": covers}
+    directory = Path(settings.models_dir) / version
+    try:
+        write_artifacts(
+            directory,
+            model=model,
+            version=version,
+            created_at=now,
+            training_query=training_query,
+            hyperparams=report.hyperparams(),
+            metrics=report.metrics(),
+            origin=origin,
+        )
+        row = BandwidthModelRow(
+            version=version,
+            created_at=now.replace(tzinfo=None),
+            is_active=False,
+            training_query=training_query,
+            hyperparams=report.hyperparams(),
+            metrics=report.metrics(),
+            artifact_dir=str(directory.resolve()),
+        )
+        session.add(row)
+        session.flush()
+    except BaseException:
+        shutil.rmtree(directory, ignore_errors=True)
+        raise
+    if activate_it:
+        return activate(session=session, version=version)
+    return _version_of(row)
+
+
+def write_artifacts(
+    directory: Path,
+    *,
+    model: BusBandwidthRegressor,
+    version: str,
+    created_at: dt.datetime,
+    training_query: dict[str, Any],
+    hyperparams: dict[str, Any],
+    metrics: dict[str, Any],
+    origin: str,
+    extra: dict[str, Any] | None = None,
+) -> None:
+    """Write boosters and metadata.json into `directory` (created; must not exist yet)."""
+    import xgboost
+
+    try:
+        directory.mkdir(parents=True, exist_ok=False)
+    except FileExistsError as exc:
+        raise EnvironmentProblem(f"{directory} already exists", hint="remove it or train again") from exc
+    except OSError as exc:
+        raise EnvironmentProblem(
+            f"cannot create {directory} ({exc.strerror})", hint="set SRIFT_MODELS_DIR to a writable folder"
+        ) from exc
+    learner = model.save(directory)
+    metadata = {
+        "format": FORMAT,
+        "version": version,
+        "source": SOURCE_PREFIX + version,
+        "created_at": created_at.isoformat(),
+        "origin": origin,
+        "training_query": training_query,
+        "hyperparams": hyperparams,
+        "metrics": metrics,
+        "learner": learner,
+        "xgboost_version": xgboost.__version__,
+        "units": "busbw_gbps: allreduce bus bandwidth 2s(n-1)/(n t) in gigabits/s",
+        **(extra or {}),
+    }
+    (directory / METADATA).write_text(json.dumps(metadata, indent=1, sort_keys=True) + "\n")
+
+
+# -- loading and predicting --------------------------------------------------------------------------------
+
+_cache: dict[tuple[str, str], BusBandwidthRegressor] = {}
+_cache_lock = threading.Lock()
+
+
+def _load_regressor(artifact_dir: str, version: str) -> BusBandwidthRegressor:
+    key = (artifact_dir, version)
+    with _cache_lock:
+        cached = _cache.get(key)
+    if cached is not None:
+        return cached
+    from srift.bandwidth.learner import BusBandwidthRegressor
+
+    directory = Path(artifact_dir)
+    try:
+        metadata = json.loads((directory / METADATA).read_text())
+    except (OSError, ValueError) as exc:
+        raise EnvironmentProblem(
+            f"the artifacts of bandwidth model {version} are missing or unreadable in {directory}",
+            hint="activate another version (`srift models list`) or retrain with `srift models train`",
+        ) from exc
+    if metadata.get("format") != FORMAT:
+        raise EnvironmentProblem(
+            f"{directory / METADATA} has format {metadata.get('format')!r}, expected {FORMAT!r}",
+            hint="retrain the model with this version of srift",
+        )
+    regressor = BusBandwidthRegressor.load(directory, metadata["learner"])
+    with _cache_lock:
+        _cache[key] = regressor
+    return regressor
+
+
+class LearnedBandwidthModel:
+    """A trained version answering for the instance types it covers; the prior answers for the rest."""
+
+    def __init__(
+        self, regressor: BusBandwidthRegressor, *, version: ModelVersion, prior: AlphaBetaPrior | None = None
+    ) -> None:
+        self.regressor = regressor
+        self.version = version
+        self.source = version.source
+        self.prior = prior or AlphaBetaPrior()
+        metrics = version.metrics
+        self._cv_small = float(metrics.get("residual_cv_small") or 0.0)
+        self._cv_large = float(metrics.get("residual_cv_large") or 0.0)
+
+    def covers(self, instance: InstanceType) -> bool:
+        return (instance.provider, instance.name) in self.regressor.hosts_
+
+    def predict(
+        self,
+        *,
+        instance: InstanceType,
+        world_size: int,
+        nodes: int,
+        buffer_bytes: Sequence[int],
+        async_count: int = 1,
+    ) -> BandwidthEstimate:
+        profile: HostProfile | None = self.regressor.hosts_.get((instance.provider, instance.name))
+        if profile is None or world_size < 2:
+            return self.prior.predict(
+                instance=instance,
+                world_size=world_size,
+                nodes=nodes,
+                buffer_bytes=buffer_bytes,
+                async_count=async_count,
+            )
+        sizes = check_request(
+            world_size=world_size, nodes=nodes, buffer_bytes=buffer_bytes, async_count=async_count
+        )
+        if not sizes.size:
+            return BandwidthEstimate(busbw_gbps=(), source=self.source, residual_cv=self._cv_large)
+        busbw = self.regressor.predict_host(
+            profile, sizes=sizes, world_size=world_size, nodes=nodes, async_count=async_count
+        )
+        mtu = self.regressor.mtu_bytes_.get(instance.provider, self.regressor.default_mtu_bytes_)
+        cv = self._cv_large if np.any(sizes >= mtu) else self._cv_small
+        return BandwidthEstimate(
+            busbw_gbps=tuple(float(b) for b in busbw), source=self.source, residual_cv=cv
+        )
+
+
+def model_version(*, session: Session, settings: Settings, version: str) -> BusBandwidthModel:
+    """The model of one version (prior fallback for types it does not cover); NotFound if unknown."""
+    found = get_version(session=session, version=version)
+    return LearnedBandwidthModel(_load_regressor(found.artifact_dir, found.version), version=found)
+
+
+def active_model(*, session: Session, settings: Settings) -> BusBandwidthModel:
+    """The active learned model (prior fallback per instance type), or the prior when none is active."""
+    found = active_version(session=session)
+    if found is None:
+        return AlphaBetaPrior()
+    try:
+        return LearnedBandwidthModel(_load_regressor(found.artifact_dir, found.version), version=found)
+    except EnvironmentProblem as exc:
+        log.warning("using the α-β prior: %s", exc)
+        return AlphaBetaPrior()
+
+
+# -- shipped models ----------------------------------------------------------------------------------------
+
+
+def shipped_models_dirs() -> list[Path]:
+    """Where shipped models may be: the repository's models/ (source checkout) or ./models (container)."""
+    seen: list[Path] = []
+    for candidate in (REPO_ROOT / "models", Path.cwd() / "models"):
+        resolved = candidate.resolve()
+        if resolved.is_dir() and resolved not in seen:
+            seen.append(resolved)
+    return seen
+
+
+def _shipped(directories: Sequence[Path]) -> list[tuple[Path, dict[str, Any]]]:
+    found = []
+    for base in directories:
+        for meta_path in sorted(base.glob(f"*/{METADATA}")):
+            try:
+                metadata = json.loads(meta_path.read_text())
+            except (OSError, ValueError):
+                log.warning("skipping unreadable %s", meta_path)
+                continue
+            if metadata.get("format") == FORMAT and metadata.get("origin") == "shipped":
+                found.append((meta_path.parent, metadata))
+    return found
+
+
+def register_shipped(*, session: Session, directories: Sequence[Path] | None = None) -> list[str]:
+    """Register shipped versions not yet in the database, with their raw samples; activate the newest when
+    none is active. Idempotent. Returns the versions registered now."""
+    shipped = _shipped(shipped_models_dirs() if directories is None else directories)
+    added: list[str] = []
+    for directory, metadata in shipped:
+        version = str(metadata["version"])
+        samples = directory / SHIPPED_SAMPLES
+        if samples.exists():
+            text = gzip.decompress(samples.read_bytes()).decode()
+            store_samples(session=session, records=parse_jsonl(text, source=str(samples)), origin="shipped")
+        exists = session.scalars(
+            select(BandwidthModelRow.id).where(BandwidthModelRow.version == version)
+        ).first()
+        if exists is not None:
+            continue
+        session.add(
+            BandwidthModelRow(
+                version=version,
+                created_at=dt.datetime.fromisoformat(metadata["created_at"]).replace(tzinfo=None),
+                is_active=False,
+                training_query=metadata.get("training_query", {}),
+                hyperparams=metadata.get("hyperparams", {}),
+                metrics=metadata.get("metrics", {}),
+                artifact_dir=str(directory),
+            )
+        )
+        session.flush()
+        added.append(version)
+    if shipped and active_version(session=session) is None:
+        newest = max(shipped, key=lambda item: str(item[1]["created_at"]))
+        activate(session=session, version=str(newest[1]["version"]))
+    return added
+
+
+def load_shipped_models(settings: Settings) -> None:
+    """Start-up hook (srift.bootstrap): register the shipped models in the service's database."""
+    with transaction(settings.resolved_database_url) as session:
+        added = register_shipped(session=session)
+    if added:
+        log.info("registered shipped bandwidth models: %s", ", ".join(added))
