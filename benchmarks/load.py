@@ -1,0 +1,380 @@
+"""Benchmark: N clients hammer a real `srift serve` on loopback for M seconds; zero errors expected.
+
+Starts the server as a subprocess (the same entry point users run) on a fresh SQLite database with the
+shipped catalog, creates a write token, then runs N client threads, each sending the scenario's request in a
+loop until the time or the request cap runs out. Reports throughput, p50/p90/p99 latency, errors and the
+server's peak resident memory (VmHWM), and writes the section `load` of docs/BENCHMARKS.md.
+
+    .venv/bin/python -m benchmarks.load [--clients 8] [--duration 20] [--scenario plans] [--no-write]
+
+Scenarios: `plans` (POST /v1/plans for a stored profile), `predictions` (POST /v1/predictions),
+`instance-types` (GET /v1/instance-types), `health`. `auto` picks the first the server offers.
+The short form runs in `make test` (tests/reliability/test_load.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+SCENARIOS = ("plans", "predictions", "instance-types", "health")
+
+
+@dataclass
+class Server:
+    """A running `srift serve` subprocess."""
+
+    process: subprocess.Popen[bytes]
+    base_url: str
+    database_url: str
+    log_path: Path
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def peak_rss_bytes(self) -> int:
+        """Peak resident set size of the server process so far (VmHWM), from /proc."""
+        for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+        raise RuntimeError("VmHWM not found in /proc status")
+
+    def kill9(self) -> None:
+        """SIGKILL: no shutdown handlers, no flushing, like a power cut of the process."""
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.pid, signal.SIGKILL)
+        self.process.wait(timeout=30)
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.kill9()
+
+    def log_text(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def start_server(
+    *, database_url: str, data_dir: Path, bootstrap: bool = True, extra_env: dict[str, str] | None = None
+) -> Server:
+    """Start `srift serve` on a free loopback port and wait until /v1/health answers."""
+    port = free_port()
+    log_path = data_dir / f"server-{port}.log"
+    data_dir.mkdir(parents=True, exist_ok=True)
+    env = {
+        **os.environ,
+        "SRIFT_DATABASE_URL": database_url,
+        "SRIFT_DATA_DIR": str(data_dir),
+        "SRIFT_LOG_LEVEL": "warning",
+        **(extra_env or {}),
+    }
+    args = [sys.executable, "-c", "from srift.cli import main; main()", "serve", "--port", str(port)]
+    if not bootstrap:
+        args.append("--no-bootstrap")
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(args, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=REPO_ROOT)
+    server = Server(process, f"http://127.0.0.1:{port}", database_url, log_path)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"server exited with {process.returncode}:\n{server.log_text()[-4000:]}")
+        try:
+            if httpx.get(server.base_url + "/v1/health", timeout=2).status_code == 200:
+                return server
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.1)
+    server.kill9()
+    raise RuntimeError(f"server did not answer within 120 s:\n{server.log_text()[-4000:]}")
+
+
+@contextlib.contextmanager
+def running_server(*, database_url: str, data_dir: Path, bootstrap: bool = True) -> Iterator[Server]:
+    server = start_server(database_url=database_url, data_dir=data_dir, bootstrap=bootstrap)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def create_write_token(database_url: str) -> str:
+    from srift.api.auth import Scope, create_token
+    from srift.db.session import transaction
+
+    with transaction(database_url) as session:
+        _, plain = create_token(session=session, name="load", scope=Scope.WRITE)
+    return plain
+
+
+@dataclass(frozen=True)
+class Request:
+    method: str
+    path: str
+    body: Any = None
+
+
+@dataclass
+class LoadResult:
+    """What N clients saw: every latency, every status, every transport error."""
+
+    scenario: str
+    clients: int
+    duration_s: float
+    latencies_s: list[float] = field(default_factory=list)
+    statuses: dict[int, int] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def requests(self) -> int:
+        return len(self.latencies_s)
+
+    @property
+    def error_count(self) -> int:
+        return len(self.errors) + sum(n for code, n in self.statuses.items() if code >= 400)
+
+    def percentile_s(self, q: float) -> float:
+        ordered = sorted(self.latencies_s)
+        if not ordered:
+            return float("nan")
+        index = min(len(ordered) - 1, max(0, round(q / 100 * len(ordered) + 0.5) - 1))
+        return ordered[index]
+
+    @property
+    def throughput_rps(self) -> float:
+        return self.requests / self.duration_s if self.duration_s > 0 else 0.0
+
+
+def run_load(
+    *,
+    base_url: str,
+    request: Request,
+    headers: dict[str, str],
+    clients: int,
+    duration_s: float,
+    max_requests: int,
+    scenario: str = "",
+) -> LoadResult:
+    """Run `clients` threads sending `request` until `duration_s` passes or `max_requests` are sent."""
+    lock = threading.Lock()
+    result = LoadResult(scenario or request.path, clients, 0.0)
+    budget = [max_requests]
+    start = time.monotonic()
+    deadline = start + duration_s
+
+    def take() -> bool:
+        with lock:
+            if budget[0] <= 0 or time.monotonic() >= deadline:
+                return False
+            budget[0] -= 1
+            return True
+
+    def client() -> None:
+        with httpx.Client(base_url=base_url, headers=headers, timeout=60) as http:
+            while take():
+                t0 = time.perf_counter()
+                try:
+                    response = http.request(request.method, request.path, json=request.body)
+                    status, error = response.status_code, None
+                    if status >= 400:
+                        error = f"{status}: {response.text[:300]}"
+                except httpx.HTTPError as exc:
+                    status, error = 0, f"{type(exc).__name__}: {exc}"
+                elapsed = time.perf_counter() - t0
+                with lock:
+                    result.latencies_s.append(elapsed)
+                    if status:
+                        result.statuses[status] = result.statuses.get(status, 0) + 1
+                    if error and (status == 0 or len(result.errors) < 20):
+                        result.errors.append(error)
+
+    threads = [threading.Thread(target=client, daemon=True) for _ in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=duration_s + 120)
+    result.duration_s = time.monotonic() - start
+    return result
+
+
+def _profile_document() -> dict[str, Any]:
+    """A small valid profile (the shape `srift profile` writes) for plan and prediction requests."""
+    return {
+        "schema_version": 1,
+        "model": "load-test-mlp",
+        "accelerator": "NVIDIA T4",
+        "max_batch": 256,
+        "forward": {"batches": [1, 85, 171, 256], "times_s": [0.004, 0.03, 0.058, 0.086]},
+        "backward": {"batches": [1, 85, 171, 256], "times_s": [0.008, 0.06, 0.116, 0.172]},
+        "layers": [
+            {"name": f"fc{i}", "grad_bytes": 4_000_000, "ready_frac": (i + 1) / 8, "exec_prob": 1.0}
+            for i in range(8)
+        ],
+        "straggler_cv": 0.05,
+    }
+
+
+def build_scenario(name: str, *, base_url: str, headers: dict[str, str]) -> tuple[str, Request]:
+    """Resolve `name` (or `auto`) against the server's OpenAPI paths and prepare its request body."""
+    paths: dict[str, Any] = httpx.get(base_url + "/openapi.json", timeout=30).json()["paths"]
+    offered = {
+        "plans": "post" in paths.get("/v1/plans", {}),
+        "predictions": "post" in paths.get("/v1/predictions", {}),
+        "instance-types": "get" in paths.get("/v1/instance-types", {}),
+        "health": True,
+    }
+    if name == "auto":
+        name = next(n for n in SCENARIOS if offered[n])
+    if not offered.get(name):
+        raise SystemExit(f"scenario {name!r} is not offered by this server (has: {sorted(paths)})")
+    if name == "health":
+        return name, Request("GET", "/v1/health")
+    if name == "instance-types":
+        return name, Request("GET", "/v1/instance-types")
+    profile = httpx.post(base_url + "/v1/profiles", json=_profile_document(), headers=headers, timeout=60)
+    profile.raise_for_status()
+    profile_id = profile.json()["id"]
+    if name == "plans":
+        body: dict[str, Any] = {
+            "profile_ids": [profile_id],
+            "global_batch": 512,
+            "iterations": 10_000,
+            "objective": "min_cost",
+            "provider": "aws",
+            "region": "us-east-1",
+            "market": "on_demand",
+            "availability": {"g4dn.xlarge": 8, "g4dn.12xlarge": 2, "p3.2xlarge": 4},
+            "mode": "auto",
+            "solve_budget_s": 2.0,
+        }
+        return name, Request("POST", "/v1/plans", body)
+    body = {
+        "profile_ids": [profile_id],
+        "provider": "aws",
+        "region": "us-east-1",
+        "iterations": 10_000,
+        "fleet": [{"instance_type": "g4dn.12xlarge", "market": "on_demand", "count": 2, "batch": 256}],
+    }
+    return name, Request("POST", "/v1/predictions", body)
+
+
+def measure(
+    *,
+    scenario: str,
+    clients: int,
+    duration_s: float,
+    max_requests: int,
+    work_dir: Path,
+    warmup: int = 3,
+) -> tuple[LoadResult, int]:
+    """Start a server on a fresh database, run the load, return the result and the server's peak RSS."""
+    from srift.db import migrate
+
+    database_url = f"sqlite:///{work_dir / 'load.db'}"
+    migrate.upgrade(database_url)
+    token = create_write_token(database_url)
+    headers = {"Authorization": f"Bearer {token}"}
+    with running_server(database_url=database_url, data_dir=work_dir) as server:
+        name, request = build_scenario(scenario, base_url=server.base_url, headers=headers)
+        for _ in range(warmup):
+            response = httpx.request(
+                request.method, server.base_url + request.path, json=request.body, headers=headers, timeout=60
+            )
+            if response.status_code >= 400:
+                raise RuntimeError(f"warm-up {request.method} {request.path} failed: {response.text[:500]}")
+        result = run_load(
+            base_url=server.base_url,
+            request=request,
+            headers=headers,
+            clients=clients,
+            duration_s=duration_s,
+            max_requests=max_requests,
+            scenario=name,
+        )
+        if server.process.poll() is not None:
+            raise RuntimeError(f"server died under load:\n{server.log_text()[-4000:]}")
+        return result, server.peak_rss_bytes()
+
+
+def render(result: LoadResult, peak_rss_bytes: int) -> str:
+    statuses = ", ".join(f"{code}: {n}" for code, n in sorted(result.statuses.items()))
+    return "\n".join(
+        [
+            f"Scenario `{result.scenario}`: {result.clients} clients on loopback for "
+            f"{result.duration_s:.1f} s against one `srift serve` process (SQLite, WAL).",
+            "",
+            "| requests | throughput (req/s) | p50 (ms) | p90 (ms) | p99 (ms) | max (ms) | errors | "
+            "server peak RSS (MiB) |",
+            "|---|---|---|---|---|---|---|---|",
+            f"| {result.requests} | {result.throughput_rps:.1f} | {result.percentile_s(50) * 1e3:.1f} | "
+            f"{result.percentile_s(90) * 1e3:.1f} | {result.percentile_s(99) * 1e3:.1f} | "
+            f"{max(result.latencies_s, default=float('nan')) * 1e3:.1f} | {result.error_count} | "
+            f"{peak_rss_bytes / 2**20:.0f} |",
+            "",
+            f"Status codes: {statuses or 'none'}. Acceptance: zero errors.",
+        ]
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--clients", type=int, default=8)
+    parser.add_argument("--duration", type=float, default=20.0, help="seconds of load")
+    parser.add_argument("--max-requests", type=int, default=100_000)
+    parser.add_argument("--scenario", choices=("auto", *SCENARIOS), default="auto")
+    parser.add_argument("--no-write", action="store_true", help="print only; leave docs/BENCHMARKS.md alone")
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="srift-load-") as tmp:
+        result, peak = measure(
+            scenario=args.scenario,
+            clients=args.clients,
+            duration_s=args.duration,
+            max_requests=args.max_requests,
+            work_dir=Path(tmp),
+        )
+    markdown = render(result, peak)
+    print(markdown)
+    for error in result.errors[:5]:
+        print("error:", error, file=sys.stderr)
+    if not args.no_write:
+        from benchmarks._report import write_section
+
+        command = (
+            f".venv/bin/python -m benchmarks.load --clients {args.clients} --duration {args.duration:g} "
+            f"--scenario {args.scenario}"
+        )
+        write_section("load", markdown, command=command)
+    print(json.dumps({"requests": result.requests, "errors": result.error_count}))
+    return 0 if result.error_count == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
