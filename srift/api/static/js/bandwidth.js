@@ -1,7 +1,7 @@
 // Bandwidth page: busbw vs buffer size (model lines, probe samples as points), model versions, activate/rollback.
 
 import {
-  badge, clearErrors, el, fillSelect, fmtBytes, fmtNumber, fmtPercent, fmtTime, get, items, post, query, renderTable, showBoxError, showError,
+  badge, clearErrors, el, markReady, fillSelect, fmtBytes, fmtNumber, fmtPercent, fmtTime, get, items, post, query, renderTable, showBoxError, showError,
 } from "./common.js";
 import { plotConfig } from "./charts.js";
 import { loadInstanceTypes, providersAndRegions } from "./shared.js";
@@ -184,6 +184,7 @@ async function init() {
   } catch (err) {
     showError(form, err);
   }
+  markReady();
 }
 
 init();

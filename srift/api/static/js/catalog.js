@@ -1,6 +1,6 @@
 // Catalog page: instance types and their prices, filtered by provider, region, GPU and name.
 
-import { clearErrors, el, fillSelect, fmtNumber, fmtUsd, renderTable, showError } from "./common.js";
+import { clearErrors, el, markReady, fillSelect, fmtNumber, fmtUsd, renderTable, showError } from "./common.js";
 import { loadInstanceTypes, providersAndRegions } from "./shared.js";
 
 const $ = (id) => document.getElementById(id);
@@ -55,6 +55,7 @@ async function init() {
     all = await loadInstanceTypes();
   } catch (err) {
     showError(form, err);
+    markReady();
     return;
   }
   const map = providersAndRegions(all);
@@ -75,6 +76,7 @@ async function init() {
   }
   form.addEventListener("submit", (ev) => ev.preventDefault());
   render();
+  markReady();
 }
 
 init();

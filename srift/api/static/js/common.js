@@ -83,6 +83,11 @@ export function items(data, ...keys) {
   return [];
 }
 
+/** Mark the page as loaded (its first API calls answered, charts drawn): `body[data-ready]`. */
+export function markReady() {
+  document.body.dataset.ready = "true";
+}
+
 // ---------------------------------------------------------------- token box
 
 function showTokenProblem(error) {

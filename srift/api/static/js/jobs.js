@@ -2,7 +2,7 @@
 
 import { plotConfig } from "./charts.js";
 import {
-  badge, el, fmtNumber, fmtSeconds, fmtTime, fmtUsd, get, items, renderTable, showBoxError,
+  badge, el, markReady, fmtNumber, fmtSeconds, fmtTime, fmtUsd, get, items, renderTable, showBoxError,
 } from "./common.js";
 
 const $ = (id) => document.getElementById(id);
@@ -142,6 +142,5 @@ function schedule() {
 }
 
 $("jobs-auto").addEventListener("change", schedule);
-loadJobs();
-loadRuns();
+Promise.all([loadJobs(), loadRuns()]).finally(markReady);
 schedule();

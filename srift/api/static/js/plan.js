@@ -2,7 +2,7 @@
 
 import { drawBreakdown, drawPlanScatter } from "./charts.js";
 import {
-  ApiError, card, clearErrors, el, fillSelect, fmtNumber, fmtSeconds, fmtUsd, get, numberOrNull, post, renderTable, showError,
+  ApiError, card, clearErrors, markReady, el, fillSelect, fmtNumber, fmtSeconds, fmtUsd, get, numberOrNull, post, renderTable, showError,
 } from "./common.js";
 import { fillModelSelect, initWhere, loadProfiles, profilePart, sourcesLine, typeOption, typesIn } from "./shared.js";
 
@@ -191,6 +191,7 @@ async function init() {
       showError(form, err instanceof ApiError ? err : new ApiError(0, { detail: String(err) }));
     }
   }
+  markReady();
 }
 
 init();

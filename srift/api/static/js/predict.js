@@ -2,7 +2,7 @@
 
 import { drawBreakdown, drawWhatIfScatter } from "./charts.js";
 import {
-  card, clearErrors, el, fillSelect, fmtNumber, fmtSeconds, fmtUsd, numberOrNull, post, renderTable, showError,
+  card, clearErrors, markReady, el, fillSelect, fmtNumber, fmtSeconds, fmtUsd, numberOrNull, post, renderTable, showError,
 } from "./common.js";
 import { fillModelSelect, initWhere, loadProfiles, profilePart, sourcesLine, typeOption, typesIn } from "./shared.js";
 
@@ -133,6 +133,7 @@ async function init() {
   } catch (err) {
     showError(form, err);
   }
+  markReady();
 }
 
 init();

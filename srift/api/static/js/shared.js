@@ -2,14 +2,11 @@
 
 import { config, el, fillSelect, get, items, query, readJsonFile } from "./common.js";
 
-/** Stored profiles as [{id, model, accelerator}], from GET /v1/profiles. */
+/** Stored profiles as [{id, model, accelerator}], from GET /v1/profiles (grouped there by model). */
 export async function loadProfiles() {
-  const data = await get("/profiles");
-  return items(data, "profiles").map((p) => ({
-    id: p.id,
-    model: p.model ?? p.profile?.model ?? "?",
-    accelerator: p.accelerator ?? p.profile?.accelerator ?? "?",
-  }));
+  const data = await get("/profiles?limit=1000");
+  return items(data, "models").flatMap((group) =>
+    (group.profiles || []).map((p) => ({ id: p.id, model: p.model ?? group.model, accelerator: p.accelerator })));
 }
 
 /** Fill a model <select>: one option per model name, listing its accelerators; value is the model name. */

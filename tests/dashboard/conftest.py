@@ -1,0 +1,145 @@
+"""Browser-test harness: a live Srift server (uvicorn in a thread) on the embedded default; headless Chromium.
+
+The server runs on a fresh SQLite file bootstrapped like `make run` (migrations, shipped catalog and bandwidth
+models) plus stored profiles (T4, V100, A10G), probe samples on one type, and a write token. Pages get the
+token through localStorage, as a user would paste it. Every request leaving 127.0.0.1 is blocked and
+recorded, so a page that needs the internet fails. Screenshots land in test-artifacts/dashboard/.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import uvicorn
+from dashboard_harness import (
+    ARTIFACTS,
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    Browsed,
+    LiveServer,
+    probe_records,
+    profile_document,
+)
+
+from srift.api.app import create_app
+from srift.api.auth import Scope, create_token
+from srift.bandwidth.samples import store_samples
+from srift.bootstrap import bootstrap
+from srift.db.session import get_engine, transaction
+from srift.domain import ModelProfile
+from srift.settings import Settings
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def _store_profiles(url: str, model: str) -> list[int]:
+    from srift.profiling.store import save_profile
+
+    documents = [
+        profile_document(model=model, accelerator="T4", speed=1.0),
+        profile_document(model=model, accelerator="V100", speed=2.2),
+        profile_document(model=model, accelerator="A10G", speed=1.8),
+    ]
+    with transaction(url) as session:
+        return [save_profile(session=session, profile=ModelProfile.from_dict(d)) for d in documents]
+
+
+@pytest.fixture(scope="session")
+def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    root = tmp_path_factory.mktemp("dashboard")
+    settings = Settings(database_url=f"sqlite:///{root / 'srift.db'}", data_dir=root / "data")
+    bootstrap(settings)
+    url = settings.resolved_database_url
+    model = "resnet50-dashboard"
+    profile_ids = _store_profiles(url, model)
+    with transaction(url) as session:
+        store_samples(session=session, records=probe_records(), origin="jsonl")
+    with transaction(url) as session:
+        _, token = create_token(session=session, name="dashboard-tests", scope=Scope.WRITE)
+    port = _free_port()
+    server = uvicorn.Server(
+        uvicorn.Config(create_app(settings), host="127.0.0.1", port=port, log_level="warning")
+    )
+    thread = threading.Thread(target=server.run, name="srift-live-server", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            pytest.fail("the live Srift server did not start within 30 s")
+        time.sleep(0.05)
+    yield LiveServer(f"http://127.0.0.1:{port}", token, model, profile_ids, settings)
+    server.should_exit = True
+    thread.join(timeout=15)
+    get_engine(url).dispose()
+
+
+@pytest.fixture(scope="session")
+def chromium() -> Iterator[Any]:
+    if not CHROMIUM.exists():
+        pytest.fail(
+            f"{CHROMIUM} is missing: install Debian's chromium (`make system-deps`); browser tests never skip"
+        )
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture(scope="session")
+def artifacts() -> Path:
+    if ARTIFACTS.exists():
+        shutil.rmtree(ARTIFACTS)
+    ARTIFACTS.mkdir(parents=True)
+    return ARTIFACTS
+
+
+@pytest.fixture
+def browsed(
+    chromium: Any, live_server: LiveServer, artifacts: Path, request: pytest.FixtureRequest
+) -> Iterator[Browsed]:
+    context = chromium.new_context(viewport={"width": 1440, "height": 1000})
+    context.add_init_script(f"window.localStorage.setItem('srift.token', {json.dumps(live_server.token)});")
+    page = context.new_page()
+    page.set_default_timeout(20_000)
+    result = Browsed(page=page, server=live_server, artifacts=artifacts)
+
+    def route(route: Any) -> None:
+        if route.request.url.startswith(live_server.url + "/"):
+            route.continue_()
+        else:
+            result.offhost_requests.append(route.request.url)
+            route.abort()
+
+    context.route("**/*", route)
+    page.on("console", lambda msg: result.console_errors.append(msg.text) if msg.type == "error" else None)
+    page.on("pageerror", lambda exc: result.console_errors.append(f"uncaught: {exc}"))
+    yield result
+    try:
+        report = getattr(request.node, "rep_call", None)
+        if report is not None and report.failed:
+            result.screenshot(f"FAILED-{request.node.name}")
+    finally:
+        context.close()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """Keep each phase's report on the test item, so fixtures can screenshot failed tests."""
+    report = yield
+    setattr(item, f"rep_{report.when}", report)
+    return report
