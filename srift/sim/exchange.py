@@ -1,0 +1,413 @@
+"""Gradient exchange as a fair-share discrete-event simulation (Srift §4.3, eq. 2), one or two tandem stages.
+
+Each layer's gradient is a transfer of `bits` payload bits that becomes ready at `ready_s`. It passes through
+the stages in order (intra-node reduction, then the inter-node allreduce); a stage is one shared resource
+with a rate per size class and a cap. Rates are *payload* rates (bits of gradient per second, i.e. bus
+bandwidth × n / (2(n−1)) for a ring of n ranks), so a lone transfer takes bits / rate = 2s(n−1)/(n·busbw).
+
+Sharing follows Srift eq. 2: with c transfers active in a stage and b_agg the sum of their own rates,
+each runs at its own rate while b_agg < cap, otherwise at min(own rate, cap / c). Whenever a stage's active
+set changes every active transfer's rate and finish time is recomputed.
+
+Two implementations give the same timeline: `exchange` (fast: transfers of one size class share a rate at
+every instant, so a class keeps one service clock and a heap of finish marks, and a stage recomputes only
+its classes, O(classes) per event) and `exchange_reference` (literal: every transfer's finish event is
+cancelled and rescheduled on the event engine at every change). Tests hold them equal.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from srift.sim.engine import Engine, Event
+
+INF = math.inf
+
+
+@dataclass(frozen=True, slots=True)
+class Stage:
+    """One shared resource: payload rate (bits/s) per size class for a lone transfer, and the stage's cap."""
+
+    name: str
+    rates_bps: tuple[float, ...]
+    cap_bps: float
+
+
+@dataclass(frozen=True, slots=True)
+class ExchangeResult:
+    """Finish time of every transfer in every stage, and the intervals during which each stage was busy."""
+
+    finish_s: tuple[tuple[float, ...], ...]
+    busy: tuple[tuple[tuple[float, float], ...], ...]
+
+    @property
+    def end_s(self) -> float:
+        """When the last transfer left the last stage (t_pe measured from the same origin as ready times)."""
+        last = self.finish_s[-1]
+        return max(last) if last else 0.0
+
+    def busy_after(self, stage: int, t0: float) -> float:
+        """Seconds after `t0` during which `stage` had at least one transfer active."""
+        return sum(max(0.0, end - max(start, t0)) for start, end in self.busy[stage])
+
+    def busy_total(self) -> float:
+        """Seconds during which any stage was busy (the union of all stages' busy intervals)."""
+        spans = sorted(span for stage in self.busy for span in stage)
+        total = 0.0
+        cur_start, cur_end = -INF, -INF
+        for start, end in spans:
+            if start > cur_end:
+                total += max(0.0, cur_end - cur_start) if cur_end > -INF else 0.0
+                cur_start, cur_end = start, end
+            else:
+                cur_end = max(cur_end, end)
+        if cur_end > -INF:
+            total += cur_end - cur_start
+        return total
+
+
+def _check(
+    ready_s: Sequence[float], bits: Sequence[float], klass: Sequence[int], stages: Sequence[Stage]
+) -> None:
+    if not (len(ready_s) == len(bits) == len(klass)):
+        raise ValueError("ready_s, bits and klass must have one entry per transfer")
+    if not stages:
+        raise ValueError("at least one stage is needed")
+    for stage in stages:
+        if not stage.cap_bps > 0 or any(not r > 0 for r in stage.rates_bps):
+            raise ValueError(f"stage {stage.name}: rates and cap must be > 0")
+    if any(not b > 0 for b in bits):
+        raise ValueError("every transfer needs bits > 0 (drop empty gradients first)")
+    if any(not (0 <= k < len(s.rates_bps)) for k in klass for s in stages):
+        raise ValueError("a class index is outside a stage's rate table")
+
+
+BULK_MIN = 12
+"""Fewest shared transfers for which the departure tail is computed with numpy instead of event by event."""
+
+
+def _uncontended(
+    ready_s: Sequence[float], bits: Sequence[float], klass: Sequence[int], rates: Sequence[float], cap: float
+) -> tuple[list[float], list[tuple[float, float]]] | None:
+    """Finish times and busy intervals when no two transfers ever reach the cap together, else None.
+
+    If every transfer ran at its own rate, and the sum of the rates of those in flight stays below the cap
+    at every instant, then eq. 2 never slows anyone and that *is* the timeline. (A margin of 1e-9 keeps
+    this check and the event loop from disagreeing on rounding at an exact tie.)
+    """
+    n = len(ready_s)
+    own = np.asarray(rates, dtype=float)[np.asarray(klass, dtype=np.intp)]
+    start = np.asarray(ready_s, dtype=float)
+    end = start + np.asarray(bits, dtype=float) / own
+    times = np.concatenate((end, start))
+    kinds = np.concatenate((np.zeros(n), np.ones(n)))
+    order = np.lexsort((kinds, times))
+    agg = np.cumsum(np.concatenate((-own, own))[order])
+    if agg.max() >= cap * (1.0 - 1e-9):
+        return None
+    in_flight = np.cumsum(np.where(kinds[order] > 0, 1, -1))
+    sorted_times = times[order]
+    opens = sorted_times[(in_flight == 1) & (kinds[order] > 0) & (np.roll(in_flight, 1) == 0)]
+    closes = sorted_times[in_flight == 0]
+    return end.tolist(), list(zip(opens.tolist(), closes.tolist(), strict=True))
+
+
+def _run_stage(
+    ready_s: Sequence[float],
+    bits: Sequence[float],
+    klass: Sequence[int],
+    rates: Sequence[float],
+    cap: float,
+    bulk_min: int = BULK_MIN,
+) -> tuple[list[float], list[tuple[float, float]]]:
+    """One stage on its own: finish time of every transfer (ready_s sorted) and the stage's busy intervals.
+
+    Transfers run in one of two modes. *Shared*: in the capped regime every class whose own rate is at least
+    the share cap/c runs at exactly the share, so their transfers keep marks (service still to receive, on one
+    group clock) in the heap `shared`. *Own*: a transfer at its own rate has a fixed finish time, in the heap
+    `own`. A class that changes mode has its transfers moved to the other heap. In the common regimes (all
+    shared, or none capped) an event costs O(log n); the classes are looked at only when the regime or a
+    class's mode may change. Once every transfer has arrived and all share the cap, departures come in mark
+    order and their times follow from a cumulative sum, so that tail is computed with numpy until the regime
+    would change.
+    """
+    n = len(ready_s)
+    if n == 0:
+        return [], []
+    quick = _uncontended(ready_s, bits, klass, rates, cap)
+    if quick is not None:
+        return quick
+    finish = [math.nan] * n
+    busy: list[tuple[float, float]] = []
+    count = [0] * len(rates)
+    shared_mode = [False] * len(rates)
+    shared: list[tuple[float, int]] = []
+    own: list[tuple[float, int]] = []
+    push, pop = heapq.heappush, heapq.heappop
+    c = 0
+    n_own_classes = 0
+    agg = 0.0
+    capped = was_capped = False
+    share = INF
+    clock = 0.0
+    last_t = 0.0
+    busy_start = 0.0
+    min_rate = INF
+    kept: list[tuple[float, int]]
+    i = 0
+    while True:
+        if i == n and capped and n_own_classes == 0 and len(shared) >= bulk_min:
+            shared.sort()
+            marks = np.fromiter((e[0] for e in shared), dtype=float, count=len(shared))
+            jobs = [e[1] for e in shared]
+            own_rate = np.fromiter((rates[klass[j]] for j in jobs), dtype=float, count=len(jobs))
+            left = c - np.arange(len(jobs))
+            agg_before = agg - np.concatenate(([0.0], np.cumsum(own_rate)[:-1]))
+            slowest_left = np.minimum.accumulate(own_rate[::-1])[::-1]
+            ok = (agg_before >= cap) & (slowest_left >= cap / left)
+            stop = len(jobs) if ok.all() else int(np.argmin(ok))
+            times = (last_t + np.cumsum(np.diff(marks[:stop], prepend=clock) * left[:stop] / cap)).tolist()
+            for pos in range(stop):
+                j = jobs[pos]
+                t = times[pos]
+                finish[j] = t if t > last_t else last_t
+                count[klass[j]] -= 1
+                agg -= rates[klass[j]]
+            last_t = max(last_t, times[-1])
+            clock = float(marks[stop - 1])
+            c -= stop
+            del shared[:stop]
+            min_rate = min((rates[k] for k, m in enumerate(count) if m), default=INF)
+            if c == 0:
+                agg = 0.0
+                busy.append((busy_start, last_t))
+            was_capped = capped
+            capped = c > 0 and not agg < cap
+            share = cap / c if capped else INF
+            t = last_t
+        else:
+            t_own = own[0][0] if own else INF
+            t_shared = last_t + (shared[0][0] - clock) / share if shared else INF
+            t_arr = ready_s[i] if i < n else INF
+            if t_shared < t_own:
+                t = t_shared
+                departing = t <= t_arr
+            else:
+                t = t_own
+                departing = t <= t_arr
+                if departing and t == INF:
+                    break
+            if not departing:
+                t = t_arr
+            if t < last_t:
+                t = last_t
+            if capped:
+                clock += share * (t - last_t)
+            last_t = t
+            if departing:
+                j = pop(shared if t_shared < t_own else own)[1]
+                k = klass[j]
+                finish[j] = t
+                c -= 1
+                count[k] -= 1
+                if c == 0:
+                    agg = 0.0
+                    busy.append((busy_start, t))
+                else:
+                    agg -= rates[k]
+                if count[k] == 0:
+                    if not shared_mode[k]:
+                        n_own_classes -= 1
+                    if rates[k] == min_rate:
+                        min_rate = min((rates[x] for x, m in enumerate(count) if m), default=INF)
+                was_capped = capped
+                capped = c > 0 and not agg < cap
+                share = cap / c if capped else INF
+                if capped == was_capped and (not capped or min_rate >= share):
+                    continue
+            else:
+                j = i
+                i += 1
+                k = klass[j]
+                if c == 0:
+                    busy_start = t
+                c += 1
+                agg += rates[k]
+                was_capped = capped
+                capped = not agg < cap
+                share = cap / c if capped else INF
+                if count[k] == 0:
+                    shared_mode[k] = capped and rates[k] >= share
+                    if not shared_mode[k]:
+                        n_own_classes += 1
+                    if rates[k] < min_rate:
+                        min_rate = rates[k]
+                count[k] += 1
+                if shared_mode[k]:
+                    push(shared, (clock + bits[j], j))
+                else:
+                    push(own, (t + bits[j] / rates[k], j))
+                if capped == was_capped and (not capped or n_own_classes == 0):
+                    continue
+        to_shared = [
+            k for k, m in enumerate(count) if m and not shared_mode[k] and capped and rates[k] >= share
+        ]
+        to_own = [
+            k for k, m in enumerate(count) if m and shared_mode[k] and not (capped and rates[k] >= share)
+        ]
+        if to_shared:
+            moving = set(to_shared)
+            for k in to_shared:
+                shared_mode[k] = True
+            n_own_classes -= len(to_shared)
+            kept = []
+            for entry in own:
+                j = entry[1]
+                k = klass[j]
+                if k in moving:
+                    shared.append((clock + (entry[0] - t) * rates[k], j))
+                else:
+                    kept.append(entry)
+            own = kept
+            heapq.heapify(own)
+            heapq.heapify(shared)
+        if to_own:
+            moving = set(to_own)
+            for k in to_own:
+                shared_mode[k] = False
+            n_own_classes += len(to_own)
+            kept = []
+            for entry in shared:
+                j = entry[1]
+                k = klass[j]
+                if k in moving:
+                    own.append((t + (entry[0] - clock) / rates[k], j))
+                else:
+                    kept.append(entry)
+            shared = kept
+            heapq.heapify(own)
+            heapq.heapify(shared)
+    return finish, busy
+
+
+def exchange(
+    ready_s: Sequence[float],
+    bits: Sequence[float],
+    klass: Sequence[int],
+    stages: Sequence[Stage],
+    *,
+    log: list[tuple[float, str, str, int]] | None = None,
+    bulk_min: int = BULK_MIN,
+) -> ExchangeResult:
+    """Simulate the transfers through the stages; `log` (if given) collects (time, stage, start|done, index).
+
+    `ready_s` must be sorted ascending. Class `klass[j]` indexes every stage's `rates_bps`. Stages interact
+    only through the hand-over (a transfer enters stage s+1 when it leaves stage s), so they are simulated
+    one after another on the previous stage's finish times.
+    """
+    _check(ready_s, bits, klass, stages)
+    n_jobs = len(ready_s)
+    if any(ready_s[j] > ready_s[j + 1] for j in range(n_jobs - 1)):
+        raise ValueError("ready_s must be sorted ascending")
+    order = list(range(n_jobs))
+    starts = list(ready_s)
+    finishes: list[tuple[float, ...]] = []
+    busies: list[tuple[tuple[float, float], ...]] = []
+    for stage in stages:
+        done, busy = _run_stage(
+            starts,
+            [bits[j] for j in order],
+            [klass[j] for j in order],
+            stage.rates_bps,
+            stage.cap_bps,
+            bulk_min,
+        )
+        finish = [math.nan] * n_jobs
+        for pos, j in enumerate(order):
+            finish[j] = done[pos]
+            if log is not None:
+                log.append((starts[pos], stage.name, "start", j))
+                log.append((done[pos], stage.name, "done", j))
+        finishes.append(tuple(finish))
+        busies.append(tuple(busy))
+        order = sorted(order, key=finish.__getitem__)
+        starts = [finish[j] for j in order]
+    if log is not None:
+        log.sort(key=lambda entry: entry[0])
+    return ExchangeResult(finish_s=tuple(finishes), busy=tuple(busies))
+
+
+def exchange_reference(
+    ready_s: Sequence[float],
+    bits: Sequence[float],
+    klass: Sequence[int],
+    stages: Sequence[Stage],
+    *,
+    log: list[tuple[float, str, str, int]] | None = None,
+) -> ExchangeResult:
+    """The same simulation, literally as Srift §4.3 describes it, on the event engine (slow; for checking)."""
+    _check(ready_s, bits, klass, stages)
+    engine = Engine()
+    n_jobs, n_stages = len(ready_s), len(stages)
+    remaining = [[0.0] * n_jobs for _ in range(n_stages)]
+    rate = [[0.0] * n_jobs for _ in range(n_stages)]
+    pending: list[dict[int, Event | None]] = [{} for _ in range(n_stages)]
+    last_t = [0.0] * n_stages
+    busy_start = [0.0] * n_stages
+    busy: list[list[tuple[float, float]]] = [[] for _ in range(n_stages)]
+    finish = [[math.nan] * n_jobs for _ in range(n_stages)]
+
+    def settle(s: int) -> None:
+        timespan = engine.now - last_t[s]
+        for j in pending[s]:
+            remaining[s][j] -= rate[s][j] * timespan
+        last_t[s] = engine.now
+
+    def reshare(s: int) -> None:
+        stage, jobs = stages[s], pending[s]
+        b_agg = sum(stage.rates_bps[klass[j]] for j in jobs)
+        for j, event in list(jobs.items()):
+            own = stage.rates_bps[klass[j]]
+            rate[s][j] = own if b_agg < stage.cap_bps else min(own, stage.cap_bps / len(jobs))
+            if event is not None:
+                engine.cancel(event)
+            delay = max(0.0, remaining[s][j] / rate[s][j])
+            jobs[j] = engine.schedule(delay, _done(s, j), priority=0)
+
+    def _done(s: int, j: int) -> Callable[[], None]:
+        def callback() -> None:
+            settle(s)
+            del pending[s][j]
+            finish[s][j] = engine.now
+            if log is not None:
+                log.append((engine.now, stages[s].name, "done", j))
+            if not pending[s]:
+                busy[s].append((busy_start[s], engine.now))
+            reshare(s)
+            if s + 1 < n_stages:
+                _start(s + 1, j)()
+
+        return callback
+
+    def _start(s: int, j: int) -> Callable[[], None]:
+        def callback() -> None:
+            settle(s)
+            if not pending[s]:
+                busy_start[s] = engine.now
+            remaining[s][j] = bits[j]
+            pending[s][j] = None
+            if log is not None:
+                log.append((engine.now, stages[s].name, "start", j))
+            reshare(s)
+
+        return callback
+
+    for j in range(n_jobs):
+        engine.schedule_at(ready_s[j], _start(0, j), priority=1)
+    engine.run()
+    return ExchangeResult(finish_s=tuple(tuple(f) for f in finish), busy=tuple(tuple(b) for b in busy))
