@@ -1,0 +1,117 @@
+"""What the testbed needs from the machine (root, ip, tc, namespaces, cgroups) and how it runs commands."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from srift.errors import EnvironmentProblem
+
+NETNS_DIR = Path("/run/netns")
+COMMAND_TIMEOUT_S = 30.0
+
+
+@dataclass(frozen=True, slots=True)
+class Tools:
+    """Absolute paths of the iproute2 binaries."""
+
+    ip: str
+    tc: str
+
+
+def require_tools() -> Tools:
+    """Check root, iproute2 and network namespaces; raise EnvironmentProblem naming everything missing."""
+    missing: list[str] = []
+    hints: list[str] = []
+    if os.geteuid() != 0:
+        missing.append("root privileges (namespaces, tc and cgroups need them)")
+        hints.append("run as root, e.g. `sudo srift testbed up ...`")
+    ip = shutil.which("ip") or _sbin("ip")
+    tc = shutil.which("tc") or _sbin("tc")
+    if ip is None or tc is None:
+        missing.append("the `ip` and `tc` commands (iproute2)")
+        hints.append("install iproute2 (`apt-get install iproute2`)")
+    if not Path("/proc/self/ns/net").exists():
+        missing.append("network namespaces (/proc/self/ns/net)")
+        hints.append("use a kernel with CONFIG_NET_NS")
+    if missing:
+        raise EnvironmentProblem(
+            "the testbed cannot run here: missing " + "; ".join(missing), hint="; ".join(hints)
+        )
+    assert ip is not None and tc is not None
+    return Tools(ip=ip, tc=tc)
+
+
+def _sbin(name: str) -> str | None:
+    for folder in ("/usr/sbin", "/sbin", "/usr/bin", "/bin"):
+        path = Path(folder) / name
+        if path.exists():
+            return str(path)
+    return None
+
+
+def run(
+    argv: Sequence[str],
+    *,
+    input_text: str | None = None,
+    check: bool = True,
+    pass_fds: Sequence[int] = (),
+    what: str = "",
+) -> subprocess.CompletedProcess[str]:
+    """Run a system command; on failure raise EnvironmentProblem with its stderr."""
+    try:
+        proc = subprocess.run(
+            list(argv),
+            input=input_text,
+            capture_output=True,
+            text=True,
+            timeout=COMMAND_TIMEOUT_S,
+            pass_fds=tuple(pass_fds),
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise EnvironmentProblem(
+            f"{what or 'command'} failed: {' '.join(argv)} ({exc})",
+            hint="check that iproute2 works on this machine",
+        ) from exc
+    if check and proc.returncode != 0:
+        detail = (proc.stderr or proc.stdout).strip().replace("\n", " | ")[:800]
+        raise EnvironmentProblem(
+            f"{what or 'command'} failed (exit {proc.returncode}): {' '.join(argv)}: {detail}",
+            hint="the kernel may lack the feature named above (veth, bridge, tbf/netem qdisc); "
+            "run `srift testbed down` to clean up",
+        )
+    return proc
+
+
+def netns_exists(name: str) -> bool:
+    return (NETNS_DIR / name).exists()
+
+
+def list_netns() -> list[str]:
+    try:
+        return sorted(p.name for p in NETNS_DIR.iterdir())
+    except OSError:
+        return []
+
+
+def pids_in_netns(name: str) -> list[int]:
+    """Processes whose network namespace is the named one (what `ip netns pids` prints)."""
+    try:
+        target = os.stat(NETNS_DIR / name)
+    except OSError:
+        return []
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            st = os.stat(entry / "ns" / "net")
+        except OSError:
+            continue
+        if st.st_ino == target.st_ino and st.st_dev == target.st_dev:
+            found.append(int(entry.name))
+    return found
