@@ -1,6 +1,19 @@
-"""The iteration simulator: compute with stragglers, overlapped allreduce or parameter servers, breakdown."""
+"""The iteration simulator: compute with stragglers, overlapped allreduce or parameter servers, breakdown.
 
-from srift.sim.iteration import simulate
+Entry point: `simulate(fleet, bandwidth=model, ...)` → IterationEstimate; `to_prediction` scales it to a run
+and prices it. `MemoBandwidth` wraps a bandwidth model for callers that evaluate many fleets (the optimizer).
+"""
+
+from srift.sim.iteration import simulate, validate_fleet
+from srift.sim.network import MemoBandwidth
 from srift.sim.result import CommMode, IterationEstimate, fleet_usd_per_s, to_prediction
 
-__all__ = ["CommMode", "IterationEstimate", "fleet_usd_per_s", "simulate", "to_prediction"]
+__all__ = [
+    "CommMode",
+    "IterationEstimate",
+    "MemoBandwidth",
+    "fleet_usd_per_s",
+    "simulate",
+    "to_prediction",
+    "validate_fleet",
+]

@@ -79,12 +79,17 @@ def _check(
     if not stages:
         raise ValueError("at least one stage is needed")
     for stage in stages:
-        if not stage.cap_bps > 0 or any(not r > 0 for r in stage.rates_bps):
+        if not (stage.cap_bps > 0 and stage.rates_bps and min(stage.rates_bps) > 0):
             raise ValueError(f"stage {stage.name}: rates and cap must be > 0")
-    if any(not b > 0 for b in bits):
+    if not ready_s:
+        return
+    if not min(bits) > 0:
         raise ValueError("every transfer needs bits > 0 (drop empty gradients first)")
-    if any(not (0 <= k < len(s.rates_bps)) for k in klass for s in stages):
+    if min(klass) < 0 or max(klass) >= min(len(s.rates_bps) for s in stages):
         raise ValueError("a class index is outside a stage's rate table")
+    ready = np.asarray(ready_s, dtype=float)
+    if ready.size > 1 and bool(np.any(ready[1:] < ready[:-1])):
+        raise ValueError("ready_s must be sorted ascending")
 
 
 BULK_MIN = 12
@@ -104,17 +109,21 @@ def _uncontended(
     own = np.asarray(rates, dtype=float)[np.asarray(klass, dtype=np.intp)]
     start = np.asarray(ready_s, dtype=float)
     end = start + np.asarray(bits, dtype=float) / own
-    times = np.concatenate((end, start))
-    kinds = np.concatenate((np.zeros(n), np.ones(n)))
-    order = np.lexsort((kinds, times))
-    agg = np.cumsum(np.concatenate((-own, own))[order])
-    if agg.max() >= cap * (1.0 - 1e-9):
+    if float(own.sum()) < cap * (1.0 - 1e-9):
+        peak_ok = True
+    else:
+        # Ends come first in the concatenation, so a stable sort puts an end before a start at equal times.
+        times = np.concatenate((end, start))
+        order = np.argsort(times, kind="stable")
+        agg = np.cumsum(np.concatenate((-own, own))[order])
+        peak_ok = bool(agg.max() < cap * (1.0 - 1e-9))
+    if not peak_ok:
         return None
-    in_flight = np.cumsum(np.where(kinds[order] > 0, 1, -1))
-    sorted_times = times[order]
-    opens = sorted_times[(in_flight == 1) & (kinds[order] > 0) & (np.roll(in_flight, 1) == 0)]
-    closes = sorted_times[in_flight == 0]
-    return end.tolist(), list(zip(opens.tolist(), closes.tolist(), strict=True))
+    # Busy intervals: a new one opens at a start later than every earlier end.
+    reach = np.maximum.accumulate(end)
+    opens = np.flatnonzero(np.concatenate(([True], start[1:] > reach[:-1])))
+    closes = np.concatenate((opens[1:] - 1, [n - 1]))
+    return end.tolist(), list(zip(start[opens].tolist(), reach[closes].tolist(), strict=True))
 
 
 def _run_stage(
@@ -130,11 +139,11 @@ def _run_stage(
     Transfers run in one of two modes. *Shared*: in the capped regime every class whose own rate is at least
     the share cap/c runs at exactly the share, so their transfers keep marks (service still to receive, on one
     group clock) in the heap `shared`. *Own*: a transfer at its own rate has a fixed finish time, in the heap
-    `own`. A class that changes mode has its transfers moved to the other heap. In the common regimes (all
-    shared, or none capped) an event costs O(log n); the classes are looked at only when the regime or a
-    class's mode may change. Once every transfer has arrived and all share the cap, departures come in mark
-    order and their times follow from a cumulative sum, so that tail is computed with numpy until the regime
-    would change.
+    `own`. A class that changes mode has its transfers moved to the other heap. An event costs O(log n);
+    classes are moved only when the regime flips, or when the share crosses the slowest shared class's rate
+    (a departure) or the fastest own class's rate (an arrival). Once every transfer has arrived, shared
+    departures come in mark order and their times follow from a cumulative sum, so that tail is computed with
+    numpy until the regime would change or an own-rate transfer finishes first.
     """
     n = len(ready_s)
     if n == 0:
@@ -145,64 +154,79 @@ def _run_stage(
     finish = [math.nan] * n
     busy: list[tuple[float, float]] = []
     count = [0] * len(rates)
-    shared_mode = [False] * len(rates)
+    shared_active: set[int] = set()
+    own_active: set[int] = set()
     shared: list[tuple[float, int]] = []
     own: list[tuple[float, int]] = []
     push, pop = heapq.heappush, heapq.heappop
     c = 0
-    n_own_classes = 0
     agg = 0.0
     capped = was_capped = False
     share = INF
     clock = 0.0
     last_t = 0.0
     busy_start = 0.0
-    min_rate = INF
+    min_shared = INF
+    max_own = -INF
     kept: list[tuple[float, int]]
+    quiet = 0
     i = 0
     while True:
-        if i == n and capped and n_own_classes == 0 and len(shared) >= bulk_min:
+        if i == n and capped and len(shared) >= bulk_min and quiet <= 0:
             shared.sort()
+            t_limit = own[0][0] if own else INF
             marks = np.fromiter((e[0] for e in shared), dtype=float, count=len(shared))
             jobs = [e[1] for e in shared]
             own_rate = np.fromiter((rates[klass[j]] for j in jobs), dtype=float, count=len(jobs))
             left = c - np.arange(len(jobs))
             agg_before = agg - np.concatenate(([0.0], np.cumsum(own_rate)[:-1]))
             slowest_left = np.minimum.accumulate(own_rate[::-1])[::-1]
-            ok = (agg_before >= cap) & (slowest_left >= cap / left)
+            steps = np.empty(len(jobs))
+            steps[0] = marks[0] - clock
+            steps[1:] = marks[1:] - marks[:-1]
+            times_all = last_t + np.cumsum(steps * left / cap)
+            ok = (agg_before >= cap) & (slowest_left >= cap / left) & (times_all < t_limit)
             stop = len(jobs) if ok.all() else int(np.argmin(ok))
-            times = (last_t + np.cumsum(np.diff(marks[:stop], prepend=clock) * left[:stop] / cap)).tolist()
+            if stop < bulk_min:
+                quiet = bulk_min
+            if stop == 0:
+                continue
+            times = times_all[:stop].tolist()
             for pos in range(stop):
                 j = jobs[pos]
                 t = times[pos]
                 finish[j] = t if t > last_t else last_t
-                count[klass[j]] -= 1
-                agg -= rates[klass[j]]
+                k = klass[j]
+                count[k] -= 1
+                agg -= rates[k]
+                if count[k] == 0:
+                    shared_active.discard(k)
             last_t = max(last_t, times[-1])
+            t = last_t
             clock = float(marks[stop - 1])
             c -= stop
             del shared[:stop]
-            min_rate = min((rates[k] for k, m in enumerate(count) if m), default=INF)
+            min_shared = min((rates[k] for k in shared_active), default=INF)
             if c == 0:
                 agg = 0.0
-                busy.append((busy_start, last_t))
+                busy.append((busy_start, t))
             was_capped = capped
             capped = c > 0 and not agg < cap
             share = cap / c if capped else INF
-            t = last_t
+            if capped == was_capped and (not capped or min_shared >= share):
+                continue
         else:
+            quiet -= 1
             t_own = own[0][0] if own else INF
             t_shared = last_t + (shared[0][0] - clock) / share if shared else INF
             t_arr = ready_s[i] if i < n else INF
-            if t_shared < t_own:
-                t = t_shared
-                departing = t <= t_arr
-            else:
-                t = t_own
-                departing = t <= t_arr
-                if departing and t == INF:
+            from_shared = t_shared < t_own
+            t = t_shared if from_shared else t_own
+            departing = t <= t_arr
+            if departing:
+                if t == INF:
                     break
-            if not departing:
+            else:
                 t = t_arr
             if t < last_t:
                 t = last_t
@@ -210,7 +234,7 @@ def _run_stage(
                 clock += share * (t - last_t)
             last_t = t
             if departing:
-                j = pop(shared if t_shared < t_own else own)[1]
+                j = pop(shared if from_shared else own)[1]
                 k = klass[j]
                 finish[j] = t
                 c -= 1
@@ -221,77 +245,78 @@ def _run_stage(
                 else:
                     agg -= rates[k]
                 if count[k] == 0:
-                    if not shared_mode[k]:
-                        n_own_classes -= 1
-                    if rates[k] == min_rate:
-                        min_rate = min((rates[x] for x, m in enumerate(count) if m), default=INF)
+                    if from_shared:
+                        shared_active.discard(k)
+                        if rates[k] == min_shared:
+                            min_shared = min((rates[x] for x in shared_active), default=INF)
+                    else:
+                        own_active.discard(k)
+                        if rates[k] == max_own:
+                            max_own = max((rates[x] for x in own_active), default=-INF)
                 was_capped = capped
                 capped = c > 0 and not agg < cap
                 share = cap / c if capped else INF
-                if capped == was_capped and (not capped or min_rate >= share):
+                if capped == was_capped and (not capped or min_shared >= share):
                     continue
             else:
                 j = i
                 i += 1
                 k = klass[j]
+                rate = rates[k]
                 if c == 0:
                     busy_start = t
                 c += 1
-                agg += rates[k]
+                agg += rate
                 was_capped = capped
                 capped = not agg < cap
                 share = cap / c if capped else INF
                 if count[k] == 0:
-                    shared_mode[k] = capped and rates[k] >= share
-                    if not shared_mode[k]:
-                        n_own_classes += 1
-                    if rates[k] < min_rate:
-                        min_rate = rates[k]
+                    if capped and rate >= share:
+                        shared_active.add(k)
+                        if rate < min_shared:
+                            min_shared = rate
+                    else:
+                        own_active.add(k)
+                        if rate > max_own:
+                            max_own = rate
                 count[k] += 1
-                if shared_mode[k]:
+                if k in shared_active:
                     push(shared, (clock + bits[j], j))
                 else:
-                    push(own, (t + bits[j] / rates[k], j))
-                if capped == was_capped and (not capped or n_own_classes == 0):
+                    push(own, (t + bits[j] / rate, j))
+                if capped == was_capped and (not capped or max_own < share):
                     continue
-        to_shared = [
-            k for k, m in enumerate(count) if m and not shared_mode[k] and capped and rates[k] >= share
-        ]
-        to_own = [
-            k for k, m in enumerate(count) if m and shared_mode[k] and not (capped and rates[k] >= share)
-        ]
+        to_shared = {k for k in own_active if capped and rates[k] >= share}
+        to_own = {k for k in shared_active if not (capped and rates[k] >= share)}
         if to_shared:
-            moving = set(to_shared)
-            for k in to_shared:
-                shared_mode[k] = True
-            n_own_classes -= len(to_shared)
+            own_active -= to_shared
+            shared_active |= to_shared
             kept = []
             for entry in own:
                 j = entry[1]
                 k = klass[j]
-                if k in moving:
+                if k in to_shared:
                     shared.append((clock + (entry[0] - t) * rates[k], j))
                 else:
                     kept.append(entry)
             own = kept
-            heapq.heapify(own)
-            heapq.heapify(shared)
         if to_own:
-            moving = set(to_own)
-            for k in to_own:
-                shared_mode[k] = False
-            n_own_classes += len(to_own)
+            shared_active -= to_own
+            own_active |= to_own
             kept = []
             for entry in shared:
                 j = entry[1]
                 k = klass[j]
-                if k in moving:
+                if k in to_own:
                     own.append((t + (entry[0] - clock) / rates[k], j))
                 else:
                     kept.append(entry)
             shared = kept
+        if to_shared or to_own:
             heapq.heapify(own)
             heapq.heapify(shared)
+            min_shared = min((rates[x] for x in shared_active), default=INF)
+            max_own = max((rates[x] for x in own_active), default=-INF)
     return finish, busy
 
 
@@ -312,31 +337,35 @@ def exchange(
     """
     _check(ready_s, bits, klass, stages)
     n_jobs = len(ready_s)
-    if any(ready_s[j] > ready_s[j + 1] for j in range(n_jobs - 1)):
-        raise ValueError("ready_s must be sorted ascending")
-    order = list(range(n_jobs))
-    starts = list(ready_s)
+    order: list[int] | None = None
+    starts = ready_s
     finishes: list[tuple[float, ...]] = []
     busies: list[tuple[tuple[float, float], ...]] = []
-    for stage in stages:
-        done, busy = _run_stage(
-            starts,
-            [bits[j] for j in order],
-            [klass[j] for j in order],
-            stage.rates_bps,
-            stage.cap_bps,
-            bulk_min,
-        )
-        finish = [math.nan] * n_jobs
-        for pos, j in enumerate(order):
-            finish[j] = done[pos]
-            if log is not None:
+    for index, stage in enumerate(stages):
+        if order is None:
+            done, busy = _run_stage(starts, bits, klass, stage.rates_bps, stage.cap_bps, bulk_min)
+            finish = done
+        else:
+            done, busy = _run_stage(
+                starts,
+                [bits[j] for j in order],
+                [klass[j] for j in order],
+                stage.rates_bps,
+                stage.cap_bps,
+                bulk_min,
+            )
+            finish = [math.nan] * n_jobs
+            for pos, j in enumerate(order):
+                finish[j] = done[pos]
+        if log is not None:
+            for pos, j in enumerate(order or range(n_jobs)):
                 log.append((starts[pos], stage.name, "start", j))
                 log.append((done[pos], stage.name, "done", j))
         finishes.append(tuple(finish))
         busies.append(tuple(busy))
-        order = sorted(order, key=finish.__getitem__)
-        starts = [finish[j] for j in order]
+        if index + 1 < len(stages):
+            order = sorted(range(n_jobs), key=finish.__getitem__)
+            starts = [finish[j] for j in order]
     if log is not None:
         log.sort(key=lambda entry: entry[0])
     return ExchangeResult(finish_s=tuple(finishes), busy=tuple(busies))

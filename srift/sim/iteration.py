@@ -1,14 +1,106 @@
-"""simulate(): one iteration on a fleet = compute (with stragglers) + overlapped gradient exchange."""
+"""simulate(): one iteration on a fleet = compute with stragglers + overlapped gradient exchange (§4.3).
+
+Compute. Member m (k VMs of one type) has mean forward and backward times fw_m, bw_m at its per-device
+batch. Each iteration every VM draws its compute time (see `srift.sim.compute`); the iteration's compute
+ends when the slowest VM of the whole fleet is done, and C̄ is the mean over `straggler_iters` iterations.
+C̄ is never below the slowest member's mean (fw + bw): with one VM the draws are noise, not waiting.
+
+Exchange. Layer j's gradient can be reduced once *every* VM has produced it. Member m produces it at
+ρ_m·(fw_m + ready_frac_j·bw_m), where ρ_m ≥ 1 is the mean ratio of the member's slowest VM to its mean, so
+a_j = max over members. For one member this is Srift's ready_frac·t_bw measured from the start of backward
+(ρ·t_fw later); for a mixed fleet the slowest member bounds it. The transfers then go through the stages
+of `srift.sim.network` (intra-node, then network) with Srift eq. 2 sharing (`srift.sim.exchange`).
+
+Iteration. t_iter = max(C̄, last transfer finished) — for one member exactly t_fw + max(t_bw, t_pe) with
+stragglers folded into both. Breakdown (Stash's terms): compute_s = slowest member's fw + bw;
+straggler_wait_s = C̄ − compute_s; exposed communication = t_iter − C̄, of which exposed_network_s is the
+time after C̄ during which the network stage was busy and exposed_intra_s the rest. communication_s is
+the time during which any stage was busy; granularity = compute_s / communication_s (Erben et al.).
+
+Uncertainty. With mc_samples = 0, p10/p50/p90 are the quantiles of the per-iteration straggler draws
+plus the mean exposed communication (the exchange is simulated once). With mc_samples > 0, each sample
+draws one iteration's straggler times and one multiplicative error per stage, Normal(1, residual_cv) of
+the bandwidth answers (clipped at 0.05), and simulates that iteration's exchange; the quantiles come from
+those samples, while iteration_s and the breakdown stay the mean-case values.
+"""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 
 from srift.domain import Breakdown, BusBandwidthModel, FleetMember
 from srift.errors import InvalidInput
+from srift.sim.compute import member_keys, straggler_draws
+from srift.sim.exchange import ExchangeResult, Stage, exchange
+from srift.sim.layers import LayerArrays, layer_arrays
+from srift.sim.network import StagePlan, intra_stage, network_stage
 from srift.sim.result import CommMode, IterationEstimate
+
+MAX_STRAGGLER_ITERS = 100_000
+MAX_MC_SAMPLES = 10_000
+MIN_BANDWIDTH_FACTOR = 0.05
+
+
+def validate_fleet(fleet: Sequence[FleetMember], *, field: str = "fleet") -> None:
+    """Raise InvalidInput naming the member at fault (counts, batches, profiles that do not fit)."""
+    if not fleet:
+        raise InvalidInput(
+            "the fleet is empty", hint="give at least one instance type with count ≥ 1", field=field
+        )
+    for i, m in enumerate(fleet):
+        where = f"{field}[{i}]"
+        if m.count < 1:
+            raise InvalidInput(
+                f"count {m.count} is below 1",
+                hint="use a count ≥ 1 or leave the type out",
+                field=f"{where}.count",
+            )
+        if m.batch < 1:
+            raise InvalidInput(
+                f"batch {m.batch} is below 1", hint="give each VM at least one sample", field=f"{where}.batch"
+            )
+        if not m.instance.matches_accelerator(m.profile.accelerator):
+            raise InvalidInput(
+                f"the profile was made on {m.profile.accelerator!r}, not on {m.instance.name}'s "
+                f"{m.instance.accelerator!r}",
+                hint=f"profile the model on {m.instance.accelerator}, or pick a type with a matching profile",
+                field=f"{where}.profile",
+            )
+        if m.per_device_batch > m.profile.max_batch:
+            raise InvalidInput(
+                f"batch {m.batch} on {m.instance.devices} device(s) is {m.per_device_batch:g} per device, "
+                f"above the profile's max_batch {m.profile.max_batch}",
+                hint=f"use a batch ≤ {m.profile.max_batch * m.instance.devices} per {m.instance.name}",
+                field=f"{where}.batch",
+            )
+
+
+def quantiles(values: np.ndarray) -> tuple[float, float, float]:
+    """p10, p50, p90 with linear interpolation (numpy's default method), without np.quantile's overhead."""
+    ordered = np.sort(values).tolist()
+    last = len(ordered) - 1
+    out = []
+    for p in (0.1, 0.5, 0.9):
+        h = last * p
+        lo = int(h)
+        hi = min(lo + 1, last)
+        out.append(ordered[lo] + (ordered[hi] - ordered[lo]) * (h - lo))
+    return out[0], out[1], out[2]
+
+
+def _exchange(arrivals: np.ndarray, canon: LayerArrays, stages: Sequence[Stage]) -> ExchangeResult | None:
+    if not stages or arrivals.size == 0:
+        return None
+    if arrivals.size > 1 and bool(np.any(arrivals[1:] < arrivals[:-1])):
+        order = np.argsort(arrivals, kind="stable")
+        return exchange(
+            arrivals[order].tolist(), canon.bits[order].tolist(), canon.klass[order].tolist(), stages
+        )
+    return exchange(arrivals.tolist(), canon.bits.tolist(), canon.klass.tolist(), stages)
 
 
 def simulate(
@@ -19,50 +111,133 @@ def simulate(
     straggler_iters: int = 100,
     mc_samples: int = 0,
     comm: CommMode = CommMode.ALLREDUCE,
+    ps_servers: int = 1,
 ) -> IterationEstimate:
-    """Predict one iteration's time on `fleet` (provisional: a first cut while the event simulation lands)."""
-    if not fleet:
+    """Predict one training iteration of `fleet`: mean seconds, p10/p50/p90, breakdown and sources.
+
+    `seed` makes the answer reproducible; `comm` picks ring allreduce (Srift) or parameter servers (Li et
+    al., `ps_servers` servers, see `srift.sim.ps`). Raises InvalidInput for a fleet that cannot run.
+    """
+    validate_fleet(fleet)
+    if not 1 <= straggler_iters <= MAX_STRAGGLER_ITERS:
         raise InvalidInput(
-            "the fleet is empty", hint="give at least one instance type with count ≥ 1", field="config"
+            f"straggler_iters {straggler_iters} is outside 1..{MAX_STRAGGLER_ITERS}",
+            hint="100 is plenty",
+            field="straggler_iters",
         )
-    rng = np.random.default_rng(seed)
-    slowest = max(fleet, key=lambda m: m.profile.compute_s(m.per_device_batch))
-    fw = slowest.profile.forward.time_s(slowest.per_device_batch)
-    bw = slowest.profile.backward.time_s(slowest.per_device_batch)
-    draws = np.concatenate(
-        [
-            rng.normal(
-                m.profile.compute_s(m.per_device_batch),
-                m.profile.straggler_cv * m.profile.compute_s(m.per_device_batch),
-                size=(straggler_iters, m.count),
-            )
-            for m in fleet
-        ],
-        axis=1,
-    ).clip(min=0.0)
-    per_iter = draws.max(axis=1)
-    compute = fw + bw
-    wait = float(per_iter.mean()) - compute
-    nodes = sum(m.count for m in fleet)
-    world = sum(m.count * m.instance.devices for m in fleet)
-    sizes = [max(1, layer.grad_bytes) for layer in slowest.profile.layers]
-    est = bandwidth.predict(instance=slowest.instance, world_size=world, nodes=nodes, buffer_bytes=sizes)
-    comm_s = sum(
-        2 * s * 8 * (world - 1) / (world * b * 1e9) for s, b in zip(sizes, est.busbw_gbps, strict=True)
+    if not 0 <= mc_samples <= MAX_MC_SAMPLES:
+        raise InvalidInput(
+            f"mc_samples {mc_samples} is outside 0..{MAX_MC_SAMPLES}",
+            hint="use 0 (no Monte Carlo) or a few hundred",
+            field="mc_samples",
+        )
+    comm = CommMode(comm)
+    fw = [m.profile.forward.time_s(m.per_device_batch) for m in fleet]
+    bw = [m.profile.backward.time_s(m.per_device_batch) for m in fleet]
+    means = [f + b for f, b in zip(fw, bw, strict=True)]
+    cvs = [m.profile.straggler_cv for m in fleet]
+    counts = [m.count for m in fleet]
+    keys = member_keys(fleet)
+    slow = max(range(len(fleet)), key=means.__getitem__)
+    compute_s = means[slow]
+    profile_sources = tuple(
+        dict.fromkeys(f"profile:{m.profile.model}@{m.profile.accelerator}" for m in fleet)
     )
-    exposed = max(0.0, comm_s - bw)
-    it = compute + wait + exposed
-    spread = per_iter - per_iter.mean() + it
-    p10, p50, p90 = (float(x) for x in np.quantile(spread, [0.1, 0.5, 0.9]))
+    if comm is CommMode.PARAMETER_SERVER:
+        from srift.sim.ps import simulate_ps
+
+        return simulate_ps(
+            fleet,
+            bandwidth=bandwidth,
+            seed=seed,
+            fw_s=fw,
+            bw_s=bw,
+            keys=keys,
+            servers=ps_servers,
+            mc_samples=mc_samples,
+            profile_sources=profile_sources,
+        )
+
+    draws = straggler_draws(means, cvs, counts, keys, seed=seed, iters=straggler_iters)
+    per_iteration = draws.max(axis=0)
+    rho = [max(1.0, float(draws[i].mean()) / means[i]) if means[i] > 0 else 1.0 for i in range(len(fleet))]
+    compute_end = max(float(per_iteration.mean()), max(r * m for r, m in zip(rho, means, strict=True)))
+
+    canon = layer_arrays(fleet[0].profile)
+    plans = [
+        p
+        for p in (intra_stage(fleet, canon.sizes, bandwidth), network_stage(fleet, canon.sizes, bandwidth))
+        if p
+    ]
+    stages = [p.stage for p in plans]
+    ready = [canon.aligned_ready_frac(layer_arrays(m.profile)) for m in fleet]
+
+    def arrivals_for(factors: Sequence[float]) -> np.ndarray:
+        out = factors[0] * (fw[0] + ready[0] * bw[0])
+        for i in range(1, len(fleet)):
+            out = np.maximum(out, factors[i] * (fw[i] + ready[i] * bw[i]))
+        return np.asarray(out)
+
+    result = _exchange(arrivals_for(rho), canon, stages)
+    end = result.end_s if result is not None else 0.0
+    iteration_s = max(compute_end, end)
+    exposed = iteration_s - compute_end
+    net_index = next((i for i, p in enumerate(plans) if p.stage.name == "network"), None)
+    exposed_network = 0.0
+    if result is not None and net_index is not None:
+        exposed_network = min(exposed, result.busy_after(net_index, compute_end))
+    communication_s = result.busy_total() if result is not None else 0.0
+
+    if mc_samples > 0 and stages:
+        mc = straggler_draws(means, cvs, counts, keys, seed=seed, iters=mc_samples, stream=1)
+        factors = np.random.default_rng([seed & 0xFFFFFFFFFFFFFFFF, 2]).normal(
+            1.0, 1.0, size=(mc_samples, len(plans))
+        )
+        samples = np.empty(mc_samples)
+        for s in range(mc_samples):
+            scale = [
+                max(MIN_BANDWIDTH_FACTOR, 1.0 + (f - 1.0) * p.residual_cv)
+                for f, p in zip(factors[s], plans, strict=True)
+            ]
+            scaled = [
+                Stage(st.name, tuple(r * k for r in st.rates_bps), st.cap_bps * k)
+                for st, k in zip(stages, scale, strict=True)
+            ]
+            iteration_rho = [float(mc[i, s]) / means[i] if means[i] > 0 else 1.0 for i in range(len(fleet))]
+            sample = _exchange(arrivals_for(iteration_rho), canon, scaled)
+            samples[s] = max(float(mc[:, s].max()), sample.end_s if sample is not None else 0.0)
+        p10, p50, p90 = quantiles(samples)
+    else:
+        p10, p50, p90 = (q + exposed for q in quantiles(per_iteration))
+
+    granularity = compute_s / communication_s if communication_s > 0 else math.inf
+    warnings = [w for p in plans for w in p.warnings]
+    if granularity < 1.0:
+        warnings.append(
+            f"granularity {granularity:.2f} < 1: gradient exchange ({communication_s:.3g} s) outlasts "
+            f"compute ({compute_s:.3g} s); the fleet is communication-bound: fewer or better-connected VMs, "
+            "or a larger batch per VM, would use it better"
+        )
     breakdown = Breakdown(
-        forward_s=fw,
-        backward_s=bw,
-        compute_s=compute,
-        straggler_wait_s=wait,
-        exposed_intra_s=0.0,
-        exposed_network_s=exposed,
-        communication_s=comm_s,
-        granularity=compute / comm_s if comm_s > 0 else float("inf"),
+        forward_s=fw[slow],
+        backward_s=bw[slow],
+        compute_s=compute_s,
+        straggler_wait_s=compute_end - compute_s,
+        exposed_intra_s=exposed - exposed_network,
+        exposed_network_s=exposed_network,
+        communication_s=communication_s,
+        granularity=granularity,
+        warnings=tuple(warnings),
     )
-    sources = (*sorted({f"{m.profile.model}@{m.profile.accelerator}" for m in fleet}), est.source)
-    return IterationEstimate(it, p10, p50, p90, breakdown, sources)
+    sources = profile_sources + tuple(dict.fromkeys(s for p in plans for s in p.sources))
+    return IterationEstimate(iteration_s, p10, p50, p90, breakdown, sources)
+
+
+def with_warnings(estimate: IterationEstimate, *extra: str) -> IterationEstimate:
+    """The same estimate with more warnings in its breakdown."""
+    return replace(
+        estimate, breakdown=replace(estimate.breakdown, warnings=(*estimate.breakdown.warnings, *extra))
+    )
+
+
+__all__ = ["StagePlan", "simulate", "validate_fleet", "with_warnings"]

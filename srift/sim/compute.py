@@ -1,0 +1,93 @@
+"""Compute phase: straggler draws per fleet member, the slowest VM of each iteration, seeded and vectorised.
+
+Each VM's compute time (forward + backward) in an iteration is Normal(mean, straggler_cv·mean), clipped at 0
+(Srift §4.3). A member of k identical VMs needs only the maximum of its k draws, which is sampled exactly from
+the distribution of the maximum: if U ~ Uniform(0, 1) then Φ⁻¹(U^(1/k)) is distributed as the largest of k
+standard normals. So the cost is O(members × iterations), whatever the VM counts.
+
+Every member draws from its own stream, seeded by (seed, stream, a hash of the member's instance type, batch
+and profile, and its occurrence among equal members) and not by its position or count. Adding a member or a VM
+therefore leaves every other draw unchanged (common random numbers): more or slower VMs can only make an
+iteration slower, and the same input always gives the same answer.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections import OrderedDict
+from collections.abc import Sequence
+
+import numpy as np
+
+from srift.domain import FleetMember
+
+_TINY = 1e-300
+_BELOW_ONE = 1.0 - 2.0**-53
+
+
+def member_keys(fleet: Sequence[FleetMember]) -> list[int]:
+    """A stable 32-bit key per member from what it is (type, batch, profile), plus its repeat index."""
+    seen: dict[str, int] = {}
+    keys = []
+    for member in fleet:
+        base = "|".join(
+            (
+                member.instance.provider,
+                member.instance.name,
+                str(member.batch),
+                member.profile.model,
+                member.profile.accelerator,
+            )
+        )
+        repeat = seen.get(base, 0)
+        seen[base] = repeat + 1
+        keys.append(zlib.crc32(f"{base}|{repeat}".encode()))
+    return keys
+
+
+_UNIFORM_CACHE_SIZE = 4096
+_uniform_cache: OrderedDict[tuple[int, int, int, int], np.ndarray] = OrderedDict()
+
+
+def uniforms(*, seed: int, stream: int, key: int, iters: int) -> np.ndarray:
+    """The (read-only) uniforms in (0, 1) of one member's stream; memoised, since the optimizer asks often."""
+    cache_key = (seed, stream, key, iters)
+    found = _uniform_cache.get(cache_key)
+    if found is not None:
+        return found
+    rng = np.random.default_rng([seed & 0xFFFFFFFFFFFFFFFF, stream, key])
+    u = np.clip(rng.random(iters), _TINY, _BELOW_ONE)
+    u.flags.writeable = False
+    _uniform_cache[cache_key] = u
+    if len(_uniform_cache) > _UNIFORM_CACHE_SIZE:
+        _uniform_cache.popitem(last=False)
+    return u
+
+
+def max_of_normals(mean_s: float, cv: float, count: int, u: np.ndarray) -> np.ndarray:
+    """For each uniform in `u`, the largest of `count` Normal(mean_s, cv·mean_s) values, clipped at 0."""
+    if cv <= 0.0 or mean_s <= 0.0:
+        return np.full(u.shape, max(mean_s, 0.0))
+    from scipy.special import ndtri  # type: ignore[import-untyped]
+
+    # Φ⁻¹(u^(1/k)) computed as −Φ⁻¹(1 − u^(1/k)) with 1 − u^(1/k) = −expm1(log(u)/k): exact near u = 1.
+    z = -ndtri(-np.expm1(np.log(u) / count))
+    return np.asarray(np.maximum(mean_s * (1.0 + cv * z), 0.0))
+
+
+def straggler_draws(
+    means_s: Sequence[float],
+    cvs: Sequence[float],
+    counts: Sequence[int],
+    keys: Sequence[int],
+    *,
+    seed: int,
+    iters: int,
+    stream: int = 0,
+) -> np.ndarray:
+    """A (members × iters) array: the slowest VM of each member in each iteration, in seconds."""
+    rows = [
+        max_of_normals(mean, cv, count, uniforms(seed=seed, stream=stream, key=key, iters=iters))
+        for mean, cv, count, key in zip(means_s, cvs, counts, keys, strict=True)
+    ]
+    return np.vstack(rows)

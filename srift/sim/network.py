@@ -1,0 +1,162 @@
+"""Turns a fleet and a bandwidth model into exchange stages: intra-node reduction, then the inter-node ring.
+
+Hierarchy. A multi-GPU instance first reduces inside the node: a ring over its `gpu_count` GPUs, with the
+bus bandwidth the model gives for (world_size=g, nodes=1), which for the α-β prior is the instance's
+interconnect. Then the nodes run an allreduce among themselves: a ring over the N nodes with the model's
+answer for (world_size=N, nodes=N) — one rank per node, because after the intra-node step each node holds
+one reduced copy and its NIC carries 2s(N−1)/N bytes. A fleet of one node has no network stage; a fleet of
+single-GPU VMs has no intra stage. (The intra-node broadcast back is folded into the intra stage.)
+
+Mixed fleets. The inter-node ring runs at the pace of its slowest member: for each size the smallest bus
+bandwidth any member's type gets, and the smallest cap. The intra stage likewise takes, per size, the
+slowest member's intra-node reduction.
+
+Rates and cap. The model is asked once per stage and instance type, in one batched call, for every distinct
+layer size rounded up to a power of two (Srift §4.3: models are trained on powers of two) plus
+CAP_PROBE_BYTES. A stage's cap is the bus bandwidth of that largest buffer — what the links sustain when
+saturated — but never below any single size's own bus bandwidth, so a lone transfer always runs at its own
+rate. Bus bandwidths are turned into payload rates (bits of gradient per second) for a ring of n ranks:
+payload = busbw · n / (2(n−1)), so a lone layer of s bytes takes 2s(n−1)/(n·busbw) seconds.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from srift.domain import BandwidthEstimate, BusBandwidthModel, FleetMember, InstanceType
+from srift.sim.exchange import Stage
+
+CAP_PROBE_BYTES = 1 << 29
+"""512 MiB, the largest buffer Srift's grid probe measures; its bus bandwidth is a stage's cap."""
+
+MIN_BUSBW_GBPS = 1e-6
+"""A model answer at or below zero (or not finite) is replaced by this, with a warning."""
+
+
+def pow2_ceil(n_bytes: int) -> int:
+    """The smallest power of two ≥ n_bytes (1 for 0 or 1)."""
+    return 1 if n_bytes <= 1 else 1 << (n_bytes - 1).bit_length()
+
+
+@dataclass(frozen=True, slots=True)
+class StagePlan:
+    """A stage ready for `exchange`, with the bandwidth answers it rests on."""
+
+    stage: Stage
+    sources: tuple[str, ...]
+    residual_cv: float
+    warnings: tuple[str, ...] = ()
+
+
+def _ask(
+    model: BusBandwidthModel, instance: InstanceType, *, world_size: int, nodes: int, sizes: Sequence[int]
+) -> tuple[BandwidthEstimate, list[float], list[str]]:
+    estimate = model.predict(
+        instance=instance, world_size=world_size, nodes=nodes, buffer_bytes=[*sizes, CAP_PROBE_BYTES]
+    )
+    values = list(estimate.busbw_gbps)
+    if len(values) != len(sizes) + 1:
+        raise ValueError(
+            f"bandwidth model {estimate.source} answered {len(values)} values for {len(sizes) + 1} sizes"
+        )
+    warnings = []
+    for i, value in enumerate(values):
+        if not (math.isfinite(value) and value > 0):
+            values[i] = MIN_BUSBW_GBPS
+            warnings.append(
+                f"{estimate.source} predicted {value} Gbit/s for {instance.name} ({world_size} ranks); "
+                f"used {MIN_BUSBW_GBPS} instead"
+            )
+    return estimate, values, warnings
+
+
+def _stage(
+    name: str,
+    per_type: Sequence[tuple[BandwidthEstimate, list[float], int, list[str]]],
+) -> StagePlan:
+    """Combine per-type answers (busbw list with the cap last, ring size) into the slowest-member stage."""
+    rates: list[float] | None = None
+    cap = math.inf
+    for _, values, ranks, _ in per_type:
+        to_payload = 1e9 * ranks / (2.0 * (ranks - 1))
+        own = [v * to_payload for v in values[:-1]]
+        cap_t = max([values[-1] * to_payload, *own])
+        rates = own if rates is None else [min(a, b) for a, b in zip(rates, own, strict=True)]
+        cap = min(cap, cap_t)
+    assert rates is not None
+    sources = tuple(dict.fromkeys(est.source for est, _, _, _ in per_type))
+    residual = max(est.residual_cv for est, _, _, _ in per_type)
+    warnings = tuple(w for *_, ws in per_type for w in ws)
+    return StagePlan(Stage(name, tuple(rates), cap), sources, residual, warnings)
+
+
+def _distinct_types(fleet: Sequence[FleetMember]) -> list[InstanceType]:
+    return list({(m.instance.provider, m.instance.name): m.instance for m in fleet}.values())
+
+
+def intra_stage(
+    fleet: Sequence[FleetMember], sizes: Sequence[int], model: BusBandwidthModel
+) -> StagePlan | None:
+    """The intra-node reduction over each multi-GPU member's GPUs, or None when every VM has one device."""
+    answers = []
+    for instance in _distinct_types(fleet):
+        g = instance.devices
+        if g >= 2:
+            est, values, warnings = _ask(model, instance, world_size=g, nodes=1, sizes=sizes)
+            answers.append((est, values, g, warnings))
+    return _stage("intra", answers) if answers else None
+
+
+def network_stage(
+    fleet: Sequence[FleetMember], sizes: Sequence[int], model: BusBandwidthModel
+) -> StagePlan | None:
+    """The inter-node ring over all VMs at the slowest member's bus bandwidth, or None for a single VM."""
+    nodes = sum(m.count for m in fleet)
+    if nodes < 2:
+        return None
+    answers = []
+    for instance in _distinct_types(fleet):
+        est, values, warnings = _ask(model, instance, world_size=nodes, nodes=nodes, sizes=sizes)
+        answers.append((est, values, nodes, warnings))
+    return _stage("network", answers)
+
+
+class MemoBandwidth:
+    """A BusBandwidthModel wrapper that remembers answers; for callers that evaluate many fleets.
+
+    The wrapped model must be pure (same request, same answer) for as long as the wrapper lives, so wrap a
+    model per request or per plan, not for the life of the process.
+    """
+
+    def __init__(self, model: BusBandwidthModel, *, max_entries: int = 4096) -> None:
+        self.model = model
+        self.max_entries = max_entries
+        self._memo: dict[tuple[InstanceType, int, int, tuple[int, ...], int], BandwidthEstimate] = {}
+        self.calls = 0
+
+    def predict(
+        self,
+        *,
+        instance: InstanceType,
+        world_size: int,
+        nodes: int,
+        buffer_bytes: Sequence[int],
+        async_count: int = 1,
+    ) -> BandwidthEstimate:
+        key = (instance, world_size, nodes, tuple(buffer_bytes), async_count)
+        found = self._memo.get(key)
+        if found is None:
+            self.calls += 1
+            found = self.model.predict(
+                instance=instance,
+                world_size=world_size,
+                nodes=nodes,
+                buffer_bytes=buffer_bytes,
+                async_count=async_count,
+            )
+            if len(self._memo) >= self.max_entries:
+                self._memo.clear()
+            self._memo[key] = found
+        return found
