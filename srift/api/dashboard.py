@@ -58,10 +58,11 @@ def plotly_js_path() -> Path | None:
 
 def mount(app: FastAPI) -> None:
     """Attach the dashboard's pages, its vendored chart library and static files to the app."""
-    from srift.api.routes import bandwidth_curves
+    from srift.api.routes import bandwidth_curves, training_runs
 
     templates = Jinja2Templates(directory=str(TEMPLATES_DIR))
-    app.include_router(bandwidth_curves.router, prefix="/v1")
+    for module in (bandwidth_curves, training_runs):
+        app.include_router(module.router, prefix="/v1")
 
     def page_handler(page: Page):  # type: ignore[no-untyped-def]
         async def render(request: Request) -> HTMLResponse:

@@ -1,7 +1,8 @@
-"""Read-only views for the dashboard: a bandwidth model's busbw curves beside the probe samples."""
+"""Read-only views for the dashboard: bandwidth curves beside probe samples; the list of training runs."""
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -9,7 +10,7 @@ from dataclasses import dataclass
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from srift.db.tables import ProbeSample
+from srift.db.tables import ProbeSample, TrainingJob, TrainingJobEvent
 from srift.domain import BusBandwidthModel, InstanceType
 from srift.errors import InvalidInput
 from srift.settings import Settings
@@ -224,3 +225,55 @@ def _default_type(*, session: Session, provider: str, groups: Sequence[SampleGro
             field="provider",
         )
     return types[0].instance.name
+
+
+@dataclass(frozen=True, slots=True)
+class TrainingRunSummary:
+    id: int
+    plan_id: int
+    current_plan_id: int
+    state: str
+    created_at: dt.datetime
+    iterations_done: int
+    elapsed_s: float
+    spent_usd: float
+    interruptions: int
+    replans: int
+
+
+def list_training_runs(
+    *, session: Session, state: str | None = None, limit: int = 100, offset: int = 0
+) -> tuple[list[TrainingRunSummary], int]:
+    """Training runs, newest first, with how often each was interrupted and re-planned; and the total."""
+    query = select(TrainingJob)
+    counted = select(func.count(TrainingJob.id))
+    if state is not None:
+        query = query.where(TrainingJob.state == state)
+        counted = counted.where(TrainingJob.state == state)
+    jobs = session.scalars(query.order_by(TrainingJob.id.desc()).limit(limit).offset(offset)).all()
+    total = int(session.scalar(counted) or 0)
+    events: dict[int, list[TrainingJobEvent]] = {job.id: [] for job in jobs}
+    if events:
+        rows = session.scalars(
+            select(TrainingJobEvent).where(
+                TrainingJobEvent.job_id.in_(list(events)), TrainingJobEvent.kind == "interruption"
+            )
+        )
+        for event in rows:
+            events[event.job_id].append(event)
+    summaries = [
+        TrainingRunSummary(
+            id=job.id,
+            plan_id=job.plan_id,
+            current_plan_id=job.current_plan_id,
+            state=job.state,
+            created_at=job.created_at,
+            iterations_done=job.iterations_done,
+            elapsed_s=job.elapsed_s,
+            spent_usd=job.spent_usd,
+            interruptions=len(events[job.id]),
+            replans=sum(1 for e in events[job.id] if "plan_id" in (e.payload or {})),
+        )
+        for job in jobs
+    ]
+    return summaries, total

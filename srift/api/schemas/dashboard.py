@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from pydantic import BaseModel, Field
 
 
@@ -48,3 +50,25 @@ class BandwidthCurves(BaseModel):
     samples: list[SamplePoint]
     samples_truncated: bool = Field(description="true when more samples exist than were returned")
     groups: list[SampleGroup]
+
+
+class TrainingRunSummary(BaseModel):
+    """One tracked training run in a listing (GET /v1/jobs/{id} has its plans and every event)."""
+
+    id: int
+    plan_id: int = Field(description="the plan the run started from")
+    current_plan_id: int = Field(description="the plan it runs now (differs after a re-plan)")
+    state: str = Field(description="running, completed or needs_input")
+    created_at: datetime
+    iterations_done: int
+    elapsed_s: float
+    spent_usd: float
+    interruptions: int = Field(description="interruptions reported")
+    replans: int = Field(description="interruptions that produced a new plan")
+
+
+class TrainingRunList(BaseModel):
+    """A page of tracked training runs, newest first."""
+
+    runs: list[TrainingRunSummary]
+    total: int = Field(description="runs matching the filter, all pages")

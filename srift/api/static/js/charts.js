@@ -27,20 +27,28 @@ function baseLayout(extra) {
   };
 }
 
-/** Horizontal/vertical dashed limit lines (time limit on x, budget on y) with their labels. */
+/**
+ * Dashed limit lines (time limit on x, budget on y) with their labels, on log axes: shapes take data
+ * values, annotations the log10 of them.
+ */
 function limitShapes(timeLimitS, budgetUsd) {
   const shapes = [];
   const annotations = [];
-  if (Number.isFinite(timeLimitS)) {
+  const line = (dash) => ({ color: COLORS.chosen, dash, width: 1.5 });
+  if (Number.isFinite(timeLimitS) && timeLimitS > 0) {
     const x = timeLimitS / HOUR;
-    shapes.push({ type: "line", xref: "x", yref: "paper", x0: x, x1: x, y0: 0, y1: 1, line: { color: COLORS.chosen, dash: "dash", width: 1.5 }, name: "time limit" });
-    annotations.push({ x, y: 1, xref: "x", yref: "paper", text: "time limit", showarrow: false, xanchor: "left", yanchor: "top", font: { color: COLORS.chosen } });
+    shapes.push({ type: "line", xref: "x", yref: "paper", x0: x, x1: x, y0: 0, y1: 1, line: line("dash"), name: "time limit" });
+    annotations.push({ x: Math.log10(x), y: 0, xref: "x", yref: "paper", text: `time limit ${fmtHours(x)}`, showarrow: false, textangle: -90, xanchor: "right", yanchor: "bottom", font: { color: COLORS.chosen } });
   }
-  if (Number.isFinite(budgetUsd)) {
-    shapes.push({ type: "line", xref: "paper", yref: "y", x0: 0, x1: 1, y0: budgetUsd, y1: budgetUsd, line: { color: COLORS.chosen, dash: "dot", width: 1.5 }, name: "budget" });
-    annotations.push({ x: 1, y: budgetUsd, xref: "paper", yref: "y", text: "budget", showarrow: false, xanchor: "right", yanchor: "bottom", font: { color: COLORS.chosen } });
+  if (Number.isFinite(budgetUsd) && budgetUsd > 0) {
+    shapes.push({ type: "line", xref: "paper", yref: "y", x0: 0, x1: 1, y0: budgetUsd, y1: budgetUsd, line: line("dot"), name: "budget" });
+    annotations.push({ x: 1, y: Math.log10(budgetUsd), xref: "paper", yref: "y", text: `budget $${budgetUsd.toLocaleString("en-US")}`, showarrow: false, xanchor: "right", yanchor: "bottom", font: { color: COLORS.chosen } });
   }
   return { shapes, annotations };
+}
+
+function fmtHours(h) {
+  return h >= 10 ? `${Math.round(h)} h` : `${Number(h.toPrecision(2))} h`;
 }
 
 function pointTrace(name, points, marker, extra = {}) {
@@ -81,8 +89,8 @@ export function drawPlanScatter(div, { points, chosen, baselines = {}, timeLimit
   }
   const { shapes, annotations } = limitShapes(timeLimitS, budgetUsd);
   const layout = baseLayout({
-    xaxis: { title: { text: "total time (hours)" }, zeroline: false, gridcolor: "#eef1f5" },
-    yaxis: { title: { text: "total cost (USD)" }, zeroline: false, gridcolor: "#eef1f5", tickprefix: "$" },
+    xaxis: { title: { text: "total time (hours, log scale)" }, type: "log", zeroline: false, gridcolor: "#eef1f5" },
+    yaxis: { title: { text: "total cost (USD, log scale)" }, type: "log", zeroline: false, gridcolor: "#eef1f5", tickprefix: "$" },
     shapes,
     annotations,
   });

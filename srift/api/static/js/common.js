@@ -20,6 +20,7 @@ export class ApiError extends Error {
     this.detail = p.detail || `the server answered HTTP ${status}`;
     this.hint = p.hint || "";
     this.field = p.field || null;
+    this.relaxations = p.relaxations || null;
   }
 }
 
@@ -131,9 +132,13 @@ initTokenBox();
 
 // ---------------------------------------------------------------- errors next to fields
 
-function renderMessage(box, detail, hint) {
+function renderMessage(box, detail, hint, relaxations) {
   box.replaceChildren(document.createTextNode(detail));
   if (hint) box.append(el("span", { class: "hint" }, `To fix: ${hint}`));
+  const nearest = Object.entries(relaxations || {}).filter(([, v]) => v !== null && v !== undefined);
+  if (nearest.length) {
+    box.append(el("span", { class: "hint" }, `Nearest feasible: ${nearest.map(([k, v]) => `${k} = ${fmtNumber(v, 4)}`).join(", ")}`));
+  }
   box.hidden = false;
 }
 
@@ -182,7 +187,7 @@ export function showError(form, error) {
   if (!box) box = form.querySelector(".form-error");
   if (!box) return;
   const detail = target ? `${prefix}${err.detail}` : `${err.field ? `${err.field}: ` : ""}${err.detail}`;
-  renderMessage(box, detail, err.hint);
+  renderMessage(box, detail, err.hint, err.relaxations);
   box.scrollIntoView({ block: "nearest" });
 }
 
@@ -190,7 +195,7 @@ export function showError(form, error) {
 export function showBoxError(box, error) {
   if (!box) return;
   const err = error instanceof ApiError ? error : new ApiError(0, { detail: String(error?.message || error) });
-  renderMessage(box, err.field ? `${err.field}: ${err.detail}` : err.detail, err.hint);
+  renderMessage(box, err.field ? `${err.field}: ${err.detail}` : err.detail, err.hint, err.relaxations);
 }
 
 // ---------------------------------------------------------------- DOM helpers

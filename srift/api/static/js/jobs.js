@@ -66,7 +66,7 @@ async function showJob(id, { quiet = false } = {}) {
 async function loadRuns() {
   const box = $("runs-error");
   try {
-    const runs = items(await get("/jobs"), "jobs", "runs");
+    const runs = items(await get("/jobs"), "runs");
     box.hidden = true;
     renderTable($("runs-table"), [
       { label: "#", value: (r) => r.id, num: true },
@@ -76,7 +76,8 @@ async function loadRuns() {
       { label: "Iterations done", value: (r) => fmtNumber(r.iterations_done), num: true },
       { label: "Elapsed", value: (r) => fmtSeconds(r.elapsed_s), num: true },
       { label: "Spent", value: (r) => fmtUsd(r.spent_usd), num: true },
-      { label: "Re-plans", value: (r) => r.replans ?? (r.events || []).filter(isReplan).length, num: true },
+      { label: "Interruptions", value: (r) => r.interruptions, num: true },
+      { label: "Re-plans", value: (r) => r.replans, num: true },
       { label: "Created", value: (r) => fmtTime(r.created_at) },
     ], runs, {
       id: "runs-list",
@@ -102,35 +103,68 @@ async function showRun(id) {
   try {
     const run = await get(`/jobs/${id}`);
     $("runs-detail").hidden = false;
-    $("runs-detail-title").replaceChildren(`Run #${run.id} · `, badge(run.state));
-    const events = run.events || run.history || [];
+    const limits = [run.time_limit_s != null ? `time limit ${fmtSeconds(run.time_limit_s)}` : null, run.budget_usd != null ? `budget ${fmtUsd(run.budget_usd)}` : null].filter(Boolean);
+    $("runs-detail-title").replaceChildren(
+      `Run #${run.id} · `, badge(run.state),
+      ` · ${fmtNumber(run.iterations_done)} of ${fmtNumber(run.iterations_total)} iterations`,
+      limits.length ? ` · ${limits.join(", ")}` : "",
+      run.excluded_types?.length ? ` · no longer launched: ${run.excluded_types.join(", ")}` : "",
+    );
+    renderTable($("runs-plans"), [
+      { label: "Plan", value: (p) => planLink(p.id) },
+      { label: "", value: (p) => (p.id === run.current_plan_id ? badge("current") : p.id === run.plan_id ? "first" : "re-plan") },
+      { label: "Fleet", value: (p) => p.label },
+      { label: "Iterations", value: (p) => fmtNumber(p.iterations), num: true },
+      { label: "Predicted time", value: (p) => fmtSeconds(p.total_time_s), num: true },
+      { label: "Predicted cost", value: (p) => fmtUsd(p.cost_usd), num: true },
+    ], run.plans || [], { id: "runs-plans-table", rowClass: (p) => (p.id === run.current_plan_id ? "chosen" : null) });
+    const events = run.events || [];
     renderTable($("runs-events"), [
       { label: "When", value: (e) => fmtTime(e.created_at) },
-      { label: "Event", value: (e) => e.kind },
+      { label: "Event", value: (e) => (e.payload?.error ? [e.kind, " ", badge("failed")] : e.kind) },
       { label: "Iterations done", value: (e) => fmtNumber(e.payload?.iterations_done), num: true },
+      { label: "Elapsed", value: (e) => fmtSeconds(e.payload?.elapsed_s), num: true },
       { label: "Spent", value: (e) => fmtUsd(e.payload?.spent_usd), num: true },
-      { label: "New plan", value: (e) => planLink(e.payload?.plan_id ?? e.plan_id) },
+      { label: "New plan", value: (e) => (e.kind === "started" ? "—" : planLink(e.payload?.plan_id)) },
       { label: "Details", value: (e) => summary(e.payload) },
     ], events, { id: "runs-events-table", empty: "no events yet" });
-    const progress = events.filter((e) => e.payload && typeof e.payload.iterations_done === "number");
-    const replans = events.filter(isReplan);
-    const traces = [{
-      type: "scatter", mode: "lines+markers", name: "iterations done", uid: "progress",
-      x: progress.map((e) => e.created_at), y: progress.map((e) => e.payload.iterations_done),
-    }, {
-      type: "scatter", mode: "markers", name: "re-plan", uid: "replans",
-      x: replans.map((e) => e.created_at), y: replans.map((e) => e.payload?.iterations_done ?? 0),
-      marker: { symbol: "x", size: 12, color: "#d62728" },
-    }];
-    Plotly.react($("runs-chart"), traces, { margin: { l: 60, r: 20, t: 10, b: 40 }, yaxis: { title: { text: "iterations" } }, legend: { orientation: "h" } }, plotConfig);
+    drawProgress(events);
   } catch (err) {
     showBoxError($("runs-error"), err);
   }
 }
 
+/** Iterations done against elapsed hours, with each interruption (re-plan) marked. */
+function drawProgress(events) {
+  const timed = events.filter((e) => typeof e.payload?.elapsed_s === "number" && typeof e.payload?.iterations_done === "number");
+  const progress = [{ x: 0, y: 0 }, ...timed.map((e) => ({ x: e.payload.elapsed_s / 3600, y: e.payload.iterations_done }))]
+    .sort((a, b) => a.x - b.x);
+  const cuts = timed.filter(isReplan).map((e) => ({ x: e.payload.elapsed_s / 3600, y: e.payload.iterations_done, text: `${e.payload.instance_type ?? ""} lost ×${e.payload.count ?? "?"}` }));
+  const traces = [
+    { type: "scatter", mode: "lines+markers", name: "iterations done", uid: "progress", x: progress.map((p) => p.x), y: progress.map((p) => p.y), line: { color: "#4c78a8" } },
+    { type: "scatter", mode: "markers", name: "interruption → re-plan", uid: "replans", x: cuts.map((p) => p.x), y: cuts.map((p) => p.y), text: cuts.map((p) => p.text), marker: { symbol: "x", size: 13, color: "#d62728" } },
+  ];
+  const layout = {
+    margin: { l: 64, r: 20, t: 10, b: 44 },
+    xaxis: { title: { text: "elapsed (hours)" }, rangemode: "tozero", gridcolor: "#eef1f5" },
+    yaxis: { title: { text: "iterations" }, rangemode: "tozero", gridcolor: "#eef1f5" },
+    legend: { orientation: "h", y: -0.3 },
+    paper_bgcolor: "#fff",
+    plot_bgcolor: "#fff",
+  };
+  Plotly.react($("runs-chart"), traces, layout, plotConfig);
+}
+
 function summary(payload) {
   if (!payload) return "";
-  const skip = new Set(["iterations_done", "spent_usd", "plan_id"]);
+  if (payload.instance_type) {
+    const lost = `${payload.count}× ${payload.instance_type} lost`;
+    const r = payload.remaining || {};
+    const within = [r.time_limit_s != null ? fmtSeconds(r.time_limit_s) : null, r.budget_usd != null ? fmtUsd(r.budget_usd) : null].filter(Boolean).join(" and ");
+    const rest = `${fmtNumber(r.iterations)} iterations left${within ? ` within ${within}` : ""}`;
+    return payload.error ? `${lost}; no plan fits ${rest}: ${payload.error.detail}` : `${lost}; re-planned ${rest}`;
+  }
+  const skip = new Set(["iterations_done", "spent_usd", "plan_id", "elapsed_s"]);
   const parts = Object.entries(payload).filter(([k]) => !skip.has(k)).map(([k, v]) => `${k}=${typeof v === "object" ? JSON.stringify(v) : v}`);
   const text = parts.join(", ");
   return text.length > 120 ? `${text.slice(0, 117)}…` : text;

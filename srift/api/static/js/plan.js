@@ -2,7 +2,7 @@
 
 import { drawBreakdown, drawPlanScatter } from "./charts.js";
 import {
-  ApiError, card, clearErrors, markReady, el, fillSelect, fmtNumber, fmtSeconds, fmtUsd, get, numberOrNull, post, renderTable, showError,
+  card, clearErrors, el, fillSelect, fmtNumber, fmtSeconds, fmtUsd, get, markReady, numberOrNull, post, renderTable, showError,
 } from "./common.js";
 import { fillModelSelect, initWhere, loadProfiles, profilePart, sourcesLine, typeOption, typesIn } from "./shared.js";
 
@@ -12,33 +12,39 @@ const availability = new Map();
 let byModel = new Map();
 let catalog = { types: [] };
 
+// ---------------------------------------------------------------- the request form
+
 function accelerators() {
   return (byModel.get($("plan-model").value) || []).map((p) => p.accelerator);
 }
 
 function refreshAvailabilityTypes() {
-  const types = typesIn(catalog.types, $("plan-provider").value, $("plan-region").value, accelerators());
-  const list = types.length ? types : typesIn(catalog.types, $("plan-provider").value, $("plan-region").value);
+  const provider = $("plan-provider").value;
+  const region = $("plan-region").value;
+  const matching = typesIn(catalog.types, provider, region, accelerators());
+  const list = matching.length ? matching : typesIn(catalog.types, provider, region);
   fillSelect($("plan-availability-type"), list.map(typeOption), list[0]?.name);
 }
 
 function renderChips() {
   const chips = [...availability.entries()].map(([name, count]) =>
     el("li", { dataset: { type: name } }, `${name} ≤ ${count}`,
-      el("button", { type: "button", title: `remove ${name}`, "aria-label": `remove ${name}`, onclick: () => { availability.delete(name); renderChips(); } }, "×")));
+      el("button", {
+        type: "button", title: `remove ${name}`, "aria-label": `remove ${name}`,
+        onclick: () => { availability.delete(name); renderChips(); },
+      }, "×")));
   $("plan-availability-chips").replaceChildren(...chips);
 }
 
 function addAvailability() {
   const name = $("plan-availability-type").value;
   if (!name) return;
-  const count = numberOrNull($("plan-availability-count"));
-  availability.set(name, count);
+  availability.set(name, numberOrNull($("plan-availability-count")));
   renderChips();
 }
 
 async function buildRequest() {
-  const request = await profilePart($("plan-model"), $("plan-profile-file"), byModel);
+  const request = await profilePart($("plan-model"), $("plan-profile-file"));
   const numbers = {
     global_batch: $("plan-global-batch"),
     iterations: $("plan-iterations"),
@@ -59,93 +65,98 @@ async function buildRequest() {
   return request;
 }
 
-function choiceRows(plan) {
-  return plan.choices || plan.config?.choices || [];
-}
+// ---------------------------------------------------------------- the answer
 
-function renderPlan(plan, request) {
-  $("plan-empty").hidden = true;
-  $("plan-results").hidden = false;
-  const p = plan.predicted || {};
-  $("plan-title").textContent = plan.id ? `Plan #${plan.id}` : "Plan";
-  const headroomTime = plan.time_headroom_s;
-  const headroomBudget = plan.budget_headroom_usd;
-  $("plan-cards").replaceChildren(
-    card("Iteration", fmtSeconds(p.iteration_s), `p90 ${fmtSeconds(p.iteration_p90_s)}`),
-    card("Total time", fmtSeconds(p.total_time_s), headroomTime != null ? `${fmtSeconds(headroomTime)} to spare` : null),
-    card("Total cost", fmtUsd(p.cost_usd), headroomBudget != null ? `${fmtUsd(headroomBudget)} under budget` : null),
-    card("VMs", String(choiceRows(plan).reduce((n, c) => n + c.count, 0)), `global batch ${fmtNumber(request?.global_batch ?? plan.constraints?.global_batch)}`),
-    card("Searched", `${fmtNumber(plan.configs_evaluated)} configs`, `${plan.mode ?? ""} in ${fmtSeconds(plan.solve_time_s)}`),
-  );
-  renderTable($("plan-table"), [
-    { label: "Instance type", value: (c) => el("code", {}, c.instance_type) },
-    { label: "Market", value: (c) => c.market },
-    { label: "Count", value: (c) => c.count, num: true },
-    { label: "Batch / VM", value: (c) => c.batch, num: true },
-    { label: "Samples / iteration", value: (c) => c.count * c.batch, num: true },
-  ], choiceRows(plan), { id: "plan-choices" });
-  $("plan-warnings").replaceChildren(...(plan.warnings || []).map((w) => el("li", {}, w)));
-  sourcesLine($("plan-sources"), plan.sources);
+const predictionOf = (b) => b?.predicted ?? null;
 
-  const baselines = plan.baselines || {};
-  const policies = [["Srift", { config_label: planLabel(plan), predicted: p, feasible: true }]];
-  for (const key of ["cap", "tap"]) if (baselines[key] !== undefined) policies.push([key.toUpperCase(), baselines[key]]);
-  renderTable($("plan-baselines"), [
-    { label: "Policy", value: ([name]) => el("b", {}, name) },
-    { label: "Configuration", value: ([, b]) => (b ? baselineLabel(b) : "none fits") },
-    { label: "Iteration", value: ([, b]) => fmtSeconds(predictionOf(b)?.iteration_s), num: true },
-    { label: "Total time", value: ([, b]) => fmtSeconds(predictionOf(b)?.total_time_s), num: true },
-    { label: "Cost", value: ([, b]) => fmtUsd(predictionOf(b)?.cost_usd), num: true },
-    { label: "vs Srift", value: ([, b]) => versus(predictionOf(b), p), num: true },
-    { label: "Limits", value: ([, b]) => (b ? (b.feasible === false ? "violated" : "met") : "—") },
-  ], policies, { id: "plan-baselines-table", rowClass: ([name]) => (name === "Srift" ? "chosen" : null) });
-
-  const chosen = { label: planLabel(plan), total_time_s: p.total_time_s, cost_usd: p.cost_usd };
-  const basePoints = {};
-  for (const key of ["cap", "tap"]) {
-    const b = baselines[key];
-    const bp = predictionOf(b);
-    if (bp) basePoints[key] = { label: `${key.toUpperCase()}: ${baselineLabel(b)}`, total_time_s: bp.total_time_s, cost_usd: bp.cost_usd };
-  }
-  const constraints = plan.constraints || request || {};
-  drawPlanScatter($("plan-scatter"), {
-    points: plan.pareto || [],
-    chosen,
-    baselines: basePoints,
-    timeLimitS: numberish(constraints.time_limit_s ?? request?.time_limit_s),
-    budgetUsd: numberish(constraints.budget_usd ?? request?.budget_usd),
-  });
-  const bars = [{ name: "Srift plan", breakdown: plan.breakdown || p.breakdown }];
-  for (const key of ["cap", "tap"]) {
-    const bp = predictionOf(baselines[key]);
-    if (bp?.breakdown) bars.push({ name: key.toUpperCase(), breakdown: bp.breakdown });
-  }
-  drawBreakdown($("plan-breakdown"), bars);
-}
-
-function numberish(v) {
-  return typeof v === "number" && Number.isFinite(v) ? v : undefined;
-}
-
-function predictionOf(b) {
-  return b ? b.predicted ?? b.prediction ?? null : null;
-}
-
-function planLabel(plan) {
-  return plan.label || choiceRows(plan).map((c) => `${c.count}×${c.instance_type}@${c.batch}${c.market === "on_demand" ? " (od)" : ""}`).join(" + ");
-}
-
-function baselineLabel(b) {
-  if (b.config_label || b.label) return b.config_label || b.label;
-  const choices = b.choices || b.config?.choices || [];
-  return choices.map((c) => `${c.count}×${c.instance_type}@${c.batch}`).join(" + ") || b.policy || "";
+function choiceLabel(choices) {
+  return choices.map((c) => `${c.count}×${c.instance_type}@${c.batch}${c.market === "on_demand" ? " (od)" : ""}`).join(" + ");
 }
 
 function versus(b, srift) {
   if (!b || !srift || b === srift || !srift.cost_usd || !srift.total_time_s) return "—";
-  const cost = b.cost_usd / srift.cost_usd;
-  const time = b.total_time_s / srift.total_time_s;
-  return `${cost.toFixed(2)}× cost, ${time.toFixed(2)}× time`;
+  return `${(b.cost_usd / srift.cost_usd).toFixed(2)}× cost · ${(b.total_time_s / srift.total_time_s).toFixed(2)}× time`;
+}
+
+function renderCards(plan) {
+  const p = plan.predicted;
+  const head = plan.headroom || {};
+  const vms = plan.choices.reduce((n, c) => n + c.count, 0);
+  const gpus = plan.choices.reduce((n, c) => n + c.count * (c.gpus || 0), 0);
+  $("plan-cards").replaceChildren(
+    card("Iteration", fmtSeconds(p.iteration_s), `p10 ${fmtSeconds(p.iteration_p10_s)} · p90 ${fmtSeconds(p.iteration_p90_s)}`),
+    card("Total time", fmtSeconds(p.total_time_s), head.time_s != null ? `${fmtSeconds(head.time_s)} under the limit` : `${fmtNumber(plan.iterations)} iterations`),
+    card("Total cost", fmtUsd(p.cost_usd), head.budget_usd != null ? `${fmtUsd(head.budget_usd)} under budget` : null),
+    card("Fleet", `${vms} VM${vms === 1 ? "" : "s"}`, `${gpus ? `${gpus} GPUs · ` : ""}global batch ${fmtNumber(plan.global_batch)}`),
+    card("Searched", `${fmtNumber(plan.configs_evaluated)} configs`,
+      `${plan.mode}${plan.proven_optimal ? ", proven optimal" : ""} in ${fmtSeconds(plan.solve_time_s)}`),
+  );
+}
+
+function renderChoices(plan) {
+  renderTable($("plan-table"), [
+    { label: "Instance type", value: (c) => el("code", {}, c.instance_type) },
+    { label: "Market", value: (c) => c.market.replace("_", "-") },
+    { label: "Count", value: (c) => c.count, num: true },
+    { label: "Batch / VM", value: (c) => c.batch, num: true },
+    { label: "GPUs / VM", value: (c) => c.gpus || "—", num: true },
+    { label: "Batch / GPU", value: (c) => fmtNumber(c.per_gpu_batch), num: true },
+    { label: "$ / h per VM", value: (c) => fmtUsd(c.price_usd_per_hr), num: true },
+    { label: "Samples / iteration", value: (c) => c.count * c.batch, num: true },
+  ], plan.choices, { id: "plan-choices" });
+}
+
+function renderBaselines(plan) {
+  const srift = { label: plan.label, predicted: plan.predicted, feasible: true };
+  const rows = [["Srift", srift], ["CAP", plan.baselines?.cap ?? null], ["TAP", plan.baselines?.tap ?? null]];
+  renderTable($("plan-baselines"), [
+    { label: "Policy", value: ([name]) => el("b", {}, name) },
+    { label: "Configuration", value: ([, b]) => (b ? b.label || choiceLabel(b.choices || []) : "no single type fits") },
+    { label: "Iteration", value: ([, b]) => fmtSeconds(predictionOf(b)?.iteration_s), num: true },
+    { label: "Total time", value: ([, b]) => fmtSeconds(predictionOf(b)?.total_time_s), num: true },
+    { label: "Cost", value: ([, b]) => fmtUsd(predictionOf(b)?.cost_usd), num: true },
+    { label: "vs Srift", value: ([, b]) => versus(predictionOf(b), plan.predicted), num: true },
+    { label: "Limits", value: ([, b]) => (b ? (b.feasible ? "met" : el("span", { class: "badge infeasible" }, "violated")) : "—") },
+  ], rows, { id: "plan-baselines-table", rowClass: ([name]) => (name === "Srift" ? "chosen" : null) });
+}
+
+function renderCharts(plan) {
+  const baselines = {};
+  for (const key of ["cap", "tap"]) {
+    const b = plan.baselines?.[key];
+    if (b) baselines[key] = { label: `${key.toUpperCase()}: ${b.label}`, total_time_s: b.predicted.total_time_s, cost_usd: b.predicted.cost_usd };
+  }
+  const limits = plan.limits || {};
+  drawPlanScatter($("plan-scatter"), {
+    points: plan.pareto,
+    chosen: { label: `chosen: ${plan.label}`, total_time_s: plan.predicted.total_time_s, cost_usd: plan.predicted.cost_usd },
+    baselines,
+    timeLimitS: limits.time_limit_s ?? undefined,
+    budgetUsd: limits.budget_usd ?? undefined,
+  });
+  const shown = plan.pareto.length;
+  const total = plan.pareto_total ?? shown;
+  $("plan-scatter-note").textContent = shown < total
+    ? `Showing ${fmtNumber(shown)} of ${fmtNumber(total)} evaluated configurations: the whole Pareto front plus an even sample of the rest.`
+    : `All ${fmtNumber(shown)} evaluated configurations. Hover a point for its fleet.`;
+  const bars = [{ name: "Srift plan", breakdown: plan.breakdown }];
+  for (const key of ["cap", "tap"]) {
+    const b = plan.baselines?.[key];
+    if (b?.breakdown) bars.push({ name: key.toUpperCase(), breakdown: b.breakdown });
+  }
+  drawBreakdown($("plan-breakdown"), bars);
+}
+
+function renderPlan(plan) {
+  $("plan-empty").hidden = true;
+  $("plan-results").hidden = false;
+  $("plan-title").textContent = `Plan #${plan.id}: ${plan.label}`;
+  renderCards(plan);
+  renderChoices(plan);
+  $("plan-warnings").replaceChildren(...[...(plan.warnings || []), ...(plan.breakdown?.warnings || [])].map((w) => el("li", {}, w)));
+  sourcesLine($("plan-sources"), plan.sources);
+  renderBaselines(plan);
+  renderCharts(plan);
 }
 
 async function submit(ev) {
@@ -154,16 +165,32 @@ async function submit(ev) {
   $("plan-submit").disabled = true;
   $("plan-busy").hidden = false;
   try {
-    const request = await buildRequest();
-    const plan = await post("/plans", request);
-    renderPlan(plan, request);
-    if (plan.id) history.replaceState(null, "", `?plan=${plan.id}`);
+    const plan = await post("/plans", await buildRequest());
+    renderPlan(plan);
+    history.replaceState(null, "", `?plan=${plan.id}`);
   } catch (err) {
     showError(form, err);
   } finally {
     $("plan-submit").disabled = false;
     $("plan-busy").hidden = true;
   }
+}
+
+/** Put a stored plan's request back into the form, so it can be tweaked and re-run. */
+function fillForm(request) {
+  if (!request) return;
+  const set = (id, value) => { if (value !== undefined && value !== null) $(id).value = value; };
+  if (request.model && byModel.has(request.model)) $("plan-model").value = request.model;
+  set("plan-global-batch", request.global_batch);
+  set("plan-iterations", request.iterations);
+  set("plan-objective", request.objective);
+  set("plan-time-limit", request.time_limit_s);
+  set("plan-budget", request.budget_usd);
+  set("plan-market", request.market);
+  set("plan-mode", request.mode);
+  availability.clear();
+  for (const [name, count] of Object.entries(request.availability || {})) availability.set(name, count);
+  renderChips();
 }
 
 async function init() {
@@ -179,17 +206,14 @@ async function init() {
     catalog = where;
     refreshAvailabilityTypes();
     $("plan-model").addEventListener("change", refreshAvailabilityTypes);
+    const planId = new URLSearchParams(location.search).get("plan");
+    if (planId) {
+      const stored = await get(`/plans/${encodeURIComponent(planId)}`);
+      fillForm(stored.request);
+      renderPlan(stored);
+    }
   } catch (err) {
     showError(form, err);
-  }
-  const planId = new URLSearchParams(location.search).get("plan");
-  if (planId) {
-    try {
-      const stored = await get(`/plans/${encodeURIComponent(planId)}`);
-      renderPlan(stored.result ?? stored, stored.request);
-    } catch (err) {
-      showError(form, err instanceof ApiError ? err : new ApiError(0, { detail: String(err) }));
-    }
   }
   markReady();
 }

@@ -61,7 +61,7 @@ function refreshRowTypes() {
 }
 
 async function buildRequest() {
-  const request = await profilePart($("predict-model"), $("predict-profile-file"), byModel);
+  const request = await profilePart($("predict-model"), $("predict-profile-file"));
   request.provider = $("predict-provider").value;
   request.region = $("predict-region").value;
   const iterations = numberOrNull($("predict-iterations"));

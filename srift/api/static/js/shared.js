@@ -31,14 +31,13 @@ export function groupProfiles(profiles) {
 }
 
 /**
- * The model part of a request: inline `profiles` when a file is chosen, else the `profile_ids` of the
- * selected model. An empty choice is sent as-is so the API names the missing field.
+ * The model part of a request: inline `profiles` when a file is chosen, else the selected stored `model`
+ * (the API uses every stored profile of it). An empty choice is sent as-is so the API names the field.
  */
-export async function profilePart(select, fileInput, byModel) {
+export async function profilePart(select, fileInput) {
   const uploaded = await readJsonFile(fileInput, "profiles");
   if (uploaded !== null) return { profiles: Array.isArray(uploaded) ? uploaded : [uploaded] };
-  const list = byModel.get(select.value) || [];
-  return { profile_ids: list.map((p) => p.id) };
+  return select.value ? { model: select.value } : {};
 }
 
 /**
@@ -136,8 +135,9 @@ export function typeOption(t) {
   return { value: t.name, label: `${t.name}  (${gpus})` };
 }
 
-/** Sources line: which compute and bandwidth models a prediction rests on. */
+/** Sources line: which profiles, bandwidth models and prices a prediction rests on (long ones shortened). */
 export function sourcesLine(node, sources) {
   const list = (sources || []).filter(Boolean);
-  node.replaceChildren(list.length ? el("span", {}, "Based on: ", list.map((s, i) => [i ? ", " : "", el("code", {}, s)])) : "");
+  const short = (s) => (s.length > 64 ? `${s.slice(0, 61)}…` : s);
+  node.replaceChildren(list.length ? el("span", {}, "Based on: ", list.map((s, i) => [i ? ", " : "", el("code", { title: s }, short(s))])) : "");
 }

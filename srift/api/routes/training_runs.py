@@ -1,0 +1,36 @@
+"""GET /v1/jobs: the list of tracked training runs, which the dashboard's Jobs page shows.
+
+Mounted by the dashboard (srift.api.dashboard.mount); the runs themselves are served by training_jobs.py.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Query
+
+from srift.api.auth import RequireRead
+from srift.api.deps import SessionDep
+from srift.api.schemas.dashboard import TrainingRunList, TrainingRunSummary
+from srift.services import dashboard
+
+router = APIRouter(tags=["training jobs"])
+
+
+@router.get(
+    "/jobs",
+    response_model=TrainingRunList,
+    responses={401: {"description": "a read token is required (SRIFT_READ_REQUIRES_TOKEN)"}},
+)
+def list_training_runs(
+    session: SessionDep,
+    _: RequireRead,
+    state: Annotated[Literal["running", "completed", "needs_input"] | None, Query()] = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    offset: Annotated[int, Query(ge=0, le=1_000_000_000)] = 0,
+) -> TrainingRunList:
+    """Tracked training runs, newest first, with their interruption and re-plan counts."""
+    runs, total = dashboard.list_training_runs(session=session, state=state, limit=limit, offset=offset)
+    return TrainingRunList(
+        runs=[TrainingRunSummary.model_validate(r, from_attributes=True) for r in runs], total=total
+    )
