@@ -9,10 +9,11 @@ import uuid
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.cors import CORSMiddleware
 
 from srift import __version__
-from srift.api.limits import ERROR_RESPONSES, BodySizeLimit
+from srift.api.limits import ERROR_RESPONSES, BodySizeLimit, document_errors, http_exception_handler
 from srift.errors import SriftError
 from srift.redaction import install_log_redaction
 from srift.settings import Settings, get_settings
@@ -47,6 +48,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.add_middleware(
             CORSMiddleware, allow_origins=settings.cors_origins, allow_methods=["*"], allow_headers=["*"]
         )
+
+    app.add_exception_handler(StarletteHTTPException, http_exception_handler)
 
     @app.exception_handler(SriftError)
     async def _srift_error(request: Request, exc: SriftError) -> JSONResponse:
@@ -91,6 +94,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     for name in ROUTE_MODULES:
         module = importlib.import_module(f"srift.api.routes.{name}")
+        document_errors(module.router)
         app.include_router(module.router, prefix="/v1", responses=ERROR_RESPONSES)
     from srift.api import dashboard
 

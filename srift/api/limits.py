@@ -10,7 +10,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from fastapi import APIRouter
+from fastapi.routing import APIRoute
 from pydantic import BaseModel, Field
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from srift.limits import BODY_SIZE
@@ -35,12 +40,39 @@ def _error(description: str) -> dict[str, Any]:
 
 
 ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    400: _error("the body could not be read (not UTF-8 or not JSON)"),
     401: _error("no token, or an unknown or revoked one"),
     403: _error("the token's scope (or job) does not allow this"),
     413: _error("the request body exceeds SRIFT_MAX_BODY_BYTES"),
     422: _error("invalid input or a documented limit exceeded; `field` names it"),
 }
 """Merged into every /v1 route's OpenAPI `responses`, so clients and fuzzers know the error shape."""
+
+
+def document_errors(router: APIRouter) -> None:
+    """Give each route's own 4xx entries (often a bare description) the ErrorBody schema, before inclusion."""
+    for route in router.routes:
+        if not isinstance(route, APIRoute):
+            continue
+        for status, entry in route.responses.items():
+            if str(status)[:1] in "45" and isinstance(entry, dict) and "model" not in entry:
+                entry["model"] = ErrorBody
+
+
+_HTTP_ERRORS = {
+    400: ("bad_request", "send a UTF-8 JSON body matching the schema at /docs"),
+    404: ("not_found", "check the path against /docs"),
+    405: ("method_not_allowed", "use a method the path lists in /docs"),
+}
+
+
+async def http_exception_handler(request: Request, exc: Exception) -> JSONResponse:
+    """Give framework errors (unreadable body, unknown path, wrong method) the same shape as ours."""
+    assert isinstance(exc, StarletteHTTPException)
+    error, hint = _HTTP_ERRORS.get(exc.status_code, ("http_error", "see /docs"))
+    detail = exc.detail if isinstance(exc.detail, str) else "request refused"
+    body = {"error": error, "detail": detail, "hint": hint, "field": None}
+    return JSONResponse(status_code=exc.status_code, content=body, headers=exc.headers)
 
 
 def payload_too_large_body(max_body_bytes: int) -> dict[str, str | None]:

@@ -1,0 +1,63 @@
+"""Every error the API answers has one shape, {error, detail, hint, field}, including the framework's own
+(unreadable body, unknown path, wrong method), and /v1 operations document it."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from fastapi import APIRouter
+from fastapi.routing import APIRoute
+from fastapi.testclient import TestClient
+
+from srift.api.app import ROUTE_MODULES, create_app
+from srift.api.limits import ERROR_RESPONSES
+from srift.settings import Settings
+
+KEYS = {"error", "detail", "hint", "field"}
+
+
+def test_framework_errors_use_our_shape(settings: Settings) -> None:
+    app = create_app(settings)
+    router = APIRouter()
+
+    @router.post("/v1/__echo")
+    def echo(body: dict[str, Any]) -> dict[str, Any]:
+        return body
+
+    app.include_router(router)
+    with TestClient(app, raise_server_exceptions=False) as c:
+        bad_utf8 = c.post("/v1/__echo", content=b"\xff\xfe{", headers={"content-type": "application/json"})
+        assert bad_utf8.status_code == 400
+        assert set(bad_utf8.json()) >= KEYS and bad_utf8.json()["error"] == "bad_request"
+
+        bad_json = c.post("/v1/__echo", content=b"{nope", headers={"content-type": "application/json"})
+        assert bad_json.status_code == 422 and bad_json.json()["error"] == "invalid_input"
+
+        missing = c.get("/v1/no-such-thing")
+        assert missing.status_code == 404 and missing.json()["error"] == "not_found"
+        assert set(missing.json()) >= KEYS
+
+        wrong = c.put("/v1/health")
+        assert wrong.status_code == 405 and wrong.json()["error"] == "method_not_allowed"
+        assert "allow" in {k.lower() for k in wrong.headers}
+
+
+def test_v1_operations_document_the_error_shape(client: TestClient) -> None:
+    spec = client.get("/openapi.json").json()
+    ours = {
+        "/v1" + route.path
+        for name in ROUTE_MODULES
+        for route in importlib.import_module(f"srift.api.routes.{name}").router.routes
+        if isinstance(route, APIRoute)
+    }
+    assert "/v1/health" in ours
+    for path in ours:
+        for op in spec["paths"][path].values():
+            for status, response in op["responses"].items():
+                if status[0] not in "45" or status == "503":
+                    continue
+                schema = response["content"]["application/json"]["schema"]
+                assert schema == {"$ref": "#/components/schemas/ErrorBody"}, (path, status)
+            for status in ERROR_RESPONSES:
+                assert str(status) in op["responses"], (path, status)
