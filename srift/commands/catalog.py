@@ -1,7 +1,239 @@
-"""CLI commands for catalog (filled in by its issue)."""
+"""CLI commands `srift catalog list|refresh|import`: browse, refresh from AWS, and extend the catalog."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import typer
+from rich.console import Console
+from rich.table import Table
+
+from srift.settings import Settings, get_settings
+
+if TYPE_CHECKING:
+    from srift.catalog.store import CatalogEntry
+
+console = Console()
+
+
+def _ready(settings: Settings) -> str:
+    """Make the database usable for catalog commands: reachable, migrated, shipped catalog loaded."""
+    from srift.catalog.shipped import load_shipped_catalog
+    from srift.db import migrate
+    from srift.db.session import check_database
+
+    url = settings.resolved_database_url
+    check_database(url)
+    migrate.upgrade(url)
+    load_shipped_catalog(settings)
+    return url
+
+
+def _price(entry: CatalogEntry, market: str) -> str:
+    offer = entry.on_demand if market == "on_demand" else entry.spot
+    return f"{offer.price_usd_per_hr:.4g}" if offer is not None else "-"
+
+
+def _table(entries: list[CatalogEntry]) -> Table:
+    table = Table(title=f"{len(entries)} instance types", show_lines=False)
+    for header in ("provider", "region", "type"):
+        table.add_column(header, no_wrap=True)
+    for header, justify in [
+        ("GPUs", "left"),
+        ("vCPU", "right"),
+        ("mem GiB", "right"),
+        ("network Gbps", "right"),
+        ("GPU link Gbps", "left"),
+        ("EFA", "center"),
+        ("on-demand $/h", "right"),
+        ("spot $/h", "right"),
+    ]:
+        table.add_column(header, justify=justify)  # type: ignore[arg-type]
+    for e in entries:
+        i = e.instance
+        gpus = f"{i.gpu_count}x {i.gpu_model} {i.gpu_memory_gib:g} GiB" if i.gpu_count else "-"
+        link = (
+            f"{i.interconnect.value} {i.interconnect_gbps:g}" if i.interconnect_gbps else i.interconnect.value
+        )
+        network = f"{'up to ' if i.network_burst else ''}{i.network_gbps:g}"
+        table.add_row(
+            i.provider,
+            e.region,
+            i.name,
+            gpus,
+            str(i.vcpus),
+            f"{i.memory_gib:g}",
+            network,
+            link,
+            "yes" if i.efa else "",
+            _price(e, "on_demand"),
+            _price(e, "spot"),
+        )
+    return table
+
+
+def _sources_footer(entries: list[CatalogEntry]) -> list[str]:
+    seen: dict[tuple[str, str], None] = {}
+    for e in entries:
+        for o in e.offers():
+            seen[(o.source, o.as_of.isoformat())] = None
+    return [f"[{as_of}] {source}" for source, as_of in seen]
 
 
 def register(app: typer.Typer) -> None:
-    """Add this area's commands to the root app."""
+    """Add the `catalog` group."""
+    catalog = typer.Typer(
+        help=(
+            "The catalog of instance types and prices. Srift ships AWS data (g4dn, g5, g6, g6e, p3, p3dn, "
+            "p4d, p4de, p5, p5en, g3, p2, c5 in us-east-1 and us-west-2, plus the Srift paper's 2020 prices "
+            "as snapshot srift-paper-2020); refresh it from AWS or import your own providers."
+        ),
+        no_args_is_help=True,
+    )
+    app.add_typer(catalog, name="catalog")
+
+    @catalog.command("list")
+    def list_(
+        provider: str | None = typer.Option(None, "--provider", help="e.g. aws, or a custom provider"),
+        region: str | None = typer.Option(None, "--region", help="e.g. us-east-1"),
+        gpu: str | None = typer.Option(None, "--gpu", help="GPU model, e.g. T4, A100, H100"),
+        min_gpus: int | None = typer.Option(None, "--min-gpus", min=0, help="at least this many GPUs"),
+        market: str = typer.Option("any", "--market", help="any | spot | on_demand: keep types priced there"),
+        snapshot: str | None = typer.Option(
+            None, "--snapshot", help="read one snapshot, e.g. srift-paper-2020"
+        ),
+        as_json: bool = typer.Option(False, "--json", help="print a JSON list with every field and price"),
+    ) -> None:
+        """List instance types with their on-demand and spot prices (USD/hour).
+
+        Examples:
+          srift catalog list --provider aws --region us-east-1 --gpu V100
+          srift catalog list --provider aws --region us-east-1 --min-gpus 8 --market spot
+          srift catalog list --snapshot srift-paper-2020 --json
+
+        Unknown providers or regions exit with code 2 and list the valid values.
+        """
+        from srift.catalog import store
+        from srift.db.session import session_factory
+        from srift.domain.catalog import MarketChoice
+        from srift.errors import InvalidInput
+
+        try:
+            choice = MarketChoice(market)
+        except ValueError:
+            raise InvalidInput(
+                f"unknown market {market!r}", hint="use any, spot or on_demand", field="market"
+            ) from None
+        url = _ready(get_settings())
+        with session_factory(url)() as session:
+            entries = store.list_instance_types(
+                session=session,
+                provider=provider,
+                region=region,
+                gpu=gpu,
+                min_gpus=min_gpus,
+                market=choice,
+                snapshot=snapshot,
+            )
+        if as_json:
+            typer.echo(json.dumps([e.to_dict() for e in entries], indent=2))
+            return
+        console.print(_table(entries))
+        for line in _sources_footer(entries):
+            console.print(f"source {line}", style="dim", highlight=False, soft_wrap=True)
+
+    @catalog.command("refresh")
+    def refresh(
+        provider: str = typer.Option("aws", "--provider", help="only aws can be refreshed from an API"),
+        region: str = typer.Option(..., "--region", help="AWS region, e.g. us-east-1"),
+        families: str | None = typer.Option(
+            None, "--families", help="comma-separated instance families (default: the shipped ones)"
+        ),
+        as_json: bool = typer.Option(False, "--json", help="print the report as JSON"),
+    ) -> None:
+        """Fetch current instance types, spot and on-demand prices from AWS into a new snapshot.
+
+        Uses boto3's standard credentials (AWS_PROFILE, environment, ~/.aws, instance role) and needs
+        ec2:DescribeInstanceTypes, ec2:DescribeSpotPriceHistory and pricing:GetProducts.
+
+        Example: srift catalog refresh --provider aws --region us-west-2 --families p4d,p5
+        """
+        from srift.catalog import aws
+        from srift.db.session import transaction
+        from srift.errors import InvalidInput
+
+        if provider != "aws":
+            raise InvalidInput(
+                f"provider {provider!r} cannot be refreshed from an API",
+                hint="use `srift catalog import FILE.yaml` for custom providers; refresh supports: aws",
+                field="provider",
+            )
+        chosen = (
+            tuple(f.strip() for f in families.split(",") if f.strip()) if families else aws.DEFAULT_FAMILIES
+        )
+        url = _ready(get_settings())
+        with console.status(f"querying AWS in {region}..."), transaction(url) as session:
+            report = aws.refresh(session=session, region=region, families=chosen)
+        payload: dict[str, Any] = {
+            "snapshot": report.snapshot,
+            "snapshot_id": report.snapshot_id,
+            "region": report.region,
+            "types": report.types,
+            "spot_prices": report.spot_prices,
+            "on_demand_prices": report.on_demand_prices,
+            "notes": list(report.notes),
+        }
+        if as_json:
+            typer.echo(json.dumps(payload, indent=2))
+            return
+        console.print(
+            f"snapshot [bold]{report.snapshot}[/]: {report.types} types, {report.spot_prices} spot and "
+            f"{report.on_demand_prices} on-demand prices in {report.region}"
+        )
+        for note in report.notes:
+            console.print(f"note: {note}", style="yellow", highlight=False)
+
+    @catalog.command("import")
+    def import_(
+        file: Path = typer.Argument(..., help="a srift-catalog/1 YAML file (see docs/catalog.md)"),
+        as_json: bool = typer.Option(
+            False, "--json", help="print {snapshot, provider, types, prices} as JSON"
+        ),
+    ) -> None:
+        """Import a custom provider's instance types and prices (on-prem, other clouds, rate cards).
+
+        The file is validated whole before anything is written; errors name the file, line and field.
+        Importing the same snapshot name again replaces it. Minimal example:
+
+          provider: onprem
+          source: "Lab rate card v3"
+          as_of: 2026-11-01
+          instance_types:
+            - {name: a100x8, gpu_model: A100, gpu_count: 8, gpu_memory_gib: 40, vcpus: 128,
+               memory_gib: 1024, network_gbps: 200, interconnect: nvswitch, interconnect_gbps: 2400,
+               prices: {lab-1: {on_demand: 12.5}}}
+        """
+        from srift.catalog.custom import import_file
+        from srift.db.session import transaction
+
+        url = _ready(get_settings())
+        with transaction(url) as session:
+            snapshot_id, data = import_file(session=session, path=file)
+        regions = sorted({p.region for p in data.prices})
+        payload: dict[str, Any] = {
+            "snapshot": data.name,
+            "snapshot_id": snapshot_id,
+            "provider": data.provider,
+            "types": len(data.types),
+            "prices": len(data.prices),
+            "regions": regions,
+        }
+        if as_json:
+            typer.echo(json.dumps(payload, indent=2))
+            return
+        console.print(
+            f"imported snapshot [bold]{data.name}[/] for provider {data.provider}: {len(data.types)} types, "
+            f"{len(data.prices)} prices in {', '.join(regions)}"
+        )

@@ -1,5 +1,53 @@
-"""Routes for catalog (filled in by its issue)."""
+"""GET /v1/instance-types: the catalog's instance types and prices, filtered."""
 
-from fastapi import APIRouter
+from __future__ import annotations
 
-router = APIRouter()
+from typing import Annotated
+
+from fastapi import APIRouter, Query
+
+from srift.api.auth import RequireRead
+from srift.api.deps import SessionDep
+from srift.api.schemas.catalog import ErrorOut, InstanceTypeOut
+from srift.catalog import store
+from srift.domain.catalog import MarketChoice
+
+router = APIRouter(tags=["catalog"])
+
+
+@router.get(
+    "/instance-types",
+    response_model=list[InstanceTypeOut],
+    responses={
+        401: {"model": ErrorOut, "description": "a token is required and missing or invalid"},
+        404: {"model": ErrorOut, "description": "the named snapshot does not exist"},
+        422: {
+            "model": ErrorOut,
+            "description": "unknown provider, region or GPU; the hint lists valid values",
+        },
+    },
+)
+def list_instance_types(
+    session: SessionDep,
+    _: RequireRead,
+    provider: Annotated[str | None, Query(min_length=1, max_length=64, description="e.g. aws")] = None,
+    region: Annotated[str | None, Query(min_length=1, max_length=64, description="e.g. us-east-1")] = None,
+    gpu: Annotated[str | None, Query(min_length=1, max_length=64, description="GPU model, e.g. T4")] = None,
+    min_gpus: Annotated[int | None, Query(ge=0, le=1024, description="at least this many GPUs")] = None,
+    market: Annotated[MarketChoice, Query(description="keep types priced in this market")] = MarketChoice.ANY,
+    snapshot: Annotated[
+        str | None,
+        Query(min_length=1, max_length=200, description="read one named snapshot, e.g. srift-paper-2020"),
+    ] = None,
+) -> list[InstanceTypeOut]:
+    """Instance types with their on-demand and spot prices, each with its source and as-of date."""
+    entries = store.list_instance_types(
+        session=session,
+        provider=provider,
+        region=region,
+        gpu=gpu,
+        min_gpus=min_gpus,
+        market=market,
+        snapshot=snapshot,
+    )
+    return [InstanceTypeOut.model_validate(e.to_dict()) for e in entries]
