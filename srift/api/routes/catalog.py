@@ -8,7 +8,7 @@ from fastapi import APIRouter, Query
 
 from srift.api.auth import RequireRead
 from srift.api.deps import SessionDep
-from srift.api.schemas.catalog import ErrorOut, InstanceTypeOut
+from srift.api.schemas.catalog import InstanceTypeOut
 from srift.catalog import store
 from srift.domain.catalog import MarketChoice
 
@@ -19,12 +19,8 @@ router = APIRouter(tags=["catalog"])
     "/instance-types",
     response_model=list[InstanceTypeOut],
     responses={
-        401: {"model": ErrorOut, "description": "a token is required and missing or invalid"},
-        404: {"model": ErrorOut, "description": "the named snapshot does not exist"},
-        422: {
-            "model": ErrorOut,
-            "description": "unknown provider, region or GPU; the hint lists valid values",
-        },
+        404: {"description": "the named snapshot does not exist; the hint lists known ones"},
+        422: {"description": "unknown provider, region or GPU, or a bad filter; the hint lists valid values"},
     },
 )
 def list_instance_types(

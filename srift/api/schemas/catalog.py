@@ -58,11 +58,3 @@ class InstanceTypeOut(BaseModel):
     )
     prices: PricesOut
 
-
-class ErrorOut(BaseModel):
-    """The JSON body of every 4xx answer."""
-
-    error: str
-    detail: str
-    hint: str
-    field: str | None = None
