@@ -3,11 +3,12 @@
 Runs under torchrun (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT from the
 environment) or with those variables set by hand (plain env:// init), with the gloo (CPU) or NCCL (GPU)
 backend. For each buffer size (powers of two, 4 B .. 512 MiB by default) every rank runs `--warmup`
-untimed allreduces, then `--repeats` timed ones, each started after a barrier; a repetition's time is the
-slowest rank's. With `--async-count N`, each repetition launches N concurrent asynchronous allreduces on
-separate buffers and times until all are done.
+untimed allreduces, then `--repeats` timed samples, each started after a barrier. A sample averages
+`--iters` back-to-back allreduces (as nccl-tests does; fewer for large buffers, so that a sample takes
+about `--max-sample-s` at most); its time is the slowest rank's. With `--async-count N`, each allreduce
+is N concurrent asynchronous allreduces on separate buffers, timed until all are done.
 
-Rank 0 writes one JSON object per repetition (schema "srift-probe/1") to `--out` or stdout:
+Rank 0 writes one JSON object per sample (schema "srift-probe/1") to `--out` or stdout:
   time_s, algbw_gbps = 8·s/t/1e9, busbw_gbps = algbw_gbps · 2(n−1)/n  (GIGABITS/s; nccl-tests prints GB/s),
   buffer_bytes, world_size, nodes, ranks_per_node, backend, async_count, repeat, run_id, and the host's
   features: provider, region, zone, instance_type (from flags or SRIFT_PROVIDER, SRIFT_REGION,
@@ -175,6 +176,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--sizes", default=None, help="explicit comma-separated sizes, e.g. 4,1K,64M")
     parser.add_argument("--repeats", type=int, default=5, help="timed repetitions per size")
     parser.add_argument("--warmup", type=int, default=2, help="untimed allreduces per size")
+    parser.add_argument("--iters", type=int, default=10, help="allreduces averaged into one sample (at most)")
+    parser.add_argument(
+        "--max-sample-s", type=float, default=0.25, help="fewer iters when a sample would take longer"
+    )
     parser.add_argument(
         "--async-count", type=int, default=1, help="concurrent async allreduces per repetition"
     )
@@ -204,7 +209,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     bad = [s for s in args.grid if s <= 0 or s % 4]
     if bad:
         parser.error(f"sizes must be positive multiples of 4 bytes (float32), got {bad}")
-    for name in ("repeats", "async_count"):
+    for name in ("repeats", "async_count", "iters"):
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be ≥ 1")
     if args.warmup < 0 or args.time_budget_s <= 0:
@@ -278,6 +283,7 @@ def main(argv: list[str] | None = None) -> int:
     if rank == 0:
         out = open(args.out, "w") if args.out else sys.stdout  # noqa: SIM115
     flag = torch.zeros(1, dtype=torch.int32, device=device)
+    iters_t = torch.zeros(1, dtype=torch.int32, device=device)
     last_iter_s = 0.0
     last_size = 0
     done = 0
@@ -289,7 +295,8 @@ def main(argv: list[str] | None = None) -> int:
         for size in args.grid:
             if rank == 0:
                 guess_s = last_iter_s * max(1.0, size / max(last_size, 1)) if last_iter_s else 0.0
-                needed_s = (args.warmup + args.repeats) * (guess_s + 0.002) + 0.05
+                timed_s = args.repeats * max(guess_s + 0.002, min(args.max_sample_s, args.iters * guess_s))
+                needed_s = args.warmup * (guess_s + 0.002) + timed_s + 0.05
                 flag.fill_(1 if time.monotonic() - started + needed_s <= args.time_budget_s else 0)
             dist.broadcast(flag, src=0)
             if not int(flag.item()):
@@ -309,15 +316,24 @@ def main(argv: list[str] | None = None) -> int:
                         work.wait()
                 sync()
 
+            t0 = time.perf_counter()
             for _ in range(args.warmup):
                 once()
+            # iterations per sample: up to --iters, as many as fit in --max-sample-s (rank 0's warm-up says)
+            if rank == 0:
+                per_op_s = (time.perf_counter() - t0) / max(args.warmup, 1) if args.warmup else last_iter_s
+                fit = int(args.max_sample_s / per_op_s) if per_op_s > 0 else args.iters
+                iters_t.fill_(max(1, min(args.iters, fit)))
+            dist.broadcast(iters_t, src=0)
+            iters = int(iters_t.item())
             times_s = []
             for _ in range(args.repeats):
                 barrier()
                 sync()
                 t0 = time.perf_counter()
-                once()
-                times_s.append(time.perf_counter() - t0)
+                for _ in range(iters):
+                    once()
+                times_s.append((time.perf_counter() - t0) / iters)
             slowest = torch.tensor(times_s, dtype=torch.float64, device=device)
             dist.all_reduce(slowest, op=dist.ReduceOp.MAX)
             times_s = [float(t) for t in slowest.cpu().tolist()]
@@ -345,6 +361,7 @@ def main(argv: list[str] | None = None) -> int:
                         "backend": backend,
                         "async_count": args.async_count,
                         "repeat": rep,
+                        "iters": iters,
                         **feats,
                     }
                     out.write(json.dumps(sample, sort_keys=True) + "\n")

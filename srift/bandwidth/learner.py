@@ -59,7 +59,7 @@ class BusBandwidthRegressor(BaseEstimator, RegressorMixin):  # type: ignore[misc
     """Predicts allreduce bus bandwidth (Gbit/s) from probe records (X: a sequence of ProbeRecord).
 
     Parameters (validated together in `_validated_params`, at fit time, as scikit-learn does):
-      mtu_bytes: provider → MTU in bytes (None: DEFAULT_MTU_BYTES, 9001 for aws, 1500 for testbed/local);
+      mtu_bytes: provider → MTU in bytes (None: DEFAULT_MTU_BYTES: 9001 for aws and testbed);
       default_mtu_bytes: MTU of providers not in the map; sizes < MTU go to the small model;
       small_objective / large_objective: XGBoost objectives of the two halves;
       log_target: learn log(busbw) (predictions always > 0) instead of busbw (clipped at MIN_BUSBW_GBPS);

@@ -100,7 +100,7 @@ class ProbeRecord:
 
 _FIELDS = {f.name for f in fields(ProbeRecord)}
 _REQUIRED = ("provider", "instance_type", "backend", "buffer_bytes", "world_size", "time_s")
-_IGNORED = {"schema", "probe_version", "dtype", "timestamp", "host", "device", "extra"}
+_IGNORED = {"schema", "probe_version", "dtype", "timestamp", "host", "device", "extra", "iters"}
 
 
 def _bad(where: str, field: str, message: str, hint: str) -> InvalidInput:
