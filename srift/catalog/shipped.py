@@ -38,13 +38,17 @@ def _parsed(path: Path, digest: str) -> SnapshotData:
     return load_catalog_file(path, origin=f"srift/catalog/data/{path.name}")
 
 
-def shipped_snapshot(path: Path) -> tuple[SnapshotData, str]:
-    """The validated snapshot of one shipped file and the marker its stored `source` starts with."""
+def _marker(path: Path) -> tuple[str, str]:
+    """(full sha256 of the file, the marker its stored snapshot's `source` starts with)."""
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    return digest, f"{SHIPPED_PREFIX}{path.name} sha256:{digest[:16]}"
+
+
+def shipped_snapshot(path: Path) -> SnapshotData:
+    """The validated snapshot of one shipped file, its source prefixed with the file's marker."""
+    digest, marker = _marker(path)
     data = _parsed(path, digest)
-    marker = f"{SHIPPED_PREFIX}{path.name} sha256:{digest[:16]}"
-    source = f"{marker}; {data.source}"[:MAX_SOURCE_CHARS]
-    return replace(data, source=source), marker
+    return replace(data, source=f"{marker}; {data.source}"[:MAX_SOURCE_CHARS])
 
 
 def load_shipped_catalog(settings: Settings) -> int:
@@ -65,11 +69,12 @@ def _load(settings: Settings) -> int:
     with transaction(settings.resolved_database_url) as session:
         stored = session.scalars(select(CatalogSnapshot)).all()
         for path in shipped_files():
-            data, marker = shipped_snapshot(path)
+            _, marker = _marker(path)
             prefix = f"{SHIPPED_PREFIX}{path.name} "
             mine = [s for s in stored if s.source.startswith(prefix)]
-            if any(s.name == data.name and s.source.startswith(marker) for s in mine):
+            if any(s.source.startswith(marker) for s in mine):
                 continue
+            data = shipped_snapshot(path)
             for old in mine:
                 delete_snapshot(session=session, snapshot_id=old.id)
             save_snapshot(session=session, snapshot=data, replace=True)

@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 from srift.catalog import store
 from srift.catalog.document import PriceData, SnapshotData, TypeData
 from srift.catalog.shipped import load_shipped_catalog
-from srift.db.session import session_factory
+from srift.db.session import session_factory, transaction
 from srift.db.tables import CatalogSnapshot, InstanceTypeRow, PriceRow
 from srift.domain.catalog import Interconnect, Market, MarketChoice
 from srift.errors import Conflict, InvalidInput, NotFound
@@ -37,6 +37,12 @@ def test_shipped_load_is_idempotent(loaded: Settings) -> None:
     before = _counts(loaded.resolved_database_url)
     assert before[0] == 2 and before[2] > 200
     assert load_shipped_catalog(loaded) == 0
+    assert _counts(loaded.resolved_database_url) == before
+    # A snapshot stored from an older version of a file (other hash) is replaced, not duplicated.
+    with transaction(loaded.resolved_database_url) as s:
+        row = s.scalars(select(CatalogSnapshot).where(CatalogSnapshot.name == "aws-2025-05")).one()
+        row.source = "shipped file aws.yaml sha256:0000000000000000; older data"
+    assert load_shipped_catalog(loaded) == 1
     assert _counts(loaded.resolved_database_url) == before
 
 
