@@ -46,6 +46,7 @@ def catalog_document(spec: TestbedSpec, *, as_of: date | None = None) -> dict[st
                 "efa": False,
                 "extra": {
                     "cpu_cores": t.cpu_cores,
+                    "memory_mib": t.memory_mib,
                     "rate_mbit": t.rate_mbit,
                     "delay_ms": t.delay_ms,
                     "jitter_ms": t.jitter_ms,
