@@ -58,11 +58,13 @@ def plotly_js_path() -> Path | None:
 
 def mount(app: FastAPI) -> None:
     """Attach the dashboard's pages, its vendored chart library and static files to the app."""
+    from srift.api.limits import ERROR_RESPONSES, document_errors
     from srift.api.routes import bandwidth_curves, training_runs
 
     templates = Jinja2Templates(directory=str(TEMPLATES_DIR))
     for module in (bandwidth_curves, training_runs):
-        app.include_router(module.router, prefix="/v1")
+        document_errors(module.router)
+        app.include_router(module.router, prefix="/v1", responses=ERROR_RESPONSES)
 
     def page_handler(page: Page):  # type: ignore[no-untyped-def]
         async def render(request: Request) -> HTMLResponse:

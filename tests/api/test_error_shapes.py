@@ -3,14 +3,12 @@
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
 from fastapi import APIRouter
-from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
 
-from srift.api.app import ROUTE_MODULES, create_app
+from srift.api.app import create_app
 from srift.api.limits import ERROR_RESPONSES
 from srift.settings import Settings
 
@@ -45,12 +43,7 @@ def test_framework_errors_use_our_shape(settings: Settings) -> None:
 
 def test_v1_operations_document_the_error_shape(client: TestClient) -> None:
     spec = client.get("/openapi.json").json()
-    ours = {
-        "/v1" + route.path
-        for name in ROUTE_MODULES
-        for route in importlib.import_module(f"srift.api.routes.{name}").router.routes
-        if isinstance(route, APIRoute)
-    }
+    ours = {path for path in spec["paths"] if path.startswith("/v1")}
     assert "/v1/health" in ours
     for path in ours:
         for op in spec["paths"][path].values():
