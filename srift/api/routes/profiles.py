@@ -1,5 +1,89 @@
-"""Routes for profiles (filled in by its issue)."""
+"""POST/GET /v1/profiles: store compute profiles and read them back, grouped by model name."""
 
-from fastapi import APIRouter
+from __future__ import annotations
 
-router = APIRouter()
+from typing import Annotated
+
+from fastapi import APIRouter, Path, Query, status
+
+from srift.api.auth import RequireRead, RequireWrite
+from srift.api.deps import SessionDep
+from srift.api.limits import ErrorBody
+from srift.api.schemas.profiles import (
+    ModelProfilesOut,
+    ProfileCreated,
+    ProfileIn,
+    ProfileListOut,
+    ProfileOut,
+    ProfileSummaryOut,
+)
+from srift.domain.profile import ModelProfile
+from srift.profiling import store
+
+router = APIRouter(tags=["profiles"])
+
+NO_NUL = r"^[^\x00]+$"
+
+
+@router.post(
+    "/profiles",
+    status_code=status.HTTP_201_CREATED,
+    response_model=ProfileCreated,
+    responses={
+        422: {"model": ErrorBody, "description": "the profile is invalid; `field` names the offending value"}
+    },
+)
+def create_profile(body: ProfileIn, session: SessionDep, _: RequireWrite) -> ProfileCreated:
+    """Validate and store a profile (the JSON `srift profile --out` writes); storing it again is a no-op.
+
+    Checks: breakpoints strictly increasing and ≥ 1, one positive time per breakpoint, `ready_frac` and
+    `exec_prob` in [0, 1], `grad_bytes` ≥ 0. Profiles are grouped under `model`, one per accelerator.
+    """
+    profile = ModelProfile.from_dict(body.model_dump())
+    profile_id, created = store.save_profile_checked(session=session, profile=profile)
+    return ProfileCreated(
+        id=profile_id, model=profile.model, accelerator=profile.accelerator, created=created
+    )
+
+
+@router.get(
+    "/profiles",
+    response_model=ProfileListOut,
+)
+def list_profiles(
+    session: SessionDep,
+    _: RequireRead,
+    model: Annotated[
+        str | None, Query(min_length=1, max_length=200, pattern=NO_NUL, description="only this model")
+    ] = None,
+    accelerator: Annotated[
+        str | None, Query(min_length=1, max_length=200, pattern=NO_NUL, description="only this accelerator")
+    ] = None,
+    limit: Annotated[int, Query(ge=1, le=1000, description="profiles per page")] = 200,
+    offset: Annotated[int, Query(ge=0, le=1_000_000_000, description="profiles to skip")] = 0,
+) -> ProfileListOut:
+    """Stored profiles grouped by model name (ordered by model, then id)."""
+    items = store.list_profiles(
+        session=session, model=model, accelerator=accelerator, limit=limit, offset=offset
+    )
+    groups = []
+    for name, members in store.group_by_model(items).items():
+        accelerators = sorted({p.accelerator for _, p in members})
+        summaries = [ProfileSummaryOut.model_validate(store.profile_summary(i, p)) for i, p in members]
+        groups.append(ModelProfilesOut(model=name, accelerators=accelerators, profiles=summaries))
+    return ProfileListOut(models=groups, count=len(items))
+
+
+@router.get(
+    "/profiles/{profile_id}",
+    response_model=ProfileOut,
+    responses={404: {"model": ErrorBody, "description": "no profile with this id"}},
+)
+def get_profile(
+    session: SessionDep,
+    _: RequireRead,
+    profile_id: Annotated[int, Path(ge=1, le=2**31 - 1, description="id returned by POST /v1/profiles")],
+) -> ProfileOut:
+    """One stored profile, the full document."""
+    profile = store.get_profile(session=session, profile_id=profile_id)
+    return ProfileOut.model_validate({"id": profile_id, **profile.to_dict()})

@@ -1,0 +1,164 @@
+"""Request and response schemas of /v1/profiles (compute profiles written by `srift profile`)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+MAX_SAFE_INT = 2**53 - 1
+MAX_BATCH = 1_000_000_000
+NAME_CHARS = 200
+
+Batch = Annotated[int, Field(ge=1, le=MAX_BATCH)]
+Seconds = Annotated[float, Field(gt=0)]
+
+
+def _no_nul(value: Any, where: str) -> None:
+    """Reject NUL characters anywhere in strings (PostgreSQL text cannot hold them)."""
+    if isinstance(value, str):
+        if "\x00" in value:
+            raise ValueError(f"{where} contains a NUL character")
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            _no_nul(k, where)
+            _no_nul(v, where)
+    elif isinstance(value, list):
+        for v in value:
+            _no_nul(v, where)
+
+
+class CurveIn(BaseModel):
+    """Piecewise-linear time curve: strictly increasing batch breakpoints and the seconds at each."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    batches: list[Batch] = Field(
+        min_length=1, max_length=64, description="breakpoints in samples, increasing"
+    )
+    times_s: list[Seconds] = Field(min_length=1, max_length=64, description="seconds at each breakpoint, > 0")
+
+
+class LayerIn(BaseModel):
+    """One trainable layer: gradient size and readiness."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    name: str = Field(min_length=1, max_length=1000, description="module path, e.g. encoder.layers.0.linear1")
+    grad_bytes: int = Field(ge=0, le=MAX_SAFE_INT, description="bytes of this layer's gradients")
+    ready_frac: float = Field(
+        ge=0, le=1, description="when its gradients are ready, as a fraction of backward"
+    )
+    exec_prob: float = Field(default=1.0, ge=0, le=1, description="share of iterations in which it runs")
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        _no_nul(value, "name")
+        return value
+
+
+class ProfileIn(BaseModel):
+    """A compute profile document as written by `srift profile --out` (schema version 1)."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    schema_version: Literal[1] = Field(default=1, description="profile format version (this Srift reads 1)")
+    model: str = Field(min_length=1, max_length=NAME_CHARS, description="model name; profiles group under it")
+    accelerator: str = Field(
+        min_length=1,
+        max_length=NAME_CHARS,
+        description="GPU device name, cpu:<model>:<threads>t, or instance type",
+    )
+    max_batch: int = Field(ge=1, le=MAX_BATCH, description="largest per-device batch that fits")
+    forward: CurveIn
+    backward: CurveIn
+    layers: list[LayerIn] = Field(min_length=1, max_length=100_000, description="trainable layers")
+    straggler_cv: float = Field(ge=0, le=5, description="std/mean of iteration time")
+    torch_version: str = Field(default="", max_length=100)
+    device: str = Field(default="cpu", max_length=100, description="torch device the profile ran on")
+    threads: int | None = Field(default=None, ge=1, le=100_000, description="CPU threads used, if recorded")
+    created_at: str = Field(default="", max_length=100, description="ISO 8601 time the profile was made")
+    extra: dict[str, Any] = Field(
+        default_factory=dict, description="free-form facts (raw measurements, budget)"
+    )
+
+    @field_validator("model", "accelerator", "torch_version", "device", "created_at", "extra")
+    @classmethod
+    def _strings(cls, value: Any) -> Any:
+        _no_nul(value, "value")
+        return value
+
+
+class ProfileCreated(BaseModel):
+    """Answer to POST /v1/profiles; `created` is false when the same document was already stored."""
+
+    id: int
+    model: str
+    accelerator: str
+    created: bool
+
+
+class CurveOut(BaseModel):
+    batches: list[int]
+    times_s: list[float]
+
+
+class LayerOut(BaseModel):
+    name: str
+    grad_bytes: int
+    ready_frac: float
+    exec_prob: float
+
+
+class ProfileOut(BaseModel):
+    """A stored profile: its id and the full document."""
+
+    id: int
+    schema_version: int
+    model: str
+    accelerator: str
+    max_batch: int
+    forward: CurveOut
+    backward: CurveOut
+    layers: list[LayerOut] = Field(description="in the order their gradients become ready")
+    straggler_cv: float
+    torch_version: str
+    device: str
+    threads: int | None
+    created_at: str
+    extra: dict[str, Any]
+
+
+class ProfileSummaryOut(BaseModel):
+    """One profile in a listing."""
+
+    id: int
+    model: str
+    accelerator: str
+    device: str
+    threads: int | None
+    max_batch: int
+    ms_per_sample_at_max_batch: float = Field(
+        description="forward+backward milliseconds per sample at max_batch"
+    )
+    layers: int = Field(description="number of trainable layers")
+    total_grad_bytes: int
+    straggler_cv: float
+    torch_version: str
+    created_at: str
+
+
+class ModelProfilesOut(BaseModel):
+    """All stored profiles of one model (typically one per accelerator)."""
+
+    model: str
+    accelerators: list[str]
+    profiles: list[ProfileSummaryOut]
+
+
+class ProfileListOut(BaseModel):
+    """Stored profiles grouped by model name."""
+
+    models: list[ModelProfilesOut]
+    count: int = Field(description="profiles in this page")

@@ -1,0 +1,828 @@
+"""The compute profiler of Srift §4.1: largest batch, forward/backward curves, gradient readiness, spread.
+
+`profile_model` runs the user's model for real:
+
+1. **Check** — build the model, run forward, loss and backward at batch 1 and 2; any failure is an
+   InvalidInput naming the factory and the underlying exception.
+2. **Largest batch** — double-then-bisect (`curves.largest_fitting`) up to the cap. On CUDA a batch fits
+   unless it raises out-of-memory (memory is freed and the search goes on) or, with a budget, its peak
+   allocation exceeds it. On CPU a batch fits if the peak resident-set growth of a forward+backward step
+   (the larger of two, see srift.profiling.memory), plus the input batch, stays within the budget
+   (default: ¾ of the host's available memory or of the cgroup's headroom, whichever is smaller). A batch
+   whose growth, extrapolated from the batches already measured, would pass 90 % of the free memory is not
+   even tried, so the search does not invite the kernel's OOM killer.
+3. **Curves** — forward (including the loss) and backward are timed separately at 1, ⅓, ⅔ and all of the
+   largest batch, interleaved round-robin so slow spells hit every point alike, after warm-up; the median of
+   the repeats is kept (CUDA timings are synchronised), and the 3-segment piecewise-linear curves pass
+   through those points.
+4. **Readiness and spread** — at ⅓ of the largest batch, `iterations` fresh inputs are run with a
+   post-accumulate-grad hook on every trainable parameter. A layer (a module owning parameters directly;
+   shared parameters belong to the first owner) is ready when its last parameter's gradient is; its
+   `ready_frac` is the median over iterations of that instant as a fraction of the backward pass,
+   `exec_prob` the share of iterations in which it received gradients, and `straggler_cv` is std/mean of
+   the forward+backward time over those iterations.
+
+Default loss: the sum, over every floating-point tensor in the model's output, of its mean.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import gc
+import itertools
+import math
+import statistics
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+import torch
+from torch import nn
+
+from srift.domain.profile import PROFILE_SCHEMA_VERSION, LayerGrad, ModelProfile
+from srift.errors import EnvironmentProblem, Infeasible, InvalidInput
+from srift.profiling import memory
+from srift.profiling.accelerator import MAX_NAME_CHARS, cpu_accelerator_name
+from srift.profiling.curves import breakpoints, coefficient_of_variation, fit_curve, largest_fitting
+from srift.profiling.loading import describe
+
+
+class Clock(StrEnum):
+    """What the profiler's timings measure.
+
+    WALL: elapsed time (perf_counter; CUDA-synchronised) — what a training step costs on a machine of
+    its own. THREAD: CPU time of the profiling thread (CPU device, one thread only) — excludes time the
+    process waits for a core, so profiles and checks stay meaningful on a shared, loaded machine.
+    """
+
+    WALL = "wall"
+    THREAD = "thread"
+
+
+ProgressFn = Callable[[str, float], None]
+"""Called with the stage ("check", "max batch", "timing", "readiness", "done") and the overall fraction."""
+
+DEFAULT_MAX_BATCH_CPU = 512
+DEFAULT_MAX_BATCH_CUDA = 4096
+DEFAULT_REPEATS = 7
+DEFAULT_WARMUP = 2
+DEFAULT_ITERATIONS = 30
+MEMORY_PROBE_STEPS = 2
+"""CPU peak growth is the largest of this many steps (RSS readings vary by a few MB with allocator state)."""
+PREDICTION_MARGIN = 1.1
+"""A CPU batch is not tried when PREDICTION_MARGIN × its extrapolated growth exceeds the hard limit."""
+DEFAULT_LOSS_NAME = "default: sum of the means of the output's floating-point tensors"
+
+_STAGES = {"check": (0.0, 0.03), "max batch": (0.03, 0.25), "timing": (0.25, 0.75), "readiness": (0.75, 1.0)}
+
+
+def default_loss(output: Any) -> torch.Tensor:
+    """Sum of the means of every floating-point tensor in `output` (tensor, sequence or mapping)."""
+    tensors = [t for t in _tensors(output) if t.is_floating_point() or t.is_complex()]
+    if not tensors:
+        raise TypeError(f"the model's output ({type(output).__name__}) holds no floating-point tensor")
+    total = tensors[0].float().mean()
+    for t in tensors[1:]:
+        total = total + t.float().mean()
+    return total.real if total.is_complex() else total
+
+
+def parse_device(device: str) -> torch.device:
+    """Accept "cpu", "cuda" or "cuda:N"; CUDA must be present here."""
+    text = device.strip().lower()
+    if text != "cpu" and text != "cuda" and not (text.startswith("cuda:") and text[5:].isdigit()):
+        raise InvalidInput(
+            f"device {device!r} is not cpu, cuda or cuda:N",
+            hint="pass --device cpu or cuda:0",
+            field="device",
+        )
+    if text == "cpu":
+        return torch.device("cpu")
+    if not torch.cuda.is_available():
+        raise EnvironmentProblem(
+            f"device {device!r} was asked for but this machine has no usable CUDA device",
+            hint="profile on a GPU host (e.g. via a profile job) or pass --device cpu",
+            field="device",
+        )
+    index = int(text[5:]) if ":" in text else torch.cuda.current_device()
+    if index >= torch.cuda.device_count():
+        raise InvalidInput(
+            f"device {device!r}: this machine has {torch.cuda.device_count()} CUDA device(s)",
+            hint="pick an index below the device count",
+            field="device",
+        )
+    return torch.device("cuda", index)
+
+
+def clock_function(clock: Clock | str, *, device: torch.device, threads: int) -> Callable[[], float]:
+    """The timer for `clock`; THREAD needs the CPU device and one intra-op thread."""
+    try:
+        chosen = Clock(clock)
+    except ValueError:
+        raise InvalidInput(f"unknown clock {clock!r}", hint="use wall or thread", field="clock") from None
+    if chosen is Clock.WALL:
+        return time.perf_counter
+    if device.type != "cpu" or threads != 1:
+        raise InvalidInput(
+            f"the thread clock needs --device cpu and --threads 1 (got {device}, {threads} threads)",
+            hint="add --threads 1, or use --clock wall",
+            field="clock",
+        )
+    return time.thread_time
+
+
+@dataclass(frozen=True, slots=True)
+class _Layer:
+    name: str
+    params: tuple[int, ...]
+    grad_bytes: int
+
+
+def trainable_layers(model: nn.Module) -> list[_Layer]:
+    """Modules that own trainable parameters, each parameter (tied ones included) assigned once.
+
+    Parameter indices refer to `unique_trainable_parameters(model)`.
+    """
+    index = {id(p): i for i, p in enumerate(unique_trainable_parameters(model))}
+    seen: set[int] = set()
+    layers: list[_Layer] = []
+    for name, module in model.named_modules():
+        own: list[int] = []
+        size = 0
+        for _, param in module.named_parameters(recurse=False):
+            if not param.requires_grad or id(param) in seen:
+                continue
+            seen.add(id(param))
+            own.append(index[id(param)])
+            size += param.numel() * param.element_size()
+        if own:
+            layers.append(_Layer(name=name or "<root>", params=tuple(own), grad_bytes=size))
+    return layers
+
+
+def unique_trainable_parameters(model: nn.Module) -> list[nn.Parameter]:
+    return [p for p in model.parameters() if p.requires_grad]
+
+
+def trainable_bytes(model: nn.Module) -> int:
+    """Bytes of the model's trainable parameters, shared parameters counted once."""
+    return sum(p.numel() * p.element_size() for p in unique_trainable_parameters(model))
+
+
+@dataclass
+class _Bench:
+    """The model, its inputs and loss on one device, with one timed training step."""
+
+    model: nn.Module
+    make_input: Callable[[int], Any]
+    loss_fn: Callable[[Any], torch.Tensor]
+    device: torch.device
+    model_desc: str
+    input_desc: str
+    loss_desc: str
+    now: Callable[[], float] = time.perf_counter
+
+    @property
+    def cuda(self) -> bool:
+        return self.device.type == "cuda"
+
+    def sync(self) -> None:
+        if self.cuda:
+            torch.cuda.synchronize(self.device)
+
+    def inputs(self, batch: int) -> Any:
+        return _to_device(self.make_input(batch), self.device)
+
+    def loss(self, inputs: Any) -> torch.Tensor:
+        return self.loss_fn(_call(self.model, inputs))
+
+    def step(self, inputs: Any) -> tuple[float, float]:
+        """One forward (with loss) and backward; returns their seconds."""
+        self.model.zero_grad(set_to_none=True)
+        self.sync()
+        t0 = self.now()
+        loss = self.loss(inputs)
+        self.sync()
+        t1 = self.now()
+        _backward(loss)
+        self.sync()
+        t2 = self.now()
+        return t1 - t0, t2 - t1
+
+
+class _Progress:
+    def __init__(self, fn: ProgressFn | None) -> None:
+        self.fn = fn
+
+    def __call__(self, stage: str, fraction: float) -> None:
+        if self.fn is None:
+            return
+        lo, hi = _STAGES.get(stage, (1.0, 1.0))
+        self.fn(stage, lo + (hi - lo) * min(max(fraction, 0.0), 1.0))
+
+
+def profile_model(
+    model_factory: Callable[[], nn.Module],
+    input_factory: Callable[[int], Any],
+    *,
+    loss_fn: Callable[[Any], torch.Tensor] | None = None,
+    device: str = "cpu",
+    threads: int | None = None,
+    max_batch: int | None = None,
+    accelerator: str | None = None,
+    memory_budget_bytes: int | None = None,
+    repeats: int = DEFAULT_REPEATS,
+    warmup: int = DEFAULT_WARMUP,
+    iterations: int = DEFAULT_ITERATIONS,
+    model_name: str | None = None,
+    clock: Clock | str = Clock.WALL,
+    progress: ProgressFn | None = None,
+) -> ModelProfile:
+    """Profile a model on this machine (see the module docstring for the method) and return its ModelProfile.
+
+    `model_factory()` returns the nn.Module; `input_factory(batch)` returns one input batch (a tensor, a
+    tuple/list of positional tensors, or a dict of keyword tensors); `loss_fn(output)` returns the scalar to
+    backpropagate (default: see `default_loss`). `max_batch` caps the search (default 512 on CPU, 4096 on
+    CUDA). `threads` sets torch's intra-op threads for the run. `accelerator` overrides the recorded device
+    name (e.g. a testbed or EC2 instance type). `repeats`/`warmup` are per curve point; `iterations` (≥ 30
+    for the paper's spread measure) drive readiness, `exec_prob` and `straggler_cv`. `clock` picks wall
+    time (default) or, on CPU with one thread, the thread's CPU time (see Clock).
+    """
+    started = time.perf_counter()
+    _check_positive(repeats=repeats, warmup=warmup + 1, iterations=iterations)
+    if threads is not None and threads < 1:
+        raise InvalidInput(f"{threads} is below 1", hint="pass --threads 1 or more", field="threads")
+    if memory_budget_bytes is not None and memory_budget_bytes < 1:
+        raise InvalidInput("must be positive", hint="give the budget in bytes", field="memory_budget_bytes")
+    if model_name is not None and not (0 < len(model_name.strip()) <= MAX_NAME_CHARS):
+        raise InvalidInput(
+            f"must be 1–{MAX_NAME_CHARS} characters", hint="give a short model name", field="model_name"
+        )
+    if accelerator is not None and not (0 < len(accelerator.strip()) <= MAX_NAME_CHARS):
+        raise InvalidInput(
+            f"must be 1–{MAX_NAME_CHARS} characters",
+            hint="give a short accelerator name",
+            field="accelerator",
+        )
+    dev = parse_device(device)
+    cap = (
+        max_batch
+        if max_batch is not None
+        else (DEFAULT_MAX_BATCH_CUDA if dev.type == "cuda" else DEFAULT_MAX_BATCH_CPU)
+    )
+    if cap < 1:
+        raise InvalidInput(f"{cap} is below 1", hint="pass --max-batch 1 or more", field="max_batch")
+    report = _Progress(progress)
+    with _threads(threads) as used_threads:
+        now = clock_function(clock, device=dev, threads=used_threads)
+        report("check", 0.0)
+        bench = _build_bench(model_factory, input_factory, loss_fn, dev)
+        bench.now = now
+        report("check", 1.0)
+        search = _search_max_batch(bench, cap=cap, budget_bytes=memory_budget_bytes, report=report)
+        points = breakpoints(search.max_batch)
+        with _no_gc():
+            measured = _time_points(bench, points, repeats=repeats, warmup=warmup, report=report)
+            ready = _readiness(
+                bench, batch=points[1] if len(points) > 1 else points[0], iterations=iterations, report=report
+            )
+    forward = fit_curve(points, [statistics.median(measured.forward_s[b]) for b in points])
+    backward = fit_curve(points, [statistics.median(measured.backward_s[b]) for b in points])
+    name = model_name.strip() if model_name else _default_model_name(model_factory, bench.model)
+    if accelerator:
+        acc = accelerator.strip()
+    elif dev.type == "cuda":
+        acc = torch.cuda.get_device_name(dev)[:MAX_NAME_CHARS]
+    else:
+        acc = cpu_accelerator_name(used_threads)
+    report("done", 1.0)
+    return ModelProfile(
+        model=name,
+        accelerator=acc,
+        max_batch=search.max_batch,
+        forward=forward,
+        backward=backward,
+        layers=ready.layers,
+        straggler_cv=ready.straggler_cv,
+        schema_version=PROFILE_SCHEMA_VERSION,
+        torch_version=str(torch.__version__),
+        device=str(dev),
+        threads=used_threads if dev.type == "cpu" or threads is not None else None,
+        created_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        extra={
+            "profiler": "srift.profiling",
+            "clock": Clock(clock).value,
+            "model_factory": bench.model_desc,
+            "input_factory": bench.input_desc,
+            "loss": bench.loss_desc,
+            "max_batch_cap": cap,
+            "max_batch_limited_by": "cap" if search.max_batch == cap else "memory",
+            "memory": search.to_dict(),
+            "measured": {
+                "batches": list(points),
+                "forward_s": [[round(t, 9) for t in measured.forward_s[b]] for b in points],
+                "backward_s": [[round(t, 9) for t in measured.backward_s[b]] for b in points],
+            },
+            "repeats": repeats,
+            "warmup": warmup,
+            "iterations": iterations,
+            "iteration_batch": ready.batch,
+            "iteration_mean_s": ready.mean_iteration_s,
+            "trainable_bytes": trainable_bytes(bench.model),
+            "profile_s": round(time.perf_counter() - started, 3),
+        },
+    )
+
+
+def _default_model_name(factory: Callable[[], nn.Module], model: nn.Module) -> str:
+    name = getattr(factory, "__name__", None) or type(model).__name__
+    return str(name)[:MAX_NAME_CHARS]
+
+
+def _check_positive(**values: int) -> None:
+    for key, value in values.items():
+        if value < 1:
+            raise InvalidInput(f"{value} is too small", hint=f"give a positive {key}", field=key)
+
+
+@contextmanager
+def _threads(threads: int | None) -> Iterator[int]:
+    old = torch.get_num_threads()
+    if threads is not None:
+        torch.set_num_threads(threads)
+    try:
+        yield torch.get_num_threads()
+    finally:
+        torch.set_num_threads(old)
+
+
+@contextmanager
+def _no_gc() -> Iterator[None]:
+    """Keep Python's cyclic collector from pausing inside timed regions."""
+    enabled = gc.isenabled()
+    gc.collect()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _tensors(value: Any) -> Iterator[torch.Tensor]:
+    if isinstance(value, torch.Tensor):
+        yield value
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _tensors(v)
+    elif isinstance(value, list | tuple):
+        for v in value:
+            yield from _tensors(v)
+
+
+def _to_device(value: Any, device: torch.device) -> Any:
+    if isinstance(value, torch.Tensor):
+        return value.to(device, non_blocking=True)
+    if isinstance(value, dict):
+        return {k: _to_device(v, device) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(_to_device(v, device) for v in value)
+    return value
+
+
+def _call(model: nn.Module, inputs: Any) -> Any:
+    if isinstance(inputs, dict):
+        return model(**inputs)
+    if isinstance(inputs, list | tuple):
+        return model(*inputs)
+    return model(inputs)
+
+
+def _nbytes(value: Any) -> int:
+    return sum(t.numel() * t.element_size() for t in _tensors(value))
+
+
+def _numel(value: Any) -> int:
+    return sum(t.numel() for t in _tensors(value))
+
+
+def _failure(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}".strip()
+
+
+def _build_bench(
+    model_factory: Callable[[], nn.Module],
+    input_factory: Callable[[int], Any],
+    loss_fn: Callable[[Any], torch.Tensor] | None,
+    device: torch.device,
+) -> _Bench:
+    """Build the model and check one training step at batch 1 and 2, naming the culprit on failure."""
+    model_desc, input_desc = describe(model_factory), describe(input_factory)
+    loss_desc = describe(loss_fn) if loss_fn is not None else DEFAULT_LOSS_NAME
+    try:
+        model = model_factory()
+    except Exception as exc:
+        raise InvalidInput(
+            f"model factory `{model_desc}` failed: {_failure(exc)}",
+            hint="make the factory build the model without arguments",
+            field="model_factory",
+        ) from exc
+    if not isinstance(model, nn.Module):
+        raise InvalidInput(
+            f"model factory `{model_desc}` returned {type(model).__name__}, not a torch.nn.Module",
+            hint="return the nn.Module itself (not a class, tuple or state dict)",
+            field="model_factory",
+        )
+    try:
+        model = model.to(device).train()
+    except Exception as exc:
+        raise InvalidInput(
+            f"model from `{model_desc}` could not move to {device}: {_failure(exc)}",
+            hint="check the device",
+            field="device",
+        ) from exc
+    bench = _Bench(
+        model=model,
+        make_input=input_factory,
+        loss_fn=loss_fn or default_loss,
+        device=device,
+        model_desc=model_desc,
+        input_desc=input_desc,
+        loss_desc=loss_desc,
+    )
+    numel = {}
+    for batch in (1, 2):
+        inputs = _checked_inputs(bench, batch)
+        numel[batch] = _numel(inputs)
+        _checked_step(bench, inputs)
+    if numel[2] <= numel[1]:
+        raise InvalidInput(
+            f"input factory `{input_desc}` returned {numel[2]} elements for batch 2, {numel[1]} for batch 1",
+            hint="make the input factory's first argument the batch size and return that many samples",
+            field="input_factory",
+        )
+    if not unique_trainable_parameters(model):
+        raise InvalidInput(
+            f"model from `{model_desc}` has no trainable parameters",
+            hint="profile a model with parameters that require gradients",
+            field="model_factory",
+        )
+    bench.model.zero_grad(set_to_none=True)
+    return bench
+
+
+def _checked_inputs(bench: _Bench, batch: int) -> Any:
+    try:
+        inputs = bench.make_input(batch)
+    except Exception as exc:
+        raise InvalidInput(
+            f"input factory `{bench.input_desc}` failed for batch {batch}: {_failure(exc)}",
+            hint="make the input factory take the batch size and return the input batch",
+            field="input_factory",
+        ) from exc
+    if not any(True for _ in _tensors(inputs)):
+        raise InvalidInput(
+            f"input factory `{bench.input_desc}` returned {type(inputs).__name__}, not a tensor or tensors",
+            hint="return a tensor, a tuple/list of tensors (positional inputs) or a dict (keyword inputs)",
+            field="input_factory",
+        )
+    return _to_device(inputs, bench.device)
+
+
+def _checked_step(bench: _Bench, inputs: Any) -> None:
+    bench.model.zero_grad(set_to_none=True)
+    try:
+        output = _call(bench.model, inputs)
+    except Exception as exc:
+        raise InvalidInput(
+            f"model from `{bench.model_desc}` failed on the batch from input factory `{bench.input_desc}`: "
+            f"{_failure(exc)}",
+            hint="make the input factory return a batch of the shape and type the model expects",
+            field="input_factory",
+        ) from exc
+    try:
+        loss = bench.loss_fn(output)
+    except Exception as exc:
+        raise InvalidInput(
+            f"loss `{bench.loss_desc}` failed on the model's output: {_failure(exc)}",
+            hint="pass --loss MODULE:FN taking the model's output and returning a scalar tensor",
+            field="loss_fn",
+        ) from exc
+    if not isinstance(loss, torch.Tensor) or loss.numel() != 1 or not loss.requires_grad:
+        raise InvalidInput(
+            f"loss `{bench.loss_desc}` returned {_describe_value(loss)}, not a scalar tensor that needs grad",
+            hint="return a one-element tensor computed from the model's output",
+            field="loss_fn",
+        )
+    try:
+        _backward(loss.reshape(()))
+    except Exception as exc:
+        raise InvalidInput(
+            f"backward through the model from `{bench.model_desc}` failed: {_failure(exc)}",
+            hint="make sure the model is differentiable (no in-place edits of saved tensors, no detach)",
+            field="model_factory",
+        ) from exc
+
+
+def _backward(loss: torch.Tensor) -> None:
+    loss.backward()  # type: ignore[no-untyped-call]
+
+
+def _cuda_event() -> Any:
+    return torch.cuda.Event(enable_timing=True)  # type: ignore[no-untyped-call]
+
+
+def _grad_ready_hook(param: torch.Tensor, hook: Callable[[torch.Tensor], None]) -> Any:
+    return param.register_post_accumulate_grad_hook(hook)  # type: ignore[no-untyped-call]
+
+
+def _describe_value(value: Any) -> str:
+    if isinstance(value, torch.Tensor):
+        return f"a tensor of shape {tuple(value.shape)} (requires_grad={value.requires_grad})"
+    return f"a {type(value).__name__}"
+
+
+def _is_oom(exc: BaseException) -> bool:
+    return isinstance(exc, torch.OutOfMemoryError) or (
+        isinstance(exc, RuntimeError) and "can't allocate memory" in str(exc)
+    )
+
+
+@dataclass
+class _Search:
+    method: str
+    budget_bytes: int | None
+    fixed_bytes: int = 0
+    hard_limit_bytes: int | None = None
+    max_batch: int = 0
+    probes: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "method": self.method,
+            "budget_bytes": self.budget_bytes,
+            "hard_limit_bytes": self.hard_limit_bytes,
+            "probes": self.probes,
+        }
+
+    def predicted_bytes(self, batch: int) -> float | None:
+        """Peak growth at `batch`: the largest measured batch's growth plus the steepest per-sample slope
+        among the last three measured batches (the first slope runs from the gradients' size at batch 0)."""
+        points = sorted((p["batch"], p["peak_bytes"]) for p in self.probes if p.get("peak_bytes") is not None)
+        if not points:
+            return None
+        points = [(0, min(self.fixed_bytes, points[0][1])), *points][-4:]
+        slope = max(max((g2 - g1) / (b2 - b1), 0.0) for (b1, g1), (b2, g2) in itertools.pairwise(points))
+        b_last, g_last = points[-1]
+        return float(g_last + slope * max(batch - b_last, 0))
+
+
+def _search_max_batch(bench: _Bench, *, cap: int, budget_bytes: int | None, report: _Progress) -> _Search:
+    if bench.cuda:
+        search = _Search(method="cuda-peak-allocated", budget_bytes=budget_bytes)
+    else:
+        budget = budget_bytes if budget_bytes is not None else memory.default_budget_bytes()
+        method = "rss-peak" if memory.peak_rss_supported() else "saved-tensors-estimate"
+        free = memory.free_bytes()
+        hard_limit = None if free is None else max(int(free * memory.HARD_LIMIT_FRACTION), budget or 0)
+        search = _Search(
+            method=method,
+            budget_bytes=budget,
+            fixed_bytes=trainable_bytes(bench.model),
+            hard_limit_bytes=hard_limit,
+        )
+    expected_calls = 2 * max(math.log2(cap), 1.0) + 1
+
+    def fits(batch: int) -> bool:
+        report("max batch", len(search.probes) / expected_calls)
+        probe = _probe(bench, search, batch)
+        search.probes.append(probe)
+        return bool(probe["fits"])
+
+    search.max_batch = largest_fitting(fits, cap=cap)
+    report("max batch", 1.0)
+    if search.max_batch < 1:
+        first = search.probes[0] if search.probes else {}
+        raise Infeasible(
+            f"the model does not fit at batch 1 on {bench.device} "
+            f"(peak {first.get('peak_bytes')} bytes, budget {search.budget_bytes} bytes)",
+            hint="raise --memory-budget or use a device with more memory",
+            field="memory_budget_bytes",
+        )
+    return search
+
+
+def _probe(bench: _Bench, search: _Search, batch: int) -> dict[str, Any]:
+    """Try one training step at `batch` and report its peak memory growth and whether it fits the budget."""
+    budget = search.budget_bytes
+    if not bench.cuda and search.hard_limit_bytes is not None:
+        predicted = search.predicted_bytes(batch)
+        if predicted is not None and predicted * PREDICTION_MARGIN > search.hard_limit_bytes:
+            return {"batch": batch, "peak_bytes": None, "predicted_bytes": int(predicted), "fits": False}
+    inputs = bench.inputs(batch)
+    input_bytes = _nbytes(inputs)
+    bench.model.zero_grad(set_to_none=True)
+    peak: int | None = None
+    out_of_memory = False
+    try:
+        if bench.cuda:
+            torch.cuda.reset_peak_memory_stats(bench.device)
+            base = torch.cuda.memory_allocated(bench.device)
+            bench.step(inputs)
+            peak = torch.cuda.max_memory_allocated(bench.device) - base + input_bytes
+        elif search.method == "rss-peak":
+            peak = input_bytes + max(
+                memory.peak_rss_growth_bytes(lambda: _discard(bench.step(inputs)))
+                for _ in range(MEMORY_PROBE_STEPS)
+            )
+        else:
+            peak = _saved_tensor_estimate(bench, inputs) + input_bytes
+    except RuntimeError as exc:
+        if not _is_oom(exc):
+            raise
+        out_of_memory = True
+    inputs = None
+    if out_of_memory:
+        bench.model.zero_grad(set_to_none=True)
+        gc.collect()
+        if bench.cuda:
+            torch.cuda.empty_cache()
+        return {"batch": batch, "peak_bytes": None, "out_of_memory": True, "fits": False}
+    bench.model.zero_grad(set_to_none=True)
+    return {
+        "batch": batch,
+        "peak_bytes": peak,
+        "fits": budget is None or (peak is not None and peak <= budget),
+    }
+
+
+def _discard(_: object) -> None:
+    return None
+
+
+def _saved_tensor_estimate(bench: _Bench, inputs: Any) -> int:
+    """Where peak RSS cannot be read: 1.5 × (tensors saved for backward + output) + gradients."""
+    storages: dict[int, int] = {}
+
+    def pack(t: torch.Tensor) -> torch.Tensor:
+        storage = t.untyped_storage()
+        storages[storage.data_ptr()] = storage.nbytes()
+        return t
+
+    def unpack(t: torch.Tensor) -> torch.Tensor:
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
+        loss = bench.loss(inputs)
+    _backward(loss)
+    return int(1.5 * sum(storages.values())) + trainable_bytes(bench.model)
+
+
+@dataclass
+class _Measured:
+    forward_s: dict[int, list[float]]
+    backward_s: dict[int, list[float]]
+
+
+def _time_points(
+    bench: _Bench, points: tuple[int, ...], *, repeats: int, warmup: int, report: _Progress
+) -> _Measured:
+    """Time forward and backward at each breakpoint, round-robin over the points, after `warmup` rounds."""
+    inputs = {b: bench.inputs(b) for b in points}
+    measured = _Measured({b: [] for b in points}, {b: [] for b in points})
+    rounds = warmup + repeats
+    for r in range(rounds):
+        for b in points:
+            fw, bw = bench.step(inputs[b])
+            if r >= warmup:
+                measured.forward_s[b].append(fw)
+                measured.backward_s[b].append(bw)
+        report("timing", (r + 1) / rounds)
+    bench.model.zero_grad(set_to_none=True)
+    return measured
+
+
+def measure_step_s(
+    model: nn.Module,
+    input_factory: Callable[[int], Any],
+    batches: list[int],
+    *,
+    loss_fn: Callable[[Any], torch.Tensor] | None = None,
+    device: str = "cpu",
+    threads: int | None = None,
+    repeats: int = DEFAULT_REPEATS,
+    warmup: int = DEFAULT_WARMUP,
+    clock: Clock | str = Clock.WALL,
+) -> dict[int, tuple[float, float]]:
+    """Median (forward, backward) seconds at each batch, measured like the profile's points (for checks)."""
+    dev = parse_device(device)
+    bench = _Bench(
+        model=model.to(dev).train(),
+        make_input=input_factory,
+        loss_fn=loss_fn or default_loss,
+        device=dev,
+        model_desc=type(model).__name__,
+        input_desc=describe(input_factory),
+        loss_desc=DEFAULT_LOSS_NAME if loss_fn is None else describe(loss_fn),
+    )
+    with _threads(threads) as used_threads, _no_gc():
+        bench.now = clock_function(clock, device=dev, threads=used_threads)
+        measured = _time_points(
+            bench, tuple(sorted(set(batches))), repeats=repeats, warmup=warmup, report=_Progress(None)
+        )
+    return {
+        b: (statistics.median(measured.forward_s[b]), statistics.median(measured.backward_s[b]))
+        for b in measured.forward_s
+    }
+
+
+@dataclass
+class _Readiness:
+    layers: tuple[LayerGrad, ...]
+    straggler_cv: float
+    batch: int
+    mean_iteration_s: float
+
+
+def _readiness(bench: _Bench, *, batch: int, iterations: int, report: _Progress) -> _Readiness:
+    """Run `iterations` steps on fresh inputs with grad hooks; layer readiness, exec_prob and spread."""
+    params = unique_trainable_parameters(bench.model)
+    layers = trainable_layers(bench.model)
+    stamps: dict[int, Any] = {}
+    cuda = bench.cuda
+    now = bench.now
+
+    def hook_for(i: int) -> Callable[[torch.Tensor], None]:
+        def hook(_: torch.Tensor) -> None:
+            if cuda:
+                event = _cuda_event()
+                event.record()
+                stamps[i] = event
+            else:
+                stamps[i] = now()
+
+        return hook
+
+    handles = [_grad_ready_hook(p, hook_for(i)) for i, p in enumerate(params)]
+    fractions: list[list[float]] = [[] for _ in layers]
+    iteration_s: list[float] = []
+    try:
+        for it in range(iterations + 1):
+            inputs = bench.inputs(batch)
+            bench.model.zero_grad(set_to_none=True)
+            stamps.clear()
+            bench.sync()
+            t0 = now()
+            loss = bench.loss(inputs)
+            bench.sync()
+            t1 = now()
+            start_event = end_event = None
+            if cuda:
+                start_event = _cuda_event()
+                end_event = _cuda_event()
+                start_event.record()
+            _backward(loss)
+            if end_event is not None:
+                end_event.record()
+            bench.sync()
+            t2 = now()
+            del loss, inputs
+            if it == 0:
+                continue
+            iteration_s.append(t2 - t0)
+            if start_event is not None and end_event is not None:
+                total = max(start_event.elapsed_time(end_event), 1e-9)
+                offsets = {i: start_event.elapsed_time(e) / total for i, e in stamps.items()}
+            else:
+                total = max(t2 - t1, 1e-12)
+                offsets = {i: (s - t1) / total for i, s in stamps.items()}
+            for k, layer in enumerate(layers):
+                seen = [offsets[i] for i in layer.params if i in offsets]
+                if seen:
+                    fractions[k].append(min(max(max(seen), 0.0), 1.0))
+            report("readiness", it / iterations)
+    finally:
+        for handle in handles:
+            handle.remove()
+        bench.model.zero_grad(set_to_none=True)
+    grads = []
+    for k, layer in enumerate(layers):
+        runs = fractions[k]
+        grads.append(
+            LayerGrad(
+                name=layer.name,
+                grad_bytes=layer.grad_bytes,
+                ready_frac=round(statistics.median(runs), 6) if runs else 1.0,
+                exec_prob=round(len(runs) / iterations, 6),
+            )
+        )
+    order = sorted(range(len(grads)), key=lambda k: (grads[k].ready_frac, -k))
+    return _Readiness(
+        layers=tuple(grads[k] for k in order),
+        straggler_cv=round(coefficient_of_variation(iteration_s), 6),
+        batch=batch,
+        mean_iteration_s=round(statistics.fmean(iteration_s), 9),
+    )

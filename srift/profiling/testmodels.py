@@ -1,0 +1,186 @@
+"""Small torch.nn models and input factories for profiler tests, benchmarks and DDP validation runs.
+
+Every factory builds its model from a fixed seed, and every input factory takes the batch size and returns
+a fresh random batch; nothing is downloaded. Sizes keep a full profile well under two minutes on one CPU
+core: `cnn` is compute-bound convolutions on 3×32×32 images, `wide_mlp` carries ~34 MB of gradients
+(communication-heavy), `transformer` is a two-layer `nn.TransformerEncoder` over 32 tokens.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+CNN_IMAGE = (3, 32, 32)
+CNN_CLASSES = 10
+MLP_IN = 1024
+MLP_HIDDEN = 2048
+TRANSFORMER_VOCAB = 1000
+TRANSFORMER_SEQ = 32
+TRANSFORMER_DIM = 128
+
+_input_generator = torch.Generator().manual_seed(0)
+
+
+def _seeded(seed: int) -> None:
+    torch.manual_seed(seed)
+
+
+class SmallCNN(nn.Module):
+    """Three conv blocks and a two-layer head, for 3×32×32 images and 10 classes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.features = nn.Sequential(
+            nn.Conv2d(3, 16, 3, padding=1),
+            nn.ReLU(),
+            nn.MaxPool2d(2),
+            nn.Conv2d(16, 32, 3, padding=1),
+            nn.ReLU(),
+            nn.MaxPool2d(2),
+            nn.Conv2d(32, 64, 3, padding=1),
+            nn.ReLU(),
+            nn.MaxPool2d(2),
+        )
+        self.head = nn.Sequential(
+            nn.Flatten(), nn.Linear(64 * 4 * 4, 128), nn.ReLU(), nn.Linear(128, CNN_CLASSES)
+        )
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out: torch.Tensor = self.head(self.features(x))
+        return out
+
+
+class TinyTransformer(nn.Module):
+    """Token embedding, a two-layer `nn.TransformerEncoder`, mean pooling and a linear classifier."""
+
+    def __init__(self, *, layers: int = 2) -> None:
+        super().__init__()
+        self.embed = nn.Embedding(TRANSFORMER_VOCAB, TRANSFORMER_DIM)
+        layer = nn.TransformerEncoderLayer(
+            TRANSFORMER_DIM, nhead=4, dim_feedforward=2 * TRANSFORMER_DIM, dropout=0.0, batch_first=True
+        )
+        self.encoder = nn.TransformerEncoder(layer, num_layers=layers, enable_nested_tensor=False)
+        self.classify = nn.Linear(TRANSFORMER_DIM, CNN_CLASSES)
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        hidden = self.encoder(self.embed(tokens))
+        out: torch.Tensor = self.classify(hidden.mean(dim=1))
+        return out
+
+
+class ConditionalNet(nn.Module):
+    """A trunk, then one of two branches picked at random per iteration (probability `p_left` for the left).
+
+    The choice uses the model's own seeded generator, so a run is reproducible; the profiler should report
+    `exec_prob` < 1 for both branches and 1 for the trunk and the head.
+    """
+
+    def __init__(self, *, p_left: float = 0.5, seed: int = 0) -> None:
+        super().__init__()
+        self.p_left = p_left
+        self.trunk = nn.Linear(64, 64)
+        self.left = nn.Linear(64, 64)
+        self.right = nn.Linear(64, 64)
+        self.head = nn.Linear(64, 4)
+        self._choice = torch.Generator().manual_seed(seed)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = torch.relu(self.trunk(x))
+        go_left = bool(torch.rand((), generator=self._choice) < self.p_left)
+        h = torch.relu(self.left(h) if go_left else self.right(h))
+        out: torch.Tensor = self.head(h)
+        return out
+
+
+class TiedNet(nn.Module):
+    """An embedding whose weight is shared with the output projection (tied weights, counted once)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.embed = nn.Embedding(100, 32)
+        self.mix = nn.Linear(32, 32)
+        self.out = nn.Linear(32, 100, bias=False)
+        self.out.weight = self.embed.weight
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        out: torch.Tensor = self.out(torch.tanh(self.mix(self.embed(tokens))))
+        return out
+
+
+def cnn() -> nn.Module:
+    """A small CNN for 3×32×32 images (about 0.2 M parameters)."""
+    _seeded(1)
+    return SmallCNN()
+
+
+def cnn_input(batch: int) -> torch.Tensor:
+    return torch.randn(batch, *CNN_IMAGE, generator=_input_generator)
+
+
+def wide_mlp() -> nn.Module:
+    """A communication-heavy MLP: 1024 → 2048 → 2048 → 1024 → 10, about 8.4 M parameters (≈34 MB fp32)."""
+    _seeded(2)
+    return nn.Sequential(
+        nn.Linear(MLP_IN, MLP_HIDDEN),
+        nn.ReLU(),
+        nn.Linear(MLP_HIDDEN, MLP_HIDDEN),
+        nn.ReLU(),
+        nn.Linear(MLP_HIDDEN, MLP_IN),
+        nn.ReLU(),
+        nn.Linear(MLP_IN, CNN_CLASSES),
+    )
+
+
+def wide_mlp_input(batch: int) -> torch.Tensor:
+    return torch.randn(batch, MLP_IN, generator=_input_generator)
+
+
+def transformer() -> nn.Module:
+    """A two-layer transformer encoder classifier over 32 tokens of a 1000-word vocabulary."""
+    _seeded(3)
+    return TinyTransformer()
+
+
+def transformer_input(batch: int) -> torch.Tensor:
+    return torch.randint(0, TRANSFORMER_VOCAB, (batch, TRANSFORMER_SEQ), generator=_input_generator)
+
+
+def sequential() -> nn.Module:
+    """Six Linear+ReLU blocks in an nn.Sequential; gradients become ready strictly from last to first."""
+    _seeded(4)
+    blocks: list[nn.Module] = []
+    for _ in range(6):
+        blocks += [nn.Linear(256, 256), nn.ReLU()]
+    return nn.Sequential(*blocks)
+
+
+def sequential_input(batch: int) -> torch.Tensor:
+    return torch.randn(batch, 256, generator=_input_generator)
+
+
+def conditional() -> nn.Module:
+    """A model with a random two-way branch (see ConditionalNet)."""
+    _seeded(5)
+    return ConditionalNet()
+
+
+def conditional_input(batch: int) -> torch.Tensor:
+    return torch.randn(batch, 64, generator=_input_generator)
+
+
+def tied() -> nn.Module:
+    """A model with tied input/output embeddings (see TiedNet)."""
+    _seeded(6)
+    return TiedNet()
+
+
+def tied_input(batch: int) -> torch.Tensor:
+    return torch.randint(0, 100, (batch, 8), generator=_input_generator)
+
+
+def cross_entropy_loss(output: torch.Tensor) -> torch.Tensor:
+    """A classification loss against fixed pseudo-labels (class = sample index mod the output width)."""
+    logits = output.reshape(-1, output.shape[-1])
+    labels = torch.arange(logits.shape[0], device=logits.device) % logits.shape[-1]
+    return nn.functional.cross_entropy(logits, labels)

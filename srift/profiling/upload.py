@@ -1,0 +1,49 @@
+"""Send a profile to a running Srift server (POST URL/v1/profiles), mapping its errors onto SriftError."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+
+from srift.domain.profile import ModelProfile
+from srift.errors import ExternalServiceError, Forbidden, InvalidInput, SriftError, Unauthorized
+
+
+def upload_profile(
+    profile: ModelProfile, *, url: str, token: str | None, timeout_s: float = 30.0
+) -> dict[str, Any]:
+    """POST the profile; returns the server's answer ({id, model, accelerator, created})."""
+    endpoint = url.rstrip("/") + "/v1/profiles"
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    try:
+        response = httpx.post(endpoint, json=profile.to_dict(), headers=headers, timeout=timeout_s)
+    except httpx.HTTPError as exc:
+        raise ExternalServiceError(
+            f"could not reach {endpoint}: {type(exc).__name__}: {exc}",
+            hint="check --upload URL and that `srift serve` runs there; the profile file was still written",
+        ) from exc
+    if response.status_code in (200, 201):
+        body: dict[str, Any] = response.json()
+        return body
+    raise _error(response, endpoint)
+
+
+def _error(response: httpx.Response, endpoint: str) -> SriftError:
+    try:
+        body = response.json()
+    except ValueError:
+        body = {}
+    if not isinstance(body, dict):
+        body = {}
+    detail = str(body.get("detail") or response.text[:300] or response.reason_phrase)
+    hint = str(body.get("hint") or "see the server's log")
+    field = body.get("field") if isinstance(body.get("field"), str) else None
+    where = f"{endpoint} answered {response.status_code}: {detail}"
+    if response.status_code == 401:
+        return Unauthorized(where, hint="pass --token or set SRIFT_TOKEN to a write token")
+    if response.status_code == 403:
+        return Forbidden(where, hint="use a token created with `srift tokens create --scope write`")
+    if response.status_code in (400, 413, 422):
+        return InvalidInput(where, hint=hint, field=field)
+    return ExternalServiceError(where, hint=hint)

@@ -1,0 +1,156 @@
+"""`srift profile` end to end: bad factories exit 2 naming the culprit; a run writes and uploads a profile."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import uvicorn
+
+from srift.api.app import create_app
+from srift.cli import main
+from srift.domain.profile import ModelProfile
+from srift.settings import Settings
+
+TM = "srift.profiling.testmodels"
+BAD_TAIL = ["--input", f"{TM}:cnn_input", "--out"]
+QUICK = ["--max-batch", "4", "--repeats", "1", "--warmup", "0", "--iterations", "2", "--threads", "1"]
+
+
+def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    with pytest.raises(SystemExit) as caught:
+        main(argv)
+    out, err = capsys.readouterr()
+    return int(caught.value.code or 0), out, err
+
+
+@pytest.mark.parametrize(
+    ("model", "input_", "needles"),
+    [
+        ("no_such_module_xyz:build", f"{TM}:cnn_input", ["no_such_module_xyz:build", "ModuleNotFoundError"]),
+        (f"{TM}:cnn_input", f"{TM}:cnn_input", [f"{TM}:cnn_input", "TypeError"]),
+        (f"{TM}:CNN_IMAGE", f"{TM}:cnn_input", [f"{TM}:CNN_IMAGE", "not a callable"]),
+        (f"{TM}:cnn", f"{TM}:wide_mlp_input", [f"{TM}:wide_mlp_input", "RuntimeError", "conv2d"]),
+        (f"{TM}:cnn", f"{TM}:nope", [f"{TM}:nope", "no attribute"]),
+    ],
+)
+def test_bad_factories_exit_2_naming_factory_and_cause(
+    model: str, input_: str, needles: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out_file = tmp_path / "p.json"
+    code, _, err = _run(["profile", model, "--input", input_, "--out", str(out_file), *QUICK], capsys)
+    assert code == 2
+    flat = " ".join(err.split())
+    for needle in needles:
+        assert needle in flat, flat
+    assert "To fix:" in flat
+    assert not out_file.exists()
+
+
+def test_a_factory_returning_the_wrong_type_exits_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    models = tmp_path / "user_models.py"
+    models.write_text("def build():\n    return {'not': 'a module'}\n")
+    code, _, err = _run(
+        ["profile", f"{models}:build", "--input", f"{TM}:cnn_input", "--out", str(tmp_path / "p.json")],
+        capsys,
+    )
+    assert code == 2
+    assert "build" in err and "returned dict, not a torch.nn.Module" in " ".join(err.split())
+
+
+def test_exit_code_through_the_console_script(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from srift.cli import main; main()",
+            "profile",
+            "missing_mod_q:f",
+            *BAD_TAIL,
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 2
+    assert "missing_mod_q:f" in result.stderr and "ModuleNotFoundError" in result.stderr
+
+
+def test_profile_writes_a_valid_file_and_prints_a_table(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out_file = tmp_path / "out" / "seq.json"
+    argv = [
+        "profile",
+        f"{TM}:sequential",
+        "--input",
+        f"{TM}:sequential_input",
+        "--out",
+        str(out_file),
+        *QUICK,
+    ]
+    code, out, _ = _run([*argv, "--accelerator", "c5.large"], capsys)
+    assert code == 0
+    profile = ModelProfile.from_dict(json.loads(out_file.read_text()))
+    assert profile.model == "sequential" and profile.accelerator == "c5.large" and profile.max_batch == 4
+    assert "max batch" in out and "ms per sample" in out and "6 trainable" in out
+
+
+@pytest.fixture
+def live_server(settings: Settings) -> Iterator[str]:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = uvicorn.Server(
+        uvicorn.Config(create_app(settings), host="127.0.0.1", port=port, log_level="warning")
+    )
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert server.started
+    yield f"http://127.0.0.1:{port}"
+    server.should_exit = True
+    thread.join(timeout=10)
+
+
+def test_upload_posts_to_a_running_server(
+    live_server: str,
+    write_headers: dict[str, str],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    out_file = tmp_path / "seq.json"
+    argv = [
+        "profile",
+        f"{TM}:sequential",
+        "--input",
+        f"{TM}:sequential_input",
+        "--out",
+        str(out_file),
+        *QUICK,
+    ]
+    code, _, err = _run([*argv, "--upload", live_server], capsys)
+    assert code == 2 and "401" in err and "--token" in " ".join(err.split())
+    assert out_file.exists()
+    monkeypatch.setenv("SRIFT_TOKEN", write_headers["Authorization"].removeprefix("Bearer "))
+    code, out, _ = _run([*argv, "--upload", live_server, "--model-name", "seq-net", "--json"], capsys)
+    assert code == 0
+    answer = json.loads(out)["uploaded"]
+    assert answer["created"] is True and answer["model"] == "seq-net"
+    import httpx
+
+    stored = httpx.get(f"{live_server}/v1/profiles/{answer['id']}").json()
+    assert stored["model"] == "seq-net" and stored == {"id": answer["id"], **json.loads(out_file.read_text())}

@@ -1,0 +1,231 @@
+"""profile_model on real torch models: readiness order, gradient bytes, exec_prob, memory budget, errors."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+import torch
+from torch import nn
+
+from srift.domain.profile import ModelProfile
+from srift.errors import EnvironmentProblem, Infeasible, InvalidInput
+from srift.profiling import memory, profile_model, testmodels
+from srift.profiling.curves import mape
+from srift.profiling.profiler import PREDICTION_MARGIN, measure_step_s, trainable_bytes
+
+QUICK: dict[str, Any] = {"repeats": 2, "warmup": 1, "iterations": 6, "threads": 1}
+
+
+def _profile(name: str, **kwargs: Any) -> ModelProfile:
+    options = {**QUICK, "max_batch": 16, **kwargs}
+    return profile_model(getattr(testmodels, name), getattr(testmodels, f"{name}_input"), **options)
+
+
+def test_sequential_layers_become_ready_from_last_to_first() -> None:
+    profile = _profile("sequential", iterations=10)
+    by_name = {layer.name: layer for layer in profile.layers}
+    order = [str(i) for i in range(10, -1, -2)]
+    assert list(by_name) == order
+    fracs = [by_name[n].ready_frac for n in order]
+    assert fracs == sorted(fracs)
+    assert fracs[0] < fracs[-1]
+    assert all(0.0 <= f <= 1.0 for f in fracs)
+    assert all(layer.exec_prob == 1.0 for layer in profile.layers)
+
+
+@pytest.mark.parametrize("name", ["sequential", "tied", "conditional"])
+def test_gradient_bytes_sum_to_the_trainable_parameter_bytes_exactly(name: str) -> None:
+    profile = _profile(name, max_batch=4)
+    model = getattr(testmodels, name)()
+    assert profile.total_grad_bytes == trainable_bytes(model)
+    assert profile.total_grad_bytes == sum(p.numel() * p.element_size() for p in model.parameters())
+
+
+def test_tied_weights_are_counted_once() -> None:
+    profile = _profile("tied", max_batch=4)
+    model = testmodels.tied()
+    naive = sum(p.numel() * p.element_size() for m in model.modules() for p in m.parameters(recurse=False))
+    assert profile.total_grad_bytes < naive
+    assert {layer.name for layer in profile.layers} == {"embed", "mix"}
+
+
+def test_frozen_parameters_are_not_counted() -> None:
+    def half_frozen() -> nn.Module:
+        model = nn.Sequential(nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 2))
+        for p in model[0].parameters():
+            p.requires_grad_(False)
+        return model
+
+    profile = profile_model(half_frozen, lambda b: torch.randn(b, 8), max_batch=4, **QUICK)
+    assert [layer.name for layer in profile.layers] == ["2"]
+    assert profile.total_grad_bytes == (8 * 2 + 2) * 4
+
+
+def test_conditional_branches_get_execution_probabilities() -> None:
+    profile = _profile("conditional", iterations=20)
+    prob = {layer.name: layer.exec_prob for layer in profile.layers}
+    assert prob["trunk"] == 1.0 and prob["head"] == 1.0
+    assert 0.0 < prob["left"] < 1.0 and 0.0 < prob["right"] < 1.0
+    assert prob["left"] + prob["right"] == pytest.approx(1.0)
+
+
+def test_profile_document_round_trips_and_records_provenance() -> None:
+    seen: list[tuple[str, float]] = []
+    profile = _profile("cnn", progress=lambda stage, fraction: seen.append((stage, fraction)))
+    assert profile.max_batch == 16
+    assert profile.forward.batches == (1, 5, 11, 16) == profile.backward.batches
+    assert all(t > 0 for t in profile.forward.times_s + profile.backward.times_s)
+    assert profile.accelerator.startswith("cpu:") and profile.accelerator.endswith(":1t")
+    assert profile.threads == 1 and profile.device == "cpu"
+    assert profile.torch_version == torch.__version__
+    assert profile.created_at.endswith("+00:00")
+    assert profile.model == "cnn"
+    assert profile.extra["max_batch_limited_by"] == "cap"
+    assert profile.straggler_cv >= 0
+    again = ModelProfile.from_dict(json.loads(json.dumps(profile.to_dict())))
+    assert again == profile
+    fractions = [f for _, f in seen]
+    assert fractions == sorted(fractions) and fractions[-1] == 1.0
+    assert {s for s, _ in seen} >= {"check", "max batch", "timing", "readiness", "done"}
+
+
+def test_threads_are_restored_and_names_can_be_given() -> None:
+    before = torch.get_num_threads()
+    profile = _profile("sequential", max_batch=4, threads=1, accelerator="c5.large", model_name="seq")
+    assert torch.get_num_threads() == before
+    assert profile.accelerator == "c5.large" and profile.model == "seq"
+
+
+def test_memory_budget_limits_the_largest_batch() -> None:
+    budget = 48 * 2**20
+    profile = _profile("wide_mlp", max_batch=2048, memory_budget_bytes=budget, iterations=2, repeats=1)
+    probes = {p["batch"]: p for p in profile.extra["memory"]["probes"]}
+    assert profile.extra["memory"]["method"] == "rss-peak"
+    assert 1 <= profile.max_batch < 2048
+    assert profile.extra["max_batch_limited_by"] == "memory"
+    assert probes[profile.max_batch]["fits"] and probes[profile.max_batch]["peak_bytes"] <= budget
+    assert not probes[profile.max_batch + 1]["fits"]
+    assert profile.extra["trainable_bytes"] < budget
+
+
+def test_batches_that_would_exhaust_free_memory_are_not_tried(monkeypatch: pytest.MonkeyPatch) -> None:
+    free = 56 * 2**20
+    monkeypatch.setattr(memory, "free_bytes", lambda: free)
+    profile = _profile("wide_mlp", max_batch=2048, memory_budget_bytes=48 * 2**20, iterations=2, repeats=1)
+    probes = profile.extra["memory"]["probes"]
+    hard_limit = profile.extra["memory"]["hard_limit_bytes"]
+    assert hard_limit == int(free * memory.HARD_LIMIT_FRACTION)
+    skipped = [p for p in probes if p["peak_bytes"] is None]
+    assert skipped and all(
+        p["predicted_bytes"] * PREDICTION_MARGIN > hard_limit and not p["fits"] for p in skipped
+    )
+    assert max(p["peak_bytes"] for p in probes if p["peak_bytes"] is not None) < 1.5 * hard_limit
+
+
+def test_a_budget_below_one_sample_is_infeasible() -> None:
+    with pytest.raises(Infeasible) as caught:
+        _profile("wide_mlp", memory_budget_bytes=1024)
+    assert caught.value.field == "memory_budget_bytes"
+
+
+def test_curve_predicts_direct_measurements() -> None:
+    """Guard of the ≤ 5 % acceptance figure (benchmarks/profile_curves.py) with a looser bound. The test
+    machine is shared and often overloaded, so both sides use the thread CPU clock, and the direct
+    measurement is retried once before failing."""
+    profile = _profile("cnn", max_batch=48, repeats=5, warmup=2, iterations=5, clock="thread")
+    assert profile.extra["clock"] == "thread"
+    batches = [4, 9, 20, 28, 38, 44]
+    predicted = [profile.compute_s(b) for b in batches]
+    errors = []
+    for _ in range(2):
+        direct = measure_step_s(
+            testmodels.cnn(), testmodels.cnn_input, batches, threads=1, repeats=5, clock="thread"
+        )
+        errors.append(mape(predicted, [direct[b][0] + direct[b][1] for b in batches]))
+        if errors[-1] <= 25.0:
+            break
+    assert min(errors) <= 25.0, errors
+
+
+class NotAModel:
+    pass
+
+
+def _raises() -> nn.Module:
+    raise ValueError("weights file missing")
+
+
+@pytest.mark.parametrize(
+    ("model_factory", "input_factory", "loss_fn", "field", "needles"),
+    [
+        (
+            _raises,
+            testmodels.cnn_input,
+            None,
+            "model_factory",
+            ["_raises", "ValueError: weights file missing"],
+        ),
+        (NotAModel, testmodels.cnn_input, None, "model_factory", ["NotAModel", "not a torch.nn.Module"]),
+        (
+            testmodels.cnn,
+            testmodels.wide_mlp_input,
+            None,
+            "input_factory",
+            ["wide_mlp_input", "RuntimeError"],
+        ),
+        (testmodels.cnn, lambda b: [1, 2, 3], None, "input_factory", ["<lambda>", "not a tensor"]),
+        (testmodels.cnn, lambda: torch.zeros(1), None, "input_factory", ["<lambda>", "TypeError"]),
+        (
+            testmodels.cnn,
+            lambda b: torch.randn(3, 3, 32, 32),
+            None,
+            "input_factory",
+            ["elements for batch 2"],
+        ),
+        (testmodels.cnn, testmodels.cnn_input, lambda out: out, "loss_fn", ["<lambda>", "not a scalar"]),
+        (testmodels.cnn, testmodels.cnn_input, lambda out: 1 / 0, "loss_fn", ["ZeroDivisionError"]),
+    ],
+)
+def test_bad_factories_name_the_culprit_and_the_cause(
+    model_factory: Any, input_factory: Any, loss_fn: Any, field: str, needles: list[str]
+) -> None:
+    with pytest.raises(InvalidInput) as caught:
+        profile_model(model_factory, input_factory, loss_fn=loss_fn, max_batch=4, **QUICK)
+    assert caught.value.field == field
+    for needle in needles:
+        assert needle in str(caught.value)
+    assert "To fix:" in str(caught.value)
+
+
+def test_a_model_without_trainable_parameters_is_rejected() -> None:
+    def frozen() -> nn.Module:
+        return nn.Sequential(nn.Linear(4, 4)).requires_grad_(False)
+
+    with pytest.raises(InvalidInput) as caught:
+        profile_model(frozen, lambda b: torch.randn(b, 4, requires_grad=True), max_batch=4, **QUICK)
+    assert caught.value.field == "model_factory" and "no trainable parameters" in str(caught.value)
+
+
+def test_the_thread_clock_needs_one_cpu_thread() -> None:
+    with pytest.raises(InvalidInput) as caught:
+        _profile("sequential", threads=2, clock="thread")
+    assert caught.value.field == "clock" and "--threads 1" in str(caught.value)
+    with pytest.raises(InvalidInput) as caught:
+        _profile("sequential", clock="sundial")
+    assert caught.value.field == "clock"
+
+
+@pytest.mark.parametrize("device", ["tpu", "cuda:x", "gpu0"])
+def test_unknown_devices_are_invalid(device: str) -> None:
+    with pytest.raises(InvalidInput) as caught:
+        _profile("sequential", device=device)
+    assert caught.value.field == "device"
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message on a machine without CUDA")
+def test_cuda_without_a_gpu_is_an_environment_problem() -> None:
+    with pytest.raises(EnvironmentProblem) as caught:
+        _profile("sequential", device="cuda:0")
+    assert caught.value.field == "device"

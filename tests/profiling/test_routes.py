@@ -1,0 +1,111 @@
+"""POST/GET /v1/profiles: validation naming the field, idempotent storage, grouping by model, auth."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+
+def test_post_then_get_round_trips(
+    client: TestClient, write_headers: dict[str, str], profile_doc: dict[str, Any]
+) -> None:
+    posted = client.post("/v1/profiles", json=profile_doc, headers=write_headers)
+    assert posted.status_code == 201, posted.text
+    body = posted.json()
+    assert body["created"] is True and body["model"] == "resnet-ish"
+    again = client.post("/v1/profiles", json=profile_doc, headers=write_headers)
+    assert again.status_code == 201 and again.json() == {**body, "created": False}
+    got = client.get(f"/v1/profiles/{body['id']}")
+    assert got.status_code == 200
+    document = got.json()
+    assert document.pop("id") == body["id"]
+    assert document == profile_doc
+
+
+def test_listing_groups_profiles_by_model(
+    client: TestClient, write_headers: dict[str, str], profile_doc: dict[str, Any]
+) -> None:
+    for accelerator in ("Tesla V100-SXM2-16GB", "Tesla T4"):
+        assert (
+            client.post(
+                "/v1/profiles", json={**profile_doc, "accelerator": accelerator}, headers=write_headers
+            ).status_code
+            == 201
+        )
+    assert (
+        client.post("/v1/profiles", json={**profile_doc, "model": "bert"}, headers=write_headers).status_code
+        == 201
+    )
+    listing = client.get("/v1/profiles").json()
+    assert listing["count"] == 3
+    groups = {g["model"]: g for g in listing["models"]}
+    assert groups["resnet-ish"]["accelerators"] == ["Tesla T4", "Tesla V100-SXM2-16GB"]
+    assert len(groups["resnet-ish"]["profiles"]) == 2 and len(groups["bert"]["profiles"]) == 1
+    only = client.get("/v1/profiles", params={"model": "bert"}).json()
+    assert [g["model"] for g in only["models"]] == ["bert"]
+    summary = only["models"][0]["profiles"][0]
+    assert summary["max_batch"] == 96 and summary["layers"] == 3
+    assert client.get("/v1/profiles", params={"model": "none"}).json() == {"models": [], "count": 0}
+
+
+def _set(doc: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
+    doc = copy.deepcopy(doc)
+    target: Any = doc
+    keys: list[Any] = [int(k) if k.isdigit() else k for k in path.split(".")]
+    for key in keys[:-1]:
+        target = target[key]
+    target[keys[-1]] = value
+    return doc
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "field"),
+    [
+        ("forward.batches", [1, 64, 32, 96], "forward.batches[2]"),
+        ("backward.batches", [1, 32, 32, 96], "backward.batches[2]"),
+        ("forward.times_s", [0.004, 0.03, 0.058], "forward"),
+        ("forward.times_s", [0.004, -0.03, 0.058, 0.087], "forward.times_s.1"),
+        ("backward.times_s", [0.004, 0.0, 0.058, 0.087], "backward.times_s.1"),
+        ("layers.1.ready_frac", 1.5, "layers.1.ready_frac"),
+        ("layers.0.ready_frac", -0.1, "layers.0.ready_frac"),
+        ("layers.2.grad_bytes", -1, "layers.2.grad_bytes"),
+        ("layers.2.exec_prob", 2, "layers.2.exec_prob"),
+        ("max_batch", 0, "max_batch"),
+        ("model", "  ", "model"),
+        ("model", "bad\x00name", "model"),
+        ("schema_version", 2, "schema_version"),
+        ("straggler_cv", -1, "straggler_cv"),
+        ("layers", [], "layers"),
+    ],
+)
+def test_invalid_profiles_are_422_naming_the_field(
+    client: TestClient,
+    write_headers: dict[str, str],
+    profile_doc: dict[str, Any],
+    path: str,
+    value: Any,
+    field: str,
+) -> None:
+    response = client.post("/v1/profiles", json=_set(profile_doc, path, value), headers=write_headers)
+    assert response.status_code == 422, response.text
+    assert response.json()["field"] == field
+    assert client.get("/v1/profiles").json()["count"] == 0
+
+
+def test_writes_need_a_token_and_unknown_ids_are_404(client: TestClient, profile_doc: dict[str, Any]) -> None:
+    assert client.post("/v1/profiles", json=profile_doc).status_code == 401
+    missing = client.get("/v1/profiles/999")
+    assert missing.status_code == 404 and missing.json()["field"] == "profile_id"
+
+
+def test_openapi_documents_the_profile_schema(client: TestClient) -> None:
+    spec = client.get("/openapi.json").json()
+    layer = spec["components"]["schemas"]["LayerIn"]["properties"]
+    assert layer["ready_frac"]["minimum"] == 0 and layer["ready_frac"]["maximum"] == 1
+    assert layer["grad_bytes"]["minimum"] == 0
+    post = spec["paths"]["/v1/profiles"]["post"]
+    assert {"201", "401", "422"} <= set(post["responses"])
+    assert "404" in spec["paths"]["/v1/profiles/{profile_id}"]["get"]["responses"]

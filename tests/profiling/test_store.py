@@ -1,0 +1,59 @@
+"""Stored profiles: idempotent save, get, find by model (grouping across accelerators), listing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from sqlalchemy.orm import Session
+
+from srift.domain.profile import ModelProfile
+from srift.errors import NotFound
+from srift.profiling import store
+
+
+def _profile(doc: dict[str, Any], **changes: Any) -> ModelProfile:
+    return ModelProfile.from_dict({**doc, **changes})
+
+
+def test_save_is_idempotent_by_document(session: Session, profile_doc: dict[str, Any]) -> None:
+    profile = _profile(profile_doc)
+    first = store.save_profile(session=session, profile=profile)
+    again, created = store.save_profile_checked(session=session, profile=_profile(profile_doc))
+    assert again == first and created is False
+    other = store.save_profile(session=session, profile=_profile(profile_doc, straggler_cv=0.05))
+    assert other != first
+    assert store.get_profile(session=session, profile_id=first) == profile
+
+
+def test_get_unknown_profile_is_not_found(session: Session) -> None:
+    with pytest.raises(NotFound) as caught:
+        store.get_profile(session=session, profile_id=12345)
+    assert caught.value.field == "profile_id"
+
+
+def test_find_profiles_groups_accelerators_under_the_model(
+    session: Session, profile_doc: dict[str, Any]
+) -> None:
+    ids = [
+        store.save_profile(session=session, profile=_profile(profile_doc, accelerator=acc))
+        for acc in ("Tesla V100-SXM2-16GB", "Tesla T4", "cpu:Xeon:4t")
+    ]
+    store.save_profile(session=session, profile=_profile(profile_doc, model="other"))
+    found = store.find_profiles(session=session, model="resnet-ish")
+    assert [i for i, _ in found] == ids
+    assert {p.accelerator for _, p in found} == {"Tesla V100-SXM2-16GB", "Tesla T4", "cpu:Xeon:4t"}
+    assert store.find_profiles(session=session, model="missing") == []
+    listed = store.list_profiles(session=session)
+    groups = store.group_by_model(listed)
+    assert list(groups) == ["other", "resnet-ish"] and len(groups["resnet-ish"]) == 3
+    assert len(store.list_profiles(session=session, accelerator="Tesla T4")) == 1
+    assert store.count_profiles(session=session, model="resnet-ish") == 3
+    assert len(store.list_profiles(session=session, limit=2, offset=3)) == 1
+
+
+def test_summary_reports_time_per_sample(profile_doc: dict[str, Any]) -> None:
+    summary = store.profile_summary(7, _profile(profile_doc))
+    assert summary["id"] == 7 and summary["layers"] == 3
+    assert summary["ms_per_sample_at_max_batch"] == pytest.approx(1000 * (0.087 + 0.175) / 96)
+    assert summary["total_grad_bytes"] == 2052 + 73856 + 1792
