@@ -1,5 +1,42 @@
-"""Routes for predictions (filled in by its issue)."""
+"""POST /v1/predictions: one fleet's iteration time, total time, cost and stall breakdown (nothing stored)."""
+
+from __future__ import annotations
+
+from typing import Any
 
 from fastapi import APIRouter
 
-router = APIRouter()
+from srift.api.auth import RequireRead
+from srift.api.deps import SessionDep, SettingsDep
+from srift.api.limits import ErrorBody
+from srift.api.schemas.predictions import PredictionOut, PredictionRequest
+from srift.services import predictions as service
+
+router = APIRouter(tags=["predictions"])
+
+
+@router.post(
+    "/predictions",
+    response_model=PredictionOut,
+    responses={
+        404: {"model": ErrorBody, "description": "the named catalog snapshot does not exist"},
+        422: {
+            "model": ErrorBody,
+            "description": "invalid request; `field` names it (e.g. config.choices[0].batch above max_batch, "
+            "an instance type missing from the catalog or without a profile for its accelerator)",
+        },
+    },
+)
+def create_prediction(
+    body: PredictionRequest, session: SessionDep, settings: SettingsDep, _: RequireRead
+) -> Any:
+    """Predict one fleet: mean and p10/p50/p90 iteration time, total time and cost for `iterations`.
+
+    Each choice is `count` VMs of `instance_type` on `market`, each given `batch` samples per iteration
+    (split over its GPUs). Compute comes from the profile of the type's accelerator, communication from the
+    active bandwidth model (or the α-β prior), prices from the catalog (billed per second). The breakdown
+    follows Stash: compute, straggler wait, exposed intra-node and network communication (they add up to
+    iteration_s), plus granularity = compute / communication. Read-only: it computes and stores nothing, so a
+    read token suffices.
+    """
+    return service.predict(session=session, settings=settings, request=body)

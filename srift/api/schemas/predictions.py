@@ -1,0 +1,115 @@
+"""Request and response schemas of POST /v1/predictions (one fleet's iteration time, total time and cost)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from srift.api.schemas.plans import BreakdownOut, ChoiceOut, PredictedOut
+from srift.domain import Market
+from srift.errors import InvalidInput
+from srift.sim import CommMode
+
+MAX_COUNT = 1024
+MAX_VM_BATCH = 1 << 20
+MAX_CHOICES = 32
+MAX_MC_SAMPLES = 1000
+MAX_STRAGGLER_ITERS = 10_000
+MAX_PS_SERVERS = 64
+
+
+class FleetChoiceIn(BaseModel):
+    """`count` VMs of one instance type bought on one market, each given `batch` samples per iteration.
+
+    The batch is per VM and is split evenly over the VM's GPUs (per-GPU batch = batch / gpu_count).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    instance_type: str = Field(
+        min_length=1, max_length=128, pattern=r"^[^\x00]+$", description="e.g. p3.8xlarge"
+    )
+    market: Market = Field(
+        default=Market.ON_DEMAND, description="spot or on_demand: which catalog price bills it"
+    )
+    count: int = Field(ge=1, le=MAX_COUNT, description="how many VMs of this type")
+    batch: int = Field(ge=1, le=MAX_VM_BATCH, description="samples per VM per iteration")
+
+
+class FleetConfigIn(BaseModel):
+    """A fleet: one entry per instance type and market (Srift's counts[i] and batches[i])."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    choices: list[FleetChoiceIn] = Field(min_length=1, max_length=MAX_CHOICES)
+
+
+class PredictionRequest(BaseModel):
+    """Predict one fleet. Give the model's compute profiles as `profile_ids`, inline `profiles`, or `model`
+    (every stored profile of that model); each chosen type uses the profile of its accelerator."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    profile_ids: list[int] | None = Field(
+        default=None, max_length=64, description="stored profile ids (GET /v1/profiles)"
+    )
+    profiles: list[dict[str, Any]] | None = Field(
+        default=None, max_length=64, description="inline profile documents as written by `srift profile`"
+    )
+    model: str | None = Field(
+        default=None, min_length=1, max_length=200, description="every stored profile of this model"
+    )
+    config: FleetConfigIn
+    iterations: int = Field(ge=1, le=1_000_000_000, description="iterations to train (N)")
+    provider: str = Field(default="aws", min_length=1, max_length=64)
+    region: str | None = Field(
+        default=None, max_length=64, description="default: the service's default_region"
+    )
+    snapshot: str | None = Field(
+        default=None, max_length=200, description="catalog snapshot to price with (e.g. srift-paper-2020)"
+    )
+    comm: CommMode = Field(
+        default=CommMode.ALLREDUCE, description="allreduce (Srift) or parameter_server (Li et al.)"
+    )
+    ps_servers: int = Field(
+        default=1, ge=1, le=MAX_PS_SERVERS, description="parameter servers (comm=parameter_server)"
+    )
+    seed: int = Field(default=0, ge=0, le=2**31 - 1, description="seed of straggler and Monte Carlo sampling")
+    straggler_iters: int = Field(
+        default=100, ge=1, le=MAX_STRAGGLER_ITERS, description="iterations sampled for stragglers"
+    )
+    mc_samples: int = Field(
+        default=0,
+        ge=0,
+        le=MAX_MC_SAMPLES,
+        description="Monte Carlo samples over stragglers and bandwidth-model error for p10/p50/p90 (0: none)",
+    )
+
+
+def parse_prediction_request(data: Any) -> PredictionRequest:
+    """Validate a prediction request document (CLI files), raising InvalidInput that names the field."""
+    try:
+        return PredictionRequest.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(p) for p in first.get("loc", ())) or None
+        raise InvalidInput(
+            str(first.get("msg", "invalid")), hint="correct the named field", field=field
+        ) from exc
+
+
+class PredictionOut(BaseModel):
+    """Predicted iteration time (mean and p10/p50/p90), totals for `iterations`, where the time goes, and what
+    the prediction rests on (profiles, bandwidth model version or prior, catalog prices)."""
+
+    label: str = Field(description="Srift's notation, e.g. '4×p3.2xlarge@64'")
+    choices: list[ChoiceOut]
+    global_batch: int = Field(description="samples per iteration over the fleet")
+    iterations: int
+    comm: CommMode
+    usd_per_hr: float = Field(description="the fleet's price per hour at the chosen markets")
+    predicted: PredictedOut
+    breakdown: BreakdownOut
+    sources: list[str]
+    warnings: list[str]

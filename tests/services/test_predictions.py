@@ -1,0 +1,232 @@
+"""Predictions service and POST /v1/predictions: fleets from profiles + catalog + bandwidth model; 422s."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+from sim.kit import TableBandwidth, member, profile
+from sqlalchemy.orm import Session
+
+from srift.api.schemas.predictions import PredictionRequest, parse_prediction_request
+from srift.catalog.custom import import_document
+from srift.errors import InvalidInput
+from srift.profiling.store import save_profile
+from srift.services.predictions import predict
+from srift.settings import Settings
+from srift.sim import simulate
+
+LAB = {
+    "provider": "lab",
+    "snapshot": "lab-test",
+    "source": "lab rate card (test)",
+    "as_of": "2026-11-01",
+    "instance_types": [
+        {
+            "name": "v100x1",
+            "gpu_model": "V100",
+            "gpu_count": 1,
+            "gpu_memory_gib": 16,
+            "vcpus": 8,
+            "memory_gib": 61,
+            "network_gbps": 10,
+            "interconnect": "none",
+            "interconnect_gbps": 0,
+            "efa": False,
+            "prices": {"lab-1": {"on_demand": 3.06, "spot": 0.918}},
+        },
+        {
+            "name": "v100x4",
+            "gpu_model": "V100",
+            "gpu_count": 4,
+            "gpu_memory_gib": 16,
+            "vcpus": 32,
+            "memory_gib": 244,
+            "network_gbps": 10,
+            "interconnect": "nvlink",
+            "interconnect_gbps": 300,
+            "efa": False,
+            "prices": {"lab-1": {"on_demand": 12.24}},
+        },
+        {
+            "name": "t4x1",
+            "gpu_model": "T4",
+            "gpu_count": 1,
+            "gpu_memory_gib": 16,
+            "vcpus": 4,
+            "memory_gib": 16,
+            "network_gbps": 5,
+            "interconnect": "none",
+            "interconnect_gbps": 0,
+            "efa": False,
+            "prices": {"lab-1": {"on_demand": 0.526}},
+        },
+    ],
+}
+PROFILE = profile(fw_s=0.1, bw_s=0.2, layers=((400_000_000, 0.3), (600_000_000, 0.9)), cv=0.03)
+
+
+@pytest.fixture
+def lab(session: Session) -> Session:
+    import_document(session=session, document=LAB, origin="test")
+    session.commit()
+    return session
+
+
+def _request(**over: Any) -> PredictionRequest:
+    doc: dict[str, Any] = {
+        "profiles": [PROFILE.to_dict()],
+        "config": {"choices": [{"instance_type": "v100x1", "market": "spot", "count": 4, "batch": 64}]},
+        "iterations": 1000,
+        "provider": "lab",
+        "region": "lab-1",
+    }
+    doc.update(over)
+    return parse_prediction_request(doc)
+
+
+def test_predicts_and_prices_a_fleet(lab: Session, settings: Settings) -> None:
+    model = TableBandwidth({1: 8.0})
+    out = predict(session=lab, settings=settings, request=_request(), bandwidth=model)
+    fleet = [member(_lab_type(lab, "v100x1"), 4, 64, PROFILE)]
+    expected = simulate(fleet, bandwidth=TableBandwidth({1: 8.0}))
+    assert out["predicted"]["iteration_s"] == pytest.approx(expected.iteration_s, rel=1e-12)
+    assert out["predicted"]["total_time_s"] == pytest.approx(1000 * expected.iteration_s)
+    assert out["usd_per_hr"] == pytest.approx(4 * 0.918)
+    assert out["predicted"]["cost_usd"] == pytest.approx(1000 * expected.iteration_s * 4 * 0.918 / 3600)
+    assert out["label"] == "4×v100x1@64"
+    assert out["choices"][0] == {
+        "instance_type": "v100x1",
+        "market": "spot",
+        "count": 4,
+        "batch": 64,
+        "gpus": 1,
+        "per_gpu_batch": 64.0,
+        "price_usd_per_hr": 0.918,
+    }
+    assert out["sources"][0] == "profile:inline toy@V100"
+    assert "table:test" in out["sources"]
+    assert any(s.startswith("price:lab rate card (test)") for s in out["sources"])
+    b = out["breakdown"]
+    parts = b["compute_s"] + b["straggler_wait_s"] + b["exposed_intra_s"] + b["exposed_network_s"]
+    assert parts == pytest.approx(out["predicted"]["iteration_s"])
+
+
+def _lab_type(session: Session, name: str) -> Any:
+    from srift.catalog.store import get_instance_type
+
+    return get_instance_type(session=session, provider="lab", name=name)
+
+
+def test_stored_profiles_by_id_and_by_model_pick_the_matching_accelerator(
+    lab: Session, settings: Settings
+) -> None:
+    t4 = profile(accelerator="T4", fw_s=0.3, bw_s=0.6, layers=((400_000_000, 0.3), (600_000_000, 0.9)))
+    v100_id = save_profile(session=lab, profile=PROFILE)
+    t4_id = save_profile(session=lab, profile=t4)
+    lab.commit()
+    mixed = {
+        "choices": [
+            {"instance_type": "v100x4", "market": "on_demand", "count": 1, "batch": 256},
+            {"instance_type": "t4x1", "market": "on_demand", "count": 2, "batch": 32},
+        ]
+    }
+    by_id = predict(
+        session=lab,
+        settings=settings,
+        request=_request(profiles=None, profile_ids=[t4_id, v100_id], config=mixed),
+    )
+    by_model = predict(
+        session=lab, settings=settings, request=_request(profiles=None, model="toy", config=mixed)
+    )
+    assert by_id["predicted"] == by_model["predicted"]
+    assert by_id["sources"][:2] == [f"profile:{v100_id} toy@V100", f"profile:{t4_id} toy@T4"]
+    assert by_id["breakdown"]["compute_s"] == pytest.approx(0.9 * 32 / 64)
+    assert by_id["usd_per_hr"] == pytest.approx(12.24 + 2 * 0.526)
+    assert "prior:alpha-beta" in by_id["sources"]
+
+
+@pytest.mark.parametrize(
+    ("over", "field", "words"),
+    [
+        (
+            {"config": {"choices": [{"instance_type": "t4x1", "count": 1, "batch": 8}]}},
+            "config.choices[0].instance_type",
+            "no profile for t4x1's accelerator 'T4'",
+        ),
+        (
+            {"config": {"choices": [{"instance_type": "v100x4", "count": 1, "batch": 4 * 65}]}},
+            "config.choices[0].batch",
+            "above the profile's max_batch 64",
+        ),
+        (
+            {"config": {"choices": [{"instance_type": "v100x", "count": 1, "batch": 8}]}},
+            "config.choices[0].instance_type",
+            "no instance type 'v100x'",
+        ),
+        (
+            {"config": {"choices": [{"instance_type": "v100x4", "market": "spot", "count": 1, "batch": 8}]}},
+            "config.choices[0].market",
+            "no spot price",
+        ),
+        (
+            {
+                "config": {
+                    "choices": [
+                        {"instance_type": "v100x1", "count": 1, "batch": 8},
+                        {"instance_type": "v100x1", "count": 2, "batch": 8},
+                    ]
+                }
+            },
+            "config.choices[1].instance_type",
+            "listed twice",
+        ),
+        ({"region": "mars-1"}, "region", "mars-1"),
+        ({"profiles": None, "profile_ids": [999]}, "profile_ids[0]", "no profile with id 999"),
+        ({"profiles": [{"model": "x"}]}, "profiles[0].accelerator", "is missing"),
+        (
+            {
+                "comm": "parameter_server",
+                "config": {"choices": [{"instance_type": "v100x1", "count": 65, "batch": 8}]},
+            },
+            "comm",
+            "at most 64 VMs",
+        ),
+    ],
+)
+def test_bad_requests_name_the_field_and_the_fix(
+    lab: Session, settings: Settings, over: dict[str, Any], field: str, words: str
+) -> None:
+    with pytest.raises(InvalidInput) as err:
+        predict(session=lab, settings=settings, request=_request(**over), bandwidth=TableBandwidth({1: 8.0}))
+    assert err.value.field == field
+    assert words in err.value.detail
+    assert err.value.hint
+
+
+def test_request_schema_rejects_counts_below_one() -> None:
+    with pytest.raises(InvalidInput) as err:
+        _request(config={"choices": [{"instance_type": "v100x1", "count": 0, "batch": 8}]})
+    assert err.value.field == "config.choices.0.count"
+
+
+def test_post_predictions(client: TestClient, lab: Session) -> None:
+    body = _request().model_dump(mode="json")
+    ok = client.post("/v1/predictions", json=body)
+    assert ok.status_code == 200, ok.text
+    data = ok.json()
+    assert data["predicted"]["iteration_p10_s"] <= data["predicted"]["iteration_p90_s"]
+    assert data["comm"] == "allreduce"
+    assert "prior:alpha-beta" in data["sources"]
+    body["config"]["choices"][0]["batch"] = 65
+    bad = client.post("/v1/predictions", json=body)
+    assert bad.status_code == 422
+    assert bad.json()["field"] == "config.choices[0].batch"
+    assert "max_batch" in bad.json()["detail"]
+    zero = client.post(
+        "/v1/predictions",
+        json={**body, "config": {"choices": [{**body["config"]["choices"][0], "count": 0}]}},
+    )
+    assert zero.status_code == 422
+    assert zero.json()["field"] == "config.choices.0.count"
