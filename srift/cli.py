@@ -48,23 +48,10 @@ def build_app() -> typer.Typer:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Entry point of the console script."""
+    """Entry point of the console script: usage errors exit 2 (click), SriftError exits with its own code."""
     app = build_app()
     try:
-        app(args=argv, standalone_mode=False)
+        app(args=argv, prog_name="srift")
     except SriftError as exc:
         err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
         sys.exit(exc.exit_code)
-    except typer.Abort:
-        err_console.print("aborted")
-        sys.exit(130)
-    except Exception as exc:
-        import click
-
-        if isinstance(exc, click.exceptions.ClickException):
-            exc.show()
-            sys.exit(exc.exit_code)
-        if isinstance(exc, click.exceptions.Exit):
-            sys.exit(exc.exit_code)
-        raise
-    sys.exit(0)
