@@ -1,7 +1,215 @@
-"""CLI commands for predict (filled in by its issue)."""
+"""CLI command `srift predict FILE`: one fleet's iteration time, total time, cost and stall breakdown."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
 
 import typer
+from rich.console import Console
+from rich.table import Table
+
+console = Console()
+
+EXAMPLE = """\
+# srift predict request (YAML or JSON; the body of POST /v1/predictions)
+model: resnet50                 # or profile_ids: [3, 4]  or profiles: [<profile documents>]
+provider: aws
+region: us-east-1
+iterations: 10000
+config:
+  choices:
+    - {instance_type: p3.8xlarge, market: spot, count: 2, batch: 256}   # batch per VM, split over its GPUs
+    - {instance_type: g4dn.xlarge, market: on_demand, count: 4, batch: 32}
+comm: allreduce                 # or parameter_server (with ps_servers: 2)
+mc_samples: 200                 # Monte Carlo for p10/p50/p90 (0: straggler draws only)
+seed: 0
+"""
+
+
+def _load(path: Path) -> Any:
+    import yaml
+
+    from srift.errors import InvalidInput
+
+    try:
+        return yaml.safe_load(path.read_text())
+    except OSError as exc:
+        raise InvalidInput(
+            f"cannot read {path}: {exc.strerror}", hint="check the path", field="FILE"
+        ) from exc
+    except yaml.YAMLError as exc:
+        raise InvalidInput(
+            f"{path} is not valid YAML/JSON ({exc})", hint="fix the syntax", field="FILE"
+        ) from exc
+
+
+def _remote(base: str, body: dict[str, Any], *, token: str | None) -> Any:
+    import httpx
+
+    from srift.errors import ExternalServiceError, Forbidden, InvalidInput, NotFound, SriftError, Unauthorized
+
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    try:
+        response = httpx.post(base.rstrip("/") + "/v1/predictions", json=body, headers=headers, timeout=300)
+    except httpx.HTTPError as exc:
+        raise ExternalServiceError(
+            f"cannot reach {base} ({exc})", hint="check --url and that the server runs"
+        ) from exc
+    if response.status_code < 400:
+        return response.json()
+    try:
+        err = response.json()
+    except ValueError:
+        err = {"detail": response.text[:200], "hint": "see the server log"}
+    kind: type[SriftError] = {401: Unauthorized, 403: Forbidden, 404: NotFound, 422: InvalidInput}.get(
+        response.status_code, ExternalServiceError
+    )
+    raise kind(
+        str(err.get("detail", "request failed")),
+        hint=str(err.get("hint") or "see the server log"),
+        field=err.get("field"),
+    )
+
+
+def _local(body: dict[str, Any]) -> Any:
+    from srift.api.schemas.predictions import PredictionOut, parse_prediction_request
+    from srift.bootstrap import bootstrap
+    from srift.db.session import transaction
+    from srift.services.predictions import predict
+    from srift.settings import get_settings
+
+    request = parse_prediction_request(body)
+    settings = get_settings()
+    bootstrap(settings)
+    with transaction(settings.resolved_database_url) as session:
+        result = predict(session=session, settings=settings, request=request)
+    return PredictionOut.model_validate(result).model_dump(mode="json")
+
+
+def _seconds(value: float) -> str:
+    if value >= 3600:
+        return f"{value / 3600:.2f} h"
+    if value >= 60:
+        return f"{value / 60:.1f} min"
+    return f"{value:.4g} s"
+
+
+def render(result: dict[str, Any]) -> None:
+    """Print a prediction as tables: the fleet, the times and cost, and where an iteration's time goes."""
+    fleet = Table(title=f"fleet {result['label']} ({result['comm']})")
+    for col in ("instance type", "market", "count", "batch/VM", "GPUs", "batch/GPU", "$/h"):
+        fleet.add_column(col, justify="left" if col in ("instance type", "market") else "right")
+    for c in result["choices"]:
+        fleet.add_row(
+            c["instance_type"],
+            c["market"],
+            str(c["count"]),
+            str(c["batch"]),
+            str(c["gpus"]),
+            f"{c['per_gpu_batch']:g}",
+            f"{c['price_usd_per_hr']:.3f}",
+        )
+    console.print(fleet)
+    p = result["predicted"]
+    times = Table(
+        title=f"prediction for {result['iterations']} iterations (global batch {result['global_batch']})"
+    )
+    times.add_column("iteration (mean)", justify="right")
+    times.add_column("p10 / p50 / p90", justify="right")
+    times.add_column("total time", justify="right")
+    times.add_column("cost", justify="right")
+    times.add_row(
+        _seconds(p["iteration_s"]),
+        " / ".join(_seconds(p[k]) for k in ("iteration_p10_s", "iteration_p50_s", "iteration_p90_s")),
+        _seconds(p["total_time_s"]),
+        f"${p['cost_usd']:.2f}  (${result['usd_per_hr']:.2f}/h)",
+    )
+    console.print(times)
+    b = result["breakdown"]
+    parts = Table(title="one iteration (Stash stall breakdown)")
+    parts.add_column("part")
+    parts.add_column("seconds", justify="right")
+    parts.add_column("share", justify="right")
+    for label, key in (
+        ("compute (fw + bw)", "compute_s"),
+        ("straggler wait", "straggler_wait_s"),
+        ("exposed intra-node", "exposed_intra_s"),
+        ("exposed network", "exposed_network_s"),
+    ):
+        share = b[key] / p["iteration_s"] if p["iteration_s"] > 0 else 0.0
+        parts.add_row(label, f"{b[key]:.4g}", f"{100 * share:.1f} %")
+    granularity = "∞ (no communication)" if b["granularity"] is None else f"{b['granularity']:.2f}"
+    parts.add_row("communication (overlapped or not)", f"{b['communication_s']:.4g}", "")
+    parts.add_row("granularity = compute / communication", granularity, "")
+    console.print(parts)
+    for warning in result["warnings"]:
+        console.print(f"[yellow]warning:[/] {warning}", highlight=False)
+    console.print("sources: " + "; ".join(result["sources"]), highlight=False, soft_wrap=True)
 
 
 def register(app: typer.Typer) -> None:
-    """Add this area's commands to the root app."""
+    """Add `srift predict`."""
+
+    @app.command("predict")
+    def predict(
+        file: Path | None = typer.Argument(None, help="request file (YAML or JSON); see --example"),
+        as_json: bool = typer.Option(False, "--json", help="print the prediction as JSON"),
+        url: str | None = typer.Option(
+            None,
+            "--url",
+            help="ask a running server (e.g. http://127.0.0.1:8000) instead of the local database",
+        ),
+        token: str | None = typer.Option(
+            None, "--token", help="API token for --url when reads need one (default: $SRIFT_TOKEN)"
+        ),
+        mc_samples: int | None = typer.Option(
+            None, "--mc-samples", min=0, max=1000, help="override the file's Monte Carlo sample count"
+        ),
+        seed: int | None = typer.Option(None, "--seed", min=0, help="override the file's seed"),
+        example: bool = typer.Option(False, "--example", help="print an example request file and exit"),
+    ) -> None:
+        """Predict one fleet's iteration time (mean, p10/p50/p90), total time and cost, with a breakdown.
+
+        FILE names the model's profiles, the fleet (instance type, market, count and per-VM batch per
+        choice), provider/region and iterations. Compute comes from the profile of each type's accelerator,
+        communication from the active bandwidth model (or the α-β prior), prices from the catalog, billed per
+        second. Examples:
+
+          srift predict --example > request.yaml
+
+          srift predict request.yaml
+
+          srift predict request.yaml --mc-samples 500 --json
+
+          srift predict request.yaml --url http://127.0.0.1:8000
+        """
+        from srift.errors import InvalidInput
+
+        if example:
+            typer.echo(EXAMPLE, nl=False)
+            return
+        if file is None:
+            raise InvalidInput(
+                "no request file given", hint="run `srift predict --example > r.yaml`", field="FILE"
+            )
+        body = _load(file)
+        if not isinstance(body, dict):
+            raise InvalidInput(
+                f"{file} must hold a mapping", hint="see `srift predict --example`", field="FILE"
+            )
+        if mc_samples is not None:
+            body["mc_samples"] = mc_samples
+        if seed is not None:
+            body["seed"] = seed
+        if url:
+            result = _remote(url, body, token=token or os.environ.get("SRIFT_TOKEN"))
+        else:
+            with console.status("simulating...", spinner="dots"):
+                result = _local(body)
+        if as_json:
+            typer.echo(json.dumps(result, indent=1))
+            return
+        render(result)

@@ -230,3 +230,37 @@ def test_post_predictions(client: TestClient, lab: Session) -> None:
     )
     assert zero.status_code == 422
     assert zero.json()["field"] == "config.choices.0.count"
+
+
+def test_cli_predict_prints_a_table_and_json(
+    sqlite_url: str, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from srift.cli import build_app
+    from srift.db.session import transaction
+    from srift.settings import get_settings
+
+    monkeypatch.setenv("SRIFT_DATABASE_URL", sqlite_url)
+    monkeypatch.setenv("SRIFT_DATA_DIR", str(tmp_path / "data"))
+    get_settings.cache_clear()
+    with transaction(sqlite_url) as s:
+        import_document(session=s, document=LAB, origin="test")
+    request = tmp_path / "req.json"
+    request.write_text(json.dumps(_request().model_dump(mode="json")))
+    runner = CliRunner()
+    app = build_app()
+    table = runner.invoke(app, ["predict", str(request)])
+    assert table.exit_code == 0, table.output
+    assert "4×v100x1@64" in table.output
+    assert "exposed network" in table.output
+    as_json = runner.invoke(app, ["predict", str(request), "--json", "--mc-samples", "20"])
+    assert as_json.exit_code == 0, as_json.output
+    data = json.loads(as_json.output)
+    assert data["label"] == "4×v100x1@64"
+    assert data["predicted"]["iteration_p10_s"] <= data["predicted"]["iteration_p90_s"]
+    example = runner.invoke(app, ["predict", "--example"])
+    assert "config:" in example.output
+    get_settings.cache_clear()
