@@ -108,7 +108,7 @@ class Browsed:
     offhost_requests: list[str] = field(default_factory=list)
 
     def goto(self, path: str) -> None:
-        self.page.goto(self.server.url + path, wait_until="networkidle")
+        self.page.goto(self.server.url + path, wait_until="load")
 
     def screenshot(self, name: str) -> Path:
         path = self.artifacts / f"{name}.png"

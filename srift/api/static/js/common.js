@@ -137,7 +137,7 @@ function renderMessage(box, detail, hint, relaxations) {
   if (hint) box.append(el("span", { class: "hint" }, `To fix: ${hint}`));
   const nearest = Object.entries(relaxations || {}).filter(([, v]) => v !== null && v !== undefined);
   if (nearest.length) {
-    box.append(el("span", { class: "hint" }, `Nearest feasible: ${nearest.map(([k, v]) => `${k} = ${fmtNumber(v, 4)}`).join(", ")}`));
+    box.append(el("span", { class: "hint" }, `Relaxations: ${nearest.map(([k, v]) => `${k} = ${fmtNumber(v, 4)}`).join(", ")}`));
   }
   box.hidden = false;
 }

@@ -27,11 +27,12 @@ async function loadJobs() {
       { label: "#", value: (j) => j.id, num: true },
       { label: "Kind", value: (j) => j.kind ?? "probe" },
       { label: "Provider", value: (j) => j.provider ?? "—" },
+      { label: "Instance type", value: (j) => jobTypes(j) },
       { label: "State", value: (j) => badge(j.state) },
       { label: "Created", value: (j) => fmtTime(j.created_at) },
       { label: "Ran for", value: duration, num: true },
       { label: "Attempts", value: (j) => j.attempts ?? "—", num: true },
-      { label: "Error", value: (j) => (j.error ? String(j.error).slice(0, 80) : "") },
+      { label: "Outcome", value: (j) => (j.error ? String(j.error).slice(0, 80) : outcome(j.result)) },
     ], jobs, {
       id: "jobs-list",
       empty: "no probe or profile jobs yet: `srift probe run` or POST /v1/probe-jobs queues one",
@@ -44,6 +45,33 @@ async function loadJobs() {
   }
 }
 
+function jobTypes(job) {
+  const r = job.request || {};
+  return (r.instance_types || (r.instance_type ? [r.instance_type] : [])).join(", ") || "—";
+}
+
+/** A job's result in a few words: samples or profiles it stored, and anything else it reports. */
+function outcome(result) {
+  if (!result || !Object.keys(result).length) return "";
+  return Object.entries(result)
+    .map(([k, v]) => `${k.replaceAll("_", " ")}: ${Array.isArray(v) ? v.length : typeof v === "object" && v ? Object.keys(v).length : v}`)
+    .join(", ")
+    .slice(0, 80);
+}
+
+function listText(values) {
+  return values.length > 6 ? `${values[0]}…${values[values.length - 1]} (${values.length} values)` : values.join(",");
+}
+
+function requestLine(job) {
+  const r = { ...(job.request || {}) };
+  delete r.ec2;
+  return Object.entries(r)
+    .filter(([, v]) => v !== null && v !== undefined && !(Array.isArray(v) && !v.length))
+    .map(([k, v]) => `${k}=${Array.isArray(v) ? listText(v) : typeof v === "object" ? JSON.stringify(v) : v}`)
+    .join("  ");
+}
+
 async function showJob(id, { quiet = false } = {}) {
   selectedJob = id;
   const box = $("jobs-detail-error");
@@ -51,7 +79,9 @@ async function showJob(id, { quiet = false } = {}) {
     const job = await get(`/probe-jobs/${id}`);
     box.hidden = true;
     $("jobs-detail").hidden = false;
-    $("jobs-detail-title").replaceChildren(`Job #${job.id} · ${job.kind ?? "probe"} · `, badge(job.state));
+    $("jobs-detail-title").replaceChildren(`Job #${job.id} · ${job.kind} on ${job.provider} · `, badge(job.state),
+      job.worker_id ? ` · worker ${job.worker_id}` : "");
+    $("jobs-request").textContent = requestLine(job);
     const log = job.log ?? (job.logs || []).join("\n");
     const pre = $("jobs-log");
     const atBottom = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;

@@ -1,0 +1,291 @@
+"""The dashboard in headless Chromium against a live server on the embedded default (see conftest.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import pytest
+from dashboard_harness import SAMPLE_BUFFERS, SAMPLE_TYPE, SAMPLE_WORLD_SIZES, Browsed
+
+from srift.db.session import transaction
+from srift.jobs import store as job_store
+from srift.jobs.spec import JobState
+
+pytestmark = pytest.mark.browser
+
+PAGES_READY = {
+    "/": "#plan-model option[value]",
+    "/predict": "#predict-fleet tr",
+    "/bandwidth": "#bw-chart .main-svg",
+    "/jobs": "#runs-table > *",
+    "/catalog": "#catalog-types tbody tr",
+}
+UNPROCESSABLE = "status of 422"
+
+
+def _ready(b: Browsed, path: str) -> None:
+    b.goto(path)
+    b.page.wait_for_selector("body[data-ready]")
+    b.page.wait_for_selector(PAGES_READY[path], state="attached")
+
+
+def test_every_page_renders_with_the_shipped_data(browsed: Browsed) -> None:
+    for path in PAGES_READY:
+        _ready(browsed, path)
+        assert browsed.page.locator(".form-error:visible, .field-error:visible").count() == 0, path
+        nav = browsed.page.locator("nav a.active")
+        assert nav.count() == 1 and nav.get_attribute("href") == path
+        browsed.screenshot(f"page-{path.strip('/') or 'plan'}")
+    browsed.assert_clean()
+
+
+def test_catalog_filters_by_gpu_and_name(browsed: Browsed) -> None:
+    _ready(browsed, "/catalog")
+    rows = browsed.page.locator("#catalog-types tbody tr")
+    everything = rows.count()
+    assert everything > 10
+    browsed.page.select_option("#catalog-gpu", "V100")
+    assert 0 < rows.count() < everything
+    assert all("V100" in text for text in rows.all_inner_texts())
+    browsed.page.fill("#catalog-search", "p3.2x")
+    assert rows.count() == 1 and "p3.2xlarge" in rows.first.inner_text()
+    assert "$" in rows.first.inner_text()
+    browsed.screenshot("catalog-filtered")
+    browsed.assert_clean()
+
+
+def _bandwidth_traces(b: Browsed) -> dict[str, dict[str, Any]]:
+    return {t["uid"]: t for t in b.chart("bw-chart")["data"]}
+
+
+def test_bandwidth_page_draws_model_curves_with_probe_samples_and_flags_a_bad_world_size(
+    browsed: Browsed,
+) -> None:
+    _ready(browsed, "/bandwidth")
+    page = browsed.page
+    page.select_option("#bw-instance", SAMPLE_TYPE)
+    page.fill("#bw-world-sizes", ", ".join(str(w) for w in SAMPLE_WORLD_SIZES))
+    page.click("#bw-draw")
+    want = {f"model-{w}" for w in SAMPLE_WORLD_SIZES} | {f"samples-{w}" for w in SAMPLE_WORLD_SIZES}
+    page.wait_for_function(
+        "(want) => { const d = document.getElementById('bw-chart').data || [];"
+        " return want.every(u => d.some(t => t.uid === u)); }",
+        arg=sorted(want),
+    )
+    traces = _bandwidth_traces(browsed)
+    for w in SAMPLE_WORLD_SIZES:
+        line, points = traces[f"model-{w}"], traces[f"samples-{w}"]
+        assert len(line["x"]) == 41 and all(y > 0 for y in line["y"])
+        assert line["y"][-1] > line["y"][0]
+        assert len(points["x"]) == 2 * len(SAMPLE_BUFFERS)
+        assert sorted(set(points["x"])) == list(SAMPLE_BUFFERS)
+    assert page.locator("#bw-chart .scatterlayer .trace .lines path").count() >= len(SAMPLE_WORLD_SIZES)
+    assert page.locator("#bw-chart .scatterlayer .trace .points path").count() >= 2 * len(SAMPLE_BUFFERS)
+    assert page.locator("#bw-versions").inner_text().strip()
+    browsed.screenshot("bandwidth-curves")
+
+    page.fill("#bw-world-sizes", "1, 4")
+    with page.expect_response(lambda r: "/curves" in r.url and r.status == 422) as info:
+        page.click("#bw-draw")
+    detail = info.value.json()["detail"]
+    message = page.locator("#bw-world-sizes ~ .field-error")
+    message.wait_for()
+    assert detail in message.inner_text()
+    assert "invalid" in (page.get_attribute("#bw-world-sizes", "class") or "")
+    browsed.screenshot("bandwidth-bad-world-size")
+    browsed.assert_clean(allowed=(UNPROCESSABLE,))
+
+
+def _submit_plan(b: Browsed, **fields: str) -> dict[str, Any]:
+    """Fill the plan form (element id suffix → value), submit, and return the API's answer."""
+    page = b.page
+    for name, value in fields.items():
+        page.fill(f"#plan-{name}", value)
+    with page.expect_response(lambda r: r.url.endswith("/v1/plans") and r.request.method == "POST") as info:
+        page.click("#plan-submit")
+    response = info.value
+    body: dict[str, Any] = response.json()
+    assert response.status == 201, body
+    page.wait_for_selector("#plan-choices")
+    page.wait_for_function("document.querySelectorAll('#plan-breakdown .barlayer .trace').length > 0")
+    return body
+
+
+def test_plan_page_shows_the_plan_every_evaluated_config_and_the_breakdown(browsed: Browsed) -> None:
+    _ready(browsed, "/")
+    page = browsed.page
+    page.select_option("#plan-objective", "min_time")
+    page.click("details summary")
+    page.select_option("#plan-mode", "exhaustive")
+    for name, count in (("g4dn.xlarge", "8"), ("p3.2xlarge", "4"), ("g5.xlarge", "4")):
+        page.select_option("#plan-availability-type", name)
+        page.fill("#plan-availability-count", count)
+        page.click("#plan-availability-add")
+    assert page.locator("#plan-availability-chips li").count() == 3
+    plan = _submit_plan(
+        browsed, **{"global-batch": "512", "iterations": "20000", "time-limit": "7200", "budget": "6"}
+    )
+
+    rows = page.locator("#plan-choices tbody tr")
+    assert rows.count() == len(plan["choices"]) >= 1
+    for row, choice in zip(rows.all_inner_texts(), plan["choices"], strict=True):
+        assert choice["instance_type"] in row and str(choice["count"]) in row
+    assert "CAP" in page.inner_text("#plan-baselines") and "TAP" in page.inner_text("#plan-baselines")
+
+    figure = browsed.chart("plan-scatter")
+    traces = {t["uid"]: t for t in figure["data"]}
+    feasible, infeasible = traces["evaluated-feasible"], traces["evaluated-infeasible"]
+    evaluated = len(feasible["x"]) + len(infeasible["x"])
+    assert evaluated == len(plan["pareto"]) == plan["pareto_total"] == plan["configs_evaluated"] > 20
+    assert len(infeasible["x"]) == sum(not p["feasible"] for p in plan["pareto"]) > 0
+    assert len(traces["front"]["x"]) == sum(p["on_front"] for p in plan["pareto"])
+    chosen = traces["chosen"]
+    assert chosen["marker"]["symbol"] == "star" and len(chosen["x"]) == 1
+    assert chosen["x"][0] == pytest.approx(plan["predicted"]["total_time_s"] / 3600)
+    assert chosen["y"][0] == pytest.approx(plan["predicted"]["cost_usd"])
+    assert [p for p in plan["pareto"] if p["chosen"]], "the API marks the chosen point too"
+    assert sorted(s["name"] for s in figure["shapes"]) == ["budget", "time limit"]
+    assert page.locator("#plan-scatter .scatterlayer .trace .points path").count() >= evaluated
+
+    bars = {t["uid"]: t for t in browsed.chart("plan-breakdown")["data"]}
+    assert set(bars) == {"compute_s", "straggler_wait_s", "exposed_intra_s", "exposed_network_s"}
+    assert bars["compute_s"]["y"][0] == "Srift plan"
+    stacked = sum(bars[k]["x"][0] for k in bars)
+    assert stacked == pytest.approx(plan["predicted"]["iteration_s"], rel=0.05)
+    browsed.screenshot("plan")
+    browsed.assert_clean()
+
+
+def test_bad_plan_entries_show_the_api_message_next_to_their_field_and_a_missing_token_says_what_to_do(
+    browsed: Browsed,
+) -> None:
+    _ready(browsed, "/")
+    page = browsed.page
+    page.fill("#plan-global-batch", "0")
+    with page.expect_response(lambda r: r.url.endswith("/v1/plans")) as info:
+        page.click("#plan-submit")
+    assert info.value.status == 422
+    error = info.value.json()
+    assert error["field"] == "global_batch"
+    message = page.locator("#plan-global-batch ~ .field-error")
+    message.wait_for()
+    assert error["detail"] in message.inner_text()
+    assert page.get_attribute("#plan-global-batch", "aria-invalid") == "true"
+    assert page.locator(".field-error:visible").count() == 1
+    browsed.screenshot("plan-bad-global-batch")
+
+    page.fill("#plan-global-batch", "256")
+    page.select_option("#plan-availability-type", "g4dn.xlarge")
+    page.click("#plan-availability-add")
+    page.fill("#plan-budget", "0.01")
+    with page.expect_response(lambda r: r.url.endswith("/v1/plans")) as info:
+        page.click("#plan-submit")
+    assert info.value.status == 422
+    error = info.value.json()
+    shown = page.locator(".field-error:visible, .form-error:visible")
+    shown.first.wait_for()
+    assert shown.count() == 1 and error["detail"] in shown.inner_text()
+    if error["field"] == "budget_usd":
+        assert page.locator("#plan-budget ~ .field-error").is_visible()
+    browsed.screenshot("plan-infeasible")
+
+    page.click("#token-clear")
+    assert page.inner_text("#token-state") == "not set"
+    with page.expect_response(lambda r: r.url.endswith("/v1/plans")) as info:
+        page.click("#plan-submit")
+    assert info.value.status == 401
+    message = page.locator("#token-error")
+    message.wait_for()
+    assert "srift tokens create" in message.inner_text()
+    browsed.screenshot("plan-no-token")
+    page.fill("#api-token", browsed.server.token)
+    page.click("#token-save")
+    assert message.is_hidden() and page.inner_text("#token-state").startswith("saved")
+    browsed.assert_clean(allowed=(UNPROCESSABLE, "status of 401"))
+
+
+def _api(b: Browsed, method: str, path: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
+    headers = {"Authorization": f"Bearer {b.server.token}"}
+    response = httpx.request(method, f"{b.server.url}/v1{path}", json=body, headers=headers, timeout=60)
+    assert response.status_code < 300, response.text
+    result: dict[str, Any] = response.json()
+    return result
+
+
+def test_jobs_page_shows_a_training_run_with_its_replan_history(browsed: Browsed) -> None:
+    plan = _api(
+        browsed,
+        "POST",
+        "/plans",
+        {
+            "model": browsed.server.model,
+            "global_batch": 256,
+            "iterations": 20000,
+            "time_limit_s": 36000,
+            "availability": {"g4dn.xlarge": 8, "p3.2xlarge": 4},
+        },
+    )
+    job = _api(browsed, "POST", "/jobs", {"plan_id": plan["id"]})
+    _api(
+        browsed,
+        "POST",
+        f"/jobs/{job['id']}/progress",
+        {"iterations_done": 5000, "elapsed_s": 1800, "spent_usd": 1.0},
+    )
+    lost = plan["choices"][0]
+    replanned = _api(
+        browsed,
+        "POST",
+        f"/jobs/{job['id']}/interruptions",
+        {"instance_type": lost["instance_type"], "count": 1, "iterations_done": 8000, "elapsed_s": 3000},
+    )
+    done = _api(
+        browsed, "POST", "/probe-jobs", {"provider": "local", "instance_type": "laptop", "node_counts": [2]}
+    )
+    queued = _api(
+        browsed, "POST", "/probe-jobs", {"provider": "local", "instance_type": "desk", "node_counts": [4]}
+    )
+    with transaction(browsed.server.settings.resolved_database_url) as session:
+        claimed = job_store.claim_next(session=session, worker_id="browser-test")
+        assert claimed is not None and claimed.id == done["id"]
+        log = "rank 0: warm-up\nrank 0: 1 KiB … 64 MiB, 5 repeats\nstored 60 samples\n"
+        job_store.finish(
+            session=session,
+            job_id=claimed.id,
+            worker_id="browser-test",
+            state=JobState.SUCCEEDED,
+            log=log,
+            result={"samples_stored": 60},
+        )
+    _ready(browsed, "/jobs")
+    page = browsed.page
+    jobs = page.locator("#jobs-list tbody tr")
+    assert jobs.count() == 2
+    assert "queued" in jobs.filter(has_text="desk").inner_text()
+    jobs.filter(has_text="laptop").click()
+    page.wait_for_selector("#jobs-log:has-text('stored 60 samples')")
+    assert "succeeded" in page.inner_text("#jobs-detail-title")
+    assert "node_counts=2" in page.inner_text("#jobs-request")
+    assert queued["state"] == "queued"
+
+    row = page.locator("#runs-list tbody tr", has_text=f"#{replanned['plan']['id']}")
+    assert row.count() == 1
+    row.click()
+    page.wait_for_selector("#runs-events-table")
+    plans = page.locator("#runs-plans-table tbody tr")
+    assert plans.count() == 2
+    assert "current" in plans.nth(1).inner_text()
+    events = page.inner_text("#runs-events-table")
+    for kind in ("started", "progress", "interruption"):
+        assert kind in events
+    assert f"{lost['instance_type']} lost" in events
+    page.wait_for_function("(document.getElementById('runs-chart').data || []).length === 2")
+    progress = {t["uid"]: t for t in browsed.chart("runs-chart")["data"]}
+    assert progress["progress"]["y"] == [0, 5000, 8000]
+    assert progress["replans"]["y"] == [8000]
+    browsed.screenshot("jobs-training-run")
+    page.locator("#runs-plans-table a", has_text=f"#{replanned['plan']['id']}").click()
+    page.wait_for_selector("#plan-choices")
+    assert f"Plan #{replanned['plan']['id']}" in page.inner_text("#plan-title")
+    browsed.assert_clean()
