@@ -7,6 +7,7 @@ from typing import Any, ClassVar
 
 from sqlalchemy import (
     JSON,
+    BigInteger,
     Boolean,
     Date,
     DateTime,
@@ -114,7 +115,7 @@ class ProbeSample(Base):
     zone: Mapped[str] = mapped_column(String(64), default="")
     instance_type: Mapped[str] = mapped_column(String(128))
     backend: Mapped[str] = mapped_column(String(16))
-    buffer_bytes: Mapped[int] = mapped_column(Integer)
+    buffer_bytes: Mapped[int] = mapped_column(BigInteger)
     world_size: Mapped[int] = mapped_column(Integer)
     nodes: Mapped[int] = mapped_column(Integer)
     ranks_per_node: Mapped[int] = mapped_column(Integer)
