@@ -289,3 +289,53 @@ def test_jobs_page_shows_a_training_run_with_its_replan_history(browsed: Browsed
     page.wait_for_selector("#plan-choices")
     assert f"Plan #{replanned['plan']['id']}" in page.inner_text("#plan-title")
     browsed.assert_clean()
+
+
+def _predict(b: Browsed) -> dict[str, Any]:
+    with b.page.expect_response(lambda r: r.url.endswith("/v1/predictions")) as info:
+        b.page.click("#predict-submit")
+    body: dict[str, Any] = info.value.json()
+    assert info.value.status == 200, body
+    return body
+
+
+def test_predict_page_draws_each_what_if_and_flags_a_bad_row(browsed: Browsed) -> None:
+    _ready(browsed, "/predict")
+    page = browsed.page
+    rows = page.locator("#predict-fleet tr")
+    page.click("#predict-add-row")
+    for i, (name, count, batch) in enumerate((("g4dn.xlarge", "4", "64"), ("p3.2xlarge", "2", "128"))):
+        rows.nth(i).locator("[data-name=instance_type]").select_option(name)
+        rows.nth(i).locator("[data-name=count]").fill(count)
+        rows.nth(i).locator("[data-name=batch]").fill(batch)
+    assert "512 samples" in page.inner_text("#predict-global-batch")
+    first = _predict(browsed)
+    assert first["global_batch"] == 512 and first["label"] in page.inner_text("#predict-title")
+
+    rows.nth(0).locator("[data-name=count]").fill("8")
+    second = _predict(browsed)
+    page.wait_for_function("document.querySelectorAll('#predict-history tbody tr').length === 2")
+    traces = {t["uid"]: t for t in browsed.chart("predict-scatter")["data"]}
+    assert traces["chosen"]["x"] == [pytest.approx(second["predicted"]["total_time_s"] / 3600)]
+    assert traces["chosen"]["y"] == [pytest.approx(second["predicted"]["cost_usd"])]
+    assert traces["earlier"]["y"] == [pytest.approx(first["predicted"]["cost_usd"])]
+    bars = {t["uid"]: t for t in browsed.chart("predict-breakdown")["data"]}
+    assert bars["compute_s"]["y"] == ["latest", "earlier 1"]
+    stacked = sum(
+        bars[k]["x"][0] for k in ("compute_s", "straggler_wait_s", "exposed_intra_s", "exposed_network_s")
+    )
+    assert stacked == pytest.approx(second["predicted"]["iteration_s"], rel=0.05)
+    browsed.screenshot("predict")
+
+    rows.nth(1).locator("[data-name=batch]").fill("0")
+    with page.expect_response(lambda r: r.url.endswith("/v1/predictions")) as info:
+        page.click("#predict-submit")
+    assert info.value.status == 422
+    error = info.value.json()
+    batch = rows.nth(1).locator("[data-name=batch]")
+    assert batch.get_attribute("aria-invalid") == "true"
+    message = page.locator("#predict-fleet ~ .field-error, .fleet ~ .field-error")
+    message.wait_for()
+    assert error["detail"] in message.inner_text()
+    browsed.screenshot("predict-bad-batch")
+    browsed.assert_clean(allowed=(UNPROCESSABLE,))

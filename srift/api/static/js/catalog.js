@@ -23,8 +23,7 @@ function render() {
     .filter((t) => !region || t.prices.some((p) => p.region === region))
     .filter((t) => !gpu || t.gpu_model === gpu)
     .filter((t) => (t.gpu_count || 0) >= minGpus)
-    .filter((t) => !search || t.name.toLowerCase().includes(search) || String(t.gpu_model || "").toLowerCase().includes(search))
-    .sort((a, b) => a.provider.localeCompare(b.provider) || a.name.localeCompare(b.name, "en", { numeric: true }));
+    .filter((t) => !search || t.name.toLowerCase().includes(search) || String(t.gpu_model || "").toLowerCase().includes(search));
   $("catalog-count").textContent = `${rows.length} of ${all.length} instance types`;
   renderTable($("catalog-table"), [
     { label: "Provider", value: (t) => t.provider },
@@ -40,7 +39,10 @@ function render() {
   ], rows, { id: "catalog-types", empty: "no instance type matches these filters" });
   const sources = new Set();
   for (const t of rows) for (const p of t.prices) if (p.region === region && p.source) sources.add(`${p.source}${p.as_of ? ` (as of ${p.as_of})` : ""}`);
-  $("catalog-sources").textContent = sources.size ? `Prices: ${[...sources].join("; ")}` : "";
+  $("catalog-sources").replaceChildren(sources.size
+    ? el("details", {}, el("summary", {}, `Where these prices come from (${sources.size} source${sources.size > 1 ? "s" : ""})`),
+      el("ul", {}, [...sources].map((s) => el("li", {}, s))))
+    : "");
 }
 
 function fillRegions(map) {

@@ -94,8 +94,8 @@ export function markReady() {
 function showTokenProblem(error) {
   const box = document.getElementById("token-error");
   if (!box) return;
-  const needs = error.status === 401 ? "This action needs an API token with write scope." : "This token's scope is too small.";
-  renderMessage(box, `${needs} ${error.detail}`, error.hint || "create one with `srift tokens create --scope write` and paste it here");
+  const hint = error.hint || "create one with `srift tokens create --scope write`";
+  renderMessage(box, error.detail, `${hint}, then paste it here`);
   document.getElementById("api-token")?.classList.add("invalid");
 }
 
@@ -177,7 +177,7 @@ export function showError(form, error) {
   const err = error instanceof ApiError ? error : new ApiError(0, { detail: String(error?.message || error) });
   const target = inputForField(form, err.field);
   const ownName = target?.dataset.field?.split(/\s+/).find((n) => fieldMatches(err.field || "", n));
-  const prefix = err.field && err.field !== ownName ? `${err.field}: ` : "";
+  const prefix = target?.dataset.label ? `${target.dataset.label}: ` : err.field && err.field !== ownName ? `${err.field}: ` : "";
   let box = null;
   if (target) {
     box = target.closest(".field")?.querySelector(":scope > .field-error") || null;

@@ -22,7 +22,11 @@ function availableTypes() {
 /** Give each fleet row's inputs the API field names of its index, so errors land next to them. */
 function renumberRows() {
   [...fleet.rows].forEach((tr, i) => {
-    for (const input of tr.querySelectorAll("[data-name]")) input.dataset.field = `choices[${i}].${input.dataset.name}`;
+    for (const input of tr.querySelectorAll("[data-name]")) {
+      const name = input.dataset.name;
+      input.dataset.field = `config.choices[${i}].${name} config.choices.${i}.${name}`;
+      input.dataset.label = `row ${i + 1}, ${name.replace("_", " ")}`;
+    }
   });
   updateGlobalBatch();
 }
@@ -64,35 +68,38 @@ async function buildRequest() {
   const request = await profilePart($("predict-model"), $("predict-profile-file"));
   request.provider = $("predict-provider").value;
   request.region = $("predict-region").value;
-  const iterations = numberOrNull($("predict-iterations"));
-  if (iterations !== null) request.iterations = iterations;
-  request.choices = [...fleet.rows].map((tr) => ({
-    instance_type: tr.querySelector("[data-name=instance_type]").value,
-    market: tr.querySelector("[data-name=market]").value,
-    count: numberOrNull(tr.querySelector("[data-name=count]")),
-    batch: numberOrNull(tr.querySelector("[data-name=batch]")),
-  }));
+  for (const [key, id] of [["iterations", "predict-iterations"], ["mc_samples", "predict-mc"], ["ps_servers", "predict-ps"]]) {
+    const value = numberOrNull($(id));
+    if (value !== null) request[key] = value;
+  }
+  request.comm = $("predict-comm").value;
+  if (request.comm !== "parameter_server") delete request.ps_servers;
+  request.config = {
+    choices: [...fleet.rows].map((tr) => ({
+      instance_type: tr.querySelector("[data-name=instance_type]").value,
+      market: tr.querySelector("[data-name=market]").value,
+      count: numberOrNull(tr.querySelector("[data-name=count]")),
+      batch: numberOrNull(tr.querySelector("[data-name=batch]")),
+    })),
+  };
   return request;
 }
 
-function label(request) {
-  return request.choices.map((c) => `${c.count}×${c.instance_type}@${c.batch}${c.market === "on_demand" ? " (od)" : ""}`).join(" + ");
-}
-
-function render(prediction, request) {
+function render(prediction) {
   $("predict-empty").hidden = true;
   $("predict-results").hidden = false;
-  const p = prediction.predicted ?? prediction.prediction ?? prediction;
-  $("predict-title").textContent = label(request);
+  const p = { ...prediction.predicted, breakdown: prediction.breakdown };
+  $("predict-title").textContent = prediction.label;
   $("predict-cards").replaceChildren(
     card("Iteration", fmtSeconds(p.iteration_s), `p10 ${fmtSeconds(p.iteration_p10_s)} · p90 ${fmtSeconds(p.iteration_p90_s)}`),
-    card("Total time", fmtSeconds(p.total_time_s), `${fmtNumber(request.iterations)} iterations`),
-    card("Total cost", fmtUsd(p.cost_usd)),
-    card("Granularity", fmtNumber(p.breakdown?.granularity), "compute ÷ communication"),
+    card("Total time", fmtSeconds(p.total_time_s), `${fmtNumber(prediction.iterations)} iterations`),
+    card("Total cost", fmtUsd(p.cost_usd), `${fmtUsd(prediction.usd_per_hr)} per hour`),
+    card("Global batch", fmtNumber(prediction.global_batch), prediction.comm.replace("_", " ")),
+    card("Granularity", fmtNumber(prediction.breakdown.granularity), "compute ÷ communication"),
   );
-  $("predict-warnings").replaceChildren(...(p.breakdown?.warnings || prediction.warnings || []).map((w) => el("li", {}, w)));
-  sourcesLine($("predict-sources"), p.sources ?? prediction.sources);
-  whatIfs.push({ label: label(request), iterations: request.iterations, prediction: p });
+  $("predict-warnings").replaceChildren(...[...(prediction.warnings || []), ...(prediction.breakdown.warnings || [])].map((w) => el("li", {}, w)));
+  sourcesLine($("predict-sources"), prediction.sources);
+  whatIfs.push({ label: prediction.label, iterations: prediction.iterations, prediction: p });
   drawWhatIfScatter($("predict-scatter"), whatIfs);
   drawBreakdown($("predict-breakdown"), whatIfs.slice(-3).reverse().map((w, i) => ({ name: i === 0 ? "latest" : `earlier ${i}`, breakdown: w.prediction.breakdown })));
   renderTable($("predict-history"), [
@@ -110,9 +117,7 @@ async function submit(ev) {
   $("predict-submit").disabled = true;
   $("predict-busy").hidden = false;
   try {
-    const request = await buildRequest();
-    const prediction = await post("/predictions", request);
-    render(prediction, request);
+    render(await post("/predictions", await buildRequest()));
   } catch (err) {
     showError(form, err);
   } finally {
