@@ -142,7 +142,11 @@ class ParetoPoint:
 
 @dataclass(frozen=True, slots=True)
 class Plan:
-    """The optimizer's answer: the chosen fleet, its prediction, baselines and the evaluated space."""
+    """The optimizer's answer: the chosen fleet, its prediction, baselines and the evaluated space.
+
+    `proven_optimal` is True when an exhaustive search closed its bound (no configuration can do better);
+    `pareto_total` counts every evaluated configuration (`pareto` may hold a sample of them plus the front).
+    """
 
     config: Config
     predicted: Prediction
@@ -156,3 +160,5 @@ class Plan:
     mode: SearchMode
     sources: tuple[str, ...] = ()
     warnings: tuple[str, ...] = field(default=())
+    proven_optimal: bool = False
+    pareto_total: int = 0

@@ -1,0 +1,291 @@
+"""optimize(): the optimizer's phases (check the space, search, baselines, Pareto front) and infeasibility.
+
+Phases, in order: (1) the space must hold some configuration summing to the global batch, else InvalidInput
+on `global_batch`; (2) search in the requested mode (`auto` tries exhaustive enumeration within 40 % of the
+solve budget and falls back to eager with the rest when the space is larger); (3) when nothing meets the
+limits, the nearest relaxations are searched with what is left of the budget and PlanInfeasible (422) says
+which limit cannot be met and by how much; (4) CAP/TAP baselines and the Pareto front complete the Plan.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from srift.domain import Constraints, Objective, Plan, SearchMode
+from srift.errors import Infeasible, InvalidInput
+from srift.optimize.baselines import baselines
+from srift.optimize.evaluate import Evaluations, Evaluator
+from srift.optimize.pareto import pareto_points
+from srift.optimize.search import Incumbent, SearchResult, solve_eager, solve_exhaustive
+from srift.optimize.space import Problem, reachable
+
+
+@dataclass(frozen=True, slots=True)
+class SolveOptions:
+    """How to search: mode, solving budget in seconds, eager's K and type limit, Pareto size limit."""
+
+    mode: SearchMode = SearchMode.AUTO
+    solve_budget_s: float = 2.0
+    k: int = 8
+    eager_max_types: int = 3
+    pareto_limit: int = 5000
+
+
+class PlanInfeasible(Infeasible):
+    """No configuration meets the limits; `relaxations` holds the nearest ones that can be met."""
+
+    def __init__(
+        self, detail: str, *, hint: str, field: str | None, relaxations: dict[str, float | None]
+    ) -> None:
+        super().__init__(detail, hint=hint, field=field)
+        self.relaxations = relaxations
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**super().to_dict(), "relaxations": self.relaxations}
+
+
+def optimize(problem: Problem, evaluator: Evaluator, options: SolveOptions | None = None) -> Plan:
+    """Find the best configuration of `problem` under its constraints (PlanInfeasible, InvalidInput)."""
+    options = options or SolveOptions()
+    start = time.perf_counter()
+    _check_space(problem)
+    evals = Evaluations(problem, evaluator)
+    main_budget = options.solve_budget_s * 0.7
+    result, mode = _search(problem, evals, problem.constraints, options, start=start, budget_s=main_budget)
+    best = result.incumbent.best
+    if best is None:
+        error = _infeasible(problem, evals, options, result, start=start)
+        rescue = Incumbent(problem.constraints.objective)
+        for item in evals.records.values():
+            rescue.offer(item)
+        if rescue.best is None:
+            raise error
+        best = rescue.best
+    plan_baselines = baselines(problem, evals)
+    pareto, total = pareto_points(
+        problem, evals.records.values(), chosen=best.groups, limit=options.pareto_limit
+    )
+    c = problem.constraints
+    pred = best.prediction
+    warnings = list(problem.notes) + list(result.notes)
+    if evals.violations:
+        warnings.append(
+            f"the simulator went below its own compute floor on {evals.violations} configuration(s); "
+            "pruning may have skipped a better plan"
+        )
+    sources = list(pred.sources)
+    for i, _, _ in best.groups:
+        offer = problem.candidates[i].offer
+        sources.append(
+            f"price:{offer.instance.name}/{offer.market.value}:{offer.source}@{offer.as_of.isoformat()}"
+        )
+    return Plan(
+        config=problem.config(best.groups),
+        predicted=pred,
+        constraints=c,
+        time_headroom_s=None if c.time_limit_s is None else c.time_limit_s - pred.total_time_s,
+        budget_headroom_usd=None if c.budget_usd is None else c.budget_usd - pred.cost_usd,
+        baselines=plan_baselines,
+        pareto=pareto,
+        solve_time_s=time.perf_counter() - start,
+        configs_evaluated=len(evals),
+        mode=mode,
+        sources=tuple(dict.fromkeys(sources)),
+        warnings=tuple(warnings),
+        proven_optimal=result.complete and mode is SearchMode.EXHAUSTIVE and evals.violations == 0,
+        pareto_total=total,
+    )
+
+
+def _check_space(problem: Problem) -> None:
+    if not problem.candidates:
+        raise InvalidInput(
+            "no instance type is available to the search",
+            hint="name types in availability with counts ≥ 1, or give profiles of offered accelerators",
+            field="availability",
+        )
+    if not reachable(problem):
+        g = problem.constraints.global_batch
+        capacity = sum(c.cap * c.max_vm_batch for c in problem.candidates)
+        if g > capacity:
+            detail = f"{g} samples do not fit: the available VMs hold at most {capacity} per iteration"
+            hint = "lower global_batch or allow more VMs in availability"
+        else:
+            policy = problem.batch_policy.value
+            detail = f"{g} cannot be split into per-VM batches allowed by batch_policy {policy}"
+            hint = "use a global batch that is a multiple of a power of two, or batch_policy any"
+        raise InvalidInput(detail, hint=hint, field="global_batch")
+
+
+def _search(
+    problem: Problem,
+    evals: Evaluations,
+    constraints: Constraints,
+    options: SolveOptions,
+    *,
+    start: float,
+    budget_s: float,
+    incumbent: Incumbent | None = None,
+) -> tuple[SearchResult, SearchMode]:
+    deadline = start + budget_s
+    if options.mode is SearchMode.EXHAUSTIVE:
+        res = solve_exhaustive(
+            problem, evals, constraints=constraints, deadline=deadline, incumbent=incumbent
+        )
+        return res, SearchMode.EXHAUSTIVE
+    if options.mode is SearchMode.EAGER:
+        res = solve_eager(
+            problem,
+            evals,
+            budget_s=budget_s,
+            constraints=constraints,
+            k=options.k,
+            max_types=options.eager_max_types,
+            incumbent=incumbent,
+            start=start,
+        )
+        return res, SearchMode.EAGER
+    res = solve_exhaustive(
+        problem,
+        evals,
+        constraints=constraints,
+        deadline=deadline,
+        enumeration_deadline=start + budget_s * 0.4,
+        incumbent=incumbent,
+    )
+    if res.complete or not res.enumeration_stopped:
+        return res, SearchMode.EXHAUSTIVE
+    now = time.perf_counter()
+    eager = solve_eager(
+        problem,
+        evals,
+        budget_s=max(deadline - now, 0.0),
+        constraints=constraints,
+        k=options.k,
+        max_types=options.eager_max_types,
+        incumbent=res.incumbent,
+        start=now,
+    )
+    return eager, SearchMode.EAGER
+
+
+def _relaxed(
+    problem: Problem,
+    evals: Evaluations,
+    options: SolveOptions,
+    *,
+    objective: Objective,
+    time_limit_s: float | None,
+    budget_usd: float | None,
+    budget_s: float,
+) -> tuple[float | None, bool]:
+    c = problem.constraints
+    relaxed = Constraints(
+        c.global_batch, c.iterations, objective, time_limit_s=time_limit_s, budget_usd=budget_usd
+    )
+    res, _ = _search(problem, evals, relaxed, options, start=time.perf_counter(), budget_s=max(budget_s, 0.0))
+    best = res.incumbent.best
+    if best is None:
+        return None, res.complete
+    value = best.prediction.cost_usd if objective is Objective.MIN_COST else best.prediction.total_time_s
+    return value, res.complete
+
+
+def _infeasible(
+    problem: Problem, evals: Evaluations, options: SolveOptions, result: SearchResult, *, start: float
+) -> PlanInfeasible:
+    """Search the nearest relaxations and word the 422: which limit cannot be met, and by how much."""
+    c = problem.constraints
+    left = max(options.solve_budget_s - (time.perf_counter() - start), 0.0)
+    searched = "" if result.complete else " found within the solve budget"
+    relax: dict[str, float | None] = {}
+    n = c.iterations
+    if c.time_limit_s is not None:
+        least_cost, _ = _relaxed(
+            problem,
+            evals,
+            options,
+            objective=Objective.MIN_COST,
+            time_limit_s=c.time_limit_s,
+            budget_usd=None,
+            budget_s=left / 2,
+        )
+        relax["least_budget_for_deadline_usd"] = least_cost
+        if c.budget_usd is not None:
+            fastest_in_budget, _ = _relaxed(
+                problem,
+                evals,
+                options,
+                objective=Objective.MIN_TIME,
+                time_limit_s=None,
+                budget_usd=c.budget_usd,
+                budget_s=left / 2,
+            )
+            relax["fastest_time_within_budget_s"] = fastest_in_budget
+        if least_cost is None:
+            fastest, _ = _relaxed(
+                problem,
+                evals,
+                options,
+                objective=Objective.MIN_TIME,
+                time_limit_s=None,
+                budget_usd=None,
+                budget_s=left / 4,
+            )
+            relax["fastest_time_s"] = fastest
+            gap = (
+                ""
+                if fastest is None
+                else f": the fastest{searched} takes {fastest:.0f} s, {fastest - c.time_limit_s:.0f} s over"
+            )
+            return PlanInfeasible(
+                f"no configuration{searched} runs {n} iterations within "
+                f"time_limit_s={c.time_limit_s:g} s{gap}",
+                hint=(
+                    f"raise time_limit_s to at least {fastest:.0f} s, or allow more VMs or other types"
+                    if fastest is not None
+                    else "raise time_limit_s, or allow more VMs or other instance types"
+                ),
+                field="time_limit_s",
+                relaxations=relax,
+            )
+        assert c.budget_usd is not None
+        fast = relax.get("fastest_time_within_budget_s")
+        within = (
+            f"within ${c.budget_usd:g} the fastest takes {fast:.0f} s"
+            if fast is not None
+            else (f"nothing{searched} fits ${c.budget_usd:g}")
+        )
+        return PlanInfeasible(
+            f"no configuration{searched} meets both time_limit_s={c.time_limit_s:g} s and budget_usd="
+            f"${c.budget_usd:g}: meeting the deadline costs at least ${least_cost:.2f} "
+            f"(${least_cost - c.budget_usd:.2f} over budget); {within}",
+            hint=f"raise budget_usd to ${least_cost:.2f}"
+            + (f" or time_limit_s to {fast:.0f} s" if fast is not None else ""),
+            field="budget_usd",
+            relaxations=relax,
+        )
+    assert c.budget_usd is not None
+    cheapest, _ = _relaxed(
+        problem,
+        evals,
+        options,
+        objective=Objective.MIN_COST,
+        time_limit_s=None,
+        budget_usd=None,
+        budget_s=left,
+    )
+    relax["cheapest_cost_usd"] = cheapest
+    gap = (
+        ""
+        if cheapest is None
+        else f": the cheapest{searched} costs ${cheapest:.2f}, ${cheapest - c.budget_usd:.2f} over"
+    )
+    return PlanInfeasible(
+        f"no configuration{searched} runs {n} iterations within budget_usd=${c.budget_usd:g}{gap}",
+        hint=f"raise budget_usd to at least ${cheapest:.2f}" if cheapest is not None else "raise budget_usd",
+        field="budget_usd",
+        relaxations=relax,
+    )

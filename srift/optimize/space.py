@@ -1,0 +1,293 @@
+"""The optimizer's search space: candidate (instance type, market) offers, per-VM batch options, reachability.
+
+A configuration picks, for some candidates, a count `n ≤ cap` and ONE per-VM batch `b` (Srift §4.4 insight
+(2): all VMs of one type get the same batch, since sharing a type's samples unequally is never faster),
+so that Σ n·b = global_batch and devices ≤ b ≤ max_batch·devices (every GPU gets ≥ 1 sample, none more
+than the profile's max_batch). Which batches are allowed is the `BatchPolicy`:
+
+- `pow2_split` (default): every group's batch is a power of two, except the group of the LAST candidate
+  present (in the canonical candidate order, sorted by instance type name then market), which may take
+  any batch in range: that group takes the exact split of what remains, so global batches that are not
+  a sum of powers of two stay reachable.
+- `pow2`: every batch is a power of two.
+- `any`: every integer batch in range (small problems only: the space grows with max_batch).
+
+Candidates are built by `build_candidates`, which applies the market rule (a type's cheaper allowed market;
+spot wins ties) and the availability caps.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from srift.domain import Config, Constraints, FleetMember, InstanceType, MarketChoice, ModelProfile, Offer
+from srift.domain.catalog import Market
+from srift.domain.planning import Choice
+from srift.errors import InvalidInput
+
+Group = tuple[int, int, int]
+"""(candidate index, count, per-VM batch)."""
+Groups = tuple[Group, ...]
+
+
+class BatchPolicy(StrEnum):
+    """Which per-VM batch sizes the search may use (see the module docstring)."""
+
+    POW2_SPLIT = "pow2_split"
+    POW2 = "pow2"
+    ANY = "any"
+
+
+def is_pow2(value: int) -> bool:
+    return value > 0 and value & (value - 1) == 0
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """One (instance type, market) the search may rent, with its compute profile and availability cap."""
+
+    offer: Offer
+    profile: ModelProfile
+    cap: int
+
+    @property
+    def instance(self) -> InstanceType:
+        return self.offer.instance
+
+    @property
+    def name(self) -> str:
+        return self.offer.instance.name
+
+    @property
+    def market(self) -> Market:
+        return self.offer.market
+
+    @property
+    def devices(self) -> int:
+        return self.offer.instance.devices
+
+    @property
+    def min_vm_batch(self) -> int:
+        """Smallest per-VM batch: one sample per GPU."""
+        return self.offer.instance.devices
+
+    @property
+    def max_vm_batch(self) -> int:
+        """Largest per-VM batch: the profile's per-device max_batch on every GPU."""
+        return self.profile.max_batch * self.offer.instance.devices
+
+    @property
+    def price_usd_per_s(self) -> float:
+        return self.offer.price_usd_per_s
+
+    def floor_s(self, vm_batch: int) -> float:
+        """Forward + backward seconds at this per-VM batch: a lower bound of any iteration using it."""
+        return self.profile.compute_s(vm_batch / self.offer.instance.devices)
+
+    def batch_options(self, policy: BatchPolicy) -> tuple[int, ...]:
+        """Per-VM batches a non-final group may use, ascending."""
+        lo, hi = self.min_vm_batch, self.max_vm_batch
+        if policy is BatchPolicy.ANY:
+            return tuple(range(lo, hi + 1))
+        out, b = [], 1
+        while b <= hi:
+            if b >= lo:
+                out.append(b)
+            b *= 2
+        return tuple(out)
+
+    def final_allowed(self, batch: int, policy: BatchPolicy) -> bool:
+        """Whether the last group present may use `batch`."""
+        if batch < self.min_vm_batch or batch > self.max_vm_batch:
+            return False
+        return policy is not BatchPolicy.POW2 or is_pow2(batch)
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """Candidates in canonical order (name, market), the user's constraints and the batch policy."""
+
+    candidates: tuple[Candidate, ...]
+    constraints: Constraints
+    batch_policy: BatchPolicy = BatchPolicy.POW2_SPLIT
+    notes: tuple[str, ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        keys = [(c.name, c.market.value) for c in self.candidates]
+        if keys != sorted(keys) or len(set(keys)) != len(keys):
+            raise ValueError("candidates must be unique and sorted by (instance type, market)")
+
+    def config(self, groups: Groups) -> Config:
+        return Config(
+            tuple(
+                Choice(
+                    instance_type=self.candidates[i].name, market=self.candidates[i].market, count=n, batch=b
+                )
+                for i, n, b in groups
+            )
+        )
+
+    def fleet(self, groups: Groups) -> tuple[FleetMember, ...]:
+        return tuple(
+            FleetMember(
+                instance=self.candidates[i].instance, count=n, batch=b, profile=self.candidates[i].profile
+            )
+            for i, n, b in groups
+        )
+
+    def usd_per_s(self, groups: Groups) -> float:
+        return sum(n * self.candidates[i].price_usd_per_s for i, n, _ in groups)
+
+    def floor_s(self, groups: Groups) -> float:
+        """Largest forward + backward time over the groups: the compute-only lower bound of t_iter."""
+        return max(self.candidates[i].floor_s(b) for i, _, b in groups)
+
+    def in_space(self, groups: Groups) -> bool:
+        """Whether `groups` is a configuration of this problem's space (module docstring)."""
+        if not groups:
+            return False
+        idx = [i for i, _, _ in groups]
+        if idx != sorted(set(idx)):
+            return False
+        total = 0
+        for pos, (i, n, b) in enumerate(groups):
+            cand = self.candidates[i]
+            if not 1 <= n <= cand.cap:
+                return False
+            last = pos == len(groups) - 1
+            if last:
+                if not cand.final_allowed(b, self.batch_policy):
+                    return False
+            elif b not in cand.batch_options(self.batch_policy):
+                return False
+            total += n * b
+        return total == self.constraints.global_batch
+
+
+def build_candidates(
+    *,
+    offers: Sequence[Offer],
+    profiles: Sequence[ModelProfile],
+    market: MarketChoice,
+    availability: Mapping[str, int] | None,
+    default_cap: int,
+    excluded: Sequence[str] = (),
+) -> tuple[tuple[Candidate, ...], tuple[str, ...]]:
+    """Turn priced offers into candidates, one per instance type; returns them and notes on what was left out.
+
+    Rules, each of which cannot lose the optimum:
+    - market: of a type's allowed markets, keep the cheaper offer (spot on ties). The two offers rent the
+      same hardware, so the simulator predicts the same time; the cheaper one is never worse for either
+      objective or limit, and availability caps apply to the type, not the market.
+    - profiles: a type needs a profile whose accelerator it matches (the first such profile given is used).
+    - availability: when given, only the named types, each at most its count (0 leaves it out); otherwise
+      every offered type with a profile, at most `default_cap` each. Types in `excluded` are left out.
+    Raises InvalidInput naming `availability.<type>` for a type that is not offered or has no profile.
+    """
+    by_type: dict[str, Offer] = {}
+    for offer in offers:
+        if not market.allows(offer.market):
+            continue
+        name = offer.instance.name
+        best = by_type.get(name)
+        if best is None or _cheaper(offer, best):
+            by_type[name] = offer
+    notes: list[str] = []
+    wanted: dict[str, int]
+    if availability is not None:
+        wanted = {}
+        for name, cap in availability.items():
+            if cap < 0:
+                raise InvalidInput(
+                    f"{cap} is negative", hint="give a maximum count ≥ 0", field=f"availability.{name}"
+                )
+            if name not in by_type:
+                close = difflib.get_close_matches(name, list(by_type), n=3)
+                raise InvalidInput(
+                    f"unknown instance type {name!r} (no {market.value} offer in this region)",
+                    hint=f"did you mean {', '.join(close)}?"
+                    if close
+                    else "list types with `srift catalog list`",
+                    field=f"availability.{name}",
+                )
+            if cap > 0:
+                wanted[name] = cap
+    else:
+        wanted = dict.fromkeys(by_type, default_cap)
+    skip = set(excluded)
+    out: list[Candidate] = []
+    for name in sorted(wanted):
+        if name in skip:
+            notes.append(f"{name} left out (interrupted earlier)")
+            continue
+        offer = by_type[name]
+        profile = next((p for p in profiles if offer.instance.matches_accelerator(p.accelerator)), None)
+        if profile is None:
+            if availability is not None:
+                raise InvalidInput(
+                    f"no profile covers {name} (accelerator {offer.instance.accelerator})",
+                    hint=f"profile the model on {offer.instance.accelerator} or leave {name} out",
+                    field=f"availability.{name}",
+                )
+            continue
+        out.append(Candidate(offer=offer, profile=profile, cap=wanted[name]))
+    out.sort(key=lambda c: (c.name, c.market.value))
+    return tuple(out), tuple(notes)
+
+
+def _cheaper(a: Offer, b: Offer) -> bool:
+    if a.price_usd_per_hr != b.price_usd_per_hr:
+        return a.price_usd_per_hr < b.price_usd_per_hr
+    return a.market is Market.SPOT and b.market is not Market.SPOT
+
+
+def reachable(problem: Problem) -> bool:
+    """True when some configuration of the space sums to the global batch (limits aside).
+
+    Quick check first (one homogeneous group), then a bitset of the sums reachable by non-final groups of
+    the candidates before each one, tested against that candidate's possible final groups.
+    """
+    g = problem.constraints.global_batch
+    policy = problem.batch_policy
+    for cand in problem.candidates:
+        for n in range(1, cand.cap + 1):
+            if g % n == 0 and cand.final_allowed(g // n, policy):
+                return True
+    mask = (1 << (g + 1)) - 1
+    reach = 1
+    for cand in problem.candidates:
+        lo, hi = cand.min_vm_batch, cand.max_vm_batch
+        finals = 0
+        for n in range(1, cand.cap + 1):
+            top = min(hi, g // n)
+            if top < lo:
+                break
+            if policy is BatchPolicy.POW2:
+                for b in cand.batch_options(policy):
+                    if b <= top:
+                        finals |= 1 << (g - n * b)
+            else:
+                finals |= _progression(step=n, count=top - lo + 1) << (g - n * top)
+        if reach & finals:
+            return True
+        grown = reach
+        for b in cand.batch_options(policy):
+            for n in range(1, cand.cap + 1):
+                if n * b >= g:
+                    break
+                grown |= (reach << (n * b)) & mask
+        reach = grown
+    return False
+
+
+def _progression(*, step: int, count: int) -> int:
+    """An int with `count` set bits at 0, step, 2·step, …, built by doubling."""
+    bits, have = 1, 1
+    while have < count:
+        more = min(have, count - have)
+        bits |= (bits & ((1 << (more * step)) - 1)) << (have * step)
+        have += more
+    return bits

@@ -1,0 +1,43 @@
+"""Random small optimizer problems, generated from a seed so hypothesis and fixed samples share one family."""
+
+from __future__ import annotations
+
+import random
+
+from srift.domain import Constraints, Objective
+from srift.optimize.space import BatchPolicy, Problem
+
+from .helpers import candidate
+
+
+def make_problem(seed: int, *, policy: BatchPolicy | None = None) -> Problem:
+    """1–3 instance types (1, 2 or 4 GPUs, max batch 2–16 per GPU, caps 1–4), a global batch of 8–64,
+    either objective, and each limit present or absent."""
+    rng = random.Random(seed)
+    k = rng.randint(1, 3)
+    cands = []
+    for j in range(k):
+        gpus = rng.choice([1, 1, 2, 4])
+        cands.append(
+            candidate(
+                f"t{j}.{gpus}x",
+                gpus=gpus,
+                max_batch=rng.choice([2, 4, 8, 16]),
+                per_sample_s=rng.uniform(0.001, 0.02) / gpus**0.5,
+                price=rng.uniform(0.2, 4.0) * gpus,
+                cap=rng.randint(1, 4),
+                network_gbps=rng.choice([5.0, 10.0, 25.0]),
+            )
+        )
+    cands.sort(key=lambda c: c.name)
+    objective = rng.choice(list(Objective))
+    time_limit = rng.choice([None, rng.uniform(1.0, 30.0)])
+    budget = rng.choice([None, rng.uniform(0.0005, 0.3)])
+    constraints = Constraints(
+        global_batch=rng.choice([8, 12, 16, 20, 24, 32, 40, 48, 64]),
+        iterations=100,
+        objective=objective,
+        time_limit_s=time_limit,
+        budget_usd=budget,
+    )
+    return Problem(tuple(cands), constraints, policy or rng.choice(list(BatchPolicy)))

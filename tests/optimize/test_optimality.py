@@ -1,0 +1,105 @@
+"""Acceptance: exhaustive search equals brute force over every configuration (same evaluator), and eager
+search is nearly as good within its budget, on a family of random small problems."""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from srift.bandwidth.prior import AlphaBetaPrior
+from srift.domain import Objective, SearchMode
+from srift.errors import InvalidInput
+from srift.optimize.evaluate import Evaluator, SimEvaluator, objective_value
+from srift.optimize.solver import PlanInfeasible, SolveOptions, optimize
+from srift.optimize.space import Problem
+
+from .helpers import FastEvaluator, all_configs, brute_force
+from .problems import make_problem
+
+
+def _solve(problem: Problem, evaluator: Evaluator, mode: SearchMode, budget_s: float) -> float | None:
+    """The plan's objective, or None when the solver reports no feasible plan."""
+    try:
+        plan = optimize(problem, evaluator, SolveOptions(mode=mode, solve_budget_s=budget_s))
+    except PlanInfeasible:
+        return None
+    except InvalidInput as exc:
+        assert exc.field == "global_batch"
+        assert not all_configs(problem)
+        return None
+    assert plan.config.global_batch == problem.constraints.global_batch
+    return objective_value(plan.predicted, problem.constraints.objective)
+
+
+@settings(max_examples=220, deadline=None)
+@given(st.integers(0, 2**32 - 1))
+def test_exhaustive_equals_brute_force(seed: int) -> None:
+    problem = make_problem(seed)
+    expected = brute_force(problem, FastEvaluator())
+    got = _solve(problem, FastEvaluator(), SearchMode.EXHAUSTIVE, 30.0)
+    assert (got is None) == (expected is None)
+    if got is not None and expected is not None:
+        assert got == pytest.approx(expected, rel=1e-12)
+
+
+def test_exhaustive_equals_brute_force_with_the_simulator() -> None:
+    evaluator = SimEvaluator(bandwidth=AlphaBetaPrior(), max_straggler_cv=0.04)
+    checked = 0
+    for seed in range(40):
+        problem = make_problem(seed)
+        if not 0 < len(all_configs(problem)) <= 150:
+            continue
+        expected = brute_force(problem, evaluator)  # type: ignore[arg-type]
+        got = _solve(problem, evaluator, SearchMode.EXHAUSTIVE, 30.0)
+        assert (got is None) == (expected is None), seed
+        if got is not None and expected is not None:
+            assert got == pytest.approx(expected, rel=1e-12), seed
+        checked += 1
+    assert checked >= 10
+
+
+def test_eager_is_feasible_near_optimal_and_on_budget() -> None:
+    budget_s = 0.2
+    feasible = found = 0
+    ratios: list[float] = []
+    overruns: list[float] = []
+    for seed in range(200):
+        problem = make_problem(seed)
+        optimum = brute_force(problem, FastEvaluator())
+        start = time.perf_counter()
+        got = _solve(problem, FastEvaluator(), SearchMode.EAGER, budget_s)
+        overruns.append((time.perf_counter() - start) / budget_s)
+        if optimum is None:
+            assert got is None
+            continue
+        feasible += 1
+        if got is not None:
+            found += 1
+            ratios.append(got / optimum)
+    assert feasible >= 100
+    assert found / feasible >= 0.95
+    assert statistics.median(ratios) <= 1.10
+    assert max(overruns) <= 1.2
+    assert min(ratios) >= 1 - 1e-9
+
+
+def test_min_time_and_min_cost_trade_off() -> None:
+    for seed in range(60):
+        problem = make_problem(seed)
+        c = problem.constraints
+        if c.time_limit_s is not None or c.budget_usd is not None or not all_configs(problem):
+            continue
+        from dataclasses import replace
+
+        cheap = optimize(
+            replace(problem, constraints=replace(c, objective=Objective.MIN_COST)), FastEvaluator()
+        )
+        fast = optimize(
+            replace(problem, constraints=replace(c, objective=Objective.MIN_TIME)), FastEvaluator()
+        )
+        assert cheap.predicted.cost_usd <= fast.predicted.cost_usd
+        assert fast.predicted.total_time_s <= cheap.predicted.total_time_s

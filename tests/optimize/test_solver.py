@@ -1,0 +1,186 @@
+"""optimize(): plan fields, baselines, Pareto front, auto mode, infeasibility wording and relaxations."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+
+import pytest
+
+from srift.domain import Constraints, Market, Objective, SearchMode
+from srift.errors import InvalidInput
+from srift.optimize.baselines import Policy, baseline_groups
+from srift.optimize.pareto import front_flags
+from srift.optimize.solver import PlanInfeasible, SolveOptions, optimize
+from srift.optimize.space import Problem
+
+from .helpers import FastEvaluator, brute_force, candidate
+
+
+def _paper_like() -> Problem:
+    """Srift §5.2 case 3 in miniature: a fast expensive 4-GPU type and two cheap slow 1–2 GPU types."""
+    cands = (
+        candidate("g3.8xlarge", gpus=2, max_batch=128, per_sample_s=0.004, price=0.69, cap=8),
+        candidate(
+            "g4dn.8xlarge", gpus=1, max_batch=256, per_sample_s=0.0017, price=0.72, cap=8, network_gbps=50
+        ),
+        candidate("p3.8xlarge", gpus=4, max_batch=256, per_sample_s=0.00067, price=3.68, cap=4),
+    )
+    return Problem(cands, Constraints(6144, 1000, Objective.MIN_COST, time_limit_s=600, budget_usd=3.0))
+
+
+def test_plan_has_every_field_and_meets_its_limits() -> None:
+    problem = _paper_like()
+    plan = optimize(problem, FastEvaluator(), SolveOptions(mode=SearchMode.EXHAUSTIVE, solve_budget_s=10))
+    c = problem.constraints
+    assert plan.config.global_batch == 6144
+    assert plan.predicted.total_time_s <= 600 and plan.predicted.cost_usd <= 3.0
+    assert plan.time_headroom_s == pytest.approx(600 - plan.predicted.total_time_s)
+    assert plan.budget_headroom_usd == pytest.approx(3.0 - plan.predicted.cost_usd)
+    assert plan.proven_optimal and plan.mode is SearchMode.EXHAUSTIVE
+    assert plan.predicted.cost_usd == pytest.approx(
+        brute_force(problem, FastEvaluator(), large=True), rel=1e-12
+    )
+    assert plan.configs_evaluated == plan.pareto_total == len(plan.pareto)
+    assert sum(p.chosen for p in plan.pareto) == 1
+    assert set(plan.baselines) == {"cap", "tap"}
+    for base in plan.baselines.values():
+        assert base is not None and base.config.global_batch == c.global_batch
+    assert any(s.startswith("price:") for s in plan.sources)
+
+
+def test_baselines_fill_vms_with_max_batch_in_rank_order() -> None:
+    problem = _paper_like()
+    cap = baseline_groups(problem, Policy.CAP)
+    tap = baseline_groups(problem, Policy.TAP)
+    # CAP: g3 ($0.69) 8×256 = 2048, g4dn ($0.72) 8×256 = 2048, p3 2×1024 = 2048 (Srift §5.2 case 3's CAP).
+    assert cap == ((0, 8, 256), (1, 8, 256), (2, 2, 1024))
+    # TAP: fastest first: p3 4×1024 = 4096, then g4dn 8×256.
+    assert tap == ((2, 4, 1024), (1, 8, 256))
+    short = replace(problem, constraints=replace(problem.constraints, global_batch=6144 + 5))
+    # Five samples left after g4dn's cap: one partly loaded g3 takes them.
+    assert baseline_groups(short, Policy.TAP) == ((2, 4, 1024), (1, 8, 256), (0, 1, 5))
+    too_big = replace(problem, constraints=replace(problem.constraints, global_batch=100_000))
+    assert baseline_groups(too_big, Policy.CAP) is None
+
+
+def test_front_flags() -> None:
+    pts = [(1.0, 5.0), (2.0, 3.0), (2.0, 4.0), (3.0, 3.0), (4.0, 1.0), (4.0, 1.0), (0.5, 9.0)]
+    assert front_flags(pts) == [True, True, False, False, True, True, True]
+
+
+def test_pareto_is_capped_but_keeps_the_front_and_the_plan() -> None:
+    problem = _paper_like()
+    free = replace(problem, constraints=Constraints(6144, 1000, Objective.MIN_COST))
+    options = SolveOptions(mode=SearchMode.EXHAUSTIVE, solve_budget_s=10, pareto_limit=5)
+    full = optimize(free, FastEvaluator(), replace(options, pareto_limit=5000))
+    capped = optimize(free, FastEvaluator(), options)
+    assert capped.pareto_total == full.pareto_total
+    front = {p.label for p in full.pareto if p.on_front}
+    assert front <= {p.label for p in capped.pareto}
+    assert len(capped.pareto) <= max(5, len(front) + 1)
+    assert any(p.chosen for p in capped.pareto)
+
+
+def test_spot_is_preferred_when_cheaper_and_plans_use_it() -> None:
+    spot = candidate("a", gpus=1, max_batch=64, per_sample_s=0.002, price=0.3, cap=8)
+    problem = Problem((spot,), Constraints(256, 100, Objective.MIN_COST))
+    plan = optimize(problem, FastEvaluator())
+    assert {ch.market for ch in plan.config.choices} == {Market.SPOT}
+
+
+def test_infeasible_deadline_reports_the_fastest_plan() -> None:
+    problem = _paper_like()
+    tight = replace(problem, constraints=replace(problem.constraints, time_limit_s=1.0, budget_usd=None))
+    with pytest.raises(PlanInfeasible) as err:
+        optimize(tight, FastEvaluator(), SolveOptions(mode=SearchMode.EXHAUSTIVE, solve_budget_s=10))
+    fastest = brute_force(
+        replace(
+            tight, constraints=replace(tight.constraints, objective=Objective.MIN_TIME, time_limit_s=None)
+        ),
+        FastEvaluator(),
+        large=True,
+    )
+    assert err.value.field == "time_limit_s"
+    assert err.value.relaxations["fastest_time_s"] == pytest.approx(fastest, rel=1e-12)
+    assert f"{fastest:.0f} s" in str(err.value) and "over" in str(err.value)
+    assert err.value.to_dict()["relaxations"]["least_budget_for_deadline_usd"] is None
+
+
+def test_infeasible_pair_of_limits_reports_both_relaxations() -> None:
+    problem = _paper_like()
+    c = problem.constraints
+    both = replace(problem, constraints=replace(c, budget_usd=0.5))
+    with pytest.raises(PlanInfeasible) as err:
+        optimize(both, FastEvaluator(), SolveOptions(mode=SearchMode.EXHAUSTIVE, solve_budget_s=10))
+    least = brute_force(
+        both,
+        FastEvaluator(),
+        Constraints(c.global_batch, c.iterations, Objective.MIN_COST, time_limit_s=600),
+        large=True,
+    )
+    fastest = brute_force(
+        both,
+        FastEvaluator(),
+        Constraints(c.global_batch, c.iterations, Objective.MIN_TIME, budget_usd=0.5),
+        large=True,
+    )
+    rel = err.value.relaxations
+    assert err.value.field == "budget_usd"
+    assert rel["least_budget_for_deadline_usd"] == pytest.approx(least, rel=1e-12)
+    assert (
+        rel["fastest_time_within_budget_s"] == pytest.approx(fastest, rel=1e-12)
+        if fastest
+        else rel["fastest_time_within_budget_s"] is None
+    )
+    assert f"${least:.2f}" in err.value.hint
+
+
+def test_infeasible_budget_alone_reports_the_cheapest_plan() -> None:
+    problem = _paper_like()
+    c = problem.constraints
+    poor = replace(
+        problem, constraints=Constraints(c.global_batch, c.iterations, Objective.MIN_TIME, budget_usd=0.01)
+    )
+    with pytest.raises(PlanInfeasible) as err:
+        optimize(poor, FastEvaluator(), SolveOptions(mode=SearchMode.EXHAUSTIVE, solve_budget_s=10))
+    cheapest = brute_force(
+        poor, FastEvaluator(), Constraints(c.global_batch, c.iterations, Objective.MIN_COST), large=True
+    )
+    assert err.value.field == "budget_usd"
+    assert err.value.relaxations["cheapest_cost_usd"] == pytest.approx(cheapest, rel=1e-12)
+
+
+def test_unreachable_global_batch_and_empty_space_are_input_errors() -> None:
+    problem = _paper_like()
+    with pytest.raises(InvalidInput) as err:
+        optimize(
+            replace(problem, constraints=replace(problem.constraints, global_batch=10**6)), FastEvaluator()
+        )
+    assert err.value.field == "global_batch" and "at most" in err.value.detail
+    with pytest.raises(InvalidInput) as err2:
+        optimize(replace(problem, candidates=()), FastEvaluator())
+    assert err2.value.field == "availability"
+
+
+def test_auto_mode_falls_back_to_eager_on_large_spaces_within_budget() -> None:
+    cands = tuple(
+        candidate(
+            f"t{j:02d}",
+            gpus=1 + j % 4,
+            max_batch=256,
+            per_sample_s=0.001 * (1 + j % 5),
+            price=0.4 + 0.1 * j,
+            cap=32,
+        )
+        for j in range(40)
+    )
+    problem = Problem(cands, Constraints(8192, 1000, Objective.MIN_COST, time_limit_s=3000))
+    start = time.perf_counter()
+    plan = optimize(problem, FastEvaluator(), SolveOptions(mode=SearchMode.AUTO, solve_budget_s=1.0))
+    elapsed = time.perf_counter() - start
+    assert plan.mode is SearchMode.EAGER and not plan.proven_optimal
+    assert plan.predicted.total_time_s <= 3000
+    assert elapsed <= 1.2
+    small = _paper_like()
+    assert optimize(small, FastEvaluator(), SolveOptions(mode=SearchMode.AUTO)).mode is SearchMode.EXHAUSTIVE
