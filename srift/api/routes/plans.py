@@ -1,5 +1,52 @@
-"""Routes for plans (filled in by its issue)."""
+"""POST /v1/plans (optimize and store a plan) and GET /v1/plans/{id}."""
 
-from fastapi import APIRouter
+from __future__ import annotations
 
-router = APIRouter()
+from typing import Any
+
+from fastapi import APIRouter, Path
+
+from srift.api.auth import RequireRead, RequireWrite
+from srift.api.deps import SessionDep, SettingsDep
+from srift.api.schemas.plans import ErrorOut, PlanOut, PlanRequest
+from srift.services import plans as service
+
+router = APIRouter(tags=["plans"])
+
+_ERRORS: dict[int | str, dict[str, Any]] = {
+    401: {"model": ErrorOut, "description": "a token is required and missing or invalid"},
+    403: {"model": ErrorOut, "description": "the token may not write"},
+}
+
+
+@router.post(
+    "/plans",
+    response_model=PlanOut,
+    status_code=201,
+    responses={
+        **_ERRORS,
+        404: {"model": ErrorOut, "description": "the named catalog snapshot does not exist"},
+        422: {
+            "model": ErrorOut,
+            "description": "invalid request (the field is named), or no configuration meets the limits "
+            "(error infeasible: which limit, by how much, and the nearest relaxations)",
+        },
+    },
+)
+def create_plan(body: PlanRequest, session: SessionDep, settings: SettingsDep, _: RequireWrite) -> Any:
+    """Find the cheapest (min_cost) or fastest (min_time) fleet for a model under time and budget limits.
+
+    Returns counts and per-VM batches per instance type, the predicted time and cost with headroom to each
+    limit, the CAP and TAP baselines, and every evaluated configuration with its Pareto flag.
+    """
+    return service.create_plan(session=session, settings=settings, request=body)
+
+
+@router.get(
+    "/plans/{plan_id}",
+    response_model=PlanOut,
+    responses={401: _ERRORS[401], 404: {"model": ErrorOut, "description": "no plan with this id"}},
+)
+def get_plan(session: SessionDep, _: RequireRead, plan_id: int = Path(ge=1, le=2**31 - 1)) -> Any:
+    """A stored plan, as POST /v1/plans returned it."""
+    return service.get_plan(session=session, plan_id=plan_id)

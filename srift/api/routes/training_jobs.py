@@ -1,5 +1,83 @@
-"""Routes for training_jobs (filled in by its issue)."""
+"""Tracked training runs: POST /v1/jobs, progress, interruptions (re-planning), GET /v1/jobs/{id}."""
 
-from fastapi import APIRouter
+from __future__ import annotations
 
-router = APIRouter()
+from typing import Any
+
+from fastapi import APIRouter, Path
+
+from srift.api.auth import RequireRead, RequireWrite
+from srift.api.deps import SessionDep, SettingsDep
+from srift.api.schemas.plans import ErrorOut, InterruptionIn, InterruptionOut, JobCreate, JobOut, ProgressIn
+from srift.services import training_jobs as service
+
+router = APIRouter(tags=["training jobs"])
+
+_AUTH: dict[int | str, dict[str, Any]] = {
+    401: {"model": ErrorOut, "description": "a token is required and missing or invalid"},
+    403: {"model": ErrorOut, "description": "the token may not write"},
+}
+_NO_JOB: dict[int | str, dict[str, Any]] = {404: {"model": ErrorOut, "description": "no job with this id"}}
+_JOB_ID = Path(ge=1, le=2**31 - 1)
+
+
+@router.post(
+    "/jobs",
+    response_model=JobOut,
+    status_code=201,
+    responses={**_AUTH, 422: {"model": ErrorOut, "description": "invalid request or unknown plan id"}},
+)
+def start_job(body: JobCreate, session: SessionDep, _: RequireWrite) -> Any:
+    """Start tracking a training run of a stored plan."""
+    job = service.start_job(session=session, plan_id=body.plan_id)
+    return service.job_view(session=session, job=job)
+
+
+@router.get("/jobs/{job_id}", response_model=JobOut, responses={401: _AUTH[401], **_NO_JOB})
+def get_job(session: SessionDep, _: RequireRead, job_id: int = _JOB_ID) -> Any:
+    """The job, its plans (the first and each re-plan) and every event."""
+    return service.job_view(session=session, job=service.get_job(session=session, job_id=job_id))
+
+
+@router.post(
+    "/jobs/{job_id}/progress",
+    response_model=JobOut,
+    responses={
+        **_AUTH,
+        **_NO_JOB,
+        409: {"model": ErrorOut, "description": "the job has completed"},
+        422: {"model": ErrorOut, "description": "progress goes backwards or past the job's iterations"},
+    },
+)
+def report_progress(body: ProgressIn, session: SessionDep, _: RequireWrite, job_id: int = _JOB_ID) -> Any:
+    """Record iterations done, seconds elapsed and money spent so far."""
+    job = service.record_progress(session=session, job_id=job_id, progress=body)
+    return service.job_view(session=session, job=job)
+
+
+@router.post(
+    "/jobs/{job_id}/interruptions",
+    response_model=InterruptionOut,
+    responses={
+        **_AUTH,
+        **_NO_JOB,
+        409: {"model": ErrorOut, "description": "the job has completed"},
+        422: {
+            "model": ErrorOut,
+            "description": "invalid report, or no plan for the rest of the run meets the original limits "
+            "(error infeasible, saying by how much); the interruption is still recorded",
+        },
+    },
+)
+def report_interruption(
+    body: InterruptionIn, session: SessionDep, settings: SettingsDep, _: RequireWrite, job_id: int = _JOB_ID
+) -> Any:
+    """Record lost VMs and re-plan the remaining iterations within the remaining time and budget.
+
+    The remaining time is the original deadline minus the elapsed time and `launch_overhead_s`; the lost type
+    is not launched again (its surviving VMs may stay).
+    """
+    job, plan = service.record_interruption(
+        session=session, settings=settings, job_id=job_id, interruption=body
+    )
+    return {"job": service.job_view(session=session, job=job), "plan": plan}

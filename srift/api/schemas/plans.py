@@ -1,0 +1,247 @@
+"""Request and response schemas for plans (POST/GET /v1/plans) and tracked training jobs (/v1/jobs)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from srift.domain import MarketChoice, Objective, SearchMode
+from srift.errors import InvalidInput
+from srift.optimize.space import BatchPolicy
+
+MAX_GLOBAL_BATCH = 1 << 18
+MAX_COUNT = 1024
+
+
+class PlanRequest(BaseModel):
+    """What to optimize. Give the model's compute profiles as `profile_ids`, inline `profiles`, or `model`
+    (all stored profiles of that model); limits are optional, objective decides what is minimised."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    profile_ids: list[int] | None = Field(default=None, max_length=64, description="stored profile ids")
+    profiles: list[dict[str, Any]] | None = Field(
+        default=None, max_length=64, description="inline profile documents as written by `srift profile`"
+    )
+    model: str | None = Field(
+        default=None, max_length=200, description="use every stored profile of this model"
+    )
+    global_batch: int = Field(
+        ge=1, le=MAX_GLOBAL_BATCH, description="samples per iteration over the whole fleet"
+    )
+    iterations: int = Field(ge=1, le=1_000_000_000, description="iterations to train (N)")
+    objective: Objective = Field(default=Objective.MIN_COST, description="min_cost or min_time")
+    time_limit_s: float | None = Field(
+        default=None, gt=0, le=1e9, description="N·t_iter must not exceed this"
+    )
+    budget_usd: float | None = Field(
+        default=None, gt=0, le=1e9, description="total cost must not exceed this"
+    )
+    provider: str = Field(default="aws", min_length=1, max_length=64)
+    region: str | None = Field(
+        default=None, max_length=64, description="default: the service's default_region"
+    )
+    snapshot: str | None = Field(
+        default=None, max_length=200, description="catalog snapshot to price with (e.g. srift-paper-2020)"
+    )
+    market: MarketChoice = Field(
+        default=MarketChoice.ANY, description="spot, on_demand or any (cheaper per type)"
+    )
+    availability: dict[str, int] | None = Field(
+        default=None, description="instance type → max count; only these types are used"
+    )
+    max_count_per_type: int = Field(
+        default=16, ge=1, le=MAX_COUNT, description="count cap for types when availability is not given"
+    )
+    mode: SearchMode = Field(default=SearchMode.AUTO, description="exhaustive, eager or auto")
+    solve_budget_s: float = Field(default=2.0, gt=0, description="seconds the search may take")
+    batch_policy: BatchPolicy = Field(
+        default=BatchPolicy.POW2_SPLIT, description="per-VM batches: pow2_split, pow2 or any"
+    )
+    eager_k: int = Field(
+        default=8, ge=1, le=MAX_COUNT, description="eager: VMs of one type tried before the next"
+    )
+    seed: int = Field(default=0, ge=0, le=2**31 - 1, description="seed of the simulator's straggler sampling")
+
+
+def parse_plan_request(data: Any) -> PlanRequest:
+    """Validate a plan request document (CLI files), raising InvalidInput that names the field."""
+    try:
+        return PlanRequest.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(p) for p in first.get("loc", ())) or None
+        raise InvalidInput(
+            str(first.get("msg", "invalid")), hint="correct the named field", field=field
+        ) from exc
+
+
+class ChoiceOut(BaseModel):
+    instance_type: str
+    market: str
+    count: int
+    batch: int = Field(description="samples per VM per iteration")
+    gpus: int
+    per_gpu_batch: float
+    price_usd_per_hr: float
+
+
+class PredictedOut(BaseModel):
+    iteration_s: float
+    iteration_p10_s: float
+    iteration_p50_s: float
+    iteration_p90_s: float
+    total_time_s: float
+    cost_usd: float
+
+
+class BreakdownOut(BaseModel):
+    forward_s: float
+    backward_s: float
+    compute_s: float
+    straggler_wait_s: float
+    exposed_intra_s: float
+    exposed_network_s: float
+    communication_s: float
+    granularity: float | None = Field(
+        description="compute / communication; null when there is no communication"
+    )
+    warnings: list[str] = Field(default_factory=list)
+
+
+class LimitsOut(BaseModel):
+    time_limit_s: float | None
+    budget_usd: float | None
+
+
+class HeadroomOut(BaseModel):
+    time_s: float | None = Field(description="time_limit_s − predicted total time")
+    budget_usd: float | None = Field(description="budget_usd − predicted cost")
+
+
+class BaselineOut(BaseModel):
+    policy: str
+    label: str
+    choices: list[ChoiceOut]
+    predicted: PredictedOut
+    breakdown: BreakdownOut
+    feasible: bool
+
+
+class BaselinesOut(BaseModel):
+    cap: BaselineOut | None
+    tap: BaselineOut | None
+
+
+class ParetoPointOut(BaseModel):
+    label: str
+    total_time_s: float
+    cost_usd: float
+    feasible: bool
+    on_front: bool
+    chosen: bool
+
+
+class PlanResult(BaseModel):
+    """The optimizer's answer as stored and returned."""
+
+    label: str
+    objective: Objective
+    mode: SearchMode = Field(
+        description="the search that produced the plan (auto resolves to one of the two)"
+    )
+    proven_optimal: bool
+    choices: list[ChoiceOut]
+    counts: list[int]
+    batches: list[int]
+    global_batch: int
+    iterations: int
+    predicted: PredictedOut
+    limits: LimitsOut
+    headroom: HeadroomOut
+    breakdown: BreakdownOut
+    baselines: BaselinesOut
+    pareto: list[ParetoPointOut]
+    pareto_total: int
+    solve_time_s: float
+    configs_evaluated: int
+    sources: list[str]
+    warnings: list[str]
+
+
+class PlanOut(PlanResult):
+    id: int
+    created_at: datetime
+    request: dict[str, Any]
+
+
+class JobCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    plan_id: int = Field(ge=1, le=2**31 - 1, description="the plan being run")
+
+
+class ProgressIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    iterations_done: int = Field(ge=0, le=1_000_000_000)
+    elapsed_s: float = Field(ge=0, le=1e9, description="seconds since the job started, launch included")
+    spent_usd: float = Field(ge=0, le=1e9, description="money spent so far")
+
+
+class InterruptionIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    instance_type: str = Field(min_length=1, max_length=128)
+    count: int = Field(ge=1, le=MAX_COUNT, description="VMs of that type lost")
+    iterations_done: int | None = Field(default=None, ge=0, le=1_000_000_000)
+    elapsed_s: float | None = Field(default=None, ge=0, le=1e9)
+    spent_usd: float | None = Field(default=None, ge=0, le=1e9)
+    launch_overhead_s: float = Field(default=150.0, ge=0, le=1e6, description="time to boot replacement VMs")
+
+
+class JobEventOut(BaseModel):
+    id: int
+    kind: str
+    created_at: datetime
+    payload: dict[str, Any]
+
+
+class JobPlanOut(BaseModel):
+    id: int
+    label: str
+    iterations: int
+    total_time_s: float
+    cost_usd: float
+
+
+class JobOut(BaseModel):
+    id: int
+    plan_id: int
+    current_plan_id: int
+    state: str = Field(description="running, completed or needs_input (a re-plan could not meet the limits)")
+    created_at: datetime
+    iterations_total: int
+    iterations_done: int
+    elapsed_s: float
+    spent_usd: float
+    time_limit_s: float | None
+    budget_usd: float | None
+    excluded_types: list[str]
+    plans: list[JobPlanOut]
+    events: list[JobEventOut]
+
+
+class InterruptionOut(BaseModel):
+    job: JobOut
+    plan: PlanOut
+
+
+class ErrorOut(BaseModel):
+    error: str
+    detail: str
+    hint: str
+    field: str | None
+    relaxations: dict[str, float | None] | None = None

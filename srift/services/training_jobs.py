@@ -1,0 +1,267 @@
+"""Tracked training runs (Srift §4.5): progress reports, and re-planning when spot VMs are interrupted.
+
+On an interruption the job is re-planned for what is left: the remaining iterations, the time left before the
+original deadline minus the launch overhead of new VMs (default 150 s, Srift §5.4), and the budget left. The
+interrupted type is never launched again; VMs of it that survived may stay in the new plan (as in §5.4, where
+the surviving p3.8xlarge keeps its batch and g3.8xlarge VMs are added). Every report, interruption and plan is
+kept in the job's history. When no plan fits, the job moves to `needs_input`, the event is kept, and the
+PlanInfeasible error says by how much the limits are missed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from srift.api.schemas.plans import InterruptionIn, PlanRequest, ProgressIn
+from srift.db.tables import PlanRow, TrainingJob, TrainingJobEvent
+from srift.errors import Conflict, InvalidInput, NotFound
+from srift.optimize.solver import PlanInfeasible
+from srift.services.plans import create_plan, get_plan_row
+from srift.settings import Settings
+
+
+def start_job(*, session: Session, plan_id: int) -> TrainingJob:
+    """Start tracking a run of stored plan `plan_id`."""
+    try:
+        get_plan_row(session=session, plan_id=plan_id)
+    except NotFound as exc:
+        raise InvalidInput(exc.detail, hint="start a job from an existing plan id", field="plan_id") from exc
+    job = TrainingJob(plan_id=plan_id, current_plan_id=plan_id, state="running", excluded_types=[])
+    session.add(job)
+    session.flush()
+    _event(session, job, "started", {"plan_id": plan_id})
+    return job
+
+
+def get_job(*, session: Session, job_id: int) -> TrainingJob:
+    job = session.get(TrainingJob, job_id)
+    if job is None:
+        raise NotFound(
+            f"no training job with id {job_id}", hint="start one with POST /v1/jobs", field="job_id"
+        )
+    return job
+
+
+def _original(session: Session, job: TrainingJob) -> dict[str, Any]:
+    return get_plan_row(session=session, plan_id=job.plan_id).request
+
+
+def _total_iterations(session: Session, job: TrainingJob) -> int:
+    return int(_original(session, job)["iterations"])
+
+
+def _event(session: Session, job: TrainingJob, kind: str, payload: dict[str, Any]) -> None:
+    session.add(TrainingJobEvent(job_id=job.id, kind=kind, payload=payload))
+    session.flush()
+
+
+def _update_progress(
+    session: Session, job: TrainingJob, *, iterations_done: int, elapsed_s: float, spent_usd: float
+) -> None:
+    total = _total_iterations(session, job)
+    if iterations_done > total:
+        raise InvalidInput(
+            f"{iterations_done} is more than the job's {total} iterations",
+            hint=f"report at most {total}",
+            field="iterations_done",
+        )
+    for name, new, old in (
+        ("iterations_done", float(iterations_done), float(job.iterations_done)),
+        ("elapsed_s", elapsed_s, job.elapsed_s),
+        ("spent_usd", spent_usd, job.spent_usd),
+    ):
+        if new < old:
+            raise InvalidInput(
+                f"{new:g} is below the last report ({old:g})", hint="progress only moves forward", field=name
+            )
+    job.iterations_done = iterations_done
+    job.elapsed_s = elapsed_s
+    job.spent_usd = spent_usd
+    if iterations_done == total:
+        job.state = "completed"
+
+
+def record_progress(*, session: Session, job_id: int, progress: ProgressIn) -> TrainingJob:
+    """Record iterations done, elapsed time and money spent so far."""
+    job = get_job(session=session, job_id=job_id)
+    if job.state == "completed":
+        raise Conflict(f"job {job_id} has completed", hint="start a new job for a new run")
+    _update_progress(
+        session,
+        job,
+        iterations_done=progress.iterations_done,
+        elapsed_s=progress.elapsed_s,
+        spent_usd=progress.spent_usd,
+    )
+    _event(session, job, "progress", progress.model_dump(mode="json"))
+    return job
+
+
+def record_interruption(
+    *, session: Session, settings: Settings, job_id: int, interruption: InterruptionIn
+) -> tuple[TrainingJob, dict[str, Any]]:
+    """Record lost VMs and re-plan the rest of the run; returns the job and its new plan (PlanOut dict)."""
+    job = get_job(session=session, job_id=job_id)
+    if job.state == "completed":
+        raise Conflict(f"job {job_id} has completed", hint="start a new job for a new run")
+    current = get_plan_row(session=session, plan_id=job.current_plan_id)
+    held = {ch["instance_type"]: int(ch["count"]) for ch in current.result.get("choices", [])}
+    lost_type = interruption.instance_type
+    if lost_type not in held:
+        raise InvalidInput(
+            f"the current plan (id {current.id}) runs no {lost_type}",
+            hint=f"name one of {', '.join(sorted(held))}",
+            field="instance_type",
+        )
+    if interruption.count > held[lost_type]:
+        raise InvalidInput(
+            f"{interruption.count} is more than the {held[lost_type]} {lost_type} VMs of the current plan",
+            hint=f"report at most {held[lost_type]}",
+            field="count",
+        )
+    _update_progress(
+        session,
+        job,
+        iterations_done=job.iterations_done
+        if interruption.iterations_done is None
+        else interruption.iterations_done,
+        elapsed_s=job.elapsed_s if interruption.elapsed_s is None else interruption.elapsed_s,
+        spent_usd=job.spent_usd if interruption.spent_usd is None else interruption.spent_usd,
+    )
+    held[lost_type] -= interruption.count
+    excluded = tuple(dict.fromkeys([*job.excluded_types, lost_type]))
+    job.excluded_types = list(excluded)
+    original = _original(session, job)
+    remaining = _remaining(original, job, interruption.launch_overhead_s)
+    payload: dict[str, Any] = {
+        **interruption.model_dump(mode="json"),
+        "iterations_done": job.iterations_done,
+        "elapsed_s": job.elapsed_s,
+        "spent_usd": job.spent_usd,
+        "remaining": remaining,
+        "previous_plan_id": current.id,
+    }
+    try:
+        plan = _replan(session, settings, original, remaining, job, excluded=excluded, held=held)
+    except PlanInfeasible as exc:
+        job.state = "needs_input"
+        _event(session, job, "interruption", {**payload, "error": exc.to_dict()})
+        session.commit()
+        raise
+    job.current_plan_id = plan["id"]
+    job.state = "running"
+    _event(session, job, "interruption", {**payload, "plan_id": plan["id"]})
+    return job, plan
+
+
+def _remaining(original: dict[str, Any], job: TrainingJob, overhead_s: float) -> dict[str, Any]:
+    limit = original.get("time_limit_s")
+    budget = original.get("budget_usd")
+    return {
+        "iterations": int(original["iterations"]) - job.iterations_done,
+        "time_limit_s": None if limit is None else float(limit) - job.elapsed_s - overhead_s,
+        "budget_usd": None if budget is None else float(budget) - job.spent_usd,
+        "launch_overhead_s": overhead_s,
+    }
+
+
+def _replan(
+    session: Session,
+    settings: Settings,
+    original: dict[str, Any],
+    remaining: dict[str, Any],
+    job: TrainingJob,
+    *,
+    excluded: tuple[str, ...],
+    held: dict[str, int],
+) -> dict[str, Any]:
+    iters = remaining["iterations"]
+    if iters <= 0:
+        raise InvalidInput(
+            "the job has no iterations left", hint="report progress instead", field="iterations_done"
+        )
+    limit, budget = remaining["time_limit_s"], remaining["budget_usd"]
+    if limit is not None and limit <= 0:
+        raise PlanInfeasible(
+            f"the deadline cannot be met: {job.elapsed_s:.0f} s elapsed + "
+            f"{remaining['launch_overhead_s']:.0f} s to launch VMs is already {-limit:.0f} s past "
+            f"time_limit_s={original['time_limit_s']:g} s",
+            hint="relax the deadline or accept finishing late",
+            field="time_limit_s",
+            relaxations={"time_short_s": -limit},
+        )
+    if budget is not None and budget <= 0:
+        raise PlanInfeasible(
+            f"the budget is spent: ${job.spent_usd:.2f} of budget_usd=${original['budget_usd']:g}",
+            hint="raise the budget",
+            field="budget_usd",
+            relaxations={"budget_short_usd": -budget},
+        )
+    base = {k: v for k, v in original.items() if k != "replan_of"}
+    doc = {**base, "iterations": iters, "time_limit_s": limit, "budget_usd": budget}
+    request = PlanRequest.model_validate(doc)
+    try:
+        return create_plan(
+            session=session,
+            settings=settings,
+            request=request,
+            excluded=excluded,
+            held=held,
+            request_doc={**doc, "replan_of": {"job_id": job.id, "plan_id": job.current_plan_id}},
+        )
+    except PlanInfeasible as exc:
+        left = f"{limit:.0f} s left before the original deadline" if limit is not None else "no deadline"
+        money = f", ${budget:.2f} of budget left" if budget is not None else ""
+        raise PlanInfeasible(
+            f"re-planning {iters} remaining iterations ({left}{money}, {excluded[-1]} excluded): "
+            f"{exc.detail}",
+            hint=exc.hint,
+            field=exc.field,
+            relaxations=exc.relaxations,
+        ) from exc
+
+
+def job_view(*, session: Session, job: TrainingJob) -> dict[str, Any]:
+    """The job with its history of plans and events (JobOut's dict)."""
+    events = session.scalars(
+        select(TrainingJobEvent).where(TrainingJobEvent.job_id == job.id).order_by(TrainingJobEvent.id)
+    ).all()
+    plan_ids = [job.plan_id] + [
+        int(e.payload["plan_id"]) for e in events if e.kind == "interruption" and "plan_id" in e.payload
+    ]
+    plans = []
+    for pid in dict.fromkeys(plan_ids):
+        row = session.get(PlanRow, pid)
+        if row is None:
+            continue
+        plans.append(
+            {
+                "id": row.id,
+                "label": row.result["label"],
+                "iterations": row.result["iterations"],
+                "total_time_s": row.result["predicted"]["total_time_s"],
+                "cost_usd": row.result["predicted"]["cost_usd"],
+            }
+        )
+    original = _original(session, job)
+    return {
+        "id": job.id,
+        "plan_id": job.plan_id,
+        "current_plan_id": job.current_plan_id,
+        "state": job.state,
+        "created_at": job.created_at,
+        "iterations_total": int(original["iterations"]),
+        "iterations_done": job.iterations_done,
+        "elapsed_s": job.elapsed_s,
+        "spent_usd": job.spent_usd,
+        "time_limit_s": original.get("time_limit_s"),
+        "budget_usd": original.get("budget_usd"),
+        "excluded_types": list(job.excluded_types),
+        "plans": plans,
+        "events": [
+            {"id": e.id, "kind": e.kind, "created_at": e.created_at, "payload": e.payload} for e in events
+        ],
+    }

@@ -1,0 +1,299 @@
+"""Plans and tracked jobs through the API: real catalog, profiles, simulator and optimizer on the test DB."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy.orm import Session
+
+from srift.catalog.custom import import_document
+from srift.db.session import session_factory
+from srift.optimize.synthetic import synthetic_profile
+from srift.profiling.store import save_profile
+
+PAPER_TYPES = [
+    # name, gpu model, gpus, network Gbit/s, interconnect, on-demand, spot (Srift Table 4)
+    ("p3.8xlarge", "V100", 4, 10, "nvlink", 800, 12.24, 3.68),
+    ("g3.8xlarge", "M60", 2, 10, "pcie", 126, 2.28, 0.69),
+    ("g4dn.8xlarge", "T4", 1, 50, "none", 0, 2.176, 0.72),
+]
+
+
+def _catalog() -> dict[str, Any]:
+    types = []
+    for name, gpu, count, net, link, link_gbps, od, spot in PAPER_TYPES:
+        types.append(
+            {
+                "name": name,
+                "gpu_model": gpu,
+                "gpu_count": count,
+                "gpu_memory_gib": 16,
+                "vcpus": 32,
+                "memory_gib": 128,
+                "network_gbps": net,
+                "interconnect": link,
+                "interconnect_gbps": link_gbps,
+                "prices": {"r1": {"on_demand": od, "spot": spot}},
+            }
+        )
+    return {
+        "provider": "testcloud",
+        "snapshot": "testcloud-paper",
+        "source": "Srift Table 4 spot prices and AWS list prices, for tests",
+        "as_of": "2020-08-20",
+        "instance_types": types,
+    }
+
+
+def _seed(db_url: str, model: str) -> list[int]:
+    session: Session = session_factory(db_url)()
+    try:
+        import_document(session=session, document=_catalog(), origin="test")
+        ids = [
+            save_profile(session=session, profile=synthetic_profile(model, gpu))
+            for gpu in ("V100", "M60", "T4")
+        ]
+        session.commit()
+        return ids
+    finally:
+        session.close()
+
+
+def _request(ids: list[int], **over: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "profile_ids": ids,
+        "global_batch": 1024,
+        "iterations": 400,
+        "objective": "min_cost",
+        "time_limit_s": 500,
+        "provider": "testcloud",
+        "region": "r1",
+        "availability": {"p3.8xlarge": 4, "g3.8xlarge": 8, "g4dn.8xlarge": 8},
+        "mode": "exhaustive",
+        "solve_budget_s": 5,
+    }
+    body.update(over)
+    return body
+
+
+def test_plan_roundtrip_with_baselines_and_pareto(
+    client: TestClient, db_url: str, write_headers: dict[str, str]
+) -> None:
+    ids = _seed(db_url, "shufflenet_v2_x2_0")
+    body = _request(ids, global_batch=6144, iterations=1000, time_limit_s=600, budget_usd=3.0)
+    r = client.post("/v1/plans", json=body, headers=write_headers)
+    assert r.status_code == 201, r.text
+    plan = r.json()
+    assert sum(c * b for c, b in zip(plan["counts"], plan["batches"], strict=True)) == 6144
+    assert plan["predicted"]["total_time_s"] <= 600
+    assert plan["predicted"]["cost_usd"] <= 3.0
+    assert plan["headroom"]["time_s"] == pytest.approx(600 - plan["predicted"]["total_time_s"])
+    assert plan["headroom"]["budget_usd"] == pytest.approx(3.0 - plan["predicted"]["cost_usd"])
+    assert plan["mode"] == "exhaustive" and plan["proven_optimal"] is True
+    assert {c["market"] for c in plan["choices"]} == {"spot"}
+    for name in ("cap", "tap"):
+        base = plan["baselines"][name]
+        assert base is not None
+        assert sum(c["count"] * c["batch"] for c in base["choices"]) == 6144
+    # CAP takes the cheapest VMs (g3 at $0.69) first, fully loaded; TAP the fastest (p3) first.
+    assert plan["baselines"]["cap"]["choices"][0]["instance_type"] == "g3.8xlarge"
+    assert plan["baselines"]["tap"]["choices"][0]["instance_type"] == "p3.8xlarge"
+    assert plan["pareto_total"] == plan["configs_evaluated"] == len(plan["pareto"])
+    chosen = [p for p in plan["pareto"] if p["chosen"]]
+    assert len(chosen) == 1 and chosen[0]["feasible"]
+    front = [p for p in plan["pareto"] if p["on_front"]]
+    for p in plan["pareto"]:
+        assert (
+            not any(q["total_time_s"] <= p["total_time_s"] and q["cost_usd"] < p["cost_usd"] for q in front)
+            or not p["on_front"]
+        )
+    assert any(s.startswith("profile:") for s in plan["sources"])
+    assert any(s.startswith("prior:") or s.startswith("xgb") for s in plan["sources"])
+    got = client.get(f"/v1/plans/{plan['id']}")
+    assert got.status_code == 200
+    assert got.json()["choices"] == plan["choices"]
+    assert got.json()["request"]["global_batch"] == 6144
+
+
+def test_plan_needs_a_write_token(client: TestClient, db_url: str) -> None:
+    ids = _seed(db_url, "resnet50")
+    r = client.post("/v1/plans", json=_request(ids))
+    assert r.status_code == 401
+
+
+@pytest.mark.parametrize(
+    ("over", "field"),
+    [
+        ({"global_batch": 1023, "batch_policy": "pow2"}, "global_batch"),
+        ({"global_batch": 200_000}, "global_batch"),
+        ({"time_limit_s": -5}, "time_limit_s"),
+        ({"budget_usd": -1}, "budget_usd"),
+        ({"availability": {"p3.8xlarge": 2, "p9.mega": 3}}, "availability.p9.mega"),
+        ({"solve_budget_s": 1000}, "solve_budget_s"),
+        ({"profile_ids": [999]}, "profile_ids[0]"),
+    ],
+)
+def test_bad_input_names_the_field(
+    client: TestClient, db_url: str, write_headers: dict[str, str], over: dict[str, Any], field: str
+) -> None:
+    ids = _seed(db_url, "resnet50")
+    r = client.post("/v1/plans", json=_request(ids, **over), headers=write_headers)
+    assert r.status_code == 422, r.text
+    assert r.json()["field"] == field
+    assert r.json()["error"] == "invalid_input"
+
+
+def test_infeasible_says_which_limit_and_the_nearest_relaxations(
+    client: TestClient, db_url: str, write_headers: dict[str, str]
+) -> None:
+    ids = _seed(db_url, "resnet50")
+    r = client.post("/v1/plans", json=_request(ids, time_limit_s=20, budget_usd=0.05), headers=write_headers)
+    assert r.status_code == 422, r.text
+    err = r.json()
+    assert err["error"] == "infeasible"
+    assert err["field"] == "time_limit_s"
+    fastest = err["relaxations"]["fastest_time_s"]
+    assert fastest is not None and fastest > 20
+    assert f"{fastest:.0f} s" in err["detail"]
+    assert err["relaxations"]["least_budget_for_deadline_usd"] is None
+    r = client.post("/v1/plans", json=_request(ids, time_limit_s=400, budget_usd=0.05), headers=write_headers)
+    err = r.json()
+    assert r.status_code == 422 and err["field"] == "budget_usd"
+    least = err["relaxations"]["least_budget_for_deadline_usd"]
+    assert least is not None and least > 0.05
+    assert f"${least:.2f}" in err["detail"]
+    assert err["relaxations"]["fastest_time_within_budget_s"] is None or (
+        err["relaxations"]["fastest_time_within_budget_s"] > 400
+    )
+
+
+def test_min_time_under_budget_prefers_spot(
+    client: TestClient, db_url: str, write_headers: dict[str, str]
+) -> None:
+    ids = _seed(db_url, "inception_v3")
+    body = _request(ids, objective="min_time", time_limit_s=None, budget_usd=5.0, market="any")
+    r = client.post("/v1/plans", json=body, headers=write_headers)
+    assert r.status_code == 201, r.text
+    plan = r.json()
+    assert plan["predicted"]["cost_usd"] <= 5.0
+    assert all(c["market"] == "spot" for c in plan["choices"])
+    r = client.post("/v1/plans", json={**body, "market": "on_demand"}, headers=write_headers)
+    assert r.status_code == 201, r.text
+    assert all(c["market"] == "on_demand" for c in r.json()["choices"])
+    assert r.json()["predicted"]["total_time_s"] >= plan["predicted"]["total_time_s"]
+
+
+def test_get_missing_plan_is_404(client: TestClient) -> None:
+    r = client.get("/v1/plans/12345")
+    assert r.status_code == 404
+    assert r.json()["field"] == "plan_id"
+
+
+def _srift_54(ids: list[int], **over: Any) -> dict[str, Any]:
+    """Srift §5.4: ResNet50, global batch 1024, 400 iterations, 500 s, minimum cost, no availability given."""
+    body = _request(ids, availability=None, max_count_per_type=8, mode="eager", solve_budget_s=1.0)
+    body.update(over)
+    return body
+
+
+def test_interruption_at_200_of_400_replans_within_the_original_deadline(
+    client: TestClient, db_url: str, write_headers: dict[str, str]
+) -> None:
+    ids = _seed(db_url, "resnet50")
+    r = client.post("/v1/plans", json=_srift_54(ids), headers=write_headers)
+    assert r.status_code == 201, r.text
+    first = r.json()
+    assert first["predicted"]["total_time_s"] <= 500
+    job = client.post("/v1/jobs", json={"plan_id": first["id"]}, headers=write_headers)
+    assert job.status_code == 201, job.text
+    job_id = job.json()["id"]
+    launch = 138.0
+    r = client.post(
+        f"/v1/jobs/{job_id}/progress",
+        json={
+            "iterations_done": 200,
+            "elapsed_s": launch + first["predicted"]["total_time_s"] / 2,
+            "spent_usd": 0.5,
+        },
+        headers=write_headers,
+    )
+    assert r.status_code == 200, r.text
+    elapsed = r.json()["elapsed_s"]
+    lost = first["choices"][0]["instance_type"]
+    held_before = first["choices"][0]["count"]
+    r = client.post(
+        f"/v1/jobs/{job_id}/interruptions", json={"instance_type": lost, "count": 1}, headers=write_headers
+    )
+    remaining_s = 500 - elapsed - 150
+    if r.status_code == 422:
+        err = r.json()
+        assert err["error"] == "infeasible"
+        assert f"{remaining_s:.0f} s left" in err["detail"] and " over" in err["detail"]
+        state = client.get(f"/v1/jobs/{job_id}").json()
+        assert state["state"] == "needs_input"
+        assert state["events"][-1]["kind"] == "interruption" and "error" in state["events"][-1]["payload"]
+        return
+    assert r.status_code == 200, r.text
+    new = r.json()["plan"]
+    assert new["iterations"] == 200
+    assert new["predicted"]["total_time_s"] <= remaining_s
+    assert new["limits"]["time_limit_s"] == pytest.approx(remaining_s)
+    kept = [c for c in new["choices"] if c["instance_type"] == lost]
+    assert sum(c["count"] for c in kept) <= held_before - 1
+    state = client.get(f"/v1/jobs/{job_id}").json()
+    assert state["current_plan_id"] == new["id"]
+    assert state["excluded_types"] == [lost]
+    assert [p["id"] for p in state["plans"]] == [first["id"], new["id"]]
+    assert [e["kind"] for e in state["events"]] == ["started", "progress", "interruption"]
+
+
+def test_interruption_too_late_says_by_how_much(
+    client: TestClient, db_url: str, write_headers: dict[str, str]
+) -> None:
+    ids = _seed(db_url, "resnet50")
+    first = client.post("/v1/plans", json=_srift_54(ids), headers=write_headers).json()
+    job_id = client.post("/v1/jobs", json={"plan_id": first["id"]}, headers=write_headers).json()["id"]
+    lost = first["choices"][0]["instance_type"]
+    r = client.post(
+        f"/v1/jobs/{job_id}/interruptions",
+        json={"instance_type": lost, "count": 1, "iterations_done": 200, "elapsed_s": 420, "spent_usd": 1.0},
+        headers=write_headers,
+    )
+    assert r.status_code == 422, r.text
+    err = r.json()
+    assert err["error"] == "infeasible" and err["field"] == "time_limit_s"
+    assert err["relaxations"]["time_short_s"] == pytest.approx(420 + 150 - 500)
+    assert "70 s past" in err["detail"]
+    state = client.get(f"/v1/jobs/{job_id}").json()
+    assert state["state"] == "needs_input"
+    assert state["iterations_done"] == 200
+
+
+def test_job_progress_rules(client: TestClient, db_url: str, write_headers: dict[str, str]) -> None:
+    ids = _seed(db_url, "resnet50")
+    first = client.post("/v1/plans", json=_srift_54(ids), headers=write_headers).json()
+    assert client.post("/v1/jobs", json={"plan_id": 999}, headers=write_headers).json()["field"] == "plan_id"
+    job_id = client.post("/v1/jobs", json={"plan_id": first["id"]}, headers=write_headers).json()["id"]
+    ok = {"iterations_done": 100, "elapsed_s": 100, "spent_usd": 0.2}
+    assert client.post(f"/v1/jobs/{job_id}/progress", json=ok, headers=write_headers).status_code == 200
+    back = client.post(
+        f"/v1/jobs/{job_id}/progress", json={**ok, "iterations_done": 50}, headers=write_headers
+    )
+    assert back.status_code == 422 and back.json()["field"] == "iterations_done"
+    past = client.post(
+        f"/v1/jobs/{job_id}/progress", json={**ok, "iterations_done": 401}, headers=write_headers
+    )
+    assert past.status_code == 422 and past.json()["field"] == "iterations_done"
+    wrong = client.post(
+        f"/v1/jobs/{job_id}/interruptions", json={"instance_type": "nope", "count": 1}, headers=write_headers
+    )
+    assert wrong.status_code == 422 and wrong.json()["field"] == "instance_type"
+    done = client.post(
+        f"/v1/jobs/{job_id}/progress",
+        json={**ok, "iterations_done": 400, "elapsed_s": 300},
+        headers=write_headers,
+    )
+    assert done.json()["state"] == "completed"
+    assert client.get("/v1/jobs/777").status_code == 404
