@@ -1,7 +1,263 @@
-"""CLI commands for plan (filled in by its issue)."""
+"""CLI `srift plan FILE`: the cheapest or fastest fleet under time and budget limits, with baselines."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
 
 import typer
+from rich.console import Console
+from rich.table import Table
+
+console = Console()
+
+EXAMPLE = """\
+# srift plan request (YAML or JSON; the body of POST /v1/plans)
+model: resnet50                 # or profile_ids: [3, 4, 5]  or profiles: [<profile documents>]
+global_batch: 1024              # samples per iteration over the whole fleet
+iterations: 400
+objective: min_cost             # or min_time
+time_limit_s: 500               # optional: N · t_iter must not exceed it
+budget_usd: 5.0                 # optional: total cost must not exceed it
+provider: aws
+region: us-east-1
+market: any                     # spot, on_demand, or any (the cheaper market per type)
+availability:                   # optional: only these types, at most this many of each
+  p3.8xlarge: 4
+  g4dn.8xlarge: 8
+# max_count_per_type: 16        # the cap per type when availability is not given
+mode: auto                      # exhaustive, eager, or auto (exhaustive when the space fits the budget)
+solve_budget_s: 2.0
+seed: 0
+"""
+
+
+def _load(path: Path) -> Any:
+    import yaml
+
+    from srift.errors import InvalidInput
+
+    try:
+        return yaml.safe_load(path.read_text())
+    except OSError as exc:
+        raise InvalidInput(
+            f"cannot read {path}: {exc.strerror}", hint="check the path", field="FILE"
+        ) from exc
+    except yaml.YAMLError as exc:
+        raise InvalidInput(
+            f"{path} is not valid YAML/JSON ({exc})", hint="fix the syntax", field="FILE"
+        ) from exc
+
+
+def _remote(base: str, body: dict[str, Any], *, token: str | None) -> Any:
+    import httpx
+
+    from srift.errors import (
+        ExternalServiceError,
+        Forbidden,
+        Infeasible,
+        InvalidInput,
+        NotFound,
+        SriftError,
+        Unauthorized,
+    )
+
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    try:
+        response = httpx.post(base.rstrip("/") + "/v1/plans", json=body, headers=headers, timeout=600)
+    except httpx.HTTPError as exc:
+        raise ExternalServiceError(
+            f"cannot reach {base} ({exc})", hint="check --url and that the server runs"
+        ) from exc
+    if response.status_code < 400:
+        return response.json()
+    try:
+        err = response.json()
+    except ValueError:
+        err = {"detail": response.text[:200], "hint": "see the server log"}
+    kind: type[SriftError] = {401: Unauthorized, 403: Forbidden, 404: NotFound, 422: InvalidInput}.get(
+        response.status_code, ExternalServiceError
+    )
+    if err.get("error") == "infeasible":
+        kind = Infeasible
+    raise kind(
+        str(err.get("detail", "request failed")),
+        hint=str(err.get("hint") or "see the server log"),
+        field=err.get("field"),
+    )
+
+
+def _local(body: dict[str, Any]) -> Any:
+    from srift.api.schemas.plans import PlanOut, parse_plan_request
+    from srift.bootstrap import bootstrap
+    from srift.db.session import transaction
+    from srift.services.plans import create_plan
+    from srift.settings import get_settings
+
+    request = parse_plan_request(body)
+    settings = get_settings()
+    bootstrap(settings)
+    with transaction(settings.resolved_database_url) as session:
+        result = create_plan(session=session, settings=settings, request=request)
+    return PlanOut.model_validate(result).model_dump(mode="json")
+
+
+def duration(seconds: float) -> str:
+    """Seconds as a short human duration: "41 min", "378 s", "2.1 h"."""
+    if seconds >= 2 * 3600:
+        return f"{seconds / 3600:.1f} h"
+    if seconds >= 120:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds:.3g} s"
+
+
+def fleet_text(choices: list[dict[str, Any]]) -> str:
+    """`16 × g4dn.8xlarge @ 64 + 2 × p3.8xlarge @ 512 (on-demand)`."""
+    return " + ".join(
+        f"{c['count']} × {c['instance_type']} @ {c['batch']}"
+        + (" (on-demand)" if c["market"] == "on_demand" else "")
+        for c in choices
+    )
+
+
+def headline(plan: dict[str, Any]) -> str:
+    p = plan["predicted"]
+    return f"{fleet_text(plan['choices'])}, {duration(p['total_time_s'])}, ${p['cost_usd']:.2f}"
+
+
+def render(plan: dict[str, Any]) -> None:
+    """Print a plan: the headline, the fleet, Srift against CAP and TAP, the limits and the Pareto front."""
+    solved = "proven optimal" if plan["proven_optimal"] else "best found"
+    console.print(f"[bold]{headline(plan)}[/]", highlight=False)
+    console.print(
+        f"plan {plan['id']}: {plan['objective']}, {plan['mode']} search ({solved}), "
+        f"{plan['configs_evaluated']} configurations in {plan['solve_time_s']:.2f} s",
+        highlight=False,
+    )
+    fleet = Table(title=f"fleet for global batch {plan['global_batch']}, {plan['iterations']} iterations")
+    for col in ("instance type", "market", "count", "batch/VM", "GPUs", "batch/GPU", "$/h"):
+        fleet.add_column(col, justify="left" if col in ("instance type", "market") else "right")
+    for c in plan["choices"]:
+        fleet.add_row(
+            c["instance_type"],
+            c["market"],
+            str(c["count"]),
+            str(c["batch"]),
+            str(c["gpus"]),
+            f"{c['per_gpu_batch']:g}",
+            f"{c['price_usd_per_hr']:.3f}",
+        )
+    console.print(fleet)
+    compare = Table(title="Srift against the static policies of Srift §5.2")
+    for col in ("policy", "fleet", "iteration", "total time", "cost", "meets limits"):
+        compare.add_column(col, justify="left" if col in ("policy", "fleet") else "right")
+    rows: list[tuple[str, dict[str, Any] | None]] = [("Srift", plan)]
+    rows += [(name.upper(), plan["baselines"].get(name)) for name in ("cap", "tap")]
+    for name, item in rows:
+        if item is None:
+            compare.add_row(name, "cannot allocate the global batch", "", "", "", "")
+            continue
+        p = item["predicted"]
+        meets = "yes" if name == "Srift" or item.get("feasible") else "no"
+        compare.add_row(
+            name,
+            fleet_text(item["choices"]),
+            f"{p['iteration_s']:.3f} s",
+            duration(p["total_time_s"]),
+            f"${p['cost_usd']:.2f}",
+            meets,
+        )
+    console.print(compare)
+    limits, head = plan["limits"], plan["headroom"]
+    parts = []
+    if limits["time_limit_s"] is not None:
+        parts.append(f"time limit {duration(limits['time_limit_s'])} (headroom {duration(head['time_s'])})")
+    if limits["budget_usd"] is not None:
+        parts.append(f"budget ${limits['budget_usd']:.2f} (headroom ${head['budget_usd']:.2f})")
+    if parts:
+        console.print("limits: " + "; ".join(parts), highlight=False)
+    front = [p for p in plan["pareto"] if p["on_front"]]
+    if front:
+        table = Table(title=f"Pareto front ({len(front)} of {plan['pareto_total']} evaluated configurations)")
+        for col in ("configuration", "total time", "cost", "feasible"):
+            table.add_column(col, justify="left" if col == "configuration" else "right")
+        for p in front[:12]:
+            mark = " ◀ plan" if p["chosen"] else ""
+            table.add_row(
+                p["label"] + mark,
+                duration(p["total_time_s"]),
+                f"${p['cost_usd']:.2f}",
+                "yes" if p["feasible"] else "no",
+            )
+        console.print(table)
+    for warning in plan["warnings"]:
+        console.print(f"[yellow]warning:[/] {warning}", highlight=False)
+    console.print("sources: " + "; ".join(plan["sources"]), highlight=False, soft_wrap=True)
 
 
 def register(app: typer.Typer) -> None:
-    """Add this area's commands to the root app."""
+    """Add `srift plan`."""
+
+    @app.command("plan")
+    def plan(
+        file: Path | None = typer.Argument(None, help="plan request (YAML or JSON); see --example"),
+        as_json: bool = typer.Option(False, "--json", help="print the plan as JSON"),
+        url: str | None = typer.Option(
+            None,
+            "--url",
+            help="ask a running server (e.g. http://127.0.0.1:8000) instead of the local database",
+        ),
+        token: str | None = typer.Option(
+            None, "--token", help="API write token for --url (default: $SRIFT_TOKEN)"
+        ),
+        mode: str | None = typer.Option(
+            None, "--mode", help="override the file's mode: exhaustive, eager, auto"
+        ),
+        solve_budget_s: float | None = typer.Option(
+            None, "--solve-budget", min=0.01, help="override solve_budget_s"
+        ),
+        example: bool = typer.Option(False, "--example", help="print an example request file and exit"),
+    ) -> None:
+        """Find the cheapest (min_cost) or fastest (min_time) set of VMs and the per-VM batch for each type.
+
+        FILE names the model's profiles, the global batch, iterations, the objective and optional limits
+        (time_limit_s, budget_usd), provider/region, market and availability. The answer is counts and
+        batches per instance type, e.g. "16 × g4dn.8xlarge @ 64, 41 min, $9.80", compared with the CAP and
+        TAP baselines, with the Pareto front of everything evaluated. When no fleet meets the limits the
+        error says which limit and the nearest relaxation. Examples:
+
+          srift plan --example > request.yaml
+
+          srift plan request.yaml
+
+          srift plan request.yaml --mode exhaustive --json
+
+          srift plan request.yaml --url http://127.0.0.1:8000 --token $SRIFT_TOKEN
+        """
+        from srift.errors import InvalidInput
+
+        if example:
+            typer.echo(EXAMPLE, nl=False)
+            return
+        if file is None:
+            raise InvalidInput(
+                "no request file given", hint="run `srift plan --example > r.yaml`", field="FILE"
+            )
+        body = _load(file)
+        if not isinstance(body, dict):
+            raise InvalidInput(f"{file} must hold a mapping", hint="see `srift plan --example`", field="FILE")
+        if mode is not None:
+            body["mode"] = mode
+        if solve_budget_s is not None:
+            body["solve_budget_s"] = solve_budget_s
+        if url:
+            result = _remote(url, body, token=token or os.environ.get("SRIFT_TOKEN"))
+        else:
+            with console.status("searching...", spinner="dots"):
+                result = _local(body)
+        if as_json:
+            typer.echo(json.dumps(result, indent=1))
+            return
+        render(result)

@@ -76,11 +76,14 @@ def optimize(problem: Problem, evaluator: Evaluator, options: SolveOptions | Non
             "pruning may have skipped a better plan"
         )
     sources = list(pred.sources)
+    priced: dict[tuple[str, str], list[str]] = {}
     for i, _, _ in best.groups:
         offer = problem.candidates[i].offer
-        sources.append(
-            f"price:{offer.instance.name}/{offer.market.value}:{offer.source}@{offer.as_of.isoformat()}"
+        priced.setdefault((offer.source, offer.as_of.isoformat()), []).append(
+            f"{offer.instance.name}/{offer.market.value}"
         )
+    for (text, as_of), names in priced.items():
+        sources.append(f"price {', '.join(names)}: {text} (as of {as_of})")
     return Plan(
         config=problem.config(best.groups),
         predicted=pred,

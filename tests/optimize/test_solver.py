@@ -46,7 +46,7 @@ def test_plan_has_every_field_and_meets_its_limits() -> None:
     assert set(plan.baselines) == {"cap", "tap"}
     for base in plan.baselines.values():
         assert base is not None and base.config.global_batch == c.global_batch
-    assert any(s.startswith("price:") for s in plan.sources)
+    assert any(s.startswith("price ") and "(as of 2026-01-01)" in s for s in plan.sources)
 
 
 def test_baselines_fill_vms_with_max_batch_in_rank_order() -> None:

@@ -297,3 +297,50 @@ def test_job_progress_rules(client: TestClient, db_url: str, write_headers: dict
     )
     assert done.json()["state"] == "completed"
     assert client.get("/v1/jobs/777").status_code == 404
+
+
+def test_cli_plan_prints_a_table_and_json(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    import json
+
+    import yaml
+
+    from srift.cli import main
+    from srift.settings import get_settings
+
+    monkeypatch.setenv("SRIFT_DATABASE_URL", f"sqlite:///{tmp_path}/cli.db")
+    monkeypatch.setenv("SRIFT_DATA_DIR", str(tmp_path))
+    get_settings.cache_clear()
+    try:
+        request = {
+            "profiles": [synthetic_profile("inception_v3", "T4").to_dict()],
+            "global_batch": 1024,
+            "iterations": 1000,
+            "objective": "min_time",
+            "provider": "aws",
+            "region": "us-east-1",
+            "snapshot": "srift-paper-2020",
+            "market": "spot",
+            "availability": {"g4dn.8xlarge": 16},
+        }
+        path = tmp_path / "plan.yaml"
+        path.write_text(yaml.safe_dump(request))
+        with pytest.raises(SystemExit) as done:
+            main(["plan", str(path)])
+        out = capsys.readouterr().out
+        assert done.value.code == 0, out
+        assert "× g4dn.8xlarge @" in out and "CAP" in out and "TAP" in out and "Pareto front" in out
+        with pytest.raises(SystemExit) as done:
+            main(["plan", str(path), "--json"])
+        plan = json.loads(capsys.readouterr().out)
+        assert done.value.code == 0
+        assert plan["choices"][0]["instance_type"] == "g4dn.8xlarge"
+        path.write_text(yaml.safe_dump({**request, "time_limit_s": 1}))
+        with pytest.raises(SystemExit) as done:
+            main(["plan", str(path)])
+        err = capsys.readouterr().err
+        assert done.value.code == 2
+        assert "time_limit_s" in err and "To fix" in err
+    finally:
+        get_settings.cache_clear()
