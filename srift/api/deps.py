@@ -18,7 +18,11 @@ def get_app_settings(request: Request) -> Settings:
 
 
 def get_db(request: Request) -> Iterator[Session]:
-    """One session per request; commits when the route returns, rolls back on any error."""
+    """One session per request; commits when the route returns, rolls back on any error.
+
+    `SessionDep` gives it scope="function" so the commit runs before the response is sent: a 2xx means
+    the data is stored, and a failing commit becomes a 500 instead of a 200 for nothing.
+    """
     settings: Settings = request.app.state.settings
     session = session_factory(settings.resolved_database_url)()
     try:
@@ -32,4 +36,4 @@ def get_db(request: Request) -> Iterator[Session]:
 
 
 SettingsDep = Annotated[Settings, Depends(get_app_settings)]
-SessionDep = Annotated[Session, Depends(get_db)]
+SessionDep = Annotated[Session, Depends(get_db, scope="function")]

@@ -83,6 +83,32 @@ def test_failed_request_rolls_back_everything(settings: Settings, db_url: str) -
         assert _count_tokens(db_url) == 3
 
 
+def test_commit_happens_before_the_response(settings: Settings, db_url: str) -> None:
+    """A 2xx means committed: a failure at commit time is a 500, never a 200 for data that was not stored."""
+    app = create_app(settings)
+    router = APIRouter()
+
+    @router.post("/fails-at-commit")
+    def fails_at_commit(session: SessionDep) -> dict[str, bool]:
+        session.add(ApiToken(name="a", scope="read", token_hash="same", prefix="x"))
+        session.add(ApiToken(name="b", scope="read", token_hash="same", prefix="x"))
+        return {"ok": True}
+
+    @router.post("/commits")
+    def commits(session: SessionDep) -> dict[str, bool]:
+        session.add(ApiToken(name="c", scope="read", token_hash="unique", prefix="x"))
+        return {"ok": True}
+
+    app.include_router(router)
+    with TestClient(app, raise_server_exceptions=False) as c:
+        assert c.post("/fails-at-commit").status_code == 500
+        assert _count_tokens(db_url) == 0
+        assert c.post("/commits").status_code == 200
+        assert _count_tokens(db_url) == 1
+        assert c.post("/commits").status_code == 500
+        assert _count_tokens(db_url) == 1
+
+
 _WRITER = textwrap.dedent(
     """
     import sys, time
