@@ -107,7 +107,7 @@ def register(app: typer.Typer) -> None:
             None,
             "--max-batch",
             min=1,
-            help="cap of the largest-batch search (default 512 on CPU, 4096 on CUDA)",
+            help="cap of the largest-batch search (default 256 on CPU, 4096 on CUDA)",
         ),
         accelerator: str | None = typer.Option(
             None,

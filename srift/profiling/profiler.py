@@ -65,13 +65,14 @@ class Clock(StrEnum):
 ProgressFn = Callable[[str, float], None]
 """Called with the stage ("check", "max batch", "timing", "readiness", "done") and the overall fraction."""
 
-DEFAULT_MAX_BATCH_CPU = 512
+DEFAULT_MAX_BATCH_CPU = 256
 DEFAULT_MAX_BATCH_CUDA = 4096
 DEFAULT_REPEATS = 7
 DEFAULT_WARMUP = 2
 DEFAULT_ITERATIONS = 30
 MEMORY_PROBE_STEPS = 2
-"""CPU peak growth is the largest of this many steps (RSS readings vary by a few MB with allocator state)."""
+"""Near the budget (first reading over half of it), CPU peak growth is the largest of this many steps:
+RSS readings vary by a few MB with the allocator's state."""
 PREDICTION_MARGIN = 1.1
 """A CPU batch is not tried when PREDICTION_MARGIN × its extrapolated growth exceeds the hard limit."""
 DEFAULT_LOSS_NAME = "default: sum of the means of the output's floating-point tensors"
@@ -245,7 +246,7 @@ def profile_model(
 
     `model_factory()` returns the nn.Module; `input_factory(batch)` returns one input batch (a tensor, a
     tuple/list of positional tensors, or a dict of keyword tensors); `loss_fn(output)` returns the scalar to
-    backpropagate (default: see `default_loss`). `max_batch` caps the search (default 512 on CPU, 4096 on
+    backpropagate (default: see `default_loss`). `max_batch` caps the search (default 256 on CPU, 4096 on
     CUDA). `threads` sets torch's intra-op threads for the run. `accelerator` overrides the recorded device
     name (e.g. a testbed or EC2 instance type). `repeats`/`warmup` are per curve point; `iterations` (≥ 30
     for the paper's spread measure) drive readiness, `exec_prob` and `straggler_cv`. `clock` picks wall
@@ -634,10 +635,7 @@ def _probe(bench: _Bench, search: _Search, batch: int) -> dict[str, Any]:
             bench.step(inputs)
             peak = torch.cuda.max_memory_allocated(bench.device) - base + input_bytes
         elif search.method == "rss-peak":
-            peak = input_bytes + max(
-                memory.peak_rss_growth_bytes(lambda: _discard(bench.step(inputs)))
-                for _ in range(MEMORY_PROBE_STEPS)
-            )
+            peak = input_bytes + _rss_peak(bench, inputs, budget)
         else:
             peak = _saved_tensor_estimate(bench, inputs) + input_bytes
     except RuntimeError as exc:
@@ -657,6 +655,13 @@ def _probe(bench: _Bench, search: _Search, batch: int) -> dict[str, Any]:
         "peak_bytes": peak,
         "fits": budget is None or (peak is not None and peak <= budget),
     }
+
+
+def _rss_peak(bench: _Bench, inputs: Any, budget: int | None) -> int:
+    readings = [memory.peak_rss_growth_bytes(lambda: _discard(bench.step(inputs)))]
+    while budget is not None and readings[0] > budget / 2 and len(readings) < MEMORY_PROBE_STEPS:
+        readings.append(memory.peak_rss_growth_bytes(lambda: _discard(bench.step(inputs))))
+    return max(readings)
 
 
 def _discard(_: object) -> None:
