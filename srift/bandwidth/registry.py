@@ -133,9 +133,14 @@ def train_version(
     activate_it: bool = False,
     seed: int = 0,
     grid: Sequence[dict[str, Any]] | None = None,
+    tune: bool = True,
     origin: str = "trained",
 ) -> ModelVersion:
-    """Train a new version on the stored samples matching `query`, write its artifacts, register it."""
+    """Train a new version on the stored samples matching `query`, write its artifacts, register it.
+
+    `tune=False` skips the hyperparameter search (the learner's defaults; a quick retrain).
+    """
+    from srift.bandwidth.learner import DEFAULT_XGB_PARAMS
     from srift.bandwidth.tuning import DEFAULT_GRID, tune_and_fit
 
     records = load_samples(session=session, query=query)
@@ -145,6 +150,8 @@ def train_version(
             hint="store samples first (`srift probe run --store`, `srift probe import`, or a probe job), "
             "or loosen the filters",
         )
+    if not tune:
+        grid = [dict(DEFAULT_XGB_PARAMS)]
     model, report = tune_and_fit(records, seed=seed, grid=grid or DEFAULT_GRID)
     now = dt.datetime.now(dt.UTC).replace(microsecond=0)
     version = _new_version(now)
@@ -226,6 +233,9 @@ def write_artifacts(
 
 _cache: dict[tuple[str, str], BusBandwidthRegressor] = {}
 _cache_lock = threading.Lock()
+# Predictions are pure functions of (version, request): the simulator asks the same questions many times.
+_predictions: dict[tuple[Any, ...], BandwidthEstimate] = {}
+_MAX_CACHED_PREDICTIONS = 50_000
 
 
 def _load_regressor(artifact_dir: str, version: str) -> BusBandwidthRegressor:
@@ -290,19 +300,31 @@ class LearnedBandwidthModel:
                 buffer_bytes=buffer_bytes,
                 async_count=async_count,
             )
+        key: tuple[Any, ...] = (self.version.version, instance.provider, instance.name, world_size, nodes)
+        key += (async_count, *buffer_bytes)
+        with _cache_lock:
+            cached = _predictions.get(key)
+        if cached is not None:
+            return cached
         sizes = check_request(
             world_size=world_size, nodes=nodes, buffer_bytes=buffer_bytes, async_count=async_count
         )
         if not sizes.size:
             return BandwidthEstimate(busbw_gbps=(), source=self.source, residual_cv=self._cv_large)
+        unique, inverse = np.unique(sizes, return_inverse=True)
         busbw = self.regressor.predict_host(
-            profile, sizes=sizes, world_size=world_size, nodes=nodes, async_count=async_count
-        )
+            profile, sizes=unique, world_size=world_size, nodes=nodes, async_count=async_count
+        )[inverse]
         mtu = self.regressor.mtu_bytes_.get(instance.provider, self.regressor.default_mtu_bytes_)
         cv = self._cv_large if np.any(sizes >= mtu) else self._cv_small
-        return BandwidthEstimate(
+        estimate = BandwidthEstimate(
             busbw_gbps=tuple(float(b) for b in busbw), source=self.source, residual_cv=cv
         )
+        with _cache_lock:
+            if len(_predictions) >= _MAX_CACHED_PREDICTIONS:
+                _predictions.clear()
+            _predictions[key] = estimate
+        return estimate
 
 
 def model_version(*, session: Session, settings: Settings, version: str) -> BusBandwidthModel:

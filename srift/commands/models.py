@@ -118,6 +118,9 @@ def register(app: typer.Typer) -> None:
         backend: list[str] = typer.Option([], "--backend", help="only this backend: gloo, nccl, nccl-tests"),
         activate: bool = typer.Option(False, "--activate", help="make the new version the active one"),
         seed: int = typer.Option(0, "--seed", min=0, help="seed of the 9/1 split and the k-fold search"),
+        tune: bool = typer.Option(
+            True, "--tune/--no-tune", help="search hyperparameters (--no-tune: faster)"
+        ),
         as_json: bool = typer.Option(False, "--json", help="print the version as JSON"),
         url: str | None = typer.Option(None, "--url", help=URL_HELP),
         token: str | None = typer.Option(None, "--token", help=TOKEN_HELP),
@@ -136,6 +139,7 @@ def register(app: typer.Typer) -> None:
             "backends": backend,
             "activate": activate,
             "seed": seed,
+            "tune": tune,
         }
         if url:
             result = _remote(

@@ -64,7 +64,12 @@ def train_model(
         backends=tuple(b.lower() for b in body.backends),
     )
     version = registry.train_version(
-        session=session, settings=settings, query=query, activate_it=body.activate, seed=body.seed
+        session=session,
+        settings=settings,
+        query=query,
+        activate_it=body.activate,
+        seed=body.seed,
+        tune=body.tune,
     )
     return _out(version)
 

@@ -22,6 +22,9 @@ class TrainRequest(BaseModel):
     backends: list[Name] = Field(default_factory=list, max_length=4, description="gloo, nccl, nccl-tests")
     activate: bool = Field(default=False, description="make the new version the one predictions use")
     seed: int = Field(default=0, ge=0, le=2**31 - 1, description="seed of the split and the search")
+    tune: bool = Field(
+        default=True, description="search hyperparameters by k-fold MAPE (false: defaults, faster)"
+    )
 
 
 class ModelMetrics(BaseModel):
