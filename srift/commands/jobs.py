@@ -1,7 +1,357 @@
-"""CLI commands for probe/profile jobs and the worker (filled in by the probe-jobs issue)."""
+"""CLI for probe/profile jobs: `srift worker`, `srift jobs list|show|submit`."""
+
+from __future__ import annotations
+
+import json
+import logging
+import signal
+import threading
+from pathlib import Path
+from typing import Any
 
 import typer
+from rich.console import Console
+from rich.table import Table
+
+from srift.errors import InvalidInput
+
+console = Console()
+
+URL_HELP = "talk to a running server (e.g. http://127.0.0.1:8000) instead of the local database"
+TOKEN_HELP = "API token for --url (env SRIFT_TOKEN)"
+
+
+def _split_ints(text: str, field: str) -> list[int]:
+    from srift.bandwidth.local_probe import parse_size
+
+    try:
+        return [parse_size(p, field=field) for p in text.split(",") if p.strip()]
+    except InvalidInput:
+        raise
+    except ValueError as exc:
+        raise InvalidInput(f"{text!r} is not a list of numbers", hint="write e.g. 2,4", field=field) from exc
+
+
+def _load_file(path: Path) -> dict[str, Any]:
+    import yaml
+
+    try:
+        data = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise InvalidInput(
+            f"cannot read {path}: {exc}", hint="give a YAML or JSON request file", field="file"
+        ) from exc
+    if not isinstance(data, dict):
+        raise InvalidInput(
+            f"{path} does not hold a mapping", hint="write the request as a mapping", field="file"
+        )
+    return data
+
+
+def _remote(method: str, url: str, path: str, *, token: str | None, body: Any = None) -> Any:
+    import httpx
+
+    from srift.errors import ExternalServiceError, NotFound, Unauthorized
+
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    try:
+        response = httpx.request(
+            method, url.rstrip("/") + "/v1" + path, json=body, headers=headers, timeout=60
+        )
+    except httpx.HTTPError as exc:
+        raise ExternalServiceError(
+            f"could not reach {url}: {exc}", hint="check --url and that the server runs"
+        ) from exc
+    if response.status_code < 400:
+        return response.json()
+    try:
+        err = response.json()
+    except ValueError:
+        err = {}
+    detail = str(err.get("detail") or response.text[:300])
+    hint = str(err.get("hint") or "see the server log")
+    field = err.get("field") if isinstance(err.get("field"), str) else None
+    if response.status_code == 401:
+        raise Unauthorized(detail, hint=hint)
+    if response.status_code == 404:
+        raise NotFound(detail, hint=hint, field=field)
+    if response.status_code in (400, 409, 413, 422):
+        raise InvalidInput(detail, hint=hint, field=field)
+    raise ExternalServiceError(f"{response.status_code}: {detail}", hint=hint)
+
+
+def _local_url() -> str:
+    from srift.db import migrate
+    from srift.settings import get_settings
+
+    url = get_settings().resolved_database_url
+    migrate.upgrade(url)
+    return url
+
+
+def _submit(kind: str, body: dict[str, Any], *, url: str | None, token: str | None) -> dict[str, Any]:
+    if url:
+        path = "/probe-jobs" if kind == "probe" else "/profile-jobs"
+        answer: dict[str, Any] = _remote("POST", url, path, token=token, body=body)
+        return answer
+    from srift.api.routes.probe_jobs import job_view
+    from srift.db.session import transaction
+    from srift.jobs import service
+
+    with transaction(_local_url()) as session:
+        if kind == "probe":
+            job, plain = service.submit_probe_job(session=session, data=body)
+        else:
+            job, plain = service.submit_profile_job(session=session, data=body)
+        return {**job_view(job), "token": plain}
+
+
+def _print_job(job: dict[str, Any], *, with_log: bool) -> None:
+    table = Table(title=f"job {job['id']} · {job['kind']} · {job['provider']}", show_header=False)
+    table.add_column("field")
+    table.add_column("value")
+    for key in ("state", "attempts", "worker_id", "created_at", "started_at", "finished_at", "error"):
+        value = job.get(key)
+        if value not in (None, ""):
+            table.add_row(key, str(value))
+    req = job.get("request", {})
+    what = req.get("instance_type") or ", ".join(req.get("instance_types", []))
+    table.add_row("instance type(s)", str(what))
+    if job.get("result"):
+        table.add_row("result", json.dumps(job["result"])[:400])
+    if job.get("token"):
+        table.add_row("token (shown once)", job["token"])
+    console.print(table)
+    if with_log and job.get("log"):
+        console.print(job["log"].rstrip(), highlight=False, markup=False)
 
 
 def register(app: typer.Typer) -> None:
-    """Add this area's commands to the root app."""
+    """Add `worker` and the `jobs` group."""
+
+    @app.command("worker")
+    def worker(
+        once: bool = typer.Option(False, "--once", help="run at most one job, then exit"),
+        poll_s: float = typer.Option(2.0, "--poll-s", min=0.05, help="seconds between queue polls"),
+        heartbeat_s: float = typer.Option(5.0, "--heartbeat-s", min=0.05, help="seconds between heartbeats"),
+        stale_after_s: float = typer.Option(
+            60.0, "--stale-after-s", min=0.1, help="a running job without heartbeat this long is taken back"
+        ),
+        max_attempts: int = typer.Option(2, "--max-attempts", min=1, help="runs before a job is failed"),
+        kind: list[str] = typer.Option([], "--kind", help="only these kinds (probe, profile); repeatable"),
+        provider: list[str] = typer.Option([], "--provider", help="only these providers; repeatable"),
+    ) -> None:
+        """Run queued probe and profile jobs from the configured database until stopped (Ctrl-C).
+
+        Several workers may run at once (on one or more machines sharing the database): each job runs once.
+        On start, and between jobs, jobs of dead workers are cleaned up and requeued (or failed after
+        --max-attempts). Testbed jobs need root.
+
+        Example: `sudo srift worker --provider testbed --provider local`
+        """
+        from srift.jobs.spec import JobKind, JobProvider
+        from srift.jobs.worker import Worker, WorkerConfig
+        from srift.settings import get_settings
+
+        try:
+            kinds = tuple(JobKind(k) for k in kind) or tuple(JobKind)
+            providers = tuple(JobProvider(p) for p in provider) or tuple(JobProvider)
+        except ValueError as exc:
+            raise InvalidInput(
+                str(exc), hint="kinds: probe, profile; providers: local, testbed, ec2"
+            ) from exc
+        settings = get_settings()
+        _local_url()
+        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+        config = WorkerConfig(
+            poll_s=poll_s,
+            heartbeat_s=heartbeat_s,
+            stale_after_s=stale_after_s,
+            max_attempts=max_attempts,
+            kinds=kinds,
+            providers=providers,
+        )
+        runner = Worker(settings, config)
+        console.print(f"worker {runner.worker_id}: {', '.join(kinds)} jobs on {', '.join(providers)}")
+        if once:
+            outcome = runner.run_once()
+            console.print("queue empty" if outcome is None else f"job {outcome.job_id}: {outcome.state}")
+            return
+        stop = threading.Event()
+        signal.signal(signal.SIGTERM, lambda *_: stop.set())
+        try:
+            runner.run_forever(stop=stop)
+        except KeyboardInterrupt:
+            console.print("stopping")
+
+    jobs = typer.Typer(
+        help="Probe and profile jobs: submit them, list them, see their logs. `srift worker` runs them.",
+        no_args_is_help=True,
+    )
+    app.add_typer(jobs, name="jobs")
+
+    @jobs.command("list")
+    def list_(
+        kind: str | None = typer.Option(None, "--kind", help="probe or profile"),
+        state: str | None = typer.Option(None, "--state", help="queued, running, succeeded or failed"),
+        limit: int = typer.Option(50, "--limit", min=1, max=500),
+        url: str | None = typer.Option(None, "--url", help=URL_HELP),
+        token: str | None = typer.Option(None, "--token", envvar="SRIFT_TOKEN", help=TOKEN_HELP),
+        as_json: bool = typer.Option(False, "--json", help="print JSON"),
+    ) -> None:
+        """List jobs, newest first.
+
+        Example: `srift jobs list --state running`
+        """
+        from srift.jobs.spec import JobKind, JobState
+
+        try:
+            kind_v = JobKind(kind) if kind else None
+            state_v = JobState(state) if state else None
+        except ValueError as exc:
+            raise InvalidInput(str(exc), hint="see --help for the choices") from exc
+        if url:
+            query = (
+                f"/probe-jobs?limit={limit}"
+                + (f"&kind={kind}" if kind else "")
+                + (f"&state={state}" if state else "")
+            )
+            rows = _remote("GET", url, query, token=token)["jobs"]
+        else:
+            from srift.api.routes.probe_jobs import job_view
+            from srift.db.session import transaction
+            from srift.jobs import store
+
+            with transaction(_local_url()) as session:
+                found, _ = store.list_jobs(session=session, kind=kind_v, state=state_v, limit=limit)
+                rows = [json.loads(json.dumps(job_view(j), default=str)) for j in found]
+        if as_json:
+            typer.echo(json.dumps(rows, indent=2, default=str))
+            return
+        table = Table(title="jobs")
+        for col in ("id", "kind", "provider", "instance type(s)", "state", "attempts", "error"):
+            table.add_column(col)
+        for j in rows:
+            req = j.get("request", {})
+            what = req.get("instance_type") or ", ".join(req.get("instance_types", []))
+            table.add_row(
+                str(j["id"]),
+                j["kind"],
+                j["provider"],
+                what,
+                j["state"],
+                str(j["attempts"]),
+                (j["error"] or "")[:60],
+            )
+        console.print(table)
+
+    @jobs.command("show")
+    def show(
+        job_id: int = typer.Argument(..., help="job id"),
+        url: str | None = typer.Option(None, "--url", help=URL_HELP),
+        token: str | None = typer.Option(None, "--token", envvar="SRIFT_TOKEN", help=TOKEN_HELP),
+        as_json: bool = typer.Option(False, "--json", help="print JSON"),
+    ) -> None:
+        """Show one job with its log.
+
+        Example: `srift jobs show 12`
+        """
+        if url:
+            job = _remote("GET", url, f"/probe-jobs/{job_id}", token=token)
+        else:
+            from srift.api.routes.probe_jobs import job_view
+            from srift.db.session import transaction
+            from srift.jobs import store
+
+            with transaction(_local_url()) as session:
+                job = json.loads(
+                    json.dumps(job_view(store.get_job(session=session, job_id=job_id)), default=str)
+                )
+        if as_json:
+            typer.echo(json.dumps(job, indent=2, default=str))
+            return
+        _print_job(job, with_log=True)
+
+    submit = typer.Typer(help="Queue a probe or profile job.", no_args_is_help=True)
+    jobs.add_typer(submit, name="submit")
+
+    @submit.command("probe")
+    def submit_probe(
+        provider: str | None = typer.Option(None, "--provider", help="local, testbed or ec2"),
+        instance_type: str | None = typer.Option(
+            None, "--instance-type", help="a catalog type of the provider"
+        ),
+        nodes: str | None = typer.Option(None, "--nodes", help="node counts, e.g. 2,4"),
+        sizes: str | None = typer.Option(
+            None, "--sizes", help="buffer sizes, e.g. 4,64K,16M (default 4 B..64 MiB)"
+        ),
+        repeats: int | None = typer.Option(None, "--repeats", help="timed repetitions per size"),
+        testbed_prefix: str | None = typer.Option(None, "--testbed-prefix", help="use this running testbed"),
+        file: Path | None = typer.Option(
+            None, "--file", help="full request as YAML/JSON (flags override it)"
+        ),
+        url: str | None = typer.Option(None, "--url", help=URL_HELP),
+        token: str | None = typer.Option(None, "--token", envvar="SRIFT_TOKEN", help=TOKEN_HELP),
+        as_json: bool = typer.Option(False, "--json", help="print the created job as JSON"),
+    ) -> None:
+        """Queue an allreduce probe job (see POST /v1/probe-jobs for every field).
+
+        Example: `srift jobs submit probe --provider testbed --instance-type tb.small --nodes 2,4
+        --sizes 4,1M`
+        """
+        body = _load_file(file) if file else {}
+        if provider:
+            body["provider"] = provider
+        if instance_type:
+            body["instance_type"] = instance_type
+        if nodes:
+            body["node_counts"] = _split_ints(nodes, "node_counts")
+        if sizes:
+            body["sizes"] = _split_ints(sizes, "sizes")
+        if repeats is not None:
+            body["repeats"] = repeats
+        if testbed_prefix:
+            body["testbed_prefix"] = testbed_prefix
+        job = _submit("probe", body, url=url, token=token)
+        if as_json:
+            typer.echo(json.dumps(job, indent=2, default=str))
+            return
+        _print_job(job, with_log=False)
+
+    @submit.command("profile")
+    def submit_profile(
+        provider: str | None = typer.Option(None, "--provider", help="local, testbed or ec2"),
+        instance_types: str | None = typer.Option(None, "--instance-types", help="comma-separated types"),
+        model: str | None = typer.Option(None, "--model", metavar="MODULE:FACTORY"),
+        input_: str | None = typer.Option(None, "--input", metavar="MODULE:FACTORY"),
+        max_batch: int | None = typer.Option(None, "--max-batch"),
+        testbed_prefix: str | None = typer.Option(None, "--testbed-prefix", help="use this running testbed"),
+        file: Path | None = typer.Option(
+            None, "--file", help="full request as YAML/JSON (flags override it)"
+        ),
+        url: str | None = typer.Option(None, "--url", help=URL_HELP),
+        token: str | None = typer.Option(None, "--token", envvar="SRIFT_TOKEN", help=TOKEN_HELP),
+        as_json: bool = typer.Option(False, "--json", help="print the created job as JSON"),
+    ) -> None:
+        """Queue a profile job: `srift profile` on a host of each instance type.
+
+        Example: `srift jobs submit profile --provider testbed --instance-types tb.small,tb.large
+        --model srift.profiling.testmodels:cnn --input srift.profiling.testmodels:cnn_input`
+        """
+        body = _load_file(file) if file else {}
+        for key, value in (
+            ("provider", provider),
+            ("model", model),
+            ("input", input_),
+            ("max_batch", max_batch),
+            ("testbed_prefix", testbed_prefix),
+        ):
+            if value is not None:
+                body[key] = value
+        if instance_types:
+            body["instance_types"] = [t.strip() for t in instance_types.split(",") if t.strip()]
+        job = _submit("profile", body, url=url, token=token)
+        if as_json:
+            typer.echo(json.dumps(job, indent=2, default=str))
+            return
+        _print_job(job, with_log=False)

@@ -1,5 +1,177 @@
-"""Routes for probe_jobs (filled in by its issue)."""
+"""Probe and profile jobs (queued for `srift worker`) and the results their hosts post back."""
 
-from fastapi import APIRouter
+from __future__ import annotations
 
-router = APIRouter()
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Path, Query, status
+
+from srift.api.auth import RequireJobOrWrite, RequireRead, RequireWrite
+from srift.api.deps import SessionDep
+from srift.api.limits import ErrorBody
+from srift.api.schemas.jobs import (
+    JobCreated,
+    JobList,
+    JobOut,
+    ProbeJobIn,
+    ProbeResultsIn,
+    ProbeResultsOut,
+    ProfileJobIn,
+    ProfileResultIn,
+    ProfileResultOut,
+)
+from srift.db.tables import Job
+from srift.jobs import results, service, store
+from srift.jobs.spec import JobKind, JobState
+
+router = APIRouter(tags=["jobs"])
+
+JobId = Annotated[int, Path(ge=1, le=2**31 - 1, description="job id")]
+StateQuery = Annotated[
+    JobState | None, Query(description="only jobs in this state (queued, running, succeeded, failed)")
+]
+KindQuery = Annotated[JobKind | None, Query(description="only probe or only profile jobs")]
+Limit = Annotated[int, Query(ge=1, le=500, description="page size")]
+Offset = Annotated[int, Query(ge=0, le=2**31 - 1)]
+
+
+def _e(description: str) -> dict[str, Any]:
+    return {"model": ErrorBody, "description": description}
+
+
+AUTH: dict[int | str, dict[str, Any]] = {
+    401: _e("a token is required, and missing or unknown"),
+    403: _e("the token may not do this"),
+}
+SUBMIT: dict[int | str, dict[str, Any]] = {
+    **AUTH,
+    422: _e("invalid job: unknown instance type, world size < 2, bad sizes, caps exceeded; `field` names it"),
+}
+READ: dict[int | str, dict[str, Any]] = {401: AUTH[401], 403: AUTH[403], 404: _e("no such job")}
+
+
+def job_view(job: Job) -> dict[str, Any]:
+    result = dict(job.result or {})
+    staged = result.pop("staged_samples", None)
+    if staged is not None:
+        result["staged"] = len(staged)
+    return {
+        "id": job.id,
+        "kind": job.kind,
+        "provider": job.provider,
+        "state": job.state,
+        "request": job.request,
+        "attempts": job.attempts,
+        "worker_id": job.worker_id,
+        "created_at": job.created_at,
+        "started_at": job.started_at,
+        "heartbeat_at": job.heartbeat_at,
+        "finished_at": job.finished_at,
+        "error": job.error,
+        "log": job.log or "",
+        "result": result,
+    }
+
+
+@router.post("/probe-jobs", status_code=status.HTTP_201_CREATED, response_model=JobCreated, responses=SUBMIT)
+def create_probe_job(body: ProbeJobIn, session: SessionDep, _: RequireWrite) -> Any:
+    """Queue an allreduce probe job; `srift worker` runs it and stores its samples.
+
+    The answer holds the job's token once: it lets whoever runs the probe post the samples to
+    `POST /v1/probe-results`. Example: `{"provider": "testbed", "instance_type": "tb.small",
+    "node_counts": [2, 4], "sizes": [4, 65536, 4194304], "repeats": 5}`.
+    """
+    job, token = service.submit_probe_job(session=session, data=body.model_dump(exclude_none=True))
+    return {**job_view(job), "token": token}
+
+
+@router.get("/probe-jobs", response_model=JobList, responses=AUTH)
+def list_probe_jobs(
+    session: SessionDep,
+    _: RequireRead,
+    kind: KindQuery = None,
+    state: StateQuery = None,
+    limit: Limit = 100,
+    offset: Offset = 0,
+) -> Any:
+    """The job queue, newest first: probe and profile jobs (or only `kind`)."""
+    jobs, total = store.list_jobs(session=session, kind=kind, state=state, limit=limit, offset=offset)
+    return {"jobs": [job_view(j) for j in jobs], "total": total}
+
+
+@router.get("/probe-jobs/{job_id}", response_model=JobOut, responses=READ)
+def get_probe_job(job_id: JobId, session: SessionDep, _: RequireRead) -> Any:
+    """One job of the queue (probe or profile): state, attempts, log, and what it stored."""
+    return job_view(store.get_job(session=session, job_id=job_id))
+
+
+@router.post(
+    "/profile-jobs", status_code=status.HTTP_201_CREATED, response_model=JobCreated, responses=SUBMIT
+)
+def create_profile_job(body: ProfileJobIn, session: SessionDep, _: RequireWrite) -> Any:
+    """Queue a profile job: `srift profile` on a testbed host or EC2 instance of each type.
+
+    Example: `{"provider": "testbed", "instance_types": ["tb.small", "tb.large"],
+    "model": "srift.profiling.testmodels:cnn", "input": "srift.profiling.testmodels:cnn_input"}`.
+    """
+    job, token = service.submit_profile_job(session=session, data=body.model_dump(exclude_none=True))
+    return {**job_view(job), "token": token}
+
+
+@router.get("/profile-jobs", response_model=JobList, responses=AUTH)
+def list_profile_jobs(
+    session: SessionDep, _: RequireRead, state: StateQuery = None, limit: Limit = 100, offset: Offset = 0
+) -> Any:
+    """Profile jobs, newest first."""
+    jobs, total = store.list_jobs(
+        session=session, kind=JobKind.PROFILE, state=state, limit=limit, offset=offset
+    )
+    return {"jobs": [job_view(j) for j in jobs], "total": total}
+
+
+@router.get("/profile-jobs/{job_id}", response_model=JobOut, responses=READ)
+def get_profile_job(job_id: JobId, session: SessionDep, _: RequireRead) -> Any:
+    """One profile job, with the ids of the profiles it stored."""
+    return job_view(store.get_job(session=session, job_id=job_id, kind=JobKind.PROFILE))
+
+
+@router.post(
+    "/probe-results",
+    response_model=ProbeResultsOut,
+    responses={**AUTH, 404: _e("no such probe job"), 422: _e("a sample is invalid; `field` names it")},
+)
+def post_probe_results(body: ProbeResultsIn, session: SessionDep, caller: RequireJobOrWrite) -> Any:
+    """Store probe samples: with a job's token for that job (401 without a valid token, 403 for another
+    job's), or with a write token. A job's samples are stored all at once with its final batch."""
+    caller.authorize_job(body.job_id)
+    outcome = results.post_probe_results(
+        session=session, job_id=body.job_id, samples=body.samples, final=body.final, error=body.error
+    )
+    return {
+        "parsed": outcome.parsed,
+        "stored": outcome.stored,
+        "staged": outcome.staged,
+        "job_state": outcome.job_state,
+    }
+
+
+@router.post(
+    "/profile-jobs/{job_id}/results",
+    response_model=ProfileResultOut,
+    responses={**AUTH, 404: _e("no such profile job"), 422: _e("the profile is invalid")},
+)
+def post_profile_result(
+    job_id: JobId, body: ProfileResultIn, session: SessionDep, caller: RequireJobOrWrite
+) -> Any:
+    """One instance's profile for a profile job (posted by the instance with the job's token)."""
+    caller.authorize_job(job_id)
+    if body.job_id is not None and body.job_id != job_id:
+        caller.authorize_job(body.job_id)
+    profile_id, state = results.post_profile_result(
+        session=session,
+        job_id=job_id,
+        instance_type=body.instance_type,
+        profile=body.profile,
+        error=body.error,
+    )
+    return {"profile_id": profile_id, "job_state": state}

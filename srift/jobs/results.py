@@ -1,0 +1,181 @@
+"""Results posted to the API: probe samples (`POST /v1/probe-results`) and profiles from EC2 instances.
+
+Samples for a job may arrive in several batches (`final: false` stages them on the job); the final batch
+stores every staged sample with the job in one transaction, so a job is never half-ingested. A queued job
+that receives its final results (someone ran the probe by hand with the job's token) succeeds at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from srift.bandwidth.samples import ProbeRecord, store_samples
+from srift.db.tables import Job, utcnow
+from srift.domain.profile import ModelProfile
+from srift.errors import InvalidInput, NotFound
+from srift.jobs.spec import JobKind, JobState
+from srift.limits import PROBE_RESULTS_PER_BATCH
+
+MAX_STAGED_SAMPLES = 200_000
+UNCATALOGUED = ("local",)
+
+
+@dataclass(frozen=True, slots=True)
+class ResultsOutcome:
+    parsed: int
+    stored: int
+    staged: int
+    job_state: str | None
+
+
+INT32_MAX = 2**31 - 1
+
+
+def check_storable(value: Any, field: str) -> None:
+    """Refuse what a database column cannot hold: NUL characters, integers beyond 32 bits."""
+    if isinstance(value, str) and "\x00" in value:
+        raise InvalidInput("text contains a NUL character", hint="remove it", field=field)
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > INT32_MAX:
+        raise InvalidInput("the integer does not fit 32 bits", hint="check the value's unit", field=field)
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            check_storable(str(key), field)
+            check_storable(item, f"{field}.{key}")
+    elif isinstance(value, list | tuple):
+        for j, item in enumerate(value):
+            check_storable(item, f"{field}[{j}]")
+
+
+def parse_samples(samples: Sequence[Mapping[str, Any]]) -> list[ProbeRecord]:
+    """Validate posted samples; errors name `samples[i].<field>`."""
+    PROBE_RESULTS_PER_BATCH.check(len(samples), field="samples")
+    records = []
+    for i, raw in enumerate(samples):
+        check_storable(raw, f"samples[{i}]")
+        try:
+            records.append(ProbeRecord.from_dict(raw, where=f"samples[{i}]"))
+        except InvalidInput as exc:
+            inner = exc.field or ""
+            raise InvalidInput(exc.detail, hint=exc.hint, field=f"samples[{i}].{inner}".rstrip(".")) from exc
+    return records
+
+
+def _check_catalogued(session: Session, records: Sequence[ProbeRecord]) -> None:
+    from srift.catalog.store import get_instance_type
+
+    seen: set[tuple[str, str]] = set()
+    for i, r in enumerate(records):
+        key = (r.provider, r.instance_type)
+        if key in seen or r.provider in UNCATALOGUED:
+            continue
+        seen.add(key)
+        try:
+            get_instance_type(session=session, provider=r.provider, name=r.instance_type)
+        except (NotFound, InvalidInput) as exc:
+            raise InvalidInput(
+                f"samples[{i}]: unknown instance type {r.instance_type!r} of provider {r.provider!r}",
+                hint=exc.hint,
+                field=f"samples[{i}].instance_type",
+            ) from exc
+
+
+def _job_for_update(session: Session, job_id: int, kind: JobKind) -> Job:
+    job = session.get(Job, job_id, populate_existing=True, with_for_update=True)
+    if job is None or job.kind != kind.value:
+        raise NotFound(f"no {kind.value} job with id {job_id}", hint="check job_id", field="job_id")
+    return job
+
+
+def post_probe_results(
+    *,
+    session: Session,
+    job_id: int | None,
+    samples: Sequence[Mapping[str, Any]],
+    final: bool,
+    error: str | None,
+) -> ResultsOutcome:
+    """Validate and store (or stage) posted samples; the caller's transaction commits them."""
+    records = parse_samples(samples)
+    if job_id is None:
+        if error or not final:
+            raise InvalidInput(
+                "error and final=false need a job_id", hint="post them with the job's token", field="job_id"
+            )
+        _check_catalogued(session, records)
+        stored = store_samples(session=session, records=records, origin="api")
+        return ResultsOutcome(parsed=len(records), stored=stored, staged=0, job_state=None)
+    job = _job_for_update(session, job_id, JobKind.PROBE)
+    result = dict(job.result or {})
+    if error:
+        result["results_error"] = error[:2000]
+        job.result = result
+        return ResultsOutcome(parsed=0, stored=0, staged=0, job_state=job.state)
+    staged_raw: list[dict[str, Any]] = list(result.get("staged_samples", []))
+    if not final:
+        if len(staged_raw) + len(records) > MAX_STAGED_SAMPLES:
+            raise InvalidInput(
+                f"more than {MAX_STAGED_SAMPLES} samples staged for job {job_id}",
+                hint="post fewer repeats or sizes",
+                field="samples",
+            )
+        result["staged_samples"] = staged_raw + [dict(s) for s in samples]
+        job.result = result
+        return ResultsOutcome(
+            parsed=len(records), stored=0, staged=len(result["staged_samples"]), job_state=job.state
+        )
+    everything = parse_samples_unbounded(staged_raw) + records
+    _check_catalogued(session, everything)
+    stored = store_samples(session=session, records=everything, origin="job", job_id=job.id)
+    result.pop("staged_samples", None)
+    result.update(results_received=utcnow().isoformat(timespec="seconds"), samples_stored=stored)
+    job.result = result
+    if job.state == JobState.QUEUED.value:
+        job.state = JobState.SUCCEEDED.value
+        job.finished_at = utcnow()
+        job.log = (job.log or "") + f"results posted with the job token: {stored} new samples\n"
+    return ResultsOutcome(parsed=len(everything), stored=stored, staged=0, job_state=job.state)
+
+
+def parse_samples_unbounded(samples: Sequence[Mapping[str, Any]]) -> list[ProbeRecord]:
+    return [ProbeRecord.from_dict(raw, where=f"staged[{i}]") for i, raw in enumerate(samples)]
+
+
+def post_profile_result(
+    *,
+    session: Session,
+    job_id: int,
+    instance_type: str | None,
+    profile: Mapping[str, Any] | None,
+    error: str | None,
+) -> tuple[int | None, str]:
+    """Store one instance's profile for a profile job; returns (profile id, job state)."""
+    from srift.profiling.store import save_profile
+
+    job = _job_for_update(session, job_id, JobKind.PROFILE)
+    result = dict(job.result or {})
+    if error:
+        result["results_error"] = error[:2000]
+        job.result = result
+        return None, job.state
+    if profile is None or instance_type is None:
+        raise InvalidInput(
+            "give `profile` and `instance_type`, or `error`", hint="see the schema", field="profile"
+        )
+    wanted = list(job.request.get("instance_types", []))
+    if instance_type not in wanted:
+        raise InvalidInput(
+            f"job {job_id} did not ask for instance type {instance_type!r}",
+            hint=f"use one of {', '.join(wanted)}",
+            field="instance_type",
+        )
+    check_storable(dict(profile), "profile")
+    profile_id = save_profile(session=session, profile=ModelProfile.from_dict(dict(profile)))
+    received = dict(result.get("profiles_received", {}))
+    received[instance_type] = profile_id
+    result["profiles_received"] = received
+    job.result = result
+    return profile_id, job.state
