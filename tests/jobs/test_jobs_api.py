@@ -1,0 +1,229 @@
+"""POST/GET /v1/probe-jobs and /v1/profile-jobs, and results posted with a job's token."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from srift.db.tables import Job, ProbeSample
+
+GOOD = {
+    "provider": "testbed",
+    "instance_type": "tb.small",
+    "node_counts": [2, 4],
+    "sizes": [4, 1024],
+    "repeats": 3,
+}
+
+
+def _sample(job: dict[str, Any] | None = None, *, size: int = 1024, repeat: int = 0) -> dict[str, Any]:
+    return {
+        "run_id": "manual-1",
+        "provider": "testbed",
+        "region": "local",
+        "instance_type": "tb.small",
+        "backend": "gloo",
+        "buffer_bytes": size,
+        "world_size": 2,
+        "nodes": 2,
+        "ranks_per_node": 1,
+        "time_s": 0.001 * (repeat + 1),
+        "repeat": repeat,
+    }
+
+
+def _submit(client: TestClient, headers: dict[str, str], body: dict[str, Any]) -> dict[str, Any]:
+    r = client.post("/v1/probe-jobs", json=body, headers=headers)
+    assert r.status_code == 201, r.text
+    data: dict[str, Any] = r.json()
+    return data
+
+
+def _samples(session: Session, job_id: int | None = None) -> int:
+    query = select(func.count()).select_from(ProbeSample)
+    if job_id is not None:
+        query = query.where(ProbeSample.job_id == job_id)
+    return int(session.scalar(query) or 0)
+
+
+@pytest.mark.usefixtures("testbed_types")
+def test_submit_returns_a_queued_job_and_its_token_once(
+    client: TestClient, write_headers: dict[str, str]
+) -> None:
+    job = _submit(client, write_headers, GOOD)
+    assert job["state"] == "queued" and job["kind"] == "probe" and job["token"].startswith("srift_job_")
+    assert job["request"]["node_counts"] == [2, 4] and job["request"]["sizes"] == [4, 1024]
+    shown = client.get(f"/v1/probe-jobs/{job['id']}").json()
+    assert shown["state"] == "queued" and "token" not in shown
+    listed = client.get("/v1/probe-jobs").json()
+    assert listed["total"] == 1 and listed["jobs"][0]["id"] == job["id"]
+    assert client.get("/v1/probe-jobs?kind=profile").json()["total"] == 0
+    assert client.get("/v1/probe-jobs/999").status_code == 404
+
+
+@pytest.mark.usefixtures("testbed_types")
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"instance_type": "tb.huge"}, "instance_type"),
+        ({"node_counts": [1]}, "node_counts[0]"),
+        ({"node_counts": [2, 0]}, "node_counts[1]"),
+        ({"sizes": [4, 0]}, "sizes[1]"),
+        ({"sizes": [-8]}, "sizes[0]"),
+        ({"sizes": [6]}, "sizes[0]"),
+        ({"repeats": 0}, "repeats"),
+        ({"node_counts": [40]}, "node_counts[0]"),
+        (
+            {
+                "provider": "ec2",
+                "instance_type": "tb.small",
+                "ec2": {"image_id": "ami-12c6146b", "results_url": "http://10.0.0.5:8000"},
+            },
+            "instance_type",
+        ),
+    ],
+)
+def test_bad_probe_jobs_are_refused_naming_the_field(
+    client: TestClient, write_headers: dict[str, str], session: Session, change: dict[str, Any], field: str
+) -> None:
+    r = client.post("/v1/probe-jobs", json={**GOOD, **change}, headers=write_headers)
+    assert r.status_code == 422, r.text
+    assert r.json()["field"] == field
+    assert session.scalar(select(func.count()).select_from(Job)) == 0
+
+
+@pytest.mark.usefixtures("aws_catalog")
+def test_ec2_jobs_are_checked_against_instance_and_cost_caps(
+    client: TestClient, write_headers: dict[str, str], ec2_options: dict[str, Any]
+) -> None:
+    EC2_OPTIONS = ec2_options
+    base = {"provider": "ec2", "instance_type": "g4dn.xlarge", "node_counts": [2, 4], "sizes": [4]}
+    too_many = client.post(
+        "/v1/probe-jobs", json={**base, "ec2": {**EC2_OPTIONS, "max_instances": 3}}, headers=write_headers
+    )
+    assert too_many.status_code == 422 and too_many.json()["field"] == "node_counts"
+    costly = client.post(
+        "/v1/probe-jobs",
+        json={**base, "ec2": {**EC2_OPTIONS, "max_cost_usd": 1.0, "timeout_s": 3600}},
+        headers=write_headers,
+    )
+    assert costly.status_code == 422 and costly.json()["field"] == "ec2.max_cost_usd"
+    assert "$2.10" in costly.json()["detail"]
+    missing = client.post("/v1/probe-jobs", json=base, headers=write_headers)
+    assert missing.status_code == 422 and missing.json()["field"] == "ec2"
+    ok = client.post(
+        "/v1/probe-jobs", json={**base, "ec2": {**EC2_OPTIONS, "max_cost_usd": 5.0}}, headers=write_headers
+    )
+    assert ok.status_code == 201, ok.text
+
+
+@pytest.mark.usefixtures("testbed_types")
+def test_writes_need_a_write_token(client: TestClient) -> None:
+    assert client.post("/v1/probe-jobs", json=GOOD).status_code == 401
+    assert client.post("/v1/probe-results", json={"samples": [_sample()]}).status_code == 401
+
+
+@pytest.mark.usefixtures("testbed_types")
+def test_results_need_the_jobs_own_token(
+    client: TestClient, write_headers: dict[str, str], session: Session
+) -> None:
+    first = _submit(client, write_headers, GOOD)
+    second = _submit(client, write_headers, GOOD)
+    body = {"job_id": first["id"], "samples": [_sample()]}
+    assert client.post("/v1/probe-results", json=body).status_code == 401
+    unknown = {"Authorization": "Bearer srift_job_notarealtoken"}
+    assert client.post("/v1/probe-results", json=body, headers=unknown).status_code == 401
+    other = {"Authorization": f"Bearer {second['token']}"}
+    forbidden = client.post("/v1/probe-results", json=body, headers=other)
+    assert forbidden.status_code == 403 and forbidden.json()["field"] == "job_id"
+    assert _samples(session) == 0
+
+
+@pytest.mark.usefixtures("testbed_types")
+def test_results_with_the_job_token_are_stored_once_and_finish_a_queued_job(
+    client: TestClient, write_headers: dict[str, str], session: Session
+) -> None:
+    job = _submit(client, write_headers, GOOD)
+    own = {"Authorization": f"Bearer {job['token']}"}
+    staged = client.post(
+        "/v1/probe-results",
+        json={"job_id": job["id"], "samples": [_sample(repeat=0), _sample(repeat=1)], "final": False},
+        headers=own,
+    )
+    assert staged.status_code == 200 and staged.json()["staged"] == 2
+    assert _samples(session, job["id"]) == 0
+    final = client.post(
+        "/v1/probe-results", json={"job_id": job["id"], "samples": [_sample(repeat=2)]}, headers=own
+    ).json()
+    assert final == {"parsed": 3, "stored": 3, "staged": 0, "job_state": "succeeded"}
+    session.expire_all()
+    assert _samples(session, job["id"]) == 3
+    again = client.post("/v1/probe-results", json={"job_id": job["id"], "samples": [_sample()]}, headers=own)
+    assert again.status_code == 403
+    shown = client.get(f"/v1/probe-jobs/{job['id']}").json()
+    assert shown["state"] == "succeeded" and shown["result"]["samples_stored"] == 3
+
+
+@pytest.mark.usefixtures("testbed_types")
+def test_bad_samples_name_the_field_and_store_nothing(
+    client: TestClient, write_headers: dict[str, str], session: Session
+) -> None:
+    bad = [_sample(), {**_sample(repeat=1), "world_size": 1}]
+    r = client.post("/v1/probe-results", json={"samples": bad}, headers=write_headers)
+    assert r.status_code == 422 and r.json()["field"] == "samples[1].world_size"
+    unknown = client.post(
+        "/v1/probe-results",
+        json={"samples": [{**_sample(), "instance_type": "tb.nope"}]},
+        headers=write_headers,
+    )
+    assert unknown.status_code == 422 and unknown.json()["field"] == "samples[0].instance_type"
+    assert _samples(session) == 0
+    ok = client.post("/v1/probe-results", json={"samples": [_sample()]}, headers=write_headers)
+    assert ok.json()["stored"] == 1
+    assert (
+        client.post("/v1/probe-results", json={"samples": [_sample()]}, headers=write_headers).json()[
+            "stored"
+        ]
+        == 0
+    )
+
+
+@pytest.mark.usefixtures("testbed_types")
+def test_profile_jobs_validate_models_and_types(client: TestClient, write_headers: dict[str, str]) -> None:
+    body = {
+        "provider": "testbed",
+        "instance_types": ["tb.small", "tb.large"],
+        "model": "srift.profiling.testmodels:cnn",
+        "input": "srift.profiling.testmodels:cnn_input",
+    }
+    created = client.post("/v1/profile-jobs", json=body, headers=write_headers)
+    assert created.status_code == 201 and created.json()["kind"] == "profile"
+    bad_type = client.post(
+        "/v1/profile-jobs", json={**body, "instance_types": ["tb.small", "x"]}, headers=write_headers
+    )
+    assert bad_type.status_code == 422 and bad_type.json()["field"] == "instance_types[1]"
+    bad_model = client.post(
+        "/v1/profile-jobs", json={**body, "model": "not a factory"}, headers=write_headers
+    )
+    assert bad_model.status_code == 422 and bad_model.json()["field"] == "model"
+    assert client.get(f"/v1/profile-jobs/{created.json()['id']}").json()["state"] == "queued"
+    assert client.get(f"/v1/probe-jobs/{created.json()['id']}").json()["kind"] == "profile"
+
+
+@pytest.mark.usefixtures("testbed_types")
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"run_id": "a\x00b"}, "samples[0].run_id"),
+        ({"world_size": 2**40, "nodes": 2**40}, "samples[0].world_size"),
+    ],
+)
+def test_samples_the_database_cannot_hold_are_refused(
+    client: TestClient, write_headers: dict[str, str], change: dict[str, Any], field: str
+) -> None:
+    r = client.post("/v1/probe-results", json={"samples": [{**_sample(), **change}]}, headers=write_headers)
+    assert r.status_code == 422 and r.json()["field"] == field

@@ -1,0 +1,148 @@
+"""The worker end to end on this machine (provider local), and a worker killed with SIGKILL mid-job."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from sqlalchemy import func, select
+
+from srift.db.session import session_factory, transaction
+from srift.db.tables import Job, ProbeSample
+from srift.jobs import service
+from srift.jobs.run import job_marker
+from srift.jobs.worker import Worker, WorkerConfig
+from srift.settings import Settings
+
+from .conftest import register_testbed_types
+
+
+def _submit(url: str, **body: object) -> int:
+    request = {"provider": "local", "instance_type": "local", **body}
+    with transaction(url) as session:
+        job, _ = service.submit_probe_job(session=session, data=request)
+        return job.id
+
+
+def _job(url: str, job_id: int) -> Job:
+    s = session_factory(url)()
+    try:
+        job = s.get(Job, job_id)
+        assert job is not None
+        return job
+    finally:
+        s.close()
+
+
+def _samples(url: str, job_id: int) -> list[ProbeSample]:
+    s = session_factory(url)()
+    try:
+        return list(s.scalars(select(ProbeSample).where(ProbeSample.job_id == job_id)))
+    finally:
+        s.close()
+
+
+def _marked(marker: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if marker.encode() + b"-" in (entry / "cmdline").read_bytes():
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+def test_local_probe_job_runs_end_to_end(worker_settings: Settings) -> None:
+    url = worker_settings.resolved_database_url
+    job_id = _submit(url, node_counts=[2], sizes=[4, 4096], repeats=2, warmup=1)
+    outcome = Worker(worker_settings, WorkerConfig(heartbeat_s=0.5)).run_once()
+    assert outcome is not None and outcome.job_id == job_id
+    job = _job(url, job_id)
+    assert job.state == "succeeded", job.log
+    samples = _samples(url, job_id)
+    assert sorted((s.world_size, s.buffer_bytes) for s in samples) == [(2, 4), (2, 4), (2, 4096), (2, 4096)]
+    assert job.result["samples_stored"] == 4
+    assert all(s.provider == "local" and s.origin == "job" for s in samples)
+    assert "probe: 2 nodes gave 4 samples" in job.log
+    assert Worker(worker_settings).run_once() is None
+
+
+def test_a_failing_job_is_failed_with_its_reason_and_stores_nothing(worker_settings: Settings) -> None:
+    url = worker_settings.resolved_database_url
+    register_testbed_types(url)
+    with transaction(url) as session:
+        job, _ = service.submit_probe_job(
+            session=session,
+            data={
+                "provider": "testbed",
+                "instance_type": "tb.small",
+                "node_counts": [2],
+                "testbed_prefix": "absent",
+            },
+        )
+        job_id = job.id
+    outcome = Worker(worker_settings).run_once()
+    assert outcome is not None and outcome.state == "failed"
+    failed = _job(url, job_id)
+    assert failed.state == "failed" and "no testbed 'absent' is up" in (failed.error or "")
+    assert "failed: " in failed.log
+    assert _samples(url, job_id) == []
+
+
+def test_worker_killed_mid_job_leaves_it_resumable_with_nothing_stored(worker_settings: Settings) -> None:
+    url = worker_settings.resolved_database_url
+    job_id = _submit(
+        url, node_counts=[2], sizes=[4, 1 << 20, 16 << 20, 64 << 20], repeats=30, time_budget_s=120
+    )
+    env = {
+        **os.environ,
+        "SRIFT_DATABASE_URL": url,
+        "SRIFT_DATA_DIR": str(worker_settings.data_dir),
+    }
+    worker = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "from srift.cli import main; main()",
+            "worker",
+            "--poll-s",
+            "0.2",
+            "--heartbeat-s",
+            "0.3",
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    marker = job_marker(job_id, 1)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and len(_marked(marker)) < 2:
+            time.sleep(0.1)
+        assert len(_marked(marker)) >= 2, "the probe ranks never started"
+        time.sleep(2.0)
+        assert _job(url, job_id).state == "running"
+        worker.send_signal(signal.SIGKILL)
+        worker.wait(timeout=10)
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+    assert worker.returncode == -signal.SIGKILL
+    assert _job(url, job_id).state == "running"
+    assert _samples(url, job_id) == []
+    time.sleep(1.2)
+    recovered = Worker(worker_settings, WorkerConfig(stale_after_s=1.0, max_attempts=2)).recover()
+    assert [(r.job_id, r.state.value) for r in recovered] == [(job_id, "queued")]
+    job = _job(url, job_id)
+    assert job.state == "queued" and job.attempts == 1 and job.worker_id is None
+    assert "stopped heartbeating" in job.log
+    assert _marked(marker) == [], "the dead attempt's probe processes are still running"
+    assert _samples(url, job_id) == []
+    with transaction(url) as session:
+        assert session.scalar(select(func.count()).select_from(ProbeSample)) == 0
