@@ -126,6 +126,52 @@ def _uncontended(
     return end.tolist(), list(zip(start[opens].tolist(), reach[closes].tolist(), strict=True))
 
 
+def _move_classes(
+    *,
+    t: float,
+    clock: float,
+    share: float,
+    capped: bool,
+    rates: Sequence[float],
+    klass: Sequence[int],
+    shared: list[tuple[float, int]],
+    own: list[tuple[float, int]],
+    shared_active: set[int],
+    own_active: set[int],
+) -> tuple[list[tuple[float, int]], list[tuple[float, int]], float, float]:
+    """Put every active class in the mode eq. 2 now gives it; returns (shared, own, min_shared, max_own)."""
+    to_shared = {k for k in own_active if capped and rates[k] >= share}
+    to_own = {k for k in shared_active if not (capped and rates[k] >= share)}
+    if to_shared:
+        own_active -= to_shared
+        shared_active |= to_shared
+        kept = []
+        for entry in own:
+            k = klass[entry[1]]
+            if k in to_shared:
+                shared.append((clock + (entry[0] - t) * rates[k], entry[1]))
+            else:
+                kept.append(entry)
+        own = kept
+    if to_own:
+        shared_active -= to_own
+        own_active |= to_own
+        kept = []
+        for entry in shared:
+            k = klass[entry[1]]
+            if k in to_own:
+                own.append((t + (entry[0] - clock) / rates[k], entry[1]))
+            else:
+                kept.append(entry)
+        shared = kept
+    if to_shared or to_own:
+        heapq.heapify(own)
+        heapq.heapify(shared)
+    min_shared = min((rates[x] for x in shared_active), default=INF)
+    max_own = max((rates[x] for x in own_active), default=-INF)
+    return shared, own, min_shared, max_own
+
+
 def _run_stage(
     ready_s: Sequence[float],
     bits: Sequence[float],
@@ -141,9 +187,10 @@ def _run_stage(
     group clock) in the heap `shared`. *Own*: a transfer at its own rate has a fixed finish time, in the heap
     `own`. A class that changes mode has its transfers moved to the other heap. An event costs O(log n);
     classes are moved only when the regime flips, or when the share crosses the slowest shared class's rate
-    (a departure) or the fastest own class's rate (an arrival). Once every transfer has arrived, shared
-    departures come in mark order and their times follow from a cumulative sum, so that tail is computed with
-    numpy until the regime would change or an own-rate transfer finishes first.
+    (a departure) or the fastest own class's rate (an arrival). While every transfer shares (pure processor
+    sharing, the common case when communication-bound) a tight inner loop handles events. Once every
+    transfer has arrived, shared departures come in mark order and their times follow from a cumulative sum,
+    so that tail is computed with numpy until the regime would change or an own-rate transfer finishes first.
     """
     n = len(ready_s)
     if n == 0:
@@ -153,6 +200,7 @@ def _run_stage(
         return quick
     finish = [math.nan] * n
     busy: list[tuple[float, float]] = []
+    job_rate = [rates[k] for k in klass]
     count = [0] * len(rates)
     shared_active: set[int] = set()
     own_active: set[int] = set()
@@ -168,10 +216,10 @@ def _run_stage(
     busy_start = 0.0
     min_shared = INF
     max_own = -INF
-    kept: list[tuple[float, int]]
     quiet = 0
     i = 0
     while True:
+        fall_through = False
         if i == n and capped and len(shared) >= bulk_min and quiet <= 0:
             shared.sort()
             t_limit = own[0][0] if own else INF
@@ -215,7 +263,101 @@ def _run_stage(
             share = cap / c if capped else INF
             if capped == was_capped and (not capped or min_shared >= share):
                 continue
+            moved = True
+        elif capped:
+            # Capped regime with every class in its mode (shared ones at cap/c, own ones below it): handle
+            # events here until the regime flips or a class must change mode.
+            moved = False
+            t_arr = ready_s[i] if i < n else INF
+            while True:
+                if shared:
+                    t = last_t + (shared[0][0] - clock) / share
+                    from_shared = True
+                    if own and own[0][0] <= t:
+                        t = own[0][0]
+                        from_shared = False
+                else:
+                    t = own[0][0]
+                    from_shared = False
+                if t <= t_arr:
+                    if t < last_t:
+                        t = last_t
+                    clock += share * (t - last_t)
+                    last_t = t
+                    j = pop(shared if from_shared else own)[1]
+                    finish[j] = t
+                    k = klass[j]
+                    rate = job_rate[j]
+                    c -= 1
+                    left_k = count[k] - 1
+                    count[k] = left_k
+                    if c == 0:
+                        agg = 0.0
+                        busy.append((busy_start, t))
+                        capped = False
+                        share = INF
+                        shared_active.discard(k)
+                        own_active.discard(k)
+                        min_shared = INF
+                        max_own = -INF
+                        break
+                    agg -= rate
+                    if left_k == 0:
+                        if from_shared:
+                            shared_active.discard(k)
+                            if rate == min_shared:
+                                min_shared = min((rates[x] for x in shared_active), default=INF)
+                        else:
+                            own_active.discard(k)
+                            if rate == max_own:
+                                max_own = max((rates[x] for x in own_active), default=-INF)
+                    if agg < cap:
+                        capped = False
+                        share = INF
+                        moved = True
+                        break
+                    share = cap / c
+                    if min_shared < share:
+                        moved = True
+                        break
+                    if i == n:
+                        quiet -= 1
+                        if quiet <= 0 and len(shared) >= bulk_min:
+                            break
+                else:
+                    rate = job_rate[i]
+                    after = cap / (c + 1)
+                    if max_own >= after:
+                        fall_through = True
+                        break
+                    clock += share * (t_arr - last_t)
+                    last_t = t_arr
+                    k = klass[i]
+                    if count[k] == 0:
+                        if rate >= after:
+                            shared_active.add(k)
+                            if rate < min_shared:
+                                min_shared = rate
+                        else:
+                            own_active.add(k)
+                            if rate > max_own:
+                                max_own = rate
+                    count[k] += 1
+                    if k in shared_active:
+                        push(shared, (clock + bits[i], i))
+                    else:
+                        push(own, (t_arr + bits[i] / rate, i))
+                    i += 1
+                    c += 1
+                    agg += rate
+                    share = after
+                    t_arr = ready_s[i] if i < n else INF
+            if not (moved or fall_through):
+                continue
+            t = last_t
         else:
+            moved = False
+        if not moved:
             quiet -= 1
             t_own = own[0][0] if own else INF
             t_shared = last_t + (shared[0][0] - clock) / share if shared else INF
@@ -286,37 +428,18 @@ def _run_stage(
                     push(own, (t + bits[j] / rate, j))
                 if capped == was_capped and (not capped or max_own < share):
                     continue
-        to_shared = {k for k in own_active if capped and rates[k] >= share}
-        to_own = {k for k in shared_active if not (capped and rates[k] >= share)}
-        if to_shared:
-            own_active -= to_shared
-            shared_active |= to_shared
-            kept = []
-            for entry in own:
-                j = entry[1]
-                k = klass[j]
-                if k in to_shared:
-                    shared.append((clock + (entry[0] - t) * rates[k], j))
-                else:
-                    kept.append(entry)
-            own = kept
-        if to_own:
-            shared_active -= to_own
-            own_active |= to_own
-            kept = []
-            for entry in shared:
-                j = entry[1]
-                k = klass[j]
-                if k in to_own:
-                    own.append((t + (entry[0] - clock) / rates[k], j))
-                else:
-                    kept.append(entry)
-            shared = kept
-        if to_shared or to_own:
-            heapq.heapify(own)
-            heapq.heapify(shared)
-            min_shared = min((rates[x] for x in shared_active), default=INF)
-            max_own = max((rates[x] for x in own_active), default=-INF)
+        shared, own, min_shared, max_own = _move_classes(
+            t=t,
+            clock=clock,
+            share=share,
+            capped=capped,
+            rates=rates,
+            klass=klass,
+            shared=shared,
+            own=own,
+            shared_active=shared_active,
+            own_active=own_active,
+        )
     return finish, busy
 
 
@@ -328,14 +451,17 @@ def exchange(
     *,
     log: list[tuple[float, str, str, int]] | None = None,
     bulk_min: int = BULK_MIN,
+    checked: bool = True,
 ) -> ExchangeResult:
     """Simulate the transfers through the stages; `log` (if given) collects (time, stage, start|done, index).
 
     `ready_s` must be sorted ascending. Class `klass[j]` indexes every stage's `rates_bps`. Stages interact
     only through the hand-over (a transfer enters stage s+1 when it leaves stage s), so they are simulated
-    one after another on the previous stage's finish times.
+    one after another on the previous stage's finish times. `checked=False` skips validating the inputs
+    (for callers that built them, like `simulate`).
     """
-    _check(ready_s, bits, klass, stages)
+    if checked:
+        _check(ready_s, bits, klass, stages)
     n_jobs = len(ready_s)
     order: list[int] | None = None
     starts = ready_s

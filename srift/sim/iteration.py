@@ -98,9 +98,13 @@ def _exchange(arrivals: np.ndarray, canon: LayerArrays, stages: Sequence[Stage])
     if arrivals.size > 1 and bool(np.any(arrivals[1:] < arrivals[:-1])):
         order = np.argsort(arrivals, kind="stable")
         return exchange(
-            arrivals[order].tolist(), canon.bits[order].tolist(), canon.klass[order].tolist(), stages
+            arrivals[order].tolist(),
+            canon.bits[order].tolist(),
+            canon.klass[order].tolist(),
+            stages,
+            checked=False,
         )
-    return exchange(arrivals.tolist(), canon.bits.tolist(), canon.klass.tolist(), stages)
+    return exchange(arrivals.tolist(), canon.bits_list, canon.klass_list, stages, checked=False)
 
 
 def simulate(
@@ -159,9 +163,12 @@ def simulate(
         )
 
     draws = straggler_draws(means, cvs, counts, keys, seed=seed, iters=straggler_iters)
-    per_iteration = draws.max(axis=0)
-    rho = [max(1.0, float(draws[i].mean()) / means[i]) if means[i] > 0 else 1.0 for i in range(len(fleet))]
-    compute_end = max(float(per_iteration.mean()), max(r * m for r, m in zip(rho, means, strict=True)))
+    per_iteration = draws[0] if len(fleet) == 1 else draws.max(axis=0)
+    row_means = (draws.sum(axis=1) / straggler_iters).tolist()
+    rho = [max(1.0, row_means[i] / means[i]) if means[i] > 0 else 1.0 for i in range(len(fleet))]
+    compute_end = max(
+        float(per_iteration.sum()) / straggler_iters, max(r * m for r, m in zip(rho, means, strict=True))
+    )
 
     canon = layer_arrays(fleet[0].profile)
     plans = [

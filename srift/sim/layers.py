@@ -28,6 +28,8 @@ class LayerArrays:
     bits: np.ndarray
     klass: np.ndarray
     sizes: tuple[int, ...]
+    bits_list: list[float]
+    klass_list: list[int]
 
     def aligned_ready_frac(self, other: LayerArrays) -> np.ndarray:
         """`other`'s ready fractions in this layer order; this profile's own if the layer sets differ."""
@@ -53,12 +55,16 @@ def layer_arrays(profile: ModelProfile) -> LayerArrays:
     pow2 = [pow2_ceil(x.grad_bytes) for x in kept]
     sizes = tuple(sorted(set(pow2)))
     index = {s: i for i, s in enumerate(sizes)}
+    bits = [8.0 * x.grad_bytes * x.exec_prob for x in kept]
+    klass = [index[p] for p in pow2]
     arrays = LayerArrays(
         names=tuple(x.name for x in kept),
         ready_frac=np.array([x.ready_frac for x in kept], dtype=float),
-        bits=np.array([8.0 * x.grad_bytes * x.exec_prob for x in kept], dtype=float),
-        klass=np.array([index[p] for p in pow2], dtype=np.intp),
+        bits=np.array(bits, dtype=float),
+        klass=np.array(klass, dtype=np.intp),
         sizes=sizes,
+        bits_list=bits,
+        klass_list=klass,
     )
     _cache[id(profile)] = (profile, arrays)
     if len(_cache) > _CACHE_SIZE:

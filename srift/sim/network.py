@@ -96,10 +96,27 @@ def _distinct_types(fleet: Sequence[FleetMember]) -> list[InstanceType]:
     return list({(m.instance.provider, m.instance.name): m.instance for m in fleet}.values())
 
 
+def _plan_cache(model: BusBandwidthModel) -> dict[tuple[object, ...], StagePlan | None] | None:
+    cache = getattr(model, "stage_plans", None)
+    return cache if isinstance(cache, dict) else None
+
+
 def intra_stage(
     fleet: Sequence[FleetMember], sizes: Sequence[int], model: BusBandwidthModel
 ) -> StagePlan | None:
     """The intra-node reduction over each multi-GPU member's GPUs, or None when every VM has one device."""
+    cache = _plan_cache(model)
+    if cache is not None:
+        key: tuple[object, ...] = ("intra", tuple(_distinct_types(fleet)), tuple(sizes))
+        if key not in cache:
+            cache[key] = _intra_stage(fleet, sizes, model)
+        return cache[key]
+    return _intra_stage(fleet, sizes, model)
+
+
+def _intra_stage(
+    fleet: Sequence[FleetMember], sizes: Sequence[int], model: BusBandwidthModel
+) -> StagePlan | None:
     answers = []
     for instance in _distinct_types(fleet):
         g = instance.devices
@@ -113,6 +130,23 @@ def network_stage(
     fleet: Sequence[FleetMember], sizes: Sequence[int], model: BusBandwidthModel
 ) -> StagePlan | None:
     """The inter-node ring over all VMs at the slowest member's bus bandwidth, or None for a single VM."""
+    cache = _plan_cache(model)
+    if cache is not None:
+        key: tuple[object, ...] = (
+            "network",
+            tuple(_distinct_types(fleet)),
+            sum(m.count for m in fleet),
+            tuple(sizes),
+        )
+        if key not in cache:
+            cache[key] = _network_stage(fleet, sizes, model)
+        return cache[key]
+    return _network_stage(fleet, sizes, model)
+
+
+def _network_stage(
+    fleet: Sequence[FleetMember], sizes: Sequence[int], model: BusBandwidthModel
+) -> StagePlan | None:
     nodes = sum(m.count for m in fleet)
     if nodes < 2:
         return None
@@ -126,14 +160,16 @@ def network_stage(
 class MemoBandwidth:
     """A BusBandwidthModel wrapper that remembers answers; for callers that evaluate many fleets.
 
-    The wrapped model must be pure (same request, same answer) for as long as the wrapper lives, so wrap a
-    model per request or per plan, not for the life of the process.
+    Besides the model's answers it keeps the stages built from them (`stage_plans`), so a fleet shape seen
+    before costs no bandwidth work at all. The wrapped model must be pure (same request, same answer) for
+    as long as the wrapper lives, so wrap a model per request or per plan, not for the life of the process.
     """
 
     def __init__(self, model: BusBandwidthModel, *, max_entries: int = 4096) -> None:
         self.model = model
         self.max_entries = max_entries
         self._memo: dict[tuple[InstanceType, int, int, tuple[int, ...], int], BandwidthEstimate] = {}
+        self.stage_plans: dict[tuple[object, ...], StagePlan | None] = {}
         self.calls = 0
 
     def predict(
@@ -158,5 +194,6 @@ class MemoBandwidth:
             )
             if len(self._memo) >= self.max_entries:
                 self._memo.clear()
+                self.stage_plans.clear()
             self._memo[key] = found
         return found

@@ -139,10 +139,10 @@ def profile(
 def resnet_like(
     *, accelerator: str = "V100", cv: float = 0.036, fw_s: float = 0.04, bw_s: float = 0.08
 ) -> ModelProfile:
-    """160 layers shaped like ResNet-50's: many small normalisation gradients, fewer large convolutions."""
+    """160 layers, ~100 MB, shaped like ResNet-50's: many small normalisation gradients, fewer large ones."""
     layers = []
     for i in range(160):
-        size = 4 * (256 << (i % 4)) if i % 2 else 4 * 4096 * (1 + (i * 37) % 600)
+        size = 4 * (256 << (i % 4)) if i % 2 else 4 * 1024 * (1 + (i * 37) % 600)
         layers.append((size, (i + 1) / 160))
     return profile(
         accelerator=accelerator,
