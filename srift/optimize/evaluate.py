@@ -8,17 +8,21 @@ The search prunes with two lower bounds, so an Evaluator promises (its *contract
 
 from __future__ import annotations
 
-import math
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 from srift.domain import BusBandwidthModel, Constraints, FleetMember, Objective, Prediction
 from srift.optimize.space import Groups, Problem
 
 
 class Evaluator(Protocol):
-    """Predicts a fleet's iteration time and the cost of `iterations` iterations at `usd_per_s`."""
+    """Predicts a fleet's iteration time and the cost of `iterations` iterations at `usd_per_s`.
+
+    An evaluator may also offer `iteration_bound_s(fleet) -> float`, a cheaper lower bound of its iteration
+    time, which the search uses to skip configurations (rule 5 of srift.optimize.search).
+    """
 
     @property
     def floor_factor(self) -> float:
@@ -29,43 +33,74 @@ class Evaluator(Protocol):
 
 
 class SimEvaluator:
-    """The Srift simulator (srift.sim.simulate + to_prediction) as an Evaluator.
+    """The Srift simulator (srift.sim.simulate + to_prediction) as an Evaluator, with its exchange bound.
 
-    The simulator samples stragglers over `straggler_iters` iterations, so its mean compute can sit below the
-    raw forward + backward time by sampling noise; `floor_factor` allows 6 standard errors of that mean
-    (1 − 6·cv/√straggler_iters, cv the largest profile straggler_cv), which keeps pruning safe.
+    The simulator's iteration is max(C̄, end of the gradient exchange), where C̄ is never below the slowest
+    member's forward + backward (so floor_factor is 1). Its exchange releases layer j at a_j ≥ max over
+    members of (fw + ready_frac_j · bw) and passes it through the intra-node and network stages in tandem; in
+    each stage a transfer never runs faster than its size class's lone rate, and the stage never moves more
+    than its cap. `iteration_bound_s` computes, from the simulator's own stage plans, max over j of
+    a_j + Σ_stages bits_j / rate, and, per stage, a_j + (bits of the layers released at or after a_j) / cap:
+    lower bounds of the exchange's end and so of t_iter, far cheaper than simulating. Construction imports
+    the simulator's lazily imported modules, so that they do not count against a solving budget.
     """
 
-    def __init__(
-        self,
-        *,
-        bandwidth: BusBandwidthModel,
-        seed: int = 0,
-        straggler_iters: int = 100,
-        max_straggler_cv: float = 0.1,
-        comm: Any = None,
-    ) -> None:
-        self.bandwidth = bandwidth
+    floor_factor = 1.0
+
+    def __init__(self, *, bandwidth: BusBandwidthModel, seed: int = 0, straggler_iters: int = 100) -> None:
+        import importlib
+
+        from srift.sim.network import MemoBandwidth
+
+        for module in ("srift.sim", "scipy.special"):
+            importlib.import_module(module)
+        self.bandwidth = MemoBandwidth(bandwidth)
         self.seed = seed
         self.straggler_iters = straggler_iters
-        self.comm = comm
-        self._floor_factor = max(0.0, 1.0 - 6.0 * max_straggler_cv / math.sqrt(max(straggler_iters, 1)))
-
-    @property
-    def floor_factor(self) -> float:
-        return self._floor_factor
 
     def __call__(self, fleet: Sequence[FleetMember], *, iterations: int, usd_per_s: float) -> Prediction:
-        from srift.sim import CommMode, simulate, to_prediction
+        from srift.sim import simulate, to_prediction
 
         estimate = simulate(
-            fleet,
-            bandwidth=self.bandwidth,
-            seed=self.seed,
-            straggler_iters=self.straggler_iters,
-            comm=self.comm if self.comm is not None else CommMode.ALLREDUCE,
+            fleet, bandwidth=self.bandwidth, seed=self.seed, straggler_iters=self.straggler_iters
         )
         return to_prediction(estimate, iterations=iterations, usd_per_s=usd_per_s)
+
+    def iteration_bound_s(self, fleet: Sequence[FleetMember]) -> float:
+        import numpy as np
+
+        from srift.sim.layers import layer_arrays
+        from srift.sim.network import intra_stage, network_stage
+
+        fw = [m.profile.forward.time_s(m.per_device_batch) for m in fleet]
+        bw = [m.profile.backward.time_s(m.per_device_batch) for m in fleet]
+        compute = max(f + b for f, b in zip(fw, bw, strict=True))
+        canon = layer_arrays(fleet[0].profile)
+        if canon.bits.size == 0:
+            return compute
+        stages = [
+            p.stage
+            for p in (
+                intra_stage(fleet, canon.sizes, self.bandwidth),
+                network_stage(fleet, canon.sizes, self.bandwidth),
+            )
+            if p
+        ]
+        if not stages:
+            return compute
+        arrive = np.full(canon.bits.size, -np.inf)
+        for m, f, b in zip(fleet, fw, bw, strict=True):
+            arrive = np.maximum(arrive, f + canon.aligned_ready_frac(layer_arrays(m.profile)) * b)
+        bits, klass = canon.bits, canon.klass
+        release = arrive
+        bound = compute
+        for stage in stages:
+            order = np.argsort(release, kind="stable")
+            after = np.cumsum(bits[order][::-1])[::-1]
+            bound = max(bound, float(np.max(release[order] + after / stage.cap_bps)))
+            release = release + bits / np.asarray(stage.rates_bps)[klass]
+            bound = max(bound, float(np.max(release)))
+        return bound
 
 
 def objective_value(prediction: Prediction, objective: Objective) -> float:
@@ -101,6 +136,8 @@ class Evaluations:
         self.records: dict[Groups, Evaluated] = {}
         self.violations = 0
         self.seconds = 0.0
+        self._bound = getattr(evaluator, "iteration_bound_s", None)
+        self._bounds: dict[Groups, float] = {}
 
     @property
     def floor_factor(self) -> float:
@@ -109,13 +146,21 @@ class Evaluations:
     def __len__(self) -> int:
         return len(self.records)
 
+    def iteration_bound_s(self, groups: Groups) -> float | None:
+        """The evaluator's lower bound of t_iter for `groups`, or None when it offers none."""
+        if self._bound is None:
+            return None
+        value = self._bounds.get(groups)
+        if value is None:
+            value = float(self._bound(self.problem.fleet(groups)))
+            self._bounds[groups] = value
+        return value
+
     def evaluate(self, groups: Groups, *, constraints: Constraints | None = None) -> Evaluated:
         """Evaluate (or recall) `groups`; feasibility is judged against `constraints` (default: problem's)."""
         constraints = constraints or self.problem.constraints
         hit = self.records.get(groups)
         if hit is None:
-            import time
-
             start = time.perf_counter()
             usd_per_s = self.problem.usd_per_s(groups)
             prediction = self.evaluator(
@@ -125,8 +170,11 @@ class Evaluations:
             )
             self.seconds += time.perf_counter() - start
             floor = self.problem.floor_s(groups) * self.floor_factor
-            if prediction.iteration_s < floor * (1 - 1e-12) or prediction.cost_usd < (
-                prediction.total_time_s * usd_per_s * (1 - 1e-12)
+            bound = self._bounds.get(groups, 0.0)
+            tol = 1 - 1e-9
+            if (
+                prediction.iteration_s < max(floor, bound) * tol
+                or prediction.cost_usd < prediction.total_time_s * usd_per_s * tol
             ):
                 self.violations += 1
             hit = Evaluated(groups, prediction, meets(prediction, self.problem.constraints))
@@ -134,6 +182,3 @@ class Evaluations:
         if constraints is not self.problem.constraints:
             return Evaluated(hit.groups, hit.prediction, meets(hit.prediction, constraints))
         return hit
-
-    def mean_seconds(self) -> float:
-        return self.seconds / len(self.records) if self.records else 0.0

@@ -1,28 +1,39 @@
 """Exhaustive (branch and bound) and eager (heterogeneity-increasing) search over the configuration space.
 
 Pruning rules of the exhaustive search. Each discards only configurations that cannot be feasible or cannot
-beat (strictly) the best feasible configuration already evaluated, so the optimum's objective is never lost:
+beat (strictly) the best feasible configuration already evaluated, so the optimum's objective is never lost.
+They rest on the Evaluator contract (srift.optimize.evaluate): t_iter ≥ floor_factor · the largest forward +
+backward time of the groups, cost ≥ N · t_iter · Σ count·price, and, when the evaluator offers one, t_iter ≥
+its `iteration_bound_s`.
 
 1. Capacity. A partial configuration whose remaining samples exceed what the remaining candidates can take
-   (Σ cap · max per-VM batch) has no completion. Candidates come in a fixed order and the group counts and
-   batches only add samples, so the subtree is empty.
-2. Compute floor vs the time limit. Every completion of a partial configuration keeps its groups, so its
-   iteration time is at least floor_factor · max(forward + backward) of those groups (the Evaluator
-   contract); if N · that floor exceeds time_limit_s, no completion is feasible.
-3. Cost floor vs the budget. Completions only add VMs (Σ count·price grows) and the floor only grows, so
-   N · floor · Σ count·price is a lower bound of every completion's cost; above budget_usd, prune.
-4. Bound vs incumbent. The same floors bound the objective (cost or total time) of every completion; a
-   subtree or configuration whose bound is ≥ the best feasible objective found cannot improve on it.
-5. Best first. Surviving configurations are evaluated in increasing order of their bound; once the next bound
-   is ≥ the incumbent's objective, none of the rest can improve it (rule 4), and the search stops.
+   (Σ cap · max per-VM batch) has no completion: candidates come in a fixed order and groups only add samples.
+   Under a time limit a type's max per-VM batch is also cut to the largest whose compute alone fits
+   time_limit_s / N (a bigger batch breaks rule 2 by itself), so this rule also drops subtrees that cannot
+   reach the global batch in time.
+2. Compute floor vs the time limit. Completions keep the partial's groups, so their iteration time is at least
+   the partial's floor; if N · floor exceeds time_limit_s, no completion is feasible.
+3. Cost floor vs the budget. A completion costs at least N · floor · Σ count·price (both only grow), and at
+   least N · (Σ count·price·floor of each group so far + remaining samples × the lowest price·seconds per
+   sample any remaining candidate achieves), since t_iter ≥ each group's own floor. Above budget_usd, prune
+   (for a whole run of the enumeration too: N · global batch · that lowest cost per sample).
+4. Bound vs incumbent. The same bounds bound the objective (cost or total time) of every completion; a subtree
+   or configuration whose bound is ≥ the best feasible objective found cannot improve on it.
+5. Best first with lazy refinement. Surviving configurations are taken in increasing order of their bound;
+   before simulating one, the evaluator's tighter bound (compute plus the gradient exchange's own minimum
+   time) is applied, and the configuration is dropped if infeasible by it or re-queued at the tighter bound.
+   Once the next bound is ≥ the incumbent's objective, none of the rest can improve it (rule 4); the search
+   stops.
 
-The market rule (a type's cheaper market) and one-batch-per-type are applied when the space is built
-(srift.optimize.space). Eager search reuses the same enumeration with an incumbent, but only over a growing
-set of enabled types and count ceilings, so it is a heuristic and stops at its solving budget.
+The market rule (a type's cheaper market) and one batch per type are applied when the space is built
+(srift.optimize.space). Eager search reuses the enumeration and bounds over a growing sequence of type
+subsets, so it is a heuristic and stops at its solving budget.
 """
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -30,7 +41,7 @@ from dataclasses import dataclass, field
 
 from srift.domain import Constraints, Objective
 from srift.optimize.evaluate import Evaluated, Evaluations, objective_value, secondary_value
-from srift.optimize.space import BatchPolicy, Group, Groups, Problem
+from srift.optimize.space import BatchPolicy, Candidate, Group, Groups, Problem
 
 Emit = Callable[[float, Groups], None]
 
@@ -71,15 +82,67 @@ def _key(item: Evaluated, objective: Objective) -> tuple[float, float, int, int,
 class SearchStats:
     nodes: int = 0
     emitted: int = 0
-    complete: bool = True
+    refined: int = 0
     notes: list[str] = field(default_factory=list)
+
+
+def _points(cand: Candidate) -> list[int]:
+    """Per-VM batches in [min, max] between which compute(b) is linear: the range ends, each curve
+    breakpoint (scaled to the VM's devices) and its neighbours, and where an extrapolated segment reaches
+    zero (times are clamped at zero there)."""
+    lo, hi, d = cand.min_vm_batch, cand.max_vm_batch, cand.devices
+    points = {lo, hi}
+    for curve in (cand.profile.forward, cand.profile.backward):
+        xs, ys = curve.batches, curve.times_s
+        for x in xs:
+            points.update((x * d - 1, x * d, x * d + 1))
+        if len(xs) >= 2:
+            for (x0, x1), (y0, y1) in (
+                ((xs[0], xs[1]), (ys[0], ys[1])),
+                ((xs[-2], xs[-1]), (ys[-2], ys[-1])),
+            ):
+                slope = (y1 - y0) / (x1 - x0)
+                if slope:
+                    zero = (x0 - y0 / slope) * d
+                    if math.isfinite(zero) and lo <= zero <= hi:
+                        points.update((math.floor(zero), math.ceil(zero)))
+    return sorted(b for b in points if lo <= b <= hi)
+
+
+def cost_per_sample_floor(cand: Candidate) -> float:
+    """The least price · compute seconds per sample over every per-VM batch the candidate may take.
+
+    Between the `_points`, compute(b) = a + s·b, so compute(b)/b = s + a/b is monotone: its minimum over the
+    integers of the range lies at one of the points.
+    """
+    best = min(cand.floor_s(b) / b for b in _points(cand))
+    return max(best, 0.0) * cand.price_usd_per_s
+
+
+def max_batch_within(cand: Candidate, iteration_s: float) -> int:
+    """The largest per-VM batch whose compute time is ≤ iteration_s (0 when none is): beyond it, any group
+    of this type breaks an iteration-time limit on its own. Linear between the `_points`, so exact."""
+    points = _points(cand)
+    for u, v in zip(reversed(points[:-1]), reversed(points[1:]), strict=True):
+        fv = cand.floor_s(v)
+        if fv <= iteration_s:
+            return v
+        fu = cand.floor_s(u)
+        if fu <= iteration_s:
+            b = u + int((iteration_s - fu) * (v - u) / (fv - fu))
+            while b + 1 < v and cand.floor_s(b + 1) <= iteration_s:
+                b += 1
+            while b > u and cand.floor_s(b) > iteration_s:
+                b -= 1
+            return b
+    return points[0] if points and cand.floor_s(points[0]) <= iteration_s else 0
 
 
 class Enumerator:
     """Depth-first enumeration of the configurations of a problem with pruning rules 1–4.
 
     Candidates are visited in canonical order; at each candidate a group is either the final one (it takes
-    the exact remainder: rule of the batch policy) or a non-final group with a batch from the candidate's
+    the exact remainder, as the batch policy allows) or a non-final group with a batch from the candidate's
     options, followed by later candidates. `emit(bound, groups)` receives each surviving configuration.
     """
 
@@ -90,18 +153,17 @@ class Enumerator:
         self.incumbent = math.inf
         self.stats = SearchStats()
         policy = problem.batch_policy
-        self._options = [
-            tuple((b, c.floor_s(b)) for b in c.batch_options(policy)) for c in problem.candidates
-        ]
-        self._final_cache: list[dict[int, float]] = [{} for _ in problem.candidates]
-
-    def _final_floor(self, i: int, batch: int) -> float:
-        cache = self._final_cache[i]
-        value = cache.get(batch)
-        if value is None:
-            value = self.problem.candidates[i].floor_s(batch)
-            cache[batch] = value
-        return value
+        cands = problem.candidates
+        self._options = [tuple((b, c.floor_s(b)) for b in c.batch_options(policy)) for c in cands]
+        self._finals: list[dict[int, float]] = [{} for _ in cands]
+        self._eff = [cost_per_sample_floor(c) for c in cands]
+        self._cap = [c.cap for c in cands]
+        self._lo = [c.min_vm_batch for c in cands]
+        self._price = [c.price_usd_per_s for c in cands]
+        self._hi = [c.max_vm_batch for c in cands]
+        if constraints.time_limit_s is not None and floor_factor > 0:
+            per_iteration = constraints.time_limit_s / (constraints.iterations * floor_factor)
+            self._hi = [min(c.max_vm_batch, max_batch_within(c, per_iteration)) for c in cands]
 
     def run(
         self,
@@ -109,38 +171,46 @@ class Enumerator:
         *,
         active: Sequence[int] | None = None,
         count_limit: int | None = None,
-        require: int | None = None,
+        require_all: bool = False,
         max_types: int | None = None,
         deadline: float | None = None,
         node_limit: int | None = None,
     ) -> None:
-        """Enumerate; raises SearchStopped at `deadline` (perf_counter seconds) or past `node_limit` nodes."""
-        problem = self.problem
-        cands = problem.candidates
+        """Enumerate configurations of `active` candidates (all of them when `require_all`).
+
+        Raises SearchStopped at `deadline` (perf_counter seconds) or past `node_limit` nodes.
+        """
+        cands = self.problem.candidates
         act = sorted(active) if active is not None else list(range(len(cands)))
         if not act:
             return
-        caps = [min(cands[i].cap, count_limit) if count_limit else cands[i].cap for i in act]
-        his = [cands[i].max_vm_batch for i in act]
-        los = [cands[i].min_vm_batch for i in act]
-        prices = [cands[i].price_usd_per_s for i in act]
+        last = len(act)
+        caps = [min(self._cap[i], count_limit) if count_limit else self._cap[i] for i in act]
+        his = [self._hi[i] for i in act]
+        los = [self._lo[i] for i in act]
+        prices = [self._price[i] for i in act]
         opts = [self._options[i] for i in act]
-        suffix = [0] * (len(act) + 1)
-        for p in range(len(act) - 1, -1, -1):
+        finals = [self._finals[i] for i in act]
+        suffix = [0] * (last + 1)
+        eff_rest = [math.inf] * (last + 1)
+        for p in range(last - 1, -1, -1):
             suffix[p] = suffix[p + 1] + caps[p] * his[p]
-        req_pos = act.index(require) if require is not None else -1
-        pow2_final = problem.batch_policy is BatchPolicy.POW2
-        n_iter = self.constraints.iterations
-        scale = n_iter * self.factor
+            eff_rest[p] = min(eff_rest[p + 1], self._eff[act[p]])
+        global_batch = self.constraints.global_batch
+        if global_batch > suffix[0] or (require_all and any(h < lo for h, lo in zip(his, los, strict=True))):
+            return
+        pow2_final = self.problem.batch_policy is BatchPolicy.POW2
+        scale = self.constraints.iterations * self.factor
         t_lim = self.constraints.time_limit_s if self.constraints.time_limit_s is not None else math.inf
         b_lim = self.constraints.budget_usd if self.constraints.budget_usd is not None else math.inf
         cost_obj = self.constraints.objective is Objective.MIN_COST
-        type_limit = max_types if max_types is not None else len(act)
+        least = scale * global_batch * eff_rest[0]
+        if least > b_lim or (cost_obj and least >= self.incumbent):
+            return
+        type_limit = max_types if max_types is not None else last
         stats = self.stats
-        final_floor = self._final_floor
-        last = len(act)
 
-        def dfs(pos: int, rem: int, floor: float, price: float, groups: Groups, has_req: bool) -> None:
+        def dfs(pos: int, rem: int, floor: float, price: float, sumf: float, groups: Groups) -> None:
             stats.nodes += 1
             if stats.nodes & 511 == 0:
                 if deadline is not None and time.perf_counter() > deadline:
@@ -148,44 +218,51 @@ class Enumerator:
                 if node_limit is not None and stats.nodes > node_limit:
                     raise SearchStopped
             ntypes = len(groups)
+            inc = self.incumbent
             for p in range(pos, last):
-                if rem > suffix[p]:
-                    break
-                if not has_req and 0 <= req_pos < p:
+                if rem > suffix[p] or (require_all and p > pos):
                     break
                 i = act[p]
-                cap, lo, hi, price_i = caps[p], los[p], his[p], prices[p]
-                now_req = has_req or p == req_pos or req_pos < 0
-                if now_req:
-                    n_lo = max(1, -(-rem // hi))
-                    n_hi = min(cap, rem // lo)
-                    for n in range(n_lo, n_hi + 1):
+                cap, lo, hi, price_i, cache = caps[p], los[p], his[p], prices[p], finals[p]
+                if hi < lo:
+                    continue
+                if not require_all or p == last - 1:
+                    for n in range(max(1, -(-rem // hi)), min(cap, rem // lo) + 1):
+                        pp = price + n * price_i
+                        lb_c = scale * floor * pp
+                        if lb_c > b_lim or (cost_obj and lb_c >= inc):
+                            break
                         if rem % n:
                             continue
                         b = rem // n
                         if pow2_final and b & (b - 1):
                             continue
-                        f = final_floor(i, b)
-                        f = f if f > floor else floor
+                        f = cache.get(b)
+                        if f is None:
+                            f = cands[i].floor_s(b)
+                            cache[b] = f
+                        if f < floor:
+                            f = floor
                         lb_t = scale * f
                         if lb_t > t_lim:
                             continue
-                        lb_c = lb_t * (price + n * price_i)
+                        lb_c = lb_t * pp
                         if lb_c > b_lim:
                             continue
                         lb = lb_c if cost_obj else lb_t
-                        if lb >= self.incumbent:
+                        if lb >= inc:
                             continue
                         stats.emitted += 1
                         emit(lb, (*groups, (i, n, b)))
                 if p + 1 < last and ntypes + 2 <= type_limit:
                     rest = suffix[p + 1]
+                    e_next = eff_rest[p + 1]
                     for b, fb in opts[p]:
                         if b >= rem:
                             break
                         f = fb if fb > floor else floor
                         lb_t = scale * f
-                        if lb_t > t_lim or (not cost_obj and lb_t >= self.incumbent):
+                        if lb_t > t_lim or (not cost_obj and lb_t >= inc):
                             continue
                         for n in range(1, cap + 1):
                             s = n * b
@@ -193,14 +270,19 @@ class Enumerator:
                                 break
                             pp = price + n * price_i
                             lb_c = lb_t * pp
-                            if lb_c > b_lim or (cost_obj and lb_c >= self.incumbent):
+                            if lb_c > b_lim or (cost_obj and lb_c >= inc):
                                 break
                             if rem - s > rest:
                                 continue
+                            sf = sumf + n * price_i * fb
+                            lb_e = scale * (sf + (rem - s) * e_next)
+                            if lb_e > b_lim or (cost_obj and lb_e >= inc):
+                                continue
                             group: Group = (i, n, b)
-                            dfs(p + 1, rem - s, f, pp, (*groups, group), now_req)
+                            dfs(p + 1, rem - s, f, pp, sf, (*groups, group))
+                            inc = self.incumbent
 
-        dfs(0, self.constraints.global_batch, 0.0, 0.0, (), req_pos < 0)
+        dfs(0, global_batch, 0.0, 0.0, 0.0, ())
 
 
 @dataclass
@@ -214,7 +296,7 @@ class SearchResult:
     enumeration_stopped: bool = False
 
 
-def _evaluate_sorted(
+def evaluate_best_first(
     pending: list[tuple[float, Groups]],
     *,
     evals: Evaluations,
@@ -223,13 +305,34 @@ def _evaluate_sorted(
     enumerator: Enumerator | None,
     deadline: float | None,
 ) -> bool:
-    """Evaluate `pending` best bound first until a bound reaches the incumbent (rule 5); False at deadline."""
-    pending.sort(key=lambda x: x[0])
-    for bound, groups in pending:
+    """Rule 5: evaluate `pending` best bound first, refining each bound once with the evaluator's tighter
+    bound, until the next bound reaches the incumbent; returns False if stopped by the deadline."""
+    heap = [(bound, 0, groups) for bound, groups in pending]
+    heapq.heapify(heap)
+    problem = evals.problem
+    n_iter = constraints.iterations
+    t_lim = constraints.time_limit_s if constraints.time_limit_s is not None else math.inf
+    b_lim = constraints.budget_usd if constraints.budget_usd is not None else math.inf
+    cost_obj = constraints.objective is Objective.MIN_COST
+    while heap:
+        bound, refined, groups = heapq.heappop(heap)
         if bound >= incumbent.value:
             return True
         if deadline is not None and time.perf_counter() > deadline:
             return False
+        if not refined and groups not in evals.records:
+            iteration = evals.iteration_bound_s(groups)
+            if iteration is not None:
+                if enumerator is not None:
+                    enumerator.stats.refined += 1
+                lb_t = n_iter * iteration
+                lb_c = lb_t * problem.usd_per_s(groups)
+                if lb_t > t_lim or lb_c > b_lim:
+                    continue
+                tight = lb_c if cost_obj else lb_t
+                if tight > bound:
+                    heapq.heappush(heap, (tight, 1, groups))
+                    continue
         item = evals.evaluate(groups, constraints=constraints)
         if incumbent.offer(item) and enumerator is not None:
             enumerator.incumbent = incumbent.value
@@ -263,26 +366,21 @@ def solve_exhaustive(
         enum.run(
             lambda lb, g: seeds.append((lb, g)), max_types=1, deadline=enum_deadline, node_limit=node_limit
         )
-        seeds.sort(key=lambda x: x[0])
-        for bound, groups in seeds[:4]:
-            if bound >= incumbent.value:
-                break
-            if incumbent.offer(evals.evaluate(groups, constraints=constraints)):
-                enum.incumbent = incumbent.value
+        evaluate_best_first(
+            seeds,
+            evals=evals,
+            constraints=constraints,
+            incumbent=incumbent,
+            enumerator=enum,
+            deadline=enum_deadline,
+        )
         enum.run(lambda lb, g: pending.append((lb, g)), deadline=enum_deadline, node_limit=node_limit)
     except SearchStopped:
-        enum.stats.complete = False
-        return SearchResult(
-            incumbent,
-            False,
-            enum.stats,
-            ("enumeration stopped before covering the space",),
-            enumeration_stopped=True,
-        )
-    done = _evaluate_sorted(
-        pending, evals=evals, constraints=constraints, incumbent=incumbent, enumerator=None, deadline=deadline
+        note = "enumeration stopped before covering the space"
+        return SearchResult(incumbent, False, enum.stats, (note,), enumeration_stopped=True)
+    done = evaluate_best_first(
+        pending, evals=evals, constraints=constraints, incumbent=incumbent, enumerator=enum, deadline=deadline
     )
-    enum.stats.complete = done
     notes = () if done else ("evaluation stopped at the solve budget before the bound closed",)
     return SearchResult(incumbent, done, enum.stats, notes)
 
@@ -291,14 +389,24 @@ def rank_candidates(problem: Problem, objective: Objective) -> list[int]:
     """Srift's preference order: cheapest per sample (min_cost) or fastest per VM (min_time), at full load."""
     scores: list[tuple[float, str, int]] = []
     for i, cand in enumerate(problem.candidates):
-        options = cand.batch_options(problem.batch_policy) or (cand.max_vm_batch,)
         if objective is Objective.MIN_COST:
-            score = min(cand.price_usd_per_s * cand.floor_s(b) / b for b in options)
+            score = cost_per_sample_floor(cand)
         else:
-            score = min(cand.floor_s(b) / b for b in options)
+            score = cand.floor_s(cand.max_vm_batch) / cand.max_vm_batch
         scores.append((score, cand.name, i))
     scores.sort()
     return [i for _, _, i in scores]
+
+
+def type_subsets(ranked: Sequence[int], max_types: int) -> list[tuple[int, ...]]:
+    """Heterogeneity-increasing order: pairs, then triples, …; within each size the ranked types are enabled
+    one at a time and each is tried with every combination of types enabled before it."""
+    out: list[tuple[int, ...]] = []
+    for size in range(1, max_types):
+        for j in range(size, len(ranked)):
+            for combo in itertools.combinations(ranked[:j], size):
+                out.append((*combo, ranked[j]))
+    return out
 
 
 def solve_eager(
@@ -314,10 +422,12 @@ def solve_eager(
 ) -> SearchResult:
     """Srift's eager heuristic: increase heterogeneity one type at a time, within `budget_s` seconds.
 
-    Types are ranked by preference (`rank_candidates`). With count ceiling K (default 8), stage s enables the
-    s best types and explores configurations that use the s-th type (up to `max_types` types each), best
-    bound first, pruned by the incumbent; after every type is enabled the ceiling doubles, up to the caps.
-    Returns the best feasible configuration found; `complete` when every stage ran to its end.
+    Types are ranked by preference (`rank_candidates`). First every type alone (any count up to its cap),
+    then mixes: the ranked types are enabled one at a time and each is tried together with the types enabled
+    before it (up to `max_types` types per configuration), with at most K (default 8) VMs per type, and then
+    again up to the caps. Within each subset the enumeration and bounds of the exhaustive search apply, with
+    the incumbent found so far. Returns the best feasible configuration found; `complete` when every subset
+    ran to its end.
     """
     constraints = constraints or problem.constraints
     start = start if start is not None else time.perf_counter()
@@ -326,14 +436,12 @@ def solve_eager(
     enum = Enumerator(problem, constraints=constraints, floor_factor=evals.floor_factor)
     enum.incumbent = incumbent.value
     ranked = rank_candidates(problem, constraints.objective)
-    top_cap = max((c.cap for c in problem.candidates), default=0)
-    ceiling = max(1, k)
     buffer: list[tuple[float, Groups]] = []
 
     def flush() -> None:
         batch = list(buffer)
         buffer.clear()
-        if not _evaluate_sorted(
+        if not evaluate_best_first(
             batch,
             evals=evals,
             constraints=constraints,
@@ -345,24 +453,23 @@ def solve_eager(
 
     def emit(bound: float, groups: Groups) -> None:
         buffer.append((bound, groups))
-        if len(buffer) >= 256:
+        if len(buffer) >= 512:
             flush()
 
+    subsets = type_subsets(ranked, max_types)
+    ceilings: list[int | None] = [max(1, k)]
+    if any(c.cap > k for c in problem.candidates):
+        ceilings.append(None)
     try:
-        while True:
-            for s in range(len(ranked)):
-                enum.run(
-                    emit,
-                    active=ranked[: s + 1],
-                    count_limit=ceiling,
-                    require=ranked[s],
-                    max_types=max_types,
-                    deadline=deadline,
-                )
+        for i in ranked:
+            enum.run(emit, active=[i], require_all=True, deadline=deadline)
+            flush()
+        for ceiling in ceilings:
+            for subset in subsets:
+                if time.perf_counter() > deadline:
+                    raise SearchStopped
+                enum.run(emit, active=subset, count_limit=ceiling, require_all=True, deadline=deadline)
                 flush()
-            if ceiling >= top_cap:
-                break
-            ceiling *= 2
     except SearchStopped:
         buffer.clear()
         return SearchResult(incumbent, False, enum.stats, ("eager search stopped at its solve budget",))

@@ -1,14 +1,16 @@
 """optimize(): the optimizer's phases (check the space, search, baselines, Pareto front) and infeasibility.
 
 Phases, in order: (1) the space must hold some configuration summing to the global batch, else InvalidInput
-on `global_batch`; (2) search in the requested mode (`auto` tries exhaustive enumeration within 40 % of the
-solve budget and falls back to eager with the rest when the space is larger); (3) when nothing meets the
-limits, the nearest relaxations are searched with what is left of the budget and PlanInfeasible (422) says
-which limit cannot be met and by how much; (4) CAP/TAP baselines and the Pareto front complete the Plan.
+on `global_batch`; (2) search in the requested mode (`auto` estimates the space's size, tries exhaustive
+enumeration within part of the solve budget and falls back to eager with the rest when the space is
+larger); (3) when nothing meets the limits, the nearest relaxations are searched with what is left of the
+budget and PlanInfeasible (422) says which limit cannot be met and by how much; (4) CAP/TAP baselines and
+the Pareto front complete the Plan.
 """
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -150,16 +152,20 @@ def _search(
             start=start,
         )
         return res, SearchMode.EAGER
-    res = solve_exhaustive(
-        problem,
-        evals,
-        constraints=constraints,
-        deadline=deadline,
-        enumeration_deadline=start + budget_s * 0.4,
-        incumbent=incumbent,
-    )
-    if res.complete or not res.enumeration_stopped:
-        return res, SearchMode.EXHAUSTIVE
+    size = space_size_log10(problem)
+    if size <= AUTO_EXHAUSTIVE_LOG10:
+        share = 0.4 if size <= AUTO_LIKELY_LOG10 else 0.15
+        res = solve_exhaustive(
+            problem,
+            evals,
+            constraints=constraints,
+            deadline=deadline,
+            enumeration_deadline=start + budget_s * share,
+            incumbent=incumbent,
+        )
+        if res.complete or not res.enumeration_stopped:
+            return res, SearchMode.EXHAUSTIVE
+        incumbent = res.incumbent
     now = time.perf_counter()
     eager = solve_eager(
         problem,
@@ -168,10 +174,23 @@ def _search(
         constraints=constraints,
         k=options.k,
         max_types=options.eager_max_types,
-        incumbent=res.incumbent,
+        incumbent=incumbent,
         start=now,
     )
     return eager, SearchMode.EAGER
+
+
+AUTO_LIKELY_LOG10 = 6.0
+AUTO_EXHAUSTIVE_LOG10 = 12.0
+
+
+def space_size_log10(problem: Problem) -> float:
+    """log10 of Π (1 + cap · batch options) over the candidates: an upper bound of the enumeration's size
+    (before the sum constraint and the bounds cut it). `auto` tries exhaustive search with 40 % of the budget
+    for enumeration up to 10^6, with 15 % up to 10^12, and goes straight to eager search above."""
+    return sum(
+        math.log10(1 + c.cap * max(len(c.batch_options(problem.batch_policy)), 1)) for c in problem.candidates
+    )
 
 
 def _relaxed(

@@ -141,11 +141,7 @@ def prepare(
     kept = held or {}
     skipped = [f"{name} left out (interrupted; none still running)" for name in excluded if name not in kept]
     problem = Problem(candidates, constraints, request.batch_policy, notes=(*notes, *skipped))
-    evaluator = SimEvaluator(
-        bandwidth=active_model(session=session, settings=settings),
-        seed=request.seed,
-        max_straggler_cv=max(p.straggler_cv for p in profiles),
-    )
+    evaluator = SimEvaluator(bandwidth=active_model(session=session, settings=settings), seed=request.seed)
     options = SolveOptions(mode=request.mode, solve_budget_s=request.solve_budget_s, k=request.eager_k)
     return PreparedProblem(problem, evaluator, options, tuple(sources))
 

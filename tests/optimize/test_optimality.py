@@ -47,7 +47,7 @@ def test_exhaustive_equals_brute_force(seed: int) -> None:
 
 
 def test_exhaustive_equals_brute_force_with_the_simulator() -> None:
-    evaluator = SimEvaluator(bandwidth=AlphaBetaPrior(), max_straggler_cv=0.04)
+    evaluator = SimEvaluator(bandwidth=AlphaBetaPrior())
     checked = 0
     for seed in range(40):
         problem = make_problem(seed)

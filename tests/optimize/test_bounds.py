@@ -1,0 +1,106 @@
+"""The bounds the search prunes with: exact per-type helpers, and the simulator's exchange bound."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from srift.bandwidth.prior import AlphaBetaPrior
+from srift.domain import ComputeCurve, Constraints, FleetMember, Objective
+from srift.optimize.evaluate import Evaluations, SimEvaluator
+from srift.optimize.search import cost_per_sample_floor, max_batch_within, solve_exhaustive
+from srift.optimize.space import Candidate, Problem
+from srift.optimize.synthetic import synthetic_profile
+
+from .helpers import all_configs, brute_force, candidate, instance, offer, profile, split_configs
+from .problems import make_problem
+
+
+def _odd_candidate(seed: int) -> Candidate:
+    """A type whose curves bend, start above batch 1 and extrapolate (what the helpers must get right)."""
+    rng = random.Random(seed)
+    gpus = rng.choice([1, 2, 4])
+    max_batch = rng.randint(6, 40)
+    xs = tuple(sorted(rng.sample(range(2, max_batch + 1), 3)))
+    fw = ComputeCurve(xs, tuple(sorted(rng.uniform(0.001, 0.2) for _ in xs)))
+    bw = ComputeCurve(xs, tuple(sorted(rng.uniform(0.001, 0.4) for _ in xs)))
+    base = profile("X", max_batch=max_batch, per_sample_s=0.01)
+    prof = type(base)(
+        **{**{f: getattr(base, f) for f in base.__dataclass_fields__}, "forward": fw, "backward": bw}
+    )
+    inst = instance(f"odd{seed}", gpus=gpus, gpu_model="X")
+    return Candidate(offer=offer(inst, rng.uniform(0.1, 5.0)), profile=prof, cap=4)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.integers(0, 2**32 - 1))
+def test_cost_per_sample_floor_is_the_minimum_over_every_batch(seed: int) -> None:
+    cand = _odd_candidate(seed)
+    scan = min(cand.floor_s(b) / b for b in range(cand.min_vm_batch, cand.max_vm_batch + 1))
+    assert cost_per_sample_floor(cand) == pytest.approx(max(scan, 0.0) * cand.price_usd_per_s, rel=1e-12)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.floats(0.0, 1.0))
+def test_max_batch_within_is_the_largest_batch_that_fits(seed: int, frac: float) -> None:
+    cand = _odd_candidate(seed)
+    times = {b: cand.floor_s(b) for b in range(cand.min_vm_batch, cand.max_vm_batch + 1)}
+    limit = min(times.values()) * 0.9 + frac * (max(times.values()) - min(times.values())) * 1.1
+    expected = max((b for b, t in times.items() if t <= limit), default=0)
+    assert max_batch_within(cand, limit) == expected
+
+
+def _sim_fleets() -> list[tuple[Problem, tuple[FleetMember, ...]]]:
+    out = []
+    for seed in range(25):
+        problem = make_problem(seed)
+        for groups in all_configs(problem)[:6]:
+            out.append((problem, problem.fleet(groups)))
+    return out
+
+
+def test_simulator_respects_the_bounds_the_search_prunes_with() -> None:
+    evaluator = SimEvaluator(bandwidth=AlphaBetaPrior())
+    fleets = _sim_fleets()
+    assert len(fleets) >= 50
+    tighter = 0
+    for _, fleet in fleets:
+        pred = evaluator(fleet, iterations=10, usd_per_s=1.0)
+        floor = max(m.profile.compute_s(m.per_device_batch) for m in fleet)
+        bound = evaluator.iteration_bound_s(fleet)
+        assert pred.iteration_s >= floor * (1 - 1e-12)
+        assert pred.iteration_s >= bound * (1 - 1e-12)
+        tighter += bound > floor * 1.001
+    assert tighter >= 10
+
+
+def test_exchange_bound_prunes_a_communication_bound_problem() -> None:
+    """VGG19-like (574 MB of gradients) on 10 Gbit/s VMs: the compute floor alone would simulate most of the
+    space; the exchange bound leaves a handful of simulations, and the answer is the brute-force optimum."""
+    types = []
+    for name, gpu, gpus, price in (("g3.8xlarge", "M60", 2, 0.69), ("g4dn.8xlarge", "T4", 1, 0.72)):
+        inst = instance(name, gpus=gpus, gpu_model=gpu, network_gbps=10.0)
+        types.append(Candidate(offer=offer(inst, price), profile=synthetic_profile("vgg19", gpu), cap=16))
+    problem = Problem(tuple(types), Constraints(1024, 1000, Objective.MIN_COST))
+    evaluator = SimEvaluator(bandwidth=AlphaBetaPrior())
+    evals = Evaluations(problem, evaluator)
+    result = solve_exhaustive(problem, evals)
+    assert result.complete and result.incumbent.best is not None
+    assert evals.violations == 0
+    assert result.incumbent.value == pytest.approx(brute_force(problem, evaluator, large=True), rel=1e-12)
+    n = problem.constraints.iterations
+    below = [
+        g
+        for g in split_configs(problem)
+        if n * problem.floor_s(g) * problem.usd_per_s(g) < result.incumbent.value
+    ]
+    assert len(evals) <= 10 < len(below)
+
+
+def test_candidate_helper_and_policy_smoke() -> None:
+    cand = candidate("a", gpus=2, max_batch=8, per_sample_s=0.01, price=1.0, cap=2)
+    assert max_batch_within(cand, 0.0) == 0
+    assert max_batch_within(cand, 1e9) == cand.max_vm_batch
