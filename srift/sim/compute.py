@@ -87,7 +87,25 @@ def straggler_draws(
 ) -> np.ndarray:
     """A (members × iters) array: the slowest VM of each member in each iteration, in seconds."""
     rows = [
-        max_of_normals(mean, cv, count, uniforms(seed=seed, stream=stream, key=key, iters=iters))
+        _member_row(mean, cv, count, seed=seed, stream=stream, key=key, iters=iters)
         for mean, cv, count, key in zip(means_s, cvs, counts, keys, strict=True)
     ]
-    return np.vstack(rows)
+    return rows[0][None, :] if len(rows) == 1 else np.vstack(rows)
+
+
+_row_cache: OrderedDict[tuple[int, int, int, int, int, float, float], np.ndarray] = OrderedDict()
+
+
+def _member_row(
+    mean: float, cv: float, count: int, *, seed: int, stream: int, key: int, iters: int
+) -> np.ndarray:
+    """One member's draws (read-only), memoised: the optimizer meets the same member in many fleets."""
+    cache_key = (seed, stream, key, iters, count, mean, cv)
+    found = _row_cache.get(cache_key)
+    if found is None:
+        found = max_of_normals(mean, cv, count, uniforms(seed=seed, stream=stream, key=key, iters=iters))
+        found.flags.writeable = False
+        _row_cache[cache_key] = found
+        if len(_row_cache) > _UNIFORM_CACHE_SIZE:
+            _row_cache.popitem(last=False)
+    return found

@@ -92,10 +92,12 @@ def quantiles(values: np.ndarray) -> tuple[float, float, float]:
     return out[0], out[1], out[2]
 
 
-def _exchange(arrivals: np.ndarray, canon: LayerArrays, stages: Sequence[Stage]) -> ExchangeResult | None:
+def _exchange(
+    arrivals: np.ndarray, canon: LayerArrays, stages: Sequence[Stage], *, presorted: bool = False
+) -> ExchangeResult | None:
     if not stages or arrivals.size == 0:
         return None
-    if arrivals.size > 1 and bool(np.any(arrivals[1:] < arrivals[:-1])):
+    if not presorted and arrivals.size > 1 and bool(np.any(arrivals[1:] < arrivals[:-1])):
         order = np.argsort(arrivals, kind="stable")
         return exchange(
             arrivals[order].tolist(),
@@ -185,7 +187,10 @@ def simulate(
             out = np.maximum(out, factors[i] * (fw[i] + ready[i] * bw[i]))
         return np.asarray(out)
 
-    result = _exchange(arrivals_for(rho), canon, stages)
+    # One member: arrivals follow the (sorted) ready fractions, so they are already in order.
+    result = _exchange(
+        arrivals_for(rho), canon, stages, presorted=len(fleet) == 1 and ready[0] is canon.ready_frac
+    )
     end = result.end_s if result is not None else 0.0
     iteration_s = max(compute_end, end)
     exposed = iteration_s - compute_end
@@ -211,7 +216,12 @@ def simulate(
                 for st, k in zip(stages, scale, strict=True)
             ]
             iteration_rho = [float(mc[i, s]) / means[i] if means[i] > 0 else 1.0 for i in range(len(fleet))]
-            sample = _exchange(arrivals_for(iteration_rho), canon, scaled)
+            sample = _exchange(
+                arrivals_for(iteration_rho),
+                canon,
+                scaled,
+                presorted=len(fleet) == 1 and ready[0] is canon.ready_frac,
+            )
             samples[s] = max(float(mc[:, s].max()), sample.end_s if sample is not None else 0.0)
         p10, p50, p90 = quantiles(samples)
     else:
