@@ -21,7 +21,10 @@ from srift.optimize.baselines import baselines
 from srift.optimize.evaluate import Evaluations, Evaluator
 from srift.optimize.pareto import pareto_points
 from srift.optimize.search import Incumbent, SearchResult, solve_eager, solve_exhaustive
-from srift.optimize.space import Problem, reachable
+from srift.optimize.space import BatchPolicy, Problem, reachable
+
+ANY_POLICY_MAX_OPTIONS = 4096
+REACHABILITY_BUDGET_S = 0.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,7 +114,15 @@ def _check_space(problem: Problem) -> None:
             hint="name types in availability with counts ≥ 1, or give profiles of offered accelerators",
             field="availability",
         )
-    if not reachable(problem):
+    if problem.batch_policy is BatchPolicy.ANY:
+        widest = max(c.max_vm_batch - c.min_vm_batch + 1 for c in problem.candidates)
+        if widest > ANY_POLICY_MAX_OPTIONS:
+            raise InvalidInput(
+                f"batch_policy any would try {widest} batch sizes per type (limit {ANY_POLICY_MAX_OPTIONS})",
+                hint="use pow2_split (powers of two plus the exact split), or pow2",
+                field="batch_policy",
+            )
+    if not reachable(problem, deadline=time.perf_counter() + REACHABILITY_BUDGET_S):
         g = problem.constraints.global_batch
         capacity = sum(c.cap * c.max_vm_batch for c in problem.candidates)
         if g > capacity:
@@ -219,6 +230,21 @@ def _infeasible(
     problem: Problem, evals: Evaluations, options: SolveOptions, result: SearchResult, *, start: float
 ) -> PlanInfeasible:
     """Search the nearest relaxations and word the 422: which limit cannot be met, and by how much."""
+    error = _infeasible_limits(problem, evals, options, result, start=start)
+    if not result.complete and all(v is None for v in error.relaxations.values()):
+        return PlanInfeasible(
+            f"no configuration found within solve_budget_s={options.solve_budget_s:g} s (the "
+            f"{options.mode.value} search stopped before finding one that meets the limits or a relaxation)",
+            hint="raise solve_budget_s, or narrow availability so the search covers more of the space",
+            field="solve_budget_s",
+            relaxations=error.relaxations,
+        )
+    return error
+
+
+def _infeasible_limits(
+    problem: Problem, evals: Evaluations, options: SolveOptions, result: SearchResult, *, start: float
+) -> PlanInfeasible:
     c = problem.constraints
     left = max(options.solve_budget_s - (time.perf_counter() - start), 0.0)
     searched = "" if result.complete else " found within the solve budget"

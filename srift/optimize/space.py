@@ -19,6 +19,7 @@ spot wins ties) and the availability caps.
 from __future__ import annotations
 
 import difflib
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -244,11 +245,12 @@ def _cheaper(a: Offer, b: Offer) -> bool:
     return a.market is Market.SPOT and b.market is not Market.SPOT
 
 
-def reachable(problem: Problem) -> bool:
+def reachable(problem: Problem, *, deadline: float | None = None) -> bool:
     """True when some configuration of the space sums to the global batch (limits aside).
 
     Quick check first (one homogeneous group), then a bitset of the sums reachable by non-final groups of
-    the candidates before each one, tested against that candidate's possible final groups.
+    the candidates before each one, tested against that candidate's possible final groups. Past `deadline`
+    (perf_counter seconds) the answer is True: unknown, and the search itself will find out.
     """
     g = problem.constraints.global_batch
     policy = problem.batch_policy
@@ -275,6 +277,8 @@ def reachable(problem: Problem) -> bool:
             return True
         grown = reach
         for b in cand.batch_options(policy):
+            if deadline is not None and time.perf_counter() > deadline:
+                return True
             for n in range(1, cand.cap + 1):
                 if n * b >= g:
                     break

@@ -184,3 +184,38 @@ def test_auto_mode_falls_back_to_eager_on_large_spaces_within_budget() -> None:
     assert elapsed <= 1.2
     small = _paper_like()
     assert optimize(small, FastEvaluator(), SolveOptions(mode=SearchMode.AUTO)).mode is SearchMode.EXHAUSTIVE
+
+
+def test_reachability_gives_up_at_its_deadline_and_any_policy_is_bounded() -> None:
+    from srift.optimize.space import BatchPolicy, reachable
+
+    a = candidate("a", gpus=1, max_batch=1000, per_sample_s=0.01, price=1.0, cap=1024)
+    b = candidate("b", gpus=1, max_batch=999, per_sample_s=0.01, price=1.0, cap=1024)
+    prime = 1_048_573
+    problem = Problem((a, b), Constraints(prime, 10, Objective.MIN_COST), BatchPolicy.POW2)
+    start = time.perf_counter()
+    assert reachable(problem, deadline=time.perf_counter() + 0.05)
+    assert time.perf_counter() - start < 1.0
+    wide = Problem((a,), Constraints(64, 10, Objective.MIN_COST), BatchPolicy.ANY)
+    with pytest.raises(InvalidInput) as err:
+        optimize(
+            replace(
+                wide,
+                candidates=(candidate("w", gpus=8, max_batch=1024, per_sample_s=0.01, price=1.0, cap=2),),
+            ),
+            FastEvaluator(),
+        )
+    assert err.value.field == "batch_policy"
+
+
+def test_a_search_cut_short_before_any_plan_blames_the_solve_budget() -> None:
+    cands = tuple(
+        candidate(
+            f"t{j:02d}", gpus=1, max_batch=256, per_sample_s=0.001 * (1 + j % 5), price=0.4 + 0.1 * j, cap=64
+        )
+        for j in range(40)
+    )
+    problem = Problem(cands, Constraints(8192 + 3, 1000, Objective.MIN_COST, time_limit_s=3000))
+    with pytest.raises(PlanInfeasible) as err:
+        optimize(problem, FastEvaluator(), SolveOptions(mode=SearchMode.EAGER, solve_budget_s=1e-4))
+    assert err.value.field == "solve_budget_s"
