@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sqlalchemy.orm import Session
 
-from srift.catalog.store import get_instance_type, get_offers
+from srift.catalog.store import get_instance_type, get_offers, list_snapshots
 from srift.domain import Market
 from srift.testbed import example_spec_path, load_spec
 from srift.testbed.catalog import PROVIDER, REGION, catalog_document, register_types
@@ -12,11 +12,12 @@ from srift.testbed.catalog import PROVIDER, REGION, catalog_document, register_t
 
 def test_types_are_registered_with_prices_and_link_rates(session: Session) -> None:
     spec = load_spec(example_spec_path(), cores=2)
-    first = register_types(session=session, spec=spec)
+    register_types(session=session, spec=spec)
     session.commit()
-    again = register_types(session=session, spec=spec)
+    register_types(session=session, spec=spec)
     session.commit()
-    assert first == again
+    snapshots = [s.name for s in list_snapshots(session=session, provider=PROVIDER)]
+    assert snapshots == [f"testbed-{spec.prefix}"]
     offers = get_offers(session=session, provider=PROVIDER, region=REGION)
     prices = {(o.instance.name, o.market): o.price_usd_per_hr for o in offers}
     assert prices == {
