@@ -132,6 +132,7 @@ def test_plan_needs_a_write_token(client: TestClient, db_url: str) -> None:
         ({"budget_usd": -1}, "budget_usd"),
         ({"availability": {"p3.8xlarge": 2, "p9.mega": 3}}, "availability.p9.mega"),
         ({"solve_budget_s": 1000}, "solve_budget_s"),
+        ({"solve_budget_s": 45}, "solve_budget_s"),
         ({"profile_ids": [999]}, "profile_ids[0]"),
     ],
 )
