@@ -13,6 +13,7 @@ iteration slower, and the same input always gives the same answer.
 
 from __future__ import annotations
 
+import threading
 import zlib
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -47,6 +48,7 @@ def member_keys(fleet: Sequence[FleetMember]) -> list[int]:
 
 _UNIFORM_CACHE_SIZE = 4096
 _uniform_cache: OrderedDict[tuple[int, int, int, int], np.ndarray] = OrderedDict()
+_lock = threading.Lock()
 
 
 def uniforms(*, seed: int, stream: int, key: int, iters: int) -> np.ndarray:
@@ -58,9 +60,10 @@ def uniforms(*, seed: int, stream: int, key: int, iters: int) -> np.ndarray:
     rng = np.random.default_rng([seed & 0xFFFFFFFFFFFFFFFF, stream, key])
     u = np.clip(rng.random(iters), _TINY, _BELOW_ONE)
     u.flags.writeable = False
-    _uniform_cache[cache_key] = u
-    if len(_uniform_cache) > _UNIFORM_CACHE_SIZE:
-        _uniform_cache.popitem(last=False)
+    with _lock:
+        _uniform_cache[cache_key] = u
+        if len(_uniform_cache) > _UNIFORM_CACHE_SIZE:
+            _uniform_cache.popitem(last=False)
     return u
 
 
@@ -105,7 +108,8 @@ def _member_row(
     if found is None:
         found = max_of_normals(mean, cv, count, uniforms(seed=seed, stream=stream, key=key, iters=iters))
         found.flags.writeable = False
-        _row_cache[cache_key] = found
-        if len(_row_cache) > _UNIFORM_CACHE_SIZE:
-            _row_cache.popitem(last=False)
+        with _lock:
+            _row_cache[cache_key] = found
+            if len(_row_cache) > _UNIFORM_CACHE_SIZE:
+                _row_cache.popitem(last=False)
     return found

@@ -98,32 +98,35 @@ BULK_MIN = 12
 
 def _uncontended(
     ready_s: Sequence[float], bits: Sequence[float], klass: Sequence[int], rates: Sequence[float], cap: float
-) -> tuple[list[float], list[tuple[float, float]]] | None:
-    """Finish times and busy intervals when no two transfers ever reach the cap together, else None.
+) -> tuple[list[float], list[tuple[float, float]], int]:
+    """How far the timeline runs with every transfer at its own rate: (finish times, busy intervals, i0).
 
-    If every transfer ran at its own rate, and the sum of the rates of those in flight stays below the cap
-    at every instant, then eq. 2 never slows anyone and that *is* the timeline. (A margin of 1e-9 keeps
-    this check and the event loop from disagreeing on rounding at an exact tie.)
+    If the sum of the own rates of the transfers in flight stays below the cap, eq. 2 slows nobody and
+    running each at its own rate *is* the timeline. That holds up to the arrival of transfer `i0` (n when
+    it holds throughout): the returned finish times and busy intervals are exact for the transfers before
+    `i0`; a transfer still in flight at ready_s[i0] has its own-rate finish, which the event loop then
+    takes over. (A margin of 1e-9 keeps this check and the event loop from disagreeing on rounding at a tie;
+    stopping early is always safe.)
     """
     n = len(ready_s)
     own = np.asarray(rates, dtype=float)[np.asarray(klass, dtype=np.intp)]
     start = np.asarray(ready_s, dtype=float)
     end = start + np.asarray(bits, dtype=float) / own
-    if float(own.sum()) < cap * (1.0 - 1e-9):
-        peak_ok = True
-    else:
+    i0 = n
+    if float(own.sum()) >= cap * (1.0 - 1e-9):
         # Ends come first in the concatenation, so a stable sort puts an end before a start at equal times.
         times = np.concatenate((end, start))
         order = np.argsort(times, kind="stable")
-        agg = np.cumsum(np.concatenate((-own, own))[order])
-        peak_ok = bool(agg.max() < cap * (1.0 - 1e-9))
-    if not peak_ok:
-        return None
-    # Busy intervals: a new one opens at a start later than every earlier end.
-    reach = np.maximum.accumulate(end)
-    opens = np.flatnonzero(np.concatenate(([True], start[1:] > reach[:-1])))
-    closes = np.concatenate((opens[1:] - 1, [n - 1]))
-    return end.tolist(), list(zip(start[opens].tolist(), reach[closes].tolist(), strict=True))
+        over = np.cumsum(np.concatenate((-own, own))[order]) >= cap * (1.0 - 1e-9)
+        if over.any():
+            i0 = int(order[int(np.argmax(over))]) - n
+    if i0 == 0:
+        return [], [], 0
+    # Busy intervals of the first i0 transfers: a new one opens at a start later than every earlier end.
+    start0, reach = start[:i0], np.maximum.accumulate(end[:i0])
+    opens = np.flatnonzero(np.concatenate(([True], start0[1:] > reach[:-1])))
+    closes = np.concatenate((opens[1:] - 1, [i0 - 1]))
+    return end.tolist(), list(zip(start0[opens].tolist(), reach[closes].tolist(), strict=True)), i0
 
 
 def _move_classes(
@@ -195,11 +198,9 @@ def _run_stage(
     n = len(ready_s)
     if n == 0:
         return [], []
-    quick = _uncontended(ready_s, bits, klass, rates, cap)
-    if quick is not None:
-        return quick
-    finish = [math.nan] * n
-    busy: list[tuple[float, float]] = []
+    own_finish, busy, i = _uncontended(ready_s, bits, klass, rates, cap)
+    if i == n:
+        return own_finish, busy
     job_rate = [rates[k] for k in klass]
     count = [0] * len(rates)
     shared_active: set[int] = set()
@@ -217,7 +218,24 @@ def _run_stage(
     min_shared = INF
     max_own = -INF
     quiet = 0
-    i = 0
+    finish = [math.nan] * n
+    if i > 0:
+        # Take over from the own-rate prefix: transfers done by ready_s[i] keep their finish, the rest run on.
+        last_t = ready_s[i]
+        for j in range(i):
+            if own_finish[j] <= last_t:
+                finish[j] = own_finish[j]
+            else:
+                own.append((own_finish[j], j))
+                k = klass[j]
+                count[k] += 1
+                own_active.add(k)
+                c += 1
+                agg += job_rate[j]
+        heapq.heapify(own)
+        max_own = max((rates[x] for x in own_active), default=-INF)
+        if c:
+            busy_start = busy.pop()[0]
     while True:
         fall_through = False
         if i == n and capped and len(shared) >= bulk_min and quiet <= 0:

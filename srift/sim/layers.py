@@ -8,6 +8,7 @@ power of two. Layers with no expected bytes are left out. Arrays are cached per 
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 
@@ -42,14 +43,16 @@ class LayerArrays:
 
 
 _cache: OrderedDict[int, tuple[ModelProfile, LayerArrays]] = OrderedDict()
+_lock = threading.Lock()
 
 
 def layer_arrays(profile: ModelProfile) -> LayerArrays:
     """The profile's LayerArrays (cached by object identity; profiles are frozen)."""
-    hit = _cache.get(id(profile))
-    if hit is not None and hit[0] is profile:
-        _cache.move_to_end(id(profile))
-        return hit[1]
+    with _lock:
+        hit = _cache.get(id(profile))
+        if hit is not None and hit[0] is profile:
+            _cache.move_to_end(id(profile))
+            return hit[1]
     kept = [x for x in profile.layers if x.grad_bytes > 0 and x.exec_prob > 0]
     kept.sort(key=lambda x: x.ready_frac)
     pow2 = [pow2_ceil(x.grad_bytes) for x in kept]
@@ -66,7 +69,8 @@ def layer_arrays(profile: ModelProfile) -> LayerArrays:
         bits_list=bits,
         klass_list=klass,
     )
-    _cache[id(profile)] = (profile, arrays)
-    if len(_cache) > _CACHE_SIZE:
-        _cache.popitem(last=False)
+    with _lock:
+        _cache[id(profile)] = (profile, arrays)
+        if len(_cache) > _CACHE_SIZE:
+            _cache.popitem(last=False)
     return arrays

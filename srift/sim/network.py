@@ -96,6 +96,9 @@ def _distinct_types(fleet: Sequence[FleetMember]) -> list[InstanceType]:
     return list({(m.instance.provider, m.instance.name): m.instance for m in fleet}.values())
 
 
+_MISSING = object()
+
+
 def _plan_cache(model: BusBandwidthModel) -> dict[tuple[object, ...], StagePlan | None] | None:
     cache = getattr(model, "stage_plans", None)
     return cache if isinstance(cache, dict) else None
@@ -108,9 +111,10 @@ def intra_stage(
     cache = _plan_cache(model)
     if cache is not None:
         key: tuple[object, ...] = ("intra", tuple(_distinct_types(fleet)), tuple(sizes))
-        if key not in cache:
-            cache[key] = _intra_stage(fleet, sizes, model)
-        return cache[key]
+        found = cache.get(key, _MISSING)
+        if found is _MISSING:
+            found = cache[key] = _intra_stage(fleet, sizes, model)
+        return found  # type: ignore[return-value]
     return _intra_stage(fleet, sizes, model)
 
 
@@ -138,9 +142,10 @@ def network_stage(
             sum(m.count for m in fleet),
             tuple(sizes),
         )
-        if key not in cache:
-            cache[key] = _network_stage(fleet, sizes, model)
-        return cache[key]
+        found = cache.get(key, _MISSING)
+        if found is _MISSING:
+            found = cache[key] = _network_stage(fleet, sizes, model)
+        return found  # type: ignore[return-value]
     return _network_stage(fleet, sizes, model)
 
 
