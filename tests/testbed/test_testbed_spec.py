@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import copy
+import os
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from srift.errors import InvalidInput
-from srift.testbed import Emulator, example_spec_path, load_spec, network, parse_spec
+from srift.errors import EnvironmentProblem, InvalidInput
+from srift.testbed import Emulator, Testbed, example_spec_path, load_spec, network, parse_spec
 from srift.testbed.spec import machine_cores
 
 GOOD: dict[str, Any] = {
@@ -99,3 +101,14 @@ def test_shaping_halves_delay_per_direction_and_keeps_rate() -> None:
     assert plain == [f"qdisc replace dev h0 root handle 1: {' '.join(network.tbf_args(100, 9001))}"]
     # GSO super-frames fit the bucket at high rates, so tbf does not split them.
     assert network.tbf_burst_bytes(1000, 9001) >= network.GSO_BYTES
+
+
+def test_without_root_up_stops_before_creating_anything(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    spec = parse_spec(GOOD, cores=2).with_prefix("nonroot")
+    with pytest.raises(EnvironmentProblem) as info:
+        Testbed.up(spec, root=tmp_path)
+    assert "root privileges" in info.value.detail and info.value.exit_code == 3
+    assert list(tmp_path.iterdir()) == []
