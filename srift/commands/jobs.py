@@ -141,7 +141,9 @@ def register(app: typer.Typer) -> None:
         kind: list[str] = typer.Option([], "--kind", help="only these kinds (probe, profile); repeatable"),
         provider: list[str] = typer.Option([], "--provider", help="only these providers; repeatable"),
     ) -> None:
-        """Run queued probe and profile jobs from the configured database until stopped (Ctrl-C).
+        """Run queued probe and profile jobs from the configured database until stopped.
+
+        Ctrl-C or SIGTERM stop the running job's processes and give the job back to the queue.
 
         Several workers may run at once (on one or more machines sharing the database): each job runs once.
         On start, and between jobs, jobs of dead workers are cleaned up and requeued (or failed after
@@ -177,12 +179,11 @@ def register(app: typer.Typer) -> None:
             outcome = runner.run_once()
             console.print("queue empty" if outcome is None else f"job {outcome.job_id}: {outcome.state}")
             return
-        stop = threading.Event()
-        signal.signal(signal.SIGTERM, lambda *_: stop.set())
+        signal.signal(signal.SIGTERM, signal.default_int_handler)
         try:
-            runner.run_forever(stop=stop)
+            runner.run_forever(stop=threading.Event())
         except KeyboardInterrupt:
-            console.print("stopping")
+            console.print("stopped; a job in progress went back to the queue")
 
     jobs = typer.Typer(
         help="Probe and profile jobs: submit them, list them, see their logs. `srift worker` runs them.",

@@ -154,6 +154,23 @@ def finish(
     return True
 
 
+def requeue(*, session: Session, job_id: int, worker_id: str, log: str) -> bool:
+    """Give a running job back to the queue (its worker is stopping); False when it no longer holds it."""
+    done = session.execute(
+        update(Job)
+        .where(Job.id == job_id, Job.worker_id == worker_id, Job.state == JobState.RUNNING.value)
+        .values(
+            state=JobState.QUEUED.value,
+            worker_id=None,
+            heartbeat_at=None,
+            started_at=None,
+            log=log[-MAX_LOG_CHARS:],
+        )
+        .execution_options(synchronize_session=False)
+    )
+    return bool(done.rowcount == 1)  # type: ignore[attr-defined]
+
+
 def update_result(*, session: Session, job_id: int, **items: Any) -> None:
     """Merge keys into a job's `result` (e.g. the EC2 instances it launched, before anything else)."""
     job = session.get(Job, job_id, populate_existing=True, with_for_update=True)

@@ -200,6 +200,13 @@ class Worker:
             except Exception as exc:
                 log.exception("job %s failed unexpectedly", job_id)
                 outcome = self._fail(run, old_log, f"{type(exc).__name__}: {exc}")
+            except (KeyboardInterrupt, SystemExit):
+                run.log("worker stopped; job given back to the queue")
+                with transaction(self.url) as session:
+                    store.requeue(
+                        session=session, job_id=job_id, worker_id=self.worker_id, log=run.log_text(old_log)
+                    )
+                raise
         finally:
             stop.set()
             beat.join(timeout=10)

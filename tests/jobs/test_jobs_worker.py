@@ -146,3 +146,31 @@ def test_worker_killed_mid_job_leaves_it_resumable_with_nothing_stored(worker_se
     assert _samples(url, job_id) == []
     with transaction(url) as session:
         assert session.scalar(select(func.count()).select_from(ProbeSample)) == 0
+
+
+def test_sigterm_gives_the_running_job_back_to_the_queue(worker_settings: Settings) -> None:
+    url = worker_settings.resolved_database_url
+    job_id = _submit(url, node_counts=[2], sizes=[4, 16 << 20, 64 << 20], repeats=30, time_budget_s=120)
+    env = {**os.environ, "SRIFT_DATABASE_URL": url, "SRIFT_DATA_DIR": str(worker_settings.data_dir)}
+    worker = subprocess.Popen(
+        [sys.executable, "-c", "from srift.cli import main; main()", "worker", "--poll-s", "0.2"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    marker = job_marker(job_id, 1)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and len(_marked(marker)) < 2:
+            time.sleep(0.1)
+        assert len(_marked(marker)) >= 2, "the probe ranks never started"
+        worker.send_signal(signal.SIGTERM)
+        worker.wait(timeout=30)
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+    job = _job(url, job_id)
+    assert job.state == "queued" and job.worker_id is None, job.log
+    assert "given back to the queue" in job.log
+    assert _marked(marker) == []
+    assert _samples(url, job_id) == []
