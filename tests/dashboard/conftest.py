@@ -108,14 +108,21 @@ def artifacts() -> Path:
     return ARTIFACTS
 
 
-@pytest.fixture
-def browsed(
-    chromium: Any, live_server: LiveServer, artifacts: Path, request: pytest.FixtureRequest
-) -> Iterator[Browsed]:
+@pytest.fixture(scope="session")
+def browser_context(chromium: Any, live_server: LiveServer) -> Iterator[Any]:
+    """One context for the session, so pages share the HTTP and code caches (Plotly is parsed once)."""
     context = chromium.new_context(viewport={"width": 1440, "height": 1000})
     context.add_init_script(f"window.localStorage.setItem('srift.token', {json.dumps(live_server.token)});")
-    page = context.new_page()
-    page.set_default_timeout(20_000)
+    yield context
+    context.close()
+
+
+@pytest.fixture
+def browsed(
+    browser_context: Any, live_server: LiveServer, artifacts: Path, request: pytest.FixtureRequest
+) -> Iterator[Browsed]:
+    page = browser_context.new_page()
+    page.set_default_timeout(45_000)
     result = Browsed(page=page, server=live_server, artifacts=artifacts)
 
     def route(route: Any) -> None:
@@ -125,7 +132,7 @@ def browsed(
             result.offhost_requests.append(route.request.url)
             route.abort()
 
-    context.route("**/*", route)
+    page.route("**/*", route)
     page.on("console", lambda msg: result.console_errors.append(msg.text) if msg.type == "error" else None)
     page.on("pageerror", lambda exc: result.console_errors.append(f"uncaught: {exc}"))
     yield result
@@ -134,7 +141,7 @@ def browsed(
         if report is not None and report.failed:
             result.screenshot(f"FAILED-{request.node.name}")
     finally:
-        context.close()
+        page.close()
 
 
 @pytest.hookimpl(wrapper=True)

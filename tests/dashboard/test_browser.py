@@ -137,8 +137,8 @@ def test_plan_page_shows_the_plan_every_evaluated_config_and_the_breakdown(brows
     traces = {t["uid"]: t for t in figure["data"]}
     feasible, infeasible = traces["evaluated-feasible"], traces["evaluated-infeasible"]
     evaluated = len(feasible["x"]) + len(infeasible["x"])
-    assert evaluated == len(plan["pareto"]) == plan["pareto_total"] == plan["configs_evaluated"] > 20
-    assert len(infeasible["x"]) == sum(not p["feasible"] for p in plan["pareto"]) > 0
+    assert evaluated == len(plan["pareto"]) == plan["pareto_total"] == plan["configs_evaluated"] >= 2
+    assert len(infeasible["x"]) == sum(not p["feasible"] for p in plan["pareto"])
     assert len(traces["front"]["x"]) == sum(p["on_front"] for p in plan["pareto"])
     chosen = traces["chosen"]
     assert chosen["marker"]["symbol"] == "star" and len(chosen["x"]) == 1

@@ -32,7 +32,7 @@ def test_each_page_renders_its_shell_with_local_assets_only(client: TestClient, 
     html = response.text
     assert f'data-page="{page.id}"' in html
     assert f'src="/static/js/{page.id}.js"' in html
-    assert f'src="{PLOTLY_URL}"' in html
+    assert f'data-plotly-url="{PLOTLY_URL}"' in html
     assets = [a for a in ASSET.findall(html) if not a.startswith("/") or a.startswith("//")]
     assert assets == [], f"assets not served by Srift itself: {assets}"
     for asset in ASSET.findall(html):

@@ -3,7 +3,7 @@
 import {
   badge, clearErrors, el, markReady, fillSelect, fmtBytes, fmtNumber, fmtPercent, fmtTime, get, items, post, query, renderTable, showBoxError, showError,
 } from "./common.js";
-import { plotConfig } from "./charts.js";
+import { react } from "./charts.js";
 import { loadInstanceTypes, providersAndRegions } from "./shared.js";
 
 const $ = (id) => document.getElementById(id);
@@ -102,13 +102,13 @@ async function draw(ev) {
     if (!$("bw-instance").value || $("bw-instance").options.length === 0) fillInstances(curves.groups);
     if ($("bw-instance").value !== curves.instance_type) $("bw-instance").value = curves.instance_type;
     if (!$("bw-world-sizes").value.trim()) $("bw-world-sizes").value = curves.series.map((s) => s.world_size).join(", ");
-    plot(curves);
+    await plot(curves);
   } catch (err) {
     showError(form, err);
   }
 }
 
-function plot(curves) {
+async function plot(curves) {
   const traces = [];
   curves.series.forEach((s, i) => {
     const color = PALETTE[i % PALETTE.length];
@@ -150,7 +150,7 @@ function plot(curves) {
     plot_bgcolor: "#fff",
     font: { family: "system-ui, sans-serif", size: 12 },
   };
-  Plotly.react($("bw-chart"), traces, layout, plotConfig);
+  await react($("bw-chart"), traces, layout);
   const sources = [...new Set(curves.series.map((s) => s.source))];
   $("bw-sources").textContent = `${curves.instance_type}: model ${sources.join(", ")}; ${curves.samples.length}${curves.samples_truncated ? "+" : ""} probe samples shown.`;
 }
@@ -180,7 +180,7 @@ async function init() {
     });
     $("bw-version").addEventListener("change", () => draw());
     $("bw-world-sizes").value = first.series.map((s) => s.world_size).join(", ");
-    plot(first);
+    await plot(first);
   } catch (err) {
     showError(form, err);
   }

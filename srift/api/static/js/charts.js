@@ -1,4 +1,5 @@
-// Plotly charts shared by the Plan and Predict pages (Plotly is the vendored global loaded by base.html).
+// Plotly charts shared by the pages. Plotly (the bundle vendored from the `plotly` package, 4.8 MB) is loaded
+// on first use, so pages and moments that draw nothing never pay for parsing it.
 
 const PLOT_CONFIG = { displaylogo: false, responsive: true, modeBarButtonsToRemove: ["lasso2d", "select2d"] };
 const COLORS = {
@@ -14,6 +15,31 @@ const COLORS = {
   network: "#e45756",
 };
 const HOUR = 3600;
+let loading = null;
+
+/** The Plotly global, loading /static/vendor/plotly.min.js once on first call. */
+export function plotly() {
+  if (window.Plotly) return Promise.resolve(window.Plotly);
+  if (!loading) {
+    loading = new Promise((resolve, reject) => {
+      const script = document.createElement("script");
+      script.src = document.body.dataset.plotlyUrl;
+      script.onload = () => resolve(window.Plotly);
+      script.onerror = () => {
+        loading = null;
+        reject(new Error("could not load the chart library (/static/vendor/plotly.min.js); is the `plotly` package installed?"));
+      };
+      document.head.append(script);
+    });
+  }
+  return loading;
+}
+
+/** Draw (or redraw in place) a figure with the dashboard's Plotly config. */
+export async function react(div, traces, layout) {
+  const Plotly = await plotly();
+  return Plotly.react(div, traces, layout, PLOT_CONFIG);
+}
 
 function baseLayout(extra) {
   return {
@@ -94,7 +120,7 @@ export function drawPlanScatter(div, { points, chosen, baselines = {}, timeLimit
     shapes,
     annotations,
   });
-  return Plotly.react(div, traces, layout, PLOT_CONFIG);
+  return react(div, traces, layout);
 }
 
 const SEGMENTS = [
@@ -129,7 +155,7 @@ export function drawBreakdown(div, bars) {
     yaxis: { autorange: "reversed" },
     legend: { orientation: "h", y: -0.35, traceorder: "normal" },
   });
-  return Plotly.react(div, traces, layout, PLOT_CONFIG);
+  return react(div, traces, layout);
 }
 
 /** What-if scatter: one point per prediction, p10–p90 as horizontal error bars, the latest highlighted. */
@@ -152,8 +178,7 @@ export function drawWhatIfScatter(div, history) {
     xaxis: { title: { text: "total time (hours)" }, gridcolor: "#eef1f5", rangemode: "tozero" },
     yaxis: { title: { text: "total cost (USD)" }, gridcolor: "#eef1f5", tickprefix: "$", rangemode: "tozero" },
   });
-  return Plotly.react(div, traces, layout, PLOT_CONFIG);
+  return react(div, traces, layout);
 }
 
-export const plotConfig = PLOT_CONFIG;
 export const chartColors = COLORS;

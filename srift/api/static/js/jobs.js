@@ -1,6 +1,6 @@
 // Jobs page: probe/profile jobs with state and logs; training runs with progress and their re-plan history.
 
-import { plotConfig } from "./charts.js";
+import { react } from "./charts.js";
 import {
   badge, el, markReady, fmtNumber, fmtSeconds, fmtTime, fmtUsd, get, items, renderTable, showBoxError,
 } from "./common.js";
@@ -158,7 +158,7 @@ async function showRun(id) {
       { label: "New plan", value: (e) => (e.kind === "started" ? "—" : planLink(e.payload?.plan_id)) },
       { label: "Details", value: (e) => summary(e.payload) },
     ], events, { id: "runs-events-table", empty: "no events yet" });
-    drawProgress(events);
+    await drawProgress(events);
   } catch (err) {
     showBoxError($("runs-error"), err);
   }
@@ -182,7 +182,7 @@ function drawProgress(events) {
     paper_bgcolor: "#fff",
     plot_bgcolor: "#fff",
   };
-  Plotly.react($("runs-chart"), traces, layout, plotConfig);
+  return react($("runs-chart"), traces, layout);
 }
 
 function summary(payload) {

@@ -1,6 +1,6 @@
 // Plan page: build a POST /v1/plans request, then show the plan, CAP/TAP, every evaluated config and the breakdown.
 
-import { drawBreakdown, drawPlanScatter } from "./charts.js";
+import { drawBreakdown, drawPlanScatter, plotly } from "./charts.js";
 import {
   card, clearErrors, el, fillSelect, fmtNumber, fmtSeconds, fmtUsd, get, markReady, numberOrNull, post, renderTable, showError,
 } from "./common.js";
@@ -127,7 +127,7 @@ function renderCharts(plan) {
     if (b) baselines[key] = { label: `${key.toUpperCase()}: ${b.label}`, total_time_s: b.predicted.total_time_s, cost_usd: b.predicted.cost_usd };
   }
   const limits = plan.limits || {};
-  drawPlanScatter($("plan-scatter"), {
+  const scatter = drawPlanScatter($("plan-scatter"), {
     points: plan.pareto,
     chosen: { label: `chosen: ${plan.label}`, total_time_s: plan.predicted.total_time_s, cost_usd: plan.predicted.cost_usd },
     baselines,
@@ -144,10 +144,10 @@ function renderCharts(plan) {
     const b = plan.baselines?.[key];
     if (b?.breakdown) bars.push({ name: key.toUpperCase(), breakdown: b.breakdown });
   }
-  drawBreakdown($("plan-breakdown"), bars);
+  return Promise.all([scatter, drawBreakdown($("plan-breakdown"), bars)]);
 }
 
-function renderPlan(plan) {
+async function renderPlan(plan) {
   $("plan-empty").hidden = true;
   $("plan-results").hidden = false;
   $("plan-title").textContent = `Plan #${plan.id}: ${plan.label}`;
@@ -156,7 +156,7 @@ function renderPlan(plan) {
   $("plan-warnings").replaceChildren(...[...(plan.warnings || []), ...(plan.breakdown?.warnings || [])].map((w) => el("li", {}, w)));
   sourcesLine($("plan-sources"), plan.sources);
   renderBaselines(plan);
-  renderCharts(plan);
+  await renderCharts(plan);
 }
 
 async function submit(ev) {
@@ -166,7 +166,7 @@ async function submit(ev) {
   $("plan-busy").hidden = false;
   try {
     const plan = await post("/plans", await buildRequest());
-    renderPlan(plan);
+    await renderPlan(plan);
     history.replaceState(null, "", `?plan=${plan.id}`);
   } catch (err) {
     showError(form, err);
@@ -195,6 +195,7 @@ function fillForm(request) {
 
 async function init() {
   form.addEventListener("submit", submit);
+  form.addEventListener("focusin", () => plotly(), { once: true });
   $("plan-availability-add").addEventListener("click", addAvailability);
   $("plan-time-limit").addEventListener("input", () => {
     const v = numberOrNull($("plan-time-limit"));
@@ -210,7 +211,7 @@ async function init() {
     if (planId) {
       const stored = await get(`/plans/${encodeURIComponent(planId)}`);
       fillForm(stored.request);
-      renderPlan(stored);
+      await renderPlan(stored);
     }
   } catch (err) {
     showError(form, err);

@@ -1,6 +1,6 @@
 // Predict page: a hand-made fleet → POST /v1/predictions; keeps this session's what-ifs for comparison.
 
-import { drawBreakdown, drawWhatIfScatter } from "./charts.js";
+import { drawBreakdown, drawWhatIfScatter, plotly } from "./charts.js";
 import {
   card, clearErrors, markReady, el, fillSelect, fmtNumber, fmtSeconds, fmtUsd, numberOrNull, post, renderTable, showError,
 } from "./common.js";
@@ -85,7 +85,7 @@ async function buildRequest() {
   return request;
 }
 
-function render(prediction) {
+async function render(prediction) {
   $("predict-empty").hidden = true;
   $("predict-results").hidden = false;
   const p = { ...prediction.predicted, breakdown: prediction.breakdown };
@@ -100,8 +100,10 @@ function render(prediction) {
   $("predict-warnings").replaceChildren(...[...(prediction.warnings || []), ...(prediction.breakdown.warnings || [])].map((w) => el("li", {}, w)));
   sourcesLine($("predict-sources"), prediction.sources);
   whatIfs.push({ label: prediction.label, iterations: prediction.iterations, prediction: p });
-  drawWhatIfScatter($("predict-scatter"), whatIfs);
-  drawBreakdown($("predict-breakdown"), whatIfs.slice(-3).reverse().map((w, i) => ({ name: i === 0 ? "latest" : `earlier ${i}`, breakdown: w.prediction.breakdown })));
+  const charts = Promise.all([
+    drawWhatIfScatter($("predict-scatter"), whatIfs),
+    drawBreakdown($("predict-breakdown"), whatIfs.slice(-3).reverse().map((w, i) => ({ name: i === 0 ? "latest" : `earlier ${i}`, breakdown: w.prediction.breakdown }))),
+  ]);
   renderTable($("predict-history"), [
     { label: "#", value: (w) => whatIfs.indexOf(w) + 1, num: true },
     { label: "Fleet", value: (w) => w.label },
@@ -109,6 +111,7 @@ function render(prediction) {
     { label: "Total time", value: (w) => fmtSeconds(w.prediction.total_time_s), num: true },
     { label: "Cost", value: (w) => fmtUsd(w.prediction.cost_usd), num: true },
   ], [...whatIfs].reverse(), { rowClass: (w) => (w === whatIfs[whatIfs.length - 1] ? "chosen" : null) });
+  await charts;
 }
 
 async function submit(ev) {
@@ -117,7 +120,7 @@ async function submit(ev) {
   $("predict-submit").disabled = true;
   $("predict-busy").hidden = false;
   try {
-    render(await post("/predictions", await buildRequest()));
+    await render(await post("/predictions", await buildRequest()));
   } catch (err) {
     showError(form, err);
   } finally {
@@ -128,6 +131,7 @@ async function submit(ev) {
 
 async function init() {
   form.addEventListener("submit", submit);
+  form.addEventListener("focusin", () => plotly(), { once: true });
   $("predict-add-row").addEventListener("click", () => addRow());
   try {
     const [profiles, where] = await Promise.all([loadProfiles(), initWhere($("predict-provider"), $("predict-region"), refreshRowTypes)]);
