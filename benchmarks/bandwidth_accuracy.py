@@ -212,16 +212,33 @@ def main() -> int:
 
     t0 = time.monotonic()
     load_before = os.getloadavg()[0]
+    body_note = ""
     if args.samples:
         raw = args.samples.read_bytes()
         text = gzip.decompress(raw).decode() if args.samples.suffix == ".gz" else raw.decode()
         records = parse_jsonl(text, source=args.samples.name)
-        collect_s = None
+        sidecar = args.samples.with_name(args.samples.name + ".meta.json")
+        shipped_meta = args.samples.parent / "metadata.json"
+        collection = json.loads(sidecar.read_text()) if sidecar.exists() else {}
+        if not collection and shipped_meta.exists():
+            collection = json.loads(shipped_meta.read_text()).get("collection", {})
+            body_note = f"Re-trained from the raw samples of the shipped model `{args.samples.parent.name}`."
     else:
         records = collect(args)
-        collect_s = time.monotonic() - t0
+        collection = {
+            "command": "python " + " ".join(sys.argv),
+            "collect_s": round(time.monotonic() - t0, 1),
+            "load_average_before": round(load_before, 2),
+            "load_average_after": round(os.getloadavg()[0], 2),
+            "nice": args.nice,
+            "rounds": args.rounds,
+            "repeats": args.repeats,
+            "iters": args.iters,
+        }
         if args.save_samples:
             args.save_samples.write_bytes(gzip.compress(records_to_jsonl(records).encode(), mtime=0))
+            sidecar = args.save_samples.with_name(args.save_samples.name + ".meta.json")
+            sidecar.write_text(json.dumps(collection, indent=1) + "\n")
     model, report = tune_and_fit(records, seed=args.seed)
     metrics = report.metrics()
     print(json.dumps(metrics, indent=1))
@@ -251,10 +268,12 @@ def main() -> int:
         f"types {', '.join(types)} (rate Mbit/s . one-way delay ms), world sizes {worlds}, "
         f"sizes {sizes[0]} B .. {sizes[-1] >> 20} MiB, MTU split at {MTU} B."
         + (
-            f" Collection took {collect_s / 60:.1f} min on a shared machine (1-min load average "
-            f"{load_before:.1f} before, {os.getloadavg()[0]:.1f} after); probe ranks and the testbed "
-            f"switch ran at nice {args.nice}."
-            if collect_s
+            f" Collected by `{collection['command']}` in {collection['collect_s'] / 60:.1f} min on a shared "
+            f"2-core machine (1-min load average {collection.get('load_average_before')} at the start); "
+            f"probe ranks and the testbed switch ran at nice {collection.get('nice')}; "
+            f"{collection.get('repeats')} samples per size, world size and round, each averaging up to "
+            f"{collection.get('iters')} allreduces."
+            if collection
             else ""
         ),
         "",
@@ -286,6 +305,8 @@ def main() -> int:
             "Median measured busbw at ≥ 4 MiB: "
             + ", ".join(f"{k} {v * 1000:.0f} Mbit/s" for k, v in sorted(median_busbw.items())),
         ]
+    if body_note:
+        body += ["", body_note]
     if args.ship:
         from srift.bandwidth import registry
 
@@ -306,6 +327,7 @@ def main() -> int:
                 "description": "real gloo probes across testbed hosts (benchmarks/bandwidth_accuracy.py)",
                 "samples_file": registry.SHIPPED_SAMPLES,
                 "testbed_spec": testbed_document(),
+                "collection": collection,
             },
         )
         (directory / registry.SHIPPED_SAMPLES).write_bytes(

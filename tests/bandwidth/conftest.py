@@ -35,7 +35,8 @@ def reference_path() -> Path:
 
 @pytest.fixture(scope="session")
 def testbed_records() -> list[ProbeRecord]:
-    """Real gloo probe samples from the testbed (2 link shapes, world sizes 2 and 4, two bring-ups)."""
+    """Real gloo probe samples from the testbed: a subset of the shipped model's (bw.r100.d2 and bw.r500.d5 on
+    2 and 4 hosts, two bring-ups), so the learner is tested on measured, not synthetic, data."""
     text = gzip.decompress((DATA / "testbed_samples.jsonl.gz").read_bytes()).decode()
     return parse_jsonl(text, source="testbed_samples.jsonl")
 
