@@ -31,6 +31,12 @@ from srift.sim import CommMode, IterationEstimate, simulate, to_prediction
 MAX_PS_VMS = 64
 """Parameter-server mode simulates every VM's steps; larger fleets should use allreduce."""
 
+MAX_MC_LAYER_WORK = 2_000_000
+"""mc_samples × layers above this would keep a request busy for minutes; asked to lower mc_samples."""
+
+MAX_PS_LAYER_WORK = 200_000
+"""VMs × layers above this in parameter-server mode would likewise take too long."""
+
 
 def resolve_profiles(
     *,
@@ -200,6 +206,20 @@ def predict(
     )
     offers = _offers(session=session, request=request, region=region)
     members, used_offers, profile_sources = build_fleet(request=request, profiles=profiles, offers=offers)
+    layers = max(len(m.profile.layers) for m in members)
+    if request.mc_samples * layers > MAX_MC_LAYER_WORK:
+        raise InvalidInput(
+            f"{request.mc_samples} Monte Carlo samples of a {layers}-layer model are too many for a request",
+            hint=f"use mc_samples ≤ {MAX_MC_LAYER_WORK // layers}",
+            field="mc_samples",
+        )
+    vms = sum(m.count for m in members)
+    if request.comm is CommMode.PARAMETER_SERVER and vms * layers > MAX_PS_LAYER_WORK:
+        raise InvalidInput(
+            f"parameter-server mode for {vms} VMs and {layers} layers is too much work for one request",
+            hint="use fewer VMs, or comm=allreduce",
+            field="comm",
+        )
     model = bandwidth if bandwidth is not None else active_model(session=session, settings=settings)
     estimate: IterationEstimate = simulate(
         members,

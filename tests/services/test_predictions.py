@@ -205,6 +205,19 @@ def test_bad_requests_name_the_field_and_the_fix(
     assert err.value.hint
 
 
+def test_requests_that_would_run_for_minutes_are_refused(lab: Session, settings: Settings) -> None:
+    big = profile(layers=[(4096, (i + 1) / 3000) for i in range(3000)])
+    with pytest.raises(InvalidInput) as err:
+        predict(
+            session=lab,
+            settings=settings,
+            request=_request(profiles=[big.to_dict()], mc_samples=1000),
+            bandwidth=TableBandwidth({1: 8.0}),
+        )
+    assert err.value.field == "mc_samples"
+    assert "mc_samples ≤ 666" in err.value.hint
+
+
 def test_request_schema_rejects_counts_below_one() -> None:
     with pytest.raises(InvalidInput) as err:
         _request(config={"choices": [{"instance_type": "v100x1", "count": 0, "batch": 8}]})
