@@ -67,6 +67,9 @@ def run_one(name: str, *, clock: str, threads: int, max_batch: int | None, repea
         "measured": measured,
         "mape": mape(predicted, measured),
         "worst": max(abs(p - m) / m for p, m in zip(predicted, measured, strict=True)) * 100,
+        "worst_batch": max(
+            zip(batches, predicted, measured, strict=True), key=lambda x: abs(x[1] - x[2]) / x[2]
+        )[0],
         "profile_s": profile_s,
         "cv": profile.straggler_cv,
         "layers": len(profile.layers),
@@ -116,14 +119,15 @@ def main(argv: list[str] | None = None) -> int:
         "`wall` timings are elapsed time; `thread` timings are the profiling thread's CPU time "
         "(`--clock thread`), which leaves out time spent waiting for a core on this shared machine.",
         "",
-        "| model | clock | max batch | breakpoints | check batches | MAPE | worst | profile time "
+        "| model | clock | max batch | breakpoints | check batches | MAPE | worst (batch) | profile time "
         "| straggler cv | load avg |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         lines.append(
             f"| {r['model']} | {r['clock']} | {r['max_batch']} | {', '.join(map(str, r['breakpoints']))} | "
-            f"{', '.join(map(str, r['batches']))} | {r['mape']:.2f} % | {r['worst']:.1f} % | "
+            f"{', '.join(map(str, r['batches']))} | {r['mape']:.2f} % | "
+            f"{r['worst']:.1f} % at {r['worst_batch']} | "
             f"{r['profile_s']:.1f} s | {r['cv']:.3f} | {r['load']:.1f} |"
         )
     wall = [r for r in rows if r["clock"] == "wall"]
@@ -135,7 +139,8 @@ def main(argv: list[str] | None = None) -> int:
         "average in the table); wall-clock figures vary with that load from run to run.",
     ]
     if not args.no_write:
-        write_section("profile_curves", "\n".join(lines))
+        command = "python -m benchmarks.profile_curves " + " ".join(sys.argv[1:] if argv is None else argv)
+        write_section("profile_curves", "\n".join(lines), command=command.strip())
     return 0 if all(r["passed"] for r in rows) else 1
 
 

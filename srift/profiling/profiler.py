@@ -498,6 +498,13 @@ def _checked_step(bench: _Bench, inputs: Any) -> None:
     try:
         output = _call(bench.model, inputs)
     except Exception as exc:
+        if _is_oom(exc):
+            raise Infeasible(
+                f"model from `{bench.model_desc}` ran out of memory on {bench.device} at batch 1 or 2: "
+                f"{_failure(exc)}",
+                hint="use a device with more memory or a smaller model",
+                field="device",
+            ) from exc
         raise InvalidInput(
             f"model from `{bench.model_desc}` failed on the batch from input factory `{bench.input_desc}`: "
             f"{_failure(exc)}",
