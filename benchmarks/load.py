@@ -223,21 +223,42 @@ def run_load(
     return result
 
 
-def _profile_document() -> dict[str, Any]:
+def _profile_document(accelerator: str, *, seconds_scale: float) -> dict[str, Any]:
     """A small valid profile (the shape `srift profile` writes) for plan and prediction requests."""
     return {
         "schema_version": 1,
         "model": "load-test-mlp",
-        "accelerator": "NVIDIA T4",
+        "accelerator": accelerator,
         "max_batch": 256,
-        "forward": {"batches": [1, 85, 171, 256], "times_s": [0.004, 0.03, 0.058, 0.086]},
-        "backward": {"batches": [1, 85, 171, 256], "times_s": [0.008, 0.06, 0.116, 0.172]},
+        "forward": {
+            "batches": [1, 85, 171, 256],
+            "times_s": [t * seconds_scale for t in (0.004, 0.03, 0.058, 0.086)],
+        },
+        "backward": {
+            "batches": [1, 85, 171, 256],
+            "times_s": [t * seconds_scale for t in (0.008, 0.06, 0.116, 0.172)],
+        },
         "layers": [
             {"name": f"fc{i}", "grad_bytes": 4_000_000, "ready_frac": (i + 1) / 8, "exec_prob": 1.0}
             for i in range(8)
         ],
         "straggler_cv": 0.05,
     }
+
+
+def store_profiles(*, base_url: str, headers: dict[str, str]) -> list[int]:
+    """Store a T4 and a V100 profile of the same small model; return their ids."""
+    ids = []
+    for accelerator, scale in (("NVIDIA T4", 1.0), ("NVIDIA V100", 0.5)):
+        response = httpx.post(
+            base_url + "/v1/profiles",
+            json=_profile_document(accelerator, seconds_scale=scale),
+            headers=headers,
+            timeout=60,
+        )
+        response.raise_for_status()
+        ids.append(int(response.json()["id"]))
+    return ids
 
 
 def build_scenario(name: str, *, base_url: str, headers: dict[str, str]) -> tuple[str, Request]:
@@ -257,12 +278,10 @@ def build_scenario(name: str, *, base_url: str, headers: dict[str, str]) -> tupl
         return name, Request("GET", "/v1/health")
     if name == "instance-types":
         return name, Request("GET", "/v1/instance-types")
-    profile = httpx.post(base_url + "/v1/profiles", json=_profile_document(), headers=headers, timeout=60)
-    profile.raise_for_status()
-    profile_id = profile.json()["id"]
+    profile_ids = store_profiles(base_url=base_url, headers=headers)
     if name == "plans":
         body: dict[str, Any] = {
-            "profile_ids": [profile_id],
+            "profile_ids": profile_ids,
             "global_batch": 512,
             "iterations": 10_000,
             "objective": "min_cost",
@@ -275,11 +294,13 @@ def build_scenario(name: str, *, base_url: str, headers: dict[str, str]) -> tupl
         }
         return name, Request("POST", "/v1/plans", body)
     body = {
-        "profile_ids": [profile_id],
+        "profile_ids": profile_ids,
         "provider": "aws",
         "region": "us-east-1",
         "iterations": 10_000,
-        "fleet": [{"instance_type": "g4dn.12xlarge", "market": "on_demand", "count": 2, "batch": 256}],
+        "config": {
+            "choices": [{"instance_type": "g4dn.12xlarge", "market": "on_demand", "count": 2, "batch": 256}]
+        },
     }
     return name, Request("POST", "/v1/predictions", body)
 

@@ -16,17 +16,17 @@ MAX_LAYERS_PER_PROFILE = 10_000
 MAX_PROFILES_PER_REQUEST = 64
 MAX_INSTANCE_TYPES_PER_REQUEST = 64
 MAX_COUNT = 1024
-MAX_FLEET_VMS = 4096
-MAX_GLOBAL_BATCH = 1_048_576
+MAX_GLOBAL_BATCH = 262_144
+MAX_VM_BATCH = 1_048_576
 MAX_ITERATIONS = 1_000_000_000
 MAX_SOLVE_BUDGET_S = 60.0
 DEFAULT_MAX_SOLVE_BUDGET_S = 30.0
 MAX_PROBE_GRID_POINTS = 1024
-MAX_PROBE_BUFFER_BYTES = 1 << 32
+MAX_PROBE_BUFFER_BYTES = 1 << 30
 MAX_PROBE_REPEATS = 1000
 MAX_PROBE_RESULTS_PER_BATCH = 10_000
 MAX_NAME_CHARS = 200
-MAX_PAGE_SIZE = 500
+MAX_PAGE_SIZE = 1000
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,11 +76,13 @@ INSTANCE_TYPES_PER_REQUEST = Limit(
     "instance types per request",
     MAX_INSTANCE_TYPES_PER_REQUEST,
     "instance types",
-    "`availability` keys, fleets and instance-type lists in plans, predictions and probe jobs",
+    "`availability` keys of plan requests (prediction fleets: at most 32 choices)",
 )
-COUNT = Limit("VMs of one type", MAX_COUNT, "VMs", "`count`, `counts[i]`, `availability` values")
-FLEET_VMS = Limit("VMs per fleet", MAX_FLEET_VMS, "VMs", "the sum of counts of one fleet")
-GLOBAL_BATCH = Limit("global batch", MAX_GLOBAL_BATCH, "samples", "`global_batch`, per-VM `batch`")
+COUNT = Limit(
+    "VMs of one type", MAX_COUNT, "VMs", "fleet `count`, `availability` values, `max_count_per_type`"
+)
+GLOBAL_BATCH = Limit("global batch", MAX_GLOBAL_BATCH, "samples", "`global_batch` of plan requests")
+VM_BATCH = Limit("per-VM batch", MAX_VM_BATCH, "samples", "`choices[].batch` of prediction fleets")
 ITERATIONS = Limit("iterations", MAX_ITERATIONS, "iterations", "`iterations`, progress `iterations_done`")
 SOLVE_BUDGET = Limit(
     "solve budget",
@@ -94,7 +96,9 @@ PROBE_GRID = Limit(
     "grid points",
     "probe jobs: buffer sizes × world sizes × instance types",
 )
-PROBE_BUFFER = Limit("probe buffer size", MAX_PROBE_BUFFER_BYTES, "bytes", "each probe `buffer_bytes`")
+PROBE_BUFFER = Limit(
+    "probe buffer size", MAX_PROBE_BUFFER_BYTES, "bytes", "each probe job size (stored sizes are 32-bit)"
+)
 PROBE_REPEATS = Limit(
     "probe repeats", MAX_PROBE_REPEATS, "repeats", "probe `repeats` / `iters` per grid point"
 )
@@ -102,7 +106,9 @@ PROBE_RESULTS_PER_BATCH = Limit(
     "probe results per batch", MAX_PROBE_RESULTS_PER_BATCH, "samples", "POST /v1/probe-results `samples[]`"
 )
 NAME_CHARS = Limit("name length", MAX_NAME_CHARS, "characters", "model, accelerator, token and job names")
-PAGE_SIZE = Limit("page size", MAX_PAGE_SIZE, "items", "`limit` query parameter of list endpoints")
+PAGE_SIZE = Limit(
+    "page size", MAX_PAGE_SIZE, "items", "`limit` query parameter of list endpoints (some lists stop at 500)"
+)
 
 LIMITS: tuple[Limit, ...] = (
     BODY_SIZE,
@@ -110,8 +116,8 @@ LIMITS: tuple[Limit, ...] = (
     PROFILES_PER_REQUEST,
     INSTANCE_TYPES_PER_REQUEST,
     COUNT,
-    FLEET_VMS,
     GLOBAL_BATCH,
+    VM_BATCH,
     ITERATIONS,
     SOLVE_BUDGET,
     PROBE_GRID,

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from srift.errors import InvalidInput
+from srift.limits import LAYERS_PER_PROFILE
 
 PROFILE_SCHEMA_VERSION = 1
 
@@ -163,6 +164,7 @@ class ModelProfile:
         raw_layers = data.get("layers")
         if not isinstance(raw_layers, list) or not raw_layers:
             raise InvalidInput("must be a non-empty list", hint="list every trainable layer", field="layers")
+        LAYERS_PER_PROFILE.check(len(raw_layers), field="layers")
         layers = tuple(_layer(raw, i) for i, raw in enumerate(raw_layers))
         cv = _get(data, "straggler_cv", float)
         if not math.isfinite(cv) or cv < 0 or cv > 5:

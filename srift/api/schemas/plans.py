@@ -3,16 +3,24 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from srift.domain import MarketChoice, Objective, SearchMode
 from srift.errors import InvalidInput
+from srift.limits import (
+    MAX_COUNT,
+    MAX_GLOBAL_BATCH,
+    MAX_INSTANCE_TYPES_PER_REQUEST,
+    MAX_NAME_CHARS,
+    MAX_PROFILES_PER_REQUEST,
+    MAX_SOLVE_BUDGET_S,
+)
 from srift.optimize.space import BatchPolicy
 
-MAX_GLOBAL_BATCH = 1 << 18
-MAX_COUNT = 1024
+TypeName = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[^\x00]+$")]
+CountCap = Annotated[int, Field(ge=0, le=MAX_COUNT)]
 
 
 class PlanRequest(BaseModel):
@@ -21,12 +29,16 @@ class PlanRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    profile_ids: list[int] | None = Field(default=None, max_length=64, description="stored profile ids")
+    profile_ids: list[int] | None = Field(
+        default=None, max_length=MAX_PROFILES_PER_REQUEST, description="stored profile ids"
+    )
     profiles: list[dict[str, Any]] | None = Field(
-        default=None, max_length=64, description="inline profile documents as written by `srift profile`"
+        default=None,
+        max_length=MAX_PROFILES_PER_REQUEST,
+        description="inline profile documents as written by `srift profile`",
     )
     model: str | None = Field(
-        default=None, max_length=200, description="use every stored profile of this model"
+        default=None, max_length=MAX_NAME_CHARS, description="use every stored profile of this model"
     )
     global_batch: int = Field(
         ge=1, le=MAX_GLOBAL_BATCH, description="samples per iteration over the whole fleet"
@@ -49,14 +61,18 @@ class PlanRequest(BaseModel):
     market: MarketChoice = Field(
         default=MarketChoice.ANY, description="spot, on_demand or any (cheaper per type)"
     )
-    availability: dict[str, int] | None = Field(
-        default=None, description="instance type → max count; only these types are used"
+    availability: dict[TypeName, CountCap] | None = Field(
+        default=None,
+        max_length=MAX_INSTANCE_TYPES_PER_REQUEST,
+        description="instance type → max count; only these types are used",
     )
     max_count_per_type: int = Field(
         default=16, ge=1, le=MAX_COUNT, description="count cap for types when availability is not given"
     )
     mode: SearchMode = Field(default=SearchMode.AUTO, description="exhaustive, eager or auto")
-    solve_budget_s: float = Field(default=2.0, gt=0, description="seconds the search may take")
+    solve_budget_s: float = Field(
+        default=2.0, gt=0, le=MAX_SOLVE_BUDGET_S, description="seconds the search may take"
+    )
     batch_policy: BatchPolicy = Field(
         default=BatchPolicy.POW2_SPLIT, description="per-VM batches: pow2_split, pow2 or any"
     )

@@ -9,10 +9,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from srift.api.schemas.plans import BreakdownOut, ChoiceOut, PredictedOut
 from srift.domain import Market
 from srift.errors import InvalidInput
+from srift.limits import MAX_COUNT, MAX_VM_BATCH
 from srift.sim import CommMode
 
-MAX_COUNT = 1024
-MAX_VM_BATCH = 1 << 20
 MAX_CHOICES = 32
 MAX_MC_SAMPLES = 1000
 MAX_STRAGGLER_ITERS = 10_000

@@ -6,9 +6,11 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from srift.limits import MAX_LAYERS_PER_PROFILE, MAX_NAME_CHARS
+
 MAX_SAFE_INT = 2**53 - 1
 MAX_BATCH = 1_000_000_000
-NAME_CHARS = 200
+NAME_CHARS = MAX_NAME_CHARS
 
 Batch = Annotated[int, Field(ge=1, le=MAX_BATCH)]
 Seconds = Annotated[float, Field(gt=0)]
@@ -73,7 +75,9 @@ class ProfileIn(BaseModel):
     max_batch: int = Field(ge=1, le=MAX_BATCH, description="largest per-device batch that fits")
     forward: CurveIn
     backward: CurveIn
-    layers: list[LayerIn] = Field(min_length=1, max_length=100_000, description="trainable layers")
+    layers: list[LayerIn] = Field(
+        min_length=1, max_length=MAX_LAYERS_PER_PROFILE, description="trainable layers"
+    )
     straggler_cv: float = Field(ge=0, le=5, description="std/mean of iteration time")
     torch_version: str = Field(default="", max_length=100)
     device: str = Field(default="cpu", max_length=100, description="torch device the profile ran on")
