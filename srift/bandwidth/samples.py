@@ -16,10 +16,11 @@ from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
 from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from srift.db.tables import ProbeSample
-from srift.errors import InvalidInput
+from srift.db.tables import Job, ProbeSample
+from srift.errors import Conflict, InvalidInput, NotFound
 
 SCHEMA = "srift-probe/1"
 BACKENDS = ("gloo", "nccl", "mpi", "nccl-tests")
@@ -278,6 +279,8 @@ def store_samples(
         raise InvalidInput(
             "origin must be 1–32 characters", hint="name the source, e.g. 'jsonl'", field="origin"
         )
+    if job_id is not None and session.get(Job, job_id) is None:
+        raise NotFound(f"no job {job_id}", hint="store samples against an existing probe job", field="job_id")
     by_print: dict[str, ProbeRecord] = {}
     for record in records:
         by_print.setdefault(record.fingerprint(), record)
@@ -289,7 +292,13 @@ def store_samples(
         )
     new = [p for p in prints if p not in existing]
     session.add_all(_row(by_print[p], fingerprint=p, origin=origin, job_id=job_id) for p in new)
-    session.flush()
+    try:
+        session.flush()
+    except IntegrityError as exc:
+        raise Conflict(
+            "some of these samples were stored by another import at the same moment",
+            hint="retry: samples already stored are skipped",
+        ) from exc
     return len(new)
 
 

@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session
 
 from srift.bandwidth.imports import ImportFormat, import_text
 from srift.bandwidth.samples import ProbeRecord, count_samples, load_samples, parse_jsonl, store_samples
-from srift.errors import InvalidInput
+from srift.errors import InvalidInput, NotFound
 
 
 def line(**changes: Any) -> str:
@@ -108,4 +108,11 @@ def test_store_rejects_an_empty_origin(session: Session) -> None:
     with pytest.raises(InvalidInput) as caught:
         store_samples(session=session, records=parse_jsonl(line()), origin="")
     assert caught.value.field == "origin"
+    assert count_samples(session=session) == 0
+
+
+def test_samples_of_an_unknown_job_are_refused(session: Session) -> None:
+    with pytest.raises(NotFound) as caught:
+        store_samples(session=session, records=parse_jsonl(line()), origin="job", job_id=424242)
+    assert caught.value.field == "job_id"
     assert count_samples(session=session) == 0
