@@ -246,7 +246,9 @@ def _load_regressor(artifact_dir: str, version: str) -> BusBandwidthRegressor:
         return cached
     from srift.bandwidth.learner import BusBandwidthRegressor
 
-    directory = Path(artifact_dir)
+    # a moved checkout or container keeps shipped versions under its own models/ folder
+    candidates = [Path(artifact_dir), *(base / version for base in shipped_models_dirs())]
+    directory = next((c for c in candidates if (c / METADATA).is_file()), Path(artifact_dir))
     try:
         metadata = json.loads((directory / METADATA).read_text())
     except (OSError, ValueError) as exc:
