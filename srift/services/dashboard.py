@@ -11,8 +11,8 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from srift.db.tables import ProbeSample, TrainingJob, TrainingJobEvent
-from srift.domain import BusBandwidthModel, InstanceType
-from srift.errors import InvalidInput
+from srift.domain import BusBandwidthModel, InstanceType, Interconnect
+from srift.errors import InvalidInput, NotFound
 from srift.settings import Settings
 
 ACTIVE = "active"
@@ -21,6 +21,7 @@ MAX_WORLD_SIZE = 4096
 MAX_SAMPLES = 4000
 # Buffer sizes 1 KiB … 1 GiB in steps of √2: enough points for a smooth log-x curve.
 BUFFER_GRID: tuple[int, ...] = tuple(round(2 ** (10 + i / 2)) for i in range(41))
+DEFAULT_PROVIDER = "aws"
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,7 +85,7 @@ def sample_groups(*, session: Session) -> list[SampleGroup]:
 
 def default_world_sizes(instance: InstanceType, groups: Sequence[SampleGroup]) -> list[int]:
     """The world sizes probed on this type, else 1–8 nodes' worth of its devices (at least 2 ranks)."""
-    probed = sorted({g.world_size for g in groups if g.instance_type == instance.name})
+    probed = sorted({g.world_size for g in _groups_of(instance, groups)})
     if probed:
         return probed[:MAX_WORLD_SIZES]
     sizes = [instance.devices * nodes for nodes in (1, 2, 4, 8)]
@@ -109,26 +110,46 @@ def check_world_sizes(world_sizes: Sequence[int]) -> list[int]:
     return sorted(set(world_sizes))
 
 
-def nodes_for(instance: InstanceType, world_size: int) -> int:
-    """Instances needed to host `world_size` ranks, one per device."""
+def _groups_of(instance: InstanceType, groups: Sequence[SampleGroup]) -> list[SampleGroup]:
+    return [g for g in groups if g.provider == instance.provider and g.instance_type == instance.name]
+
+
+def nodes_for(instance: InstanceType, world_size: int, groups: Sequence[SampleGroup] = ()) -> int:
+    """Instances the probes spread `world_size` ranks over, else those needed at one rank per device."""
+    probed = [g for g in _groups_of(instance, groups) if g.world_size == world_size]
+    if probed:
+        return max(probed, key=lambda g: g.count).nodes
     return max(1, math.ceil(world_size / instance.devices))
 
 
+def buffer_grid(smallest_bytes: int | None = None, largest_bytes: int | None = None) -> tuple[int, ...]:
+    """BUFFER_GRID, widened in √2 steps to cover the sampled sizes when they fall outside it."""
+    low = min(BUFFER_GRID[0], smallest_bytes or BUFFER_GRID[0])
+    high = max(BUFFER_GRID[-1], largest_bytes or BUFFER_GRID[-1])
+    first = math.floor(2 * math.log2(max(low, 1)))
+    last = math.ceil(2 * math.log2(high))
+    return tuple(sorted({max(1, round(2 ** (k / 2))) for k in range(first, last + 1)}))
+
+
 def model_curves(
-    model: BusBandwidthModel, *, instance: InstanceType, world_sizes: Sequence[int]
+    model: BusBandwidthModel,
+    *,
+    instance: InstanceType,
+    world_sizes: Sequence[int],
+    groups: Sequence[SampleGroup] = (),
+    grid: Sequence[int] = BUFFER_GRID,
 ) -> list[CurveSeries]:
-    """The model's busbw over BUFFER_GRID for each world size."""
+    """The model's busbw over `grid` for each world size (on the nodes the probes used, if any)."""
+    sizes = tuple(grid)
     series = []
     for world_size in world_sizes:
-        nodes = nodes_for(instance, world_size)
-        estimate = model.predict(
-            instance=instance, world_size=world_size, nodes=nodes, buffer_bytes=BUFFER_GRID
-        )
+        nodes = nodes_for(instance, world_size, groups)
+        estimate = model.predict(instance=instance, world_size=world_size, nodes=nodes, buffer_bytes=sizes)
         series.append(
             CurveSeries(
                 world_size=world_size,
                 nodes=nodes,
-                buffer_bytes=BUFFER_GRID,
+                buffer_bytes=sizes,
                 busbw_gbps=tuple(float(v) for v in estimate.busbw_gbps),
                 source=estimate.source,
                 residual_cv=float(estimate.residual_cv),
@@ -176,30 +197,38 @@ def bandwidth_curves(
     session: Session,
     settings: Settings,
     version: str,
-    provider: str,
+    provider: str | None,
     instance_type: str | None,
     world_sizes: Sequence[int],
 ) -> BandwidthCurves:
     """Curves of model `version` ("active" for the serving model) for one instance type, with its samples.
 
-    Without `instance_type` the first probed type of `provider` is shown (else its first catalog type);
-    without `world_sizes`, the probed world sizes (else 1, 2, 4 and 8 nodes' worth of ranks).
+    Without `instance_type`: the first probed type (of `provider`, if given) that the active model covers,
+    else the first probed type, else the provider's first catalog type. Without `world_sizes`: the probed
+    world sizes, else 1, 2, 4 and 8 nodes' worth of ranks. Probed types missing from the catalog (a
+    testbed's) are described by the host facts their samples record.
     """
     from srift.bandwidth import registry
-    from srift.catalog import store
 
     groups = sample_groups(session=session)
-    name = instance_type or _default_type(session=session, provider=provider, groups=groups)
-    instance = store.get_instance_type(session=session, provider=provider, name=name)
+    if instance_type is None:
+        provider, name = _default_type(session=session, provider=provider, groups=groups)
+    else:
+        provider, name = provider or DEFAULT_PROVIDER, instance_type
+    instance = _instance(session=session, provider=provider, name=name)
     sizes = check_world_sizes(world_sizes) if world_sizes else default_world_sizes(instance, groups)
     if version == ACTIVE:
         model = registry.active_model(session=session, settings=settings)
     else:
         model = registry.model_version(session=session, settings=settings, version=version)
-    series = model_curves(model, instance=instance, world_sizes=sizes)
     samples, truncated = stored_samples(
         session=session, provider=provider, instance_type=name, world_sizes=sizes
     )
+    grid = buffer_grid(
+        min((p.buffer_bytes for p in samples), default=None),
+        max((p.buffer_bytes for p in samples), default=None),
+    )
+    series = model_curves(model, instance=instance, world_sizes=sizes, groups=groups, grid=grid)
     return BandwidthCurves(
         version=version,
         provider=provider,
@@ -211,12 +240,19 @@ def bandwidth_curves(
     )
 
 
-def _default_type(*, session: Session, provider: str, groups: Sequence[SampleGroup]) -> str:
+def _default_type(
+    *, session: Session, provider: str | None, groups: Sequence[SampleGroup]
+) -> tuple[str, str]:
+    from srift.bandwidth import registry
     from srift.catalog import store
 
-    for group in groups:
-        if group.provider == provider:
-            return group.instance_type
+    active = registry.active_version(session=session)
+    covered = set(active.covers) if active is not None else set()
+    candidates = [g for g in groups if provider is None or g.provider == provider]
+    candidates.sort(key=lambda g: f"{g.provider}/{g.instance_type}" not in covered)
+    if candidates:
+        return candidates[0].provider, candidates[0].instance_type
+    provider = provider or DEFAULT_PROVIDER
     types = store.list_instance_types(session=session, provider=provider)
     if not types:
         raise InvalidInput(
@@ -224,7 +260,51 @@ def _default_type(*, session: Session, provider: str, groups: Sequence[SampleGro
             hint="pick a provider listed by GET /v1/instance-types",
             field="provider",
         )
-    return types[0].instance.name
+    return provider, types[0].instance.name
+
+
+def _instance(*, session: Session, provider: str, name: str) -> InstanceType:
+    """The catalog's specs of a type, or, for a probed type the catalog lacks, those its samples record."""
+    from srift.catalog import store
+
+    try:
+        return store.get_instance_type(session=session, provider=provider, name=name)
+    except (NotFound, InvalidInput) as exc:
+        row = session.scalars(
+            select(ProbeSample)
+            .where(ProbeSample.provider == provider, ProbeSample.instance_type == name)
+            .order_by(ProbeSample.id.desc())
+            .limit(1)
+        ).first()
+        if row is None:
+            probed = sorted(
+                set(
+                    session.scalars(select(ProbeSample.instance_type).where(ProbeSample.provider == provider))
+                )
+            )
+            if not probed:
+                raise
+            raise NotFound(
+                f"{provider} has no instance type {name!r} in the catalog or the probe samples",
+                hint=f"use one of the probed types: {', '.join(probed[:12])}",
+                field="instance_type",
+            ) from exc
+    facts = row.features or {}
+    gpu = str(facts.get("gpu_name") or "") or None
+    return InstanceType(
+        provider=provider,
+        name=name,
+        gpu_model=gpu,
+        gpu_count=row.ranks_per_node if gpu else 0,
+        gpu_memory_gib=0.0,
+        vcpus=max(1, int(facts.get("cpu_cores") or 1)),
+        memory_gib=float(facts.get("memory_gib") or 1.0),
+        network_gbps=float(facts.get("rated_gbps") or 1.0),
+        network_burst=False,
+        interconnect=Interconnect.NONE,
+        interconnect_gbps=0.0,
+        efa=False,
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -60,7 +60,9 @@ def _store_profiles(url: str, model: str) -> list[int]:
 @pytest.fixture(scope="session")
 def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     root = tmp_path_factory.mktemp("dashboard")
-    settings = Settings(database_url=f"sqlite:///{root / 'srift.db'}", data_dir=root / "data")
+    settings = Settings(
+        database_url=f"sqlite:///{root / 'srift.db'}", data_dir=root / "data", models_dir=root / "models"
+    )
     bootstrap(settings)
     url = settings.resolved_database_url
     model = "resnet50-dashboard"

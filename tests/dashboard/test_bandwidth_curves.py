@@ -78,7 +78,9 @@ def test_without_samples_the_first_catalog_type_is_drawn_at_one_to_eight_nodes(
     client: TestClient, settings: Settings
 ) -> None:
     load_shipped_catalog(settings)
-    r = client.get("/v1/bandwidth-models/active/curves", params={"instance_type": "p3.8xlarge"})
+    r = client.get(
+        "/v1/bandwidth-models/active/curves", params={"provider": "aws", "instance_type": "p3.8xlarge"}
+    )
     assert r.status_code == 200, r.text
     assert [(s["world_size"], s["nodes"]) for s in r.json()["series"]] == [(4, 1), (8, 2), (16, 4), (32, 8)]
     assert r.json()["samples"] == []
@@ -100,4 +102,45 @@ def test_bad_world_size_unknown_type_and_unknown_version_name_the_field(
     assert r.status_code == 404
     assert "g4dn.xlarge" in r.json()["hint"] + r.json()["detail"]
     r = client.get("/v1/bandwidth-models/no-such-version/curves", params={"instance_type": "g4dn.xlarge"})
+    assert r.status_code == 404
+
+
+def test_a_probed_type_the_catalog_lacks_is_drawn_from_its_samples_host_facts(
+    client: TestClient, settings: Settings, session: Session
+) -> None:
+    load_shipped_catalog(settings)
+    tiny = [
+        ProbeRecord(
+            run_id="tb",
+            provider="testbed",
+            instance_type="tb.small",
+            backend="gloo",
+            buffer_bytes=size,
+            world_size=2,
+            nodes=2,
+            ranks_per_node=1,
+            time_s=1e-3,
+            algbw_gbps=size * 8 / 1e-3 / 1e9,
+            busbw_gbps=busbw_gbps(buffer_bytes=size, world_size=2, time_s=1e-3),
+            cpu_cores=2,
+            memory_gib=4.0,
+            rated_gbps=0.5,
+        )
+        for size in (4, 1 << 20)
+    ]
+    store_samples(session=session, records=tiny, origin="jsonl")
+    session.commit()
+
+    r = client.get("/v1/bandwidth-models/active/curves")
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert (body["provider"], body["instance_type"]) == ("testbed", "tb.small")
+    (series,) = body["series"]
+    assert (series["world_size"], series["nodes"]) == (2, 2)
+    assert series["buffer_bytes"][0] <= 4 < BUFFER_GRID[0] and series["buffer_bytes"][-1] >= BUFFER_GRID[-1]
+    assert all(v > 0 for v in series["busbw_gbps"])
+    assert len(body["samples"]) == 2
+    r = client.get(
+        "/v1/bandwidth-models/active/curves", params={"provider": "testbed", "instance_type": "tb.nope"}
+    )
     assert r.status_code == 404

@@ -59,21 +59,32 @@ def _bandwidth_traces(b: Browsed) -> dict[str, dict[str, Any]]:
     return {t["uid"]: t for t in b.chart("bw-chart")["data"]}
 
 
-def test_bandwidth_page_draws_model_curves_with_probe_samples_and_flags_a_bad_world_size(
-    browsed: Browsed,
-) -> None:
-    _ready(browsed, "/bandwidth")
-    page = browsed.page
-    page.select_option("#bw-instance", SAMPLE_TYPE)
-    page.fill("#bw-world-sizes", ", ".join(str(w) for w in SAMPLE_WORLD_SIZES))
-    page.click("#bw-draw")
-    want = {f"model-{w}" for w in SAMPLE_WORLD_SIZES} | {f"samples-{w}" for w in SAMPLE_WORLD_SIZES}
-    page.wait_for_function(
+def _wait_for_traces(b: Browsed, uids: set[str]) -> dict[str, dict[str, Any]]:
+    b.page.wait_for_function(
         "(want) => { const d = document.getElementById('bw-chart').data || [];"
         " return want.every(u => d.some(t => t.uid === u)); }",
-        arg=sorted(want),
+        arg=sorted(uids),
     )
-    traces = _bandwidth_traces(browsed)
+    return _bandwidth_traces(b)
+
+
+def test_bandwidth_page_draws_curves_with_samples_activates_and_rolls_back(browsed: Browsed) -> None:
+    shipped = _api(browsed, "GET", "/bandwidth-models")["active"]
+    trained = _api(browsed, "POST", "/bandwidth-models", {"instance_types": [SAMPLE_TYPE]})
+    assert shipped and not trained["is_active"]
+    _ready(browsed, "/bandwidth")
+    page = browsed.page
+    shown = _bandwidth_traces(browsed)
+    assert [u for u in shown if u.startswith("model-")] and [u for u in shown if u.startswith("samples-")]
+    assert f"xgb:{shipped}" in page.inner_text("#bw-sources"), "by default a type the active model covers"
+
+    page.select_option("#bw-provider", "aws")
+    page.wait_for_function(f"document.getElementById('bw-instance').value === '{SAMPLE_TYPE}'")
+    page.fill("#bw-world-sizes", ", ".join(str(w) for w in SAMPLE_WORLD_SIZES))
+    page.click("#bw-draw")
+    traces = _wait_for_traces(
+        browsed, {f"model-{w}" for w in SAMPLE_WORLD_SIZES} | {f"samples-{w}" for w in SAMPLE_WORLD_SIZES}
+    )
     for w in SAMPLE_WORLD_SIZES:
         line, points = traces[f"model-{w}"], traces[f"samples-{w}"]
         assert len(line["x"]) == 41 and all(y > 0 for y in line["y"])
@@ -82,8 +93,21 @@ def test_bandwidth_page_draws_model_curves_with_probe_samples_and_flags_a_bad_wo
         assert sorted(set(points["x"])) == list(SAMPLE_BUFFERS)
     assert page.locator("#bw-chart .scatterlayer .trace .lines path").count() >= len(SAMPLE_WORLD_SIZES)
     assert page.locator("#bw-chart .scatterlayer .trace .points path").count() >= 2 * len(SAMPLE_BUFFERS)
-    assert page.locator("#bw-versions").inner_text().strip()
+    assert "prior:alpha-beta" in page.inner_text("#bw-sources"), "the shipped model does not cover this type"
     browsed.screenshot("bandwidth-curves")
+
+    page.click(f"#bw-versions button[data-version='{trained['version']}']")
+    page.wait_for_function(
+        f"document.getElementById('bw-sources').textContent.includes('{trained['source']}')"
+    )
+    assert _api(browsed, "GET", "/bandwidth-models")["active"] == trained["version"]
+    assert trained["version"] in page.locator("#bw-versions tr.chosen").inner_text()
+    browsed.screenshot("bandwidth-activated")
+    rollback = page.locator("#bw-rollback")
+    assert shipped in rollback.inner_text()
+    rollback.click()
+    page.wait_for_function("document.getElementById('bw-sources').textContent.includes('prior:alpha-beta')")
+    assert _api(browsed, "GET", "/bandwidth-models")["active"] == shipped
 
     page.fill("#bw-world-sizes", "1, 4")
     with page.expect_response(lambda r: "/curves" in r.url and r.status == 422) as info:

@@ -32,7 +32,10 @@ def bandwidth_curves(
         str,
         Path(max_length=64, description="a model version, or 'active' for the model that serves predictions"),
     ],
-    provider: Annotated[str, Query(min_length=1, max_length=64)] = "aws",
+    provider: Annotated[
+        str | None,
+        Query(min_length=1, max_length=64, description="default: the first probed type's, else aws"),
+    ] = None,
     instance_type: Annotated[
         str | None, Query(min_length=1, max_length=128, description="default: the first probed type")
     ] = None,
@@ -40,7 +43,10 @@ def bandwidth_curves(
         list[int] | None, Query(description="repeat for several; default: the probed world sizes")
     ] = None,
 ) -> BandwidthCurves:
-    """Predicted bus bandwidth (Gbit/s) over 1 KiB … 1 GiB buffers per world size, plus stored samples."""
+    """Predicted bus bandwidth (Gbit/s) over buffer sizes per world size, beside the stored samples.
+
+    Buffer sizes run from 1 KiB to 1 GiB in √2 steps, widened to cover the samples shown.
+    """
     result = dashboard.bandwidth_curves(
         session=session,
         settings=settings,

@@ -11,6 +11,7 @@ const form = $("bw-filters");
 const PALETTE = ["#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2", "#b279a2", "#ff9da6", "#9d755d", "#eeca3b", "#bab0ac", "#1f4e79", "#8c564b"];
 let versions = [];
 let types = [];
+let groups = [];
 
 /** A figure from a version's metrics (null when not measured). */
 function metric(v, ...names) {
@@ -40,7 +41,7 @@ function renderVersions() {
     { label: "MAPE ≥ MTU", value: (v) => fmtPercent(metric(v, "test_mape_large")), num: true, title: "held-out mean absolute percentage error, buffers at or above the MTU" },
     { label: "Noise floor < / ≥ MTU", value: (v) => `${fmtPercent(metric(v, "noise_floor_small"))} / ${fmtPercent(metric(v, "noise_floor_large"))}`, num: true, title: "MAPE of each sample against its configuration's mean: the best any model can do" },
     { label: "Samples", value: (v) => fmtNumber(metric(v, "n_samples")), num: true },
-    { label: "Covers", value: (v) => coverage(v) },
+    { label: "Covers", value: (v) => coverage(v), wrap: true },
     { label: "", value: (v) => (isActive(v) ? "" : el("button", { type: "button", class: "small", "data-version": v.version, onclick: (ev) => { ev.stopPropagation(); activate(v.version); } }, "Activate")) },
   ], rows, { id: "bw-versions-table", empty: "no trained models: predictions use the α-β prior", rowClass: (v) => (isActive(v) ? "chosen" : null) });
   const previous = rollbackTarget();
@@ -99,7 +100,7 @@ async function draw(ev) {
   };
   try {
     const curves = await get(`/bandwidth-models/${encodeURIComponent($("bw-version").value || "active")}/curves${query(params)}`);
-    if (!$("bw-instance").value || $("bw-instance").options.length === 0) fillInstances(curves.groups);
+    groups = curves.groups;
     if ($("bw-instance").value !== curves.instance_type) $("bw-instance").value = curves.instance_type;
     if (!$("bw-world-sizes").value.trim()) $("bw-world-sizes").value = curves.series.map((s) => s.world_size).join(", ");
     await plot(curves);
@@ -162,15 +163,15 @@ async function init() {
     if (target) activate(target.version);
   });
   try {
-    types = await loadInstanceTypes();
-    const providers = [...providersAndRegions(types).keys()].sort();
-    fillSelect($("bw-provider"), providers, providers.includes("aws") ? "aws" : providers[0]);
-    await loadVersions();
-    const first = await get(`/bandwidth-models/active/curves${query({ provider: $("bw-provider").value })}`);
-    fillInstances(first.groups);
+    const [catalogTypes, first] = await Promise.all([loadInstanceTypes(), get("/bandwidth-models/active/curves"), loadVersions()]);
+    types = catalogTypes;
+    groups = first.groups;
+    const providers = [...new Set([...providersAndRegions(types).keys(), ...groups.map((g) => g.provider)])].sort();
+    fillSelect($("bw-provider"), providers, first.provider);
+    fillInstances(groups);
     $("bw-instance").value = first.instance_type;
     $("bw-provider").addEventListener("change", () => {
-      fillInstances(first.groups);
+      fillInstances(groups);
       $("bw-world-sizes").value = "";
       draw();
     });

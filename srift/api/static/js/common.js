@@ -217,7 +217,7 @@ export function el(tag, attrs = {}, ...children) {
 }
 
 /**
- * Render a table into `container`. `columns`: [{label, value: row => text|Node, num?: bool}].
+ * Render a table into `container`. `columns`: [{label, value: row => text|Node, num?: bool, wrap?: bool}].
  * `options.rowClass(row)` and `options.onClick(row, tr)` decorate rows.
  */
 export function renderTable(container, columns, rows, options = {}) {
@@ -228,7 +228,8 @@ export function renderTable(container, columns, rows, options = {}) {
   const head = el("tr", {}, columns.map((c) => el("th", { class: c.num ? "num" : null, title: c.title }, c.label)));
   const bodyRows = rows.map((row) => {
     const classes = [options.rowClass?.(row), options.onClick ? "clickable" : null].filter(Boolean).join(" ");
-    const tr = el("tr", { class: classes || null }, columns.map((c) => el("td", { class: c.num ? "num" : null }, c.value(row) ?? "—")));
+    const cell = (c) => el("td", { class: [c.num ? "num" : null, c.wrap ? "wrap" : null].filter(Boolean).join(" ") || null }, c.value(row) ?? "—");
+    const tr = el("tr", { class: classes || null }, columns.map(cell));
     if (options.onClick) tr.addEventListener("click", () => options.onClick(row, tr));
     return tr;
   });

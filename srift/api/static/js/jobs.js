@@ -156,7 +156,7 @@ async function showRun(id) {
       { label: "Elapsed", value: (e) => fmtSeconds(e.payload?.elapsed_s), num: true },
       { label: "Spent", value: (e) => fmtUsd(e.payload?.spent_usd), num: true },
       { label: "New plan", value: (e) => (e.kind === "started" ? "—" : planLink(e.payload?.plan_id)) },
-      { label: "Details", value: (e) => summary(e.payload) },
+      { label: "Details", value: (e) => summary(e.payload), wrap: true },
     ], events, { id: "runs-events-table", empty: "no events yet" });
     await drawProgress(events);
   } catch (err) {
