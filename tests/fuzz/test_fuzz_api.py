@@ -5,24 +5,26 @@ response (status, content type, headers, body) must match the schema."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 import schemathesis
 from fastapi import APIRouter, FastAPI
 from fastapi.responses import JSONResponse
+from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, Field
 from schemathesis import GenerationMode
 from schemathesis.specs.openapi.checks import positive_data_acceptance
+from sqlalchemy import text
 
 from srift.api.app import create_app
 from srift.api.auth import Scope, create_token
 from srift.api.limits import ERROR_RESPONSES
 from srift.bootstrap import bootstrap
-from srift.db.session import session_factory
+from srift.db.session import get_engine, session_factory
+from srift.db.tables import Base
 from srift.settings import Settings
 
 MAX_EXAMPLES = 25
@@ -37,14 +39,72 @@ def _operations() -> list[tuple[str, str]]:
     return sorted((method.upper(), path) for path, item in paths.items() for method in item)
 
 
-@pytest.fixture
-def fuzz_setup(db_url: str, tmp_path: Path) -> Iterator[tuple[FastAPI, dict[str, str]]]:
-    app_settings = Settings(database_url=db_url, data_dir=tmp_path / "data", max_solve_budget_s=2.0)
+def _profile(accelerator: str, scale: float) -> dict[str, Any]:
+    return {
+        "model": "fuzz-mlp",
+        "accelerator": accelerator,
+        "max_batch": 256,
+        "forward": {"batches": [1, 128, 256], "times_s": [0.004 * scale, 0.04 * scale, 0.08 * scale]},
+        "backward": {"batches": [1, 128, 256], "times_s": [0.008 * scale, 0.08 * scale, 0.16 * scale]},
+        "layers": [{"name": f"fc{i}", "grad_bytes": 1_000_000, "ready_frac": (i + 1) / 4} for i in range(4)],
+        "straggler_cv": 0.05,
+    }
+
+
+def _seed(app: FastAPI, headers: dict[str, str]) -> None:
+    """Give ids 1 something to find: two profiles, a plan, a training job on it, a probe job."""
+    with TestClient(app) as c:
+        ids = []
+        for accelerator, scale in (("NVIDIA T4", 1.0), ("NVIDIA V100", 0.5)):
+            r = c.post("/v1/profiles", json=_profile(accelerator, scale), headers=headers)
+            assert r.status_code in (200, 201), r.text
+            ids.append(r.json()["id"])
+        plan = {
+            "profile_ids": ids,
+            "global_batch": 256,
+            "iterations": 1000,
+            "availability": {"g4dn.xlarge": 4, "p3.2xlarge": 2},
+            "solve_budget_s": 1.0,
+        }
+        r = c.post("/v1/plans", json=plan, headers=headers)
+        assert r.status_code in (200, 201), r.text
+        r = c.post("/v1/jobs", json={"plan_id": r.json()["id"]}, headers=headers)
+        assert r.status_code in (200, 201), r.text
+        probe = {"provider": "local", "instance_type": "local", "node_counts": [2], "sizes": [4096]}
+        r = c.post("/v1/probe-jobs", json=probe, headers=headers)
+        assert r.status_code in (200, 201, 202), r.text
+
+
+@pytest.fixture(scope="module", params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def fuzz_db(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """One database per module (not per operation): seeding and the shipped catalog are loaded once."""
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path_factory.mktemp('fuzz') / 'srift.db'}"
+        yield url
+        get_engine(url).dispose()
+        return
+    url = request.getfixturevalue("_postgres_db")
+    if url is None:
+        pytest.skip("PostgreSQL not configured (SRIFT_TEST_POSTGRES_URL unset; `make test` sets it)")
+    yield url
+    names = ", ".join(f'"{t.name}"' for t in Base.metadata.sorted_tables)
+    with get_engine(url).begin() as conn:
+        conn.execute(text(f"TRUNCATE {names} RESTART IDENTITY CASCADE"))
+
+
+@pytest.fixture(scope="module")
+def fuzz_setup(
+    fuzz_db: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[FastAPI, dict[str, str]]]:
+    data_dir = tmp_path_factory.mktemp("fuzz-data")
+    app_settings = Settings(database_url=fuzz_db, data_dir=data_dir, max_solve_budget_s=2.0)
     bootstrap(app_settings)
-    with session_factory(db_url)() as s:
+    with session_factory(fuzz_db)() as s:
         _, plain = create_token(session=s, name="fuzz", scope=Scope.ADMIN)
         s.commit()
-    yield create_app(app_settings), {"Authorization": f"Bearer {plain}"}
+    headers = {"Authorization": f"Bearer {plain}"}
+    _seed(create_app(app_settings), headers)
+    yield create_app(app_settings), headers
 
 
 def fuzz_operation(
@@ -90,7 +150,8 @@ class Echo(BaseModel):
 def test_the_harness_catches_crashes_and_schema_violations(
     fuzz_setup: tuple[FastAPI, dict[str, str]],
 ) -> None:
-    app, auth = fuzz_setup
+    shared, auth = fuzz_setup
+    app = create_app(shared.state.settings)
     router = APIRouter()
 
     @router.post("/selftest/crash")

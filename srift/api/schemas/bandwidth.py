@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from srift.api.schemas.types import Timestamp
 
 Name = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9][A-Za-z0-9._:/+-]*$")]
 
@@ -55,7 +56,7 @@ class BandwidthModelOut(BaseModel):
 
     version: str
     source: str = Field(description="what predictions name as their bandwidth source, e.g. 'xgb:<version>'")
-    created_at: datetime
+    created_at: Timestamp
     is_active: bool
     covers: list[str] = Field(
         description="'provider/instance_type' keys it was trained on; others get the prior"

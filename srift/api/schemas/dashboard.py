@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from datetime import datetime
-
 from pydantic import BaseModel, Field
+
+from srift.api.schemas.types import Timestamp
 
 
 class CurveSeries(BaseModel):
@@ -59,7 +59,7 @@ class TrainingRunSummary(BaseModel):
     plan_id: int = Field(description="the plan the run started from")
     current_plan_id: int = Field(description="the plan it runs now (differs after a re-plan)")
     state: str = Field(description="running, completed or needs_input")
-    created_at: datetime
+    created_at: Timestamp
     iterations_done: int
     elapsed_s: float
     spent_usd: float

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from srift.api.schemas.types import Timestamp
 
 Text = Annotated[str, Field(min_length=1, max_length=200, pattern=r"^[^\x00]+$")]
 TypeName = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[^\x00]+$")]
@@ -95,10 +96,10 @@ class JobOut(BaseModel):
     request: dict[str, Any]
     attempts: int
     worker_id: str | None
-    created_at: datetime
-    started_at: datetime | None
-    heartbeat_at: datetime | None
-    finished_at: datetime | None
+    created_at: Timestamp
+    started_at: Timestamp | None
+    heartbeat_at: Timestamp | None
+    finished_at: Timestamp | None
     error: str | None
     log: str
     result: dict[str, Any]

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from srift.api.schemas.types import Timestamp
 from srift.domain import MarketChoice, Objective, SearchMode
 from srift.errors import InvalidInput
 from srift.limits import (
@@ -189,7 +189,7 @@ class PlanResult(BaseModel):
 
 class PlanOut(PlanResult):
     id: int
-    created_at: datetime
+    created_at: Timestamp
     request: dict[str, Any]
 
 
@@ -221,7 +221,7 @@ class InterruptionIn(BaseModel):
 class JobEventOut(BaseModel):
     id: int
     kind: str
-    created_at: datetime
+    created_at: Timestamp
     payload: dict[str, Any]
 
 
@@ -238,7 +238,7 @@ class JobOut(BaseModel):
     plan_id: int
     current_plan_id: int
     state: str = Field(description="running, completed or needs_input (a re-plan could not meet the limits)")
-    created_at: datetime
+    created_at: Timestamp
     iterations_total: int
     iterations_done: int
     elapsed_s: float
