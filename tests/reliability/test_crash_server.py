@@ -1,0 +1,160 @@
+"""A real `srift serve` SIGKILLed in the middle of ingesting a large batch of probe samples stores all of the
+batch or none of it, and the database serves again afterwards.
+
+The kill is aimed, not random: while a batch is in flight the test watches the database for the server's
+open write transaction (SQLite: the write lock is taken; PostgreSQL: the server's backend holds a
+transaction id while inserting into probe_samples) and kills the process at that instant. Each batch tags
+its samples with its own `zone`, so the test can count what survived per batch.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import create_engine, func, select, text
+from sqlalchemy.exc import OperationalError
+
+from benchmarks.load import Server, create_write_token, start_server
+from srift.api.app import create_app
+from srift.db.session import dispose_engines, session_factory
+from srift.db.tables import ProbeSample
+from srift.settings import Settings
+
+BATCH = 3000
+MAX_ATTEMPTS = 6
+
+
+def _batch(tag: str) -> dict[str, Any]:
+    samples = [
+        {
+            "run_id": tag,
+            "provider": "local",
+            "instance_type": "crash-test",
+            "backend": "gloo",
+            "zone": tag,
+            "buffer_bytes": 1024 * (1 + i % 64),
+            "world_size": 2,
+            "nodes": 2,
+            "ranks_per_node": 1,
+            "repeat": i,
+            "time_s": 0.001 + i * 1e-7,
+        }
+        for i in range(BATCH)
+    ]
+    return {"samples": samples, "final": True}
+
+
+def _writer_active(database_url: str) -> bool:
+    """True while another connection holds an open write transaction on probe_samples."""
+    if database_url.startswith("sqlite"):
+        path = database_url.split("///", 1)[1]
+        import sqlite3
+
+        conn = sqlite3.connect(path, timeout=0, isolation_level=None)
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute("ROLLBACK")
+            return False
+        except sqlite3.OperationalError:
+            return True
+        finally:
+            conn.close()
+    engine = _pg_engine(database_url)
+    try:
+        with engine.connect() as conn:
+            busy = conn.execute(
+                text(
+                    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND "
+                    "pid <> pg_backend_pid() AND backend_xid IS NOT NULL AND query ILIKE '%probe_samples%'"
+                )
+            ).scalar()
+        return bool(busy)
+    except OperationalError:
+        return False
+
+
+_pg_engines: dict[str, Any] = {}
+
+
+def _pg_engine(url: str) -> Any:
+    if url not in _pg_engines:
+        _pg_engines[url] = create_engine(url, pool_size=1)
+    return _pg_engines[url]
+
+
+def _count(database_url: str, tag: str) -> int:
+    with session_factory(database_url)() as s:
+        return int(
+            s.scalar(select(func.count()).select_from(ProbeSample).where(ProbeSample.zone == tag)) or 0
+        )
+
+
+def _post_in_background(server: Server, body: dict[str, Any], headers: dict[str, str]) -> threading.Thread:
+    def post() -> None:
+        with contextlib.suppress(httpx.HTTPError):
+            httpx.post(server.base_url + "/v1/probe-results", json=body, headers=headers, timeout=120)
+
+    thread = threading.Thread(target=post, daemon=True)
+    thread.start()
+    return thread
+
+
+@pytest.mark.slow
+def test_server_killed_mid_ingestion_stores_all_or_nothing(db_url: str, tmp_path: Path) -> None:
+    token = create_write_token(db_url)
+    headers = {"Authorization": f"Bearer {token}"}
+    env = {"SRIFT_MAX_BODY_BYTES": str(16_000_000)}
+    server = start_server(database_url=db_url, data_dir=tmp_path, bootstrap=False, extra_env=env)
+    try:
+        warm = httpx.post(
+            server.base_url + "/v1/probe-results", json=_batch("warm"), headers=headers, timeout=120
+        )
+        assert warm.status_code == 200, warm.text
+        assert warm.json()["stored"] == BATCH and _count(db_url, "warm") == BATCH
+
+        killed_mid_write = None
+        for attempt in range(MAX_ATTEMPTS):
+            tag = f"victim-{attempt}"
+            body = _batch(tag)
+            thread = _post_in_background(server, body, headers)
+            while thread.is_alive():
+                if _writer_active(db_url):
+                    server.kill9()
+                    killed_mid_write = tag
+                    break
+                time.sleep(0.002)
+            thread.join(timeout=60)
+            if killed_mid_write:
+                break
+            assert _count(db_url, tag) == BATCH
+        assert killed_mid_write is not None, (
+            f"never caught the server inside its write in {MAX_ATTEMPTS} tries"
+        )
+        assert server.process.returncode == -9
+    finally:
+        server.stop()
+
+    dispose_engines()
+    survivors = _count(db_url, killed_mid_write)
+    assert survivors in (0, BATCH)
+    assert _count(db_url, "warm") == BATCH
+    if db_url.startswith("sqlite"):
+        with create_engine(db_url).connect() as conn:
+            assert conn.execute(text("PRAGMA integrity_check")).scalar() == "ok"
+
+    with TestClient(create_app(Settings(database_url=db_url, data_dir=tmp_path))) as restarted:
+        assert restarted.get("/v1/health").status_code == 200
+        again = restarted.post("/v1/probe-results", json=_batch(killed_mid_write), headers=headers)
+        assert again.status_code == 200, again.text
+        assert again.json()["stored"] == BATCH - survivors
+    assert _count(db_url, killed_mid_write) == BATCH
+    for engine in _pg_engines.values():
+        engine.dispose()
+    _pg_engines.clear()
