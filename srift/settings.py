@@ -6,7 +6,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from srift.errors import ConfigurationError
@@ -15,7 +15,9 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
 def _default_data_dir() -> Path:
-    return REPO_ROOT / "var" if (REPO_ROOT / "pyproject.toml").exists() else Path.home() / ".local/share/srift"
+    return (
+        REPO_ROOT / "var" if (REPO_ROOT / "pyproject.toml").exists() else Path.home() / ".local/share/srift"
+    )
 
 
 class Settings(BaseSettings):
@@ -23,15 +25,23 @@ class Settings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="SRIFT_", extra="ignore")
 
-    data_dir: Path = Field(default_factory=_default_data_dir, description="where the embedded SQLite file lives")
-    database_url: str | None = Field(default=None, description="SQLAlchemy URL; default sqlite:///<data_dir>/srift.db")
-    models_dir: Path = Field(default_factory=lambda: REPO_ROOT / "models", description="bandwidth model artifacts")
+    data_dir: Path = Field(
+        default_factory=_default_data_dir, description="where the embedded SQLite file lives"
+    )
+    database_url: str | None = Field(
+        default=None, description="SQLAlchemy URL; default sqlite:///<data_dir>/srift.db"
+    )
+    models_dir: Path = Field(
+        default_factory=Path, description="trained bandwidth-model artifacts; default <data_dir>/models"
+    )
     host: str = "127.0.0.1"
     port: int = Field(default=8000, ge=1, le=65535)
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     read_requires_token: bool = Field(default=False, description="require a read token for GET endpoints")
     auth_enabled: bool = Field(default=True, description="require tokens for writes")
-    cors_origins: list[str] = Field(default_factory=list, description="allowed CORS origins; closed by default")
+    cors_origins: list[str] = Field(
+        default_factory=list, description="allowed CORS origins; closed by default"
+    )
     max_body_bytes: int = Field(default=2_000_000, ge=1024)
     max_solve_budget_s: float = Field(default=30.0, gt=0)
     default_region: str = "us-east-1"
@@ -40,8 +50,16 @@ class Settings(BaseSettings):
     @classmethod
     def _check_url(cls, value: str | None) -> str | None:
         if value is not None and not value.startswith(("sqlite", "postgresql")):
-            raise ValueError("must start with sqlite:// or postgresql:// (e.g. postgresql+psycopg://user@host/db)")
+            raise ValueError(
+                "must start with sqlite:// or postgresql:// (e.g. postgresql+psycopg://user@host/db)"
+            )
         return value
+
+    @model_validator(mode="after")
+    def _default_models_dir(self) -> Settings:
+        if "models_dir" not in self.model_fields_set:
+            self.models_dir = self.data_dir / "models"
+        return self
 
     @property
     def resolved_database_url(self) -> str:
@@ -55,8 +73,12 @@ def load_settings() -> Settings:
     try:
         return Settings()
     except ValidationError as exc:
-        problems = "; ".join(f"SRIFT_{'_'.join(str(p) for p in e['loc']).upper()}: {e['msg']}" for e in exc.errors())
-        raise ConfigurationError(f"invalid settings ({problems})", hint="correct those environment variables") from exc
+        problems = "; ".join(
+            f"SRIFT_{'_'.join(str(p) for p in e['loc']).upper()}: {e['msg']}" for e in exc.errors()
+        )
+        raise ConfigurationError(
+            f"invalid settings ({problems})", hint="correct those environment variables"
+        ) from exc
 
 
 @lru_cache(maxsize=1)

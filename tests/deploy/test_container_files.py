@@ -28,6 +28,8 @@ def test_compose_services_images_env_and_healthchecks() -> None:
         assert env["SRIFT_DATABASE_URL"].startswith("postgresql+psycopg://srift:srift@db:5432/")
         assert services[name]["depends_on"]["db"]["condition"] == "service_healthy"
         assert services[name]["healthcheck"]["test"]
+        assert env["SRIFT_MODELS_DIR"].startswith("/data/"), "trained models must land on the data volume"
+        assert "srift-data:/data" in services[name]["volumes"]
     assert services["api"]["command"] == ["serve"]
     assert services["worker"]["command"] == ["worker"]
     assert "/v1/health" in " ".join(services["api"]["healthcheck"]["test"])
