@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import httpx
 import pytest
-from dashboard_harness import SAMPLE_BUFFERS, SAMPLE_TYPE, SAMPLE_WORLD_SIZES, Browsed
+from dashboard_harness import SAMPLE_BUFFERS, SAMPLE_TYPE, SAMPLE_WORLD_SIZES, Browsed, profile_document
 
 from srift.db.session import transaction
 from srift.jobs import store as job_store
@@ -226,7 +227,33 @@ def test_bad_plan_entries_show_the_api_message_next_to_their_field_and_a_missing
     page.fill("#api-token", browsed.server.token)
     page.click("#token-save")
     assert message.is_hidden() and page.inner_text("#token-state").startswith("saved")
+
+    bad = profile_document(model="uploaded", accelerator="T4", speed=1.0)
+    bad["layers"][0]["grad_bytes"] = -1
+    page.set_input_files("#plan-profile-file", files=[_json_file("bad.json", bad)])
+    page.fill("#plan-budget", "")
+    with page.expect_response(lambda r: r.url.endswith("/v1/plans")) as info:
+        page.click("#plan-submit")
+    error = info.value.json()
+    assert info.value.status == 422 and error["field"] == "profiles[0].layers[0].grad_bytes"
+    upload_error = page.locator("#plan-profile-file ~ .field-error")
+    upload_error.wait_for()
+    assert error["field"] in upload_error.inner_text() and error["detail"] in upload_error.inner_text()
+    browsed.screenshot("plan-bad-upload")
+
+    good = profile_document(model="uploaded", accelerator="T4", speed=1.0)
+    page.set_input_files("#plan-profile-file", files=[_json_file("good.json", good)])
+    assert page.is_disabled("#plan-model")
+    plan = _submit_plan(browsed)
+    assert any(s.startswith("profile:inline:uploaded@T4") for s in plan["sources"])
+    page.click("#plan-profile-clear")
+    assert page.is_enabled("#plan-model") and page.is_hidden("#plan-profile-clear")
+    assert page.locator(".field-error:visible, .form-error:visible").count() == 0
     browsed.assert_clean(allowed=(UNPROCESSABLE, "status of 401"))
+
+
+def _json_file(name: str, document: dict[str, Any]) -> dict[str, Any]:
+    return {"name": name, "mimeType": "application/json", "buffer": json.dumps(document).encode()}
 
 
 def _api(b: Browsed, method: str, path: str, body: dict[str, Any] | None = None) -> dict[str, Any]:

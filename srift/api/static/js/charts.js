@@ -180,5 +180,3 @@ export function drawWhatIfScatter(div, history) {
   });
   return react(div, traces, layout);
 }
-
-export const chartColors = COLORS;

@@ -4,7 +4,7 @@ import { drawBreakdown, drawPlanScatter, plotly } from "./charts.js";
 import {
   card, clearErrors, el, fillSelect, fmtNumber, fmtSeconds, fmtUsd, get, markReady, numberOrNull, post, renderTable, showError,
 } from "./common.js";
-import { fillModelSelect, initWhere, loadProfiles, profilePart, sourcesLine, typeOption, typesIn } from "./shared.js";
+import { fillModelSelect, initWhere, loadProfiles, profilePart, sourcesLine, typeOption, typesIn, wireUpload } from "./shared.js";
 
 const $ = (id) => document.getElementById(id);
 const form = $("plan-form");
@@ -195,6 +195,7 @@ function fillForm(request) {
 
 async function init() {
   form.addEventListener("submit", submit);
+  wireUpload($("plan-profile-file"), $("plan-profile-clear"), $("plan-model"));
   form.addEventListener("focusin", () => plotly(), { once: true });
   $("plan-availability-add").addEventListener("click", addAvailability);
   $("plan-time-limit").addEventListener("input", () => {

@@ -4,7 +4,7 @@ import { drawBreakdown, drawWhatIfScatter, plotly } from "./charts.js";
 import {
   card, clearErrors, markReady, el, fillSelect, fmtNumber, fmtSeconds, fmtUsd, numberOrNull, post, renderTable, showError,
 } from "./common.js";
-import { fillModelSelect, initWhere, loadProfiles, profilePart, sourcesLine, typeOption, typesIn } from "./shared.js";
+import { fillModelSelect, initWhere, loadProfiles, profilePart, sourcesLine, typeOption, typesIn, wireUpload } from "./shared.js";
 
 const $ = (id) => document.getElementById(id);
 const form = $("predict-form");
@@ -131,6 +131,7 @@ async function submit(ev) {
 
 async function init() {
   form.addEventListener("submit", submit);
+  wireUpload($("predict-profile-file"), $("predict-profile-clear"), $("predict-model"));
   form.addEventListener("focusin", () => plotly(), { once: true });
   $("predict-add-row").addEventListener("click", () => addRow());
   try {

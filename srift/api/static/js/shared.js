@@ -123,13 +123,6 @@ export function matchesAccelerator(type, accelerator) {
   return new RegExp(`(^|[^a-z0-9])${escaped}([^a-z0-9]|$)`).test(wanted);
 }
 
-/** The cheapest price of a type in a region and market choice ("any" considers both). */
-export function priceOf(type, region, market) {
-  const prices = type.prices.filter((p) => p.region === region && (market === "any" || !market || p.market === market));
-  if (!prices.length) return null;
-  return Math.min(...prices.map((p) => p.price_usd_per_hr));
-}
-
 export function typeOption(t) {
   const gpus = t.gpu_count ? `${t.gpu_count}× ${t.gpu_model}` : `${t.vcpus} vCPU`;
   return { value: t.name, label: `${t.name}  (${gpus})` };
@@ -140,4 +133,18 @@ export function sourcesLine(node, sources) {
   const list = (sources || []).filter(Boolean);
   const short = (s) => (s.length > 64 ? `${s.slice(0, 61)}…` : s);
   node.replaceChildren(list.length ? el("span", {}, "Based on: ", list.map((s, i) => [i ? ", " : "", el("code", { title: s }, short(s))])) : "");
+}
+
+/** While a profile file is chosen it replaces the stored model: say so, and offer to go back. */
+export function wireUpload(fileInput, clearButton, modelSelect) {
+  const sync = () => {
+    const chosen = Boolean(fileInput.files?.length);
+    clearButton.hidden = !chosen;
+    modelSelect.disabled = chosen;
+  };
+  fileInput.addEventListener("change", sync);
+  clearButton.addEventListener("click", () => {
+    fileInput.value = "";
+    sync();
+  });
 }
