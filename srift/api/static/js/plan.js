@@ -51,6 +51,7 @@ async function buildRequest() {
     time_limit_s: $("plan-time-limit"),
     budget_usd: $("plan-budget"),
     solve_budget_s: $("plan-solve-budget"),
+    max_count_per_type: $("plan-max-count"),
   };
   for (const [key, input] of Object.entries(numbers)) {
     const value = numberOrNull(input);

@@ -99,13 +99,12 @@ export async function initWhere(providerSelect, regionSelect, onChange) {
   return { types, map };
 }
 
-/** Instance types offered in a provider and region, optionally only those matching an accelerator list. */
+/** Instance types offered in a provider and region (catalog order), optionally only those matching accelerators. */
 export function typesIn(types, provider, region, accelerators) {
   const wanted = accelerators?.map((a) => a.toLowerCase());
   return types
     .filter((t) => t.provider === provider && t.prices.some((p) => p.region === region))
-    .filter((t) => !wanted || !wanted.length || wanted.some((a) => matchesAccelerator(t, a)))
-    .sort((a, b) => a.name.localeCompare(b.name, "en", { numeric: true }));
+    .filter((t) => !wanted || !wanted.length || wanted.some((a) => matchesAccelerator(t, a)));
 }
 
 function norm(text) {
