@@ -115,6 +115,7 @@ async function loadRuns() {
       rowClass: (r) => (r.id === selectedRun ? "selected" : null),
       onClick: (r) => showRun(r.id),
     });
+    if (selectedRun !== null) await showRun(selectedRun);
   } catch (err) {
     showBoxError(box, err);
   }
@@ -133,6 +134,7 @@ async function showRun(id) {
   try {
     const run = await get(`/jobs/${id}`);
     $("runs-detail").hidden = false;
+    for (const tr of $("runs-table").querySelectorAll("tbody tr")) tr.classList.toggle("selected", tr.firstChild.textContent === String(id));
     const limits = [run.time_limit_s != null ? `time limit ${fmtSeconds(run.time_limit_s)}` : null, run.budget_usd != null ? `budget ${fmtUsd(run.budget_usd)}` : null].filter(Boolean);
     $("runs-detail-title").replaceChildren(
       `Run #${run.id} · `, badge(run.state),
