@@ -57,4 +57,3 @@ class InstanceTypeOut(BaseModel):
         default_factory=dict, description="free-form facts (notes, baseline bandwidth)"
     )
     prices: PricesOut
-
