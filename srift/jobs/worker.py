@@ -347,6 +347,43 @@ class Worker:
             assert job is not None
             return issue_job_token(job)
 
+    def _reserve_budget(
+        self, run: JobRun, spec: ProbeJobSpec | ProfileJobSpec, counts: dict[str, int]
+    ) -> None:
+        """Charge this attempt's worst case (price × instances × ec2.timeout_s) to the job before launching.
+
+        The charge is kept across attempts, a dead worker's included, so all attempts together stay within
+        ec2.max_cost_usd: a requeued job whose next attempt would overrun the cap fails instead of launching.
+        """
+        from srift.errors import InvalidInput
+        from srift.jobs.service import type_facts
+
+        assert spec.ec2 is not None
+        cap_usd = spec.ec2.max_cost_usd
+        with transaction(self.url) as session:
+            worst_usd = 0.0
+            for name, count in counts.items():
+                facts = type_facts(session=session, provider=spec.provider, instance_type=name, ec2=spec.ec2)
+                if facts.price_usd_per_hr is None:
+                    raise InvalidInput(
+                        f"the catalog has no {spec.ec2.market} price for {name} in {spec.ec2.region}",
+                        hint="pick a type and market the catalog prices, so the cost cap can be checked",
+                        field="instance_type",
+                    )
+                worst_usd += facts.price_usd_per_hr * count * spec.ec2.timeout_s / 3600
+            job = session.get(Job, run.job_id, populate_existing=True, with_for_update=True)
+            assert job is not None
+            reserved_usd = float((job.result or {}).get("ec2_reserved_usd", 0.0))
+            if reserved_usd + worst_usd > cap_usd * (1 + 1e-9):
+                raise InvalidInput(
+                    f"attempt {run.attempt} may cost ${worst_usd:.2f} on top of ${reserved_usd:.2f} reserved "
+                    f"by earlier attempts, above the cap ec2.max_cost_usd = ${cap_usd:g}; nothing launched",
+                    hint="submit a new job, or raise ec2.max_cost_usd to cover retries",
+                    field="ec2.max_cost_usd",
+                )
+            store.update_result(session=session, job_id=run.job_id, ec2_reserved_usd=reserved_usd + worst_usd)
+        run.log(f"ec2: reserved ${worst_usd:.2f} of the ${cap_usd:g} cap (${reserved_usd:.2f} before)")
+
     def _journal_instances(self, run: JobRun, ids: list[str]) -> None:
         with transaction(self.url) as session:
             store.update_result(session=session, job_id=run.job_id, instances=ids)
@@ -384,6 +421,7 @@ class Worker:
         launched: list[str] = []
         reported = ""
         result: dict[str, Any] = {}
+        self._reserve_budget(run, spec, {spec.instance_type: spec.max_nodes})
         try:
             token = self._rotate_token(run)
             source = probe_script().read_text()
@@ -448,6 +486,7 @@ class Worker:
         wanted = set(spec.instance_types)
         reported = ""
         result: dict[str, Any] = {}
+        self._reserve_budget(run, spec, dict.fromkeys(spec.instance_types, 1))
         try:
             token = self._rotate_token(run)
             for i, name in enumerate(spec.instance_types):
