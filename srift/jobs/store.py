@@ -210,6 +210,7 @@ def release_stale(
     """Requeue or fail one stale job (only if it is still the same stale run); the caller commits.
 
     A job whose results were already posted (EC2) is marked succeeded instead: its samples are stored.
+    Requeued or failed, it drops the samples the dead attempt staged (`final: false`): they are partial.
     """
     worker = job.worker_id
     if results_ready:
@@ -222,6 +223,8 @@ def release_stale(
         values.update(worker_id=None, heartbeat_at=None, started_at=None)
     else:
         values.update(finished_at=utcnow(), error=None if target is JobState.SUCCEEDED else reason)
+    if target is not JobState.SUCCEEDED:  # a dead attempt's staged partial samples must never be stored
+        values["result"] = {k: v for k, v in (job.result or {}).items() if k != "staged_samples"}
     done = session.execute(
         update(Job)
         .where(Job.id == job.id, Job.state == JobState.RUNNING.value, Job.worker_id == worker)
