@@ -46,6 +46,10 @@ def other_batches(breakpoints: tuple[int, ...]) -> list[int]:
     return chosen
 
 
+def _listing(values: list[float]) -> str:
+    return ", ".join(f"{v:.1f}" for v in values)
+
+
 def _errors(predicted: list[float], measured: list[float], batches: list[int]) -> tuple[float, float, int]:
     from srift.profiling.curves import mape
 
@@ -54,7 +58,14 @@ def _errors(predicted: list[float], measured: list[float], batches: list[int]) -
 
 
 def run_one(
-    name: str, *, clock: str, threads: int, max_batch: int | None, repeats: int, check_repeats: int
+    name: str,
+    *,
+    clock: str,
+    threads: int,
+    max_batch: int | None,
+    repeats: int,
+    check_repeats: int,
+    sessions: int,
 ) -> dict[str, Any]:
     from srift.profiling import testmodels
     from srift.profiling.curves import fit_curve
@@ -70,31 +81,40 @@ def run_one(
     profile_s = time.perf_counter() - started
     points = list(profile.forward.batches)
     batches = other_batches(profile.forward.batches)
-    direct = measure_step_s(
-        factory(), input_factory, points + batches, threads=threads, repeats=check_repeats, clock=clock
-    )
-    forward = fit_curve(points, [direct[b][0] for b in points])
-    backward = fit_curve(points, [direct[b][1] for b in points])
-    measured = [direct[b][0] + direct[b][1] for b in batches]
-    curve = [forward.time_s(b) + backward.time_s(b) for b in batches]
     from_profile = [profile.compute_s(b) for b in batches]
-    drift = statistics.median((direct[b][0] + direct[b][1]) / profile.compute_s(b) for b in points) - 1
-    curve_mape, curve_worst, curve_worst_batch = _errors(curve, measured, batches)
-    profile_mape, _, _ = _errors(from_profile, measured, batches)
+    runs = []
+    for _ in range(sessions):
+        direct = measure_step_s(
+            factory(), input_factory, points + batches, threads=threads, repeats=check_repeats, clock=clock
+        )
+        forward = fit_curve(points, [direct[b][0] for b in points])
+        backward = fit_curve(points, [direct[b][1] for b in points])
+        measured = [direct[b][0] + direct[b][1] for b in batches]
+        curve = [forward.time_s(b) + backward.time_s(b) for b in batches]
+        drift = statistics.median((direct[b][0] + direct[b][1]) / profile.compute_s(b) for b in points) - 1
+        curve_mape, curve_worst, curve_worst_batch = _errors(curve, measured, batches)
+        runs.append(
+            {
+                "curve": curve,
+                "measured": measured,
+                "curve_mape": curve_mape,
+                "curve_worst": curve_worst,
+                "curve_worst_batch": curve_worst_batch,
+                "profile_mape": _errors(from_profile, measured, batches)[0],
+                "drift_pct": 100 * drift,
+            }
+        )
+    typical = sorted(runs, key=lambda r: r["curve_mape"])[len(runs) // 2]
     return {
         "model": name,
         "clock": clock,
         "max_batch": profile.max_batch,
         "breakpoints": profile.forward.batches,
         "batches": batches,
-        "curve": curve,
         "from_profile": from_profile,
-        "measured": measured,
-        "curve_mape": curve_mape,
-        "curve_worst": curve_worst,
-        "curve_worst_batch": curve_worst_batch,
-        "profile_mape": profile_mape,
-        "drift_pct": 100 * drift,
+        **typical,
+        "curve_mapes": [r["curve_mape"] for r in runs],
+        "profile_mapes": [r["profile_mape"] for r in runs],
         "profile_s": profile_s,
         "cv": profile.straggler_cv,
         "layers": len(profile.layers),
@@ -112,7 +132,8 @@ def main(argv: list[str] | None = None) -> int:
         "--max-batch", type=int, default=None, help="batch cap (default: the profiler's, 256)"
     )
     parser.add_argument("--repeats", type=int, default=7, help="the profile's repeats per point")
-    parser.add_argument("--check-repeats", type=int, default=11, help="repeats of the direct session")
+    parser.add_argument("--check-repeats", type=int, default=11, help="repeats of each direct session")
+    parser.add_argument("--sessions", type=int, default=3, help="direct sessions per model (median reported)")
     parser.add_argument(
         "--no-write", action="store_true", help="print only; do not update docs/BENCHMARKS.md"
     )
@@ -129,6 +150,7 @@ def main(argv: list[str] | None = None) -> int:
                 max_batch=args.max_batch,
                 repeats=args.repeats,
                 check_repeats=args.check_repeats,
+                sessions=args.sessions,
             )
             r["passed"] = r["curve_mape"] <= MAPE_LIMIT_PCT and r["profile_s"] <= PROFILE_LIMIT_S
             rows.append(r)
@@ -141,6 +163,10 @@ def main(argv: list[str] | None = None) -> int:
                 f"{'ok' if r['passed'] else 'FAIL'}",
                 flush=True,
             )
+            print(
+                f"    curve MAPE per session: {_listing(r['curve_mapes'])}; "
+                f"profile: {_listing(r['profile_mapes'])}"
+            )
             for b, c, p, m in zip(r["batches"], r["curve"], r["from_profile"], r["measured"], strict=True):
                 print(
                     f"    batch {b:4d}: curve {1000 * c:8.2f} ms, profile {1000 * p:8.2f} ms, "
@@ -150,12 +176,13 @@ def main(argv: list[str] | None = None) -> int:
     lines = [
         f"CPU, {args.threads} thread(s), default batch cap, {args.repeats} timed repeats per point (median), "
         "30 readiness/straggler iterations. *Profile time* is the whole `profile_model` call (checks, "
-        "max-batch search, curve points, iterations), wall clock. Then one round-robin session "
-        f"({args.check_repeats} repeats, median) measures "
+        f"max-batch search, curve points, iterations), wall clock. Then {args.sessions} round-robin sessions "
+        f"({args.check_repeats} repeats each, median) measure "
         "the four breakpoints and six other batch sizes (two inside each segment, at ⅓ and ⅔ of it). "
-        "*Curve MAPE*: the 3-segment curve through that session's breakpoints against its six other "
-        "batches (the piecewise-linear model's own error). *Profile MAPE*: the profile's curve, measured "
-        "just before, against the same six (adds the machine's drift between the two, shown as *drift*). "
+        "*Curve MAPE*: the 3-segment curve through a session's breakpoints against its six other "
+        "batches (the piecewise-linear model's own error); the table shows the median session, with all "
+        "sessions' figures in brackets. *Profile MAPE*: the profile's curve, measured just before, against "
+        "the same six (adds the machine's drift between the two, shown as *drift* for the median session). "
         "`wall` timings are elapsed time; `thread` timings are the profiling thread's CPU time "
         "(`--clock thread`), which leaves out time spent waiting for a core on this shared machine.",
         "",
@@ -166,8 +193,10 @@ def main(argv: list[str] | None = None) -> int:
     for r in rows:
         lines.append(
             f"| {r['model']} | {r['clock']} | {r['max_batch']} | {', '.join(map(str, r['batches']))} | "
-            f"{r['curve_mape']:.2f} % | {r['curve_worst']:.1f} % ({r['curve_worst_batch']}) | "
-            f"{r['profile_mape']:.2f} % | {r['drift_pct']:+.1f} % | {r['profile_s']:.1f} s | {r['cv']:.3f} | "
+            f"{r['curve_mape']:.2f} % [{_listing(r['curve_mapes'])}] | "
+            f"{r['curve_worst']:.1f} % ({r['curve_worst_batch']}) | "
+            f"{r['profile_mape']:.2f} % [{_listing(r['profile_mapes'])}] | {r['drift_pct']:+.1f} % | "
+            f"{r['profile_s']:.1f} s | {r['cv']:.3f} | "
             f"{r['load']:.1f} |"
         )
     wall = [r for r in rows if r["clock"] == "wall"]
