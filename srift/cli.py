@@ -9,6 +9,7 @@ import typer
 from rich.console import Console
 
 from srift.errors import SriftError
+from srift.redaction import install_log_redaction
 
 COMMAND_MODULES = (
     "service",
@@ -49,6 +50,7 @@ def build_app() -> typer.Typer:
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the console script: usage errors exit 2 (click), SriftError exits with its own code."""
+    install_log_redaction()
     app = build_app()
     try:
         app(args=argv, prog_name="srift")

@@ -4,6 +4,8 @@ own error logging are scrubbed."""
 from __future__ import annotations
 
 import logging
+import subprocess
+import sys
 from collections.abc import Iterator
 
 import pytest
@@ -110,3 +112,19 @@ def test_api_error_logs_carry_no_token(
         c.post("/v1/does-not-exist", headers={"Authorization": f"Bearer {plain}"})
     assert "unhandled error" in caplog.text
     assert plain not in caplog.text and plain[6:20] not in caplog.text
+
+
+def test_every_cli_process_scrubs_its_logs() -> None:
+    script = (
+        "import logging\n"
+        "from srift.cli import main\n"
+        "try:\n"
+        "    main(['--help'])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "logging.basicConfig()\n"
+        f"logging.getLogger('srift.worker').warning('posting with %s', {API_TOKEN!r})\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "posting with srift_***" in out.stderr and API_TOKEN not in out.stderr

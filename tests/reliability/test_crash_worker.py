@@ -114,6 +114,10 @@ def test_partial_samples_of_a_killed_attempt_never_reach_the_samples_table(cloud
 
     assert _stored_runs(cloud_settings) == {"attempt-2": 4}
     assert kit.live(job_id) == []
+    shown = api.get(f"/v1/probe-jobs/{job_id}").text
+    row = kit.job(cloud_settings, job_id)
+    for token in (token1, token2):
+        assert token not in shown and token not in row.log and token not in str(row.result)
 
 
 @pytest.mark.slow
