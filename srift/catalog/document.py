@@ -466,7 +466,7 @@ def _plain(value: Any) -> Any:
 
 
 def _loader() -> type[yaml.SafeLoader]:
-    return getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # type: ignore[no-any-return]
+    return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def load_yaml_with_lines(text: str, *, origin: str) -> tuple[Any, Locator]:
