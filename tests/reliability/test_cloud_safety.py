@@ -90,4 +90,4 @@ def test_cost_cap_with_room_for_retries_allows_the_next_attempt(cloud_settings: 
     attempt.join(timeout=60)
     assert outcomes and outcomes[0] is not None and outcomes[0].state.value == "failed"
     assert kit.live(job_id) == []
-    assert kit.job(cloud_settings, job_id).log.count("ec2: reserved") == 2
+    assert kit.job(cloud_settings, job_id).result["ec2_reserved_usd"] == pytest.approx(2 * worst)
