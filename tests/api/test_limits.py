@@ -169,3 +169,10 @@ def test_cors_closed_by_default_and_opened_by_setting(settings: Settings) -> Non
         assert r.headers.get("access-control-allow-origin") == "https://ok.example"
         r = c.options("/v1/health", headers=preflight)
         assert r.headers.get("access-control-allow-origin") != "https://evil.example"
+
+
+def test_absurdly_nested_json_is_a_400_not_a_crash(client: TestClient, write_headers: dict[str, str]) -> None:
+    headers = {**write_headers, "content-type": "application/json"}
+    for body in (b"[" * 200_000 + b"]" * 200_000, b'{"a":' * 100_000 + b"1" + b"}" * 100_000):
+        r = client.post("/v1/profiles", content=body, headers=headers)
+        assert r.status_code == 400 and r.json()["error"] == "bad_request"
