@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import heapq
 import math
+import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -109,28 +110,44 @@ def _uncontended(
     stopping early is always safe.)
     """
     n = len(ready_s)
-    own = np.asarray(rates, dtype=float)[np.asarray(klass, dtype=np.intp)]
-    start = np.asarray(ready_s, dtype=float)
-    end = start + np.asarray(bits, dtype=float) / own
+    own = [rates[k] for k in klass]
+    end = [s + b / r for s, b, r in zip(ready_s, bits, own, strict=True)]
     i0 = n
-    if float(own.sum()) >= cap * (1.0 - 1e-9):
-        # Ends come first in the concatenation, so a stable sort puts an end before a start at equal times.
-        times = np.concatenate((end, start))
-        order = np.argsort(times, kind="stable")
-        over = np.cumsum(np.concatenate((-own, own))[order]) >= cap * (1.0 - 1e-9)
-        if over.any():
-            i0 = int(order[int(np.argmax(over))]) - n
+    threshold = cap * (1.0 - 1e-9)
+    if sum(own) >= threshold:
+        if any(map(operator.eq, end, ready_s)):
+            # A transfer that ends the instant it starts: let the event loop order it.
+            return [], [], 0
+        # Replay starts and ends in time order (an end before a start at equal times) until the own rates
+        # in flight reach the cap.
+        heap: list[tuple[float, int]] = []
+        total = 0.0
+        for j in range(n):
+            t = ready_s[j]
+            while heap and heap[0][0] <= t:
+                total -= own[heapq.heappop(heap)[1]]
+            total += own[j]
+            if total >= threshold:
+                i0 = j
+                break
+            heapq.heappush(heap, (end[j], j))
     if i0 == 0:
         return [], [], 0
     # Busy intervals of the first i0 transfers: a new one opens at a start later than every earlier end.
-    start0, reach = start[:i0], np.maximum.accumulate(end[:i0])
-    opens = np.flatnonzero(np.concatenate(([True], start0[1:] > reach[:-1])))
-    closes = np.concatenate((opens[1:] - 1, [i0 - 1]))
-    return end.tolist(), list(zip(start0[opens].tolist(), reach[closes].tolist(), strict=True)), i0
+    busy = []
+    open_s, reach = ready_s[0], end[0]
+    for j in range(1, i0):
+        t = ready_s[j]
+        if t > reach:
+            busy.append((open_s, reach))
+            open_s, reach = t, end[j]
+        elif end[j] > reach:
+            reach = end[j]
+    busy.append((open_s, reach))
+    return end, busy, i0
 
 
 def _move_classes(
-    *,
     t: float,
     clock: float,
     share: float,
@@ -143,35 +160,31 @@ def _move_classes(
     own_active: set[int],
 ) -> tuple[list[tuple[float, int]], list[tuple[float, int]], float, float]:
     """Put every active class in the mode eq. 2 now gives it; returns (shared, own, min_shared, max_own)."""
-    to_shared = {k for k in own_active if capped and rates[k] >= share}
-    to_own = {k for k in shared_active if not (capped and rates[k] >= share)}
-    if to_shared:
-        own_active -= to_shared
-        shared_active |= to_shared
-        kept = []
-        for entry in own:
-            k = klass[entry[1]]
-            if k in to_shared:
-                shared.append((clock + (entry[0] - t) * rates[k], entry[1]))
-            else:
-                kept.append(entry)
-        own = kept
-    if to_own:
-        shared_active -= to_own
-        own_active |= to_own
-        kept = []
-        for entry in shared:
-            k = klass[entry[1]]
-            if k in to_own:
-                own.append((t + (entry[0] - clock) / rates[k], entry[1]))
-            else:
-                kept.append(entry)
-        shared = kept
+    to_shared = [k for k in own_active if rates[k] >= share] if capped else []
+    to_own = [k for k in shared_active if not (capped and rates[k] >= share)]
     if to_shared or to_own:
+        if to_shared:
+            own_active.difference_update(to_shared)
+            shared_active.update(to_shared)
+            flag = [False] * len(rates)
+            for k in to_shared:
+                flag[k] = True
+            moving = [e for e in own if flag[klass[e[1]]]]
+            own = [e for e in own if not flag[klass[e[1]]]]
+            shared.extend([(clock + (f - t) * rates[klass[j]], j) for f, j in moving])
+        if to_own:
+            shared_active.difference_update(to_own)
+            own_active.update(to_own)
+            flag = [False] * len(rates)
+            for k in to_own:
+                flag[k] = True
+            moving = [e for e in shared if flag[klass[e[1]]]]
+            shared = [e for e in shared if not flag[klass[e[1]]]]
+            own.extend([(t + (m - clock) / rates[klass[j]], j) for m, j in moving])
         heapq.heapify(own)
         heapq.heapify(shared)
-    min_shared = min((rates[x] for x in shared_active), default=INF)
-    max_own = max((rates[x] for x in own_active), default=-INF)
+    min_shared = min([rates[x] for x in shared_active]) if shared_active else INF
+    max_own = max([rates[x] for x in own_active]) if own_active else -INF
     return shared, own, min_shared, max_own
 
 
@@ -447,16 +460,7 @@ def _run_stage(
                 if capped == was_capped and (not capped or max_own < share):
                     continue
         shared, own, min_shared, max_own = _move_classes(
-            t=t,
-            clock=clock,
-            share=share,
-            capped=capped,
-            rates=rates,
-            klass=klass,
-            shared=shared,
-            own=own,
-            shared_active=shared_active,
-            own_active=own_active,
+            t, clock, share, capped, rates, klass, shared, own, shared_active, own_active
         )
     return finish, busy
 
