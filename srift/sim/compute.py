@@ -89,11 +89,25 @@ def straggler_draws(
     stream: int = 0,
 ) -> np.ndarray:
     """A (members × iters) array: the slowest VM of each member in each iteration, in seconds."""
-    rows = [
+    rows = straggler_rows(means_s, cvs, counts, keys, seed=seed, iters=iters, stream=stream)
+    return rows[0][None, :] if len(rows) == 1 else np.vstack(rows)
+
+
+def straggler_rows(
+    means_s: Sequence[float],
+    cvs: Sequence[float],
+    counts: Sequence[int],
+    keys: Sequence[int],
+    *,
+    seed: int,
+    iters: int,
+    stream: int = 0,
+) -> list[np.ndarray]:
+    """The rows of `straggler_draws` (read-only), without stacking them."""
+    return [
         _member_row(mean, cv, count, seed=seed, stream=stream, key=key, iters=iters)
         for mean, cv, count, key in zip(means_s, cvs, counts, keys, strict=True)
     ]
-    return rows[0][None, :] if len(rows) == 1 else np.vstack(rows)
 
 
 _row_cache: OrderedDict[tuple[int, int, int, int, int, float, float], np.ndarray] = OrderedDict()

@@ -26,15 +26,16 @@ those samples, while iteration_s and the breakdown stay the mean-case values.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import replace
 
 import numpy as np
 
-from srift.domain import Breakdown, BusBandwidthModel, FleetMember
+from srift.domain import Breakdown, BusBandwidthModel, FleetMember, InstanceType
 from srift.errors import InvalidInput
-from srift.sim.compute import member_keys, straggler_draws
+from srift.sim.compute import member_keys, straggler_draws, straggler_rows
 from srift.sim.exchange import ExchangeResult, Stage, exchange
 from srift.sim.layers import LayerArrays, layer_arrays
 from srift.sim.network import StagePlan, intra_stage, network_stage
@@ -43,6 +44,12 @@ from srift.sim.result import CommMode, IterationEstimate
 MAX_STRAGGLER_ITERS = 100_000
 MAX_MC_SAMPLES = 10_000
 MIN_BANDWIDTH_FACTOR = 0.05
+
+
+@functools.lru_cache(maxsize=1024)
+def _matches_accelerator(instance: InstanceType, accelerator: str) -> bool:
+    """`instance.matches_accelerator`, remembered: the optimizer asks about the same pairs again and again."""
+    return instance.matches_accelerator(accelerator)
 
 
 def validate_fleet(fleet: Sequence[FleetMember], *, field: str = "fleet") -> None:
@@ -63,7 +70,7 @@ def validate_fleet(fleet: Sequence[FleetMember], *, field: str = "fleet") -> Non
             raise InvalidInput(
                 f"batch {m.batch} is below 1", hint="give each VM at least one sample", field=f"{where}.batch"
             )
-        if not m.instance.matches_accelerator(m.profile.accelerator):
+        if not _matches_accelerator(m.instance, m.profile.accelerator):
             raise InvalidInput(
                 f"the profile was made on {m.profile.accelerator!r}, not on {m.instance.name}'s "
                 f"{m.instance.accelerator!r}",
@@ -164,9 +171,9 @@ def simulate(
             profile_sources=profile_sources,
         )
 
-    draws = straggler_draws(means, cvs, counts, keys, seed=seed, iters=straggler_iters)
-    per_iteration = draws[0] if len(fleet) == 1 else draws.max(axis=0)
-    row_means = (draws.sum(axis=1) / straggler_iters).tolist()
+    rows = straggler_rows(means, cvs, counts, keys, seed=seed, iters=straggler_iters)
+    per_iteration = rows[0] if len(rows) == 1 else functools.reduce(np.maximum, rows)
+    row_means = [float(row.sum()) / straggler_iters for row in rows]
     rho = [max(1.0, row_means[i] / means[i]) if means[i] > 0 else 1.0 for i in range(len(fleet))]
     compute_end = max(
         float(per_iteration.sum()) / straggler_iters, max(r * m for r, m in zip(rho, means, strict=True))
