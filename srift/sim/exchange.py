@@ -254,23 +254,35 @@ def _run_stage(
         if i == n and capped and len(shared) >= bulk_min and quiet <= 0:
             shared.sort()
             t_limit = own[0][0] if own else INF
-            marks = np.fromiter((e[0] for e in shared), dtype=float, count=len(shared))
+            # Departures in mark order while the regime holds: the slowest class left still shares, the
+            # own rates still reach the cap, and no own-rate transfer finishes first.
             jobs = [e[1] for e in shared]
-            own_rate = np.fromiter((rates[klass[j]] for j in jobs), dtype=float, count=len(jobs))
-            left = c - np.arange(len(jobs))
-            agg_before = agg - np.concatenate(([0.0], np.cumsum(own_rate)[:-1]))
-            slowest_left = np.minimum.accumulate(own_rate[::-1])[::-1]
-            steps = np.empty(len(jobs))
-            steps[0] = marks[0] - clock
-            steps[1:] = marks[1:] - marks[:-1]
-            times_all = last_t + np.cumsum(steps * left / cap)
-            ok = (agg_before >= cap) & (slowest_left >= cap / left) & (times_all < t_limit)
-            stop = len(jobs) if ok.all() else int(np.argmin(ok))
+            own_rate = [rates[klass[j]] for j in jobs]
+            m = len(jobs)
+            slowest_left = own_rate[:]
+            for pos in range(m - 2, -1, -1):
+                if slowest_left[pos + 1] < slowest_left[pos]:
+                    slowest_left[pos] = slowest_left[pos + 1]
+            times = []
+            prev_mark = clock
+            elapsed = 0.0
+            done_rate = 0.0
+            stop = m
+            for pos in range(m):
+                left = c - pos
+                mark = shared[pos][0]
+                elapsed += (mark - prev_mark) * left / cap
+                t = last_t + elapsed
+                if not (agg - done_rate >= cap and slowest_left[pos] >= cap / left and t < t_limit):
+                    stop = pos
+                    break
+                times.append(t)
+                prev_mark = mark
+                done_rate += own_rate[pos]
             if stop < bulk_min:
                 quiet = bulk_min
             if stop == 0:
                 continue
-            times = times_all[:stop].tolist()
             for pos in range(stop):
                 j = jobs[pos]
                 t = times[pos]
@@ -282,7 +294,7 @@ def _run_stage(
                     shared_active.discard(k)
             last_t = max(last_t, times[-1])
             t = last_t
-            clock = float(marks[stop - 1])
+            clock = shared[stop - 1][0]
             c -= stop
             del shared[:stop]
             min_shared = min((rates[k] for k in shared_active), default=INF)
