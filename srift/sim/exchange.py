@@ -162,27 +162,34 @@ def _move_classes(
     """Put every active class in the mode eq. 2 now gives it; returns (shared, own, min_shared, max_own)."""
     to_shared = [k for k in own_active if rates[k] >= share] if capped else []
     to_own = [k for k in shared_active if not (capped and rates[k] >= share)]
-    if to_shared or to_own:
-        if to_shared:
-            own_active.difference_update(to_shared)
-            shared_active.update(to_shared)
-            flag = [False] * len(rates)
-            for k in to_shared:
-                flag[k] = True
-            moving = [e for e in own if flag[klass[e[1]]]]
-            own = [e for e in own if not flag[klass[e[1]]]]
-            shared.extend([(clock + (f - t) * rates[klass[j]], j) for f, j in moving])
-        if to_own:
-            shared_active.difference_update(to_own)
-            own_active.update(to_own)
-            flag = [False] * len(rates)
-            for k in to_own:
-                flag[k] = True
-            moving = [e for e in shared if flag[klass[e[1]]]]
-            shared = [e for e in shared if not flag[klass[e[1]]]]
-            own.extend([(t + (m - clock) / rates[klass[j]], j) for m, j in moving])
-        heapq.heapify(own)
+    # Entries are unique (mark or finish, job), so pop order does not depend on how a heap was built: a heap
+    # that only gains entries takes pushes, one that lost entries is rebuilt.
+    if to_shared:
+        own_active.difference_update(to_shared)
+        shared_active.update(to_shared)
+        flag = [False] * len(rates)
+        for k in to_shared:
+            flag[k] = True
+        moving = [e for e in own if flag[klass[e[1]]]]
+        own = [e for e in own if not flag[klass[e[1]]]]
+        for f, j in moving:
+            heapq.heappush(shared, (clock + (f - t) * rates[klass[j]], j))
+    if to_own:
+        shared_active.difference_update(to_own)
+        own_active.update(to_own)
+        flag = [False] * len(rates)
+        for k in to_own:
+            flag[k] = True
+        moving = [e for e in shared if flag[klass[e[1]]]]
+        shared = [e for e in shared if not flag[klass[e[1]]]]
         heapq.heapify(shared)
+        if to_shared:
+            own.extend([(t + (m - clock) / rates[klass[j]], j) for m, j in moving])
+        else:
+            for m, j in moving:
+                heapq.heappush(own, (t + (m - clock) / rates[klass[j]], j))
+    if to_shared:
+        heapq.heapify(own)
     min_shared = min([rates[x] for x in shared_active]) if shared_active else INF
     max_own = max([rates[x] for x in own_active]) if own_active else -INF
     return shared, own, min_shared, max_own
