@@ -94,7 +94,7 @@ def _check(
 
 
 BULK_MIN = 12
-"""Fewest shared transfers for which the departure tail is computed with numpy instead of event by event."""
+"""Fewest shared transfers for which the departure tail is computed in one batch instead of event by event."""
 
 
 def _uncontended(
@@ -213,7 +213,8 @@ def _run_stage(
     (a departure) or the fastest own class's rate (an arrival). While every transfer shares (pure processor
     sharing, the common case when communication-bound) a tight inner loop handles events. Once every
     transfer has arrived, shared departures come in mark order and their times follow from a cumulative sum,
-    so that tail is computed with numpy until the regime would change or an own-rate transfer finishes first.
+    so that tail is computed in one pass of running sums until the regime would change or an own-rate
+    transfer finishes first.
     """
     n = len(ready_s)
     if n == 0:
