@@ -90,7 +90,8 @@ class Breakdown:
     """Where one iteration's time goes, in Stash's terms (seconds per iteration).
 
     compute_s + straggler_wait_s + exposed_intra_s + exposed_network_s == iteration_s. `granularity` is
-    compute / communication (Erben); below 1 the job is communication-bound.
+    compute / communication (Erben); below 1 the job is communication-bound. `update_s` is the optimizer
+    step after the exchange, counted in compute_s (compute_s = forward_s + backward_s + update_s).
     """
 
     forward_s: float
@@ -102,6 +103,7 @@ class Breakdown:
     communication_s: float
     granularity: float
     warnings: tuple[str, ...] = ()
+    update_s: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -83,7 +83,8 @@ class ModelProfile:
     """How one model runs on one accelerator; the simulator's compute input.
 
     `layers` are in the order their gradients become ready (ascending `ready_frac`). `straggler_cv` is
-    std/mean of iteration time. `max_batch` is the largest per-device batch that fits.
+    std/mean of iteration time. `max_batch` is the largest per-device batch that fits. `update_s` is one
+    optimizer step (plain SGD as profiled), which runs after the gradients are reduced; 0 when not measured.
     """
 
     model: str
@@ -99,6 +100,7 @@ class ModelProfile:
     threads: int | None = None
     created_at: str = ""
     extra: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    update_s: float = 0.0
 
     @property
     def total_grad_bytes(self) -> int:
@@ -126,6 +128,7 @@ class ModelProfile:
                 for x in self.layers
             ],
             "straggler_cv": self.straggler_cv,
+            "update_s": self.update_s,
             "torch_version": self.torch_version,
             "device": self.device,
             "threads": self.threads,
@@ -173,6 +176,13 @@ class ModelProfile:
                 hint="straggler_cv is std/mean of iteration time",
                 field="straggler_cv",
             )
+        update_s = _get(data, "update_s", float, default=0.0)
+        if not math.isfinite(update_s) or not 0 <= update_s <= 3600:
+            raise InvalidInput(
+                f"{update_s} is outside [0, 3600]",
+                hint="update_s is the seconds of one optimizer step (0 when not measured)",
+                field="update_s",
+            )
         threads = data.get("threads")
         if threads is not None and (not isinstance(threads, int) or isinstance(threads, bool) or threads < 1):
             raise InvalidInput(
@@ -199,6 +209,7 @@ class ModelProfile:
             threads=threads,
             created_at=str(data.get("created_at") or ""),
             extra=extra,
+            update_s=update_s,
         )
 
 

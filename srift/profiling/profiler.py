@@ -21,6 +21,8 @@
    `ready_frac` is the median over iterations of that instant as a fraction of the backward pass,
    `exec_prob` the share of iterations in which it received gradients, and `straggler_cv` is std/mean of
    the forward+backward time over those iterations.
+5. **Update** — `update_s` is the median time of one plain SGD step over the parameters (gradients in
+   place): the optimizer step every iteration ends with, after the gradient exchange.
 
 Default loss: the sum, over every floating-point tensor in the model's output, of its mean.
 """
@@ -290,6 +292,7 @@ def profile_model(
             ready = _readiness(
                 bench, batch=points[1] if len(points) > 1 else points[0], iterations=iterations, report=report
             )
+            update_s = _update_time(bench, batch=points[0], repeats=repeats)
     forward = fit_curve(points, [statistics.median(measured.forward_s[b]) for b in points])
     backward = fit_curve(points, [statistics.median(measured.backward_s[b]) for b in points])
     name = model_name.strip() if model_name else _default_model_name(model_factory, bench.model)
@@ -308,6 +311,7 @@ def profile_model(
         backward=backward,
         layers=ready.layers,
         straggler_cv=ready.straggler_cv,
+        update_s=update_s,
         schema_version=PROFILE_SCHEMA_VERSION,
         torch_version=str(torch.__version__),
         device=str(dev),
@@ -332,6 +336,7 @@ def profile_model(
             "iterations": iterations,
             "iteration_batch": ready.batch,
             "iteration_mean_s": ready.mean_iteration_s,
+            "update": UPDATE_OPTIMIZER,
             "trainable_bytes": trainable_bytes(bench.model),
             "profile_s": round(time.perf_counter() - started, 3),
         },
@@ -749,6 +754,26 @@ def measure_step_s(
         b: (statistics.median(measured.forward_s[b]), statistics.median(measured.backward_s[b]))
         for b in measured.forward_s
     }
+
+
+UPDATE_OPTIMIZER = "torch.optim.SGD (no momentum), median of `repeats` steps"
+
+
+def _update_time(bench: _Bench, *, batch: int, repeats: int) -> float:
+    """Median seconds of one optimizer step over the model's parameters: the update that follows the
+    gradient exchange in every iteration (for large models on CPU it is a sizeable share of it)."""
+    optimizer = torch.optim.SGD(unique_trainable_parameters(bench.model), lr=1e-12)
+    bench.step(bench.inputs(batch))
+    times: list[float] = []
+    for r in range(repeats + 1):
+        bench.sync()
+        t0 = bench.now()
+        optimizer.step()
+        bench.sync()
+        if r:
+            times.append(bench.now() - t0)
+    bench.model.zero_grad(set_to_none=True)
+    return statistics.median(times)
 
 
 @dataclass

@@ -20,6 +20,7 @@ DOCUMENT: dict[str, Any] = {
         {"name": "conv1", "grad_bytes": 1792, "ready_frac": 0.97, "exec_prob": 1.0},
     ],
     "straggler_cv": 0.036,
+    "update_s": 0.002,
     "torch_version": "2.13.0",
     "device": "cuda:0",
     "threads": None,

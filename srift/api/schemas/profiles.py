@@ -79,6 +79,9 @@ class ProfileIn(BaseModel):
         min_length=1, max_length=MAX_LAYERS_PER_PROFILE, description="trainable layers"
     )
     straggler_cv: float = Field(ge=0, le=5, description="std/mean of iteration time")
+    update_s: float = Field(
+        default=0.0, ge=0, le=3600, description="seconds of one optimizer step after the gradient exchange"
+    )
     torch_version: str = Field(default="", max_length=100)
     device: str = Field(default="cpu", max_length=100, description="torch device the profile ran on")
     threads: int | None = Field(default=None, ge=1, le=100_000, description="CPU threads used, if recorded")
@@ -127,6 +130,7 @@ class ProfileOut(BaseModel):
     backward: CurveOut
     layers: list[LayerOut] = Field(description="in the order their gradients become ready")
     straggler_cv: float
+    update_s: float = Field(default=0.0, description="seconds of one optimizer step (0: not measured)")
     torch_version: str
     device: str
     threads: int | None
