@@ -43,11 +43,20 @@ class SimEvaluator:
     a_j + Σ_stages bits_j / rate, and, per stage, a_j + (bits of the layers released at or after a_j) / cap:
     lower bounds of the exchange's end and so of t_iter, far cheaper than simulating. Construction imports
     the simulator's lazily imported modules, so that they do not count against a solving budget.
+    With `bucket_cap_mb` the simulator (and the bound, on the same buckets) reduces gradients in PyTorch
+    DDP's buckets (see `srift.sim.simulate`).
     """
 
     floor_factor = 1.0
 
-    def __init__(self, *, bandwidth: BusBandwidthModel, seed: int = 0, straggler_iters: int = 100) -> None:
+    def __init__(
+        self,
+        *,
+        bandwidth: BusBandwidthModel,
+        seed: int = 0,
+        straggler_iters: int = 100,
+        bucket_cap_mb: float | None = None,
+    ) -> None:
         import importlib
 
         from srift.sim.network import MemoBandwidth
@@ -57,20 +66,29 @@ class SimEvaluator:
         self.bandwidth = MemoBandwidth(bandwidth)
         self.seed = seed
         self.straggler_iters = straggler_iters
+        self.bucket_cap_mb = bucket_cap_mb
 
     def __call__(self, fleet: Sequence[FleetMember], *, iterations: int, usd_per_s: float) -> Prediction:
         from srift.sim import simulate, to_prediction
 
         estimate = simulate(
-            fleet, bandwidth=self.bandwidth, seed=self.seed, straggler_iters=self.straggler_iters
+            fleet,
+            bandwidth=self.bandwidth,
+            seed=self.seed,
+            straggler_iters=self.straggler_iters,
+            bucket_cap_mb=self.bucket_cap_mb,
         )
         return to_prediction(estimate, iterations=iterations, usd_per_s=usd_per_s)
 
     def iteration_bound_s(self, fleet: Sequence[FleetMember]) -> float:
         import numpy as np
 
+        from srift.sim.iteration import with_buckets
         from srift.sim.layers import layer_arrays
         from srift.sim.network import intra_stage, network_stage
+
+        if self.bucket_cap_mb is not None:
+            fleet = with_buckets(fleet, bucket_cap_mb=self.bucket_cap_mb)
 
         fw = [m.profile.forward.time_s(m.per_device_batch) for m in fleet]
         bw = [m.profile.backward.time_s(m.per_device_batch) for m in fleet]

@@ -11,8 +11,10 @@ a_j = max over members. For one member this is Srift's ready_frac·t_bw measured
 (ρ·t_fw later); for a mixed fleet the slowest member bounds it. The transfers then go through the stages
 of `srift.sim.network` (intra-node, then network) with Srift eq. 2 sharing (`srift.sim.exchange`).
 
-Iteration. t_iter = max(C̄, last transfer finished) — for one member exactly t_fw + max(t_bw, t_pe) with
-stragglers folded into both. Breakdown (Stash's terms): compute_s = slowest member's fw + bw;
+Iteration. t_iter = max(C̄, last transfer finished) + t_update — for one member exactly
+t_fw + max(t_bw, t_pe) + t_update with stragglers folded into both; t_update is the slowest member's
+optimizer step (the profile's `update_s`, 0 when not measured), which starts once every gradient is
+reduced. Breakdown (Stash's terms): compute_s = slowest member's fw + bw, plus t_update;
 straggler_wait_s = C̄ − compute_s; exposed communication = t_iter − C̄, of which exposed_network_s is the
 time after C̄ during which the network stage was busy and exposed_intra_s the rest. communication_s is
 the time during which any stage was busy; granularity = compute_s / communication_s (Erben et al.).
@@ -37,7 +39,7 @@ from srift.domain import Breakdown, BusBandwidthModel, FleetMember, InstanceType
 from srift.errors import InvalidInput
 from srift.sim.compute import member_keys, straggler_draws, straggler_rows
 from srift.sim.exchange import ExchangeResult, Stage, exchange
-from srift.sim.layers import LayerArrays, layer_arrays
+from srift.sim.layers import LayerArrays, bucket_groups, bucketed, layer_arrays
 from srift.sim.network import StagePlan, intra_stage, network_stage
 from srift.sim.result import CommMode, IterationEstimate
 
@@ -125,13 +127,18 @@ def simulate(
     mc_samples: int = 0,
     comm: CommMode = CommMode.ALLREDUCE,
     ps_servers: int = 1,
+    bucket_cap_mb: float | None = None,
 ) -> IterationEstimate:
     """Predict one training iteration of `fleet`: mean seconds, p10/p50/p90, breakdown and sources.
 
     `seed` makes the answer reproducible; `comm` picks ring allreduce (Srift) or parameter servers (Li et
-    al., `ps_servers` servers, see `srift.sim.ps`). Raises InvalidInput for a fleet that cannot run.
+    al., `ps_servers` servers, see `srift.sim.ps`). `bucket_cap_mb` reduces gradients in PyTorch DDP's
+    buckets of that many MiB (see `srift.sim.layers`; DDP's default is 25) instead of layer by layer (None,
+    Srift's model). Raises InvalidInput for a fleet that cannot run.
     """
     validate_fleet(fleet)
+    if bucket_cap_mb is not None and CommMode(comm) is CommMode.ALLREDUCE:
+        fleet = with_buckets(fleet, bucket_cap_mb=bucket_cap_mb)
     if not 1 <= straggler_iters <= MAX_STRAGGLER_ITERS:
         raise InvalidInput(
             f"straggler_iters {straggler_iters} is outside 1..{MAX_STRAGGLER_ITERS}",
@@ -199,8 +206,9 @@ def simulate(
         arrivals_for(rho), canon, stages, presorted=len(fleet) == 1 and ready[0] is canon.ready_frac
     )
     end = result.end_s if result is not None else 0.0
-    iteration_s = max(compute_end, end)
-    exposed = iteration_s - compute_end
+    exposed = max(compute_end, end) - compute_end
+    update_s = max(m.profile.update_s for m in fleet)
+    iteration_s = compute_end + exposed + update_s
     net_index = next((i for i, p in enumerate(plans) if p.stage.name == "network"), None)
     exposed_network = 0.0
     if result is not None and net_index is not None:
@@ -229,10 +237,10 @@ def simulate(
                 scaled,
                 presorted=len(fleet) == 1 and ready[0] is canon.ready_frac,
             )
-            samples[s] = max(float(mc[:, s].max()), sample.end_s if sample is not None else 0.0)
+            samples[s] = max(float(mc[:, s].max()), sample.end_s if sample is not None else 0.0) + update_s
         p10, p50, p90 = quantiles(samples)
     else:
-        p10, p50, p90 = (q + exposed for q in quantiles(per_iteration))
+        p10, p50, p90 = (q + exposed + update_s for q in quantiles(per_iteration))
 
     granularity = compute_s / communication_s if communication_s > 0 else math.inf
     warnings = [w for p in plans for w in p.warnings]
@@ -245,16 +253,29 @@ def simulate(
     breakdown = Breakdown(
         forward_s=fw[slow],
         backward_s=bw[slow],
-        compute_s=compute_s,
+        compute_s=compute_s + update_s,
         straggler_wait_s=compute_end - compute_s,
         exposed_intra_s=exposed - exposed_network,
         exposed_network_s=exposed_network,
         communication_s=communication_s,
         granularity=granularity,
         warnings=tuple(warnings),
+        update_s=update_s,
     )
     sources = profile_sources + tuple(dict.fromkeys(s for p in plans for s in p.sources))
     return IterationEstimate(iteration_s, p10, p50, p90, breakdown, sources)
+
+
+def with_buckets(fleet: Sequence[FleetMember], *, bucket_cap_mb: float) -> list[FleetMember]:
+    """The fleet with every member's layers merged into DDP buckets (grouped as the first member's)."""
+    if not (math.isfinite(bucket_cap_mb) and bucket_cap_mb > 0):
+        raise InvalidInput(
+            f"bucket_cap_mb {bucket_cap_mb} is not a positive number",
+            hint="use DDP's bucket_cap_mb (default 25)",
+            field="bucket_cap_mb",
+        )
+    groups = bucket_groups(fleet[0].profile, cap_bytes=int(bucket_cap_mb * 2**20))
+    return [replace(m, profile=bucketed(m.profile, groups)) for m in fleet]
 
 
 def with_warnings(estimate: IterationEstimate, *extra: str) -> IterationEstimate:
@@ -264,4 +285,4 @@ def with_warnings(estimate: IterationEstimate, *extra: str) -> IterationEstimate
     )
 
 
-__all__ = ["StagePlan", "simulate", "validate_fleet", "with_warnings"]
+__all__ = ["StagePlan", "simulate", "validate_fleet", "with_buckets", "with_warnings"]

@@ -4,17 +4,22 @@ A layer that runs with probability `exec_prob` < 1 (a conditional branch) contri
 gradient, grad_bytes × exec_prob, to the exchange (Srift §4.1 samples the dataset for these probabilities);
 its size class — what the bandwidth model is asked about — stays that of the full tensor, rounded up to a
 power of two. Layers with no expected bytes are left out. Arrays are cached per profile object.
+
+PyTorch DDP does not reduce layer by layer: it copies gradients into buckets (about 1 MiB for the first,
+`bucket_cap_mb` = 25 MiB for the rest, filled in the order gradients become ready) and reduces a bucket once
+all of its gradients are ready. `bucket_groups` and `bucketed` turn a profile's layers into those buckets,
+for `simulate(..., bucket_cap_mb=...)`.
 """
 
 from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
-from srift.domain import ModelProfile
+from srift.domain import LayerGrad, ModelProfile
 from srift.sim.network import pow2_ceil
 
 _CACHE_SIZE = 256
@@ -74,3 +79,68 @@ def layer_arrays(profile: ModelProfile) -> LayerArrays:
         if len(_cache) > _CACHE_SIZE:
             _cache.popitem(last=False)
     return arrays
+
+
+# -- DDP gradient buckets ---------------------------------------------------------------------------------
+
+DDP_BUCKET_CAP_MB = 25.0
+"""torch DistributedDataParallel's default bucket_cap_mb (MiB)."""
+DDP_FIRST_BUCKET_BYTES = 1 << 20
+"""torch.distributed._DEFAULT_FIRST_BUCKET_BYTES: DDP's first bucket holds about 1 MiB."""
+
+_bucket_cache: OrderedDict[tuple[int, tuple[tuple[str, ...], ...]], tuple[ModelProfile, ModelProfile]] = (
+    OrderedDict()
+)
+
+
+def bucket_groups(
+    profile: ModelProfile, *, cap_bytes: int, first_cap_bytes: int = DDP_FIRST_BUCKET_BYTES
+) -> tuple[tuple[str, ...], ...]:
+    """Layer names per gradient bucket, as PyTorch DDP fills them: in ready order, a bucket closes once it
+    holds at least its cap (the first bucket's cap is `first_cap_bytes`, later ones `cap_bytes`)."""
+    groups: list[tuple[str, ...]] = []
+    current: list[str] = []
+    size = 0
+    cap = first_cap_bytes
+    for layer in sorted(profile.layers, key=lambda x: x.ready_frac):
+        current.append(layer.name)
+        size += layer.grad_bytes
+        if size >= cap:
+            groups.append(tuple(current))
+            current, size, cap = [], 0, cap_bytes
+    if current:
+        groups.append(tuple(current))
+    return tuple(groups)
+
+
+def bucketed(profile: ModelProfile, groups: tuple[tuple[str, ...], ...]) -> ModelProfile:
+    """`profile` with its layers merged into one transfer per bucket of `groups`.
+
+    A bucket is reduced once its last gradient is ready (its ready_frac is its members' largest) and
+    carries every member's full gradient (DDP reduces the whole bucket even when a conditional layer did not
+    run), so exec_prob is 1. When the profile's layer names do not match `groups` (another model), its own
+    grouping at DDP's default caps is used. Results are cached per profile object.
+    """
+    key = (id(profile), groups)
+    with _lock:
+        hit = _bucket_cache.get(key)
+    if hit is not None and hit[0] is profile:
+        return hit[1]
+    by_name = {layer.name: layer for layer in profile.layers}
+    if sorted(by_name) != sorted(name for g in groups for name in g) or len(by_name) != len(profile.layers):
+        groups = bucket_groups(profile, cap_bytes=int(DDP_BUCKET_CAP_MB * 2**20))
+    merged = tuple(
+        LayerGrad(
+            name=f"bucket{i}",
+            grad_bytes=sum(by_name[n].grad_bytes for n in g),
+            ready_frac=max(by_name[n].ready_frac for n in g),
+            exec_prob=1.0,
+        )
+        for i, g in enumerate(groups)
+    )
+    out = replace(profile, layers=tuple(sorted(merged, key=lambda x: x.ready_frac)))
+    with _lock:
+        _bucket_cache[key] = (profile, out)
+        if len(_bucket_cache) > _CACHE_SIZE:
+            _bucket_cache.popitem(last=False)
+    return out
