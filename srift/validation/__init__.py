@@ -1,0 +1,1 @@
+"""Validation of Srift's predictions against real DDP training on the emulated testbed (`srift validate`)."""

@@ -1,0 +1,27 @@
+"""Writing the end-to-end section of docs/BENCHMARKS.md (through benchmarks/_report.py of the checkout)."""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Mapping
+from typing import Any
+
+from srift.errors import EnvironmentProblem
+from srift.settings import REPO_ROOT
+
+
+def section_name(report: Mapping[str, Any]) -> str:
+    return f"end-to-end accuracy ({report['level']} matrix, testbed)"
+
+
+def write_benchmark_section(report: Mapping[str, Any], body: str) -> None:
+    """Replace this level's section (quick or full) in docs/BENCHMARKS.md with `body`."""
+    path = REPO_ROOT / "benchmarks" / "_report.py"
+    spec = importlib.util.spec_from_file_location("srift_benchmarks_report", path)
+    if not path.is_file() or spec is None or spec.loader is None:
+        raise EnvironmentProblem(
+            f"{path} is missing", hint="write benchmarks from a source checkout of srift"
+        )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.write_section(section_name(report), body, command=report.get("command") or None)

@@ -1,0 +1,241 @@
+"""Real DDP training across testbed hosts: one agent per host runs probes/ddp_train.py for each case.
+
+`AgentPool` keeps one `srift.validation.agent` process per host that has been used (started on first use,
+in the host's namespace and cgroup). `run_case` gives rank r of a case to the r-th host named, with its own
+per-rank batch, a fresh rendezvous port on rank 0's address, and returns rank 0's result: the mean and the
+per-iteration times of `iters` timed iterations after `warmup` untimed ones.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from srift.errors import EnvironmentProblem
+from srift.settings import REPO_ROOT
+from srift.testbed import Testbed
+from srift.validation.agent import READY
+
+AGENT_START_S = 180.0
+BASE_PORT = 29_700
+PORT_SPAN = 2_000
+
+
+def ddp_probe_path() -> Path:
+    path = REPO_ROOT / "probes" / "ddp_train.py"
+    if not path.is_file():
+        raise EnvironmentProblem(
+            f"{path} is missing", hint="run validation from a source checkout of srift (it ships probes/)"
+        )
+    return path
+
+
+@dataclass(frozen=True, slots=True)
+class DdpResult:
+    """Rank 0's measurement of one run."""
+
+    mean_iter_s: float
+    median_iter_s: float
+    stdev_iter_s: float
+    iter_times_s: tuple[float, ...]
+    wall_s: float
+
+
+class _Agent:
+    def __init__(self, testbed: Testbed, host: str, log: IO[str], preload: Sequence[str]) -> None:
+        self.host = host
+        self.proc: subprocess.Popen[str] = testbed.popen_in(
+            host,
+            [sys.executable, "-m", "srift.validation.agent", str(ddp_probe_path()), *preload],
+            env={"PYTHONUNBUFFERED": "1"},
+            cwd=str(REPO_ROOT),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=log,
+            text=True,
+        )
+        self.lines: queue.Queue[str | None] = queue.Queue()
+        threading.Thread(target=self._pump, daemon=True).start()
+
+    def _pump(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.put(line)
+        self.lines.put(None)
+
+    def read(self, deadline: float) -> str:
+        try:
+            line = self.lines.get(timeout=max(0.0, deadline - time.monotonic()))
+        except queue.Empty:
+            raise TimeoutError(self.host) from None
+        if line is None:
+            raise EnvironmentProblem(
+                f"the validation agent on {self.host} exited (code {self.proc.poll()})",
+                hint="see the agent log in the validation work folder",
+            )
+        return line
+
+    def send(self, request: dict[str, Any]) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps(request) + "\n")
+        self.proc.stdin.flush()
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def kill(self) -> None:
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.proc.pid, sig)
+            try:
+                self.proc.wait(timeout=3)
+                return
+            except subprocess.TimeoutExpired:
+                continue
+
+
+class AgentPool:
+    """One agent per used host; `close()` stops them all (use as a context manager)."""
+
+    def __init__(self, testbed: Testbed, *, workdir: Path, preload: Sequence[str] = ()) -> None:
+        self.testbed = testbed
+        self.preload = tuple(preload)
+        self.workdir = workdir
+        self.agents: dict[str, _Agent] = {}
+        self._logs: list[IO[str]] = []
+        self._cases = 0
+
+    def __enter__(self) -> AgentPool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def ensure(self, hosts: Sequence[str]) -> None:
+        """Start (and wait for) agents on `hosts` that have none running."""
+        started = []
+        for host in hosts:
+            agent = self.agents.get(host)
+            if agent is not None and agent.alive():
+                continue
+            if agent is not None:
+                agent.kill()
+            log = open(self.workdir / f"agent-{host}.log", "a")  # noqa: SIM115 - closed in close()
+            self._logs.append(log)
+            self.agents[host] = _Agent(self.testbed, host, log, self.preload)
+            started.append(host)
+        deadline = time.monotonic() + AGENT_START_S
+        for host in started:
+            agent = self.agents[host]
+            try:
+                while agent.read(deadline).strip() != READY:
+                    pass
+            except TimeoutError:
+                agent.kill()
+                raise EnvironmentProblem(
+                    f"the validation agent on {host} did not start within {AGENT_START_S:.0f} s",
+                    hint="the machine may be overloaded; see the agent log in the validation work folder",
+                ) from None
+
+    def run_case(
+        self,
+        hosts: Sequence[str],
+        batches: Sequence[int],
+        *,
+        model: str,
+        input_factory: str,
+        iters: int,
+        warmup: int,
+        timeout_s: float,
+        bucket_cap_mb: float = 25.0,
+    ) -> DdpResult:
+        """Train on `hosts` (rank order) with per-rank `batches`; kills and raises on failure or timeout."""
+        if len(hosts) != len(batches) or not hosts:
+            raise ValueError("one batch per host, at least one host")
+        self.ensure(hosts)
+        self._cases += 1
+        port = BASE_PORT + self._cases % PORT_SPAN
+        master = self.testbed.host(hosts[0]).address
+        fd, out_name = tempfile.mkstemp(prefix="ddp-", suffix=".json", dir=self.workdir)
+        os.close(fd)
+        out = Path(out_name)
+        argv = [
+            "--model", model, "--input", input_factory,
+            "--batches", ",".join(str(b) for b in batches),
+            "--iters", str(iters), "--warmup", str(warmup), "--threads", "1",
+            "--bucket-cap-mb", f"{bucket_cap_mb:g}", "--out", str(out),
+        ]  # fmt: skip
+        world = len(hosts)
+        for rank, host in enumerate(hosts):
+            env = {
+                "RANK": str(rank),
+                "LOCAL_RANK": "0",
+                "WORLD_SIZE": str(world),
+                "LOCAL_WORLD_SIZE": "1",
+                "MASTER_ADDR": master,
+                "MASTER_PORT": str(port),
+            }
+            self.agents[host].send({"id": self._cases, "argv": argv, "env": env})
+        deadline = time.monotonic() + timeout_s
+        answers: list[dict[str, Any]] = []
+        try:
+            for host in hosts:
+                answers.append(json.loads(self.agents[host].read(deadline)))
+        except TimeoutError:
+            for host in hosts:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(self.agents[host].proc.pid, signal.SIGUSR1)
+            time.sleep(1.0)
+            for host in hosts:
+                self.agents[host].kill()
+            raise EnvironmentProblem(
+                f"DDP run on {', '.join(hosts)} did not finish within {timeout_s:.0f} s",
+                hint="the machine may be overloaded, or a rank failed; see the agent logs",
+            ) from None
+        failed = [(h, a) for h, a in zip(hosts, answers, strict=True) if a.get("rc")]
+        if failed:
+            for host in hosts:
+                self.agents[host].kill()
+            detail = "; ".join(f"{h}: rc {a.get('rc')} {a.get('error', '')[-300:]}" for h, a in failed)
+            raise EnvironmentProblem(f"DDP run failed ({detail})", hint="see the agent logs")
+        try:
+            data = json.loads(out.read_text())
+        finally:
+            out.unlink(missing_ok=True)
+        times = tuple(float(t) for t in data["iter_times_s"])
+        return DdpResult(
+            mean_iter_s=float(data["mean_iter_s"]),
+            median_iter_s=float(data["median_iter_s"]),
+            stdev_iter_s=float(data["stdev_iter_s"]),
+            iter_times_s=times,
+            wall_s=max(float(a.get("wall_s", 0.0)) for a in answers),
+        )
+
+    def close(self) -> None:
+        for agent in self.agents.values():
+            if agent.alive():
+                with contextlib.suppress(OSError, BrokenPipeError):
+                    agent.send({"stop": True})
+                    assert agent.proc.stdin is not None
+                    agent.proc.stdin.close()
+        for agent in self.agents.values():
+            try:
+                agent.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                agent.kill()
+        for log in self._logs:
+            log.close()
+        self.agents.clear()
+        self._logs.clear()

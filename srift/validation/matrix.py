@@ -1,0 +1,182 @@
+"""What validation runs: the models, the fleets (host counts 1..4, mixed types included) and per-VM batches.
+
+A fleet is a list of groups (instance type, count, per-VM batch), Srift's counts[i] and batches[i]. Fleets
+are kept to what the testbed has (hosts per type) and to `max_cores` of CPU quota running at once, so that
+the hosts' quotas are real on this machine. The quick matrix runs one batch per VM (32) on every fleet plus
+a mixed-batch variant of each mixed fleet (the weaker type gets the smaller batch, as Srift would); the full
+matrix adds batches 16 and 48 and every host composition up to four hosts.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from srift.errors import InvalidInput
+from srift.testbed import TestbedSpec
+
+TESTMODELS = "srift.profiling.testmodels"
+
+
+@dataclass(frozen=True, slots=True)
+class ModelSpec:
+    """A model of the matrix: its factory and input factory (MODULE:CALLABLE)."""
+
+    name: str
+    factory: str
+    input_factory: str
+
+    @property
+    def module(self) -> str:
+        return self.factory.partition(":")[0]
+
+
+MODELS: dict[str, ModelSpec] = {
+    name: ModelSpec(name, f"{TESTMODELS}:{name}", f"{TESTMODELS}:{name}_input")
+    for name in ("cnn", "wide_mlp", "transformer")
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Group:
+    """`count` hosts of one type, each training on `batch` samples per iteration."""
+
+    type_name: str
+    count: int
+    batch: int
+
+
+@dataclass(frozen=True, slots=True)
+class Fleet:
+    """Groups in rank order."""
+
+    groups: tuple[Group, ...]
+
+    @property
+    def hosts(self) -> int:
+        return sum(g.count for g in self.groups)
+
+    @property
+    def batches(self) -> tuple[int, ...]:
+        """Per-rank batches, rank order."""
+        return tuple(g.batch for g in self.groups for _ in range(g.count))
+
+    @property
+    def types(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(g.type_name for g in self.groups))
+
+    @property
+    def mixed(self) -> bool:
+        return len(self.types) > 1
+
+    def cores(self, spec: TestbedSpec) -> float:
+        return sum(g.count * spec.type_named(g.type_name).cpu_cores for g in self.groups)
+
+    def label(self) -> str:
+        """Srift's notation, e.g. "2×tbv.small@32 + 1×tbv.large@48"."""
+        return " + ".join(f"{g.count}×{g.type_name}@{g.batch}" for g in self.groups)
+
+    def composition(self) -> str:
+        """Type counts without batches, e.g. "2×tbv.small + 1×tbv.large"."""
+        counts: dict[str, int] = {}
+        for g in self.groups:
+            counts[g.type_name] = counts.get(g.type_name, 0) + g.count
+        return " + ".join(f"{n}×{t}" for t, n in counts.items())
+
+
+@dataclass(frozen=True, slots=True)
+class Case:
+    """One model on one fleet."""
+
+    model: str
+    fleet: Fleet
+
+    @property
+    def key(self) -> str:
+        return f"{self.model} | {self.fleet.label()}"
+
+
+def types_by_cpu(spec: TestbedSpec) -> list[str]:
+    """The spec's type names, weakest CPU first (then slowest link, then name)."""
+    return [t.name for t in sorted(spec.types, key=lambda t: (t.cpu_cores, t.rate_mbit, t.name))]
+
+
+def check_spec(spec: TestbedSpec) -> None:
+    """Validation needs two types that differ in both CPU quota and link rate."""
+    for a, b in itertools.combinations(spec.types, 2):
+        if a.cpu_cores != b.cpu_cores and a.rate_mbit != b.rate_mbit:
+            return
+    raise InvalidInput(
+        "the testbed spec needs at least two instance types that differ in cpu_cores and rate_mbit",
+        hint="add a type with a different CPU quota and link rate (see srift/validation/testbed.yaml)",
+        field="types",
+    )
+
+
+def _hosts_of(spec: TestbedSpec) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for h in spec.hosts:
+        counts[h.type_name] = counts.get(h.type_name, 0) + 1
+    return counts
+
+
+def compositions(spec: TestbedSpec, *, max_hosts: int, max_cores: float, full: bool) -> list[dict[str, int]]:
+    """Type → count maps (1..max_hosts hosts) that the testbed holds within `max_cores` of quota.
+
+    Quick: 1, 2 and 4 hosts of each type alone, and for each pair of types 1+1 and 2+2. Full: every
+    composition of up to `max_hosts` hosts over at most two types.
+    """
+    available = _hosts_of(spec)
+    names = types_by_cpu(spec)
+    wanted: list[dict[str, int]] = []
+    sizes = range(1, max_hosts + 1) if full else (1, 2, 4)
+    for name in names:
+        wanted += [{name: n} for n in sizes]
+    for a, b in itertools.combinations(names, 2):
+        if full:
+            wanted += [{a: i, b: j} for i in range(1, max_hosts) for j in range(1, max_hosts - i + 1)]
+        else:
+            wanted += [{a: 1, b: 1}, {a: 2, b: 2}]
+    out = []
+    for comp in wanted:
+        if sum(comp.values()) > max_hosts or any(n > available.get(t, 0) for t, n in comp.items()):
+            continue
+        if sum(n * spec.type_named(t).cpu_cores for t, n in comp.items()) > max_cores + 1e-9:
+            continue
+        out.append(comp)
+    return out
+
+
+def build_matrix(
+    spec: TestbedSpec,
+    *,
+    models: Sequence[str],
+    full: bool,
+    max_cores: float,
+    max_hosts: int = 4,
+    batch: int = 32,
+    low_batch: int = 16,
+    high_batch: int = 48,
+) -> list[Case]:
+    """The cases of the quick or full matrix (see the module docstring)."""
+    for name in models:
+        if name not in MODELS:
+            raise InvalidInput(
+                f"unknown model {name!r}", hint=f"use some of: {', '.join(MODELS)}", field="models"
+            )
+    order = {name: i for i, name in enumerate(types_by_cpu(spec))}
+    fleets: list[Fleet] = []
+    uniform = (low_batch, batch, high_batch) if full else (batch,)
+    for comp in compositions(spec, max_hosts=max_hosts, max_cores=max_cores, full=full):
+        ordered = sorted(comp.items(), key=lambda kv: order[kv[0]])
+        for b in uniform:
+            fleets.append(Fleet(tuple(Group(t, n, b) for t, n in ordered)))
+        if len(ordered) > 1:
+            weak, strong = ordered[0], ordered[-1]
+            mixed = [
+                Group(t, n, low_batch if t == weak[0] else high_batch if t == strong[0] else batch)
+                for t, n in ordered
+            ]
+            fleets.append(Fleet(tuple(mixed)))
+    return [Case(model, fleet) for model in models for fleet in fleets]

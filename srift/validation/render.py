@@ -1,0 +1,185 @@
+"""The validation report as text: rich tables for the terminal and Markdown for docs/BENCHMARKS.md."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from rich.console import Group as RichGroup
+from rich.table import Table
+
+
+def pct(value: float | None, digits: int = 1) -> str:
+    return "n/a" if value is None else f"{100 * value:.{digits}f} %"
+
+
+def ms(value: float | None) -> str:
+    return "n/a" if value is None else f"{1000 * value:.1f}"
+
+
+def _summary_rows(summary: Mapping[str, Any]) -> list[tuple[str, str, Mapping[str, Any]]]:
+    rows: list[tuple[str, str, Mapping[str, Any]]] = [("all", "all cases", summary["overall"])]
+    for title, key in (
+        ("model", "by_model"),
+        ("hosts", "by_hosts"),
+        ("type", "by_type"),
+        ("batches", "by_batches"),
+    ):
+        for name, block in summary[key].items():
+            rows.append((title, name, block))
+    return rows
+
+
+def summary_table(report: Mapping[str, Any]) -> Table:
+    summary = report["summary"]
+    table = Table(title=f"end-to-end accuracy ({report['level']} matrix)", title_justify="left")
+    for col in ("by", "group", "cases", "MAPE", "under", "p90 under", "worst under", "mean error"):
+        table.add_column(col, justify="right" if col not in ("by", "group") else "left")
+    for by, name, b in _summary_rows(summary):
+        table.add_row(
+            by,
+            name,
+            str(b["cases"]),
+            pct(b["mape"]),
+            f"{b['underestimates']}/{b['cases']}",
+            pct(b["underestimate_p90"]),
+            pct(b["worst_underestimate"]),
+            pct(b["mean_error"]),
+        )
+    return table
+
+
+def cases_table(report: Mapping[str, Any]) -> Table:
+    table = Table(title="cases (mean iteration time, ms)", title_justify="left")
+    for col in ("model", "fleet", "predicted", "measured", "error", "repeat noise", "runs"):
+        table.add_column(col, justify="left" if col in ("model", "fleet") else "right")
+    for r in report["cases"]:
+        ok = [x for x in r["runs"] if x.get("ok")]
+        table.add_row(
+            r["model"],
+            r["fleet"],
+            ms(r["predicted"]["iteration_s"]),
+            ms(r["measured_iteration_s"]),
+            "n/a" if r["error"] is None else f"{100 * r['error']:+.1f} %",
+            pct(r["repeat_noise"]),
+            f"{len(ok)}/{len(r['runs'])}",
+        )
+    return table
+
+
+def plan_table(plan: Mapping[str, Any]) -> Table:
+    table = Table(
+        title=f"plan quality: {plan['model']}, global batch {plan['global_batch']}, "
+        f"{plan['configurations']} configurations run for real",
+        title_justify="left",
+    )
+    for col in ("objective", "policy", "choice", "rank", "ratio to measured best", "measured best"):
+        table.add_column(col)
+    for key in ("primary", "secondary"):
+        block = plan[key]
+        for policy in ("srift", "cap", "tap"):
+            c = block.get(policy) or {}
+            rank = (
+                "infeasible"
+                if c.get("feasible") is False
+                else (f"{c['rank']}/{c['of']}" if c.get("rank") else "n/a")
+            )
+            ratio = c.get("ratio_to_best")
+            table.add_row(
+                block["objective"],
+                policy,
+                str(c.get("fleet")),
+                rank,
+                "n/a" if ratio is None else f"{ratio:.3f}",
+                str(block.get("best")),
+            )
+    return table
+
+
+def acceptance_table(report: Mapping[str, Any]) -> Table:
+    table = Table(title="acceptance", title_justify="left")
+    for col in ("check", "measured", "limit", "met"):
+        table.add_column(col)
+    for name, item in report["acceptance"].items():
+        value, limit = item["value"], item["limit"]
+        if name.startswith("quick"):
+            shown, lim = f"{(value or 0) / 60:.1f} min", f"{limit / 60:.0f} min"
+        elif name.startswith("plan"):
+            shown, lim = ("n/a" if value is None else f"{value:.3f}"), f"≤ {limit:.2f}"
+        else:
+            shown, lim = pct(value), f"≤ {pct(limit)}"
+        table.add_row(name, shown, lim, "yes" if item["ok"] else "NO")
+    return table
+
+
+def terminal_view(report: Mapping[str, Any]) -> RichGroup:
+    parts: list[Any] = [cases_table(report), summary_table(report)]
+    if report.get("plan_quality") and "primary" in report["plan_quality"]:
+        parts.append(plan_table(report["plan_quality"]))
+    parts.append(acceptance_table(report))
+    return RichGroup(*parts)
+
+
+def markdown(report: Mapping[str, Any]) -> str:
+    """The BENCHMARKS.md section body: summary by group, noise, acceptance, plan quality, run time."""
+    s = report["summary"]
+    o = s["overall"]
+    bw = report.get("bandwidth", {})
+    repeats = report["effort"]["repeats"]
+    minutes = report["duration_s"] / 60
+    noise = pct(s["noise"]["repeat_noise_mape"])
+    lines = [
+        f"{o['cases']} cases ({report['level']} matrix: models × fleets of 1..4 testbed hosts, mixed types "
+        f"included), each measured {repeats}× with real PyTorch DDP (gloo) and predicted by the simulator "
+        f"from profiles made inside the hosts. Run time {minutes:.1f} min.",
+        "",
+        f"**End-to-end MAPE {pct(o['mape'])}**; {o['underestimates']}/{o['cases']} underestimates, their "
+        f"90th percentile {pct(o['underestimate_p90'])} (Srift paper: 8.9 % and 13.5 %). Measurement noise "
+        f"(MAPE of repeats against their case mean): {noise}.",
+        "",
+        f"Bandwidth model: {bw.get('how', '?')} — `{bw.get('source', '?')}`.",
+        "",
+        "| by | group | cases | MAPE | underestimates | p90 underestimate |",
+        "|---|---|---|---|---|---|",
+    ]
+    for by, name, b in _summary_rows(s):
+        lines.append(
+            f"| {by} | {name} | {b['cases']} | {pct(b['mape'])} | {b['underestimates']}/{b['cases']} | "
+            f"{pct(b['underestimate_p90'])} |"
+        )
+    plan = report.get("plan_quality")
+    if plan and "primary" in plan:
+        lines += [
+            "",
+            f"Plan quality ({plan['model']}, global batch {plan['global_batch']}, ≤ {plan['cap_per_type']} "
+            f"VMs of each type, {plan['configurations']} configurations run for real):",
+            "",
+            "| objective | policy | choice | measured rank | ratio to measured best |",
+            "|---|---|---|---|---|",
+        ]
+        for key in ("primary", "secondary"):
+            block = plan[key]
+            for policy in ("srift", "cap", "tap"):
+                c = block.get(policy) or {}
+                rank = (
+                    "misses deadline"
+                    if c.get("feasible") is False
+                    else (f"{c['rank']} of {c['of']}" if c.get("rank") else "n/a")
+                )
+                ratio = c.get("ratio_to_best")
+                lines.append(
+                    f"| {block['objective']} | {policy} | {c.get('fleet')} | {rank} | "
+                    f"{'n/a' if ratio is None else f'{ratio:.3f}'} |"
+                )
+    lines += ["", "| acceptance | measured | met |", "|---|---|---|"]
+    for name, item in report["acceptance"].items():
+        value = item["value"]
+        shown = (
+            f"{(value or 0) / 60:.1f} min"
+            if name.startswith("quick")
+            else ("n/a" if value is None else f"{value:.3f}")
+            if name.startswith("plan")
+            else pct(value)
+        )
+        lines.append(f"| {name} | {shown} | {'yes' if item['ok'] else 'NO'} |")
+    return "\n".join(lines)

@@ -1,0 +1,74 @@
+"""The validation matrix: fleets the testbed holds within the CPU cap, quick vs full, mixed batches."""
+
+from __future__ import annotations
+
+import pytest
+
+from srift.errors import InvalidInput
+from srift.testbed import parse_spec
+from srift.validation.matrix import Fleet, Group, build_matrix, check_spec, compositions
+from srift.validation.pipeline import DEFAULT_SPEC, Effort, iterations_for
+
+SPEC = {
+    "types": [
+        {"name": "s", "cpu_cores": 0.25, "rate_mbit": 200, "price_usd_per_hr": 0.1},
+        {"name": "l", "cpu_cores": 0.5, "rate_mbit": 800, "price_usd_per_hr": 0.2},
+    ],
+    "hosts": [{"type": "s", "count": 4}, {"type": "l", "count": 4}],
+}
+
+
+def test_quick_matrix_covers_one_to_four_hosts_and_mixed_fleets_within_the_cap() -> None:
+    spec = parse_spec(SPEC, cores=2)
+    cases = build_matrix(spec, models=["cnn"], full=False, max_cores=1.5)
+    labels = [c.fleet.label() for c in cases]
+    assert labels == [
+        "1×s@32", "2×s@32", "4×s@32", "1×l@32", "2×l@32",
+        "1×s@32 + 1×l@32", "1×s@16 + 1×l@48", "2×s@32 + 2×l@32", "2×s@16 + 2×l@48",
+    ]  # fmt: skip
+    assert "4×l@32" not in labels  # 2 cores of quota > 1.5
+    assert all(c.fleet.cores(spec) <= 1.5 for c in cases)
+    assert {c.fleet.hosts for c in cases} == {1, 2, 4}
+
+
+def test_full_matrix_has_every_composition_up_to_four_hosts() -> None:
+    spec = parse_spec(SPEC, cores=2)
+    comps = compositions(spec, max_hosts=4, max_cores=1.5, full=True)
+    assert {"s": 3} in comps and {"l": 3} in comps and {"s": 3, "l": 1} in comps
+    assert {"l": 4} not in comps and {"s": 1, "l": 3} not in comps  # 1.75 cores
+    cases = build_matrix(spec, models=["cnn", "transformer"], full=True, max_cores=1.5)
+    assert len({c.fleet.hosts for c in cases}) == 4
+    assert len(cases) == 2 * len({c.fleet.label() for c in cases})
+
+
+def test_fleet_ranks_get_their_group_batches() -> None:
+    fleet = Fleet((Group("s", 2, 16), Group("l", 1, 48)))
+    assert fleet.batches == (16, 16, 48)
+    assert fleet.mixed and fleet.hosts == 3
+    assert fleet.composition() == "2×s + 1×l"
+
+
+def test_unknown_model_and_single_type_specs_are_refused() -> None:
+    spec = parse_spec(SPEC, cores=2)
+    with pytest.raises(InvalidInput) as info:
+        build_matrix(spec, models=["resnet"], full=False, max_cores=1.5)
+    assert info.value.field == "models"
+    one = parse_spec({**SPEC, "types": SPEC["types"][:1], "hosts": [{"type": "s", "count": 2}]}, cores=2)
+    with pytest.raises(InvalidInput) as info2:
+        check_spec(one)
+    assert "differ" in info2.value.detail
+
+
+def test_shipped_spec_is_valid_for_validation() -> None:
+    from srift.testbed import load_spec
+
+    spec = load_spec(DEFAULT_SPEC, cores=2)
+    check_spec(spec)
+    assert len(build_matrix(spec, models=["cnn"], full=False, max_cores=1.5)) == 9
+
+
+def test_iterations_follow_the_prediction_within_bounds() -> None:
+    effort = Effort.quick()
+    assert iterations_for(effort, 0.1) == 25
+    assert iterations_for(effort, 10.0) == effort.min_iters
+    assert iterations_for(effort, 0.0001) == effort.max_iters
