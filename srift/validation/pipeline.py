@@ -101,9 +101,9 @@ class Effort:
     @classmethod
     def full(cls) -> Effort:
         return cls(
-            repeats=3,
-            target_run_s=5.0,
-            min_iters=8,
+            repeats=2,
+            target_run_s=4.0,
+            min_iters=6,
             max_iters=60,
             warmup=3,
             profile_repeats=9,

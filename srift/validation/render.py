@@ -135,7 +135,9 @@ def markdown(report: Mapping[str, Any]) -> str:
         "",
         f"**End-to-end MAPE {pct(o['mape'])}**; {o['underestimates']}/{o['cases']} underestimates, their "
         f"90th percentile {pct(o['underestimate_p90'])} (Srift paper: 8.9 % and 13.5 %). Measurement noise "
-        f"(MAPE of repeats against their case mean): {noise}.",
+        f"(MAPE of repeats against their case mean): {noise}. Layer-by-layer exchange (Srift's original "
+        f"model, no DDP buckets): MAPE {pct(s['per_layer_overall']['mape'])}, p90 underestimate "
+        f"{pct(s['per_layer_overall']['underestimate_p90'])}.",
         "",
         f"Bandwidth model: {bw.get('how', '?')} — `{bw.get('source', '?')}`.",
         "",
