@@ -14,10 +14,11 @@ Steps, in order (each timed in the report):
 3. **bandwidth** — allreduce probe jobs (probes/allreduce.py) on 2..4 hosts of each type, stored as probe
    samples and trained into a bandwidth model version that is activated (or: the shipped models, or the
    α-β prior; the report says which).
-4. **matrix** — for every case, the prediction of `srift.services.predictions.predict` (the simulator
-   with the stored profiles, the catalog and the active bandwidth model), then `repeats` real DDP runs
-   (probes/ddp_train.py through `srift.validation.ddp`). Repeats run in rounds over all cases, so slow
-   spells of the machine spread over cases instead of hitting one.
+4. **matrix** — for every case, the simulator's prediction from the stored profiles, the catalog's
+   instance types and the active bandwidth model, reducing in PyTorch DDP's gradient buckets as the runs
+   do (and, for comparison, layer by layer), then `repeats` real DDP runs (probes/ddp_train.py through
+   `srift.validation.ddp`). Repeats run in rounds over all cases, so slow spells of the machine spread
+   over cases instead of hitting one.
 5. **plan quality** — see `srift.validation.plan_quality`.
 
 The driver itself only waits while DDP runs are timed.
@@ -31,10 +32,11 @@ import math
 import os
 import platform
 import random
+import shutil
 import statistics
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -50,7 +52,7 @@ REPORT_FORMAT = "srift-validation/1"
 DDP_BUCKET_CAP_MB = 25.0
 """probes/ddp_train.py's (and torch DDP's) default bucket_cap_mb: the buckets the runs reduce."""
 MALLOC_ENV = {"MALLOC_MMAP_THRESHOLD_": str(32 << 20), "MALLOC_TRIM_THRESHOLD_": str(16 << 30)}
-"""glibc malloc keeps freed blocks below 32 MiB in the heap and never trims it (see `run_validation`)."""
+"""glibc malloc keeps freed blocks below 32 MiB in the heap and never trims it (see step 1 above)."""
 DEFAULT_SPEC = Path(__file__).resolve().parent / "testbed.yaml"
 PROBE_NODE_COUNTS = (2, 3, 4)
 
@@ -117,7 +119,7 @@ class Effort:
 
 @dataclass(frozen=True, slots=True)
 class ValidationOptions:
-    """What `srift validate` runs. `types`/`max_hosts`/`cases` narrow the matrix (tests, quick checks)."""
+    """What `srift validate` runs. `types` and `max_hosts` narrow the matrix (tests, quick checks)."""
 
     full: bool = False
     spec_path: Path | None = None
@@ -348,10 +350,18 @@ def _profile_one(ctx: Context, model: str, type_name: str) -> tuple[Any, float]:
         settings=ctx.settings,
     )
     tick = time.perf_counter()
-    (profile,) = run_testbed_profiles(
-        run, spec, [TypeFacts(name=type_name, provider="testbed", region="local")]
-    )
+    try:
+        (profile,) = run_testbed_profiles(
+            run, spec, [TypeFacts(name=type_name, provider="testbed", region="local")]
+        )
+    finally:
+        _drop_job_folder(ctx, run.job_id)
     return profile, time.perf_counter() - tick
+
+
+def _drop_job_folder(ctx: Context, job_id: int) -> None:
+    """The job runners work in <data dir>/jobs/<id>; validation's ids are never stored jobs, so drop it."""
+    shutil.rmtree(ctx.settings.data_dir / "jobs" / str(job_id), ignore_errors=True)
 
 
 def _profiles(ctx: Context, models: Sequence[str]) -> None:
@@ -453,7 +463,10 @@ def _bandwidth(ctx: Context) -> None:
             settings=ctx.settings,
         )
         facts = TypeFacts(name=type_name, provider="testbed", region="local", rated_gbps=t.rate_mbit / 1000)
-        records.extend(run_testbed_probe(run, spec, facts))
+        try:
+            records.extend(run_testbed_probe(run, spec, facts))
+        finally:
+            _drop_job_folder(ctx, run.job_id)
     ctx.progress("probes", len(plan), len(plan))
     if not records:
         raise EnvironmentProblem(
@@ -770,7 +783,3 @@ def _report(
         "timings": ctx.timings,
         "workdir": str(ctx.workdir),
     }
-
-
-def with_command(options: ValidationOptions, command: str) -> ValidationOptions:
-    return replace(options, command=command)

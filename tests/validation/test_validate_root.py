@@ -88,6 +88,9 @@ def test_report_has_the_documented_structure(report: dict[str, Any]) -> None:
     assert [p["instance_type"] for p in report["profiles"]] == ["vt.small"]
     assert set(report["acceptance"]) >= {"mape_le_10pct", "underestimate_p90_le_13_5pct"}
     assert json.loads(Path(report["workdir"], "report.json").read_text())["format"] == REPORT_FORMAT
+    jobs = Path(report["workdir"]).parent / "data" / "jobs"
+    assert not jobs.exists() or list(jobs.iterdir()) == []  # the job runners' folders are dropped
+    assert report["testbed"]["brought_up"] is True  # and taken down again: the prefix was new
 
 
 def test_measured_times_come_from_real_ddp_runs(report: dict[str, Any]) -> None:
