@@ -13,6 +13,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from srift.commands.remote import call_api
 from srift.errors import InvalidInput
 
 console = Console()
@@ -48,38 +49,6 @@ def _load_file(path: Path) -> dict[str, Any]:
     return data
 
 
-def _remote(method: str, url: str, path: str, *, token: str | None, body: Any = None) -> Any:
-    import httpx
-
-    from srift.errors import ExternalServiceError, NotFound, Unauthorized
-
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
-    try:
-        response = httpx.request(
-            method, url.rstrip("/") + "/v1" + path, json=body, headers=headers, timeout=60
-        )
-    except httpx.HTTPError as exc:
-        raise ExternalServiceError(
-            f"could not reach {url}: {exc}", hint="check --url and that the server runs"
-        ) from exc
-    if response.status_code < 400:
-        return response.json()
-    try:
-        err = response.json()
-    except ValueError:
-        err = {}
-    detail = str(err.get("detail") or response.text[:300])
-    hint = str(err.get("hint") or "see the server log")
-    field = err.get("field") if isinstance(err.get("field"), str) else None
-    if response.status_code == 401:
-        raise Unauthorized(detail, hint=hint)
-    if response.status_code == 404:
-        raise NotFound(detail, hint=hint, field=field)
-    if response.status_code in (400, 409, 413, 422):
-        raise InvalidInput(detail, hint=hint, field=field)
-    raise ExternalServiceError(f"{response.status_code}: {detail}", hint=hint)
-
-
 def _local_url() -> str:
     from srift.db import migrate
     from srift.settings import get_settings
@@ -92,7 +61,7 @@ def _local_url() -> str:
 def _submit(kind: str, body: dict[str, Any], *, url: str | None, token: str | None) -> dict[str, Any]:
     if url:
         path = "/probe-jobs" if kind == "probe" else "/profile-jobs"
-        answer: dict[str, Any] = _remote("POST", url, path, token=token, body=body)
+        answer: dict[str, Any] = call_api("POST", url, "/v1" + path, token=token, body=body)
         return answer
     from srift.api.routes.probe_jobs import job_view
     from srift.db.session import transaction
@@ -217,7 +186,7 @@ def register(app: typer.Typer) -> None:
                 + (f"&kind={kind}" if kind else "")
                 + (f"&state={state}" if state else "")
             )
-            rows = _remote("GET", url, query, token=token)["jobs"]
+            rows = call_api("GET", url, "/v1" + query, token=token)["jobs"]
         else:
             from srift.api.routes.probe_jobs import job_view
             from srift.db.session import transaction
@@ -258,7 +227,7 @@ def register(app: typer.Typer) -> None:
         Example: `srift jobs show 12`
         """
         if url:
-            job = _remote("GET", url, f"/probe-jobs/{job_id}", token=token)
+            job = call_api("GET", url, f"/v1/probe-jobs/{job_id}", token=token)
         else:
             from srift.api.routes.probe_jobs import job_view
             from srift.db.session import transaction

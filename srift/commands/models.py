@@ -10,6 +10,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from srift.commands.remote import call_api
 from srift.settings import Settings, get_settings
 
 console = Console()
@@ -29,33 +30,6 @@ def _ready(settings: Settings) -> str:
     migrate.upgrade(url)
     load_shipped_models(settings)
     return url
-
-
-def _remote(
-    method: str, base: str, path: str, *, token: str | None, body: dict[str, Any] | None = None
-) -> Any:
-    """One API call; SriftError subclasses come back as the matching exception."""
-    import httpx
-
-    from srift.errors import ExternalServiceError, InvalidInput, NotFound, SriftError, Unauthorized
-
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
-    try:
-        response = httpx.request(method, base.rstrip("/") + path, json=body, headers=headers, timeout=300)
-    except httpx.HTTPError as exc:
-        raise ExternalServiceError(
-            f"cannot reach {base} ({exc})", hint="check --url and that the server runs"
-        ) from exc
-    if response.status_code < 400:
-        return response.json()
-    try:
-        err = response.json()
-    except ValueError:
-        err = {"detail": response.text[:200], "hint": "see the server log"}
-    kind: type[SriftError] = {401: Unauthorized, 404: NotFound, 422: InvalidInput}.get(
-        response.status_code, ExternalServiceError
-    )
-    raise kind(str(err.get("detail", "request failed")), hint=str(err.get("hint") or "see the server log"))
 
 
 def _pct(value: Any) -> str:
@@ -142,7 +116,7 @@ def register(app: typer.Typer) -> None:
             "tune": tune,
         }
         if url:
-            result = _remote(
+            result = call_api(
                 "POST", url, "/v1/bandwidth-models", token=token or os.environ.get("SRIFT_TOKEN"), body=body
             )
         else:
@@ -181,7 +155,7 @@ def register(app: typer.Typer) -> None:
         Example: `srift models list --json`.
         """
         if url:
-            payload = _remote(
+            payload = call_api(
                 "GET", url, "/v1/bandwidth-models", token=token or os.environ.get("SRIFT_TOKEN")
             )
             rows = list(payload["models"])
@@ -211,7 +185,7 @@ def register(app: typer.Typer) -> None:
         Example: `srift models activate 20261122-101500-a1b2c3`.
         """
         if url:
-            result = _remote(
+            result = call_api(
                 "POST",
                 url,
                 f"/v1/bandwidth-models/{version}/activate",

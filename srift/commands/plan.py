@@ -11,6 +11,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from srift.commands.remote import call_api
+
 console = Console()
 
 EXAMPLE = """\
@@ -49,44 +51,6 @@ def _load(path: Path) -> Any:
         raise InvalidInput(
             f"{path} is not valid YAML/JSON ({exc})", hint="fix the syntax", field="FILE"
         ) from exc
-
-
-def _remote(base: str, body: dict[str, Any], *, token: str | None) -> Any:
-    import httpx
-
-    from srift.errors import (
-        ExternalServiceError,
-        Forbidden,
-        Infeasible,
-        InvalidInput,
-        NotFound,
-        SriftError,
-        Unauthorized,
-    )
-
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
-    try:
-        response = httpx.post(base.rstrip("/") + "/v1/plans", json=body, headers=headers, timeout=600)
-    except httpx.HTTPError as exc:
-        raise ExternalServiceError(
-            f"cannot reach {base} ({exc})", hint="check --url and that the server runs"
-        ) from exc
-    if response.status_code < 400:
-        return response.json()
-    try:
-        err = response.json()
-    except ValueError:
-        err = {"detail": response.text[:200], "hint": "see the server log"}
-    kind: type[SriftError] = {401: Unauthorized, 403: Forbidden, 404: NotFound, 422: InvalidInput}.get(
-        response.status_code, ExternalServiceError
-    )
-    if err.get("error") == "infeasible":
-        kind = Infeasible
-    raise kind(
-        str(err.get("detail", "request failed")),
-        hint=str(err.get("hint") or "see the server log"),
-        field=err.get("field"),
-    )
 
 
 def _local(body: dict[str, Any]) -> Any:
@@ -253,7 +217,14 @@ def register(app: typer.Typer) -> None:
         if solve_budget_s is not None:
             body["solve_budget_s"] = solve_budget_s
         if url:
-            result = _remote(url, body, token=token or os.environ.get("SRIFT_TOKEN"))
+            result = call_api(
+                "POST",
+                url,
+                "/v1/plans",
+                body=body,
+                token=token or os.environ.get("SRIFT_TOKEN"),
+                timeout_s=600,
+            )
         else:
             with console.status("searching...", spinner="dots"):
                 result = _local(body)

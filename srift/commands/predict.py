@@ -11,6 +11,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from srift.commands.remote import call_api
+
 console = Console()
 
 EXAMPLE = """\
@@ -44,34 +46,6 @@ def _load(path: Path) -> Any:
         raise InvalidInput(
             f"{path} is not valid YAML/JSON ({exc})", hint="fix the syntax", field="FILE"
         ) from exc
-
-
-def _remote(base: str, body: dict[str, Any], *, token: str | None) -> Any:
-    import httpx
-
-    from srift.errors import ExternalServiceError, Forbidden, InvalidInput, NotFound, SriftError, Unauthorized
-
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
-    try:
-        response = httpx.post(base.rstrip("/") + "/v1/predictions", json=body, headers=headers, timeout=300)
-    except httpx.HTTPError as exc:
-        raise ExternalServiceError(
-            f"cannot reach {base} ({exc})", hint="check --url and that the server runs"
-        ) from exc
-    if response.status_code < 400:
-        return response.json()
-    try:
-        err = response.json()
-    except ValueError:
-        err = {"detail": response.text[:200], "hint": "see the server log"}
-    kind: type[SriftError] = {401: Unauthorized, 403: Forbidden, 404: NotFound, 422: InvalidInput}.get(
-        response.status_code, ExternalServiceError
-    )
-    raise kind(
-        str(err.get("detail", "request failed")),
-        hint=str(err.get("hint") or "see the server log"),
-        field=err.get("field"),
-    )
 
 
 def _local(body: dict[str, Any]) -> Any:
@@ -205,7 +179,9 @@ def register(app: typer.Typer) -> None:
         if seed is not None:
             body["seed"] = seed
         if url:
-            result = _remote(url, body, token=token or os.environ.get("SRIFT_TOKEN"))
+            result = call_api(
+                "POST", url, "/v1/predictions", body=body, token=token or os.environ.get("SRIFT_TOKEN")
+            )
         else:
             with console.status("simulating...", spinner="dots"):
                 result = _local(body)

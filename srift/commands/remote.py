@@ -1,0 +1,63 @@
+"""One way for CLI commands to call a running Srift server (`--url`) and get its errors back as SriftError."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from srift.errors import (
+    Conflict,
+    ExternalServiceError,
+    Forbidden,
+    Infeasible,
+    InvalidInput,
+    NotFound,
+    PayloadTooLarge,
+    SriftError,
+    Unauthorized,
+)
+
+_BY_STATUS: dict[int, type[SriftError]] = {
+    400: InvalidInput,
+    401: Unauthorized,
+    403: Forbidden,
+    404: NotFound,
+    409: Conflict,
+    413: PayloadTooLarge,
+    422: InvalidInput,
+}
+
+
+def call_api(
+    method: str, base: str, path: str, *, token: str | None, body: Any = None, timeout_s: float = 300
+) -> Any:
+    """Send one request to `base` + `path` (path includes /v1) and return the JSON answer.
+
+    A 4xx answer in Srift's {error, detail, hint, field} shape is raised as the matching SriftError, so the
+    CLI prints and exits the same way as when it computes locally.
+    """
+    import httpx
+
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    try:
+        response = httpx.request(
+            method, base.rstrip("/") + path, json=body, headers=headers, timeout=timeout_s
+        )
+    except httpx.HTTPError as exc:
+        raise ExternalServiceError(
+            f"cannot reach {base} ({exc})", hint="check --url and that the server runs"
+        ) from exc
+    if response.status_code < 400:
+        return response.json()
+    try:
+        err = response.json()
+    except ValueError:
+        err = {}
+    if not isinstance(err, dict):
+        err = {}
+    detail = str(err.get("detail") or response.text[:300] or "request failed")
+    hint = str(err.get("hint") or "see the server log")
+    field = err.get("field") if isinstance(err.get("field"), str) else None
+    kind = Infeasible if err.get("error") == "infeasible" else _BY_STATUS.get(response.status_code)
+    if kind is None:
+        raise ExternalServiceError(f"{response.status_code}: {detail}", hint=hint, field=field)
+    raise kind(detail, hint=hint, field=field)

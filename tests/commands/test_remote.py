@@ -1,0 +1,90 @@
+"""call_api against a real HTTP server on loopback: JSON back on success, Srift's 4xx shapes as SriftError."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from srift.commands.remote import call_api
+from srift.errors import ExternalServiceError, Forbidden, Infeasible, InvalidInput
+
+ANSWERS = {
+    "/v1/ok": (200, {"id": 7}),
+    "/v1/infeasible": (
+        422,
+        {
+            "error": "infeasible",
+            "detail": "deadline unreachable",
+            "hint": "relax it",
+            "field": "time_limit_s",
+        },
+    ),
+    "/v1/bad": (
+        422,
+        {"error": "invalid_input", "detail": "below 1", "hint": "use ≥ 1", "field": "global_batch"},
+    ),
+    "/v1/forbidden": (
+        403,
+        {"error": "forbidden", "detail": "read token", "hint": "use a write token", "field": None},
+    ),
+    "/v1/broken": (502, {"detail": "upstream"}),
+}
+
+
+class _Handler(BaseHTTPRequestHandler):
+    def do_POST(self) -> None:
+        length = int(self.headers.get("content-length", 0))
+        self.rfile.read(length)
+        status, body = ANSWERS[self.path]
+        payload = json.dumps({**body, "auth": self.headers.get("authorization")}).encode()
+        self.send_response(status)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def server() -> Iterator[str]:
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def test_success_returns_json_and_sends_the_token(server: str) -> None:
+    answer = call_api("POST", server, "/v1/ok", token="srift_abc", body={"x": 1})
+    assert answer == {"id": 7, "auth": "Bearer srift_abc"}
+
+
+@pytest.mark.parametrize(
+    ("path", "kind", "field"),
+    [
+        ("/v1/infeasible", Infeasible, "time_limit_s"),
+        ("/v1/bad", InvalidInput, "global_batch"),
+        ("/v1/forbidden", Forbidden, None),
+        ("/v1/broken", ExternalServiceError, None),
+    ],
+)
+def test_error_answers_become_the_matching_srift_error(
+    server: str, path: str, kind: type[Exception], field: str | None
+) -> None:
+    with pytest.raises(kind) as info:
+        call_api("POST", server, path, token=None, body={})
+    assert type(info.value) is kind
+    assert getattr(info.value, "field", None) == field
+
+
+def test_unreachable_server_says_how_to_fix() -> None:
+    with pytest.raises(ExternalServiceError) as info:
+        call_api("GET", "http://127.0.0.1:9", "/v1/health", token=None, timeout_s=5)
+    assert "check --url" in str(info.value)
