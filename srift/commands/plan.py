@@ -11,7 +11,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from srift.commands.remote import call_api
+from srift.commands.remote import call_api, load_request_file
 
 console = Console()
 
@@ -34,23 +34,6 @@ mode: auto                      # exhaustive, eager, or auto (exhaustive when th
 solve_budget_s: 2.0
 seed: 0
 """
-
-
-def _load(path: Path) -> Any:
-    import yaml
-
-    from srift.errors import InvalidInput
-
-    try:
-        return yaml.safe_load(path.read_text())
-    except OSError as exc:
-        raise InvalidInput(
-            f"cannot read {path}: {exc.strerror}", hint="check the path", field="FILE"
-        ) from exc
-    except yaml.YAMLError as exc:
-        raise InvalidInput(
-            f"{path} is not valid YAML/JSON ({exc})", hint="fix the syntax", field="FILE"
-        ) from exc
 
 
 def _local(body: dict[str, Any]) -> Any:
@@ -209,7 +192,7 @@ def register(app: typer.Typer) -> None:
             raise InvalidInput(
                 "no request file given", hint="run `srift plan --example > r.yaml`", field="FILE"
             )
-        body = _load(file)
+        body = load_request_file(file)
         if not isinstance(body, dict):
             raise InvalidInput(f"{file} must hold a mapping", hint="see `srift plan --example`", field="FILE")
         if mode is not None:

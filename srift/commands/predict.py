@@ -11,7 +11,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from srift.commands.remote import call_api
+from srift.commands.remote import call_api, load_request_file
 
 console = Console()
 
@@ -29,23 +29,6 @@ comm: allreduce                 # or parameter_server (with ps_servers: 2)
 mc_samples: 200                 # Monte Carlo for p10/p50/p90 (0: straggler draws only)
 seed: 0
 """
-
-
-def _load(path: Path) -> Any:
-    import yaml
-
-    from srift.errors import InvalidInput
-
-    try:
-        return yaml.safe_load(path.read_text())
-    except OSError as exc:
-        raise InvalidInput(
-            f"cannot read {path}: {exc.strerror}", hint="check the path", field="FILE"
-        ) from exc
-    except yaml.YAMLError as exc:
-        raise InvalidInput(
-            f"{path} is not valid YAML/JSON ({exc})", hint="fix the syntax", field="FILE"
-        ) from exc
 
 
 def _local(body: dict[str, Any]) -> Any:
@@ -169,7 +152,7 @@ def register(app: typer.Typer) -> None:
             raise InvalidInput(
                 "no request file given", hint="run `srift predict --example > r.yaml`", field="FILE"
             )
-        body = _load(file)
+        body = load_request_file(file)
         if not isinstance(body, dict):
             raise InvalidInput(
                 f"{file} must hold a mapping", hint="see `srift predict --example`", field="FILE"

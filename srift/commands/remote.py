@@ -1,7 +1,8 @@
-"""One way for CLI commands to call a running Srift server (`--url`) and get its errors back as SriftError."""
+"""Shared by commands that read a request: load the request file, or send it to a server (`--url`)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from srift.errors import (
@@ -25,6 +26,22 @@ _BY_STATUS: dict[int, type[SriftError]] = {
     413: PayloadTooLarge,
     422: InvalidInput,
 }
+
+
+def load_request_file(path: Path) -> Any:
+    """Parse a YAML or JSON request file; an unreadable or malformed file is InvalidInput naming FILE."""
+    import yaml
+
+    try:
+        return yaml.safe_load(path.read_text())
+    except OSError as exc:
+        raise InvalidInput(
+            f"cannot read {path}: {exc.strerror}", hint="check the path", field="FILE"
+        ) from exc
+    except yaml.YAMLError as exc:
+        raise InvalidInput(
+            f"{path} is not valid YAML/JSON ({exc})", hint="fix the syntax", field="FILE"
+        ) from exc
 
 
 def call_api(
