@@ -15,12 +15,18 @@ RUN apt-get update \
 WORKDIR /app
 # CPU build of torch, pinned like the Makefile; GPU users build FROM an image with their own torch.
 RUN pip install --index-url https://download.pytorch.org/whl/cpu torch==2.13.0 || pip install torch==2.13.0
-COPY pyproject.toml README.md ./
+COPY pyproject.toml setup.py README.md ./
 COPY srift ./srift
 COPY migrations ./migrations
 COPY models ./models
 COPY probes ./probes
-RUN pip install .
+# gcc only while installing: it compiles the simulator's C stage kernel (srift/sim/_stage.c).
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends gcc libc6-dev \
+ && pip install . \
+ && apt-get purge -y --auto-remove gcc libc6-dev \
+ && rm -rf /var/lib/apt/lists/* \
+ && cd / && python -c "import srift.sim._stage"
 
 RUN useradd --create-home --uid 10001 srift && mkdir -p /data && chown srift:srift /data
 USER srift

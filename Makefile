@@ -8,7 +8,14 @@ PYTEST_ARGS ?=
 
 .PHONY: install system-deps run test test-fast lint typecheck bench clean
 
-$(VENV)/.installed: pyproject.toml
+# The simulator's stage kernel (srift/sim/_stage.c) is compiled at install: a C compiler is fetched when
+# missing and apt-get can run; without one the install still works and the simulator runs in pure Python.
+$(VENV)/.installed: pyproject.toml setup.py srift/sim/_stage.c
+	@command -v cc >/dev/null 2>&1 || command -v gcc >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing gcc for the simulator's C kernel"; \
+	    apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q gcc libc6-dev >/dev/null; \
+	  else echo "warning: no C compiler: the simulator will use its slower pure-Python stage"; fi; }
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q torch==$(TORCH_VERSION)
@@ -46,4 +53,4 @@ test-fast: install
 	$(BIN)/python -m pytest -x -q -m "not postgres and not browser and not slow" $(PYTEST_ARGS)
 
 clean:
-	rm -rf $(VENV) var .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) var .mypy_cache .ruff_cache .pytest_cache build srift/sim/_stage.*.so

@@ -10,9 +10,10 @@ large convolution ones) on 16 VMs, across per-GPU batches from communication-bou
 - 8 × p3.8xlarge + 8 × p3.2xlarge: a mixed fleet.
 
 Bandwidth answers come from the α-β prior behind `MemoBandwidth`, as the optimizer uses it (the same
-questions recur across fleets); the "prior, no memo" column asks the prior on every call. Seed fixed, as in
-a plan. `--quick` runs fewer rounds (for CI smoke runs); without it the section in docs/BENCHMARKS.md is
-rewritten.
+questions recur across fleets); the "no memo" column asks the prior on every call. The exchange runs in the
+C stage kernel that `make install` compiles; the "Python stage" column is the pure-Python fallback (no
+compiler at install). Seed fixed, as in a plan. `--quick` runs fewer rounds (for CI smoke runs); without
+it the section in docs/BENCHMARKS.md is rewritten.
 
     .venv/bin/python benchmarks/sim_speed.py
 """
@@ -45,6 +46,7 @@ from srift.domain import (  # noqa: E402
     ModelProfile,
 )
 from srift.sim import MemoBandwidth, simulate  # noqa: E402
+from srift.sim.exchange import Kernel, c_stage  # noqa: E402
 
 TARGET_PER_S = 1000.0
 
@@ -99,14 +101,21 @@ def fleets(prof: ModelProfile, per_gpu: int) -> dict[str, list[FleetMember]]:
     }
 
 
-def rate(fleet: list[FleetMember], model: BusBandwidthModel, *, calls: int, rounds: int) -> float:
+def rate(
+    fleet: list[FleetMember],
+    model: BusBandwidthModel,
+    *,
+    calls: int,
+    rounds: int,
+    kernel: Kernel = "auto",
+) -> float:
     """Best-of-`rounds` predictions per CPU second."""
-    simulate(fleet, bandwidth=model)
+    simulate(fleet, bandwidth=model, kernel=kernel)
     best = 0.0
     for _ in range(rounds):
         start = time.process_time()
         for _ in range(calls):
-            simulate(fleet, bandwidth=model)
+            simulate(fleet, bandwidth=model, kernel=kernel)
         used = time.process_time() - start
         best = max(best, calls / used if used > 0 else float("inf"))
     return best
@@ -161,24 +170,30 @@ def main() -> None:
     calls, rounds = (20, 2) if args.quick else (200, 5)
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
+    if c_stage() is None:
+        sys.exit("the C stage kernel is not built: run `make install` (needs a C compiler)")
     prof = resnet50_like()
     prior = AlphaBetaPrior()
     memo = MemoBandwidth(prior)
     rows = []
     per_fleet: dict[str, list[float]] = {}
+    pythons: list[float] = []
     for per_gpu in (8, 32, 128, 256):
         for name, fleet in fleets(prof, per_gpu).items():
             est = simulate(fleet, bandwidth=memo)
             fast = rate(fleet, memo, calls=calls, rounds=rounds)
             raw = rate(fleet, prior, calls=max(calls // 2, 10), rounds=max(rounds - 2, 1))
+            python = rate(fleet, memo, calls=max(calls // 4, 10), rounds=max(rounds - 2, 1), kernel="python")
             per_fleet.setdefault(name, []).append(fast)
+            pythons.append(python)
             b = est.breakdown
             rows.append(
                 f"| {name} | {per_gpu} | {est.iteration_s * 1e3:.1f} | {b.granularity:.2f} | "
-                f"{b.exposed_network_s / est.iteration_s:.0%} | {fast:,.0f} | {raw:,.0f} |"
+                f"{b.exposed_network_s / est.iteration_s:.0%} | {fast:,.0f} | {raw:,.0f} | {python:,.0f} |"
             )
             print(rows[-1], flush=True)
     worst = min(min(v) for v in per_fleet.values())
+    worst_python = min(pythons)
     reference = reference_loop_us(rounds)
     summary = [
         f"- {name}: {min(v):,.0f}–{max(v):,.0f} predictions/s (median {statistics.median(v):,.0f})"
@@ -190,10 +205,13 @@ def main() -> None:
         [
             f"Single-threaded `simulate()` on one pinned core ({cpu}), process CPU time, best of {rounds} "
             f"rounds of {calls} calls. Profile: 160 layers, ~96 MB (ResNet-50-shaped); α-β prior bandwidth "
-            "behind `MemoBandwidth`; seed fixed; mc_samples 0.",
+            "behind `MemoBandwidth`; seed fixed; mc_samples 0. Exchange stages in the C kernel "
+            "(`srift/sim/_stage.c`); *no memo* asks the prior on every call; *Python stage* is the "
+            "pure-Python fallback used when no C compiler was there at install.",
             "",
-            "| fleet | batch/GPU | t_iter (ms) | granularity | exposed network | predictions/s | no memo |",
-            "|---|---:|---:|---:|---:|---:|---:|",
+            "| fleet | batch/GPU | t_iter (ms) | granularity | exposed network | predictions/s | no memo "
+            "| Python stage |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|",
             *rows,
             "",
             *summary,
@@ -201,9 +219,10 @@ def main() -> None:
             f"Machine speed reference: a bare 320-event heap loop (the floor of any event-by-event "
             f"simulation of 160 layers) takes {reference:.0f} µs of CPU here.",
             "",
-            f"Slowest case: {worst:,.0f} predictions/s — {verdict} the {TARGET_PER_S:,.0f}/s target. "
-            "Communication-bound fleets (low batch per GPU) cost most: their exchange has the most "
-            "interacting transfers. The machine is shared, so figures vary by ±30 % between runs.",
+            f"Slowest case: {worst:,.0f} predictions/s — {verdict} the {TARGET_PER_S:,.0f}/s target "
+            f"(Python stage alone: slowest {worst_python:,.0f}/s). Communication-bound fleets (low batch "
+            "per GPU) cost most: their exchange has the most interacting transfers. The machine is "
+            "shared, so figures vary by ±30 % between runs.",
         ]
     )
     print(body)

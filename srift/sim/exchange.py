@@ -9,19 +9,23 @@ Sharing follows Srift eq. 2: with c transfers active in a stage and b_agg the su
 each runs at its own rate while b_agg < cap, otherwise at min(own rate, cap / c). Whenever a stage's active
 set changes every active transfer's rate and finish time is recomputed.
 
-Two implementations give the same timeline: `exchange` (fast: transfers of one size class share a rate at
-every instant, so a class keeps one service clock and a heap of finish marks, and a stage recomputes only
-its classes, O(classes) per event) and `exchange_reference` (literal: every transfer's finish event is
-cancelled and rescheduled on the event engine at every change). Tests hold them equal.
+Three implementations give the same timeline. `exchange` runs each stage in C (`srift.sim._stage`, built at
+install; it settles and re-rates every active transfer at each event, O(active) per event with no Python in
+the loop) or, when that extension is missing or `kernel="python"`, in Python (`_run_stage`: transfers of one
+size class share a rate at every instant, so a class keeps one service clock and a heap of finish marks,
+O(classes) per event). `exchange_reference` is literal: every transfer's finish event is cancelled and
+rescheduled on the event engine at every change. Tests hold all three equal.
 """
 
 from __future__ import annotations
 
+import functools
 import heapq
 import math
 import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 
@@ -485,6 +489,36 @@ def _run_stage(
     return finish, busy
 
 
+Kernel = Literal["auto", "c", "python"]
+StageRunner = Callable[
+    [Sequence[float], Sequence[float], Sequence[int], Sequence[float], float],
+    tuple[list[float], list[tuple[float, float]]],
+]
+
+
+@functools.cache
+def c_stage() -> StageRunner | None:
+    """The C stage kernel, or None when the extension was not built (no compiler at install time)."""
+    try:
+        from srift.sim import _stage
+    except ImportError:
+        return None
+    return _stage.run_stage
+
+
+def _runner(kernel: Kernel, bulk_min: int) -> StageRunner:
+    if kernel != "python":
+        fast = c_stage()
+        if fast is not None:
+            return fast
+        if kernel == "c":
+            raise RuntimeError(
+                "the C stage kernel srift.sim._stage is not built. To fix: install a C compiler and "
+                "reinstall Srift (pip install -e .), or use kernel='python'"
+            )
+    return functools.partial(_run_stage, bulk_min=bulk_min)
+
+
 def exchange(
     ready_s: Sequence[float],
     bits: Sequence[float],
@@ -494,16 +528,19 @@ def exchange(
     log: list[tuple[float, str, str, int]] | None = None,
     bulk_min: int = BULK_MIN,
     checked: bool = True,
+    kernel: Kernel = "auto",
 ) -> ExchangeResult:
     """Simulate the transfers through the stages; `log` (if given) collects (time, stage, start|done, index).
 
     `ready_s` must be sorted ascending. Class `klass[j]` indexes every stage's `rates_bps`. Stages interact
     only through the hand-over (a transfer enters stage s+1 when it leaves stage s), so they are simulated
     one after another on the previous stage's finish times. `checked=False` skips validating the inputs
-    (for callers that built them, like `simulate`).
+    (for callers that built them, like `simulate`). `kernel` picks the stage implementation: "auto" (C when
+    built, else Python), "c" or "python"; `bulk_min` tunes the Python one.
     """
     if checked:
         _check(ready_s, bits, klass, stages)
+    run_stage = _runner(kernel, bulk_min)
     n_jobs = len(ready_s)
     order: list[int] | None = None
     starts = ready_s
@@ -511,16 +548,15 @@ def exchange(
     busies: list[tuple[tuple[float, float], ...]] = []
     for index, stage in enumerate(stages):
         if order is None:
-            done, busy = _run_stage(starts, bits, klass, stage.rates_bps, stage.cap_bps, bulk_min)
+            done, busy = run_stage(starts, bits, klass, stage.rates_bps, stage.cap_bps)
             finish = done
         else:
-            done, busy = _run_stage(
+            done, busy = run_stage(
                 starts,
                 [bits[j] for j in order],
                 [klass[j] for j in order],
                 stage.rates_bps,
                 stage.cap_bps,
-                bulk_min,
             )
             finish = [math.nan] * n_jobs
             for pos, j in enumerate(order):

@@ -38,7 +38,7 @@ import numpy as np
 from srift.domain import Breakdown, BusBandwidthModel, FleetMember, InstanceType
 from srift.errors import InvalidInput
 from srift.sim.compute import member_keys, straggler_draws, straggler_rows
-from srift.sim.exchange import ExchangeResult, Stage, exchange
+from srift.sim.exchange import ExchangeResult, Kernel, Stage, exchange
 from srift.sim.layers import LayerArrays, bucket_groups, bucketed, layer_arrays
 from srift.sim.network import StagePlan, intra_stage, network_stage
 from srift.sim.result import CommMode, IterationEstimate
@@ -102,7 +102,12 @@ def quantiles(values: np.ndarray) -> tuple[float, float, float]:
 
 
 def _exchange(
-    arrivals: np.ndarray, canon: LayerArrays, stages: Sequence[Stage], *, presorted: bool = False
+    arrivals: np.ndarray,
+    canon: LayerArrays,
+    stages: Sequence[Stage],
+    *,
+    presorted: bool = False,
+    kernel: Kernel = "auto",
 ) -> ExchangeResult | None:
     if not stages or arrivals.size == 0:
         return None
@@ -114,8 +119,11 @@ def _exchange(
             canon.klass[order].tolist(),
             stages,
             checked=False,
+            kernel=kernel,
         )
-    return exchange(arrivals.tolist(), canon.bits_list, canon.klass_list, stages, checked=False)
+    return exchange(
+        arrivals.tolist(), canon.bits_list, canon.klass_list, stages, checked=False, kernel=kernel
+    )
 
 
 def simulate(
@@ -128,13 +136,15 @@ def simulate(
     comm: CommMode = CommMode.ALLREDUCE,
     ps_servers: int = 1,
     bucket_cap_mb: float | None = None,
+    kernel: Kernel = "auto",
 ) -> IterationEstimate:
     """Predict one training iteration of `fleet`: mean seconds, p10/p50/p90, breakdown and sources.
 
     `seed` makes the answer reproducible; `comm` picks ring allreduce (Srift) or parameter servers (Li et
     al., `ps_servers` servers, see `srift.sim.ps`). `bucket_cap_mb` reduces gradients in PyTorch DDP's
     buckets of that many MiB (see `srift.sim.layers`; DDP's default is 25) instead of layer by layer (None,
-    Srift's model). Raises InvalidInput for a fleet that cannot run.
+    Srift's model). `kernel` picks the exchange's stage implementation (see `srift.sim.exchange`). Raises
+    InvalidInput for a fleet that cannot run.
     """
     validate_fleet(fleet)
     if bucket_cap_mb is not None and CommMode(comm) is CommMode.ALLREDUCE:
@@ -203,7 +213,11 @@ def simulate(
 
     # One member: arrivals follow the (sorted) ready fractions, so they are already in order.
     result = _exchange(
-        arrivals_for(rho), canon, stages, presorted=len(fleet) == 1 and ready[0] is canon.ready_frac
+        arrivals_for(rho),
+        canon,
+        stages,
+        presorted=len(fleet) == 1 and ready[0] is canon.ready_frac,
+        kernel=kernel,
     )
     end = result.end_s if result is not None else 0.0
     exposed = max(compute_end, end) - compute_end
@@ -236,6 +250,7 @@ def simulate(
                 canon,
                 scaled,
                 presorted=len(fleet) == 1 and ready[0] is canon.ready_frac,
+                kernel=kernel,
             )
             samples[s] = max(float(mc[:, s].max()), sample.end_s if sample is not None else 0.0) + update_s
         p10, p50, p90 = quantiles(samples)

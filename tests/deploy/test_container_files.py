@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import yaml
@@ -64,3 +66,26 @@ def test_entrypoint_command_exists_outside_docker() -> None:
     )
     assert out.returncode == 0, out.stderr
     assert "Migrate the database" in out.stdout
+
+
+def test_wheel_carries_the_compiled_stage_kernel(tmp_path: Path) -> None:
+    """`pip install .` (the image's install) builds the simulator's C kernel into the wheel."""
+    text = (ROOT / "Dockerfile").read_text()
+    assert re.search(r"^COPY .*\bsetup\.py\b", text, re.M), "the image must COPY setup.py (builds the kernel)"
+    assert "gcc" in text
+    src = tmp_path / "src"
+    shutil.copytree(ROOT / "srift", src / "srift", ignore=shutil.ignore_patterns("__pycache__", "*.so"))
+    for name in ("pyproject.toml", "setup.py", "README.md"):
+        shutil.copy(ROOT / name, src / name)
+    pip_wheel = [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation"]
+    out = subprocess.run(
+        [*pip_wheel, "-w", str(tmp_path), str(src)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr
+    (wheel,) = tmp_path.glob("srift-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    assert any(re.fullmatch(r"srift/sim/_stage\..*\.so", n) for n in names), names
+    assert "srift/sim/_stage.pyi" in names

@@ -2,17 +2,31 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from srift.sim.exchange import ExchangeResult, Stage, exchange, exchange_reference
+from srift.sim.exchange import ExchangeResult, Stage, c_stage, exchange, exchange_reference
 
 G = 1e9
 Sim = Callable[..., ExchangeResult]
-BOTH = pytest.mark.parametrize("sim", [exchange, exchange_reference], ids=["fast", "reference"])
+BOTH = pytest.mark.parametrize(
+    "sim",
+    [
+        functools.partial(exchange, kernel="c"),
+        functools.partial(exchange, kernel="python"),
+        exchange_reference,
+    ],
+    ids=["c", "python", "reference"],
+)
+
+
+def test_c_kernel_is_built() -> None:
+    """`make install` compiles the C stage kernel; without it plans fall back to the slower Python stage."""
+    assert c_stage() is not None
 
 
 def _timeline(log: Sequence[tuple[float, str, str, int]], names: str) -> list[tuple[float, str, str, str]]:
@@ -116,6 +130,27 @@ def test_rejects_unsorted_and_empty_transfers() -> None:
     assert exchange([], [], [], [net]).end_s == 0.0
 
 
+def test_c_kernel_checks_its_own_input() -> None:
+    """The C kernel is also reached with checked=False, so it refuses bad input itself (no crash)."""
+    run = c_stage()
+    assert run is not None
+    with pytest.raises(ValueError, match="sorted"):
+        run([1.0, 0.0], [1.0, 1.0], [0, 0], [1.0], 1.0)
+    with pytest.raises(ValueError, match="bits > 0"):
+        run([0.0], [0.0], [0], [1.0], 1.0)
+    with pytest.raises(ValueError, match="class index"):
+        run([0.0], [1.0], [3], [1.0], 1.0)
+    with pytest.raises(ValueError, match="one entry per transfer"):
+        run([0.0, 1.0], [1.0], [0], [1.0], 1.0)
+    with pytest.raises(ValueError, match="rates must be > 0"):
+        run([0.0], [1.0], [0], [0.0], 1.0)
+    with pytest.raises(ValueError, match="cap"):
+        run([0.0], [1.0], [0], [1.0], 0.0)
+    with pytest.raises(TypeError):
+        run([0.0], ["x"], [0], [1.0], 1.0)
+    assert run([], [], [], [1.0], 1.0) == ([], [])
+
+
 transfers = st.lists(
     st.tuples(
         st.floats(0.0, 2.0, allow_subnormal=False),
@@ -150,9 +185,10 @@ def test_fast_equals_reference(
     jobs.sort()
     ready, bits, klass = [j[0] for j in jobs], [j[1] for j in jobs], [j[2] for j in jobs]
     stages = [Stage("intra", rates_a, cap_a), Stage("network", rates_b, cap_b)][0 if two else 1 :]
-    fast = exchange(ready, bits, klass, stages, bulk_min=bulk_min)
     ref = exchange_reference(ready, bits, klass, stages)
-    for f, r in zip(fast.finish_s, ref.finish_s, strict=True):
-        assert f == pytest.approx(r, rel=1e-9, abs=1e-9)
-    assert fast.busy_total() == pytest.approx(ref.busy_total(), rel=1e-9, abs=1e-9)
-    assert fast.end_s >= max(ready)
+    for kernel in ("python", "c"):
+        fast = exchange(ready, bits, klass, stages, bulk_min=bulk_min, kernel=kernel)
+        for f, r in zip(fast.finish_s, ref.finish_s, strict=True):
+            assert f == pytest.approx(r, rel=1e-9, abs=1e-9), kernel
+        assert fast.busy_total() == pytest.approx(ref.busy_total(), rel=1e-9, abs=1e-9), kernel
+        assert fast.end_s >= max(ready)
