@@ -68,7 +68,7 @@ def run_one(
     sessions: int,
 ) -> dict[str, Any]:
     from srift.profiling import testmodels
-    from srift.profiling.curves import fit_curve
+    from srift.profiling.curves import fit_curve, mape
     from srift.profiling.profiler import measure_step_s, profile_model
 
     factory = getattr(testmodels, name)
@@ -105,6 +105,7 @@ def run_one(
             }
         )
     typical = sorted(runs, key=lambda r: r["curve_mape"])[len(runs) // 2]
+    noise = [mape(a["measured"], b["measured"]) for a, b in itertools.combinations(runs, 2)] or [float("nan")]
     return {
         "model": name,
         "clock": clock,
@@ -115,6 +116,7 @@ def run_one(
         **typical,
         "curve_mapes": [r["curve_mape"] for r in runs],
         "profile_mapes": [r["profile_mape"] for r in runs],
+        "noise_pct": statistics.median(noise),
         "profile_s": profile_s,
         "cv": profile.straggler_cv,
         "layers": len(profile.layers),
@@ -132,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
         "--max-batch", type=int, default=None, help="batch cap (default: the profiler's, 256)"
     )
     parser.add_argument("--repeats", type=int, default=7, help="the profile's repeats per point")
-    parser.add_argument("--check-repeats", type=int, default=11, help="repeats of each direct session")
+    parser.add_argument("--check-repeats", type=int, default=15, help="repeats of each direct session")
     parser.add_argument("--sessions", type=int, default=3, help="direct sessions per model (median reported)")
     parser.add_argument(
         "--no-write", action="store_true", help="print only; do not update docs/BENCHMARKS.md"
@@ -159,6 +161,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"curve MAPE {r['curve_mape']:.2f}% "
                 f"(worst {r['curve_worst']:.1f}% at {r['curve_worst_batch']}), "
                 f"profile MAPE {r['profile_mape']:.2f}% (drift {r['drift_pct']:+.1f}%), "
+                f"noise floor {r['noise_pct']:.2f}%, "
                 f"profile {r['profile_s']:.1f}s, cv {r['cv']:.3f}, load {r['load']:.1f} "
                 f"{'ok' if r['passed'] else 'FAIL'}",
                 flush=True,
@@ -183,12 +186,15 @@ def main(argv: list[str] | None = None) -> int:
         "batches (the piecewise-linear model's own error); the table shows the median session, with all "
         "sessions' figures in brackets. *Profile MAPE*: the profile's curve, measured just before, against "
         "the same six (adds the machine's drift between the two, shown as *drift* for the median session). "
+        "*Noise floor*: the MAPE between two direct sessions' measurements of the same six batches (median "
+        "over pairs of sessions): how far this machine reproduces itself; no curve can be checked more "
+        "closely than that. "
         "`wall` timings are elapsed time; `thread` timings are the profiling thread's CPU time "
         "(`--clock thread`), which leaves out time spent waiting for a core on this shared machine.",
         "",
         "| model | clock | max batch | check batches | curve MAPE | worst (batch) | profile MAPE | drift "
-        "| profile time | straggler cv | load avg |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| noise floor | profile time | straggler cv | load avg |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         lines.append(
@@ -196,6 +202,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{r['curve_mape']:.2f} % [{_listing(r['curve_mapes'])}] | "
             f"{r['curve_worst']:.1f} % ({r['curve_worst_batch']}) | "
             f"{r['profile_mape']:.2f} % [{_listing(r['profile_mapes'])}] | {r['drift_pct']:+.1f} % | "
+            f"{r['noise_pct']:.2f} % | "
             f"{r['profile_s']:.1f} s | {r['cv']:.3f} | "
             f"{r['load']:.1f} |"
         )
