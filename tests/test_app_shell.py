@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 from fastapi import APIRouter
 from fastapi.testclient import TestClient
 
 from srift.api.app import create_app
+from srift.db.session import get_engine
 from srift.errors import InvalidInput
 from srift.settings import Settings
 
@@ -20,7 +22,26 @@ def test_health_reports_database_and_catalog(client: TestClient) -> None:
     assert body["status"] == "ok" and body["database"] == "ok"
     assert isinstance(body["catalog"], list)
     assert client.get("/docs").status_code == 200
-    assert "/v1/health" in client.get("/openapi.json").json()["paths"]
+    spec = client.get("/openapi.json").json()
+    responses = spec["paths"]["/v1/health"]["get"]["responses"]
+    assert responses["200"]["content"]["application/json"]["schema"]["$ref"].endswith("/HealthOut")
+    assert responses["503"]["content"]["application/json"]["schema"]["$ref"].endswith("/HealthUnavailable")
+    assert set(body) == set(spec["components"]["schemas"]["HealthOut"]["properties"])
+
+
+def test_health_is_503_with_a_fix_when_the_database_is_gone(sqlite_url: str, tmp_path: Path) -> None:
+    db = Path(sqlite_url.removeprefix("sqlite:///"))
+    settings = Settings(database_url=sqlite_url, data_dir=tmp_path / "data")
+    with TestClient(create_app(settings), raise_server_exceptions=False) as c:
+        assert c.get("/v1/health").status_code == 200
+        get_engine(sqlite_url).dispose()
+        db.unlink()
+        db.mkdir()  # the path is now a directory: SQLite cannot open it
+        r = c.get("/v1/health")
+    assert r.status_code == 503
+    body = r.json()
+    assert body["status"] == "unavailable" and body["error"] == "environment"
+    assert "database unreachable" in body["detail"] and "SRIFT_DATABASE_URL" in body["hint"]
 
 
 def test_srift_error_becomes_4xx_json_and_crash_becomes_opaque_500(settings: Settings) -> None:

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 from sqlalchemy import select
 
 from srift import __version__
 from srift.api.deps import SettingsDep
+from srift.api.schemas.health import ActiveSnapshot, HealthOut, HealthUnavailable
 from srift.db.session import session_factory
 from srift.db.tables import BandwidthModelRow, CatalogSnapshot
 from srift.errors import EnvironmentProblem
@@ -17,15 +16,19 @@ from srift.errors import EnvironmentProblem
 router = APIRouter(tags=["health"])
 
 
-@router.get("/health", responses={503: {"description": "database unreachable"}})
-def health(settings: SettingsDep) -> Any:
+@router.get(
+    "/health",
+    response_model=HealthOut,
+    responses={503: {"model": HealthUnavailable, "description": "database unreachable"}},
+)
+def health(settings: SettingsDep) -> HealthOut | JSONResponse:
     """Report whether the service can answer plans: database, catalog snapshots and bandwidth models."""
     try:
         with session_factory(settings.resolved_database_url)() as session:
             snapshots = session.scalars(select(CatalogSnapshot).where(CatalogSnapshot.is_active)).all()
             models = session.scalars(select(BandwidthModelRow).where(BandwidthModelRow.is_active)).all()
             catalog = [
-                {"name": s.name, "provider": s.provider, "as_of": s.as_of.isoformat(), "source": s.source}
+                ActiveSnapshot(name=s.name, provider=s.provider, as_of=s.as_of.isoformat(), source=s.source)
                 for s in snapshots
             ]
             versions = [m.version for m in models]
@@ -34,11 +37,6 @@ def health(settings: SettingsDep) -> Any:
             f"database unreachable ({type(exc).__name__})",
             hint="check SRIFT_DATABASE_URL and that the database is running, then `srift db upgrade`",
         )
-        return JSONResponse(status_code=503, content={"status": "unavailable", **problem.to_dict()})
-    return {
-        "status": "ok",
-        "version": __version__,
-        "database": "ok",
-        "catalog": catalog,
-        "bandwidth_models": versions,
-    }
+        body = HealthUnavailable.model_validate(problem.to_dict())
+        return JSONResponse(status_code=503, content=body.model_dump())
+    return HealthOut(version=__version__, catalog=catalog, bandwidth_models=versions)
