@@ -1,10 +1,10 @@
-"""Pure helpers of the compute model: batch search, breakpoints, drift-free medians, curve fit, MAPE."""
+"""Pure helpers of the compute model: the largest-batch search, the four breakpoints, the curve fit, MAPE."""
 
 from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 
 from srift.domain.profile import ComputeCurve
 from srift.errors import InvalidInput
@@ -57,37 +57,6 @@ def fit_curve(batches: Sequence[int], times_s: Sequence[float]) -> ComputeCurve:
     """
     pairs = sorted(zip(batches, times_s, strict=True))
     return ComputeCurve(tuple(b for b, _ in pairs), tuple(max(t, 1e-9) for _, t in pairs))
-
-
-def round_robin_medians(
-    forward_s: Mapping[int, Sequence[float]], backward_s: Mapping[int, Sequence[float]]
-) -> tuple[dict[int, float], dict[int, float]]:
-    """Per-batch forward and backward seconds from round-robin repeats, with the machine's drift taken out.
-
-    Repeat r timed every batch once, back to back. On a shared cloud host a core's speed wanders by tens
-    of percent over seconds, so a plain per-batch median mixes rounds of different speeds and bends the
-    curve. Each round's speed is the geometric mean of its forward+backward times; every time is divided by
-    its round's speed, the median over rounds is taken per batch, and the result is scaled back by the
-    median speed. A constant speed factor per round cancels exactly; the level stays the typical one.
-    """
-    batches = sorted(forward_s)
-    rounds = len(forward_s[batches[0]]) if batches else 0
-    if any(len(forward_s[b]) != rounds or len(backward_s[b]) != rounds for b in batches):
-        raise ValueError("every batch needs one forward and one backward time per round")
-    if rounds == 0:
-        raise ValueError("no rounds to summarise")
-    speeds = [
-        math.exp(statistics.fmean(math.log(max(forward_s[b][r] + backward_s[b][r], 1e-12)) for b in batches))
-        for r in range(rounds)
-    ]
-    level = statistics.median(speeds)
-    forward = {
-        b: level * statistics.median(forward_s[b][r] / speeds[r] for r in range(rounds)) for b in batches
-    }
-    backward = {
-        b: level * statistics.median(backward_s[b][r] / speeds[r] for r in range(rounds)) for b in batches
-    }
-    return forward, backward
 
 
 def mape(predicted: Sequence[float], measured: Sequence[float]) -> float:

@@ -12,10 +12,9 @@
    whose growth, extrapolated from the batches already measured, would pass 90 % of the free memory is not
    even tried, so the search does not invite the kernel's OOM killer.
 3. **Curves** — forward (including the loss) and backward are timed separately at 1, ⅓, ⅔ and all of the
-   largest batch, interleaved round-robin so slow spells hit every point alike, after warm-up; each round's
-   times are divided by that round's speed (the machine drifts), the median over rounds is kept and scaled
-   back (`curves.round_robin_medians`; CUDA timings are synchronised), and the 3-segment piecewise-linear
-   curves pass through those points.
+   largest batch, interleaved round-robin so slow spells hit every point alike, after warm-up; the median of
+   the repeats is kept (CUDA timings are synchronised), and the 3-segment piecewise-linear curves pass
+   through those points.
 4. **Readiness and spread** — at ⅓ of the largest batch, `iterations` fresh inputs are run with a
    post-accumulate-grad hook on every trainable parameter. A layer (a module owning parameters directly;
    shared parameters belong to the first owner) is ready when its last parameter's gradient is; its
@@ -49,13 +48,7 @@ from srift.domain.profile import PROFILE_SCHEMA_VERSION, LayerGrad, ModelProfile
 from srift.errors import EnvironmentProblem, Infeasible, InvalidInput
 from srift.profiling import memory
 from srift.profiling.accelerator import MAX_NAME_CHARS, cpu_accelerator_name
-from srift.profiling.curves import (
-    breakpoints,
-    coefficient_of_variation,
-    fit_curve,
-    largest_fitting,
-    round_robin_medians,
-)
+from srift.profiling.curves import breakpoints, coefficient_of_variation, fit_curve, largest_fitting
 from srift.profiling.loading import describe
 
 
@@ -300,9 +293,8 @@ def profile_model(
                 bench, batch=points[1] if len(points) > 1 else points[0], iterations=iterations, report=report
             )
             update_s = _update_time(bench, batch=points[0], repeats=repeats)
-    fw_s, bw_s = round_robin_medians(measured.forward_s, measured.backward_s)
-    forward = fit_curve(points, [fw_s[b] for b in points])
-    backward = fit_curve(points, [bw_s[b] for b in points])
+    forward = fit_curve(points, [statistics.median(measured.forward_s[b]) for b in points])
+    backward = fit_curve(points, [statistics.median(measured.backward_s[b]) for b in points])
     name = model_name.strip() if model_name else _default_model_name(model_factory, bench.model)
     if accelerator:
         acc = accelerator.strip()
@@ -742,7 +734,7 @@ def measure_step_s(
     warmup: int = DEFAULT_WARMUP,
     clock: Clock | str = Clock.WALL,
 ) -> dict[int, tuple[float, float]]:
-    """(forward, backward) seconds per batch, measured and summarised like the profile's points."""
+    """Median (forward, backward) seconds at each batch, measured like the profile's points (for checks)."""
     dev = parse_device(device)
     bench = _Bench(
         model=model.to(dev).train(),
@@ -758,8 +750,10 @@ def measure_step_s(
         measured = _time_points(
             bench, tuple(sorted(set(batches))), repeats=repeats, warmup=warmup, report=_Progress(None)
         )
-    fw_s, bw_s = round_robin_medians(measured.forward_s, measured.backward_s)
-    return {b: (fw_s[b], bw_s[b]) for b in measured.forward_s}
+    return {
+        b: (statistics.median(measured.forward_s[b]), statistics.median(measured.backward_s[b]))
+        for b in measured.forward_s
+    }
 
 
 UPDATE_OPTIMIZER = "torch.optim.SGD (no momentum), median of `repeats` steps"

@@ -7,14 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from srift.errors import InvalidInput
-from srift.profiling.curves import (
-    breakpoints,
-    coefficient_of_variation,
-    fit_curve,
-    largest_fitting,
-    mape,
-    round_robin_medians,
-)
+from srift.profiling.curves import breakpoints, coefficient_of_variation, fit_curve, largest_fitting, mape
 
 
 @given(threshold=st.integers(0, 5000), cap=st.integers(1, 5000))
@@ -76,35 +69,3 @@ def test_mape_and_coefficient_of_variation() -> None:
     assert coefficient_of_variation([1.0, 1.0, 1.0]) == 0.0
     assert coefficient_of_variation([0.9, 1.1]) == pytest.approx(0.1414, abs=1e-3)
     assert coefficient_of_variation([1.0]) == 0.0
-
-
-def test_round_robin_medians_cancel_a_per_round_speed_factor() -> None:
-    """A machine that runs whole rounds slower (shared host) must not bend the curve: the shape is exact."""
-    true_fw = {1: 0.010, 85: 0.050, 171: 0.090, 256: 0.130}
-    true_bw = {b: 2 * t for b, t in true_fw.items()}
-    slowdown = [1.0, 1.4, 1.0, 0.9, 1.6, 1.0, 1.2]
-    fw = {b: [t * s for s in slowdown] for b, t in true_fw.items()}
-    bw = {b: [t * s for s in slowdown] for b, t in true_bw.items()}
-    # A plain median would take different rounds for different batches once rounds differ per batch:
-    fw[85][4], fw[85][1] = fw[85][1], fw[85][4]
-    bw[85][4], bw[85][1] = bw[85][1], bw[85][4]
-    got_fw, got_bw = round_robin_medians(fw, bw)
-    for b in true_fw:
-        assert got_fw[b] / got_fw[1] == pytest.approx(true_fw[b] / true_fw[1], rel=0.05)
-        assert got_bw[b] == pytest.approx(2 * got_fw[b], rel=1e-9)
-    # The level is the typical round's (median slowdown 1.0).
-    assert got_fw[256] == pytest.approx(true_fw[256], rel=0.05)
-
-
-def test_round_robin_medians_without_drift_are_plain_medians() -> None:
-    fw = {1: [1.0, 1.0, 1.0], 2: [2.0, 2.0, 2.0]}
-    bw = {1: [3.0, 3.0, 3.0], 2: [5.0, 5.0, 5.0]}
-    assert round_robin_medians(fw, bw) == (
-        {1: pytest.approx(1.0), 2: pytest.approx(2.0)},
-        {
-            1: pytest.approx(3.0),
-            2: pytest.approx(5.0),
-        },
-    )
-    with pytest.raises(ValueError, match="one forward and one backward"):
-        round_robin_medians({1: [1.0, 2.0]}, {1: [1.0]})
