@@ -29,6 +29,7 @@ from typing import Literal
 
 import numpy as np
 
+from srift.errors import EnvironmentProblem
 from srift.sim.engine import Engine, Event
 
 INF = math.inf
@@ -512,9 +513,10 @@ def _runner(kernel: Kernel, bulk_min: int) -> StageRunner:
         if fast is not None:
             return fast
         if kernel == "c":
-            raise RuntimeError(
-                "the C stage kernel srift.sim._stage is not built. To fix: install a C compiler and "
-                "reinstall Srift (pip install -e .), or use kernel='python'"
+            raise EnvironmentProblem(
+                "the C stage kernel srift.sim._stage is not built",
+                hint="install a C compiler (e.g. apt-get install gcc) and reinstall Srift (make install), "
+                "or use kernel='python'",
             )
     return functools.partial(_run_stage, bulk_min=bulk_min)
 

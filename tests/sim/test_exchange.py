@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from srift.errors import EnvironmentProblem
 from srift.sim.exchange import ExchangeResult, Stage, c_stage, exchange, exchange_reference
 
 G = 1e9
@@ -128,6 +129,15 @@ def test_rejects_unsorted_and_empty_transfers() -> None:
     with pytest.raises(ValueError, match="bits > 0"):
         exchange([0.0], [0.0], [0], [net])
     assert exchange([], [], [], [net]).end_s == 0.0
+
+
+def test_missing_c_kernel_falls_back_or_says_how_to_build_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    net = Stage("network", rates_bps=(10 * G,), cap_bps=10 * G)
+    monkeypatch.setattr("srift.sim.exchange.c_stage", lambda: None)
+    assert exchange([0.2], [8 * G], [0], [net]).end_s == pytest.approx(1.0, abs=1e-9)
+    with pytest.raises(EnvironmentProblem, match="not built") as err:
+        exchange([0.2], [8 * G], [0], [net], kernel="c")
+    assert "C compiler" in err.value.hint
 
 
 def test_c_kernel_checks_its_own_input() -> None:
