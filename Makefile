@@ -14,7 +14,8 @@ $(VENV)/.installed: pyproject.toml setup.py srift/sim/_stage.c
 	@command -v cc >/dev/null 2>&1 || command -v gcc >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 	    echo "installing gcc for the simulator's C kernel"; \
-	    apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q gcc libc6-dev >/dev/null; \
+	    { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q gcc libc6-dev >/dev/null; } \
+	      || echo "warning: could not install gcc: the simulator will use its slower pure-Python stage"; \
 	  else echo "warning: no C compiler: the simulator will use its slower pure-Python stage"; fi; }
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
