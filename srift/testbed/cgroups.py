@@ -92,13 +92,16 @@ def _read(path: Path) -> str:
         return ""
 
 
-def _write(path: Path, value: str) -> None:
+WRITE_HINT = "run as root on a machine whose cgroups allow CPU quotas (and memory limits when set)"
+
+
+def write_value(path: Path, value: str, *, hint: str = WRITE_HINT) -> None:
+    """Write one cgroup control file; an OSError becomes an EnvironmentProblem that says how to fix it."""
     try:
         path.write_text(value)
     except OSError as exc:
         raise EnvironmentProblem(
-            f"cannot write {value.strip()!r} to {path} ({exc.strerror})",
-            hint="run as root on a machine whose cgroups allow CPU quotas (and memory limits when set)",
+            f"cannot write {value.strip()!r} to {path} ({exc.strerror})", hint=hint
         ) from exc
 
 
@@ -120,14 +123,14 @@ def create(layout: CgroupLayout, path: Path, *, cpu_cores: float, memory_mib: in
     path.mkdir(exist_ok=True)
     if layout.version == 1:
         if (path / "cpu.cfs_quota_us").exists():
-            _write(path / "cpu.cfs_period_us", str(CFS_PERIOD_US))
-            _write(path / "cpu.cfs_quota_us", str(max(1000, round(cpu_cores * CFS_PERIOD_US))))
+            write_value(path / "cpu.cfs_period_us", str(CFS_PERIOD_US))
+            write_value(path / "cpu.cfs_quota_us", str(max(1000, round(cpu_cores * CFS_PERIOD_US))))
         if memory_mib is not None and (path / "memory.limit_in_bytes").exists():
-            _write(path / "memory.limit_in_bytes", str(memory_mib * 1024 * 1024))
+            write_value(path / "memory.limit_in_bytes", str(memory_mib * 1024 * 1024))
         return
-    _write(path / "cpu.max", f"{max(1000, round(cpu_cores * CFS_PERIOD_US))} {CFS_PERIOD_US}")
+    write_value(path / "cpu.max", f"{max(1000, round(cpu_cores * CFS_PERIOD_US))} {CFS_PERIOD_US}")
     if memory_mib is not None:
-        _write(path / "memory.max", str(memory_mib * 1024 * 1024))
+        write_value(path / "memory.max", str(memory_mib * 1024 * 1024))
 
 
 def enable_v2_controllers(layout: CgroupLayout, *, memory: bool) -> None:
@@ -139,7 +142,7 @@ def enable_v2_controllers(layout: CgroupLayout, *, memory: bool) -> None:
     current = _read(control).split()
     for item in wanted:
         if item[1:] not in current:
-            _write(control, item)
+            write_value(control, item)
 
 
 def procs_in(path: Path) -> list[int]:

@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from srift.errors import EnvironmentProblem
+from srift.testbed.cgroups import write_value
 
 DEFAULT_PERIOD_US = 10_000
 MIN_QUOTA_US = 1_000
@@ -39,13 +39,7 @@ def _read(path: Path) -> str:
 
 
 def _write(path: Path, value: str) -> None:
-    try:
-        path.write_text(value)
-    except OSError as exc:
-        raise EnvironmentProblem(
-            f"cannot write {value!r} to {path} ({exc.strerror})",
-            hint="run validation as root on a testbed that is up (`srift testbed status`)",
-        ) from exc
+    write_value(path, value, hint="run validation as root on a testbed that is up (`srift testbed status`)")
 
 
 def period_for(cpu_cores: float, period_us: int) -> int:
