@@ -67,6 +67,13 @@ def cases_table(report: Mapping[str, Any]) -> Table:
     return table
 
 
+def _rank_label(choice: Mapping[str, Any], *, of: str) -> str:
+    """A policy's measured rank ("2/8"), or why it has none: its measured time misses the deadline."""
+    if choice.get("feasible") is False:
+        return "misses deadline"
+    return f"{choice['rank']}{of}{choice['of']}" if choice.get("rank") else "n/a"
+
+
 def plan_table(plan: Mapping[str, Any]) -> Table:
     table = Table(
         title=f"plan quality: {plan['model']}, global batch {plan['global_batch']}, "
@@ -79,11 +86,7 @@ def plan_table(plan: Mapping[str, Any]) -> Table:
         block = plan[key]
         for policy in ("srift", "cap", "tap"):
             c = block.get(policy) or {}
-            rank = (
-                "infeasible"
-                if c.get("feasible") is False
-                else (f"{c['rank']}/{c['of']}" if c.get("rank") else "n/a")
-            )
+            rank = _rank_label(c, of="/")
             ratio = c.get("ratio_to_best")
             table.add_row(
                 block["objective"],
@@ -163,11 +166,7 @@ def markdown(report: Mapping[str, Any]) -> str:
             block = plan[key]
             for policy in ("srift", "cap", "tap"):
                 c = block.get(policy) or {}
-                rank = (
-                    "misses deadline"
-                    if c.get("feasible") is False
-                    else (f"{c['rank']} of {c['of']}" if c.get("rank") else "n/a")
-                )
+                rank = _rank_label(c, of=" of ")
                 ratio = c.get("ratio_to_best")
                 lines.append(
                     f"| {block['objective']} | {policy} | {c.get('fleet')} | {rank} | "
