@@ -104,17 +104,12 @@ CPU_LOOP = textwrap.dedent(
 def test_half_core_host_runs_a_cpu_loop_at_least_1_7_times_slower(pair: Testbed) -> None:
     n = 3_000_000
     code = CPU_LOOP.replace("N", str(n))
-    # On a free core a loop takes its CPU time; the least of three runs is the least disturbed by other load.
-    free_runs = [
-        json.loads(
-            subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-        )
-        for _ in range(3)
-    ]
-    free_cpu_s = min(r["cpu_s"] for r in free_runs)
+    # The loop's own CPU time is what it would take on a free core. Comparing with a separate run outside
+    # the host instead failed when this shared machine's core speed changed between the two runs (the
+    # host's loop once needed 0.76 CPU-s against 0.96 outside): wall over CPU time of one run is immune.
     host_run = json.loads(pair.exec_in("t0", [sys.executable, "-c", code], check=True, timeout_s=60).stdout)
-    slowdown = host_run["wall_s"] / free_cpu_s
-    assert slowdown >= 1.7, (free_runs, host_run)
+    slowdown = host_run["wall_s"] / host_run["cpu_s"]
+    assert slowdown >= 1.7, host_run
     cpu_dir = Path(pair.host("t0").cgroups[0])
     quota = (cpu_dir / "cpu.cfs_quota_us").read_text() if (cpu_dir / "cpu.cfs_quota_us").exists() else ""
     assert quota.strip() in ("", "50000")
