@@ -1,12 +1,16 @@
-"""Pure helpers of the compute model: the largest-batch search, the four breakpoints, the curve fit, MAPE."""
+"""Pure helpers of the compute model: the largest-batch search, the four breakpoints, the curve fit, the
+pooling of further timing passes into a profile, MAPE."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import statistics
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
 
-from srift.domain.profile import ComputeCurve
+from srift.domain.profile import ComputeCurve, ModelProfile
 from srift.errors import InvalidInput
 
 
@@ -57,6 +61,97 @@ def fit_curve(batches: Sequence[int], times_s: Sequence[float]) -> ComputeCurve:
     """
     pairs = sorted(zip(batches, times_s, strict=True))
     return ComputeCurve(tuple(b for b, _ in pairs), tuple(max(t, 1e-9) for _, t in pairs))
+
+
+@dataclass(frozen=True, slots=True)
+class CurveSamples:
+    """Every timed forward and backward (seconds) at each batch of one timing pass."""
+
+    batches: tuple[int, ...]
+    forward_s: tuple[tuple[float, ...], ...]
+    backward_s: tuple[tuple[float, ...], ...]
+
+    def __post_init__(self) -> None:
+        if not (len(self.batches) == len(self.forward_s) == len(self.backward_s)) or not self.batches:
+            raise InvalidInput(
+                "needs one list of forward and one of backward times per batch",
+                hint="give batches, forward_s and backward_s of equal length",
+                field="samples",
+            )
+        for times in (*self.forward_s, *self.backward_s):
+            if not times or not all(math.isfinite(t) and t >= 0 for t in times):
+                raise InvalidInput(
+                    "has an empty list or a negative or non-finite time",
+                    hint="give at least one finite time ≥ 0 per batch",
+                    field="samples",
+                )
+
+    def curves(self) -> tuple[ComputeCurve, ComputeCurve]:
+        """The forward and backward curves through the median time at each batch."""
+        return (
+            fit_curve(self.batches, [statistics.median(ts) for ts in self.forward_s]),
+            fit_curve(self.batches, [statistics.median(ts) for ts in self.backward_s]),
+        )
+
+    def compute_s(self, batch: float) -> float:
+        """Forward plus backward seconds at `batch` on this pass's curves."""
+        forward, backward = self.curves()
+        return forward.time_s(batch) + backward.time_s(batch)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "batches": list(self.batches),
+            "forward_s": [[round(t, 9) for t in ts] for ts in self.forward_s],
+            "backward_s": [[round(t, 9) for t in ts] for ts in self.backward_s],
+        }
+
+    @classmethod
+    def from_dict(cls, data: Any) -> CurveSamples:
+        try:
+            return cls(
+                batches=tuple(int(b) for b in data["batches"]),
+                forward_s=tuple(tuple(float(t) for t in ts) for ts in data["forward_s"]),
+                backward_s=tuple(tuple(float(t) for t in ts) for ts in data["backward_s"]),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise InvalidInput(
+                f"is not a timing pass ({exc})",
+                hint="give an object with batches, forward_s and backward_s lists",
+                field="samples",
+            ) from exc
+
+
+def pool_curve_samples(profile: ModelProfile, passes: Sequence[CurveSamples]) -> ModelProfile:
+    """`profile` with its curves refit to the median of its own samples pooled with further passes'.
+
+    Every pass must time the profile's breakpoints (its `extra["measured"]`); the result keeps everything
+    else of the profile and records the pooled samples and the number of passes.
+    """
+    own = CurveSamples.from_dict((profile.extra or {}).get("measured"))
+    forward = [list(ts) for ts in own.forward_s]
+    backward = [list(ts) for ts in own.backward_s]
+    for extra in passes:
+        if extra.batches != own.batches:
+            raise InvalidInput(
+                f"times batches {list(extra.batches)}, the profile's breakpoints are {list(own.batches)}",
+                hint="time the profile's own breakpoints (extra.measured.batches)",
+                field="samples",
+            )
+        for i in range(len(own.batches)):
+            forward[i] += extra.forward_s[i]
+            backward[i] += extra.backward_s[i]
+    pooled = CurveSamples(own.batches, tuple(map(tuple, forward)), tuple(map(tuple, backward)))
+    forward_curve, backward_curve = pooled.curves()
+    return dataclasses.replace(
+        profile,
+        forward=forward_curve,
+        backward=backward_curve,
+        extra={
+            **profile.extra,
+            "measured": pooled.to_dict(),
+            "timing_passes": int((profile.extra or {}).get("timing_passes", 1)) + len(passes),
+        },
+    )
 
 
 def mape(predicted: Sequence[float], measured: Sequence[float]) -> float:

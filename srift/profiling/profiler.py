@@ -35,7 +35,7 @@ import itertools
 import math
 import statistics
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -48,7 +48,13 @@ from srift.domain.profile import PROFILE_SCHEMA_VERSION, LayerGrad, ModelProfile
 from srift.errors import EnvironmentProblem, Infeasible, InvalidInput
 from srift.profiling import memory
 from srift.profiling.accelerator import MAX_NAME_CHARS, cpu_accelerator_name
-from srift.profiling.curves import breakpoints, coefficient_of_variation, fit_curve, largest_fitting
+from srift.profiling.curves import (
+    CurveSamples,
+    breakpoints,
+    coefficient_of_variation,
+    fit_curve,
+    largest_fitting,
+)
 from srift.profiling.loading import describe
 
 
@@ -326,11 +332,11 @@ def profile_model(
             "max_batch_cap": cap,
             "max_batch_limited_by": "cap" if search.max_batch == cap else "memory",
             "memory": search.to_dict(),
-            "measured": {
-                "batches": list(points),
-                "forward_s": [[round(t, 9) for t in measured.forward_s[b]] for b in points],
-                "backward_s": [[round(t, 9) for t in measured.backward_s[b]] for b in points],
-            },
+            "measured": CurveSamples(
+                batches=points,
+                forward_s=tuple(tuple(measured.forward_s[b]) for b in points),
+                backward_s=tuple(tuple(measured.backward_s[b]) for b in points),
+            ).to_dict(),
             "repeats": repeats,
             "warmup": warmup,
             "iterations": iterations,
@@ -720,6 +726,41 @@ def _time_points(
         report("timing", (r + 1) / rounds)
     bench.model.zero_grad(set_to_none=True)
     return measured
+
+
+def sample_curve_points(
+    model_factory: Callable[[], nn.Module],
+    input_factory: Callable[[int], Any],
+    batches: Sequence[int],
+    *,
+    loss_fn: Callable[[Any], torch.Tensor] | None = None,
+    device: str = "cpu",
+    threads: int | None = None,
+    repeats: int = DEFAULT_REPEATS,
+    warmup: int = DEFAULT_WARMUP,
+    clock: Clock | str = Clock.WALL,
+) -> CurveSamples:
+    """Every forward and backward time at `batches`, measured exactly as `profile_model` times its points.
+
+    A further pass over a profile's breakpoints: on a machine whose speed drifts, passes spread over time
+    and pooled with `pool_curve_samples` give a curve for the machine's typical speed rather than for the
+    few seconds of one profile.
+    """
+    _check_positive(repeats=repeats, warmup=warmup + 1)
+    points = tuple(sorted(set(batches)))
+    if not points or points[0] < 1:
+        raise InvalidInput(f"{list(batches)} has no batch ≥ 1", hint="give batches ≥ 1", field="batches")
+    dev = parse_device(device)
+    with _threads(threads) as used_threads:
+        bench = _build_bench(model_factory, input_factory, loss_fn, dev)
+        bench.now = clock_function(clock, device=dev, threads=used_threads)
+        with _no_gc():
+            measured = _time_points(bench, points, repeats=repeats, warmup=warmup, report=_Progress(None))
+    return CurveSamples(
+        batches=points,
+        forward_s=tuple(tuple(measured.forward_s[b]) for b in points),
+        backward_s=tuple(tuple(measured.backward_s[b]) for b in points),
+    )
 
 
 def measure_step_s(

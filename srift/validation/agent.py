@@ -1,11 +1,13 @@
 """A per-host worker that runs probes/ddp_train.py again and again without paying torch's import each time.
 
 Started inside a testbed host (`python -m srift.validation.agent PROBE [MODULE ...]`), it imports torch,
-torch.distributed and the given modules (the model factories' modules) once, then reads one JSON
-request per line on stdin — {"id", "argv", "env"} — and answers one JSON line on stdout: {"id", "rc", "error",
-"wall_s"}. Each request runs in a forked child: the child sets the request's environment variables (RANK,
-WORLD_SIZE, MASTER_ADDR, MASTER_PORT, ...), calls the probe's `main(argv)` (its output goes to stderr; rank 0
-writes its result with `--out`) and leaves with `os._exit`, as a fresh process would, but without importing
+torch.distributed, the profiler and the given modules (the model factories' modules) once, then reads one
+JSON request per line on stdin — {"id", "argv", "env", "entry"} — and answers one JSON line on stdout: {"id",
+"rc", "error", "wall_s"}. Each request runs in a forked child: the child sets the request's environment
+variables (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT, ...), calls the entry's `main(argv)` — the probe's by
+default ("ddp"), or srift.validation.timing's ("timing": a further timing pass over a profile's points) —
+(its output goes to stderr; results are written with `--out`) and leaves with `os._exit`, as a fresh
+process would, but without importing
 torch again (on a quarter-core quota that import takes about 7 s of wall time, paid by every one of the
 validation's dozens of runs otherwise). The child keeps the run's objects alive and leaves with `os._exit`,
 skipping torch's DDP teardown, which sometimes deadlocks on the GIL (see `_keep_locals`).
@@ -23,12 +25,13 @@ import signal
 import sys
 import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 READY = "srift-agent-ready"
-PRELOAD = ("torch", "torch.distributed", "torch.nn.parallel", "torch.optim")
+PRELOAD = ("torch", "torch.distributed", "torch.nn.parallel", "torch.optim", "srift.profiling.profiler")
 """Imported once by the parent (none of them starts a thread); further modules come as arguments."""
 
 
@@ -69,13 +72,24 @@ def _keep_locals(probe_main: Any) -> Any:
     return hook
 
 
+def _entries(probe: ModuleType) -> dict[str, Callable[[list[str]], int]]:
+    from srift.validation import timing
+
+    return {"ddp": probe.main, "timing": timing.main}
+
+
 def _child(probe: ModuleType, request: dict[str, Any]) -> int:
-    """Run the probe in the forked child; returns its exit code."""
+    """Run the request's entry (the probe by default) in the forked child; returns its exit code."""
     os.environ.update({str(k): str(v) for k, v in dict(request.get("env") or {}).items()})
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    entries = _entries(probe)
+    name = str(request.get("entry") or "ddp")
+    if name not in entries:
+        print(f"unknown entry {name!r}; known: {', '.join(entries)}", file=sys.stderr)
+        return 2
     sys.setprofile(_keep_locals(probe.main))
     try:
-        return int(probe.main([str(a) for a in request.get("argv", [])]) or 0)
+        return int(entries[name]([str(a) for a in request.get("argv", [])]) or 0)
     except SystemExit as exc:
         if isinstance(exc.code, int):
             return exc.code
@@ -102,7 +116,7 @@ def handle(probe: ModuleType, request: dict[str, Any]) -> dict[str, Any]:
             os._exit(code)
     _, status = os.waitpid(pid, 0)
     rc = os.waitstatus_to_exitcode(status)
-    error = "" if rc == 0 else f"ddp_train exited with {rc} (see the agent log)"
+    error = "" if rc == 0 else f"{request.get('entry') or 'ddp'} exited with {rc} (see the agent log)"
     return {"id": request.get("id"), "rc": rc, "error": error, "wall_s": time.perf_counter() - start}
 
 
@@ -114,6 +128,7 @@ def main(argv: list[str] | None = None) -> int:
         importlib.import_module(name)
     warm_up()
     probe = load_probe(probe_path)
+    _entries(probe)
     out = sys.stdout
     out.write(READY + "\n")
     out.flush()

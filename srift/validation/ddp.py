@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from srift.errors import EnvironmentProblem
+from srift.profiling.curves import CurveSamples
 from srift.settings import REPO_ROOT
 from srift.testbed import Testbed
 from srift.validation.agent import READY
@@ -40,6 +41,18 @@ def ddp_probe_path() -> Path:
             f"{path} is missing", hint="run validation from a source checkout of srift (it ships probes/)"
         )
     return path
+
+
+@dataclass(frozen=True, slots=True)
+class TimingJob:
+    """One timing pass: `model` and `input_factory` (MODULE:FACTORY) timed at `batches` on `host`."""
+
+    host: str
+    model: str
+    input_factory: str
+    batches: tuple[int, ...]
+    repeats: int
+    warmup: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,6 +191,7 @@ class AgentPool:
             "--bucket-cap-mb", f"{bucket_cap_mb:g}", "--out", str(out),
         ]  # fmt: skip
         world = len(hosts)
+        requests = []
         for rank, host in enumerate(hosts):
             env = {
                 "RANK": str(rank),
@@ -187,7 +201,60 @@ class AgentPool:
                 "MASTER_ADDR": master,
                 "MASTER_PORT": str(port),
             }
-            self.agents[host].send({"id": self._cases, "argv": argv, "env": env})
+            requests.append((host, {"id": self._cases, "argv": argv, "env": env}))
+        try:
+            answers = self._dispatch(requests, timeout_s=timeout_s, what="DDP run")
+        except EnvironmentProblem:
+            out.unlink(missing_ok=True)
+            raise
+        try:
+            data = json.loads(out.read_text())
+        finally:
+            out.unlink(missing_ok=True)
+        times = tuple(float(t) for t in data["iter_times_s"])
+        return DdpResult(
+            mean_iter_s=float(data["mean_iter_s"]),
+            median_iter_s=float(data["median_iter_s"]),
+            stdev_iter_s=float(data["stdev_iter_s"]),
+            iter_times_s=times,
+            wall_s=max(float(a.get("wall_s", 0.0)) for a in answers),
+        )
+
+    def time_points(self, jobs: Sequence[TimingJob], *, timeout_s: float) -> list[CurveSamples]:
+        """Run each job's timing pass (srift.validation.timing) on its host at once; one result per job."""
+        hosts = [j.host for j in jobs]
+        if len(set(hosts)) != len(hosts):
+            raise ValueError("one timing job per host")
+        self.ensure(hosts)
+        outs: list[Path] = []
+        requests = []
+        for job in jobs:
+            fd, name = tempfile.mkstemp(prefix="timing-", suffix=".json", dir=self.workdir)
+            os.close(fd)
+            outs.append(Path(name))
+            argv = [
+                "--model", job.model, "--input", job.input_factory,
+                "--batches", ",".join(str(b) for b in job.batches),
+                "--repeats", str(job.repeats), "--warmup", str(job.warmup), "--threads", "1",
+                "--out", name,
+            ]  # fmt: skip
+            self._cases += 1
+            requests.append((job.host, {"id": self._cases, "entry": "timing", "argv": argv, "env": {}}))
+        try:
+            self._dispatch(requests, timeout_s=timeout_s, what="timing pass")
+            return [CurveSamples.from_dict(json.loads(out.read_text())) for out in outs]
+        finally:
+            for out in outs:
+                out.unlink(missing_ok=True)
+
+    def _dispatch(
+        self, requests: Sequence[tuple[str, dict[str, Any]]], *, timeout_s: float, what: str
+    ) -> list[dict[str, Any]]:
+        """Send each request to its host's agent and wait for all answers (in order); on a timeout or a
+        failed answer, kill those agents (they restart on next use) and raise EnvironmentProblem."""
+        hosts = [host for host, _ in requests]
+        for host, request in requests:
+            self.agents[host].send(request)
         deadline = time.monotonic() + timeout_s
         answers: list[dict[str, Any]] = []
         try:
@@ -201,7 +268,7 @@ class AgentPool:
             for host in hosts:
                 self.agents[host].kill()
             raise EnvironmentProblem(
-                f"DDP run on {', '.join(hosts)} did not finish within {timeout_s:.0f} s",
+                f"{what} on {', '.join(hosts)} did not finish within {timeout_s:.0f} s",
                 hint="the machine may be overloaded, or a rank failed; see the agent logs",
             ) from None
         failed = [(h, a) for h, a in zip(hosts, answers, strict=True) if a.get("rc")]
@@ -209,19 +276,8 @@ class AgentPool:
             for host in hosts:
                 self.agents[host].kill()
             detail = "; ".join(f"{h}: rc {a.get('rc')} {a.get('error', '')[-300:]}" for h, a in failed)
-            raise EnvironmentProblem(f"DDP run failed ({detail})", hint="see the agent logs")
-        try:
-            data = json.loads(out.read_text())
-        finally:
-            out.unlink(missing_ok=True)
-        times = tuple(float(t) for t in data["iter_times_s"])
-        return DdpResult(
-            mean_iter_s=float(data["mean_iter_s"]),
-            median_iter_s=float(data["median_iter_s"]),
-            stdev_iter_s=float(data["stdev_iter_s"]),
-            iter_times_s=times,
-            wall_s=max(float(a.get("wall_s", 0.0)) for a in answers),
-        )
+            raise EnvironmentProblem(f"{what} failed ({detail})", hint="see the agent logs")
+        return answers
 
     def close(self) -> None:
         for agent in self.agents.values():

@@ -11,10 +11,18 @@ Steps, in order (each timed in the report):
    a profile and a training run of the same model on the same host.
 2. **profiles** — `srift profile` of every model inside one host of each type (`--accelerator TYPE
    --threads 1`), through the testbed profile-job runner; the types of one model are profiled at once.
+   This machine's speed drifts by tens of percent over tens of seconds (other tenants of its host), and
+   one profile takes seconds: alone, its curves carry the speed of that moment, and every case of the
+   model inherits that bias (seen as −20 % for all cnn cases and +12 % for all transformer cases of one
+   run). So `timing_passes` further passes over each profile's breakpoints, timed exactly as the profiler
+   times them (srift.validation.timing, in the same hosts), are spread evenly over the DDP runs of step 4,
+   and the stored profiles' curves are refit to the median of all their samples
+   (`srift.profiling.curves.pool_curve_samples`) before the cases are predicted. The report keeps the
+   single-pass predictions and their errors too.
 3. **bandwidth** — allreduce probe jobs (probes/allreduce.py) on 2..4 hosts of each type, stored as probe
    samples and trained into a bandwidth model version that is activated (or: the shipped models, or the
    α-β prior; the report says which).
-4. **matrix** — for every case, the simulator's prediction from the stored profiles, the catalog's
+4. **matrix** — for every case, the simulator's prediction from the stored (pooled) profiles, the catalog's
    instance types and the active bandwidth model, reducing in PyTorch DDP's gradient buckets as the runs
    do (and, for comparison, layer by layer), then `repeats` real DDP runs (probes/ddp_train.py through
    `srift.validation.ddp`). Repeats run in rounds over all cases, so slow spells of the machine spread
@@ -41,11 +49,13 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from srift.domain.profile import ModelProfile
 from srift.errors import EnvironmentProblem, InvalidInput, SriftError
+from srift.profiling.curves import CurveSamples, pool_curve_samples
 from srift.settings import Settings, get_settings
 from srift.testbed import Testbed, TestbedSpec, load_spec
 from srift.validation import conditions, stats
-from srift.validation.ddp import AgentPool, DdpResult
+from srift.validation.ddp import AgentPool, DdpResult, TimingJob
 from srift.validation.matrix import MODELS, Case, Fleet, build_matrix, check_spec, types_by_cpu
 
 REPORT_FORMAT = "srift-validation/1"
@@ -83,6 +93,10 @@ class Effort:
     probe_sizes: tuple[int, ...]
     probe_repeats: int
     plan_batch_policy: str
+    timing_passes: int = 0
+    """Further timing passes over every profile's breakpoints, spread over the DDP runs (see step 2)."""
+    timing_repeats: int = 3
+    """Timed rounds over the breakpoints in each further pass (after one untimed round)."""
 
     @classmethod
     def quick(cls) -> Effort:
@@ -98,6 +112,8 @@ class Effort:
             probe_sizes=tuple(1 << k for k in range(2, 25)),
             probe_repeats=3,
             plan_batch_policy="pow2",
+            timing_passes=4,
+            timing_repeats=3,
         )
 
     @classmethod
@@ -114,6 +130,8 @@ class Effort:
             probe_sizes=tuple(1 << k for k in range(2, 26)),
             probe_repeats=5,
             plan_batch_policy="pow2_split",
+            timing_passes=8,
+            timing_repeats=3,
         )
 
 
@@ -160,6 +178,9 @@ class Context:
     progress: Progress
     timings: dict[str, float] = field(default_factory=dict)
     profile_ids: dict[tuple[str, str], int] = field(default_factory=dict)
+    profiles: dict[tuple[str, str], ModelProfile] = field(default_factory=dict)
+    timing_samples: dict[tuple[str, str], list[CurveSamples]] = field(default_factory=dict)
+    timing_log: list[dict[str, Any]] = field(default_factory=list)
     profile_info: list[dict[str, Any]] = field(default_factory=list)
     bandwidth: dict[str, Any] = field(default_factory=dict)
     job_counter: int = 0
@@ -381,6 +402,7 @@ def _profiles(ctx: Context, models: Sequence[str]) -> None:
         with transaction(ctx.url) as session:
             for type_name in types:
                 profile, took = found[type_name]
+                ctx.profiles[(name, type_name)] = profile
                 ctx.profile_ids[(name, type_name)] = save_profile(session=session, profile=profile)
                 ctx.profile_info.append(
                     {
@@ -614,9 +636,19 @@ def measure(ctx: Context, pool: AgentPool, model: str, fleet: Fleet, predicted_s
     }
 
 
+def pass_positions(total_runs: int, passes: int) -> list[int]:
+    """Indices of the runs before which a timing pass goes (`total_runs`: after the last), evenly spread
+    from before the first run to after the last."""
+    if passes <= 0:
+        return []
+    if passes == 1:
+        return [total_runs // 2]
+    return [round(k * total_runs / (passes - 1)) for k in range(passes)]
+
+
 def _matrix(ctx: Context, pool: AgentPool, cases: Sequence[Case]) -> list[dict[str, Any]]:
     repeats = ctx.effort.repeats
-    ctx.log(f"matrix: {len(cases)} cases × {repeats} repeats")
+    ctx.log(f"matrix: {len(cases)} cases × {repeats} repeats, {ctx.effort.timing_passes} timing passes")
     rows: list[dict[str, Any]] = []
     for case in cases:
         predicted = predict_fleet(ctx, case.model, case.fleet)
@@ -634,22 +666,87 @@ def _matrix(ctx: Context, pool: AgentPool, cases: Sequence[Case]) -> list[dict[s
             }
         )
     total = len(cases) * repeats
-    done = 0
+    order = []
     rng = random.Random(ctx.options.seed)
     for _ in range(repeats):
-        order = list(range(len(cases)))
-        rng.shuffle(order)
-        for i in order:
-            ctx.progress("ddp runs", done, total)
-            row = rows[i]
-            row["runs"].append(
-                measure(ctx, pool, cases[i].model, cases[i].fleet, row["predicted"]["iteration_s"])
-            )
-            done += 1
+        this_round = list(range(len(cases)))
+        rng.shuffle(this_round)
+        order += this_round
+    passes = pass_positions(total, ctx.effort.timing_passes)
+    for done, i in enumerate(order):
+        for _ in range(passes.count(done)):
+            timing_pass(ctx, pool)
+        ctx.progress("ddp runs", done, total)
+        row = rows[i]
+        row["runs"].append(
+            measure(ctx, pool, cases[i].model, cases[i].fleet, row["predicted"]["iteration_s"])
+        )
+    for _ in range(passes.count(total)):
+        timing_pass(ctx, pool)
     ctx.progress("ddp runs", total, total)
+    if ctx.timing_samples:
+        pool_profiles(ctx)
+        for case, row in zip(cases, rows, strict=True):
+            row["single_pass_predicted"] = row["predicted"]
+            row["predicted"] = predict_fleet(ctx, case.model, case.fleet)
     for row in rows:
         finish_case(row)
     return rows
+
+
+def timing_pass(ctx: Context, pool: AgentPool) -> None:
+    """One further timing pass over every profile's breakpoints, each model on the first host of each
+    type (the types at once, as when profiling); a failed pass is logged and left out, not raised."""
+    for model in sorted({m for m, _ in ctx.profiles}):
+        keys = [(model, t) for t in _types(ctx) if (model, t) in ctx.profiles]
+        jobs = [
+            TimingJob(
+                host=ctx.testbed.hosts_of_type(key[1])[0].name,
+                model=MODELS[model].factory,
+                input_factory=MODELS[model].input_factory,
+                batches=tuple(ctx.profiles[key].extra["measured"]["batches"]),
+                repeats=ctx.effort.timing_repeats,
+                warmup=1,
+            )
+            for key in keys
+        ]
+        one_round_s = [
+            sum(map(ctx.profiles[key].compute_s, key_batches))
+            for key, key_batches in zip(keys, (j.batches for j in jobs), strict=True)
+        ]
+        expected_s = (1 + ctx.effort.timing_repeats) * max(one_round_s)
+        tick = time.perf_counter()
+        try:
+            found = pool.time_points(jobs, timeout_s=120.0 + 10.0 * expected_s)
+        except EnvironmentProblem as exc:
+            ctx.log(f"timing pass failed: {model}: {exc.detail}")
+            ctx.timing_log.append({"model": model, "ok": False, "error": exc.detail})
+            continue
+        for key, samples in zip(keys, found, strict=True):
+            ctx.timing_samples.setdefault(key, []).append(samples)
+        ctx.timing_log.append({"model": model, "ok": True, "took_s": time.perf_counter() - tick})
+
+
+def pool_profiles(ctx: Context) -> None:
+    """Refit every profile that has further timing passes to all its samples, store it, and use it."""
+    from srift.db.session import transaction
+    from srift.profiling.store import save_profile
+
+    info = {(p["model"], p["instance_type"]): p for p in ctx.profile_info}
+    with transaction(ctx.url) as session:
+        for key, passes in sorted(ctx.timing_samples.items()):
+            first = ctx.profiles[key]
+            pooled = pool_curve_samples(first, passes)
+            ctx.profiles[key] = pooled
+            ctx.profile_ids[key] = save_profile(session=session, profile=pooled)
+            entry = info.get(key)
+            if entry is not None:
+                entry["single_pass_profile_id"] = entry["profile_id"]
+                entry["single_pass_compute_s_at_32"] = entry["compute_s_at_32"]
+                entry["profile_id"] = ctx.profile_ids[key]
+                entry["compute_s_at_32"] = pooled.compute_s(32)
+                entry["pass_compute_s_at_32"] = [p.compute_s(32) for p in passes]
+                entry["timing_passes"] = 1 + len(passes)
 
 
 def finish_case(row: dict[str, Any]) -> None:
@@ -662,13 +759,14 @@ def finish_case(row: dict[str, Any]) -> None:
         r["stdev_iter_s"] / r["mean_iter_s"] for r in row["runs"] if r.get("ok") and r["mean_iter_s"] > 0
     ]
     row["iteration_cv"] = statistics.fmean(within) if within else None
-    if means:
-        row["error"] = stats.relative_error(row["predicted"]["iteration_s"], row["measured_iteration_s"])
-        row["per_layer_error"] = stats.relative_error(
-            row["predicted"]["per_layer_iteration_s"], row["measured_iteration_s"]
-        )
-    else:
-        row["error"] = row["per_layer_error"] = None
+    measured = row["measured_iteration_s"]
+    row["error"] = stats.relative_error(row["predicted"]["iteration_s"], measured) if means else None
+    row["per_layer_error"] = (
+        stats.relative_error(row["predicted"]["per_layer_iteration_s"], measured) if means else None
+    )
+    single = row.get("single_pass_predicted")
+    if single is not None:
+        row["single_pass_error"] = stats.relative_error(single["iteration_s"], measured) if means else None
 
 
 # -- report -----------------------------------------------------------------------------------------------
@@ -689,6 +787,11 @@ def summarize_cases(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     return {
         "overall": block(good),
         "per_layer_overall": stats.summarize([r["per_layer_error"] for r in good]).to_dict(),
+        "single_pass_overall": (
+            stats.summarize([r["single_pass_error"] for r in good]).to_dict()
+            if all(r.get("single_pass_error") is not None for r in good) and good
+            else None
+        ),
         "by_model": by(lambda r: str(r["model"])),
         "by_hosts": by(lambda r: str(r["hosts"])),
         "by_type": by(lambda r: str(r["type_group"])),
@@ -775,6 +878,7 @@ def _report(
         "effort": {k: getattr(ctx.effort, k) for k in ctx.effort.__slots__ if k != "probe_sizes"}
         | {"probe_sizes": [min(ctx.effort.probe_sizes), max(ctx.effort.probe_sizes)]},
         "profiles": ctx.profile_info,
+        "timing_passes": ctx.timing_log,
         "bandwidth": ctx.bandwidth,
         "cases": rows,
         "summary": summary,

@@ -1,13 +1,25 @@
-"""The pure parts of the compute model: largest-batch search, breakpoints, curve fit, MAPE, spread."""
+"""The pure parts of the compute model: largest-batch search, breakpoints, curve fit, pooling of timing
+passes, MAPE, spread."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from srift.domain.profile import ModelProfile
 from srift.errors import InvalidInput
-from srift.profiling.curves import breakpoints, coefficient_of_variation, fit_curve, largest_fitting, mape
+from srift.profiling.curves import (
+    CurveSamples,
+    breakpoints,
+    coefficient_of_variation,
+    fit_curve,
+    largest_fitting,
+    mape,
+    pool_curve_samples,
+)
 
 
 @given(threshold=st.integers(0, 5000), cap=st.integers(1, 5000))
@@ -69,3 +81,60 @@ def test_mape_and_coefficient_of_variation() -> None:
     assert coefficient_of_variation([1.0, 1.0, 1.0]) == 0.0
     assert coefficient_of_variation([0.9, 1.1]) == pytest.approx(0.1414, abs=1e-3)
     assert coefficient_of_variation([1.0]) == 0.0
+
+
+def _profile_with_samples(profile_doc: dict[str, Any]) -> ModelProfile:
+    own = CurveSamples(
+        batches=(1, 32, 64, 96),
+        forward_s=((0.004,), (0.030, 0.032), (0.058,), (0.087,)),
+        backward_s=((0.007,), (0.061,), (0.117,), (0.175, 0.177)),
+    )
+    return ModelProfile.from_dict(profile_doc | {"extra": {"measured": own.to_dict(), "clock": "wall"}})
+
+
+def test_pooling_refits_the_curves_to_the_median_of_all_samples(profile_doc: dict[str, Any]) -> None:
+    profile = _profile_with_samples(profile_doc)
+    slower = CurveSamples(
+        batches=(1, 32, 64, 96),
+        forward_s=((0.006, 0.006), (0.040, 0.040), (0.070, 0.070), (0.100, 0.100)),
+        backward_s=((0.009, 0.009), (0.080, 0.080), (0.140, 0.140), (0.200, 0.200)),
+    )
+    pooled = pool_curve_samples(profile, [slower])
+    assert pooled.forward.times_s == pytest.approx((0.006, 0.036, 0.070, 0.100))
+    assert pooled.backward.times_s == pytest.approx((0.009, 0.080, 0.140, 0.1885))
+    assert pooled.extra["measured"]["forward_s"][1] == [0.030, 0.032, 0.040, 0.040]
+    assert pooled.extra["timing_passes"] == 2
+    assert pooled.extra["clock"] == "wall"
+    assert (pooled.layers, pooled.max_batch, pooled.update_s) == (
+        profile.layers,
+        profile.max_batch,
+        profile.update_s,
+    )
+    assert pool_curve_samples(pooled, [slower]).extra["timing_passes"] == 3
+    assert slower.compute_s(48) == pytest.approx(0.055 + 0.110)
+
+
+def test_pooling_with_no_passes_keeps_the_medians(profile_doc: dict[str, Any]) -> None:
+    profile = _profile_with_samples(profile_doc)
+    same = pool_curve_samples(profile, [])
+    assert same.forward.times_s == pytest.approx((0.004, 0.031, 0.058, 0.087))
+    assert same.backward.times_s == pytest.approx((0.007, 0.061, 0.117, 0.176))
+
+
+def test_pooling_rejects_other_batches_and_profiles_without_samples(profile_doc: dict[str, Any]) -> None:
+    profile = _profile_with_samples(profile_doc)
+    other = CurveSamples(batches=(1, 30, 60, 96), forward_s=((0.1,),) * 4, backward_s=((0.1,),) * 4)
+    with pytest.raises(InvalidInput, match="breakpoints are \\[1, 32, 64, 96\\]") as caught:
+        pool_curve_samples(profile, [other])
+    assert "To fix" in str(caught.value)
+    with pytest.raises(InvalidInput, match="not a timing pass"):
+        pool_curve_samples(ModelProfile.from_dict(profile_doc), [other])
+
+
+@pytest.mark.parametrize(
+    ("forward", "message"),
+    [(((0.1,),), "one list"), (((0.1,), ()), "empty list"), (((0.1,), (-1.0,)), "negative")],
+)
+def test_curve_samples_reject_malformed_passes(forward: tuple[tuple[float, ...], ...], message: str) -> None:
+    with pytest.raises(InvalidInput, match=message):
+        CurveSamples(batches=(1, 2), forward_s=forward, backward_s=((0.1,), (0.2,)))

@@ -12,8 +12,8 @@ from torch import nn
 from srift.domain.profile import ModelProfile
 from srift.errors import EnvironmentProblem, Infeasible, InvalidInput
 from srift.profiling import memory, profile_model, testmodels
-from srift.profiling.curves import fit_curve, mape
-from srift.profiling.profiler import PREDICTION_MARGIN, measure_step_s, trainable_bytes
+from srift.profiling.curves import fit_curve, mape, pool_curve_samples
+from srift.profiling.profiler import PREDICTION_MARGIN, measure_step_s, sample_curve_points, trainable_bytes
 
 QUICK: dict[str, Any] = {"repeats": 2, "warmup": 1, "iterations": 6, "threads": 1}
 
@@ -158,6 +158,22 @@ def test_curve_predicts_direct_measurements() -> None:
             break
     assert min(e[0] for e in errors) <= 25.0, errors
     assert min(e[1] for e in errors) <= 50.0, errors
+
+
+def test_a_further_timing_pass_times_the_profile_breakpoints_and_pools_into_it() -> None:
+    profile = _profile("sequential")
+    points = profile.extra["measured"]["batches"]
+    samples = sample_curve_points(
+        testmodels.sequential, testmodels.sequential_input, points, threads=1, repeats=3, warmup=1
+    )
+    assert samples.batches == tuple(points)
+    assert [len(ts) for ts in samples.forward_s] == [3] * len(points)
+    assert all(t > 0 for ts in (*samples.forward_s, *samples.backward_s) for t in ts)
+    pooled = pool_curve_samples(profile, [samples])
+    assert [len(ts) for ts in pooled.extra["measured"]["backward_s"]] == [2 + 3] * len(points)
+    assert pooled.compute_s(points[-1]) > 0
+    with pytest.raises(InvalidInput, match="batches"):
+        sample_curve_points(testmodels.sequential, testmodels.sequential_input, [0], repeats=1)
 
 
 class NotAModel:

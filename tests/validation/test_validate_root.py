@@ -41,6 +41,8 @@ TINY = replace(
     profile_max_batch=32,
     probe_sizes=(4, 64, 1024, 4096, 65536, 262144, 1 << 20),
     probe_repeats=2,
+    timing_passes=2,
+    timing_repeats=2,
 )
 
 
@@ -86,6 +88,11 @@ def test_report_has_the_documented_structure(report: dict[str, Any]) -> None:
     assert report["bandwidth"]["source"].startswith("xgb:")
     assert report["bandwidth"]["covers"] == ["testbed/vt.small"]
     assert [p["instance_type"] for p in report["profiles"]] == ["vt.small"]
+    assert [(p["model"], p["ok"]) for p in report["timing_passes"]] == [("cnn", True)] * 2
+    (profile,) = report["profiles"]
+    assert profile["timing_passes"] == 3 and len(profile["pass_compute_s_at_32"]) == 2
+    assert profile["profile_id"] != profile["single_pass_profile_id"]
+    assert report["summary"]["single_pass_overall"]["cases"] == 2
     assert set(report["acceptance"]) >= {"mape_le_10pct", "underestimate_p90_le_13_5pct"}
     assert json.loads(Path(report["workdir"], "report.json").read_text())["format"] == REPORT_FORMAT
     jobs = Path(report["workdir"]).parent / "data" / "jobs"
@@ -106,6 +113,9 @@ def test_measured_times_come_from_real_ddp_runs(report: dict[str, Any]) -> None:
         assert case["predicted"]["iteration_s"] > 0
         assert case["error"] == pytest.approx(
             stats.relative_error(case["predicted"]["iteration_s"], case["measured_iteration_s"])
+        )
+        assert case["single_pass_error"] == pytest.approx(
+            stats.relative_error(case["single_pass_predicted"]["iteration_s"], case["measured_iteration_s"])
         )
     one, two = report["cases"]
     # two ranks exchange gradients over a 200 Mbit/s link: never faster than one host alone (allowing noise)
