@@ -123,6 +123,32 @@ def terminal_view(report: Mapping[str, Any]) -> RichGroup:
     return RichGroup(*parts)
 
 
+def _passes_lines(report: Mapping[str, Any]) -> list[str]:
+    """How the profiles' further timing passes moved them, and the accuracy with the first pass alone."""
+    single = report["summary"].get("single_pass_overall")
+    pooled = [p for p in report.get("profiles", []) if p.get("pass_compute_s_at_32")]
+    if not single or not pooled:
+        return []
+    passes = max(p["timing_passes"] for p in pooled)
+    lines = [
+        "",
+        f"Profiles: the `srift profile` pass plus up to {passes - 1} further timing passes over its "
+        "breakpoints, spread over the DDP runs, pooled (median per point). With the first pass alone: MAPE "
+        f"{pct(single['mape'])}, p90 underestimate {pct(single['underestimate_p90'])}. Forward+backward "
+        "at batch 32 (ms) in each pass shows how far this host's speed drifted:",
+        "",
+        "| model | type | first pass | further passes | pooled |",
+        "|---|---|---|---|---|",
+    ]
+    for p in pooled:
+        further = ", ".join(ms(x) for x in p["pass_compute_s_at_32"])
+        lines.append(
+            f"| {p['model']} | {p['instance_type']} | {ms(p['single_pass_compute_s_at_32'])} | {further} | "
+            f"{ms(p['compute_s_at_32'])} |"
+        )
+    return lines
+
+
 def markdown(report: Mapping[str, Any]) -> str:
     """The BENCHMARKS.md section body: summary by group, noise, acceptance, plan quality, run time."""
     s = report["summary"]
@@ -141,6 +167,7 @@ def markdown(report: Mapping[str, Any]) -> str:
         f"(MAPE of repeats against their case mean): {noise}. Layer-by-layer exchange (Srift's original "
         f"model, no DDP buckets): MAPE {pct(s['per_layer_overall']['mape'])}, p90 underestimate "
         f"{pct(s['per_layer_overall']['underestimate_p90'])}.",
+        *_passes_lines(report),
         "",
         f"Bandwidth model: {bw.get('how', '?')} — `{bw.get('source', '?')}`.",
         "",

@@ -126,6 +126,7 @@ def test_measured_times_come_from_real_ddp_runs(report: dict[str, Any]) -> None:
 def test_report_renders_and_plots(report: dict[str, Any], tmp_path: Path) -> None:
     text = markdown(report)
     assert "End-to-end MAPE" in text and "| model | cnn |" in text
+    assert "With the first pass alone" in text and "| cnn | vt.small |" in text
     assert terminal_view(report) is not None
     png = plot_predicted_vs_measured(
         report["cases"], tmp_path / "p.png", title="t", summary=report["summary"]
