@@ -102,18 +102,18 @@ class Effort:
     def quick(cls) -> Effort:
         return cls(
             repeats=2,
-            target_run_s=2.5,
+            target_run_s=2.0,
             min_iters=5,
             max_iters=30,
             warmup=2,
-            profile_repeats=7,
+            profile_repeats=5,
             profile_iterations=10,
             profile_max_batch=64,
             probe_sizes=tuple(1 << k for k in range(2, 25)),
             probe_repeats=3,
             plan_batch_policy="pow2",
             timing_passes=4,
-            timing_repeats=3,
+            timing_repeats=2,
         )
 
     @classmethod
