@@ -16,10 +16,16 @@ HEADER = (
 )
 
 
-def write_section(name: str, body_markdown: str, *, command: str | None = None) -> None:
-    """Replace (or append) the section `name` with `body_markdown`, stamped with command, date and host."""
+def write_section(
+    name: str, body_markdown: str, *, command: str | None = None, measured_at: dt.datetime | None = None
+) -> None:
+    """Replace (or append) the section `name` with `body_markdown`, stamped with command, date and host.
+
+    `measured_at` is when the figures were measured, for a section written later from a saved report
+    (default: now).
+    """
     command = command or "python " + " ".join(sys.argv)
-    stamp = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    stamp = (measured_at or dt.datetime.now(dt.UTC)).astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     host = f"{platform.machine()}, {platform.python_implementation()} {platform.python_version()}"
     try:
         import os

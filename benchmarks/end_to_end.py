@@ -17,6 +17,7 @@ The section's command is the one that produced the figures (the report's own `co
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import json
 import sys
 from pathlib import Path
@@ -72,7 +73,13 @@ def main(argv: list[str] | None = None) -> int:
         markdown(report)
         + f"\n\n![predicted vs measured](images/{png.name}) · report: `images/validation-{level}.json`"
     )
-    write_section(section_name(report), body, command=command)
+    started = report.get("started_at")
+    write_section(
+        section_name(report),
+        body,
+        command=command,
+        measured_at=dt.datetime.fromisoformat(started) if started else None,
+    )
     return 0
 
 
