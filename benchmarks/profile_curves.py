@@ -15,6 +15,12 @@ Acceptance: curve MAPE ≤ 5 % and each profile under 2 minutes on one core. Bot
 `wall` (elapsed time) and `thread` (CPU time of the profiling thread, which leaves out time spent waiting
 for a core on a shared machine). The load average is recorded with the figures.
 
+The benchmark runs with glibc malloc keeping freed memory (srift.validation.pipeline.MALLOC_ENV, as
+`srift validate` runs its hosts, and as PyTorch's caching allocator does on a GPU): it re-executes itself
+with that environment unless `--system-malloc`. Without it wide_mlp's 34 MB of gradients are page-faulted
+afresh in some steps and not others, depending on the allocator's history: batch 29 measured 32 and 49 ms,
+37 and 47 ms in the two sessions of one process, against 28/28 and 36/41 ms with it (2026-11-23, one core).
+
     .venv/bin/python -m benchmarks.profile_curves [--clock both|wall|thread] [--threads 1] [--no-write]
 """
 
@@ -124,6 +130,20 @@ def run_one(
     }
 
 
+def _reexec_with_stable_malloc(argv: list[str]) -> None:
+    """Replace this process with one whose malloc keeps freed memory, unless it already does."""
+    from srift.validation.pipeline import MALLOC_ENV
+
+    if all(os.environ.get(k) == v for k, v in MALLOC_ENV.items()):
+        return
+    sys.stdout.flush()
+    os.execve(
+        sys.executable,
+        [sys.executable, "-m", "benchmarks.profile_curves", *argv],
+        {**os.environ, **MALLOC_ENV},
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -139,7 +159,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--no-write", action="store_true", help="print only; do not update docs/BENCHMARKS.md"
     )
+    parser.add_argument(
+        "--system-malloc",
+        action="store_true",
+        help="keep glibc malloc's default thresholds (see above) instead of re-executing with MALLOC_ENV",
+    )
     args = parser.parse_args(argv)
+    if not args.system_malloc:
+        _reexec_with_stable_malloc(sys.argv[1:] if argv is None else argv)
     clocks = ("wall", "thread") if args.clock == "both" else (args.clock,)
 
     rows = []
@@ -178,6 +205,7 @@ def main(argv: list[str] | None = None) -> int:
 
     lines = [
         f"CPU, {args.threads} thread(s), default batch cap, {args.repeats} timed repeats per point (median), "
+        f"{'glibc malloc defaults' if args.system_malloc else 'malloc keeping freed memory (MALLOC_ENV)'}, "
         "30 readiness/straggler iterations. *Profile time* is the whole `profile_model` call (checks, "
         f"max-batch search, curve points, iterations), wall clock. Then {args.sessions} round-robin sessions "
         f"({args.check_repeats} repeats each, median) measure "
