@@ -69,6 +69,7 @@ def test_shipped_spec_is_valid_for_validation() -> None:
 
 def test_iterations_follow_the_prediction_within_bounds() -> None:
     effort = Effort.quick()
-    assert iterations_for(effort, 0.1) == 25
+    assert effort.min_iters < 20 < effort.max_iters
+    assert iterations_for(effort, effort.target_run_s / 19.5) == 20
     assert iterations_for(effort, 10.0) == effort.min_iters
     assert iterations_for(effort, 0.0001) == effort.max_iters
