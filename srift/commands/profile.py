@@ -66,6 +66,18 @@ def result_table(profile: ModelProfile, *, out: Path | None) -> Table:
             )
         ),
     )
+    splits = [c for c in extra.get("bend_checks") or [] if c.get("split")]
+    segments = len(profile.forward.batches) - 1
+    table.add_row(
+        "curve",
+        f"{segments} segment{'s' if segments != 1 else ''}"
+        + (
+            ", split at "
+            + ", ".join(f"b={c['batch']} ({100 * c['deviation']:+.0f} % off the line)" for c in splits)
+            if splits
+            else ""
+        ),
+    )
     conditional = sum(1 for x in profile.layers if x.exec_prob < 1.0)
     table.add_row(
         "layers",
@@ -135,6 +147,11 @@ def register(app: typer.Typer) -> None:
             "--clock",
             help="wall (elapsed time) or thread (CPU time of the one profiling thread; for shared machines)",
         ),
+        paper_curve: bool = typer.Option(
+            False,
+            "--paper-curve",
+            help="keep exactly the four breakpoints 1, ⅓, ⅔, max even where the curve bends between them",
+        ),
         upload: str | None = typer.Option(
             None,
             "--upload",
@@ -157,6 +174,9 @@ def register(app: typer.Typer) -> None:
         and backward separately at 1, ⅓, ⅔ and the largest batch, fit 3-segment
         piecewise-linear curves, and record when each layer's gradients become
         ready, how often each layer runs and the spread of iteration time.
+        Each segment's midpoint is timed too; where it is more than 8 % off the
+        straight line the segment is split there (e.g. a CPU's small-batch knee),
+        unless --paper-curve.
         Nothing is downloaded: bring your own model.
 
         Examples:
@@ -213,6 +233,7 @@ def register(app: typer.Typer) -> None:
                 iterations=iterations,
                 model_name=name,
                 clock=clock,
+                refine=not paper_curve,
                 progress=progress,
             )
         document: dict[str, Any] = result.to_dict()

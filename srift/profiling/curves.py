@@ -1,9 +1,10 @@
-"""Pure helpers of the compute model: the largest-batch search, the four breakpoints, the curve fit, the
-pooling of further timing passes into a profile, MAPE."""
+"""Pure helpers of the compute model: the largest-batch search, the four breakpoints and their refinement
+where the curve bends, the curve fit, the pooling of further timing passes into a profile, MAPE."""
 
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 import statistics
 from collections.abc import Callable, Sequence
@@ -51,6 +52,83 @@ def breakpoints(max_batch: int) -> tuple[int, ...]:
         raise InvalidInput(f"{max_batch} is below 1", hint="max_batch is ≥ 1", field="max_batch")
     points = {1, max(1, round(max_batch / 3)), max(1, round(2 * max_batch / 3)), max_batch}
     return tuple(sorted(points))
+
+
+BEND_TOLERANCE = 0.08
+"""A segment is split at its midpoint when the measured time there is this far (relative) from the chord:
+well above the 2–5 % that repeated medians of one batch differ by on a shared CPU, well below the 13–30 %
+of a real knee."""
+MAX_BEND_CHECKS = 9
+"""At most this many midpoints are measured in all (the first three are the paper segments' own)."""
+
+
+@dataclass(frozen=True, slots=True)
+class BendCheck:
+    """One measured segment midpoint: how far the straight segment [lo, hi] misses it, and the verdict."""
+
+    batch: int
+    lo: int
+    hi: int
+    deviation: float
+    """(measured − chord) / measured at `batch`; positive when the segment underestimates it."""
+    split: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "batch": self.batch,
+            "segment": [self.lo, self.hi],
+            "deviation": round(self.deviation, 4),
+            "split": self.split,
+        }
+
+
+def midpoint(lo: int, hi: int) -> int | None:
+    """The integer batch halfway between two breakpoints, or None when none lies strictly between."""
+    mid = (lo + hi) // 2
+    return mid if lo < mid < hi else None
+
+
+def refine_breakpoints(
+    points: Sequence[int],
+    measure: Callable[[tuple[int, ...]], dict[int, float]],
+    *,
+    tolerance: float = BEND_TOLERANCE,
+    max_checks: int = MAX_BEND_CHECKS,
+) -> tuple[tuple[int, ...], tuple[BendCheck, ...]]:
+    """The breakpoints, with each segment that bends split at its midpoint, recursively.
+
+    The paper's four breakpoints assume forward+backward time is linear between them. Where it is not, e.g.
+    a CPU's matrix-vector kernels at batch 1 against memory-bound small-batch GEMMs and then compute-bound
+    large ones (a knee near batch 40 on one core, whatever the width of an MLP), a straight segment misses
+    the middle by 15–25 %. Each round `measure(batches)` times the round's midpoints together with their
+    segments' endpoints (so drift between rounds does not look like a bend) and returns forward+backward
+    seconds per batch; a midpoint more than `tolerance` off its chord becomes a breakpoint and both halves
+    are checked in the next round, until the halves are too narrow or `max_checks` midpoints were measured.
+    """
+    if tolerance <= 0:
+        raise InvalidInput(
+            f"{tolerance} is not positive", hint="give a tolerance > 0, e.g. 0.08", field="tolerance"
+        )
+    kept = set(points)
+    checks: list[BendCheck] = []
+    segments = list(itertools.pairwise(sorted(kept)))
+    while segments and len(checks) < max_checks:
+        pending = [(lo, hi, mid) for lo, hi in segments if (mid := midpoint(lo, hi)) is not None]
+        pending = pending[: max_checks - len(checks)]
+        if not pending:
+            break
+        batches = tuple(sorted({b for lo, hi, mid in pending for b in (lo, hi, mid)}))
+        times = measure(batches)
+        segments = []
+        for lo, hi, mid in pending:
+            chord = times[lo] + (times[hi] - times[lo]) * (mid - lo) / (hi - lo)
+            deviation = (times[mid] - chord) / times[mid] if times[mid] > 0 else 0.0
+            split = abs(deviation) > tolerance
+            checks.append(BendCheck(mid, lo, hi, deviation, split))
+            if split:
+                kept.add(mid)
+                segments += [(lo, mid), (mid, hi)]
+    return tuple(sorted(kept)), tuple(checks)
 
 
 def fit_curve(batches: Sequence[int], times_s: Sequence[float]) -> ComputeCurve:

@@ -14,7 +14,9 @@
 3. **Curves** — forward (including the loss) and backward are timed separately at 1, ⅓, ⅔ and all of the
    largest batch, interleaved round-robin so slow spells hit every point alike, after warm-up; the median of
    the repeats is kept (CUDA timings are synchronised), and the 3-segment piecewise-linear curves pass
-   through those points.
+   through those points. The midpoint of each segment is timed in the same rounds; a segment whose
+   midpoint is more than 8 % off its chord is split there, and its halves are checked likewise (at most
+   nine midpoints; `refine=False` keeps the paper's four points). See `curves.refine_breakpoints`.
 4. **Readiness and spread** — at ⅓ of the largest batch, `iterations` fresh inputs are run with a
    post-accumulate-grad hook on every trainable parameter. A layer (a module owning parameters directly;
    shared parameters belong to the first owner) is ready when its last parameter's gradient is; its
@@ -49,11 +51,13 @@ from srift.errors import EnvironmentProblem, Infeasible, InvalidInput
 from srift.profiling import memory
 from srift.profiling.accelerator import MAX_NAME_CHARS, cpu_accelerator_name
 from srift.profiling.curves import (
+    BendCheck,
     CurveSamples,
     breakpoints,
     coefficient_of_variation,
     fit_curve,
     largest_fitting,
+    refine_breakpoints,
 )
 from srift.profiling.loading import describe
 
@@ -248,6 +252,7 @@ def profile_model(
     iterations: int = DEFAULT_ITERATIONS,
     model_name: str | None = None,
     clock: Clock | str = Clock.WALL,
+    refine: bool = True,
     progress: ProgressFn | None = None,
 ) -> ModelProfile:
     """Profile a model on this machine (see the module docstring for the method) and return its ModelProfile.
@@ -258,7 +263,8 @@ def profile_model(
     CUDA). `threads` sets torch's intra-op threads for the run. `accelerator` overrides the recorded device
     name (e.g. a testbed or EC2 instance type). `repeats`/`warmup` are per curve point; `iterations` (≥ 30
     for the paper's spread measure) drive readiness, `exec_prob` and `straggler_cv`. `clock` picks wall
-    time (default) or, on CPU with one thread, the thread's CPU time (see Clock).
+    time (default) or, on CPU with one thread, the thread's CPU time (see Clock). `refine=False` keeps the
+    paper's four breakpoints even where the curve bends between them (see `curves.refine_breakpoints`).
     """
     started = time.perf_counter()
     _check_positive(repeats=repeats, warmup=warmup + 1, iterations=iterations)
@@ -292,13 +298,18 @@ def profile_model(
         bench.now = now
         report("check", 1.0)
         search = _search_max_batch(bench, cap=cap, budget_bytes=memory_budget_bytes, report=report)
-        points = breakpoints(search.max_batch)
+        paper_points = breakpoints(search.max_batch)
         with _no_gc():
-            measured = _time_points(bench, points, repeats=repeats, warmup=warmup, report=report)
-            ready = _readiness(
-                bench, batch=points[1] if len(points) > 1 else points[0], iterations=iterations, report=report
+            points, measured, checks = _time_curve(
+                bench, paper_points, refine=refine, repeats=repeats, warmup=warmup, report=report
             )
-            update_s = _update_time(bench, batch=points[0], repeats=repeats)
+            ready = _readiness(
+                bench,
+                batch=paper_points[1] if len(paper_points) > 1 else paper_points[0],
+                iterations=iterations,
+                report=report,
+            )
+            update_s = _update_time(bench, batch=paper_points[0], repeats=repeats)
     forward = fit_curve(points, [statistics.median(measured.forward_s[b]) for b in points])
     backward = fit_curve(points, [statistics.median(measured.backward_s[b]) for b in points])
     name = model_name.strip() if model_name else _default_model_name(model_factory, bench.model)
@@ -337,6 +348,8 @@ def profile_model(
                 forward_s=tuple(tuple(measured.forward_s[b]) for b in points),
                 backward_s=tuple(tuple(measured.backward_s[b]) for b in points),
             ).to_dict(),
+            "paper_breakpoints": list(paper_points),
+            "bend_checks": [c.to_dict() for c in checks] if refine else None,
             "repeats": repeats,
             "warmup": warmup,
             "iterations": iterations,
@@ -711,7 +724,12 @@ class _Measured:
 
 
 def _time_points(
-    bench: _Bench, points: tuple[int, ...], *, repeats: int, warmup: int, report: _Progress
+    bench: _Bench,
+    points: tuple[int, ...],
+    *,
+    repeats: int,
+    warmup: int,
+    report: Callable[[str, float], None],
 ) -> _Measured:
     """Time forward and backward at each breakpoint, round-robin over the points, after `warmup` rounds."""
     inputs = {b: bench.inputs(b) for b in points}
@@ -726,6 +744,58 @@ def _time_points(
         report("timing", (r + 1) / rounds)
     bench.model.zero_grad(set_to_none=True)
     return measured
+
+
+def _time_curve(
+    bench: _Bench,
+    paper_points: tuple[int, ...],
+    *,
+    refine: bool,
+    repeats: int,
+    warmup: int,
+    report: _Progress,
+) -> tuple[tuple[int, ...], _Measured, tuple[BendCheck, ...]]:
+    """Time the paper's breakpoints and, with `refine`, the midpoints that show where the curve bends.
+
+    Returns the curve's breakpoints, every sample taken (a batch timed in several rounds keeps all of
+    them) and the midpoint checks.
+    """
+    measured = _Measured({}, {})
+    rounds_done = 0
+
+    def measure(batches: tuple[int, ...]) -> dict[int, float]:
+        nonlocal rounds_done
+        # Progress: the first round (paper points and their midpoints) is most of the timing work; each
+        # later round takes half of what is left, so the bar never runs backwards.
+        lo, hi = (
+            (0.0, 0.8)
+            if rounds_done == 0
+            else (1 - 0.2 * 0.5 ** (rounds_done - 1), 1 - 0.1 * 0.5 ** (rounds_done - 1))
+        )
+        got = _time_points(
+            bench,
+            batches,
+            repeats=repeats,
+            warmup=warmup,
+            report=lambda stage, f: report(stage, lo + (hi - lo) * f),
+        )
+        rounds_done += 1
+        for b in batches:
+            measured.forward_s.setdefault(b, []).extend(got.forward_s[b])
+            measured.backward_s.setdefault(b, []).extend(got.backward_s[b])
+        return {
+            b: statistics.median(got.forward_s[b]) + statistics.median(got.backward_s[b]) for b in batches
+        }
+
+    points: tuple[int, ...] = paper_points
+    checks: tuple[BendCheck, ...] = ()
+    if refine:
+        points, checks = refine_breakpoints(paper_points, measure)
+    missing = tuple(b for b in points if b not in measured.forward_s)
+    if missing:
+        measure(missing)
+    report("timing", 1.0)
+    return points, measured, checks
 
 
 def sample_curve_points(

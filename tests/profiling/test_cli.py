@@ -104,6 +104,14 @@ def test_profile_writes_a_valid_file_and_prints_a_table(
     profile = ModelProfile.from_dict(json.loads(out_file.read_text()))
     assert profile.model == "sequential" and profile.accelerator == "c5.large" and profile.max_batch == 4
     assert "max batch" in out and "ms per sample" in out and "6 trainable" in out
+    assert "curve" in out and "segment" in out
+
+    code, out, _ = _run([*argv, "--max-batch", "9", "--paper-curve"], capsys)
+    assert code == 0
+    profile = ModelProfile.from_dict(json.loads(out_file.read_text()))
+    assert profile.forward.batches == (1, 3, 6, 9)
+    assert profile.extra["bend_checks"] is None
+    assert "3 segments" in out and "split at" not in out
 
 
 @pytest.fixture

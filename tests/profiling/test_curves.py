@@ -3,6 +3,7 @@ passes, MAPE, spread."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -12,6 +13,7 @@ from hypothesis import strategies as st
 from srift.domain.profile import ModelProfile
 from srift.errors import InvalidInput
 from srift.profiling.curves import (
+    MAX_BEND_CHECKS,
     CurveSamples,
     breakpoints,
     coefficient_of_variation,
@@ -19,6 +21,7 @@ from srift.profiling.curves import (
     largest_fitting,
     mape,
     pool_curve_samples,
+    refine_breakpoints,
 )
 
 
@@ -138,3 +141,59 @@ def test_pooling_rejects_other_batches_and_profiles_without_samples(profile_doc:
 def test_curve_samples_reject_malformed_passes(forward: tuple[tuple[float, ...], ...], message: str) -> None:
     with pytest.raises(InvalidInput, match=message):
         CurveSamples(batches=(1, 2), forward_s=forward, backward_s=((0.1,), (0.2,)))
+
+
+def _recording(
+    time_s: Callable[[int], float],
+) -> tuple[list[tuple[int, ...]], Callable[[tuple[int, ...]], dict[int, float]]]:
+    calls: list[tuple[int, ...]] = []
+
+    def measure(batches: tuple[int, ...]) -> dict[int, float]:
+        calls.append(batches)
+        return {b: time_s(b) for b in batches}
+
+    return calls, measure
+
+
+def test_a_straight_curve_keeps_the_paper_breakpoints_after_one_round() -> None:
+    calls, measure = _recording(lambda b: 0.002 + 0.0007 * b)
+    points, checks = refine_breakpoints((1, 85, 171, 256), measure)
+    assert points == (1, 85, 171, 256)
+    assert calls == [(1, 43, 85, 128, 171, 213, 256)]
+    assert [(c.batch, c.lo, c.hi, c.split) for c in checks] == [
+        (43, 1, 85, False),
+        (128, 85, 171, False),
+        (213, 171, 256, False),
+    ]
+    assert all(abs(c.deviation) < 1e-9 for c in checks)
+
+
+def test_a_knee_is_followed_by_splitting_bent_segments_recursively() -> None:
+    def knee(b: int) -> float:
+        return 0.009 if b == 1 else 0.020 + 0.00055 * b
+
+    calls, measure = _recording(knee)
+    points, checks = refine_breakpoints((1, 85, 171, 256), measure)
+    first = checks[0]
+    assert (first.batch, first.split) == (43, True) and first.deviation > 0.08
+    assert calls[1] == (1, 22, 43, 64, 85)
+    assert len(checks) == MAX_BEND_CHECKS
+    assert {c.batch for c in checks if c.split} == set(points) - {1, 85, 171, 256}
+    assert 22 in points and 11 in points
+    fit = fit_curve(points, [knee(b) for b in points])
+    paper = fit_curve((1, 85, 171, 256), [knee(b) for b in (1, 85, 171, 256)])
+    for b in (29, 57):
+        assert abs(fit.time_s(b) - knee(b)) < abs(paper.time_s(b) - knee(b))
+        assert abs(fit.time_s(b) - knee(b)) / knee(b) < 0.05
+
+
+def test_refinement_respects_its_budget_and_narrow_segments() -> None:
+    calls, measure = _recording(lambda b: 1.0 if b % 2 else 2.0)
+    points, checks = refine_breakpoints((1, 3), measure, max_checks=2)
+    assert len(checks) == 1 and checks[0].batch == 2 and checks[0].split
+    assert points == (1, 2, 3)
+    calls, measure = _recording(lambda b: 1.0)
+    assert refine_breakpoints((1, 2), measure) == ((1, 2), ())
+    assert calls == []
+    with pytest.raises(InvalidInput, match="tolerance"):
+        refine_breakpoints((1, 9), measure, tolerance=0)

@@ -75,7 +75,12 @@ def test_profile_document_round_trips_and_records_provenance() -> None:
     seen: list[tuple[str, float]] = []
     profile = _profile("cnn", progress=lambda stage, fraction: seen.append((stage, fraction)))
     assert profile.max_batch == 16
-    assert profile.forward.batches == (1, 5, 11, 16) == profile.backward.batches
+    assert profile.extra["paper_breakpoints"] == [1, 5, 11, 16]
+    assert set(profile.forward.batches) >= {1, 5, 11, 16}
+    assert profile.forward.batches == profile.backward.batches
+    split = {c["batch"] for c in profile.extra["bend_checks"] if c["split"]}
+    assert set(profile.forward.batches) == {1, 5, 11, 16} | split
+    assert profile.extra["measured"]["batches"] == list(profile.forward.batches)
     assert all(t > 0 for t in profile.forward.times_s + profile.backward.times_s)
     assert profile.accelerator.startswith("cpu:") and profile.accelerator.endswith(":1t")
     assert profile.threads == 1 and profile.device == "cpu"
@@ -89,6 +94,43 @@ def test_profile_document_round_trips_and_records_provenance() -> None:
     fractions = [f for _, f in seen]
     assert fractions == sorted(fractions) and fractions[-1] == 1.0
     assert {s for s, _ in seen} >= {"check", "max batch", "timing", "readiness", "done"}
+
+
+def test_the_paper_curve_keeps_exactly_four_breakpoints() -> None:
+    profile = _profile("wide_mlp", max_batch=30, refine=False)
+    assert profile.forward.batches == (1, 10, 20, 30) == profile.backward.batches
+    assert profile.extra["bend_checks"] is None
+    assert [len(ts) for ts in profile.extra["measured"]["forward_s"]] == [2] * 4
+
+
+def test_a_bending_segment_is_split_where_it_bends() -> None:
+    """wide_mlp on one core: batch 1 runs matrix-vector kernels, batches 2..~40 are memory-bound GEMMs at
+    nearly constant time, larger ones compute-bound; the straight segment 1 → 85 misses batch 43 by ~10 %
+    and 1 → 43 misses batch 22 by 15–25 %, far above timing noise, so refinement splits there."""
+    seen: list[float] = []
+    profile = _profile(
+        "wide_mlp",
+        max_batch=256,
+        repeats=3,
+        clock="thread",
+        progress=lambda _, fraction: seen.append(fraction),
+    )
+    assert seen == sorted(seen), "the progress bar ran backwards over the refinement rounds"
+    checks = profile.extra["bend_checks"]
+    assert [c["segment"] for c in checks[:3]] == [[1, 85], [85, 171], [171, 256]]
+    assert 3 <= len(checks) <= 9
+    split = [c for c in checks if c["split"]]
+    assert any(c["segment"][0] == 1 and c["deviation"] > 0.08 for c in split), checks
+    assert all(abs(c["deviation"]) > 0.08 for c in split)
+    assert set(profile.forward.batches) == {1, 85, 171, 256} | {c["batch"] for c in split}
+    points = list(profile.forward.batches)
+    direct = measure_step_s(
+        testmodels.wide_mlp(), testmodels.wide_mlp_input, [*points, 29], threads=1, repeats=3, clock="thread"
+    )
+    refined = fit_curve(points, [sum(direct[b]) for b in points]).time_s(29)
+    paper = fit_curve([1, 85], [sum(direct[1]), sum(direct[85])]).time_s(29)
+    measured = sum(direct[29])
+    assert abs(refined - measured) < abs(paper - measured), (refined, paper, measured)
 
 
 def test_threads_are_restored_and_names_can_be_given() -> None:
@@ -170,7 +212,9 @@ def test_a_further_timing_pass_times_the_profile_breakpoints_and_pools_into_it()
     assert [len(ts) for ts in samples.forward_s] == [3] * len(points)
     assert all(t > 0 for ts in (*samples.forward_s, *samples.backward_s) for t in ts)
     pooled = pool_curve_samples(profile, [samples])
-    assert [len(ts) for ts in pooled.extra["measured"]["backward_s"]] == [2 + 3] * len(points)
+    own = [len(ts) for ts in profile.extra["measured"]["backward_s"]]
+    assert all(n >= 2 for n in own)
+    assert [len(ts) for ts in pooled.extra["measured"]["backward_s"]] == [n + 3 for n in own]
     assert pooled.compute_s(points[-1]) > 0
     with pytest.raises(InvalidInput, match="batches"):
         sample_curve_points(testmodels.sequential, testmodels.sequential_input, [0], repeats=1)
