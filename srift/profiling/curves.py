@@ -7,7 +7,7 @@ import dataclasses
 import itertools
 import math
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -63,6 +63,23 @@ MAX_BEND_CHECKS = 9
 
 
 @dataclass(frozen=True, slots=True)
+class PointTiming:
+    """Forward+backward at one batch in one round: the median of the repeats and their spread."""
+
+    median_s: float
+    spread: float = 0.0
+    """Half the interquartile range of the repeats, relative to their median (0 with fewer than 2)."""
+
+    @classmethod
+    def of(cls, samples_s: Sequence[float]) -> PointTiming:
+        median_s = statistics.median(samples_s)
+        if len(samples_s) < 2 or median_s <= 0:
+            return cls(median_s)
+        q1, _, q3 = statistics.quantiles(samples_s, n=4, method="inclusive")
+        return cls(median_s, (q3 - q1) / 2 / median_s)
+
+
+@dataclass(frozen=True, slots=True)
 class BendCheck:
     """One measured segment midpoint: how far the straight segment [lo, hi] misses it, and the verdict."""
 
@@ -71,6 +88,10 @@ class BendCheck:
     hi: int
     deviation: float
     """(measured − chord) / measured at `batch`; positive when the segment underestimates it."""
+    noise: float
+    """The largest timing spread at `lo`, `batch` and `hi` (relative; recorded, not used to decide: a split
+    within the noise only puts a measured point where the chord was, and noise gating missed real knees
+    on a busy machine whose repeats spread by 9–17 %)."""
     split: bool
 
     def to_dict(self) -> dict[str, Any]:
@@ -78,6 +99,7 @@ class BendCheck:
             "batch": self.batch,
             "segment": [self.lo, self.hi],
             "deviation": round(self.deviation, 4),
+            "noise": round(self.noise, 4),
             "split": self.split,
         }
 
@@ -90,7 +112,7 @@ def midpoint(lo: int, hi: int) -> int | None:
 
 def refine_breakpoints(
     points: Sequence[int],
-    measure: Callable[[tuple[int, ...]], dict[int, float]],
+    measure: Callable[[tuple[int, ...]], Mapping[int, PointTiming]],
     *,
     tolerance: float = BEND_TOLERANCE,
     max_checks: int = MAX_BEND_CHECKS,
@@ -102,8 +124,8 @@ def refine_breakpoints(
     large ones (a knee near batch 40 on one core, whatever the width of an MLP), a straight segment misses
     the middle by 15–25 %. Each round `measure(batches)` times the round's midpoints together with their
     segments' endpoints (so drift between rounds does not look like a bend) and returns forward+backward
-    seconds per batch; a midpoint more than `tolerance` off its chord becomes a breakpoint and both halves
-    are checked in the next round, until the halves are too narrow or `max_checks` midpoints were measured.
+    per batch; a midpoint more than `tolerance` off its chord becomes a breakpoint and both halves are
+    checked in the next round, until the halves are too narrow or `max_checks` midpoints were measured.
     """
     if tolerance <= 0:
         raise InvalidInput(
@@ -118,13 +140,15 @@ def refine_breakpoints(
         if not pending:
             break
         batches = tuple(sorted({b for lo, hi, mid in pending for b in (lo, hi, mid)}))
-        times = measure(batches)
+        timed = measure(batches)
         segments = []
         for lo, hi, mid in pending:
-            chord = times[lo] + (times[hi] - times[lo]) * (mid - lo) / (hi - lo)
-            deviation = (times[mid] - chord) / times[mid] if times[mid] > 0 else 0.0
+            t_lo, t_mid, t_hi = (timed[b].median_s for b in (lo, mid, hi))
+            chord = t_lo + (t_hi - t_lo) * (mid - lo) / (hi - lo)
+            deviation = (t_mid - chord) / t_mid if t_mid > 0 else 0.0
+            noise = max(timed[b].spread for b in (lo, mid, hi))
             split = abs(deviation) > tolerance
-            checks.append(BendCheck(mid, lo, hi, deviation, split))
+            checks.append(BendCheck(mid, lo, hi, deviation, noise, split))
             if split:
                 kept.add(mid)
                 segments += [(lo, mid), (mid, hi)]

@@ -53,6 +53,7 @@ from srift.profiling.accelerator import MAX_NAME_CHARS, cpu_accelerator_name
 from srift.profiling.curves import (
     BendCheck,
     CurveSamples,
+    PointTiming,
     breakpoints,
     coefficient_of_variation,
     fit_curve,
@@ -763,7 +764,7 @@ def _time_curve(
     measured = _Measured({}, {})
     rounds_done = 0
 
-    def measure(batches: tuple[int, ...]) -> dict[int, float]:
+    def measure(batches: tuple[int, ...]) -> dict[int, PointTiming]:
         nonlocal rounds_done
         # Progress: the first round (paper points and their midpoints) is most of the timing work; each
         # later round takes half of what is left, so the bar never runs backwards.
@@ -784,7 +785,8 @@ def _time_curve(
             measured.forward_s.setdefault(b, []).extend(got.forward_s[b])
             measured.backward_s.setdefault(b, []).extend(got.backward_s[b])
         return {
-            b: statistics.median(got.forward_s[b]) + statistics.median(got.backward_s[b]) for b in batches
+            b: PointTiming.of([f + w for f, w in zip(got.forward_s[b], got.backward_s[b], strict=True)])
+            for b in batches
         }
 
     points: tuple[int, ...] = paper_points

@@ -3,6 +3,7 @@ passes, MAPE, spread."""
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Callable
 from typing import Any
 
@@ -15,6 +16,7 @@ from srift.errors import InvalidInput
 from srift.profiling.curves import (
     MAX_BEND_CHECKS,
     CurveSamples,
+    PointTiming,
     breakpoints,
     coefficient_of_variation,
     fit_curve,
@@ -143,14 +145,15 @@ def test_curve_samples_reject_malformed_passes(forward: tuple[tuple[float, ...],
         CurveSamples(batches=(1, 2), forward_s=forward, backward_s=((0.1,), (0.2,)))
 
 
-def _recording(
-    time_s: Callable[[int], float],
-) -> tuple[list[tuple[int, ...]], Callable[[tuple[int, ...]], dict[int, float]]]:
+Measure = Callable[[tuple[int, ...]], dict[int, PointTiming]]
+
+
+def _recording(time_s: Callable[[int], float], spread: float = 0.0) -> tuple[list[tuple[int, ...]], Measure]:
     calls: list[tuple[int, ...]] = []
 
-    def measure(batches: tuple[int, ...]) -> dict[int, float]:
+    def measure(batches: tuple[int, ...]) -> dict[int, PointTiming]:
         calls.append(batches)
-        return {b: time_s(b) for b in batches}
+        return {b: PointTiming(time_s(b), spread) for b in batches}
 
     return calls, measure
 
@@ -197,3 +200,19 @@ def test_refinement_respects_its_budget_and_narrow_segments() -> None:
     assert calls == []
     with pytest.raises(InvalidInput, match="tolerance"):
         refine_breakpoints((1, 9), measure, tolerance=0)
+
+
+def test_checks_record_the_largest_timing_spread_of_their_three_points() -> None:
+    _, measure = _recording(lambda b: 0.002 + 0.0007 * b, spread=0.03)
+    _, checks = refine_breakpoints((1, 85, 171, 256), measure)
+    assert all(c.noise == pytest.approx(0.03) and not c.split for c in checks)
+    assert checks[0].to_dict()["noise"] == 0.03
+
+
+def test_point_timing_spread_is_half_the_relative_interquartile_range() -> None:
+    assert PointTiming.of([0.010]) == PointTiming(0.010, 0.0)
+    samples = [0.009, 0.010, 0.010, 0.011, 0.030]
+    timing = PointTiming.of(samples)
+    assert timing.median_s == pytest.approx(0.010)
+    q1, _, q3 = statistics.quantiles(samples, n=4, method="inclusive")
+    assert timing.spread == pytest.approx((q3 - q1) / 2 / 0.010)
