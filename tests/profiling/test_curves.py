@@ -14,7 +14,6 @@ from hypothesis import strategies as st
 from srift.domain.profile import ModelProfile
 from srift.errors import InvalidInput
 from srift.profiling.curves import (
-    MAX_BEND_CHECKS,
     CurveSamples,
     PointTiming,
     breakpoints,
@@ -22,6 +21,7 @@ from srift.profiling.curves import (
     fit_curve,
     largest_fitting,
     mape,
+    midpoint,
     pool_curve_samples,
     refine_breakpoints,
 )
@@ -158,15 +158,22 @@ def _recording(time_s: Callable[[int], float], spread: float = 0.0) -> tuple[lis
     return calls, measure
 
 
+@pytest.mark.parametrize(
+    ("lo", "hi", "mid"), [(1, 85, 9), (85, 171, 121), (1, 3, 2), (1, 2, None), (2, 3, None), (100, 102, 101)]
+)
+def test_midpoints_are_geometric_and_strictly_inside(lo: int, hi: int, mid: int | None) -> None:
+    assert midpoint(lo, hi) == mid
+
+
 def test_a_straight_curve_keeps_the_paper_breakpoints_after_one_round() -> None:
     calls, measure = _recording(lambda b: 0.002 + 0.0007 * b)
     points, checks = refine_breakpoints((1, 85, 171, 256), measure)
     assert points == (1, 85, 171, 256)
-    assert calls == [(1, 43, 85, 128, 171, 213, 256)]
+    assert calls == [(1, 9, 85, 121, 171, 209, 256)]
     assert [(c.batch, c.lo, c.hi, c.split) for c in checks] == [
-        (43, 1, 85, False),
-        (128, 85, 171, False),
-        (213, 171, 256, False),
+        (9, 1, 85, False),
+        (121, 85, 171, False),
+        (209, 171, 256, False),
     ]
     assert all(abs(c.deviation) < 1e-9 for c in checks)
 
@@ -178,11 +185,12 @@ def test_a_knee_is_followed_by_splitting_bent_segments_recursively() -> None:
     calls, measure = _recording(knee)
     points, checks = refine_breakpoints((1, 85, 171, 256), measure)
     first = checks[0]
-    assert (first.batch, first.split) == (43, True) and first.deviation > 0.08
-    assert calls[1] == (1, 22, 43, 64, 85)
-    assert len(checks) == MAX_BEND_CHECKS
-    assert {c.batch for c in checks if c.split} == set(points) - {1, 85, 171, 256}
-    assert 22 in points and 11 in points
+    assert (first.batch, first.split) == (9, True) and first.deviation > 0.3
+    assert calls[1] == (1, 3, 9, 28, 85)
+    assert [(c.batch, c.split) for c in checks[3:]] == [(3, True), (28, False), (2, True), (5, False)]
+    assert points == (1, 2, 3, 9, 85, 171, 256)
+    _, measure = _recording(knee)
+    assert len(refine_breakpoints((1, 85, 171, 256), measure, max_checks=4)[1]) == 4
     fit = fit_curve(points, [knee(b) for b in points])
     paper = fit_curve((1, 85, 171, 256), [knee(b) for b in (1, 85, 171, 256)])
     for b in (29, 57):
