@@ -174,7 +174,7 @@ def register(app: typer.Typer) -> None:
         and backward separately at 1, ⅓, ⅔ and the largest batch, fit 3-segment
         piecewise-linear curves, and record when each layer's gradients become
         ready, how often each layer runs and the spread of iteration time.
-        Each segment's midpoint is timed too; where it is more than 8 % off the
+        Each segment's (geometric) midpoint is timed too; where it is more than 8 % off the
         straight line the segment is split there (e.g. a CPU's small-batch knee),
         unless --paper-curve.
         Nothing is downloaded: bring your own model.

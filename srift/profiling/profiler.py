@@ -14,9 +14,9 @@
 3. **Curves** — forward (including the loss) and backward are timed separately at 1, ⅓, ⅔ and all of the
    largest batch, interleaved round-robin so slow spells hit every point alike, after warm-up; the median of
    the repeats is kept (CUDA timings are synchronised), and the 3-segment piecewise-linear curves pass
-   through those points. The midpoint of each segment is timed in the same rounds; a segment whose
-   midpoint is more than 8 % off its chord is split there, and its halves are checked likewise (at most
-   nine midpoints; `refine=False` keeps the paper's four points). See `curves.refine_breakpoints`.
+   through those points. The geometric midpoint of each segment is timed in the same rounds; a segment
+   whose midpoint is more than 8 % off its chord is split there, and its halves are checked likewise (at
+   most nine midpoints; `refine=False` keeps the paper's four points). See `curves.refine_breakpoints`.
 4. **Readiness and spread** — at ⅓ of the largest batch, `iterations` fresh inputs are run with a
    post-accumulate-grad hook on every trainable parameter. A layer (a module owning parameters directly;
    shared parameters belong to the first owner) is ready when its last parameter's gradient is; its
