@@ -55,9 +55,9 @@ def breakpoints(max_batch: int) -> tuple[int, ...]:
 
 
 BEND_TOLERANCE = 0.08
-"""A segment is split at its midpoint when the measured time there is this far (relative) from the chord:
-well above the 2–5 % that repeated medians of one batch differ by on a shared CPU, well below the 13–30 %
-of a real knee."""
+"""A segment is split at its (geometric) midpoint when the time measured there is this far (relative) from
+the chord: above the 2–5 % that repeated medians of one batch usually differ by on a shared CPU, below
+the 10–50 % by which a small-batch knee misses it."""
 MAX_BEND_CHECKS = 9
 """At most this many midpoints are measured in all (the first three are the paper segments' own)."""
 
@@ -123,7 +123,7 @@ def refine_breakpoints(
     tolerance: float = BEND_TOLERANCE,
     max_checks: int = MAX_BEND_CHECKS,
 ) -> tuple[tuple[int, ...], tuple[BendCheck, ...]]:
-    """The breakpoints, with each segment that bends split at its midpoint, recursively.
+    """The breakpoints, with each segment that bends split at its geometric `midpoint`, recursively.
 
     The paper's four breakpoints assume forward+backward time is linear between them. Where it is not, e.g.
     a CPU's matrix-vector kernels at batch 1 against memory-bound small-batch GEMMs and then compute-bound
