@@ -56,8 +56,9 @@ def breakpoints(max_batch: int) -> tuple[int, ...]:
 
 BEND_TOLERANCE = 0.08
 """A segment is split at its (geometric) midpoint when the time measured there is this far (relative) from
-the chord: above the 2–5 % that repeated medians of one batch usually differ by on a shared CPU, below
-the 10–50 % by which a small-batch knee misses it."""
+the chord: above the typical session-to-session noise floor of the profile_curves benchmark on this
+shared CPU (median about 6 %, single runs 1.6–22 %), below the 10–50 % by which a small-batch knee
+misses it."""
 MAX_BEND_CHECKS = 9
 """At most this many midpoints are measured in all (the first three are the paper segments' own)."""
 
@@ -89,9 +90,9 @@ class BendCheck:
     deviation: float
     """(measured − chord) / measured at `batch`; positive when the segment underestimates it."""
     noise: float
-    """The largest timing spread at `lo`, `batch` and `hi` (relative; recorded, not used to decide: a split
-    within the noise only puts a measured point where the chord was, and noise gating missed real knees
-    on a busy machine whose repeats spread by 9–17 %)."""
+    """The largest timing spread at `lo`, `batch` and `hi` (relative; recorded, not used to decide: gating
+    splits at twice the spread, tried with arithmetic midpoints, missed wide_mlp's knee on a busy machine
+    whose repeats spread by 9–17 %)."""
     split: bool
 
     def to_dict(self) -> dict[str, Any]:
