@@ -106,12 +106,13 @@ def test_the_paper_curve_keeps_exactly_four_breakpoints() -> None:
 def test_a_bending_segment_is_split_where_it_bends() -> None:
     """wide_mlp on one core: batch 1 runs matrix-vector kernels, batches 2..~40 are memory-bound GEMMs at
     nearly constant time, larger ones compute-bound; the straight segment 1 → 85 misses batch 9 (its
-    geometric midpoint) by 10–50 % (mostly over 30 %), above the 8 % tolerance, so refinement splits there."""
+    geometric midpoint) by 10–50 % (mostly over 30 %), above the 8 % tolerance, so refinement splits there.
+    In one clean-clone CI run the sign flipped (−41 %, noise 18 %); the split is what is asserted."""
     seen: list[float] = []
     profile = _profile(
         "wide_mlp",
         max_batch=256,
-        repeats=3,
+        repeats=5,
         clock="thread",
         progress=lambda _, fraction: seen.append(fraction),
     )
@@ -124,7 +125,7 @@ def test_a_bending_segment_is_split_where_it_bends() -> None:
     ]
     assert 3 <= len(checks) <= 9
     split = [c for c in checks if c["split"]]
-    assert checks[0]["split"] and checks[0]["deviation"] > 0.08, checks
+    assert checks[0]["split"] and abs(checks[0]["deviation"]) > 0.08, checks
     assert all(abs(c["deviation"]) > 0.08 for c in split)
     assert set(profile.forward.batches) == {1, 85, 171, 256} | {c["batch"] for c in split}
     assert all(len(ts) >= 3 for ts in profile.extra["measured"]["forward_s"])
