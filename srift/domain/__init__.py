@@ -15,7 +15,7 @@ from srift.domain.planning import (
     Prediction,
     SearchMode,
 )
-from srift.domain.profile import PROFILE_SCHEMA_VERSION, ComputeCurve, LayerGrad, ModelProfile
+from srift.domain.profile import PROFILE_SCHEMA_VERSION, ComputeCurve, InputPipeline, LayerGrad, ModelProfile
 
 __all__ = [
     "PROFILE_SCHEMA_VERSION",
@@ -28,6 +28,7 @@ __all__ = [
     "Config",
     "Constraints",
     "FleetMember",
+    "InputPipeline",
     "InstanceType",
     "Interconnect",
     "LayerGrad",

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from srift.domain.catalog import InstanceType, Market
+from srift.domain.geo import Location
 from srift.domain.profile import ModelProfile
 
 
@@ -22,12 +23,16 @@ class SearchMode(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class Choice:
-    """`count` VMs of one type and market, each given `batch` samples per iteration (split over its GPUs)."""
+    """`count` VMs of one type and market, each given `batch` samples per iteration (split over its GPUs).
+
+    `location` is where they run when a plan may span locations (None: the request's one region).
+    """
 
     instance_type: str
     market: Market
     count: int
     batch: int
+    location: Location | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,10 +57,18 @@ class Config:
     def vm_count(self) -> int:
         return sum(c.count for c in self.choices)
 
+    @property
+    def locations(self) -> tuple[Location, ...]:
+        """The distinct locations of the fleet, in the order they first appear (empty when none is named)."""
+        return tuple(dict.fromkeys(c.location for c in self.choices if c.location is not None))
+
     def label(self) -> str:
-        """Srift's `<count><type>@<batch>` notation, e.g. "16g4dn.8xlarge@64"."""
+        """Srift's `<count><type>@<batch>` notation, e.g. "16g4dn.8xlarge@64"; `[location]` when several."""
+        where = len(self.locations) > 1
         return " + ".join(
-            f"{c.count}×{c.instance_type}@{c.batch}" + ("" if c.market is Market.SPOT else " (od)")
+            f"{c.count}×{c.instance_type}@{c.batch}"
+            + ("" if c.market is Market.SPOT else " (od)")
+            + (f" [{c.location.key}]" if where and c.location is not None else "")
             for c in self.choices
         )
 
@@ -68,6 +81,7 @@ class FleetMember:
     count: int
     batch: int
     profile: ModelProfile
+    location: Location | None = None
 
     @property
     def per_device_batch(self) -> float:
@@ -89,9 +103,12 @@ class Constraints:
 class Breakdown:
     """Where one iteration's time goes, in Stash's terms (seconds per iteration).
 
-    compute_s + straggler_wait_s + exposed_intra_s + exposed_network_s == iteration_s. `granularity` is
-    compute / communication (Erben); below 1 the job is communication-bound. `update_s` is the optimizer
-    step after the exchange, counted in compute_s (compute_s = forward_s + backward_s + update_s).
+    compute_s + straggler_wait_s + exposed_intra_s + exposed_network_s + data_stall_s == iteration_s.
+    `granularity` is compute / communication (Erben); below 1 the job is communication-bound. `update_s` is
+    the optimizer step after the exchange, counted in compute_s (compute_s = forward_s + backward_s +
+    update_s). `data_stall_s` is the time the slowest VM's input pipeline (decode on its vCPUs, reads from
+    storage or the network) adds on top (Stash's CPU and disk stalls); `exposed_location_s` is the part of
+    exposed_network_s spent on links between locations.
     """
 
     forward_s: float
@@ -104,11 +121,18 @@ class Breakdown:
     granularity: float
     warnings: tuple[str, ...] = ()
     update_s: float = 0.0
+    data_stall_s: float = 0.0
+    exposed_location_s: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
 class Prediction:
-    """Predicted iteration time (mean and quantiles), totals for N iterations, and what they rest on."""
+    """Predicted iteration time (mean and quantiles), totals for N iterations, and what they rest on.
+
+    `cost_usd` includes `egress_usd`, what the gradient traffic leaving each location costs over the run.
+    When spot interruptions are priced in, `total_time_s` and `cost_usd` are expectations over them and
+    `uninterrupted_time_s` / `uninterrupted_cost_usd` hold the run without any (else they are equal).
+    """
 
     iteration_s: float
     iteration_p10_s: float
@@ -118,6 +142,19 @@ class Prediction:
     cost_usd: float
     breakdown: Breakdown
     sources: tuple[str, ...] = ()
+    egress_usd: float = 0.0
+    uninterrupted_time_s: float | None = None
+    uninterrupted_cost_usd: float | None = None
+
+    @property
+    def instances_usd(self) -> float:
+        """What the VMs cost (cost_usd without egress)."""
+        return self.cost_usd - self.egress_usd
+
+    @property
+    def egress_share(self) -> float:
+        """Egress as a share of the whole cost (0 when nothing is billed)."""
+        return self.egress_usd / self.cost_usd if self.cost_usd > 0 else 0.0
 
 
 @dataclass(frozen=True, slots=True)

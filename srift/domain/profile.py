@@ -79,12 +79,74 @@ class LayerGrad:
 
 
 @dataclass(frozen=True, slots=True)
+class InputPipeline:
+    """What feeding one sample costs: decode rate per CPU core and bytes read from storage or the network.
+
+    `samples_per_s_per_core` is what one core of the user's DataLoader delivers (measured by `srift profile
+    --loader`, or given); `bytes_per_sample` what each sample reads. `source` says which (`measured: ...`
+    or `user`).
+    """
+
+    samples_per_s_per_core: float
+    bytes_per_sample: float
+    source: str = "user"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "samples_per_s_per_core": self.samples_per_s_per_core,
+            "bytes_per_sample": self.bytes_per_sample,
+            "source": self.source,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Any, *, field: str = "input_pipeline") -> InputPipeline:
+        """Parse `{samples_per_s_per_core, bytes_per_sample, source?}`; InvalidInput names the field."""
+        if not isinstance(data, dict):
+            raise InvalidInput(
+                "must be an object",
+                hint="give {samples_per_s_per_core, bytes_per_sample} or omit it",
+                field=field,
+            )
+        unknown = set(data) - {"samples_per_s_per_core", "bytes_per_sample", "source"}
+        if unknown:
+            raise InvalidInput(
+                f"unknown field(s) {', '.join(sorted(unknown))}",
+                hint="use samples_per_s_per_core, bytes_per_sample and source",
+                field=field,
+            )
+        rate = _get(data, "samples_per_s_per_core", float, prefix=f"{field}.")
+        size = _get(data, "bytes_per_sample", float, default=0.0, prefix=f"{field}.")
+        if not (math.isfinite(rate) and 0 < rate <= 1e9):
+            raise InvalidInput(
+                f"{rate} is not in (0, 1e9]",
+                hint="samples_per_s_per_core is what one CPU core of the input pipeline delivers per second",
+                field=f"{field}.samples_per_s_per_core",
+            )
+        if not (math.isfinite(size) and 0 <= size <= 1e12):
+            raise InvalidInput(
+                f"{size} is not in [0, 1e12]",
+                hint="bytes_per_sample is what one sample reads from storage (0 when it is in memory)",
+                field=f"{field}.bytes_per_sample",
+            )
+        source = data.get("source", "user")
+        if not isinstance(source, str) or len(source) > 500:
+            raise InvalidInput(
+                "must be a text of at most 500 characters",
+                hint="say where the figures come from",
+                field=f"{field}.source",
+            )
+        return cls(samples_per_s_per_core=rate, bytes_per_sample=size, source=source or "user")
+
+
+@dataclass(frozen=True, slots=True)
 class ModelProfile:
     """How one model runs on one accelerator; the simulator's compute input.
 
     `layers` are in the order their gradients become ready (ascending `ready_frac`). `straggler_cv` is
     std/mean of iteration time. `max_batch` is the largest per-device batch that fits. `update_s` is one
     optimizer step (plain SGD as profiled), which runs after the gradients are reduced; 0 when not measured.
+    `input_pipeline` (optional) is what feeding a sample costs; with it the simulator bounds each VM by
+    its vCPUs' decode rate and its read rate.
     """
 
     model: str
@@ -101,6 +163,7 @@ class ModelProfile:
     created_at: str = ""
     extra: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
     update_s: float = 0.0
+    input_pipeline: InputPipeline | None = None
 
     @property
     def total_grad_bytes(self) -> int:
@@ -134,6 +197,7 @@ class ModelProfile:
             "threads": self.threads,
             "created_at": self.created_at,
             "extra": self.extra,
+            **({"input_pipeline": self.input_pipeline.to_dict()} if self.input_pipeline else {}),
         }
 
     @classmethod
@@ -210,6 +274,9 @@ class ModelProfile:
             created_at=str(data.get("created_at") or ""),
             extra=extra,
             update_s=update_s,
+            input_pipeline=None
+            if data.get("input_pipeline") is None
+            else InputPipeline.from_dict(data["input_pipeline"]),
         )
 
 

@@ -11,10 +11,13 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from srift.domain import BusBandwidthModel, Constraints, FleetMember, Objective, Prediction
 from srift.optimize.space import Groups, Problem
+
+if TYPE_CHECKING:
+    from srift.sim.geo import GeoContext
 
 
 class Evaluator(Protocol):
@@ -44,7 +47,9 @@ class SimEvaluator:
     lower bounds of the exchange's end and so of t_iter, far cheaper than simulating. Construction imports
     the simulator's lazily imported modules, so that they do not count against a solving budget.
     With `bucket_cap_mb` the simulator (and the bound, on the same buckets) reduces gradients in PyTorch
-    DDP's buckets (see `srift.sim.simulate`).
+    DDP's buckets (see `srift.sim.simulate`). For fleets across locations it uses `geo`'s links and
+    allreduce pattern, and prices the gradient bytes leaving each location (srift.sim.geo); `read_gbps`
+    is the input pipeline's read rate (srift.sim.data).
     """
 
     floor_factor = 1.0
@@ -56,6 +61,8 @@ class SimEvaluator:
         seed: int = 0,
         straggler_iters: int = 100,
         bucket_cap_mb: float | None = None,
+        geo: GeoContext | None = None,
+        read_gbps: float | None = None,
     ) -> None:
         import importlib
 
@@ -67,9 +74,14 @@ class SimEvaluator:
         self.seed = seed
         self.straggler_iters = straggler_iters
         self.bucket_cap_mb = bucket_cap_mb
+        self.geo = geo
+        self.read_gbps = read_gbps
 
     def __call__(self, fleet: Sequence[FleetMember], *, iterations: int, usd_per_s: float) -> Prediction:
         from srift.sim import simulate, to_prediction
+        from srift.sim.geo import egress_flows, egress_usd_per_iteration, gradient_bytes, spans_locations
+        from srift.sim.iteration import default_geo
+        from srift.sim.layers import layer_arrays
 
         estimate = simulate(
             fleet,
@@ -77,15 +89,26 @@ class SimEvaluator:
             seed=self.seed,
             straggler_iters=self.straggler_iters,
             bucket_cap_mb=self.bucket_cap_mb,
+            geo=self.geo,
+            read_gbps=self.read_gbps,
         )
-        return to_prediction(estimate, iterations=iterations, usd_per_s=usd_per_s)
+        egress = 0.0
+        if spans_locations(fleet):
+            flows = egress_flows(
+                fleet,
+                grad_bytes=gradient_bytes(layer_arrays(fleet[0].profile)),
+                geo=self.geo or default_geo(),
+            )
+            egress = egress_usd_per_iteration(flows)
+        return to_prediction(
+            estimate, iterations=iterations, usd_per_s=usd_per_s, egress_usd_per_iteration=egress
+        )
 
     def iteration_bound_s(self, fleet: Sequence[FleetMember]) -> float:
         import numpy as np
 
-        from srift.sim.iteration import with_buckets
+        from srift.sim.iteration import stage_plans, with_buckets
         from srift.sim.layers import layer_arrays
-        from srift.sim.network import intra_stage, network_stage
 
         if self.bucket_cap_mb is not None:
             fleet = with_buckets(fleet, bucket_cap_mb=self.bucket_cap_mb)
@@ -96,14 +119,7 @@ class SimEvaluator:
         canon = layer_arrays(fleet[0].profile)
         if canon.bits.size == 0:
             return compute
-        stages = [
-            p.stage
-            for p in (
-                intra_stage(fleet, canon.sizes, self.bandwidth),
-                network_stage(fleet, canon.sizes, self.bandwidth),
-            )
-            if p
-        ]
+        stages = [p.stage for p in stage_plans(fleet, canon, self.bandwidth, geo=self.geo)[0]]
         if not stages:
             return compute
         arrive = np.full(canon.bits.size, -np.inf)
@@ -186,6 +202,7 @@ class Evaluations:
                 iterations=self.problem.constraints.iterations,
                 usd_per_s=usd_per_s,
             )
+            prediction = self.problem.priced_in(groups, prediction)
             self.seconds += time.perf_counter() - start
             floor = self.problem.floor_s(groups) * self.floor_factor
             bound = self._bounds.get(groups, 0.0)

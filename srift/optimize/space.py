@@ -13,7 +13,8 @@ than the profile's max_batch). Which batches are allowed is the `BatchPolicy`:
 - `any`: every integer batch in range (small problems only: the space grows with max_batch).
 
 Candidates are built by `build_candidates`, which applies the market rule (a type's cheaper allowed market;
-spot wins ties) and the availability caps.
+spot wins ties, or both markets when interruptions are priced in) and the availability caps. When a request
+allows several locations (regions, providers), each (location, type) is its own candidate.
 """
 
 from __future__ import annotations
@@ -21,13 +22,24 @@ from __future__ import annotations
 import difflib
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
-from srift.domain import Config, Constraints, FleetMember, InstanceType, MarketChoice, ModelProfile, Offer
+from srift.domain import (
+    Config,
+    Constraints,
+    FleetMember,
+    InstanceType,
+    MarketChoice,
+    ModelProfile,
+    Offer,
+    Prediction,
+)
 from srift.domain.catalog import Market
+from srift.domain.geo import Location
 from srift.domain.planning import Choice
 from srift.errors import InvalidInput
+from srift.optimize.spot import SpotPolicy
 
 Group = tuple[int, int, int]
 """(candidate index, count, per-VM batch)."""
@@ -48,11 +60,21 @@ def is_pow2(value: int) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class Candidate:
-    """One (instance type, market) the search may rent, with its compute profile and availability cap."""
+    """One (instance type, market[, location]) the search may rent, with its profile and availability cap.
+
+    `location` is set when the problem spans locations; None keeps the single-region behaviour.
+    """
 
     offer: Offer
     profile: ModelProfile
     cap: int
+    location: Location | None = None
+    interruptions_per_s: float = 0.0
+
+    @property
+    def sort_key(self) -> tuple[str, str, str]:
+        """Canonical order: instance type name, market, location."""
+        return (self.name, self.market.value, self.location.key if self.location else "")
 
     @property
     def instance(self) -> InstanceType:
@@ -115,17 +137,22 @@ class Problem:
     constraints: Constraints
     batch_policy: BatchPolicy = BatchPolicy.POW2_SPLIT
     notes: tuple[str, ...] = field(default=())
+    spot: SpotPolicy | None = None
 
     def __post_init__(self) -> None:
-        keys = [(c.name, c.market.value) for c in self.candidates]
+        keys = [c.sort_key for c in self.candidates]
         if keys != sorted(keys) or len(set(keys)) != len(keys):
-            raise ValueError("candidates must be unique and sorted by (instance type, market)")
+            raise ValueError("candidates must be unique and sorted by (instance type, market, location)")
 
     def config(self, groups: Groups) -> Config:
         return Config(
             tuple(
                 Choice(
-                    instance_type=self.candidates[i].name, market=self.candidates[i].market, count=n, batch=b
+                    instance_type=self.candidates[i].name,
+                    market=self.candidates[i].market,
+                    count=n,
+                    batch=b,
+                    location=self.candidates[i].location,
                 )
                 for i, n, b in groups
             )
@@ -134,13 +161,46 @@ class Problem:
     def fleet(self, groups: Groups) -> tuple[FleetMember, ...]:
         return tuple(
             FleetMember(
-                instance=self.candidates[i].instance, count=n, batch=b, profile=self.candidates[i].profile
+                instance=self.candidates[i].instance,
+                count=n,
+                batch=b,
+                profile=self.candidates[i].profile,
+                location=self.candidates[i].location,
             )
             for i, n, b in groups
         )
 
     def usd_per_s(self, groups: Groups) -> float:
         return sum(n * self.candidates[i].price_usd_per_s for i, n, _ in groups)
+
+    def interruptions_per_s(self, groups: Groups) -> float:
+        """Λ = Σ count·λ over the spot VMs of `groups` (0 when interruptions are not priced in)."""
+        return sum(n * self.candidates[i].interruptions_per_s for i, n, _ in groups)
+
+    def priced_in(self, groups: Groups, prediction: Prediction) -> Prediction:
+        """`prediction` with spot interruptions priced in (expected time and cost; srift.optimize.spot)."""
+        lam = self.interruptions_per_s(groups)
+        if self.spot is None or lam <= 0:
+            return prediction
+        from srift.optimize.spot import RunRates, expected_run
+
+        iterations = self.constraints.iterations
+        egress_each = prediction.egress_usd / iterations
+        usd_per_s = (
+            (prediction.cost_usd - prediction.egress_usd) / prediction.total_time_s
+            if prediction.total_time_s > 0
+            else 0.0
+        )
+        rates = RunRates(prediction.iteration_s, usd_per_s, egress_each, lam)
+        expected = expected_run(rates, iterations=iterations, policy=self.spot)
+        return replace(
+            prediction,
+            total_time_s=expected.time_s,
+            cost_usd=expected.cost_usd,
+            egress_usd=expected.egress_usd,
+            uninterrupted_time_s=prediction.total_time_s,
+            uninterrupted_cost_usd=prediction.cost_usd,
+        )
 
     def floor_s(self, groups: Groups) -> float:
         """Largest forward + backward time over the groups: the compute-only lower bound of t_iter."""
@@ -176,67 +236,98 @@ def build_candidates(
     availability: Mapping[str, int] | None,
     default_cap: int,
     excluded: Sequence[str] = (),
+    located: bool = False,
+    both_markets: bool = False,
 ) -> tuple[tuple[Candidate, ...], tuple[str, ...]]:
-    """Turn priced offers into candidates, one per instance type; returns them and notes on what was left out.
+    """Turn priced offers into candidates, one per instance type (and location); returns them and notes.
 
     Rules, each of which cannot lose the optimum:
     - market: of a type's allowed markets, keep the cheaper offer (spot on ties). The two offers rent the
       same hardware, so the simulator predicts the same time; the cheaper one is never worse for either
-      objective or limit, and availability caps apply to the type, not the market.
+      objective or limit, and availability caps apply to the type, not the market. With `both_markets`
+      (spot interruptions priced in, so a spot VM is no longer the same run as an on-demand one) both
+      offers stay, sharing the type's cap.
     - profiles: a type needs a profile whose accelerator it matches (the first such profile given is used).
     - availability: when given, only the named types, each at most its count (0 leaves it out); otherwise
       every offered type with a profile, at most `default_cap` each. Types in `excluded` are left out.
+      With `located` (offers from several locations) each (location, type) is a candidate of its own: a
+      plain type name caps it in every location, `provider/region/type` in one location only.
     Raises InvalidInput naming `availability.<type>` for a type that is not offered or has no profile.
     """
-    by_type: dict[str, Offer] = {}
+    by_key: dict[tuple[str, Location | None], list[Offer]] = {}
     for offer in offers:
         if not market.allows(offer.market):
             continue
-        name = offer.instance.name
-        best = by_type.get(name)
-        if best is None or _cheaper(offer, best):
-            by_type[name] = offer
+        where = Location(offer.instance.provider, offer.region) if located else None
+        by_key.setdefault((offer.instance.name, where), []).append(offer)
+    kept: dict[tuple[str, Location | None], list[Offer]] = {}
+    for key, group in by_key.items():
+        group.sort(key=lambda o: (o.price_usd_per_hr, o.market is not Market.SPOT))
+        kept[key] = group if both_markets else group[:1]
+    names = {name for name, _ in kept}
     notes: list[str] = []
-    wanted: dict[str, int]
+    wanted: dict[tuple[str, Location | None], int]
     if availability is not None:
         wanted = {}
-        for name, cap in availability.items():
+        for raw, cap in availability.items():
             if cap < 0:
                 raise InvalidInput(
-                    f"{cap} is negative", hint="give a maximum count ≥ 0", field=f"availability.{name}"
+                    f"{cap} is negative", hint="give a maximum count ≥ 0", field=f"availability.{raw}"
                 )
-            if name not in by_type:
-                close = difflib.get_close_matches(name, list(by_type), n=3)
+            name, where = _availability_key(raw, located=located)
+            keys = [k for k in kept if k[0] == name and (where is None or k[1] == where)]
+            if not keys:
+                close = difflib.get_close_matches(name, sorted(names), n=3)
+                place = f" in {where.key}" if where is not None else " in this region"
                 raise InvalidInput(
-                    f"unknown instance type {name!r} (no {market.value} offer in this region)",
+                    f"unknown instance type {name!r} (no {market.value} offer{place})",
                     hint=f"did you mean {', '.join(close)}?"
                     if close
                     else "list types with `srift catalog list`",
-                    field=f"availability.{name}",
+                    field=f"availability.{raw}",
                 )
-            if cap > 0:
-                wanted[name] = cap
+            for k in keys:
+                if where is not None or k not in wanted:
+                    wanted[k] = cap
+        wanted = {k: v for k, v in wanted.items() if v > 0}
     else:
-        wanted = dict.fromkeys(by_type, default_cap)
+        wanted = dict.fromkeys(kept, default_cap)
     skip = set(excluded)
     out: list[Candidate] = []
-    for name in sorted(wanted):
+    for key in sorted(wanted, key=lambda k: (k[0], k[1].key if k[1] else "")):
+        name, where = key
         if name in skip:
             notes.append(f"{name} left out (interrupted earlier)")
             continue
-        offer = by_type[name]
-        profile = next((p for p in profiles if offer.instance.matches_accelerator(p.accelerator)), None)
+        instance = kept[key][0].instance
+        profile = next((p for p in profiles if instance.matches_accelerator(p.accelerator)), None)
         if profile is None:
             if availability is not None:
                 raise InvalidInput(
-                    f"no profile covers {name} (accelerator {offer.instance.accelerator})",
-                    hint=f"profile the model on {offer.instance.accelerator} or leave {name} out",
+                    f"no profile covers {name} (accelerator {instance.accelerator})",
+                    hint=f"profile the model on {instance.accelerator} or leave {name} out",
                     field=f"availability.{name}",
                 )
             continue
-        out.append(Candidate(offer=offer, profile=profile, cap=wanted[name]))
-    out.sort(key=lambda c: (c.name, c.market.value))
+        for offer in kept[key]:
+            out.append(Candidate(offer=offer, profile=profile, cap=wanted[key], location=where))
+    out.sort(key=lambda c: c.sort_key)
     return tuple(out), tuple(notes)
+
+
+def _availability_key(raw: str, *, located: bool) -> tuple[str, Location | None]:
+    """`type` or, when located, `provider/region/type` (one location's pool)."""
+    if "/" not in raw:
+        return raw, None
+    parts = raw.split("/")
+    if not located or len(parts) != 3 or not all(parts):
+        raise InvalidInput(
+            f"{raw!r} is not an instance type"
+            + ("" if located else " (a location prefix needs regions or providers in the request)"),
+            hint="name a type (g4dn.xlarge), or provider/region/type when the plan may span locations",
+            field=f"availability.{raw}",
+        )
+    return parts[2], Location(parts[0], parts[1])
 
 
 def _cheaper(a: Offer, b: Offer) -> bool:

@@ -19,6 +19,13 @@ straggler_wait_s = C̄ − compute_s; exposed communication = t_iter − C̄, of
 time after C̄ during which the network stage was busy and exposed_intra_s the rest. communication_s is
 the time during which any stage was busy; granularity = compute_s / communication_s (Erben et al.).
 
+Locations. When members sit in two or more locations (regions, zones, clouds), the exchange crosses links
+between them; `srift.sim.geo` builds those stages for the requested allreduce pattern (flat ring or
+hierarchical), and the links come from the `geo` context's network facts (the shipped ones by default).
+
+Data loading. With an input pipeline in the profiles, the slowest VM's loader time per iteration bounds the
+iteration from below (`srift.sim.data`); the excess is the breakdown's data_stall_s.
+
 Uncertainty. With mc_samples = 0, p10/p50/p90 are the quantiles of the per-iteration straggler draws
 plus the mean exposed communication (the exchange is simulated once). With mc_samples > 0, each sample
 draws one iteration's straggler times and one multiplicative error per stage, Normal(1, residual_cv) of
@@ -38,7 +45,9 @@ import numpy as np
 from srift.domain import Breakdown, BusBandwidthModel, FleetMember, InstanceType
 from srift.errors import InvalidInput
 from srift.sim.compute import member_keys, straggler_draws, straggler_rows
+from srift.sim.data import data_time_s, feed_rate, stall_warning
 from srift.sim.exchange import ExchangeResult, Kernel, Stage, exchange
+from srift.sim.geo import GeoContext, hierarchical_plans, ring_plans, spans_locations
 from srift.sim.layers import LayerArrays, bucket_groups, bucketed, layer_arrays
 from srift.sim.network import StagePlan, intra_stage, network_stage
 from srift.sim.result import CommMode, IterationEstimate
@@ -126,6 +135,37 @@ def _exchange(
     )
 
 
+def default_geo() -> GeoContext:
+    """The shipped network facts with a flat ring (what PyTorch DDP does)."""
+    from srift.catalog.geo import shipped_geo
+
+    return GeoContext(shipped_geo())
+
+
+def stage_plans(
+    fleet: Sequence[FleetMember],
+    canon: LayerArrays,
+    bandwidth: BusBandwidthModel,
+    *,
+    geo: GeoContext | None = None,
+) -> tuple[list[StagePlan], list[float] | None]:
+    """The exchange's stages for this fleet, and (flat ring across locations) each class's link share.
+
+    Intra-node first; then the inter-node ring, or, across locations, the pattern's stages.
+    """
+    from srift.domain.geo import AllreducePattern
+
+    plans = [p for p in (intra_stage(fleet, canon.sizes, bandwidth),) if p]
+    if not spans_locations(fleet):
+        net = network_stage(fleet, canon.sizes, bandwidth)
+        return plans + ([net] if net else []), None
+    context = geo or default_geo()
+    if context.pattern is AllreducePattern.HIERARCHICAL:
+        return plans + hierarchical_plans(fleet, canon, bandwidth, context.catalog), None
+    ring, share = ring_plans(fleet, canon, bandwidth, context.catalog)
+    return plans + ring, share
+
+
 def simulate(
     fleet: Sequence[FleetMember],
     *,
@@ -137,14 +177,18 @@ def simulate(
     ps_servers: int = 1,
     bucket_cap_mb: float | None = None,
     kernel: Kernel = "auto",
+    geo: GeoContext | None = None,
+    read_gbps: float | None = None,
 ) -> IterationEstimate:
     """Predict one training iteration of `fleet`: mean seconds, p10/p50/p90, breakdown and sources.
 
     `seed` makes the answer reproducible; `comm` picks ring allreduce (Srift) or parameter servers (Li et
     al., `ps_servers` servers, see `srift.sim.ps`). `bucket_cap_mb` reduces gradients in PyTorch DDP's
     buckets of that many MiB (see `srift.sim.layers`; DDP's default is 25) instead of layer by layer (None,
-    Srift's model). `kernel` picks the exchange's stage implementation (see `srift.sim.exchange`). Raises
-    InvalidInput for a fleet that cannot run.
+    Srift's model). `kernel` picks the exchange's stage implementation (see `srift.sim.exchange`). `geo`
+    gives the links between locations and the allreduce pattern for fleets that span several (default:
+    the shipped facts, flat ring); `read_gbps` the read rate of each VM's input pipeline (default: its
+    network). Raises InvalidInput for a fleet that cannot run.
     """
     validate_fleet(fleet)
     if bucket_cap_mb is not None and CommMode(comm) is CommMode.ALLREDUCE:
@@ -176,6 +220,13 @@ def simulate(
     if comm is CommMode.PARAMETER_SERVER:
         from srift.sim.ps import simulate_ps
 
+        if spans_locations(fleet):
+            raise InvalidInput(
+                "parameter-server mode does not model fleets across locations",
+                hint="use allreduce for fleets that span regions or clouds",
+                field="comm",
+            )
+
         return simulate_ps(
             fleet,
             bandwidth=bandwidth,
@@ -197,11 +248,7 @@ def simulate(
     )
 
     canon = layer_arrays(fleet[0].profile)
-    plans = [
-        p
-        for p in (intra_stage(fleet, canon.sizes, bandwidth), network_stage(fleet, canon.sizes, bandwidth))
-        if p
-    ]
+    plans, link_share = stage_plans(fleet, canon, bandwidth, geo=geo)
     stages = [p.stage for p in plans]
     ready = [canon.aligned_ready_frac(layer_arrays(m.profile)) for m in fleet]
 
@@ -224,9 +271,20 @@ def simulate(
     update_s = max(m.profile.update_s for m in fleet)
     iteration_s = compute_end + exposed + update_s
     net_index = next((i for i, p in enumerate(plans) if p.stage.name == "network"), None)
-    exposed_network = 0.0
-    if result is not None and net_index is not None:
-        exposed_network = min(exposed, result.busy_after(net_index, compute_end))
+    loc_index = next((i for i, p in enumerate(plans) if p.stage.name == "location"), None)
+    exposed_network = exposed_location = 0.0
+    if result is not None:
+        if loc_index is not None:
+            exposed_location = min(exposed, result.busy_after(loc_index, compute_end))
+        if net_index is not None:
+            exposed_network = min(exposed - exposed_location, result.busy_after(net_index, compute_end))
+        if link_share is not None and net_index is not None:
+            own = canon.bits / np.asarray(plans[net_index].stage.rates_bps)[canon.klass]
+            linked = float(np.sum(own * np.asarray(link_share)[canon.klass]))
+            total = float(np.sum(own))
+            exposed_location = exposed_network * (linked / total if total > 0 else 0.0)
+        else:
+            exposed_network += exposed_location
     communication_s = result.busy_total() if result is not None else 0.0
 
     if mc_samples > 0 and stages:
@@ -257,8 +315,18 @@ def simulate(
     else:
         p10, p50, p90 = (q + exposed + update_s for q in quantiles(per_iteration))
 
+    data_s, slow_feeder = data_time_s(fleet, read_gbps=read_gbps)
+    data_stall = max(0.0, data_s - iteration_s)
+    if data_stall > 0:
+        p10, p50, p90 = (max(q, data_s) for q in (p10, p50, p90))
+        iteration_s = data_s
+
     granularity = compute_s / communication_s if communication_s > 0 else math.inf
     warnings = [w for p in plans for w in p.warnings]
+    if data_stall > 0 and slow_feeder is not None:
+        rate = feed_rate(fleet[slow_feeder], read_gbps=read_gbps)
+        assert rate is not None
+        warnings.append(stall_warning(fleet[slow_feeder], rate, iteration_s=iteration_s - data_stall))
     if granularity < 1.0:
         warnings.append(
             f"granularity {granularity:.2f} < 1: gradient exchange ({communication_s:.3g} s) outlasts "
@@ -276,6 +344,8 @@ def simulate(
         granularity=granularity,
         warnings=tuple(warnings),
         update_s=update_s,
+        data_stall_s=data_stall,
+        exposed_location_s=exposed_location,
     )
     sources = profile_sources + tuple(dict.fromkeys(s for p in plans for s in p.sources))
     return IterationEstimate(iteration_s, p10, p50, p90, breakdown, sources)

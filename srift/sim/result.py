@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -32,11 +33,18 @@ class IterationEstimate:
     sources: tuple[str, ...]
 
 
-def to_prediction(estimate: IterationEstimate, *, iterations: int, usd_per_s: float) -> Prediction:
+def to_prediction(
+    estimate: IterationEstimate,
+    *,
+    iterations: int,
+    usd_per_s: float,
+    egress_usd_per_iteration: float = 0.0,
+) -> Prediction:
     """Scale an iteration estimate to `iterations` iterations, billed per second at `usd_per_s` for the fleet.
 
     `usd_per_s` is Σ count·price_usd_per_hr/3600 over the fleet; cost = total_time_s · usd_per_s (per-second
-    billing, no rounding up to whole hours).
+    billing, no rounding up to whole hours) + iterations · egress_usd_per_iteration (gradient bytes leaving
+    each location, see srift.sim.geo).
     """
     if iterations < 1:
         raise InvalidInput(
@@ -44,16 +52,22 @@ def to_prediction(estimate: IterationEstimate, *, iterations: int, usd_per_s: fl
         )
     if usd_per_s < 0:
         raise InvalidInput(f"{usd_per_s} is negative", hint="prices are ≥ 0", field="usd_per_s")
+    if not (math.isfinite(egress_usd_per_iteration) and egress_usd_per_iteration >= 0):
+        raise InvalidInput(
+            f"{egress_usd_per_iteration} is not a number ≥ 0", hint="egress costs are ≥ 0", field="egress"
+        )
     total_time_s = estimate.iteration_s * iterations
+    egress_usd = egress_usd_per_iteration * iterations
     return Prediction(
         iteration_s=estimate.iteration_s,
         iteration_p10_s=estimate.iteration_p10_s,
         iteration_p50_s=estimate.iteration_p50_s,
         iteration_p90_s=estimate.iteration_p90_s,
         total_time_s=total_time_s,
-        cost_usd=total_time_s * usd_per_s,
+        cost_usd=total_time_s * usd_per_s + egress_usd,
         breakdown=estimate.breakdown,
         sources=estimate.sources,
+        egress_usd=egress_usd,
     )
 
 

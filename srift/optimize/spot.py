@@ -1,0 +1,332 @@
+"""Spot interruptions priced in: a run's expected time and cost, closed form and Monte Carlo with re-planning.
+
+Model. Each spot VM is interrupted at its own rate λ (per second; srift.catalog.geo turns a published
+monthly band into one), independently, so a fleet with spot VMs is interrupted at Λ = Σ count·λ while it
+works. The run checkpoints every `checkpoint_interval_s` seconds of progress (at least every iteration);
+an interruption loses the work since the last checkpoint, and the run waits `restart_s` (Srift §5.4
+assumed EC2's 150 s launch time) before it goes on from that checkpoint. While waiting, the fleet is
+billed as if all of it ran (the survivors keep running, the replacement boots); egress is billed per
+iteration actually run, redone ones included. On-demand VMs are never interrupted.
+
+Closed form (restart in place, one fleet throughout). A segment of x seconds of work between checkpoints
+takes, in expectation (failures at rate Λ during work, none during the restart),
+
+    g(x) = (1/Λ + D)·(e^{Λx} − 1)        with E[interruptions] = e^{Λx} − 1, E[work] = (e^{Λx} − 1)/Λ,
+
+and the run is ⌊W/c⌋ segments of c plus one of the rest, W = N·t_iter. This is what the optimizer's search
+uses to compare spot and on-demand fleets (cheap, and exact for the restart-in-place model).
+
+Monte Carlo (Srift §4.5). `monte_carlo` draws interruption times and, at each, asks a `Replanner` what to
+run next: `RESTART` keeps the fleet (the closed form's model, used to check it), `REPLAN` does what §4.5
+does: the interrupted (type, location) spot offer is not chosen again (its surviving VMs may stay), and
+the best configuration for the remaining iterations, time and budget is chosen among the alternatives the
+optimizer evaluated (the plan's on-demand fallback among them); when none meets the remaining limits it
+runs the fallback, or the fastest alternative. It reports expected time and cost, their quantiles and
+P(meets the time limit) / P(within budget), in the same vocabulary as the uninterrupted prediction.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+import numpy as np
+
+from srift.errors import InvalidInput
+
+DEFAULT_RESTART_S = 150.0
+"""Srift §5.4: "we expect EC2's instance launch time to be 150s"."""
+DEFAULT_CHECKPOINT_INTERVAL_S = 600.0
+"""A checkpoint every 10 minutes of progress unless the request says otherwise (a choice, not a fact)."""
+DEFAULT_SAMPLES = 2000
+MAX_SAMPLES = 100_000
+MAX_EVENTS_PER_RUN = 10_000
+
+
+class ReplanPolicy(StrEnum):
+    """What happens after an interruption in the Monte Carlo."""
+
+    RESTART = "restart"
+    REPLAN = "replan"
+
+
+@dataclass(frozen=True, slots=True)
+class SpotPolicy:
+    """Checkpointing, restart delay and the Monte Carlo's size and seed."""
+
+    checkpoint_interval_s: float = DEFAULT_CHECKPOINT_INTERVAL_S
+    restart_s: float = DEFAULT_RESTART_S
+    samples: int = DEFAULT_SAMPLES
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.checkpoint_interval_s) and self.checkpoint_interval_s >= 0):
+            raise InvalidInput(
+                f"{self.checkpoint_interval_s} is not a number ≥ 0",
+                hint="seconds of progress between checkpoints (0: every iteration)",
+                field="checkpoint_interval_s",
+            )
+        if not (math.isfinite(self.restart_s) and self.restart_s >= 0):
+            raise InvalidInput(
+                f"{self.restart_s} is not a number ≥ 0",
+                hint="seconds from an interruption until training runs again (Srift used 150)",
+                field="restart_s",
+            )
+        if not 1 <= self.samples <= MAX_SAMPLES:
+            raise InvalidInput(
+                f"{self.samples} is outside 1..{MAX_SAMPLES}",
+                hint="a few thousand samples are plenty",
+                field="spot_samples",
+            )
+
+
+@dataclass(frozen=True, slots=True)
+class RunRates:
+    """What a fleet does: seconds per iteration, USD per second of VMs, USD of egress per iteration, and
+    its interruption rate Λ (per second, Σ count·λ over its spot VMs)."""
+
+    iteration_s: float
+    usd_per_s: float
+    egress_usd_per_iteration: float
+    interruptions_per_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class Expectation:
+    """Expected total time and cost of a run, and the expected number of interruptions."""
+
+    time_s: float
+    cost_usd: float
+    egress_usd: float
+    interruptions: float
+
+
+def checkpoint_every_s(policy: SpotPolicy, iteration_s: float) -> float:
+    """Work seconds between checkpoints: whole iterations, at least one."""
+    if iteration_s <= 0:
+        return policy.checkpoint_interval_s
+    k = max(1, math.floor(policy.checkpoint_interval_s / iteration_s))
+    return k * iteration_s
+
+
+def expected_run(rates: RunRates, *, iterations: int, policy: SpotPolicy) -> Expectation:
+    """Closed-form expectation of a run on one fleet that restarts in place (module docstring)."""
+    work = iterations * rates.iteration_s
+    lam = rates.interruptions_per_s
+    if lam <= 0 or work <= 0:
+        return Expectation(
+            work,
+            work * rates.usd_per_s + iterations * rates.egress_usd_per_iteration,
+            iterations * rates.egress_usd_per_iteration,
+            0.0,
+        )
+    c = checkpoint_every_s(policy, rates.iteration_s)
+    full = math.floor(work / c + 1e-9)
+    rest = max(work - full * c, 0.0)
+    fails = full * math.expm1(lam * c) + math.expm1(lam * rest)
+    worked = fails / lam
+    time_s = worked + fails * policy.restart_s
+    egress = worked / rates.iteration_s * rates.egress_usd_per_iteration
+    return Expectation(time_s, time_s * rates.usd_per_s + egress, egress, fails)
+
+
+@dataclass(frozen=True, slots=True)
+class Alternative:
+    """A configuration the run may switch to: its counts per candidate and its rates."""
+
+    counts: tuple[int, ...]
+    rates: RunRates
+    label: str = ""
+
+
+@dataclass
+class Alternatives:
+    """Configurations the re-planner chooses among, with each candidate's spot rate (0: on-demand)."""
+
+    items: list[Alternative]
+    candidate_rates_per_s: tuple[float, ...]
+    fallback: int | None = None
+    _counts: np.ndarray = field(init=False, repr=False)
+    _it: np.ndarray = field(init=False, repr=False)
+    _usd: np.ndarray = field(init=False, repr=False)
+    _egress: np.ndarray = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        width = len(self.candidate_rates_per_s)
+        if any(len(a.counts) != width for a in self.items):
+            raise ValueError("every alternative needs one count per candidate")
+        self._counts = np.array([a.counts for a in self.items], dtype=np.int64).reshape(
+            len(self.items), width
+        )
+        self._it = np.array([a.rates.iteration_s for a in self.items], dtype=float)
+        self._usd = np.array([a.rates.usd_per_s for a in self.items], dtype=float)
+        self._egress = np.array([a.rates.egress_usd_per_iteration for a in self.items], dtype=float)
+
+    def choose(
+        self,
+        *,
+        caps: np.ndarray,
+        iterations_left: int,
+        time_left_s: float | None,
+        budget_left_usd: float | None,
+        minimize_cost: bool,
+    ) -> int:
+        """The best alternative within `caps` (max count per candidate) meeting the remaining limits; else
+        the fallback; else the fastest within caps; else the fallback or the first."""
+        allowed = np.all(self._counts <= caps, axis=1)
+        time = iterations_left * self._it
+        cost = time * self._usd + iterations_left * self._egress
+        ok = allowed.copy()
+        if time_left_s is not None:
+            ok &= time <= time_left_s
+        if budget_left_usd is not None:
+            ok &= cost <= budget_left_usd
+        if ok.any():
+            value = np.where(ok, cost if minimize_cost else time, np.inf)
+            return int(np.argmin(value))
+        if self.fallback is not None:
+            return self.fallback
+        if allowed.any():
+            return int(np.argmin(np.where(allowed, time, np.inf)))
+        return 0
+
+
+Replanner = Callable[[int, int, np.ndarray, int, float | None, float | None], int]
+"""(current alternative, interrupted candidate, caps, iterations left, time left, budget left) → next."""
+
+
+@dataclass(frozen=True, slots=True)
+class MonteCarlo:
+    """The Monte Carlo's summary: expectations, quantiles and probabilities, over `samples` runs."""
+
+    samples: int
+    mean_time_s: float
+    mean_cost_usd: float
+    mean_egress_usd: float
+    mean_interruptions: float
+    time_p10_s: float
+    time_p50_s: float
+    time_p90_s: float
+    cost_p90_usd: float
+    p_meets_time_limit: float | None
+    p_within_budget: float | None
+    p_interrupted: float
+    replans: int
+    stderr_time_s: float
+
+
+def monte_carlo(
+    alternatives: Alternatives,
+    *,
+    start: int,
+    iterations: int,
+    policy: SpotPolicy,
+    replan: ReplanPolicy = ReplanPolicy.REPLAN,
+    time_limit_s: float | None = None,
+    budget_usd: float | None = None,
+    minimize_cost: bool = True,
+) -> MonteCarlo:
+    """Run `policy.samples` simulated runs starting on alternative `start` (module docstring)."""
+    if iterations < 1:
+        raise InvalidInput("is below 1", hint="ask for at least one iteration", field="iterations")
+    rng = np.random.default_rng([policy.seed & 0xFFFFFFFF, 0x5B07])
+    rates = np.asarray(alternatives.candidate_rates_per_s, dtype=float)
+    n_cand = rates.size
+    times = np.empty(policy.samples)
+    costs = np.empty(policy.samples)
+    egress = np.empty(policy.samples)
+    events = np.zeros(policy.samples)
+    replans = 0
+    memo: dict[tuple[int, int, tuple[int, ...], int, int, int], int] = {}
+    base_caps = np.full(n_cand, np.iinfo(np.int64).max, dtype=np.int64)
+    for s in range(policy.samples):
+        current = start
+        caps = base_caps.copy()
+        counts = np.array(alternatives.items[current].counts, dtype=np.int64)
+        done = 0
+        elapsed = cost = spent_egress = 0.0
+        n_events = 0
+        while done < iterations:
+            alt = alternatives.items[current]
+            it = alt.rates.iteration_s
+            lam_each = counts * rates
+            lam = float(lam_each.sum())
+            left = iterations - done
+            work = left * it
+            tau = rng.exponential(1.0 / lam) if lam > 0 else math.inf
+            if tau >= work:
+                elapsed += work
+                cost += work * alt.rates.usd_per_s + left * alt.rates.egress_usd_per_iteration
+                spent_egress += left * alt.rates.egress_usd_per_iteration
+                done = iterations
+                break
+            n_events += 1
+            if n_events > MAX_EVENTS_PER_RUN:
+                raise InvalidInput(
+                    f"a simulated run was interrupted more than {MAX_EVENTS_PER_RUN} times",
+                    hint="interruption rates are too high for this run length; check interruption_rates",
+                    field="interruption_rates",
+                )
+            ran = math.floor(tau / it) if it > 0 else 0
+            per_ckpt = max(1, math.floor(checkpoint_every_s(policy, it) / it + 1e-9)) if it > 0 else 1
+            kept = (ran // per_ckpt) * per_ckpt
+            elapsed += tau + policy.restart_s
+            cost += (tau + policy.restart_s) * alt.rates.usd_per_s + ran * alt.rates.egress_usd_per_iteration
+            spent_egress += ran * alt.rates.egress_usd_per_iteration
+            done += kept
+            victim = int(rng.choice(n_cand, p=lam_each / lam))
+            if replan is ReplanPolicy.RESTART:
+                continue
+            survivors = counts.copy()
+            survivors[victim] -= 1
+            caps[victim] = min(int(caps[victim]), int(survivors[victim]))
+            time_left = None if time_limit_s is None else time_limit_s - elapsed
+            budget_left = None if budget_usd is None else budget_usd - cost
+            key = (
+                current,
+                victim,
+                tuple(int(x) for x in caps),
+                (iterations - done) * 100 // iterations,
+                -1 if time_left is None else int(time_left // max(alt.rates.iteration_s, 1e-9) // 10),
+                -1 if budget_left is None else int(budget_left * 100),
+            )
+            nxt = memo.get(key)
+            if nxt is None:
+                nxt = alternatives.choose(
+                    caps=caps,
+                    iterations_left=iterations - done,
+                    time_left_s=time_left,
+                    budget_left_usd=budget_left,
+                    minimize_cost=minimize_cost,
+                )
+                memo[key] = nxt
+                replans += 1
+            current = nxt
+            counts = np.array(alternatives.items[current].counts, dtype=np.int64)
+        times[s], costs[s], egress[s], events[s] = elapsed, cost, spent_egress, n_events
+    q10, q50, q90 = (float(x) for x in np.quantile(times, [0.1, 0.5, 0.9]))
+    return MonteCarlo(
+        samples=policy.samples,
+        mean_time_s=float(times.mean()),
+        mean_cost_usd=float(costs.mean()),
+        mean_egress_usd=float(egress.mean()),
+        mean_interruptions=float(events.mean()),
+        time_p10_s=q10,
+        time_p50_s=q50,
+        time_p90_s=q90,
+        cost_p90_usd=float(np.quantile(costs, 0.9)),
+        p_meets_time_limit=None
+        if time_limit_s is None
+        else float(np.mean(times <= time_limit_s * (1 + 1e-12))),
+        p_within_budget=None if budget_usd is None else float(np.mean(costs <= budget_usd * (1 + 1e-12))),
+        p_interrupted=float(np.mean(events > 0)),
+        replans=replans,
+        stderr_time_s=float(times.std(ddof=1) / math.sqrt(policy.samples)) if policy.samples > 1 else 0.0,
+    )
+
+
+def fleet_interruption_rate(counts: Sequence[int], rates_per_s: Sequence[float]) -> float:
+    """Λ = Σ count·λ."""
+    return math.fsum(n * r for n, r in zip(counts, rates_per_s, strict=True))

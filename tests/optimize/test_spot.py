@@ -1,0 +1,93 @@
+"""Spot interruptions priced in: a hand-computed case, and the Monte Carlo against the closed form."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from srift.errors import InvalidInput
+from srift.optimize.spot import (
+    Alternative,
+    Alternatives,
+    ReplanPolicy,
+    RunRates,
+    SpotPolicy,
+    expected_run,
+    monte_carlo,
+)
+
+
+def single(rate_per_s: float, *, count: int = 1, usd_per_s: float = 0.001) -> Alternatives:
+    return Alternatives(
+        items=[Alternative(counts=(count,), rates=RunRates(1.0, usd_per_s, 0.0, count * rate_per_s))],
+        candidate_rates_per_s=(rate_per_s,),
+    )
+
+
+def test_hand_computed_one_vm_meets_its_deadline_only_if_never_interrupted() -> None:
+    # 1000 iterations of 1 s on one spot VM interrupted at 1e-4/s; a checkpoint every 100 s; 150 s restart.
+    # Any interruption costs ≥ 150 s, so a 1100 s deadline is met iff none happens: P = e^(-0.1) = 0.9048.
+    # Expected time (closed form): 10 segments of 100 s, each (1/λ + D)(e^(λ·100) − 1)
+    # = (10000 + 150)(e^0.01 − 1) = 102.0101 s → 1020.10 s; cost = 0.001 $/s × that = $1.0201.
+    policy = SpotPolicy(checkpoint_interval_s=100.0, restart_s=150.0, samples=40_000, seed=1)
+    closed = expected_run(RunRates(1.0, 0.001, 0.0, 1e-4), iterations=1000, policy=policy)
+    assert closed.time_s == pytest.approx(10 * 10150 * math.expm1(0.01), rel=1e-12)
+    assert closed.time_s == pytest.approx(1020.10, abs=0.01)
+    assert closed.cost_usd == pytest.approx(1.02010, abs=1e-5)
+    assert closed.interruptions == pytest.approx(10 * math.expm1(0.01))
+    mc = monte_carlo(
+        single(1e-4),
+        start=0,
+        iterations=1000,
+        policy=policy,
+        replan=ReplanPolicy.RESTART,
+        time_limit_s=1100.0,
+    )
+    assert mc.p_meets_time_limit == pytest.approx(math.exp(-0.1), abs=0.005)
+    assert mc.p_interrupted == pytest.approx(1 - math.exp(-0.1), abs=0.005)
+    assert mc.mean_cost_usd == pytest.approx(1.0201, rel=0.01)
+
+
+@pytest.mark.parametrize(
+    ("count", "rate_per_hr", "checkpoint_s", "iterations"),
+    [(8, 0.05, 600.0, 20_000), (4, 0.25, 1800.0, 10_000), (16, 0.01, 0.0, 50_000)],
+)
+def test_monte_carlo_agrees_with_the_closed_form_within_two_percent(
+    count: int, rate_per_hr: float, checkpoint_s: float, iterations: int
+) -> None:
+    lam = rate_per_hr / 3600
+    alts = single(lam, count=count, usd_per_s=count * 0.5 / 3600)
+    policy = SpotPolicy(checkpoint_interval_s=checkpoint_s, restart_s=150.0, samples=20_000, seed=7)
+    closed = expected_run(alts.items[0].rates, iterations=iterations, policy=policy)
+    mc = monte_carlo(alts, start=0, iterations=iterations, policy=policy, replan=ReplanPolicy.RESTART)
+    assert closed.interruptions > 0.3  # the case exercises interruptions
+    assert mc.mean_time_s == pytest.approx(closed.time_s, rel=0.02)
+    assert mc.mean_cost_usd == pytest.approx(closed.cost_usd, rel=0.02)
+    assert mc.mean_interruptions == pytest.approx(closed.interruptions, rel=0.05)
+
+
+def test_no_spot_vm_means_no_interruption() -> None:
+    closed = expected_run(RunRates(2.0, 0.01, 0.001, 0.0), iterations=100, policy=SpotPolicy())
+    assert (closed.time_s, closed.interruptions) == (200.0, 0.0)
+    assert closed.cost_usd == pytest.approx(200 * 0.01 + 100 * 0.001)
+
+
+def test_replanning_switches_to_the_on_demand_fallback_after_an_interruption() -> None:
+    # Candidate 0: spot type, certain to be interrupted early; candidate 1: on-demand fallback.
+    spot = Alternative(counts=(2, 0), rates=RunRates(1.0, 0.002, 0.0, 2 * 0.01), label="2 spot")
+    od = Alternative(counts=(0, 2), rates=RunRates(1.0, 0.006, 0.0, 0.0), label="2 od")
+    alts = Alternatives(items=[spot, od], candidate_rates_per_s=(0.01, 0.0), fallback=1)
+    mc = monte_carlo(
+        alts, start=0, iterations=1000, policy=SpotPolicy(samples=500, seed=3), time_limit_s=5000.0
+    )
+    # Interrupted at rate 0.02/s: almost surely within the first few hundred seconds, then on-demand.
+    assert mc.mean_interruptions == pytest.approx(1.0, abs=0.01)
+    assert mc.replans >= 1
+    assert mc.p_meets_time_limit == 1.0
+
+
+def test_bad_policy_values_name_their_field() -> None:
+    with pytest.raises(InvalidInput) as info:
+        SpotPolicy(restart_s=-1)
+    assert info.value.field == "restart_s"
