@@ -16,6 +16,7 @@ from srift.domain.planning import (
     SearchMode,
 )
 from srift.domain.profile import PROFILE_SCHEMA_VERSION, ComputeCurve, LayerGrad, ModelProfile
+from srift.domain.states import JobState, TrainingState
 
 __all__ = [
     "PROFILE_SCHEMA_VERSION",
@@ -30,6 +31,7 @@ __all__ = [
     "FleetMember",
     "InstanceType",
     "Interconnect",
+    "JobState",
     "LayerGrad",
     "Market",
     "MarketChoice",
@@ -40,4 +42,5 @@ __all__ = [
     "Plan",
     "Prediction",
     "SearchMode",
+    "TrainingState",
 ]
