@@ -15,7 +15,13 @@ from srift.domain.planning import (
     Prediction,
     SearchMode,
 )
-from srift.domain.profile import PROFILE_SCHEMA_VERSION, ComputeCurve, LayerGrad, ModelProfile
+from srift.domain.profile import (
+    PROFILE_SCHEMA_VERSION,
+    ComputeCurve,
+    LayerGrad,
+    LayerProfile,
+    ModelProfile,
+)
 
 __all__ = [
     "PROFILE_SCHEMA_VERSION",
@@ -31,6 +37,7 @@ __all__ = [
     "InstanceType",
     "Interconnect",
     "LayerGrad",
+    "LayerProfile",
     "Market",
     "MarketChoice",
     "ModelProfile",
