@@ -15,7 +15,13 @@ from srift.domain.planning import (
     Prediction,
     SearchMode,
 )
-from srift.domain.profile import PROFILE_SCHEMA_VERSION, ComputeCurve, LayerGrad, ModelProfile
+from srift.domain.profile import (
+    PROFILE_SCHEMA_VERSION,
+    ComputeCurve,
+    LayerGrad,
+    LayerProfile,
+    ModelProfile,
+)
 from srift.domain.states import JobState, TrainingState
 
 __all__ = [
@@ -33,6 +39,7 @@ __all__ = [
     "Interconnect",
     "JobState",
     "LayerGrad",
+    "LayerProfile",
     "Market",
     "MarketChoice",
     "ModelProfile",
