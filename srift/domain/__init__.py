@@ -15,7 +15,15 @@ from srift.domain.planning import (
     Prediction,
     SearchMode,
 )
-from srift.domain.profile import PROFILE_SCHEMA_VERSION, ComputeCurve, InputPipeline, LayerGrad, ModelProfile
+from srift.domain.profile import (
+    PROFILE_SCHEMA_VERSION,
+    ComputeCurve,
+    InputPipeline,
+    LayerGrad,
+    LayerProfile,
+    ModelProfile,
+)
+from srift.domain.states import JobState, TrainingState
 
 __all__ = [
     "PROFILE_SCHEMA_VERSION",
@@ -31,7 +39,9 @@ __all__ = [
     "InputPipeline",
     "InstanceType",
     "Interconnect",
+    "JobState",
     "LayerGrad",
+    "LayerProfile",
     "Market",
     "MarketChoice",
     "ModelProfile",
@@ -41,4 +51,5 @@ __all__ = [
     "Plan",
     "Prediction",
     "SearchMode",
+    "TrainingState",
 ]
