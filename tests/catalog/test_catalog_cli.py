@@ -80,7 +80,7 @@ def test_list_json_on_a_fresh_database(cli_db: str, capsys: pytest.CaptureFixtur
 @pytest.mark.parametrize(
     ("args", "words"),
     [
-        (["--provider", "azure"], ["unknown provider 'azure'", "aws"]),
+        (["--provider", "oracle"], ["unknown provider 'oracle'", "aws", "azure", "gcp"]),
         (["--provider", "aws", "--region", "mars-1"], ["unknown region 'mars-1'", "us-east-1", "us-west-2"]),
         (["--market", "reserved"], ["unknown market", "spot"]),
     ],

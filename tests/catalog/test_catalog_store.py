@@ -20,7 +20,7 @@ from srift.settings import Settings
 
 @pytest.fixture
 def loaded(settings: Settings) -> Settings:
-    assert load_shipped_catalog(settings) == 2
+    assert load_shipped_catalog(settings) == 4  # aws, azure, gcp, srift-paper-2020
     return settings
 
 
@@ -35,7 +35,7 @@ def _counts(url: str) -> tuple[int, int, int]:
 
 def test_shipped_load_is_idempotent(loaded: Settings) -> None:
     before = _counts(loaded.resolved_database_url)
-    assert before[0] == 2 and before[2] > 200
+    assert before[0] == 4 and before[2] > 200
     assert load_shipped_catalog(loaded) == 0
     assert _counts(loaded.resolved_database_url) == before
     # A snapshot stored from an older version of a file (other hash) is replaced, not duplicated.
@@ -47,8 +47,8 @@ def test_shipped_load_is_idempotent(loaded: Settings) -> None:
 
 
 def test_offers_providers_regions_and_errors(loaded: Settings, session: Session) -> None:
-    assert store.known_providers(session) == ["aws"]
-    assert store.known_regions(session, "aws") == ["us-east-1", "us-west-2"]
+    assert store.known_providers(session) == ["aws", "azure", "gcp"]
+    assert store.known_regions(session, "aws") == ["eu-central-1", "eu-west-1", "us-east-1", "us-west-2"]
     offers = store.get_offers(
         session=session, provider="aws", region="us-east-1", names=["p3.8xlarge", "g4dn.8xlarge"]
     )
@@ -65,11 +65,11 @@ def test_offers_providers_regions_and_errors(loaded: Settings, session: Session)
     assert len(spot) == 54 and all(o.market is Market.SPOT for o in spot)
 
     with pytest.raises(InvalidInput) as bad_provider:
-        store.get_offers(session=session, provider="gcp", region="us-east-1")
+        store.get_offers(session=session, provider="oracle", region="us-east-1")
     assert bad_provider.value.field == "provider" and "aws" in bad_provider.value.hint
     with pytest.raises(InvalidInput) as bad_region:
-        store.get_offers(session=session, provider="aws", region="eu-west-1")
-    assert bad_region.value.field == "region" and "us-east-1, us-west-2" in bad_region.value.hint
+        store.get_offers(session=session, provider="aws", region="ap-south-1")
+    assert bad_region.value.field == "region" and "eu-central-1, eu-west-1, us-east-1, us-west-2" in bad_region.value.hint
     with pytest.raises(NotFound) as bad_name:
         store.get_offers(session=session, provider="aws", region="us-east-1", names=["p3.8xlarg"])
     assert "p3.8xlarge" in bad_name.value.hint
