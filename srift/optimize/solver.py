@@ -53,6 +53,13 @@ class PlanInfeasible(Infeasible):
 
 def optimize(problem: Problem, evaluator: Evaluator, options: SolveOptions | None = None) -> Plan:
     """Find the best configuration of `problem` under its constraints (PlanInfeasible, InvalidInput)."""
+    return optimize_with_evaluations(problem, evaluator, options)[0]
+
+
+def optimize_with_evaluations(
+    problem: Problem, evaluator: Evaluator, options: SolveOptions | None = None
+) -> tuple[Plan, Evaluations]:
+    """`optimize`, also returning every configuration it evaluated (for re-planning after interruptions)."""
     options = options or SolveOptions()
     start = time.perf_counter()
     _check_space(problem)
@@ -89,7 +96,7 @@ def optimize(problem: Problem, evaluator: Evaluator, options: SolveOptions | Non
         )
     for (text, as_of), names in priced.items():
         sources.append(f"price {', '.join(names)}: {text} (as of {as_of})")
-    return Plan(
+    plan = Plan(
         config=problem.config(best.groups),
         predicted=pred,
         constraints=c,
@@ -105,6 +112,7 @@ def optimize(problem: Problem, evaluator: Evaluator, options: SolveOptions | Non
         proven_optimal=result.complete and mode is SearchMode.EXHAUSTIVE and evals.violations == 0,
         pareto_total=total,
     )
+    return plan, evals
 
 
 def _check_space(problem: Problem) -> None:

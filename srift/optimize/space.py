@@ -13,8 +13,8 @@ than the profile's max_batch). Which batches are allowed is the `BatchPolicy`:
 - `any`: every integer batch in range (small problems only: the space grows with max_batch).
 
 Candidates are built by `build_candidates`, which applies the market rule (a type's cheaper allowed market;
-spot wins ties, or both markets when interruptions are priced in) and the availability caps. When a request
-allows several locations (regions, providers), each (location, type) is its own candidate.
+spot wins ties) and the availability caps. When a request allows several locations (regions, providers),
+each (location, type) is its own candidate.
 """
 
 from __future__ import annotations
@@ -237,16 +237,15 @@ def build_candidates(
     default_cap: int,
     excluded: Sequence[str] = (),
     located: bool = False,
-    both_markets: bool = False,
 ) -> tuple[tuple[Candidate, ...], tuple[str, ...]]:
     """Turn priced offers into candidates, one per instance type (and location); returns them and notes.
 
     Rules, each of which cannot lose the optimum:
     - market: of a type's allowed markets, keep the cheaper offer (spot on ties). The two offers rent the
       same hardware, so the simulator predicts the same time; the cheaper one is never worse for either
-      objective or limit, and availability caps apply to the type, not the market. With `both_markets`
-      (spot interruptions priced in, so a spot VM is no longer the same run as an on-demand one) both
-      offers stay, sharing the type's cap.
+      objective or limit, and availability caps apply to the type, not the market. (With spot
+      interruptions priced in a spot fleet is no longer the same run as an on-demand one; the plans
+      service then also searches on-demand offers alone and keeps the better of the two expectations.)
     - profiles: a type needs a profile whose accelerator it matches (the first such profile given is used).
     - availability: when given, only the named types, each at most its count (0 leaves it out); otherwise
       every offered type with a profile, at most `default_cap` each. Types in `excluded` are left out.
@@ -263,7 +262,7 @@ def build_candidates(
     kept: dict[tuple[str, Location | None], list[Offer]] = {}
     for key, group in by_key.items():
         group.sort(key=lambda o: (o.price_usd_per_hr, o.market is not Market.SPOT))
-        kept[key] = group if both_markets else group[:1]
+        kept[key] = group[:1]
     names = {name for name, _ in kept}
     notes: list[str] = []
     wanted: dict[tuple[str, Location | None], int]
@@ -299,7 +298,8 @@ def build_candidates(
         if name in skip:
             notes.append(f"{name} left out (interrupted earlier)")
             continue
-        instance = kept[key][0].instance
+        offer = kept[key][0]
+        instance = offer.instance
         profile = next((p for p in profiles if instance.matches_accelerator(p.accelerator)), None)
         if profile is None:
             if availability is not None:
@@ -309,8 +309,7 @@ def build_candidates(
                     field=f"availability.{name}",
                 )
             continue
-        for offer in kept[key]:
-            out.append(Candidate(offer=offer, profile=profile, cap=wanted[key], location=where))
+        out.append(Candidate(offer=offer, profile=profile, cap=wanted[key], location=where))
     out.sort(key=lambda c: c.sort_key)
     return tuple(out), tuple(notes)
 
@@ -328,12 +327,6 @@ def _availability_key(raw: str, *, located: bool) -> tuple[str, Location | None]
             field=f"availability.{raw}",
         )
     return parts[2], Location(parts[0], parts[1])
-
-
-def _cheaper(a: Offer, b: Offer) -> bool:
-    if a.price_usd_per_hr != b.price_usd_per_hr:
-        return a.price_usd_per_hr < b.price_usd_per_hr
-    return a.market is Market.SPOT and b.market is not Market.SPOT
 
 
 def reachable(problem: Problem, *, deadline: float | None = None) -> bool:

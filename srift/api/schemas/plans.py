@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from srift.api.schemas.types import Timestamp
 from srift.domain import MarketChoice, Objective, SearchMode
+from srift.domain.geo import AllreducePattern
 from srift.domain.states import TrainingState
 from srift.errors import InvalidInput
 from srift.limits import (
@@ -22,6 +23,29 @@ from srift.optimize.space import BatchPolicy
 
 TypeName = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[^\x00]+$")]
 CountCap = Annotated[int, Field(ge=0, le=MAX_COUNT)]
+MAX_LOCATIONS_PER_REQUEST = 32
+LocationName = Annotated[str, Field(min_length=1, max_length=130, pattern=r"^[a-z0-9-]+(/[a-z0-9-]+){0,2}$")]
+ProviderName = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[a-z0-9][a-z0-9-]*$")]
+
+
+class LinkIn(BaseModel):
+    """A measured link between two locations (overrides the shipped prior for that direction)."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    from_: LocationName = Field(alias="from", description="provider/region[/zone] sending")
+    to: LocationName = Field(description="provider/region[/zone] receiving")
+    bandwidth_gbps: float = Field(gt=0, le=10_000, description="one TCP stream's Gbit/s")
+    rtt_ms: float = Field(ge=0, le=10_000, description="measured round trip (ping) in ms")
+
+
+class InputPipelineIn(BaseModel):
+    """What feeding one sample costs (overrides the profiles' own `input_pipeline`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    samples_per_s_per_core: float = Field(gt=0, le=1e9, description="samples/s one CPU core delivers")
+    bytes_per_sample: float = Field(default=0.0, ge=0, le=1e12, description="bytes read per sample")
 
 
 class PlanRequest(BaseModel):
@@ -30,7 +54,7 @@ class PlanRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    profile_ids: list[int] | None = Field(
+    profile_ids: list[Annotated[int, Field(ge=1, le=2**31 - 1)]] | None = Field(
         default=None, max_length=MAX_PROFILES_PER_REQUEST, description="stored profile ids"
     )
     profiles: list[dict[str, Any]] | None = Field(
@@ -81,6 +105,53 @@ class PlanRequest(BaseModel):
         default=8, ge=1, le=MAX_COUNT, description="eager: VMs of one type tried before the next"
     )
     seed: int = Field(default=0, ge=0, le=2**31 - 1, description="seed of the simulator's straggler sampling")
+    regions: list[LocationName] | None = Field(
+        default=None,
+        max_length=MAX_LOCATIONS_PER_REQUEST,
+        description=(
+            "several regions the fleet may span: region names (of every allowed provider that has them) "
+            "or provider/region; default: `region` alone, or every catalog region of `providers`"
+        ),
+    )
+    providers: list[ProviderName] | None = Field(
+        default=None,
+        max_length=MAX_LOCATIONS_PER_REQUEST,
+        description="several providers (clouds) the fleet may span; default: `provider` alone",
+    )
+    allreduce: AllreducePattern = Field(
+        default=AllreducePattern.RING,
+        description="how gradients cross locations: ring (PyTorch DDP) or hierarchical (Hivemind-style)",
+    )
+    links: list[LinkIn] | None = Field(
+        default=None, max_length=256, description="measured links between locations (override the prior)"
+    )
+    input_pipeline: InputPipelineIn | None = Field(
+        default=None, description="the input pipeline's cost, overriding the profiles' own"
+    )
+    read_gbps: float | None = Field(
+        default=None, gt=0, le=10_000, description="input read rate per VM (default: its network rate)"
+    )
+    price_interruptions: bool = Field(
+        default=True, description="price spot interruptions in (expected time and cost), Srift §4.5"
+    )
+    interruption_rates: dict[TypeName, float] | None = Field(
+        default=None,
+        max_length=MAX_INSTANCE_TYPES_PER_REQUEST,
+        description="type or provider/region/type → share of VMs interrupted per month (0..1), overrides",
+    )
+    checkpoint_interval_s: float = Field(
+        default=600.0,
+        ge=0,
+        le=1e7,
+        description="seconds of progress between checkpoints (0: every iteration)",
+    )
+    restart_s: float = Field(
+        default=150.0, ge=0, le=1e6, description="seconds from an interruption until training runs again"
+    )
+    spot_samples: int = Field(
+        default=2000, ge=1, le=100_000, description="Monte Carlo runs for a spot plan's expectations"
+    )
+    fallback: bool = Field(default=True, description="also plan an on-demand fallback for spot plans")
 
 
 def parse_plan_request(data: Any) -> PlanRequest:
@@ -103,6 +174,7 @@ class ChoiceOut(BaseModel):
     gpus: int
     per_gpu_batch: float
     price_usd_per_hr: float
+    location: str | None = Field(default=None, description="provider/region when the plan spans locations")
 
 
 class PredictedOut(BaseModel):
@@ -110,8 +182,13 @@ class PredictedOut(BaseModel):
     iteration_p10_s: float
     iteration_p50_s: float
     iteration_p90_s: float
-    total_time_s: float
-    cost_usd: float
+    total_time_s: float = Field(description="expected over spot interruptions when they are priced in")
+    cost_usd: float = Field(description="VMs plus egress; expected over spot interruptions when priced in")
+    egress_usd: float = Field(
+        default=0.0, description="gradient bytes leaving each location, priced per route"
+    )
+    uninterrupted_time_s: float | None = Field(default=None, description="the run if nothing is interrupted")
+    uninterrupted_cost_usd: float | None = Field(default=None, description="its cost")
 
 
 class BreakdownOut(BaseModel):
@@ -124,6 +201,10 @@ class BreakdownOut(BaseModel):
     communication_s: float
     granularity: float | None = Field(
         description="compute / communication; null when there is no communication"
+    )
+    data_stall_s: float = Field(default=0.0, description="time the slowest VM's input pipeline adds")
+    exposed_location_s: float = Field(
+        default=0.0, description="part of exposed_network_s on inter-location links"
     )
     warnings: list[str] = Field(default_factory=list)
 
@@ -161,6 +242,87 @@ class ParetoPointOut(BaseModel):
     chosen: bool
 
 
+class LocationOut(BaseModel):
+    location: str = Field(description="provider/region")
+    provider: str
+    region: str
+    continent: str | None
+    place: str
+    vms: int
+    gpus: int
+    usd_per_hr: float = Field(description="what this location's VMs cost per hour")
+
+
+class EgressOut(BaseModel):
+    source: str = Field(description="provider/region sending")
+    destination: str
+    route: str = Field(
+        description="intra_zone, inter_zone, inter_region, inter_continent, to_oceania, internet"
+    )
+    gb_per_iteration: float
+    usd_per_gb: float
+    usd: float = Field(description="over the whole run (uninterrupted)")
+
+
+class CostOut(BaseModel):
+    instances_usd: float
+    egress_usd: float
+    total_usd: float
+    egress_share: float = Field(description="egress / total, 0..1")
+
+
+class SpotRateOut(BaseModel):
+    instance_type: str
+    location: str | None
+    monthly_fraction: float = Field(description="share of VMs interrupted per month")
+    per_hr: float = Field(description="interruptions per VM-hour")
+    band: str
+    source: str
+
+
+class SpotOut(BaseModel):
+    """A spot plan's expectations over interruptions (Monte Carlo with Srift §4.5 re-planning)."""
+
+    method: str
+    samples: int
+    expected_time_s: float
+    expected_cost_usd: float
+    uninterrupted_time_s: float
+    uninterrupted_cost_usd: float
+    time_p10_s: float
+    time_p50_s: float
+    time_p90_s: float
+    cost_p90_usd: float
+    expected_interruptions: float
+    p_interrupted: float
+    p_meets_time_limit: float | None
+    p_within_budget: float | None
+    closed_form_time_s: float = Field(
+        description="restart-in-place expectation the search compared fleets on"
+    )
+    checkpoint_interval_s: float
+    restart_s: float
+    rates: list[SpotRateOut]
+
+
+class FallbackOut(BaseModel):
+    """The on-demand fleet a spot plan falls back to when re-planning finds nothing else."""
+
+    label: str
+    choices: list[ChoiceOut]
+    predicted: PredictedOut
+
+
+class FeedOut(BaseModel):
+    instance_type: str
+    location: str | None
+    loader_cores: int
+    samples_per_s: float = Field(description="what its input pipeline feeds per second")
+    bound: str = Field(description="decode (vCPUs) or read (storage/network)")
+    gpu_samples_per_s: float = Field(description="what its GPUs train per second at their largest batch")
+    stalls_above_batch: int | None = Field(description="per-VM batches above this stall; null: never")
+
+
 class PlanResult(BaseModel):
     """The optimizer's answer as stored and returned."""
 
@@ -186,6 +348,12 @@ class PlanResult(BaseModel):
     configs_evaluated: int
     sources: list[str]
     warnings: list[str]
+    locations: list[LocationOut] = Field(default_factory=list, description="VMs per location")
+    cost: CostOut | None = Field(default=None, description="the cost line: instances and egress")
+    egress: list[EgressOut] = Field(default_factory=list)
+    spot: SpotOut | None = Field(default=None, description="expected vs uninterrupted time and cost")
+    fallback: FallbackOut | None = None
+    data_loading: list[FeedOut] = Field(default_factory=list)
 
 
 class PlanOut(PlanResult):
