@@ -9,6 +9,7 @@ from typing import Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from srift.commands.remote import call_api, load_request_file
@@ -33,6 +34,20 @@ availability:                   # optional: only these types, at most this many 
 mode: auto                      # exhaustive, eager, or auto (exhaustive when the space fits the budget)
 solve_budget_s: 2.0
 seed: 0
+# Fleets across regions and clouds (each location's VMs are candidates of their own):
+# providers: [aws, gcp]
+# regions: [aws/us-east-1, aws/eu-west-1, gcp/us-central1]   # or names, for each provider with them
+# allreduce: ring               # ring (PyTorch DDP) or hierarchical (reduce per location first)
+# links: [{from: aws/us-east-1, to: gcp/us-central1, bandwidth_gbps: 1.2, rtt_ms: 20}]   # your measurements
+# Data loading (else the profiles' own input_pipeline, if any):
+# input_pipeline: {samples_per_s_per_core: 120, bytes_per_sample: 110000}
+# read_gbps: 5                  # each VM's read rate (default: its network)
+# Spot interruptions (priced in by default):
+# price_interruptions: true
+# interruption_rates: {g4dn.xlarge: 0.075}   # share of VMs interrupted per month (default: shipped bands)
+# checkpoint_interval_s: 600
+# restart_s: 150                # Srift §5.4: EC2 launch time
+# fallback: true                # also plan an on-demand fallback for spot plans
 """
 
 
@@ -61,10 +76,12 @@ def duration(seconds: float) -> str:
 
 
 def fleet_text(choices: list[dict[str, Any]]) -> str:
-    """`16 × g4dn.8xlarge @ 64 + 2 × p3.8xlarge @ 512 (on-demand)`."""
+    """`16 × g4dn.8xlarge @ 64 + 2 × p3.8xlarge @ 512 (on-demand)`; `[provider/region]` across locations."""
+    where = len({c.get("location") for c in choices}) > 1
     return " + ".join(
         f"{c['count']} × {c['instance_type']} @ {c['batch']}"
         + (" (on-demand)" if c["market"] == "on_demand" else "")
+        + (f" [{c['location']}]" if where and c.get("location") else "")
         for c in choices
     )
 
@@ -77,18 +94,21 @@ def headline(plan: dict[str, Any]) -> str:
 def render(plan: dict[str, Any]) -> None:
     """Print a plan: the headline, the fleet, Srift against CAP and TAP, the limits and the Pareto front."""
     solved = "proven optimal" if plan["proven_optimal"] else "best found"
-    console.print(f"[bold]{headline(plan)}[/]", highlight=False)
+    console.print(f"[bold]{escape(headline(plan))}[/]", highlight=False)
     console.print(
         f"plan {plan['id']}: {plan['objective']}, {plan['mode']} search ({solved}), "
         f"{plan['configs_evaluated']} configurations in {plan['solve_time_s']:.2f} s",
         highlight=False,
     )
     fleet = Table(title=f"fleet for global batch {plan['global_batch']}, {plan['iterations']} iterations")
-    for col in ("instance type", "market", "count", "batch/VM", "GPUs", "batch/GPU", "$/h"):
-        fleet.add_column(col, justify="left" if col in ("instance type", "market") else "right")
+    located = any(c.get("location") for c in plan["choices"])
+    columns = ["instance type", *(["location"] if located else []), "market", "count", "batch/VM", "GPUs"]
+    for col in (*columns, "batch/GPU", "$/h"):
+        fleet.add_column(col, justify="left" if col in ("instance type", "location", "market") else "right")
     for c in plan["choices"]:
         fleet.add_row(
             c["instance_type"],
+            *([c.get("location") or ""] if located else []),
             c["market"],
             str(c["count"]),
             str(c["batch"]),
@@ -97,6 +117,7 @@ def render(plan: dict[str, Any]) -> None:
             f"{c['price_usd_per_hr']:.3f}",
         )
     console.print(fleet)
+    render_placement(plan)
     compare = Table(title="Srift against the static policies of Srift §5.2")
     for col in ("policy", "fleet", "iteration", "total time", "cost", "meets limits"):
         compare.add_column(col, justify="left" if col in ("policy", "fleet") else "right")
@@ -110,7 +131,7 @@ def render(plan: dict[str, Any]) -> None:
         meets = "yes" if name == "Srift" or item.get("feasible") else "no"
         compare.add_row(
             name,
-            fleet_text(item["choices"]),
+            escape(fleet_text(item["choices"])),
             f"{p['iteration_s']:.3f} s",
             duration(p["total_time_s"]),
             f"${p['cost_usd']:.2f}",
@@ -133,7 +154,7 @@ def render(plan: dict[str, Any]) -> None:
         for p in front[:12]:
             mark = " ◀ plan" if p["chosen"] else ""
             table.add_row(
-                p["label"] + mark,
+                escape(p["label"]) + mark,
                 duration(p["total_time_s"]),
                 f"${p['cost_usd']:.2f}",
                 "yes" if p["feasible"] else "no",
@@ -142,6 +163,86 @@ def render(plan: dict[str, Any]) -> None:
     for warning in plan["warnings"]:
         console.print(f"[yellow]warning:[/] {warning}", highlight=False)
     console.print("sources: " + "; ".join(plan["sources"]), highlight=False, soft_wrap=True)
+
+
+def render_placement(plan: dict[str, Any]) -> None:
+    """Locations, the cost line (instances and egress), egress routes, data loading and the spot outlook."""
+    if len(plan.get("locations") or []) > 1:
+        table = Table(title="VMs per location")
+        for col in ("location", "place", "continent", "VMs", "GPUs", "$/h"):
+            table.add_column(col, justify="left" if col in ("location", "place", "continent") else "right")
+        for loc in plan["locations"]:
+            table.add_row(
+                loc["location"],
+                loc["place"],
+                loc["continent"] or "",
+                str(loc["vms"]),
+                str(loc["gpus"]),
+                f"{loc['usd_per_hr']:.3f}",
+            )
+        console.print(table)
+    cost = plan.get("cost")
+    if cost and cost["egress_usd"] > 0:
+        console.print(
+            f"cost: instances ${cost['instances_usd']:.2f} + egress ${cost['egress_usd']:.2f} "
+            f"= ${cost['total_usd']:.2f} (egress {cost['egress_share']:.0%})",
+            highlight=False,
+        )
+        table = Table(title="egress per iteration (gradient traffic leaving each location)")
+        for col in ("from", "to", "route", "GB/iteration", "$/GB", "$ total"):
+            table.add_column(col, justify="left" if col in ("from", "to", "route") else "right")
+        for e in plan["egress"]:
+            table.add_row(
+                e["source"],
+                e["destination"],
+                e["route"],
+                f"{e['gb_per_iteration']:.3g}",
+                f"{e['usd_per_gb']:.3f}",
+                f"{e['usd']:.2f}",
+            )
+        console.print(table)
+    stalls = [f for f in plan.get("data_loading") or [] if f["stalls_above_batch"] is not None]
+    if stalls:
+        table = Table(title="data loading: types whose input pipeline cannot feed their GPUs at full batch")
+        for col in ("type", "loader vCPUs", "feeds/s", "bound", "GPUs train/s", "stalls above batch"):
+            table.add_column(col, justify="left" if col in ("type", "bound") else "right")
+        for f in stalls:
+            table.add_row(
+                escape(f["instance_type"] + (f" [{f['location']}]" if f["location"] else "")),
+                str(f["loader_cores"]),
+                f"{f['samples_per_s']:.0f}",
+                f["bound"],
+                f"{f['gpu_samples_per_s']:.0f}",
+                str(f["stalls_above_batch"]),
+            )
+        console.print(table)
+    spot = plan.get("spot")
+    if spot:
+        meets = (
+            f", P(meets time limit) {spot['p_meets_time_limit']:.1%}"
+            if spot["p_meets_time_limit"] is not None
+            else ""
+        )
+        budget = (
+            f", P(within budget) {spot['p_within_budget']:.1%}" if spot["p_within_budget"] is not None else ""
+        )
+        console.print(
+            f"spot: expected {duration(spot['expected_time_s'])}, ${spot['expected_cost_usd']:.2f} "
+            f"(uninterrupted {duration(spot['uninterrupted_time_s'])}, "
+            f"${spot['uninterrupted_cost_usd']:.2f}); "
+            f"p90 {duration(spot['time_p90_s'])}; {spot['expected_interruptions']:.2g} interruptions expected"
+            f"{meets}{budget} — {spot['samples']} simulated runs, §4.5 re-planning, checkpoint every "
+            f"{duration(spot['checkpoint_interval_s'])}, {spot['restart_s']:.0f} s restart",
+            highlight=False,
+        )
+    fallback = plan.get("fallback")
+    if fallback:
+        p = fallback["predicted"]
+        console.print(
+            f"on-demand fallback: {escape(fleet_text(fallback['choices']))}, {duration(p['total_time_s'])}, "
+            f"${p['cost_usd']:.2f}",
+            highlight=False,
+        )
 
 
 def register(app: typer.Typer) -> None:
@@ -170,10 +271,13 @@ def register(app: typer.Typer) -> None:
         """Find the cheapest (min_cost) or fastest (min_time) set of VMs and the per-VM batch for each type.
 
         FILE names the model's profiles, the global batch, iterations, the objective and optional limits
-        (time_limit_s, budget_usd), provider/region, market and availability. The answer is counts and
-        batches per instance type, e.g. "16 × g4dn.8xlarge @ 64, 41 min, $9.80", compared with the CAP and
-        TAP baselines, with the Pareto front of everything evaluated. When no fleet meets the limits the
-        error says which limit and the nearest relaxation. Examples:
+        (time_limit_s, budget_usd), provider/region (or several: providers, regions), market and
+        availability. The answer is counts and batches per instance type (and location), e.g. "16 ×
+        g4dn.8xlarge @ 64, 41 min, $9.80", compared with the CAP and TAP baselines, with the Pareto front of
+        everything evaluated. Across locations it shows VMs per location and the cost line with egress; a
+        spot plan shows its expected time and cost over interruptions next to the uninterrupted run, P(meets
+        the time limit), and its on-demand fallback. When no fleet meets the limits the error says which
+        limit and the nearest relaxation. Examples:
 
           srift plan --example > request.yaml
 

@@ -12,7 +12,9 @@ def test_filters_and_errors(settings: Settings, client: TestClient) -> None:
     assert client.get("/v1/instance-types").json() == []
     load_shipped_catalog(settings)
 
-    everything = client.get("/v1/instance-types")  # 108 AWS rows in us-east-1/us-west-2, 14 g4dn in the EU, 8 GCP/Azure
+    everything = client.get(
+        "/v1/instance-types"
+    )  # 108 AWS rows in us-east-1/us-west-2, 14 g4dn in the EU, 8 GCP/Azure
     assert everything.status_code == 200 and len(everything.json()) == 130
 
     r = client.get("/v1/instance-types", params={"provider": "aws", "region": "us-east-1", "gpu": "V100"})

@@ -69,7 +69,10 @@ def test_offers_providers_regions_and_errors(loaded: Settings, session: Session)
     assert bad_provider.value.field == "provider" and "aws" in bad_provider.value.hint
     with pytest.raises(InvalidInput) as bad_region:
         store.get_offers(session=session, provider="aws", region="ap-south-1")
-    assert bad_region.value.field == "region" and "eu-central-1, eu-west-1, us-east-1, us-west-2" in bad_region.value.hint
+    assert (
+        bad_region.value.field == "region"
+        and "eu-central-1, eu-west-1, us-east-1, us-west-2" in bad_region.value.hint
+    )
     with pytest.raises(NotFound) as bad_name:
         store.get_offers(session=session, provider="aws", region="us-east-1", names=["p3.8xlarg"])
     assert "p3.8xlarge" in bad_name.value.hint

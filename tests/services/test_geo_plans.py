@@ -111,7 +111,9 @@ def test_a_spot_plan_reports_expected_and_uninterrupted_time_and_cost(
     assert spot["expected_time_s"] > spot["uninterrupted_time_s"]
     assert spot["expected_cost_usd"] > 0 and 0 <= spot["p_meets_time_limit"] <= 1
     assert spot["rates"][0]["band"] == "given" and spot["rates"][0]["monthly_fraction"] == 0.99
-    assert plan["fallback"] is not None and all(c["market"] == "on_demand" for c in plan["fallback"]["choices"])
+    assert plan["fallback"] is not None and all(
+        c["market"] == "on_demand" for c in plan["fallback"]["choices"]
+    )
     assert plan["predicted"]["uninterrupted_time_s"] == pytest.approx(spot["uninterrupted_time_s"])
 
 
@@ -126,3 +128,36 @@ def test_unknown_regions_and_providers_are_422_naming_the_field(
         "/v1/plans", json=_body(t4, providers=["aws"], regions=["gcp/us-central1"]), headers=write_headers
     )
     assert r.status_code == 422 and r.json()["field"] == "regions[0]" and "providers" in r.json()["hint"]
+
+
+def test_cli_plan_shows_locations_the_cost_line_egress_and_the_spot_outlook(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import yaml
+
+    from srift.cli import main
+    from srift.settings import get_settings
+
+    monkeypatch.setenv("SRIFT_DATABASE_URL", f"sqlite:///{tmp_path}/cli.db")
+    monkeypatch.setenv("SRIFT_DATA_DIR", str(tmp_path))
+    get_settings.cache_clear()
+    try:
+        request = _body(
+            synthetic_profile("resnet50", "T4").to_dict(),
+            providers=["aws", "gcp"],
+            regions=["aws/us-east-1", "gcp/us-central1"],
+            availability={"g4dn.xlarge": 4, "n1-standard-8-1xt4": 4},
+            spot_samples=200,
+        )
+        path = tmp_path / "geo.yaml"
+        path.write_text(yaml.safe_dump(request))
+        with pytest.raises(SystemExit) as done:
+            main(["plan", str(path)])
+        out = capsys.readouterr().out
+        assert done.value.code == 0, out
+        assert "VMs per location" in out and "aws/us-east-1" in out and "gcp/us-central1" in out
+        assert "cost: instances $" in out and "egress" in out and "internet" in out
+        assert "spot: expected" in out and "uninterrupted" in out
+        assert "on-demand fallback:" in out
+    finally:
+        get_settings.cache_clear()

@@ -187,7 +187,9 @@ def test_min_time_under_budget_prefers_spot(
     # one, so compare with the spot fleet's uninterrupted run.
     assert r.json()["predicted"]["total_time_s"] >= plan["predicted"]["uninterrupted_time_s"] * (1 - 1e-12)
     assert plan["predicted"]["total_time_s"] >= plan["predicted"]["uninterrupted_time_s"]
-    assert plan["spot"] is not None and plan["spot"]["expected_time_s"] >= plan["spot"]["uninterrupted_time_s"]
+    assert (
+        plan["spot"] is not None and plan["spot"]["expected_time_s"] >= plan["spot"]["uninterrupted_time_s"]
+    )
 
 
 def test_get_missing_plan_is_404(client: TestClient) -> None:
