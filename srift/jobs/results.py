@@ -13,7 +13,8 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from srift.bandwidth.samples import ProbeRecord, store_samples
+from srift.bandwidth.records import ProbeRecord
+from srift.bandwidth.samples import store_samples
 from srift.db.tables import Job, utcnow
 from srift.domain.profile import ModelProfile
 from srift.domain.states import JobState

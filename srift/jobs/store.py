@@ -16,8 +16,8 @@ from typing import Any
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
-from srift.api.auth import issue_job_token
 from srift.db.tables import Job, utcnow
+from srift.db.tokens import issue_job_token
 from srift.domain.states import JobState
 from srift.errors import InvalidInput, NotFound
 from srift.jobs.spec import JobKind, JobProvider, ProbeJobSpec, ProfileJobSpec

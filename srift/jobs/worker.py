@@ -346,7 +346,7 @@ class Worker:
 
     def _rotate_token(self, run: JobRun) -> str:
         """A fresh job token for the instances (the submitter's token stops working)."""
-        from srift.api.auth import issue_job_token
+        from srift.db.tokens import issue_job_token
 
         with transaction(self.url) as session:
             job = session.get(Job, run.job_id, populate_existing=True)

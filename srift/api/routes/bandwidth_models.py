@@ -11,7 +11,7 @@ from srift.api.deps import SessionDep, SettingsDep
 from srift.api.schemas.bandwidth import BandwidthModelList, BandwidthModelOut, ModelMetrics, TrainRequest
 from srift.bandwidth import registry
 from srift.bandwidth.prior import SOURCE as PRIOR_SOURCE
-from srift.bandwidth.samples import SampleQuery
+from srift.bandwidth.records import SampleQuery
 
 router = APIRouter(tags=["bandwidth-models"])
 
