@@ -21,12 +21,11 @@ from typing import Any
 
 from srift.db.session import transaction
 from srift.db.tables import Job, utcnow
-from srift.domain.states import JobState
+from srift.domain.states import JobKind, JobState
 from srift.errors import SriftError
 from srift.jobs import store
 from srift.jobs.run import JobLost, JobRun, job_marker, kill_marked
 from srift.jobs.spec import (
-    JobKind,
     JobProvider,
     ProbeJobSpec,
     ProfileJobSpec,
