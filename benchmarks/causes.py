@@ -53,7 +53,8 @@ def lab(workdir: Path, preload: list[str]) -> Iterator[tuple[Any, Any]]:
     from srift.testbed import load_spec
     from srift.validation import conditions
     from srift.validation.ddp import AgentPool
-    from srift.validation.pipeline import DEFAULT_SPEC, MALLOC_ENV, _bring_up
+    from srift.validation.pipeline import DEFAULT_SPEC, MALLOC_ENV
+    from srift.validation.steps import bring_up as _bring_up
 
     spec = load_spec(DEFAULT_SPEC)
     testbed, brought_up = _bring_up(spec, get_settings().data_dir / "testbed", print)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import json
 import os
 import statistics
@@ -24,10 +25,20 @@ from typing import Any
 
 
 def _load(spec: str) -> Callable[..., Any]:
+    """MODULE:CALLABLE or path/to/file.py:CALLABLE."""
     module_name, _, attr = spec.partition(":")
     if not module_name or not attr:
         raise SystemExit(f"error: {spec!r} is not MODULE:CALLABLE. To fix: e.g. mypkg.models:build.")
-    obj: Any = importlib.import_module(module_name)
+    obj: Any
+    if module_name.endswith(".py") or os.sep in module_name:
+        found = importlib.util.spec_from_file_location(f"ddp_user_{abs(hash(module_name))}", module_name)
+        if found is None or found.loader is None:
+            raise SystemExit(f"error: cannot load {module_name}. To fix: give an existing .py file.")
+        obj = importlib.util.module_from_spec(found)
+        sys.modules[found.name] = obj
+        found.loader.exec_module(obj)
+    else:
+        obj = importlib.import_module(module_name)
     for part in attr.split("."):
         obj = getattr(obj, part)
     if not callable(obj):

@@ -53,6 +53,7 @@ class TimingJob:
     batches: tuple[int, ...]
     repeats: int
     warmup: int
+    loss: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -249,6 +250,8 @@ class AgentPool:
                 "--repeats", str(job.repeats), "--warmup", str(job.warmup), "--threads", "1",
                 "--out", name,
             ]  # fmt: skip
+            if job.loss:
+                argv += ["--loss", job.loss]
             self._cases += 1
             requests.append((job.host, {"id": self._cases, "entry": "timing", "argv": argv, "env": {}}))
         try:
