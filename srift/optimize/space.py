@@ -23,7 +23,6 @@ import difflib
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from enum import StrEnum
 
 from srift.domain import (
     Config,
@@ -37,6 +36,7 @@ from srift.domain import (
 )
 from srift.domain.catalog import Market
 from srift.domain.geo import Location
+from srift.domain.planning import BatchPolicy as BatchPolicy
 from srift.domain.planning import Choice
 from srift.errors import InvalidInput
 from srift.optimize.spot import SpotPolicy
@@ -44,14 +44,6 @@ from srift.optimize.spot import SpotPolicy
 Group = tuple[int, int, int]
 """(candidate index, count, per-VM batch)."""
 Groups = tuple[Group, ...]
-
-
-class BatchPolicy(StrEnum):
-    """Which per-VM batch sizes the search may use (see the module docstring)."""
-
-    POW2_SPLIT = "pow2_split"
-    POW2 = "pow2"
-    ANY = "any"
 
 
 def is_pow2(value: int) -> bool:
