@@ -86,6 +86,13 @@ def result_table(profile: ModelProfile, *, out: Path | None) -> Table:
         + (f", {conditional} conditional" if conditional else ""),
     )
     table.add_row("straggler cv", f"{profile.straggler_cv:.3f}")
+    pipe = profile.input_pipeline
+    if pipe is not None:
+        table.add_row(
+            "input pipeline",
+            f"{pipe.samples_per_s_per_core:.1f} samples/s per CPU core, "
+            f"{pipe.bytes_per_sample / 1e3:.1f} kB read per sample ({pipe.source})",
+        )
     if "profile_s" in extra:
         table.add_row("took", f"{extra['profile_s']:.1f} s")
     if out is not None:
@@ -356,6 +363,21 @@ def register(app: typer.Typer) -> None:
             show_default=False,
         ),
         as_json: bool = typer.Option(False, "--json", help="print the profile JSON instead of the table"),
+        loader: str | None = typer.Option(
+            None,
+            "--loader",
+            metavar="MODULE:FACTORY",
+            help="callable returning your DataLoader: measure samples/s per CPU core and bytes per sample",
+        ),
+        loader_seconds: float = typer.Option(
+            5.0, "--loader-seconds", min=0.1, help="seconds of batches to draw from --loader"
+        ),
+        loader_bytes: float | None = typer.Option(
+            None,
+            "--bytes-per-sample",
+            min=0,
+            help="bytes each sample reads from storage (default: what --loader read, via /proc rchar)",
+        ),
     ) -> None:
         """Profile a model's forward/backward time, largest batch and gradient readiness.
 
@@ -367,7 +389,9 @@ def register(app: typer.Typer) -> None:
         Each segment's (geometric) midpoint is timed too; where it is more than 8 % off the
         straight line the segment is split there (e.g. a CPU's small-batch knee),
         unless --paper-curve.
-        Nothing is downloaded: bring your own model.
+        Nothing is downloaded: bring your own model. With --loader, also measure
+        your input pipeline: samples per second per CPU core of your DataLoader and
+        bytes read per sample, so plans can tell which VMs cannot feed their GPUs.
 
         Examples:
 
@@ -380,6 +404,9 @@ def register(app: typer.Typer) -> None:
           srift profile train:model --input train:inputs --threads 4 \\
               --accelerator c5.4xlarge --out m.json \\
               --upload http://srift:8000 --token $SRIFT_TOKEN
+
+          srift profile train:model --input train:inputs --loader train:loader \\
+              --accelerator T4 --out m.json
 
         A factory that fails to import, returns the wrong type, or an input the
         model rejects exits with code 2, naming the factory and the error.
@@ -462,6 +489,15 @@ def register(app: typer.Typer) -> None:
                 refine=not paper_curve,
                 progress=progress,
             )
+        if loader:
+            from dataclasses import replace
+
+            from srift.profiling.loader import measure_loader
+
+            loader_factory = resolve_callable(loader, what="loader factory", field="loader")
+            with err_console.status("measuring the input pipeline...", spinner="dots"):
+                measured = measure_loader(loader_factory, seconds=loader_seconds)
+            result = replace(result, input_pipeline=measured.pipeline(bytes_per_sample=loader_bytes))
         document: dict[str, Any] = result.to_dict()
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(document, indent=2) + "\n")

@@ -6,13 +6,20 @@ core: `cnn` is compute-bound convolutions on 3×32×32 images, `wide_mlp` carrie
 (communication-heavy), `transformer` is a two-layer `nn.TransformerEncoder` over 32 tokens.
 `bert_base` has BERT-base's shapes (12 layers, hidden 768, 12 heads, 3072 feed-forward, 30522-word
 vocabulary, ≈110 M parameters, 128 tokens) for `srift profile --layers-only`; it is far too slow for a
-full CPU profile.
+full CPU profile. `cnn_loader` is a real input pipeline for `cnn` (`srift profile --loader`): images stored
+zlib-compressed in files, read, decoded, normalised and flipped per sample by a torch DataLoader.
 """
 
 from __future__ import annotations
 
+import tempfile
+import zlib
+from pathlib import Path
+
+import numpy as np
 import torch
 from torch import nn
+from torch.utils.data import DataLoader, Dataset
 
 CNN_IMAGE = (3, 32, 32)
 CNN_CLASSES = 10
@@ -235,3 +242,56 @@ def cross_entropy_loss(output: torch.Tensor) -> torch.Tensor:
     logits = output.reshape(-1, output.shape[-1])
     labels = torch.arange(logits.shape[0], device=logits.device) % logits.shape[-1]
     return nn.functional.cross_entropy(logits, labels)
+
+
+class EncodedImages(Dataset[tuple[torch.Tensor, int]]):
+    """CIFAR-sized images stored zlib-compressed, one file each: read, decode, normalise, random flip."""
+
+    def __init__(self, root: Path, count: int) -> None:
+        self.files = [root / f"{i:06d}.z" for i in range(count)]
+        self.flip = torch.Generator().manual_seed(1)
+
+    def __len__(self) -> int:
+        return len(self.files)
+
+    def __getitem__(self, index: int) -> tuple[torch.Tensor, int]:
+        raw = zlib.decompress(self.files[index].read_bytes())
+        image = torch.from_numpy(np.frombuffer(raw, dtype=np.uint8).reshape(CNN_IMAGE).copy()).float()
+        image = (image / 255.0 - 0.5) / 0.25
+        if torch.rand(1, generator=self.flip).item() < 0.5:
+            image = image.flip(-1)
+        return image, index % CNN_CLASSES
+
+
+_loader_roots: dict[int, Path] = {}
+
+
+def encoded_images(count: int) -> Path:
+    """A directory of `count` compressed images (smooth noise, so they compress as photos roughly do)."""
+    root = _loader_roots.get(count)
+    if root is not None and len(list(root.glob("*.z"))) == count:
+        return root
+    root = Path(tempfile.mkdtemp(prefix="srift-images-"))
+    rng = np.random.default_rng(0)
+    for i in range(count):
+        base = rng.integers(0, 256, size=(CNN_IMAGE[0], 8, 8), dtype=np.uint8)
+        image = np.repeat(np.repeat(base, 4, axis=1), 4, axis=2)
+        image = (image + rng.integers(0, 16, size=CNN_IMAGE, dtype=np.uint8)).astype(np.uint8)
+        (root / f"{i:06d}.z").write_bytes(zlib.compress(image.tobytes(), 6))
+    _loader_roots[count] = root
+    return root
+
+
+def cnn_loader(
+    *, samples: int = 2048, batch: int = 32, workers: int = 0
+) -> DataLoader[tuple[torch.Tensor, int]]:
+    """A DataLoader over `samples` encoded images for `cnn` (shuffled, `workers` worker processes)."""
+    data = EncodedImages(encoded_images(samples), samples)
+    return DataLoader(
+        data, batch_size=batch, shuffle=True, num_workers=workers, generator=torch.Generator().manual_seed(0)
+    )
+
+
+def cnn_loader_workers() -> DataLoader[tuple[torch.Tensor, int]]:
+    """`cnn_loader` with two worker processes."""
+    return cnn_loader(workers=2)
