@@ -92,16 +92,20 @@ def _ticks(pid: int) -> int | None:
 
 
 class _Workers:
-    """CPU ticks and bytes read of the loader's worker processes, sampled while they live."""
+    """CPU ticks and bytes read of the loader's worker processes (children that were not there before the
+    loader was made), sampled while they live."""
 
-    def __init__(self, parent: int) -> None:
+    def __init__(self, parent: int, *, ignore: set[int]) -> None:
         self.parent = parent
+        self.ignore = ignore
         self.first: dict[int, tuple[int, int]] = {}
         self.last: dict[int, tuple[int, int]] = {}
         self.started = False
 
     def sample(self) -> None:
         for pid in _children(self.parent):
+            if pid in self.ignore:
+                continue
             ticks = _ticks(pid)
             if ticks is None:
                 continue
@@ -158,6 +162,8 @@ def measure_loader(
     """Draw batches from `factory()` for about `seconds` (after two warm-up batches) and measure them."""
     if not (math.isfinite(seconds) and seconds > 0):
         raise InvalidInput(f"{seconds} is not > 0", hint="measure for a few seconds", field="loader_seconds")
+    me = os.getpid()
+    others = set(_children(me))
     try:
         loader = factory()
         iterator = iter(loader)
@@ -167,7 +173,6 @@ def measure_loader(
             hint="the factory must return a DataLoader (or any iterable of batches)",
             field="loader",
         ) from exc
-    me = os.getpid()
     try:
         for _ in range(WARMUP_BATCHES):
             next(iterator)
@@ -177,7 +182,7 @@ def measure_loader(
             hint="give a loader over enough data to measure (a few hundred samples at least)",
             field="loader",
         ) from exc
-    workers = _Workers(me)
+    workers = _Workers(me, ignore=others)
     workers.start()
     read0 = _rchar(me)
     cpu0 = time.process_time()

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -24,7 +26,12 @@ def mean_file_bytes(count: int = 2048) -> float:
 
 
 def test_a_single_process_loader_reads_its_files_and_is_timed_on_cpu_seconds() -> None:
-    m = measure_loader(cnn_loader, seconds=0.5)
+    # A child process that is not the loader's (a server, another tool) is not taken for a worker.
+    other = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
+    try:
+        m = measure_loader(cnn_loader, seconds=0.5)
+    finally:
+        other.communicate(b"")
     assert m.workers == 0 and m.samples > 0 and m.cpu_s > 0
     # Every sample reads its compressed file once (plus a few bytes of /proc reads by the measurement).
     assert m.bytes_per_sample == pytest.approx(mean_file_bytes(), rel=0.05)
