@@ -14,16 +14,19 @@ from srift.db.tables import PlanRow
 from srift.domain import (
     BaselineResult,
     Breakdown,
+    BusBandwidthModel,
     Config,
     Constraints,
     ModelProfile,
     Plan,
     Prediction,
 )
+from srift.domain.network import DEFAULT_NETWORK, NetworkSpec, Transport
 from srift.errors import InvalidInput, NotFound
 from srift.optimize.evaluate import Evaluator, SimEvaluator
 from srift.optimize.solver import SolveOptions, optimize
 from srift.optimize.space import Candidate, Problem, build_candidates
+from srift.services.network import network_view, resolve_network
 from srift.settings import Settings
 
 
@@ -35,6 +38,8 @@ class PreparedProblem:
     evaluator: Evaluator
     options: SolveOptions
     profile_sources: tuple[str, ...]
+    network: NetworkSpec = DEFAULT_NETWORK
+    bandwidth: BusBandwidthModel | None = None
 
 
 def resolve_profiles(*, session: Session, request: PlanRequest) -> tuple[list[ModelProfile], list[str]]:
@@ -123,6 +128,28 @@ def prepare(
         excluded=(),
     )
     candidates = _apply_exclusions(candidates, excluded=excluded, held=held or {})
+    net = request.network
+    network = resolve_network(
+        session=session,
+        transport=net.transport,
+        library=net.library,
+        placement_group=net.placement_group,
+        flows_per_peer=net.flows_per_peer,
+        measured_gbps=net.measured_gbps,
+        probe_job_ids=net.probe_job_ids,
+    )
+    if network.transport is Transport.EFA and candidates:
+        efa = tuple(c for c in candidates if c.offer.instance.efa)
+        dropped = sorted({c.name for c in candidates} - {c.name for c in efa})
+        if not efa:
+            raise InvalidInput(
+                "transport efa, but none of the offered types has EFA",
+                hint="use transport tcp (plain PyTorch DDP), or allow EFA-capable types",
+                field="network.transport",
+            )
+        if dropped:
+            notes = (*notes, f"left out without EFA (transport efa): {', '.join(dropped)}")
+        candidates = efa
     if not candidates:
         covered = sorted({p.accelerator for p in profiles})
         raise InvalidInput(
@@ -141,9 +168,10 @@ def prepare(
     kept = held or {}
     skipped = [f"{name} left out (interrupted; none still running)" for name in excluded if name not in kept]
     problem = Problem(candidates, constraints, request.batch_policy, notes=(*notes, *skipped))
-    evaluator = SimEvaluator(bandwidth=active_model(session=session, settings=settings), seed=request.seed)
+    bandwidth = active_model(session=session, settings=settings, network=network)
+    evaluator = SimEvaluator(bandwidth=bandwidth, seed=request.seed)
     options = SolveOptions(mode=request.mode, solve_budget_s=request.solve_budget_s, k=request.eager_k)
-    return PreparedProblem(problem, evaluator, options, tuple(sources))
+    return PreparedProblem(problem, evaluator, options, tuple(sources), network, bandwidth)
 
 
 def _apply_exclusions(
@@ -173,6 +201,14 @@ def create_plan(
     prepared = prepare(session=session, settings=settings, request=request, excluded=excluded, held=held)
     plan = optimize(prepared.problem, prepared.evaluator, prepared.options)
     result = plan_result(plan, prepared.problem, profile_sources=prepared.profile_sources)
+    if prepared.bandwidth is not None:
+        instances = {c.name: c.offer.instance for c in prepared.problem.candidates}
+        result["network"] = network_view(
+            prepared.network,
+            instances=[instances[ch.instance_type] for ch in plan.config.choices],
+            model=prepared.bandwidth,
+            multi_node=plan.config.vm_count >= 2,
+        )
     row = PlanRow(request=request_doc or request.model_dump(mode="json"), result=result)
     session.add(row)
     session.flush()
@@ -238,6 +274,7 @@ def _choices(config: Config, problem: Problem) -> list[dict[str, Any]]:
                 "gpus": cand.devices,
                 "per_gpu_batch": ch.batch / cand.devices,
                 "price_usd_per_hr": cand.offer.price_usd_per_hr,
+                "instance_gpus": cand.offer.instance.gpu_count,
             }
         )
     return out

@@ -8,23 +8,28 @@ that names the request field at fault and how to fix it.
 
 from __future__ import annotations
 
+import dataclasses
 import math
+import time
 from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy.orm import Session
 
-from srift.api.schemas.predictions import PredictionRequest
+from srift.api.schemas.predictions import FleetConfigIn, PredictionRequest
 from srift.domain import (
     BusBandwidthModel,
     Choice,
     Config,
     FleetMember,
+    InstanceType,
     MarketChoice,
     ModelProfile,
     Offer,
 )
+from srift.domain.network import NetworkSpec
 from srift.errors import InvalidInput, NotFound
+from srift.services.network import check_transport, network_view, resolve_network
 from srift.settings import Settings
 from srift.sim import CommMode, IterationEstimate, simulate, to_prediction
 
@@ -94,10 +99,12 @@ def resolve_profiles(
     return out
 
 
-def _offers(*, session: Session, request: PredictionRequest, region: str) -> dict[tuple[str, str], Offer]:
+def _offers(
+    *, session: Session, request: PredictionRequest, region: str, configs: Sequence[tuple[str, FleetConfigIn]]
+) -> dict[tuple[str, str], Offer]:
     from srift.catalog.store import get_offers
 
-    names = list(dict.fromkeys(c.instance_type for c in request.config.choices))
+    names = list(dict.fromkeys(c.instance_type for _, cfg in configs for c in cfg.choices))
     try:
         offers = get_offers(
             session=session,
@@ -111,9 +118,15 @@ def _offers(*, session: Session, request: PredictionRequest, region: str) -> dic
         if exc.field != "names":
             raise
         bad = next(
-            (i for i, c in enumerate(request.config.choices) if repr(c.instance_type) in exc.detail), 0
+            (
+                f"{where}.choices[{i}].instance_type"
+                for where, cfg in configs
+                for i, c in enumerate(cfg.choices)
+                if repr(c.instance_type) in exc.detail
+            ),
+            f"{configs[0][0]}.choices[0].instance_type",
         )
-        raise InvalidInput(exc.detail, hint=exc.hint, field=f"config.choices[{bad}].instance_type") from exc
+        raise InvalidInput(exc.detail, hint=exc.hint, field=bad) from exc
     return {(o.instance.name, o.market.value): o for o in offers}
 
 
@@ -122,18 +135,27 @@ def build_fleet(
     request: PredictionRequest,
     profiles: Sequence[tuple[ModelProfile, str]],
     offers: dict[tuple[str, str], Offer],
+    config: FleetConfigIn | None = None,
+    where: str = "config",
 ) -> tuple[list[FleetMember], list[Offer], list[str]]:
-    """Fleet members, their offers and the profile sources used; InvalidInput names the choice at fault."""
+    """Fleet members, their offers and the profile sources used; InvalidInput names the choice at fault.
+
+    A choice with `gpus` uses that many of each VM's GPUs: its member's instance type is the catalog type
+    with that GPU count (the VM is still priced whole).
+    """
+    fleet_config = config if config is not None else request.config
+    assert fleet_config is not None
     members, used_offers, used_sources = [], [], []
     seen: set[tuple[str, str]] = set()
-    for i, choice in enumerate(request.config.choices):
-        where = f"config.choices[{i}]"
+    partial: dict[str, int | None] = {}
+    for i, choice in enumerate(fleet_config.choices):
+        at = f"{where}.choices[{i}]"
         key = (choice.instance_type, choice.market.value)
         if key in seen:
             raise InvalidInput(
                 f"{choice.instance_type} ({choice.market.value}) is listed twice",
                 hint="give each instance type and market once, with the total count",
-                field=f"{where}.instance_type",
+                field=f"{at}.instance_type",
             )
         seen.add(key)
         offer = offers.get(key)
@@ -145,9 +167,31 @@ def build_fleet(
                 hint=(
                     f"use market {other[0]}" if other else "pick another region, snapshot or instance type"
                 ),
-                field=f"{where}.market" if other else f"{where}.instance_type",
+                field=f"{at}.market" if other else f"{at}.instance_type",
             )
         inst = offer.instance
+        if choice.gpus is not None:
+            if choice.gpus > inst.gpu_count:
+                raise InvalidInput(
+                    f"{inst.name} has {inst.gpu_count} GPU(s), fewer than the {choice.gpus} asked for",
+                    hint=f"use gpus ≤ {inst.gpu_count}, or leave gpus out to use them all"
+                    if inst.gpu_count
+                    else "leave gpus out: this type has no GPU",
+                    field=f"{at}.gpus",
+                )
+            if partial.setdefault(inst.name, choice.gpus) != choice.gpus:
+                raise InvalidInput(
+                    f"{inst.name} is used with {partial[inst.name]} and {choice.gpus} GPUs in one fleet",
+                    hint="use the same number of GPUs on every VM of one type",
+                    field=f"{at}.gpus",
+                )
+            inst = dataclasses.replace(inst, gpu_count=choice.gpus)
+        elif partial.setdefault(inst.name, None) is not None:
+            raise InvalidInput(
+                f"{inst.name} is used with {partial[inst.name]} GPUs and with all of them in one fleet",
+                hint="use the same number of GPUs on every VM of one type",
+                field=f"{at}.gpus",
+            )
         match = next(((p, src) for p, src in profiles if inst.matches_accelerator(p.accelerator)), None)
         if match is None:
             have = ", ".join(sorted({p.accelerator for p, _ in profiles}))
@@ -155,7 +199,7 @@ def build_fleet(
                 f"no profile for {inst.name}'s accelerator {inst.accelerator!r} (profiles cover: {have})",
                 hint=f"profile the model on {inst.accelerator} (`srift profile --upload`), or choose an "
                 f"instance type with one of: {have}",
-                field=f"{where}.instance_type",
+                field=f"{at}.instance_type",
             )
         prof, source = match
         per_device = choice.batch / inst.devices
@@ -164,11 +208,11 @@ def build_fleet(
                 f"batch {choice.batch} is {per_device:g} per GPU on {inst.name} ({inst.devices} device(s)), "
                 f"above the profile's max_batch {prof.max_batch}",
                 hint=f"use a batch ≤ {prof.max_batch * inst.devices} per {inst.name}, or more VMs",
-                field=f"{where}.batch",
+                field=f"{at}.batch",
             )
         if (
             request.comm is CommMode.PARAMETER_SERVER
-            and sum(c.count for c in request.config.choices) > MAX_PS_VMS
+            and sum(c.count for c in fleet_config.choices) > MAX_PS_VMS
         ):
             raise InvalidInput(
                 f"parameter-server mode simulates at most {MAX_PS_VMS} VMs",
@@ -186,6 +230,20 @@ def _num(value: float) -> float | None:
     return value if math.isfinite(value) else None
 
 
+def network_of(*, session: Session | None, request: PredictionRequest) -> NetworkSpec:
+    """The request's NetworkSpec (measured rates from probe jobs resolved)."""
+    net = request.network
+    return resolve_network(
+        session=session,
+        transport=net.transport,
+        library=net.library,
+        placement_group=net.placement_group,
+        flows_per_peer=net.flows_per_peer,
+        measured_gbps=net.measured_gbps,
+        probe_job_ids=net.probe_job_ids,
+    )
+
+
 def predict(
     *,
     session: Session,
@@ -193,19 +251,90 @@ def predict(
     request: PredictionRequest,
     bandwidth: BusBandwidthModel | None = None,
 ) -> dict[str, Any]:
-    """Simulate the request's fleet and price it; returns PredictionOut's fields.
+    """Simulate the request's fleet (or each fleet of a sweep) and price it; returns PredictionOut's fields,
+    or PredictionSweepOut's ({predictions, count, elapsed_s}) for `configs`.
 
     `bandwidth` overrides the active model (tests, what-if); by default the active learned model answers for
-    the types it covers and the α-β prior for the rest.
+    the types it covers and the α-β prior, under the request's network assumptions, for the rest.
     """
     from srift.bandwidth.registry import active_model
+    from srift.sim.network import MemoBandwidth
 
+    started = time.perf_counter()
+    if (request.config is None) == (request.configs is None):
+        raise InvalidInput(
+            "give exactly one of config (one fleet) or configs (a sweep)",
+            hint="put one fleet under config, or a list of fleets under configs",
+            field="config",
+        )
+    configs = (
+        [("config", request.config)]
+        if request.config is not None
+        else [(f"configs[{k}]", c) for k, c in enumerate(request.configs or [])]
+    )
     region = request.region or settings.default_region
     profiles = resolve_profiles(
         session=session, profile_ids=request.profile_ids, profiles=request.profiles, model=request.model
     )
-    offers = _offers(session=session, request=request, region=region)
-    members, used_offers, profile_sources = build_fleet(request=request, profiles=profiles, offers=offers)
+    offers = _offers(session=session, request=request, region=region, configs=configs)
+    network = network_of(session=session, request=request)
+    model = (
+        bandwidth
+        if bandwidth is not None
+        else active_model(session=session, settings=settings, network=network)
+    )
+    memo = MemoBandwidth(model)
+    answers = [
+        _predict_one(
+            request=request,
+            profiles=profiles,
+            offers=offers,
+            config=cfg,
+            where=where,
+            network=network,
+            model=model,
+            memo=memo,
+        )
+        for where, cfg in configs
+    ]
+    if request.config is not None:
+        return answers[0]
+    every = [inst for _, cfg in configs for inst in _instances(cfg, offers)]
+    overall = network_view(
+        network,
+        instances=every,
+        model=model,
+        multi_node=any(sum(c.count for c in cfg.choices) >= 2 for _, cfg in configs),
+    )
+    return {
+        "predictions": answers,
+        "count": len(answers),
+        "network": overall,
+        "elapsed_s": time.perf_counter() - started,
+    }
+
+
+def _instances(config: FleetConfigIn, offers: dict[tuple[str, str], Offer]) -> list[InstanceType]:
+    return [offers[(c.instance_type, c.market.value)].instance for c in config.choices]
+
+
+def _predict_one(
+    *,
+    request: PredictionRequest,
+    profiles: Sequence[tuple[ModelProfile, str]],
+    offers: dict[tuple[str, str], Offer],
+    config: FleetConfigIn,
+    where: str,
+    network: NetworkSpec,
+    model: BusBandwidthModel,
+    memo: BusBandwidthModel,
+) -> dict[str, Any]:
+    members, used_offers, profile_sources = build_fleet(
+        request=request, profiles=profiles, offers=offers, config=config, where=where
+    )
+    check_transport(
+        ((f"{where}.choices[{i}].instance_type", m.instance) for i, m in enumerate(members)), network
+    )
     layers = max(len(m.profile.layers) for m in members)
     if request.mc_samples * layers > MAX_MC_LAYER_WORK:
         raise InvalidInput(
@@ -220,10 +349,9 @@ def predict(
             hint="use fewer VMs, or comm=allreduce",
             field="comm",
         )
-    model = bandwidth if bandwidth is not None else active_model(session=session, settings=settings)
     estimate: IterationEstimate = simulate(
         members,
-        bandwidth=model,
+        bandwidth=memo,
         seed=request.seed,
         straggler_iters=request.straggler_iters,
         mc_samples=request.mc_samples,
@@ -232,17 +360,25 @@ def predict(
     )
     usd_per_hr = sum(m.count * o.price_usd_per_hr for m, o in zip(members, used_offers, strict=True))
     prediction = to_prediction(estimate, iterations=request.iterations, usd_per_s=usd_per_hr / 3600.0)
-    config = Config(
+    chosen = {c.instance_type: c.gpus for c in config.choices}
+    fleet_config = Config(
         tuple(
-            Choice(instance_type=m.instance.name, market=o.market, count=m.count, batch=m.batch)
+            Choice(
+                instance_type=m.instance.name,
+                market=o.market,
+                count=m.count,
+                batch=m.batch,
+                gpus=chosen.get(m.instance.name),
+            )
             for m, o in zip(members, used_offers, strict=True)
         )
     )
     price_sources = list(dict.fromkeys(f"price:{o.source} ({o.as_of.isoformat()})" for o in used_offers))
     model_sources = [s for s in estimate.sources if not s.startswith("profile:")]
     b = prediction.breakdown
+    multi_node = vms >= 2
     return {
-        "label": config.label(),
+        "label": fleet_config.label(),
         "choices": [
             {
                 "instance_type": m.instance.name,
@@ -252,10 +388,11 @@ def predict(
                 "gpus": m.instance.devices,
                 "per_gpu_batch": m.per_device_batch,
                 "price_usd_per_hr": o.price_usd_per_hr,
+                "instance_gpus": o.instance.gpu_count,
             }
             for m, o in zip(members, used_offers, strict=True)
         ],
-        "global_batch": config.global_batch,
+        "global_batch": fleet_config.global_batch,
         "iterations": request.iterations,
         "comm": request.comm.value,
         "usd_per_hr": usd_per_hr,
@@ -278,6 +415,12 @@ def predict(
             "granularity": _num(b.granularity),
             "warnings": list(b.warnings),
         },
+        "network": network_view(
+            network,
+            instances=[m.instance for m in members],
+            model=model,
+            multi_node=multi_node,
+        ),
         "sources": [*profile_sources, *model_sources, *price_sources],
         "warnings": list(b.warnings),
     }

@@ -126,7 +126,7 @@ def test_worker_killed_mid_job_leaves_it_resumable_with_nothing_stored(worker_se
         while time.monotonic() < deadline and len(_marked(marker)) < 2:
             time.sleep(0.1)
         assert len(_marked(marker)) >= 2, "the probe ranks never started"
-        time.sleep(2.0)
+        # kill as soon as the ranks run: a fixed wait here let the whole grid finish on a fast machine
         assert _job(url, job_id).state == "running"
         worker.send_signal(signal.SIGKILL)
         worker.wait(timeout=10)
