@@ -46,14 +46,14 @@ def _local(body: dict[str, Any]) -> Any:
     from srift.api.schemas.predictions import PredictionOut, PredictionSweepOut, parse_prediction_request
     from srift.bootstrap import bootstrap
     from srift.db.session import transaction
-    from srift.services.predictions import predict
+    from srift.services.predictions import answer
     from srift.settings import get_settings
 
     request = parse_prediction_request(body)
     settings = get_settings()
     bootstrap(settings)
     with transaction(settings.resolved_database_url) as session:
-        result = predict(session=session, settings=settings, request=request)
+        result = answer(session=session, settings=settings, query=request.to_domain())
     schema = PredictionSweepOut if "predictions" in result else PredictionOut
     return schema.model_validate(result).model_dump(mode="json")
 

@@ -4,8 +4,10 @@ from srift.domain.bandwidth import BandwidthEstimate, BusBandwidthModel
 from srift.domain.catalog import InstanceType, Interconnect, Market, MarketChoice, Offer
 from srift.domain.planning import (
     BaselineResult,
+    BatchPolicy,
     Breakdown,
     Choice,
+    CommMode,
     Config,
     Constraints,
     FleetMember,
@@ -22,20 +24,24 @@ from srift.domain.profile import (
     LayerProfile,
     ModelProfile,
 )
+from srift.domain.states import JobState, TrainingState
 
 __all__ = [
     "PROFILE_SCHEMA_VERSION",
     "BandwidthEstimate",
     "BaselineResult",
+    "BatchPolicy",
     "Breakdown",
     "BusBandwidthModel",
     "Choice",
+    "CommMode",
     "ComputeCurve",
     "Config",
     "Constraints",
     "FleetMember",
     "InstanceType",
     "Interconnect",
+    "JobState",
     "LayerGrad",
     "LayerProfile",
     "Market",
@@ -47,4 +53,5 @@ __all__ = [
     "Plan",
     "Prediction",
     "SearchMode",
+    "TrainingState",
 ]

@@ -9,29 +9,33 @@ that names the request field at fault and how to fix it.
 from __future__ import annotations
 
 import dataclasses
-import math
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy.orm import Session
 
-from srift.api.schemas.predictions import FleetConfigIn, PredictionRequest
 from srift.domain import (
     BusBandwidthModel,
     Choice,
+    CommMode,
     Config,
     FleetMember,
     InstanceType,
     MarketChoice,
     ModelProfile,
     Offer,
+    Prediction,
 )
 from srift.domain.network import NetworkSpec
+from srift.domain.requests import FleetQuery, PredictionQuery
 from srift.errors import InvalidInput, NotFound
-from srift.services.network import check_transport, network_view, resolve_network
+from srift.services.network import check_transport, network_spec, network_view
+from srift.services.profiles import resolve_profiles
+from srift.services.views import breakdown_document, choice_document, predicted_document
 from srift.settings import Settings
-from srift.sim import CommMode, IterationEstimate, simulate, to_prediction
+from srift.sim import IterationEstimate, simulate, to_prediction
 
 MAX_PS_VMS = 64
 """Parameter-server mode simulates every VM's steps; larger fleets should use allreduce."""
@@ -43,64 +47,72 @@ MAX_PS_LAYER_WORK = 200_000
 """VMs × layers above this in parameter-server mode would likewise take too long."""
 
 
-def resolve_profiles(
-    *,
-    session: Session,
-    profile_ids: Sequence[int] | None,
-    profiles: Sequence[dict[str, Any]] | None,
-    model: str | None,
-) -> list[tuple[ModelProfile, str]]:
-    """The request's profiles (preference order: as given, newest stored first) with a source name each."""
-    from srift.profiling.store import find_profiles, get_profile
+@dataclass(frozen=True, slots=True)
+class FleetPrediction:
+    """One fleet's prediction: the fleet, the offers that price it, the simulator's answer and its sources."""
 
-    if sum(x is not None for x in (profile_ids, profiles, model)) != 1:
-        raise InvalidInput(
-            "give exactly one of profile_ids, profiles or model",
-            hint="name stored profiles by id, inline profile documents, or a model with stored profiles",
-            field="profile_ids",
-        )
-    out: list[tuple[ModelProfile, str]] = []
-    if profile_ids is not None:
-        if not profile_ids:
-            raise InvalidInput("is empty", hint="list at least one stored profile id", field="profile_ids")
-        for k, pid in enumerate(profile_ids):
-            try:
-                prof = get_profile(session=session, profile_id=pid)
-            except NotFound as exc:
-                raise InvalidInput(exc.detail, hint=exc.hint, field=f"profile_ids[{k}]") from exc
-            out.append((prof, f"profile:{pid} {prof.model}@{prof.accelerator}"))
-    elif profiles is not None:
-        if not profiles:
-            raise InvalidInput("is empty", hint="inline at least one profile document", field="profiles")
-        for k, doc in enumerate(profiles):
-            try:
-                prof = ModelProfile.from_dict(doc)
-            except InvalidInput as exc:
-                where = f"profiles[{k}].{exc.field}" if exc.field else f"profiles[{k}]"
-                raise InvalidInput(exc.detail, hint=exc.hint, field=where) from exc
-            out.append((prof, f"profile:inline {prof.model}@{prof.accelerator}"))
-    else:
-        assert model is not None
-        found = find_profiles(session=session, model=model)
-        if not found:
-            raise InvalidInput(
-                f"no stored profiles of model {model!r}",
-                hint="profile the model (`srift profile --upload`), or give profile_ids or inline profiles",
-                field="model",
-            )
-        out = [(p, f"profile:{pid} {p.model}@{p.accelerator}") for pid, p in reversed(found)]
-    models = sorted({p.model for p, _ in out})
-    if len(models) > 1:
-        raise InvalidInput(
-            f"the profiles are of different models ({', '.join(models)})",
-            hint="give the profiles of one model (one per accelerator)",
-            field="profiles" if profiles is not None else "profile_ids",
-        )
-    return out
+    config: Config
+    members: tuple[FleetMember, ...]
+    offers: tuple[Offer, ...]
+    iterations: int
+    comm: CommMode
+    usd_per_hr: float
+    prediction: Prediction
+    sources: tuple[str, ...]
+    network: dict[str, Any] | None = None
+
+    def document(self) -> dict[str, Any]:
+        """PredictionOut's fields."""
+        return {
+            "label": self.config.label(),
+            "choices": [
+                choice_document(
+                    instance_type=m.instance.name,
+                    market=o.market.value,
+                    count=m.count,
+                    batch=m.batch,
+                    gpus=m.instance.devices,
+                    price_usd_per_hr=o.price_usd_per_hr,
+                    instance_gpus=o.instance.gpu_count,
+                )
+                for m, o in zip(self.members, self.offers, strict=True)
+            ],
+            "global_batch": self.config.global_batch,
+            "iterations": self.iterations,
+            "comm": self.comm.value,
+            "usd_per_hr": self.usd_per_hr,
+            "predicted": predicted_document(self.prediction),
+            "breakdown": breakdown_document(self.prediction.breakdown),
+            "network": self.network,
+            "sources": list(self.sources),
+            "warnings": list(self.prediction.breakdown.warnings),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class SweepPrediction:
+    """Several fleets predicted in one call, in request order, and the network assumed over all of them."""
+
+    predictions: tuple[FleetPrediction, ...]
+    network: dict[str, Any]
+    elapsed_s: float
+
+    def document(self) -> dict[str, Any]:
+        """PredictionSweepOut's fields."""
+        return {
+            "predictions": [p.document() for p in self.predictions],
+            "count": len(self.predictions),
+            "network": self.network,
+            "elapsed_s": self.elapsed_s,
+        }
 
 
 def _offers(
-    *, session: Session, request: PredictionRequest, region: str, configs: Sequence[tuple[str, FleetConfigIn]]
+    *,
+    session: Session,
+    request: PredictionQuery,
+    region: str,
+    configs: Sequence[tuple[str, FleetQuery]],
 ) -> dict[tuple[str, str], Offer]:
     from srift.catalog.store import get_offers
 
@@ -132,30 +144,30 @@ def _offers(
 
 def build_fleet(
     *,
-    request: PredictionRequest,
+    request: PredictionQuery,
     profiles: Sequence[tuple[ModelProfile, str]],
     offers: dict[tuple[str, str], Offer],
-    config: FleetConfigIn | None = None,
-    where: str = "config",
+    config: FleetQuery | None = None,
+    at: str = "config",
 ) -> tuple[list[FleetMember], list[Offer], list[str]]:
     """Fleet members, their offers and the profile sources used; InvalidInput names the choice at fault.
 
     A choice with `gpus` uses that many of each VM's GPUs: its member's instance type is the catalog type
     with that GPU count (the VM is still priced whole).
     """
-    fleet_config = config if config is not None else request.config
-    assert fleet_config is not None
+    fleet = config if config is not None else request.config
+    assert fleet is not None
     members, used_offers, used_sources = [], [], []
     seen: set[tuple[str, str]] = set()
     partial: dict[str, int | None] = {}
-    for i, choice in enumerate(fleet_config.choices):
-        at = f"{where}.choices[{i}]"
+    for i, choice in enumerate(fleet.choices):
+        where = f"{at}.choices[{i}]"
         key = (choice.instance_type, choice.market.value)
         if key in seen:
             raise InvalidInput(
                 f"{choice.instance_type} ({choice.market.value}) is listed twice",
                 hint="give each instance type and market once, with the total count",
-                field=f"{at}.instance_type",
+                field=f"{where}.instance_type",
             )
         seen.add(key)
         offer = offers.get(key)
@@ -167,31 +179,26 @@ def build_fleet(
                 hint=(
                     f"use market {other[0]}" if other else "pick another region, snapshot or instance type"
                 ),
-                field=f"{at}.market" if other else f"{at}.instance_type",
+                field=f"{where}.market" if other else f"{where}.instance_type",
             )
         inst = offer.instance
-        if choice.gpus is not None:
-            if choice.gpus > inst.gpu_count:
-                raise InvalidInput(
-                    f"{inst.name} has {inst.gpu_count} GPU(s), fewer than the {choice.gpus} asked for",
-                    hint=f"use gpus ≤ {inst.gpu_count}, or leave gpus out to use them all"
-                    if inst.gpu_count
-                    else "leave gpus out: this type has no GPU",
-                    field=f"{at}.gpus",
-                )
-            if partial.setdefault(inst.name, choice.gpus) != choice.gpus:
-                raise InvalidInput(
-                    f"{inst.name} is used with {partial[inst.name]} and {choice.gpus} GPUs in one fleet",
-                    hint="use the same number of GPUs on every VM of one type",
-                    field=f"{at}.gpus",
-                )
-            inst = dataclasses.replace(inst, gpu_count=choice.gpus)
-        elif partial.setdefault(inst.name, None) is not None:
+        if choice.gpus is not None and choice.gpus > inst.gpu_count:
             raise InvalidInput(
-                f"{inst.name} is used with {partial[inst.name]} GPUs and with all of them in one fleet",
-                hint="use the same number of GPUs on every VM of one type",
-                field=f"{at}.gpus",
+                f"{inst.name} has {inst.gpu_count} GPU(s), fewer than the {choice.gpus} asked for",
+                hint=f"use gpus ≤ {inst.gpu_count}, or leave gpus out to use them all"
+                if inst.gpu_count
+                else "leave gpus out: this type has no GPU",
+                field=f"{where}.gpus",
             )
+        if partial.setdefault(inst.name, choice.gpus) != choice.gpus:
+            raise InvalidInput(
+                f"{inst.name} is used with {partial[inst.name] or 'all'} and {choice.gpus or 'all'} GPUs "
+                "in one fleet",
+                hint="use the same number of GPUs on every VM of one type",
+                field=f"{where}.gpus",
+            )
+        if choice.gpus is not None:
+            inst = dataclasses.replace(inst, gpu_count=choice.gpus)
         match = next(((p, src) for p, src in profiles if inst.matches_accelerator(p.accelerator)), None)
         if match is None:
             have = ", ".join(sorted({p.accelerator for p, _ in profiles}))
@@ -199,7 +206,7 @@ def build_fleet(
                 f"no profile for {inst.name}'s accelerator {inst.accelerator!r} (profiles cover: {have})",
                 hint=f"profile the model on {inst.accelerator} (`srift profile --upload`), or choose an "
                 f"instance type with one of: {have}",
-                field=f"{at}.instance_type",
+                field=f"{where}.instance_type",
             )
         prof, source = match
         per_device = choice.batch / inst.devices
@@ -208,12 +215,9 @@ def build_fleet(
                 f"batch {choice.batch} is {per_device:g} per GPU on {inst.name} ({inst.devices} device(s)), "
                 f"above the profile's max_batch {prof.max_batch}",
                 hint=f"use a batch ≤ {prof.max_batch * inst.devices} per {inst.name}, or more VMs",
-                field=f"{at}.batch",
+                field=f"{where}.batch",
             )
-        if (
-            request.comm is CommMode.PARAMETER_SERVER
-            and sum(c.count for c in fleet_config.choices) > MAX_PS_VMS
-        ):
+        if request.comm is CommMode.PARAMETER_SERVER and sum(c.count for c in fleet.choices) > MAX_PS_VMS:
             raise InvalidInput(
                 f"parameter-server mode simulates at most {MAX_PS_VMS} VMs",
                 hint="use comm=allreduce for larger fleets",
@@ -226,201 +230,165 @@ def build_fleet(
     return members, used_offers, used_sources
 
 
-def _num(value: float) -> float | None:
-    return value if math.isfinite(value) else None
-
-
-def network_of(*, session: Session | None, request: PredictionRequest) -> NetworkSpec:
-    """The request's NetworkSpec (measured rates from probe jobs resolved)."""
-    net = request.network
-    return resolve_network(
-        session=session,
-        transport=net.transport,
-        library=net.library,
-        placement_group=net.placement_group,
-        flows_per_peer=net.flows_per_peer,
-        measured_gbps=net.measured_gbps,
-        probe_job_ids=net.probe_job_ids,
-    )
-
-
 def predict(
     *,
     session: Session,
     settings: Settings,
-    request: PredictionRequest,
+    query: PredictionQuery,
     bandwidth: BusBandwidthModel | None = None,
-) -> dict[str, Any]:
-    """Simulate the request's fleet (or each fleet of a sweep) and price it; returns PredictionOut's fields,
-    or PredictionSweepOut's ({predictions, count, elapsed_s}) for `configs`.
+) -> FleetPrediction:
+    """Simulate the query's fleet (`config`) and price it.
 
     `bandwidth` overrides the active model (tests, what-if); by default the active learned model answers for
-    the types it covers and the α-β prior, under the request's network assumptions, for the rest.
+    the types it covers and the α-β prior, under the query's network assumptions, for the rest.
     """
-    from srift.bandwidth.registry import active_model
-    from srift.sim.network import MemoBandwidth
+    if query.config is None:
+        raise InvalidInput(
+            "is missing", hint="give one fleet under config (or use configs for a sweep)", field="config"
+        )
+    context = _Context.of(session=session, settings=settings, query=query, bandwidth=bandwidth)
+    return context.fleet(query.config, at="config")
 
+
+def predict_sweep(
+    *,
+    session: Session,
+    settings: Settings,
+    query: PredictionQuery,
+    bandwidth: BusBandwidthModel | None = None,
+) -> SweepPrediction:
+    """Predict every fleet of `configs`: profiles, prices and the bandwidth model are resolved once, and
+    the model's answers are shared between fleets, so each fleet takes milliseconds."""
     started = time.perf_counter()
-    if (request.config is None) == (request.configs is None):
+    if not query.configs:
+        raise InvalidInput("is empty", hint="list at least one fleet under configs", field="configs")
+    context = _Context.of(session=session, settings=settings, query=query, bandwidth=bandwidth)
+    fleets = tuple(context.fleet(cfg, at=f"configs[{k}]") for k, cfg in enumerate(query.configs))
+    overall = network_view(
+        context.network,
+        instances=[inst for _, cfg in context.configs for inst in context.instances(cfg)],
+        model=context.model,
+        multi_node=any(sum(m.count for m in f.members) >= 2 for f in fleets),
+    )
+    return SweepPrediction(fleets, overall, time.perf_counter() - started)
+
+
+def answer(*, session: Session, settings: Settings, query: PredictionQuery) -> dict[str, Any]:
+    """The document for a prediction query: PredictionOut's fields for `config`, PredictionSweepOut's for
+    `configs` (exactly one of them must be given)."""
+    if (query.config is None) == (query.configs is None):
         raise InvalidInput(
             "give exactly one of config (one fleet) or configs (a sweep)",
             hint="put one fleet under config, or a list of fleets under configs",
             field="config",
         )
-    configs = (
-        [("config", request.config)]
-        if request.config is not None
-        else [(f"configs[{k}]", c) for k, c in enumerate(request.configs or [])]
-    )
-    region = request.region or settings.default_region
-    profiles = resolve_profiles(
-        session=session, profile_ids=request.profile_ids, profiles=request.profiles, model=request.model
-    )
-    offers = _offers(session=session, request=request, region=region, configs=configs)
-    network = network_of(session=session, request=request)
-    model = (
-        bandwidth
-        if bandwidth is not None
-        else active_model(session=session, settings=settings, network=network)
-    )
-    memo = MemoBandwidth(model)
-    answers = [
-        _predict_one(
-            request=request,
-            profiles=profiles,
-            offers=offers,
-            config=cfg,
-            where=where,
-            network=network,
-            model=model,
-            memo=memo,
+    if query.configs is not None:
+        return predict_sweep(session=session, settings=settings, query=query).document()
+    return predict(session=session, settings=settings, query=query).document()
+
+
+@dataclass(frozen=True, slots=True)
+class _Context:
+    """What every fleet of one query shares: profiles, offers, network assumptions, bandwidth model."""
+
+    query: PredictionQuery
+    profiles: list[tuple[ModelProfile, str]]
+    offers: dict[tuple[str, str], Offer]
+    network: NetworkSpec
+    model: BusBandwidthModel
+    memo: BusBandwidthModel
+    configs: tuple[tuple[str, FleetQuery], ...]
+
+    @classmethod
+    def of(
+        cls,
+        *,
+        session: Session,
+        settings: Settings,
+        query: PredictionQuery,
+        bandwidth: BusBandwidthModel | None,
+    ) -> _Context:
+        from srift.bandwidth.registry import active_model
+        from srift.sim.network import MemoBandwidth
+
+        configs = (
+            (("config", query.config),)
+            if query.config is not None
+            else tuple((f"configs[{k}]", c) for k, c in enumerate(query.configs or ()))
         )
-        for where, cfg in configs
-    ]
-    if request.config is not None:
-        return answers[0]
-    every = [inst for _, cfg in configs for inst in _instances(cfg, offers)]
-    overall = network_view(
-        network,
-        instances=every,
-        model=model,
-        multi_node=any(sum(c.count for c in cfg.choices) >= 2 for _, cfg in configs),
-    )
-    return {
-        "predictions": answers,
-        "count": len(answers),
-        "network": overall,
-        "elapsed_s": time.perf_counter() - started,
-    }
-
-
-def _instances(config: FleetConfigIn, offers: dict[tuple[str, str], Offer]) -> list[InstanceType]:
-    return [offers[(c.instance_type, c.market.value)].instance for c in config.choices]
-
-
-def _predict_one(
-    *,
-    request: PredictionRequest,
-    profiles: Sequence[tuple[ModelProfile, str]],
-    offers: dict[tuple[str, str], Offer],
-    config: FleetConfigIn,
-    where: str,
-    network: NetworkSpec,
-    model: BusBandwidthModel,
-    memo: BusBandwidthModel,
-) -> dict[str, Any]:
-    members, used_offers, profile_sources = build_fleet(
-        request=request, profiles=profiles, offers=offers, config=config, where=where
-    )
-    check_transport(
-        ((f"{where}.choices[{i}].instance_type", m.instance) for i, m in enumerate(members)), network
-    )
-    layers = max(len(m.profile.layers) for m in members)
-    if request.mc_samples * layers > MAX_MC_LAYER_WORK:
-        raise InvalidInput(
-            f"{request.mc_samples} Monte Carlo samples of a {layers}-layer model are too many for a request",
-            hint=f"use mc_samples ≤ {MAX_MC_LAYER_WORK // layers}",
-            field="mc_samples",
+        region = query.region or settings.default_region
+        profiles = resolve_profiles(session=session, selection=query.selection)
+        offers = _offers(session=session, request=query, region=region, configs=configs)
+        network = network_spec(session=session, query=query.network)
+        model = (
+            bandwidth
+            if bandwidth is not None
+            else active_model(session=session, settings=settings, network=network)
         )
-    vms = sum(m.count for m in members)
-    if request.comm is CommMode.PARAMETER_SERVER and vms * layers > MAX_PS_LAYER_WORK:
-        raise InvalidInput(
-            f"parameter-server mode for {vms} VMs and {layers} layers is too much work for one request",
-            hint="use fewer VMs, or comm=allreduce",
-            field="comm",
+        return cls(query, profiles, offers, network, model, MemoBandwidth(model), configs)
+
+    def instances(self, config: FleetQuery) -> list[InstanceType]:
+        return [self.offers[(c.instance_type, c.market.value)].instance for c in config.choices]
+
+    def fleet(self, config: FleetQuery, *, at: str) -> FleetPrediction:
+        query = self.query
+        members, used_offers, profile_sources = build_fleet(
+            request=query, profiles=self.profiles, offers=self.offers, config=config, at=at
         )
-    estimate: IterationEstimate = simulate(
-        members,
-        bandwidth=memo,
-        seed=request.seed,
-        straggler_iters=request.straggler_iters,
-        mc_samples=request.mc_samples,
-        comm=request.comm,
-        ps_servers=request.ps_servers,
-    )
-    usd_per_hr = sum(m.count * o.price_usd_per_hr for m, o in zip(members, used_offers, strict=True))
-    prediction = to_prediction(estimate, iterations=request.iterations, usd_per_s=usd_per_hr / 3600.0)
-    chosen = {c.instance_type: c.gpus for c in config.choices}
-    fleet_config = Config(
-        tuple(
-            Choice(
-                instance_type=m.instance.name,
-                market=o.market,
-                count=m.count,
-                batch=m.batch,
-                gpus=chosen.get(m.instance.name),
+        check_transport(
+            ((f"{at}.choices[{i}].instance_type", m.instance) for i, m in enumerate(members)), self.network
+        )
+        layers = max(len(m.profile.layers) for m in members)
+        if query.mc_samples * layers > MAX_MC_LAYER_WORK:
+            raise InvalidInput(
+                f"{query.mc_samples} Monte Carlo samples of a {layers}-layer model are too many for a "
+                "request",
+                hint=f"use mc_samples ≤ {MAX_MC_LAYER_WORK // layers}",
+                field="mc_samples",
             )
-            for m, o in zip(members, used_offers, strict=True)
+        vms = sum(m.count for m in members)
+        if query.comm is CommMode.PARAMETER_SERVER and vms * layers > MAX_PS_LAYER_WORK:
+            raise InvalidInput(
+                f"parameter-server mode for {vms} VMs and {layers} layers is too much work for one request",
+                hint="use fewer VMs, or comm=allreduce",
+                field="comm",
+            )
+        estimate: IterationEstimate = simulate(
+            members,
+            bandwidth=self.memo,
+            seed=query.seed,
+            straggler_iters=query.straggler_iters,
+            mc_samples=query.mc_samples,
+            comm=query.comm,
+            ps_servers=query.ps_servers,
         )
-    )
-    price_sources = list(dict.fromkeys(f"price:{o.source} ({o.as_of.isoformat()})" for o in used_offers))
-    model_sources = [s for s in estimate.sources if not s.startswith("profile:")]
-    b = prediction.breakdown
-    multi_node = vms >= 2
-    return {
-        "label": fleet_config.label(),
-        "choices": [
-            {
-                "instance_type": m.instance.name,
-                "market": o.market.value,
-                "count": m.count,
-                "batch": m.batch,
-                "gpus": m.instance.devices,
-                "per_gpu_batch": m.per_device_batch,
-                "price_usd_per_hr": o.price_usd_per_hr,
-                "instance_gpus": o.instance.gpu_count,
-            }
-            for m, o in zip(members, used_offers, strict=True)
-        ],
-        "global_batch": fleet_config.global_batch,
-        "iterations": request.iterations,
-        "comm": request.comm.value,
-        "usd_per_hr": usd_per_hr,
-        "predicted": {
-            "iteration_s": prediction.iteration_s,
-            "iteration_p10_s": prediction.iteration_p10_s,
-            "iteration_p50_s": prediction.iteration_p50_s,
-            "iteration_p90_s": prediction.iteration_p90_s,
-            "total_time_s": prediction.total_time_s,
-            "cost_usd": prediction.cost_usd,
-        },
-        "breakdown": {
-            "forward_s": b.forward_s,
-            "backward_s": b.backward_s,
-            "compute_s": b.compute_s,
-            "straggler_wait_s": b.straggler_wait_s,
-            "exposed_intra_s": b.exposed_intra_s,
-            "exposed_network_s": b.exposed_network_s,
-            "communication_s": b.communication_s,
-            "granularity": _num(b.granularity),
-            "warnings": list(b.warnings),
-        },
-        "network": network_view(
-            network,
-            instances=[m.instance for m in members],
-            model=model,
-            multi_node=multi_node,
-        ),
-        "sources": [*profile_sources, *model_sources, *price_sources],
-        "warnings": list(b.warnings),
-    }
+        usd_per_hr = sum(m.count * o.price_usd_per_hr for m, o in zip(members, used_offers, strict=True))
+        prediction = to_prediction(estimate, iterations=query.iterations, usd_per_s=usd_per_hr / 3600.0)
+        gpus = {c.instance_type: c.gpus for c in config.choices}
+        fleet_config = Config(
+            tuple(
+                Choice(
+                    instance_type=m.instance.name,
+                    market=o.market,
+                    count=m.count,
+                    batch=m.batch,
+                    gpus=gpus.get(m.instance.name),
+                )
+                for m, o in zip(members, used_offers, strict=True)
+            )
+        )
+        price_sources = list(dict.fromkeys(f"price:{o.source} ({o.as_of.isoformat()})" for o in used_offers))
+        model_sources = [s for s in estimate.sources if not s.startswith("profile:")]
+        return FleetPrediction(
+            config=fleet_config,
+            members=tuple(members),
+            offers=tuple(used_offers),
+            iterations=query.iterations,
+            comm=query.comm,
+            usd_per_hr=usd_per_hr,
+            prediction=prediction,
+            sources=(*profile_sources, *model_sources, *price_sources),
+            network=network_view(
+                self.network, instances=[m.instance for m in members], model=self.model, multi_node=vms >= 2
+            ),
+        )

@@ -43,4 +43,5 @@ def create_prediction(
     A choice's `gpus` uses only part of each VM's GPUs. Read-only: it computes and stores nothing, so a read
     token suffices.
     """
-    return service.predict(session=session, settings=settings, request=body)
+    result = service.predict(session=session, settings=settings, query=body.to_domain())
+    return PredictionOut.model_validate(result.document())
