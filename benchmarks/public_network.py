@@ -148,6 +148,9 @@ def render(rows: list[dict[str, object]], spread: dict[str, float]) -> tuple[str
         f"< 1 MiB {spread['small']:.3f} (shipped {P.EFA_RESIDUAL_CV['small']}), ≥ 1 MiB "
         f"{spread['large']:.3f} (shipped {P.EFA_RESIDUAL_CV['large']}).",
         "",
+        "Disclosure: gloo's TCP link drops NCCL's pipeline step q (a NCCL buffer mechanism); that was "
+        "decided after this table had been seen with q (gloo's MAE was 0.7–4.1 % then).",
+        "",
         "Fitted: EFA link on `" + P.FIT_RUNS["efa"] + "`, NVSwitch link on `" + P.FIT_RUNS["nvswitch"] + "`. "
         "Seen and not used: the 2 × p5 EKS excerpt in the same README (NCCL 2.18.5, six sizes with elided "
         "rows, 126–437 GB/s at 64 MiB–2 GiB, far from the other p5 run) and the p4dn runs of NVIDIA/nccl "

@@ -55,6 +55,7 @@ no public TCP run exists, so the EFA small-size spread is used. Every estimate s
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from collections.abc import Sequence
@@ -108,6 +109,9 @@ TCP = LinkParams(
     tree_fraction=EFA.tree_fraction,
     step_bytes=EFA.step_bytes,
 )
+
+GLOO_TCP = dataclasses.replace(TCP, step_bytes=0.0)
+"""gloo over TCP: the same link without NCCL's pipeline step (q belongs to NCCL's 512 KiB buffer steps)."""
 
 LINK = LinkParams(
     base_s=NVSWITCH.base_s,
@@ -216,6 +220,8 @@ def ceilings(
         rate = node_rate(instance, network).gbps
         limits.append(rate * ((n - 1) / n) / ((big_n - 1) / big_n))
         link = EFA if network.transport is Transport.EFA else TCP
+        if network.library is Library.GLOO:
+            link = GLOO_TCP
     if g >= 2:
         r_gpu, intra = gpu_link(instance)
         limits.append(r_gpu * ((n - 1) / n) / ((g - 1) / g))

@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session
 
 from srift.domain import BusBandwidthModel, InstanceType
 from srift.domain.network import Library, NetworkSpec, Transport
+from srift.domain.requests import NetworkQuery
 from srift.errors import InvalidInput
 
 RATE_MIN_BYTES = 16 << 20
@@ -102,6 +103,19 @@ def resolve_network(
         flows_per_peer=flows_per_peer,
         measured_gbps=measured,
         measured_sources=sources,
+    )
+
+
+def network_spec(*, session: Session | None, query: NetworkQuery) -> NetworkSpec:
+    """The NetworkSpec of a request's `network` (measured rates from probe jobs resolved)."""
+    return resolve_network(
+        session=session,
+        transport=query.transport,
+        library=query.library,
+        placement_group=query.placement_group,
+        flows_per_peer=query.flows_per_peer,
+        measured_gbps=query.measured_gbps,
+        probe_job_ids=query.probe_job_ids,
     )
 
 

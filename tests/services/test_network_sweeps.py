@@ -10,15 +10,16 @@ from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session
 
 from srift.api.schemas.plans import parse_plan_request
-from srift.api.schemas.predictions import PredictionRequest, parse_prediction_request
+from srift.api.schemas.predictions import parse_prediction_request
 from srift.bandwidth.prior import EFA, NCCL_DEFAULT_FLOWS, TCP_NIC_EFFICIENCY
 from srift.bandwidth.samples import ProbeRecord, busbw_gbps, store_samples
 from srift.catalog.custom import import_document
 from srift.db.tables import Job
+from srift.domain.requests import PredictionQuery
 from srift.errors import InvalidInput
 from srift.services.network import probe_rates
 from srift.services.plans import create_plan
-from srift.services.predictions import predict
+from srift.services.predictions import answer
 from srift.settings import Settings
 
 from .test_predictions import LAB, PROFILE
@@ -52,7 +53,7 @@ def lab(session: Session) -> Session:
     return session
 
 
-def _request(**over: Any) -> PredictionRequest:
+def _request(**over: Any) -> PredictionQuery:
     doc: dict[str, Any] = {
         "profiles": [PROFILE.to_dict()],
         "config": {"choices": [{"instance_type": "v100x1", "count": 4, "batch": 64}]},
@@ -62,13 +63,13 @@ def _request(**over: Any) -> PredictionRequest:
         "snapshot": "lab-efa",
     }
     doc.update(over)
-    return parse_prediction_request(doc)
+    return parse_prediction_request(doc).to_domain()
 
 
 def test_predictions_name_the_transport_and_a_measured_rate_replaces_the_prior(
     lab: Session, settings: Settings
 ) -> None:
-    out = predict(session=lab, settings=settings, request=_request())
+    out = answer(session=lab, settings=settings, query=_request())
     net = out["network"]
     assert net["transport"] == "tcp" and net["library"] == "nccl" and not net["placement_group"]
     assert net["flows_per_peer"] == {"v100x1": NCCL_DEFAULT_FLOWS}
@@ -76,9 +77,7 @@ def test_predictions_name_the_transport_and_a_measured_rate_replaces_the_prior(
     assert rate["source"] == "prior:alpha-beta" and rate["gbps"] == pytest.approx(TCP_NIC_EFFICIENCY * 10)
     assert "srift probe run --quick --instance-type v100x1" in net["recommendation"]
 
-    slow = predict(
-        session=lab, settings=settings, request=_request(network={"measured_gbps": {"v100x1": 1.0}})
-    )
+    slow = answer(session=lab, settings=settings, query=_request(network={"measured_gbps": {"v100x1": 1.0}}))
     assert slow["network"]["rates"][0] == {
         "instance_type": "v100x1",
         "gbps": 1.0,
@@ -89,10 +88,10 @@ def test_predictions_name_the_transport_and_a_measured_rate_replaces_the_prior(
     assert slow["breakdown"]["exposed_network_s"] > out["breakdown"]["exposed_network_s"]
     assert slow["predicted"]["iteration_s"] > out["predicted"]["iteration_s"]
 
-    single = predict(
+    single = answer(
         session=lab,
         settings=settings,
-        request=_request(config={"choices": [{"instance_type": "v100x1", "count": 1, "batch": 64}]}),
+        query=_request(config={"choices": [{"instance_type": "v100x1", "count": 1, "batch": 64}]}),
     )
     assert single["network"]["recommendation"] is None
 
@@ -101,13 +100,11 @@ def test_efa_is_refused_for_a_type_without_it_and_used_where_it_exists(
     lab: Session, settings: Settings
 ) -> None:
     with pytest.raises(InvalidInput) as caught:
-        predict(session=lab, settings=settings, request=_request(network={"transport": "efa"}))
+        answer(session=lab, settings=settings, query=_request(network={"transport": "efa"}))
     assert caught.value.field == "config.choices[0].instance_type" and "EFA" in caught.value.detail
     config = {"choices": [{"instance_type": "v100x8e", "count": 2, "batch": 512}]}
-    tcp = predict(session=lab, settings=settings, request=_request(config=config))
-    efa = predict(
-        session=lab, settings=settings, request=_request(config=config, network={"transport": "efa"})
-    )
+    tcp = answer(session=lab, settings=settings, query=_request(config=config))
+    efa = answer(session=lab, settings=settings, query=_request(config=config, network={"transport": "efa"}))
     assert efa["network"]["transport"] == "efa" and "EFA" in efa["network"]["rates"][0]["limit"]
     assert efa["network"]["rates"][0]["gbps"] == pytest.approx(EFA.efficiency * 100)
     assert tcp["network"]["rates"][0]["gbps"] == pytest.approx(TCP_NIC_EFFICIENCY * 100)
@@ -117,35 +114,35 @@ def test_a_sweep_answers_each_fleet_as_its_own_prediction_would(lab: Session, se
     fleets = [{"choices": [{"instance_type": "v100x1", "count": n, "batch": 64}]} for n in (1, 2, 4)] + [
         {"choices": [{"instance_type": "v100x4", "count": 2, "batch": 128, "gpus": 2}]}
     ]
-    sweep = predict(session=lab, settings=settings, request=_request(config=None, configs=fleets))
+    sweep = answer(session=lab, settings=settings, query=_request(config=None, configs=fleets))
     assert sweep["count"] == 4 and len(sweep["predictions"]) == 4 and sweep["elapsed_s"] > 0
-    for fleet, answer in zip(fleets, sweep["predictions"], strict=True):
-        alone = predict(session=lab, settings=settings, request=_request(config=fleet))
-        assert answer["predicted"] == alone["predicted"] and answer["label"] == alone["label"]
+    for fleet, got in zip(fleets, sweep["predictions"], strict=True):
+        alone = answer(session=lab, settings=settings, query=_request(config=fleet))
+        assert got["predicted"] == alone["predicted"] and got["label"] == alone["label"]
     assert [p["label"] for p in sweep["predictions"]][-1] == "2×v100x4[2gpu]@128 (od)"
     assert {r["instance_type"] for r in sweep["network"]["rates"]} == {"v100x1", "v100x4"}
 
     bad = [*fleets[:1], {"choices": [{"instance_type": "v100x1", "count": 1, "batch": 65}]}]
     with pytest.raises(InvalidInput) as caught:
-        predict(session=lab, settings=settings, request=_request(config=None, configs=bad))
+        answer(session=lab, settings=settings, query=_request(config=None, configs=bad))
     assert caught.value.field == "configs[1].choices[0].batch"
     with pytest.raises(InvalidInput) as caught:
-        predict(session=lab, settings=settings, request=_request(configs=fleets))
+        answer(session=lab, settings=settings, query=_request(configs=fleets))
     assert caught.value.field == "config" and "exactly one" in caught.value.detail
 
 
 def test_part_of_a_vms_gpus_changes_the_per_gpu_batch_and_the_ring_not_the_price(
     lab: Session, settings: Settings
 ) -> None:
-    whole = predict(
+    whole = answer(
         session=lab,
         settings=settings,
-        request=_request(config={"choices": [{"instance_type": "v100x4", "count": 1, "batch": 128}]}),
+        query=_request(config={"choices": [{"instance_type": "v100x4", "count": 1, "batch": 128}]}),
     )
-    half = predict(
+    half = answer(
         session=lab,
         settings=settings,
-        request=_request(
+        query=_request(
             config={"choices": [{"instance_type": "v100x4", "count": 1, "batch": 128, "gpus": 2}]}
         ),
     )
@@ -155,13 +152,13 @@ def test_part_of_a_vms_gpus_changes_the_per_gpu_batch_and_the_ring_not_the_price
     assert half["breakdown"]["compute_s"] > whole["breakdown"]["compute_s"]
     choice = {"instance_type": "v100x4", "count": 1, "batch": 128, "gpus": 5}
     with pytest.raises(InvalidInput) as caught:
-        predict(session=lab, settings=settings, request=_request(config={"choices": [choice]}))
+        answer(session=lab, settings=settings, query=_request(config={"choices": [choice]}))
     assert caught.value.field == "config.choices[0].gpus" and "fewer than the 5" in caught.value.detail
     with pytest.raises(InvalidInput) as caught:
-        predict(
+        answer(
             session=lab,
             settings=settings,
-            request=_request(
+            query=_request(
                 config={"choices": [{"instance_type": "v100x1", "count": 1, "batch": 8, "gpus": 2}]}
             ),
         )
@@ -202,12 +199,12 @@ def test_probe_jobs_give_measured_rates_and_bad_ids_name_the_field(lab: Session,
     rates = probe_rates(session=lab, job_ids=[job_id])
     assert rates["v100x1"][0] == pytest.approx(3.0)
     assert f"probe job {job_id}" in rates["v100x1"][1] and "≥ 16 MiB" in rates["v100x1"][1]
-    out = predict(session=lab, settings=settings, request=_request(network={"probe_job_ids": [job_id]}))
+    out = answer(session=lab, settings=settings, query=_request(network={"probe_job_ids": [job_id]}))
     (rate,) = out["network"]["rates"]
     assert rate["source"] == "measured" and rate["gbps"] == pytest.approx(3.0)
     for ids in ([job_id + 100], [_job_with_samples(lab, rate_gbps=1.0, sizes=())]):
         with pytest.raises(InvalidInput) as caught:
-            predict(session=lab, settings=settings, request=_request(network={"probe_job_ids": ids}))
+            answer(session=lab, settings=settings, query=_request(network={"probe_job_ids": ids}))
         assert caught.value.field == "network.probe_job_ids[0]"
 
 
@@ -222,11 +219,13 @@ def test_plans_report_the_network_and_efa_keeps_only_efa_types(lab: Session, set
         "market": "on_demand",
         "availability": {"v100x1": 8, "v100x8e": 2},
     }
-    plan = create_plan(session=lab, settings=settings, request=parse_plan_request(base))
+    plan = create_plan(session=lab, settings=settings, query=parse_plan_request(base).to_domain()).result
     assert plan["network"]["transport"] == "tcp"
     efa = create_plan(
-        session=lab, settings=settings, request=parse_plan_request({**base, "network": {"transport": "efa"}})
-    )
+        session=lab,
+        settings=settings,
+        query=parse_plan_request({**base, "network": {"transport": "efa"}}).to_domain(),
+    ).result
     assert efa["network"]["transport"] == "efa"
     assert {c["instance_type"] for c in efa["choices"]} == {"v100x8e"}
     assert any("without EFA" in w for w in efa["warnings"])
@@ -234,9 +233,9 @@ def test_plans_report_the_network_and_efa_keeps_only_efa_types(lab: Session, set
         create_plan(
             session=lab,
             settings=settings,
-            request=parse_plan_request(
+            query=parse_plan_request(
                 {**base, "availability": {"v100x1": 8}, "network": {"transport": "efa"}}
-            ),
+            ).to_domain(),
         )
     assert caught.value.field == "network.transport"
 
@@ -253,9 +252,9 @@ def test_the_api_answers_sweeps_and_states_the_network_rules(
         "snapshot": "lab-efa",
         "network": {"library": "gloo", "placement_group": True},
     }
-    answer = client.post("/v1/predictions", json=body, headers=write_headers)
-    assert answer.status_code == 200, answer.text
-    got = answer.json()
+    reply = client.post("/v1/predictions", json=body, headers=write_headers)
+    assert reply.status_code == 200, reply.text
+    got = reply.json()
     assert got["count"] == 2 and [p["label"] for p in got["predictions"]] == [
         "2×v100x1@64 (od)",
         "3×v100x1@64 (od)",

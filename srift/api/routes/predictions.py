@@ -43,5 +43,7 @@ def create_prediction(
     A choice's `gpus` uses only part of each VM's GPUs. Read-only: it computes and stores nothing, so a read
     token suffices.
     """
-    result = service.predict(session=session, settings=settings, query=body.to_domain())
-    return PredictionOut.model_validate(result.document())
+    result = service.answer(session=session, settings=settings, query=body.to_domain())
+    if "predictions" in result:
+        return PredictionSweepOut.model_validate(result)
+    return PredictionOut.model_validate(result)
