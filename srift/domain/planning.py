@@ -38,7 +38,8 @@ class CommMode(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class Choice:
-    """`count` VMs of one type and market, each given `batch` samples per iteration (split over its GPUs).
+    """`count` VMs of one type and market, each given `batch` samples per iteration (split over its GPUs;
+    `gpus` of them when only part of each VM's GPUs is used).
 
     `location` is where they run when a plan may span locations (None: the request's one region).
     """
@@ -47,6 +48,7 @@ class Choice:
     market: Market
     count: int
     batch: int
+    gpus: int | None = None
     location: Location | None = None
 
 
@@ -81,7 +83,9 @@ class Config:
         """Srift's `<count><type>@<batch>` notation, e.g. "16g4dn.8xlarge@64"; `[location]` when several."""
         where = len(self.locations) > 1
         return " + ".join(
-            f"{c.count}×{c.instance_type}@{c.batch}"
+            f"{c.count}×{c.instance_type}"
+            + (f"[{c.gpus}gpu]" if c.gpus is not None else "")
+            + f"@{c.batch}"
             + ("" if c.market is Market.SPOT else " (od)")
             + (f" [{c.location.key}]" if where and c.location is not None else "")
             for c in self.choices

@@ -10,9 +10,10 @@ from sqlalchemy.orm import Session
 
 from srift.db.tables import PlanRow
 from srift.documents import to_document
-from srift.domain import BaselineResult, Config, Constraints, Plan, Prediction
+from srift.domain import BaselineResult, BusBandwidthModel, Config, Constraints, Plan, Prediction
 from srift.domain.catalog import MarketChoice
 from srift.domain.geo import Location
+from srift.domain.network import DEFAULT_NETWORK, NetworkSpec, Transport
 from srift.domain.records import PlanRecord
 from srift.domain.requests import PlanQuery
 from srift.errors import Infeasible, InvalidInput, NotFound
@@ -20,6 +21,7 @@ from srift.optimize.evaluate import Evaluator, SimEvaluator
 from srift.optimize.solver import PlanInfeasible, SolveOptions, optimize, optimize_with_evaluations
 from srift.optimize.space import Candidate, Groups, Problem, build_candidates
 from srift.optimize.spot import SpotPolicy
+from srift.services.network import network_spec, network_view
 from srift.services.placement import (
     Evaluated,
     LinkSpec,
@@ -49,6 +51,8 @@ class PreparedProblem:
     evaluator: Evaluator
     options: SolveOptions
     profile_sources: tuple[str, ...]
+    network: NetworkSpec = DEFAULT_NETWORK
+    bandwidth: BusBandwidthModel | None = None
     geo: GeoContext | None = None
     rates: tuple[RateInfo, ...] = ()
     feeds: tuple[dict[str, Any], ...] = ()
@@ -101,6 +105,19 @@ def prepare(
         located=located,
     )
     candidates = _apply_exclusions(candidates, excluded=excluded, held=held or {})
+    network = network_spec(session=session, query=query.network)
+    if network.transport is Transport.EFA and candidates:
+        efa = tuple(c for c in candidates if c.offer.instance.efa)
+        dropped = sorted({c.name for c in candidates} - {c.name for c in efa})
+        if not efa:
+            raise InvalidInput(
+                "transport efa, but none of the offered types has EFA",
+                hint="use transport tcp (plain PyTorch DDP), or allow EFA-capable types",
+                field="network.transport",
+            )
+        if dropped:
+            notes = (*notes, f"left out without EFA (transport efa): {', '.join(dropped)}")
+        candidates = efa
     if not candidates:
         covered = sorted({p.accelerator for p in profiles})
         where = ", ".join(loc.key for loc in locations)
@@ -149,8 +166,9 @@ def prepare(
         pattern=query.allreduce,
         links=[LinkSpec(x.from_, x.to, x.bandwidth_gbps, x.rtt_ms) for x in query.links or []],
     )
+    bandwidth = active_model(session=session, settings=settings, network=network)
     evaluator = SimEvaluator(
-        bandwidth=active_model(session=session, settings=settings),
+        bandwidth=bandwidth,
         seed=query.seed,
         geo=geo,
         read_gbps=query.read_gbps,
@@ -161,6 +179,8 @@ def prepare(
         evaluator,
         options,
         tuple(sources),
+        network=network,
+        bandwidth=bandwidth,
         geo=geo,
         rates=tuple(rates),
         feeds=tuple(feeds),
@@ -253,6 +273,14 @@ def create_plan(
     result = plan_result(plan, problem, profile_sources=prepared.profile_sources, prepared=prepared)
     result["spot"] = spot_doc
     result["fallback"] = fallback_doc
+    if prepared.bandwidth is not None:
+        instances = {c.name: c.offer.instance for c in problem.candidates}
+        result["network"] = network_view(
+            prepared.network,
+            instances=[instances[ch.instance_type] for ch in plan.config.choices],
+            model=prepared.bandwidth,
+            multi_node=plan.config.vm_count >= 2,
+        )
     row = PlanRow(request=dict(request_doc) if request_doc is not None else to_document(query), result=result)
     session.add(row)
     session.flush()
@@ -334,6 +362,7 @@ def _choices(config: Config, problem: Problem) -> list[dict[str, Any]]:
                     batch=ch.batch,
                     gpus=cand.devices,
                     price_usd_per_hr=cand.offer.price_usd_per_hr,
+                    instance_gpus=cand.offer.instance.gpu_count,
                 ),
                 "location": ch.location.key if ch.location else None,
             }

@@ -49,7 +49,7 @@ from srift.sim.data import data_time_s, feed_rate, stall_warning
 from srift.sim.exchange import ExchangeResult, Kernel, Stage, exchange
 from srift.sim.geo import GeoContext, hierarchical_plans, ring_plans, spans_locations
 from srift.sim.layers import LayerArrays, bucket_groups, bucketed, layer_arrays
-from srift.sim.network import StagePlan, intra_stage, network_stage
+from srift.sim.network import StagePlan, exchange_plans, intra_stage
 from srift.sim.result import CommMode, IterationEstimate
 
 MAX_STRAGGLER_ITERS = 100_000
@@ -155,10 +155,9 @@ def stage_plans(
     """
     from srift.domain.geo import AllreducePattern
 
-    plans = [p for p in (intra_stage(fleet, canon.sizes, bandwidth),) if p]
     if not spans_locations(fleet):
-        net = network_stage(fleet, canon.sizes, bandwidth)
-        return plans + ([net] if net else []), None
+        return exchange_plans(fleet, canon.sizes, bandwidth), None
+    plans = [p for p in (intra_stage(fleet, canon.sizes, bandwidth),) if p]
     context = geo or default_geo()
     if context.pattern is AllreducePattern.HIERARCHICAL:
         return plans + hierarchical_plans(fleet, canon, bandwidth, context.catalog), None

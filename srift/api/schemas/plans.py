@@ -6,6 +6,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from srift.api.schemas.network import NetworkIn, NetworkOut
 from srift.api.schemas.types import Timestamp
 from srift.documents import read_document
 from srift.domain import MarketChoice, Objective, SearchMode
@@ -107,6 +108,10 @@ class PlanRequest(BaseModel):
         default=8, ge=1, le=MAX_COUNT, description="eager: VMs of one type tried before the next"
     )
     seed: int = Field(default=0, ge=0, le=2**31 - 1, description="seed of the simulator's straggler sampling")
+    network: NetworkIn = Field(
+        default_factory=NetworkIn,
+        description="transport between nodes and measured rates; with transport efa only EFA types are used",
+    )
     regions: list[LocationName] | None = Field(
         default=None,
         max_length=MAX_LOCATIONS_PER_REQUEST,
@@ -177,9 +182,10 @@ class ChoiceOut(BaseModel):
     market: str
     count: int
     batch: int = Field(description="samples per VM per iteration")
-    gpus: int
+    gpus: int = Field(description="GPUs used per VM")
     per_gpu_batch: float
     price_usd_per_hr: float
+    instance_gpus: int | None = Field(default=None, description="GPUs the instance type has")
     location: str | None = Field(default=None, description="provider/region when the plan spans locations")
 
 
@@ -352,6 +358,9 @@ class PlanResult(BaseModel):
     pareto_total: int
     solve_time_s: float
     configs_evaluated: int
+    network: NetworkOut | None = Field(
+        default=None, description="what was assumed between nodes (null in plans stored before it existed)"
+    )
     sources: list[str]
     warnings: list[str]
     locations: list[LocationOut] = Field(default_factory=list, description="VMs per location")
