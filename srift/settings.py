@@ -36,6 +36,9 @@ class Settings(BaseSettings):
     )
     host: str = "127.0.0.1"
     port: int = Field(default=8000, ge=1, le=65535)
+    workers: int | None = Field(
+        default=None, ge=1, le=256, description="`srift serve` worker processes; default one per usable CPU"
+    )
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     read_requires_token: bool = Field(default=False, description="require a read token for GET endpoints")
     auth_enabled: bool = Field(default=True, description="require tokens for writes")
