@@ -46,6 +46,12 @@ class Settings(BaseSettings):
         default_factory=list, description="allowed CORS origins; closed by default"
     )
     max_body_bytes: int = Field(default=2_000_000, ge=1024)
+    cache_max_age_s: int = Field(
+        default=0,
+        ge=0,
+        le=86_400,
+        description="Cache-Control max-age of read answers; 0: clients revalidate every time (ETag, 304)",
+    )
     max_solve_budget_s: float = Field(default=30.0, gt=0)
     default_region: str = "us-east-1"
 

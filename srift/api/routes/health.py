@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Response
 from fastapi.responses import JSONResponse
 from sqlalchemy import select
 
@@ -21,8 +21,9 @@ router = APIRouter(tags=["health"])
     response_model=HealthOut,
     responses={503: {"model": HealthUnavailable, "description": "database unreachable"}},
 )
-def health(settings: SettingsDep) -> HealthOut | JSONResponse:
+def health(settings: SettingsDep, response: Response) -> HealthOut | JSONResponse:
     """Report whether the service can answer plans: database, catalog snapshots and bandwidth models."""
+    response.headers["Cache-Control"] = "no-store"
     try:
         with session_factory(settings.resolved_database_url)() as session:
             snapshots = session.scalars(select(CatalogSnapshot).where(CatalogSnapshot.is_active)).all()
@@ -38,5 +39,7 @@ def health(settings: SettingsDep) -> HealthOut | JSONResponse:
             hint="check SRIFT_DATABASE_URL and that the database is running, then `srift db upgrade`",
         )
         body = HealthUnavailable.model_validate(problem.to_dict())
-        return JSONResponse(status_code=503, content=body.model_dump())
+        return JSONResponse(
+            status_code=503, content=body.model_dump(), headers={"Cache-Control": "no-store"}
+        )
     return HealthOut(version=__version__, catalog=catalog, bandwidth_models=versions)

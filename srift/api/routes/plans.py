@@ -39,7 +39,11 @@ def create_plan(body: PlanRequest, session: SessionDep, settings: SettingsDep, _
     Returns counts and per-VM batches per instance type, the predicted time and cost with headroom to each
     limit, the CAP and TAP baselines, and every evaluated configuration with its Pareto flag.
     """
-    return service.create_plan(session=session, settings=settings, request=body)
+    plan = service.create_plan(session=session, settings=settings, request=body)
+    # Commit in this thread, right after the insert: get_db's own commit runs one thread-pool round trip
+    # later, and SQLite would hold its single write lock (other writers waiting) for all of that.
+    session.commit()
+    return plan
 
 
 @router.get(
