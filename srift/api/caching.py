@@ -3,24 +3,23 @@ copy is current), and a per-process store of serialized read answers keyed by th
 
 `ConditionalGet` (ASGI middleware) gives each 200 answer to a GET/HEAD under /v1 a strong ETag (a hash of
 the body, unless the route set one) and a Cache-Control header (unless the route set one), and answers
-`304 Not Modified` without a body when `If-None-Match` names that ETag. `cached_read` lets a read route
-keep its serialized answer per (database, revisions of the areas it reads, request): a catalog read then
-costs one query for the revision tokens (see srift.db.revisions) instead of rebuilding the answer, and any
-write to the area, from any process, changes the key.
+`304 Not Modified` without a body when `If-None-Match` names that ETag. `cached_json` lets a read route
+keep its serialized answer per (database, revisions of the areas it reads, request) in a
+srift.services.caching.RevisionCache: a catalog read then costs one query for the revision tokens instead
+of rebuilding the answer, and any write to the area, from any process, changes the key.
 """
 
 from __future__ import annotations
 
 import hashlib
-import threading
-from collections import OrderedDict
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable
 
 from sqlalchemy.orm import Session
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from srift.db.revisions import Area, database_key, read_revisions
+from srift.domain.revisions import DataArea
+from srift.services.caching import RevisionCache
 from srift.settings import Settings
 
 JSON = "application/json"
@@ -112,60 +111,24 @@ class ConditionalGet:
         await send({"type": "http.response.body", "body": body})
 
 
-class ReadCache:
-    """Serialized read answers (body, ETag) per key, least recently used dropped beyond `max_entries`."""
-
-    def __init__(self, *, max_entries: int = 512) -> None:
-        self.max_entries = max_entries
-        self._items: OrderedDict[Hashable, tuple[bytes, str]] = OrderedDict()
-        self._lock = threading.Lock()
-        self.hits = 0
-        self.misses = 0
-
-    def get(self, key: Hashable) -> tuple[bytes, str] | None:
-        with self._lock:
-            found = self._items.get(key)
-            if found is None:
-                self.misses += 1
-                return None
-            self._items.move_to_end(key)
-            self.hits += 1
-            return found
-
-    def put(self, key: Hashable, value: tuple[bytes, str]) -> None:
-        with self._lock:
-            self._items[key] = value
-            self._items.move_to_end(key)
-            while len(self._items) > self.max_entries:
-                self._items.popitem(last=False)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._items.clear()
+READS: RevisionCache[tuple[bytes, str]] = RevisionCache("serialized reads", max_entries=512)
 
 
-READS = ReadCache()
-
-
-def cached_read(
+def cached_json(
     *,
     session: Session,
-    areas: Sequence[Area],
+    areas: tuple[DataArea, ...],
     key: Hashable,
     build: Callable[[], bytes],
-    cache: ReadCache = READS,
 ) -> Response:
-    """The JSON answer `build()` makes, reused while the revisions of `areas` in this database stay the same.
+    """The JSON answer `build()` makes, with its ETag, reused while the revisions of `areas` stay the same.
 
-    The revision tokens are read before `build` runs (in the same session), so an entry is never older
-    than its key. `build` raising (a 4xx for a bad filter) caches nothing.
+    `build` raising (a 4xx for a bad filter) caches nothing.
     """
-    revisions = read_revisions(session=session)
-    full_key = (database_key(session), tuple(getattr(revisions, a.value) for a in areas), key)
-    found = cache.get(full_key)
-    if found is None:
+
+    def serialized() -> tuple[bytes, str]:
         body = build()
-        found = (body, etag_of(body))
-        cache.put(full_key, found)
-    body, etag = found
+        return body, etag_of(body)
+
+    body, etag = READS.get_or_build(session=session, areas=areas, key=key, build=serialized)
     return Response(content=body, media_type=JSON, headers={"etag": etag})

@@ -163,8 +163,9 @@ def profile_models(ctx: Context, models: Sequence[str]) -> None:
 
 def build_bandwidth(ctx: Context) -> None:
     """Step 3: the bandwidth model the predictions use (fresh probes, the shipped models, or the prior)."""
+    from srift.bandwidth.records import SampleQuery
     from srift.bandwidth.registry import active_version, register_shipped, train_version
-    from srift.bandwidth.samples import SampleQuery, store_samples
+    from srift.bandwidth.samples import store_samples
     from srift.db.session import transaction
 
     source = ctx.options.bandwidth

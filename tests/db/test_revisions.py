@@ -10,8 +10,10 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
-from srift.db.revisions import WATCHED_TABLES, Area, Revisions, read_revisions
+from srift.db.revisions import WATCHED_TABLES, read_revisions
 from srift.db.session import session_factory, transaction
+from srift.domain.revisions import DataArea as Area
+from srift.domain.revisions import Revisions
 
 
 def _tokens(url: str) -> Revisions:
@@ -28,8 +30,8 @@ _SNAPSHOT = (
     "VALUES (1, 's', 'aws', 'test', :d, :d, true)"
 )
 _TYPE = (
-    "INSERT INTO instance_types (id, snapshot_id, provider, name, gpu_model, gpu_count, gpu_memory_gib, vcpus, "
-    "memory_gib, network_gbps, network_burst, interconnect, interconnect_gbps, efa, extra) VALUES "
+    "INSERT INTO instance_types (id, snapshot_id, provider, name, gpu_model, gpu_count, gpu_memory_gib, "
+    "vcpus, memory_gib, network_gbps, network_burst, interconnect, interconnect_gbps, efa, extra) VALUES "
     "(1, 1, 'aws', 't', 'T4', 1, 16, 4, 16, 5, false, 'pcie', 16, false, '{}')"
 )
 _PRICE = (

@@ -1,5 +1,5 @@
-"""`srift serve --workers N`: N worker processes under uvicorn's supervisor, a dead worker replaced, no orphans
-when the supervisor is SIGKILLed, and the worker count taken from the CPUs (and a container's CPU quota)."""
+"""`srift serve --workers N`: N worker processes under uvicorn's supervisor, a dead worker replaced, no
+orphans when the supervisor is SIGKILLed, and the worker count taken from the CPUs (and a CPU quota)."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ def _wait_exit(pid: int, *, timeout_s: float) -> bool:
 
 
 def _wait_for(condition, *, timeout_s: float) -> bool:  # type: ignore[no-untyped-def]
-    """Re-check `condition` until it holds or `timeout_s` passes (the supervisor gives no event to wait on)."""
+    """Re-check `condition` until it holds or `timeout_s` passes (the supervisor signals no event)."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if condition():
@@ -44,7 +44,7 @@ def _wait_for(condition, *, timeout_s: float) -> bool:  # type: ignore[no-untype
 
 
 def _workers(pid: int) -> set[int]:
-    """The supervisor's worker processes: spawned Python children (multiprocessing's resource tracker aside)."""
+    """The supervisor's workers: spawned Python children (multiprocessing's resource tracker aside)."""
     out = set()
     for child in descendants(pid):
         with contextlib.suppress(FileNotFoundError):

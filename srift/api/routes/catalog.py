@@ -9,12 +9,12 @@ from fastapi.responses import Response
 from pydantic import TypeAdapter
 
 from srift.api.auth import RequireRead
-from srift.api.caching import cached_read
+from srift.api.caching import cached_json
 from srift.api.deps import SessionDep
 from srift.api.schemas.catalog import InstanceTypeOut
-from srift.catalog import store
-from srift.db.revisions import Area
 from srift.domain.catalog import MarketChoice
+from srift.domain.revisions import DataArea
+from srift.services import catalog as service
 
 router = APIRouter(tags=["catalog"])
 _LIST = TypeAdapter(list[InstanceTypeOut])
@@ -43,12 +43,12 @@ def list_instance_types(
 ) -> Response:
     """Instance types with their on-demand and spot prices, each with its source and as-of date.
 
-    The answer carries an ETag (send it back in `If-None-Match` for a bodyless 304 while the catalog is
-    unchanged); the server keeps it serialized until the catalog changes.
+    The answer carries an ETag: send it back in `If-None-Match` for a bodyless 304 while the catalog is
+    unchanged. The server keeps the answer serialized until the catalog changes.
     """
 
     def build() -> bytes:
-        entries = store.list_instance_types(
+        entries = service.list_instance_types(
             session=session,
             provider=provider,
             region=region,
@@ -60,4 +60,4 @@ def list_instance_types(
         return _LIST.dump_json([InstanceTypeOut.model_validate(e.to_dict()) for e in entries])
 
     key = ("instance-types", provider, region, gpu, min_gpus, market.value, snapshot)
-    return cached_read(session=session, areas=(Area.CATALOG,), key=key, build=build)
+    return cached_json(session=session, areas=(DataArea.CATALOG,), key=key, build=build)

@@ -39,11 +39,13 @@ def create_plan(body: PlanRequest, session: SessionDep, settings: SettingsDep, _
     Returns counts and per-VM batches per instance type, the predicted time and cost with headroom to each
     limit, the CAP and TAP baselines, and every evaluated configuration with its Pareto flag.
     """
-    plan = service.create_plan(session=session, settings=settings, request=body)
+    plan = service.create_plan(
+        session=session, settings=settings, query=body.to_domain(), request_doc=body.model_dump(mode="json")
+    )
     # Commit in this thread, right after the insert: get_db's own commit runs one thread-pool round trip
     # later, and SQLite would hold its single write lock (other writers waiting) for all of that.
     session.commit()
-    return plan
+    return plan.document()
 
 
 @router.get(
@@ -53,4 +55,4 @@ def create_plan(body: PlanRequest, session: SessionDep, settings: SettingsDep, _
 )
 def get_plan(session: SessionDep, _: RequireRead, plan_id: int = Path(ge=1, le=2**31 - 1)) -> Any:
     """A stored plan, as POST /v1/plans returned it."""
-    return service.get_plan(session=session, plan_id=plan_id)
+    return service.get_plan(session=session, plan_id=plan_id).document()
