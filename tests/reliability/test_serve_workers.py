@@ -3,55 +3,17 @@ orphans when the supervisor is SIGKILLed, and the worker count taken from the CP
 
 from __future__ import annotations
 
-import contextlib
 import os
-import select
 import signal
-import time
 from pathlib import Path
 
 import httpx
 import pytest
+from serve_kit import WAIT_S, wait_exit, wait_for, workers_of
 
 from benchmarks.load import descendants, start_server
 from srift.api.server import available_cpus
 from srift.db import migrate
-
-WAIT_S = 90.0
-
-
-def _wait_exit(pid: int, *, timeout_s: float) -> bool:
-    """Block until process `pid` (not necessarily our child) exits, via a pidfd; False on timeout."""
-    try:
-        fd = os.pidfd_open(pid)
-    except ProcessLookupError:
-        return True
-    try:
-        ready, _, _ = select.select([fd], [], [], timeout_s)
-        return bool(ready)
-    finally:
-        os.close(fd)
-
-
-def _wait_for(condition, *, timeout_s: float) -> bool:  # type: ignore[no-untyped-def]
-    """Re-check `condition` until it holds or `timeout_s` passes (the supervisor signals no event)."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.05)
-    return bool(condition())
-
-
-def _workers(pid: int) -> set[int]:
-    """The supervisor's workers: spawned Python children (multiprocessing's resource tracker aside)."""
-    out = set()
-    for child in descendants(pid):
-        with contextlib.suppress(FileNotFoundError):
-            cmdline = Path(f"/proc/{child}/cmdline").read_bytes()
-            if b"multiprocessing.spawn" in cmdline and b"resource_tracker" not in cmdline:
-                out.add(child)
-    return out
 
 
 def test_available_cpus_honours_a_cgroup_quota(tmp_path: Path) -> None:
@@ -72,15 +34,15 @@ def test_two_workers_serve_and_a_killed_worker_is_replaced(tmp_path: Path) -> No
     migrate.upgrade(url)
     server = start_server(database_url=url, data_dir=tmp_path, workers=2)
     try:
-        assert _wait_for(lambda: len(_workers(server.pid)) == 2, timeout_s=WAIT_S), descendants(server.pid)
-        first = _workers(server.pid)
+        assert wait_for(lambda: len(workers_of(server.pid)) == 2, timeout_s=WAIT_S), descendants(server.pid)
+        first = workers_of(server.pid)
         with httpx.Client(base_url=server.base_url, timeout=30) as http:
             assert all(http.get("/v1/health").status_code == 200 for _ in range(20))
             victim = min(first)
             os.kill(victim, signal.SIGKILL)
-            assert _wait_exit(victim, timeout_s=WAIT_S)
-            assert _wait_for(
-                lambda: len(_workers(server.pid)) == 2 and victim not in _workers(server.pid),
+            assert wait_exit(victim, timeout_s=WAIT_S)
+            assert wait_for(
+                lambda: len(workers_of(server.pid)) == 2 and victim not in workers_of(server.pid),
                 timeout_s=WAIT_S,
             ), server.log_text()[-2000:]
             assert all(http.get("/v1/health").status_code == 200 for _ in range(20))
@@ -96,11 +58,11 @@ def test_sigkilled_supervisor_leaves_no_worker_behind(tmp_path: Path) -> None:
     migrate.upgrade(url)
     server = start_server(database_url=url, data_dir=tmp_path, workers=2)
     try:
-        assert _wait_for(lambda: len(_workers(server.pid)) == 2, timeout_s=WAIT_S)
-        workers = _workers(server.pid)
+        assert wait_for(lambda: len(workers_of(server.pid)) == 2, timeout_s=WAIT_S)
+        workers = workers_of(server.pid)
     finally:
         server.kill9()
     for pid in workers:
-        assert _wait_exit(pid, timeout_s=WAIT_S), f"worker {pid} outlived its supervisor"
+        assert wait_exit(pid, timeout_s=WAIT_S), f"worker {pid} outlived its supervisor"
     with pytest.raises(httpx.ConnectError):
         httpx.get(server.base_url + "/v1/health", timeout=5)
