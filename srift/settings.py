@@ -36,8 +36,8 @@ class Settings(BaseSettings):
     )
     host: str = "127.0.0.1"
     port: int = Field(default=8000, ge=1, le=65535)
-    workers: int | None = Field(
-        default=None, ge=1, le=256, description="`srift serve` worker processes; default one per usable CPU"
+    workers: int = Field(
+        default=0, ge=0, le=256, description="`srift serve` worker processes; 0: one per usable CPU"
     )
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     read_requires_token: bool = Field(default=False, description="require a read token for GET endpoints")

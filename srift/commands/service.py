@@ -46,10 +46,10 @@ def register(app: typer.Typer) -> None:
         port: int | None = typer.Option(None, help="port (default SRIFT_PORT, 8000)"),
         workers: int | None = typer.Option(
             None,
-            min=1,
+            min=0,
             max=256,
-            help="worker processes (default SRIFT_WORKERS, else one per CPU this process may use, "
-            "counting a container's CPU quota); 1 serves in this process",
+            help="worker processes (default SRIFT_WORKERS; 0, its default: one per CPU this process may "
+            "use, counting a container's CPU quota); 1 serves in this process",
         ),
         no_bootstrap: bool = typer.Option(False, help="skip migrations and loading the shipped data"),
     ) -> None:
@@ -71,5 +71,5 @@ def register(app: typer.Typer) -> None:
             settings=settings,
             host=host or settings.host,
             port=port or settings.port,
-            workers=workers or settings.workers or available_cpus(),
+            workers=(workers if workers is not None else settings.workers) or available_cpus(),
         )

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 from pathlib import Path
 
 import httpx
 import pytest
 from serve_kit import WAIT_S, wait_exit, wait_for, workers_of
 
-from benchmarks.load import descendants, start_server
+from benchmarks.load import create_write_token, descendants, start_server, store_profiles
 from srift.api.server import available_cpus
 from srift.db import migrate
 
@@ -66,3 +67,47 @@ def test_sigkilled_supervisor_leaves_no_worker_behind(tmp_path: Path) -> None:
         assert wait_exit(pid, timeout_s=WAIT_S), f"worker {pid} outlived its supervisor"
     with pytest.raises(httpx.ConnectError):
         httpx.get(server.base_url + "/v1/health", timeout=5)
+
+
+@pytest.mark.slow
+def test_a_long_plan_does_not_block_the_event_loop(tmp_path: Path) -> None:
+    """One worker computing a plan for seconds still answers /v1/health meanwhile: the solve runs in the
+    thread pool, not on the event loop (which would hold every other request until the plan is done)."""
+    url = f"sqlite:///{tmp_path / 'w.db'}"
+    migrate.upgrade(url)
+    headers = {"Authorization": f"Bearer {create_write_token(url)}"}
+    server = start_server(database_url=url, data_dir=tmp_path, workers=1)
+    try:
+        ids = store_profiles(base_url=server.base_url, headers=headers)
+        body = {
+            "profile_ids": ids,
+            "global_batch": 4096,
+            "iterations": 10_000,
+            "provider": "aws",
+            "region": "us-east-1",
+            "market": "any",
+            "mode": "exhaustive",
+            "solve_budget_s": 3,
+            "max_count_per_type": 64,
+        }
+        done = threading.Event()
+        status: list[int] = []
+
+        def long_plan() -> None:
+            r = httpx.post(server.base_url + "/v1/plans", json=body, headers=headers, timeout=120)
+            status.append(r.status_code)
+            done.set()
+
+        cpu_before = server.cpu_seconds()
+        thread = threading.Thread(target=long_plan)
+        thread.start()
+        assert wait_for(lambda: server.cpu_seconds() - cpu_before > 0.3 or done.is_set(), timeout_s=WAIT_S)
+        assert not done.is_set(), "the plan finished before the server was seen busy: make it longer"
+        health = httpx.get(server.base_url + "/v1/health", timeout=60)
+        answered_while_busy = not done.is_set()
+        thread.join()
+        assert health.status_code == 200
+        assert answered_while_busy, "/v1/health waited for the plan: the solve ran on the event loop"
+        assert status == [201]
+    finally:
+        server.stop()
