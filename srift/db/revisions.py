@@ -19,6 +19,8 @@ from sqlalchemy.orm import Session
 from srift.db.tables import DataRevision
 from srift.domain.revisions import DataArea, Revisions
 
+REVISIONS_TABLE = DataRevision.__tablename__
+
 WATCHED_TABLES: dict[DataArea, tuple[str, ...]] = {
     DataArea.CATALOG: ("catalog_snapshots", "instance_types", "prices"),
     DataArea.PROFILES: ("model_profiles",),

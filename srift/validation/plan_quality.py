@@ -101,7 +101,7 @@ def run_plan_quality(ctx: Context, pool: AgentPool, *, runner: Runner) -> dict[s
     """Solve, run every configuration for real, and rank the optimizer's and the baselines' choices."""
     from srift.optimize.baselines import Policy, baseline_groups
 
-    model = ctx.options.plan_model
+    model = ctx.options.resolved_plan_model()
     types = _plan_types(ctx)
     cores = sum(CAP_PER_TYPE * ctx.spec.type_named(t).cpu_cores for t in types)
     if cores > ctx.options.resolved_max_cores() + 1e-9:
