@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -16,11 +18,13 @@ from srift.domain.geo import Location
 from srift.domain.network import DEFAULT_NETWORK, NetworkSpec, Transport
 from srift.domain.records import PlanRecord
 from srift.domain.requests import PlanQuery
+from srift.domain.revisions import DataArea
 from srift.errors import Infeasible, InvalidInput, NotFound
 from srift.optimize.evaluate import Evaluator, SimEvaluator
 from srift.optimize.solver import PlanInfeasible, SolveOptions, optimize, optimize_with_evaluations
 from srift.optimize.space import Candidate, Groups, Problem, build_candidates
 from srift.optimize.spot import SpotPolicy
+from srift.services.caching import RevisionCache
 from srift.services.network import network_spec, network_view
 from srift.services.placement import (
     Evaluated,
@@ -59,6 +63,18 @@ class PreparedProblem:
     default_location: Location | None = None
 
 
+PREPARED_AREAS = (DataArea.CATALOG, DataArea.PROFILES, DataArea.BANDWIDTH_MODELS)
+"""What a prepared problem is built from besides the request: profiles, catalog offers, the active model."""
+
+PREPARED: RevisionCache[PreparedProblem] = RevisionCache("prepared plan problems", max_entries=64)
+"""Prepared problems per (database, revisions of PREPARED_AREAS, the whole request and settings).
+
+The evaluator inside an entry keeps the bandwidth model's answers (srift.sim.network.MemoBandwidth), so a
+cached problem also answers its bandwidth questions from memory. Optimizing never changes a prepared problem,
+so threads share entries. A request whose preparation reads other tables (a plan naming probe jobs reads
+their samples) is prepared afresh every time (see RevisionCache)."""
+
+
 def prepare(
     *,
     session: Session,
@@ -70,8 +86,42 @@ def prepare(
     """Validate the request against the settings and catalog and build the optimizer's problem.
 
     `excluded` types are never launched; `held` gives, for excluded types, how many VMs are still running and
-    may stay in the plan (re-planning after an interruption).
+    may stay in the plan (re-planning after an interruption). The answer is cached (PREPARED) under the
+    whole request — every field of the query, so a new field is part of the key without anyone adding it —
+    the settings, and the revisions of the profiles, catalog and bandwidth models it reads: any write to
+    those, from any process, makes the next request prepare afresh.
     """
+    key = prepare_key(settings=settings, query=query, excluded=excluded, held=held)
+    return PREPARED.get_or_build(
+        session=session,
+        areas=PREPARED_AREAS,
+        key=key,
+        build=lambda: _prepare(session=session, settings=settings, query=query, excluded=excluded, held=held),
+    )
+
+
+def prepare_key(
+    *, settings: Settings, query: PlanQuery, excluded: tuple[str, ...], held: Mapping[str, int] | None
+) -> str:
+    """SHA-256 of the canonical JSON of everything `prepare` reads that is not in the database."""
+    document = {
+        "query": to_document(query),
+        "excluded": list(excluded),
+        "held": dict(held or {}),
+        "settings": settings.model_dump(mode="json"),
+    }
+    text = json.dumps(document, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _prepare(
+    *,
+    session: Session,
+    settings: Settings,
+    query: PlanQuery,
+    excluded: tuple[str, ...],
+    held: Mapping[str, int] | None,
+) -> PreparedProblem:
     from srift.bandwidth.registry import active_model
 
     top = settings.max_solve_budget_s
