@@ -174,7 +174,13 @@ def test_plan_page_shows_the_plan_every_evaluated_config_and_the_breakdown(brows
     assert page.locator("#plan-scatter .scatterlayer .trace .points path").count() >= evaluated
 
     bars = {t["uid"]: t for t in browsed.chart("plan-breakdown")["data"]}
-    assert set(bars) == {"compute_s", "straggler_wait_s", "exposed_intra_s", "exposed_network_s"}
+    assert set(bars) == {
+        "compute_s",
+        "straggler_wait_s",
+        "exposed_intra_s",
+        "exposed_network_s",
+        "data_stall_s",
+    }
     assert bars["compute_s"]["y"][0] == "Srift plan"
     stacked = sum(bars[k]["x"][0] for k in bars)
     assert stacked == pytest.approx(plan["predicted"]["iteration_s"], rel=0.05)
@@ -262,6 +268,75 @@ def _api(b: Browsed, method: str, path: str, body: dict[str, Any] | None = None)
     assert response.status_code < 300, response.text
     result: dict[str, Any] = response.json()
     return result
+
+
+def test_plan_page_shows_locations_egress_data_loading_and_the_spot_outlook(browsed: Browsed) -> None:
+    # Four T4 VMs per location at most and a global batch of 512 (batch ≤ 256 per VM): the fleet needs AWS and
+    # GCP. 20 samples/s per core cannot feed a T4 on g4dn.xlarge (3 loader vCPUs).
+    request = {
+        "model": browsed.server.model,
+        "global_batch": 2048,
+        "iterations": 2000,
+        "market": "any",
+        "providers": ["aws", "gcp"],
+        "regions": ["aws/us-east-1", "gcp/us-central1"],
+        "availability": {"g4dn.xlarge": 4, "n1-standard-8-1xt4": 4},
+        "input_pipeline": {"samples_per_s_per_core": 20, "bytes_per_sample": 110000},
+        "interruption_rates": {"g4dn.xlarge": 0.5, "n1-standard-8-1xt4": 0.5},
+        "spot_samples": 200,
+    }
+    plan = _api(browsed, "POST", "/plans", request)
+    assert len(plan["locations"]) == 2 and plan["cost"]["egress_usd"] > 0, plan["warnings"]
+    browsed.goto(f"/?plan={plan['id']}")
+    page = browsed.page
+    page.wait_for_selector("body[data-ready]")
+    page.wait_for_selector("#plan-locations-table tbody tr")
+    rows = page.locator("#plan-locations-table tbody tr").all_inner_texts()
+    assert [r.split("\t")[0] for r in rows] == [loc["location"] for loc in plan["locations"]]
+    cost_line = page.inner_text("#plan-cost-line").lower()
+    assert "egress" in cost_line and f"{plan['cost']['egress_share'] * 100:.1f}%" in cost_line
+    assert page.locator("#plan-egress-table tbody tr").count() == len(plan["egress"]) >= 2
+    assert "internet" in page.inner_text("#plan-egress-table")
+    loading = page.inner_text("#plan-loading-table")
+    assert "g4dn.xlarge" in loading and "decode" in loading
+    assert page.locator("#plan-loading-table .badge.infeasible").count() >= 1
+    assert "location" in page.inner_text("#plan-choices thead").lower()
+    if plan["spot"] is not None:
+        cards = page.inner_text("#plan-spot-cards").lower()
+        assert "expected cost" in cards and "uninterrupted" in cards and "p(meets time limit)" in cards
+    else:
+        assert plan["fallback"] is None or "On-demand fallback" in page.inner_text("#plan-fallback")
+    # The stored request is back in the form, geo fields included.
+    page.click("#plan-geo summary")
+    assert page.input_value("#plan-providers") == "gcp"
+    assert page.input_value("#plan-regions") == "gcp/us-central1"
+    assert page.input_value("#plan-loader-rate") == "20"
+    bars = {t["uid"] for t in browsed.chart("plan-breakdown")["data"]}
+    assert "data_stall_s" in bars
+    browsed.screenshot("plan-locations")
+    browsed.assert_clean()
+
+
+def test_plan_form_sends_regions_providers_allreduce_and_the_input_pipeline(browsed: Browsed) -> None:
+    _ready(browsed, "/")
+    page = browsed.page
+    page.click("#plan-geo summary")
+    page.fill("#plan-providers", "gcp")
+    page.fill("#plan-regions", "gcp/us-central1")
+    page.select_option("#plan-allreduce", "hierarchical")
+    page.fill("#plan-loader-rate", "500")
+    page.fill("#plan-loader-bytes", "1000")
+    page.uncheck("#plan-price-interruptions")
+    with page.expect_request(lambda r: r.url.endswith("/v1/plans") and r.method == "POST") as info:
+        page.click("#plan-submit")
+    sent = json.loads(info.value.post_data or "{}")
+    assert sent["providers"] == [sent["provider"], "gcp"]
+    assert sent["regions"] == [sent["region"], "gcp/us-central1"]
+    assert sent["allreduce"] == "hierarchical"
+    assert sent["input_pipeline"] == {"samples_per_s_per_core": 500, "bytes_per_sample": 1000}
+    assert sent["price_interruptions"] is False
+    page.wait_for_selector("#plan-choices")
+    browsed.assert_clean()
 
 
 def test_jobs_page_shows_a_training_run_with_its_replan_history(browsed: Browsed) -> None:

@@ -13,6 +13,7 @@ const COLORS = {
   straggler: "#f2cf5b",
   intra: "#72b7b2",
   network: "#e45756",
+  stall: "#9d755d",
 };
 const HOUR = 3600;
 let loading = null;
@@ -128,6 +129,7 @@ const SEGMENTS = [
   ["straggler wait", "straggler_wait_s", COLORS.straggler],
   ["exposed intra-node comm.", "exposed_intra_s", COLORS.intra],
   ["exposed network comm.", "exposed_network_s", COLORS.network],
+  ["data-loading stall", "data_stall_s", COLORS.stall],
 ];
 
 /** Stacked horizontal bars of one iteration's time per configuration: [{name, breakdown}]. */

@@ -2,7 +2,8 @@
 
 import { drawBreakdown, drawPlanScatter, plotly } from "./charts.js";
 import {
-  card, clearErrors, el, fillSelect, fmtNumber, fmtSeconds, fmtUsd, get, markReady, numberOrNull, post, renderTable, showError,
+  card, clearErrors, el, fillSelect, fmtNumber, fmtPercent, fmtSeconds, fmtUsd, get, markReady, numberOrNull, post, renderTable,
+  showError,
 } from "./common.js";
 import { fillModelSelect, initWhere, loadProfiles, profilePart, sourcesLine, typeOption, typesIn, wireUpload } from "./shared.js";
 
@@ -63,6 +64,19 @@ async function buildRequest() {
   request.market = $("plan-market").value;
   request.mode = $("plan-mode").value;
   if (availability.size) request.availability = Object.fromEntries(availability);
+  const list = (id) => $(id).value.split(",").map((v) => v.trim()).filter(Boolean);
+  const providers = list("plan-providers");
+  const regions = list("plan-regions");
+  if (providers.length) request.providers = [...new Set([request.provider, ...providers])];
+  if (regions.length) request.regions = [...new Set([request.region, ...regions])];
+  if ($("plan-allreduce").value !== "ring") request.allreduce = $("plan-allreduce").value;
+  const rate = numberOrNull($("plan-loader-rate"));
+  const bytes = numberOrNull($("plan-loader-bytes"));
+  if (rate !== null || bytes !== null) {
+    request.input_pipeline = { samples_per_s_per_core: rate };
+    if (bytes !== null) request.input_pipeline.bytes_per_sample = bytes;
+  }
+  if (!$("plan-price-interruptions").checked) request.price_interruptions = false;
   return request;
 }
 
@@ -97,6 +111,7 @@ function renderCards(plan) {
 function renderChoices(plan) {
   renderTable($("plan-table"), [
     { label: "Instance type", value: (c) => el("code", {}, c.instance_type) },
+    ...(plan.choices.some((c) => c.location) ? [{ label: "Location", value: (c) => c.location || "—" }] : []),
     { label: "Market", value: (c) => c.market.replace("_", "-") },
     { label: "Count", value: (c) => c.count, num: true },
     { label: "Batch / VM", value: (c) => c.batch, num: true },
@@ -105,6 +120,76 @@ function renderChoices(plan) {
     { label: "$ / h per VM", value: (c) => fmtUsd(c.price_usd_per_hr), num: true },
     { label: "Samples / iteration", value: (c) => c.count * c.batch, num: true },
   ], plan.choices, { id: "plan-choices" });
+}
+
+/** Counts per location, the cost line (instances and egress) and the bytes crossing between locations. */
+function renderGeo(plan) {
+  const cost = plan.cost;
+  const spans = (plan.locations || []).length > 0;
+  $("plan-geo-panel").hidden = !spans && !(cost && cost.egress_usd > 0);
+  if ($("plan-geo-panel").hidden) return;
+  $("plan-cost-line").replaceChildren(
+    card("Instances", fmtUsd(cost?.instances_usd)),
+    card("Egress", fmtUsd(cost?.egress_usd), `${fmtPercent(cost?.egress_share)} of the cost`),
+    card("Total", fmtUsd(cost?.total_usd)),
+  );
+  renderTable($("plan-locations"), [
+    { label: "Location", value: (l) => el("code", {}, l.location) },
+    { label: "Place", value: (l) => l.place || "—" },
+    { label: "Continent", value: (l) => l.continent || "—" },
+    { label: "VMs", value: (l) => l.vms, num: true },
+    { label: "GPUs", value: (l) => l.gpus, num: true },
+    { label: "$ / h", value: (l) => fmtUsd(l.usd_per_hr), num: true },
+  ], plan.locations || [], { id: "plan-locations-table" });
+  renderTable($("plan-egress"), [
+    { label: "From", value: (f) => el("code", {}, f.source) },
+    { label: "To", value: (f) => el("code", {}, f.destination) },
+    { label: "Route", value: (f) => f.route.replaceAll("_", "-") },
+    { label: "GB / iteration", value: (f) => fmtNumber(f.gb_per_iteration), num: true },
+    { label: "$ / GB", value: (f) => fmtUsd(f.usd_per_gb), num: true },
+    { label: "Egress $", value: (f) => fmtUsd(f.usd), num: true },
+  ], plan.egress || [], { id: "plan-egress-table" });
+}
+
+/** Each candidate type's input pipeline: what it feeds, what bounds it, and the batch above which it stalls. */
+function renderLoading(plan) {
+  const rows = plan.data_loading || [];
+  $("plan-loading-panel").hidden = !rows.length;
+  if (!rows.length) return;
+  const chosen = new Set(plan.choices.map((c) => `${c.instance_type}|${c.location || ""}`));
+  renderTable($("plan-loading"), [
+    { label: "Instance type", value: (r) => el("code", {}, r.instance_type) },
+    { label: "Location", value: (r) => r.location || "—" },
+    { label: "Loader vCPUs", value: (r) => r.loader_cores, num: true },
+    { label: "Feeds (samples/s)", value: (r) => fmtNumber(r.samples_per_s), num: true },
+    { label: "Bound by", value: (r) => r.bound },
+    { label: "GPUs train (samples/s)", value: (r) => fmtNumber(r.gpu_samples_per_s), num: true },
+    { label: "Stalls", value: (r) => (r.samples_per_s >= r.gpu_samples_per_s ? "no"
+      : el("span", { class: "badge infeasible" }, r.stalls_above_batch ? `above batch ${r.stalls_above_batch}` : "at every batch")) },
+  ], rows, { id: "plan-loading-table", rowClass: (r) => (chosen.has(`${r.instance_type}|${r.location || ""}`) ? "chosen" : null) });
+}
+
+/** Expected against uninterrupted time and cost of a spot plan, P(meets the limits), and the fallback. */
+function renderSpot(plan) {
+  const s = plan.spot;
+  $("plan-spot-panel").hidden = !s && !plan.fallback;
+  if (!s && !plan.fallback) return;
+  if (s) {
+    $("plan-spot-cards").replaceChildren(
+      card("Expected cost", fmtUsd(s.expected_cost_usd), `uninterrupted ${fmtUsd(s.uninterrupted_cost_usd)}`),
+      card("Expected time", fmtSeconds(s.expected_time_s), `uninterrupted ${fmtSeconds(s.uninterrupted_time_s)} · p90 ${fmtSeconds(s.time_p90_s)}`),
+      card("P(meets time limit)", fmtPercent(s.p_meets_time_limit), `P(within budget) ${fmtPercent(s.p_within_budget)}`),
+      card("Interruptions", fmtNumber(s.expected_interruptions), `P(any) ${fmtPercent(s.p_interrupted)}`),
+    );
+    $("plan-spot-note").textContent = `${fmtNumber(s.samples)} Monte Carlo runs (${s.method}); checkpoint every `
+      + `${fmtSeconds(s.checkpoint_interval_s)}, ${fmtSeconds(s.restart_s)} to restart.`;
+  } else {
+    $("plan-spot-cards").replaceChildren();
+    $("plan-spot-note").textContent = "";
+  }
+  const fb = plan.fallback;
+  $("plan-fallback").replaceChildren(...(fb ? [el("p", {}, "On-demand fallback: ", el("code", {}, fb.label),
+    ` (${fmtUsd(fb.predicted?.cost_usd)}, ${fmtSeconds(fb.predicted?.total_time_s)} uninterrupted)`)] : []));
 }
 
 function renderBaselines(plan) {
@@ -156,6 +241,9 @@ async function renderPlan(plan) {
   renderChoices(plan);
   $("plan-warnings").replaceChildren(...[...(plan.warnings || []), ...(plan.breakdown?.warnings || [])].map((w) => el("li", {}, w)));
   sourcesLine($("plan-sources"), plan.sources);
+  renderGeo(plan);
+  renderLoading(plan);
+  renderSpot(plan);
   renderBaselines(plan);
   await renderCharts(plan);
 }
@@ -189,6 +277,15 @@ function fillForm(request) {
   set("plan-budget", request.budget_usd);
   set("plan-market", request.market);
   set("plan-mode", request.mode);
+  set("plan-allreduce", request.allreduce);
+  const provider = request.provider ?? $("plan-provider").value;
+  const region = request.region ?? $("plan-region").value;
+  const others = (all, own) => (all || []).filter((v) => !own.includes(v)).join(", ");
+  $("plan-providers").value = others(request.providers, [provider]);
+  $("plan-regions").value = others(request.regions, [region, `${provider}/${region}`]);
+  set("plan-loader-rate", request.input_pipeline?.samples_per_s_per_core);
+  set("plan-loader-bytes", request.input_pipeline?.bytes_per_sample);
+  $("plan-price-interruptions").checked = request.price_interruptions !== false;
   availability.clear();
   for (const [name, count] of Object.entries(request.availability || {})) availability.set(name, count);
   renderChips();
