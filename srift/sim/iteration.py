@@ -22,8 +22,9 @@ the time during which any stage was busy; granularity = compute_s / communicatio
 Uncertainty. With mc_samples = 0, p10/p50/p90 are the quantiles of the per-iteration straggler draws
 plus the mean exposed communication (the exchange is simulated once). With mc_samples > 0, each sample
 draws one iteration's straggler times and one multiplicative error per stage, Normal(1, residual_cv) of
-the bandwidth answers (clipped at 0.05), and simulates that iteration's exchange; the quantiles come from
-those samples, while iteration_s and the breakdown stay the mean-case values.
+the bandwidth answers (clipped at 0.05; above 1 the spread is the answer's `upside_cv` when larger: the
+prior's fast side when a public default was left open), and simulates that iteration's exchange; the
+quantiles come from those samples, while iteration_s and the breakdown stay the mean-case values.
 """
 
 from __future__ import annotations
@@ -46,6 +47,11 @@ from srift.sim.result import CommMode, IterationEstimate
 MAX_STRAGGLER_ITERS = 100_000
 MAX_MC_SAMPLES = 10_000
 MIN_BANDWIDTH_FACTOR = 0.05
+
+
+def _spread(factor: float, plan: StagePlan) -> float:
+    """The bandwidth error's spread on this side of 1: a split normal, `upside_cv` above when given."""
+    return plan.upside_cv if factor > 1.0 and plan.upside_cv > plan.residual_cv else plan.residual_cv
 
 
 @functools.lru_cache(maxsize=1024)
@@ -233,7 +239,7 @@ def simulate(
         samples = np.empty(mc_samples)
         for s in range(mc_samples):
             scale = [
-                max(MIN_BANDWIDTH_FACTOR, 1.0 + (f - 1.0) * p.residual_cv)
+                max(MIN_BANDWIDTH_FACTOR, 1.0 + (f - 1.0) * _spread(f, p))
                 for f, p in zip(factors[s], plans, strict=True)
             ]
             scaled = [
