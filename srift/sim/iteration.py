@@ -23,8 +23,9 @@ Uncertainty. With mc_samples = 0, p10/p50/p90 are the quantiles of the per-itera
 plus the mean exposed communication (the exchange is simulated once). With mc_samples > 0, each sample
 draws one iteration's straggler times and one multiplicative error per stage, Normal(1, residual_cv) of
 the bandwidth answers (clipped at 0.05; above 1 the spread is the answer's `upside_cv` when larger: the
-prior's fast side when a public default was left open), and simulates that iteration's exchange; the
-quantiles come from those samples, while iteration_s and the breakdown stay the mean-case values.
+prior's fast side when a public default was left open, capped at its p90), and simulates that iteration's
+exchange; the quantiles come from those samples, while iteration_s and the breakdown stay the mean-case
+values.
 """
 
 from __future__ import annotations
@@ -49,9 +50,22 @@ MAX_MC_SAMPLES = 10_000
 MIN_BANDWIDTH_FACTOR = 0.05
 
 
+Z90 = 1.2815515655446004
+"""The standard normal's 90th percentile."""
+
+
 def _spread(factor: float, plan: StagePlan) -> float:
     """The bandwidth error's spread on this side of 1: a split normal, `upside_cv` above when given."""
     return plan.upside_cv if factor > 1.0 and plan.upside_cv > plan.residual_cv else plan.residual_cv
+
+
+def _factor(draw: float, plan: StagePlan) -> float:
+    """One bandwidth factor from a Normal(1, 1) draw: clipped at MIN_BANDWIDTH_FACTOR below; on an upside
+    spread, at its p90 above (the fast end's own p90: the prior's upside reaches that far, no further)."""
+    factor = max(MIN_BANDWIDTH_FACTOR, 1.0 + (draw - 1.0) * _spread(draw, plan))
+    if draw > 1.0 and plan.upside_cv > plan.residual_cv:
+        factor = min(factor, 1.0 + Z90 * plan.upside_cv)
+    return factor
 
 
 @functools.lru_cache(maxsize=1024)
@@ -238,10 +252,7 @@ def simulate(
         )
         samples = np.empty(mc_samples)
         for s in range(mc_samples):
-            scale = [
-                max(MIN_BANDWIDTH_FACTOR, 1.0 + (f - 1.0) * _spread(f, p))
-                for f, p in zip(factors[s], plans, strict=True)
-            ]
+            scale = [_factor(f, p) for f, p in zip(factors[s], plans, strict=True)]
             scaled = [
                 Stage(st.name, tuple(r * k for r in st.rates_bps), st.cap_bps * k)
                 for st, k in zip(stages, scale, strict=True)
