@@ -22,13 +22,13 @@ from sqlalchemy.orm import Session
 
 from srift.api.deps import SessionDep
 from srift.db.tables import ApiToken, Job, utcnow
+from srift.domain.states import JobState
 from srift.errors import Forbidden, InvalidInput, NotFound, Unauthorized
 from srift.limits import NAME_CHARS
 from srift.settings import Settings
 
 TOKEN_PREFIX = "srift_"
 JOB_TOKEN_PREFIX = "srift_job_"
-OPEN_JOB_STATES = frozenset({"queued", "running"})
 
 
 class Scope(StrEnum):
@@ -115,7 +115,7 @@ def find_job_by_token(*, session: Session, plain: str) -> Job | None:
 
 
 def _check_job_open(job: Job) -> None:
-    if job.state not in OPEN_JOB_STATES:
+    if not JobState(job.state).is_open:
         raise Forbidden(
             f"job {job.id} is {job.state}; its token no longer accepts results",
             hint="results are accepted only while the job is queued or running; start a new job",

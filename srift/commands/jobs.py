@@ -173,7 +173,8 @@ def register(app: typer.Typer) -> None:
 
         Example: `srift jobs list --state running`
         """
-        from srift.jobs.spec import JobKind, JobState
+        from srift.domain.states import JobState
+        from srift.jobs.spec import JobKind
 
         try:
             kind_v = JobKind(kind) if kind else None

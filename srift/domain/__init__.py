@@ -15,7 +15,14 @@ from srift.domain.planning import (
     Prediction,
     SearchMode,
 )
-from srift.domain.profile import PROFILE_SCHEMA_VERSION, ComputeCurve, LayerGrad, ModelProfile
+from srift.domain.profile import (
+    PROFILE_SCHEMA_VERSION,
+    ComputeCurve,
+    LayerGrad,
+    LayerProfile,
+    ModelProfile,
+)
+from srift.domain.states import JobState, TrainingState
 
 __all__ = [
     "PROFILE_SCHEMA_VERSION",
@@ -30,7 +37,9 @@ __all__ = [
     "FleetMember",
     "InstanceType",
     "Interconnect",
+    "JobState",
     "LayerGrad",
+    "LayerProfile",
     "Market",
     "MarketChoice",
     "ModelProfile",
@@ -40,4 +49,5 @@ __all__ = [
     "Plan",
     "Prediction",
     "SearchMode",
+    "TrainingState",
 ]

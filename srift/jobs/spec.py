@@ -36,13 +36,6 @@ class JobProvider(StrEnum):
         return {"local": None, "testbed": "testbed", "ec2": "aws"}[self.value]
 
 
-class JobState(StrEnum):
-    QUEUED = "queued"
-    RUNNING = "running"
-    SUCCEEDED = "succeeded"
-    FAILED = "failed"
-
-
 class Ec2Market(StrEnum):
     ON_DEMAND = "on_demand"
     SPOT = "spot"

@@ -18,8 +18,9 @@ from sqlalchemy.orm import Session
 
 from srift.api.auth import issue_job_token
 from srift.db.tables import Job, utcnow
+from srift.domain.states import JobState
 from srift.errors import InvalidInput, NotFound
-from srift.jobs.spec import JobKind, JobProvider, JobState, ProbeJobSpec, ProfileJobSpec
+from srift.jobs.spec import JobKind, JobProvider, ProbeJobSpec, ProfileJobSpec
 
 MAX_LOG_CHARS = 64_000
 

@@ -16,17 +16,18 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from srift.db.session import transaction
-from srift.db.tables import Job
+from srift.db.tables import Job, utcnow
+from srift.domain.states import JobState
 from srift.errors import SriftError
 from srift.jobs import store
 from srift.jobs.run import JobLost, JobRun, job_marker, kill_marked
 from srift.jobs.spec import (
     JobKind,
     JobProvider,
-    JobState,
     ProbeJobSpec,
     ProfileJobSpec,
     spec_from_row,
@@ -69,7 +70,10 @@ class Outcome:
 
 
 class Worker:
-    """Runs jobs from the database in `settings`; `run_once` for one job, `run_forever` for the loop."""
+    """Runs jobs from the database in `settings`; `run_once` for one job, `run_forever` for the loop.
+
+    `sleep` and `now` (the clock that judges heartbeats stale) are injectable, for tests.
+    """
 
     def __init__(
         self,
@@ -78,11 +82,13 @@ class Worker:
         *,
         ec2_client: Ec2ClientFactory = default_ec2_client,
         sleep: Callable[[float], None] = time.sleep,
+        now: Callable[[], datetime] = utcnow,
     ) -> None:
         self.settings = settings
         self.config = config or WorkerConfig()
         self.ec2_client = ec2_client
         self.sleep = sleep
+        self.now = now
         self.url = settings.resolved_database_url
         self.worker_id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
 
@@ -91,7 +97,7 @@ class Worker:
     def recover(self) -> list[store.Recovered]:
         """Clean up and requeue (or fail) jobs whose worker stopped heartbeating."""
         with transaction(self.url) as session:
-            stale = store.stale_jobs(session=session, stale_after_s=self.config.stale_after_s)
+            stale = store.stale_jobs(session=session, stale_after_s=self.config.stale_after_s, now=self.now())
             snapshots = [
                 (j.id, j.kind, j.provider, j.attempts, dict(j.request), dict(j.result or {})) for j in stale
             ]

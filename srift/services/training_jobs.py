@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session
 
 from srift.api.schemas.plans import InterruptionIn, PlanRequest, ProgressIn
 from srift.db.tables import PlanRow, TrainingJob, TrainingJobEvent
+from srift.domain.states import TrainingState
 from srift.errors import Conflict, InvalidInput, NotFound
 from srift.optimize.solver import PlanInfeasible
 from srift.services.plans import create_plan, get_plan_row
@@ -29,7 +30,9 @@ def start_job(*, session: Session, plan_id: int) -> TrainingJob:
         get_plan_row(session=session, plan_id=plan_id)
     except NotFound as exc:
         raise InvalidInput(exc.detail, hint="start a job from an existing plan id", field="plan_id") from exc
-    job = TrainingJob(plan_id=plan_id, current_plan_id=plan_id, state="running", excluded_types=[])
+    job = TrainingJob(
+        plan_id=plan_id, current_plan_id=plan_id, state=TrainingState.RUNNING, excluded_types=[]
+    )
     session.add(job)
     session.flush()
     _event(session, job, "started", {"plan_id": plan_id})
@@ -81,13 +84,13 @@ def _update_progress(
     job.elapsed_s = elapsed_s
     job.spent_usd = spent_usd
     if iterations_done == total:
-        job.state = "completed"
+        job.state = TrainingState.COMPLETED
 
 
 def record_progress(*, session: Session, job_id: int, progress: ProgressIn) -> TrainingJob:
     """Record iterations done, elapsed time and money spent so far."""
     job = get_job(session=session, job_id=job_id)
-    if job.state == "completed":
+    if job.state == TrainingState.COMPLETED:
         raise Conflict(f"job {job_id} has completed", hint="start a new job for a new run")
     _update_progress(
         session,
@@ -105,7 +108,7 @@ def record_interruption(
 ) -> tuple[TrainingJob, dict[str, Any]]:
     """Record lost VMs and re-plan the rest of the run; returns the job and its new plan (PlanOut dict)."""
     job = get_job(session=session, job_id=job_id)
-    if job.state == "completed":
+    if job.state == TrainingState.COMPLETED:
         raise Conflict(f"job {job_id} has completed", hint="start a new job for a new run")
     current = get_plan_row(session=session, plan_id=job.current_plan_id)
     held = {ch["instance_type"]: int(ch["count"]) for ch in current.result.get("choices", [])}
@@ -147,12 +150,12 @@ def record_interruption(
     try:
         plan = _replan(session, settings, original, remaining, job, excluded=excluded, held=held)
     except PlanInfeasible as exc:
-        job.state = "needs_input"
+        job.state = TrainingState.NEEDS_INPUT
         _event(session, job, "interruption", {**payload, "error": exc.to_dict()})
         session.commit()
         raise
     job.current_plan_id = plan["id"]
-    job.state = "running"
+    job.state = TrainingState.RUNNING
     _event(session, job, "interruption", {**payload, "plan_id": plan["id"]})
     return job, plan
 

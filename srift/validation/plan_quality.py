@@ -20,12 +20,13 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from srift.domain import Objective, Plan
+from srift.validation.context import DDP_BUCKET_CAP_MB, Context, types_in_scope
 from srift.validation.matrix import Fleet, Group
+from srift.validation.steps import finish_case, predict_fleet
 
 if TYPE_CHECKING:
     from srift.optimize.space import Groups, Problem
     from srift.validation.ddp import AgentPool
-    from srift.validation.pipeline import Context
 
 GLOBAL_BATCH = 64
 CAP_PER_TYPE = 2
@@ -76,9 +77,7 @@ def _request(ctx: Context, model: str, objective: Objective, time_limit_s: float
 
 
 def _plan_types(ctx: Context) -> list[str]:
-    from srift.validation.pipeline import _types
-
-    return _types(ctx)
+    return types_in_scope(ctx)
 
 
 def _solve(
@@ -89,7 +88,6 @@ def _solve(
     from srift.optimize.evaluate import SimEvaluator
     from srift.optimize.solver import optimize
     from srift.services.plans import prepare
-    from srift.validation.pipeline import DDP_BUCKET_CAP_MB
 
     with transaction(ctx.url) as session:
         prepared = prepare(
@@ -105,7 +103,6 @@ def _solve(
 def run_plan_quality(ctx: Context, pool: AgentPool, *, runner: Runner) -> dict[str, Any]:
     """Solve, run every configuration for real, and rank the optimizer's and the baselines' choices."""
     from srift.optimize.baselines import Policy, baseline_groups
-    from srift.validation.pipeline import finish_case, predict_fleet
 
     model = ctx.options.plan_model
     types = _plan_types(ctx)

@@ -10,8 +10,8 @@ import pytest
 from dashboard_harness import SAMPLE_BUFFERS, SAMPLE_TYPE, SAMPLE_WORLD_SIZES, Browsed, profile_document
 
 from srift.db.session import transaction
+from srift.domain.states import JobState
 from srift.jobs import store as job_store
-from srift.jobs.spec import JobState
 
 pytestmark = pytest.mark.browser
 

@@ -6,8 +6,9 @@ import pytest
 
 from srift.errors import InvalidInput
 from srift.testbed import parse_spec
+from srift.validation.context import DEFAULT_SPEC, Effort
 from srift.validation.matrix import Fleet, Group, build_matrix, check_spec, compositions
-from srift.validation.pipeline import DEFAULT_SPEC, Effort, iterations_for
+from srift.validation.steps import iterations_for
 
 SPEC = {
     "types": [

@@ -21,8 +21,9 @@ from srift.api.schemas.jobs import (
     ProfileResultOut,
 )
 from srift.db.tables import Job
+from srift.domain.states import JobState
 from srift.jobs import results, service, store
-from srift.jobs.spec import JobKind, JobState
+from srift.jobs.spec import JobKind
 
 router = APIRouter(tags=["jobs"])
 

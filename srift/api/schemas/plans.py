@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from srift.api.schemas.types import Timestamp
 from srift.domain import MarketChoice, Objective, SearchMode
+from srift.domain.states import TrainingState
 from srift.errors import InvalidInput
 from srift.limits import (
     MAX_COUNT,
@@ -237,7 +238,7 @@ class JobOut(BaseModel):
     id: int
     plan_id: int
     current_plan_id: int
-    state: str = Field(description="running, completed or needs_input (a re-plan could not meet the limits)")
+    state: TrainingState = Field(description="needs_input: a re-plan could not meet the limits")
     created_at: Timestamp
     iterations_total: int
     iterations_done: int
