@@ -112,13 +112,15 @@ class LayerWork:
     """The work done directly by one module (not by its children), in forward order.
 
     `backward_order` ranks the layers by when their backward work ends (0 ends first): gradients of the
-    layer's own parameters are ready then.
+    layer's own parameters are ready then. `grad_bytes` are those gradients' bytes (0 for a module without
+    parameters of its own; a shared parameter belongs to the first module that owns it).
     """
 
     name: str
     forward: PassWork
     backward: PassWork
     backward_order: int
+    grad_bytes: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -126,6 +128,7 @@ class LayerWork:
             "forward": self.forward.to_dict(),
             "backward": self.backward.to_dict(),
             "backward_order": self.backward_order,
+            "grad_bytes": self.grad_bytes,
         }
 
 
@@ -199,7 +202,9 @@ class ModelStructure:
         precision = parse_precision(data.get("precision", "fp32"), field=f"{field}.precision")
         raw_layers = data.get("layers")
         if not isinstance(raw_layers, list) or not raw_layers:
-            raise InvalidInput("must be a non-empty list", hint="list the model's layers", field=f"{field}.layers")
+            raise InvalidInput(
+                "must be a non-empty list", hint="list the model's layers", field=f"{field}.layers"
+            )
         LAYERS_PER_PROFILE.check(len(raw_layers), field=f"{field}.layers")
         layers = tuple(_layer(raw, f"{field}.layers[{i}]") for i, raw in enumerate(raw_layers))
         mem = data.get("memory")
@@ -234,14 +239,18 @@ def _total(parts: Any) -> PassWork:
 def _count(data: dict[str, Any], key: str, where: str) -> int:
     value = data.get(key)
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise InvalidInput(f"{value!r} is not a count ≥ 0", hint=f"give `{key}` as an integer", field=f"{where}.{key}")
+        raise InvalidInput(
+            f"{value!r} is not a count ≥ 0", hint=f"give `{key}` as an integer", field=f"{where}.{key}"
+        )
     return value
 
 
 def _text(data: dict[str, Any], key: str, where: str) -> str:
     value = data.get(key, "")
     if not isinstance(value, str) or len(value) > 1000:
-        raise InvalidInput("must be a string (≤ 1000 characters)", hint=f"give `{key}` as text", field=f"{where}.{key}")
+        raise InvalidInput(
+            "must be a string (≤ 1000 characters)", hint=f"give `{key}` as text", field=f"{where}.{key}"
+        )
     return value
 
 
@@ -262,7 +271,9 @@ def _affine(value: Any, where: str) -> Affine:
 
 def _pass(value: Any, where: str) -> PassWork:
     if not isinstance(value, dict):
-        raise InvalidInput("must be an object", hint="give matmul_flops, matmul_bytes, other_bytes, kernels", field=where)
+        raise InvalidInput(
+            "must be an object", hint="give matmul_flops, matmul_bytes, other_bytes, kernels", field=where
+        )
     return PassWork(
         matmul_flops=_affine(value.get("matmul_flops"), f"{where}.matmul_flops"),
         matmul_bytes=_affine(value.get("matmul_bytes"), f"{where}.matmul_bytes"),
@@ -273,13 +284,18 @@ def _pass(value: Any, where: str) -> PassWork:
 
 def _layer(raw: Any, where: str) -> LayerWork:
     if not isinstance(raw, dict):
-        raise InvalidInput("must be an object", hint="give name, forward, backward, backward_order", field=where)
+        raise InvalidInput(
+            "must be an object", hint="give name, forward, backward, backward_order", field=where
+        )
     name = raw.get("name")
     if not isinstance(name, str) or not 0 < len(name) <= 1000:
-        raise InvalidInput("must be a module name of 1–1000 characters", hint="name the module", field=f"{where}.name")
+        raise InvalidInput(
+            "must be a module name of 1–1000 characters", hint="name the module", field=f"{where}.name"
+        )
     return LayerWork(
         name=name,
         forward=_pass(raw.get("forward"), f"{where}.forward"),
         backward=_pass(raw.get("backward"), f"{where}.backward"),
         backward_order=_count(raw, "backward_order", where),
+        grad_bytes=_count({"grad_bytes": raw.get("grad_bytes", 0)}, "grad_bytes", where),
     )

@@ -12,9 +12,12 @@ small batches under a `TorchDispatchMode` that sees every aten operator:
 - **Memory**: the peak of live tensor storage during the step (weak references tell when one is freed),
   parameters, gradients in their own dtype, and an optimizer state (Adam's two moments per parameter).
 
-Work is attributed to the innermost module running (forward) or being differentiated (backward), as
-`torch.utils.module_tracker.ModuleTracker` reports; operators outside the model (a separate loss) count as
-`<loss>`. Counts at two batches give each quantity as fixed + per_sample · batch.
+Work is attributed to the deepest module running (forward) or being differentiated (backward), tracked
+as `torch.utils.module_tracker.ModuleTracker` does (module hooks, and gradient hooks on each module's
+outputs and inputs) but keeping the order modules were entered in: of equally deep ones, the most recently
+entered, so siblings that share an input (attention's query, key and value) are told apart; operators outside the
+model (a separate loss) count as `<loss>`. Counts at two batches give each quantity as
+fixed + per_sample · batch.
 
 It runs on **fake tensors** (`FakeTensorMode`): shapes and dtypes without arithmetic, so a 124 M-parameter
 model is counted in about a second on a CPU. Models that cannot run on fake tensors (data-dependent
@@ -38,11 +41,12 @@ from typing import Any
 
 import torch
 from torch import nn
+from torch.autograd.graph import register_multi_grad_hook
 from torch.multiprocessing.reductions import StorageWeakRef
+from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import FlopCounterMode
-from torch.utils.module_tracker import ModuleTracker
 
 from srift.domain.structure import (
     Affine,
@@ -152,7 +156,9 @@ def _cpu_flash_forward(query: Any, key: Any, value: Any, *args: Any, out_val: An
     return _sdpa_flops(query, key, value)
 
 
-def _cpu_flash_backward(grad: Any, query: Any, key: Any, value: Any, *args: Any, out_val: Any = None, **kw: Any) -> int:
+def _cpu_flash_backward(
+    grad: Any, query: Any, key: Any, value: Any, *args: Any, out_val: Any = None, **kw: Any
+) -> int:
     # The backward recomputes QKᵀ and forms dQ, dK, dV and dP: five products where the forward has two.
     return _sdpa_flops(query, key, value) * 5 // 2
 
@@ -203,38 +209,104 @@ class _Count:
     saved_bytes: int = 0
 
 
-class _Counter(TorchDispatchMode):
+class _Tracker:
+    """Which modules are running forward or being differentiated, with the order they were entered in."""
+
+    def __init__(self, model: nn.Module) -> None:
+        self.names = {module: name or ROOT_LAYER for name, module in model.named_modules()}
+        self.depth = {name: 0 if name == ROOT_LAYER else name.count(".") + 1 for name in self.names.values()}
+        self.active: dict[str, int] = {}
+        self.entered = 0
+        self.handles: list[Any] = []
+
+    @property
+    def is_bw(self) -> bool:
+        return bool(torch._C._current_graph_task_id() != -1)
+
+    def current(self) -> str:
+        """The deepest active module (the most recently entered among equally deep ones), else `<loss>`."""
+        if not self.active:
+            return LOSS_LAYER
+        return max(self.active, key=lambda n: (self.depth[n], self.active[n]))
+
+    def _enter(self, name: str) -> Callable[..., None]:
+        def enter(*_: Any) -> None:
+            self.entered += 1
+            self.active[name] = self.entered
+
+        return enter
+
+    def _leave(self, name: str) -> Callable[..., None]:
+        def leave(*_: Any) -> None:
+            self.active.pop(name, None)
+
+        return leave
+
+    def _grad_hook(self, value: Any, fn: Callable[..., None]) -> None:
+        tensors = [t for t in _tensors(value) if t.requires_grad]
+        if tensors:
+            self.handles.append(register_multi_grad_hook(tensors, fn))
+
+    def _pre(self, module: nn.Module, args: Any) -> None:
+        name = self.names.get(module)
+        if name is not None:
+            self._enter(name)()
+            self._grad_hook(args, self._leave(name))
+
+    def _post(self, module: nn.Module, args: Any, output: Any) -> None:
+        name = self.names.get(module)
+        if name is not None:
+            self._leave(name)()
+            self._grad_hook(output, self._enter(name))
+
+    def __enter__(self) -> _Tracker:
+        self.handles += [
+            register_module_forward_pre_hook(self._pre),
+            register_module_forward_hook(self._post),
+        ]
+        return self
+
+    def __exit__(self, *_: Any) -> None:
+        for handle in self.handles:
+            handle.remove()
+        self.handles.clear()
+
+
+class _Counter(TorchDispatchMode):  # type: ignore[no-untyped-call]
     """Tallies FLOPs, bytes and kernels per (module, pass) and tracks the peak of live storage."""
 
-    def __init__(self, tracker: ModuleTracker, registry: dict[Any, Callable[..., int]], root: str) -> None:
-        super().__init__()
+    def __init__(self, tracker: _Tracker, registry: dict[Any, Callable[..., int]]) -> None:
+        super().__init__()  # type: ignore[no-untyped-call]
         self.tracker = tracker
         self.registry = registry
-        self.root = root
         self.count = _Count()
         self.updating = False
         self.ops = 0
-        self.live: dict[StorageWeakRef, int] = {}
-        self.live_bytes = 0
+        self.live: dict[Any, int] = {}
+        self.events: list[tuple[Any, int]] = []
 
     def _layer(self) -> str:
-        parents = [p for p in self.tracker.parents if p != "Global"]
-        if not parents:
-            return LOSS_LAYER
-        inner = max(parents, key=lambda p: (p.count("."), len(p)))
-        _, _, rest = inner.partition(".")
-        return rest or ROOT_LAYER
+        return self.tracker.current()
 
     def _track(self, out: Any) -> None:
+        """Log storages freed since the last operator and those this one created (for `peak_bytes`)."""
         for ref in [r for r in self.live if r.expired()]:
-            self.live_bytes -= self.live.pop(ref)
+            self.events.append((ref, -self.live.pop(ref)))
         for t in _tensors(out):
-            ref = StorageWeakRef(t.untyped_storage())
+            ref = _storage_ref(t)
             if ref not in self.live:
                 size = t.untyped_storage().nbytes()
                 self.live[ref] = size
-                self.live_bytes += size
-        self.count.peak_bytes = max(self.count.peak_bytes, self.live_bytes)
+                self.events.append((ref, size))
+
+    def peak_bytes(self, *, excluding: set[Any]) -> int:
+        """The largest total of live storage over the step, leaving out `excluding` (parameter gradients)."""
+        live = peak = 0
+        for ref, delta in self.events:
+            if ref not in excluding:
+                live += delta
+                peak = max(peak, live)
+        return peak
 
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         kwargs = kwargs or {}
@@ -248,7 +320,7 @@ class _Counter(TorchDispatchMode):
         if func._overloadpacket.__name__ in _ALLOCATE_ONLY:
             return out
         self.ops += 1
-        moved = sum(_nbytes(t) for t in _unique(_tensors((args, kwargs)))) + sum(_nbytes(t) for t in _tensors(out))
+        moved = _moved_bytes(func, args, kwargs, out)
         counter = self.registry.get(func._overloadpacket)
         flops = float(counter(*args, **kwargs, out_val=out)) if counter is not None else 0.0
         if self.updating:
@@ -291,6 +363,26 @@ def _unique(tensors: Iterator[torch.Tensor]) -> list[torch.Tensor]:
     return out
 
 
+def _moved_bytes(func: Any, args: Any, kwargs: dict[str, Any], out: Any) -> int:
+    """Bytes read (every tensor input once) plus bytes written: new outputs, and inputs the op mutates."""
+    read = sum(_nbytes(t) for t in _unique(_tensors((args, kwargs))))
+    schema = func._schema
+    mutated: list[Any] = []
+    for i, arg in enumerate(schema.arguments):
+        if arg.alias_info is not None and arg.alias_info.is_write:
+            mutated.append(args[i] if i < len(args) else kwargs.get(arg.name))
+    returns = schema.returns
+    outputs = out if isinstance(out, tuple | list) and len(returns) > 1 else (out,)
+    fresh = [o for o, r in zip(outputs, returns, strict=False) if r.alias_info is None]
+    written = sum(_nbytes(t) for t in _tensors(fresh)) + sum(_nbytes(t) for t in _tensors(mutated))
+    return read + written
+
+
+def _storage_ref(t: torch.Tensor) -> Any:
+    """A hashable weak reference to `t`'s storage (equal for every view of it); `.expired()` once freed."""
+    return StorageWeakRef(t.untyped_storage())  # type: ignore[no-untyped-call]
+
+
 def _nbytes(t: torch.Tensor) -> int:
     """Bytes an operator touches in `t`: its elements, at most its storage (a broadcast reads it once)."""
     return min(t.numel() * t.element_size(), t.untyped_storage().nbytes())
@@ -322,6 +414,23 @@ def _parameters(model: nn.Module) -> list[nn.Parameter]:
     return [p for p in model.parameters() if p.requires_grad]
 
 
+def _own_gradient_bytes(model: nn.Module) -> dict[str, int]:
+    """Gradient bytes of each module's own trainable parameters (shared ones with their first owner)."""
+    seen: set[int] = set()
+    out: dict[str, int] = {}
+    for name, module in model.named_modules():
+        total = 0
+        for param in module.parameters(recurse=False):
+            if not param.requires_grad or id(param) in seen:
+                continue
+            seen.add(id(param))
+            held = param.grad if param.grad is not None else param
+            total += held.numel() * held.element_size()
+        if total:
+            out[name or ROOT_LAYER] = total
+    return out
+
+
 def _count_step(
     model: nn.Module,
     inputs: Any,
@@ -334,15 +443,15 @@ def _count_step(
     model.zero_grad(set_to_none=True)
     params = _parameters(model)
     optimizer = torch.optim.SGD(params, lr=1e-3, foreach=True)
-    saved: dict[StorageWeakRef, int] = {}
+    saved: dict[Any, int] = {}
 
     def pack(t: torch.Tensor) -> torch.Tensor:
-        saved[StorageWeakRef(t.untyped_storage())] = t.untyped_storage().nbytes()
+        saved[_storage_ref(t)] = t.untyped_storage().nbytes()
         return t
 
-    param_refs = {StorageWeakRef(p.untyped_storage()) for p in params}
-    with ModuleTracker() as tracker:
-        counter = _Counter(tracker, registry, type(model).__name__)
+    param_refs = {_storage_ref(p) for p in params}
+    with _Tracker(model) as tracker:
+        counter = _Counter(tracker, registry)
         with counter, _CudaAutocastFloat32():
             with _precision_context(precision), torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
                 loss = loss_fn(_call(model, inputs))
@@ -352,6 +461,8 @@ def _count_step(
             optimizer.step()
     count = counter.count
     count.saved_bytes = sum(size for ref, size in saved.items() if ref not in param_refs)
+    gradients = {_storage_ref(p.grad) for p in params if p.grad is not None}
+    count.peak_bytes = counter.peak_bytes(excluding=gradients)
     return count
 
 
@@ -417,6 +528,7 @@ def _count(
             counts.append(_count_step(model, inputs, loss_fn, precision=precision, registry=registry))
             del inputs
         params = _parameters(model)
+        own_grads = _own_gradient_bytes(model)
         parameter_bytes = sum(p.numel() * p.element_size() for p in params)
         gradient_bytes = sum(p.grad.numel() * p.grad.element_size() for p in params if p.grad is not None)
         optimizer_state_bytes = ADAM_STATE_TENSORS * parameter_bytes
@@ -442,11 +554,18 @@ def _count(
         )
 
     layers = tuple(
-        LayerWork(name=n, forward=pass_work("forward", n), backward=pass_work("backward", n), backward_order=rank[n])
+        LayerWork(
+            name=n,
+            forward=pass_work("forward", n),
+            backward=pass_work("backward", n),
+            backward_order=rank[n],
+            grad_bytes=own_grads.get(n, 0),
+        )
         for n in names
     )
-    peak = Affine.through(b1=b1, v1=c1.peak_bytes + input_bytes[0], b2=b2, v2=c2.peak_bytes + input_bytes[1])
-    activation = Affine(max(peak.fixed - gradient_bytes, 0.0), peak.per_sample)
+    activation = Affine.through(
+        b1=b1, v1=c1.peak_bytes + input_bytes[0], b2=b2, v2=c2.peak_bytes + input_bytes[1]
+    )
     memory = MemoryUse(
         parameter_bytes=parameter_bytes,
         gradient_bytes=gradient_bytes,

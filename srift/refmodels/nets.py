@@ -260,8 +260,7 @@ class CausalSelfAttention(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         b, s, h = x.shape
         q, k, v = (
-            t.view(b, s, self.heads, h // self.heads).transpose(1, 2)
-            for t in self.c_attn(x).split(h, dim=2)
+            t.view(b, s, self.heads, h // self.heads).transpose(1, 2) for t in self.c_attn(x).split(h, dim=2)
         )
         y = F.scaled_dot_product_attention(
             q, k, v, dropout_p=self.dropout if self.training else 0.0, is_causal=True
