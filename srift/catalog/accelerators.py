@@ -1,6 +1,6 @@
 """Accelerator specs in the catalog: datasheet figures, and how instance types and profiles map to them.
 
-The figures live in `srift/catalog/data/accelerators.yaml` (format srift-accelerators/1, every figure with
+The figures live in `srift/catalog/specs/accelerators.yaml` (format srift-accelerators/1, every figure with
 its vendor source); they are read once, on first use. An instance type maps to the spec whose `match` has
 its `gpu_model` and the GPU memory nearest to the type's; a profile's accelerator label maps by the CUDA
 device names and labels a spec lists (exact, case and punctuation aside), else by a catalog GPU model named
@@ -57,6 +57,7 @@ def parse_specs(document: Any, *, where: str = "accelerators.yaml") -> tuple[Acc
                 name=str(raw["name"]),
                 memory_gib=float(raw["memory_gib"]),
                 memory_gbps=float(raw["memory_gbps"]),
+                memory_type=str(raw.get("memory_type") or ""),
                 peak_tflops={Precision(k): float(v) for k, v in peaks.items()},
                 source=str(source),
                 source_text=str(sources[source]["text"]),
@@ -76,7 +77,7 @@ def parse_specs(document: Any, *, where: str = "accelerators.yaml") -> tuple[Acc
 @functools.lru_cache(maxsize=1)
 def accelerator_specs() -> tuple[AcceleratorSpec, ...]:
     """The shipped accelerator specs (read once)."""
-    text = resources.files("srift.catalog").joinpath("data/accelerators.yaml").read_text()
+    text = resources.files("srift.catalog").joinpath("specs/accelerators.yaml").read_text()
     return parse_specs(yaml.safe_load(text))
 
 

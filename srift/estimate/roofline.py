@@ -6,7 +6,9 @@ Per layer and pass, at per-device batch b (FLOPs F and bytes B are the structure
 
 where P is the accelerator's peak for matrix products in the precision, W its DRAM bandwidth, and the η
 the fractions of those peaks that real kernels reach (`Efficiency`, calibrated on public measurements by
-`srift.estimate.calibration`). Matrix products run at the slower of their arithmetic and their operands'
+`srift.estimate.calibration`). On GPUs with stacked HBM memory the bandwidth fractions are multiplied by
+`Efficiency.hbm_bandwidth`: calibrated on the same table, where HBM GPUs (V100, A100, H100) reach a
+smaller share of their datasheet bandwidth than GDDR GPUs in these unfused kernels. Matrix products run at the slower of their arithmetic and their operands'
 traffic; every other operator is memory-bound. A pass is never shorter than its kernels × the host time of
 one eager kernel (`Efficiency.kernel_s`): at small batches the GPU waits for the CPU to issue work. The
 update (plain SGD, as the profiler times it) moves `update_bytes` at η_other.
@@ -28,6 +30,11 @@ class Efficiency:
     matmul_memory: float
     other_memory: float
     kernel_s: float
+    hbm_bandwidth: float = 1.0
+
+    def bandwidth(self, spec: AcceleratorSpec) -> float:
+        """Bytes/s the spec's memory delivers at full efficiency: its peak, scaled on HBM parts."""
+        return spec.memory_bytes_per_s * (self.hbm_bandwidth if spec.hbm else 1.0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,7 +51,7 @@ def layer_seconds(
     work: PassWork, *, spec: AcceleratorSpec, precision: Precision, batch: float, efficiency: Efficiency
 ) -> float:
     """Roofline seconds of one layer's pass at `batch` (see the module docstring)."""
-    bandwidth = spec.memory_bytes_per_s
+    bandwidth = efficiency.bandwidth(spec)
     compute = work.matmul_flops.at(batch) / (spec.peak_flops(precision) * efficiency.compute)
     operands = work.matmul_bytes.at(batch) / (bandwidth * efficiency.matmul_memory)
     return max(compute, operands) + work.other_bytes.at(batch) / (bandwidth * efficiency.other_memory)
@@ -72,7 +79,7 @@ def roofline_times(
     )
     fw_floor = structure.forward.kernels * efficiency.kernel_s
     bw_floor = structure.backward.kernels * efficiency.kernel_s
-    update = structure.update_bytes / (spec.memory_bytes_per_s * efficiency.other_memory)
+    update = structure.update_bytes / (efficiency.bandwidth(spec) * efficiency.other_memory)
     return RooflineTimes(
         forward_s=max(forward, fw_floor),
         backward_s=max(sum(backward_layers), bw_floor),
