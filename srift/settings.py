@@ -14,10 +14,25 @@ from srift.errors import ConfigurationError
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
+def is_checkout(root: Path = REPO_ROOT) -> bool:
+    """True when `root` is a Srift source checkout (its pyproject names the project srift), not the
+    site-packages folder an installed package lives in."""
+    pyproject = root / "pyproject.toml"
+    try:
+        text = pyproject.read_text() if pyproject.is_file() else ""
+    except OSError:
+        return False
+    return 'name = "srift"' in text and (root / "srift" / "__init__.py").is_file()
+
+
 def _default_data_dir() -> Path:
-    return (
-        REPO_ROOT / "var" if (REPO_ROOT / "pyproject.toml").exists() else Path.home() / ".local/share/srift"
-    )
+    """`./var` of a source checkout (what `make run` uses), else the user's data folder (platformdirs:
+    ~/.local/share/srift on Linux, ~/Library/Application Support/srift on macOS), never the package's."""
+    if is_checkout():
+        return REPO_ROOT / "var"
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("srift", appauthor=False))
 
 
 class Settings(BaseSettings):
@@ -26,7 +41,9 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="SRIFT_", extra="ignore")
 
     data_dir: Path = Field(
-        default_factory=_default_data_dir, description="where the embedded SQLite file lives"
+        default_factory=_default_data_dir,
+        description="where the embedded SQLite file and job/testbed state live: ./var in a source checkout, "
+        "else the user's data folder (platformdirs)",
     )
     database_url: str | None = Field(
         default=None, description="SQLAlchemy URL; default sqlite:///<data_dir>/srift.db"

@@ -33,6 +33,9 @@ availability:                   # optional: only these types, at most this many 
 mode: auto                      # exhaustive, eager, or auto (exhaustive when the space fits the budget)
 solve_budget_s: 2.0
 seed: 0
+network:                        # how the nodes talk (optional; see `srift predict --example`)
+  transport: tcp                # tcp: plain PyTorch DDP over sockets; efa: aws-ofi-nccl (EFA types only)
+  placement_group: false
 """
 
 
@@ -47,8 +50,13 @@ def _local(body: dict[str, Any]) -> Any:
     settings = get_settings()
     bootstrap(settings)
     with transaction(settings.resolved_database_url) as session:
-        result = create_plan(session=session, settings=settings, request=request)
-    return PlanOut.model_validate(result).model_dump(mode="json")
+        plan = create_plan(
+            session=session,
+            settings=settings,
+            query=request.to_domain(),
+            request_doc=request.model_dump(mode="json"),
+        )
+    return PlanOut.model_validate(plan.document()).model_dump(mode="json")
 
 
 def duration(seconds: float) -> str:
@@ -139,6 +147,14 @@ def render(plan: dict[str, Any]) -> None:
                 "yes" if p["feasible"] else "no",
             )
         console.print(table)
+    network = plan.get("network")
+    if network:
+        console.print(f"network: {network['label']}", highlight=False, soft_wrap=True)
+        for r in network["rates"]:
+            rate = "learned model" if r["gbps"] is None else f"{r['gbps']:.3g} Gbit/s"
+            console.print(f"  {r['instance_type']}: {rate} ({r['limit']})", highlight=False, soft_wrap=True)
+        if network.get("recommendation"):
+            console.print(f"[yellow]advice:[/] {network['recommendation']}", highlight=False, soft_wrap=True)
     for warning in plan["warnings"]:
         console.print(f"[yellow]warning:[/] {warning}", highlight=False)
     console.print("sources: " + "; ".join(plan["sources"]), highlight=False, soft_wrap=True)

@@ -4,8 +4,10 @@ from srift.domain.bandwidth import BandwidthEstimate, BusBandwidthModel
 from srift.domain.catalog import InstanceType, Interconnect, Market, MarketChoice, Offer
 from srift.domain.planning import (
     BaselineResult,
+    BatchPolicy,
     Breakdown,
     Choice,
+    CommMode,
     Config,
     Constraints,
     FleetMember,
@@ -28,9 +30,11 @@ __all__ = [
     "PROFILE_SCHEMA_VERSION",
     "BandwidthEstimate",
     "BaselineResult",
+    "BatchPolicy",
     "Breakdown",
     "BusBandwidthModel",
     "Choice",
+    "CommMode",
     "ComputeCurve",
     "Config",
     "Constraints",

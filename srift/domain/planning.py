@@ -20,14 +20,31 @@ class SearchMode(StrEnum):
     AUTO = "auto"
 
 
+class BatchPolicy(StrEnum):
+    """Which per-VM batch sizes the search may use (see `srift.optimize.space`)."""
+
+    POW2_SPLIT = "pow2_split"
+    POW2 = "pow2"
+    ANY = "any"
+
+
+class CommMode(StrEnum):
+    """How gradients are exchanged: ring allreduce (Srift) or parameter servers (Li et al.)."""
+
+    ALLREDUCE = "allreduce"
+    PARAMETER_SERVER = "parameter_server"
+
+
 @dataclass(frozen=True, slots=True)
 class Choice:
-    """`count` VMs of one type and market, each given `batch` samples per iteration (split over its GPUs)."""
+    """`count` VMs of one type and market, each given `batch` samples per iteration (split over its GPUs;
+    `gpus` of them when only part of each VM's GPUs is used)."""
 
     instance_type: str
     market: Market
     count: int
     batch: int
+    gpus: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +72,10 @@ class Config:
     def label(self) -> str:
         """Srift's `<count><type>@<batch>` notation, e.g. "16g4dn.8xlarge@64"."""
         return " + ".join(
-            f"{c.count}×{c.instance_type}@{c.batch}" + ("" if c.market is Market.SPOT else " (od)")
+            f"{c.count}×{c.instance_type}"
+            + (f"[{c.gpus}gpu]" if c.gpus is not None else "")
+            + f"@{c.batch}"
+            + ("" if c.market is Market.SPOT else " (od)")
             for c in self.choices
         )
 

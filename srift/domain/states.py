@@ -5,6 +5,13 @@ from __future__ import annotations
 from enum import StrEnum
 
 
+class JobKind(StrEnum):
+    """What a queued job does: allreduce probes, or `srift profile` on each instance type."""
+
+    PROBE = "probe"
+    PROFILE = "profile"
+
+
 class JobState(StrEnum):
     """A probe or profile job: queued → running → succeeded | failed (a lost attempt goes back to queued)."""
 

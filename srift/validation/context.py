@@ -14,7 +14,7 @@ from srift.profiling.curves import CurveSamples
 from srift.settings import Settings
 from srift.testbed import Testbed, TestbedSpec
 from srift.validation import conditions
-from srift.validation.matrix import MODELS, types_by_cpu
+from srift.validation.matrix import MODELS, ModelSpec, types_by_cpu
 
 DDP_BUCKET_CAP_MB = 25.0
 """probes/ddp_train.py's (and torch DDP's) default bucket_cap_mb: the buckets the runs reduce."""
@@ -99,6 +99,9 @@ class ValidationOptions:
     full: bool = False
     spec_path: Path | None = None
     models: tuple[str, ...] = tuple(MODELS)
+    """Shipped models (srift.profiling.testmodels) in the matrix."""
+    user_models: tuple[ModelSpec, ...] = ()
+    """The user's own models (`--model/--input/--loss`), alongside the shipped ones."""
     effort: Effort | None = None
     max_cores: float | None = None
     max_hosts: int = 4
@@ -107,11 +110,24 @@ class ValidationOptions:
     data_dir: Path | None = None
     bandwidth: BandwidthSource = BandwidthSource.PROBE
     plan_quality: bool = True
-    plan_model: str = "transformer"
+    plan_model: str | None = None
+    """The plan-quality problem's model: transformer when it is in the matrix, else the first model."""
     keep_testbed: bool = False
     period_us: int = conditions.DEFAULT_PERIOD_US
     seed: int = 0
     command: str = ""
+
+    def model_specs(self) -> dict[str, ModelSpec]:
+        """Every model of the matrix by name: the shipped ones asked for, then the user's."""
+        return {name: MODELS[name] for name in self.models if name in MODELS} | {
+            m.name: m for m in self.user_models
+        }
+
+    def resolved_plan_model(self) -> str:
+        specs = self.model_specs()
+        if self.plan_model is not None:
+            return self.plan_model
+        return "transformer" if "transformer" in specs or not specs else next(iter(specs))
 
     def resolved_effort(self) -> Effort:
         return self.effort or (Effort.full() if self.full else Effort.quick())
@@ -141,6 +157,10 @@ class Context:
     profile_info: list[dict[str, Any]] = field(default_factory=list)
     bandwidth: dict[str, Any] = field(default_factory=dict)
     job_counter: int = 0
+
+    def model(self, name: str) -> ModelSpec:
+        """The spec of a model of this run (shipped or the user's)."""
+        return self.options.model_specs().get(name) or MODELS[name]
 
     def next_job_id(self) -> int:
         """Identifiers for the job runners' work folders and ports (never stored as jobs)."""

@@ -61,7 +61,7 @@ from srift.validation.context import (
     quiet,
 )
 from srift.validation.ddp import AgentPool
-from srift.validation.matrix import MODELS, check_spec
+from srift.validation.matrix import check_spec
 from srift.validation.plan_quality import run_plan_quality
 from srift.validation.report import REPORT_FORMAT, build_report
 from srift.validation.steps import (
@@ -107,6 +107,7 @@ def run_validation(
                 hint=f"use some of: {', '.join(t.name for t in spec.types)}",
                 field="types",
             )
+    check_user_models(options)
     workdir = workdir_for(options)
     url = f"sqlite:///{workdir / 'validate.db'}"
     base = get_settings()
@@ -123,8 +124,9 @@ def run_validation(
     testbed, brought_up = bring_up(spec, settings.data_dir / "testbed", log)
     ctx = Context(options, effort, spec, testbed, settings, url, workdir, log, progress)
     saved: list[conditions.CgroupSettings] = []
-    previous_env = {k: os.environ.get(k) for k in MALLOC_ENV}
-    os.environ.update(MALLOC_ENV)  # inherited by every process started in the hosts
+    host_env = {**MALLOC_ENV, "PYTHONPATH": _python_path()}
+    previous_env = {k: os.environ.get(k) for k in host_env}
+    os.environ.update(host_env)  # inherited by every process started in the hosts
     try:
         prepare_database(ctx)
         for host in testbed.hosts:
@@ -140,7 +142,7 @@ def run_validation(
         tick = time.perf_counter()
         build_bandwidth(ctx)
         ctx.timings["bandwidth_s"] = time.perf_counter() - tick
-        preload = sorted({MODELS[m].module for m in options.models})
+        preload = sorted({m.module for m in options.model_specs().values() if m.module})
         with AgentPool(testbed, workdir=workdir, preload=preload) as pool:
             tick = time.perf_counter()
             results = run_matrix(ctx, pool, cases)
@@ -165,6 +167,25 @@ def run_validation(
     report["testbed"]["brought_up"] = brought_up
     (workdir / "report.json").write_text(json.dumps(report, indent=1) + "\n")
     return report
+
+
+def check_user_models(options: ValidationOptions) -> None:
+    """Import every user model's factory, input factory and loss here, before the testbed comes up, so a
+    typo is an InvalidInput naming the option (`model[0]`, ...) rather than a failed profile job later."""
+    from srift.profiling.loading import resolve_callable
+
+    for i, m in enumerate(options.user_models):
+        resolve_callable(m.factory, what="model factory", field=f"model[{i}]")
+        resolve_callable(m.input_factory, what="input factory", field=f"input[{i}]")
+        if m.loss is not None:
+            resolve_callable(m.loss, what="loss", field=f"loss[{i}]")
+
+
+def _python_path() -> str:
+    """PYTHONPATH for the hosts: the current one plus the working directory, where `srift validate` was
+    started, so that the user's MODULE:FACTORY imports inside the hosts as it does here."""
+    parts = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    return os.pathsep.join(dict.fromkeys([os.getcwd(), *parts]))
 
 
 def workdir_for(options: ValidationOptions) -> Path:

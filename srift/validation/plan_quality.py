@@ -19,7 +19,8 @@ import statistics
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from srift.domain import Objective, Plan
+from srift.domain import BatchPolicy, MarketChoice, Objective, Plan, SearchMode
+from srift.domain.requests import PlanQuery
 from srift.validation.context import DDP_BUCKET_CAP_MB, Context, types_in_scope
 from srift.validation.matrix import Fleet, Group
 from srift.validation.steps import finish_case, predict_fleet
@@ -54,25 +55,21 @@ def fleet_of(problem: Problem, groups: Groups) -> Fleet:
     return Fleet(tuple(Group(problem.candidates[i].name, n, b) for i, n, b in groups))
 
 
-def _request(ctx: Context, model: str, objective: Objective, time_limit_s: float | None) -> Any:
-    from srift.api.schemas.plans import PlanRequest
-
-    types = [t for t in _plan_types(ctx)]
-    return PlanRequest.model_validate(
-        {
-            "profile_ids": [ctx.profile_ids[(model, t)] for t in types],
-            "global_batch": GLOBAL_BATCH,
-            "iterations": ITERATIONS,
-            "objective": objective.value,
-            "time_limit_s": time_limit_s,
-            "provider": "testbed",
-            "region": "local",
-            "market": "any",
-            "availability": {t: CAP_PER_TYPE for t in types},
-            "mode": "exhaustive",
-            "solve_budget_s": 10.0,
-            "batch_policy": ctx.effort.plan_batch_policy,
-        }
+def _request(ctx: Context, model: str, objective: Objective, time_limit_s: float | None) -> PlanQuery:
+    types = _plan_types(ctx)
+    return PlanQuery(
+        profile_ids=tuple(ctx.profile_ids[(model, t)] for t in types),
+        global_batch=GLOBAL_BATCH,
+        iterations=ITERATIONS,
+        objective=objective,
+        time_limit_s=time_limit_s,
+        provider="testbed",
+        region="local",
+        market=MarketChoice.ANY,
+        availability={t: CAP_PER_TYPE for t in types},
+        mode=SearchMode.EXHAUSTIVE,
+        solve_budget_s=10.0,
+        batch_policy=BatchPolicy(ctx.effort.plan_batch_policy),
     )
 
 
@@ -91,7 +88,7 @@ def _solve(
 
     with transaction(ctx.url) as session:
         prepared = prepare(
-            session=session, settings=ctx.settings, request=_request(ctx, model, objective, time_limit_s)
+            session=session, settings=ctx.settings, query=_request(ctx, model, objective, time_limit_s)
         )
     assert isinstance(prepared.evaluator, SimEvaluator)
     evaluator = SimEvaluator(
@@ -104,7 +101,7 @@ def run_plan_quality(ctx: Context, pool: AgentPool, *, runner: Runner) -> dict[s
     """Solve, run every configuration for real, and rank the optimizer's and the baselines' choices."""
     from srift.optimize.baselines import Policy, baseline_groups
 
-    model = ctx.options.plan_model
+    model = ctx.options.resolved_plan_model()
     types = _plan_types(ctx)
     cores = sum(CAP_PER_TYPE * ctx.spec.type_named(t).cpu_cores for t in types)
     if cores > ctx.options.resolved_max_cores() + 1e-9:

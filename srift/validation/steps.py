@@ -25,7 +25,7 @@ from srift.validation.context import (
     types_in_scope,
 )
 from srift.validation.ddp import AgentPool, DdpResult, TimingJob
-from srift.validation.matrix import MODELS, Case, Fleet, build_matrix
+from srift.validation.matrix import Case, Fleet, build_matrix
 
 
 def bring_up(spec: TestbedSpec, root: Path, log: Log) -> tuple[Testbed, bool]:
@@ -56,7 +56,8 @@ def select_cases(ctx: Context) -> list[Case]:
     spec = ctx.spec
     cases = build_matrix(
         spec,
-        models=ctx.options.models,
+        models=tuple(ctx.options.model_specs()),
+        known=tuple(ctx.options.model_specs()),
         full=ctx.options.full,
         max_cores=ctx.options.resolved_max_cores(),
         max_hosts=ctx.options.max_hosts,
@@ -74,7 +75,7 @@ def select_cases(ctx: Context) -> list[Case]:
 
 def plan_models(ctx: Context) -> set[str]:
     """Models the plan-quality step needs profiles of."""
-    return {ctx.options.plan_model} if ctx.options.plan_quality else set()
+    return {ctx.options.resolved_plan_model()} if ctx.options.plan_quality else set()
 
 
 # -- profiles ---------------------------------------------------------------------------------------------
@@ -91,8 +92,9 @@ def _profile_one(ctx: Context, model: str, type_name: str) -> tuple[Any, float]:
     spec = ProfileJobSpec(
         provider=JobProvider.TESTBED,
         instance_types=(type_name,),
-        model=MODELS[model].factory,
-        input=MODELS[model].input_factory,
+        model=ctx.model(model).factory,
+        input=ctx.model(model).input_factory,
+        loss=ctx.model(model).loss,
         model_name=model,
         max_batch=effort.profile_max_batch,
         repeats=effort.profile_repeats,
@@ -163,8 +165,9 @@ def profile_models(ctx: Context, models: Sequence[str]) -> None:
 
 def build_bandwidth(ctx: Context) -> None:
     """Step 3: the bandwidth model the predictions use (fresh probes, the shipped models, or the prior)."""
+    from srift.bandwidth.records import SampleQuery
     from srift.bandwidth.registry import active_version, register_shipped, train_version
-    from srift.bandwidth.samples import SampleQuery, store_samples
+    from srift.bandwidth.samples import store_samples
     from srift.db.session import transaction
 
     source = ctx.options.bandwidth
@@ -271,14 +274,16 @@ def predict_fleet(ctx: Context, model: str, fleet: Fleet) -> dict[str, Any]:
     from srift.catalog.store import get_instance_type
     from srift.db.session import transaction
     from srift.domain import FleetMember
+    from srift.domain.network import Library, NetworkSpec
     from srift.profiling.store import get_profile
     from srift.sim import simulate
 
     with transaction(ctx.url) as session:
+        testbed = NetworkSpec(library=Library.GLOO)  # the DDP runs use gloo over the testbed's TCP links
         bandwidth = (
-            AlphaBetaPrior()
+            AlphaBetaPrior(network=testbed)
             if ctx.options.bandwidth is BandwidthSource.PRIOR
-            else active_model(session=session, settings=ctx.settings)
+            else active_model(session=session, settings=ctx.settings, network=testbed)
         )
         members = [
             FleetMember(
@@ -339,7 +344,7 @@ def iterations_for(effort: Effort, predicted_s: float) -> int:
 
 def measure(ctx: Context, pool: AgentPool, model: str, fleet: Fleet, predicted_s: float) -> dict[str, Any]:
     """One real DDP run of `model` on `fleet`; a failure is recorded, not raised."""
-    spec = MODELS[model]
+    spec = ctx.model(model)
     effort = ctx.effort
     iters = iterations_for(effort, predicted_s)
     hosts = hosts_for(ctx, fleet)
@@ -353,6 +358,7 @@ def measure(ctx: Context, pool: AgentPool, model: str, fleet: Fleet, predicted_s
             fleet.batches,
             model=spec.factory,
             input_factory=spec.input_factory,
+            loss=spec.run_loss,
             iters=iters,
             warmup=effort.warmup,
             timeout_s=timeout_s,
@@ -443,8 +449,9 @@ def timing_pass(ctx: Context, pool: AgentPool) -> None:
         jobs = [
             TimingJob(
                 host=ctx.testbed.hosts_of_type(key[1])[0].name,
-                model=MODELS[model].factory,
-                input_factory=MODELS[model].input_factory,
+                model=ctx.model(model).factory,
+                input_factory=ctx.model(model).input_factory,
+                loss=ctx.model(model).loss,
                 batches=tuple(ctx.profiles[key].extra["measured"]["batches"]),
                 repeats=ctx.effort.timing_repeats,
                 warmup=1,

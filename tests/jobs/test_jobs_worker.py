@@ -6,8 +6,10 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 from process_gate import ProcessGate
 from sqlalchemy import func, select
@@ -15,7 +17,10 @@ from sqlalchemy import func, select
 from srift.db.session import session_factory, transaction
 from srift.db.tables import Job, ProbeSample, utcnow
 from srift.jobs import service
-from srift.jobs.run import job_marker
+from srift.jobs.backends import JobOutput, LocalBackend
+from srift.jobs.run import JobRun, job_marker
+from srift.jobs.service import TypeFacts
+from srift.jobs.spec import JobProvider, ProbeJobSpec, ProfileJobSpec
 from srift.jobs.worker import Worker, WorkerConfig
 from srift.settings import Settings
 
@@ -170,4 +175,47 @@ def test_sigterm_gives_the_running_job_back_to_the_queue(worker_settings: Settin
     assert job.state == "queued" and job.worker_id is None, job.log
     assert "given back to the queue" in job.log
     assert _marked(marker) == []
+    assert _samples(url, job_id) == []
+
+
+class _TakenAfterRun:
+    """The real local backend; when its probe has finished, recovery by another worker (its clock a minute
+    on) takes the job back to the queue, as if this worker's heartbeat had lapsed meanwhile."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.inner = LocalBackend()
+        self.provider = JobProvider.LOCAL
+        self.settings = settings
+
+    def run_probe(self, run: JobRun, spec: ProbeJobSpec, facts: TypeFacts) -> JobOutput:
+        output = self.inner.run_probe(run, spec, facts)
+        assert output.records, "the probe really ran"
+        later = Worker(
+            self.settings, WorkerConfig(stale_after_s=30.0), now=lambda: utcnow() + timedelta(minutes=1)
+        )
+        assert [(r.job_id, r.state.value) for r in later.recover()] == [(run.job_id, "queued")]
+        return output
+
+    def run_profiles(self, run: JobRun, spec: ProfileJobSpec, facts: Sequence[TypeFacts]) -> JobOutput:
+        raise AssertionError("probe jobs only")
+
+    def cleanup(self, *, job_id: int, kind: str, attempt: int, request: Mapping[str, Any]) -> None:
+        self.inner.cleanup(job_id=job_id, kind=kind, attempt=attempt, request=request)
+
+
+def test_a_worker_that_lost_its_job_never_reports_it_succeeded_and_stores_nothing(
+    worker_settings: Settings,
+) -> None:
+    url = worker_settings.resolved_database_url
+    job_id = _submit(url, node_counts=[2], sizes=[4, 1024], repeats=2, time_budget_s=60)
+    worker = Worker(
+        worker_settings,
+        WorkerConfig(heartbeat_s=30.0),
+        backends={JobProvider.LOCAL: _TakenAfterRun(worker_settings)},
+    )
+    outcome = worker.run_once()
+    assert outcome is not None and outcome.job_id == job_id
+    assert outcome.state == "failed" and "taken from this worker" in (outcome.error or "")
+    job = _job(url, job_id)
+    assert job.state == "queued" and job.worker_id is None and "succeeded" not in job.log
     assert _samples(url, job_id) == []

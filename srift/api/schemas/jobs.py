@@ -7,8 +7,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from srift.api.schemas.types import Timestamp
-from srift.domain.states import JobState
-from srift.jobs.spec import JobKind
+from srift.domain.states import JobKind, JobState
 
 Text = Annotated[str, Field(min_length=1, max_length=200, pattern=r"^[^\x00]+$")]
 TypeName = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[^\x00]+$")]

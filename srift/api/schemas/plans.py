@@ -6,8 +6,11 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from srift.api.schemas.network import NetworkIn, NetworkOut
 from srift.api.schemas.types import Timestamp
+from srift.documents import read_document
 from srift.domain import MarketChoice, Objective, SearchMode
+from srift.domain.requests import InterruptionReport, PlanQuery, ProgressReport
 from srift.domain.states import TrainingState
 from srift.errors import InvalidInput
 from srift.limits import (
@@ -81,6 +84,14 @@ class PlanRequest(BaseModel):
         default=8, ge=1, le=MAX_COUNT, description="eager: VMs of one type tried before the next"
     )
     seed: int = Field(default=0, ge=0, le=2**31 - 1, description="seed of the simulator's straggler sampling")
+    network: NetworkIn = Field(
+        default_factory=NetworkIn,
+        description="transport between nodes and measured rates; with transport efa only EFA types are used",
+    )
+
+    def to_domain(self) -> PlanQuery:
+        """The validated request as the services' PlanQuery."""
+        return read_document(PlanQuery, self.model_dump())
 
 
 def parse_plan_request(data: Any) -> PlanRequest:
@@ -100,9 +111,10 @@ class ChoiceOut(BaseModel):
     market: str
     count: int
     batch: int = Field(description="samples per VM per iteration")
-    gpus: int
+    gpus: int = Field(description="GPUs used per VM")
     per_gpu_batch: float
     price_usd_per_hr: float
+    instance_gpus: int | None = Field(default=None, description="GPUs the instance type has")
 
 
 class PredictedOut(BaseModel):
@@ -184,6 +196,9 @@ class PlanResult(BaseModel):
     pareto_total: int
     solve_time_s: float
     configs_evaluated: int
+    network: NetworkOut | None = Field(
+        default=None, description="what was assumed between nodes (null in plans stored before it existed)"
+    )
     sources: list[str]
     warnings: list[str]
 
@@ -207,6 +222,9 @@ class ProgressIn(BaseModel):
     elapsed_s: float = Field(ge=0, le=1e9, description="seconds since the job started, launch included")
     spent_usd: float = Field(ge=0, le=1e9, description="money spent so far")
 
+    def to_domain(self) -> ProgressReport:
+        return read_document(ProgressReport, self.model_dump())
+
 
 class InterruptionIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -217,6 +235,9 @@ class InterruptionIn(BaseModel):
     elapsed_s: float | None = Field(default=None, ge=0, le=1e9)
     spent_usd: float | None = Field(default=None, ge=0, le=1e9)
     launch_overhead_s: float = Field(default=150.0, ge=0, le=1e6, description="time to boot replacement VMs")
+
+    def to_domain(self) -> InterruptionReport:
+        return read_document(InterruptionReport, self.model_dump())
 
 
 class JobEventOut(BaseModel):
