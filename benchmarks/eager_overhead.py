@@ -67,7 +67,9 @@ def main() -> None:
     ]
     text = "\n".join(lines)
     print(text)
-    write_section("eager kernel overhead (estimate floor)", text, command="python -m benchmarks.eager_overhead")
+    write_section(
+        "eager kernel overhead (estimate floor)", text, command="python -m benchmarks.eager_overhead"
+    )
 
 
 if __name__ == "__main__":

@@ -30,7 +30,6 @@ from pathlib import Path
 
 from benchmarks._report import write_section
 from srift.bandwidth.prior import AlphaBetaPrior
-from srift.catalog.accelerators import spec_named
 from srift.domain import FleetMember, InstanceType, Interconnect
 from srift.estimate import public
 from srift.estimate.calibration import Calibration
@@ -135,9 +134,7 @@ def report(checked: list[Checked], singles: list[public.Prediction], cal: Calibr
         s = [c.error for c in one if c.row.precision.value == prec]
         a = [c.error for c in checked if c.row.precision.value == prec]
         lines.append(f"| {label[prec]} | {mape(s):.1f} % | {mape(a):.1f} % |")
-    lines.append(
-        f"| all | {mape([c.error for c in one]):.1f} % | {mape([c.error for c in checked]):.1f} % |"
-    )
+    lines.append(f"| all | {mape([c.error for c in one]):.1f} % | {mape([c.error for c in checked]):.1f} % |")
     by: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for c in checked:
         by["model and precision"][f"{c.row.model} {label[c.row.precision.value]}"].append(c.error)
@@ -169,7 +166,8 @@ def report(checked: list[Checked], singles: list[public.Prediction], cal: Calibr
             for name, errs in modes.items()
         ],
         "",
-        "Largest batch: the estimate's largest per-GPU batch against the batch each row ran at (which fitted):",
+        "Largest batch: the estimate's largest per-GPU batch against the batch each row ran at "
+        "(which fitted):",
         "",
         "| model | precision | rows | estimate ≥ table | estimate / table (median) |",
         "|---|---|---:|---:|---:|",
@@ -192,9 +190,10 @@ def report(checked: list[Checked], singles: list[public.Prediction], cal: Calibr
         + ".",
         "",
         "Assumptions (in the CSV header): the table's fp32 rows used TF32 on Ampere and later; LambdaCloud "
-        "V100 is the SXM2 part; PCIe nodes have no NVLink bridges; rows without a batch in the bs files use "
-        "the batch of a GPU with the same memory. The fp16 BERT rows on 8 A100/H100 GPUs scale "
-        "super-linearly (1.2–1.4× eight single GPUs), which no data-parallel model reproduces; they are kept.",
+        "V100 is the SXM2 part; PCIe nodes have no NVLink bridges; rows without a batch in the bs files "
+        "use the batch of a GPU with the same memory. The fp16 BERT rows on 8 A100/H100 GPUs scale "
+        "super-linearly (1.2–1.4× eight single GPUs), which no data-parallel model reproduces; they are "
+        "kept.",
     ]
     load = os.getloadavg()
     lines.append(f"\nLoad average when it ran: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}.")

@@ -12,8 +12,9 @@ class AcceleratorSpec:
     """One GPU model's peak dense arithmetic per precision and its memory, with where the figures come from.
 
     Units: `peak_tflops` 10^12 FLOP/s per precision (fp16/bf16: tensor cores with FP32 accumulation),
-    `memory_gib` GiB, `memory_gbps` 10^9 bytes/s, `memory_type` the DRAM technology (HBM…, GDDR…). `match_gpu_model`/`match_memory_gib` tie it to catalog
-    instance types; `names` are device names and labels that profiles may carry.
+    `memory_gib` GiB, `memory_gbps` 10^9 bytes/s, `memory_type` the DRAM technology (HBM…, GDDR…).
+    `match_gpu_model`/`match_memory_gib` tie it to catalog instance types; `names` are device names and
+    labels that profiles may carry.
     """
 
     name: str

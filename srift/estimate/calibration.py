@@ -5,8 +5,8 @@ Shipped as `srift/estimate/data/calibration.json`, written by `python -m benchma
 that the shipped file is what the fit gives. Fields:
 
 - `efficiency`: fractions of peak FLOP/s and bandwidth and the HBM bandwidth factor
-  (`srift.estimate.roofline.Efficiency`), fitted on every model and GPU of the table together; `kernel_s`, the host time of one eager kernel, is measured
-  (see its `kernel_source`), not fitted.
+  (`srift.estimate.roofline.Efficiency`), fitted on every model and GPU of the table together;
+  `kernel_s`, the host time of one eager kernel, is measured (see its `kernel_source`), not fitted.
 - `factors`: for the table's models, a time factor per precision group (fp32/tf32 rows and fp16/bf16
   rows) that the roofline times of that model are multiplied by: the model's own inefficiency or
   efficiency (cuDNN convolutions, fused kernels, input pipeline) measured on the table's GPUs. Models

@@ -124,7 +124,9 @@ def estimate_profile(
         factors_fw, factors_bw = [], []
         for b in batches:
             at = min(b, anchor.max_batch)
-            ra = roofline_times(structure, spec=anchor_spec, batch=at, efficiency=eff, precision=anchor.precision)
+            ra = roofline_times(
+                structure, spec=anchor_spec, batch=at, efficiency=eff, precision=anchor.precision
+            )
             factors_fw.append(anchor.forward.time_s(at) / ra.forward_s)
             factors_bw.append(anchor.backward.time_s(at) / ra.backward_s)
         anchor_update = roofline_times(
@@ -203,7 +205,11 @@ def complete_profiles(
     out = list(profiles)
     notes: list[str] = []
     structure = next(
-        (p.structure for p in profiles if p.structure is not None and _same_group(p.structure.precision, precision)),
+        (
+            p.structure
+            for p in profiles
+            if p.structure is not None and _same_group(p.structure.precision, precision)
+        ),
         None,
     )
     if structure is None or not profiles:
@@ -241,8 +247,11 @@ def complete_profiles(
             notes.append(made.note)
             continue
         out.append(made.profile)
-        notes.append(f"{spec.name}: estimated ({made.note}, ±{100 * made.profile.estimate.spread:.0f} %)"
-                     if made.profile.estimate is not None else made.note)
+        notes.append(
+            f"{spec.name}: estimated ({made.note}, ±{100 * made.profile.estimate.spread:.0f} %)"
+            if made.profile.estimate is not None
+            else made.note
+        )
     return out, notes
 
 

@@ -4,11 +4,12 @@ Data: `srift/estimate/data/lambdal_throughput.csv` (its header cites the source,
 assumption): samples/s of ResNet-50 and BERT-base training on 1–8 GPUs of 12 GPU models, fp32 (TF32 on
 Ampere and later) and fp16 (autocast), with the batch each was measured at.
 
-Calibration (`fit`): on single-GPU rows only, least squares on log throughput, predicted as
-batch / ((forward + backward + update roofline seconds) × factor): three efficiencies and the HBM
-bandwidth factor shared by every model and GPU, and one time factor per (model, precision group) whose logarithms average to zero within a
-group (so the efficiencies carry the pooled level that models outside the table get). Rows that repeat a
-GPU model (several vendors' H100 systems) are averaged first, so no GPU weighs more than another.
+Calibration (`fit`): on single-GPU rows only, least squares on log throughput, predicted as batch /
+((forward + backward + update roofline seconds) × factor): three efficiencies and the HBM bandwidth factor
+shared by every model and GPU, and one time factor per (model, precision group) whose logarithms average to
+zero within a group (so the efficiencies carry the pooled level that models outside the table get). Rows
+that repeat a GPU model (several vendors' H100 systems) are averaged first, so no GPU weighs more than
+another.
 
 Checks (`leave_one_accelerator_out`): for each GPU model, fit on every other GPU's rows and predict its
 rows three ways: `model` (the model's factor from the other GPUs), `pooled` (factor 1: a model the table

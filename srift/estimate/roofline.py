@@ -4,14 +4,15 @@ Per layer and pass, at per-device batch b (FLOPs F and bytes B are the structure
 
     t_layer = max(F / (P · η_c), B_mm / (W · η_mm)) + B_other / (W · η_other)
 
-where P is the accelerator's peak for matrix products in the precision, W its DRAM bandwidth, and the η
-the fractions of those peaks that real kernels reach (`Efficiency`, calibrated on public measurements by
+where P is the accelerator's peak for matrix products in the precision, W its DRAM bandwidth, and the η the
+fractions of those peaks that real kernels reach (`Efficiency`, calibrated on public measurements by
 `srift.estimate.calibration`). On GPUs with stacked HBM memory the bandwidth fractions are multiplied by
-`Efficiency.hbm_bandwidth`: calibrated on the same table, where HBM GPUs (V100, A100, H100) reach a
-smaller share of their datasheet bandwidth than GDDR GPUs in these unfused kernels. Matrix products run at the slower of their arithmetic and their operands'
-traffic; every other operator is memory-bound. A pass is never shorter than its kernels × the host time of
-one eager kernel (`Efficiency.kernel_s`): at small batches the GPU waits for the CPU to issue work. The
-update (plain SGD, as the profiler times it) moves `update_bytes` at η_other.
+`Efficiency.hbm_bandwidth`: calibrated on the same table, where HBM GPUs (V100, A100, H100) reach a smaller
+share of their datasheet bandwidth than GDDR GPUs in these unfused kernels. Matrix products run at the
+slower of their arithmetic and their operands' traffic; every other operator is memory-bound. A pass is
+never shorter than its kernels × the host time of one eager kernel (`Efficiency.kernel_s`): at small batches
+the GPU waits for the CPU to issue work. The update (plain SGD, as the profiler times it) moves
+`update_bytes` at η_other.
 """
 
 from __future__ import annotations
@@ -71,12 +72,12 @@ def roofline_times(
     precision), only the peak changes (fp32 structures priced at tf32 use TF32 tensor cores).
     """
     prec = precision or structure.precision
-    args = {"spec": spec, "precision": prec, "batch": batch, "efficiency": efficiency}
-    forward = sum(layer_seconds(layer.forward, **args) for layer in structure.layers)  # type: ignore[arg-type]
-    backward_layers = tuple(
-        layer_seconds(layer.backward, **args)  # type: ignore[arg-type]
-        for layer in structure.layers
-    )
+
+    def seconds(work: PassWork) -> float:
+        return layer_seconds(work, spec=spec, precision=prec, batch=batch, efficiency=efficiency)
+
+    forward = sum(seconds(layer.forward) for layer in structure.layers)
+    backward_layers = tuple(seconds(layer.backward) for layer in structure.layers)
     fw_floor = structure.forward.kernels * efficiency.kernel_s
     bw_floor = structure.backward.kernels * efficiency.kernel_s
     update = structure.update_bytes / (efficiency.bandwidth(spec) * efficiency.other_memory)

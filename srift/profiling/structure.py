@@ -12,12 +12,12 @@ small batches under a `TorchDispatchMode` that sees every aten operator:
 - **Memory**: the peak of live tensor storage during the step (weak references tell when one is freed),
   parameters, gradients in their own dtype, and an optimizer state (Adam's two moments per parameter).
 
-Work is attributed to the deepest module running (forward) or being differentiated (backward), tracked
-as `torch.utils.module_tracker.ModuleTracker` does (module hooks, and gradient hooks on each module's
-outputs and inputs) but keeping the order modules were entered in: of equally deep ones, the most recently
-entered, so siblings that share an input (attention's query, key and value) are told apart; operators outside the
-model (a separate loss) count as `<loss>`. Counts at two batches give each quantity as
-fixed + per_sample · batch.
+Work is attributed to the deepest module running (forward) or being differentiated (backward), tracked as
+`torch.utils.module_tracker.ModuleTracker` does (module hooks, and gradient hooks on each module's outputs
+and inputs) but keeping the order modules were entered in: of equally deep ones, the most recently entered,
+so siblings that share an input (attention's query, key and value) are told apart; operators outside the
+model (a separate loss) count as `<loss>`. Counts at two batches give each quantity as fixed + per_sample ·
+batch.
 
 It runs on **fake tensors** (`FakeTensorMode`): shapes and dtypes without arithmetic, so a 124 M-parameter
 model is counted in about a second on a CPU. Models that cannot run on fake tensors (data-dependent

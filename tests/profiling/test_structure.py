@@ -13,8 +13,7 @@ from srift.domain.structure import Affine, ModelStructure, Precision
 from srift.errors import InvalidInput
 from srift.profiling import testmodels
 from srift.profiling.structure import _CudaAutocastFloat32, count_structure
-from srift.refmodels import REFERENCE_MODELS
-from srift.refmodels import nets
+from srift.refmodels import REFERENCE_MODELS, nets
 
 
 def _linear() -> nn.Module:
@@ -129,13 +128,17 @@ def _bert_flops() -> int:
 
 def _gpt2_flops() -> int:
     s, h, heads, v = nets.GPT2_SEQ, 768, 12, nets.GPT2_VOCAB
-    per_layer = 2 * s * h * 3 * h + 2 * s * h * h + 2 * 2 * s * h * 4 * h + 2 * 2 * heads * s * s * (h // heads)
+    per_layer = (
+        2 * s * h * 3 * h + 2 * s * h * h + 2 * 2 * s * h * 4 * h + 2 * 2 * heads * s * s * (h // heads)
+    )
     return 12 * per_layer + 2 * s * h * v
 
 
 def _vit_flops() -> int:
     t, h, heads = 197, 768, 12
-    per_layer = 2 * t * h * 3 * h + 2 * t * h * h + 2 * 2 * t * h * 3072 + 2 * 2 * heads * t * t * (h // heads)
+    per_layer = (
+        2 * t * h * 3 * h + 2 * t * h * h + 2 * 2 * t * h * 3072 + 2 * 2 * heads * t * t * (h // heads)
+    )
     return 2 * 196 * h * 3 * 16 * 16 + 12 * per_layer + 2 * h * 1000
 
 
