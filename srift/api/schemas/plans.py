@@ -23,6 +23,7 @@ from srift.limits import (
 from srift.optimize.space import BatchPolicy
 
 PROFILE_SELECTION = ("profile_ids", "profiles", "model")
+ProfileId = Annotated[int, Field(ge=1, le=2**31 - 1)]
 SELECTION_TYPES = {"profile_ids": "array", "profiles": "array", "model": "string"}
 TypeName = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[^\x00]+$")]
 CountCap = Annotated[int, Field(ge=0, le=MAX_COUNT)]
@@ -36,7 +37,7 @@ class PlanRequest(BaseModel):
         extra="forbid", json_schema_extra=one_of(*PROFILE_SELECTION, types=SELECTION_TYPES)
     )
 
-    profile_ids: list[int] | None = Field(
+    profile_ids: list[ProfileId] | None = Field(
         default=None, min_length=1, max_length=MAX_PROFILES_PER_REQUEST, description="stored profile ids"
     )
     profiles: list[dict[str, Any]] | None = Field(

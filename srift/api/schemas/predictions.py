@@ -7,7 +7,14 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from srift.api.schemas.network import NetworkIn, NetworkOut
-from srift.api.schemas.plans import PROFILE_SELECTION, SELECTION_TYPES, BreakdownOut, ChoiceOut, PredictedOut
+from srift.api.schemas.plans import (
+    PROFILE_SELECTION,
+    SELECTION_TYPES,
+    BreakdownOut,
+    ChoiceOut,
+    PredictedOut,
+    ProfileId,
+)
 from srift.api.schemas.types import check_one_of, one_of, parse_request
 from srift.documents import read_document
 from srift.domain import Market
@@ -69,7 +76,7 @@ class PredictionRequest(BaseModel):
         },
     )
 
-    profile_ids: list[int] | None = Field(
+    profile_ids: list[ProfileId] | None = Field(
         default=None, min_length=1, max_length=64, description="stored profile ids (GET /v1/profiles)"
     )
     profiles: list[dict[str, Any]] | None = Field(
