@@ -53,6 +53,9 @@ class Settings(BaseSettings):
     )
     host: str = "127.0.0.1"
     port: int = Field(default=8000, ge=1, le=65535)
+    workers: int = Field(
+        default=0, ge=0, le=256, description="`srift serve` worker processes; 0: one per usable CPU"
+    )
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     read_requires_token: bool = Field(default=False, description="require a read token for GET endpoints")
     auth_enabled: bool = Field(default=True, description="require tokens for writes")
@@ -60,6 +63,12 @@ class Settings(BaseSettings):
         default_factory=list, description="allowed CORS origins; closed by default"
     )
     max_body_bytes: int = Field(default=2_000_000, ge=1024)
+    cache_max_age_s: int = Field(
+        default=0,
+        ge=0,
+        le=86_400,
+        description="Cache-Control max-age of read answers; 0: clients revalidate every time (ETag, 304)",
+    )
     max_solve_budget_s: float = Field(default=30.0, gt=0)
     default_region: str = "us-east-1"
 

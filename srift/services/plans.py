@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -14,10 +16,12 @@ from srift.domain import BaselineResult, BusBandwidthModel, Config, Constraints,
 from srift.domain.network import DEFAULT_NETWORK, NetworkSpec, Transport
 from srift.domain.records import PlanRecord
 from srift.domain.requests import PlanQuery
+from srift.domain.revisions import DataArea
 from srift.errors import InvalidInput, NotFound
 from srift.optimize.evaluate import Evaluator, SimEvaluator
 from srift.optimize.solver import SolveOptions, optimize
 from srift.optimize.space import Candidate, Problem, build_candidates
+from srift.services.caching import RevisionCache
 from srift.services.network import network_spec, network_view
 from srift.services.profiles import resolve_profiles
 from srift.services.views import breakdown_document, choice_document, predicted_document
@@ -36,6 +40,18 @@ class PreparedProblem:
     bandwidth: BusBandwidthModel | None = None
 
 
+PREPARED_AREAS = (DataArea.CATALOG, DataArea.PROFILES, DataArea.BANDWIDTH_MODELS)
+"""What a prepared problem is built from besides the request: profiles, catalog offers, the active model."""
+
+PREPARED: RevisionCache[PreparedProblem] = RevisionCache("prepared plan problems", max_entries=64)
+"""Prepared problems per (database, revisions of PREPARED_AREAS, the whole request and settings).
+
+The evaluator inside an entry keeps the bandwidth model's answers (srift.sim.network.MemoBandwidth), so a
+cached problem also answers its bandwidth questions from memory. Optimizing never changes a prepared problem,
+so threads share entries. A request whose preparation reads other tables (a plan naming probe jobs reads
+their samples) is prepared afresh every time (see RevisionCache)."""
+
+
 def prepare(
     *,
     session: Session,
@@ -47,8 +63,42 @@ def prepare(
     """Validate the request against the settings and catalog and build the optimizer's problem.
 
     `excluded` types are never launched; `held` gives, for excluded types, how many VMs are still running and
-    may stay in the plan (re-planning after an interruption).
+    may stay in the plan (re-planning after an interruption). The answer is cached (PREPARED) under the
+    whole request — every field of the query, so a new field is part of the key without anyone adding it —
+    the settings, and the revisions of the profiles, catalog and bandwidth models it reads: any write to
+    those, from any process, makes the next request prepare afresh.
     """
+    key = prepare_key(settings=settings, query=query, excluded=excluded, held=held)
+    return PREPARED.get_or_build(
+        session=session,
+        areas=PREPARED_AREAS,
+        key=key,
+        build=lambda: _prepare(session=session, settings=settings, query=query, excluded=excluded, held=held),
+    )
+
+
+def prepare_key(
+    *, settings: Settings, query: PlanQuery, excluded: tuple[str, ...], held: Mapping[str, int] | None
+) -> str:
+    """SHA-256 of the canonical JSON of everything `prepare` reads that is not in the database."""
+    document = {
+        "query": to_document(query),
+        "excluded": list(excluded),
+        "held": dict(held or {}),
+        "settings": settings.model_dump(mode="json"),
+    }
+    text = json.dumps(document, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _prepare(
+    *,
+    session: Session,
+    settings: Settings,
+    query: PlanQuery,
+    excluded: tuple[str, ...],
+    held: Mapping[str, int] | None,
+) -> PreparedProblem:
     from srift.bandwidth.registry import active_model
     from srift.catalog.store import get_offers
 
