@@ -16,12 +16,19 @@ class BandwidthEstimate:
     `busbw_gbps` is bus bandwidth in gigabits/s (nccl-tests prints gigabytes/s: multiply by 8), one value
     per requested size. `source` names the model version (e.g. "xgb:2026-11-22T10:00:00") or
     "prior:alpha-beta".
-    `residual_cv` is the model's relative error spread (std of (pred-actual)/actual), used for Monte Carlo.
+    `residual_cv` is the model's relative error spread (std of (pred-actual)/actual), used for Monte Carlo
+    and prediction bands; `residual_cvs`, when given, is that spread per requested size (a model that knows
+    it is surer of some sizes than others says so).
     """
 
     busbw_gbps: tuple[float, ...]
     source: str
     residual_cv: float = 0.0
+    residual_cvs: tuple[float, ...] = ()
+
+    def residual_at(self, i: int) -> float:
+        """The error spread of the i-th requested size."""
+        return self.residual_cvs[i] if i < len(self.residual_cvs) else self.residual_cv
 
 
 class BusBandwidthModel(Protocol):

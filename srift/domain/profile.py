@@ -43,6 +43,54 @@ class ComputeCurve:
         return {"batches": list(self.batches), "times_s": list(self.times_s)}
 
 
+def robust_log_spread(values: list[float]) -> float:
+    """1.4826 × the median absolute deviation of ln(values), widened by √(1 + 1/n) (the spread of one
+    more observation around the median); 0 for fewer than two positive values."""
+    logs = [math.log(v) for v in values if v > 0 and math.isfinite(v)]
+    if len(logs) < 2:
+        return 0.0
+    logs.sort()
+    center = _median(logs)
+    mad = _median(sorted(abs(x - center) for x in logs))
+    return 1.4826 * mad * math.sqrt(1.0 + 1.0 / len(logs))
+
+
+def _median(ordered: list[float]) -> float:
+    n = len(ordered)
+    return ordered[n // 2] if n % 2 else 0.5 * (ordered[n // 2 - 1] + ordered[n // 2])
+
+
+def _sample_spreads(measured: Any) -> list[tuple[int, float]]:
+    """Per breakpoint, the spread of forward+backward over the profile's own samples."""
+    if not isinstance(measured, dict):
+        return []
+    try:
+        batches = [int(b) for b in measured["batches"]]
+        fw = measured["forward_s"]
+        bw = measured["backward_s"]
+        out = []
+        for i, b in enumerate(batches):
+            totals = [float(f) + float(w) for f, w in zip(fw[i], bw[i], strict=False)]
+            out.append((b, robust_log_spread(totals)))
+    except (KeyError, IndexError, TypeError, ValueError):
+        return []
+    return sorted(out)
+
+
+def _pass_spreads(passes: Any, *, at_least: int = 3) -> list[tuple[int, float]]:
+    """Per breakpoint, the spread of the per-pass medians of forward+backward (with ≥ `at_least` passes)."""
+    if not isinstance(passes, list) or len(passes) < at_least:
+        return []
+    try:
+        by_batch: dict[int, list[float]] = {}
+        for entry in passes:
+            for b, t in zip(entry["batches"], entry["compute_s"], strict=True):
+                by_batch.setdefault(int(b), []).append(float(t))
+    except (KeyError, TypeError, ValueError):
+        return []
+    return sorted((b, robust_log_spread(ts)) for b, ts in by_batch.items() if len(ts) >= at_least)
+
+
 def validate_curve(batches: tuple[int, ...], times_s: tuple[float, ...], *, field_name: str) -> None:
     if len(batches) == 0 or len(batches) != len(times_s):
         raise InvalidInput(
@@ -111,6 +159,32 @@ class ModelProfile:
     def compute_s(self, batch: float) -> float:
         """Forward plus backward seconds at a per-device batch."""
         return self.forward.time_s(batch) + self.backward.time_s(batch)
+
+    def compute_spread(self, batch: float) -> float:
+        """How far a run's forward+backward time may fall from the curve at `batch`: a log-spread.
+
+        In order of preference: `extra["compute_spread"]` (a profile that was estimated rather than
+        measured says how sure it is); the spread between timing passes taken at different times
+        (`extra["measured_passes"]`, three or more: the drift of the host's speed, which a run's mean
+        does not average out); else the spread of the profile's own samples (`extra["measured"]`). Spreads
+        are robust (1.4826 × the median absolute deviation of the logs), widened by √(1 + 1/n) for a new
+        observation, measured at each breakpoint and interpolated between them. 0 without samples.
+        """
+        extra = self.extra or {}
+        given = extra.get("compute_spread")
+        if isinstance(given, int | float) and not isinstance(given, bool) and math.isfinite(given):
+            return max(0.0, float(given))
+        points = _pass_spreads(extra.get("measured_passes")) or _sample_spreads(extra.get("measured"))
+        if not points:
+            return 0.0
+        xs = [b for b, _ in points]
+        ys = [v for _, v in points]
+        if batch <= xs[0]:
+            return ys[0]
+        if batch >= xs[-1]:
+            return ys[-1]
+        i = bisect_right(xs, batch) - 1
+        return ys[i] + (ys[i + 1] - ys[i]) * (batch - xs[i]) / (xs[i + 1] - xs[i])
 
     def to_dict(self) -> dict[str, Any]:
         return {

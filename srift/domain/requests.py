@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from srift.domain.catalog import Market, MarketChoice
-from srift.domain.planning import BatchPolicy, CommMode, Objective, SearchMode
+from srift.domain.planning import DEFAULT_CONFIDENCE, BatchPolicy, CommMode, Objective, SearchMode
 from srift.errors import InvalidInput
 
 
@@ -63,6 +63,7 @@ class PlanQuery:
     batch_policy: BatchPolicy = BatchPolicy.POW2_SPLIT
     eager_k: int = 8
     seed: int = 0
+    confidence: float = DEFAULT_CONFIDENCE
 
     @property
     def selection(self) -> ProfileSelection:

@@ -292,12 +292,33 @@ def predict_fleet(ctx: Context, model: str, fleet: Fleet) -> dict[str, Any]:
             )
             for g in fleet.groups
         ]
-    estimate = simulate(members, bandwidth=bandwidth, seed=ctx.options.seed, bucket_cap_mb=DDP_BUCKET_CAP_MB)
-    per_layer = simulate(members, bandwidth=bandwidth, seed=ctx.options.seed)
+    point = simulate(
+        members, bandwidth=bandwidth, seed=ctx.options.seed, bucket_cap_mb=DDP_BUCKET_CAP_MB, band=False
+    )
+    # The band describes what the case measures: the mean of its timed iterations over its repeats.
+    measured_iterations = iterations_for(ctx.effort, point.iteration_s) * ctx.effort.repeats
+    estimate = simulate(
+        members,
+        bandwidth=bandwidth,
+        seed=ctx.options.seed,
+        bucket_cap_mb=DDP_BUCKET_CAP_MB,
+        iterations=measured_iterations,
+    )
+    per_layer = simulate(members, bandwidth=bandwidth, seed=ctx.options.seed, band=False)
     b = estimate.breakdown
+    band = estimate.band
     return {
         "iteration_s": estimate.iteration_s,
+        "iteration_p10_s": estimate.iteration_p10_s,
         "iteration_p90_s": estimate.iteration_p90_s,
+        "band": {
+            "sigma": band.sigma if band else 0.0,
+            "iterations": measured_iterations,
+            "terms": [
+                {"source": t.source, "spread": t.spread, "sigma": t.sigma, "measured_by": t.measured_by}
+                for t in (band.terms if band else ())
+            ],
+        },
         "per_layer_iteration_s": per_layer.iteration_s,
         "breakdown": {
             "forward_s": b.forward_s,
