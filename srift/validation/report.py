@@ -172,6 +172,11 @@ def build_report(
         },
         "effort": {k: getattr(ctx.effort, k) for k in ctx.effort.__slots__ if k != "probe_sizes"}
         | {"probe_sizes": [min(ctx.effort.probe_sizes), max(ctx.effort.probe_sizes)]},
+        "models": list(ctx.options.model_specs()),
+        "user_models": [
+            {"name": m.name, "factory": m.factory, "input": m.input_factory, "loss": m.loss}
+            for m in ctx.options.user_models
+        ],
         "profiles": ctx.profile_info,
         "timing_passes": ctx.timing_log,
         "bandwidth": ctx.bandwidth,

@@ -356,7 +356,8 @@ def hosts_for(ctx: Context, fleet: Fleet) -> list[str]:
 
 
 def iterations_for(effort: Effort, predicted_s: float) -> int:
-    """Timed iterations of one run: about `target_run_s` of training, within min_iters..max_iters."""
+    """Timed iterations a run is expected to take: about `target_run_s` of training at the predicted
+    iteration time, within min_iters..max_iters (the run itself counts from its own warm-up's time)."""
     wanted = math.ceil(effort.target_run_s / max(predicted_s, 1e-3))
     return max(effort.min_iters, min(effort.max_iters, wanted))
 
@@ -366,8 +367,9 @@ def measure(ctx: Context, pool: AgentPool, model: str, fleet: Fleet, predicted_s
     spec = ctx.model(model)
     effort = ctx.effort
     iters = iterations_for(effort, predicted_s)
+    warmup = 1 if predicted_s > effort.long_iteration_s else effort.warmup
     hosts = hosts_for(ctx, fleet)
-    timeout_s = 120.0 + 10.0 * (iters + effort.warmup) * max(predicted_s, 0.05)
+    timeout_s = 120.0 + 10.0 * (effort.max_iters + warmup) * max(predicted_s, 0.05)
     before = conditions.cpu_times()
     load = conditions.load_average()
     tick = time.perf_counter()
@@ -378,9 +380,11 @@ def measure(ctx: Context, pool: AgentPool, model: str, fleet: Fleet, predicted_s
             model=spec.factory,
             input_factory=spec.input_factory,
             loss=spec.run_loss,
-            iters=iters,
-            warmup=effort.warmup,
+            iters=effort.max_iters,
+            warmup=warmup,
             timeout_s=timeout_s,
+            time_budget_s=effort.target_run_s,
+            min_iters=effort.min_iters,
         )
     except EnvironmentProblem as exc:
         ctx.log(f"run failed: {model} on {fleet.label()}: {exc.detail}")
@@ -388,8 +392,9 @@ def measure(ctx: Context, pool: AgentPool, model: str, fleet: Fleet, predicted_s
     return {
         "ok": True,
         "hosts": hosts,
-        "iters": iters,
-        "warmup": effort.warmup,
+        "iters": len(result.iter_times_s),
+        "expected_iters": iters,
+        "warmup": warmup,
         "mean_iter_s": result.mean_iter_s,
         "median_iter_s": result.median_iter_s,
         "stdev_iter_s": result.stdev_iter_s,
