@@ -13,6 +13,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.cors import CORSMiddleware
 
 from srift import __version__
+from srift.api.caching import ConditionalGet, cache_control
 from srift.api.limits import ERROR_RESPONSES, BodySizeLimit, document_errors, http_exception_handler
 from srift.errors import SriftError
 from srift.redaction import install_log_redaction
@@ -44,6 +45,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     install_log_redaction()
     app.add_middleware(BodySizeLimit, max_body_bytes=settings.max_body_bytes)
+    app.add_middleware(ConditionalGet, cache_control=cache_control(settings))
     if settings.cors_origins:
         app.add_middleware(
             CORSMiddleware, allow_origins=settings.cors_origins, allow_methods=["*"], allow_headers=["*"]

@@ -102,7 +102,7 @@ class SimEvaluator:
 
         from srift.sim.iteration import with_buckets
         from srift.sim.layers import layer_arrays
-        from srift.sim.network import intra_stage, network_stage
+        from srift.sim.network import exchange_plans
 
         if self.bucket_cap_mb is not None:
             fleet = with_buckets(fleet, bucket_cap_mb=self.bucket_cap_mb)
@@ -113,14 +113,7 @@ class SimEvaluator:
         canon = layer_arrays(fleet[0].profile)
         if canon.bits.size == 0:
             return compute
-        stages = [
-            p.stage
-            for p in (
-                intra_stage(fleet, canon.sizes, self.bandwidth),
-                network_stage(fleet, canon.sizes, self.bandwidth),
-            )
-            if p
-        ]
+        stages = [p.stage for p in exchange_plans(fleet, canon.sizes, self.bandwidth)]
         if not stages:
             return compute
         arrive = np.full(canon.bits.size, -np.inf)

@@ -6,6 +6,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from srift.api.schemas.network import NetworkIn, NetworkOut
 from srift.api.schemas.types import Timestamp
 from srift.documents import read_document
 from srift.domain import MarketChoice, Objective, SearchMode
@@ -91,6 +92,10 @@ class PlanRequest(BaseModel):
         description="the quantile of predicted time and cost that must meet time_limit_s and budget_usd "
         "(0.5: the prediction itself; 0.9: nine runs in ten, by the prediction's measured spreads)",
     )
+    network: NetworkIn = Field(
+        default_factory=NetworkIn,
+        description="transport between nodes and measured rates; with transport efa only EFA types are used",
+    )
 
     def to_domain(self) -> PlanQuery:
         """The validated request as the services' PlanQuery."""
@@ -114,9 +119,10 @@ class ChoiceOut(BaseModel):
     market: str
     count: int
     batch: int = Field(description="samples per VM per iteration")
-    gpus: int
+    gpus: int = Field(description="GPUs used per VM")
     per_gpu_batch: float
     price_usd_per_hr: float
+    instance_gpus: int | None = Field(default=None, description="GPUs the instance type has")
 
 
 class SpreadTermOut(BaseModel):
@@ -227,6 +233,9 @@ class PlanResult(BaseModel):
     pareto_total: int
     solve_time_s: float
     configs_evaluated: int
+    network: NetworkOut | None = Field(
+        default=None, description="what was assumed between nodes (null in plans stored before it existed)"
+    )
     sources: list[str]
     warnings: list[str]
 

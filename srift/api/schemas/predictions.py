@@ -6,6 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from srift.api.schemas.network import NetworkIn, NetworkOut
 from srift.api.schemas.plans import BreakdownOut, ChoiceOut, PredictedOut
 from srift.documents import read_document
 from srift.domain import Market
@@ -18,6 +19,7 @@ MAX_CHOICES = 32
 MAX_MC_SAMPLES = 1000
 MAX_STRAGGLER_ITERS = 10_000
 MAX_PS_SERVERS = 64
+MAX_SWEEP = 256
 
 
 class FleetChoiceIn(BaseModel):
@@ -36,6 +38,12 @@ class FleetChoiceIn(BaseModel):
     )
     count: int = Field(ge=1, le=MAX_COUNT, description="how many VMs of this type")
     batch: int = Field(ge=1, le=MAX_VM_BATCH, description="samples per VM per iteration")
+    gpus: int | None = Field(
+        default=None,
+        ge=1,
+        le=64,
+        description="use only this many of each VM's GPUs (default: all); the VM is still billed whole",
+    )
 
 
 class FleetConfigIn(BaseModel):
@@ -47,8 +55,9 @@ class FleetConfigIn(BaseModel):
 
 
 class PredictionRequest(BaseModel):
-    """Predict one fleet. Give the model's compute profiles as `profile_ids`, inline `profiles`, or `model`
-    (every stored profile of that model); each chosen type uses the profile of its accelerator."""
+    """Predict one fleet (`config`) or a sweep of fleets (`configs`, answered as `predictions`). Give the
+    model's compute profiles as `profile_ids`, inline `profiles`, or `model` (every stored profile of that
+    model); each chosen type uses the profile of its accelerator. `network` says how the nodes talk."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -61,7 +70,16 @@ class PredictionRequest(BaseModel):
     model: str | None = Field(
         default=None, min_length=1, max_length=200, description="every stored profile of this model"
     )
-    config: FleetConfigIn
+    config: FleetConfigIn | None = Field(default=None, description="one fleet (or give configs)")
+    configs: list[FleetConfigIn] | None = Field(
+        default=None,
+        min_length=1,
+        max_length=MAX_SWEEP,
+        description="several fleets predicted in one call (a sweep); the answer lists one prediction each",
+    )
+    network: NetworkIn = Field(
+        default_factory=NetworkIn, description="transport between nodes and measured rates (see NetworkIn)"
+    )
     iterations: int = Field(ge=1, le=1_000_000_000, description="iterations to train (N)")
     provider: str = Field(default="aws", min_length=1, max_length=64)
     region: str | None = Field(
@@ -107,7 +125,7 @@ def parse_prediction_request(data: Any) -> PredictionRequest:
 
 class PredictionOut(BaseModel):
     """Predicted iteration time (mean and p10/p50/p90), totals for `iterations`, where the time goes, and what
-    the prediction rests on (profiles, bandwidth model version or prior, catalog prices)."""
+    the prediction rests on (profiles, bandwidth model version or prior, network assumptions, prices)."""
 
     label: str = Field(description="Srift's notation, e.g. '4×p3.2xlarge@64'")
     choices: list[ChoiceOut]
@@ -117,5 +135,17 @@ class PredictionOut(BaseModel):
     usd_per_hr: float = Field(description="the fleet's price per hour at the chosen markets")
     predicted: PredictedOut
     breakdown: BreakdownOut
+    network: NetworkOut | None = Field(default=None, description="what was assumed between nodes")
     sources: list[str]
     warnings: list[str]
+
+
+class PredictionSweepOut(BaseModel):
+    """One prediction per fleet of `configs`, in order."""
+
+    predictions: list[PredictionOut]
+    count: int
+    network: NetworkOut | None = Field(
+        default=None, description="what was assumed between nodes, over every type of the sweep"
+    )
+    elapsed_s: float = Field(description="seconds the service spent on the sweep (after start-up)")
