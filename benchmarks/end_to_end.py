@@ -52,7 +52,9 @@ def write(report: dict[str, Any], *, command: str) -> None:
         summary=report["summary"],
     )
     (IMAGES / f"{stem}.json").write_text(json.dumps(report, indent=1) + "\n")
-    body = markdown(report) + f"\n\n![predicted vs measured](images/{png.name}) · report: `images/{stem}.json`"
+    body = (
+        markdown(report) + f"\n\n![predicted vs measured](images/{png.name}) · report: `images/{stem}.json`"
+    )
     started = report.get("started_at")
     write_section(
         section_name(report),

@@ -90,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--batch", type=int, default=None, help="per-rank batch (same on every rank)")
     parser.add_argument("--batches", default=None, help="comma-separated per-rank batches, by rank")
-    parser.add_argument("--iters", type=int, default=20, help="timed iterations (the most, with a time budget)")
+    parser.add_argument("--iters", type=int, default=20, help="timed iterations (at most)")
     parser.add_argument(
         "--time-budget-s",
         type=float,

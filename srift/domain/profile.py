@@ -43,6 +43,10 @@ class ComputeCurve:
         return {"batches": list(self.batches), "times_s": list(self.times_s)}
 
 
+MAX_OVERLAP_SLOWDOWN = 10.0
+"""A compute slowdown under a concurrent allreduce above this is a broken measurement, not a host."""
+
+
 def robust_log_spread(values: list[float]) -> float:
     """1.4826 × the median absolute deviation of ln(values), widened by √(1 + 1/n) (the spread of one
     more observation around the median); 0 for fewer than two positive values."""
@@ -186,6 +190,21 @@ class ModelProfile:
         i = bisect_right(xs, batch) - 1
         return ys[i] + (ys[i + 1] - ys[i]) * (batch - xs[i]) / (xs[i + 1] - xs[i])
 
+    def overlap_slowdown(self) -> tuple[float, float]:
+        """How much slower compute runs while an allreduce overlaps it, and the log-spread of that factor.
+
+        Measured on the instance type by `probes/overlap.py` (backward timed alone and with a concurrent
+        allreduce; its `compute_slowdown` and `compute_slowdown_spread`) and kept in the profile's
+        `extra["overlap_slowdown"]` / `extra["overlap_slowdown_spread"]`; (1, 0) when not measured.
+        """
+        extra = self.extra or {}
+        factor = extra.get("overlap_slowdown")
+        spread = extra.get("overlap_slowdown_spread")
+        return (
+            float(factor) if isinstance(factor, int | float) and _number(factor) else 1.0,
+            float(spread) if isinstance(spread, int | float) and _number(spread) else 0.0,
+        )
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "schema_version": self.schema_version,
@@ -269,6 +288,18 @@ class ModelProfile:
             raise InvalidInput(
                 "must be an object", hint="give extra as a JSON object or omit it", field="extra"
             )
+        for key, low, high in (
+            ("overlap_slowdown", 1.0, MAX_OVERLAP_SLOWDOWN),
+            ("overlap_slowdown_spread", 0.0, 1.0),
+        ):
+            value = extra.get(key)
+            if value is not None and not (_number(value) and low <= float(value) <= high):
+                raise InvalidInput(
+                    f"{value!r} is outside [{low:g}, {high:g}]",
+                    hint="overlap_slowdown is compute time with a concurrent allreduce over compute time "
+                    "alone (probes/overlap.py's compute_slowdown, ≥ 1); its spread a log-spread ≥ 0",
+                    field=f"extra.{key}",
+                )
         return cls(
             model=model,
             accelerator=accelerator,
@@ -373,6 +404,10 @@ class LayerProfile:
             created_at=str(data.get("created_at") or ""),
             extra=extra,
         )
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _layer_dict(layer: LayerGrad) -> dict[str, Any]:

@@ -33,12 +33,13 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 import numpy as np
 
-from srift.domain import Band, Breakdown, BusBandwidthModel, FleetMember, InstanceType
+from srift.domain import Band, Breakdown, BusBandwidthModel, FleetMember, InstanceType, SpreadTerm
+from srift.domain.profile import MAX_OVERLAP_SLOWDOWN
 from srift.errors import InvalidInput
 from srift.sim.band import Z90, band_for
 from srift.sim.compute import member_keys, straggler_draws, straggler_rows
@@ -130,6 +131,28 @@ def _exchange(
     )
 
 
+def _busy_until(result: ExchangeResult) -> Callable[[np.ndarray], np.ndarray]:
+    """t ↦ seconds before t during which any stage of the exchange was busy (union over stages)."""
+    spans = sorted(span for stage in result.busy for span in stage)
+    merged: list[list[float]] = []
+    for start, end in spans:
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    starts = np.asarray([m[0] for m in merged])
+    ends = np.asarray([m[1] for m in merged])
+
+    def until(t: np.ndarray) -> np.ndarray:
+        t = np.asarray(t, dtype=float)
+        if not merged:
+            return np.zeros_like(t)
+        covered = np.minimum(ends[None, :], t.reshape(-1, 1)) - starts[None, :]
+        return np.asarray(np.clip(covered, 0.0, None).sum(axis=1).reshape(t.shape))
+
+    return until
+
+
 def simulate(
     fleet: Sequence[FleetMember],
     *,
@@ -195,8 +218,46 @@ def simulate(
         iteration_sd_s=max(0.0, point.iteration_p90_s - point.iteration_p10_s) / (2 * Z90),
         iterations=iterations,
         run=run,
+        extra_terms=overlap_terms(fleet, bandwidth=bandwidth, iteration_s=point.iteration_s, run=run),
     )
     return with_band(point, found)
+
+
+def overlap_terms(
+    fleet: Sequence[FleetMember],
+    *,
+    bandwidth: BusBandwidthModel,
+    iteration_s: float,
+    run: Callable[[Sequence[FleetMember], BusBandwidthModel], float],
+) -> tuple[SpreadTerm, ...]:
+    """The overlap slowdown's band term: the fleet simulated with every measured slowdown one spread
+    larger (s·e^spread), as ln(T_slower / T); none when no member's profile carries a measured spread."""
+    measured = [m.profile.overlap_slowdown() for m in fleet]
+    if iteration_s <= 0 or not any(s > 1.0 and spread > 0 for s, spread in measured):
+        return ()
+    slower = [
+        replace(
+            m,
+            profile=replace(
+                m.profile,
+                extra={
+                    **m.profile.extra,
+                    "overlap_slowdown": min(MAX_OVERLAP_SLOWDOWN, s * math.exp(spread)),
+                },
+            ),
+        )
+        if s > 1.0 and spread > 0
+        else m
+        for m, (s, spread) in zip(fleet, measured, strict=True)
+    ]
+    return (
+        SpreadTerm(
+            "overlap",
+            max(spread for _, spread in measured),
+            max(0.0, math.log(run(slower, bandwidth) / iteration_s)),
+            "probes/overlap.py: backward timed alone and with a concurrent allreduce, spread over rounds",
+        ),
+    )
 
 
 def with_band(estimate: IterationEstimate, band: Band) -> IterationEstimate:
@@ -294,6 +355,29 @@ def _point(
         presorted=len(fleet) == 1 and ready[0] is canon.ready_frac,
         kernel=kernel,
     )
+    slowdowns = [m.profile.overlap_slowdown()[0] for m in fleet]
+    overlap_s = 0.0
+    if result is not None and max(slowdowns) > 1.0:
+        busy_until = _busy_until(result)
+        starts = [r * f for r, f in zip(rho, fw, strict=True)]
+
+        def stretched(i: int, t: np.ndarray) -> np.ndarray:
+            """Member i's times t (from the iteration's start) with its backward slowed while busy."""
+            return np.asarray(
+                t + (slowdowns[i] - 1.0) * (busy_until(t) - busy_until(np.asarray([starts[i]]))[0])
+            )
+
+        late = functools.reduce(
+            np.maximum,
+            [stretched(i, np.asarray(rho[i] * (fw[i] + ready[i] * bw[i]))) for i in range(len(fleet))],
+        )
+        overlap_s = max(
+            float(stretched(i, np.asarray([rho[i] * means[i]]))[0]) - rho[i] * means[i]
+            for i in range(len(fleet))
+        )
+        compute_end += overlap_s
+        result = _exchange(late, canon, stages, kernel=kernel)
+        assert result is not None
     end = result.end_s if result is not None else 0.0
     exposed = max(compute_end, end) - compute_end
     update_s = max(m.profile.update_s for m in fleet)
@@ -343,8 +427,8 @@ def _point(
     breakdown = Breakdown(
         forward_s=fw[slow],
         backward_s=bw[slow],
-        compute_s=compute_s + update_s,
-        straggler_wait_s=compute_end - compute_s,
+        compute_s=compute_s + overlap_s + update_s,
+        straggler_wait_s=compute_end - compute_s - overlap_s,
         exposed_intra_s=exposed - exposed_network,
         exposed_network_s=exposed_network,
         communication_s=communication_s,
