@@ -266,12 +266,12 @@ def pool_curve_samples(profile: ModelProfile, passes: Sequence[CurveSamples]) ->
 
 
 def _pass_medians(samples: CurveSamples) -> dict[str, Any]:
-    """One pass's median forward+backward seconds per breakpoint (`ModelProfile.compute_spread` reads the
+    """One pass's median forward plus median backward seconds per breakpoint (`ModelProfile.compute_spread` reads the
     spread between passes from these)."""
     return {
         "batches": list(samples.batches),
         "compute_s": [
-            statistics.median(f + b for f, b in zip(fw, bw, strict=True))
+            statistics.median(fw) + statistics.median(bw)
             for fw, bw in zip(samples.forward_s, samples.backward_s, strict=True)
         ],
     }
