@@ -266,8 +266,8 @@ def pool_curve_samples(profile: ModelProfile, passes: Sequence[CurveSamples]) ->
 
 
 def _pass_medians(samples: CurveSamples) -> dict[str, Any]:
-    """One pass's median forward plus median backward seconds per breakpoint (`ModelProfile.compute_spread` reads the
-    spread between passes from these)."""
+    """One pass's median forward plus median backward seconds per breakpoint
+    (`ModelProfile.compute_spread` reads the spread between passes from these)."""
     return {
         "batches": list(samples.batches),
         "compute_s": [
