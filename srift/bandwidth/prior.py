@@ -58,8 +58,9 @@ its size class (below / at or above 1 MiB). EFA: the RMS of log(pred/measured) o
 types (how far a catalog rating misleads out of sample) combined with its temporal spread; below 1 MiB
 no public TCP run exists, so the EFA small-size spread is used. When the rate left a public default open
 (NCCL's socket count on AWS, its ring channels), `upside_cvs` widen the fast side only: per size, the spread
-whose p90 rate 1 + Z90·cv reaches the fast end's own p90 (`upside_cvs()`; the simulator draws a split
-normal). Every estimate says "prior:alpha-beta".
+whose p90 rate 1 + Z90·cv reaches the fast end's own p90 (`upside_cvs()`). Prediction bands (srift.sim.band)
+guard limits on the slow side and use `residual_cvs` only; answers show the fast end in `network.rates`.
+Every estimate says "prior:alpha-beta".
 """
 
 from __future__ import annotations

@@ -48,8 +48,6 @@ class StagePlan:
     sources: tuple[str, ...]
     residual_cv: float
     warnings: tuple[str, ...] = ()
-    upside_cv: float = 0.0
-    """The fast side's spread when an answer left a public default open (BandwidthEstimate.upside_cv)."""
 
 
 def _ask(
@@ -90,9 +88,8 @@ def _stage(
     assert rates is not None
     sources = tuple(dict.fromkeys(est.source for est, _, _, _ in per_type))
     residual = max(est.residual_cv for est, _, _, _ in per_type)
-    upside = max(est.upside_cv for est, _, _, _ in per_type)
     warnings = tuple(w for *_, ws in per_type for w in ws)
-    return StagePlan(Stage(name, tuple(rates), cap), sources, residual, warnings, upside)
+    return StagePlan(Stage(name, tuple(rates), cap), sources, residual, warnings)
 
 
 def _distinct_types(fleet: Sequence[FleetMember]) -> list[InstanceType]:
@@ -149,7 +146,6 @@ def _serial(intra: StagePlan, net: StagePlan) -> StagePlan:
         tuple(dict.fromkeys((*intra.sources, *net.sources))),
         max(intra.residual_cv, net.residual_cv),
         (*intra.warnings, *net.warnings),
-        max(intra.upside_cv, net.upside_cv),
     )
 
 

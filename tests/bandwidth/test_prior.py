@@ -218,19 +218,6 @@ def test_nccl_on_aws_defaults_to_its_one_socket_fallback_with_a_band_up_to_the_e
     assert "fast end" in AlphaBetaPrior().describe(fat)
 
 
-def test_the_fast_side_widens_only_the_simulated_band_above_the_estimate() -> None:
-    from srift.sim.exchange import Stage
-    from srift.sim.iteration import _factor, _spread
-    from srift.sim.network import StagePlan
-
-    plan = StagePlan(Stage("network", (1e9,), 1e9), ("prior:alpha-beta",), 0.2, (), 3.0)
-    assert _spread(1.5, plan) == 3.0 and _spread(0.5, plan) == 0.2
-    assert _factor(1.5, plan) == 1 + 0.5 * 3.0 and _factor(0.5, plan) == 1 - 0.5 * 0.2
-    assert _factor(4.0, plan) == pytest.approx(1 + Z90 * 3.0)  # capped at the fast end's p90
-    plain = StagePlan(Stage("network", (1e9,), 1e9), ("x",), 0.2)
-    assert _spread(1.5, plain) == 0.2 and _factor(4.0, plain) == pytest.approx(1 + 3.0 * 0.2)
-
-
 def test_socket_transport_on_pcie_gpus_shares_the_host_and_bands_follow_size_classes() -> None:
     pcie = dataclasses.replace(
         G4DN, name="g4dn.12xlarge", gpu_count=4, interconnect=Interconnect.PCIE, interconnect_gbps=126

@@ -57,16 +57,3 @@ def test_part_of_the_gpus_shrinks_the_intra_node_ring() -> None:
     four = exchange_plans([member(PCIE4, 1, 256, PROFILE)], [1 << 26], AlphaBetaPrior())[0]
     # a ring of 2 moves 2s·1/2 bytes per GPU, a ring of 4 moves 2s·3/4: the payload rate of 2 GPUs is higher
     assert plan.stage.rates_bps[0] > four.stage.rates_bps[0]
-
-
-def test_an_open_ena_default_widens_only_the_fast_side_of_the_monte_carlo_band() -> None:
-    """Same point and slow side as a request that says NCCL's ENA is hidden; only p10 moves faster."""
-    aws = dataclasses.replace(PCIE4, provider="aws", network_gbps=50)
-    fleet = [member(aws, 2, 256, PROFILE)]
-    open_default = simulate(fleet, bandwidth=AlphaBetaPrior(), mc_samples=400, seed=3)
-    hidden = simulate(
-        fleet, bandwidth=AlphaBetaPrior(network=NetworkSpec(ena_visible=False)), mc_samples=400, seed=3
-    )
-    assert open_default.iteration_s == pytest.approx(hidden.iteration_s)
-    assert open_default.iteration_p10_s < hidden.iteration_p10_s
-    assert open_default.iteration_p90_s == pytest.approx(hidden.iteration_p90_s, rel=0.02)
