@@ -42,7 +42,12 @@ from srift.services.placement import (
     with_pipeline,
 )
 from srift.services.profiles import resolve_profiles
-from srift.services.views import breakdown_document, choice_document, predicted_document
+from srift.services.views import (
+    breakdown_document,
+    choice_document,
+    predicted_document,
+    probability_document,
+)
 from srift.settings import Settings
 from srift.sim.geo import GeoContext
 
@@ -204,6 +209,7 @@ def _prepare(
         objective=query.objective,
         time_limit_s=query.time_limit_s,
         budget_usd=query.budget_usd,
+        confidence=query.confidence,
     )
     kept = held or {}
     skipped = [f"{name} left out (interrupted; none still running)" for name in excluded if name not in kept]
@@ -430,6 +436,7 @@ def _baseline(b: BaselineResult | None, problem: Problem) -> dict[str, Any] | No
         "predicted": predicted_document(b.prediction),
         "breakdown": breakdown_document(b.prediction.breakdown),
         "feasible": b.feasible,
+        "probability": probability_document(b.prediction, problem.constraints),
     }
 
 
@@ -454,6 +461,8 @@ def plan_result(
         "global_batch": c.global_batch,
         "iterations": c.iterations,
         "predicted": predicted_document(plan.predicted),
+        "confidence": c.confidence,
+        "probability": probability_document(plan.predicted, c),
         "limits": {"time_limit_s": c.time_limit_s, "budget_usd": c.budget_usd},
         "headroom": {"time_s": plan.time_headroom_s, "budget_usd": plan.budget_headroom_usd},
         "breakdown": breakdown_document(plan.predicted.breakdown),

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from srift.api.schemas.network import NetworkIn, NetworkOut
-from srift.api.schemas.types import Timestamp
+from srift.api.schemas.types import Timestamp, check_one_of, one_of, parse_request
 from srift.documents import read_document
 from srift.domain import MarketChoice, Objective, SearchMode
 from srift.domain.geo import AllreducePattern
+from srift.domain.planning import DEFAULT_CONFIDENCE, MAX_CONFIDENCE, MIN_CONFIDENCE
 from srift.domain.requests import InterruptionReport, PlanQuery, ProgressReport
 from srift.domain.states import TrainingState
-from srift.errors import InvalidInput
 from srift.limits import (
     MAX_COUNT,
     MAX_GLOBAL_BATCH,
@@ -24,6 +24,9 @@ from srift.limits import (
 )
 from srift.optimize.space import BatchPolicy
 
+PROFILE_SELECTION = ("profile_ids", "profiles", "model")
+ProfileId = Annotated[int, Field(ge=1, le=2**31 - 1)]
+SELECTION_TYPES = {"profile_ids": "array", "profiles": "array", "model": "string"}
 TypeName = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[^\x00]+$")]
 CountCap = Annotated[int, Field(ge=0, le=MAX_COUNT)]
 MAX_LOCATIONS_PER_REQUEST = 32
@@ -55,19 +58,31 @@ class PlanRequest(BaseModel):
     """What to optimize. Give the model's compute profiles as `profile_ids`, inline `profiles`, or `model`
     (all stored profiles of that model); limits are optional, objective decides what is minimised."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(
+        extra="forbid", json_schema_extra=one_of(*PROFILE_SELECTION, types=SELECTION_TYPES)
+    )
 
-    profile_ids: list[Annotated[int, Field(ge=1, le=2**31 - 1)]] | None = Field(
-        default=None, max_length=MAX_PROFILES_PER_REQUEST, description="stored profile ids"
+    profile_ids: list[ProfileId] | None = Field(
+        default=None, min_length=1, max_length=MAX_PROFILES_PER_REQUEST, description="stored profile ids"
     )
     profiles: list[dict[str, Any]] | None = Field(
         default=None,
+        min_length=1,
         max_length=MAX_PROFILES_PER_REQUEST,
         description="inline profile documents as written by `srift profile`",
     )
     model: str | None = Field(
-        default=None, max_length=MAX_NAME_CHARS, description="use every stored profile of this model"
+        default=None,
+        min_length=1,
+        max_length=MAX_NAME_CHARS,
+        description="use every stored profile of this model",
     )
+
+    @model_validator(mode="after")
+    def _one_selection(self) -> PlanRequest:
+        check_one_of(self, *PROFILE_SELECTION)
+        return self
+
     global_batch: int = Field(
         ge=1, le=MAX_GLOBAL_BATCH, description="samples per iteration over the whole fleet"
     )
@@ -108,6 +123,13 @@ class PlanRequest(BaseModel):
         default=8, ge=1, le=MAX_COUNT, description="eager: VMs of one type tried before the next"
     )
     seed: int = Field(default=0, ge=0, le=2**31 - 1, description="seed of the simulator's straggler sampling")
+    confidence: float = Field(
+        default=DEFAULT_CONFIDENCE,
+        ge=MIN_CONFIDENCE,
+        le=MAX_CONFIDENCE,
+        description="the quantile of predicted time and cost that must meet time_limit_s and budget_usd "
+        "(0.5: the prediction itself; 0.9: nine runs in ten, by the prediction's measured spreads)",
+    )
     network: NetworkIn = Field(
         default_factory=NetworkIn,
         description="transport between nodes and measured rates; with transport efa only EFA types are used",
@@ -167,14 +189,7 @@ class PlanRequest(BaseModel):
 
 def parse_plan_request(data: Any) -> PlanRequest:
     """Validate a plan request document (CLI files), raising InvalidInput that names the field."""
-    try:
-        return PlanRequest.model_validate(data)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        field = ".".join(str(p) for p in first.get("loc", ())) or None
-        raise InvalidInput(
-            str(first.get("msg", "invalid")), hint="correct the named field", field=field
-        ) from exc
+    return parse_request(PlanRequest, data)
 
 
 class ChoiceOut(BaseModel):
@@ -189,18 +204,42 @@ class ChoiceOut(BaseModel):
     location: str | None = Field(default=None, description="provider/region when the plan spans locations")
 
 
+class SpreadTermOut(BaseModel):
+    source: str = Field(description="compute, network, stragglers or a modelled term")
+    spread: float = Field(description="the source's own measured spread (standard deviation of its log)")
+    sigma: float = Field(description="what it adds to the log-spread of the mean iteration time")
+    measured_by: str
+
+
+class BandOut(BaseModel):
+    sigma: float = Field(description="log-spread of the mean iteration time: √Σ term sigma²")
+    terms: list[SpreadTermOut] = Field(default_factory=list)
+
+
 class PredictedOut(BaseModel):
     iteration_s: float
-    iteration_p10_s: float
+    iteration_p10_s: float = Field(description="p10 of the run's mean iteration time (the band)")
     iteration_p50_s: float
-    iteration_p90_s: float
+    iteration_p90_s: float = Field(description="p90 of the run's mean iteration time (the band)")
     total_time_s: float = Field(description="expected over spot interruptions when they are priced in")
+    total_time_p10_s: float | None = None
+    total_time_p90_s: float | None = None
     cost_usd: float = Field(description="VMs plus egress; expected over spot interruptions when priced in")
+    cost_p10_usd: float | None = None
+    cost_p90_usd: float | None = None
+    band: BandOut | None = Field(default=None, description="the measured spreads the band rests on")
     egress_usd: float = Field(
         default=0.0, description="gradient bytes leaving each location, priced per route"
     )
     uninterrupted_time_s: float | None = Field(default=None, description="the run if nothing is interrupted")
     uninterrupted_cost_usd: float | None = Field(default=None, description="its cost")
+
+
+class ProbabilityOut(BaseModel):
+    meets_time_limit: float | None = Field(description="P(total time ≤ time_limit_s); null without a limit")
+    within_budget: float | None = Field(description="P(cost ≤ budget_usd); null without a budget")
+    total_time_s_at_confidence: float = Field(description="the total time's quantile at the confidence")
+    cost_usd_at_confidence: float = Field(description="the cost's quantile at the confidence")
 
 
 class BreakdownOut(BaseModel):
@@ -238,6 +277,7 @@ class BaselineOut(BaseModel):
     predicted: PredictedOut
     breakdown: BreakdownOut
     feasible: bool
+    probability: ProbabilityOut | None = None
 
 
 class BaselinesOut(BaseModel):
@@ -350,6 +390,10 @@ class PlanResult(BaseModel):
     global_batch: int
     iterations: int
     predicted: PredictedOut
+    confidence: float | None = Field(
+        default=None, description="the quantile of time and cost the limits were checked against"
+    )
+    probability: ProbabilityOut | None = None
     limits: LimitsOut
     headroom: HeadroomOut
     breakdown: BreakdownOut
