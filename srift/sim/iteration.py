@@ -160,6 +160,8 @@ def stage_plans(
         return plans + hierarchical_plans(fleet, canon, bandwidth, context.catalog), None
     ring, share = ring_plans(fleet, canon, bandwidth, context.catalog)
     return plans + ring, share
+
+
 def _busy_until(result: ExchangeResult) -> Callable[[np.ndarray], np.ndarray]:
     """t ↦ seconds before t during which any stage of the exchange was busy (union over stages)."""
     spans = sorted(span for stage in result.busy for span in stage)
