@@ -7,6 +7,7 @@ from bisect import bisect_right
 from dataclasses import dataclass, field
 from typing import Any
 
+from srift.domain.structure import ModelStructure, Precision, parse_precision
 from srift.errors import InvalidInput
 from srift.limits import LAYERS_PER_PROFILE
 
@@ -132,6 +133,66 @@ class LayerGrad:
     exec_prob: float = 1.0
 
 
+MEASURED = "measured"
+
+
+@dataclass(frozen=True, slots=True)
+class EstimateInfo:
+    """How an estimated profile was made: not measured on its accelerator, but derived (`srift.estimate`).
+
+    `method` is "roofline" (the model's FLOPs and bytes with the accelerator's specs, calibrated on public
+    measurements) or "scaled" (a profile measured on `based_on`, scaled by the two accelerators' roofline
+    times). `spread` is the relative 1-σ error of such estimates, measured out of sample (leave one
+    accelerator out on the public table); it widens the prediction's band. `calibration` names the
+    calibration used.
+    """
+
+    method: str
+    spread: float
+    calibration: str
+    based_on: str | None = None
+
+    @property
+    def source(self) -> str:
+        return f"estimate:{self.method}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "method": self.method,
+            "spread": self.spread,
+            "calibration": self.calibration,
+            "based_on": self.based_on,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Any, *, field: str = "estimate") -> EstimateInfo:
+        if not isinstance(data, dict):
+            raise InvalidInput("must be an object", hint="give {method, spread, calibration}", field=field)
+        method = data.get("method")
+        if method not in ("roofline", "scaled"):
+            raise InvalidInput(
+                f"{method!r} is not an estimate method",
+                hint="use roofline or scaled",
+                field=f"{field}.method",
+            )
+        spread = _get(data, "spread", float, prefix=f"{field}.")
+        if not math.isfinite(spread) or not 0 <= spread <= 5:
+            raise InvalidInput(
+                f"{spread} is outside [0, 5]", hint="spread is a relative error", field=f"{field}.spread"
+            )
+        based_on = data.get("based_on")
+        if based_on is not None and not isinstance(based_on, str):
+            raise InvalidInput(
+                "must be a string or null", hint="name the accelerator", field=f"{field}.based_on"
+            )
+        return cls(
+            method=method,
+            spread=spread,
+            calibration=str(data.get("calibration") or ""),
+            based_on=based_on,
+        )
+
+
 @dataclass(frozen=True, slots=True)
 class ModelProfile:
     """How one model runs on one accelerator; the simulator's compute input.
@@ -139,6 +200,9 @@ class ModelProfile:
     `layers` are in the order their gradients become ready (ascending `ready_frac`). `straggler_cv` is
     std/mean of iteration time. `max_batch` is the largest per-device batch that fits. `update_s` is one
     optimizer step (plain SGD as profiled), which runs after the gradients are reduced; 0 when not measured.
+    `precision` is the arithmetic it ran in; `structure` (when recorded) the model's per-layer FLOPs, bytes
+    and memory, which lets Srift estimate other accelerators; `estimate` is set when the curves were not
+    measured on `accelerator` but estimated (see EstimateInfo); `source` says which.
     """
 
     model: str
@@ -155,10 +219,22 @@ class ModelProfile:
     created_at: str = ""
     extra: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
     update_s: float = 0.0
+    precision: Precision = Precision.FP32
+    structure: ModelStructure | None = field(default=None, compare=False, hash=False)
+    estimate: EstimateInfo | None = None
 
     @property
     def total_grad_bytes(self) -> int:
         return sum(layer.grad_bytes for layer in self.layers)
+
+    @property
+    def source(self) -> str:
+        """ "measured" or "estimate:<method>"."""
+        return self.estimate.source if self.estimate is not None else MEASURED
+
+    @property
+    def is_estimate(self) -> bool:
+        return self.estimate is not None
 
     def compute_s(self, batch: float) -> float:
         """Forward plus backward seconds at a per-device batch."""
@@ -220,6 +296,10 @@ class ModelProfile:
             "device": self.device,
             "threads": self.threads,
             "created_at": self.created_at,
+            "precision": self.precision.value,
+            "source": self.source,
+            "estimate": self.estimate.to_dict() if self.estimate is not None else None,
+            "structure": self.structure.to_dict() if self.structure is not None else None,
             "extra": self.extra,
         }
 
@@ -315,7 +395,29 @@ class ModelProfile:
             created_at=str(data.get("created_at") or ""),
             extra=extra,
             update_s=update_s,
+            precision=parse_precision(data.get("precision") or "fp32"),
+            structure=_structure(data),
+            estimate=_estimate(data),
         )
+
+
+def _structure(data: dict[str, Any]) -> ModelStructure | None:
+    raw = data.get("structure")
+    return None if raw is None else ModelStructure.from_dict(raw)
+
+
+def _estimate(data: dict[str, Any]) -> EstimateInfo | None:
+    raw = data.get("estimate")
+    estimate = None if raw is None else EstimateInfo.from_dict(raw)
+    source = data.get("source")
+    expected = estimate.source if estimate is not None else MEASURED
+    if source is not None and source != expected:
+        raise InvalidInput(
+            f"source {source!r} does not match the document ({expected})",
+            hint="omit source, or give `estimate` for an estimated profile and `measured` otherwise",
+            field="source",
+        )
+    return estimate
 
 
 @dataclass(frozen=True, slots=True)
@@ -325,6 +427,7 @@ class LayerProfile:
     `layers` are in readiness order (ascending `ready_frac`), as in ModelProfile; the fractions were measured
     on the device named in `device` and are assumed to carry over to the accelerator a compute table is
     imported for. `trainable_bytes` counts shared parameters once. Its document has `kind: "layers"`.
+    `structure` (per-layer FLOPs, bytes and memory in `precision`) is carried into imported profiles.
     """
 
     model: str
@@ -335,6 +438,8 @@ class LayerProfile:
     device: str = "cpu"
     created_at: str = ""
     extra: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    precision: Precision = Precision.FP32
+    structure: ModelStructure | None = field(default=None, compare=False, hash=False)
 
     @property
     def total_grad_bytes(self) -> int:
@@ -350,6 +455,8 @@ class LayerProfile:
             "torch_version": self.torch_version,
             "device": self.device,
             "created_at": self.created_at,
+            "precision": self.precision.value,
+            **({"structure": self.structure.to_dict()} if self.structure is not None else {}),
             "extra": self.extra,
         }
 
@@ -403,6 +510,8 @@ class LayerProfile:
             device=str(data.get("device") or "cpu"),
             created_at=str(data.get("created_at") or ""),
             extra=extra,
+            precision=parse_precision(data.get("precision") or "fp32"),
+            structure=_structure(data),
         )
 
 
