@@ -99,6 +99,8 @@ def _network_lines(network: dict[str, Any] | None) -> None:
     console.print(f"network: {network['label']}", highlight=False, soft_wrap=True)
     for r in network["rates"]:
         rate = "learned model" if r["gbps"] is None else f"{r['gbps']:.3g} Gbit/s"
+        if r.get("high_gbps"):
+            rate += f", band's fast end {r['high_gbps']:.3g} Gbit/s"
         console.print(f"  {r['instance_type']}: {rate} ({r['limit']})", highlight=False, soft_wrap=True)
     if network.get("recommendation"):
         console.print(f"[yellow]advice:[/] {network['recommendation']}", highlight=False, soft_wrap=True)

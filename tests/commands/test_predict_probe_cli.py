@@ -56,6 +56,12 @@ def test_a_sweep_with_an_inlined_profile_and_network_flags(
     flat = " ".join(out.split())
     assert "2 fleets" in flat and "2×p3.8xlarge[2gpu]@128" in flat
     assert "network: tcp/nccl" in flat and "srift probe run --quick --instance-type p3.2xlarge" in flat
+    # NCCL on AWS, ENA visibility not given: the one-socket fallback, with the band's fast end shown
+    assert "1 flow(s) × 5 Gbit/s" in flat and "fallback" in flat and "band's fast end" in flat
+    code, out, err = run(capsys, "predict", str(sweep), "--profile", str(profile), "--ena-visible", "--json")
+    assert code == 0, err
+    seen = json.loads(out)["network"]
+    assert seen["flows_per_peer"]["p3.2xlarge"] == 16 and "ENA visible to NCCL" in seen["label"]
     code, out, err = run(
         capsys,
         "predict",
