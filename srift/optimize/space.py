@@ -27,7 +27,7 @@ from srift.domain import Config, Constraints, FleetMember, InstanceType, MarketC
 from srift.domain.catalog import Market
 from srift.domain.planning import BatchPolicy as BatchPolicy
 from srift.domain.planning import Choice
-from srift.errors import InvalidInput
+from srift.errors import InvalidInput, NotFound
 
 Group = tuple[int, int, int]
 """(candidate index, count, per-VM batch)."""
@@ -199,7 +199,7 @@ def build_candidates(
                 )
             if name not in by_type:
                 close = difflib.get_close_matches(name, list(by_type), n=3)
-                raise InvalidInput(
+                raise NotFound(
                     f"unknown instance type {name!r} (no {market.value} offer in this region)",
                     hint=f"did you mean {', '.join(close)}?"
                     if close
