@@ -42,6 +42,10 @@ POSITIVE_DATA_PENDING: dict[tuple[str, str], str] = {
     ("POST", "/v1/probe-jobs"): _JOB_RULES,
     ("POST", "/v1/profile-jobs"): _JOB_RULES,
     ("POST", "/v1/probe-results"): "samples are free-form in the schema, checked by ProbeSampleDocument",
+    ("POST", "/v1/profile-jobs/{job_id}/results"): "profile and instance_type, or error: not in the schema",
+    ("POST", "/v1/profiles"): "profile rules beyond CurveIn's not yet all in the schema",
+    ("POST", "/v1/plans"): "inline profiles' rules not yet all in the schema",
+    ("POST", "/v1/predictions"): "inline profiles' rules not yet all in the schema",
 }
 
 

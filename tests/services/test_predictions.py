@@ -187,7 +187,7 @@ def test_stored_profiles_by_id_and_by_model_pick_the_matching_accelerator(
         ),
         ({"region": "mars-1"}, "region", "mars-1"),
         ({"profiles": None, "profile_ids": [999]}, "profile_ids[0]", "no profile with id 999"),
-        ({"profiles": [{"model": "x"}]}, "profiles[0].accelerator", "is missing"),
+        ({"profiles": [{"model": "x"}]}, "profiles[0].accelerator", "Field required"),
         (
             {
                 "comm": "parameter_server",
