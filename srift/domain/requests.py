@@ -13,7 +13,7 @@ from typing import Any
 
 from srift.domain.catalog import Market, MarketChoice
 from srift.domain.network import Library, Transport
-from srift.domain.planning import BatchPolicy, CommMode, Objective, SearchMode
+from srift.domain.planning import DEFAULT_CONFIDENCE, BatchPolicy, CommMode, Objective, SearchMode
 from srift.errors import InvalidInput
 
 
@@ -50,6 +50,7 @@ class NetworkQuery:
     library: Library = Library.NCCL
     placement_group: bool = False
     flows_per_peer: int | None = None
+    ena_visible: bool | None = None
     measured_gbps: Mapping[str, float] | None = None
     probe_job_ids: tuple[int, ...] | None = None
 
@@ -77,6 +78,7 @@ class PlanQuery:
     batch_policy: BatchPolicy = BatchPolicy.POW2_SPLIT
     eager_k: int = 8
     seed: int = 0
+    confidence: float = DEFAULT_CONFIDENCE
     network: NetworkQuery = NetworkQuery()
 
     @property

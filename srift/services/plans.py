@@ -24,7 +24,12 @@ from srift.optimize.space import Candidate, Problem, build_candidates
 from srift.services.caching import RevisionCache
 from srift.services.network import network_spec, network_view
 from srift.services.profiles import resolve_profiles
-from srift.services.views import breakdown_document, choice_document, predicted_document
+from srift.services.views import (
+    breakdown_document,
+    choice_document,
+    predicted_document,
+    probability_document,
+)
 from srift.settings import Settings
 
 
@@ -156,6 +161,7 @@ def _prepare(
         objective=query.objective,
         time_limit_s=query.time_limit_s,
         budget_usd=query.budget_usd,
+        confidence=query.confidence,
     )
     kept = held or {}
     skipped = [f"{name} left out (interrupted; none still running)" for name in excluded if name not in kept]
@@ -253,6 +259,7 @@ def _baseline(b: BaselineResult | None, problem: Problem) -> dict[str, Any] | No
         "predicted": predicted_document(b.prediction),
         "breakdown": breakdown_document(b.prediction.breakdown),
         "feasible": b.feasible,
+        "probability": probability_document(b.prediction, problem.constraints),
     }
 
 
@@ -270,6 +277,8 @@ def plan_result(plan: Plan, problem: Problem, *, profile_sources: tuple[str, ...
         "global_batch": c.global_batch,
         "iterations": c.iterations,
         "predicted": predicted_document(plan.predicted),
+        "confidence": c.confidence,
+        "probability": probability_document(plan.predicted, c),
         "limits": {"time_limit_s": c.time_limit_s, "budget_usd": c.budget_usd},
         "headroom": {"time_s": plan.time_headroom_s, "budget_usd": plan.budget_headroom_usd},
         "breakdown": breakdown_document(plan.predicted.breakdown),
