@@ -68,7 +68,9 @@ Number = Annotated[float, BeforeValidator(_number)]
 """A finite number in a document: never a string, a boolean, NaN or infinity."""
 
 
-def _path(loc: Sequence[Any]) -> str:
+def field_path(loc: Sequence[Any]) -> str:
+    """The one style of field paths in errors (documents, REST bodies, CLI files): `samples[1].world_size`,
+    `config.choices[0].batch`, `availability.p3.2xlarge`."""
     out = ""
     for part in loc:
         out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
@@ -88,7 +90,7 @@ def invalid_input(
     errors = exc.errors()
     extra = sorted(str(e["loc"][-1]) for e in errors if e["type"] == "extra_forbidden")
     first = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
-    field = _path(first["loc"])
+    field = field_path(first["loc"])
     name = str(first["loc"][-1]) if first["loc"] else "value"
     kind, ctx, given = first["type"], first.get("ctx") or {}, first.get("input")
     if kind == "extra_forbidden":

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import logging
 import uuid
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -72,7 +73,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 "field": field,
                 "errors": [
                     {
-                        "field": ".".join(str(p) for p in e.get("loc", ()) if p != "body"),
+                        "field": error_field(e),
                         "msg": str(e.get("msg")),
                     }
                     for e in errors[:20]
@@ -101,4 +102,24 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     from srift.api import dashboard
 
     dashboard.mount(app)
+    generated = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            state_settings_bounds(generated(), settings)
+        return app.openapi_schema or generated()
+
+    app.openapi = openapi  # type: ignore[method-assign]
     return app
+
+
+def state_settings_bounds(schema: dict[str, Any], settings: Settings) -> None:
+    """Lower each `solve_budget_s` maximum of the schema to this server's SRIFT_MAX_SOLVE_BUDGET_S, so the
+    schema states the bound the server enforces."""
+    for component in schema.get("components", {}).get("schemas", {}).values():
+        prop = component.get("properties", {}).get("solve_budget_s")
+        if prop is None:
+            continue
+        for bounded in [prop, *prop.get("anyOf", [])]:
+            if "maximum" in bounded:
+                bounded["maximum"] = min(bounded["maximum"], settings.max_solve_budget_s)

@@ -35,7 +35,7 @@ from srift.db.session import transaction
 from srift.db.tables import BandwidthModelRow
 from srift.domain import BandwidthEstimate, BusBandwidthModel, InstanceType
 from srift.domain.network import DEFAULT_NETWORK, NetworkSpec
-from srift.errors import EnvironmentProblem, InvalidInput, NotFound
+from srift.errors import Conflict, EnvironmentProblem, NotFound
 from srift.settings import REPO_ROOT, Settings
 
 if TYPE_CHECKING:
@@ -147,7 +147,7 @@ def train_version(
 
     records = load_samples(session=session, query=query)
     if not records:
-        raise InvalidInput(
+        raise Conflict(
             f"no stored probe samples match {query.to_dict()}",
             hint="store samples first (`srift probe run --store`, `srift probe import`, or a probe job), "
             "or loosen the filters",

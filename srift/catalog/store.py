@@ -204,7 +204,7 @@ def get_offers(
 
     `names` restricts the result to those instance types; a name the provider does not know raises NotFound
     listing close names, while a known type without a price here simply yields no offer. Unknown provider
-    or region raises InvalidInput listing the valid values. `snapshot` selects one snapshot by name (e.g.
+    or region raises NotFound listing the valid values. `snapshot` selects one snapshot by name (e.g.
     "srift-paper-2020"); the default is the provider's active snapshots.
     """
     entries = _entries(session, provider=provider, region=region, snapshot=snapshot)
@@ -242,7 +242,7 @@ def list_instance_types(
 ) -> list[CatalogEntry]:
     """Instance types with their prices, one entry per (provider, type, region), sorted.
 
-    Filters: `provider` and `region` (InvalidInput listing valid values when unknown; region needs a
+    Filters: `provider` and `region` (NotFound listing valid values when unknown; region needs a
     provider unless only one is known); `gpu` matches the GPU model the way profiles do ("T4",
     "Tesla T4") or a type name exactly; `min_gpus` keeps types with at least that many GPUs; `market`
     keeps entries priced in that market; `snapshot` reads one named snapshot instead of the active ones.
@@ -254,7 +254,7 @@ def list_instance_types(
         providers = [p for p in providers if region in known_regions(session, p, snapshot=snapshot)]
         if not providers:
             all_regions = sorted({r for p in known_providers(session) for r in known_regions(session, p)})
-            raise InvalidInput(
+            raise NotFound(
                 f"no provider has region {region!r}",
                 hint=f"use one of: {', '.join(all_regions) or 'none (the catalog is empty)'}",
                 field="region",
@@ -266,7 +266,7 @@ def list_instance_types(
         matched = [e for e in entries if e.instance.matches_accelerator(gpu)]
         if not matched and entries:
             models = sorted({e.instance.gpu_model for e in entries if e.instance.gpu_model})
-            raise InvalidInput(
+            raise NotFound(
                 f"no instance type has GPU {gpu!r}",
                 hint=f"use one of: {', '.join(models)}",
                 field="gpu",
@@ -398,7 +398,7 @@ def _snapshots(session: Session, provider: str, snapshot: str | None) -> list[Sn
     if snapshot is not None:
         row = _named_snapshot(session, snapshot)
         if row.provider != provider:
-            raise InvalidInput(
+            raise NotFound(
                 f"snapshot {snapshot!r} is of provider {row.provider!r}, not {provider!r}",
                 hint=f"use provider {row.provider!r} with this snapshot, or leave the snapshot out",
                 field="provider",
@@ -408,7 +408,7 @@ def _snapshots(session: Session, provider: str, snapshot: str | None) -> list[Sn
     mine = [r for r in rows if r.provider == provider]
     if not mine:
         valid = sorted({r.provider for r in rows})
-        raise InvalidInput(
+        raise NotFound(
             f"unknown provider {provider!r}",
             hint=f"use one of: {', '.join(valid) or 'none (the catalog is empty; run `srift db upgrade`)'}",
             field="provider",
@@ -472,7 +472,7 @@ def _entries(
     price_rows = [p for sid in ids for p in copy.prices.get(sid, ())]
     regions = sorted({p.region for p in price_rows})
     if region is not None and region not in regions:
-        raise InvalidInput(
+        raise NotFound(
             f"unknown region {region!r} for provider {provider!r}",
             hint=f"use one of: {', '.join(regions) or 'none'}",
             field="region",

@@ -38,7 +38,7 @@ from srift.domain.catalog import Market
 from srift.domain.geo import Location
 from srift.domain.planning import BatchPolicy as BatchPolicy
 from srift.domain.planning import Choice
-from srift.errors import InvalidInput
+from srift.errors import InvalidInput, NotFound
 from srift.optimize.spot import SpotPolicy
 
 Group = tuple[int, int, int]
@@ -270,7 +270,7 @@ def build_candidates(
             if not keys:
                 close = difflib.get_close_matches(name, sorted(names), n=3)
                 place = f" in {where.key}" if where is not None else " in this region"
-                raise InvalidInput(
+                raise NotFound(
                     f"unknown instance type {name!r} (no {market.value} offer{place})",
                     hint=f"did you mean {', '.join(close)}?"
                     if close

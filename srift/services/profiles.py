@@ -19,8 +19,9 @@ from srift.profiling import store
 
 def resolve_profiles(*, session: Session, selection: ProfileSelection) -> list[tuple[ModelProfile, str]]:
     """The selected profiles in preference order (as given; newest stored first for a model), each with its
-    source label. InvalidInput names the field at fault: an unknown id, a bad inline document, a model with
-    no stored profiles, or profiles of different models."""
+    source label. The error names the field at fault: NotFound for an unknown id or a model with no stored
+    profiles (the data, not the request, is missing), InvalidInput for a bad inline document or profiles of
+    different models."""
     selection.check()
     out: list[tuple[ModelProfile, str]] = []
     if selection.profile_ids is not None:
@@ -28,7 +29,7 @@ def resolve_profiles(*, session: Session, selection: ProfileSelection) -> list[t
             try:
                 prof = store.get_profile(session=session, profile_id=pid)
             except NotFound as exc:
-                raise InvalidInput(exc.detail, hint=exc.hint, field=f"profile_ids[{k}]") from exc
+                raise NotFound(exc.detail, hint=exc.hint, field=f"profile_ids[{k}]") from exc
             out.append((prof, f"profile:{pid} {prof.model}@{prof.accelerator}"))
     elif selection.profiles is not None:
         for k, doc in enumerate(selection.profiles):
@@ -42,7 +43,7 @@ def resolve_profiles(*, session: Session, selection: ProfileSelection) -> list[t
         assert selection.model is not None
         found = store.find_profiles(session=session, model=selection.model)
         if not found:
-            raise InvalidInput(
+            raise NotFound(
                 f"no stored profiles of model {selection.model!r}",
                 hint="profile the model (`srift profile --upload`), or give profile_ids or inline profiles",
                 field="model",

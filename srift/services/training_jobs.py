@@ -31,7 +31,7 @@ def start_job(*, session: Session, plan_id: int) -> TrainingRun:
     try:
         get_plan_row(session=session, plan_id=plan_id)
     except NotFound as exc:
-        raise InvalidInput(exc.detail, hint="start a job from an existing plan id", field="plan_id") from exc
+        raise NotFound(exc.detail, hint="start a job from an existing plan id", field="plan_id") from exc
     job = TrainingJob(
         plan_id=plan_id, current_plan_id=plan_id, state=TrainingState.RUNNING, excluded_types=[]
     )

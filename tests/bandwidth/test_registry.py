@@ -75,7 +75,7 @@ def test_train_list_activate_and_roll_back_through_the_api(
     few_records: list[ProbeRecord],
 ) -> None:
     assert (
-        client.post("/v1/bandwidth-models", json={}, headers=write_headers).status_code == 422
+        client.post("/v1/bandwidth-models", json={}, headers=write_headers).status_code == 409
     )  # no samples
     _store(db_url, few_records)
     assert client.post("/v1/bandwidth-models", json={}).status_code == 401
@@ -132,7 +132,7 @@ def test_api_errors(client: TestClient, write_headers: dict[str, str]) -> None:
     extra = client.post("/v1/bandwidth-models", json={"colour": "red"}, headers=write_headers)
     assert extra.status_code == 422
     empty = client.post("/v1/bandwidth-models", json={"instance_types": ["p9.mega"]}, headers=write_headers)
-    assert empty.status_code == 422 and "no stored probe samples" in empty.json()["detail"]
+    assert empty.status_code == 409 and "no stored probe samples" in empty.json()["detail"]
     assert client.get("/v1/bandwidth-models").json() == {"active": None, "prior": PRIOR, "models": []}
 
 

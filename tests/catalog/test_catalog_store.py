@@ -14,7 +14,7 @@ from srift.catalog.shipped import load_shipped_catalog
 from srift.db.session import session_factory, transaction
 from srift.db.tables import CatalogSnapshot, InstanceTypeRow, PriceRow
 from srift.domain.catalog import Interconnect, Market, MarketChoice
-from srift.errors import Conflict, InvalidInput, NotFound
+from srift.errors import Conflict, NotFound
 from srift.settings import Settings
 
 
@@ -64,10 +64,10 @@ def test_offers_providers_regions_and_errors(loaded: Settings, session: Session)
     spot = store.get_offers(session=session, provider="aws", region="us-west-2", market=MarketChoice.SPOT)
     assert len(spot) == 54 and all(o.market is Market.SPOT for o in spot)
 
-    with pytest.raises(InvalidInput) as bad_provider:
+    with pytest.raises(NotFound) as bad_provider:
         store.get_offers(session=session, provider="oracle", region="us-east-1")
     assert bad_provider.value.field == "provider" and "aws" in bad_provider.value.hint
-    with pytest.raises(InvalidInput) as bad_region:
+    with pytest.raises(NotFound) as bad_region:
         store.get_offers(session=session, provider="aws", region="ap-south-1")
     assert (
         bad_region.value.field == "region"
@@ -103,7 +103,7 @@ def test_list_filters(loaded: Settings, session: Session) -> None:
         ("p5.48xlarge", "us-east-1"),
         ("p5.48xlarge", "us-west-2"),
     ]
-    with pytest.raises(InvalidInput) as bad_gpu:
+    with pytest.raises(NotFound) as bad_gpu:
         store.list_instance_types(session=session, provider="aws", gpu="TPUv5")
     assert bad_gpu.value.field == "gpu" and "A100" in bad_gpu.value.hint
 
@@ -131,7 +131,7 @@ def test_paper_snapshot_is_selectable_by_name_and_not_used_by_default(
     with pytest.raises(NotFound) as bad:
         store.get_offers(session=session, provider="aws", region="us-east-1", snapshot="srift-paper")
     assert "srift-paper-2020" in bad.value.hint
-    with pytest.raises(InvalidInput):
+    with pytest.raises(NotFound):
         store.get_offers(session=session, provider="aws", region="us-west-2", snapshot="srift-paper-2020")
 
 
@@ -186,6 +186,6 @@ def test_newer_snapshot_overrides_only_what_it_holds(loaded: Settings, session: 
 
 def test_empty_catalog_says_so(session: Session) -> None:
     assert store.list_instance_types(session=session) == []
-    with pytest.raises(InvalidInput) as info:
+    with pytest.raises(NotFound) as info:
         store.get_offers(session=session, provider="aws", region="us-east-1")
     assert "catalog is empty" in info.value.hint

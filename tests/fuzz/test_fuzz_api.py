@@ -28,9 +28,37 @@ from srift.db.tokens import Scope, create_token
 from srift.settings import Settings
 
 MAX_EXAMPLES = 25
-# Schema-valid requests may still be refused with a documented 422 for what a schema cannot say (an unknown
-# provider, no stored samples, an infeasible plan); every other check stays on.
-EXCLUDED_CHECKS = [positive_data_acceptance]
+# Every check is on, positive_data_acceptance included: a schema-valid request is answered 2xx, or 404/409
+# when the data it names is missing (an unknown provider, plan or model; no stored samples). A schema-valid
+# request may get a 422 only for `error: infeasible` (an answer: no fleet meets the limits) or for one of
+# the rules across fields below, which JSON Schema cannot state; each is said in its schema's description.
+CROSS_FIELD_RULES = (
+    "needs as many breakpoints as times",  # a curve's batches and times_s have equal lengths
+    "breakpoints must increase strictly",  # a curve's batches increase
+)
+# Operations whose rules across fields are not yet all in their schema (see docs/limits.md).
+_JOB_RULES = "rules across fields (provider caps, ec2/testbed options, grid size) live in srift/jobs/spec.py"
+POSITIVE_DATA_PENDING: dict[tuple[str, str], str] = {
+    ("POST", "/v1/probe-jobs"): _JOB_RULES,
+    ("POST", "/v1/profile-jobs"): _JOB_RULES,
+    ("POST", "/v1/probe-results"): "samples are free-form in the schema, checked by ProbeSampleDocument",
+    ("POST", "/v1/profile-jobs/{job_id}/results"): "profile and instance_type, or error: not in the schema",
+    ("POST", "/v1/profiles"): "profile rules beyond CurveIn's not yet all in the schema",
+    ("POST", "/v1/plans"): "inline profiles' rules not yet all in the schema",
+    ("POST", "/v1/predictions"): "inline profiles' rules not yet all in the schema",
+}
+
+
+def _refusal_allowed(response: Any) -> bool:
+    """A 422 a schema-valid request may get: an infeasible answer, or a rule across fields."""
+    if response.status_code != 422:
+        return False
+    try:
+        body = response.json()
+    except ValueError:
+        return False
+    detail = str(body.get("detail", ""))
+    return body.get("error") == "infeasible" or any(rule in detail for rule in CROSS_FIELD_RULES)
 
 
 def _operations() -> list[tuple[str, str]]:
@@ -127,7 +155,11 @@ def fuzz_operation(
         phases=[Phase.explicit, Phase.generate, *([Phase.shrink] if shrink else [])],
     )
     def run(case: Any) -> None:
-        response = case.call_and_validate(headers=headers, excluded_checks=EXCLUDED_CHECKS)
+        response = case.call(headers=headers)
+        lenient = (method, path) in POSITIVE_DATA_PENDING or _refusal_allowed(response)
+        case.validate_response(
+            response, headers=headers, excluded_checks=[positive_data_acceptance] if lenient else []
+        )
         seen.append(response.status_code)
 
     run()

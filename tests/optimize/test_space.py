@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from srift.domain import Constraints, Market, MarketChoice, Objective
-from srift.errors import InvalidInput
+from srift.errors import InvalidInput, NotFound
 from srift.optimize.space import BatchPolicy, Problem, build_candidates, is_pow2, reachable
 
 from .helpers import all_configs, candidate, instance, offer, profile
@@ -62,7 +62,7 @@ def test_availability_caps_and_exclusions() -> None:
 
 
 def test_unknown_or_unprofiled_type_in_availability_names_the_field() -> None:
-    with pytest.raises(InvalidInput) as err:
+    with pytest.raises(NotFound) as err:
         _build([offer(T4, 0.2)], availability={"g4dn.xlarg": 2})
     assert err.value.field == "availability.g4dn.xlarg"
     assert "g4dn.xlarge" in err.value.hint

@@ -155,4 +155,4 @@ def test_a_killed_job_out_of_attempts_fails_and_refuses_late_results(cloud_setti
     trained = api.post(
         "/v1/bandwidth-models", json={"providers": ["aws"]}, headers={"Authorization": f"Bearer {plain}"}
     )
-    assert trained.status_code == 422 and "no stored probe samples" in trained.json()["detail"]
+    assert trained.status_code == 409 and "no stored probe samples" in trained.json()["detail"]

@@ -20,8 +20,8 @@ router = APIRouter(tags=["bandwidth-models"])
 
 ERRORS: dict[int | str, dict[str, str]] = {
     401: {"description": "a read token is required (SRIFT_READ_REQUIRES_TOKEN)"},
-    404: {"description": "unknown model version or instance type"},
-    422: {"description": "invalid world size or provider"},
+    404: {"description": "unknown model version, provider or instance type"},
+    422: {"description": "invalid world size"},
 }
 
 

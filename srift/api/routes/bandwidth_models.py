@@ -18,7 +18,8 @@ ERRORS: dict[int | str, dict[str, str]] = {
     401: {"description": "a token is required"},
     403: {"description": "the token's scope is too low"},
     404: {"description": "unknown model version"},
-    422: {"description": "invalid request, or no stored samples to train on"},
+    409: {"description": "no stored probe samples match the filters (nothing to train on yet)"},
+    422: {"description": "invalid request"},
 }
 
 Version = Annotated[

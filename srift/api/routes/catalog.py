@@ -24,8 +24,11 @@ _LIST = TypeAdapter(list[InstanceTypeOut])
     "/instance-types",
     response_model=list[InstanceTypeOut],
     responses={
-        404: {"description": "the named snapshot does not exist; the hint lists known ones"},
-        422: {"description": "unknown provider, region or GPU, or a bad filter; the hint lists valid values"},
+        404: {
+            "description": "no such snapshot, provider, region or GPU in the catalog; the hint lists the "
+            "known ones"
+        },
+        422: {"description": "a bad filter; the hint says how to fix it"},
     },
 )
 def list_instance_types(

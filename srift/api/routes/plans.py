@@ -25,7 +25,11 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
     status_code=201,
     responses={
         **_ERRORS,
-        404: {"model": ErrorOut, "description": "the named catalog snapshot does not exist"},
+        404: {
+            "model": ErrorOut,
+            "description": "what the request names is not stored: a catalog snapshot, provider or region, an "
+            "instance type of `availability`, a profile id, or any profile of `model` (`field` names it)",
+        },
         422: {
             "model": ErrorOut,
             "description": "invalid request (the field is named), or no configuration meets the limits "

@@ -19,11 +19,15 @@ router = APIRouter(tags=["predictions"])
     "/predictions",
     response_model=PredictionOut | PredictionSweepOut,
     responses={
-        404: {"model": ErrorBody, "description": "the named catalog snapshot does not exist"},
+        404: {
+            "model": ErrorBody,
+            "description": "what the request names is not stored: a catalog snapshot, provider, region or "
+            "instance type, a profile id, or any profile of `model` (`field` names it)",
+        },
         422: {
             "model": ErrorBody,
             "description": "invalid request; `field` names it (e.g. config.choices[0].batch above max_batch, "
-            "an instance type missing from the catalog or without a profile for its accelerator)",
+            "an instance type without a profile for its accelerator)",
         },
     },
 )

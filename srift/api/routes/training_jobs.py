@@ -38,7 +38,11 @@ def _out(run: TrainingRun) -> JobOut:
     "/jobs",
     response_model=JobOut,
     status_code=201,
-    responses={**_AUTH, 422: {"model": ErrorOut, "description": "invalid request or unknown plan id"}},
+    responses={
+        **_AUTH,
+        404: {"model": ErrorOut, "description": "no plan with this `plan_id`"},
+        422: {"model": ErrorOut, "description": "invalid request"},
+    },
 )
 def start_job(body: JobCreate, session: SessionDep, _: RequireWrite) -> Any:
     """Start tracking a training run of a stored plan."""

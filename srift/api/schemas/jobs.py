@@ -8,12 +8,24 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from srift.api.schemas.types import Timestamp
 from srift.domain.states import JobKind, JobState
-from srift.limits import MAX_EC2_COST_USD, MAX_EC2_INSTANCES, MAX_EC2_TIMEOUT_S
+from srift.limits import (
+    MAX_EC2_COST_USD,
+    MAX_EC2_INSTANCES,
+    MAX_EC2_TIMEOUT_S,
+    MAX_JOB_NODES,
+    PROBE_BUFFER,
+    PROBE_GRID,
+    PROBE_REPEATS,
+)
 
 Text = Annotated[str, Field(min_length=1, max_length=200, pattern=r"^[^\x00]+$")]
 TypeName = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[^\x00]+$")]
-BigInt = Annotated[int, Field(ge=-(2**62), le=2**62)]
 Provider = Literal["local", "testbed", "ec2"]
+Factory = Annotated[
+    str, Field(min_length=3, max_length=200, pattern=r"^[A-Za-z_][A-Za-z0-9_.]*:[A-Za-z_][A-Za-z0-9_]*$")
+]
+NodeCount = Annotated[int, Field(ge=1, le=max(MAX_JOB_NODES.values()))]
+BufferBytes = Annotated[int, Field(ge=4, le=int(PROBE_BUFFER.maximum), multiple_of=4)]
 
 
 class Ec2In(BaseModel):
@@ -53,14 +65,25 @@ class ProbeJobIn(BaseModel):
 
     provider: Provider = Field(description="local (processes here), testbed (emulated hosts) or ec2")
     instance_type: TypeName = Field(description="a catalog type of the provider (testbed: provider testbed)")
-    node_counts: list[BigInt] = Field(min_length=1, max_length=32, description="hosts per run, e.g. [2, 4]")
-    sizes: list[BigInt] | None = Field(
-        default=None, min_length=1, max_length=1024, description="buffer sizes in bytes (multiples of 4)"
+    node_counts: list[NodeCount] = Field(
+        min_length=1,
+        max_length=32,
+        description="hosts per run, e.g. [2, 4]; at most 64 (local), 16 (testbed) or 256 (ec2), and "
+        "node count × ranks_per_node ≥ 2",
     )
-    repeats: BigInt = Field(default=5, description="timed repetitions per size (1..1000)")
-    warmup: BigInt = Field(default=2, description="untimed allreduces per size")
-    async_count: BigInt = Field(default=1, description="concurrent asynchronous allreduces")
-    ranks_per_node: BigInt = Field(default=1, description="ranks on each host")
+    sizes: list[BufferBytes] | None = Field(
+        default=None,
+        min_length=1,
+        max_length=1024,
+        description="buffer sizes in bytes (multiples of 4); distinct sizes × distinct node counts ≤ "
+        f"{int(PROBE_GRID.maximum)}",
+    )
+    repeats: int = Field(
+        default=5, ge=1, le=int(PROBE_REPEATS.maximum), description="timed repetitions per size"
+    )
+    warmup: int = Field(default=2, ge=0, le=100, description="untimed allreduces per size")
+    async_count: int = Field(default=1, ge=1, le=64, description="concurrent asynchronous allreduces")
+    ranks_per_node: int = Field(default=1, ge=1, le=64, description="ranks on each host (local: 1)")
     backend: Literal["gloo", "nccl"] = "gloo"
     time_budget_s: float = Field(default=600.0, gt=0, le=86400, description="per run")
     testbed_prefix: Text | None = Field(default=None, description="use this running testbed's hosts")
@@ -75,17 +98,19 @@ class ProfileJobIn(BaseModel):
     provider: Provider
     instance_type: TypeName | None = None
     instance_types: list[TypeName] | None = Field(default=None, min_length=1, max_length=16)
-    model: Text = Field(description="MODULE:FACTORY returning the torch.nn.Module")
-    input: Text = Field(description="MODULE:FACTORY of the batch size returning the input")
-    loss: Text | None = None
+    model: Factory = Field(description="MODULE:FACTORY returning the torch.nn.Module")
+    input: Factory = Field(description="MODULE:FACTORY of the batch size returning the input")
+    loss: Factory | None = Field(default=None, description="MODULE:FUNCTION of (output, batch) → loss")
     model_name: Text | None = None
-    max_batch: BigInt | None = None
-    repeats: BigInt = 7
-    iterations: BigInt = 30
+    max_batch: int | None = Field(default=None, ge=1, le=1_048_576, description="largest batch to try")
+    repeats: int = Field(default=7, ge=1, le=100, description="timed repetitions per batch")
+    iterations: int = Field(default=30, ge=2, le=10_000, description="iterations per timing")
     time_budget_s: float = Field(default=1800.0, gt=0, le=86400)
     testbed_prefix: Text | None = None
     ec2: Ec2In | None = None
-    extra_args: list[Text] = Field(default_factory=list, max_length=20)
+    extra_args: list[Annotated[str, Field(min_length=3, max_length=200, pattern=r"^--[^\x00]+$")]] = Field(
+        default_factory=list, max_length=20, description="--options for `srift profile`, e.g. --paper-curve"
+    )
 
 
 class JobOut(BaseModel):

@@ -7,6 +7,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from srift.api.schemas.network import NetworkIn, NetworkOut
+from srift.api.schemas.profiles import ProfileIn
 from srift.api.schemas.types import Timestamp, check_one_of, one_of, parse_request
 from srift.documents import read_document
 from srift.domain import MarketChoice, Objective, SearchMode
@@ -65,7 +66,7 @@ class PlanRequest(BaseModel):
     profile_ids: list[ProfileId] | None = Field(
         default=None, min_length=1, max_length=MAX_PROFILES_PER_REQUEST, description="stored profile ids"
     )
-    profiles: list[dict[str, Any]] | None = Field(
+    profiles: list[ProfileIn] | None = Field(
         default=None,
         min_length=1,
         max_length=MAX_PROFILES_PER_REQUEST,

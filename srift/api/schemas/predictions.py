@@ -15,6 +15,7 @@ from srift.api.schemas.plans import (
     PredictedOut,
     ProfileId,
 )
+from srift.api.schemas.profiles import ProfileIn
 from srift.api.schemas.types import check_one_of, one_of, parse_request
 from srift.documents import read_document
 from srift.domain import Market
@@ -79,7 +80,7 @@ class PredictionRequest(BaseModel):
     profile_ids: list[ProfileId] | None = Field(
         default=None, min_length=1, max_length=64, description="stored profile ids (GET /v1/profiles)"
     )
-    profiles: list[dict[str, Any]] | None = Field(
+    profiles: list[ProfileIn] | None = Field(
         default=None,
         min_length=1,
         max_length=64,

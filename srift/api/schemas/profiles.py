@@ -32,7 +32,8 @@ def _no_nul(value: Any, where: str) -> None:
 
 
 class CurveIn(BaseModel):
-    """Piecewise-linear time curve: strictly increasing batch breakpoints and the seconds at each."""
+    """Piecewise-linear time curve: strictly increasing batch breakpoints and the seconds at each (`times_s`
+    has as many entries as `batches`; both rules span items, which JSON Schema cannot state)."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
