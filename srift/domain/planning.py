@@ -76,13 +76,18 @@ class FleetMember:
 
 @dataclass(frozen=True, slots=True)
 class Constraints:
-    """What the user asks: global batch, iterations, objective, and optional limits."""
+    """What the user asks: global batch, iterations, objective, and optional limits.
+
+    `max_gpus` and `max_vms` cap the fleet's size (GPUs, or devices for CPU types, and VMs in all).
+    """
 
     global_batch: int
     iterations: int
     objective: Objective
     time_limit_s: float | None = None
     budget_usd: float | None = None
+    max_gpus: int | None = None
+    max_vms: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,6 +152,8 @@ class Plan:
     """The optimizer's answer: the chosen fleet, its prediction, baselines and the evaluated space.
 
     `proven_optimal` is True when an exhaustive search closed its bound (no configuration can do better);
+    otherwise `optimality_gap`, when known, is how far (a fraction of the plan's objective) the optimum could
+    be below the plan, from the least bound of what the exhaustive search left unexplored.
     `pareto_total` counts every evaluated configuration (`pareto` may hold a sample of them plus the front).
     """
 
@@ -164,3 +171,4 @@ class Plan:
     warnings: tuple[str, ...] = field(default=())
     proven_optimal: bool = False
     pareto_total: int = 0
+    optimality_gap: float | None = None

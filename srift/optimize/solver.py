@@ -1,9 +1,8 @@
 """optimize(): the optimizer's phases (check the space, search, baselines, Pareto front) and infeasibility.
 
 Phases, in order: (1) the space must hold some configuration summing to the global batch, else InvalidInput
-on `global_batch`; (2) search in the requested mode (`auto` estimates the space's size, tries exhaustive
-enumeration within part of the solve budget and falls back to eager with the rest when the space is
-larger); (3) when nothing meets the limits, the nearest relaxations are searched with what is left of the
+on `global_batch`; (2) search in the requested mode (`auto` runs the exhaustive branch and bound with part of
+the solve budget, and eager search with the rest only when the bound did not close in time); (3) when nothing meets the limits, the nearest relaxations are searched with what is left of the
 budget and PlanInfeasible (422) says which limit cannot be met and by how much; (4) CAP/TAP baselines and
 the Pareto front complete the Plan.
 """
@@ -15,12 +14,13 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from srift.domain import Constraints, Objective, Plan, SearchMode
+from srift.domain import Constraints, Objective, Plan, Prediction, SearchMode
 from srift.errors import Infeasible, InvalidInput
 from srift.optimize.baselines import baselines
 from srift.optimize.evaluate import Evaluations, Evaluator
 from srift.optimize.pareto import pareto_points
-from srift.optimize.search import Incumbent, SearchResult, solve_eager, solve_exhaustive
+from srift.optimize.exhaustive import solve_exhaustive
+from srift.optimize.search import Incumbent, SearchResult, solve_eager
 from srift.optimize.space import BatchPolicy, Problem, reachable
 
 ANY_POLICY_MAX_OPTIONS = 4096
@@ -80,6 +80,7 @@ def optimize(problem: Problem, evaluator: Evaluator, options: SolveOptions | Non
             f"the simulator went below its own compute floor on {evals.violations} configuration(s); "
             "pruning may have skipped a better plan"
         )
+    proven = result.complete and mode is SearchMode.EXHAUSTIVE and evals.violations == 0
     sources = list(pred.sources)
     priced: dict[tuple[str, str], list[str]] = {}
     for i, _, _ in best.groups:
@@ -102,9 +103,18 @@ def optimize(problem: Problem, evaluator: Evaluator, options: SolveOptions | Non
         mode=mode,
         sources=tuple(dict.fromkeys(sources)),
         warnings=tuple(warnings),
-        proven_optimal=result.complete and mode is SearchMode.EXHAUSTIVE and evals.violations == 0,
+        proven_optimal=proven,
         pareto_total=total,
+        optimality_gap=0.0 if proven else _gap(result, best.prediction, c.objective),
     )
+
+
+def _gap(result: SearchResult, prediction: Prediction, objective: Objective) -> float | None:
+    cov = result.coverage
+    if cov is None or cov.lower_bound is None:
+        return None
+    value = prediction.cost_usd if objective is Objective.MIN_COST else prediction.total_time_s
+    return max(value - cov.lower_bound, 0.0) / value if value > 0 else None
 
 
 def _check_space(problem: Problem) -> None:
@@ -146,11 +156,6 @@ def _search(
     incumbent: Incumbent | None = None,
 ) -> tuple[SearchResult, SearchMode]:
     deadline = start + budget_s
-    if options.mode is SearchMode.EXHAUSTIVE:
-        res = solve_exhaustive(
-            problem, evals, constraints=constraints, deadline=deadline, incumbent=incumbent
-        )
-        return res, SearchMode.EXHAUSTIVE
     if options.mode is SearchMode.EAGER:
         res = solve_eager(
             problem,
@@ -163,20 +168,18 @@ def _search(
             start=start,
         )
         return res, SearchMode.EAGER
-    size = space_size_log10(problem)
-    if size <= AUTO_EXHAUSTIVE_LOG10:
-        share = 0.4 if size <= AUTO_LIKELY_LOG10 else 0.15
-        res = solve_exhaustive(
-            problem,
-            evals,
-            constraints=constraints,
-            deadline=deadline,
-            enumeration_deadline=start + budget_s * share,
-            incumbent=incumbent,
-        )
-        if res.complete or not res.enumeration_stopped:
-            return res, SearchMode.EXHAUSTIVE
-        incumbent = res.incumbent
+    if options.mode is SearchMode.EXHAUSTIVE:
+        res = solve_exhaustive(problem, evals, constraints=constraints, deadline=deadline, incumbent=incumbent)
+        return res, SearchMode.EXHAUSTIVE
+    res = solve_exhaustive(
+        problem,
+        evals,
+        constraints=constraints,
+        deadline=start + budget_s * AUTO_EXHAUSTIVE_SHARE,
+        incumbent=incumbent,
+    )
+    if res.complete:
+        return res, SearchMode.EXHAUSTIVE
     now = time.perf_counter()
     eager = solve_eager(
         problem,
@@ -185,22 +188,29 @@ def _search(
         constraints=constraints,
         k=options.k,
         max_types=options.eager_max_types,
-        incumbent=incumbent,
+        incumbent=res.incumbent,
         start=now,
     )
-    return eager, SearchMode.EAGER
+    gap = _gap_note(res, eager.incumbent, constraints.objective)
+    return (
+        SearchResult(eager.incumbent, False, eager.stats, (*eager.notes, *gap), coverage=res.coverage),
+        SearchMode.EAGER,
+    )
 
 
-AUTO_LIKELY_LOG10 = 6.0
-AUTO_EXHAUSTIVE_LOG10 = 12.0
+AUTO_EXHAUSTIVE_SHARE = 0.6
+"""`auto` gives the exhaustive search this share of the solving budget and eager search the rest when the
+exhaustive one did not close its bound in time."""
 
 
-def space_size_log10(problem: Problem) -> float:
-    """log10 of Π (1 + cap · batch options) over the candidates: an upper bound of the enumeration's size
-    (before the sum constraint and the bounds cut it). `auto` tries exhaustive search with 40 % of the budget
-    for enumeration up to 10^6, with 15 % up to 10^12, and goes straight to eager search above."""
-    return sum(
-        math.log10(1 + c.cap * max(len(c.batch_options(problem.batch_policy)), 1)) for c in problem.candidates
+def _gap_note(res: SearchResult, incumbent: Incumbent, objective: Objective) -> tuple[str, ...]:
+    cov = res.coverage
+    if cov is None or cov.lower_bound is None or incumbent.best is None or incumbent.value <= 0:
+        return ()
+    gap = max(incumbent.value - cov.lower_bound, 0.0) / incumbent.value
+    return (
+        f"exhaustive search did not finish within its share of the solve budget ({cov.open_nodes} subtree(s) "
+        f"left); eager search found this plan, at most {100 * gap:.1f} % from the optimum",
     )
 
 
