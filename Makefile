@@ -39,6 +39,7 @@ run: install
 lint: install
 	$(BIN)/ruff check srift tests probes benchmarks migrations
 	$(BIN)/ruff format --check srift tests probes benchmarks migrations
+	$(BIN)/lint-imports
 
 typecheck: install
 	$(BIN)/mypy srift

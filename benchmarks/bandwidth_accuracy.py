@@ -33,7 +33,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from benchmarks._report import write_section  # noqa: E402
-from srift.bandwidth.samples import ProbeRecord, parse_jsonl, records_to_jsonl  # noqa: E402
+from srift.bandwidth.records import ProbeRecord, parse_jsonl, records_to_jsonl  # noqa: E402
 
 # (name, rate Mbit/s, one-way delay ms, largest buffer): the cap keeps one allreduce near a second.
 TYPES: tuple[tuple[str, float, float, int], ...] = (

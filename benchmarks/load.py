@@ -125,8 +125,8 @@ def running_server(*, database_url: str, data_dir: Path, bootstrap: bool = True)
 
 
 def create_write_token(database_url: str) -> str:
-    from srift.api.auth import Scope, create_token
     from srift.db.session import transaction
+    from srift.db.tokens import Scope, create_token
 
     with transaction(database_url) as session:
         _, plain = create_token(session=session, name="load", scope=Scope.WRITE)

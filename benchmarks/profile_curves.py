@@ -18,7 +18,7 @@ Acceptance: curve MAPE ≤ 5 % and each profile under 2 minutes on one core. Bot
 `wall` (elapsed time) and `thread` (CPU time of the profiling thread, which leaves out time spent waiting
 for a core on a shared machine). The load average is recorded with the figures.
 
-The benchmark runs with glibc malloc keeping freed memory (srift.validation.pipeline.MALLOC_ENV, as
+The benchmark runs with glibc malloc keeping freed memory (srift.validation.context.MALLOC_ENV, as
 `srift validate` runs its hosts, and as PyTorch's caching allocator does on a GPU): it re-executes itself
 with that environment unless `--system-malloc`. Without it wide_mlp's 34 MB of gradients are page-faulted
 afresh in some steps and not others, depending on the allocator's history: batch 29 measured 32 and 49 ms,
@@ -163,7 +163,7 @@ def run_one(
 
 def _reexec_with_stable_malloc(argv: list[str]) -> None:
     """Replace this process with one whose malloc keeps freed memory, unless it already does."""
-    from srift.validation.pipeline import MALLOC_ENV
+    from srift.validation.context import MALLOC_ENV
 
     if all(os.environ.get(k) == v for k, v in MALLOC_ENV.items()):
         return

@@ -116,7 +116,7 @@ def _case(settings: Any, url: str, case: dict[str, Any], runs: int) -> dict[str,
     }
     request = PlanRequest.model_validate({**body, **case["request"]})
     with transaction(url) as session:
-        prepared = prepare(session=session, settings=settings, request=request)
+        prepared = prepare(session=session, settings=settings, query=request.to_domain())
     times: list[float] = []
     plan = None
     assert isinstance(prepared.evaluator, SimEvaluator)
@@ -132,7 +132,7 @@ def _case(settings: Any, url: str, case: dict[str, Any], runs: int) -> dict[str,
         from srift.services.plans import create_plan
 
         start = time.perf_counter()
-        create_plan(session=session, settings=settings, request=request)
+        create_plan(session=session, settings=settings, query=request.to_domain())
         end_to_end = time.perf_counter() - start
     baselines = {k: v for k, v in plan.baselines.items() if v is not None}
     return {

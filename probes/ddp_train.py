@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import json
 import os
 import statistics
@@ -24,10 +25,20 @@ from typing import Any
 
 
 def _load(spec: str) -> Callable[..., Any]:
+    """MODULE:CALLABLE or path/to/file.py:CALLABLE."""
     module_name, _, attr = spec.partition(":")
     if not module_name or not attr:
         raise SystemExit(f"error: {spec!r} is not MODULE:CALLABLE. To fix: e.g. mypkg.models:build.")
-    obj: Any = importlib.import_module(module_name)
+    obj: Any
+    if module_name.endswith(".py") or os.sep in module_name:
+        found = importlib.util.spec_from_file_location(f"ddp_user_{abs(hash(module_name))}", module_name)
+        if found is None or found.loader is None:
+            raise SystemExit(f"error: cannot load {module_name}. To fix: give an existing .py file.")
+        obj = importlib.util.module_from_spec(found)
+        sys.modules[found.name] = obj
+        found.loader.exec_module(obj)
+    else:
+        obj = importlib.import_module(module_name)
     for part in attr.split("."):
         obj = getattr(obj, part)
     if not callable(obj):
@@ -41,20 +52,63 @@ def _loss(output: Any) -> Any:
     return output.float().pow(2).mean()
 
 
+def _traced_allreduce(current: dict[str, Any], dist: Any) -> Callable[..., Any]:
+    """DDP's default allreduce hook (divide, allreduce, return the bucket), recording into `current`
+    each bucket's index, bytes, the instant DDP handed it over and the instant its reduction completed."""
+
+    def hook(_state, bucket):  # type: ignore[no-untyped-def]  # DDP rejects annotations other than its own
+        tensor = bucket.buffer()
+        record = {
+            "index": bucket.index(),
+            "bytes": tensor.numel() * tensor.element_size(),
+            "ready": time.perf_counter(),
+        }
+        current.setdefault("buckets", []).append(record)
+        tensor.div_(dist.get_world_size())
+        record["launched"] = time.perf_counter()
+
+        def done(fut: Any) -> Any:
+            record["reduced"] = time.perf_counter()
+            return fut.value()[0]
+
+        return dist.all_reduce(tensor, async_op=True).get_future().then(done)
+
+    return hook
+
+
 def main(argv: list[str] | None = None) -> int:
     formatter = argparse.RawDescriptionHelpFormatter
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=formatter)
     parser.add_argument("--model", required=True, help="MODULE:FACTORY returning an nn.Module")
     parser.add_argument("--input", required=True, help="MODULE:FACTORY taking the batch size")
+    parser.add_argument(
+        "--loss",
+        default=None,
+        help="MODULE:FUNCTION taking the model's output and returning the scalar to backpropagate "
+        "(default: the mean square of the first output)",
+    )
     parser.add_argument("--batch", type=int, default=None, help="per-rank batch (same on every rank)")
     parser.add_argument("--batches", default=None, help="comma-separated per-rank batches, by rank")
     parser.add_argument("--iters", type=int, default=20)
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads per rank")
     parser.add_argument("--backend", default="gloo", choices=["gloo", "nccl"])
-    parser.add_argument("--bucket-cap-mb", type=float, default=25.0, help="DDP gradient bucket size")
+    parser.add_argument(
+        "--bucket-cap-mb",
+        type=float,
+        default=None,
+        help="DDP gradient bucket size in MiB (default: DDP's own, 25 MiB with a first bucket of 1 MiB; "
+        "torch 2.13 gives an explicitly passed cap to the first bucket too)",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default=None, help="write rank 0's JSON here as well as stdout")
+    parser.add_argument(
+        "--trace",
+        default=None,
+        help="write each rank's timeline (forward end, every gradient bucket's ready and reduced instants, "
+        "backward end, step end, per timed iteration) to TRACE.rank<r>.json; diagnostics only: it reduces "
+        "through a Python comm hook, which costs a little time per bucket",
+    )
     args = parser.parse_args(argv)
 
     import torch
@@ -84,26 +138,47 @@ def main(argv: list[str] | None = None) -> int:
     if device is not None:
         model = model.to(device)
         inputs = inputs.to(device) if hasattr(inputs, "to") else tuple(x.to(device) for x in inputs)
-    net: Any = DistributedDataParallel(model, bucket_cap_mb=args.bucket_cap_mb) if distributed else model
+    ddp_options = {} if args.bucket_cap_mb is None else {"bucket_cap_mb": args.bucket_cap_mb}
+    net: Any = DistributedDataParallel(model, **ddp_options) if distributed else model
     opt = torch.optim.SGD(net.parameters(), lr=1e-4)
     args_tuple = inputs if isinstance(inputs, tuple) else (inputs,)
+    loss_fn = _load(args.loss) if args.loss else _loss
+    trace: list[dict[str, Any]] = []
+    current: dict[str, Any] = {}
+    if args.trace and distributed:
+        net.register_comm_hook(None, _traced_allreduce(current, dist))
 
     def step() -> None:
+        if args.trace:
+            current.clear()
+            current.update(start=time.perf_counter(), buckets=[])
         opt.zero_grad(set_to_none=True)
-        _loss(net(*args_tuple)).backward()
+        loss = loss_fn(net(*args_tuple))
+        if args.trace:
+            current["forward_end"] = time.perf_counter()
+        loss.backward()
+        if args.trace:
+            current["backward_end"] = time.perf_counter()
         opt.step()
         if device is not None:
             torch.cuda.synchronize(device)
+        if args.trace:
+            current["step_end"] = time.perf_counter()
+            trace.append(dict(current))
 
     for _ in range(args.warmup):
         step()
     if distributed:
         dist.barrier()
     times_s: list[float] = []
+    trace.clear()
     for _ in range(args.iters):
         start = time.perf_counter()
         step()
         times_s.append(time.perf_counter() - start)
+    if args.trace:
+        with open(f"{args.trace}.rank{rank}.json", "w") as fh:
+            json.dump({"rank": rank, "batch": batch, "world_size": world_size, "iterations": trace}, fh)
     if distributed:
         # every rank's step ends at the synchronising allreduce, so rank 0's times are the fleet's
         local = torch.tensor(times_s, dtype=torch.float64)

@@ -15,10 +15,10 @@ from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from srift.api.app import create_app
-from srift.api.auth import Scope, create_token
 from srift.db import migrate
 from srift.db.session import dispose_engines, get_engine, session_factory
 from srift.db.tables import Base
+from srift.db.tokens import Scope, create_token
 from srift.settings import Settings
 
 POSTGRES_ENV = "SRIFT_TEST_POSTGRES_URL"

@@ -1,82 +1,40 @@
-"""API and job tokens: creation (stored hashed), scope checks, and the FastAPI dependencies that enforce them.
+"""HTTP side of API and job tokens: the FastAPI dependencies that read a bearer token and check its scope.
 
-Tokens are 256-bit random strings (`srift_...` for API tokens, `srift_job_...` for a job's own token); only
-their SHA-256 is stored, so a leaked database does not leak usable tokens. A plain token is shown once,
-when created. API tokens carry a scope (read < write < admin). A job token lets a worker post results for
-its own job and nothing else, and only while that job is queued or running.
+Storing, finding and revoking tokens is `srift.db.tokens` (the CLI and the worker use it without FastAPI).
 """
 
 from __future__ import annotations
 
-import hashlib
-import hmac
-import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Annotated
 
 from fastapi import Depends, Request
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from srift.api.deps import SessionDep
-from srift.db.tables import ApiToken, Job, utcnow
-from srift.errors import Forbidden, InvalidInput, NotFound, Unauthorized
-from srift.limits import NAME_CHARS
+from srift.db.tables import ApiToken, Job
+from srift.db.tokens import JOB_TOKEN_PREFIX, RANK, Scope, check_job_open, find_job_by_token, find_token
+from srift.db.tokens import create_token as create_token
+from srift.db.tokens import list_tokens as list_tokens
+from srift.db.tokens import revoke_token as revoke_token
+from srift.errors import Forbidden, Unauthorized
 from srift.settings import Settings
 
-TOKEN_PREFIX = "srift_"
-JOB_TOKEN_PREFIX = "srift_job_"
-OPEN_JOB_STATES = frozenset({"queued", "running"})
-
-
-class Scope(StrEnum):
-    READ = "read"
-    WRITE = "write"
-    ADMIN = "admin"
-
-
-_RANK = {Scope.READ: 0, Scope.WRITE: 1, Scope.ADMIN: 2}
-
-
-def hash_token(token: str) -> str:
-    """SHA-256 hex digest; enough for 256-bit random tokens (no dictionary to attack)."""
-    return hashlib.sha256(token.encode()).hexdigest()
-
-
-def create_token(*, session: Session, name: str, scope: Scope) -> tuple[ApiToken, str]:
-    """Store a new token's hash and return the row and the plain token (shown once, never stored)."""
-    name = name.strip()
-    if not name:
-        raise InvalidInput(
-            "the token name is empty", hint="name the token after its user, e.g. `ci`", field="name"
-        )
-    NAME_CHARS.check(len(name), field="name")
-    plain = TOKEN_PREFIX + secrets.token_urlsafe(32)
-    row = ApiToken(name=name, scope=Scope(scope).value, token_hash=hash_token(plain), prefix=plain[:10])
-    session.add(row)
-    session.flush()
-    return row, plain
-
-
-def revoke_token(*, session: Session, token_id: int) -> ApiToken:
-    """Mark a token revoked (idempotent); it stops working at once."""
-    row = session.get(ApiToken, token_id)
-    if row is None:
-        raise NotFound(
-            f"no token with id {token_id}", hint="list tokens with `srift tokens list`", field="id"
-        )
-    row.revoked_at = row.revoked_at or utcnow()
-    session.flush()
-    return row
-
-
-def list_tokens(*, session: Session, include_revoked: bool = True) -> list[ApiToken]:
-    query = select(ApiToken).order_by(ApiToken.id)
-    if not include_revoked:
-        query = query.where(ApiToken.revoked_at.is_(None))
-    return list(session.scalars(query))
+__all__ = [
+    "Caller",
+    "RequireAdmin",
+    "RequireJobOrWrite",
+    "RequireRead",
+    "RequireWrite",
+    "Scope",
+    "bearer_token",
+    "create_token",
+    "find_token",
+    "list_tokens",
+    "require_job_token",
+    "revoke_token",
+]
 
 
 def bearer_token(request: Request) -> str | None:
@@ -86,40 +44,6 @@ def bearer_token(request: Request) -> str | None:
     if scheme.lower() == "bearer" and value.strip():
         return value.strip()
     return None
-
-
-def find_token(*, session: Session, plain: str) -> ApiToken | None:
-    """The live (not revoked) API token whose hash matches `plain`, or None."""
-    digest = hash_token(plain)
-    row = session.scalars(select(ApiToken).where(ApiToken.token_hash == digest)).first()
-    if row is None or row.revoked_at is not None or not hmac.compare_digest(row.token_hash, digest):
-        return None
-    return row
-
-
-def issue_job_token(job: Job) -> str:
-    """Give `job` a fresh token (stored hashed on the row) and return the plain token for its worker."""
-    plain = JOB_TOKEN_PREFIX + secrets.token_urlsafe(32)
-    job.token_hash = hash_token(plain)
-    return plain
-
-
-def find_job_by_token(*, session: Session, plain: str) -> Job | None:
-    if not plain.startswith(JOB_TOKEN_PREFIX):
-        return None
-    digest = hash_token(plain)
-    job = session.scalars(select(Job).where(Job.token_hash == digest)).first()
-    if job is None or job.token_hash is None or not hmac.compare_digest(job.token_hash, digest):
-        return None
-    return job
-
-
-def _check_job_open(job: Job) -> None:
-    if job.state not in OPEN_JOB_STATES:
-        raise Forbidden(
-            f"job {job.id} is {job.state}; its token no longer accepts results",
-            hint="results are accepted only while the job is queued or running; start a new job",
-        )
 
 
 def require_job_token(*, session: Session, job_id: int, plain: str | None) -> Job:
@@ -138,7 +62,7 @@ def require_job_token(*, session: Session, job_id: int, plain: str | None) -> Jo
             hint="post results only for the job the token was issued to",
             field="job_id",
         )
-    _check_job_open(job)
+    check_job_open(job)
     return job
 
 
@@ -161,7 +85,7 @@ def _check_api_token(session: Session, plain: str | None, scope: Scope) -> ApiTo
         raise Unauthorized(
             "the token is unknown or revoked", hint="create a new one with `srift tokens create`"
         )
-    if _RANK[Scope(row.scope)] < _RANK[scope]:
+    if RANK[Scope(row.scope)] < RANK[scope]:
         raise Forbidden(
             f"a {row.scope} token cannot do this (needs {scope})",
             hint=f"use a token created with `--scope {scope}`",
@@ -197,7 +121,7 @@ class Caller:
                 hint="post results only for the job the token was issued to",
                 field="job_id",
             )
-        _check_job_open(self.job)
+        check_job_open(self.job)
 
 
 def _require_job_or_write(request: Request, session: SessionDep) -> Caller:

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from srift.bandwidth.samples import ProbeRecord
+from srift.bandwidth.records import ProbeRecord
 
 CATEGORICAL = ("provider", "region", "zone", "instance_type", "gpu_name", "cpu_name")
 NUMERIC_HOST = ("cpu_cores", "memory_gib", "rated_gbps")

@@ -13,7 +13,8 @@ from enum import StrEnum
 from sqlalchemy.orm import Session
 
 from srift.bandwidth.nccl_tests import NcclTestsHost, parse_nccl_tests
-from srift.bandwidth.samples import ProbeRecord, parse_jsonl, store_samples
+from srift.bandwidth.records import ProbeRecord, parse_jsonl
+from srift.bandwidth.samples import store_samples
 from srift.domain import InstanceType
 from srift.errors import InvalidInput
 

@@ -30,7 +30,7 @@ from srift.bandwidth.features import (
     host_rows,
     mtu_for,
 )
-from srift.bandwidth.samples import ProbeRecord
+from srift.bandwidth.records import ProbeRecord
 from srift.errors import InvalidInput
 
 OBJECTIVES = ("reg:pseudohubererror", "reg:squarederror", "reg:absoluteerror", "reg:gamma")

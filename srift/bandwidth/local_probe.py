@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from srift.bandwidth.samples import ProbeRecord, parse_jsonl
+from srift.bandwidth.records import ProbeRecord, parse_jsonl
 from srift.errors import EnvironmentProblem, InvalidInput
 from srift.settings import REPO_ROOT
 

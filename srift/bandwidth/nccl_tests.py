@@ -18,7 +18,7 @@ import math
 import re
 from dataclasses import dataclass
 
-from srift.bandwidth.samples import ProbeRecord, algbw_gbps, busbw_gbps
+from srift.bandwidth.records import ProbeRecord, algbw_gbps, busbw_gbps
 from srift.errors import InvalidInput
 
 _PREFIX = re.compile(r"^\s*(?:\d+:\s|\[\d+,\d+\]<\w+>:\s?)")

@@ -29,7 +29,8 @@ from sqlalchemy.orm import Session
 
 from srift.bandwidth.features import HostProfile
 from srift.bandwidth.prior import AlphaBetaPrior, check_request
-from srift.bandwidth.samples import SampleQuery, load_samples, parse_jsonl, store_samples
+from srift.bandwidth.records import SampleQuery, parse_jsonl
+from srift.bandwidth.samples import load_samples, store_samples
 from srift.db.session import transaction
 from srift.db.tables import BandwidthModelRow
 from srift.domain import BandwidthEstimate, BusBandwidthModel, InstanceType

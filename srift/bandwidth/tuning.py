@@ -22,7 +22,7 @@ import numpy as np
 
 from srift.bandwidth.features import DEFAULT_MTU_BYTES, FALLBACK_MTU_BYTES, config_key, mtu_for
 from srift.bandwidth.learner import BusBandwidthRegressor
-from srift.bandwidth.samples import ProbeRecord
+from srift.bandwidth.records import ProbeRecord
 from srift.errors import InvalidInput
 
 # Small on purpose: training must take seconds on a shared 2-core machine.

@@ -63,16 +63,13 @@ def _submit(kind: str, body: dict[str, Any], *, url: str | None, token: str | No
         path = "/probe-jobs" if kind == "probe" else "/profile-jobs"
         answer: dict[str, Any] = call_api("POST", url, "/v1" + path, token=token, body=body)
         return answer
-    from srift.api.routes.probe_jobs import job_view
     from srift.db.session import transaction
-    from srift.jobs import service
+    from srift.domain.states import JobKind
+    from srift.services import jobs as service
 
     with transaction(_local_url()) as session:
-        if kind == "probe":
-            job, plain = service.submit_probe_job(session=session, data=body)
-        else:
-            job, plain = service.submit_profile_job(session=session, data=body)
-        return {**job_view(job), "token": plain}
+        job, plain = service.submit_job(session=session, kind=JobKind(kind), data=body)
+        return {**service.job_document(job), "token": plain}
 
 
 def _print_job(job: dict[str, Any], *, with_log: bool) -> None:
@@ -120,7 +117,8 @@ def register(app: typer.Typer) -> None:
 
         Example: `sudo srift worker --provider testbed --provider local`
         """
-        from srift.jobs.spec import JobKind, JobProvider
+        from srift.domain.states import JobKind
+        from srift.jobs.spec import JobProvider
         from srift.jobs.worker import Worker, WorkerConfig
         from srift.settings import get_settings
 
@@ -173,7 +171,7 @@ def register(app: typer.Typer) -> None:
 
         Example: `srift jobs list --state running`
         """
-        from srift.jobs.spec import JobKind, JobState
+        from srift.domain.states import JobKind, JobState
 
         try:
             kind_v = JobKind(kind) if kind else None
@@ -188,13 +186,12 @@ def register(app: typer.Typer) -> None:
             )
             rows = call_api("GET", url, "/v1" + query, token=token)["jobs"]
         else:
-            from srift.api.routes.probe_jobs import job_view
             from srift.db.session import transaction
-            from srift.jobs import store
+            from srift.services import jobs as service
 
             with transaction(_local_url()) as session:
-                found, _ = store.list_jobs(session=session, kind=kind_v, state=state_v, limit=limit)
-                rows = [json.loads(json.dumps(job_view(j), default=str)) for j in found]
+                found, _ = service.list_jobs(session=session, kind=kind_v, state=state_v, limit=limit)
+                rows = [json.loads(json.dumps(service.job_document(j), default=str)) for j in found]
         if as_json:
             typer.echo(json.dumps(rows, indent=2, default=str))
             return
@@ -229,13 +226,14 @@ def register(app: typer.Typer) -> None:
         if url:
             job = call_api("GET", url, f"/v1/probe-jobs/{job_id}", token=token)
         else:
-            from srift.api.routes.probe_jobs import job_view
             from srift.db.session import transaction
-            from srift.jobs import store
+            from srift.services import jobs as service
 
             with transaction(_local_url()) as session:
                 job = json.loads(
-                    json.dumps(job_view(store.get_job(session=session, job_id=job_id)), default=str)
+                    json.dumps(
+                        service.job_document(service.get_job(session=session, job_id=job_id)), default=str
+                    )
                 )
         if as_json:
             typer.echo(json.dumps(job, indent=2, default=str))

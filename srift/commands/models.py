@@ -120,8 +120,8 @@ def register(app: typer.Typer) -> None:
                 "POST", url, "/v1/bandwidth-models", token=token or os.environ.get("SRIFT_TOKEN"), body=body
             )
         else:
+            from srift.bandwidth.records import SampleQuery
             from srift.bandwidth.registry import train_version
-            from srift.bandwidth.samples import SampleQuery
             from srift.db.session import transaction
 
             settings = get_settings()

@@ -47,8 +47,13 @@ def _local(body: dict[str, Any]) -> Any:
     settings = get_settings()
     bootstrap(settings)
     with transaction(settings.resolved_database_url) as session:
-        result = create_plan(session=session, settings=settings, request=request)
-    return PlanOut.model_validate(result).model_dump(mode="json")
+        plan = create_plan(
+            session=session,
+            settings=settings,
+            query=request.to_domain(),
+            request_doc=request.model_dump(mode="json"),
+        )
+    return PlanOut.model_validate(plan.document()).model_dump(mode="json")
 
 
 def duration(seconds: float) -> str:

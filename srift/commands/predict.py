@@ -42,8 +42,8 @@ def _local(body: dict[str, Any]) -> Any:
     settings = get_settings()
     bootstrap(settings)
     with transaction(settings.resolved_database_url) as session:
-        result = predict(session=session, settings=settings, request=request)
-    return PredictionOut.model_validate(result).model_dump(mode="json")
+        result = predict(session=session, settings=settings, query=request.to_domain())
+    return PredictionOut.model_validate(result.document()).model_dump(mode="json")
 
 
 def _seconds(value: float) -> str:

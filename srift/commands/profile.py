@@ -10,9 +10,10 @@ from typing import TYPE_CHECKING, Any
 import typer
 from rich.console import Console
 from rich.table import Table
+from typer.core import TyperGroup
 
 if TYPE_CHECKING:
-    from srift.domain.profile import ModelProfile
+    from srift.domain.profile import LayerProfile, ModelProfile
 
 console = Console()
 err_console = Console(stderr=True)
@@ -92,10 +93,189 @@ def result_table(profile: ModelProfile, *, out: Path | None) -> Table:
     return table
 
 
-def register(app: typer.Typer) -> None:
-    """Add the `profile` command."""
+class _MeasureByDefault(TyperGroup):
+    """`srift profile MODULE:FACTORY ...` runs `measure` (the historical form); other verbs run as named."""
 
-    @app.command("profile")
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        if args and args[0] not in self.commands and args[0] not in ("--help", "-h"):
+            args = ["measure", *args]
+        return super().parse_args(ctx, args)
+
+
+def layers_table(layers: LayerProfile, *, out: Path | None) -> Table:
+    table = Table(title=f"layers of {layers.model}", show_header=False, title_justify="left")
+    table.add_column("what", style="bold")
+    table.add_column("value")
+    table.add_row(
+        "layers",
+        f"{len(layers.layers)} trainable, {layers.total_grad_bytes / 1e6:.2f} MB of gradients",
+    )
+    first = ", ".join(
+        f"{x.name} ({x.grad_bytes / 1e6:.2f} MB @ {x.ready_frac:.2f})" for x in layers.layers[:3]
+    )
+    table.add_row("ready first", first + (" …" if len(layers.layers) > 3 else ""))
+    extra = layers.extra
+    table.add_row(
+        "measured on",
+        f"{layers.device}, batch {extra.get('iteration_batch')}, {extra.get('iterations')} iterations",
+    )
+    if "profile_s" in extra:
+        table.add_row("took", f"{extra['profile_s']:.1f} s")
+    if out is not None:
+        table.add_row("written to", str(out))
+    table.add_row("next", "srift profile import TIMES.csv --layers FILE --accelerator GPU --out profile.json")
+    return table
+
+
+def _register_import(group: typer.Typer) -> None:
+    @group.command("import")
+    def import_(
+        table_file: Path = typer.Argument(
+            ..., metavar="TABLE", dir_okay=False, help="CSV/TSV/JSON table of batch and seconds (see below)"
+        ),
+        layers_file: Path = typer.Option(
+            ...,
+            "--layers",
+            dir_okay=False,
+            help="`srift profile --layers-only` output (or any full profile: its layers are taken)",
+        ),
+        accelerator: str = typer.Option(
+            ..., "--accelerator", help="the accelerator the times were measured on, e.g. T4 or A100"
+        ),
+        out: Path = typer.Option(..., "--out", help="where to write the profile JSON"),
+        model_name: str | None = typer.Option(
+            None, "--model-name", help="model name (default: the layers profile's)"
+        ),
+        max_batch: int | None = typer.Option(
+            None, "--max-batch", min=1, help="largest per-GPU batch that fits (default: the table's largest)"
+        ),
+        forward_fraction: float | None = typer.Option(
+            None,
+            "--forward-fraction",
+            help="forward share of a step time when the table has no forward/backward split (default ⅓)",
+        ),
+        straggler_cv: float | None = typer.Option(
+            None,
+            "--straggler-cv",
+            help="std/mean of step time (default: Srift Table 1's figure for the GPU, else 0.052)",
+        ),
+        update_s: float = typer.Option(
+            0.0,
+            "--update-s",
+            min=0.0,
+            help="seconds of the optimizer step inside each step time (modelled after the exchange)",
+        ),
+        upload: str | None = typer.Option(
+            None, "--upload", metavar="URL", help="also POST the profile to URL/v1/profiles"
+        ),
+        token: str | None = typer.Option(
+            None,
+            "--token",
+            envvar="SRIFT_TOKEN",
+            help="API token for --upload (env SRIFT_TOKEN)",
+            show_default=False,
+        ),
+        as_json: bool = typer.Option(False, "--json", help="print the profile JSON instead of the table"),
+    ) -> None:
+        """Build a profile from compute times measured elsewhere plus a layers-only profile.
+
+        TABLE has a header and one row per measurement; `batch` is per GPU, and the times are one of:
+        `step_s` (or `step_ms`) for a whole training step, `forward_s` and `backward_s` (or `_ms`),
+        or `samples_per_s` of one GPU. Repeated batches are reduced to their median. A step time is
+        split ⅓ forward, ⅔ backward unless --forward-fraction says otherwise; every such assumption is
+        printed and kept in the profile's extra.assumptions.
+
+        Examples:
+
+          srift profile srift.profiling.testmodels:bert_base \\
+              --input srift.profiling.testmodels:bert_base_input --layers-only --out bert.layers.json
+
+          printf 'batch,step_s\\n8,0.21\\n16,0.39\\n32,0.76\\n' > t4.csv
+
+          srift profile import t4.csv --layers bert.layers.json --accelerator T4 --out bert-t4.json
+        """
+        import datetime as dt
+
+        from srift.domain.profile import LayerProfile
+        from srift.errors import InvalidInput
+        from srift.profiling.imports import build_profile, parse_compute_table, sha256_text
+        from srift.profiling.upload import upload_profile
+
+        def read(path: Path, what: str) -> str:
+            try:
+                return path.read_text()
+            except FileNotFoundError:
+                raise InvalidInput(
+                    f"{path} does not exist", hint=f"give the {what} file", field=what
+                ) from None
+            except (OSError, UnicodeDecodeError) as exc:
+                raise InvalidInput(
+                    f"cannot read {path} ({exc})", hint=f"give a text {what} file", field=what
+                ) from exc
+
+        text = read(table_file, "table")
+        table = parse_compute_table(text, source=table_file.name)
+        layers_text = read(layers_file, "layers")
+        try:
+            layers_doc = json.loads(layers_text)
+        except ValueError as exc:
+            raise InvalidInput(
+                f"{layers_file} is not JSON ({exc})",
+                hint="give the file written by `srift profile --layers-only`",
+                field="layers",
+            ) from exc
+        try:
+            layers = LayerProfile.from_dict(layers_doc)
+        except InvalidInput as exc:
+            where = f"layers.{exc.field}" if exc.field else "layers"
+            raise InvalidInput(f"{layers_file}: {exc.detail}", hint=exc.hint, field=where) from exc
+        result = build_profile(
+            table=table,
+            layers=layers,
+            accelerator=accelerator,
+            model_name=model_name,
+            max_batch=max_batch,
+            forward_fraction=forward_fraction,
+            straggler_cv=straggler_cv,
+            update_s=update_s,
+            table_source=table_file.name,
+            table_sha256=sha256_text(text),
+            created_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        )
+        document = result.to_dict()
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(document, indent=2) + "\n")
+        answer = upload_profile(result, url=upload, token=token) if upload else None
+        if as_json:
+            typer.echo(json.dumps(document if answer is None else {**document, "uploaded": answer}, indent=2))
+            return
+        console.print(result_table(result, out=out))
+        console.print("assumptions:", highlight=False)
+        for line in result.extra["assumptions"]:
+            console.print(f"  - {line}", highlight=False, soft_wrap=True)
+        if answer is not None:
+            state = "stored" if answer.get("created") else "already stored"
+            console.print(f"{state} on {upload} as profile {answer.get('id')}", highlight=False)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the `profile` group: `srift profile [measure] MODULE:FACTORY ...` and `srift profile import`."""
+    group = typer.Typer(
+        cls=_MeasureByDefault,
+        help=(
+            "Compute profiles: how long forward and backward take per batch, and when each layer's gradient "
+            "is ready.\n\n"
+            "`srift profile MODULE:FACTORY --input ... --out p.json` measures a torch model here (the same "
+            "as `srift profile measure ...`; `--layers-only` skips the timing for gradient sizes and "
+            "readiness only). `srift profile import TABLE --layers L.json --accelerator T4 --out p.json` "
+            "builds a profile from step times measured elsewhere."
+        ),
+        no_args_is_help=True,
+    )
+    app.add_typer(group, name="profile")
+    _register_import(group)
+
+    @group.command("measure")
     def profile(
         model: str = typer.Argument(
             ..., metavar="MODULE:FACTORY", help="callable returning the torch.nn.Module"
@@ -136,11 +316,21 @@ def register(app: typer.Typer) -> None:
         ),
         repeats: int = typer.Option(7, "--repeats", min=1, help="timed runs per curve point (median kept)"),
         warmup: int = typer.Option(2, "--warmup", min=0, help="untimed warm-up rounds before timing"),
-        iterations: int = typer.Option(
-            30,
+        iterations: int | None = typer.Option(
+            None,
             "--iterations",
             min=2,
-            help="iterations for readiness, exec_prob and straggler_cv (≥ 30 advised)",
+            help="iterations for readiness, exec_prob and straggler_cv (default 30, ≥ 30 advised; "
+            "--layers-only: 5)",
+        ),
+        layers_only: bool = typer.Option(
+            False,
+            "--layers-only",
+            help="only gradient sizes and readiness order (no largest-batch search, no timing sweep); "
+            "pair it with `srift profile import`",
+        ),
+        batch: int = typer.Option(
+            2, "--batch", min=1, help="per-device batch of the readiness iterations (--layers-only)"
         ),
         clock: str = typer.Option(
             "wall",
@@ -196,15 +386,51 @@ def register(app: typer.Typer) -> None:
         """
         from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
+        from srift.errors import InvalidInput
         from srift.profiling.loading import resolve_callable
-        from srift.profiling.profiler import profile_model
+        from srift.profiling.profiler import profile_layers, profile_model
         from srift.profiling.upload import upload_profile
 
+        if layers_only and upload:
+            raise InvalidInput(
+                "a layers-only profile has no compute times, so it cannot be uploaded",
+                hint="build a full profile with `srift profile import TABLE --layers FILE ... --upload URL`",
+                field="upload",
+            )
         model_factory = resolve_callable(model, what="model factory", field="model_factory")
         input_factory = resolve_callable(input_, what="input factory", field="input_factory")
         loss_fn = resolve_callable(loss, what="loss", field="loss_fn") if loss else None
         budget = parse_bytes(memory_budget) if memory_budget else None
         name = model_name or model.rpartition(":")[2]
+        if layers_only:
+            with Progress(
+                TextColumn("[bold]layers[/] {task.description:<10}"),
+                BarColumn(),
+                TextColumn("{task.percentage:>3.0f}%"),
+                TimeElapsedColumn(),
+                console=err_console,
+                transient=True,
+            ) as bar:
+                task = bar.add_task("check", total=1.0)
+                layers = profile_layers(
+                    model_factory,
+                    input_factory,
+                    loss_fn=loss_fn,
+                    device=device,
+                    threads=threads,
+                    batch=batch,
+                    iterations=iterations or 5,
+                    model_name=name,
+                    progress=lambda stage, f: bar.update(task, completed=f, description=stage),
+                )
+            layer_doc = layers.to_dict()
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(json.dumps(layer_doc, indent=2) + "\n")
+            if as_json:
+                typer.echo(json.dumps(layer_doc, indent=2))
+                return
+            console.print(layers_table(layers, out=out))
+            return
 
         with Progress(
             TextColumn("[bold]profiling[/] {task.description:<10}"),
@@ -230,7 +456,7 @@ def register(app: typer.Typer) -> None:
                 memory_budget_bytes=budget,
                 repeats=repeats,
                 warmup=warmup,
-                iterations=iterations,
+                iterations=iterations or 30,
                 model_name=name,
                 clock=clock,
                 refine=not paper_curve,

@@ -41,9 +41,9 @@ def register(app: typer.Typer) -> None:
         Example: `srift tokens create --name ci --scope write`, then
         `curl -H "Authorization: Bearer $TOKEN" -X POST .../v1/profiles -d @profile.json`.
         """
-        from srift.api.auth import Scope, create_token
         from srift.db import migrate
         from srift.db.session import transaction
+        from srift.db.tokens import Scope, create_token
         from srift.errors import InvalidInput
 
         try:
@@ -74,9 +74,9 @@ def register(app: typer.Typer) -> None:
 
         Example: `srift tokens list --revoked`.
         """
-        from srift.api.auth import list_tokens
         from srift.db import migrate
         from srift.db.session import transaction
+        from srift.db.tokens import list_tokens
 
         url = get_settings().resolved_database_url
         migrate.upgrade(url)
@@ -107,9 +107,9 @@ def register(app: typer.Typer) -> None:
 
         Example: `srift tokens revoke 3`.
         """
-        from srift.api.auth import revoke_token
         from srift.db import migrate
         from srift.db.session import transaction
+        from srift.db.tokens import revoke_token
 
         url = get_settings().resolved_database_url
         migrate.upgrade(url)

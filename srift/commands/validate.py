@@ -36,7 +36,26 @@ def register(app: typer.Typer) -> None:
             None, "--plot", help="write the predicted-vs-measured plot (PNG) here"
         ),
         models: str | None = typer.Option(
-            None, "--models", help="comma-separated subset of cnn, wide_mlp, transformer (default: all)"
+            None,
+            "--models",
+            help="comma-separated subset of the shipped cnn, wide_mlp, transformer (default: all of them, "
+            "or none when --model is given)",
+        ),
+        model: list[str] = typer.Option(
+            [],
+            "--model",
+            help="your own model: MODULE:FACTORY (or FILE.py:FACTORY) returning an nn.Module; repeatable",
+        ),
+        input_factory: list[str] = typer.Option(
+            [],
+            "--input",
+            help="MODULE:FACTORY taking the batch size and returning one input batch; one per --model",
+        ),
+        loss: list[str] = typer.Option(
+            [],
+            "--loss",
+            help="MODULE:FUNCTION of the model's output returning the scalar loss; once for all --model or "
+            "once per --model (default: the profiler's, the sum of the output's means)",
         ),
         repeats: int | None = typer.Option(None, "--repeats", min=1, max=10, help="DDP runs per case"),
         max_cores: float | None = typer.Option(
@@ -84,16 +103,23 @@ def register(app: typer.Typer) -> None:
 
           sudo srift validate --models cnn --no-plan-quality --repeats 1 --quick
 
+          sudo srift validate --quick --model mymodels:build --input mymodels:batch \
+              --loss mymodels:loss          # your own model (alongside: add --models cnn,...)
+
           sudo srift validate --benchmarks          # the full matrix, about an hour
         """
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
         from srift.errors import InvalidInput
-        from srift.validation.matrix import MODELS
+        from srift.validation.matrix import MODELS, user_models
         from srift.validation.pipeline import BandwidthSource, ValidationOptions, run_validation
         from srift.validation.render import markdown, terminal_view
 
-        chosen = tuple(m.strip() for m in models.split(",") if m.strip()) if models else tuple(MODELS)
+        mine = user_models(model, input_factory, loss)
+        if models:
+            chosen = tuple(m.strip() for m in models.split(",") if m.strip())
+        else:
+            chosen = () if mine else tuple(MODELS)
         try:
             source = BandwidthSource(bandwidth)
         except ValueError:
@@ -106,6 +132,7 @@ def register(app: typer.Typer) -> None:
             full=not quick,
             spec_path=spec,
             models=chosen,
+            user_models=mine,
             max_cores=max_cores,
             workdir=workdir,
             bandwidth=source,

@@ -4,8 +4,10 @@ from srift.domain.bandwidth import BandwidthEstimate, BusBandwidthModel
 from srift.domain.catalog import InstanceType, Interconnect, Market, MarketChoice, Offer
 from srift.domain.planning import (
     BaselineResult,
+    BatchPolicy,
     Breakdown,
     Choice,
+    CommMode,
     Config,
     Constraints,
     FleetMember,
@@ -15,22 +17,33 @@ from srift.domain.planning import (
     Prediction,
     SearchMode,
 )
-from srift.domain.profile import PROFILE_SCHEMA_VERSION, ComputeCurve, LayerGrad, ModelProfile
+from srift.domain.profile import (
+    PROFILE_SCHEMA_VERSION,
+    ComputeCurve,
+    LayerGrad,
+    LayerProfile,
+    ModelProfile,
+)
+from srift.domain.states import JobState, TrainingState
 
 __all__ = [
     "PROFILE_SCHEMA_VERSION",
     "BandwidthEstimate",
     "BaselineResult",
+    "BatchPolicy",
     "Breakdown",
     "BusBandwidthModel",
     "Choice",
+    "CommMode",
     "ComputeCurve",
     "Config",
     "Constraints",
     "FleetMember",
     "InstanceType",
     "Interconnect",
+    "JobState",
     "LayerGrad",
+    "LayerProfile",
     "Market",
     "MarketChoice",
     "ModelProfile",
@@ -40,4 +53,5 @@ __all__ = [
     "Plan",
     "Prediction",
     "SearchMode",
+    "TrainingState",
 ]

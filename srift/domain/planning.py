@@ -20,6 +20,21 @@ class SearchMode(StrEnum):
     AUTO = "auto"
 
 
+class BatchPolicy(StrEnum):
+    """Which per-VM batch sizes the search may use (see `srift.optimize.space`)."""
+
+    POW2_SPLIT = "pow2_split"
+    POW2 = "pow2"
+    ANY = "any"
+
+
+class CommMode(StrEnum):
+    """How gradients are exchanged: ring allreduce (Srift) or parameter servers (Li et al.)."""
+
+    ALLREDUCE = "allreduce"
+    PARAMETER_SERVER = "parameter_server"
+
+
 @dataclass(frozen=True, slots=True)
 class Choice:
     """`count` VMs of one type and market, each given `batch` samples per iteration (split over its GPUs)."""

@@ -11,6 +11,8 @@ from srift.errors import InvalidInput
 from srift.limits import LAYERS_PER_PROFILE
 
 PROFILE_SCHEMA_VERSION = 1
+LAYERS_KIND = "layers"
+"""The `kind` of a layers-only profile document (`srift profile --layers-only`); full profiles have none."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,15 +120,7 @@ class ModelProfile:
             "max_batch": self.max_batch,
             "forward": self.forward.to_dict(),
             "backward": self.backward.to_dict(),
-            "layers": [
-                {
-                    "name": x.name,
-                    "grad_bytes": x.grad_bytes,
-                    "ready_frac": x.ready_frac,
-                    "exec_prob": x.exec_prob,
-                }
-                for x in self.layers
-            ],
+            "layers": [_layer_dict(x) for x in self.layers],
             "straggler_cv": self.straggler_cv,
             "update_s": self.update_s,
             "torch_version": self.torch_version,
@@ -142,6 +136,12 @@ class ModelProfile:
         if not isinstance(data, dict):
             raise InvalidInput(
                 "a profile must be a JSON object", hint="pass the file written by `srift profile`"
+            )
+        if data.get("kind") == LAYERS_KIND:
+            raise InvalidInput(
+                "this is a layers-only profile (gradient sizes and readiness, no compute times)",
+                hint="build a full profile: `srift profile import TIMES --layers FILE --accelerator NAME`",
+                field="kind",
             )
         version = _get(data, "schema_version", int, default=PROFILE_SCHEMA_VERSION)
         if version != PROFILE_SCHEMA_VERSION:
@@ -211,6 +211,103 @@ class ModelProfile:
             extra=extra,
             update_s=update_s,
         )
+
+
+@dataclass(frozen=True, slots=True)
+class LayerProfile:
+    """A model's gradient layers without compute times (`srift profile --layers-only`).
+
+    `layers` are in readiness order (ascending `ready_frac`), as in ModelProfile; the fractions were measured
+    on the device named in `device` and are assumed to carry over to the accelerator a compute table is
+    imported for. `trainable_bytes` counts shared parameters once. Its document has `kind: "layers"`.
+    """
+
+    model: str
+    layers: tuple[LayerGrad, ...]
+    trainable_bytes: int
+    schema_version: int = PROFILE_SCHEMA_VERSION
+    torch_version: str = ""
+    device: str = "cpu"
+    created_at: str = ""
+    extra: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+    @property
+    def total_grad_bytes(self) -> int:
+        return sum(layer.grad_bytes for layer in self.layers)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": LAYERS_KIND,
+            "schema_version": self.schema_version,
+            "model": self.model,
+            "layers": [_layer_dict(x) for x in self.layers],
+            "trainable_bytes": self.trainable_bytes,
+            "torch_version": self.torch_version,
+            "device": self.device,
+            "created_at": self.created_at,
+            "extra": self.extra,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Any) -> LayerProfile:
+        """Parse a layers-only document or take a full profile's layers; InvalidInput names the field."""
+        if not isinstance(data, dict):
+            raise InvalidInput(
+                "a layers profile must be a JSON object",
+                hint="pass the file written by `srift profile --layers-only`",
+            )
+        kind = data.get("kind")
+        if kind not in (None, LAYERS_KIND):
+            raise InvalidInput(
+                f"unknown document kind {kind!r}",
+                hint=f"give a `srift profile --layers-only` file (kind {LAYERS_KIND!r}) or a full profile",
+                field="kind",
+            )
+        version = _get(data, "schema_version", int, default=PROFILE_SCHEMA_VERSION)
+        if version != PROFILE_SCHEMA_VERSION:
+            raise InvalidInput(
+                f"schema version {version} is not supported (this Srift reads {PROFILE_SCHEMA_VERSION})",
+                hint="re-run `srift profile --layers-only` with this version of Srift",
+                field="schema_version",
+            )
+        model = _get(data, "model", str)
+        if not model.strip():
+            raise InvalidInput("is empty", hint="name the model", field="model")
+        raw_layers = data.get("layers")
+        if not isinstance(raw_layers, list) or not raw_layers:
+            raise InvalidInput("must be a non-empty list", hint="list every trainable layer", field="layers")
+        LAYERS_PER_PROFILE.check(len(raw_layers), field="layers")
+        layers = tuple(_layer(raw, i) for i, raw in enumerate(raw_layers))
+        total = sum(x.grad_bytes for x in layers)
+        trainable = _get(data, "trainable_bytes", int, default=total)
+        if trainable < 0:
+            raise InvalidInput(
+                f"{trainable} is negative", hint="trainable_bytes counts bytes", field="trainable_bytes"
+            )
+        extra = data.get("extra") or {}
+        if not isinstance(extra, dict):
+            raise InvalidInput(
+                "must be an object", hint="give extra as a JSON object or omit it", field="extra"
+            )
+        return cls(
+            model=model,
+            layers=tuple(sorted(layers, key=lambda x: x.ready_frac)),
+            trainable_bytes=trainable,
+            schema_version=version,
+            torch_version=str(data.get("torch_version") or ""),
+            device=str(data.get("device") or "cpu"),
+            created_at=str(data.get("created_at") or ""),
+            extra=extra,
+        )
+
+
+def _layer_dict(layer: LayerGrad) -> dict[str, Any]:
+    return {
+        "name": layer.name,
+        "grad_bytes": layer.grad_bytes,
+        "ready_frac": layer.ready_frac,
+        "exec_prob": layer.exec_prob,
+    }
 
 
 def _get(data: dict[str, Any], key: str, kind: type, *, default: Any = ..., prefix: str = "") -> Any:

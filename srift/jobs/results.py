@@ -13,11 +13,12 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from srift.bandwidth.samples import ProbeRecord, store_samples
+from srift.bandwidth.records import ProbeRecord
+from srift.bandwidth.samples import store_samples
 from srift.db.tables import Job, utcnow
 from srift.domain.profile import ModelProfile
+from srift.domain.states import JobKind, JobState
 from srift.errors import InvalidInput, NotFound
-from srift.jobs.spec import JobKind, JobState
 from srift.limits import PROBE_RESULTS_PER_BATCH
 
 MAX_STAGED_SAMPLES = 200_000

@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
-from srift.bandwidth.samples import ProbeRecord, parse_jsonl
+from srift.bandwidth.records import ProbeRecord, parse_jsonl
 from srift.domain.profile import ModelProfile
 from srift.errors import EnvironmentProblem, InvalidInput
 from srift.jobs.run import MARKER_ENV, JobRun, supervise, tail

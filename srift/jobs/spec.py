@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from srift.domain.states import JobKind
 from srift.errors import InvalidInput
 from srift.limits import PROBE_BUFFER, PROBE_REPEATS, check_probe_grid
 
@@ -16,11 +17,6 @@ MAX_NODES = {"local": 64, "testbed": 16, "ec2": 256}
 RESOURCE_ID_RE = re.compile(r"^[a-z]+-[0-9a-f]{8,32}$")
 DEFAULT_INSTALL = "python3 -m pip install --quiet srift"
 FACTORY_RE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
-
-
-class JobKind(StrEnum):
-    PROBE = "probe"
-    PROFILE = "profile"
 
 
 class JobProvider(StrEnum):
@@ -34,13 +30,6 @@ class JobProvider(StrEnum):
     def catalog_provider(self) -> str | None:
         """The catalog provider its instance types come from (None: not catalogued)."""
         return {"local": None, "testbed": "testbed", "ec2": "aws"}[self.value]
-
-
-class JobState(StrEnum):
-    QUEUED = "queued"
-    RUNNING = "running"
-    SUCCEEDED = "succeeded"
-    FAILED = "failed"
 
 
 class Ec2Market(StrEnum):

@@ -16,10 +16,11 @@ from typing import Any
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
-from srift.api.auth import issue_job_token
 from srift.db.tables import Job, utcnow
+from srift.db.tokens import issue_job_token
+from srift.domain.states import JobKind, JobState
 from srift.errors import InvalidInput, NotFound
-from srift.jobs.spec import JobKind, JobProvider, JobState, ProbeJobSpec, ProfileJobSpec
+from srift.jobs.spec import JobProvider, ProbeJobSpec, ProfileJobSpec
 
 MAX_LOG_CHARS = 64_000
 

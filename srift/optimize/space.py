@@ -23,24 +23,16 @@ import difflib
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from enum import StrEnum
 
 from srift.domain import Config, Constraints, FleetMember, InstanceType, MarketChoice, ModelProfile, Offer
 from srift.domain.catalog import Market
+from srift.domain.planning import BatchPolicy as BatchPolicy
 from srift.domain.planning import Choice
 from srift.errors import InvalidInput
 
 Group = tuple[int, int, int]
 """(candidate index, count, per-VM batch)."""
 Groups = tuple[Group, ...]
-
-
-class BatchPolicy(StrEnum):
-    """Which per-VM batch sizes the search may use (see the module docstring)."""
-
-    POW2_SPLIT = "pow2_split"
-    POW2 = "pow2"
-    ANY = "any"
 
 
 def is_pow2(value: int) -> bool:

@@ -46,7 +46,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from srift.domain.profile import PROFILE_SCHEMA_VERSION, LayerGrad, ModelProfile
+from srift.domain.profile import PROFILE_SCHEMA_VERSION, LayerGrad, LayerProfile, ModelProfile
 from srift.errors import EnvironmentProblem, Infeasible, InvalidInput
 from srift.profiling import memory
 from srift.profiling.accelerator import MAX_NAME_CHARS, cpu_accelerator_name
@@ -228,13 +228,14 @@ class _Bench:
 
 
 class _Progress:
-    def __init__(self, fn: ProgressFn | None) -> None:
+    def __init__(self, fn: ProgressFn | None, stages: dict[str, tuple[float, float]] | None = None) -> None:
         self.fn = fn
+        self.stages = _STAGES if stages is None else stages
 
     def __call__(self, stage: str, fraction: float) -> None:
         if self.fn is None:
             return
-        lo, hi = _STAGES.get(stage, (1.0, 1.0))
+        lo, hi = self.stages.get(stage, (1.0, 1.0))
         self.fn(stage, lo + (hi - lo) * min(max(fraction, 0.0), 1.0))
 
 
@@ -358,6 +359,69 @@ def profile_model(
             "iteration_mean_s": ready.mean_iteration_s,
             "update": UPDATE_OPTIMIZER,
             "trainable_bytes": trainable_bytes(bench.model),
+            "profile_s": round(time.perf_counter() - started, 3),
+        },
+    )
+
+
+DEFAULT_LAYERS_BATCH = 2
+DEFAULT_LAYERS_ITERATIONS = 5
+_LAYER_STAGES = {"check": (0.0, 0.4), "readiness": (0.4, 1.0)}
+
+
+def profile_layers(
+    model_factory: Callable[[], nn.Module],
+    input_factory: Callable[[int], Any],
+    *,
+    loss_fn: Callable[[Any], torch.Tensor] | None = None,
+    device: str = "cpu",
+    threads: int | None = None,
+    batch: int = DEFAULT_LAYERS_BATCH,
+    iterations: int = DEFAULT_LAYERS_ITERATIONS,
+    model_name: str | None = None,
+    progress: ProgressFn | None = None,
+) -> LayerProfile:
+    """Gradient sizes and readiness order without the timing sweep (`srift profile --layers-only`).
+
+    Builds the model, checks a step at batch 1 and 2 (as `profile_model`), then runs `iterations` steps at
+    `batch` with the readiness hooks: each layer's gradient bytes, `ready_frac` (median over iterations) and
+    `exec_prob`. No largest-batch search and no compute curves, so a BERT-base-sized model takes seconds on a
+    CPU; the compute times come from elsewhere (`srift profile import`).
+    """
+    started = time.perf_counter()
+    _check_positive(batch=batch, iterations=iterations)
+    if threads is not None and threads < 1:
+        raise InvalidInput(f"{threads} is below 1", hint="pass --threads 1 or more", field="threads")
+    if model_name is not None and not (0 < len(model_name.strip()) <= MAX_NAME_CHARS):
+        raise InvalidInput(
+            f"must be 1–{MAX_NAME_CHARS} characters", hint="give a short model name", field="model_name"
+        )
+    dev = parse_device(device)
+    report = _Progress(progress, _LAYER_STAGES)
+    with _threads(threads) as used_threads:
+        report("check", 0.0)
+        bench = _build_bench(model_factory, input_factory, loss_fn, dev)
+        report("check", 1.0)
+        with _no_gc():
+            ready = _readiness(bench, batch=batch, iterations=iterations, report=report)
+    name = model_name.strip() if model_name else _default_model_name(model_factory, bench.model)
+    report("done", 1.0)
+    return LayerProfile(
+        model=name,
+        layers=ready.layers,
+        trainable_bytes=trainable_bytes(bench.model),
+        torch_version=str(torch.__version__),
+        device=str(dev),
+        created_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        extra={
+            "profiler": "srift.profiling (layers only)",
+            "model_factory": bench.model_desc,
+            "input_factory": bench.input_desc,
+            "loss": bench.loss_desc,
+            "threads": used_threads if dev.type == "cpu" or threads is not None else None,
+            "iterations": iterations,
+            "iteration_batch": ready.batch,
+            "iteration_mean_s": ready.mean_iteration_s,
             "profile_s": round(time.perf_counter() - started, 3),
         },
     )

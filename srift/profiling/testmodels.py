@@ -4,6 +4,9 @@ Every factory builds its model from a fixed seed, and every input factory takes 
 a fresh random batch; nothing is downloaded. Sizes keep a full profile well under two minutes on one CPU
 core: `cnn` is compute-bound convolutions on 3×32×32 images, `wide_mlp` carries ~34 MB of gradients
 (communication-heavy), `transformer` is a two-layer `nn.TransformerEncoder` over 32 tokens.
+`bert_base` has BERT-base's shapes (12 layers, hidden 768, 12 heads, 3072 feed-forward, 30522-word
+vocabulary, ≈110 M parameters, 128 tokens) for `srift profile --layers-only`; it is far too slow for a
+full CPU profile.
 """
 
 from __future__ import annotations
@@ -18,6 +21,13 @@ MLP_HIDDEN = 2048
 TRANSFORMER_VOCAB = 1000
 TRANSFORMER_SEQ = 32
 TRANSFORMER_DIM = 128
+BERT_VOCAB = 30522
+BERT_HIDDEN = 768
+BERT_LAYERS = 12
+BERT_HEADS = 12
+BERT_FFN = 3072
+BERT_POSITIONS = 512
+BERT_SEQ = 128
 
 _input_generator = torch.Generator().manual_seed(0)
 
@@ -66,6 +76,37 @@ class TinyTransformer(nn.Module):
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
         hidden = self.encoder(self.embed(tokens))
         out: torch.Tensor = self.classify(hidden.mean(dim=1))
+        return out
+
+
+class BertBaseLike(nn.Module):
+    """BERT-base's shapes in plain torch.nn (Devlin et al. 2019, Table: L=12, H=768, A=12; 30522 WordPiece
+    vocabulary): word, position and segment embeddings, a 12-layer post-norm GELU encoder, a tanh pooler and
+    a two-way classifier. Untrained weights from a fixed seed; dropout off so steps are deterministic."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.word = nn.Embedding(BERT_VOCAB, BERT_HIDDEN)
+        self.position = nn.Embedding(BERT_POSITIONS, BERT_HIDDEN)
+        self.segment = nn.Embedding(2, BERT_HIDDEN)
+        self.norm = nn.LayerNorm(BERT_HIDDEN)
+        layer = nn.TransformerEncoderLayer(
+            BERT_HIDDEN,
+            nhead=BERT_HEADS,
+            dim_feedforward=BERT_FFN,
+            dropout=0.0,
+            activation="gelu",
+            batch_first=True,
+        )
+        self.encoder = nn.TransformerEncoder(layer, num_layers=BERT_LAYERS, enable_nested_tensor=False)
+        self.pooler = nn.Linear(BERT_HIDDEN, BERT_HIDDEN)
+        self.classify = nn.Linear(BERT_HIDDEN, 2)
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        positions = torch.arange(tokens.shape[1], device=tokens.device)
+        hidden = self.word(tokens) + self.position(positions) + self.segment(torch.zeros_like(tokens))
+        hidden = self.encoder(self.norm(hidden))
+        out: torch.Tensor = self.classify(torch.tanh(self.pooler(hidden[:, 0])))
         return out
 
 
@@ -144,6 +185,16 @@ def transformer() -> nn.Module:
 
 def transformer_input(batch: int) -> torch.Tensor:
     return torch.randint(0, TRANSFORMER_VOCAB, (batch, TRANSFORMER_SEQ), generator=_input_generator)
+
+
+def bert_base() -> nn.Module:
+    """A BERT-base-sized encoder classifier (about 110 M parameters, ≈ 440 MB of fp32 gradients)."""
+    _seeded(7)
+    return BertBaseLike()
+
+
+def bert_base_input(batch: int) -> torch.Tensor:
+    return torch.randint(0, BERT_VOCAB, (batch, BERT_SEQ), generator=_input_generator)
 
 
 def sequential() -> nn.Module:

@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session
 
 from srift.db.tables import ProbeSample, TrainingJob, TrainingJobEvent
 from srift.domain import BusBandwidthModel, InstanceType, Interconnect
+from srift.domain.states import TrainingState
 from srift.errors import InvalidInput, NotFound
 from srift.settings import Settings
 
@@ -322,7 +323,7 @@ class TrainingRunSummary:
 
 
 def list_training_runs(
-    *, session: Session, state: str | None = None, limit: int = 100, offset: int = 0
+    *, session: Session, state: TrainingState | None = None, limit: int = 100, offset: int = 0
 ) -> tuple[list[TrainingRunSummary], int]:
     """Training runs, newest first, with how often each was interrupted and re-planned; and the total."""
     query = select(TrainingJob)

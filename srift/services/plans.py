@@ -2,28 +2,23 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy.orm import Session
 
-from srift.api.schemas.plans import PlanRequest
 from srift.db.tables import PlanRow
-from srift.domain import (
-    BaselineResult,
-    Breakdown,
-    Config,
-    Constraints,
-    ModelProfile,
-    Plan,
-    Prediction,
-)
+from srift.documents import to_document
+from srift.domain import BaselineResult, Config, Constraints, Plan
+from srift.domain.records import PlanRecord
+from srift.domain.requests import PlanQuery
 from srift.errors import InvalidInput, NotFound
 from srift.optimize.evaluate import Evaluator, SimEvaluator
 from srift.optimize.solver import SolveOptions, optimize
 from srift.optimize.space import Candidate, Problem, build_candidates
+from srift.services.profiles import resolve_profiles
+from srift.services.views import breakdown_document, choice_document, predicted_document
 from srift.settings import Settings
 
 
@@ -37,56 +32,11 @@ class PreparedProblem:
     profile_sources: tuple[str, ...]
 
 
-def resolve_profiles(*, session: Session, request: PlanRequest) -> tuple[list[ModelProfile], list[str]]:
-    """The request's compute profiles, in preference order, and a source name for each."""
-    from srift.profiling.store import find_profiles, get_profile
-
-    given = [x is not None for x in (request.profile_ids, request.profiles, request.model)]
-    if sum(given) != 1:
-        raise InvalidInput(
-            "give exactly one of profile_ids, profiles or model",
-            hint="name stored profiles by id, inline profile documents, or a model with stored profiles",
-            field="profile_ids",
-        )
-    if request.profile_ids is not None:
-        if not request.profile_ids:
-            raise InvalidInput("is empty", hint="list at least one stored profile id", field="profile_ids")
-        out: list[ModelProfile] = []
-        for k, pid in enumerate(request.profile_ids):
-            try:
-                out.append(get_profile(session=session, profile_id=pid))
-            except NotFound as exc:
-                raise InvalidInput(exc.detail, hint=exc.hint, field=f"profile_ids[{k}]") from exc
-        return out, [f"profile:{pid}" for pid in request.profile_ids]
-    if request.profiles is not None:
-        if not request.profiles:
-            raise InvalidInput("is empty", hint="inline at least one profile document", field="profiles")
-        inline: list[ModelProfile] = []
-        for k, doc in enumerate(request.profiles):
-            try:
-                inline.append(ModelProfile.from_dict(doc))
-            except InvalidInput as exc:
-                raise InvalidInput(
-                    exc.detail, hint=exc.hint, field=f"profiles[{k}].{exc.field or ''}".rstrip(".")
-                ) from exc
-        return inline, [f"profile:inline:{p.model}@{p.accelerator}" for p in inline]
-    assert request.model is not None
-    found = find_profiles(session=session, model=request.model)
-    if not found:
-        raise InvalidInput(
-            f"no stored profiles of model {request.model!r}",
-            hint="profile the model with `srift profile --upload`, or pass profile_ids or inline profiles",
-            field="model",
-        )
-    found.reverse()
-    return [p for _, p in found], [f"profile:{pid}" for pid, _ in found]
-
-
 def prepare(
     *,
     session: Session,
     settings: Settings,
-    request: PlanRequest,
+    query: PlanQuery,
     excluded: tuple[str, ...] = (),
     held: Mapping[str, int] | None = None,
 ) -> PreparedProblem:
@@ -99,50 +49,52 @@ def prepare(
     from srift.catalog.store import get_offers
 
     top = settings.max_solve_budget_s
-    if request.solve_budget_s > top:
+    if query.solve_budget_s > top:
         raise InvalidInput(
-            f"{request.solve_budget_s:g} s is above this service's maximum of {top:g} s",
+            f"{query.solve_budget_s:g} s is above this service's maximum of {top:g} s",
             hint=f"ask for at most {top:g} s (SRIFT_MAX_SOLVE_BUDGET_S sets the maximum)",
             field="solve_budget_s",
         )
-    profiles, sources = resolve_profiles(session=session, request=request)
-    region = request.region or settings.default_region
+    resolved = resolve_profiles(session=session, selection=query.selection)
+    profiles = [p for p, _ in resolved]
+    sources = [source for _, source in resolved]
+    region = query.region or settings.default_region
     offers = get_offers(
         session=session,
-        provider=request.provider,
+        provider=query.provider,
         region=region,
-        market=request.market,
-        snapshot=request.snapshot,
+        market=query.market,
+        snapshot=query.snapshot,
     )
     candidates, notes = build_candidates(
         offers=offers,
         profiles=profiles,
-        market=request.market,
-        availability=request.availability,
-        default_cap=request.max_count_per_type,
+        market=query.market,
+        availability=query.availability,
+        default_cap=query.max_count_per_type,
         excluded=(),
     )
     candidates = _apply_exclusions(candidates, excluded=excluded, held=held or {})
     if not candidates:
         covered = sorted({p.accelerator for p in profiles})
         raise InvalidInput(
-            f"no {request.market.value} offer in {request.provider}/{region} matches the profiles' "
+            f"no {query.market.value} offer in {query.provider}/{region} matches the profiles' "
             f"accelerators ({', '.join(covered)})",
             hint="profile the model on an offered accelerator, or change provider, region or market",
-            field="availability" if request.availability else "profile_ids",
+            field="availability" if query.availability else "profile_ids",
         )
     constraints = Constraints(
-        global_batch=request.global_batch,
-        iterations=request.iterations,
-        objective=request.objective,
-        time_limit_s=request.time_limit_s,
-        budget_usd=request.budget_usd,
+        global_batch=query.global_batch,
+        iterations=query.iterations,
+        objective=query.objective,
+        time_limit_s=query.time_limit_s,
+        budget_usd=query.budget_usd,
     )
     kept = held or {}
     skipped = [f"{name} left out (interrupted; none still running)" for name in excluded if name not in kept]
-    problem = Problem(candidates, constraints, request.batch_policy, notes=(*notes, *skipped))
-    evaluator = SimEvaluator(bandwidth=active_model(session=session, settings=settings), seed=request.seed)
-    options = SolveOptions(mode=request.mode, solve_budget_s=request.solve_budget_s, k=request.eager_k)
+    problem = Problem(candidates, constraints, query.batch_policy, notes=(*notes, *skipped))
+    evaluator = SimEvaluator(bandwidth=active_model(session=session, settings=settings), seed=query.seed)
+    options = SolveOptions(mode=query.mode, solve_budget_s=query.solve_budget_s, k=query.eager_k)
     return PreparedProblem(problem, evaluator, options, tuple(sources))
 
 
@@ -164,24 +116,25 @@ def create_plan(
     *,
     session: Session,
     settings: Settings,
-    request: PlanRequest,
+    query: PlanQuery,
     excluded: tuple[str, ...] = (),
     held: Mapping[str, int] | None = None,
-    request_doc: dict[str, Any] | None = None,
-) -> dict[str, Any]:
-    """Optimize `request`, store the plan, and return it as PlanOut's dict (PlanInfeasible when none fits)."""
-    prepared = prepare(session=session, settings=settings, request=request, excluded=excluded, held=held)
+    request_doc: Mapping[str, Any] | None = None,
+) -> PlanRecord:
+    """Optimize `query`, store the plan with `request_doc` (default: the query's document) and return it;
+    PlanInfeasible when no configuration meets the limits."""
+    prepared = prepare(session=session, settings=settings, query=query, excluded=excluded, held=held)
     plan = optimize(prepared.problem, prepared.evaluator, prepared.options)
     result = plan_result(plan, prepared.problem, profile_sources=prepared.profile_sources)
-    row = PlanRow(request=request_doc or request.model_dump(mode="json"), result=result)
+    row = PlanRow(request=dict(request_doc) if request_doc is not None else to_document(query), result=result)
     session.add(row)
     session.flush()
-    return plan_view(row)
+    return plan_record(row)
 
 
-def get_plan(*, session: Session, plan_id: int) -> dict[str, Any]:
-    """A stored plan as PlanOut's dict; NotFound when there is none."""
-    return plan_view(get_plan_row(session=session, plan_id=plan_id))
+def get_plan(*, session: Session, plan_id: int) -> PlanRecord:
+    """A stored plan; NotFound when there is none."""
+    return plan_record(get_plan_row(session=session, plan_id=plan_id))
 
 
 def get_plan_row(*, session: Session, plan_id: int) -> PlanRow:
@@ -191,37 +144,8 @@ def get_plan_row(*, session: Session, plan_id: int) -> PlanRow:
     return row
 
 
-def plan_view(row: PlanRow) -> dict[str, Any]:
-    return {**row.result, "id": row.id, "created_at": row.created_at, "request": row.request}
-
-
-def _num(value: float) -> float | None:
-    return value if math.isfinite(value) else None
-
-
-def _predicted(p: Prediction) -> dict[str, float]:
-    return {
-        "iteration_s": p.iteration_s,
-        "iteration_p10_s": p.iteration_p10_s,
-        "iteration_p50_s": p.iteration_p50_s,
-        "iteration_p90_s": p.iteration_p90_s,
-        "total_time_s": p.total_time_s,
-        "cost_usd": p.cost_usd,
-    }
-
-
-def _breakdown(b: Breakdown) -> dict[str, Any]:
-    return {
-        "forward_s": b.forward_s,
-        "backward_s": b.backward_s,
-        "compute_s": b.compute_s,
-        "straggler_wait_s": b.straggler_wait_s,
-        "exposed_intra_s": b.exposed_intra_s,
-        "exposed_network_s": b.exposed_network_s,
-        "communication_s": b.communication_s,
-        "granularity": _num(b.granularity),
-        "warnings": list(b.warnings),
-    }
+def plan_record(row: PlanRow) -> PlanRecord:
+    return PlanRecord(id=row.id, created_at=row.created_at, request=row.request, result=row.result)
 
 
 def _choices(config: Config, problem: Problem) -> list[dict[str, Any]]:
@@ -230,15 +154,14 @@ def _choices(config: Config, problem: Problem) -> list[dict[str, Any]]:
     for ch in config.choices:
         cand = by_key[(ch.instance_type, ch.market)]
         out.append(
-            {
-                "instance_type": ch.instance_type,
-                "market": ch.market.value,
-                "count": ch.count,
-                "batch": ch.batch,
-                "gpus": cand.devices,
-                "per_gpu_batch": ch.batch / cand.devices,
-                "price_usd_per_hr": cand.offer.price_usd_per_hr,
-            }
+            choice_document(
+                instance_type=ch.instance_type,
+                market=ch.market.value,
+                count=ch.count,
+                batch=ch.batch,
+                gpus=cand.devices,
+                price_usd_per_hr=cand.offer.price_usd_per_hr,
+            )
         )
     return out
 
@@ -250,8 +173,8 @@ def _baseline(b: BaselineResult | None, problem: Problem) -> dict[str, Any] | No
         "policy": b.policy,
         "label": b.config.label(),
         "choices": _choices(b.config, problem),
-        "predicted": _predicted(b.prediction),
-        "breakdown": _breakdown(b.prediction.breakdown),
+        "predicted": predicted_document(b.prediction),
+        "breakdown": breakdown_document(b.prediction.breakdown),
         "feasible": b.feasible,
     }
 
@@ -269,10 +192,10 @@ def plan_result(plan: Plan, problem: Problem, *, profile_sources: tuple[str, ...
         "batches": list(plan.config.batches),
         "global_batch": c.global_batch,
         "iterations": c.iterations,
-        "predicted": _predicted(plan.predicted),
+        "predicted": predicted_document(plan.predicted),
         "limits": {"time_limit_s": c.time_limit_s, "budget_usd": c.budget_usd},
         "headroom": {"time_s": plan.time_headroom_s, "budget_usd": plan.budget_headroom_usd},
-        "breakdown": _breakdown(plan.predicted.breakdown),
+        "breakdown": breakdown_document(plan.predicted.breakdown),
         "baselines": {name: _baseline(plan.baselines.get(name), problem) for name in ("cap", "tap")},
         "pareto": [
             {

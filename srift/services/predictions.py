@@ -8,25 +8,29 @@ that names the request field at fault and how to fix it.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy.orm import Session
 
-from srift.api.schemas.predictions import PredictionRequest
 from srift.domain import (
     BusBandwidthModel,
     Choice,
+    CommMode,
     Config,
     FleetMember,
     MarketChoice,
     ModelProfile,
     Offer,
+    Prediction,
 )
+from srift.domain.requests import PredictionQuery
 from srift.errors import InvalidInput, NotFound
+from srift.services.profiles import resolve_profiles
+from srift.services.views import breakdown_document, choice_document, predicted_document
 from srift.settings import Settings
-from srift.sim import CommMode, IterationEstimate, simulate, to_prediction
+from srift.sim import IterationEstimate, simulate, to_prediction
 
 MAX_PS_VMS = 64
 """Parameter-server mode simulates every VM's steps; larger fleets should use allreduce."""
@@ -38,63 +42,46 @@ MAX_PS_LAYER_WORK = 200_000
 """VMs × layers above this in parameter-server mode would likewise take too long."""
 
 
-def resolve_profiles(
-    *,
-    session: Session,
-    profile_ids: Sequence[int] | None,
-    profiles: Sequence[dict[str, Any]] | None,
-    model: str | None,
-) -> list[tuple[ModelProfile, str]]:
-    """The request's profiles (preference order: as given, newest stored first) with a source name each."""
-    from srift.profiling.store import find_profiles, get_profile
+@dataclass(frozen=True, slots=True)
+class FleetPrediction:
+    """One fleet's prediction: the fleet, the offers that price it, the simulator's answer and its sources."""
 
-    if sum(x is not None for x in (profile_ids, profiles, model)) != 1:
-        raise InvalidInput(
-            "give exactly one of profile_ids, profiles or model",
-            hint="name stored profiles by id, inline profile documents, or a model with stored profiles",
-            field="profile_ids",
-        )
-    out: list[tuple[ModelProfile, str]] = []
-    if profile_ids is not None:
-        if not profile_ids:
-            raise InvalidInput("is empty", hint="list at least one stored profile id", field="profile_ids")
-        for k, pid in enumerate(profile_ids):
-            try:
-                prof = get_profile(session=session, profile_id=pid)
-            except NotFound as exc:
-                raise InvalidInput(exc.detail, hint=exc.hint, field=f"profile_ids[{k}]") from exc
-            out.append((prof, f"profile:{pid} {prof.model}@{prof.accelerator}"))
-    elif profiles is not None:
-        if not profiles:
-            raise InvalidInput("is empty", hint="inline at least one profile document", field="profiles")
-        for k, doc in enumerate(profiles):
-            try:
-                prof = ModelProfile.from_dict(doc)
-            except InvalidInput as exc:
-                where = f"profiles[{k}].{exc.field}" if exc.field else f"profiles[{k}]"
-                raise InvalidInput(exc.detail, hint=exc.hint, field=where) from exc
-            out.append((prof, f"profile:inline {prof.model}@{prof.accelerator}"))
-    else:
-        assert model is not None
-        found = find_profiles(session=session, model=model)
-        if not found:
-            raise InvalidInput(
-                f"no stored profiles of model {model!r}",
-                hint="profile the model (`srift profile --upload`), or give profile_ids or inline profiles",
-                field="model",
-            )
-        out = [(p, f"profile:{pid} {p.model}@{p.accelerator}") for pid, p in reversed(found)]
-    models = sorted({p.model for p, _ in out})
-    if len(models) > 1:
-        raise InvalidInput(
-            f"the profiles are of different models ({', '.join(models)})",
-            hint="give the profiles of one model (one per accelerator)",
-            field="profiles" if profiles is not None else "profile_ids",
-        )
-    return out
+    config: Config
+    members: tuple[FleetMember, ...]
+    offers: tuple[Offer, ...]
+    iterations: int
+    comm: CommMode
+    usd_per_hr: float
+    prediction: Prediction
+    sources: tuple[str, ...]
+
+    def document(self) -> dict[str, Any]:
+        """PredictionOut's fields."""
+        return {
+            "label": self.config.label(),
+            "choices": [
+                choice_document(
+                    instance_type=m.instance.name,
+                    market=o.market.value,
+                    count=m.count,
+                    batch=m.batch,
+                    gpus=m.instance.devices,
+                    price_usd_per_hr=o.price_usd_per_hr,
+                )
+                for m, o in zip(self.members, self.offers, strict=True)
+            ],
+            "global_batch": self.config.global_batch,
+            "iterations": self.iterations,
+            "comm": self.comm.value,
+            "usd_per_hr": self.usd_per_hr,
+            "predicted": predicted_document(self.prediction),
+            "breakdown": breakdown_document(self.prediction.breakdown),
+            "sources": list(self.sources),
+            "warnings": list(self.prediction.breakdown.warnings),
+        }
 
 
-def _offers(*, session: Session, request: PredictionRequest, region: str) -> dict[tuple[str, str], Offer]:
+def _offers(*, session: Session, request: PredictionQuery, region: str) -> dict[tuple[str, str], Offer]:
     from srift.catalog.store import get_offers
 
     names = list(dict.fromkeys(c.instance_type for c in request.config.choices))
@@ -119,7 +106,7 @@ def _offers(*, session: Session, request: PredictionRequest, region: str) -> dic
 
 def build_fleet(
     *,
-    request: PredictionRequest,
+    request: PredictionQuery,
     profiles: Sequence[tuple[ModelProfile, str]],
     offers: dict[tuple[str, str], Offer],
 ) -> tuple[list[FleetMember], list[Offer], list[str]]:
@@ -182,39 +169,33 @@ def build_fleet(
     return members, used_offers, used_sources
 
 
-def _num(value: float) -> float | None:
-    return value if math.isfinite(value) else None
-
-
 def predict(
     *,
     session: Session,
     settings: Settings,
-    request: PredictionRequest,
+    query: PredictionQuery,
     bandwidth: BusBandwidthModel | None = None,
-) -> dict[str, Any]:
-    """Simulate the request's fleet and price it; returns PredictionOut's fields.
+) -> FleetPrediction:
+    """Simulate the query's fleet and price it.
 
     `bandwidth` overrides the active model (tests, what-if); by default the active learned model answers for
     the types it covers and the α-β prior for the rest.
     """
     from srift.bandwidth.registry import active_model
 
-    region = request.region or settings.default_region
-    profiles = resolve_profiles(
-        session=session, profile_ids=request.profile_ids, profiles=request.profiles, model=request.model
-    )
-    offers = _offers(session=session, request=request, region=region)
-    members, used_offers, profile_sources = build_fleet(request=request, profiles=profiles, offers=offers)
+    region = query.region or settings.default_region
+    profiles = resolve_profiles(session=session, selection=query.selection)
+    offers = _offers(session=session, request=query, region=region)
+    members, used_offers, profile_sources = build_fleet(request=query, profiles=profiles, offers=offers)
     layers = max(len(m.profile.layers) for m in members)
-    if request.mc_samples * layers > MAX_MC_LAYER_WORK:
+    if query.mc_samples * layers > MAX_MC_LAYER_WORK:
         raise InvalidInput(
-            f"{request.mc_samples} Monte Carlo samples of a {layers}-layer model are too many for a request",
+            f"{query.mc_samples} Monte Carlo samples of a {layers}-layer model are too many for a request",
             hint=f"use mc_samples ≤ {MAX_MC_LAYER_WORK // layers}",
             field="mc_samples",
         )
     vms = sum(m.count for m in members)
-    if request.comm is CommMode.PARAMETER_SERVER and vms * layers > MAX_PS_LAYER_WORK:
+    if query.comm is CommMode.PARAMETER_SERVER and vms * layers > MAX_PS_LAYER_WORK:
         raise InvalidInput(
             f"parameter-server mode for {vms} VMs and {layers} layers is too much work for one request",
             hint="use fewer VMs, or comm=allreduce",
@@ -224,14 +205,14 @@ def predict(
     estimate: IterationEstimate = simulate(
         members,
         bandwidth=model,
-        seed=request.seed,
-        straggler_iters=request.straggler_iters,
-        mc_samples=request.mc_samples,
-        comm=request.comm,
-        ps_servers=request.ps_servers,
+        seed=query.seed,
+        straggler_iters=query.straggler_iters,
+        mc_samples=query.mc_samples,
+        comm=query.comm,
+        ps_servers=query.ps_servers,
     )
     usd_per_hr = sum(m.count * o.price_usd_per_hr for m, o in zip(members, used_offers, strict=True))
-    prediction = to_prediction(estimate, iterations=request.iterations, usd_per_s=usd_per_hr / 3600.0)
+    prediction = to_prediction(estimate, iterations=query.iterations, usd_per_s=usd_per_hr / 3600.0)
     config = Config(
         tuple(
             Choice(instance_type=m.instance.name, market=o.market, count=m.count, batch=m.batch)
@@ -240,44 +221,13 @@ def predict(
     )
     price_sources = list(dict.fromkeys(f"price:{o.source} ({o.as_of.isoformat()})" for o in used_offers))
     model_sources = [s for s in estimate.sources if not s.startswith("profile:")]
-    b = prediction.breakdown
-    return {
-        "label": config.label(),
-        "choices": [
-            {
-                "instance_type": m.instance.name,
-                "market": o.market.value,
-                "count": m.count,
-                "batch": m.batch,
-                "gpus": m.instance.devices,
-                "per_gpu_batch": m.per_device_batch,
-                "price_usd_per_hr": o.price_usd_per_hr,
-            }
-            for m, o in zip(members, used_offers, strict=True)
-        ],
-        "global_batch": config.global_batch,
-        "iterations": request.iterations,
-        "comm": request.comm.value,
-        "usd_per_hr": usd_per_hr,
-        "predicted": {
-            "iteration_s": prediction.iteration_s,
-            "iteration_p10_s": prediction.iteration_p10_s,
-            "iteration_p50_s": prediction.iteration_p50_s,
-            "iteration_p90_s": prediction.iteration_p90_s,
-            "total_time_s": prediction.total_time_s,
-            "cost_usd": prediction.cost_usd,
-        },
-        "breakdown": {
-            "forward_s": b.forward_s,
-            "backward_s": b.backward_s,
-            "compute_s": b.compute_s,
-            "straggler_wait_s": b.straggler_wait_s,
-            "exposed_intra_s": b.exposed_intra_s,
-            "exposed_network_s": b.exposed_network_s,
-            "communication_s": b.communication_s,
-            "granularity": _num(b.granularity),
-            "warnings": list(b.warnings),
-        },
-        "sources": [*profile_sources, *model_sources, *price_sources],
-        "warnings": list(b.warnings),
-    }
+    return FleetPrediction(
+        config=config,
+        members=tuple(members),
+        offers=tuple(used_offers),
+        iterations=query.iterations,
+        comm=query.comm,
+        usd_per_hr=usd_per_hr,
+        prediction=prediction,
+        sources=(*profile_sources, *model_sources, *price_sources),
+    )

@@ -15,28 +15,38 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from srift.api.schemas.plans import InterruptionIn, PlanRequest, ProgressIn
 from srift.db.tables import PlanRow, TrainingJob, TrainingJobEvent
+from srift.documents import read_document, to_document
+from srift.domain.records import PlanRecord, TrainingRun, TrainingRunEvent, TrainingRunPlan
+from srift.domain.requests import InterruptionReport, PlanQuery, ProgressReport
+from srift.domain.states import TrainingState
 from srift.errors import Conflict, InvalidInput, NotFound
 from srift.optimize.solver import PlanInfeasible
 from srift.services.plans import create_plan, get_plan_row
 from srift.settings import Settings
 
 
-def start_job(*, session: Session, plan_id: int) -> TrainingJob:
+def start_job(*, session: Session, plan_id: int) -> TrainingRun:
     """Start tracking a run of stored plan `plan_id`."""
     try:
         get_plan_row(session=session, plan_id=plan_id)
     except NotFound as exc:
         raise InvalidInput(exc.detail, hint="start a job from an existing plan id", field="plan_id") from exc
-    job = TrainingJob(plan_id=plan_id, current_plan_id=plan_id, state="running", excluded_types=[])
+    job = TrainingJob(
+        plan_id=plan_id, current_plan_id=plan_id, state=TrainingState.RUNNING, excluded_types=[]
+    )
     session.add(job)
     session.flush()
     _event(session, job, "started", {"plan_id": plan_id})
-    return job
+    return training_run(session=session, job=job)
 
 
-def get_job(*, session: Session, job_id: int) -> TrainingJob:
+def get_run(*, session: Session, job_id: int) -> TrainingRun:
+    """A tracked run with its plans and every event; NotFound when there is none."""
+    return training_run(session=session, job=_get_job(session, job_id))
+
+
+def _get_job(session: Session, job_id: int) -> TrainingJob:
     job = session.get(TrainingJob, job_id)
     if job is None:
         raise NotFound(
@@ -81,13 +91,13 @@ def _update_progress(
     job.elapsed_s = elapsed_s
     job.spent_usd = spent_usd
     if iterations_done == total:
-        job.state = "completed"
+        job.state = TrainingState.COMPLETED
 
 
-def record_progress(*, session: Session, job_id: int, progress: ProgressIn) -> TrainingJob:
+def record_progress(*, session: Session, job_id: int, progress: ProgressReport) -> TrainingRun:
     """Record iterations done, elapsed time and money spent so far."""
-    job = get_job(session=session, job_id=job_id)
-    if job.state == "completed":
+    job = _get_job(session, job_id)
+    if job.state == TrainingState.COMPLETED:
         raise Conflict(f"job {job_id} has completed", hint="start a new job for a new run")
     _update_progress(
         session,
@@ -96,16 +106,16 @@ def record_progress(*, session: Session, job_id: int, progress: ProgressIn) -> T
         elapsed_s=progress.elapsed_s,
         spent_usd=progress.spent_usd,
     )
-    _event(session, job, "progress", progress.model_dump(mode="json"))
-    return job
+    _event(session, job, "progress", to_document(progress))
+    return training_run(session=session, job=job)
 
 
 def record_interruption(
-    *, session: Session, settings: Settings, job_id: int, interruption: InterruptionIn
-) -> tuple[TrainingJob, dict[str, Any]]:
-    """Record lost VMs and re-plan the rest of the run; returns the job and its new plan (PlanOut dict)."""
-    job = get_job(session=session, job_id=job_id)
-    if job.state == "completed":
+    *, session: Session, settings: Settings, job_id: int, interruption: InterruptionReport
+) -> tuple[TrainingRun, PlanRecord]:
+    """Record lost VMs and re-plan the rest of the run; returns the run and its new plan."""
+    job = _get_job(session, job_id)
+    if job.state == TrainingState.COMPLETED:
         raise Conflict(f"job {job_id} has completed", hint="start a new job for a new run")
     current = get_plan_row(session=session, plan_id=job.current_plan_id)
     held = {ch["instance_type"]: int(ch["count"]) for ch in current.result.get("choices", [])}
@@ -137,7 +147,7 @@ def record_interruption(
     original = _original(session, job)
     remaining = _remaining(original, job, interruption.launch_overhead_s)
     payload: dict[str, Any] = {
-        **interruption.model_dump(mode="json"),
+        **to_document(interruption),
         "iterations_done": job.iterations_done,
         "elapsed_s": job.elapsed_s,
         "spent_usd": job.spent_usd,
@@ -147,14 +157,14 @@ def record_interruption(
     try:
         plan = _replan(session, settings, original, remaining, job, excluded=excluded, held=held)
     except PlanInfeasible as exc:
-        job.state = "needs_input"
+        job.state = TrainingState.NEEDS_INPUT
         _event(session, job, "interruption", {**payload, "error": exc.to_dict()})
         session.commit()
         raise
-    job.current_plan_id = plan["id"]
-    job.state = "running"
-    _event(session, job, "interruption", {**payload, "plan_id": plan["id"]})
-    return job, plan
+    job.current_plan_id = plan.id
+    job.state = TrainingState.RUNNING
+    _event(session, job, "interruption", {**payload, "plan_id": plan.id})
+    return training_run(session=session, job=job), plan
 
 
 def _remaining(original: dict[str, Any], job: TrainingJob, overhead_s: float) -> dict[str, Any]:
@@ -177,7 +187,7 @@ def _replan(
     *,
     excluded: tuple[str, ...],
     held: dict[str, int],
-) -> dict[str, Any]:
+) -> PlanRecord:
     iters = remaining["iterations"]
     if iters <= 0:
         raise InvalidInput(
@@ -202,12 +212,11 @@ def _replan(
         )
     base = {k: v for k, v in original.items() if k != "replan_of"}
     doc = {**base, "iterations": iters, "time_limit_s": limit, "budget_usd": budget}
-    request = PlanRequest.model_validate(doc)
     try:
         return create_plan(
             session=session,
             settings=settings,
-            request=request,
+            query=read_document(PlanQuery, doc),
             excluded=excluded,
             held=held,
             request_doc={**doc, "replan_of": {"job_id": job.id, "plan_id": job.current_plan_id}},
@@ -224,8 +233,8 @@ def _replan(
         ) from exc
 
 
-def job_view(*, session: Session, job: TrainingJob) -> dict[str, Any]:
-    """The job with its history of plans and events (JobOut's dict)."""
+def training_run(*, session: Session, job: TrainingJob) -> TrainingRun:
+    """The run with its history of plans and events."""
     events = session.scalars(
         select(TrainingJobEvent).where(TrainingJobEvent.job_id == job.id).order_by(TrainingJobEvent.id)
     ).all()
@@ -238,30 +247,30 @@ def job_view(*, session: Session, job: TrainingJob) -> dict[str, Any]:
         if row is None:
             continue
         plans.append(
-            {
-                "id": row.id,
-                "label": row.result["label"],
-                "iterations": row.result["iterations"],
-                "total_time_s": row.result["predicted"]["total_time_s"],
-                "cost_usd": row.result["predicted"]["cost_usd"],
-            }
+            TrainingRunPlan(
+                id=row.id,
+                label=row.result["label"],
+                iterations=row.result["iterations"],
+                total_time_s=row.result["predicted"]["total_time_s"],
+                cost_usd=row.result["predicted"]["cost_usd"],
+            )
         )
     original = _original(session, job)
-    return {
-        "id": job.id,
-        "plan_id": job.plan_id,
-        "current_plan_id": job.current_plan_id,
-        "state": job.state,
-        "created_at": job.created_at,
-        "iterations_total": int(original["iterations"]),
-        "iterations_done": job.iterations_done,
-        "elapsed_s": job.elapsed_s,
-        "spent_usd": job.spent_usd,
-        "time_limit_s": original.get("time_limit_s"),
-        "budget_usd": original.get("budget_usd"),
-        "excluded_types": list(job.excluded_types),
-        "plans": plans,
-        "events": [
-            {"id": e.id, "kind": e.kind, "created_at": e.created_at, "payload": e.payload} for e in events
-        ],
-    }
+    return TrainingRun(
+        id=job.id,
+        plan_id=job.plan_id,
+        current_plan_id=job.current_plan_id,
+        state=TrainingState(job.state),
+        created_at=job.created_at,
+        iterations_total=int(original["iterations"]),
+        iterations_done=job.iterations_done,
+        elapsed_s=job.elapsed_s,
+        spent_usd=job.spent_usd,
+        time_limit_s=original.get("time_limit_s"),
+        budget_usd=original.get("budget_usd"),
+        excluded_types=tuple(job.excluded_types),
+        plans=tuple(plans),
+        events=tuple(
+            TrainingRunEvent(id=e.id, kind=e.kind, created_at=e.created_at, payload=e.payload) for e in events
+        ),
+    )

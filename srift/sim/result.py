@@ -3,17 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import StrEnum
 
 from srift.domain import Breakdown, Prediction
+from srift.domain.planning import CommMode as CommMode
 from srift.errors import InvalidInput
-
-
-class CommMode(StrEnum):
-    """How gradients are exchanged: ring allreduce (Srift) or parameter servers (Li et al.)."""
-
-    ALLREDUCE = "allreduce"
-    PARAMETER_SERVER = "parameter_server"
 
 
 @dataclass(frozen=True, slots=True)

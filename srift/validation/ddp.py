@@ -53,6 +53,7 @@ class TimingJob:
     batches: tuple[int, ...]
     repeats: int
     warmup: int
+    loss: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,9 +173,14 @@ class AgentPool:
         iters: int,
         warmup: int,
         timeout_s: float,
-        bucket_cap_mb: float = 25.0,
+        bucket_cap_mb: float | None = None,
+        loss: str | None = None,
+        trace: Path | None = None,
     ) -> DdpResult:
-        """Train on `hosts` (rank order) with per-rank `batches`; kills and raises on failure or timeout."""
+        """Train on `hosts` (rank order) with per-rank `batches`; kills and raises on failure or timeout.
+
+        `loss` (MODULE:FUNCTION) is the loss the ranks backpropagate (ddp_train.py's own by default);
+        `trace` makes every rank write its timeline to `<trace>.rank<r>.json` (diagnostics)."""
         if len(hosts) != len(batches) or not hosts:
             raise ValueError("one batch per host, at least one host")
         self.ensure(hosts)
@@ -188,8 +194,14 @@ class AgentPool:
             "--model", model, "--input", input_factory,
             "--batches", ",".join(str(b) for b in batches),
             "--iters", str(iters), "--warmup", str(warmup), "--threads", "1",
-            "--bucket-cap-mb", f"{bucket_cap_mb:g}", "--out", str(out),
+            "--out", str(out),
         ]  # fmt: skip
+        if bucket_cap_mb is not None:
+            argv += ["--bucket-cap-mb", f"{bucket_cap_mb:g}"]
+        if loss is not None:
+            argv += ["--loss", loss]
+        if trace is not None:
+            argv += ["--trace", str(trace)]
         world = len(hosts)
         requests = []
         for rank, host in enumerate(hosts):
@@ -238,6 +250,8 @@ class AgentPool:
                 "--repeats", str(job.repeats), "--warmup", str(job.warmup), "--threads", "1",
                 "--out", name,
             ]  # fmt: skip
+            if job.loss:
+                argv += ["--loss", job.loss]
             self._cases += 1
             requests.append((job.host, {"id": self._cases, "entry": "timing", "argv": argv, "env": {}}))
         try:

@@ -19,23 +19,97 @@ from srift.testbed import TestbedSpec
 TESTMODELS = "srift.profiling.testmodels"
 
 
+DEFAULT_LOSS = "srift.profiling.profiler:default_loss"
+"""The loss the profiler backpropagates when none is given; the DDP runs use the same one."""
+
+
 @dataclass(frozen=True, slots=True)
 class ModelSpec:
-    """A model of the matrix: its factory and input factory (MODULE:CALLABLE)."""
+    """A model of the matrix: its factory, input factory and loss (MODULE:CALLABLE or FILE.py:CALLABLE).
+
+    `name` is how the report names it: a shipped model's short name, or the factory as the user wrote it.
+    """
 
     name: str
     factory: str
     input_factory: str
+    loss: str | None = None
 
     @property
-    def module(self) -> str:
-        return self.factory.partition(":")[0]
+    def module(self) -> str | None:
+        """The factory's importable module (None for a FILE.py:CALLABLE factory)."""
+        module = self.factory.partition(":")[0]
+        return None if module.endswith(".py") or "/" in module else module
+
+    @property
+    def run_loss(self) -> str:
+        """The loss the profile and the DDP runs use: the user's, or the profiler's default."""
+        return self.loss or DEFAULT_LOSS
 
 
 MODELS: dict[str, ModelSpec] = {
     name: ModelSpec(name, f"{TESTMODELS}:{name}", f"{TESTMODELS}:{name}_input")
     for name in ("cnn", "wide_mlp", "transformer")
 }
+
+
+def user_models(
+    factories: Sequence[str], inputs: Sequence[str], losses: Sequence[str] = ()
+) -> tuple[ModelSpec, ...]:
+    """The user's models from repeated --model/--input/--loss options, paired by position.
+
+    Every --model needs its --input; --loss is given not at all, once (for every model) or once per model.
+    A FILE.py:CALLABLE is made absolute, since the testbed's hosts run elsewhere. Each model is named by the
+    factory as given.
+    """
+    if len(inputs) != len(factories):
+        raise InvalidInput(
+            f"{len(factories)} --model and {len(inputs)} --input options",
+            hint="give one --input MODULE:FACTORY (a callable of the batch size) after each --model",
+            field="input",
+        )
+    if len(losses) not in (0, 1, len(factories)):
+        raise InvalidInput(
+            f"{len(losses)} --loss options for {len(factories)} --model options",
+            hint="give --loss once (it applies to every --model) or once per --model",
+            field="loss",
+        )
+    out = []
+    for i, (factory, input_factory) in enumerate(zip(factories, inputs, strict=True)):
+        loss = losses[0] if len(losses) == 1 else losses[i] if losses else None
+        for what, text in (("model", factory), ("input", input_factory), ("loss", loss)):
+            if text is not None and (":" not in text or not all(text.partition(":")[::2])):
+                raise InvalidInput(
+                    f"{text!r} is not MODULE:CALLABLE",
+                    hint="write e.g. mypkg.models:build or train.py:build",
+                    field=f"{what}[{i}]",
+                )
+        out.append(
+            ModelSpec(
+                factory,
+                _absolute(factory),
+                _absolute(input_factory),
+                _absolute(loss) if loss is not None else None,
+            )
+        )
+    names = [m.name for m in out]
+    clash = sorted({n for n in names if names.count(n) > 1} | (set(names) & set(MODELS)))
+    if clash:
+        raise InvalidInput(
+            f"model {clash[0]!r} is given twice",
+            hint="give each --model once",
+            field="model",
+        )
+    return tuple(out)
+
+
+def _absolute(spec: str) -> str:
+    import os
+
+    module, _, attr = spec.partition(":")
+    if module.endswith(".py") or os.sep in module:
+        return f"{os.path.abspath(os.path.expanduser(module))}:{attr}"
+    return spec
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,6 +226,7 @@ def build_matrix(
     spec: TestbedSpec,
     *,
     models: Sequence[str],
+    known: Sequence[str] = tuple(MODELS),
     full: bool,
     max_cores: float,
     max_hosts: int = 4,
@@ -161,9 +236,11 @@ def build_matrix(
 ) -> list[Case]:
     """The cases of the quick or full matrix (see the module docstring)."""
     for name in models:
-        if name not in MODELS:
+        if name not in known:
             raise InvalidInput(
-                f"unknown model {name!r}", hint=f"use some of: {', '.join(MODELS)}", field="models"
+                f"unknown model {name!r}",
+                hint=f"use some of: {', '.join(MODELS)}, or give your own with --model/--input",
+                field="models",
             )
     order = {name: i for i, name in enumerate(types_by_cpu(spec))}
     fleets: list[Fleet] = []

@@ -19,13 +19,15 @@ import statistics
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from srift.domain import Objective, Plan
+from srift.domain import BatchPolicy, MarketChoice, Objective, Plan, SearchMode
+from srift.domain.requests import PlanQuery
+from srift.validation.context import DDP_BUCKET_CAP_MB, Context, types_in_scope
 from srift.validation.matrix import Fleet, Group
+from srift.validation.steps import finish_case, predict_fleet
 
 if TYPE_CHECKING:
     from srift.optimize.space import Groups, Problem
     from srift.validation.ddp import AgentPool
-    from srift.validation.pipeline import Context
 
 GLOBAL_BATCH = 64
 CAP_PER_TYPE = 2
@@ -53,32 +55,26 @@ def fleet_of(problem: Problem, groups: Groups) -> Fleet:
     return Fleet(tuple(Group(problem.candidates[i].name, n, b) for i, n, b in groups))
 
 
-def _request(ctx: Context, model: str, objective: Objective, time_limit_s: float | None) -> Any:
-    from srift.api.schemas.plans import PlanRequest
-
-    types = [t for t in _plan_types(ctx)]
-    return PlanRequest.model_validate(
-        {
-            "profile_ids": [ctx.profile_ids[(model, t)] for t in types],
-            "global_batch": GLOBAL_BATCH,
-            "iterations": ITERATIONS,
-            "objective": objective.value,
-            "time_limit_s": time_limit_s,
-            "provider": "testbed",
-            "region": "local",
-            "market": "any",
-            "availability": {t: CAP_PER_TYPE for t in types},
-            "mode": "exhaustive",
-            "solve_budget_s": 10.0,
-            "batch_policy": ctx.effort.plan_batch_policy,
-        }
+def _request(ctx: Context, model: str, objective: Objective, time_limit_s: float | None) -> PlanQuery:
+    types = _plan_types(ctx)
+    return PlanQuery(
+        profile_ids=tuple(ctx.profile_ids[(model, t)] for t in types),
+        global_batch=GLOBAL_BATCH,
+        iterations=ITERATIONS,
+        objective=objective,
+        time_limit_s=time_limit_s,
+        provider="testbed",
+        region="local",
+        market=MarketChoice.ANY,
+        availability={t: CAP_PER_TYPE for t in types},
+        mode=SearchMode.EXHAUSTIVE,
+        solve_budget_s=10.0,
+        batch_policy=BatchPolicy(ctx.effort.plan_batch_policy),
     )
 
 
 def _plan_types(ctx: Context) -> list[str]:
-    from srift.validation.pipeline import _types
-
-    return _types(ctx)
+    return types_in_scope(ctx)
 
 
 def _solve(
@@ -89,11 +85,10 @@ def _solve(
     from srift.optimize.evaluate import SimEvaluator
     from srift.optimize.solver import optimize
     from srift.services.plans import prepare
-    from srift.validation.pipeline import DDP_BUCKET_CAP_MB
 
     with transaction(ctx.url) as session:
         prepared = prepare(
-            session=session, settings=ctx.settings, request=_request(ctx, model, objective, time_limit_s)
+            session=session, settings=ctx.settings, query=_request(ctx, model, objective, time_limit_s)
         )
     assert isinstance(prepared.evaluator, SimEvaluator)
     evaluator = SimEvaluator(
@@ -105,9 +100,8 @@ def _solve(
 def run_plan_quality(ctx: Context, pool: AgentPool, *, runner: Runner) -> dict[str, Any]:
     """Solve, run every configuration for real, and rank the optimizer's and the baselines' choices."""
     from srift.optimize.baselines import Policy, baseline_groups
-    from srift.validation.pipeline import finish_case, predict_fleet
 
-    model = ctx.options.plan_model
+    model = ctx.options.resolved_plan_model()
     types = _plan_types(ctx)
     cores = sum(CAP_PER_TYPE * ctx.spec.type_named(t).cpu_cores for t in types)
     if cores > ctx.options.resolved_max_cores() + 1e-9:

@@ -22,6 +22,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--batches", required=True, help="comma-separated batches (the profile's breakpoints)"
     )
+    parser.add_argument("--loss", default=None, help="MODULE:FUNCTION of the output (the profile's loss)")
     parser.add_argument("--repeats", type=int, default=3, help="timed rounds over the batches")
     parser.add_argument("--warmup", type=int, default=1, help="untimed rounds first")
     parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
@@ -35,6 +36,7 @@ def main(argv: list[str] | None = None) -> int:
         resolve_callable(args.model, what="model factory", field="model"),
         resolve_callable(args.input, what="input factory", field="input"),
         [int(b) for b in args.batches.split(",")],
+        loss_fn=resolve_callable(args.loss, what="loss", field="loss") if args.loss else None,
         threads=args.threads,
         repeats=args.repeats,
         warmup=args.warmup,

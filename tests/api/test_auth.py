@@ -14,19 +14,10 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from srift.api.app import create_app
-from srift.api.auth import (
-    RequireAdmin,
-    RequireJobOrWrite,
-    RequireRead,
-    RequireWrite,
-    Scope,
-    create_token,
-    issue_job_token,
-    require_job_token,
-    revoke_token,
-)
+from srift.api.auth import RequireAdmin, RequireJobOrWrite, RequireRead, RequireWrite, require_job_token
 from srift.db.session import session_factory
 from srift.db.tables import ApiToken, Job
+from srift.db.tokens import Scope, create_token, issue_job_token, revoke_token
 from srift.errors import Forbidden, NotFound, Unauthorized
 from srift.settings import Settings
 

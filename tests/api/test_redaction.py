@@ -14,8 +14,8 @@ from fastapi.testclient import TestClient
 from uvicorn.logging import AccessFormatter
 
 from srift.api.app import create_app
-from srift.api.auth import Scope, create_token
 from srift.db.session import session_factory
+from srift.db.tokens import Scope, create_token
 from srift.redaction import RedactingFilter, install_log_redaction, redact
 from srift.settings import Settings
 

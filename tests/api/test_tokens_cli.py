@@ -9,9 +9,9 @@ from collections.abc import Iterator
 import pytest
 from typer.testing import CliRunner
 
-from srift.api.auth import find_token
 from srift.cli import build_app
 from srift.db.session import session_factory
+from srift.db.tokens import find_token
 from srift.settings import get_settings
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from srift.bandwidth.samples import ProbeRecord, parse_jsonl
+from srift.bandwidth.records import ProbeRecord, parse_jsonl
 from srift.settings import get_settings
 
 REPO = Path(__file__).resolve().parents[2]

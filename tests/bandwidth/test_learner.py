@@ -11,7 +11,7 @@ from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 
 from srift.bandwidth.learner import MIN_BUSBW_GBPS, BusBandwidthRegressor
-from srift.bandwidth.samples import ProbeRecord
+from srift.bandwidth.records import ProbeRecord
 from srift.bandwidth.tuning import mape, noise_floor, stratified_split, tune_and_fit
 from srift.errors import InvalidInput
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from srift.bandwidth.local_probe import LocalProbe, free_port, probe_script_path, run_local_probe
-from srift.bandwidth.samples import busbw_gbps, parse_jsonl
+from srift.bandwidth.records import busbw_gbps, parse_jsonl
 from srift.errors import InvalidInput
 
 SCRIPT = probe_script_path()

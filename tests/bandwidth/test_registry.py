@@ -13,7 +13,8 @@ from sqlalchemy.orm import Session
 from srift.bandwidth import registry
 from srift.bandwidth.learner import BusBandwidthRegressor
 from srift.bandwidth.prior import SOURCE as PRIOR
-from srift.bandwidth.samples import ProbeRecord, count_samples, records_to_jsonl, store_samples
+from srift.bandwidth.records import ProbeRecord, records_to_jsonl
+from srift.bandwidth.samples import count_samples, store_samples
 from srift.db.session import session_factory
 from srift.domain import InstanceType, Interconnect
 from srift.settings import Settings

@@ -9,7 +9,8 @@ import pytest
 from sqlalchemy.orm import Session
 
 from srift.bandwidth.imports import ImportFormat, import_text
-from srift.bandwidth.samples import ProbeRecord, count_samples, load_samples, parse_jsonl, store_samples
+from srift.bandwidth.records import ProbeRecord, parse_jsonl
+from srift.bandwidth.samples import count_samples, load_samples, store_samples
 from srift.errors import InvalidInput, NotFound
 
 

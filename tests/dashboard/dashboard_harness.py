@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from srift.bandwidth.samples import ProbeRecord, algbw_gbps, busbw_gbps
+from srift.bandwidth.records import ProbeRecord, algbw_gbps, busbw_gbps
 from srift.settings import REPO_ROOT, Settings
 
 ARTIFACTS = REPO_ROOT / "test-artifacts" / "dashboard"

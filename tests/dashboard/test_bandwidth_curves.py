@@ -7,7 +7,8 @@ import math
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session
 
-from srift.bandwidth.samples import ProbeRecord, busbw_gbps, store_samples
+from srift.bandwidth.records import ProbeRecord, busbw_gbps
+from srift.bandwidth.samples import store_samples
 from srift.catalog.shipped import load_shipped_catalog
 from srift.services.dashboard import BUFFER_GRID
 from srift.settings import Settings

@@ -10,8 +10,8 @@ import pytest
 from dashboard_harness import SAMPLE_BUFFERS, SAMPLE_TYPE, SAMPLE_WORLD_SIZES, Browsed, profile_document
 
 from srift.db.session import transaction
+from srift.domain.states import JobState
 from srift.jobs import store as job_store
-from srift.jobs.spec import JobState
 
 pytestmark = pytest.mark.browser
 
@@ -245,7 +245,7 @@ def test_bad_plan_entries_show_the_api_message_next_to_their_field_and_a_missing
     page.set_input_files("#plan-profile-file", files=[_json_file("good.json", good)])
     assert page.is_disabled("#plan-model")
     plan = _submit_plan(browsed)
-    assert any(s.startswith("profile:inline:uploaded@T4") for s in plan["sources"])
+    assert any(s.startswith("profile:inline uploaded@T4") for s in plan["sources"])
     page.click("#plan-profile-clear")
     assert page.is_enabled("#plan-model") and page.is_hidden("#plan-profile-clear")
     assert page.locator(".field-error:visible, .form-error:visible").count() == 0

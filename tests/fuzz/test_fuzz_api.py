@@ -20,11 +20,11 @@ from schemathesis.specs.openapi.checks import positive_data_acceptance
 from sqlalchemy import text
 
 from srift.api.app import create_app
-from srift.api.auth import Scope, create_token
 from srift.api.limits import ERROR_RESPONSES
 from srift.bootstrap import bootstrap
 from srift.db.session import get_engine, session_factory
 from srift.db.tables import Base
+from srift.db.tokens import Scope, create_token
 from srift.settings import Settings
 
 MAX_EXAMPLES = 25

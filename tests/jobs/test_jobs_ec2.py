@@ -9,6 +9,7 @@ import re
 import threading
 import time
 from collections.abc import Iterator
+from datetime import timedelta
 from typing import Any
 
 import boto3
@@ -20,10 +21,11 @@ from moto import mock_aws
 from srift.api.app import create_app
 from srift.catalog.shipped import load_shipped_catalog
 from srift.db.session import session_factory, transaction
-from srift.db.tables import Job, ProbeSample
+from srift.db.tables import Job, ProbeSample, utcnow
 from srift.jobs import service
 from srift.jobs.ec2 import TAG_JOB
 from srift.jobs.runners import probe_script
+from srift.jobs.spec import JobProvider
 from srift.jobs.worker import Outcome, Worker, WorkerConfig
 from srift.settings import Settings
 
@@ -276,3 +278,57 @@ def test_throttling_is_retried_and_the_launch_goes_on(
     assert flaky.calls == 4
     assert len(_instances(job_id)) == 3 and _all_terminated(job_id)
     assert "ec2: RequestLimitExceeded; retrying" in _job(ec2_settings, job_id).log
+
+
+class _TakenAfterResults:
+    """The real EC2 backend; when it has the results, recovery by another worker (its clock a minute on)
+    takes the job, as if this worker's heartbeat had lapsed meanwhile."""
+
+    def __init__(self, inner: Any, settings: Settings) -> None:
+        self.inner = inner
+        self.provider = inner.provider
+        self.settings = settings
+
+    def run_probe(self, run: Any, spec: Any, facts: Any) -> Any:
+        output = self.inner.run_probe(run, spec, facts)
+        later = Worker(
+            self.settings, WorkerConfig(stale_after_s=30.0), now=lambda: utcnow() + timedelta(minutes=1)
+        )
+        assert [r.job_id for r in later.recover()] == [run.job_id]
+        return output
+
+    def run_profiles(self, run: Any, spec: Any, facts: Any) -> Any:
+        raise AssertionError("probe jobs only")
+
+    def cleanup(self, **kwargs: Any) -> None:
+        self.inner.cleanup(**kwargs)
+
+
+@pytest.mark.usefixtures("aws")
+def test_a_worker_that_lost_its_ec2_job_never_reports_it_succeeded(
+    ec2_settings: Settings, ec2_options: dict[str, Any]
+) -> None:
+    job_id = _submit(ec2_settings, ec2_options)
+    worker = _worker(ec2_settings)
+    worker.backends = {
+        **worker.backends,
+        JobProvider.EC2: _TakenAfterResults(worker.backends[JobProvider.EC2], ec2_settings),
+    }
+    run = _Run(worker)
+    instances = _wait_for(job_id, 3)
+    master = next(i for i in instances if any(t["Value"] == "master" for t in i["Tags"]))
+    token = re.search(r"echo (srift_job_\S+) > /opt/srift/token", _user_data(master["InstanceId"]))
+    assert token is not None
+    with TestClient(create_app(ec2_settings)) as api:
+        posted = api.post(
+            "/v1/probe-results",
+            json={"job_id": job_id, "samples": [_sample(r, w) for r in range(2) for w in (2, 3)]},
+            headers={"Authorization": f"Bearer {token.group(1)}"},
+        )
+    assert posted.status_code == 200, posted.text
+    outcome = run.join()
+    assert outcome.state == "failed" and "taken from this worker" in (outcome.error or "")
+    job = _job(ec2_settings, job_id)
+    assert job.state == "succeeded", "recovery, not the lost worker, marked it: the results were posted"
+    assert "stopped heartbeating" in job.log and "results received and instances terminated" not in job.log
+    assert _all_terminated(job_id)

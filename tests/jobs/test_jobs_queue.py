@@ -9,8 +9,9 @@ from sqlalchemy import update
 
 from srift.db.session import session_factory, transaction
 from srift.db.tables import Job, utcnow
+from srift.domain.states import JobState
 from srift.jobs import store
-from srift.jobs.spec import JobProvider, JobState, parse_probe_job
+from srift.jobs.spec import JobProvider, parse_probe_job
 
 
 def _queue(url: str, n: int) -> list[int]:

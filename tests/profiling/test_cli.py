@@ -162,3 +162,122 @@ def test_upload_posts_to_a_running_server(
 
     stored = httpx.get(f"{live_server}/v1/profiles/{answer['id']}").json()
     assert stored["model"] == "seq-net" and stored == {"id": answer["id"], **json.loads(out_file.read_text())}
+
+
+def test_layers_only_then_import_builds_a_profile_without_a_timing_sweep(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    layers_file = tmp_path / "seq.layers.json"
+    code, out, _ = _run(
+        [
+            "profile",
+            f"{TM}:sequential",
+            "--input",
+            f"{TM}:sequential_input",
+            "--layers-only",
+            "--threads",
+            "1",
+            "--out",
+            str(layers_file),
+        ],
+        capsys,
+    )
+    assert code == 0 and "6 trainable" in out and "srift profile import" in " ".join(out.split())
+    doc = json.loads(layers_file.read_text())
+    assert doc["kind"] == "layers" and doc["extra"]["iterations"] == 5
+    assert [x["grad_bytes"] for x in doc["layers"]] == [(256 * 256 + 256) * 4] * 6
+    assert [x["name"] for x in doc["layers"]] == [str(i) for i in (10, 8, 6, 4, 2, 0)]
+    assert "measured" not in doc["extra"] and "max_batch" not in doc
+
+    table = tmp_path / "v100.csv"
+    table.write_text("batch,step_ms\n8,30\n32,90\n32,95\n64,170\n")
+    out_file = tmp_path / "seq-v100.json"
+    code, out, _ = _run(
+        [
+            "profile",
+            "import",
+            str(table),
+            "--layers",
+            str(layers_file),
+            "--accelerator",
+            "V100",
+            "--out",
+            str(out_file),
+        ],
+        capsys,
+    )
+    assert code == 0 and "assumptions" in out and "Kaplan" in out
+    profile = ModelProfile.from_dict(json.loads(out_file.read_text()))
+    assert profile.accelerator == "V100" and profile.max_batch == 64 and profile.model == "sequential"
+    assert profile.compute_s(32) == pytest.approx(0.0925)
+    assert profile.straggler_cv == pytest.approx(0.052)
+    assert [x.grad_bytes for x in profile.layers] == [x["grad_bytes"] for x in doc["layers"]]
+
+    code, _, err = _run(
+        [
+            "profile",
+            "import",
+            str(table),
+            "--layers",
+            str(out_file),
+            "--accelerator",
+            "V100",
+            "--out",
+            str(tmp_path / "again.json"),
+            "--json",
+        ],
+        capsys,
+    )
+    assert code == 0, err
+
+
+def test_profile_cli_forms_and_refusals(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(["profile", "--help"], capsys)
+    assert code == 0 and "import" in out and "measure" in out
+    code, out, _ = _run(["profile", "import", "--help"], capsys)
+    assert code == 0 and "samples_per_s" in out
+    out_file = tmp_path / "seq.json"
+    code, _, _ = _run(
+        [
+            "profile",
+            "measure",
+            f"{TM}:sequential",
+            "--input",
+            f"{TM}:sequential_input",
+            "--out",
+            str(out_file),
+            *QUICK,
+        ],
+        capsys,
+    )
+    assert code == 0 and ModelProfile.from_dict(json.loads(out_file.read_text())).max_batch == 4
+    code, _, err = _run(
+        [
+            "profile",
+            f"{TM}:sequential",
+            "--input",
+            f"{TM}:sequential_input",
+            "--layers-only",
+            "--out",
+            str(tmp_path / "l.json"),
+            "--upload",
+            "http://127.0.0.1:9",
+        ],
+        capsys,
+    )
+    assert code == 2 and "cannot be uploaded" in " ".join(err.split())
+    code, _, err = _run(
+        [
+            "profile",
+            "import",
+            str(tmp_path / "nope.csv"),
+            "--layers",
+            str(out_file),
+            "--accelerator",
+            "T4",
+            "--out",
+            str(tmp_path / "x.json"),
+        ],
+        capsys,
+    )
+    assert code == 2 and "does not exist" in err and not (tmp_path / "x.json").exists()

@@ -18,9 +18,9 @@ from fastapi.testclient import TestClient
 from sqlalchemy import select
 
 from srift.api.app import create_app
-from srift.api.auth import Scope, create_token
 from srift.db.session import session_factory
 from srift.db.tables import ProbeSample
+from srift.db.tokens import Scope, create_token
 from srift.jobs.worker import Outcome
 from srift.settings import Settings
 

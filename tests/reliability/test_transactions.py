@@ -18,10 +18,10 @@ from fastapi.testclient import TestClient
 from sqlalchemy import func, select, text
 
 from srift.api.app import create_app
-from srift.api.auth import Scope, create_token
 from srift.api.deps import SessionDep
 from srift.db.session import get_engine, session_factory
 from srift.db.tables import ApiToken
+from srift.db.tokens import Scope, create_token
 from srift.errors import InvalidInput
 from srift.settings import Settings
 
@@ -112,7 +112,7 @@ def test_commit_happens_before_the_response(settings: Settings, db_url: str) -> 
 _WRITER = textwrap.dedent(
     """
     import sys, time
-    from srift.api.auth import Scope, create_token
+    from srift.db.tokens import Scope, create_token
     from srift.db.session import session_factory
     session = session_factory(sys.argv[1])()
     for i in range(2000):

@@ -9,8 +9,10 @@ from fastapi.testclient import TestClient
 from sim.kit import TableBandwidth, member, profile
 from sqlalchemy.orm import Session
 
-from srift.api.schemas.predictions import PredictionRequest, parse_prediction_request
+from srift.api.schemas.predictions import parse_prediction_request
 from srift.catalog.custom import import_document
+from srift.documents import to_document
+from srift.domain.requests import PredictionQuery
 from srift.errors import InvalidInput
 from srift.profiling.store import save_profile
 from srift.services.predictions import predict
@@ -74,7 +76,7 @@ def lab(session: Session) -> Session:
     return session
 
 
-def _request(**over: Any) -> PredictionRequest:
+def _request(**over: Any) -> PredictionQuery:
     doc: dict[str, Any] = {
         "profiles": [PROFILE.to_dict()],
         "config": {"choices": [{"instance_type": "v100x1", "market": "spot", "count": 4, "batch": 64}]},
@@ -83,12 +85,12 @@ def _request(**over: Any) -> PredictionRequest:
         "region": "lab-1",
     }
     doc.update(over)
-    return parse_prediction_request(doc)
+    return parse_prediction_request(doc).to_domain()
 
 
 def test_predicts_and_prices_a_fleet(lab: Session, settings: Settings) -> None:
     model = TableBandwidth({1: 8.0})
-    out = predict(session=lab, settings=settings, request=_request(), bandwidth=model)
+    out = predict(session=lab, settings=settings, query=_request(), bandwidth=model).document()
     fleet = [member(_lab_type(lab, "v100x1"), 4, 64, PROFILE)]
     expected = simulate(fleet, bandwidth=TableBandwidth({1: 8.0}))
     assert out["predicted"]["iteration_s"] == pytest.approx(expected.iteration_s, rel=1e-12)
@@ -135,11 +137,11 @@ def test_stored_profiles_by_id_and_by_model_pick_the_matching_accelerator(
     by_id = predict(
         session=lab,
         settings=settings,
-        request=_request(profiles=None, profile_ids=[t4_id, v100_id], config=mixed),
-    )
+        query=_request(profiles=None, profile_ids=[t4_id, v100_id], config=mixed),
+    ).document()
     by_model = predict(
-        session=lab, settings=settings, request=_request(profiles=None, model="toy", config=mixed)
-    )
+        session=lab, settings=settings, query=_request(profiles=None, model="toy", config=mixed)
+    ).document()
     assert by_id["predicted"] == by_model["predicted"]
     assert by_id["sources"][:2] == [f"profile:{v100_id} toy@V100", f"profile:{t4_id} toy@T4"]
     assert by_id["breakdown"]["compute_s"] == pytest.approx(0.9 * 32 / 64)
@@ -199,7 +201,7 @@ def test_bad_requests_name_the_field_and_the_fix(
     lab: Session, settings: Settings, over: dict[str, Any], field: str, words: str
 ) -> None:
     with pytest.raises(InvalidInput) as err:
-        predict(session=lab, settings=settings, request=_request(**over), bandwidth=TableBandwidth({1: 8.0}))
+        predict(session=lab, settings=settings, query=_request(**over), bandwidth=TableBandwidth({1: 8.0}))
     assert err.value.field == field
     assert words in err.value.detail
     assert err.value.hint
@@ -211,7 +213,7 @@ def test_requests_that_would_run_for_minutes_are_refused(lab: Session, settings:
         predict(
             session=lab,
             settings=settings,
-            request=_request(profiles=[big.to_dict()], mc_samples=1000),
+            query=_request(profiles=[big.to_dict()], mc_samples=1000),
             bandwidth=TableBandwidth({1: 8.0}),
         )
     assert err.value.field == "mc_samples"
@@ -225,7 +227,7 @@ def test_request_schema_rejects_counts_below_one() -> None:
 
 
 def test_post_predictions(client: TestClient, lab: Session) -> None:
-    body = _request().model_dump(mode="json")
+    body = to_document(_request())
     ok = client.post("/v1/predictions", json=body)
     assert ok.status_code == 200, ok.text
     data = ok.json()
@@ -262,7 +264,7 @@ def test_cli_predict_prints_a_table_and_json(
     with transaction(sqlite_url) as s:
         import_document(session=s, document=LAB, origin="test")
     request = tmp_path / "req.json"
-    request.write_text(json.dumps(_request().model_dump(mode="json")))
+    request.write_text(json.dumps(to_document(_request())))
     runner = CliRunner()
     app = build_app()
     table = runner.invoke(app, ["predict", str(request)])

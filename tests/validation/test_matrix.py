@@ -6,8 +6,9 @@ import pytest
 
 from srift.errors import InvalidInput
 from srift.testbed import parse_spec
+from srift.validation.context import DEFAULT_SPEC, Effort
 from srift.validation.matrix import Fleet, Group, build_matrix, check_spec, compositions
-from srift.validation.pipeline import DEFAULT_SPEC, Effort, iterations_for
+from srift.validation.steps import iterations_for
 
 SPEC = {
     "types": [
@@ -73,3 +74,72 @@ def test_iterations_follow_the_prediction_within_bounds() -> None:
     assert iterations_for(effort, effort.target_run_s / 19.5) == 20
     assert iterations_for(effort, 10.0) == effort.min_iters
     assert iterations_for(effort, 0.0001) == effort.max_iters
+
+
+def test_user_models_pair_by_position_and_are_named_as_given(tmp_path: pytest.TempPathFactory) -> None:
+    from srift.validation.context import ValidationOptions
+    from srift.validation.matrix import DEFAULT_LOSS, user_models
+
+    mine = user_models(
+        ["pkg.models:big", "models.py:small"], ["pkg.models:batch", "models.py:batch"], ["pkg.losses:ce"]
+    )
+    assert [m.name for m in mine] == ["pkg.models:big", "models.py:small"]
+    assert mine[0].loss == "pkg.losses:ce" and mine[1].loss == "pkg.losses:ce"
+    assert mine[1].factory.endswith("/models.py:small") and mine[1].factory.startswith("/")
+    assert mine[0].module == "pkg.models" and mine[1].module is None
+    assert user_models(["a:b"], ["a:c"])[0].run_loss == DEFAULT_LOSS
+
+    options = ValidationOptions(models=(), user_models=mine)
+    assert list(options.model_specs()) == ["pkg.models:big", "models.py:small"]
+    assert options.resolved_plan_model() == "pkg.models:big"
+    both = ValidationOptions(models=("cnn", "transformer"), user_models=mine)
+    assert list(both.model_specs())[:2] == ["cnn", "transformer"]
+    assert both.resolved_plan_model() == "transformer"
+    spec = parse_spec(SPEC, cores=2)
+    cases = build_matrix(spec, models=list(both.model_specs()), known=list(both.model_specs()), full=False,
+                         max_cores=1.5)  # fmt: skip
+    assert {c.model for c in cases} == {"cnn", "transformer", "pkg.models:big", "models.py:small"}
+
+
+@pytest.mark.parametrize(
+    ("factories", "inputs", "losses", "field"),
+    [
+        (["a:b"], [], [], "input"),
+        (["a:b", "a:c"], ["a:d", "a:e"], ["x:l", "y:l", "z:l"], "loss"),
+        (["a.b"], ["a:d"], [], "model[0]"),
+        (["a:b"], ["a:"], [], "input[0]"),
+        (["a:b", "a:b"], ["a:d", "a:d"], [], "model"),
+        (["cnn"], ["a:d"], [], "model[0]"),
+    ],
+)
+def test_user_models_refuse_what_cannot_be_paired_or_imported(
+    factories: list[str], inputs: list[str], losses: list[str], field: str
+) -> None:
+    from srift.validation.matrix import user_models
+
+    with pytest.raises(InvalidInput) as info:
+        user_models(factories, inputs, losses)
+    assert info.value.field == field
+    assert info.value.hint
+
+
+def test_user_model_typos_are_refused_before_the_testbed_comes_up() -> None:
+    from srift.validation.context import ValidationOptions
+    from srift.validation.matrix import user_models
+    from srift.validation.pipeline import check_user_models
+
+    good = "srift.profiling.testmodels"
+    options = ValidationOptions(
+        user_models=user_models([f"{good}:cnn", f"{good}:wide_mlp"], [f"{good}:cnn_input", f"{good}:nope"])
+    )
+    with pytest.raises(InvalidInput) as info:
+        check_user_models(options)
+    assert info.value.field == "input[1]"
+
+
+def test_cli_validate_refuses_a_model_without_its_input() -> None:
+    from srift.cli import main
+
+    with pytest.raises(SystemExit) as info:
+        main(["validate", "--quick", "--model", "mymodels:build"])
+    assert info.value.code == 2

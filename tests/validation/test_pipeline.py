@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from srift.validation.pipeline import Effort, pass_positions
+from srift.validation.context import Effort
+from srift.validation.steps import pass_positions
 
 
 @pytest.mark.parametrize(

@@ -9,9 +9,8 @@ from fastapi import APIRouter, Path, status
 from srift.api.auth import RequireRead, RequireWrite
 from srift.api.deps import SessionDep, SettingsDep
 from srift.api.schemas.bandwidth import BandwidthModelList, BandwidthModelOut, ModelMetrics, TrainRequest
-from srift.bandwidth import registry
-from srift.bandwidth.prior import SOURCE as PRIOR_SOURCE
-from srift.bandwidth.samples import SampleQuery
+from srift.services import bandwidth_models as service
+from srift.services.bandwidth_models import PRIOR_SOURCE, ModelVersion
 
 router = APIRouter(tags=["bandwidth-models"])
 
@@ -27,7 +26,7 @@ Version = Annotated[
 ]
 
 
-def _out(v: registry.ModelVersion) -> BandwidthModelOut:
+def _out(v: ModelVersion) -> BandwidthModelOut:
     return BandwidthModelOut(
         version=v.version,
         source=v.source,
@@ -43,7 +42,7 @@ def _out(v: registry.ModelVersion) -> BandwidthModelOut:
 @router.get("/bandwidth-models", response_model=BandwidthModelList, responses=ERRORS)
 def list_models(session: SessionDep, _: RequireRead) -> BandwidthModelList:
     """Every model version, newest first, and which one serves predictions."""
-    versions = registry.list_versions(session=session)
+    versions = service.list_versions(session=session)
     active = next((v.version for v in versions if v.is_active), None)
     return BandwidthModelList(active=active, prior=PRIOR_SOURCE, models=[_out(v) for v in versions])
 
@@ -58,15 +57,12 @@ def train_model(
     body: TrainRequest, session: SessionDep, settings: SettingsDep, _: RequireWrite
 ) -> BandwidthModelOut:
     """Train a new version on the stored probe samples matching the filters (takes seconds)."""
-    query = SampleQuery(
-        providers=tuple(p.lower() for p in body.providers),
-        instance_types=tuple(body.instance_types),
-        backends=tuple(b.lower() for b in body.backends),
-    )
-    version = registry.train_version(
+    version = service.train(
         session=session,
         settings=settings,
-        query=query,
+        providers=body.providers,
+        instance_types=body.instance_types,
+        backends=body.backends,
         activate_it=body.activate,
         seed=body.seed,
         tune=body.tune,
@@ -77,4 +73,4 @@ def train_model(
 @router.post("/bandwidth-models/{version}/activate", response_model=BandwidthModelOut, responses=ERRORS)
 def activate_model(version: Version, session: SessionDep, _: RequireWrite) -> BandwidthModelOut:
     """Make VERSION the model predictions use; activating an older version rolls back."""
-    return _out(registry.activate(session=session, version=version))
+    return _out(service.activate(session=session, version=version))

@@ -9,8 +9,8 @@ from fastapi import APIRouter, Query
 from srift.api.auth import RequireRead
 from srift.api.deps import SessionDep
 from srift.api.schemas.catalog import InstanceTypeOut
-from srift.catalog import store
 from srift.domain.catalog import MarketChoice
+from srift.services import catalog as service
 
 router = APIRouter(tags=["catalog"])
 
@@ -37,7 +37,7 @@ def list_instance_types(
     ] = None,
 ) -> list[InstanceTypeOut]:
     """Instance types with their on-demand and spot prices, each with its source and as-of date."""
-    entries = store.list_instance_types(
+    entries = service.list_instance_types(
         session=session,
         provider=provider,
         region=region,

@@ -4,14 +4,12 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 from fastapi.responses import JSONResponse
-from sqlalchemy import select
 
 from srift import __version__
 from srift.api.deps import SettingsDep
 from srift.api.schemas.health import ActiveSnapshot, HealthOut, HealthUnavailable
-from srift.db.session import session_factory
-from srift.db.tables import BandwidthModelRow, CatalogSnapshot
 from srift.errors import EnvironmentProblem
+from srift.services.health import check_health
 
 router = APIRouter(tags=["health"])
 
@@ -24,19 +22,12 @@ router = APIRouter(tags=["health"])
 def health(settings: SettingsDep) -> HealthOut | JSONResponse:
     """Report whether the service can answer plans: database, catalog snapshots and bandwidth models."""
     try:
-        with session_factory(settings.resolved_database_url)() as session:
-            snapshots = session.scalars(select(CatalogSnapshot).where(CatalogSnapshot.is_active)).all()
-            models = session.scalars(select(BandwidthModelRow).where(BandwidthModelRow.is_active)).all()
-            catalog = [
-                ActiveSnapshot(name=s.name, provider=s.provider, as_of=s.as_of.isoformat(), source=s.source)
-                for s in snapshots
-            ]
-            versions = [m.version for m in models]
-    except Exception as exc:
-        problem = EnvironmentProblem(
-            f"database unreachable ({type(exc).__name__})",
-            hint="check SRIFT_DATABASE_URL and that the database is running, then `srift db upgrade`",
-        )
+        found = check_health(settings=settings)
+    except EnvironmentProblem as problem:
         body = HealthUnavailable.model_validate(problem.to_dict())
         return JSONResponse(status_code=503, content=body.model_dump())
-    return HealthOut(version=__version__, catalog=catalog, bandwidth_models=versions)
+    return HealthOut(
+        version=__version__,
+        catalog=[ActiveSnapshot.model_validate(s, from_attributes=True) for s in found.catalog],
+        bandwidth_models=list(found.bandwidth_models),
+    )

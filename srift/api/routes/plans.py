@@ -39,7 +39,10 @@ def create_plan(body: PlanRequest, session: SessionDep, settings: SettingsDep, _
     Returns counts and per-VM batches per instance type, the predicted time and cost with headroom to each
     limit, the CAP and TAP baselines, and every evaluated configuration with its Pareto flag.
     """
-    return service.create_plan(session=session, settings=settings, request=body)
+    plan = service.create_plan(
+        session=session, settings=settings, query=body.to_domain(), request_doc=body.model_dump(mode="json")
+    )
+    return plan.document()
 
 
 @router.get(
@@ -49,4 +52,4 @@ def create_plan(body: PlanRequest, session: SessionDep, settings: SettingsDep, _
 )
 def get_plan(session: SessionDep, _: RequireRead, plan_id: int = Path(ge=1, le=2**31 - 1)) -> Any:
     """A stored plan, as POST /v1/plans returned it."""
-    return service.get_plan(session=session, plan_id=plan_id)
+    return service.get_plan(session=session, plan_id=plan_id).document()

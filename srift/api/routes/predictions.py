@@ -39,4 +39,5 @@ def create_prediction(
     iteration_s), plus granularity = compute / communication. Read-only: it computes and stores nothing, so a
     read token suffices.
     """
-    return service.predict(session=session, settings=settings, request=body)
+    result = service.predict(session=session, settings=settings, query=body.to_domain())
+    return PredictionOut.model_validate(result.document())

@@ -20,9 +20,9 @@ from srift.api.schemas.jobs import (
     ProfileResultIn,
     ProfileResultOut,
 )
-from srift.db.tables import Job
-from srift.jobs import results, service, store
-from srift.jobs.spec import JobKind, JobState
+from srift.domain.states import JobKind, JobState
+from srift.services import jobs as service
+from srift.services.jobs import job_document
 
 router = APIRouter(tags=["jobs"])
 
@@ -50,29 +50,6 @@ SUBMIT: dict[int | str, dict[str, Any]] = {
 READ: dict[int | str, dict[str, Any]] = {401: AUTH[401], 403: AUTH[403], 404: _e("no such job")}
 
 
-def job_view(job: Job) -> dict[str, Any]:
-    result = dict(job.result or {})
-    staged = result.pop("staged_samples", None)
-    if staged is not None:
-        result["staged"] = len(staged)
-    return {
-        "id": job.id,
-        "kind": job.kind,
-        "provider": job.provider,
-        "state": job.state,
-        "request": job.request,
-        "attempts": job.attempts,
-        "worker_id": job.worker_id,
-        "created_at": job.created_at,
-        "started_at": job.started_at,
-        "heartbeat_at": job.heartbeat_at,
-        "finished_at": job.finished_at,
-        "error": job.error,
-        "log": job.log or "",
-        "result": result,
-    }
-
-
 @router.post("/probe-jobs", status_code=status.HTTP_201_CREATED, response_model=JobCreated, responses=SUBMIT)
 def create_probe_job(body: ProbeJobIn, session: SessionDep, _: RequireWrite) -> Any:
     """Queue an allreduce probe job; `srift worker` runs it and stores its samples.
@@ -81,8 +58,10 @@ def create_probe_job(body: ProbeJobIn, session: SessionDep, _: RequireWrite) -> 
     `POST /v1/probe-results`. Example: `{"provider": "testbed", "instance_type": "tb.small",
     "node_counts": [2, 4], "sizes": [4, 65536, 4194304], "repeats": 5}`.
     """
-    job, token = service.submit_probe_job(session=session, data=body.model_dump(exclude_none=True))
-    return {**job_view(job), "token": token}
+    job, token = service.submit_job(
+        session=session, kind=JobKind.PROBE, data=body.model_dump(exclude_none=True)
+    )
+    return {**job_document(job), "token": token}
 
 
 @router.get("/probe-jobs", response_model=JobList, responses=AUTH)
@@ -95,14 +74,14 @@ def list_probe_jobs(
     offset: Offset = 0,
 ) -> Any:
     """The job queue, newest first: probe and profile jobs (or only `kind`)."""
-    jobs, total = store.list_jobs(session=session, kind=kind, state=state, limit=limit, offset=offset)
-    return {"jobs": [job_view(j) for j in jobs], "total": total}
+    jobs, total = service.list_jobs(session=session, kind=kind, state=state, limit=limit, offset=offset)
+    return {"jobs": [job_document(j) for j in jobs], "total": total}
 
 
 @router.get("/probe-jobs/{job_id}", response_model=JobOut, responses=READ)
 def get_probe_job(job_id: JobId, session: SessionDep, _: RequireRead) -> Any:
     """One job of the queue (probe or profile): state, attempts, log, and what it stored."""
-    return job_view(store.get_job(session=session, job_id=job_id))
+    return job_document(service.get_job(session=session, job_id=job_id))
 
 
 @router.post(
@@ -114,8 +93,10 @@ def create_profile_job(body: ProfileJobIn, session: SessionDep, _: RequireWrite)
     Example: `{"provider": "testbed", "instance_types": ["tb.small", "tb.large"],
     "model": "srift.profiling.testmodels:cnn", "input": "srift.profiling.testmodels:cnn_input"}`.
     """
-    job, token = service.submit_profile_job(session=session, data=body.model_dump(exclude_none=True))
-    return {**job_view(job), "token": token}
+    job, token = service.submit_job(
+        session=session, kind=JobKind.PROFILE, data=body.model_dump(exclude_none=True)
+    )
+    return {**job_document(job), "token": token}
 
 
 @router.get("/profile-jobs", response_model=JobList, responses=AUTH)
@@ -123,16 +104,16 @@ def list_profile_jobs(
     session: SessionDep, _: RequireRead, state: StateQuery = None, limit: Limit = 100, offset: Offset = 0
 ) -> Any:
     """Profile jobs, newest first."""
-    jobs, total = store.list_jobs(
+    jobs, total = service.list_jobs(
         session=session, kind=JobKind.PROFILE, state=state, limit=limit, offset=offset
     )
-    return {"jobs": [job_view(j) for j in jobs], "total": total}
+    return {"jobs": [job_document(j) for j in jobs], "total": total}
 
 
 @router.get("/profile-jobs/{job_id}", response_model=JobOut, responses=READ)
 def get_profile_job(job_id: JobId, session: SessionDep, _: RequireRead) -> Any:
     """One profile job, with the ids of the profiles it stored."""
-    return job_view(store.get_job(session=session, job_id=job_id, kind=JobKind.PROFILE))
+    return job_document(service.get_job(session=session, job_id=job_id, kind=JobKind.PROFILE))
 
 
 @router.post(
@@ -144,7 +125,7 @@ def post_probe_results(body: ProbeResultsIn, session: SessionDep, caller: Requir
     """Store probe samples: with a job's token for that job (401 without a valid token, 403 for another
     job's), or with a write token. A job's samples are stored all at once with its final batch."""
     caller.authorize_job(body.job_id)
-    outcome = results.post_probe_results(
+    outcome = service.post_probe_results(
         session=session, job_id=body.job_id, samples=body.samples, final=body.final, error=body.error
     )
     return {
@@ -167,7 +148,7 @@ def post_profile_result(
     caller.authorize_job(job_id)
     if body.job_id is not None and body.job_id != job_id:
         caller.authorize_job(body.job_id)
-    profile_id, state = results.post_profile_result(
+    profile_id, state = service.post_profile_result(
         session=session,
         job_id=job_id,
         instance_type=body.instance_type,

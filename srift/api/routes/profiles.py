@@ -18,7 +18,7 @@ from srift.api.schemas.profiles import (
     ProfileSummaryOut,
 )
 from srift.domain.profile import ModelProfile
-from srift.profiling import store
+from srift.services import profiles as service
 
 router = APIRouter(tags=["profiles"])
 
@@ -40,7 +40,7 @@ def create_profile(body: ProfileIn, session: SessionDep, _: RequireWrite) -> Pro
     `exec_prob` in [0, 1], `grad_bytes` ≥ 0. Profiles are grouped under `model`, one per accelerator.
     """
     profile = ModelProfile.from_dict(body.model_dump())
-    profile_id, created = store.save_profile_checked(session=session, profile=profile)
+    profile_id, created = service.store_profile(session=session, profile=profile)
     return ProfileCreated(
         id=profile_id, model=profile.model, accelerator=profile.accelerator, created=created
     )
@@ -63,15 +63,20 @@ def list_profiles(
     offset: Annotated[int, Query(ge=0, le=1_000_000_000, description="profiles to skip")] = 0,
 ) -> ProfileListOut:
     """Stored profiles grouped by model name (ordered by model, then id)."""
-    items = store.list_profiles(
+    groups, count = service.list_profiles_by_model(
         session=session, model=model, accelerator=accelerator, limit=limit, offset=offset
     )
-    groups = []
-    for name, members in store.group_by_model(items).items():
-        accelerators = sorted({p.accelerator for _, p in members})
-        summaries = [ProfileSummaryOut.model_validate(store.profile_summary(i, p)) for i, p in members]
-        groups.append(ModelProfilesOut(model=name, accelerators=accelerators, profiles=summaries))
-    return ProfileListOut(models=groups, count=len(items))
+    return ProfileListOut(
+        models=[
+            ModelProfilesOut(
+                model=name,
+                accelerators=accelerators,
+                profiles=[ProfileSummaryOut.model_validate(s) for s in summaries],
+            )
+            for name, accelerators, summaries in groups
+        ],
+        count=count,
+    )
 
 
 @router.get(
@@ -85,5 +90,5 @@ def get_profile(
     profile_id: Annotated[int, Path(ge=1, le=2**31 - 1, description="id returned by POST /v1/profiles")],
 ) -> ProfileOut:
     """One stored profile, the full document."""
-    profile = store.get_profile(session=session, profile_id=profile_id)
+    profile = service.get_profile(session=session, profile_id=profile_id)
     return ProfileOut.model_validate({"id": profile_id, **profile.to_dict()})

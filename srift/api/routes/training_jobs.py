@@ -8,7 +8,16 @@ from fastapi import APIRouter, Path
 
 from srift.api.auth import RequireRead, RequireWrite
 from srift.api.deps import SessionDep, SettingsDep
-from srift.api.schemas.plans import ErrorOut, InterruptionIn, InterruptionOut, JobCreate, JobOut, ProgressIn
+from srift.api.schemas.plans import (
+    ErrorOut,
+    InterruptionIn,
+    InterruptionOut,
+    JobCreate,
+    JobOut,
+    PlanOut,
+    ProgressIn,
+)
+from srift.domain.records import TrainingRun
 from srift.services import training_jobs as service
 
 router = APIRouter(tags=["training jobs"])
@@ -21,6 +30,10 @@ _NO_JOB: dict[int | str, dict[str, Any]] = {404: {"model": ErrorOut, "descriptio
 _JOB_ID = Path(ge=1, le=2**31 - 1)
 
 
+def _out(run: TrainingRun) -> JobOut:
+    return JobOut.model_validate(run, from_attributes=True)
+
+
 @router.post(
     "/jobs",
     response_model=JobOut,
@@ -29,14 +42,13 @@ _JOB_ID = Path(ge=1, le=2**31 - 1)
 )
 def start_job(body: JobCreate, session: SessionDep, _: RequireWrite) -> Any:
     """Start tracking a training run of a stored plan."""
-    job = service.start_job(session=session, plan_id=body.plan_id)
-    return service.job_view(session=session, job=job)
+    return _out(service.start_job(session=session, plan_id=body.plan_id))
 
 
 @router.get("/jobs/{job_id}", response_model=JobOut, responses={401: _AUTH[401], **_NO_JOB})
 def get_job(session: SessionDep, _: RequireRead, job_id: int = _JOB_ID) -> Any:
     """The job, its plans (the first and each re-plan) and every event."""
-    return service.job_view(session=session, job=service.get_job(session=session, job_id=job_id))
+    return _out(service.get_run(session=session, job_id=job_id))
 
 
 @router.post(
@@ -51,8 +63,7 @@ def get_job(session: SessionDep, _: RequireRead, job_id: int = _JOB_ID) -> Any:
 )
 def report_progress(body: ProgressIn, session: SessionDep, _: RequireWrite, job_id: int = _JOB_ID) -> Any:
     """Record iterations done, seconds elapsed and money spent so far."""
-    job = service.record_progress(session=session, job_id=job_id, progress=body)
-    return service.job_view(session=session, job=job)
+    return _out(service.record_progress(session=session, job_id=job_id, progress=body.to_domain()))
 
 
 @router.post(
@@ -77,7 +88,7 @@ def report_interruption(
     The remaining time is the original deadline minus the elapsed time and `launch_overhead_s`; the lost type
     is not launched again (its surviving VMs may stay).
     """
-    job, plan = service.record_interruption(
-        session=session, settings=settings, job_id=job_id, interruption=body
+    run, plan = service.record_interruption(
+        session=session, settings=settings, job_id=job_id, interruption=body.to_domain()
     )
-    return {"job": service.job_view(session=session, job=job), "plan": plan}
+    return InterruptionOut(job=_out(run), plan=PlanOut.model_validate(plan.document()))

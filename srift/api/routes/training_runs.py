@@ -5,13 +5,14 @@ Mounted by the dashboard (srift.api.dashboard.mount); the runs themselves are se
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated
 
 from fastapi import APIRouter, Query
 
 from srift.api.auth import RequireRead
 from srift.api.deps import SessionDep
 from srift.api.schemas.dashboard import TrainingRunList, TrainingRunSummary
+from srift.domain.states import TrainingState
 from srift.services import dashboard
 
 router = APIRouter(tags=["training jobs"])
@@ -25,7 +26,7 @@ router = APIRouter(tags=["training jobs"])
 def list_training_runs(
     session: SessionDep,
     _: RequireRead,
-    state: Annotated[Literal["running", "completed", "needs_input"] | None, Query()] = None,
+    state: Annotated[TrainingState | None, Query()] = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     offset: Annotated[int, Query(ge=0, le=1_000_000_000)] = 0,
 ) -> TrainingRunList:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from srift.api.schemas.types import Timestamp
+from srift.domain.states import TrainingState
 
 
 class CurveSeries(BaseModel):
@@ -58,7 +59,7 @@ class TrainingRunSummary(BaseModel):
     id: int
     plan_id: int = Field(description="the plan the run started from")
     current_plan_id: int = Field(description="the plan it runs now (differs after a re-plan)")
-    state: str = Field(description="running, completed or needs_input")
+    state: TrainingState
     created_at: Timestamp
     iterations_done: int
     elapsed_s: float

@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from srift.api.schemas.types import Timestamp
+from srift.domain.states import JobKind, JobState
 
 Text = Annotated[str, Field(min_length=1, max_length=200, pattern=r"^[^\x00]+$")]
 TypeName = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[^\x00]+$")]
@@ -90,9 +91,9 @@ class JobOut(BaseModel):
     """A probe or profile job: state queued → running → succeeded | failed, with its log."""
 
     id: int
-    kind: Literal["probe", "profile"]
+    kind: JobKind
     provider: str
-    state: Literal["queued", "running", "succeeded", "failed"]
+    state: JobState
     request: dict[str, Any]
     attempts: int
     worker_id: str | None

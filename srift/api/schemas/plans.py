@@ -7,7 +7,10 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from srift.api.schemas.types import Timestamp
+from srift.documents import read_document
 from srift.domain import MarketChoice, Objective, SearchMode
+from srift.domain.requests import InterruptionReport, PlanQuery, ProgressReport
+from srift.domain.states import TrainingState
 from srift.errors import InvalidInput
 from srift.limits import (
     MAX_COUNT,
@@ -80,6 +83,10 @@ class PlanRequest(BaseModel):
         default=8, ge=1, le=MAX_COUNT, description="eager: VMs of one type tried before the next"
     )
     seed: int = Field(default=0, ge=0, le=2**31 - 1, description="seed of the simulator's straggler sampling")
+
+    def to_domain(self) -> PlanQuery:
+        """The validated request as the services' PlanQuery."""
+        return read_document(PlanQuery, self.model_dump())
 
 
 def parse_plan_request(data: Any) -> PlanRequest:
@@ -206,6 +213,9 @@ class ProgressIn(BaseModel):
     elapsed_s: float = Field(ge=0, le=1e9, description="seconds since the job started, launch included")
     spent_usd: float = Field(ge=0, le=1e9, description="money spent so far")
 
+    def to_domain(self) -> ProgressReport:
+        return read_document(ProgressReport, self.model_dump())
+
 
 class InterruptionIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -216,6 +226,9 @@ class InterruptionIn(BaseModel):
     elapsed_s: float | None = Field(default=None, ge=0, le=1e9)
     spent_usd: float | None = Field(default=None, ge=0, le=1e9)
     launch_overhead_s: float = Field(default=150.0, ge=0, le=1e6, description="time to boot replacement VMs")
+
+    def to_domain(self) -> InterruptionReport:
+        return read_document(InterruptionReport, self.model_dump())
 
 
 class JobEventOut(BaseModel):
@@ -237,7 +250,7 @@ class JobOut(BaseModel):
     id: int
     plan_id: int
     current_plan_id: int
-    state: str = Field(description="running, completed or needs_input (a re-plan could not meet the limits)")
+    state: TrainingState = Field(description="needs_input: a re-plan could not meet the limits")
     created_at: Timestamp
     iterations_total: int
     iterations_done: int

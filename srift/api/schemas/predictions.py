@@ -7,7 +7,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from srift.api.schemas.plans import BreakdownOut, ChoiceOut, PredictedOut
+from srift.documents import read_document
 from srift.domain import Market
+from srift.domain.requests import PredictionQuery
 from srift.errors import InvalidInput
 from srift.limits import MAX_COUNT, MAX_VM_BATCH
 from srift.sim import CommMode
@@ -84,6 +86,10 @@ class PredictionRequest(BaseModel):
         le=MAX_MC_SAMPLES,
         description="Monte Carlo samples over stragglers and bandwidth-model error for p10/p50/p90 (0: none)",
     )
+
+    def to_domain(self) -> PredictionQuery:
+        """The validated request as the services' PredictionQuery."""
+        return read_document(PredictionQuery, self.model_dump())
 
 
 def parse_prediction_request(data: Any) -> PredictionRequest:

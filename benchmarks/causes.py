@@ -1,0 +1,441 @@
+"""Experiments on the causes of the end-to-end underestimate (issue #17), on the validation testbed.
+
+Each experiment brings up srift/validation/testbed.yaml under validation's measurement conditions (10 ms
+CPU period, raised CPU weight, malloc keeping freed memory), runs real DDP training or probes through the
+validation agents, prints what it measured and writes it as JSON (`--out`). docs/validation.md records the
+commands and figures.
+
+    sudo .venv/bin/python -m benchmarks.causes trace --model wide_mlp --fleet 2xtbv.small@32
+    sudo .venv/bin/python -m benchmarks.causes trace --model transformer --fleet 2xtbv.small@16+2xtbv.large@48
+
+`trace`: every rank's timeline of a DDP run (forward end, each gradient bucket handed to the allreduce and
+reduced, backward end, optimizer step end; mean over the timed iterations), beside the forward and
+backward times of a profiler-style timing pass on each type at the same batch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import statistics
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from srift.validation.matrix import MODELS, Fleet, Group
+
+
+def parse_fleet(text: str) -> Fleet:
+    """ "2xtbv.small@16+2xtbv.large@48" (× or x) → Fleet."""
+    groups = []
+    for part in text.replace("×", "x").split("+"):
+        count, _, rest = part.strip().partition("x")
+        type_name, _, batch = rest.partition("@")
+        groups.append(Group(type_name.strip(), int(count), int(batch)))
+    return Fleet(tuple(groups))
+
+
+def model_spec(name: str) -> tuple[str, str]:
+    if name in MODELS:
+        return MODELS[name].factory, MODELS[name].input_factory
+    factory, _, input_factory = name.partition(",")
+    return factory, input_factory
+
+
+@contextlib.contextmanager
+def lab(workdir: Path, preload: list[str]) -> Iterator[tuple[Any, Any]]:
+    """The validation testbed under validation's conditions, with an agent pool; torn down after."""
+    from srift.settings import get_settings
+    from srift.testbed import load_spec
+    from srift.validation import conditions
+    from srift.validation.ddp import AgentPool
+    from srift.validation.pipeline import DEFAULT_SPEC, MALLOC_ENV
+    from srift.validation.steps import bring_up as _bring_up
+
+    spec = load_spec(DEFAULT_SPEC)
+    testbed, brought_up = _bring_up(spec, get_settings().data_dir / "testbed", print)
+    saved = []
+    previous = {k: os.environ.get(k) for k in MALLOC_ENV}
+    os.environ.update(MALLOC_ENV)
+    try:
+        for host in testbed.hosts:
+            for directory in host.cgroups:
+                got = conditions.tune_cgroup(directory, cpu_cores=host.cpu_cores)
+                if got is not None:
+                    saved.append(got)
+        with AgentPool(testbed, workdir=workdir, preload=preload) as pool:
+            yield testbed, pool
+    finally:
+        for k, v in previous.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        conditions.restore(saved)
+        if brought_up:
+            testbed.down()
+
+
+def hosts_for(testbed: Any, fleet: Fleet) -> list[str]:
+    used: dict[str, int] = {}
+    names = []
+    for g in fleet.groups:
+        pool = [h.name for h in testbed.hosts_of_type(g.type_name)]
+        start = used.get(g.type_name, 0)
+        names += pool[start : start + g.count]
+        used[g.type_name] = start + g.count
+    return names
+
+
+def summarize_trace(path_prefix: Path, world: int) -> list[dict[str, Any]]:
+    """Per rank: mean instants (ms from the iteration's start) over the timed iterations."""
+    out = []
+    for rank in range(world):
+        data = json.loads(Path(f"{path_prefix}.rank{rank}.json").read_text())
+        its = data["iterations"]
+
+        def mean_ms(key: str, items: list[dict[str, Any]]) -> float:
+            return 1e3 * statistics.fmean(it[key] - it["start"] for it in items)
+
+        buckets: dict[int, dict[str, Any]] = {}
+        for it in its:
+            for b in it.get("buckets", []):
+                entry = buckets.setdefault(b["index"], {"bytes": b["bytes"], "ready": [], "reduced": []})
+                entry["ready"].append(1e3 * (b["ready"] - it["start"]))
+                entry["reduced"].append(1e3 * (b["reduced"] - it["start"]))
+        starts = [it["start"] for it in its]
+        out.append(
+            {
+                "rank": rank,
+                "batch": data["batch"],
+                "forward_end_ms": mean_ms("forward_end", its),
+                "backward_end_ms": mean_ms("backward_end", its),
+                "step_end_ms": mean_ms("step_end", its),
+                "buckets": [
+                    {
+                        "index": i,
+                        "bytes": e["bytes"],
+                        "ready_ms": statistics.fmean(e["ready"]),
+                        "reduced_ms": statistics.fmean(e["reduced"]),
+                    }
+                    for i, e in sorted(buckets.items())
+                ],
+                "starts": starts,
+            }
+        )
+    t0 = [min(r["starts"][k] for r in out) for k in range(len(out[0]["starts"]))]
+    for r in out:
+        r["start_offset_ms"] = 1e3 * statistics.fmean(s - z for s, z in zip(r.pop("starts"), t0, strict=True))
+    return out
+
+
+def sim_timeline(db: Path, model: str, fleet: Fleet) -> dict[str, Any]:
+    """The simulator's view of one case from a validation work folder's database (its profiles and
+    bandwidth model): per member fw/bw, each DDP bucket's arrival and finish, the iteration."""
+    import numpy as np
+
+    from srift.bandwidth.registry import active_model
+    from srift.catalog.store import get_instance_type
+    from srift.db.session import transaction
+    from srift.domain import FleetMember
+    from srift.profiling.store import find_profiles
+    from srift.settings import get_settings
+    from srift.sim import simulate
+    from srift.sim.exchange import exchange
+    from srift.sim.iteration import with_buckets
+    from srift.sim.layers import layer_arrays
+    from srift.sim.network import network_stage
+
+    url = f"sqlite:///{db}"
+    settings = get_settings().model_copy(update={"database_url": url, "models_dir": db.parent / "models"})
+    with transaction(url) as session:
+        bandwidth = active_model(session=session, settings=settings)
+        found = find_profiles(session=session, model=model)
+        latest = {}
+        for pid, prof in found:
+            if prof.accelerator not in latest or pid > latest[prof.accelerator][0]:
+                latest[prof.accelerator] = (pid, prof)
+        members = [
+            FleetMember(
+                instance=get_instance_type(session=session, provider="testbed", name=g.type_name),
+                count=g.count,
+                batch=g.batch,
+                profile=latest[g.type_name][1],
+            )
+            for g in fleet.groups
+        ]
+    est = simulate(members, bandwidth=bandwidth, bucket_cap_mb=25.0)
+    bucketed = with_buckets(members, bucket_cap_mb=25.0)
+    fw = [m.profile.forward.time_s(m.per_device_batch) for m in bucketed]
+    bw = [m.profile.backward.time_s(m.per_device_batch) for m in bucketed]
+    canon = layer_arrays(bucketed[0].profile)
+    arrive = np.max(
+        [
+            f + canon.aligned_ready_frac(layer_arrays(m.profile)) * b
+            for m, f, b in zip(bucketed, fw, bw, strict=True)
+        ],
+        axis=0,
+    )
+    out: dict[str, Any] = {
+        "iteration_ms": 1e3 * est.iteration_s,
+        "members": [
+            {
+                "type": m.instance.name,
+                "batch": m.batch,
+                "forward_ms": 1e3 * f,
+                "backward_ms": 1e3 * b,
+                "update_ms": 1e3 * m.profile.update_s,
+            }
+            for m, f, b in zip(bucketed, fw, bw, strict=True)
+        ],
+        "buckets": [],
+    }
+    plan = network_stage(bucketed, canon.sizes, bandwidth)
+    if plan is not None:
+        res = exchange(arrive.tolist(), canon.bits_list, canon.klass_list, [plan.stage])
+        out["buckets"] = [
+            {"bytes": bits / 8, "ready_ms": 1e3 * a, "reduced_ms": 1e3 * f}
+            for bits, a, f in zip(canon.bits_list, arrive.tolist(), res.finish_s[-1], strict=True)
+        ]
+        out["rates_mbit"] = [r / 1e6 for r in plan.stage.rates_bps]
+    return out
+
+
+def cmd_trace(args: argparse.Namespace) -> dict[str, Any]:
+    from srift.validation.ddp import TimingJob
+
+    factory, input_factory = model_spec(args.model)
+    fleets = [parse_fleet(f) for f in args.fleet]
+    results: dict[str, Any] = {"model": args.model, "fleets": []}
+    workdir = Path(tempfile.mkdtemp(prefix="causes-"))
+    preload = sorted({factory.partition(":")[0], "srift.profiling.testmodels"})
+    with lab(workdir, preload) as (testbed, pool):
+        for fleet in fleets:
+            hosts = hosts_for(testbed, fleet)
+            timing = {}
+            if not args.no_timing:
+                jobs = []
+                seen = set()
+                for g in fleet.groups:
+                    if g.type_name in seen:
+                        continue
+                    seen.add(g.type_name)
+                    host = testbed.hosts_of_type(g.type_name)[0].name
+                    batches = tuple(sorted({x.batch for x in fleet.groups if x.type_name == g.type_name}))
+                    jobs.append(TimingJob(host, factory, input_factory, batches, args.timing_repeats, 1))
+                found = pool.time_points(jobs, timeout_s=600)
+                for job, samples in zip(jobs, found, strict=True):
+                    for i, b in enumerate(samples.batches):
+                        timing[f"{testbed.host(job.host).type_name}@{b}"] = {
+                            "forward_ms": 1e3 * statistics.median(samples.forward_s[i]),
+                            "backward_ms": 1e3 * statistics.median(samples.backward_s[i]),
+                        }
+            trace = workdir / f"trace-{len(results['fleets'])}"
+            result = pool.run_case(
+                hosts,
+                fleet.batches,
+                model=factory,
+                input_factory=input_factory,
+                iters=args.iters,
+                warmup=args.warmup,
+                timeout_s=900,
+                loss=args.loss,
+                bucket_cap_mb=args.bucket_cap_mb,
+                trace=trace if fleet.hosts > 1 else None,
+            )
+            ranks = summarize_trace(trace, fleet.hosts) if fleet.hosts > 1 else []
+            entry = {
+                "fleet": fleet.label(),
+                "hosts": hosts,
+                "mean_iter_ms": 1e3 * result.mean_iter_s,
+                "timing": timing,
+                "ranks": ranks,
+            }
+            if args.db is not None:
+                entry["sim"] = sim_timeline(args.db, args.model, fleet)
+            results["fleets"].append(entry)
+            print(f"\n== {args.model} on {fleet.label()}: mean iteration {entry['mean_iter_ms']:.1f} ms")
+            for key, t in timing.items():
+                fw_ms, bw_ms = t["forward_ms"], t["backward_ms"]
+                print(f"   timing pass {key}: forward {fw_ms:.1f} ms, backward {bw_ms:.1f} ms")
+            sim = entry.get("sim")
+            if sim:
+                mem = "  ".join(
+                    f"{m['type']}@{m['batch']} fw {m['forward_ms']:.0f} bw {m['backward_ms']:.0f} "
+                    f"up {m['update_ms']:.1f}"
+                    for m in sim["members"]
+                )
+                bks = "  ".join(
+                    f"{b['bytes'] / 1e6:.2f}MB ready {b['ready_ms']:.0f} reduced {b['reduced_ms']:.0f}"
+                    for b in sim["buckets"]
+                )
+                print(f"   sim: iteration {sim['iteration_ms']:.1f} ms | {mem} | {bks}")
+            for r in ranks:
+                bks = "  ".join(
+                    f"b{b['index']} {b['bytes'] / 1e6:.2f}MB ready {b['ready_ms']:.0f} "
+                    f"reduced {b['reduced_ms']:.0f}"
+                    for b in r["buckets"]
+                )
+                print(
+                    f"   rank {r['rank']} @{r['batch']}: offset {r['start_offset_ms']:.1f}  "
+                    f"fw {r['forward_end_ms']:.0f}"
+                    f"  bw-end {r['backward_end_ms']:.0f}  step-end {r['step_end_ms']:.0f}  | {bks}"
+                )
+    return results
+
+
+def cmd_duty(args: argparse.Namespace) -> dict[str, Any]:
+    """Compute with idle gaps between steps vs back to back, in one host of each type at once."""
+    factory, input_factory = model_spec(args.model)
+    workdir = Path(tempfile.mkdtemp(prefix="causes-"))
+    results: dict[str, Any] = {"model": args.model, "batch": args.batch, "types": {}}
+    with lab(workdir, []) as (testbed, _pool):
+        import subprocess
+
+        procs = {}
+        for type_name in args.types.split(","):
+            host = testbed.hosts_of_type(type_name)[0].name
+            procs[type_name] = testbed.popen_in(
+                host,
+                [
+                    sys.executable,
+                    "-m",
+                    "benchmarks.duty_probe",
+                    "--model",
+                    factory,
+                    "--input",
+                    input_factory,
+                    "--batch",
+                    str(args.batch),
+                    "--gaps-ms",
+                    args.gaps_ms,
+                    "--steps",
+                    str(args.steps),
+                ],
+                cwd=str(Path(__file__).resolve().parents[1]),
+                stdout=subprocess.PIPE,
+                text=True,
+            )
+        for type_name, proc in procs.items():
+            out, _ = proc.communicate(timeout=900)
+            data = json.loads(out.strip().splitlines()[-1])
+            results["types"][type_name] = data
+            print(f"== {args.model}@{args.batch} on {type_name}")
+            for gap, v in data.items():
+                print(
+                    f"   gap {float(gap):5.0f} ms: step median {1e3 * v['step_median_s']:.1f} ms, mean "
+                    f"{1e3 * v['step_mean_s']:.1f} ms, forward {1e3 * v['forward_median_s']:.1f} ms, "
+                    f"cpu {1e3 * v['cpu_median_s']:.1f} ms"
+                )
+    return results
+
+
+def cmd_overlap(args: argparse.Namespace) -> dict[str, Any]:
+    """probes/overlap.py on `--hosts` hosts of each type: compute and allreduce slowing each other."""
+    import subprocess
+
+    factory, input_factory = model_spec(args.model) if args.model else ("", "")
+    workdir = Path(tempfile.mkdtemp(prefix="causes-"))
+    repo = Path(__file__).resolve().parents[1]
+    results: dict[str, Any] = {"model": args.model, "runs": []}
+    with lab(workdir, []) as (testbed, _pool):
+        for type_name in args.types.split(","):
+            for size in args.bytes.split(","):
+                hosts = [h for h in testbed.hosts_of_type(type_name)][: args.hosts]
+                master = hosts[0].address
+                procs = []
+                for rank, host in enumerate(hosts):
+                    argv = [
+                        sys.executable,
+                        str(repo / "probes" / "overlap.py"),
+                        "--bytes",
+                        size,
+                        "--batch",
+                        str(args.batch),
+                        "--instance-type",
+                        type_name,
+                        "--rounds",
+                        str(args.rounds),
+                        "--steps",
+                        str(args.steps),
+                    ]
+                    if factory:
+                        argv += ["--model", factory, "--input", input_factory]
+                    env = {
+                        "RANK": str(rank),
+                        "WORLD_SIZE": str(len(hosts)),
+                        "MASTER_ADDR": master,
+                        "MASTER_PORT": str(29_650 + len(results["runs"])),
+                    }
+                    procs.append(
+                        testbed.popen_in(
+                            host.name, argv, env=env, cwd=str(repo), stdout=subprocess.PIPE, text=True
+                        )
+                    )
+                outs = [p.communicate(timeout=900)[0] for p in procs]
+                data = json.loads(outs[0].strip().splitlines()[-1])
+                results["runs"].append(data)
+                rounds = [r for per in data["rounds"] for r in per]
+                print(
+                    f"== {type_name} ×{len(hosts)}, {size} allreduce, compute {data['model']}@{args.batch}: "
+                    f"compute slowdown {data['compute_slowdown']:.2f}, "
+                    f"comm slowdown {data['comm_slowdown']:.2f}"
+                )
+                for r in rounds:
+                    print(
+                        "   compute {:.1f} → {:.1f} ms ({:.0f} steps), "
+                        "allreduce {:.1f} → {:.1f} ms ({:.0f})".format(
+                            1e3 * r["compute_alone_s"],
+                            1e3 * r["compute_together_s"],
+                            r["together_steps"],
+                            1e3 * r["comm_alone_s"],
+                            1e3 * r["comm_together_s"],
+                            r["allreduces"],
+                        )
+                    )
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    trace = sub.add_parser("trace", help="per-rank DDP timelines")
+    trace.add_argument("--model", required=True, help="a shipped test model, or FACTORY,INPUT_FACTORY")
+    trace.add_argument("--fleet", action="append", required=True, help="e.g. 2xtbv.small@32 (repeatable)")
+    trace.add_argument("--iters", type=int, default=8)
+    trace.add_argument("--warmup", type=int, default=2)
+    trace.add_argument("--loss", default="srift.profiling.profiler:default_loss")
+    trace.add_argument("--timing-repeats", type=int, default=5)
+    trace.add_argument("--bucket-cap-mb", type=float, default=None, help="pass DDP this cap (default: none)")
+    trace.add_argument("--no-timing", action="store_true")
+    trace.add_argument("--db", type=Path, default=None, help="a validation work folder's validate.db")
+    duty = sub.add_parser("duty", help="compute with idle gaps between steps vs back to back")
+    duty.add_argument("--model", required=True)
+    duty.add_argument("--batch", type=int, default=32)
+    duty.add_argument("--types", default="tbv.small,tbv.large")
+    duty.add_argument("--gaps-ms", default="0,10,30,100")
+    duty.add_argument("--steps", type=int, default=15)
+    ov = sub.add_parser("overlap", help="probes/overlap.py on each type")
+    ov.add_argument("--model", default=None)
+    ov.add_argument("--batch", type=int, default=32)
+    ov.add_argument("--types", default="tbv.small,tbv.large")
+    ov.add_argument("--bytes", default="16M")
+    ov.add_argument("--hosts", type=int, default=2)
+    ov.add_argument("--rounds", type=int, default=3)
+    ov.add_argument("--steps", type=int, default=6)
+    parser.add_argument("--out", type=Path, default=None, help="write the results as JSON here")
+    args = parser.parse_args(argv)
+    results = {"trace": cmd_trace, "duty": cmd_duty, "overlap": cmd_overlap}[args.command](args)
+    if args.out:
+        args.out.write_text(json.dumps(results, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

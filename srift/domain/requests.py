@@ -1,0 +1,130 @@
+"""What users ask the services for, as frozen values: plan and prediction queries, training-run reports.
+
+The edges (REST bodies in `srift.api.schemas`, request files read by the CLI) validate documents with their
+bounds and produce these; services take nothing else. Field names are the documents' field names, so a
+new request field is one field here and one in the schema (see `srift.documents.read_document`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from srift.domain.catalog import Market, MarketChoice
+from srift.domain.planning import BatchPolicy, CommMode, Objective, SearchMode
+from srift.errors import InvalidInput
+
+
+@dataclass(frozen=True, slots=True)
+class ProfileSelection:
+    """Which compute profiles a request uses: exactly one of stored `profile_ids`, inline `profiles`
+    (documents as `srift profile` writes them), or every stored profile of `model`."""
+
+    profile_ids: tuple[int, ...] | None = None
+    profiles: tuple[Mapping[str, Any], ...] | None = None
+    model: str | None = None
+
+    def check(self) -> None:
+        """InvalidInput unless exactly one way is given, and not an empty list."""
+        given = [x is not None for x in (self.profile_ids, self.profiles, self.model)]
+        if sum(given) != 1:
+            raise InvalidInput(
+                "give exactly one of profile_ids, profiles or model",
+                hint="name stored profiles by id, inline profile documents, or a model with stored profiles",
+                field="profile_ids",
+            )
+        if self.profile_ids is not None and not self.profile_ids:
+            raise InvalidInput("is empty", hint="list at least one stored profile id", field="profile_ids")
+        if self.profiles is not None and not self.profiles:
+            raise InvalidInput("is empty", hint="inline at least one profile document", field="profiles")
+
+
+@dataclass(frozen=True, slots=True)
+class PlanQuery:
+    """A plan request (POST /v1/plans, `srift plan FILE`): what to optimize, within which limits."""
+
+    global_batch: int
+    iterations: int
+    profile_ids: tuple[int, ...] | None = None
+    profiles: tuple[Mapping[str, Any], ...] | None = None
+    model: str | None = None
+    objective: Objective = Objective.MIN_COST
+    time_limit_s: float | None = None
+    budget_usd: float | None = None
+    provider: str = "aws"
+    region: str | None = None
+    snapshot: str | None = None
+    market: MarketChoice = MarketChoice.ANY
+    availability: Mapping[str, int] | None = None
+    max_count_per_type: int = 16
+    mode: SearchMode = SearchMode.AUTO
+    solve_budget_s: float = 2.0
+    batch_policy: BatchPolicy = BatchPolicy.POW2_SPLIT
+    eager_k: int = 8
+    seed: int = 0
+
+    @property
+    def selection(self) -> ProfileSelection:
+        return ProfileSelection(profile_ids=self.profile_ids, profiles=self.profiles, model=self.model)
+
+
+@dataclass(frozen=True, slots=True)
+class FleetChoice:
+    """`count` VMs of `instance_type` bought on `market`, each given `batch` samples per iteration."""
+
+    instance_type: str
+    count: int
+    batch: int
+    market: Market = Market.ON_DEMAND
+
+
+@dataclass(frozen=True, slots=True)
+class FleetQuery:
+    """A fleet to predict: one choice per instance type and market."""
+
+    choices: tuple[FleetChoice, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class PredictionQuery:
+    """A prediction request (POST /v1/predictions, `srift predict FILE`): one fleet's time and cost."""
+
+    config: FleetQuery
+    iterations: int
+    profile_ids: tuple[int, ...] | None = None
+    profiles: tuple[Mapping[str, Any], ...] | None = None
+    model: str | None = None
+    provider: str = "aws"
+    region: str | None = None
+    snapshot: str | None = None
+    comm: CommMode = CommMode.ALLREDUCE
+    ps_servers: int = 1
+    seed: int = 0
+    straggler_iters: int = 100
+    mc_samples: int = 0
+
+    @property
+    def selection(self) -> ProfileSelection:
+        return ProfileSelection(profile_ids=self.profile_ids, profiles=self.profiles, model=self.model)
+
+
+@dataclass(frozen=True, slots=True)
+class ProgressReport:
+    """A training run's progress so far (POST /v1/jobs/{id}/progress)."""
+
+    iterations_done: int
+    elapsed_s: float
+    spent_usd: float
+
+
+@dataclass(frozen=True, slots=True)
+class InterruptionReport:
+    """VMs a training run lost (POST /v1/jobs/{id}/interruptions); progress fields update the run's."""
+
+    instance_type: str
+    count: int
+    iterations_done: int | None = None
+    elapsed_s: float | None = None
+    spent_usd: float | None = None
+    launch_overhead_s: float = 150.0

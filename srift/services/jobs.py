@@ -1,0 +1,112 @@
+"""Probe and profile jobs as an application service: queue them, read the queue, take their hosts' results.
+
+Submission, the queue and result intake live in `srift.jobs` (the worker uses them too); this module is
+what the REST routes and the CLI call, and it hands them JobRecords, never database rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from srift.db.tables import Job
+from srift.domain.records import JobRecord
+from srift.domain.states import JobKind, JobState
+from srift.jobs import results, service, store
+from srift.jobs.results import ResultsOutcome
+
+
+def job_record(job: Job) -> JobRecord:
+    """A job row as a record; samples staged by an unfinished attempt are counted, not listed."""
+    result = dict(job.result or {})
+    staged = result.pop("staged_samples", None)
+    if staged is not None:
+        result["staged"] = len(staged)
+    return JobRecord(
+        id=job.id,
+        kind=job.kind,
+        provider=job.provider,
+        state=JobState(job.state),
+        request=job.request,
+        attempts=job.attempts,
+        worker_id=job.worker_id,
+        created_at=job.created_at,
+        started_at=job.started_at,
+        heartbeat_at=job.heartbeat_at,
+        finished_at=job.finished_at,
+        error=job.error,
+        log=job.log or "",
+        result=result,
+    )
+
+
+def job_document(record: JobRecord) -> dict[str, Any]:
+    """The record as JSON-ready data (JobOut's fields)."""
+    return {
+        "id": record.id,
+        "kind": record.kind,
+        "provider": record.provider,
+        "state": record.state.value,
+        "request": dict(record.request),
+        "attempts": record.attempts,
+        "worker_id": record.worker_id,
+        "created_at": record.created_at,
+        "started_at": record.started_at,
+        "heartbeat_at": record.heartbeat_at,
+        "finished_at": record.finished_at,
+        "error": record.error,
+        "log": record.log,
+        "result": dict(record.result),
+    }
+
+
+def submit_job(*, session: Session, kind: JobKind, data: Mapping[str, Any]) -> tuple[JobRecord, str]:
+    """Validate and queue a probe or profile job; the record and the job's token (shown once)."""
+    if kind is JobKind.PROBE:
+        job, token = service.submit_probe_job(session=session, data=data)
+    else:
+        job, token = service.submit_profile_job(session=session, data=data)
+    return job_record(job), token
+
+
+def list_jobs(
+    *, session: Session, kind: JobKind | None, state: JobState | None, limit: int, offset: int = 0
+) -> tuple[list[JobRecord], int]:
+    """A page of the queue, newest first, and how many jobs match."""
+    jobs, total = store.list_jobs(session=session, kind=kind, state=state, limit=limit, offset=offset)
+    return [job_record(j) for j in jobs], total
+
+
+def get_job(*, session: Session, job_id: int, kind: JobKind | None = None) -> JobRecord:
+    """One job (of `kind` when given); NotFound otherwise."""
+    return job_record(store.get_job(session=session, job_id=job_id, kind=kind))
+
+
+def post_probe_results(
+    *,
+    session: Session,
+    job_id: int | None,
+    samples: Sequence[Mapping[str, Any]],
+    final: bool,
+    error: str | None,
+) -> ResultsOutcome:
+    """Stage or store probe samples posted by a job's hosts (or on their own)."""
+    return results.post_probe_results(
+        session=session, job_id=job_id, samples=samples, final=final, error=error
+    )
+
+
+def post_profile_result(
+    *,
+    session: Session,
+    job_id: int,
+    instance_type: str | None,
+    profile: Mapping[str, Any] | None,
+    error: str | None,
+) -> tuple[int | None, str]:
+    """Store one instance's profile for a profile job; the profile id and the job's state."""
+    return results.post_profile_result(
+        session=session, job_id=job_id, instance_type=instance_type, profile=profile, error=error
+    )

@@ -1,0 +1,184 @@
+"""What the steps of `srift validate` share: options, effort presets, measurement constants, context."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from srift.domain.profile import ModelProfile
+from srift.profiling.curves import CurveSamples
+from srift.settings import Settings
+from srift.testbed import Testbed, TestbedSpec
+from srift.validation import conditions
+from srift.validation.matrix import MODELS, ModelSpec, types_by_cpu
+
+DDP_BUCKET_CAP_MB = 25.0
+"""probes/ddp_train.py's (and torch DDP's) default bucket_cap_mb: the buckets the runs reduce."""
+MALLOC_ENV = {"MALLOC_MMAP_THRESHOLD_": str(32 << 20), "MALLOC_TRIM_THRESHOLD_": str(16 << 30)}
+"""glibc malloc keeps freed blocks below 32 MiB in the heap and never trims it (see step 1 above)."""
+DEFAULT_SPEC = Path(__file__).resolve().parent / "testbed.yaml"
+PROBE_NODE_COUNTS = (2, 3, 4)
+
+Log = Callable[[str], None]
+Progress = Callable[[str, int, int], None]
+
+
+class BandwidthSource(StrEnum):
+    """Where the bandwidth model comes from: fresh probes on the testbed, the shipped models, or the prior."""
+
+    PROBE = "probe"
+    SHIPPED = "shipped"
+    PRIOR = "prior"
+
+
+@dataclass(frozen=True, slots=True)
+class Effort:
+    """How much each step measures; `quick()` and `full()` are the two presets."""
+
+    repeats: int
+    target_run_s: float
+    min_iters: int
+    max_iters: int
+    warmup: int
+    profile_repeats: int
+    profile_iterations: int
+    profile_max_batch: int
+    probe_sizes: tuple[int, ...]
+    probe_repeats: int
+    plan_batch_policy: str
+    timing_passes: int = 0
+    """Further timing passes over every profile's breakpoints, spread over the DDP runs (see step 2)."""
+    timing_repeats: int = 3
+    """Timed rounds over the breakpoints in each further pass (after one untimed round)."""
+
+    @classmethod
+    def quick(cls) -> Effort:
+        return cls(
+            repeats=2,
+            target_run_s=2.0,
+            min_iters=5,
+            max_iters=30,
+            warmup=2,
+            profile_repeats=5,
+            profile_iterations=10,
+            profile_max_batch=64,
+            probe_sizes=tuple(1 << k for k in range(2, 25)),
+            probe_repeats=3,
+            plan_batch_policy="pow2",
+            timing_passes=4,
+            timing_repeats=2,
+        )
+
+    @classmethod
+    def full(cls) -> Effort:
+        return cls(
+            repeats=2,
+            target_run_s=4.0,
+            min_iters=6,
+            max_iters=60,
+            warmup=3,
+            profile_repeats=9,
+            profile_iterations=30,
+            profile_max_batch=64,
+            probe_sizes=tuple(1 << k for k in range(2, 26)),
+            probe_repeats=5,
+            plan_batch_policy="pow2_split",
+            timing_passes=8,
+            timing_repeats=3,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ValidationOptions:
+    """What `srift validate` runs. `types` and `max_hosts` narrow the matrix (tests, quick checks)."""
+
+    full: bool = False
+    spec_path: Path | None = None
+    models: tuple[str, ...] = tuple(MODELS)
+    """Shipped models (srift.profiling.testmodels) in the matrix."""
+    user_models: tuple[ModelSpec, ...] = ()
+    """The user's own models (`--model/--input/--loss`), alongside the shipped ones."""
+    effort: Effort | None = None
+    max_cores: float | None = None
+    max_hosts: int = 4
+    types: tuple[str, ...] | None = None
+    workdir: Path | None = None
+    data_dir: Path | None = None
+    bandwidth: BandwidthSource = BandwidthSource.PROBE
+    plan_quality: bool = True
+    plan_model: str | None = None
+    """The plan-quality problem's model: transformer when it is in the matrix, else the first model."""
+    keep_testbed: bool = False
+    period_us: int = conditions.DEFAULT_PERIOD_US
+    seed: int = 0
+    command: str = ""
+
+    def model_specs(self) -> dict[str, ModelSpec]:
+        """Every model of the matrix by name: the shipped ones asked for, then the user's."""
+        return {name: MODELS[name] for name in self.models if name in MODELS} | {
+            m.name: m for m in self.user_models
+        }
+
+    def resolved_plan_model(self) -> str:
+        specs = self.model_specs()
+        if self.plan_model is not None:
+            return self.plan_model
+        return "transformer" if "transformer" in specs or not specs else next(iter(specs))
+
+    def resolved_effort(self) -> Effort:
+        return self.effort or (Effort.full() if self.full else Effort.quick())
+
+    def resolved_max_cores(self) -> float:
+        return self.max_cores if self.max_cores is not None else 0.75 * (os.cpu_count() or 1)
+
+
+@dataclass
+class Context:
+    """What the steps share."""
+
+    options: ValidationOptions
+    effort: Effort
+    spec: TestbedSpec
+    testbed: Testbed
+    settings: Settings
+    url: str
+    workdir: Path
+    log: Log
+    progress: Progress
+    timings: dict[str, float] = field(default_factory=dict)
+    profile_ids: dict[tuple[str, str], int] = field(default_factory=dict)
+    profiles: dict[tuple[str, str], ModelProfile] = field(default_factory=dict)
+    timing_samples: dict[tuple[str, str], list[CurveSamples]] = field(default_factory=dict)
+    timing_log: list[dict[str, Any]] = field(default_factory=list)
+    profile_info: list[dict[str, Any]] = field(default_factory=list)
+    bandwidth: dict[str, Any] = field(default_factory=dict)
+    job_counter: int = 0
+
+    def model(self, name: str) -> ModelSpec:
+        """The spec of a model of this run (shipped or the user's)."""
+        return self.options.model_specs().get(name) or MODELS[name]
+
+    def next_job_id(self) -> int:
+        """Identifiers for the job runners' work folders and ports (never stored as jobs)."""
+        self.job_counter += 1
+        return 900_000_000 + (os.getpid() % 10_000) * 100 + self.job_counter
+
+
+def types_in_scope(ctx: Context) -> list[str]:
+    """The spec's types by CPU, narrowed to `options.types` when given."""
+    names = types_by_cpu(ctx.spec)
+    return [t for t in names if not ctx.options.types or t in ctx.options.types]
+
+
+def quiet(_message: str) -> None:
+    """A Log that says nothing."""
+    return None
+
+
+def no_progress(_stage: str, _done: int, _total: int) -> None:
+    """A Progress that shows nothing."""
+    return None

@@ -1,0 +1,515 @@
+"""The steps of `srift validate`: testbed, profiles, bandwidth, predictions and DDP runs (see pipeline)."""
+
+from __future__ import annotations
+
+import math
+import random
+import shutil
+import statistics
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from srift.errors import EnvironmentProblem, InvalidInput, SriftError
+from srift.profiling.curves import pool_curve_samples
+from srift.testbed import Testbed, TestbedSpec
+from srift.validation import conditions, stats
+from srift.validation.context import (
+    DDP_BUCKET_CAP_MB,
+    PROBE_NODE_COUNTS,
+    BandwidthSource,
+    Context,
+    Effort,
+    Log,
+    types_in_scope,
+)
+from srift.validation.ddp import AgentPool, DdpResult, TimingJob
+from srift.validation.matrix import Case, Fleet, build_matrix
+
+
+def bring_up(spec: TestbedSpec, root: Path, log: Log) -> tuple[Testbed, bool]:
+    """Testbed.up (the job runners find it again under `root`); True when this call created it."""
+    from srift.testbed import status
+
+    try:
+        was_up = status(spec.prefix, root=root).healthy
+    except SriftError:
+        was_up = False
+    log(f"testbed {spec.prefix}: {'reusing the running one' if was_up else 'bringing it up'}")
+    return Testbed.up(spec, root=root), not was_up
+
+
+def prepare_database(ctx: Context) -> None:
+    """Migrate the run's own database and register the testbed's instance types in its catalog."""
+    from srift.db import migrate
+    from srift.db.session import transaction
+    from srift.testbed.catalog import register_types
+
+    migrate.upgrade(ctx.url)
+    with transaction(ctx.url) as session:
+        register_types(session=session, spec=ctx.spec)
+
+
+def select_cases(ctx: Context) -> list[Case]:
+    """The matrix's cases for this spec, narrowed to the types in scope; refused when none is left."""
+    spec = ctx.spec
+    cases = build_matrix(
+        spec,
+        models=tuple(ctx.options.model_specs()),
+        known=tuple(ctx.options.model_specs()),
+        full=ctx.options.full,
+        max_cores=ctx.options.resolved_max_cores(),
+        max_hosts=ctx.options.max_hosts,
+    )
+    allowed = set(types_in_scope(ctx))
+    cases = [c for c in cases if set(c.fleet.types) <= allowed]
+    if not cases:
+        raise InvalidInput(
+            "the matrix is empty for this spec, types and max_cores",
+            hint="allow more CPU (--max-cores) or more types",
+            field="types",
+        )
+    return cases
+
+
+def plan_models(ctx: Context) -> set[str]:
+    """Models the plan-quality step needs profiles of."""
+    return {ctx.options.resolved_plan_model()} if ctx.options.plan_quality else set()
+
+
+# -- profiles ---------------------------------------------------------------------------------------------
+
+
+def _profile_one(ctx: Context, model: str, type_name: str) -> tuple[Any, float]:
+    """`srift profile` of `model` inside one host of `type_name` (the testbed profile-job runner)."""
+    from srift.jobs.run import JobRun
+    from srift.jobs.runners import run_testbed_profiles
+    from srift.jobs.service import TypeFacts
+    from srift.jobs.spec import JobProvider, ProfileJobSpec
+
+    effort = ctx.effort
+    spec = ProfileJobSpec(
+        provider=JobProvider.TESTBED,
+        instance_types=(type_name,),
+        model=ctx.model(model).factory,
+        input=ctx.model(model).input_factory,
+        loss=ctx.model(model).loss,
+        model_name=model,
+        max_batch=effort.profile_max_batch,
+        repeats=effort.profile_repeats,
+        iterations=effort.profile_iterations,
+        time_budget_s=900.0,
+        testbed_prefix=ctx.spec.prefix,
+    )
+    run = JobRun(
+        job_id=ctx.next_job_id(),
+        attempt=1,
+        worker_id="validate",
+        kind="profile",
+        spec=spec,
+        settings=ctx.settings,
+    )
+    tick = time.perf_counter()
+    try:
+        (profile,) = run_testbed_profiles(
+            run, spec, [TypeFacts(name=type_name, provider="testbed", region="local")]
+        )
+    finally:
+        _drop_job_folder(ctx, run.job_id)
+    return profile, time.perf_counter() - tick
+
+
+def _drop_job_folder(ctx: Context, job_id: int) -> None:
+    """The job runners work in <data dir>/jobs/<id>; validation's ids are never stored jobs, so drop it."""
+    shutil.rmtree(ctx.settings.data_dir / "jobs" / str(job_id), ignore_errors=True)
+
+
+def profile_models(ctx: Context, models: Sequence[str]) -> None:
+    """Profile each model in one host of each type (types in parallel: their quotas fit the machine)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from srift.db.session import transaction
+    from srift.profiling.store import save_profile
+
+    types = types_in_scope(ctx)
+    for k, name in enumerate(models):
+        ctx.progress("profiles", k, len(models))
+        ctx.log(f"profile: {name} on {', '.join(types)}")
+        with ThreadPoolExecutor(max_workers=len(types)) as workers:
+            futures = {t: workers.submit(_profile_one, ctx, name, t) for t in types}
+            found = {t: f.result() for t, f in futures.items()}
+        with transaction(ctx.url) as session:
+            for type_name in types:
+                profile, took = found[type_name]
+                ctx.profiles[(name, type_name)] = profile
+                ctx.profile_ids[(name, type_name)] = save_profile(session=session, profile=profile)
+                ctx.profile_info.append(
+                    {
+                        "model": name,
+                        "instance_type": type_name,
+                        "profile_id": ctx.profile_ids[(name, type_name)],
+                        "max_batch": profile.max_batch,
+                        "compute_s_at_32": profile.compute_s(32),
+                        "update_s": profile.update_s,
+                        "straggler_cv": profile.straggler_cv,
+                        "grad_bytes": profile.total_grad_bytes,
+                        "took_s": took,
+                    }
+                )
+    ctx.progress("profiles", len(models), len(models))
+
+
+# -- bandwidth --------------------------------------------------------------------------------------------
+
+
+def build_bandwidth(ctx: Context) -> None:
+    """Step 3: the bandwidth model the predictions use (fresh probes, the shipped models, or the prior)."""
+    from srift.bandwidth.records import SampleQuery
+    from srift.bandwidth.registry import active_version, register_shipped, train_version
+    from srift.bandwidth.samples import store_samples
+    from srift.db.session import transaction
+
+    source = ctx.options.bandwidth
+    if source is BandwidthSource.PRIOR:
+        ctx.bandwidth = {"source": "prior:alpha-beta", "how": "the α-β prior (no probes, no learned model)"}
+        return
+    if source is BandwidthSource.SHIPPED:
+        with transaction(ctx.url) as session:
+            register_shipped(session=session)
+            found = active_version(session=session)
+        ctx.bandwidth = {
+            "source": found.source if found else "prior:alpha-beta",
+            "how": "the shipped bandwidth models (the prior answers for types they do not cover)",
+            "version": found.version if found else None,
+            "covers": found.covers if found else [],
+        }
+        return
+    from srift.jobs.run import JobRun
+    from srift.jobs.runners import run_testbed_probe
+    from srift.jobs.service import TypeFacts
+    from srift.jobs.spec import JobProvider, ProbeJobSpec
+
+    effort = ctx.effort
+    cap = ctx.options.resolved_max_cores()
+    records = []
+    plan = []
+    for type_name in types_in_scope(ctx):
+        t = ctx.spec.type_named(type_name)
+        hosts = len(ctx.testbed.hosts_of_type(type_name))
+        counts = tuple(
+            n
+            for n in PROBE_NODE_COUNTS
+            if n <= min(hosts, ctx.options.max_hosts) and n * t.cpu_cores <= cap + 1e-9
+        )
+        if counts:
+            plan.append((type_name, counts))
+    for k, (type_name, counts) in enumerate(plan):
+        ctx.progress("probes", k, len(plan))
+        t = ctx.spec.type_named(type_name)
+        ctx.log(f"probe: {type_name} on {', '.join(str(n) for n in counts)} hosts")
+        spec = ProbeJobSpec(
+            provider=JobProvider.TESTBED,
+            instance_type=type_name,
+            node_counts=counts,
+            sizes=effort.probe_sizes,
+            repeats=effort.probe_repeats,
+            warmup=1,
+            time_budget_s=600.0,
+            testbed_prefix=ctx.spec.prefix,
+        )
+        run = JobRun(
+            job_id=ctx.next_job_id(),
+            attempt=1,
+            worker_id="validate",
+            kind="probe",
+            spec=spec,
+            settings=ctx.settings,
+        )
+        facts = TypeFacts(name=type_name, provider="testbed", region="local", rated_gbps=t.rate_mbit / 1000)
+        try:
+            records.extend(run_testbed_probe(run, spec, facts))
+        finally:
+            _drop_job_folder(ctx, run.job_id)
+    ctx.progress("probes", len(plan), len(plan))
+    if not records:
+        raise EnvironmentProblem(
+            "no type has two hosts to probe within max_cores",
+            hint="give the spec two hosts of a type, or use --bandwidth prior",
+        )
+    ctx.log(f"bandwidth: training on {len(records)} probe samples")
+    tick = time.perf_counter()
+    with transaction(ctx.url) as session:
+        store_samples(session=session, records=records, origin="validate")
+    with transaction(ctx.url) as session:
+        version = train_version(
+            session=session,
+            settings=ctx.settings,
+            query=SampleQuery(providers=("testbed",), instance_types=tuple(t for t, _ in plan)),
+            activate_it=True,
+            seed=ctx.options.seed,
+            origin="validate",
+        )
+    ctx.bandwidth = {
+        "source": version.source,
+        "how": "trained now on the testbed's own allreduce probes (probe jobs on 2..4 hosts per type)",
+        "version": version.version,
+        "covers": version.covers,
+        "samples": len(records),
+        "probe_plan": {t: list(c) for t, c in plan},
+        "metrics": version.metrics,
+        "train_s": time.perf_counter() - tick,
+    }
+
+
+# -- predictions and runs ---------------------------------------------------------------------------------
+
+
+def predict_fleet(ctx: Context, model: str, fleet: Fleet) -> dict[str, Any]:
+    """The simulator's prediction for one model on one fleet, from the stored profiles, the catalog's
+    instance types and the active bandwidth model: with PyTorch DDP's gradient buckets (what the runs use,
+    25 MiB) and, for comparison, layer by layer (Srift's original model)."""
+    from srift.bandwidth.prior import AlphaBetaPrior
+    from srift.bandwidth.registry import active_model
+    from srift.catalog.store import get_instance_type
+    from srift.db.session import transaction
+    from srift.domain import FleetMember
+    from srift.profiling.store import get_profile
+    from srift.sim import simulate
+
+    with transaction(ctx.url) as session:
+        bandwidth = (
+            AlphaBetaPrior()
+            if ctx.options.bandwidth is BandwidthSource.PRIOR
+            else active_model(session=session, settings=ctx.settings)
+        )
+        members = [
+            FleetMember(
+                instance=get_instance_type(session=session, provider="testbed", name=g.type_name),
+                count=g.count,
+                batch=g.batch,
+                profile=get_profile(session=session, profile_id=ctx.profile_ids[(model, g.type_name)]),
+            )
+            for g in fleet.groups
+        ]
+    estimate = simulate(members, bandwidth=bandwidth, seed=ctx.options.seed, bucket_cap_mb=DDP_BUCKET_CAP_MB)
+    per_layer = simulate(members, bandwidth=bandwidth, seed=ctx.options.seed)
+    b = estimate.breakdown
+    return {
+        "iteration_s": estimate.iteration_s,
+        "iteration_p90_s": estimate.iteration_p90_s,
+        "per_layer_iteration_s": per_layer.iteration_s,
+        "breakdown": {
+            "forward_s": b.forward_s,
+            "backward_s": b.backward_s,
+            "update_s": b.update_s,
+            "compute_s": b.compute_s,
+            "straggler_wait_s": b.straggler_wait_s,
+            "exposed_intra_s": b.exposed_intra_s,
+            "exposed_network_s": b.exposed_network_s,
+            "communication_s": b.communication_s,
+            "granularity": b.granularity if math.isfinite(b.granularity) else None,
+            "warnings": list(b.warnings),
+        },
+        "sources": list(estimate.sources),
+    }
+
+
+def hosts_for(ctx: Context, fleet: Fleet) -> list[str]:
+    """Testbed hosts for the fleet's ranks: the first hosts of each type, in group order."""
+    used: dict[str, int] = {}
+    names = []
+    for g in fleet.groups:
+        pool = [h.name for h in ctx.testbed.hosts_of_type(g.type_name)]
+        start = used.get(g.type_name, 0)
+        if start + g.count > len(pool):
+            raise InvalidInput(
+                f"{fleet.label()} needs {start + g.count} hosts of {g.type_name}, the testbed has "
+                f"{len(pool)}",
+                hint="add hosts of that type to the spec",
+                field="spec.hosts",
+            )
+        names += pool[start : start + g.count]
+        used[g.type_name] = start + g.count
+    return names
+
+
+def iterations_for(effort: Effort, predicted_s: float) -> int:
+    """Timed iterations of one run: about `target_run_s` of training, within min_iters..max_iters."""
+    wanted = math.ceil(effort.target_run_s / max(predicted_s, 1e-3))
+    return max(effort.min_iters, min(effort.max_iters, wanted))
+
+
+def measure(ctx: Context, pool: AgentPool, model: str, fleet: Fleet, predicted_s: float) -> dict[str, Any]:
+    """One real DDP run of `model` on `fleet`; a failure is recorded, not raised."""
+    spec = ctx.model(model)
+    effort = ctx.effort
+    iters = iterations_for(effort, predicted_s)
+    hosts = hosts_for(ctx, fleet)
+    timeout_s = 120.0 + 10.0 * (iters + effort.warmup) * max(predicted_s, 0.05)
+    before = conditions.cpu_times()
+    load = conditions.load_average()
+    tick = time.perf_counter()
+    try:
+        result: DdpResult = pool.run_case(
+            hosts,
+            fleet.batches,
+            model=spec.factory,
+            input_factory=spec.input_factory,
+            loss=spec.run_loss,
+            iters=iters,
+            warmup=effort.warmup,
+            timeout_s=timeout_s,
+        )
+    except EnvironmentProblem as exc:
+        ctx.log(f"run failed: {model} on {fleet.label()}: {exc.detail}")
+        return {"ok": False, "error": exc.detail, "hosts": hosts, "iters": iters}
+    return {
+        "ok": True,
+        "hosts": hosts,
+        "iters": iters,
+        "warmup": effort.warmup,
+        "mean_iter_s": result.mean_iter_s,
+        "median_iter_s": result.median_iter_s,
+        "stdev_iter_s": result.stdev_iter_s,
+        "iter_times_s": list(result.iter_times_s),
+        "wall_s": time.perf_counter() - tick,
+        "load_avg": load,
+        "machine_busy": conditions.busy_fraction(before, conditions.cpu_times()),
+    }
+
+
+def pass_positions(total_runs: int, passes: int) -> list[int]:
+    """Indices of the runs before which a timing pass goes (`total_runs`: after the last), evenly spread
+    from before the first run to after the last."""
+    if passes <= 0:
+        return []
+    if passes == 1:
+        return [total_runs // 2]
+    return [round(k * total_runs / (passes - 1)) for k in range(passes)]
+
+
+def run_matrix(ctx: Context, pool: AgentPool, cases: Sequence[Case]) -> list[dict[str, Any]]:
+    """Step 4: predict every case, run its repeats in shuffled rounds with the timing passes spread over
+    them, then re-predict from the pooled profiles and score each case."""
+    repeats = ctx.effort.repeats
+    ctx.log(f"matrix: {len(cases)} cases × {repeats} repeats, {ctx.effort.timing_passes} timing passes")
+    rows: list[dict[str, Any]] = []
+    for case in cases:
+        predicted = predict_fleet(ctx, case.model, case.fleet)
+        rows.append(
+            {
+                "model": case.model,
+                "fleet": case.fleet.label(),
+                "composition": case.fleet.composition(),
+                "hosts": case.fleet.hosts,
+                "types": list(case.fleet.types),
+                "type_group": case.fleet.types[0] if not case.fleet.mixed else "mixed",
+                "batches": list(case.fleet.batches),
+                "predicted": predicted,
+                "runs": [],
+            }
+        )
+    total = len(cases) * repeats
+    order = []
+    rng = random.Random(ctx.options.seed)
+    for _ in range(repeats):
+        this_round = list(range(len(cases)))
+        rng.shuffle(this_round)
+        order += this_round
+    passes = pass_positions(total, ctx.effort.timing_passes)
+    for done, i in enumerate(order):
+        for _ in range(passes.count(done)):
+            timing_pass(ctx, pool)
+        ctx.progress("ddp runs", done, total)
+        row = rows[i]
+        row["runs"].append(
+            measure(ctx, pool, cases[i].model, cases[i].fleet, row["predicted"]["iteration_s"])
+        )
+    for _ in range(passes.count(total)):
+        timing_pass(ctx, pool)
+    ctx.progress("ddp runs", total, total)
+    if ctx.timing_samples:
+        pool_profiles(ctx)
+        for case, row in zip(cases, rows, strict=True):
+            row["single_pass_predicted"] = row["predicted"]
+            row["predicted"] = predict_fleet(ctx, case.model, case.fleet)
+    for row in rows:
+        finish_case(row)
+    return rows
+
+
+def timing_pass(ctx: Context, pool: AgentPool) -> None:
+    """One further timing pass over every profile's breakpoints, each model on the first host of each
+    type (the types at once, as when profiling); a failed pass is logged and left out, not raised."""
+    for model in sorted({m for m, _ in ctx.profiles}):
+        keys = [(model, t) for t in types_in_scope(ctx) if (model, t) in ctx.profiles]
+        jobs = [
+            TimingJob(
+                host=ctx.testbed.hosts_of_type(key[1])[0].name,
+                model=ctx.model(model).factory,
+                input_factory=ctx.model(model).input_factory,
+                loss=ctx.model(model).loss,
+                batches=tuple(ctx.profiles[key].extra["measured"]["batches"]),
+                repeats=ctx.effort.timing_repeats,
+                warmup=1,
+            )
+            for key in keys
+        ]
+        one_round_s = [
+            sum(map(ctx.profiles[key].compute_s, key_batches))
+            for key, key_batches in zip(keys, (j.batches for j in jobs), strict=True)
+        ]
+        expected_s = (1 + ctx.effort.timing_repeats) * max(one_round_s)
+        tick = time.perf_counter()
+        try:
+            found = pool.time_points(jobs, timeout_s=120.0 + 10.0 * expected_s)
+        except EnvironmentProblem as exc:
+            ctx.log(f"timing pass failed: {model}: {exc.detail}")
+            ctx.timing_log.append({"model": model, "ok": False, "error": exc.detail})
+            continue
+        for key, samples in zip(keys, found, strict=True):
+            ctx.timing_samples.setdefault(key, []).append(samples)
+        ctx.timing_log.append({"model": model, "ok": True, "took_s": time.perf_counter() - tick})
+
+
+def pool_profiles(ctx: Context) -> None:
+    """Refit every profile that has further timing passes to all its samples, store it, and use it."""
+    from srift.db.session import transaction
+    from srift.profiling.store import save_profile
+
+    info = {(p["model"], p["instance_type"]): p for p in ctx.profile_info}
+    with transaction(ctx.url) as session:
+        for key, passes in sorted(ctx.timing_samples.items()):
+            first = ctx.profiles[key]
+            pooled = pool_curve_samples(first, passes)
+            ctx.profiles[key] = pooled
+            ctx.profile_ids[key] = save_profile(session=session, profile=pooled)
+            entry = info.get(key)
+            if entry is not None:
+                entry["single_pass_profile_id"] = entry["profile_id"]
+                entry["single_pass_compute_s_at_32"] = entry["compute_s_at_32"]
+                entry["profile_id"] = ctx.profile_ids[key]
+                entry["compute_s_at_32"] = pooled.compute_s(32)
+                entry["pass_compute_s_at_32"] = [p.compute_s(32) for p in passes]
+                entry["timing_passes"] = 1 + len(passes)
+
+
+def finish_case(row: dict[str, Any]) -> None:
+    """Measured value (mean over successful repeats), its noise, and the prediction's error."""
+    means = [r["mean_iter_s"] for r in row["runs"] if r.get("ok")]
+    row["measured_iteration_s"] = statistics.fmean(means) if means else None
+    row["repeat_noise"] = stats.repeat_noise(means)
+    row["repeat_cv"] = stats.coefficient_of_variation(means)
+    within = [
+        r["stdev_iter_s"] / r["mean_iter_s"] for r in row["runs"] if r.get("ok") and r["mean_iter_s"] > 0
+    ]
+    row["iteration_cv"] = statistics.fmean(within) if within else None
+    measured = row["measured_iteration_s"]
+    row["error"] = stats.relative_error(row["predicted"]["iteration_s"], measured) if means else None
+    row["per_layer_error"] = (
+        stats.relative_error(row["predicted"]["per_layer_iteration_s"], measured) if means else None
+    )
+    single = row.get("single_pass_predicted")
+    if single is not None:
+        row["single_pass_error"] = stats.relative_error(single["iteration_s"], measured) if means else None
