@@ -163,6 +163,26 @@ class ParetoPoint:
 
 
 @dataclass(frozen=True, slots=True)
+class DiminishingReturns:
+    """A much cheaper (or smaller) fleet nearly as fast as the plan, and what the plan's extra buys.
+
+    `seconds_per_usd` and `seconds_per_gpu` are the marginal seconds the plan saves per extra dollar and
+    per extra GPU over `alternative` (None when the plan does not spend more of that).
+    """
+
+    alternative: Config
+    total_time_s: float
+    cost_usd: float
+    gpus: int
+    plan_gpus: int
+    seconds_saved: float
+    extra_usd: float
+    extra_gpus: int
+    seconds_per_usd: float | None
+    seconds_per_gpu: float | None
+
+
+@dataclass(frozen=True, slots=True)
 class Plan:
     """The optimizer's answer: the chosen fleet, its prediction, baselines and the evaluated space.
 
@@ -170,6 +190,8 @@ class Plan:
     otherwise `optimality_gap`, when known, is how far (a fraction of the plan's objective) the optimum could
     be below the plan, from the least bound of what the exhaustive search left unexplored.
     `pareto_total` counts every evaluated configuration (`pareto` may hold a sample of them plus the front).
+    `diminishing_returns` is set when a much cheaper or smaller fleet is nearly as fast
+    (srift.optimize.returns).
     """
 
     config: Config
@@ -187,3 +209,4 @@ class Plan:
     proven_optimal: bool = False
     pareto_total: int = 0
     optimality_gap: float | None = None
+    diminishing_returns: DiminishingReturns | None = None

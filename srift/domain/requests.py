@@ -58,6 +58,8 @@ class PlanQuery:
     market: MarketChoice = MarketChoice.ANY
     availability: Mapping[str, int] | None = None
     max_count_per_type: int = 16
+    max_gpus: int | None = None
+    max_vms: int | None = None
     mode: SearchMode = SearchMode.AUTO
     solve_budget_s: float = 2.0
     batch_policy: BatchPolicy = BatchPolicy.POW2_SPLIT

@@ -165,7 +165,8 @@ class Evaluations:
         """The evaluator's incremental state of a configuration with one more group (None: not offered)."""
         if self._grow is None:
             return None
-        return self._grow(partial, self.problem.fleet((group,))[0])
+        grown: object = self._grow(partial, self.problem.fleet((group,))[0])
+        return grown
 
     def partial_bound_s(self, partial: object, *, extension: Extension | None = None) -> float:
         """The evaluator's lower bound of t_iter for the configuration `partial` was grown from or, with

@@ -3,12 +3,13 @@
 The space (srift.optimize.space) is a tree: a node holds the groups chosen so far, all of candidates before
 position `pos` (canonical order), and the samples `rem` still to place; its children decide candidate
 `pos`: left out, or given the final group (it takes `rem` exactly), or given a non-final group (then
-`pos + 1` is decided next). Every configuration is reached once. Nodes are never enumerated up front: a node's children are generated when
-the node is taken from a priority queue ordered by a lower bound of the objective (cost for min_cost, total
-time for min_time) over its whole subtree, and only children whose bound can beat the best feasible plan so
-far are queued. Once the smallest bound in the queue is ≥ that plan's objective, no configuration anywhere
-can do better: the plan is proven optimal. Stopped earlier (solve budget), the queue is exactly what was
-not covered, and its smallest bound says how far from optimal the plan can be.
+`pos + 1` is decided next). Every configuration is reached once. Nodes are never enumerated up front: a
+node's children are generated when the node is taken from a priority queue ordered by a lower bound of the
+objective (cost for min_cost, total time for min_time) over its whole subtree, and only children whose bound
+can beat the best feasible plan so far are queued. Once the smallest bound in the queue is ≥ that plan's
+objective, no configuration anywhere can do better: the plan is proven optimal. Stopped earlier (solve
+budget), the queue is exactly what was not covered, and its smallest bound says how far from optimal the
+plan can be.
 
 Bounds of a subtree (each only ever discards configurations that cannot be feasible or cannot beat the
 incumbent strictly; they rest on the Evaluator contract in srift.optimize.evaluate):
@@ -34,6 +35,7 @@ incumbent strictly; they rest on the Evaluator contract in srift.optimize.evalua
 from __future__ import annotations
 
 import bisect
+import contextlib
 import heapq
 import math
 import time
@@ -44,11 +46,11 @@ from srift.optimize.evaluate import Evaluations
 from srift.optimize.search import (
     Enumerator,
     Incumbent,
-    SearchStopped,
-    evaluate_best_first,
     SearchResult,
     SearchStats,
+    SearchStopped,
     cost_per_sample_floor,
+    evaluate_best_first,
     max_batch_within,
 )
 from srift.optimize.space import BatchPolicy, Group, Groups, Problem
@@ -58,6 +60,10 @@ PARTIAL, PARTIAL_REFINED, COMPLETE, COMPLETE_REFINED = 0, 1, 2, 3
 MONEY_GRID = 1.01
 """`new_compute_s` rounds the rent it may spend up to a power of this (more rent, smaller bound: still a
 bound) so that its answers can be remembered."""
+MAX_DIVES = 64
+"""Depth-first dives for a first feasible plan (when the homogeneous seed found none)."""
+SEED_SHARE = 0.3
+"""The homogeneous seed may spend this share of the time left listing configurations."""
 MAX_OPEN_NODES = 2_000_000
 """The queue's size limit (memory): beyond it the search stops and reports what it did not cover."""
 
@@ -110,6 +116,8 @@ class BranchAndBound:
         self._tighten()
         self.heap: list[tuple[float, int, Node]] = []
         self.seq = 0
+        self._recent: list[tuple[float, int, Node]] | None = None
+        self._taken: set[int] = set()
 
     # -- bounds -------------------------------------------------------------------------------------------
 
@@ -125,7 +133,10 @@ class BranchAndBound:
         hi = [x.max_vm_batch for x in cands]
         if cap_s < math.inf and self.factor > 0:
             per_iteration = cap_s / (c.iterations * self.factor)
-            hi = [min(h, max_batch_within(x, per_iteration)) // x.devices * x.devices for h, x in zip(hi, cands)]
+            hi = [
+                min(h, max_batch_within(x, per_iteration)) // x.devices * x.devices
+                for h, x in zip(hi, cands, strict=True)
+            ]
         self.hi = hi
         policy = self.problem.batch_policy
         self.opts = [
@@ -159,10 +170,10 @@ class BranchAndBound:
         self._new_compute: dict[tuple[int, int, float], float] = {}
 
     def reach_time_s(self, pos: int, rem: int, *, price: float, t0: float) -> float:
-        """Rule 2's capacity in time: the least t ≥ t0 at which candidates from `pos` on can hold `rem` samples
-        with every VM computing for at most t (scaled by the floor factor) and, under a budget, renting no
-        more than N · t · (price + their price) ≤ budget_usd allows (inf when no t below the time limit, or
-        the incumbent's time under min_time, does).
+        """Rule 2's capacity in time: the least t ≥ t0 at which candidates from `pos` on can hold `rem`
+        samples with every VM computing for at most t (scaled by the floor factor) and, under a budget,
+        renting no more than N · t · (price + their price) ≤ budget_usd allows (inf when no t below the time
+        limit, or the incumbent's time under min_time, does).
 
         At a given t a candidate holds at most hi(t) samples per VM; under a budget the most samples that
         money buys is a fractional knapsack (types by samples per dollar), an upper bound of any real choice.
@@ -259,7 +270,7 @@ class BranchAndBound:
         return best[j - 1] if j else 0
 
     def _event_lists(self, pos: int) -> tuple[list[float], list[int], list[int]]:
-        rows = []
+        rows: list[tuple[float, int, int]] = []
         for q in range(pos, self.last):
             times, best = self._per_gpu[q]
             rows.extend(zip(times, [q] * len(times), best, strict=True))
@@ -292,7 +303,10 @@ class BranchAndBound:
 
     def _push(self, bound: float, node: Node) -> None:
         self.seq += 1
-        heapq.heappush(self.heap, (bound, self.seq, node))
+        item = (bound, self.seq, node)
+        heapq.heappush(self.heap, item)
+        if self._recent is not None:
+            self._recent.append(item)
 
     def start(self) -> None:
         """Queue the root: nothing chosen, every sample to place."""
@@ -305,10 +319,14 @@ class BranchAndBound:
         self._push(cost if self.cost_obj else total, (PARTIAL, 0, g, 0.0, 0.0, 0, 0, (), 0.0, None))
 
     def run(self, *, deadline: float | None) -> Coverage:
-        """Take nodes best bound first until the bound closes, the queue empties, or `deadline` passes."""
+        """Take nodes best bound first until the bound closes, the queue empties, or `deadline` passes.
+
+        While there is no feasible plan yet, up to MAX_DIVES dives go depth first from the best node, each
+        step to the best child just generated, until a fleet is simulated: a first plan to prune with."""
         heap = self.heap
         inc = self.incumbent
         stats = self.stats
+        dives = 0
         while heap:
             if heap[0][0] >= inc.value:
                 return Coverage(closed=True)
@@ -319,26 +337,52 @@ class BranchAndBound:
                 return self._coverage("the solve budget ran out")
             if len(heap) > MAX_OPEN_NODES:
                 return self._coverage(f"the queue reached {MAX_OPEN_NODES} open subtrees")
-            bound, _, node = heapq.heappop(heap)
-            kind = node[0]
-            if kind == PARTIAL:
-                self._refine_partial(bound, node)
-            elif kind == PARTIAL_REFINED:
-                self._expand(node)
-            elif kind == COMPLETE:
-                self._refine_complete(bound, node)
+            bound, seq, node = heapq.heappop(heap)
+            if seq in self._taken:
+                self._taken.discard(seq)
+                continue
+            if inc.best is None and dives < MAX_DIVES:
+                dives += 1
+                self._dive(bound, node, deadline=deadline)
             else:
-                stats.emitted += 1
-                item = self.evals.evaluate(node[7], constraints=self.c)
-                inc.offer(item)
+                self._process(bound, node)
         return Coverage(closed=True)
 
+    def _process(self, bound: float, node: Node) -> None:
+        kind = node[0]
+        if kind == PARTIAL:
+            self._refine_partial(bound, node)
+        elif kind == PARTIAL_REFINED:
+            self._expand(node)
+        elif kind == COMPLETE:
+            self._refine_complete(bound, node)
+        else:
+            self.stats.emitted += 1
+            self.incumbent.offer(self.evals.evaluate(node[7], constraints=self.c))
+
+    def _dive(self, bound: float, node: Node, *, deadline: float | None) -> None:
+        """Depth first from `node`, each step to the best of the children it just queued (they stay queued
+        for the best-first search, marked taken), until a fleet is simulated or nothing is left below."""
+        evaluated = len(self.evals)
+        while True:
+            self._recent = []
+            self._process(bound, node)
+            children, self._recent = self._recent, None
+            if not children or len(self.evals) > evaluated or self.incumbent.best is not None:
+                return
+            if deadline is not None and time.perf_counter() > deadline:
+                return
+            bound, seq, node = min(children)
+            self._taken.add(seq)
+
     def _coverage(self, reason: str) -> Coverage:
-        ahead = [x for x in self.heap if x[0] < self.incumbent.value]
+        ahead = [x for x in self.heap if x[0] < self.incumbent.value and x[1] not in self._taken]
         ahead.sort()
         examples = [self._describe(node) for _, _, node in ahead[:3]]
         low = ahead[0][0] if ahead else None
-        return Coverage(closed=False, open_nodes=len(ahead), lower_bound=low, examples=examples, reason=reason)
+        return Coverage(
+            closed=False, open_nodes=len(ahead), lower_bound=low, examples=examples, reason=reason
+        )
 
     def _describe(self, node: Node) -> str:
         pos, rem, groups = node[1], node[2], node[7]
@@ -408,7 +452,7 @@ class BranchAndBound:
         tight = cost if self.cost_obj else total
         if tight >= self.incumbent.value:
             return
-        refined: Node = (COMPLETE_REFINED, *node[1:8], t, None)  # type: ignore[assignment]
+        refined: Node = (COMPLETE_REFINED, *node[1:8], t, None)
         if tight > bound:
             self._push(tight, refined)
         else:
@@ -433,7 +477,9 @@ class BranchAndBound:
         if hi < d:
             return
         if state is not None:
-            extension = self._extension(q, rem, vms=vms, price=price, t=t, later=(self.problem.candidates[q].instance,))
+            extension = self._extension(
+                q, rem, vms=vms, price=price, t=t, later=(self.problem.candidates[q].instance,)
+            )
             t = max(t, self.evals.partial_bound_s(state, extension=extension))
             total, cost = self._bound(t=t, price=price + pq, rem=0, pos=q, sumf=sumf)
             if total > t_lim or cost > b_lim or (cost if cost_obj else total) >= inc:
@@ -532,14 +578,20 @@ def seed_homogeneous(
     deadline: float | None,
 ) -> None:
     """Give the incumbent a first plan cheaply: the best configuration of one type alone (best first, with
-    the eager search's bounds), so that the branch and bound prunes from its first node."""
+    the eager search's bounds), so that the branch and bound prunes from its first node. The listing gets
+    at most SEED_SHARE of the time to `deadline`; at least one configuration is simulated."""
     enum = Enumerator(problem, constraints=constraints, floor_factor=evals.floor_factor)
     enum.incumbent = incumbent.value
     found: list[tuple[float, Groups]] = []
-    try:
-        enum.run(lambda bound, groups: found.append((bound, groups)), max_types=1, deadline=deadline)
-    except SearchStopped:
-        pass
+    listing = None if deadline is None else time.perf_counter() + SEED_SHARE * (deadline - time.perf_counter())
+    with contextlib.suppress(SearchStopped):
+        enum.run(lambda bound, groups: found.append((bound, groups)), max_types=1, deadline=listing)
+    if found and incumbent.best is None:
+        found.sort()
+        for _, groups in found:
+            item = evals.evaluate(groups, constraints=constraints)
+            if incumbent.offer(item) or (deadline is not None and time.perf_counter() > deadline):
+                break
     evaluate_best_first(
         found, evals=evals, constraints=constraints, incumbent=incumbent, enumerator=enum, deadline=deadline
     )

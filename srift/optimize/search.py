@@ -153,7 +153,8 @@ class Enumerator:
         if constraints.time_limit_s is not None and floor_factor > 0:
             per_iteration = constraints.time_limit_s / (constraints.iterations * floor_factor)
             self._hi = [
-                min(c.max_vm_batch, max_batch_within(c, per_iteration)) // c.devices * c.devices for c in cands
+                min(c.max_vm_batch, max_batch_within(c, per_iteration)) // c.devices * c.devices
+                for c in cands
             ]
 
     def run(

@@ -1,25 +1,27 @@
 """optimize(): the optimizer's phases (check the space, search, baselines, Pareto front) and infeasibility.
 
-Phases, in order: (1) the space must hold some configuration summing to the global batch, else InvalidInput
-on `global_batch`; (2) search in the requested mode (`auto` runs the exhaustive branch and bound with part of
-the solve budget, and eager search with the rest only when the bound did not close in time); (3) when nothing meets the limits, the nearest relaxations are searched with what is left of the
-budget and PlanInfeasible (422) says which limit cannot be met and by how much; (4) CAP/TAP baselines and
-the Pareto front complete the Plan.
+Phases, in order: (1) the space must hold some configuration summing to the global batch (within max_gpus
+and max_vms), else InvalidInput on the field at fault; (2) search in the requested mode (`auto` runs the
+exhaustive branch and bound with part of the solve budget, and eager search with the rest only when the bound
+did not close in time); (3) when nothing meets the limits, the nearest relaxations are searched with what is
+left of the budget and PlanInfeasible (422) says which limit cannot be met and by how much; (4) CAP/TAP
+baselines, the Pareto front and the diminishing-returns note complete the Plan.
 """
 
 from __future__ import annotations
 
-import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from srift.domain import Constraints, Objective, Plan, Prediction, SearchMode
+from srift.domain import Constraints, DiminishingReturns, Objective, Plan, Prediction, SearchMode
 from srift.errors import Infeasible, InvalidInput
 from srift.optimize.baselines import baselines
-from srift.optimize.evaluate import Evaluations, Evaluator
-from srift.optimize.pareto import pareto_points
+from srift.optimize.evaluate import Evaluated, Evaluations, Evaluator
 from srift.optimize.exhaustive import solve_exhaustive
+from srift.optimize.pareto import pareto_points
+from srift.optimize.returns import diminishing_returns
+from srift.optimize.returns import words as returns_words
 from srift.optimize.search import Incumbent, SearchResult, solve_eager
 from srift.optimize.space import BatchPolicy, Problem, reachable
 
@@ -60,6 +62,7 @@ def optimize(problem: Problem, evaluator: Evaluator, options: SolveOptions | Non
     main_budget = options.solve_budget_s * 0.7
     result, mode = _search(problem, evals, problem.constraints, options, start=start, budget_s=main_budget)
     best = result.incumbent.best
+    returns = None
     if best is None:
         error = _infeasible(problem, evals, options, result, start=start)
         rescue = Incumbent(problem.constraints.objective)
@@ -68,6 +71,8 @@ def optimize(problem: Problem, evaluator: Evaluator, options: SolveOptions | Non
         if rescue.best is None:
             raise error
         best = rescue.best
+    else:
+        returns = _returns(problem, evals, best, options, start=start)
     plan_baselines = baselines(problem, evals)
     pareto, total = pareto_points(
         problem, evals.records.values(), chosen=best.groups, limit=options.pareto_limit
@@ -75,6 +80,8 @@ def optimize(problem: Problem, evaluator: Evaluator, options: SolveOptions | Non
     c = problem.constraints
     pred = best.prediction
     warnings = list(problem.notes) + list(result.notes)
+    if returns is not None:
+        warnings.append(returns_words(returns))
     if evals.violations:
         warnings.append(
             f"the simulator went below its own compute floor on {evals.violations} configuration(s); "
@@ -106,7 +113,34 @@ def optimize(problem: Problem, evaluator: Evaluator, options: SolveOptions | Non
         proven_optimal=proven,
         pareto_total=total,
         optimality_gap=0.0 if proven else _gap(result, best.prediction, c.objective),
+        diminishing_returns=returns,
     )
+
+
+def _returns(
+    problem: Problem, evals: Evaluations, best: Evaluated, options: SolveOptions, *, start: float
+) -> DiminishingReturns | None:
+    """The diminishing-returns phase (srift.optimize.returns), with what is left of the solve budget."""
+
+    spent = time.perf_counter() - start
+
+    def search(constraints: Constraints, incumbent: Incumbent) -> Incumbent:
+        left = options.solve_budget_s - (time.perf_counter() - start)
+        budget = min(left, max(RETURNS_MIN_S, RETURNS_SHARE * spent))
+        if budget <= 0:
+            return incumbent
+        res = solve_eager(
+            problem,
+            evals,
+            budget_s=budget,
+            constraints=constraints,
+            k=options.k,
+            max_types=options.eager_max_types,
+            incumbent=incumbent,
+        )
+        return res.incumbent
+
+    return diminishing_returns(problem, evals, best, search=search)
 
 
 def _gap(result: SearchResult, prediction: Prediction, objective: Objective) -> float | None:
@@ -132,6 +166,7 @@ def _check_space(problem: Problem) -> None:
                 hint="use pow2_split (powers of two plus the exact split), or pow2",
                 field="batch_policy",
             )
+    _check_caps(problem)
     if not reachable(problem, deadline=time.perf_counter() + REACHABILITY_BUDGET_S):
         g = problem.constraints.global_batch
         capacity = sum(c.cap * c.max_vm_batch for c in problem.candidates)
@@ -143,6 +178,29 @@ def _check_space(problem: Problem) -> None:
             detail = f"{g} cannot be split into per-VM batches allowed by batch_policy {policy}"
             hint = "use a global batch that is a multiple of a power of two, or batch_policy any"
         raise InvalidInput(detail, hint=hint, field="global_batch")
+
+
+def _check_caps(problem: Problem) -> None:
+    """InvalidInput on max_gpus / max_vms when the largest fleet they allow cannot hold the global batch."""
+    c = problem.constraints
+    g = c.global_batch
+    if c.max_gpus is not None:
+        most = c.max_gpus * max(x.profile.max_batch for x in problem.candidates)
+        if g > most:
+            raise InvalidInput(
+                f"{c.max_gpus} GPUs hold at most {most} samples per iteration, fewer than global_batch {g}",
+                hint=f"raise max_gpus to at least {-(-c.max_gpus * g // most)}, or lower global_batch",
+                field="max_gpus",
+            )
+    if c.max_vms is not None:
+        per_vm = sorted((x.max_vm_batch for x in problem.candidates for _ in range(x.cap)), reverse=True)
+        most = sum(per_vm[: c.max_vms])
+        if g > most:
+            raise InvalidInput(
+                f"{c.max_vms} VMs hold at most {most} samples per iteration, fewer than global_batch {g}",
+                hint="raise max_vms, or lower global_batch",
+                field="max_vms",
+            )
 
 
 def _search(
@@ -169,7 +227,9 @@ def _search(
         )
         return res, SearchMode.EAGER
     if options.mode is SearchMode.EXHAUSTIVE:
-        res = solve_exhaustive(problem, evals, constraints=constraints, deadline=deadline, incumbent=incumbent)
+        res = solve_exhaustive(
+            problem, evals, constraints=constraints, deadline=deadline, incumbent=incumbent
+        )
         return res, SearchMode.EXHAUSTIVE
     res = solve_exhaustive(
         problem,
@@ -198,6 +258,11 @@ def _search(
     )
 
 
+RETURNS_SHARE = 0.25
+RETURNS_MIN_S = 0.05
+"""The diminishing-returns phase runs eager search for a quarter of the time the plan's search took (at
+least 50 ms, at most what is left of the solve budget): it looks for a note, not a proof."""
+
 AUTO_EXHAUSTIVE_SHARE = 0.6
 """`auto` gives the exhaustive search this share of the solving budget and eager search the rest when the
 exhaustive one did not close its bound in time."""
@@ -225,9 +290,7 @@ def _relaxed(
     budget_s: float,
 ) -> tuple[float | None, bool]:
     c = problem.constraints
-    relaxed = Constraints(
-        c.global_batch, c.iterations, objective, time_limit_s=time_limit_s, budget_usd=budget_usd
-    )
+    relaxed = replace(c, objective=objective, time_limit_s=time_limit_s, budget_usd=budget_usd)
     res, _ = _search(problem, evals, relaxed, options, start=time.perf_counter(), budget_s=max(budget_s, 0.0))
     best = res.incumbent.best
     if best is None:
@@ -240,7 +303,20 @@ def _infeasible(
     problem: Problem, evals: Evaluations, options: SolveOptions, result: SearchResult, *, start: float
 ) -> PlanInfeasible:
     """Search the nearest relaxations and word the 422: which limit cannot be met, and by how much."""
-    error = _infeasible_limits(problem, evals, options, result, start=start)
+    c = problem.constraints
+    if c.time_limit_s is None and c.budget_usd is None:
+        if result.complete:
+            field = "max_vms" if c.max_vms is not None else "max_gpus"
+            return PlanInfeasible(
+                f"no fleet within max_gpus={c.max_gpus} and max_vms={c.max_vms} splits global_batch "
+                f"{c.global_batch} into whole per-GPU batches",
+                hint="raise max_gpus or max_vms, or use a global batch with more divisors",
+                field=field,
+                relaxations={},
+            )
+        error = PlanInfeasible("", hint="", field=None, relaxations={})
+    else:
+        error = _infeasible_limits(problem, evals, options, result, start=start)
     if not result.complete and all(v is None for v in error.relaxations.values()):
         return PlanInfeasible(
             f"no configuration found within solve_budget_s={options.solve_budget_s:g} s (the "

@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session
 
 from srift.db.tables import PlanRow
 from srift.documents import to_document
-from srift.domain import BaselineResult, Config, Constraints, Plan
+from srift.domain import BaselineResult, Config, Constraints, DiminishingReturns, Plan
 from srift.domain.records import PlanRecord
 from srift.domain.requests import PlanQuery
 from srift.errors import InvalidInput, NotFound
@@ -89,6 +89,8 @@ def prepare(
         objective=query.objective,
         time_limit_s=query.time_limit_s,
         budget_usd=query.budget_usd,
+        max_gpus=query.max_gpus,
+        max_vms=query.max_vms,
     )
     kept = held or {}
     skipped = [f"{name} left out (interrupted; none still running)" for name in excluded if name not in kept]
@@ -213,4 +215,23 @@ def plan_result(plan: Plan, problem: Problem, *, profile_sources: tuple[str, ...
         "configs_evaluated": plan.configs_evaluated,
         "sources": [*profile_sources, *plan.sources],
         "warnings": list(plan.warnings),
+        "optimality_gap": plan.optimality_gap,
+        "diminishing_returns": _returns(plan.diminishing_returns),
+    }
+
+
+def _returns(note: DiminishingReturns | None) -> dict[str, Any] | None:
+    if note is None:
+        return None
+    return {
+        "alternative": note.alternative.label(),
+        "total_time_s": note.total_time_s,
+        "cost_usd": note.cost_usd,
+        "gpus": note.gpus,
+        "plan_gpus": note.plan_gpus,
+        "seconds_saved": note.seconds_saved,
+        "extra_usd": note.extra_usd,
+        "extra_gpus": note.extra_gpus,
+        "seconds_per_usd": note.seconds_per_usd,
+        "seconds_per_gpu": note.seconds_per_gpu,
     }

@@ -91,7 +91,9 @@ class Bounder:
         self._later_ids: dict[int, tuple[tuple[InstanceType, ...], tuple[int, ...]]] = {}
         self._keep: dict[int, InstanceType] = {}
         self._tables: dict[tuple[object, ...], tuple[np.ndarray, np.ndarray]] = {}
-        self._floors: dict[tuple[object, ...], tuple[np.ndarray, float, LayerArrays, tuple[ModelProfile, ...]]] = {}
+        self._floors: dict[
+            tuple[object, ...], tuple[np.ndarray, float, LayerArrays, tuple[ModelProfile, ...]]
+        ] = {}
 
     def add(self, partial: PartialFleet | None, member: FleetMember) -> PartialFleet:
         """The partial fleet with `member` appended (the first member when `partial` is None)."""
@@ -246,7 +248,9 @@ class Bounder:
         self._tables[key] = (rates, caps)
         return rates, caps
 
-    def _later_floor(self, partial: PartialFleet, profiles: tuple[ModelProfile, ...]) -> tuple[np.ndarray, float]:
+    def _later_floor(
+        self, partial: PartialFleet, profiles: tuple[ModelProfile, ...]
+    ) -> tuple[np.ndarray, float]:
         """Per layer (canon order), the least ready fraction any of `profiles` gives it (a member computing
         for c releases layer j no earlier than that times c, since forward time is ≥ 0), and their least
         update_s."""

@@ -72,6 +72,12 @@ class PlanRequest(BaseModel):
     max_count_per_type: int = Field(
         default=16, ge=1, le=MAX_COUNT, description="count cap for types when availability is not given"
     )
+    max_gpus: int | None = Field(
+        default=None, ge=1, le=MAX_COUNT * 16, description="at most this many GPUs in the fleet (all types)"
+    )
+    max_vms: int | None = Field(
+        default=None, ge=1, le=MAX_COUNT, description="at most this many VMs in the fleet (all types)"
+    )
     mode: SearchMode = Field(default=SearchMode.AUTO, description="exhaustive, eager or auto")
     solve_budget_s: float = Field(
         default=2.0, gt=0, le=MAX_SOLVE_BUDGET_S, description="seconds the search may take"
@@ -167,6 +173,21 @@ class ParetoPointOut(BaseModel):
     chosen: bool
 
 
+class DiminishingReturnsOut(BaseModel):
+    """A much cheaper or smaller fleet nearly as fast as a min_time plan (srift.optimize.returns)."""
+
+    alternative: str = Field(description="the fleet, e.g. 16×g4dn.12xlarge@16")
+    total_time_s: float
+    cost_usd: float
+    gpus: int
+    plan_gpus: int
+    seconds_saved: float = Field(description="how much sooner the plan finishes")
+    extra_usd: float = Field(description="what the plan costs more")
+    extra_gpus: int = Field(description="how many more GPUs the plan uses (negative: fewer)")
+    seconds_per_usd: float | None = Field(description="seconds saved per extra dollar")
+    seconds_per_gpu: float | None = Field(description="seconds saved per extra GPU")
+
+
 class PlanResult(BaseModel):
     """The optimizer's answer as stored and returned."""
 
@@ -192,6 +213,14 @@ class PlanResult(BaseModel):
     configs_evaluated: int
     sources: list[str]
     warnings: list[str]
+    optimality_gap: float | None = Field(
+        default=None,
+        description="0 when proven optimal; else, when known, how far (a fraction of the plan's objective) "
+        "the optimum could be below the plan",
+    )
+    diminishing_returns: DiminishingReturnsOut | None = Field(
+        default=None, description="a much cheaper or smaller fleet nearly as fast (min_time plans)"
+    )
 
 
 class PlanOut(PlanResult):
