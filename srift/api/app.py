@@ -39,7 +39,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         title="Srift",
         version=__version__,
         summary="Which cloud VMs to rent for data-parallel training, and how to split the batch.",
-        docs_url="/docs",
+        docs_url=None,
+        redoc_url=None,
     )
     app.state.settings = settings
     install_log_redaction()
@@ -96,7 +97,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         module = importlib.import_module(f"srift.api.routes.{name}")
         document_errors(module.router)
         app.include_router(module.router, prefix="/v1", responses=ERROR_RESPONSES)
-    from srift.api import dashboard
+    from srift.api import dashboard, docs
 
+    docs.mount(app)
     dashboard.mount(app)
     return app
