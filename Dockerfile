@@ -6,6 +6,7 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PIP_NO_CACHE_DIR=1 \
     SRIFT_HOST=0.0.0.0 \
     SRIFT_PORT=8000 \
+    SRIFT_WORKERS=0 \
     SRIFT_DATA_DIR=/data
 
 RUN apt-get update \
@@ -36,5 +37,7 @@ EXPOSE 8000
 HEALTHCHECK --interval=15s --timeout=5s --start-period=30s --retries=5 \
   CMD curl -fsS http://127.0.0.1:8000/v1/health || exit 1
 
+# `srift serve` runs one worker process per CPU the container may use (`docker run --cpus` counted), under
+# uvicorn's supervisor; SRIFT_WORKERS=N picks another count.
 ENTRYPOINT ["srift"]
 CMD ["serve"]

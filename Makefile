@@ -3,7 +3,7 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 TORCH_VERSION := 2.13.0
-APT_PACKAGES := postgresql chromium chromium-driver iproute2 iperf3 procps
+APT_PACKAGES := postgresql chromium chromium-driver iproute2 iperf3 procps wrk
 PYTEST_ARGS ?=
 
 .PHONY: install system-deps run test test-fast lint typecheck bench clean
@@ -25,7 +25,8 @@ $(VENV)/.installed: pyproject.toml setup.py srift/sim/_stage.c
 
 install: $(VENV)/.installed
 
-# Debian packages the test suite needs: a PostgreSQL server, headless Chromium, iproute2/tc for the testbed.
+# Debian packages the test suite needs: a PostgreSQL server, headless Chromium, iproute2/tc for the testbed,
+# wrk (the compiled load generator of benchmarks/load_wrk.py).
 system-deps:
 	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \

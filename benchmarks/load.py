@@ -6,6 +6,10 @@ loop until the time or the request cap runs out. Reports throughput, p50/p90/p99
 server's peak resident memory (VmHWM), and writes the section `load` of docs/BENCHMARKS.md.
 
     .venv/bin/python -m benchmarks.load [--clients 8] [--duration 20] [--scenario plans,predictions]
+        [--workers N] [--database sqlite|postgres]
+
+The clients are Python threads in one process, so on a small machine they compete with the server for CPU
+(and each other for the GIL); benchmarks/load_wrk.py drives the same scenarios with wrk, a compiled client.
 
 Scenarios: `plans` (POST /v1/plans for a stored profile), `predictions` (POST /v1/predictions),
 `instance-types` (GET /v1/instance-types), `health`. `auto` picks the first the server offers.
@@ -49,12 +53,21 @@ class Server:
     def pid(self) -> int:
         return self.process.pid
 
+    def processes(self) -> list[int]:
+        """The server's process and its descendants (uvicorn's worker processes), from /proc."""
+        return [self.pid, *descendants(self.pid)]
+
     def peak_rss_bytes(self) -> int:
-        """Peak resident set size of the server process so far (VmHWM), from /proc."""
-        for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) * 1024
-        raise RuntimeError("VmHWM not found in /proc status")
+        """Peak resident set size so far (VmHWM) of the server's largest process (a worker when several)."""
+        return max(_status_kib(pid, "VmHWM") for pid in self.processes()) * 1024
+
+    def rss_bytes(self) -> int:
+        """Resident set size now (VmRSS), summed over the server's processes."""
+        return sum(_status_kib(pid, "VmRSS") for pid in self.processes()) * 1024
+
+    def cpu_seconds(self) -> float:
+        """CPU time (user + system) used so far by the server's live processes."""
+        return sum(process_cpu_seconds(pid) for pid in self.processes())
 
     def kill9(self) -> None:
         """SIGKILL: no shutdown handlers, no flushing, like a power cut of the process."""
@@ -74,6 +87,67 @@ class Server:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
 
 
+def _status_kib(pid: int, key: str) -> int:
+    try:
+        lines = Path(f"/proc/{pid}/status").read_text().splitlines()
+    except FileNotFoundError:
+        return 0
+    for line in lines:
+        if line.startswith(key + ":"):
+            return int(line.split()[1])
+    raise RuntimeError(f"{key} not found in /proc/{pid}/status")
+
+
+def process_cpu_seconds(pid: int) -> float:
+    """utime + stime of one process (0 when it has gone), from /proc/<pid>/stat."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return 0.0
+    fields = stat.rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def descendants(pid: int) -> list[int]:
+    """Every live descendant of `pid` (children, their children, ...), from /proc."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except (FileNotFoundError, ProcessLookupError, PermissionError):
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        children.setdefault(ppid, []).append(int(entry.name))
+    out: list[int] = []
+    stack = [pid]
+    while stack:
+        for child in children.get(stack.pop(), []):
+            out.append(child)
+            stack.append(child)
+    return out
+
+
+def server_command(
+    *, port: int, workers: int = 1, bootstrap: bool = True, source: Path | None = None
+) -> list[str]:
+    """The `srift serve` command line; `source` runs the server from another checkout (before/after)."""
+    launcher = "from srift.cli import main; main()"
+    if source is not None:
+        # the editable install's import hook would still find this checkout's srift: drop it, use `source`
+        launcher = (
+            "import sys; sys.meta_path[:] = [f for f in sys.meta_path if '__editable__' not in "
+            f"type(f).__module__]; sys.path.insert(0, {str(source)!r}); " + launcher
+        )
+    args = [sys.executable, "-c", launcher, "serve", "--port", str(port)]
+    if workers != 1 or source is None:
+        args += ["--workers", str(workers)]
+    if not bootstrap:
+        args.append("--no-bootstrap")
+    return args
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -82,9 +156,18 @@ def free_port() -> int:
 
 
 def start_server(
-    *, database_url: str, data_dir: Path, bootstrap: bool = True, extra_env: dict[str, str] | None = None
+    *,
+    database_url: str,
+    data_dir: Path,
+    bootstrap: bool = True,
+    extra_env: dict[str, str] | None = None,
+    workers: int = 1,
+    source: Path | None = None,
 ) -> Server:
-    """Start `srift serve` on a free loopback port and wait until /v1/health answers."""
+    """Start `srift serve` on a free loopback port and wait until /v1/health answers.
+
+    `workers` 1 (the default) serves in one process, which tests may SIGKILL as a whole.
+    """
     port = free_port()
     log_path = data_dir / f"server-{port}.log"
     data_dir.mkdir(parents=True, exist_ok=True)
@@ -95,9 +178,7 @@ def start_server(
         "SRIFT_LOG_LEVEL": "warning",
         **(extra_env or {}),
     }
-    args = [sys.executable, "-c", "from srift.cli import main; main()", "serve", "--port", str(port)]
-    if not bootstrap:
-        args.append("--no-bootstrap")
+    args = server_command(port=port, workers=workers, bootstrap=bootstrap, source=source)
     with log_path.open("wb") as log:
         process = subprocess.Popen(args, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=REPO_ROOT)
     server = Server(process, f"http://127.0.0.1:{port}", database_url, log_path)
@@ -116,8 +197,17 @@ def start_server(
 
 
 @contextlib.contextmanager
-def running_server(*, database_url: str, data_dir: Path, bootstrap: bool = True) -> Iterator[Server]:
-    server = start_server(database_url=database_url, data_dir=data_dir, bootstrap=bootstrap)
+def running_server(
+    *,
+    database_url: str,
+    data_dir: Path,
+    bootstrap: bool = True,
+    workers: int = 1,
+    source: Path | None = None,
+) -> Iterator[Server]:
+    server = start_server(
+        database_url=database_url, data_dir=data_dir, bootstrap=bootstrap, workers=workers, source=source
+    )
     try:
         yield server
     finally:
@@ -147,6 +237,8 @@ class LoadResult:
     scenario: str
     clients: int
     duration_s: float
+    workers: int = 1
+    database: str = "sqlite"
     latencies_s: list[float] = field(default_factory=list)
     statuses: dict[int, int] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
@@ -305,6 +397,76 @@ def build_scenario(name: str, *, base_url: str, headers: dict[str, str]) -> tupl
     return name, Request("POST", "/v1/predictions", body)
 
 
+PG_SCRIPT = REPO_ROOT / "scripts" / "pg.sh"
+BENCH_PG_DIR = "/tmp/srift-pg-bench"
+BENCH_PG_PORT = "55433"
+DATABASES = ("sqlite", "postgres")
+DATABASE_LABELS = {"sqlite": "SQLite, WAL", "postgres": "PostgreSQL, fsync on"}
+
+
+@contextlib.contextmanager
+def fresh_database(kind: str, *, work_dir: Path) -> Iterator[str]:
+    """A new, migrated database: a SQLite file in `work_dir`, or a database on a PostgreSQL server that
+    scripts/pg.sh starts for benchmarks (its own folder and port, fsync on; stopped afterwards)."""
+    from srift.db import migrate
+    from srift.db.session import dispose_engines, get_engine
+
+    if kind == "sqlite":
+        url = f"sqlite:///{work_dir / 'load.db'}"
+        migrate.upgrade(url)
+        yield url
+        return
+    if kind != "postgres":
+        raise ValueError(f"unknown database kind {kind!r}; use one of {DATABASES}")
+    env = {**os.environ, "SRIFT_PG_DIR": BENCH_PG_DIR, "SRIFT_PG_PORT": BENCH_PG_PORT, "SRIFT_PG_FSYNC": "on"}
+    started = subprocess.run(
+        ["bash", str(PG_SCRIPT), "start"], env=env, capture_output=True, text=True, check=False
+    )
+    if started.returncode != 0:
+        raise RuntimeError(f"scripts/pg.sh start failed: {started.stderr.strip()}")
+    base = started.stdout.strip().splitlines()[-1]
+    name = f"srift_load_{os.getpid()}_{int(time.time())}"
+    from sqlalchemy import text
+
+    try:
+        with get_engine(base).connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            conn.execute(text(f'CREATE DATABASE "{name}"'))
+        url = base.rsplit("/", 1)[0] + "/" + name
+        migrate.upgrade(url)
+        yield url
+    finally:
+        dispose_engines()
+        with (
+            contextlib.suppress(Exception),
+            get_engine(base).connect().execution_options(isolation_level="AUTOCOMMIT") as conn,
+        ):
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        dispose_engines()
+        subprocess.run(["bash", str(PG_SCRIPT), "stop"], env=env, capture_output=True, check=False)
+
+
+def warm_up(
+    server: Server, request: Request, *, headers: dict[str, str], workers: int, rounds: int = 3
+) -> None:
+    """Send `rounds` waves of 2 × `workers` concurrent requests, so that every worker has answered some."""
+    failures: list[str] = []
+
+    def one(http: httpx.Client) -> None:
+        response = http.request(request.method, request.path, json=request.body)
+        if response.status_code >= 400:
+            failures.append(response.text[:500])
+
+    with httpx.Client(base_url=server.base_url, headers=headers, timeout=60) as http:
+        for _ in range(rounds):
+            threads = [threading.Thread(target=one, args=(http,)) for _ in range(2 * workers)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+    if failures:
+        raise RuntimeError(f"warm-up {request.method} {request.path} failed: {failures[0]}")
+
+
 def measure(
     *,
     scenario: str,
@@ -313,42 +475,39 @@ def measure(
     max_requests: int,
     work_dir: Path,
     warmup: int = 3,
+    workers: int = 1,
+    database: str = "sqlite",
 ) -> tuple[LoadResult, int]:
     """Start a server on a fresh database, run the load, return the result and the server's peak RSS."""
-    from srift.db import migrate
-
-    database_url = f"sqlite:///{work_dir / 'load.db'}"
-    migrate.upgrade(database_url)
-    token = create_write_token(database_url)
-    headers = {"Authorization": f"Bearer {token}"}
-    with running_server(database_url=database_url, data_dir=work_dir) as server:
-        name, request = build_scenario(scenario, base_url=server.base_url, headers=headers)
-        for _ in range(warmup):
-            response = httpx.request(
-                request.method, server.base_url + request.path, json=request.body, headers=headers, timeout=60
+    with fresh_database(database, work_dir=work_dir) as database_url:
+        token = create_write_token(database_url)
+        headers = {"Authorization": f"Bearer {token}"}
+        with running_server(database_url=database_url, data_dir=work_dir, workers=workers) as server:
+            name, request = build_scenario(scenario, base_url=server.base_url, headers=headers)
+            warm_up(server, request, headers=headers, workers=workers, rounds=warmup)
+            result = run_load(
+                base_url=server.base_url,
+                request=request,
+                headers=headers,
+                clients=clients,
+                duration_s=duration_s,
+                max_requests=max_requests,
+                scenario=name,
             )
-            if response.status_code >= 400:
-                raise RuntimeError(f"warm-up {request.method} {request.path} failed: {response.text[:500]}")
-        result = run_load(
-            base_url=server.base_url,
-            request=request,
-            headers=headers,
-            clients=clients,
-            duration_s=duration_s,
-            max_requests=max_requests,
-            scenario=name,
-        )
-        if server.process.poll() is not None:
-            raise RuntimeError(f"server died under load:\n{server.log_text()[-4000:]}")
-        return result, server.peak_rss_bytes()
+            if server.process.poll() is not None:
+                raise RuntimeError(f"server died under load:\n{server.log_text()[-4000:]}")
+            result.workers = workers
+            result.database = database
+            return result, server.peak_rss_bytes()
 
 
 def render(result: LoadResult, peak_rss_bytes: int) -> str:
     statuses = ", ".join(f"{code}: {n}" for code, n in sorted(result.statuses.items()))
     return "\n".join(
         [
-            f"Scenario `{result.scenario}`: {result.clients} clients on loopback for "
-            f"{result.duration_s:.1f} s against one `srift serve` process (SQLite, WAL).",
+            f"Scenario `{result.scenario}`: {result.clients} Python client threads on loopback for "
+            f"{result.duration_s:.1f} s against `srift serve --workers {result.workers}` "
+            f"({DATABASE_LABELS[result.database]}).",
             "",
             "| requests | throughput (req/s) | p50 (ms) | p90 (ms) | p99 (ms) | max (ms) | errors | "
             "server peak RSS (MiB) |",
@@ -374,8 +533,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--scenario", default="plans,predictions", help=f"comma-separated, from auto, {', '.join(SCENARIOS)}"
     )
+    parser.add_argument(
+        "--workers", type=int, default=None, help="server worker processes (default: one per usable CPU)"
+    )
+    parser.add_argument("--database", choices=DATABASES, default="sqlite")
     parser.add_argument("--no-write", action="store_true", help="print only; leave docs/BENCHMARKS.md alone")
     args = parser.parse_args(argv)
+    from srift.api.server import available_cpus
+
+    workers = args.workers or available_cpus()
     names = [n.strip() for n in args.scenario.split(",") if n.strip()]
     unknown = [n for n in names if n not in ("auto", *SCENARIOS)]
     if unknown:
@@ -389,6 +555,8 @@ def main(argv: list[str] | None = None) -> int:
                 duration_s=args.duration,
                 max_requests=args.max_requests,
                 work_dir=Path(tmp),
+                workers=workers,
+                database=args.database,
             )
         sections.append(render(result, peak))
         errors += result.error_count
@@ -401,9 +569,10 @@ def main(argv: list[str] | None = None) -> int:
 
         command = (
             f".venv/bin/python -m benchmarks.load --clients {args.clients} --duration {args.duration:g} "
-            f"--scenario {args.scenario}"
+            f"--scenario {args.scenario} --workers {workers} --database {args.database}"
         )
-        write_section("load", markdown, command=command)
+        section = "load" if args.database == "sqlite" else f"load ({args.database})"
+        write_section(section, markdown, command=command)
     print(json.dumps({"scenarios": names, "errors": errors}))
     return 0 if errors == 0 else 1
 

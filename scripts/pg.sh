@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Start or stop a throwaway PostgreSQL server for the test suite (Debian's packages; run as root or postgres).
-# Usage: scripts/pg.sh start|stop|url
+# Usage: scripts/pg.sh start|stop|url   (SRIFT_PG_DIR, SRIFT_PG_PORT, SRIFT_PG_FSYNC choose another server)
 set -euo pipefail
 DIR=${SRIFT_PG_DIR:-/tmp/srift-pg}
 PORT=${SRIFT_PG_PORT:-55432}
+FSYNC=${SRIFT_PG_FSYNC:-off}   # off for tests (speed); benchmarks start their own server with on
 PGBIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1 || true)
 URL="postgresql+psycopg://postgres@127.0.0.1:${PORT}/postgres"
 
@@ -21,7 +22,7 @@ case "${1:-}" in
     fi
     if ! as_pg "$PGBIN/pg_ctl -D '$DIR/data' status" >/dev/null 2>&1; then
       as_pg "$PGBIN/pg_ctl -D '$DIR/data' -l '$DIR/server.log' -w -t 60 \
-        -o \"-p $PORT -k '$DIR' -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200\" start" >/dev/null
+        -o \"-p $PORT -k '$DIR' -c listen_addresses=127.0.0.1 -c fsync=$FSYNC -c max_connections=200\" start" >/dev/null
     fi
     echo "$URL"
     ;;

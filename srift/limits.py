@@ -27,6 +27,11 @@ MAX_PROBE_REPEATS = 1000
 MAX_PROBE_RESULTS_PER_BATCH = 10_000
 MAX_NAME_CHARS = 200
 MAX_PAGE_SIZE = 1000
+MAX_JOB_NODES = {"local": 64, "testbed": 16, "ec2": 256}
+"""Most nodes (hosts) one probe job may use, per provider."""
+MAX_EC2_INSTANCES = MAX_JOB_NODES["ec2"]
+MAX_EC2_COST_USD = 100_000.0
+MAX_EC2_TIMEOUT_S = 7 * 86400.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +115,16 @@ PAGE_SIZE = Limit(
     "page size", MAX_PAGE_SIZE, "items", "`limit` query parameter of list endpoints (some lists stop at 500)"
 )
 
+EC2_INSTANCES = Limit(
+    "EC2 instances per job", MAX_EC2_INSTANCES, "instances", "`ec2.max_instances`, EC2 `node_counts`"
+)
+EC2_COST = Limit(
+    "EC2 cost cap", MAX_EC2_COST_USD, "USD", "`ec2.max_cost_usd` of a job (price × instances × timeout)"
+)
+EC2_TIMEOUT = Limit(
+    "EC2 timeout", MAX_EC2_TIMEOUT_S, "s", "`ec2.timeout_s`: instances are terminated after it"
+)
+
 LIMITS: tuple[Limit, ...] = (
     BODY_SIZE,
     LAYERS_PER_PROFILE,
@@ -123,6 +138,9 @@ LIMITS: tuple[Limit, ...] = (
     PROBE_GRID,
     PROBE_BUFFER,
     PROBE_REPEATS,
+    EC2_INSTANCES,
+    EC2_COST,
+    EC2_TIMEOUT,
     PROBE_RESULTS_PER_BATCH,
     NAME_CHARS,
     PAGE_SIZE,

@@ -14,10 +14,25 @@ from srift.errors import ConfigurationError
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
+def is_checkout(root: Path = REPO_ROOT) -> bool:
+    """True when `root` is a Srift source checkout (its pyproject names the project srift), not the
+    site-packages folder an installed package lives in."""
+    pyproject = root / "pyproject.toml"
+    try:
+        text = pyproject.read_text() if pyproject.is_file() else ""
+    except OSError:
+        return False
+    return 'name = "srift"' in text and (root / "srift" / "__init__.py").is_file()
+
+
 def _default_data_dir() -> Path:
-    return (
-        REPO_ROOT / "var" if (REPO_ROOT / "pyproject.toml").exists() else Path.home() / ".local/share/srift"
-    )
+    """`./var` of a source checkout (what `make run` uses), else the user's data folder (platformdirs:
+    ~/.local/share/srift on Linux, ~/Library/Application Support/srift on macOS), never the package's."""
+    if is_checkout():
+        return REPO_ROOT / "var"
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("srift", appauthor=False))
 
 
 class Settings(BaseSettings):
@@ -26,7 +41,9 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="SRIFT_", extra="ignore")
 
     data_dir: Path = Field(
-        default_factory=_default_data_dir, description="where the embedded SQLite file lives"
+        default_factory=_default_data_dir,
+        description="where the embedded SQLite file and job/testbed state live: ./var in a source checkout, "
+        "else the user's data folder (platformdirs)",
     )
     database_url: str | None = Field(
         default=None, description="SQLAlchemy URL; default sqlite:///<data_dir>/srift.db"
@@ -36,6 +53,9 @@ class Settings(BaseSettings):
     )
     host: str = "127.0.0.1"
     port: int = Field(default=8000, ge=1, le=65535)
+    workers: int = Field(
+        default=0, ge=0, le=256, description="`srift serve` worker processes; 0: one per usable CPU"
+    )
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     read_requires_token: bool = Field(default=False, description="require a read token for GET endpoints")
     auth_enabled: bool = Field(default=True, description="require tokens for writes")
@@ -43,6 +63,12 @@ class Settings(BaseSettings):
         default_factory=list, description="allowed CORS origins; closed by default"
     )
     max_body_bytes: int = Field(default=2_000_000, ge=1024)
+    cache_max_age_s: int = Field(
+        default=0,
+        ge=0,
+        le=86_400,
+        description="Cache-Control max-age of read answers; 0: clients revalidate every time (ETag, 304)",
+    )
     max_solve_budget_s: float = Field(default=30.0, gt=0)
     default_region: str = "us-east-1"
 

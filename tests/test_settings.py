@@ -33,3 +33,27 @@ def test_invalid_setting_names_the_variable(
         load_settings()
     assert needle in str(info.value)
     assert "To fix:" in str(info.value)
+
+
+def test_a_checkout_keeps_data_in_var_and_an_installed_package_in_the_users_data_folder(
+    monkeypatch: pytest.MonkeyPatch, tmp_path
+) -> None:  # type: ignore[no-untyped-def]
+    import srift.settings as settings_module
+
+    monkeypatch.delenv("SRIFT_DATA_DIR", raising=False)
+    assert settings_module.is_checkout()
+    assert load_settings().data_dir == settings_module.REPO_ROOT / "var"
+
+    site = tmp_path / "site-packages"
+    (site / "srift").mkdir(parents=True)
+    (site / "srift" / "__init__.py").write_text("")
+    assert not settings_module.is_checkout(site)
+    (site / "pyproject.toml").write_text('[project]\nname = "other"\n')
+    assert not settings_module.is_checkout(site)
+
+    monkeypatch.setattr(settings_module, "is_checkout", lambda root=None: False)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    installed = load_settings()
+    assert installed.data_dir == tmp_path / "xdg" / "srift"
+    assert installed.resolved_database_url == f"sqlite:///{tmp_path / 'xdg' / 'srift' / 'srift.db'}"
+    assert installed.models_dir == tmp_path / "xdg" / "srift" / "models"

@@ -8,6 +8,7 @@ more than the limit.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from fastapi import APIRouter
@@ -72,7 +73,32 @@ async def http_exception_handler(request: Request, exc: Exception) -> JSONRespon
     error, hint = _HTTP_ERRORS.get(exc.status_code, ("http_error", "see /docs"))
     detail = exc.detail if isinstance(exc.detail, str) else "request refused"
     body = {"error": error, "detail": detail, "hint": hint, "field": None}
-    return JSONResponse(status_code=exc.status_code, content=body, headers=exc.headers)
+    headers = dict(exc.headers or {})
+    if exc.status_code == 405:
+        allowed = allowed_methods(request)
+        if allowed:
+            headers["Allow"] = ", ".join(allowed)
+            body["hint"] = f"use {' or '.join(allowed)} on this path (see /docs)"
+    return JSONResponse(status_code=exc.status_code, content=body, headers=headers or None)
+
+
+def allowed_methods(request: Request) -> list[str]:
+    """Every method the OpenAPI schema lists for the request's path (Starlette's 405 names only the first
+    route's when several routes share a path)."""
+    table: list[tuple[re.Pattern[str], list[str]]] | None = getattr(
+        request.app.state, "allowed_methods", None
+    )
+    if table is None:
+        table = [
+            (
+                re.compile("^" + re.sub(r"\\\{[^/]+?\\\}", "[^/]+", re.escape(path)) + "$"),
+                sorted(m.upper() for m in item),
+            )
+            for path, item in request.app.openapi()["paths"].items()
+        ]
+        request.app.state.allowed_methods = table
+    path = request.url.path
+    return sorted({m for pattern, methods in table if pattern.match(path) for m in methods})
 
 
 def payload_too_large_body(max_body_bytes: int) -> dict[str, str | None]:

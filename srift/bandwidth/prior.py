@@ -1,38 +1,73 @@
-"""α-β prior for allreduce bus bandwidth, from catalog facts, for instance types no learned model covers.
+"""α-β prior for allreduce bus bandwidth from catalog facts, the transport and public measurements.
 
-Model (NCCL-style: the faster of a ring and a tree/low-latency schedule, n ranks on N nodes of g ranks):
+For instance types no learned model covers. An allreduce of s bytes over n ranks on N nodes of g = n/N
+ranks runs at the pace of its slowest level:
 
-    t_ring(s) = α0 + 2(n−1)·α + c(s)            t_tree(s) = α0 + 2⌈log2 n⌉·α + c(s)/κ
-    c(s)      = k · s·2(n−1)/n / B,   B = η · B_peak
-    busbw     = s·2(n−1)/n / min(t_ring, t_tree)              (bits: ×8, Gbit/s)
+    ceiling_net   = R_node · [(n−1)/n] / [(N−1)/N]      (N ≥ 2; each node's NIC carries 2s(N−1)/N)
+    ceiling_intra = R_gpu  · [(n−1)/n] / [(g−1)/g]      (g ≥ 2; each GPU's link carries 2s(g−1)/g)
+    B             = min(ceilings)                        (bus bandwidth, Gbit/s)
+    t_ring(s) = α0 + 2(n−1)·(α + q/B) + c(s),      c(s) = k·s·2(n−1)/n / B
+    t_tree(s) = α0 + 2⌈log2 n⌉·(α + q/B) + c(s)/κ
+    busbw     = s·2(n−1)/n / min(t_ring, t_tree)
 
-with k concurrent transfers (`async_count`) sharing the links. B_peak is the bus-bandwidth ceiling of the
-slowest level: across nodes, the node's rated network (`network_gbps`) scaled by the hierarchical-ring factor
-[(n−1)/n] / [(N−1)/N] (each node's NIC carries 2(N−1)/N of the buffer, while busbw is normalised by
-n ranks); inside a node, the per-GPU `interconnect_gbps`. The smaller applies.
+(k concurrent transfers share the links; α0, α, κ and q come from the slowest level's link: the network
+when N ≥ 2, else the intra-node link. q/B is the pipeline's fill: NCCL moves a buffer in fixed steps, and
+a hop cannot forward before its first step arrived. Fitted on p4de, q came out at 0.54 MB, next to NCCL's
+512 KiB step, NCCL_BUFFSIZE 4 MiB / NCCL_STEPS 8; its fill is why slower links need larger buffers.)
 
-Calibration (`calibrate`, reproduced by tests/bandwidth/test_prior.py) against the public nccl-tests run
-of 2 × p5.48xlarge (16 × H100, 3200 Gbit/s EFA, NVSwitch; aws-samples/awsome-distributed-training,
-micro-benchmarks/nccl-tests/README.md; out-of-place busbw 8 B .. 16 GiB), least squares on log busbw:
-α0 = 15.3 µs, α = 8.7 µs per hop, η = 0.612, κ = 0.204. On that run the prior is within 10 % of every size
-≥ 64 MiB (3 % mean error ≥ 1 GiB; 14 % mean over all 32 sizes).
+Node rate R_node by transport (`srift.domain.network.NetworkSpec`):
 
-Non-EFA (TCP sockets) networks: η = 0.81, the lowest ratio of measured to rated bandwidth in Srift Table 2
-(g4dn.4xlarge: 20.3 of 25 Gbit/s over 24 h; p3.8xl and g3.8xl exceed their rating), and α = 150 µs per hop,
-half of the 0.3 ms VM-to-VM latency measured by Erben et al. (seed 002, §3). Intra-node links use the EFA
-calibration's α and η (no public single-node figure in the reference set). Every estimate says
-"prior:alpha-beta": it is a prior, not a measurement.
+- EFA (aws-ofi-nccl): η_EFA × the rated network.
+- TCP sockets (plain PyTorch DDP over NCCL or gloo): min(η_NIC × rated network, η_flow × flows ×
+  per-flow limit). AWS limits one flow (a 5-tuple) to 5 Gbit/s between instances outside a cluster
+  placement group and 10 Gbit/s inside one (`FLOW_LIMIT_GBPS`). NCCL's socket transport opens
+  NCCL_NSOCKS_PERTHREAD × NCCL_SOCKET_NTHREADS sockets per peer connection, 8 × 2 = 16 on AWS (its
+  defaults when the NIC is an ENA) and 1 × 1 elsewhere; gloo keeps one TCP connection per peer pair.
+- a measured rate (request `measured_gbps`, or a probe job's samples) replaces R_node as it is.
+
+GPU rate R_gpu: η_link × the per-GPU interconnect; NVSwitch types get their own link
+(fitted on a single-node p5 run). GPUs on PCIe share the host with the
+socket transport's staging copies: `shares_host_pcie` tells the simulator to add the intra-node and network
+times instead of overlapping them (no new constant).
+
+Calibration (`calibrate`; the data and their sources are in `srift/bandwidth/data/public_allreduce.json`,
+the figures and the out-of-sample errors in docs/BENCHMARKS.md, `benchmarks/public_network.py`):
+
+- EFA link (α0, α, η_EFA, κ): least squares on log busbw of the 2 × p4de.24xlarge nccl-tests run
+  (aws-samples/awsome-distributed-training@39c17d60, micro-benchmarks/nccl-tests/README.md).
+- NVSwitch link (α0, α, η_NVS, κ): the single-node p5.48xlarge run of the same repository's AWS Batch
+  example (@0fbac547, micro-benchmarks/nccl-tests/aws-batch/README.md; `mpirun -np 8 -N 8`).
+- Not fitted on, only checked: the 2 × p5.48xlarge run (the shared reference run) and every row of the
+  public AWS gloo/NCCL table (BinhangYuan/tc_cluster_setting@21a012d4, results/allreduce.md).
+
+TCP constants are public facts, not fits: η_NIC = 0.81 (Srift Table 2: g4dn.4xlarge measured 20.3 of its
+rated 25 Gbit/s over 24 h, the lowest ratio of the table; p3.8xlarge and g3.8xlarge exceeded their 10),
+η_flow = 0.99 (TCP/IPv4 with timestamps carries 8949 payload bytes per 9001-byte jumbo frame, AWS's VPC
+MTU, plus 38 bytes of Ethernet framing: 8949 / 9039), α = 150 µs per hop (half the 0.3 ms VM-to-VM
+round trip measured by Erben et al., seed 002, §3), and the EFA fit's α0 and κ.
+
+Band. Estimates carry `residual_cvs`: per requested size, the spread of the prior's out-of-sample errors in
+its size class (below / at or above 1 MiB). EFA: the RMS of log(pred/measured) on the 2 × p5 run
+(never fitted on). TCP: for ≥ 1 MiB, the spread of measured/rated across Srift Table 2's three
+types (how far a catalog rating misleads out of sample) combined with its temporal spread; below 1 MiB
+no public TCP run exists, so the EFA small-size spread is used. Every estimate says "prior:alpha-beta".
 """
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from typing import Any
 
 import numpy as np
 
-from srift.domain import BandwidthEstimate, InstanceType
+from srift.domain import BandwidthEstimate, InstanceType, Interconnect
+from srift.domain.network import DEFAULT_NETWORK, Library, NetworkSpec, Transport
 from srift.errors import InvalidInput
 
 SOURCE = "prior:alpha-beta"
@@ -40,62 +75,205 @@ SOURCE = "prior:alpha-beta"
 
 @dataclass(frozen=True, slots=True)
 class LinkParams:
-    """Latency and efficiency of one kind of link: α0 and α in seconds, η and κ unitless."""
+    """Latency and efficiency of one kind of link: α0 and α in seconds, η and κ unitless, and the bytes one
+    pipeline step of a hop carries before the next hop can start (`step_bytes`, q)."""
 
     base_s: float
     hop_s: float
     efficiency: float
     tree_fraction: float
+    step_bytes: float = 0.0
 
 
-# Fitted by `calibrate` on the p5.48xlarge reference run (see the module docstring).
-EFA = LinkParams(base_s=15.3e-6, hop_s=8.7e-6, efficiency=0.612, tree_fraction=0.204)
-TCP = LinkParams(base_s=15.3e-6, hop_s=150e-6, efficiency=0.81, tree_fraction=0.204)
-INTRA = EFA
-# Spread of the calibration's relative errors (all sizes), used by Monte Carlo callers.
-RESIDUAL_CV = 0.19
+# -- constants: each from a public fact or a fit on a named public run (module docstring) --------------------
+
+EFA = LinkParams(base_s=40.3e-6, hop_s=10.2e-6, efficiency=0.783, tree_fraction=0.185, step_bytes=498e3)
+"""Fitted by `calibrate` on the 2 × p4de.24xlarge nccl-tests run (tests/bandwidth/test_prior.py refits)."""
+
+NVSWITCH = LinkParams(base_s=0.0, hop_s=2.47e-6, efficiency=0.968, tree_fraction=0.327, step_bytes=123e3)
+"""Fitted on the single-node p5.48xlarge run (its α0 came out at 1e-12 s: rounded to 0)."""
+
+TCP_NIC_EFFICIENCY = 0.81
+"""Srift Table 2: g4dn.4xlarge measured 20.3 of its rated 25 Gbit/s (the lowest measured/rated ratio)."""
+
+TCP_FLOW_EFFICIENCY = 8949 / 9039
+"""TCP payload per 9001-byte jumbo frame (AWS VPC MTU) with 52 B of TCP/IP headers and 38 B of framing."""
+
+TCP_HOP_S = 150e-6
+"""Half the 0.3 ms VM-to-VM round trip measured by Erben et al. (seed 002, §3)."""
+
+TCP = LinkParams(
+    base_s=EFA.base_s,
+    hop_s=TCP_HOP_S,
+    efficiency=TCP_NIC_EFFICIENCY,
+    tree_fraction=EFA.tree_fraction,
+    step_bytes=EFA.step_bytes,
+)
+
+GLOO_TCP = dataclasses.replace(TCP, step_bytes=0.0)
+"""gloo over TCP: the same link without NCCL's pipeline step (q belongs to NCCL's 512 KiB buffer steps)."""
+
+LINK = LinkParams(
+    base_s=NVSWITCH.base_s,
+    hop_s=NVSWITCH.hop_s,
+    efficiency=EFA.efficiency,
+    tree_fraction=NVSWITCH.tree_fraction,
+    step_bytes=NVSWITCH.step_bytes,
+)
+"""NVLink and PCIe links: NVSwitch latency, and the point-to-point efficiency of the EFA fit (no public
+single-node PCIe or NVLink run in the reference set; an assumption, stated in the prediction's sources)."""
+
+FLOW_LIMIT_GBPS = {False: 5.0, True: 10.0}
+"""AWS EC2 user guide, "Amazon EC2 instance network bandwidth": single-flow traffic is limited to 5 Gbps
+outside a cluster placement group, up to 10 Gbps inside one (key: in a cluster placement group)."""
+
+NCCL_AWS_FLOWS = 8 * 2
+"""NCCL environment docs: on AWS NCCL_NSOCKS_PERTHREAD defaults to 8 and NCCL_SOCKET_NTHREADS to 2
+(auto-detected from the ENA's PCI vendor id 0x1d0f in src/transport/net_socket.cc)."""
+
+NCCL_DEFAULT_FLOWS = 1 * 1
+"""NCCL environment docs: both default to 1 outside AWS and Google Cloud gVNIC."""
+
+GLOO_FLOWS = 1
+"""gloo's TCP transport: one connection (a `Pair`) per pair of ranks (gloo/transport/tcp/pair.h)."""
+
+SMALL_BYTES = 1 << 20
+"""Size classes of the band: below 1 MiB (latency-bound) and at or above it (bandwidth-bound)."""
+
+EFA_RESIDUAL_CV = {"small": 0.485, "large": 0.188}
+"""RMS of log(pred/measured), bias included, on the 2 × p5.48xlarge run, never fitted on
+(recomputed by benchmarks/public_network.py)."""
+
+TCP_RESIDUAL_CV = {"small": EFA_RESIDUAL_CV["small"], "large": 0.21}
+"""≥ 1 MiB: Srift Table 2 — std of log(measured/rated) across p3.8xl, g3.8xl, g4dn.4xl (0.207) combined
+with their mean temporal std/mean (0.050): √(0.207² + 0.050²). Below 1 MiB: the EFA figure (no public TCP)."""
+
+RESIDUAL_CV = max(TCP_RESIDUAL_CV.values())
+"""One number for callers that take a single spread (the widest class)."""
+
+
+def flows_per_peer(network: NetworkSpec, *, provider: str) -> int:
+    """TCP flows one peer connection opens: the request's override, else the library's default."""
+    if network.flows_per_peer is not None:
+        return network.flows_per_peer
+    if network.library is Library.GLOO:
+        return GLOO_FLOWS
+    return NCCL_AWS_FLOWS if provider == "aws" else NCCL_DEFAULT_FLOWS
+
+
+@dataclass(frozen=True, slots=True)
+class NodeRate:
+    """A node's achievable one-direction rate to the network, and what limits it."""
+
+    gbps: float
+    limit: str
+
+
+def node_rate(instance: InstanceType, network: NetworkSpec) -> NodeRate:
+    """R_node in Gbit/s for `instance` under `network` (see the module docstring)."""
+    measured = network.measured_gbps.get(instance.name)
+    if measured is not None:
+        where = network.measured_sources.get(instance.name, "given in the request")
+        return NodeRate(measured, f"measured ({where})")
+    rated = max(instance.network_gbps, 1e-3)
+    if network.transport is Transport.EFA:
+        return NodeRate(EFA.efficiency * rated, f"EFA: {EFA.efficiency:.3g} × rated {rated:g} Gbit/s")
+    nic = TCP_NIC_EFFICIENCY * rated
+    flows = flows_per_peer(network, provider=instance.provider)
+    per_flow = FLOW_LIMIT_GBPS[network.placement_group] if instance.provider == "aws" else math.inf
+    flow_bound = TCP_FLOW_EFFICIENCY * flows * per_flow
+    if flow_bound < nic:
+        return NodeRate(
+            flow_bound,
+            f"TCP: {flows} flow(s) × {per_flow:g} Gbit/s per flow"
+            + (" (cluster placement group)" if network.placement_group else " (no placement group)"),
+        )
+    return NodeRate(nic, f"TCP: {TCP_NIC_EFFICIENCY:g} × rated {rated:g} Gbit/s")
+
+
+def gpu_link(instance: InstanceType) -> tuple[float, LinkParams]:
+    """R_gpu in Gbit/s and the intra-node link parameters of a multi-GPU type."""
+    raw = instance.interconnect_gbps if instance.interconnect_gbps > 0 else instance.network_gbps
+    link = NVSWITCH if instance.interconnect is Interconnect.NVSWITCH else LINK
+    return link.efficiency * max(raw, 1e-3), link
+
+
+def shares_host_pcie(instance: InstanceType, network: NetworkSpec) -> bool:
+    """True when intra-node reduction and socket staging both cross the host's PCIe (TCP, PCIe GPUs)."""
+    return (
+        network.transport is Transport.TCP
+        and instance.devices >= 2
+        and instance.interconnect in (Interconnect.PCIE, Interconnect.NONE)
+        and instance.name not in network.measured_gbps
+    )
+
+
+def ceilings(
+    *, instance: InstanceType, world_size: int, nodes: int, network: NetworkSpec = DEFAULT_NETWORK
+) -> tuple[float, LinkParams]:
+    """The bus-bandwidth ceiling (Gbit/s, after efficiencies) and the latency link of one request."""
+    n, big_n = world_size, max(nodes, 1)
+    g = max(1, n // big_n)
+    limits: list[float] = []
+    link: LinkParams | None = None
+    if big_n >= 2:
+        rate = node_rate(instance, network).gbps
+        limits.append(rate * ((n - 1) / n) / ((big_n - 1) / big_n))
+        link = EFA if network.transport is Transport.EFA else TCP
+        if network.library is Library.GLOO:
+            link = GLOO_TCP
+    if g >= 2:
+        r_gpu, intra = gpu_link(instance)
+        limits.append(r_gpu * ((n - 1) / n) / ((g - 1) / g))
+        link = link or intra
+    if not limits:
+        return max(instance.network_gbps, instance.interconnect_gbps, 1e-3), LINK
+    assert link is not None
+    return min(limits), link
 
 
 def peak_busbw_gbps(*, instance: InstanceType, world_size: int, nodes: int) -> float:
-    """The bus-bandwidth ceiling (Gbit/s) of the slowest level before efficiency losses."""
-    per_node = max(1, world_size // max(nodes, 1))
-    limits: list[float] = []
-    if nodes >= 2:
-        scale = ((world_size - 1) / world_size) / ((nodes - 1) / nodes)
-        limits.append(instance.network_gbps * scale)
-    if per_node >= 2:
-        limits.append(instance.interconnect_gbps if instance.interconnect_gbps > 0 else instance.network_gbps)
-    return min(limits) if limits else max(instance.network_gbps, instance.interconnect_gbps, 1e-3)
+    """The bus-bandwidth ceiling (Gbit/s) of the slowest level under the default network, efficiencies in."""
+    return ceilings(instance=instance, world_size=world_size, nodes=nodes)[0]
 
 
 def predict_busbw_gbps(
     sizes: np.ndarray, *, world_size: int, peak_gbps: float, link: LinkParams, async_count: int = 1
 ) -> np.ndarray:
-    """Vectorised α-β bus bandwidth (Gbit/s) for buffer sizes in bytes."""
+    """Vectorised α-β bus bandwidth (Gbit/s) for buffer sizes in bytes under a ceiling `peak_gbps`."""
     n = world_size
     if n < 2:
-        return np.full(sizes.shape, peak_gbps * link.efficiency)
+        return np.full(sizes.shape, peak_gbps)
     bus_bits = sizes.astype(np.float64) * 8 * 2 * (n - 1) / n
-    c = async_count * bus_bits / (link.efficiency * peak_gbps * 1e9)
-    ring = link.base_s + 2 * (n - 1) * link.hop_s + c
-    tree = link.base_s + 2 * math.ceil(math.log2(n)) * link.hop_s + c / link.tree_fraction
+    rate = peak_gbps * 1e9
+    c = async_count * bus_bits / rate
+    hop = link.hop_s + link.step_bytes * 8 / rate
+    ring = link.base_s + 2 * (n - 1) * hop + c
+    tree = link.base_s + 2 * math.ceil(math.log2(n)) * hop + c / link.tree_fraction
     return np.asarray(bus_bits / np.minimum(ring, tree) / 1e9)
 
 
+def residual_cvs(sizes: np.ndarray, network: NetworkSpec) -> tuple[float, ...]:
+    """Per size: the out-of-sample spread of its size class under the request's transport."""
+    table = EFA_RESIDUAL_CV if network.transport is Transport.EFA else TCP_RESIDUAL_CV
+    return tuple(table["small"] if s < SMALL_BYTES else table["large"] for s in sizes.tolist())
+
+
 class AlphaBetaPrior:
-    """BusBandwidthModel from catalog facts only (network Gbit/s, interconnect, GPUs per node)."""
+    """BusBandwidthModel from catalog facts, the request's network assumptions and public measurements."""
 
     source = SOURCE
 
-    def __init__(self, *, efa: LinkParams = EFA, tcp: LinkParams = TCP, intra: LinkParams = INTRA) -> None:
-        self.efa = efa
-        self.tcp = tcp
-        self.intra = intra
+    def __init__(self, *, network: NetworkSpec = DEFAULT_NETWORK) -> None:
+        self.network = network
 
-    def link_for(self, instance: InstanceType, *, nodes: int) -> LinkParams:
-        if nodes < 2:
-            return self.intra
-        return self.efa if instance.efa else self.tcp
+    def shares_host_pcie(self, instance: InstanceType) -> bool:
+        return shares_host_pcie(instance, self.network)
+
+    def describe(self, instance: InstanceType) -> str:
+        """What the prior assumes between nodes of `instance` (for a prediction's sources)."""
+        rate = node_rate(instance, self.network)
+        return f"{instance.name}: {rate.gbps:.3g} Gbit/s per node ({rate.limit})"
 
     def predict(
         self,
@@ -110,16 +288,16 @@ class AlphaBetaPrior:
         sizes = check_request(
             world_size=world_size, nodes=nodes, buffer_bytes=buffer_bytes, async_count=async_count
         )
-        peak = peak_busbw_gbps(instance=instance, world_size=world_size, nodes=nodes)
+        peak, link = ceilings(instance=instance, world_size=world_size, nodes=nodes, network=self.network)
         busbw = predict_busbw_gbps(
-            sizes,
-            world_size=world_size,
-            peak_gbps=peak,
-            link=self.link_for(instance, nodes=nodes),
-            async_count=async_count,
+            sizes, world_size=world_size, peak_gbps=peak, link=link, async_count=async_count
         )
+        cvs = residual_cvs(sizes, self.network if nodes >= 2 else NetworkSpec(transport=Transport.EFA))
         return BandwidthEstimate(
-            busbw_gbps=tuple(float(b) for b in busbw), source=SOURCE, residual_cv=RESIDUAL_CV
+            busbw_gbps=tuple(float(b) for b in busbw),
+            source=SOURCE,
+            residual_cv=max(cvs, default=RESIDUAL_CV),
+            residual_cvs=cvs,
         )
 
 
@@ -147,6 +325,60 @@ def check_request(
     return sizes
 
 
+# -- calibration against public runs -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class PublicRun:
+    """One public allreduce run: where it ran, how, and its (size, seconds) rows."""
+
+    id: str
+    instance_type: str
+    nodes: int
+    gpus_per_node: int
+    transport: str
+    library: str
+    sizes_bytes: tuple[int, ...]
+    times_s: tuple[float, ...]
+    source: dict[str, Any]
+    shaped: dict[str, float] | None = None
+
+    @property
+    def world_size(self) -> int:
+        return self.nodes * self.gpus_per_node
+
+    def busbw_gbps(self) -> np.ndarray:
+        n = self.world_size
+        s = np.asarray(self.sizes_bytes, dtype=np.float64)
+        return np.asarray(s * 8 * 2 * (n - 1) / n / np.asarray(self.times_s) / 1e9)
+
+
+@lru_cache(maxsize=1)
+def public_runs() -> tuple[PublicRun, ...]:
+    """The public runs shipped in srift/bandwidth/data/public_allreduce.json (with their sources)."""
+    text = resources.files("srift.bandwidth").joinpath("data/public_allreduce.json").read_text()
+    doc = json.loads(text)
+    return tuple(
+        PublicRun(
+            id=r["id"],
+            instance_type=r["instance_type"],
+            nodes=int(r["nodes"]),
+            gpus_per_node=int(r["gpus_per_node"]),
+            transport=r["transport"],
+            library=r["library"],
+            sizes_bytes=tuple(int(x[0]) for x in r["rows"]),
+            times_s=tuple(float(x[1]) * 1e-6 for x in r["rows"]),
+            source=dict(r["source"]),
+            shaped=r.get("shaped"),
+        )
+        for r in doc["runs"]
+    )
+
+
+FIT_RUNS = {"efa": "p4de-2x8-efa", "nvswitch": "p5-1x8-nvswitch"}
+"""The public runs each fitted link was calibrated on; every other run only checks the prior."""
+
+
 @dataclass(frozen=True, slots=True)
 class Calibration:
     """Result of fitting one LinkParams to measured (size, busbw) points."""
@@ -165,27 +397,34 @@ def calibrate(
     peak_gbps: float,
     large_bytes: int = 64 << 20,
 ) -> Calibration:
-    """Fit α0, α, η, κ to measured bus bandwidths (least squares on log busbw)."""
+    """Fit α0, α, η, κ, q to measured bus bandwidths (least squares on log busbw); η scales `peak_gbps`."""
     from scipy.optimize import least_squares  # type: ignore[import-untyped]
 
     sizes = np.asarray(sizes_bytes, dtype=np.float64)
     measured = np.asarray(busbw_gbps, dtype=np.float64)
 
     def link_of(p: np.ndarray) -> LinkParams:
-        base, hop, eff, frac = np.exp(p)
+        base, hop, eff, frac, step = np.exp(p)
         return LinkParams(
-            base_s=float(base), hop_s=float(hop), efficiency=float(eff), tree_fraction=float(frac)
+            base_s=float(base),
+            hop_s=float(hop),
+            efficiency=float(eff),
+            tree_fraction=float(frac),
+            step_bytes=float(step),
+        )
+
+    def predicted(link: LinkParams) -> np.ndarray:
+        return predict_busbw_gbps(
+            sizes, world_size=world_size, peak_gbps=peak_gbps * link.efficiency, link=link
         )
 
     def residuals(p: np.ndarray) -> np.ndarray:
-        pred = predict_busbw_gbps(sizes, world_size=world_size, peak_gbps=peak_gbps, link=link_of(p))
-        return np.asarray(np.log(pred) - np.log(measured))
+        return np.asarray(np.log(predicted(link_of(p))) - np.log(measured))
 
-    start = np.log([30e-6, 5e-6, 0.6, 0.3])
+    start = np.log([30e-6, 5e-6, 0.7, 0.3, 128e3])
     fit = least_squares(residuals, start)
     link = link_of(fit.x)
-    pred = predict_busbw_gbps(sizes, world_size=world_size, peak_gbps=peak_gbps, link=link)
-    err = np.abs(pred - measured) / measured
+    err = np.abs(predicted(link) - measured) / measured
     large = sizes >= large_bytes
     return Calibration(
         link=link,

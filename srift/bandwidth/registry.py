@@ -18,7 +18,7 @@ import logging
 import secrets
 import shutil
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -34,6 +34,7 @@ from srift.bandwidth.samples import load_samples, store_samples
 from srift.db.session import transaction
 from srift.db.tables import BandwidthModelRow
 from srift.domain import BandwidthEstimate, BusBandwidthModel, InstanceType
+from srift.domain.network import DEFAULT_NETWORK, NetworkSpec
 from srift.errors import EnvironmentProblem, InvalidInput, NotFound
 from srift.settings import REPO_ROOT, Settings
 
@@ -269,12 +270,23 @@ def _load_regressor(artifact_dir: str, version: str) -> BusBandwidthRegressor:
 
 
 class LearnedBandwidthModel:
-    """A trained version answering for the instance types it covers; the prior answers for the rest."""
+    """A trained version answering for the instance types it covers; the prior answers for the rest.
+
+    `regressor` may be a loader (a callable): the boosters (and scikit-learn/XGBoost, seconds to import)
+    are then loaded only when a covered type is asked for; which types are covered comes from the
+    version's record (`training_query.covers`) until then.
+    """
 
     def __init__(
-        self, regressor: BusBandwidthRegressor, *, version: ModelVersion, prior: AlphaBetaPrior | None = None
+        self,
+        regressor: BusBandwidthRegressor | Callable[[], BusBandwidthRegressor],
+        *,
+        version: ModelVersion,
+        prior: AlphaBetaPrior | None = None,
     ) -> None:
-        self.regressor = regressor
+        self._regressor = None if callable(regressor) else regressor
+        self._loader = regressor if callable(regressor) else None
+        self._covered = {tuple(c.split("/", 1)) for c in version.covers if "/" in c}
         self.version = version
         self.source = version.source
         self.prior = prior or AlphaBetaPrior()
@@ -282,8 +294,25 @@ class LearnedBandwidthModel:
         self._cv_small = float(metrics.get("residual_cv_small") or 0.0)
         self._cv_large = float(metrics.get("residual_cv_large") or 0.0)
 
+    @property
+    def regressor(self) -> BusBandwidthRegressor:
+        if self._regressor is None:
+            assert self._loader is not None
+            self._regressor = self._loader()
+        return self._regressor
+
+    def _trained_on(self, instance: InstanceType) -> bool:
+        key = (instance.provider, instance.name)
+        if self._regressor is None and self._covered:
+            return key in self._covered
+        return key in self.regressor.hosts_
+
     def covers(self, instance: InstanceType) -> bool:
-        return (instance.provider, instance.name) in self.regressor.hosts_
+        """True when this version answers for `instance`: trained on it, no measured rate overriding."""
+        return self._trained_on(instance) and instance.name not in self.prior.network.measured_gbps
+
+    def shares_host_pcie(self, instance: InstanceType) -> bool:
+        return not self.covers(instance) and self.prior.shares_host_pcie(instance)
 
     def predict(
         self,
@@ -294,8 +323,16 @@ class LearnedBandwidthModel:
         buffer_bytes: Sequence[int],
         async_count: int = 1,
     ) -> BandwidthEstimate:
+        if world_size < 2 or not self.covers(instance):
+            return self.prior.predict(
+                instance=instance,
+                world_size=world_size,
+                nodes=nodes,
+                buffer_bytes=buffer_bytes,
+                async_count=async_count,
+            )
         profile: HostProfile | None = self.regressor.hosts_.get((instance.provider, instance.name))
-        if profile is None or world_size < 2:
+        if profile is None:
             return self.prior.predict(
                 instance=instance,
                 world_size=world_size,
@@ -330,22 +367,47 @@ class LearnedBandwidthModel:
         return estimate
 
 
-def model_version(*, session: Session, settings: Settings, version: str) -> BusBandwidthModel:
+def model_version(
+    *, session: Session, settings: Settings, version: str, network: NetworkSpec = DEFAULT_NETWORK
+) -> BusBandwidthModel:
     """The model of one version (prior fallback for types it does not cover); NotFound if unknown."""
     found = get_version(session=session, version=version)
-    return LearnedBandwidthModel(_load_regressor(found.artifact_dir, found.version), version=found)
+    return LearnedBandwidthModel(
+        _load_regressor(found.artifact_dir, found.version),
+        version=found,
+        prior=AlphaBetaPrior(network=network),
+    )
 
 
-def active_model(*, session: Session, settings: Settings) -> BusBandwidthModel:
-    """The active learned model (prior fallback per instance type), or the prior when none is active."""
+def _artifacts_present(found: ModelVersion) -> bool:
+    candidates = [Path(found.artifact_dir), *(base / found.version for base in shipped_models_dirs())]
+    return any((c / METADATA).is_file() for c in candidates)
+
+
+def active_model(
+    *, session: Session, settings: Settings, network: NetworkSpec = DEFAULT_NETWORK
+) -> BusBandwidthModel:
+    """The active learned model (prior fallback per instance type), or the prior when none is active.
+
+    `network` holds the request's transport assumptions and measured rates; the prior follows them, and a
+    measured rate for a type overrides the learned model for that type too.
+    """
+    prior = AlphaBetaPrior(network=network)
     found = active_version(session=session)
     if found is None:
-        return AlphaBetaPrior()
+        return prior
+    if found.covers and _artifacts_present(found):
+        # loaded on first use: a request about types the version does not cover never imports XGBoost
+        return LearnedBandwidthModel(
+            lambda: _load_regressor(found.artifact_dir, found.version), version=found, prior=prior
+        )
     try:
-        return LearnedBandwidthModel(_load_regressor(found.artifact_dir, found.version), version=found)
+        return LearnedBandwidthModel(
+            _load_regressor(found.artifact_dir, found.version), version=found, prior=prior
+        )
     except EnvironmentProblem as exc:
         log.warning("using the α-β prior: %s", exc)
-        return AlphaBetaPrior()
+        return prior
 
 
 # -- shipped models ----------------------------------------------------------------------------------------

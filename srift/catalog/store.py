@@ -9,11 +9,18 @@ and leaves other regions, and prices it could not fetch, as they were.
 
 User-supplied names are compared in Python against the known values, never sent to SQL, so a stray byte in
 a query string cannot reach the database.
+
+Reads answer from an in-memory copy of the three catalog tables, loaded once per catalog revision (see
+srift.db.revisions: database triggers replace the revision token on every write to these tables), so a plan
+or a catalog read costs one small query for the token instead of loading hundreds of rows, and a write by
+any process is seen by the next read.
 """
 
 from __future__ import annotations
 
 import difflib
+import threading
+from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import date
@@ -23,6 +30,7 @@ from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
 from srift.catalog.document import MAX_SOURCE_CHARS, SnapshotData
+from srift.db.revisions import database_key, read_revisions
 from srift.db.tables import CatalogSnapshot, InstanceTypeRow, PriceRow
 from srift.domain.catalog import InstanceType, Interconnect, Market, MarketChoice, Offer
 from srift.errors import Conflict, InvalidInput, NotFound
@@ -166,30 +174,21 @@ def delete_snapshot(*, session: Session, snapshot_id: int) -> None:
 
 def list_snapshots(*, session: Session, provider: str | None = None) -> list[SnapshotInfo]:
     """All stored snapshots (active or not), newest first."""
-    rows = session.scalars(
-        select(CatalogSnapshot).order_by(CatalogSnapshot.as_of.desc(), CatalogSnapshot.id.desc())
-    )
-    return [
-        SnapshotInfo(r.id, r.name, r.provider, r.source, r.as_of, r.is_active)
-        for r in rows
-        if provider is None or r.provider == provider
-    ]
+    return [r for r in _copy(session).snapshots if provider is None or r.provider == provider]
 
 
 def known_providers(session: Session, *, snapshot: str | None = None) -> list[str]:
     """Providers with an active snapshot (or the named snapshot's provider), sorted."""
     if snapshot is not None:
         return [_named_snapshot(session, snapshot).provider]
-    rows = session.scalars(select(CatalogSnapshot.provider).where(CatalogSnapshot.is_active)).all()
-    return sorted(set(rows))
+    return sorted({r.provider for r in _copy(session).snapshots if r.is_active})
 
 
 def known_regions(session: Session, provider: str, *, snapshot: str | None = None) -> list[str]:
     """Regions with at least one price for `provider` (in its active snapshots, or in the named one)."""
+    copy = _copy(session)
     snaps = _snapshots(session, provider, snapshot)
-    ids = [s.id for s in snaps]
-    rows = session.scalars(select(PriceRow.region).where(PriceRow.snapshot_id.in_(ids))).all()
-    return sorted(set(rows))
+    return sorted({p.region for s in snaps for p in copy.prices.get(s.id, ())})
 
 
 def get_offers(
@@ -283,8 +282,104 @@ def list_instance_types(
 # --- internals -------------------------------------------------------------------------------------------
 
 
-def _named_snapshot(session: Session, name: str) -> CatalogSnapshot:
-    rows = session.scalars(select(CatalogSnapshot)).all()
+@dataclass(frozen=True, slots=True)
+class _Type:
+    snapshot_id: int
+    name: str
+    gpu_model: str | None
+    gpu_count: int
+    gpu_memory_gib: float
+    vcpus: int
+    memory_gib: float
+    network_gbps: float
+    network_burst: bool
+    interconnect: str
+    interconnect_gbps: float
+    efa: bool
+    extra: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class _Price:
+    snapshot_id: int
+    instance_type: str
+    region: str
+    market: str
+    price_usd_per_hr: float
+    source: str
+    as_of: date
+
+
+class _CatalogCopy:
+    """The catalog tables as read at one revision, with the derived answers memoised (they never change)."""
+
+    def __init__(self, session: Session) -> None:
+        rows = session.scalars(
+            select(CatalogSnapshot).order_by(CatalogSnapshot.as_of.desc(), CatalogSnapshot.id.desc())
+        ).all()
+        self.snapshots = tuple(
+            SnapshotInfo(r.id, r.name, r.provider, r.source, r.as_of, r.is_active) for r in rows
+        )
+        self.types: dict[int, list[_Type]] = {}
+        for t in session.scalars(select(InstanceTypeRow)).all():
+            self.types.setdefault(t.snapshot_id, []).append(
+                _Type(
+                    t.snapshot_id,
+                    t.name,
+                    t.gpu_model,
+                    t.gpu_count,
+                    t.gpu_memory_gib,
+                    t.vcpus,
+                    t.memory_gib,
+                    t.network_gbps,
+                    t.network_burst,
+                    t.interconnect,
+                    t.interconnect_gbps,
+                    t.efa,
+                    dict(t.extra),
+                )
+            )
+        self.prices: dict[int, list[_Price]] = {}
+        for p in session.scalars(select(PriceRow)).all():
+            self.prices.setdefault(p.snapshot_id, []).append(
+                _Price(
+                    p.snapshot_id, p.instance_type, p.region, p.market, p.price_usd_per_hr, p.source, p.as_of
+                )
+            )
+        self._memo: dict[tuple[Any, ...], Any] = {}
+
+    def memo(self, key: tuple[Any, ...]) -> Any:
+        return self._memo.get(key)
+
+    def remember(self, key: tuple[Any, ...], value: Any) -> None:
+        self._memo[key] = value
+
+
+_MAX_COPIES = 8
+_copies: OrderedDict[str, tuple[str, _CatalogCopy]] = OrderedDict()
+_copies_lock = threading.Lock()
+
+
+def _copy(session: Session) -> _CatalogCopy:
+    """The in-memory catalog of `session`'s database at its current revision (loaded when it changed)."""
+    token = read_revisions(session=session).catalog
+    url = database_key(session)
+    with _copies_lock:
+        held = _copies.get(url)
+        if held is not None and held[0] == token:
+            _copies.move_to_end(url)
+            return held[1]
+    copy = _CatalogCopy(session)
+    with _copies_lock:
+        _copies[url] = (token, copy)
+        _copies.move_to_end(url)
+        while len(_copies) > _MAX_COPIES:
+            _copies.popitem(last=False)
+    return copy
+
+
+def _named_snapshot(session: Session, name: str) -> SnapshotInfo:
+    rows = _copy(session).snapshots
     for row in rows:
         if row.name == name:
             return row
@@ -298,7 +393,7 @@ def _named_snapshot(session: Session, name: str) -> CatalogSnapshot:
     )
 
 
-def _snapshots(session: Session, provider: str, snapshot: str | None) -> list[CatalogSnapshot]:
+def _snapshots(session: Session, provider: str, snapshot: str | None) -> list[SnapshotInfo]:
     """The snapshots a read uses, highest precedence first; validates the provider."""
     if snapshot is not None:
         row = _named_snapshot(session, snapshot)
@@ -309,11 +404,7 @@ def _snapshots(session: Session, provider: str, snapshot: str | None) -> list[Ca
                 field="provider",
             )
         return [row]
-    rows = session.scalars(
-        select(CatalogSnapshot)
-        .where(CatalogSnapshot.is_active)
-        .order_by(CatalogSnapshot.as_of.desc(), CatalogSnapshot.id.desc())
-    ).all()
+    rows = [r for r in _copy(session).snapshots if r.is_active]
     mine = [r for r in rows if r.provider == provider]
     if not mine:
         valid = sorted({r.provider for r in rows})
@@ -326,24 +417,31 @@ def _snapshots(session: Session, provider: str, snapshot: str | None) -> list[Ca
 
 
 def _specs(
-    session: Session, snaps: Sequence[CatalogSnapshot], provider: str
+    session: Session, snaps: Sequence[SnapshotInfo], provider: str
 ) -> dict[str, tuple[InstanceType, str, dict[str, Any]]]:
     """name -> (specs, snapshot name, extra), from the highest-precedence snapshot listing each type."""
+    copy = _copy(session)
+    key = ("specs", provider, tuple(s.id for s in snaps))
+    found: dict[str, tuple[InstanceType, str, dict[str, Any]]] | None = copy.memo(key)
+    if found is not None:
+        return found
     rank = {s.id: i for i, s in enumerate(snaps)}
     names = {s.id: s.name for s in snaps}
-    rows = session.scalars(select(InstanceTypeRow).where(InstanceTypeRow.snapshot_id.in_(list(rank)))).all()
-    best: dict[str, InstanceTypeRow] = {}
-    for row in rows:
-        held = best.get(row.name)
-        if held is None or rank[row.snapshot_id] < rank[held.snapshot_id]:
-            best[row.name] = row
-    return {
+    best: dict[str, _Type] = {}
+    for sid in rank:
+        for row in copy.types.get(sid, ()):
+            held = best.get(row.name)
+            if held is None or rank[row.snapshot_id] < rank[held.snapshot_id]:
+                best[row.name] = row
+    found = {
         name: (_instance(row, provider), names[row.snapshot_id], dict(row.extra))
         for name, row in best.items()
     }
+    copy.remember(key, found)
+    return found
 
 
-def _instance(row: InstanceTypeRow, provider: str) -> InstanceType:
+def _instance(row: _Type, provider: str) -> InstanceType:
     return InstanceType(
         provider=provider,
         name=row.name,
@@ -363,9 +461,15 @@ def _instance(row: InstanceTypeRow, provider: str) -> InstanceType:
 def _entries(
     session: Session, *, provider: str, region: str | None, snapshot: str | None
 ) -> list[CatalogEntry]:
+    """Entries of `provider` (in `region`), sorted; shared between callers of one revision: do not mutate."""
+    copy = _copy(session)
     snaps = _snapshots(session, provider, snapshot)
     ids = [s.id for s in snaps]
-    price_rows = session.scalars(select(PriceRow).where(PriceRow.snapshot_id.in_(ids))).all()
+    key = ("entries", provider, region, tuple(ids))
+    found: tuple[CatalogEntry, ...] | None = copy.memo(key)
+    if found is not None:
+        return list(found)
+    price_rows = [p for sid in ids for p in copy.prices.get(sid, ())]
     regions = sorted({p.region for p in price_rows})
     if region is not None and region not in regions:
         raise InvalidInput(
@@ -374,14 +478,14 @@ def _entries(
             field="region",
         )
     rank = {sid: i for i, sid in enumerate(ids)}
-    best: dict[tuple[str, str, str], PriceRow] = {}
+    best: dict[tuple[str, str, str], _Price] = {}
     for p in price_rows:
         if region is not None and p.region != region:
             continue
-        key = (p.instance_type, p.region, p.market)
-        held = best.get(key)
+        price_key = (p.instance_type, p.region, p.market)
+        held = best.get(price_key)
         if held is None or rank[p.snapshot_id] < rank[held.snapshot_id]:
-            best[key] = p
+            best[price_key] = p
     specs = _specs(session, snaps, provider)
     by_type: dict[tuple[str, str], dict[Market, Offer]] = {}
     for (name, reg, market_value), p in best.items():
@@ -407,7 +511,9 @@ def _entries(
         )
         for (name, reg), offers in by_type.items()
     ]
-    return sorted(entries, key=lambda e: (e.instance.provider, e.region, _type_order(e.instance.name)))
+    entries.sort(key=lambda e: (e.instance.provider, e.region, _type_order(e.instance.name)))
+    copy.remember(key, tuple(entries))
+    return entries
 
 
 def _type_order(name: str) -> tuple[str, float, str]:

@@ -33,6 +33,9 @@ availability:                   # optional: only these types, at most this many 
 mode: auto                      # exhaustive, eager, or auto (exhaustive when the space fits the budget)
 solve_budget_s: 2.0
 seed: 0
+network:                        # how the nodes talk (optional; see `srift predict --example`)
+  transport: tcp                # tcp: plain PyTorch DDP over sockets; efa: aws-ofi-nccl (EFA types only)
+  placement_group: false
 """
 
 
@@ -144,6 +147,14 @@ def render(plan: dict[str, Any]) -> None:
                 "yes" if p["feasible"] else "no",
             )
         console.print(table)
+    network = plan.get("network")
+    if network:
+        console.print(f"network: {network['label']}", highlight=False, soft_wrap=True)
+        for r in network["rates"]:
+            rate = "learned model" if r["gbps"] is None else f"{r['gbps']:.3g} Gbit/s"
+            console.print(f"  {r['instance_type']}: {rate} ({r['limit']})", highlight=False, soft_wrap=True)
+        if network.get("recommendation"):
+            console.print(f"[yellow]advice:[/] {network['recommendation']}", highlight=False, soft_wrap=True)
     for warning in plan["warnings"]:
         console.print(f"[yellow]warning:[/] {warning}", highlight=False)
     console.print("sources: " + "; ".join(plan["sources"]), highlight=False, soft_wrap=True)

@@ -1,4 +1,4 @@
-"""CLI command `srift predict FILE`: one fleet's iteration time, total time, cost and stall breakdown."""
+"""CLI command `srift predict FILE`: iteration time, total time, cost and breakdown of a fleet or a sweep."""
 
 from __future__ import annotations
 
@@ -25,6 +25,17 @@ config:
   choices:
     - {instance_type: p3.8xlarge, market: spot, count: 2, batch: 256}   # batch per VM, split over its GPUs
     - {instance_type: g4dn.xlarge, market: on_demand, count: 4, batch: 32}
+# or a sweep, one prediction per fleet:
+# configs:
+#   - choices: [{instance_type: g4dn.12xlarge, count: 2, batch: 128}]
+#   - choices: [{instance_type: g4dn.12xlarge, count: 4, batch: 64, gpus: 2}]   # 2 of its 4 GPUs
+network:                        # how the nodes talk (all optional)
+  transport: tcp                # tcp: plain PyTorch DDP (NCCL or gloo over sockets); efa: aws-ofi-nccl
+  library: nccl                 # nccl or gloo
+  placement_group: false        # cluster placement group: 10 instead of 5 Gbit/s per TCP flow on AWS
+  # flows_per_peer: 1           # NCCL_NSOCKS_PERTHREAD × NCCL_SOCKET_NTHREADS (default: 16 on AWS)
+  # measured_gbps: {g4dn.12xlarge: 4.5}    # a measured node-to-node rate replaces the prior
+  # probe_job_ids: [12]         # or take it from a probe job (`srift probe run --quick`)
 comm: allreduce                 # or parameter_server (with ps_servers: 2)
 mc_samples: 200                 # Monte Carlo for p10/p50/p90 (0: straggler draws only)
 seed: 0
@@ -32,18 +43,19 @@ seed: 0
 
 
 def _local(body: dict[str, Any]) -> Any:
-    from srift.api.schemas.predictions import PredictionOut, parse_prediction_request
+    from srift.api.schemas.predictions import PredictionOut, PredictionSweepOut, parse_prediction_request
     from srift.bootstrap import bootstrap
     from srift.db.session import transaction
-    from srift.services.predictions import predict
+    from srift.services.predictions import answer
     from srift.settings import get_settings
 
     request = parse_prediction_request(body)
     settings = get_settings()
     bootstrap(settings)
     with transaction(settings.resolved_database_url) as session:
-        result = predict(session=session, settings=settings, query=request.to_domain())
-    return PredictionOut.model_validate(result.document()).model_dump(mode="json")
+        result = answer(session=session, settings=settings, query=request.to_domain())
+    schema = PredictionSweepOut if "predictions" in result else PredictionOut
+    return schema.model_validate(result).model_dump(mode="json")
 
 
 def _seconds(value: float) -> str:
@@ -52,6 +64,43 @@ def _seconds(value: float) -> str:
     if value >= 60:
         return f"{value / 60:.1f} min"
     return f"{value:.4g} s"
+
+
+def render_sweep(result: dict[str, Any]) -> None:
+    """Print a sweep as one table, one row per fleet, in request order."""
+    preds = result["predictions"]
+    first = preds[0] if preds else {}
+    title = f"{result['count']} fleets, {first.get('iterations', '?')} iterations each"
+    table = Table(title=title)
+    for col in ("#", "fleet", "iteration", "p90", "total", "cost", "net"):
+        table.add_column(col, justify="left" if col == "fleet" else "right", no_wrap=col != "fleet")
+    for k, p in enumerate(preds):
+        it = p["predicted"]
+        exposed = p["breakdown"]["exposed_network_s"] / it["iteration_s"] if it["iteration_s"] > 0 else 0.0
+        table.add_row(
+            str(k),
+            p["label"],
+            _seconds(it["iteration_s"]),
+            _seconds(it["iteration_p90_s"]),
+            _seconds(it["total_time_s"]),
+            f"${it['cost_usd']:.2f}",
+            f"{100 * exposed:.0f} %",
+        )
+    console.print(table)
+    console.print("net: the share of an iteration spent waiting on the network (exposed)", highlight=False)
+    _network_lines(result.get("network") or first.get("network"))
+    console.print(f"answered in {result['elapsed_s']:.3f} s", highlight=False)
+
+
+def _network_lines(network: dict[str, Any] | None) -> None:
+    if not network:
+        return
+    console.print(f"network: {network['label']}", highlight=False, soft_wrap=True)
+    for r in network["rates"]:
+        rate = "learned model" if r["gbps"] is None else f"{r['gbps']:.3g} Gbit/s"
+        console.print(f"  {r['instance_type']}: {rate} ({r['limit']})", highlight=False, soft_wrap=True)
+    if network.get("recommendation"):
+        console.print(f"[yellow]advice:[/] {network['recommendation']}", highlight=False, soft_wrap=True)
 
 
 def render(result: dict[str, Any]) -> None:
@@ -102,9 +151,45 @@ def render(result: dict[str, Any]) -> None:
     parts.add_row("communication (overlapped or not)", f"{b['communication_s']:.4g}", "")
     parts.add_row("granularity = compute / communication", granularity, "")
     console.print(parts)
+    _network_lines(result.get("network"))
     for warning in result["warnings"]:
         console.print(f"[yellow]warning:[/] {warning}", highlight=False)
     console.print("sources: " + "; ".join(result["sources"]), highlight=False, soft_wrap=True)
+
+
+def _network_options(
+    body: dict[str, Any],
+    transport: str | None,
+    library: str | None,
+    placement_group: bool | None,
+    measured: list[str],
+) -> None:
+    """Fold the command-line network options into the request's `network` object."""
+    from srift.errors import InvalidInput
+
+    network = body.get("network")
+    network = dict(network) if isinstance(network, dict) else {}
+    if transport is not None:
+        network["transport"] = transport
+    if library is not None:
+        network["library"] = library
+    if placement_group is not None:
+        network["placement_group"] = placement_group
+    for item in measured:
+        name, sep, value = item.partition("=")
+        try:
+            rate = float(value)
+        except ValueError:
+            rate = float("nan")
+        if not sep or not name.strip() or not rate > 0:
+            raise InvalidInput(
+                f"{item!r} is not TYPE=GBPS",
+                hint="e.g. --measured-gbps g4dn.12xlarge=4.5",
+                field="measured_gbps",
+            )
+        network.setdefault("measured_gbps", {})[name.strip()] = rate
+    if network:
+        body["network"] = network
 
 
 def register(app: typer.Typer) -> None:
@@ -126,18 +211,44 @@ def register(app: typer.Typer) -> None:
             None, "--mc-samples", min=0, max=1000, help="override the file's Monte Carlo sample count"
         ),
         seed: int | None = typer.Option(None, "--seed", min=0, help="override the file's seed"),
+        profile_files: list[Path] | None = typer.Option(
+            None,
+            "--profile",
+            help="a profile document (from `srift profile` or `srift profile import`) to inline; repeatable",
+        ),
+        transport: str | None = typer.Option(
+            None, "--transport", help="tcp (plain PyTorch DDP) or efa (aws-ofi-nccl): sets network.transport"
+        ),
+        library: str | None = typer.Option(None, "--library", help="nccl or gloo: sets network.library"),
+        placement_group: bool | None = typer.Option(
+            None,
+            "--placement-group/--no-placement-group",
+            help="instances in one cluster placement group: sets network.placement_group",
+        ),
+        measured: list[str] | None = typer.Option(
+            None,
+            "--measured-gbps",
+            metavar="TYPE=GBPS",
+            help="a measured node-to-node rate for a type (e.g. g4dn.12xlarge=4.5); repeatable",
+        ),
         example: bool = typer.Option(False, "--example", help="print an example request file and exit"),
     ) -> None:
         """Predict one fleet's iteration time (mean, p10/p50/p90), total time and cost, with a breakdown.
 
         FILE names the model's profiles, the fleet (instance type, market, count and per-VM batch per
-        choice), provider/region and iterations. Compute comes from the profile of each type's accelerator,
-        communication from the active bandwidth model (or the α-β prior), prices from the catalog, billed per
-        second. Examples:
+        choice; `gpus` uses part of each VM's GPUs), provider/region and iterations; `configs` instead of
+        `config` predicts a sweep of fleets in one call (one row each). Compute comes from the profile of
+        each type's accelerator, communication from the active bandwidth model or the α-β prior under the
+        request's `network` (default: TCP sockets, as plain PyTorch DDP), prices from the catalog, billed
+        per second. Examples:
 
           srift predict --example > request.yaml
 
           srift predict request.yaml
+
+          srift predict sweep.yaml --profile bert-t4.json --measured-gbps g4dn.12xlarge=4.5
+
+          srift predict request.yaml --transport efa --json
 
           srift predict request.yaml --mc-samples 500 --json
 
@@ -161,6 +272,11 @@ def register(app: typer.Typer) -> None:
             body["mc_samples"] = mc_samples
         if seed is not None:
             body["seed"] = seed
+        if profile_files:
+            body.pop("model", None)
+            body.pop("profile_ids", None)
+            body["profiles"] = [load_request_file(path) for path in profile_files]
+        _network_options(body, transport, library, placement_group, measured or [])
         if url:
             result = call_api(
                 "POST", url, "/v1/predictions", body=body, token=token or os.environ.get("SRIFT_TOKEN")
@@ -171,4 +287,7 @@ def register(app: typer.Typer) -> None:
         if as_json:
             typer.echo(json.dumps(result, indent=1))
             return
-        render(result)
+        if "predictions" in result:
+            render_sweep(result)
+        else:
+            render(result)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.console import Console
@@ -12,6 +13,70 @@ from rich.table import Table
 from srift.settings import Settings, get_settings
 
 console = Console()
+
+QUICK_SIZES = (1 << 20, 4 << 20, 16 << 20, 64 << 20)
+"""1–64 MiB: the bandwidth-bound sizes the node rate is read from (srift.services.network.RATE_MIN_BYTES)."""
+QUICK_REPEATS = 3
+QUICK_TIME_BUDGET_S = 300.0
+"""Most of a quick probe is start-up (torch import, process group); the 2-node grid itself takes seconds."""
+QUICK_EC2_TIMEOUT_S = 900.0
+"""EC2 instances of a quick probe are terminated after 15 minutes whatever happens (bounds its cost)."""
+DEFAULT_QUICK_MAX_COST_USD = 5.0
+
+
+def quick_probe_body(
+    *,
+    provider: str,
+    instance_type: str,
+    backend: str,
+    max_cost_usd: float,
+    image_id: str | None,
+    results_url: str | None,
+    region: str | None,
+    market: str,
+    testbed_prefix: str | None,
+) -> dict[str, Any]:
+    """The probe-job request of `srift probe run --quick`: 2 nodes, one rank each, 1–64 MiB, 3 repeats."""
+    from srift.errors import InvalidInput
+
+    body: dict[str, Any] = {
+        "provider": provider,
+        "instance_type": instance_type,
+        "node_counts": [2],
+        "sizes": list(QUICK_SIZES),
+        "repeats": QUICK_REPEATS,
+        "warmup": 1,
+        "ranks_per_node": 1,
+        "backend": backend,
+        "time_budget_s": QUICK_TIME_BUDGET_S,
+    }
+    if provider == "testbed":
+        if testbed_prefix:
+            body["testbed_prefix"] = testbed_prefix
+        return body
+    if provider != "ec2":
+        raise InvalidInput(
+            f"--quick measures a cloud type, not provider {provider!r}",
+            hint="use --provider ec2 (an AWS type) or --provider testbed",
+            field="provider",
+        )
+    if not image_id or not results_url:
+        raise InvalidInput(
+            "an EC2 quick probe needs --image-id (an AMI with Python 3.11) and --results-url (this server as "
+            "the instances reach it)",
+            hint="pass both, e.g. --image-id ami-0123456789abcdef0 --results-url http://10.0.0.5:8000",
+            field="image_id" if not image_id else "results_url",
+        )
+    body["ec2"] = {
+        "image_id": image_id,
+        "results_url": results_url,
+        "region": region or "us-east-1",
+        "market": market,
+        "max_instances": 2,
+        "max_cost_usd": max_cost_usd,
+        "timeout_s": QUICK_EC2_TIMEOUT_S,
+    }
+    return body
 
 
 def _ready(settings: Settings) -> str:
@@ -28,6 +93,67 @@ def _ready(settings: Settings) -> str:
         return url
     load_shipped_catalog(settings)
     return url
+
+
+def _quick(
+    *,
+    provider: str,
+    instance_type: str,
+    backend: str,
+    max_cost_usd: float,
+    image_id: str | None,
+    results_url: str | None,
+    region: str | None,
+    market: str,
+    testbed_prefix: str | None,
+    url: str | None,
+    token: str | None,
+    as_json: bool,
+) -> None:
+    from srift.commands.jobs import _submit
+    from srift.errors import InvalidInput
+
+    if instance_type == "local":
+        raise InvalidInput(
+            "--quick needs the instance type to measure",
+            hint="pass --instance-type (e.g. g4dn.12xlarge with --provider ec2)",
+            field="instance_type",
+        )
+    if provider == "local":
+        provider = "testbed" if instance_type.startswith(("tb.", "bw.")) else "ec2"
+    body = quick_probe_body(
+        provider=provider,
+        instance_type=instance_type,
+        backend=backend,
+        max_cost_usd=max_cost_usd,
+        image_id=image_id,
+        results_url=results_url,
+        region=region,
+        market=market,
+        testbed_prefix=testbed_prefix,
+    )
+    if not url:
+        _ready(get_settings())
+    job = _submit("probe", body, url=url, token=token)
+    if as_json:
+        typer.echo(json.dumps(job, indent=2, default=str))
+        return
+    console.print(
+        f"queued quick probe job {job['id']}: 2 × {instance_type} ({provider}), 1–64 MiB, "
+        f"{QUICK_REPEATS} repeats, {backend}",
+        highlight=False,
+    )
+    if provider == "ec2":
+        console.print(
+            f"cost cap ${max_cost_usd:g} (instances are terminated after {QUICK_EC2_TIMEOUT_S / 60:g} min)",
+            highlight=False,
+        )
+    console.print(
+        f"run it with `srift worker --once --provider {provider}` (or a running worker), check it with "
+        f"`srift jobs show {job['id']}`, then predict with network.probe_job_ids: [{job['id']}]",
+        highlight=False,
+        soft_wrap=True,
+    )
 
 
 def register(app: typer.Typer) -> None:
@@ -61,15 +187,58 @@ def register(app: typer.Typer) -> None:
         out: Path | None = typer.Option(None, "--out", help="also write the JSON lines here"),
         store: bool = typer.Option(False, "--store", help="store the samples in the database"),
         as_json: bool = typer.Option(False, "--json", help="print the samples as JSON lines"),
+        quick: bool = typer.Option(
+            False,
+            "--quick",
+            help="measure a cloud or testbed type's node-to-node rate in minutes: queue a 2-node probe job "
+            "(1–64 MiB, 3 repeats) under a cost cap; its id goes into network.probe_job_ids",
+        ),
+        max_cost_usd: float = typer.Option(
+            DEFAULT_QUICK_MAX_COST_USD, "--max-cost-usd", min=0.0, help="--quick on EC2: refuse above this"
+        ),
+        image_id: str | None = typer.Option(None, "--image-id", help="--quick on EC2: the AMI to launch"),
+        results_url: str | None = typer.Option(
+            None, "--results-url", help="--quick on EC2: this server's URL as the instances reach it"
+        ),
+        region: str | None = typer.Option(None, "--region", help="--quick on EC2: region (us-east-1)"),
+        market: str = typer.Option("on_demand", "--market", help="--quick on EC2: on_demand or spot"),
+        testbed_prefix: str | None = typer.Option(
+            None, "--testbed-prefix", help="--quick on the testbed: use this running testbed"
+        ),
+        url: str | None = typer.Option(None, "--url", help="--quick: queue on a running server"),
+        token: str | None = typer.Option(None, "--token", envvar="SRIFT_TOKEN", help="API token for --url"),
     ) -> None:
         """Run probes/allreduce.py with NODES local processes over loopback and summarise busbw per size.
 
-        Bus bandwidth is in Gbit/s (busbw = 2s(n−1)/(n·t)). Examples:
+        Bus bandwidth is in Gbit/s (busbw = 2s(n−1)/(n·t)). With --quick it instead queues a short probe
+        job on two instances of --instance-type (EC2 or testbed; `srift worker` runs it), whose worst
+        case (2 instances × price × 15 min) must stay under --max-cost-usd. Examples:
 
           srift probe run --nodes 2 --max-bytes 16M
 
           srift probe run --nodes 4 --sizes 4,4K,4M --repeats 10 --out samples.jsonl --store
+
+          srift probe run --quick --provider ec2 --instance-type g4dn.12xlarge --backend nccl \\
+              --image-id ami-0123456789abcdef0 --results-url http://10.0.0.5:8000
+
+          srift probe run --quick --provider testbed --instance-type tb.small
         """
+        if quick:
+            _quick(
+                provider=provider.lower(),
+                instance_type=instance_type,
+                backend=backend,
+                max_cost_usd=max_cost_usd,
+                image_id=image_id,
+                results_url=results_url,
+                region=region,
+                market=market,
+                testbed_prefix=testbed_prefix,
+                url=url,
+                token=token,
+                as_json=as_json,
+            )
+            return
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
         from srift.bandwidth.local_probe import LocalProbe, parse_size, run_local_probe, summarize

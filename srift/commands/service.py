@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import logging
-
 import typer
 
 from srift.settings import get_settings
@@ -46,23 +44,32 @@ def register(app: typer.Typer) -> None:
     def serve(
         host: str | None = typer.Option(None, help="bind address (default SRIFT_HOST, 127.0.0.1)"),
         port: int | None = typer.Option(None, help="port (default SRIFT_PORT, 8000)"),
+        workers: int | None = typer.Option(
+            None,
+            min=0,
+            max=256,
+            help="worker processes (default SRIFT_WORKERS; 0, its default: one per CPU this process may "
+            "use, counting a container's CPU quota); 1 serves in this process",
+        ),
         no_bootstrap: bool = typer.Option(False, help="skip migrations and loading the shipped data"),
     ) -> None:
-        """Migrate the database, load shipped catalog and models if missing, serve the API and dashboard."""
-        import uvicorn
+        """Migrate the database, load shipped catalog and models if missing, serve the API and dashboard.
 
-        from srift.api.app import create_app
+        Plans are CPU-bound Python, so each CPU gets its own worker process (uvicorn's supervisor restarts
+        one that dies). Examples: `srift serve` (all CPUs, 127.0.0.1:8000), `srift serve --host 0.0.0.0
+        --port 9000 --workers 4`, `SRIFT_WORKERS=1 srift serve` (one process, e.g. to attach a profiler).
+        """
+        from srift.api.server import available_cpus, configure_logging
+        from srift.api.server import serve as run_server
         from srift.bootstrap import bootstrap
 
         settings = get_settings()
-        logging.basicConfig(
-            level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-        )
+        configure_logging(settings.log_level)
         if not no_bootstrap:
             bootstrap(settings)
-        uvicorn.run(
-            create_app(settings),
+        run_server(
+            settings=settings,
             host=host or settings.host,
             port=port or settings.port,
-            log_level=settings.log_level,
+            workers=(workers if workers is not None else settings.workers) or available_cpus(),
         )

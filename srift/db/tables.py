@@ -210,3 +210,16 @@ class ApiToken(Base):
     prefix: Mapped[str] = mapped_column(String(16))
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
     revoked_at: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)
+
+
+class DataRevision(Base):
+    """A random token per watched area, replaced by database triggers on every write to the area's tables.
+
+    Caches key their entries by these tokens (srift.db.revisions), so no write — by the API, the CLI, a
+    worker or plain SQL — can leave a cache answering from data that has changed. Migration 0003 installs
+    the triggers.
+    """
+
+    __tablename__ = "data_revisions"
+    name: Mapped[str] = mapped_column(String(32), primary_key=True)
+    token: Mapped[str] = mapped_column(String(64))

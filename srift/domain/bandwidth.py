@@ -16,12 +16,15 @@ class BandwidthEstimate:
     `busbw_gbps` is bus bandwidth in gigabits/s (nccl-tests prints gigabytes/s: multiply by 8), one value
     per requested size. `source` names the model version (e.g. "xgb:2026-11-22T10:00:00") or
     "prior:alpha-beta".
-    `residual_cv` is the model's relative error spread (std of (pred-actual)/actual), used for Monte Carlo.
+    `residual_cv` is the model's relative error spread (std of (pred-actual)/actual), used for Monte Carlo;
+    `residual_cvs`, when given, is that spread per requested size (the model's out-of-sample spread in the
+    size's class), and `residual_cv` is then their largest.
     """
 
     busbw_gbps: tuple[float, ...]
     source: str
     residual_cv: float = 0.0
+    residual_cvs: tuple[float, ...] = ()
 
 
 class BusBandwidthModel(Protocol):

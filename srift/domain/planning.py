@@ -37,12 +37,14 @@ class CommMode(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class Choice:
-    """`count` VMs of one type and market, each given `batch` samples per iteration (split over its GPUs)."""
+    """`count` VMs of one type and market, each given `batch` samples per iteration (split over its GPUs;
+    `gpus` of them when only part of each VM's GPUs is used)."""
 
     instance_type: str
     market: Market
     count: int
     batch: int
+    gpus: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,7 +72,10 @@ class Config:
     def label(self) -> str:
         """Srift's `<count><type>@<batch>` notation, e.g. "16g4dn.8xlarge@64"."""
         return " + ".join(
-            f"{c.count}×{c.instance_type}@{c.batch}" + ("" if c.market is Market.SPOT else " (od)")
+            f"{c.count}×{c.instance_type}"
+            + (f"[{c.gpus}gpu]" if c.gpus is not None else "")
+            + f"@{c.batch}"
+            + ("" if c.market is Market.SPOT else " (od)")
             for c in self.choices
         )
 

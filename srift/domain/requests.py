@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from srift.domain.catalog import Market, MarketChoice
+from srift.domain.network import Library, Transport
 from srift.domain.planning import BatchPolicy, CommMode, Objective, SearchMode
 from srift.errors import InvalidInput
 
@@ -41,6 +42,19 @@ class ProfileSelection:
 
 
 @dataclass(frozen=True, slots=True)
+class NetworkQuery:
+    """How the nodes talk, as a request gives it (see srift.domain.network.NetworkSpec): measured rates per
+    type, or stored probe jobs to read them from."""
+
+    transport: Transport = Transport.TCP
+    library: Library = Library.NCCL
+    placement_group: bool = False
+    flows_per_peer: int | None = None
+    measured_gbps: Mapping[str, float] | None = None
+    probe_job_ids: tuple[int, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class PlanQuery:
     """A plan request (POST /v1/plans, `srift plan FILE`): what to optimize, within which limits."""
 
@@ -65,6 +79,7 @@ class PlanQuery:
     batch_policy: BatchPolicy = BatchPolicy.POW2_SPLIT
     eager_k: int = 8
     seed: int = 0
+    network: NetworkQuery = NetworkQuery()
 
     @property
     def selection(self) -> ProfileSelection:
@@ -79,6 +94,7 @@ class FleetChoice:
     count: int
     batch: int
     market: Market = Market.ON_DEMAND
+    gpus: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,10 +106,13 @@ class FleetQuery:
 
 @dataclass(frozen=True, slots=True)
 class PredictionQuery:
-    """A prediction request (POST /v1/predictions, `srift predict FILE`): one fleet's time and cost."""
+    """A prediction request (POST /v1/predictions, `srift predict FILE`): one fleet's time and cost
+    (`config`), or several fleets' (`configs`, a sweep), under the `network` assumptions."""
 
-    config: FleetQuery
     iterations: int
+    config: FleetQuery | None = None
+    configs: tuple[FleetQuery, ...] | None = None
+    network: NetworkQuery = NetworkQuery()
     profile_ids: tuple[int, ...] | None = None
     profiles: tuple[Mapping[str, Any], ...] | None = None
     model: str | None = None

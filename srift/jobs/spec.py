@@ -10,10 +10,18 @@ from typing import Any
 
 from srift.domain.states import JobKind
 from srift.errors import InvalidInput
-from srift.limits import PROBE_BUFFER, PROBE_REPEATS, check_probe_grid
+from srift.limits import (
+    MAX_EC2_COST_USD,
+    MAX_EC2_INSTANCES,
+    MAX_EC2_TIMEOUT_S,
+    MAX_JOB_NODES,
+    PROBE_BUFFER,
+    PROBE_REPEATS,
+    check_probe_grid,
+)
 
 DEFAULT_SIZES = tuple(1 << k for k in range(2, 27))  # 4 B .. 64 MiB
-MAX_NODES = {"local": 64, "testbed": 16, "ec2": 256}
+MAX_NODES = MAX_JOB_NODES
 RESOURCE_ID_RE = re.compile(r"^[a-z]+-[0-9a-f]{8,32}$")
 DEFAULT_INSTALL = "python3 -m pip install --quiet srift"
 FACTORY_RE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
@@ -224,9 +232,9 @@ def _ec2(data: Mapping[str, Any], *, provider: JobProvider) -> Ec2Options | None
         key_name=_str(raw, "key_name", required=False, where=w),
         iam_instance_profile=_str(raw, "iam_instance_profile", required=False, where=w),
         install_command=install or DEFAULT_INSTALL,
-        max_instances=_int(raw, "max_instances", default=8, lo=1, hi=MAX_NODES["ec2"], where=w),
-        max_cost_usd=_float(raw, "max_cost_usd", default=10.0, lo=0.0, hi=100_000.0, where=w),
-        timeout_s=_float(raw, "timeout_s", default=3600.0, lo=0.0, hi=7 * 86400.0, where=w),
+        max_instances=_int(raw, "max_instances", default=8, lo=1, hi=MAX_EC2_INSTANCES, where=w),
+        max_cost_usd=_float(raw, "max_cost_usd", default=10.0, lo=0.0, hi=MAX_EC2_COST_USD, where=w),
+        timeout_s=_float(raw, "timeout_s", default=3600.0, lo=0.0, hi=MAX_EC2_TIMEOUT_S, where=w),
     )
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -10,13 +12,17 @@ from sqlalchemy.orm import Session
 
 from srift.db.tables import PlanRow
 from srift.documents import to_document
-from srift.domain import BaselineResult, Config, Constraints, DiminishingReturns, Plan
+from srift.domain import BaselineResult, BusBandwidthModel, Config, Constraints, DiminishingReturns, Plan
+from srift.domain.network import DEFAULT_NETWORK, NetworkSpec, Transport
 from srift.domain.records import PlanRecord
 from srift.domain.requests import PlanQuery
+from srift.domain.revisions import DataArea
 from srift.errors import InvalidInput, NotFound
 from srift.optimize.evaluate import Evaluator, SimEvaluator
 from srift.optimize.solver import SolveOptions, optimize
 from srift.optimize.space import Candidate, Problem, build_candidates
+from srift.services.caching import RevisionCache
+from srift.services.network import network_spec, network_view
 from srift.services.profiles import resolve_profiles
 from srift.services.views import breakdown_document, choice_document, predicted_document
 from srift.settings import Settings
@@ -30,6 +36,20 @@ class PreparedProblem:
     evaluator: Evaluator
     options: SolveOptions
     profile_sources: tuple[str, ...]
+    network: NetworkSpec = DEFAULT_NETWORK
+    bandwidth: BusBandwidthModel | None = None
+
+
+PREPARED_AREAS = (DataArea.CATALOG, DataArea.PROFILES, DataArea.BANDWIDTH_MODELS)
+"""What a prepared problem is built from besides the request: profiles, catalog offers, the active model."""
+
+PREPARED: RevisionCache[PreparedProblem] = RevisionCache("prepared plan problems", max_entries=64)
+"""Prepared problems per (database, revisions of PREPARED_AREAS, the whole request and settings).
+
+The evaluator inside an entry keeps the bandwidth model's answers (srift.sim.network.MemoBandwidth), so a
+cached problem also answers its bandwidth questions from memory. Optimizing never changes a prepared problem,
+so threads share entries. A request whose preparation reads other tables (a plan naming probe jobs reads
+their samples) is prepared afresh every time (see RevisionCache)."""
 
 
 def prepare(
@@ -43,8 +63,42 @@ def prepare(
     """Validate the request against the settings and catalog and build the optimizer's problem.
 
     `excluded` types are never launched; `held` gives, for excluded types, how many VMs are still running and
-    may stay in the plan (re-planning after an interruption).
+    may stay in the plan (re-planning after an interruption). The answer is cached (PREPARED) under the
+    whole request — every field of the query, so a new field is part of the key without anyone adding it —
+    the settings, and the revisions of the profiles, catalog and bandwidth models it reads: any write to
+    those, from any process, makes the next request prepare afresh.
     """
+    key = prepare_key(settings=settings, query=query, excluded=excluded, held=held)
+    return PREPARED.get_or_build(
+        session=session,
+        areas=PREPARED_AREAS,
+        key=key,
+        build=lambda: _prepare(session=session, settings=settings, query=query, excluded=excluded, held=held),
+    )
+
+
+def prepare_key(
+    *, settings: Settings, query: PlanQuery, excluded: tuple[str, ...], held: Mapping[str, int] | None
+) -> str:
+    """SHA-256 of the canonical JSON of everything `prepare` reads that is not in the database."""
+    document = {
+        "query": to_document(query),
+        "excluded": list(excluded),
+        "held": dict(held or {}),
+        "settings": settings.model_dump(mode="json"),
+    }
+    text = json.dumps(document, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _prepare(
+    *,
+    session: Session,
+    settings: Settings,
+    query: PlanQuery,
+    excluded: tuple[str, ...],
+    held: Mapping[str, int] | None,
+) -> PreparedProblem:
     from srift.bandwidth.registry import active_model
     from srift.catalog.store import get_offers
 
@@ -75,6 +129,19 @@ def prepare(
         excluded=(),
     )
     candidates = _apply_exclusions(candidates, excluded=excluded, held=held or {})
+    network = network_spec(session=session, query=query.network)
+    if network.transport is Transport.EFA and candidates:
+        efa = tuple(c for c in candidates if c.offer.instance.efa)
+        dropped = sorted({c.name for c in candidates} - {c.name for c in efa})
+        if not efa:
+            raise InvalidInput(
+                "transport efa, but none of the offered types has EFA",
+                hint="use transport tcp (plain PyTorch DDP), or allow EFA-capable types",
+                field="network.transport",
+            )
+        if dropped:
+            notes = (*notes, f"left out without EFA (transport efa): {', '.join(dropped)}")
+        candidates = efa
     if not candidates:
         covered = sorted({p.accelerator for p in profiles})
         raise InvalidInput(
@@ -95,9 +162,10 @@ def prepare(
     kept = held or {}
     skipped = [f"{name} left out (interrupted; none still running)" for name in excluded if name not in kept]
     problem = Problem(candidates, constraints, query.batch_policy, notes=(*notes, *skipped))
-    evaluator = SimEvaluator(bandwidth=active_model(session=session, settings=settings), seed=query.seed)
+    bandwidth = active_model(session=session, settings=settings, network=network)
+    evaluator = SimEvaluator(bandwidth=bandwidth, seed=query.seed)
     options = SolveOptions(mode=query.mode, solve_budget_s=query.solve_budget_s, k=query.eager_k)
-    return PreparedProblem(problem, evaluator, options, tuple(sources))
+    return PreparedProblem(problem, evaluator, options, tuple(sources), network, bandwidth)
 
 
 def _apply_exclusions(
@@ -128,6 +196,14 @@ def create_plan(
     prepared = prepare(session=session, settings=settings, query=query, excluded=excluded, held=held)
     plan = optimize(prepared.problem, prepared.evaluator, prepared.options)
     result = plan_result(plan, prepared.problem, profile_sources=prepared.profile_sources)
+    if prepared.bandwidth is not None:
+        instances = {c.name: c.offer.instance for c in prepared.problem.candidates}
+        result["network"] = network_view(
+            prepared.network,
+            instances=[instances[ch.instance_type] for ch in plan.config.choices],
+            model=prepared.bandwidth,
+            multi_node=plan.config.vm_count >= 2,
+        )
     row = PlanRow(request=dict(request_doc) if request_doc is not None else to_document(query), result=result)
     session.add(row)
     session.flush()
@@ -163,6 +239,7 @@ def _choices(config: Config, problem: Problem) -> list[dict[str, Any]]:
                 batch=ch.batch,
                 gpus=cand.devices,
                 price_usd_per_hr=cand.offer.price_usd_per_hr,
+                instance_gpus=cand.offer.instance.gpu_count,
             )
         )
     return out

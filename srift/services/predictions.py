@@ -8,6 +8,8 @@ that names the request field at fault and how to fix it.
 
 from __future__ import annotations
 
+import dataclasses
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -20,13 +22,16 @@ from srift.domain import (
     CommMode,
     Config,
     FleetMember,
+    InstanceType,
     MarketChoice,
     ModelProfile,
     Offer,
     Prediction,
 )
-from srift.domain.requests import PredictionQuery
+from srift.domain.network import NetworkSpec
+from srift.domain.requests import FleetQuery, PredictionQuery
 from srift.errors import InvalidInput, NotFound
+from srift.services.network import check_transport, network_spec, network_view
 from srift.services.profiles import resolve_profiles
 from srift.services.views import breakdown_document, choice_document, predicted_document
 from srift.settings import Settings
@@ -54,6 +59,7 @@ class FleetPrediction:
     usd_per_hr: float
     prediction: Prediction
     sources: tuple[str, ...]
+    network: dict[str, Any] | None = None
 
     def document(self) -> dict[str, Any]:
         """PredictionOut's fields."""
@@ -67,6 +73,7 @@ class FleetPrediction:
                     batch=m.batch,
                     gpus=m.instance.devices,
                     price_usd_per_hr=o.price_usd_per_hr,
+                    instance_gpus=o.instance.gpu_count,
                 )
                 for m, o in zip(self.members, self.offers, strict=True)
             ],
@@ -76,15 +83,40 @@ class FleetPrediction:
             "usd_per_hr": self.usd_per_hr,
             "predicted": predicted_document(self.prediction),
             "breakdown": breakdown_document(self.prediction.breakdown),
+            "network": self.network,
             "sources": list(self.sources),
             "warnings": list(self.prediction.breakdown.warnings),
         }
 
 
-def _offers(*, session: Session, request: PredictionQuery, region: str) -> dict[tuple[str, str], Offer]:
+@dataclass(frozen=True, slots=True)
+class SweepPrediction:
+    """Several fleets predicted in one call, in request order, and the network assumed over all of them."""
+
+    predictions: tuple[FleetPrediction, ...]
+    network: dict[str, Any]
+    elapsed_s: float
+
+    def document(self) -> dict[str, Any]:
+        """PredictionSweepOut's fields."""
+        return {
+            "predictions": [p.document() for p in self.predictions],
+            "count": len(self.predictions),
+            "network": self.network,
+            "elapsed_s": self.elapsed_s,
+        }
+
+
+def _offers(
+    *,
+    session: Session,
+    request: PredictionQuery,
+    region: str,
+    configs: Sequence[tuple[str, FleetQuery]],
+) -> dict[tuple[str, str], Offer]:
     from srift.catalog.store import get_offers
 
-    names = list(dict.fromkeys(c.instance_type for c in request.config.choices))
+    names = list(dict.fromkeys(c.instance_type for _, cfg in configs for c in cfg.choices))
     try:
         offers = get_offers(
             session=session,
@@ -98,9 +130,15 @@ def _offers(*, session: Session, request: PredictionQuery, region: str) -> dict[
         if exc.field != "names":
             raise
         bad = next(
-            (i for i, c in enumerate(request.config.choices) if repr(c.instance_type) in exc.detail), 0
+            (
+                f"{where}.choices[{i}].instance_type"
+                for where, cfg in configs
+                for i, c in enumerate(cfg.choices)
+                if repr(c.instance_type) in exc.detail
+            ),
+            f"{configs[0][0]}.choices[0].instance_type",
         )
-        raise InvalidInput(exc.detail, hint=exc.hint, field=f"config.choices[{bad}].instance_type") from exc
+        raise InvalidInput(exc.detail, hint=exc.hint, field=bad) from exc
     return {(o.instance.name, o.market.value): o for o in offers}
 
 
@@ -109,12 +147,21 @@ def build_fleet(
     request: PredictionQuery,
     profiles: Sequence[tuple[ModelProfile, str]],
     offers: dict[tuple[str, str], Offer],
+    config: FleetQuery | None = None,
+    at: str = "config",
 ) -> tuple[list[FleetMember], list[Offer], list[str]]:
-    """Fleet members, their offers and the profile sources used; InvalidInput names the choice at fault."""
+    """Fleet members, their offers and the profile sources used; InvalidInput names the choice at fault.
+
+    A choice with `gpus` uses that many of each VM's GPUs: its member's instance type is the catalog type
+    with that GPU count (the VM is still priced whole).
+    """
+    fleet = config if config is not None else request.config
+    assert fleet is not None
     members, used_offers, used_sources = [], [], []
     seen: set[tuple[str, str]] = set()
-    for i, choice in enumerate(request.config.choices):
-        where = f"config.choices[{i}]"
+    partial: dict[str, int | None] = {}
+    for i, choice in enumerate(fleet.choices):
+        where = f"{at}.choices[{i}]"
         key = (choice.instance_type, choice.market.value)
         if key in seen:
             raise InvalidInput(
@@ -135,6 +182,23 @@ def build_fleet(
                 field=f"{where}.market" if other else f"{where}.instance_type",
             )
         inst = offer.instance
+        if choice.gpus is not None and choice.gpus > inst.gpu_count:
+            raise InvalidInput(
+                f"{inst.name} has {inst.gpu_count} GPU(s), fewer than the {choice.gpus} asked for",
+                hint=f"use gpus ≤ {inst.gpu_count}, or leave gpus out to use them all"
+                if inst.gpu_count
+                else "leave gpus out: this type has no GPU",
+                field=f"{where}.gpus",
+            )
+        if partial.setdefault(inst.name, choice.gpus) != choice.gpus:
+            raise InvalidInput(
+                f"{inst.name} is used with {partial[inst.name] or 'all'} and {choice.gpus or 'all'} GPUs "
+                "in one fleet",
+                hint="use the same number of GPUs on every VM of one type",
+                field=f"{where}.gpus",
+            )
+        if choice.gpus is not None:
+            inst = dataclasses.replace(inst, gpu_count=choice.gpus)
         match = next(((p, src) for p, src in profiles if inst.matches_accelerator(p.accelerator)), None)
         if match is None:
             have = ", ".join(sorted({p.accelerator for p, _ in profiles}))
@@ -153,10 +217,7 @@ def build_fleet(
                 hint=f"use a batch ≤ {prof.max_batch * inst.devices} per {inst.name}, or more VMs",
                 field=f"{where}.batch",
             )
-        if (
-            request.comm is CommMode.PARAMETER_SERVER
-            and sum(c.count for c in request.config.choices) > MAX_PS_VMS
-        ):
+        if request.comm is CommMode.PARAMETER_SERVER and sum(c.count for c in fleet.choices) > MAX_PS_VMS:
             raise InvalidInput(
                 f"parameter-server mode simulates at most {MAX_PS_VMS} VMs",
                 hint="use comm=allreduce for larger fleets",
@@ -176,58 +237,158 @@ def predict(
     query: PredictionQuery,
     bandwidth: BusBandwidthModel | None = None,
 ) -> FleetPrediction:
-    """Simulate the query's fleet and price it.
+    """Simulate the query's fleet (`config`) and price it.
 
     `bandwidth` overrides the active model (tests, what-if); by default the active learned model answers for
-    the types it covers and the α-β prior for the rest.
+    the types it covers and the α-β prior, under the query's network assumptions, for the rest.
     """
-    from srift.bandwidth.registry import active_model
+    if query.config is None:
+        raise InvalidInput(
+            "is missing", hint="give one fleet under config (or use configs for a sweep)", field="config"
+        )
+    context = _Context.of(session=session, settings=settings, query=query, bandwidth=bandwidth)
+    return context.fleet(query.config, at="config")
 
-    region = query.region or settings.default_region
-    profiles = resolve_profiles(session=session, selection=query.selection)
-    offers = _offers(session=session, request=query, region=region)
-    members, used_offers, profile_sources = build_fleet(request=query, profiles=profiles, offers=offers)
-    layers = max(len(m.profile.layers) for m in members)
-    if query.mc_samples * layers > MAX_MC_LAYER_WORK:
+
+def predict_sweep(
+    *,
+    session: Session,
+    settings: Settings,
+    query: PredictionQuery,
+    bandwidth: BusBandwidthModel | None = None,
+) -> SweepPrediction:
+    """Predict every fleet of `configs`: profiles, prices and the bandwidth model are resolved once, and
+    the model's answers are shared between fleets, so each fleet takes milliseconds."""
+    started = time.perf_counter()
+    if not query.configs:
+        raise InvalidInput("is empty", hint="list at least one fleet under configs", field="configs")
+    context = _Context.of(session=session, settings=settings, query=query, bandwidth=bandwidth)
+    fleets = tuple(context.fleet(cfg, at=f"configs[{k}]") for k, cfg in enumerate(query.configs))
+    overall = network_view(
+        context.network,
+        instances=[inst for _, cfg in context.configs for inst in context.instances(cfg)],
+        model=context.model,
+        multi_node=any(sum(m.count for m in f.members) >= 2 for f in fleets),
+    )
+    return SweepPrediction(fleets, overall, time.perf_counter() - started)
+
+
+def answer(*, session: Session, settings: Settings, query: PredictionQuery) -> dict[str, Any]:
+    """The document for a prediction query: PredictionOut's fields for `config`, PredictionSweepOut's for
+    `configs` (exactly one of them must be given)."""
+    if (query.config is None) == (query.configs is None):
         raise InvalidInput(
-            f"{query.mc_samples} Monte Carlo samples of a {layers}-layer model are too many for a request",
-            hint=f"use mc_samples ≤ {MAX_MC_LAYER_WORK // layers}",
-            field="mc_samples",
+            "give exactly one of config (one fleet) or configs (a sweep)",
+            hint="put one fleet under config, or a list of fleets under configs",
+            field="config",
         )
-    vms = sum(m.count for m in members)
-    if query.comm is CommMode.PARAMETER_SERVER and vms * layers > MAX_PS_LAYER_WORK:
-        raise InvalidInput(
-            f"parameter-server mode for {vms} VMs and {layers} layers is too much work for one request",
-            hint="use fewer VMs, or comm=allreduce",
-            field="comm",
+    if query.configs is not None:
+        return predict_sweep(session=session, settings=settings, query=query).document()
+    return predict(session=session, settings=settings, query=query).document()
+
+
+@dataclass(frozen=True, slots=True)
+class _Context:
+    """What every fleet of one query shares: profiles, offers, network assumptions, bandwidth model."""
+
+    query: PredictionQuery
+    profiles: list[tuple[ModelProfile, str]]
+    offers: dict[tuple[str, str], Offer]
+    network: NetworkSpec
+    model: BusBandwidthModel
+    memo: BusBandwidthModel
+    configs: tuple[tuple[str, FleetQuery], ...]
+
+    @classmethod
+    def of(
+        cls,
+        *,
+        session: Session,
+        settings: Settings,
+        query: PredictionQuery,
+        bandwidth: BusBandwidthModel | None,
+    ) -> _Context:
+        from srift.bandwidth.registry import active_model
+        from srift.sim.network import MemoBandwidth
+
+        configs = (
+            (("config", query.config),)
+            if query.config is not None
+            else tuple((f"configs[{k}]", c) for k, c in enumerate(query.configs or ()))
         )
-    model = bandwidth if bandwidth is not None else active_model(session=session, settings=settings)
-    estimate: IterationEstimate = simulate(
-        members,
-        bandwidth=model,
-        seed=query.seed,
-        straggler_iters=query.straggler_iters,
-        mc_samples=query.mc_samples,
-        comm=query.comm,
-        ps_servers=query.ps_servers,
-    )
-    usd_per_hr = sum(m.count * o.price_usd_per_hr for m, o in zip(members, used_offers, strict=True))
-    prediction = to_prediction(estimate, iterations=query.iterations, usd_per_s=usd_per_hr / 3600.0)
-    config = Config(
-        tuple(
-            Choice(instance_type=m.instance.name, market=o.market, count=m.count, batch=m.batch)
-            for m, o in zip(members, used_offers, strict=True)
+        region = query.region or settings.default_region
+        profiles = resolve_profiles(session=session, selection=query.selection)
+        offers = _offers(session=session, request=query, region=region, configs=configs)
+        network = network_spec(session=session, query=query.network)
+        model = (
+            bandwidth
+            if bandwidth is not None
+            else active_model(session=session, settings=settings, network=network)
         )
-    )
-    price_sources = list(dict.fromkeys(f"price:{o.source} ({o.as_of.isoformat()})" for o in used_offers))
-    model_sources = [s for s in estimate.sources if not s.startswith("profile:")]
-    return FleetPrediction(
-        config=config,
-        members=tuple(members),
-        offers=tuple(used_offers),
-        iterations=query.iterations,
-        comm=query.comm,
-        usd_per_hr=usd_per_hr,
-        prediction=prediction,
-        sources=(*profile_sources, *model_sources, *price_sources),
-    )
+        return cls(query, profiles, offers, network, model, MemoBandwidth(model), configs)
+
+    def instances(self, config: FleetQuery) -> list[InstanceType]:
+        return [self.offers[(c.instance_type, c.market.value)].instance for c in config.choices]
+
+    def fleet(self, config: FleetQuery, *, at: str) -> FleetPrediction:
+        query = self.query
+        members, used_offers, profile_sources = build_fleet(
+            request=query, profiles=self.profiles, offers=self.offers, config=config, at=at
+        )
+        check_transport(
+            ((f"{at}.choices[{i}].instance_type", m.instance) for i, m in enumerate(members)), self.network
+        )
+        layers = max(len(m.profile.layers) for m in members)
+        if query.mc_samples * layers > MAX_MC_LAYER_WORK:
+            raise InvalidInput(
+                f"{query.mc_samples} Monte Carlo samples of a {layers}-layer model are too many for a "
+                "request",
+                hint=f"use mc_samples ≤ {MAX_MC_LAYER_WORK // layers}",
+                field="mc_samples",
+            )
+        vms = sum(m.count for m in members)
+        if query.comm is CommMode.PARAMETER_SERVER and vms * layers > MAX_PS_LAYER_WORK:
+            raise InvalidInput(
+                f"parameter-server mode for {vms} VMs and {layers} layers is too much work for one request",
+                hint="use fewer VMs, or comm=allreduce",
+                field="comm",
+            )
+        estimate: IterationEstimate = simulate(
+            members,
+            bandwidth=self.memo,
+            seed=query.seed,
+            straggler_iters=query.straggler_iters,
+            mc_samples=query.mc_samples,
+            comm=query.comm,
+            ps_servers=query.ps_servers,
+        )
+        usd_per_hr = sum(m.count * o.price_usd_per_hr for m, o in zip(members, used_offers, strict=True))
+        prediction = to_prediction(estimate, iterations=query.iterations, usd_per_s=usd_per_hr / 3600.0)
+        gpus = {c.instance_type: c.gpus for c in config.choices}
+        fleet_config = Config(
+            tuple(
+                Choice(
+                    instance_type=m.instance.name,
+                    market=o.market,
+                    count=m.count,
+                    batch=m.batch,
+                    gpus=gpus.get(m.instance.name),
+                )
+                for m, o in zip(members, used_offers, strict=True)
+            )
+        )
+        price_sources = list(dict.fromkeys(f"price:{o.source} ({o.as_of.isoformat()})" for o in used_offers))
+        model_sources = [s for s in estimate.sources if not s.startswith("profile:")]
+        return FleetPrediction(
+            config=fleet_config,
+            members=tuple(members),
+            offers=tuple(used_offers),
+            iterations=query.iterations,
+            comm=query.comm,
+            usd_per_hr=usd_per_hr,
+            prediction=prediction,
+            sources=(*profile_sources, *model_sources, *price_sources),
+            network=network_view(
+                self.network, instances=[m.instance for m in members], model=self.model, multi_node=vms >= 2
+            ),
+        )

@@ -40,9 +40,17 @@ def breakdown_document(b: Breakdown) -> dict[str, Any]:
 
 
 def choice_document(
-    *, instance_type: str, market: str, count: int, batch: int, gpus: int, price_usd_per_hr: float
+    *,
+    instance_type: str,
+    market: str,
+    count: int,
+    batch: int,
+    gpus: int,
+    price_usd_per_hr: float,
+    instance_gpus: int | None = None,
 ) -> dict[str, Any]:
-    """One fleet choice: `count` VMs of a type and market, `batch` samples per VM over its `gpus`."""
+    """One fleet choice: `count` VMs of a type and market, `batch` samples per VM over the `gpus` it uses
+    (of the type's `instance_gpus`)."""
     return {
         "instance_type": instance_type,
         "market": market,
@@ -51,4 +59,5 @@ def choice_document(
         "gpus": gpus,
         "per_gpu_batch": batch / gpus,
         "price_usd_per_hr": price_usd_per_hr,
+        "instance_gpus": instance_gpus,
     }

@@ -40,7 +40,7 @@ from srift.errors import InvalidInput
 from srift.sim.compute import member_keys, straggler_draws, straggler_rows
 from srift.sim.exchange import ExchangeResult, Kernel, Stage, exchange
 from srift.sim.layers import LayerArrays, bucket_groups, bucketed, layer_arrays
-from srift.sim.network import StagePlan, intra_stage, network_stage
+from srift.sim.network import StagePlan, exchange_plans
 from srift.sim.result import CommMode, IterationEstimate
 
 MAX_STRAGGLER_ITERS = 100_000
@@ -197,11 +197,7 @@ def simulate(
     )
 
     canon = layer_arrays(fleet[0].profile)
-    plans = [
-        p
-        for p in (intra_stage(fleet, canon.sizes, bandwidth), network_stage(fleet, canon.sizes, bandwidth))
-        if p
-    ]
+    plans = exchange_plans(fleet, canon.sizes, bandwidth)
     stages = [p.stage for p in plans]
     ready = [canon.aligned_ready_frac(layer_arrays(m.profile)) for m in fleet]
 

@@ -150,6 +150,41 @@ def _intra_types(
     return _stage("intra", answers) if answers else None
 
 
+def _shares_host_pcie(fleet: Sequence[FleetMember], model: BusBandwidthModel) -> bool:
+    ask = getattr(model, "shares_host_pcie", None)
+    return callable(ask) and any(bool(ask(m.instance)) for m in fleet if m.instance.devices >= 2)
+
+
+def _serial(intra: StagePlan, net: StagePlan) -> StagePlan:
+    """One stage whose lone-transfer time is the intra-node time plus the network time (no overlap)."""
+    rates = tuple(
+        1.0 / (1.0 / a + 1.0 / b) for a, b in zip(intra.stage.rates_bps, net.stage.rates_bps, strict=True)
+    )
+    cap = 1.0 / (1.0 / intra.stage.cap_bps + 1.0 / net.stage.cap_bps)
+    return StagePlan(
+        Stage("network", rates, max([cap, *rates])),
+        tuple(dict.fromkeys((*intra.sources, *net.sources))),
+        max(intra.residual_cv, net.residual_cv),
+        (*intra.warnings, *net.warnings),
+    )
+
+
+def exchange_plans(
+    fleet: Sequence[FleetMember], sizes: Sequence[int], model: BusBandwidthModel
+) -> list[StagePlan]:
+    """The stages a fleet's gradients pass through: intra-node, then network (either may be absent).
+
+    When the model says a multi-GPU member's intra-node reduction and its network traffic share the host's
+    PCIe (`shares_host_pcie`, the prior's TCP socket transport on PCIe GPUs: sockets stage every byte
+    through host memory), the two do not overlap: they become one stage whose transfer time is their sum.
+    """
+    intra = intra_stage(fleet, sizes, model)
+    net = network_stage(fleet, sizes, model)
+    if intra is not None and net is not None and _shares_host_pcie(fleet, model):
+        return [_serial(intra, net)]
+    return [p for p in (intra, net) if p is not None]
+
+
 def network_stage(
     fleet: Sequence[FleetMember], sizes: Sequence[int], model: BusBandwidthModel
 ) -> StagePlan | None:
@@ -193,10 +228,15 @@ class MemoBandwidth:
 
     def __init__(self, model: BusBandwidthModel, *, max_entries: int = 4096) -> None:
         self.model = model
+        ask = getattr(model, "shares_host_pcie", None)
+        self._shares = ask if callable(ask) else None
         self.max_entries = max_entries
         self._memo: dict[tuple[InstanceType, int, int, tuple[int, ...], int], BandwidthEstimate] = {}
         self.stage_plans: dict[tuple[object, ...], StagePlan | None] = {}
         self.calls = 0
+
+    def shares_host_pcie(self, instance: InstanceType) -> bool:
+        return bool(self._shares(instance)) if self._shares is not None else False
 
     def predict(
         self,

@@ -274,14 +274,16 @@ def predict_fleet(ctx: Context, model: str, fleet: Fleet) -> dict[str, Any]:
     from srift.catalog.store import get_instance_type
     from srift.db.session import transaction
     from srift.domain import FleetMember
+    from srift.domain.network import Library, NetworkSpec
     from srift.profiling.store import get_profile
     from srift.sim import simulate
 
     with transaction(ctx.url) as session:
+        testbed = NetworkSpec(library=Library.GLOO)  # the DDP runs use gloo over the testbed's TCP links
         bandwidth = (
-            AlphaBetaPrior()
+            AlphaBetaPrior(network=testbed)
             if ctx.options.bandwidth is BandwidthSource.PRIOR
-            else active_model(session=session, settings=ctx.settings)
+            else active_model(session=session, settings=ctx.settings, network=testbed)
         )
         members = [
             FleetMember(

@@ -55,3 +55,15 @@ def test_v1_operations_document_the_error_shape(client: TestClient) -> None:
                 assert set(component["properties"]) >= KEYS, (path, status, ref)
             for status in ERROR_RESPONSES:
                 assert str(status) in op["responses"], (path, status)
+
+
+def test_405_allow_lists_every_method_the_schema_documents_for_the_path(client: TestClient) -> None:
+    spec = client.get("/openapi.json").json()
+    for path, item in spec["paths"].items():
+        documented = sorted(m.upper() for m in item)
+        concrete = path.replace("{", "").replace("}", "")
+        unused = next(m for m in ("DELETE", "PATCH", "PUT") if m not in documented)
+        wrong = client.request(unused, concrete)
+        assert wrong.status_code == 405, (path, wrong.status_code)
+        assert wrong.headers["allow"] == ", ".join(documented), path
+        assert wrong.json()["error"] == "method_not_allowed"

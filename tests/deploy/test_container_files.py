@@ -66,6 +66,18 @@ def test_entrypoint_command_exists_outside_docker() -> None:
     )
     assert out.returncode == 0, out.stderr
     assert "Migrate the database" in out.stdout
+    assert "--workers" in out.stdout
+
+
+def test_image_and_compose_serve_one_worker_per_cpu_by_default() -> None:
+    """Both start `srift serve` with SRIFT_WORKERS 0 (one worker per usable CPU), overridable."""
+    text = (ROOT / "Dockerfile").read_text()
+    assert re.search(r"^\s*SRIFT_WORKERS=0 ", text, re.M)
+    env = _compose()["services"]["api"]["environment"]
+    assert env["SRIFT_WORKERS"] == "${SRIFT_WORKERS:-0}"
+    from srift.settings import Settings
+
+    assert Settings(workers=0).workers == 0
 
 
 def test_wheel_carries_the_compiled_stage_kernel(tmp_path: Path) -> None:

@@ -10,13 +10,14 @@ import signal
 import subprocess
 import sys
 import time
+from datetime import timedelta
 
 import boto3
 from sqlalchemy import func, select
 
 from srift.catalog.store import get_offers
 from srift.db.session import session_factory, transaction
-from srift.db.tables import Job, ProbeSample
+from srift.db.tables import Job, ProbeSample, utcnow
 from srift.domain import MarketChoice
 from srift.jobs import service
 from srift.jobs.ec2 import TAG_JOB
@@ -116,8 +117,15 @@ def kill_once_launched(settings: Settings, job_id: int, *, count: int) -> None:
 
 
 def recovering_worker(settings: Settings, *, max_attempts: int) -> Worker:
-    config = WorkerConfig(stale_after_s=1.0, max_attempts=max_attempts, ec2_poll_s=0.05, heartbeat_s=0.2)
-    return Worker(settings, config, ec2_client=lambda region: boto3.client("ec2", region_name=region))
+    """A worker whose clock runs a minute ahead: the dead worker's last heartbeat is stale to it at once
+    (an injected clock instead of sleeping past `stale_after_s`)."""
+    config = WorkerConfig(stale_after_s=30.0, max_attempts=max_attempts, ec2_poll_s=0.05, heartbeat_s=0.2)
+    return Worker(
+        settings,
+        config,
+        ec2_client=lambda region: boto3.client("ec2", region_name=region),
+        now=lambda: utcnow() + timedelta(minutes=1),
+    )
 
 
 def samples(settings: Settings) -> int:

@@ -1,23 +1,26 @@
 """A real `srift serve` SIGKILLed in the middle of ingesting a large batch of probe samples stores all of the
 batch or none of it, and the database serves again afterwards.
 
-The kill is aimed, not random: while a batch is in flight the test watches the database for the server's
-open write transaction (SQLite: the write lock is taken; PostgreSQL: the server's backend holds a
-transaction id while inserting into probe_samples) and kills the process at that instant. Each batch tags
+The kill is aimed, not raced: the server runs behind a process gate (tests/process_gate.py) that holds it
+as `store_samples` returns for the second batch, its rows flushed in the open transaction; the test checks
+that the database shows that open write (SQLite: the write lock is taken; PostgreSQL: the server's backend
+holds a transaction id while inserting into probe_samples) and kills the process there. Each batch tags
 its samples with its own `zone`, so the test can count what survived per batch.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
+import signal
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 from fastapi.testclient import TestClient
+from process_gate import ProcessGate
 from sqlalchemy import create_engine, func, select, text
 from sqlalchemy.exc import OperationalError
 
@@ -28,7 +31,6 @@ from srift.db.tables import ProbeSample
 from srift.settings import Settings
 
 BATCH = 3000
-MAX_ATTEMPTS = 6
 
 
 def _batch(tag: str) -> dict[str, Any]:
@@ -111,39 +113,33 @@ def test_server_killed_mid_ingestion_stores_all_or_nothing(db_url: str, tmp_path
     token = create_write_token(db_url)
     headers = {"Authorization": f"Bearer {token}"}
     env = {"SRIFT_MAX_BODY_BYTES": str(16_000_000)}
+    gate = ProcessGate(tmp_path / "gate")
+    # The second store_samples (the victim batch; the first is the warm one) is held as it returns: its
+    # rows are flushed inside the request's transaction and not committed.
+    env.update(gate.env(at="srift.bandwidth.samples:store_samples", event="return", nth=2))
     server = start_server(database_url=db_url, data_dir=tmp_path, bootstrap=False, extra_env=env)
+    killed_mid_write = "victim"
     try:
         warm = httpx.post(
             server.base_url + "/v1/probe-results", json=_batch("warm"), headers=headers, timeout=120
         )
         assert warm.status_code == 200, warm.text
         assert warm.json()["stored"] == BATCH and _count(db_url, "warm") == BATCH
-
-        killed_mid_write = None
-        for attempt in range(MAX_ATTEMPTS):
-            tag = f"victim-{attempt}"
-            body = _batch(tag)
-            thread = _post_in_background(server, body, headers)
-            while thread.is_alive():
-                if _writer_active(db_url):
-                    server.kill9()
-                    killed_mid_write = tag
-                    break
-                time.sleep(0.002)
-            thread.join(timeout=60)
-            if killed_mid_write:
-                break
-            assert _count(db_url, tag) == BATCH
-        assert killed_mid_write is not None, (
-            f"never caught the server inside its write in {MAX_ATTEMPTS} tries"
-        )
+        thread = _post_in_background(server, _batch(killed_mid_write), headers)
+        (held,) = gate.wait_held(1)
+        assert _writer_active(db_url), "the held server is inside its write transaction"
+        server.kill9()
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(held, signal.SIGKILL)
+        thread.join(timeout=60)
         assert server.process.returncode == -9
     finally:
         server.stop()
+        gate.close()
 
     dispose_engines()
     survivors = _count(db_url, killed_mid_write)
-    assert survivors in (0, BATCH)
+    assert survivors == 0, "the killed transaction stored nothing"
     assert _count(db_url, "warm") == BATCH
     if db_url.startswith("sqlite"):
         with create_engine(db_url).connect() as conn:

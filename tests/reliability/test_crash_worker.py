@@ -83,7 +83,6 @@ def test_partial_samples_of_a_killed_attempt_never_reach_the_samples_table(cloud
     finally:
         kit.sigkill(worker)
 
-    time.sleep(1.5)
     recovering = kit.recovering_worker(cloud_settings, max_attempts=2)
     assert [r.state.value for r in recovering.recover()] == ["queued"]
     assert kit.live(job_id) == [] and _stored_runs(cloud_settings) == {}
@@ -139,7 +138,6 @@ def test_a_killed_job_out_of_attempts_fails_and_refuses_late_results(cloud_setti
     finally:
         kit.sigkill(worker)
 
-    time.sleep(1.5)
     assert [r.state.value for r in kit.recovering_worker(cloud_settings, max_attempts=1).recover()] == [
         "failed"
     ]

@@ -13,11 +13,11 @@ import statistics
 import subprocess
 import sys
 import textwrap
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from process_gate import ProcessGate
 
 from srift.errors import Conflict
 from srift.testbed import Testbed, down, measure, parse_spec, system
@@ -208,28 +208,27 @@ def test_down_after_up_was_killed_midway_leaves_nothing(root: Path) -> None:
             }
         )
     )  # fmt: skip
-    env = {**os.environ, "SRIFT_DATA_DIR": str(root.parent / f"data-{prefix}")}
+    gate = ProcessGate(root.parent / f"gate-{prefix}")
+    env = {
+        **os.environ,
+        **gate.env(at="srift.testbed.core:_intend", nth=7),
+        "SRIFT_DATA_DIR": str(root.parent / f"data-{prefix}"),
+    }
     state_file = root.parent / f"data-{prefix}" / "testbed" / f"{prefix}.json"
     proc = subprocess.Popen(
         [sys.executable, "-c", "from srift.cli import main; main()", "testbed", "up", "--no-register",
          "--spec", str(spec), "--prefix", prefix],
         env=env,
     )  # fmt: skip
-    resources: list[object] = []
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and proc.poll() is None:
-        try:
-            resources = json.loads(state_file.read_text())["resources"]
-        except (OSError, ValueError, KeyError):
-            resources = []
-        if len(resources) >= 6:
-            break
-        time.sleep(0.002)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
+    try:
+        assert gate.wait_held(1) == [proc.pid], "up is held as it journals its seventh resource"
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        gate.close()
     assert proc.returncode == -signal.SIGKILL
     state = json.loads(state_file.read_text())
-    assert state["phase"] == "creating", "up finished before it was killed; the test did not test a crash"
+    assert state["phase"] == "creating" and len(state["resources"]) == 6
     assert _leftovers(prefix), "the killed up had created nothing"
     report = down(prefix, root=state_file.parent)
     assert report.removed

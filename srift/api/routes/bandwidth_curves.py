@@ -8,11 +8,13 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Path, Query
+from pydantic import Field
 
 from srift.api.auth import RequireRead
 from srift.api.deps import SessionDep, SettingsDep
 from srift.api.schemas.dashboard import BandwidthCurves
 from srift.services import dashboard
+from srift.services.dashboard import MAX_WORLD_SIZE, MAX_WORLD_SIZES
 
 router = APIRouter(tags=["bandwidth-models"])
 
@@ -40,7 +42,8 @@ def bandwidth_curves(
         str | None, Query(min_length=1, max_length=128, description="default: the first probed type")
     ] = None,
     world_size: Annotated[
-        list[int] | None, Query(description="repeat for several; default: the probed world sizes")
+        list[Annotated[int, Field(ge=2, le=MAX_WORLD_SIZE)]] | None,
+        Query(max_length=MAX_WORLD_SIZES, description="repeat for several; default: the probed world sizes"),
     ] = None,
 ) -> BandwidthCurves:
     """Predicted bus bandwidth (Gbit/s) over buffer sizes per world size, beside the stored samples.

@@ -5,14 +5,19 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Query
+from fastapi.responses import Response
+from pydantic import TypeAdapter
 
 from srift.api.auth import RequireRead
+from srift.api.caching import cached_json
 from srift.api.deps import SessionDep
 from srift.api.schemas.catalog import InstanceTypeOut
 from srift.domain.catalog import MarketChoice
+from srift.domain.revisions import DataArea
 from srift.services import catalog as service
 
 router = APIRouter(tags=["catalog"])
+_LIST = TypeAdapter(list[InstanceTypeOut])
 
 
 @router.get(
@@ -35,15 +40,24 @@ def list_instance_types(
         str | None,
         Query(min_length=1, max_length=200, description="read one named snapshot, e.g. srift-paper-2020"),
     ] = None,
-) -> list[InstanceTypeOut]:
-    """Instance types with their on-demand and spot prices, each with its source and as-of date."""
-    entries = service.list_instance_types(
-        session=session,
-        provider=provider,
-        region=region,
-        gpu=gpu,
-        min_gpus=min_gpus,
-        market=market,
-        snapshot=snapshot,
-    )
-    return [InstanceTypeOut.model_validate(e.to_dict()) for e in entries]
+) -> Response:
+    """Instance types with their on-demand and spot prices, each with its source and as-of date.
+
+    The answer carries an ETag: send it back in `If-None-Match` for a bodyless 304 while the catalog is
+    unchanged. The server keeps the answer serialized until the catalog changes.
+    """
+
+    def build() -> bytes:
+        entries = service.list_instance_types(
+            session=session,
+            provider=provider,
+            region=region,
+            gpu=gpu,
+            min_gpus=min_gpus,
+            market=market,
+            snapshot=snapshot,
+        )
+        return _LIST.dump_json([InstanceTypeOut.model_validate(e.to_dict()) for e in entries])
+
+    key = ("instance-types", provider, region, gpu, min_gpus, market.value, snapshot)
+    return cached_json(session=session, areas=(DataArea.CATALOG,), key=key, build=build)

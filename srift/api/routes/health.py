@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Response
 from fastapi.responses import JSONResponse
 
 from srift import __version__
@@ -19,13 +19,14 @@ router = APIRouter(tags=["health"])
     response_model=HealthOut,
     responses={503: {"model": HealthUnavailable, "description": "database unreachable"}},
 )
-def health(settings: SettingsDep) -> HealthOut | JSONResponse:
+def health(settings: SettingsDep, response: Response) -> HealthOut | JSONResponse:
     """Report whether the service can answer plans: database, catalog snapshots and bandwidth models."""
+    response.headers["Cache-Control"] = "no-store"
     try:
         found = check_health(settings=settings)
     except EnvironmentProblem as problem:
         body = HealthUnavailable.model_validate(problem.to_dict())
-        return JSONResponse(status_code=503, content=body.model_dump())
+        return JSONResponse(status_code=503, content=body.model_dump(), headers={"Cache-Control": "no-store"})
     return HealthOut(
         version=__version__,
         catalog=[ActiveSnapshot.model_validate(s, from_attributes=True) for s in found.catalog],

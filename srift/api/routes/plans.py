@@ -42,6 +42,9 @@ def create_plan(body: PlanRequest, session: SessionDep, settings: SettingsDep, _
     plan = service.create_plan(
         session=session, settings=settings, query=body.to_domain(), request_doc=body.model_dump(mode="json")
     )
+    # Commit in this thread, right after the insert: get_db's own commit runs one thread-pool round trip
+    # later, and SQLite would hold its single write lock (other writers waiting) for all of that.
+    session.commit()
     return plan.document()
 
 

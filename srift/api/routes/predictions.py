@@ -9,7 +9,7 @@ from fastapi import APIRouter
 from srift.api.auth import RequireRead
 from srift.api.deps import SessionDep, SettingsDep
 from srift.api.limits import ErrorBody
-from srift.api.schemas.predictions import PredictionOut, PredictionRequest
+from srift.api.schemas.predictions import PredictionOut, PredictionRequest, PredictionSweepOut
 from srift.services import predictions as service
 
 router = APIRouter(tags=["predictions"])
@@ -17,7 +17,7 @@ router = APIRouter(tags=["predictions"])
 
 @router.post(
     "/predictions",
-    response_model=PredictionOut,
+    response_model=PredictionOut | PredictionSweepOut,
     responses={
         404: {"model": ErrorBody, "description": "the named catalog snapshot does not exist"},
         422: {
@@ -30,14 +30,20 @@ router = APIRouter(tags=["predictions"])
 def create_prediction(
     body: PredictionRequest, session: SessionDep, settings: SettingsDep, _: RequireRead
 ) -> Any:
-    """Predict one fleet: mean and p10/p50/p90 iteration time, total time and cost for `iterations`.
+    """Predict one fleet (`config`), or a sweep of fleets (`configs`, answered as `predictions` in order):
+    mean and p10/p50/p90 iteration time, total time and cost for `iterations`.
 
     Each choice is `count` VMs of `instance_type` on `market`, each given `batch` samples per iteration
     (split over its GPUs). Compute comes from the profile of the type's accelerator, communication from the
     active bandwidth model (or the α-β prior), prices from the catalog (billed per second). The breakdown
     follows Stash: compute, straggler wait, exposed intra-node and network communication (they add up to
-    iteration_s), plus granularity = compute / communication. Read-only: it computes and stores nothing, so a
-    read token suffices.
+    iteration_s), plus granularity = compute / communication. `network` names the transport between nodes
+    (default: TCP sockets, what plain PyTorch DDP uses), optional measured rates per type or probe job ids;
+    the answer's `network` says what was assumed for each type and how to measure what rests on the prior.
+    A choice's `gpus` uses only part of each VM's GPUs. Read-only: it computes and stores nothing, so a read
+    token suffices.
     """
-    result = service.predict(session=session, settings=settings, query=body.to_domain())
-    return PredictionOut.model_validate(result.document())
+    result = service.answer(session=session, settings=settings, query=body.to_domain())
+    if "predictions" in result:
+        return PredictionSweepOut.model_validate(result)
+    return PredictionOut.model_validate(result)

@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from srift.api.schemas.types import Timestamp
 from srift.domain.states import JobKind, JobState
+from srift.limits import MAX_EC2_COST_USD, MAX_EC2_INSTANCES, MAX_EC2_TIMEOUT_S
 
 Text = Annotated[str, Field(min_length=1, max_length=200, pattern=r"^[^\x00]+$")]
 TypeName = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[^\x00]+$")]
@@ -36,12 +37,12 @@ class Ec2In(BaseModel):
     install_command: str | None = Field(
         default=None, min_length=1, max_length=2000, pattern=r"^[^\x00]+$", description="first user-data step"
     )
-    max_instances: int = Field(default=8, ge=1, le=256, description="instance cap of the job")
+    max_instances: int = Field(default=8, ge=1, le=MAX_EC2_INSTANCES, description="instance cap of the job")
     max_cost_usd: float = Field(
-        default=10.0, gt=0, le=100_000, description="cap on price × instances × timeout"
+        default=10.0, gt=0, le=MAX_EC2_COST_USD, description="cap on price × instances × timeout"
     )
     timeout_s: float = Field(
-        default=3600, gt=0, le=7 * 86400, description="instances are terminated after this"
+        default=3600, gt=0, le=MAX_EC2_TIMEOUT_S, description="instances are terminated after this"
     )
 
 

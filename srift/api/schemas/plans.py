@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from srift.api.schemas.types import Timestamp
+from srift.api.schemas.network import NetworkIn, NetworkOut
+from srift.api.schemas.types import Timestamp, check_one_of, one_of, parse_request
 from srift.documents import read_document
 from srift.domain import MarketChoice, Objective, SearchMode
 from srift.domain.requests import InterruptionReport, PlanQuery, ProgressReport
 from srift.domain.states import TrainingState
-from srift.errors import InvalidInput
 from srift.limits import (
     MAX_COUNT,
     MAX_GLOBAL_BATCH,
@@ -22,6 +22,9 @@ from srift.limits import (
 )
 from srift.optimize.space import BatchPolicy
 
+PROFILE_SELECTION = ("profile_ids", "profiles", "model")
+ProfileId = Annotated[int, Field(ge=1, le=2**31 - 1)]
+SELECTION_TYPES = {"profile_ids": "array", "profiles": "array", "model": "string"}
 TypeName = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[^\x00]+$")]
 CountCap = Annotated[int, Field(ge=0, le=MAX_COUNT)]
 
@@ -30,19 +33,31 @@ class PlanRequest(BaseModel):
     """What to optimize. Give the model's compute profiles as `profile_ids`, inline `profiles`, or `model`
     (all stored profiles of that model); limits are optional, objective decides what is minimised."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(
+        extra="forbid", json_schema_extra=one_of(*PROFILE_SELECTION, types=SELECTION_TYPES)
+    )
 
-    profile_ids: list[int] | None = Field(
-        default=None, max_length=MAX_PROFILES_PER_REQUEST, description="stored profile ids"
+    profile_ids: list[ProfileId] | None = Field(
+        default=None, min_length=1, max_length=MAX_PROFILES_PER_REQUEST, description="stored profile ids"
     )
     profiles: list[dict[str, Any]] | None = Field(
         default=None,
+        min_length=1,
         max_length=MAX_PROFILES_PER_REQUEST,
         description="inline profile documents as written by `srift profile`",
     )
     model: str | None = Field(
-        default=None, max_length=MAX_NAME_CHARS, description="use every stored profile of this model"
+        default=None,
+        min_length=1,
+        max_length=MAX_NAME_CHARS,
+        description="use every stored profile of this model",
     )
+
+    @model_validator(mode="after")
+    def _one_selection(self) -> PlanRequest:
+        check_one_of(self, *PROFILE_SELECTION)
+        return self
+
     global_batch: int = Field(
         ge=1, le=MAX_GLOBAL_BATCH, description="samples per iteration over the whole fleet"
     )
@@ -89,6 +104,10 @@ class PlanRequest(BaseModel):
         default=8, ge=1, le=MAX_COUNT, description="eager: VMs of one type tried before the next"
     )
     seed: int = Field(default=0, ge=0, le=2**31 - 1, description="seed of the simulator's straggler sampling")
+    network: NetworkIn = Field(
+        default_factory=NetworkIn,
+        description="transport between nodes and measured rates; with transport efa only EFA types are used",
+    )
 
     def to_domain(self) -> PlanQuery:
         """The validated request as the services' PlanQuery."""
@@ -97,14 +116,7 @@ class PlanRequest(BaseModel):
 
 def parse_plan_request(data: Any) -> PlanRequest:
     """Validate a plan request document (CLI files), raising InvalidInput that names the field."""
-    try:
-        return PlanRequest.model_validate(data)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        field = ".".join(str(p) for p in first.get("loc", ())) or None
-        raise InvalidInput(
-            str(first.get("msg", "invalid")), hint="correct the named field", field=field
-        ) from exc
+    return parse_request(PlanRequest, data)
 
 
 class ChoiceOut(BaseModel):
@@ -112,9 +124,10 @@ class ChoiceOut(BaseModel):
     market: str
     count: int
     batch: int = Field(description="samples per VM per iteration")
-    gpus: int
+    gpus: int = Field(description="GPUs used per VM")
     per_gpu_batch: float
     price_usd_per_hr: float
+    instance_gpus: int | None = Field(default=None, description="GPUs the instance type has")
 
 
 class PredictedOut(BaseModel):
@@ -211,6 +224,9 @@ class PlanResult(BaseModel):
     pareto_total: int
     solve_time_s: float
     configs_evaluated: int
+    network: NetworkOut | None = Field(
+        default=None, description="what was assumed between nodes (null in plans stored before it existed)"
+    )
     sources: list[str]
     warnings: list[str]
     optimality_gap: float | None = Field(

@@ -4,13 +4,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from srift.api.schemas.plans import BreakdownOut, ChoiceOut, PredictedOut
+from srift.api.schemas.network import NetworkIn, NetworkOut
+from srift.api.schemas.plans import (
+    PROFILE_SELECTION,
+    SELECTION_TYPES,
+    BreakdownOut,
+    ChoiceOut,
+    PredictedOut,
+    ProfileId,
+)
+from srift.api.schemas.types import check_one_of, one_of, parse_request
 from srift.documents import read_document
 from srift.domain import Market
 from srift.domain.requests import PredictionQuery
-from srift.errors import InvalidInput
 from srift.limits import MAX_COUNT, MAX_VM_BATCH
 from srift.sim import CommMode
 
@@ -18,6 +26,7 @@ MAX_CHOICES = 32
 MAX_MC_SAMPLES = 1000
 MAX_STRAGGLER_ITERS = 10_000
 MAX_PS_SERVERS = 64
+MAX_SWEEP = 256
 
 
 class FleetChoiceIn(BaseModel):
@@ -36,6 +45,12 @@ class FleetChoiceIn(BaseModel):
     )
     count: int = Field(ge=1, le=MAX_COUNT, description="how many VMs of this type")
     batch: int = Field(ge=1, le=MAX_VM_BATCH, description="samples per VM per iteration")
+    gpus: int | None = Field(
+        default=None,
+        ge=1,
+        le=64,
+        description="use only this many of each VM's GPUs (default: all); the VM is still billed whole",
+    )
 
 
 class FleetConfigIn(BaseModel):
@@ -47,21 +62,42 @@ class FleetConfigIn(BaseModel):
 
 
 class PredictionRequest(BaseModel):
-    """Predict one fleet. Give the model's compute profiles as `profile_ids`, inline `profiles`, or `model`
-    (every stored profile of that model); each chosen type uses the profile of its accelerator."""
+    """Predict one fleet (`config`) or a sweep of fleets (`configs`, answered as `predictions`). Give the
+    model's compute profiles as `profile_ids`, inline `profiles`, or `model` (every stored profile of that
+    model); each chosen type uses the profile of its accelerator. `network` says how the nodes talk."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "allOf": [
+                one_of(*PROFILE_SELECTION, types=SELECTION_TYPES),
+                one_of("config", "configs", types={"config": "object", "configs": "array"}),
+            ]
+        },
+    )
 
-    profile_ids: list[int] | None = Field(
-        default=None, max_length=64, description="stored profile ids (GET /v1/profiles)"
+    profile_ids: list[ProfileId] | None = Field(
+        default=None, min_length=1, max_length=64, description="stored profile ids (GET /v1/profiles)"
     )
     profiles: list[dict[str, Any]] | None = Field(
-        default=None, max_length=64, description="inline profile documents as written by `srift profile`"
+        default=None,
+        min_length=1,
+        max_length=64,
+        description="inline profile documents as written by `srift profile`",
     )
     model: str | None = Field(
         default=None, min_length=1, max_length=200, description="every stored profile of this model"
     )
-    config: FleetConfigIn
+    config: FleetConfigIn | None = Field(default=None, description="one fleet (or give configs)")
+    configs: list[FleetConfigIn] | None = Field(
+        default=None,
+        min_length=1,
+        max_length=MAX_SWEEP,
+        description="several fleets predicted in one call (a sweep); the answer lists one prediction each",
+    )
+    network: NetworkIn = Field(
+        default_factory=NetworkIn, description="transport between nodes and measured rates (see NetworkIn)"
+    )
     iterations: int = Field(ge=1, le=1_000_000_000, description="iterations to train (N)")
     provider: str = Field(default="aws", min_length=1, max_length=64)
     region: str | None = Field(
@@ -87,6 +123,12 @@ class PredictionRequest(BaseModel):
         description="Monte Carlo samples over stragglers and bandwidth-model error for p10/p50/p90 (0: none)",
     )
 
+    @model_validator(mode="after")
+    def _one_selection_and_fleet(self) -> PredictionRequest:
+        check_one_of(self, *PROFILE_SELECTION)
+        check_one_of(self, "config", "configs")
+        return self
+
     def to_domain(self) -> PredictionQuery:
         """The validated request as the services' PredictionQuery."""
         return read_document(PredictionQuery, self.model_dump())
@@ -94,19 +136,12 @@ class PredictionRequest(BaseModel):
 
 def parse_prediction_request(data: Any) -> PredictionRequest:
     """Validate a prediction request document (CLI files), raising InvalidInput that names the field."""
-    try:
-        return PredictionRequest.model_validate(data)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        field = ".".join(str(p) for p in first.get("loc", ())) or None
-        raise InvalidInput(
-            str(first.get("msg", "invalid")), hint="correct the named field", field=field
-        ) from exc
+    return parse_request(PredictionRequest, data)
 
 
 class PredictionOut(BaseModel):
     """Predicted iteration time (mean and p10/p50/p90), totals for `iterations`, where the time goes, and what
-    the prediction rests on (profiles, bandwidth model version or prior, catalog prices)."""
+    the prediction rests on (profiles, bandwidth model version or prior, network assumptions, prices)."""
 
     label: str = Field(description="Srift's notation, e.g. '4×p3.2xlarge@64'")
     choices: list[ChoiceOut]
@@ -116,5 +151,17 @@ class PredictionOut(BaseModel):
     usd_per_hr: float = Field(description="the fleet's price per hour at the chosen markets")
     predicted: PredictedOut
     breakdown: BreakdownOut
+    network: NetworkOut | None = Field(default=None, description="what was assumed between nodes")
     sources: list[str]
     warnings: list[str]
+
+
+class PredictionSweepOut(BaseModel):
+    """One prediction per fleet of `configs`, in order."""
+
+    predictions: list[PredictionOut]
+    count: int
+    network: NetworkOut | None = Field(
+        default=None, description="what was assumed between nodes, over every type of the sweep"
+    )
+    elapsed_s: float = Field(description="seconds the service spent on the sweep (after start-up)")

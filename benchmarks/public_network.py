@@ -1,0 +1,181 @@
+"""The bandwidth prior against every public allreduce figure Srift ships (srift/bandwidth/data/).
+
+For each public run: the prior's predicted bus bandwidth at every measured size, its relative error
+(predicted / measured − 1, the metric of the issue's 24 % figure), the mean absolute error over buffers of
+1 MiB and more and over all sizes, and whether the measured time lies inside the prior's p10–p90 band
+(prediction × exp(∓1.2816 σ), σ the estimate's per-size `residual_cvs`). Each run says whether the prior
+was fitted on it. Rows of the tc-shaped table run through the user-given-rate path (the shaped rate given
+as `measured_gbps`), not the prior, and are reported apart. The script also recomputes the EFA band
+(the spread of log errors on the 2 × p5 run, never fitted on) and checks the shipped constants.
+
+    .venv/bin/python -m benchmarks.public_network            # prints and writes docs/BENCHMARKS.md
+    .venv/bin/python -m benchmarks.public_network --no-write
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+
+import numpy as np
+
+from srift.bandwidth import prior as P
+from srift.catalog.shipped import shipped_files, shipped_snapshot
+from srift.domain import InstanceType
+from srift.domain.network import Library, NetworkSpec, Transport
+
+Z90 = 1.2815515655446004
+LIMIT = 0.15
+
+
+def _types() -> dict[str, InstanceType]:
+    path = next(p for p in shipped_files() if p.name == "aws.yaml")
+    return {t.instance.name: t.instance for t in shipped_snapshot(path).types}
+
+
+def _network(run: P.PublicRun, instance: InstanceType) -> tuple[NetworkSpec, str]:
+    if run.transport == "efa":
+        return NetworkSpec(transport=Transport.EFA), "prior (EFA)"
+    if run.transport == "intra":
+        return NetworkSpec(), "prior (intra-node)"
+    library = Library(run.library)
+    if run.transport == "custom" and run.shaped:
+        rate = float(run.shaped["rate_gbps"])
+        return NetworkSpec(library=library, measured_gbps={instance.name: rate}), "given rate"
+    return NetworkSpec(library=library), "prior (TCP)"
+
+
+def evaluate() -> tuple[list[dict[str, object]], dict[str, float]]:
+    types = _types()
+    fitted = set(P.FIT_RUNS.values())
+    rows: list[dict[str, object]] = []
+    spread: dict[str, float] = {}
+    for run in P.public_runs():
+        instance = types[run.instance_type]
+        network, path = _network(run, instance)
+        est = P.AlphaBetaPrior(network=network).predict(
+            instance=instance, world_size=run.world_size, nodes=run.nodes, buffer_bytes=list(run.sizes_bytes)
+        )
+        sizes = np.asarray(run.sizes_bytes, dtype=np.float64)
+        measured = run.busbw_gbps()
+        predicted = np.asarray(est.busbw_gbps)
+        error = predicted / measured - 1
+        large = sizes >= 1 << 20
+        sigma = np.asarray(est.residual_cvs)
+        t_pred = np.asarray(run.times_s) * measured / predicted
+        inside = (np.asarray(run.times_s) >= t_pred * np.exp(-Z90 * sigma)) & (
+            np.asarray(run.times_s) <= t_pred * np.exp(Z90 * sigma)
+        )
+        below_p90 = np.asarray(run.times_s) <= t_pred * np.exp(Z90 * sigma)
+        log_err = np.log(predicted / measured)
+        if run.id == "p5-2x8-efa":
+            spread["small"] = float(np.sqrt(np.mean(log_err[~large] ** 2)))
+            spread["large"] = float(np.sqrt(np.mean(log_err[large] ** 2)))
+        rows.append(
+            {
+                "id": run.id,
+                "type": run.instance_type,
+                "shape": f"{run.nodes}×{run.gpus_per_node}",
+                "path": path,
+                "library": run.library,
+                "fitted": run.id in fitted,
+                "sizes": len(sizes),
+                "mae_large": float(np.abs(error[large]).mean()) if large.any() else math.nan,
+                "mae_all": float(np.abs(error).mean()),
+                "bias_large": float(np.mean(log_err[large])) if large.any() else math.nan,
+                "inside": int(inside.sum()),
+                "below_p90": int(below_p90.sum()),
+                "source": f"{run.source['repository']}@{run.source['commit'][:8]}",
+            }
+        )
+    return rows, spread
+
+
+def _pct(x: object) -> str:
+    return "–" if not isinstance(x, float) or math.isnan(x) else f"{100 * x:.1f} %"
+
+
+def render(rows: list[dict[str, object]], spread: dict[str, float]) -> tuple[str, bool]:
+    lines = [
+        "The α-β prior (`srift/bandwidth/prior.py`) against every public allreduce run shipped in "
+        "`srift/bandwidth/data/public_allreduce.json`. Error = predicted busbw / measured − 1; MAE over "
+        "buffers ≥ 1 MiB and over all sizes; band = measured time inside the prior's p10–p90 "
+        "(prediction × exp(∓1.28 σ), σ per size class).",
+        "",
+        "| run | type | nodes×GPUs | predicted by | lib | fitted on | sizes | MAE ≥ 1 MiB | MAE all | "
+        "in p10–p90 | ≤ p90 | source |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    ok = True
+    for r in rows:
+        fitted = bool(r["fitted"])
+        judged = not fitted and r["path"] != "given rate"
+        mae = r["mae_large"]
+        passed = isinstance(mae, float) and (math.isnan(mae) or mae <= LIMIT)
+        if judged and not passed:
+            ok = False
+        if r["path"] == "prior (TCP)" and r["below_p90"] != r["sizes"]:
+            ok = False
+        lines.append(
+            f"| {r['id']} | {r['type']} | {r['shape']} | {r['path']} | {r['library']} | "
+            f"{'**yes**' if fitted else 'no'} | {r['sizes']} | {_pct(mae)}"
+            f"{'' if not judged else (' ✓' if passed else ' ✗')} | {_pct(r['mae_all'])} | "
+            f"{r['inside']}/{r['sizes']} | {r['below_p90']}/{r['sizes']} | {r['source']} |"
+        )
+    prior_tcp = [r for r in rows if r["path"] == "prior (TCP)"]
+    given = [r for r in rows if r["path"] == "given rate"]
+
+    def given_mae(library: str) -> str:
+        return _pct(float(np.mean([float(str(r["mae_large"])) for r in given if r["library"] == library])))
+
+    lines += [
+        "",
+        f"Acceptance: every run not fitted on (and predicted by the prior) within {LIMIT:.0%} MAE over "
+        f"≥ 1 MiB — {'met' if ok else 'NOT met'}; the TCP prior's p90 covers "
+        f"{sum(int(str(r['below_p90'])) for r in prior_tcp)}/{sum(int(str(r['sizes'])) for r in prior_tcp)} "
+        "measured times of the public AWS gloo/NCCL table at its AWS default setting "
+        f"(inside p10–p90: {sum(int(str(r['inside'])) for r in prior_tcp)}).",
+        "",
+        "The tc-shaped rows of that table (delay + rate set with `tc`) are not AWS's network: they run "
+        "through the user-given-rate path (`network.measured_gbps` = the shaped rate). NCCL meets the shaped "
+        f"rate (MAE {given_mae('nccl')}); gloo reaches about half of it under added delay "
+        f"(MAE {given_mae('gloo')}), "
+        "which nothing in the prior models: a measured rate for gloo should come from a gloo probe.",
+        "",
+        "Band constants recomputed from the 2 × p5 run (never fitted on), RMS of log(pred/measured): "
+        f"< 1 MiB {spread['small']:.3f} (shipped {P.EFA_RESIDUAL_CV['small']}), ≥ 1 MiB "
+        f"{spread['large']:.3f} (shipped {P.EFA_RESIDUAL_CV['large']}).",
+        "",
+        "Disclosure: gloo's TCP link drops NCCL's pipeline step q (a NCCL buffer mechanism); that was "
+        "decided after this table had been seen with q (gloo's MAE was 0.7–4.1 % then).",
+        "",
+        "Fitted: EFA link on `" + P.FIT_RUNS["efa"] + "`, NVSwitch link on `" + P.FIT_RUNS["nvswitch"] + "`. "
+        "Seen and not used: the 2 × p5 EKS excerpt in the same README (NCCL 2.18.5, six sizes with elided "
+        "rows, 126–437 GB/s at 64 MiB–2 GiB, far from the other p5 run) and the p4dn runs of NVIDIA/nccl "
+        "issue #527 (one size each, reported there as abnormally slow).",
+    ]
+    return "\n".join(lines), ok
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--no-write", action="store_true", help="print only; leave docs/BENCHMARKS.md")
+    args = parser.parse_args(argv)
+    rows, spread = evaluate()
+    body, ok = render(rows, spread)
+    load = os.getloadavg()
+    body += f"\n\nLoad average at the run: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} (no timings here)."
+    print(body)
+    if not args.no_write:
+        from benchmarks._report import write_section
+
+        write_section("public network prior", body, command="python -m benchmarks.public_network")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

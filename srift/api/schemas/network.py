@@ -1,0 +1,73 @@
+"""The `network` object of plan and prediction requests and answers: transport, library, measured rates."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from srift.domain.network import Library, Transport
+
+TypeName = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[^\x00]+$")]
+Gbps = Annotated[float, Field(gt=0, le=100_000, description="Gbit/s, one direction, node to node")]
+MAX_MEASURED = 64
+MAX_PROBE_JOBS = 16
+MAX_FLOWS = 64
+"""NCCL docs: NCCL_SOCKET_NTHREADS × NCCL_NSOCKS_PERTHREAD cannot exceed 64."""
+
+
+class NetworkIn(BaseModel):
+    """How the nodes talk. The default is what plain PyTorch DDP does on EC2: NCCL over TCP sockets
+    (NCCL on an ENA opens 8 × 2 = 16 sockets per peer), outside a cluster placement group."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    transport: Transport = Field(
+        default=Transport.TCP,
+        description="tcp: sockets (plain PyTorch DDP over NCCL or gloo); efa: aws-ofi-nccl on EFA types",
+    )
+    library: Library = Field(default=Library.NCCL, description="nccl or gloo")
+    placement_group: bool = Field(
+        default=False,
+        description="instances in one cluster placement group (AWS: 10 instead of 5 Gbit/s per TCP flow)",
+    )
+    flows_per_peer: int | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_FLOWS,
+        description="TCP flows per peer (NCCL_NSOCKS_PERTHREAD × NCCL_SOCKET_NTHREADS); default: the "
+        "library's (NCCL on AWS 16, elsewhere 1; gloo 1)",
+    )
+    measured_gbps: dict[TypeName, Gbps] | None = Field(
+        default=None,
+        max_length=MAX_MEASURED,
+        description="instance type → measured node-to-node Gbit/s; replaces the prior for that type",
+    )
+    probe_job_ids: list[Annotated[int, Field(ge=1, le=2**31 - 1)]] | None = Field(
+        default=None,
+        max_length=MAX_PROBE_JOBS,
+        description="stored probe jobs whose multi-node samples give measured rates (e.g. from "
+        "`srift probe run --quick`)",
+    )
+
+
+class NodeRateOut(BaseModel):
+    instance_type: str
+    gbps: float | None = Field(description="node-to-node Gbit/s assumed (null: a learned model answers)")
+    limit: str = Field(description="what bounds it, e.g. 'TCP: 1 flow(s) × 5 Gbit/s per flow'")
+    source: str = Field(description="measured, prior:alpha-beta, or the learned model's version")
+
+
+class NetworkOut(BaseModel):
+    """What the answer assumed between nodes."""
+
+    transport: Transport
+    library: Library
+    placement_group: bool
+    flows_per_peer: dict[str, int] = Field(description="TCP flows per peer per instance type")
+    label: str
+    rates: list[NodeRateOut]
+    recommendation: str | None = Field(
+        description="how to replace prior-based rates by measurements (null when nothing rests on the prior)"
+    )
+    sources: list[str] = Field(default_factory=list)

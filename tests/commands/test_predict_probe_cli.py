@@ -1,0 +1,104 @@
+"""`srift predict` sweeps with an inlined profile and network flags, and `srift probe run --quick`, through
+the real entry point on the shipped AWS catalog."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sim.kit import profile as toy_profile
+from sqlalchemy import select
+
+from srift.cli import main
+from srift.db.session import transaction
+from srift.db.tables import Job
+from srift.settings import get_settings
+
+PROFILE = toy_profile(fw_s=0.1, bw_s=0.2, layers=((400_000_000, 0.3), (600_000_000, 0.9)), cv=0.03)
+
+
+@pytest.fixture
+def cli_db(db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    monkeypatch.setenv("SRIFT_DATABASE_URL", db_url)
+    monkeypatch.setenv("SRIFT_DATA_DIR", str(tmp_path / "data"))
+    get_settings.cache_clear()
+    yield db_url
+    get_settings.cache_clear()
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    with pytest.raises(SystemExit) as exited:
+        main(list(argv))
+    out, err = capsys.readouterr()
+    return int(exited.value.code or 0), out, err
+
+
+def _files(tmp_path: Path) -> tuple[Path, Path]:
+    profile = tmp_path / "v100.json"
+    profile.write_text(json.dumps(PROFILE.to_dict()))
+    sweep = tmp_path / "sweep.yaml"
+    sweep.write_text(
+        "provider: aws\nregion: us-east-1\niterations: 100\nconfigs:\n"
+        "  - choices: [{instance_type: p3.2xlarge, count: 2, batch: 32}]\n"
+        "  - choices: [{instance_type: p3.8xlarge, count: 2, batch: 128, gpus: 2}]\n"
+    )
+    return profile, sweep
+
+
+def test_a_sweep_with_an_inlined_profile_and_network_flags(
+    cli_db: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    profile, sweep = _files(tmp_path)
+    code, out, err = run(capsys, "predict", str(sweep), "--profile", str(profile))
+    assert code == 0, err
+    flat = " ".join(out.split())
+    assert "2 fleets" in flat and "2×p3.8xlarge[2gpu]@128" in flat
+    assert "network: tcp/nccl" in flat and "srift probe run --quick --instance-type p3.2xlarge" in flat
+    code, out, err = run(
+        capsys,
+        "predict",
+        str(sweep),
+        "--profile",
+        str(profile),
+        "--library",
+        "gloo",
+        "--placement-group",
+        "--measured-gbps",
+        "p3.8xlarge=2.5",
+        "--json",
+    )
+    assert code == 0, err
+    answer = json.loads(out)
+    net = answer["network"]
+    assert net["library"] == "gloo" and net["placement_group"] is True
+    rates = {r["instance_type"]: r for r in net["rates"]}
+    assert rates["p3.8xlarge"]["gbps"] == 2.5 and rates["p3.8xlarge"]["source"] == "measured"
+    # gloo's one flow may carry 10 Gbit/s in a placement group, so the 10 Gbit/s NIC bounds p3.2xlarge
+    assert rates["p3.2xlarge"]["limit"] == "TCP: 0.81 × rated 10 Gbit/s"
+    assert net["flows_per_peer"]["p3.2xlarge"] == 1
+    code, _, err = run(capsys, "predict", str(sweep), "--profile", str(profile), "--measured-gbps", "p3=x")
+    assert code == 2 and "TYPE=GBPS" in err
+
+
+def test_quick_probe_queues_a_capped_two_node_job(cli_db: str, capsys: pytest.CaptureFixture[str]) -> None:
+    ec2 = ["--image-id", "ami-0123456789abcdef0", "--results-url", "http://10.0.0.5:8000"]
+    code, out, err = run(
+        capsys, "probe", "run", "--quick", "--instance-type", "g4dn.12xlarge", "--backend", "nccl", *ec2
+    )
+    assert code == 0, err
+    assert "queued quick probe job" in out and "network.probe_job_ids" in " ".join(out.split())
+    with transaction(cli_db) as session:
+        (job,) = session.scalars(select(Job)).all()
+        request = dict(job.request)
+    assert request["node_counts"] == [2] and request["ranks_per_node"] == 1
+    assert request["ec2"]["max_cost_usd"] == 5.0 and request["ec2"]["timeout_s"] == 900.0
+    code, _, err = run(
+        capsys, "probe", "run", "--quick", "--instance-type", "g4dn.12xlarge", *ec2, "--max-cost-usd", "1"
+    )
+    assert code == 2 and "ec2.max_cost_usd" in err
+    code, _, err = run(capsys, "probe", "run", "--quick", "--instance-type", "g4dn.12xlarge")
+    assert code == 2 and "--image-id" in err
+    code, _, err = run(capsys, "probe", "run", "--quick")
+    assert code == 2 and "--instance-type" in err
