@@ -39,7 +39,9 @@ BASE: dict[str, Any] = {
 }
 
 
-def _problem(settings: Any, ids: list[int], *, regions: list[str], types: list[str] | None, req: dict[str, Any]):  # type: ignore[no-untyped-def]
+def _problem(
+    settings: Any, ids: list[int], *, regions: list[str], types: list[str] | None, req: dict[str, Any]
+):  # type: ignore[no-untyped-def]
     """The optimizer's problem for one catalog and request; two regions become distinct candidates."""
     from srift.api.schemas.plans import PlanRequest
     from srift.db.session import transaction
@@ -107,7 +109,9 @@ def brute_force(problem: Any, evaluator: Any) -> tuple[float | None, float, int]
             if rem % n == 0 and cand.final_allowed(rem // n, problem.batch_policy):
                 full = (*groups, (i, n, rem // n))
                 count += 1
-                pred = evaluator(problem.fleet(full), iterations=c.iterations, usd_per_s=problem.usd_per_s(full))
+                pred = evaluator(
+                    problem.fleet(full), iterations=c.iterations, usd_per_s=problem.usd_per_s(full)
+                )
                 if meets(pred, c):
                     value = pred.cost_usd if c.objective is Objective.MIN_COST else pred.total_time_s
                     best = value if best is None else min(best, value)
@@ -151,7 +155,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--eager-budget", type=float, default=2.0)
     args = parser.parse_args(argv)
     from srift.db.session import dispose_engines, transaction
-    from srift.optimize.evaluate import SimEvaluator
     from srift.optimize.synthetic import synthetic_profile
     from srift.profiling.store import save_profile
 
@@ -159,8 +162,12 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         settings = shipped_settings(Path(tmp))
         with transaction(settings.resolved_database_url) as session:
-            ids = [save_profile(session=session, profile=synthetic_profile("resnet50", a)) for a in ACCELERATORS]
-        everything, _, _ = _problem(settings, ids, regions=["us-east-1"], types=None, req=REQUESTS["min_cost, 1 h"])
+            ids = [
+                save_profile(session=session, profile=synthetic_profile("resnet50", a)) for a in ACCELERATORS
+            ]
+        everything, _, _ = _problem(
+            settings, ids, regions=["us-east-1"], types=None, req=REQUESTS["min_cost, 1 h"]
+        )
         by_price = sorted(everything.candidates, key=lambda c: (c.offer.price_usd_per_hr, c.name))
         names = [c.name for c in by_price]
         subsets: dict[str, list[str] | None] = {
@@ -239,7 +246,10 @@ def _row(problem: Any, model: Any, label: str, regions: int, req_name: str, obje
 
 
 def _issue23(settings: Any, args: Any) -> list[str]:
-    out = ["| mode | solve time | plan | predicted | proven optimal | configurations simulated |", "|---|---|---|---|---|---|"]
+    out = [
+        "| mode | solve time | plan | predicted | proven optimal | configurations simulated |",
+        "|---|---|---|---|---|---|",
+    ]
     for mode in ("exhaustive", "auto", "eager"):
         start = time.perf_counter()
         plan, _ = solve(settings, issue23_request(mode=mode))

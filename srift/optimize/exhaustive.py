@@ -583,7 +583,9 @@ def seed_homogeneous(
     enum = Enumerator(problem, constraints=constraints, floor_factor=evals.floor_factor)
     enum.incumbent = incumbent.value
     found: list[tuple[float, Groups]] = []
-    listing = None if deadline is None else time.perf_counter() + SEED_SHARE * (deadline - time.perf_counter())
+    listing = (
+        None if deadline is None else time.perf_counter() + SEED_SHARE * (deadline - time.perf_counter())
+    )
     with contextlib.suppress(SearchStopped):
         enum.run(lambda bound, groups: found.append((bound, groups)), max_types=1, deadline=listing)
     if found and incumbent.best is None:

@@ -57,7 +57,9 @@ def random_request(seed: int) -> dict[str, Any]:
     profiles = [synthetic_profile(model, a).to_dict() for a in accelerators]
     body: dict[str, Any] = {
         "profiles": profiles,
-        "global_batch": rng.choice([rng.randint(1, 4096), 8 * rng.randint(1, 512), rng.choice([256, 1000, 3000])]),
+        "global_batch": rng.choice(
+            [rng.randint(1, 4096), 8 * rng.randint(1, 512), rng.choice([256, 1000, 3000])]
+        ),
         "iterations": rng.choice([100, 1000, 10_000]),
         "objective": rng.choice(["min_cost", "min_time"]),
         "region": rng.choice(["us-east-1", "us-west-2"]),
