@@ -385,7 +385,14 @@ def _infeasible_limits(
                 field="time_limit_s",
                 relaxations=relax,
             )
-        assert c.budget_usd is not None
+        if c.budget_usd is None:
+            return PlanInfeasible(
+                f"no configuration found within solve_budget_s={options.solve_budget_s:g} s meets "
+                f"time_limit_s={c.time_limit_s:g} s, though one costing ${least_cost:.2f} does",
+                hint="raise solve_budget_s",
+                field="solve_budget_s",
+                relaxations=relax,
+            )
         fast = relax.get("fastest_time_within_budget_s")
         within = (
             f"within ${c.budget_usd:g} the fastest takes {fast:.0f} s"
