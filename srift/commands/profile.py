@@ -14,6 +14,7 @@ from typer.core import TyperGroup
 
 if TYPE_CHECKING:
     from srift.domain.profile import LayerProfile, ModelProfile
+    from srift.domain.structure import ModelStructure, Precision
 
 console = Console()
 err_console = Console(stderr=True)
@@ -46,6 +47,49 @@ def parse_bytes(text: str) -> int:
     if value < 1:
         raise InvalidInput(f"{text!r} is not positive", hint="give a positive size", field="memory_budget")
     return value
+
+
+def precision_option(*, amp: str | None, tf32: bool) -> Precision:
+    """The precision `--amp fp16|bf16` / `--tf32` ask for (fp32 when neither)."""
+    from srift.domain.structure import Precision
+    from srift.errors import InvalidInput
+
+    if amp is not None and tf32:
+        raise InvalidInput(
+            "--amp and --tf32 exclude each other",
+            hint="pick autocast (--amp fp16 or bf16) or TF32 (--tf32), not both",
+            field="amp",
+        )
+    if tf32:
+        return Precision.TF32
+    if amp is None:
+        return Precision.FP32
+    if amp.strip().lower() not in ("fp16", "bf16"):
+        raise InvalidInput(
+            f"--amp {amp!r} is not fp16 or bf16", hint="pass --amp fp16 or --amp bf16", field="amp"
+        )
+    return Precision(amp.strip().lower())
+
+
+def structure_rows(table: Table, structure: ModelStructure | None, *, note: str | None = None) -> None:
+    """Rows for a profile's structure: FLOPs, bytes, memory per sample."""
+    if structure is None:
+        table.add_row("FLOPs / bytes", f"not counted ({note})" if note else "not counted")
+        return
+    fw, bw, mem = structure.forward, structure.backward, structure.memory
+    flops = fw.matmul_flops.per_sample + bw.matmul_flops.per_sample
+    moved = sum(x.per_sample for x in (fw.matmul_bytes, fw.other_bytes, bw.matmul_bytes, bw.other_bytes))
+    table.add_row(
+        "FLOPs / bytes",
+        f"{flops / 1e9:.3g} GFLOP and {moved / 1e6:.4g} MB moved per sample (forward+backward), "
+        f"{fw.kernels + bw.kernels} kernels per step",
+    )
+    fixed = mem.parameter_bytes + mem.gradient_bytes + mem.optimizer_state_bytes
+    table.add_row(
+        "memory",
+        f"{fixed / 1e6:.4g} MB parameters+gradients+{mem.optimizer.split(' ')[0]} state, "
+        f"{mem.activation_bytes.per_sample / 1e6:.4g} MB activations per sample",
+    )
 
 
 def result_table(profile: ModelProfile, *, out: Path | None) -> Table:
@@ -86,6 +130,8 @@ def result_table(profile: ModelProfile, *, out: Path | None) -> Table:
         + (f", {conditional} conditional" if conditional else ""),
     )
     table.add_row("straggler cv", f"{profile.straggler_cv:.3f}")
+    table.add_row("precision", profile.precision.value)
+    structure_rows(table, profile.structure, note=extra.get("structure_error"))
     if "profile_s" in extra:
         table.add_row("took", f"{extra['profile_s']:.1f} s")
     if out is not None:
@@ -119,6 +165,8 @@ def layers_table(layers: LayerProfile, *, out: Path | None) -> Table:
         "measured on",
         f"{layers.device}, batch {extra.get('iteration_batch')}, {extra.get('iterations')} iterations",
     )
+    table.add_row("precision", layers.precision.value)
+    structure_rows(table, layers.structure, note=extra.get("structure_error"))
     if "profile_s" in extra:
         table.add_row("took", f"{extra['profile_s']:.1f} s")
     if out is not None:
@@ -159,6 +207,12 @@ def _register_import(group: typer.Typer) -> None:
             "--straggler-cv",
             help="std/mean of step time (default: Srift Table 1's figure for the GPU, else 0.052)",
         ),
+        precision: str | None = typer.Option(
+            None,
+            "--precision",
+            metavar="fp32|tf32|fp16|bf16",
+            help="the arithmetic the times were measured in (default: the layers profile's)",
+        ),
         update_s: float = typer.Option(
             0.0,
             "--update-s",
@@ -197,6 +251,7 @@ def _register_import(group: typer.Typer) -> None:
         import datetime as dt
 
         from srift.domain.profile import LayerProfile
+        from srift.domain.structure import parse_precision
         from srift.errors import InvalidInput
         from srift.profiling.imports import build_profile, parse_compute_table, sha256_text
         from srift.profiling.upload import upload_profile
@@ -241,6 +296,7 @@ def _register_import(group: typer.Typer) -> None:
             table_source=table_file.name,
             table_sha256=sha256_text(text),
             created_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+            precision=parse_precision(precision, field="precision") if precision else None,
         )
         document = result.to_dict()
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -337,6 +393,15 @@ def register(app: typer.Typer) -> None:
             "--clock",
             help="wall (elapsed time) or thread (CPU time of the one profiling thread; for shared machines)",
         ),
+        amp: str | None = typer.Option(
+            None,
+            "--amp",
+            metavar="fp16|bf16",
+            help="time under torch.autocast in this dtype (fp16 with a gradient scaler); default: fp32",
+        ),
+        tf32: bool = typer.Option(
+            False, "--tf32", help="fp32 with TF32 matrix products and convolutions (CUDA, Ampere or later)"
+        ),
         paper_curve: bool = typer.Option(
             False,
             "--paper-curve",
@@ -367,6 +432,11 @@ def register(app: typer.Typer) -> None:
         Each segment's (geometric) midpoint is timed too; where it is more than 8 % off the
         straight line the segment is split there (e.g. a CPU's small-batch knee),
         unless --paper-curve.
+        Mixed precision: --amp fp16 (with a gradient scaler) or --amp bf16 times under
+        torch.autocast; --tf32 lets CUDA use TF32; the profile records its precision.
+        Every profile also records the model's per-layer FLOPs and bytes moved and its
+        memory per sample (counted on fake tensors), from which Srift estimates the GPUs
+        you did not profile on (`srift plan` then covers every GPU type of the catalog).
         Nothing is downloaded: bring your own model.
 
         Examples:
@@ -375,7 +445,7 @@ def register(app: typer.Typer) -> None:
               --input srift.profiling.testmodels:cnn_input --threads 1 --out cnn.json
 
           srift profile mymodels.py:build --input mymodels.py:batch \\
-              --loss mymodels.py:loss --device cuda:0 --out m.json
+              --loss mymodels.py:loss --device cuda:0 --amp bf16 --out m.json
 
           srift profile train:model --input train:inputs --threads 4 \\
               --accelerator c5.4xlarge --out m.json \\
@@ -397,6 +467,7 @@ def register(app: typer.Typer) -> None:
                 hint="build a full profile with `srift profile import TABLE --layers FILE ... --upload URL`",
                 field="upload",
             )
+        precision = precision_option(amp=amp, tf32=tf32)
         model_factory = resolve_callable(model, what="model factory", field="model_factory")
         input_factory = resolve_callable(input_, what="input factory", field="input_factory")
         loss_fn = resolve_callable(loss, what="loss", field="loss_fn") if loss else None
@@ -421,6 +492,7 @@ def register(app: typer.Typer) -> None:
                     batch=batch,
                     iterations=iterations or 5,
                     model_name=name,
+                    precision=precision,
                     progress=lambda stage, f: bar.update(task, completed=f, description=stage),
                 )
             layer_doc = layers.to_dict()
@@ -460,6 +532,7 @@ def register(app: typer.Typer) -> None:
                 model_name=name,
                 clock=clock,
                 refine=not paper_curve,
+                precision=precision,
                 progress=progress,
             )
         document: dict[str, Any] = result.to_dict()

@@ -75,7 +75,10 @@ class InstanceType:
         """True when a profile made on `accelerator` applies to this type.
 
         Matches the type name exactly (testbed and CPU profiles use `--accelerator TYPE`), or the GPU model
-        as a whole word inside a device name, so "Tesla T4" and "NVIDIA T4" match gpu_model "T4".
+        as a whole word inside a device name, so "Tesla T4" and "NVIDIA T4" match gpu_model "T4". A device
+        name that states a memory size ("A100-SXM4-80GB") matches only types whose GPUs have about that much
+        (within 20 %: EC2 reports a little less than the datasheet), so an 80 GB profile is not used for a
+        40 GB A100.
         """
         wanted = accelerator.strip().lower()
         if wanted == self.name.lower():
@@ -85,7 +88,12 @@ class InstanceType:
         model = self.gpu_model.lower()
         if _norm(wanted) == _norm(model):
             return True
-        return re.search(rf"(^|[^a-z0-9]){re.escape(model)}([^a-z0-9]|$)", wanted) is not None
+        if re.search(rf"(^|[^a-z0-9]){re.escape(model)}([^a-z0-9]|$)", wanted) is None:
+            return False
+        stated = re.search(r"(\d+)\s*gb", wanted)
+        if stated is None or self.gpu_memory_gib <= 0:
+            return True
+        return abs(float(stated.group(1)) - self.gpu_memory_gib) <= 0.2 * float(stated.group(1))
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,6 +7,7 @@ from bisect import bisect_right
 from dataclasses import dataclass, field
 from typing import Any
 
+from srift.domain.structure import ModelStructure, Precision, parse_precision
 from srift.errors import InvalidInput
 from srift.limits import LAYERS_PER_PROFILE
 
@@ -41,6 +42,58 @@ class ComputeCurve:
 
     def to_dict(self) -> dict[str, Any]:
         return {"batches": list(self.batches), "times_s": list(self.times_s)}
+
+
+MAX_OVERLAP_SLOWDOWN = 10.0
+"""A compute slowdown under a concurrent allreduce above this is a broken measurement, not a host."""
+
+
+def robust_log_spread(values: list[float]) -> float:
+    """1.4826 × the median absolute deviation of ln(values), widened by √(1 + 1/n) (the spread of one
+    more observation around the median); 0 for fewer than two positive values."""
+    logs = [math.log(v) for v in values if v > 0 and math.isfinite(v)]
+    if len(logs) < 2:
+        return 0.0
+    logs.sort()
+    center = _median(logs)
+    mad = _median(sorted(abs(x - center) for x in logs))
+    return 1.4826 * mad * math.sqrt(1.0 + 1.0 / len(logs))
+
+
+def _median(ordered: list[float]) -> float:
+    n = len(ordered)
+    return ordered[n // 2] if n % 2 else 0.5 * (ordered[n // 2 - 1] + ordered[n // 2])
+
+
+def _sample_spreads(measured: Any) -> list[tuple[int, float]]:
+    """Per breakpoint, the spread of forward+backward over the profile's own samples."""
+    if not isinstance(measured, dict):
+        return []
+    try:
+        batches = [int(b) for b in measured["batches"]]
+        fw = measured["forward_s"]
+        bw = measured["backward_s"]
+        out = []
+        for i, b in enumerate(batches):
+            totals = [float(f) + float(w) for f, w in zip(fw[i], bw[i], strict=False)]
+            out.append((b, robust_log_spread(totals)))
+    except (KeyError, IndexError, TypeError, ValueError):
+        return []
+    return sorted(out)
+
+
+def _pass_spreads(passes: Any, *, at_least: int = 3) -> list[tuple[int, float]]:
+    """Per breakpoint, the spread of the per-pass medians of forward+backward (with ≥ `at_least` passes)."""
+    if not isinstance(passes, list) or len(passes) < at_least:
+        return []
+    try:
+        by_batch: dict[int, list[float]] = {}
+        for entry in passes:
+            for b, t in zip(entry["batches"], entry["compute_s"], strict=True):
+                by_batch.setdefault(int(b), []).append(float(t))
+    except (KeyError, TypeError, ValueError):
+        return []
+    return sorted((b, robust_log_spread(ts)) for b, ts in by_batch.items() if len(ts) >= at_least)
 
 
 def validate_curve(batches: tuple[int, ...], times_s: tuple[float, ...], *, field_name: str) -> None:
@@ -80,6 +133,66 @@ class LayerGrad:
     exec_prob: float = 1.0
 
 
+MEASURED = "measured"
+
+
+@dataclass(frozen=True, slots=True)
+class EstimateInfo:
+    """How an estimated profile was made: not measured on its accelerator, but derived (`srift.estimate`).
+
+    `method` is "roofline" (the model's FLOPs and bytes with the accelerator's specs, calibrated on public
+    measurements) or "scaled" (a profile measured on `based_on`, scaled by the two accelerators' roofline
+    times). `spread` is the relative 1-σ error of such estimates, measured out of sample (leave one
+    accelerator out on the public table); it widens the prediction's band. `calibration` names the
+    calibration used.
+    """
+
+    method: str
+    spread: float
+    calibration: str
+    based_on: str | None = None
+
+    @property
+    def source(self) -> str:
+        return f"estimate:{self.method}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "method": self.method,
+            "spread": self.spread,
+            "calibration": self.calibration,
+            "based_on": self.based_on,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Any, *, field: str = "estimate") -> EstimateInfo:
+        if not isinstance(data, dict):
+            raise InvalidInput("must be an object", hint="give {method, spread, calibration}", field=field)
+        method = data.get("method")
+        if method not in ("roofline", "scaled"):
+            raise InvalidInput(
+                f"{method!r} is not an estimate method",
+                hint="use roofline or scaled",
+                field=f"{field}.method",
+            )
+        spread = _get(data, "spread", float, prefix=f"{field}.")
+        if not math.isfinite(spread) or not 0 <= spread <= 5:
+            raise InvalidInput(
+                f"{spread} is outside [0, 5]", hint="spread is a relative error", field=f"{field}.spread"
+            )
+        based_on = data.get("based_on")
+        if based_on is not None and not isinstance(based_on, str):
+            raise InvalidInput(
+                "must be a string or null", hint="name the accelerator", field=f"{field}.based_on"
+            )
+        return cls(
+            method=method,
+            spread=spread,
+            calibration=str(data.get("calibration") or ""),
+            based_on=based_on,
+        )
+
+
 @dataclass(frozen=True, slots=True)
 class ModelProfile:
     """How one model runs on one accelerator; the simulator's compute input.
@@ -87,6 +200,9 @@ class ModelProfile:
     `layers` are in the order their gradients become ready (ascending `ready_frac`). `straggler_cv` is
     std/mean of iteration time. `max_batch` is the largest per-device batch that fits. `update_s` is one
     optimizer step (plain SGD as profiled), which runs after the gradients are reduced; 0 when not measured.
+    `precision` is the arithmetic it ran in; `structure` (when recorded) the model's per-layer FLOPs, bytes
+    and memory, which lets Srift estimate other accelerators; `estimate` is set when the curves were not
+    measured on `accelerator` but estimated (see EstimateInfo); `source` says which.
     """
 
     model: str
@@ -103,14 +219,67 @@ class ModelProfile:
     created_at: str = ""
     extra: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
     update_s: float = 0.0
+    precision: Precision = Precision.FP32
+    structure: ModelStructure | None = field(default=None, compare=False, hash=False)
+    estimate: EstimateInfo | None = None
 
     @property
     def total_grad_bytes(self) -> int:
         return sum(layer.grad_bytes for layer in self.layers)
 
+    @property
+    def source(self) -> str:
+        """ "measured" or "estimate:<method>"."""
+        return self.estimate.source if self.estimate is not None else MEASURED
+
+    @property
+    def is_estimate(self) -> bool:
+        return self.estimate is not None
+
     def compute_s(self, batch: float) -> float:
         """Forward plus backward seconds at a per-device batch."""
         return self.forward.time_s(batch) + self.backward.time_s(batch)
+
+    def compute_spread(self, batch: float) -> float:
+        """How far a run's forward+backward time may fall from the curve at `batch`: a log-spread.
+
+        In order of preference: `extra["compute_spread"]` (a profile that was estimated rather than
+        measured says how sure it is); the spread between timing passes taken at different times
+        (`extra["measured_passes"]`, three or more: the drift of the host's speed, which a run's mean
+        does not average out); else the spread of the profile's own samples (`extra["measured"]`). Spreads
+        are robust (1.4826 × the median absolute deviation of the logs), widened by √(1 + 1/n) for a new
+        observation, measured at each breakpoint and interpolated between them. 0 without samples.
+        """
+        extra = self.extra or {}
+        given = extra.get("compute_spread")
+        if isinstance(given, int | float) and not isinstance(given, bool) and math.isfinite(given):
+            return max(0.0, float(given))
+        points = _pass_spreads(extra.get("measured_passes")) or _sample_spreads(extra.get("measured"))
+        if not points:
+            return 0.0
+        xs = [b for b, _ in points]
+        ys = [v for _, v in points]
+        if batch <= xs[0]:
+            return ys[0]
+        if batch >= xs[-1]:
+            return ys[-1]
+        i = bisect_right(xs, batch) - 1
+        return ys[i] + (ys[i + 1] - ys[i]) * (batch - xs[i]) / (xs[i + 1] - xs[i])
+
+    def overlap_slowdown(self) -> tuple[float, float]:
+        """How much slower compute runs while an allreduce overlaps it, and the log-spread of that factor.
+
+        Measured on the instance type by `probes/overlap.py` (backward timed alone and with a concurrent
+        allreduce; its `compute_slowdown` and `compute_slowdown_spread`) and kept in the profile's
+        `extra["overlap_slowdown"]` / `extra["overlap_slowdown_spread"]`; (1, 0) when not measured.
+        """
+        extra = self.extra or {}
+        factor = extra.get("overlap_slowdown")
+        spread = extra.get("overlap_slowdown_spread")
+        return (
+            float(factor) if isinstance(factor, int | float) and _number(factor) else 1.0,
+            float(spread) if isinstance(spread, int | float) and _number(spread) else 0.0,
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -127,6 +296,10 @@ class ModelProfile:
             "device": self.device,
             "threads": self.threads,
             "created_at": self.created_at,
+            "precision": self.precision.value,
+            "source": self.source,
+            "estimate": self.estimate.to_dict() if self.estimate is not None else None,
+            "structure": self.structure.to_dict() if self.structure is not None else None,
             "extra": self.extra,
         }
 
@@ -195,6 +368,18 @@ class ModelProfile:
             raise InvalidInput(
                 "must be an object", hint="give extra as a JSON object or omit it", field="extra"
             )
+        for key, low, high in (
+            ("overlap_slowdown", 1.0, MAX_OVERLAP_SLOWDOWN),
+            ("overlap_slowdown_spread", 0.0, 1.0),
+        ):
+            value = extra.get(key)
+            if value is not None and not (_number(value) and low <= float(value) <= high):
+                raise InvalidInput(
+                    f"{value!r} is outside [{low:g}, {high:g}]",
+                    hint="overlap_slowdown is compute time with a concurrent allreduce over compute time "
+                    "alone (probes/overlap.py's compute_slowdown, ≥ 1); its spread a log-spread ≥ 0",
+                    field=f"extra.{key}",
+                )
         return cls(
             model=model,
             accelerator=accelerator,
@@ -210,7 +395,29 @@ class ModelProfile:
             created_at=str(data.get("created_at") or ""),
             extra=extra,
             update_s=update_s,
+            precision=parse_precision(data.get("precision") or "fp32"),
+            structure=_structure(data),
+            estimate=_estimate(data),
         )
+
+
+def _structure(data: dict[str, Any]) -> ModelStructure | None:
+    raw = data.get("structure")
+    return None if raw is None else ModelStructure.from_dict(raw)
+
+
+def _estimate(data: dict[str, Any]) -> EstimateInfo | None:
+    raw = data.get("estimate")
+    estimate = None if raw is None else EstimateInfo.from_dict(raw)
+    source = data.get("source")
+    expected = estimate.source if estimate is not None else MEASURED
+    if source is not None and source != expected:
+        raise InvalidInput(
+            f"source {source!r} does not match the document ({expected})",
+            hint="omit source, or give `estimate` for an estimated profile and `measured` otherwise",
+            field="source",
+        )
+    return estimate
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,6 +427,7 @@ class LayerProfile:
     `layers` are in readiness order (ascending `ready_frac`), as in ModelProfile; the fractions were measured
     on the device named in `device` and are assumed to carry over to the accelerator a compute table is
     imported for. `trainable_bytes` counts shared parameters once. Its document has `kind: "layers"`.
+    `structure` (per-layer FLOPs, bytes and memory in `precision`) is carried into imported profiles.
     """
 
     model: str
@@ -230,6 +438,8 @@ class LayerProfile:
     device: str = "cpu"
     created_at: str = ""
     extra: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    precision: Precision = Precision.FP32
+    structure: ModelStructure | None = field(default=None, compare=False, hash=False)
 
     @property
     def total_grad_bytes(self) -> int:
@@ -245,6 +455,8 @@ class LayerProfile:
             "torch_version": self.torch_version,
             "device": self.device,
             "created_at": self.created_at,
+            "precision": self.precision.value,
+            **({"structure": self.structure.to_dict()} if self.structure is not None else {}),
             "extra": self.extra,
         }
 
@@ -298,7 +510,13 @@ class LayerProfile:
             device=str(data.get("device") or "cpu"),
             created_at=str(data.get("created_at") or ""),
             extra=extra,
+            precision=parse_precision(data.get("precision") or "fp32"),
+            structure=_structure(data),
         )
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _layer_dict(layer: LayerGrad) -> dict[str, Any]:

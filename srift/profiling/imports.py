@@ -41,6 +41,7 @@ from enum import StrEnum
 from typing import Any
 
 from srift.domain.profile import PROFILE_SCHEMA_VERSION, ComputeCurve, LayerProfile, ModelProfile
+from srift.domain.structure import Precision
 from srift.errors import InvalidInput
 from srift.limits import LAYERS_PER_PROFILE
 
@@ -259,11 +260,14 @@ def build_profile(
     table_source: str = "table",
     table_sha256: str = "",
     created_at: str = "",
+    precision: Precision | None = None,
 ) -> ModelProfile:
     """A full ModelProfile from a compute table and a layers-only profile, every assumption recorded.
 
     `forward_fraction` splits step times (default FORWARD_FRACTION; ignored when the table has forward and
     backward apart). `update_s` > 0 is taken out of each step time and modelled as the optimizer step.
+    `precision` is what the times were measured in (default: the layers profile's); the layers profile's
+    structure (FLOPs, bytes) is kept only when it was counted in that precision.
     """
     if not accelerator.strip():
         raise InvalidInput(
@@ -333,6 +337,15 @@ def build_profile(
         f"gradient readiness as measured on {layers.device} by the layers-only profile "
         f"({len(layers.layers)} layers, {layers.total_grad_bytes / 1e6:.1f} MB)"
     )
+    measured_in = layers.precision if precision is None else precision
+    structure = layers.structure
+    if structure is not None and structure.precision is not measured_in:
+        assumptions.append(
+            f"the layers profile's FLOPs and bytes were counted in {structure.precision.value}, the times "
+            f"are {measured_in.value}: left out (re-run --layers-only in {measured_in.value} to estimate "
+            "other GPUs from this profile)"
+        )
+        structure = None
     name = (model_name or layers.model).strip()
     return ModelProfile(
         model=name,
@@ -348,6 +361,8 @@ def build_profile(
         threads=None,
         created_at=created_at,
         update_s=update_s,
+        precision=measured_in,
+        structure=structure,
         extra={
             "profiler": "srift.profiling.imports",
             "imported": {

@@ -38,7 +38,7 @@ import math
 import statistics
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -47,6 +47,7 @@ import torch
 from torch import nn
 
 from srift.domain.profile import PROFILE_SCHEMA_VERSION, LayerGrad, LayerProfile, ModelProfile
+from srift.domain.structure import ModelStructure, Precision, parse_precision
 from srift.errors import EnvironmentProblem, Infeasible, InvalidInput
 from srift.profiling import memory
 from srift.profiling.accelerator import MAX_NAME_CHARS, cpu_accelerator_name
@@ -198,6 +199,12 @@ class _Bench:
     input_desc: str
     loss_desc: str
     now: Callable[[], float] = time.perf_counter
+    precision: Precision = Precision.FP32
+    scaler: Any = None
+
+    def __post_init__(self) -> None:
+        if self.precision is Precision.FP16:
+            self.scaler = torch.amp.GradScaler(self.device.type)
 
     @property
     def cuda(self) -> bool:
@@ -210,19 +217,50 @@ class _Bench:
     def inputs(self, batch: int) -> Any:
         return _to_device(self.make_input(batch), self.device)
 
+    def autocast(self) -> AbstractContextManager[Any]:
+        """`torch.autocast` in the profile's dtype for fp16/bf16; nothing otherwise."""
+        if self.precision.autocast:
+            dtype = torch.float16 if self.precision is Precision.FP16 else torch.bfloat16
+            return torch.autocast(self.device.type, dtype=dtype)
+        return nullcontext()
+
     def loss(self, inputs: Any) -> torch.Tensor:
-        return self.loss_fn(_call(self.model, inputs))
+        """Forward and loss, under autocast for fp16/bf16."""
+        with self.autocast():
+            return self.loss_fn(_call(self.model, inputs))
+
+    def backward(self, loss: torch.Tensor) -> None:
+        """Backward; for fp16 through the gradient scaler, as mixed-precision training runs it."""
+        _backward(self.scaler.scale(loss) if self.scaler is not None else loss)
+
+    def optimizer_step(self, optimizer: torch.optim.Optimizer) -> None:
+        if self.scaler is not None:
+            self.scaler.step(optimizer)
+            self.scaler.update()
+        else:
+            optimizer.step()
 
     def step(self, inputs: Any) -> tuple[float, float]:
-        """One forward (with loss) and backward; returns their seconds."""
+        """One forward (with loss) and backward; returns their seconds.
+
+        On CUDA the two phases are timed with CUDA events recorded on the stream around them, read after
+        a synchronisation; elsewhere with the bench's clock.
+        """
         self.model.zero_grad(set_to_none=True)
-        self.sync()
+        if self.cuda:
+            start, mid, end = _cuda_event(), _cuda_event(), _cuda_event()
+            self.sync()
+            start.record()
+            loss = self.loss(inputs)
+            mid.record()
+            self.backward(loss)
+            end.record()
+            end.synchronize()
+            return start.elapsed_time(mid) / 1e3, mid.elapsed_time(end) / 1e3
         t0 = self.now()
         loss = self.loss(inputs)
-        self.sync()
         t1 = self.now()
-        _backward(loss)
-        self.sync()
+        self.backward(loss)
         t2 = self.now()
         return t1 - t0, t2 - t1
 
@@ -256,6 +294,7 @@ def profile_model(
     clock: Clock | str = Clock.WALL,
     refine: bool = True,
     progress: ProgressFn | None = None,
+    precision: Precision | str = Precision.FP32,
 ) -> ModelProfile:
     """Profile a model on this machine (see the module docstring for the method) and return its ModelProfile.
 
@@ -267,8 +306,12 @@ def profile_model(
     for the paper's spread measure) drive readiness, `exec_prob` and `straggler_cv`. `clock` picks wall
     time (default) or, on CPU with one thread, the thread's CPU time (see Clock). `refine=False` keeps the
     paper's four breakpoints even where the curve bends between them (see `curves.refine_breakpoints`).
+    `precision` times under `torch.autocast` for fp16/bf16 (fp16 with a gradient scaler), with TF32 matrix
+    products for tf32, strict float32 for fp32 (see `precision_flags`). The model's structure (per-layer
+    FLOPs, bytes and memory; `srift.profiling.structure`) is counted too, in the same precision.
     """
     started = time.perf_counter()
+    prec = parse_precision(precision)
     _check_positive(repeats=repeats, warmup=warmup + 1, iterations=iterations)
     if threads is not None and threads < 1:
         raise InvalidInput(f"{threads} is below 1", hint="pass --threads 1 or more", field="threads")
@@ -293,10 +336,10 @@ def profile_model(
     if cap < 1:
         raise InvalidInput(f"{cap} is below 1", hint="pass --max-batch 1 or more", field="max_batch")
     report = _Progress(progress)
-    with _threads(threads) as used_threads:
+    with _threads(threads) as used_threads, precision_flags(prec, dev):
         now = clock_function(clock, device=dev, threads=used_threads)
         report("check", 0.0)
-        bench = _build_bench(model_factory, input_factory, loss_fn, dev)
+        bench = _build_bench(model_factory, input_factory, loss_fn, dev, precision=prec)
         bench.now = now
         report("check", 1.0)
         search = _search_max_batch(bench, cap=cap, budget_bytes=memory_budget_bytes, report=report)
@@ -321,6 +364,7 @@ def profile_model(
         acc = torch.cuda.get_device_name(dev)[:MAX_NAME_CHARS]
     else:
         acc = cpu_accelerator_name(used_threads)
+    structure, structure_note = count_structure_or_note(model_factory, input_factory, loss_fn, prec)
     report("done", 1.0)
     return ModelProfile(
         model=name,
@@ -331,6 +375,8 @@ def profile_model(
         layers=ready.layers,
         straggler_cv=ready.straggler_cv,
         update_s=update_s,
+        precision=prec,
+        structure=structure,
         schema_version=PROFILE_SCHEMA_VERSION,
         torch_version=str(torch.__version__),
         device=str(dev),
@@ -360,8 +406,42 @@ def profile_model(
             "update": UPDATE_OPTIMIZER,
             "trainable_bytes": trainable_bytes(bench.model),
             "profile_s": round(time.perf_counter() - started, 3),
+            **({"structure_error": structure_note} if structure_note else {}),
         },
     )
+
+
+def count_structure_or_note(
+    model_factory: Callable[[], nn.Module],
+    input_factory: Callable[[int], Any],
+    loss_fn: Callable[[Any], torch.Tensor] | None,
+    precision: Precision,
+) -> tuple[ModelStructure | None, str | None]:
+    """The model's structure, or None and why not: a profile stays useful without it (no estimates for
+    other accelerators), so a model the counter cannot run does not fail the profile."""
+    from srift.profiling.structure import count_structure
+
+    try:
+        return count_structure(model_factory, input_factory, loss_fn=loss_fn, precision=precision), None
+    except InvalidInput as exc:
+        return None, exc.detail
+
+
+@contextmanager
+def precision_flags(precision: Precision, device: torch.device) -> Iterator[None]:
+    """On CUDA, allow TF32 matrix products and convolutions for tf32 and forbid them otherwise (PyTorch's
+    own default lets cuDNN use TF32 even in "fp32"); restored afterwards. Nothing to set on a CPU."""
+    if device.type != "cuda":
+        yield
+        return
+    old = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
+    allow = precision is Precision.TF32
+    torch.backends.cuda.matmul.allow_tf32 = allow
+    torch.backends.cudnn.allow_tf32 = allow
+    try:
+        yield
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = old
 
 
 DEFAULT_LAYERS_BATCH = 2
@@ -380,15 +460,18 @@ def profile_layers(
     iterations: int = DEFAULT_LAYERS_ITERATIONS,
     model_name: str | None = None,
     progress: ProgressFn | None = None,
+    precision: Precision | str = Precision.FP32,
 ) -> LayerProfile:
     """Gradient sizes and readiness order without the timing sweep (`srift profile --layers-only`).
 
     Builds the model, checks a step at batch 1 and 2 (as `profile_model`), then runs `iterations` steps at
     `batch` with the readiness hooks: each layer's gradient bytes, `ready_frac` (median over iterations) and
     `exec_prob`. No largest-batch search and no compute curves, so a BERT-base-sized model takes seconds on a
-    CPU; the compute times come from elsewhere (`srift profile import`).
+    CPU; the compute times come from elsewhere (`srift profile import`). The model's structure (per-layer
+    FLOPs, bytes and memory in `precision`) is counted too: it is what estimates for other GPUs rest on.
     """
     started = time.perf_counter()
+    prec = parse_precision(precision)
     _check_positive(batch=batch, iterations=iterations)
     if threads is not None and threads < 1:
         raise InvalidInput(f"{threads} is below 1", hint="pass --threads 1 or more", field="threads")
@@ -398,17 +481,20 @@ def profile_layers(
         )
     dev = parse_device(device)
     report = _Progress(progress, _LAYER_STAGES)
-    with _threads(threads) as used_threads:
+    with _threads(threads) as used_threads, precision_flags(prec, dev):
         report("check", 0.0)
-        bench = _build_bench(model_factory, input_factory, loss_fn, dev)
+        bench = _build_bench(model_factory, input_factory, loss_fn, dev, precision=prec)
         report("check", 1.0)
         with _no_gc():
             ready = _readiness(bench, batch=batch, iterations=iterations, report=report)
     name = model_name.strip() if model_name else _default_model_name(model_factory, bench.model)
+    structure, structure_note = count_structure_or_note(model_factory, input_factory, loss_fn, prec)
     report("done", 1.0)
     return LayerProfile(
         model=name,
         layers=ready.layers,
+        precision=prec,
+        structure=structure,
         trainable_bytes=trainable_bytes(bench.model),
         torch_version=str(torch.__version__),
         device=str(dev),
@@ -423,6 +509,7 @@ def profile_layers(
             "iteration_batch": ready.batch,
             "iteration_mean_s": ready.mean_iteration_s,
             "profile_s": round(time.perf_counter() - started, 3),
+            **({"structure_error": structure_note} if structure_note else {}),
         },
     )
 
@@ -508,6 +595,8 @@ def _build_bench(
     input_factory: Callable[[int], Any],
     loss_fn: Callable[[Any], torch.Tensor] | None,
     device: torch.device,
+    *,
+    precision: Precision = Precision.FP32,
 ) -> _Bench:
     """Build the model and check one training step at batch 1 and 2, naming the culprit on failure."""
     model_desc, input_desc = describe(model_factory), describe(input_factory)
@@ -542,6 +631,7 @@ def _build_bench(
         model_desc=model_desc,
         input_desc=input_desc,
         loss_desc=loss_desc,
+        precision=precision,
     )
     numel = {}
     for batch in (1, 2):
@@ -585,7 +675,8 @@ def _checked_inputs(bench: _Bench, batch: int) -> Any:
 def _checked_step(bench: _Bench, inputs: Any) -> None:
     bench.model.zero_grad(set_to_none=True)
     try:
-        output = _call(bench.model, inputs)
+        with bench.autocast():
+            output = _call(bench.model, inputs)
     except Exception as exc:
         if _is_oom(exc):
             raise Infeasible(
@@ -601,7 +692,8 @@ def _checked_step(bench: _Bench, inputs: Any) -> None:
             field="input_factory",
         ) from exc
     try:
-        loss = bench.loss_fn(output)
+        with bench.autocast():
+            loss = bench.loss_fn(output)
     except Exception as exc:
         raise InvalidInput(
             f"loss `{bench.loss_desc}` failed on the model's output: {_failure(exc)}",
@@ -615,7 +707,7 @@ def _checked_step(bench: _Bench, inputs: Any) -> None:
             field="loss_fn",
         )
     try:
-        _backward(loss.reshape(()))
+        bench.backward(loss.reshape(()))
     except Exception as exc:
         raise InvalidInput(
             f"backward through the model from `{bench.model_desc}` failed: {_failure(exc)}",
@@ -778,7 +870,7 @@ def _saved_tensor_estimate(bench: _Bench, inputs: Any) -> int:
 
     with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
         loss = bench.loss(inputs)
-    _backward(loss)
+    bench.backward(loss)
     return int(1.5 * sum(storages.values())) + trainable_bytes(bench.model)
 
 
@@ -940,15 +1032,23 @@ def _update_time(bench: _Bench, *, batch: int, repeats: int) -> float:
     """Median seconds of one optimizer step over the model's parameters: the update that follows the
     gradient exchange in every iteration (for large models on CPU it is a sizeable share of it)."""
     optimizer = torch.optim.SGD(unique_trainable_parameters(bench.model), lr=1e-12)
-    bench.step(bench.inputs(batch))
     times: list[float] = []
     for r in range(repeats + 1):
-        bench.sync()
-        t0 = bench.now()
-        optimizer.step()
-        bench.sync()
+        bench.step(bench.inputs(batch))
+        if bench.cuda:
+            start, end = _cuda_event(), _cuda_event()
+            bench.sync()
+            start.record()
+            bench.optimizer_step(optimizer)
+            end.record()
+            end.synchronize()
+            elapsed = start.elapsed_time(end) / 1e3
+        else:
+            t0 = bench.now()
+            bench.optimizer_step(optimizer)
+            elapsed = bench.now() - t0
         if r:
-            times.append(bench.now() - t0)
+            times.append(elapsed)
     bench.model.zero_grad(set_to_none=True)
     return statistics.median(times)
 
@@ -998,7 +1098,7 @@ def _readiness(bench: _Bench, *, batch: int, iterations: int, report: _Progress)
                 start_event = _cuda_event()
                 end_event = _cuda_event()
                 start_event.record()
-            _backward(loss)
+            bench.backward(loss)
             if end_event is not None:
                 end_event.record()
             bench.sync()

@@ -24,7 +24,12 @@ from srift.optimize.space import Candidate, Problem, build_candidates
 from srift.services.caching import RevisionCache
 from srift.services.network import network_spec, network_view
 from srift.services.profiles import resolve_profiles
-from srift.services.views import breakdown_document, choice_document, predicted_document
+from srift.services.views import (
+    breakdown_document,
+    choice_document,
+    predicted_document,
+    probability_document,
+)
 from srift.settings import Settings
 
 
@@ -158,6 +163,7 @@ def _prepare(
         budget_usd=query.budget_usd,
         max_gpus=query.max_gpus,
         max_vms=query.max_vms,
+        confidence=query.confidence,
     )
     kept = held or {}
     skipped = [f"{name} left out (interrupted; none still running)" for name in excluded if name not in kept]
@@ -255,6 +261,7 @@ def _baseline(b: BaselineResult | None, problem: Problem) -> dict[str, Any] | No
         "predicted": predicted_document(b.prediction),
         "breakdown": breakdown_document(b.prediction.breakdown),
         "feasible": b.feasible,
+        "probability": probability_document(b.prediction, problem.constraints),
     }
 
 
@@ -272,6 +279,8 @@ def plan_result(plan: Plan, problem: Problem, *, profile_sources: tuple[str, ...
         "global_batch": c.global_batch,
         "iterations": c.iterations,
         "predicted": predicted_document(plan.predicted),
+        "confidence": c.confidence,
+        "probability": probability_document(plan.predicted, c),
         "limits": {"time_limit_s": c.time_limit_s, "budget_usd": c.budget_usd},
         "headroom": {"time_s": plan.time_headroom_s, "budget_usd": plan.budget_headroom_usd},
         "breakdown": breakdown_document(plan.predicted.breakdown),

@@ -6,6 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from srift.domain.structure import Precision
 from srift.limits import MAX_LAYERS_PER_PROFILE, MAX_NAME_CHARS
 
 MAX_SAFE_INT = 2**53 - 1
@@ -60,6 +61,91 @@ class LayerIn(BaseModel):
         return value
 
 
+Count = Annotated[int, Field(ge=0, le=MAX_SAFE_INT)]
+AffineIn = Annotated[
+    list[Annotated[float, Field(ge=0)]],
+    Field(min_length=2, max_length=2, description="[fixed, per_sample]: value = fixed + per_sample · batch"),
+]
+
+
+class PassWorkIn(BaseModel):
+    """One layer's work in one pass: FLOPs and bytes of matrix products, bytes of other operators, kernels."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    matmul_flops: AffineIn
+    matmul_bytes: AffineIn
+    other_bytes: AffineIn
+    kernels: Count
+
+
+class LayerWorkIn(BaseModel):
+    """The work one module does itself (not its children), forward and backward."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    name: str = Field(min_length=1, max_length=1000, description="module path")
+    forward: PassWorkIn
+    backward: PassWorkIn
+    backward_order: Count = Field(description="rank by when the layer's backward work ends (0 first)")
+    grad_bytes: Count = Field(default=0, description="bytes of the gradients of the module's own parameters")
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        _no_nul(value, "name")
+        return value
+
+
+class MemoryUseIn(BaseModel):
+    """Bytes one device needs to train the model (see srift.domain.structure.MemoryUse)."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    parameter_bytes: Count
+    gradient_bytes: Count = Field(description="in the gradients' dtype")
+    optimizer_state_bytes: Count
+    optimizer: str = Field(default="", max_length=1000)
+    activation_bytes: AffineIn = Field(description="peak bytes of a step beyond parameters, gradients, state")
+    saved_bytes: AffineIn = Field(description="the part saved for backward")
+
+
+class StructureIn(BaseModel):
+    """Per-layer FLOPs and bytes moved and memory per sample: what estimates for other GPUs rest on."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    precision: Precision = Field(default=Precision.FP32)
+    method: str = Field(default="", max_length=1000, description="how it was counted")
+    memory: MemoryUseIn
+    update_bytes: Count = Field(description="bytes the optimizer step moves")
+    update_kernels: Count
+    layers: list[LayerWorkIn] = Field(min_length=1, max_length=MAX_LAYERS_PER_PROFILE)
+
+    @field_validator("method")
+    @classmethod
+    def _method(cls, value: str) -> str:
+        _no_nul(value, "method")
+        return value
+
+
+class EstimateIn(BaseModel):
+    """How an estimated profile was made (absent for measured ones)."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    method: Literal["roofline", "scaled"]
+    spread: float = Field(ge=0, le=5, description="relative 1-σ error of such estimates, out of sample")
+    calibration: str = Field(default="", max_length=200)
+    based_on: str | None = Field(default=None, max_length=NAME_CHARS, description="accelerator measured on")
+
+    @field_validator("calibration", "based_on")
+    @classmethod
+    def _strings(cls, value: Any) -> Any:
+        _no_nul(value, "value")
+        return value
+
+
 class ProfileIn(BaseModel):
     """A compute profile document as written by `srift profile --out` (schema version 1)."""
 
@@ -86,6 +172,16 @@ class ProfileIn(BaseModel):
     device: str = Field(default="cpu", max_length=100, description="torch device the profile ran on")
     threads: int | None = Field(default=None, ge=1, le=100_000, description="CPU threads used, if recorded")
     created_at: str = Field(default="", max_length=100, description="ISO 8601 time the profile was made")
+    precision: Precision = Field(
+        default=Precision.FP32, description="fp32, tf32, fp16 or bf16 (autocast) as profiled"
+    )
+    source: Literal["measured", "estimate:roofline", "estimate:scaled"] | None = Field(
+        default=None, description="measured, or estimate:<method> (must agree with `estimate`)"
+    )
+    estimate: EstimateIn | None = Field(default=None, description="set when the curves are estimates")
+    structure: StructureIn | None = Field(
+        default=None, description="per-layer FLOPs, bytes and memory (lets Srift estimate other GPUs)"
+    )
     extra: dict[str, Any] = Field(
         default_factory=dict, description="free-form facts (raw measurements, budget)"
     )
@@ -135,6 +231,10 @@ class ProfileOut(BaseModel):
     device: str
     threads: int | None
     created_at: str
+    precision: Precision = Precision.FP32
+    source: str = Field(default="measured", description="measured or estimate:<method>")
+    estimate: dict[str, Any] | None = None
+    structure: dict[str, Any] | None = None
     extra: dict[str, Any]
 
 

@@ -1,0 +1,125 @@
+"""Accelerator specs in the catalog: datasheet figures, and how instance types and profiles map to them.
+
+The figures live in `srift/catalog/specs/accelerators.yaml` (format srift-accelerators/1, every figure with
+its vendor source); they are read once, on first use. An instance type maps to the spec whose `match` has
+its `gpu_model` and the GPU memory nearest to the type's; a profile's accelerator label maps by the CUDA
+device names and labels a spec lists (exact, case and punctuation aside), else by a catalog GPU model named
+in it (the spec with the least memory, unless the label names a memory size).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from importlib import resources
+from typing import Any
+
+import yaml
+
+from srift.domain.accelerator import AcceleratorSpec
+from srift.domain.catalog import InstanceType
+from srift.domain.structure import Precision
+from srift.errors import ConfigurationError
+
+FORMAT = "srift-accelerators/1"
+
+
+def _norm(text: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", text.lower())
+
+
+def parse_specs(document: Any, *, where: str = "accelerators.yaml") -> tuple[AcceleratorSpec, ...]:
+    """Validate a srift-accelerators/1 document; ConfigurationError names the entry and field at fault."""
+
+    def fail(detail: str, field: str) -> ConfigurationError:
+        return ConfigurationError(f"{where}: {detail}", hint="fix the shipped accelerator specs", field=field)
+
+    if not isinstance(document, dict) or document.get("format") != FORMAT:
+        raise fail(f"not a {FORMAT} document", "format")
+    sources = document.get("sources") or {}
+    out: list[AcceleratorSpec] = []
+    for i, raw in enumerate(document.get("accelerators") or []):
+        at = f"accelerators[{i}]"
+        source = raw.get("source")
+        if source not in sources:
+            raise fail(f"source {source!r} is not listed under sources", f"{at}.source")
+        peaks = raw.get("peak_tflops") or {}
+        if set(peaks) != {p.value for p in Precision}:
+            raise fail("peak_tflops needs fp32, tf32, fp16 and bf16", f"{at}.peak_tflops")
+        for key in ("memory_gib", "memory_gbps"):
+            if not isinstance(raw.get(key), int | float) or raw[key] <= 0:
+                raise fail(f"{key} must be a positive number", f"{at}.{key}")
+        if any(not isinstance(v, int | float) or v <= 0 for v in peaks.values()):
+            raise fail("every peak must be a positive number", f"{at}.peak_tflops")
+        match = raw.get("match") or {}
+        out.append(
+            AcceleratorSpec(
+                name=str(raw["name"]),
+                memory_gib=float(raw["memory_gib"]),
+                memory_gbps=float(raw["memory_gbps"]),
+                memory_type=str(raw.get("memory_type") or ""),
+                peak_tflops={Precision(k): float(v) for k, v in peaks.items()},
+                source=str(source),
+                source_text=str(sources[source]["text"]),
+                source_as_of=str(sources[source]["as_of"]),
+                names=tuple(str(n) for n in raw.get("names") or ()),
+                match_gpu_model=match.get("gpu_model"),
+                match_memory_gib=float(match["memory_gib"]) if "memory_gib" in match else None,
+                note=str(raw.get("note") or ""),
+            )
+        )
+    names = [s.name for s in out]
+    if len(set(names)) != len(names):
+        raise fail("accelerator names must be unique", "accelerators")
+    return tuple(out)
+
+
+@functools.lru_cache(maxsize=1)
+def accelerator_specs() -> tuple[AcceleratorSpec, ...]:
+    """The shipped accelerator specs (read once)."""
+    text = resources.files("srift.catalog").joinpath("specs/accelerators.yaml").read_text()
+    return parse_specs(yaml.safe_load(text))
+
+
+def spec_named(name: str) -> AcceleratorSpec:
+    """The spec called `name` (e.g. "A100-SXM4-80GB"); KeyError when there is none."""
+    for spec in accelerator_specs():
+        if spec.name == name:
+            return spec
+    raise KeyError(name)
+
+
+def spec_for_instance(instance: InstanceType) -> AcceleratorSpec | None:
+    """The spec of an instance type's GPUs (nearest memory among its GPU model's), None for CPU types."""
+    if not instance.gpu_model:
+        return None
+    return _for_gpu_model(instance.gpu_model, instance.gpu_memory_gib)
+
+
+@functools.lru_cache(maxsize=256)
+def _for_gpu_model(gpu_model: str, memory_gib: float | None) -> AcceleratorSpec | None:
+    wanted = _norm(gpu_model)
+    found = [s for s in accelerator_specs() if s.match_gpu_model and _norm(s.match_gpu_model) == wanted]
+    if not found:
+        return None
+    if memory_gib is None:
+        return min(found, key=lambda s: s.match_memory_gib or s.memory_gib)
+    return min(found, key=lambda s: abs((s.match_memory_gib or s.memory_gib) - memory_gib))
+
+
+@functools.lru_cache(maxsize=1024)
+def spec_for_accelerator(label: str) -> AcceleratorSpec | None:
+    """The spec a profile's accelerator label names ("Tesla T4", "NVIDIA A100-SXM4-80GB", "A10G"), or None
+    (CPU and instance-type labels)."""
+    text = _norm(label)
+    if not text or text.startswith("cpu"):
+        return None
+    for spec in accelerator_specs():
+        if text == _norm(spec.name) or any(text == _norm(n) for n in spec.names):
+            return spec
+    memory = re.search(r"(\d+)\s*gb", label.lower())
+    for spec in accelerator_specs():
+        model = spec.match_gpu_model
+        if model and re.search(rf"(^|[^a-z0-9]){re.escape(model.lower())}([^a-z0-9]|$)", label.lower()):
+            return _for_gpu_model(model, float(memory.group(1)) if memory else None)
+    return None

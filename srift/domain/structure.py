@@ -1,0 +1,301 @@
+"""A model's structure without its target GPU: per-layer FLOPs and bytes moved, and memory per sample.
+
+Counted once by running the model on fake tensors (see `srift.profiling.structure`), it is what lets Srift
+estimate compute on accelerators nobody profiled: the roofline estimator (`srift.estimate`) turns it and an
+accelerator's specs into forward/backward curves and the largest batch that fits.
+
+Every count is affine in the per-device batch b: value(b) = fixed + per_sample · b (weights are read once
+per step whatever the batch; activations scale with it). FLOPs are those of matrix products, convolutions
+and attention (what `torch.utils.flop_counter` counts, the work tensor cores do); bytes are every operator's
+inputs plus outputs, split into those of the FLOP-counted operators and of all others (element-wise ops,
+normalisation, reductions: memory-bound work).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from srift.errors import InvalidInput
+from srift.limits import LAYERS_PER_PROFILE
+
+
+class Precision(StrEnum):
+    """The arithmetic a profile was measured or counted in.
+
+    FP32: strict float32. TF32: float32 tensors, matrix products on TF32 tensor cores
+    (`torch.backends.cuda.matmul.allow_tf32`). FP16 / BF16: `torch.autocast` with that dtype (a gradient
+    scaler for fp16); parameters and their gradients stay float32.
+    """
+
+    FP32 = "fp32"
+    TF32 = "tf32"
+    FP16 = "fp16"
+    BF16 = "bf16"
+
+    @property
+    def autocast(self) -> bool:
+        return self in (Precision.FP16, Precision.BF16)
+
+
+def parse_precision(value: Any, *, field: str = "precision") -> Precision:
+    """A Precision from its name; InvalidInput listing the choices otherwise."""
+    try:
+        return Precision(str(value).strip().lower())
+    except ValueError:
+        raise InvalidInput(
+            f"{value!r} is not a precision",
+            hint=f"use one of {', '.join(p.value for p in Precision)}",
+            field=field,
+        ) from None
+
+
+@dataclass(frozen=True, slots=True)
+class Affine:
+    """fixed + per_sample · batch, both ≥ 0."""
+
+    fixed: float
+    per_sample: float
+
+    def at(self, batch: float) -> float:
+        return self.fixed + self.per_sample * batch
+
+    def plus(self, other: Affine) -> Affine:
+        return Affine(self.fixed + other.fixed, self.per_sample + other.per_sample)
+
+    def to_list(self) -> list[float]:
+        return [self.fixed, self.per_sample]
+
+    @classmethod
+    def through(cls, *, b1: int, v1: float, b2: int, v2: float) -> Affine:
+        """The line through two counts, clipped so neither part is negative."""
+        slope = max((v2 - v1) / (b2 - b1), 0.0)
+        return cls(max(v1 - slope * b1, 0.0), slope)
+
+
+ZERO = Affine(0.0, 0.0)
+
+
+@dataclass(frozen=True, slots=True)
+class PassWork:
+    """One layer's work in one pass (forward or backward)."""
+
+    matmul_flops: Affine
+    matmul_bytes: Affine
+    other_bytes: Affine
+    kernels: int
+
+    def plus(self, other: PassWork) -> PassWork:
+        return PassWork(
+            self.matmul_flops.plus(other.matmul_flops),
+            self.matmul_bytes.plus(other.matmul_bytes),
+            self.other_bytes.plus(other.other_bytes),
+            self.kernels + other.kernels,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "matmul_flops": self.matmul_flops.to_list(),
+            "matmul_bytes": self.matmul_bytes.to_list(),
+            "other_bytes": self.other_bytes.to_list(),
+            "kernels": self.kernels,
+        }
+
+
+EMPTY_PASS = PassWork(ZERO, ZERO, ZERO, 0)
+
+
+@dataclass(frozen=True, slots=True)
+class LayerWork:
+    """The work done directly by one module (not by its children), in forward order.
+
+    `backward_order` ranks the layers by when their backward work ends (0 ends first): gradients of the
+    layer's own parameters are ready then. `grad_bytes` are those gradients' bytes (0 for a module without
+    parameters of its own; a shared parameter belongs to the first module that owns it).
+    """
+
+    name: str
+    forward: PassWork
+    backward: PassWork
+    backward_order: int
+    grad_bytes: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "forward": self.forward.to_dict(),
+            "backward": self.backward.to_dict(),
+            "backward_order": self.backward_order,
+            "grad_bytes": self.grad_bytes,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryUse:
+    """Bytes one device needs to train the model, at a per-device batch b.
+
+    `parameter_bytes`, `gradient_bytes` (in the gradients' dtype) and `optimizer_state_bytes` (the state of
+    `optimizer`) do not depend on b. `activation_bytes` is the peak of everything else alive during a
+    forward+backward step (activations saved for backward, their gradients, temporaries, the input batch);
+    `saved_bytes` is the part saved for backward.
+    """
+
+    parameter_bytes: int
+    gradient_bytes: int
+    optimizer_state_bytes: int
+    optimizer: str
+    activation_bytes: Affine
+    saved_bytes: Affine
+
+    def step_bytes(self, batch: float) -> float:
+        """Peak bytes of a training step at per-device batch `batch`."""
+        fixed = self.parameter_bytes + self.gradient_bytes + self.optimizer_state_bytes
+        return fixed + self.activation_bytes.at(batch)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "parameter_bytes": self.parameter_bytes,
+            "gradient_bytes": self.gradient_bytes,
+            "optimizer_state_bytes": self.optimizer_state_bytes,
+            "optimizer": self.optimizer,
+            "activation_bytes": self.activation_bytes.to_list(),
+            "saved_bytes": self.saved_bytes.to_list(),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ModelStructure:
+    """Per-layer work and memory of one model in one precision (see the module docstring)."""
+
+    precision: Precision
+    layers: tuple[LayerWork, ...]
+    memory: MemoryUse
+    update_bytes: int
+    update_kernels: int
+    method: str
+
+    @property
+    def forward(self) -> PassWork:
+        return _total(layer.forward for layer in self.layers)
+
+    @property
+    def backward(self) -> PassWork:
+        return _total(layer.backward for layer in self.layers)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "precision": self.precision.value,
+            "method": self.method,
+            "memory": self.memory.to_dict(),
+            "update_bytes": self.update_bytes,
+            "update_kernels": self.update_kernels,
+            "layers": [layer.to_dict() for layer in self.layers],
+        }
+
+    @classmethod
+    def from_dict(cls, data: Any, *, field: str = "structure") -> ModelStructure:
+        """Parse a structure document; InvalidInput names the field at fault."""
+        if not isinstance(data, dict):
+            raise InvalidInput("must be an object", hint="give the structure written by srift", field=field)
+        precision = parse_precision(data.get("precision", "fp32"), field=f"{field}.precision")
+        raw_layers = data.get("layers")
+        if not isinstance(raw_layers, list) or not raw_layers:
+            raise InvalidInput(
+                "must be a non-empty list", hint="list the model's layers", field=f"{field}.layers"
+            )
+        LAYERS_PER_PROFILE.check(len(raw_layers), field=f"{field}.layers")
+        layers = tuple(_layer(raw, f"{field}.layers[{i}]") for i, raw in enumerate(raw_layers))
+        mem = data.get("memory")
+        where = f"{field}.memory"
+        if not isinstance(mem, dict):
+            raise InvalidInput("must be an object", hint="give the memory use", field=where)
+        memory = MemoryUse(
+            parameter_bytes=_count(mem, "parameter_bytes", where),
+            gradient_bytes=_count(mem, "gradient_bytes", where),
+            optimizer_state_bytes=_count(mem, "optimizer_state_bytes", where),
+            optimizer=_text(mem, "optimizer", where),
+            activation_bytes=_affine(mem.get("activation_bytes"), f"{where}.activation_bytes"),
+            saved_bytes=_affine(mem.get("saved_bytes"), f"{where}.saved_bytes"),
+        )
+        return cls(
+            precision=precision,
+            layers=layers,
+            memory=memory,
+            update_bytes=_count(data, "update_bytes", field),
+            update_kernels=_count(data, "update_kernels", field),
+            method=_text(data, "method", field),
+        )
+
+
+def _total(parts: Any) -> PassWork:
+    total = EMPTY_PASS
+    for part in parts:
+        total = total.plus(part)
+    return total
+
+
+def _count(data: dict[str, Any], key: str, where: str) -> int:
+    value = data.get(key)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InvalidInput(
+            f"{value!r} is not a count ≥ 0", hint=f"give `{key}` as an integer", field=f"{where}.{key}"
+        )
+    return value
+
+
+def _text(data: dict[str, Any], key: str, where: str) -> str:
+    value = data.get(key, "")
+    if not isinstance(value, str) or len(value) > 1000:
+        raise InvalidInput(
+            "must be a string (≤ 1000 characters)", hint=f"give `{key}` as text", field=f"{where}.{key}"
+        )
+    return value
+
+
+def _affine(value: Any, where: str) -> Affine:
+    if (
+        not isinstance(value, list)
+        or len(value) != 2
+        or not all(isinstance(v, int | float) and not isinstance(v, bool) for v in value)
+        or not all(math.isfinite(v) and v >= 0 for v in value)
+    ):
+        raise InvalidInput(
+            f"{value!r} is not [fixed, per_sample]",
+            hint="give two finite numbers ≥ 0: the batch-independent part and the part per sample",
+            field=where,
+        )
+    return Affine(float(value[0]), float(value[1]))
+
+
+def _pass(value: Any, where: str) -> PassWork:
+    if not isinstance(value, dict):
+        raise InvalidInput(
+            "must be an object", hint="give matmul_flops, matmul_bytes, other_bytes, kernels", field=where
+        )
+    return PassWork(
+        matmul_flops=_affine(value.get("matmul_flops"), f"{where}.matmul_flops"),
+        matmul_bytes=_affine(value.get("matmul_bytes"), f"{where}.matmul_bytes"),
+        other_bytes=_affine(value.get("other_bytes"), f"{where}.other_bytes"),
+        kernels=_count(value, "kernels", where),
+    )
+
+
+def _layer(raw: Any, where: str) -> LayerWork:
+    if not isinstance(raw, dict):
+        raise InvalidInput(
+            "must be an object", hint="give name, forward, backward, backward_order", field=where
+        )
+    name = raw.get("name")
+    if not isinstance(name, str) or not 0 < len(name) <= 1000:
+        raise InvalidInput(
+            "must be a module name of 1–1000 characters", hint="name the module", field=f"{where}.name"
+        )
+    return LayerWork(
+        name=name,
+        forward=_pass(raw.get("forward"), f"{where}.forward"),
+        backward=_pass(raw.get("backward"), f"{where}.backward"),
+        backward_order=_count(raw, "backward_order", where),
+        grad_bytes=_count({"grad_bytes": raw.get("grad_bytes", 0)}, "grad_bytes", where),
+    )

@@ -1,0 +1,265 @@
+"""Estimated compute profiles for accelerators nobody profiled on.
+
+`estimate_profile` builds a full ModelProfile (forward/backward curves, largest batch, gradient readiness,
+update time, straggler spread) for one accelerator spec from a model's structure (per-layer FLOPs, bytes,
+memory; `srift.profiling.structure`), in one of two ways:
+
+- **scaled** (`estimate:scaled`): from a profile *measured* on another accelerator with a known spec. At
+  each batch the measured forward (backward) time is multiplied by the ratio of the two accelerators'
+  roofline times (`srift.estimate.roofline`); gradient readiness and the straggler spread are the measured
+  ones. Batches above the measured profile's largest use its ratio there.
+- **roofline** (`estimate:roofline`): from the structure alone, with the calibration's efficiencies and,
+  for models the public table has (ResNet-50, BERT-base), that model's time factor.
+
+The largest batch is the one whose training step fits the accelerator's memory (parameters, gradients,
+Adam's state and the step's peak activations). Curves have breakpoints at 1, 2, 4, … and the largest batch.
+Every estimate carries `estimate` (method, source accelerator, calibration) and a `spread`, the relative
+1-σ error of that method measured leaving one accelerator out (`srift.estimate.calibration`).
+`complete_profiles` adds estimates for the instance types a request's measured profiles do not cover.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from srift.catalog.accelerators import spec_for_accelerator, spec_for_instance
+from srift.domain.accelerator import AcceleratorSpec
+from srift.domain.catalog import InstanceType
+from srift.domain.profile import (
+    PROFILE_SCHEMA_VERSION,
+    ComputeCurve,
+    EstimateInfo,
+    LayerGrad,
+    ModelProfile,
+)
+from srift.domain.structure import ModelStructure, Precision
+from srift.estimate.calibration import Calibration, precision_group, shipped_calibration
+from srift.estimate.roofline import RooflineTimes, fitting_batch, roofline_times
+
+MAX_ESTIMATED_BATCH = 1 << 16
+"""Largest per-GPU batch an estimate offers (the optimizer's search space grows with it)."""
+
+READINESS_BATCH_FRACTION = 1 / 3
+"""Gradient readiness is computed at ⅓ of the largest batch, where the profiler measures it."""
+
+
+@dataclass(frozen=True, slots=True)
+class Estimated:
+    """An estimate, or why there is none (`profile` None and `note` says)."""
+
+    profile: ModelProfile | None
+    note: str
+
+
+def curve_batches(max_batch: int) -> tuple[int, ...]:
+    """1, 2, 4, … below `max_batch`, then `max_batch`."""
+    out = []
+    b = 1
+    while b < max_batch:
+        out.append(b)
+        b *= 2
+    out.append(max_batch)
+    return tuple(out)
+
+
+def _readiness(structure: ModelStructure, times: RooflineTimes) -> tuple[LayerGrad, ...]:
+    """Trainable layers with the share of the backward pass done when their last backward work ends."""
+    order = sorted(range(len(structure.layers)), key=lambda i: structure.layers[i].backward_order)
+    total = sum(times.backward_layers_s) or 1.0
+    done = 0.0
+    ready: list[LayerGrad] = []
+    for i in order:
+        done += times.backward_layers_s[i]
+        layer = structure.layers[i]
+        if layer.grad_bytes > 0:
+            ready.append(
+                LayerGrad(
+                    name=layer.name, grad_bytes=layer.grad_bytes, ready_frac=round(min(done / total, 1.0), 6)
+                )
+            )
+    return tuple(ready)
+
+
+def _straggler_cv(accelerator: str) -> float:
+    from srift.profiling.imports import straggler_cv_for
+
+    return straggler_cv_for(accelerator)[0]
+
+
+def estimate_profile(
+    *,
+    model: str,
+    structure: ModelStructure,
+    spec: AcceleratorSpec,
+    accelerator: str | None = None,
+    precision: Precision | None = None,
+    memory_gib: float | None = None,
+    anchor: ModelProfile | None = None,
+    anchor_spec: AcceleratorSpec | None = None,
+    calibration: Calibration | None = None,
+) -> Estimated:
+    """An estimated profile of `model` on `spec` (see the module docstring).
+
+    `precision` (default: the structure's) must be in the structure's group (fp32 structures serve fp32
+    and tf32). `accelerator` labels the profile (default: the spec's name); `memory_gib` overrides the
+    spec's memory (EC2 reports a little less than the datasheet). With `anchor` (a measured profile in the
+    same precision group) and its `anchor_spec` the estimate is scaled from it.
+    """
+    cal = calibration or shipped_calibration()
+    prec = precision or structure.precision
+    eff = cal.efficiency
+    memory = (memory_gib if memory_gib and memory_gib > 0 else spec.memory_gib) * 2**30
+    max_batch = min(fitting_batch(structure, memory_bytes=memory), MAX_ESTIMATED_BATCH)
+    label = accelerator or spec.name
+    if max_batch < 1:
+        need = structure.memory.step_bytes(1) / 2**30
+        return Estimated(None, f"{model} does not fit on {label} (needs {need:.1f} GiB at batch 1)")
+    batches = curve_batches(max_batch)
+    rf = [roofline_times(structure, spec=spec, batch=b, efficiency=eff, precision=prec) for b in batches]
+    readiness_batch = max(1, round(max_batch * READINESS_BATCH_FRACTION))
+    ready_times = roofline_times(structure, spec=spec, batch=readiness_batch, efficiency=eff, precision=prec)
+    if anchor is not None and anchor_spec is not None:
+        factors_fw, factors_bw = [], []
+        for b in batches:
+            at = min(b, anchor.max_batch)
+            ra = roofline_times(
+                structure, spec=anchor_spec, batch=at, efficiency=eff, precision=anchor.precision
+            )
+            factors_fw.append(anchor.forward.time_s(at) / ra.forward_s)
+            factors_bw.append(anchor.backward.time_s(at) / ra.backward_s)
+        anchor_update = roofline_times(
+            structure, spec=anchor_spec, batch=1, efficiency=eff, precision=anchor.precision
+        ).update_s
+        update_factor = anchor.update_s / anchor_update if anchor.update_s > 0 else factors_bw[-1]
+        layers = anchor.layers
+        cv = anchor.straggler_cv
+        info = EstimateInfo(
+            method="scaled", spread=cal.spreads["scaled"], calibration=cal.name, based_on=anchor.accelerator
+        )
+        how = f"scaled from the profile measured on {anchor.accelerator} ({anchor_spec.name})"
+    else:
+        factor = cal.factor(model, prec)
+        factors_fw = factors_bw = [factor or 1.0] * len(batches)
+        update_factor = factor or 1.0
+        layers = _readiness(structure, ready_times)
+        cv = _straggler_cv(label)
+        info = EstimateInfo(
+            method="roofline",
+            spread=cal.spreads["model" if factor is not None else "pooled"],
+            calibration=cal.name,
+        )
+        how = (
+            f"roofline with {model}'s factor {factor:g} from the public table"
+            if factor is not None
+            else "roofline, pooled calibration (the model is not in the public table)"
+        )
+    if not layers:
+        return Estimated(None, f"{model} has no trainable layers to estimate")
+    forward = ComputeCurve(batches, tuple(r.forward_s * f for r, f in zip(rf, factors_fw, strict=True)))
+    backward = ComputeCurve(batches, tuple(r.backward_s * f for r, f in zip(rf, factors_bw, strict=True)))
+    profile = ModelProfile(
+        model=model,
+        accelerator=label,
+        max_batch=max_batch,
+        forward=forward,
+        backward=backward,
+        layers=layers,
+        straggler_cv=cv,
+        update_s=rf[0].update_s * update_factor,
+        schema_version=PROFILE_SCHEMA_VERSION,
+        device="estimate",
+        precision=prec,
+        estimate=info,
+        extra={
+            "estimated": how,
+            "accelerator_spec": spec.name,
+            "spec_source": spec.source_text,
+            "memory_gib": round(memory / 2**30, 3),
+            "max_batch_limited_by": "memory" if max_batch < MAX_ESTIMATED_BATCH else "cap",
+            "structure": structure.method,
+        },
+    )
+    return Estimated(profile, how)
+
+
+def _same_group(a: Precision, b: Precision) -> bool:
+    return precision_group(a) == precision_group(b)
+
+
+def complete_profiles(
+    profiles: Sequence[ModelProfile],
+    instances: Sequence[InstanceType],
+    *,
+    precision: Precision,
+    calibration: Calibration | None = None,
+) -> tuple[list[ModelProfile], list[str]]:
+    """`profiles` plus estimates for the GPU instance types none of them covers; notes on what was done.
+
+    Measured and stored profiles come first, so a type any of them matches keeps it (a measured profile
+    always wins). An estimate is scaled from the first measured profile with a structure whose accelerator
+    has a known spec, else roofline from any profile's structure (in `precision`'s group). Types whose
+    model does not fit, CPU types and GPUs without a spec get no estimate.
+    """
+    out = list(profiles)
+    notes: list[str] = []
+    structure = next(
+        (
+            p.structure
+            for p in profiles
+            if p.structure is not None and _same_group(p.structure.precision, precision)
+        ),
+        None,
+    )
+    if structure is None or not profiles:
+        return out, notes
+    anchor = next(
+        (
+            p
+            for p in profiles
+            if not p.is_estimate
+            and _same_group(p.precision, precision)
+            and spec_for_accelerator(p.accelerator) is not None
+        ),
+        None,
+    )
+    anchor_spec = spec_for_accelerator(anchor.accelerator) if anchor is not None else None
+    done: set[str] = set()
+    for instance in instances:
+        if any(instance.matches_accelerator(p.accelerator) for p in out):
+            continue
+        spec = spec_for_instance(instance)
+        if spec is None or spec.name in done:
+            continue
+        done.add(spec.name)
+        made = estimate_profile(
+            model=profiles[0].model,
+            structure=structure,
+            spec=spec,
+            precision=precision,
+            memory_gib=instance.gpu_memory_gib or None,
+            anchor=anchor,
+            anchor_spec=anchor_spec,
+            calibration=calibration,
+        )
+        if made.profile is None:
+            notes.append(made.note)
+            continue
+        out.append(made.profile)
+        notes.append(
+            f"{spec.name}: estimated ({made.note}, ±{100 * made.profile.estimate.spread:.0f} %)"
+            if made.profile.estimate is not None
+            else made.note
+        )
+    return out, notes
+
+
+def spread_of(profiles: Sequence[ModelProfile]) -> float:
+    """The largest estimate spread among `profiles` (0 when all are measured)."""
+    return max((p.estimate.spread for p in profiles if p.estimate is not None), default=0.0)
+
+
+def log_normal_quantile(spread: float, z: float) -> float:
+    """exp(z·σ): the factor of a multiplicative error with log-σ `spread` at standard-normal `z`."""
+    return math.exp(z * spread)

@@ -1,0 +1,279 @@
+"""The public GPU throughput table, the estimator's calibration on it, and leave-one-accelerator-out checks.
+
+Data: `srift/estimate/data/lambdal_throughput.csv` (its header cites the source, commits and every
+assumption): samples/s of ResNet-50 and BERT-base training on 1–8 GPUs of 12 GPU models, fp32 (TF32 on
+Ampere and later) and fp16 (autocast), with the batch each was measured at.
+
+Calibration (`fit`): on single-GPU rows only, least squares on log throughput, predicted as batch /
+((forward + backward + update roofline seconds) × factor): three efficiencies and the HBM bandwidth factor
+shared by every model and GPU, and one time factor per (model, precision group) whose logarithms average to
+zero within a group (so the efficiencies carry the pooled level that models outside the table get). Rows
+that repeat a GPU model (several vendors' H100 systems) are averaged first, so no GPU weighs more than
+another.
+
+Checks (`leave_one_accelerator_out`): for each GPU model, fit on every other GPU's rows and predict its
+rows three ways: `model` (the model's factor from the other GPUs), `pooled` (factor 1: a model the table
+does not have), `scaled` (each other GPU's measurement of the same model and precision, scaled by the two
+GPUs' roofline times: a user's profile from one accelerator).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import statistics
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from importlib import resources
+
+import numpy as np
+from scipy.optimize import least_squares  # type: ignore[import-untyped]
+
+from srift.catalog.accelerators import spec_named
+from srift.domain.accelerator import AcceleratorSpec
+from srift.domain.structure import ModelStructure, Precision
+from srift.estimate.calibration import GROUPS, Calibration, precision_group
+from srift.estimate.roofline import Efficiency
+
+TABLE = "data/lambdal_throughput.csv"
+TABLE_SOURCE = (
+    "lambdal/deeplearning-benchmark pytorch-train-throughput-{fp32,fp16}.csv @0551cb70 and "
+    "pytorch-train-bs-{fp32,fp16}.csv @08d77c41 (srift/estimate/data/lambdal_throughput.csv)"
+)
+EAGER_KERNEL_S = 7.21e-6
+EAGER_KERNEL_SOURCE = (
+    "benchmarks/eager_overhead.py, 2026-11-23 20:30 UTC on the development host (AMD EPYC, one thread, "
+    "PyTorch 2.13 eager): median 7.21 µs of host time per kernel (docs/BENCHMARKS.md, 'eager kernel "
+    "overhead'); a GPU host adds the CUDA launch, so it is a lower bound"
+)
+"""The host time of one eager kernel: the floor of an estimated pass (kernels × it)."""
+
+PRECISION_OF_LABEL = {"fp32": Precision.TF32, "fp16": Precision.FP16}
+"""The table's fp32 rows ran with TF32 tensor cores on Ampere and later (see the CSV header); GPUs without
+TF32 run tf32 at their fp32 rate, so TF32 prices every fp32 row right."""
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """One measurement of the public table (throughput of the whole node)."""
+
+    row: str
+    gpu: str
+    gpus: int
+    model: str
+    precision: Precision
+    samples_per_s: float
+    global_batch: int
+    batch_from: str
+    interconnect: str
+    interconnect_gbps: float
+
+    @property
+    def per_gpu_batch(self) -> int:
+        return self.global_batch // self.gpus
+
+    @property
+    def spec(self) -> AcceleratorSpec:
+        return spec_named(self.gpu)
+
+
+def read_table(text: str | None = None) -> list[Row]:
+    """The shipped table's rows (or those of `text` in the same CSV format)."""
+    if text is None:
+        text = resources.files("srift.estimate").joinpath(TABLE).read_text()
+    lines = [line for line in io.StringIO(text) if not line.startswith("#")]
+    return [
+        Row(
+            row=r["row"],
+            gpu=r["gpu"],
+            gpus=int(r["gpus"]),
+            model=r["model"],
+            precision=PRECISION_OF_LABEL[r["precision"]],
+            samples_per_s=float(r["samples_per_s"]),
+            global_batch=int(r["global_batch"]),
+            batch_from=r["batch_from"],
+            interconnect=r["interconnect"],
+            interconnect_gbps=float(r["interconnect_gbps"]),
+        )
+        for r in csv.DictReader(lines)
+    ]
+
+
+StructureOf = Callable[[str, Precision], ModelStructure]
+
+
+class _Work:
+    """One single-GPU observation as arrays, so a roofline time costs a few numpy operations."""
+
+    def __init__(self, row: Row, structure: ModelStructure) -> None:
+        b = row.per_gpu_batch
+        layers = [(x.forward, x.backward) for x in structure.layers]
+        passes = [p for pair in layers for p in pair]
+        self.flops = np.array([p.matmul_flops.at(b) for p in passes])
+        self.matmul_bytes = np.array([p.matmul_bytes.at(b) for p in passes])
+        self.other_bytes = float(sum(p.other_bytes.at(b) for p in passes))
+        self.update_bytes = float(structure.update_bytes)
+        self.kernels_fw = structure.forward.kernels
+        self.kernels_bw = structure.backward.kernels
+        self.batch = b
+        self.spec = row.spec
+        self.peak = self.spec.peak_flops(row.precision)
+
+    def seconds(self, eff: Efficiency) -> float:
+        """forward + backward + update roofline seconds, as `srift.estimate.roofline` computes them."""
+        bandwidth = eff.bandwidth(self.spec)
+        matmul = np.maximum(
+            self.flops / (self.peak * eff.compute), self.matmul_bytes / (bandwidth * eff.matmul_memory)
+        )
+        other = (self.other_bytes + self.update_bytes) / (bandwidth * eff.other_memory)
+        floor = (self.kernels_fw + self.kernels_bw) * eff.kernel_s
+        return max(float(matmul.sum()) + other, floor)
+
+
+def _key(row: Row) -> str:
+    return f"{row.model}/{precision_group(row.precision)}"
+
+
+@dataclass(frozen=True, slots=True)
+class Fit:
+    efficiency: Efficiency
+    factors: dict[str, float]
+
+
+def fit(rows: Sequence[Row], structure_of: StructureOf, *, kernel_s: float) -> Fit:
+    """Efficiencies and per-(model, group) factors from single-GPU rows (module docstring)."""
+    singles = [r for r in rows if r.gpus == 1]
+    grouped: dict[tuple[str, str, Precision], list[Row]] = {}
+    for r in singles:
+        grouped.setdefault((r.gpu, r.model, r.precision), []).append(r)
+    obs = []
+    for (_, model, precision), members in sorted(grouped.items()):
+        first = members[0]
+        measured = math.exp(statistics.fmean(math.log(m.samples_per_s) for m in members))
+        obs.append((_Work(first, structure_of(model, precision)), _key(first), measured))
+    keys = sorted({k for _, k, _ in obs})
+    index = {k: i for i, k in enumerate(keys)}
+    groups = {g: [index[k] for k in keys if k.endswith("/" + g)] for g in GROUPS}
+
+    def unpack(x: np.ndarray) -> tuple[Efficiency, np.ndarray]:
+        eff = Efficiency(
+            compute=float(np.exp(x[0])),
+            matmul_memory=float(np.exp(x[1])),
+            other_memory=float(np.exp(x[2])),
+            kernel_s=kernel_s,
+            hbm_bandwidth=float(np.exp(x[3])),
+        )
+        raw = np.asarray(x[4:], dtype=float)
+        centred = raw.copy()
+        for members in groups.values():
+            if members:
+                centred[members] -= raw[members].mean()
+        return eff, centred
+
+    def residuals(x: np.ndarray) -> np.ndarray:
+        eff, logf = unpack(x)
+        return np.array(
+            [
+                math.log(work.batch / (work.seconds(eff) * math.exp(logf[index[key]]))) - math.log(measured)
+                for work, key, measured in obs
+            ]
+        )
+
+    start = np.array([math.log(0.5)] * 3 + [0.0] + [0.0] * len(keys))
+    lower = np.array([math.log(0.01)] * 3 + [math.log(0.25)] + [-3.0] * len(keys))
+    upper = np.array([0.0] * 3 + [math.log(4.0)] + [3.0] * len(keys))
+    result = least_squares(residuals, start, bounds=(lower, upper), x_scale=1.0)
+    eff, logf = unpack(result.x)
+    return Fit(eff, {k: float(math.exp(logf[index[k]])) for k in keys})
+
+
+def predict_single(row: Row, structure: ModelStructure, efficiency: Efficiency, factor: float) -> float:
+    """Samples/s of one GPU for `row` with these efficiencies and time factor."""
+    return row.per_gpu_batch / (_Work(row, structure).seconds(efficiency) * factor)
+
+
+@dataclass(frozen=True, slots=True)
+class Prediction:
+    """One held-out single-GPU row predicted three ways (module docstring); errors are relative."""
+
+    row: Row
+    model_error: float
+    pooled_error: float
+    scaled_errors: tuple[float, ...]
+    fit: Fit
+
+
+def leave_one_accelerator_out(
+    rows: Sequence[Row], structure_of: StructureOf, *, kernel_s: float
+) -> list[Prediction]:
+    """Every single-GPU row predicted with a calibration its GPU model took no part in."""
+    out: list[Prediction] = []
+    singles = [r for r in rows if r.gpus == 1]
+    for gpu in sorted({r.gpu for r in singles}):
+        train = [r for r in singles if r.gpu != gpu]
+        fitted = fit(train, structure_of, kernel_s=kernel_s)
+        for row in (r for r in singles if r.gpu == gpu):
+            structure = structure_of(row.model, row.precision)
+            factor = fitted.factors.get(_key(row), 1.0)
+            model = predict_single(row, structure, fitted.efficiency, factor)
+            pooled = predict_single(row, structure, fitted.efficiency, 1.0)
+            scaled = []
+            for anchor in (r for r in train if r.model == row.model and r.precision == row.precision):
+                t_anchor = anchor.per_gpu_batch / anchor.samples_per_s
+                r_anchor = _Work(anchor, structure).seconds(fitted.efficiency)
+                r_row = _Work(row, structure).seconds(fitted.efficiency)
+                predicted = row.per_gpu_batch / (r_row * t_anchor / r_anchor)
+                scaled.append(predicted / row.samples_per_s - 1)
+            out.append(
+                Prediction(
+                    row=row,
+                    model_error=model / row.samples_per_s - 1,
+                    pooled_error=pooled / row.samples_per_s - 1,
+                    scaled_errors=tuple(scaled),
+                    fit=fitted,
+                )
+            )
+    return out
+
+
+def log_sigma(errors: Sequence[float]) -> float:
+    """Root mean square of log(1 + error): the relative 1-σ of a multiplicative error."""
+    return math.sqrt(statistics.fmean(math.log1p(e) ** 2 for e in errors)) if errors else 0.0
+
+
+def calibrate(
+    rows: Sequence[Row], structure_of: StructureOf, *, kernel_s: float, kernel_source: str
+) -> Calibration:
+    """The shipped calibration: the fit on every single-GPU row, spreads from the leave-one-out checks."""
+    fitted = fit(rows, structure_of, kernel_s=kernel_s)
+    checks = leave_one_accelerator_out(rows, structure_of, kernel_s=kernel_s)
+    spreads = {
+        "model": round(log_sigma([c.model_error for c in checks]), 4),
+        "pooled": round(log_sigma([c.pooled_error for c in checks]), 4),
+        "scaled": round(log_sigma([e for c in checks for e in c.scaled_errors]), 4),
+    }
+    mape = {
+        "model": round(100 * statistics.fmean(abs(c.model_error) for c in checks), 2),
+        "pooled": round(100 * statistics.fmean(abs(c.pooled_error) for c in checks), 2),
+        "scaled": round(100 * statistics.fmean(abs(e) for c in checks for e in c.scaled_errors), 2),
+    }
+    singles = [r for r in rows if r.gpus == 1]
+    return Calibration(
+        name="lambdal-0551cb70",
+        efficiency=Efficiency(
+            compute=round(fitted.efficiency.compute, 4),
+            matmul_memory=round(fitted.efficiency.matmul_memory, 4),
+            other_memory=round(fitted.efficiency.other_memory, 4),
+            kernel_s=kernel_s,
+            hbm_bandwidth=round(fitted.efficiency.hbm_bandwidth, 4),
+        ),
+        factors={k: round(v, 4) for k, v in fitted.factors.items()},
+        spreads=spreads,
+        fitted_on=(
+            f"{len(singles)} single-GPU rows ({len({r.gpu for r in singles})} GPU models; ResNet-50 and "
+            f"BERT-base, fp32/TF32 and fp16) of {TABLE_SOURCE}; multi-GPU rows only check"
+        ),
+        kernel_source=kernel_source,
+        checks={"leave_one_accelerator_out_mape_percent": mape},
+    )

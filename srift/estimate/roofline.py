@@ -1,0 +1,104 @@
+"""Roofline times of a model's structure on an accelerator: what forward, backward and the update take.
+
+Per layer and pass, at per-device batch b (FLOPs F and bytes B are the structure's counts at b):
+
+    t_layer = max(F / (P · η_c), B_mm / (W · η_mm)) + B_other / (W · η_other)
+
+where P is the accelerator's peak for matrix products in the precision, W its DRAM bandwidth, and the η the
+fractions of those peaks that real kernels reach (`Efficiency`, calibrated on public measurements by
+`srift.estimate.calibration`). On GPUs with stacked HBM memory the bandwidth fractions are multiplied by
+`Efficiency.hbm_bandwidth`: calibrated on the same table, where HBM GPUs (V100, A100, H100) reach a smaller
+share of their datasheet bandwidth than GDDR GPUs in these unfused kernels. Matrix products run at the
+slower of their arithmetic and their operands' traffic; every other operator is memory-bound. A pass is
+never shorter than its kernels × the host time of one eager kernel (`Efficiency.kernel_s`): at small batches
+the GPU waits for the CPU to issue work. The update (plain SGD, as the profiler times it) moves
+`update_bytes` at η_other.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from srift.domain.accelerator import AcceleratorSpec
+from srift.domain.structure import ModelStructure, PassWork, Precision
+
+
+@dataclass(frozen=True, slots=True)
+class Efficiency:
+    """Fractions of the datasheet peaks that kernels reach, and the host time of one eager kernel launch."""
+
+    compute: float
+    matmul_memory: float
+    other_memory: float
+    kernel_s: float
+    hbm_bandwidth: float = 1.0
+
+    def bandwidth(self, spec: AcceleratorSpec) -> float:
+        """Bytes/s the spec's memory delivers at full efficiency: its peak, scaled on HBM parts."""
+        return spec.memory_bytes_per_s * (self.hbm_bandwidth if spec.hbm else 1.0)
+
+
+@dataclass(frozen=True, slots=True)
+class RooflineTimes:
+    """Seconds of one forward, backward and update at one batch; `backward_layers_s` per structure layer."""
+
+    forward_s: float
+    backward_s: float
+    update_s: float
+    backward_layers_s: tuple[float, ...]
+
+
+def layer_seconds(
+    work: PassWork, *, spec: AcceleratorSpec, precision: Precision, batch: float, efficiency: Efficiency
+) -> float:
+    """Roofline seconds of one layer's pass at `batch` (see the module docstring)."""
+    bandwidth = efficiency.bandwidth(spec)
+    compute = work.matmul_flops.at(batch) / (spec.peak_flops(precision) * efficiency.compute)
+    operands = work.matmul_bytes.at(batch) / (bandwidth * efficiency.matmul_memory)
+    return max(compute, operands) + work.other_bytes.at(batch) / (bandwidth * efficiency.other_memory)
+
+
+def roofline_times(
+    structure: ModelStructure,
+    *,
+    spec: AcceleratorSpec,
+    batch: float,
+    efficiency: Efficiency,
+    precision: Precision | None = None,
+) -> RooflineTimes:
+    """Forward, backward and update seconds of `structure` on `spec` at per-device `batch`.
+
+    `precision` defaults to the structure's own; the bytes are always the structure's (counted in its
+    precision), only the peak changes (fp32 structures priced at tf32 use TF32 tensor cores).
+    """
+    prec = precision or structure.precision
+
+    def seconds(work: PassWork) -> float:
+        return layer_seconds(work, spec=spec, precision=prec, batch=batch, efficiency=efficiency)
+
+    forward = sum(seconds(layer.forward) for layer in structure.layers)
+    backward_layers = tuple(seconds(layer.backward) for layer in structure.layers)
+    fw_floor = structure.forward.kernels * efficiency.kernel_s
+    bw_floor = structure.backward.kernels * efficiency.kernel_s
+    update = structure.update_bytes / (efficiency.bandwidth(spec) * efficiency.other_memory)
+    return RooflineTimes(
+        forward_s=max(forward, fw_floor),
+        backward_s=max(sum(backward_layers), bw_floor),
+        update_s=max(update, structure.update_kernels * efficiency.kernel_s),
+        backward_layers_s=backward_layers,
+    )
+
+
+def fitting_batch(structure: ModelStructure, *, memory_bytes: float, cap: int = 1 << 20) -> int:
+    """The largest per-device batch whose training step fits in `memory_bytes` (0 when none does).
+
+    Step bytes = parameters + gradients + optimizer state + the peak of activations, temporaries and the
+    input at that batch (`MemoryUse.step_bytes`, counted by `srift.profiling.structure`).
+    """
+    memory = structure.memory
+    spare = memory_bytes - memory.step_bytes(0)
+    if spare < memory.activation_bytes.per_sample:
+        return 0
+    if memory.activation_bytes.per_sample <= 0:
+        return cap
+    return int(min(cap, spare // memory.activation_bytes.per_sample))

@@ -1,0 +1,105 @@
+"""The estimator: the shipped calibration is what the public table gives, estimates follow the specs, and a
+measured profile always wins over an estimate."""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import replace
+
+import pytest
+
+from srift.catalog.accelerators import spec_named
+from srift.domain import InstanceType, Interconnect
+from srift.domain.structure import Precision
+from srift.estimate import public
+from srift.estimate.calibration import shipped_calibration
+from srift.estimate.estimator import complete_profiles, estimate_profile
+from srift.refmodels.build import load_structure
+
+structure_of = functools.lru_cache(maxsize=None)(load_structure)
+
+
+def _instance(name: str, gpu_model: str, memory_gib: float) -> InstanceType:
+    return InstanceType(
+        provider="aws",
+        name=name,
+        gpu_model=gpu_model,
+        gpu_count=1,
+        gpu_memory_gib=memory_gib,
+        vcpus=8,
+        memory_gib=32.0,
+        network_gbps=10.0,
+        network_burst=True,
+        interconnect=Interconnect.NONE,
+        interconnect_gbps=0.0,
+        efa=False,
+    )
+
+
+def test_the_shipped_calibration_is_what_the_public_table_fits() -> None:
+    rows = public.read_table()
+    fitted = public.calibrate(
+        rows, structure_of, kernel_s=public.EAGER_KERNEL_S, kernel_source=public.EAGER_KERNEL_SOURCE
+    )
+    assert fitted.to_dict() == shipped_calibration().to_dict()
+
+
+@pytest.mark.parametrize("precision", [Precision.FP32, Precision.FP16])
+def test_a_faster_gpu_gets_shorter_times_and_more_memory_a_larger_batch(precision: Precision) -> None:
+    structure = structure_of("resnet50", precision)
+    t4 = estimate_profile(model="resnet50", structure=structure, spec=spec_named("T4"), precision=precision)
+    a100_40 = estimate_profile(
+        model="resnet50", structure=structure, spec=spec_named("A100-SXM4-40GB"), precision=precision
+    )
+    a100_80 = estimate_profile(
+        model="resnet50", structure=structure, spec=spec_named("A100-SXM4-80GB"), precision=precision
+    )
+    assert t4.profile is not None and a100_40.profile is not None and a100_80.profile is not None
+    b = 32
+    t4_step = t4.profile.forward.time_s(b) + t4.profile.backward.time_s(b)
+    a100_step = a100_40.profile.forward.time_s(b) + a100_40.profile.backward.time_s(b)
+    assert a100_step < t4_step / 2
+    assert t4.profile.max_batch < a100_40.profile.max_batch < a100_80.profile.max_batch
+    step_bytes = structure.memory.step_bytes(t4.profile.max_batch)
+    assert step_bytes <= 16 * 2**30 < structure.memory.step_bytes(t4.profile.max_batch + 1)
+    assert t4.profile.source == "estimate:roofline"
+    assert t4.profile.estimate is not None and t4.profile.estimate.spread > 0
+    assert t4.profile.precision is precision
+
+
+def test_a_model_that_does_not_fit_gets_no_estimate_and_says_why() -> None:
+    structure = structure_of("gpt2-small", Precision.FP32)
+    tiny = replace(spec_named("T4"), memory_gib=0.1)
+    made = estimate_profile(model="gpt2-small", structure=structure, spec=tiny, memory_gib=0.1)
+    assert made.profile is None
+    assert "does not fit" in made.note
+
+
+def test_a_measured_profile_wins_and_the_others_are_scaled_from_it() -> None:
+    structure = structure_of("bert-base", Precision.FP16)
+    base = estimate_profile(
+        model="bert-base", structure=structure, spec=spec_named("A10G"), precision=Precision.FP16
+    )
+    assert base.profile is not None
+    measured = replace(
+        base.profile,
+        accelerator="NVIDIA A10G",
+        device="cuda",
+        estimate=None,
+        structure=structure,
+        forward=replace(base.profile.forward, times_s=tuple(2 * t for t in base.profile.forward.times_s)),
+    )
+    instances = [_instance("g5.xlarge", "A10G", 22.35), _instance("p4d.24xlarge", "A100", 40.0)]
+    completed, notes = complete_profiles([measured], instances, precision=Precision.FP16)
+    assert completed[0] is measured
+    assert [p.accelerator for p in completed[1:]] == ["A100-SXM4-40GB"]
+    scaled = completed[1]
+    assert scaled.estimate is not None and scaled.estimate.method == "scaled"
+    assert scaled.estimate.based_on == "NVIDIA A10G"
+    assert any("A100-SXM4-40GB" in n for n in notes)
+    # Scaled from a measurement twice the roofline's forward time: the estimate's forward doubles too.
+    plain = estimate_profile(
+        model="bert-base", structure=structure, spec=spec_named("A100-SXM4-40GB"), precision=Precision.FP16
+    )
+    assert plain.profile is not None
+    assert scaled.forward.time_s(8) > 1.5 * plain.profile.forward.time_s(8)

@@ -1,0 +1,169 @@
+"""Structure counting: FLOPs, bytes, kernels and memory per layer, checked against hand-computed values."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+import torch
+from torch import nn
+
+from srift.domain.structure import Affine, ModelStructure, Precision
+from srift.errors import InvalidInput
+from srift.profiling import testmodels
+from srift.profiling.structure import _CudaAutocastFloat32, count_structure
+from srift.refmodels import REFERENCE_MODELS, nets
+
+
+def _linear() -> nn.Module:
+    return nn.Sequential(nn.Linear(8, 4, bias=False))
+
+
+def _linear_input(batch: int) -> torch.Tensor:
+    return torch.randn(batch, 8)
+
+
+def _layer(structure: ModelStructure, name: str) -> Any:
+    return next(layer for layer in structure.layers if layer.name == name)
+
+
+@pytest.mark.parametrize("fake", [True, False])
+def test_one_linear_layer_counts_match_hand_computation(fake: bool) -> None:
+    s = count_structure(_linear, _linear_input, fake=fake)
+    fc = _layer(s, "0")
+    # y = x Wᵀ: 2·b·8·4 FLOPs; reads x (32 B per sample) and W (128 B), writes y (16 B per sample).
+    assert fc.forward.matmul_flops == Affine(0.0, 64.0)
+    assert fc.forward.matmul_bytes == Affine(128.0, 48.0)
+    # Backward: only dW = dyᵀ x (x needs no gradient): the same FLOPs and bytes.
+    assert fc.backward.matmul_flops == Affine(0.0, 64.0)
+    assert fc.backward.matmul_bytes == Affine(128.0, 48.0)
+    assert fc.forward.kernels == 1
+    mem = s.memory
+    assert (mem.parameter_bytes, mem.gradient_bytes, mem.optimizer_state_bytes) == (128, 128, 256)
+    # The default loss (the output's mean) runs outside the model.
+    assert _layer(s, "<loss>").forward.other_bytes.per_sample > 0
+    # Plain SGD reads the parameter and its gradient and writes the parameter: 3 × 128 B.
+    assert s.update_bytes == 3 * 128
+
+
+def test_fake_and_real_tensors_count_the_same() -> None:
+    fake = count_structure(testmodels.cnn, testmodels.cnn_input, fake=True)
+    real = count_structure(testmodels.cnn, testmodels.cnn_input, fake=False)
+    assert fake.layers == real.layers
+    assert fake.memory == real.memory
+
+
+def test_autocast_halves_matmul_bytes_but_gradients_keep_their_float32_dtype() -> None:
+    fp32 = count_structure(_linear, _linear_input, precision=Precision.FP32)
+    fp16 = count_structure(_linear, _linear_input, precision=Precision.FP16)
+    assert fp16.precision is Precision.FP16
+    # Under autocast the product reads fp16 copies of x and W and writes fp16 y.
+    assert _layer(fp16, "0").forward.matmul_bytes == Affine(64.0, 24.0)
+    assert _layer(fp16, "0").forward.matmul_flops == _layer(fp32, "0").forward.matmul_flops
+    # The parameters stay float32, so their gradients do too (gradient bytes follow the gradients' dtype).
+    assert fp16.memory.gradient_bytes == fp32.memory.gradient_bytes == 128
+
+
+def test_a_half_precision_model_has_half_precision_gradients() -> None:
+    s = count_structure(lambda: _linear().half(), lambda b: _linear_input(b).half())
+    assert s.memory.gradient_bytes == s.memory.parameter_bytes == 64
+
+
+def test_cuda_float32_operators_run_in_float32_under_cpu_autocast() -> None:
+    x = torch.randn(4, 8)
+    with torch.autocast("cpu", dtype=torch.float16):
+        low = torch.nn.functional.linear(x, torch.randn(8, 8))
+        assert torch.softmax(low, -1).dtype == torch.float16  # CPU autocast alone keeps fp16
+        with _CudaAutocastFloat32():
+            assert torch.softmax(low, -1).dtype == torch.float32
+            assert nn.functional.layer_norm(low, (8,)).dtype == torch.float32
+            assert nn.functional.linear(low, torch.randn(8, 8)).dtype == torch.float16
+
+
+def test_backward_order_runs_from_the_last_layer_to_the_first() -> None:
+    def mlp() -> nn.Module:
+        return nn.Sequential(nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 2))
+
+    s = count_structure(mlp, _linear_input)
+    order = {layer.name: layer.backward_order for layer in s.layers if layer.name in ("0", "2", "4")}
+    assert order["4"] < order["2"] < order["0"]
+    assert [layer.name for layer in s.layers][:5] == ["0", "1", "2", "3", "4"]
+
+
+def test_memory_grows_with_the_batch_by_the_activations() -> None:
+    s = count_structure(testmodels.wide_mlp, testmodels.wide_mlp_input)
+    act = s.memory.activation_bytes
+    # Each sample keeps (at least) the 2048 + 2048 + 1024 float32 hidden activations for backward.
+    assert act.per_sample >= 4 * (2048 + 2048 + 1024)
+    assert s.memory.saved_bytes.per_sample >= 4 * (2048 + 2048 + 1024)
+    assert s.memory.step_bytes(10) > s.memory.step_bytes(1)
+
+
+def test_a_model_that_fails_everywhere_is_a_clear_error() -> None:
+    def broken() -> nn.Module:
+        raise RuntimeError("no weights here")
+
+    with pytest.raises(InvalidInput) as caught:
+        count_structure(broken, _linear_input)
+    assert "no weights here" in caught.value.detail and caught.value.field == "model_factory"
+
+
+def test_structure_documents_round_trip_and_name_bad_fields() -> None:
+    s = count_structure(testmodels.cnn, testmodels.cnn_input, precision="bf16")
+    again = ModelStructure.from_dict(s.to_dict())
+    assert again == s
+    doc = s.to_dict()
+    doc["layers"][1]["forward"]["matmul_flops"] = [1.0, -2.0]
+    with pytest.raises(InvalidInput) as caught:
+        ModelStructure.from_dict(doc)
+    assert caught.value.field == "structure.layers[1].forward.matmul_flops"
+
+
+def _bert_flops() -> int:
+    s, h, f, heads = nets.BERT_SEQ, 768, 3072, 12
+    per_layer = 4 * 2 * s * h * h + 2 * 2 * s * h * f + 2 * 2 * heads * s * s * (h // heads)
+    return 12 * per_layer + 2 * s * h * 2
+
+
+def _gpt2_flops() -> int:
+    s, h, heads, v = nets.GPT2_SEQ, 768, 12, nets.GPT2_VOCAB
+    per_layer = (
+        2 * s * h * 3 * h + 2 * s * h * h + 2 * 2 * s * h * 4 * h + 2 * 2 * heads * s * s * (h // heads)
+    )
+    return 12 * per_layer + 2 * s * h * v
+
+
+def _vit_flops() -> int:
+    t, h, heads = 197, 768, 12
+    per_layer = (
+        2 * t * h * 3 * h + 2 * t * h * h + 2 * 2 * t * h * 3072 + 2 * 2 * heads * t * t * (h // heads)
+    )
+    return 2 * 196 * h * 3 * 16 * 16 + 12 * per_layer + 2 * h * 1000
+
+
+@pytest.mark.parametrize(
+    ("name", "forward_flops"),
+    [
+        # torchvision's table gives ResNet-50 4.09 G multiply-adds per 224×224 image (2 FLOPs each).
+        ("resnet50", None),
+        ("bert-base", _bert_flops()),
+        ("gpt2-small", _gpt2_flops()),
+        ("vit-b16", _vit_flops()),
+    ],
+)
+def test_reference_models_have_their_published_size_and_flops(name: str, forward_flops: int | None) -> None:
+    from srift.profiling.loading import resolve_callable
+
+    ref = next(r for r in REFERENCE_MODELS if r.name == name)
+    model_factory = resolve_callable(ref.model_factory, what="model", field="model")
+    input_factory = resolve_callable(ref.input_factory, what="input", field="input")
+    s = count_structure(model_factory, input_factory, fake=True)
+    assert s.memory.parameter_bytes == 4 * ref.parameters
+    flops = s.forward.matmul_flops.per_sample
+    if forward_flops is None:
+        assert math.isclose(flops, 2 * 4.09e9, rel_tol=0.01)
+    else:
+        assert flops == forward_flops
+    # Backward computes both the input and the weight gradients: about twice the forward's products.
+    assert 1.9 < s.backward.matmul_flops.per_sample / flops < 2.6
