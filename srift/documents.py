@@ -70,6 +70,11 @@ Number = Annotated[float, BeforeValidator(_number)]
 """A finite number in a document: never a string, a boolean, NaN or infinity."""
 
 
+def field_path(loc: Sequence[Any]) -> str:
+    """A pydantic location as Srift names fields: `config.choices[0].count`."""
+    return _path(loc)
+
+
 def _path(loc: Sequence[Any]) -> str:
     out = ""
     for part in loc:
