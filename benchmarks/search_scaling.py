@@ -8,7 +8,7 @@ on every GPU model. Two requests per catalog: min_cost within a deadline, and mi
 Brute force simulates every configuration of the space (counted exactly first) when there are at most
 --brute-limit of them. Plus issue #23's request (benchmarks/plan_cases.py), the case this was built for.
 
-    python -m benchmarks.search_scaling [--brute-limit 20000] [--exhaustive-budget 30] [--eager-budget 2]
+    python -m benchmarks.search_scaling [--brute-limit 20000] [--exhaustive-budget 10] [--eager-budget 2]
 """
 
 from __future__ import annotations
@@ -151,7 +151,7 @@ def _fmt(value: float | None, objective: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--brute-limit", type=int, default=20_000)
-    parser.add_argument("--exhaustive-budget", type=float, default=30.0)
+    parser.add_argument("--exhaustive-budget", type=float, default=10.0)
     parser.add_argument("--eager-budget", type=float, default=2.0)
     args = parser.parse_args(argv)
     from srift.db.session import dispose_engines, transaction

@@ -64,20 +64,23 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         errors = exc.errors()
         first = errors[0] if errors else {"loc": (), "msg": "invalid request"}
         field = error_field(first)
+        detail, hint = (
+            str(first.get("msg", "invalid request")),
+            "correct the named field; see /docs for the schema",
+        )
+        if first.get("type") == "json_invalid":
+            at = first.get("loc", ())[-1:] or ("?",)
+            reason = (first.get("ctx") or {}).get("error", "malformed")
+            detail = f"the request body is not valid JSON ({reason} at character {at[0]})"
+            hint = "send one JSON document with Content-Type: application/json; see /docs for the schema"
         return JSONResponse(
             status_code=422,
             content={
                 "error": "invalid_input",
-                "detail": str(first.get("msg", "invalid request")),
-                "hint": "correct the named field; see /docs for the schema",
+                "detail": detail,
+                "hint": hint,
                 "field": field,
-                "errors": [
-                    {
-                        "field": ".".join(str(p) for p in e.get("loc", ()) if p != "body"),
-                        "msg": str(e.get("msg")),
-                    }
-                    for e in errors[:20]
-                ],
+                "errors": [{"field": error_field(e) or "", "msg": str(e.get("msg"))} for e in errors[:20]],
             },
         )
 

@@ -150,3 +150,14 @@ class InterruptionReport:
     elapsed_s: float | None = None
     spent_usd: float | None = None
     launch_overhead_s: float = 150.0
+
+
+@dataclass(frozen=True, slots=True)
+class Amendment:
+    """New limits or objective for the rest of a training run (POST /v1/jobs/{id}/amendments); None keeps
+    the run's current value. The run is re-planned under them, which resumes one in `needs_input`."""
+
+    time_limit_s: float | None = None
+    budget_usd: float | None = None
+    objective: Objective | None = None
+    launch_overhead_s: float = 150.0

@@ -217,7 +217,9 @@ def build_candidates(
             if name not in by_type:
                 close = difflib.get_close_matches(name, list(by_type), n=3)
                 raise InvalidInput(
-                    f"unknown instance type {name!r} (no {market.value} offer in this region)",
+                    f"unknown instance type {name!r} (no "
+                    + ("offer" if market is MarketChoice.ANY else f"{market.value} offer")
+                    + " in this region)",
                     hint=f"did you mean {', '.join(close)}?"
                     if close
                     else "list types with `srift catalog list`",

@@ -12,7 +12,15 @@ from sqlalchemy.orm import Session
 
 from srift.db.tables import PlanRow
 from srift.documents import to_document
-from srift.domain import BaselineResult, BusBandwidthModel, Config, Constraints, DiminishingReturns, Plan
+from srift.domain import (
+    BaselineResult,
+    BusBandwidthModel,
+    Config,
+    Constraints,
+    DiminishingReturns,
+    MarketChoice,
+    Plan,
+)
 from srift.domain.network import DEFAULT_NETWORK, NetworkSpec, Transport
 from srift.domain.records import PlanRecord
 from srift.domain.requests import PlanQuery
@@ -150,7 +158,7 @@ def _prepare(
     if not candidates:
         covered = sorted({p.accelerator for p in profiles})
         raise InvalidInput(
-            f"no {query.market.value} offer in {query.provider}/{region} matches the profiles' "
+            f"no {_offers(query.market)} in {query.provider}/{region} matches the profiles' "
             f"accelerators ({', '.join(covered)})",
             hint="profile the model on an offered accelerator, or change provider, region or market",
             field="availability" if query.availability else "profile_ids",
@@ -321,3 +329,8 @@ def _returns(note: DiminishingReturns | None) -> dict[str, Any] | None:
         "seconds_per_usd": note.seconds_per_usd,
         "seconds_per_gpu": note.seconds_per_gpu,
     }
+
+
+def _offers(market: MarketChoice) -> str:
+    """ "spot offer", "on_demand offer", or "offer" in either market (never "any offer")."""
+    return "offer" if market is MarketChoice.ANY else f"{market.value} offer"

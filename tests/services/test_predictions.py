@@ -224,7 +224,7 @@ def test_requests_that_would_run_for_minutes_are_refused(lab: Session, settings:
 def test_request_schema_rejects_counts_below_one() -> None:
     with pytest.raises(InvalidInput) as err:
         _request(config={"choices": [{"instance_type": "v100x1", "count": 0, "batch": 8}]})
-    assert err.value.field == "config.choices.0.count"
+    assert err.value.field == "config.choices[0].count"
 
 
 def test_post_predictions(client: TestClient, lab: Session) -> None:
@@ -245,7 +245,7 @@ def test_post_predictions(client: TestClient, lab: Session) -> None:
         json={**body, "config": {"choices": [{**body["config"]["choices"][0], "count": 0}]}},
     )
     assert zero.status_code == 422
-    assert zero.json()["field"] == "config.choices.0.count"
+    assert zero.json()["field"] == "config.choices[0].count"
 
 
 def test_cli_predict_prints_a_table_and_json(

@@ -11,7 +11,7 @@ from srift.api.schemas.types import Timestamp, check_one_of, one_of, parse_reque
 from srift.documents import read_document
 from srift.domain import MarketChoice, Objective, SearchMode
 from srift.domain.planning import DEFAULT_CONFIDENCE, MAX_CONFIDENCE, MIN_CONFIDENCE
-from srift.domain.requests import InterruptionReport, PlanQuery, ProgressReport
+from srift.domain.requests import Amendment, InterruptionReport, PlanQuery, ProgressReport
 from srift.domain.states import TrainingState
 from srift.limits import (
     MAX_COUNT,
@@ -311,6 +311,24 @@ class InterruptionIn(BaseModel):
 
     def to_domain(self) -> InterruptionReport:
         return read_document(InterruptionReport, self.model_dump())
+
+
+class AmendmentIn(BaseModel):
+    """New limits or objective for the rest of a run; omitted fields keep the run's current values."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"minProperties": 1})
+
+    time_limit_s: float | None = Field(
+        default=None, gt=0, le=1e9, description="the run's whole deadline, counted from its start"
+    )
+    budget_usd: float | None = Field(
+        default=None, gt=0, le=1e9, description="the run's whole budget, money spent so far included"
+    )
+    objective: Objective | None = Field(default=None, description="min_cost or min_time for the rest")
+    launch_overhead_s: float = Field(default=150.0, ge=0, le=1e6, description="time to boot new VMs")
+
+    def to_domain(self) -> Amendment:
+        return read_document(Amendment, self.model_dump())
 
 
 class JobEventOut(BaseModel):
