@@ -4,7 +4,8 @@ Catalogs grow from 1 to 3, 10 and all us-east-1 GPU types with a profile, in one
 and us-west-2: each region's offers are separate candidates, named `<type>/<region>`). Problems are
 prepared as POST /v1/plans prepares them (shipped catalog in a throwaway SQLite database, the active
 bandwidth model, the simulator); compute profiles are SYNTHETIC ResNet50 profiles (srift.optimize.synthetic)
-on every GPU model. Two requests per catalog: min_cost within a deadline, and min_time within a budget.
+on every GPU model. Two requests per catalog: min_cost within a deadline, and min_time within a budget,
+limits checked at the median (confidence 0.5), as brute force checks them.
 Brute force simulates every configuration of the space (counted exactly first) when there are at most
 --brute-limit of them. Plus issue #23's request (benchmarks/plan_cases.py), the case this was built for.
 
@@ -36,7 +37,9 @@ BASE: dict[str, Any] = {
     "provider": "aws",
     "market": "spot",
     "max_count_per_type": 8,
+    "confidence": 0.5,
 }
+"""Limits checked against the prediction itself (the median): brute force judges feasibility the same way."""
 
 
 def _problem(
@@ -191,7 +194,8 @@ def main(argv: list[str] | None = None) -> int:
             "Exhaustive search (lazy best-first branch and bound), eager search and brute force on growing "
             "catalogs of us-east-1 GPU types (spot; 1, 3, 10 types spread over the price range, then all "
             "with a profile), in one region or two (us-west-2's offers as separate candidates). Synthetic "
-            "ResNet50 profiles on every GPU model (not measurements); global batch 1024, 5000 iterations, at "
+            "ResNet50 profiles on every GPU model (not measurements); global batch 1024, 5000 iterations, "
+            "limits at the median (confidence 0.5), at "
             f"most 8 VMs per type. Exhaustive search: solve budget {args.exhaustive_budget:g} s; eager: "
             f"{args.eager_budget:g} s. Quality: the plan's objective over the best known (brute force, or a "
             "proven-optimal exhaustive plan); 1.000 is optimal. Brute force simulates every configuration "
