@@ -69,9 +69,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             "correct the named field; see /docs for the schema",
         )
         if first.get("type") == "json_invalid":
-            at = first.get("loc", ())[-1:] or ("?",)
-            reason = (first.get("ctx") or {}).get("error", "malformed")
-            detail = f"the request body is not valid JSON ({reason} at character {at[0]})"
+            loc = list(first.get("loc", ()))
+            ctx = first.get("ctx")
+            reason = ctx.get("error", "malformed") if isinstance(ctx, dict) else "malformed"
+            detail = f"the request body is not valid JSON ({reason} at character {loc[-1] if loc else '?'})"
             hint = "send one JSON document with Content-Type: application/json; see /docs for the schema"
         return JSONResponse(
             status_code=422,

@@ -175,7 +175,8 @@ def register(app: typer.Typer) -> None:
         else:
             from srift.domain.requests import ProgressReport
 
-            answer = _local("progress", job_id=job_id, progress=ProgressReport(**body))
+            report = ProgressReport(iterations_done=iterations, elapsed_s=elapsed, spent_usd=spent)
+            answer = _local("progress", job_id=job_id, progress=report)
         _emit(answer, as_json, _print_run)
 
     @run.command("interrupt")
