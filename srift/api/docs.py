@@ -21,6 +21,9 @@ ASSETS = {
     "redoc.standalone.js": "text/javascript",
 }
 FAVICON_URL = "/static/favicon.svg"
+OFFHOST = {"redoc.standalone.js": ("https://cdn.redoc.ly/redoc/logo-mini.svg", FAVICON_URL)}
+"""URLs inside a bundle that would leave the machine, and what the app serves them as instead (ReDoc's
+"powered by" badge loads its logo from a CDN)."""
 OAUTH2_REDIRECT_URL = "/docs/oauth2-redirect"
 
 
@@ -82,7 +85,12 @@ def _asset_handler(name: str, media_type: str):  # type: ignore[no-untyped-def]
                 status_code=503,
                 media_type=media_type,
             )
-        return FileResponse(path, media_type=media_type, headers={"Cache-Control": "public, max-age=86400"})
+        headers = {"Cache-Control": "public, max-age=86400"}
+        if name in OFFHOST:
+            remote, local = OFFHOST[name]
+            body = path.read_bytes().replace(remote.encode(), local.encode())
+            return Response(body, media_type=media_type, headers=headers)
+        return FileResponse(path, media_type=media_type, headers=headers)
 
     serve.__name__ = f"docs_asset_{name.replace('.', '_').replace('-', '_')}"
     return serve

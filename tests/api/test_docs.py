@@ -23,4 +23,5 @@ def test_docs_pages_load_nothing_from_other_hosts(tmp_path: object) -> None:
         served = client.get(f"{VENDOR}/{name}")
         assert served.status_code == 200 and served.headers["content-type"].startswith(media_type)
         assert len(served.content) > 50_000
+        assert b"cdn.redoc.ly" not in served.content
     assert client.get("/docs/oauth2-redirect").status_code == 200
