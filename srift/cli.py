@@ -23,6 +23,7 @@ COMMAND_MODULES = (
     "validate",
     "tokens",
     "jobs",
+    "runs",
 )
 
 err_console = Console(stderr=True)

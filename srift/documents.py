@@ -8,9 +8,11 @@ hints) with their pydantic models first; this is the conversion they and the ser
 
 from __future__ import annotations
 
+import codecs
 import dataclasses
 import math
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 from pydantic import BeforeValidator, TypeAdapter, ValidationError
@@ -120,3 +122,38 @@ def invalid_input(
     top = str(first["loc"][0]) if first["loc"] else ""
     hint = (hints or {}).get(top, hint)
     return InvalidInput(f"{where}: {message}" if where else message, hint=hint, field=field or None)
+
+
+BOMS = (
+    (codecs.BOM_UTF32_LE, "utf-32"),
+    (codecs.BOM_UTF32_BE, "utf-32"),
+    (codecs.BOM_UTF8, "utf-8-sig"),
+    (codecs.BOM_UTF16_LE, "utf-16"),
+    (codecs.BOM_UTF16_BE, "utf-16"),
+)
+"""Byte-order marks and their codecs (UTF-32 first: its little-endian mark begins with UTF-16's)."""
+
+
+def read_text_file(path: Path, *, field: str | None = "FILE") -> str:
+    """The text of a request or data file: UTF-8, UTF-8 with a BOM, or UTF-16/UTF-32 with a BOM (Windows
+    PowerShell's `>` writes UTF-16 LE with a BOM). Any other encoding is InvalidInput on `field` with the
+    offending byte; OSError (a missing or unreadable file) is left to the caller, which knows the hint."""
+    data = path.read_bytes()
+    codec = next((name for bom, name in BOMS if data.startswith(bom)), "utf-8")
+    hint = "save it as UTF-8 (PowerShell: `Out-File -Encoding utf8`), UTF-8 with a BOM, or UTF-16 with a BOM"
+    nul = data.find(b"\x00")
+    if codec == "utf-8" and nul >= 0:
+        raise InvalidInput(
+            f"{path} is not UTF-8 text: a NUL byte at offset {nul} (UTF-16 without a byte-order mark?)",
+            hint=hint,
+            field=field,
+        )
+    try:
+        return data.decode(codec)
+    except UnicodeDecodeError as exc:
+        label = "UTF-8" if codec == "utf-8" else f"{codec.upper()} (as its byte-order mark says)"
+        raise InvalidInput(
+            f"{path} is not {label} text: byte 0x{data[exc.start]:02x} at offset {exc.start}",
+            hint=hint,
+            field=field,
+        ) from None

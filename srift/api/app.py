@@ -42,7 +42,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         title="Srift",
         version=__version__,
         summary="Which cloud VMs to rent for data-parallel training, and how to split the batch.",
-        docs_url="/docs",
+        docs_url=None,
+        redoc_url=None,
     )
     app.state.settings = settings
     install_log_redaction()
@@ -64,20 +65,24 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         errors = exc.errors()
         first = errors[0] if errors else {"loc": (), "msg": "invalid request"}
         field = error_field(first)
+        detail, hint = (
+            str(first.get("msg", "invalid request")),
+            "correct the named field; see /docs for the schema",
+        )
+        if first.get("type") == "json_invalid":
+            loc = list(first.get("loc", ()))
+            ctx = first.get("ctx")
+            reason = ctx.get("error", "malformed") if isinstance(ctx, dict) else "malformed"
+            detail = f"the request body is not valid JSON ({reason} at character {loc[-1] if loc else '?'})"
+            hint = "send one JSON document with Content-Type: application/json; see /docs for the schema"
         return JSONResponse(
             status_code=422,
             content={
                 "error": "invalid_input",
-                "detail": str(first.get("msg", "invalid request")),
-                "hint": "correct the named field; see /docs for the schema",
+                "detail": detail,
+                "hint": hint,
                 "field": field,
-                "errors": [
-                    {
-                        "field": error_field(e),
-                        "msg": str(e.get("msg")),
-                    }
-                    for e in errors[:20]
-                ],
+                "errors": [{"field": error_field(e) or "", "msg": str(e.get("msg"))} for e in errors[:20]],
             },
         )
 
@@ -99,8 +104,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         module = importlib.import_module(f"srift.api.routes.{name}")
         document_errors(module.router)
         app.include_router(module.router, prefix="/v1", responses=ERROR_RESPONSES)
-    from srift.api import dashboard
+    from srift.api import dashboard, docs
 
+    docs.mount(app)
     dashboard.mount(app)
     generated = app.openapi
 

@@ -44,6 +44,7 @@ from typing import Any
 
 import yaml
 
+from srift.documents import read_text_file
 from srift.domain.catalog import InstanceType, Interconnect, Market
 from srift.errors import InvalidInput
 
@@ -526,10 +527,10 @@ def load_catalog_file(path: Path, *, origin: str | None = None) -> SnapshotData:
     """Read and validate a catalog YAML file; errors name the file, the line and the field."""
     name = origin or str(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text_file(path, field=None)
     except FileNotFoundError:
         raise InvalidInput(f"{name}: no such file", hint="check the path") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InvalidInput(f"{name}: cannot read it ({exc})", hint="pass a readable UTF-8 YAML file") from exc
+    except OSError as exc:
+        raise InvalidInput(f"{name}: cannot read it ({exc})", hint="pass a readable YAML file") from exc
     data, locate = load_yaml_with_lines(text, origin=name)
     return parse_catalog_document(data, origin=name, locate=locate)

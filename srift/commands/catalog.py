@@ -36,11 +36,22 @@ def _price(entry: CatalogEntry, market: str) -> str:
     return f"{offer.price_usd_per_hr:.4g}" if offer is not None else "-"
 
 
-def _table(entries: list[CatalogEntry]) -> Table:
-    table = Table(title=f"{len(entries)} instance types", show_lines=False)
-    for header in ("provider", "region", "type"):
-        table.add_column(header, no_wrap=True)
-    for header, justify in [
+WIDE_ONLY = ("vCPU", "mem GiB", "GPU link Gbps", "EFA")
+"""Columns `catalog list` shows only with --wide: what a plan does not depend on most (the GPUs, the
+network and the prices decide a fleet), so the default table fits 80 columns."""
+
+
+def _table(entries: list[CatalogEntry], *, wide: bool = False) -> Table:
+    """The catalog as a table; provider and region become the title when every row shares them."""
+    providers = sorted({e.instance.provider for e in entries})
+    regions = sorted({e.region for e in entries})
+    shared = len(providers) == 1 and len(regions) == 1
+    where = f" in {providers[0]}/{regions[0]}" if shared else ""
+    table = Table(title=f"{len(entries)} instance types{where}", show_lines=False)
+    keys = [] if shared else [("provider", "left"), ("region", "left")]
+    columns = [
+        *keys,
+        ("type", "left"),
         ("GPUs", "left"),
         ("vCPU", "right"),
         ("mem GiB", "right"),
@@ -49,8 +60,10 @@ def _table(entries: list[CatalogEntry]) -> Table:
         ("EFA", "center"),
         ("on-demand $/h", "right"),
         ("spot $/h", "right"),
-    ]:
-        table.add_column(header, justify=justify)  # type: ignore[arg-type]
+    ]
+    shown = [(h, j) for h, j in columns if wide or h not in WIDE_ONLY]
+    for header, justify in shown:
+        table.add_column(header, justify=justify, no_wrap=header in ("provider", "region", "type"))  # type: ignore[arg-type]
     for e in entries:
         i = e.instance
         gpus = f"{i.gpu_count}x {i.gpu_model} {i.gpu_memory_gib:g} GiB" if i.gpu_count else "-"
@@ -58,19 +71,20 @@ def _table(entries: list[CatalogEntry]) -> Table:
             f"{i.interconnect.value} {i.interconnect_gbps:g}" if i.interconnect_gbps else i.interconnect.value
         )
         network = f"{'up to ' if i.network_burst else ''}{i.network_gbps:g}"
-        table.add_row(
-            i.provider,
-            e.region,
-            i.name,
-            gpus,
-            str(i.vcpus),
-            f"{i.memory_gib:g}",
-            network,
-            link,
-            "yes" if i.efa else "",
-            _price(e, "on_demand"),
-            _price(e, "spot"),
-        )
+        cells = {
+            "provider": i.provider,
+            "region": e.region,
+            "type": i.name,
+            "GPUs": gpus,
+            "vCPU": str(i.vcpus),
+            "mem GiB": f"{i.memory_gib:g}",
+            "network Gbps": network,
+            "GPU link Gbps": link,
+            "EFA": "yes" if i.efa else "",
+            "on-demand $/h": _price(e, "on_demand"),
+            "spot $/h": _price(e, "spot"),
+        }
+        table.add_row(*(cells[h] for h, _ in shown))
     return table
 
 
@@ -105,8 +119,13 @@ def register(app: typer.Typer) -> None:
             None, "--snapshot", help="read one snapshot, e.g. srift-paper-2020"
         ),
         as_json: bool = typer.Option(False, "--json", help="print a JSON list with every field and price"),
+        wide: bool = typer.Option(
+            False, "--wide", help="every column (vCPU, memory, GPU link, EFA too), however wide"
+        ),
     ) -> None:
         """List instance types with their on-demand and spot prices (USD/hour).
+
+        The table fits 80 columns; --wide adds vCPU, memory, the GPU link and EFA (or use --json).
 
         Examples:
           srift catalog list --provider aws --region us-east-1 --gpu V100
@@ -140,7 +159,7 @@ def register(app: typer.Typer) -> None:
         if as_json:
             typer.echo(json.dumps([e.to_dict() for e in entries], indent=2))
             return
-        console.print(_table(entries))
+        console.print(_table(entries, wide=wide))
         for line in _sources_footer(entries):
             console.print(f"source {line}", style="dim", highlight=False, soft_wrap=True)
 

@@ -36,8 +36,10 @@ def _split_ints(text: str, field: str) -> list[int]:
 def _load_file(path: Path) -> dict[str, Any]:
     import yaml
 
+    from srift.documents import read_text_file
+
     try:
-        data = yaml.safe_load(path.read_text())
+        data = yaml.safe_load(read_text_file(path, field="file"))
     except (OSError, yaml.YAMLError) as exc:
         raise InvalidInput(
             f"cannot read {path}: {exc}", hint="give a YAML or JSON request file", field="file"

@@ -41,9 +41,9 @@ def _table(models: list[dict[str, Any]], *, title: str) -> Table:
     table.add_column("version", no_wrap=True)
     table.add_column("active")
     table.add_column("samples", justify="right")
-    table.add_column("covers")
-    table.add_column("MAPE < MTU (floor)", justify="right")
-    table.add_column("MAPE ≥ MTU (floor)", justify="right")
+    table.add_column("covers", overflow="fold")
+    table.add_column("MAPE<MTU (floor)", justify="right")
+    table.add_column("MAPE≥MTU (floor)", justify="right")
     for m in models:
         metrics = m.get("metrics", {})
         covers = m.get("covers", [])

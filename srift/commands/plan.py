@@ -84,6 +84,33 @@ def duration(seconds: float) -> str:
     return f"{seconds:.3g} s"
 
 
+def durations(seconds: list[float]) -> list[str]:
+    """A column of durations in one unit picked from the largest (s, min or h), with the fewest decimals
+    (up to 3) that keep different values apart: 180 s, 185 s and 190 s read "3.0 min", "3.1 min" and
+    "3.2 min", not "3 min" three times."""
+    if not seconds:
+        return []
+    top = max(seconds)
+    unit, scale = ("h", 3600.0) if top >= 2 * 3600 else ("min", 60.0) if top >= 120 else ("s", 1.0)
+    scaled = [v / scale for v in seconds]
+    d = _decimals(scaled)
+    return [f"{v:.{d}f} {unit}" for v in scaled]
+
+
+def dollars(amounts: list[float]) -> list[str]:
+    """A column of costs with 2 to 4 decimals, the fewest that keep different amounts apart."""
+    d = _decimals(amounts, least=2, most=4)
+    return [f"${v:.{d}f}" for v in amounts]
+
+
+def _decimals(values: list[float], *, least: int = 0, most: int = 3) -> int:
+    distinct = len({round(v, 9) for v in values})
+    for d in range(least, most + 1):
+        if len({f"{v:.{d}f}" for v in values}) == distinct:
+            return d
+    return most
+
+
 def fleet_text(choices: list[dict[str, Any]]) -> str:
     """`16 × g4dn.8xlarge @ 64 + 2 × p3.8xlarge @ 512 (on-demand)`; `[provider/region]` across locations."""
     where = len({c.get("location") for c in choices}) > 1
@@ -168,7 +195,7 @@ def render(plan: dict[str, Any]) -> None:
     render_placement(plan)
     compare = Table(title="Srift against the static policies of Srift §5.2")
     for col in ("policy", "fleet", "iteration", "total time (p10–p90)", "cost (p10–p90)", "meets limits"):
-        compare.add_column(col, justify="left" if col in ("policy", "fleet") else "right")
+        compare.add_column(col, justify="left" if col in ("policy", "fleet") else "right", overflow="fold")
     rows: list[tuple[str, dict[str, Any] | None]] = [("Srift", plan)]
     rows += [(name.upper(), plan["baselines"].get(name)) for name in ("cap", "tap")]
     for name, item in rows:
@@ -199,13 +226,16 @@ def render(plan: dict[str, Any]) -> None:
     if front:
         table = Table(title=f"Pareto front ({len(front)} of {plan['pareto_total']} evaluated configurations)")
         for col in ("configuration", "total time", "cost", "feasible"):
-            table.add_column(col, justify="left" if col == "configuration" else "right")
-        for p in front[:12]:
+            table.add_column(col, justify="left" if col == "configuration" else "right", overflow="fold")
+        shown = front[:12]
+        times = iter(durations([p["total_time_s"] for p in shown]))
+        costs = iter(dollars([p["cost_usd"] for p in shown]))
+        for p in shown:
             mark = " ◀ plan" if p["chosen"] else ""
             table.add_row(
                 escape(p["label"]) + mark,
-                duration(p["total_time_s"]),
-                f"${p['cost_usd']:.2f}",
+                next(times),
+                next(costs),
                 "yes" if p["feasible"] else "no",
             )
         console.print(table)

@@ -257,6 +257,7 @@ def _register_import(group: typer.Typer) -> None:
         """
         import datetime as dt
 
+        from srift.documents import read_text_file
         from srift.domain.profile import LayerProfile
         from srift.domain.structure import parse_precision
         from srift.errors import InvalidInput
@@ -265,12 +266,12 @@ def _register_import(group: typer.Typer) -> None:
 
         def read(path: Path, what: str) -> str:
             try:
-                return path.read_text()
+                return read_text_file(path, field=what)
             except FileNotFoundError:
                 raise InvalidInput(
                     f"{path} does not exist", hint=f"give the {what} file", field=what
                 ) from None
-            except (OSError, UnicodeDecodeError) as exc:
+            except OSError as exc:
                 raise InvalidInput(
                     f"cannot read {path} ({exc})", hint=f"give a text {what} file", field=what
                 ) from exc

@@ -32,8 +32,10 @@ def load_request_file(path: Path) -> Any:
     """Parse a YAML or JSON request file; an unreadable or malformed file is InvalidInput naming FILE."""
     import yaml
 
+    from srift.documents import read_text_file
+
     try:
-        return yaml.safe_load(path.read_text())
+        return yaml.safe_load(read_text_file(path))
     except OSError as exc:
         raise InvalidInput(
             f"cannot read {path}: {exc.strerror}", hint="check the path", field="FILE"
@@ -44,10 +46,18 @@ def load_request_file(path: Path) -> Any:
         ) from exc
 
 
+CLI_TOKEN_HINT = (
+    "pass a token with --token TOKEN or set SRIFT_TOKEN (on the server: "
+    "`srift tokens create --scope write --name cli`)"
+)
+"""The CLI's answer to a 401: its own option, not the server's header (which the CLI sets itself)."""
+
+
 def call_api(
     method: str, base: str, path: str, *, token: str | None, body: Any = None, timeout_s: float = 300
 ) -> Any:
-    """Send one request to `base` + `path` (path includes /v1) and return the JSON answer.
+    """Send one request to `base` + `path` (path includes /v1) and return the JSON answer; a `base`
+    without a scheme (`127.0.0.1:8000`) is taken as http.
 
     A 4xx answer in Srift's {error, detail, hint, field} shape is raised as the matching SriftError, so the
     CLI prints and exits the same way as when it computes locally.
@@ -55,6 +65,8 @@ def call_api(
     import httpx
 
     headers = {"Authorization": f"Bearer {token}"} if token else {}
+    if "://" not in base:
+        base = f"http://{base}"
     try:
         response = httpx.request(
             method, base.rstrip("/") + path, json=body, headers=headers, timeout=timeout_s
@@ -74,6 +86,8 @@ def call_api(
     detail = str(err.get("detail") or response.text[:300] or "request failed")
     hint = str(err.get("hint") or "see the server log")
     field = err.get("field") if isinstance(err.get("field"), str) else None
+    if response.status_code == 401:
+        hint = CLI_TOKEN_HINT if not token else f"the token was refused: {CLI_TOKEN_HINT}"
     kind = Infeasible if err.get("error") == "infeasible" else _BY_STATUS.get(response.status_code)
     if kind is None:
         raise ExternalServiceError(f"{response.status_code}: {detail}", hint=hint, field=field)

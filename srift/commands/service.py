@@ -51,7 +51,9 @@ def register(app: typer.Typer) -> None:
             help="worker processes (default SRIFT_WORKERS; 0, its default: one per CPU this process may "
             "use, counting a container's CPU quota); 1 serves in this process",
         ),
-        no_bootstrap: bool = typer.Option(False, help="skip migrations and loading the shipped data"),
+        no_bootstrap: bool = typer.Option(
+            False, "--no-bootstrap", help="skip migrations and loading the shipped data"
+        ),
     ) -> None:
         """Migrate the database, load shipped catalog and models if missing, serve the API and dashboard.
 

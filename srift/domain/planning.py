@@ -119,6 +119,8 @@ MAX_CONFIDENCE = 0.99
 class Constraints:
     """What the user asks: global batch, iterations, objective, and optional limits.
 
+    `max_gpus` and `max_vms` cap the fleet's size (GPUs, or devices for CPU types, and VMs in all).
+
     `confidence` is the quantile of the predicted time and cost that must meet the limits (0.5: the median,
     i.e. the prediction itself; 0.9: nine runs in ten finish within the limit, as far as the prediction's
     measured spreads tell).
@@ -129,6 +131,8 @@ class Constraints:
     objective: Objective
     time_limit_s: float | None = None
     budget_usd: float | None = None
+    max_gpus: int | None = None
+    max_vms: int | None = None
     confidence: float = DEFAULT_CONFIDENCE
 
     @property
@@ -283,11 +287,35 @@ class ParetoPoint:
 
 
 @dataclass(frozen=True, slots=True)
+class DiminishingReturns:
+    """A much cheaper (or smaller) fleet nearly as fast as the plan, and what the plan's extra buys.
+
+    `seconds_per_usd` and `seconds_per_gpu` are the marginal seconds the plan saves per extra dollar and
+    per extra GPU over `alternative` (None when the plan does not spend more of that).
+    """
+
+    alternative: Config
+    total_time_s: float
+    cost_usd: float
+    gpus: int
+    plan_gpus: int
+    seconds_saved: float
+    extra_usd: float
+    extra_gpus: int
+    seconds_per_usd: float | None
+    seconds_per_gpu: float | None
+
+
+@dataclass(frozen=True, slots=True)
 class Plan:
     """The optimizer's answer: the chosen fleet, its prediction, baselines and the evaluated space.
 
     `proven_optimal` is True when an exhaustive search closed its bound (no configuration can do better);
+    otherwise `optimality_gap`, when known, is how far (a fraction of the plan's objective) the optimum could
+    be below the plan, from the least bound of what the exhaustive search left unexplored.
     `pareto_total` counts every evaluated configuration (`pareto` may hold a sample of them plus the front).
+    `diminishing_returns` is set when a much cheaper or smaller fleet is nearly as fast
+    (srift.optimize.returns).
     """
 
     config: Config
@@ -304,3 +332,5 @@ class Plan:
     warnings: tuple[str, ...] = field(default=())
     proven_optimal: bool = False
     pareto_total: int = 0
+    optimality_gap: float | None = None
+    diminishing_returns: DiminishingReturns | None = None

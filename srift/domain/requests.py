@@ -90,6 +90,8 @@ class PlanQuery:
     market: MarketChoice = MarketChoice.ANY
     availability: Mapping[str, int] | None = None
     max_count_per_type: int = 16
+    max_gpus: int | None = None
+    max_vms: int | None = None
     mode: SearchMode = SearchMode.AUTO
     solve_budget_s: float = 2.0
     batch_policy: BatchPolicy = BatchPolicy.POW2_SPLIT
@@ -177,4 +179,15 @@ class InterruptionReport:
     iterations_done: int | None = None
     elapsed_s: float | None = None
     spent_usd: float | None = None
+    launch_overhead_s: float = 150.0
+
+
+@dataclass(frozen=True, slots=True)
+class Amendment:
+    """New limits or objective for the rest of a training run (POST /v1/jobs/{id}/amendments); None keeps
+    the run's current value. The run is re-planned under them, which resumes one in `needs_input`."""
+
+    time_limit_s: float | None = None
+    budget_usd: float | None = None
+    objective: Objective | None = None
     launch_overhead_s: float = 150.0

@@ -2,8 +2,10 @@
 
 Both rank the candidate types, CAP by price per VM-hour (cheapest first) and TAP by per-VM throughput at the
 full per-VM batch (fastest first); both load every VM with its maximum batch (max_batch on every GPU) and take
-VMs in rank order, up to each type's cap, until the global batch is allocated. The last VM takes the
-remainder, so a type may appear twice (full VMs and one partly loaded VM).
+VMs in rank order, up to each type's cap (and the request's max_vms / max_gpus), until the global batch is
+allocated. A partly loaded VM takes what remains, rounded down to a whole number of samples per GPU (the
+rest goes on to the next type), so a type may appear twice (full VMs and one partly loaded VM) and every
+baseline runs as given.
 """
 
 from __future__ import annotations
@@ -30,19 +32,29 @@ def baseline_groups(problem: Problem, policy: Policy) -> Groups | None:
             range(len(cands)),
             key=lambda i: (-cands[i].max_vm_batch / cands[i].floor_s(cands[i].max_vm_batch), cands[i].name),
         )
-    remaining = problem.constraints.global_batch
+    c = problem.constraints
+    vms_left = c.max_vms if c.max_vms is not None else 1 << 60
+    gpus_left = c.max_gpus if c.max_gpus is not None else 1 << 60
+    remaining = c.global_batch
     groups: list[Group] = []
     for i in order:
         if remaining == 0:
             break
         cand = cands[i]
-        full = min(cand.cap, remaining // cand.max_vm_batch)
+        d = cand.devices
+        room = min(cand.cap, vms_left, gpus_left // d)
+        full = min(room, remaining // cand.max_vm_batch)
         if full:
             groups.append((i, full, cand.max_vm_batch))
             remaining -= full * cand.max_vm_batch
-        if 0 < remaining < cand.max_vm_batch and full < cand.cap:
-            groups.append((i, 1, remaining))
-            remaining = 0
+            vms_left -= full
+            gpus_left -= full * d
+        part = remaining // d * d
+        if 0 < part < cand.max_vm_batch and full < room:
+            groups.append((i, 1, part))
+            remaining -= part
+            vms_left -= 1
+            gpus_left -= d
     return tuple(groups) if remaining == 0 else None
 
 

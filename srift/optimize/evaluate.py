@@ -4,6 +4,8 @@ The search prunes with two lower bounds, so an Evaluator promises (its *contract
 - `iteration_s ≥ floor_factor · max over groups of (forward + backward at that group's per-GPU batch)`, and
 - `cost_usd ≥ total_time_s · Σ count · price_usd_per_s`, `total_time_s = iterations · iteration_s`.
 `Evaluations` checks both after every evaluation and records violations, which the plan reports as warnings.
+`Evaluations` is also the one place that judges a configuration (`judge`): whether its prediction meets the
+limits and the fleet respects the request's caps.
 """
 
 from __future__ import annotations
@@ -14,17 +16,21 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from srift.domain import Band, BusBandwidthModel, Constraints, FleetMember, Objective, Prediction
-from srift.optimize.space import Groups, Problem
+from srift.domain.geo import AllreducePattern
+from srift.optimize.space import Group, Groups, Problem
 
 if TYPE_CHECKING:
+    from srift.sim.bounds import Extension, PartialFleet
     from srift.sim.geo import GeoContext
 
 
 class Evaluator(Protocol):
     """Predicts a fleet's iteration time and the cost of `iterations` iterations at `usd_per_s`.
 
-    An evaluator may also offer `iteration_bound_s(fleet) -> float`, a cheaper lower bound of its iteration
-    time, which the search uses to skip configurations (rule 5 of srift.optimize.search), and
+    An evaluator may also offer `iteration_bound_s(fleet, *, extension=None) -> float`, a cheaper lower bound
+    of its iteration time for `fleet` or, given an `srift.sim.bounds.Extension`, for every fleet whose members
+    are `fleet`'s followed by others as it describes; the search uses it to skip configurations and whole
+    subtrees (srift.optimize.exhaustive); and
     `band(fleet, *, iterations) -> Band`, the spread of its prediction, which limits are checked against at
     the request's confidence (an evaluator without one is taken at its word: a band of zero width).
     """
@@ -38,20 +44,20 @@ class Evaluator(Protocol):
 
 
 class SimEvaluator:
-    """The Srift simulator (srift.sim.simulate + to_prediction) as an Evaluator, with its exchange bound.
+    """The Srift simulator (srift.sim.simulate + to_prediction) as an Evaluator, with its bounds.
 
     The simulator's iteration is max(C̄, end of the gradient exchange), where C̄ is never below the slowest
-    member's forward + backward (so floor_factor is 1). Its exchange releases layer j at a_j ≥ max over
-    members of (fw + ready_frac_j · bw) and passes it through the intra-node and network stages in tandem; in
-    each stage a transfer never runs faster than its size class's lone rate, and the stage never moves more
-    than its cap. `iteration_bound_s` computes, from the simulator's own stage plans, max over j of
-    a_j + Σ_stages bits_j / rate, and, per stage, a_j + (bits of the layers released at or after a_j) / cap:
-    lower bounds of the exchange's end and so of t_iter, far cheaper than simulating. Construction imports
+    member's forward + backward (so floor_factor is 1). `iteration_bound_s` is `srift.sim.bounds`: the exact
+    straggler-aware compute phase and, from the simulator's own stage plans, the least time the exchange can
+    take, for a fleet and for the fleets that extend it, far cheaper than simulating. Construction imports
     the simulator's lazily imported modules, so that they do not count against a solving budget.
     With `bucket_cap_mb` the simulator (and the bound, on the same buckets) reduces gradients in PyTorch
     DDP's buckets (see `srift.sim.simulate`). For fleets across locations it uses `geo`'s links and
     allreduce pattern, and prices the gradient bytes leaving each location (srift.sim.geo); `read_gbps`
-    is the input pipeline's read rate (srift.sim.data).
+    is the input pipeline's read rate (srift.sim.data). Across locations the flat ring's network stage is
+    never faster than the same VMs' ring in one location, so the bounds hold as they are; the hierarchical
+    pattern's stages (a ring inside each location, then one across them) are not compared with that ring,
+    so with it the bounds leave the network stage out (looser, still bounds).
     """
 
     floor_factor = 1.0
@@ -68,6 +74,7 @@ class SimEvaluator:
     ) -> None:
         import importlib
 
+        from srift.sim.bounds import Bounder
         from srift.sim.network import MemoBandwidth
 
         for module in ("srift.sim", "scipy.special"):
@@ -78,6 +85,13 @@ class SimEvaluator:
         self.bucket_cap_mb = bucket_cap_mb
         self.geo = geo
         self.read_gbps = read_gbps
+        self.bounder = Bounder(
+            bandwidth=self.bandwidth,
+            seed=seed,
+            straggler_iters=straggler_iters,
+            bucket_cap_mb=bucket_cap_mb,
+            network=geo is None or geo.pattern is not AllreducePattern.HIERARCHICAL,
+        )
 
     def __call__(self, fleet: Sequence[FleetMember], *, iterations: int, usd_per_s: float) -> Prediction:
         from srift.sim import simulate, to_prediction
@@ -123,37 +137,22 @@ class SimEvaluator:
         )
         return estimate.band or Band()
 
-    def iteration_bound_s(self, fleet: Sequence[FleetMember]) -> float:
-        import numpy as np
+    def iteration_bound_s(self, fleet: Sequence[FleetMember], *, extension: Extension | None = None) -> float:
+        """A lower bound of this evaluator's iteration time for `fleet` or, with `extension`, for every fleet
+        that extends it as described (srift.sim.bounds)."""
+        partial: PartialFleet | None = None
+        for member in fleet:
+            partial = self.bounder.add(partial, member)
+        assert partial is not None
+        return self.bounder.bound_s(partial, extension)
 
-        from srift.sim.iteration import stage_plans, with_buckets
-        from srift.sim.layers import layer_arrays
+    def grow(self, partial: PartialFleet | None, member: FleetMember) -> PartialFleet:
+        """`partial` with one more member, for `partial_bound_s` (incremental bounds of growing fleets)."""
+        return self.bounder.add(partial, member)
 
-        if self.bucket_cap_mb is not None:
-            fleet = with_buckets(fleet, bucket_cap_mb=self.bucket_cap_mb)
-
-        fw = [m.profile.forward.time_s(m.per_device_batch) for m in fleet]
-        bw = [m.profile.backward.time_s(m.per_device_batch) for m in fleet]
-        compute = max(f + b for f, b in zip(fw, bw, strict=True))
-        canon = layer_arrays(fleet[0].profile)
-        if canon.bits.size == 0:
-            return compute
-        stages = [p.stage for p in stage_plans(fleet, canon, self.bandwidth, geo=self.geo)[0]]
-        if not stages:
-            return compute
-        arrive = np.full(canon.bits.size, -np.inf)
-        for m, f, b in zip(fleet, fw, bw, strict=True):
-            arrive = np.maximum(arrive, f + canon.aligned_ready_frac(layer_arrays(m.profile)) * b)
-        bits, klass = canon.bits, canon.klass
-        release = arrive
-        bound = compute
-        for stage in stages:
-            order = np.argsort(release, kind="stable")
-            after = np.cumsum(bits[order][::-1])[::-1]
-            bound = max(bound, float(np.max(release[order] + after / stage.cap_bps)))
-            release = release + bits / np.asarray(stage.rates_bps)[klass]
-            bound = max(bound, float(np.max(release)))
-        return bound
+    def partial_bound_s(self, partial: PartialFleet, *, extension: Extension | None = None) -> float:
+        """`iteration_bound_s` of the fleet that `partial` was grown from."""
+        return self.bounder.bound_s(partial, extension)
 
 
 def objective_value(prediction: Prediction, objective: Objective) -> float:
@@ -208,6 +207,8 @@ class Evaluations:
         self.bands = 0
         self.seconds = 0.0
         self._bound = getattr(evaluator, "iteration_bound_s", None)
+        self._grow = getattr(evaluator, "grow", None)
+        self._partial_bound = getattr(evaluator, "partial_bound_s", None)
         self._bounds: dict[Groups, float] = {}
 
     @property
@@ -226,6 +227,23 @@ class Evaluations:
             value = float(self._bound(self.problem.fleet(groups)))
             self._bounds[groups] = value
         return value
+
+    def grow(self, partial: object | None, group: Group) -> object | None:
+        """The evaluator's incremental state of a configuration with one more group (None: not offered)."""
+        if self._grow is None:
+            return None
+        grown: object = self._grow(partial, self.problem.fleet((group,))[0])
+        return grown
+
+    def partial_bound_s(self, partial: object, *, extension: Extension | None = None) -> float:
+        """The evaluator's lower bound of t_iter for the configuration `partial` was grown from or, with
+        `extension`, for every configuration that keeps its groups and adds others as it describes."""
+        assert self._partial_bound is not None
+        return float(self._partial_bound(partial, extension=extension))
+
+    def judge(self, groups: Groups, prediction: Prediction, constraints: Constraints) -> bool:
+        """Whether a configuration is feasible: its prediction meets the limits and it respects the caps."""
+        return self.problem.within_caps(groups, constraints) and meets(prediction, constraints)
 
     def evaluate(self, groups: Groups, *, constraints: Constraints | None = None) -> Evaluated:
         """Evaluate (or recall) `groups`; feasibility is judged against `constraints` (default: problem's)."""
@@ -251,12 +269,12 @@ class Evaluations:
                 self.violations += 1
             if needs_band(prediction, self.problem.constraints):
                 prediction = self._banded(groups, prediction)
-            hit = Evaluated(groups, prediction, meets(prediction, self.problem.constraints))
+            hit = Evaluated(groups, prediction, self.judge(groups, prediction, self.problem.constraints))
             self.records[groups] = hit
         if constraints is not self.problem.constraints:
             if needs_band(hit.prediction, constraints):
                 hit = self.banded(groups)
-            return Evaluated(hit.groups, hit.prediction, meets(hit.prediction, constraints))
+            return Evaluated(hit.groups, hit.prediction, self.judge(groups, hit.prediction, constraints))
         return hit
 
     def banded(self, groups: Groups) -> Evaluated:
@@ -265,7 +283,7 @@ class Evaluations:
         if hit.prediction.band is not None:
             return hit
         prediction = self._banded(groups, hit.prediction)
-        hit = Evaluated(groups, prediction, meets(prediction, self.problem.constraints))
+        hit = Evaluated(groups, prediction, self.judge(groups, prediction, self.problem.constraints))
         self.records[groups] = hit
         return hit
 

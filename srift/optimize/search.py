@@ -1,33 +1,21 @@
-"""Exhaustive (branch and bound) and eager (heterogeneity-increasing) search over the configuration space.
+"""Eager (heterogeneity-increasing) search, and the enumeration, bounds and incumbent it shares.
 
-Pruning rules of the exhaustive search. Each discards only configurations that cannot be feasible or cannot
-beat (strictly) the best feasible configuration already evaluated, so the optimum's objective is never lost.
-They rest on the Evaluator contract (srift.optimize.evaluate): t_iter ≥ floor_factor · the largest forward +
-backward time of the groups, cost ≥ N · t_iter · Σ count·price, and, when the evaluator offers one, t_iter ≥
-its `iteration_bound_s`.
+Eager search (Srift §4.4) enumerates configurations of a growing sequence of type subsets depth first, with
+these pruning rules, which only discard configurations that cannot be feasible or cannot beat the incumbent
+(they rest on the Evaluator contract of srift.optimize.evaluate):
 
 1. Capacity. A partial configuration whose remaining samples exceed what the remaining candidates can take
-   (Σ cap · max per-VM batch) has no completion: candidates come in a fixed order and groups only add samples.
-   Under a time limit a type's max per-VM batch is also cut to the largest whose compute alone fits
-   time_limit_s / N (a bigger batch breaks rule 2 by itself), so this rule also drops subtrees that cannot
-   reach the global batch in time.
-2. Compute floor vs the time limit. Completions keep the partial's groups, so their iteration time is at least
-   the partial's floor; if N · floor exceeds time_limit_s, no completion is feasible.
-3. Cost floor vs the budget. A completion costs at least N · floor · Σ count·price (both only grow), and at
-   least N · (Σ count·price·floor of each group so far + remaining samples × the lowest price·seconds per
-   sample any remaining candidate achieves), since t_iter ≥ each group's own floor. Above budget_usd, prune
-   (for a whole run of the enumeration too: N · global batch · that lowest cost per sample).
-4. Bound vs incumbent. The same bounds bound the objective (cost or total time) of every completion; a subtree
-   or configuration whose bound is ≥ the best feasible objective found cannot improve on it.
-5. Best first with lazy refinement. Surviving configurations are taken in increasing order of their bound;
-   before simulating one, the evaluator's tighter bound (compute plus the gradient exchange's own minimum
-   time) is applied, and the configuration is dropped if infeasible by it or re-queued at the tighter bound.
-   Once the next bound is ≥ the incumbent's objective, none of the rest can improve it (rule 4); the search
-   stops.
+   (Σ cap · max per-VM batch, within max_vms and max_gpus) has no completion. Under a time limit a type's max
+   per-VM batch is also cut to the largest whose compute alone fits time_limit_s / N.
+2. Compute floor vs the time limit: N · (largest forward + backward of the groups) > time_limit_s.
+3. Cost floor vs the budget: N · floor · Σ count·price, and N · (Σ count·price·floor of each group +
+   remaining samples × the lowest price·seconds per sample of the remaining candidates), above budget_usd.
+4. Bound vs incumbent: a configuration whose bound is ≥ the best feasible objective cannot improve on it.
+5. Best first with lazy refinement: surviving configurations are simulated in increasing order of their
+   bound, each first checked against the evaluator's tighter bound.
 
-The market rule (a type's cheaper market) and one batch per type are applied when the space is built
-(srift.optimize.space). Eager search reuses the enumeration and bounds over a growing sequence of type
-subsets, so it is a heuristic and stops at its solving budget.
+It is a heuristic: it stops at its solving budget. The exhaustive search (srift.optimize.exhaustive) is a
+lazy best-first branch and bound over the same space with stronger bounds.
 """
 
 from __future__ import annotations
@@ -38,6 +26,7 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from srift.domain import Constraints, Objective
 from srift.optimize.evaluate import Evaluated, Evaluations, objective_value, secondary_value
@@ -163,7 +152,10 @@ class Enumerator:
         self._hi = [c.max_vm_batch for c in cands]
         if constraints.time_limit_s is not None and floor_factor > 0:
             per_iteration = constraints.time_limit_s / (constraints.iterations * floor_factor)
-            self._hi = [min(c.max_vm_batch, max_batch_within(c, per_iteration)) for c in cands]
+            self._hi = [
+                min(c.max_vm_batch, max_batch_within(c, per_iteration)) // c.devices * c.devices
+                for c in cands
+            ]
 
     def run(
         self,
@@ -188,6 +180,7 @@ class Enumerator:
         caps = [min(self._cap[i], count_limit) if count_limit else self._cap[i] for i in act]
         his = [self._hi[i] for i in act]
         los = [self._lo[i] for i in act]
+        devs = [cands[i].devices for i in act]
         prices = [self._price[i] for i in act]
         opts = [self._options[i] for i in act]
         finals = [self._finals[i] for i in act]
@@ -209,8 +202,12 @@ class Enumerator:
             return
         type_limit = max_types if max_types is not None else last
         stats = self.stats
+        max_vms = self.constraints.max_vms if self.constraints.max_vms is not None else 1 << 60
+        max_gpus = self.constraints.max_gpus if self.constraints.max_gpus is not None else 1 << 60
 
-        def dfs(pos: int, rem: int, floor: float, price: float, sumf: float, groups: Groups) -> None:
+        def dfs(
+            pos: int, rem: int, floor: float, price: float, sumf: float, groups: Groups, vms: int, gpus: int
+        ) -> None:
             stats.nodes += 1
             if stats.nodes & 511 == 0:
                 if deadline is not None and time.perf_counter() > deadline:
@@ -223,19 +220,21 @@ class Enumerator:
                 if rem > suffix[p] or (require_all and p > pos):
                     break
                 i = act[p]
-                cap, lo, hi, price_i, cache = caps[p], los[p], his[p], prices[p], finals[p]
+                cap, lo, hi, price_i, cache, d = caps[p], los[p], his[p], prices[p], finals[p], devs[p]
                 if hi < lo:
                     continue
                 if not require_all or p == last - 1:
-                    for n in range(max(1, -(-rem // hi)), min(cap, rem // lo) + 1):
+                    top = min(cap, rem // lo, max_vms - vms, (max_gpus - gpus) // d)
+                    for n in range(max(1, -(-rem // hi)), top + 1):
                         pp = price + n * price_i
                         lb_c = scale * floor * pp
                         if lb_c > b_lim or (cost_obj and lb_c >= inc):
                             break
-                        if rem % n:
+                        if rem % (n * d):
                             continue
                         b = rem // n
-                        if pow2_final and b & (b - 1):
+                        k = b // d
+                        if pow2_final and k & (k - 1):
                             continue
                         f = cache.get(b)
                         if f is None:
@@ -266,7 +265,7 @@ class Enumerator:
                             continue
                         for n in range(1, cap + 1):
                             s = n * b
-                            if s >= rem:
+                            if s >= rem or vms + n > max_vms or gpus + n * d > max_gpus:
                                 break
                             pp = price + n * price_i
                             lb_c = lb_t * pp
@@ -279,21 +278,24 @@ class Enumerator:
                             if lb_e > b_lim or (cost_obj and lb_e >= inc):
                                 continue
                             group: Group = (i, n, b)
-                            dfs(p + 1, rem - s, f, pp, sf, (*groups, group))
+                            dfs(p + 1, rem - s, f, pp, sf, (*groups, group), vms + n, gpus + n * d)
                             inc = self.incumbent
 
-        dfs(0, global_batch, 0.0, 0.0, 0.0, ())
+        dfs(0, global_batch, 0.0, 0.0, 0.0, (), 0, 0)
 
 
 @dataclass
 class SearchResult:
-    """What a search found: the incumbent, how complete the search was, and its statistics."""
+    """What a search found: the incumbent, how complete the search was, and its statistics.
+
+    `coverage` (an exhaustive search's srift.optimize.exhaustive.Coverage) says what was left unexplored.
+    """
 
     incumbent: Incumbent
     complete: bool
     stats: SearchStats
     notes: tuple[str, ...] = ()
-    enumeration_stopped: bool = False
+    coverage: Any = None
 
 
 def evaluate_best_first(
@@ -337,52 +339,6 @@ def evaluate_best_first(
         if incumbent.offer(item) and enumerator is not None:
             enumerator.incumbent = incumbent.value
     return True
-
-
-def solve_exhaustive(
-    problem: Problem,
-    evals: Evaluations,
-    *,
-    constraints: Constraints | None = None,
-    deadline: float | None = None,
-    enumeration_deadline: float | None = None,
-    node_limit: int | None = None,
-    incumbent: Incumbent | None = None,
-) -> SearchResult:
-    """Branch and bound over the whole space (rules 1–5); `complete` is False if stopped early.
-
-    A first pass over homogeneous configurations seeds the incumbent so that rule 4 prunes the full pass.
-    Enumeration stops at `enumeration_deadline` (or `deadline`) or after `node_limit` nodes
-    (`enumeration_stopped`); evaluation stops at `deadline`.
-    """
-    constraints = constraints or problem.constraints
-    incumbent = incumbent or Incumbent(constraints.objective)
-    enum = Enumerator(problem, constraints=constraints, floor_factor=evals.floor_factor)
-    enum.incumbent = incumbent.value
-    seeds: list[tuple[float, Groups]] = []
-    pending: list[tuple[float, Groups]] = []
-    enum_deadline = enumeration_deadline if enumeration_deadline is not None else deadline
-    try:
-        enum.run(
-            lambda lb, g: seeds.append((lb, g)), max_types=1, deadline=enum_deadline, node_limit=node_limit
-        )
-        evaluate_best_first(
-            seeds,
-            evals=evals,
-            constraints=constraints,
-            incumbent=incumbent,
-            enumerator=enum,
-            deadline=enum_deadline,
-        )
-        enum.run(lambda lb, g: pending.append((lb, g)), deadline=enum_deadline, node_limit=node_limit)
-    except SearchStopped:
-        note = "enumeration stopped before covering the space"
-        return SearchResult(incumbent, False, enum.stats, (note,), enumeration_stopped=True)
-    done = evaluate_best_first(
-        pending, evals=evals, constraints=constraints, incumbent=incumbent, enumerator=enum, deadline=deadline
-    )
-    notes = () if done else ("evaluation stopped at the solve budget before the bound closed",)
-    return SearchResult(incumbent, done, enum.stats, notes)
 
 
 def rank_candidates(problem: Problem, objective: Objective) -> list[int]:

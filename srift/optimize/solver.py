@@ -1,26 +1,28 @@
 """optimize(): the optimizer's phases (check the space, search, baselines, Pareto front) and infeasibility.
 
-Phases, in order: (1) the space must hold some configuration summing to the global batch, else InvalidInput
-on `global_batch`; (2) search in the requested mode (`auto` estimates the space's size, tries exhaustive
-enumeration within part of the solve budget and falls back to eager with the rest when the space is
-larger); (3) when nothing meets the limits, the nearest relaxations are searched with what is left of the
-budget and PlanInfeasible (422) says which limit cannot be met and by how much; (4) CAP/TAP baselines and
-the Pareto front complete the Plan.
+Phases, in order: (1) the space must hold some configuration summing to the global batch (within max_gpus
+and max_vms), else InvalidInput on the field at fault; (2) search in the requested mode (`auto` runs the
+exhaustive branch and bound with part of the solve budget, and eager search with the rest only when the bound
+did not close in time); (3) when nothing meets the limits, the nearest relaxations are searched with what is
+left of the budget and PlanInfeasible (422) says which limit cannot be met and by how much; (4) CAP/TAP
+baselines, the Pareto front and the diminishing-returns note complete the Plan.
 """
 
 from __future__ import annotations
 
-import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from srift.domain import Constraints, Objective, Plan, SearchMode
+from srift.domain import Constraints, DiminishingReturns, Objective, Plan, Prediction, SearchMode
 from srift.errors import Infeasible, InvalidInput
 from srift.optimize.baselines import baselines
-from srift.optimize.evaluate import Evaluations, Evaluator
+from srift.optimize.evaluate import Evaluated, Evaluations, Evaluator
+from srift.optimize.exhaustive import solve_exhaustive
 from srift.optimize.pareto import pareto_points
-from srift.optimize.search import Incumbent, SearchResult, solve_eager, solve_exhaustive
+from srift.optimize.returns import diminishing_returns
+from srift.optimize.returns import words as returns_words
+from srift.optimize.search import Incumbent, SearchResult, solve_eager
 from srift.optimize.space import BatchPolicy, Problem, reachable
 
 ANY_POLICY_MAX_OPTIONS = 4096
@@ -67,6 +69,7 @@ def optimize_with_evaluations(
     main_budget = options.solve_budget_s * 0.7
     result, mode = _search(problem, evals, problem.constraints, options, start=start, budget_s=main_budget)
     best = result.incumbent.best
+    returns = None
     if best is None:
         error = _infeasible(problem, evals, options, result, start=start)
         rescue = Incumbent(problem.constraints.objective)
@@ -75,6 +78,8 @@ def optimize_with_evaluations(
         if rescue.best is None:
             raise error
         best = rescue.best
+    else:
+        returns = _returns(problem, evals, best, options, start=start)
     best = evals.banded(best.groups)
     plan_baselines = baselines(problem, evals)
     pareto, total = pareto_points(
@@ -83,11 +88,14 @@ def optimize_with_evaluations(
     c = problem.constraints
     pred = best.prediction
     warnings = list(problem.notes) + list(result.notes)
+    if returns is not None:
+        warnings.append(returns_words(returns))
     if evals.violations:
         warnings.append(
             f"the simulator went below its own compute floor on {evals.violations} configuration(s); "
             "pruning may have skipped a better plan"
         )
+    proven = result.complete and mode is SearchMode.EXHAUSTIVE and evals.violations == 0
     sources = list(pred.sources)
     priced: dict[tuple[str, str], list[str]] = {}
     for i, _, _ in best.groups:
@@ -110,10 +118,46 @@ def optimize_with_evaluations(
         mode=mode,
         sources=tuple(dict.fromkeys(sources)),
         warnings=tuple(warnings),
-        proven_optimal=result.complete and mode is SearchMode.EXHAUSTIVE and evals.violations == 0,
+        proven_optimal=proven,
         pareto_total=total,
+        optimality_gap=0.0 if proven else _gap(result, best.prediction, c.objective),
+        diminishing_returns=returns,
     )
     return plan, evals
+
+
+def _returns(
+    problem: Problem, evals: Evaluations, best: Evaluated, options: SolveOptions, *, start: float
+) -> DiminishingReturns | None:
+    """The diminishing-returns phase (srift.optimize.returns), with what is left of the solve budget."""
+
+    spent = time.perf_counter() - start
+
+    def search(constraints: Constraints, incumbent: Incumbent) -> Incumbent:
+        left = options.solve_budget_s - (time.perf_counter() - start)
+        budget = min(left, max(RETURNS_MIN_S, RETURNS_SHARE * spent))
+        if budget <= 0:
+            return incumbent
+        res = solve_eager(
+            problem,
+            evals,
+            budget_s=budget,
+            constraints=constraints,
+            k=options.k,
+            max_types=options.eager_max_types,
+            incumbent=incumbent,
+        )
+        return res.incumbent
+
+    return diminishing_returns(problem, evals, best, search=search)
+
+
+def _gap(result: SearchResult, prediction: Prediction, objective: Objective) -> float | None:
+    cov = result.coverage
+    if cov is None or cov.lower_bound is None:
+        return None
+    value = prediction.cost_usd if objective is Objective.MIN_COST else prediction.total_time_s
+    return max(value - cov.lower_bound, 0.0) / value if value > 0 else None
 
 
 def _check_space(problem: Problem) -> None:
@@ -131,6 +175,7 @@ def _check_space(problem: Problem) -> None:
                 hint="use pow2_split (powers of two plus the exact split), or pow2",
                 field="batch_policy",
             )
+    _check_caps(problem)
     if not reachable(problem, deadline=time.perf_counter() + REACHABILITY_BUDGET_S):
         g = problem.constraints.global_batch
         capacity = sum(c.cap * c.max_vm_batch for c in problem.candidates)
@@ -144,6 +189,29 @@ def _check_space(problem: Problem) -> None:
         raise InvalidInput(detail, hint=hint, field="global_batch")
 
 
+def _check_caps(problem: Problem) -> None:
+    """InvalidInput on max_gpus / max_vms when the largest fleet they allow cannot hold the global batch."""
+    c = problem.constraints
+    g = c.global_batch
+    if c.max_gpus is not None:
+        most = c.max_gpus * max(x.profile.max_batch for x in problem.candidates)
+        if g > most:
+            raise InvalidInput(
+                f"{c.max_gpus} GPUs hold at most {most} samples per iteration, fewer than global_batch {g}",
+                hint=f"raise max_gpus to at least {-(-c.max_gpus * g // most)}, or lower global_batch",
+                field="max_gpus",
+            )
+    if c.max_vms is not None:
+        per_vm = sorted((x.max_vm_batch for x in problem.candidates for _ in range(x.cap)), reverse=True)
+        most = sum(per_vm[: c.max_vms])
+        if g > most:
+            raise InvalidInput(
+                f"{c.max_vms} VMs hold at most {most} samples per iteration, fewer than global_batch {g}",
+                hint="raise max_vms, or lower global_batch",
+                field="max_vms",
+            )
+
+
 def _search(
     problem: Problem,
     evals: Evaluations,
@@ -155,11 +223,6 @@ def _search(
     incumbent: Incumbent | None = None,
 ) -> tuple[SearchResult, SearchMode]:
     deadline = start + budget_s
-    if options.mode is SearchMode.EXHAUSTIVE:
-        res = solve_exhaustive(
-            problem, evals, constraints=constraints, deadline=deadline, incumbent=incumbent
-        )
-        return res, SearchMode.EXHAUSTIVE
     if options.mode is SearchMode.EAGER:
         res = solve_eager(
             problem,
@@ -172,20 +235,20 @@ def _search(
             start=start,
         )
         return res, SearchMode.EAGER
-    size = space_size_log10(problem)
-    if size <= AUTO_EXHAUSTIVE_LOG10:
-        share = 0.4 if size <= AUTO_LIKELY_LOG10 else 0.15
+    if options.mode is SearchMode.EXHAUSTIVE:
         res = solve_exhaustive(
-            problem,
-            evals,
-            constraints=constraints,
-            deadline=deadline,
-            enumeration_deadline=start + budget_s * share,
-            incumbent=incumbent,
+            problem, evals, constraints=constraints, deadline=deadline, incumbent=incumbent
         )
-        if res.complete or not res.enumeration_stopped:
-            return res, SearchMode.EXHAUSTIVE
-        incumbent = res.incumbent
+        return res, SearchMode.EXHAUSTIVE
+    res = solve_exhaustive(
+        problem,
+        evals,
+        constraints=constraints,
+        deadline=start + budget_s * AUTO_EXHAUSTIVE_SHARE,
+        incumbent=incumbent,
+    )
+    if res.complete:
+        return res, SearchMode.EXHAUSTIVE
     now = time.perf_counter()
     eager = solve_eager(
         problem,
@@ -194,22 +257,34 @@ def _search(
         constraints=constraints,
         k=options.k,
         max_types=options.eager_max_types,
-        incumbent=incumbent,
+        incumbent=res.incumbent,
         start=now,
     )
-    return eager, SearchMode.EAGER
+    gap = _gap_note(res, eager.incumbent, constraints.objective)
+    return (
+        SearchResult(eager.incumbent, False, eager.stats, (*eager.notes, *gap), coverage=res.coverage),
+        SearchMode.EAGER,
+    )
 
 
-AUTO_LIKELY_LOG10 = 6.0
-AUTO_EXHAUSTIVE_LOG10 = 12.0
+RETURNS_SHARE = 0.25
+RETURNS_MIN_S = 0.05
+"""The diminishing-returns phase runs eager search for a quarter of the time the plan's search took (at
+least 50 ms, at most what is left of the solve budget): it looks for a note, not a proof."""
+
+AUTO_EXHAUSTIVE_SHARE = 0.6
+"""`auto` gives the exhaustive search this share of the solving budget and eager search the rest when the
+exhaustive one did not close its bound in time."""
 
 
-def space_size_log10(problem: Problem) -> float:
-    """log10 of Π (1 + cap · batch options) over the candidates: an upper bound of the enumeration's size
-    (before the sum constraint and the bounds cut it). `auto` tries exhaustive search with 40 % of the budget
-    for enumeration up to 10^6, with 15 % up to 10^12, and goes straight to eager search above."""
-    return sum(
-        math.log10(1 + c.cap * max(len(c.batch_options(problem.batch_policy)), 1)) for c in problem.candidates
+def _gap_note(res: SearchResult, incumbent: Incumbent, objective: Objective) -> tuple[str, ...]:
+    cov = res.coverage
+    if cov is None or cov.lower_bound is None or incumbent.best is None or incumbent.value <= 0:
+        return ()
+    gap = max(incumbent.value - cov.lower_bound, 0.0) / incumbent.value
+    return (
+        f"exhaustive search did not finish within its share of the solve budget ({cov.open_nodes} subtree(s) "
+        f"left); eager search found this plan, at most {100 * gap:.1f} % from the optimum",
     )
 
 
@@ -224,14 +299,7 @@ def _relaxed(
     budget_s: float,
 ) -> tuple[float | None, bool]:
     c = problem.constraints
-    relaxed = Constraints(
-        c.global_batch,
-        c.iterations,
-        objective,
-        time_limit_s=time_limit_s,
-        budget_usd=budget_usd,
-        confidence=c.confidence,
-    )
+    relaxed = replace(c, objective=objective, time_limit_s=time_limit_s, budget_usd=budget_usd)
     res, _ = _search(problem, evals, relaxed, options, start=time.perf_counter(), budget_s=max(budget_s, 0.0))
     best = res.incumbent.best
     if best is None:
@@ -246,7 +314,20 @@ def _infeasible(
     problem: Problem, evals: Evaluations, options: SolveOptions, result: SearchResult, *, start: float
 ) -> PlanInfeasible:
     """Search the nearest relaxations and word the 422: which limit cannot be met, and by how much."""
-    error = _infeasible_limits(problem, evals, options, result, start=start)
+    c = problem.constraints
+    if c.time_limit_s is None and c.budget_usd is None:
+        if result.complete:
+            field = "max_vms" if c.max_vms is not None else "max_gpus"
+            return PlanInfeasible(
+                f"no fleet within max_gpus={c.max_gpus} and max_vms={c.max_vms} splits global_batch "
+                f"{c.global_batch} into whole per-GPU batches",
+                hint="raise max_gpus or max_vms, or use a global batch with more divisors",
+                field=field,
+                relaxations={},
+            )
+        error = PlanInfeasible("", hint="", field=None, relaxations={})
+    else:
+        error = _infeasible_limits(problem, evals, options, result, start=start)
     if not result.complete and all(v is None for v in error.relaxations.values()):
         return PlanInfeasible(
             f"no configuration found within solve_budget_s={options.solve_budget_s:g} s (the "
@@ -317,7 +398,14 @@ def _infeasible_limits(
                 field="time_limit_s",
                 relaxations=relax,
             )
-        assert c.budget_usd is not None
+        if c.budget_usd is None:
+            return PlanInfeasible(
+                f"no configuration found within solve_budget_s={options.solve_budget_s:g} s meets "
+                f"time_limit_s={c.time_limit_s:g} s, though one costing ${least_cost:.2f} does",
+                hint="raise solve_budget_s",
+                field="solve_budget_s",
+                relaxations=relax,
+            )
         fast = relax.get("fastest_time_within_budget_s")
         within = (
             f"within ${c.budget_usd:g} the fastest takes {fast:.0f} s"

@@ -2,15 +2,16 @@
 
 A configuration picks, for some candidates, a count `n ≤ cap` and ONE per-VM batch `b` (Srift §4.4 insight
 (2): all VMs of one type get the same batch, since sharing a type's samples unequally is never faster),
-so that Σ n·b = global_batch and devices ≤ b ≤ max_batch·devices (every GPU gets ≥ 1 sample, none more
-than the profile's max_batch). Which batches are allowed is the `BatchPolicy`:
+so that Σ n·b = global_batch exactly. Every plan must run as given under DDP and `DistributedSampler`, which
+give each GPU (rank) the same whole number of samples: so `b = devices · k` with a whole per-GPU batch
+`1 ≤ k ≤ max_batch` (the profile's). Which per-GPU batches are allowed is the `BatchPolicy`:
 
-- `pow2_split` (default): every group's batch is a power of two, except the group of the LAST candidate
-  present (in the canonical candidate order, sorted by instance type name then market), which may take
-  any batch in range: that group takes the exact split of what remains, so global batches that are not
-  a sum of powers of two stay reachable.
-- `pow2`: every batch is a power of two.
-- `any`: every integer batch in range (small problems only: the space grows with max_batch).
+- `pow2_split` (default): every group's per-GPU batch is a power of two, except the group of the LAST
+  candidate present (in the canonical candidate order, sorted by instance type name then market), which may
+  take any whole per-GPU batch in range: that group takes the exact split of what remains, so global batches
+  that are not a sum of powers of two stay reachable.
+- `pow2`: every per-GPU batch is a power of two.
+- `any`: every whole per-GPU batch in range (small problems only: the space grows with max_batch).
 
 Candidates are built by `build_candidates`, which applies the market rule (a type's cheaper allowed market;
 spot wins ties) and the availability caps. When a request allows several locations (regions, providers),
@@ -102,23 +103,28 @@ class Candidate:
         """Forward + backward seconds at this per-VM batch: a lower bound of any iteration using it."""
         return self.profile.compute_s(vm_batch / self.offer.instance.devices)
 
-    def batch_options(self, policy: BatchPolicy) -> tuple[int, ...]:
-        """Per-VM batches a non-final group may use, ascending."""
-        lo, hi = self.min_vm_batch, self.max_vm_batch
+    def per_gpu_options(self, policy: BatchPolicy) -> tuple[int, ...]:
+        """Whole per-GPU batches a non-final group may use, ascending."""
+        top = self.profile.max_batch
         if policy is BatchPolicy.ANY:
-            return tuple(range(lo, hi + 1))
-        out, b = [], 1
-        while b <= hi:
-            if b >= lo:
-                out.append(b)
-            b *= 2
-        return tuple(out)
+            return tuple(range(1, top + 1))
+        return tuple(1 << e for e in range(top.bit_length()) if 1 << e <= top)
+
+    def batch_options(self, policy: BatchPolicy) -> tuple[int, ...]:
+        """Per-VM batches a non-final group may use, ascending: devices × each per-GPU option."""
+        d = self.devices
+        return tuple(d * k for k in self.per_gpu_options(policy))
+
+    def runnable(self, batch: int) -> bool:
+        """Whether `batch` samples per VM give every GPU the same whole number of samples within max_batch."""
+        d = self.devices
+        return batch % d == 0 and 1 <= batch // d <= self.profile.max_batch
 
     def final_allowed(self, batch: int, policy: BatchPolicy) -> bool:
         """Whether the last group present may use `batch`."""
-        if batch < self.min_vm_batch or batch > self.max_vm_batch:
+        if not self.runnable(batch):
             return False
-        return policy is not BatchPolicy.POW2 or is_pow2(batch)
+        return policy is not BatchPolicy.POW2 or is_pow2(batch // self.devices)
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,6 +204,17 @@ class Problem:
         """Largest forward + backward time over the groups: the compute-only lower bound of t_iter."""
         return max(self.candidates[i].floor_s(b) for i, _, b in groups)
 
+    def gpus(self, groups: Groups) -> int:
+        """Devices (GPUs, or 1 per CPU-only VM) of a configuration."""
+        return sum(n * self.candidates[i].devices for i, n, _ in groups)
+
+    def within_caps(self, groups: Groups, constraints: Constraints | None = None) -> bool:
+        """Whether a configuration respects max_gpus and max_vms (of `constraints`, default the problem's)."""
+        c = constraints or self.constraints
+        if c.max_vms is not None and sum(n for _, n, _ in groups) > c.max_vms:
+            return False
+        return c.max_gpus is None or self.gpus(groups) <= c.max_gpus
+
     def in_space(self, groups: Groups) -> bool:
         """Whether `groups` is a configuration of this problem's space (module docstring)."""
         if not groups:
@@ -217,7 +234,7 @@ class Problem:
             elif b not in cand.batch_options(self.batch_policy):
                 return False
             total += n * b
-        return total == self.constraints.global_batch
+        return total == self.constraints.global_batch and self.within_caps(groups)
 
 
 def build_candidates(
@@ -270,8 +287,9 @@ def build_candidates(
             if not keys:
                 close = difflib.get_close_matches(name, sorted(names), n=3)
                 place = f" in {where.key}" if where is not None else " in this region"
+                offered = "offer" if market is MarketChoice.ANY else f"{market.value} offer"
                 raise NotFound(
-                    f"unknown instance type {name!r} (no {market.value} offer{place})",
+                    f"unknown instance type {name!r} (no {offered}{place})",
                     hint=f"did you mean {', '.join(close)}?"
                     if close
                     else "list types with `srift catalog list`",
@@ -337,10 +355,10 @@ def reachable(problem: Problem, *, deadline: float | None = None) -> bool:
     mask = (1 << (g + 1)) - 1
     reach = 1
     for cand in problem.candidates:
-        lo, hi = cand.min_vm_batch, cand.max_vm_batch
+        lo, hi, d = cand.min_vm_batch, cand.max_vm_batch, cand.devices
         finals = 0
         for n in range(1, cand.cap + 1):
-            top = min(hi, g // n)
+            top = min(hi, g // n) // d * d
             if top < lo:
                 break
             if policy is BatchPolicy.POW2:
@@ -348,7 +366,7 @@ def reachable(problem: Problem, *, deadline: float | None = None) -> bool:
                     if b <= top:
                         finals |= 1 << (g - n * b)
             else:
-                finals |= _progression(step=n, count=top - lo + 1) << (g - n * top)
+                finals |= _progression(step=n * d, count=(top - lo) // d + 1) << (g - n * top)
         if reach & finals:
             return True
         grown = reach

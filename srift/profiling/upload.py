@@ -14,6 +14,8 @@ def upload_profile(
     profile: ModelProfile, *, url: str, token: str | None, timeout_s: float = 30.0
 ) -> dict[str, Any]:
     """POST the profile; returns the server's answer ({id, model, accelerator, created})."""
+    if "://" not in url:
+        url = f"http://{url}"
     endpoint = url.rstrip("/") + "/v1/profiles"
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     try:

@@ -12,8 +12,16 @@ from sqlalchemy.orm import Session
 
 from srift.db.tables import PlanRow
 from srift.documents import to_document
-from srift.domain import BaselineResult, BusBandwidthModel, Config, Constraints, Plan, Prediction
-from srift.domain.catalog import MarketChoice
+from srift.domain import (
+    BaselineResult,
+    BusBandwidthModel,
+    Config,
+    Constraints,
+    DiminishingReturns,
+    MarketChoice,
+    Plan,
+    Prediction,
+)
 from srift.domain.geo import Location
 from srift.domain.network import DEFAULT_NETWORK, NetworkSpec, Transport
 from srift.domain.records import PlanRecord
@@ -177,7 +185,7 @@ def _prepare(
         covered = sorted({p.accelerator for p in profiles})
         where = ", ".join(loc.key for loc in locations)
         raise InvalidInput(
-            f"no {query.market.value} offer in {where} matches the profiles' "
+            f"no {_offers(query.market)} in {where} matches the profiles' "
             f"accelerators ({', '.join(covered)})",
             hint="profile the model on an offered accelerator, or change provider, region or market",
             field="availability" if query.availability else "profile_ids",
@@ -209,6 +217,8 @@ def _prepare(
         objective=query.objective,
         time_limit_s=query.time_limit_s,
         budget_usd=query.budget_usd,
+        max_gpus=query.max_gpus,
+        max_vms=query.max_vms,
         confidence=query.confidence,
     )
     kept = held or {}
@@ -489,4 +499,28 @@ def plan_result(
         "spot": None,
         "fallback": None,
         "data_loading": list(prepared.feeds) if prepared is not None else [],
+        "optimality_gap": plan.optimality_gap,
+        "diminishing_returns": _returns(plan.diminishing_returns),
     }
+
+
+def _returns(note: DiminishingReturns | None) -> dict[str, Any] | None:
+    if note is None:
+        return None
+    return {
+        "alternative": note.alternative.label(),
+        "total_time_s": note.total_time_s,
+        "cost_usd": note.cost_usd,
+        "gpus": note.gpus,
+        "plan_gpus": note.plan_gpus,
+        "seconds_saved": note.seconds_saved,
+        "extra_usd": note.extra_usd,
+        "extra_gpus": note.extra_gpus,
+        "seconds_per_usd": note.seconds_per_usd,
+        "seconds_per_gpu": note.seconds_per_gpu,
+    }
+
+
+def _offers(market: MarketChoice) -> str:
+    """ "spot offer", "on_demand offer", or "offer" in either market (never "any offer")."""
+    return "offer" if market is MarketChoice.ANY else f"{market.value} offer"

@@ -5,7 +5,9 @@ original deadline minus the launch overhead of new VMs (default 150 s, Srift §5
 interrupted type is never launched again; VMs of it that survived may stay in the new plan (as in §5.4, where
 the surviving p3.8xlarge keeps its batch and g3.8xlarge VMs are added). Every report, interruption and plan is
 kept in the job's history. When no plan fits, the job moves to `needs_input`, the event is kept, and the
-PlanInfeasible error says by how much the limits are missed.
+PlanInfeasible error says by how much the limits are missed. An amendment (new time limit, budget or
+objective, kept as an `amended` event that later re-plans and the run's view apply over the original request)
+re-plans the rest of the run under the new limits: that is how a run in `needs_input` resumes.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from sqlalchemy.orm import Session
 from srift.db.tables import PlanRow, TrainingJob, TrainingJobEvent
 from srift.documents import read_document, to_document
 from srift.domain.records import PlanRecord, TrainingRun, TrainingRunEvent, TrainingRunPlan
-from srift.domain.requests import InterruptionReport, PlanQuery, ProgressReport
+from srift.domain.requests import Amendment, InterruptionReport, PlanQuery, ProgressReport
 from srift.domain.states import TrainingState
 from srift.errors import Conflict, InvalidInput, NotFound
 from srift.optimize.solver import PlanInfeasible
@@ -56,7 +58,20 @@ def _get_job(session: Session, job_id: int) -> TrainingJob:
 
 
 def _original(session: Session, job: TrainingJob) -> dict[str, Any]:
-    return get_plan_row(session=session, plan_id=job.plan_id).request
+    """The run's request: the first plan's, with every amendment's limits and objective applied in order."""
+    request = dict(get_plan_row(session=session, plan_id=job.plan_id).request)
+    for e in _events(session, job):
+        if e.kind == "amended":
+            request.update(e.payload.get("set", {}))
+    return request
+
+
+def _events(session: Session, job: TrainingJob) -> list[TrainingJobEvent]:
+    return list(
+        session.scalars(
+            select(TrainingJobEvent).where(TrainingJobEvent.job_id == job.id).order_by(TrainingJobEvent.id)
+        ).all()
+    )
 
 
 def _total_iterations(session: Session, job: TrainingJob) -> int:
@@ -167,6 +182,59 @@ def record_interruption(
     return training_run(session=session, job=job), plan
 
 
+def amend(
+    *, session: Session, settings: Settings, job_id: int, amendment: Amendment
+) -> tuple[TrainingRun, PlanRecord]:
+    """Change the run's time limit, budget or objective and re-plan the rest of it under them.
+
+    The types lost so far stay excluded and the VMs still held may stay. A run in `needs_input` resumes
+    (`running`) when the new plan fits; when it still does not, the run stays in `needs_input`, the
+    amendment is kept, and PlanInfeasible says by how much.
+    """
+    job = _get_job(session, job_id)
+    if job.state == TrainingState.COMPLETED:
+        raise Conflict(f"job {job_id} has completed", hint="start a new job for a new run")
+    changes: dict[str, Any] = {
+        k: v
+        for k, v in (
+            ("time_limit_s", amendment.time_limit_s),
+            ("budget_usd", amendment.budget_usd),
+            ("objective", None if amendment.objective is None else amendment.objective.value),
+        )
+        if v is not None
+    }
+    if not changes:
+        raise InvalidInput(
+            "nothing to amend", hint="give time_limit_s, budget_usd or objective", field="time_limit_s"
+        )
+    original = {**_original(session, job), **changes}
+    current = get_plan_row(session=session, plan_id=job.current_plan_id)
+    held = {ch["instance_type"]: int(ch["count"]) for ch in current.result.get("choices", [])}
+    for e in _events(session, job):
+        if e.kind == "interruption" and e.payload.get("previous_plan_id") == current.id:
+            lost = str(e.payload.get("instance_type"))
+            held[lost] = max(0, held.get(lost, 0) - int(e.payload.get("count", 0)))
+    excluded = tuple(job.excluded_types)
+    remaining = _remaining(original, job, amendment.launch_overhead_s)
+    payload: dict[str, Any] = {
+        "set": changes,
+        "launch_overhead_s": amendment.launch_overhead_s,
+        "remaining": remaining,
+        "previous_plan_id": current.id,
+    }
+    try:
+        plan = _replan(session, settings, original, remaining, job, excluded=excluded, held=held)
+    except PlanInfeasible as exc:
+        job.state = TrainingState.NEEDS_INPUT
+        _event(session, job, "amended", {**payload, "error": exc.to_dict()})
+        session.commit()
+        raise
+    job.current_plan_id = plan.id
+    job.state = TrainingState.RUNNING
+    _event(session, job, "amended", {**payload, "plan_id": plan.id})
+    return training_run(session=session, job=job), plan
+
+
 def _remaining(original: dict[str, Any], job: TrainingJob, overhead_s: float) -> dict[str, Any]:
     limit = original.get("time_limit_s")
     budget = original.get("budget_usd")
@@ -224,9 +292,9 @@ def _replan(
     except PlanInfeasible as exc:
         left = f"{limit:.0f} s left before the original deadline" if limit is not None else "no deadline"
         money = f", ${budget:.2f} of budget left" if budget is not None else ""
+        out = f", {', '.join(excluded)} excluded" if excluded else ""
         raise PlanInfeasible(
-            f"re-planning {iters} remaining iterations ({left}{money}, {excluded[-1]} excluded): "
-            f"{exc.detail}",
+            f"re-planning {iters} remaining iterations ({left}{money}{out}): {exc.detail}",
             hint=exc.hint,
             field=exc.field,
             relaxations=exc.relaxations,
@@ -235,11 +303,11 @@ def _replan(
 
 def training_run(*, session: Session, job: TrainingJob) -> TrainingRun:
     """The run with its history of plans and events."""
-    events = session.scalars(
-        select(TrainingJobEvent).where(TrainingJobEvent.job_id == job.id).order_by(TrainingJobEvent.id)
-    ).all()
+    events = _events(session, job)
     plan_ids = [job.plan_id] + [
-        int(e.payload["plan_id"]) for e in events if e.kind == "interruption" and "plan_id" in e.payload
+        int(e.payload["plan_id"])
+        for e in events
+        if e.kind in ("interruption", "amended") and "plan_id" in e.payload
     ]
     plans = []
     for pid in dict.fromkeys(plan_ids):

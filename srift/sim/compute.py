@@ -31,19 +31,29 @@ def member_keys(fleet: Sequence[FleetMember]) -> list[int]:
     seen: dict[str, int] = {}
     keys = []
     for member in fleet:
-        base = "|".join(
-            (
-                member.instance.provider,
-                member.instance.name,
-                str(member.batch),
-                member.profile.model,
-                member.profile.accelerator,
-            )
-        )
+        base = member_base(member)
         repeat = seen.get(base, 0)
         seen[base] = repeat + 1
-        keys.append(zlib.crc32(f"{base}|{repeat}".encode()))
+        keys.append(member_key(base, repeat))
     return keys
+
+
+def member_base(member: FleetMember) -> str:
+    """What a member's stream is keyed on: provider, type, batch, model and accelerator."""
+    return "|".join(
+        (
+            member.instance.provider,
+            member.instance.name,
+            str(member.batch),
+            member.profile.model,
+            member.profile.accelerator,
+        )
+    )
+
+
+def member_key(base: str, repeat: int) -> int:
+    """The stream key of the `repeat`-th member (from 0) with this base in a fleet."""
+    return zlib.crc32(f"{base}|{repeat}".encode())
 
 
 _UNIFORM_CACHE_SIZE = 4096

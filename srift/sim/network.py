@@ -118,11 +118,31 @@ def intra_stage(
     return _intra_stage(fleet, sizes, model)
 
 
+def intra_stage_at(
+    types: Sequence[InstanceType], sizes: Sequence[int], model: BusBandwidthModel
+) -> StagePlan | None:
+    """The intra-node reduction of a fleet of `types` (each present), or None when none has two devices."""
+    cache = _plan_cache(model)
+    if cache is not None:
+        key: tuple[object, ...] = ("intra", tuple(types), tuple(sizes))
+        found = cache.get(key, _MISSING)
+        if found is _MISSING:
+            found = cache[key] = _intra_types(types, sizes, model)
+        return found  # type: ignore[return-value]
+    return _intra_types(types, sizes, model)
+
+
 def _intra_stage(
     fleet: Sequence[FleetMember], sizes: Sequence[int], model: BusBandwidthModel
 ) -> StagePlan | None:
+    return _intra_types(_distinct_types(fleet), sizes, model)
+
+
+def _intra_types(
+    types: Sequence[InstanceType], sizes: Sequence[int], model: BusBandwidthModel
+) -> StagePlan | None:
     answers = []
-    for instance in _distinct_types(fleet):
+    for instance in types:
         g = instance.devices
         if g >= 2:
             est, values, warnings = _ask(model, instance, world_size=g, nodes=1, sizes=sizes)
@@ -169,29 +189,30 @@ def network_stage(
     fleet: Sequence[FleetMember], sizes: Sequence[int], model: BusBandwidthModel
 ) -> StagePlan | None:
     """The inter-node ring over all VMs at the slowest member's bus bandwidth, or None for a single VM."""
+    return network_stage_at(_distinct_types(fleet), sum(m.count for m in fleet), sizes, model)
+
+
+def network_stage_at(
+    types: Sequence[InstanceType], nodes: int, sizes: Sequence[int], model: BusBandwidthModel
+) -> StagePlan | None:
+    """The inter-node ring of `nodes` VMs of `types` (each present), or None below two VMs."""
     cache = _plan_cache(model)
     if cache is not None:
-        key: tuple[object, ...] = (
-            "network",
-            tuple(_distinct_types(fleet)),
-            sum(m.count for m in fleet),
-            tuple(sizes),
-        )
+        key: tuple[object, ...] = ("network", tuple(types), nodes, tuple(sizes))
         found = cache.get(key, _MISSING)
         if found is _MISSING:
-            found = cache[key] = _network_stage(fleet, sizes, model)
+            found = cache[key] = _network_stage(types, nodes, sizes, model)
         return found  # type: ignore[return-value]
-    return _network_stage(fleet, sizes, model)
+    return _network_stage(types, nodes, sizes, model)
 
 
 def _network_stage(
-    fleet: Sequence[FleetMember], sizes: Sequence[int], model: BusBandwidthModel
+    types: Sequence[InstanceType], nodes: int, sizes: Sequence[int], model: BusBandwidthModel
 ) -> StagePlan | None:
-    nodes = sum(m.count for m in fleet)
     if nodes < 2:
         return None
     answers = []
-    for instance in _distinct_types(fleet):
+    for instance in types:
         est, values, warnings = _ask(model, instance, world_size=nodes, nodes=nodes, sizes=sizes)
         answers.append((est, values, nodes, warnings))
     return _stage("network", answers)

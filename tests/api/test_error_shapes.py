@@ -31,6 +31,8 @@ def test_framework_errors_use_our_shape(settings: Settings) -> None:
 
         bad_json = c.post("/v1/__echo", content=b"{nope", headers={"content-type": "application/json"})
         assert bad_json.status_code == 422 and bad_json.json()["error"] == "invalid_input"
+        assert bad_json.json()["field"] is None, "a character offset is not a field"
+        assert "not valid JSON" in bad_json.json()["detail"] and "at character" in bad_json.json()["detail"]
 
         missing = c.get("/v1/no-such-thing")
         assert missing.status_code == 404 and missing.json()["error"] == "not_found"

@@ -10,7 +10,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from srift.commands.remote import call_api
-from srift.errors import ExternalServiceError, Forbidden, Infeasible, InvalidInput
+from srift.errors import ExternalServiceError, Forbidden, Infeasible, InvalidInput, Unauthorized
 
 ANSWERS = {
     "/v1/ok": (200, {"id": 7}),
@@ -32,6 +32,15 @@ ANSWERS = {
         {"error": "forbidden", "detail": "read token", "hint": "use a write token", "field": None},
     ),
     "/v1/broken": (502, {"detail": "upstream"}),
+    "/v1/unauthorized": (
+        401,
+        {
+            "error": "unauthorized",
+            "detail": "missing token",
+            "hint": "send Authorization: Bearer <token>",
+            "field": None,
+        },
+    ),
 }
 
 
@@ -88,3 +97,16 @@ def test_unreachable_server_says_how_to_fix() -> None:
     with pytest.raises(ExternalServiceError) as info:
         call_api("GET", "http://127.0.0.1:9", "/v1/health", token=None, timeout_s=5)
     assert "check --url" in str(info.value)
+
+
+def test_a_url_without_a_scheme_is_taken_as_http(server: str) -> None:
+    bare = server.removeprefix("http://")
+    assert call_api("POST", bare, "/v1/ok", token=None, body={})["id"] == 7
+
+
+@pytest.mark.parametrize("token", [None, "srift_wrong"])
+def test_a_401_hint_names_the_cli_option_not_the_header(server: str, token: str | None) -> None:
+    with pytest.raises(Unauthorized) as info:
+        call_api("POST", server, "/v1/unauthorized", token=token, body={})
+    assert "--token" in info.value.hint and "SRIFT_TOKEN" in info.value.hint
+    assert "Authorization" not in info.value.hint

@@ -188,14 +188,21 @@ def split_configs(problem: Problem) -> list[Groups]:
 
 
 def _allowed(problem: Problem, groups: Groups) -> bool:
+    """The batch policy, checked per GPU: every GPU of a VM gets the same whole number of samples."""
     policy = problem.batch_policy
-    for pos, (_, _, b) in enumerate(groups):
+    c = problem.constraints
+    for pos, (i, _, b) in enumerate(groups):
+        gpus = problem.candidates[i].devices
+        if b % gpus:
+            return False
         last = pos == len(groups) - 1
-        if policy is BatchPolicy.POW2 and not is_pow2(b):
+        if policy is BatchPolicy.POW2 and not is_pow2(b // gpus):
             return False
-        if policy is BatchPolicy.POW2_SPLIT and not last and not is_pow2(b):
+        if policy is BatchPolicy.POW2_SPLIT and not last and not is_pow2(b // gpus):
             return False
-    return True
+    if c.max_vms is not None and sum(n for _, n, _ in groups) > c.max_vms:
+        return False
+    return c.max_gpus is None or sum(n * problem.candidates[i].devices for i, n, _ in groups) <= c.max_gpus
 
 
 def candidate(

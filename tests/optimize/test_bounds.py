@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 from srift.bandwidth.prior import AlphaBetaPrior
 from srift.domain import ComputeCurve, Constraints, FleetMember, Objective
 from srift.optimize.evaluate import Evaluations, SimEvaluator
-from srift.optimize.search import cost_per_sample_floor, max_batch_within, solve_exhaustive
+from srift.optimize.exhaustive import solve_exhaustive
+from srift.optimize.search import cost_per_sample_floor, max_batch_within
 from srift.optimize.space import Candidate, Problem
 from srift.optimize.synthetic import synthetic_profile
 

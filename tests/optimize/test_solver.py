@@ -57,9 +57,17 @@ def test_baselines_fill_vms_with_max_batch_in_rank_order() -> None:
     assert cap == ((0, 8, 256), (1, 8, 256), (2, 2, 1024))
     # TAP: fastest first: p3 4×1024 = 4096, then g4dn 8×256.
     assert tap == ((2, 4, 1024), (1, 8, 256))
-    short = replace(problem, constraints=replace(problem.constraints, global_batch=6144 + 5))
-    # Five samples left after g4dn's cap: one partly loaded g3 takes them.
-    assert baseline_groups(short, Policy.TAP) == ((2, 4, 1024), (1, 8, 256), (0, 1, 5))
+    short = replace(problem, constraints=replace(problem.constraints, global_batch=6144 + 6))
+    # Six samples left after g4dn's cap: one partly loaded g3 takes them, three per GPU.
+    assert baseline_groups(short, Policy.TAP) == ((2, 4, 1024), (1, 8, 256), (0, 1, 6))
+    # Five cannot go evenly onto g3's two GPUs and no other type has room: no runnable TAP fleet.
+    odd = replace(problem, constraints=replace(problem.constraints, global_batch=6144 + 5))
+    assert baseline_groups(odd, Policy.TAP) is None
+    # A VM cap stops the policy short of the batch (4 p3 and 1 g4dn hold 4352 of 6144).
+    capped = replace(problem, constraints=replace(problem.constraints, max_vms=5))
+    assert baseline_groups(capped, Policy.TAP) is None
+    roomy = replace(problem, constraints=replace(problem.constraints, max_vms=12))
+    assert baseline_groups(roomy, Policy.TAP) == ((2, 4, 1024), (1, 8, 256))
     too_big = replace(problem, constraints=replace(problem.constraints, global_batch=100_000))
     assert baseline_groups(too_big, Policy.CAP) is None
 

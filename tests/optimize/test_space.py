@@ -79,9 +79,10 @@ def test_batch_options_respect_devices_and_max_batch() -> None:
     cand = candidate("a", gpus=4, max_batch=16, per_sample_s=0.01, price=1.0, cap=2)
     assert cand.min_vm_batch == 4 and cand.max_vm_batch == 64
     assert cand.batch_options(BatchPolicy.POW2) == (4, 8, 16, 32, 64)
-    assert cand.batch_options(BatchPolicy.ANY) == tuple(range(4, 65))
+    assert cand.batch_options(BatchPolicy.ANY) == tuple(range(4, 65, 4))
     assert cand.final_allowed(36, BatchPolicy.POW2_SPLIT) and not cand.final_allowed(36, BatchPolicy.POW2)
-    assert not cand.final_allowed(3, BatchPolicy.ANY) and not cand.final_allowed(65, BatchPolicy.ANY)
+    assert not cand.final_allowed(3, BatchPolicy.ANY) and not cand.final_allowed(68, BatchPolicy.ANY)
+    assert not any(cand.final_allowed(b, policy) for b in (26, 33, 62) for policy in BatchPolicy)
 
 
 def test_split_group_is_the_last_type_present() -> None:

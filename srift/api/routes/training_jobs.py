@@ -9,6 +9,7 @@ from fastapi import APIRouter, Path
 from srift.api.auth import RequireRead, RequireWrite
 from srift.api.deps import SessionDep, SettingsDep
 from srift.api.schemas.plans import (
+    AmendmentIn,
     ErrorOut,
     InterruptionIn,
     InterruptionOut,
@@ -95,4 +96,27 @@ def report_interruption(
     run, plan = service.record_interruption(
         session=session, settings=settings, job_id=job_id, interruption=body.to_domain()
     )
+    return InterruptionOut(job=_out(run), plan=PlanOut.model_validate(plan.document()))
+
+
+@router.post(
+    "/jobs/{job_id}/amendments",
+    response_model=InterruptionOut,
+    responses={
+        **_AUTH,
+        **_NO_JOB,
+        409: {"model": ErrorOut, "description": "the job has completed"},
+        422: {
+            "model": ErrorOut,
+            "description": "invalid amendment, or still no plan for the rest of the run (error infeasible, "
+            "saying by how much); the amendment is kept and the job stays in needs_input",
+        },
+    },
+)
+def amend_job(
+    body: AmendmentIn, session: SessionDep, settings: SettingsDep, _: RequireWrite, job_id: int = _JOB_ID
+) -> Any:
+    """Change the run's time limit, budget or objective and re-plan the rest under them: a job in
+    `needs_input` (no plan fitted after an interruption) resumes as `running` with the new plan."""
+    run, plan = service.amend(session=session, settings=settings, job_id=job_id, amendment=body.to_domain())
     return InterruptionOut(job=_out(run), plan=PlanOut.model_validate(plan.document()))

@@ -13,7 +13,7 @@ from srift.documents import read_document
 from srift.domain import MarketChoice, Objective, SearchMode
 from srift.domain.geo import AllreducePattern
 from srift.domain.planning import DEFAULT_CONFIDENCE, MAX_CONFIDENCE, MIN_CONFIDENCE
-from srift.domain.requests import InterruptionReport, PlanQuery, ProgressReport
+from srift.domain.requests import Amendment, InterruptionReport, PlanQuery, ProgressReport
 from srift.domain.states import TrainingState
 from srift.limits import (
     MAX_COUNT,
@@ -112,6 +112,12 @@ class PlanRequest(BaseModel):
     )
     max_count_per_type: int = Field(
         default=16, ge=1, le=MAX_COUNT, description="count cap for types when availability is not given"
+    )
+    max_gpus: int | None = Field(
+        default=None, ge=1, le=MAX_COUNT * 16, description="at most this many GPUs in the fleet (all types)"
+    )
+    max_vms: int | None = Field(
+        default=None, ge=1, le=MAX_COUNT, description="at most this many VMs in the fleet (all types)"
     )
     mode: SearchMode = Field(default=SearchMode.AUTO, description="exhaustive, eager or auto")
     solve_budget_s: float = Field(
@@ -376,6 +382,21 @@ class FeedOut(BaseModel):
     stalls_above_batch: int | None = Field(description="per-VM batches above this stall; null: never")
 
 
+class DiminishingReturnsOut(BaseModel):
+    """A much cheaper or smaller fleet nearly as fast as a min_time plan (srift.optimize.returns)."""
+
+    alternative: str = Field(description="the fleet, e.g. 16×g4dn.12xlarge@16")
+    total_time_s: float
+    cost_usd: float
+    gpus: int
+    plan_gpus: int
+    seconds_saved: float = Field(description="how much sooner the plan finishes")
+    extra_usd: float = Field(description="what the plan costs more")
+    extra_gpus: int = Field(description="how many more GPUs the plan uses (negative: fewer)")
+    seconds_per_usd: float | None = Field(description="seconds saved per extra dollar")
+    seconds_per_gpu: float | None = Field(description="seconds saved per extra GPU")
+
+
 class PlanResult(BaseModel):
     """The optimizer's answer as stored and returned."""
 
@@ -414,6 +435,14 @@ class PlanResult(BaseModel):
     spot: SpotOut | None = Field(default=None, description="expected vs uninterrupted time and cost")
     fallback: FallbackOut | None = None
     data_loading: list[FeedOut] = Field(default_factory=list)
+    optimality_gap: float | None = Field(
+        default=None,
+        description="0 when proven optimal; else, when known, how far (a fraction of the plan's objective) "
+        "the optimum could be below the plan",
+    )
+    diminishing_returns: DiminishingReturnsOut | None = Field(
+        default=None, description="a much cheaper or smaller fleet nearly as fast (min_time plans)"
+    )
 
 
 class PlanOut(PlanResult):
@@ -451,6 +480,24 @@ class InterruptionIn(BaseModel):
 
     def to_domain(self) -> InterruptionReport:
         return read_document(InterruptionReport, self.model_dump())
+
+
+class AmendmentIn(BaseModel):
+    """New limits or objective for the rest of a run; omitted fields keep the run's current values."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"minProperties": 1})
+
+    time_limit_s: float | None = Field(
+        default=None, gt=0, le=1e9, description="the run's whole deadline, counted from its start"
+    )
+    budget_usd: float | None = Field(
+        default=None, gt=0, le=1e9, description="the run's whole budget, money spent so far included"
+    )
+    objective: Objective | None = Field(default=None, description="min_cost or min_time for the rest")
+    launch_overhead_s: float = Field(default=150.0, ge=0, le=1e6, description="time to boot new VMs")
+
+    def to_domain(self) -> Amendment:
+        return read_document(Amendment, self.model_dump())
 
 
 class JobEventOut(BaseModel):

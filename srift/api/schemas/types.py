@@ -41,7 +41,11 @@ def check_one_of(model: BaseModel, *names: str) -> None:
 
 
 def error_field(error: Mapping[str, Any]) -> str | None:
-    """The dotted field a pydantic error is about (a rule across fields names the field its context gives)."""
+    """The field a pydantic error is about, written as Srift writes field paths everywhere
+    (`config.choices[0].count`, srift.documents); a rule across fields names the field its context gives;
+    a body that is not JSON at all has no field (pydantic's location is a character offset there)."""
+    if error.get("type") == "json_invalid":
+        return None
     loc = [p for p in error.get("loc", ()) if p not in ("body", "query", "path")]
     if loc:
         return field_path(loc)

@@ -1,0 +1,326 @@
+"""CLI for tracked training runs: `srift run start|progress|interrupt|amend|show|list`.
+
+A training run follows a stored plan (Srift §4.5): report progress, report lost spot VMs (the rest of the
+run is re-planned), and amend its limits or objective, which resumes a run waiting in `needs_input`. `run`
+is not `jobs`: `srift jobs` are probe and profile jobs. Each verb works on the local database, or on a
+running server with --url (the REST paths under /v1/jobs).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from srift.commands.remote import call_api
+
+console = Console()
+
+URL_HELP = "talk to a running server (e.g. http://127.0.0.1:8000) instead of the local database"
+TOKEN_HELP = "API write token for --url (env SRIFT_TOKEN)"
+
+
+def _local_url() -> str:
+    from srift.bootstrap import bootstrap
+    from srift.settings import get_settings
+
+    settings = get_settings()
+    bootstrap(settings)
+    return settings.resolved_database_url
+
+
+def _run_document(run: Any) -> dict[str, Any]:
+    from srift.api.schemas.plans import JobOut
+
+    return JobOut.model_validate(run, from_attributes=True).model_dump(mode="json")
+
+
+def _plan_document(plan: Any) -> dict[str, Any]:
+    from srift.api.schemas.plans import PlanOut
+
+    return PlanOut.model_validate(plan.document()).model_dump(mode="json")
+
+
+def _local(action: str, **kwargs: Any) -> dict[str, Any]:
+    """Run one service call on the local database; the answer has the REST endpoint's shape."""
+    from srift.db.session import transaction
+    from srift.services import training_jobs as service
+    from srift.settings import get_settings
+
+    with transaction(_local_url()) as session:
+        if action == "start":
+            return _run_document(service.start_job(session=session, **kwargs))
+        if action == "show":
+            return _run_document(service.get_run(session=session, **kwargs))
+        if action == "progress":
+            return _run_document(service.record_progress(session=session, **kwargs))
+        if action == "interrupt":
+            run, plan = service.record_interruption(session=session, settings=get_settings(), **kwargs)
+        else:
+            run, plan = service.amend(session=session, settings=get_settings(), **kwargs)
+        return {"job": _run_document(run), "plan": _plan_document(plan)}
+
+
+def _print_run(run: dict[str, Any], *, events: bool = False) -> None:
+    limits = []
+    if run.get("time_limit_s") is not None:
+        limits.append(f"time limit {run['time_limit_s']:g} s")
+    if run.get("budget_usd") is not None:
+        limits.append(f"budget ${run['budget_usd']:g}")
+    console.print(
+        f"[bold]run {run['id']}[/]: {run['state']}, {run['iterations_done']}/{run['iterations_total']} "
+        f"iterations, {run['elapsed_s']:g} s, ${run['spent_usd']:.2f} spent"
+        + (f" ({'; '.join(limits)})" if limits else ""),
+        highlight=False,
+    )
+    current = next((p for p in run["plans"] if p["id"] == run["current_plan_id"]), None)
+    if current is not None:
+        console.print(f"plan {current['id']}: {current['label']}", highlight=False)
+    if run.get("excluded_types"):
+        console.print(f"never launched again: {', '.join(run['excluded_types'])}", highlight=False)
+    if run["state"] == "needs_input":
+        last = next((e for e in reversed(run["events"]) if "error" in e["payload"]), None)
+        if last is not None:
+            err = last["payload"]["error"]
+            console.print(
+                f"[yellow]needs input:[/] {err.get('detail')}. To fix: {err.get('hint')}", highlight=False
+            )
+        console.print(f"resume with: srift run amend {run['id']} --time-limit SECONDS (or --budget USD)")
+    if events:
+        table = Table(title="events")
+        for col in ("id", "kind", "when", "what"):
+            table.add_column(col, overflow="fold")
+        for e in run["events"]:
+            p = e["payload"]
+            what = ", ".join(
+                f"{k}={v}"
+                for k, v in p.items()
+                if k not in ("error", "remaining") and not isinstance(v, dict)
+            )
+            if "error" in p:
+                what += " (no plan fits)"
+            table.add_row(str(e["id"]), e["kind"], str(e["created_at"])[:19], what)
+        console.print(table)
+
+
+def _print_replan(answer: dict[str, Any]) -> None:
+    _print_run(answer["job"])
+    plan = answer["plan"]
+    p = plan["predicted"]
+    console.print(
+        f"new plan {plan['id']} for {plan['iterations']} iterations: {plan['label']}, "
+        f"{p['total_time_s']:.1f} s, ${p['cost_usd']:.2f}",
+        highlight=False,
+    )
+
+
+def _emit(answer: dict[str, Any], as_json: bool, printer: Any) -> None:
+    if as_json:
+        typer.echo(json.dumps(answer, indent=2))
+    else:
+        printer(answer)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the `run` group."""
+    run = typer.Typer(
+        help=(
+            "Tracked training runs of a plan: start one, report progress and lost spot VMs (the rest is "
+            "re-planned), amend limits to resume a run in needs_input. (`srift jobs` are probe/profile jobs.)"
+        ),
+        no_args_is_help=True,
+    )
+    app.add_typer(run, name="run")
+    url_opt = typer.Option(None, "--url", help=URL_HELP)
+    token_opt = typer.Option(None, "--token", envvar="SRIFT_TOKEN", help=TOKEN_HELP)
+    json_opt = typer.Option(False, "--json", help="print the answer as JSON")
+
+    @run.command("start")
+    def start(
+        plan_id: int = typer.Argument(..., min=1, help="the stored plan being run"),
+        url: str | None = url_opt,
+        token: str | None = token_opt,
+        as_json: bool = json_opt,
+    ) -> None:
+        """Start tracking a run of plan PLAN_ID.
+
+        Example: srift run start 12
+        """
+        if url:
+            answer = call_api("POST", url, "/v1/jobs", token=token, body={"plan_id": plan_id})
+        else:
+            answer = _local("start", plan_id=plan_id)
+        _emit(answer, as_json, _print_run)
+
+    @run.command("progress")
+    def progress(
+        job_id: int = typer.Argument(..., min=1, help="the run"),
+        iterations: int = typer.Option(..., "--iterations", min=0, help="iterations done so far"),
+        elapsed: float = typer.Option(..., "--elapsed", min=0, help="seconds since the run started"),
+        spent: float = typer.Option(..., "--spent", min=0, help="USD spent so far"),
+        url: str | None = url_opt,
+        token: str | None = token_opt,
+        as_json: bool = json_opt,
+    ) -> None:
+        """Report progress.
+
+        Example: srift run progress 3 --iterations 200 --elapsed 1800 --spent 4.20
+        """
+        body = {"iterations_done": iterations, "elapsed_s": elapsed, "spent_usd": spent}
+        if url:
+            answer = call_api("POST", url, f"/v1/jobs/{job_id}/progress", token=token, body=body)
+        else:
+            from srift.domain.requests import ProgressReport
+
+            report = ProgressReport(iterations_done=iterations, elapsed_s=elapsed, spent_usd=spent)
+            answer = _local("progress", job_id=job_id, progress=report)
+        _emit(answer, as_json, _print_run)
+
+    @run.command("interrupt")
+    def interrupt(
+        job_id: int = typer.Argument(..., min=1, help="the run"),
+        instance_type: str = typer.Option(..., "--type", help="the instance type that lost VMs"),
+        count: int = typer.Option(1, "--count", min=1, help="VMs lost"),
+        iterations: int | None = typer.Option(None, "--iterations", min=0, help="iterations done so far"),
+        elapsed: float | None = typer.Option(None, "--elapsed", min=0, help="seconds since the run started"),
+        spent: float | None = typer.Option(None, "--spent", min=0, help="USD spent so far"),
+        launch_overhead: float = typer.Option(150.0, "--launch-overhead", min=0, help="seconds to boot VMs"),
+        url: str | None = url_opt,
+        token: str | None = token_opt,
+        as_json: bool = json_opt,
+    ) -> None:
+        """Report lost spot VMs; the rest of the run is re-planned within what is left of its limits.
+
+        When nothing fits the run waits in needs_input (exit 2) until `srift run amend` raises a limit.
+        Example: srift run interrupt 3 --type g4dn.12xlarge --count 2 --iterations 200 --elapsed 1800
+        """
+        body: dict[str, Any] = {
+            "instance_type": instance_type,
+            "count": count,
+            "iterations_done": iterations,
+            "elapsed_s": elapsed,
+            "spent_usd": spent,
+            "launch_overhead_s": launch_overhead,
+        }
+        if url:
+            answer = call_api("POST", url, f"/v1/jobs/{job_id}/interruptions", token=token, body=body)
+        else:
+            from srift.domain.requests import InterruptionReport
+
+            answer = _local("interrupt", job_id=job_id, interruption=InterruptionReport(**body))
+        _emit(answer, as_json, _print_replan)
+
+    @run.command("amend")
+    def amend(
+        job_id: int = typer.Argument(..., min=1, help="the run"),
+        time_limit: float | None = typer.Option(
+            None, "--time-limit", min=0, help="the run's whole deadline in seconds, from its start"
+        ),
+        budget: float | None = typer.Option(None, "--budget", min=0, help="the run's whole budget in USD"),
+        objective: str | None = typer.Option(None, "--objective", help="min_cost or min_time"),
+        launch_overhead: float = typer.Option(150.0, "--launch-overhead", min=0, help="seconds to boot VMs"),
+        url: str | None = url_opt,
+        token: str | None = token_opt,
+        as_json: bool = json_opt,
+    ) -> None:
+        """Change a run's limits or objective and re-plan the rest: resumes a run in needs_input.
+
+        Example: srift run amend 3 --time-limit 7200
+        """
+        from srift.api.schemas.plans import AmendmentIn
+        from srift.documents import invalid_input
+
+        body: dict[str, Any] = {
+            k: v
+            for k, v in (("time_limit_s", time_limit), ("budget_usd", budget), ("objective", objective))
+            if v is not None
+        }
+        body["launch_overhead_s"] = launch_overhead
+        if url:
+            answer = call_api("POST", url, f"/v1/jobs/{job_id}/amendments", token=token, body=body)
+        else:
+            from pydantic import ValidationError
+
+            try:
+                amendment = AmendmentIn.model_validate(body).to_domain()
+            except ValidationError as exc:
+                raise invalid_input(exc) from None
+            answer = _local("amend", job_id=job_id, amendment=amendment)
+        _emit(answer, as_json, _print_replan)
+
+    @run.command("show")
+    def show(
+        job_id: int = typer.Argument(..., min=1, help="the run"),
+        url: str | None = url_opt,
+        token: str | None = token_opt,
+        as_json: bool = json_opt,
+    ) -> None:
+        """A run: its state, plans and every event.
+
+        Example: srift run show 3
+        """
+        if url:
+            answer = call_api("GET", url, f"/v1/jobs/{job_id}", token=token)
+        else:
+            answer = _local("show", job_id=job_id)
+        _emit(answer, as_json, lambda r: _print_run(r, events=True))
+
+    @run.command("list")
+    def list_(
+        state: str | None = typer.Option(None, "--state", help="running, completed or needs_input"),
+        limit: int = typer.Option(50, "--limit", min=1, max=1000),
+        url: str | None = url_opt,
+        token: str | None = token_opt,
+        as_json: bool = json_opt,
+    ) -> None:
+        """Tracked training runs, newest first.
+
+        Example: srift run list --state needs_input
+        """
+        from srift.domain.states import TrainingState
+        from srift.errors import InvalidInput
+
+        try:
+            state_v = TrainingState(state) if state else None
+        except ValueError:
+            raise InvalidInput(
+                f"unknown state {state!r}", hint="use running, completed or needs_input", field="state"
+            ) from None
+        if url:
+            query = f"/v1/jobs?limit={limit}" + (f"&state={state}" if state else "")
+            answer = call_api("GET", url, query, token=token)
+        else:
+            from srift.api.schemas.dashboard import TrainingRunSummary
+            from srift.db.session import transaction
+            from srift.services import dashboard
+
+            with transaction(_local_url()) as session:
+                runs, total = dashboard.list_training_runs(session=session, state=state_v, limit=limit)
+                answer = {
+                    "runs": [
+                        TrainingRunSummary.model_validate(r, from_attributes=True).model_dump(mode="json")
+                        for r in runs
+                    ],
+                    "total": total,
+                }
+        if as_json:
+            typer.echo(json.dumps(answer, indent=2))
+            return
+        table = Table(title=f"training runs ({answer['total']})")
+        for col in ("id", "plan", "state", "iterations", "elapsed", "spent", "interrupted", "re-planned"):
+            table.add_column(col, justify="left" if col == "state" else "right")
+        for r in answer["runs"]:
+            table.add_row(
+                str(r["id"]),
+                str(r["current_plan_id"]),
+                r["state"],
+                str(r["iterations_done"]),
+                f"{r['elapsed_s']:g} s",
+                f"${r['spent_usd']:.2f}",
+                str(r["interruptions"]),
+                str(r["replans"]),
+            )
+        console.print(table)

@@ -1,0 +1,621 @@
+"""Exhaustive search: lazy best-first branch and bound over partial configurations.
+
+The space (srift.optimize.space) is a tree: a node holds the groups chosen so far, all of candidates before
+position `pos` (canonical order), and the samples `rem` still to place; its children decide candidate
+`pos`: left out, or given the final group (it takes `rem` exactly), or given a non-final group (then
+`pos + 1` is decided next). Every configuration is reached once. Nodes are never enumerated up front: a
+node's children are generated when the node is taken from a priority queue ordered by a lower bound of the
+objective (cost for min_cost, total time for min_time) over its whole subtree, and only children whose bound
+can beat the best feasible plan so far are queued. Once the smallest bound in the queue is ≥ that plan's
+objective, no configuration anywhere can do better: the plan is proven optimal. Stopped earlier (solve
+budget), the queue is exactly what was not covered, and its smallest bound says how far from optimal the
+plan can be.
+
+Bounds of a subtree (each only ever discards configurations that cannot be feasible or cannot beat the
+incumbent strictly; they rest on the Evaluator contract in srift.optimize.evaluate):
+
+1. Capacity. `rem` must fit on the later candidates: Σ cap · max per-VM batch, within max_vms/max_gpus.
+   Under a time limit a type's max per-VM batch is cut to the largest whose compute alone fits.
+2. Compute floor. t_iter ≥ floor_factor · the largest forward + backward of the groups chosen, and ≥ the
+   least t at which the later candidates, each VM computing for at most t, can hold `rem` samples, renting
+   no more than the budget allows at that t (capacity in time, `reach_time_s`, computed when the node is
+   taken from the queue).
+3. The evaluator's extension bound (when offered): a lower bound of t_iter for every fleet that keeps the
+   groups chosen and adds others, up to the most VMs the subtree can hold (srift.sim.bounds: straggler-aware
+   compute, the exchange's least time). Applied lazily, when a node with a new group is taken from the
+   queue: if it raises the bound, the node is queued again at the raised bound.
+4. Cost. cost ≥ N · t_iter · (price of the groups chosen + `rem` × the least price per sample any later
+   candidate charges at its max per-VM batch), and ≥ N · (Σ count·price·floor of the groups + `rem` × the
+   least price·compute seconds per sample of the later candidates).
+5. Limits and incumbent. A subtree whose bound exceeds time_limit_s or budget_usd is infeasible; one whose
+   bound is ≥ the incumbent's objective cannot improve on it.
+6. Complete configurations get the evaluator's own bound for that fleet before they are simulated.
+"""
+
+from __future__ import annotations
+
+import bisect
+import contextlib
+import heapq
+import math
+import time
+from dataclasses import dataclass, field
+
+from srift.domain import Constraints, InstanceType, ModelProfile, Objective
+from srift.optimize.evaluate import Evaluations
+from srift.optimize.search import (
+    Enumerator,
+    Incumbent,
+    SearchResult,
+    SearchStats,
+    SearchStopped,
+    cost_per_sample_floor,
+    evaluate_best_first,
+    max_batch_within,
+)
+from srift.optimize.space import BatchPolicy, Group, Groups, Problem
+from srift.sim.bounds import Extension
+
+PARTIAL, PARTIAL_REFINED, COMPLETE, COMPLETE_REFINED = 0, 1, 2, 3
+MONEY_GRID = 1.01
+"""`new_compute_s` rounds the rent it may spend up to a power of this (more rent, smaller bound: still a
+bound) so that its answers can be remembered."""
+MAX_DIVES = 64
+"""Depth-first dives for a first feasible plan (when the homogeneous seed found none)."""
+SEED_SHARE = 0.3
+"""The homogeneous seed may spend this share of the time left listing configurations."""
+MAX_OPEN_NODES = 2_000_000
+"""The queue's size limit (memory): beyond it the search stops and reports what it did not cover."""
+
+Node = tuple[int, int, int, float, float, int, int, Groups, float, object]
+"""(kind, pos, rem, usd_per_s of the groups, Σ count·price·floor, VMs, GPUs, groups, t_iter bound, state):
+`state` is the evaluator's incremental bound state of the groups, or, while the last group is new (its
+candidate is pos − 1) and not yet refined, of the groups before it."""
+
+
+@dataclass
+class Coverage:
+    """What an exhaustive search covered: whether it closed, and otherwise what is left and how good it is."""
+
+    closed: bool
+    open_nodes: int = 0
+    lower_bound: float | None = None
+    examples: list[str] = field(default_factory=list)
+    reason: str = ""
+
+
+class BranchAndBound:
+    """The lazy best-first search of the module docstring, for one problem and one set of constraints."""
+
+    def __init__(
+        self, problem: Problem, evals: Evaluations, *, constraints: Constraints, incumbent: Incumbent
+    ) -> None:
+        self.problem = problem
+        self.evals = evals
+        self.c = constraints
+        self.incumbent = incumbent
+        self.stats = SearchStats()
+        self.factor = evals.floor_factor
+        cands = problem.candidates
+        self.last = len(cands)
+        c = constraints
+        self.max_vms = c.max_vms if c.max_vms is not None else 1 << 60
+        self.max_gpus = c.max_gpus if c.max_gpus is not None else 1 << 60
+        self.t_lim = c.time_limit_s if c.time_limit_s is not None else math.inf
+        self.b_lim = c.budget_usd if c.budget_usd is not None else math.inf
+        self.cost_obj = c.objective is Objective.MIN_COST
+        self.n_iter = c.iterations
+        policy = problem.batch_policy
+        self.pow2_final = policy is BatchPolicy.POW2
+        self.cap = [x.cap for x in cands]
+        self.d = [x.devices for x in cands]
+        self.price = [x.price_usd_per_s for x in cands]
+        self.finals: list[dict[int, float]] = [{} for _ in cands]
+        self._eff = [cost_per_sample_floor(x) for x in cands]
+        self._tight_for = math.nan
+        self._tighten()
+        self.heap: list[tuple[float, int, Node]] = []
+        self.seq = 0
+        self._recent: list[tuple[float, int, Node]] | None = None
+        self._taken: set[int] = set()
+
+    # -- bounds -------------------------------------------------------------------------------------------
+
+    def _tighten(self) -> None:
+        """Per-candidate limits for the current per-iteration time cap: time_limit_s / N and, under
+        min_time, the incumbent's time / N (no VM of a better plan computes longer). Each type's max per-VM
+        batch is cut to the largest whose compute fits (rule 1), and the suffix sums follow."""
+        c, cands, n = self.c, self.problem.candidates, self.last
+        cap_s = self.t_lim
+        if not self.cost_obj:
+            cap_s = min(cap_s, self.incumbent.value)
+        self._tight_for = self.incumbent.value
+        hi = [x.max_vm_batch for x in cands]
+        if cap_s < math.inf and self.factor > 0:
+            per_iteration = cap_s / (c.iterations * self.factor)
+            hi = [
+                min(h, max_batch_within(x, per_iteration)) // x.devices * x.devices
+                for h, x in zip(hi, cands, strict=True)
+            ]
+        self.hi = hi
+        policy = self.problem.batch_policy
+        self.opts = [
+            tuple((b, self.factor * x.floor_s(b)) for b in x.batch_options(policy) if b <= h)
+            for x, h in zip(cands, hi, strict=True)
+        ]
+        self.cap_rest = [0] * (n + 1)
+        self.vms_rest = [0] * (n + 1)
+        self.eff_rest = [math.inf] * (n + 1)
+        self.ppm_rest = [math.inf] * (n + 1)
+        self.dmin_rest = [1 << 60] * (n + 1)
+        self.kmax_rest = [0] * (n + 1)
+        self.himax_rest = [0] * (n + 1)
+        self.price_min_rest = [math.inf] * (n + 1)
+        self.later: list[tuple[InstanceType, ...]] = [()] * (n + 1)
+        self.later_profiles: list[tuple[ModelProfile, ...]] = [()] * (n + 1)
+        for p in range(n - 1, -1, -1):
+            usable = hi[p] >= self.d[p]
+            self.cap_rest[p] = self.cap_rest[p + 1] + (self.cap[p] * hi[p] if usable else 0)
+            self.vms_rest[p] = self.vms_rest[p + 1] + (self.cap[p] if usable else 0)
+            self.eff_rest[p] = min(self.eff_rest[p + 1], self.factor * self._eff[p] if usable else math.inf)
+            self.ppm_rest[p] = min(self.ppm_rest[p + 1], self.price[p] / hi[p] if usable else math.inf)
+            self.dmin_rest[p] = min(self.dmin_rest[p + 1], self.d[p] if usable else 1 << 60)
+            self.kmax_rest[p] = max(self.kmax_rest[p + 1], hi[p] // self.d[p] if usable else 0)
+            self.himax_rest[p] = max(self.himax_rest[p + 1], hi[p] if usable else 0)
+            self.price_min_rest[p] = min(self.price_min_rest[p + 1], self.price[p] if usable else math.inf)
+            self.later[p] = ((cands[p].instance,) if usable else ()) + self.later[p + 1]
+            self.later_profiles[p] = ((cands[p].profile,) if usable else ()) + self.later_profiles[p + 1]
+        self._per_gpu = [self._per_gpu_arrays(q) for q in range(n)]
+        self._events: dict[int, tuple[list[float], list[int], list[int]]] = {}
+        self._new_compute: dict[tuple[int, int, float], float] = {}
+
+    def reach_time_s(self, pos: int, rem: int, *, price: float, t0: float) -> float:
+        """Rule 2's capacity in time: the least t ≥ t0 at which candidates from `pos` on can hold `rem`
+        samples with every VM computing for at most t (scaled by the floor factor) and, under a budget,
+        renting no more than N · t · (price + their price) ≤ budget_usd allows (inf when no t below the time
+        limit, or the incumbent's time under min_time, does).
+
+        At a given t a candidate holds at most hi(t) samples per VM; under a budget the most samples that
+        money buys is a fractional knapsack (types by samples per dollar), an upper bound of any real choice.
+        Between the times where some hi(t) grows, capacity only shrinks (the budget allows less rent per
+        second), so the least t is one of those times: they are scanned in increasing order.
+        """
+        events = self._events.get(pos)
+        if events is None:
+            events = self._events[pos] = self._event_lists(pos)
+        times, qs, ks = events
+        stop = self.t_lim / self.n_iter
+        if not self.cost_obj:
+            stop = min(stop, self.incumbent.value / self.n_iter)
+        held = {}
+        for q in range(pos, self.last):
+            k = self._k_at(q, t0)
+            if k:
+                held[q] = k * self.d[q]
+        i = bisect.bisect_right(times, t0)
+        t = t0
+        budget = self.b_lim
+        while True:
+            if t > stop:
+                return math.inf
+            if self._most_held(held, (budget / (self.n_iter * t) - price) if t > 0 else math.inf) >= rem:
+                return t
+            if i >= len(times):
+                return math.inf
+            t = times[i]
+            while i < len(times) and times[i] == t:
+                held[qs[i]] = ks[i] * self.d[qs[i]]
+                i += 1
+
+    def new_compute_s(self, pos: int, rem: int, *, usd_per_s: float) -> float:
+        """The least compute time (scaled by the floor factor) that the slowest VM added from `pos` on must
+        reach to hold `rem` samples with at most `usd_per_s` of further rent (inf: never; 0: nothing to add).
+
+        With the rent fixed, the samples held only grow with the compute time allowed, so the event times
+        are bisected."""
+        if rem <= 0:
+            return 0.0
+        if usd_per_s < math.inf:
+            usd_per_s = MONEY_GRID ** math.ceil(math.log(usd_per_s, MONEY_GRID)) if usd_per_s > 0 else 0.0
+        key = (pos, rem, usd_per_s)
+        found = self._new_compute.get(key)
+        if found is None:
+            found = self._new_compute[key] = self._least_compute_s(pos, rem, usd_per_s)
+        return found
+
+    def _least_compute_s(self, pos: int, rem: int, usd_per_s: float) -> float:
+        events = self._events.get(pos)
+        if events is None:
+            events = self._events[pos] = self._event_lists(pos)
+        times = events[0]
+
+        def enough(t: float) -> bool:
+            held = {}
+            for q in range(pos, self.last):
+                k = self._k_at(q, t)
+                if k:
+                    held[q] = k * self.d[q]
+            return self._most_held(held, usd_per_s) >= rem
+
+        if not times or not enough(times[-1]):
+            return math.inf
+        lo, hi = 0, len(times) - 1
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if enough(times[mid]):
+                hi = mid
+            else:
+                lo = mid + 1
+        return times[lo]
+
+    def _most_held(self, held: dict[int, int], usd_per_s: float) -> float:
+        """The most samples the candidates can hold at `held` samples per VM within `usd_per_s` of rent."""
+        if usd_per_s == math.inf:
+            return float(sum(self.cap[q] * h for q, h in held.items()))
+        if usd_per_s <= 0:
+            return 0.0
+        total = 0.0
+        for q in sorted(held, key=lambda q: -held[q] / self.price[q]):
+            n = min(float(self.cap[q]), usd_per_s / self.price[q])
+            total += n * held[q]
+            usd_per_s -= n * self.price[q]
+            if usd_per_s <= 0:
+                break
+        return total
+
+    def _k_at(self, q: int, t: float) -> int:
+        """The largest whole per-GPU batch of candidate q whose (scaled) compute is ≤ t, within its hi."""
+        times, best = self._per_gpu[q]
+        j = bisect.bisect_right(times, t)
+        return best[j - 1] if j else 0
+
+    def _event_lists(self, pos: int) -> tuple[list[float], list[int], list[int]]:
+        rows: list[tuple[float, int, int]] = []
+        for q in range(pos, self.last):
+            times, best = self._per_gpu[q]
+            rows.extend(zip(times, [q] * len(times), best, strict=True))
+        rows.sort()
+        return [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows]
+
+    def _per_gpu_arrays(self, q: int) -> tuple[list[float], list[int]]:
+        """Candidate q's per-GPU batches in order of compute time, each kept where it raises the largest
+        batch that fits: (times, largest per-GPU batch from that time on)."""
+        top = self.hi[q] // self.d[q]
+        profile = self.problem.candidates[q].profile
+        pairs = sorted((self.factor * profile.compute_s(float(k)), k) for k in range(1, top + 1))
+        times: list[float] = []
+        best: list[int] = []
+        for t, k in pairs:
+            if not best or k > best[-1]:
+                times.append(t)
+                best.append(k)
+        return times, best
+
+    def _bound(self, *, t: float, price: float, rem: int, pos: int, sumf: float) -> tuple[float, float]:
+        """(total time bound, cost bound) of a subtree whose t_iter ≥ t."""
+        total = self.n_iter * t
+        cost = total * (price + rem * self.ppm_rest[pos]) if rem else total * price
+        if rem:
+            cost = max(cost, self.n_iter * (sumf + rem * self.eff_rest[pos]))
+        return total, cost
+
+    # -- queue --------------------------------------------------------------------------------------------
+
+    def _push(self, bound: float, node: Node) -> None:
+        self.seq += 1
+        item = (bound, self.seq, node)
+        heapq.heappush(self.heap, item)
+        if self._recent is not None:
+            self._recent.append(item)
+
+    def start(self) -> None:
+        """Queue the root: nothing chosen, every sample to place."""
+        g = self.c.global_batch
+        if g > self.cap_rest[0]:
+            return
+        total, cost = self._bound(t=0.0, price=0.0, rem=g, pos=0, sumf=0.0)
+        if total > self.t_lim or cost > self.b_lim:
+            return
+        self._push(cost if self.cost_obj else total, (PARTIAL, 0, g, 0.0, 0.0, 0, 0, (), 0.0, None))
+
+    def run(self, *, deadline: float | None) -> Coverage:
+        """Take nodes best bound first until the bound closes, the queue empties, or `deadline` passes.
+
+        While there is no feasible plan yet, up to MAX_DIVES dives go depth first from the best node, each
+        step to the best child just generated, until a fleet is simulated: a first plan to prune with."""
+        heap = self.heap
+        inc = self.incumbent
+        stats = self.stats
+        dives = 0
+        while heap:
+            if heap[0][0] >= inc.value:
+                return Coverage(closed=True)
+            if not self.cost_obj and inc.value != self._tight_for:
+                self._tighten()
+            stats.nodes += 1
+            if stats.nodes & 63 == 0 and deadline is not None and time.perf_counter() > deadline:
+                return self._coverage("the solve budget ran out")
+            if len(heap) > MAX_OPEN_NODES:
+                return self._coverage(f"the queue reached {MAX_OPEN_NODES} open subtrees")
+            bound, seq, node = heapq.heappop(heap)
+            if seq in self._taken:
+                self._taken.discard(seq)
+                continue
+            if inc.best is None and dives < MAX_DIVES:
+                dives += 1
+                self._dive(bound, node, deadline=deadline)
+            else:
+                self._process(bound, node)
+        return Coverage(closed=True)
+
+    def _process(self, bound: float, node: Node) -> None:
+        kind = node[0]
+        if kind == PARTIAL:
+            self._refine_partial(bound, node)
+        elif kind == PARTIAL_REFINED:
+            self._expand(node)
+        elif kind == COMPLETE:
+            self._refine_complete(bound, node)
+        else:
+            self.stats.emitted += 1
+            self.incumbent.offer(self.evals.evaluate(node[7], constraints=self.c))
+
+    def _dive(self, bound: float, node: Node, *, deadline: float | None) -> None:
+        """Depth first from `node`, each step to the best of the children it just queued (they stay queued
+        for the best-first search, marked taken), until a fleet is simulated or nothing is left below."""
+        evaluated = len(self.evals)
+        while True:
+            self._recent = []
+            self._process(bound, node)
+            children, self._recent = self._recent, None
+            if not children or len(self.evals) > evaluated or self.incumbent.best is not None:
+                return
+            if deadline is not None and time.perf_counter() > deadline:
+                return
+            bound, seq, node = min(children)
+            self._taken.add(seq)
+
+    def _coverage(self, reason: str) -> Coverage:
+        ahead = [x for x in self.heap if x[0] < self.incumbent.value and x[1] not in self._taken]
+        ahead.sort()
+        examples = [self._describe(node) for _, _, node in ahead[:3]]
+        low = ahead[0][0] if ahead else None
+        return Coverage(
+            closed=False, open_nodes=len(ahead), lower_bound=low, examples=examples, reason=reason
+        )
+
+    def _describe(self, node: Node) -> str:
+        pos, rem, groups = node[1], node[2], node[7]
+        label = self.problem.config(groups).label() if groups else "nothing yet"
+        if node[0] >= COMPLETE:
+            return label
+        names = self.problem.candidates
+        later = f"{names[pos].name}…" if pos < self.last else "none"
+        return f"{label} + {rem} samples on types from {later}"
+
+    # -- node handling ------------------------------------------------------------------------------------
+
+    def _refine_partial(self, bound: float, node: Node) -> None:
+        _, pos, rem, price, sumf, vms, gpus, groups, t, state = node
+        tt = self.reach_time_s(pos, rem, price=price, t0=t)
+        if tt == math.inf:
+            return
+        if groups and groups[-1][0] == pos - 1:
+            state = self.evals.grow(state, groups[-1])
+        if state is not None:
+            self.stats.refined += 1
+            extension = self._extension(pos, rem, vms=vms, price=price, t=tt, later=self.later[pos])
+            tt = max(tt, self.evals.partial_bound_s(state, extension=extension))
+        total, cost = self._bound(t=tt, price=price, rem=rem, pos=pos, sumf=sumf)
+        if total > self.t_lim or cost > self.b_lim:
+            return
+        tight = cost if self.cost_obj else total
+        if tight >= self.incumbent.value:
+            return
+        refined: Node = (PARTIAL_REFINED, pos, rem, price, sumf, vms, gpus, groups, tt, state)
+        if tight > bound:
+            self._push(tight, refined)
+        else:
+            self._expand(refined)
+
+    def _extension(
+        self, pos: int, rem: int, *, vms: int, price: float, t: float, later: tuple[InstanceType, ...]
+    ) -> Extension:
+        """The fleets a subtree can reach: `rem` samples on candidates from `pos` on, adding a VM of one of
+        `later`, within the caps and, at t_iter ≥ t, the budget."""
+        extra = min(self.vms_rest[pos], rem // self.dmin_rest[pos], self.max_vms - vms)
+        money = math.inf
+        if self.b_lim < math.inf and t > 0:
+            money = self.b_lim / (self.n_iter * t) - price
+            extra = min(extra, int(money / self.price_min_rest[pos]))
+        compute = 0.0
+        if later and self.factor > 0:
+            compute = self.new_compute_s(pos, rem, usd_per_s=money) / self.factor
+        return Extension(
+            min_nodes=vms + -(-rem // self.himax_rest[pos]),
+            max_nodes=vms + max(extra, 0),
+            later=later,
+            min_compute_s=compute if math.isfinite(compute) else 0.0,
+            later_profiles=self.later_profiles[pos] if later else (),
+        )
+
+    def _refine_complete(self, bound: float, node: Node) -> None:
+        groups, t, price, state = node[7], node[8], node[3], node[9]
+        state = self.evals.grow(state, groups[-1])
+        if state is not None:
+            self.stats.refined += 1
+            t = max(t, self.evals.partial_bound_s(state))
+        total = self.n_iter * t
+        cost = total * price
+        if total > self.t_lim or cost > self.b_lim:
+            return
+        tight = cost if self.cost_obj else total
+        if tight >= self.incumbent.value:
+            return
+        refined: Node = (COMPLETE_REFINED, *node[1:8], t, None)
+        if tight > bound:
+            self._push(tight, refined)
+        else:
+            self.stats.emitted += 1
+            self.incumbent.offer(self.evals.evaluate(groups, constraints=self.c))
+
+    def _expand(self, node: Node) -> None:
+        """Queue the children of a partial node whose bounds can still beat the incumbent: candidate `pos`
+        left out, or given the final group, or given a non-final group."""
+        _, q, rem, price, sumf, vms, gpus, groups, t, state = node
+        n_iter, t_lim, b_lim, cost_obj = self.n_iter, self.t_lim, self.b_lim, self.cost_obj
+        inc = self.incumbent.value
+        push = self._push
+        vms_room, gpus_room = self.max_vms - vms, self.max_gpus - gpus
+        last = self.last
+        if q + 1 < last and rem <= self.cap_rest[q + 1]:
+            total, cost = self._bound(t=t, price=price, rem=rem, pos=q + 1, sumf=sumf)
+            bound = cost if cost_obj else total
+            if total <= t_lim and cost <= b_lim and bound < inc:
+                push(bound, (PARTIAL, q + 1, rem, price, sumf, vms, gpus, groups, t, state))
+        cap, d, hi, pq = self.cap[q], self.d[q], self.hi[q], self.price[q]
+        if hi < d:
+            return
+        if state is not None:
+            extension = self._extension(
+                q, rem, vms=vms, price=price, t=t, later=(self.problem.candidates[q].instance,)
+            )
+            t = max(t, self.evals.partial_bound_s(state, extension=extension))
+            total, cost = self._bound(t=t, price=price + pq, rem=0, pos=q, sumf=sumf)
+            if total > t_lim or cost > b_lim or (cost if cost_obj else total) >= inc:
+                return
+        cache = self.finals[q]
+        floor_s = self.problem.candidates[q].floor_s
+        top = min(cap, rem // d, vms_room, gpus_room // d)
+        for n in range(max(1, -(-rem // hi)), top + 1):
+            if rem % (n * d):
+                continue
+            b = rem // n
+            k = b // d
+            if self.pow2_final and k & (k - 1):
+                continue
+            f = cache.get(b)
+            if f is None:
+                f = cache[b] = self.factor * floor_s(b)
+            tt = t if t > f else f
+            total = n_iter * tt
+            if total > t_lim:
+                continue
+            pp = price + n * pq
+            cost = total * pp
+            if cost > b_lim:
+                continue
+            bound = cost if cost_obj else total
+            if bound >= inc:
+                continue
+            group: Group = (q, n, b)
+            push(bound, (COMPLETE, q + 1, 0, pp, sumf, vms + n, gpus + n * d, (*groups, group), tt, state))
+        if q + 1 >= last:
+            return
+        rest = self.cap_rest[q + 1]
+        ppm = self.ppm_rest[q + 1]
+        eff = self.eff_rest[q + 1]
+        for b, fb in self.opts[q]:
+            if b >= rem:
+                break
+            tt = t if t > fb else fb
+            total = n_iter * tt
+            if total > t_lim or (not cost_obj and total >= inc):
+                continue
+            for n in range(1, cap + 1):
+                s = n * b
+                if s >= rem or n > vms_room or n * d > gpus_room:
+                    break
+                pp = price + n * pq
+                floor_cost = total * pp
+                if floor_cost > b_lim or (cost_obj and floor_cost >= inc):
+                    break
+                r = rem - s
+                if r > rest:
+                    continue
+                sf = sumf + n * pq * fb
+                cost = max(total * (pp + r * ppm), n_iter * (sf + r * eff))
+                if cost > b_lim or (cost_obj and cost >= inc):
+                    continue
+                group = (q, n, b)
+                push(
+                    cost if cost_obj else total,
+                    (PARTIAL, q + 1, r, pp, sf, vms + n, gpus + n * d, (*groups, group), tt, state),
+                )
+
+
+def solve_exhaustive(
+    problem: Problem,
+    evals: Evaluations,
+    *,
+    constraints: Constraints | None = None,
+    deadline: float | None = None,
+    incumbent: Incumbent | None = None,
+) -> SearchResult:
+    """Branch and bound over the whole space (module docstring); `complete` when the bound closed.
+
+    When stopped at `deadline`, the result's `coverage` says how many subtrees were left, the least
+    objective any of them could reach, and examples; the notes say the same in words.
+    """
+    constraints = constraints or problem.constraints
+    incumbent = incumbent or Incumbent(constraints.objective)
+    seed_homogeneous(problem, evals, constraints=constraints, incumbent=incumbent, deadline=deadline)
+    search = BranchAndBound(problem, evals, constraints=constraints, incumbent=incumbent)
+    search.start()
+    coverage = search.run(deadline=deadline)
+    notes: tuple[str, ...] = ()
+    if not coverage.closed:
+        notes = (not_covered(coverage, incumbent=incumbent, objective=constraints.objective),)
+    return SearchResult(incumbent, coverage.closed, search.stats, notes, coverage=coverage)
+
+
+def seed_homogeneous(
+    problem: Problem,
+    evals: Evaluations,
+    *,
+    constraints: Constraints,
+    incumbent: Incumbent,
+    deadline: float | None,
+) -> None:
+    """Give the incumbent a first plan cheaply: the best configuration of one type alone (best first, with
+    the eager search's bounds), so that the branch and bound prunes from its first node. The listing gets
+    at most SEED_SHARE of the time to `deadline`; at least one configuration is simulated."""
+    enum = Enumerator(problem, constraints=constraints, floor_factor=evals.floor_factor)
+    enum.incumbent = incumbent.value
+    found: list[tuple[float, Groups]] = []
+    listing = (
+        None if deadline is None else time.perf_counter() + SEED_SHARE * (deadline - time.perf_counter())
+    )
+    with contextlib.suppress(SearchStopped):
+        enum.run(lambda bound, groups: found.append((bound, groups)), max_types=1, deadline=listing)
+    if found and incumbent.best is None:
+        found.sort()
+        for _, groups in found:
+            item = evals.evaluate(groups, constraints=constraints)
+            if incumbent.offer(item) or (deadline is not None and time.perf_counter() > deadline):
+                break
+    evaluate_best_first(
+        found, evals=evals, constraints=constraints, incumbent=incumbent, enumerator=enum, deadline=deadline
+    )
+
+
+def not_covered(coverage: Coverage, *, incumbent: Incumbent, objective: Objective) -> str:
+    """The words for what an exhaustive search stopped short of covering."""
+    what = "cost" if objective is Objective.MIN_COST else "total time"
+
+    def fmt(value: float) -> str:
+        return f"${value:.4g}" if objective is Objective.MIN_COST else f"{value:.4g} s"
+
+    low = coverage.lower_bound
+    text = (
+        f"exhaustive search stopped ({coverage.reason}) before covering the space: "
+        f"{coverage.open_nodes} subtree(s) not explored"
+    )
+    if coverage.examples:
+        text += f" (e.g. {'; '.join(coverage.examples)})"
+    if low is not None:
+        text += f", none of which can reach a {what} below {fmt(low)}"
+        if incumbent.best is not None and math.isfinite(incumbent.value) and incumbent.value > 0:
+            gap = max(incumbent.value - low, 0.0) / incumbent.value
+            text += f": the plan is at most {100 * gap:.1f} % from the optimum"
+    return text

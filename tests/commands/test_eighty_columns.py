@@ -1,0 +1,101 @@
+"""The README Quick start's commands render within 80 columns with nothing cut off, and the plan's tables
+print durations and costs precisely enough to tell rows apart."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from srift.cli import main
+from srift.commands.plan import dollars, durations
+from srift.optimize.synthetic import synthetic_profile
+from srift.settings import get_settings
+
+ROOT = Path(__file__).resolve().parents[2]
+COLUMNS = 80
+
+
+def quick_start_catalog_command() -> list[str]:
+    """The Quick start's `srift catalog list ...` line, as the README writes it."""
+    readme = (ROOT / "README.md").read_text()
+    line = next(x for x in readme.splitlines() if re.search(r"srift catalog list ", x))
+    return line.split("srift ", 1)[1].split("#")[0].split()
+
+
+@pytest.fixture
+def narrow(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """A fresh SQLite database and every CLI console 80 columns wide."""
+    monkeypatch.setenv("SRIFT_DATABASE_URL", f"sqlite:///{tmp_path}/cli.db")
+    monkeypatch.setenv("SRIFT_DATA_DIR", str(tmp_path))
+    get_settings.cache_clear()
+    for module in ("catalog", "plan", "models"):
+        monkeypatch.setattr(f"srift.commands.{module}.console", Console(width=COLUMNS))
+    yield
+    get_settings.cache_clear()
+
+
+def run(capsys: pytest.CaptureFixture[str], argv: list[str]) -> str:
+    with pytest.raises(SystemExit) as done:
+        main(argv)
+    out, err = capsys.readouterr()
+    assert done.value.code in (0, None), err
+    return out
+
+
+def assert_fits(out: str) -> None:
+    lines = out.splitlines()
+    assert lines and max(len(x) for x in lines) <= COLUMNS, max(lines, key=len)
+    assert "…" not in out, out
+
+
+def test_quick_start_catalog_list_fits_80_columns_and_wide_shows_all(
+    narrow: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = quick_start_catalog_command()
+    assert argv[:2] == ["catalog", "list"] and "--gpu" in argv
+    out = run(capsys, argv)
+    table = out.split("source ")[0]
+    assert_fits(table)
+    for name in ("g4dn.xlarge", "g4dn.12xlarge", "g4dn.metal"):
+        assert name in table
+    assert "in aws/us-east-1" in table and "spot $/h" in table and "1x T4 16 GiB" in table
+    wide = run(capsys, [*argv, "--wide"])
+    assert "vCPU" in wide and "EFA" in wide and "vCPU" not in table
+
+
+def test_quick_start_plan_fits_80_columns(
+    narrow: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import yaml
+
+    request = {
+        "profiles": [synthetic_profile("inception_v3", "T4").to_dict()],
+        "global_batch": 1024,
+        "iterations": 1000,
+        "objective": "min_time",
+        "budget_usd": 5,
+        "provider": "aws",
+        "region": "us-east-1",
+        "market": "spot",
+        "availability": {"g4dn.8xlarge": 8, "g4dn.12xlarge": 4, "g4dn.xlarge": 8},
+    }
+    path = tmp_path / "request.yaml"
+    path.write_text(yaml.safe_dump(request))
+    out = run(capsys, ["plan", str(path)])
+    tables = out.split("sources: ")[0].split("network: ")[0].split("warning: ")[0]
+    assert_fits(tables)
+    assert "Pareto front" in tables
+
+
+def test_columns_tell_rows_apart() -> None:
+    assert durations([180.0, 185.3, 190.9]) == ["3.0 min", "3.1 min", "3.2 min"]
+    assert durations([50.6, 55.7]) == ["51 s", "56 s"]
+    assert len(set(durations([3600.0, 3660.0, 7300.0]))) == 3
+    assert durations([180.0]) == ["3 min"]
+    assert dollars([0.4, 0.45, 0.5]) == ["$0.40", "$0.45", "$0.50"]
+    assert dollars([0.401, 0.4049, 0.5]) == ["$0.401", "$0.405", "$0.500"]
+    assert len(set(dollars([0.40001, 0.40002]))) == 1

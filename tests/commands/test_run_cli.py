@@ -1,0 +1,75 @@
+"""`srift run start|interrupt|show|amend|list` on the local database: a run that no plan fits after an
+interruption waits in needs_input, says how to resume, and resumes after `srift run amend --time-limit`."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from srift.cli import main
+from srift.optimize.synthetic import synthetic_profile
+from srift.settings import get_settings
+
+
+@pytest.fixture
+def local(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setenv("SRIFT_DATABASE_URL", f"sqlite:///{tmp_path}/cli.db")
+    monkeypatch.setenv("SRIFT_DATA_DIR", str(tmp_path))
+    get_settings.cache_clear()
+    yield
+    get_settings.cache_clear()
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    with pytest.raises(SystemExit) as done:
+        main(list(argv))
+    out, err = capsys.readouterr()
+    return int(done.value.code or 0), out, err
+
+
+def test_a_run_waits_in_needs_input_and_resumes_after_amend(
+    local: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    request: dict[str, Any] = {
+        "profiles": [synthetic_profile("resnet50", "T4").to_dict()],
+        "global_batch": 256,
+        "iterations": 1000,
+        "objective": "min_cost",
+        "time_limit_s": 3600,
+        "provider": "aws",
+        "region": "us-east-1",
+        "market": "spot",
+        "availability": {"g4dn.xlarge": 16, "g4dn.12xlarge": 4},
+    }
+    path = tmp_path / "request.yaml"
+    path.write_text(yaml.safe_dump(request))
+    code, out, err = run(capsys, "plan", str(path), "--json")
+    assert code == 0, err
+    plan = json.loads(out)
+    code, out, err = run(capsys, "run", "start", str(plan["id"]), "--json")
+    assert code == 0, err
+    job_id = json.loads(out)["id"]
+    lost = plan["choices"][0]["instance_type"]
+    code, out, err = run(
+        capsys, "run", "interrupt", str(job_id), "--type", lost, "--iterations", "500", "--elapsed", "3500"
+    )
+    assert code == 2 and "time_limit_s" in err and "To fix" in err, err
+    code, out, err = run(capsys, "run", "show", str(job_id))
+    assert code == 0, err
+    assert "needs_input" in out and f"srift run amend {job_id} --time-limit" in out
+    code, out, err = run(capsys, "run", "amend", str(job_id), "--time-limit", "20000", "--json")
+    assert code == 0, err
+    answer = json.loads(out)
+    assert answer["job"]["state"] == "running" and answer["job"]["time_limit_s"] == 20000
+    assert answer["plan"]["iterations"] == 500 and answer["job"]["current_plan_id"] == answer["plan"]["id"]
+    code, out, err = run(capsys, "run", "list", "--json")
+    assert code == 0, err
+    listed = json.loads(out)
+    assert listed["total"] == 1 and listed["runs"][0]["state"] == "running"
+    code, out, err = run(capsys, "run", "list", "--state", "paused")
+    assert code == 2 and "needs_input" in err

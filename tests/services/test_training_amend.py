@@ -1,0 +1,79 @@
+"""A training run in `needs_input` (no plan fits after an interruption) resumes once its limits are raised:
+POST /v1/jobs/{id}/amendments re-plans the rest under the new limits; too little keeps it waiting."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from .test_plans import _seed, _srift_54
+
+
+def _stuck_run(client: TestClient, db_url: str, headers: dict[str, str]) -> tuple[int, dict[str, Any]]:
+    """A run of Srift §5.4's plan interrupted at 420 s of its 500 s: re-planning cannot meet the deadline."""
+    ids = _seed(db_url, "resnet50")
+    first = client.post("/v1/plans", json=_srift_54(ids), headers=headers).json()
+    job_id = client.post("/v1/jobs", json={"plan_id": first["id"]}, headers=headers).json()["id"]
+    lost = first["choices"][0]["instance_type"]
+    r = client.post(
+        f"/v1/jobs/{job_id}/interruptions",
+        json={"instance_type": lost, "count": 1, "iterations_done": 200, "elapsed_s": 420, "spent_usd": 1.0},
+        headers=headers,
+    )
+    assert r.status_code == 422 and r.json()["field"] == "time_limit_s", r.text
+    assert client.get(f"/v1/jobs/{job_id}").json()["state"] == "needs_input"
+    return job_id, first
+
+
+def test_a_needs_input_run_resumes_after_its_limit_is_raised(
+    client: TestClient, db_url: str, write_headers: dict[str, str]
+) -> None:
+    job_id, first = _stuck_run(client, db_url, write_headers)
+    lost = first["choices"][0]["instance_type"]
+    short = client.post(f"/v1/jobs/{job_id}/amendments", json={"time_limit_s": 560}, headers=write_headers)
+    assert short.status_code == 422 and short.json()["error"] == "infeasible", short.text
+    assert "past" in short.json()["detail"]
+    waiting = client.get(f"/v1/jobs/{job_id}").json()
+    assert waiting["state"] == "needs_input" and waiting["time_limit_s"] == 560
+    r = client.post(f"/v1/jobs/{job_id}/amendments", json={"time_limit_s": 3000}, headers=write_headers)
+    assert r.status_code == 200, r.text
+    plan, run = r.json()["plan"], r.json()["job"]
+    assert run["state"] == "running" and run["current_plan_id"] == plan["id"] != first["id"]
+    assert run["time_limit_s"] == 3000 and run["excluded_types"] == [lost]
+    assert plan["iterations"] == 200
+    assert plan["limits"]["time_limit_s"] == pytest.approx(3000 - 420 - 150)
+    assert plan["predicted"]["total_time_s"] <= 3000 - 420 - 150
+    assert lost not in [c["instance_type"] for c in plan["choices"]] or all(
+        c["count"] <= first["choices"][0]["count"] - 1 for c in plan["choices"] if c["instance_type"] == lost
+    )
+    assert [e["kind"] for e in run["events"]] == ["started", "interruption", "amended", "amended"]
+    assert [p["id"] for p in run["plans"]] == [first["id"], plan["id"]]
+    progress = client.post(
+        f"/v1/jobs/{job_id}/progress",
+        json={"iterations_done": 300, "elapsed_s": 900, "spent_usd": 2.0},
+        headers=write_headers,
+    )
+    assert progress.status_code == 200 and progress.json()["state"] == "running"
+
+
+def test_amendment_rules(client: TestClient, db_url: str, write_headers: dict[str, str]) -> None:
+    job_id, _ = _stuck_run(client, db_url, write_headers)
+    empty = client.post(f"/v1/jobs/{job_id}/amendments", json={}, headers=write_headers)
+    assert empty.status_code == 422 and "nothing to amend" in empty.json()["detail"]
+    bad = client.post(f"/v1/jobs/{job_id}/amendments", json={"time_limit_s": -1}, headers=write_headers)
+    assert bad.status_code == 422 and bad.json()["field"] == "time_limit_s"
+    assert client.post(f"/v1/jobs/{job_id}/amendments", json={"time_limit_s": 900}).status_code == 401
+    assert (
+        client.post("/v1/jobs/777/amendments", json={"time_limit_s": 900}, headers=write_headers).status_code
+        == 404
+    )
+    fast = client.post(
+        f"/v1/jobs/{job_id}/amendments",
+        json={"objective": "min_time", "time_limit_s": 5000, "budget_usd": 50},
+        headers=write_headers,
+    )
+    assert fast.status_code == 200, fast.text
+    assert fast.json()["plan"]["objective"] == "min_time"
+    assert fast.json()["job"]["budget_usd"] == 50
