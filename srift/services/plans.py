@@ -23,8 +23,13 @@ from srift.optimize.solver import SolveOptions, optimize
 from srift.optimize.space import Candidate, Problem, build_candidates
 from srift.services.caching import RevisionCache
 from srift.services.network import network_spec, network_view
-from srift.services.profiles import resolve_profiles
-from srift.services.views import breakdown_document, choice_document, predicted_document
+from srift.services.profiles import resolve_profiles, source_label, with_estimates
+from srift.services.views import (
+    breakdown_document,
+    choice_document,
+    estimated_document,
+    predicted_document,
+)
 from srift.settings import Settings
 
 
@@ -120,6 +125,8 @@ def _prepare(
         market=query.market,
         snapshot=query.snapshot,
     )
+    profiles, estimated = with_estimates(profiles, [o.instance for o in offers])
+    sources += [source_label("estimate", p) for p in estimated]
     candidates, notes = build_candidates(
         offers=offers,
         profiles=profiles,
@@ -238,6 +245,7 @@ def _choices(config: Config, problem: Problem) -> list[dict[str, Any]]:
                 gpus=cand.devices,
                 price_usd_per_hr=cand.offer.price_usd_per_hr,
                 instance_gpus=cand.offer.instance.gpu_count,
+                profile=cand.profile,
             )
         )
     return out
@@ -290,4 +298,10 @@ def plan_result(plan: Plan, problem: Problem, *, profile_sources: tuple[str, ...
         "configs_evaluated": plan.configs_evaluated,
         "sources": [*profile_sources, *plan.sources],
         "warnings": list(plan.warnings),
+        "precision": _precision(problem),
+        "estimated": estimated_document(problem.candidates, plan.config.choices),
     }
+
+
+def _precision(problem: Problem) -> str | None:
+    return problem.candidates[0].profile.precision.value if problem.candidates else None

@@ -23,7 +23,11 @@ Uncertainty. With mc_samples = 0, p10/p50/p90 are the quantiles of the per-itera
 plus the mean exposed communication (the exchange is simulated once). With mc_samples > 0, each sample
 draws one iteration's straggler times and one multiplicative error per stage, Normal(1, residual_cv) of
 the bandwidth answers (clipped at 0.05), and simulates that iteration's exchange; the quantiles come from
-those samples, while iteration_s and the breakdown stay the mean-case values.
+those samples, while iteration_s and the breakdown stay the mean-case values. When a member's profile
+is an estimate (not measured on its accelerator, `ModelProfile.estimate`), its compute is uncertain by
+the estimate's spread σ (relative, log-normal, measured out of sample): the band widens by the compute
+time's own p10/p90 under that error, c·(e^{±1.2816σ} − 1) with c the compute end and σ the largest
+spread among the members, added in quadrature to the straggler/bandwidth band (`widen_for_estimates`).
 """
 
 from __future__ import annotations
@@ -171,7 +175,11 @@ def simulate(
     slow = max(range(len(fleet)), key=means.__getitem__)
     compute_s = means[slow]
     profile_sources = tuple(
-        dict.fromkeys(f"profile:{m.profile.model}@{m.profile.accelerator}" for m in fleet)
+        dict.fromkeys(
+            f"profile:{m.profile.model}@{m.profile.accelerator}"
+            + (f" ({m.profile.estimate.source})" if m.profile.estimate is not None else "")
+            for m in fleet
+        )
     )
     if comm is CommMode.PARAMETER_SERVER:
         from srift.sim.ps import simulate_ps
@@ -252,9 +260,12 @@ def simulate(
         p10, p50, p90 = quantiles(samples)
     else:
         p10, p50, p90 = (q + exposed + update_s for q in quantiles(per_iteration))
+    p10, p90, estimate_note = widen_for_estimates(fleet, p10=p10, p50=p50, p90=p90, compute_s=compute_end)
 
     granularity = compute_s / communication_s if communication_s > 0 else math.inf
     warnings = [w for p in plans for w in p.warnings]
+    if estimate_note:
+        warnings.append(estimate_note)
     if granularity < 1.0:
         warnings.append(
             f"granularity {granularity:.2f} < 1: gradient exchange ({communication_s:.3g} s) outlasts "
@@ -275,6 +286,30 @@ def simulate(
     )
     sources = profile_sources + tuple(dict.fromkeys(s for p in plans for s in p.sources))
     return IterationEstimate(iteration_s, p10, p50, p90, breakdown, sources)
+
+
+Z90 = 1.2815515655446004
+"""The standard normal's 90th percentile."""
+
+
+def widen_for_estimates(
+    fleet: Sequence[FleetMember], *, p10: float, p50: float, p90: float, compute_s: float
+) -> tuple[float, float, str]:
+    """p10 and p90 widened for members whose compute is estimated (module docstring), and a note saying so."""
+    estimated = [m for m in fleet if m.profile.estimate is not None]
+    if not estimated:
+        return p10, p90, ""
+    spread = max(m.profile.estimate.spread for m in estimated if m.profile.estimate is not None)
+    up = compute_s * math.expm1(Z90 * spread)
+    down = compute_s * -math.expm1(-Z90 * spread)
+    names = ", ".join(
+        sorted({f"{m.instance.name} ({m.profile.estimate.source})" for m in estimated if m.profile.estimate})
+    )
+    note = (
+        f"compute of {names} is estimated, not measured on that GPU (±{100 * spread:.0f} %, 1 σ): "
+        "profile the model there for a measured answer; the p10–p90 band includes the estimate's error"
+    )
+    return p50 - math.hypot(p50 - p10, down), p50 + math.hypot(p90 - p50, up), note
 
 
 def with_buckets(fleet: Sequence[FleetMember], *, bucket_cap_mb: float) -> list[FleetMember]:

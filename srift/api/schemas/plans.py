@@ -12,6 +12,7 @@ from srift.documents import read_document
 from srift.domain import MarketChoice, Objective, SearchMode
 from srift.domain.requests import InterruptionReport, PlanQuery, ProgressReport
 from srift.domain.states import TrainingState
+from srift.domain.structure import Precision
 from srift.errors import InvalidInput
 from srift.limits import (
     MAX_COUNT,
@@ -43,6 +44,13 @@ class PlanRequest(BaseModel):
     )
     model: str | None = Field(
         default=None, max_length=MAX_NAME_CHARS, description="use every stored profile of this model"
+    )
+    precision: Precision | None = Field(
+        default=None,
+        description=(
+            "arithmetic the model trains in: fp32, tf32, fp16 or bf16 (autocast); the profiles used are "
+            "those in it (default: the profiles' own; for a model stored in several, fp32)"
+        ),
     )
     global_batch: int = Field(
         ge=1, le=MAX_GLOBAL_BATCH, description="samples per iteration over the whole fleet"
@@ -115,6 +123,29 @@ class ChoiceOut(BaseModel):
     per_gpu_batch: float
     price_usd_per_hr: float
     instance_gpus: int | None = Field(default=None, description="GPUs the instance type has")
+    compute: str | None = Field(
+        default=None,
+        description="measured (a profile made on this accelerator) or estimate:roofline / estimate:scaled",
+    )
+    compute_spread: float | None = Field(
+        default=None, description="relative 1-σ error of an estimated compute time (null when measured)"
+    )
+
+
+class EstimatedCandidateOut(BaseModel):
+    method: str = Field(description="estimate:roofline or estimate:scaled")
+    accelerator: str = Field(description="the accelerator spec the estimate is for")
+    based_on: str | None = Field(description="the accelerator a scaled estimate was measured on")
+    spread: float = Field(description="relative 1-σ error, measured leaving one accelerator out")
+
+
+class EstimatedOut(BaseModel):
+    """Which numbers rest on estimated compute rather than a profile measured on the accelerator."""
+
+    in_plan: list[str] = Field(description="chosen instance types whose compute is estimated")
+    candidates: dict[str, EstimatedCandidateOut] = Field(
+        description="every candidate type whose compute is estimated"
+    )
 
 
 class PredictedOut(BaseModel):
@@ -201,6 +232,10 @@ class PlanResult(BaseModel):
     )
     sources: list[str]
     warnings: list[str]
+    precision: str | None = Field(default=None, description="the arithmetic the profiles are in")
+    estimated: EstimatedOut | None = Field(
+        default=None, description="which numbers rest on estimated compute (absent in plans made before)"
+    )
 
 
 class PlanOut(PlanResult):

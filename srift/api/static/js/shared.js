@@ -14,7 +14,7 @@ export function fillModelSelect(select, profiles) {
   const byModel = groupProfiles(profiles);
   const options = [...byModel.entries()].map(([model, list]) => ({
     value: model,
-    label: `${model}  (${list.map((p) => p.accelerator).join(", ")})`,
+    label: `${model}  (${[...new Set(list.map((p) => p.accelerator))].join(", ")})`,
   }));
   if (!options.length) options.push({ value: "", label: "no stored profiles: upload one below" });
   fillSelect(select, options, options[0].value);
