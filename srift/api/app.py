@@ -15,6 +15,7 @@ from starlette.middleware.cors import CORSMiddleware
 from srift import __version__
 from srift.api.caching import ConditionalGet, cache_control
 from srift.api.limits import ERROR_RESPONSES, BodySizeLimit, document_errors, http_exception_handler
+from srift.api.schemas.types import error_field
 from srift.errors import SriftError
 from srift.redaction import install_log_redaction
 from srift.settings import Settings, get_settings
@@ -61,8 +62,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def _validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
         errors = exc.errors()
         first = errors[0] if errors else {"loc": (), "msg": "invalid request"}
-        loc = [str(p) for p in first.get("loc", ()) if p not in ("body", "query", "path")]
-        field = ".".join(loc) or None
+        field = error_field(first)
         return JSONResponse(
             status_code=422,
             content={

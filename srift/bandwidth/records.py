@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass, fields, replace
-from typing import Any
+from dataclasses import asdict, dataclass, replace
+from typing import Annotated, Any
 
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+
+from srift.documents import Number, WholeNumber, invalid_input
 from srift.errors import InvalidInput
 
 SCHEMA = "srift-probe/1"
@@ -95,79 +97,94 @@ class ProbeRecord:
         return _from_dict(data, where=where)
 
 
-_FIELDS = {f.name for f in fields(ProbeRecord)}
-_REQUIRED = ("provider", "instance_type", "backend", "buffer_bytes", "world_size", "time_s")
-_IGNORED = {"schema", "probe_version", "dtype", "timestamp", "host", "device", "extra", "iters"}
+def _text(required: bool) -> Any:
+    def check(value: Any) -> str:
+        if value is None:
+            if required:
+                raise ValueError("is missing or empty")
+            return ""
+        if not isinstance(value, str):
+            raise ValueError(f"must be a string, got {value!r}")
+        text: str = value.strip()
+        if required and not text:
+            raise ValueError("is missing or empty")
+        if len(text) > 128:
+            raise ValueError("is longer than 128 characters")
+        return text
+
+    return BeforeValidator(check)
+
+
+RequiredText = Annotated[str, _text(True)]
+OptionalText = Annotated[str, _text(False)]
+
+
+def _backend(value: str) -> str:
+    if value.lower() not in BACKENDS:
+        raise ValueError(f"is {value!r}, an unknown backend (use one of {', '.join(BACKENDS)})")
+    return value.lower()
+
+
+class ProbeSampleDocument(BaseModel):
+    """One probe sample as written (a JSON line of probes/allreduce.py, or an object posted to
+    /v1/probe-results), before the checks across fields; `probe_record` turns it into a ProbeRecord."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    schema_: str = Field(default=SCHEMA, alias="schema")
+    run_id: OptionalText = ""
+    provider: Annotated[RequiredText, AfterValidator(str.lower)]
+    instance_type: RequiredText
+    backend: Annotated[RequiredText, AfterValidator(_backend)]
+    buffer_bytes: Annotated[WholeNumber, Field(ge=1, le=MAX_BUFFER_BYTES)]
+    world_size: Annotated[WholeNumber, Field(ge=2)]
+    nodes: Annotated[WholeNumber, Field(ge=1)] | None = None
+    ranks_per_node: Annotated[WholeNumber, Field(ge=1)] | None = None
+    time_s: Annotated[Number, Field(gt=0)]
+    algbw_gbps: Annotated[Number, Field(ge=0)] | None = None
+    busbw_gbps: Annotated[Number, Field(ge=0)] | None = None
+    async_count: Annotated[WholeNumber, Field(ge=1)] = 1
+    repeat: Annotated[WholeNumber, Field(ge=0)] = 0
+    region: OptionalText = ""
+    zone: OptionalText = ""
+    gpu_name: OptionalText = ""
+    cpu_name: OptionalText = ""
+    cpu_cores: Annotated[WholeNumber, Field(ge=0)] = 0
+    memory_gib: Annotated[Number, Field(ge=0)] = 0.0
+    rated_gbps: Annotated[Number, Field(ge=0)] = 0.0
+    # written by the probe for people, not read
+    probe_version: Any = None
+    dtype: Any = None
+    timestamp: Any = None
+    host: Any = None
+    device: Any = None
+    extra: Any = None
+    iters: Any = None
+
+
+_HINTS = {
+    "schema": f"write samples with schema {SCHEMA!r}",
+    "buffer_bytes": "give the buffer size in bytes (at most 1 TiB)",
+    "world_size": "an allreduce needs at least 2 ranks",
+}
 
 
 def _bad(where: str, field: str, message: str, hint: str) -> InvalidInput:
     return InvalidInput(f"{where}: {message}", hint=hint, field=field)
 
 
-def _int(data: Mapping[str, Any], name: str, where: str, *, minimum: int, default: int | None = None) -> int:
-    value = data.get(name, default)
-    if isinstance(value, bool) or not isinstance(value, int):
-        if isinstance(value, float) and value.is_integer():
-            value = int(value)
-        else:
-            raise _bad(
-                where, name, f"{name} must be an integer, got {value!r}", f"write {name} as a whole number"
-            )
-    if value < minimum:
-        raise _bad(where, name, f"{name} must be ≥ {minimum}, got {value}", f"use {name} ≥ {minimum}")
-    return value
-
-
-def _float(
-    data: Mapping[str, Any], name: str, where: str, *, positive: bool, default: float | None = None
-) -> float:
-    value = data.get(name, default)
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise _bad(where, name, f"{name} must be a number, got {value!r}", f"write {name} as a number")
-    number = float(value)
-    if not math.isfinite(number) or number < 0 or (positive and number == 0):
-        bound = "> 0" if positive else "≥ 0"
-        raise _bad(where, name, f"{name} must be finite and {bound}, got {value!r}", f"use {name} {bound}")
-    return number
-
-
-def _str(data: Mapping[str, Any], name: str, where: str, *, required: bool) -> str:
-    value = data.get(name, "" if not required else None)
-    if value is None:
-        value = ""
-    if not isinstance(value, str):
-        raise _bad(where, name, f"{name} must be a string, got {value!r}", f"write {name} as a string")
-    value = value.strip()
-    if required and not value:
-        raise _bad(where, name, f"{name} is missing or empty", f"give {name}")
-    if len(value) > 128:
-        raise _bad(where, name, f"{name} is longer than 128 characters", f"shorten {name}")
-    return value
-
-
 def _from_dict(data: Mapping[str, Any], *, where: str) -> ProbeRecord:
     if not isinstance(data, Mapping):
         raise _bad(where, "", "a sample must be a JSON object", "write one JSON object per line")
-    schema = data.get("schema", SCHEMA)
-    if schema != SCHEMA:
-        raise _bad(where, "schema", f"unknown schema {schema!r}", f"write samples with schema {SCHEMA!r}")
-    unknown = sorted(set(data) - _FIELDS - _IGNORED)
-    if unknown:
-        raise _bad(where, unknown[0], f"unknown fields {unknown}", f"use only the fields of {SCHEMA}")
-    for name in _REQUIRED:
-        if name not in data:
-            raise _bad(where, name, f"{name} is missing", f"every sample needs {', '.join(_REQUIRED)}")
-    backend = _str(data, "backend", where, required=True).lower()
-    if backend not in BACKENDS:
-        raise _bad(where, "backend", f"unknown backend {backend!r}", f"use one of {', '.join(BACKENDS)}")
-    size = _int(data, "buffer_bytes", where, minimum=1)
-    if size > MAX_BUFFER_BYTES:
-        raise _bad(
-            where, "buffer_bytes", f"buffer_bytes {size} is over 1 TiB", "check the size's unit (bytes)"
-        )
-    world = _int(data, "world_size", where, minimum=2)
-    nodes = _int(data, "nodes", where, minimum=1, default=world)
-    per_node = _int(data, "ranks_per_node", where, minimum=1, default=max(1, world // nodes))
+    try:
+        doc = ProbeSampleDocument.model_validate(data)
+    except ValidationError as exc:
+        raise invalid_input(exc, where=where, hints=_HINTS) from exc
+    if doc.schema_ != SCHEMA:
+        raise _bad(where, "schema", f"unknown schema {doc.schema_!r}", _HINTS["schema"])
+    world = doc.world_size
+    nodes = doc.nodes if doc.nodes is not None else world
+    per_node = doc.ranks_per_node if doc.ranks_per_node is not None else max(1, world // nodes)
     if nodes * per_node != world:
         raise _bad(
             where,
@@ -175,40 +192,40 @@ def _from_dict(data: Mapping[str, Any], *, where: str) -> ProbeRecord:
             f"nodes × ranks_per_node = {nodes}×{per_node} ≠ world_size {world}",
             "give a world size equal to nodes × ranks per node",
         )
-    time_s = _float(data, "time_s", where, positive=True)
-    algbw = algbw_gbps(buffer_bytes=size, time_s=time_s)
-    busbw = busbw_gbps(buffer_bytes=size, world_size=world, time_s=time_s)
-    for name, expected in (("algbw_gbps", algbw), ("busbw_gbps", busbw)):
-        if name in data:
-            given = _float(data, name, where, positive=False)
-            if abs(given - expected) > _BUSBW_TOLERANCE * expected + 1e-3:
-                raise _bad(
-                    where,
-                    name,
-                    f"{name}={given:g} disagrees with time_s and buffer_bytes (expected {expected:.6g})",
-                    "bandwidths are gigabits/s (GB/s × 8) and busbw = 2s(n−1)/(n·t); or leave them out",
-                )
+    algbw = algbw_gbps(buffer_bytes=doc.buffer_bytes, time_s=doc.time_s)
+    busbw = busbw_gbps(buffer_bytes=doc.buffer_bytes, world_size=world, time_s=doc.time_s)
+    for name, given, expected in (
+        ("algbw_gbps", doc.algbw_gbps, algbw),
+        ("busbw_gbps", doc.busbw_gbps, busbw),
+    ):
+        if given is not None and abs(given - expected) > _BUSBW_TOLERANCE * expected + 1e-3:
+            raise _bad(
+                where,
+                name,
+                f"{name}={given:g} disagrees with time_s and buffer_bytes (expected {expected:.6g})",
+                "bandwidths are gigabits/s (GB/s × 8) and busbw = 2s(n−1)/(n·t); or leave them out",
+            )
     return ProbeRecord(
-        run_id=_str(data, "run_id", where, required=False) or "",
-        provider=_str(data, "provider", where, required=True).lower(),
-        instance_type=_str(data, "instance_type", where, required=True),
-        backend=backend,
-        buffer_bytes=size,
+        run_id=doc.run_id,
+        provider=doc.provider,
+        instance_type=doc.instance_type,
+        backend=doc.backend,
+        buffer_bytes=doc.buffer_bytes,
         world_size=world,
         nodes=nodes,
         ranks_per_node=per_node,
-        time_s=time_s,
+        time_s=doc.time_s,
         algbw_gbps=algbw,
         busbw_gbps=busbw,
-        async_count=_int(data, "async_count", where, minimum=1, default=1),
-        repeat=_int(data, "repeat", where, minimum=0, default=0),
-        region=_str(data, "region", where, required=False),
-        zone=_str(data, "zone", where, required=False),
-        gpu_name=_str(data, "gpu_name", where, required=False),
-        cpu_name=_str(data, "cpu_name", where, required=False),
-        cpu_cores=_int(data, "cpu_cores", where, minimum=0, default=0),
-        memory_gib=_float(data, "memory_gib", where, positive=False, default=0.0),
-        rated_gbps=_float(data, "rated_gbps", where, positive=False, default=0.0),
+        async_count=doc.async_count,
+        repeat=doc.repeat,
+        region=doc.region,
+        zone=doc.zone,
+        gpu_name=doc.gpu_name,
+        cpu_name=doc.cpu_name,
+        cpu_cores=doc.cpu_cores,
+        memory_gib=doc.memory_gib,
+        rated_gbps=doc.rated_gbps,
     )
 
 

@@ -4,16 +4,15 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from srift.api.schemas.network import NetworkIn, NetworkOut
-from srift.api.schemas.types import Timestamp
+from srift.api.schemas.types import Timestamp, check_one_of, one_of, parse_request
 from srift.documents import read_document
 from srift.domain import MarketChoice, Objective, SearchMode
 from srift.domain.requests import InterruptionReport, PlanQuery, ProgressReport
 from srift.domain.states import TrainingState
 from srift.domain.structure import Precision
-from srift.errors import InvalidInput
 from srift.limits import (
     MAX_COUNT,
     MAX_GLOBAL_BATCH,
@@ -24,6 +23,9 @@ from srift.limits import (
 )
 from srift.optimize.space import BatchPolicy
 
+PROFILE_SELECTION = ("profile_ids", "profiles", "model")
+ProfileId = Annotated[int, Field(ge=1, le=2**31 - 1)]
+SELECTION_TYPES = {"profile_ids": "array", "profiles": "array", "model": "string"}
 TypeName = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[^\x00]+$")]
 CountCap = Annotated[int, Field(ge=0, le=MAX_COUNT)]
 
@@ -32,18 +34,24 @@ class PlanRequest(BaseModel):
     """What to optimize. Give the model's compute profiles as `profile_ids`, inline `profiles`, or `model`
     (all stored profiles of that model); limits are optional, objective decides what is minimised."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(
+        extra="forbid", json_schema_extra=one_of(*PROFILE_SELECTION, types=SELECTION_TYPES)
+    )
 
-    profile_ids: list[int] | None = Field(
-        default=None, max_length=MAX_PROFILES_PER_REQUEST, description="stored profile ids"
+    profile_ids: list[ProfileId] | None = Field(
+        default=None, min_length=1, max_length=MAX_PROFILES_PER_REQUEST, description="stored profile ids"
     )
     profiles: list[dict[str, Any]] | None = Field(
         default=None,
+        min_length=1,
         max_length=MAX_PROFILES_PER_REQUEST,
         description="inline profile documents as written by `srift profile`",
     )
     model: str | None = Field(
-        default=None, max_length=MAX_NAME_CHARS, description="use every stored profile of this model"
+        default=None,
+        min_length=1,
+        max_length=MAX_NAME_CHARS,
+        description="use every stored profile of this model",
     )
     precision: Precision | None = Field(
         default=None,
@@ -52,6 +60,12 @@ class PlanRequest(BaseModel):
             "those in it (default: the profiles' own; for a model stored in several, fp32)"
         ),
     )
+
+    @model_validator(mode="after")
+    def _one_selection(self) -> PlanRequest:
+        check_one_of(self, *PROFILE_SELECTION)
+        return self
+
     global_batch: int = Field(
         ge=1, le=MAX_GLOBAL_BATCH, description="samples per iteration over the whole fleet"
     )
@@ -104,14 +118,7 @@ class PlanRequest(BaseModel):
 
 def parse_plan_request(data: Any) -> PlanRequest:
     """Validate a plan request document (CLI files), raising InvalidInput that names the field."""
-    try:
-        return PlanRequest.model_validate(data)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        field = ".".join(str(p) for p in first.get("loc", ())) or None
-        raise InvalidInput(
-            str(first.get("msg", "invalid")), hint="correct the named field", field=field
-        ) from exc
+    return parse_request(PlanRequest, data)
 
 
 class ChoiceOut(BaseModel):

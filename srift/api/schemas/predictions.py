@@ -4,15 +4,22 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from srift.api.schemas.network import NetworkIn, NetworkOut
-from srift.api.schemas.plans import BreakdownOut, ChoiceOut, PredictedOut
+from srift.api.schemas.plans import (
+    PROFILE_SELECTION,
+    SELECTION_TYPES,
+    BreakdownOut,
+    ChoiceOut,
+    PredictedOut,
+    ProfileId,
+)
+from srift.api.schemas.types import check_one_of, one_of, parse_request
 from srift.documents import read_document
 from srift.domain import Market
 from srift.domain.requests import PredictionQuery
 from srift.domain.structure import Precision
-from srift.errors import InvalidInput
 from srift.limits import MAX_COUNT, MAX_VM_BATCH
 from srift.sim import CommMode
 
@@ -60,13 +67,24 @@ class PredictionRequest(BaseModel):
     model's compute profiles as `profile_ids`, inline `profiles`, or `model` (every stored profile of that
     model); each chosen type uses the profile of its accelerator. `network` says how the nodes talk."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "allOf": [
+                one_of(*PROFILE_SELECTION, types=SELECTION_TYPES),
+                one_of("config", "configs", types={"config": "object", "configs": "array"}),
+            ]
+        },
+    )
 
-    profile_ids: list[int] | None = Field(
-        default=None, max_length=64, description="stored profile ids (GET /v1/profiles)"
+    profile_ids: list[ProfileId] | None = Field(
+        default=None, min_length=1, max_length=64, description="stored profile ids (GET /v1/profiles)"
     )
     profiles: list[dict[str, Any]] | None = Field(
-        default=None, max_length=64, description="inline profile documents as written by `srift profile`"
+        default=None,
+        min_length=1,
+        max_length=64,
+        description="inline profile documents as written by `srift profile`",
     )
     model: str | None = Field(
         default=None, min_length=1, max_length=200, description="every stored profile of this model"
@@ -113,6 +131,12 @@ class PredictionRequest(BaseModel):
         description="Monte Carlo samples over stragglers and bandwidth-model error for p10/p50/p90 (0: none)",
     )
 
+    @model_validator(mode="after")
+    def _one_selection_and_fleet(self) -> PredictionRequest:
+        check_one_of(self, *PROFILE_SELECTION)
+        check_one_of(self, "config", "configs")
+        return self
+
     def to_domain(self) -> PredictionQuery:
         """The validated request as the services' PredictionQuery."""
         return read_document(PredictionQuery, self.model_dump())
@@ -120,14 +144,7 @@ class PredictionRequest(BaseModel):
 
 def parse_prediction_request(data: Any) -> PredictionRequest:
     """Validate a prediction request document (CLI files), raising InvalidInput that names the field."""
-    try:
-        return PredictionRequest.model_validate(data)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        field = ".".join(str(p) for p in first.get("loc", ())) or None
-        raise InvalidInput(
-            str(first.get("msg", "invalid")), hint="correct the named field", field=field
-        ) from exc
+    return parse_request(PredictionRequest, data)
 
 
 class PredictionOut(BaseModel):

@@ -1,11 +1,15 @@
-"""Field types shared by response schemas (timestamps that are valid RFC 3339 date-times)."""
+"""Types and helpers shared by the schemas: RFC 3339 timestamps, one-of rules, reading request documents."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, Any, TypeVar
 
-from pydantic import AfterValidator
+from pydantic import AfterValidator, BaseModel, ValidationError
+from pydantic_core import PydanticCustomError
+
+from srift.errors import InvalidInput
 
 
 def _with_offset(value: datetime) -> datetime:
@@ -15,3 +19,45 @@ def _with_offset(value: datetime) -> datetime:
 
 Timestamp = Annotated[datetime, AfterValidator(_with_offset)]
 """A datetime that always serializes with an offset, as OpenAPI's `date-time` (RFC 3339) requires."""
+
+
+def one_of(*names: str, types: dict[str, str]) -> dict[str, Any]:
+    """A JSON Schema rule: exactly one of `names` is given and not null (each name's JSON type in `types`)."""
+    return {"oneOf": [{"required": [n], "properties": {n: {"type": types[n]}}} for n in names]}
+
+
+def check_one_of(model: BaseModel, *names: str) -> None:
+    """Raise (as a validation error) unless exactly one of `names` is set on `model`; the error's context
+    names the first of them as its field (see `error_field`)."""
+    given = [n for n in names if getattr(model, n) is not None]
+    if len(given) != 1:
+        got = f" (got {', '.join(given)})" if given else ""
+        raise PydanticCustomError(
+            "one_of",
+            "give exactly one of {names}{got}",
+            {"names": ", ".join(names), "got": got, "field": names[0]},
+        )
+
+
+def error_field(error: Mapping[str, Any]) -> str | None:
+    """The dotted field a pydantic error is about (a rule across fields names the field its context gives)."""
+    loc = [str(p) for p in error.get("loc", ()) if p not in ("body", "query", "path")]
+    if loc:
+        return ".".join(loc)
+    field = (error.get("ctx") or {}).get("field")
+    return str(field) if field else None
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def parse_request(model: type[M], data: Any) -> M:
+    """Validate a request document (a CLI file, a stored body) with `model`, raising InvalidInput that
+    names the field, as the REST API does."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise InvalidInput(
+            str(first.get("msg", "invalid")), hint="correct the named field", field=error_field(first)
+        ) from exc
