@@ -12,7 +12,10 @@ Used to look for causes of prediction errors on layer types and gradient sizes t
 `gru`: a two-layer GRU over 16 steps of 64 features (recurrent layers, ~2.6 MB of gradients); `bn_mlp`: an
 MLP with BatchNorm1d and dropout (module buffers, which DDP broadcasts before every forward; ~16 MB);
 `bag`: a mean EmbeddingBag over 20 ids of a 50 000-row table and a small head (a dense 6.4 MB table
-gradient); `tcn`: dilated Conv1d blocks with GroupNorm over 128 steps (~1 MB).
+gradient); `tcn`: dilated Conv1d blocks with GroupNorm over 128 steps (~1 MB); `convfc`: two 3×3 convolutions
+and max-pooling over 3×16×16 images feeding a wide fully connected classifier, AlexNet/VGG style
+(~47.3 MB of gradients, almost all in one 4096×2880 layer: a single DDP bucket above the 25 MiB cap),
+the communication-heavy model for checking that `--quick` stays within 15 minutes.
 """
 
 from __future__ import annotations
@@ -112,3 +115,23 @@ def tcn() -> nn.Module:
 
 def tcn_input(batch: int) -> torch.Tensor:
     return torch.randn(batch, 16, 128, generator=_inputs)
+
+
+def convfc() -> nn.Module:
+    """Conv feature extractor + one wide dense layer: 11.8 M parameters, 47.3 MB of fp32 gradients."""
+    torch.manual_seed(15)
+    return nn.Sequential(
+        nn.Conv2d(3, 32, 3, padding=1),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Conv2d(32, 64, 3, padding=1),
+        nn.ReLU(),
+        nn.Flatten(),
+        nn.Linear(64 * 8 * 8, 2880),
+        nn.ReLU(),
+        nn.Linear(2880, 10),
+    )
+
+
+def convfc_input(batch: int) -> torch.Tensor:
+    return torch.randn(batch, 3, 16, 16, generator=_inputs)

@@ -3,12 +3,19 @@
 Runs `srift validate` (srift.validation.pipeline.run_validation) — quick matrix by default, `--full` for the
 full one — and writes its section of docs/BENCHMARKS.md ("end-to-end accuracy (quick|full matrix,
 testbed)": MAPE overall and by model, host count, type and batch mix, underestimates and their 90th
-percentile, measurement noise, plan quality, run time), plus the predicted-vs-measured plot as
-docs/images/validation-<level>.png and the report as docs/images/validation-<level>.json.
+percentile, the prediction band's coverage, measurement noise, plan quality, run time), plus the
+predicted-vs-measured plot as docs/images/validation-<level>.png and the report as
+docs/images/validation-<level>.json.
+
+With `--model MODULE:FACTORY --input MODULE:FACTORY [--loss MODULE:FUNCTION]` (repeatable) it runs twice:
+the shipped models first (with plan quality), then your models (without; `--only-yours` skips the first),
+and writes each run's own section ("..., your models" for the second) with its plot and report, so one
+command puts both runs side by side in docs/BENCHMARKS.md.
 
 Needs root (the testbed). Keep the machine otherwise quiet while it runs.
 
     sudo .venv/bin/python -m benchmarks.end_to_end [--full] [--no-write]
+    sudo .venv/bin/python -m benchmarks.end_to_end --model pkg.mod:build --input pkg.mod:batch ...
     .venv/bin/python -m benchmarks.end_to_end --report REPORT.json   # the section of an earlier run
 
 The section's command is the one that produced the figures (the report's own `command`).
@@ -19,12 +26,42 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import shlex
 import sys
 from pathlib import Path
+from typing import Any
 
 from benchmarks._report import BENCHMARKS_MD, write_section
 
 IMAGES = BENCHMARKS_MD.parent / "images"
+
+
+def write(report: dict[str, Any], *, command: str) -> None:
+    """The report's section of docs/BENCHMARKS.md, its plot and its JSON in docs/images/."""
+    from srift.validation.benchmarks import section_name
+    from srift.validation.plot import plot_predicted_vs_measured
+    from srift.validation.render import markdown
+
+    level = report["level"]
+    stem = f"validation-{level}" + ("-yours" if report.get("user_models") else "")
+    IMAGES.mkdir(parents=True, exist_ok=True)
+    png = plot_predicted_vs_measured(
+        report["cases"],
+        IMAGES / f"{stem}.png",
+        title=f"srift validate ({level}): predicted vs measured DDP iteration time",
+        summary=report["summary"],
+    )
+    (IMAGES / f"{stem}.json").write_text(json.dumps(report, indent=1) + "\n")
+    body = (
+        markdown(report) + f"\n\n![predicted vs measured](images/{png.name}) · report: `images/{stem}.json`"
+    )
+    started = report.get("started_at")
+    write_section(
+        section_name(report),
+        body,
+        command=command,
+        measured_at=dt.datetime.fromisoformat(started) if started else None,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -34,6 +71,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--full", action="store_true", help="the full matrix (about an hour)")
     parser.add_argument("--no-write", action="store_true", help="print, do not touch docs/")
     parser.add_argument("--workdir", type=Path, default=None)
+    parser.add_argument("--model", action="append", default=[], help="your model's MODULE:FACTORY")
+    parser.add_argument("--input", action="append", default=[], help="its input MODULE:FACTORY")
+    parser.add_argument("--loss", action="append", default=[], help="its loss MODULE:FUNCTION")
+    parser.add_argument("--only-yours", action="store_true", help="skip the shipped models' run")
     parser.add_argument(
         "--report",
         type=Path,
@@ -44,42 +85,43 @@ def main(argv: list[str] | None = None) -> int:
 
     from rich.console import Console
 
-    from srift.validation.benchmarks import section_name
+    from srift.validation.matrix import user_models
     from srift.validation.pipeline import ValidationOptions, run_validation
-    from srift.validation.plot import plot_predicted_vs_measured
-    from srift.validation.render import markdown, terminal_view
+    from srift.validation.render import terminal_view
 
     if args.report is not None:
         report = json.loads(args.report.read_text())
-        command = str(report.get("command") or f"srift validate (report {args.report})")
-    else:
-        command = "sudo .venv/bin/python -m benchmarks.end_to_end" + (" --full" if args.full else "")
-        options = ValidationOptions(full=args.full, workdir=args.workdir, command=command)
-        console = Console(stderr=True)
-        report = run_validation(options, log=lambda m: console.print(f"[dim]{m}[/]", highlight=False))
-    level = report["level"]
-    Console().print(terminal_view(report))
-    if args.no_write:
+        Console().print(terminal_view(report))
+        if not args.no_write:
+            write(report, command=str(report.get("command") or f"srift validate (report {args.report})"))
         return 0
-    IMAGES.mkdir(parents=True, exist_ok=True)
-    png = plot_predicted_vs_measured(
-        report["cases"],
-        IMAGES / f"validation-{level}.png",
-        title=f"srift validate ({level}): predicted vs measured DDP iteration time",
-        summary=report["summary"],
-    )
-    (IMAGES / f"validation-{level}.json").write_text(json.dumps(report, indent=1) + "\n")
-    body = (
-        markdown(report)
-        + f"\n\n![predicted vs measured](images/{png.name}) · report: `images/validation-{level}.json`"
-    )
-    started = report.get("started_at")
-    write_section(
-        section_name(report),
-        body,
-        command=command,
-        measured_at=dt.datetime.fromisoformat(started) if started else None,
-    )
+    mine = user_models(args.model, args.input, args.loss)
+    base = "sudo .venv/bin/python -m benchmarks.end_to_end" + (" --full" if args.full else "")
+    runs: list[ValidationOptions] = []
+    if not (mine and args.only_yours):
+        runs.append(ValidationOptions(full=args.full, workdir=args.workdir, command=base))
+    if mine:
+        given = " ".join(
+            f"--{flag} {shlex.quote(v)}"
+            for flag, values in (("model", args.model), ("input", args.input), ("loss", args.loss))
+            for v in values
+        )
+        runs.append(
+            ValidationOptions(
+                full=args.full,
+                models=(),
+                user_models=mine,
+                plan_quality=False,
+                workdir=None if args.workdir is None else args.workdir / "yours",
+                command=f"{base} {given}" + (" --only-yours" if args.only_yours else ""),
+            )
+        )
+    console = Console(stderr=True)
+    for options in runs:
+        report = run_validation(options, log=lambda m: console.print(f"[dim]{m}[/]", highlight=False))
+        Console().print(terminal_view(report))
+        if not args.no_write:
+            write(report, command=options.command)
     return 0
 
 

@@ -16,6 +16,7 @@ import argparse
 import importlib
 import importlib.util
 import json
+import math
 import os
 import statistics
 import sys
@@ -89,7 +90,15 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--batch", type=int, default=None, help="per-rank batch (same on every rank)")
     parser.add_argument("--batches", default=None, help="comma-separated per-rank batches, by rank")
-    parser.add_argument("--iters", type=int, default=20)
+    parser.add_argument("--iters", type=int, default=20, help="timed iterations (at most)")
+    parser.add_argument(
+        "--time-budget-s",
+        type=float,
+        default=None,
+        help="bound the timed part by time: rank 0 times the last warm-up iteration and every rank runs "
+        "about this many seconds' worth of iterations (at least --min-iters, at most --iters)",
+    )
+    parser.add_argument("--min-iters", type=int, default=2, help="timed iterations at least, with a budget")
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads per rank")
     parser.add_argument("--backend", default="gloo", choices=["gloo", "nccl"])
@@ -166,13 +175,24 @@ def main(argv: list[str] | None = None) -> int:
             current["step_end"] = time.perf_counter()
             trace.append(dict(current))
 
+    warm_s = 0.0
     for _ in range(args.warmup):
+        start = time.perf_counter()
         step()
+        warm_s = time.perf_counter() - start
+    iters = args.iters
+    if args.time_budget_s is not None:
+        wanted = math.ceil(args.time_budget_s / max(warm_s, 1e-6)) if warm_s > 0 else args.iters
+        iters = max(min(args.min_iters, args.iters), min(args.iters, wanted))
+        if distributed:  # rank 0's count for everyone (before the timed loop, so it times nothing)
+            count = torch.tensor([iters], dtype=torch.int64)
+            dist.broadcast(count, src=0)
+            iters = int(count.item())
     if distributed:
         dist.barrier()
     times_s: list[float] = []
     trace.clear()
-    for _ in range(args.iters):
+    for _ in range(iters):
         start = time.perf_counter()
         step()
         times_s.append(time.perf_counter() - start)
@@ -190,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
             "world_size": world_size,
             "batch": batch,
             "batches": args.batches,
-            "iters": args.iters,
+            "iters": iters,
             "mean_iter_s": statistics.fmean(times_s),
             "median_iter_s": statistics.median(times_s),
             "stdev_iter_s": statistics.stdev(times_s) if len(times_s) > 1 else 0.0,

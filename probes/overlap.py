@@ -13,7 +13,10 @@ What DDP does during backward is phase 3: gradients of early buckets are reduced
 copies and sums on the host's CPU; NCCL: kernels on the GPU's SMs) while later gradients are computed.
 Rank 0 prints one JSON object (schema "srift-overlap/1"): the medians over rounds and ranks of
 `compute_slowdown` (step time together / alone) and `comm_slowdown` (allreduce time together / alone),
-each round's values, and the timings they come from.
+`compute_slowdown_spread` (1.4826 × the median absolute deviation of the slowdown's logs), each round's
+values, and the timings they come from. Put `compute_slowdown` and its spread into the model's profile for
+that type as `extra.overlap_slowdown` / `extra.overlap_slowdown_spread`: the simulator then slows each
+member's backward by it while the exchange is busy (docs/simulator.md).
 
 Uses torch and the standard library only, so it runs on a bare VM or a testbed host.
 
@@ -25,6 +28,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import math
 import os
 import statistics
 import sys
@@ -166,6 +170,8 @@ def main(argv: list[str] | None = None) -> int:
     dist.destroy_process_group()
     if rank == 0:
         flat = [r for per_rank in gathered for r in per_rank]
+        logs = [math.log(r["compute_together_s"] / r["compute_alone_s"]) for r in flat]
+        mid = statistics.median(logs)
         result = {
             "schema": SCHEMA,
             "instance_type": args.instance_type,
@@ -177,6 +183,7 @@ def main(argv: list[str] | None = None) -> int:
             "compute_slowdown": statistics.median(
                 r["compute_together_s"] / r["compute_alone_s"] for r in flat
             ),
+            "compute_slowdown_spread": 1.4826 * statistics.median(abs(x - mid) for x in logs),
             "comm_slowdown": statistics.median(r["comm_together_s"] / r["comm_alone_s"] for r in flat),
             "rounds": gathered,
         }

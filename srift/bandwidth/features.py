@@ -150,3 +150,12 @@ def config_key(record: ProbeRecord) -> tuple[Any, ...]:
         record.ranks_per_node,
         record.async_count,
     )
+
+
+SIZE_CLASS_LOG2 = 2
+"""Residual spreads are reported per size class of 4× (2 powers of two): 4–15 B, 16–63 B, …"""
+
+
+def size_class(buffer_bytes: int) -> int:
+    """The size class of a buffer: floor(log2(bytes) / 2) · 2 (the log2 of the class's smallest size)."""
+    return (max(int(buffer_bytes), 1).bit_length() - 1) // SIZE_CLASS_LOG2 * SIZE_CLASS_LOG2

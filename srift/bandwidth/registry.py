@@ -27,7 +27,7 @@ import numpy as np
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
-from srift.bandwidth.features import HostProfile
+from srift.bandwidth.features import HostProfile, size_class
 from srift.bandwidth.prior import AlphaBetaPrior, check_request
 from srift.bandwidth.records import SampleQuery, parse_jsonl
 from srift.bandwidth.samples import load_samples, store_samples
@@ -293,6 +293,16 @@ class LearnedBandwidthModel:
         metrics = version.metrics
         self._cv_small = float(metrics.get("residual_cv_small") or 0.0)
         self._cv_large = float(metrics.get("residual_cv_large") or 0.0)
+        self._cv_by_size = {int(k): float(v) for k, v in (metrics.get("residual_cv_by_size") or {}).items()}
+
+    def _residual_at(self, buffer_bytes: int, *, mtu: int) -> float:
+        """The out-of-fold error spread of the size's class, else its half's (below / at or above the MTU);
+        sizes beyond the probed classes take the nearest class's."""
+        if self._cv_by_size:
+            klass = size_class(buffer_bytes)
+            nearest = min(self._cv_by_size, key=lambda k: (abs(k - klass), k))
+            return self._cv_by_size[nearest]
+        return self._cv_large if buffer_bytes >= mtu else self._cv_small
 
     @property
     def regressor(self) -> BusBandwidthRegressor:
@@ -358,7 +368,10 @@ class LearnedBandwidthModel:
         mtu = self.regressor.mtu_bytes_.get(instance.provider, self.regressor.default_mtu_bytes_)
         cv = self._cv_large if np.any(sizes >= mtu) else self._cv_small
         estimate = BandwidthEstimate(
-            busbw_gbps=tuple(float(b) for b in busbw), source=self.source, residual_cv=cv
+            busbw_gbps=tuple(float(b) for b in busbw),
+            source=self.source,
+            residual_cv=cv,
+            residual_cvs=tuple(self._residual_at(int(b), mtu=mtu) for b in sizes),
         )
         with _cache_lock:
             if len(_predictions) >= _MAX_CACHED_PREDICTIONS:

@@ -20,7 +20,13 @@ from typing import Any
 
 import numpy as np
 
-from srift.bandwidth.features import DEFAULT_MTU_BYTES, FALLBACK_MTU_BYTES, config_key, mtu_for
+from srift.bandwidth.features import (
+    DEFAULT_MTU_BYTES,
+    FALLBACK_MTU_BYTES,
+    config_key,
+    mtu_for,
+    size_class,
+)
 from srift.bandwidth.learner import BusBandwidthRegressor
 from srift.bandwidth.records import ProbeRecord
 from srift.errors import InvalidInput
@@ -108,9 +114,11 @@ class TrainingReport:
     folds: int
     train_s: float
     grid: list[dict[str, Any]] = field(default_factory=list)
+    residual_cv_by_size: dict[str, float] = field(default_factory=dict)
 
     def metrics(self) -> dict[str, Any]:
         return {
+            "residual_cv_by_size": dict(self.residual_cv_by_size),
             "test_mape_small": self.small.test_mape,
             "test_mape_large": self.large.test_mape,
             "noise_floor_small": self.small.noise_floor,
@@ -224,6 +232,7 @@ def tune_and_fit(
             noise_floor=noise_floor(members),
             residual_cv=None,
         )
+    by_size = residuals_by_size(train_all, base=base, chosen=chosen, folds=folds, seed=seed)
     model = BusBandwidthRegressor(**{**base.get_params(), **chosen}).fit(train_all)
     for half, test in tests.items():
         if not test:
@@ -249,5 +258,30 @@ def tune_and_fit(
         folds=folds,
         train_s=time.perf_counter() - started,
         grid=[dict(g) for g in grid],
+        residual_cv_by_size=by_size,
     )
     return model, report
+
+
+def residuals_by_size(
+    records: Sequence[ProbeRecord],
+    *,
+    base: BusBandwidthRegressor,
+    chosen: Mapping[str, Any],
+    folds: int,
+    seed: int,
+) -> dict[str, float]:
+    """The spread (standard deviation of the log of predicted / measured) of out-of-fold predictions with
+    the chosen parameters, per size class (key: log2 of the class's smallest size); classes with fewer than
+    5 samples are left out. Predictions use these to widen their bands where the model is less sure."""
+    if len(records) < 2 * folds:
+        return {}
+    logs: dict[int, list[float]] = defaultdict(list)
+    for train_idx, val_idx in _kfold(len(records), folds=folds, seed=seed):
+        model = BusBandwidthRegressor(**{**base.get_params(), **chosen})
+        model.fit([records[i] for i in train_idx])
+        held = [records[i] for i in val_idx]
+        for r, predicted in zip(held, model.predict(held), strict=True):
+            if predicted > 0 and r.busbw_gbps > 0:
+                logs[size_class(r.buffer_bytes)].append(math.log(predicted / r.busbw_gbps))
+    return {str(k): float(np.std(v)) for k, v in sorted(logs.items()) if len(v) >= 5}

@@ -25,6 +25,7 @@ iterations: 20000               # about 16 ImageNet epochs at this batch
 objective: min_cost             # or min_time
 time_limit_s: 7200              # optional: N · t_iter must not exceed it
 budget_usd: 100.0               # optional: total cost must not exceed it
+confidence: 0.9                 # the limits hold for this quantile of time and cost (0.5: the prediction)
 provider: aws
 region: us-east-1
 market: spot                    # spot, on_demand, or any (the cheaper market per type)
@@ -79,9 +80,40 @@ def fleet_text(choices: list[dict[str, Any]]) -> str:
     )
 
 
+def band_text(predicted: dict[str, Any], key: str, fmt: Any) -> str:
+    """ "41 min (36–47 min)": the prediction and its p10–p90 band, when the plan has one."""
+    lo, hi = predicted.get(f"{key}_p10{_unit(key)}"), predicted.get(f"{key}_p90{_unit(key)}")
+    mid = predicted[f"{key}{_unit(key)}"]
+    if lo is None or hi is None or fmt(lo) == fmt(hi):
+        return str(fmt(mid))
+    return f"{fmt(mid)} ({fmt(lo)}–{fmt(hi)})"
+
+
+def _unit(key: str) -> str:
+    return "_usd" if key == "cost" else "_s"
+
+
+def _money(value: float) -> str:
+    return f"${value:.2f}"
+
+
+def chance_text(item: dict[str, Any]) -> str:
+    """ "P(deadline) 93 %, P(budget) 99 %" for the limits that are given."""
+    chance = item.get("probability") or {}
+    parts = []
+    if chance.get("meets_time_limit") is not None:
+        parts.append(f"P(deadline) {100 * chance['meets_time_limit']:.0f} %")
+    if chance.get("within_budget") is not None:
+        parts.append(f"P(budget) {100 * chance['within_budget']:.0f} %")
+    return ", ".join(parts)
+
+
 def headline(plan: dict[str, Any]) -> str:
     p = plan["predicted"]
-    return f"{fleet_text(plan['choices'])}, {duration(p['total_time_s'])}, ${p['cost_usd']:.2f}"
+    return (
+        f"{fleet_text(plan['choices'])}, {band_text(p, 'total_time', duration)}, "
+        f"{band_text(p, 'cost', _money)}"
+    )
 
 
 def render(plan: dict[str, Any]) -> None:
@@ -93,6 +125,14 @@ def render(plan: dict[str, Any]) -> None:
         f"{plan['configs_evaluated']} configurations in {plan['solve_time_s']:.2f} s",
         highlight=False,
     )
+    confidence = plan.get("confidence")
+    if confidence is not None:
+        chance = chance_text(plan)
+        console.print(
+            f"time and cost: prediction (p10–p90); limits checked at p{100 * confidence:g}"
+            + (f"; {chance}" if chance else ""),
+            highlight=False,
+        )
     fleet = Table(title=f"fleet for global batch {plan['global_batch']}, {plan['iterations']} iterations")
     for col in ("instance type", "market", "count", "batch/VM", "GPUs", "batch/GPU", "$/h"):
         fleet.add_column(col, justify="left" if col in ("instance type", "market") else "right")
@@ -110,7 +150,7 @@ def render(plan: dict[str, Any]) -> None:
     console.print(fleet)
     _estimate_lines(plan)
     compare = Table(title="Srift against the static policies of Srift §5.2")
-    for col in ("policy", "fleet", "iteration", "total time", "cost", "meets limits"):
+    for col in ("policy", "fleet", "iteration", "total time (p10–p90)", "cost (p10–p90)", "meets limits"):
         compare.add_column(col, justify="left" if col in ("policy", "fleet") else "right")
     rows: list[tuple[str, dict[str, Any] | None]] = [("Srift", plan)]
     rows += [(name.upper(), plan["baselines"].get(name)) for name in ("cap", "tap")]
@@ -120,13 +160,14 @@ def render(plan: dict[str, Any]) -> None:
             continue
         p = item["predicted"]
         meets = "yes" if name == "Srift" or item.get("feasible") else "no"
+        chance = chance_text(item)
         compare.add_row(
             name,
             fleet_text(item["choices"]),
             f"{p['iteration_s']:.3f} s",
-            duration(p["total_time_s"]),
-            f"${p['cost_usd']:.2f}",
-            meets,
+            band_text(p, "total_time", duration),
+            band_text(p, "cost", _money),
+            meets + (f" ({chance})" if chance else ""),
         )
     console.print(compare)
     limits, head = plan["limits"], plan["headroom"]
@@ -217,15 +258,26 @@ def register(app: typer.Typer) -> None:
         solve_budget_s: float | None = typer.Option(
             None, "--solve-budget", min=0.01, help="override solve_budget_s"
         ),
+        confidence: float | None = typer.Option(
+            None,
+            "--confidence",
+            min=0.5,
+            max=0.99,
+            help="override the file's confidence: the quantile of time and cost that must meet the limits "
+            "(default 0.9; 0.5 checks the prediction itself)",
+        ),
         example: bool = typer.Option(False, "--example", help="print an example request file and exit"),
     ) -> None:
         """Find the cheapest (min_cost) or fastest (min_time) set of VMs and the per-VM batch for each type.
 
         FILE names the model's profiles, the global batch, iterations, the objective and optional limits
         (time_limit_s, budget_usd), provider/region, market and availability. The answer is counts and
-        batches per instance type, e.g. "16 × g4dn.8xlarge @ 64, 41 min, $9.80", compared with the CAP and
-        TAP baselines, with the Pareto front of everything evaluated. When no fleet meets the limits the
-        error says which limit and the nearest relaxation. Examples:
+        batches per instance type, e.g. "16 × g4dn.8xlarge @ 64, 41 min (38–45 min), $9.80 ($9.10–$10.70)",
+        with the p10–p90 band of time and cost from the measured spreads the prediction rests on, compared
+        with the CAP and TAP baselines, with the Pareto front of everything evaluated. Limits are checked
+        at the request's `confidence` (default 0.9: the p90 of time and cost must meet them), and every
+        plan and baseline says how likely it meets each limit. When no fleet meets the limits the error
+        says which limit and the nearest relaxation. Examples:
 
           srift plan --example > request.yaml
 
@@ -251,6 +303,8 @@ def register(app: typer.Typer) -> None:
             body["mode"] = mode
         if solve_budget_s is not None:
             body["solve_budget_s"] = solve_budget_s
+        if confidence is not None:
+            body["confidence"] = confidence
         if url:
             result = call_api(
                 "POST",

@@ -37,7 +37,7 @@ network:                        # how the nodes talk (all optional)
   # measured_gbps: {g4dn.12xlarge: 4.5}    # a measured node-to-node rate replaces the prior
   # probe_job_ids: [12]         # or take it from a probe job (`srift probe run --quick`)
 comm: allreduce                 # or parameter_server (with ps_servers: 2)
-mc_samples: 200                 # Monte Carlo for p10/p50/p90 (0: straggler draws only)
+mc_samples: 200                 # Monte Carlo draws for the stragglers' share of the band (0: draws only)
 seed: 0
 """
 
@@ -125,15 +125,28 @@ def render(result: dict[str, Any]) -> None:
     )
     times.add_column("iteration (mean)", justify="right")
     times.add_column("p10 / p50 / p90", justify="right")
-    times.add_column("total time", justify="right")
-    times.add_column("cost", justify="right")
+    times.add_column("total time (p10–p90)", justify="right")
+    times.add_column("cost (p10–p90)", justify="right")
+    lo_t, hi_t = p.get("total_time_p10_s"), p.get("total_time_p90_s")
+    lo_c, hi_c = p.get("cost_p10_usd"), p.get("cost_p90_usd")
     times.add_row(
         _seconds(p["iteration_s"]),
         " / ".join(_seconds(p[k]) for k in ("iteration_p10_s", "iteration_p50_s", "iteration_p90_s")),
-        _seconds(p["total_time_s"]),
-        f"${p['cost_usd']:.2f}  (${result['usd_per_hr']:.2f}/h)",
+        _seconds(p["total_time_s"])
+        + (f" ({_seconds(lo_t)}–{_seconds(hi_t)})" if lo_t is not None and hi_t is not None else ""),
+        f"${p['cost_usd']:.2f}"
+        + (f" (${lo_c:.2f}–${hi_c:.2f})" if lo_c is not None and hi_c is not None else "")
+        + f"  (${result['usd_per_hr']:.2f}/h)",
     )
     console.print(times)
+    terms = (p.get("band") or {}).get("terms") or []
+    if terms:
+        console.print(
+            "band (spread of the run's mean iteration time, log): "
+            + ", ".join(f"{t['source']} {t['sigma']:.3f}" for t in terms)
+            + f"; total {p['band']['sigma']:.3f}",
+            highlight=False,
+        )
     b = result["breakdown"]
     parts = Table(title="one iteration (Stash stall breakdown)")
     parts.add_column("part")

@@ -3,6 +3,8 @@
 from srift.domain.bandwidth import BandwidthEstimate, BusBandwidthModel
 from srift.domain.catalog import InstanceType, Interconnect, Market, MarketChoice, Offer
 from srift.domain.planning import (
+    DEFAULT_CONFIDENCE,
+    Band,
     BaselineResult,
     BatchPolicy,
     Breakdown,
@@ -16,6 +18,7 @@ from srift.domain.planning import (
     Plan,
     Prediction,
     SearchMode,
+    SpreadTerm,
 )
 from srift.domain.profile import (
     PROFILE_SCHEMA_VERSION,
@@ -27,7 +30,9 @@ from srift.domain.profile import (
 from srift.domain.states import JobState, TrainingState
 
 __all__ = [
+    "DEFAULT_CONFIDENCE",
     "PROFILE_SCHEMA_VERSION",
+    "Band",
     "BandwidthEstimate",
     "BaselineResult",
     "BatchPolicy",
@@ -53,5 +58,6 @@ __all__ = [
     "Plan",
     "Prediction",
     "SearchMode",
+    "SpreadTerm",
     "TrainingState",
 ]

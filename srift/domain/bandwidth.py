@@ -18,13 +18,17 @@ class BandwidthEstimate:
     "prior:alpha-beta".
     `residual_cv` is the model's relative error spread (std of (pred-actual)/actual), used for Monte Carlo;
     `residual_cvs`, when given, is that spread per requested size (the model's out-of-sample spread in the
-    size's class), and `residual_cv` is then their largest.
+    size's class, which prediction bands use), and `residual_cv` is then their largest.
     """
 
     busbw_gbps: tuple[float, ...]
     source: str
     residual_cv: float = 0.0
     residual_cvs: tuple[float, ...] = ()
+
+    def residual_at(self, i: int) -> float:
+        """The error spread of the i-th requested size."""
+        return self.residual_cvs[i] if i < len(self.residual_cvs) else self.residual_cv
 
 
 class BusBandwidthModel(Protocol):

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from enum import StrEnum
+from statistics import NormalDist
 
 from srift.domain.catalog import InstanceType, Market
 from srift.domain.profile import ModelProfile
@@ -94,15 +96,75 @@ class FleetMember:
         return self.batch / self.instance.devices
 
 
+DEFAULT_CONFIDENCE = 0.9
+"""Plans check their limits against this quantile of time and cost unless asked otherwise."""
+MIN_CONFIDENCE = 0.5
+MAX_CONFIDENCE = 0.99
+
+
 @dataclass(frozen=True, slots=True)
 class Constraints:
-    """What the user asks: global batch, iterations, objective, and optional limits."""
+    """What the user asks: global batch, iterations, objective, and optional limits.
+
+    `confidence` is the quantile of the predicted time and cost that must meet the limits (0.5: the median,
+    i.e. the prediction itself; 0.9: nine runs in ten finish within the limit, as far as the prediction's
+    measured spreads tell).
+    """
 
     global_batch: int
     iterations: int
     objective: Objective
     time_limit_s: float | None = None
     budget_usd: float | None = None
+    confidence: float = DEFAULT_CONFIDENCE
+
+    @property
+    def limited(self) -> bool:
+        return self.time_limit_s is not None or self.budget_usd is not None
+
+
+@dataclass(frozen=True, slots=True)
+class SpreadTerm:
+    """One measured source of a prediction's uncertainty and what it adds to it.
+
+    `spread` is the source's own measured relative spread (the standard deviation of the log of what it
+    measures, e.g. a profile's step times); `sigma` is what it adds to the log-spread of the predicted mean
+    iteration time (the simulator re-simulates with that input one spread slower).
+    """
+
+    source: str
+    spread: float
+    sigma: float
+    measured_by: str
+
+
+@dataclass(frozen=True, slots=True)
+class Band:
+    """Where the measured mean iteration time of a run falls around the prediction: log-normal with
+    log-standard-deviation `sigma` = √Σ term.sigma² (the terms are independent measurements), so the q-th
+    quantile is the prediction × exp(z_q · sigma). A band of sigma 0 is the prediction itself."""
+
+    sigma: float = 0.0
+    terms: tuple[SpreadTerm, ...] = ()
+
+    @classmethod
+    def of(cls, terms: tuple[SpreadTerm, ...]) -> Band:
+        kept = tuple(t for t in terms if t.sigma > 0)
+        return cls(math.sqrt(sum(t.sigma**2 for t in kept)), kept)
+
+    def factor(self, q: float) -> float:
+        """The q-th quantile as a multiple of the prediction (1 at q = 0.5)."""
+        if not 0.0 < q < 1.0:
+            raise ValueError(f"quantile {q} is outside (0, 1)")
+        return math.exp(NormalDist().inv_cdf(q) * self.sigma) if self.sigma > 0 else 1.0
+
+    def probability_within(self, ratio: float) -> float:
+        """P(measured ≤ ratio × prediction)."""
+        if ratio <= 0 or math.isnan(ratio):
+            return 0.0
+        if self.sigma <= 0:
+            return 1.0 if ratio >= 1.0 else 0.0
+        return NormalDist().cdf(math.log(ratio) / self.sigma)
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,7 +190,12 @@ class Breakdown:
 
 @dataclass(frozen=True, slots=True)
 class Prediction:
-    """Predicted iteration time (mean and quantiles), totals for N iterations, and what they rest on."""
+    """Predicted iteration time (mean and quantiles), totals for N iterations, and what they rest on.
+
+    `band` is the spread of the run's mean iteration time (None when it was not computed: the optimizer
+    computes it only for the configurations whose limits need it and for what it reports). Total time and
+    cost scale with it: they are N iterations at the same mean, billed per second.
+    """
 
     iteration_s: float
     iteration_p10_s: float
@@ -138,6 +205,25 @@ class Prediction:
     cost_usd: float
     breakdown: Breakdown
     sources: tuple[str, ...] = ()
+    band: Band | None = None
+
+    def total_time_quantile_s(self, q: float) -> float:
+        return self.total_time_s * (self.band or Band()).factor(q)
+
+    def cost_quantile_usd(self, q: float) -> float:
+        return self.cost_usd * (self.band or Band()).factor(q)
+
+    def p_time_within(self, time_limit_s: float) -> float:
+        """P(the run finishes within `time_limit_s`)."""
+        if self.total_time_s <= 0:
+            return 1.0
+        return (self.band or Band()).probability_within(time_limit_s / self.total_time_s)
+
+    def p_cost_within(self, budget_usd: float) -> float:
+        """P(the run costs at most `budget_usd`)."""
+        if self.cost_usd <= 0:
+            return 1.0
+        return (self.band or Band()).probability_within(budget_usd / self.cost_usd)
 
 
 @dataclass(frozen=True, slots=True)

@@ -44,6 +44,58 @@ class ComputeCurve:
         return {"batches": list(self.batches), "times_s": list(self.times_s)}
 
 
+MAX_OVERLAP_SLOWDOWN = 10.0
+"""A compute slowdown under a concurrent allreduce above this is a broken measurement, not a host."""
+
+
+def robust_log_spread(values: list[float]) -> float:
+    """1.4826 × the median absolute deviation of ln(values), widened by √(1 + 1/n) (the spread of one
+    more observation around the median); 0 for fewer than two positive values."""
+    logs = [math.log(v) for v in values if v > 0 and math.isfinite(v)]
+    if len(logs) < 2:
+        return 0.0
+    logs.sort()
+    center = _median(logs)
+    mad = _median(sorted(abs(x - center) for x in logs))
+    return 1.4826 * mad * math.sqrt(1.0 + 1.0 / len(logs))
+
+
+def _median(ordered: list[float]) -> float:
+    n = len(ordered)
+    return ordered[n // 2] if n % 2 else 0.5 * (ordered[n // 2 - 1] + ordered[n // 2])
+
+
+def _sample_spreads(measured: Any) -> list[tuple[int, float]]:
+    """Per breakpoint, the spread of forward+backward over the profile's own samples."""
+    if not isinstance(measured, dict):
+        return []
+    try:
+        batches = [int(b) for b in measured["batches"]]
+        fw = measured["forward_s"]
+        bw = measured["backward_s"]
+        out = []
+        for i, b in enumerate(batches):
+            totals = [float(f) + float(w) for f, w in zip(fw[i], bw[i], strict=False)]
+            out.append((b, robust_log_spread(totals)))
+    except (KeyError, IndexError, TypeError, ValueError):
+        return []
+    return sorted(out)
+
+
+def _pass_spreads(passes: Any, *, at_least: int = 3) -> list[tuple[int, float]]:
+    """Per breakpoint, the spread of the per-pass medians of forward+backward (with ≥ `at_least` passes)."""
+    if not isinstance(passes, list) or len(passes) < at_least:
+        return []
+    try:
+        by_batch: dict[int, list[float]] = {}
+        for entry in passes:
+            for b, t in zip(entry["batches"], entry["compute_s"], strict=True):
+                by_batch.setdefault(int(b), []).append(float(t))
+    except (KeyError, TypeError, ValueError):
+        return []
+    return sorted((b, robust_log_spread(ts)) for b, ts in by_batch.items() if len(ts) >= at_least)
+
+
 def validate_curve(batches: tuple[int, ...], times_s: tuple[float, ...], *, field_name: str) -> None:
     if len(batches) == 0 or len(batches) != len(times_s):
         raise InvalidInput(
@@ -188,6 +240,49 @@ class ModelProfile:
         """Forward plus backward seconds at a per-device batch."""
         return self.forward.time_s(batch) + self.backward.time_s(batch)
 
+    def compute_spread(self, batch: float) -> float:
+        """How far a run's forward+backward time may fall from the curve at `batch`: a log-spread.
+
+        In order of preference: `extra["compute_spread"]` (a profile that was estimated rather than
+        measured says how sure it is), else an estimate's `estimate.spread`; the spread between timing passes taken at different times
+        (`extra["measured_passes"]`, three or more: the drift of the host's speed, which a run's mean
+        does not average out); else the spread of the profile's own samples (`extra["measured"]`). Spreads
+        are robust (1.4826 × the median absolute deviation of the logs), widened by √(1 + 1/n) for a new
+        observation, measured at each breakpoint and interpolated between them. 0 without samples.
+        """
+        extra = self.extra or {}
+        given = extra.get("compute_spread")
+        if isinstance(given, int | float) and not isinstance(given, bool) and math.isfinite(given):
+            return max(0.0, float(given))
+        if self.estimate is not None:
+            return max(0.0, self.estimate.spread)
+        points = _pass_spreads(extra.get("measured_passes")) or _sample_spreads(extra.get("measured"))
+        if not points:
+            return 0.0
+        xs = [b for b, _ in points]
+        ys = [v for _, v in points]
+        if batch <= xs[0]:
+            return ys[0]
+        if batch >= xs[-1]:
+            return ys[-1]
+        i = bisect_right(xs, batch) - 1
+        return ys[i] + (ys[i + 1] - ys[i]) * (batch - xs[i]) / (xs[i + 1] - xs[i])
+
+    def overlap_slowdown(self) -> tuple[float, float]:
+        """How much slower compute runs while an allreduce overlaps it, and the log-spread of that factor.
+
+        Measured on the instance type by `probes/overlap.py` (backward timed alone and with a concurrent
+        allreduce; its `compute_slowdown` and `compute_slowdown_spread`) and kept in the profile's
+        `extra["overlap_slowdown"]` / `extra["overlap_slowdown_spread"]`; (1, 0) when not measured.
+        """
+        extra = self.extra or {}
+        factor = extra.get("overlap_slowdown")
+        spread = extra.get("overlap_slowdown_spread")
+        return (
+            float(factor) if isinstance(factor, int | float) and _number(factor) else 1.0,
+            float(spread) if isinstance(spread, int | float) and _number(spread) else 0.0,
+        )
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "schema_version": self.schema_version,
@@ -275,6 +370,18 @@ class ModelProfile:
             raise InvalidInput(
                 "must be an object", hint="give extra as a JSON object or omit it", field="extra"
             )
+        for key, low, high in (
+            ("overlap_slowdown", 1.0, MAX_OVERLAP_SLOWDOWN),
+            ("overlap_slowdown_spread", 0.0, 1.0),
+        ):
+            value = extra.get(key)
+            if value is not None and not (_number(value) and low <= float(value) <= high):
+                raise InvalidInput(
+                    f"{value!r} is outside [{low:g}, {high:g}]",
+                    hint="overlap_slowdown is compute time with a concurrent allreduce over compute time "
+                    "alone (probes/overlap.py's compute_slowdown, ≥ 1); its spread a log-spread ≥ 0",
+                    field=f"extra.{key}",
+                )
         return cls(
             model=model,
             accelerator=accelerator,
@@ -408,6 +515,10 @@ class LayerProfile:
             precision=parse_precision(data.get("precision") or "fp32"),
             structure=_structure(data),
         )
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _layer_dict(layer: LayerGrad) -> dict[str, Any]:

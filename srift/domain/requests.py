@@ -13,7 +13,7 @@ from typing import Any
 
 from srift.domain.catalog import Market, MarketChoice
 from srift.domain.network import Library, Transport
-from srift.domain.planning import BatchPolicy, CommMode, Objective, SearchMode
+from srift.domain.planning import DEFAULT_CONFIDENCE, BatchPolicy, CommMode, Objective, SearchMode
 from srift.domain.structure import Precision
 from srift.errors import InvalidInput
 
@@ -80,6 +80,7 @@ class PlanQuery:
     batch_policy: BatchPolicy = BatchPolicy.POW2_SPLIT
     eager_k: int = 8
     seed: int = 0
+    confidence: float = DEFAULT_CONFIDENCE
     network: NetworkQuery = NetworkQuery()
     precision: Precision | None = None
 

@@ -54,7 +54,7 @@ def baselines(problem: Problem, evals: Evaluations) -> dict[str, BaselineResult 
         if groups is None:
             out[policy.value] = None
             continue
-        item = evals.evaluate(groups)
+        item = evals.banded(groups)
         out[policy.value] = BaselineResult(
             policy=policy.value,
             config=problem.config(groups),

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from srift.domain import BusBandwidthModel, Constraints, FleetMember, Objective, Prediction
+from srift.domain import Band, BusBandwidthModel, Constraints, FleetMember, Objective, Prediction
 from srift.optimize.space import Groups, Problem
 
 
@@ -21,7 +21,9 @@ class Evaluator(Protocol):
     """Predicts a fleet's iteration time and the cost of `iterations` iterations at `usd_per_s`.
 
     An evaluator may also offer `iteration_bound_s(fleet) -> float`, a cheaper lower bound of its iteration
-    time, which the search uses to skip configurations (rule 5 of srift.optimize.search).
+    time, which the search uses to skip configurations (rule 5 of srift.optimize.search), and
+    `band(fleet, *, iterations) -> Band`, the spread of its prediction, which limits are checked against at
+    the request's confidence (an evaluator without one is taken at its word: a band of zero width).
     """
 
     @property
@@ -77,8 +79,23 @@ class SimEvaluator:
             seed=self.seed,
             straggler_iters=self.straggler_iters,
             bucket_cap_mb=self.bucket_cap_mb,
+            band=False,
         )
         return to_prediction(estimate, iterations=iterations, usd_per_s=usd_per_s)
+
+    def band(self, fleet: Sequence[FleetMember], *, iterations: int) -> Band:
+        """The simulator's band for the fleet's mean iteration over `iterations` (see srift.sim.band)."""
+        from srift.sim import simulate
+
+        estimate = simulate(
+            fleet,
+            bandwidth=self.bandwidth,
+            seed=self.seed,
+            straggler_iters=self.straggler_iters,
+            bucket_cap_mb=self.bucket_cap_mb,
+            iterations=iterations,
+        )
+        return estimate.band or Band()
 
     def iteration_bound_s(self, fleet: Sequence[FleetMember]) -> float:
         import numpy as np
@@ -123,10 +140,27 @@ def secondary_value(prediction: Prediction, objective: Objective) -> float:
 
 
 def meets(prediction: Prediction, constraints: Constraints) -> bool:
-    """N·t_iter ≤ time_limit_s and cost ≤ budget_usd, for the limits that are given."""
-    if constraints.time_limit_s is not None and prediction.total_time_s > constraints.time_limit_s:
+    """The `confidence` quantile of the total time ≤ time_limit_s and of the cost ≤ budget_usd, for the
+    limits that are given (a prediction without a band is its own quantile)."""
+    q = constraints.confidence
+    if (
+        constraints.time_limit_s is not None
+        and prediction.total_time_quantile_s(q) > constraints.time_limit_s
+    ):
         return False
-    return constraints.budget_usd is None or prediction.cost_usd <= constraints.budget_usd
+    return constraints.budget_usd is None or prediction.cost_quantile_usd(q) <= constraints.budget_usd
+
+
+def needs_band(prediction: Prediction, constraints: Constraints) -> bool:
+    """Whether feasibility at the constraints' confidence needs the prediction's band: a limit is given,
+    the confidence is above the median, the median meets the limits (else no quantile above it can) and
+    the band is not known yet."""
+    return (
+        prediction.band is None
+        and constraints.limited
+        and constraints.confidence > 0.5
+        and meets(prediction, constraints)
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,6 +180,7 @@ class Evaluations:
         self.evaluator = evaluator
         self.records: dict[Groups, Evaluated] = {}
         self.violations = 0
+        self.bands = 0
         self.seconds = 0.0
         self._bound = getattr(evaluator, "iteration_bound_s", None)
         self._bounds: dict[Groups, float] = {}
@@ -188,8 +223,36 @@ class Evaluations:
                 or prediction.cost_usd < prediction.total_time_s * usd_per_s * tol
             ):
                 self.violations += 1
+            if needs_band(prediction, self.problem.constraints):
+                prediction = self._banded(groups, prediction)
             hit = Evaluated(groups, prediction, meets(prediction, self.problem.constraints))
             self.records[groups] = hit
         if constraints is not self.problem.constraints:
+            if needs_band(hit.prediction, constraints):
+                hit = self.banded(groups)
             return Evaluated(hit.groups, hit.prediction, meets(hit.prediction, constraints))
         return hit
+
+    def banded(self, groups: Groups) -> Evaluated:
+        """The evaluated configuration with its prediction's band (computed once, then remembered)."""
+        hit = self.evaluate(groups)
+        if hit.prediction.band is not None:
+            return hit
+        prediction = self._banded(groups, hit.prediction)
+        hit = Evaluated(groups, prediction, meets(prediction, self.problem.constraints))
+        self.records[groups] = hit
+        return hit
+
+    def _banded(self, groups: Groups, prediction: Prediction) -> Prediction:
+        from srift.sim.result import with_prediction_band
+
+        start = time.perf_counter()
+        band_fn = getattr(self.evaluator, "band", None)
+        band = (
+            band_fn(self.problem.fleet(groups), iterations=self.problem.constraints.iterations)
+            if band_fn is not None
+            else Band()
+        )
+        self.bands += 1
+        self.seconds += time.perf_counter() - start
+        return with_prediction_band(prediction, band)

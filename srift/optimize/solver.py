@@ -68,6 +68,7 @@ def optimize(problem: Problem, evaluator: Evaluator, options: SolveOptions | Non
         if rescue.best is None:
             raise error
         best = rescue.best
+    best = evals.banded(best.groups)
     plan_baselines = baselines(problem, evals)
     pareto, total = pareto_points(
         problem, evals.records.values(), chosen=best.groups, limit=options.pareto_limit
@@ -216,13 +217,20 @@ def _relaxed(
 ) -> tuple[float | None, bool]:
     c = problem.constraints
     relaxed = Constraints(
-        c.global_batch, c.iterations, objective, time_limit_s=time_limit_s, budget_usd=budget_usd
+        c.global_batch,
+        c.iterations,
+        objective,
+        time_limit_s=time_limit_s,
+        budget_usd=budget_usd,
+        confidence=c.confidence,
     )
     res, _ = _search(problem, evals, relaxed, options, start=time.perf_counter(), budget_s=max(budget_s, 0.0))
     best = res.incumbent.best
     if best is None:
         return None, res.complete
-    value = best.prediction.cost_usd if objective is Objective.MIN_COST else best.prediction.total_time_s
+    pred = evals.banded(best.groups).prediction if c.confidence > 0.5 else best.prediction
+    q = c.confidence
+    value = pred.cost_quantile_usd(q) if objective is Objective.MIN_COST else pred.total_time_quantile_s(q)
     return value, res.complete
 
 
@@ -250,6 +258,7 @@ def _infeasible_limits(
     searched = "" if result.complete else " found within the solve budget"
     relax: dict[str, float | None] = {}
     n = c.iterations
+    at = f" (at {100 * c.confidence:g} % confidence)" if c.confidence > 0.5 else ""
     if c.time_limit_s is not None:
         least_cost, _ = _relaxed(
             problem,
@@ -286,7 +295,8 @@ def _infeasible_limits(
             gap = (
                 ""
                 if fastest is None
-                else f": the fastest{searched} takes {fastest:.0f} s, {fastest - c.time_limit_s:.0f} s over"
+                else f": the fastest{searched} takes {fastest:.0f} s{at}, "
+                f"{fastest - c.time_limit_s:.0f} s over"
             )
             return PlanInfeasible(
                 f"no configuration{searched} runs {n} iterations within "
@@ -308,7 +318,7 @@ def _infeasible_limits(
         )
         return PlanInfeasible(
             f"no configuration{searched} meets both time_limit_s={c.time_limit_s:g} s and budget_usd="
-            f"${c.budget_usd:g}: meeting the deadline costs at least ${least_cost:.2f} "
+            f"${c.budget_usd:g}: meeting the deadline{at} costs at least ${least_cost:.2f} "
             f"(${least_cost - c.budget_usd:.2f} over budget); {within}",
             hint=f"raise budget_usd to ${least_cost:.2f}"
             + (f" or time_limit_s to {fast:.0f} s" if fast is not None else ""),
@@ -329,7 +339,7 @@ def _infeasible_limits(
     gap = (
         ""
         if cheapest is None
-        else f": the cheapest{searched} costs ${cheapest:.2f}, ${cheapest - c.budget_usd:.2f} over"
+        else f": the cheapest{searched} costs ${cheapest:.2f}{at}, ${cheapest - c.budget_usd:.2f} over"
     )
     return PlanInfeasible(
         f"no configuration{searched} runs {n} iterations within budget_usd=${c.budget_usd:g}{gap}",

@@ -251,6 +251,7 @@ def pool_curve_samples(profile: ModelProfile, passes: Sequence[CurveSamples]) ->
             backward[i] += extra.backward_s[i]
     pooled = CurveSamples(own.batches, tuple(map(tuple, forward)), tuple(map(tuple, backward)))
     forward_curve, backward_curve = pooled.curves()
+    earlier = (profile.extra or {}).get("measured_passes") or [_pass_medians(own)]
     return dataclasses.replace(
         profile,
         forward=forward_curve,
@@ -258,9 +259,22 @@ def pool_curve_samples(profile: ModelProfile, passes: Sequence[CurveSamples]) ->
         extra={
             **profile.extra,
             "measured": pooled.to_dict(),
+            "measured_passes": [*earlier, *(_pass_medians(x) for x in passes)],
             "timing_passes": int((profile.extra or {}).get("timing_passes", 1)) + len(passes),
         },
     )
+
+
+def _pass_medians(samples: CurveSamples) -> dict[str, Any]:
+    """One pass's median forward plus median backward seconds per breakpoint
+    (`ModelProfile.compute_spread` reads the spread between passes from these)."""
+    return {
+        "batches": list(samples.batches),
+        "compute_s": [
+            statistics.median(fw) + statistics.median(bw)
+            for fw, bw in zip(samples.forward_s, samples.backward_s, strict=True)
+        ],
+    }
 
 
 def mape(predicted: Sequence[float], measured: Sequence[float]) -> float:

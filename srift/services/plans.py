@@ -29,6 +29,7 @@ from srift.services.views import (
     choice_document,
     estimated_document,
     predicted_document,
+    probability_document,
 )
 from srift.settings import Settings
 
@@ -163,6 +164,7 @@ def _prepare(
         objective=query.objective,
         time_limit_s=query.time_limit_s,
         budget_usd=query.budget_usd,
+        confidence=query.confidence,
     )
     kept = held or {}
     skipped = [f"{name} left out (interrupted; none still running)" for name in excluded if name not in kept]
@@ -261,6 +263,7 @@ def _baseline(b: BaselineResult | None, problem: Problem) -> dict[str, Any] | No
         "predicted": predicted_document(b.prediction),
         "breakdown": breakdown_document(b.prediction.breakdown),
         "feasible": b.feasible,
+        "probability": probability_document(b.prediction, problem.constraints),
     }
 
 
@@ -278,6 +281,8 @@ def plan_result(plan: Plan, problem: Problem, *, profile_sources: tuple[str, ...
         "global_batch": c.global_batch,
         "iterations": c.iterations,
         "predicted": predicted_document(plan.predicted),
+        "confidence": c.confidence,
+        "probability": probability_document(plan.predicted, c),
         "limits": {"time_limit_s": c.time_limit_s, "budget_usd": c.budget_usd},
         "headroom": {"time_s": plan.time_headroom_s, "budget_usd": plan.budget_headroom_usd},
         "breakdown": breakdown_document(plan.predicted.breakdown),

@@ -366,6 +366,7 @@ class _Context:
             mc_samples=query.mc_samples,
             comm=query.comm,
             ps_servers=query.ps_servers,
+            iterations=query.iterations,
         )
         usd_per_hr = sum(m.count * o.price_usd_per_hr for m, o in zip(members, used_offers, strict=True))
         prediction = to_prediction(estimate, iterations=query.iterations, usd_per_s=usd_per_hr / 3600.0)

@@ -6,22 +6,45 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from srift.domain import Breakdown, ModelProfile, Prediction
+from srift.domain import Band, Breakdown, Constraints, ModelProfile, Prediction
 
 
 def finite_or_none(value: float) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def predicted_document(p: Prediction) -> dict[str, float]:
-    """Iteration time (mean, p10/p50/p90), total time and cost."""
+def predicted_document(p: Prediction) -> dict[str, Any]:
+    """Iteration time (mean, p10/p50/p90), total time and cost with their p10/p90, and the band's terms."""
+    band = p.band or Band()
     return {
         "iteration_s": p.iteration_s,
         "iteration_p10_s": p.iteration_p10_s,
         "iteration_p50_s": p.iteration_p50_s,
         "iteration_p90_s": p.iteration_p90_s,
         "total_time_s": p.total_time_s,
+        "total_time_p10_s": p.total_time_quantile_s(0.1),
+        "total_time_p90_s": p.total_time_quantile_s(0.9),
         "cost_usd": p.cost_usd,
+        "cost_p10_usd": p.cost_quantile_usd(0.1),
+        "cost_p90_usd": p.cost_quantile_usd(0.9),
+        "band": {
+            "sigma": band.sigma,
+            "terms": [
+                {"source": t.source, "spread": t.spread, "sigma": t.sigma, "measured_by": t.measured_by}
+                for t in band.terms
+            ],
+        },
+    }
+
+
+def probability_document(p: Prediction, c: Constraints) -> dict[str, Any]:
+    """P(the run meets the time limit) and P(it stays within the budget), for the limits that are given,
+    and the total time and cost at the request's confidence."""
+    return {
+        "meets_time_limit": None if c.time_limit_s is None else p.p_time_within(c.time_limit_s),
+        "within_budget": None if c.budget_usd is None else p.p_cost_within(c.budget_usd),
+        "total_time_s_at_confidence": p.total_time_quantile_s(c.confidence),
+        "cost_usd_at_confidence": p.cost_quantile_usd(c.confidence),
     }
 
 

@@ -19,28 +19,29 @@ straggler_wait_s = C̄ − compute_s; exposed communication = t_iter − C̄, of
 time after C̄ during which the network stage was busy and exposed_intra_s the rest. communication_s is
 the time during which any stage was busy; granularity = compute_s / communication_s (Erben et al.).
 
-Uncertainty. With mc_samples = 0, p10/p50/p90 are the quantiles of the per-iteration straggler draws
-plus the mean exposed communication (the exchange is simulated once). With mc_samples > 0, each sample
-draws one iteration's straggler times and one multiplicative error per stage, Normal(1, residual_cv) of
-the bandwidth answers (clipped at 0.05), and simulates that iteration's exchange; the quantiles come from
-those samples, while iteration_s and the breakdown stay the mean-case values. When a member's profile
-is an estimate (not measured on its accelerator, `ModelProfile.estimate`), its compute is uncertain by
-the estimate's spread σ (relative, log-normal, measured out of sample): the band widens by the compute
-time's own p10/p90 under that error, c·(e^{±1.2816σ} − 1) with c the compute end and σ the largest
-spread among the members, added in quadrature to the straggler/bandwidth band (`widen_for_estimates`).
+Uncertainty. p10/p50/p90 are the band of a run's mean iteration time (`srift.sim.band`): every measured
+spread the prediction rests on (profiles, bandwidth model, stragglers), each turned into a spread of the
+iteration time by simulating again with that input one spread slower. The stragglers' term is the spread
+of one iteration over √(iterations): with mc_samples = 0 that of the per-iteration straggler draws plus
+the mean exposed communication (the exchange simulated once); with mc_samples > 0 each sample draws one
+iteration's straggler times and one multiplicative error per stage, Normal(1, residual_cv) of the
+bandwidth answers (clipped at 0.05), and simulates that iteration's exchange. iteration_s and the
+breakdown stay the mean-case values.
 """
 
 from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 import numpy as np
 
-from srift.domain import Breakdown, BusBandwidthModel, FleetMember, InstanceType
+from srift.domain import Band, Breakdown, BusBandwidthModel, FleetMember, InstanceType, SpreadTerm
+from srift.domain.profile import MAX_OVERLAP_SLOWDOWN
 from srift.errors import InvalidInput
+from srift.sim.band import Z90, band_for
 from srift.sim.compute import member_keys, straggler_draws, straggler_rows
 from srift.sim.exchange import ExchangeResult, Kernel, Stage, exchange
 from srift.sim.layers import LayerArrays, bucket_groups, bucketed, layer_arrays
@@ -130,6 +131,28 @@ def _exchange(
     )
 
 
+def _busy_until(result: ExchangeResult) -> Callable[[np.ndarray], np.ndarray]:
+    """t ↦ seconds before t during which any stage of the exchange was busy (union over stages)."""
+    spans = sorted(span for stage in result.busy for span in stage)
+    merged: list[list[float]] = []
+    for start, end in spans:
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    starts = np.asarray([m[0] for m in merged])
+    ends = np.asarray([m[1] for m in merged])
+
+    def until(t: np.ndarray) -> np.ndarray:
+        t = np.asarray(t, dtype=float)
+        if not merged:
+            return np.zeros_like(t)
+        covered = np.minimum(ends[None, :], t.reshape(-1, 1)) - starts[None, :]
+        return np.asarray(np.clip(covered, 0.0, None).sum(axis=1).reshape(t.shape))
+
+    return until
+
+
 def simulate(
     fleet: Sequence[FleetMember],
     *,
@@ -141,15 +164,151 @@ def simulate(
     ps_servers: int = 1,
     bucket_cap_mb: float | None = None,
     kernel: Kernel = "auto",
+    iterations: int = 1,
+    band: bool = True,
 ) -> IterationEstimate:
     """Predict one training iteration of `fleet`: mean seconds, p10/p50/p90, breakdown and sources.
 
     `seed` makes the answer reproducible; `comm` picks ring allreduce (Srift) or parameter servers (Li et
     al., `ps_servers` servers, see `srift.sim.ps`). `bucket_cap_mb` reduces gradients in PyTorch DDP's
     buckets of that many MiB (see `srift.sim.layers`; DDP's default is 25) instead of layer by layer (None,
-    Srift's model). `kernel` picks the exchange's stage implementation (see `srift.sim.exchange`). Raises
-    InvalidInput for a fleet that cannot run.
+    Srift's model). `kernel` picks the exchange's stage implementation (see `srift.sim.exchange`).
+
+    p10/p50/p90 describe the mean iteration time of a run of `iterations` iterations: the band of
+    `srift.sim.band`, built from every measured spread the prediction rests on (p50 is the prediction).
+    `band=False` skips the band's extra simulations (p10 = p50 = p90 = the prediction, `band` None), for
+    callers that need it only for some fleets (the optimizer). Raises InvalidInput for a fleet that cannot
+    run.
     """
+    if iterations < 1:
+        raise InvalidInput(
+            f"{iterations} is below 1", hint="ask for at least one iteration", field="iterations"
+        )
+    point = _point(
+        fleet,
+        bandwidth=bandwidth,
+        seed=seed,
+        straggler_iters=straggler_iters,
+        mc_samples=mc_samples,
+        comm=comm,
+        ps_servers=ps_servers,
+        bucket_cap_mb=bucket_cap_mb,
+        kernel=kernel,
+    )
+    note = estimate_note(fleet)
+    if note:
+        point = with_warnings(point, note)
+    if not band:
+        t = point.iteration_s
+        return replace(point, iteration_p10_s=t, iteration_p50_s=t, iteration_p90_s=t, band=None)
+
+    def run(other: Sequence[FleetMember], model: BusBandwidthModel) -> float:
+        return _point(
+            other,
+            bandwidth=model,
+            seed=seed,
+            straggler_iters=straggler_iters,
+            comm=comm,
+            ps_servers=ps_servers,
+            bucket_cap_mb=bucket_cap_mb,
+            kernel=kernel,
+        ).iteration_s
+
+    found = band_for(
+        fleet,
+        bandwidth=bandwidth,
+        iteration_s=point.iteration_s,
+        iteration_sd_s=max(0.0, point.iteration_p90_s - point.iteration_p10_s) / (2 * Z90),
+        iterations=iterations,
+        run=run,
+        extra_terms=overlap_terms(fleet, bandwidth=bandwidth, iteration_s=point.iteration_s, run=run),
+    )
+    return with_band(point, found)
+
+
+def estimate_note(fleet: Sequence[FleetMember]) -> str:
+    """A warning naming the members whose compute is estimated (not measured on their GPU), or "".
+
+    Their estimate's spread enters the band as the profile's compute spread (`ModelProfile.compute_spread`).
+    """
+    estimated = sorted(
+        {
+            f"{m.instance.name} ({m.profile.estimate.source} ±{100 * m.profile.estimate.spread:.0f} %)"
+            for m in fleet
+            if m.profile.estimate is not None
+        }
+    )
+    if not estimated:
+        return ""
+    return (
+        f"compute of {', '.join(estimated)} is estimated, not measured on that GPU: the band includes the "
+        "estimate's error; profile the model there (`srift profile --device cuda`) for a measured answer"
+    )
+
+
+def overlap_terms(
+    fleet: Sequence[FleetMember],
+    *,
+    bandwidth: BusBandwidthModel,
+    iteration_s: float,
+    run: Callable[[Sequence[FleetMember], BusBandwidthModel], float],
+) -> tuple[SpreadTerm, ...]:
+    """The overlap slowdown's band term: the fleet simulated with every measured slowdown one spread
+    larger (s·e^spread), as ln(T_slower / T); none when no member's profile carries a measured spread."""
+    measured = [m.profile.overlap_slowdown() for m in fleet]
+    if iteration_s <= 0 or not any(s > 1.0 and spread > 0 for s, spread in measured):
+        return ()
+    slower = [
+        replace(
+            m,
+            profile=replace(
+                m.profile,
+                extra={
+                    **m.profile.extra,
+                    "overlap_slowdown": min(MAX_OVERLAP_SLOWDOWN, s * math.exp(spread)),
+                },
+            ),
+        )
+        if s > 1.0 and spread > 0
+        else m
+        for m, (s, spread) in zip(fleet, measured, strict=True)
+    ]
+    return (
+        SpreadTerm(
+            "overlap",
+            max(spread for _, spread in measured),
+            max(0.0, math.log(run(slower, bandwidth) / iteration_s)),
+            "probes/overlap.py: backward timed alone and with a concurrent allreduce, spread over rounds",
+        ),
+    )
+
+
+def with_band(estimate: IterationEstimate, band: Band) -> IterationEstimate:
+    """The estimate with `band`, its p10/p50/p90 taken from it."""
+    t = estimate.iteration_s
+    return replace(
+        estimate,
+        iteration_p10_s=t * band.factor(0.1),
+        iteration_p50_s=t,
+        iteration_p90_s=t * band.factor(0.9),
+        band=band,
+    )
+
+
+def _point(
+    fleet: Sequence[FleetMember],
+    *,
+    bandwidth: BusBandwidthModel,
+    seed: int = 0,
+    straggler_iters: int = 100,
+    mc_samples: int = 0,
+    comm: CommMode = CommMode.ALLREDUCE,
+    ps_servers: int = 1,
+    bucket_cap_mb: float | None = None,
+    kernel: Kernel = "auto",
+) -> IterationEstimate:
+    """The simulation itself: mean iteration, breakdown, and p10/p90 of *one* iteration (straggler draws,
+    with `mc_samples` the exchange per draw), which `simulate` turns into the band's stragglers term."""
     validate_fleet(fleet)
     if bucket_cap_mb is not None and CommMode(comm) is CommMode.ALLREDUCE:
         fleet = with_buckets(fleet, bucket_cap_mb=bucket_cap_mb)
@@ -223,6 +382,29 @@ def simulate(
         presorted=len(fleet) == 1 and ready[0] is canon.ready_frac,
         kernel=kernel,
     )
+    slowdowns = [m.profile.overlap_slowdown()[0] for m in fleet]
+    overlap_s = 0.0
+    if result is not None and max(slowdowns) > 1.0:
+        busy_until = _busy_until(result)
+        starts = [r * f for r, f in zip(rho, fw, strict=True)]
+
+        def stretched(i: int, t: np.ndarray) -> np.ndarray:
+            """Member i's times t (from the iteration's start) with its backward slowed while busy."""
+            return np.asarray(
+                t + (slowdowns[i] - 1.0) * (busy_until(t) - busy_until(np.asarray([starts[i]]))[0])
+            )
+
+        late = functools.reduce(
+            np.maximum,
+            [stretched(i, np.asarray(rho[i] * (fw[i] + ready[i] * bw[i]))) for i in range(len(fleet))],
+        )
+        overlap_s = max(
+            float(stretched(i, np.asarray([rho[i] * means[i]]))[0]) - rho[i] * means[i]
+            for i in range(len(fleet))
+        )
+        compute_end += overlap_s
+        result = _exchange(late, canon, stages, kernel=kernel)
+        assert result is not None
     end = result.end_s if result is not None else 0.0
     exposed = max(compute_end, end) - compute_end
     update_s = max(m.profile.update_s for m in fleet)
@@ -260,12 +442,9 @@ def simulate(
         p10, p50, p90 = quantiles(samples)
     else:
         p10, p50, p90 = (q + exposed + update_s for q in quantiles(per_iteration))
-    p10, p90, estimate_note = widen_for_estimates(fleet, p10=p10, p50=p50, p90=p90, compute_s=compute_end)
 
     granularity = compute_s / communication_s if communication_s > 0 else math.inf
     warnings = [w for p in plans for w in p.warnings]
-    if estimate_note:
-        warnings.append(estimate_note)
     if granularity < 1.0:
         warnings.append(
             f"granularity {granularity:.2f} < 1: gradient exchange ({communication_s:.3g} s) outlasts "
@@ -275,8 +454,8 @@ def simulate(
     breakdown = Breakdown(
         forward_s=fw[slow],
         backward_s=bw[slow],
-        compute_s=compute_s + update_s,
-        straggler_wait_s=compute_end - compute_s,
+        compute_s=compute_s + overlap_s + update_s,
+        straggler_wait_s=compute_end - compute_s - overlap_s,
         exposed_intra_s=exposed - exposed_network,
         exposed_network_s=exposed_network,
         communication_s=communication_s,
@@ -286,30 +465,6 @@ def simulate(
     )
     sources = profile_sources + tuple(dict.fromkeys(s for p in plans for s in p.sources))
     return IterationEstimate(iteration_s, p10, p50, p90, breakdown, sources)
-
-
-Z90 = 1.2815515655446004
-"""The standard normal's 90th percentile."""
-
-
-def widen_for_estimates(
-    fleet: Sequence[FleetMember], *, p10: float, p50: float, p90: float, compute_s: float
-) -> tuple[float, float, str]:
-    """p10 and p90 widened for members whose compute is estimated (module docstring), and a note saying so."""
-    estimated = [m for m in fleet if m.profile.estimate is not None]
-    if not estimated:
-        return p10, p90, ""
-    spread = max(m.profile.estimate.spread for m in estimated if m.profile.estimate is not None)
-    up = compute_s * math.expm1(Z90 * spread)
-    down = compute_s * -math.expm1(-Z90 * spread)
-    names = ", ".join(
-        sorted({f"{m.instance.name} ({m.profile.estimate.source})" for m in estimated if m.profile.estimate})
-    )
-    note = (
-        f"compute of {names} is estimated, not measured on that GPU (±{100 * spread:.0f} %, 1 σ): "
-        "profile the model there for a measured answer; the p10–p90 band includes the estimate's error"
-    )
-    return p50 - math.hypot(p50 - p10, down), p50 + math.hypot(p90 - p50, up), note
 
 
 def with_buckets(fleet: Sequence[FleetMember], *, bucket_cap_mb: float) -> list[FleetMember]:
@@ -331,4 +486,4 @@ def with_warnings(estimate: IterationEstimate, *extra: str) -> IterationEstimate
     )
 
 
-__all__ = ["StagePlan", "simulate", "validate_fleet", "with_buckets", "with_warnings"]
+__all__ = ["StagePlan", "simulate", "validate_fleet", "with_band", "with_buckets", "with_warnings"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from srift.domain import Breakdown, Prediction
+from srift.domain import Band, Breakdown, Prediction
 from srift.domain.planning import CommMode as CommMode
 from srift.errors import InvalidInput
 
@@ -23,6 +23,7 @@ class IterationEstimate:
     iteration_p90_s: float
     breakdown: Breakdown
     sources: tuple[str, ...]
+    band: Band | None = None
 
 
 def to_prediction(estimate: IterationEstimate, *, iterations: int, usd_per_s: float) -> Prediction:
@@ -47,9 +48,24 @@ def to_prediction(estimate: IterationEstimate, *, iterations: int, usd_per_s: fl
         cost_usd=total_time_s * usd_per_s,
         breakdown=estimate.breakdown,
         sources=estimate.sources,
+        band=estimate.band,
     )
 
 
 def fleet_usd_per_s(prices_usd_per_hr: list[tuple[int, float]]) -> float:
     """Σ count·price_usd_per_hr/3600 over (count, price_usd_per_hr) pairs: the fleet's per-second price."""
     return sum(count * price for count, price in prices_usd_per_hr) / 3600.0
+
+
+def with_prediction_band(prediction: Prediction, band: Band) -> Prediction:
+    """The prediction with `band`: its iteration p10/p50/p90 from the band (p50 the prediction itself)."""
+    from dataclasses import replace
+
+    t = prediction.iteration_s
+    return replace(
+        prediction,
+        iteration_p10_s=t * band.factor(0.1),
+        iteration_p50_s=t,
+        iteration_p90_s=t * band.factor(0.9),
+        band=band,
+    )

@@ -11,7 +11,9 @@ from srift.settings import REPO_ROOT
 
 
 def section_name(report: Mapping[str, Any]) -> str:
-    return f"end-to-end accuracy ({report['level']} matrix, testbed)"
+    """The run's section: the shipped models' run, or (with any user model) the user models' run."""
+    yours = ", your models" if report.get("user_models") else ""
+    return f"end-to-end accuracy ({report['level']} matrix, testbed{yours})"
 
 
 def write_benchmark_section(report: Mapping[str, Any], body: str) -> None:

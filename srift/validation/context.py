@@ -37,7 +37,12 @@ class BandwidthSource(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class Effort:
-    """How much each step measures; `quick()` and `full()` are the two presets."""
+    """How much each step measures; `quick()` and `full()` are the two presets.
+
+    A DDP run is bounded by time: after its warm-up, rank 0 times the last warm-up iteration and the run
+    takes about `target_run_s` of timed iterations, at least `min_iters` and at most `max_iters`, so a
+    communication-heavy model (seconds per iteration) costs a few iterations, not a fixed count.
+    """
 
     repeats: int
     target_run_s: float
@@ -54,13 +59,15 @@ class Effort:
     """Further timing passes over every profile's breakpoints, spread over the DDP runs (see step 2)."""
     timing_repeats: int = 3
     """Timed rounds over the breakpoints in each further pass (after one untimed round)."""
+    long_iteration_s: float = 1.0
+    """Runs whose iteration is predicted to take longer warm up with one iteration, not `warmup`."""
 
     @classmethod
     def quick(cls) -> Effort:
         return cls(
             repeats=2,
             target_run_s=2.0,
-            min_iters=5,
+            min_iters=2,
             max_iters=30,
             warmup=2,
             profile_repeats=5,
@@ -78,7 +85,7 @@ class Effort:
         return cls(
             repeats=2,
             target_run_s=4.0,
-            min_iters=6,
+            min_iters=3,
             max_iters=60,
             warmup=3,
             profile_repeats=9,

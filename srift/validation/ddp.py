@@ -176,10 +176,14 @@ class AgentPool:
         bucket_cap_mb: float | None = None,
         loss: str | None = None,
         trace: Path | None = None,
+        time_budget_s: float | None = None,
+        min_iters: int = 2,
     ) -> DdpResult:
         """Train on `hosts` (rank order) with per-rank `batches`; kills and raises on failure or timeout.
 
         `loss` (MODULE:FUNCTION) is the loss the ranks backpropagate (ddp_train.py's own by default);
+        with `time_budget_s` the run times about that many seconds of iterations (between `min_iters` and
+        `iters`, from the last warm-up iteration's time);
         `trace` makes every rank write its timeline to `<trace>.rank<r>.json` (diagnostics)."""
         if len(hosts) != len(batches) or not hosts:
             raise ValueError("one batch per host, at least one host")
@@ -200,6 +204,8 @@ class AgentPool:
             argv += ["--bucket-cap-mb", f"{bucket_cap_mb:g}"]
         if loss is not None:
             argv += ["--loss", loss]
+        if time_budget_s is not None:
+            argv += ["--time-budget-s", f"{time_budget_s:g}", "--min-iters", str(min_iters)]
         if trace is not None:
             argv += ["--trace", str(trace)]
         world = len(hosts)

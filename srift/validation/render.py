@@ -30,12 +30,28 @@ def _summary_rows(summary: Mapping[str, Any]) -> list[tuple[str, str, Mapping[st
     return rows
 
 
+def _coverage(summary: Mapping[str, Any], by: str, name: str) -> Mapping[str, Any] | None:
+    cov = summary.get("coverage")
+    if not cov:
+        return None
+    block: Mapping[str, Any] | None = cov["overall"] if by == "all" else cov.get(f"by_{by}", {}).get(name)
+    return block
+
+
+def _share(block: Mapping[str, Any] | None, key: str) -> str:
+    if not block or not block.get("cases"):
+        return "n/a"
+    return f"{block[key]}/{block['cases']}"
+
+
 def summary_table(report: Mapping[str, Any]) -> Table:
     summary = report["summary"]
     table = Table(title=f"end-to-end accuracy ({report['level']} matrix)", title_justify="left")
-    for col in ("by", "group", "cases", "MAPE", "under", "p90 under", "worst under", "mean error"):
+    columns = ("by", "group", "cases", "MAPE", "under", "p90 under", "worst under", "mean error")
+    for col in (*columns, "≤ p90", "≥ p10"):
         table.add_column(col, justify="right" if col not in ("by", "group") else "left")
     for by, name, b in _summary_rows(summary):
+        cov = _coverage(summary, _BY_KEY.get(by, by), name)
         table.add_row(
             by,
             name,
@@ -45,20 +61,27 @@ def summary_table(report: Mapping[str, Any]) -> Table:
             pct(b["underestimate_p90"]),
             pct(b["worst_underestimate"]),
             pct(b["mean_error"]),
+            _share(cov, "below_p90"),
+            _share(cov, "above_p10"),
         )
     return table
 
 
+_BY_KEY = {"model": "model", "hosts": "hosts", "type": "type", "batches": "batches"}
+
+
 def cases_table(report: Mapping[str, Any]) -> Table:
     table = Table(title="cases (mean iteration time, ms)", title_justify="left")
-    for col in ("model", "fleet", "predicted", "measured", "error", "repeat noise", "runs"):
+    for col in ("model", "fleet", "predicted", "p10 – p90", "measured", "error", "repeat noise", "runs"):
         table.add_column(col, justify="left" if col in ("model", "fleet") else "right")
     for r in report["cases"]:
         ok = [x for x in r["runs"] if x.get("ok")]
+        pred = r["predicted"]
         table.add_row(
             r["model"],
             r["fleet"],
-            ms(r["predicted"]["iteration_s"]),
+            ms(pred["iteration_s"]),
+            f"{ms(pred.get('iteration_p10_s'))} – {ms(pred.get('iteration_p90_s'))}",
             ms(r["measured_iteration_s"]),
             "n/a" if r["error"] is None else f"{100 * r['error']:+.1f} %",
             pct(r["repeat_noise"]),
@@ -104,15 +127,23 @@ def acceptance_table(report: Mapping[str, Any]) -> Table:
     for col in ("check", "measured", "limit", "met"):
         table.add_column(col)
     for name, item in report["acceptance"].items():
-        value, limit = item["value"], item["limit"]
-        if name.startswith("quick"):
-            shown, lim = f"{(value or 0) / 60:.1f} min", f"{limit / 60:.0f} min"
-        elif name.startswith("plan"):
-            shown, lim = ("n/a" if value is None else f"{value:.3f}"), f"≤ {limit:.2f}"
-        else:
-            shown, lim = pct(value), f"≤ {pct(limit)}"
+        shown, lim = _acceptance_cells(name, item)
         table.add_row(name, shown, lim, "yes" if item["ok"] else "NO")
     return table
+
+
+def _acceptance_cells(name: str, item: Mapping[str, Any]) -> tuple[str, str]:
+    """(measured, limit) of one acceptance check as text."""
+    value, limit = item["value"], item["limit"]
+    if name.startswith("quick"):
+        return f"{(value or 0) / 60:.1f} min", f"≤ {limit / 60:.0f} min"
+    if isinstance(value, bool):
+        return ("yes" if value else "no"), str(limit)
+    if isinstance(limit, list | tuple):
+        return pct(value), f"{pct(limit[0], 0)} – {pct(limit[1], 0)}"
+    if name.startswith("plan"):
+        return ("n/a" if value is None else f"{value:.3f}"), f"≤ {limit:.2f}"
+    return pct(value), f"≤ {pct(limit)}"
 
 
 def terminal_view(report: Mapping[str, Any]) -> RichGroup:
@@ -149,6 +180,20 @@ def _passes_lines(report: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+def _coverage_lines(summary: Mapping[str, Any]) -> list[str]:
+    cov = (summary.get("coverage") or {}).get("overall")
+    if not cov or not cov.get("cases"):
+        return []
+    return [
+        "",
+        f"**Prediction band** (p10 – p90 of the mean iteration time, from the measured spreads of the "
+        f"profiles, the bandwidth model and stragglers): measured ≤ p90 in {cov['below_p90']}/{cov['cases']} "
+        f"cases ({pct(cov['below_p90_share'])}), ≥ p10 in {cov['above_p10']}/{cov['cases']} "
+        f"({pct(cov['above_p10_share'])}), inside in {cov['inside']}/{cov['cases']} "
+        f"({pct(cov['inside_share'])}); calibrated would be about 90 %, 90 % and 80 %.",
+    ]
+
+
 def markdown(report: Mapping[str, Any]) -> str:
     """The BENCHMARKS.md section body: summary by group, noise, acceptance, plan quality, run time."""
     s = report["summary"]
@@ -167,17 +212,20 @@ def markdown(report: Mapping[str, Any]) -> str:
         f"(MAPE of repeats against their case mean): {noise}. Layer-by-layer exchange (Srift's original "
         f"model, no DDP buckets): MAPE {pct(s['per_layer_overall']['mape'])}, p90 underestimate "
         f"{pct(s['per_layer_overall']['underestimate_p90'])}.",
+        *_coverage_lines(s),
         *_passes_lines(report),
         "",
         f"Bandwidth model: {bw.get('how', '?')} — `{bw.get('source', '?')}`.",
         "",
-        "| by | group | cases | MAPE | underestimates | p90 underestimate |",
-        "|---|---|---|---|---|---|",
+        "| by | group | cases | MAPE | underestimates | p90 underestimate | measured ≤ p90 "
+        "| measured ≥ p10 |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for by, name, b in _summary_rows(s):
+        cov = _coverage(s, _BY_KEY.get(by, by), name)
         lines.append(
             f"| {by} | {name} | {b['cases']} | {pct(b['mape'])} | {b['underestimates']}/{b['cases']} | "
-            f"{pct(b['underestimate_p90'])} |"
+            f"{pct(b['underestimate_p90'])} | {_share(cov, 'below_p90')} | {_share(cov, 'above_p10')} |"
         )
     plan = report.get("plan_quality")
     if plan and "primary" in plan:
@@ -199,15 +247,8 @@ def markdown(report: Mapping[str, Any]) -> str:
                     f"| {block['objective']} | {policy} | {c.get('fleet')} | {rank} | "
                     f"{'n/a' if ratio is None else f'{ratio:.3f}'} |"
                 )
-    lines += ["", "| acceptance | measured | met |", "|---|---|---|"]
+    lines += ["", "| acceptance | measured | limit | met |", "|---|---|---|---|"]
     for name, item in report["acceptance"].items():
-        value = item["value"]
-        shown = (
-            f"{(value or 0) / 60:.1f} min"
-            if name.startswith("quick")
-            else ("n/a" if value is None else f"{value:.3f}")
-            if name.startswith("plan")
-            else pct(value)
-        )
-        lines.append(f"| {name} | {shown} | {'yes' if item['ok'] else 'NO'} |")
+        shown, lim = _acceptance_cells(name, item)
+        lines.append(f"| {name} | {shown} | {lim} | {'yes' if item['ok'] else 'NO'} |")
     return "\n".join(lines)

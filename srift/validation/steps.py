@@ -294,12 +294,33 @@ def predict_fleet(ctx: Context, model: str, fleet: Fleet) -> dict[str, Any]:
             )
             for g in fleet.groups
         ]
-    estimate = simulate(members, bandwidth=bandwidth, seed=ctx.options.seed, bucket_cap_mb=DDP_BUCKET_CAP_MB)
-    per_layer = simulate(members, bandwidth=bandwidth, seed=ctx.options.seed)
+    point = simulate(
+        members, bandwidth=bandwidth, seed=ctx.options.seed, bucket_cap_mb=DDP_BUCKET_CAP_MB, band=False
+    )
+    # The band describes what the case measures: the mean of its timed iterations over its repeats.
+    measured_iterations = iterations_for(ctx.effort, point.iteration_s) * ctx.effort.repeats
+    estimate = simulate(
+        members,
+        bandwidth=bandwidth,
+        seed=ctx.options.seed,
+        bucket_cap_mb=DDP_BUCKET_CAP_MB,
+        iterations=measured_iterations,
+    )
+    per_layer = simulate(members, bandwidth=bandwidth, seed=ctx.options.seed, band=False)
     b = estimate.breakdown
+    band = estimate.band
     return {
         "iteration_s": estimate.iteration_s,
+        "iteration_p10_s": estimate.iteration_p10_s,
         "iteration_p90_s": estimate.iteration_p90_s,
+        "band": {
+            "sigma": band.sigma if band else 0.0,
+            "iterations": measured_iterations,
+            "terms": [
+                {"source": t.source, "spread": t.spread, "sigma": t.sigma, "measured_by": t.measured_by}
+                for t in (band.terms if band else ())
+            ],
+        },
         "per_layer_iteration_s": per_layer.iteration_s,
         "breakdown": {
             "forward_s": b.forward_s,
@@ -337,7 +358,8 @@ def hosts_for(ctx: Context, fleet: Fleet) -> list[str]:
 
 
 def iterations_for(effort: Effort, predicted_s: float) -> int:
-    """Timed iterations of one run: about `target_run_s` of training, within min_iters..max_iters."""
+    """Timed iterations a run is expected to take: about `target_run_s` of training at the predicted
+    iteration time, within min_iters..max_iters (the run itself counts from its own warm-up's time)."""
     wanted = math.ceil(effort.target_run_s / max(predicted_s, 1e-3))
     return max(effort.min_iters, min(effort.max_iters, wanted))
 
@@ -347,8 +369,9 @@ def measure(ctx: Context, pool: AgentPool, model: str, fleet: Fleet, predicted_s
     spec = ctx.model(model)
     effort = ctx.effort
     iters = iterations_for(effort, predicted_s)
+    warmup = 1 if predicted_s > effort.long_iteration_s else effort.warmup
     hosts = hosts_for(ctx, fleet)
-    timeout_s = 120.0 + 10.0 * (iters + effort.warmup) * max(predicted_s, 0.05)
+    timeout_s = 120.0 + 10.0 * (effort.max_iters + warmup) * max(predicted_s, 0.05)
     before = conditions.cpu_times()
     load = conditions.load_average()
     tick = time.perf_counter()
@@ -359,9 +382,11 @@ def measure(ctx: Context, pool: AgentPool, model: str, fleet: Fleet, predicted_s
             model=spec.factory,
             input_factory=spec.input_factory,
             loss=spec.run_loss,
-            iters=iters,
-            warmup=effort.warmup,
+            iters=effort.max_iters,
+            warmup=warmup,
             timeout_s=timeout_s,
+            time_budget_s=effort.target_run_s,
+            min_iters=effort.min_iters,
         )
     except EnvironmentProblem as exc:
         ctx.log(f"run failed: {model} on {fleet.label()}: {exc.detail}")
@@ -369,8 +394,9 @@ def measure(ctx: Context, pool: AgentPool, model: str, fleet: Fleet, predicted_s
     return {
         "ok": True,
         "hosts": hosts,
-        "iters": iters,
-        "warmup": effort.warmup,
+        "iters": len(result.iter_times_s),
+        "expected_iters": iters,
+        "warmup": warmup,
         "mean_iter_s": result.mean_iter_s,
         "median_iter_s": result.median_iter_s,
         "stdev_iter_s": result.stdev_iter_s,

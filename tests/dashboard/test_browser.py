@@ -157,6 +157,12 @@ def test_plan_page_shows_the_plan_every_evaluated_config_and_the_breakdown(brows
     for row, choice in zip(rows.all_inner_texts(), plan["choices"], strict=True):
         assert choice["instance_type"] in row and str(choice["count"]) in row
     assert "CAP" in page.inner_text("#plan-baselines") and "TAP" in page.inner_text("#plan-baselines")
+    # The band and the chance of meeting each limit, at the default confidence 0.9.
+    assert plan["confidence"] == 0.9 and plan["request"]["confidence"] == 0.9
+    cards = page.inner_text("#plan-cards")
+    assert "p90" in cards and "P(≤" in cards and "limits checked at" in cards.lower()
+    assert f"{round(100 * plan['probability']['meets_time_limit'])} %" in cards
+    assert "P(deadline)" in page.inner_text("#plan-baselines")
 
     figure = browsed.chart("plan-scatter")
     traces = {t["uid"]: t for t in figure["data"]}

@@ -117,6 +117,34 @@ def test_plan_roundtrip_with_baselines_and_pareto(
     assert got.json()["request"]["global_batch"] == 6144
 
 
+def test_plan_reports_its_band_and_the_chance_of_meeting_its_limits(
+    client: TestClient, db_url: str, write_headers: dict[str, str]
+) -> None:
+    ids = _seed(db_url, "shufflenet_v2_x2_0")
+    body = _request(ids, global_batch=6144, iterations=1000, time_limit_s=600, budget_usd=3.0)
+    safe = client.post("/v1/plans", json=body, headers=write_headers).json()
+    assert safe["confidence"] == 0.9  # the default
+    pred = safe["predicted"]
+    assert pred["total_time_p10_s"] <= pred["total_time_s"] <= pred["total_time_p90_s"]
+    assert pred["cost_p10_usd"] <= pred["cost_usd"] <= pred["cost_p90_usd"]
+    assert (
+        pred["iteration_p10_s"] <= pred["iteration_p50_s"] == pred["iteration_s"] <= pred["iteration_p90_s"]
+    )
+    assert {t["source"] for t in pred["band"]["terms"]} >= {"network"}  # the α-β prior's calibration spread
+    chance = safe["probability"]
+    assert chance["meets_time_limit"] >= 0.9 and chance["within_budget"] >= 0.9
+    assert chance["total_time_s_at_confidence"] <= 600 and chance["cost_usd_at_confidence"] <= 3.0
+    for name in ("cap", "tap"):
+        base = safe["baselines"][name]["probability"]
+        assert 0.0 <= base["meets_time_limit"] <= 1.0 and 0.0 <= base["within_budget"] <= 1.0
+    median = client.post("/v1/plans", json={**body, "confidence": 0.5}, headers=write_headers).json()
+    assert median["confidence"] == 0.5
+    assert median["predicted"]["cost_usd"] <= pred["cost_usd"]
+    assert median["probability"]["meets_time_limit"] >= 0.5
+    schema = client.get("/openapi.json").json()["components"]["schemas"]["PlanRequest"]["properties"]
+    assert schema["confidence"]["minimum"] == 0.5 and schema["confidence"]["maximum"] == 0.99
+
+
 def test_plan_needs_a_write_token(client: TestClient, db_url: str) -> None:
     ids = _seed(db_url, "resnet50")
     r = client.post("/v1/plans", json=_request(ids))
@@ -134,6 +162,8 @@ def test_plan_needs_a_write_token(client: TestClient, db_url: str) -> None:
         ({"solve_budget_s": 1000}, "solve_budget_s"),
         ({"solve_budget_s": 45}, "solve_budget_s"),
         ({"profile_ids": [999]}, "profile_ids[0]"),
+        ({"confidence": 0.3}, "confidence"),
+        ({"confidence": 1.0}, "confidence"),
     ],
 )
 def test_bad_input_names_the_field(
@@ -332,6 +362,14 @@ def test_cli_plan_prints_a_table_and_json(
         out = capsys.readouterr().out
         assert done.value.code == 0, out
         assert "× g4dn.8xlarge @" in out and "CAP" in out and "TAP" in out and "Pareto front" in out
+        assert "p10–p90" in out and "limits checked at p90" in out
+        path.write_text(yaml.safe_dump({**request, "time_limit_s": 1e6}))
+        with pytest.raises(SystemExit) as done:
+            main(["plan", str(path), "--confidence", "0.95"])
+        out = capsys.readouterr().out
+        assert done.value.code == 0, out
+        assert "limits checked at p95" in out and "P(deadline)" in out
+        path.write_text(yaml.safe_dump(request))
         with pytest.raises(SystemExit) as done:
             main(["plan", str(path), "--json"])
         plan = json.loads(capsys.readouterr().out)

@@ -96,3 +96,42 @@ def test_spearman_of_perfect_and_reversed_orders() -> None:
     assert _spearman([1, 2, 3, 4], [10, 20, 30, 40]) == pytest.approx(1.0)
     assert _spearman([1, 2, 3, 4], [4, 3, 2, 1]) == pytest.approx(-1.0)
     assert _spearman([1, 2], [1, 2]) is None
+
+
+def test_a_deadline_is_met_only_when_every_repeat_meets_it() -> None:
+    from srift.validation.plan_quality import ITERATIONS, meets_in_every_repeat
+
+    deadline = 2.0 * ITERATIONS
+    runs = [{"ok": True, "mean_iter_s": 1.9}, {"ok": True, "mean_iter_s": 2.0}]
+    assert meets_in_every_repeat({"runs": runs}, deadline)
+    # The mean of the repeats (1.975 s) meets the deadline, one repeat (2.05 s) does not.
+    assert not meets_in_every_repeat({"runs": [runs[0], {"ok": True, "mean_iter_s": 2.05}]}, deadline)
+    assert not meets_in_every_repeat({"runs": [runs[0], {"ok": False}]}, deadline)
+    assert not meets_in_every_repeat({"runs": []}, deadline)
+
+
+def test_plan_acceptance_needs_every_repeat_and_a_cost_within_ten_percent() -> None:
+    from srift.validation.report import acceptance
+
+    summary = {
+        "overall": {"mape": 0.05, "underestimate_share": 0.5, "underestimate_p90": 0.1},
+        "coverage": {"overall": {"below_p90_share": 0.9}},
+    }
+
+    def plan(feasible: bool | None, ratio: float | None) -> dict[str, Any]:
+        return {
+            "primary": {"srift": {"ratio_to_best": 1.0}},
+            "secondary": {"srift": {"feasible": feasible, "ratio_to_best": ratio}},
+        }
+
+    ok = acceptance(summary, plan(True, 1.08), duration_s=600, full=False)
+    assert ok["plan_meets_deadline_in_every_repeat"]["ok"] and ok["plan_cost_within_10pct_of_cheapest"]["ok"]
+    assert ok["p90_coverage_80_to_97pct"]["ok"] and ok["mape_le_7pct"]["ok"]
+    dear = acceptance(summary, plan(True, 1.12), duration_s=600, full=False)
+    assert not dear["plan_cost_within_10pct_of_cheapest"]["ok"]
+    late = acceptance(summary, plan(False, None), duration_s=600, full=False)
+    assert not late["plan_meets_deadline_in_every_repeat"]["ok"]
+    wide = acceptance(
+        {**summary, "coverage": {"overall": {"below_p90_share": 1.0}}}, None, duration_s=600, full=False
+    )
+    assert not wide["p90_coverage_80_to_97pct"]["ok"]

@@ -10,6 +10,7 @@ from srift.api.schemas.network import NetworkIn, NetworkOut
 from srift.api.schemas.types import Timestamp, check_one_of, one_of, parse_request
 from srift.documents import read_document
 from srift.domain import MarketChoice, Objective, SearchMode
+from srift.domain.planning import DEFAULT_CONFIDENCE, MAX_CONFIDENCE, MIN_CONFIDENCE
 from srift.domain.requests import InterruptionReport, PlanQuery, ProgressReport
 from srift.domain.states import TrainingState
 from srift.domain.structure import Precision
@@ -106,6 +107,13 @@ class PlanRequest(BaseModel):
         default=8, ge=1, le=MAX_COUNT, description="eager: VMs of one type tried before the next"
     )
     seed: int = Field(default=0, ge=0, le=2**31 - 1, description="seed of the simulator's straggler sampling")
+    confidence: float = Field(
+        default=DEFAULT_CONFIDENCE,
+        ge=MIN_CONFIDENCE,
+        le=MAX_CONFIDENCE,
+        description="the quantile of predicted time and cost that must meet time_limit_s and budget_usd "
+        "(0.5: the prediction itself; 0.9: nine runs in ten, by the prediction's measured spreads)",
+    )
     network: NetworkIn = Field(
         default_factory=NetworkIn,
         description="transport between nodes and measured rates; with transport efa only EFA types are used",
@@ -155,13 +163,37 @@ class EstimatedOut(BaseModel):
     )
 
 
+class SpreadTermOut(BaseModel):
+    source: str = Field(description="compute, network, stragglers or a modelled term")
+    spread: float = Field(description="the source's own measured spread (standard deviation of its log)")
+    sigma: float = Field(description="what it adds to the log-spread of the mean iteration time")
+    measured_by: str
+
+
+class BandOut(BaseModel):
+    sigma: float = Field(description="log-spread of the mean iteration time: √Σ term sigma²")
+    terms: list[SpreadTermOut] = Field(default_factory=list)
+
+
 class PredictedOut(BaseModel):
     iteration_s: float
-    iteration_p10_s: float
+    iteration_p10_s: float = Field(description="p10 of the run's mean iteration time (the band)")
     iteration_p50_s: float
-    iteration_p90_s: float
+    iteration_p90_s: float = Field(description="p90 of the run's mean iteration time (the band)")
     total_time_s: float
+    total_time_p10_s: float | None = None
+    total_time_p90_s: float | None = None
     cost_usd: float
+    cost_p10_usd: float | None = None
+    cost_p90_usd: float | None = None
+    band: BandOut | None = Field(default=None, description="the measured spreads the band rests on")
+
+
+class ProbabilityOut(BaseModel):
+    meets_time_limit: float | None = Field(description="P(total time ≤ time_limit_s); null without a limit")
+    within_budget: float | None = Field(description="P(cost ≤ budget_usd); null without a budget")
+    total_time_s_at_confidence: float = Field(description="the total time's quantile at the confidence")
+    cost_usd_at_confidence: float = Field(description="the cost's quantile at the confidence")
 
 
 class BreakdownOut(BaseModel):
@@ -195,6 +227,7 @@ class BaselineOut(BaseModel):
     predicted: PredictedOut
     breakdown: BreakdownOut
     feasible: bool
+    probability: ProbabilityOut | None = None
 
 
 class BaselinesOut(BaseModel):
@@ -226,6 +259,10 @@ class PlanResult(BaseModel):
     global_batch: int
     iterations: int
     predicted: PredictedOut
+    confidence: float | None = Field(
+        default=None, description="the quantile of time and cost the limits were checked against"
+    )
+    probability: ProbabilityOut | None = None
     limits: LimitsOut
     headroom: HeadroomOut
     breakdown: BreakdownOut

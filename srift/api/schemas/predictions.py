@@ -128,7 +128,8 @@ class PredictionRequest(BaseModel):
         default=0,
         ge=0,
         le=MAX_MC_SAMPLES,
-        description="Monte Carlo samples over stragglers and bandwidth-model error for p10/p50/p90 (0: none)",
+        description="Monte Carlo samples of one iteration (stragglers, bandwidth-model error) for the "
+        "stragglers term of the p10/p50/p90 band (0: straggler draws only)",
     )
 
     @model_validator(mode="after")

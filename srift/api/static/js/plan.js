@@ -58,6 +58,7 @@ async function buildRequest() {
     if (value !== null) request[key] = value;
   }
   request.objective = $("plan-objective").value;
+  request.confidence = Number($("plan-confidence").value);
   request.provider = $("plan-provider").value;
   request.region = $("plan-region").value;
   request.market = $("plan-market").value;
@@ -79,15 +80,40 @@ function versus(b, srift) {
   return `${(b.cost_usd / srift.cost_usd).toFixed(2)}× cost · ${(b.total_time_s / srift.total_time_s).toFixed(2)}× time`;
 }
 
+/** "p10 … · p90 …" of a band, when the prediction has one. */
+function band(lo, hi, fmt) {
+  return lo != null && hi != null ? `p10 ${fmt(lo)} · p90 ${fmt(hi)}` : null;
+}
+
+/** "P(deadline) 93 % · P(budget) 99 %" for the limits that are given. */
+function chances(item) {
+  const c = item?.probability;
+  if (!c) return null;
+  const parts = [];
+  if (c.meets_time_limit != null) parts.push(`P(deadline) ${Math.round(100 * c.meets_time_limit)} %`);
+  if (c.within_budget != null) parts.push(`P(budget) ${Math.round(100 * c.within_budget)} %`);
+  return parts.length ? parts.join(" · ") : null;
+}
+
 function renderCards(plan) {
   const p = plan.predicted;
-  const head = plan.headroom || {};
   const vms = plan.choices.reduce((n, c) => n + c.count, 0);
   const gpus = plan.choices.reduce((n, c) => n + c.count * (c.gpus || 0), 0);
+  const limits = plan.limits || {};
+  const c = plan.probability || {};
+  const at = plan.confidence != null ? `p${Math.round(100 * plan.confidence)}` : null;
+  const timeNote = [band(p.total_time_p10_s, p.total_time_p90_s, fmtSeconds),
+    limits.time_limit_s != null && c.meets_time_limit != null
+      ? `P(≤ ${fmtSeconds(limits.time_limit_s)}) ${Math.round(100 * c.meets_time_limit)} %` : null].filter(Boolean).join(" · ");
+  const costNote = [band(p.cost_p10_usd, p.cost_p90_usd, fmtUsd),
+    limits.budget_usd != null && c.within_budget != null
+      ? `P(≤ ${fmtUsd(limits.budget_usd)}) ${Math.round(100 * c.within_budget)} %` : null].filter(Boolean).join(" · ");
   $("plan-cards").replaceChildren(
     card("Iteration", fmtSeconds(p.iteration_s), `p10 ${fmtSeconds(p.iteration_p10_s)} · p90 ${fmtSeconds(p.iteration_p90_s)}`),
-    card("Total time", fmtSeconds(p.total_time_s), head.time_s != null ? `${fmtSeconds(head.time_s)} under the limit` : `${fmtNumber(plan.iterations)} iterations`),
-    card("Total cost", fmtUsd(p.cost_usd), head.budget_usd != null ? `${fmtUsd(head.budget_usd)} under budget` : null),
+    card("Total time", fmtSeconds(p.total_time_s), timeNote || `${fmtNumber(plan.iterations)} iterations`),
+    card("Total cost", fmtUsd(p.cost_usd), costNote || null),
+    card("Limits checked at", at || "—", (limits.time_limit_s != null || limits.budget_usd != null) && c.total_time_s_at_confidence != null
+      ? `${at}: ${fmtSeconds(c.total_time_s_at_confidence)} · ${fmtUsd(c.cost_usd_at_confidence)}` : "no limits given"),
     card("Fleet", `${vms} VM${vms === 1 ? "" : "s"}`, `${gpus ? `${gpus} GPUs · ` : ""}global batch ${fmtNumber(plan.global_batch)}`),
     card("Searched", `${fmtNumber(plan.configs_evaluated)} configs`,
       `${plan.mode}${plan.proven_optimal ? ", proven optimal" : ""} in ${fmtSeconds(plan.solve_time_s)}`),
@@ -108,17 +134,27 @@ function renderChoices(plan) {
 }
 
 function renderBaselines(plan) {
-  const srift = { label: plan.label, predicted: plan.predicted, feasible: true };
+  const srift = { label: plan.label, predicted: plan.predicted, feasible: true, probability: plan.probability };
   const rows = [["Srift", srift], ["CAP", plan.baselines?.cap ?? null], ["TAP", plan.baselines?.tap ?? null]];
   renderTable($("plan-baselines"), [
     { label: "Policy", value: ([name]) => el("b", {}, name) },
     { label: "Configuration", value: ([, b]) => (b ? b.label || choiceLabel(b.choices || []) : "no single type fits") },
     { label: "Iteration", value: ([, b]) => fmtSeconds(predictionOf(b)?.iteration_s), num: true },
-    { label: "Total time", value: ([, b]) => fmtSeconds(predictionOf(b)?.total_time_s), num: true },
-    { label: "Cost", value: ([, b]) => fmtUsd(predictionOf(b)?.cost_usd), num: true },
+    { label: "Total time (p10–p90)", value: ([, b]) => withBand(predictionOf(b), "total_time", fmtSeconds), num: true },
+    { label: "Cost (p10–p90)", value: ([, b]) => withBand(predictionOf(b), "cost", fmtUsd), num: true },
     { label: "vs Srift", value: ([, b]) => versus(predictionOf(b), plan.predicted), num: true },
     { label: "Limits", value: ([, b]) => (b ? (b.feasible ? "met" : el("span", { class: "badge infeasible" }, "violated")) : "—") },
+    { label: "Chance", value: ([, b]) => chances(b) || "—" },
   ], rows, { id: "plan-baselines-table", rowClass: ([name]) => (name === "Srift" ? "chosen" : null) });
+}
+
+function withBand(p, key, fmt) {
+  if (!p) return "—";
+  const unit = key === "cost" ? "_usd" : "_s";
+  const lo = p[`${key}_p10${unit}`];
+  const hi = p[`${key}_p90${unit}`];
+  const mid = fmt(p[`${key}${unit}`]);
+  return lo != null && hi != null && fmt(lo) !== fmt(hi) ? `${mid} (${fmt(lo)}–${fmt(hi)})` : mid;
 }
 
 function renderCharts(plan) {
@@ -187,6 +223,12 @@ function fillForm(request) {
   set("plan-objective", request.objective);
   set("plan-time-limit", request.time_limit_s);
   set("plan-budget", request.budget_usd);
+  if (request.confidence != null) {
+    const select = $("plan-confidence");
+    const value = String(request.confidence);
+    if (![...select.options].some((o) => o.value === value)) select.append(el("option", { value }, value));
+    select.value = value;
+  }
   set("plan-market", request.market);
   set("plan-mode", request.mode);
   availability.clear();
