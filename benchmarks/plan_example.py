@@ -89,7 +89,9 @@ def main() -> None:
     text = "\n".join(lines)
     print(text)
     write_section(
-        "plan --example on a fresh clone (reference models)", text, command="python -m benchmarks.plan_example"
+        "plan --example on a fresh clone (reference models)",
+        text,
+        command="python -m benchmarks.plan_example",
     )
 
 

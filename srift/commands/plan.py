@@ -224,7 +224,8 @@ def _estimate_lines(plan: dict[str, Any]) -> None:
         )
         console.print(
             f"  iteration {p['iteration_p10_s']:.3g}–{p['iteration_p90_s']:.3g} s (p10–p90, estimate error "
-            "included); profile the model on the chosen GPU (`srift profile --device cuda`) for measured times",
+            "included); profile the model on the chosen GPU (`srift profile --device cuda`) for measured "
+            "times",
             highlight=False,
             soft_wrap=True,
         )

@@ -114,5 +114,7 @@ def load_reference_profiles(settings: Settings) -> int:
         stale = [pid for pid, doc in mine if (doc.get("extra") or {}).get("reference_set") != tag]
         if stale:
             session.execute(delete(ModelProfileRow).where(ModelProfileRow.id.in_(stale)))
-        log.info("reference models: stored %d estimated profiles (set %s), removed %d", written, tag, len(stale))
+        log.info(
+            "reference models: stored %d estimated profiles (set %s), removed %d", written, tag, len(stale)
+        )
         return written

@@ -88,7 +88,9 @@ def test_a_users_profile_on_one_device_yields_plans_on_every_gpu_type(
     assert profile.structure is not None
     body = {**_example(), "model": None, "profiles": [profile.to_dict()], "precision": "fp32"}
     body.pop("model")
-    r = client.post("/v1/plans", json={**body, "time_limit_s": None, "budget_usd": None}, headers=write_headers)
+    r = client.post(
+        "/v1/plans", json={**body, "time_limit_s": None, "budget_usd": None}, headers=write_headers
+    )
     assert r.status_code == 201, r.text
     plan = r.json()
     assert set(plan["estimated"]["candidates"]) == _gpu_types(settings)
