@@ -246,9 +246,10 @@ class ModelProfile:
         In order of preference: `extra["compute_spread"]` (a profile that was estimated rather than
         measured says how sure it is), else an estimate's `estimate.spread`; the spread between timing
         passes taken at different times (`extra["measured_passes"]`, three or more: the drift of the host's
-        speed, which a run's mean does not average out); else the spread of the profile's own samples (`extra["measured"]`). Spreads
-        are robust (1.4826 × the median absolute deviation of the logs), widened by √(1 + 1/n) for a new
-        observation, measured at each breakpoint and interpolated between them. 0 without samples.
+        speed, which a run's mean does not average out); else the spread of the profile's own samples
+        (`extra["measured"]`). Spreads are robust (1.4826 × the median absolute deviation of the logs),
+        widened by √(1 + 1/n) for a new observation, measured at each breakpoint and interpolated between
+        them. 0 without samples.
         """
         extra = self.extra or {}
         given = extra.get("compute_spread")
