@@ -54,8 +54,10 @@ def reference_set() -> str:
     return digest.hexdigest()[:16]
 
 
-def reference_profiles() -> list[ModelProfile]:
-    """Every reference model's estimated profile on every catalog GPU, in every precision."""
+@lru_cache(maxsize=1)
+def reference_profiles() -> tuple[ModelProfile, ...]:
+    """Every reference model's estimated profile on every catalog GPU, in every precision (built once per
+    process: they depend only on shipped files)."""
     from srift.estimate.estimator import estimate_profile
     from srift.refmodels.build import load_structure
 
@@ -91,7 +93,7 @@ def reference_profiles() -> list[ModelProfile]:
                         }
                     )
                 )
-    return out
+    return tuple(out)
 
 
 def load_reference_profiles(settings: Settings) -> int:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
 import yaml
 from fastapi.testclient import TestClient
 
@@ -104,21 +103,25 @@ def test_a_users_profile_on_one_device_yields_plans_on_every_gpu_type(
     assert r.json()["field"] == "profiles[0].precision"
 
 
-@pytest.mark.parametrize("model", ["resnet50", "bert-base", "gpt2-small", "vit-b16"])
-def test_every_reference_model_has_a_profile_on_every_catalog_gpu(settings: Settings, model: str) -> None:
+def test_every_reference_model_has_a_profile_on_every_catalog_gpu_in_every_precision(
+    settings: Settings,
+) -> None:
     from srift.profiling.store import find_profiles
 
     load_shipped_catalog(settings)
     load_reference_profiles(settings)
     session = session_factory(settings.resolved_database_url)()
     try:
-        found = [p for _, p in find_profiles(session=session, model=model)]
         offers = get_offers(session=session, provider="aws", region="us-east-1", market=MarketChoice.ANY)
+        gpu_types = [o.instance for o in offers if spec_for_instance(o.instance) is not None]
+        for model in ("resnet50", "bert-base", "gpt2-small", "vit-b16"):
+            found = [p for _, p in find_profiles(session=session, model=model)]
+            assert found and all(p.estimate is not None and p.extra.get("reference") for p in found)
+            for precision in ("fp32", "tf32", "fp16", "bf16"):
+                mine = [p for p in found if p.precision.value == precision]
+                uncovered = {
+                    t.name for t in gpu_types if not any(t.matches_accelerator(p.accelerator) for p in mine)
+                }
+                assert not uncovered, (model, precision, uncovered)
     finally:
         session.close()
-    assert found and all(p.estimate is not None and p.extra.get("reference") for p in found)
-    gpu_types = [o.instance for o in offers if spec_for_instance(o.instance) is not None]
-    for precision in ("fp32", "tf32", "fp16", "bf16"):
-        mine = [p for p in found if p.precision.value == precision]
-        uncovered = {t.name for t in gpu_types if not any(t.matches_accelerator(p.accelerator) for p in mine)}
-        assert not uncovered, (precision, uncovered)
