@@ -54,7 +54,7 @@ def test_the_example_plans_a_reference_model_and_marks_its_estimates(
     assert plan["estimated"]["in_plan"] == chosen
     accelerators = {e["accelerator"] for e in plan["estimated"]["candidates"].values()}
     assert {"T4", "A10G", "L4", "V100-SXM2-16GB"} <= accelerators
-    assert any("estimated" in w for w in plan["warnings"])
+    assert any("is estimated, not measured" in w for w in plan["breakdown"]["warnings"])
     p = plan["predicted"]
     assert p["iteration_p10_s"] < p["iteration_p50_s"] < p["iteration_p90_s"]
     listed = client.get("/v1/profiles", params={"model": "resnet50", "limit": 1000})
