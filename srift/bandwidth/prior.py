@@ -21,8 +21,14 @@ Node rate R_node by transport (`srift.domain.network.NetworkSpec`):
 - TCP sockets (plain PyTorch DDP over NCCL or gloo): min(η_NIC × rated network, η_flow × flows ×
   per-flow limit). AWS limits one flow (a 5-tuple) to 5 Gbit/s between instances outside a cluster
   placement group and 10 Gbit/s inside one (`FLOW_LIMIT_GBPS`). NCCL's socket transport opens
-  NCCL_NSOCKS_PERTHREAD × NCCL_SOCKET_NTHREADS sockets per peer connection, 8 × 2 = 16 on AWS (its
-  defaults when the NIC is an ENA) and 1 × 1 elsewhere; gloo keeps one TCP connection per peer pair.
+  NCCL_NSOCKS_PERTHREAD × NCCL_SOCKET_NTHREADS sockets per peer connection: 8 × 2 = 16 when it reads
+  the AWS ENA's PCI vendor id from /sys/class/net/<dev>/device/vendor, else none beyond the connection's
+  own socket (1 flow) — which is what it gets in a container with its own network namespace (a veth has
+  no PCI device) and wherever the request does not say (`NetworkSpec.ena_visible` None): the deadline-safe
+  end. gloo keeps one TCP connection per peer pair.
+  The fast end (`NodeRate.high_gbps`): NCCL duplicates its ring channels, so at least 2 connections per
+  peer carry data, each with the ENA-detected 16 sockets when the ENA visibility is not known. Estimates
+  carry it as `upside_cvs` (the band's fast side) and answers show both ends.
 - a measured rate (request `measured_gbps`, or a probe job's samples) replaces R_node as it is.
 
 GPU rate R_gpu: η_link × the per-GPU interconnect; NVSwitch types get their own link
@@ -50,7 +56,11 @@ Band. Estimates carry `residual_cvs`: per requested size, the spread of the prio
 its size class (below / at or above 1 MiB). EFA: the RMS of log(pred/measured) on the 2 × p5 run
 (never fitted on). TCP: for ≥ 1 MiB, the spread of measured/rated across Srift Table 2's three
 types (how far a catalog rating misleads out of sample) combined with its temporal spread; below 1 MiB
-no public TCP run exists, so the EFA small-size spread is used. Every estimate says "prior:alpha-beta".
+no public TCP run exists, so the EFA small-size spread is used. When the rate left a public default open
+(NCCL's socket count on AWS, its ring channels), `upside_cvs` widen the fast side only: per size, the spread
+whose p90 rate 1 + Z90·cv reaches the fast end's own p90 (`upside_cvs()`). Prediction bands (srift.sim.band)
+guard limits on the slow side and use `residual_cvs` only; answers show the fast end in `network.rates`.
+Every estimate says "prior:alpha-beta".
 """
 
 from __future__ import annotations
@@ -128,14 +138,31 @@ FLOW_LIMIT_GBPS = {False: 5.0, True: 10.0}
 outside a cluster placement group, up to 10 Gbps inside one (key: in a cluster placement group)."""
 
 NCCL_AWS_FLOWS = 8 * 2
-"""NCCL environment docs: on AWS NCCL_NSOCKS_PERTHREAD defaults to 8 and NCCL_SOCKET_NTHREADS to 2
-(auto-detected from the ENA's PCI vendor id 0x1d0f in src/transport/net_socket.cc)."""
+"""NCCL environment docs: on AWS NCCL_NSOCKS_PERTHREAD defaults to 8 and NCCL_SOCKET_NTHREADS to 2, when
+NCCL reads the ENA's PCI vendor id 0x1d0f from /sys/class/net/<dev>/device/vendor
+(NVIDIA/nccl@5067397c src/transport/net_socket.cc, ncclNetSocketGetNsockNthread; since 2.4.8, 7c72dee6)."""
+
+NCCL_FALLBACK_FLOWS = 1
+"""NVIDIA/nccl@5067397c src/transport/net_socket.cc, ncclNetSocketGetNsockNthread: when the vendor file cannot
+be opened ("handled silently") auto-detection keeps 0 threads × 1 socket, i.e. no data sockets; the data then
+goes over the connection's one control socket (same file, `nSocks > 0` else `ctrlSock`). In a container with
+its own network namespace the interface is a veth with no PCI device: NVIDIA/nccl#367 shows "Could not find
+real path of /sys/class/net/eth0/device" from a container."""
 
 NCCL_DEFAULT_FLOWS = 1 * 1
 """NCCL environment docs: both default to 1 outside AWS and Google Cloud gVNIC."""
 
+NCCL_MIN_CHANNELS = 2
+"""NVIDIA/nccl@5067397c src/graph/connect.cc (ncclTopoPostset): "nChannels = std::min(MAXCHANNELS,
+nChannels * 2)" — ring channels are duplicated, each with its own connection per peer, so at least 2
+connections carry a large allreduce. Only the band's fast end counts it (the point counts one connection:
+the deadline-safe end)."""
+
 GLOO_FLOWS = 1
 """gloo's TCP transport: one connection (a `Pair`) per pair of ranks (gloo/transport/tcp/pair.h)."""
+
+Z90 = 1.2815515655446004
+"""The standard normal's 90th percentile (p10–p90 of a band of spread σ: 1 ∓ Z90·σ)."""
 
 SMALL_BYTES = 1 << 20
 """Size classes of the band: below 1 MiB (latency-bound) and at or above it (bandwidth-bound)."""
@@ -153,20 +180,59 @@ RESIDUAL_CV = max(TCP_RESIDUAL_CV.values())
 
 
 def flows_per_peer(network: NetworkSpec, *, provider: str) -> int:
-    """TCP flows one peer connection opens: the request's override, else the library's default."""
+    """TCP flows the prior assumes per peer: the request's override, else the library's default, with NCCL
+    on AWS at its one-socket fallback unless the request says NCCL sees the ENA (`ena_visible`)."""
     if network.flows_per_peer is not None:
         return network.flows_per_peer
     if network.library is Library.GLOO:
         return GLOO_FLOWS
-    return NCCL_AWS_FLOWS if provider == "aws" else NCCL_DEFAULT_FLOWS
+    if provider != "aws":
+        return NCCL_DEFAULT_FLOWS
+    return NCCL_AWS_FLOWS if network.ena_visible else NCCL_FALLBACK_FLOWS
+
+
+HIGH_END_TEXT = "NCCL seeing the ENA, 2 ring channels per peer"
+"""What the fast end of the band assumes (NCCL_AWS_FLOWS per connection, NCCL_MIN_CHANNELS connections)."""
+
+
+def flows_per_peer_high(network: NetworkSpec, *, provider: str) -> int:
+    """The most TCP flows per peer the public facts allow under the request (the band's fast end)."""
+    if network.library is Library.GLOO:
+        return network.flows_per_peer or GLOO_FLOWS
+    if network.flows_per_peer is not None:
+        return NCCL_MIN_CHANNELS * network.flows_per_peer
+    if provider != "aws":
+        return NCCL_MIN_CHANNELS * NCCL_DEFAULT_FLOWS
+    per_connection = NCCL_FALLBACK_FLOWS if network.ena_visible is False else NCCL_AWS_FLOWS
+    return NCCL_MIN_CHANNELS * per_connection
 
 
 @dataclass(frozen=True, slots=True)
 class NodeRate:
-    """A node's achievable one-direction rate to the network, and what limits it."""
+    """A node's achievable one-direction rate to the network, what limits it, and the fastest rate the public
+    facts allow under the same request (`high_gbps`, equal to `gbps` when nothing is left open)."""
 
     gbps: float
     limit: str
+    flows: int | None = None
+    high_gbps: float | None = None
+
+    @property
+    def high(self) -> float:
+        return self.gbps if self.high_gbps is None else max(self.gbps, self.high_gbps)
+
+
+def _tcp_rate(instance: InstanceType, network: NetworkSpec, flows: int) -> tuple[float, str]:
+    rated = max(instance.network_gbps, 1e-3)
+    nic = TCP_NIC_EFFICIENCY * rated
+    per_flow = FLOW_LIMIT_GBPS[network.placement_group] if instance.provider == "aws" else math.inf
+    flow_bound = TCP_FLOW_EFFICIENCY * flows * per_flow
+    if flow_bound < nic:
+        return flow_bound, (
+            f"TCP: {flows} flow(s) × {per_flow:g} Gbit/s per flow"
+            + (" (cluster placement group)" if network.placement_group else " (no placement group)")
+        )
+    return nic, f"TCP: {TCP_NIC_EFFICIENCY:g} × rated {rated:g} Gbit/s"
 
 
 def node_rate(instance: InstanceType, network: NetworkSpec) -> NodeRate:
@@ -178,17 +244,17 @@ def node_rate(instance: InstanceType, network: NetworkSpec) -> NodeRate:
     rated = max(instance.network_gbps, 1e-3)
     if network.transport is Transport.EFA:
         return NodeRate(EFA.efficiency * rated, f"EFA: {EFA.efficiency:.3g} × rated {rated:g} Gbit/s")
-    nic = TCP_NIC_EFFICIENCY * rated
     flows = flows_per_peer(network, provider=instance.provider)
-    per_flow = FLOW_LIMIT_GBPS[network.placement_group] if instance.provider == "aws" else math.inf
-    flow_bound = TCP_FLOW_EFFICIENCY * flows * per_flow
-    if flow_bound < nic:
-        return NodeRate(
-            flow_bound,
-            f"TCP: {flows} flow(s) × {per_flow:g} Gbit/s per flow"
-            + (" (cluster placement group)" if network.placement_group else " (no placement group)"),
-        )
-    return NodeRate(nic, f"TCP: {TCP_NIC_EFFICIENCY:g} × rated {rated:g} Gbit/s")
+    gbps, limit = _tcp_rate(instance, network, flows)
+    high, _ = _tcp_rate(instance, network, flows_per_peer_high(network, provider=instance.provider))
+    if (
+        network.library is Library.NCCL
+        and network.flows_per_peer is None
+        and network.ena_visible is None
+        and instance.provider == "aws"
+    ):
+        limit += " — NCCL's one-socket fallback, assumed: the request does not say whether NCCL sees the ENA"
+    return NodeRate(gbps, limit, flows=flows, high_gbps=high if high > gbps * (1 + 1e-9) else None)
 
 
 def gpu_link(instance: InstanceType) -> tuple[float, LinkParams]:
@@ -209,15 +275,22 @@ def shares_host_pcie(instance: InstanceType, network: NetworkSpec) -> bool:
 
 
 def ceilings(
-    *, instance: InstanceType, world_size: int, nodes: int, network: NetworkSpec = DEFAULT_NETWORK
+    *,
+    instance: InstanceType,
+    world_size: int,
+    nodes: int,
+    network: NetworkSpec = DEFAULT_NETWORK,
+    high: bool = False,
 ) -> tuple[float, LinkParams]:
-    """The bus-bandwidth ceiling (Gbit/s, after efficiencies) and the latency link of one request."""
+    """The bus-bandwidth ceiling (Gbit/s, after efficiencies) and the latency link of one request; `high`
+    takes the node rate's fast end (`NodeRate.high`)."""
     n, big_n = world_size, max(nodes, 1)
     g = max(1, n // big_n)
     limits: list[float] = []
     link: LinkParams | None = None
     if big_n >= 2:
-        rate = node_rate(instance, network).gbps
+        found = node_rate(instance, network)
+        rate = found.high if high else found.gbps
         limits.append(rate * ((n - 1) / n) / ((big_n - 1) / big_n))
         link = EFA if network.transport is Transport.EFA else TCP
         if network.library is Library.GLOO:
@@ -273,7 +346,10 @@ class AlphaBetaPrior:
     def describe(self, instance: InstanceType) -> str:
         """What the prior assumes between nodes of `instance` (for a prediction's sources)."""
         rate = node_rate(instance, self.network)
-        return f"{instance.name}: {rate.gbps:.3g} Gbit/s per node ({rate.limit})"
+        text = f"{instance.name}: {rate.gbps:.3g} Gbit/s per node ({rate.limit})"
+        if rate.high_gbps is not None:
+            text += f"; band's fast end {rate.high_gbps:.3g} Gbit/s ({HIGH_END_TEXT})"
+        return text
 
     def predict(
         self,
@@ -293,12 +369,33 @@ class AlphaBetaPrior:
             sizes, world_size=world_size, peak_gbps=peak, link=link, async_count=async_count
         )
         cvs = residual_cvs(sizes, self.network if nodes >= 2 else NetworkSpec(transport=Transport.EFA))
+        upside: tuple[float, ...] = ()
+        if nodes >= 2 and node_rate(instance, self.network).high_gbps is not None:
+            top, _ = ceilings(
+                instance=instance, world_size=world_size, nodes=nodes, network=self.network, high=True
+            )
+            fast = predict_busbw_gbps(
+                sizes, world_size=world_size, peak_gbps=top, link=link, async_count=async_count
+            )
+            upside = upside_cvs(busbw, fast, cvs)
         return BandwidthEstimate(
             busbw_gbps=tuple(float(b) for b in busbw),
             source=SOURCE,
             residual_cv=max(cvs, default=RESIDUAL_CV),
             residual_cvs=cvs,
+            upside_cv=max(upside, default=0.0),
+            upside_cvs=upside,
         )
+
+
+def upside_cvs(busbw: np.ndarray, fast: np.ndarray, cvs: Sequence[float]) -> tuple[float, ...]:
+    """Per size, the fast-side spread whose p90 (1 + Z90·cv) reaches the fast end's own p90: the band then
+    covers both the assumed and the fast public default (`BandwidthEstimate.upside_cvs`)."""
+    out = []
+    for b, f, cv in zip(busbw.tolist(), fast.tolist(), cvs, strict=True):
+        ratio = f / b if b > 0 else 1.0
+        out.append(max(cv, (ratio * (1 + Z90 * cv) - 1) / Z90))
+    return tuple(out)
 
 
 def check_request(
@@ -342,6 +439,8 @@ class PublicRun:
     times_s: tuple[float, ...]
     source: dict[str, Any]
     shaped: dict[str, float] | None = None
+    ena_visible: bool | None = None
+    """Whether NCCL saw the ENA in this run, where its source says (None: not stated)."""
 
     @property
     def world_size(self) -> int:
@@ -370,6 +469,7 @@ def public_runs() -> tuple[PublicRun, ...]:
             times_s=tuple(float(x[1]) * 1e-6 for x in r["rows"]),
             source=dict(r["source"]),
             shaped=r.get("shaped"),
+            ena_visible=r.get("ena_visible"),
         )
         for r in doc["runs"]
     )

@@ -33,7 +33,8 @@ network:                        # how the nodes talk (all optional)
   transport: tcp                # tcp: plain PyTorch DDP (NCCL or gloo over sockets); efa: aws-ofi-nccl
   library: nccl                 # nccl or gloo
   placement_group: false        # cluster placement group: 10 instead of 5 Gbit/s per TCP flow on AWS
-  # flows_per_peer: 1           # NCCL_NSOCKS_PERTHREAD × NCCL_SOCKET_NTHREADS (default: 16 on AWS)
+  # ena_visible: true           # NCCL sees the ENA (bare VM / host network): 16 sockets per peer, not 1
+  # flows_per_peer: 1           # NCCL_NSOCKS_PERTHREAD × NCCL_SOCKET_NTHREADS (AWS: 1; 16 if ena_visible)
   # measured_gbps: {g4dn.12xlarge: 4.5}    # a measured node-to-node rate replaces the prior
   # probe_job_ids: [12]         # or take it from a probe job (`srift probe run --quick`)
 comm: allreduce                 # or parameter_server (with ps_servers: 2)
@@ -176,6 +177,7 @@ def _network_options(
     library: str | None,
     placement_group: bool | None,
     measured: list[str],
+    ena_visible: bool | None = None,
 ) -> None:
     """Fold the command-line network options into the request's `network` object."""
     from srift.errors import InvalidInput
@@ -188,6 +190,8 @@ def _network_options(
         network["library"] = library
     if placement_group is not None:
         network["placement_group"] = placement_group
+    if ena_visible is not None:
+        network["ena_visible"] = ena_visible
     for item in measured:
         name, sep, value = item.partition("=")
         try:
@@ -237,6 +241,13 @@ def register(app: typer.Typer) -> None:
             None,
             "--placement-group/--no-placement-group",
             help="instances in one cluster placement group: sets network.placement_group",
+        ),
+        ena_visible: bool | None = typer.Option(
+            None,
+            "--ena-visible/--ena-hidden",
+            help="NCCL sees the AWS ENA (bare VM, host network: 16 sockets per peer) or not (a container "
+            "with its own network: 1); default: not known, 1 assumed, band up to 16. Sets "
+            "network.ena_visible",
         ),
         measured: list[str] | None = typer.Option(
             None,
@@ -289,7 +300,7 @@ def register(app: typer.Typer) -> None:
             body.pop("model", None)
             body.pop("profile_ids", None)
             body["profiles"] = [load_request_file(path) for path in profile_files]
-        _network_options(body, transport, library, placement_group, measured or [])
+        _network_options(body, transport, library, placement_group, measured or [], ena_visible)
         if url:
             result = call_api(
                 "POST", url, "/v1/predictions", body=body, token=token or os.environ.get("SRIFT_TOKEN")

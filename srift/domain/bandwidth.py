@@ -19,12 +19,18 @@ class BandwidthEstimate:
     `residual_cv` is the model's relative error spread (std of (pred-actual)/actual), used for Monte Carlo;
     `residual_cvs`, when given, is that spread per requested size (the model's out-of-sample spread in the
     size's class, which prediction bands use), and `residual_cv` is then their largest.
+    `upside_cvs` (and their largest, `upside_cv`), when given, describe the fast side only: the bandwidth's
+    p90 may reach 1 + 1.2816·upside_cv times the estimate. The prior sets them when it assumed the slow one
+    of two public defaults (NCCL's one-socket fallback) and the other (NCCL seeing the AWS ENA) may hold;
+    prediction bands, which guard limits on the slow side, do not use them.
     """
 
     busbw_gbps: tuple[float, ...]
     source: str
     residual_cv: float = 0.0
     residual_cvs: tuple[float, ...] = ()
+    upside_cv: float = 0.0
+    upside_cvs: tuple[float, ...] = ()
 
     def residual_at(self, i: int) -> float:
         """The error spread of the i-th requested size."""

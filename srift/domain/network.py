@@ -33,6 +33,11 @@ class NetworkSpec:
 
     `flows_per_peer` overrides the TCP flows per peer connection (NCCL: NCCL_NSOCKS_PERTHREAD ×
     NCCL_SOCKET_NTHREADS; gloo: 1); None takes the library's default for the provider.
+    `ena_visible` says whether NCCL can read the AWS ENA's PCI vendor id (/sys/class/net/<dev>/device/vendor
+    = 0x1d0f) and so opens 2 threads × 8 sockets per connection: True on a bare VM or a container on the host
+    network, False in a container with its own network namespace (NCCL then falls back to one socket),
+    None (the default) when the request does not say: the prior then assumes the fallback and widens its
+    band up to the detected rate.
     `measured_gbps` maps instance type → a measured node-to-node rate in Gbit/s (one direction), which
     replaces the prior's rate for that type; `measured_sources` says where each came from (e.g. a probe job).
     """
@@ -41,6 +46,7 @@ class NetworkSpec:
     library: Library = Library.NCCL
     placement_group: bool = False
     flows_per_peer: int | None = None
+    ena_visible: bool | None = None
     measured_gbps: dict[str, float] = field(default_factory=dict, hash=False, compare=True)
     measured_sources: dict[str, str] = field(default_factory=dict, hash=False, compare=False)
 
@@ -51,6 +57,7 @@ class NetworkSpec:
             self.library.value,
             self.placement_group,
             self.flows_per_peer,
+            self.ena_visible,
             tuple(sorted(self.measured_gbps.items())),
         )
 
@@ -61,6 +68,8 @@ class NetworkSpec:
             parts.append("cluster placement group" if self.placement_group else "no placement group")
             if self.flows_per_peer is not None:
                 parts.append(f"{self.flows_per_peer} flows per peer")
+            elif self.library is Library.NCCL and self.ena_visible is not None:
+                parts.append("ENA visible to NCCL" if self.ena_visible else "ENA hidden from NCCL")
         if self.measured_gbps:
             parts.append(
                 "measured: " + ", ".join(f"{k} {v:g} Gbit/s" for k, v in sorted(self.measured_gbps.items()))

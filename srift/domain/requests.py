@@ -53,6 +53,7 @@ class NetworkQuery:
     library: Library = Library.NCCL
     placement_group: bool = False
     flows_per_peer: int | None = None
+    ena_visible: bool | None = None
     measured_gbps: Mapping[str, float] | None = None
     probe_job_ids: tuple[int, ...] | None = None
 

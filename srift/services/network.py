@@ -79,6 +79,7 @@ def resolve_network(
     library: Library = Library.NCCL,
     placement_group: bool = False,
     flows_per_peer: int | None = None,
+    ena_visible: bool | None = None,
     measured_gbps: Mapping[str, float] | None = None,
     probe_job_ids: Sequence[int] | None = None,
 ) -> NetworkSpec:
@@ -101,6 +102,7 @@ def resolve_network(
         library=library,
         placement_group=placement_group,
         flows_per_peer=flows_per_peer,
+        ena_visible=ena_visible,
         measured_gbps=measured,
         measured_sources=sources,
     )
@@ -114,6 +116,7 @@ def network_spec(*, session: Session | None, query: NetworkQuery) -> NetworkSpec
         library=query.library,
         placement_group=query.placement_group,
         flows_per_peer=query.flows_per_peer,
+        ena_visible=query.ena_visible,
         measured_gbps=query.measured_gbps,
         probe_job_ids=query.probe_job_ids,
     )
@@ -164,12 +167,13 @@ def network_view(
             {
                 "instance_type": inst.name,
                 "gbps": rate.gbps,
+                "high_gbps": rate.high_gbps,
                 "limit": rate.limit,
                 "source": "measured" if measured else "prior:alpha-beta",
             }
         )
         if not measured:
-            prior_types.append(inst.name)
+            prior_types.append((inst.name, rate))
     flows = (
         {inst.name: flows_per_peer(network, provider=inst.provider) for inst in dict.fromkeys(instances)}
         if network.transport is Transport.TCP
@@ -177,18 +181,29 @@ def network_view(
     )
     advice = None
     if multi_node and prior_types:
-        from srift.bandwidth.prior import EFA_RESIDUAL_CV, TCP_RESIDUAL_CV
+        from srift.bandwidth.prior import EFA_RESIDUAL_CV, HIGH_END_TEXT, TCP_RESIDUAL_CV
 
         spread = (EFA_RESIDUAL_CV if network.transport is Transport.EFA else TCP_RESIDUAL_CV)["large"]
         band = math.exp(Z90 * spread) - 1
+        assumed = []
+        for name, rate in prior_types:
+            text = f"{name} {rate.gbps:.3g} Gbit/s per node ({rate.limit})"
+            if rate.high_gbps is not None:
+                text += f", up to {rate.high_gbps:.3g} Gbit/s ({HIGH_END_TEXT}: the band's fast end)"
+            assumed.append(text)
         advice = (
-            "the network rate of "
-            + ", ".join(prior_types)
-            + f" rests on the prior (catalog rating and public figures; p90 band ±{100 * band:.0f} %); "
-            + "measure it in minutes: "
-            + "; ".join(f"`srift probe run --quick --instance-type {name}`" for name in prior_types)
+            "the network rate rests on the prior (catalog rating and public figures; p90 band "
+            f"±{100 * band:.0f} % on the slow side), which assumed: "
+            + "; ".join(assumed)
+            + ". Measure it in minutes: "
+            + "; ".join(f"`srift probe run --quick --instance-type {name}`" for name, _ in prior_types)
             + ", then pass the probe job in network.probe_job_ids"
         )
+        if any(rate.high_gbps is not None for _, rate in prior_types) and network.ena_visible is None:
+            advice += (
+                " (or, if NCCL runs on the bare VM or on the host network and so sees the ENA, say "
+                "network.ena_visible: true)"
+            )
     return {
         "transport": network.transport.value,
         "library": network.library.value,

@@ -13,11 +13,15 @@ from srift.bandwidth.prior import (
     EFA,
     EFA_RESIDUAL_CV,
     FIT_RUNS,
+    NCCL_AWS_FLOWS,
+    NCCL_FALLBACK_FLOWS,
+    NCCL_MIN_CHANNELS,
     NVSWITCH,
     SOURCE,
     TCP_FLOW_EFFICIENCY,
     TCP_NIC_EFFICIENCY,
     TCP_RESIDUAL_CV,
+    Z90,
     AlphaBetaPrior,
     PublicRun,
     calibrate,
@@ -70,7 +74,7 @@ def test_estimates_are_positive_increasing_in_size_and_named_as_the_prior() -> N
 
 
 def test_more_network_gbps_gives_more_busbw() -> None:
-    prior = AlphaBetaPrior()
+    prior = AlphaBetaPrior(network=NetworkSpec(ena_visible=True))
     slow = prior.predict(instance=G4DN, world_size=4, nodes=4, buffer_bytes=SIZES).busbw_gbps
     fast_type = dataclasses.replace(G4DN, name="g4dn.fast", network_gbps=100)
     fast = prior.predict(instance=fast_type, world_size=4, nodes=4, buffer_bytes=SIZES).busbw_gbps
@@ -90,10 +94,10 @@ def test_async_transfers_share_the_link() -> None:
 def test_single_node_uses_the_interconnect_and_one_rank_is_harmless() -> None:
     prior = AlphaBetaPrior()
     assert peak_busbw_gbps(instance=P5, world_size=8, nodes=1) == pytest.approx(NVSWITCH.efficiency * 7200)
-    # two p5 nodes: the slower of the network (TCP by default: 0.81 × 3200, 16 flows at 5 Gbit/s are
-    # 79 Gbit/s) and the NVSwitch level
+    # two p5 nodes: the slower of the network (TCP by default: NCCL's one-socket fallback, 1 flow at
+    # 5 Gbit/s) and the NVSwitch level
     two = peak_busbw_gbps(instance=P5, world_size=16, nodes=2)
-    assert two == pytest.approx(TCP_FLOW_EFFICIENCY * 16 * 5 * (15 / 16) / (1 / 2))
+    assert two == pytest.approx(TCP_FLOW_EFFICIENCY * 1 * 5 * (15 / 16) / (1 / 2))
     single = prior.predict(instance=G4DN, world_size=1, nodes=1, buffer_bytes=[1024]).busbw_gbps
     assert len(single) == 1 and 0 < single[0] < float("inf")
 
@@ -154,24 +158,64 @@ def test_the_p5_pair_it_was_not_fitted_on_is_within_15_percent_over_1_mib(refere
 
 
 def test_tcp_rates_follow_flows_placement_groups_and_the_nic() -> None:
-    tcp = AlphaBetaPrior()
+    seen = AlphaBetaPrior(network=NetworkSpec(ena_visible=True))
     fat = dataclasses.replace(G4DN, name="g4dn.12xlarge", network_gbps=50, gpu_count=4)
-    nccl = node_rate(fat, NetworkSpec())
+    nccl = node_rate(fat, NetworkSpec(ena_visible=True))
     assert nccl.gbps == pytest.approx(TCP_NIC_EFFICIENCY * 50) and "rated" in nccl.limit
     gloo = node_rate(fat, NetworkSpec(library=Library.GLOO))
     assert gloo.gbps == pytest.approx(TCP_FLOW_EFFICIENCY * 5) and "1 flow" in gloo.limit
+    assert gloo.high_gbps is None
     grouped = node_rate(fat, NetworkSpec(library=Library.GLOO, placement_group=True))
     assert grouped.gbps == pytest.approx(2 * gloo.gbps)
     three = node_rate(fat, NetworkSpec(flows_per_peer=3))
     assert three.gbps == pytest.approx(TCP_FLOW_EFFICIENCY * 15)
     measured = node_rate(fat, NetworkSpec(measured_gbps={"g4dn.12xlarge": 4.2}))
-    assert measured.gbps == 4.2 and "measured" in measured.limit
+    assert measured.gbps == 4.2 and "measured" in measured.limit and measured.high_gbps is None
     efa = node_rate(fat, NetworkSpec(transport=Transport.EFA))
-    assert efa.gbps == pytest.approx(EFA.efficiency * 50)
-    assert flows_per_peer(NetworkSpec(), provider="aws") == 16
+    assert efa.gbps == pytest.approx(EFA.efficiency * 50) and efa.high_gbps is None
+    assert flows_per_peer(NetworkSpec(ena_visible=True), provider="aws") == NCCL_AWS_FLOWS == 16
+    assert flows_per_peer(NetworkSpec(), provider="aws") == NCCL_FALLBACK_FLOWS == 1
+    assert flows_per_peer(NetworkSpec(ena_visible=False), provider="aws") == 1
     assert flows_per_peer(NetworkSpec(), provider="gcp") == 1
-    slow = tcp.predict(instance=fat, world_size=2, nodes=2, buffer_bytes=[1 << 30]).busbw_gbps[0]
+    slow = seen.predict(instance=fat, world_size=2, nodes=2, buffer_bytes=[1 << 30]).busbw_gbps[0]
     assert slow < TCP_NIC_EFFICIENCY * 50 and slow > 0.9 * TCP_NIC_EFFICIENCY * 50
+
+
+def test_nccl_on_aws_defaults_to_its_one_socket_fallback_with_a_band_up_to_the_ena_rate() -> None:
+    """Unless the request says NCCL sees the ENA, one flow per peer (5 Gbit/s outside a placement group):
+    the deadline-safe end; the band's fast side reaches the ENA-detected (NIC-bound) rate."""
+    fat = dataclasses.replace(G4DN, name="g4dn.12xlarge", network_gbps=50, gpu_count=4)
+    default = node_rate(fat, NetworkSpec())
+    assert default.flows == 1
+    assert default.gbps == pytest.approx(TCP_FLOW_EFFICIENCY * 5)
+    assert "fallback" in default.limit and "assumed" in default.limit
+    assert default.high_gbps == pytest.approx(TCP_NIC_EFFICIENCY * 50)
+    hidden = node_rate(fat, NetworkSpec(ena_visible=False))
+    assert hidden.gbps == default.gbps and "assumed" not in hidden.limit
+    assert hidden.high_gbps == pytest.approx(TCP_FLOW_EFFICIENCY * 5 * NCCL_MIN_CHANNELS)
+    given = node_rate(fat, NetworkSpec(flows_per_peer=1))
+    assert given.gbps == default.gbps and "assumed" not in given.limit
+
+    sizes = [1 << 16, 1 << 20, 25 << 20, 1 << 29]
+    est = AlphaBetaPrior().predict(instance=fat, world_size=8, nodes=2, buffer_bytes=sizes)
+    fast = AlphaBetaPrior(network=NetworkSpec(ena_visible=True)).predict(
+        instance=fat, world_size=8, nodes=2, buffer_bytes=sizes
+    )
+    assert all(f > b for f, b in zip(fast.busbw_gbps, est.busbw_gbps, strict=True))
+    assert len(est.upside_cvs) == len(sizes) and est.upside_cv == max(est.upside_cvs)
+    for b, f, up, cv, f_cv in zip(
+        est.busbw_gbps, fast.busbw_gbps, est.upside_cvs, est.residual_cvs, fast.residual_cvs, strict=True
+    ):
+        assert b * (1 + Z90 * up) >= f * (1 + Z90 * f_cv) * (1 - 1e-9)  # p90 of rate covers ENA's p90
+        assert b * (1 - Z90 * cv) < b  # the slow side stays the residual spread
+    assert fast.upside_cvs == () and fast.upside_cv == 0.0
+    gloo = AlphaBetaPrior(network=NetworkSpec(library=Library.GLOO)).predict(
+        instance=fat, world_size=8, nodes=2, buffer_bytes=sizes
+    )
+    assert gloo.upside_cvs == ()
+    one_node = AlphaBetaPrior().predict(instance=fat, world_size=4, nodes=1, buffer_bytes=sizes)
+    assert one_node.upside_cvs == ()
+    assert "fast end" in AlphaBetaPrior().describe(fat)
 
 
 def test_socket_transport_on_pcie_gpus_shares_the_host_and_bands_follow_size_classes() -> None:

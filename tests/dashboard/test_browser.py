@@ -161,7 +161,7 @@ def test_plan_page_shows_the_plan_every_evaluated_config_and_the_breakdown(brows
         page.click("#plan-availability-add")
     assert page.locator("#plan-availability-chips li").count() == 3
     plan = _submit_plan(
-        browsed, **{"global-batch": "512", "iterations": "20000", "time-limit": "7200", "budget": "6"}
+        browsed, **{"global-batch": "512", "iterations": "20000", "time-limit": "14400", "budget": "6"}
     )
 
     rows = page.locator("#plan-choices tbody tr")

@@ -81,6 +81,7 @@ def test_predictions_name_the_transport_and_a_measured_rate_replaces_the_prior(
     assert slow["network"]["rates"][0] == {
         "instance_type": "v100x1",
         "gbps": 1.0,
+        "high_gbps": None,
         "limit": "measured (given in the request)",
         "source": "measured",
     }
@@ -268,3 +269,34 @@ def test_the_api_answers_sweeps_and_states_the_network_rules(
     flows = schema["NetworkIn"]["properties"]["flows_per_peer"]
     assert any(option.get("maximum") == 64 for option in flows.get("anyOf", [flows]))
     assert "gpus" in schema["FleetChoiceIn"]["properties"]
+
+
+def test_plans_on_the_aws_prior_state_its_flows_rate_and_fast_end_and_recommend_a_quick_probe() -> None:
+    from srift.bandwidth.prior import TCP_FLOW_EFFICIENCY, AlphaBetaPrior
+    from srift.catalog.shipped import shipped_files, shipped_snapshot
+    from srift.domain.network import NetworkSpec
+    from srift.services.network import network_view
+
+    path = next(p for p in shipped_files() if p.name == "aws.yaml")
+    g4dn = next(t.instance for t in shipped_snapshot(path).types if t.instance.name == "g4dn.12xlarge")
+    view = network_view(NetworkSpec(), instances=[g4dn], model=AlphaBetaPrior(), multi_node=True)
+    assert view["flows_per_peer"] == {"g4dn.12xlarge": 1}
+    (rate,) = view["rates"]
+    assert rate["gbps"] == pytest.approx(TCP_FLOW_EFFICIENCY * 5) and rate["high_gbps"] > 5 * rate["gbps"]
+    advice = view["recommendation"]
+    assert "1 flow(s) × 5 Gbit/s" in advice and "fallback" in advice and "fast end" in advice
+    assert "srift probe run --quick --instance-type g4dn.12xlarge" in advice and "ena_visible" in advice
+    seen = network_view(
+        NetworkSpec(ena_visible=True), instances=[g4dn], model=AlphaBetaPrior(), multi_node=True
+    )
+    assert seen["flows_per_peer"] == {"g4dn.12xlarge": 16} and seen["rates"][0]["high_gbps"] is None
+    assert "ena_visible" not in seen["recommendation"] and "probe run --quick" in seen["recommendation"]
+
+
+def test_requests_take_ena_visible_and_the_schema_states_it() -> None:
+    query = _request(network={"ena_visible": True})
+    assert query.network.ena_visible is True
+    assert _request().network.ena_visible is None
+    with pytest.raises(InvalidInput) as bad:
+        _request(network={"ena_visible": "sometimes"})
+    assert "ena_visible" in str(bad.value.field)

@@ -17,8 +17,11 @@ MAX_FLOWS = 64
 
 
 class NetworkIn(BaseModel):
-    """How the nodes talk. The default is what plain PyTorch DDP does on EC2: NCCL over TCP sockets
-    (NCCL on an ENA opens 8 × 2 = 16 sockets per peer), outside a cluster placement group."""
+    """How the nodes talk. The default is what plain PyTorch DDP does on EC2: NCCL over TCP sockets,
+    outside a cluster placement group. NCCL opens 8 × 2 = 16 sockets per peer only when it can read the
+    ENA's PCI vendor id (bare VM, or a container on the host network) and one otherwise (a container with
+    its own network namespace); unless `ena_visible` or `flows_per_peer` says which, the prior assumes one
+    (the deadline-safe end) and widens its band's fast side up to the 16-socket rate."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -36,7 +39,13 @@ class NetworkIn(BaseModel):
         ge=1,
         le=MAX_FLOWS,
         description="TCP flows per peer (NCCL_NSOCKS_PERTHREAD × NCCL_SOCKET_NTHREADS); default: the "
-        "library's (NCCL on AWS 16, elsewhere 1; gloo 1)",
+        "library's (NCCL on AWS: 16 with ena_visible true, else 1; elsewhere 1; gloo 1)",
+    )
+    ena_visible: bool | None = Field(
+        default=None,
+        description="NCCL on AWS: true when NCCL can read the ENA's PCI vendor id (bare VM or host "
+        "network: 16 sockets per peer), false in a container with its own network namespace (1 socket); "
+        "null: not known — the prior assumes 1 and its band reaches the 16-socket rate",
     )
     measured_gbps: dict[TypeName, Gbps] | None = Field(
         default=None,
@@ -54,6 +63,11 @@ class NetworkIn(BaseModel):
 class NodeRateOut(BaseModel):
     instance_type: str
     gbps: float | None = Field(description="node-to-node Gbit/s assumed (null: a learned model answers)")
+    high_gbps: float | None = Field(
+        default=None,
+        description="the fastest rate the public facts allow under the request (the band's fast end); "
+        "null when it equals gbps",
+    )
     limit: str = Field(description="what bounds it, e.g. 'TCP: 1 flow(s) × 5 Gbit/s per flow'")
     source: str = Field(description="measured, prior:alpha-beta, or the learned model's version")
 
