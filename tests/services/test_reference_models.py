@@ -66,12 +66,13 @@ def test_precision_picks_the_profiles_and_a_missing_one_names_the_field(
 ) -> None:
     load_shipped_catalog(settings)
     load_reference_profiles(settings)
-    body = {**_example(), "model": "bert-base", "precision": "bf16"}
+    open_ended = {"time_limit_s": None, "budget_usd": None}
+    body = {**_example(), **open_ended, "model": "bert-base", "precision": "bf16"}
     r = client.post("/v1/plans", json=body, headers=write_headers)
     assert r.status_code == 201, r.text
     assert r.json()["precision"] == "bf16"
     without = {k: v for k, v in _example().items() if k != "precision"}
-    r = client.post("/v1/plans", json={**without, "model": "bert-base"}, headers=write_headers)
+    r = client.post("/v1/plans", json={**without, **open_ended, "model": "bert-base"}, headers=write_headers)
     assert r.status_code == 201, r.text
     assert r.json()["precision"] == "fp32"
     r = client.post("/v1/plans", json={**_example(), "precision": "fp8"}, headers=write_headers)
