@@ -370,6 +370,9 @@ def cmd_overlap(args: argparse.Namespace) -> dict[str, Any]:
                         "WORLD_SIZE": str(len(hosts)),
                         "MASTER_ADDR": master,
                         "MASTER_PORT": str(29_650 + len(results["runs"])),
+                        "PYTHONPATH": os.pathsep.join(
+                            filter(None, [str(repo), os.environ.get("PYTHONPATH")])
+                        ),
                     }
                     procs.append(
                         testbed.popen_in(
