@@ -15,6 +15,7 @@ log = logging.getLogger("srift.bootstrap")
 SHIPPED_LOADERS: tuple[str, ...] = (
     "srift.catalog.shipped:load_shipped_catalog",
     "srift.bandwidth.registry:load_shipped_models",
+    "srift.refmodels.shipped:load_reference_profiles",
 )
 
 

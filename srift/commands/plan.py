@@ -18,22 +18,24 @@ console = Console()
 
 EXAMPLE = """\
 # srift plan request (YAML or JSON; the body of POST /v1/plans)
-model: resnet50                 # or profile_ids: [3, 4, 5]  or profiles: [<profile documents>]
+model: resnet50                 # a shipped reference model (resnet50, bert-base, gpt2-small, vit-b16),
+                                # your model's name, or profile_ids: [3, 4]  or profiles: [<documents>]
+precision: fp16                 # fp32, tf32, fp16 or bf16 (autocast); profiles in it are used
 global_batch: 1024              # samples per iteration over the whole fleet
-iterations: 400
+iterations: 20000               # about 16 ImageNet epochs at this batch
 objective: min_cost             # or min_time
-time_limit_s: 500               # optional: N · t_iter must not exceed it
-budget_usd: 5.0                 # optional: total cost must not exceed it
+time_limit_s: 7200              # optional: N · t_iter must not exceed it
+budget_usd: 100.0               # optional: total cost must not exceed it
 confidence: 0.9                 # the limits hold for this quantile of time and cost (0.5: the prediction)
 provider: aws
 region: us-east-1
-market: any                     # spot, on_demand, or any (the cheaper market per type)
-availability:                   # optional: only these types, at most this many of each
-  p3.8xlarge: 4
-  g4dn.8xlarge: 8
-# max_count_per_type: 16        # the cap per type when availability is not given
+market: spot                    # spot, on_demand, or any (the cheaper market per type)
+# availability:                 # optional: only these types, at most this many of each
+#   p3.8xlarge: 4
+#   g4dn.12xlarge: 8
+max_count_per_type: 4           # the cap per type when availability is not given (every GPU type)
 mode: auto                      # exhaustive, eager, or auto (exhaustive when the space fits the budget)
-solve_budget_s: 2.0
+solve_budget_s: 1.0
 seed: 0
 network:                        # how the nodes talk (optional; see `srift predict --example`)
   transport: tcp                # tcp: plain PyTorch DDP over sockets; efa: aws-ofi-nccl (EFA types only)
@@ -181,8 +183,9 @@ def render(plan: dict[str, Any]) -> None:
     for col in (*columns, "batch/GPU", "$/h"):
         fleet.add_column(col, justify="left" if col in ("instance type", "location", "market") else "right")
     for c in plan["choices"]:
+        estimated = (c.get("compute") or "measured") != "measured"
         fleet.add_row(
-            c["instance_type"],
+            c["instance_type"] + (" *" if estimated else ""),
             *([c.get("location") or ""] if located else []),
             c["market"],
             str(c["count"]),
@@ -192,6 +195,7 @@ def render(plan: dict[str, Any]) -> None:
             f"{c['price_usd_per_hr']:.3f}",
         )
     console.print(fleet)
+    _estimate_lines(plan)
     render_placement(plan)
     compare = Table(title="Srift against the static policies of Srift §5.2")
     for col in ("policy", "fleet", "iteration", "total time (p10–p90)", "cost (p10–p90)", "meets limits"):
@@ -332,6 +336,39 @@ def render_placement(plan: dict[str, Any]) -> None:
             f"${p['cost_usd']:.2f}",
             highlight=False,
         )
+
+
+def _estimate_lines(plan: dict[str, Any]) -> None:
+    """Say which of the plan's numbers rest on estimated compute, and the band they carry."""
+    estimated = plan.get("estimated") or {}
+    chosen = estimated.get("in_plan") or []
+    candidates = estimated.get("candidates") or {}
+    p = plan["predicted"]
+    if chosen:
+        parts = []
+        for name in chosen:
+            e = candidates[name]
+            how = f"scaled from {e['based_on']}" if e.get("based_on") else e["method"]
+            parts.append(f"{name} ({e['accelerator']}, {how}, ±{100 * e['spread']:.0f} %)")
+        console.print(
+            "[yellow]* estimated compute[/] (no profile measured on these GPUs): " + "; ".join(parts),
+            highlight=False,
+            soft_wrap=True,
+        )
+        console.print(
+            f"  iteration {p['iteration_p10_s']:.3g}–{p['iteration_p90_s']:.3g} s (p10–p90, estimate error "
+            "included); profile the model on the chosen GPU (`srift profile --device cuda`) for measured "
+            "times",
+            highlight=False,
+            soft_wrap=True,
+        )
+    elif candidates:
+        console.print(
+            f"{len(candidates)} other candidate types had estimated compute; the plan's are measured",
+            highlight=False,
+        )
+    if plan.get("precision"):
+        console.print(f"precision: {plan['precision']}", highlight=False)
 
 
 def register(app: typer.Typer) -> None:

@@ -307,16 +307,19 @@ class ModelProfile:
         """How far a run's forward+backward time may fall from the curve at `batch`: a log-spread.
 
         In order of preference: `extra["compute_spread"]` (a profile that was estimated rather than
-        measured says how sure it is); the spread between timing passes taken at different times
-        (`extra["measured_passes"]`, three or more: the drift of the host's speed, which a run's mean
-        does not average out); else the spread of the profile's own samples (`extra["measured"]`). Spreads
-        are robust (1.4826 × the median absolute deviation of the logs), widened by √(1 + 1/n) for a new
-        observation, measured at each breakpoint and interpolated between them. 0 without samples.
+        measured says how sure it is), else an estimate's `estimate.spread`; the spread between timing
+        passes taken at different times (`extra["measured_passes"]`, three or more: the drift of the host's
+        speed, which a run's mean does not average out); else the spread of the profile's own samples
+        (`extra["measured"]`). Spreads are robust (1.4826 × the median absolute deviation of the logs),
+        widened by √(1 + 1/n) for a new observation, measured at each breakpoint and interpolated between
+        them. 0 without samples.
         """
         extra = self.extra or {}
         given = extra.get("compute_spread")
         if isinstance(given, int | float) and not isinstance(given, bool) and math.isfinite(given):
             return max(0.0, float(given))
+        if self.estimate is not None:
+            return max(0.0, self.estimate.spread)
         points = _pass_spreads(extra.get("measured_passes")) or _sample_spreads(extra.get("measured"))
         if not points:
             return 0.0

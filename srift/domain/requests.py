@@ -16,17 +16,20 @@ from srift.domain.geo import AllreducePattern
 from srift.domain.network import Library, Transport
 from srift.domain.planning import DEFAULT_CONFIDENCE, BatchPolicy, CommMode, Objective, SearchMode
 from srift.domain.profile import InputPipeline
+from srift.domain.structure import Precision
 from srift.errors import InvalidInput
 
 
 @dataclass(frozen=True, slots=True)
 class ProfileSelection:
     """Which compute profiles a request uses: exactly one of stored `profile_ids`, inline `profiles`
-    (documents as `srift profile` writes them), or every stored profile of `model`."""
+    (documents as `srift profile` writes them), or every stored profile of `model`; in `precision`
+    (None: the profiles' own, fp32 first for a model stored in several)."""
 
     profile_ids: tuple[int, ...] | None = None
     profiles: tuple[Mapping[str, Any], ...] | None = None
     model: str | None = None
+    precision: Precision | None = None
 
     def check(self) -> None:
         """InvalidInput unless exactly one way is given, and not an empty list."""
@@ -111,10 +114,13 @@ class PlanQuery:
     restart_s: float = 150.0
     spot_samples: int = 2000
     fallback: bool = True
+    precision: Precision | None = None
 
     @property
     def selection(self) -> ProfileSelection:
-        return ProfileSelection(profile_ids=self.profile_ids, profiles=self.profiles, model=self.model)
+        return ProfileSelection(
+            profile_ids=self.profile_ids, profiles=self.profiles, model=self.model, precision=self.precision
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,10 +161,13 @@ class PredictionQuery:
     seed: int = 0
     straggler_iters: int = 100
     mc_samples: int = 0
+    precision: Precision | None = None
 
     @property
     def selection(self) -> ProfileSelection:
-        return ProfileSelection(profile_ids=self.profile_ids, profiles=self.profiles, model=self.model)
+        return ProfileSelection(
+            profile_ids=self.profile_ids, profiles=self.profiles, model=self.model, precision=self.precision
+        )
 
 
 @dataclass(frozen=True, slots=True)

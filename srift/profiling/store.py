@@ -117,4 +117,7 @@ def profile_summary(profile_id: int, profile: ModelProfile) -> dict[str, Any]:
         "straggler_cv": profile.straggler_cv,
         "torch_version": profile.torch_version,
         "created_at": profile.created_at,
+        "precision": profile.precision.value,
+        "source": profile.source,
+        "reference": bool((profile.extra or {}).get("reference")),
     }

@@ -49,10 +49,11 @@ from srift.services.placement import (
     spot_outlook,
     with_pipeline,
 )
-from srift.services.profiles import resolve_profiles
+from srift.services.profiles import resolve_profiles, source_label, with_estimates
 from srift.services.views import (
     breakdown_document,
     choice_document,
+    estimated_document,
     predicted_document,
     probability_document,
 )
@@ -158,6 +159,12 @@ def _prepare(
     )
     located = len(locations) > 1
     offers = gather_offers(session=session, locations=locations, market=query.market, snapshot=query.snapshot)
+    profiles, estimated = with_estimates(profiles, [o.instance for o in offers])
+    sources += [source_label("estimate", p) for p in estimated]
+    pipe = next((p.input_pipeline for p in profiles if p.input_pipeline is not None), None)
+    if estimated and pipe is not None:
+        # The input pipeline is the model's, not the GPU's: estimates feed as the measured profiles do.
+        profiles = [*profiles[: len(profiles) - len(estimated)], *with_pipeline(estimated, pipe)]
     candidates, notes = build_candidates(
         offers=offers,
         profiles=profiles,
@@ -429,6 +436,7 @@ def _choices(config: Config, problem: Problem) -> list[dict[str, Any]]:
                     gpus=cand.devices,
                     price_usd_per_hr=cand.offer.price_usd_per_hr,
                     instance_gpus=cand.offer.instance.gpu_count,
+                    profile=cand.profile,
                 ),
                 "location": ch.location.key if ch.location else None,
             }
@@ -501,6 +509,8 @@ def plan_result(
         "data_loading": list(prepared.feeds) if prepared is not None else [],
         "optimality_gap": plan.optimality_gap,
         "diminishing_returns": _returns(plan.diminishing_returns),
+        "precision": _precision(problem),
+        "estimated": estimated_document(problem.candidates, plan.config.choices),
     }
 
 
@@ -524,3 +534,7 @@ def _returns(note: DiminishingReturns | None) -> dict[str, Any] | None:
 def _offers(market: MarketChoice) -> str:
     """ "spot offer", "on_demand offer", or "offer" in either market (never "any offer")."""
     return "offer" if market is MarketChoice.ANY else f"{market.value} offer"
+
+
+def _precision(problem: Problem) -> str | None:
+    return problem.candidates[0].profile.precision.value if problem.candidates else None

@@ -32,7 +32,7 @@ from srift.domain.network import NetworkSpec
 from srift.domain.requests import FleetQuery, PredictionQuery
 from srift.errors import InvalidInput, NotFound
 from srift.services.network import check_transport, network_spec, network_view
-from srift.services.profiles import resolve_profiles
+from srift.services.profiles import resolve_profiles, source_label, with_estimates
 from srift.services.views import breakdown_document, choice_document, predicted_document
 from srift.settings import Settings
 from srift.sim import IterationEstimate, simulate, to_prediction
@@ -74,9 +74,12 @@ class FleetPrediction:
                     gpus=m.instance.devices,
                     price_usd_per_hr=o.price_usd_per_hr,
                     instance_gpus=o.instance.gpu_count,
+                    profile=m.profile,
                 )
                 for m, o in zip(self.members, self.offers, strict=True)
             ],
+            "precision": self.members[0].profile.precision.value,
+            "estimated": sorted({m.instance.name for m in self.members if m.profile.is_estimate}),
             "global_batch": self.config.global_batch,
             "iterations": self.iterations,
             "comm": self.comm.value,
@@ -319,6 +322,8 @@ class _Context:
         region = query.region or settings.default_region
         profiles = resolve_profiles(session=session, selection=query.selection)
         offers = _offers(session=session, request=query, region=region, configs=configs)
+        _, estimated = with_estimates([p for p, _ in profiles], [o.instance for o in offers.values()])
+        profiles = [*profiles, *((p, source_label("estimate", p)) for p in estimated)]
         network = network_spec(session=session, query=query.network)
         model = (
             bandwidth

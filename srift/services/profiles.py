@@ -2,17 +2,20 @@
 
 `resolve_profiles` is the one place plans and predictions turn a ProfileSelection into profiles, with one
 source label each: `profile:<id> <model>@<accelerator>` for stored ones, `profile:inline
-<model>@<accelerator>` for documents given in the request.
+<model>@<accelerator>` for documents given in the request, followed by `(estimate:<method> ±N %)` for
+estimated ones. Profiles are kept in one precision (the selection's, else their own).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy.orm import Session
 
-from srift.domain import ModelProfile
+from srift.domain import InstanceType, ModelProfile
 from srift.domain.requests import ProfileSelection
+from srift.domain.structure import Precision
 from srift.errors import InvalidInput, NotFound
 from srift.profiling import store
 
@@ -20,8 +23,8 @@ from srift.profiling import store
 def resolve_profiles(*, session: Session, selection: ProfileSelection) -> list[tuple[ModelProfile, str]]:
     """The selected profiles in preference order (as given; newest stored first for a model), each with its
     source label. The error names the field at fault: NotFound for an unknown id or a model with no stored
-    profiles (the data, not the request, is missing), InvalidInput for a bad inline document or profiles of
-    different models."""
+    profiles (in the asked precision; the data, not the request, is missing), InvalidInput for a bad inline
+    document or profiles of different models."""
     selection.check()
     out: list[tuple[ModelProfile, str]] = []
     if selection.profile_ids is not None:
@@ -30,7 +33,7 @@ def resolve_profiles(*, session: Session, selection: ProfileSelection) -> list[t
                 prof = store.get_profile(session=session, profile_id=pid)
             except NotFound as exc:
                 raise NotFound(exc.detail, hint=exc.hint, field=f"profile_ids[{k}]") from exc
-            out.append((prof, f"profile:{pid} {prof.model}@{prof.accelerator}"))
+            out.append((prof, source_label(f"profile:{pid}", prof)))
     elif selection.profiles is not None:
         for k, doc in enumerate(selection.profiles):
             try:
@@ -38,7 +41,7 @@ def resolve_profiles(*, session: Session, selection: ProfileSelection) -> list[t
             except InvalidInput as exc:
                 where = f"profiles[{k}].{exc.field}" if exc.field else f"profiles[{k}]"
                 raise InvalidInput(exc.detail, hint=exc.hint, field=where) from exc
-            out.append((prof, f"profile:inline {prof.model}@{prof.accelerator}"))
+            out.append((prof, source_label("profile:inline", prof)))
     else:
         assert selection.model is not None
         found = store.find_profiles(session=session, model=selection.model)
@@ -48,7 +51,9 @@ def resolve_profiles(*, session: Session, selection: ProfileSelection) -> list[t
                 hint="profile the model (`srift profile --upload`), or give profile_ids or inline profiles",
                 field="model",
             )
-        out = [(p, f"profile:{pid} {p.model}@{p.accelerator}") for pid, p in reversed(found)]
+        newest_first = [(p, source_label(f"profile:{pid}", p)) for pid, p in reversed(found)]
+        # Measured profiles come before estimated ones: a measured profile always wins.
+        out = sorted(newest_first, key=lambda item: item[0].is_estimate)
     models = sorted({p.model for p, _ in out})
     if len(models) > 1:
         raise InvalidInput(
@@ -56,7 +61,74 @@ def resolve_profiles(*, session: Session, selection: ProfileSelection) -> list[t
             hint="give the profiles of one model (one per accelerator)",
             field="profiles" if selection.profiles is not None else "profile_ids",
         )
-    return out
+    return _in_precision(out, selection)
+
+
+def with_estimates(
+    profiles: list[ModelProfile], instances: Sequence[InstanceType]
+) -> tuple[list[ModelProfile], list[ModelProfile]]:
+    """`profiles` followed by estimates for the GPU types among `instances` that none of them covers
+    (`srift.estimate.estimator.complete_profiles`), and the estimates alone."""
+    from srift.estimate.estimator import complete_profiles
+
+    if not profiles:
+        return profiles, []
+    completed, _ = complete_profiles(profiles, instances, precision=profiles[0].precision)
+    return completed, completed[len(profiles) :]
+
+
+def source_label(prefix: str, profile: ModelProfile) -> str:
+    """`<prefix> <model>@<accelerator>`, with `(estimate:<method> ±N %)` for an estimated profile."""
+    label = f"{prefix} {profile.model}@{profile.accelerator}"
+    if profile.estimate is not None:
+        label += f" ({profile.estimate.source} ±{100 * profile.estimate.spread:.0f} %)"
+    return label
+
+
+_ORDER = (Precision.FP32, Precision.TF32, Precision.FP16, Precision.BF16)
+
+
+def _in_precision(
+    found: list[tuple[ModelProfile, str]], selection: ProfileSelection
+) -> list[tuple[ModelProfile, str]]:
+    """The profiles in the selection's precision; a model's stored profiles default to fp32, else to their
+    only precision. Profiles named by id or given inline must all be in one (the asked) precision."""
+    wanted = selection.precision
+    have = [p for p in _ORDER if any(prof.precision is p for prof, _ in found)]
+    if selection.model is not None:
+        if wanted is None:
+            if Precision.FP32 in have or len(have) == 1:
+                wanted = Precision.FP32 if Precision.FP32 in have else have[0]
+            else:
+                raise InvalidInput(
+                    f"model {selection.model!r} is stored in several precisions ({', '.join(have)})",
+                    hint=f"add precision: one of {', '.join(have)}",
+                    field="precision",
+                )
+        kept = [item for item in found if item[0].precision is wanted]
+        if not kept:
+            raise NotFound(
+                f"no stored profiles of model {selection.model!r} in {wanted.value} "
+                f"(stored in {', '.join(have)})",
+                hint=f"ask for one of {', '.join(have)}, or profile the model with --amp fp16|bf16 or --tf32",
+                field="precision",
+            )
+        return kept
+    field = "profiles" if selection.profiles is not None else "profile_ids"
+    for k, (prof, _) in enumerate(found):
+        if wanted is not None and prof.precision is not wanted:
+            raise InvalidInput(
+                f"this profile is {prof.precision.value}, the request asks for {wanted.value}",
+                hint=f"give profiles measured in {wanted.value}, or ask for precision {prof.precision.value}",
+                field=f"{field}[{k}].precision",
+            )
+    if len(have) > 1:
+        raise InvalidInput(
+            f"the profiles are in several precisions ({', '.join(have)})",
+            hint="give profiles of one precision, or name it with `precision` to be told which differ",
+            field=field,
+        )
+    return found
 
 
 def store_profile(*, session: Session, profile: ModelProfile) -> tuple[int, bool]:

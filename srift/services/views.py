@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
-from srift.domain import Band, Breakdown, Constraints, Prediction
+from srift.domain import Band, Breakdown, Constraints, ModelProfile, Prediction
 
 
 def finite_or_none(value: float) -> float | None:
@@ -77,9 +78,11 @@ def choice_document(
     gpus: int,
     price_usd_per_hr: float,
     instance_gpus: int | None = None,
+    profile: ModelProfile | None = None,
 ) -> dict[str, Any]:
     """One fleet choice: `count` VMs of a type and market, `batch` samples per VM over the `gpus` it uses
-    (of the type's `instance_gpus`)."""
+    (of the type's `instance_gpus`); `compute` says whether its compute times were measured on its
+    accelerator or estimated (`estimate:<method>`, with `compute_spread` the estimate's 1-σ error)."""
     return {
         "instance_type": instance_type,
         "market": market,
@@ -89,4 +92,27 @@ def choice_document(
         "per_gpu_batch": batch / gpus,
         "price_usd_per_hr": price_usd_per_hr,
         "instance_gpus": instance_gpus,
+        "compute": profile.source if profile is not None else None,
+        "compute_spread": profile.estimate.spread if profile is not None and profile.estimate else None,
     }
+
+
+def estimated_document(candidates: Sequence[Any], choices: Sequence[Any]) -> dict[str, Any]:
+    """Which numbers rest on estimated compute: the chosen fleet's estimated types and every candidate's.
+
+    `in_plan` lists the chosen types whose compute is estimated (their times, the plan's totals and
+    band rest on it); `candidates` maps every estimated candidate type to its method, accelerator spec,
+    the accelerator it was scaled from (if any) and its spread.
+    """
+    chosen = {c.instance_type for c in choices}
+    estimated = {
+        c.name: {
+            "method": c.profile.estimate.source,
+            "accelerator": c.profile.accelerator,
+            "based_on": c.profile.estimate.based_on,
+            "spread": c.profile.estimate.spread,
+        }
+        for c in candidates
+        if c.profile.estimate is not None
+    }
+    return {"in_plan": sorted(chosen & set(estimated)), "candidates": dict(sorted(estimated.items()))}

@@ -3,7 +3,8 @@
 Every input of a prediction carries a measured spread, and each becomes a term of the band:
 
 * **compute** — each member's profile at its batch (`ModelProfile.compute_spread`: the spread between
-  timing passes, else of the profile's own samples, else what an estimated profile declares);
+  timing passes, else of the profile's own samples, else what an estimated profile declares: its
+  `estimate.spread`, the estimator's error leaving one accelerator out);
 * **network** — the bandwidth model's out-of-fold error spread for each size it is asked about
   (`BandwidthEstimate.residual_at`; the α-β prior's calibration spread);
 * **stragglers** — the spread of one iteration (straggler draws, and with Monte Carlo the exchange per
@@ -109,7 +110,9 @@ def band_for(
                 "compute",
                 max(spreads),
                 max(0.0, math.log(run(slower, bandwidth) / iteration_s)),
-                "the profiles' timing spread at the batch (between passes, else between repeats)",
+                "the profiles' timing spread at the batch (between passes, else between repeats)"
+                if not any(m.profile.estimate is not None for m in fleet)
+                else "the estimated profiles' error, measured leaving one accelerator out (srift.estimate)",
             )
         )
     if communicates(fleet):

@@ -233,6 +233,9 @@ def simulate(
         geo=geo,
         read_gbps=read_gbps,
     )
+    note = estimate_note(fleet)
+    if note:
+        point = with_warnings(point, note)
     if not band:
         t = point.iteration_s
         return replace(point, iteration_p10_s=t, iteration_p50_s=t, iteration_p90_s=t, band=None)
@@ -261,6 +264,26 @@ def simulate(
         extra_terms=overlap_terms(fleet, bandwidth=bandwidth, iteration_s=point.iteration_s, run=run),
     )
     return with_band(point, found)
+
+
+def estimate_note(fleet: Sequence[FleetMember]) -> str:
+    """A warning naming the members whose compute is estimated (not measured on their GPU), or "".
+
+    Their estimate's spread enters the band as the profile's compute spread (`ModelProfile.compute_spread`).
+    """
+    estimated = sorted(
+        {
+            f"{m.instance.name} ({m.profile.estimate.source} ±{100 * m.profile.estimate.spread:.0f} %)"
+            for m in fleet
+            if m.profile.estimate is not None
+        }
+    )
+    if not estimated:
+        return ""
+    return (
+        f"compute of {', '.join(estimated)} is estimated, not measured on that GPU: the band includes the "
+        "estimate's error; profile the model there (`srift profile --device cuda`) for a measured answer"
+    )
 
 
 def overlap_terms(
@@ -353,7 +376,11 @@ def _point(
     slow = max(range(len(fleet)), key=means.__getitem__)
     compute_s = means[slow]
     profile_sources = tuple(
-        dict.fromkeys(f"profile:{m.profile.model}@{m.profile.accelerator}" for m in fleet)
+        dict.fromkeys(
+            f"profile:{m.profile.model}@{m.profile.accelerator}"
+            + (f" ({m.profile.estimate.source})" if m.profile.estimate is not None else "")
+            for m in fleet
+        )
     )
     if comm is CommMode.PARAMETER_SERVER:
         from srift.sim.ps import simulate_ps

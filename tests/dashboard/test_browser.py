@@ -41,6 +41,18 @@ def test_every_page_renders_with_the_shipped_data(browsed: Browsed) -> None:
     browsed.assert_clean()
 
 
+def test_plan_and_predict_pages_offer_the_reference_models_after_the_users_own(browsed: Browsed) -> None:
+    for path, select in (("/", "#plan-model"), ("/predict", "#predict-model")):
+        _ready(browsed, path)
+        browsed.page.wait_for_selector(f"{select} option[value='resnet50']", state="attached")
+        values = browsed.page.eval_on_selector_all(f"{select} option", "os => os.map((o) => o.value)")
+        assert values[0] == browsed.server.model, path
+        assert {"resnet50", "bert-base", "gpt2-small", "vit-b16"} <= set(values), path
+        label = browsed.page.inner_text(f"{select} option[value='resnet50']")
+        assert "reference model" in label, label
+    browsed.assert_clean()
+
+
 def test_catalog_filters_by_gpu_and_name(browsed: Browsed) -> None:
     _ready(browsed, "/catalog")
     rows = browsed.page.locator("#catalog-types tbody tr")

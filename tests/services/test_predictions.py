@@ -107,6 +107,8 @@ def test_predicts_and_prices_a_fleet(lab: Session, settings: Settings) -> None:
         "per_gpu_batch": 64.0,
         "price_usd_per_hr": 0.918,
         "instance_gpus": 1,
+        "compute": "measured",
+        "compute_spread": None,
     }
     assert out["sources"][0] == "profile:inline toy@V100"
     assert "table:test" in out["sources"]

@@ -15,6 +15,7 @@ from srift.domain.geo import AllreducePattern
 from srift.domain.planning import DEFAULT_CONFIDENCE, MAX_CONFIDENCE, MIN_CONFIDENCE
 from srift.domain.requests import Amendment, InterruptionReport, PlanQuery, ProgressReport
 from srift.domain.states import TrainingState
+from srift.domain.structure import Precision
 from srift.limits import (
     MAX_COUNT,
     MAX_GLOBAL_BATCH,
@@ -77,6 +78,13 @@ class PlanRequest(BaseModel):
         min_length=1,
         max_length=MAX_NAME_CHARS,
         description="use every stored profile of this model",
+    )
+    precision: Precision | None = Field(
+        default=None,
+        description=(
+            "arithmetic the model trains in: fp32, tf32, fp16 or bf16 (autocast); the profiles used are "
+            "those in it (default: the profiles' own; for a model stored in several, fp32)"
+        ),
     )
 
     @model_validator(mode="after")
@@ -209,6 +217,29 @@ class ChoiceOut(BaseModel):
     price_usd_per_hr: float
     instance_gpus: int | None = Field(default=None, description="GPUs the instance type has")
     location: str | None = Field(default=None, description="provider/region when the plan spans locations")
+    compute: str | None = Field(
+        default=None,
+        description="measured (a profile made on this accelerator) or estimate:roofline / estimate:scaled",
+    )
+    compute_spread: float | None = Field(
+        default=None, description="relative 1-σ error of an estimated compute time (null when measured)"
+    )
+
+
+class EstimatedCandidateOut(BaseModel):
+    method: str = Field(description="estimate:roofline or estimate:scaled")
+    accelerator: str = Field(description="the accelerator spec the estimate is for")
+    based_on: str | None = Field(description="the accelerator a scaled estimate was measured on")
+    spread: float = Field(description="relative 1-σ error, measured leaving one accelerator out")
+
+
+class EstimatedOut(BaseModel):
+    """Which numbers rest on estimated compute rather than a profile measured on the accelerator."""
+
+    in_plan: list[str] = Field(description="chosen instance types whose compute is estimated")
+    candidates: dict[str, EstimatedCandidateOut] = Field(
+        description="every candidate type whose compute is estimated"
+    )
 
 
 class SpreadTermOut(BaseModel):
@@ -442,6 +473,10 @@ class PlanResult(BaseModel):
     )
     diminishing_returns: DiminishingReturnsOut | None = Field(
         default=None, description="a much cheaper or smaller fleet nearly as fast (min_time plans)"
+    )
+    precision: str | None = Field(default=None, description="the arithmetic the profiles are in")
+    estimated: EstimatedOut | None = Field(
+        default=None, description="which numbers rest on estimated compute (absent in plans made before)"
     )
 
 

@@ -20,6 +20,7 @@ from srift.api.schemas.types import check_one_of, one_of, parse_request
 from srift.documents import read_document
 from srift.domain import Market
 from srift.domain.requests import PredictionQuery
+from srift.domain.structure import Precision
 from srift.limits import MAX_COUNT, MAX_VM_BATCH
 from srift.sim import CommMode
 
@@ -89,6 +90,13 @@ class PredictionRequest(BaseModel):
     model: str | None = Field(
         default=None, min_length=1, max_length=200, description="every stored profile of this model"
     )
+    precision: Precision | None = Field(
+        default=None,
+        description=(
+            "arithmetic the model trains in: fp32, tf32, fp16 or bf16 (autocast); the profiles used are "
+            "those in it (default: the profiles' own; for a model stored in several, fp32)"
+        ),
+    )
     config: FleetConfigIn | None = Field(default=None, description="one fleet (or give configs)")
     configs: list[FleetConfigIn] | None = Field(
         default=None,
@@ -156,6 +164,10 @@ class PredictionOut(BaseModel):
     network: NetworkOut | None = Field(default=None, description="what was assumed between nodes")
     sources: list[str]
     warnings: list[str]
+    precision: str | None = Field(default=None, description="the arithmetic the profiles are in")
+    estimated: list[str] = Field(
+        default_factory=list, description="instance types whose compute times are estimates, not measured"
+    )
 
 
 class PredictionSweepOut(BaseModel):

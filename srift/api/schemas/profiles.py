@@ -256,6 +256,11 @@ class ProfileSummaryOut(BaseModel):
     straggler_cv: float
     torch_version: str
     created_at: str
+    precision: Precision = Field(default=Precision.FP32, description="fp32, tf32, fp16 or bf16 (autocast)")
+    source: str = Field(default="measured", description="measured or estimate:<method>")
+    reference: bool = Field(
+        default=False, description="a shipped reference model's estimated profile (stored at start-up)"
+    )
 
 
 class ModelProfilesOut(BaseModel):

@@ -145,6 +145,13 @@ function renderChoices(plan) {
     { label: "Batch / GPU", value: (c) => fmtNumber(c.per_gpu_batch), num: true },
     { label: "$ / h per VM", value: (c) => fmtUsd(c.price_usd_per_hr), num: true },
     { label: "Samples / iteration", value: (c) => c.count * c.batch, num: true },
+    {
+      label: "Compute",
+      value: (c) => (c.compute && c.compute !== "measured"
+        ? el("span", { class: "estimated", title: "not measured on this GPU: estimated from the model's structure and the GPU's specs" },
+          `${c.compute} ±${Math.round(100 * (c.compute_spread || 0))} %`)
+        : "measured"),
+    },
   ], plan.choices, { id: "plan-choices" });
 }
 

@@ -2,11 +2,17 @@
 
 import { config, el, fillSelect, get, items, query, readJsonFile } from "./common.js";
 
-/** Stored profiles as [{id, model, accelerator}], from GET /v1/profiles (grouped there by model). */
+/**
+ * Stored profiles as [{id, model, accelerator, reference}], from GET /v1/profiles (grouped there by model);
+ * the user's own models first, then the shipped reference models (estimated on every catalog GPU).
+ */
 export async function loadProfiles() {
   const data = await get("/profiles?limit=1000");
-  return items(data, "models").flatMap((group) =>
-    (group.profiles || []).map((p) => ({ id: p.id, model: p.model ?? group.model, accelerator: p.accelerator })));
+  const all = items(data, "models").flatMap((group) =>
+    (group.profiles || []).map((p) => ({
+      id: p.id, model: p.model ?? group.model, accelerator: p.accelerator, reference: Boolean(p.reference),
+    })));
+  return [...all.filter((p) => !p.reference), ...all.filter((p) => p.reference)];
 }
 
 /** Fill a model <select>: one option per model name, listing its accelerators; value is the model name. */
@@ -14,7 +20,9 @@ export function fillModelSelect(select, profiles) {
   const byModel = groupProfiles(profiles);
   const options = [...byModel.entries()].map(([model, list]) => ({
     value: model,
-    label: `${model}  (${list.map((p) => p.accelerator).join(", ")})`,
+    label: list.every((p) => p.reference)
+      ? `${model}  (reference model, estimated on ${new Set(list.map((p) => p.accelerator)).size} GPU models)`
+      : `${model}  (${[...new Set(list.map((p) => p.accelerator))].join(", ")})`,
   }));
   if (!options.length) options.push({ value: "", label: "no stored profiles: upload one below" });
   fillSelect(select, options, options[0].value);

@@ -1,0 +1,122 @@
+"""Load the reference models' estimated profiles into the database, once per version of what they rest on.
+
+For every reference model, precision (fp32, tf32, fp16, bf16) and catalog GPU (the accelerator specs with
+a `match`), the estimator builds a profile from the shipped structure (`srift/refmodels/data/`), the
+accelerator's specs and the shipped calibration: `estimate:roofline`, with the model's factor from the
+public table where the table has the model. They are stored like any profile, so `model: resnet50` plans
+out of the box, `GET /v1/profiles` lists them and the dashboard offers them.
+
+Called at start-up (`srift.bootstrap`). Idempotent and cheap when nothing changed: every stored reference
+profile carries `extra.reference_set`, a digest of its inputs (structures, specs, calibration, this
+module's version); when the digest is already stored the loader returns at once. Otherwise it stores the
+new set and deletes reference profiles of older sets. Profiles users upload are never touched.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from functools import lru_cache
+from importlib import resources
+
+from sqlalchemy import delete, select
+
+from srift.catalog.accelerators import accelerator_specs
+from srift.db.session import transaction
+from srift.db.tables import ModelProfileRow
+from srift.domain.profile import ModelProfile
+from srift.domain.structure import Precision
+from srift.refmodels import REFERENCE_MODELS
+from srift.settings import Settings
+
+log = logging.getLogger("srift.refmodels")
+
+VERSION = "1"
+"""Bump when the estimated profiles change for a reason the digested files do not show (code)."""
+
+PRECISIONS = (Precision.FP32, Precision.TF32, Precision.FP16, Precision.BF16)
+
+
+@lru_cache(maxsize=1)
+def reference_set() -> str:
+    """Digest of everything the stored reference profiles rest on."""
+    digest = hashlib.sha256(VERSION.encode())
+    for package, name in (
+        ("srift.catalog", "specs/accelerators.yaml"),
+        ("srift.estimate", "data/calibration.json"),
+        *(
+            ("srift.refmodels", f"data/{m.name}.{p.value}.json")
+            for m in REFERENCE_MODELS
+            for p in (Precision.FP32, Precision.FP16, Precision.BF16)
+        ),
+    ):
+        digest.update(resources.files(package).joinpath(name).read_bytes())
+    return digest.hexdigest()[:16]
+
+
+@lru_cache(maxsize=1)
+def reference_profiles() -> tuple[ModelProfile, ...]:
+    """Every reference model's estimated profile on every catalog GPU, in every precision (built once per
+    process: they depend only on shipped files)."""
+    from srift.estimate.estimator import estimate_profile
+    from srift.refmodels.build import load_structure
+
+    tag = reference_set()
+    out: list[ModelProfile] = []
+    specs = [s for s in accelerator_specs() if s.match_gpu_model]
+    for model in REFERENCE_MODELS:
+        for precision in PRECISIONS:
+            structure = load_structure(model.name, precision)
+            for spec in specs:
+                made = estimate_profile(
+                    model=model.name,
+                    structure=structure,
+                    spec=spec,
+                    precision=precision,
+                    memory_gib=spec.match_memory_gib,
+                )
+                if made.profile is None:
+                    log.info("reference %s: %s", model.name, made.note)
+                    continue
+                profile = made.profile
+                out.append(
+                    ModelProfile(
+                        **{
+                            **{f: getattr(profile, f) for f in profile.__dataclass_fields__},
+                            "extra": {
+                                **profile.extra,
+                                "reference": True,
+                                "reference_set": tag,
+                                "title": model.title,
+                                "sample": model.sample,
+                            },
+                        }
+                    )
+                )
+    return tuple(out)
+
+
+def load_reference_profiles(settings: Settings) -> int:
+    """Store the current reference profiles unless already stored; return how many rows were written."""
+    from srift.profiling.store import save_profile_checked
+
+    tag = reference_set()
+    names = [m.name for m in REFERENCE_MODELS]
+    with transaction(settings.resolved_database_url) as session:
+        stored = session.execute(
+            select(ModelProfileRow.id, ModelProfileRow.document).where(ModelProfileRow.model.in_(names))
+        ).all()
+        mine = [(pid, doc) for pid, doc in stored if (doc.get("extra") or {}).get("reference")]
+        if any((doc.get("extra") or {}).get("reference_set") == tag for _, doc in mine):
+            return 0
+        written = 0
+        for profile in reference_profiles():
+            _, created = save_profile_checked(session=session, profile=profile)
+            written += created
+        stale = [pid for pid, doc in mine if (doc.get("extra") or {}).get("reference_set") != tag]
+        if stale:
+            session.execute(delete(ModelProfileRow).where(ModelProfileRow.id.in_(stale)))
+        log.info(
+            "reference models: stored %d estimated profiles (set %s), removed %d", written, tag, len(stale)
+        )
+        return written

@@ -1,0 +1,128 @@
+"""Reference models plan out of the box, estimates are marked, precisions are chosen, and a user's own profile
+on one device yields plans on every GPU type of the catalog."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+from fastapi.testclient import TestClient
+
+from srift.catalog.accelerators import spec_for_instance
+from srift.catalog.shipped import load_shipped_catalog
+from srift.catalog.store import get_offers
+from srift.commands.plan import EXAMPLE
+from srift.db.session import session_factory
+from srift.domain import MarketChoice
+from srift.profiling import testmodels
+from srift.profiling.profiler import profile_model
+from srift.refmodels.shipped import load_reference_profiles
+from srift.settings import Settings
+
+QUICK: dict[str, Any] = {"repeats": 2, "warmup": 1, "iterations": 6, "threads": 1, "max_batch": 8}
+
+
+def _example() -> dict[str, Any]:
+    body = yaml.safe_load(EXAMPLE)
+    assert isinstance(body, dict)
+    return body
+
+
+def _gpu_types(settings: Settings) -> set[str]:
+    """The shipped catalog's GPU types offered in us-east-1 that have an accelerator spec."""
+    session = session_factory(settings.resolved_database_url)()
+    try:
+        offers = get_offers(session=session, provider="aws", region="us-east-1", market=MarketChoice.ANY)
+    finally:
+        session.close()
+    return {o.instance.name for o in offers if spec_for_instance(o.instance) is not None}
+
+
+def test_the_example_plans_a_reference_model_and_marks_its_estimates(
+    settings: Settings, client: TestClient, write_headers: dict[str, str]
+) -> None:
+    load_shipped_catalog(settings)
+    assert load_reference_profiles(settings) > 0
+    assert load_reference_profiles(settings) == 0  # already stored: nothing rewritten
+    r = client.post("/v1/plans", json=_example(), headers=write_headers)
+    assert r.status_code == 201, r.text
+    plan = r.json()
+    assert plan["precision"] == "fp16"
+    chosen = sorted({c["instance_type"] for c in plan["choices"]})
+    assert all(c["compute"] in ("estimate:roofline", "estimate:scaled") for c in plan["choices"])
+    assert all(c["compute_spread"] > 0 for c in plan["choices"])
+    assert plan["estimated"]["in_plan"] == chosen
+    accelerators = {e["accelerator"] for e in plan["estimated"]["candidates"].values()}
+    assert {"T4", "A10G", "L4", "V100-SXM2-16GB"} <= accelerators
+    assert any("is estimated, not measured" in w for w in plan["breakdown"]["warnings"])
+    p = plan["predicted"]
+    assert p["iteration_p10_s"] < p["iteration_p50_s"] < p["iteration_p90_s"]
+    listed = client.get("/v1/profiles", params={"model": "resnet50", "limit": 1000})
+    assert listed.status_code == 200
+
+
+def test_precision_picks_the_profiles_and_a_missing_one_names_the_field(
+    settings: Settings, client: TestClient, write_headers: dict[str, str]
+) -> None:
+    load_shipped_catalog(settings)
+    load_reference_profiles(settings)
+    open_ended = {"time_limit_s": None, "budget_usd": None}
+    body = {**_example(), **open_ended, "model": "bert-base", "precision": "bf16"}
+    r = client.post("/v1/plans", json=body, headers=write_headers)
+    assert r.status_code == 201, r.text
+    assert r.json()["precision"] == "bf16"
+    without = {k: v for k, v in _example().items() if k != "precision"}
+    r = client.post("/v1/plans", json={**without, **open_ended, "model": "bert-base"}, headers=write_headers)
+    assert r.status_code == 201, r.text
+    assert r.json()["precision"] == "fp32"
+    r = client.post("/v1/plans", json={**_example(), "precision": "fp8"}, headers=write_headers)
+    assert r.status_code == 422
+    assert "precision" in r.text
+
+
+def test_a_users_profile_on_one_device_yields_plans_on_every_gpu_type(
+    settings: Settings, client: TestClient, write_headers: dict[str, str]
+) -> None:
+    load_shipped_catalog(settings)
+    profile = profile_model(testmodels.cnn, testmodels.cnn_input, model_name="my-cnn", **QUICK)
+    assert profile.structure is not None
+    body = {**_example(), "model": None, "profiles": [profile.to_dict()], "precision": "fp32"}
+    body.pop("model")
+    r = client.post(
+        "/v1/plans", json={**body, "time_limit_s": None, "budget_usd": None}, headers=write_headers
+    )
+    assert r.status_code == 201, r.text
+    plan = r.json()
+    assert set(plan["estimated"]["candidates"]) == _gpu_types(settings)
+    assert plan["estimated"]["in_plan"]
+    r = client.post(
+        "/v1/plans",
+        json={**body, "precision": "fp16", "time_limit_s": None, "budget_usd": None},
+        headers=write_headers,
+    )
+    assert r.status_code == 422
+    assert r.json()["field"] == "profiles[0].precision"
+
+
+def test_every_reference_model_has_a_profile_on_every_catalog_gpu_in_every_precision(
+    settings: Settings,
+) -> None:
+    from srift.profiling.store import find_profiles
+
+    load_shipped_catalog(settings)
+    load_reference_profiles(settings)
+    session = session_factory(settings.resolved_database_url)()
+    try:
+        offers = get_offers(session=session, provider="aws", region="us-east-1", market=MarketChoice.ANY)
+        gpu_types = [o.instance for o in offers if spec_for_instance(o.instance) is not None]
+        for model in ("resnet50", "bert-base", "gpt2-small", "vit-b16"):
+            found = [p for _, p in find_profiles(session=session, model=model)]
+            assert found and all(p.estimate is not None and p.extra.get("reference") for p in found)
+            for precision in ("fp32", "tf32", "fp16", "bf16"):
+                mine = [p for p in found if p.precision.value == precision]
+                uncovered = {
+                    t.name for t in gpu_types if not any(t.matches_accelerator(p.accelerator) for p in mine)
+                }
+                assert not uncovered, (model, precision, uncovered)
+    finally:
+        session.close()
