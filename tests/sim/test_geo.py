@@ -8,10 +8,12 @@ from srift.catalog.geo import parse_network
 from srift.domain import FleetMember, ModelProfile
 from srift.domain.geo import AllreducePattern, Location, Route
 from srift.errors import InvalidInput
+from srift.optimize.evaluate import SimEvaluator
 from srift.sim import simulate
+from srift.sim.bounds import Extension, iteration_lower_bound_s
 from srift.sim.geo import GeoContext, egress_flows, egress_usd_per_iteration, gradient_bytes, ring_order
 from srift.sim.layers import layer_arrays
-from tests.sim.kit import P3_2XL, flat, member, profile
+from tests.sim.kit import P3_2XL, flat, instance, member, profile
 
 A = Location("cloud", "a")
 B = Location("cloud", "b")
@@ -134,3 +136,28 @@ def test_mixed_located_and_unlocated_members_are_refused() -> None:
     with pytest.raises(InvalidInput) as info:
         simulate(fleet, bandwidth=flat(10.0), geo=GeoContext(GEO))
     assert info.value.field == "fleet.location"
+
+
+@pytest.mark.parametrize("pattern", list(AllreducePattern))
+def test_the_optimizers_bounds_stay_below_the_simulator_across_locations(pattern: AllreducePattern) -> None:
+    # 100 Gbit/s NICs and link, 10 Gbit/s bus bandwidth. One ring of 4: 8e9 / (10·4/6 Gbit/s) = 1.2 s.
+    # Hierarchical: in-location ring of 2 at 10 Gbit/s, 0.8 s, then leaders 2·(1e-4 + 8e9/2e11) = 0.0802 s:
+    # faster than the one ring that srift.sim.bounds models, so its network stage is no bound there.
+    nic = instance("p3dn.24xlarge", gpus=1, network_gbps=100.0)
+    geo = GeoContext(parse_network(geo_doc(ab=(100.0, 0.2)), origin="test"), pattern)
+    fleet = [
+        FleetMember(instance=nic, count=2, batch=32, profile=ONE_GB, location=A),
+        FleetMember(instance=nic, count=2, batch=32, profile=ONE_GB, location=B),
+    ]
+    simulated = simulate(fleet, bandwidth=flat(10.0), geo=geo, band=False).iteration_s
+    one_ring = iteration_lower_bound_s(fleet, bandwidth=flat(10.0))
+    if pattern is AllreducePattern.HIERARCHICAL:
+        assert simulated == pytest.approx(0.1 + 0.8 + 0.0802)
+        assert one_ring > simulated
+    else:
+        assert one_ring == pytest.approx(simulated)
+    evaluator = SimEvaluator(bandwidth=flat(10.0), geo=geo)
+    assert evaluator.iteration_bound_s(fleet) <= simulated * (1 + 1e-9)
+    partial = evaluator.grow(None, fleet[0])
+    reach = Extension(min_nodes=4, max_nodes=4, later=(nic,))
+    assert evaluator.partial_bound_s(partial, extension=reach) <= simulated * (1 + 1e-9)

@@ -517,10 +517,19 @@ class InterruptionIn(BaseModel):
         return read_document(InterruptionReport, self.model_dump())
 
 
-class AmendmentIn(BaseModel):
-    """New limits or objective for the rest of a run; omitted fields keep the run's current values."""
+_AMENDED = (("time_limit_s", "number"), ("budget_usd", "number"), ("objective", "string"))
 
-    model_config = ConfigDict(extra="forbid", json_schema_extra={"minProperties": 1})
+
+class AmendmentIn(BaseModel):
+    """New limits or objective for the rest of a run; omitted fields keep the run's current values. At least
+    one of time_limit_s, budget_usd and objective is given (not null)."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "anyOf": [{"required": [name], "properties": {name: {"type": kind}}} for name, kind in _AMENDED]
+        },
+    )
 
     time_limit_s: float | None = Field(
         default=None, gt=0, le=1e9, description="the run's whole deadline, counted from its start"
