@@ -24,6 +24,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from srift.documents import field_path
 from srift.domain.geo import Continent, EgressPrices, Link, Location, RegionInfo, Route
 from srift.errors import InvalidInput
 
@@ -132,7 +133,7 @@ def _validated(model: type[BaseModel], data: Any, *, origin: str) -> Any:
         return model.model_validate(data)
     except ValidationError as exc:
         first = exc.errors()[0]
-        where = ".".join(str(p) for p in first.get("loc", ()))
+        where = field_path(first.get("loc", ()))
         raise InvalidInput(
             f"{origin}: {first.get('msg', 'invalid')}",
             hint="correct the named field (formats: docs/geo.md)",
