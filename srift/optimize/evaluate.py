@@ -56,8 +56,8 @@ class SimEvaluator:
     allreduce pattern, and prices the gradient bytes leaving each location (srift.sim.geo); `read_gbps`
     is the input pipeline's read rate (srift.sim.data). Across locations the flat ring's network stage is
     never faster than the same VMs' ring in one location, so the bounds hold as they are; the hierarchical
-    pattern's stages (a ring inside each location, then one across them) are not compared with that ring,
-    so with it the bounds leave the network stage out (looser, still bounds).
+    pattern (a ring inside each location, then one across them) can beat that ring when the link between
+    locations is fast, so with it the bounds leave the network stage out (looser, still bounds).
     """
 
     floor_factor = 1.0
