@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from srift.domain import MarketChoice
-from srift.errors import InvalidInput
+from srift.errors import NotFound
 from srift.optimize.space import build_candidates
 from srift.optimize.synthetic import synthetic_profile
 
@@ -27,7 +27,7 @@ def test_serve_has_no_bootstrap_flag_spelled_once() -> None:
     ("market", "words"), [(MarketChoice.ANY, "no offer"), (MarketChoice.SPOT, "no spot")]
 )
 def test_unknown_type_message_never_says_any_offer(market: MarketChoice, words: str) -> None:
-    with pytest.raises(InvalidInput) as err:
+    with pytest.raises(NotFound) as err:
         build_candidates(
             offers=(),
             profiles=(synthetic_profile("resnet50", "T4"),),
