@@ -334,6 +334,43 @@ def cmd_duty(args: argparse.Namespace) -> dict[str, Any]:
     return results
 
 
+def cmd_onehost(args: argparse.Namespace) -> dict[str, Any]:
+    """benchmarks/onehost_probe.py in one host of each type at once, for each model in turn."""
+    import subprocess
+
+    workdir = Path(tempfile.mkdtemp(prefix="causes-"))
+    repo = Path(__file__).resolve().parents[1]
+    results: dict[str, Any] = {"batch": args.batch, "runs": []}
+    with lab(workdir, []) as (testbed, _pool):
+        for name in args.model:
+            factory, input_factory = model_spec(name)
+            procs = {}
+            for type_name in args.types.split(","):
+                host = testbed.hosts_of_type(type_name)[0].name
+                argv = [sys.executable, "-m", "benchmarks.onehost_probe", "--model", factory]
+                argv += ["--input", input_factory, "--batch", str(args.batch), "--steps", str(args.steps)]
+                argv += ["--rounds", str(args.rounds)]
+                procs[type_name] = testbed.popen_in(
+                    host, argv, cwd=str(repo), stdout=subprocess.PIPE, text=True
+                )
+            for type_name, proc in procs.items():
+                out, _ = proc.communicate(timeout=900)
+                data = json.loads(out.strip().splitlines()[-1])
+                data["type"] = type_name
+                results["runs"].append(data)
+                threshold = data["malloc_mmap_threshold"]
+                print(f"== {name}@{args.batch} on {type_name} (mmap threshold {threshold})")
+                for variant, v in data["variants"].items():
+                    phases = "  ".join(
+                        f"{k[:-2]} {1e3 * x:.1f}"
+                        for k, x in v.items()
+                        if k.endswith("_s") and not k.endswith("cpu_s")
+                    )
+                    cpu = "  ".join(f"{k[:-6]} {1e3 * x:.1f}" for k, x in v.items() if k.endswith("cpu_s"))
+                    print(f"   {variant:9s} wall ms: {phases}\n             cpu ms: {cpu}")
+    return results
+
+
 def cmd_overlap(args: argparse.Namespace) -> dict[str, Any]:
     """probes/overlap.py on `--hosts` hosts of each type: compute and allreduce slowing each other."""
     import subprocess
@@ -432,9 +469,16 @@ def main(argv: list[str] | None = None) -> int:
     ov.add_argument("--hosts", type=int, default=2)
     ov.add_argument("--rounds", type=int, default=3)
     ov.add_argument("--steps", type=int, default=6)
+    one = sub.add_parser("onehost", help="a step timed as the profiler does and as a training loop runs it")
+    one.add_argument("--model", action="append", required=True, help="repeatable")
+    one.add_argument("--batch", type=int, default=32)
+    one.add_argument("--types", default="tbv.small,tbv.large")
+    one.add_argument("--steps", type=int, default=8)
+    one.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--out", type=Path, default=None, help="write the results as JSON here")
     args = parser.parse_args(argv)
-    results = {"trace": cmd_trace, "duty": cmd_duty, "overlap": cmd_overlap}[args.command](args)
+    commands = {"trace": cmd_trace, "duty": cmd_duty, "overlap": cmd_overlap, "onehost": cmd_onehost}
+    results = commands[args.command](args)
     if args.out:
         args.out.write_text(json.dumps(results, indent=1) + "\n")
     return 0

@@ -347,6 +347,18 @@ class ModelProfile:
             float(spread) if isinstance(spread, int | float) and _number(spread) else 0.0,
         )
 
+    def loop_overhead_s(self, *, distributed: bool) -> float:
+        """Seconds per iteration a training loop spends beyond forward, backward and the optimizer step,
+        measured by the profiler (`extra["loop_overhead_s"]`: `zero_grad` freeing the gradients;
+        `extra["ddp_overhead_s"]`: that plus DDP's copies into its buckets and back, used when the fleet
+        exchanges gradients, else the plain value). 0 when not measured."""
+        extra = self.extra or {}
+        plain = extra.get("loop_overhead_s")
+        value = extra.get("ddp_overhead_s") if distributed else None
+        if not (isinstance(value, int | float) and _number(value)):
+            value = plain
+        return float(value) if isinstance(value, int | float) and _number(value) else 0.0
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "schema_version": self.schema_version,
@@ -445,6 +457,15 @@ class ModelProfile:
                     f"{value!r} is outside [{low:g}, {high:g}]",
                     hint="overlap_slowdown is compute time with a concurrent allreduce over compute time "
                     "alone (probes/overlap.py's compute_slowdown, ≥ 1); its spread a log-spread ≥ 0",
+                    field=f"extra.{key}",
+                )
+        for key in ("loop_overhead_s", "ddp_overhead_s"):
+            value = extra.get(key)
+            if value is not None and not (_number(value) and 0 <= float(value) <= 3600):
+                raise InvalidInput(
+                    f"{value!r} is outside [0, 3600]",
+                    hint=f"{key} is the seconds per iteration a training loop spends beyond forward, "
+                    "backward and the optimizer step (measured by `srift profile`; omit it when unknown)",
                     field=f"extra.{key}",
                 )
         return cls(

@@ -124,6 +124,7 @@ class SimEvaluator:
     def band(self, fleet: Sequence[FleetMember], *, iterations: int) -> Band:
         """The simulator's band for the fleet's mean iteration over `iterations` (see srift.sim.band)."""
         from srift.sim import simulate
+        from srift.sim.model_error import shipped_model_error
 
         estimate = simulate(
             fleet,
@@ -134,6 +135,7 @@ class SimEvaluator:
             iterations=iterations,
             geo=self.geo,
             read_gbps=self.read_gbps,
+            model_error=shipped_model_error(),
         )
         return estimate.band or Band()
 

@@ -25,6 +25,14 @@
    the forward+backward time over those iterations.
 5. **Update** — `update_s` is the median time of one plain SGD step over the parameters (gradients in
    place): the optimizer step every iteration ends with, after the gradient exchange.
+6. **Loop overhead** — a training loop does more per iteration than forward, backward and the step: its
+   `zero_grad(set_to_none=True)` frees every gradient (a gradient above the allocator's mmap threshold
+   goes back to the kernel, page by page), and under DistributedDataParallel each gradient is copied into
+   its bucket and back. At the smallest breakpoint, `repeats` rounds each run one step of the plain loop
+   and (on CPU, where no process group exists yet) one of the loop under DDP at world size 1 (gloo):
+   `extra["loop_overhead_s"]` is the median zero_grad, `extra["ddp_overhead_s"]` that plus the median DDP
+   loop step minus the median plain one (both ≥ 0; on CPU in CPU seconds times the loop's wall/CPU ratio,
+   so a CPU quota's throttling does not quantise them). See `_loop_overhead`.
 
 Default loss: the sum, over every floating-point tensor in the model's output, of its mean.
 """
@@ -355,6 +363,7 @@ def profile_model(
                 report=report,
             )
             update_s = _update_time(bench, batch=paper_points[0], repeats=repeats)
+            overhead = _loop_overhead(bench, batch=paper_points[0], repeats=repeats)
     forward = fit_curve(points, [statistics.median(measured.forward_s[b]) for b in points])
     backward = fit_curve(points, [statistics.median(measured.backward_s[b]) for b in points])
     name = model_name.strip() if model_name else _default_model_name(model_factory, bench.model)
@@ -404,6 +413,7 @@ def profile_model(
             "iteration_batch": ready.batch,
             "iteration_mean_s": ready.mean_iteration_s,
             "update": UPDATE_OPTIMIZER,
+            **overhead,
             "trainable_bytes": trainable_bytes(bench.model),
             "profile_s": round(time.perf_counter() - started, 3),
             **({"structure_error": structure_note} if structure_note else {}),
@@ -1051,6 +1061,87 @@ def _update_time(bench: _Bench, *, batch: int, repeats: int) -> float:
             times.append(elapsed)
     bench.model.zero_grad(set_to_none=True)
     return statistics.median(times)
+
+
+def _loop_overhead(
+    bench: _Bench, *, batch: int, repeats: int, cpu_clock: Callable[[], float] = time.process_time
+) -> dict[str, Any]:
+    """Seconds per iteration a training loop spends beyond forward, backward and the optimizer step: plain
+    (`loop_overhead_s`) and under DistributedDataParallel at world size 1 (`ddp_overhead_s`; CPU only, and
+    only when this process has no process group of its own). Both ≥ 0, measured in interleaved rounds
+    (see the module docstring, step 6).
+
+    On CPU the extra work is timed in process CPU seconds and turned into wall seconds at the loop's own
+    wall/CPU ratio: a short phase timed by the wall clock under a CPU quota (a cloud vCPU share, a testbed
+    host) reads as whole throttled periods or none, while inside a long training step it costs its CPU
+    time over the share. On CUDA the wall clock (synchronised) is used as it is."""
+    optimizer = torch.optim.SGD(unique_trainable_parameters(bench.model), lr=1e-12)
+    inputs = bench.inputs(batch)
+    ddp = _ddp_world_one(bench)
+    cpu = not bench.cuda
+    plain_wall: list[float] = []
+    plain_cost: list[float] = []
+    plain_outside: list[float] = []
+    wrapped_cost: list[float] = []
+
+    def loop_step(net: nn.Module) -> tuple[float, float, float]:
+        """One iteration as a training loop runs it: wall seconds, and (CPU seconds on CPU, else wall)
+        of the whole step and of zero_grad."""
+        bench.sync()
+        t0, c0 = bench.now(), cpu_clock() if cpu else 0.0
+        bench.model.zero_grad(set_to_none=True)
+        bench.sync()
+        t1, c1 = bench.now(), cpu_clock() if cpu else 0.0
+        with bench.autocast():
+            loss = bench.loss_fn(_call(net, inputs))
+        bench.backward(loss)
+        bench.optimizer_step(optimizer)
+        bench.sync()
+        t2, c2 = bench.now(), cpu_clock() if cpu else 0.0
+        if cpu:
+            return t2 - t0, c2 - c0, c1 - c0
+        return t2 - t0, t2 - t0, t1 - t0
+
+    try:
+        for r in range(repeats + 1):
+            wall, cost, outside = loop_step(bench.model)
+            if r:
+                plain_wall.append(wall)
+                plain_cost.append(cost)
+                plain_outside.append(outside)
+            if ddp is not None:
+                _, cost, _ = loop_step(ddp)
+                if r:
+                    wrapped_cost.append(cost)
+    finally:
+        bench.model.zero_grad(set_to_none=True)
+        if ddp is not None:
+            import torch.distributed as dist
+
+            dist.destroy_process_group()
+    cost_s = statistics.median(plain_cost)
+    ratio = max(1.0, statistics.median(plain_wall) / cost_s) if cpu and cost_s > 0 else 1.0
+    loop_s = max(0.0, statistics.median(plain_outside)) * ratio
+    out: dict[str, Any] = {"loop_overhead_s": loop_s, "loop_overhead_batch": batch}
+    if cpu:
+        out["loop_wall_per_cpu"] = ratio
+    if wrapped_cost:
+        out["ddp_overhead_s"] = loop_s + max(0.0, statistics.median(wrapped_cost) - cost_s) * ratio
+    return out
+
+
+def _ddp_world_one(bench: _Bench) -> nn.Module | None:
+    """The bench's model under DistributedDataParallel in a one-rank gloo group of this process, or None
+    where that cannot be done without touching the user's own distributed setup (CUDA, or a group exists)."""
+    import torch.distributed as dist
+
+    if bench.cuda or not dist.is_available() or dist.is_initialized():
+        return None
+    try:
+        dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)  # type: ignore[attr-defined]
+    except (RuntimeError, ValueError):  # no usable network interface for gloo: measure the plain loop only
+        return None
+    return nn.parallel.DistributedDataParallel(bench.model)
 
 
 @dataclass

@@ -11,6 +11,10 @@ a_j = max over members. For one member this is Srift's ready_frac·t_bw measured
 (ρ·t_fw later); for a mixed fleet the slowest member bounds it. The transfers then go through the stages
 of `srift.sim.network` (intra-node, then network) with Srift eq. 2 sharing (`srift.sim.exchange`).
 
+Loop overhead. A training loop also frees its gradients each iteration (and under DDP copies them into
+buckets and back); the profile's measured `loop_overhead_s(distributed=…)` (the DDP value when the fleet
+exchanges gradients) runs before forward, so it is counted in fw_m (and the breakdown's forward_s).
+
 Iteration. t_iter = max(C̄, last transfer finished) + t_update — for one member exactly
 t_fw + max(t_bw, t_pe) + t_update with stragglers folded into both; t_update is the slowest member's
 optimizer step (the profile's `update_s`, 0 when not measured), which starts once every gradient is
@@ -40,12 +44,13 @@ import numpy as np
 from srift.domain import Band, Breakdown, BusBandwidthModel, FleetMember, InstanceType, SpreadTerm
 from srift.domain.profile import MAX_OVERLAP_SLOWDOWN
 from srift.errors import InvalidInput
-from srift.sim.band import Z90, band_for
+from srift.sim.band import Z90, band_for, communicates
 from srift.sim.compute import member_keys, straggler_draws, straggler_rows
 from srift.sim.data import data_time_s, feed_rate, stall_warning
 from srift.sim.exchange import ExchangeResult, Kernel, Stage, exchange
 from srift.sim.geo import GeoContext, hierarchical_plans, ring_plans, spans_locations
 from srift.sim.layers import LayerArrays, bucket_groups, bucketed, layer_arrays
+from srift.sim.model_error import ModelError
 from srift.sim.network import StagePlan, exchange_plans, intra_stage
 from srift.sim.result import CommMode, IterationEstimate
 
@@ -199,6 +204,7 @@ def simulate(
     read_gbps: float | None = None,
     iterations: int = 1,
     band: bool = True,
+    model_error: ModelError | None = None,
 ) -> IterationEstimate:
     """Predict one training iteration of `fleet`: mean seconds, p10/p50/p90, breakdown and sources.
 
@@ -213,8 +219,9 @@ def simulate(
     p10/p50/p90 describe the mean iteration time of a run of `iterations` iterations: the band of
     `srift.sim.band`, built from every measured spread the prediction rests on (p50 is the prediction).
     `band=False` skips the band's extra simulations (p10 = p50 = p90 = the prediction, `band` None), for
-    callers that need it only for some fleets (the optimizer). Raises InvalidInput for a fleet that cannot
-    run.
+    callers that need it only for some fleets (the optimizer). `model_error` (the product's callers pass
+    `srift.sim.model_error.shipped_model_error()`) adds the simulator's own measured error as the band's
+    `model` term. Raises InvalidInput for a fleet that cannot run.
     """
     if iterations < 1:
         raise InvalidInput(
@@ -261,7 +268,14 @@ def simulate(
         iteration_sd_s=max(0.0, point.iteration_p90_s - point.iteration_p10_s) / (2 * Z90),
         iterations=iterations,
         run=run,
-        extra_terms=overlap_terms(fleet, bandwidth=bandwidth, iteration_s=point.iteration_s, run=run),
+        extra_terms=(
+            *overlap_terms(fleet, bandwidth=bandwidth, iteration_s=point.iteration_s, run=run),
+            *(
+                (model_error.term(fleet),)
+                if model_error is not None and model_error.sigma_for(fleet) > 0
+                else ()
+            ),
+        ),
     )
     return with_band(point, found)
 
@@ -367,7 +381,11 @@ def _point(
             field="mc_samples",
         )
     comm = CommMode(comm)
-    fw = [m.profile.forward.time_s(m.per_device_batch) for m in fleet]
+    distributed = communicates(fleet)
+    fw = [
+        m.profile.forward.time_s(m.per_device_batch) + m.profile.loop_overhead_s(distributed=distributed)
+        for m in fleet
+    ]
     bw = [m.profile.backward.time_s(m.per_device_batch) for m in fleet]
     means = [f + b for f, b in zip(fw, bw, strict=True)]
     cvs = [m.profile.straggler_cv for m in fleet]

@@ -5,7 +5,8 @@ torch.distributed, the profiler and the given modules (the model factories' modu
 JSON request per line on stdin — {"id", "argv", "env", "entry"} — and answers one JSON line on stdout: {"id",
 "rc", "error", "wall_s"}. Each request runs in a forked child: the child sets the request's environment
 variables (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT, ...), calls the entry's `main(argv)` — the probe's by
-default ("ddp"), or srift.validation.timing's ("timing": a further timing pass over a profile's points) —
+default ("ddp"), srift.validation.timing's ("timing": a further timing pass over a profile's points) or
+probes/overlap.py's ("overlap": compute and allreduce timed alone and together) —
 (its output goes to stderr; results are written with `--out`) and leaves with `os._exit`, as a fresh
 process would, but without importing
 torch again (on a quarter-core quota that import takes about 7 s of wall time, paid by every one of the
@@ -75,7 +76,12 @@ def _keep_locals(probe_main: Any) -> Any:
 def _entries(probe: ModuleType) -> dict[str, Callable[[list[str]], int]]:
     from srift.validation import timing
 
-    return {"ddp": probe.main, "timing": timing.main}
+    def overlap(argv: list[str]) -> int:
+        """probes/overlap.py, beside the DDP probe."""
+        found = load_probe(str(Path(str(probe.__file__)).with_name("overlap.py")))
+        return int(found.main(argv) or 0)
+
+    return {"ddp": probe.main, "timing": timing.main, "overlap": overlap}
 
 
 def _child(probe: ModuleType, request: dict[str, Any]) -> int:

@@ -61,6 +61,8 @@ class Effort:
     """Timed rounds over the breakpoints in each further pass (after one untimed round)."""
     long_iteration_s: float = 1.0
     """Runs whose iteration is predicted to take longer warm up with one iteration, not `warmup`."""
+    overlap_rounds: int = 4
+    """Rounds of probes/overlap.py on two hosts of each type (0: no overlap probe; see step 3b)."""
 
     @classmethod
     def quick(cls) -> Effort:
@@ -163,6 +165,7 @@ class Context:
     timing_log: list[dict[str, Any]] = field(default_factory=list)
     profile_info: list[dict[str, Any]] = field(default_factory=list)
     bandwidth: dict[str, Any] = field(default_factory=dict)
+    overlap: dict[str, dict[str, Any]] = field(default_factory=dict)
     job_counter: int = 0
 
     def model(self, name: str) -> ModelSpec:

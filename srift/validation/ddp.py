@@ -238,6 +238,39 @@ class AgentPool:
             wall_s=max(float(a.get("wall_s", 0.0)) for a in answers),
         )
 
+    def overlap(
+        self, groups: Sequence[Sequence[str]], *, argv: Sequence[str], timeout_s: float
+    ) -> list[dict[str, Any]]:
+        """probes/overlap.py on each group of hosts (one process group per group, all groups at once);
+        rank 0's JSON result per group."""
+        hosts = [h for g in groups for h in g]
+        if len(set(hosts)) != len(hosts) or any(len(g) < 2 for g in groups):
+            raise ValueError("two or more hosts per group, each host in one group")
+        self.ensure(hosts)
+        outs: list[Path] = []
+        requests = []
+        for group in groups:
+            fd, name = tempfile.mkstemp(prefix="overlap-", suffix=".json", dir=self.workdir)
+            os.close(fd)
+            outs.append(Path(name))
+            self._cases += 1
+            port = BASE_PORT + self._cases % PORT_SPAN
+            master = self.testbed.host(group[0]).address
+            for rank, host in enumerate(group):
+                env = {
+                    "RANK": str(rank), "LOCAL_RANK": "0", "WORLD_SIZE": str(len(group)),
+                    "MASTER_ADDR": master, "MASTER_PORT": str(port),
+                }  # fmt: skip
+                out_arg = ["--out", name] if rank == 0 else []
+                request = {"id": self._cases, "entry": "overlap", "argv": [*argv, *out_arg], "env": env}
+                requests.append((host, request))
+        try:
+            self._dispatch(requests, timeout_s=timeout_s, what="overlap probe")
+            return [json.loads(out.read_text()) for out in outs]
+        finally:
+            for out in outs:
+                out.unlink(missing_ok=True)
+
     def time_points(self, jobs: Sequence[TimingJob], *, timeout_s: float) -> list[CurveSamples]:
         """Run each job's timing pass (srift.validation.timing) on its host at once; one result per job."""
         hosts = [j.host for j in jobs]

@@ -22,6 +22,11 @@ Steps, in order (each timed in the report):
 3. **bandwidth** — allreduce probe jobs (probes/allreduce.py) on 2..4 hosts of each type, stored as probe
    samples and trained into a bandwidth model version that is activated (or: the shipped models, or the
    α-β prior; the report says which).
+3b. **overlap** — probes/overlap.py on two hosts of each type at once (its built-in MLP's forward+backward
+   alone and while 1 MiB allreduces run, `Effort.overlap_rounds` rounds, a few seconds per type): the
+   compute slowdown and its spread go into every profile of the type (`extra.overlap_slowdown`), so the
+   predictions stretch backward while the exchange overlaps it and the band carries its spread; the
+   report's `overlap` has what each type measured.
 4. **matrix** — for every case, the simulator's prediction from the stored (pooled) profiles, the catalog's
    instance types and the active bandwidth model, reducing in PyTorch DDP's gradient buckets as the runs
    do (and, for comparison, layer by layer), then `repeats` real DDP runs (probes/ddp_train.py through
@@ -72,6 +77,7 @@ from srift.validation.steps import (
     pass_positions,
     plan_models,
     prepare_database,
+    probe_overlap,
     profile_models,
     run_matrix,
     select_cases,
@@ -144,6 +150,9 @@ def run_validation(
         ctx.timings["bandwidth_s"] = time.perf_counter() - tick
         preload = sorted({m.module for m in options.model_specs().values() if m.module})
         with AgentPool(testbed, workdir=workdir, preload=preload) as pool:
+            tick = time.perf_counter()
+            probe_overlap(ctx, pool)
+            ctx.timings["overlap_s"] = time.perf_counter() - tick
             tick = time.perf_counter()
             results = run_matrix(ctx, pool, cases)
             ctx.timings["matrix_s"] = time.perf_counter() - tick

@@ -180,6 +180,7 @@ def build_report(
         "profiles": ctx.profile_info,
         "timing_passes": ctx.timing_log,
         "bandwidth": ctx.bandwidth,
+        "overlap": ctx.overlap,
         "cases": rows,
         "summary": summary,
         "plan_quality": plan,

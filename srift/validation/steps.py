@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
 import shutil
@@ -277,6 +278,7 @@ def predict_fleet(ctx: Context, model: str, fleet: Fleet) -> dict[str, Any]:
     from srift.domain.network import Library, NetworkSpec
     from srift.profiling.store import get_profile
     from srift.sim import simulate
+    from srift.sim.model_error import shipped_model_error
 
     with transaction(ctx.url) as session:
         testbed = NetworkSpec(library=Library.GLOO)  # the DDP runs use gloo over the testbed's TCP links
@@ -305,6 +307,7 @@ def predict_fleet(ctx: Context, model: str, fleet: Fleet) -> dict[str, Any]:
         seed=ctx.options.seed,
         bucket_cap_mb=DDP_BUCKET_CAP_MB,
         iterations=measured_iterations,
+        model_error=shipped_model_error(),
     )
     per_layer = simulate(members, bandwidth=bandwidth, seed=ctx.options.seed, band=False)
     b = estimate.breakdown
@@ -499,6 +502,79 @@ def timing_pass(ctx: Context, pool: AgentPool) -> None:
         for key, samples in zip(keys, found, strict=True):
             ctx.timing_samples.setdefault(key, []).append(samples)
         ctx.timing_log.append({"model": model, "ok": True, "took_s": time.perf_counter() - tick})
+
+
+OVERLAP_BYTES = "1M"
+"""The overlap probe's allreduce: DDP's first bucket (1 MiB), the one most often reduced during backward."""
+OVERLAP_STEPS = 4
+OVERLAP_TIMEOUT_S = 120.0
+
+
+def probe_overlap(ctx: Context, pool: AgentPool) -> None:
+    """Step 3b: probes/overlap.py (its built-in MLP at batch 32 against 1 MiB allreduces, gloo) on two
+    hosts of every type in scope, all types at once, and the measured compute slowdown and its spread put
+    into every profile of that type (`extra.overlap_slowdown`, `extra.overlap_slowdown_spread`), so the
+    predictions stretch backward while the exchange overlaps it. A type with fewer than two hosts, or a
+    failed probe, keeps its profiles as they are; the report's `overlap` says which."""
+    from srift.db.session import transaction
+    from srift.domain.profile import MAX_OVERLAP_SLOWDOWN
+    from srift.profiling.store import save_profile
+
+    if ctx.effort.overlap_rounds < 1:
+        return
+    groups = {}
+    for type_name in types_in_scope(ctx):
+        hosts = [h.name for h in ctx.testbed.hosts_of_type(type_name)][:2]
+        if len(hosts) == 2:
+            groups[type_name] = hosts
+        else:
+            ctx.overlap[type_name] = {"ok": False, "why": "fewer than two hosts of the type"}
+    if not groups:
+        return
+    argv = ["--bytes", OVERLAP_BYTES, "--batch", "32", "--steps", str(OVERLAP_STEPS)]
+    argv += ["--rounds", str(ctx.effort.overlap_rounds)]
+    started = time.perf_counter()
+    try:
+        found = pool.overlap(list(groups.values()), argv=argv, timeout_s=OVERLAP_TIMEOUT_S)
+    except EnvironmentProblem as exc:
+        ctx.log(f"overlap probe failed ({exc}); predictions go without the overlap slowdown")
+        for type_name in groups:
+            ctx.overlap[type_name] = {"ok": False, "why": str(exc)}
+        return
+    took_s = time.perf_counter() - started
+    for type_name, data in zip(groups, found, strict=True):
+        slowdown = min(MAX_OVERLAP_SLOWDOWN, max(1.0, float(data["compute_slowdown"])))
+        spread = min(1.0, max(0.0, float(data["compute_slowdown_spread"])))
+        ctx.overlap[type_name] = {
+            "ok": True,
+            "hosts": groups[type_name],
+            "took_s": took_s,
+            "overlap_slowdown": slowdown,
+            "overlap_slowdown_spread": spread,
+            "probe": {k: data[k] for k in ("compute_slowdown", "comm_slowdown", "buffer_bytes", "model")},
+        }
+        ctx.log(
+            f"overlap {type_name}: compute ×{data['compute_slowdown']:.3f} (spread {spread:.3f}) while "
+            f"allreducing {OVERLAP_BYTES}; allreduce ×{data['comm_slowdown']:.2f} ({took_s:.0f} s)"
+        )
+    info = {(p["model"], p["instance_type"]): p for p in ctx.profile_info}
+    with transaction(ctx.url) as session:
+        for key, profile in sorted(ctx.profiles.items()):
+            got = ctx.overlap.get(key[1])
+            if not got or not got["ok"]:
+                continue
+            measured = dataclasses.replace(
+                profile,
+                extra={
+                    **profile.extra,
+                    "overlap_slowdown": got["overlap_slowdown"],
+                    "overlap_slowdown_spread": got["overlap_slowdown_spread"],
+                },
+            )
+            ctx.profiles[key] = measured
+            ctx.profile_ids[key] = save_profile(session=session, profile=measured)
+            if key in info:
+                info[key]["profile_id"] = ctx.profile_ids[key]
 
 
 def pool_profiles(ctx: Context) -> None:
