@@ -96,8 +96,8 @@ def render(found: dict[str, Any], runs: int) -> str:
         [
             "A plan request allowing `providers: [aws, gcp]` and `regions: [aws/us-east-1, gcp/us-central1]`",
             "(ResNet-50 synthetic T4 profile, global batch 512, min cost on spot, ≤ 4 T4 VMs per location),",
-            f"through `POST /v1/plans` on the shipped catalog, {runs} timed requests (seeds 1..{runs}, so each is",
-            "prepared afresh) after one warm-up request:",
+            f"through `POST /v1/plans` on the shipped catalog, {runs} timed requests (seeds 1..{runs}, so",
+            "each is prepared afresh) after one warm-up request:",
             "",
             "| median | p90 | max | target | |",
             "|---|---|---|---|---|",
