@@ -39,6 +39,7 @@ Default loss: the sum, over every floating-point tensor in the model's output, o
 
 from __future__ import annotations
 
+import copy
 import datetime as dt
 import gc
 import itertools
@@ -1078,18 +1079,20 @@ def _loop_overhead(
     optimizer = torch.optim.SGD(unique_trainable_parameters(bench.model), lr=1e-12)
     inputs = bench.inputs(batch)
     ddp = _ddp_world_one(bench)
+    ddp_optimizer = torch.optim.SGD(ddp.parameters(), lr=1e-12) if ddp is not None else optimizer
     cpu = not bench.cuda
     plain_wall: list[float] = []
     plain_cost: list[float] = []
     plain_outside: list[float] = []
     wrapped_cost: list[float] = []
+    ddp_failed = False
 
-    def loop_step(net: nn.Module) -> tuple[float, float, float]:
+    def loop_step(net: nn.Module, optimizer: torch.optim.Optimizer = optimizer) -> tuple[float, float, float]:
         """One iteration as a training loop runs it: wall seconds, and (CPU seconds on CPU, else wall)
         of the whole step and of zero_grad."""
         bench.sync()
         t0, c0 = bench.now(), cpu_clock() if cpu else 0.0
-        bench.model.zero_grad(set_to_none=True)
+        net.zero_grad(set_to_none=True)
         bench.sync()
         t1, c1 = bench.now(), cpu_clock() if cpu else 0.0
         with bench.autocast():
@@ -1109,8 +1112,12 @@ def _loop_overhead(
                 plain_wall.append(wall)
                 plain_cost.append(cost)
                 plain_outside.append(outside)
-            if ddp is not None:
-                _, cost, _ = loop_step(ddp)
+            if ddp is not None and not ddp_failed:
+                try:
+                    _, cost, _ = loop_step(ddp, ddp_optimizer)
+                except RuntimeError:  # DDP refuses the model (unused or reused parameters): plain only
+                    ddp_failed = True
+                    continue
                 if r:
                     wrapped_cost.append(cost)
     finally:
@@ -1119,6 +1126,8 @@ def _loop_overhead(
             import torch.distributed as dist
 
             dist.destroy_process_group()
+    if ddp_failed:
+        wrapped_cost.clear()
     cost_s = statistics.median(plain_cost)
     ratio = max(1.0, statistics.median(plain_wall) / cost_s) if cpu and cost_s > 0 else 1.0
     loop_s = max(0.0, statistics.median(plain_outside)) * ratio
@@ -1141,7 +1150,8 @@ def _ddp_world_one(bench: _Bench) -> nn.Module | None:
         dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)  # type: ignore[attr-defined]
     except (RuntimeError, ValueError):  # no usable network interface for gloo: measure the plain loop only
         return None
-    return nn.parallel.DistributedDataParallel(bench.model)
+    # a copy: DDP's gradient hooks stay on the parameters it wraps, and must not touch the plain loop's
+    return nn.parallel.DistributedDataParallel(copy.deepcopy(bench.model))
 
 
 @dataclass
