@@ -577,6 +577,7 @@ class JobOut(BaseModel):
     spent_usd: float
     time_limit_s: float | None
     budget_usd: float | None
+    objective: Objective = Field(description="the objective the rest of the run is planned for")
     excluded_types: list[str]
     plans: list[JobPlanOut]
     events: list[JobEventOut]
