@@ -89,7 +89,7 @@ def _update_progress(
 ) -> None:
     total = _total_iterations(session, job)
     if iterations_done > total:
-        raise InvalidInput(
+        raise Conflict(
             f"{iterations_done} is more than the job's {total} iterations",
             hint=f"report at most {total}",
             field="iterations_done",
@@ -100,7 +100,7 @@ def _update_progress(
         ("spent_usd", spent_usd, job.spent_usd),
     ):
         if new < old:
-            raise InvalidInput(
+            raise Conflict(
                 f"{new:g} is below the last report ({old:g})", hint="progress only moves forward", field=name
             )
     job.iterations_done = iterations_done
@@ -137,13 +137,13 @@ def record_interruption(
     held = {ch["instance_type"]: int(ch["count"]) for ch in current.result.get("choices", [])}
     lost_type = interruption.instance_type
     if lost_type not in held:
-        raise InvalidInput(
+        raise Conflict(
             f"the current plan (id {current.id}) runs no {lost_type}",
             hint=f"name one of {', '.join(sorted(held))}",
             field="instance_type",
         )
     if interruption.count > held[lost_type]:
-        raise InvalidInput(
+        raise Conflict(
             f"{interruption.count} is more than the {held[lost_type]} {lost_type} VMs of the current plan",
             hint=f"report at most {held[lost_type]}",
             field="count",
