@@ -73,6 +73,12 @@ def register(app: typer.Typer) -> None:
         keep_testbed: bool = typer.Option(
             False, "--keep-testbed", help="leave a testbed it brought up running"
         ),
+        across_only: bool = typer.Option(
+            False,
+            "--across-only",
+            help="only the fleets that span locations (a spec with linked locations, e.g. "
+            "srift/validation/testbed-geo.yaml)",
+        ),
         workdir: Path | None = typer.Option(
             None, "--workdir", help="work folder (default <data dir>/validation/<time>)"
         ),
@@ -107,6 +113,9 @@ def register(app: typer.Typer) -> None:
               --loss mymodels:loss          # your own model (alongside: add --models cnn,...)
 
           sudo srift validate --benchmarks          # the full matrix, about an hour
+
+          sudo srift validate --quick --spec srift/validation/testbed-geo.yaml \
+              --across-only --no-plan-quality    # fleets split over two linked locations
         """
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -138,6 +147,7 @@ def register(app: typer.Typer) -> None:
             bandwidth=source,
             plan_quality=plan_quality,
             keep_testbed=keep_testbed,
+            across_only=across_only,
             command="srift " + " ".join(shlex.quote(a) for a in sys.argv[1:]),
         )
         if repeats is not None:

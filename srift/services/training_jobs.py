@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session
 
 from srift.db.tables import PlanRow, TrainingJob, TrainingJobEvent
 from srift.documents import read_document, to_document
+from srift.domain.planning import Objective
 from srift.domain.records import PlanRecord, TrainingRun, TrainingRunEvent, TrainingRunPlan
 from srift.domain.requests import Amendment, InterruptionReport, PlanQuery, ProgressReport
 from srift.domain.states import TrainingState
@@ -336,6 +337,7 @@ def training_run(*, session: Session, job: TrainingJob) -> TrainingRun:
         spent_usd=job.spent_usd,
         time_limit_s=original.get("time_limit_s"),
         budget_usd=original.get("budget_usd"),
+        objective=Objective(original.get("objective") or Objective.MIN_COST),
         excluded_types=tuple(job.excluded_types),
         plans=tuple(plans),
         events=tuple(

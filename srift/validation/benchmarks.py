@@ -13,7 +13,8 @@ from srift.settings import REPO_ROOT
 def section_name(report: Mapping[str, Any]) -> str:
     """The run's section: the shipped models' run, or (with any user model) the user models' run."""
     yours = ", your models" if report.get("user_models") else ""
-    return f"end-to-end accuracy ({report['level']} matrix, testbed{yours})"
+    where = " across locations" if report.get("testbed", {}).get("spec", {}).get("locations") else ""
+    return f"end-to-end accuracy{where} ({report['level']} matrix, testbed{yours})"
 
 
 def write_benchmark_section(report: Mapping[str, Any], body: str) -> None:

@@ -21,6 +21,8 @@ DDP_BUCKET_CAP_MB = 25.0
 MALLOC_ENV = {"MALLOC_MMAP_THRESHOLD_": str(32 << 20), "MALLOC_TRIM_THRESHOLD_": str(16 << 30)}
 """glibc malloc keeps freed blocks below 32 MiB in the heap and never trims it (see step 1 above)."""
 DEFAULT_SPEC = Path(__file__).resolve().parent / "testbed.yaml"
+GEO_SPEC = Path(__file__).resolve().parent / "testbed-geo.yaml"
+"""Two locations joined by a slow link: `srift validate --spec` it for the cases across locations."""
 PROBE_NODE_COUNTS = (2, 3, 4)
 
 Log = Callable[[str], None]
@@ -122,6 +124,8 @@ class ValidationOptions:
     plan_model: str | None = None
     """The plan-quality problem's model: transformer when it is in the matrix, else the first model."""
     keep_testbed: bool = False
+    across_only: bool = False
+    """Only the cases whose fleet spans locations (a spec with locations, e.g. testbed-geo.yaml)."""
     period_us: int = conditions.DEFAULT_PERIOD_US
     seed: int = 0
     command: str = ""

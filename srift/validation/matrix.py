@@ -114,11 +114,13 @@ def _absolute(spec: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Group:
-    """`count` hosts of one type, each training on `batch` samples per iteration."""
+    """`count` hosts of one type, each training on `batch` samples per iteration; `location` is the
+    testbed location they sit in (None: a spec without locations)."""
 
     type_name: str
     count: int
     batch: int
+    location: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,12 +146,26 @@ class Fleet:
     def mixed(self) -> bool:
         return len(self.types) > 1
 
+    @property
+    def locations(self) -> tuple[str, ...]:
+        """The testbed locations of the fleet, in rank order (empty for a spec without locations)."""
+        return tuple(dict.fromkeys(g.location for g in self.groups if g.location is not None))
+
+    @property
+    def across(self) -> bool:
+        """True when the fleet spans two or more locations."""
+        return len(self.locations) > 1
+
     def cores(self, spec: TestbedSpec) -> float:
         return sum(g.count * spec.type_named(g.type_name).cpu_cores for g in self.groups)
 
     def label(self) -> str:
-        """Srift's notation, e.g. "2×tbv.small@32 + 1×tbv.large@48"."""
-        return " + ".join(f"{g.count}×{g.type_name}@{g.batch}" for g in self.groups)
+        """Srift's notation, e.g. "2×tbv.small@32 + 1×tbv.large@48"; with ` [east]` after each group when
+        the fleet spans locations."""
+        where = self.across
+        return " + ".join(
+            f"{g.count}×{g.type_name}@{g.batch}" + (f" [{g.location}]" if where else "") for g in self.groups
+        )
 
     def composition(self) -> str:
         """Type counts without batches, e.g. "2×tbv.small + 1×tbv.large"."""
@@ -188,20 +204,65 @@ def check_spec(spec: TestbedSpec) -> None:
     )
 
 
-def _hosts_of(spec: TestbedSpec) -> dict[str, int]:
+def _hosts_of(spec: TestbedSpec, location: str | None = None) -> dict[str, int]:
     counts: dict[str, int] = {}
     for h in spec.hosts:
-        counts[h.type_name] = counts.get(h.type_name, 0) + 1
+        if location is None or spec.location_of(h.name) == location:
+            counts[h.type_name] = counts.get(h.type_name, 0) + 1
     return counts
+
+
+def home_location(spec: TestbedSpec) -> str | None:
+    """Where fleets inside one location run: the location of the spec's first host (None: no locations)."""
+    return spec.location_of(spec.hosts[0].name) if spec.locations else None
+
+
+def across_fleets(
+    spec: TestbedSpec, *, max_hosts: int, max_cores: float, full: bool, batch: int
+) -> list[Fleet]:
+    """Fleets split evenly over two linked locations: the home location and each other one linked to it,
+    n hosts of one type in each (quick: 1 and 2; full: 1 up to what both hold), and one host of each of two
+    types in each, within `max_hosts` and `max_cores`. Ranks go location by location, so the ring crosses
+    the link twice, as in the simulator's location level."""
+    home = home_location(spec)
+    if home is None:
+        return []
+    here = _hosts_of(spec, home)
+    out: list[Fleet] = []
+    for loc in spec.locations:
+        if loc.name == home or spec.link_between(home, loc.name) is None:
+            continue
+        there = _hosts_of(spec, loc.name)
+        for name in types_by_cpu(spec):
+            most = min(here.get(name, 0), there.get(name, 0), max_hosts // 2)
+            for n in range(1, most + 1) if full else (1, 2):
+                if n > most or 2 * n * spec.type_named(name).cpu_cores > max_cores + 1e-9:
+                    continue
+                out.append(Fleet((Group(name, n, batch, home), Group(name, n, batch, loc.name))))
+        for weak, strong in itertools.combinations(types_by_cpu(spec), 2):
+            if (
+                min(here.get(t, 0) for t in (weak, strong)) < 1
+                or min(there.get(t, 0) for t in (weak, strong)) < 1
+            ):
+                continue
+            cores = 2 * (spec.type_named(weak).cpu_cores + spec.type_named(strong).cpu_cores)
+            if max_hosts >= 4 and cores <= max_cores + 1e-9:
+                out.append(
+                    Fleet(
+                        tuple(Group(t, 1, batch, where) for where in (home, loc.name) for t in (weak, strong))
+                    )
+                )
+    return out
 
 
 def compositions(spec: TestbedSpec, *, max_hosts: int, max_cores: float, full: bool) -> list[dict[str, int]]:
     """Type → count maps (1..max_hosts hosts) that the testbed holds within `max_cores` of quota.
 
     Quick: 1, 2 and 4 hosts of each type alone, and for each pair of types 1+1 and 2+2. Full: every
-    composition of up to `max_hosts` hosts over at most two types.
+    composition of up to `max_hosts` hosts over at most two types. With locations, the hosts of the home
+    location (`home_location`) bound them.
     """
-    available = _hosts_of(spec)
+    available = _hosts_of(spec, home_location(spec))
     names = types_by_cpu(spec)
     wanted: list[dict[str, int]] = []
     sizes = range(1, max_hosts + 1) if full else (1, 2, 4)
@@ -243,17 +304,19 @@ def build_matrix(
                 field="models",
             )
     order = {name: i for i, name in enumerate(types_by_cpu(spec))}
+    home = home_location(spec)
     fleets: list[Fleet] = []
     uniform = (low_batch, batch, high_batch) if full else (batch,)
     for comp in compositions(spec, max_hosts=max_hosts, max_cores=max_cores, full=full):
         ordered = sorted(comp.items(), key=lambda kv: order[kv[0]])
         for b in uniform:
-            fleets.append(Fleet(tuple(Group(t, n, b) for t, n in ordered)))
+            fleets.append(Fleet(tuple(Group(t, n, b, home) for t, n in ordered)))
         if len(ordered) > 1:
             weak, strong = ordered[0], ordered[-1]
             mixed = [
-                Group(t, n, low_batch if t == weak[0] else high_batch if t == strong[0] else batch)
+                Group(t, n, low_batch if t == weak[0] else high_batch if t == strong[0] else batch, home)
                 for t, n in ordered
             ]
             fleets.append(Fleet(tuple(mixed)))
+    fleets += across_fleets(spec, max_hosts=max_hosts, max_cores=max_cores, full=full, batch=batch)
     return [Case(model, fleet) for model in models for fleet in fleets]

@@ -157,7 +157,9 @@ def run_validation(
             results = run_matrix(ctx, pool, cases)
             ctx.timings["matrix_s"] = time.perf_counter() - tick
             plan: dict[str, Any] | None = None
-            if options.plan_quality:
+            if options.plan_quality and spec.locations:
+                log("plan quality: skipped (it plans inside one location; this spec has several)")
+            elif options.plan_quality:
                 tick = time.perf_counter()
                 plan = run_plan_quality(ctx, pool, runner=measure)
                 ctx.timings["plan_quality_s"] = time.perf_counter() - tick

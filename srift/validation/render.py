@@ -24,8 +24,9 @@ def _summary_rows(summary: Mapping[str, Any]) -> list[tuple[str, str, Mapping[st
         ("hosts", "by_hosts"),
         ("type", "by_type"),
         ("batches", "by_batches"),
+        ("placement", "by_placement"),
     ):
-        for name, block in summary[key].items():
+        for name, block in summary.get(key, {}).items():
             rows.append((title, name, block))
     return rows
 
@@ -67,7 +68,7 @@ def summary_table(report: Mapping[str, Any]) -> Table:
     return table
 
 
-_BY_KEY = {"model": "model", "hosts": "hosts", "type": "type", "batches": "batches"}
+_BY_KEY = {"model": "model", "hosts": "hosts", "type": "type", "batches": "batches", "placement": "placement"}
 
 
 def cases_table(report: Mapping[str, Any]) -> Table:
@@ -194,6 +195,34 @@ def _coverage_lines(summary: Mapping[str, Any]) -> list[str]:
     ]
 
 
+def _across_lines(report: Mapping[str, Any]) -> list[str]:
+    """Predicted vs measured for every case across locations, with the links the predictions used."""
+    rows = [r for r in report["cases"] if r.get("placement") == "across locations"]
+    if not rows:
+        return []
+    links = ", ".join(
+        f"{k['from']} ↔ {k['to']} {k['bandwidth_gbps'] * 1000:g} Mbit/s, {k['rtt_ms']:g} ms round trip"
+        for k in report["testbed"].get("links", [])
+    )
+    lines = [
+        "",
+        f"Cases across locations (flat ring, predicted through the simulator's location level with the "
+        f"testbed's links as the request's `links`: {links}):",
+        "",
+        "| model | fleet | predicted | measured | error | on the link (predicted) |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        error = r.get("error")
+        shown = "n/a" if error is None else f"{100 * error:+.1f} %"
+        lines.append(
+            f"| {r['model']} | {r['fleet']} | {ms(r['predicted']['iteration_s'])} ms | "
+            f"{ms(r.get('measured_iteration_s'))} ms | {shown} | "
+            f"{ms(r['predicted']['breakdown'].get('exposed_location_s'))} ms |"
+        )
+    return lines
+
+
 def markdown(report: Mapping[str, Any]) -> str:
     """The BENCHMARKS.md section body: summary by group, noise, acceptance, plan quality, run time."""
     s = report["summary"]
@@ -247,6 +276,7 @@ def markdown(report: Mapping[str, Any]) -> str:
                     f"| {block['objective']} | {policy} | {c.get('fleet')} | {rank} | "
                     f"{'n/a' if ratio is None else f'{ratio:.3f}'} |"
                 )
+    lines += _across_lines(report)
     lines += ["", "| acceptance | measured | limit | met |", "|---|---|---|---|"]
     for name, item in report["acceptance"].items():
         shown, lim = _acceptance_cells(name, item)

@@ -11,6 +11,7 @@ from typing import Any
 
 from srift.validation import conditions, stats
 from srift.validation.context import Context
+from srift.validation.steps import testbed_links
 
 REPORT_FORMAT = "srift-validation/1"
 
@@ -45,12 +46,14 @@ def summarize_cases(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "by_hosts": by(lambda r: str(r["hosts"])),
         "by_type": by(lambda r: str(r["type_group"])),
         "by_batches": by(lambda r: "uniform" if len(set(r["batches"])) == 1 else "mixed"),
+        "by_placement": by(lambda r: str(r.get("placement") or "one location")),
         "coverage": {
             "overall": cover(good),
             "by_model": cover_by(lambda r: str(r["model"])),
             "by_hosts": cover_by(lambda r: str(r["hosts"])),
             "by_type": cover_by(lambda r: str(r["type_group"])),
             "by_batches": cover_by(lambda r: "uniform" if len(set(r["batches"])) == 1 else "mixed"),
+            "by_placement": cover_by(lambda r: str(r.get("placement") or "one location")),
             "explained": "share of cases whose measured mean iteration time is at or above the predicted "
             "p10 (above_p10), at or below the predicted p90 (below_p90, the p90 coverage), and both "
             "(inside); a calibrated band has about 90 %, 90 % and 80 %",
@@ -116,6 +119,9 @@ def acceptance(
             "ok": p90_share is not None and 0.80 <= p90_share <= 0.97,
         },
     }
+    across = summary.get("by_placement", {}).get("across locations")
+    if across is not None:
+        out["across_locations_mape_le_10pct"] = at_most(across["mape"], 0.10)
     if not full:
         out["quick_within_15_min"] = {"value": duration_s, "limit": 900.0, "ok": duration_s <= 900.0}
     if plan is not None and "secondary" in plan:
@@ -169,6 +175,7 @@ def build_report(
             "spec": ctx.spec.to_dict(),
             "max_cores": ctx.options.resolved_max_cores(),
             "cpu_period_us": ctx.options.period_us,
+            "links": testbed_links(ctx.spec),
         },
         "effort": {k: getattr(ctx.effort, k) for k in ctx.effort.__slots__ if k != "probe_sizes"}
         | {"probe_sizes": [min(ctx.effort.probe_sizes), max(ctx.effort.probe_sizes)]},

@@ -65,6 +65,14 @@ def select_cases(ctx: Context) -> list[Case]:
     )
     allowed = set(types_in_scope(ctx))
     cases = [c for c in cases if set(c.fleet.types) <= allowed]
+    if ctx.options.across_only:
+        if not spec.links:
+            raise InvalidInput(
+                "--across-only needs a testbed spec with linked locations",
+                hint="use --spec srift/validation/testbed-geo.yaml (or add `locations` and `links`)",
+                field="across_only",
+            )
+        cases = [c for c in cases if c.fleet.across]
     if not cases:
         raise InvalidInput(
             "the matrix is empty for this spec, types and max_cores",
@@ -164,6 +172,18 @@ def profile_models(ctx: Context, models: Sequence[str]) -> None:
 # -- bandwidth --------------------------------------------------------------------------------------------
 
 
+def leading_hosts(ctx: Context, type_name: str) -> list[str]:
+    """The hosts of a type that a probe job takes (the first ones) while they stay in the first one's
+    location: probes measure the network inside one location, never across a link."""
+    hosts = ctx.testbed.hosts_of_type(type_name)
+    out: list[str] = []
+    for h in hosts:
+        if h.location != hosts[0].location:
+            break
+        out.append(h.name)
+    return out
+
+
 def build_bandwidth(ctx: Context) -> None:
     """Step 3: the bandwidth model the predictions use (fresh probes, the shipped models, or the prior)."""
     from srift.bandwidth.records import SampleQuery
@@ -197,7 +217,7 @@ def build_bandwidth(ctx: Context) -> None:
     plan = []
     for type_name in types_in_scope(ctx):
         t = ctx.spec.type_named(type_name)
-        hosts = len(ctx.testbed.hosts_of_type(type_name))
+        hosts = len(leading_hosts(ctx, type_name))
         counts = tuple(
             n
             for n in PROBE_NODE_COUNTS
@@ -275,6 +295,7 @@ def predict_fleet(ctx: Context, model: str, fleet: Fleet) -> dict[str, Any]:
     from srift.catalog.store import get_instance_type
     from srift.db.session import transaction
     from srift.domain import FleetMember
+    from srift.domain.geo import Location
     from srift.domain.network import Library, NetworkSpec
     from srift.profiling.store import get_profile
     from srift.sim import simulate
@@ -293,11 +314,18 @@ def predict_fleet(ctx: Context, model: str, fleet: Fleet) -> dict[str, Any]:
                 count=g.count,
                 batch=g.batch,
                 profile=get_profile(session=session, profile_id=ctx.profile_ids[(model, g.type_name)]),
+                location=Location("testbed", g.location) if fleet.across and g.location else None,
             )
             for g in fleet.groups
         ]
+    geo = testbed_geo(ctx.spec) if fleet.across else None
     point = simulate(
-        members, bandwidth=bandwidth, seed=ctx.options.seed, bucket_cap_mb=DDP_BUCKET_CAP_MB, band=False
+        members,
+        bandwidth=bandwidth,
+        seed=ctx.options.seed,
+        bucket_cap_mb=DDP_BUCKET_CAP_MB,
+        band=False,
+        geo=geo,
     )
     # The band describes what the case measures: the mean of its timed iterations over its repeats.
     measured_iterations = iterations_for(ctx.effort, point.iteration_s) * ctx.effort.repeats
@@ -308,8 +336,9 @@ def predict_fleet(ctx: Context, model: str, fleet: Fleet) -> dict[str, Any]:
         bucket_cap_mb=DDP_BUCKET_CAP_MB,
         iterations=measured_iterations,
         model_error=shipped_model_error(),
+        geo=geo,
     )
-    per_layer = simulate(members, bandwidth=bandwidth, seed=ctx.options.seed, band=False)
+    per_layer = simulate(members, bandwidth=bandwidth, seed=ctx.options.seed, band=False, geo=geo)
     b = estimate.breakdown
     band = estimate.band
     return {
@@ -334,6 +363,7 @@ def predict_fleet(ctx: Context, model: str, fleet: Fleet) -> dict[str, Any]:
             "exposed_intra_s": b.exposed_intra_s,
             "exposed_network_s": b.exposed_network_s,
             "communication_s": b.communication_s,
+            "exposed_location_s": b.exposed_location_s,
             "granularity": b.granularity if math.isfinite(b.granularity) else None,
             "warnings": list(b.warnings),
         },
@@ -341,22 +371,69 @@ def predict_fleet(ctx: Context, model: str, fleet: Fleet) -> dict[str, Any]:
     }
 
 
+def testbed_links(spec: TestbedSpec) -> list[dict[str, Any]]:
+    """The spec's links as a plan request's `links` (`{from, to, bandwidth_gbps, rtt_ms}`): what a user
+    would give for two regions. The round trip is the link's delay both ways plus the hosts' own (the mean
+    of the two locations' slowest types, as the testbed adds it)."""
+
+    def slowest_delay_ms(location: str) -> float:
+        names = next(loc.hosts for loc in spec.locations if loc.name == location)
+        return max(spec.type_of(h).delay_ms for h in names)
+
+    out = []
+    for link in spec.links:
+        a, b = link.between
+        own_ms = (slowest_delay_ms(a) + slowest_delay_ms(b)) / 2
+        out.append(
+            {
+                "from": f"testbed/{a}",
+                "to": f"testbed/{b}",
+                "bandwidth_gbps": link.rate_mbit / 1000,
+                "rtt_ms": 2 * (link.delay_ms + own_ms),
+            }
+        )
+    return out
+
+
+def testbed_geo(spec: TestbedSpec) -> Any:
+    """The simulator's GeoContext for fleets across the spec's locations: the shipped network facts with
+    the testbed's links as the request's measured links (srift.services.placement.geo_context), flat ring
+    (what DDP's gloo allreduce runs)."""
+    from srift.domain.geo import AllreducePattern
+    from srift.services.placement import LinkSpec, geo_context
+
+    links = [
+        LinkSpec(
+            source=k["from"], destination=k["to"], bandwidth_gbps=k["bandwidth_gbps"], rtt_ms=k["rtt_ms"]
+        )
+        for k in testbed_links(spec)
+    ]
+    return geo_context(pattern=AllreducePattern.RING, links=links)
+
+
 def hosts_for(ctx: Context, fleet: Fleet) -> list[str]:
-    """Testbed hosts for the fleet's ranks: the first hosts of each type, in group order."""
-    used: dict[str, int] = {}
+    """Testbed hosts for the fleet's ranks: the first hosts of each type (in the group's location, when it
+    names one), in group order."""
+    used: dict[tuple[str, str | None], int] = {}
     names = []
     for g in fleet.groups:
-        pool = [h.name for h in ctx.testbed.hosts_of_type(g.type_name)]
-        start = used.get(g.type_name, 0)
+        pool = [
+            h.name
+            for h in ctx.testbed.hosts_of_type(g.type_name)
+            if g.location is None or h.location == g.location
+        ]
+        key = (g.type_name, g.location)
+        start = used.get(key, 0)
         if start + g.count > len(pool):
+            where = f" in {g.location}" if g.location else ""
             raise InvalidInput(
-                f"{fleet.label()} needs {start + g.count} hosts of {g.type_name}, the testbed has "
+                f"{fleet.label()} needs {start + g.count} hosts of {g.type_name}{where}, the testbed has "
                 f"{len(pool)}",
                 hint="add hosts of that type to the spec",
                 field="spec.hosts",
             )
         names += pool[start : start + g.count]
-        used[g.type_name] = start + g.count
+        used[key] = start + g.count
     return names
 
 
@@ -436,6 +513,8 @@ def run_matrix(ctx: Context, pool: AgentPool, cases: Sequence[Case]) -> list[dic
                 "hosts": case.fleet.hosts,
                 "types": list(case.fleet.types),
                 "type_group": case.fleet.types[0] if not case.fleet.mixed else "mixed",
+                "locations": list(case.fleet.locations),
+                "placement": "across locations" if case.fleet.across else "one location",
                 "batches": list(case.fleet.batches),
                 "predicted": predicted,
                 "runs": [],

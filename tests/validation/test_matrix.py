@@ -143,3 +143,38 @@ def test_cli_validate_refuses_a_model_without_its_input() -> None:
     with pytest.raises(SystemExit) as info:
         main(["validate", "--quick", "--model", "mymodels:build"])
     assert info.value.code == 2
+
+
+def test_a_spec_with_locations_adds_fleets_across_its_link_and_keeps_the_rest_in_one_location() -> None:
+    from srift.testbed import load_spec
+    from srift.validation.context import GEO_SPEC
+    from srift.validation.steps import testbed_links
+
+    spec = load_spec(GEO_SPEC, cores=2)
+    check_spec(spec)
+    cases = build_matrix(spec, models=["cnn"], full=False, max_cores=1.5)
+    across = [c.fleet for c in cases if c.fleet.across]
+    assert [f.label() for f in across] == [
+        "1×tbv.small@32 [east] + 1×tbv.small@32 [west]",
+        "2×tbv.small@32 [east] + 2×tbv.small@32 [west]",
+        "1×tbv.large@32 [east] + 1×tbv.large@32 [west]",
+        "1×tbv.small@32 [east] + 1×tbv.large@32 [east] + 1×tbv.small@32 [west] + 1×tbv.large@32 [west]",
+    ]
+    # 2 + 2 large hosts would need 2 cores, above the cap.
+    assert all(f.cores(spec) <= 1.5 for f in across)
+    inside = [c.fleet for c in cases if not c.fleet.across]
+    assert inside and all(f.locations == ("east",) and f.hosts <= 4 for f in inside)
+    assert max(f.hosts for f in inside if not f.mixed) == 2  # east holds two hosts of each type
+    assert testbed_links(spec) == [
+        {"from": "testbed/east", "to": "testbed/west", "bandwidth_gbps": 0.1, "rtt_ms": 20.0}
+    ]
+    assert not any(
+        c.fleet.across
+        for c in build_matrix(parse_spec(_spec_doc()), models=["cnn"], full=False, max_cores=1.5)
+    )
+
+
+def _spec_doc() -> dict[str, object]:
+    import yaml
+
+    return dict(yaml.safe_load(DEFAULT_SPEC.read_text()))

@@ -76,3 +76,12 @@ def test_markdown_shows_the_band_coverage_and_range_limits() -> None:
     text = markdown(report)
     assert "measured ≤ p90 in 1/2 cases (50.0 %)" in text
     assert "| p90_coverage_80_to_97pct | 50.0 % | 80 % – 97 % | NO |" in text
+
+
+def test_the_benchmark_section_of_a_spec_with_locations_is_its_own() -> None:
+    from srift.validation.benchmarks import section_name
+
+    plain = {"level": "quick", "testbed": {"spec": {}}}
+    geo = {"level": "quick", "testbed": {"spec": {"locations": [{"name": "east", "hosts": ["a"]}]}}}
+    assert section_name(plain) == "end-to-end accuracy (quick matrix, testbed)"
+    assert section_name(geo) == "end-to-end accuracy across locations (quick matrix, testbed)"
