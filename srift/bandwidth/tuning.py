@@ -153,10 +153,10 @@ class TrainingReport:
             n = half.n_train + half.n_test
             if n < RELIABLE_SAMPLES_PER_HALF:
                 lines.append(
-                    f"only {n} samples {side} the MTU (at least {RELIABLE_SAMPLES_PER_HALF} per half are needed "
-                    f"for a test MAPE over {RELIABLE_TEST_SAMPLES} held-out samples; this one rests on "
-                    f"{half.n_test}): judge this version with care, and probe more buffer sizes and world sizes "
-                    f"{side} the MTU before activating it"
+                    f"only {n} samples {side} the MTU (at least {RELIABLE_SAMPLES_PER_HALF} per half are "
+                    f"needed for a test MAPE over {RELIABLE_TEST_SAMPLES} held-out samples; this one rests "
+                    f"on {half.n_test}): judge this version with care, and probe more buffer sizes and world "
+                    f"sizes {side} the MTU before activating it"
                 )
         return lines
 

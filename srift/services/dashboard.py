@@ -250,7 +250,10 @@ def _default_type(
     from srift.catalog import store
 
     provider = provider or DEFAULT_PROVIDER
-    types = store.list_instance_types(session=session, provider=provider)
+    try:
+        types = store.list_instance_types(session=session, provider=provider)
+    except NotFound:
+        types = []
     gpu_types = [t.instance.name for t in types if t.instance.gpu_count > 0]
     if gpu_types:
         counts: dict[str, int] = {}

@@ -108,13 +108,13 @@ def test_bandwidth_page_draws_curves_with_samples_activates_and_rolls_back(brows
     row = page.locator("#bw-versions tbody tr", has_text=trained["version"])
     assert "too few" in row.inner_text()
     warnings = page.inner_text("#bw-warnings")
-    assert trained["version"] in warnings and "below the MTU" in warnings and "at or above the MTU" in warnings
+    assert (
+        trained["version"] in warnings and "below the MTU" in warnings and "at or above the MTU" in warnings
+    )
     assert len(trained["metrics"]["warnings"]) == 2
 
     page.select_option("#bw-provider", "testbed")
-    page.wait_for_function(
-        f"document.getElementById('bw-sources').textContent.includes('xgb:{shipped}')"
-    )
+    page.wait_for_function(f"document.getElementById('bw-sources').textContent.includes('xgb:{shipped}')")
     page.select_option("#bw-provider", "aws")
     page.wait_for_function(f"document.getElementById('bw-instance').value === '{SAMPLE_TYPE}'")
     page.wait_for_function("document.getElementById('bw-sources').textContent.includes('prior:alpha-beta')")

@@ -51,7 +51,8 @@ class ModelMetrics(BaseModel):
     train_s: float | None = None
     warnings: list[str] = Field(
         default_factory=list,
-        description="training's warnings, e.g. fewer than 100 samples on one side of the MTU (docs/bandwidth.md)",
+        description="training's warnings, e.g. fewer than 100 samples on one side of the MTU "
+        "(docs/bandwidth.md)",
     )
 
 
