@@ -143,6 +143,8 @@ def register(app: typer.Typer) -> None:
             typer.echo(json.dumps(result, indent=1))
             return
         console.print(_table([result], title="new bandwidth model version"))
+        for warning in result.get("metrics", {}).get("warnings", []):
+            console.print(f"warning: {warning}", style="yellow", highlight=False, soft_wrap=True)
 
     @models.command("list")
     def list_(

@@ -204,8 +204,10 @@ def bandwidth_curves(
 ) -> BandwidthCurves:
     """Curves of model `version` ("active" for the serving model) for one instance type, with its samples.
 
-    Without `instance_type`: the first probed type (of `provider`, if given) that the active model covers,
-    else the first probed type, else the provider's first catalog type. Without `world_sizes`: the probed
+    Without `instance_type`: a GPU type of the provider's catalog (default aws), the one with the most
+    samples (imported or probed) first, else the catalog's first; only a provider without GPU types in the
+    catalog (the testbed) opens on its probed types, one the active model covers first. Without
+    `world_sizes`: the probed
     world sizes, else 1, 2, 4 and 8 nodes' worth of ranks. Probed types missing from the catalog (a
     testbed's) are described by the host facts their samples record.
     """
@@ -247,14 +249,26 @@ def _default_type(
     from srift.bandwidth import registry
     from srift.catalog import store
 
+    provider = provider or DEFAULT_PROVIDER
+    try:
+        types = store.list_instance_types(session=session, provider=provider)
+    except NotFound:
+        types = []
+    gpu_types = [t.instance.name for t in types if t.instance.gpu_count > 0]
+    if gpu_types:
+        counts: dict[str, int] = {}
+        for g in groups:
+            if g.provider == provider and g.instance_type in gpu_types:
+                counts[g.instance_type] = counts.get(g.instance_type, 0) + g.count
+        return provider, max(gpu_types, key=lambda name: (counts.get(name, 0), -gpu_types.index(name)))
     active = registry.active_version(session=session)
     covered = set(active.covers) if active is not None else set()
-    candidates = [g for g in groups if provider is None or g.provider == provider]
-    candidates.sort(key=lambda g: f"{g.provider}/{g.instance_type}" not in covered)
+    candidates = sorted(
+        (g for g in groups if g.provider == provider),
+        key=lambda g: f"{g.provider}/{g.instance_type}" not in covered,
+    )
     if candidates:
         return candidates[0].provider, candidates[0].instance_type
-    provider = provider or DEFAULT_PROVIDER
-    types = store.list_instance_types(session=session, provider=provider)
     if not types:
         raise InvalidInput(
             f"the catalog has no instance types for provider {provider!r}",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session
@@ -134,6 +135,9 @@ def test_a_probed_type_the_catalog_lacks_is_drawn_from_its_samples_host_facts(
 
     r = client.get("/v1/bandwidth-models/active/curves")
     assert r.status_code == 200, r.text
+    assert r.json()["provider"] == "aws", "a cloud user's page opens on the catalog's GPU types"
+    r = client.get("/v1/bandwidth-models/active/curves", params={"provider": "testbed"})
+    assert r.status_code == 200, r.text
     body = r.json()
     assert (body["provider"], body["instance_type"]) == ("testbed", "tb.small")
     (series,) = body["series"]
@@ -145,3 +149,37 @@ def test_a_probed_type_the_catalog_lacks_is_drawn_from_its_samples_host_facts(
         "/v1/bandwidth-models/active/curves", params={"provider": "testbed", "instance_type": "tb.nope"}
     )
     assert r.status_code == 404
+
+
+def test_the_default_type_is_a_catalog_gpu_type_with_the_most_samples_else_the_catalogs_first(
+    client: TestClient, settings: Settings, session: Session
+) -> None:
+    """Not the testbed's 0.1 Gbit/s types, whatever the active model covers: a cloud GPU type, with the prior
+    where no learned model covers it, and the samples imported for it."""
+    load_shipped_catalog(settings)
+    r = client.get("/v1/bandwidth-models/active/curves")
+    assert r.status_code == 200, r.text
+    first = r.json()
+    gpu_types = [
+        t["name"]
+        for t in items(client.get("/v1/instance-types", params={"provider": "aws"}).json())
+        if t["gpu_count"] > 0
+    ]
+    assert first["provider"] == "aws" and first["instance_type"] in gpu_types
+    assert first["samples"] == [] and {s["source"] for s in first["series"]} == {"prior:alpha-beta"}
+    records = _records("p3.8xlarge", 8, 2)
+    store_samples(
+        session=session, records=[*records, *_records("g4dn.xlarge", 2, 2)[:2]], origin="nccl-tests"
+    )
+    session.commit()
+    body = client.get("/v1/bandwidth-models/active/curves").json()
+    assert (body["provider"], body["instance_type"]) == ("aws", "p3.8xlarge")
+    assert len(body["samples"]) == len(records)
+    assert [s["world_size"] for s in body["series"]] == [8]
+
+
+def items(body: Any) -> list[dict[str, Any]]:
+    """A list answer, bare or wrapped."""
+    if isinstance(body, list):
+        return body
+    return next(v for v in body.values() if isinstance(v, list))

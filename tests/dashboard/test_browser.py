@@ -87,14 +87,11 @@ def test_bandwidth_page_draws_curves_with_samples_activates_and_rolls_back(brows
     assert shipped and not trained["is_active"]
     _ready(browsed, "/bandwidth")
     page = browsed.page
-    shown = _bandwidth_traces(browsed)
-    assert [u for u in shown if u.startswith("model-")] and [u for u in shown if u.startswith("samples-")]
-    assert f"xgb:{shipped}" in page.inner_text("#bw-sources"), "by default a type the active model covers"
-
-    page.select_option("#bw-provider", "aws")
-    page.wait_for_function(f"document.getElementById('bw-instance').value === '{SAMPLE_TYPE}'")
-    page.fill("#bw-world-sizes", ", ".join(str(w) for w in SAMPLE_WORLD_SIZES))
-    page.click("#bw-draw")
+    # A cloud user's page: the catalog's GPU type with samples, drawn by the prior with its samples (the
+    # shipped model covers the testbed types only), at the probed world sizes.
+    assert page.input_value("#bw-provider") == "aws"
+    assert page.input_value("#bw-instance") == SAMPLE_TYPE
+    assert page.input_value("#bw-world-sizes") == ", ".join(str(w) for w in SAMPLE_WORLD_SIZES)
     traces = _wait_for_traces(
         browsed, {f"model-{w}" for w in SAMPLE_WORLD_SIZES} | {f"samples-{w}" for w in SAMPLE_WORLD_SIZES}
     )
@@ -107,6 +104,20 @@ def test_bandwidth_page_draws_curves_with_samples_activates_and_rolls_back(brows
     assert page.locator("#bw-chart .scatterlayer .trace .lines path").count() >= len(SAMPLE_WORLD_SIZES)
     assert page.locator("#bw-chart .scatterlayer .trace .points path").count() >= 2 * len(SAMPLE_BUFFERS)
     assert "prior:alpha-beta" in page.inner_text("#bw-sources"), "the shipped model does not cover this type"
+    # Training on these 60 samples warns: fewer than 100 on each side of the MTU.
+    row = page.locator("#bw-versions tbody tr", has_text=trained["version"])
+    assert "too few" in row.inner_text()
+    warnings = page.inner_text("#bw-warnings")
+    assert (
+        trained["version"] in warnings and "below the MTU" in warnings and "at or above the MTU" in warnings
+    )
+    assert len(trained["metrics"]["warnings"]) == 2
+
+    page.select_option("#bw-provider", "testbed")
+    page.wait_for_function(f"document.getElementById('bw-sources').textContent.includes('xgb:{shipped}')")
+    page.select_option("#bw-provider", "aws")
+    page.wait_for_function(f"document.getElementById('bw-instance').value === '{SAMPLE_TYPE}'")
+    page.wait_for_function("document.getElementById('bw-sources').textContent.includes('prior:alpha-beta')")
     browsed.screenshot("bandwidth-curves")
 
     page.click(f"#bw-versions button[data-version='{trained['version']}']")

@@ -49,6 +49,11 @@ class ModelMetrics(BaseModel):
     n_small: int | None = None
     n_large: int | None = None
     train_s: float | None = None
+    warnings: list[str] = Field(
+        default_factory=list,
+        description="training's warnings, e.g. fewer than 100 samples on one side of the MTU "
+        "(docs/bandwidth.md)",
+    )
 
 
 class BandwidthModelOut(BaseModel):

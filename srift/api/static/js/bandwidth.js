@@ -27,6 +27,21 @@ function coverage(v) {
   return el("span", { title: covers.join("\n") }, text || "—");
 }
 
+/** The sample count, flagged with training's warnings (too few samples in a half) when it gave any. */
+function samplesCell(v) {
+  const warnings = v.metrics?.warnings || [];
+  const count = fmtNumber(metric(v, "n_samples"));
+  if (!warnings.length) return count;
+  return el("span", { class: "warn", title: warnings.join("\n") }, `${count} ⚠ too few`);
+}
+
+/** Training's warnings of the newest version, under the table (the tooltip alone is easy to miss). */
+function renderWarnings(rows) {
+  const newest = rows[0];
+  const warnings = newest?.metrics?.warnings || [];
+  $("bw-warnings").replaceChildren(...warnings.map((w) => el("li", {}, `${newest.version}: ${w}`)));
+}
+
 function isActive(v) {
   return Boolean(v.is_active ?? v.active);
 }
@@ -40,10 +55,11 @@ function renderVersions() {
     { label: "MAPE < MTU", value: (v) => fmtPercent(metric(v, "test_mape_small")), num: true, title: "held-out mean absolute percentage error, buffers below the MTU" },
     { label: "MAPE ≥ MTU", value: (v) => fmtPercent(metric(v, "test_mape_large")), num: true, title: "held-out mean absolute percentage error, buffers at or above the MTU" },
     { label: "Noise floor < / ≥ MTU", value: (v) => `${fmtPercent(metric(v, "noise_floor_small"))} / ${fmtPercent(metric(v, "noise_floor_large"))}`, num: true, title: "MAPE of each sample against its configuration's mean: the best any model can do" },
-    { label: "Samples", value: (v) => fmtNumber(metric(v, "n_samples")), num: true },
+    { label: "Samples", value: (v) => samplesCell(v), num: true, title: "samples trained and tested on; ⚠: too few on one side of the MTU" },
     { label: "Covers", value: (v) => coverage(v), wrap: true },
     { label: "", value: (v) => (isActive(v) ? "" : el("button", { type: "button", class: "small", "data-version": v.version, onclick: (ev) => { ev.stopPropagation(); activate(v.version); } }, "Activate")) },
   ], rows, { id: "bw-versions-table", empty: "no trained models: predictions use the α-β prior", rowClass: (v) => (isActive(v) ? "chosen" : null) });
+  renderWarnings(rows);
   const previous = rollbackTarget();
   $("bw-rollback").disabled = !previous;
   $("bw-rollback").textContent = previous ? `Roll back to ${previous.version}` : "Roll back to the previous version";
