@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from srift.api.schemas.network import NetworkIn, NetworkOut
 from srift.api.schemas.profiles import ProfileIn
-from srift.api.schemas.types import Timestamp, check_one_of, one_of, parse_request
+from srift.api.schemas.types import NO_NUL, Timestamp, check_one_of, one_of, parse_request
 from srift.documents import read_document
 from srift.domain import MarketChoice, Objective, SearchMode
 from srift.domain.geo import AllreducePattern
@@ -71,12 +71,13 @@ class PlanRequest(BaseModel):
         default=None,
         min_length=1,
         max_length=MAX_PROFILES_PER_REQUEST,
-        description="inline profile documents as written by `srift profile`",
+        description="inline profile documents as written by `srift profile`, all of one model",
     )
     model: str | None = Field(
         default=None,
         min_length=1,
         max_length=MAX_NAME_CHARS,
+        pattern=NO_NUL,
         description="use every stored profile of this model",
     )
     precision: Precision | None = Field(
