@@ -150,9 +150,16 @@ LIMITS: tuple[Limit, ...] = (
 def check_solve_budget(
     solve_budget_s: float, *, max_solve_budget_s: float, field: str = "solve_budget_s"
 ) -> None:
-    """Reject a solve budget above the server's setting (SRIFT_MAX_SOLVE_BUDGET_S), naming the limit."""
-    Limit("solve budget", min(max_solve_budget_s, MAX_SOLVE_BUDGET_S), "s", SOLVE_BUDGET.applies_to).check(
-        solve_budget_s, field=field
+    """Reject a solve budget above the server's setting (SRIFT_MAX_SOLVE_BUDGET_S, itself at most
+    MAX_SOLVE_BUDGET_S): the one rule the REST API, the CLI and the schema's `maximum` share."""
+    top = min(max_solve_budget_s, MAX_SOLVE_BUDGET_S)
+    if solve_budget_s <= top:
+        return
+    raise InvalidInput(
+        f"{_fmt(solve_budget_s)} s is above this service's maximum of {_fmt(top)} s (solve budget)",
+        hint=f"ask for at most {_fmt(top)} s (SRIFT_MAX_SOLVE_BUDGET_S sets the maximum, up to "
+        f"{_fmt(MAX_SOLVE_BUDGET_S)} s)",
+        field=field,
     )
 
 

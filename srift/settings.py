@@ -10,6 +10,7 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from srift.errors import ConfigurationError
+from srift.limits import DEFAULT_MAX_SOLVE_BUDGET_S, MAX_SOLVE_BUDGET_S
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -69,7 +70,12 @@ class Settings(BaseSettings):
         le=86_400,
         description="Cache-Control max-age of read answers; 0: clients revalidate every time (ETag, 304)",
     )
-    max_solve_budget_s: float = Field(default=30.0, gt=0)
+    max_solve_budget_s: float = Field(
+        default=DEFAULT_MAX_SOLVE_BUDGET_S,
+        gt=0,
+        le=MAX_SOLVE_BUDGET_S,
+        description="the most seconds a plan request's solve_budget_s may ask for (the schema states it)",
+    )
     default_region: str = "us-east-1"
 
     @field_validator("database_url")

@@ -390,7 +390,10 @@ def register(app: typer.Typer) -> None:
             None, "--mode", help="override the file's mode: exhaustive, eager, auto"
         ),
         solve_budget_s: float | None = typer.Option(
-            None, "--solve-budget", min=0.01, help="override solve_budget_s"
+            None,
+            "--solve-budget",
+            help="override solve_budget_s: seconds the search may take, more than 0 and at most the "
+            "server's SRIFT_MAX_SOLVE_BUDGET_S (default 30; checked by the same rule as POST /v1/plans)",
         ),
         confidence: float | None = typer.Option(
             None,

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from srift.domain.planning import Objective
 from srift.domain.states import JobState, TrainingState
 
 
@@ -64,6 +65,7 @@ class TrainingRun:
     spent_usd: float
     time_limit_s: float | None
     budget_usd: float | None
+    objective: Objective
     excluded_types: tuple[str, ...]
     plans: tuple[TrainingRunPlan, ...]
     events: tuple[TrainingRunEvent, ...]

@@ -28,6 +28,7 @@ from srift.domain.records import PlanRecord
 from srift.domain.requests import PlanQuery
 from srift.domain.revisions import DataArea
 from srift.errors import Infeasible, InvalidInput, NotFound
+from srift.limits import check_solve_budget
 from srift.optimize.evaluate import Evaluator, SimEvaluator
 from srift.optimize.solver import PlanInfeasible, SolveOptions, optimize, optimize_with_evaluations
 from srift.optimize.space import Candidate, Groups, Problem, build_candidates
@@ -138,13 +139,7 @@ def _prepare(
 ) -> PreparedProblem:
     from srift.bandwidth.registry import active_model
 
-    top = settings.max_solve_budget_s
-    if query.solve_budget_s > top:
-        raise InvalidInput(
-            f"{query.solve_budget_s:g} s is above this service's maximum of {top:g} s",
-            hint=f"ask for at most {top:g} s (SRIFT_MAX_SOLVE_BUDGET_S sets the maximum)",
-            field="solve_budget_s",
-        )
+    check_solve_budget(query.solve_budget_s, max_solve_budget_s=settings.max_solve_budget_s)
     resolved = resolve_profiles(session=session, selection=query.selection)
     profiles = with_pipeline([p for p, _ in resolved], query.input_pipeline)
     sources = [source for _, source in resolved]

@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session
 
 from srift.db.tables import PlanRow, TrainingJob, TrainingJobEvent
 from srift.documents import read_document, to_document
+from srift.domain.planning import Objective
 from srift.domain.records import PlanRecord, TrainingRun, TrainingRunEvent, TrainingRunPlan
 from srift.domain.requests import Amendment, InterruptionReport, PlanQuery, ProgressReport
 from srift.domain.states import TrainingState
@@ -88,7 +89,7 @@ def _update_progress(
 ) -> None:
     total = _total_iterations(session, job)
     if iterations_done > total:
-        raise InvalidInput(
+        raise Conflict(
             f"{iterations_done} is more than the job's {total} iterations",
             hint=f"report at most {total}",
             field="iterations_done",
@@ -99,7 +100,7 @@ def _update_progress(
         ("spent_usd", spent_usd, job.spent_usd),
     ):
         if new < old:
-            raise InvalidInput(
+            raise Conflict(
                 f"{new:g} is below the last report ({old:g})", hint="progress only moves forward", field=name
             )
     job.iterations_done = iterations_done
@@ -136,13 +137,13 @@ def record_interruption(
     held = {ch["instance_type"]: int(ch["count"]) for ch in current.result.get("choices", [])}
     lost_type = interruption.instance_type
     if lost_type not in held:
-        raise InvalidInput(
+        raise Conflict(
             f"the current plan (id {current.id}) runs no {lost_type}",
             hint=f"name one of {', '.join(sorted(held))}",
             field="instance_type",
         )
     if interruption.count > held[lost_type]:
-        raise InvalidInput(
+        raise Conflict(
             f"{interruption.count} is more than the {held[lost_type]} {lost_type} VMs of the current plan",
             hint=f"report at most {held[lost_type]}",
             field="count",
@@ -336,6 +337,7 @@ def training_run(*, session: Session, job: TrainingJob) -> TrainingRun:
         spent_usd=job.spent_usd,
         time_limit_s=original.get("time_limit_s"),
         budget_usd=original.get("budget_usd"),
+        objective=Objective(original.get("objective") or Objective.MIN_COST),
         excluded_types=tuple(job.excluded_types),
         plans=tuple(plans),
         events=tuple(

@@ -47,6 +47,7 @@ class Host:
     rate_mbit: float
     delay_ms: float
     iface: str = network.HOST_IFACE
+    location: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,6 +143,7 @@ class Testbed:
             memory_mib=t.memory_mib,
             rate_mbit=t.rate_mbit,
             delay_ms=t.delay_ms,
+            location=self.spec.location_of(h["name"]),
         )
 
     # ----- life cycle -------------------------------------------------------------------------------
@@ -232,6 +234,7 @@ class Testbed:
             "SRIFT_TESTBED_CPU_CORES": f"{h.cpu_cores:g}",
             "SRIFT_TESTBED_MEMORY_MIB": str(h.memory_mib or ""),
             "SRIFT_TESTBED_RATE_MBIT": f"{h.rate_mbit:g}",
+            "SRIFT_TESTBED_LOCATION": h.location or "",
         }
 
     def command_in(self, name: str, argv: Sequence[str]) -> list[str]:
@@ -423,7 +426,7 @@ class _Builder:
 
     def _choose_emulator(self, ns: str) -> str:
         wanted = self.spec.emulator
-        needs = any(t.needs_emulation for t in self.spec.types)
+        needs = self.spec.needs_emulation
         if wanted is Emulator.USERSPACE:
             return "userspace"
         netem = self._has_netem(ns)
@@ -482,12 +485,12 @@ class _Builder:
             )
             self._run([ip, "netns", "exec", h["netns"], "sh", "-c", network.NO_IPV6], what="disabling IPv6")
             shape = network.half_shape(t)
+            upload = network.upload_batch(
+                network.HOST_IFACE, shape, self._remotes(h["name"]), mtu=spec.mtu, netem=netem
+            )
             self._run(
                 [tc, "-n", h["netns"], "-batch", "-"],
-                input_text="\n".join(
-                    network.shaping_batch(network.HOST_IFACE, shape, mtu=spec.mtu, netem=netem)
-                )
-                + "\n",
+                input_text="\n".join(upload) + "\n",
                 what=f"shaping the upload of host {h['name']}",
             )
         ports = [h["port"] for h in self.state["hosts"]]
@@ -514,6 +517,18 @@ class _Builder:
         self.store.save(self.state)
         return self.state
 
+    def _remotes(self, host: str) -> list[network.RemoteClass]:
+        """The other locations `host` reaches over a link: their hosts' addresses, rate and delay."""
+        spec = self.spec
+        here = spec.location_of(host)
+        out = []
+        for loc in spec.locations:
+            link = spec.link_between(here, loc.name) if here is not None else None
+            if link is not None:
+                addresses = tuple(spec.address_of(name) for name in loc.hosts)
+                out.append(network.RemoteClass(addresses, link.rate_mbit, link.delay_ms))
+        return out
+
     def _start_switch(self, sw: str) -> None:
         run_dir = self.store.run_dir
         ready = run_dir / "switch.ready"
@@ -529,8 +544,14 @@ class _Builder:
                     "delay_ms": self.spec.type_named(h["type"]).delay_ms,
                     "jitter_ms": self.spec.type_named(h["type"]).jitter_ms,
                     "loss_pct": self.spec.type_named(h["type"]).loss_pct,
+                    "location": self.spec.location_of(h["name"]),
                 }
                 for h in self.state["hosts"]
+            ],
+            "links": [
+                {"between": list(k.between), "delay_ms": k.delay_ms}
+                for k in self.spec.links
+                if k.delay_ms > 0
             ],
         }
         config_path = run_dir / "switch.json"

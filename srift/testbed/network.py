@@ -9,6 +9,7 @@ download.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from srift.testbed.spec import HostTypeSpec
@@ -99,6 +100,65 @@ def shaping_batch(dev: str, shape: LinkShape, *, mtu: int, netem: bool) -> list[
             f"qdisc replace dev {dev} parent 1:1 handle 10: {tbf}",
         ]
     return [f"qdisc replace dev {dev} root handle 1: {tbf}"]
+
+
+@dataclass(frozen=True, slots=True)
+class RemoteClass:
+    """Upload to another location: its hosts' addresses, the link's rate and its one-way delay."""
+
+    addresses: tuple[str, ...]
+    rate_mbit: float
+    delay_ms: float = 0.0
+
+
+def _htb_class(dev: str, classid: str, rate_mbit: float, mtu: int) -> str:
+    burst = tbf_burst_bytes(rate_mbit, mtu)
+    rate = f"{round(rate_mbit * 1000)}kbit"
+    quantum = min(200_000, max(mtu + 64, GSO_BYTES))
+    return (
+        f"class replace dev {dev} parent 1: classid {classid} htb rate {rate} ceil {rate} "
+        f"burst {burst} cburst {burst} quantum {quantum}"
+    )
+
+
+def _leaf(dev: str, parent: str, handle: str, shape: LinkShape, *, mtu: int, netem: bool) -> str:
+    if netem:
+        netem_line = " ".join(netem_args(shape, shape.rate_mbit, mtu))
+        return f"qdisc replace dev {dev} parent {parent} handle {handle} {netem_line}"
+    packets = max(64, int(shape.rate_mbit * 1e6 / 8 * QUEUE_S / max(mtu, 1500)))
+    return f"qdisc replace dev {dev} parent {parent} handle {handle} pfifo limit {packets}"
+
+
+def upload_batch(
+    dev: str, shape: LinkShape, remotes: Sequence[RemoteClass], *, mtu: int, netem: bool
+) -> list[str]:
+    """`tc -batch` lines for a host's upload: `shaping_batch` when it has no other location to reach, else
+    an htb with a class at the host's rate (the default) and one per other location at the link's rate
+    (capped by the host's), chosen by u32 filters on the destination address. Under netem each class's
+    leaf adds the host's half delay plus, for another location, the link's delay; the userspace switch
+    adds the link's delay itself, so there the leaves are plain FIFOs."""
+    if not remotes:
+        return shaping_batch(dev, shape, mtu=mtu, netem=netem)
+    lines = [
+        f"qdisc replace dev {dev} root handle 1: htb default 1",
+        _htb_class(dev, "1:1", shape.rate_mbit, mtu),
+        _leaf(dev, "1:1", "10:", shape, mtu=mtu, netem=netem),
+    ]
+    for k, remote in enumerate(remotes, start=2):
+        rate = min(remote.rate_mbit, shape.rate_mbit)
+        leaf = LinkShape(
+            rate_mbit=rate,
+            delay_ms=shape.delay_ms + (remote.delay_ms if netem else 0.0),
+            jitter_ms=shape.jitter_ms,
+            loss_pct=shape.loss_pct,
+        )
+        lines.append(_htb_class(dev, f"1:{k}", rate, mtu))
+        lines.append(_leaf(dev, f"1:{k}", f"{k * 10}:", leaf, mtu=mtu, netem=netem))
+        lines.extend(
+            f"filter add dev {dev} parent 1: protocol ip prio 1 u32 match ip dst {address}/32 flowid 1:{k}"
+            for address in remote.addresses
+        )
+    return lines
 
 
 def host_ip_batch(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import ipaddress
 import json
@@ -38,7 +39,22 @@ _TYPE_FIELDS = {
     "spot_price_usd_per_hr",
 }
 _HOST_FIELDS = {"type", "count", "name", "names"}
-_TOP_FIELDS = {"prefix", "subnet", "mtu", "emulator", "seed", "types", "hosts", "description"}
+_TOP_FIELDS = {
+    "prefix",
+    "subnet",
+    "mtu",
+    "emulator",
+    "seed",
+    "types",
+    "hosts",
+    "description",
+    "locations",
+    "links",
+}
+_LOCATION_FIELDS = {"name", "hosts"}
+_LINK_FIELDS = {"between", "rate_mbit", "delay_ms"}
+LOCATION_RE = re.compile(r"^[a-z][a-z0-9-]{0,23}$")
+MAX_LOCATIONS = 8
 
 
 class Emulator(StrEnum):
@@ -90,6 +106,26 @@ class HostSpec:
 
 
 @dataclass(frozen=True, slots=True)
+class LocationSpec:
+    """A group of hosts that stands for one location (a zone, region or cloud): they talk over the switch
+    as usual, and to hosts of another location over that pair's link."""
+
+    name: str
+    hosts: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class LinkSpec:
+    """What joins two locations: each host gets `rate_mbit` (each direction) to the other location's hosts,
+    like a cloud VM's one-stream rate across regions, and every packet between them is delayed `delay_ms`
+    one way on top of the hosts' own delays (round trip: 2 × delay_ms more)."""
+
+    between: tuple[str, str]
+    rate_mbit: float
+    delay_ms: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
 class TestbedSpec:
     """A whole testbed: types, hosts, the private subnet they share, MTU and emulator choice."""
 
@@ -103,6 +139,29 @@ class TestbedSpec:
     emulator: Emulator = Emulator.AUTO
     seed: int = 0
     description: str = ""
+    locations: tuple[LocationSpec, ...] = ()
+    links: tuple[LinkSpec, ...] = ()
+
+    def location_of(self, host: str) -> str | None:
+        """The location holding `host` (None when the spec has no locations)."""
+        for loc in self.locations:
+            if host in loc.hosts:
+                return loc.name
+        return None
+
+    def link_between(self, a: str, b: str) -> LinkSpec | None:
+        """The link joining locations `a` and `b` (either order), None for one location or no link."""
+        if a == b:
+            return None
+        for link in self.links:
+            if set(link.between) == {a, b}:
+                return link
+        return None
+
+    @property
+    def needs_emulation(self) -> bool:
+        """True when some path needs delay, jitter or loss (a type's, or a link's delay)."""
+        return any(t.needs_emulation for t in self.types) or any(k.delay_ms > 0 for k in self.links)
 
     def type_of(self, host: str) -> HostTypeSpec:
         for h in self.hosts:
@@ -133,7 +192,7 @@ class TestbedSpec:
         for t in self.types:
             d = {k: v for k, v in asdict(t).items() if v is not None}
             types.append(d)
-        return {
+        out: dict[str, Any] = {
             "prefix": self.prefix,
             "subnet": self.subnet,
             "mtu": self.mtu,
@@ -143,22 +202,21 @@ class TestbedSpec:
             "types": types,
             "hosts": [{"name": h.name, "type": h.type_name} for h in self.hosts],
         }
+        if self.locations:
+            out["locations"] = [{"name": loc.name, "hosts": list(loc.hosts)} for loc in self.locations]
+        if self.links:
+            out["links"] = [
+                {"between": list(k.between), "rate_mbit": k.rate_mbit, "delay_ms": k.delay_ms}
+                for k in self.links
+            ]
+        return out
 
     def fingerprint(self) -> str:
         return hashlib.sha256(json.dumps(self.to_dict(), sort_keys=True).encode()).hexdigest()[:16]
 
     def with_prefix(self, prefix: str) -> TestbedSpec:
         _check_prefix(prefix, "prefix")
-        return TestbedSpec(
-            types=self.types,
-            hosts=self.hosts,
-            prefix=prefix,
-            subnet=self.subnet,
-            mtu=self.mtu,
-            emulator=self.emulator,
-            seed=self.seed,
-            description=self.description,
-        )
+        return dataclasses.replace(self, prefix=prefix)
 
 
 def machine_cores() -> int:
@@ -341,6 +399,116 @@ def _parse_hosts(raw: object, type_names: list[str]) -> tuple[HostSpec, ...]:
     return tuple(hosts)
 
 
+def _parse_locations(raw: object, hosts: tuple[HostSpec, ...]) -> tuple[LocationSpec, ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, list) or not raw:
+        raise _bad(
+            "locations",
+            "locations must be a non-empty list",
+            "write `- {name: east, hosts: [small0, small1]}` per location, or drop `locations`",
+        )
+    if len(raw) > MAX_LOCATIONS:
+        raise _bad("locations", f"{len(raw)} locations is more than {MAX_LOCATIONS}", "use fewer locations")
+    known = [h.name for h in hosts]
+    placed: dict[str, str] = {}
+    out: list[LocationSpec] = []
+    for i, entry in enumerate(raw):
+        where = f"locations[{i}]"
+        if not isinstance(entry, Mapping):
+            raise _bad(where, "each location must be a mapping", "write `- {name: east, hosts: [small0]}`")
+        _unknown(entry, _LOCATION_FIELDS, where)
+        name = entry.get("name")
+        if not isinstance(name, str) or not LOCATION_RE.match(name):
+            raise _bad(
+                f"{where}.name",
+                f"location name must start with a letter and hold 1-24 lowercase letters, digits or '-', "
+                f"got {name!r}",
+                "name it like east or eu-west",
+            )
+        if any(loc.name == name for loc in out):
+            raise _bad(
+                f"{where}.name", f"duplicate location {name!r}", "give every location a different name"
+            )
+        members = entry.get("hosts")
+        if not isinstance(members, list) or not members:
+            raise _bad(f"{where}.hosts", "hosts must be a non-empty list of host names", "list its hosts")
+        for host in members:
+            if host not in known:
+                raise _bad(
+                    f"{where}.hosts",
+                    f"unknown host {host!r}",
+                    f"use the hosts' names ({', '.join(known)})",
+                )
+            if host in placed:
+                raise _bad(
+                    f"{where}.hosts",
+                    f"host {host!r} is already in location {placed[host]!r}",
+                    "put every host in exactly one location",
+                )
+            placed[host] = name
+        out.append(LocationSpec(name=name, hosts=tuple(members)))
+    missing = [h for h in known if h not in placed]
+    if missing:
+        raise _bad(
+            "locations",
+            f"hosts {', '.join(missing)} are in no location",
+            "put every host in exactly one location",
+        )
+    return tuple(out)
+
+
+def _parse_links(raw: object, locations: tuple[LocationSpec, ...]) -> tuple[LinkSpec, ...]:
+    if raw is None:
+        return ()
+    names = [loc.name for loc in locations]
+    if not isinstance(raw, list):
+        raise _bad(
+            "links", "links must be a list", "write `- {between: [east, west], rate_mbit: 50, delay_ms: 20}`"
+        )
+    if raw and len(names) < 2:
+        raise _bad("links", "links join locations, and the spec has fewer than two", "add `locations` first")
+    out: list[LinkSpec] = []
+    for i, entry in enumerate(raw):
+        where = f"links[{i}]"
+        if not isinstance(entry, Mapping):
+            raise _bad(
+                where, "each link must be a mapping", "write `- {between: [east, west], rate_mbit: 50}`"
+            )
+        _unknown(entry, _LINK_FIELDS, where)
+        pair = entry.get("between")
+        if (
+            not isinstance(pair, list)
+            or len(pair) != 2
+            or not all(p in names for p in pair)
+            or pair[0] == pair[1]
+        ):
+            raise _bad(
+                f"{where}.between",
+                f"between must name two different locations, got {pair!r}",
+                f"use two of: {', '.join(names)}",
+            )
+        if any(set(k.between) == set(pair) for k in out):
+            raise _bad(
+                f"{where}.between", f"a second link between {pair[0]} and {pair[1]}", "keep one link per pair"
+            )
+        out.append(
+            LinkSpec(
+                between=(str(pair[0]), str(pair[1])),
+                rate_mbit=_number(
+                    entry,
+                    "rate_mbit",
+                    f"{where}.rate_mbit",
+                    minimum=0.0,
+                    exclusive=True,
+                    maximum=MAX_RATE_MBIT,
+                ),
+                delay_ms=_number(entry, "delay_ms", f"{where}.delay_ms", default=0.0, maximum=MAX_DELAY_MS),
+            )
+        )
+    return tuple(out)
+
+
 def _parse_subnet(value: object, host_count: int) -> str:
     try:
         network = ipaddress.ip_network(str(value), strict=True)
@@ -393,6 +561,8 @@ def parse_spec(document: object, *, cores: int | None = None) -> TestbedSpec:
     description = document.get("description", "")
     if not isinstance(description, str):
         raise _bad("description", "description must be a string", "quote it")
+    locations = _parse_locations(document.get("locations"), hosts)
+    links = _parse_links(document.get("links"), locations)
     return TestbedSpec(
         types=types,
         hosts=hosts,
@@ -402,6 +572,8 @@ def parse_spec(document: object, *, cores: int | None = None) -> TestbedSpec:
         emulator=emulator,
         seed=seed,
         description=description,
+        locations=locations,
+        links=links,
     )
 
 

@@ -41,7 +41,8 @@ STATS_EVERY_S = 2.0
 
 
 class Switch:
-    """The forwarding loop; `ports` from the config: iface, mac, delay_ms, jitter_ms, loss_pct."""
+    """The forwarding loop; `ports` from the config: iface, mac, delay_ms, jitter_ms, loss_pct and
+    location; `links` between locations: {between: [a, b], delay_ms} added one way to their paths."""
 
     def __init__(self, config: dict[str, Any]) -> None:
         self.ports: list[dict[str, Any]] = list(config["ports"])
@@ -55,6 +56,9 @@ class Switch:
             self.by_fd[self.socks[-1].fileno()] = i
             self.mac_port[bytes.fromhex(str(port["mac"]).replace(":", ""))] = i
         n = len(self.ports)
+        link_delay_ms = {
+            frozenset(link["between"]): float(link["delay_ms"]) for link in config.get("links", ())
+        }
         self.delay_s = [[0.0] * n for _ in range(n)]
         self.jitter_s = [[0.0] * n for _ in range(n)]
         self.loss = [[0.0] * n for _ in range(n)]
@@ -62,6 +66,9 @@ class Switch:
             for b in range(n):
                 pa, pb = self.ports[a], self.ports[b]
                 self.delay_s[a][b] = (float(pa["delay_ms"]) + float(pb["delay_ms"])) / 2000
+                across = frozenset((pa.get("location"), pb.get("location")))
+                if len(across) == 2:
+                    self.delay_s[a][b] += link_delay_ms.get(across, 0.0) / 1000
                 self.jitter_s[a][b] = (float(pa["jitter_ms"]) + float(pb["jitter_ms"])) / 2000
                 self.loss[a][b] = (float(pa["loss_pct"]) + float(pb["loss_pct"])) / 200
         self.last_departure = [[0.0] * n for _ in range(n)]

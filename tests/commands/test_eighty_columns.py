@@ -89,6 +89,12 @@ def test_quick_start_plan_fits_80_columns(
     tables = out.split("sources: ")[0].split("network: ")[0].split("warning: ")[0]
     assert_fits(tables)
     assert "Pareto front" in tables
+    front = tables.split("Pareto front")[1]
+    lines = [line for line in front.splitlines() if line.count("│") == 5]
+    cells = [[c.strip() for c in line.split("│")[1:-1]] for line in lines]
+    rows = [(time, cost) for _, time, cost, _ in cells[1:] if time]
+    assert len(rows) >= 3, front
+    assert len(set(rows)) == len(rows), f"rows of the Pareto front read alike: {rows}"
 
 
 def test_columns_tell_rows_apart() -> None:

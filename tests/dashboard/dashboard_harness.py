@@ -116,7 +116,8 @@ class Browsed:
         return path
 
     def chart(self, element_id: str) -> dict[str, Any]:
-        """The Plotly figure drawn in a div: its traces (name, uid, x, y, marker) and layout shapes."""
+        """The Plotly figure drawn in a div: its traces (name, uid, x, y, marker), layout shapes and axis
+        titles (`axes`: {x, y})."""
         figure: dict[str, Any] = self.page.evaluate(
             """(id) => {
                 const div = document.getElementById(id);
@@ -128,6 +129,7 @@ class Browsed:
                         marker: {symbol: t.marker && t.marker.symbol},
                     })),
                     shapes: (div.layout.shapes || []).map(s => ({name: s.name, x0: s.x0, y0: s.y0})),
+                    axes: {x: div.layout.xaxis?.title?.text, y: div.layout.yaxis?.title?.text},
                     rendered: div.querySelectorAll('.main-svg').length,
                 };
             }""",

@@ -185,6 +185,8 @@ def test_plan_page_shows_the_plan_every_evaluated_config_and_the_breakdown(brows
     assert len(traces["front"]["x"]) == sum(p["on_front"] for p in plan["pareto"])
     chosen = traces["chosen"]
     assert chosen["marker"]["symbol"] == "star" and len(chosen["x"]) == 1
+    # The 4-hour time limit is the largest time the chart shows, so the axis is in hours.
+    assert figure["axes"]["x"] == "total time (hours, log scale)"
     assert chosen["x"][0] == pytest.approx(plan["predicted"]["total_time_s"] / 3600)
     assert chosen["y"][0] == pytest.approx(plan["predicted"]["cost_usd"])
     assert [p for p in plan["pareto"] if p["chosen"]], "the API marks the chosen point too"
@@ -428,6 +430,9 @@ def test_jobs_page_shows_a_training_run_with_its_replan_history(browsed: Browsed
     progress = {t["uid"]: t for t in browsed.chart("runs-chart")["data"]}
     assert progress["progress"]["y"] == [0, 5000, 8000]
     assert progress["replans"]["y"] == [8000]
+    # 3000 s elapsed at most: the axis is in minutes, not 0.83 h.
+    assert browsed.chart("runs-chart")["axes"]["x"] == "elapsed (minutes)"
+    assert progress["progress"]["x"] == pytest.approx([0, 30, 50])
     browsed.screenshot("jobs-training-run")
     page.locator("#runs-plans-table a", has_text=f"#{replanned['plan']['id']}").click()
     page.wait_for_selector("#plan-choices")
@@ -459,8 +464,15 @@ def test_predict_page_draws_each_what_if_and_flags_a_bad_row(browsed: Browsed) -
     rows.nth(0).locator("[data-name=count]").fill("8")
     second = _predict(browsed)
     page.wait_for_function("document.querySelectorAll('#predict-history tbody tr').length === 2")
-    traces = {t["uid"]: t for t in browsed.chart("predict-scatter")["data"]}
-    assert traces["chosen"]["x"] == [pytest.approx(second["predicted"]["total_time_s"] / 3600)]
+    figure = browsed.chart("predict-scatter")
+    traces = {t["uid"]: t for t in figure["data"]}
+    top = max(
+        max(w["predicted"]["total_time_s"], w["predicted"]["iteration_p90_s"] * w["iterations"])
+        for w in (first, second)
+    )
+    name, scale = ("hours", 3600) if top >= 7200 else ("minutes", 60) if top >= 120 else ("seconds", 1)
+    assert figure["axes"]["x"] == f"total time ({name})"
+    assert traces["chosen"]["x"] == [pytest.approx(second["predicted"]["total_time_s"] / scale)]
     assert traces["chosen"]["y"] == [pytest.approx(second["predicted"]["cost_usd"])]
     assert traces["earlier"]["y"] == [pytest.approx(first["predicted"]["cost_usd"])]
     bars = {t["uid"]: t for t in browsed.chart("predict-breakdown")["data"]}
@@ -482,4 +494,137 @@ def test_predict_page_draws_each_what_if_and_flags_a_bad_row(browsed: Browsed) -
     message.wait_for()
     assert error["detail"] in message.inner_text()
     browsed.screenshot("predict-bad-batch")
+    browsed.assert_clean(allowed=(UNPROCESSABLE,))
+
+
+def test_predict_history_tells_allreduce_from_parameter_servers_and_short_runs_plot_in_seconds(
+    browsed: Browsed,
+) -> None:
+    """The same fleet with ring allreduce and with two parameter servers: two rows the history tells apart.
+    Twenty iterations last well under two minutes, so the scatter's time axis is in seconds."""
+    _ready(browsed, "/predict")
+    page = browsed.page
+    row = page.locator("#predict-fleet tr").nth(0)
+    row.locator("[data-name=instance_type]").select_option("g4dn.xlarge")
+    row.locator("[data-name=count]").fill("4")
+    page.fill("#predict-iterations", "20")
+    ring = _predict(browsed)
+    page.select_option("#predict-comm", "parameter_server")
+    page.fill("#predict-ps", "2")
+    servers = _predict(browsed)
+    assert ring["label"] == servers["label"] and ring["comm"] == "allreduce" != servers["comm"]
+    page.wait_for_function("document.querySelectorAll('#predict-history tbody tr').length === 2")
+    history = page.locator("#predict-history tbody tr").all_inner_texts()
+    assert "2 parameter servers" in history[0] and "ring allreduce" in history[1]
+    assert "2 parameter servers" in page.inner_text("#predict-title")
+    figure = browsed.chart("predict-scatter")
+    traces = {t["uid"]: t for t in figure["data"]}
+    assert traces["chosen"]["text"] == [f"{servers['label']} · 2 parameter servers"]
+    assert traces["earlier"]["text"] == [f"{ring['label']} · ring allreduce"]
+    assert max(ring["predicted"]["total_time_s"], servers["predicted"]["total_time_s"]) < 60
+    assert figure["axes"]["x"] == "total time (seconds)"
+    assert traces["chosen"]["x"] == [pytest.approx(servers["predicted"]["total_time_s"])]
+    browsed.screenshot("predict-comm-history")
+    browsed.assert_clean()
+
+
+def test_plan_scatter_of_a_short_job_is_in_seconds(browsed: Browsed) -> None:
+    _ready(browsed, "/")
+    page = browsed.page
+    page.select_option("#plan-objective", "min_cost")
+    fields = {"global-batch": "256", "iterations": "40", "time-limit": "", "budget": ""}
+    plan = _submit_plan(browsed, **fields)
+    assert plan["predicted"]["total_time_s"] < 120
+    figure = browsed.chart("plan-scatter")
+    front = [p["total_time_s"] for p in plan["pareto"] if p["on_front"]]
+    assert max(front) < 120, "the front, the chosen plan and no limit: all under two minutes"
+    assert figure["axes"]["x"] == "total time (seconds, log scale)"
+    chosen = {t["uid"]: t for t in figure["data"]}["chosen"]
+    assert chosen["x"] == [pytest.approx(plan["predicted"]["total_time_s"])]
+    browsed.assert_clean()
+
+
+def _run_row(b: Browsed, run_id: int) -> Any:
+    rows = b.page.locator("#runs-list tbody tr")
+    for i in range(rows.count()):
+        if rows.nth(i).locator("td").first.inner_text().strip() == str(run_id):
+            return rows.nth(i)
+    raise AssertionError(f"run #{run_id} is not listed")
+
+
+def test_jobs_page_amends_a_needs_input_run_and_resumes_it(browsed: Browsed) -> None:
+    """A run interrupted 100 s before its deadline cannot be re-planned (needs_input). On the Jobs page, a
+    limit still too short shows the API's message under the time limit; a long enough one resumes the run."""
+    plan = _api(
+        browsed,
+        "POST",
+        "/plans",
+        {
+            "model": browsed.server.model,
+            "global_batch": 256,
+            "iterations": 20000,
+            "time_limit_s": 36000,
+            "availability": {"g4dn.xlarge": 8, "p3.2xlarge": 4},
+        },
+    )
+    run = _api(browsed, "POST", "/jobs", {"plan_id": plan["id"]})
+    lost = plan["choices"][0]
+    response = httpx.post(
+        f"{browsed.server.url}/v1/jobs/{run['id']}/interruptions",
+        json={
+            "instance_type": lost["instance_type"],
+            "count": 1,
+            "iterations_done": 10000,
+            "elapsed_s": 35900,
+        },
+        headers={"Authorization": f"Bearer {browsed.server.token}"},
+        timeout=60,
+    )
+    assert response.status_code == 422 and response.json()["field"] == "time_limit_s", response.text
+    assert _api(browsed, "GET", f"/jobs/{run['id']}")["state"] == "needs_input"
+
+    _ready(browsed, "/jobs")
+    page = browsed.page
+    page.uncheck("#jobs-auto")
+    _run_row(browsed, run["id"]).click()
+    page.wait_for_selector("#runs-amend:not([hidden])")
+    assert "needs_input" in page.inner_text("#runs-detail-title")
+    assert "past" in page.inner_text("#runs-amend-why")
+    assert page.inner_text("#runs-amend-submit") == "Re-plan and resume"
+    assert page.input_value("#runs-amend-time") == "36000"
+    assert page.input_value("#runs-amend-objective") == "min_cost"
+
+    page.fill("#runs-amend-time", "36100")
+    with page.expect_response(lambda r: r.url.endswith(f"/v1/jobs/{run['id']}/amendments")) as info:
+        page.click("#runs-amend-submit")
+    assert info.value.status == 422 and info.value.json()["error"] == "infeasible"
+    assert info.value.request.post_data_json == {"time_limit_s": 36100}
+    message = page.locator("#runs-amend-time ~ .field-error")
+    message.wait_for()
+    assert info.value.json()["detail"] in message.inner_text()
+    assert page.locator("#runs-amend-time").get_attribute("aria-invalid") == "true"
+    assert _api(browsed, "GET", f"/jobs/{run['id']}")["state"] == "needs_input"
+
+    page.fill("#runs-amend-time", "200000")
+    with page.expect_response(lambda r: r.url.endswith(f"/v1/jobs/{run['id']}/amendments")) as info:
+        page.click("#runs-amend-submit")
+    answer = info.value.json()
+    assert info.value.status == 200, answer
+    assert answer["job"]["state"] == "running" and answer["plan"]["iterations"] == 10000
+    page.wait_for_selector(f"#runs-amend-done:has-text('plan #{answer['plan']['id']}')")
+    assert "running" in page.inner_text("#runs-detail-title")
+    assert "running" in _run_row(browsed, run["id"]).inner_text()
+    assert page.inner_text("#runs-amend-submit") == "Re-plan"
+    assert page.input_value("#runs-amend-time") == "200000"
+    assert page.locator("#runs-amend-time").get_attribute("aria-invalid") is None
+    plans = page.locator("#runs-plans-table tbody tr")
+    assert plans.count() == 2 and f"#{answer['plan']['id']}" in plans.nth(1).inner_text()
+    assert "current" in plans.nth(1).inner_text()
+    events = page.inner_text("#runs-events-table")
+    assert "amended" in events and "set time limit" in events
+    assert "re-planned 10,000 iterations left" in events
+    stored = _api(browsed, "GET", f"/jobs/{run['id']}")
+    assert stored["state"] == "running" and stored["time_limit_s"] == 200000
+    assert stored["current_plan_id"] == answer["plan"]["id"]
+    browsed.screenshot("jobs-amend-resume")
     browsed.assert_clean(allowed=(UNPROCESSABLE,))

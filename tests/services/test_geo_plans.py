@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import pytest
@@ -31,9 +30,10 @@ def _body(profile: dict[str, Any], **over: Any) -> dict[str, Any]:
     return body
 
 
-def test_two_regions_two_providers_plan_in_under_a_second_with_egress_on_its_cost_line(
+def test_two_regions_two_providers_plan_has_egress_on_its_cost_line(
     client: TestClient, write_headers: dict[str, str], t4: dict[str, Any]
 ) -> None:
+    """The request of benchmarks/geo_plan_time.py, which measures its time (< 1 s) on a quiet machine."""
     # Four T4 VMs per location at most (batch ≤ 64 each), so a global batch of 512 needs both clouds.
     body = _body(
         t4,
@@ -41,13 +41,9 @@ def test_two_regions_two_providers_plan_in_under_a_second_with_egress_on_its_cos
         regions=["aws/us-east-1", "gcp/us-central1"],
         availability={"g4dn.xlarge": 4, "n1-standard-8-1xt4": 4},
     )
-    client.post("/v1/plans", json=_body(t4), headers=write_headers)  # warm the process (imports, caches)
-    start = time.perf_counter()
     r = client.post("/v1/plans", json=body, headers=write_headers)
-    elapsed = time.perf_counter() - start
     assert r.status_code == 201, r.text
     plan = r.json()
-    assert elapsed < 1.0, f"{elapsed:.2f} s"
     assert {c["location"] for c in plan["choices"]} == {"aws/us-east-1", "gcp/us-central1"}
     assert [loc["location"] for loc in plan["locations"]] == ["aws/us-east-1", "gcp/us-central1"]
     assert sum(loc["vms"] for loc in plan["locations"]) == sum(plan["counts"])

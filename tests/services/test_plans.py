@@ -318,15 +318,15 @@ def test_job_progress_rules(client: TestClient, db_url: str, write_headers: dict
     back = client.post(
         f"/v1/jobs/{job_id}/progress", json={**ok, "iterations_done": 50}, headers=write_headers
     )
-    assert back.status_code == 422 and back.json()["field"] == "iterations_done"
+    assert back.status_code == 409 and back.json()["field"] == "iterations_done"
     past = client.post(
         f"/v1/jobs/{job_id}/progress", json={**ok, "iterations_done": 401}, headers=write_headers
     )
-    assert past.status_code == 422 and past.json()["field"] == "iterations_done"
+    assert past.status_code == 409 and past.json()["field"] == "iterations_done"
     wrong = client.post(
         f"/v1/jobs/{job_id}/interruptions", json={"instance_type": "nope", "count": 1}, headers=write_headers
     )
-    assert wrong.status_code == 422 and wrong.json()["field"] == "instance_type"
+    assert wrong.status_code == 409 and wrong.json()["field"] == "instance_type"
     done = client.post(
         f"/v1/jobs/{job_id}/progress",
         json={**ok, "iterations_done": 400, "elapsed_s": 300},

@@ -76,4 +76,6 @@ def test_amendment_rules(client: TestClient, db_url: str, write_headers: dict[st
     )
     assert fast.status_code == 200, fast.text
     assert fast.json()["plan"]["objective"] == "min_time"
+    assert fast.json()["job"]["objective"] == "min_time"
+    assert client.get(f"/v1/jobs/{job_id}").json()["objective"] == "min_time"
     assert fast.json()["job"]["budget_usd"] == 50

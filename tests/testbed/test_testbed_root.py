@@ -256,3 +256,34 @@ def test_bad_spec_errors_name_the_field_and_create_nothing(root: Path) -> None:
     assert "types[0].rate_mbit" in done.stderr
     assert _leftovers(prefix) == []
     assert not (data / "testbed" / f"{prefix}.json").exists()
+
+
+TWO_LOCATIONS = {
+    "types": [{"name": "tb.t", "cpu_cores": 0.25, "rate_mbit": 200, "delay_ms": 1, "price_usd_per_hr": 0.1}],
+    "hosts": [{"type": "tb.t", "count": 3}],
+    "locations": [{"name": "east", "hosts": ["t0", "t1"]}, {"name": "west", "hosts": ["t2"]}],
+    "links": [{"between": ["east", "west"], "rate_mbit": 40, "delay_ms": 15}],
+}
+
+
+def test_a_link_between_locations_shapes_only_the_paths_that_cross_it(root: Path) -> None:
+    """t0 and t1 (east) see their own 200 Mbit/s and 2 ms round trip; t0 → t2 (west) the link's 40 Mbit/s
+    and 2 + 2 × 15 = 32 ms."""
+    prefix = _prefix()
+    testbed = Testbed.up(parse_spec(TWO_LOCATIONS), root=root, prefix=prefix)
+    try:
+        assert testbed.host("t2").location == "west"
+        assert testbed.host_env("t0")["SRIFT_TESTBED_LOCATION"] == "east"
+        across = measure.throughput(testbed, "t0", "t2", seconds=2.0, warmup_s=0.5)
+        assert 40 * 0.85 <= across.rate_mbit <= 40 * 1.15, across
+        back = measure.throughput(testbed, "t2", "t1", seconds=2.0, warmup_s=0.5)
+        assert 40 * 0.85 <= back.rate_mbit <= 40 * 1.15, back
+        inside = measure.throughput(testbed, "t0", "t1", seconds=2.0, warmup_s=0.5)
+        assert 200 * 0.85 <= inside.rate_mbit <= 200 * 1.15, inside
+        far = statistics.median(measure.rtt_ms(testbed, "t0", "t2", count=20))
+        assert 32 * 0.85 <= far <= 32 * 1.15, far
+        near = statistics.median(measure.rtt_ms(testbed, "t1", "t0", count=20))
+        assert near <= 2 * 1.5 + 0.5, near
+    finally:
+        down(prefix, root=root)
+    assert _leftovers(prefix) == []

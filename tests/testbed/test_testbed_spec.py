@@ -103,6 +103,75 @@ def test_shaping_halves_delay_per_direction_and_keeps_rate() -> None:
     assert network.tbf_burst_bytes(1000, 9001) >= network.GSO_BYTES
 
 
+GEO: dict[str, Any] = {
+    **GOOD,
+    "locations": [{"name": "east", "hosts": ["small0", "big"]}, {"name": "west", "hosts": ["small1"]}],
+    "links": [{"between": ["east", "west"], "rate_mbit": 50, "delay_ms": 10}],
+}
+
+
+def test_locations_group_hosts_and_links_join_them() -> None:
+    spec = parse_spec(GEO, cores=2)
+    assert [spec.location_of(h.name) for h in spec.hosts] == ["east", "west", "east"]
+    link = spec.link_between("west", "east")
+    assert link is not None and link.rate_mbit == 50 and link.delay_ms == 10
+    assert spec.link_between("east", "east") is None
+    assert spec.needs_emulation
+    assert parse_spec(spec.to_dict(), cores=2) == spec
+    assert "locations" not in parse_spec(GOOD, cores=2).to_dict()
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"locations": [{"name": "east", "hosts": ["small0", "small1"]}]}, "locations"),
+        ({"locations": [{"name": "east", "hosts": ["small0", "nobody"]}]}, "locations[0].hosts"),
+        (
+            {
+                "locations": [
+                    {"name": "east", "hosts": ["small0", "small1"]},
+                    {"name": "west", "hosts": ["small1"]},
+                ]
+            },
+            "locations[1].hosts",
+        ),
+        (
+            {"locations": [{"name": "East", "hosts": ["small0", "small1", "big"]}], "links": []},
+            "locations[0].name",
+        ),
+        ({"links": [{"between": ["east", "north"], "rate_mbit": 5}]}, "links[0].between"),
+        ({"links": [{"between": ["east", "east"], "rate_mbit": 5}]}, "links[0].between"),
+        ({"links": [{"between": ["east", "west"], "rate_mbit": 0}]}, "links[0].rate_mbit"),
+        ({"links": [{"between": ["east", "west"], "rate_mbit": 5, "delay_ms": -1}]}, "links[0].delay_ms"),
+        ({"links": [{"between": ["east", "west"], "rate_mbit": 5, "loss": 1}]}, "links[0].loss"),
+    ],
+)
+def test_bad_locations_and_links_name_the_field(change: dict[str, Any], field: str) -> None:
+    with pytest.raises(InvalidInput) as info:
+        parse_spec({**GEO, **change}, cores=2)
+    assert info.value.field == field
+
+
+def test_upload_to_another_location_gets_the_links_rate_by_destination() -> None:
+    shape = network.LinkShape(rate_mbit=100, delay_ms=1.0)
+    remote = network.RemoteClass(("10.213.0.2", "10.213.0.5"), rate_mbit=500, delay_ms=10)
+    plain = network.upload_batch("eth0", shape, [remote], mtu=9001, netem=False)
+    assert plain[0] == "qdisc replace dev eth0 root handle 1: htb default 1"
+    assert plain[1].startswith("class replace dev eth0 parent 1: classid 1:1 htb rate 100000kbit")
+    # The link's rate is capped by the host's own.
+    assert plain[3].startswith("class replace dev eth0 parent 1: classid 1:2 htb rate 100000kbit")
+    assert [line.split()[-3:] for line in plain if line.startswith("filter")] == [
+        ["10.213.0.2/32", "flowid", "1:2"],
+        ["10.213.0.5/32", "flowid", "1:2"],
+    ]
+    assert all("netem" not in line for line in plain)
+    netem = network.upload_batch("eth0", shape, [remote], mtu=9001, netem=True)
+    assert "delay 1ms" in netem[2] and "delay 11ms" in netem[4]
+    assert network.upload_batch("eth0", shape, [], mtu=9001, netem=False) == network.shaping_batch(
+        "eth0", shape, mtu=9001, netem=False
+    )
+
+
 def test_without_root_up_stops_before_creating_anything(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

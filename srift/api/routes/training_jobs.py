@@ -62,8 +62,10 @@ def get_job(session: SessionDep, _: RequireRead, job_id: int = _JOB_ID) -> Any:
     responses={
         **_AUTH,
         **_NO_JOB,
-        409: {"model": ErrorOut, "description": "the job has completed"},
-        422: {"model": ErrorOut, "description": "progress goes backwards or past the job's iterations"},
+        409: {
+            "model": ErrorOut,
+            "description": "the job has completed, or progress goes backwards or past the job's iterations",
+        },
     },
 )
 def report_progress(body: ProgressIn, session: SessionDep, _: RequireWrite, job_id: int = _JOB_ID) -> Any:
@@ -77,7 +79,10 @@ def report_progress(body: ProgressIn, session: SessionDep, _: RequireWrite, job_
     responses={
         **_AUTH,
         **_NO_JOB,
-        409: {"model": ErrorOut, "description": "the job has completed"},
+        409: {
+            "model": ErrorOut,
+            "description": "the job has completed, or its current plan runs no (or fewer) such VMs",
+        },
         422: {
             "model": ErrorOut,
             "description": "invalid report, or no plan for the rest of the run meets the original limits "

@@ -17,6 +17,7 @@ from srift.domain.requests import Amendment, InterruptionReport, PlanQuery, Prog
 from srift.domain.states import TrainingState
 from srift.domain.structure import Precision
 from srift.limits import (
+    DEFAULT_MAX_SOLVE_BUDGET_S,
     MAX_COUNT,
     MAX_GLOBAL_BATCH,
     MAX_INSTANCE_TYPES_PER_REQUEST,
@@ -130,7 +131,12 @@ class PlanRequest(BaseModel):
     )
     mode: SearchMode = Field(default=SearchMode.AUTO, description="exhaustive, eager or auto")
     solve_budget_s: float = Field(
-        default=2.0, gt=0, le=MAX_SOLVE_BUDGET_S, description="seconds the search may take"
+        default=2.0,
+        gt=0,
+        description="seconds the search may take, at most the server's SRIFT_MAX_SOLVE_BUDGET_S (default "
+        f"{DEFAULT_MAX_SOLVE_BUDGET_S:g} s, never above {MAX_SOLVE_BUDGET_S:g} s; the maximum stated here is "
+        "this server's)",
+        json_schema_extra={"maximum": MAX_SOLVE_BUDGET_S},
     )
     batch_policy: BatchPolicy = Field(
         default=BatchPolicy.POW2_SPLIT, description="per-VM batches: pow2_split, pow2 or any"
@@ -572,6 +578,7 @@ class JobOut(BaseModel):
     spent_usd: float
     time_limit_s: float | None
     budget_usd: float | None
+    objective: Objective = Field(description="the objective the rest of the run is planned for")
     excluded_types: list[str]
     plans: list[JobPlanOut]
     events: list[JobEventOut]

@@ -15,8 +15,19 @@ const COLORS = {
   network: "#e45756",
   stall: "#9d755d",
 };
-const HOUR = 3600;
 let loading = null;
+
+/**
+ * The unit a time axis is drawn in, picked from the largest of `seconds` as the CLI's columns do: hours from
+ * 2 h, minutes from 2 min, else seconds (a 50-second job is plotted as 50 s, not 0.014 h).
+ */
+export function timeUnit(seconds) {
+  const finite = seconds.filter((v) => Number.isFinite(v) && v > 0);
+  const top = finite.length ? Math.max(...finite) : 0;
+  if (top >= 7200) return { name: "hours", symbol: "h", scale: 3600 };
+  if (top >= 120) return { name: "minutes", symbol: "min", scale: 60 };
+  return { name: "seconds", symbol: "s", scale: 1 };
+}
 
 /** The Plotly global, loading /static/vendor/plotly.min.js once on first call. */
 export function plotly() {
@@ -58,14 +69,14 @@ function baseLayout(extra) {
  * Dashed limit lines (time limit on x, budget on y) with their labels, on log axes: shapes take data
  * values, annotations the log10 of them.
  */
-function limitShapes(timeLimitS, budgetUsd) {
+function limitShapes(timeLimitS, budgetUsd, unit) {
   const shapes = [];
   const annotations = [];
   const line = (dash) => ({ color: COLORS.chosen, dash, width: 1.5 });
   if (Number.isFinite(timeLimitS) && timeLimitS > 0) {
-    const x = timeLimitS / HOUR;
+    const x = timeLimitS / unit.scale;
     shapes.push({ type: "line", xref: "x", yref: "paper", x0: x, x1: x, y0: 0, y1: 1, line: line("dash"), name: "time limit" });
-    annotations.push({ x: Math.log10(x), y: 0, xref: "x", yref: "paper", text: `time limit ${fmtHours(x)}`, showarrow: false, textangle: -90, xanchor: "right", yanchor: "bottom", font: { color: COLORS.chosen } });
+    annotations.push({ x: Math.log10(x), y: 0, xref: "x", yref: "paper", text: `time limit ${fmtIn(x, unit)}`, showarrow: false, textangle: -90, xanchor: "right", yanchor: "bottom", font: { color: COLORS.chosen } });
   }
   if (Number.isFinite(budgetUsd) && budgetUsd > 0) {
     shapes.push({ type: "line", xref: "paper", yref: "y", x0: 0, x1: 1, y0: budgetUsd, y1: budgetUsd, line: line("dot"), name: "budget" });
@@ -74,49 +85,52 @@ function limitShapes(timeLimitS, budgetUsd) {
   return { shapes, annotations };
 }
 
-function fmtHours(h) {
-  return h >= 10 ? `${Math.round(h)} h` : `${Number(h.toPrecision(2))} h`;
+function fmtIn(v, unit) {
+  return v >= 10 ? `${Math.round(v)} ${unit.symbol}` : `${Number(v.toPrecision(2))} ${unit.symbol}`;
 }
 
-function pointTrace(name, points, marker, extra = {}) {
+function pointTrace(name, points, marker, extra = {}, unit = timeUnit(points.map((p) => p.total_time_s))) {
   return {
     type: "scatter",
     mode: "markers",
     name,
-    x: points.map((p) => p.total_time_s / HOUR),
+    x: points.map((p) => p.total_time_s / unit.scale),
     y: points.map((p) => p.cost_usd),
     text: points.map((p) => p.label),
-    hovertemplate: "%{text}<br>%{x:.3g} h, $%{y:,.2f}<extra>" + name + "</extra>",
+    hovertemplate: `%{text}<br>%{x:.4g} ${unit.symbol}, $%{y:,.4g}<extra>${name}</extra>`,
     marker,
     ...extra,
   };
 }
 
 /**
- * Scatter of every configuration evaluated: total time (h) vs total cost (USD); infeasible ones grey, the
- * Pareto front joined, the chosen plan a large star, CAP/TAP as diamonds, limits as dashed lines.
+ * Scatter of every configuration evaluated: total time vs total cost (USD); infeasible ones grey, the Pareto
+ * front joined, the chosen plan a large star, CAP/TAP as diamonds, limits as dashed lines. The time unit
+ * (s, min or h, named in the axis title) is picked from the Pareto front, the chosen plan and the limit.
  * Trace `uid`s ("evaluated-feasible", "evaluated-infeasible", "chosen", ...) let tests and users find them.
  */
 export function drawPlanScatter(div, { points, chosen, baselines = {}, timeLimitS, budgetUsd }) {
   const feasible = points.filter((p) => p.feasible !== false);
   const infeasible = points.filter((p) => p.feasible === false);
   const front = points.filter((p) => p.on_front).sort((a, b) => a.total_time_s - b.total_time_s);
+  const read = [...front, ...(chosen ? [chosen] : [])].map((p) => p.total_time_s);
+  const unit = timeUnit(read.length ? [...read, timeLimitS] : points.map((p) => p.total_time_s));
   const traces = [
-    pointTrace("infeasible", infeasible, { color: COLORS.infeasible, size: 6, symbol: "circle-open" }, { uid: "evaluated-infeasible" }),
-    pointTrace("feasible", feasible, { color: COLORS.feasible, size: 7, opacity: 0.75 }, { uid: "evaluated-feasible" }),
-    pointTrace("Pareto front", front, { color: COLORS.front, size: 8 }, { uid: "front", mode: "lines+markers", line: { color: COLORS.front, width: 2, shape: "hv" } }),
+    pointTrace("infeasible", infeasible, { color: COLORS.infeasible, size: 6, symbol: "circle-open" }, { uid: "evaluated-infeasible" }, unit),
+    pointTrace("feasible", feasible, { color: COLORS.feasible, size: 7, opacity: 0.75 }, { uid: "evaluated-feasible" }, unit),
+    pointTrace("Pareto front", front, { color: COLORS.front, size: 8 }, { uid: "front", mode: "lines+markers", line: { color: COLORS.front, width: 2, shape: "hv" } }, unit),
   ];
   for (const [policy, color] of [["cap", COLORS.cap], ["tap", COLORS.tap]]) {
     const b = baselines[policy];
     if (!b) continue;
-    traces.push(pointTrace(policy.toUpperCase(), [b], { color, size: 13, symbol: "diamond", line: { color: "#fff", width: 1 } }, { uid: policy }));
+    traces.push(pointTrace(policy.toUpperCase(), [b], { color, size: 13, symbol: "diamond", line: { color: "#fff", width: 1 } }, { uid: policy }, unit));
   }
   if (chosen) {
-    traces.push(pointTrace("chosen plan", [chosen], { color: COLORS.chosen, size: 20, symbol: "star", line: { color: "#fff", width: 1 } }, { uid: "chosen" }));
+    traces.push(pointTrace("chosen plan", [chosen], { color: COLORS.chosen, size: 20, symbol: "star", line: { color: "#fff", width: 1 } }, { uid: "chosen" }, unit));
   }
-  const { shapes, annotations } = limitShapes(timeLimitS, budgetUsd);
+  const { shapes, annotations } = limitShapes(timeLimitS, budgetUsd, unit);
   const layout = baseLayout({
-    xaxis: { title: { text: "total time (hours, log scale)" }, type: "log", zeroline: false, gridcolor: "#eef1f5" },
+    xaxis: { title: { text: `total time (${unit.name}, log scale)` }, type: "log", zeroline: false, gridcolor: "#eef1f5" },
     yaxis: { title: { text: "total cost (USD, log scale)" }, type: "log", zeroline: false, gridcolor: "#eef1f5", tickprefix: "$" },
     shapes,
     annotations,
@@ -160,24 +174,28 @@ export function drawBreakdown(div, bars) {
   return react(div, traces, layout);
 }
 
-/** What-if scatter: one point per prediction, p10–p90 as horizontal error bars, the latest highlighted. */
+/**
+ * What-if scatter: one point per prediction, p10–p90 as horizontal error bars, the latest highlighted; the time
+ * unit is picked from the what-ifs' p90 totals.
+ */
 export function drawWhatIfScatter(div, history) {
+  const unit = timeUnit(history.map((h) => Math.max(h.prediction.total_time_s, h.prediction.iteration_p90_s * h.iterations)));
   const toPoint = (h) => ({ label: h.label, total_time_s: h.prediction.total_time_s, cost_usd: h.prediction.cost_usd });
   const errors = (list) => ({
     type: "data",
     symmetric: false,
-    array: list.map((h) => Math.max(0, (h.prediction.iteration_p90_s - h.prediction.iteration_s) * h.iterations) / HOUR),
-    arrayminus: list.map((h) => Math.max(0, (h.prediction.iteration_s - h.prediction.iteration_p10_s) * h.iterations) / HOUR),
+    array: list.map((h) => Math.max(0, (h.prediction.iteration_p90_s - h.prediction.iteration_s) * h.iterations) / unit.scale),
+    arrayminus: list.map((h) => Math.max(0, (h.prediction.iteration_s - h.prediction.iteration_p10_s) * h.iterations) / unit.scale),
     color: "#9aa5b1",
   });
   const earlier = history.slice(0, -1);
   const latest = history.slice(-1);
   const traces = [
-    pointTrace("earlier what-ifs", earlier.map(toPoint), { color: COLORS.feasible, size: 9 }, { uid: "earlier", error_x: errors(earlier) }),
-    pointTrace("latest", latest.map(toPoint), { color: COLORS.chosen, size: 18, symbol: "star" }, { uid: "chosen", error_x: errors(latest) }),
+    pointTrace("earlier what-ifs", earlier.map(toPoint), { color: COLORS.feasible, size: 9 }, { uid: "earlier", error_x: errors(earlier) }, unit),
+    pointTrace("latest", latest.map(toPoint), { color: COLORS.chosen, size: 18, symbol: "star" }, { uid: "chosen", error_x: errors(latest) }, unit),
   ];
   const layout = baseLayout({
-    xaxis: { title: { text: "total time (hours)" }, gridcolor: "#eef1f5", rangemode: "tozero" },
+    xaxis: { title: { text: `total time (${unit.name})` }, gridcolor: "#eef1f5", rangemode: "tozero" },
     yaxis: { title: { text: "total cost (USD)" }, gridcolor: "#eef1f5", tickprefix: "$", rangemode: "tozero" },
   });
   return react(div, traces, layout);

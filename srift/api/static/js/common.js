@@ -257,6 +257,7 @@ export function fillSelect(select, options, selected) {
 
 export function fmtSeconds(s) {
   if (s === null || s === undefined || !Number.isFinite(s)) return "—";
+  if (s === 0) return "0 s";
   if (s < 1) return `${(s * 1000).toPrecision(3)} ms`;
   if (s < 120) return `${s.toPrecision(3)} s`;
   if (s < 7200) return `${(s / 60).toFixed(1)} min`;

@@ -1,13 +1,18 @@
-// Jobs page: probe/profile jobs with state and logs; training runs with progress and their re-plan history.
+// Jobs page: probe/profile jobs with state and logs; training runs with progress, their re-plan history, and a
+// form that amends a run's limits or objective (POST /v1/jobs/{id}/amendments), resuming one in needs_input.
 
-import { react } from "./charts.js";
+import { react, timeUnit } from "./charts.js";
 import {
-  badge, el, markReady, fmtNumber, fmtSeconds, fmtTime, fmtUsd, get, items, renderTable, showBoxError,
+  badge, clearErrors, el, markReady, fmtNumber, fmtSeconds, fmtTime, fmtUsd, get, items, numberOrNull, post, renderTable,
+  showBoxError, showError,
 } from "./common.js";
 
 const $ = (id) => document.getElementById(id);
+const amendForm = $("runs-amend");
 let selectedJob = null;
 let selectedRun = null;
+let shownRun = null;
+let amendFilledFor = null;
 let timer = null;
 
 function duration(job) {
@@ -133,6 +138,8 @@ async function showRun(id) {
   selectedRun = id;
   try {
     const run = await get(`/jobs/${id}`);
+    shownRun = run;
+    showAmendForm(run);
     $("runs-detail").hidden = false;
     for (const tr of $("runs-table").querySelectorAll("tbody tr")) tr.classList.toggle("selected", tr.firstChild.textContent === String(id));
     const limits = [run.time_limit_s != null ? `time limit ${fmtSeconds(run.time_limit_s)}` : null, run.budget_usd != null ? `budget ${fmtUsd(run.budget_usd)}` : null].filter(Boolean);
@@ -166,19 +173,82 @@ async function showRun(id) {
   }
 }
 
-/** Iterations done against elapsed hours, with each interruption (re-plan) marked. */
+/** The run's last failed re-plan (interruption or amendment), which is why it waits in needs_input. */
+function lastFailure(run) {
+  const failed = (run.events || []).filter((e) => e.payload?.error);
+  return failed.length ? failed[failed.length - 1].payload.error : null;
+}
+
+/**
+ * The amend form of the shown run: hidden once it completed; filled with the run's limits and objective when
+ * another run is shown (not on the 5-second refresh, which would undo what you type); a run in needs_input
+ * says why it waits and the button resumes it.
+ */
+function showAmendForm(run) {
+  amendForm.hidden = run.state === "completed";
+  const waiting = run.state === "needs_input";
+  $("runs-amend-title").textContent = waiting ? "Resume: change the limits or objective" : "Change the limits or objective";
+  $("runs-amend-submit").textContent = waiting ? "Re-plan and resume" : "Re-plan";
+  const why = waiting ? lastFailure(run) : null;
+  $("runs-amend-why").textContent = waiting
+    ? `No plan fits the rest of the run${why ? `: ${why.detail}${why.hint ? `. To fix: ${why.hint}` : ""}` : ""}. Raise a limit or change the objective, then re-plan.`
+    : "A new plan for the rest of the run under these limits (the types lost so far stay excluded).";
+  if (amendFilledFor === run.id) return;
+  amendFilledFor = run.id;
+  clearErrors(amendForm);
+  $("runs-amend-done").textContent = "";
+  $("runs-amend-time").value = run.time_limit_s ?? "";
+  $("runs-amend-budget").value = run.budget_usd ?? "";
+  $("runs-amend-objective").value = run.objective ?? "min_cost";
+}
+
+/** What the form changes against the run: only fields that differ are sent (the API keeps the rest). */
+function amendment(run) {
+  const body = {};
+  const time = numberOrNull($("runs-amend-time"));
+  const budget = numberOrNull($("runs-amend-budget"));
+  if (time !== null && time !== run.time_limit_s) body.time_limit_s = time;
+  if (budget !== null && budget !== run.budget_usd) body.budget_usd = budget;
+  if ($("runs-amend-objective").value !== (run.objective ?? "min_cost")) body.objective = $("runs-amend-objective").value;
+  return body;
+}
+
+async function amend(ev) {
+  ev.preventDefault();
+  const run = shownRun;
+  if (!run) return;
+  clearErrors(amendForm);
+  $("runs-amend-done").textContent = "";
+  $("runs-amend-submit").disabled = true;
+  $("runs-amend-busy").hidden = false;
+  try {
+    const answer = await post(`/jobs/${run.id}/amendments`, amendment(run));
+    amendFilledFor = null;
+    await loadRuns();
+    $("runs-amend-done").textContent = `${answer.job.state === "running" ? "running" : answer.job.state} on plan #${answer.plan.id}: ${answer.plan.label}`;
+  } catch (err) {
+    showError(amendForm, err);
+    if (err.error === "infeasible") await loadRuns();
+  } finally {
+    $("runs-amend-submit").disabled = false;
+    $("runs-amend-busy").hidden = true;
+  }
+}
+
+/** Iterations done against elapsed time (s, min or h by the run's length), with each interruption marked. */
 function drawProgress(events) {
   const timed = events.filter((e) => typeof e.payload?.elapsed_s === "number" && typeof e.payload?.iterations_done === "number");
-  const progress = [{ x: 0, y: 0 }, ...timed.map((e) => ({ x: e.payload.elapsed_s / 3600, y: e.payload.iterations_done }))]
+  const unit = timeUnit(timed.map((e) => e.payload.elapsed_s));
+  const progress = [{ x: 0, y: 0 }, ...timed.map((e) => ({ x: e.payload.elapsed_s / unit.scale, y: e.payload.iterations_done }))]
     .sort((a, b) => a.x - b.x);
-  const cuts = timed.filter(isReplan).map((e) => ({ x: e.payload.elapsed_s / 3600, y: e.payload.iterations_done, text: `${e.payload.instance_type ?? ""} lost ×${e.payload.count ?? "?"}` }));
+  const cuts = timed.filter(isReplan).map((e) => ({ x: e.payload.elapsed_s / unit.scale, y: e.payload.iterations_done, text: `${e.payload.instance_type ?? ""} lost ×${e.payload.count ?? "?"}` }));
   const traces = [
     { type: "scatter", mode: "lines+markers", name: "iterations done", uid: "progress", x: progress.map((p) => p.x), y: progress.map((p) => p.y), line: { color: "#4c78a8" } },
     { type: "scatter", mode: "markers", name: "interruption → re-plan", uid: "replans", x: cuts.map((p) => p.x), y: cuts.map((p) => p.y), text: cuts.map((p) => p.text), marker: { symbol: "x", size: 13, color: "#d62728" } },
   ];
   const layout = {
     margin: { l: 64, r: 20, t: 10, b: 44 },
-    xaxis: { title: { text: "elapsed (hours)" }, rangemode: "tozero", gridcolor: "#eef1f5" },
+    xaxis: { title: { text: `elapsed (${unit.name})` }, rangemode: "tozero", gridcolor: "#eef1f5" },
     yaxis: { title: { text: "iterations" }, rangemode: "tozero", gridcolor: "#eef1f5" },
     legend: { orientation: "h", y: -0.3 },
     paper_bgcolor: "#fff",
@@ -189,12 +259,21 @@ function drawProgress(events) {
 
 function summary(payload) {
   if (!payload) return "";
+  const r = payload.remaining || {};
+  const within = [r.time_limit_s != null ? fmtSeconds(Math.max(0, r.time_limit_s)) : null, r.budget_usd != null ? fmtUsd(Math.max(0, r.budget_usd)) : null].filter(Boolean).join(" and ");
+  const rest = `${fmtNumber(r.iterations)} iterations left${within ? ` within ${within}` : ""}`;
   if (payload.instance_type) {
     const lost = `${payload.count}× ${payload.instance_type} lost`;
-    const r = payload.remaining || {};
-    const within = [r.time_limit_s != null ? fmtSeconds(r.time_limit_s) : null, r.budget_usd != null ? fmtUsd(r.budget_usd) : null].filter(Boolean).join(" and ");
-    const rest = `${fmtNumber(r.iterations)} iterations left${within ? ` within ${within}` : ""}`;
     return payload.error ? `${lost}; no plan fits ${rest}: ${payload.error.detail}` : `${lost}; re-planned ${rest}`;
+  }
+  if (payload.set) {
+    const set = payload.set;
+    const changed = [
+      set.time_limit_s != null ? `time limit ${fmtSeconds(set.time_limit_s)}` : null,
+      set.budget_usd != null ? `budget ${fmtUsd(set.budget_usd)}` : null,
+      set.objective ? `objective ${set.objective}` : null,
+    ].filter(Boolean).join(", ");
+    return payload.error ? `set ${changed}; still no plan fits ${rest}: ${payload.error.detail}` : `set ${changed}; re-planned ${rest}`;
   }
   const skip = new Set(["iterations_done", "spent_usd", "plan_id", "elapsed_s"]);
   const parts = Object.entries(payload).filter(([k]) => !skip.has(k)).map(([k, v]) => `${k}=${typeof v === "object" ? JSON.stringify(v) : v}`);
@@ -208,5 +287,6 @@ function schedule() {
 }
 
 $("jobs-auto").addEventListener("change", schedule);
+amendForm.addEventListener("submit", amend);
 Promise.all([loadJobs(), loadRuns()]).finally(markReady);
 schedule();

@@ -85,28 +85,37 @@ async function buildRequest() {
   return request;
 }
 
-async function render(prediction) {
+/** How the fleet exchanges gradients, as a label: "ring allreduce" or "2 parameter servers". */
+function commLabel(comm, servers) {
+  if (comm !== "parameter_server") return "ring allreduce";
+  const n = Number.isInteger(servers) ? servers : 1;
+  return `${n} parameter server${n === 1 ? "" : "s"}`;
+}
+
+async function render(prediction, request) {
   $("predict-empty").hidden = true;
   $("predict-results").hidden = false;
   const p = { ...prediction.predicted, breakdown: prediction.breakdown };
-  $("predict-title").textContent = prediction.label;
+  const comm = commLabel(prediction.comm, request.ps_servers);
+  $("predict-title").textContent = `${prediction.label} · ${comm}`;
   $("predict-cards").replaceChildren(
     card("Iteration", fmtSeconds(p.iteration_s), `p10 ${fmtSeconds(p.iteration_p10_s)} · p90 ${fmtSeconds(p.iteration_p90_s)}`),
     card("Total time", fmtSeconds(p.total_time_s), `${fmtNumber(prediction.iterations)} iterations`),
     card("Total cost", fmtUsd(p.cost_usd), `${fmtUsd(prediction.usd_per_hr)} per hour`),
-    card("Global batch", fmtNumber(prediction.global_batch), prediction.comm.replace("_", " ")),
+    card("Global batch", fmtNumber(prediction.global_batch), comm),
     card("Granularity", fmtNumber(prediction.breakdown.granularity), "compute ÷ communication"),
   );
   $("predict-warnings").replaceChildren(...[...(prediction.warnings || []), ...(prediction.breakdown.warnings || [])].map((w) => el("li", {}, w)));
   sourcesLine($("predict-sources"), prediction.sources);
-  whatIfs.push({ label: prediction.label, iterations: prediction.iterations, prediction: p });
+  whatIfs.push({ label: `${prediction.label} · ${comm}`, fleet: prediction.label, comm, iterations: prediction.iterations, prediction: p });
   const charts = Promise.all([
     drawWhatIfScatter($("predict-scatter"), whatIfs),
     drawBreakdown($("predict-breakdown"), whatIfs.slice(-3).reverse().map((w, i) => ({ name: i === 0 ? "latest" : `earlier ${i}`, breakdown: w.prediction.breakdown }))),
   ]);
   renderTable($("predict-history"), [
     { label: "#", value: (w) => whatIfs.indexOf(w) + 1, num: true },
-    { label: "Fleet", value: (w) => w.label },
+    { label: "Fleet", value: (w) => w.fleet },
+    { label: "Communication", value: (w) => w.comm },
     { label: "Iteration", value: (w) => fmtSeconds(w.prediction.iteration_s), num: true },
     { label: "Total time", value: (w) => fmtSeconds(w.prediction.total_time_s), num: true },
     { label: "Cost", value: (w) => fmtUsd(w.prediction.cost_usd), num: true },
@@ -120,7 +129,8 @@ async function submit(ev) {
   $("predict-submit").disabled = true;
   $("predict-busy").hidden = false;
   try {
-    await render(await post("/predictions", await buildRequest()));
+    const request = await buildRequest();
+    await render(await post("/predictions", request), request);
   } catch (err) {
     showError(form, err);
   } finally {
