@@ -404,3 +404,11 @@ def test_profiles_of_an_accelerator_nobody_offers_are_infeasible_not_invalid(
     err = r.json()
     assert err["error"] == "infeasible" and err["field"] == "profiles"
     assert "Imaginary GPU 9000" in err["detail"] and err["hint"]
+
+
+def test_keys_of_type_maps_are_stated_as_property_names(client: TestClient) -> None:
+    """pydantic's `patternProperties` lets a key that misses the pattern through; the server refuses it."""
+    plan = client.get("/openapi.json").json()["components"]["schemas"]["PlanRequest"]["properties"]
+    for name in ("availability", "interruption_rates"):
+        mapping = next(branch for branch in plan[name]["anyOf"] if branch.get("type") == "object")
+        assert "patternProperties" not in mapping and mapping["propertyNames"]["pattern"], name

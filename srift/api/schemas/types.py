@@ -28,7 +28,7 @@ NO_NUL = r"^[^\x00]*$"
 NoNulText = Annotated[str, Field(pattern=NO_NUL)]
 
 
-class _KeysStated:
+class KeysStated:
     """States a dict's key rule as `propertyNames` (pydantic writes `patternProperties`, which lets keys that
     miss the pattern through unchecked) and its values as `additionalProperties`."""
 
@@ -49,13 +49,13 @@ FreeJson = TypeAliasType(  # type: ignore[misc]
         float,
         bool,
         list["FreeJson"],  # type: ignore[misc]
-        Annotated[dict[NoNulText, "FreeJson"], _KeysStated],  # type: ignore[misc]
+        Annotated[dict[NoNulText, "FreeJson"], KeysStated],  # type: ignore[misc]
         None,
     ],
 )
 """Any JSON value without NUL characters in its strings and keys (free-form facts such as a profile's
 `extra`), with the rule in its schema."""
-FreeObject = Annotated[dict[NoNulText, FreeJson], _KeysStated]  # type: ignore[misc]
+FreeObject = Annotated[dict[NoNulText, FreeJson], KeysStated]  # type: ignore[misc]
 
 
 def one_of(*names: str, types: dict[str, str]) -> dict[str, Any]:
