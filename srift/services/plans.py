@@ -175,7 +175,7 @@ def _prepare(
         efa = tuple(c for c in candidates if c.offer.instance.efa)
         dropped = sorted({c.name for c in candidates} - {c.name for c in efa})
         if not efa:
-            raise InvalidInput(
+            raise Infeasible(
                 "transport efa, but none of the offered types has EFA",
                 hint="use transport tcp (plain PyTorch DDP), or allow EFA-capable types",
                 field="network.transport",
@@ -186,11 +186,13 @@ def _prepare(
     if not candidates:
         covered = sorted({p.accelerator for p in profiles})
         where = ", ".join(loc.key for loc in locations)
-        raise InvalidInput(
+        raise Infeasible(
             f"no {_offers(query.market)} in {where} matches the profiles' "
             f"accelerators ({', '.join(covered)})",
             hint="profile the model on an offered accelerator, or change provider, region or market",
-            field="availability" if query.availability else "profile_ids",
+            field="availability"
+            if query.availability
+            else ("profiles" if query.profiles is not None else "model" if query.model else "profile_ids"),
         )
     rates: list[RateInfo] = []
     if query.price_interruptions:

@@ -2,8 +2,9 @@
 
 A request names a fleet (instance type, market, count, per-VM batch per choice) and the model's profiles;
 the answer is the simulator's iteration estimate scaled to `iterations` and billed per second at the
-catalog price of each choice's market. Nothing is stored. Every input problem is an InvalidInput (422)
-that names the request field at fault and how to fix it.
+catalog price of each choice's market. Nothing is stored. Every input problem is an InvalidInput (422),
+and missing data (an unknown instance type, profile id or model) a NotFound (404); each names the request
+field at fault and how to fix it.
 """
 
 from __future__ import annotations
@@ -142,7 +143,7 @@ def _offers(
             ),
             f"{configs[0][0]}.choices[0].instance_type",
         )
-        raise InvalidInput(exc.detail, hint=exc.hint, field=bad) from exc
+        raise NotFound(exc.detail, hint=exc.hint, field=bad) from exc
     return {(o.instance.name, o.market.value): o for o in offers}
 
 

@@ -35,6 +35,8 @@ MAX_EXAMPLES = 25
 CROSS_FIELD_RULES = (
     "needs as many breakpoints as times",  # a curve's batches and times_s have equal lengths
     "breakpoints must increase strictly",  # a curve's batches increase
+    "the profiles are of different models",  # plans and predictions: the profiles given share one model
+    "does not match the document",  # a profile's source agrees with its estimate (or its absence)
 )
 # Operations whose rules across fields are not yet all in their schema (see docs/limits.md).
 _JOB_RULES = "rules across fields (provider caps, ec2/testbed options, grid size) live in srift/jobs/spec.py"
@@ -43,9 +45,6 @@ POSITIVE_DATA_PENDING: dict[tuple[str, str], str] = {
     ("POST", "/v1/profile-jobs"): _JOB_RULES,
     ("POST", "/v1/probe-results"): "samples are free-form in the schema, checked by ProbeSampleDocument",
     ("POST", "/v1/profile-jobs/{job_id}/results"): "profile and instance_type, or error: not in the schema",
-    ("POST", "/v1/profiles"): "profile rules beyond CurveIn's not yet all in the schema",
-    ("POST", "/v1/plans"): "inline profiles' rules not yet all in the schema",
-    ("POST", "/v1/predictions"): "inline profiles' rules not yet all in the schema",
 }
 
 

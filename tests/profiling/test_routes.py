@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import copy
+import re
+import sys
 from typing import Any
 
 import pytest
@@ -78,6 +80,12 @@ def _set(doc: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
         ("max_batch", 0, "max_batch"),
         ("model", "  ", "model"),
         ("model", "bad\x00name", "model"),
+        ("model", "\u3000\x1c\t", "model"),
+        ("accelerator", "\x85", "accelerator"),
+        ("layers.0.name", "fc\x00", "layers[0].name"),
+        ("extra", {"raw\x00": 1}, "extra"),
+        ("extra", {"raw": {"runs": [1, "x\x00"]}}, "extra"),
+        ("extra", {"overlap_slowdown": 11}, "extra.overlap_slowdown"),
         ("schema_version", 2, "schema_version"),
         ("straggler_cv", -1, "straggler_cv"),
         ("layers", [], "layers"),
@@ -94,6 +102,8 @@ def test_invalid_profiles_are_422_naming_the_field(
     response = client.post("/v1/profiles", json=_set(profile_doc, path, value), headers=write_headers)
     assert response.status_code == 422, response.text
     assert response.json()["field"] == field
+    if "\x00" in repr(value):
+        assert "contains a NUL character" in response.json()["detail"]
     assert client.get("/v1/profiles").json()["count"] == 0
 
 
@@ -111,3 +121,30 @@ def test_openapi_documents_the_profile_schema(client: TestClient) -> None:
     post = spec["paths"]["/v1/profiles"]["post"]
     assert {"201", "401", "422"} <= set(post["responses"])
     assert "404" in spec["paths"]["/v1/profiles/{profile_id}"]["get"]["responses"]
+
+
+def test_the_schema_states_the_text_rules_the_reader_enforces(client: TestClient) -> None:
+    """No NUL anywhere (keys and nested values of `extra` too), names not blank in the sense of Python's
+    `str.isspace` (what ModelProfile.from_dict strips), and `extra`'s two bounded keys."""
+    schemas = client.get("/openapi.json").json()["components"]["schemas"]
+    profile = schemas["ProfileIn"]["properties"]
+    name = re.compile(profile["model"]["pattern"])
+    assert profile["accelerator"]["pattern"] == name.pattern
+    blank = {chr(c) for c in range(sys.maxunicode + 1) if chr(c).isspace()}
+    refused = {chr(c) for c in range(sys.maxunicode + 1) if not name.fullmatch(chr(c))}
+    assert refused == blank | {"\x00"}
+    assert name.fullmatch(" a ") and not name.fullmatch("a\x00")
+    for field in ("torch_version", "device", "created_at"):
+        assert profile[field]["pattern"] == "^[^\\x00]*$", field
+    assert schemas["LayerIn"]["properties"]["name"]["pattern"] == "^[^\\x00]*$"
+    extra = profile["extra"]
+    assert extra["propertyNames"] == {"pattern": "^[^\\x00]*$"}
+    free = schemas[extra["additionalProperties"]["$ref"].rsplit("/", 1)[1]]
+    text = next(branch for branch in free["anyOf"] if branch.get("type") == "string")
+    nested = next(branch for branch in free["anyOf"] if branch.get("type") == "object")
+    assert text["pattern"] == nested["propertyNames"]["pattern"] == "^[^\\x00]*$"
+    assert extra["properties"]["overlap_slowdown"]["anyOf"][0] == {
+        "type": "number",
+        "minimum": 1,
+        "maximum": 10,
+    }

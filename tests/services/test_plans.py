@@ -389,3 +389,26 @@ def test_cli_plan_prints_a_table_and_json(
         assert "time_limit_s" in err and "To fix" in err
     finally:
         get_settings.cache_clear()
+
+
+def test_profiles_of_an_accelerator_nobody_offers_are_infeasible_not_invalid(
+    client: TestClient, db_url: str, write_headers: dict[str, str]
+) -> None:
+    """A valid request whose profiles no offer can run is an answer (infeasible), not a malformed request."""
+    _seed(db_url, "resnet50")
+    unseen = {**synthetic_profile("resnet50", "V100").to_dict(), "accelerator": "Imaginary GPU 9000"}
+    body = {**_request([]), "profile_ids": None, "profiles": [unseen]}
+    del body["availability"]
+    r = client.post("/v1/plans", json=body, headers=write_headers)
+    assert r.status_code == 422, r.text
+    err = r.json()
+    assert err["error"] == "infeasible" and err["field"] == "profiles"
+    assert "Imaginary GPU 9000" in err["detail"] and err["hint"]
+
+
+def test_keys_of_type_maps_are_stated_as_property_names(client: TestClient) -> None:
+    """pydantic's `patternProperties` lets a key that misses the pattern through; the server refuses it."""
+    plan = client.get("/openapi.json").json()["components"]["schemas"]["PlanRequest"]["properties"]
+    for name in ("availability", "interruption_rates"):
+        mapping = next(branch for branch in plan[name]["anyOf"] if branch.get("type") == "object")
+        assert "patternProperties" not in mapping and mapping["propertyNames"]["pattern"], name

@@ -203,7 +203,7 @@ def test_stored_profiles_by_id_and_by_model_pick_the_matching_accelerator(
 def test_bad_requests_name_the_field_and_the_fix(
     lab: Session, settings: Settings, over: dict[str, Any], field: str, words: str
 ) -> None:
-    missing = field in ("region", "profile_ids[0]")  # what the request names is not stored
+    missing = field in ("region", "profile_ids[0]") or "no instance type" in words  # names what is not stored
     with pytest.raises(NotFound if missing else InvalidInput) as err:
         predict(session=lab, settings=settings, query=_request(**over), bandwidth=TableBandwidth({1: 8.0}))
     assert err.value.field == field

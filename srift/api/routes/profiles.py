@@ -17,12 +17,11 @@ from srift.api.schemas.profiles import (
     ProfileOut,
     ProfileSummaryOut,
 )
+from srift.api.schemas.types import NO_NUL
 from srift.domain.profile import ModelProfile
 from srift.services import profiles as service
 
 router = APIRouter(tags=["profiles"])
-
-NO_NUL = r"^[^\x00]+$"
 
 
 @router.post(

@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from srift.api.schemas.network import NetworkIn, NetworkOut
 from srift.api.schemas.profiles import ProfileIn
-from srift.api.schemas.types import Timestamp, check_one_of, one_of, parse_request
+from srift.api.schemas.types import NO_NUL, KeysStated, Timestamp, check_one_of, one_of, parse_request
 from srift.documents import read_document
 from srift.domain import MarketChoice, Objective, SearchMode
 from srift.domain.geo import AllreducePattern
@@ -72,12 +72,13 @@ class PlanRequest(BaseModel):
         default=None,
         min_length=1,
         max_length=MAX_PROFILES_PER_REQUEST,
-        description="inline profile documents as written by `srift profile`",
+        description="inline profile documents as written by `srift profile`, all of one model",
     )
     model: str | None = Field(
         default=None,
         min_length=1,
         max_length=MAX_NAME_CHARS,
+        pattern=NO_NUL,
         description="use every stored profile of this model",
     )
     precision: Precision | None = Field(
@@ -114,7 +115,7 @@ class PlanRequest(BaseModel):
     market: MarketChoice = Field(
         default=MarketChoice.ANY, description="spot, on_demand or any (cheaper per type)"
     )
-    availability: dict[TypeName, CountCap] | None = Field(
+    availability: Annotated[dict[TypeName, CountCap], KeysStated] | None = Field(
         default=None,
         max_length=MAX_INSTANCE_TYPES_PER_REQUEST,
         description="instance type → max count; only these types are used",
@@ -184,7 +185,7 @@ class PlanRequest(BaseModel):
     price_interruptions: bool = Field(
         default=True, description="price spot interruptions in (expected time and cost), Srift §4.5"
     )
-    interruption_rates: dict[TypeName, float] | None = Field(
+    interruption_rates: Annotated[dict[TypeName, float], KeysStated] | None = Field(
         default=None,
         max_length=MAX_INSTANCE_TYPES_PER_REQUEST,
         description="type or provider/region/type → share of VMs interrupted per month (0..1), overrides",

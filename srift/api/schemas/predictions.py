@@ -16,7 +16,7 @@ from srift.api.schemas.plans import (
     ProfileId,
 )
 from srift.api.schemas.profiles import ProfileIn
-from srift.api.schemas.types import check_one_of, one_of, parse_request
+from srift.api.schemas.types import NO_NUL, check_one_of, one_of, parse_request
 from srift.documents import read_document
 from srift.domain import Market
 from srift.domain.requests import PredictionQuery
@@ -85,10 +85,14 @@ class PredictionRequest(BaseModel):
         default=None,
         min_length=1,
         max_length=64,
-        description="inline profile documents as written by `srift profile`",
+        description="inline profile documents as written by `srift profile`, all of one model",
     )
     model: str | None = Field(
-        default=None, min_length=1, max_length=200, description="every stored profile of this model"
+        default=None,
+        min_length=1,
+        max_length=200,
+        pattern=NO_NUL,
+        description="every stored profile of this model",
     )
     precision: Precision | None = Field(
         default=None,

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, GetJsonSchemaHandler, field_validator
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import CoreSchema
 
+from srift.api.schemas.types import NO_NUL, FreeObject
+from srift.domain.profile import MAX_OVERLAP_SLOWDOWN
 from srift.domain.structure import Precision
 from srift.limits import MAX_LAYERS_PER_PROFILE, MAX_NAME_CHARS
 
@@ -16,9 +20,16 @@ NAME_CHARS = MAX_NAME_CHARS
 Batch = Annotated[int, Field(ge=1, le=MAX_BATCH)]
 Seconds = Annotated[float, Field(gt=0)]
 
+NAME_PATTERN = (
+    r"^[^\x00]*[^\x00\t-\r\x1c- \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000][^\x00]*$"
+)
+"""A name: some character that is not whitespace (Python's `str.isspace`, which the profile reader strips),
+and no NUL."""
+
 
 def _no_nul(value: Any, where: str) -> None:
-    """Reject NUL characters anywhere in strings (PostgreSQL text cannot hold them)."""
+    """Reject NUL characters anywhere in strings (PostgreSQL text cannot hold them). The schemas state the
+    same rule as a `pattern`; checking first, before pydantic, keeps this message."""
     if isinstance(value, str):
         if "\x00" in value:
             raise ValueError(f"{where} contains a NUL character")
@@ -29,6 +40,22 @@ def _no_nul(value: Any, where: str) -> None:
     elif isinstance(value, list):
         for v in value:
             _no_nul(v, where)
+
+
+class _ExtraStated:
+    """States in `extra`'s schema the bounds of the keys that ModelProfile.from_dict checks."""
+
+    @classmethod
+    def __get_pydantic_json_schema__(
+        cls, core_schema: CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        schema = dict(handler(core_schema))
+        bounded = {"overlap_slowdown": (1.0, MAX_OVERLAP_SLOWDOWN), "overlap_slowdown_spread": (0.0, 1.0)}
+        schema["properties"] = {
+            key: {"anyOf": [{"type": "number", "minimum": low, "maximum": high}, {"type": "null"}]}
+            for key, (low, high) in bounded.items()
+        }
+        return schema
 
 
 class CurveIn(BaseModel):
@@ -48,14 +75,19 @@ class LayerIn(BaseModel):
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
-    name: str = Field(min_length=1, max_length=1000, description="module path, e.g. encoder.layers.0.linear1")
+    name: str = Field(
+        min_length=1,
+        max_length=1000,
+        pattern=NO_NUL,
+        description="module path, e.g. encoder.layers.0.linear1",
+    )
     grad_bytes: int = Field(ge=0, le=MAX_SAFE_INT, description="bytes of this layer's gradients")
     ready_frac: float = Field(
         ge=0, le=1, description="when its gradients are ready, as a fraction of backward"
     )
     exec_prob: float = Field(default=1.0, ge=0, le=1, description="share of iterations in which it runs")
 
-    @field_validator("name")
+    @field_validator("name", mode="before")
     @classmethod
     def _name(cls, value: str) -> str:
         _no_nul(value, "name")
@@ -85,13 +117,13 @@ class LayerWorkIn(BaseModel):
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
-    name: str = Field(min_length=1, max_length=1000, description="module path")
+    name: str = Field(min_length=1, max_length=1000, pattern=NO_NUL, description="module path")
     forward: PassWorkIn
     backward: PassWorkIn
     backward_order: Count = Field(description="rank by when the layer's backward work ends (0 first)")
     grad_bytes: Count = Field(default=0, description="bytes of the gradients of the module's own parameters")
 
-    @field_validator("name")
+    @field_validator("name", mode="before")
     @classmethod
     def _name(cls, value: str) -> str:
         _no_nul(value, "name")
@@ -106,7 +138,14 @@ class MemoryUseIn(BaseModel):
     parameter_bytes: Count
     gradient_bytes: Count = Field(description="in the gradients' dtype")
     optimizer_state_bytes: Count
-    optimizer: str = Field(default="", max_length=1000)
+    optimizer: str = Field(default="", max_length=1000, pattern=NO_NUL)
+
+    @field_validator("optimizer", mode="before")
+    @classmethod
+    def _optimizer(cls, value: Any) -> Any:
+        _no_nul(value, "optimizer")
+        return value
+
     activation_bytes: AffineIn = Field(description="peak bytes of a step beyond parameters, gradients, state")
     saved_bytes: AffineIn = Field(description="the part saved for backward")
 
@@ -117,13 +156,13 @@ class StructureIn(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     precision: Precision = Field(default=Precision.FP32)
-    method: str = Field(default="", max_length=1000, description="how it was counted")
+    method: str = Field(default="", max_length=1000, pattern=NO_NUL, description="how it was counted")
     memory: MemoryUseIn
     update_bytes: Count = Field(description="bytes the optimizer step moves")
     update_kernels: Count
     layers: list[LayerWorkIn] = Field(min_length=1, max_length=MAX_LAYERS_PER_PROFILE)
 
-    @field_validator("method")
+    @field_validator("method", mode="before")
     @classmethod
     def _method(cls, value: str) -> str:
         _no_nul(value, "method")
@@ -137,10 +176,12 @@ class EstimateIn(BaseModel):
 
     method: Literal["roofline", "scaled"]
     spread: float = Field(ge=0, le=5, description="relative 1-σ error of such estimates, out of sample")
-    calibration: str = Field(default="", max_length=200)
-    based_on: str | None = Field(default=None, max_length=NAME_CHARS, description="accelerator measured on")
+    calibration: str = Field(default="", max_length=200, pattern=NO_NUL)
+    based_on: str | None = Field(
+        default=None, max_length=NAME_CHARS, pattern=NO_NUL, description="accelerator measured on"
+    )
 
-    @field_validator("calibration", "based_on")
+    @field_validator("calibration", "based_on", mode="before")
     @classmethod
     def _strings(cls, value: Any) -> Any:
         _no_nul(value, "value")
@@ -153,10 +194,16 @@ class ProfileIn(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     schema_version: Literal[1] = Field(default=1, description="profile format version (this Srift reads 1)")
-    model: str = Field(min_length=1, max_length=NAME_CHARS, description="model name; profiles group under it")
+    model: str = Field(
+        min_length=1,
+        max_length=NAME_CHARS,
+        pattern=NAME_PATTERN,
+        description="model name (not blank); profiles group under it",
+    )
     accelerator: str = Field(
         min_length=1,
         max_length=NAME_CHARS,
+        pattern=NAME_PATTERN,
         description="GPU device name, cpu:<model>:<threads>t, or instance type",
     )
     max_batch: int = Field(ge=1, le=MAX_BATCH, description="largest per-device batch that fits")
@@ -169,10 +216,14 @@ class ProfileIn(BaseModel):
     update_s: float = Field(
         default=0.0, ge=0, le=3600, description="seconds of one optimizer step after the gradient exchange"
     )
-    torch_version: str = Field(default="", max_length=100)
-    device: str = Field(default="cpu", max_length=100, description="torch device the profile ran on")
+    torch_version: str = Field(default="", max_length=100, pattern=NO_NUL)
+    device: str = Field(
+        default="cpu", max_length=100, pattern=NO_NUL, description="torch device the profile ran on"
+    )
     threads: int | None = Field(default=None, ge=1, le=100_000, description="CPU threads used, if recorded")
-    created_at: str = Field(default="", max_length=100, description="ISO 8601 time the profile was made")
+    created_at: str = Field(
+        default="", max_length=100, pattern=NO_NUL, description="ISO 8601 time the profile was made"
+    )
     precision: Precision = Field(
         default=Precision.FP32, description="fp32, tf32, fp16 or bf16 (autocast) as profiled"
     )
@@ -183,11 +234,13 @@ class ProfileIn(BaseModel):
     structure: StructureIn | None = Field(
         default=None, description="per-layer FLOPs, bytes and memory (lets Srift estimate other GPUs)"
     )
-    extra: dict[str, Any] = Field(
-        default_factory=dict, description="free-form facts (raw measurements, budget)"
+    extra: Annotated[FreeObject, _ExtraStated] = Field(
+        default_factory=dict,
+        description="free-form facts (raw measurements, budget); the two it reads are `overlap_slowdown` (in "
+        f"[1, {MAX_OVERLAP_SLOWDOWN:g}]) and `overlap_slowdown_spread` (in [0, 1])",
     )
 
-    @field_validator("model", "accelerator", "torch_version", "device", "created_at", "extra")
+    @field_validator("model", "accelerator", "torch_version", "device", "created_at", "extra", mode="before")
     @classmethod
     def _strings(cls, value: Any) -> Any:
         _no_nul(value, "value")

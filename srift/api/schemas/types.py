@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, TypeVar, Union
 
-from pydantic import AfterValidator, BaseModel, ValidationError
-from pydantic_core import PydanticCustomError
+from pydantic import AfterValidator, BaseModel, Field, GetJsonSchemaHandler, ValidationError
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import CoreSchema, PydanticCustomError
+from typing_extensions import TypeAliasType
 
 from srift.documents import field_path
 from srift.errors import InvalidInput
@@ -20,6 +22,40 @@ def _with_offset(value: datetime) -> datetime:
 
 Timestamp = Annotated[datetime, AfterValidator(_with_offset)]
 """A datetime that always serializes with an offset, as OpenAPI's `date-time` (RFC 3339) requires."""
+
+NO_NUL = r"^[^\x00]*$"
+"""Text without NUL characters (PostgreSQL text and JSON columns cannot hold them), stated in the schema."""
+NoNulText = Annotated[str, Field(pattern=NO_NUL)]
+
+
+class KeysStated:
+    """States a dict's key rule as `propertyNames` (pydantic writes `patternProperties`, which lets keys that
+    miss the pattern through unchecked) and its values as `additionalProperties`."""
+
+    @classmethod
+    def __get_pydantic_json_schema__(
+        cls, core_schema: CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        schema = dict(handler(core_schema))
+        ((pattern, values),) = schema.pop("patternProperties").items()
+        return {**schema, "propertyNames": {"pattern": pattern}, "additionalProperties": values}
+
+
+FreeJson = TypeAliasType(  # type: ignore[misc]
+    "FreeJson",
+    Union[  # noqa: UP007 (a recursive alias needs the forward references of Union)
+        NoNulText,
+        int,
+        float,
+        bool,
+        list["FreeJson"],  # type: ignore[misc]
+        Annotated[dict[NoNulText, "FreeJson"], KeysStated],  # type: ignore[misc]
+        None,
+    ],
+)
+"""Any JSON value without NUL characters in its strings and keys (free-form facts such as a profile's
+`extra`), with the rule in its schema."""
+FreeObject = Annotated[dict[NoNulText, FreeJson], KeysStated]  # type: ignore[misc]
 
 
 def one_of(*names: str, types: dict[str, str]) -> dict[str, Any]:
