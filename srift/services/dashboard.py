@@ -270,7 +270,7 @@ def _default_type(
     if candidates:
         return candidates[0].provider, candidates[0].instance_type
     if not types:
-        raise InvalidInput(
+        raise NotFound(
             f"the catalog has no instance types for provider {provider!r}",
             hint="pick a provider listed by GET /v1/instance-types",
             field="provider",

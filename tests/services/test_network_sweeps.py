@@ -16,7 +16,7 @@ from srift.bandwidth.samples import ProbeRecord, busbw_gbps, store_samples
 from srift.catalog.custom import import_document
 from srift.db.tables import Job
 from srift.domain.requests import PredictionQuery
-from srift.errors import InvalidInput
+from srift.errors import Infeasible, InvalidInput
 from srift.services.network import probe_rates
 from srift.services.plans import create_plan
 from srift.services.predictions import answer
@@ -230,7 +230,7 @@ def test_plans_report_the_network_and_efa_keeps_only_efa_types(lab: Session, set
     assert efa["network"]["transport"] == "efa"
     assert {c["instance_type"] for c in efa["choices"]} == {"v100x8e"}
     assert any("without EFA" in w for w in efa["warnings"])
-    with pytest.raises(InvalidInput) as caught:
+    with pytest.raises(Infeasible) as caught:
         create_plan(
             session=lab,
             settings=settings,
