@@ -170,16 +170,17 @@ def record_interruption(
         "remaining": remaining,
         "previous_plan_id": current.id,
     }
-    try:
-        plan = _replan(session, settings, original, remaining, job, excluded=excluded, held=held)
-    except PlanInfeasible as exc:
-        job.state = TrainingState.NEEDS_INPUT
-        _event(session, job, "interruption", {**payload, "error": exc.to_dict()})
-        session.commit()
-        raise
-    job.current_plan_id = plan.id
-    job.state = TrainingState.RUNNING
-    _event(session, job, "interruption", {**payload, "plan_id": plan.id})
+    plan = _replan_and_record(
+        session,
+        settings,
+        job,
+        original,
+        remaining,
+        excluded=excluded,
+        held=held,
+        kind="interruption",
+        payload=payload,
+    )
     return training_run(session=session, job=job), plan
 
 
@@ -223,17 +224,46 @@ def amend(
         "remaining": remaining,
         "previous_plan_id": current.id,
     }
+    plan = _replan_and_record(
+        session,
+        settings,
+        job,
+        original,
+        remaining,
+        excluded=excluded,
+        held=held,
+        kind="amended",
+        payload=payload,
+    )
+    return training_run(session=session, job=job), plan
+
+
+def _replan_and_record(
+    session: Session,
+    settings: Settings,
+    job: TrainingJob,
+    original: dict[str, Any],
+    remaining: dict[str, Any],
+    *,
+    excluded: tuple[str, ...],
+    held: dict[str, int],
+    kind: str,
+    payload: dict[str, Any],
+) -> PlanRecord:
+    """Re-plan the rest of the run and record the event `kind`: on success the run is `running` on the new
+    plan; when no plan fits it is `needs_input`, the event (with the error) is committed, and the error
+    propagates."""
     try:
         plan = _replan(session, settings, original, remaining, job, excluded=excluded, held=held)
     except PlanInfeasible as exc:
         job.state = TrainingState.NEEDS_INPUT
-        _event(session, job, "amended", {**payload, "error": exc.to_dict()})
+        _event(session, job, kind, {**payload, "error": exc.to_dict()})
         session.commit()
         raise
     job.current_plan_id = plan.id
     job.state = TrainingState.RUNNING
-    _event(session, job, "amended", {**payload, "plan_id": plan.id})
-    return training_run(session=session, job=job), plan
+    _event(session, job, kind, {**payload, "plan_id": plan.id})
+    return plan
 
 
 def _remaining(original: dict[str, Any], job: TrainingJob, overhead_s: float) -> dict[str, Any]:
