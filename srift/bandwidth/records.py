@@ -26,6 +26,7 @@ from srift.documents import (
     invalid_input,
     rule_error,
 )
+from srift.domain.host import HostFacts
 from srift.errors import InvalidInput
 
 SCHEMA: Final = "srift-probe/1"
@@ -45,17 +46,12 @@ def busbw_gbps(*, buffer_bytes: int, world_size: int, time_s: float) -> float:
     return algbw_gbps(buffer_bytes=buffer_bytes, time_s=time_s) * 2 * (world_size - 1) / world_size
 
 
-@dataclass(frozen=True, slots=True)
-class ProbeRecord:
-    """One allreduce measurement plus the host features the learner uses (Srift §4.2's feature list).
-
-    `rated_gbps` is the provider's rated network bandwidth of the host, `memory_gib` its RAM, `cpu_cores`
-    its logical CPU count. `run_id` identifies the probe run (or the imported file) the sample came from.
-    """
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProbeRecord(HostFacts):
+    """One allreduce measurement plus the host features the learner uses (Srift §4.2's feature list, as
+    HostFacts). `run_id` identifies the probe run (or the imported file) the sample came from."""
 
     run_id: str
-    provider: str
-    instance_type: str
     backend: str
     buffer_bytes: int
     world_size: int
@@ -66,13 +62,6 @@ class ProbeRecord:
     busbw_gbps: float
     async_count: int = 1
     repeat: int = 0
-    region: str = ""
-    zone: str = ""
-    gpu_name: str = ""
-    cpu_name: str = ""
-    cpu_cores: int = 0
-    memory_gib: float = 0.0
-    rated_gbps: float = 0.0
 
     def fingerprint(self) -> str:
         """sha256 over the fields that identify a measurement (run, configuration, repetition, result)."""
