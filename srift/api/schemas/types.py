@@ -11,6 +11,7 @@ from pydantic_core import PydanticCustomError
 
 from srift.documents import NO_NUL as NO_NUL
 from srift.documents import NOT_BLANK as NOT_BLANK
+from srift.documents import SOME_TEXT as SOME_TEXT
 from srift.documents import FreeJson as FreeJson
 from srift.documents import FreeObject as FreeObject
 from srift.documents import KeysStated as KeysStated
@@ -27,8 +28,9 @@ def _with_offset(value: datetime) -> datetime:
 Timestamp = Annotated[datetime, AfterValidator(_with_offset)]
 """A datetime that always serializes with an offset, as OpenAPI's `date-time` (RFC 3339) requires."""
 
-TypeName = Annotated[str, Field(min_length=1, max_length=128, pattern=NO_NUL)]
-"""An instance type name as requests give it (looked up in the catalog as written)."""
+TypeName = Annotated[str, Field(min_length=1, max_length=128, pattern=SOME_TEXT)]
+"""An instance type name as requests give it (looked up in the catalog as written); also a dict key, so
+its pattern alone says it is not empty."""
 
 
 def one_of(*names: str, types: dict[str, str]) -> dict[str, Any]:
