@@ -17,7 +17,7 @@ from srift.api.schemas.types import (
     one_of,
     parse_request,
 )
-from srift.documents import read_document
+from srift.documents import WHOLE, read_document
 from srift.domain import MarketChoice, Objective, SearchMode
 from srift.domain.geo import AllreducePattern
 from srift.domain.planning import DEFAULT_CONFIDENCE, MAX_CONFIDENCE, MIN_CONFIDENCE
@@ -503,7 +503,7 @@ class PlanOut(PlanResult):
 class JobCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    plan_id: int = Field(ge=1, le=2**31 - 1, description="the plan being run")
+    plan_id: Annotated[int, Field(ge=1, le=2**31 - 1), WHOLE] = Field(description="the plan being run")
 
 
 class ProgressIn(BaseModel):
