@@ -167,10 +167,12 @@ class Enumerator:
         max_types: int | None = None,
         deadline: float | None = None,
         node_limit: int | None = None,
+        clock: Callable[[], float] = time.perf_counter,
     ) -> None:
         """Enumerate configurations of `active` candidates (all of them when `require_all`).
 
-        Raises SearchStopped at `deadline` (perf_counter seconds) or past `node_limit` nodes.
+        Raises SearchStopped at `deadline` (`clock` seconds, perf_counter by default) or past `node_limit`
+        nodes.
         """
         cands = self.problem.candidates
         act = sorted(active) if active is not None else list(range(len(cands)))
@@ -210,7 +212,7 @@ class Enumerator:
         ) -> None:
             stats.nodes += 1
             if stats.nodes & 511 == 0:
-                if deadline is not None and time.perf_counter() > deadline:
+                if deadline is not None and clock() > deadline:
                     raise SearchStopped
                 if node_limit is not None and stats.nodes > node_limit:
                     raise SearchStopped
@@ -306,6 +308,7 @@ def evaluate_best_first(
     incumbent: Incumbent,
     enumerator: Enumerator | None,
     deadline: float | None,
+    clock: Callable[[], float] = time.perf_counter,
 ) -> bool:
     """Rule 5: evaluate `pending` best bound first, refining each bound once with the evaluator's tighter
     bound, until the next bound reaches the incumbent; returns False if stopped by the deadline."""
@@ -320,7 +323,7 @@ def evaluate_best_first(
         bound, refined, groups = heapq.heappop(heap)
         if bound >= incumbent.value:
             return True
-        if deadline is not None and time.perf_counter() > deadline:
+        if deadline is not None and clock() > deadline:
             return False
         if not refined and groups not in evals.records:
             iteration = evals.iteration_bound_s(groups)
@@ -375,6 +378,7 @@ def solve_eager(
     max_types: int = 3,
     incumbent: Incumbent | None = None,
     start: float | None = None,
+    clock: Callable[[], float] = time.perf_counter,
 ) -> SearchResult:
     """Srift's eager heuristic: increase heterogeneity one type at a time, within `budget_s` seconds.
 
@@ -386,7 +390,7 @@ def solve_eager(
     ran to its end.
     """
     constraints = constraints or problem.constraints
-    start = start if start is not None else time.perf_counter()
+    start = start if start is not None else clock()
     deadline = start + budget_s * 0.9
     incumbent = incumbent or Incumbent(constraints.objective)
     enum = Enumerator(problem, constraints=constraints, floor_factor=evals.floor_factor)
@@ -404,6 +408,7 @@ def solve_eager(
             incumbent=incumbent,
             enumerator=enum,
             deadline=deadline,
+            clock=clock,
         ):
             raise SearchStopped
 
@@ -418,13 +423,15 @@ def solve_eager(
         ceilings.append(None)
     try:
         for i in ranked:
-            enum.run(emit, active=[i], require_all=True, deadline=deadline)
+            enum.run(emit, active=[i], require_all=True, deadline=deadline, clock=clock)
             flush()
         for ceiling in ceilings:
             for subset in subsets:
-                if time.perf_counter() > deadline:
+                if clock() > deadline:
                     raise SearchStopped
-                enum.run(emit, active=subset, count_limit=ceiling, require_all=True, deadline=deadline)
+                enum.run(
+                    emit, active=subset, count_limit=ceiling, require_all=True, deadline=deadline, clock=clock
+                )
                 flush()
     except SearchStopped:
         buffer.clear()

@@ -130,8 +130,6 @@ def test_enumeration_stops_at_its_deadline_and_node_limit() -> None:
 
 
 def test_eager_finds_the_homogeneous_optimum_first_and_respects_its_budget() -> None:
-    import time
-
     cands = tuple(
         candidate(
             f"t{j:02d}", gpus=1, max_batch=256, per_sample_s=0.001 * (1 + j % 5), price=0.3 + 0.1 * j, cap=64
@@ -140,10 +138,18 @@ def test_eager_finds_the_homogeneous_optimum_first_and_respects_its_budget() -> 
     )
     problem = Problem(cands, Constraints(4096, 100, Objective.MIN_COST, time_limit_s=100))
     evals = Evaluations(problem, FastEvaluator())
-    start = time.perf_counter()
-    result = solve_eager(problem, evals, budget_s=0.5)
-    elapsed = time.perf_counter() - start
-    assert elapsed <= 0.5 * 1.2
+    readings: list[float] = []
+
+    def clock() -> float:
+        """One millisecond per look: the search's budget becomes a count of looks, the same on any machine."""
+        readings.append(len(readings) * 0.001)
+        return readings[-1]
+
+    result = solve_eager(problem, evals, budget_s=0.5, clock=clock)
+    deadline = 0.5 * 0.9
+    assert not result.complete and result.notes == ("eager search stopped at its solve budget",)
+    past = [t for t in readings if t > deadline]
+    assert past == [readings[-1]], "it stops at its first look past the budget"
     best = result.incumbent.best
     assert best is not None and best.feasible
     assert len(best.groups) == 1, "eager tries each type alone before mixing types"
