@@ -13,9 +13,12 @@ import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, TypeVar, Union
 
-from pydantic import BeforeValidator, TypeAdapter, ValidationError
+from pydantic import BeforeValidator, Field, GetJsonSchemaHandler, TypeAdapter, ValidationError
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import CoreSchema, PydanticCustomError
+from typing_extensions import TypeAliasType
 
 from srift.errors import InvalidInput
 
@@ -64,10 +67,69 @@ def _number(value: Any) -> Any:
     return float(value)
 
 
-WholeNumber = Annotated[int, BeforeValidator(_whole)]
-"""An integer in a document: 3 or 3.0, never 3.5, "3" or true (one rule for every document)."""
-Number = Annotated[float, BeforeValidator(_number)]
-"""A finite number in a document: never a string, a boolean, NaN or infinity."""
+NO_NUL = r"^[^\x00]*$"
+"""Text without NUL characters (PostgreSQL text and JSON columns cannot hold them), stated in the schema;
+with `min_length=1` it is the rule for non-empty text."""
+NOT_BLANK = r"^[^\x00]*[^\x00\t-\r\x1c- \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000][^\x00]*$"
+"""Text with a character that is not whitespace (`str.isspace`, which readers strip), and no NUL."""
+SOME_TEXT = r"^[^\x00]+$"
+"""Non-empty text without NUL, in the pattern alone: for dict keys, whose schema (`propertyNames`) keeps
+only the pattern of the key type."""
+NoNulText = Annotated[str, Field(pattern=NO_NUL)]
+
+
+class KeysStated:
+    """States a dict's key rule as `propertyNames` (pydantic writes `patternProperties`, which lets keys that
+    miss the pattern through unchecked) and its values as `additionalProperties`."""
+
+    @classmethod
+    def __get_pydantic_json_schema__(
+        cls, core_schema: CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        schema = dict(handler(core_schema))
+        ((pattern, values),) = schema.pop("patternProperties").items()
+        return {**schema, "propertyNames": {"pattern": pattern}, "additionalProperties": values}
+
+
+FreeJson = TypeAliasType(  # type: ignore[misc]
+    "FreeJson",
+    Union[  # noqa: UP007 (a recursive alias needs the forward references of Union)
+        NoNulText,
+        int,
+        float,
+        bool,
+        list["FreeJson"],  # type: ignore[misc]
+        Annotated[dict[NoNulText, "FreeJson"], KeysStated],  # type: ignore[misc]
+        None,
+    ],
+)
+"""Any JSON value without NUL characters in its strings and keys (free-form facts such as a profile's
+`extra`), with the rule in its schema."""
+FreeObject = Annotated[dict[NoNulText, FreeJson], KeysStated]  # type: ignore[misc]
+
+
+def rule_error(message: str, *, field: str, hint: str) -> PydanticCustomError:
+    """A rule across fields, raised from a model validator: `field` (relative to the model) and the "To fix:"
+    hint travel in the error's context, so REST answers and document readers name the same field."""
+    return PydanticCustomError("rule", "{message}", {"message": message, "field": field, "hint": hint})
+
+
+def error_location(error: Mapping[str, Any], *, skip: tuple[str, ...] = ()) -> str:
+    """The field path of one pydantic error: its location, then the field a rule across fields names."""
+    path = field_path([p for p in error.get("loc", ()) if p not in skip])
+    inner = (error.get("ctx") or {}).get("field")
+    if inner:
+        return f"{path}.{inner}" if path and not str(inner).startswith("[") else f"{path}{inner}"
+    return path
+
+
+WHOLE = BeforeValidator(_whole)
+"""The one integer rule of documents: 3 or 3.0, never 3.5, "3" or true (JSON Schema's `integer`). Put bounds
+before it, `Annotated[int, Field(ge=1), WHOLE]`, so the schema states them as `minimum`/`maximum`."""
+NUMBER = BeforeValidator(_number)
+"""The one number rule of documents: finite, never a string or a boolean; bounds go before it (as WHOLE)."""
+WholeNumber = Annotated[int, WHOLE]
+Number = Annotated[float, NUMBER]
 
 
 def field_path(loc: Sequence[Any]) -> str:
@@ -92,10 +154,12 @@ def invalid_input(
     errors = exc.errors()
     extra = sorted(str(e["loc"][-1]) for e in errors if e["type"] == "extra_forbidden")
     first = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
-    field = field_path(first["loc"])
+    field = error_location(first)
     name = str(first["loc"][-1]) if first["loc"] else "value"
     kind, ctx, given = first["type"], first.get("ctx") or {}, first.get("input")
-    if kind == "extra_forbidden":
+    if kind == "rule":
+        message, hint = str(ctx["message"]), str(ctx["hint"])
+    elif kind == "extra_forbidden":
         message, hint = f"unknown fields {extra}", "use only the fields the format documents"
     elif kind == "missing":
         message, hint = f"{name} is missing", f"give {name}"
@@ -115,12 +179,20 @@ def invalid_input(
     elif kind in ("literal_error", "enum"):
         message = f"unknown {name} {given!r}"
         hint = f"use one of {ctx.get('expected', '')}".replace("'", "")
+    elif kind == "string_pattern_mismatch":
+        choices = str(ctx.get("pattern", "")).startswith("^(")
+        message = f"unknown {name} {given!r}" if choices else f"{name} {given!r} is not in the expected form"
+        hint = f"correct {name}"
+    elif kind == "multiple_of":
+        message = f"{name} must be a multiple of {ctx.get('multiple_of')}, got {given!r}"
+        hint = f"use a multiple of {ctx.get('multiple_of')}"
     elif kind == "value_error":
         message, hint = f"{name} {ctx.get('error', first['msg'])!s}", f"correct {name}"
     else:
         message, hint = f"{name}: {first['msg'].lower()}, got {given!r}", f"correct {name}"
     top = str(first["loc"][0]) if first["loc"] else ""
-    hint = (hints or {}).get(top, hint)
+    if kind != "rule":
+        hint = (hints or {}).get(field, (hints or {}).get(top, hint))
     return InvalidInput(f"{where}: {message}" if where else message, hint=hint, field=field or None)
 
 

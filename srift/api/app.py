@@ -65,9 +65,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         errors = exc.errors()
         first = errors[0] if errors else {"loc": (), "msg": "invalid request"}
         field = error_field(first)
+        ctx = first.get("ctx")
         detail, hint = (
             str(first.get("msg", "invalid request")),
-            "correct the named field; see /docs for the schema",
+            (ctx.get("hint") if isinstance(ctx, dict) else None)
+            or "correct the named field; see /docs for the schema",
         )
         if first.get("type") == "json_invalid":
             loc = list(first.get("loc", ()))

@@ -13,15 +13,23 @@ import hashlib
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, replace
-from typing import Annotated, Any
+from typing import Annotated, Any, Final, Literal
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from srift.documents import Number, WholeNumber, invalid_input
-from srift.domain.host import HOST_FIELDS, HostFacts
+from srift.documents import (
+    NO_NUL,
+    NOT_BLANK,
+    NUMBER,
+    WHOLE,
+    FreeJson,
+    invalid_input,
+    rule_error,
+)
+from srift.domain.host import HostFacts
 from srift.errors import InvalidInput
 
-SCHEMA = "srift-probe/1"
+SCHEMA: Final = "srift-probe/1"
 BACKENDS = ("gloo", "nccl", "mpi", "nccl-tests")
 MAX_BUFFER_BYTES = 1 << 40
 # Printed bandwidths may be rounded; anything beyond this relative gap means the units or formula differ.
@@ -86,128 +94,133 @@ class ProbeRecord(HostFacts):
         return _from_dict(data, where=where)
 
 
-def _text(required: bool) -> Any:
-    def check(value: Any) -> str:
-        if value is None:
-            if required:
-                raise ValueError("is missing or empty")
-            return ""
-        if not isinstance(value, str):
-            raise ValueError(f"must be a string, got {value!r}")
-        text: str = value.strip()
-        if required and not text:
-            raise ValueError("is missing or empty")
-        if len(text) > 128:
-            raise ValueError("is longer than 128 characters")
-        return text
-
-    return BeforeValidator(check)
+def _any_case(word: str) -> str:
+    return "".join(f"[{c.lower()}{c.upper()}]" if c.isalpha() else c for c in word)
 
 
-RequiredText = Annotated[str, _text(True)]
-OptionalText = Annotated[str, _text(False)]
-
-
-def _backend(value: str) -> str:
-    if value.lower() not in BACKENDS:
-        raise ValueError(f"is {value!r}, an unknown backend (use one of {', '.join(BACKENDS)})")
-    return value.lower()
+INT32_MAX = 2**31 - 1
+"""Integer columns of the samples table are 32-bit (buffer_bytes is 64-bit)."""
+RequiredText = Annotated[
+    str, Field(min_length=1, max_length=128, pattern=NOT_BLANK), AfterValidator(str.strip)
+]
+OptionalText = Annotated[str, Field(max_length=128, pattern=NO_NUL), AfterValidator(str.strip)] | None
+Count = Annotated[int, Field(ge=0, le=INT32_MAX), WHOLE]
+BACKEND_PATTERN = "^(" + "|".join(_any_case(b) for b in BACKENDS) + ")$"
 
 
 class ProbeSampleDocument(BaseModel):
     """One probe sample as written (a JSON line of probes/allreduce.py, or an object posted to
-    /v1/probe-results), before the checks across fields; `probe_record` turns it into a ProbeRecord."""
+    /v1/probe-results); `to_record` turns it into a ProbeRecord.
+
+    Rules across fields: nodes × ranks_per_node = world_size (either may be left out and is derived), and
+    algbw_gbps/busbw_gbps, when given, agree with time_s and buffer_bytes within 5 %.
+    """
 
     model_config = ConfigDict(extra="forbid")
 
-    schema_: str = Field(default=SCHEMA, alias="schema")
+    schema_: Literal["srift-probe/1"] = Field(default=SCHEMA, alias="schema")
     run_id: OptionalText = ""
     provider: Annotated[RequiredText, AfterValidator(str.lower)]
     instance_type: RequiredText
-    backend: Annotated[RequiredText, AfterValidator(_backend)]
-    buffer_bytes: Annotated[WholeNumber, Field(ge=1, le=MAX_BUFFER_BYTES)]
-    world_size: Annotated[WholeNumber, Field(ge=2)]
-    nodes: Annotated[WholeNumber, Field(ge=1)] | None = None
-    ranks_per_node: Annotated[WholeNumber, Field(ge=1)] | None = None
-    time_s: Annotated[Number, Field(gt=0)]
-    algbw_gbps: Annotated[Number, Field(ge=0)] | None = None
-    busbw_gbps: Annotated[Number, Field(ge=0)] | None = None
-    async_count: Annotated[WholeNumber, Field(ge=1)] = 1
-    repeat: Annotated[WholeNumber, Field(ge=0)] = 0
+    backend: Annotated[str, Field(pattern=BACKEND_PATTERN), AfterValidator(str.lower)] = Field(
+        description=f"one of {', '.join(BACKENDS)} (any case)"
+    )
+    buffer_bytes: Annotated[int, Field(ge=1, le=MAX_BUFFER_BYTES), WHOLE]
+    world_size: Annotated[int, Field(ge=2, le=INT32_MAX), WHOLE]
+    nodes: Annotated[int, Field(ge=1, le=INT32_MAX), WHOLE] | None = None
+    ranks_per_node: Annotated[int, Field(ge=1, le=INT32_MAX), WHOLE] | None = None
+    time_s: Annotated[float, Field(gt=0), NUMBER]
+    algbw_gbps: Annotated[float, Field(ge=0), NUMBER] | None = None
+    busbw_gbps: Annotated[float, Field(ge=0), NUMBER] | None = None
+    async_count: Annotated[int, Field(ge=1, le=INT32_MAX), WHOLE] = 1
+    repeat: Count = 0
     region: OptionalText = ""
     zone: OptionalText = ""
     gpu_name: OptionalText = ""
     cpu_name: OptionalText = ""
-    cpu_cores: Annotated[WholeNumber, Field(ge=0)] = 0
-    memory_gib: Annotated[Number, Field(ge=0)] = 0.0
-    rated_gbps: Annotated[Number, Field(ge=0)] = 0.0
+    cpu_cores: Count = 0
+    memory_gib: Annotated[float, Field(ge=0), NUMBER] = 0.0
+    rated_gbps: Annotated[float, Field(ge=0), NUMBER] = 0.0
     # written by the probe for people, not read
-    probe_version: Any = None
-    dtype: Any = None
-    timestamp: Any = None
-    host: Any = None
-    device: Any = None
-    extra: Any = None
-    iters: Any = None
+    probe_version: FreeJson = None
+    dtype: FreeJson = None
+    timestamp: FreeJson = None
+    host: FreeJson = None
+    device: FreeJson = None
+    extra: FreeJson = None
+    iters: FreeJson = None
+
+    @model_validator(mode="after")
+    def _rules(self) -> ProbeSampleDocument:
+        world = self.world_size
+        nodes = self.nodes if self.nodes is not None else world
+        per_node = self.ranks_per_node if self.ranks_per_node is not None else max(1, world // nodes)
+        if nodes * per_node != world:
+            raise rule_error(
+                f"nodes × ranks_per_node = {nodes}×{per_node} ≠ world_size {world}",
+                field="world_size",
+                hint="give a world size equal to nodes × ranks per node",
+            )
+        algbw = algbw_gbps(buffer_bytes=self.buffer_bytes, time_s=self.time_s)
+        busbw = busbw_gbps(buffer_bytes=self.buffer_bytes, world_size=world, time_s=self.time_s)
+        for name, given, expected in (
+            ("algbw_gbps", self.algbw_gbps, algbw),
+            ("busbw_gbps", self.busbw_gbps, busbw),
+        ):
+            if given is not None and abs(given - expected) > _BUSBW_TOLERANCE * expected + 1e-3:
+                raise rule_error(
+                    f"{name}={given:g} disagrees with time_s and buffer_bytes (expected {expected:.6g})",
+                    field=name,
+                    hint="bandwidths are gigabits/s (GB/s × 8) and busbw = 2s(n−1)/(n·t); or leave them out",
+                )
+        return self
+
+    def to_record(self) -> ProbeRecord:
+        world = self.world_size
+        nodes = self.nodes if self.nodes is not None else world
+        per_node = self.ranks_per_node if self.ranks_per_node is not None else max(1, world // nodes)
+        return ProbeRecord(
+            run_id=self.run_id or "",
+            provider=self.provider,
+            instance_type=self.instance_type,
+            backend=self.backend,
+            buffer_bytes=self.buffer_bytes,
+            world_size=world,
+            nodes=nodes,
+            ranks_per_node=per_node,
+            time_s=self.time_s,
+            algbw_gbps=algbw_gbps(buffer_bytes=self.buffer_bytes, time_s=self.time_s),
+            busbw_gbps=busbw_gbps(buffer_bytes=self.buffer_bytes, world_size=world, time_s=self.time_s),
+            async_count=self.async_count,
+            repeat=self.repeat,
+            region=self.region or "",
+            zone=self.zone or "",
+            gpu_name=self.gpu_name or "",
+            cpu_name=self.cpu_name or "",
+            cpu_cores=self.cpu_cores,
+            memory_gib=self.memory_gib,
+            rated_gbps=self.rated_gbps,
+        )
 
 
 _HINTS = {
     "schema": f"write samples with schema {SCHEMA!r}",
     "buffer_bytes": "give the buffer size in bytes (at most 1 TiB)",
     "world_size": "an allreduce needs at least 2 ranks",
+    "backend": f"use one of {', '.join(BACKENDS)}",
 }
-
-
-def _bad(where: str, field: str, message: str, hint: str) -> InvalidInput:
-    return InvalidInput(f"{where}: {message}", hint=hint, field=field)
 
 
 def _from_dict(data: Mapping[str, Any], *, where: str) -> ProbeRecord:
     if not isinstance(data, Mapping):
-        raise _bad(where, "", "a sample must be a JSON object", "write one JSON object per line")
+        raise InvalidInput(
+            f"{where}: a sample must be a JSON object", hint="write one JSON object per line", field=""
+        )
     try:
         doc = ProbeSampleDocument.model_validate(data)
     except ValidationError as exc:
         raise invalid_input(exc, where=where, hints=_HINTS) from exc
-    if doc.schema_ != SCHEMA:
-        raise _bad(where, "schema", f"unknown schema {doc.schema_!r}", _HINTS["schema"])
-    world = doc.world_size
-    nodes = doc.nodes if doc.nodes is not None else world
-    per_node = doc.ranks_per_node if doc.ranks_per_node is not None else max(1, world // nodes)
-    if nodes * per_node != world:
-        raise _bad(
-            where,
-            "world_size",
-            f"nodes × ranks_per_node = {nodes}×{per_node} ≠ world_size {world}",
-            "give a world size equal to nodes × ranks per node",
-        )
-    algbw = algbw_gbps(buffer_bytes=doc.buffer_bytes, time_s=doc.time_s)
-    busbw = busbw_gbps(buffer_bytes=doc.buffer_bytes, world_size=world, time_s=doc.time_s)
-    for name, given, expected in (
-        ("algbw_gbps", doc.algbw_gbps, algbw),
-        ("busbw_gbps", doc.busbw_gbps, busbw),
-    ):
-        if given is not None and abs(given - expected) > _BUSBW_TOLERANCE * expected + 1e-3:
-            raise _bad(
-                where,
-                name,
-                f"{name}={given:g} disagrees with time_s and buffer_bytes (expected {expected:.6g})",
-                "bandwidths are gigabits/s (GB/s × 8) and busbw = 2s(n−1)/(n·t); or leave them out",
-            )
-    return ProbeRecord(
-        **{name: getattr(doc, name) for name in HOST_FIELDS},
-        run_id=doc.run_id,
-        backend=doc.backend,
-        buffer_bytes=doc.buffer_bytes,
-        world_size=world,
-        nodes=nodes,
-        ranks_per_node=per_node,
-        time_s=doc.time_s,
-        algbw_gbps=algbw,
-        busbw_gbps=busbw,
-        async_count=doc.async_count,
-        repeat=doc.repeat,
-    )
+    return doc.to_record()
 
 
 def parse_line(

@@ -34,7 +34,6 @@ module. The format, by example::
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -43,8 +42,9 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from pydantic import TypeAdapter, ValidationError
 
-from srift.documents import read_text_file
+from srift.documents import Number, WholeNumber, read_text_file
 from srift.domain.catalog import InstanceType, Interconnect, Market
 from srift.errors import InvalidInput
 
@@ -278,12 +278,19 @@ def _number(
         if default is not ...:
             return float(default)
         raise c.fail(where, "is missing", f"add `{key}`")
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise c.fail(where, f"{value!r} is not a number", f"give `{key}` as a number")
+    try:
+        value = _NUMBER.validate_python(value)
+    except ValidationError:
+        raise c.fail(where, f"{value!r} is not a number", f"give `{key}` as a number") from None
     if value < minimum or (strict and value == minimum):
         bound = f"> {minimum:g}" if strict else f">= {minimum:g}"
         raise c.fail(where, f"{value} is out of range", f"`{key}` must be {bound}")
     return float(value)
+
+
+_NUMBER: TypeAdapter[float] = TypeAdapter(Number)
+_WHOLE: TypeAdapter[int] = TypeAdapter(WholeNumber)
+"""The documents' one rule for numbers and integers (srift.documents): 3.0 is the integer 3 here too."""
 
 
 def _integer(c: _Checker, data: Mapping[str, Any], key: str, path: str, *, minimum: int) -> int:
@@ -291,8 +298,10 @@ def _integer(c: _Checker, data: Mapping[str, Any], key: str, path: str, *, minim
     value = data.get(key)
     if value is None:
         raise c.fail(where, "is missing", f"add `{key}`")
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise c.fail(where, f"{value!r} is not a whole number", f"give `{key}` as an integer")
+    try:
+        value = _WHOLE.validate_python(value)
+    except ValidationError:
+        raise c.fail(where, f"{value!r} is not a whole number", f"give `{key}` as an integer") from None
     if value < minimum or value > 100_000:
         raise c.fail(where, f"{value} is out of range", f"`{key}` must be between {minimum} and 100000")
     return value

@@ -66,11 +66,12 @@ def _submit(kind: str, body: dict[str, Any], *, url: str | None, token: str | No
         answer: dict[str, Any] = call_api("POST", url, "/v1" + path, token=token, body=body)
         return answer
     from srift.db.session import transaction
-    from srift.domain.states import JobKind
+    from srift.jobs.spec import parse_probe_job, parse_profile_job
     from srift.services import jobs as service
 
+    spec = parse_probe_job(body) if kind == "probe" else parse_profile_job(body)
     with transaction(_local_url()) as session:
-        job, plain = service.submit_job(session=session, kind=JobKind(kind), data=body)
+        job, plain = service.submit_job(session=session, spec=spec)
         return {**service.job_document(job), "token": plain}
 
 

@@ -18,7 +18,7 @@ from srift.bandwidth.samples import store_samples
 from srift.db.tables import Job, utcnow
 from srift.domain.profile import ModelProfile
 from srift.domain.states import JobKind, JobState
-from srift.errors import InvalidInput, NotFound
+from srift.errors import Conflict, InvalidInput, NotFound
 from srift.limits import PROBE_RESULTS_PER_BATCH
 
 MAX_STAGED_SAMPLES = 200_000
@@ -33,36 +33,9 @@ class ResultsOutcome:
     job_state: str | None
 
 
-INT32_MAX = 2**31 - 1
-
-
-def check_storable(value: Any, field: str) -> None:
-    """Refuse what a database column cannot hold: NUL characters, integers beyond 32 bits."""
-    if isinstance(value, str) and "\x00" in value:
-        raise InvalidInput("text contains a NUL character", hint="remove it", field=field)
-    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > INT32_MAX:
-        raise InvalidInput("the integer does not fit 32 bits", hint="check the value's unit", field=field)
-    if isinstance(value, Mapping):
-        for key, item in value.items():
-            check_storable(str(key), field)
-            check_storable(item, f"{field}.{key}")
-    elif isinstance(value, list | tuple):
-        for j, item in enumerate(value):
-            check_storable(item, f"{field}[{j}]")
-
-
-def parse_samples(samples: Sequence[Mapping[str, Any]]) -> list[ProbeRecord]:
-    """Validate posted samples; errors name `samples[i].<field>`."""
-    PROBE_RESULTS_PER_BATCH.check(len(samples), field="samples")
-    records = []
-    for i, raw in enumerate(samples):
-        check_storable(raw, f"samples[{i}]")
-        try:
-            records.append(ProbeRecord.from_dict(raw, where=f"samples[{i}]"))
-        except InvalidInput as exc:
-            inner = exc.field or ""
-            raise InvalidInput(exc.detail, hint=exc.hint, field=f"samples[{i}].{inner}".rstrip(".")) from exc
-    return records
+def check_batch(records: Sequence[ProbeRecord]) -> None:
+    """Refuse a batch above the per-request limit (the REST schema states it too)."""
+    PROBE_RESULTS_PER_BATCH.check(len(records), field="samples")
 
 
 def _check_catalogued(session: Session, records: Sequence[ProbeRecord]) -> None:
@@ -77,7 +50,7 @@ def _check_catalogued(session: Session, records: Sequence[ProbeRecord]) -> None:
         try:
             get_instance_type(session=session, provider=r.provider, name=r.instance_type)
         except (NotFound, InvalidInput) as exc:
-            raise InvalidInput(
+            raise NotFound(
                 f"samples[{i}]: unknown instance type {r.instance_type!r} of provider {r.provider!r}",
                 hint=exc.hint,
                 field=f"samples[{i}].instance_type",
@@ -95,12 +68,12 @@ def post_probe_results(
     *,
     session: Session,
     job_id: int | None,
-    samples: Sequence[Mapping[str, Any]],
+    records: Sequence[ProbeRecord],
     final: bool,
     error: str | None,
 ) -> ResultsOutcome:
-    """Validate and store (or stage) posted samples; the caller's transaction commits them."""
-    records = parse_samples(samples)
+    """Store (or stage) posted samples, already read into records; the caller's transaction commits them."""
+    check_batch(records)
     if job_id is None:
         if error or not final:
             raise InvalidInput(
@@ -123,12 +96,12 @@ def post_probe_results(
                 hint="post fewer repeats or sizes",
                 field="samples",
             )
-        result["staged_samples"] = staged_raw + [dict(s) for s in samples]
+        result["staged_samples"] = staged_raw + [r.to_dict() for r in records]
         job.result = result
         return ResultsOutcome(
             parsed=len(records), stored=0, staged=len(result["staged_samples"]), job_state=job.state
         )
-    everything = parse_samples_unbounded(staged_raw) + records
+    everything = [*staged_records(staged_raw), *records]
     _check_catalogued(session, everything)
     stored = store_samples(session=session, records=everything, origin="job", job_id=job.id)
     result.pop("staged_samples", None)
@@ -141,8 +114,9 @@ def post_probe_results(
     return ResultsOutcome(parsed=len(everything), stored=stored, staged=0, job_state=job.state)
 
 
-def parse_samples_unbounded(samples: Sequence[Mapping[str, Any]]) -> list[ProbeRecord]:
-    return [ProbeRecord.from_dict(raw, where=f"staged[{i}]") for i, raw in enumerate(samples)]
+def staged_records(staged: Sequence[Mapping[str, Any]]) -> list[ProbeRecord]:
+    """The records staged on a job by earlier batches (written by ProbeRecord.to_dict)."""
+    return [ProbeRecord.from_dict(raw, where=f"staged[{i}]") for i, raw in enumerate(staged)]
 
 
 def post_profile_result(
@@ -150,10 +124,12 @@ def post_profile_result(
     session: Session,
     job_id: int,
     instance_type: str | None,
-    profile: Mapping[str, Any] | None,
+    profile: ModelProfile | None,
     error: str | None,
 ) -> tuple[int | None, str]:
-    """Store one instance's profile for a profile job; returns (profile id, job state)."""
+    """Store one instance's profile for a profile job; returns (profile id, job state).
+
+    A profile for an instance type the job did not ask for is a Conflict with the job (409)."""
     from srift.profiling.store import save_profile
 
     job = _job_for_update(session, job_id, JobKind.PROFILE)
@@ -168,13 +144,12 @@ def post_profile_result(
         )
     wanted = list(job.request.get("instance_types", []))
     if instance_type not in wanted:
-        raise InvalidInput(
+        raise Conflict(
             f"job {job_id} did not ask for instance type {instance_type!r}",
             hint=f"use one of {', '.join(wanted)}",
             field="instance_type",
         )
-    check_storable(dict(profile), "profile")
-    profile_id = save_profile(session=session, profile=ModelProfile.from_dict(dict(profile)))
+    profile_id = save_profile(session=session, profile=profile)
     received = dict(result.get("profiles_received", {}))
     received[instance_type] = profile_id
     result["profiles_received"] = received

@@ -41,7 +41,7 @@ def type_facts(
 ) -> TypeFacts:
     """Look the type up in the catalog (testbed types under "testbed"/"local", EC2 under "aws"/region).
 
-    Unknown types raise InvalidInput naming `field_name` and listing the known ones.
+    Unknown types (missing data) raise NotFound naming `field_name` and listing the known ones.
     """
     catalog_provider = provider.catalog_provider
     if catalog_provider is None:
@@ -50,7 +50,7 @@ def type_facts(
 
     region = ec2.region if ec2 is not None else "local"
     if catalog_provider not in known_providers(session):
-        raise InvalidInput(
+        raise NotFound(
             f"unknown instance type {instance_type!r}: the catalog has no {catalog_provider} types",
             hint="bring up a testbed (`srift testbed up`)"
             if provider is JobProvider.TESTBED
@@ -60,7 +60,7 @@ def type_facts(
     try:
         entries = list_instance_types(session=session, provider=catalog_provider, region=region)
     except (InvalidInput, NotFound) as exc:
-        raise InvalidInput(
+        raise NotFound(
             f"the catalog has no {catalog_provider} types in region {region!r} ({exc.detail})",
             hint="pick a region the catalog knows (`srift catalog list`)",
             field="ec2.region" if ec2 is not None else field_name,
@@ -84,7 +84,7 @@ def type_facts(
             )
     known = sorted({e.instance.name for e in entries})
     shown = ", ".join(known[:12]) + (" ..." if len(known) > 12 else "")
-    raise InvalidInput(
+    raise NotFound(
         f"unknown instance type {instance_type!r} for provider {provider}",
         hint=f"use one the catalog lists ({shown or 'none yet'})",
         field=field_name,
@@ -100,7 +100,7 @@ def check_ec2_caps(*, ec2: Ec2Options, instances: int, facts: TypeFacts, count_f
             field=count_field,
         )
     if facts.price_usd_per_hr is None:
-        raise InvalidInput(
+        raise NotFound(
             f"the catalog has no {ec2.market} price for {facts.instance_type} in {ec2.region}",
             hint="pick a type and market the catalog prices, so the cost cap can be checked",
             field="instance_type",
@@ -115,18 +115,17 @@ def check_ec2_caps(*, ec2: Ec2Options, instances: int, facts: TypeFacts, count_f
         )
 
 
-def validate_probe_job(*, session: Session, data: Mapping[str, Any]) -> ProbeJobSpec:
-    spec = parse_probe_job(data)
+def check_probe_job(*, session: Session, spec: ProbeJobSpec) -> None:
+    """Its instance type is in the catalog (NotFound otherwise) and an EC2 job stays within its caps."""
     facts = type_facts(
         session=session, provider=spec.provider, instance_type=spec.instance_type, ec2=spec.ec2
     )
     if spec.ec2 is not None:
         check_ec2_caps(ec2=spec.ec2, instances=spec.max_nodes, facts=facts, count_field="node_counts")
-    return spec
 
 
-def validate_profile_job(*, session: Session, data: Mapping[str, Any]) -> ProfileJobSpec:
-    spec = parse_profile_job(data)
+def check_profile_job(*, session: Session, spec: ProfileJobSpec) -> None:
+    """Each instance type is in the catalog (NotFound otherwise) and an EC2 job stays within its caps."""
     for i, name in enumerate(spec.instance_types):
         facts = type_facts(
             session=session,
@@ -139,12 +138,22 @@ def validate_profile_job(*, session: Session, data: Mapping[str, Any]) -> Profil
             check_ec2_caps(
                 ec2=spec.ec2, instances=len(spec.instance_types), facts=facts, count_field="instance_types"
             )
-    return spec
+
+
+def submit(*, session: Session, spec: ProbeJobSpec | ProfileJobSpec) -> tuple[Job, str]:
+    """Check a validated job against the catalog and its caps, and queue it."""
+    if isinstance(spec, ProbeJobSpec):
+        check_probe_job(session=session, spec=spec)
+    else:
+        check_profile_job(session=session, spec=spec)
+    return store.create_job(session=session, spec=spec)
 
 
 def submit_probe_job(*, session: Session, data: Mapping[str, Any]) -> tuple[Job, str]:
-    return store.create_job(session=session, spec=validate_probe_job(session=session, data=data))
+    """Validate a probe job request document and queue it."""
+    return submit(session=session, spec=parse_probe_job(data))
 
 
 def submit_profile_job(*, session: Session, data: Mapping[str, Any]) -> tuple[Job, str]:
-    return store.create_job(session=session, spec=validate_profile_job(session=session, data=data))
+    """Validate a profile job request document and queue it."""
+    return submit(session=session, spec=parse_profile_job(data))

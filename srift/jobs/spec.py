@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Annotated, Any, Literal
 
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from srift.documents import NOT_BLANK, NUMBER, WHOLE, invalid_input, rule_error
 from srift.domain.states import JobKind
 from srift.errors import InvalidInput
 from srift.limits import (
@@ -15,16 +17,18 @@ from srift.limits import (
     MAX_EC2_INSTANCES,
     MAX_EC2_TIMEOUT_S,
     MAX_JOB_NODES,
-    PROBE_BUFFER,
-    PROBE_REPEATS,
+    MAX_NAME_CHARS,
+    MAX_PROBE_BUFFER_BYTES,
+    MAX_PROBE_REPEATS,
+    MAX_VM_BATCH,
+    PROBE_GRID,
     check_probe_grid,
 )
 
 DEFAULT_SIZES = tuple(1 << k for k in range(2, 27))  # 4 B .. 64 MiB
-MAX_NODES = MAX_JOB_NODES
-RESOURCE_ID_RE = re.compile(r"^[a-z]+-[0-9a-f]{8,32}$")
+RESOURCE_ID = r"^[a-z]+-[0-9a-f]{8,32}$"
 DEFAULT_INSTALL = "python3 -m pip install --quiet srift"
-FACTORY_RE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
+FACTORY = r"^[A-Za-z_][A-Za-z0-9_.]*:[A-Za-z_][A-Za-z0-9_]*$"
 
 
 class JobProvider(StrEnum):
@@ -127,258 +131,345 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _bad(field_name: str, message: str, hint: str) -> InvalidInput:
-    return InvalidInput(message, hint=hint, field=field_name)
+TypeName = Annotated[str, Field(min_length=1, max_length=128, pattern=NOT_BLANK), AfterValidator(str.strip)]
+Text = Annotated[
+    str, Field(min_length=1, max_length=MAX_NAME_CHARS, pattern=NOT_BLANK), AfterValidator(str.strip)
+]
+ResourceId = Annotated[str, Field(pattern=RESOURCE_ID)]
+Factory = Annotated[str, Field(min_length=3, max_length=200, pattern=FACTORY)]
+Seconds = Annotated[float, Field(gt=0, le=86400), NUMBER]
+TestbedPrefix = Annotated[str, Field(pattern=r"^[a-z0-9]{1,10}$")]
+NodeCount = Annotated[int, Field(ge=1, le=max(MAX_JOB_NODES.values())), WHOLE]
+BufferBytes = Annotated[int, Field(ge=4, le=MAX_PROBE_BUFFER_BYTES, multiple_of=4), WHOLE]
+ExtraArg = Annotated[str, Field(min_length=3, max_length=200, pattern=r"^--[^\x00]+$")]
+
+_HINTS = {
+    "provider": "use local, testbed or ec2",
+    "instance_type": "give a catalog type name",
+    "sizes": "give sizes in bytes, multiples of 4, e.g. [4, 1024, 1048576]",
+    "node_counts": "give hosts per run, e.g. [2, 4]",
+    "model": "e.g. srift.profiling.testmodels:cnn",
+    "input": "e.g. srift.profiling.testmodels:cnn_input",
+    "loss": "e.g. mypkg.losses:cross_entropy",
+    "extra_args": "give --options of `srift profile`",
+    "testbed_prefix": "give the prefix of a testbed that is up",
+    "ec2.image_id": "give an id like ami-0123456789abcdef0",
+    "ec2.results_url": "give this server's http(s) URL as VMs see it",
+    "ec2.security_group_ids": "give sg-... ids",
+}
 
 
-def _int(data: Mapping[str, Any], key: str, *, default: int | None, lo: int, hi: int, where: str = "") -> int:
-    name = f"{where}{key}"
-    value = data.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise _bad(name, f"{key} must be an integer, got {value!r}", f"give {key} as a whole number")
-    if not lo <= value <= hi:
-        raise _bad(name, f"{key} must be in [{lo}, {hi}], got {value}", f"pick {key} in that range")
-    return value
+class Ec2Document(BaseModel):
+    """Launch options and caps of an EC2 job (instances are always terminated after `timeout_s`)."""
 
+    model_config = ConfigDict(extra="forbid")
 
-def _float(
-    data: Mapping[str, Any], key: str, *, default: float, lo: float, hi: float, where: str = ""
-) -> float:
-    name = f"{where}{key}"
-    value = data.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
-        raise _bad(name, f"{key} must be a number, got {value!r}", f"give {key} as a number")
-    if not lo < float(value) <= hi:
-        raise _bad(name, f"{key} must be in ({lo:g}, {hi:g}], got {value}", f"pick {key} in that range")
-    return float(value)
-
-
-def _str(
-    data: Mapping[str, Any], key: str, *, required: bool, where: str = "", max_len: int = 200
-) -> str | None:
-    name = f"{where}{key}"
-    value = data.get(key)
-    if value is None:
-        if required:
-            raise _bad(name, f"{key} is required", f"give {key}")
-        return None
-    if not isinstance(value, str) or not value.strip() or len(value) > max_len or "\x00" in value:
-        raise _bad(name, f"{key} must be a non-empty string of at most {max_len} characters", f"fix {key}")
-    return value.strip()
-
-
-def _provider(data: Mapping[str, Any]) -> JobProvider:
-    try:
-        return JobProvider(str(data.get("provider")))
-    except ValueError:
-        raise _bad(
-            "provider", f"unknown provider {data.get('provider')!r}", "use local, testbed or ec2"
-        ) from None
-
-
-def _list(data: Mapping[str, Any], key: str, *, required: bool) -> list[Any] | None:
-    value = data.get(key)
-    if value is None:
-        if required:
-            raise _bad(key, f"{key} is required", f"give {key} as a list")
-        return None
-    if not isinstance(value, list | tuple) or not value:
-        raise _bad(key, f"{key} must be a non-empty list", f"give {key} as a list")
-    return list(value)
-
-
-def _ec2(data: Mapping[str, Any], *, provider: JobProvider) -> Ec2Options | None:
-    raw = data.get("ec2")
-    if provider is not JobProvider.EC2:
-        if raw is not None:
-            raise _bad("ec2", "ec2 options are only for provider ec2", "drop `ec2`, or use provider ec2")
-        return None
-    if not isinstance(raw, Mapping):
-        raise _bad("ec2", "provider ec2 needs `ec2` options (image_id, results_url, ...)", "add them")
-    w = "ec2."
-    allowed = {f.name for f in Ec2Options.__dataclass_fields__.values()}
-    for key in raw:
-        if key not in allowed:
-            raise _bad(f"{w}{key}", f"unknown field {key!r}", f"use only {', '.join(sorted(allowed))}")
-    image_id = _str(raw, "image_id", required=True, where=w)
-    assert image_id is not None
-    if not RESOURCE_ID_RE.match(image_id):
-        raise _bad("ec2.image_id", f"{image_id!r} is not an AMI id", "give an id like ami-0123456789abcdef0")
-    url = _str(raw, "results_url", required=True, where=w, max_len=500)
-    assert url is not None
-    if not url.startswith(("http://", "https://")):
-        raise _bad(
-            "ec2.results_url", "results_url must be an http(s) URL", "give this server's URL as VMs see it"
-        )
-    try:
-        market = Ec2Market(str(raw.get("market", "on_demand")))
-    except ValueError:
-        raise _bad("ec2.market", f"unknown market {raw.get('market')!r}", "use on_demand or spot") from None
-    groups = raw.get("security_group_ids") or []
-    if not isinstance(groups, list | tuple) or not all(
-        isinstance(g, str) and RESOURCE_ID_RE.match(g) for g in groups
-    ):
-        raise _bad(
-            "ec2.security_group_ids", "security_group_ids must be a list of sg-... ids", "fix the list"
-        )
-    install = _str(raw, "install_command", required=False, where=w, max_len=2000)
-    return Ec2Options(
-        image_id=image_id,
-        results_url=url.rstrip("/"),
-        region=_str(raw, "region", required=False, where=w, max_len=32) or "us-east-1",
-        market=market,
-        subnet_id=_str(raw, "subnet_id", required=False, where=w, max_len=64),
-        security_group_ids=tuple(groups),
-        key_name=_str(raw, "key_name", required=False, where=w),
-        iam_instance_profile=_str(raw, "iam_instance_profile", required=False, where=w),
-        install_command=install or DEFAULT_INSTALL,
-        max_instances=_int(raw, "max_instances", default=8, lo=1, hi=MAX_EC2_INSTANCES, where=w),
-        max_cost_usd=_float(raw, "max_cost_usd", default=10.0, lo=0.0, hi=MAX_EC2_COST_USD, where=w),
-        timeout_s=_float(raw, "timeout_s", default=3600.0, lo=0.0, hi=MAX_EC2_TIMEOUT_S, where=w),
+    image_id: ResourceId = Field(description="AMI with python3 (and CUDA drivers for NCCL), e.g. ami-0abc...")
+    results_url: Annotated[
+        str,
+        Field(min_length=8, max_length=500, pattern=r"^https?://[^\x00\s]+$"),
+        AfterValidator(lambda url: url.rstrip("/")),
+    ] = Field(description="this server, as VMs see it")
+    region: Annotated[
+        str, Field(min_length=1, max_length=32, pattern=NOT_BLANK), AfterValidator(str.strip)
+    ] = "us-east-1"
+    market: Ec2Market = Ec2Market.ON_DEMAND
+    subnet_id: (
+        Annotated[str, Field(min_length=1, max_length=64, pattern=NOT_BLANK), AfterValidator(str.strip)]
+        | None
+    ) = None
+    security_group_ids: list[ResourceId] = Field(default_factory=list, max_length=10)
+    key_name: Text | None = None
+    iam_instance_profile: Text | None = None
+    install_command: (
+        Annotated[str, Field(min_length=1, max_length=2000, pattern=NOT_BLANK), AfterValidator(str.strip)]
+        | None
+    ) = Field(default=None, description="first user-data step (default: pip install srift)")
+    max_instances: Annotated[int, Field(ge=1, le=MAX_EC2_INSTANCES), WHOLE] = Field(
+        default=8, description="instance cap of the job"
+    )
+    max_cost_usd: Annotated[float, Field(gt=0, le=MAX_EC2_COST_USD), NUMBER] = Field(
+        default=10.0, description="cap on price × instances × timeout"
+    )
+    timeout_s: Annotated[float, Field(gt=0, le=MAX_EC2_TIMEOUT_S), NUMBER] = Field(
+        default=3600.0, description="instances are terminated after this"
     )
 
+    def to_domain(self) -> Ec2Options:
+        values = self.model_dump()
+        values["security_group_ids"] = tuple(self.security_group_ids)
+        values["install_command"] = self.install_command or DEFAULT_INSTALL
+        return Ec2Options(**values)
 
-def _testbed_prefix(data: Mapping[str, Any], provider: JobProvider) -> str | None:
-    value = data.get("testbed_prefix")
-    if value is None:
-        return None
-    if provider is not JobProvider.TESTBED:
-        raise _bad("testbed_prefix", "testbed_prefix is only for provider testbed", "drop it")
-    if not isinstance(value, str) or not re.match(r"^[a-z0-9]{1,10}$", value):
-        raise _bad(
-            "testbed_prefix", f"{value!r} is not a testbed prefix", "give the prefix of a testbed that is up"
+
+def _null(*names: str) -> dict[str, Any]:
+    return {name: {"type": "null"} for name in names}
+
+
+def _world_of_two() -> dict[str, Any]:
+    """node count × ranks_per_node ≥ 2, in JSON Schema: two ranks per node, or two nodes in every run."""
+    return {
+        "anyOf": [
+            {"required": ["ranks_per_node"], "properties": {"ranks_per_node": {"minimum": 2}}},
+            {"properties": {"node_counts": {"items": {"minimum": 2}}}},
+        ]
+    }
+
+
+def _probe_schema(schema: dict[str, Any]) -> None:
+    """The rules that depend on the provider, stated per provider (one branch each)."""
+    nodes = {p: {"items": {"maximum": MAX_JOB_NODES[p.value]}} for p in JobProvider}
+    schema["oneOf"] = [
+        {
+            "properties": {
+                "provider": {"const": "local"},
+                "node_counts": {"items": {"minimum": 2, "maximum": MAX_JOB_NODES["local"]}},
+                "ranks_per_node": {"maximum": 1},
+                "backend": {"const": "gloo"},
+                **_null("testbed_prefix", "ec2"),
+            }
+        },
+        {
+            "properties": {
+                "provider": {"const": "testbed"},
+                "node_counts": nodes[JobProvider.TESTBED],
+                "backend": {"const": "gloo"},
+                **_null("ec2"),
+            },
+            **_world_of_two(),
+        },
+        {
+            "required": ["ec2"],
+            "properties": {
+                "provider": {"const": "ec2"},
+                "node_counts": nodes[JobProvider.EC2],
+                "ec2": {"type": "object"},
+                **_null("testbed_prefix"),
+            },
+            **_world_of_two(),
+        },
+    ]
+
+
+def _provider_rules(provider: JobProvider, *, ec2: Ec2Document | None, testbed_prefix: str | None) -> None:
+    if provider is JobProvider.EC2 and ec2 is None:
+        raise rule_error(
+            "provider ec2 needs `ec2` options (image_id, results_url, ...)", field="ec2", hint="add them"
         )
-    return value
+    if provider is not JobProvider.EC2 and ec2 is not None:
+        raise rule_error(
+            "ec2 options are only for provider ec2", field="ec2", hint="drop `ec2`, or use provider ec2"
+        )
+    if testbed_prefix is not None and provider is not JobProvider.TESTBED:
+        raise rule_error(
+            "testbed_prefix is only for provider testbed", field="testbed_prefix", hint="drop it"
+        )
 
 
-_PROBE_KEYS = {f.name for f in ProbeJobSpec.__dataclass_fields__.values()}
-_PROFILE_KEYS = {f.name for f in ProfileJobSpec.__dataclass_fields__.values()} | {"instance_type"}
+class ProbeJobDocument(BaseModel):
+    """An allreduce probe grid to run: one run per node count over the buffer sizes.
+
+    Rules across fields: node count × ranks_per_node ≥ 2; at most 64 (local), 16 (testbed) or 256 (ec2)
+    nodes; local runs one rank per process and gloo; nccl needs ec2; `ec2` options exactly for ec2,
+    `testbed_prefix` only for testbed; distinct sizes × distinct node counts ≤ the probe grid size limit.
+    """
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_probe_schema)
+
+    provider: JobProvider = Field(description="local (processes here), testbed (emulated hosts) or ec2")
+    instance_type: TypeName = Field(description="a catalog type of the provider (testbed: provider testbed)")
+    node_counts: list[NodeCount] = Field(
+        min_length=1,
+        max_length=32,
+        description="hosts per run, e.g. [2, 4]; at most 64 (local), 16 (testbed) or 256 (ec2), and "
+        "node count × ranks_per_node ≥ 2",
+    )
+    sizes: list[BufferBytes] | None = Field(
+        default=None,
+        min_length=1,
+        max_length=1024,
+        description="buffer sizes in bytes (multiples of 4); distinct sizes × distinct node counts ≤ "
+        f"{int(PROBE_GRID.maximum)} (probe grid size)",
+    )
+    repeats: Annotated[int, Field(ge=1, le=MAX_PROBE_REPEATS), WHOLE] = Field(
+        default=5, description="timed repetitions per size"
+    )
+    warmup: Annotated[int, Field(ge=0, le=100), WHOLE] = Field(
+        default=2, description="untimed allreduces per size"
+    )
+    async_count: Annotated[int, Field(ge=1, le=64), WHOLE] = Field(
+        default=1, description="concurrent asynchronous allreduces"
+    )
+    ranks_per_node: Annotated[int, Field(ge=1, le=64), WHOLE] = Field(
+        default=1, description="ranks on each host (local: 1)"
+    )
+    backend: Literal["gloo", "nccl"] = Field(default="gloo", description="nccl: provider ec2 only")
+    time_budget_s: Seconds = Field(default=600.0, description="per run")
+    testbed_prefix: TestbedPrefix | None = Field(default=None, description="use this running testbed's hosts")
+    ec2: Ec2Document | None = None
+
+    @model_validator(mode="after")
+    def _rules(self) -> ProbeJobDocument:
+        provider, per_node = self.provider, self.ranks_per_node
+        cap = MAX_JOB_NODES[provider.value]
+        for i, n in enumerate(self.node_counts):
+            if n * per_node < 2:
+                raise rule_error(
+                    f"world size {n}×{per_node} = {n * per_node} is below 2: an allreduce needs two ranks",
+                    field=f"node_counts[{i}]",
+                    hint="use at least 2 nodes (or 2 ranks per node)",
+                )
+            if n > cap:
+                raise rule_error(
+                    f"{n} nodes is more than provider {provider} allows ({cap})",
+                    field=f"node_counts[{i}]",
+                    hint="use fewer nodes",
+                )
+        sizes = self.sizes if self.sizes is not None else DEFAULT_SIZES
+        try:
+            check_probe_grid(buffer_sizes=len(set(sizes)), world_sizes=len(set(self.node_counts)))
+        except InvalidInput as exc:
+            raise rule_error(exc.detail, field=exc.field or "sizes", hint=exc.hint or "") from None
+        if self.backend == "nccl" and provider is not JobProvider.EC2:
+            raise rule_error(f"provider {provider} has no GPUs for NCCL", field="backend", hint="use gloo")
+        if provider is JobProvider.LOCAL and per_node != 1:
+            raise rule_error(
+                "provider local runs one rank per process",
+                field="ranks_per_node",
+                hint="leave ranks_per_node at 1",
+            )
+        _provider_rules(provider, ec2=self.ec2, testbed_prefix=self.testbed_prefix)
+        return self
+
+    def to_domain(self) -> ProbeJobSpec:
+        sizes = self.sizes if self.sizes is not None else DEFAULT_SIZES
+        return ProbeJobSpec(
+            provider=self.provider,
+            instance_type=self.instance_type,
+            node_counts=tuple(dict.fromkeys(self.node_counts)),
+            sizes=tuple(sorted(set(sizes))),
+            repeats=self.repeats,
+            warmup=self.warmup,
+            async_count=self.async_count,
+            ranks_per_node=self.ranks_per_node,
+            backend=self.backend,
+            time_budget_s=self.time_budget_s,
+            testbed_prefix=self.testbed_prefix,
+            ec2=self.ec2.to_domain() if self.ec2 is not None else None,
+        )
 
 
-def _unknown(data: Mapping[str, Any], allowed: set[str]) -> None:
-    for key in data:
-        if key not in allowed:
-            raise _bad(str(key), f"unknown field {key!r}", f"use only {', '.join(sorted(allowed))}")
+def _profile_schema(schema: dict[str, Any]) -> None:
+    """Per provider: `ec2` exactly for ec2, `testbed_prefix` only for testbed, instance types named unless
+    local; for all: not both `instance_type` and `instance_types`."""
+    named = {
+        "anyOf": [
+            {"required": ["instance_type"], "properties": {"instance_type": {"type": "string"}}},
+            {"required": ["instance_types"], "properties": {"instance_types": {"type": "array"}}},
+        ]
+    }
+    schema["anyOf"] = [
+        {"properties": _null("instance_type")},
+        {"properties": _null("instance_types")},
+    ]
+    schema["oneOf"] = [
+        {"properties": {"provider": {"const": "local"}, **_null("testbed_prefix", "ec2")}},
+        {"properties": {"provider": {"const": "testbed"}, **_null("ec2")}, **named},
+        {
+            "required": ["ec2"],
+            "properties": {
+                "provider": {"const": "ec2"},
+                "ec2": {"type": "object"},
+                **_null("testbed_prefix"),
+            },
+            "allOf": [named],
+        },
+    ]
+
+
+class ProfileJobDocument(BaseModel):
+    """A model to profile with `srift profile` on each instance type (`instance_type` or
+    `instance_types`, not both; provider local may name none)."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_profile_schema)
+
+    provider: JobProvider
+    instance_type: TypeName | None = None
+    instance_types: list[TypeName] | None = Field(default=None, min_length=1, max_length=16)
+    model: Factory = Field(description="MODULE:FACTORY returning the torch.nn.Module")
+    input: Factory = Field(description="MODULE:FACTORY of the batch size returning the input")
+    loss: Factory | None = Field(default=None, description="MODULE:FUNCTION of (output, batch) → loss")
+    model_name: Text | None = None
+    max_batch: Annotated[int, Field(ge=1, le=MAX_VM_BATCH), WHOLE] | None = Field(
+        default=None, description="largest batch to try"
+    )
+    repeats: Annotated[int, Field(ge=1, le=100), WHOLE] = Field(
+        default=7, description="timed repetitions per batch"
+    )
+    iterations: Annotated[int, Field(ge=2, le=10_000), WHOLE] = Field(
+        default=30, description="iterations per timing"
+    )
+    time_budget_s: Seconds = 1800.0
+    testbed_prefix: TestbedPrefix | None = None
+    ec2: Ec2Document | None = None
+    extra_args: list[ExtraArg] = Field(
+        default_factory=list, max_length=20, description="--options for `srift profile`, e.g. --paper-curve"
+    )
+
+    @model_validator(mode="after")
+    def _rules(self) -> ProfileJobDocument:
+        if self.instance_type is not None and self.instance_types is not None:
+            raise rule_error(
+                "give instance_type or instance_types, not both", field="instance_type", hint="keep one"
+            )
+        if self.provider is not JobProvider.LOCAL and self.instance_type is None and not self.instance_types:
+            raise rule_error(
+                "instance_types is required", field="instance_types", hint="give instance_types as a list"
+            )
+        _provider_rules(self.provider, ec2=self.ec2, testbed_prefix=self.testbed_prefix)
+        return self
+
+    def to_domain(self) -> ProfileJobSpec:
+        if self.instance_type is not None:
+            names = [self.instance_type]
+        else:
+            names = list(self.instance_types or ["local"])
+        return ProfileJobSpec(
+            provider=self.provider,
+            instance_types=tuple(dict.fromkeys(names)),
+            model=self.model,
+            input=self.input,
+            loss=self.loss,
+            model_name=self.model_name,
+            max_batch=self.max_batch,
+            repeats=self.repeats,
+            iterations=self.iterations,
+            time_budget_s=self.time_budget_s,
+            testbed_prefix=self.testbed_prefix,
+            ec2=self.ec2.to_domain() if self.ec2 is not None else None,
+            extra_args=tuple(self.extra_args),
+        )
+
+
+def _read(model: type[Any], data: Mapping[str, Any]) -> Any:
+    if not isinstance(data, Mapping):
+        raise InvalidInput("a job request must be a mapping", hint="write the request as a mapping")
+    try:
+        return model.model_validate(dict(data))
+    except ValidationError as exc:
+        raise invalid_input(exc, hints=_HINTS) from exc
 
 
 def parse_probe_job(data: Mapping[str, Any]) -> ProbeJobSpec:
     """Validate a probe job request; errors name the field (`sizes[2]`, `node_counts[0]`, ...)."""
-    _unknown(data, _PROBE_KEYS)
-    provider = _provider(data)
-    instance_type = _str(data, "instance_type", required=True, max_len=128)
-    assert instance_type is not None
-    per_node = _int(data, "ranks_per_node", default=1, lo=1, hi=64)
-    counts = _list(data, "node_counts", required=True) or []
-    node_counts: list[int] = []
-    for i, n in enumerate(counts):
-        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-            raise _bad(
-                f"node_counts[{i}]", f"node count must be an integer ≥ 1, got {n!r}", "use 2 or more hosts"
-            )
-        if n * per_node < 2:
-            raise _bad(
-                f"node_counts[{i}]",
-                f"world size {n}×{per_node} = {n * per_node} is below 2: an allreduce needs two ranks",
-                "use at least 2 nodes (or 2 ranks per node)",
-            )
-        if n > MAX_NODES[provider.value]:
-            raise _bad(
-                f"node_counts[{i}]",
-                f"{n} nodes is more than provider {provider} allows ({MAX_NODES[provider.value]})",
-                "use fewer nodes",
-            )
-        node_counts.append(n)
-    raw_sizes = _list(data, "sizes", required=False)
-    sizes: list[int] = []
-    for i, s in enumerate(raw_sizes if raw_sizes is not None else DEFAULT_SIZES):
-        if isinstance(s, bool) or not isinstance(s, int) or s <= 0 or s % 4:
-            raise _bad(
-                f"sizes[{i}]",
-                f"buffer size must be a positive multiple of 4 bytes, got {s!r}",
-                "give sizes in bytes, e.g. [4, 1024, 1048576]",
-            )
-        PROBE_BUFFER.check(s, field=f"sizes[{i}]")
-        sizes.append(s)
-    check_probe_grid(buffer_sizes=len(set(sizes)), world_sizes=len(set(node_counts)))
-    repeats = _int(data, "repeats", default=5, lo=1, hi=int(PROBE_REPEATS.maximum))
-    backend = data.get("backend", "gloo")
-    if backend not in ("gloo", "nccl"):
-        raise _bad("backend", f"unknown backend {backend!r}", "use gloo or nccl")
-    if backend == "nccl" and provider is not JobProvider.EC2:
-        raise _bad("backend", f"provider {provider} has no GPUs for NCCL", "use gloo")
-    if provider is JobProvider.LOCAL and per_node != 1:
-        raise _bad("ranks_per_node", "provider local runs one rank per process", "leave ranks_per_node at 1")
-    return ProbeJobSpec(
-        provider=provider,
-        instance_type=instance_type,
-        node_counts=tuple(dict.fromkeys(node_counts)),
-        sizes=tuple(sorted(set(sizes))),
-        repeats=repeats,
-        warmup=_int(data, "warmup", default=2, lo=0, hi=100),
-        async_count=_int(data, "async_count", default=1, lo=1, hi=64),
-        ranks_per_node=per_node,
-        backend=str(backend),
-        time_budget_s=_float(data, "time_budget_s", default=600.0, lo=0.0, hi=86400.0),
-        testbed_prefix=_testbed_prefix(data, provider),
-        ec2=_ec2(data, provider=provider),
-    )
+    spec: ProbeJobSpec = _read(ProbeJobDocument, data).to_domain()
+    return spec
 
 
 def parse_profile_job(data: Mapping[str, Any]) -> ProfileJobSpec:
     """Validate a profile job request (one `instance_type` or several `instance_types`)."""
-    _unknown(data, _PROFILE_KEYS)
-    provider = _provider(data)
-    if (
-        provider is JobProvider.LOCAL
-        and data.get("instance_types") is None
-        and data.get("instance_type") is None
-    ):
-        types: list[Any] = ["local"]
-    elif data.get("instance_type") is not None:
-        if data.get("instance_types") is not None:
-            raise _bad("instance_type", "give instance_type or instance_types, not both", "keep one")
-        types = [data["instance_type"]]
-    else:
-        types = _list(data, "instance_types", required=True) or []
-    names: list[str] = []
-    for i, t in enumerate(types):
-        if not isinstance(t, str) or not t.strip() or len(t) > 128:
-            raise _bad(f"instance_types[{i}]", f"{t!r} is not an instance type name", "give type names")
-        names.append(t.strip())
-    if len(names) > 16:
-        raise _bad("instance_types", "at most 16 instance types per profile job", "split the job")
-    model = _str(data, "model", required=True)
-    input_ = _str(data, "input", required=True)
-    for key, value in (("model", model), ("input", input_)):
-        assert value is not None
-        if not FACTORY_RE.match(value):
-            raise _bad(key, f"{value!r} is not MODULE:FACTORY", "e.g. srift.profiling.testmodels:cnn")
-    loss = _str(data, "loss", required=False)
-    if loss is not None and not FACTORY_RE.match(loss):
-        raise _bad("loss", f"{loss!r} is not MODULE:FN", "e.g. mypkg.losses:cross_entropy")
-    max_batch = data.get("max_batch")
-    if max_batch is not None:
-        max_batch = _int(data, "max_batch", default=None, lo=1, hi=1_048_576)
-    extra = data.get("extra_args") or []
-    if not isinstance(extra, list | tuple) or not all(
-        isinstance(a, str) and a.startswith("--") for a in extra
-    ):
-        raise _bad("extra_args", "extra_args must be a list of --options for `srift profile`", "fix the list")
-    return ProfileJobSpec(
-        provider=provider,
-        instance_types=tuple(dict.fromkeys(names)),
-        model=str(model),
-        input=str(input_),
-        loss=loss,
-        model_name=_str(data, "model_name", required=False),
-        max_batch=max_batch,
-        repeats=_int(data, "repeats", default=7, lo=1, hi=100),
-        iterations=_int(data, "iterations", default=30, lo=2, hi=10_000),
-        time_budget_s=_float(data, "time_budget_s", default=1800.0, lo=0.0, hi=86400.0),
-        testbed_prefix=_testbed_prefix(data, provider),
-        ec2=_ec2(data, provider=provider),
-        extra_args=tuple(extra),
-    )
+    spec: ProfileJobSpec = _read(ProfileJobDocument, data).to_domain()
+    return spec
 
 
 def spec_from_row(kind: str, request: Mapping[str, Any]) -> ProbeJobSpec | ProfileJobSpec:

@@ -6,16 +6,19 @@ what the REST routes and the CLI call, and it hands them JobRecords, never datab
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy.orm import Session
 
+from srift.bandwidth.records import ProbeRecord
 from srift.db.tables import Job
+from srift.domain.profile import ModelProfile
 from srift.domain.records import JobRecord
 from srift.domain.states import JobKind, JobState
 from srift.jobs import results, service, store
 from srift.jobs.results import ResultsOutcome
+from srift.jobs.spec import ProbeJobSpec, ProfileJobSpec
 
 
 def job_record(job: Job) -> JobRecord:
@@ -62,12 +65,10 @@ def job_document(record: JobRecord) -> dict[str, Any]:
     }
 
 
-def submit_job(*, session: Session, kind: JobKind, data: Mapping[str, Any]) -> tuple[JobRecord, str]:
-    """Validate and queue a probe or profile job; the record and the job's token (shown once)."""
-    if kind is JobKind.PROBE:
-        job, token = service.submit_probe_job(session=session, data=data)
-    else:
-        job, token = service.submit_profile_job(session=session, data=data)
+def submit_job(*, session: Session, spec: ProbeJobSpec | ProfileJobSpec) -> tuple[JobRecord, str]:
+    """Check a probe or profile job against the catalog and its caps, and queue it; the record and the
+    job's token (shown once)."""
+    job, token = service.submit(session=session, spec=spec)
     return job_record(job), token
 
 
@@ -88,13 +89,13 @@ def post_probe_results(
     *,
     session: Session,
     job_id: int | None,
-    samples: Sequence[Mapping[str, Any]],
+    records: Sequence[ProbeRecord],
     final: bool,
     error: str | None,
 ) -> ResultsOutcome:
     """Stage or store probe samples posted by a job's hosts (or on their own)."""
     return results.post_probe_results(
-        session=session, job_id=job_id, samples=samples, final=final, error=error
+        session=session, job_id=job_id, records=records, final=final, error=error
     )
 
 
@@ -103,7 +104,7 @@ def post_profile_result(
     session: Session,
     job_id: int,
     instance_type: str | None,
-    profile: Mapping[str, Any] | None,
+    profile: ModelProfile | None,
     error: str | None,
 ) -> tuple[int | None, str]:
     """Store one instance's profile for a profile job; the profile id and the job's state."""

@@ -6,54 +6,39 @@ import dataclasses
 import hashlib
 import ipaddress
 import json
-import math
 import os
 import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+
+from srift.documents import NUMBER, WHOLE, invalid_input, rule_error
 from srift.errors import InvalidInput
 
-PREFIX_RE = re.compile(r"^[a-z0-9]{1,10}$")
-HOST_RE = re.compile(r"^[a-z][a-z0-9-]{0,23}$")
-TYPE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+PREFIX_PATTERN = r"^[a-z0-9]{1,10}$"
+HOST_PATTERN = r"^[a-z][a-z0-9-]{0,23}$"
+TYPE_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
+LOCATION_PATTERN = r"^[a-z][a-z0-9-]{0,23}$"
 RESERVED_HOSTS = frozenset({"switch", "localhost"})
 MAX_HOSTS = 64
 MAX_RATE_MBIT = 100_000.0
 MAX_DELAY_MS = 10_000.0
 DEFAULT_SUBNET = "10.213.0.0/24"
 DEFAULT_MTU = 9001
-
-_TYPE_FIELDS = {
-    "name",
-    "cpu_cores",
-    "memory_mib",
-    "rate_mbit",
-    "delay_ms",
-    "jitter_ms",
-    "loss_pct",
-    "price_usd_per_hr",
-    "spot_price_usd_per_hr",
-}
-_HOST_FIELDS = {"type", "count", "name", "names"}
-_TOP_FIELDS = {
-    "prefix",
-    "subnet",
-    "mtu",
-    "emulator",
-    "seed",
-    "types",
-    "hosts",
-    "description",
-    "locations",
-    "links",
-}
-_LOCATION_FIELDS = {"name", "hosts"}
-_LINK_FIELDS = {"between", "rate_mbit", "delay_ms"}
-LOCATION_RE = re.compile(r"^[a-z][a-z0-9-]{0,23}$")
 MAX_LOCATIONS = 8
 
 
@@ -227,291 +212,267 @@ def machine_cores() -> int:
         return os.cpu_count() or 1
 
 
+def _not_reserved(name: str) -> str:
+    if name in RESERVED_HOSTS:
+        raise ValueError(f"must not be {' or '.join(sorted(RESERVED_HOSTS))}")
+    return name
+
+
+TypeNamePattern = Annotated[str, Field(pattern=TYPE_PATTERN)]
+HostName = Annotated[str, Field(pattern=HOST_PATTERN), AfterValidator(_not_reserved)]
+"""1-24 lowercase letters, digits or '-', starting with a letter; not a reserved name."""
+Prefix = Annotated[str, Field(pattern=PREFIX_PATTERN)]
+Rate = Annotated[float, Field(gt=0, le=MAX_RATE_MBIT), NUMBER]
+Delay = Annotated[float, Field(ge=0, le=MAX_DELAY_MS), NUMBER]
+Price = Annotated[float, Field(ge=0), NUMBER]
+
+_HINTS = {
+    "prefix": "pick a short name such as tb or tb2 (1-10 lowercase letters or digits)",
+    "emulator": "use auto, netem or userspace",
+    "subnet": "write it like 10.213.0.0/24",
+    "hosts": "list hosts as `- {type: tb.small, count: 2}` or `- {name: a, type: tb.small}`",
+    "types": "declare types as `- {name: tb.small, cpu_cores: 0.5, rate_mbit: 100, price_usd_per_hr: 0.1}`",
+}
+
+
+class HostTypeDocument(BaseModel):
+    """One emulated instance type as written (see HostTypeSpec)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: TypeNamePattern
+    cpu_cores: Annotated[float, Field(ge=0.01), NUMBER]
+    memory_mib: Annotated[int, Field(ge=16), WHOLE] | None = None
+    rate_mbit: Rate
+    delay_ms: Delay | None = 0.0
+    jitter_ms: Delay | None = 0.0
+    loss_pct: Annotated[float, Field(ge=0, le=100), NUMBER] | None = 0.0
+    price_usd_per_hr: Price
+    spot_price_usd_per_hr: Price | None = None
+
+    @field_validator("cpu_cores")
+    @classmethod
+    def _within_machine(cls, cores: float, info: ValidationInfo) -> float:
+        machine = (info.context or {}).get("cores") or machine_cores()
+        if cores > machine:
+            raise rule_error(
+                f"cpu_cores {cores:g} is above this machine's {machine} cores",
+                field="",
+                hint=f"use cpu_cores ≤ {machine}",
+            )
+        return cores
+
+    def to_domain(self) -> HostTypeSpec:
+        return HostTypeSpec(
+            name=self.name,
+            cpu_cores=self.cpu_cores,
+            memory_mib=self.memory_mib,
+            rate_mbit=self.rate_mbit,
+            delay_ms=self.delay_ms or 0.0,
+            jitter_ms=self.jitter_ms or 0.0,
+            loss_pct=self.loss_pct or 0.0,
+            price_usd_per_hr=self.price_usd_per_hr,
+            spot_price_usd_per_hr=self.spot_price_usd_per_hr,
+        )
+
+
+class HostsDocument(BaseModel):
+    """Hosts of one type: one `name`, several `names`, or `count` hosts named after the type."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    type: str
+    count: Annotated[int, Field(ge=1, le=MAX_HOSTS), WHOLE] | None = None
+    name: HostName | None = None
+    names: list[HostName] | HostName | None = None
+
+    @model_validator(mode="after")
+    def _count(self) -> HostsDocument:
+        if self.name is not None and self.count not in (None, 1):
+            raise rule_error(
+                "a named host has count 1", field="count", hint="drop count, or use `names: [...]`"
+            )
+        names = self.names is not None and self.name is None
+        if names and self.count is not None and self.count != len(self.given_names()):
+            raise rule_error("count differs from the number of names", field="count", hint="drop count")
+        return self
+
+    def given_names(self) -> list[str]:
+        if self.name is not None:
+            return [self.name]
+        if self.names is not None:
+            return self.names if isinstance(self.names, list) else [self.names]
+        return []
+
+
+class LocationDocument(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: Annotated[str, Field(pattern=LOCATION_PATTERN)]
+    hosts: list[str] = Field(min_length=1)
+
+
+class LinkDocument(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    between: list[str]
+    rate_mbit: Rate
+    delay_ms: Delay | None = 0.0
+
+
+class TestbedDocument(BaseModel):
+    """A testbed spec as written (YAML or JSON); `to_domain` checks the rules across its parts (declared
+    types, unique names, every host in one location, links between known locations, the subnet)."""
+
+    __test__ = False
+    model_config = ConfigDict(extra="forbid")
+
+    prefix: Prefix = "tb"
+    subnet: str = DEFAULT_SUBNET
+    mtu: Annotated[int, Field(ge=576, le=65000), WHOLE] = DEFAULT_MTU
+    emulator: Emulator = Emulator.AUTO
+    seed: Annotated[int, Field(ge=0, le=2**31 - 1), WHOLE] = 0
+    description: str = ""
+    types: list[HostTypeDocument] = Field(min_length=1)
+    hosts: list[HostsDocument] = Field(min_length=1)
+    locations: list[LocationDocument] | None = Field(default=None, min_length=1, max_length=MAX_LOCATIONS)
+    links: list[LinkDocument] | None = None
+
+    def to_domain(self) -> TestbedSpec:
+        types = tuple(t.to_domain() for t in self.types)
+        type_names = [t.name for t in types]
+        for i, name in enumerate(type_names):
+            if name in type_names[:i]:
+                raise _bad(
+                    f"types[{i}].name", f"duplicate type name {name!r}", "give every type a different name"
+                )
+        hosts = self._hosts(type_names)
+        locations = self._locations(hosts)
+        return TestbedSpec(
+            types=types,
+            hosts=hosts,
+            prefix=self.prefix,
+            subnet=_subnet(self.subnet, len(hosts)),
+            mtu=self.mtu,
+            emulator=self.emulator,
+            seed=self.seed,
+            description=self.description,
+            locations=locations,
+            links=self._links(locations),
+        )
+
+    def _hosts(self, type_names: list[str]) -> tuple[HostSpec, ...]:
+        names: list[tuple[str, str, str]] = []
+        counters: dict[str, int] = {}
+        for i, entry in enumerate(self.hosts):
+            where = f"hosts[{i}]"
+            if entry.type not in type_names:
+                raise _bad(
+                    f"{where}.type",
+                    f"unknown type {entry.type!r}",
+                    f"use one of the types declared under `types`: {', '.join(type_names)}",
+                )
+            given = entry.given_names()
+            if entry.name is None and entry.names is None:
+                stem = re.sub(r"[^a-z0-9]+", "-", entry.type.rsplit(".", 1)[-1].lower()).strip("-") or "host"
+                if not stem[0].isalpha():
+                    stem = "h" + stem
+                for _ in range(entry.count or 1):
+                    n = counters.get(stem, 0)
+                    counters[stem] = n + 1
+                    given.append(f"{stem[:20]}{n}")
+            field = f"{where}.name" if entry.name is not None else f"{where}.names"
+            names.extend((name, entry.type, field) for name in given)
+        if len(names) > MAX_HOSTS:
+            raise _bad(
+                "hosts", f"{len(names)} hosts is more than {MAX_HOSTS}", f"use at most {MAX_HOSTS} hosts"
+            )
+        seen: set[str] = set()
+        hosts = []
+        for index, (name, type_name, field) in enumerate(names):
+            if name in seen:
+                raise _bad(field, f"duplicate host name {name!r}", "give every host a different name")
+            seen.add(name)
+            hosts.append(HostSpec(name=name, type_name=type_name, index=index))
+        return tuple(hosts)
+
+    def _locations(self, hosts: tuple[HostSpec, ...]) -> tuple[LocationSpec, ...]:
+        if self.locations is None:
+            return ()
+        known = [h.name for h in hosts]
+        placed: dict[str, str] = {}
+        out: list[LocationSpec] = []
+        for i, entry in enumerate(self.locations):
+            where = f"locations[{i}]"
+            if any(loc.name == entry.name for loc in out):
+                raise _bad(
+                    f"{where}.name",
+                    f"duplicate location {entry.name!r}",
+                    "give every location a different name",
+                )
+            for host in entry.hosts:
+                if host not in known:
+                    raise _bad(
+                        f"{where}.hosts",
+                        f"unknown host {host!r}",
+                        f"use the hosts' names ({', '.join(known)})",
+                    )
+                if host in placed:
+                    raise _bad(
+                        f"{where}.hosts",
+                        f"host {host!r} is already in location {placed[host]!r}",
+                        "put every host in exactly one location",
+                    )
+                placed[host] = entry.name
+            out.append(LocationSpec(name=entry.name, hosts=tuple(entry.hosts)))
+        missing = [h for h in known if h not in placed]
+        if missing:
+            raise _bad(
+                "locations",
+                f"hosts {', '.join(missing)} are in no location",
+                "put every host in exactly one location",
+            )
+        return tuple(out)
+
+    def _links(self, locations: tuple[LocationSpec, ...]) -> tuple[LinkSpec, ...]:
+        if self.links is None:
+            return ()
+        names = [loc.name for loc in locations]
+        if self.links and len(names) < 2:
+            raise _bad(
+                "links", "links join locations, and the spec has fewer than two", "add `locations` first"
+            )
+        out: list[LinkSpec] = []
+        for i, entry in enumerate(self.links):
+            where = f"links[{i}]"
+            pair = entry.between
+            if len(pair) != 2 or not all(p in names for p in pair) or pair[0] == pair[1]:
+                raise _bad(
+                    f"{where}.between",
+                    f"between must name two different locations, got {pair!r}",
+                    f"use two of: {', '.join(names)}",
+                )
+            if any(set(k.between) == set(pair) for k in out):
+                raise _bad(
+                    f"{where}.between",
+                    f"a second link between {pair[0]} and {pair[1]}",
+                    "keep one link per pair",
+                )
+            out.append(
+                LinkSpec(
+                    between=(pair[0], pair[1]), rate_mbit=entry.rate_mbit, delay_ms=entry.delay_ms or 0.0
+                )
+            )
+        return tuple(out)
+
+
 def _bad(field: str, message: str, hint: str) -> InvalidInput:
     return InvalidInput(message, hint=hint, field=field)
 
 
-def _unknown(data: Mapping[str, Any], allowed: set[str], where: str) -> None:
-    for key in data:
-        if key not in allowed:
-            field = f"{where}.{key}" if where else str(key)
-            raise _bad(
-                field,
-                f"unknown field {key!r}",
-                f"remove it; allowed fields here are {', '.join(sorted(allowed))}",
-            )
-
-
-def _number(
-    data: Mapping[str, Any],
-    key: str,
-    field: str,
-    *,
-    default: float | None = None,
-    minimum: float = 0.0,
-    exclusive: bool = False,
-    maximum: float | None = None,
-) -> float:
-    if key not in data or data[key] is None:
-        if default is None:
-            raise _bad(field, f"{key} is required", f"add {key}")
-        return default
-    value = data[key]
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise _bad(field, f"{key} must be a finite number, got {value!r}", f"write {key} as a number")
-    number = float(value)
-    if number < minimum or (exclusive and number == minimum):
-        bound = f"> {minimum:g}" if exclusive else f"≥ {minimum:g}"
-        raise _bad(field, f"{key} must be {bound}, got {value!r}", f"use {key} {bound}")
-    if maximum is not None and number > maximum:
-        raise _bad(field, f"{key} must be ≤ {maximum:g}, got {value!r}", f"use {key} ≤ {maximum:g}")
-    return number
-
-
-def _int(data: Mapping[str, Any], key: str, field: str, *, default: int, minimum: int, maximum: int) -> int:
-    value = data.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise _bad(field, f"{key} must be an integer, got {value!r}", f"write {key} as a whole number")
-    if not minimum <= value <= maximum:
-        raise _bad(
-            field, f"{key} must be in [{minimum}, {maximum}], got {value}", f"pick {key} in that range"
-        )
-    return value
-
-
-def _check_prefix(value: object, field: str) -> str:
-    if not isinstance(value, str) or not PREFIX_RE.match(value):
-        raise _bad(
-            field,
-            f"prefix must be 1-10 lowercase letters or digits, got {value!r}",
-            "pick a short name such as tb or tb2 (it prefixes namespaces and cgroups)",
-        )
-    return value
-
-
-def _parse_type(raw: object, where: str, cores: int) -> HostTypeSpec:
-    if not isinstance(raw, Mapping):
-        raise _bad(where, "each type must be a mapping", "write the type as `- name: ...` with its fields")
-    _unknown(raw, _TYPE_FIELDS, where)
-    name = raw.get("name")
-    if not isinstance(name, str) or not TYPE_RE.match(name):
-        raise _bad(
-            f"{where}.name",
-            f"type name must be 1-64 letters, digits, '.', '_' or '-', got {name!r}",
-            "name it like tb.small",
-        )
-    cpu = _number(raw, "cpu_cores", f"{where}.cpu_cores", minimum=0.0, exclusive=True)
-    if cpu < 0.01:
-        raise _bad(f"{where}.cpu_cores", f"cpu_cores must be ≥ 0.01, got {cpu:g}", "use at least 0.01 cores")
-    if cpu > cores:
-        raise _bad(
-            f"{where}.cpu_cores",
-            f"cpu_cores {cpu:g} is above this machine's {cores} cores",
-            f"use cpu_cores ≤ {cores}",
-        )
-    memory: int | None = None
-    if raw.get("memory_mib") is not None:
-        mem = raw["memory_mib"]
-        if isinstance(mem, bool) or not isinstance(mem, int) or mem < 16:
-            raise _bad(
-                f"{where}.memory_mib",
-                f"memory_mib must be an integer ≥ 16, got {mem!r}",
-                "give MiB, e.g. 2048",
-            )
-        memory = mem
-    spot: float | None = None
-    if raw.get("spot_price_usd_per_hr") is not None:
-        spot = _number(raw, "spot_price_usd_per_hr", f"{where}.spot_price_usd_per_hr", minimum=0.0)
-    return HostTypeSpec(
-        name=name,
-        cpu_cores=cpu,
-        memory_mib=memory,
-        rate_mbit=_number(
-            raw, "rate_mbit", f"{where}.rate_mbit", minimum=0.0, exclusive=True, maximum=MAX_RATE_MBIT
-        ),
-        delay_ms=_number(raw, "delay_ms", f"{where}.delay_ms", default=0.0, maximum=MAX_DELAY_MS),
-        jitter_ms=_number(raw, "jitter_ms", f"{where}.jitter_ms", default=0.0, maximum=MAX_DELAY_MS),
-        loss_pct=_number(raw, "loss_pct", f"{where}.loss_pct", default=0.0, maximum=100.0),
-        price_usd_per_hr=_number(raw, "price_usd_per_hr", f"{where}.price_usd_per_hr", minimum=0.0),
-        spot_price_usd_per_hr=spot,
-    )
-
-
-def _parse_hosts(raw: object, type_names: list[str]) -> tuple[HostSpec, ...]:
-    if not isinstance(raw, list) or not raw:
-        raise _bad(
-            "hosts",
-            "hosts must be a non-empty list",
-            "list hosts as `- {type: tb.small, count: 2}` or `- {name: a, type: tb.small}`",
-        )
-    names: list[tuple[str, str, str]] = []
-    counters: dict[str, int] = {}
-    for i, entry in enumerate(raw):
-        where = f"hosts[{i}]"
-        if not isinstance(entry, Mapping):
-            raise _bad(where, "each host entry must be a mapping", "write `- {type: tb.small, count: 2}`")
-        _unknown(entry, _HOST_FIELDS, where)
-        type_name = entry.get("type")
-        if type_name not in type_names:
-            raise _bad(
-                f"{where}.type",
-                f"unknown type {type_name!r}",
-                f"use one of the types declared under `types`: {', '.join(type_names)}",
-            )
-        assert isinstance(type_name, str)
-        given: list[str] = []
-        if "name" in entry:
-            given = [entry["name"]]
-            if "count" in entry and entry["count"] != 1:
-                raise _bad(f"{where}.count", "a named host has count 1", "drop count, or use `names: [...]`")
-        elif "names" in entry:
-            given = entry["names"] if isinstance(entry["names"], list) else [entry["names"]]
-            if "count" in entry and entry["count"] != len(given):
-                raise _bad(f"{where}.count", "count differs from the number of names", "drop count")
-        else:
-            count = _int(entry, "count", f"{where}.count", default=1, minimum=1, maximum=MAX_HOSTS)
-            stem = re.sub(r"[^a-z0-9]+", "-", type_name.rsplit(".", 1)[-1].lower()).strip("-") or "host"
-            if not stem[0].isalpha():
-                stem = "h" + stem
-            for _ in range(count):
-                n = counters.get(stem, 0)
-                counters[stem] = n + 1
-                given.append(f"{stem[:20]}{n}")
-        field = f"{where}.name" if "name" in entry else f"{where}.names"
-        for name in given:
-            names.append((name, type_name, field))
-    if len(names) > MAX_HOSTS:
-        raise _bad("hosts", f"{len(names)} hosts is more than {MAX_HOSTS}", f"use at most {MAX_HOSTS} hosts")
-    seen: set[str] = set()
-    hosts = []
-    for index, (name, type_name, field) in enumerate(names):
-        if not isinstance(name, str) or not HOST_RE.match(name) or name in RESERVED_HOSTS:
-            raise _bad(
-                field,
-                f"host name must start with a letter and hold 1-24 lowercase letters, digits or '-' "
-                f"(not {', '.join(sorted(RESERVED_HOSTS))}), got {name!r}",
-                "rename the host",
-            )
-        if name in seen:
-            raise _bad(field, f"duplicate host name {name!r}", "give every host a different name")
-        seen.add(name)
-        hosts.append(HostSpec(name=name, type_name=type_name, index=index))
-    return tuple(hosts)
-
-
-def _parse_locations(raw: object, hosts: tuple[HostSpec, ...]) -> tuple[LocationSpec, ...]:
-    if raw is None:
-        return ()
-    if not isinstance(raw, list) or not raw:
-        raise _bad(
-            "locations",
-            "locations must be a non-empty list",
-            "write `- {name: east, hosts: [small0, small1]}` per location, or drop `locations`",
-        )
-    if len(raw) > MAX_LOCATIONS:
-        raise _bad("locations", f"{len(raw)} locations is more than {MAX_LOCATIONS}", "use fewer locations")
-    known = [h.name for h in hosts]
-    placed: dict[str, str] = {}
-    out: list[LocationSpec] = []
-    for i, entry in enumerate(raw):
-        where = f"locations[{i}]"
-        if not isinstance(entry, Mapping):
-            raise _bad(where, "each location must be a mapping", "write `- {name: east, hosts: [small0]}`")
-        _unknown(entry, _LOCATION_FIELDS, where)
-        name = entry.get("name")
-        if not isinstance(name, str) or not LOCATION_RE.match(name):
-            raise _bad(
-                f"{where}.name",
-                f"location name must start with a letter and hold 1-24 lowercase letters, digits or '-', "
-                f"got {name!r}",
-                "name it like east or eu-west",
-            )
-        if any(loc.name == name for loc in out):
-            raise _bad(
-                f"{where}.name", f"duplicate location {name!r}", "give every location a different name"
-            )
-        members = entry.get("hosts")
-        if not isinstance(members, list) or not members:
-            raise _bad(f"{where}.hosts", "hosts must be a non-empty list of host names", "list its hosts")
-        for host in members:
-            if host not in known:
-                raise _bad(
-                    f"{where}.hosts",
-                    f"unknown host {host!r}",
-                    f"use the hosts' names ({', '.join(known)})",
-                )
-            if host in placed:
-                raise _bad(
-                    f"{where}.hosts",
-                    f"host {host!r} is already in location {placed[host]!r}",
-                    "put every host in exactly one location",
-                )
-            placed[host] = name
-        out.append(LocationSpec(name=name, hosts=tuple(members)))
-    missing = [h for h in known if h not in placed]
-    if missing:
-        raise _bad(
-            "locations",
-            f"hosts {', '.join(missing)} are in no location",
-            "put every host in exactly one location",
-        )
-    return tuple(out)
-
-
-def _parse_links(raw: object, locations: tuple[LocationSpec, ...]) -> tuple[LinkSpec, ...]:
-    if raw is None:
-        return ()
-    names = [loc.name for loc in locations]
-    if not isinstance(raw, list):
-        raise _bad(
-            "links", "links must be a list", "write `- {between: [east, west], rate_mbit: 50, delay_ms: 20}`"
-        )
-    if raw and len(names) < 2:
-        raise _bad("links", "links join locations, and the spec has fewer than two", "add `locations` first")
-    out: list[LinkSpec] = []
-    for i, entry in enumerate(raw):
-        where = f"links[{i}]"
-        if not isinstance(entry, Mapping):
-            raise _bad(
-                where, "each link must be a mapping", "write `- {between: [east, west], rate_mbit: 50}`"
-            )
-        _unknown(entry, _LINK_FIELDS, where)
-        pair = entry.get("between")
-        if (
-            not isinstance(pair, list)
-            or len(pair) != 2
-            or not all(p in names for p in pair)
-            or pair[0] == pair[1]
-        ):
-            raise _bad(
-                f"{where}.between",
-                f"between must name two different locations, got {pair!r}",
-                f"use two of: {', '.join(names)}",
-            )
-        if any(set(k.between) == set(pair) for k in out):
-            raise _bad(
-                f"{where}.between", f"a second link between {pair[0]} and {pair[1]}", "keep one link per pair"
-            )
-        out.append(
-            LinkSpec(
-                between=(str(pair[0]), str(pair[1])),
-                rate_mbit=_number(
-                    entry,
-                    "rate_mbit",
-                    f"{where}.rate_mbit",
-                    minimum=0.0,
-                    exclusive=True,
-                    maximum=MAX_RATE_MBIT,
-                ),
-                delay_ms=_number(entry, "delay_ms", f"{where}.delay_ms", default=0.0, maximum=MAX_DELAY_MS),
-            )
-        )
-    return tuple(out)
-
-
-def _parse_subnet(value: object, host_count: int) -> str:
+def _subnet(value: str, host_count: int) -> str:
     try:
-        network = ipaddress.ip_network(str(value), strict=True)
+        network = ipaddress.ip_network(value, strict=True)
     except ValueError as exc:
         raise _bad(
             "subnet", f"subnet {value!r} is not an IPv4 network ({exc})", "write it like 10.213.0.0/24"
@@ -531,50 +492,26 @@ def _parse_subnet(value: object, host_count: int) -> str:
     return str(network)
 
 
+def _check_prefix(value: object, field: str) -> str:
+    try:
+        prefix: str = _PREFIX.validate_python(value)
+    except ValidationError as exc:
+        raise invalid_input(exc, hints={"": _HINTS["prefix"], "value": _HINTS["prefix"]}) from exc
+    return prefix
+
+
+_PREFIX: TypeAdapter[str] = TypeAdapter(Prefix)
+
+
 def parse_spec(document: object, *, cores: int | None = None) -> TestbedSpec:
     """Validate a spec document (as loaded from YAML); every error names the offending field."""
     if not isinstance(document, Mapping):
         raise _bad("", "a testbed spec must be a mapping with `types` and `hosts`", "see docs/testbed.md")
-    _unknown(document, _TOP_FIELDS, "")
-    cores = cores if cores is not None else machine_cores()
-    raw_types = document.get("types")
-    if not isinstance(raw_types, list) or not raw_types:
-        raise _bad("types", "types must be a non-empty list", "declare at least one type under `types`")
-    types = tuple(_parse_type(t, f"types[{i}]", cores) for i, t in enumerate(raw_types))
-    type_names = [t.name for t in types]
-    for i, name in enumerate(type_names):
-        if name in type_names[:i]:
-            raise _bad(
-                f"types[{i}].name", f"duplicate type name {name!r}", "give every type a different name"
-            )
-    hosts = _parse_hosts(document.get("hosts"), type_names)
-    prefix = _check_prefix(document.get("prefix", "tb"), "prefix")
-    subnet = _parse_subnet(document.get("subnet", DEFAULT_SUBNET), len(hosts))
-    mtu = _int(document, "mtu", "mtu", default=DEFAULT_MTU, minimum=576, maximum=65000)
     try:
-        emulator = Emulator(str(document.get("emulator", "auto")))
-    except ValueError as exc:
-        raise _bad(
-            "emulator", f"unknown emulator {document.get('emulator')!r}", "use auto, netem or userspace"
-        ) from exc
-    seed = _int(document, "seed", "seed", default=0, minimum=0, maximum=2**31 - 1)
-    description = document.get("description", "")
-    if not isinstance(description, str):
-        raise _bad("description", "description must be a string", "quote it")
-    locations = _parse_locations(document.get("locations"), hosts)
-    links = _parse_links(document.get("links"), locations)
-    return TestbedSpec(
-        types=types,
-        hosts=hosts,
-        prefix=prefix,
-        subnet=subnet,
-        mtu=mtu,
-        emulator=emulator,
-        seed=seed,
-        description=description,
-        locations=locations,
-        links=links,
-    )
+        doc = TestbedDocument.model_validate(dict(document), context={"cores": cores})
+    except ValidationError as exc:
+        raise invalid_input(exc, hints=_HINTS) from exc
+    return doc.to_domain()
 
 
 def load_spec(path: str | Path, *, cores: int | None = None) -> TestbedSpec:

@@ -10,6 +10,8 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from srift.db.tables import Job, ProbeSample
+from srift.errors import InvalidInput
+from srift.jobs.spec import parse_probe_job
 
 GOOD = {
     "provider": "testbed",
@@ -36,8 +38,10 @@ def _sample(job: dict[str, Any] | None = None, *, size: int = 1024, repeat: int 
     }
 
 
-def _submit(client: TestClient, headers: dict[str, str], body: dict[str, Any]) -> dict[str, Any]:
-    r = client.post("/v1/probe-jobs", json=body, headers=headers)
+def _submit(
+    client: TestClient, headers: dict[str, str], body: dict[str, Any], *, path: str = "/v1/probe-jobs"
+) -> dict[str, Any]:
+    r = client.post(path, json=body, headers=headers)
     assert r.status_code == 201, r.text
     data: dict[str, Any] = r.json()
     return data
@@ -69,7 +73,6 @@ def test_submit_returns_a_queued_job_and_its_token_once(
 @pytest.mark.parametrize(
     ("change", "field"),
     [
-        ({"instance_type": "tb.huge"}, "instance_type"),
         ({"node_counts": [1]}, "node_counts[0]"),
         ({"node_counts": [2, 0]}, "node_counts[1]"),
         ({"sizes": [4, 0]}, "sizes[1]"),
@@ -77,6 +80,36 @@ def test_submit_returns_a_queued_job_and_its_token_once(
         ({"sizes": [6]}, "sizes[0]"),
         ({"repeats": 0}, "repeats"),
         ({"node_counts": [40]}, "node_counts[0]"),
+        ({"node_counts": [1, 2], "ranks_per_node": 1, "sizes": [4] * 3}, "node_counts[0]"),
+        ({"provider": "local", "ranks_per_node": 2}, "ranks_per_node"),
+        ({"backend": "nccl"}, "backend"),
+        ({"testbed_prefix": "Bad!"}, "testbed_prefix"),
+        ({"provider": "local", "testbed_prefix": "tb1"}, "testbed_prefix"),
+        ({"ec2": {"image_id": "ami-12c6146b", "results_url": "http://10.0.0.5:8000"}}, "ec2"),
+        ({"repeats": 3.5}, "repeats"),
+        ({"repeats": True}, "repeats"),
+        ({"instance_type": "   "}, "instance_type"),
+        ({"sizes": list(range(4, 4 * 600, 4)), "node_counts": [2, 3]}, "grid"),
+    ],
+)
+def test_bad_probe_jobs_are_refused_naming_the_field(
+    client: TestClient, write_headers: dict[str, str], session: Session, change: dict[str, Any], field: str
+) -> None:
+    r = client.post("/v1/probe-jobs", json={**GOOD, **change}, headers=write_headers)
+    assert r.status_code == 422, r.text
+    assert r.json()["field"] == field
+    assert r.json()["hint"]
+    with pytest.raises(InvalidInput) as caught:
+        parse_probe_job({**GOOD, **change})
+    assert caught.value.field == field and caught.value.hint
+    assert session.scalar(select(func.count()).select_from(Job)) == 0
+
+
+@pytest.mark.usefixtures("testbed_types")
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"instance_type": "tb.huge"}, "instance_type"),
         (
             {
                 "provider": "ec2",
@@ -87,13 +120,24 @@ def test_submit_returns_a_queued_job_and_its_token_once(
         ),
     ],
 )
-def test_bad_probe_jobs_are_refused_naming_the_field(
+def test_probe_jobs_naming_types_the_catalog_lacks_are_not_found(
     client: TestClient, write_headers: dict[str, str], session: Session, change: dict[str, Any], field: str
 ) -> None:
     r = client.post("/v1/probe-jobs", json={**GOOD, **change}, headers=write_headers)
-    assert r.status_code == 422, r.text
+    assert r.status_code == 404, r.text
     assert r.json()["field"] == field
     assert session.scalar(select(func.count()).select_from(Job)) == 0
+
+
+def test_job_documents_take_whole_numbers_one_way() -> None:
+    """3.0 is the integer 3 here as in every document; 3.5, "3" and true are not integers."""
+    base = {"provider": "local", "instance_type": "local", "node_counts": [2.0], "sizes": [4096.0]}
+    spec = parse_probe_job({**base, "repeats": 3.0})
+    assert spec.repeats == 3 and spec.node_counts == (2,) and spec.sizes == (4096,)
+    for bad in (3.5, "3", True):
+        with pytest.raises(InvalidInput) as caught:
+            parse_probe_job({**base, "repeats": bad})
+        assert caught.value.field == "repeats"
 
 
 @pytest.mark.usefixtures("aws_catalog")
@@ -180,7 +224,7 @@ def test_bad_samples_name_the_field_and_store_nothing(
         json={"samples": [{**_sample(), "instance_type": "tb.nope"}]},
         headers=write_headers,
     )
-    assert unknown.status_code == 422 and unknown.json()["field"] == "samples[0].instance_type"
+    assert unknown.status_code == 404 and unknown.json()["field"] == "samples[0].instance_type"
     assert _samples(session) == 0
     ok = client.post("/v1/probe-results", json={"samples": [_sample()]}, headers=write_headers)
     assert ok.json()["stored"] == 1
@@ -205,7 +249,7 @@ def test_profile_jobs_validate_models_and_types(client: TestClient, write_header
     bad_type = client.post(
         "/v1/profile-jobs", json={**body, "instance_types": ["tb.small", "x"]}, headers=write_headers
     )
-    assert bad_type.status_code == 422 and bad_type.json()["field"] == "instance_types[1]"
+    assert bad_type.status_code == 404 and bad_type.json()["field"] == "instance_types[1]"
     bad_model = client.post(
         "/v1/profile-jobs", json={**body, "model": "not a factory"}, headers=write_headers
     )
@@ -227,3 +271,48 @@ def test_samples_the_database_cannot_hold_are_refused(
 ) -> None:
     r = client.post("/v1/probe-results", json={"samples": [{**_sample(), **change}]}, headers=write_headers)
     assert r.status_code == 422 and r.json()["field"] == field
+
+
+def _profile_document() -> dict[str, Any]:
+    return {
+        "model": "api-mlp",
+        "accelerator": "tb.small cpu",
+        "max_batch": 64,
+        "forward": {"batches": [1, 32, 64], "times_s": [0.001, 0.01, 0.02]},
+        "backward": {"batches": [1, 32, 64], "times_s": [0.002, 0.02, 0.04]},
+        "layers": [{"name": "fc", "grad_bytes": 4096, "ready_frac": 1.0}],
+        "straggler_cv": 0.05,
+    }
+
+
+@pytest.mark.usefixtures("testbed_types")
+def test_profile_results_are_typed_and_a_type_the_job_did_not_ask_for_is_a_conflict(
+    client: TestClient, write_headers: dict[str, str]
+) -> None:
+    body = {
+        "provider": "testbed",
+        "instance_types": ["tb.small"],
+        "model": "srift.profiling.testmodels:cnn",
+        "input": "srift.profiling.testmodels:cnn_input",
+    }
+    job = _submit(client, write_headers, body, path="/v1/profile-jobs")
+    url = f"/v1/profile-jobs/{job['id']}/results"
+    other = client.post(
+        url, json={"instance_type": "tb.large", "profile": _profile_document()}, headers=write_headers
+    )
+    assert other.status_code == 409 and other.json()["field"] == "instance_type", other.text
+    junk = client.post(
+        url, json={"instance_type": "tb.small", "profile": {"model": 3}}, headers=write_headers
+    )
+    assert junk.status_code == 422 and junk.json()["field"].startswith("profile."), junk.text
+    neither = client.post(url, json={"instance_type": "tb.small"}, headers=write_headers)
+    assert neither.status_code == 422 and neither.json()["field"] == "profile", neither.text
+    ok = client.post(
+        url, json={"instance_type": "tb.small", "profile": _profile_document()}, headers=write_headers
+    )
+    assert ok.status_code == 200 and ok.json()["profile_id"] is not None, ok.text
+    schema = client.get("/openapi.json").json()
+    assert "409" in schema["paths"]["/v1/profile-jobs/{job_id}/results"]["post"]["responses"]
+    body_schema = schema["components"]["schemas"]["ProfileResultIn"]
+    assert body_schema["properties"]["profile"]["anyOf"][0] == {"$ref": "#/components/schemas/ProfileIn"}
+    assert len(body_schema["anyOf"]) == 2

@@ -57,7 +57,7 @@ def test_cost_cap_bounds_the_launches_of_all_attempts(cloud_settings: Settings) 
     relaunched = set(kit.instances(job_id)) - first
     if attempt.is_alive():  # it launched and now waits for results: make the instances report failure
         with transaction(cloud_settings.resolved_database_url) as session:
-            post_probe_results(session=session, job_id=job_id, samples=[], final=True, error="stop")
+            post_probe_results(session=session, job_id=job_id, records=[], final=True, error="stop")
         attempt.join(timeout=60)
     assert not relaunched, "a second attempt launched beyond the job's cost cap"
     assert outcomes and outcomes[0] is not None and outcomes[0].state.value == "failed"
@@ -83,7 +83,7 @@ def test_cost_cap_with_room_for_retries_allows_the_next_attempt(cloud_settings: 
         time.sleep(0.1)
     assert len(set(kit.live(job_id)) - first) == 2, "the retry within the cap did not launch"
     with transaction(cloud_settings.resolved_database_url) as session:
-        post_probe_results(session=session, job_id=job_id, samples=[], final=True, error="stop")
+        post_probe_results(session=session, job_id=job_id, records=[], final=True, error="stop")
     attempt.join(timeout=60)
     assert outcomes and outcomes[0] is not None and outcomes[0].state.value == "failed"
     assert kit.live(job_id) == []

@@ -13,6 +13,7 @@ from pydantic import Field
 from srift.api.auth import RequireRead
 from srift.api.deps import SessionDep, SettingsDep
 from srift.api.schemas.dashboard import BandwidthCurves
+from srift.api.schemas.types import NO_NUL
 from srift.services import dashboard
 from srift.services.dashboard import MAX_WORLD_SIZE, MAX_WORLD_SIZES
 
@@ -36,10 +37,16 @@ def bandwidth_curves(
     ],
     provider: Annotated[
         str | None,
-        Query(min_length=1, max_length=64, description="default: the first probed type's, else aws"),
+        Query(
+            min_length=1,
+            max_length=64,
+            pattern=NO_NUL,
+            description="default: the first probed type's, else aws",
+        ),
     ] = None,
     instance_type: Annotated[
-        str | None, Query(min_length=1, max_length=128, description="default: the first probed type")
+        str | None,
+        Query(min_length=1, max_length=128, pattern=NO_NUL, description="default: the first probed type"),
     ] = None,
     world_size: Annotated[
         list[Annotated[int, Field(ge=2, le=MAX_WORLD_SIZE)]] | None,

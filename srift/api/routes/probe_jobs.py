@@ -20,7 +20,9 @@ from srift.api.schemas.jobs import (
     ProfileResultIn,
     ProfileResultOut,
 )
+from srift.domain.profile import ModelProfile
 from srift.domain.states import JobKind, JobState
+from srift.errors import InvalidInput
 from srift.services import jobs as service
 from srift.services.jobs import job_document
 
@@ -45,7 +47,11 @@ AUTH: dict[int | str, dict[str, Any]] = {
 }
 SUBMIT: dict[int | str, dict[str, Any]] = {
     **AUTH,
-    422: _e("invalid job: unknown instance type, world size < 2, bad sizes, caps exceeded; `field` names it"),
+    404: _e("an instance type (or region, or price) the catalog does not have; `field` names it"),
+    422: _e(
+        "invalid job: world size < 2, bad sizes, caps exceeded (the grid size, ec2.max_instances, "
+        "ec2.max_cost_usd); `field` names it"
+    ),
 }
 READ: dict[int | str, dict[str, Any]] = {401: AUTH[401], 403: AUTH[403], 404: _e("no such job")}
 
@@ -58,9 +64,7 @@ def create_probe_job(body: ProbeJobIn, session: SessionDep, _: RequireWrite) -> 
     `POST /v1/probe-results`. Example: `{"provider": "testbed", "instance_type": "tb.small",
     "node_counts": [2, 4], "sizes": [4, 65536, 4194304], "repeats": 5}`.
     """
-    job, token = service.submit_job(
-        session=session, kind=JobKind.PROBE, data=body.model_dump(exclude_none=True)
-    )
+    job, token = service.submit_job(session=session, spec=body.to_domain())
     return {**job_document(job), "token": token}
 
 
@@ -93,9 +97,7 @@ def create_profile_job(body: ProfileJobIn, session: SessionDep, _: RequireWrite)
     Example: `{"provider": "testbed", "instance_types": ["tb.small", "tb.large"],
     "model": "srift.profiling.testmodels:cnn", "input": "srift.profiling.testmodels:cnn_input"}`.
     """
-    job, token = service.submit_job(
-        session=session, kind=JobKind.PROFILE, data=body.model_dump(exclude_none=True)
-    )
+    job, token = service.submit_job(session=session, spec=body.to_domain())
     return {**job_document(job), "token": token}
 
 
@@ -119,14 +121,22 @@ def get_profile_job(job_id: JobId, session: SessionDep, _: RequireRead) -> Any:
 @router.post(
     "/probe-results",
     response_model=ProbeResultsOut,
-    responses={**AUTH, 404: _e("no such probe job"), 422: _e("a sample is invalid; `field` names it")},
+    responses={
+        **AUTH,
+        404: _e("no such probe job, or a sample's instance type is not in the catalog"),
+        422: _e("a sample is invalid; `field` names it"),
+    },
 )
 def post_probe_results(body: ProbeResultsIn, session: SessionDep, caller: RequireJobOrWrite) -> Any:
     """Store probe samples: with a job's token for that job (401 without a valid token, 403 for another
     job's), or with a write token. A job's samples are stored all at once with its final batch."""
     caller.authorize_job(body.job_id)
     outcome = service.post_probe_results(
-        session=session, job_id=body.job_id, samples=body.samples, final=body.final, error=body.error
+        session=session,
+        job_id=body.job_id,
+        records=[sample.to_record() for sample in body.samples],
+        final=body.final,
+        error=body.error,
     )
     return {
         "parsed": outcome.parsed,
@@ -139,7 +149,12 @@ def post_probe_results(body: ProbeResultsIn, session: SessionDep, caller: Requir
 @router.post(
     "/profile-jobs/{job_id}/results",
     response_model=ProfileResultOut,
-    responses={**AUTH, 404: _e("no such profile job"), 422: _e("the profile is invalid")},
+    responses={
+        **AUTH,
+        404: _e("no such profile job"),
+        409: _e("the job did not ask for this instance type"),
+        422: _e("the profile is invalid"),
+    },
 )
 def post_profile_result(
     job_id: JobId, body: ProfileResultIn, session: SessionDep, caller: RequireJobOrWrite
@@ -148,11 +163,14 @@ def post_profile_result(
     caller.authorize_job(job_id)
     if body.job_id is not None and body.job_id != job_id:
         caller.authorize_job(body.job_id)
+    profile = None
+    if body.error is None and body.profile is not None:
+        try:
+            profile = ModelProfile.from_dict(body.profile.model_dump())
+        except InvalidInput as exc:
+            field = f"profile.{exc.field}" if exc.field else "profile"
+            raise InvalidInput(exc.detail, hint=exc.hint, field=field) from exc
     profile_id, state = service.post_profile_result(
-        session=session,
-        job_id=job_id,
-        instance_type=body.instance_type,
-        profile=body.profile,
-        error=body.error,
+        session=session, job_id=job_id, instance_type=body.instance_type, profile=profile, error=body.error
     )
     return {"profile_id": profile_id, "job_state": state}

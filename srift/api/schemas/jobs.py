@@ -2,115 +2,26 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from srift.api.schemas.types import Timestamp
+from srift.api.schemas.profiles import ProfileIn
+from srift.api.schemas.types import NO_NUL, Timestamp
+from srift.bandwidth.records import ProbeSampleDocument
+from srift.documents import rule_error
 from srift.domain.states import JobKind, JobState
-from srift.limits import (
-    MAX_EC2_COST_USD,
-    MAX_EC2_INSTANCES,
-    MAX_EC2_TIMEOUT_S,
-    MAX_JOB_NODES,
-    PROBE_BUFFER,
-    PROBE_GRID,
-    PROBE_REPEATS,
-)
-
-Text = Annotated[str, Field(min_length=1, max_length=200, pattern=r"^[^\x00]+$")]
-TypeName = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[^\x00]+$")]
-Provider = Literal["local", "testbed", "ec2"]
-Factory = Annotated[
-    str, Field(min_length=3, max_length=200, pattern=r"^[A-Za-z_][A-Za-z0-9_.]*:[A-Za-z_][A-Za-z0-9_]*$")
-]
-NodeCount = Annotated[int, Field(ge=1, le=max(MAX_JOB_NODES.values()))]
-BufferBytes = Annotated[int, Field(ge=4, le=int(PROBE_BUFFER.maximum), multiple_of=4)]
+from srift.jobs.spec import ProbeJobDocument, ProfileJobDocument, TypeName
+from srift.limits import PROBE_RESULTS_PER_BATCH
 
 
-class Ec2In(BaseModel):
-    """Launch options and caps of an EC2 job (instances are always terminated; see docs)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    image_id: Text = Field(description="AMI with python3 (and CUDA drivers for NCCL), e.g. ami-0abc...")
-    results_url: str = Field(
-        min_length=8,
-        max_length=500,
-        pattern=r"^https?://[^\x00\s]+$",
-        description="this server, as VMs see it",
-    )
-    region: Text = "us-east-1"
-    market: Literal["on_demand", "spot"] = "on_demand"
-    subnet_id: Text | None = None
-    security_group_ids: list[Text] = Field(default_factory=list, max_length=10)
-    key_name: Text | None = None
-    iam_instance_profile: Text | None = None
-    install_command: str | None = Field(
-        default=None, min_length=1, max_length=2000, pattern=r"^[^\x00]+$", description="first user-data step"
-    )
-    max_instances: int = Field(default=8, ge=1, le=MAX_EC2_INSTANCES, description="instance cap of the job")
-    max_cost_usd: float = Field(
-        default=10.0, gt=0, le=MAX_EC2_COST_USD, description="cap on price × instances × timeout"
-    )
-    timeout_s: float = Field(
-        default=3600, gt=0, le=MAX_EC2_TIMEOUT_S, description="instances are terminated after this"
-    )
+class ProbeJobIn(ProbeJobDocument):
+    """An allreduce probe grid to run: one run per node count over the buffer sizes (the job document of
+    srift.jobs.spec; rules that depend on the provider are stated per provider in `oneOf`)."""
 
 
-class ProbeJobIn(BaseModel):
-    """An allreduce probe grid to run: one run per node count over the buffer sizes."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    provider: Provider = Field(description="local (processes here), testbed (emulated hosts) or ec2")
-    instance_type: TypeName = Field(description="a catalog type of the provider (testbed: provider testbed)")
-    node_counts: list[NodeCount] = Field(
-        min_length=1,
-        max_length=32,
-        description="hosts per run, e.g. [2, 4]; at most 64 (local), 16 (testbed) or 256 (ec2), and "
-        "node count × ranks_per_node ≥ 2",
-    )
-    sizes: list[BufferBytes] | None = Field(
-        default=None,
-        min_length=1,
-        max_length=1024,
-        description="buffer sizes in bytes (multiples of 4); distinct sizes × distinct node counts ≤ "
-        f"{int(PROBE_GRID.maximum)}",
-    )
-    repeats: int = Field(
-        default=5, ge=1, le=int(PROBE_REPEATS.maximum), description="timed repetitions per size"
-    )
-    warmup: int = Field(default=2, ge=0, le=100, description="untimed allreduces per size")
-    async_count: int = Field(default=1, ge=1, le=64, description="concurrent asynchronous allreduces")
-    ranks_per_node: int = Field(default=1, ge=1, le=64, description="ranks on each host (local: 1)")
-    backend: Literal["gloo", "nccl"] = "gloo"
-    time_budget_s: float = Field(default=600.0, gt=0, le=86400, description="per run")
-    testbed_prefix: Text | None = Field(default=None, description="use this running testbed's hosts")
-    ec2: Ec2In | None = None
-
-
-class ProfileJobIn(BaseModel):
-    """A model to profile with `srift profile` on each instance type."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    provider: Provider
-    instance_type: TypeName | None = None
-    instance_types: list[TypeName] | None = Field(default=None, min_length=1, max_length=16)
-    model: Factory = Field(description="MODULE:FACTORY returning the torch.nn.Module")
-    input: Factory = Field(description="MODULE:FACTORY of the batch size returning the input")
-    loss: Factory | None = Field(default=None, description="MODULE:FUNCTION of (output, batch) → loss")
-    model_name: Text | None = None
-    max_batch: int | None = Field(default=None, ge=1, le=1_048_576, description="largest batch to try")
-    repeats: int = Field(default=7, ge=1, le=100, description="timed repetitions per batch")
-    iterations: int = Field(default=30, ge=2, le=10_000, description="iterations per timing")
-    time_budget_s: float = Field(default=1800.0, gt=0, le=86400)
-    testbed_prefix: Text | None = None
-    ec2: Ec2In | None = None
-    extra_args: list[Annotated[str, Field(min_length=3, max_length=200, pattern=r"^--[^\x00]+$")]] = Field(
-        default_factory=list, max_length=20, description="--options for `srift profile`, e.g. --paper-curve"
-    )
+class ProfileJobIn(ProfileJobDocument):
+    """A model to profile with `srift profile` on each instance type (the job document of srift.jobs.spec)."""
 
 
 class JobOut(BaseModel):
@@ -143,17 +54,37 @@ class JobList(BaseModel):
     total: int
 
 
+JobIdField = Annotated[int, Field(ge=1, le=2**31 - 1)]
+ErrorText = Annotated[str, Field(min_length=1, max_length=2000, pattern=NO_NUL)]
+
+
+def _probe_results_schema(schema: dict[str, Any]) -> None:
+    schema["anyOf"] = [
+        {"required": ["job_id"], "properties": {"job_id": {"type": "integer"}}},
+        {"properties": {"error": {"type": "null"}, "final": {"const": True}}},
+    ]
+
+
 class ProbeResultsIn(BaseModel):
-    """Probe samples (JSON lines of probes/allreduce.py as objects), for a job or on their own."""
+    """Probe samples (JSON lines of probes/allreduce.py as objects), for a job or on their own; `error`
+    and `final: false` need a `job_id`."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_probe_results_schema)
 
-    job_id: int | None = Field(default=None, ge=1, le=2**31 - 1, description="the job these belong to")
-    samples: list[dict[str, Any]] = Field(default_factory=list, max_length=10_000)
-    final: bool = Field(default=True, description="false: stage this batch; the final batch stores all")
-    error: str | None = Field(
-        default=None, min_length=1, max_length=2000, pattern=r"^[^\x00]+$", description="the hosts failed"
+    job_id: JobIdField | None = Field(default=None, description="the job these belong to")
+    samples: list[ProbeSampleDocument] = Field(
+        default_factory=list, max_length=int(PROBE_RESULTS_PER_BATCH.maximum)
     )
+    final: bool = Field(default=True, description="false: stage this batch; the final batch stores all")
+    error: ErrorText | None = Field(default=None, description="the hosts failed")
+
+    @model_validator(mode="after")
+    def _job_for_errors(self) -> ProbeResultsIn:
+        if self.job_id is None and (self.error is not None or not self.final):
+            raise rule_error(
+                "error and final=false need a job_id", field="job_id", hint="post them with the job's token"
+            )
+        return self
 
 
 class ProbeResultsOut(BaseModel):
@@ -163,15 +94,36 @@ class ProbeResultsOut(BaseModel):
     job_state: str | None
 
 
+def _profile_result_schema(schema: dict[str, Any]) -> None:
+    schema["anyOf"] = [
+        {"required": ["error"], "properties": {"error": {"type": "string"}}},
+        {
+            "required": ["profile", "instance_type"],
+            "properties": {"profile": {"type": "object"}, "instance_type": {"type": "string"}},
+        },
+    ]
+
+
 class ProfileResultIn(BaseModel):
-    """One instance's profile for a profile job (or the error it hit)."""
+    """One instance's profile for a profile job (`profile` and `instance_type`), or the error it hit
+    (`error`; a profile given with it is not stored)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_profile_result_schema)
 
-    job_id: int | None = Field(default=None, ge=1, le=2**31 - 1)
-    instance_type: TypeName | None = None
-    profile: dict[str, Any] | None = None
-    error: str | None = Field(default=None, min_length=1, max_length=2000, pattern=r"^[^\x00]+$")
+    job_id: JobIdField | None = None
+    instance_type: TypeName | None = Field(default=None, description="one the job asked for (else 409)")
+    profile: ProfileIn | None = None
+    error: ErrorText | None = None
+
+    @model_validator(mode="after")
+    def _profile_or_error(self) -> ProfileResultIn:
+        if self.error is None and (self.profile is None or self.instance_type is None):
+            raise rule_error(
+                "give `profile` and `instance_type`, or `error`",
+                field="profile" if self.profile is None else "instance_type",
+                hint="post the profile with its instance type, or the error",
+            )
+        return self
 
 
 class ProfileResultOut(BaseModel):

@@ -6,9 +6,9 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from srift.api.schemas.types import TypeName
 from srift.domain.network import Library, Transport
 
-TypeName = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[^\x00]+$")]
 Gbps = Annotated[float, Field(gt=0, le=100_000, description="Gbit/s, one direction, node to node")]
 MAX_MEASURED = 64
 MAX_PROBE_JOBS = 16

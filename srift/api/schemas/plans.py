@@ -8,8 +8,16 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from srift.api.schemas.network import NetworkIn, NetworkOut
 from srift.api.schemas.profiles import ProfileIn
-from srift.api.schemas.types import NO_NUL, KeysStated, Timestamp, check_one_of, one_of, parse_request
-from srift.documents import read_document
+from srift.api.schemas.types import (
+    NO_NUL,
+    KeysStated,
+    Timestamp,
+    TypeName,
+    check_one_of,
+    one_of,
+    parse_request,
+)
+from srift.documents import WHOLE, read_document
 from srift.domain import MarketChoice, Objective, SearchMode
 from srift.domain.geo import AllreducePattern
 from srift.domain.planning import DEFAULT_CONFIDENCE, MAX_CONFIDENCE, MIN_CONFIDENCE
@@ -30,7 +38,6 @@ from srift.optimize.space import BatchPolicy
 PROFILE_SELECTION = ("profile_ids", "profiles", "model")
 ProfileId = Annotated[int, Field(ge=1, le=2**31 - 1)]
 SELECTION_TYPES = {"profile_ids": "array", "profiles": "array", "model": "string"}
-TypeName = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[^\x00]+$")]
 CountCap = Annotated[int, Field(ge=0, le=MAX_COUNT)]
 MAX_LOCATIONS_PER_REQUEST = 32
 LocationName = Annotated[str, Field(min_length=1, max_length=130, pattern=r"^[a-z0-9-]+(/[a-z0-9-]+){0,2}$")]
@@ -496,7 +503,7 @@ class PlanOut(PlanResult):
 class JobCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    plan_id: int = Field(ge=1, le=2**31 - 1, description="the plan being run")
+    plan_id: Annotated[int, Field(ge=1, le=2**31 - 1), WHOLE] = Field(description="the plan being run")
 
 
 class ProgressIn(BaseModel):

@@ -16,7 +16,7 @@ from srift.api.schemas.plans import (
     ProfileId,
 )
 from srift.api.schemas.profiles import ProfileIn
-from srift.api.schemas.types import NO_NUL, check_one_of, one_of, parse_request
+from srift.api.schemas.types import NO_NUL, TypeName, check_one_of, one_of, parse_request
 from srift.documents import read_document
 from srift.domain import Market
 from srift.domain.requests import PredictionQuery
@@ -39,9 +39,7 @@ class FleetChoiceIn(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    instance_type: str = Field(
-        min_length=1, max_length=128, pattern=r"^[^\x00]+$", description="e.g. p3.8xlarge"
-    )
+    instance_type: TypeName = Field(description="e.g. p3.8xlarge")
     market: Market = Field(
         default=Market.ON_DEMAND, description="spot or on_demand: which catalog price bills it"
     )

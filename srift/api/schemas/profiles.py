@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field, GetJsonSchemaHandler, field_v
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema
 
-from srift.api.schemas.types import NO_NUL, FreeObject
+from srift.api.schemas.types import NO_NUL, NOT_BLANK, FreeObject
 from srift.domain.profile import MAX_OVERLAP_SLOWDOWN
 from srift.domain.structure import Precision
 from srift.limits import MAX_LAYERS_PER_PROFILE, MAX_NAME_CHARS
@@ -20,9 +20,7 @@ NAME_CHARS = MAX_NAME_CHARS
 Batch = Annotated[int, Field(ge=1, le=MAX_BATCH)]
 Seconds = Annotated[float, Field(gt=0)]
 
-NAME_PATTERN = (
-    r"^[^\x00]*[^\x00\t-\r\x1c- \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000][^\x00]*$"
-)
+NAME_PATTERN = NOT_BLANK
 """A name: some character that is not whitespace (Python's `str.isspace`, which the profile reader strips),
 and no NUL."""
 

@@ -4,14 +4,19 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Annotated, Any, TypeVar, Union
+from typing import Annotated, Any, TypeVar
 
-from pydantic import AfterValidator, BaseModel, Field, GetJsonSchemaHandler, ValidationError
-from pydantic.json_schema import JsonSchemaValue
-from pydantic_core import CoreSchema, PydanticCustomError
-from typing_extensions import TypeAliasType
+from pydantic import AfterValidator, BaseModel, Field, ValidationError
+from pydantic_core import PydanticCustomError
 
-from srift.documents import field_path
+from srift.documents import NO_NUL as NO_NUL
+from srift.documents import NOT_BLANK as NOT_BLANK
+from srift.documents import SOME_TEXT as SOME_TEXT
+from srift.documents import FreeJson as FreeJson
+from srift.documents import FreeObject as FreeObject
+from srift.documents import KeysStated as KeysStated
+from srift.documents import NoNulText as NoNulText
+from srift.documents import error_location
 from srift.errors import InvalidInput
 
 
@@ -23,39 +28,9 @@ def _with_offset(value: datetime) -> datetime:
 Timestamp = Annotated[datetime, AfterValidator(_with_offset)]
 """A datetime that always serializes with an offset, as OpenAPI's `date-time` (RFC 3339) requires."""
 
-NO_NUL = r"^[^\x00]*$"
-"""Text without NUL characters (PostgreSQL text and JSON columns cannot hold them), stated in the schema."""
-NoNulText = Annotated[str, Field(pattern=NO_NUL)]
-
-
-class KeysStated:
-    """States a dict's key rule as `propertyNames` (pydantic writes `patternProperties`, which lets keys that
-    miss the pattern through unchecked) and its values as `additionalProperties`."""
-
-    @classmethod
-    def __get_pydantic_json_schema__(
-        cls, core_schema: CoreSchema, handler: GetJsonSchemaHandler
-    ) -> JsonSchemaValue:
-        schema = dict(handler(core_schema))
-        ((pattern, values),) = schema.pop("patternProperties").items()
-        return {**schema, "propertyNames": {"pattern": pattern}, "additionalProperties": values}
-
-
-FreeJson = TypeAliasType(  # type: ignore[misc]
-    "FreeJson",
-    Union[  # noqa: UP007 (a recursive alias needs the forward references of Union)
-        NoNulText,
-        int,
-        float,
-        bool,
-        list["FreeJson"],  # type: ignore[misc]
-        Annotated[dict[NoNulText, "FreeJson"], KeysStated],  # type: ignore[misc]
-        None,
-    ],
-)
-"""Any JSON value without NUL characters in its strings and keys (free-form facts such as a profile's
-`extra`), with the rule in its schema."""
-FreeObject = Annotated[dict[NoNulText, FreeJson], KeysStated]  # type: ignore[misc]
+TypeName = Annotated[str, Field(min_length=1, max_length=128, pattern=SOME_TEXT)]
+"""An instance type name as requests give it (looked up in the catalog as written); also a dict key, so
+its pattern alone says it is not empty."""
 
 
 def one_of(*names: str, types: dict[str, str]) -> dict[str, Any]:
@@ -82,11 +57,7 @@ def error_field(error: Mapping[str, Any]) -> str | None:
     a body that is not JSON at all has no field (pydantic's location is a character offset there)."""
     if error.get("type") == "json_invalid":
         return None
-    loc = [p for p in error.get("loc", ()) if p not in ("body", "query", "path")]
-    if loc:
-        return field_path(loc)
-    field = (error.get("ctx") or {}).get("field")
-    return str(field) if field else None
+    return error_location(error, skip=("body", "query", "path")) or None
 
 
 M = TypeVar("M", bound=BaseModel)
