@@ -46,7 +46,9 @@ def test_the_scripts_head_read_without_alembic_is_alembics(sqlite_url: str) -> N
     assert migrate.script_head() == migrate.head_revision(sqlite_url)
 
 
-def test_upgrade_to_head_runs_alembic_only_when_behind(sqlite_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_upgrade_to_head_runs_alembic_only_when_behind(
+    sqlite_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from alembic import command
 
     head = migrate.head_revision(sqlite_url)

@@ -19,7 +19,9 @@ NODES = range(2, MAX_TABLE_NODES + 1)
 SIZES = (4, 1000, 1 << 16, 1 << 20, 3 << 20, 1 << 25, 1 << 28)
 
 
-def _instance(name: str, *, gpus: int, network_gbps: float, provider: str = "aws", efa: bool = False) -> InstanceType:
+def _instance(
+    name: str, *, gpus: int, network_gbps: float, provider: str = "aws", efa: bool = False
+) -> InstanceType:
     return InstanceType(
         provider=provider,
         name=name,
@@ -84,7 +86,11 @@ class _NByN:
         async_count: int = 1,
     ) -> BandwidthEstimate:
         return self.model.predict(
-            instance=instance, world_size=world_size, nodes=nodes, buffer_bytes=buffer_bytes, async_count=async_count
+            instance=instance,
+            world_size=world_size,
+            nodes=nodes,
+            buffer_bytes=buffer_bytes,
+            async_count=async_count,
         )
 
 
@@ -113,7 +119,12 @@ class _Broken(_NByN):
     def predict_rings(
         self, *, instance: InstanceType, nodes: Sequence[int], buffer_bytes: Sequence[int]
     ) -> np.ndarray:
-        return np.array([self.predict(instance=instance, world_size=n, nodes=n, buffer_bytes=buffer_bytes).busbw_gbps for n in nodes])
+        return np.array(
+            [
+                self.predict(instance=instance, world_size=n, nodes=n, buffer_bytes=buffer_bytes).busbw_gbps
+                for n in nodes
+            ]
+        )
 
     def predict(
         self,
@@ -124,7 +135,9 @@ class _Broken(_NByN):
         buffer_bytes: Sequence[int],
         async_count: int = 1,
     ) -> BandwidthEstimate:
-        est = super().predict(instance=instance, world_size=world_size, nodes=nodes, buffer_bytes=buffer_bytes)
+        est = super().predict(
+            instance=instance, world_size=world_size, nodes=nodes, buffer_bytes=buffer_bytes
+        )
         values = list(est.busbw_gbps)
         values[world_size % len(values)] = [0.0, float("nan"), -1.0, float("inf")][world_size % 4]
         return BandwidthEstimate(busbw_gbps=tuple(values), source=est.source)
