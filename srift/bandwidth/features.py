@@ -11,12 +11,12 @@ import math
 import statistics
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
 
 from srift.bandwidth.records import ProbeRecord
+from srift.domain.host import HostFacts
 
 CATEGORICAL = ("provider", "region", "zone", "instance_type", "gpu_name", "cpu_name")
 NUMERIC_HOST = ("cpu_cores", "memory_gib", "rated_gbps")
@@ -35,39 +35,17 @@ def mtu_for(provider: str, mtu_bytes: Mapping[str, int], default: int) -> int:
     return int(mtu_bytes.get(provider.lower(), default))
 
 
-@dataclass(frozen=True, slots=True)
-class HostProfile:
-    """The host features of one instance type as seen in training (modes and medians over its samples)."""
-
-    provider: str
-    instance_type: str
-    region: str
-    zone: str
-    gpu_name: str
-    cpu_name: str
-    cpu_cores: float
-    memory_gib: float
-    rated_gbps: float
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> HostProfile:
-        return cls(**{k: data[k] for k in cls.__dataclass_fields__})
-
-
 def _mode(values: Sequence[str]) -> str:
     return Counter(values).most_common(1)[0][0]
 
 
-def host_profiles(records: Sequence[ProbeRecord]) -> dict[tuple[str, str], HostProfile]:
+def host_profiles(records: Sequence[ProbeRecord]) -> dict[tuple[str, str], HostFacts]:
     """One profile per (provider, instance type) in `records`."""
     groups: dict[tuple[str, str], list[ProbeRecord]] = {}
     for r in records:
         groups.setdefault((r.provider, r.instance_type), []).append(r)
     return {
-        key: HostProfile(
+        key: HostFacts(
             provider=key[0],
             instance_type=key[1],
             region=_mode([r.region for r in rs]),
@@ -113,7 +91,7 @@ def feature_matrix(records: Sequence[ProbeRecord], vocabulary: Mapping[str, Sequ
 
 
 def host_rows(
-    profile: HostProfile,
+    profile: HostFacts,
     vocabulary: Mapping[str, Sequence[str]],
     *,
     sizes: np.ndarray,

@@ -23,7 +23,6 @@ from srift.bandwidth.features import (
     DEFAULT_MTU_BYTES,
     FALLBACK_MTU_BYTES,
     FEATURE_NAMES,
-    HostProfile,
     build_vocabulary,
     feature_matrix,
     host_profiles,
@@ -31,6 +30,7 @@ from srift.bandwidth.features import (
     mtu_for,
 )
 from srift.bandwidth.records import ProbeRecord
+from srift.domain.host import HOST_FIELDS, HostFacts
 from srift.errors import InvalidInput
 
 OBJECTIVES = ("reg:pseudohubererror", "reg:squarederror", "reg:absoluteerror", "reg:gamma")
@@ -185,7 +185,7 @@ class BusBandwidthRegressor(BaseEstimator, RegressorMixin):  # type: ignore[misc
                 hint="drop samples with zero bandwidth",
             )
         self.vocabulary_ = build_vocabulary(records)
-        self.hosts_: dict[tuple[str, str], HostProfile] = host_profiles(records)
+        self.hosts_: dict[tuple[str, str], HostFacts] = host_profiles(records)
         self.mtu_bytes_ = params.mtu_bytes
         self.default_mtu_bytes_ = params.default_mtu_bytes
         features = feature_matrix(records, self.vocabulary_)
@@ -250,7 +250,7 @@ class BusBandwidthRegressor(BaseEstimator, RegressorMixin):  # type: ignore[misc
         return (provider, instance_type) in self.hosts_
 
     def predict_host(
-        self, profile: HostProfile, *, sizes: np.ndarray, world_size: int, nodes: int, async_count: int
+        self, profile: HostFacts, *, sizes: np.ndarray, world_size: int, nodes: int, async_count: int
     ) -> np.ndarray:
         """Vectorised busbw (Gbit/s) for one host profile over many buffer sizes."""
         self._check_fitted()
@@ -280,7 +280,7 @@ class BusBandwidthRegressor(BaseEstimator, RegressorMixin):  # type: ignore[misc
             "params": _jsonable(self.get_params()),
             "feature_names": list(FEATURE_NAMES),
             "vocabulary": self.vocabulary_,
-            "hosts": [h.to_dict() for h in self.hosts_.values()],
+            "hosts": [h.host_facts() for h in self.hosts_.values()],
             "mtu_bytes": self.mtu_bytes_,
             "default_mtu_bytes": self.default_mtu_bytes_,
             "files": files,
@@ -299,7 +299,8 @@ class BusBandwidthRegressor(BaseEstimator, RegressorMixin):  # type: ignore[misc
         model = cls(**learner["params"])
         model.vocabulary_ = {k: list(v) for k, v in learner["vocabulary"].items()}
         model.hosts_ = {
-            (h["provider"], h["instance_type"]): HostProfile.from_dict(h) for h in learner["hosts"]
+            (h["provider"], h["instance_type"]): HostFacts(**{k: h[k] for k in HOST_FIELDS})
+            for h in learner["hosts"]
         }
         model.mtu_bytes_ = {k: int(v) for k, v in learner["mtu_bytes"].items()}
         model.default_mtu_bytes_ = int(learner["default_mtu_bytes"])

@@ -19,6 +19,7 @@ import re
 from dataclasses import dataclass
 
 from srift.bandwidth.records import ProbeRecord, algbw_gbps, busbw_gbps
+from srift.domain.host import HostFacts
 from srift.errors import InvalidInput
 
 _PREFIX = re.compile(r"^\s*(?:\d+:\s|\[\d+,\d+\]<\w+>:\s?)")
@@ -28,21 +29,12 @@ _RANKS = re.compile(r"#\s*Rank\s+(\d+)\s")
 HINT = "give `all_reduce_perf` output as printed (e.g. `all_reduce_perf -b 8 -e 8G -f 2 -g 1 > out.txt`)"
 
 
-@dataclass(frozen=True, slots=True)
-class NcclTestsHost:
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NcclTestsHost(HostFacts):
     """What the text does not say: where it ran. `world_size` = nodes × gpus_per_node."""
 
-    provider: str
-    instance_type: str
     nodes: int
     gpus_per_node: int
-    region: str = ""
-    zone: str = ""
-    gpu_name: str = ""
-    cpu_name: str = ""
-    cpu_cores: int = 0
-    memory_gib: float = 0.0
-    rated_gbps: float = 0.0
 
 
 def _columns(header: str) -> dict[str, int] | None:
@@ -144,9 +136,8 @@ def _row(
     repeat = seen.get(size, 0)
     seen[size] = repeat + 1
     return ProbeRecord(
+        **host.host_facts(),
         run_id=run_id,
-        provider=host.provider,
-        instance_type=host.instance_type,
         backend="nccl-tests",
         buffer_bytes=size,
         world_size=world,
@@ -156,11 +147,4 @@ def _row(
         algbw_gbps=algbw_gbps(buffer_bytes=size, time_s=time_s),
         busbw_gbps=busbw,
         repeat=repeat,
-        region=host.region,
-        zone=host.zone,
-        gpu_name=host.gpu_name,
-        cpu_name=host.cpu_name,
-        cpu_cores=host.cpu_cores,
-        memory_gib=host.memory_gib,
-        rated_gbps=host.rated_gbps,
     )

@@ -18,6 +18,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
 from srift.documents import Number, WholeNumber, invalid_input
+from srift.domain.host import HOST_FIELDS, HostFacts
 from srift.errors import InvalidInput
 
 SCHEMA = "srift-probe/1"
@@ -37,17 +38,12 @@ def busbw_gbps(*, buffer_bytes: int, world_size: int, time_s: float) -> float:
     return algbw_gbps(buffer_bytes=buffer_bytes, time_s=time_s) * 2 * (world_size - 1) / world_size
 
 
-@dataclass(frozen=True, slots=True)
-class ProbeRecord:
-    """One allreduce measurement plus the host features the learner uses (Srift §4.2's feature list).
-
-    `rated_gbps` is the provider's rated network bandwidth of the host, `memory_gib` its RAM, `cpu_cores`
-    its logical CPU count. `run_id` identifies the probe run (or the imported file) the sample came from.
-    """
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProbeRecord(HostFacts):
+    """One allreduce measurement plus the host features the learner uses (Srift §4.2's feature list, as
+    HostFacts). `run_id` identifies the probe run (or the imported file) the sample came from."""
 
     run_id: str
-    provider: str
-    instance_type: str
     backend: str
     buffer_bytes: int
     world_size: int
@@ -58,13 +54,6 @@ class ProbeRecord:
     busbw_gbps: float
     async_count: int = 1
     repeat: int = 0
-    region: str = ""
-    zone: str = ""
-    gpu_name: str = ""
-    cpu_name: str = ""
-    cpu_cores: int = 0
-    memory_gib: float = 0.0
-    rated_gbps: float = 0.0
 
     def fingerprint(self) -> str:
         """sha256 over the fields that identify a measurement (run, configuration, repetition, result)."""
@@ -206,9 +195,8 @@ def _from_dict(data: Mapping[str, Any], *, where: str) -> ProbeRecord:
                 "bandwidths are gigabits/s (GB/s × 8) and busbw = 2s(n−1)/(n·t); or leave them out",
             )
     return ProbeRecord(
+        **{name: getattr(doc, name) for name in HOST_FIELDS},
         run_id=doc.run_id,
-        provider=doc.provider,
-        instance_type=doc.instance_type,
         backend=doc.backend,
         buffer_bytes=doc.buffer_bytes,
         world_size=world,
@@ -219,13 +207,6 @@ def _from_dict(data: Mapping[str, Any], *, where: str) -> ProbeRecord:
         busbw_gbps=busbw,
         async_count=doc.async_count,
         repeat=doc.repeat,
-        region=doc.region,
-        zone=doc.zone,
-        gpu_name=doc.gpu_name,
-        cpu_name=doc.cpu_name,
-        cpu_cores=doc.cpu_cores,
-        memory_gib=doc.memory_gib,
-        rated_gbps=doc.rated_gbps,
     )
 
 

@@ -27,13 +27,14 @@ import numpy as np
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
-from srift.bandwidth.features import HostProfile, size_class
+from srift.bandwidth.features import size_class
 from srift.bandwidth.prior import AlphaBetaPrior, check_request
 from srift.bandwidth.records import SampleQuery, parse_jsonl
 from srift.bandwidth.samples import load_samples, store_samples
 from srift.db.session import transaction
 from srift.db.tables import BandwidthModelRow
 from srift.domain import BandwidthEstimate, BusBandwidthModel, InstanceType
+from srift.domain.host import HostFacts
 from srift.domain.network import DEFAULT_NETWORK, NetworkSpec
 from srift.errors import Conflict, EnvironmentProblem, NotFound
 from srift.settings import REPO_ROOT, Settings
@@ -350,7 +351,7 @@ class LearnedBandwidthModel:
                 buffer_bytes=buffer_bytes,
                 async_count=async_count,
             )
-        profile: HostProfile | None = self.regressor.hosts_.get((instance.provider, instance.name))
+        profile: HostFacts | None = self.regressor.hosts_.get((instance.provider, instance.name))
         if profile is None:
             return self.prior.predict(
                 instance=instance,

@@ -162,8 +162,8 @@ def testbed_type_document(facts: TypeFacts) -> dict[str, Any]:
     """A testbed spec type with the catalog type's quota, link shape and price."""
     extra = facts.extra
     doc: dict[str, Any] = {
-        "name": facts.name,
-        "cpu_cores": float(extra.get("cpu_cores") or max(facts.vcpus, 1)),
+        "name": facts.instance_type,
+        "cpu_cores": float(extra.get("cpu_cores") or max(facts.cpu_cores, 1)),
         "rate_mbit": float(extra.get("rate_mbit") or facts.rated_gbps * 1000),
         "delay_ms": float(extra.get("delay_ms") or 0.0),
         "jitter_ms": float(extra.get("jitter_ms") or 0.0),
@@ -188,14 +188,15 @@ def testbed_hosts(
         testbed = Testbed.attach(prefix, root=root)
         chosen: dict[str, list[str]] = {}
         for facts, count in wanted:
-            hosts = [h.name for h in testbed.hosts_of_type(facts.name)]
+            hosts = [h.name for h in testbed.hosts_of_type(facts.instance_type)]
             if len(hosts) < count:
                 raise InvalidInput(
-                    f"testbed {prefix!r} has {len(hosts)} hosts of type {facts.name}, the job needs {count}",
+                    f"testbed {prefix!r} has {len(hosts)} hosts of type {facts.instance_type}, "
+                    f"the job needs {count}",
                     hint="bring up more hosts of that type, or drop testbed_prefix (the job gets its own)",
                     field="testbed_prefix",
                 )
-            chosen[facts.name] = hosts[:count]
+            chosen[facts.instance_type] = hosts[:count]
         yield testbed, chosen
         return
     own = f"j{run.job_id % 10**9}"
@@ -206,12 +207,14 @@ def testbed_hosts(
         "mtu": max(mtus) if mtus else 9001,
         "description": f"srift job {run.job_id}",
         "types": [testbed_type_document(f) for f, _ in wanted],
-        "hosts": [{"type": f.name, "count": n} for f, n in wanted],
+        "hosts": [{"type": f.instance_type, "count": n} for f, n in wanted],
     }
-    run.log(f"testbed: bringing up {own} ({', '.join(f'{n}× {f.name}' for f, n in wanted)})")
+    run.log(f"testbed: bringing up {own} ({', '.join(f'{n}× {f.instance_type}' for f, n in wanted)})")
     testbed = Testbed.up(parse_spec(document), root=root)
     try:
-        chosen = {f.name: [h.name for h in testbed.hosts_of_type(f.name)] for f, _ in wanted}
+        chosen = {
+            f.instance_type: [h.name for h in testbed.hosts_of_type(f.instance_type)] for f, _ in wanted
+        }
         yield testbed, chosen
     finally:
         down(own, root=root)
@@ -224,7 +227,7 @@ def run_testbed_probe(run: JobRun, spec: ProbeJobSpec, facts: TypeFacts) -> list
         testbed,
         chosen,
     ):
-        names = chosen[facts.name]
+        names = chosen[facts.instance_type]
         base_port = 20000 + (run.job_id * 16) % 20000
 
         def launch(node: int, argv: list[str], env: dict[str, str], log: IO[Any]) -> subprocess.Popen[Any]:

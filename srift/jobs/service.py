@@ -9,6 +9,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from srift.db.tables import Job
+from srift.domain.host import HostFacts
 from srift.errors import InvalidInput, NotFound
 from srift.jobs import store
 from srift.jobs.spec import (
@@ -22,16 +23,10 @@ from srift.jobs.spec import (
 )
 
 
-@dataclass(frozen=True, slots=True)
-class TypeFacts:
-    """What a job needs to know about one instance type: its catalog extras, price and rated network."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TypeFacts(HostFacts):
+    """What a job needs to know about one instance type: its host facts, price and catalog extras."""
 
-    name: str
-    provider: str
-    region: str
-    rated_gbps: float = 0.0
-    vcpus: int = 0
-    memory_gib: float = 0.0
     price_usd_per_hr: float | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -50,7 +45,7 @@ def type_facts(
     """
     catalog_provider = provider.catalog_provider
     if catalog_provider is None:
-        return TypeFacts(name=instance_type, provider="local", region="")
+        return TypeFacts(instance_type=instance_type, provider="local")
     from srift.catalog.store import known_providers, list_instance_types
 
     region = ec2.region if ec2 is not None else "local"
@@ -78,11 +73,11 @@ def type_facts(
             elif entry.on_demand is not None:
                 price = entry.on_demand.price_usd_per_hr
             return TypeFacts(
-                name=instance_type,
+                instance_type=instance_type,
                 provider=catalog_provider,
                 region=region,
                 rated_gbps=entry.instance.network_gbps,
-                vcpus=entry.instance.vcpus,
+                cpu_cores=entry.instance.vcpus,
                 memory_gib=entry.instance.memory_gib,
                 price_usd_per_hr=price,
                 extra=dict(entry.extra or {}),
@@ -106,14 +101,14 @@ def check_ec2_caps(*, ec2: Ec2Options, instances: int, facts: TypeFacts, count_f
         )
     if facts.price_usd_per_hr is None:
         raise InvalidInput(
-            f"the catalog has no {ec2.market} price for {facts.name} in {ec2.region}",
+            f"the catalog has no {ec2.market} price for {facts.instance_type} in {ec2.region}",
             hint="pick a type and market the catalog prices, so the cost cap can be checked",
             field="instance_type",
         )
     worst_usd = facts.price_usd_per_hr * instances * ec2.timeout_s / 3600
     if worst_usd > ec2.max_cost_usd:
         raise InvalidInput(
-            f"{instances} × {facts.name} for up to {ec2.timeout_s:g} s may cost ${worst_usd:.2f}, "
+            f"{instances} × {facts.instance_type} for up to {ec2.timeout_s:g} s may cost ${worst_usd:.2f}, "
             f"above the cap ec2.max_cost_usd = ${ec2.max_cost_usd:g}",
             hint="raise ec2.max_cost_usd, lower ec2.timeout_s, or use fewer nodes",
             field="ec2.max_cost_usd",

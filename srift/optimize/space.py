@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import difflib
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from srift.domain import (
@@ -339,12 +339,15 @@ def _availability_key(raw: str, *, located: bool) -> tuple[str, Location | None]
     return parts[2], Location(parts[0], parts[1])
 
 
-def reachable(problem: Problem, *, deadline: float | None = None) -> bool:
+def reachable(
+    problem: Problem, *, deadline: float | None = None, clock: Callable[[], float] = time.perf_counter
+) -> bool:
     """True when some configuration of the space sums to the global batch (limits aside).
 
     Quick check first (one homogeneous group), then a bitset of the sums reachable by non-final groups of
     the candidates before each one, tested against that candidate's possible final groups. Past `deadline`
-    (perf_counter seconds) the answer is True: unknown, and the search itself will find out.
+    (`clock` seconds, perf_counter by default) the answer is True: unknown, and the search itself will
+    find out.
     """
     g = problem.constraints.global_batch
     policy = problem.batch_policy
@@ -371,7 +374,7 @@ def reachable(problem: Problem, *, deadline: float | None = None) -> bool:
             return True
         grown = reach
         for b in cand.batch_options(policy):
-            if deadline is not None and time.perf_counter() > deadline:
+            if deadline is not None and clock() > deadline:
                 return True
             for n in range(1, cand.cap + 1):
                 if n * b >= g:

@@ -172,6 +172,22 @@ def fit_curve(batches: Sequence[int], times_s: Sequence[float]) -> ComputeCurve:
     return ComputeCurve(tuple(b for b, _ in pairs), tuple(max(t, 1e-9) for _, t in pairs))
 
 
+def paired_point(forward_s: Sequence[float], backward_s: Sequence[float]) -> tuple[float, float]:
+    """One breakpoint's (forward, backward) seconds from its samples: together the median of forward +
+    backward timed in the same step, split between the two in the proportion of their own medians.
+
+    Not the sum of the two medians: under a CPU quota each phase's time is its CPU time plus a whole
+    number of throttled periods, and a phase's median picks its more frequent count, so the medians of
+    two short phases can add up well below the steps' own median (gru at batch 32 on a quarter core:
+    32.0 + 65.1 ms against 108.5 ms for the step and for the training loop; docs/validation.md, cause 6).
+    Samples that are not paired (unequal counts) give the two medians."""
+    fw, bw = statistics.median(forward_s), statistics.median(backward_s)
+    if len(forward_s) != len(backward_s) or fw + bw <= 0:
+        return fw, bw
+    total = statistics.median(f + b for f, b in zip(forward_s, backward_s, strict=True))
+    return total * fw / (fw + bw), total * bw / (fw + bw)
+
+
 @dataclass(frozen=True, slots=True)
 class CurveSamples:
     """Every timed forward and backward (seconds) at each batch of one timing pass."""
@@ -196,10 +212,11 @@ class CurveSamples:
                 )
 
     def curves(self) -> tuple[ComputeCurve, ComputeCurve]:
-        """The forward and backward curves through the median time at each batch."""
+        """The forward and backward curves through each batch's `paired_point`."""
+        points = [paired_point(fw, bw) for fw, bw in zip(self.forward_s, self.backward_s, strict=True)]
         return (
-            fit_curve(self.batches, [statistics.median(ts) for ts in self.forward_s]),
-            fit_curve(self.batches, [statistics.median(ts) for ts in self.backward_s]),
+            fit_curve(self.batches, [fw for fw, _ in points]),
+            fit_curve(self.batches, [bw for _, bw in points]),
         )
 
     def compute_s(self, batch: float) -> float:
@@ -266,13 +283,12 @@ def pool_curve_samples(profile: ModelProfile, passes: Sequence[CurveSamples]) ->
 
 
 def _pass_medians(samples: CurveSamples) -> dict[str, Any]:
-    """One pass's median forward plus median backward seconds per breakpoint
-    (`ModelProfile.compute_spread` reads the spread between passes from these)."""
+    """One pass's forward plus backward seconds per breakpoint (`paired_point`;
+    `ModelProfile.compute_spread` reads the spread between passes from these)."""
     return {
         "batches": list(samples.batches),
         "compute_s": [
-            statistics.median(fw) + statistics.median(bw)
-            for fw, bw in zip(samples.forward_s, samples.backward_s, strict=True)
+            sum(paired_point(fw, bw)) for fw, bw in zip(samples.forward_s, samples.backward_s, strict=True)
         ],
     }
 

@@ -12,27 +12,32 @@
    whose growth, extrapolated from the batches already measured, would pass 90 % of the free memory is not
    even tried, so the search does not invite the kernel's OOM killer.
 3. **Curves** — forward (including the loss) and backward are timed separately at 1, ⅓, ⅔ and all of the
-   largest batch, interleaved round-robin so slow spells hit every point alike, after warm-up; the median of
-   the repeats is kept (CUDA timings are synchronised), and the 3-segment piecewise-linear curves pass
-   through those points. The geometric midpoint of each segment is timed in the same rounds; a segment
-   whose midpoint is more than 8 % off its chord is split there, and its halves are checked likewise (at
-   most nine midpoints; `refine=False` keeps the paper's four points). See `curves.refine_breakpoints`.
+   largest batch, interleaved round-robin so slow spells hit every point alike, after warm-up; a point is
+   the median over repeats of forward + backward of the same step, split in the proportion of the two
+   phases' medians (`curves.paired_point`; CUDA timings are synchronised), and the 3-segment
+   piecewise-linear curves pass through those points. The geometric midpoint of each segment is timed in
+   the same rounds; a segment whose midpoint is more than 8 % off its chord is split there, and its halves
+   are checked likewise (at most nine midpoints; `refine=False` keeps the paper's four points). See
+   `curves.refine_breakpoints`.
 4. **Readiness and spread** — at ⅓ of the largest batch, `iterations` fresh inputs are run with a
    post-accumulate-grad hook on every trainable parameter. A layer (a module owning parameters directly;
    shared parameters belong to the first owner) is ready when its last parameter's gradient is; its
    `ready_frac` is the median over iterations of that instant as a fraction of the backward pass,
    `exec_prob` the share of iterations in which it received gradients, and `straggler_cv` is std/mean of
    the forward+backward time over those iterations.
-5. **Update** — `update_s` is the median time of one plain SGD step over the parameters (gradients in
-   place): the optimizer step every iteration ends with, after the gradient exchange.
-6. **Loop overhead** — a training loop does more per iteration than forward, backward and the step: its
+5. **Loop overhead and update** — a training loop does more per iteration than forward and backward: its
    `zero_grad(set_to_none=True)` frees every gradient (a gradient above the allocator's mmap threshold
-   goes back to the kernel, page by page), and under DistributedDataParallel each gradient is copied into
-   its bucket and back. At the smallest breakpoint, `repeats` rounds each run one step of the plain loop
-   and (on CPU, where no process group exists yet) one of the loop under DDP at world size 1 (gloo):
-   `extra["loop_overhead_s"]` is the median zero_grad, `extra["ddp_overhead_s"]` that plus the median DDP
-   loop step minus the median plain one (both ≥ 0; on CPU in CPU seconds times the loop's wall/CPU ratio,
-   so a CPU quota's throttling does not quantise them). See `_loop_overhead`.
+   goes back to the kernel, page by page), under DistributedDataParallel each gradient is copied into
+   its bucket and back, and every iteration ends with the optimizer step. At the second breakpoint (⅓ of
+   the largest batch, where a step is long enough for the loop's wall/CPU ratio to show a CPU quota's
+   share), `repeats` rounds each run one step of the plain loop (plain SGD) and (on CPU, where no process
+   group exists yet) one of the loop under DDP at world size 1 (gloo): `extra["loop_overhead_s"]` is the
+   median zero_grad, `extra["ddp_overhead_s"]` that plus the median DDP loop step minus the median plain
+   one (both ≥ 0), and on CPU `update_s` is the median optimizer step; on CPU all three are CPU seconds
+   times the loop's wall/CPU ratio (its total wall over its total CPU seconds), so a CPU quota's
+   throttling does not quantise them: a 3 ms step timed alone reads as 3 ms or as a whole throttled
+   period. On CUDA `update_s` is the median synchronised time of a step timed on its own. See
+   `_loop_overhead`.
 
 Default loss: the sum, over every floating-point tensor in the model's output, of its mean.
 """
@@ -66,7 +71,6 @@ from srift.profiling.curves import (
     PointTiming,
     breakpoints,
     coefficient_of_variation,
-    fit_curve,
     largest_fitting,
     refine_breakpoints,
 )
@@ -363,10 +367,17 @@ def profile_model(
                 iterations=iterations,
                 report=report,
             )
-            update_s = _update_time(bench, batch=paper_points[0], repeats=repeats)
-            overhead = _loop_overhead(bench, batch=paper_points[0], repeats=repeats)
-    forward = fit_curve(points, [statistics.median(measured.forward_s[b]) for b in points])
-    backward = fit_curve(points, [statistics.median(measured.backward_s[b]) for b in points])
+            loop_batch = paper_points[1] if len(paper_points) > 1 else paper_points[0]
+            overhead = _loop_overhead(bench, batch=loop_batch, repeats=repeats)
+            in_loop = overhead.pop("update_s", None)
+            if in_loop is None:
+                in_loop = _update_time(bench, batch=loop_batch, repeats=repeats)
+            update_s = float(in_loop)
+    forward, backward = CurveSamples(
+        batches=points,
+        forward_s=tuple(tuple(measured.forward_s[b]) for b in points),
+        backward_s=tuple(tuple(measured.backward_s[b]) for b in points),
+    ).curves()
     name = model_name.strip() if model_name else _default_model_name(model_factory, bench.model)
     if accelerator:
         acc = accelerator.strip()
@@ -413,7 +424,7 @@ def profile_model(
             "iterations": iterations,
             "iteration_batch": ready.batch,
             "iteration_mean_s": ready.mean_iteration_s,
-            "update": UPDATE_OPTIMIZER,
+            "update": UPDATE_IN_LOOP if bench.device.type == "cpu" else UPDATE_OPTIMIZER,
             **overhead,
             "trainable_bytes": trainable_bytes(bench.model),
             "profile_s": round(time.perf_counter() - started, 3),
@@ -1037,6 +1048,10 @@ def measure_step_s(
 
 
 UPDATE_OPTIMIZER = "torch.optim.SGD (no momentum), median of `repeats` steps"
+UPDATE_IN_LOOP = (
+    "torch.optim.SGD (no momentum) inside the training loop: median CPU seconds of the step times the loop's "
+    "wall/CPU ratio"
+)
 
 
 def _update_time(bench: _Bench, *, batch: int, repeats: int) -> float:
@@ -1069,13 +1084,14 @@ def _loop_overhead(
 ) -> dict[str, Any]:
     """Seconds per iteration a training loop spends beyond forward, backward and the optimizer step: plain
     (`loop_overhead_s`) and under DistributedDataParallel at world size 1 (`ddp_overhead_s`; CPU only, and
-    only when this process has no process group of its own). Both ≥ 0, measured in interleaved rounds
-    (see the module docstring, step 6).
+    only when this process has no process group of its own), and on CPU the optimizer step (`update_s`).
+    All ≥ 0, measured in interleaved rounds (see the module docstring, step 5).
 
     On CPU the extra work is timed in process CPU seconds and turned into wall seconds at the loop's own
     wall/CPU ratio: a short phase timed by the wall clock under a CPU quota (a cloud vCPU share, a testbed
     host) reads as whole throttled periods or none, while inside a long training step it costs its CPU
-    time over the share. On CUDA the wall clock (synchronised) is used as it is."""
+    time over the share; the ratio is the plain loop's total wall over its total CPU seconds. On CUDA the
+    wall clock (synchronised) is used as it is."""
     optimizer = torch.optim.SGD(unique_trainable_parameters(bench.model), lr=1e-12)
     inputs = bench.inputs(batch)
     ddp = _ddp_world_one(bench)
@@ -1084,12 +1100,15 @@ def _loop_overhead(
     plain_wall: list[float] = []
     plain_cost: list[float] = []
     plain_outside: list[float] = []
+    plain_update: list[float] = []
     wrapped_cost: list[float] = []
     ddp_failed = False
 
-    def loop_step(net: nn.Module, optimizer: torch.optim.Optimizer = optimizer) -> tuple[float, float, float]:
+    def loop_step(
+        net: nn.Module, optimizer: torch.optim.Optimizer = optimizer
+    ) -> tuple[float, float, float, float]:
         """One iteration as a training loop runs it: wall seconds, and (CPU seconds on CPU, else wall)
-        of the whole step and of zero_grad."""
+        of the whole step, of zero_grad and of the optimizer step."""
         bench.sync()
         t0, c0 = bench.now(), cpu_clock() if cpu else 0.0
         net.zero_grad(set_to_none=True)
@@ -1098,23 +1117,26 @@ def _loop_overhead(
         with bench.autocast():
             loss = bench.loss_fn(_call(net, inputs))
         bench.backward(loss)
-        bench.optimizer_step(optimizer)
         bench.sync()
         t2, c2 = bench.now(), cpu_clock() if cpu else 0.0
+        bench.optimizer_step(optimizer)
+        bench.sync()
+        t3, c3 = bench.now(), cpu_clock() if cpu else 0.0
         if cpu:
-            return t2 - t0, c2 - c0, c1 - c0
-        return t2 - t0, t2 - t0, t1 - t0
+            return t3 - t0, c3 - c0, c1 - c0, c3 - c2
+        return t3 - t0, t3 - t0, t1 - t0, t3 - t2
 
     try:
         for r in range(repeats + 1):
-            wall, cost, outside = loop_step(bench.model)
+            wall, cost, outside, stepped = loop_step(bench.model)
             if r:
                 plain_wall.append(wall)
                 plain_cost.append(cost)
                 plain_outside.append(outside)
+                plain_update.append(stepped)
             if ddp is not None and not ddp_failed:
                 try:
-                    _, cost, _ = loop_step(ddp, ddp_optimizer)
+                    _, cost, _, _ = loop_step(ddp, ddp_optimizer)
                 except RuntimeError:  # DDP refuses the model (unused or reused parameters): plain only
                     ddp_failed = True
                     continue
@@ -1129,11 +1151,13 @@ def _loop_overhead(
     if ddp_failed:
         wrapped_cost.clear()
     cost_s = statistics.median(plain_cost)
-    ratio = max(1.0, statistics.median(plain_wall) / cost_s) if cpu and cost_s > 0 else 1.0
+    total_cpu_s = math.fsum(plain_cost)
+    ratio = max(1.0, math.fsum(plain_wall) / total_cpu_s) if cpu and total_cpu_s > 0 else 1.0
     loop_s = max(0.0, statistics.median(plain_outside)) * ratio
     out: dict[str, Any] = {"loop_overhead_s": loop_s, "loop_overhead_batch": batch}
     if cpu:
         out["loop_wall_per_cpu"] = ratio
+        out["update_s"] = max(0.0, statistics.median(plain_update)) * ratio
     if wrapped_cost:
         out["ddp_overhead_s"] = loop_s + max(0.0, statistics.median(wrapped_cost) - cost_s) * ratio
     return out

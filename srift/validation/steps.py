@@ -122,7 +122,7 @@ def _profile_one(ctx: Context, model: str, type_name: str) -> tuple[Any, float]:
     tick = time.perf_counter()
     try:
         (profile,) = run_testbed_profiles(
-            run, spec, [TypeFacts(name=type_name, provider="testbed", region="local")]
+            run, spec, [TypeFacts(instance_type=type_name, provider="testbed", region="local")]
         )
     finally:
         _drop_job_folder(ctx, run.job_id)
@@ -247,7 +247,9 @@ def build_bandwidth(ctx: Context) -> None:
             spec=spec,
             settings=ctx.settings,
         )
-        facts = TypeFacts(name=type_name, provider="testbed", region="local", rated_gbps=t.rate_mbit / 1000)
+        facts = TypeFacts(
+            instance_type=type_name, provider="testbed", region="local", rated_gbps=t.rate_mbit / 1000
+        )
         try:
             records.extend(run_testbed_probe(run, spec, facts))
         finally:

@@ -22,6 +22,7 @@ from srift.profiling.curves import (
     largest_fitting,
     mape,
     midpoint,
+    paired_point,
     pool_curve_samples,
     refine_breakpoints,
 )
@@ -117,6 +118,25 @@ def test_pooling_refits_the_curves_to_the_median_of_all_samples(profile_doc: dic
     )
     assert pool_curve_samples(pooled, [slower]).extra["timing_passes"] == 3
     assert slower.compute_s(48) == pytest.approx(0.055 + 0.110)
+
+
+def test_a_point_is_the_median_of_paired_steps_split_by_the_phases_medians() -> None:
+    """A quarter-core quota (2.5 ms per 10 ms period): forward costs 9 ms of CPU and backward 16, so each
+    reads its CPU time plus 3 or 4 (forward) and 6 or 7 (backward) throttled periods of 7.5 ms, whichever
+    the step's start in the period gives: forward 31.5 or 39, backward 61 or 68.5. Five steps: forward
+    31.5, 31.5, 31.5, 39, 39 and backward 68.5, 68.5, 61, 61, 61 (a phase that starts late in a period is
+    throttled once more, the next one once less). Medians: 31.5 + 61 = 92.5 ms; the steps: 100, 100, 92.5,
+    100, 100, median 100. Split 31.5 : 61 → 100 · 31.5 / 92.5 = 34.054 and 100 · 61 / 92.5 = 65.946."""
+    forward = (0.0315, 0.0315, 0.0315, 0.039, 0.039)
+    backward = (0.0685, 0.0685, 0.061, 0.061, 0.061)
+    fw, bw = paired_point(forward, backward)
+    assert fw + bw == pytest.approx(0.100)
+    assert fw == pytest.approx(0.1 * 31.5 / 92.5)
+    assert bw == pytest.approx(0.1 * 61 / 92.5)
+    assert paired_point(forward, backward[:4]) == pytest.approx((0.0315, 0.06475))  # unpaired: the medians
+    assert paired_point((0.0,), (0.0,)) == (0.0, 0.0)
+    curves = CurveSamples(batches=(1, 2), forward_s=(forward, forward), backward_s=(backward, backward))
+    assert curves.compute_s(1) == pytest.approx(0.100)
 
 
 def test_pooling_with_no_passes_keeps_the_medians(profile_doc: dict[str, Any]) -> None:
