@@ -94,7 +94,7 @@ def _revision_of(path: Path) -> tuple[str, tuple[str, ...]] | None:
     except (OSError, SyntaxError, ValueError):
         return None
     for node in tree.body:
-        target = node.target if isinstance(node, ast.AnnAssign) else None
+        target: ast.expr | None = node.target if isinstance(node, ast.AnnAssign) else None
         if isinstance(node, ast.Assign) and len(node.targets) == 1:
             target = node.targets[0]
         value = node.value if isinstance(node, ast.Assign | ast.AnnAssign) else None

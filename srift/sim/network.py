@@ -234,8 +234,8 @@ def network_rows(
     if values.shape != (len(nodes), len(sizes) + 1):
         raise ValueError(f"bandwidth model answered {values.shape} values for {(len(nodes), len(sizes) + 1)}")
     values = np.where(np.isfinite(values) & (values > 0), values, MIN_BUSBW_GBPS)
-    n = np.asarray(nodes, dtype=np.int64).reshape(-1, 1)
-    to_payload = 1e9 * n / (2.0 * (n - 1))
+    ranks = np.asarray(nodes, dtype=np.int64).reshape(-1, 1)
+    to_payload = 1e9 * ranks / (2.0 * (ranks - 1))
     rates = values[:, :-1] * to_payload
     caps = np.maximum(values[:, -1] * to_payload[:, 0], rates.max(axis=1, initial=0.0))
     return rates, caps
