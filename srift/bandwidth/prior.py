@@ -326,6 +326,25 @@ def predict_busbw_gbps(
     return np.asarray(bus_bits / np.minimum(ring, tree) / 1e9)
 
 
+def ring_busbw_rows_gbps(
+    sizes: np.ndarray, *, nodes: Sequence[int], node_gbps: float, link: LinkParams
+) -> np.ndarray:
+    """`predict_busbw_gbps` for rings of n = N nodes with one rank each (the inter-node stage), a row per n in
+    `nodes` (each ≥ 2), under a node rate `node_gbps`: the same operations in the same order, on arrays, so
+    every value equals the one `predict(world_size=n, nodes=n)` gives."""
+    n = np.asarray(nodes, dtype=np.int64).reshape(-1, 1)
+    share = (n - 1) / n
+    peak = node_gbps * share / share
+    bus_bits = sizes.astype(np.float64).reshape(1, -1) * 8 * 2 * (n - 1) / n
+    rate = peak * 1e9
+    c = 1 * bus_bits / rate
+    hop = link.hop_s + link.step_bytes * 8 / rate
+    ring = link.base_s + 2 * (n - 1) * hop + c
+    depth = np.asarray([math.ceil(math.log2(int(k))) for k in n[:, 0]], dtype=np.int64).reshape(-1, 1)
+    tree = link.base_s + 2 * depth * hop + c / link.tree_fraction
+    return np.asarray(bus_bits / np.minimum(ring, tree) / 1e9)
+
+
 def residual_cvs(sizes: np.ndarray, network: NetworkSpec) -> tuple[float, ...]:
     """Per size: the out-of-sample spread of its size class under the request's transport."""
     table = EFA_RESIDUAL_CV if network.transport is Transport.EFA else TCP_RESIDUAL_CV
@@ -386,6 +405,22 @@ class AlphaBetaPrior:
             upside_cv=max(upside, default=0.0),
             upside_cvs=upside,
         )
+
+    def predict_rings(
+        self, *, instance: InstanceType, nodes: Sequence[int], buffer_bytes: Sequence[int]
+    ) -> np.ndarray:
+        """Bus bandwidths (Gbit/s) of `predict(world_size=n, nodes=n, buffer_bytes)` for every n in `nodes`,
+        a row per n, in one vectorised pass: what the search's bounds table over VM counts
+        (srift.sim.bounds) asks, thousands of times per plan when asked n by n."""
+        counts = [int(n) for n in nodes]
+        if any(n < 2 for n in counts):
+            raise InvalidInput(
+                "predict_rings answers rings of two or more nodes", hint="ask predict()", field="nodes"
+            )
+        sizes = check_request(world_size=2, nodes=2, buffer_bytes=buffer_bytes, async_count=1)
+        _, link = ceilings(instance=instance, world_size=2, nodes=2, network=self.network)
+        rate = node_rate(instance, self.network).gbps
+        return ring_busbw_rows_gbps(sizes, nodes=counts, node_gbps=rate, link=link)
 
 
 def upside_cvs(busbw: np.ndarray, fast: np.ndarray, cvs: Sequence[float]) -> tuple[float, ...]:

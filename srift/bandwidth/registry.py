@@ -325,6 +325,15 @@ class LearnedBandwidthModel:
     def shares_host_pcie(self, instance: InstanceType) -> bool:
         return not self.covers(instance) and self.prior.shares_host_pcie(instance)
 
+    def predict_rings(
+        self, *, instance: InstanceType, nodes: Sequence[int], buffer_bytes: Sequence[int]
+    ) -> np.ndarray | None:
+        """The prior's batched ring answers (AlphaBetaPrior.predict_rings) for a type this version does not
+        cover, as `predict` gives them; None for a covered type (ask `predict` n by n)."""
+        if self.covers(instance):
+            return None
+        return self.prior.predict_rings(instance=instance, nodes=nodes, buffer_bytes=buffer_bytes)
+
     def predict(
         self,
         *,
@@ -453,20 +462,23 @@ def _shipped(directories: Sequence[Path]) -> list[tuple[Path, dict[str, Any]]]:
 
 def register_shipped(*, session: Session, directories: Sequence[Path] | None = None) -> list[str]:
     """Register shipped versions not yet in the database, with their raw samples; activate the newest when
-    none is active. Idempotent. Returns the versions registered now."""
+    none is active. Idempotent. Returns the versions registered now.
+
+    A version already registered is skipped whole: its samples were stored in the transaction that added
+    its row, so every start-up (each local `srift plan` runs one) does not parse them again."""
     shipped = _shipped(shipped_models_dirs() if directories is None else directories)
     added: list[str] = []
     for directory, metadata in shipped:
         version = str(metadata["version"])
-        samples = directory / SHIPPED_SAMPLES
-        if samples.exists():
-            text = gzip.decompress(samples.read_bytes()).decode()
-            store_samples(session=session, records=parse_jsonl(text, source=str(samples)), origin="shipped")
         exists = session.scalars(
             select(BandwidthModelRow.id).where(BandwidthModelRow.version == version)
         ).first()
         if exists is not None:
             continue
+        samples = directory / SHIPPED_SAMPLES
+        if samples.exists():
+            text = gzip.decompress(samples.read_bytes()).decode()
+            store_samples(session=session, records=parse_jsonl(text, source=str(samples)), origin="shipped")
         session.add(
             BandwidthModelRow(
                 version=version,

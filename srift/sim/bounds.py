@@ -34,7 +34,7 @@ import numpy as np
 from srift.domain import BusBandwidthModel, FleetMember, InstanceType, ModelProfile
 from srift.sim.compute import member_base, member_key, straggler_rows
 from srift.sim.layers import LayerArrays, bucket_groups, bucketed, layer_arrays
-from srift.sim.network import intra_stage_at, network_stage_at
+from srift.sim.network import intra_stage_at, network_rows, network_stage_at
 
 MAX_TABLE_NODES = 512
 """Extension bounds table the bandwidth model's answers up to this many VMs; above, no network stage."""
@@ -244,11 +244,7 @@ class Bounder:
         if len(types) == 1:
             rates = np.zeros((rows, len(sizes)))
             caps = np.zeros(rows)
-            for n in range(2, rows):
-                plan = network_stage_at(types, n, sizes, self.bandwidth)
-                assert plan is not None
-                rates[n] = plan.stage.rates_bps
-                caps[n] = plan.stage.cap_bps
+            rates[2:], caps[2:] = network_rows(types[0], range(2, rows), sizes, self.bandwidth)
         else:
             parts = [self._table((t,), sizes, rows - 1, combine=combine) for t in types]
             rates = combine.reduce([p[0][:rows] for p in parts])

@@ -25,6 +25,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from srift.domain import BandwidthEstimate, BusBandwidthModel, FleetMember, InstanceType
 from srift.sim.exchange import Stage
 
@@ -206,6 +208,39 @@ def network_stage_at(
     return _network_stage(types, nodes, sizes, model)
 
 
+def network_rows(
+    instance: InstanceType, nodes: Sequence[int], sizes: Sequence[int], model: BusBandwidthModel
+) -> tuple[np.ndarray, np.ndarray]:
+    """For each VM count n in `nodes` (each ≥ 2), the lone payload rates (bits/s, a column per size) and the
+    cap of the inter-node ring of n VMs of `instance`: `network_stage_at((instance,), n, sizes, model)`'s
+    numbers. One batched question when the model answers rings in batch (`predict_rings`, returning None
+    where it cannot), else n by n."""
+    batched = getattr(model, "predict_rings", None)
+    values = (
+        batched(instance=instance, nodes=nodes, buffer_bytes=[*sizes, CAP_PROBE_BYTES])
+        if callable(batched)
+        else None
+    )
+    if values is None:
+        rates = np.zeros((len(nodes), len(sizes)))
+        caps = np.zeros(len(nodes))
+        for i, n in enumerate(nodes):
+            plan = network_stage_at((instance,), n, sizes, model)
+            assert plan is not None, "a ring of two or more VMs has a network stage"
+            rates[i] = plan.stage.rates_bps
+            caps[i] = plan.stage.cap_bps
+        return rates, caps
+    values = np.asarray(values, dtype=np.float64)
+    if values.shape != (len(nodes), len(sizes) + 1):
+        raise ValueError(f"bandwidth model answered {values.shape} values for {(len(nodes), len(sizes) + 1)}")
+    values = np.where(np.isfinite(values) & (values > 0), values, MIN_BUSBW_GBPS)
+    ranks = np.asarray(nodes, dtype=np.int64).reshape(-1, 1)
+    to_payload = 1e9 * ranks / (2.0 * (ranks - 1))
+    rates = values[:, :-1] * to_payload
+    caps = np.maximum(values[:, -1] * to_payload[:, 0], rates.max(axis=1, initial=0.0))
+    return rates, caps
+
+
 def _network_stage(
     types: Sequence[InstanceType], nodes: int, sizes: Sequence[int], model: BusBandwidthModel
 ) -> StagePlan | None:
@@ -237,6 +272,16 @@ class MemoBandwidth:
 
     def shares_host_pcie(self, instance: InstanceType) -> bool:
         return bool(self._shares(instance)) if self._shares is not None else False
+
+    def predict_rings(
+        self, *, instance: InstanceType, nodes: Sequence[int], buffer_bytes: Sequence[int]
+    ) -> np.ndarray | None:
+        """The wrapped model's batched ring answers (`network_rows`), or None when it has none."""
+        batched = getattr(self.model, "predict_rings", None)
+        if not callable(batched):
+            return None
+        found = batched(instance=instance, nodes=nodes, buffer_bytes=buffer_bytes)
+        return None if found is None else np.asarray(found, dtype=np.float64)
 
     def predict(
         self,

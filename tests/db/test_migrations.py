@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
 from sqlalchemy import inspect
 
 from srift.db import migrate
@@ -37,3 +40,41 @@ def test_schema_matches_tables(db_url: str) -> None:
     with get_engine(db_url).connect() as conn:
         diff = compare_metadata(MigrationContext.configure(conn, opts={"compare_type": True}), Base.metadata)
     assert diff == []
+
+
+def test_the_scripts_head_read_without_alembic_is_alembics(sqlite_url: str) -> None:
+    assert migrate.script_head() == migrate.head_revision(sqlite_url)
+
+
+def test_upgrade_to_head_runs_alembic_only_when_behind(
+    sqlite_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from alembic import command
+
+    head = migrate.head_revision(sqlite_url)
+    previous = sorted(p.stem.split("_")[0] for p in migrate.MIGRATIONS_DIR.glob("versions/*.py"))[-2]
+    migrate.downgrade(sqlite_url, previous)
+    get_engine(sqlite_url).dispose()
+    ran: list[str] = []
+    real = command.upgrade
+    monkeypatch.setattr(command, "upgrade", lambda cfg, rev: (ran.append(rev), real(cfg, rev)))
+    migrate.upgrade(sqlite_url)
+    get_engine(sqlite_url).dispose()
+    assert ran == ["head"] and migrate.current_revision(sqlite_url) == head
+    migrate.upgrade(sqlite_url)
+    assert ran == ["head"], "a database at head needs no Alembic run"
+
+
+def test_script_head_is_unknown_when_the_scripts_are_not_plain(tmp_path: Path) -> None:
+    def script(name: str, body: str) -> None:
+        (tmp_path / f"{name}.py").write_text(body)
+
+    script("a", 'revision = "a"\ndown_revision = None\n')
+    script("b", 'revision: str = "b"\ndown_revision: str | None = "a"\n')
+    assert migrate.script_head(tmp_path) == "b"
+    script("c", 'revision = "c"\ndown_revision = "a"\n')
+    assert migrate.script_head(tmp_path) is None, "two heads"
+    script("d", 'revision = "d"\ndown_revision = ("b", "c")\n')
+    assert migrate.script_head(tmp_path) == "d", "a merge"
+    script("e", 'revision = make_id()\ndown_revision = "d"\n')
+    assert migrate.script_head(tmp_path) is None

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 import yaml
 from fastapi.testclient import TestClient
 
+from srift.bandwidth.prior import AlphaBetaPrior
 from srift.catalog.accelerators import spec_for_instance
 from srift.catalog.shipped import load_shipped_catalog
 from srift.catalog.store import get_offers
@@ -17,6 +19,7 @@ from srift.domain import MarketChoice
 from srift.profiling import testmodels
 from srift.profiling.profiler import profile_model
 from srift.refmodels.shipped import load_reference_profiles
+from srift.services.plans import PREPARED
 from srift.settings import Settings
 
 QUICK: dict[str, Any] = {"repeats": 2, "warmup": 1, "iterations": 6, "threads": 1, "max_batch": 8}
@@ -59,6 +62,30 @@ def test_the_example_plans_a_reference_model_and_marks_its_estimates(
     assert p["iteration_p10_s"] < p["iteration_p50_s"] < p["iteration_p90_s"]
     listed = client.get("/v1/profiles", params={"model": "resnet50", "limit": 1000})
     assert listed.status_code == 200
+
+
+def test_the_example_plan_is_the_same_whether_bounds_ask_the_network_in_batch_or_n_by_n(
+    settings: Settings, client: TestClient, write_headers: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The search's bounds table the network stage over VM counts in one batched question per type (the
+    prior's `predict_rings`); the proven-optimal example plan is the one the n-by-n path proves."""
+    load_shipped_catalog(settings)
+    load_reference_profiles(settings)
+    body = {**_example(), "mode": "exhaustive", "solve_budget_s": 30, "fallback": False}
+
+    def plan() -> dict[str, Any]:
+        PREPARED.clear()  # a cached problem keeps its bounds' tables
+        r = client.post("/v1/plans", json=body, headers=write_headers)
+        assert r.status_code == 201, r.text
+        found = r.json()
+        assert found["proven_optimal"] and found["mode"] == "exhaustive"
+        return found
+
+    batched = plan()
+    monkeypatch.setattr(AlphaBetaPrior, "predict_rings", lambda self, **_: None)
+    n_by_n = plan()
+    assert batched["choices"] == n_by_n["choices"] and batched["label"] == n_by_n["label"]
+    assert batched["predicted"] == n_by_n["predicted"]
 
 
 def test_precision_picks_the_profiles_and_a_missing_one_names_the_field(
