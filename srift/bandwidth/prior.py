@@ -317,30 +317,45 @@ def predict_busbw_gbps(
     n = world_size
     if n < 2:
         return np.full(sizes.shape, peak_gbps)
-    bus_bits = sizes.astype(np.float64) * 8 * 2 * (n - 1) / n
-    rate = peak_gbps * 1e9
-    c = async_count * bus_bits / rate
-    hop = link.hop_s + link.step_bytes * 8 / rate
-    ring = link.base_s + 2 * (n - 1) * hop + c
-    tree = link.base_s + 2 * math.ceil(math.log2(n)) * hop + c / link.tree_fraction
-    return np.asarray(bus_bits / np.minimum(ring, tree) / 1e9)
+    return _alpha_beta_gbps(
+        sizes.astype(np.float64),
+        n=n,
+        depth=math.ceil(math.log2(n)),
+        peak_gbps=peak_gbps,
+        link=link,
+        async_count=async_count,
+    )
 
 
 def ring_busbw_rows_gbps(
     sizes: np.ndarray, *, nodes: Sequence[int], node_gbps: float, link: LinkParams
 ) -> np.ndarray:
     """`predict_busbw_gbps` for rings of n = N nodes with one rank each (the inter-node stage), a row per n in
-    `nodes` (each ≥ 2), under a node rate `node_gbps`: the same operations in the same order, on arrays, so
-    every value equals the one `predict(world_size=n, nodes=n)` gives."""
+    `nodes` (each ≥ 2), under a node rate `node_gbps`: the same arithmetic on arrays, so every value equals
+    the one `predict(world_size=n, nodes=n)` gives."""
     n = np.asarray(nodes, dtype=np.int64).reshape(-1, 1)
     share = (n - 1) / n
-    peak = node_gbps * share / share
-    bus_bits = sizes.astype(np.float64).reshape(1, -1) * 8 * 2 * (n - 1) / n
-    rate = peak * 1e9
-    c = 1 * bus_bits / rate
+    depth = np.asarray([math.ceil(math.log2(int(k))) for k in n[:, 0]], dtype=np.int64).reshape(-1, 1)
+    return _alpha_beta_gbps(
+        sizes.astype(np.float64).reshape(1, -1),
+        n=n,
+        depth=depth,
+        peak_gbps=node_gbps * share / share,
+        link=link,
+        async_count=1,
+    )
+
+
+def _alpha_beta_gbps(
+    sizes: np.ndarray, *, n: Any, depth: Any, peak_gbps: Any, link: LinkParams, async_count: int
+) -> np.ndarray:
+    """The α-β model's bus bandwidth: the faster of a ring and a tree allreduce of `sizes` bytes over `n`
+    ranks (scalars, or columns broadcast against a row of sizes)."""
+    bus_bits = sizes * 8 * 2 * (n - 1) / n
+    rate = peak_gbps * 1e9
+    c = async_count * bus_bits / rate
     hop = link.hop_s + link.step_bytes * 8 / rate
     ring = link.base_s + 2 * (n - 1) * hop + c
-    depth = np.asarray([math.ceil(math.log2(int(k))) for k in n[:, 0]], dtype=np.int64).reshape(-1, 1)
     tree = link.base_s + 2 * depth * hop + c / link.tree_fraction
     return np.asarray(bus_bits / np.minimum(ring, tree) / 1e9)
 
