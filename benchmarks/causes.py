@@ -256,7 +256,7 @@ def cmd_trace(args: argparse.Namespace) -> dict[str, Any]:
                 "ranks": ranks,
             }
             if args.db is not None:
-                entry["sim"] = sim_timeline(args.db, args.model, fleet)
+                entry["sim"] = sim_timeline(args.db, args.model if args.model in MODELS else factory, fleet)
             results["fleets"].append(entry)
             print(f"\n== {args.model} on {fleet.label()}: mean iteration {entry['mean_iter_ms']:.1f} ms")
             for key, t in timing.items():
@@ -440,6 +440,49 @@ def cmd_overlap(args: argparse.Namespace) -> dict[str, Any]:
     return results
 
 
+def cmd_gap(args: argparse.Namespace) -> dict[str, Any]:
+    """benchmarks/gap_probe.py on `--hosts` hosts of each type: an allreduce back to back vs after a gap."""
+    import subprocess
+
+    factory, input_factory = model_spec(args.model) if args.model else ("", "")
+    workdir = Path(tempfile.mkdtemp(prefix="causes-"))
+    repo = Path(__file__).resolve().parents[1]
+    results: dict[str, Any] = {"model": args.model, "batch": args.batch, "runs": []}
+    with lab(workdir, []) as (testbed, _pool):
+        for type_name in args.types.split(","):
+            hosts = [h for h in testbed.hosts_of_type(type_name)][: args.hosts]
+            procs = []
+            for rank, host in enumerate(hosts):
+                argv = [sys.executable, "-m", "benchmarks.gap_probe", "--sizes", args.sizes]
+                argv += ["--gaps-ms", args.gaps_ms, "--reps", str(args.reps), "--batch", str(args.batch)]
+                if factory:
+                    argv += ["--model", factory, "--input", input_factory]
+                env = {
+                    "RANK": str(rank),
+                    "WORLD_SIZE": str(len(hosts)),
+                    "MASTER_ADDR": hosts[0].address,
+                    "MASTER_PORT": str(29_700 + len(results["runs"])),
+                    "PYTHONPATH": os.pathsep.join(filter(None, [str(repo), os.environ.get("PYTHONPATH")])),
+                }
+                procs.append(
+                    testbed.popen_in(
+                        host.name, argv, env=env, cwd=str(repo), stdout=subprocess.PIPE, text=True
+                    )
+                )
+            outs = [p.communicate(timeout=900)[0] for p in procs]
+            data = json.loads(outs[0].strip().splitlines()[-1])
+            results["runs"].append({"type": type_name, "hosts": len(hosts), "samples": data})
+            print(f"== {type_name} ×{len(hosts)}")
+            for v in data.values():
+                follow = v["follow_median_s"]
+                first = 1e3 * v["first_median_s"]
+                print(
+                    f"   {v['bytes']:>9d} B after gap {v['gap']:>5s}: first {first:.2f} ms"
+                    + (f", back to back {1e3 * follow:.2f} ms" if follow is not None else "")
+                )
+    return results
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -475,9 +518,23 @@ def main(argv: list[str] | None = None) -> int:
     one.add_argument("--types", default="tbv.small,tbv.large")
     one.add_argument("--steps", type=int, default=8)
     one.add_argument("--rounds", type=int, default=3)
+    gap = sub.add_parser("gap", help="benchmarks/gap_probe.py: allreduce back to back vs after a gap")
+    gap.add_argument("--model", default=None, help="also a gap of one forward+backward of this model")
+    gap.add_argument("--batch", type=int, default=32)
+    gap.add_argument("--types", default="tbv.small,tbv.large")
+    gap.add_argument("--sizes", default="65536,262144,624296,1048576,2621440")
+    gap.add_argument("--gaps-ms", default="0,40")
+    gap.add_argument("--hosts", type=int, default=2)
+    gap.add_argument("--reps", type=int, default=8)
     parser.add_argument("--out", type=Path, default=None, help="write the results as JSON here")
     args = parser.parse_args(argv)
-    commands = {"trace": cmd_trace, "duty": cmd_duty, "overlap": cmd_overlap, "onehost": cmd_onehost}
+    commands = {
+        "trace": cmd_trace,
+        "duty": cmd_duty,
+        "overlap": cmd_overlap,
+        "onehost": cmd_onehost,
+        "gap": cmd_gap,
+    }
     results = commands[args.command](args)
     if args.out:
         args.out.write_text(json.dumps(results, indent=1) + "\n")

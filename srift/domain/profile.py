@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 from bisect import bisect_right
 from dataclasses import dataclass, field
@@ -347,6 +348,34 @@ class ModelProfile:
             float(spread) if isinstance(spread, int | float) and _number(spread) else 0.0,
         )
 
+    def idle_compute_ratio(self, idle_s: float) -> float:
+        """A step's time (zero_grad, forward, backward) when it follows `idle_s` seconds idle, over its time
+        back to back (after another step): 1 when not measured.
+
+        Measured by `srift profile` (`extra["idle_compute"]`: `gaps_s` and `ratio`, the median step after
+        each idle gap over the median step back to back, interleaved, at the loop-overhead batch). Under a
+        CPU quota (a cloud vCPU share, a testbed host) a step that follows an idle wait starts with a fresh
+        quota, while steps back to back carry each other's throttling. Linear between the measured gaps
+        (1 at 0 s), the last ratio beyond the last gap."""
+        found = (self.extra or {}).get("idle_compute")
+        if not isinstance(found, dict) or idle_s <= 0:
+            return 1.0
+        gaps, ratios = found.get("gaps_s"), found.get("ratio")
+        if not (isinstance(gaps, list) and isinstance(ratios, list) and gaps and len(gaps) == len(ratios)):
+            return 1.0
+        xs, ys = [0.0, *map(float, gaps)], [1.0, *map(float, ratios)]
+        for i in range(1, len(xs)):
+            if idle_s <= xs[i]:
+                w = (idle_s - xs[i - 1]) / (xs[i] - xs[i - 1])
+                return ys[i - 1] + w * (ys[i] - ys[i - 1])
+        return ys[-1]
+
+    def loop_wall_per_cpu(self) -> float:
+        """The training loop's wall seconds per CPU second (`extra["loop_wall_per_cpu"]`, ≥ 1; 1 when not
+        measured): a step cannot run faster than its CPU time, its wall time over this ratio."""
+        value = (self.extra or {}).get("loop_wall_per_cpu")
+        return max(1.0, float(value)) if isinstance(value, int | float) and _number(value) else 1.0
+
     def loop_overhead_s(self, *, distributed: bool) -> float:
         """Seconds per iteration a training loop spends beyond forward, backward and the optimizer step,
         measured by the profiler (`extra["loop_overhead_s"]`: `zero_grad` freeing the gradients;
@@ -458,6 +487,24 @@ class ModelProfile:
                     hint="overlap_slowdown is compute time with a concurrent allreduce over compute time "
                     "alone (probes/overlap.py's compute_slowdown, ≥ 1); its spread a log-spread ≥ 0",
                     field=f"extra.{key}",
+                )
+        idle = extra.get("idle_compute")
+        if idle is not None:
+            gaps = idle.get("gaps_s") if isinstance(idle, dict) else None
+            ratios = idle.get("ratio") if isinstance(idle, dict) else None
+            if not (
+                isinstance(gaps, list)
+                and isinstance(ratios, list)
+                and 0 < len(gaps) == len(ratios) <= 16
+                and all(_number(g) and 0 < float(g) <= 60 for g in gaps)
+                and all(float(a) < float(b) for a, b in itertools.pairwise(gaps))
+                and all(_number(r) and 0.05 <= float(r) <= 2.0 for r in ratios)
+            ):
+                raise InvalidInput(
+                    f"{idle!r} is not an idle-compute measurement",
+                    hint="give {gaps_s: [increasing seconds in (0, 60]], ratio: [one value in [0.05, 2] per "
+                    "gap]} as `srift profile` writes it, or omit it",
+                    field="extra.idle_compute",
                 )
         for key in ("loop_overhead_s", "ddp_overhead_s"):
             value = extra.get(key)

@@ -21,7 +21,8 @@
    `curves.refine_breakpoints`.
 4. **Readiness and spread** — at ⅓ of the largest batch, `iterations` fresh inputs are run with a
    post-accumulate-grad hook on every trainable parameter. A layer (a module owning parameters directly;
-   shared parameters belong to the first owner) is ready when its last parameter's gradient is; its
+   shared parameters belong to the first owner; a module owning more than two is one layer per parameter,
+   `module.param`, as DDP buckets them) is ready when its last parameter's gradient is; its
    `ready_frac` is the median over iterations of that instant as a fraction of the backward pass,
    `exec_prob` the share of iterations in which it received gradients, and `straggler_cv` is std/mean of
    the forward+backward time over those iterations.
@@ -37,7 +38,9 @@
    times the loop's wall/CPU ratio (its total wall over its total CPU seconds), so a CPU quota's
    throttling does not quantise them: a 3 ms step timed alone reads as 3 ms or as a whole throttled
    period. On CUDA `update_s` is the median synchronised time of a step timed on its own. See
-   `_loop_overhead`.
+   `_loop_overhead`. On CPU, in the same place, `extra["idle_compute"]` is a step (zero_grad, forward,
+   backward) after idle gaps of 5, 10 and 30 ms over the step back to back (`_idle_compute`): a rank waiting
+   for the exchange starts its next step with a fresh CPU quota.
 
 Default loss: the sum, over every floating-point tensor in the model's output, of its mean.
 """
@@ -169,8 +172,16 @@ class _Layer:
     grad_bytes: int
 
 
+SPLIT_ABOVE_PARAMS = 2
+"""A module owning more trainable parameters than this (a multi-layer GRU or LSTM: four per layer; a user's
+module of many `nn.Parameter`s) is one layer per parameter: its parameters get their gradients at
+different times of backward and DDP buckets them one by one (docs/validation.md, cause 7). A weight and
+its bias stay one layer."""
+
+
 def trainable_layers(model: nn.Module) -> list[_Layer]:
-    """Modules that own trainable parameters, each parameter (tied ones included) assigned once.
+    """Modules that own trainable parameters, each parameter (tied ones included) assigned once; a module
+    with more than `SPLIT_ABOVE_PARAMS` of them is split into one layer per parameter (`module.param`).
 
     Parameter indices refer to `unique_trainable_parameters(model)`.
     """
@@ -178,16 +189,19 @@ def trainable_layers(model: nn.Module) -> list[_Layer]:
     seen: set[int] = set()
     layers: list[_Layer] = []
     for name, module in model.named_modules():
-        own: list[int] = []
-        size = 0
-        for _, param in module.named_parameters(recurse=False):
+        own: list[tuple[str, int, int]] = []
+        for param_name, param in module.named_parameters(recurse=False):
             if not param.requires_grad or id(param) in seen:
                 continue
             seen.add(id(param))
-            own.append(index[id(param)])
-            size += param.numel() * param.element_size()
-        if own:
-            layers.append(_Layer(name=name or "<root>", params=tuple(own), grad_bytes=size))
+            own.append((param_name, index[id(param)], param.numel() * param.element_size()))
+        layer = name or "<root>"
+        if len(own) > SPLIT_ABOVE_PARAMS:
+            layers += [_Layer(name=f"{layer}.{p}", params=(i,), grad_bytes=b) for p, i, b in own]
+        elif own:
+            layers.append(
+                _Layer(name=layer, params=tuple(i for _, i, _ in own), grad_bytes=sum(b for *_, b in own))
+            )
     return layers
 
 
@@ -369,6 +383,8 @@ def profile_model(
             )
             loop_batch = paper_points[1] if len(paper_points) > 1 else paper_points[0]
             overhead = _loop_overhead(bench, batch=loop_batch, repeats=repeats)
+            if not bench.cuda:
+                overhead["idle_compute"] = _idle_compute(bench, batch=loop_batch, repeats=repeats)
             in_loop = overhead.pop("update_s", None)
             if in_loop is None:
                 in_loop = _update_time(bench, batch=loop_batch, repeats=repeats)
@@ -1161,6 +1177,51 @@ def _loop_overhead(
     if wrapped_cost:
         out["ddp_overhead_s"] = loop_s + max(0.0, statistics.median(wrapped_cost) - cost_s) * ratio
     return out
+
+
+IDLE_GAPS_S = (0.005, 0.01, 0.03)
+"""Idle gaps before a timed step (`_idle_compute`): under a CPU quota of period P and share q a step needs
+an idle gap of (1 − q)·P to start with a fresh quota (7.5 ms for a quarter core over 10 ms)."""
+
+
+def _idle_compute(
+    bench: _Bench,
+    *,
+    batch: int,
+    repeats: int,
+    gaps_s: tuple[float, ...] = IDLE_GAPS_S,
+    sleep: Callable[[float], None] = time.sleep,
+) -> dict[str, Any]:
+    """A step (zero_grad, forward, backward) after each idle gap of `gaps_s` over the same step back to back
+    (right after another), medians of `repeats` interleaved rounds: `{"gaps_s", "ratio", "batch"}`.
+
+    In data-parallel training each rank waits, idle, for the exchange (and for slower ranks) before its
+    next step; under a CPU quota that step starts with a fresh quota and ends sooner than the profile's
+    back-to-back steps (docs/validation.md, cause 7). Without a quota the ratios are 1 up to noise."""
+    inputs = bench.inputs(batch)
+
+    def step() -> float:
+        bench.sync()
+        t0 = bench.now()
+        bench.model.zero_grad(set_to_none=True)
+        bench.backward(bench.loss(inputs))
+        bench.sync()
+        return bench.now() - t0
+
+    back: list[float] = []
+    after: list[list[float]] = [[] for _ in gaps_s]
+    try:
+        step()
+        for _ in range(max(1, repeats)):
+            back.append(step())
+            for k, gap in enumerate(gaps_s):
+                sleep(gap)
+                after[k].append(step())
+    finally:
+        bench.model.zero_grad(set_to_none=True)
+    base = statistics.median(back)
+    ratios = [min(2.0, max(0.05, statistics.median(a) / base)) if base > 0 else 1.0 for a in after]
+    return {"gaps_s": list(gaps_s), "ratio": [round(r, 6) for r in ratios], "batch": batch}
 
 
 def _ddp_world_one(bench: _Bench) -> nn.Module | None:

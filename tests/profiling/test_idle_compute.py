@@ -1,0 +1,64 @@
+"""The profiler's idle-compute measurement and its per-parameter layers of multi-parameter modules."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+import torch
+from torch import nn
+
+from srift.domain import ModelProfile
+from srift.profiling import testmodels
+from srift.profiling.profiler import IDLE_GAPS_S, _build_bench, _idle_compute, profile_model, trainable_layers
+
+
+def test_idle_ratios_from_a_hand_made_clock() -> None:
+    """Each step reads the clock at its start and end. One untimed step (9 s), then per round a step back to
+    back (10 s) and one after each gap: 8 s after 5 ms idle, 6 s after 10 ms, 5 s after 30 ms. Ratios
+    0.8, 0.6, 0.5; every gap slept once per round, in order."""
+    bench = _build_bench(testmodels.sequential, testmodels.sequential_input, None, torch.device("cpu"))
+    steps = [9.0] + [10.0, 8.0, 6.0, 5.0] * 3
+    clock = itertools.accumulate(itertools.chain.from_iterable((0.0, s) for s in steps))
+    bench.now = lambda: float(next(clock))
+    slept: list[float] = []
+    got = _idle_compute(bench, batch=2, repeats=3, sleep=slept.append)
+    assert got["gaps_s"] == list(IDLE_GAPS_S) == [0.005, 0.01, 0.03]
+    assert got["ratio"] == pytest.approx([0.8, 0.6, 0.5])
+    assert got["batch"] == 2
+    assert slept == list(IDLE_GAPS_S) * 3
+
+
+class _Recurrent(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.rnn = nn.GRU(4, 8, num_layers=2)
+        self.head = nn.Linear(8, 3)
+
+
+def test_a_module_with_more_than_two_parameters_is_one_layer_per_parameter() -> None:
+    layers = trainable_layers(_Recurrent())
+    names = [x.name for x in layers]
+    assert names == [
+        *(f"rnn.{k}_l{i}" for i in (0, 1) for k in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")),
+        "head",
+    ]
+    assert [x.grad_bytes for x in layers[:4]] == [24 * 4 * 4, 24 * 8 * 4, 24 * 4, 24 * 4]
+    assert layers[-1].grad_bytes == (8 * 3 + 3) * 4 and len(layers[-1].params) == 2
+
+
+def test_profile_carries_the_idle_measurement() -> None:
+    result = profile_model(
+        testmodels.sequential,
+        testmodels.sequential_input,
+        threads=1,
+        max_batch=8,
+        repeats=2,
+        warmup=1,
+        iterations=3,
+    )
+    idle = result.extra["idle_compute"]
+    assert idle["gaps_s"] == list(IDLE_GAPS_S) and idle["batch"] == 3
+    assert all(0.05 <= r <= 2.0 for r in idle["ratio"])
+    again = ModelProfile.from_dict(result.to_dict())
+    assert again.idle_compute_ratio(1.0) == idle["ratio"][-1]
