@@ -364,62 +364,7 @@ def _point(
     read_gbps: float | None = None,
 ) -> IterationEstimate:
     """The simulation itself: mean iteration, breakdown, and p10/p90 of *one* iteration (straggler draws,
-    with `mc_samples` the exchange per draw), which `simulate` turns into the band's stragglers term.
-
-    Idle compute: where a member's profile measured how a step speeds up after an idle wait
-    (`ModelProfile.idle_compute_ratio`) and the member waits in the iteration (for slower members and the
-    exposed exchange), its compute (forward with the loop overhead, backward) is scaled by that ratio at its
-    idle time, never below its CPU time (compute over the loop's wall/CPU ratio), and the iteration is
-    simulated again (one pass: the idle time is the first pass's).
-    """
-    options = dict(
-        bandwidth=bandwidth,
-        seed=seed,
-        straggler_iters=straggler_iters,
-        mc_samples=mc_samples,
-        comm=comm,
-        ps_servers=ps_servers,
-        bucket_cap_mb=bucket_cap_mb,
-        kernel=kernel,
-        geo=geo,
-        read_gbps=read_gbps,
-    )
-    first = _point_once(fleet, **options)  # type: ignore[arg-type]
-    if CommMode(comm) is not CommMode.ALLREDUCE or not communicates(fleet):
-        return first
-    if not any(m.profile.idle_compute_ratio(1.0) != 1.0 for m in fleet):
-        return first
-    busy_s = first.iteration_s - first.breakdown.update_s - first.breakdown.data_stall_s
-    scales = []
-    for m in fleet:
-        compute = (
-            m.profile.forward.time_s(m.per_device_batch)
-            + m.profile.backward.time_s(m.per_device_batch)
-            + m.profile.loop_overhead_s(distributed=True)
-        )
-        ratio = m.profile.idle_compute_ratio(max(0.0, busy_s - compute))
-        scales.append(max(ratio, 1.0 / m.profile.loop_wall_per_cpu()))
-    if all(x == 1.0 for x in scales):
-        return first
-    return _point_once(fleet, compute_scale=scales, **options)  # type: ignore[arg-type]
-
-
-def _point_once(
-    fleet: Sequence[FleetMember],
-    *,
-    bandwidth: BusBandwidthModel,
-    seed: int = 0,
-    straggler_iters: int = 100,
-    mc_samples: int = 0,
-    comm: CommMode = CommMode.ALLREDUCE,
-    ps_servers: int = 1,
-    bucket_cap_mb: float | None = None,
-    kernel: Kernel = "auto",
-    geo: GeoContext | None = None,
-    read_gbps: float | None = None,
-    compute_scale: Sequence[float] | None = None,
-) -> IterationEstimate:
-    """One pass of `_point`; `compute_scale` scales each member's forward, backward and update."""
+    with `mc_samples` the exchange per draw), which `simulate` turns into the band's stragglers term."""
     validate_fleet(fleet)
     if bucket_cap_mb is not None and CommMode(comm) is CommMode.ALLREDUCE:
         fleet = with_buckets(fleet, bucket_cap_mb=bucket_cap_mb)
@@ -442,9 +387,6 @@ def _point_once(
         for m in fleet
     ]
     bw = [m.profile.backward.time_s(m.per_device_batch) for m in fleet]
-    if compute_scale is not None:
-        fw = [f * k for f, k in zip(fw, compute_scale, strict=True)]
-        bw = [b * k for b, k in zip(bw, compute_scale, strict=True)]
     means = [f + b for f, b in zip(fw, bw, strict=True)]
     cvs = [m.profile.straggler_cv for m in fleet]
     counts = [m.count for m in fleet]
@@ -532,10 +474,7 @@ def _point_once(
         assert result is not None
     end = result.end_s if result is not None else 0.0
     exposed = max(compute_end, end) - compute_end
-    update_s = max(
-        m.profile.update_s * (1.0 if compute_scale is None else k)
-        for m, k in zip(fleet, compute_scale or [1.0] * len(fleet), strict=True)
-    )
+    update_s = max(m.profile.update_s for m in fleet)
     iteration_s = compute_end + exposed + update_s
     net_index = next((i for i, p in enumerate(plans) if p.stage.name == "network"), None)
     loc_index = next((i for i, p in enumerate(plans) if p.stage.name == "location"), None)

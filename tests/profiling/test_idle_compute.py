@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import itertools
+from typing import Any
 
 import pytest
 import torch
 from torch import nn
 
 from srift.domain import ModelProfile
+from srift.errors import InvalidInput
 from srift.profiling import testmodels
 from srift.profiling.profiler import IDLE_GAPS_S, _build_bench, _idle_compute, profile_model, trainable_layers
 
@@ -62,3 +64,42 @@ def test_profile_carries_the_idle_measurement() -> None:
     assert all(0.05 <= r <= 2.0 for r in idle["ratio"])
     again = ModelProfile.from_dict(result.to_dict())
     assert again.idle_compute_ratio(1.0) == idle["ratio"][-1]
+
+
+def _doc(idle: Any) -> dict[str, Any]:
+    return {
+        "model": "toy",
+        "accelerator": "cpu",
+        "max_batch": 4,
+        "forward": {"batches": [4], "times_s": [0.1]},
+        "backward": {"batches": [4], "times_s": [0.2]},
+        "layers": [{"name": "l0", "grad_bytes": 8, "ready_frac": 1.0, "exec_prob": 1.0}],
+        "straggler_cv": 0.0,
+        "extra": {"idle_compute": idle},
+    }
+
+
+def test_the_idle_ratio_is_linear_between_gaps_by_hand() -> None:
+    # Gaps 0.1 s (0.8) and 0.5 s (0.5): at 0.25 s, 0.8 − 0.375·0.3 = 0.6875; at 0.05 s, halfway from 1 to
+    # 0.8; beyond the last gap, the last ratio; nothing idle, 1.
+    prof = ModelProfile.from_dict(_doc({"gaps_s": [0.1, 0.5], "ratio": [0.8, 0.5], "batch": 3}))
+    assert prof.idle_compute_ratio(0.25) == pytest.approx(0.6875, abs=1e-12)
+    assert prof.idle_compute_ratio(0.05) == pytest.approx(0.9, abs=1e-12)
+    assert prof.idle_compute_ratio(2.0) == 0.5
+    assert prof.idle_compute_ratio(0.0) == 1.0
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"gaps_s": [0.01], "ratio": [0.9, 0.6]},
+        {"gaps_s": [0.1, 0.01], "ratio": [0.9, 0.6]},
+        {"gaps_s": [0.01], "ratio": [0.0]},
+        {"gaps_s": [-0.01], "ratio": [0.9]},
+        [0.9],
+    ],
+)
+def test_a_malformed_idle_measurement_is_refused_with_its_field(bad: Any) -> None:
+    with pytest.raises(InvalidInput) as err:
+        ModelProfile.from_dict(_doc(bad))
+    assert err.value.field == "extra.idle_compute"
