@@ -40,7 +40,7 @@
    period. On CUDA `update_s` is the median synchronised time of a step timed on its own. See
    `_loop_overhead`. On CPU, in the same place, `extra["idle_compute"]` is a step (zero_grad, forward,
    backward) after idle gaps of 5, 10 and 30 ms over the step back to back (`_idle_compute`): a rank waiting
-   for the exchange starts its next step with a fresh CPU quota.
+   for the exchange starts its next step with a fresh CPU quota (measured; the simulator does not use it yet).
 
 Default loss: the sum, over every floating-point tensor in the model's output, of its mean.
 """

@@ -13,6 +13,7 @@ from srift.domain import ModelProfile
 from srift.errors import InvalidInput
 from srift.profiling import testmodels
 from srift.profiling.profiler import IDLE_GAPS_S, _build_bench, _idle_compute, profile_model, trainable_layers
+from srift.sim.layers import bucket_groups, bucketed
 
 
 def test_idle_ratios_from_a_hand_made_clock() -> None:
@@ -103,3 +104,28 @@ def test_a_malformed_idle_measurement_is_refused_with_its_field(bad: Any) -> Non
     with pytest.raises(InvalidInput) as err:
         ModelProfile.from_dict(_doc(bad))
     assert err.value.field == "extra.idle_compute"
+
+
+def test_per_parameter_layers_give_ddps_buckets_by_hand() -> None:
+    """A two-layer GRU (hidden 256) and its head, readiness as the profiler measured it on a small host.
+    DDP's 1 MiB first bucket fills in ready order: head 10,280 + bias_hh_l1 3,072 + weight_hh_l1 786,432 +
+    bias_ih_l1 3,072 = 802,856 < 1,048,576, + weight_ih_l1 786,432 = 1,589,288 ≥ 1 MiB: it closes there, at
+    the readiness of weight_ih_l1 (0.61); the rest, 989,184 bytes, is the second bucket (ready at the end).
+    The DDP trace of the same model (docs/validation.md, cause 7) shows buckets of 1.59 and 0.99 MB."""
+    sizes = [
+        ("head", 10280, 0.005),
+        ("rnn.bias_hh_l1", 3072, 0.4316),
+        ("rnn.weight_hh_l1", 786432, 0.4322),
+        ("rnn.bias_ih_l1", 3072, 0.6131),
+        ("rnn.weight_ih_l1", 786432, 0.6133),
+        ("rnn.bias_hh_l0", 3072, 0.9882),
+        ("rnn.weight_hh_l0", 786432, 0.9887),
+        ("rnn.bias_ih_l0", 3072, 0.9904),
+        ("rnn.weight_ih_l0", 196608, 0.9983),
+    ]
+    doc = _doc(None)
+    doc["extra"] = {}
+    doc["layers"] = [{"name": n, "grad_bytes": b, "ready_frac": r, "exec_prob": 1.0} for n, b, r in sizes]
+    prof = ModelProfile.from_dict(doc)
+    merged = bucketed(prof, bucket_groups(prof, cap_bytes=25 * 2**20))
+    assert [(x.grad_bytes, x.ready_frac) for x in merged.layers] == [(1_589_288, 0.6133), (989_184, 0.9983)]
