@@ -50,20 +50,16 @@ def to_document(value: Any) -> dict[str, Any]:
 
 
 def _whole(value: Any) -> Any:
-    if isinstance(value, bool | str):
-        raise ValueError(f"must be an integer, got {value!r}")
-    if isinstance(value, float):
-        if not value.is_integer():
-            raise ValueError(f"must be an integer, got {value!r}")
-        return int(value)
-    return value
+    if isinstance(value, bool | str) or (isinstance(value, float) and not value.is_integer()):
+        raise ValueError(f"{value!r} is not a whole number (an integer)")
+    return int(value) if isinstance(value, float) else value
 
 
 def _number(value: Any) -> Any:
     if isinstance(value, bool | str) or not isinstance(value, int | float):
-        raise ValueError(f"must be a number, got {value!r}")
+        raise ValueError(f"{value!r} is not a number")
     if not math.isfinite(float(value)):
-        raise ValueError(f"must be finite, got {value!r}")
+        raise ValueError(f"{value!r} is not a finite number")
     return float(value)
 
 
@@ -128,8 +124,6 @@ WHOLE = BeforeValidator(_whole)
 before it, `Annotated[int, Field(ge=1), WHOLE]`, so the schema states them as `minimum`/`maximum`."""
 NUMBER = BeforeValidator(_number)
 """The one number rule of documents: finite, never a string or a boolean; bounds go before it (as WHOLE)."""
-WholeNumber = Annotated[int, WHOLE]
-Number = Annotated[float, NUMBER]
 
 
 def field_path(loc: Sequence[Any]) -> str:
@@ -155,45 +149,63 @@ def invalid_input(
     extra = sorted(str(e["loc"][-1]) for e in errors if e["type"] == "extra_forbidden")
     first = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
     field = error_location(first)
-    name = str(first["loc"][-1]) if first["loc"] else "value"
-    kind, ctx, given = first["type"], first.get("ctx") or {}, first.get("input")
-    if kind == "rule":
-        message, hint = str(ctx["message"]), str(ctx["hint"])
-    elif kind == "extra_forbidden":
+    if first["type"] == "extra_forbidden":
         message, hint = f"unknown fields {extra}", "use only the fields the format documents"
-    elif kind == "missing":
-        message, hint = f"{name} is missing", f"give {name}"
-    elif kind in ("greater_than_equal", "greater_than", "less_than_equal", "less_than"):
-        sign = {"greater_than_equal": "≥", "greater_than": ">", "less_than_equal": "≤", "less_than": "<"}[
-            kind
-        ]
-        bound = ctx.get(
-            {"greater_than_equal": "ge", "greater_than": "gt"}.get(kind, "le" if "equal" in kind else "lt")
-        )
-        message, hint = (
-            f"{name} must be {sign} {_bound(bound)}, got {given!r}",
-            f"use {name} {sign} {_bound(bound)}",
-        )
-    elif kind in ("string_too_long", "too_long"):
-        message, hint = f"{name} is too long (at most {ctx.get('max_length')})", f"shorten {name}"
-    elif kind in ("literal_error", "enum"):
-        message = f"unknown {name} {given!r}"
-        hint = f"use one of {ctx.get('expected', '')}".replace("'", "")
-    elif kind == "string_pattern_mismatch":
-        choices = str(ctx.get("pattern", "")).startswith("^(")
-        message = f"unknown {name} {given!r}" if choices else f"{name} {given!r} is not in the expected form"
-        hint = f"correct {name}"
-    elif kind == "multiple_of":
-        message = f"{name} must be a multiple of {ctx.get('multiple_of')}, got {given!r}"
-        hint = f"use a multiple of {ctx.get('multiple_of')}"
-    elif kind == "value_error":
-        message, hint = f"{name} {ctx.get('error', first['msg'])!s}", f"correct {name}"
     else:
-        message, hint = f"{name}: {first['msg'].lower()}, got {given!r}", f"correct {name}"
+        message, hint = describe(first)
     top = str(first["loc"][0]) if first["loc"] else ""
-    if kind != "rule":
+    if first["type"] != "rule":
         hint = (hints or {}).get(field, (hints or {}).get(top, hint))
     return InvalidInput(f"{where}: {message}" if where else message, hint=hint, field=field or None)
+
+
+_SIGNS = {"greater_than_equal": "≥", "greater_than": ">", "less_than_equal": "≤", "less_than": "<"}
+_BOUNDS = {"greater_than_equal": "ge", "greater_than": "gt", "less_than_equal": "le", "less_than": "lt"}
+
+
+def describe(error: Mapping[str, Any], *, skip: tuple[str, ...] = ()) -> tuple[str, str]:
+    """One pydantic error in the project's words: its message (naming the field) and "To fix:" hint; a
+    rule across fields (`rule_error`) brings its own. Every document reader words its errors with this;
+    `skip` drops location parts that are not fields (union tags), as in error_location."""
+    loc = [p for p in error.get("loc", ()) if p != "[key]" and p not in skip]
+    name = field_path(loc[-2:]) if loc and isinstance(loc[-1], int) else str(loc[-1]) if loc else "value"
+    kind, ctx, given = error["type"], error.get("ctx") or {}, error.get("input")
+    if kind == "rule":
+        return str(ctx["message"]), str(ctx["hint"])
+    if kind == "extra_forbidden":
+        return f"{name!r} is not a known field", "remove it or correct the spelling"
+    if kind == "missing":
+        return f"{name} is missing", f"give {name}"
+    if kind in _SIGNS:
+        sign, bound = _SIGNS[kind], _bound(ctx.get(_BOUNDS[kind]))
+        return f"{name} must be {sign} {bound}, got {given!r}", f"use {name} {sign} {bound}"
+    if kind in ("string_too_long", "too_long"):
+        return f"{name} is too long (at most {ctx.get('max_length')})", f"shorten {name}"
+    if kind == "too_short":
+        least = ctx.get("min_length")
+        return f"{name} has fewer than {least} entries" if least != 1 else f"{name} is empty", f"give {name}"
+    if kind == "string_too_short":
+        return f"{name} is too short (at least {ctx.get('min_length')})", f"give {name}"
+    if kind in ("literal_error", "enum"):
+        return f"unknown {name} {given!r}", f"use one of {ctx.get('expected', '')}".replace("'", "")
+    if kind == "string_pattern_mismatch":
+        choices = str(ctx.get("pattern", "")).startswith("^(")
+        message = f"unknown {name} {given!r}" if choices else f"{name} {given!r} is not in the expected form"
+        return message, f"correct {name}"
+    if kind == "multiple_of":
+        m = ctx.get("multiple_of")
+        return f"{name} must be a multiple of {m}, got {given!r}", f"use a multiple of {m}"
+    if kind in ("bool_type", "bool_parsing"):
+        return f"{name} {given!r} is not true or false", f"give {name} as true or false"
+    if kind == "string_type":
+        return f"{name} {given!r} is not text", f"give {name} as text"
+    if kind == "list_type":
+        return f"{name} is not a list, got {given!r}", f"give {name} as a list"
+    if kind in ("dict_type", "model_type"):
+        return f"{name} is not a mapping, got {given!r}", f"write {name} as a mapping"
+    if kind == "value_error":
+        return f"{name} {ctx.get('error', error['msg'])!s}", f"correct {name}"
+    return f"{name}: {error['msg'].lower()}, got {given!r}", f"correct {name}"
 
 
 BOMS = (

@@ -30,6 +30,10 @@ MAX_PAGE_SIZE = 1000
 MAX_JOB_NODES = {"local": 64, "testbed": 16, "ec2": 256}
 """Most nodes (hosts) one probe job may use, per provider."""
 MAX_EC2_INSTANCES = MAX_JOB_NODES["ec2"]
+MAX_SOURCE_CHARS = 500
+"""Longest provenance text (a catalog file's `source`, a source's `text`) stored with a catalog price."""
+MAX_UNITS_PER_INSTANCE = 100_000
+"""Most GPUs or vCPUs one catalog instance type may declare (a typo guard: the largest VMs have hundreds)."""
 MAX_EC2_COST_USD = 100_000.0
 MAX_EC2_TIMEOUT_S = 7 * 86400.0
 

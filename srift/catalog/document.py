@@ -35,52 +35,46 @@ module. The format, by example::
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
+from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Final, Literal, TypeVar, Union
 
 import yaml
-from pydantic import TypeAdapter, ValidationError
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Discriminator,
+    Field,
+    StrictBool,
+    Tag,
+    ValidationError,
+    model_validator,
+)
 
-from srift.documents import Number, WholeNumber, read_text_file
+from srift.documents import (
+    NOT_BLANK,
+    NUMBER,
+    WHOLE,
+    FreeObject,
+    describe,
+    error_location,
+    read_text_file,
+    rule_error,
+)
 from srift.domain.catalog import InstanceType, Interconnect, Market
 from srift.errors import InvalidInput
+from srift.limits import MAX_SOURCE_CHARS, MAX_UNITS_PER_INSTANCE
 
-FORMAT = "srift-catalog/1"
-NAME_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
-TYPE_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
-SNAPSHOT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
-MAX_SOURCE_CHARS = 500
-
-_TOP_KEYS = {
-    "format",
-    "provider",
-    "snapshot",
-    "active",
-    "source",
-    "as_of",
-    "price_source",
-    "sources",
-    "instance_types",
-}
-_TYPE_KEYS = {
-    "name",
-    "gpu_model",
-    "gpu_count",
-    "gpu_memory_gib",
-    "vcpus",
-    "memory_gib",
-    "network_gbps",
-    "network_burst",
-    "interconnect",
-    "interconnect_gbps",
-    "efa",
-    "extra",
-    "price_source",
-    "prices",
-}
+FORMAT: Final = "srift-catalog/1"
+NAME_PATTERN = r"^[a-z0-9][a-z0-9-]{0,63}$"
+"""Providers and regions: lowercase letters, digits and '-'."""
+TYPE_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
+SNAPSHOT_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$"
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,29 +111,390 @@ class SnapshotData:
 
 
 Locator = Callable[[str], int | None]
+E = TypeVar("E", bound=StrEnum)
 
 
-class _Checker:
-    """Raises InvalidInput naming the field, and the origin file and line when known."""
+def _choice(kind: type[E], noun: str) -> BeforeValidator:
+    """An enum value whose error says "'x' is not <noun>" and lists the choices (dict keys included)."""
+    choices = ", ".join(k.value for k in kind)
 
-    def __init__(self, origin: str, locate: Locator | None) -> None:
-        self.origin = origin
-        self.locate = locate
+    def check(value: Any) -> E:
+        if isinstance(value, str) and value in kind._value2member_map_:
+            return kind(value)
+        raise rule_error(f"{value!r} is not {noun}", field="", hint=f"use one of {choices}")
 
-    def fail(self, path: str, problem: str, hint: str) -> InvalidInput:
-        line = self._line(path)
-        where = f"{self.origin}, line {line}" if line is not None else self.origin
-        return InvalidInput(f"{where}: {problem}", hint=hint, field=path or None)
+    return BeforeValidator(check)
 
-    def _line(self, path: str) -> int | None:
-        if self.locate is None:
-            return None
-        probe = path
-        while True:
-            line = self.locate(probe)
-            if line is not None or not probe:
-                return line
-            probe = _parent(probe)
+
+def _region(value: Any) -> str:
+    if isinstance(value, str) and re.fullmatch(NAME_PATTERN, value):
+        return value
+    raise rule_error(
+        f"{value!r} is not a region name", field="", hint="use lowercase letters, digits and '-'"
+    )
+
+
+def _iso_date(value: Any) -> date:
+    """A date as YAML writes it (a date, or a timestamp whose day counts) or an ISO string (JSON)."""
+    if isinstance(value, datetime):
+        return value.date()
+    if isinstance(value, date):
+        return value
+    if isinstance(value, str):
+        try:
+            return date.fromisoformat(value.strip())
+        except ValueError:
+            pass
+    raise rule_error(f"{value!r} is not a date", field="", hint="write it as YYYY-MM-DD")
+
+
+def _text_keys(value: Any) -> Any:
+    """YAML mapping keys as text (`5:` is the key "5"), as field paths and JSON write them."""
+    if isinstance(value, Mapping):
+        return {str(k): _text_keys(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_text_keys(v) for v in value]
+    return value
+
+
+def _plain(value: Any) -> Any:
+    """Turn YAML values (dates included) into JSON-storable ones."""
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, date):
+        return value.isoformat()
+    return value
+
+
+Name = Annotated[str, Field(pattern=NAME_PATTERN)]
+SourceText = Annotated[
+    str, Field(min_length=1, max_length=MAX_SOURCE_CHARS, pattern=NOT_BLANK), AfterValidator(str.strip)
+]
+IsoDate = Annotated[date, BeforeValidator(_iso_date)]
+Units = Annotated[int, Field(ge=0, le=MAX_UNITS_PER_INSTANCE), WHOLE]
+Positive = Annotated[float, Field(gt=0), NUMBER]
+NonNegative = Annotated[float, Field(ge=0), NUMBER]
+Region = Annotated[str, BeforeValidator(_region)]
+MarketKey = Annotated[Market, _choice(Market, "a market")]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class SourceDocument(_Strict):
+    """A named source of prices: its text and the date its numbers were valid."""
+
+    text: SourceText
+    as_of: IsoDate
+
+
+class PriceDocument(_Strict):
+    """A price with its own source (a key of the document's `sources`)."""
+
+    price_usd_per_hr: Positive
+    source: str | None = None
+
+
+_NUMBER_TAG, _MAPPING_TAG = "=number", "=mapping"
+"""Tags of the two forms of a price (not valid region or market names, so paths can drop them)."""
+PriceValue = Annotated[
+    Union[  # noqa: UP007 (tagged arms)
+        Annotated[Positive, Tag(_NUMBER_TAG)],
+        Annotated[PriceDocument, Tag(_MAPPING_TAG)],
+    ],
+    Discriminator(lambda v: _MAPPING_TAG if isinstance(v, Mapping) else _NUMBER_TAG),
+]
+
+
+class InstanceTypeDocument(_Strict):
+    """One instance type as written; its rules across fields (GPUs, interconnect) are checked here."""
+
+    name: Annotated[str, Field(pattern=TYPE_NAME_PATTERN)]
+    gpu_model: (
+        Annotated[str, Field(min_length=1, max_length=64, pattern=NOT_BLANK), AfterValidator(str.strip)]
+        | None
+    ) = None
+    gpu_count: Units
+    gpu_memory_gib: NonNegative | None = None
+    vcpus: Annotated[int, Field(ge=1, le=MAX_UNITS_PER_INSTANCE), WHOLE]
+    memory_gib: Positive
+    network_gbps: Positive
+    network_burst: StrictBool = False
+    interconnect: Annotated[Interconnect, _choice(Interconnect, "an interconnect")] | None = None
+    interconnect_gbps: NonNegative | None = None
+    efa: StrictBool = False
+    extra: Annotated[FreeObject, BeforeValidator(_plain)] | None = None
+    price_source: str | None = None
+    prices: dict[Region, Annotated[dict[MarketKey, PriceValue], Field(min_length=1)]] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _gpus(self) -> InstanceTypeDocument:
+        n, memory = self.gpu_count, self.gpu_memory_gib
+        if n > 0 and self.gpu_model is None:
+            raise rule_error(
+                "gpu_model is missing", field="gpu_model", hint="give the GPU's model, e.g. T4 or A100"
+            )
+        if n > 0 and not memory:
+            raise rule_error(
+                "gpu_memory_gib is missing"
+                if memory is None
+                else "gpu_memory_gib must be > 0 for a GPU type",
+                field="gpu_memory_gib",
+                hint="give each GPU's memory in GiB",
+            )
+        if n == 0 and self.gpu_model is not None:
+            raise rule_error(
+                "gpu_model is set but gpu_count is 0",
+                field="gpu_model",
+                hint="remove gpu_model or set gpu_count",
+            )
+        if n == 0 and memory:
+            raise rule_error(
+                "gpu_memory_gib is set but gpu_count is 0",
+                field="gpu_memory_gib",
+                hint="set it to 0 or remove it",
+            )
+        choices = ", ".join(i.value for i in Interconnect)
+        link, link_gbps = self.interconnect, self.interconnect_gbps
+        if link is None and n > 1:
+            raise rule_error(
+                "interconnect is missing for a multi-GPU type",
+                field="interconnect",
+                hint=f"add interconnect: one of {choices}",
+            )
+        if link not in (None, Interconnect.NONE) and n <= 1:
+            raise rule_error(
+                f"interconnect is {link} but the type has {n} GPU(s)",
+                field="interconnect",
+                hint="use none below two GPUs",
+            )
+        if link is Interconnect.NONE and n > 1:
+            raise rule_error(
+                "interconnect is none for a multi-GPU type",
+                field="interconnect",
+                hint=f"use one of {choices}",
+            )
+        if link in (None, Interconnect.NONE) and link_gbps:
+            raise rule_error(
+                "interconnect_gbps is set but interconnect is none",
+                field="interconnect_gbps",
+                hint="set it to 0",
+            )
+        if link not in (None, Interconnect.NONE) and not link_gbps:
+            raise rule_error(
+                "interconnect_gbps is missing"
+                if link_gbps is None
+                else f"interconnect_gbps must be > 0 with {link}",
+                field="interconnect_gbps",
+                hint="give the per-GPU one-direction intra-node bandwidth in gigabits/s",
+            )
+        return self
+
+    def source_keys(self) -> list[tuple[str, str]]:
+        """(field relative to this type, source key) of every source it names."""
+        named = [("price_source", self.price_source)] if self.price_source is not None else []
+        for region, by_market in self.prices.items():
+            for market, value in by_market.items():
+                if isinstance(value, PriceDocument) and value.source is not None:
+                    named.append((f"prices.{region}.{market}.source", value.source))
+        return named
+
+    def to_domain(
+        self, *, provider: str, sources: Mapping[str, tuple[str, date]], default: tuple[str, date]
+    ) -> tuple[TypeData, list[PriceData]]:
+        instance = InstanceType(
+            provider=provider,
+            name=self.name,
+            gpu_model=self.gpu_model,
+            gpu_count=self.gpu_count,
+            gpu_memory_gib=self.gpu_memory_gib or 0.0,
+            vcpus=self.vcpus,
+            memory_gib=self.memory_gib,
+            network_gbps=self.network_gbps,
+            network_burst=self.network_burst,
+            interconnect=self.interconnect or Interconnect.NONE,
+            interconnect_gbps=self.interconnect_gbps or 0.0,
+            efa=self.efa,
+        )
+        own = sources[self.price_source] if self.price_source is not None else default
+        prices = []
+        for region, by_market in self.prices.items():
+            for market, value in by_market.items():
+                if isinstance(value, PriceDocument):
+                    text, as_of = sources[value.source] if value.source is not None else own
+                    price = value.price_usd_per_hr
+                else:
+                    (text, as_of), price = own, value
+                prices.append(PriceData(self.name, region, market, price, text, as_of))
+        return TypeData(instance=instance, extra=dict(self.extra or {})), prices
+
+
+class CatalogDocument(_Strict):
+    """A srift-catalog/1 document as written (see the module docstring); `to_domain` gives the SnapshotData.
+
+    Rules across the document: instance type names are unique; every `price_source` and price `source`
+    is a key of `sources`.
+    """
+
+    format: Literal["srift-catalog/1"] = FORMAT
+    provider: Name
+    snapshot: Annotated[str, Field(pattern=SNAPSHOT_PATTERN)] | None = None
+    active: StrictBool = True
+    source: SourceText
+    as_of: IsoDate
+    price_source: str | None = None
+    sources: dict[str, SourceDocument] | None = None
+    instance_types: list[InstanceTypeDocument] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _names_and_sources(self) -> CatalogDocument:
+        known = self.sources or {}
+        named = [("price_source", self.price_source)] if self.price_source is not None else []
+        seen: set[str] = set()
+        for i, t in enumerate(self.instance_types):
+            if t.name in seen:
+                raise rule_error(
+                    f"{t.name!r} appears twice",
+                    field=f"instance_types[{i}].name",
+                    hint="give each instance type once",
+                )
+            seen.add(t.name)
+            named.extend((f"instance_types[{i}].{where}", key) for where, key in t.source_keys())
+        for where, key in named:
+            if key not in known:
+                raise rule_error(
+                    f"{key!r} is not a key of `sources`",
+                    field=where,
+                    hint=f"use one of: {', '.join(sorted(known)) or 'none defined'}",
+                )
+        return self
+
+    def to_domain(self) -> SnapshotData:
+        sources = {k: (s.text, s.as_of) for k, s in (self.sources or {}).items()}
+        default = sources[self.price_source] if self.price_source is not None else (self.source, self.as_of)
+        types: list[TypeData] = []
+        prices: list[PriceData] = []
+        for t in self.instance_types:
+            type_data, type_prices = t.to_domain(provider=self.provider, sources=sources, default=default)
+            types.append(type_data)
+            prices.extend(type_prices)
+        return SnapshotData(
+            name=self.snapshot if self.snapshot is not None else f"{self.provider}-import",
+            provider=self.provider,
+            source=self.source,
+            as_of=self.as_of,
+            active=self.active,
+            types=tuple(types),
+            prices=tuple(prices),
+        )
+
+
+_MARKETS = ", ".join(m.value for m in Market)
+_PRICE_HINT = "give USD per hour, e.g. 12.5, or {price_usd_per_hr: 12.5, source: KEY}"
+_HINTS = {
+    "format": f"use `format: {FORMAT}` or leave it out",
+    "provider": "give a lowercase name such as `onprem` (letters, digits, '-')",
+    "snapshot": "use letters, digits, '.', '_', '-'",
+    "source": "say where the numbers come from",
+    "text": "describe the source",
+    "as_of": "write as_of: YYYY-MM-DD, the date the numbers were valid",
+    "sources": "map each source key to {text: ..., as_of: YYYY-MM-DD}",
+    "instance_types": "list at least one instance type",
+    "name": "give a name such as `g4dn.xlarge` (letters, digits, '.', '_', '-')",
+    "gpu_count": "give gpu_count as an integer",
+    "vcpus": "give vcpus as an integer",
+    "extra": "give extra facts as a mapping, or remove it",
+    "prices": "map each region to {on_demand: USD/h, spot: USD/h}",
+    "price_source": "give a key of `sources`",
+    "price_usd_per_hr": _PRICE_HINT,
+    **{m.value: _PRICE_HINT for m in Market},
+    **{f: f"write `{f}: true` or `{f}: false`" for f in ("active", "network_burst", "efa")},
+}
+"""Hints by field name, for what the shared wording (srift.documents.describe) can only call "correct X"."""
+_OWN_HINTS = {
+    "rule",
+    "extra_forbidden",
+    "greater_than",
+    "greater_than_equal",
+    "less_than",
+    "less_than_equal",
+    "too_long",
+    "string_too_long",
+}
+_TAGS = ("[key]", _NUMBER_TAG, _MAPPING_TAG)
+
+
+def _known_fields(loc: Sequence[str | int]) -> list[str]:
+    """The fields of the mapping an unknown field `loc` was found in."""
+    parent = loc[:-1]
+    if not parent:
+        model: type[BaseModel] = CatalogDocument
+    elif parent[0] == "sources":
+        model = SourceDocument
+    elif len(parent) == 2:
+        model = InstanceTypeDocument
+    else:
+        model = PriceDocument
+    return sorted(model.model_fields)
+
+
+def _problem(error: Mapping[str, Any]) -> tuple[str, str, str]:
+    """(field path, message, hint) of one error, in the catalog's words where the shared ones are vague."""
+    loc = [p for p in error["loc"] if p not in _TAGS]
+    path = error_location(error, skip=_TAGS)
+    message, hint = describe(error, skip=_TAGS)
+    kind = error["type"]
+    if kind == "extra_forbidden":
+        hint = f"remove it or correct the spelling; known fields: {', '.join(_known_fields(loc))}"
+    elif kind not in _OWN_HINTS and loc:
+        if len(loc) == 4 and loc[2] == "prices":
+            hint = f"map markets ({_MARKETS}) to USD per hour"
+        elif len(loc) == 2 and loc[0] == "instance_types":
+            hint = "give each instance type as a mapping with name, vcpus, memory_gib, ..."
+        elif len(loc) == 2 and loc[0] == "sources":
+            hint = "give {text: ..., as_of: YYYY-MM-DD}"
+        elif len(loc) == 6 and loc[-1] == "source":
+            hint = _HINTS["price_source"]
+        else:
+            hint = _HINTS.get(str(loc[-1]), hint)
+    return path, message, hint
+
+
+def _report(errors: Sequence[Mapping[str, Any]], *, origin: str, locate: Locator | None) -> InvalidInput:
+    """One InvalidInput for every problem of a document, in file order: the first names its field, file
+    and line; the others follow in its message, each with its line, field and fix."""
+    found = sorted(
+        ((_line(path, locate), path, message, hint) for path, message, hint in map(_problem, errors)),
+        key=lambda p: p[0] or 0,
+    )
+    (line, path, message, hint), rest = found[0], found[1:]
+    detail = f"{_where(origin, line)}: {message}"
+    if rest:
+        others = "; ".join(
+            f"[{k}] {'' if n is None else f'line {n}, '}{p or 'document'}: {m} ({h})"
+            for k, (n, p, m, h) in enumerate(rest, start=2)
+        )
+        detail += f"; and {len(rest)} more problem{'s' if len(rest) > 1 else ''}: {others}"
+    return InvalidInput(detail, hint=hint, field=path or None)
+
+
+def _where(origin: str, line: int | None) -> str:
+    return f"{origin}, line {line}" if line is not None else origin
+
+
+def _line(path: str, locate: Locator | None) -> int | None:
+    """The line of `path`, or of its nearest parent the file has (a missing field: its mapping's line)."""
+    if locate is None:
+        return None
+    probe = path
+    while True:
+        line = locate(probe)
+        if line is not None or not probe:
+            return line
+        probe = _parent(probe)
 
 
 def _parent(path: str) -> str:
@@ -156,320 +511,18 @@ def parse_catalog_document(document: Any, *, origin: str, locate: Locator | None
     """Validate a srift-catalog/1 document (already loaded) and return it as a SnapshotData.
 
     `origin` names the document in errors (a file path, or e.g. "testbed document"); `locate` maps a dotted
-    field path to its 1-based line in the source file, when there is one.
+    field path to its 1-based line in the source file, when there is one. Every problem is reported.
     """
-    c = _Checker(origin, locate)
     if not isinstance(document, Mapping):
-        raise c.fail(
-            "", "is not a mapping", "the file must be a YAML mapping with provider, source, instance_types"
+        raise InvalidInput(
+            f"{_where(origin, _line('', locate))}: is not a mapping",
+            hint="the file must be a YAML mapping with provider, source, instance_types",
         )
-    _no_unknown_keys(c, document, "", _TOP_KEYS)
-    fmt = document.get("format", FORMAT)
-    if fmt != FORMAT:
-        raise c.fail("format", f"{fmt!r} is not supported", f"use `format: {FORMAT}` or leave it out")
-    provider = _text(c, document, "provider", "", pattern=NAME_RE, hint="a lowercase name such as `onprem`")
-    snapshot = document.get("snapshot")
-    if snapshot is None:
-        snapshot = f"{provider}-import"
-    elif not isinstance(snapshot, str) or not SNAPSHOT_RE.match(snapshot):
-        raise c.fail(
-            "snapshot", f"{snapshot!r} is not a valid snapshot name", "use letters, digits, '.', '_', '-'"
-        )
-    active = document.get("active", True)
-    if not isinstance(active, bool):
-        raise c.fail("active", f"{active!r} is not true or false", "write `active: true` or `active: false`")
-    source = _text(
-        c, document, "source", "", max_len=MAX_SOURCE_CHARS, hint="say where the numbers come from"
-    )
-    as_of = _date(c, document, "as_of", "")
-    sources = _sources(c, document.get("sources"))
-    default_key = _source_key(c, document, "price_source", "", sources)
-    default_source = sources[default_key] if default_key else (source, as_of)
-
-    raw_types = document.get("instance_types")
-    if not isinstance(raw_types, list) or not raw_types:
-        raise c.fail("instance_types", "is missing or empty", "list at least one instance type")
-    types: list[TypeData] = []
-    prices: list[PriceData] = []
-    seen: set[str] = set()
-    for i, raw in enumerate(raw_types):
-        path = f"instance_types[{i}]"
-        type_data, type_prices = _instance_type(c, raw, path, provider, sources, default_source)
-        name = type_data.instance.name
-        if name in seen:
-            raise c.fail(f"{path}.name", f"{name!r} appears twice", "give each instance type once")
-        seen.add(name)
-        types.append(type_data)
-        prices.extend(type_prices)
-    return SnapshotData(
-        name=snapshot,
-        provider=provider,
-        source=source,
-        as_of=as_of,
-        active=active,
-        types=tuple(types),
-        prices=tuple(prices),
-    )
-
-
-def _no_unknown_keys(c: _Checker, data: Mapping[str, Any], path: str, allowed: set[str]) -> None:
-    for key in data:
-        if key not in allowed:
-            raise c.fail(
-                _join(path, str(key)),
-                "is not a known field",
-                f"remove it or correct the spelling; known fields: {', '.join(sorted(allowed))}",
-            )
-
-
-def _text(
-    c: _Checker,
-    data: Mapping[str, Any],
-    key: str,
-    path: str,
-    *,
-    hint: str,
-    pattern: re.Pattern[str] | None = None,
-    max_len: int = 200,
-) -> str:
-    where = _join(path, key)
-    value = data.get(key)
-    if value is None:
-        raise c.fail(where, "is missing", f"add `{key}`: {hint}")
-    if not isinstance(value, str) or not value.strip():
-        raise c.fail(where, f"{value!r} is not a non-empty text", hint)
-    if len(value) > max_len:
-        raise c.fail(where, f"is {len(value)} characters long (limit {max_len})", "shorten it")
-    if pattern is not None and not pattern.match(value):
-        raise c.fail(where, f"{value!r} is not valid", hint)
-    return value.strip()
-
-
-def _date(c: _Checker, data: Mapping[str, Any], key: str, path: str) -> date:
-    where = _join(path, key)
-    value = data.get(key)
-    if value is None:
-        raise c.fail(where, "is missing", f"add `{key}: YYYY-MM-DD`, the date the numbers were valid")
-    if isinstance(value, datetime):
-        return value.date()
-    if isinstance(value, date):
-        return value
-    if isinstance(value, str):
-        try:
-            return date.fromisoformat(value.strip())
-        except ValueError:
-            pass
-    raise c.fail(where, f"{value!r} is not a date", "write it as YYYY-MM-DD")
-
-
-def _number(
-    c: _Checker,
-    data: Mapping[str, Any],
-    key: str,
-    path: str,
-    *,
-    minimum: float,
-    strict: bool,
-    default: Any = ...,
-) -> float:
-    where = _join(path, key)
-    value = data.get(key)
-    if value is None:
-        if default is not ...:
-            return float(default)
-        raise c.fail(where, "is missing", f"add `{key}`")
     try:
-        value = _NUMBER.validate_python(value)
-    except ValidationError:
-        raise c.fail(where, f"{value!r} is not a number", f"give `{key}` as a number") from None
-    if value < minimum or (strict and value == minimum):
-        bound = f"> {minimum:g}" if strict else f">= {minimum:g}"
-        raise c.fail(where, f"{value} is out of range", f"`{key}` must be {bound}")
-    return float(value)
-
-
-_NUMBER: TypeAdapter[float] = TypeAdapter(Number)
-_WHOLE: TypeAdapter[int] = TypeAdapter(WholeNumber)
-"""The documents' one rule for numbers and integers (srift.documents): 3.0 is the integer 3 here too."""
-
-
-def _integer(c: _Checker, data: Mapping[str, Any], key: str, path: str, *, minimum: int) -> int:
-    where = _join(path, key)
-    value = data.get(key)
-    if value is None:
-        raise c.fail(where, "is missing", f"add `{key}`")
-    try:
-        value = _WHOLE.validate_python(value)
-    except ValidationError:
-        raise c.fail(where, f"{value!r} is not a whole number", f"give `{key}` as an integer") from None
-    if value < minimum or value > 100_000:
-        raise c.fail(where, f"{value} is out of range", f"`{key}` must be between {minimum} and 100000")
-    return value
-
-
-def _flag(c: _Checker, data: Mapping[str, Any], key: str, path: str) -> bool:
-    value = data.get(key, False)
-    if not isinstance(value, bool):
-        raise c.fail(
-            _join(path, key), f"{value!r} is not true or false", f"write `{key}: true` or `{key}: false`"
-        )
-    return value
-
-
-def _sources(c: _Checker, raw: Any) -> dict[str, tuple[str, date]]:
-    if raw is None:
-        return {}
-    if not isinstance(raw, Mapping):
-        raise c.fail("sources", "is not a mapping", "map each source key to {text: ..., as_of: YYYY-MM-DD}")
-    out: dict[str, tuple[str, date]] = {}
-    for key, entry in raw.items():
-        path = f"sources.{key}"
-        if not isinstance(entry, Mapping):
-            raise c.fail(path, "is not a mapping", "give {text: ..., as_of: YYYY-MM-DD}")
-        _no_unknown_keys(c, entry, path, {"text", "as_of"})
-        text = _text(c, entry, "text", path, max_len=MAX_SOURCE_CHARS, hint="describe the source")
-        out[str(key)] = (text, _date(c, entry, "as_of", path))
-    return out
-
-
-def _source_key(
-    c: _Checker, data: Mapping[str, Any], key: str, path: str, sources: Mapping[str, tuple[str, date]]
-) -> str | None:
-    value = data.get(key)
-    if value is None:
-        return None
-    if not isinstance(value, str) or value not in sources:
-        known = ", ".join(sorted(sources)) or "none defined"
-        raise c.fail(_join(path, key), f"{value!r} is not a key of `sources`", f"use one of: {known}")
-    return value
-
-
-def _instance_type(
-    c: _Checker,
-    raw: Any,
-    path: str,
-    provider: str,
-    sources: Mapping[str, tuple[str, date]],
-    default_source: tuple[str, date],
-) -> tuple[TypeData, list[PriceData]]:
-    if not isinstance(raw, Mapping):
-        raise c.fail(path, "is not a mapping", "give each instance type as a mapping with name, vcpus, ...")
-    _no_unknown_keys(c, raw, path, _TYPE_KEYS)
-    name = _text(c, raw, "name", path, pattern=TYPE_NAME_RE, max_len=128, hint="e.g. `g4dn.xlarge`")
-    gpu_count = _integer(c, raw, "gpu_count", path, minimum=0)
-    gpu_model = raw.get("gpu_model")
-    if gpu_count > 0:
-        gpu_model = _text(c, raw, "gpu_model", path, max_len=64, hint="the GPU's model, e.g. `T4` or `A100`")
-        gpu_memory = _number(c, raw, "gpu_memory_gib", path, minimum=0, strict=True)
-    else:
-        if gpu_model is not None:
-            raise c.fail(
-                _join(path, "gpu_model"), "is set but gpu_count is 0", "remove gpu_model or set gpu_count"
-            )
-        gpu_memory = _number(c, raw, "gpu_memory_gib", path, minimum=0, strict=False, default=0)
-        if gpu_memory != 0:
-            raise c.fail(
-                _join(path, "gpu_memory_gib"), "is set but gpu_count is 0", "set it to 0 or remove it"
-            )
-    vcpus = _integer(c, raw, "vcpus", path, minimum=1)
-    memory = _number(c, raw, "memory_gib", path, minimum=0, strict=True)
-    network = _number(c, raw, "network_gbps", path, minimum=0, strict=True)
-    burst = _flag(c, raw, "network_burst", path)
-    efa = _flag(c, raw, "efa", path)
-    interconnect = _interconnect(c, raw, path, gpu_count)
-    if interconnect is Interconnect.NONE:
-        ic_gbps = _number(c, raw, "interconnect_gbps", path, minimum=0, strict=False, default=0)
-        if ic_gbps != 0:
-            raise c.fail(_join(path, "interconnect_gbps"), "is set but interconnect is none", "set it to 0")
-    else:
-        ic_gbps = _number(c, raw, "interconnect_gbps", path, minimum=0, strict=True)
-    extra = raw.get("extra") or {}
-    if not isinstance(extra, Mapping):
-        raise c.fail(_join(path, "extra"), "is not a mapping", "give extra facts as a mapping, or remove it")
-    type_source_key = _source_key(c, raw, "price_source", path, sources)
-    type_source = sources[type_source_key] if type_source_key else default_source
-    instance = InstanceType(
-        provider=provider,
-        name=name,
-        gpu_model=gpu_model,
-        gpu_count=gpu_count,
-        gpu_memory_gib=gpu_memory,
-        vcpus=vcpus,
-        memory_gib=memory,
-        network_gbps=network,
-        network_burst=burst,
-        interconnect=interconnect,
-        interconnect_gbps=ic_gbps,
-        efa=efa,
-    )
-    prices = _prices(c, raw.get("prices"), _join(path, "prices"), name, sources, type_source)
-    return TypeData(instance=instance, extra=_plain(dict(extra))), prices
-
-
-def _interconnect(c: _Checker, raw: Mapping[str, Any], path: str, gpu_count: int) -> Interconnect:
-    value = raw.get("interconnect")
-    where = _join(path, "interconnect")
-    choices = ", ".join(i.value for i in Interconnect)
-    if value is None:
-        if gpu_count > 1:
-            raise c.fail(where, "is missing for a multi-GPU type", f"add `interconnect`: one of {choices}")
-        return Interconnect.NONE
-    try:
-        ic = Interconnect(value)
-    except ValueError:
-        raise c.fail(where, f"{value!r} is not an interconnect", f"use one of {choices}") from None
-    if gpu_count <= 1 and ic is not Interconnect.NONE:
-        raise c.fail(where, f"is {ic.value} but the type has {gpu_count} GPU(s)", "use `none` below two GPUs")
-    if gpu_count > 1 and ic is Interconnect.NONE:
-        raise c.fail(where, "is none for a multi-GPU type", f"use one of {choices}")
-    return ic
-
-
-def _prices(
-    c: _Checker,
-    raw: Any,
-    path: str,
-    name: str,
-    sources: Mapping[str, tuple[str, date]],
-    default_source: tuple[str, date],
-) -> list[PriceData]:
-    if not isinstance(raw, Mapping) or not raw:
-        raise c.fail(path, "is missing or empty", "map each region to {on_demand: USD/h, spot: USD/h}")
-    out: list[PriceData] = []
-    markets = ", ".join(m.value for m in Market)
-    for region, by_market in raw.items():
-        rpath = f"{path}.{region}"
-        if not isinstance(region, str) or not NAME_RE.match(region):
-            raise c.fail(rpath, f"{region!r} is not a region name", "use lowercase letters, digits and '-'")
-        if not isinstance(by_market, Mapping) or not by_market:
-            raise c.fail(rpath, "has no prices", f"map markets ({markets}) to USD per hour")
-        for market_key, value in by_market.items():
-            mpath = f"{rpath}.{market_key}"
-            try:
-                market = Market(market_key)
-            except ValueError:
-                raise c.fail(mpath, f"{market_key!r} is not a market", f"use {markets}") from None
-            if isinstance(value, Mapping):
-                _no_unknown_keys(c, value, mpath, {"price_usd_per_hr", "source"})
-                price = _number(c, value, "price_usd_per_hr", mpath, minimum=0, strict=True)
-                key = _source_key(c, value, "source", mpath, sources)
-                text, as_of = sources[key] if key else default_source
-            else:
-                price = _number(c, by_market, str(market_key), rpath, minimum=0, strict=True)
-                text, as_of = default_source
-            out.append(PriceData(name, region, market, price, text, as_of))
-    return out
-
-
-def _plain(value: Any) -> Any:
-    """Turn YAML values (dates included) into JSON-storable ones."""
-    if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    if isinstance(value, date):
-        return value.isoformat()
-    return value
+        parsed = CatalogDocument.model_validate(_text_keys(document))
+    except ValidationError as exc:
+        raise _report(exc.errors(), origin=origin, locate=locate) from None
+    return parsed.to_domain()
 
 
 # --- YAML files with line numbers ---------------------------------------------------------------------------

@@ -24,7 +24,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from srift.documents import field_path
+from srift.documents import invalid_input
 from srift.domain.geo import Continent, EgressPrices, Link, Location, RegionInfo, Route
 from srift.errors import InvalidInput
 
@@ -132,13 +132,7 @@ def _validated(model: type[BaseModel], data: Any, *, origin: str) -> Any:
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = field_path(first.get("loc", ()))
-        raise InvalidInput(
-            f"{origin}: {first.get('msg', 'invalid')}",
-            hint="correct the named field (formats: docs/geo.md)",
-            field=where or None,
-        ) from exc
+        raise invalid_input(exc, where=origin) from exc
 
 
 def _cite(sources: Mapping[str, _Source], key: str, *, origin: str) -> str:

@@ -16,10 +16,11 @@ from pathlib import Path
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
-from srift.catalog.document import MAX_SOURCE_CHARS, SnapshotData, load_catalog_file
+from srift.catalog.document import SnapshotData, load_catalog_file
 from srift.catalog.store import delete_snapshot, save_snapshot
 from srift.db.session import transaction
 from srift.db.tables import CatalogSnapshot
+from srift.limits import MAX_SOURCE_CHARS
 from srift.settings import Settings
 
 log = logging.getLogger("srift.catalog")

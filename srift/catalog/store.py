@@ -29,11 +29,12 @@ from typing import Any
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
-from srift.catalog.document import MAX_SOURCE_CHARS, SnapshotData
+from srift.catalog.document import SnapshotData
 from srift.db.revisions import database_key, read_revisions
 from srift.db.tables import CatalogSnapshot, InstanceTypeRow, PriceRow
 from srift.domain.catalog import InstanceType, Interconnect, Market, MarketChoice, Offer
 from srift.errors import Conflict, InvalidInput, NotFound
+from srift.limits import MAX_SOURCE_CHARS
 
 
 @dataclass(frozen=True, slots=True)
