@@ -372,12 +372,6 @@ class ModelProfile:
                 return ys[i - 1] + w * (ys[i] - ys[i - 1])
         return ys[-1]
 
-    def loop_wall_per_cpu(self) -> float:
-        """The training loop's wall seconds per CPU second (`extra["loop_wall_per_cpu"]`, ≥ 1; 1 when not
-        measured): a step cannot run faster than its CPU time, its wall time over this ratio."""
-        value = (self.extra or {}).get("loop_wall_per_cpu")
-        return max(1.0, float(value)) if isinstance(value, int | float) and _number(value) else 1.0
-
     def loop_overhead_s(self, *, distributed: bool) -> float:
         """Seconds per iteration a training loop spends beyond forward, backward and the optimizer step,
         measured by the profiler (`extra["loop_overhead_s"]`: `zero_grad` freeing the gradients;
