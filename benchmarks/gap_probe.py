@@ -1,7 +1,8 @@
 """Run inside each testbed host of a ring: an allreduce timed back to back (as the bandwidth probe times it)
 and after an idle or busy gap (as a DDP bucket is reduced after forward and backward).
 
-Issue #17, cause 7: DDP's exchange of a small model ran about twice as fast as the probe's wire time.
+Issue #17, cause 7 (d): tests whether the probe's back-to-back timing made small exchanges look slower
+than DDP's. It did not: after compute the exchange is slower than back to back (docs/validation.md).
 For each size and each gap, `--reps` samples; a sample is a barrier, then the gap (`sleep` for
 `--gaps-ms` milliseconds, or `model`: one forward+backward of `--model` at `--batch`), then one timed
 allreduce, then (`--follow` times) further back-to-back allreduces of the same buffer, each timed. A
