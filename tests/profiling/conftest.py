@@ -1,4 +1,5 @@
-"""Fixtures of the profiler tests: a valid profile document built by hand (no torch needed)."""
+"""Fixtures of the profiler tests: a valid profile document built by hand (no torch needed), and one real
+profile of a small model shared by the tests that read what the profiler measured."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ import copy
 from typing import Any
 
 import pytest
+
+from srift.domain import ModelProfile
 
 DOCUMENT: dict[str, Any] = {
     "schema_version": 1,
@@ -33,3 +36,21 @@ DOCUMENT: dict[str, Any] = {
 def profile_doc() -> dict[str, Any]:
     """A fresh copy of a valid profile document."""
     return copy.deepcopy(DOCUMENT)
+
+
+@pytest.fixture(scope="session")
+def sequential_profile() -> ModelProfile:
+    """`srift profile`'s result for the small sequential test model (max batch 8: breakpoints 1, 3, 5, 8),
+    made once: the update time, loop overhead and idle-compute tests each read their part of it."""
+    from srift.profiling import testmodels
+    from srift.profiling.profiler import profile_model
+
+    return profile_model(
+        testmodels.sequential,
+        testmodels.sequential_input,
+        threads=1,
+        max_batch=8,
+        repeats=2,
+        warmup=1,
+        iterations=3,
+    )

@@ -12,7 +12,7 @@ from torch import nn
 from srift.domain import ModelProfile
 from srift.errors import InvalidInput
 from srift.profiling import testmodels
-from srift.profiling.profiler import IDLE_GAPS_S, _build_bench, _idle_compute, profile_model, trainable_layers
+from srift.profiling.profiler import IDLE_GAPS_S, _build_bench, _idle_compute, trainable_layers
 from srift.sim.layers import bucket_groups, bucketed
 
 
@@ -50,16 +50,8 @@ def test_a_module_with_more_than_two_parameters_is_one_layer_per_parameter() -> 
     assert layers[-1].grad_bytes == (8 * 3 + 3) * 4 and len(layers[-1].params) == 2
 
 
-def test_profile_carries_the_idle_measurement() -> None:
-    result = profile_model(
-        testmodels.sequential,
-        testmodels.sequential_input,
-        threads=1,
-        max_batch=8,
-        repeats=2,
-        warmup=1,
-        iterations=3,
-    )
+def test_profile_carries_the_idle_measurement(sequential_profile: ModelProfile) -> None:
+    result = sequential_profile
     idle = result.extra["idle_compute"]
     assert idle["gaps_s"] == list(IDLE_GAPS_S) and idle["batch"] == 3
     assert all(0.05 <= r <= 2.0 for r in idle["ratio"])

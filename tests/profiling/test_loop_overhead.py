@@ -9,7 +9,7 @@ import torch
 
 from srift.domain import ModelProfile
 from srift.profiling import testmodels
-from srift.profiling.profiler import _build_bench, _loop_overhead, profile_model
+from srift.profiling.profiler import _build_bench, _loop_overhead
 
 
 def test_overheads_from_hand_made_clocks() -> None:
@@ -49,16 +49,8 @@ def test_update_is_cpu_seconds_times_the_loops_ratio_not_its_quantised_wall() ->
     assert "ddp_overhead_s" not in got
 
 
-def test_profile_carries_the_loop_overhead() -> None:
-    result = profile_model(
-        testmodels.sequential,
-        testmodels.sequential_input,
-        threads=1,
-        max_batch=8,
-        repeats=2,
-        warmup=1,
-        iterations=3,
-    )
+def test_profile_carries_the_loop_overhead(sequential_profile: ModelProfile) -> None:
+    result = sequential_profile
     plain = result.extra["loop_overhead_s"]
     assert result.extra["loop_overhead_batch"] == 3  # the second breakpoint of max batch 8: 1, 3, 5, 8
     assert 0 < result.update_s < 1.0

@@ -3,20 +3,10 @@
 from __future__ import annotations
 
 from srift.domain import ModelProfile
-from srift.profiling import testmodels
-from srift.profiling.profiler import profile_model
 
 
-def test_profile_measures_an_optimizer_step() -> None:
-    result = profile_model(
-        testmodels.sequential,
-        testmodels.sequential_input,
-        threads=1,
-        max_batch=8,
-        repeats=2,
-        warmup=1,
-        iterations=3,
-    )
+def test_profile_measures_an_optimizer_step(sequential_profile: ModelProfile) -> None:
+    result = sequential_profile
     assert 0 < result.update_s < 1.0
     assert "SGD" in result.extra["update"]
     again = ModelProfile.from_dict(result.to_dict())
