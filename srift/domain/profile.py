@@ -47,6 +47,10 @@ class ComputeCurve:
 
 MAX_OVERLAP_SLOWDOWN = 10.0
 """A compute slowdown under a concurrent allreduce above this is a broken measurement, not a host."""
+MAX_QUOTA_CORES = 4096.0
+"""A CPU quota above this many cores is not a quota a training host runs under."""
+MAX_QUOTA_PERIOD_S = 1.0
+"""The kernel's longest CFS period (cpu.cfs_period_us ≤ 1 s)."""
 
 
 def robust_log_spread(values: list[float]) -> float:
@@ -304,6 +308,13 @@ class ModelProfile:
         """Forward plus backward seconds at a per-device batch."""
         return self.forward.time_s(batch) + self.backward.time_s(batch)
 
+    def compute_floor_s(self, batch: float) -> float:
+        """The least forward plus backward seconds an iteration can show at a per-device batch: `compute_s`
+        less its largest fresh-quota saving (`fresh_quota_saving_s`); `compute_s` where no quota binds. The
+        optimizer's floors use it, so that they stay below the simulator's iterations."""
+        compute = self.compute_s(batch)
+        return compute - self.fresh_quota_saving_s(idle_s=math.inf, compute_s=compute)
+
     def compute_spread(self, batch: float) -> float:
         """How far a run's forward+backward time may fall from the curve at `batch`: a log-spread.
 
@@ -371,6 +382,34 @@ class ModelProfile:
                 w = (idle_s - xs[i - 1]) / (xs[i] - xs[i - 1])
                 return ys[i - 1] + w * (ys[i] - ys[i - 1])
         return ys[-1]
+
+    def cpu_share(self) -> tuple[float, float] | None:
+        """(share of a core each of the profile's threads gets, CFS period in seconds) under the CPU quota
+        `srift profile` read from its cgroup (`extra["cpu_quota"]`), or None where no quota binds (none
+        recorded, or at least one core per thread)."""
+        found = (self.extra or {}).get("cpu_quota")
+        if not isinstance(found, dict):
+            return None
+        cores, period = found.get("cores"), found.get("period_s")
+        if not (isinstance(cores, int | float) and isinstance(period, int | float)):
+            return None
+        share, period_s = float(cores) / max(1, self.threads or 1), float(period)
+        return (share, period_s) if 0 < share < 1.0 and period_s > 0 else None
+
+    def fresh_quota_saving_s(self, *, idle_s: float, compute_s: float) -> float:
+        """Wall seconds a step of `compute_s` (as profiled, back to back) saves when it follows `idle_s`
+        seconds idle, as a data-parallel rank's step follows its wait for the exchange.
+
+        Under a quota of q of a core per period P (`cpu_share`), steps back to back run at q: each CPU
+        second costs 1/q wall seconds. Idle time leaves quota unused, at most q·min(idle, P) CPU seconds
+        (unused quota expires with its period); the next step runs that much unthrottled, each CPU second
+        saving 1/q − 1: (1 − q)·min(idle, P), and never more than (1 − q)·compute_s (a step cannot run
+        faster than its CPU time). 0 where no quota binds (a GPU host, a VM's own vCPUs)."""
+        share = self.cpu_share()
+        if share is None or idle_s <= 0 or compute_s <= 0:
+            return 0.0
+        q, period_s = share
+        return (1.0 - q) * min(idle_s, period_s, compute_s)
 
     def loop_overhead_s(self, *, distributed: bool) -> float:
         """Seconds per iteration a training loop spends beyond forward, backward and the optimizer step,
@@ -502,6 +541,20 @@ class ModelProfile:
                     "gap]} as `srift profile` writes it, or omit it",
                     field="extra.idle_compute",
                 )
+        quota = extra.get("cpu_quota")
+        if quota is not None and not (
+            isinstance(quota, dict)
+            and set(quota) == {"cores", "period_s"}
+            and all(_number(v) for v in quota.values())
+            and 0 < float(quota["cores"]) <= MAX_QUOTA_CORES
+            and 0 < float(quota["period_s"]) <= MAX_QUOTA_PERIOD_S
+        ):
+            raise InvalidInput(
+                f"{quota!r} is not a CPU quota",
+                hint=f"give {{cores: share of a CPU in (0, {MAX_QUOTA_CORES}], period_s: CFS period in "
+                f"(0, {MAX_QUOTA_PERIOD_S:g}]}} as `srift profile` reads it from the cgroup, or omit it",
+                field="extra.cpu_quota",
+            )
         for key in ("loop_overhead_s", "ddp_overhead_s"):
             value = extra.get(key)
             if value is not None and not (_number(value) and 0 <= float(value) <= 3600):

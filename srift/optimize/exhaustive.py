@@ -282,7 +282,7 @@ class BranchAndBound:
         batch that fits: (times, largest per-GPU batch from that time on)."""
         top = self.hi[q] // self.d[q]
         profile = self.problem.candidates[q].profile
-        pairs = sorted((self.factor * profile.compute_s(float(k)), k) for k in range(1, top + 1))
+        pairs = sorted((self.factor * profile.compute_floor_s(float(k)), k) for k in range(1, top + 1))
         times: list[float] = []
         best: list[int] = []
         for t, k in pairs:

@@ -100,8 +100,9 @@ class Candidate:
         return self.offer.price_usd_per_s
 
     def floor_s(self, vm_batch: int) -> float:
-        """Forward + backward seconds at this per-VM batch: a lower bound of any iteration using it."""
-        return self.profile.compute_s(vm_batch / self.offer.instance.devices)
+        """Forward + backward seconds at this per-VM batch (less a CPU quota's fresh-quota saving): a lower
+        bound of any iteration using it."""
+        return self.profile.compute_floor_s(vm_batch / self.offer.instance.devices)
 
     def per_gpu_options(self, policy: BatchPolicy) -> tuple[int, ...]:
         """Whole per-GPU batches a non-final group may use, ascending."""

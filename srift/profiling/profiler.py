@@ -41,6 +41,9 @@
    `_loop_overhead`. On CPU, in the same place, `extra["idle_compute"]` is a step (zero_grad, forward,
    backward) after idle gaps of 5, 10 and 30 ms over the step back to back (`_idle_compute`): a rank waiting
    for the exchange starts its next step with a fresh CPU quota (measured; the simulator does not use it yet).
+   Where the process runs under a CFS CPU quota (a container's CPU limit, a testbed host), its share of a
+   core and its period are read from the cgroup into `extra["cpu_quota"]` (`srift.profiling.cpuquota`); the
+   simulator takes a waiting rank's saving from it (`ModelProfile.fresh_quota_saving_s`).
 
 Default loss: the sum, over every floating-point tensor in the model's output, of its mean.
 """
@@ -68,6 +71,7 @@ from srift.domain.structure import ModelStructure, Precision, parse_precision
 from srift.errors import EnvironmentProblem, Infeasible, InvalidInput
 from srift.profiling import memory
 from srift.profiling.accelerator import MAX_NAME_CHARS, cpu_accelerator_name
+from srift.profiling.cpuquota import read_cpu_quota
 from srift.profiling.curves import (
     BendCheck,
     CurveSamples,
@@ -385,6 +389,9 @@ def profile_model(
             overhead = _loop_overhead(bench, batch=loop_batch, repeats=repeats)
             if not bench.cuda:
                 overhead["idle_compute"] = _idle_compute(bench, batch=loop_batch, repeats=repeats)
+                quota = read_cpu_quota()
+                if quota is not None:
+                    overhead["cpu_quota"] = quota.to_extra()
             in_loop = overhead.pop("update_s", None)
             if in_loop is None:
                 in_loop = _update_time(bench, batch=loop_batch, repeats=repeats)

@@ -3,9 +3,12 @@
 The optimizer prunes with these, so each is a promise about the simulator (tested against it):
 
 - Compute. The simulator's compute phase ends at C̄ = max(mean over iterations of the slowest VM's draw,
-  max over members of ρ_m · mean_m). Draws come from common random numbers (`srift.sim.compute`): a member's
-  stream depends only on what it is, never on the other members, and the largest of k normals grows with k.
-  So C̄ of a fleet is at most C̄ of any fleet holding the same members plus others; it is computed exactly.
+  max over members of ρ_m · mean_m). Draws come from common random numbers (`srift.sim.compute`): a
+  member's stream depends only on what it is, never on the other members, and the largest of k normals
+  grows with k. So C̄ of a fleet is at most C̄ of any fleet holding the same members plus others; it is
+  computed exactly. A member under a CPU quota may start its steps on fresh quota (`_point`), so here its
+  compute is `ModelProfile.compute_floor_s`, less its largest saving (the compute less the saving grows
+  with the compute, and the simulator's compute also holds the loop overhead).
 - Exchange. Layer j is released at a_j = max over members of ρ_m (fw_m + ready_frac_j · bw_m) (more members:
   later), then passes the intra-node and network stages in tandem; in each stage a transfer never runs faster
   than its size class's lone rate and the stage never moves more than its cap. So the exchange ends no
@@ -113,6 +116,10 @@ class Bounder:
         fw = profile.forward.time_s(member.batch / d)
         bw = profile.backward.time_s(member.batch / d)
         mean = fw + bw
+        floor = profile.compute_floor_s(member.batch / d)
+        if 0 < floor < mean:
+            fw, bw = fw * floor / mean, bw * floor / mean
+            mean = fw + bw
         base = member_base(member)
         bases = partial.bases if partial is not None else ()
         key = member_key(base, bases.count(base))
