@@ -367,9 +367,8 @@ class ModelProfile:
         each idle gap over the median step back to back, interleaved, at the loop-overhead batch). Under a
         CPU quota (a cloud vCPU share, a testbed host) a step that follows an idle wait starts with a fresh
         quota, while steps back to back carry each other's throttling. Linear between the measured gaps
-        (1 at 0 s), the last ratio beyond the last gap. The simulator does not apply it yet: the throttling
-        a step leaves behind delays the exchange that follows, which is not measured (docs/validation.md,
-        cause 7)."""
+        (1 at 0 s), the last ratio beyond the last gap. The simulator does not apply it: it takes the
+        saving from the quota itself (`fresh_quota_saving_s`; docs/validation.md, cause 7)."""
         found = (self.extra or {}).get("idle_compute")
         if not isinstance(found, dict) or idle_s <= 0:
             return 1.0

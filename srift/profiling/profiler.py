@@ -40,7 +40,8 @@
    period. On CUDA `update_s` is the median synchronised time of a step timed on its own. See
    `_loop_overhead`. On CPU, in the same place, `extra["idle_compute"]` is a step (zero_grad, forward,
    backward) after idle gaps of 5, 10 and 30 ms over the step back to back (`_idle_compute`): a rank waiting
-   for the exchange starts its next step with a fresh CPU quota (measured; the simulator does not use it yet).
+   for the exchange starts its next step with a fresh CPU quota (measured, kept as evidence; the simulator
+   does not use it).
    Where the process runs under a CFS CPU quota (a container's CPU limit, a testbed host), its share of a
    core and its period are read from the cgroup into `extra["cpu_quota"]` (`srift.profiling.cpuquota`); the
    simulator takes a waiting rank's saving from it (`ModelProfile.fresh_quota_saving_s`).

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
 import pytest
 from hypothesis import given, settings
@@ -49,6 +50,31 @@ def test_cost_per_sample_floor_is_the_minimum_over_every_batch(seed: int) -> Non
 def test_max_batch_within_is_the_largest_batch_that_fits(seed: int, frac: float) -> None:
     cand = _odd_candidate(seed)
     times = {b: cand.floor_s(b) for b in range(cand.min_vm_batch, cand.max_vm_batch + 1)}
+    limit = min(times.values()) * 0.9 + frac * (max(times.values()) - min(times.values())) * 1.1
+    expected = max((b for b, t in times.items() if t <= limit), default=0)
+    assert max_batch_within(cand, limit) == expected
+
+
+def _quota_candidate(seed: int) -> Candidate:
+    """`_odd_candidate` under a CPU quota whose period lies inside its compute range, so that its floor
+    (compute less the fresh-quota saving) bends between two curve points."""
+    cand = _odd_candidate(seed)
+    rng = random.Random(~seed)
+    d = cand.devices
+    lo, hi = cand.profile.compute_s(cand.min_vm_batch / d), cand.profile.compute_s(cand.max_vm_batch / d)
+    period_s = lo + rng.uniform(0.05, 0.95) * (hi - lo) if hi > lo else max(lo, 1e-3)
+    extra = {"cpu_quota": {"cores": rng.uniform(0.1, 0.9), "period_s": period_s}}
+    return replace(cand, profile=replace(cand.profile, extra=extra))
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.floats(0.0, 1.0))
+def test_search_helpers_are_exact_on_a_quota_floor(seed: int, frac: float) -> None:
+    cand = _quota_candidate(seed)
+    times = {b: cand.floor_s(b) for b in range(cand.min_vm_batch, cand.max_vm_batch + 1)}
+    assert all(t <= cand.profile.compute_s(b / cand.devices) for b, t in times.items())
+    scan = min(t / b for b, t in times.items())
+    assert cost_per_sample_floor(cand) == pytest.approx(max(scan, 0.0) * cand.price_usd_per_s, rel=1e-12)
     limit = min(times.values()) * 0.9 + frac * (max(times.values()) - min(times.values())) * 1.1
     expected = max((b for b, t in times.items() if t <= limit), default=0)
     assert max_batch_within(cand, limit) == expected
