@@ -22,6 +22,7 @@ import os
 import statistics
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -440,8 +441,16 @@ def cmd_overlap(args: argparse.Namespace) -> dict[str, Any]:
     return results
 
 
+def _kernel_jiffies() -> int:
+    """The machine's system + irq + softirq time so far (/proc/stat, clock ticks): the kernel's network
+    work (veth, bridge, tc) runs there, outside any host's CPU quota."""
+    fields = Path("/proc/stat").read_text().splitlines()[0].split()
+    return int(fields[3]) + int(fields[6]) + int(fields[7])
+
+
 def cmd_gap(args: argparse.Namespace) -> dict[str, Any]:
-    """benchmarks/gap_probe.py on `--hosts` hosts of each type: an allreduce back to back vs after a gap."""
+    """benchmarks/gap_probe.py on `--hosts` hosts of each type, or on each `--fleet` (a ring of mixed
+    types): an allreduce back to back vs after a gap, and the kernel's CPU while it ran."""
     import subprocess
 
     factory, input_factory = model_spec(args.model) if args.model else ("", "")
@@ -449,8 +458,15 @@ def cmd_gap(args: argparse.Namespace) -> dict[str, Any]:
     repo = Path(__file__).resolve().parents[1]
     results: dict[str, Any] = {"model": args.model, "batch": args.batch, "runs": []}
     with lab(workdir, []) as (testbed, _pool):
-        for type_name in args.types.split(","):
-            hosts = [h for h in testbed.hosts_of_type(type_name)][: args.hosts]
+        rings: list[tuple[str, list[Any]]] = []
+        for spec in args.fleet or []:
+            by_name = {h.name: h for h in testbed.hosts}
+            rings.append((spec, [by_name[n] for n in hosts_for(testbed, parse_fleet(spec))]))
+        if not args.fleet:
+            for type_name in args.types.split(","):
+                rings.append((type_name, [h for h in testbed.hosts_of_type(type_name)][: args.hosts]))
+        for type_name, hosts in rings:
+            kernel_before, wall_before = _kernel_jiffies(), time.monotonic()
             procs = []
             for rank, host in enumerate(hosts):
                 argv = [sys.executable, "-m", "benchmarks.gap_probe", "--sizes", args.sizes]
@@ -470,9 +486,13 @@ def cmd_gap(args: argparse.Namespace) -> dict[str, Any]:
                     )
                 )
             outs = [p.communicate(timeout=900)[0] for p in procs]
+            kernel_cpus = (_kernel_jiffies() - kernel_before) / os.sysconf("SC_CLK_TCK")
+            kernel_share = kernel_cpus / max(1e-9, time.monotonic() - wall_before)
             data = json.loads(outs[0].strip().splitlines()[-1])
-            results["runs"].append({"type": type_name, "hosts": len(hosts), "samples": data})
-            print(f"== {type_name} ×{len(hosts)}")
+            results["runs"].append(
+                {"type": type_name, "hosts": len(hosts), "kernel_cpus": kernel_share, "samples": data}
+            )
+            print(f"== {type_name} ×{len(hosts)}: kernel (system, irq, softirq) {kernel_share:.2f} CPUs")
             for v in data.values():
                 follow = v["follow_median_s"]
                 first = 1e3 * v["first_median_s"]
@@ -526,6 +546,11 @@ def main(argv: list[str] | None = None) -> int:
     gap.add_argument("--gaps-ms", default="0,40")
     gap.add_argument("--hosts", type=int, default=2)
     gap.add_argument("--reps", type=int, default=8)
+    gap.add_argument(
+        "--fleet",
+        action="append",
+        help="a ring of these hosts instead (repeatable), e.g. 2xtbv.small@0+2xtbv.large@0",
+    )
     parser.add_argument("--out", type=Path, default=None, help="write the results as JSON here")
     args = parser.parse_args(argv)
     commands = {

@@ -362,6 +362,7 @@ def _point(
     kernel: Kernel = "auto",
     geo: GeoContext | None = None,
     read_gbps: float | None = None,
+    compute_scale: Sequence[float] | None = None,
 ) -> IterationEstimate:
     """The simulation itself: mean iteration, breakdown, and p10/p90 of *one* iteration (straggler draws,
     with `mc_samples` the exchange per draw), which `simulate` turns into the band's stragglers term.
@@ -371,57 +372,10 @@ def _point(
     its compute (forward with the loop overhead, backward) is shorter than the profile's back-to-back
     steps by `ModelProfile.fresh_quota_saving_s` at its idle time; the iteration is simulated again with
     those computes (one pass: the idle time is the first pass's). Without a quota this is the first pass.
+    `compute_scale` (that second pass) scales each member's forward (with its loop overhead) and backward.
     """
-    options = dict(
-        bandwidth=bandwidth,
-        seed=seed,
-        straggler_iters=straggler_iters,
-        mc_samples=mc_samples,
-        comm=comm,
-        ps_servers=ps_servers,
-        bucket_cap_mb=bucket_cap_mb,
-        kernel=kernel,
-        geo=geo,
-        read_gbps=read_gbps,
-    )
-    first = _point_once(fleet, **options)  # type: ignore[arg-type]
-    if CommMode(comm) is not CommMode.ALLREDUCE or not communicates(fleet):
-        return first
-    if all(m.profile.cpu_share() is None for m in fleet):
-        return first
-    busy_s = first.iteration_s - first.breakdown.update_s - first.breakdown.data_stall_s
-    scales = []
-    for m in fleet:
-        compute_s = (
-            m.profile.forward.time_s(m.per_device_batch)
-            + m.profile.backward.time_s(m.per_device_batch)
-            + m.profile.loop_overhead_s(distributed=True)
-        )
-        saving_s = m.profile.fresh_quota_saving_s(idle_s=busy_s - compute_s, compute_s=compute_s)
-        scales.append((compute_s - saving_s) / compute_s if compute_s > 0 else 1.0)
-    if all(k == 1.0 for k in scales):
-        return first
-    return _point_once(fleet, compute_scale=scales, **options)  # type: ignore[arg-type]
-
-
-def _point_once(
-    fleet: Sequence[FleetMember],
-    *,
-    bandwidth: BusBandwidthModel,
-    seed: int = 0,
-    straggler_iters: int = 100,
-    mc_samples: int = 0,
-    comm: CommMode = CommMode.ALLREDUCE,
-    ps_servers: int = 1,
-    bucket_cap_mb: float | None = None,
-    kernel: Kernel = "auto",
-    geo: GeoContext | None = None,
-    read_gbps: float | None = None,
-    compute_scale: Sequence[float] | None = None,
-) -> IterationEstimate:
-    """One pass of `_point`; `compute_scale` scales each member's forward (with its loop overhead) and
-    backward."""
     validate_fleet(fleet)
+    given = fleet
     if bucket_cap_mb is not None and CommMode(comm) is CommMode.ALLREDUCE:
         fleet = with_buckets(fleet, bucket_cap_mb=bucket_cap_mb)
     if not 1 <= straggler_iters <= MAX_STRAGGLER_ITERS:
@@ -613,7 +567,41 @@ def _point_once(
         exposed_location_s=exposed_location,
     )
     sources = profile_sources + tuple(dict.fromkeys(s for p in plans for s in p.sources))
+    if compute_scale is None and distributed:
+        scales = _fresh_quota_scales(given, busy_s=iteration_s - update_s - data_stall)
+        if scales is not None:
+            return _point(
+                given,
+                bandwidth=bandwidth,
+                seed=seed,
+                straggler_iters=straggler_iters,
+                mc_samples=mc_samples,
+                comm=comm,
+                ps_servers=ps_servers,
+                bucket_cap_mb=bucket_cap_mb,
+                kernel=kernel,
+                geo=geo,
+                read_gbps=read_gbps,
+                compute_scale=scales,
+            )
     return IterationEstimate(iteration_s, p10, p50, p90, breakdown, sources)
+
+
+def _fresh_quota_scales(fleet: Sequence[FleetMember], *, busy_s: float) -> list[float] | None:
+    """Each member's compute scale after its fresh-quota saving at its idle time in an iteration busy for
+    `busy_s` (compute and exchange), or None when no member saves anything."""
+    if all(m.profile.cpu_share() is None for m in fleet):
+        return None
+    scales = []
+    for m in fleet:
+        compute_s = (
+            m.profile.forward.time_s(m.per_device_batch)
+            + m.profile.backward.time_s(m.per_device_batch)
+            + m.profile.loop_overhead_s(distributed=True)
+        )
+        saving_s = m.profile.fresh_quota_saving_s(idle_s=busy_s - compute_s, compute_s=compute_s)
+        scales.append((compute_s - saving_s) / compute_s if compute_s > 0 else 1.0)
+    return None if all(k == 1.0 for k in scales) else scales
 
 
 def with_buckets(fleet: Sequence[FleetMember], *, bucket_cap_mb: float) -> list[FleetMember]:
