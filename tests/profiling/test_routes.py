@@ -86,6 +86,9 @@ def _set(doc: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
         ("extra", {"raw\x00": 1}, "extra"),
         ("extra", {"raw": {"runs": [1, "x\x00"]}}, "extra"),
         ("extra", {"overlap_slowdown": 11}, "extra.overlap_slowdown"),
+        ("extra", {"cpu_quota": {"cores": 0, "period_s": 0.01}}, "extra.cpu_quota"),
+        ("extra", {"cpu_quota": {"cores": 0.25, "period_s": 0.01, "burst_s": 0}}, "extra.cpu_quota"),
+        ("extra", {"loop_overhead_s": -1}, "extra.loop_overhead_s"),
         ("schema_version", 2, "schema_version"),
         ("straggler_cv", -1, "straggler_cv"),
         ("layers", [], "layers"),
@@ -125,7 +128,7 @@ def test_openapi_documents_the_profile_schema(client: TestClient) -> None:
 
 def test_the_schema_states_the_text_rules_the_reader_enforces(client: TestClient) -> None:
     """No NUL anywhere (keys and nested values of `extra` too), names not blank in the sense of Python's
-    `str.isspace` (what ModelProfile.from_dict strips), and `extra`'s two bounded keys."""
+    `str.isspace` (what ModelProfile.from_dict strips), and `extra`'s bounded keys."""
     schemas = client.get("/openapi.json").json()["components"]["schemas"]
     profile = schemas["ProfileIn"]["properties"]
     name = re.compile(profile["model"]["pattern"])
@@ -148,3 +151,8 @@ def test_the_schema_states_the_text_rules_the_reader_enforces(client: TestClient
         "minimum": 1,
         "maximum": 10,
     }
+    quota = extra["properties"]["cpu_quota"]["anyOf"][0]
+    assert quota["required"] == ["cores", "period_s"] and quota["additionalProperties"] is False
+    assert quota["properties"]["cores"]["exclusiveMinimum"] == 0
+    assert quota["properties"]["period_s"]["maximum"] == 1
+    assert extra["properties"]["loop_overhead_s"]["anyOf"][0]["minimum"] == 0

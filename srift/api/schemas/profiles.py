@@ -9,7 +9,7 @@ from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema
 
 from srift.api.schemas.types import NO_NUL, NOT_BLANK, FreeObject
-from srift.domain.profile import MAX_OVERLAP_SLOWDOWN
+from srift.domain.profile import MAX_OVERLAP_SLOWDOWN, MAX_QUOTA_CORES, MAX_QUOTA_PERIOD_S
 from srift.domain.structure import Precision
 from srift.limits import MAX_LAYERS_PER_PROFILE, MAX_NAME_CHARS
 
@@ -48,11 +48,26 @@ class _ExtraStated:
         cls, core_schema: CoreSchema, handler: GetJsonSchemaHandler
     ) -> JsonSchemaValue:
         schema = dict(handler(core_schema))
-        bounded = {"overlap_slowdown": (1.0, MAX_OVERLAP_SLOWDOWN), "overlap_slowdown_spread": (0.0, 1.0)}
+        bounded = {
+            "overlap_slowdown": (1.0, MAX_OVERLAP_SLOWDOWN),
+            "overlap_slowdown_spread": (0.0, 1.0),
+            "loop_overhead_s": (0.0, 3600.0),
+            "ddp_overhead_s": (0.0, 3600.0),
+        }
         schema["properties"] = {
             key: {"anyOf": [{"type": "number", "minimum": low, "maximum": high}, {"type": "null"}]}
             for key, (low, high) in bounded.items()
         }
+        quota = {
+            "type": "object",
+            "properties": {
+                "cores": {"type": "number", "exclusiveMinimum": 0, "maximum": MAX_QUOTA_CORES},
+                "period_s": {"type": "number", "exclusiveMinimum": 0, "maximum": MAX_QUOTA_PERIOD_S},
+            },
+            "required": ["cores", "period_s"],
+            "additionalProperties": False,
+        }
+        schema["properties"]["cpu_quota"] = {"anyOf": [quota, {"type": "null"}]}
         return schema
 
 
@@ -234,8 +249,11 @@ class ProfileIn(BaseModel):
     )
     extra: Annotated[FreeObject, _ExtraStated] = Field(
         default_factory=dict,
-        description="free-form facts (raw measurements, budget); the two it reads are `overlap_slowdown` (in "
-        f"[1, {MAX_OVERLAP_SLOWDOWN:g}]) and `overlap_slowdown_spread` (in [0, 1])",
+        description="free-form facts (raw measurements, budget); those it reads are `overlap_slowdown` (in "
+        f"[1, {MAX_OVERLAP_SLOWDOWN:g}]), `overlap_slowdown_spread` (in [0, 1]), `loop_overhead_s` and "
+        "`ddp_overhead_s` (seconds in [0, 3600]), `cpu_quota` ({cores, period_s}: the CFS quota `srift "
+        "profile` read from its cgroup) and `idle_compute` ({gaps_s: increasing seconds in (0, 60], ratio: "
+        "one value in [0.05, 2] per gap})",
     )
 
     @field_validator("model", "accelerator", "torch_version", "device", "created_at", "extra", mode="before")
