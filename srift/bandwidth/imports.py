@@ -1,6 +1,7 @@
 """Importing probe output files (probe JSON lines or nccl-tests text) into the sample store.
 
-The instance type must be in the catalog (provider "local" — this machine — is exempt); the catalog's
+The instance type must be in the catalog (provider "local" — this machine — is exempt; a mixed ring's
+samples, "a+b", need each of its types there); the catalog's
 facts fill the host features an nccl-tests log does not print (GPU model, vCPUs, memory, rated Gbit/s).
 Everything is validated before anything is stored, and stored in the caller's transaction.
 """
@@ -12,6 +13,7 @@ from enum import StrEnum
 
 from sqlalchemy.orm import Session
 
+from srift.bandwidth.mixed import ring_members
 from srift.bandwidth.nccl_tests import NcclTestsHost, parse_nccl_tests
 from srift.bandwidth.records import ProbeRecord, parse_jsonl
 from srift.bandwidth.samples import store_samples
@@ -95,8 +97,9 @@ def import_text(
                 )
             overrides.update(nodes=nodes, ranks_per_node=gpus_per_node, world_size=nodes * gpus_per_node)
         records = parse_jsonl(text, source=source, overrides=overrides)
-        for key in sorted({(r.provider, r.instance_type) for r in records}):
-            _catalog_type(session, *key)
+        for provider_name, type_name in sorted({(r.provider, r.instance_type) for r in records}):
+            for member in ring_members(type_name):
+                _catalog_type(session, provider_name, member)
     origin = "nccl-tests" if fmt is ImportFormat.NCCL_TESTS else "jsonl"
     stored = store_samples(session=session, records=records, origin=origin, job_id=job_id)
     return ImportResult(

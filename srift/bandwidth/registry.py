@@ -28,6 +28,13 @@ from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from srift.bandwidth.features import size_class
+from srift.bandwidth.mixed import (
+    MixedRingTable,
+    is_mixed,
+    measure_mixed_rings,
+    rings_from_metrics,
+    rings_to_metrics,
+)
 from srift.bandwidth.prior import AlphaBetaPrior, check_request
 from srift.bandwidth.records import SampleQuery, parse_jsonl
 from srift.bandwidth.samples import load_samples, store_samples
@@ -146,7 +153,9 @@ def train_version(
     from srift.bandwidth.learner import DEFAULT_XGB_PARAMS
     from srift.bandwidth.tuning import DEFAULT_GRID, tune_and_fit
 
-    records = load_samples(session=session, query=query)
+    found = load_samples(session=session, query=query)
+    records = [r for r in found if not is_mixed(r)]
+    rings = measure_mixed_rings(found)
     if not records:
         raise Conflict(
             f"no stored probe samples match {query.to_dict()}",
@@ -160,6 +169,10 @@ def train_version(
     version = _new_version(now)
     covers = sorted(f"{p}/{t}" for p, t in model.hosts_)
     training_query = {**query.to_dict(), "n_samples": len(records), "covers": covers}
+    metrics = report.metrics()
+    if rings:
+        metrics["mixed_rings"] = rings_to_metrics(rings)
+        training_query["n_mixed_samples"] = len(found) - len(records)
     directory = Path(settings.models_dir) / version
     try:
         write_artifacts(
@@ -169,7 +182,7 @@ def train_version(
             created_at=now,
             training_query=training_query,
             hyperparams=report.hyperparams(),
-            metrics=report.metrics(),
+            metrics=metrics,
             origin=origin,
         )
         row = BandwidthModelRow(
@@ -178,7 +191,7 @@ def train_version(
             is_active=False,
             training_query=training_query,
             hyperparams=report.hyperparams(),
-            metrics=report.metrics(),
+            metrics=metrics,
             artifact_dir=str(directory.resolve()),
         )
         session.add(row)
@@ -295,6 +308,7 @@ class LearnedBandwidthModel:
         self._cv_small = float(metrics.get("residual_cv_small") or 0.0)
         self._cv_large = float(metrics.get("residual_cv_large") or 0.0)
         self._cv_by_size = {int(k): float(v) for k, v in (metrics.get("residual_cv_by_size") or {}).items()}
+        self.mixed_rings = MixedRingTable(rings_from_metrics(metrics.get("mixed_rings")))
 
     def _residual_at(self, buffer_bytes: int, *, mtu: int) -> float:
         """The out-of-fold error spread of the size's class, else its half's (below / at or above the MTU);
@@ -324,6 +338,17 @@ class LearnedBandwidthModel:
 
     def shares_host_pcie(self, instance: InstanceType) -> bool:
         return not self.covers(instance) and self.prior.shares_host_pcie(instance)
+
+    def mixed_ring_factors(
+        self, *, instances: Sequence[InstanceType], nodes: int, buffer_bytes: Sequence[int]
+    ) -> list[float] | None:
+        """Per size, what a ring of these types on `nodes` VMs measured against its slowest type alone (at
+        most 1; `srift.bandwidth.mixed`); None for one type, types of several providers, or a ring this
+        version has no probe of."""
+        providers = {i.provider for i in instances}
+        if len(providers) != 1 or not self.mixed_rings:
+            return None
+        return self.mixed_rings.factors(providers.pop(), [i.name for i in instances], nodes, buffer_bytes)
 
     def predict_rings(
         self, *, instance: InstanceType, nodes: Sequence[int], buffer_bytes: Sequence[int]

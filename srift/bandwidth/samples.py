@@ -7,10 +7,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
-from sqlalchemy import select
+from sqlalchemy import or_, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from srift.bandwidth.mixed import SEPARATOR, ring_members
 from srift.bandwidth.records import ProbeRecord as ProbeRecord
 from srift.bandwidth.records import SampleQuery as SampleQuery
 from srift.bandwidth.records import algbw_gbps as algbw_gbps
@@ -119,15 +120,21 @@ def record_from_row(row: ProbeSample) -> ProbeRecord:
 
 
 def load_samples(*, session: Session, query: SampleQuery = SampleQuery()) -> list[ProbeRecord]:
-    """Stored samples matching `query`, oldest first."""
+    """Stored samples matching `query`, oldest first. A mixed ring's samples ("a+b", `srift.bandwidth.
+    mixed`) match a query of instance types when each of its types is among them."""
     stmt = select(ProbeSample).where(ProbeSample.world_size >= query.min_world_size).order_by(ProbeSample.id)
     if query.providers:
         stmt = stmt.where(ProbeSample.provider.in_(query.providers))
     if query.instance_types:
-        stmt = stmt.where(ProbeSample.instance_type.in_(query.instance_types))
+        mixed = ProbeSample.instance_type.contains(SEPARATOR)
+        stmt = stmt.where(or_(ProbeSample.instance_type.in_(query.instance_types), mixed))
     if query.backends:
         stmt = stmt.where(ProbeSample.backend.in_(query.backends))
-    return [record_from_row(row) for row in session.scalars(stmt)]
+    records = [record_from_row(row) for row in session.scalars(stmt)]
+    if query.instance_types:
+        wanted = set(query.instance_types)
+        records = [r for r in records if set(ring_members(r.instance_type)) <= wanted]
+    return records
 
 
 def count_samples(*, session: Session) -> int:

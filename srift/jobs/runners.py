@@ -7,6 +7,7 @@ inside a host of that type. Outputs are parsed and returned; the worker stores t
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -16,6 +17,8 @@ import subprocess
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
+from operator import add
 from pathlib import Path
 from typing import IO, Any
 
@@ -227,25 +230,80 @@ def run_testbed_probe(run: JobRun, spec: ProbeJobSpec, facts: TypeFacts) -> list
         testbed,
         chosen,
     ):
-        names = chosen[facts.instance_type]
         base_port = 20000 + (run.job_id * 16) % 20000
+        names = chosen[facts.instance_type]
+        return _grid_on(run, spec, facts, testbed, names, port=lambda k: base_port + k)
 
-        def launch(node: int, argv: list[str], env: dict[str, str], log: IO[Any]) -> subprocess.Popen[Any]:
-            proc: subprocess.Popen[Any] = testbed.popen_in(
-                names[node], argv, env=env, stdout=log, stderr=subprocess.STDOUT
-            )
-            return proc
 
-        return run_probe_grid(
-            run,
-            spec,
-            facts=facts,
-            provider="testbed",
-            ifname="eth0",
-            master_addr=lambda _n: testbed.host(names[0]).address,
-            launch=launch,
-            port=lambda k: base_port + k,
+def run_testbed_mixed_probe(
+    run: JobRun, spec: ProbeJobSpec, members: Sequence[TypeFacts]
+) -> list[ProbeRecord]:
+    """`testbed`: a ring of several types, an equal number of hosts of each per node count, in the order of
+    `members` (the ring a fleet of them runs). Records carry the ring's name (`srift.bandwidth.mixed`)."""
+    from srift.bandwidth.mixed import ring_name
+
+    name = ring_name(f.instance_type for f in members)
+    if spec.instance_type != name:
+        raise InvalidInput(
+            f"a ring of {[f.instance_type for f in members]} probes as {name!r}, not {spec.instance_type!r}",
+            hint=f"set instance_type to {name!r}",
+            field="instance_type",
         )
+    uneven = [n for n in spec.node_counts if n % len(members)]
+    if uneven:
+        raise InvalidInput(
+            f"node counts {uneven} do not split evenly over {len(members)} types",
+            hint=f"use multiples of {len(members)}",
+            field="node_counts",
+        )
+    per_type = spec.max_nodes // len(members)
+    facts = TypeFacts(
+        provider=members[0].provider,
+        instance_type=name,
+        region=members[0].region,
+        rated_gbps=min(f.rated_gbps for f in members),
+    )
+    records: list[ProbeRecord] = []
+    with testbed_hosts(run, prefix=spec.testbed_prefix, wanted=[(f, per_type) for f in members]) as (
+        testbed,
+        chosen,
+    ):
+        base_port = 20000 + (run.job_id * 16) % 20000
+        for k, nodes in enumerate(spec.node_counts):
+            names = [h for f in members for h in chosen[f.instance_type][: nodes // len(members)]]
+            one = replace(spec, node_counts=(nodes,))
+            records += _grid_on(run, one, facts, testbed, names, port=functools.partial(add, base_port + k))
+    return records
+
+
+def _grid_on(
+    run: JobRun,
+    spec: ProbeJobSpec,
+    facts: TypeFacts,
+    testbed: Any,
+    names: list[str],
+    *,
+    port: Callable[[int], int],
+) -> list[ProbeRecord]:
+    """`run_probe_grid` with node i on testbed host names[i]."""
+
+    def launch(node: int, argv: list[str], env: dict[str, str], log: IO[Any]) -> subprocess.Popen[Any]:
+        proc: subprocess.Popen[Any] = testbed.popen_in(
+            names[node], argv, env=env, stdout=log, stderr=subprocess.STDOUT
+        )
+        return proc
+
+    address = testbed.host(names[0]).address
+    return run_probe_grid(
+        run,
+        spec,
+        facts=facts,
+        provider="testbed",
+        ifname="eth0",
+        master_addr=lambda _n: address,
+        launch=launch,
+        port=port,
+    )
 
 
 # ----- profiles ------------------------------------------------------------------------------------

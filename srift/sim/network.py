@@ -8,8 +8,10 @@ one reduced copy and its NIC carries 2s(N−1)/N bytes. A fleet of one node has 
 single-GPU VMs has no intra stage. (The intra-node broadcast back is folded into the intra stage.)
 
 Mixed fleets. The inter-node ring runs at the pace of its slowest member: for each size the smallest bus
-bandwidth any member's type gets, and the smallest cap. The intra stage likewise takes, per size, the
-slowest member's intra-node reduction.
+bandwidth any member's type gets, and the smallest cap. When the model has probed a ring of these types
+(`mixed_ring_factors`, srift.bandwidth.mixed), its rates and cap are scaled by what that ring measured
+against its slowest type alone. The intra stage likewise takes, per size, the slowest member's intra-node
+reduction.
 
 Rates and cap. The model is asked once per stage and instance type, in one batched call, for every distinct
 layer size rounded up to a power of two (Srift §4.3: models are trained on powers of two) plus
@@ -250,7 +252,31 @@ def _network_stage(
     for instance in types:
         est, values, warnings = _ask(model, instance, world_size=nodes, nodes=nodes, sizes=sizes)
         answers.append((est, values, nodes, warnings))
-    return _stage("network", answers)
+    plan = _stage("network", answers)
+    return _mixed(plan, types, nodes, sizes, model) if len(types) >= 2 else plan
+
+
+def _mixed(
+    plan: StagePlan, types: Sequence[InstanceType], nodes: int, sizes: Sequence[int], model: BusBandwidthModel
+) -> StagePlan:
+    """The slowest-member ring scaled by what the model measured for a ring of these types, if anything.
+    Factors are at most 1, so the slowest member's rates stay an upper bound (`srift.sim.bounds`)."""
+    ask = getattr(model, "mixed_ring_factors", None)
+    wanted = [*sizes, CAP_PROBE_BYTES]
+    factors = ask(instances=types, nodes=nodes, buffer_bytes=wanted) if callable(ask) else None
+    if factors is None:
+        return plan
+    if len(factors) != len(wanted) or not all(math.isfinite(f) and 0 < f <= 1 for f in factors):
+        raise ValueError(f"bandwidth model answered mixed-ring factors {factors} for {len(sizes) + 1} sizes")
+    rates = tuple(r * f for r, f in zip(plan.stage.rates_bps, factors, strict=False))
+    cap = max([plan.stage.cap_bps * factors[-1], *rates])
+    ring = "+".join(sorted(t.name for t in types))
+    return StagePlan(
+        Stage(plan.stage.name, rates, cap),
+        (*plan.sources, f"mixed-ring:{ring}"),
+        plan.residual_cv,
+        plan.warnings,
+    )
 
 
 class MemoBandwidth:
@@ -272,6 +298,13 @@ class MemoBandwidth:
 
     def shares_host_pcie(self, instance: InstanceType) -> bool:
         return bool(self._shares(instance)) if self._shares is not None else False
+
+    def mixed_ring_factors(
+        self, *, instances: Sequence[InstanceType], nodes: int, buffer_bytes: Sequence[int]
+    ) -> list[float] | None:
+        """The wrapped model's measured mixed-ring factors (`_mixed`), or None when it has none."""
+        ask = getattr(self.model, "mixed_ring_factors", None)
+        return ask(instances=instances, nodes=nodes, buffer_bytes=buffer_bytes) if callable(ask) else None
 
     def predict_rings(
         self, *, instance: InstanceType, nodes: Sequence[int], buffer_bytes: Sequence[int]

@@ -19,9 +19,10 @@ Steps, in order (each timed in the report):
    and the stored profiles' curves are refit to the median of all their samples
    (`srift.profiling.curves.pool_curve_samples`) before the cases are predicted. The report keeps the
    single-pass predictions and their errors too.
-3. **bandwidth** — allreduce probe jobs (probes/allreduce.py) on 2..4 hosts of each type, stored as probe
-   samples and trained into a bandwidth model version that is activated (or: the shipped models, or the
-   α-β prior; the report says which).
+3. **bandwidth** — allreduce probe jobs (probes/allreduce.py) on 2..4 hosts of each type, and on mixed
+   rings of each pair of types (1+1 and 2+2 hosts, `srift.bandwidth.mixed`), stored as probe samples and
+   trained into a bandwidth model version that is activated (or: the shipped models, or the α-β prior; the
+   report says which).
 3b. **overlap** — probes/overlap.py on two hosts of each type at once (its built-in MLP's forward+backward
    alone and while 1 MiB allreduces run, `Effort.overlap_rounds` rounds, a few seconds per type): the
    compute slowdown and its spread go into every profile of the type (`extra.overlap_slowdown`), so the

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 import random
 import shutil
@@ -10,8 +11,9 @@ import statistics
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from srift.bandwidth.mixed import ring_name
 from srift.errors import EnvironmentProblem, InvalidInput, SriftError
 from srift.profiling.curves import pool_curve_samples
 from srift.testbed import Testbed, TestbedSpec
@@ -27,6 +29,9 @@ from srift.validation.context import (
 )
 from srift.validation.ddp import AgentPool, DdpResult, TimingJob
 from srift.validation.matrix import Case, Fleet, build_matrix
+
+if TYPE_CHECKING:
+    from srift.bandwidth.records import ProbeRecord
 
 
 def bring_up(spec: TestbedSpec, root: Path, log: Log) -> tuple[Testbed, bool]:
@@ -206,15 +211,9 @@ def build_bandwidth(ctx: Context) -> None:
             "covers": found.covers if found else [],
         }
         return
-    from srift.jobs.run import JobRun
-    from srift.jobs.runners import run_testbed_probe
-    from srift.jobs.service import TypeFacts
-    from srift.jobs.spec import JobProvider, ProbeJobSpec
-
-    effort = ctx.effort
     cap = ctx.options.resolved_max_cores()
     records = []
-    plan = []
+    plan: list[tuple[str, tuple[int, ...]]] = []
     for type_name in types_in_scope(ctx):
         t = ctx.spec.type_named(type_name)
         hosts = len(leading_hosts(ctx, type_name))
@@ -225,36 +224,12 @@ def build_bandwidth(ctx: Context) -> None:
         )
         if counts:
             plan.append((type_name, counts))
-    for k, (type_name, counts) in enumerate(plan):
-        ctx.progress("probes", k, len(plan))
-        t = ctx.spec.type_named(type_name)
-        ctx.log(f"probe: {type_name} on {', '.join(str(n) for n in counts)} hosts")
-        spec = ProbeJobSpec(
-            provider=JobProvider.TESTBED,
-            instance_type=type_name,
-            node_counts=counts,
-            sizes=effort.probe_sizes,
-            repeats=effort.probe_repeats,
-            warmup=1,
-            time_budget_s=600.0,
-            testbed_prefix=ctx.spec.prefix,
-        )
-        run = JobRun(
-            job_id=ctx.next_job_id(),
-            attempt=1,
-            worker_id="validate",
-            kind="probe",
-            spec=spec,
-            settings=ctx.settings,
-        )
-        facts = TypeFacts(
-            instance_type=type_name, provider="testbed", region="local", rated_gbps=t.rate_mbit / 1000
-        )
-        try:
-            records.extend(run_testbed_probe(run, spec, facts))
-        finally:
-            _drop_job_folder(ctx, run.job_id)
-    ctx.progress("probes", len(plan), len(plan))
+    rings = mixed_ring_plan(ctx, [t for t, _ in plan])
+    total = len(plan) + len(rings)
+    for k, (types, counts) in enumerate([((t,), c) for t, c in plan] + rings):
+        ctx.progress("probes", k, total)
+        records.extend(probe_ring(ctx, types, counts))
+    ctx.progress("probes", total, total)
     if not records:
         raise EnvironmentProblem(
             "no type has two hosts to probe within max_cores",
@@ -275,14 +250,73 @@ def build_bandwidth(ctx: Context) -> None:
         )
     ctx.bandwidth = {
         "source": version.source,
-        "how": "trained now on the testbed's own allreduce probes (probe jobs on 2..4 hosts per type)",
+        "how": "trained now on the testbed's own allreduce probes (probe jobs on 2..4 hosts per type, and "
+        "mixed rings of each pair of types on 1+1 and 2+2 hosts)",
         "version": version.version,
         "covers": version.covers,
         "samples": len(records),
-        "probe_plan": {t: list(c) for t, c in plan},
+        "probe_plan": {t: list(c) for t, c in plan} | {ring_name(ts): list(c) for ts, c in rings},
         "metrics": version.metrics,
         "train_s": time.perf_counter() - tick,
     }
+
+
+def mixed_ring_plan(ctx: Context, probed: Sequence[str]) -> list[tuple[tuple[str, ...], tuple[int, ...]]]:
+    """The mixed rings to probe: each pair of probed types (weaker first, the order the matrix's mixed
+    fleets run in) on 1+1 and 2+2 hosts, where the hosts and `max_cores` allow."""
+    cap = ctx.options.resolved_max_cores()
+    out: list[tuple[tuple[str, ...], tuple[int, ...]]] = []
+    for a, b in itertools.combinations(probed, 2):
+        cores = ctx.spec.type_named(a).cpu_cores + ctx.spec.type_named(b).cpu_cores
+        hosts = min(len(leading_hosts(ctx, a)), len(leading_hosts(ctx, b)))
+        counts = tuple(
+            2 * k for k in (1, 2) if k <= hosts and 2 * k <= ctx.options.max_hosts and k * cores <= cap + 1e-9
+        )
+        if counts:
+            out.append(((a, b), counts))
+    return out
+
+
+def probe_ring(ctx: Context, types: Sequence[str], counts: tuple[int, ...]) -> list[ProbeRecord]:
+    """One probe job on each of `counts` hosts: of one type, or a mixed ring of `types` (equal hosts of
+    each, in their order)."""
+    from srift.jobs.run import JobRun
+    from srift.jobs.runners import run_testbed_mixed_probe, run_testbed_probe
+    from srift.jobs.service import TypeFacts
+    from srift.jobs.spec import JobProvider, ProbeJobSpec
+
+    name = ring_name(types) if len(types) > 1 else types[0]
+    what = f"mixed ring {' + '.join(types)}" if len(types) > 1 else name
+    ctx.log(f"probe: {what} on {', '.join(str(n) for n in counts)} hosts")
+    spec = ProbeJobSpec(
+        provider=JobProvider.TESTBED,
+        instance_type=name,
+        node_counts=counts,
+        sizes=ctx.effort.probe_sizes,
+        repeats=ctx.effort.probe_repeats,
+        warmup=1,
+        time_budget_s=600.0,
+        testbed_prefix=ctx.spec.prefix,
+    )
+    run = JobRun(
+        job_id=ctx.next_job_id(),
+        attempt=1,
+        worker_id="validate",
+        kind="probe",
+        spec=spec,
+        settings=ctx.settings,
+    )
+    rates_gbps = [ctx.spec.type_named(t).rate_mbit / 1000 for t in types]
+    members = [
+        TypeFacts(instance_type=t, provider="testbed", region="local", rated_gbps=r)
+        for t, r in zip(types, rates_gbps, strict=True)
+    ]
+    try:
+        if len(members) > 1:
+            return run_testbed_mixed_probe(run, spec, members)
+        return run_testbed_probe(run, spec, members[0])
+    finally:
+        _drop_job_folder(ctx, run.job_id)
 
 
 # -- predictions and runs ---------------------------------------------------------------------------------

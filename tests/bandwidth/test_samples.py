@@ -117,3 +117,17 @@ def test_samples_of_an_unknown_job_are_refused(session: Session) -> None:
         store_samples(session=session, records=parse_jsonl(line()), origin="job", job_id=424242)
     assert caught.value.field == "job_id"
     assert count_samples(session=session) == 0
+
+
+def test_a_mixed_rings_samples_import_when_each_of_its_types_is_catalogued(session: Session) -> None:
+    from srift.testbed import example_spec_path, load_spec
+    from srift.testbed.catalog import register_types
+
+    register_types(session=session, spec=load_spec(example_spec_path(), cores=64))
+    ring = line(provider="testbed", instance_type="tb.large+tb.small", world_size=2, nodes=2)
+    done = import_text(session=session, text=ring, fmt=ImportFormat.JSONL, source="ring.jsonl")
+    assert (done.stored, done.instance_types) == (1, ("testbed/tb.large+tb.small",))
+    unknown = line(provider="testbed", instance_type="tb.large+tb.huge", world_size=2, nodes=2)
+    with pytest.raises(NotFound, match=r"tb\.huge"):
+        import_text(session=session, text=ring + "\n" + unknown, fmt=ImportFormat.JSONL, source="bad.jsonl")
+    assert count_samples(session=session) == 1
