@@ -90,12 +90,40 @@ def _medians(records: Iterable[ProbeRecord]) -> dict[tuple[str, str, int, int], 
     return {k: statistics.median(v) for k, v in times.items()}
 
 
+def _slowest(
+    medians: Mapping[tuple[str, str, int, int], float],
+    provider: str,
+    members: Sequence[str],
+    nodes: int,
+    size: int,
+) -> float | None:
+    """The slowest member's median time alone on `nodes` with `size`: the largest where every member was
+    probed there, else that of the member slowest on the largest node count where all were (a type too big
+    to probe on as many hosts is compared where it was), when that member was probed on `nodes`."""
+    alone = {m: medians.get((provider, m, nodes, size)) for m in members}
+    if all(t is not None for t in alone.values()):
+        return max(t for t in alone.values() if t is not None)
+    common = [
+        n
+        for (p, m, n, s) in medians
+        if p == provider
+        and s == size
+        and m == members[0]
+        and all((provider, other, n, size) in medians for other in members)
+    ]
+    if not common:
+        return None
+    where = max(common)
+    slow = max(members, key=lambda m: medians[(provider, m, where, size)])
+    return alone[slow]
+
+
 def measure_mixed_rings(records: Sequence[ProbeRecord]) -> list[MixedRing]:
     """The factors of every mixed ring in `records`, against its member types' own records there.
 
     Only one rank per node and one allreduce at a time are used (what the inter-node ring is). A cell (node
-    count, size) counts only where every member type was probed alone on as many nodes with the same buffer:
-    otherwise the slowest member is not known. Rings without any such cell are left out.
+    count, size) counts where the slowest member type alone is known on as many nodes with the same buffer
+    (`_slowest`). Rings without any such cell are left out.
     """
     medians = _medians(records)
     cells: dict[tuple[str, str], list[tuple[int, int, float]]] = defaultdict(list)
@@ -103,11 +131,9 @@ def measure_mixed_rings(records: Sequence[ProbeRecord]) -> list[MixedRing]:
         members = ring_members(name)
         if len(members) < 2:
             continue
-        alone = [medians.get((provider, m, nodes, size)) for m in members]
-        if any(t is None for t in alone):
-            continue
-        slowest_s = max(t for t in alone if t is not None)
-        cells[(provider, name)].append((nodes, size, slowest_s / mixed_s))
+        slowest = _slowest(medians, provider, members, nodes, size)
+        if slowest is not None:
+            cells[(provider, name)].append((nodes, size, slowest / mixed_s))
     return [
         MixedRing(provider=provider, types=ring_members(name), factors=tuple(sorted(found)))
         for (provider, name), found in sorted(cells.items())

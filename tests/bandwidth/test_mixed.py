@@ -72,8 +72,7 @@ def test_factor_is_slowest_alone_over_mixed_median_per_node_count_and_size() -> 
         _rec("tb.small", nodes=2, size=4096, time_s=0.010),
         _rec("tb.large", nodes=2, size=4096, time_s=0.012),
         _rec(ring, nodes=2, size=4096, time_s=0.008),
-        # a cell without the large type alone, and concurrent allreduces: neither counts
-        _rec("tb.small", nodes=3, size=1 << 20, time_s=1.2),
+        # a ring without any type alone on as many nodes, and concurrent allreduces: neither counts
         _rec(ring, nodes=3, size=1 << 20, time_s=9.0),
         _rec(ring, nodes=2, size=1 << 22, time_s=9.0, async_count=2),
         _rec("tb.small", nodes=2, size=1 << 22, time_s=1.0, async_count=2),
@@ -84,6 +83,25 @@ def test_factor_is_slowest_alone_over_mixed_median_per_node_count_and_size() -> 
     assert found.nodes == (2, 4)
     assert [(n, size) for n, size, _ in found.factors] == [(2, 4096), (2, 1 << 20), (4, 1 << 20)]
     assert [f for *_, f in found.factors] == pytest.approx([0.012 / 0.008, 1.0 / 1.25, 1.5 / 2.0])
+
+
+def test_a_type_not_probed_on_as_many_hosts_is_compared_where_all_were() -> None:
+    ring = "tb.large+tb.small"
+    records = [
+        # on 2 nodes small is the slower alone; large was never probed on 4 (too big for the cores)
+        _rec("tb.small", nodes=2, size=1 << 20, time_s=1.0),
+        _rec("tb.large", nodes=2, size=1 << 20, time_s=0.3),
+        _rec("tb.small", nodes=4, size=1 << 20, time_s=1.5),
+        _rec(ring, nodes=4, size=1 << 20, time_s=1.6),
+        # at 4 KiB large is the slower on 2 nodes, and it has no time on 4: no factor there
+        _rec("tb.small", nodes=2, size=4096, time_s=0.01),
+        _rec("tb.large", nodes=2, size=4096, time_s=0.02),
+        _rec("tb.small", nodes=4, size=4096, time_s=0.01),
+        _rec(ring, nodes=4, size=4096, time_s=0.01),
+    ]
+    (found,) = measure_mixed_rings(records)
+    assert [(n, size) for n, size, _ in found.factors] == [(4, 1 << 20)]
+    assert found.factors[0][2] == pytest.approx(1.5 / 1.6)
 
 
 def test_a_ring_without_its_types_alone_gives_no_factor() -> None:
