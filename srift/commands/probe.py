@@ -315,6 +315,13 @@ def register(app: typer.Typer) -> None:
           srift probe import a.txt --format nccl-tests --instance-type p5.48xlarge --nodes 2 --gpus-per-node 8
 
           srift probe import samples.jsonl
+
+        A probe across VMs of several types (a mixed ring) is imported with its
+        types joined by "+"; `srift models train` keeps what the ring measured
+        against its slowest type alone, and plans for fleets of those types use
+        it (docs/simulator.md, "Mixed ring"):
+
+          srift probe import ring.jsonl --instance-type g4dn.12xlarge+g5.12xlarge
         """
         from srift.bandwidth.imports import ImportFormat, import_text
         from srift.db.session import transaction
