@@ -32,6 +32,8 @@ from srift.validation.matrix import Case, Fleet, build_matrix
 
 if TYPE_CHECKING:
     from srift.bandwidth.records import ProbeRecord
+    from srift.jobs.run import JobRun
+    from srift.jobs.spec import ProbeJobSpec, ProfileJobSpec
 
 
 def bring_up(spec: TestbedSpec, root: Path, log: Log) -> tuple[Testbed, bool]:
@@ -97,7 +99,6 @@ def plan_models(ctx: Context) -> set[str]:
 
 def _profile_one(ctx: Context, model: str, type_name: str) -> tuple[Any, float]:
     """`srift profile` of `model` inside one host of `type_name` (the testbed profile-job runner)."""
-    from srift.jobs.run import JobRun
     from srift.jobs.runners import run_testbed_profiles
     from srift.jobs.service import TypeFacts
     from srift.jobs.spec import JobProvider, ProfileJobSpec
@@ -116,14 +117,7 @@ def _profile_one(ctx: Context, model: str, type_name: str) -> tuple[Any, float]:
         time_budget_s=900.0,
         testbed_prefix=ctx.spec.prefix,
     )
-    run = JobRun(
-        job_id=ctx.next_job_id(),
-        attempt=1,
-        worker_id="validate",
-        kind="profile",
-        spec=spec,
-        settings=ctx.settings,
-    )
+    run = _job_run(ctx, "profile", spec)
     tick = time.perf_counter()
     try:
         (profile,) = run_testbed_profiles(
@@ -132,6 +126,15 @@ def _profile_one(ctx: Context, model: str, type_name: str) -> tuple[Any, float]:
     finally:
         _drop_job_folder(ctx, run.job_id)
     return profile, time.perf_counter() - tick
+
+
+def _job_run(ctx: Context, kind: str, spec: ProbeJobSpec | ProfileJobSpec) -> JobRun:
+    """A job runner's attempt for one of validation's own jobs (never stored as a job)."""
+    from srift.jobs.run import JobRun
+
+    return JobRun(
+        job_id=ctx.next_job_id(), attempt=1, worker_id="validate", kind=kind, spec=spec, settings=ctx.settings
+    )
 
 
 def _drop_job_folder(ctx: Context, job_id: int) -> None:
@@ -280,7 +283,6 @@ def mixed_ring_plan(ctx: Context, probed: Sequence[str]) -> list[tuple[tuple[str
 def probe_ring(ctx: Context, types: Sequence[str], counts: tuple[int, ...]) -> list[ProbeRecord]:
     """One probe job on each of `counts` hosts: of one type, or a mixed ring of `types` (equal hosts of
     each, in their order)."""
-    from srift.jobs.run import JobRun
     from srift.jobs.runners import run_testbed_mixed_probe, run_testbed_probe
     from srift.jobs.service import TypeFacts
     from srift.jobs.spec import JobProvider, ProbeJobSpec
@@ -298,14 +300,7 @@ def probe_ring(ctx: Context, types: Sequence[str], counts: tuple[int, ...]) -> l
         time_budget_s=600.0,
         testbed_prefix=ctx.spec.prefix,
     )
-    run = JobRun(
-        job_id=ctx.next_job_id(),
-        attempt=1,
-        worker_id="validate",
-        kind="probe",
-        spec=spec,
-        settings=ctx.settings,
-    )
+    run = _job_run(ctx, "probe", spec)
     rates_gbps = [ctx.spec.type_named(t).rate_mbit / 1000 for t in types]
     members = [
         TypeFacts(instance_type=t, provider="testbed", region="local", rated_gbps=r)
