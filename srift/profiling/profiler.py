@@ -25,7 +25,12 @@
    `module.param`, as DDP buckets them) is ready when its last parameter's gradient is; its
    `ready_frac` is the median over iterations of that instant as a fraction of the backward pass,
    `exec_prob` the share of iterations in which it received gradients, and `straggler_cv` is std/mean of
-   the forward+backward time over those iterations.
+   the forward+backward time over those iterations. On CPU with one thread or under a CPU quota the
+   fraction is read on the process's CPU clock (`extra["readiness_clock"]` = "cpu"): under a quota the wall
+   clock stops whenever the period's quota is spent, so a layer's wall-clock fraction depends on where in
+   its period the step began (vae's encoder head on a quarter-core host: 0.93 back to back, 0.47 after an
+   idle gap; 0.65 and 0.63 by CPU time, docs/validation.md cause 9), while its share of the backward's
+   work does not. Without a quota the two agree; on CUDA the fractions come from CUDA events.
 5. **Loop overhead and update** — a training loop does more per iteration than forward and backward: its
    `zero_grad(set_to_none=True)` frees every gradient (a gradient above the allocator's mmap threshold
    goes back to the kernel, page by page), under DistributedDataParallel each gradient is copied into
@@ -72,7 +77,7 @@ from srift.domain.structure import ModelStructure, Precision, parse_precision
 from srift.errors import EnvironmentProblem, Infeasible, InvalidInput
 from srift.profiling import memory
 from srift.profiling.accelerator import MAX_NAME_CHARS, cpu_accelerator_name
-from srift.profiling.cpuquota import read_cpu_quota
+from srift.profiling.cpuquota import CpuQuota, read_cpu_quota
 from srift.profiling.curves import (
     BendCheck,
     CurveSamples,
@@ -380,17 +385,18 @@ def profile_model(
             points, measured, checks = _time_curve(
                 bench, paper_points, refine=refine, repeats=repeats, warmup=warmup, report=report
             )
+            quota = None if bench.cuda else read_cpu_quota()
             ready = _readiness(
                 bench,
                 batch=paper_points[1] if len(paper_points) > 1 else paper_points[0],
                 iterations=iterations,
                 report=report,
+                cpu_clock=readiness_cpu_clock(dev, threads=used_threads, quota=quota),
             )
             loop_batch = paper_points[1] if len(paper_points) > 1 else paper_points[0]
             overhead = _loop_overhead(bench, batch=loop_batch, repeats=repeats)
             if not bench.cuda:
                 overhead["idle_compute"] = _idle_compute(bench, batch=loop_batch, repeats=repeats)
-                quota = read_cpu_quota()
                 if quota is not None:
                     overhead["cpu_quota"] = quota.to_extra()
             in_loop = overhead.pop("update_s", None)
@@ -447,6 +453,7 @@ def profile_model(
             "warmup": warmup,
             "iterations": iterations,
             "iteration_batch": ready.batch,
+            "readiness_clock": ready.clock,
             "iteration_mean_s": ready.mean_iteration_s,
             "update": UPDATE_IN_LOOP if bench.device.type == "cpu" else UPDATE_OPTIMIZER,
             **overhead,
@@ -532,7 +539,14 @@ def profile_layers(
         bench = _build_bench(model_factory, input_factory, loss_fn, dev, precision=prec)
         report("check", 1.0)
         with _no_gc():
-            ready = _readiness(bench, batch=batch, iterations=iterations, report=report)
+            quota = None if bench.cuda else read_cpu_quota()
+            ready = _readiness(
+                bench,
+                batch=batch,
+                iterations=iterations,
+                report=report,
+                cpu_clock=readiness_cpu_clock(dev, threads=used_threads, quota=quota),
+            )
     name = model_name.strip() if model_name else _default_model_name(model_factory, bench.model)
     structure, structure_note = count_structure_or_note(model_factory, input_factory, loss_fn, prec)
     report("done", 1.0)
@@ -553,6 +567,7 @@ def profile_layers(
             "threads": used_threads if dev.type == "cpu" or threads is not None else None,
             "iterations": iterations,
             "iteration_batch": ready.batch,
+            "readiness_clock": ready.clock,
             "iteration_mean_s": ready.mean_iteration_s,
             "profile_s": round(time.perf_counter() - started, 3),
             **({"structure_error": structure_note} if structure_note else {}),
@@ -1253,15 +1268,39 @@ class _Readiness:
     straggler_cv: float
     batch: int
     mean_iteration_s: float
+    clock: str
 
 
-def _readiness(bench: _Bench, *, batch: int, iterations: int, report: _Progress) -> _Readiness:
-    """Run `iterations` steps on fresh inputs with grad hooks; layer readiness, exec_prob and spread."""
+def readiness_cpu_clock(
+    device: torch.device, *, threads: int | None, quota: CpuQuota | None
+) -> Callable[[], float] | None:
+    """The clock readiness fractions are read on: the process's CPU clock on a CPU device with one thread
+    or under a CPU quota (where the wall clock stops while the quota is spent); None (the bench's own
+    clock, or CUDA events) otherwise. With several threads and no quota, CPU seconds pile up faster than
+    wall seconds in the layers that parallelise well, so the wall clock is the truer share there."""
+    if device.type != "cpu":
+        return None
+    return time.process_time if quota is not None or threads == 1 else None
+
+
+def _readiness(
+    bench: _Bench,
+    *,
+    batch: int,
+    iterations: int,
+    report: _Progress,
+    cpu_clock: Callable[[], float] | None = None,
+) -> _Readiness:
+    """Run `iterations` steps on fresh inputs with grad hooks; layer readiness, exec_prob and spread.
+
+    Fractions are read on `cpu_clock` when given (see `readiness_cpu_clock`), the spread on the bench's
+    clock."""
     params = unique_trainable_parameters(bench.model)
     layers = trainable_layers(bench.model)
     stamps: dict[int, Any] = {}
     cuda = bench.cuda
     now = bench.now
+    frac_now = cpu_clock if cpu_clock is not None and not cuda else now
 
     def hook_for(i: int) -> Callable[[torch.Tensor], None]:
         def hook(_: torch.Tensor) -> None:
@@ -1270,7 +1309,7 @@ def _readiness(bench: _Bench, *, batch: int, iterations: int, report: _Progress)
                 event.record()
                 stamps[i] = event
             else:
-                stamps[i] = now()
+                stamps[i] = frac_now()
 
         return hook
 
@@ -1286,7 +1325,7 @@ def _readiness(bench: _Bench, *, batch: int, iterations: int, report: _Progress)
             t0 = now()
             loss = bench.loss(inputs)
             bench.sync()
-            t1 = now()
+            f1 = frac_now()
             start_event = end_event = None
             if cuda:
                 start_event = _cuda_event()
@@ -1297,6 +1336,7 @@ def _readiness(bench: _Bench, *, batch: int, iterations: int, report: _Progress)
                 end_event.record()
             bench.sync()
             t2 = now()
+            f2 = frac_now()
             del loss, inputs
             if it == 0:
                 continue
@@ -1305,8 +1345,8 @@ def _readiness(bench: _Bench, *, batch: int, iterations: int, report: _Progress)
                 total = max(start_event.elapsed_time(end_event), 1e-9)
                 offsets = {i: start_event.elapsed_time(e) / total for i, e in stamps.items()}
             else:
-                total = max(t2 - t1, 1e-12)
-                offsets = {i: (s - t1) / total for i, s in stamps.items()}
+                total = max(f2 - f1, 1e-12)
+                offsets = {i: (s - f1) / total for i, s in stamps.items()}
             for k, layer in enumerate(layers):
                 seen = [offsets[i] for i in layer.params if i in offsets]
                 if seen:
@@ -1333,4 +1373,5 @@ def _readiness(bench: _Bench, *, batch: int, iterations: int, report: _Progress)
         straggler_cv=round(coefficient_of_variation(iteration_s), 6),
         batch=batch,
         mean_iteration_s=round(statistics.fmean(iteration_s), 9),
+        clock="cuda" if cuda else ("cpu" if frac_now is cpu_clock else "wall"),
     )
