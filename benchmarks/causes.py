@@ -156,7 +156,7 @@ def sim_timeline(db: Path, model: str, fleet: Fleet) -> dict[str, Any]:
     with transaction(url) as session:
         bandwidth = active_model(session=session, settings=settings)
         found = find_profiles(session=session, model=model)
-        latest = {}
+        latest: dict[str, tuple[int, Any]] = {}
         for pid, prof in found:
             if prof.accelerator not in latest or pid > latest[prof.accelerator][0]:
                 latest[prof.accelerator] = (pid, prof)
@@ -289,49 +289,59 @@ def cmd_trace(args: argparse.Namespace) -> dict[str, Any]:
     return results
 
 
-def cmd_duty(args: argparse.Namespace) -> dict[str, Any]:
-    """Compute with idle gaps between steps vs back to back, in one host of each type at once."""
-    factory, input_factory = model_spec(args.model)
-    workdir = Path(tempfile.mkdtemp(prefix="causes-"))
-    results: dict[str, Any] = {"model": args.model, "batch": args.batch, "types": {}}
-    with lab(workdir, []) as (testbed, _pool):
-        import subprocess
+def _probe_each_type(types: str, module: str, probe_args: list[str]) -> dict[str, Any]:
+    """`python -m module probe_args` in one host of each type at once; the last line of each, as JSON."""
+    import subprocess
 
-        procs = {}
-        for type_name in args.types.split(","):
-            host = testbed.hosts_of_type(type_name)[0].name
-            procs[type_name] = testbed.popen_in(
-                host,
-                [
-                    sys.executable,
-                    "-m",
-                    "benchmarks.duty_probe",
-                    "--model",
-                    factory,
-                    "--input",
-                    input_factory,
-                    "--batch",
-                    str(args.batch),
-                    "--gaps-ms",
-                    args.gaps_ms,
-                    "--steps",
-                    str(args.steps),
-                ],
+    workdir = Path(tempfile.mkdtemp(prefix="causes-"))
+    found: dict[str, Any] = {}
+    with lab(workdir, []) as (testbed, _pool):
+        procs = {
+            type_name: testbed.popen_in(
+                testbed.hosts_of_type(type_name)[0].name,
+                [sys.executable, "-m", module, *probe_args],
                 cwd=str(Path(__file__).resolve().parents[1]),
                 stdout=subprocess.PIPE,
                 text=True,
             )
+            for type_name in types.split(",")
+        }
         for type_name, proc in procs.items():
             out, _ = proc.communicate(timeout=900)
-            data = json.loads(out.strip().splitlines()[-1])
-            results["types"][type_name] = data
-            print(f"== {args.model}@{args.batch} on {type_name}")
-            for gap, v in data.items():
-                print(
-                    f"   gap {float(gap):5.0f} ms: step median {1e3 * v['step_median_s']:.1f} ms, mean "
-                    f"{1e3 * v['step_mean_s']:.1f} ms, forward {1e3 * v['forward_median_s']:.1f} ms, "
-                    f"cpu {1e3 * v['cpu_median_s']:.1f} ms"
-                )
+            found[type_name] = json.loads(out.strip().splitlines()[-1])
+    return found
+
+
+def cmd_duty(args: argparse.Namespace) -> dict[str, Any]:
+    """Compute with idle gaps between steps vs back to back, in one host of each type at once."""
+    factory, input_factory = model_spec(args.model)
+    probe = ["--model", factory, "--input", input_factory, "--batch", str(args.batch)]
+    probe += ["--gaps-ms", args.gaps_ms, "--steps", str(args.steps)]
+    results: dict[str, Any] = {"model": args.model, "batch": args.batch, "types": {}}
+    for type_name, data in _probe_each_type(args.types, "benchmarks.duty_probe", probe).items():
+        results["types"][type_name] = data
+        print(f"== {args.model}@{args.batch} on {type_name}")
+        for gap, v in data.items():
+            print(
+                f"   gap {float(gap):5.0f} ms: step median {1e3 * v['step_median_s']:.1f} ms, mean "
+                f"{1e3 * v['step_mean_s']:.1f} ms, forward {1e3 * v['forward_median_s']:.1f} ms, "
+                f"cpu {1e3 * v['cpu_median_s']:.1f} ms"
+            )
+    return results
+
+
+def cmd_readiness(args: argparse.Namespace) -> dict[str, Any]:
+    """Layer readiness by wall and by CPU clock, back to back and after a gap, in one host of each type."""
+    factory, input_factory = model_spec(args.model)
+    probe = ["--model", factory, "--input", input_factory, "--batch", str(args.batch)]
+    probe += ["--gaps-ms", args.gaps_ms, "--steps", str(args.steps), "--rounds", str(args.rounds)]
+    results: dict[str, Any] = {"model": args.model, "batch": args.batch, "types": {}}
+    for type_name, data in _probe_each_type(args.types, "benchmarks.readiness_probe", probe).items():
+        results["types"][type_name] = data
+        print(f"== {args.model}@{args.batch} on {type_name} (ready fraction of backward: wall / cpu)")
+        for gap, v in data.items():
+            cells = "  ".join(f"{n} {x['wall']:.2f}/{x['cpu']:.2f}" for n, x in v["layers"].items())
+            print(f"   gap {float(gap):3.0f} ms, backward {1e3 * v['backward_median_s']:.1f} ms: {cells}")
     return results
 
 
@@ -524,6 +534,15 @@ def main(argv: list[str] | None = None) -> int:
     duty.add_argument("--types", default="tbv.small,tbv.large")
     duty.add_argument("--gaps-ms", default="0,10,30,100")
     duty.add_argument("--steps", type=int, default=15)
+    ready = sub.add_parser(
+        "readiness", help="layer readiness by wall and by CPU clock, with and without a gap"
+    )
+    ready.add_argument("--model", required=True)
+    ready.add_argument("--batch", type=int, default=21)
+    ready.add_argument("--types", default="tbv.small,tbv.large")
+    ready.add_argument("--gaps-ms", default="0,30")
+    ready.add_argument("--steps", type=int, default=4)
+    ready.add_argument("--rounds", type=int, default=8)
     ov = sub.add_parser("overlap", help="probes/overlap.py on each type")
     ov.add_argument("--model", default=None)
     ov.add_argument("--batch", type=int, default=32)
@@ -556,6 +575,7 @@ def main(argv: list[str] | None = None) -> int:
     commands = {
         "trace": cmd_trace,
         "duty": cmd_duty,
+        "readiness": cmd_readiness,
         "overlap": cmd_overlap,
         "onehost": cmd_onehost,
         "gap": cmd_gap,
