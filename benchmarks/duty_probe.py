@@ -27,7 +27,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     from srift.profiling.loading import resolve_callable
-    from srift.profiling.profiler import default_loss
+    from srift.profiling.profiler import call_model, default_loss
 
     torch.set_num_threads(1)
     model = resolve_callable(args.model, what="model", field="model")()
@@ -36,14 +36,14 @@ def main(argv: list[str] | None = None) -> int:
     found: dict[float, dict[str, list[float]]] = {g: {"step": [], "forward": [], "cpu": []} for g in gaps}
     for _ in range(2):
         model.zero_grad(set_to_none=True)
-        default_loss(model(inputs)).backward()
+        default_loss(call_model(model, inputs)).backward()
     for _ in range(args.rounds):
         for gap in gaps:
             for _ in range(args.steps):
                 model.zero_grad(set_to_none=True)
                 c0 = time.thread_time()
                 t0 = time.perf_counter()
-                loss = default_loss(model(inputs))
+                loss = default_loss(call_model(model, inputs))
                 t1 = time.perf_counter()
                 loss.backward()
                 t2 = time.perf_counter()

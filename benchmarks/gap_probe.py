@@ -45,14 +45,14 @@ def main(argv: list[str] | None = None) -> int:
     rank = dist.get_rank()
     step: Any = None
     if args.model:
-        from srift.profiling.profiler import default_loss
+        from srift.profiling.profiler import call_model, default_loss
 
         model = _load(args.model)()
         inputs = _load(args.input)(args.batch)
 
         def step() -> None:
             model.zero_grad(set_to_none=True)
-            default_loss(model(inputs)).backward()
+            default_loss(call_model(model, inputs)).backward()
 
         step()
 

@@ -40,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     from torch.nn.parallel import DistributedDataParallel
 
     from srift.profiling.loading import resolve_callable
-    from srift.profiling.profiler import default_loss
+    from srift.profiling.profiler import call_model, default_loss
 
     torch.set_num_threads(1)
     torch.manual_seed(0)
@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
         model.zero_grad(set_to_none=True)
         t = clock()
         start = t
-        loss = default_loss(model(inputs))
+        loss = default_loss(call_model(model, inputs))
         t = record(variant, "forward", t) if timed else clock()
         loss.backward()
         if timed:

@@ -31,7 +31,12 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     from srift.profiling.loading import resolve_callable
-    from srift.profiling.profiler import default_loss, trainable_layers, unique_trainable_parameters
+    from srift.profiling.profiler import (
+        call_model,
+        default_loss,
+        trainable_layers,
+        unique_trainable_parameters,
+    )
 
     torch.set_num_threads(1)
     model = resolve_callable(args.model, what="model", field="model")()
@@ -57,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
                 stamps.clear()
                 if gap:
                     time.sleep(gap / 1e3)
-                loss = default_loss(model(inputs))
+                loss = default_loss(call_model(model, inputs))
                 w1, c1 = time.perf_counter(), time.process_time()
                 loss.backward()  # type: ignore[no-untyped-call]
                 w2, c2 = time.perf_counter(), time.process_time()

@@ -264,7 +264,7 @@ class _Bench:
     def loss(self, inputs: Any) -> torch.Tensor:
         """Forward and loss, under autocast for fp16/bf16."""
         with self.autocast():
-            return self.loss_fn(_call(self.model, inputs))
+            return self.loss_fn(call_model(self.model, inputs))
 
     def backward(self, loss: torch.Tensor) -> None:
         """Backward; for fp16 through the gradient scaler, as mixed-precision training runs it."""
@@ -631,7 +631,9 @@ def _to_device(value: Any, device: torch.device) -> Any:
     return value
 
 
-def _call(model: nn.Module, inputs: Any) -> Any:
+def call_model(model: nn.Module, inputs: Any) -> Any:
+    """The model on an input factory's value: a dict as keyword arguments, a tuple or list as positional
+    ones, anything else as the one argument."""
     if isinstance(inputs, dict):
         return model(**inputs)
     if isinstance(inputs, list | tuple):
@@ -737,7 +739,7 @@ def _checked_step(bench: _Bench, inputs: Any) -> None:
     bench.model.zero_grad(set_to_none=True)
     try:
         with bench.autocast():
-            output = _call(bench.model, inputs)
+            output = call_model(bench.model, inputs)
     except Exception as exc:
         if _is_oom(exc):
             raise Infeasible(
@@ -1154,7 +1156,7 @@ def _loop_overhead(
         bench.sync()
         t1, c1 = bench.now(), cpu_clock() if cpu else 0.0
         with bench.autocast():
-            loss = bench.loss_fn(_call(net, inputs))
+            loss = bench.loss_fn(call_model(net, inputs))
         bench.backward(loss)
         bench.sync()
         t2, c2 = bench.now(), cpu_clock() if cpu else 0.0

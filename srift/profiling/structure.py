@@ -57,6 +57,7 @@ from srift.domain.structure import (
     Precision,
 )
 from srift.errors import InvalidInput
+from srift.profiling.profiler import call_model
 
 COUNT_BATCHES = (2, 4)
 """The two batches counted; every count is the line through them."""
@@ -388,14 +389,6 @@ def _nbytes(t: torch.Tensor) -> int:
     return min(t.numel() * t.element_size(), t.untyped_storage().nbytes())
 
 
-def _call(model: nn.Module, inputs: Any) -> Any:
-    if isinstance(inputs, dict):
-        return model(**inputs)
-    if isinstance(inputs, list | tuple):
-        return model(*inputs)
-    return model(inputs)
-
-
 def _precision_context(precision: Precision) -> AbstractContextManager[Any]:
     if precision is Precision.FP16:
         return torch.autocast("cpu", dtype=torch.float16)
@@ -454,7 +447,7 @@ def _count_step(
         counter = _Counter(tracker, registry)
         with counter, _CudaAutocastFloat32():
             with _precision_context(precision), torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-                loss = loss_fn(_call(model, inputs))
+                loss = loss_fn(call_model(model, inputs))
             loss.backward()  # type: ignore[no-untyped-call]
             del loss
             counter.updating = True
