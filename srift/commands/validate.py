@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shlex
+import signal
 import sys
 from pathlib import Path
 
@@ -101,7 +102,9 @@ def register(app: typer.Typer) -> None:
         are ranked by what was measured.
 
         Needs root (namespaces, tc, cgroups). Keep the machine otherwise idle:
-        the hosts' CPU quotas must be real while runs are timed.
+        the hosts' CPU quotas must be real while runs are timed. Ctrl-C or SIGTERM
+        stop it cleanly (exit code 130): every process it started in the hosts is
+        stopped and a testbed it brought up is taken down.
 
         Examples:
 
@@ -172,7 +175,16 @@ def register(app: typer.Typer) -> None:
             def log(message: str) -> None:
                 bar.console.print(f"[dim]{message}[/]", highlight=False)
 
-            report = run_validation(options, log=log, progress=progress)
+            signal.signal(signal.SIGTERM, signal.default_int_handler)
+            try:
+                report = run_validation(options, log=log, progress=progress)
+            except KeyboardInterrupt:
+                bar.stop()
+                err_console.print(
+                    "stopped: the hosts' processes were stopped and a testbed this run brought up was taken "
+                    "down; the work folder keeps the profiles and probes stored so far (no report)."
+                )
+                raise typer.Exit(130) from None
         if plot is not None:
             from srift.validation.plot import plot_predicted_vs_measured
 
