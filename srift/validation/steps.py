@@ -37,15 +37,25 @@ if TYPE_CHECKING:
 
 
 def bring_up(spec: TestbedSpec, root: Path, log: Log) -> tuple[Testbed, bool]:
-    """Testbed.up (the job runners find it again under `root`); True when this call created it."""
-    from srift.testbed import status
+    """Testbed.up (the job runners find it again under `root`); True when this call created it.
+
+    A build that this call started and that stops midway (a failed step, Ctrl-C, SIGTERM) is taken down
+    before the error goes on, so no half-made namespaces or cgroups outlive the run.
+    """
+    from srift.testbed import down, status
 
     try:
         was_up = status(spec.prefix, root=root).healthy
     except SriftError:
         was_up = False
     log(f"testbed {spec.prefix}: {'reusing the running one' if was_up else 'bringing it up'}")
-    return Testbed.up(spec, root=root), not was_up
+    try:
+        return Testbed.up(spec, root=root), not was_up
+    except BaseException:
+        if not was_up:
+            log(f"testbed {spec.prefix}: its build stopped; taking down what was made")
+            down(spec.prefix, root=root)
+        raise
 
 
 def prepare_database(ctx: Context) -> None:
