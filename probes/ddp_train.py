@@ -7,6 +7,8 @@ forward, backward (with DDP's gradient allreduce) and an SGD step after `--warmu
 prints one JSON object: the mean, median and spread of iteration time and the per-iteration times.
 
 Per-rank batch sizes may differ (`--batches 32,64` gives rank i the i-th entry), as in Srift's mixed fleets.
+With `--colocation-rounds`, compute-only steps after the timed iterations measure how much slower each rank
+computes while every other rank computes too (`srift validate`'s co-location factor; see srift.validation).
 Uses torch and the standard library only, so it runs on a bare host or testbed namespace.
 """
 
@@ -77,6 +79,41 @@ def _traced_allreduce(current: dict[str, Any], dist: Any) -> Callable[..., Any]:
     return hook
 
 
+def _colocation(
+    rounds: int, solo_ranks: list[int], *, rank: int, world_size: int, step: Callable[[], float]
+) -> dict[str, Any] | None:
+    """`rounds` rounds of: every rank's compute step at once, then each of `solo_ranks` alone while the
+    others wait at a barrier. Returns, on rank 0, every rank's step seconds together and alone (None for
+    a rank never timed alone); None on the other ranks."""
+    import torch
+    import torch.distributed as dist
+
+    together: list[float] = []
+    alone: list[float] = []
+    for _ in range(rounds):
+        dist.barrier()
+        together.append(step())
+        for solo in solo_ranks:
+            dist.barrier()
+            if rank == solo:
+                alone.append(step())
+    dist.barrier()
+    mine = torch.full((2, rounds), float("nan"), dtype=torch.float64)
+    mine[0] = torch.tensor(together, dtype=torch.float64)
+    if alone:
+        mine[1] = torch.tensor(alone, dtype=torch.float64)
+    gathered = [torch.empty_like(mine) for _ in range(world_size)]
+    dist.all_gather(gathered, mine)
+    if rank != 0:
+        return None
+    return {
+        "rounds": rounds,
+        "solo_ranks": solo_ranks,
+        "together_s": [g[0].tolist() for g in gathered],
+        "alone_s": [g[1].tolist() if r in solo_ranks else None for r, g in enumerate(gathered)],
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     formatter = argparse.RawDescriptionHelpFormatter
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=formatter)
@@ -108,6 +145,20 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="DDP gradient bucket size in MiB (default: DDP's own, 25 MiB with a first bucket of 1 MiB; "
         "torch 2.13 gives an explicitly passed cap to the first bucket too)",
+    )
+    parser.add_argument(
+        "--colocation-rounds",
+        type=int,
+        default=0,
+        help="after the timed iterations, this many rounds of compute-only steps (forward and backward "
+        "under DDP's no_sync, no exchange), each round every rank at once and then each --solo-ranks rank "
+        "alone, barrier-synchronised: how much slower a rank computes while the other hosts compute too "
+        "(hosts that share one machine, as the testbed's do); rank 0 reports them as `colocation`",
+    )
+    parser.add_argument(
+        "--solo-ranks",
+        default="0",
+        help="comma-separated ranks timed alone in each colocation round (one of each type is enough)",
     )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default=None, help="write rank 0's JSON here as well as stdout")
@@ -175,6 +226,18 @@ def main(argv: list[str] | None = None) -> int:
             current["step_end"] = time.perf_counter()
             trace.append(dict(current))
 
+    def compute_step() -> float:
+        """Forward and backward without DDP's exchange (no_sync), timed; the local gradients are dropped."""
+        opt.zero_grad(set_to_none=True)
+        start = time.perf_counter()
+        with net.no_sync():
+            loss_fn(net(*args_tuple)).backward()
+        if device is not None:
+            torch.cuda.synchronize(device)
+        took = time.perf_counter() - start
+        opt.zero_grad(set_to_none=True)
+        return took
+
     warm_s = 0.0
     for _ in range(args.warmup):
         start = time.perf_counter()
@@ -196,6 +259,12 @@ def main(argv: list[str] | None = None) -> int:
         start = time.perf_counter()
         step()
         times_s.append(time.perf_counter() - start)
+    colocation = None
+    if distributed and args.colocation_rounds > 0:
+        solo_ranks = sorted({int(r) for r in args.solo_ranks.split(",") if r.strip()})
+        colocation = _colocation(
+            args.colocation_rounds, solo_ranks, rank=rank, world_size=world_size, step=compute_step
+        )
     if args.trace:
         with open(f"{args.trace}.rank{rank}.json", "w") as fh:
             json.dump({"rank": rank, "batch": batch, "world_size": world_size, "iterations": trace}, fh)
@@ -216,6 +285,8 @@ def main(argv: list[str] | None = None) -> int:
             "stdev_iter_s": statistics.stdev(times_s) if len(times_s) > 1 else 0.0,
             "iter_times_s": times_s,
         }
+        if colocation is not None:
+            result["colocation"] = colocation
         text = json.dumps(result)
         print(text, flush=True)
         if args.out:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 from bisect import bisect_right
@@ -307,6 +308,23 @@ class ModelProfile:
     def compute_s(self, batch: float) -> float:
         """Forward plus backward seconds at a per-device batch."""
         return self.forward.time_s(batch) + self.backward.time_s(batch)
+
+    def scaled_compute(self, factor: float) -> ModelProfile:
+        """This profile with forward and backward taking `factor` times as long (`extra["compute_scale"]`
+        records it): a host that computes slower in a particular fleet than where it was profiled, as the
+        testbed's hosts do beside each other (srift.validation.colocation)."""
+        if not (math.isfinite(factor) and factor > 0):
+            raise InvalidInput(
+                f"compute scale {factor!r} is not a positive number",
+                hint="give the ratio of compute seconds in the fleet to compute seconds as profiled (> 0)",
+                field="compute_scale",
+            )
+        return dataclasses.replace(
+            self,
+            forward=ComputeCurve(self.forward.batches, tuple(t * factor for t in self.forward.times_s)),
+            backward=ComputeCurve(self.backward.batches, tuple(t * factor for t in self.backward.times_s)),
+            extra={**self.extra, "compute_scale": factor},
+        )
 
     def compute_floor_s(self, batch: float) -> float:
         """The least forward plus backward seconds an iteration can show at a per-device batch: `compute_s`

@@ -65,6 +65,9 @@ class Effort:
     """Runs whose iteration is predicted to take longer warm up with one iteration, not `warmup`."""
     overlap_rounds: int = 4
     """Rounds of probes/overlap.py on two hosts of each type (0: no overlap probe; see step 3b)."""
+    colocation_rounds: int = 0
+    """Compute-only rounds at the end of each multi-host DDP run of the matrix (srift.validation.colocation;
+    0: predictions without the co-location factor)."""
 
     @classmethod
     def quick(cls) -> Effort:
@@ -82,6 +85,7 @@ class Effort:
             plan_batch_policy="pow2",
             timing_passes=4,
             timing_repeats=2,
+            colocation_rounds=1,
         )
 
     @classmethod
@@ -100,6 +104,7 @@ class Effort:
             plan_batch_policy="pow2_split",
             timing_passes=8,
             timing_repeats=3,
+            colocation_rounds=2,
         )
 
 

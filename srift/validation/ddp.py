@@ -57,6 +57,29 @@ class TimingJob:
 
 
 @dataclass(frozen=True, slots=True)
+class Colocation:
+    """A run's compute-only rounds (probes/ddp_train.py `--colocation-rounds`): every rank's forward plus
+    backward seconds with all ranks computing at once (`together_s[rank][round]`) and, for the solo ranks,
+    alone in the same round (`alone_s[rank][round]`, None for the others)."""
+
+    together_s: tuple[tuple[float, ...], ...]
+    alone_s: tuple[tuple[float, ...] | None, ...]
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Colocation:
+        return cls(
+            together_s=tuple(tuple(float(t) for t in ts) for ts in data["together_s"]),
+            alone_s=tuple(None if ts is None else tuple(float(t) for t in ts) for ts in data["alone_s"]),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "together_s": [list(ts) for ts in self.together_s],
+            "alone_s": [None if ts is None else list(ts) for ts in self.alone_s],
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class DdpResult:
     """Rank 0's measurement of one run."""
 
@@ -65,6 +88,7 @@ class DdpResult:
     stdev_iter_s: float
     iter_times_s: tuple[float, ...]
     wall_s: float
+    colocation: Colocation | None = None
 
 
 class _Agent:
@@ -178,13 +202,17 @@ class AgentPool:
         trace: Path | None = None,
         time_budget_s: float | None = None,
         min_iters: int = 2,
+        colocation_rounds: int = 0,
+        solo_ranks: Sequence[int] = (0,),
     ) -> DdpResult:
         """Train on `hosts` (rank order) with per-rank `batches`; kills and raises on failure or timeout.
 
         `loss` (MODULE:FUNCTION) is the loss the ranks backpropagate (ddp_train.py's own by default);
         with `time_budget_s` the run times about that many seconds of iterations (between `min_iters` and
         `iters`, from the last warm-up iteration's time);
-        `trace` makes every rank write its timeline to `<trace>.rank<r>.json` (diagnostics)."""
+        `trace` makes every rank write its timeline to `<trace>.rank<r>.json` (diagnostics);
+        `colocation_rounds` adds that many compute-only rounds after the timed iterations, `solo_ranks`
+        timed alone in each (the result's `colocation`)."""
         if len(hosts) != len(batches) or not hosts:
             raise ValueError("one batch per host, at least one host")
         self.ensure(hosts)
@@ -208,6 +236,9 @@ class AgentPool:
             argv += ["--time-budget-s", f"{time_budget_s:g}", "--min-iters", str(min_iters)]
         if trace is not None:
             argv += ["--trace", str(trace)]
+        if colocation_rounds > 0 and len(hosts) > 1:
+            argv += ["--colocation-rounds", str(colocation_rounds)]
+            argv += ["--solo-ranks", ",".join(str(r) for r in solo_ranks)]
         world = len(hosts)
         requests = []
         for rank, host in enumerate(hosts):
@@ -236,6 +267,7 @@ class AgentPool:
             stdev_iter_s=float(data["stdev_iter_s"]),
             iter_times_s=times,
             wall_s=max(float(a.get("wall_s", 0.0)) for a in answers),
+            colocation=Colocation.from_dict(data["colocation"]) if "colocation" in data else None,
         )
 
     def overlap(

@@ -181,6 +181,21 @@ def _passes_lines(report: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+def _colocation_lines(summary: Mapping[str, Any]) -> list[str]:
+    """What the co-location factor did to the multi-host cases (srift.validation.colocation)."""
+    found = summary.get("colocation")
+    if not found:
+        return []
+    return [
+        "",
+        f"**Co-location** (the testbed's hosts share one machine): {found['cases']} multi-host cases "
+        f"measured a host's compute with the fleet's other hosts computing at ×{found['factor_median']:.3f} "
+        f"of alone (range ×{found['factor_min']:.3f} – ×{found['factor_max']:.3f}). Their MAPE from the "
+        f"profiles as timed alone {pct(found['without']['mape'])}, with the factor "
+        f"{pct(found['with']['mape'])}.",
+    ]
+
+
 def _coverage_lines(summary: Mapping[str, Any]) -> list[str]:
     cov = (summary.get("coverage") or {}).get("overall")
     if not cov or not cov.get("cases"):
@@ -242,6 +257,7 @@ def markdown(report: Mapping[str, Any]) -> str:
         f"model, no DDP buckets): MAPE {pct(s['per_layer_overall']['mape'])}, p90 underestimate "
         f"{pct(s['per_layer_overall']['underestimate_p90'])}.",
         *_coverage_lines(s),
+        *_colocation_lines(s),
         *_passes_lines(report),
         "",
         f"Bandwidth model: {bw.get('how', '?')} — `{bw.get('source', '?')}`.",

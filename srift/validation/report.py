@@ -42,6 +42,7 @@ def summarize_cases(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
             if all(r.get("single_pass_error") is not None for r in good) and good
             else None
         ),
+        "colocation": colocation_summary(good),
         "by_model": by(lambda r: str(r["model"])),
         "by_hosts": by(lambda r: str(r["hosts"])),
         "by_type": by(lambda r: str(r["type_group"])),
@@ -68,6 +69,25 @@ def summarize_cases(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         },
         "failed_cases": len(rows) - len(good),
         "failed_runs": sum(1 for r in rows for x in r["runs"] if not x.get("ok")),
+    }
+
+
+def colocation_summary(rows: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
+    """The co-location factors the multi-host cases measured, and those cases' errors without them."""
+    found = [r for r in rows if r.get("colocation")]
+    if not found:
+        return None
+    factors = [f for r in found for f in r["colocation"]["factors"]]
+    return {
+        "cases": len(found),
+        "factor_median": statistics.median(factors),
+        "factor_min": min(factors),
+        "factor_max": max(factors),
+        "without": stats.summarize([r["colocation"]["alone_error"] for r in found]).to_dict(),
+        "with": stats.summarize([r["error"] for r in found]).to_dict(),
+        "explained": "factor: a host's compute seconds with the fleet's other hosts computing over alone, "
+        "per group (srift.validation.colocation); without/with: these cases' errors predicted from the "
+        "profiles as timed alone and with the factor",
     }
 
 

@@ -18,6 +18,7 @@ from srift.errors import EnvironmentProblem, InvalidInput, SriftError
 from srift.profiling.curves import pool_curve_samples
 from srift.testbed import Testbed, TestbedSpec
 from srift.validation import conditions, stats
+from srift.validation.colocation import colocation_factors, solo_ranks
 from srift.validation.context import (
     DDP_BUCKET_CAP_MB,
     PROBE_NODE_COUNTS,
@@ -27,7 +28,7 @@ from srift.validation.context import (
     Log,
     types_in_scope,
 )
-from srift.validation.ddp import AgentPool, DdpResult, TimingJob
+from srift.validation.ddp import AgentPool, Colocation, DdpResult, TimingJob
 from srift.validation.matrix import Case, Fleet, build_matrix
 
 if TYPE_CHECKING:
@@ -327,10 +328,13 @@ def probe_ring(ctx: Context, types: Sequence[str], counts: tuple[int, ...]) -> l
 # -- predictions and runs ---------------------------------------------------------------------------------
 
 
-def predict_fleet(ctx: Context, model: str, fleet: Fleet) -> dict[str, Any]:
+def predict_fleet(
+    ctx: Context, model: str, fleet: Fleet, compute_scale: Sequence[float] | None = None
+) -> dict[str, Any]:
     """The simulator's prediction for one model on one fleet, from the stored profiles, the catalog's
     instance types and the active bandwidth model: with PyTorch DDP's gradient buckets (what the runs use,
-    25 MiB) and, for comparison, layer by layer (Srift's original model)."""
+    25 MiB) and, for comparison, layer by layer (Srift's original model). `compute_scale` (one per group)
+    is the fleet's measured co-location factor (srift.validation.colocation)."""
     from srift.bandwidth.prior import AlphaBetaPrior
     from srift.bandwidth.registry import active_model
     from srift.catalog.store import get_instance_type
@@ -358,6 +362,11 @@ def predict_fleet(ctx: Context, model: str, fleet: Fleet) -> dict[str, Any]:
                 location=Location("testbed", g.location) if fleet.across and g.location else None,
             )
             for g in fleet.groups
+        ]
+    if compute_scale is not None:
+        members = [
+            dataclasses.replace(m, profile=m.profile.scaled_compute(f))
+            for m, f in zip(members, compute_scale, strict=True)
         ]
     geo = testbed_geo(ctx.spec) if fleet.across else None
     point = simulate(
@@ -485,8 +494,11 @@ def iterations_for(effort: Effort, predicted_s: float) -> int:
     return max(effort.min_iters, min(effort.max_iters, wanted))
 
 
-def measure(ctx: Context, pool: AgentPool, model: str, fleet: Fleet, predicted_s: float) -> dict[str, Any]:
-    """One real DDP run of `model` on `fleet`; a failure is recorded, not raised."""
+def measure(
+    ctx: Context, pool: AgentPool, model: str, fleet: Fleet, predicted_s: float, *, colocation: bool = False
+) -> dict[str, Any]:
+    """One real DDP run of `model` on `fleet`; a failure is recorded, not raised. With `colocation`, a
+    multi-host run ends with the effort's compute-only rounds (srift.validation.colocation)."""
     spec = ctx.model(model)
     effort = ctx.effort
     iters = iterations_for(effort, predicted_s)
@@ -508,6 +520,8 @@ def measure(ctx: Context, pool: AgentPool, model: str, fleet: Fleet, predicted_s
             timeout_s=timeout_s,
             time_budget_s=effort.target_run_s,
             min_iters=effort.min_iters,
+            colocation_rounds=effort.colocation_rounds if colocation else 0,
+            solo_ranks=solo_ranks(fleet),
         )
     except EnvironmentProblem as exc:
         ctx.log(f"run failed: {model} on {fleet.label()}: {exc.detail}")
@@ -525,6 +539,7 @@ def measure(ctx: Context, pool: AgentPool, model: str, fleet: Fleet, predicted_s
         "wall_s": time.perf_counter() - tick,
         "load_avg": load,
         "machine_busy": conditions.busy_fraction(before, conditions.cpu_times()),
+        **({"colocation": result.colocation.to_dict()} if result.colocation is not None else {}),
     }
 
 
@@ -575,16 +590,28 @@ def run_matrix(ctx: Context, pool: AgentPool, cases: Sequence[Case]) -> list[dic
         ctx.progress("ddp runs", done, total)
         row = rows[i]
         row["runs"].append(
-            measure(ctx, pool, cases[i].model, cases[i].fleet, row["predicted"]["iteration_s"])
+            measure(
+                ctx, pool, cases[i].model, cases[i].fleet, row["predicted"]["iteration_s"], colocation=True
+            )
         )
     for _ in range(passes.count(total)):
         timing_pass(ctx, pool)
     ctx.progress("ddp runs", total, total)
     if ctx.timing_samples:
         pool_profiles(ctx)
-        for case, row in zip(cases, rows, strict=True):
+    for case, row in zip(cases, rows, strict=True):
+        found = colocation_factors(
+            case.fleet, [Colocation.from_dict(r["colocation"]) for r in row["runs"] if r.get("colocation")]
+        )
+        if found is not None:
+            row["colocation"] = found.to_dict()
+        if ctx.timing_samples:
             row["single_pass_predicted"] = row["predicted"]
+        if ctx.timing_samples or found is not None:
             row["predicted"] = predict_fleet(ctx, case.model, case.fleet)
+        if found is not None:
+            row["colocation"]["alone_iteration_s"] = row["predicted"]["iteration_s"]
+            row["predicted"] = predict_fleet(ctx, case.model, case.fleet, found.factors)
     for row in rows:
         finish_case(row)
     return rows
@@ -737,3 +764,6 @@ def finish_case(row: dict[str, Any]) -> None:
     single = row.get("single_pass_predicted")
     if single is not None:
         row["single_pass_error"] = stats.relative_error(single["iteration_s"], measured) if means else None
+    colocated = row.get("colocation")
+    if colocated is not None and means:
+        colocated["alone_error"] = stats.relative_error(colocated["alone_iteration_s"], measured)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import statistics
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -122,6 +123,20 @@ def test_measured_times_come_from_real_ddp_runs(report: dict[str, Any]) -> None:
             stats.relative_error(case["single_pass_predicted"]["iteration_s"], case["measured_iteration_s"])
         )
     one, two = report["cases"]
+    assert "colocation" not in one and all("colocation" not in r for r in one["runs"])
+    # the two-host runs end with one compute-only round each: both ranks together, rank 0 alone
+    for run in two["runs"]:
+        assert len(run["colocation"]["together_s"]) == 2 and run["colocation"]["alone_s"][1] is None
+    (ratios,) = two["colocation"]["ratios"]
+    assert len(ratios) == 2 and all(r > 0 for r in ratios)
+    (factor,) = two["colocation"]["factors"]
+    assert factor == pytest.approx(statistics.median(ratios))
+    alone_s, with_s = two["colocation"]["alone_iteration_s"], two["predicted"]["iteration_s"]
+    assert with_s > alone_s if factor > 1 else with_s <= alone_s
+    assert two["colocation"]["alone_error"] == pytest.approx(
+        stats.relative_error(alone_s, two["measured_iteration_s"])
+    )
+    assert report["summary"]["colocation"]["cases"] == 1
     # two ranks exchange gradients over a 200 Mbit/s link: never faster than one host alone (allowing noise)
     assert two["measured_iteration_s"] > 0.8 * one["measured_iteration_s"]
     assert two["predicted"]["breakdown"]["communication_s"] > 0
