@@ -11,30 +11,41 @@ compute-only steps (probes/ddp_train.py `--colocation-rounds`: forward and backw
 barrier-synchronised), every rank at once and then the first rank of each group alone, in the same
 processes and the same seconds. A group's factor is the median over rounds of (the median of its ranks'
 together-seconds) / (its first rank's alone-seconds in that round); the prediction scales that group's
-profile (`ModelProfile.scaled_compute`). The DDP iterations' own times never enter it.
+profile (`ModelProfile.scaled_compute`) and, where the together-steps vary more from step to step and rank
+to rank than the profile's iterations did alone, takes their std/mean as the group's straggler cv (hosts
+computing at once on one machine also straggle more: densenet on four small hosts, one rank 1.44 s where
+the others took 1.07–1.15 s). The DDP iterations' own times never enter either.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from srift.domain.profile import ModelProfile
 from srift.validation.ddp import Colocation
 from srift.validation.matrix import Fleet
 
 
 @dataclass(frozen=True, slots=True)
 class ColocationFactors:
-    """Per group of a fleet (rank order): the factor and the per-round ratios it is the median of."""
+    """Per group of a fleet (rank order): the factor, the per-round ratios it is the median of, and the
+    straggler cv of its together-steps (None with fewer than three degrees of freedom)."""
 
     factors: tuple[float, ...]
     ratios: tuple[tuple[float, ...], ...]
+    straggler_cv: tuple[float | None, ...]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"factors": list(self.factors), "ratios": [list(r) for r in self.ratios]}
+        return {
+            "factors": list(self.factors),
+            "ratios": [list(r) for r in self.ratios],
+            "straggler_cv": list(self.straggler_cv),
+        }
 
 
 def solo_ranks(fleet: Fleet) -> tuple[int, ...]:
@@ -70,4 +81,35 @@ def colocation_factors(fleet: Fleet, samples: Sequence[Colocation]) -> Colocatio
     return ColocationFactors(
         factors=tuple(statistics.median(r) if r else 1.0 for r in ratios),
         ratios=tuple(tuple(r) for r in ratios),
+        straggler_cv=tuple(_together_cv(fleet, samples, g) for g in range(len(fleet.groups))),
     )
+
+
+def _together_cv(fleet: Fleet, samples: Sequence[Colocation], group: int) -> float | None:
+    """std/mean of group `group`'s together-steps (every rank, every round), pooled over runs around each
+    run's own mean (a run's drift is not a straggler); None below three degrees of freedom."""
+    first = solo_ranks(fleet)[group]
+    count = fleet.groups[group].count
+    squares, dof = 0.0, 0
+    for sample in samples:
+        if len(sample.together_s) != fleet.hosts:
+            continue
+        steps = [
+            t for r in range(first, first + count) for t in sample.together_s[r] if math.isfinite(t) and t > 0
+        ]
+        if len(steps) < 2:
+            continue
+        mean = statistics.fmean(steps)
+        squares += sum((t / mean - 1.0) ** 2 for t in steps)
+        dof += len(steps) - 1
+    return math.sqrt(squares / dof) if dof >= 3 else None
+
+
+def colocated_profile(profile: ModelProfile, factors: ColocationFactors, group: int) -> ModelProfile:
+    """`profile` as group `group` of the fleet computes: scaled by its factor, and with the straggler cv
+    of its together-steps where that is larger than the profile's own (measured alone)."""
+    scaled = profile.scaled_compute(factors.factors[group])
+    cv = factors.straggler_cv[group]
+    if cv is not None and cv > scaled.straggler_cv:
+        scaled = dataclasses.replace(scaled, straggler_cv=cv)
+    return scaled

@@ -66,8 +66,11 @@ class Effort:
     overlap_rounds: int = 4
     """Rounds of probes/overlap.py on two hosts of each type (0: no overlap probe; see step 3b)."""
     colocation_rounds: int = 0
-    """Compute-only rounds at the end of each multi-host DDP run of the matrix (srift.validation.colocation;
-    0: predictions without the co-location factor)."""
+    """At most this many compute-only rounds at the end of each multi-host DDP run of the matrix
+    (srift.validation.colocation; 0: predictions without the co-location factor)."""
+    colocation_budget_s: float = 0.5
+    """As many of those rounds as fit this many seconds of together-steps (at least one): a 1 s step
+    gets one round, a 50 ms step ten (single steps under a 10 ms quota period are quantised)."""
 
     @classmethod
     def quick(cls) -> Effort:
@@ -85,7 +88,7 @@ class Effort:
             plan_batch_policy="pow2",
             timing_passes=4,
             timing_repeats=2,
-            colocation_rounds=1,
+            colocation_rounds=8,
         )
 
     @classmethod
@@ -104,7 +107,8 @@ class Effort:
             plan_batch_policy="pow2_split",
             timing_passes=8,
             timing_repeats=3,
-            colocation_rounds=2,
+            colocation_rounds=12,
+            colocation_budget_s=1.0,
         )
 
 

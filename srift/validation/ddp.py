@@ -204,6 +204,7 @@ class AgentPool:
         min_iters: int = 2,
         colocation_rounds: int = 0,
         solo_ranks: Sequence[int] = (0,),
+        colocation_budget_s: float | None = None,
     ) -> DdpResult:
         """Train on `hosts` (rank order) with per-rank `batches`; kills and raises on failure or timeout.
 
@@ -211,8 +212,9 @@ class AgentPool:
         with `time_budget_s` the run times about that many seconds of iterations (between `min_iters` and
         `iters`, from the last warm-up iteration's time);
         `trace` makes every rank write its timeline to `<trace>.rank<r>.json` (diagnostics);
-        `colocation_rounds` adds that many compute-only rounds after the timed iterations, `solo_ranks`
-        timed alone in each (the result's `colocation`)."""
+        `colocation_rounds` adds up to that many compute-only rounds after the timed iterations (as many
+        as fit `colocation_budget_s` seconds of together-steps, when given), `solo_ranks` timed alone in
+        each (the result's `colocation`)."""
         if len(hosts) != len(batches) or not hosts:
             raise ValueError("one batch per host, at least one host")
         self.ensure(hosts)
@@ -239,6 +241,8 @@ class AgentPool:
         if colocation_rounds > 0 and len(hosts) > 1:
             argv += ["--colocation-rounds", str(colocation_rounds)]
             argv += ["--solo-ranks", ",".join(str(r) for r in solo_ranks)]
+            if colocation_budget_s is not None:
+                argv += ["--colocation-budget-s", f"{colocation_budget_s:g}"]
         world = len(hosts)
         requests = []
         for rank, host in enumerate(hosts):

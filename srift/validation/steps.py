@@ -18,7 +18,12 @@ from srift.errors import EnvironmentProblem, InvalidInput, SriftError
 from srift.profiling.curves import pool_curve_samples
 from srift.testbed import Testbed, TestbedSpec
 from srift.validation import conditions, stats
-from srift.validation.colocation import colocation_factors, solo_ranks
+from srift.validation.colocation import (
+    ColocationFactors,
+    colocated_profile,
+    colocation_factors,
+    solo_ranks,
+)
 from srift.validation.context import (
     DDP_BUCKET_CAP_MB,
     PROBE_NODE_COUNTS,
@@ -329,12 +334,12 @@ def probe_ring(ctx: Context, types: Sequence[str], counts: tuple[int, ...]) -> l
 
 
 def predict_fleet(
-    ctx: Context, model: str, fleet: Fleet, compute_scale: Sequence[float] | None = None
+    ctx: Context, model: str, fleet: Fleet, colocation: ColocationFactors | None = None
 ) -> dict[str, Any]:
     """The simulator's prediction for one model on one fleet, from the stored profiles, the catalog's
     instance types and the active bandwidth model: with PyTorch DDP's gradient buckets (what the runs use,
-    25 MiB) and, for comparison, layer by layer (Srift's original model). `compute_scale` (one per group)
-    is the fleet's measured co-location factor (srift.validation.colocation)."""
+    25 MiB) and, for comparison, layer by layer (Srift's original model). `colocation` is what the fleet's
+    runs measured of its hosts computing at once (srift.validation.colocation)."""
     from srift.bandwidth.prior import AlphaBetaPrior
     from srift.bandwidth.registry import active_model
     from srift.catalog.store import get_instance_type
@@ -363,10 +368,10 @@ def predict_fleet(
             )
             for g in fleet.groups
         ]
-    if compute_scale is not None:
+    if colocation is not None:
         members = [
-            dataclasses.replace(m, profile=m.profile.scaled_compute(f))
-            for m, f in zip(members, compute_scale, strict=True)
+            dataclasses.replace(m, profile=colocated_profile(m.profile, colocation, g))
+            for g, m in enumerate(members)
         ]
     geo = testbed_geo(ctx.spec) if fleet.across else None
     point = simulate(
@@ -522,6 +527,7 @@ def measure(
             min_iters=effort.min_iters,
             colocation_rounds=effort.colocation_rounds if colocation else 0,
             solo_ranks=solo_ranks(fleet),
+            colocation_budget_s=effort.colocation_budget_s,
         )
     except EnvironmentProblem as exc:
         ctx.log(f"run failed: {model} on {fleet.label()}: {exc.detail}")
@@ -611,7 +617,7 @@ def run_matrix(ctx: Context, pool: AgentPool, cases: Sequence[Case]) -> list[dic
             row["predicted"] = predict_fleet(ctx, case.model, case.fleet)
         if found is not None:
             row["colocation"]["alone_iteration_s"] = row["predicted"]["iteration_s"]
-            row["predicted"] = predict_fleet(ctx, case.model, case.fleet, found.factors)
+            row["predicted"] = predict_fleet(ctx, case.model, case.fleet, found)
     for row in rows:
         finish_case(row)
     return rows

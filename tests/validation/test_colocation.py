@@ -8,15 +8,22 @@ import math
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from srift.bandwidth.local_probe import free_port
 from srift.settings import REPO_ROOT
-from srift.validation.colocation import colocation_factors, solo_ranks
+from srift.validation.colocation import (
+    ColocationFactors,
+    colocated_profile,
+    colocation_factors,
+    solo_ranks,
+)
 from srift.validation.ddp import Colocation
 from srift.validation.matrix import Fleet, Group
+from tests.sim.kit import profile
 
 MIXED = Fleet((Group("tbv.small", 2, 16), Group("tbv.large", 1, 48)))
 
@@ -39,6 +46,24 @@ def test_a_groups_factor_is_the_median_of_its_per_round_ratios() -> None:
     assert found.ratios[0] == pytest.approx((1.3, 1.1, 1.2))
     assert found.ratios[1] == pytest.approx((1.1, 1.0, 1.05))
     assert found.factors == pytest.approx((1.2, 1.05))
+    # Straggler cv of the smalls' together-steps around each run's mean: run 1 [1.2, 1.0, 1.4, 1.2] (mean
+    # 1.2: deviations 0, −1/6, +1/6, 0; 3 dof), run 2 [2.4, 2.4] (0; 1 dof): √((2/36) / 4) = 0.1179. The
+    # large group has 1 dof (run 1's two rounds; run 2 has one step): none.
+    assert found.straggler_cv[0] == pytest.approx(math.sqrt(2 / 36 / 4))
+    assert found.straggler_cv[1] is None
+
+
+def test_the_colocated_profile_is_scaled_and_straggles_as_measured_together() -> None:
+    found = ColocationFactors(factors=(1.2, 0.9), ratios=((1.2,), (0.9,)), straggler_cv=(0.15, None))
+    base = replace(profile(), straggler_cv=0.05)
+    small = colocated_profile(base, found, 0)
+    assert small.compute_s(32) == pytest.approx(1.2 * base.compute_s(32))
+    assert small.straggler_cv == 0.15
+    large = colocated_profile(base, found, 1)
+    assert large.compute_s(32) == pytest.approx(0.9 * base.compute_s(32))
+    assert large.straggler_cv == 0.05
+    calmer = ColocationFactors(factors=(1.0,), ratios=((1.0,),), straggler_cv=(0.01,))
+    assert colocated_profile(base, calmer, 0).straggler_cv == 0.05  # never below the profile's own
 
 
 def test_no_factor_for_one_host_or_without_rounds() -> None:
@@ -64,7 +89,8 @@ def test_ddp_train_times_every_rank_together_and_the_solo_ranks_alone(tmp_path: 
         sys.executable, str(REPO_ROOT / "probes" / "ddp_train.py"),
         "--model", "srift.profiling.testmodels:cnn", "--input", "srift.profiling.testmodels:cnn_input",
         "--batches", "4,4,8", "--iters", "2", "--warmup", "1",
-        "--colocation-rounds", "2", "--solo-ranks", "0,2", "--out", str(out),
+        "--colocation-rounds", "3", "--colocation-budget-s", "1e-9", "--solo-ranks", "0,2",
+        "--out", str(out),
     ]  # fmt: skip
     procs = [
         subprocess.Popen(
@@ -77,13 +103,15 @@ def test_ddp_train_times_every_rank_together_and_the_solo_ranks_alone(tmp_path: 
     data = json.loads(out.read_text())
     assert len(data["iter_times_s"]) == 2
     sample = Colocation.from_dict(data["colocation"])
-    assert len(sample.together_s) == 3 and all(len(ts) == 2 for ts in sample.together_s)
+    # a budget shorter than any step: one round (the first), not --colocation-rounds
+    assert data["colocation"]["rounds"] == 1
+    assert len(sample.together_s) == 3 and all(len(ts) == 1 for ts in sample.together_s)
     assert sample.alone_s[1] is None
-    assert all(s is not None and len(s) == 2 and min(s) > 0 for s in (sample.alone_s[0], sample.alone_s[2]))
+    assert all(s is not None and len(s) == 1 and min(s) > 0 for s in (sample.alone_s[0], sample.alone_s[2]))
     assert all(t > 0 for ts in sample.together_s for t in ts)
     fleet = Fleet((Group("t.a", 2, 4), Group("t.b", 1, 8)))
     found = colocation_factors(fleet, [sample])
     assert found is not None
-    assert [len(r) for r in found.ratios] == [2, 2]
+    assert [len(r) for r in found.ratios] == [1, 1]
     assert all(0 < f < 20 for f in found.factors)
     assert Colocation.from_dict(sample.to_dict()) == sample
