@@ -62,7 +62,8 @@ class Effort:
     timing_repeats: int = 3
     """Timed rounds over the breakpoints in each further pass (after one untimed round)."""
     long_iteration_s: float = 1.0
-    """Runs whose iteration is predicted to take longer warm up with one iteration, not `warmup`."""
+    """Runs whose iteration is predicted to take longer warm up less: one iteration on one host, two with
+    DDP (through its bucket rebuild), not `warmup` (steps.long_run_warmup)."""
     overlap_rounds: int = 4
     """Rounds of probes/overlap.py on two hosts of each type (0: no overlap probe; see step 3b)."""
     colocation_rounds: int = 0

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from srift.validation.context import Effort
-from srift.validation.steps import pass_positions
+from srift.validation.matrix import Fleet, Group
+from srift.validation.steps import DDP_REBUILD_ITERATION, long_run_warmup, pass_positions
 
 
 @pytest.mark.parametrize(
@@ -20,3 +23,11 @@ def test_timing_passes_spread_from_before_the_first_run_to_after_the_last(
 
 def test_both_presets_spread_further_timing_passes() -> None:
     assert Effort.quick().timing_passes >= 2 and Effort.full().timing_passes >= Effort.quick().timing_passes
+
+
+def test_a_long_ddp_run_warms_up_through_the_bucket_rebuild() -> None:
+    one, four = Fleet((Group("tbv.small", 1, 32),)), Fleet((Group("tbv.small", 4, 32),))
+    assert long_run_warmup(Effort.quick(), one) == 1
+    assert long_run_warmup(Effort.quick(), four) == DDP_REBUILD_ITERATION == 2
+    assert long_run_warmup(Effort.full(), four) == 2  # fewer than the full effort's 3
+    assert long_run_warmup(replace(Effort.quick(), warmup=1), four) == 1  # never more than asked for
