@@ -85,29 +85,34 @@ def _colocation(
     *,
     rank: int,
     world_size: int,
-    step: Callable[[], float],
+    step: Callable[[], tuple[float, float]],
     budget_s: float | None = None,
+    clock: str = "wall",
 ) -> dict[str, Any] | None:
     """Rounds of: every rank's compute step at once, then each of `solo_ranks` alone while the others wait
-    at a barrier. `max_rounds` rounds, or with `budget_s` as many as fit that many seconds of together-steps
-    by rank 0's first one (at least 1, at most `max_rounds`). Returns, on rank 0, every rank's step
-    seconds together and alone (None for a rank never timed alone); None on the other ranks."""
+    at a barrier. `max_rounds` rounds, or with `budget_s` as many as fit that many wall seconds of
+    together-steps by rank 0's first one (at least 1, at most `max_rounds`). `step` returns (wall seconds,
+    seconds on `clock`). Returns, on rank 0, every rank's step seconds on `clock` together and alone (None
+    for a rank never timed alone); None on the other ranks."""
     import torch
     import torch.distributed as dist
 
     together: list[float] = []
     alone: list[float] = []
     rounds = max_rounds
+    first_wall_s = 0.0
     k = 0
     while k < rounds:
         dist.barrier()
-        together.append(step())
+        wall_s, judged_s = step()
+        together.append(judged_s)
+        first_wall_s = first_wall_s or wall_s
         for solo in solo_ranks:
             dist.barrier()
             if rank == solo:
-                alone.append(step())
+                alone.append(step()[1])
         if k == 0 and budget_s is not None:
-            wanted = max(1, min(max_rounds, math.ceil(budget_s / max(together[0], 1e-6))))
+            wanted = max(1, min(max_rounds, math.ceil(budget_s / max(first_wall_s, 1e-6))))
             count = torch.tensor([wanted], dtype=torch.int64)
             dist.broadcast(count, src=0)
             rounds = int(count.item())
@@ -123,6 +128,7 @@ def _colocation(
         return None
     return {
         "rounds": rounds,
+        "clock": clock,
         "solo_ranks": solo_ranks,
         "together_s": [g[0].tolist() for g in gathered],
         "alone_s": [g[1].tolist() if r in solo_ranks else None for r, g in enumerate(gathered)],
@@ -168,7 +174,9 @@ def main(argv: list[str] | None = None) -> int:
         help="after the timed iterations, this many rounds of compute-only steps (forward and backward "
         "under DDP's no_sync, no exchange), each round every rank at once and then each --solo-ranks rank "
         "alone, barrier-synchronised: how much slower a rank computes while the other hosts compute too "
-        "(hosts that share one machine, as the testbed's do); rank 0 reports them as `colocation`",
+        "(hosts that share one machine, as the testbed's do), in CPU seconds on a CPU (the work itself; a "
+        "quota's wall time depends on where in its period a step starts), wall seconds with CUDA; rank 0 "
+        "reports them as `colocation`",
     )
     parser.add_argument(
         "--colocation-budget-s",
@@ -248,17 +256,21 @@ def main(argv: list[str] | None = None) -> int:
             current["step_end"] = time.perf_counter()
             trace.append(dict(current))
 
-    def compute_step() -> float:
-        """Forward and backward without DDP's exchange (no_sync), timed; the local gradients are dropped."""
+    def compute_step() -> tuple[float, float]:
+        """Forward and backward without DDP's exchange (no_sync): (wall seconds, the seconds it is judged
+        by). On a CPU those are the process's CPU seconds, the work itself: wall time under a CPU quota
+        depends on where in its period a step starts (a step after an idle wait runs on a fresh quota),
+        which the order of the rounds would turn into a false factor. The local gradients are dropped."""
         opt.zero_grad(set_to_none=True)
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.process_time()
         with net.no_sync():
             loss_fn(net(*args_tuple)).backward()
         if device is not None:
             torch.cuda.synchronize(device)
-        took = time.perf_counter() - start
+        wall_s = time.perf_counter() - start
+        judged_s = wall_s if device is not None else time.process_time() - start_cpu
         opt.zero_grad(set_to_none=True)
-        return took
+        return wall_s, judged_s
 
     warm_s = 0.0
     for _ in range(args.warmup):
@@ -291,6 +303,7 @@ def main(argv: list[str] | None = None) -> int:
             world_size=world_size,
             step=compute_step,
             budget_s=args.colocation_budget_s,
+            clock="wall" if device is not None else "cpu",
         )
     if args.trace:
         with open(f"{args.trace}.rank{rank}.json", "w") as fh:

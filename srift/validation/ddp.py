@@ -60,7 +60,7 @@ class TimingJob:
 class Colocation:
     """A run's compute-only rounds (probes/ddp_train.py `--colocation-rounds`): every rank's forward plus
     backward seconds with all ranks computing at once (`together_s[rank][round]`) and, for the solo ranks,
-    alone in the same round (`alone_s[rank][round]`, None for the others)."""
+    alone in the same round (`alone_s[rank][round]`, None for the others); CPU seconds on a CPU host."""
 
     together_s: tuple[tuple[float, ...], ...]
     alone_s: tuple[tuple[float, ...] | None, ...]

@@ -103,8 +103,8 @@ def test_ddp_train_times_every_rank_together_and_the_solo_ranks_alone(tmp_path: 
     data = json.loads(out.read_text())
     assert len(data["iter_times_s"]) == 2
     sample = Colocation.from_dict(data["colocation"])
-    # a budget shorter than any step: one round (the first), not --colocation-rounds
-    assert data["colocation"]["rounds"] == 1
+    # a budget shorter than any step: one round (the first), not --colocation-rounds; CPU seconds on a CPU
+    assert data["colocation"]["rounds"] == 1 and data["colocation"]["clock"] == "cpu"
     assert len(sample.together_s) == 3 and all(len(ts) == 1 for ts in sample.together_s)
     assert sample.alone_s[1] is None
     assert all(s is not None and len(s) == 1 and min(s) > 0 for s in (sample.alone_s[0], sample.alone_s[2]))
