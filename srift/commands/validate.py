@@ -45,7 +45,9 @@ def register(app: typer.Typer) -> None:
         model: list[str] = typer.Option(
             [],
             "--model",
-            help="your own model: MODULE:FACTORY (or FILE.py:FACTORY) returning an nn.Module; repeatable",
+            help="your own model: MODULE:FACTORY (or FILE.py:FACTORY) returning an nn.Module; repeatable. "
+            "It takes one training step here first: every trainable parameter must get a gradient (DDP "
+            "needs that)",
         ),
         input_factory: list[str] = typer.Option(
             [],

@@ -631,6 +631,24 @@ def _to_device(value: Any, device: torch.device) -> Any:
     return value
 
 
+def parameters_without_grad(
+    model_factory: Callable[[], nn.Module],
+    input_factory: Callable[[int], Any],
+    loss_fn: Callable[[Any], torch.Tensor] | None = None,
+) -> list[str]:
+    """Names of the trainable parameters that get no gradient in one training step at batch 2 on the CPU.
+
+    DDP (as `srift validate` and the probes run it) refuses such a model on more than one host ("Expected
+    to have finished reduction in the prior iteration"), and one process never notices. Raises what
+    profiling would (InvalidInput naming `model_factory`, `input_factory` or `loss_fn`) for a model that
+    cannot take a step at all."""
+    bench = _build_bench(model_factory, input_factory, loss_fn, torch.device("cpu"))
+    _checked_step(bench, _checked_inputs(bench, 2))
+    missing = [name for name, p in bench.model.named_parameters() if p.requires_grad and p.grad is None]
+    bench.model.zero_grad(set_to_none=True)
+    return missing
+
+
 def call_model(model: nn.Module, inputs: Any) -> Any:
     """The model on an input factory's value: a dict as keyword arguments, a tuple or list as positional
     ones, anything else as the one argument."""

@@ -181,16 +181,39 @@ def run_validation(
     return report
 
 
+USED_PARAMETERS_HINT = (
+    "use every parameter in the loss, delete the ones the forward pass skips, or freeze them "
+    "(requires_grad=False)"
+)
+
+
 def check_user_models(options: ValidationOptions) -> None:
-    """Import every user model's factory, input factory and loss here, before the testbed comes up, so a
-    typo is an InvalidInput naming the option (`model[0]`, ...) rather than a failed profile job later."""
+    """Import every user model's factory, input factory and loss, and take one training step with it here,
+    before the testbed comes up, so that a typo, a model that cannot train, or one whose parameters do not
+    all get a gradient (DDP refuses it on several hosts: every multi-host case would fail after its
+    profile) is an InvalidInput naming the option (`model[0]`, ...) in seconds, not a failed run later."""
     from srift.profiling.loading import resolve_callable
+    from srift.profiling.profiler import parameters_without_grad
 
     for i, m in enumerate(options.user_models):
-        resolve_callable(m.factory, what="model factory", field=f"model[{i}]")
-        resolve_callable(m.input_factory, what="input factory", field=f"input[{i}]")
-        if m.loss is not None:
-            resolve_callable(m.loss, what="loss", field=f"loss[{i}]")
+        model_fn = resolve_callable(m.factory, what="model factory", field=f"model[{i}]")
+        input_fn = resolve_callable(m.input_factory, what="input factory", field=f"input[{i}]")
+        loss_fn = resolve_callable(m.loss, what="loss", field=f"loss[{i}]") if m.loss is not None else None
+        fields = {"model_factory": f"model[{i}]", "input_factory": f"input[{i}]", "loss_fn": f"loss[{i}]"}
+        try:
+            missing = parameters_without_grad(model_fn, input_fn, loss_fn)
+        except InvalidInput as exc:
+            field = fields.get(exc.field or "", f"model[{i}]")
+            raise InvalidInput(exc.detail, hint=exc.hint, field=field) from exc
+        if missing:
+            shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+            raise InvalidInput(
+                f"model `{m.factory}`: {len(missing)} trainable parameter(s) get no gradient in a training "
+                f'step ({shown}); DDP refuses such a model on more than one host ("Expected to have '
+                'finished reduction in the prior iteration"), so every multi-host case would fail',
+                hint=USED_PARAMETERS_HINT,
+                field=f"model[{i}]",
+            )
 
 
 def _python_path() -> str:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from srift.errors import InvalidInput
 from srift.testbed import parse_spec
-from srift.validation.context import DEFAULT_SPEC, Effort
+from srift.validation.context import DEFAULT_SPEC, Effort, ValidationOptions
 from srift.validation.matrix import Fleet, Group, build_matrix, check_spec, compositions
 from srift.validation.steps import iterations_for
 
@@ -135,6 +137,72 @@ def test_user_model_typos_are_refused_before_the_testbed_comes_up() -> None:
     with pytest.raises(InvalidInput) as info:
         check_user_models(options)
     assert info.value.field == "input[1]"
+
+
+_MODELS = """
+import torch
+from torch import nn
+
+
+class Skips(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.used = nn.Linear(4, 2)
+        self.skipped = nn.Linear(4, 2)  # built, never called: no gradient
+
+    def forward(self, x):
+        return self.used(x)
+
+
+def skips():
+    return Skips()
+
+
+def whole():
+    return nn.Sequential(nn.Linear(4, 2))
+
+
+def frozen():
+    model = Skips()
+    model.skipped.requires_grad_(False)
+    return model
+
+
+def rows(batch):
+    return torch.randn(batch, 4)
+
+
+def wrong_width(batch):
+    return torch.randn(batch, 5)
+"""
+
+
+def _options_for(tmp_path: Path, factory: str, input_factory: str = "rows") -> ValidationOptions:
+    from srift.validation.matrix import user_models
+
+    module = tmp_path / "usermodels.py"
+    module.write_text(_MODELS)
+    return ValidationOptions(user_models=user_models([f"{module}:{factory}"], [f"{module}:{input_factory}"]))
+
+
+def test_a_user_model_whose_parameters_do_not_all_get_a_gradient_is_refused(tmp_path: Path) -> None:
+    from srift.validation.pipeline import check_user_models
+
+    with pytest.raises(InvalidInput) as info:
+        check_user_models(_options_for(tmp_path, "skips"))
+    assert info.value.field == "model[0]"
+    assert "skipped.weight, skipped.bias" in info.value.detail and "DDP" in info.value.detail
+    assert "To fix:" in str(info.value)
+    check_user_models(_options_for(tmp_path, "whole"))
+    check_user_models(_options_for(tmp_path, "frozen"))
+
+
+def test_a_user_model_that_cannot_take_a_step_names_the_option_at_fault(tmp_path: Path) -> None:
+    from srift.validation.pipeline import check_user_models
+
+    with pytest.raises(InvalidInput) as info:
+        check_user_models(_options_for(tmp_path, "whole", "wrong_width"))
+    assert info.value.field == "input[0]"
 
 
 def test_cli_validate_refuses_a_model_without_its_input() -> None:
