@@ -52,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
 
         def step() -> None:
             model.zero_grad(set_to_none=True)
-            default_loss(call_model(model, inputs)).backward()
+            default_loss(call_model(model, inputs)).backward()  # type: ignore[no-untyped-call]
 
         step()
 

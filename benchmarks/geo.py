@@ -260,7 +260,7 @@ def _move(placement: Sequence[tuple[Location, int]], provider: str) -> list[tupl
     return [(Location(provider, f"paper-{loc.region}"), c) for loc, c in placement]
 
 
-def egress_rows(types: dict[str, InstanceType], geos: dict[str, GeoContext]) -> list[EgressRow]:
+def egress_rows(types: dict[str, InstanceType], geos: dict[AllreducePattern, GeoContext]) -> list[EgressRow]:
     geo_ring = geos[AllreducePattern.RING]
     rows = []
     spot = {"gcp": 0.180, "aws": 0.395, "azure": 0.134}  # Table 1 T4 spot $/h (the shipped catalog's too)

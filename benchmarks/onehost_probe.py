@@ -50,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     variants = args.variants.split(",")
     ddp: Any = None
     if "ddp1" in variants:
-        store = dist.HashStore()
+        store = dist.HashStore()  # type: ignore[attr-defined]
         dist.init_process_group("gloo", store=store, rank=0, world_size=1)
         ddp = DistributedDataParallel(model)
     found: dict[str, dict[str, list[float]]] = {v: {} for v in variants}
@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
         t = record(variant, "zero_grad", t)
         loss = default_loss(net(inputs))
         t = record(variant, "forward", t)
-        loss.backward()
+        loss.backward()  # type: ignore[no-untyped-call]
         t = record(variant, "backward", t)
         opt.step()
         record(variant, "step", t)
@@ -83,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
         start = t
         loss = default_loss(call_model(model, inputs))
         t = record(variant, "forward", t) if timed else clock()
-        loss.backward()
+        loss.backward()  # type: ignore[no-untyped-call]
         if timed:
             record(variant, "backward", t)
             record(variant, "fw_bw", start)

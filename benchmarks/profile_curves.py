@@ -103,7 +103,7 @@ def run_one(
     paper = list(breakpoints(profile.max_batch))
     batches = check_batches(paper, avoid=points)
     from_profile = [profile.compute_s(b) for b in batches]
-    runs = []
+    runs: list[dict[str, Any]] = []
     for _ in range(sessions):
         direct = measure_step_s(
             factory(),

@@ -18,6 +18,7 @@ import argparse
 import math
 import os
 import sys
+from typing import cast
 
 import numpy as np
 
@@ -169,6 +170,7 @@ def render(rows: list[dict[str, object]], spread: dict[str, float]) -> tuple[str
             f"{d['inside']}/{r['sizes']} | {d['below_p90']}/{r['sizes']} |"
         )
     given = [r for r in rows if r["path"] == "given rate"]
+    default_below_p90 = sum(int(str(cast("dict[str, object]", r["default"])["below_p90"])) for r in defaults)
 
     def given_mae(library: str) -> str:
         return _pct(float(np.mean([float(str(r["mae_large"])) for r in given if r["library"] == library])))
@@ -181,7 +183,7 @@ def render(rows: list[dict[str, object]], spread: dict[str, float]) -> tuple[str
         "measured times of the public AWS gloo/NCCL table at its AWS default setting "
         f"(inside p10–p90: {sum(int(str(r['inside'])) for r in prior_tcp)}); under the request default "
         "(ENA visibility not given) its p90 covers "
-        f"{sum(int(r['default']['below_p90']) for r in defaults)}/"  # type: ignore[index]
+        f"{default_below_p90}/"
         f"{sum(int(str(r['sizes'])) for r in defaults)} of the NCCL rows.",
         "",
         "The default when a request does not say whether NCCL sees the ENA (`network.ena_visible` unset): "

@@ -21,10 +21,14 @@ import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from benchmarks._report import write_section
 from benchmarks.plan_cases import issue23_request, shipped_settings, solve
+
+if TYPE_CHECKING:
+    from srift.optimize.solver import SolveOptions
+    from srift.optimize.space import Problem
 
 ACCELERATORS = ["T4", "M60", "K80", "V100", "A10G", "L4", "L40S", "A100", "H100", "H200"]
 REQUESTS: dict[str, dict[str, Any]] = {
@@ -44,7 +48,7 @@ BASE: dict[str, Any] = {
 
 def _problem(
     settings: Any, ids: list[int], *, regions: list[str], types: list[str] | None, req: dict[str, Any]
-):  # type: ignore[no-untyped-def]
+) -> tuple[Problem, Any, SolveOptions | None]:
     """The optimizer's problem for one catalog and request; two regions become distinct candidates."""
     from srift.api.schemas.plans import PlanRequest
     from srift.db.session import transaction
@@ -73,7 +77,7 @@ def _problem(
 
 def count_configs(problem: Any) -> int:
     """The exact number of configurations of the space (the last type present takes the remainder)."""
-    g = problem.constraints.global_batch
+    g: int = problem.constraints.global_batch
     policy = problem.batch_policy
     ways = [0] * (g + 1)  # configurations of the candidates after the current one summing to r
     for cand in reversed(problem.candidates):
@@ -142,7 +146,8 @@ def _run(problem: Any, evaluator_type: Any, model: Any, mode: str, budget: float
 def _value(plan: Any, objective: str) -> float | None:
     if plan is None:
         return None
-    return plan.predicted.cost_usd if objective == "min_cost" else plan.predicted.total_time_s
+    value: float = plan.predicted.cost_usd if objective == "min_cost" else plan.predicted.total_time_s
+    return value
 
 
 def _fmt(value: float | None, objective: str) -> str:

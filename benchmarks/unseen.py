@@ -107,6 +107,8 @@ def mixer_input(batch: int) -> torch.Tensor:
 
 
 class _DeepFm(nn.Module):
+    offsets: torch.Tensor  # the buffer registered in __init__
+
     def __init__(self) -> None:
         super().__init__()
         rows = sum(DEEPFM_FIELD_ROWS)
