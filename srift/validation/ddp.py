@@ -60,22 +60,26 @@ class TimingJob:
 class Colocation:
     """A run's compute-only rounds (probes/ddp_train.py `--colocation-rounds`): every rank's forward plus
     backward seconds with all ranks computing at once (`together_s[rank][round]`) and, for the solo ranks,
-    alone in the same round (`alone_s[rank][round]`, None for the others); CPU seconds on a CPU host."""
+    alone in the same round (`alone_s[rank][round]`, None for the others), on `clock`: "cpu" (the process's
+    CPU seconds, on a CPU host) or "wall" (with CUDA, and in runs before the CPU clock, which did not say)."""
 
     together_s: tuple[tuple[float, ...], ...]
     alone_s: tuple[tuple[float, ...] | None, ...]
+    clock: str = "wall"
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Colocation:
         return cls(
             together_s=tuple(tuple(float(t) for t in ts) for ts in data["together_s"]),
             alone_s=tuple(None if ts is None else tuple(float(t) for t in ts) for ts in data["alone_s"]),
+            clock=str(data.get("clock", "wall")),
         )
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "together_s": [list(ts) for ts in self.together_s],
             "alone_s": [None if ts is None else list(ts) for ts in self.alone_s],
+            "clock": self.clock,
         }
 
 

@@ -103,6 +103,7 @@ def test_ddp_train_times_every_rank_together_and_the_solo_ranks_alone(tmp_path: 
     data = json.loads(out.read_text())
     assert len(data["iter_times_s"]) == 2
     sample = Colocation.from_dict(data["colocation"])
+    assert sample.clock == "cpu" and Colocation.from_dict(sample.to_dict()) == sample
     # a budget shorter than any step: one round (the first), not --colocation-rounds; CPU seconds on a CPU
     assert data["colocation"]["rounds"] == 1 and data["colocation"]["clock"] == "cpu"
     assert len(sample.together_s) == 3 and all(len(ts) == 1 for ts in sample.together_s)
