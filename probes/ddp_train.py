@@ -100,19 +100,17 @@ def _colocation(
     together: list[float] = []
     alone: list[float] = []
     rounds = max_rounds
-    first_wall_s = 0.0
     k = 0
     while k < rounds:
         dist.barrier()
         wall_s, judged_s = step()
         together.append(judged_s)
-        first_wall_s = first_wall_s or wall_s
         for solo in solo_ranks:
             dist.barrier()
             if rank == solo:
                 alone.append(step()[1])
         if k == 0 and budget_s is not None:
-            wanted = max(1, min(max_rounds, math.ceil(budget_s / max(first_wall_s, 1e-6))))
+            wanted = max(1, min(max_rounds, math.ceil(budget_s / max(wall_s, 1e-6))))
             count = torch.tensor([wanted], dtype=torch.int64)
             dist.broadcast(count, src=0)
             rounds = int(count.item())

@@ -26,6 +26,7 @@ where the others took 1.07–1.15 s). The DDP iterations' own times never enter 
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 import statistics
 from collections.abc import Sequence
@@ -56,12 +57,7 @@ class ColocationFactors:
 
 def solo_ranks(fleet: Fleet) -> tuple[int, ...]:
     """The first rank of each group: the ranks timed alone in each co-location round."""
-    firsts: list[int] = []
-    rank = 0
-    for group in fleet.groups:
-        firsts.append(rank)
-        rank += group.count
-    return tuple(firsts)
+    return tuple(itertools.accumulate((g.count for g in fleet.groups[:-1]), initial=0))
 
 
 def colocation_factors(fleet: Fleet, samples: Sequence[Colocation]) -> ColocationFactors | None:
