@@ -136,7 +136,12 @@ def test_measured_times_come_from_real_ddp_runs(report: dict[str, Any]) -> None:
     (factor,) = two["colocation"]["factors"]
     assert factor == pytest.approx(statistics.median(ratios))
     alone_s, with_s = two["colocation"]["alone_iteration_s"], two["predicted"]["iteration_s"]
-    assert with_s > alone_s if factor > 1 else with_s <= alone_s
+    # a factor above 1 and a larger straggler cv (taken only when larger) both lengthen the iteration; with a
+    # factor below 1 the direction is known only when the together-steps gave no cv
+    if factor > 1:
+        assert with_s > alone_s
+    elif two["colocation"]["straggler_cv"] == [None]:
+        assert with_s <= alone_s
     assert two["colocation"]["alone_error"] == pytest.approx(
         stats.relative_error(alone_s, two["measured_iteration_s"])
     )
