@@ -207,6 +207,8 @@ def sim_timeline(db: Path, model: str, fleet: Fleet) -> dict[str, Any]:
 
 
 def cmd_trace(args: argparse.Namespace) -> dict[str, Any]:
+    from srift.validation import conditions
+    from srift.validation.colocation import colocation_factors, solo_ranks
     from srift.validation.ddp import TimingJob
 
     factory, input_factory = model_spec(args.model)
@@ -247,6 +249,13 @@ def cmd_trace(args: argparse.Namespace) -> dict[str, Any]:
                 loss=args.loss,
                 bucket_cap_mb=args.bucket_cap_mb,
                 trace=trace if fleet.hosts > 1 else None,
+                colocation_rounds=args.colocation_rounds,
+                solo_ranks=solo_ranks(fleet),
+                colocation_idle_s=max(
+                    conditions.period_for(testbed.host(h).cpu_cores, conditions.DEFAULT_PERIOD_US)
+                    for h in hosts
+                )
+                / 1e6,
             )
             ranks = summarize_trace(trace, fleet.hosts) if fleet.hosts > 1 else []
             entry = {
@@ -256,6 +265,15 @@ def cmd_trace(args: argparse.Namespace) -> dict[str, Any]:
                 "timing": timing,
                 "ranks": ranks,
             }
+            if result.colocation is not None:
+                entry["colocation"] = result.colocation.to_dict()
+                for clock, sample in (("wall", result.colocation), ("cpu", result.colocation.on_cpu_clock())):
+                    found = colocation_factors(fleet, [sample]) if sample is not None else None
+                    if found is not None:
+                        entry[f"colocation_{clock}"] = found.to_dict()
+                        cvs = ", ".join("-" if c is None else f"{c:.3f}" for c in found.straggler_cv)
+                        factors = ", ".join(f"x{f:.3f}" for f in found.factors)
+                        print(f"   colocation ({clock} clock): factors {factors}; straggler cv {cvs}")
             if args.db is not None:
                 entry["sim"] = sim_timeline(args.db, args.model if args.model in MODELS else factory, fleet)
             results["fleets"].append(entry)
@@ -528,6 +546,13 @@ def main(argv: list[str] | None = None) -> int:
     trace.add_argument("--bucket-cap-mb", type=float, default=None, help="pass DDP this cap (default: none)")
     trace.add_argument("--no-timing", action="store_true")
     trace.add_argument("--db", type=Path, default=None, help="a validation work folder's validate.db")
+    trace.add_argument(
+        "--colocation-rounds",
+        type=int,
+        default=0,
+        help="end each multi-host run with this many co-location rounds (srift.validation.colocation): "
+        "prints each group's factor and straggler cv on the wall clock and on the CPU clock",
+    )
     duty = sub.add_parser("duty", help="compute with idle gaps between steps vs back to back")
     duty.add_argument("--model", required=True)
     duty.add_argument("--batch", type=int, default=32)

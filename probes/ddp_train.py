@@ -87,28 +87,33 @@ def _colocation(
     world_size: int,
     step: Callable[[], tuple[float, float]],
     budget_s: float | None = None,
-    clock: str = "wall",
+    idle_s: float = 0.0,
 ) -> dict[str, Any] | None:
     """Rounds of: every rank's compute step at once, then each of `solo_ranks` alone while the others wait
     at a barrier. `max_rounds` rounds, or with `budget_s` as many as fit that many wall seconds of
-    together-steps by rank 0's first one (at least 1, at most `max_rounds`). `step` returns (wall seconds,
-    seconds on `clock`). Returns, on rank 0, every rank's step seconds on `clock` together and alone (None
-    for a rank never timed alone); None on the other ranks."""
+    together-steps by rank 0's first one (at least 1, at most `max_rounds`). Every timed step starts
+    `idle_s` after its barrier, so that under a CPU quota each starts on a fresh one (`idle_s` at least the
+    quota's period): otherwise the rounds' fixed order puts a solo rank's together-step right after its own
+    solo step (throttled) and its solo step after an idle wait, a false factor. `step` returns (wall
+    seconds, CPU seconds). Returns, on rank 0, every rank's step seconds together and alone (None for a rank
+    never timed alone) on both clocks; None on the other ranks."""
     import torch
     import torch.distributed as dist
 
-    together: list[float] = []
-    alone: list[float] = []
+    together: list[tuple[float, float]] = []
+    alone: list[tuple[float, float]] = []
     rounds = max_rounds
     k = 0
     while k < rounds:
         dist.barrier()
-        wall_s, judged_s = step()
-        together.append(judged_s)
+        time.sleep(idle_s)
+        together.append(step())
+        wall_s = together[-1][0]
         for solo in solo_ranks:
             dist.barrier()
             if rank == solo:
-                alone.append(step()[1])
+                time.sleep(idle_s)
+                alone.append(step())
         if k == 0 and budget_s is not None:
             wanted = max(1, min(max_rounds, math.ceil(budget_s / max(wall_s, 1e-6))))
             count = torch.tensor([wanted], dtype=torch.int64)
@@ -116,20 +121,23 @@ def _colocation(
             rounds = int(count.item())
         k += 1
     dist.barrier()
-    mine = torch.full((2, rounds), float("nan"), dtype=torch.float64)
-    mine[0] = torch.tensor(together, dtype=torch.float64)
+    mine = torch.full((2, 2, rounds), float("nan"), dtype=torch.float64)
+    mine[0] = torch.tensor(together, dtype=torch.float64).T
     if alone:
-        mine[1] = torch.tensor(alone, dtype=torch.float64)
+        mine[1] = torch.tensor(alone, dtype=torch.float64).T
     gathered = [torch.empty_like(mine) for _ in range(world_size)]
     dist.all_gather(gathered, mine)
     if rank != 0:
         return None
     return {
         "rounds": rounds,
-        "clock": clock,
+        "clock": "wall",
+        "idle_s": idle_s,
         "solo_ranks": solo_ranks,
-        "together_s": [g[0].tolist() for g in gathered],
-        "alone_s": [g[1].tolist() if r in solo_ranks else None for r, g in enumerate(gathered)],
+        "together_s": [g[0][0].tolist() for g in gathered],
+        "alone_s": [g[1][0].tolist() if r in solo_ranks else None for r, g in enumerate(gathered)],
+        "together_cpu_s": [g[0][1].tolist() for g in gathered],
+        "alone_cpu_s": [g[1][1].tolist() if r in solo_ranks else None for r, g in enumerate(gathered)],
     }
 
 
@@ -172,9 +180,15 @@ def main(argv: list[str] | None = None) -> int:
         help="after the timed iterations, this many rounds of compute-only steps (forward and backward "
         "under DDP's no_sync, no exchange), each round every rank at once and then each --solo-ranks rank "
         "alone, barrier-synchronised: how much slower a rank computes while the other hosts compute too "
-        "(hosts that share one machine, as the testbed's do), in CPU seconds on a CPU (the work itself; a "
-        "quota's wall time depends on where in its period a step starts), wall seconds with CUDA; rank 0 "
-        "reports them as `colocation`",
+        "(hosts that share one machine, as the testbed's do), in wall and CPU seconds; rank 0 reports "
+        "them as `colocation`",
+    )
+    parser.add_argument(
+        "--colocation-idle-s",
+        type=float,
+        default=0.0,
+        help="each colocation step starts this many seconds after its barrier: at least the CPU quota's "
+        "period, so that every step starts on a fresh quota (default 0: no quota)",
     )
     parser.add_argument(
         "--colocation-budget-s",
@@ -255,20 +269,17 @@ def main(argv: list[str] | None = None) -> int:
             trace.append(dict(current))
 
     def compute_step() -> tuple[float, float]:
-        """Forward and backward without DDP's exchange (no_sync): (wall seconds, the seconds it is judged
-        by). On a CPU those are the process's CPU seconds, the work itself: wall time under a CPU quota
-        depends on where in its period a step starts (a step after an idle wait runs on a fresh quota),
-        which the order of the rounds would turn into a false factor. The local gradients are dropped."""
+        """Forward and backward without DDP's exchange (no_sync): (wall seconds, the process's CPU
+        seconds). The local gradients are dropped."""
         opt.zero_grad(set_to_none=True)
         start, start_cpu = time.perf_counter(), time.process_time()
         with net.no_sync():
             loss_fn(net(*args_tuple)).backward()
         if device is not None:
             torch.cuda.synchronize(device)
-        wall_s = time.perf_counter() - start
-        judged_s = wall_s if device is not None else time.process_time() - start_cpu
+        wall_s, cpu_s = time.perf_counter() - start, time.process_time() - start_cpu
         opt.zero_grad(set_to_none=True)
-        return wall_s, judged_s
+        return wall_s, cpu_s
 
     warm_s = 0.0
     for _ in range(args.warmup):
@@ -301,7 +312,7 @@ def main(argv: list[str] | None = None) -> int:
             world_size=world_size,
             step=compute_step,
             budget_s=args.colocation_budget_s,
-            clock="wall" if device is not None else "cpu",
+            idle_s=args.colocation_idle_s,
         )
     if args.trace:
         with open(f"{args.trace}.rank{rank}.json", "w") as fh:

@@ -15,8 +15,9 @@ Rank 0 prints one JSON object (schema "srift-overlap/1"): the medians over round
 `compute_slowdown` (step time together / alone) and `comm_slowdown` (allreduce time together / alone),
 `compute_slowdown_spread` (1.4826 × the median absolute deviation of the slowdown's logs), each round's
 values, and the timings they come from. Put `compute_slowdown` and its spread into the model's profile for
-that type as `extra.overlap_slowdown` / `extra.overlap_slowdown_spread`: the simulator then slows each
-member's backward by it while the exchange is busy (docs/simulator.md).
+that type as `extra.overlap_slowdown` / `extra.overlap_slowdown_spread`, and `comm_slowdown` as
+`extra.comm_overlap_slowdown`: the simulator then slows each member's backward by the first while the
+exchange is busy, and the exchange by the second while members compute (docs/simulator.md).
 
 Uses torch and the standard library only, so it runs on a bare VM or a testbed host.
 

@@ -377,6 +377,14 @@ class ModelProfile:
             float(spread) if isinstance(spread, int | float) and _number(spread) else 0.0,
         )
 
+    def comm_overlap_slowdown(self) -> float:
+        """How much slower an allreduce runs while this member computes: `probes/overlap.py`'s
+        `comm_slowdown` (allreduce time with concurrent forward+backward over allreduce time alone) on the
+        instance type, kept in `extra["comm_overlap_slowdown"]`; 1 when not measured. The simulator slows
+        the exchange by it while the member computes (srift.sim.overlap)."""
+        factor = (self.extra or {}).get("comm_overlap_slowdown")
+        return float(factor) if isinstance(factor, int | float) and _number(factor) else 1.0
+
     def idle_compute_ratio(self, idle_s: float) -> float:
         """A step's time (zero_grad, forward, backward) when it follows `idle_s` seconds idle, over its time
         back to back (after another step): 1 when not measured.
@@ -531,13 +539,16 @@ class ModelProfile:
         for key, low, high in (
             ("overlap_slowdown", 1.0, MAX_OVERLAP_SLOWDOWN),
             ("overlap_slowdown_spread", 0.0, 1.0),
+            ("comm_overlap_slowdown", 1.0, MAX_OVERLAP_SLOWDOWN),
         ):
             value = extra.get(key)
             if value is not None and not (_number(value) and low <= float(value) <= high):
                 raise InvalidInput(
                     f"{value!r} is outside [{low:g}, {high:g}]",
                     hint="overlap_slowdown is compute time with a concurrent allreduce over compute time "
-                    "alone (probes/overlap.py's compute_slowdown, ≥ 1); its spread a log-spread ≥ 0",
+                    "alone (probes/overlap.py's compute_slowdown, ≥ 1), its spread a log-spread ≥ 0, "
+                    "comm_overlap_slowdown allreduce time with concurrent compute over allreduce time alone "
+                    "(probes/overlap.py's comm_slowdown, ≥ 1)",
                     field=f"extra.{key}",
                 )
         idle = extra.get("idle_compute")

@@ -52,6 +52,7 @@ from srift.sim.geo import GeoContext, hierarchical_plans, ring_plans, spans_loca
 from srift.sim.layers import LayerArrays, bucket_groups, bucketed, layer_arrays
 from srift.sim.model_error import ModelError
 from srift.sim.network import StagePlan, exchange_plans, intra_stage
+from srift.sim.overlap import CommWarp
 from srift.sim.result import CommMode, IterationEstimate
 
 MAX_STRAGGLER_ITERS = 100_000
@@ -455,8 +456,9 @@ def _point(
         return np.asarray(out)
 
     # One member: arrivals follow the (sorted) ready fractions, so they are already in order.
+    arrivals = arrivals_for(rho)
     result = _exchange(
-        arrivals_for(rho),
+        arrivals,
         canon,
         stages,
         presorted=len(fleet) == 1 and ready[0] is canon.ready_frac,
@@ -464,6 +466,7 @@ def _point(
     )
     slowdowns = [m.profile.overlap_slowdown()[0] for m in fleet]
     overlap_s = 0.0
+    member_end_s = [r * m for r, m in zip(rho, means, strict=True)]
     if result is not None and max(slowdowns) > 1.0:
         busy_until = _busy_until(result)
         starts = [r * f for r, f in zip(rho, fw, strict=True)]
@@ -478,13 +481,21 @@ def _point(
             np.maximum,
             [stretched(i, np.asarray(rho[i] * (fw[i] + ready[i] * bw[i]))) for i in range(len(fleet))],
         )
-        overlap_s = max(
-            float(stretched(i, np.asarray([rho[i] * means[i]]))[0]) - rho[i] * means[i]
-            for i in range(len(fleet))
-        )
+        member_end_s = [float(stretched(i, np.asarray([e]))[0]) for i, e in enumerate(member_end_s)]
+        overlap_s = max(end - rho[i] * means[i] for i, end in enumerate(member_end_s))
         compute_end += overlap_s
+        arrivals = late
         result = _exchange(late, canon, stages, kernel=kernel)
         assert result is not None
+    warp = (
+        CommWarp.of(member_end_s, [m.profile.comm_overlap_slowdown() for m in fleet])
+        if result is not None
+        else None
+    )
+    if warp is not None:
+        warped = _exchange(warp.to_work(arrivals), canon, stages, kernel=kernel)
+        assert warped is not None
+        result = warp.result_to_wall(warped)
     end = result.end_s if result is not None else 0.0
     exposed = max(compute_end, end) - compute_end
     update_s = max(m.profile.update_s for m in fleet)

@@ -9,16 +9,20 @@ not share a machine: the factor exists for `srift validate` only, never for `sri
 Measured, not fitted: each multi-host DDP run of the matrix ends with `Effort.colocation_rounds` rounds of
 compute-only steps (probes/ddp_train.py `--colocation-rounds`: forward and backward under DDP's no_sync,
 barrier-synchronised), every rank at once and then the first rank of each group alone, in the same
-processes and the same seconds, each step timed on the process's CPU clock: co-location costs CPU work
-(caches, memory bandwidth), while a step's wall time under a quota also depends on where in its period it
-starts, and the rounds' fixed order would make that a false factor (run 8, wall clock: cnn's small hosts
-×0.72 and large hosts ×1.25 … ×1.49 in every mixed fleet, the large host's together-step always following
-its own solo step back to back and its solo step following an idle wait).
+processes and the same seconds. Each step starts one CPU quota period after its barrier
+(`--colocation-idle-s`), so every step starts on a fresh quota, and is timed on the wall clock (the CPU
+seconds are recorded beside it). Without the idle wait the rounds' fixed order would make a false factor:
+a solo rank's together-step follows its own solo step back to back (throttled) while its solo step follows
+an idle wait (run 8, wall clock, no wait: cnn's small hosts ×0.72 and large hosts ×1.25 … ×1.49 in every
+mixed fleet). Round 8 timed the steps on the CPU clock instead; on the testbed the two read alike
+(hourglass on four small hosts, 01:02 UTC 25 Nov: wall ×1.021, CPU ×1.016; a step's wall seconds are four
+times its CPU seconds on a quarter-core host), but the wall clock also counts a rank waiting for a core
+while it has quota, and it is the only clock with CUDA.
 
 A group's factor is the median over rounds of (the median of its ranks' together-seconds) / (its first
 rank's alone-seconds in that round); the prediction scales that group's profile
 (`ModelProfile.scaled_compute`) and, where the together-steps vary more from step to step and rank to rank
-(in CPU seconds) than the profile's iterations did alone, takes their std/mean as the group's straggler cv
+than the profile's iterations did alone, takes their std/mean as the group's straggler cv
 (hosts computing at once on one machine also straggle more: densenet on four small hosts, one rank 1.44 s
 where the others took 1.07–1.15 s). The DDP iterations' own times never enter either.
 """

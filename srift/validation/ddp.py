@@ -60,27 +60,58 @@ class TimingJob:
 class Colocation:
     """A run's compute-only rounds (probes/ddp_train.py `--colocation-rounds`): every rank's forward plus
     backward seconds with all ranks computing at once (`together_s[rank][round]`) and, for the solo ranks,
-    alone in the same round (`alone_s[rank][round]`, None for the others), on `clock`: "cpu" (the process's
-    CPU seconds, on a CPU host) or "wall" (with CUDA, and in runs before the CPU clock, which did not say)."""
+    alone in the same round (`alone_s[rank][round]`, None for the others), on `clock`: "wall" (each step
+    started `idle_s` after its barrier, on a fresh CPU quota) or "cpu" (the process's CPU seconds: runs of
+    round 8's code). `together_cpu_s` / `alone_cpu_s`: the same steps' CPU seconds, where recorded."""
 
     together_s: tuple[tuple[float, ...], ...]
     alone_s: tuple[tuple[float, ...] | None, ...]
     clock: str = "wall"
+    idle_s: float = 0.0
+    together_cpu_s: tuple[tuple[float, ...], ...] | None = None
+    alone_cpu_s: tuple[tuple[float, ...] | None, ...] | None = None
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Colocation:
+        def table(rows: Any) -> tuple[tuple[float, ...] | None, ...]:
+            return tuple(None if ts is None else tuple(float(t) for t in ts) for ts in rows)
+
         return cls(
             together_s=tuple(tuple(float(t) for t in ts) for ts in data["together_s"]),
-            alone_s=tuple(None if ts is None else tuple(float(t) for t in ts) for ts in data["alone_s"]),
+            alone_s=table(data["alone_s"]),
             clock=str(data.get("clock", "wall")),
+            idle_s=float(data.get("idle_s", 0.0)),
+            together_cpu_s=(
+                tuple(tuple(float(t) for t in ts) for ts in data["together_cpu_s"])
+                if data.get("together_cpu_s") is not None
+                else None
+            ),
+            alone_cpu_s=table(data["alone_cpu_s"]) if data.get("alone_cpu_s") is not None else None,
         )
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "together_s": [list(ts) for ts in self.together_s],
-            "alone_s": [None if ts is None else list(ts) for ts in self.alone_s],
+        def rows(table: tuple[tuple[float, ...] | None, ...]) -> list[list[float] | None]:
+            return [None if ts is None else list(ts) for ts in table]
+
+        out: dict[str, Any] = {
+            "together_s": rows(self.together_s),
+            "alone_s": rows(self.alone_s),
             "clock": self.clock,
+            "idle_s": self.idle_s,
         }
+        if self.together_cpu_s is not None and self.alone_cpu_s is not None:
+            out["together_cpu_s"] = rows(self.together_cpu_s)
+            out["alone_cpu_s"] = rows(self.alone_cpu_s)
+        return out
+
+    def on_cpu_clock(self) -> Colocation | None:
+        """The same rounds judged by CPU seconds (diagnostics: what round 8's clock would read); None where
+        the run recorded no CPU seconds."""
+        if self.clock == "cpu":
+            return self
+        if self.together_cpu_s is None or self.alone_cpu_s is None:
+            return None
+        return Colocation(self.together_cpu_s, self.alone_cpu_s, clock="cpu", idle_s=self.idle_s)
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,6 +240,7 @@ class AgentPool:
         colocation_rounds: int = 0,
         solo_ranks: Sequence[int] = (0,),
         colocation_budget_s: float | None = None,
+        colocation_idle_s: float = 0.0,
     ) -> DdpResult:
         """Train on `hosts` (rank order) with per-rank `batches`; kills and raises on failure or timeout.
 
@@ -218,7 +250,7 @@ class AgentPool:
         `trace` makes every rank write its timeline to `<trace>.rank<r>.json` (diagnostics);
         `colocation_rounds` adds up to that many compute-only rounds after the timed iterations (as many
         as fit `colocation_budget_s` seconds of together-steps, when given), `solo_ranks` timed alone in
-        each (the result's `colocation`)."""
+        each, every step `colocation_idle_s` after its barrier (the result's `colocation`)."""
         if len(hosts) != len(batches) or not hosts:
             raise ValueError("one batch per host, at least one host")
         self.ensure(hosts)
@@ -247,6 +279,8 @@ class AgentPool:
             argv += ["--solo-ranks", ",".join(str(r) for r in solo_ranks)]
             if colocation_budget_s is not None:
                 argv += ["--colocation-budget-s", f"{colocation_budget_s:g}"]
+            if colocation_idle_s > 0:
+                argv += ["--colocation-idle-s", f"{colocation_idle_s:g}"]
         world = len(hosts)
         requests = []
         for rank, host in enumerate(hosts):

@@ -543,6 +543,7 @@ def measure(
             colocation_rounds=effort.colocation_rounds if colocation else 0,
             solo_ranks=solo_ranks(fleet),
             colocation_budget_s=effort.colocation_budget_s,
+            colocation_idle_s=quota_period_s(ctx, hosts),
         )
     except EnvironmentProblem as exc:
         ctx.log(f"run failed: {model} on {fleet.label()}: {exc.detail}")
@@ -562,6 +563,14 @@ def measure(
         "machine_busy": conditions.busy_fraction(before, conditions.cpu_times()),
         **({"colocation": result.colocation.to_dict()} if result.colocation is not None else {}),
     }
+
+
+def quota_period_s(ctx: Context, hosts: Sequence[str]) -> float:
+    """The longest CPU quota period among `hosts` as validation sets it (conditions.tune_cgroup): an idle
+    wait that long leaves each of them a fresh quota."""
+    return (
+        max(conditions.period_for(ctx.testbed.host(h).cpu_cores, ctx.options.period_us) for h in hosts) / 1e6
+    )
 
 
 def pass_positions(total_runs: int, passes: int) -> list[int]:
@@ -682,8 +691,10 @@ def probe_overlap(ctx: Context, pool: AgentPool) -> None:
     """Step 3b: probes/overlap.py (its built-in MLP at batch 32 against 1 MiB allreduces, gloo) on two
     hosts of every type in scope, all types at once, and the measured compute slowdown and its spread put
     into every profile of that type (`extra.overlap_slowdown`, `extra.overlap_slowdown_spread`), so the
-    predictions stretch backward while the exchange overlaps it. A type with fewer than two hosts, or a
-    failed probe, keeps its profiles as they are; the report's `overlap` says which."""
+    predictions stretch backward while the exchange overlaps it, and the allreduce's slowdown
+    (`extra.comm_overlap_slowdown`), so they slow the exchange while the members compute. A type with
+    fewer than two hosts, or a failed probe, keeps its profiles as they are; the report's `overlap` says
+    which."""
     from srift.db.session import transaction
     from srift.domain.profile import MAX_OVERLAP_SLOWDOWN
     from srift.profiling.store import save_profile
@@ -719,6 +730,7 @@ def probe_overlap(ctx: Context, pool: AgentPool) -> None:
             "took_s": took_s,
             "overlap_slowdown": slowdown,
             "overlap_slowdown_spread": spread,
+            "comm_overlap_slowdown": min(MAX_OVERLAP_SLOWDOWN, max(1.0, float(data["comm_slowdown"]))),
             "probe": {k: data[k] for k in ("compute_slowdown", "comm_slowdown", "buffer_bytes", "model")},
         }
         ctx.log(
@@ -737,6 +749,7 @@ def probe_overlap(ctx: Context, pool: AgentPool) -> None:
                     **profile.extra,
                     "overlap_slowdown": got["overlap_slowdown"],
                     "overlap_slowdown_spread": got["overlap_slowdown_spread"],
+                    "comm_overlap_slowdown": got["comm_overlap_slowdown"],
                 },
             )
             ctx.profiles[key] = measured

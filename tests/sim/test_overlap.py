@@ -1,15 +1,18 @@
-"""The overlap slowdown: backward slowed while the exchange is busy, on a hand-computed timeline."""
+"""The overlap slowdowns on hand-computed timelines: backward slowed while the exchange is busy, and the
+exchange slowed while members compute."""
 
 from __future__ import annotations
 
 import math
 from dataclasses import replace
 
+import numpy as np
 import pytest
 
 from srift.domain import ModelProfile
 from srift.errors import InvalidInput
 from srift.sim import simulate
+from srift.sim.overlap import CommWarp
 
 from .kit import P3_2XL, flat, member, profile
 
@@ -68,3 +71,64 @@ def test_a_profile_with_an_impossible_overlap_measurement_is_refused(key: str, v
         ModelProfile.from_dict(doc)
     assert err.value.field == f"extra.{key}"
     assert ModelProfile.from_dict(_measured(1.2, 0.05).to_dict()).overlap_slowdown() == (1.2, 0.05)
+
+
+# -- the exchange slowed while members compute (srift.sim.overlap) ------------------------------------------
+
+
+def _comm_measured(comm_slowdown: float, compute_slowdown: float = 1.0) -> ModelProfile:
+    return replace(
+        profile(layers=LAYERS),
+        extra={"overlap_slowdown": compute_slowdown, "comm_overlap_slowdown": comm_slowdown},
+    )
+
+
+def test_exchange_slowed_while_compute_runs_by_hand() -> None:
+    # Slowdown 2 until backward ends (0.3): layer 1 (0.1 s of work from 0.15) does 0.075 s of it by 0.3;
+    # layer 2 arrives at 0.3 and the two share the link, so the 0.275 s of work left all runs at full rate
+    # after 0.3 (the stage is work-conserving): the exchange ends at 0.575, all of it after compute exposed.
+    est = simulate([member(P3_2XL, 2, 64, _comm_measured(2.0))], bandwidth=flat(8.0))
+    b = est.breakdown
+    assert est.iteration_s == pytest.approx(0.575, abs=1e-9)
+    assert b.compute_s == pytest.approx(0.3, abs=1e-9)
+    assert b.exposed_network_s == pytest.approx(0.275, abs=1e-9)
+    assert b.communication_s == pytest.approx(0.575 - 0.15, abs=1e-9)
+
+
+def test_compute_stretched_first_then_the_exchange_slowed_by_hand() -> None:
+    # Compute ×1.5 while busy: backward ends at 0.35 (first test above). Then the exchange ×2 until 0.35:
+    # layer 1's 0.1 s of work over [0.15, 0.35], layer 2 (ready 0.35) over [0.35, 0.60].
+    est = simulate([member(P3_2XL, 2, 64, _comm_measured(2.0, 1.5))], bandwidth=flat(8.0))
+    assert est.iteration_s == pytest.approx(0.60, abs=1e-9)
+    assert est.breakdown.compute_s == pytest.approx(0.35, abs=1e-9)
+    assert est.breakdown.exposed_network_s == pytest.approx(0.25, abs=1e-9)
+
+
+def test_an_exchange_after_compute_is_not_slowed() -> None:
+    # Everything ready at the end of backward: nothing overlaps compute, so the slowdown changes nothing.
+    late = replace(profile(layers=((350_000_000, 1.0),)), extra={"comm_overlap_slowdown": 3.0})
+    plain = replace(late, extra={})
+    got = simulate([member(P3_2XL, 2, 64, late)], bandwidth=flat(8.0)).iteration_s
+    assert got == pytest.approx(simulate([member(P3_2XL, 2, 64, plain)], bandwidth=flat(8.0)).iteration_s)
+    assert got == pytest.approx(0.3 + 0.35, abs=1e-9)
+
+
+def test_the_warp_takes_the_slowest_member_still_computing() -> None:
+    # Members end at 0.2 (×2) and 0.4 (×1.5): τ advances 0.1 by 0.2, then 0.2/1.5 more by 0.4, then 1:1.
+    warp = CommWarp.of([0.2, 0.4], [2.0, 1.5])
+    assert warp is not None
+    t = np.asarray([-0.1, 0.0, 0.1, 0.2, 0.3, 0.4, 0.5])
+    tau = np.asarray([-0.1, 0.0, 0.05, 0.1, 0.1 + 0.1 / 1.5, 0.1 + 0.2 / 1.5, 0.2 + 0.2 / 1.5])
+    assert warp.to_work(t) == pytest.approx(tau, abs=1e-12)
+    assert warp.to_wall(tau) == pytest.approx(t, abs=1e-12)
+    assert CommWarp.of([0.2, 0.4], [1.0, 1.0]) is None
+
+
+def test_a_profile_with_an_impossible_comm_slowdown_is_refused() -> None:
+    doc = _comm_measured(2.0).to_dict()
+    assert ModelProfile.from_dict(doc).comm_overlap_slowdown() == 2.0
+    doc["extra"]["comm_overlap_slowdown"] = 0.5
+    with pytest.raises(InvalidInput) as err:
+        ModelProfile.from_dict(doc)
+    assert err.value.field == "extra.comm_overlap_slowdown"
+    assert profile(layers=LAYERS).comm_overlap_slowdown() == 1.0

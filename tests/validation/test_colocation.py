@@ -90,6 +90,7 @@ def test_ddp_train_times_every_rank_together_and_the_solo_ranks_alone(tmp_path: 
         "--model", "srift.profiling.testmodels:cnn", "--input", "srift.profiling.testmodels:cnn_input",
         "--batches", "4,4,8", "--iters", "2", "--warmup", "1",
         "--colocation-rounds", "3", "--colocation-budget-s", "1e-9", "--solo-ranks", "0,2",
+        "--colocation-idle-s", "0.01",
         "--out", str(out),
     ]  # fmt: skip
     procs = [
@@ -103,9 +104,15 @@ def test_ddp_train_times_every_rank_together_and_the_solo_ranks_alone(tmp_path: 
     data = json.loads(out.read_text())
     assert len(data["iter_times_s"]) == 2
     sample = Colocation.from_dict(data["colocation"])
-    assert sample.clock == "cpu" and Colocation.from_dict(sample.to_dict()) == sample
-    # a budget shorter than any step: one round (the first), not --colocation-rounds; CPU seconds on a CPU
-    assert data["colocation"]["rounds"] == 1 and data["colocation"]["clock"] == "cpu"
+    assert (
+        sample.clock == "wall" and sample.idle_s == 0.01 and Colocation.from_dict(sample.to_dict()) == sample
+    )
+    # a budget shorter than any step: one round (the first), not --colocation-rounds; wall and CPU seconds
+    assert data["colocation"]["rounds"] == 1
+    on_cpu = sample.on_cpu_clock()
+    assert on_cpu is not None and on_cpu.clock == "cpu"
+    assert [len(ts) for ts in on_cpu.together_s] == [1, 1, 1] and on_cpu.alone_s[1] is None
+    assert all(t > 0 for ts in on_cpu.together_s for t in ts)
     assert len(sample.together_s) == 3 and all(len(ts) == 1 for ts in sample.together_s)
     assert sample.alone_s[1] is None
     assert all(s is not None and len(s) == 1 and min(s) > 0 for s in (sample.alone_s[0], sample.alone_s[2]))

@@ -51,6 +51,7 @@ class _ExtraStated:
         bounded = {
             "overlap_slowdown": (1.0, MAX_OVERLAP_SLOWDOWN),
             "overlap_slowdown_spread": (0.0, 1.0),
+            "comm_overlap_slowdown": (1.0, MAX_OVERLAP_SLOWDOWN),
             "loop_overhead_s": (0.0, 3600.0),
             "ddp_overhead_s": (0.0, 3600.0),
         }
@@ -250,7 +251,8 @@ class ProfileIn(BaseModel):
     extra: Annotated[FreeObject, _ExtraStated] = Field(
         default_factory=dict,
         description="free-form facts (raw measurements, budget); those it reads are `overlap_slowdown` (in "
-        f"[1, {MAX_OVERLAP_SLOWDOWN:g}]), `overlap_slowdown_spread` (in [0, 1]), `loop_overhead_s` and "
+        f"[1, {MAX_OVERLAP_SLOWDOWN:g}]), `overlap_slowdown_spread` (in [0, 1]), `comm_overlap_slowdown` "
+        f"(in [1, {MAX_OVERLAP_SLOWDOWN:g}]), `loop_overhead_s` and "
         "`ddp_overhead_s` (seconds in [0, 3600]), `cpu_quota` ({cores, period_s}: the CFS quota `srift "
         "profile` read from its cgroup) and `idle_compute` ({gaps_s: increasing seconds in (0, 60], ratio: "
         "one value in [0.05, 2] per gap})",
