@@ -172,20 +172,18 @@ def fit_curve(batches: Sequence[int], times_s: Sequence[float]) -> ComputeCurve:
     return ComputeCurve(tuple(b for b, _ in pairs), tuple(max(t, 1e-9) for _, t in pairs))
 
 
-def paired_point(forward_s: Sequence[float], backward_s: Sequence[float]) -> tuple[float, float]:
-    """One breakpoint's (forward, backward) seconds from its samples: together the median of forward +
-    backward timed in the same step, split between the two in the proportion of their own medians.
+def mean_point(forward_s: Sequence[float], backward_s: Sequence[float]) -> tuple[float, float]:
+    """One breakpoint's (forward, backward) seconds from its samples: the mean of each phase's samples.
 
-    Not the sum of the two medians: under a CPU quota each phase's time is its CPU time plus a whole
-    number of throttled periods, and a phase's median picks its more frequent count, so the medians of
-    two short phases can add up well below the steps' own median (gru at batch 32 on a quarter core:
-    32.0 + 65.1 ms against 108.5 ms for the step and for the training loop; docs/validation.md, cause 6).
-    Samples that are not paired (unequal counts) give the two medians."""
-    fw, bw = statistics.median(forward_s), statistics.median(backward_s)
-    if len(forward_s) != len(backward_s) or fw + bw <= 0:
-        return fw, bw
-    total = statistics.median(f + b for f, b in zip(forward_s, backward_s, strict=True))
-    return total * fw / (fw + bw), total * bw / (fw + bw)
+    The mean, not the median: what a prediction is checked against, and what a user's job takes, is a
+    run's mean iteration, and a machine's slow spells and a CPU quota's throttled periods only ever add
+    time, so the median of skewed samples sits below their mean (docs/validation.md, round 9: replayed
+    on three finished validation runs, the pooled means raised the mean error by 0.3–4.5 points, one-host
+    cases included).
+    The mean of the steps' forward + backward is the sum of the two phases' means, so pairing the phases
+    of a step (what the median needed: two medians of quantised phases add up below the steps' own median,
+    cause 6) is no longer needed."""
+    return statistics.fmean(forward_s), statistics.fmean(backward_s)
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,8 +210,8 @@ class CurveSamples:
                 )
 
     def curves(self) -> tuple[ComputeCurve, ComputeCurve]:
-        """The forward and backward curves through each batch's `paired_point`."""
-        points = [paired_point(fw, bw) for fw, bw in zip(self.forward_s, self.backward_s, strict=True)]
+        """The forward and backward curves through each batch's `mean_point`."""
+        points = [mean_point(fw, bw) for fw, bw in zip(self.forward_s, self.backward_s, strict=True)]
         return (
             fit_curve(self.batches, [fw for fw, _ in points]),
             fit_curve(self.batches, [bw for _, bw in points]),
@@ -248,7 +246,7 @@ class CurveSamples:
 
 
 def pool_curve_samples(profile: ModelProfile, passes: Sequence[CurveSamples]) -> ModelProfile:
-    """`profile` with its curves refit to the median of its own samples pooled with further passes'.
+    """`profile` with its curves refit to the mean of its own samples pooled with further passes'.
 
     Every pass must time the profile's breakpoints (its `extra["measured"]`); the result keeps everything
     else of the profile and records the pooled samples and the number of passes.
@@ -268,7 +266,7 @@ def pool_curve_samples(profile: ModelProfile, passes: Sequence[CurveSamples]) ->
             backward[i] += extra.backward_s[i]
     pooled = CurveSamples(own.batches, tuple(map(tuple, forward)), tuple(map(tuple, backward)))
     forward_curve, backward_curve = pooled.curves()
-    earlier = (profile.extra or {}).get("measured_passes") or [_pass_medians(own)]
+    earlier = (profile.extra or {}).get("measured_passes") or [_pass_means(own)]
     return dataclasses.replace(
         profile,
         forward=forward_curve,
@@ -276,19 +274,19 @@ def pool_curve_samples(profile: ModelProfile, passes: Sequence[CurveSamples]) ->
         extra={
             **profile.extra,
             "measured": pooled.to_dict(),
-            "measured_passes": [*earlier, *(_pass_medians(x) for x in passes)],
+            "measured_passes": [*earlier, *(_pass_means(x) for x in passes)],
             "timing_passes": int((profile.extra or {}).get("timing_passes", 1)) + len(passes),
         },
     )
 
 
-def _pass_medians(samples: CurveSamples) -> dict[str, Any]:
-    """One pass's forward plus backward seconds per breakpoint (`paired_point`;
+def _pass_means(samples: CurveSamples) -> dict[str, Any]:
+    """One pass's forward plus backward seconds per breakpoint (`mean_point`;
     `ModelProfile.compute_spread` reads the spread between passes from these)."""
     return {
         "batches": list(samples.batches),
         "compute_s": [
-            sum(paired_point(fw, bw)) for fw, bw in zip(samples.forward_s, samples.backward_s, strict=True)
+            sum(mean_point(fw, bw)) for fw, bw in zip(samples.forward_s, samples.backward_s, strict=True)
         ],
     }
 

@@ -13,8 +13,8 @@
    even tried, so the search does not invite the kernel's OOM killer.
 3. **Curves** — forward (including the loss) and backward are timed separately at 1, ⅓, ⅔ and all of the
    largest batch, interleaved round-robin so slow spells hit every point alike, after warm-up; a point is
-   the median over repeats of forward + backward of the same step, split in the proportion of the two
-   phases' medians (`curves.paired_point`; CUDA timings are synchronised), and the 3-segment
+   the mean over repeats of forward and of backward (`curves.mean_point`: a run's mean iteration is what
+   is predicted; CUDA timings are synchronised), and the 3-segment
    piecewise-linear curves pass through those points. The geometric midpoint of each segment is timed in
    the same rounds; a segment whose midpoint is more than 8 % off its chord is split there, and its halves
    are checked likewise (at most nine midpoints; `refine=False` keeps the paper's four points). See

@@ -21,8 +21,8 @@ from srift.profiling.curves import (
     fit_curve,
     largest_fitting,
     mape,
+    mean_point,
     midpoint,
-    paired_point,
     pool_curve_samples,
     refine_breakpoints,
 )
@@ -98,7 +98,7 @@ def _profile_with_samples(profile_doc: dict[str, Any]) -> ModelProfile:
     return ModelProfile.from_dict(profile_doc | {"extra": {"measured": own.to_dict(), "clock": "wall"}})
 
 
-def test_pooling_refits_the_curves_to_the_median_of_all_samples(profile_doc: dict[str, Any]) -> None:
+def test_pooling_refits_the_curves_to_the_mean_of_all_samples(profile_doc: dict[str, Any]) -> None:
     profile = _profile_with_samples(profile_doc)
     slower = CurveSamples(
         batches=(1, 32, 64, 96),
@@ -106,8 +106,9 @@ def test_pooling_refits_the_curves_to_the_median_of_all_samples(profile_doc: dic
         backward_s=((0.009, 0.009), (0.080, 0.080), (0.140, 0.140), (0.200, 0.200)),
     )
     pooled = pool_curve_samples(profile, [slower])
-    assert pooled.forward.times_s == pytest.approx((0.006, 0.036, 0.070, 0.100))
-    assert pooled.backward.times_s == pytest.approx((0.009, 0.080, 0.140, 0.1885))
+    # forward at 1: (4 + 6 + 6) / 3 ms, at 32: (30 + 32 + 40 + 40) / 4; backward at 96: (175 + 177 + 400) / 4
+    assert pooled.forward.times_s == pytest.approx((0.016 / 3, 0.0355, 0.198 / 3, 0.287 / 3))
+    assert pooled.backward.times_s == pytest.approx((0.025 / 3, 0.221 / 3, 0.397 / 3, 0.188))
     assert pooled.extra["measured"]["forward_s"][1] == [0.030, 0.032, 0.040, 0.040]
     assert pooled.extra["timing_passes"] == 2
     assert pooled.extra["clock"] == "wall"
@@ -120,26 +121,27 @@ def test_pooling_refits_the_curves_to_the_median_of_all_samples(profile_doc: dic
     assert slower.compute_s(48) == pytest.approx(0.055 + 0.110)
 
 
-def test_a_point_is_the_median_of_paired_steps_split_by_the_phases_medians() -> None:
+def test_a_point_is_the_mean_of_each_phase_and_so_of_the_steps() -> None:
     """A quarter-core quota (2.5 ms per 10 ms period): forward costs 9 ms of CPU and backward 16, so each
     reads its CPU time plus 3 or 4 (forward) and 6 or 7 (backward) throttled periods of 7.5 ms, whichever
     the step's start in the period gives: forward 31.5 or 39, backward 61 or 68.5. Five steps: forward
-    31.5, 31.5, 31.5, 39, 39 and backward 68.5, 68.5, 61, 61, 61 (a phase that starts late in a period is
-    throttled once more, the next one once less). Medians: 31.5 + 61 = 92.5 ms; the steps: 100, 100, 92.5,
-    100, 100, median 100. Split 31.5 : 61 → 100 · 31.5 / 92.5 = 34.054 and 100 · 61 / 92.5 = 65.946."""
+    31.5, 31.5, 31.5, 39, 39 and backward 68.5, 68.5, 61, 61, 61: the steps 100, 100, 92.5, 100, 100, whose
+    mean (98.5, what a training loop of such steps averages) is the sum of the phases' means, 34.5 + 64. The
+    medians would give 31.5 + 61 = 92.5 for the phases and 100 for the steps."""
     forward = (0.0315, 0.0315, 0.0315, 0.039, 0.039)
     backward = (0.0685, 0.0685, 0.061, 0.061, 0.061)
-    fw, bw = paired_point(forward, backward)
-    assert fw + bw == pytest.approx(0.100)
-    assert fw == pytest.approx(0.1 * 31.5 / 92.5)
-    assert bw == pytest.approx(0.1 * 61 / 92.5)
-    assert paired_point(forward, backward[:4]) == pytest.approx((0.0315, 0.06475))  # unpaired: the medians
-    assert paired_point((0.0,), (0.0,)) == (0.0, 0.0)
+    fw, bw = mean_point(forward, backward)
+    assert (fw, bw) == pytest.approx((0.0345, 0.064))
+    assert fw + bw == pytest.approx(sum(f + b for f, b in zip(forward, backward, strict=True)) / 5)
+    assert mean_point(forward, backward[:4]) == pytest.approx(
+        (0.0345, 0.06475)
+    )  # unpaired: each phase's mean
+    assert mean_point((0.0,), (0.0,)) == (0.0, 0.0)
     curves = CurveSamples(batches=(1, 2), forward_s=(forward, forward), backward_s=(backward, backward))
-    assert curves.compute_s(1) == pytest.approx(0.100)
+    assert curves.compute_s(1) == pytest.approx(0.0985)
 
 
-def test_pooling_with_no_passes_keeps_the_medians(profile_doc: dict[str, Any]) -> None:
+def test_pooling_with_no_passes_keeps_the_means(profile_doc: dict[str, Any]) -> None:
     profile = _profile_with_samples(profile_doc)
     same = pool_curve_samples(profile, [])
     assert same.forward.times_s == pytest.approx((0.004, 0.031, 0.058, 0.087))

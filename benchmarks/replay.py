@@ -1,0 +1,146 @@
+"""Re-predict a finished validation run's cases with the current simulator, from the run's own profiles,
+bandwidth model, overlap probe and co-location factors (its work folder's validate.db and report.json).
+
+A diagnostic for modelling work: what a change to the simulator does to cases already measured, without
+re-running them. Each case is predicted as `srift validate` predicted it (DDP's 25 MiB buckets, the
+co-location factors of its runs), with the exchange's slowdown while members compute (the overlap probe's
+`comm_slowdown`, srift.sim.overlap) and without it, and compared with what the run measured. The run's set
+of models is burned for the honesty protocol either way: replaying it is development, never validation.
+
+    .venv/bin/python -m benchmarks.replay var/validation/20261124-230714 [--out replay.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+from benchmarks.causes import parse_fleet
+from srift.validation import stats
+
+
+def replay(workdir: Path) -> dict[str, Any]:
+    from srift.bandwidth.registry import active_model
+    from srift.catalog.store import get_instance_type
+    from srift.db.session import transaction
+    from srift.domain import FleetMember
+    from srift.domain.network import Library, NetworkSpec
+    from srift.profiling.store import get_profile
+    from srift.settings import Settings
+    from srift.sim import simulate
+    from srift.validation.colocation import ColocationFactors, colocated_profile
+    from srift.validation.context import DDP_BUCKET_CAP_MB
+
+    report = json.loads((workdir / "report.json").read_text())
+    url = f"sqlite:///{workdir / 'validate.db'}"
+    settings = Settings(database_url=url)
+    ids = {(p["model"], p["instance_type"]): p["profile_id"] for p in report["profiles"]}
+    comm = {t: float(o["probe"]["comm_slowdown"]) for t, o in report["overlap"].items() if o.get("ok")}
+    rows = []
+    with transaction(url) as session:
+        bandwidth = active_model(
+            session=session, settings=settings, network=NetworkSpec(library=Library.GLOO)
+        )
+        for case in report["cases"]:
+            if case.get("measured_iteration_s") is None or case.get("locations"):
+                continue
+            members = [
+                FleetMember(
+                    instance=get_instance_type(session=session, provider="testbed", name=g.type_name),
+                    count=g.count,
+                    batch=g.batch,
+                    profile=get_profile(session=session, profile_id=ids[(case["model"], g.type_name)]),
+                )
+                for g in parse_fleet(case["fleet"].replace(" ", "")).groups
+            ]
+            found = case.get("colocation")
+            if found:
+                factors = ColocationFactors(
+                    factors=tuple(found["factors"]),
+                    ratios=tuple(tuple(r) for r in found["ratios"]),
+                    straggler_cv=tuple(found["straggler_cv"]),
+                )
+                members = [
+                    dataclasses.replace(m, profile=colocated_profile(m.profile, factors, g))
+                    for g, m in enumerate(members)
+                ]
+
+            def predict(fleet: list[FleetMember]) -> float:
+                return simulate(
+                    fleet, bandwidth=bandwidth, seed=0, bucket_cap_mb=DDP_BUCKET_CAP_MB, band=False
+                ).iteration_s
+
+            without = [
+                dataclasses.replace(
+                    m,
+                    profile=dataclasses.replace(
+                        m.profile,
+                        extra={k: v for k, v in m.profile.extra.items() if k != "comm_overlap_slowdown"},
+                    ),
+                )
+                for m in members
+            ]
+            slowed = [
+                dataclasses.replace(
+                    m,
+                    profile=dataclasses.replace(
+                        m.profile,
+                        extra={**m.profile.extra, "comm_overlap_slowdown": comm.get(m.instance.name, 1.0)},
+                    ),
+                )
+                for m in without
+            ]
+            measured = case["measured_iteration_s"]
+            before, after = predict(without), predict(slowed)
+            rows.append(
+                {
+                    "model": case["model"],
+                    "fleet": case["fleet"],
+                    "measured_s": measured,
+                    "reported_s": case["predicted"]["iteration_s"],
+                    "without_s": before,
+                    "with_s": after,
+                    "error_without": stats.relative_error(before, measured),
+                    "error_with": stats.relative_error(after, measured),
+                }
+            )
+    return {"workdir": str(workdir), "comm_slowdown": comm, "cases": rows}
+
+
+def summary(rows: list[dict[str, Any]], key: str) -> str:
+    """srift validate's figures (srift.validation.stats.summarize) over the replayed errors."""
+    found = stats.summarize([r[key] for r in rows])
+    return (
+        f"MAPE {100 * found.mape:.1f} %, under {found.underestimates}/{found.cases}, "
+        f"p90 of underestimates {100 * found.underestimate_p90:.1f} %, mean {100 * found.mean_error:+.1f} %"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "workdir", type=Path, help="a validation run's work folder (report.json, validate.db)"
+    )
+    parser.add_argument("--out", type=Path, default=None, help="write the replayed cases here as JSON")
+    args = parser.parse_args(argv)
+    found = replay(args.workdir)
+    for r in found["cases"]:
+        print(
+            f"{r['model'][-12:]:>12} {r['fleet']:<34} measured {1e3 * r['measured_s']:7.1f} ms  "
+            f"without {100 * r['error_without']:+6.1f} %  with {100 * r['error_with']:+6.1f} %"
+        )
+    print(f"comm slowdown per type: {found['comm_slowdown']}")
+    print("without the exchange's slowdown:", summary(found["cases"], "error_without"))
+    print("with it:                        ", summary(found["cases"], "error_with"))
+    if args.out is not None:
+        args.out.write_text(json.dumps(found, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
