@@ -267,7 +267,8 @@ def cmd_trace(args: argparse.Namespace) -> dict[str, Any]:
             }
             if result.colocation is not None:
                 entry["colocation"] = result.colocation.to_dict()
-                for clock, sample in (("wall", result.colocation), ("cpu", result.colocation.on_cpu_clock())):
+                for clock in ("cpu", "wall"):
+                    sample = result.colocation.on_clock(clock)
                     found = colocation_factors(fleet, [sample]) if sample is not None else None
                     if found is not None:
                         entry[f"colocation_{clock}"] = found.to_dict()

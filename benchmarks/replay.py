@@ -4,10 +4,12 @@ bandwidth model, overlap probe and co-location factors (its work folder's valida
 A diagnostic for modelling work: what a change to the simulator does to cases already measured, without
 re-running them. Each case is predicted as `srift validate` predicted it (DDP's 25 MiB buckets, the
 co-location factors of its runs), with the exchange's slowdown while members compute (the overlap probe's
-`comm_slowdown`, srift.sim.overlap) and without it, and compared with what the run measured. The run's set
+`comm_slowdown`, srift.sim.overlap) and without it, and compared with what the run measured; with
+`--refit`, from curves refit by the current code to the samples each profile stored; with `--cpu-clock`,
+with co-location factors from the rounds' CPU seconds. The run's set
 of models is burned for the honesty protocol either way: replaying it is development, never validation.
 
-    .venv/bin/python -m benchmarks.replay var/validation/20261124-230714 [--out replay.json]
+    .venv/bin/python -m benchmarks.replay WORKDIR [--refit] [--cpu-clock] [--out replay.json]
 """
 
 from __future__ import annotations
@@ -19,10 +21,22 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.causes import parse_fleet
+from srift.domain.profile import ModelProfile
 from srift.validation import stats
 
 
-def replay(workdir: Path) -> dict[str, Any]:
+def refit(profile: ModelProfile) -> ModelProfile:
+    """`profile` with its curves refit by the current code to the samples it stored (`extra.measured`)."""
+    from srift.profiling.curves import CurveSamples
+
+    measured = (profile.extra or {}).get("measured")
+    if measured is None:
+        return profile
+    forward, backward = CurveSamples.from_dict(measured).curves()
+    return dataclasses.replace(profile, forward=forward, backward=backward)
+
+
+def replay(workdir: Path, *, refit_curves: bool = False, cpu_clock: bool = False) -> dict[str, Any]:
     from srift.bandwidth.registry import active_model
     from srift.catalog.store import get_instance_type
     from srift.db.session import transaction
@@ -31,8 +45,9 @@ def replay(workdir: Path) -> dict[str, Any]:
     from srift.profiling.store import get_profile
     from srift.settings import Settings
     from srift.sim import simulate
-    from srift.validation.colocation import ColocationFactors, colocated_profile
+    from srift.validation.colocation import ColocationFactors, colocated_profile, colocation_factors
     from srift.validation.context import DDP_BUCKET_CAP_MB
+    from srift.validation.ddp import Colocation
 
     report = json.loads((workdir / "report.json").read_text())
     url = f"sqlite:///{workdir / 'validate.db'}"
@@ -47,22 +62,31 @@ def replay(workdir: Path) -> dict[str, Any]:
         for case in report["cases"]:
             if case.get("measured_iteration_s") is None or case.get("locations"):
                 continue
+            fleet = parse_fleet(case["fleet"].replace(" ", ""))
             members = [
                 FleetMember(
                     instance=get_instance_type(session=session, provider="testbed", name=g.type_name),
                     count=g.count,
                     batch=g.batch,
-                    profile=get_profile(session=session, profile_id=ids[(case["model"], g.type_name)]),
+                    profile=(refit if refit_curves else _same)(
+                        get_profile(session=session, profile_id=ids[(case["model"], g.type_name)])
+                    ),
                 )
-                for g in parse_fleet(case["fleet"].replace(" ", "")).groups
+                for g in fleet.groups
             ]
             found = case.get("colocation")
-            if found:
+            factors: ColocationFactors | None = None
+            if found and cpu_clock:
+                samples = [Colocation.from_dict(r["colocation"]) for r in case["runs"] if r.get("colocation")]
+                on_cpu = [c for c in (s.on_clock("cpu") for s in samples) if c is not None]
+                factors = colocation_factors(fleet, on_cpu)
+            elif found:
                 factors = ColocationFactors(
                     factors=tuple(found["factors"]),
                     ratios=tuple(tuple(r) for r in found["ratios"]),
                     straggler_cv=tuple(found["straggler_cv"]),
                 )
+            if factors is not None:
                 members = [
                     dataclasses.replace(m, profile=colocated_profile(m.profile, factors, g))
                     for g, m in enumerate(members)
@@ -110,6 +134,10 @@ def replay(workdir: Path) -> dict[str, Any]:
     return {"workdir": str(workdir), "comm_slowdown": comm, "cases": rows}
 
 
+def _same(profile: ModelProfile) -> ModelProfile:
+    return profile
+
+
 def summary(rows: list[dict[str, Any]], key: str) -> str:
     """srift validate's figures (srift.validation.stats.summarize) over the replayed errors."""
     found = stats.summarize([r[key] for r in rows])
@@ -127,8 +155,20 @@ def main(argv: list[str] | None = None) -> int:
         "workdir", type=Path, help="a validation run's work folder (report.json, validate.db)"
     )
     parser.add_argument("--out", type=Path, default=None, help="write the replayed cases here as JSON")
+    parser.add_argument(
+        "--refit",
+        action="store_true",
+        help="refit every profile's curves to its stored samples with the current code (srift.profiling."
+        "curves.mean_point) instead of using the curves the run stored",
+    )
+    parser.add_argument(
+        "--cpu-clock",
+        action="store_true",
+        help="co-location factors from the rounds' CPU seconds (runs that recorded them) instead of the "
+        "factors the run used",
+    )
     args = parser.parse_args(argv)
-    found = replay(args.workdir)
+    found = replay(args.workdir, refit_curves=args.refit, cpu_clock=args.cpu_clock)
     for r in found["cases"]:
         print(
             f"{r['model'][-12:]:>12} {r['fleet']:<34} measured {1e3 * r['measured_s']:7.1f} ms  "

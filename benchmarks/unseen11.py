@@ -51,7 +51,8 @@ class _SpotterBlock(nn.Module):
         self.act = nn.Mish()
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return x + self.act(self.norm(self.conv(x)))
+        out: torch.Tensor = x + self.act(self.norm(self.conv(x)))
+        return out
 
 
 class _Spotter(nn.Module):

@@ -88,6 +88,7 @@ def _colocation(
     step: Callable[[], tuple[float, float]],
     budget_s: float | None = None,
     idle_s: float = 0.0,
+    clock: str = "cpu",
 ) -> dict[str, Any] | None:
     """Rounds of: every rank's compute step at once, then each of `solo_ranks` alone while the others wait
     at a barrier. `max_rounds` rounds, or with `budget_s` as many as fit that many wall seconds of
@@ -96,7 +97,8 @@ def _colocation(
     quota's period): otherwise the rounds' fixed order puts a solo rank's together-step right after its own
     solo step (throttled) and its solo step after an idle wait, a false factor. `step` returns (wall
     seconds, CPU seconds). Returns, on rank 0, every rank's step seconds together and alone (None for a rank
-    never timed alone) on both clocks; None on the other ranks."""
+    never timed alone) on `clock` ("cpu" or "wall"), and with "cpu" on the wall clock beside; None on the
+    other ranks."""
     import torch
     import torch.distributed as dist
 
@@ -129,16 +131,21 @@ def _colocation(
     dist.all_gather(gathered, mine)
     if rank != 0:
         return None
-    return {
+    judged, other = (1, 0) if clock == "cpu" else (0, 1)
+    out: dict[str, Any] = {
         "rounds": rounds,
-        "clock": "wall",
+        "clock": clock,
         "idle_s": idle_s,
         "solo_ranks": solo_ranks,
-        "together_s": [g[0][0].tolist() for g in gathered],
-        "alone_s": [g[1][0].tolist() if r in solo_ranks else None for r, g in enumerate(gathered)],
-        "together_cpu_s": [g[0][1].tolist() for g in gathered],
-        "alone_cpu_s": [g[1][1].tolist() if r in solo_ranks else None for r, g in enumerate(gathered)],
+        "together_s": [g[0][judged].tolist() for g in gathered],
+        "alone_s": [g[1][judged].tolist() if r in solo_ranks else None for r, g in enumerate(gathered)],
     }
+    if clock == "cpu":
+        out["together_wall_s"] = [g[0][other].tolist() for g in gathered]
+        out["alone_wall_s"] = [
+            g[1][other].tolist() if r in solo_ranks else None for r, g in enumerate(gathered)
+        ]
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -180,8 +187,8 @@ def main(argv: list[str] | None = None) -> int:
         help="after the timed iterations, this many rounds of compute-only steps (forward and backward "
         "under DDP's no_sync, no exchange), each round every rank at once and then each --solo-ranks rank "
         "alone, barrier-synchronised: how much slower a rank computes while the other hosts compute too "
-        "(hosts that share one machine, as the testbed's do), in wall and CPU seconds; rank 0 reports "
-        "them as `colocation`",
+        "(hosts that share one machine, as the testbed's do), in CPU seconds on a CPU (the work itself; the "
+        "wall seconds beside) and wall seconds with CUDA; rank 0 reports them as `colocation`",
     )
     parser.add_argument(
         "--colocation-idle-s",
@@ -313,6 +320,7 @@ def main(argv: list[str] | None = None) -> int:
             step=compute_step,
             budget_s=args.colocation_budget_s,
             idle_s=args.colocation_idle_s,
+            clock="wall" if device is not None else "cpu",
         )
     if args.trace:
         with open(f"{args.trace}.rank{rank}.json", "w") as fh:

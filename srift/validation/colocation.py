@@ -9,15 +9,15 @@ not share a machine: the factor exists for `srift validate` only, never for `sri
 Measured, not fitted: each multi-host DDP run of the matrix ends with `Effort.colocation_rounds` rounds of
 compute-only steps (probes/ddp_train.py `--colocation-rounds`: forward and backward under DDP's no_sync,
 barrier-synchronised), every rank at once and then the first rank of each group alone, in the same
-processes and the same seconds. Each step starts one CPU quota period after its barrier
-(`--colocation-idle-s`), so every step starts on a fresh quota, and is timed on the wall clock (the CPU
-seconds are recorded beside it). Without the idle wait the rounds' fixed order would make a false factor:
-a solo rank's together-step follows its own solo step back to back (throttled) while its solo step follows
-an idle wait (run 8, wall clock, no wait: cnn's small hosts ×0.72 and large hosts ×1.25 … ×1.49 in every
-mixed fleet). Round 8 timed the steps on the CPU clock instead; on the testbed the two read alike
-(hourglass on four small hosts, 01:02 UTC 25 Nov: wall ×1.021, CPU ×1.016; a step's wall seconds are four
-times its CPU seconds on a quarter-core host), but the wall clock also counts a rank waiting for a core
-while it has quota, and it is the only clock with CUDA.
+processes and the same seconds, each step starting one CPU quota period after its barrier
+(`--colocation-idle-s`) and timed on the process's CPU clock (the wall seconds are recorded beside).
+Co-location costs CPU work (caches, memory bandwidth), while a step's wall time under a quota also depends
+on where in its period it starts: run 8 (wall clock, no idle wait) read cnn's small hosts ×0.72 and large
+hosts ×1.25 … ×1.49 in every mixed fleet, because a solo rank's together-step followed its own solo step
+back to back (throttled) and its solo step an idle wait; run 11 (wall clock after an idle period, so every
+step started on a fresh quota) still read cnn ×1.98 / ×1.34 on 2 + 2 hosts at 16/48, where a step is a few
+quota periods long and the period's phase at its start decides a whole throttled period. On hourglass
+(600 ms steps on four small hosts) the two clocks agree (wall ×1.021, CPU ×1.016).
 
 A group's factor is the median over rounds of (the median of its ranks' together-seconds) / (its first
 rank's alone-seconds in that round); the prediction scales that group's profile

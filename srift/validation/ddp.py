@@ -60,33 +60,34 @@ class TimingJob:
 class Colocation:
     """A run's compute-only rounds (probes/ddp_train.py `--colocation-rounds`): every rank's forward plus
     backward seconds with all ranks computing at once (`together_s[rank][round]`) and, for the solo ranks,
-    alone in the same round (`alone_s[rank][round]`, None for the others), on `clock`: "wall" (each step
-    started `idle_s` after its barrier, on a fresh CPU quota) or "cpu" (the process's CPU seconds: runs of
-    round 8's code). `together_cpu_s` / `alone_cpu_s`: the same steps' CPU seconds, where recorded."""
+    alone in the same round (`alone_s[rank][round]`, None for the others), on `clock`: "cpu" (the process's
+    CPU seconds, on a CPU host) or "wall" (with CUDA). Each step started `idle_s` after its barrier. The
+    same steps on `other_clock`, where recorded (`other_together_s`, `other_alone_s`): diagnostics."""
 
     together_s: tuple[tuple[float, ...], ...]
     alone_s: tuple[tuple[float, ...] | None, ...]
     clock: str = "wall"
     idle_s: float = 0.0
-    together_cpu_s: tuple[tuple[float, ...], ...] | None = None
-    alone_cpu_s: tuple[tuple[float, ...] | None, ...] | None = None
+    other_clock: str | None = None
+    other_together_s: tuple[tuple[float, ...], ...] | None = None
+    other_alone_s: tuple[tuple[float, ...] | None, ...] | None = None
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Colocation:
         def table(rows: Any) -> tuple[tuple[float, ...] | None, ...]:
             return tuple(None if ts is None else tuple(float(t) for t in ts) for ts in rows)
 
+        other = next((c for c in ("cpu", "wall") if data.get(f"together_{c}_s") is not None), None)
         return cls(
             together_s=tuple(tuple(float(t) for t in ts) for ts in data["together_s"]),
             alone_s=table(data["alone_s"]),
             clock=str(data.get("clock", "wall")),
             idle_s=float(data.get("idle_s", 0.0)),
-            together_cpu_s=(
-                tuple(tuple(float(t) for t in ts) for ts in data["together_cpu_s"])
-                if data.get("together_cpu_s") is not None
-                else None
+            other_clock=other,
+            other_together_s=(
+                tuple(tuple(float(t) for t in ts) for ts in data[f"together_{other}_s"]) if other else None
             ),
-            alone_cpu_s=table(data["alone_cpu_s"]) if data.get("alone_cpu_s") is not None else None,
+            other_alone_s=table(data[f"alone_{other}_s"]) if other else None,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -99,19 +100,18 @@ class Colocation:
             "clock": self.clock,
             "idle_s": self.idle_s,
         }
-        if self.together_cpu_s is not None and self.alone_cpu_s is not None:
-            out["together_cpu_s"] = rows(self.together_cpu_s)
-            out["alone_cpu_s"] = rows(self.alone_cpu_s)
+        if self.other_clock and self.other_together_s is not None and self.other_alone_s is not None:
+            out[f"together_{self.other_clock}_s"] = rows(self.other_together_s)
+            out[f"alone_{self.other_clock}_s"] = rows(self.other_alone_s)
         return out
 
-    def on_cpu_clock(self) -> Colocation | None:
-        """The same rounds judged by CPU seconds (diagnostics: what round 8's clock would read); None where
-        the run recorded no CPU seconds."""
-        if self.clock == "cpu":
+    def on_clock(self, clock: str) -> Colocation | None:
+        """The same rounds judged by `clock` ("cpu" or "wall"); None where the run did not record it."""
+        if clock == self.clock:
             return self
-        if self.together_cpu_s is None or self.alone_cpu_s is None:
+        if clock != self.other_clock or self.other_together_s is None or self.other_alone_s is None:
             return None
-        return Colocation(self.together_cpu_s, self.alone_cpu_s, clock="cpu", idle_s=self.idle_s)
+        return Colocation(self.other_together_s, self.other_alone_s, clock=clock, idle_s=self.idle_s)
 
 
 @dataclass(frozen=True, slots=True)

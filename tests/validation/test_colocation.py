@@ -104,15 +104,15 @@ def test_ddp_train_times_every_rank_together_and_the_solo_ranks_alone(tmp_path: 
     data = json.loads(out.read_text())
     assert len(data["iter_times_s"]) == 2
     sample = Colocation.from_dict(data["colocation"])
-    assert (
-        sample.clock == "wall" and sample.idle_s == 0.01 and Colocation.from_dict(sample.to_dict()) == sample
-    )
-    # a budget shorter than any step: one round (the first), not --colocation-rounds; wall and CPU seconds
+    assert sample.clock == "cpu" and sample.idle_s == 0.01
+    assert Colocation.from_dict(sample.to_dict()) == sample
+    # a budget shorter than any step: one round (the first), not --colocation-rounds; CPU seconds on a CPU,
+    # the wall seconds beside
     assert data["colocation"]["rounds"] == 1
-    on_cpu = sample.on_cpu_clock()
-    assert on_cpu is not None and on_cpu.clock == "cpu"
-    assert [len(ts) for ts in on_cpu.together_s] == [1, 1, 1] and on_cpu.alone_s[1] is None
-    assert all(t > 0 for ts in on_cpu.together_s for t in ts)
+    on_wall = sample.on_clock("wall")
+    assert on_wall is not None and on_wall.clock == "wall" and sample.on_clock("cpu") is sample
+    assert [len(ts) for ts in on_wall.together_s] == [1, 1, 1] and on_wall.alone_s[1] is None
+    assert all(t > 0 for ts in on_wall.together_s for t in ts)
     assert len(sample.together_s) == 3 and all(len(ts) == 1 for ts in sample.together_s)
     assert sample.alone_s[1] is None
     assert all(s is not None and len(s) == 1 and min(s) > 0 for s in (sample.alone_s[0], sample.alone_s[2]))
