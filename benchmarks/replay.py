@@ -5,11 +5,11 @@ A diagnostic for modelling work: what a change to the simulator does to cases al
 re-running them. Each case is predicted as `srift validate` predicted it (DDP's 25 MiB buckets, the
 co-location factors of its runs), with the exchange's slowdown while members compute (the overlap probe's
 `comm_slowdown`, srift.sim.overlap) and without it, and compared with what the run measured; with
-`--refit`, from curves refit by the current code to the samples each profile stored; with `--cpu-clock`,
-with co-location factors from the rounds' CPU seconds. The run's set
+`--refit`, from curves refit to the samples each profile stored (by the current code, or `--refit median`
+as round 8 did); with `--cpu-clock`, with co-location factors from the rounds' CPU seconds. The run's set
 of models is burned for the honesty protocol either way: replaying it is development, never validation.
 
-    .venv/bin/python -m benchmarks.replay WORKDIR [--refit] [--cpu-clock] [--out replay.json]
+    .venv/bin/python -m benchmarks.replay WORKDIR [--refit [mean|median]] [--cpu-clock] [--out replay.json]
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import statistics
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,18 +27,35 @@ from srift.domain.profile import ModelProfile
 from srift.validation import stats
 
 
-def refit(profile: ModelProfile) -> ModelProfile:
-    """`profile` with its curves refit by the current code to the samples it stored (`extra.measured`)."""
-    from srift.profiling.curves import CurveSamples
+def paired_median(forward_s: Sequence[float], backward_s: Sequence[float]) -> tuple[float, float]:
+    """Round 8's breakpoint (before `mean_point`): the median of forward + backward of the same step,
+    split in the proportion of the two phases' medians."""
+    fw, bw = statistics.median(forward_s), statistics.median(backward_s)
+    if len(forward_s) != len(backward_s) or fw + bw <= 0:
+        return fw, bw
+    total = statistics.median(f + b for f, b in zip(forward_s, backward_s, strict=True))
+    return total * fw / (fw + bw), total * bw / (fw + bw)
+
+
+def refit(profile: ModelProfile, how: str = "mean") -> ModelProfile:
+    """`profile` with its curves refit to the samples it stored (`extra.measured`): "mean" as the current
+    code does (`srift.profiling.curves.mean_point`), "median" as round 8 did (`paired_median`)."""
+    from srift.profiling.curves import CurveSamples, fit_curve, mean_point
 
     measured = (profile.extra or {}).get("measured")
     if measured is None:
         return profile
-    forward, backward = CurveSamples.from_dict(measured).curves()
-    return dataclasses.replace(profile, forward=forward, backward=backward)
+    samples = CurveSamples.from_dict(measured)
+    point = mean_point if how == "mean" else paired_median
+    points = [point(fw, bw) for fw, bw in zip(samples.forward_s, samples.backward_s, strict=True)]
+    return dataclasses.replace(
+        profile,
+        forward=fit_curve(samples.batches, [fw for fw, _ in points]),
+        backward=fit_curve(samples.batches, [bw for _, bw in points]),
+    )
 
 
-def replay(workdir: Path, *, refit_curves: bool = False, cpu_clock: bool = False) -> dict[str, Any]:
+def replay(workdir: Path, *, refit_curves: str | None = None, cpu_clock: bool = False) -> dict[str, Any]:
     from srift.bandwidth.registry import active_model
     from srift.catalog.store import get_instance_type
     from srift.db.session import transaction
@@ -68,9 +87,12 @@ def replay(workdir: Path, *, refit_curves: bool = False, cpu_clock: bool = False
                     instance=get_instance_type(session=session, provider="testbed", name=g.type_name),
                     count=g.count,
                     batch=g.batch,
-                    profile=(refit if refit_curves else _same)(
-                        get_profile(session=session, profile_id=ids[(case["model"], g.type_name)])
-                    ),
+                    profile=refit(
+                        get_profile(session=session, profile_id=ids[(case["model"], g.type_name)]),
+                        refit_curves,
+                    )
+                    if refit_curves
+                    else get_profile(session=session, profile_id=ids[(case["model"], g.type_name)]),
                 )
                 for g in fleet.groups
             ]
@@ -134,10 +156,6 @@ def replay(workdir: Path, *, refit_curves: bool = False, cpu_clock: bool = False
     return {"workdir": str(workdir), "comm_slowdown": comm, "cases": rows}
 
 
-def _same(profile: ModelProfile) -> ModelProfile:
-    return profile
-
-
 def summary(rows: list[dict[str, Any]], key: str) -> str:
     """srift validate's figures (srift.validation.stats.summarize) over the replayed errors."""
     found = stats.summarize([r[key] for r in rows])
@@ -157,9 +175,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=None, help="write the replayed cases here as JSON")
     parser.add_argument(
         "--refit",
-        action="store_true",
-        help="refit every profile's curves to its stored samples with the current code (srift.profiling."
-        "curves.mean_point) instead of using the curves the run stored",
+        nargs="?",
+        const="mean",
+        choices=["mean", "median"],
+        default=None,
+        help="refit every profile's curves to its stored samples, as the current code does (mean, the "
+        "default) or as round 8 did (median), instead of using the curves the run stored",
     )
     parser.add_argument(
         "--cpu-clock",
