@@ -177,9 +177,10 @@ def mean_point(forward_s: Sequence[float], backward_s: Sequence[float]) -> tuple
 
     The mean, not the median: what a prediction is checked against, and what a user's job takes, is a
     run's mean iteration, and a machine's slow spells and a CPU quota's throttled periods only ever add
-    time, so the median of skewed samples sits below their mean (docs/validation.md, round 9: replayed
-    on three finished validation runs, the pooled means raised the mean error by 0.3–4.5 points, one-host
-    cases included).
+    time, so the median of skewed samples sits below their mean. Evidence is mixed (docs/validation.md,
+    round 9): replayed on the three finished runs before the change, the means raised the mean error by
+    0.3–4.5 points and improved every figure; on the two protocol runs after it, the medians' MAPE was
+    0.2–1.5 points lower. The machine's speed states, not the estimator, decided those runs.
     The mean of the steps' forward + backward is the sum of the two phases' means, so pairing the phases
     of a step (what the median needed: two medians of quantised phases add up below the steps' own median,
     cause 6) is no longer needed."""

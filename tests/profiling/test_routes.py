@@ -86,6 +86,7 @@ def _set(doc: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
         ("extra", {"raw\x00": 1}, "extra"),
         ("extra", {"raw": {"runs": [1, "x\x00"]}}, "extra"),
         ("extra", {"overlap_slowdown": 11}, "extra.overlap_slowdown"),
+        ("extra", {"comm_overlap_slowdown": 0.9}, "extra.comm_overlap_slowdown"),
         ("extra", {"cpu_quota": {"cores": 0, "period_s": 0.01}}, "extra.cpu_quota"),
         ("extra", {"cpu_quota": {"cores": 0.25, "period_s": 0.01, "burst_s": 0}}, "extra.cpu_quota"),
         ("extra", {"loop_overhead_s": -1}, "extra.loop_overhead_s"),
@@ -156,3 +157,5 @@ def test_the_schema_states_the_text_rules_the_reader_enforces(client: TestClient
     assert quota["properties"]["cores"]["exclusiveMinimum"] == 0
     assert quota["properties"]["period_s"]["maximum"] == 1
     assert extra["properties"]["loop_overhead_s"]["anyOf"][0]["minimum"] == 0
+    comm = extra["properties"]["comm_overlap_slowdown"]["anyOf"][0]
+    assert (comm["minimum"], comm["maximum"]) == (1, 10)
