@@ -31,6 +31,8 @@ def probe_script_path() -> Path:
 
 
 def free_port() -> int:
+    """A TCP port on loopback that is free now (the kernel's choice; another process may take it before
+    the caller binds it)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])

@@ -12,7 +12,6 @@ import json
 import math
 import os
 import shutil
-import socket
 import subprocess
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -22,6 +21,7 @@ from operator import add
 from pathlib import Path
 from typing import IO, Any
 
+from srift.bandwidth.local_probe import free_port
 from srift.bandwidth.records import ProbeRecord, parse_jsonl
 from srift.domain.profile import ModelProfile
 from srift.errors import EnvironmentProblem, InvalidInput
@@ -36,12 +36,6 @@ def probe_script() -> Path:
     from srift.bandwidth.local_probe import probe_script_path
 
     return probe_script_path()
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def probe_args(

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -31,18 +30,12 @@ from dashboard_harness import (
 
 from srift.api.app import create_app
 from srift.api.auth import Scope, create_token
+from srift.bandwidth.local_probe import free_port
 from srift.bandwidth.samples import store_samples
 from srift.bootstrap import bootstrap
 from srift.db.session import get_engine, transaction
 from srift.domain import ModelProfile
 from srift.settings import Settings
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def _store_profiles(url: str, model: str) -> list[int]:
@@ -71,7 +64,7 @@ def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer
         store_samples(session=session, records=probe_records(), origin="jsonl")
     with transaction(url) as session:
         _, token = create_token(session=session, name="dashboard-tests", scope=Scope.WRITE)
-    port = _free_port()
+    port = free_port()
     server = uvicorn.Server(
         uvicorn.Config(create_app(settings), host="127.0.0.1", port=port, log_level="warning")
     )
