@@ -251,11 +251,7 @@ def cmd_trace(args: argparse.Namespace) -> dict[str, Any]:
                 trace=trace if fleet.hosts > 1 else None,
                 colocation_rounds=args.colocation_rounds,
                 solo_ranks=solo_ranks(fleet),
-                colocation_idle_s=max(
-                    conditions.period_for(testbed.host(h).cpu_cores, conditions.DEFAULT_PERIOD_US)
-                    for h in hosts
-                )
-                / 1e6,
+                colocation_idle_s=conditions.longest_period_s(testbed.host(h).cpu_cores for h in hosts),
             )
             ranks = summarize_trace(trace, fleet.hosts) if fleet.hosts > 1 else []
             entry = {

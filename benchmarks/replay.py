@@ -37,13 +37,14 @@ def paired_median(forward_s: Sequence[float], backward_s: Sequence[float]) -> tu
     return total * fw / (fw + bw), total * bw / (fw + bw)
 
 
-def refit(profile: ModelProfile, how: str = "mean") -> ModelProfile:
+def refit(profile: ModelProfile, how: str | None) -> ModelProfile:
     """`profile` with its curves refit to the samples it stored (`extra.measured`): "mean" as the current
-    code does (`srift.profiling.curves.mean_point`), "median" as round 8 did (`paired_median`)."""
+    code does (`srift.profiling.curves.mean_point`), "median" as round 8 did (`paired_median`); None, or a
+    profile without samples, as it is."""
     from srift.profiling.curves import CurveSamples, fit_curve, mean_point
 
     measured = (profile.extra or {}).get("measured")
-    if measured is None:
+    if how is None or measured is None:
         return profile
     samples = CurveSamples.from_dict(measured)
     point = mean_point if how == "mean" else paired_median
@@ -90,9 +91,7 @@ def replay(workdir: Path, *, refit_curves: str | None = None, cpu_clock: bool = 
                     profile=refit(
                         get_profile(session=session, profile_id=ids[(case["model"], g.type_name)]),
                         refit_curves,
-                    )
-                    if refit_curves
-                    else get_profile(session=session, profile_id=ids[(case["model"], g.type_name)]),
+                    ),
                 )
                 for g in fleet.groups
             ]
@@ -113,11 +112,6 @@ def replay(workdir: Path, *, refit_curves: str | None = None, cpu_clock: bool = 
                     dataclasses.replace(m, profile=colocated_profile(m.profile, factors, g))
                     for g, m in enumerate(members)
                 ]
-
-            def predict(fleet: list[FleetMember]) -> float:
-                return simulate(
-                    fleet, bandwidth=bandwidth, seed=0, bucket_cap_mb=DDP_BUCKET_CAP_MB, band=False
-                ).iteration_s
 
             without = [
                 dataclasses.replace(
@@ -140,7 +134,12 @@ def replay(workdir: Path, *, refit_curves: str | None = None, cpu_clock: bool = 
                 for m in without
             ]
             measured = case["measured_iteration_s"]
-            before, after = predict(without), predict(slowed)
+            before, after = (
+                simulate(
+                    f, bandwidth=bandwidth, seed=0, bucket_cap_mb=DDP_BUCKET_CAP_MB, band=False
+                ).iteration_s
+                for f in (without, slowed)
+            )
             rows.append(
                 {
                     "model": case["model"],

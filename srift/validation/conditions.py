@@ -14,7 +14,7 @@ v2) lets them get their quota first. Both settings are restored by `restore`.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,6 +45,12 @@ def _write(path: Path, value: str) -> None:
 def period_for(cpu_cores: float, period_us: int) -> int:
     """The period to use: `period_us`, lengthened where the quota would fall below the kernel's 1 ms."""
     return max(period_us, int(-(-MIN_QUOTA_US // cpu_cores)) if cpu_cores < 1 else period_us)
+
+
+def longest_period_s(cpu_cores: Iterable[float], period_us: int = DEFAULT_PERIOD_US) -> float:
+    """The longest CPU quota period (seconds) that `tune_cgroup` gives hosts of these quotas: an idle wait
+    that long leaves each of them a fresh quota."""
+    return max(period_for(cores, period_us) for cores in cpu_cores) / 1e6
 
 
 def tune_cgroup(

@@ -543,7 +543,9 @@ def measure(
             colocation_rounds=effort.colocation_rounds if colocation else 0,
             solo_ranks=solo_ranks(fleet),
             colocation_budget_s=effort.colocation_budget_s,
-            colocation_idle_s=quota_period_s(ctx, hosts),
+            colocation_idle_s=conditions.longest_period_s(
+                (ctx.testbed.host(h).cpu_cores for h in hosts), ctx.options.period_us
+            ),
         )
     except EnvironmentProblem as exc:
         ctx.log(f"run failed: {model} on {fleet.label()}: {exc.detail}")
@@ -563,14 +565,6 @@ def measure(
         "machine_busy": conditions.busy_fraction(before, conditions.cpu_times()),
         **({"colocation": result.colocation.to_dict()} if result.colocation is not None else {}),
     }
-
-
-def quota_period_s(ctx: Context, hosts: Sequence[str]) -> float:
-    """The longest CPU quota period among `hosts` as validation sets it (conditions.tune_cgroup): an idle
-    wait that long leaves each of them a fresh quota."""
-    return (
-        max(conditions.period_for(ctx.testbed.host(h).cpu_cores, ctx.options.period_us) for h in hosts) / 1e6
-    )
 
 
 def pass_positions(total_runs: int, passes: int) -> list[int]:
