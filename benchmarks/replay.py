@@ -37,7 +37,25 @@ def paired_median(forward_s: Sequence[float], backward_s: Sequence[float]) -> tu
     return total * fw / (fw + bw), total * bw / (fw + bw)
 
 
-def refit(profile: ModelProfile, how: str | None) -> ModelProfile:
+def pass_medians(
+    samples: Any, passes: int, per_pass: int, centre: Any = statistics.median
+) -> list[tuple[float, float]]:
+    """Each breakpoint's (forward, backward): the median over passes of each pass's mean. The pooled
+    samples are the profile's own, then `passes - 1` timing passes of `per_pass` samples each."""
+    out = []
+    for fw, bw in zip(samples.forward_s, samples.backward_s, strict=True):
+        own = len(fw) - per_pass * (passes - 1)
+        cuts = [(0, own)] + [(own + k * per_pass, own + (k + 1) * per_pass) for k in range(passes - 1)]
+        out.append(
+            (
+                centre([statistics.fmean(fw[a:b]) for a, b in cuts]),
+                centre([statistics.fmean(bw[a:b]) for a, b in cuts]),
+            )
+        )
+    return out
+
+
+def refit(profile: ModelProfile, how: str | None, per_pass: int = 2) -> ModelProfile:
     """`profile` with its curves refit to the samples it stored (`extra.measured`): "mean" as the current
     code does (`srift.profiling.curves.mean_point`), "median" as round 8 did (`paired_median`); None, or a
     profile without samples, as it is."""
@@ -47,8 +65,12 @@ def refit(profile: ModelProfile, how: str | None) -> ModelProfile:
     if how is None or measured is None:
         return profile
     samples = CurveSamples.from_dict(measured)
-    point = mean_point if how == "mean" else paired_median
-    points = [point(fw, bw) for fw, bw in zip(samples.forward_s, samples.backward_s, strict=True)]
+    if how in ("passes", "pass-means"):
+        centre = statistics.median if how == "passes" else statistics.fmean
+        points = pass_medians(samples, int((profile.extra or {}).get("timing_passes", 1)), per_pass, centre)
+    else:
+        point = mean_point if how == "mean" else paired_median
+        points = [point(fw, bw) for fw, bw in zip(samples.forward_s, samples.backward_s, strict=True)]
     return dataclasses.replace(
         profile,
         forward=fit_curve(samples.batches, [fw for fw, _ in points]),
@@ -91,6 +113,7 @@ def replay(workdir: Path, *, refit_curves: str | None = None, cpu_clock: bool = 
                     profile=refit(
                         get_profile(session=session, profile_id=ids[(case["model"], g.type_name)]),
                         refit_curves,
+                        int(report["effort"].get("timing_repeats", 2)),
                     ),
                 )
                 for g in fleet.groups
@@ -176,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
         "--refit",
         nargs="?",
         const="mean",
-        choices=["mean", "median"],
+        choices=["mean", "median", "passes", "pass-means"],
         default=None,
         help="refit every profile's curves to its stored samples, as the current code does (mean, the "
         "default) or as round 8 did (median), instead of using the curves the run stored",

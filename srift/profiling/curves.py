@@ -247,10 +247,17 @@ class CurveSamples:
 
 
 def pool_curve_samples(profile: ModelProfile, passes: Sequence[CurveSamples]) -> ModelProfile:
-    """`profile` with its curves refit to the mean of its own samples pooled with further passes'.
+    """`profile` with its curves refit to the mean, over passes, of each pass's `mean_point`.
+
+    Each pass is one sample of the machine's speed at one moment, whatever its number of repeats: the
+    profile's own (taken minutes before a validation's runs, with more repeats) counts as one pass, not
+    as many samples as it took. On the testbed a pass that meets a slow spell reads up to 2× (wide_mlp,
+    protocol run 12), so equal weights give the profile's own moment 1/9 of the curve with eight further
+    passes, where pooling the samples gave it 5/21 (docs/validation.md, round 10).
 
     Every pass must time the profile's breakpoints (its `extra["measured"]`); the result keeps everything
-    else of the profile and records the pooled samples and the number of passes.
+    else of the profile and records the pooled samples, each pass's means and the number of passes. A
+    profile pooled before (its `measured_passes` without phases) counts its pooled samples as one pass.
     """
     own = CurveSamples.from_dict((profile.extra or {}).get("measured"))
     forward = [list(ts) for ts in own.forward_s]
@@ -266,8 +273,19 @@ def pool_curve_samples(profile: ModelProfile, passes: Sequence[CurveSamples]) ->
             forward[i] += extra.forward_s[i]
             backward[i] += extra.backward_s[i]
     pooled = CurveSamples(own.batches, tuple(map(tuple, forward)), tuple(map(tuple, backward)))
-    forward_curve, backward_curve = pooled.curves()
-    earlier = (profile.extra or {}).get("measured_passes") or [_pass_means(own)]
+    recorded = (profile.extra or {}).get("measured_passes")
+    earlier = (
+        recorded
+        if recorded and all("forward_s" in p and p["batches"] == list(own.batches) for p in recorded)
+        else [_pass_means(own)]
+    )
+    every = [*earlier, *(_pass_means(x) for x in passes)]
+    forward_curve = fit_curve(
+        own.batches, [statistics.fmean(p["forward_s"][i] for p in every) for i in range(len(own.batches))]
+    )
+    backward_curve = fit_curve(
+        own.batches, [statistics.fmean(p["backward_s"][i] for p in every) for i in range(len(own.batches))]
+    )
     return dataclasses.replace(
         profile,
         forward=forward_curve,
@@ -275,20 +293,21 @@ def pool_curve_samples(profile: ModelProfile, passes: Sequence[CurveSamples]) ->
         extra={
             **profile.extra,
             "measured": pooled.to_dict(),
-            "measured_passes": [*earlier, *(_pass_means(x) for x in passes)],
+            "measured_passes": every,
             "timing_passes": int((profile.extra or {}).get("timing_passes", 1)) + len(passes),
         },
     )
 
 
 def _pass_means(samples: CurveSamples) -> dict[str, Any]:
-    """One pass's forward plus backward seconds per breakpoint (`mean_point`;
+    """One pass's `mean_point` per breakpoint: forward, backward and their sum (`compute_s`;
     `ModelProfile.compute_spread` reads the spread between passes from these)."""
+    points = [mean_point(fw, bw) for fw, bw in zip(samples.forward_s, samples.backward_s, strict=True)]
     return {
         "batches": list(samples.batches),
-        "compute_s": [
-            sum(mean_point(fw, bw)) for fw, bw in zip(samples.forward_s, samples.backward_s, strict=True)
-        ],
+        "forward_s": [fw for fw, _ in points],
+        "backward_s": [bw for _, bw in points],
+        "compute_s": [fw + bw for fw, bw in points],
     }
 
 

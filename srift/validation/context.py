@@ -87,7 +87,7 @@ class Effort:
             probe_sizes=tuple(1 << k for k in range(2, 25)),
             probe_repeats=3,
             plan_batch_policy="pow2",
-            timing_passes=4,
+            timing_passes=8,
             timing_repeats=2,
             colocation_rounds=8,
         )
@@ -106,7 +106,7 @@ class Effort:
             probe_sizes=tuple(1 << k for k in range(2, 26)),
             probe_repeats=5,
             plan_batch_policy="pow2_split",
-            timing_passes=8,
+            timing_passes=12,
             timing_repeats=3,
             colocation_rounds=12,
             colocation_budget_s=1.0,

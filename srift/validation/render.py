@@ -165,7 +165,8 @@ def _passes_lines(report: Mapping[str, Any]) -> list[str]:
     lines = [
         "",
         f"Profiles: the `srift profile` pass plus up to {passes - 1} further timing passes over its "
-        "breakpoints, spread over the DDP runs, pooled (median per point). With the first pass alone: MAPE "
+        "breakpoints, spread over the DDP runs, pooled (each point the mean of the passes' means). With the "
+        "first pass alone: MAPE "
         f"{pct(single['mape'])}, p90 underestimate {pct(single['underestimate_p90'])}. Forward+backward "
         "at batch 32 (ms) in each pass shows how far this host's speed drifted:",
         "",

@@ -98,7 +98,7 @@ def _profile_with_samples(profile_doc: dict[str, Any]) -> ModelProfile:
     return ModelProfile.from_dict(profile_doc | {"extra": {"measured": own.to_dict(), "clock": "wall"}})
 
 
-def test_pooling_refits_the_curves_to_the_mean_of_all_samples(profile_doc: dict[str, Any]) -> None:
+def test_pooling_refits_the_curves_to_the_mean_of_the_passes_means(profile_doc: dict[str, Any]) -> None:
     profile = _profile_with_samples(profile_doc)
     slower = CurveSamples(
         batches=(1, 32, 64, 96),
@@ -106,10 +106,12 @@ def test_pooling_refits_the_curves_to_the_mean_of_all_samples(profile_doc: dict[
         backward_s=((0.009, 0.009), (0.080, 0.080), (0.140, 0.140), (0.200, 0.200)),
     )
     pooled = pool_curve_samples(profile, [slower])
-    # forward at 1: (4 + 6 + 6) / 3 ms, at 32: (30 + 32 + 40 + 40) / 4; backward at 96: (175 + 177 + 400) / 4
-    assert pooled.forward.times_s == pytest.approx((0.016 / 3, 0.0355, 0.198 / 3, 0.287 / 3))
-    assert pooled.backward.times_s == pytest.approx((0.025 / 3, 0.221 / 3, 0.397 / 3, 0.188))
+    # forward at 32: the profile's own pass (30 + 32) / 2 = 31 ms and the further pass's 40 ms give
+    # 35.5; backward at 96: (176 + 200) / 2 = 188 ms
+    assert pooled.forward.times_s == pytest.approx((0.005, 0.0355, 0.064, 0.0935))
+    assert pooled.backward.times_s == pytest.approx((0.008, 0.0705, 0.1285, 0.188))
     assert pooled.extra["measured"]["forward_s"][1] == [0.030, 0.032, 0.040, 0.040]
+    assert pooled.extra["measured_passes"][1]["compute_s"] == pytest.approx([0.015, 0.12, 0.21, 0.3])
     assert pooled.extra["timing_passes"] == 2
     assert pooled.extra["clock"] == "wall"
     assert (pooled.layers, pooled.max_batch, pooled.update_s) == (
@@ -117,8 +119,34 @@ def test_pooling_refits_the_curves_to_the_mean_of_all_samples(profile_doc: dict[
         profile.max_batch,
         profile.update_s,
     )
-    assert pool_curve_samples(pooled, [slower]).extra["timing_passes"] == 3
+    again = pool_curve_samples(pooled, [slower])
+    assert again.extra["timing_passes"] == 3
+    # three passes: 4, 6 and 6 ms at batch 1
+    assert again.forward.time_s(1) == pytest.approx(0.016 / 3)
     assert slower.compute_s(48) == pytest.approx(0.055 + 0.110)
+
+
+def test_a_pass_weighs_one_moment_whatever_its_repeats(profile_doc: dict[str, Any]) -> None:
+    """The profile's own pass timed five steps of 10 + 20 ms at each batch, one further pass two steps of
+    20 + 40 ms: the curve is (15, 30) ms, the mean of the two moments, not the samples' (90 / 7, 180 / 7)."""
+    own = CurveSamples(batches=(1, 2), forward_s=((0.010,) * 5,) * 2, backward_s=((0.020,) * 5,) * 2)
+    profile = ModelProfile.from_dict(profile_doc | {"extra": {"measured": own.to_dict()}})
+    later = CurveSamples(batches=(1, 2), forward_s=((0.020,) * 2,) * 2, backward_s=((0.040,) * 2,) * 2)
+    pooled = pool_curve_samples(profile, [later])
+    assert (pooled.forward.time_s(1), pooled.backward.time_s(2)) == pytest.approx((0.015, 0.030))
+    # a profile pooled by older code recorded each pass's sum only: its samples count as one pass
+    old = ModelProfile.from_dict(
+        profile_doc
+        | {
+            "extra": {
+                "measured": pooled.extra["measured"],
+                "measured_passes": [{"batches": [1, 2], "compute_s": [0.03, 0.03]}] * 2,
+                "timing_passes": 2,
+            }
+        }
+    )
+    # its pooled samples: forward (5 × 10 + 2 × 20) / 7 ms, then this pass's 20 ms
+    assert pool_curve_samples(old, [later]).forward.time_s(1) == pytest.approx((0.090 / 7 + 0.020) / 2)
 
 
 def test_a_point_is_the_mean_of_each_phase_and_so_of_the_steps() -> None:
