@@ -61,6 +61,10 @@ class Effort:
     """Further timing passes over every profile's breakpoints, spread over the DDP runs (see step 2)."""
     timing_repeats: int = 3
     """Timed rounds over the breakpoints in each further pass (after one untimed round)."""
+    timing_budget_s: float | None = None
+    """At most about this many seconds of further passes per model (None: every pass): after its first
+    pass, a model whose pass took t seconds keeps max(2, budget // t) of the passes, spread evenly
+    (steps.passes_within)."""
     long_iteration_s: float = 1.0
     """Runs whose iteration is predicted to take longer warm up less: one iteration on one host, two with
     DDP (through its bucket rebuild), not `warmup` (steps.long_run_warmup)."""
@@ -89,6 +93,7 @@ class Effort:
             plan_batch_policy="pow2",
             timing_passes=8,
             timing_repeats=2,
+            timing_budget_s=30.0,
             colocation_rounds=8,
         )
 

@@ -607,10 +607,23 @@ def run_matrix(ctx: Context, pool: AgentPool, cases: Sequence[Case]) -> list[dic
         this_round = list(range(len(cases)))
         rng.shuffle(this_round)
         order += this_round
-    passes = pass_positions(total, ctx.effort.timing_passes)
+    slots = pass_positions(total, ctx.effort.timing_passes)
+    kept: dict[str, set[int]] = {}
+    slot = 0
+
+    def pass_slot(j: int) -> None:
+        """The j-th further pass, of the models that keep it; the first pass sets what each keeps."""
+        models = [m for m in timing_models(ctx) if j == 0 or j in kept.get(m, {j})]
+        took = timing_pass(ctx, pool, models)
+        if j == 0:
+            for model, took_s in took.items():
+                count = passes_within(ctx.effort.timing_budget_s, took_s, len(slots))
+                kept[model] = spread_slots(len(slots), count)
+
     for done, i in enumerate(order):
-        for _ in range(passes.count(done)):
-            timing_pass(ctx, pool)
+        while slot < len(slots) and slots[slot] == done:
+            pass_slot(slot)
+            slot += 1
         ctx.progress("ddp runs", done, total)
         row = rows[i]
         row["runs"].append(
@@ -618,8 +631,9 @@ def run_matrix(ctx: Context, pool: AgentPool, cases: Sequence[Case]) -> list[dic
                 ctx, pool, cases[i].model, cases[i].fleet, row["predicted"]["iteration_s"], colocation=True
             )
         )
-    for _ in range(passes.count(total)):
-        timing_pass(ctx, pool)
+    while slot < len(slots):
+        pass_slot(slot)
+        slot += 1
     ctx.progress("ddp runs", total, total)
     if ctx.timing_samples:
         pool_profiles(ctx)
@@ -641,10 +655,36 @@ def run_matrix(ctx: Context, pool: AgentPool, cases: Sequence[Case]) -> list[dic
     return rows
 
 
-def timing_pass(ctx: Context, pool: AgentPool) -> None:
-    """One further timing pass over every profile's breakpoints, each model on the first host of each
-    type (the types at once, as when profiling); a failed pass is logged and left out, not raised."""
-    for model in sorted({m for m, _ in ctx.profiles}):
+def passes_within(budget_s: float | None, took_s: float, passes: int) -> int:
+    """How many of `passes` further timing passes a model keeps when one took `took_s`: as many as fit
+    `budget_s`, at least two (before the first run and after the last) and at most all; all without a
+    budget. A model whose pass takes long (grulm, 8–10 s a pass against the shipped models' 2–4 s) would
+    otherwise push the quick matrix past its 15 minutes (protocol run 13)."""
+    if budget_s is None or took_s <= 0:
+        return passes
+    return min(passes, max(2, int(budget_s // took_s)))
+
+
+def spread_slots(slots: int, count: int) -> set[int]:
+    """`count` of the pass slots 0 … `slots` − 1, evenly spread from the first to the last."""
+    if count >= slots:
+        return set(range(slots))
+    if count <= 1:
+        return {0}
+    return {round(k * (slots - 1) / (count - 1)) for k in range(count)}
+
+
+def timing_models(ctx: Context) -> list[str]:
+    """The models with profiles to time, in a stable order."""
+    return sorted({m for m, _ in ctx.profiles})
+
+
+def timing_pass(ctx: Context, pool: AgentPool, models: Sequence[str] | None = None) -> dict[str, float]:
+    """One further timing pass over the breakpoints of every profile of `models` (default: all), each
+    model on the first host of each type (the types at once, as when profiling); a failed pass is logged
+    and left out, not raised. Returns the seconds each model's pass took."""
+    took: dict[str, float] = {}
+    for model in timing_models(ctx) if models is None else models:
         keys = [(model, t) for t in types_in_scope(ctx) if (model, t) in ctx.profiles]
         jobs = [
             TimingJob(
@@ -672,7 +712,9 @@ def timing_pass(ctx: Context, pool: AgentPool) -> None:
             continue
         for key, samples in zip(keys, found, strict=True):
             ctx.timing_samples.setdefault(key, []).append(samples)
-        ctx.timing_log.append({"model": model, "ok": True, "took_s": time.perf_counter() - tick})
+        took[model] = time.perf_counter() - tick
+        ctx.timing_log.append({"model": model, "ok": True, "took_s": took[model]})
+    return took
 
 
 OVERLAP_BYTES = "1M"

@@ -8,7 +8,13 @@ import pytest
 
 from srift.validation.context import Effort
 from srift.validation.matrix import Fleet, Group
-from srift.validation.steps import DDP_REBUILD_ITERATION, long_run_warmup, pass_positions
+from srift.validation.steps import (
+    DDP_REBUILD_ITERATION,
+    long_run_warmup,
+    pass_positions,
+    passes_within,
+    spread_slots,
+)
 
 
 @pytest.mark.parametrize(
@@ -19,6 +25,34 @@ def test_timing_passes_spread_from_before_the_first_run_to_after_the_last(
     total: int, passes: int, expected: list[int]
 ) -> None:
     assert pass_positions(total, passes) == expected
+
+
+@pytest.mark.parametrize(
+    ("budget_s", "took_s", "expected"),
+    [(30.0, 3.6, 8), (30.0, 9.0, 3), (30.0, 6.7, 4), (30.0, 18.0, 2), (None, 18.0, 8), (30.0, 0.0, 8)],
+)
+def test_a_model_keeps_the_passes_that_fit_its_budget(
+    budget_s: float | None, took_s: float, expected: int
+) -> None:
+    assert passes_within(budget_s, took_s, 8) == expected
+    assert passes_within(30.0, 1.0, 1) == 1  # never more than there are
+
+
+@pytest.mark.parametrize(
+    ("slots", "count", "expected"),
+    [
+        (8, 8, set(range(8))),
+        (8, 3, {0, 4, 7}),
+        (8, 2, {0, 7}),
+        (8, 4, {0, 2, 5, 7}),
+        (8, 1, {0}),
+        (2, 5, {0, 1}),
+    ],
+)
+def test_kept_passes_spread_from_the_first_slot_to_the_last(
+    slots: int, count: int, expected: set[int]
+) -> None:
+    assert spread_slots(slots, count) == expected
 
 
 def test_both_presets_spread_further_timing_passes() -> None:
