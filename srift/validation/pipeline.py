@@ -15,10 +15,11 @@ Steps, in order (each timed in the report):
    one profile takes seconds: alone, its curves carry the speed of that moment, and every case of the
    model inherits that bias (seen as −20 % for all cnn cases and +12 % for all transformer cases of one
    run). So `timing_passes` further passes over each profile's breakpoints, timed exactly as the profiler
-   times them (srift.validation.timing, in the same hosts), are spread evenly over the DDP runs of step 4,
-   and the stored profiles' curves are refit to the mean, over passes, of each pass's mean (each pass one
-   moment of the machine, the profile's own included; `srift.profiling.curves.pool_curve_samples`)
-   before the cases are predicted. The report keeps the
+   times them (srift.validation.timing, in the same hosts), are spread evenly over the DDP runs of step 4
+   (a model whose first pass shows that they would not fit `Effort.timing_budget_s` keeps fewer, at least
+   the first and the last, spread evenly), and the stored profiles' curves are refit to the mean, over
+   passes, of each pass's mean (each pass one moment of the machine, the profile's own included;
+   `srift.profiling.curves.pool_curve_samples`) before the cases are predicted. The report keeps the
    single-pass predictions and their errors too.
 3. **bandwidth** — allreduce probe jobs (probes/allreduce.py) on 2..4 hosts of each type, and on mixed
    rings of each pair of types (1+1 and 2+2 hosts, `srift.bandwidth.mixed`), stored as probe samples and
