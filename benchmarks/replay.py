@@ -5,11 +5,13 @@ A diagnostic for modelling work: what a change to the simulator does to cases al
 re-running them. Each case is predicted as `srift validate` predicted it (DDP's 25 MiB buckets, the
 co-location factors of its runs), with the exchange's slowdown while members compute (the overlap probe's
 `comm_slowdown`, srift.sim.overlap) and without it, and compared with what the run measured; with
-`--refit`, from curves refit to the samples each profile stored (by the current code, or `--refit median`
-as round 8 did); with `--cpu-clock`, with co-location factors from the rounds' CPU seconds. The run's set
-of models is burned for the honesty protocol either way: replaying it is development, never validation.
+`--refit`, from curves refit to the samples each profile stored (as the current code pools them, as
+round 9 (`mean`) or round 8 (`median`) did, or to the median over passes (`passes`)); with
+`--cpu-clock`, with co-location factors from the rounds' CPU seconds. The run's set of models is burned
+for the honesty protocol either way: replaying it is development, never validation.
 
-    .venv/bin/python -m benchmarks.replay WORKDIR [--refit [mean|median]] [--cpu-clock] [--out replay.json]
+    .venv/bin/python -m benchmarks.replay WORKDIR [--refit [pass-means|mean|median|passes]] \
+        [--cpu-clock] [--out replay.json]
 """
 
 from __future__ import annotations
@@ -18,12 +20,13 @@ import argparse
 import dataclasses
 import json
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from benchmarks.causes import parse_fleet
 from srift.domain.profile import ModelProfile
+from srift.profiling.curves import CurveSamples
 from srift.validation import stats
 
 
@@ -37,11 +40,12 @@ def paired_median(forward_s: Sequence[float], backward_s: Sequence[float]) -> tu
     return total * fw / (fw + bw), total * bw / (fw + bw)
 
 
-def pass_medians(
-    samples: Any, passes: int, per_pass: int, centre: Any = statistics.median
+def pass_centres(
+    samples: CurveSamples, passes: int, per_pass: int, centre: Callable[[list[float]], float]
 ) -> list[tuple[float, float]]:
-    """Each breakpoint's (forward, backward): the median over passes of each pass's mean. The pooled
-    samples are the profile's own, then `passes - 1` timing passes of `per_pass` samples each."""
+    """Each breakpoint's (forward, backward): `centre` over passes of each pass's mean. The pooled samples
+    are the profile's own, then `passes - 1` timing passes of `per_pass` samples each (how validation
+    stores them)."""
     out = []
     for fw, bw in zip(samples.forward_s, samples.backward_s, strict=True):
         own = len(fw) - per_pass * (passes - 1)
@@ -56,10 +60,12 @@ def pass_medians(
 
 
 def refit(profile: ModelProfile, how: str | None, per_pass: int = 2) -> ModelProfile:
-    """`profile` with its curves refit to the samples it stored (`extra.measured`): "mean" as the current
-    code does (`srift.profiling.curves.mean_point`), "median" as round 8 did (`paired_median`); None, or a
-    profile without samples, as it is."""
-    from srift.profiling.curves import CurveSamples, fit_curve, mean_point
+    """`profile` with its curves refit to the samples it stored (`extra.measured`): "pass-means" as the
+    current code does (the mean over passes of each pass's mean, round 10), "mean" as round 9 did (the
+    mean of the pooled samples, `srift.profiling.curves.mean_point`), "median" as round 8 did
+    (`paired_median`), "passes" the median over passes (tried and rejected in round 10); None, or a
+    profile without samples, as it is. `per_pass`: the run's samples per further pass."""
+    from srift.profiling.curves import fit_curve, mean_point
 
     measured = (profile.extra or {}).get("measured")
     if how is None or measured is None:
@@ -67,7 +73,7 @@ def refit(profile: ModelProfile, how: str | None, per_pass: int = 2) -> ModelPro
     samples = CurveSamples.from_dict(measured)
     if how in ("passes", "pass-means"):
         centre = statistics.median if how == "passes" else statistics.fmean
-        points = pass_medians(samples, int((profile.extra or {}).get("timing_passes", 1)), per_pass, centre)
+        points = pass_centres(samples, int((profile.extra or {}).get("timing_passes", 1)), per_pass, centre)
     else:
         point = mean_point if how == "mean" else paired_median
         points = [point(fw, bw) for fw, bw in zip(samples.forward_s, samples.backward_s, strict=True)]
@@ -198,11 +204,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--refit",
         nargs="?",
-        const="mean",
-        choices=["mean", "median", "passes", "pass-means"],
+        const="pass-means",
+        choices=["pass-means", "mean", "median", "passes"],
         default=None,
-        help="refit every profile's curves to its stored samples, as the current code does (mean, the "
-        "default) or as round 8 did (median), instead of using the curves the run stored",
+        help="refit every profile's curves to its stored samples, as the current code does (pass-means, "
+        "the default), as round 9 did (mean), as round 8 did (median) or to the median over passes "
+        "(passes), instead of using the curves the run stored",
     )
     parser.add_argument(
         "--cpu-clock",
