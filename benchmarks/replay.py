@@ -26,7 +26,7 @@ from typing import Any
 
 from benchmarks.causes import parse_fleet
 from srift.domain.profile import ModelProfile
-from srift.profiling.curves import CurveSamples
+from srift.profiling.curves import CurveSamples, fit_curve, mean_point
 from srift.validation import stats
 
 
@@ -65,8 +65,6 @@ def refit(profile: ModelProfile, how: str | None, per_pass: int = 2) -> ModelPro
     mean of the pooled samples, `srift.profiling.curves.mean_point`), "median" as round 8 did
     (`paired_median`), "passes" the median over passes (tried and rejected in round 10); None, or a
     profile without samples, as it is. `per_pass`: the run's samples per further pass."""
-    from srift.profiling.curves import fit_curve, mean_point
-
     measured = (profile.extra or {}).get("measured")
     if how is None or measured is None:
         return profile
