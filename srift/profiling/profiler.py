@@ -48,8 +48,10 @@
    for the exchange starts its next step with a fresh CPU quota (measured, kept as evidence; the simulator
    does not use it).
    Where the process runs under a CFS CPU quota (a container's CPU limit, a testbed host), its share of a
-   core and its period are read from the cgroup into `extra["cpu_quota"]` (`srift.profiling.cpuquota`); the
-   simulator takes a waiting rank's saving from it (`ModelProfile.fresh_quota_saving_s`).
+   core and its period are read from the cgroup into `extra["cpu_quota"]` (`srift.profiling.cpuquota`), with
+   `burst_cpu_s`, the CPU seconds one thread runs unthrottled after an idle wait (measured where the quota
+   binds one thread, `measure_burst_cpu_s`, about a second); the simulator takes a waiting rank's saving
+   from them (`ModelProfile.fresh_quota_saving_s`).
 
 Default loss: the sum, over every floating-point tensor in the model's output, of its mean.
 """
@@ -77,7 +79,7 @@ from srift.domain.structure import ModelStructure, Precision, parse_precision
 from srift.errors import EnvironmentProblem, Infeasible, InvalidInput
 from srift.profiling import memory
 from srift.profiling.accelerator import MAX_NAME_CHARS, cpu_accelerator_name
-from srift.profiling.cpuquota import CpuQuota, read_cpu_quota
+from srift.profiling.cpuquota import CpuQuota, measure_burst_cpu_s, read_cpu_quota
 from srift.profiling.curves import (
     BendCheck,
     CurveSamples,
@@ -386,6 +388,8 @@ def profile_model(
                 bench, paper_points, refine=refine, repeats=repeats, warmup=warmup, report=report
             )
             quota = None if bench.cuda else read_cpu_quota()
+            if quota is not None and quota.cores / used_threads < 1.0:
+                quota = quota.with_burst(measure_burst_cpu_s(quota))
             ready = _readiness(
                 bench,
                 batch=paper_points[1] if len(paper_points) > 1 else paper_points[0],

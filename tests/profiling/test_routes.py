@@ -89,6 +89,8 @@ def _set(doc: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
         ("extra", {"comm_overlap_slowdown": 0.9}, "extra.comm_overlap_slowdown"),
         ("extra", {"cpu_quota": {"cores": 0, "period_s": 0.01}}, "extra.cpu_quota"),
         ("extra", {"cpu_quota": {"cores": 0.25, "period_s": 0.01, "burst_s": 0}}, "extra.cpu_quota"),
+        ("extra", {"cpu_quota": {"cores": 0.25, "period_s": 0.01, "burst_cpu_s": 0}}, "extra.cpu_quota"),
+        ("extra", {"cpu_quota": {"cores": 0.25, "period_s": 0.01, "burst_cpu_s": 61}}, "extra.cpu_quota"),
         ("extra", {"loop_overhead_s": -1}, "extra.loop_overhead_s"),
         ("schema_version", 2, "schema_version"),
         ("straggler_cv", -1, "straggler_cv"),
@@ -156,6 +158,8 @@ def test_the_schema_states_the_text_rules_the_reader_enforces(client: TestClient
     assert quota["required"] == ["cores", "period_s"] and quota["additionalProperties"] is False
     assert quota["properties"]["cores"]["exclusiveMinimum"] == 0
     assert quota["properties"]["period_s"]["maximum"] == 1
+    burst = quota["properties"]["burst_cpu_s"]
+    assert (burst["exclusiveMinimum"], burst["maximum"]) == (0, 60)
     assert extra["properties"]["loop_overhead_s"]["anyOf"][0]["minimum"] == 0
     comm = extra["properties"]["comm_overlap_slowdown"]["anyOf"][0]
     assert (comm["minimum"], comm["maximum"]) == (1, 10)

@@ -9,7 +9,12 @@ from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema
 
 from srift.api.schemas.types import NO_NUL, NOT_BLANK, FreeObject
-from srift.domain.profile import MAX_OVERLAP_SLOWDOWN, MAX_QUOTA_CORES, MAX_QUOTA_PERIOD_S
+from srift.domain.profile import (
+    MAX_OVERLAP_SLOWDOWN,
+    MAX_QUOTA_BURST_CPU_S,
+    MAX_QUOTA_CORES,
+    MAX_QUOTA_PERIOD_S,
+)
 from srift.domain.structure import Precision
 from srift.limits import MAX_LAYERS_PER_PROFILE, MAX_NAME_CHARS
 
@@ -64,6 +69,7 @@ class _ExtraStated:
             "properties": {
                 "cores": {"type": "number", "exclusiveMinimum": 0, "maximum": MAX_QUOTA_CORES},
                 "period_s": {"type": "number", "exclusiveMinimum": 0, "maximum": MAX_QUOTA_PERIOD_S},
+                "burst_cpu_s": {"type": "number", "exclusiveMinimum": 0, "maximum": MAX_QUOTA_BURST_CPU_S},
             },
             "required": ["cores", "period_s"],
             "additionalProperties": False,
@@ -253,8 +259,9 @@ class ProfileIn(BaseModel):
         description="free-form facts (raw measurements, budget); those it reads are `overlap_slowdown` (in "
         f"[1, {MAX_OVERLAP_SLOWDOWN:g}]), `overlap_slowdown_spread` (in [0, 1]), `comm_overlap_slowdown` "
         f"(in [1, {MAX_OVERLAP_SLOWDOWN:g}]), `loop_overhead_s` and "
-        "`ddp_overhead_s` (seconds in [0, 3600]), `cpu_quota` ({cores, period_s}: the CFS quota `srift "
-        "profile` read from its cgroup) and `idle_compute` ({gaps_s: increasing seconds in (0, 60], ratio: "
+        "`ddp_overhead_s` (seconds in [0, 3600]), `cpu_quota` ({cores, period_s, optional burst_cpu_s}: the "
+        "CFS quota `srift profile` read from its cgroup and the CPU seconds a thread ran unthrottled after "
+        "idle) and `idle_compute` ({gaps_s: increasing seconds in (0, 60], ratio: "
         "one value in [0.05, 2] per gap})",
     )
 
