@@ -11,7 +11,7 @@ round 9 (`mean`) or round 8 (`median`) did, or to the median over passes (`passe
 for the honesty protocol either way: replaying it is development, never validation.
 
     .venv/bin/python -m benchmarks.replay WORKDIR [--refit [pass-means|mean|median|passes]] \
-        [--cpu-clock] [--quota-burst TYPE=CPU_S|none ...] [--out replay.json]
+        [--cpu-clock] [--out replay.json]
 """
 
 from __future__ import annotations
@@ -82,25 +82,7 @@ def refit(profile: ModelProfile, how: str | None, per_pass: int = 2) -> ModelPro
     )
 
 
-def with_burst(profile: ModelProfile, burst_cpu_s: float | str | None) -> ModelProfile:
-    """`profile` with `burst_cpu_s` as its quota's measured burst (`extra.cpu_quota.burst_cpu_s`), or
-    without one for "none" (as profiles before round 12); as it is without a quota or a burst to set."""
-    quota = (profile.extra or {}).get("cpu_quota")
-    if burst_cpu_s is None or not isinstance(quota, dict):
-        return profile
-    kept = {k: v for k, v in quota.items() if k != "burst_cpu_s"}
-    if burst_cpu_s != "none":
-        kept["burst_cpu_s"] = burst_cpu_s
-    return dataclasses.replace(profile, extra={**profile.extra, "cpu_quota": kept})
-
-
-def replay(
-    workdir: Path,
-    *,
-    refit_curves: str | None = None,
-    cpu_clock: bool = False,
-    quota_burst: dict[str, float | str] | None = None,
-) -> dict[str, Any]:
+def replay(workdir: Path, *, refit_curves: str | None = None, cpu_clock: bool = False) -> dict[str, Any]:
     from srift.bandwidth.registry import active_model
     from srift.catalog.store import get_instance_type
     from srift.db.session import transaction
@@ -132,13 +114,10 @@ def replay(
                     instance=get_instance_type(session=session, provider="testbed", name=g.type_name),
                     count=g.count,
                     batch=g.batch,
-                    profile=with_burst(
-                        refit(
-                            get_profile(session=session, profile_id=ids[(case["model"], g.type_name)]),
-                            refit_curves,
-                            int(report["effort"].get("timing_repeats", 2)),
-                        ),
-                        (quota_burst or {}).get(g.type_name),
+                    profile=refit(
+                        get_profile(session=session, profile_id=ids[(case["model"], g.type_name)]),
+                        refit_curves,
+                        int(report["effort"].get("timing_repeats", 2)),
                     ),
                 )
                 for g in fleet.groups
@@ -236,31 +215,8 @@ def main(argv: list[str] | None = None) -> int:
         help="co-location factors from the rounds' CPU seconds (runs that recorded them) instead of the "
         "factors the run used",
     )
-    parser.add_argument(
-        "--quota-burst",
-        action="append",
-        default=[],
-        metavar="TYPE=CPU_S",
-        help="give every profile of TYPE this measured quota burst (CPU seconds run unthrottled after "
-        "idle, `extra.cpu_quota.burst_cpu_s`), for runs whose profiles predate it, or `none` to drop the "
-        "one it measured (repeatable)",
-    )
     args = parser.parse_args(argv)
-    bursts: dict[str, float | str] = {}
-    for item in args.quota_burst:
-        name, sep, value = item.partition("=")
-        if not sep:
-            parser.error(f"--quota-burst {item!r}: expected TYPE=CPU_S or TYPE=none, e.g. tbv.small=0.0049")
-        if value == "none":
-            bursts[name] = value
-            continue
-        try:
-            bursts[name] = float(value)
-        except ValueError:
-            parser.error(f"--quota-burst {item!r}: {value!r} is not a number of seconds nor `none`")
-        if not 0 < float(bursts[name]) <= 60:
-            parser.error(f"--quota-burst {item!r}: a burst is CPU seconds in (0, 60]")
-    found = replay(args.workdir, refit_curves=args.refit, cpu_clock=args.cpu_clock, quota_burst=bursts)
+    found = replay(args.workdir, refit_curves=args.refit, cpu_clock=args.cpu_clock)
     for r in found["cases"]:
         print(
             f"{r['model'][-12:]:>12} {r['fleet']:<34} measured {1e3 * r['measured_s']:7.1f} ms  "

@@ -97,14 +97,15 @@ def _points(cand: Candidate) -> list[int]:
                     if math.isfinite(zero) and lo <= zero <= hi:
                         points.update((math.floor(zero), math.ceil(zero)))
     inside = sorted(b for b in points if lo <= b <= hi)
-    window_s = cand.profile.fresh_quota_window_s()
-    if window_s is None:
+    share = cand.profile.cpu_share()
+    if share is None:
         return inside
-    # compute_floor_s bends where compute reaches the fresh quota's window: a point there too
+    # compute_floor_s bends where compute reaches the quota's period: a point there too
+    period_s = share[1]
     for u, v in itertools.pairwise(inside):
         cu, cv = cand.profile.compute_s(u / d), cand.profile.compute_s(v / d)
-        if (cu - window_s) * (cv - window_s) < 0:
-            at = u + (window_s - cu) * (v - u) / (cv - cu)
+        if (cu - period_s) * (cv - period_s) < 0:
+            at = u + (period_s - cu) * (v - u) / (cv - cu)
             points.update((math.floor(at), math.ceil(at)))
     return sorted(b for b in points if lo <= b <= hi)
 
