@@ -181,9 +181,9 @@ def measure_burst_cpu_s(
     gap the cgroup's cpu.stat counts as one). None when no repeat met a throttle (the quota does not bind
     one thread, or every gap was something else).
 
-    A data-parallel rank's step after its wait for the exchange starts on this much fresh quota; on the
-    validation testbed (cgroup v1, 2 CPUs) a 0.25-core, 10 ms quota runs about 5 ms, twice its q·P.
-    Costs about `repeats` × (`idle_periods` + 3) periods of wall time."""
+    On the validation machine (cgroup v1, 2 CPUs) a 0.25-core, 10 ms quota runs 5–7 ms, two to three times
+    its q·P. Only a quota below one core can throttle one thread (elsewhere each repeat spins its limit of
+    20 periods). Costs about `repeats` × (`idle_periods` + 3) periods of wall time."""
     gap_s = min(1e-3, 0.05 * quota.period_s)
     limit_s = max(0.05, 20 * quota.period_s)
     found = [

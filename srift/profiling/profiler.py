@@ -50,8 +50,9 @@
    Where the process runs under a CFS CPU quota (a container's CPU limit, a testbed host), its share of a
    core and its period are read from the cgroup into `extra["cpu_quota"]` (`srift.profiling.cpuquota`), with
    `burst_cpu_s`, the CPU seconds one thread runs unthrottled after an idle wait (measured where the quota
-   binds one thread, `measure_burst_cpu_s`, about a second); the simulator takes a waiting rank's saving
-   from them (`ModelProfile.fresh_quota_saving_s`).
+   binds one thread, `measure_burst_cpu_s`: five spins after four idle periods each); the simulator takes a
+   waiting rank's saving from the share and the period (`ModelProfile.fresh_quota_saving_s`), and keeps
+   the burst as evidence (docs/validation.md, round 12).
 
 Default loss: the sum, over every floating-point tensor in the model's output, of its mean.
 """
@@ -388,7 +389,7 @@ def profile_model(
                 bench, paper_points, refine=refine, repeats=repeats, warmup=warmup, report=report
             )
             quota = None if bench.cuda else read_cpu_quota()
-            if quota is not None and quota.cores / used_threads < 1.0:
+            if quota is not None and quota.cores < 1.0:
                 quota = quota.with_burst(measure_burst_cpu_s(quota))
             ready = _readiness(
                 bench,
