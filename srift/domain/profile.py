@@ -584,7 +584,7 @@ class ModelProfile:
             and all(_number(v) for v in quota.values())
             and 0 < float(quota["cores"]) <= MAX_QUOTA_CORES
             and 0 < float(quota["period_s"]) <= MAX_QUOTA_PERIOD_S
-            and 0 < float(quota.get("burst_cpu_s", 1.0)) <= MAX_QUOTA_BURST_CPU_S
+            and ("burst_cpu_s" not in quota or 0 < float(quota["burst_cpu_s"]) <= MAX_QUOTA_BURST_CPU_S)
         ):
             raise InvalidInput(
                 f"{quota!r} is not a CPU quota",

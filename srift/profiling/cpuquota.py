@@ -159,7 +159,7 @@ def _one_burst(
     while last - start < limit_s:
         now = time.perf_counter()
         if now - last > gap_s:
-            # `last` was the final tick before the gap; the CPU up to it is what ran unthrottled
+            # the thread ran no CPU in the gap, so its CPU clock now is what ran before the throttle
             ran_cpu_s = time.thread_time() - cpu_start
             after = _throttle_count(quota.path)
             if before is not None and after is not None and after == before:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 import uuid
 from pathlib import Path
 
@@ -91,38 +92,46 @@ def _cpu_v1_writable() -> Path | None:
 
 
 def test_a_wall_gap_the_cgroup_does_not_count_as_a_throttle_is_no_burst(tmp_path: Path) -> None:
-    """This process runs under no quota here; its cgroup's stand-in cpu.stat never counts a throttle, so
-    whatever gaps the spin meets (the scheduler's), none is taken for a burst."""
+    """This process runs under no quota here; a second thread holding the GIL makes the spin meet gaps of a
+    switch interval, but the cgroup's stand-in cpu.stat never counts a throttle, so none is a burst."""
     (tmp_path / "cpu.stat").write_text("nr_periods 0\nnr_throttled 0\nthrottled_time 0\n")
+    done = threading.Event()
+
+    def hog() -> None:
+        for _ in range(10**9):
+            if done.is_set():
+                return
+
+    other = threading.Thread(target=hog, daemon=True)
+    other.start()
     slept: list[float] = []
-    quota = CpuQuota(cores=0.25, period_s=0.001, path=str(tmp_path))
-    assert measure_burst_cpu_s(quota, repeats=2, sleep=slept.append) is None
+    try:
+        quota = CpuQuota(cores=0.25, period_s=0.001, path=str(tmp_path))
+        assert measure_burst_cpu_s(quota, repeats=2, sleep=slept.append) is None
+    finally:
+        done.set()
+        other.join()
     assert slept == [0.004, 0.004]
-
-
-def _quarter_core_group(base: Path) -> Path:
-    group = base / f"srift-quota-test-{uuid.uuid4().hex[:8]}"
-    group.mkdir()
-    if (group / "cpu.cfs_quota_us").exists():
-        (group / "cpu.cfs_period_us").write_text("10000")
-        (group / "cpu.cfs_quota_us").write_text("2500")
-    else:
-        (group / "cpu.max").write_text("2500 10000")
-    return group
 
 
 def test_a_real_cgroup_quota_is_read_by_a_process_inside_it() -> None:
     """A cgroup made here with a quarter core per 10 ms: a Python started inside it reads exactly that, and
-    measures a burst after idle of at least half a period's quota (2.5 ms of CPU) and at most one period of
-    every CPU of the machine; on the validation machine it reads 5–7 ms."""
+    measures a burst after idle of at least half of a period's 2.5 ms quota and at most one period of every
+    CPU of the machine; on the validation machine it reads 5–7 ms."""
     base = _cpu_v1_writable()
     if base is None:
         v2 = Path("/sys/fs/cgroup/cgroup.controllers")
         if os.geteuid() != 0 or not v2.exists() or "cpu" not in v2.read_text().split():
             pytest.skip("needs root and a cgroup v1 cpu hierarchy or a v2 tree with the cpu controller")
         base = Path("/sys/fs/cgroup")
-    group = _quarter_core_group(base)
+    group = base / f"srift-quota-test-{uuid.uuid4().hex[:8]}"
+    group.mkdir()
     try:
+        if (group / "cpu.cfs_quota_us").exists():
+            (group / "cpu.cfs_period_us").write_text("10000")
+            (group / "cpu.cfs_quota_us").write_text("2500")
+        else:
+            (group / "cpu.max").write_text("2500 10000")
         code = (
             "from srift.profiling.cpuquota import read_cpu_quota as r, measure_burst_cpu_s as m; q = r(); "
             "print(q.cores, q.period_s, m(q))"
