@@ -384,8 +384,8 @@ def cmd_onehost(args: argparse.Namespace) -> dict[str, Any]:
                 data = json.loads(out.strip().splitlines()[-1])
                 data["type"] = type_name
                 results["runs"].append(data)
-                threshold = data["malloc_mmap_threshold"]
-                print(f"== {name}@{args.batch} on {type_name} (mmap threshold {threshold})")
+                malloc = " ".join(f"{k}={v}" for k, v in data["malloc_env"].items()) or "glibc defaults"
+                print(f"== {name}@{args.batch} on {type_name} ({malloc})")
                 for variant, v in data["variants"].items():
                     phases = "  ".join(
                         f"{k[:-2]} {1e3 * x:.1f}"

@@ -113,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     out: dict[str, Any] = {
         "model": args.model,
         "batch": args.batch,
-        "malloc_mmap_threshold": os.environ.get("MALLOC_MMAP_THRESHOLD_"),
+        "malloc_env": {k: v for k, v in sorted(os.environ.items()) if k.startswith("MALLOC_")},
         "variants": {v: {k: statistics.median(x) for k, x in d.items()} for v, d in found.items()},
     }
     prof = out["variants"].get("profile")

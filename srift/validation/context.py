@@ -18,8 +18,9 @@ from srift.validation.matrix import MODELS, ModelSpec, types_by_cpu
 
 DDP_BUCKET_CAP_MB = 25.0
 """probes/ddp_train.py's (and torch DDP's) default bucket_cap_mb: the buckets the runs reduce."""
-MALLOC_ENV = {"MALLOC_MMAP_THRESHOLD_": str(32 << 20), "MALLOC_TRIM_THRESHOLD_": str(16 << 30)}
-"""glibc malloc keeps freed blocks below 32 MiB in the heap and never trims it (see step 1 above)."""
+MALLOC_ENV = {"MALLOC_MMAP_MAX_": "0", "MALLOC_TRIM_THRESHOLD_": str(16 << 30)}
+"""glibc malloc serves every block from its heap (no mmap) and never trims it, so freed memory is reused as
+a GPU's caching allocator reuses it (see `srift.validation.pipeline`, step 1)."""
 DEFAULT_SPEC = Path(__file__).resolve().parent / "testbed.yaml"
 GEO_SPEC = Path(__file__).resolve().parent / "testbed-geo.yaml"
 """Two locations joined by a slow link: `srift validate --spec` it for the cases across locations."""

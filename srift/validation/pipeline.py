@@ -5,10 +5,11 @@ Steps, in order (each timed in the report):
 1. **testbed** — bring up the spec (the shipped srift/validation/testbed.yaml by default; reused when it is
    already up), register its types in a validation database of its own (SQLite in the work folder), and
    set the measurement conditions of `srift.validation.conditions` (10 ms CPU period, raised CPU weight).
-   Every process in the hosts runs with glibc malloc keeping freed memory (MALLOC_ENV), as PyTorch's CUDA
-   caching allocator does on a GPU: otherwise whether the 34 MB of wide_mlp's gradients are page-faulted
-   afresh each iteration depends on the allocator's history, and one step's time varies by half between
-   a profile and a training run of the same model on the same host.
+   Every process in the hosts runs with glibc malloc serving every block from its heap and keeping freed
+   memory (MALLOC_ENV), as PyTorch's CUDA caching allocator does on a GPU: otherwise whether a large
+   block (wide_mlp's 34 MB of gradients; a 1.3 GB temporary of `nn.Bilinear`'s backward) is page-faulted
+   afresh each iteration depends on the allocator's history, and one step's time varies by half (by 4× for
+   the temporary) between a profile and a training run of the same model on the same host.
 2. **profiles** — `srift profile` of every model inside one host of each type (`--accelerator TYPE
    --threads 1`), through the testbed profile-job runner; the types of one model are profiled at once.
    This machine's speed drifts by tens of percent over tens of seconds (other tenants of its host), and
