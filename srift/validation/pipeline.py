@@ -7,9 +7,10 @@ Steps, in order (each timed in the report):
    set the measurement conditions of `srift.validation.conditions` (10 ms CPU period, raised CPU weight).
    Every process in the hosts runs with glibc malloc serving every block from its heap and keeping freed
    memory (MALLOC_ENV), as PyTorch's CUDA caching allocator does on a GPU: otherwise whether a large
-   block (wide_mlp's 34 MB of gradients; a 1.3 GB temporary of `nn.Bilinear`'s backward) is page-faulted
-   afresh each iteration depends on the allocator's history, and one step's time varies by half (by 4× for
-   the temporary) between a profile and a training run of the same model on the same host.
+   block (wide_mlp's 34 MB of gradients; `nn.Bilinear`'s backward temporaries, 32 MiB each and 1.3 GB a
+   step at batch 32) is page-faulted afresh each iteration depends on the allocator's history, and one
+   step's time varies by half (3–4× for those temporaries) between a profile and a training run of the
+   same model on the same host.
 2. **profiles** — `srift profile` of every model inside one host of each type (`--accelerator TYPE
    --threads 1`), through the testbed profile-job runner; the types of one model are profiled at once.
    This machine's speed drifts by tens of percent over tens of seconds (other tenants of its host), and
