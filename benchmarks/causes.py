@@ -361,7 +361,8 @@ def cmd_readiness(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def cmd_onehost(args: argparse.Namespace) -> dict[str, Any]:
-    """benchmarks/onehost_probe.py in one host of each type at once, for each model in turn."""
+    """benchmarks/onehost_probe.py in one host of each type at once (`--one-at-a-time`: each type alone,
+    one after another), for each model in turn."""
     import subprocess
 
     workdir = Path(tempfile.mkdtemp(prefix="causes-"))
@@ -375,17 +376,21 @@ def cmd_onehost(args: argparse.Namespace) -> dict[str, Any]:
                 host = testbed.hosts_of_type(type_name)[0].name
                 argv = [sys.executable, "-m", "benchmarks.onehost_probe", "--model", factory]
                 argv += ["--input", input_factory, "--batch", str(args.batch), "--steps", str(args.steps)]
-                argv += ["--rounds", str(args.rounds)]
+                argv += ["--rounds", str(args.rounds), "--variants", args.variants]
                 procs[type_name] = testbed.popen_in(
                     host, argv, cwd=str(repo), stdout=subprocess.PIPE, text=True
                 )
+                if args.one_at_a_time:
+                    procs[type_name].wait(timeout=900)
             for type_name, proc in procs.items():
                 out, _ = proc.communicate(timeout=900)
                 data = json.loads(out.strip().splitlines()[-1])
                 data["type"] = type_name
+                data["one_at_a_time"] = args.one_at_a_time
                 results["runs"].append(data)
                 malloc = " ".join(f"{k}={v}" for k, v in data["malloc_env"].items()) or "glibc defaults"
-                print(f"== {name}@{args.batch} on {type_name} ({malloc})")
+                mode = "alone" if args.one_at_a_time else "types at once"
+                print(f"== {name}@{args.batch} on {type_name}, {mode} ({malloc})")
                 for variant, v in data["variants"].items():
                     phases = "  ".join(
                         f"{k[:-2]} {1e3 * x:.1f}"
@@ -579,6 +584,8 @@ def main(argv: list[str] | None = None) -> int:
     one.add_argument("--types", default="tbv.small,tbv.large")
     one.add_argument("--steps", type=int, default=8)
     one.add_argument("--rounds", type=int, default=3)
+    one.add_argument("--variants", default="profile,loop,loop_keep,ddp1")
+    one.add_argument("--one-at-a-time", action="store_true", help="each type alone, one after another")
     gap = sub.add_parser("gap", help="benchmarks/gap_probe.py: allreduce back to back vs after a gap")
     gap.add_argument("--model", default=None, help="also a gap of one forward+backward of this model")
     gap.add_argument("--batch", type=int, default=32)

@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
         start = t
         opt.zero_grad(set_to_none=to_none)
         t = record(variant, "zero_grad", t)
-        loss = default_loss(net(inputs))
+        loss = default_loss(call_model(net, inputs))
         t = record(variant, "forward", t)
         loss.backward()  # type: ignore[no-untyped-call]
         t = record(variant, "backward", t)

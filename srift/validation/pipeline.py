@@ -12,7 +12,8 @@ Steps, in order (each timed in the report):
    step's time varies by half (3–4× for those temporaries) between a profile and a training run of the
    same model on the same host.
 2. **profiles** — `srift profile` of every model inside one host of each type (`--accelerator TYPE
-   --threads 1`), through the testbed profile-job runner; the types of one model are profiled at once.
+   --threads 1`), through the testbed profile-job runner, one host at a time: hosts share this machine's
+   memory bandwidth, and a profile is what one host computes alone (`steps.profile_models`).
    This machine's speed drifts by tens of percent over tens of seconds (other tenants of its host), and
    one profile takes seconds: alone, its curves carry the speed of that moment, and every case of the
    model inherits that bias (seen as −20 % for all cnn cases and +12 % for all transformer cases of one

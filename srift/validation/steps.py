@@ -159,9 +159,15 @@ def _drop_job_folder(ctx: Context, job_id: int) -> None:
 
 
 def profile_models(ctx: Context, models: Sequence[str]) -> None:
-    """Profile each model in one host of each type (types in parallel: their quotas fit the machine)."""
-    from concurrent.futures import ThreadPoolExecutor
+    """Profile each model in one host of each type, one host at a time.
 
+    The testbed's hosts share this machine's memory bandwidth, so a host computes slower while another
+    one does (wideconv at batch 32 on tbv.large, forward+backward as the profiler times it: 765 and 627 ms
+    with a tbv.small host profiling beside it, 513 and 539 ms alone; `benchmarks.causes onehost
+    [--one-at-a-time]`). A profile must be what one host computes alone, as a cloud VM does: the one-host
+    cases run alone, and the co-location factor measures, in each multi-host run, how much slower its
+    hosts compute together than alone (srift.validation.colocation); a profile taken beside another host
+    counts that slowdown twice (unseen17's wideconv: +16 … +68 %)."""
     from srift.db.session import transaction
     from srift.profiling.store import save_profile
 
@@ -169,9 +175,7 @@ def profile_models(ctx: Context, models: Sequence[str]) -> None:
     for k, name in enumerate(models):
         ctx.progress("profiles", k, len(models))
         ctx.log(f"profile: {name} on {', '.join(types)}")
-        with ThreadPoolExecutor(max_workers=len(types)) as workers:
-            futures = {t: workers.submit(_profile_one, ctx, name, t) for t in types}
-            found = {t: f.result() for t, f in futures.items()}
+        found = {t: _profile_one(ctx, name, t) for t in types}
         with transaction(ctx.url) as session:
             for type_name in types:
                 profile, took = found[type_name]
@@ -681,8 +685,8 @@ def timing_models(ctx: Context) -> list[str]:
 
 def timing_pass(ctx: Context, pool: AgentPool, models: Sequence[str] | None = None) -> dict[str, float]:
     """One further timing pass over the breakpoints of every profile of `models` (default: all), each
-    model on the first host of each type (the types at once, as when profiling); a failed pass is logged
-    and left out, not raised. Returns the seconds each model's pass took."""
+    model on the first host of each type, one host at a time as when profiling (see `profile_models`);
+    a failed pass is logged and left out, not raised. Returns the seconds each model's pass took."""
     took: dict[str, float] = {}
     for model in timing_models(ctx) if models is None else models:
         keys = [(model, t) for t in types_in_scope(ctx) if (model, t) in ctx.profiles]
@@ -705,7 +709,7 @@ def timing_pass(ctx: Context, pool: AgentPool, models: Sequence[str] | None = No
         expected_s = (1 + ctx.effort.timing_repeats) * max(one_round_s)
         tick = time.perf_counter()
         try:
-            found = pool.time_points(jobs, timeout_s=120.0 + 10.0 * expected_s)
+            found = [pool.time_points([job], timeout_s=120.0 + 10.0 * expected_s)[0] for job in jobs]
         except EnvironmentProblem as exc:
             ctx.log(f"timing pass failed: {model}: {exc.detail}")
             ctx.timing_log.append({"model": model, "ok": False, "error": exc.detail})
