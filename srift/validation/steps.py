@@ -167,7 +167,8 @@ def profile_models(ctx: Context, models: Sequence[str]) -> None:
     [--one-at-a-time]`). A profile must be what one host computes alone, as a cloud VM does: the one-host
     cases run alone, and the co-location factor measures, in each multi-host run, how much slower its
     hosts compute together than alone (srift.validation.colocation); a profile taken beside another host
-    counts that slowdown twice (unseen17's wideconv: +16 … +68 %)."""
+    counts that slowdown twice (unseen17's wideconv: 41 % MAPE profiled beside, 14 % alone; round 14 of
+    docs/validation.md)."""
     from srift.db.session import transaction
     from srift.profiling.store import save_profile
 
