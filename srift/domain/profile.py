@@ -105,6 +105,59 @@ def _pass_spreads(passes: Any, *, at_least: int = 3) -> list[tuple[int, float]]:
     return sorted((b, robust_log_spread(ts)) for b, ts in by_batch.items() if len(ts) >= at_least)
 
 
+def _drift_spreads(passes: Any, *, runs: int, at_least: int = 3) -> list[tuple[int, float]]:
+    """Per breakpoint, how far the mean of `runs` runs, taken at independent times, may fall from the mean
+    of the passes, from each pass's own samples (`compute_samples_s`, with ≥ `at_least` passes).
+
+    A pass's mean moves for two reasons: the host's speed at that moment (drift, which a run meets too)
+    and the few samples it averages (a quota-bound step reads its CPU time or several throttled periods,
+    which a run's tens of iterations average out, and the straggler term carries). One-way random-effects
+    analysis of variance on the logs of the samples separates them: with J passes of n_j samples,
+    σ_drift² = max(0, (MSB − MSW) / n₀), n₀ = (N − Σn_j² / N) / (J − 1). The spread is
+    √(σ_drift² / runs + s² / J): the runs' drift, plus the curve's own error as the mean of J passes
+    (s² the variance of the logs of the passes' means). [] where a pass has no samples."""
+    if not isinstance(passes, list) or len(passes) < at_least:
+        return []
+    try:
+        batches = [int(b) for b in passes[0]["batches"]]
+        grouped = [[[float(t) for t in ts] for ts in p["compute_samples_s"]] for p in passes]
+        means = [[float(t) for t in p["compute_s"]] for p in passes]
+        if any(len(g) != len(batches) or len(m) != len(batches) for g, m in zip(grouped, means, strict=True)):
+            return []
+    except (KeyError, IndexError, TypeError, ValueError):
+        return []
+    out = []
+    for i, b in enumerate(batches):
+        logs = [[math.log(t) for t in g[i] if t > 0 and math.isfinite(t)] for g in grouped]
+        pass_logs = [math.log(m[i]) for m in means if m[i] > 0 and math.isfinite(m[i])]
+        if any(not ys for ys in logs) or len(pass_logs) < at_least:
+            return []
+        drift2 = _between_variance(logs)
+        curve2 = _variance(pass_logs) / len(pass_logs)
+        out.append((b, math.sqrt(drift2 / max(runs, 1) + curve2)))
+    return sorted(out)
+
+
+def _between_variance(groups: list[list[float]]) -> float:
+    """The between-group variance component of one-way random-effects ANOVA (method of moments, unequal
+    group sizes); 0 where the groups vary no more than their members do, or with no member repeated."""
+    j = len(groups)
+    n = sum(len(g) for g in groups)
+    if j < 2 or n <= j:
+        return 0.0
+    grand = sum(sum(g) for g in groups) / n
+    group_means = [sum(g) / len(g) for g in groups]
+    within = sum(sum((y - m) ** 2 for y in g) for g, m in zip(groups, group_means, strict=True)) / (n - j)
+    between = sum(len(g) * (m - grand) ** 2 for g, m in zip(groups, group_means, strict=True)) / (j - 1)
+    n0 = (n - sum(len(g) ** 2 for g in groups) / n) / (j - 1)
+    return max(0.0, (between - within) / n0)
+
+
+def _variance(values: list[float]) -> float:
+    mean = sum(values) / len(values)
+    return sum((v - mean) ** 2 for v in values) / (len(values) - 1)
+
+
 def validate_curve(batches: tuple[int, ...], times_s: tuple[float, ...], *, field_name: str) -> None:
     if len(batches) == 0 or len(batches) != len(times_s):
         raise InvalidInput(
@@ -336,16 +389,19 @@ class ModelProfile:
         compute = self.compute_s(batch)
         return compute - self.fresh_quota_saving_s(idle_s=math.inf, compute_s=compute)
 
-    def compute_spread(self, batch: float) -> float:
-        """How far a run's forward+backward time may fall from the curve at `batch`: a log-spread.
+    def compute_spread(self, batch: float, *, runs: int = 1) -> float:
+        """How far the mean forward+backward time of `runs` runs (taken at independent times) may fall
+        from the curve at `batch`: a log-spread.
 
         In order of preference: `extra["compute_spread"]` (a profile that was estimated rather than
-        measured says how sure it is), else an estimate's `estimate.spread`; the spread between timing
-        passes taken at different times (`extra["measured_passes"]`, three or more: the drift of the host's
-        speed, which a run's mean does not average out); else the spread of the profile's own samples
-        (`extra["measured"]`). Spreads are robust (1.4826 × the median absolute deviation of the logs),
-        widened by √(1 + 1/n) for a new observation, measured at each breakpoint and interpolated between
-        them. 0 without samples.
+        measured says how sure it is), else an estimate's `estimate.spread`; from timing passes taken at
+        different times (`extra["measured_passes"]`, three or more) that kept their samples, the drift of
+        the host's speed between passes net of the passes' own sampling noise, over `runs`, plus the
+        curve's error as the mean of the passes (`_drift_spreads`); from passes without samples (pooled by
+        older code) the robust spread of their means; else the spread of the profile's own samples
+        (`extra["measured"]`). Robust spreads are 1.4826 × the median absolute deviation of the logs,
+        widened by √(1 + 1/n) for a new observation. Measured at each breakpoint and interpolated between
+        them; 0 without samples. The iterations' own spread is the straggler term's, not this one's.
         """
         extra = self.extra or {}
         given = extra.get("compute_spread")
@@ -353,7 +409,12 @@ class ModelProfile:
             return max(0.0, float(given))
         if self.estimate is not None:
             return max(0.0, self.estimate.spread)
-        points = _pass_spreads(extra.get("measured_passes")) or _sample_spreads(extra.get("measured"))
+        passes = extra.get("measured_passes")
+        points = (
+            _drift_spreads(passes, runs=runs)
+            or _pass_spreads(passes)
+            or _sample_spreads(extra.get("measured"))
+        )
         if not points:
             return 0.0
         xs = [b for b, _ in points]

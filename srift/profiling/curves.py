@@ -300,14 +300,19 @@ def pool_curve_samples(profile: ModelProfile, passes: Sequence[CurveSamples]) ->
 
 
 def _pass_means(samples: CurveSamples) -> dict[str, Any]:
-    """One pass's `mean_point` per breakpoint: forward, backward and their sum (`compute_s`;
-    `ModelProfile.compute_spread` reads the spread between passes from these)."""
+    """One pass's `mean_point` per breakpoint: forward, backward and their sum (`compute_s`), and each
+    step's forward + backward (`compute_samples_s`; `ModelProfile.compute_spread` separates the drift
+    between passes from the passes' sampling noise with these)."""
     points = [mean_point(fw, bw) for fw, bw in zip(samples.forward_s, samples.backward_s, strict=True)]
     return {
         "batches": list(samples.batches),
         "forward_s": [fw for fw, _ in points],
         "backward_s": [bw for _, bw in points],
         "compute_s": [fw + bw for fw, bw in points],
+        "compute_samples_s": [
+            [round(f + b, 9) for f, b in zip(fw, bw, strict=False)]
+            for fw, bw in zip(samples.forward_s, samples.backward_s, strict=True)
+        ],
     }
 
 

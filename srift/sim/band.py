@@ -2,9 +2,10 @@
 
 Every input of a prediction carries a measured spread, and each becomes a term of the band:
 
-* **compute** — each member's profile at its batch (`ModelProfile.compute_spread`: the spread between
-  timing passes, else of the profile's own samples, else what an estimated profile declares: its
-  `estimate.spread`, the estimator's error leaving one accelerator out);
+* **compute** — each member's profile at its batch (`ModelProfile.compute_spread`: the host's drift
+  between timing passes net of their sampling noise, over the runs a measured mean averages, plus the
+  curve's error as a mean of passes; else the spread of the profile's own samples; else what an estimated
+  profile declares: its `estimate.spread`, the estimator's error leaving one accelerator out);
 * **network** — the bandwidth model's out-of-fold error spread for each size it is asked about
   (`BandwidthEstimate.residual_at`; the α-β prior's calibration spread);
 * **stragglers** — the spread of one iteration (straggler draws, and with Monte Carlo the exchange per
@@ -93,13 +94,16 @@ def band_for(
     iterations: int,
     run: Callable[[Sequence[FleetMember], BusBandwidthModel], float],
     extra_terms: Sequence[SpreadTerm] = (),
+    runs: int = 1,
 ) -> Band:
     """The band of a prediction of `iteration_s` (see the module docstring). `run(fleet, bandwidth)` is the
-    simulator's mean iteration time for other inputs; `iteration_sd_s` the spread of one iteration."""
+    simulator's mean iteration time for other inputs; `iteration_sd_s` the spread of one iteration;
+    `iterations` how many iterations the measured mean averages, over `runs` runs taken at independent
+    times (a validation case's repeats; 1 for a user's job)."""
     if iteration_s <= 0:
         return Band()
     terms: list[SpreadTerm] = []
-    spreads = [m.profile.compute_spread(m.per_device_batch) for m in fleet]
+    spreads = [m.profile.compute_spread(m.per_device_batch, runs=runs) for m in fleet]
     if any(s > 0 for s in spreads):
         slower = [
             replace(m, profile=scaled_profile(m.profile, math.exp(s))) if s > 0 else m
@@ -110,7 +114,8 @@ def band_for(
                 "compute",
                 max(spreads),
                 max(0.0, math.log(run(slower, bandwidth) / iteration_s)),
-                "the profiles' timing spread at the batch (between passes, else between repeats)"
+                "the profiles' drift between timing passes at the batch, net of their sampling noise "
+                f"(over {runs} run{'s' if runs != 1 else ''}; else the spread between repeats)"
                 if not any(m.profile.estimate is not None for m in fleet)
                 else "the estimated profiles' error, measured leaving one accelerator out (srift.estimate)",
             )

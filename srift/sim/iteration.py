@@ -204,6 +204,7 @@ def simulate(
     geo: GeoContext | None = None,
     read_gbps: float | None = None,
     iterations: int = 1,
+    runs: int = 1,
     band: bool = True,
     model_error: ModelError | None = None,
 ) -> IterationEstimate:
@@ -217,7 +218,8 @@ def simulate(
     the shipped facts, flat ring); `read_gbps` the read rate of each VM's input pipeline (default: its
     network).
 
-    p10/p50/p90 describe the mean iteration time of a run of `iterations` iterations: the band of
+    p10/p50/p90 describe the mean iteration time of `iterations` iterations over `runs` runs taken at
+    independent times (1: one job; a validation case averages its repeats): the band of
     `srift.sim.band`, built from every measured spread the prediction rests on (p50 is the prediction).
     `band=False` skips the band's extra simulations (p10 = p50 = p90 = the prediction, `band` None), for
     callers that need it only for some fleets (the optimizer). `model_error` (the product's callers pass
@@ -228,6 +230,8 @@ def simulate(
         raise InvalidInput(
             f"{iterations} is below 1", hint="ask for at least one iteration", field="iterations"
         )
+    if runs < 1:
+        raise InvalidInput(f"{runs} is below 1", hint="ask for at least one run", field="runs")
     point = _point(
         fleet,
         bandwidth=bandwidth,
@@ -268,6 +272,7 @@ def simulate(
         iteration_s=point.iteration_s,
         iteration_sd_s=max(0.0, point.iteration_p90_s - point.iteration_p10_s) / (2 * Z90),
         iterations=iterations,
+        runs=runs,
         run=run,
         extra_terms=(
             *overlap_terms(fleet, bandwidth=bandwidth, iteration_s=point.iteration_s, run=run),

@@ -387,7 +387,8 @@ def predict_fleet(
         band=False,
         geo=geo,
     )
-    # The band describes what the case measures: the mean of its timed iterations over its repeats.
+    # The band describes what the case measures: the mean of its timed iterations over its repeats,
+    # which run in shuffled rounds minutes apart (the host's drift meets each anew).
     measured_iterations = iterations_for(ctx.effort, point.iteration_s) * ctx.effort.repeats
     estimate = simulate(
         members,
@@ -395,6 +396,7 @@ def predict_fleet(
         seed=ctx.options.seed,
         bucket_cap_mb=DDP_BUCKET_CAP_MB,
         iterations=measured_iterations,
+        runs=ctx.effort.repeats,
         model_error=shipped_model_error(),
         geo=geo,
     )

@@ -112,6 +112,11 @@ def test_pooling_refits_the_curves_to_the_mean_of_the_passes_means(profile_doc: 
     assert pooled.backward.times_s == pytest.approx((0.008, 0.0705, 0.1285, 0.188))
     assert pooled.extra["measured"]["forward_s"][1] == [0.030, 0.032, 0.040, 0.040]
     assert pooled.extra["measured_passes"][1]["compute_s"] == pytest.approx([0.015, 0.12, 0.21, 0.3])
+    # each pass keeps its steps' forward + backward, so the spread can tell drift from sampling noise
+    # (steps pair forward and backward in order; an unpaired phase sample is left out)
+    own_steps = pooled.extra["measured_passes"][0]["compute_samples_s"]
+    assert [[round(t, 6) for t in ts] for ts in own_steps] == [[0.011], [0.091], [0.175], [0.262]]
+    assert pooled.extra["measured_passes"][1]["compute_samples_s"][1] == pytest.approx([0.12, 0.12])
     assert pooled.extra["timing_passes"] == 2
     assert pooled.extra["clock"] == "wall"
     assert (pooled.layers, pooled.max_batch, pooled.update_s) == (

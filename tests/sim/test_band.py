@@ -8,6 +8,7 @@ from dataclasses import replace
 import pytest
 
 from srift.domain import Band, SpreadTerm
+from srift.errors import InvalidInput
 from srift.sim import simulate
 from srift.sim.band import Z90
 
@@ -54,9 +55,48 @@ def test_compute_spread_between_passes_else_between_samples_interpolated() -> No
     assert pooled.compute_spread(64) == pytest.approx(at_64)
     assert pooled.compute_spread(32.5) == pytest.approx((at_1 + at_64) / 2)
     assert pooled.compute_spread(200) == pytest.approx(at_64)
+    # passes pooled by older code kept no samples: the robust spread of their means stands
+    assert pooled.compute_spread(1, runs=2) == pytest.approx(at_1)
     declared = replace(prof, extra={"compute_spread": 0.07, "measured_passes": passes})
     assert declared.compute_spread(10) == 0.07
     assert prof.compute_spread(64) == 0.0
+
+
+def _passes_with_samples(base_s: float) -> list[dict[str, object]]:
+    """Three passes at batch 64, two steps each, logs ln(base) + (0, 0.2), (0.2, 0.4), (0.4, 0.6)."""
+    out: list[dict[str, object]] = []
+    for a in (0.0, 0.2, 0.4):
+        steps = [base_s * math.exp(a), base_s * math.exp(a + 0.2)]
+        out.append({"batches": [64], "compute_s": [sum(steps) / 2], "compute_samples_s": [steps]})
+    return out
+
+
+def test_compute_spread_is_the_drift_between_passes_net_of_their_sampling_noise() -> None:
+    """By hand, on the logs: each pass's steps lie ±0.1 around its mean (0.1, 0.3, 0.5), so MSW = 6 × 0.01 / 3
+    = 0.02; MSB = 2 × (0.04 + 0 + 0.04) / 2 = 0.08; n₀ = (6 − 12 / 6) / 2 = 2, so the drift's variance is
+    (0.08 − 0.02) / 2 = 0.03. The passes' means (ln: a + ln((1 + e^0.2) / 2)) vary by 0.04 (sample
+    variance), so the curve's own error is 0.04 / 3. One run: √(0.03 + 0.04/3); two runs' mean: √(0.015 +
+    0.04/3). The robust spread of the three means alone would be 1.4826 × 0.2 × √(4/3) = 0.342."""
+    prof = replace(profile(), extra={"measured_passes": _passes_with_samples(0.3)})
+    assert prof.compute_spread(64) == pytest.approx(math.sqrt(0.03 + 0.04 / 3))
+    assert prof.compute_spread(64, runs=2) == pytest.approx(math.sqrt(0.015 + 0.04 / 3))
+    # passes whose means differ no more than their steps do: no drift, only the curve's own error
+    noisy = [{"batches": [64], "compute_s": [0.3], "compute_samples_s": [[0.2, 0.4]]}] * 3
+    assert replace(profile(), extra={"measured_passes": noisy}).compute_spread(64) == 0.0
+
+
+def test_one_vm_compute_term_shrinks_with_the_runs_a_measured_mean_averages() -> None:
+    prof = replace(profile(), extra={"measured_passes": _passes_with_samples(0.3)})
+    fleet = [member(P3_2XL, 1, 64, prof)]
+    one = simulate(fleet, bandwidth=flat(10.0))  # type: ignore[arg-type]
+    two = simulate(fleet, bandwidth=flat(10.0), runs=2)  # type: ignore[arg-type]
+    assert one.band is not None and two.band is not None
+    (a,) = one.band.terms
+    (b,) = two.band.terms
+    assert a.sigma == pytest.approx(math.sqrt(0.03 + 0.04 / 3))
+    assert b.sigma == pytest.approx(math.sqrt(0.015 + 0.04 / 3))
+    with pytest.raises(InvalidInput, match="runs"):
+        simulate(fleet, bandwidth=flat(10.0), runs=0)  # type: ignore[arg-type]
 
 
 def test_one_vm_compute_spread_is_the_whole_band() -> None:
