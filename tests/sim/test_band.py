@@ -83,6 +83,14 @@ def test_compute_spread_is_the_drift_between_passes_net_of_their_sampling_noise(
     # passes whose means differ no more than their steps do: no drift, only the curve's own error
     noisy = [{"batches": [64], "compute_s": [0.3], "compute_samples_s": [[0.2, 0.4]]}] * 3
     assert replace(profile(), extra={"measured_passes": noisy}).compute_spread(64) == 0.0
+    # a pass whose steps are unreadable or missing: the robust spread of the passes' means, as before
+    means_only = 1.4826 * 0.2 * math.sqrt(1 + 1 / 3)
+    for broken in ([["x", 0.3]], [[]], 0.3):
+        passes = _passes_with_samples(0.3)
+        passes[1] = {**passes[1], "compute_samples_s": broken}
+        assert replace(profile(), extra={"measured_passes": passes}).compute_spread(64) == pytest.approx(
+            means_only
+        )
 
 
 def test_one_vm_compute_term_shrinks_with_the_runs_a_measured_mean_averages() -> None:
