@@ -23,12 +23,11 @@ import json
 import math
 import sqlite3
 import sys
-from bisect import bisect_right
 from pathlib import Path
 from typing import Any
 
 from srift.domain import ModelProfile
-from srift.domain.profile import _between_variance, _pass_spreads
+from srift.domain.profile import _pass_spreads, interpolated, variance_components
 
 
 def regrouped(extra: dict[str, Any], timing_repeats: int) -> list[dict[str, Any]]:
@@ -48,28 +47,13 @@ def regrouped(extra: dict[str, Any], timing_repeats: int) -> list[dict[str, Any]
     return passes
 
 
-def at_batch(points: list[tuple[int, float]], batch: float) -> float:
-    """The value at `batch`, interpolated between breakpoints and held beyond them."""
-    xs = [b for b, _ in points]
-    ys = [v for _, v in points]
-    if batch <= xs[0]:
-        return ys[0]
-    if batch >= xs[-1]:
-        return ys[-1]
-    i = bisect_right(xs, batch) - 1
-    return ys[i] + (ys[i + 1] - ys[i]) * (batch - xs[i]) / (xs[i + 1] - xs[i])
-
-
 def pieces(passes: list[dict[str, Any]]) -> tuple[list[tuple[int, float]], list[tuple[int, float]]]:
     """Per breakpoint, the drift component and the steps' within-pass spread (both log-scale σ)."""
     drift, steps = [], []
     for i, b in enumerate(passes[0]["batches"]):
         groups = [[math.log(t) for t in p["compute_samples_s"][i] if t > 0] for p in passes]
-        drift.append((int(b), math.sqrt(_between_variance(groups))))
-        n = sum(len(g) for g in groups)
-        within = sum(sum((y - sum(g) / len(g)) ** 2 for y in g) for g in groups if g) / max(
-            n - len(groups), 1
-        )
+        between, within = variance_components(groups)
+        drift.append((int(b), math.sqrt(between)))
         steps.append((int(b), math.sqrt(within)))
     return drift, steps
 
@@ -102,9 +86,9 @@ def main(argv: list[str] | None = None) -> int:
                     "model": wanted[pid]["model"],
                     "instance_type": wanted[pid]["instance_type"],
                     "passes": len(passes),
-                    "robust": at_batch(_pass_spreads(extra["measured_passes"]), args.batch),
-                    "drift": at_batch(drift, args.batch),
-                    "steps": at_batch(steps, args.batch),
+                    "robust": interpolated(_pass_spreads(extra["measured_passes"]), args.batch),
+                    "drift": interpolated(drift, args.batch),
+                    "steps": interpolated(steps, args.batch),
                     "term": now.compute_spread(args.batch, runs=args.runs),
                 }
             )

@@ -132,25 +132,39 @@ def _drift_spreads(passes: Any, *, runs: int, at_least: int = 3) -> list[tuple[i
         pass_logs = [math.log(m[i]) for m in means if m[i] > 0 and math.isfinite(m[i])]
         if any(not ys for ys in logs) or len(pass_logs) < at_least:
             return []
-        drift2 = _between_variance(logs)
+        drift2, _ = variance_components(logs)
         curve2 = _variance(pass_logs) / len(pass_logs)
         out.append((b, math.sqrt(drift2 / max(runs, 1) + curve2)))
     return sorted(out)
 
 
-def _between_variance(groups: list[list[float]]) -> float:
-    """The between-group variance component of one-way random-effects ANOVA (method of moments, unequal
-    group sizes); 0 where the groups vary no more than their members do, or with no member repeated."""
+def variance_components(groups: list[list[float]]) -> tuple[float, float]:
+    """One-way random-effects ANOVA of non-empty groups (method of moments, unequal group sizes): the
+    between-group variance component, 0 where the groups vary no more than their members do, and the
+    within-group mean square (MSW). (0, 0) with fewer than two groups or no member repeated."""
     j = len(groups)
     n = sum(len(g) for g in groups)
     if j < 2 or n <= j:
-        return 0.0
+        return 0.0, 0.0
     grand = sum(sum(g) for g in groups) / n
     group_means = [sum(g) / len(g) for g in groups]
     within = sum(sum((y - m) ** 2 for y in g) for g, m in zip(groups, group_means, strict=True)) / (n - j)
     between = sum(len(g) * (m - grand) ** 2 for g, m in zip(groups, group_means, strict=True)) / (j - 1)
     n0 = (n - sum(len(g) ** 2 for g in groups) / n) / (j - 1)
-    return max(0.0, (between - within) / n0)
+    return max(0.0, (between - within) / n0), within
+
+
+def interpolated(points: list[tuple[int, float]], batch: float) -> float:
+    """The value at `batch` of per-breakpoint `points` (sorted, non-empty): linear between breakpoints,
+    held beyond them."""
+    xs = [b for b, _ in points]
+    ys = [v for _, v in points]
+    if batch <= xs[0]:
+        return ys[0]
+    if batch >= xs[-1]:
+        return ys[-1]
+    i = bisect_right(xs, batch) - 1
+    return ys[i] + (ys[i + 1] - ys[i]) * (batch - xs[i]) / (xs[i + 1] - xs[i])
 
 
 def _variance(values: list[float]) -> float:
@@ -415,16 +429,7 @@ class ModelProfile:
             or _pass_spreads(passes)
             or _sample_spreads(extra.get("measured"))
         )
-        if not points:
-            return 0.0
-        xs = [b for b, _ in points]
-        ys = [v for _, v in points]
-        if batch <= xs[0]:
-            return ys[0]
-        if batch >= xs[-1]:
-            return ys[-1]
-        i = bisect_right(xs, batch) - 1
-        return ys[i] + (ys[i + 1] - ys[i]) * (batch - xs[i]) / (xs[i + 1] - xs[i])
+        return interpolated(points, batch) if points else 0.0
 
     def overlap_slowdown(self) -> tuple[float, float]:
         """How much slower compute runs while an allreduce overlaps it, and the log-spread of that factor.
