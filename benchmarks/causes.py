@@ -526,9 +526,11 @@ def cmd_gap(args: argparse.Namespace) -> dict[str, Any]:
             for v in data.values():
                 follow = v["follow_median_s"]
                 first = 1e3 * v["first_median_s"]
+                cpus = ", ".join(f"{1e3 * c:.2f}" for c in v["cpu_per_allreduce_s"])
                 print(
                     f"   {v['bytes']:>9d} B after gap {v['gap']:>5s}: first {first:.2f} ms"
                     + (f", back to back {1e3 * follow:.2f} ms" if follow is not None else "")
+                    + f"; CPU per allreduce {cpus} ms (each rank)"
                 )
     return results
 

@@ -6,7 +6,9 @@ than DDP's. It did not: after compute the exchange is slower than back to back (
 For each size and each gap, `--reps` samples; a sample is a barrier, then the gap (`sleep` for
 `--gaps-ms` milliseconds, or `model`: one forward+backward of `--model` at `--batch`), then one timed
 allreduce, then (`--follow` times) further back-to-back allreduces of the same buffer, each timed. A
-sample's time is the slowest rank's. Rank 0 prints one JSON object (medians per size and gap).
+sample's time is the slowest rank's. Each rank also reads its process CPU clock (every thread, gloo's
+included) over a sample's allreduces: `cpu_per_allreduce_s`, each rank's median per allreduce. Rank 0
+prints one JSON object (medians per size and gap).
 """
 
 from __future__ import annotations
@@ -63,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
         for _ in range(2):
             dist.all_reduce(buf)
         for gap in gaps:
-            firsts, follows = [], []
+            firsts, follows, cpus = [], [], []
             for _ in range(args.reps):
                 dist.barrier()
                 if gap == "model":
@@ -71,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
                     step()
                 elif float(gap) > 0:
                     time.sleep(float(gap) / 1e3)
-                t0 = time.perf_counter()
+                c0, t0 = time.process_time(), time.perf_counter()
                 dist.all_reduce(buf)
                 t1 = time.perf_counter()
                 firsts.append(t1 - t0)
@@ -79,8 +81,9 @@ def main(argv: list[str] | None = None) -> int:
                     t0 = time.perf_counter()
                     dist.all_reduce(buf)
                     follows.append(time.perf_counter() - t0)
+                cpus.append((time.process_time() - c0) / (1 + args.follow))
             gathered: list[Any] = [None] * dist.get_world_size()
-            dist.all_gather_object(gathered, (firsts, follows))
+            dist.all_gather_object(gathered, (firsts, follows, cpus))
             first = [max(v) for v in zip(*(g[0] for g in gathered), strict=True)]
             follow = [max(v) for v in zip(*(g[1] for g in gathered), strict=True)]
             results[f"{size}/{gap}"] = {
@@ -90,6 +93,7 @@ def main(argv: list[str] | None = None) -> int:
                 "follow_median_s": statistics.median(follow) if follow else None,
                 "first_s": first,
                 "follow_s": follow,
+                "cpu_per_allreduce_s": [statistics.median(g[2]) for g in gathered],
             }
     if rank == 0:
         print(json.dumps(results))
