@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from srift.domain import ModelProfile
-from srift.domain.profile import _pass_spreads, interpolated, variance_components
+from srift.domain.profile import interpolated, pass_spreads, variance_components
 
 
 def regrouped(extra: dict[str, Any], timing_repeats: int) -> list[dict[str, Any]]:
@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
                     "model": wanted[pid]["model"],
                     "instance_type": wanted[pid]["instance_type"],
                     "passes": len(passes),
-                    "robust": interpolated(_pass_spreads(extra["measured_passes"]), args.batch),
+                    "robust": interpolated(pass_spreads(extra["measured_passes"]), args.batch),
                     "drift": interpolated(drift, args.batch),
                     "steps": interpolated(steps, args.batch),
                     "term": now.compute_spread(args.batch, runs=args.runs),

@@ -91,8 +91,9 @@ def _sample_spreads(measured: Any) -> list[tuple[int, float]]:
     return sorted(out)
 
 
-def _pass_spreads(passes: Any, *, at_least: int = 3) -> list[tuple[int, float]]:
-    """Per breakpoint, the spread of the per-pass medians of forward+backward (with ≥ `at_least` passes)."""
+def pass_spreads(passes: Any, *, at_least: int = 3) -> list[tuple[int, float]]:
+    """Per breakpoint, the spread of the per-pass medians of forward+backward (with ≥ `at_least` passes):
+    the compute term of profiles whose passes kept no samples (benchmarks/pass_drift.py compares it)."""
     if not isinstance(passes, list) or len(passes) < at_least:
         return []
     try:
@@ -426,7 +427,7 @@ class ModelProfile:
         passes = extra.get("measured_passes")
         points = (
             _drift_spreads(passes, runs=runs)
-            or _pass_spreads(passes)
+            or pass_spreads(passes)
             or _sample_spreads(extra.get("measured"))
         )
         return interpolated(points, batch) if points else 0.0
