@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
+import statistics
 from bisect import bisect_right
 from dataclasses import dataclass, field
 from typing import Any
@@ -134,7 +135,7 @@ def _drift_spreads(passes: Any, *, runs: int, at_least: int = 3) -> list[tuple[i
         if any(not ys for ys in logs) or len(pass_logs) < at_least:
             return []
         drift2, _ = variance_components(logs)
-        curve2 = _variance(pass_logs) / len(pass_logs)
+        curve2 = statistics.variance(pass_logs) / len(pass_logs)
         out.append((b, math.sqrt(drift2 / max(runs, 1) + curve2)))
     return sorted(out)
 
@@ -166,11 +167,6 @@ def interpolated(points: list[tuple[int, float]], batch: float) -> float:
         return ys[-1]
     i = bisect_right(xs, batch) - 1
     return ys[i] + (ys[i + 1] - ys[i]) * (batch - xs[i]) / (xs[i + 1] - xs[i])
-
-
-def _variance(values: list[float]) -> float:
-    mean = sum(values) / len(values)
-    return sum((v - mean) ** 2 for v in values) / (len(values) - 1)
 
 
 def validate_curve(batches: tuple[int, ...], times_s: tuple[float, ...], *, field_name: str) -> None:
