@@ -1,8 +1,11 @@
 """Run inside each testbed host of a ring: an allreduce timed back to back (as the bandwidth probe times it)
 and after an idle or busy gap (as a DDP bucket is reduced after forward and backward).
 
-Issue #17, cause 7 (d): tests whether the probe's back-to-back timing made small exchanges look slower
-than DDP's. It did not: after compute the exchange is slower than back to back (docs/validation.md).
+Issue #17, cause 7 (d): tested whether the probe's back-to-back timing made small exchanges look slower
+than DDP's; it did not (after compute the exchange was slower than back to back). Round 16 measured more:
+after an idle gap the first allreduce is faster than back to back (the testbed link's token bucket), and
+after a step of cnn faster on two small hosts, slower on two large ones, where the ranks' skew after the
+step is inside the time (docs/validation.md).
 For each size and each gap, `--reps` samples; a sample is a barrier, then the gap (`sleep` for
 `--gaps-ms` milliseconds, or `model`: one forward+backward of `--model` at `--batch`), then one timed
 allreduce, then (`--follow` times) further back-to-back allreduces of the same buffer, each timed. A
