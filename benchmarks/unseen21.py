@@ -10,7 +10,7 @@ every parameter gets a gradient, so that DDP accepts them on several hosts, were
 from the shipped models (cnn, wide_mlp, transformer), the development models (benchmarks/devmodels.py)
 and all earlier sets in layer types and gradient sizes:
 
-`keyspot`: a keyword spotter over 40 × 96 filterbank frames: `nn.ReflectionPad1d` before each of four
+`keyspot`: a keyword spotter over 40 × 96 filterbank frames: `nn.ReflectionPad1d` before three of its four
 `nn.Conv1d`, two of them dilated and grouped, with `nn.Mish`, `nn.LPPool1d` and `nn.AdaptiveAvgPool1d`,
 scored by `nn.MultiLabelMarginLoss`; about 1.1 MB of gradients. `tripret`: a query retriever with a
 22,000-token `nn.Embedding` of 128 dimensions (`padding_idx` 0), a `nn.Conv1d` over the tokens, `nn.SiLU`,
