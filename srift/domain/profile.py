@@ -10,6 +10,8 @@ from bisect import bisect_right
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from srift.domain.structure import ModelStructure, Precision, parse_precision
 from srift.errors import InvalidInput
 from srift.limits import LAYERS_PER_PROFILE
@@ -158,15 +160,8 @@ def variance_components(groups: list[list[float]]) -> tuple[float, float]:
 
 def interpolated(points: list[tuple[int, float]], batch: float) -> float:
     """The value at `batch` of per-breakpoint `points` (sorted, non-empty): linear between breakpoints,
-    held beyond them."""
-    xs = [b for b, _ in points]
-    ys = [v for _, v in points]
-    if batch <= xs[0]:
-        return ys[0]
-    if batch >= xs[-1]:
-        return ys[-1]
-    i = bisect_right(xs, batch) - 1
-    return ys[i] + (ys[i + 1] - ys[i]) * (batch - xs[i]) / (xs[i + 1] - xs[i])
+    held beyond them (numpy's interp)."""
+    return float(np.interp(batch, [b for b, _ in points], [v for _, v in points]))
 
 
 def validate_curve(batches: tuple[int, ...], times_s: tuple[float, ...], *, field_name: str) -> None:
