@@ -44,7 +44,9 @@ class Effort:
 
     A DDP run is bounded by time: after its warm-up, rank 0 times the last warm-up iteration and the run
     takes about `target_run_s` of timed iterations, at least `min_iters` and at most `max_iters`, so a
-    communication-heavy model (seconds per iteration) costs a few iterations, not a fixed count.
+    communication-heavy model (seconds per iteration) costs a few iterations, not a fixed count, and a
+    short step is timed over the whole target too (`max_iters` only bounds a run whose warm-up was
+    unusually fast: 500 fill 2 s at 4 ms a step).
     """
 
     repeats: int
@@ -84,7 +86,7 @@ class Effort:
             repeats=2,
             target_run_s=2.0,
             min_iters=2,
-            max_iters=30,
+            max_iters=500,
             warmup=2,
             profile_repeats=5,
             profile_iterations=10,
@@ -104,7 +106,7 @@ class Effort:
             repeats=2,
             target_run_s=4.0,
             min_iters=3,
-            max_iters=60,
+            max_iters=1000,
             warmup=3,
             profile_repeats=9,
             profile_iterations=30,

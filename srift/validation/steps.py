@@ -506,6 +506,14 @@ def iterations_for(effort: Effort, predicted_s: float) -> int:
     return max(effort.min_iters, min(effort.max_iters, wanted))
 
 
+def run_timeout_s(effort: Effort, warmup: int, predicted_s: float) -> float:
+    """Seconds after which a run is killed as hung: ten times its timed budget plus thirty times its
+    warm-up and minimum iterations at the predicted time (a misprediction, DDP's bucket rebuild and the
+    co-location rounds lengthen those). Not from `max_iters`, which only caps a short step's count: 500
+    iterations of a 2 s prediction would allow hours."""
+    return 120.0 + 10.0 * effort.target_run_s + 30.0 * (warmup + effort.min_iters) * max(predicted_s, 0.05)
+
+
 DDP_REBUILD_ITERATION = 2
 """torch's DDP rebuilds its gradient buckets (in the order the first backward made them ready) in the
 forward of its second iteration (torch/nn/parallel/distributed.py, `reducer._rebuild_buckets`)."""
@@ -531,7 +539,7 @@ def measure(
     iters = iterations_for(effort, predicted_s)
     warmup = long_run_warmup(effort, fleet) if predicted_s > effort.long_iteration_s else effort.warmup
     hosts = hosts_for(ctx, fleet)
-    timeout_s = 120.0 + 10.0 * (effort.max_iters + warmup) * max(predicted_s, 0.05)
+    timeout_s = run_timeout_s(effort, warmup, predicted_s)
     before = conditions.cpu_times()
     load = conditions.load_average()
     tick = time.perf_counter()

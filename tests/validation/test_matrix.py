@@ -10,7 +10,7 @@ from srift.errors import InvalidInput
 from srift.testbed import parse_spec
 from srift.validation.context import DEFAULT_SPEC, Effort, ValidationOptions
 from srift.validation.matrix import Fleet, Group, build_matrix, check_spec, compositions
-from srift.validation.steps import iterations_for
+from srift.validation.steps import iterations_for, run_timeout_s
 
 SPEC = {
     "types": [
@@ -76,6 +76,19 @@ def test_iterations_follow_the_prediction_within_bounds() -> None:
     assert iterations_for(effort, effort.target_run_s / 19.5) == 20
     assert iterations_for(effort, 10.0) == effort.min_iters
     assert iterations_for(effort, 0.0001) == effort.max_iters
+
+
+def test_short_steps_fill_the_time_budget() -> None:
+    for effort in (Effort.quick(), Effort.full()):
+        assert iterations_for(effort, 0.004) * 0.004 >= effort.target_run_s
+
+
+def test_run_timeout_follows_the_budget_not_the_iteration_cap() -> None:
+    effort = Effort.quick()
+    assert run_timeout_s(effort, 2, 0.01) == pytest.approx(120.0 + 10.0 * 2.0 + 30.0 * 4 * 0.05)
+    long_s = 2.0
+    assert run_timeout_s(effort, 1, long_s) == pytest.approx(120.0 + 20.0 + 30.0 * 3 * long_s)
+    assert run_timeout_s(effort, 1, long_s) < effort.max_iters * long_s
 
 
 def test_user_models_pair_by_position_and_are_named_as_given(tmp_path: pytest.TempPathFactory) -> None:
