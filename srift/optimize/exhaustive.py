@@ -45,6 +45,7 @@ from srift.domain import Constraints, InstanceType, ModelProfile, Objective
 from srift.optimize.evaluate import Evaluations
 from srift.optimize.search import (
     Enumerator,
+    _points,
     Incumbent,
     SearchResult,
     SearchStats,
@@ -130,7 +131,7 @@ class BranchAndBound:
         if not self.cost_obj:
             cap_s = min(cap_s, self.incumbent.value)
         self._tight_for = self.incumbent.value
-        hi = [x.max_vm_batch for x in cands]
+        hi = [min(x.max_vm_batch, c.global_batch) for x in cands]
         if cap_s < math.inf and self.factor > 0:
             per_iteration = cap_s / (c.iterations * self.factor)
             hi = [
@@ -166,6 +167,8 @@ class BranchAndBound:
             self.later[p] = ((cands[p].instance,) if usable else ()) + self.later[p + 1]
             self.later_profiles[p] = ((cands[p].profile,) if usable else ()) + self.later_profiles[p + 1]
         self._per_gpu = [self._per_gpu_arrays(q) for q in range(n)]
+        self._eff_at = [self._efficiency_points(q) for q in range(n)]
+        self._later_cost: dict[tuple[int, int, float], float] = {}
         self._events: dict[int, tuple[list[float], list[int], list[int]]] = {}
         self._new_compute: dict[tuple[int, int, float], float] = {}
 
@@ -291,12 +294,61 @@ class BranchAndBound:
                 best.append(k)
         return times, best
 
+    def _efficiency_points(self, q: int) -> tuple[list[int], list[float]]:
+        """Candidate q's per-VM batches at which its (scaled) compute per sample may be least — the ends of
+        its linear pieces within its hi (`_points`) — and the running minimum of price · compute / batch
+        over them, ascending."""
+        hi = self.hi[q]
+        cand = self.problem.candidates[q]
+        if hi < self.d[q]:
+            return [], []
+        points = [b for b in _points(cand) if b <= hi]
+        if not points or points[-1] != hi:
+            points.append(hi)
+        out: list[float] = []
+        best = math.inf
+        for b in points:
+            best = min(best, self.price[q] * self.factor * cand.floor_s(b) / b)
+            out.append(max(best, 0.0))
+        return points, out
+
+    def later_cost_per_iteration(self, pos: int, rem: int, t: float) -> float:
+        """A lower bound of the rent per iteration of the VMs that hold `rem` samples on candidates from
+        `pos` on when every iteration takes at least t: each such VM (batch b ≤ min(hi, rem)) is paid for
+        max(t, its compute) per iteration, ≥ b · price · max(t / min(hi, rem), least compute per sample up
+        to that batch). The fractional relaxation of the batch split, solved exactly."""
+        if rem <= 0:
+            return 0.0
+        key = (pos, rem, t)
+        found = self._later_cost.get(key)
+        if found is not None:
+            return found
+        best = math.inf
+        for q in range(pos, self.last):
+            points, effs = self._eff_at[q]
+            if not points:
+                continue
+            top = min(self.hi[q], rem)
+            j = bisect.bisect_right(points, top)
+            eff = effs[j - 1] if j else math.inf
+            if top < points[-1] and top >= self.d[q]:
+                cand = self.problem.candidates[q]
+                eff = min(eff, self.price[q] * self.factor * cand.floor_s(top) / top)
+            value = max(self.price[q] * t / top, eff)
+            if value < best:
+                best = value
+        found = rem * best
+        if len(self._later_cost) < 1 << 20:
+            self._later_cost[key] = found
+        return found
+
     def _bound(self, *, t: float, price: float, rem: int, pos: int, sumf: float) -> tuple[float, float]:
         """(total time bound, cost bound) of a subtree whose t_iter ≥ t."""
         total = self.n_iter * t
-        cost = total * (price + rem * self.ppm_rest[pos]) if rem else total * price
+        cost = total * price
         if rem:
             cost = max(cost, self.n_iter * (sumf + rem * self.eff_rest[pos]))
+            cost = max(cost, self.n_iter * (t * price + self.later_cost_per_iteration(pos, rem, t)))
         return total, cost
 
     # -- queue --------------------------------------------------------------------------------------------
@@ -535,6 +587,9 @@ class BranchAndBound:
                     continue
                 sf = sumf + n * pq * fb
                 cost = max(total * (pp + r * ppm), n_iter * (sf + r * eff))
+                if cost > b_lim or (cost_obj and cost >= inc):
+                    continue
+                cost = max(cost, n_iter * (tt * pp + self.later_cost_per_iteration(q + 1, r, tt)))
                 if cost > b_lim or (cost_obj and cost >= inc):
                     continue
                 group = (q, n, b)

@@ -39,7 +39,7 @@ from srift.sim.compute import member_base, member_key, straggler_rows
 from srift.sim.layers import LayerArrays, bucket_groups, bucketed, layer_arrays
 from srift.sim.network import intra_stage_at, network_rows, network_stage_at
 
-MAX_TABLE_NODES = 512
+MAX_TABLE_NODES = 4096
 """Extension bounds table the bandwidth model's answers up to this many VMs; above, no network stage."""
 
 
