@@ -41,17 +41,19 @@ import math
 import time
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from srift.domain import Constraints, InstanceType, ModelProfile, Objective
 from srift.optimize.evaluate import Evaluations
 from srift.optimize.search import (
     Enumerator,
-    _points,
     Incumbent,
     SearchResult,
     SearchStats,
     SearchStopped,
     cost_per_sample_floor,
     evaluate_best_first,
+    linear_points,
     max_batch_within,
 )
 from srift.optimize.space import BatchPolicy, Group, Groups, Problem
@@ -168,6 +170,10 @@ class BranchAndBound:
             self.later_profiles[p] = ((cands[p].profile,) if usable else ()) + self.later_profiles[p + 1]
         self._per_gpu = [self._per_gpu_arrays(q) for q in range(n)]
         self._eff_at = [self._efficiency_points(q) for q in range(n)]
+        self._hold_s = [self._least_compute_holding(q) for q in range(n)]
+        self._hold_cache: dict[tuple[int, int], float] = {}
+        self._segments = [self._compute_segments(q) for q in range(n)]
+        self._segment_arrays()
         self._later_cost: dict[tuple[int, int, float], float] = {}
         self._events: dict[int, tuple[list[float], list[int], list[int]]] = {}
         self._new_compute: dict[tuple[int, int, float], float] = {}
@@ -296,13 +302,13 @@ class BranchAndBound:
 
     def _efficiency_points(self, q: int) -> tuple[list[int], list[float]]:
         """Candidate q's per-VM batches at which its (scaled) compute per sample may be least — the ends of
-        its linear pieces within its hi (`_points`) — and the running minimum of price · compute / batch
+        its linear pieces within its hi (`linear_points`) — and the running minimum of price · compute / batch
         over them, ascending."""
         hi = self.hi[q]
         cand = self.problem.candidates[q]
         if hi < self.d[q]:
             return [], []
-        points = [b for b in _points(cand) if b <= hi]
+        points = [b for b in linear_points(cand) if b <= hi]
         if not points or points[-1] != hi:
             points.append(hi)
         out: list[float] = []
@@ -311,6 +317,38 @@ class BranchAndBound:
             best = min(best, self.price[q] * self.factor * cand.floor_s(b) / b)
             out.append(max(best, 0.0))
         return points, out
+
+    def _least_compute_holding(self, q: int) -> list[float]:
+        """Candidate q's least (scaled) compute over the per-VM batches that hold at least s samples, for
+        s = 1 … hi (index s − 1): exact, since compute is linear between the `linear_points`."""
+        d, hi = self.d[q], self.hi[q]
+        if hi < d:
+            return []
+        cand = self.problem.candidates[q]
+        points = [b for b in linear_points(cand) if b <= hi]
+        if not points or points[-1] < hi:
+            points.append(hi)
+        values = [self.factor * cand.floor_s(b) for b in points]
+        batches = np.arange(d, hi + 1, d, dtype=np.float64)
+        compute = np.interp(batches, points, values)
+        least = np.minimum.accumulate(compute[::-1])[::-1]
+        return list(np.repeat(least, d)[:hi].tolist())
+
+    def least_compute_holding_s(self, pos: int, samples: int) -> float:
+        """The least (scaled) compute of any VM of a candidate from `pos` on that holds `samples` samples
+        or more (inf when none can)."""
+        if samples <= 0:
+            return 0.0
+        key = (pos, samples)
+        found = self._hold_cache.get(key)
+        if found is None:
+            found = math.inf
+            for q in range(pos, self.last):
+                table = self._hold_s[q]
+                if samples <= len(table) and table[samples - 1] < found:
+                    found = table[samples - 1]
+            self._hold_cache[key] = found
+        return found
 
     def later_cost_per_iteration(self, pos: int, rem: int, t: float) -> float:
         """A lower bound of the rent per iteration of the VMs that hold `rem` samples on candidates from
@@ -342,13 +380,96 @@ class BranchAndBound:
             self._later_cost[key] = found
         return found
 
+    def _compute_segments(self, q: int) -> tuple[list[float], list[float]]:
+        """Candidate q's per-VM batches from one sample per GPU to its hi at the ends of its linear
+        pieces (`linear_points`), and its (scaled) compute there."""
+        d, hi = self.d[q], self.hi[q]
+        if hi < d:
+            return [], []
+        cand = self.problem.candidates[q]
+        points = [b for b in linear_points(cand) if d <= b <= hi]
+        if not points or points[0] > d:
+            points.insert(0, d)
+        if points[-1] < hi:
+            points.append(hi)
+        return [float(b) for b in points], [self.factor * cand.floor_s(b) for b in points]
+
+    def _segment_arrays(self) -> None:
+        """Every candidate's linear compute pieces (`_compute_segments`) in candidate order, as arrays: a
+        suffix of them is the pieces of the candidates from a position on."""
+        us: list[float] = []
+        vs: list[float] = []
+        cus: list[float] = []
+        cvs: list[float] = []
+        ps: list[float] = []
+        his: list[float] = []
+        self._seg_start = [0] * (self.last + 1)
+        for q in range(self.last):
+            self._seg_start[q] = len(us)
+            xs, ys = self._segments[q]
+            pairs = list(zip(xs[:-1], xs[1:], ys[:-1], ys[1:], strict=True)) or (
+                [(xs[0], xs[0], ys[0], ys[0])] if xs else []
+            )
+            for u, v, cu, cv in pairs:
+                us.append(u)
+                vs.append(v)
+                cus.append(cu)
+                cvs.append(cv)
+                ps.append(self.price[q])
+                his.append(xs[-1])
+        self._seg_start[self.last] = len(us)
+        self._seg = tuple(np.asarray(x, dtype=np.float64) for x in (us, vs, cus, cvs, ps, his))
+
+    def rent_bound(self, pos: int, rem: int, *, t: float, price: float) -> float:
+        """A lower bound of the rent per iteration (usd) of a fleet whose VMs so far rent `price` per
+        second, that places `rem` more samples on candidates from `pos` on, and whose iteration takes at
+        least t.
+
+        Every VM is paid for the whole iteration T ≥ t, and T is at least the compute of every VM. Of the
+        VMs added, the one with the least price per sample (type q, batch b) gives rent ≥ T · (price +
+        rem · p_q / b) with T ≥ max(t, compute_q(b)). Minimised over q and over real b in [devices,
+        min(hi, rem)], piece by piece of the (linear) compute: on each piece the function is monotone or
+        convex, so its least value lies at a piece end, where compute crosses t, or at the stationary point.
+        """
+        if rem <= 0:
+            return t * price
+        lo = self._seg_start[pos]
+        if lo == self._seg_start[self.last]:
+            return math.inf
+        u, v, cu, cv, p, hi = (x[lo:] for x in self._seg)
+        top = np.minimum(hi, float(rem))
+        keep = u <= top
+        if not keep.all():
+            u, v, cu, cv, p, top = u[keep], v[keep], cu[keep], cv[keep], p[keep], top[keep]
+            if u.size == 0:
+                return math.inf
+        width = v - u
+        slope = np.divide(cv - cu, width, out=np.zeros_like(u), where=width > 0)
+        v = np.minimum(v, top)
+        k = rem * p
+        trial = [u, v]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            cross = u + (t - cu) / slope
+            trial.append(np.where((cross > u) & (cross < v), cross, u))
+            alpha = cu - slope * u
+            if price > 0:
+                stat = np.sqrt(alpha * k / (slope * price))
+                trial.append(np.where((alpha > 0) & (slope > 0) & (stat > u) & (stat < v), stat, u))
+        best = math.inf
+        for b in trial:
+            c = cu + slope * (b - u)
+            value = float((np.maximum(c, t) * (price + k / b)).min())
+            if value < best:
+                best = value
+        return best
+
     def _bound(self, *, t: float, price: float, rem: int, pos: int, sumf: float) -> tuple[float, float]:
         """(total time bound, cost bound) of a subtree whose t_iter ≥ t."""
         total = self.n_iter * t
         cost = total * price
         if rem:
             cost = max(cost, self.n_iter * (sumf + rem * self.eff_rest[pos]))
-            cost = max(cost, self.n_iter * (t * price + self.later_cost_per_iteration(pos, rem, t)))
+            cost = max(cost, self.n_iter * self.rent_bound(pos, rem, t=t, price=price))
         return total, cost
 
     # -- queue --------------------------------------------------------------------------------------------
@@ -458,6 +579,10 @@ class BranchAndBound:
             self.stats.refined += 1
             extension = self._extension(pos, rem, vms=vms, price=price, t=tt, later=self.later[pos])
             tt = max(tt, self.evals.partial_bound_s(state, extension=extension))
+            total, cost = self._bound(t=tt, price=price, rem=rem, pos=pos, sumf=sumf)
+            tight = cost if self.cost_obj else total
+            if total <= self.t_lim and cost <= self.b_lim and tight < self.incumbent.value:
+                tt = self._coupled_s(state, pos, rem, vms=vms, price=price, t=tt)
         total, cost = self._bound(t=tt, price=price, rem=rem, pos=pos, sumf=sumf)
         if total > self.t_lim or cost > self.b_lim:
             return
@@ -481,8 +606,8 @@ class BranchAndBound:
             money = self.b_lim / (self.n_iter * t) - price
             extra = min(extra, int(money / self.price_min_rest[pos]))
         compute = 0.0
-        if later and self.factor > 0:
-            compute = self.new_compute_s(pos, rem, usd_per_s=money) / self.factor
+        if later and self.factor > 0 and extra > 0:
+            compute = self.least_compute_holding_s(pos, -(-rem // extra)) / self.factor
         return Extension(
             min_nodes=vms + -(-rem // self.himax_rest[pos]),
             max_nodes=vms + max(extra, 0),
@@ -490,6 +615,36 @@ class BranchAndBound:
             min_compute_s=compute if math.isfinite(compute) else 0.0,
             later_profiles=self.later_profiles[pos] if later else (),
         )
+
+    def _coupled_s(self, state: object, pos: int, rem: int, *, vms: int, price: float, t: float) -> float:
+        """A lower bound of t_iter over the subtree that couples its two halves through the VM count V:
+        the VMs added to hold `rem` samples are V − vms, so one of them holds ≥ rem / (V − vms) samples and
+        computes at least that long (`least_compute_holding_s`), while the exchange of V VMs takes at least
+        the evaluator's extension bound for V. V is split into ranges growing by half; each range takes the
+        compute of its largest V and the exchange of any V in it. Ranges stop once the bound can no longer
+        beat `t` (already known)."""
+        base = self._extension(pos, rem, vms=vms, price=price, t=t, later=self.later[pos])
+        lo, hi = base.min_nodes, base.max_nodes
+        if hi < lo or lo < vms + 1 or self.factor <= 0:
+            return t
+        best = math.inf
+        a = lo
+        while a <= hi:
+            b = min(hi, max(a, a + a // 2))
+            compute = self.least_compute_holding_s(pos, -(-rem // (b - vms))) / self.factor
+            if math.isfinite(compute):
+                ext = Extension(
+                    min_nodes=a,
+                    max_nodes=b,
+                    later=base.later,
+                    min_compute_s=max(compute, base.min_compute_s),
+                    later_profiles=base.later_profiles,
+                )
+                best = min(best, self.evals.partial_bound_s(state, extension=ext))
+                if best <= t:
+                    return t
+            a = b + 1
+        return max(t, best)
 
     def _refine_complete(self, bound: float, node: Node) -> None:
         groups, t, price, state = node[7], node[8], node[3], node[9]

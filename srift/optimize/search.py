@@ -75,7 +75,7 @@ class SearchStats:
     notes: list[str] = field(default_factory=list)
 
 
-def _points(cand: Candidate) -> list[int]:
+def linear_points(cand: Candidate) -> list[int]:
     """Per-VM batches in [min, max] between which compute(b) and `floor_s` are linear: the range ends, each
     curve breakpoint (scaled to the VM's devices) and its neighbours, where an extrapolated segment reaches
     zero (times are clamped at zero there), and under a CPU quota where compute crosses the quota's period
@@ -113,17 +113,17 @@ def _points(cand: Candidate) -> list[int]:
 def cost_per_sample_floor(cand: Candidate) -> float:
     """The least price · compute seconds per sample over every per-VM batch the candidate may take.
 
-    Between the `_points`, compute(b) = a + s·b, so compute(b)/b = s + a/b is monotone: its minimum over the
-    integers of the range lies at one of the points.
+    Between the `linear_points`, compute(b) = a + s·b, so compute(b)/b = s + a/b is monotone: its minimum
+    over the integers of the range lies at one of the points.
     """
-    best = min(cand.floor_s(b) / b for b in _points(cand))
+    best = min(cand.floor_s(b) / b for b in linear_points(cand))
     return max(best, 0.0) * cand.price_usd_per_s
 
 
 def max_batch_within(cand: Candidate, iteration_s: float) -> int:
     """The largest per-VM batch whose compute time is ≤ iteration_s (0 when none is): beyond it, any group
-    of this type breaks an iteration-time limit on its own. Linear between the `_points`, so exact."""
-    points = _points(cand)
+    of this type breaks an iteration-time limit on its own. Linear between the `linear_points`, so exact."""
+    points = linear_points(cand)
     for u, v in zip(reversed(points[:-1]), reversed(points[1:]), strict=True):
         fv = cand.floor_s(v)
         if fv <= iteration_s:
