@@ -34,17 +34,15 @@ incumbent strictly; they rest on the Evaluator contract in srift.optimize.evalua
 
 from __future__ import annotations
 
-import bisect
 import contextlib
 import heapq
 import math
 import time
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from srift.domain import Constraints, InstanceType, ModelProfile, Objective
 from srift.optimize.evaluate import Evaluations
+from srift.optimize.relax import SplitRelaxation
 from srift.optimize.search import (
     Enumerator,
     Incumbent,
@@ -53,16 +51,12 @@ from srift.optimize.search import (
     SearchStopped,
     cost_per_sample_floor,
     evaluate_best_first,
-    linear_points,
     max_batch_within,
 )
 from srift.optimize.space import BatchPolicy, Group, Groups, Problem
 from srift.sim.bounds import Extension
 
 PARTIAL, PARTIAL_REFINED, COMPLETE, COMPLETE_REFINED = 0, 1, 2, 3
-MONEY_GRID = 1.01
-"""`new_compute_s` rounds the rent it may spend up to a power of this (more rent, smaller bound: still a
-bound) so that its answers can be remembered."""
 MAX_DIVES = 64
 """Depth-first dives for a first feasible plan (when the homogeneous seed found none)."""
 SEED_SHARE = 0.3
@@ -115,6 +109,7 @@ class BranchAndBound:
         self.price = [x.price_usd_per_s for x in cands]
         self.finals: list[dict[int, float]] = [{} for _ in cands]
         self._eff = [cost_per_sample_floor(x) for x in cands]
+        self.relax = SplitRelaxation(problem, factor=self.factor)
         self._tight_for = math.nan
         self._tighten()
         self.heap: list[tuple[float, int, Node]] = []
@@ -168,300 +163,7 @@ class BranchAndBound:
             self.price_min_rest[p] = min(self.price_min_rest[p + 1], self.price[p] if usable else math.inf)
             self.later[p] = ((cands[p].instance,) if usable else ()) + self.later[p + 1]
             self.later_profiles[p] = ((cands[p].profile,) if usable else ()) + self.later_profiles[p + 1]
-        self._per_gpu = [self._per_gpu_arrays(q) for q in range(n)]
-        self._eff_at = [self._efficiency_points(q) for q in range(n)]
-        self._hold_s = [self._least_compute_holding(q) for q in range(n)]
-        self._hold_cache: dict[tuple[int, int], float] = {}
-        self._segments = [self._compute_segments(q) for q in range(n)]
-        self._segment_arrays()
-        self._later_cost: dict[tuple[int, int, float], float] = {}
-        self._events: dict[int, tuple[list[float], list[int], list[int]]] = {}
-        self._new_compute: dict[tuple[int, int, float], float] = {}
-
-    def reach_time_s(self, pos: int, rem: int, *, price: float, t0: float) -> float:
-        """Rule 2's capacity in time: the least t ≥ t0 at which candidates from `pos` on can hold `rem`
-        samples with every VM computing for at most t (scaled by the floor factor) and, under a budget,
-        renting no more than N · t · (price + their price) ≤ budget_usd allows (inf when no t below the time
-        limit, or the incumbent's time under min_time, does).
-
-        At a given t a candidate holds at most hi(t) samples per VM; under a budget the most samples that
-        money buys is a fractional knapsack (types by samples per dollar), an upper bound of any real choice.
-        Between the times where some hi(t) grows, capacity only shrinks (the budget allows less rent per
-        second), so the least t is one of those times: they are scanned in increasing order.
-        """
-        events = self._events.get(pos)
-        if events is None:
-            events = self._events[pos] = self._event_lists(pos)
-        times, qs, ks = events
-        stop = self.t_lim / self.n_iter
-        if not self.cost_obj:
-            stop = min(stop, self.incumbent.value / self.n_iter)
-        held = {}
-        for q in range(pos, self.last):
-            k = self._k_at(q, t0)
-            if k:
-                held[q] = k * self.d[q]
-        i = bisect.bisect_right(times, t0)
-        t = t0
-        budget = self.b_lim
-        while True:
-            if t > stop:
-                return math.inf
-            if self._most_held(held, (budget / (self.n_iter * t) - price) if t > 0 else math.inf) >= rem:
-                return t
-            if i >= len(times):
-                return math.inf
-            t = times[i]
-            while i < len(times) and times[i] == t:
-                held[qs[i]] = ks[i] * self.d[qs[i]]
-                i += 1
-
-    def new_compute_s(self, pos: int, rem: int, *, usd_per_s: float) -> float:
-        """The least compute time (scaled by the floor factor) that the slowest VM added from `pos` on must
-        reach to hold `rem` samples with at most `usd_per_s` of further rent (inf: never; 0: nothing to add).
-
-        With the rent fixed, the samples held only grow with the compute time allowed, so the event times
-        are bisected."""
-        if rem <= 0:
-            return 0.0
-        if usd_per_s < math.inf:
-            usd_per_s = MONEY_GRID ** math.ceil(math.log(usd_per_s, MONEY_GRID)) if usd_per_s > 0 else 0.0
-        key = (pos, rem, usd_per_s)
-        found = self._new_compute.get(key)
-        if found is None:
-            found = self._new_compute[key] = self._least_compute_s(pos, rem, usd_per_s)
-        return found
-
-    def _least_compute_s(self, pos: int, rem: int, usd_per_s: float) -> float:
-        events = self._events.get(pos)
-        if events is None:
-            events = self._events[pos] = self._event_lists(pos)
-        times = events[0]
-
-        def enough(t: float) -> bool:
-            held = {}
-            for q in range(pos, self.last):
-                k = self._k_at(q, t)
-                if k:
-                    held[q] = k * self.d[q]
-            return self._most_held(held, usd_per_s) >= rem
-
-        if not times or not enough(times[-1]):
-            return math.inf
-        lo, hi = 0, len(times) - 1
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if enough(times[mid]):
-                hi = mid
-            else:
-                lo = mid + 1
-        return times[lo]
-
-    def _most_held(self, held: dict[int, int], usd_per_s: float) -> float:
-        """The most samples the candidates can hold at `held` samples per VM within `usd_per_s` of rent."""
-        if usd_per_s == math.inf:
-            return float(sum(self.cap[q] * h for q, h in held.items()))
-        if usd_per_s <= 0:
-            return 0.0
-        total = 0.0
-        for q in sorted(held, key=lambda q: -held[q] / self.price[q]):
-            n = min(float(self.cap[q]), usd_per_s / self.price[q])
-            total += n * held[q]
-            usd_per_s -= n * self.price[q]
-            if usd_per_s <= 0:
-                break
-        return total
-
-    def _k_at(self, q: int, t: float) -> int:
-        """The largest whole per-GPU batch of candidate q whose (scaled) compute is ≤ t, within its hi."""
-        times, best = self._per_gpu[q]
-        j = bisect.bisect_right(times, t)
-        return best[j - 1] if j else 0
-
-    def _event_lists(self, pos: int) -> tuple[list[float], list[int], list[int]]:
-        rows: list[tuple[float, int, int]] = []
-        for q in range(pos, self.last):
-            times, best = self._per_gpu[q]
-            rows.extend(zip(times, [q] * len(times), best, strict=True))
-        rows.sort()
-        return [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows]
-
-    def _per_gpu_arrays(self, q: int) -> tuple[list[float], list[int]]:
-        """Candidate q's per-GPU batches in order of compute time, each kept where it raises the largest
-        batch that fits: (times, largest per-GPU batch from that time on)."""
-        top = self.hi[q] // self.d[q]
-        profile = self.problem.candidates[q].profile
-        pairs = sorted((self.factor * profile.compute_floor_s(float(k)), k) for k in range(1, top + 1))
-        times: list[float] = []
-        best: list[int] = []
-        for t, k in pairs:
-            if not best or k > best[-1]:
-                times.append(t)
-                best.append(k)
-        return times, best
-
-    def _efficiency_points(self, q: int) -> tuple[list[int], list[float]]:
-        """Candidate q's per-VM batches at which its (scaled) compute per sample may be least — the ends of
-        its linear pieces within its hi (`linear_points`) — and the running minimum of price · compute / batch
-        over them, ascending."""
-        hi = self.hi[q]
-        cand = self.problem.candidates[q]
-        if hi < self.d[q]:
-            return [], []
-        points = [b for b in linear_points(cand) if b <= hi]
-        if not points or points[-1] != hi:
-            points.append(hi)
-        out: list[float] = []
-        best = math.inf
-        for b in points:
-            best = min(best, self.price[q] * self.factor * cand.floor_s(b) / b)
-            out.append(max(best, 0.0))
-        return points, out
-
-    def _least_compute_holding(self, q: int) -> list[float]:
-        """Candidate q's least (scaled) compute over the per-VM batches that hold at least s samples, for
-        s = 1 … hi (index s − 1): exact, since compute is linear between the `linear_points`."""
-        d, hi = self.d[q], self.hi[q]
-        if hi < d:
-            return []
-        cand = self.problem.candidates[q]
-        points = [b for b in linear_points(cand) if b <= hi]
-        if not points or points[-1] < hi:
-            points.append(hi)
-        values = [self.factor * cand.floor_s(b) for b in points]
-        batches = np.arange(d, hi + 1, d, dtype=np.float64)
-        compute = np.interp(batches, points, values)
-        least = np.minimum.accumulate(compute[::-1])[::-1]
-        return list(np.repeat(least, d)[:hi].tolist())
-
-    def least_compute_holding_s(self, pos: int, samples: int) -> float:
-        """The least (scaled) compute of any VM of a candidate from `pos` on that holds `samples` samples
-        or more (inf when none can)."""
-        if samples <= 0:
-            return 0.0
-        key = (pos, samples)
-        found = self._hold_cache.get(key)
-        if found is None:
-            found = math.inf
-            for q in range(pos, self.last):
-                table = self._hold_s[q]
-                if samples <= len(table) and table[samples - 1] < found:
-                    found = table[samples - 1]
-            self._hold_cache[key] = found
-        return found
-
-    def later_cost_per_iteration(self, pos: int, rem: int, t: float) -> float:
-        """A lower bound of the rent per iteration of the VMs that hold `rem` samples on candidates from
-        `pos` on when every iteration takes at least t: each such VM (batch b ≤ min(hi, rem)) is paid for
-        max(t, its compute) per iteration, ≥ b · price · max(t / min(hi, rem), least compute per sample up
-        to that batch). The fractional relaxation of the batch split, solved exactly."""
-        if rem <= 0:
-            return 0.0
-        key = (pos, rem, t)
-        found = self._later_cost.get(key)
-        if found is not None:
-            return found
-        best = math.inf
-        for q in range(pos, self.last):
-            points, effs = self._eff_at[q]
-            if not points:
-                continue
-            top = min(self.hi[q], rem)
-            j = bisect.bisect_right(points, top)
-            eff = effs[j - 1] if j else math.inf
-            if top < points[-1] and top >= self.d[q]:
-                cand = self.problem.candidates[q]
-                eff = min(eff, self.price[q] * self.factor * cand.floor_s(top) / top)
-            value = max(self.price[q] * t / top, eff)
-            if value < best:
-                best = value
-        found = rem * best
-        if len(self._later_cost) < 1 << 20:
-            self._later_cost[key] = found
-        return found
-
-    def _compute_segments(self, q: int) -> tuple[list[float], list[float]]:
-        """Candidate q's per-VM batches from one sample per GPU to its hi at the ends of its linear
-        pieces (`linear_points`), and its (scaled) compute there."""
-        d, hi = self.d[q], self.hi[q]
-        if hi < d:
-            return [], []
-        cand = self.problem.candidates[q]
-        points = [b for b in linear_points(cand) if d <= b <= hi]
-        if not points or points[0] > d:
-            points.insert(0, d)
-        if points[-1] < hi:
-            points.append(hi)
-        return [float(b) for b in points], [self.factor * cand.floor_s(b) for b in points]
-
-    def _segment_arrays(self) -> None:
-        """Every candidate's linear compute pieces (`_compute_segments`) in candidate order, as arrays: a
-        suffix of them is the pieces of the candidates from a position on."""
-        us: list[float] = []
-        vs: list[float] = []
-        cus: list[float] = []
-        cvs: list[float] = []
-        ps: list[float] = []
-        his: list[float] = []
-        self._seg_start = [0] * (self.last + 1)
-        for q in range(self.last):
-            self._seg_start[q] = len(us)
-            xs, ys = self._segments[q]
-            pairs = list(zip(xs[:-1], xs[1:], ys[:-1], ys[1:], strict=True)) or (
-                [(xs[0], xs[0], ys[0], ys[0])] if xs else []
-            )
-            for u, v, cu, cv in pairs:
-                us.append(u)
-                vs.append(v)
-                cus.append(cu)
-                cvs.append(cv)
-                ps.append(self.price[q])
-                his.append(xs[-1])
-        self._seg_start[self.last] = len(us)
-        self._seg = tuple(np.asarray(x, dtype=np.float64) for x in (us, vs, cus, cvs, ps, his))
-
-    def rent_bound(self, pos: int, rem: int, *, t: float, price: float) -> float:
-        """A lower bound of the rent per iteration (usd) of a fleet whose VMs so far rent `price` per
-        second, that places `rem` more samples on candidates from `pos` on, and whose iteration takes at
-        least t.
-
-        Every VM is paid for the whole iteration T ≥ t, and T is at least the compute of every VM. Of the
-        VMs added, the one with the least price per sample (type q, batch b) gives rent ≥ T · (price +
-        rem · p_q / b) with T ≥ max(t, compute_q(b)). Minimised over q and over real b in [devices,
-        min(hi, rem)], piece by piece of the (linear) compute: on each piece the function is monotone or
-        convex, so its least value lies at a piece end, where compute crosses t, or at the stationary point.
-        """
-        if rem <= 0:
-            return t * price
-        lo = self._seg_start[pos]
-        if lo == self._seg_start[self.last]:
-            return math.inf
-        u, v, cu, cv, p, hi = (x[lo:] for x in self._seg)
-        top = np.minimum(hi, float(rem))
-        keep = u <= top
-        if not keep.all():
-            u, v, cu, cv, p, top = u[keep], v[keep], cu[keep], cv[keep], p[keep], top[keep]
-            if u.size == 0:
-                return math.inf
-        width = v - u
-        slope = np.divide(cv - cu, width, out=np.zeros_like(u), where=width > 0)
-        v = np.minimum(v, top)
-        k = rem * p
-        trial = [u, v]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            cross = u + (t - cu) / slope
-            trial.append(np.where((cross > u) & (cross < v), cross, u))
-            alpha = cu - slope * u
-            if price > 0:
-                stat = np.sqrt(alpha * k / (slope * price))
-                trial.append(np.where((alpha > 0) & (slope > 0) & (stat > u) & (stat < v), stat, u))
-        best = math.inf
-        for b in trial:
-            c = cu + slope * (b - u)
-            value = float((np.maximum(c, t) * (price + k / b)).min())
-            if value < best:
-                best = value
-        return best
+        self.relax.cut(hi)
 
     def _bound(self, *, t: float, price: float, rem: int, pos: int, sumf: float) -> tuple[float, float]:
         """(total time bound, cost bound) of a subtree whose t_iter ≥ t."""
@@ -469,7 +171,7 @@ class BranchAndBound:
         cost = total * price
         if rem:
             cost = max(cost, self.n_iter * (sumf + rem * self.eff_rest[pos]))
-            cost = max(cost, self.n_iter * self.rent_bound(pos, rem, t=t, price=price))
+            cost = max(cost, self.n_iter * self.relax.rent_bound(pos, rem, t=t, price=price))
         return total, cost
 
     # -- queue --------------------------------------------------------------------------------------------
@@ -570,7 +272,12 @@ class BranchAndBound:
 
     def _refine_partial(self, bound: float, node: Node) -> None:
         _, pos, rem, price, sumf, vms, gpus, groups, t, state = node
-        tt = self.reach_time_s(pos, rem, price=price, t0=t)
+        stop = self.t_lim / self.n_iter
+        if not self.cost_obj:
+            stop = min(stop, self.incumbent.value / self.n_iter)
+        tt = self.relax.reach_time_s(
+            pos, rem, price=price, t0=t, stop=stop, budget_usd=self.b_lim, iterations=self.n_iter
+        )
         if tt == math.inf:
             return
         if groups and groups[-1][0] == pos - 1:
@@ -607,7 +314,7 @@ class BranchAndBound:
             extra = min(extra, int(money / self.price_min_rest[pos]))
         compute = 0.0
         if later and self.factor > 0 and extra > 0:
-            compute = self.least_compute_holding_s(pos, -(-rem // extra)) / self.factor
+            compute = self.relax.least_compute_holding_s(pos, -(-rem // extra)) / self.factor
         return Extension(
             min_nodes=vms + -(-rem // self.himax_rest[pos]),
             max_nodes=vms + max(extra, 0),
@@ -631,7 +338,7 @@ class BranchAndBound:
         a = lo
         while a <= hi:
             b = min(hi, max(a, a + a // 2))
-            compute = self.least_compute_holding_s(pos, -(-rem // (b - vms))) / self.factor
+            compute = self.relax.least_compute_holding_s(pos, -(-rem // (b - vms))) / self.factor
             if math.isfinite(compute):
                 ext = Extension(
                     min_nodes=a,
@@ -744,7 +451,7 @@ class BranchAndBound:
                 cost = max(total * (pp + r * ppm), n_iter * (sf + r * eff))
                 if cost > b_lim or (cost_obj and cost >= inc):
                     continue
-                cost = max(cost, n_iter * (tt * pp + self.later_cost_per_iteration(q + 1, r, tt)))
+                cost = max(cost, n_iter * (tt * pp + self.relax.cheap_rent(q + 1, r, tt)))
                 if cost > b_lim or (cost_obj and cost >= inc):
                     continue
                 group = (q, n, b)

@@ -1,0 +1,288 @@
+"""Relaxations of the batch split that bound whole subtrees of the exhaustive search, from compute tables.
+
+A subtree of the search (srift.optimize.exhaustive) fixes some groups and leaves `rem` samples to place on
+the candidates from a position on. Each bound here relaxes how those samples are split and solves the
+relaxation exactly, from one table per candidate: its (scaled) compute at every whole per-GPU batch up to
+what the global batch can use, built once from the profile's linear pieces (`linear_points`), so no work
+grows with a type's largest batch beyond the global batch.
+
+- `reach_time_s`: the least iteration time at which the later candidates, each VM computing no longer,
+  can hold `rem` samples with the rent the budget leaves (a fractional knapsack per time step).
+- `least_compute_holding_s`: the least compute of any later VM holding at least s samples.
+- `rent_bound`: the least rent per iteration of the fleet, every VM paid for the whole iteration and the
+  iteration at least every VM's compute; over the added VM with the least price per sample, exact on each
+  linear piece of its compute (monotone or convex there).
+- `cheap_rent`: a quicker, weaker form of the same, for the many children of one expansion.
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from srift.optimize.search import linear_points
+from srift.optimize.space import Problem
+
+ROUNDING = 1.0 - 1e-12
+"""Interpolated table values are lowered by this factor, so that float rounding never lifts a bound."""
+
+
+class SplitRelaxation:
+    """The relaxations of the module docstring for one problem, its floor factor and per-VM batch caps."""
+
+    def __init__(self, problem: Problem, *, factor: float) -> None:
+        self.problem = problem
+        self.factor = factor
+        cands = problem.candidates
+        g = problem.constraints.global_batch
+        self.last = len(cands)
+        self.cap = [x.cap for x in cands]
+        self.d = [x.devices for x in cands]
+        self.price = [x.price_usd_per_s for x in cands]
+        self._table: list[np.ndarray] = []
+        self._pieces: list[tuple[list[float], list[float]]] = []
+        for x in cands:
+            top = min(x.max_vm_batch, g) // x.devices * x.devices
+            points = [b for b in linear_points(x) if b <= top]
+            if top >= x.devices and (not points or points[-1] < top):
+                points.append(top)
+            values = [factor * x.floor_s(b) for b in points]
+            self._pieces.append(([float(b) for b in points], values))
+            batches = np.arange(x.devices, top + 1, x.devices, dtype=np.float64)
+            table = np.interp(batches, points, values) * ROUNDING if points else batches
+            self._table.append(np.maximum(table, 0.0))
+        self.hi: list[int] = []
+
+    def cut(self, hi: Sequence[int]) -> None:
+        """Limit each candidate to per-VM batches ≤ hi (a multiple of its devices; below them: unusable)."""
+        self.hi = list(hi)
+        self._k_top = [max(h // d, 0) for h, d in zip(self.hi, self.d, strict=True)]
+        self._per_gpu = [self._per_gpu_arrays(q) for q in range(self.last)]
+        self._hold = [self._holding(q) for q in range(self.last)]
+        self._eff = [self._efficiency(q) for q in range(self.last)]
+        self._pieces_arrays()
+        self._events: dict[int, tuple[list[float], list[int], list[int]]] = {}
+        self._hold_cache: dict[tuple[int, int], float] = {}
+        self._cheap: dict[tuple[int, int, float], float] = {}
+
+    # -- tables -------------------------------------------------------------------------------------------
+
+    def _per_gpu_arrays(self, q: int) -> tuple[list[float], list[int]]:
+        """Candidate q's per-GPU batches in order of compute time, each kept where it raises the largest
+        batch that fits: (times, largest per-GPU batch from that time on)."""
+        table = self._table[q][: self._k_top[q]]
+        if table.size == 0:
+            return [], []
+        order = np.argsort(table, kind="stable")
+        ks = order + 1
+        best = np.maximum.accumulate(ks)
+        keep = np.ones(ks.size, dtype=bool)
+        keep[1:] = best[1:] > best[:-1]
+        return table[order][keep].tolist(), best[keep].tolist()
+
+    def _holding(self, q: int) -> np.ndarray:
+        """Per per-GPU batch k (index k − 1), the least compute over per-GPU batches ≥ k."""
+        table = self._table[q][: self._k_top[q]]
+        return np.minimum.accumulate(table[::-1])[::-1] if table.size else table
+
+    def _efficiency(self, q: int) -> np.ndarray:
+        """Per per-GPU batch k (index k − 1), the least price · compute / per-VM batch over batches ≤ k."""
+        table = self._table[q][: self._k_top[q]]
+        if table.size == 0:
+            return table
+        batches = np.arange(1, table.size + 1, dtype=np.float64) * self.d[q]
+        return np.minimum.accumulate(self.price[q] * table / batches)
+
+    def _pieces_arrays(self) -> None:
+        """Every usable candidate's linear compute pieces within its hi, in candidate order, as arrays: the
+        pieces of the candidates from a position on are a suffix."""
+        cols: list[list[float]] = [[], [], [], [], [], []]
+        self._piece_start = [0] * (self.last + 1)
+        for q in range(self.last):
+            self._piece_start[q] = len(cols[0])
+            d, hi = self.d[q], self.hi[q]
+            if hi < d:
+                continue
+            xs, ys = self._pieces[q]
+            pts = [(b, c) for b, c in zip(xs, ys, strict=True) if d <= b <= hi]
+            if not pts or pts[0][0] > d:
+                pts.insert(0, (float(d), self._at(q, d)))
+            if pts[-1][0] < hi:
+                pts.append((float(hi), self._at(q, hi)))
+            pairs = list(itertools.pairwise(pts)) or [(pts[0], pts[0])]
+            for (u, cu), (v, cv) in pairs:
+                for col, value in zip(cols, (u, v, cu, cv, self.price[q], float(hi)), strict=True):
+                    col.append(value)
+        self._piece_start[self.last] = len(cols[0])
+        self._piece = tuple(np.asarray(col, dtype=np.float64) for col in cols)
+
+    def _at(self, q: int, batch: int) -> float:
+        """Candidate q's scaled compute at a per-VM batch (a multiple of its devices within its table)."""
+        return float(self._table[q][batch // self.d[q] - 1])
+
+    # -- bounds -------------------------------------------------------------------------------------------
+
+    def reach_time_s(
+        self, pos: int, rem: int, *, price: float, t0: float, stop: float, budget_usd: float, iterations: int
+    ) -> float:
+        """The least t ≥ t0 at which candidates from `pos` on can hold `rem` samples with every VM computing
+        for at most t and, under a budget, renting no more than iterations · t · (price + theirs) ≤
+        budget_usd allows; inf when no t up to `stop` does.
+
+        At a given t a candidate holds at most hi(t) samples per VM; under a budget the most samples that
+        money buys is a fractional knapsack (types by samples per dollar), an upper bound of any real
+        choice. Without a budget capacity only grows with t, so the first time it suffices is bisected;
+        from there on, between the times where some hi(t) grows capacity only shrinks (less rent per
+        second), so the least t is one of those times: they are scanned in increasing order.
+        """
+        events = self._events.get(pos)
+        if events is None:
+            events = self._events[pos] = self._event_lists(pos)
+        times, qs, ks = events
+        i = bisect.bisect_right(times, t0)
+        if self._most_held(self._held_at(pos, t0), math.inf) < rem:
+            lo, hi = i, len(times)
+            while lo < hi:
+                mid = (lo + hi) // 2
+                if self._most_held(self._held_at(pos, times[mid]), math.inf) >= rem:
+                    hi = mid
+                else:
+                    lo = mid + 1
+            if lo >= len(times):
+                return math.inf
+            t0 = times[lo]
+            i = bisect.bisect_right(times, t0)
+        held = self._held_at(pos, t0)
+        t = t0
+        while True:
+            if t > stop:
+                return math.inf
+            money = (budget_usd / (iterations * t) - price) if t > 0 else math.inf
+            if self._most_held(held, money) >= rem:
+                return t
+            if i >= len(times):
+                return math.inf
+            t = times[i]
+            while i < len(times) and times[i] == t:
+                held[qs[i]] = ks[i] * self.d[qs[i]]
+                i += 1
+
+    def _held_at(self, pos: int, t: float) -> dict[int, int]:
+        held = {}
+        for q in range(pos, self.last):
+            times, best = self._per_gpu[q]
+            j = bisect.bisect_right(times, t)
+            if j:
+                held[q] = best[j - 1] * self.d[q]
+        return held
+
+    def _most_held(self, held: dict[int, int], usd_per_s: float) -> float:
+        """The most samples the candidates can hold at `held` samples per VM within `usd_per_s` of rent."""
+        if usd_per_s == math.inf:
+            return float(sum(self.cap[q] * h for q, h in held.items()))
+        if usd_per_s <= 0:
+            return 0.0
+        total = 0.0
+        for q in sorted(held, key=lambda q: -held[q] / self.price[q]):
+            n = min(float(self.cap[q]), usd_per_s / self.price[q])
+            total += n * held[q]
+            usd_per_s -= n * self.price[q]
+            if usd_per_s <= 0:
+                break
+        return total
+
+    def _event_lists(self, pos: int) -> tuple[list[float], list[int], list[int]]:
+        rows: list[tuple[float, int, int]] = []
+        for q in range(pos, self.last):
+            times, best = self._per_gpu[q]
+            rows.extend(zip(times, [q] * len(times), best, strict=True))
+        rows.sort()
+        return [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows]
+
+    def least_compute_holding_s(self, pos: int, samples: int) -> float:
+        """The least (scaled) compute of any VM of a candidate from `pos` on that holds `samples` samples
+        or more (inf when none can; 0 for none)."""
+        if samples <= 0:
+            return 0.0
+        key = (pos, samples)
+        found = self._hold_cache.get(key)
+        if found is None:
+            found = math.inf
+            for q in range(pos, self.last):
+                table = self._hold[q]
+                k = -(-samples // self.d[q])
+                if k <= table.size and table[k - 1] < found:
+                    found = float(table[k - 1])
+            self._hold_cache[key] = found
+        return found
+
+    def cheap_rent(self, pos: int, rem: int, t: float) -> float:
+        """A lower bound of the rent per iteration of the VMs that hold `rem` samples on candidates from
+        `pos` on when every iteration takes at least t: each such VM (per-VM batch b ≤ min(hi, rem), a
+        multiple of its devices) is paid for max(t, its compute), ≥ b · price · max(t / its largest such b,
+        least compute per sample up to that batch)."""
+        if rem <= 0:
+            return 0.0
+        key = (pos, rem, t)
+        found = self._cheap.get(key)
+        if found is not None:
+            return found
+        best = math.inf
+        for q in range(pos, self.last):
+            eff = self._eff[q]
+            k = min(eff.size, rem // self.d[q])
+            if k <= 0:
+                continue
+            value = max(self.price[q] * t / (k * self.d[q]), float(eff[k - 1]))
+            if value < best:
+                best = value
+        found = rem * best
+        if len(self._cheap) < 1 << 20:
+            self._cheap[key] = found
+        return found
+
+    def rent_bound(self, pos: int, rem: int, *, t: float, price: float) -> float:
+        """A lower bound of the rent per iteration of a fleet whose VMs so far rent `price` per second, that
+        places `rem` more samples on candidates from `pos` on, and whose iteration takes at least t.
+
+        Every VM is paid for the whole iteration T ≥ t, and T is at least the compute of every VM. Of the
+        VMs added, the one with the least price per sample (type q, batch b) gives rent ≥ T · (price +
+        rem · p_q / b) with T ≥ max(t, compute_q(b)). Minimised over q and over real b in [devices,
+        min(hi, rem)], piece by piece of the (linear) compute: on each piece the function is monotone or
+        convex, so its least value lies at a piece end, where compute crosses t, or at the stationary point.
+        """
+        if rem <= 0:
+            return t * price
+        lo = self._piece_start[pos]
+        if lo == self._piece_start[self.last]:
+            return math.inf
+        u, v, cu, cv, p, hi = (x[lo:] for x in self._piece)
+        top = np.minimum(hi, float(rem))
+        keep = u <= top
+        if not keep.all():
+            u, v, cu, cv, p, top = u[keep], v[keep], cu[keep], cv[keep], p[keep], top[keep]
+            if u.size == 0:
+                return math.inf
+        width = v - u
+        slope = np.divide(cv - cu, width, out=np.zeros_like(u), where=width > 0)
+        v = np.minimum(v, top)
+        k = rem * p
+        trial = [u, v]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            cross = u + (t - cu) / slope
+            trial.append(np.where((cross > u) & (cross < v), cross, u))
+            if price > 0:
+                alpha = cu - slope * u
+                stat = np.sqrt(alpha * k / (slope * price))
+                trial.append(np.where((alpha > 0) & (slope > 0) & (stat > u) & (stat < v), stat, u))
+        best = math.inf
+        for b in trial:
+            c = cu + slope * (b - u)
+            value = float((np.maximum(c, t) * (price + k / b)).min())
+            if value < best:
+                best = value
+        return best
