@@ -37,6 +37,9 @@ def parse_specs(document: Any, *, where: str = "accelerators.yaml") -> tuple[Acc
     if not isinstance(document, dict) or document.get("format") != FORMAT:
         raise fail(f"not a {FORMAT} document", "format")
     sources = document.get("sources") or {}
+    cc_source = document.get("compute_capability_source")
+    if cc_source not in sources:
+        raise fail(f"source {cc_source!r} is not listed under sources", "compute_capability_source")
     out: list[AcceleratorSpec] = []
     for i, raw in enumerate(document.get("accelerators") or []):
         at = f"accelerators[{i}]"
@@ -52,6 +55,9 @@ def parse_specs(document: Any, *, where: str = "accelerators.yaml") -> tuple[Acc
         if any(not isinstance(v, int | float) or v <= 0 for v in peaks.values()):
             raise fail("every peak must be a positive number", f"{at}.peak_tflops")
         match = raw.get("match") or {}
+        capability = str(raw.get("compute_capability") or "")
+        if not re.fullmatch(r"[1-9][0-9]?\.[0-9]", capability):
+            raise fail("compute_capability must be major.minor, e.g. 8.0", f"{at}.compute_capability")
         out.append(
             AcceleratorSpec(
                 name=str(raw["name"]),
@@ -66,6 +72,8 @@ def parse_specs(document: Any, *, where: str = "accelerators.yaml") -> tuple[Acc
                 match_gpu_model=match.get("gpu_model"),
                 match_memory_gib=float(match["memory_gib"]) if "memory_gib" in match else None,
                 note=str(raw.get("note") or ""),
+                compute_capability=capability,
+                compute_capability_source=str(sources[cc_source]["text"]),
             )
         )
     names = [s.name for s in out]

@@ -30,9 +30,10 @@ from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
 from srift.catalog.document import SnapshotData
+from srift.catalog.support import compute_capability, lifecycle
 from srift.db.revisions import database_key, read_revisions
 from srift.db.tables import CatalogSnapshot, InstanceTypeRow, PriceRow
-from srift.domain.catalog import InstanceType, Interconnect, Market, MarketChoice, Offer
+from srift.domain.catalog import InstanceType, Interconnect, Lifecycle, Market, MarketChoice, Offer
 from srift.errors import Conflict, InvalidInput, NotFound
 from srift.limits import MAX_SOURCE_CHARS
 
@@ -50,6 +51,18 @@ class CatalogEntry:
 
     def offers(self) -> tuple[Offer, ...]:
         return tuple(o for o in (self.on_demand, self.spot) if o is not None)
+
+    @property
+    def compute_capability(self) -> str:
+        """The GPUs' compute capability ("8.0"; "" for CPU types and GPUs without a spec)."""
+        return compute_capability(self.instance)
+
+    @property
+    def status(self) -> Lifecycle:
+        """Current, previous generation or retired, as of the entry's prices (srift.catalog.support)."""
+        dates = [o.as_of for o in self.offers()]
+        entry = lifecycle(self.instance, on=max(dates) if dates else None)
+        return entry.status if entry is not None else Lifecycle.CURRENT
 
     def to_dict(self) -> dict[str, Any]:
         """Every field, JSON-ready: specs, accelerator, region, prices with source and as-of date."""
@@ -69,6 +82,8 @@ class CatalogEntry:
             "interconnect_gbps": i.interconnect_gbps,
             "efa": i.efa,
             "accelerator": i.accelerator,
+            "compute_capability": self.compute_capability or None,
+            "status": self.status.value,
             "snapshot": self.snapshot,
             "extra": self.extra,
             "prices": {

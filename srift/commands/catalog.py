@@ -53,6 +53,8 @@ def _table(entries: list[CatalogEntry], *, wide: bool = False) -> Table:
         *keys,
         ("type", "left"),
         ("GPUs", "left"),
+        ("CC", "right"),
+        ("status", "left"),
         ("vCPU", "right"),
         ("mem GiB", "right"),
         ("network Gbps", "right"),
@@ -76,6 +78,8 @@ def _table(entries: list[CatalogEntry], *, wide: bool = False) -> Table:
             "region": e.region,
             "type": i.name,
             "GPUs": gpus,
+            "CC": e.compute_capability or "-",
+            "status": e.status.value,
             "vCPU": str(i.vcpus),
             "mem GiB": f"{i.memory_gib:g}",
             "network Gbps": network,
@@ -125,7 +129,9 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """List instance types with their on-demand and spot prices (USD/hour).
 
-        The table fits 80 columns; --wide adds vCPU, memory, the GPU link and EFA (or use --json).
+        The table fits 100 columns: CC is the GPUs' compute capability, status the family's (current,
+        previous generation, retired; see srift/catalog/specs/support.yaml); --wide adds vCPU, memory, the
+        GPU link and EFA (or use --json).
 
         Examples:
           srift catalog list --provider aws --region us-east-1 --gpu V100

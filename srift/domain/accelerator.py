@@ -14,7 +14,7 @@ class AcceleratorSpec:
     Units: `peak_tflops` 10^12 FLOP/s per precision (fp16/bf16: tensor cores with FP32 accumulation),
     `memory_gib` GiB, `memory_gbps` 10^9 bytes/s, `memory_type` the DRAM technology (HBM…, GDDR…).
     `match_gpu_model`/`match_memory_gib` tie it to catalog instance types; `names` are device names and
-    labels that profiles may carry.
+    labels that profiles may carry. `compute_capability` is NVIDIA's major.minor ("8.0"), with its source.
     """
 
     name: str
@@ -29,6 +29,16 @@ class AcceleratorSpec:
     match_gpu_model: str | None = None
     match_memory_gib: float | None = None
     note: str = ""
+    compute_capability: str = ""
+    compute_capability_source: str = ""
+
+    @property
+    def capability(self) -> tuple[int, int] | None:
+        """The compute capability as (major, minor), None when not known."""
+        if not self.compute_capability:
+            return None
+        major, minor = self.compute_capability.split(".")
+        return int(major), int(minor)
 
     def peak_flops(self, precision: Precision) -> float:
         """Peak FLOP/s for matrix products in `precision`."""

@@ -15,6 +15,14 @@ class Market(StrEnum):
     ON_DEMAND = "on_demand"
 
 
+class Lifecycle(StrEnum):
+    """Where an instance family stands with its provider (srift.catalog.support has the facts)."""
+
+    CURRENT = "current"
+    PREVIOUS = "previous"
+    RETIRED = "retired"
+
+
 class MarketChoice(StrEnum):
     """Which markets a request allows."""
 

@@ -70,6 +70,23 @@ class NetworkQuery:
     probe_job_ids: tuple[int, ...] | None = None
 
 
+DEFAULT_TORCH = "2.13"
+"""The PyTorch version this project is built and tested with (pyproject pins torch 2.13.0)."""
+DEFAULT_CUDA = "12.6"
+"""PyTorch's CUDA 12.6 wheels: of its official builds the one that runs the most GPUs (compute capability
+5.0 to 9.0 in the release 2.11 support matrix, dev-discuss.pytorch.org 2026-01-15; kept as the legacy
+build through release 2.14, pytorch/pytorch#190385)."""
+
+
+@dataclass(frozen=True, slots=True)
+class FrameworkStack:
+    """The PyTorch and CUDA versions the user trains with ("2.13", "12.6"): which GPUs a plan may use
+    (srift.catalog.support)."""
+
+    torch: str = DEFAULT_TORCH
+    cuda: str = DEFAULT_CUDA
+
+
 @dataclass(frozen=True, slots=True)
 class PlanQuery:
     """A plan request (POST /v1/plans, `srift plan FILE`): what to optimize, within which limits.
@@ -77,6 +94,7 @@ class PlanQuery:
     Placement (docs/geo.md): `providers` and `regions` the fleet may span, the `allreduce` pattern across
     locations and measured `links`; `input_pipeline` and `read_gbps` for data loading; spot interruptions
     priced in with `interruption_rates`, `checkpoint_interval_s`, `restart_s`, `spot_samples`, `fallback`.
+    Hardware: only types the framework `stack` can run, and no retired family unless `include_retired`.
     """
 
     global_batch: int
@@ -115,6 +133,8 @@ class PlanQuery:
     spot_samples: int = 2000
     fallback: bool = True
     precision: Precision | None = None
+    stack: FrameworkStack = FrameworkStack()
+    include_retired: bool = False
 
     @property
     def selection(self) -> ProfileSelection:

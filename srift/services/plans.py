@@ -19,6 +19,7 @@ from srift.domain import (
     Constraints,
     DiminishingReturns,
     MarketChoice,
+    Offer,
     Plan,
     Prediction,
 )
@@ -154,6 +155,7 @@ def _prepare(
     )
     located = len(locations) > 1
     offers = gather_offers(session=session, locations=locations, market=query.market, snapshot=query.snapshot)
+    offers, stack_notes = _runnable(offers, query)
     profiles, estimated = with_estimates(profiles, [o.instance for o in offers])
     sources += [source_label("estimate", p) for p in estimated]
     pipe = next((p.input_pipeline for p in profiles if p.input_pipeline is not None), None)
@@ -169,6 +171,7 @@ def _prepare(
         excluded=(),
         located=located,
     )
+    notes = (*stack_notes, *notes)
     candidates = _apply_exclusions(candidates, excluded=excluded, held=held or {})
     network = network_spec(session=session, query=query.network)
     if network.transport is Transport.EFA and candidates:
@@ -256,6 +259,23 @@ def _prepare(
         feeds=tuple(feeds),
         default_location=locations[0],
     )
+
+
+def _runnable(offers: list[Offer], query: PlanQuery) -> tuple[list[Offer], tuple[str, ...]]:
+    """The exclusion phase for the framework stack (srift.catalog.support): offers whose GPUs the stack
+    cannot run, or of retired families unless asked for, are left out with a note; Infeasible on `stack`
+    when nothing is left."""
+    from srift.catalog.support import runnable_offers
+
+    named = [name.rsplit("/", 1)[-1] for name in query.availability or {}]
+    runnable = runnable_offers(offers, stack=query.stack, include_retired=query.include_retired, named=named)
+    if offers and not runnable.kept:
+        raise Infeasible(
+            "no offered type can run on this stack: " + "; ".join(runnable.notes),
+            hint="give a stack (torch, cuda) that supports the offered GPUs, or include_retired: true",
+            field="stack",
+        )
+    return list(runnable.kept), runnable.notes
 
 
 def _apply_exclusions(

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -99,6 +100,8 @@ class Bounder:
         self._stages: dict[tuple[object, ...], list[Rates]] = {}
         self._later_ids: dict[int, tuple[tuple[InstanceType, ...], tuple[int, ...]]] = {}
         self._keep: dict[int, InstanceType] = {}
+        self._members: dict[tuple[int, ...], tuple[Any, ...]] = {}
+        self._type_ids: dict[int, tuple[tuple[InstanceType, ...], tuple[int, ...]]] = {}
         self._tables: dict[tuple[object, ...], tuple[np.ndarray, np.ndarray]] = {}
         self._floors: dict[
             tuple[object, ...], tuple[np.ndarray, float, LayerArrays, tuple[ModelProfile, ...]]
@@ -106,35 +109,36 @@ class Bounder:
 
     def add(self, partial: PartialFleet | None, member: FleetMember) -> PartialFleet:
         """The partial fleet with `member` appended (the first member when `partial` is None)."""
-        profile = member.profile
         buckets = partial.buckets if partial is not None else None
-        if self.bucket_cap_mb is not None:
-            if buckets is None:
-                buckets = bucket_groups(profile, cap_bytes=int(self.bucket_cap_mb * 2**20))
-            profile = bucketed(profile, buckets)
-        d = member.instance.devices
-        fw = profile.forward.time_s(member.batch / d)
-        bw = profile.backward.time_s(member.batch / d)
-        mean = fw + bw
-        floor = profile.compute_floor_s(member.batch / d)
-        if 0 < floor < mean:
-            fw, bw = fw * floor / mean, bw * floor / mean
-            mean = fw + bw
-        base = member_base(member)
         bases = partial.bases if partial is not None else ()
-        key = member_key(base, bases.count(base))
-        (row,) = straggler_rows(
-            [mean], [profile.straggler_cv], [member.count], [key], seed=self.seed, iters=self.iters
+        base = member_base(member)
+        repeat = bases.count(base)
+        canon = partial.canon if partial is not None else None
+        key = (
+            id(member.instance),
+            member.count,
+            member.batch,
+            id(member.profile),
+            repeat,
+            id(canon),
+            id(buckets),
         )
-        rho = max(1.0, float(row.sum()) / self.iters / mean) if mean > 0 else 1.0
-        canon = partial.canon if partial is not None else layer_arrays(profile)
-        arrive = rho * (fw + canon.aligned_ready_frac(layer_arrays(profile)) * bw)
+        found = self._members.get(key)
+        if found is None or found[0] is not member.instance or found[1] is not member.profile:
+            found = self._members[key] = (
+                member.instance,
+                member.profile,
+                canon,
+                buckets,
+                *self._member(member, key=member_key(base, repeat), canon=canon, buckets=buckets),
+            )
+        row, rho_mean, arrive, update_s, canon, buckets = found[4:]
         if partial is None:
             return PartialFleet(
                 slowest=row,
-                rho_mean_s=rho * mean,
+                rho_mean_s=rho_mean,
                 arrive=arrive,
-                update_s=profile.update_s,
+                update_s=update_s,
                 types=(member.instance,),
                 names=(_name(member.instance),),
                 ids=(self._id(member.instance),),
@@ -150,9 +154,9 @@ class Bounder:
             ids = (*ids, self._id(member.instance))
         return PartialFleet(
             slowest=np.maximum(partial.slowest, row),
-            rho_mean_s=max(partial.rho_mean_s, rho * mean),
+            rho_mean_s=max(partial.rho_mean_s, rho_mean),
             arrive=np.maximum(partial.arrive, arrive),
-            update_s=max(partial.update_s, profile.update_s),
+            update_s=max(partial.update_s, update_s),
             types=types,
             names=names,
             ids=ids,
@@ -161,6 +165,37 @@ class Bounder:
             canon=canon,
             buckets=buckets,
         )
+
+    def _member(
+        self,
+        member: FleetMember,
+        *,
+        key: int,
+        canon: LayerArrays | None,
+        buckets: tuple[tuple[str, ...], ...] | None,
+    ) -> tuple[np.ndarray, float, np.ndarray, float, LayerArrays, tuple[tuple[str, ...], ...] | None]:
+        """What one member adds to a partial fleet: its slowest draw per straggler iteration, ρ·mean, each
+        layer's release time, its update time, and the canonical layers and buckets of the fleet."""
+        profile = member.profile
+        if self.bucket_cap_mb is not None:
+            if buckets is None:
+                buckets = bucket_groups(profile, cap_bytes=int(self.bucket_cap_mb * 2**20))
+            profile = bucketed(profile, buckets)
+        d = member.instance.devices
+        fw = profile.forward.time_s(member.batch / d)
+        bw = profile.backward.time_s(member.batch / d)
+        mean = fw + bw
+        floor = profile.compute_floor_s(member.batch / d)
+        if 0 < floor < mean:
+            fw, bw = fw * floor / mean, bw * floor / mean
+            mean = fw + bw
+        (row,) = straggler_rows(
+            [mean], [profile.straggler_cv], [member.count], [key], seed=self.seed, iters=self.iters
+        )
+        rho = max(1.0, float(row.sum()) / self.iters / mean) if mean > 0 else 1.0
+        canon = canon if canon is not None else layer_arrays(profile)
+        arrive = rho * (fw + canon.aligned_ready_frac(layer_arrays(profile)) * bw)
+        return row, rho * mean, arrive, profile.update_s, canon, buckets
 
     def bound_s(self, partial: PartialFleet, extension: Extension | None = None) -> float:
         """A lower bound of the iteration time of the fleet (no `extension`) or of every fleet `extension`
@@ -205,6 +240,13 @@ class Bounder:
             end = max(end, float(release.max()))
         return max(compute_end, end) + update_s
 
+    def _ids(self, types: tuple[InstanceType, ...]) -> tuple[int, ...]:
+        """`_id` of each of `types`, remembered per tuple object (the search passes the same tuples)."""
+        found = self._type_ids.get(id(types))
+        if found is None or found[0] is not types:
+            found = self._type_ids[id(types)] = (types, tuple(self._id(t) for t in types))
+        return found[1]
+
     def _id(self, instance: InstanceType) -> int:
         """A cache key for an instance type object (kept alive, so that its id is never reused)."""
         self._keep.setdefault(id(instance), instance)
@@ -243,7 +285,7 @@ class Bounder:
         """Rows n = 0..≥top of the network stage's lone rates (a column per size class) and cap for n VMs of
         each type, combined over `types` by `combine` (minimum: the stage of all of them; maximum: the
         fastest of them); rows below 2 are zero."""
-        key = (tuple(self._id(t) for t in types), sizes, combine.__name__ if len(types) > 1 else "")
+        key = (self._ids(types), sizes, combine.__name__ if len(types) > 1 else "")
         found = self._tables.get(key)
         if found is not None and found[0].shape[0] > top:
             return found

@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from srift.domain.catalog import Interconnect
+from srift.domain.catalog import Interconnect, Lifecycle
 
 
 class PriceOut(BaseModel):
@@ -51,6 +51,13 @@ class InstanceTypeOut(BaseModel):
     efa: bool = Field(description="supports Elastic Fabric Adapter (or another RDMA fabric)")
     accelerator: str = Field(
         description="the key compute profiles are matched on: GPU model, or the type name"
+    )
+    compute_capability: str | None = Field(
+        default=None, description="the GPUs' CUDA compute capability, e.g. 8.0; null for CPU types"
+    )
+    status: Lifecycle = Field(
+        default=Lifecycle.CURRENT,
+        description="current, previous (generation) or retired (no longer offered), as of the prices",
     )
     snapshot: str = Field(description="catalog snapshot the specs come from")
     extra: dict[str, Any] = Field(

@@ -21,7 +21,14 @@ from srift.documents import WHOLE, read_document
 from srift.domain import MarketChoice, Objective, SearchMode
 from srift.domain.geo import AllreducePattern
 from srift.domain.planning import DEFAULT_CONFIDENCE, MAX_CONFIDENCE, MIN_CONFIDENCE
-from srift.domain.requests import Amendment, InterruptionReport, PlanQuery, ProgressReport
+from srift.domain.requests import (
+    DEFAULT_CUDA,
+    DEFAULT_TORCH,
+    Amendment,
+    InterruptionReport,
+    PlanQuery,
+    ProgressReport,
+)
 from srift.domain.states import TrainingState
 from srift.domain.structure import Precision
 from srift.limits import (
@@ -62,6 +69,28 @@ class InputPipelineIn(BaseModel):
 
     samples_per_s_per_core: float = Field(gt=0, le=1e9, description="samples/s one CPU core delivers")
     bytes_per_sample: float = Field(default=0.0, ge=0, le=1e12, description="bytes read per sample")
+
+
+Version = Annotated[
+    str,
+    Field(
+        min_length=3,
+        max_length=16,
+        pattern=r"^(0|[1-9][0-9]{0,3})\.(0|[1-9][0-9]{0,3})(\.(0|[1-9][0-9]{0,3}))?$",
+    ),
+]
+
+
+class StackIn(BaseModel):
+    """The framework stack the model trains with: only GPUs its CUDA and PyTorch builds run are planned."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    torch: Version = Field(default=DEFAULT_TORCH, description="PyTorch version, e.g. 2.13")
+    cuda: Version = Field(
+        default=DEFAULT_CUDA,
+        description="CUDA version of the PyTorch build, e.g. 12.6 (cu126: compute capability 5.0 to 9.0)",
+    )
 
 
 class PlanRequest(BaseModel):
@@ -210,6 +239,16 @@ class PlanRequest(BaseModel):
         default=2000, ge=1, le=100_000, description="Monte Carlo runs for a spot plan's expectations"
     )
     fallback: bool = Field(default=True, description="also plan an on-demand fallback for spot plans")
+    stack: StackIn = Field(
+        default_factory=StackIn,
+        description=(
+            "the PyTorch and CUDA versions you train with: types whose GPUs they cannot run (compute "
+            f"capability) are left out, with a warning (default torch {DEFAULT_TORCH}, cuda {DEFAULT_CUDA})"
+        ),
+    )
+    include_retired: bool = Field(
+        default=False, description="also plan with instance families the provider has retired"
+    )
 
     def to_domain(self) -> PlanQuery:
         """The validated request as the services' PlanQuery."""
