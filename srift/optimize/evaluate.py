@@ -15,7 +15,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-from srift.domain import Band, BusBandwidthModel, Constraints, FleetMember, Objective, Prediction
+from srift.domain import (
+    Band,
+    BusBandwidthModel,
+    Constraints,
+    FleetMember,
+    InstanceType,
+    ModelProfile,
+    Objective,
+    Prediction,
+)
 from srift.domain.geo import AllreducePattern
 from srift.optimize.space import Group, Groups, Problem
 
@@ -152,6 +161,14 @@ class SimEvaluator:
         """`partial` with one more member, for `partial_bound_s` (incremental bounds of growing fleets)."""
         return self.bounder.add(partial, member)
 
+    def type_partial(
+        self, instance: InstanceType, profile: ModelProfile, *, least_compute_s: float, forward_share: float
+    ) -> PartialFleet:
+        """A state for `partial_bound_s` standing for any member of `instance` (srift.sim.bounds)."""
+        return self.bounder.type_partial(
+            instance, profile, least_compute_s=least_compute_s, forward_share=forward_share
+        )
+
     def partial_bound_s(self, partial: PartialFleet, *, extension: Extension | None = None) -> float:
         """`iteration_bound_s` of the fleet that `partial` was grown from."""
         return self.bounder.bound_s(partial, extension)
@@ -242,6 +259,17 @@ class Evaluations:
         `extension`, for every configuration that keeps its groups and adds others as it describes."""
         assert self._partial_bound is not None
         return float(self._partial_bound(partial, extension=extension))
+
+    def type_partial(self, index: int, *, least_compute_s: float, forward_share: float) -> object | None:
+        """The evaluator's state standing for any group of candidate `index` (None: not offered)."""
+        make = getattr(self.evaluator, "type_partial", None)
+        if make is None or self._partial_bound is None:
+            return None
+        cand = self.problem.candidates[index]
+        state: object = make(
+            cand.instance, cand.profile, least_compute_s=least_compute_s, forward_share=forward_share
+        )
+        return state
 
     def judge(self, groups: Groups, prediction: Prediction, constraints: Constraints) -> bool:
         """Whether a configuration is feasible: its prediction meets the limits and it respects the caps."""

@@ -53,7 +53,7 @@ from srift.optimize.search import (
     evaluate_best_first,
     max_batch_within,
 )
-from srift.optimize.space import BatchPolicy, Group, Groups, Problem
+from srift.optimize.space import BatchPolicy, Candidate, Group, Groups, Problem
 from srift.sim.bounds import Extension
 
 PARTIAL, PARTIAL_REFINED, COMPLETE, COMPLETE_REFINED = 0, 1, 2, 3
@@ -61,6 +61,8 @@ MAX_DIVES = 64
 """Depth-first dives for a first feasible plan (when the homogeneous seed found none)."""
 SEED_SHARE = 0.3
 """The homogeneous seed may spend this share of the time left listing configurations."""
+COUPLED_EXACT = 8
+"""The coupled bound takes each count of added VMs up to this one by itself, then ranges growing by half."""
 MAX_OPEN_NODES = 2_000_000
 """The queue's size limit (memory): beyond it the search stops and reports what it did not cover."""
 
@@ -108,6 +110,8 @@ class BranchAndBound:
         self.d = [x.devices for x in cands]
         self.price = [x.price_usd_per_s for x in cands]
         self.finals: list[dict[int, float]] = [{} for _ in cands]
+        self._dead: set[int] = set()
+        self._profiles = tuple(x.profile for x in cands)
         self._eff = [cost_per_sample_floor(x) for x in cands]
         self.relax = SplitRelaxation(problem, factor=self.factor)
         self._tight_for = math.nan
@@ -135,6 +139,13 @@ class BranchAndBound:
                 min(h, max_batch_within(x, per_iteration)) // x.devices * x.devices
                 for h, x in zip(hi, cands, strict=True)
             ]
+        self.relax.cut(hi)
+        dead = self._set_aside(hi)
+        if dead:
+            self._dead.update(dead)
+            self.stats.notes.append(f"set aside with proof: {', '.join(cands[q].name for q in dead)}")
+        for q in self._dead:
+            hi[q] = 0
         self.hi = hi
         policy = self.problem.batch_policy
         self.opts = [
@@ -164,6 +175,57 @@ class BranchAndBound:
             self.later[p] = ((cands[p].instance,) if usable else ()) + self.later[p + 1]
             self.later_profiles[p] = ((cands[p].profile,) if usable else ()) + self.later_profiles[p + 1]
         self.relax.cut(hi)
+
+    def _set_aside(self, hi: list[int]) -> list[int]:
+        """Candidates that no fleet holding one of their VMs can use to beat the incumbent or meet the
+        limits (dominance with proof): per candidate, a lower bound of t_iter over all such fleets, coupled
+        through the VM count V as in `_coupled_s` (V = 1: the candidate alone; V ≥ 2: the exchange with its
+        network in it, and a VM holding G / V samples), then the time and rent bounds of the whole
+        problem at that t_iter."""
+        inc = self.incumbent.value
+        if self.factor <= 0 or not (math.isfinite(inc) or self.t_lim < math.inf or self.b_lim < math.inf):
+            return []
+        g, cands = self.c.global_batch, self.problem.candidates
+        usable = [q for q in range(self.last) if hi[q] >= self.d[q] and q not in self._dead]
+        if not usable:
+            return []
+        vmax = min(sum(self.cap[q] for q in usable), self.max_vms, g // min(self.d[q] for q in usable))
+        profiles = tuple(self._profiles[q] for q in usable)
+        limit_t = min(self.t_lim, inc if not self.cost_obj else math.inf) / self.n_iter
+        limit_c = min(self.b_lim, inc if self.cost_obj else math.inf)
+        dead = []
+        for q in usable:
+            state = self.evals.type_partial(
+                q,
+                least_compute_s=self.relax.least_compute_holding_s(q, 1, only=True) / self.factor,
+                forward_share=_forward_share(cands[q]),
+            )
+            if state is None:
+                return []
+            best = math.inf
+            if hi[q] >= g and cands[q].final_allowed(g, self.problem.batch_policy):
+                one = self.evals.iteration_bound_s(((q, 1, g),))
+                best = one if one is not None else 0.0
+            a = 2
+            while a <= vmax and not self._may_beat(best, g, limit_t=limit_t, limit_c=limit_c):
+                b = min(vmax, a if a <= COUPLED_EXACT else a + a // 2)
+                compute = self.relax.least_compute_holding_s(0, -(-g // b)) / self.factor
+                if math.isfinite(compute):
+                    ext = Extension(min_nodes=a, max_nodes=b, min_compute_s=compute, later_profiles=profiles)
+                    best = min(best, self.evals.partial_bound_s(state, extension=ext))
+                a = b + 1
+            if not self._may_beat(best, g, limit_t=limit_t, limit_c=limit_c):
+                dead.append(q)
+        return dead
+
+    def _may_beat(self, t: float, g: int, *, limit_t: float, limit_c: float) -> bool:
+        """Whether a fleet whose iteration takes t or more may meet the limits and beat the incumbent."""
+        if t > limit_t or (not self.cost_obj and t >= limit_t):
+            return False
+        if limit_c == math.inf:
+            return True
+        cost = self.n_iter * self.relax.rent_bound(0, g, t=t, price=0.0)
+        return cost <= self.b_lim and (not self.cost_obj or cost < limit_c)
 
     def _bound(self, *, t: float, price: float, rem: int, pos: int, sumf: float) -> tuple[float, float]:
         """(total time bound, cost bound) of a subtree whose t_iter ≥ t."""
@@ -337,7 +399,7 @@ class BranchAndBound:
         best = math.inf
         a = lo
         while a <= hi:
-            b = min(hi, max(a, a + a // 2))
+            b = min(hi, a if a - vms <= COUPLED_EXACT else a + a // 2)
             compute = self.relax.least_compute_holding_s(pos, -(-rem // (b - vms))) / self.factor
             if math.isfinite(compute):
                 ext = Extension(
@@ -459,6 +521,20 @@ class BranchAndBound:
                     cost if cost_obj else total,
                     (PARTIAL, q + 1, r, pp, sf, vms + n, gpus + n * d, (*groups, group), tt, state),
                 )
+
+
+def _forward_share(cand: Candidate) -> float:
+    """The least share of forward in forward + backward over the candidate's per-GPU batches (the ratio of
+    two linear pieces is monotone on each, so its least value is at a piece end)."""
+    profile = cand.profile
+    points = sorted({1, profile.max_batch, *profile.forward.batches, *profile.backward.batches})
+    least = 1.0
+    for k in points:
+        if 1 <= k <= profile.max_batch:
+            fw, bw = profile.forward.time_s(k), profile.backward.time_s(k)
+            if fw + bw > 0:
+                least = min(least, fw / (fw + bw))
+    return max(least, 0.0)
 
 
 def solve_exhaustive(

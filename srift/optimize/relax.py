@@ -203,16 +203,16 @@ class SplitRelaxation:
         rows.sort()
         return [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows]
 
-    def least_compute_holding_s(self, pos: int, samples: int) -> float:
-        """The least (scaled) compute of any VM of a candidate from `pos` on that holds `samples` samples
-        or more (inf when none can; 0 for none)."""
+    def least_compute_holding_s(self, pos: int, samples: int, *, only: bool = False) -> float:
+        """The least (scaled) compute of any VM of a candidate from `pos` on (`only`: of candidate `pos`)
+        that holds `samples` samples or more (inf when none can; 0 for none)."""
         if samples <= 0:
             return 0.0
-        key = (pos, samples)
+        key = (pos if not only else -1 - pos, samples)
         found = self._hold_cache.get(key)
         if found is None:
             found = math.inf
-            for q in range(pos, self.last):
+            for q in range(pos, pos + 1 if only else self.last):
                 table = self._hold[q]
                 k = -(-samples // self.d[q])
                 if k <= table.size and table[k - 1] < found:

@@ -166,6 +166,35 @@ class Bounder:
             buckets=buckets,
         )
 
+    def type_partial(
+        self, instance: InstanceType, profile: ModelProfile, *, least_compute_s: float, forward_share: float
+    ) -> PartialFleet:
+        """A partial fleet standing for any member of `instance` (any count ≥ 1, any batch): no straggler
+        draws (ρ ≥ 1 is dropped), its compute at least `least_compute_s` (the least forward + backward any
+        batch it may take gives) and layer j released no earlier than that times (forward share + (1 −
+        forward share) · ready_frac_j), `forward_share` being the least share of forward in its compute.
+        Bounds of it hold for every fleet that holds such a member, in any position."""
+        buckets = None
+        if self.bucket_cap_mb is not None:
+            buckets = bucket_groups(profile, cap_bytes=int(self.bucket_cap_mb * 2**20))
+            profile = bucketed(profile, buckets)
+        canon = layer_arrays(profile)
+        share = min(max(forward_share, 0.0), 1.0)
+        arrive = least_compute_s * (share + (1.0 - share) * canon.aligned_ready_frac(canon))
+        return PartialFleet(
+            slowest=np.zeros(self.iters),
+            rho_mean_s=least_compute_s,
+            arrive=arrive,
+            update_s=profile.update_s,
+            types=(instance,),
+            names=(_name(instance),),
+            ids=(self._id(instance),),
+            nodes=1,
+            bases=(),
+            canon=canon,
+            buckets=buckets,
+        )
+
     def _member(
         self,
         member: FleetMember,
