@@ -181,7 +181,7 @@ class BranchAndBound:
         limits (dominance with proof): per candidate, a lower bound of t_iter over all such fleets, coupled
         through the VM count V as in `_coupled_s` (V = 1: the candidate alone; V ≥ 2: the exchange with its
         network in it, and a VM holding G / V samples), then the time and rent bounds of the whole
-        problem at that t_iter."""
+        problem at that t_iter, and the rent of the candidate's own VM at that t_iter."""
         inc = self.incumbent.value
         if self.factor <= 0 or not (math.isfinite(inc) or self.t_lim < math.inf or self.b_lim < math.inf):
             return []
@@ -214,7 +214,9 @@ class BranchAndBound:
                     ext = Extension(min_nodes=a, max_nodes=b, min_compute_s=compute, later_profiles=profiles)
                     best = min(best, self.evals.partial_bound_s(state, extension=ext))
                 a = b + 1
-            if not self._may_beat(best, g, limit_t=limit_t, limit_c=limit_c):
+            if not self._may_beat(best, g, limit_t=limit_t, limit_c=limit_c) or (
+                self.n_iter * best * self.price[q] > limit_c
+            ):
                 dead.append(q)
         return dead
 
@@ -376,7 +378,7 @@ class BranchAndBound:
             extra = min(extra, int(money / self.price_min_rest[pos]))
         compute = 0.0
         if later and self.factor > 0 and extra > 0:
-            compute = self.relax.least_compute_holding_s(pos, -(-rem // extra)) / self.factor
+            compute = self.relax.least_compute_holding_s(pos, -(-rem // extra), max_price=money) / self.factor
         return Extension(
             min_nodes=vms + -(-rem // self.himax_rest[pos]),
             max_nodes=vms + max(extra, 0),
@@ -393,6 +395,7 @@ class BranchAndBound:
         compute of its largest V and the exchange of any V in it. Ranges stop once the bound can no longer
         beat `t` (already known)."""
         base = self._extension(pos, rem, vms=vms, price=price, t=t, later=self.later[pos])
+        money = self.b_lim / (self.n_iter * t) - price if self.b_lim < math.inf and t > 0 else math.inf
         lo, hi = base.min_nodes, base.max_nodes
         if hi < lo or lo < vms + 1 or self.factor <= 0:
             return t
@@ -400,7 +403,9 @@ class BranchAndBound:
         a = lo
         while a <= hi:
             b = min(hi, a if a - vms <= COUPLED_EXACT else a + a // 2)
-            compute = self.relax.least_compute_holding_s(pos, -(-rem // (b - vms))) / self.factor
+            compute = (
+                self.relax.least_compute_holding_s(pos, -(-rem // (b - vms)), max_price=money) / self.factor
+            )
             if math.isfinite(compute):
                 ext = Extension(
                     min_nodes=a,

@@ -157,18 +157,24 @@ class SplitRelaxation:
             t0 = times[lo]
             i = bisect.bisect_right(times, t0)
         held = self._held_at(pos, t0)
+        ratio = max((h / self.price[q] for q, h in held.items()), default=0.0)
         t = t0
         while True:
             if t > stop:
                 return math.inf
             money = (budget_usd / (iterations * t) - price) if t > 0 else math.inf
-            if self._most_held(held, money) >= rem:
+            if money <= 0:
+                return math.inf
+            # money · the best samples per dollar bounds what it buys: most times fail that quick test
+            if money * ratio >= rem and self._most_held(held, money) >= rem:
                 return t
             if i >= len(times):
                 return math.inf
             t = times[i]
             while i < len(times) and times[i] == t:
-                held[qs[i]] = ks[i] * self.d[qs[i]]
+                q = qs[i]
+                held[q] = ks[i] * self.d[q]
+                ratio = max(ratio, held[q] / self.price[q])
                 i += 1
 
     def _held_at(self, pos: int, t: float) -> dict[int, int]:
@@ -203,11 +209,22 @@ class SplitRelaxation:
         rows.sort()
         return [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows]
 
-    def least_compute_holding_s(self, pos: int, samples: int, *, only: bool = False) -> float:
+    def least_compute_holding_s(
+        self, pos: int, samples: int, *, only: bool = False, max_price: float = math.inf
+    ) -> float:
         """The least (scaled) compute of any VM of a candidate from `pos` on (`only`: of candidate `pos`)
-        that holds `samples` samples or more (inf when none can; 0 for none)."""
+        that holds `samples` samples or more and rents for at most `max_price` per second (inf when none
+        can; 0 for none)."""
         if samples <= 0:
             return 0.0
+        if max_price < math.inf:
+            found = math.inf
+            for q in range(pos, pos + 1 if only else self.last):
+                table = self._hold[q]
+                k = -(-samples // self.d[q])
+                if self.price[q] <= max_price and k <= table.size and table[k - 1] < found:
+                    found = float(table[k - 1])
+            return found
         key = (pos if not only else -1 - pos, samples)
         found = self._hold_cache.get(key)
         if found is None:
