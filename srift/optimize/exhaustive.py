@@ -38,6 +38,7 @@ import contextlib
 import heapq
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from srift.domain import Constraints, InstanceType, ModelProfile, Objective
@@ -58,7 +59,9 @@ from srift.sim.bounds import Extension
 
 PARTIAL, PARTIAL_REFINED, COMPLETE, COMPLETE_REFINED = 0, 1, 2, 3
 MAX_DIVES = 64
-"""Depth-first dives for a first feasible plan (when the homogeneous seed found none)."""
+"""Depth-first dives for a feasible plan: while there is none, and then one every DIVE_EVERY nodes (a
+complete fleet near the best bound, to prune with)."""
+DIVE_EVERY = 128
 SEED_SHARE = 0.3
 """The homogeneous seed may spend this share of the time left listing configurations."""
 COUPLED_EXACT = 8
@@ -110,7 +113,7 @@ class BranchAndBound:
         self.d = [x.devices for x in cands]
         self.price = [x.price_usd_per_s for x in cands]
         self.finals: list[dict[int, float]] = [{} for _ in cands]
-        self._dead: set[int] = set()
+        self.dead: set[int] = set()
         self._profiles = tuple(x.profile for x in cands)
         self._eff = [cost_per_sample_floor(x) for x in cands]
         self.relax = SplitRelaxation(problem, factor=self.factor)
@@ -142,9 +145,9 @@ class BranchAndBound:
         self.relax.cut(hi)
         dead = self._set_aside(hi)
         if dead:
-            self._dead.update(dead)
+            self.dead.update(dead)
             self.stats.notes.append(f"set aside with proof: {', '.join(cands[q].name for q in dead)}")
-        for q in self._dead:
+        for q in self.dead:
             hi[q] = 0
         self.hi = hi
         policy = self.problem.batch_policy
@@ -186,7 +189,7 @@ class BranchAndBound:
         if self.factor <= 0 or not (math.isfinite(inc) or self.t_lim < math.inf or self.b_lim < math.inf):
             return []
         g, cands = self.c.global_batch, self.problem.candidates
-        usable = [q for q in range(self.last) if hi[q] >= self.d[q] and q not in self._dead]
+        usable = [q for q in range(self.last) if hi[q] >= self.d[q] and q not in self.dead]
         if not usable:
             return []
         vmax = min(sum(self.cap[q] for q in usable), self.max_vms, g // min(self.d[q] for q in usable))
@@ -257,11 +260,12 @@ class BranchAndBound:
             return
         self._push(cost if self.cost_obj else total, (PARTIAL, 0, g, 0.0, 0.0, 0, 0, (), 0.0, None))
 
-    def run(self, *, deadline: float | None) -> Coverage:
+    def run(self, *, deadline: float | None, clock: Callable[[], float] = time.perf_counter) -> Coverage:
         """Take nodes best bound first until the bound closes, the queue empties, or `deadline` passes.
 
-        While there is no feasible plan yet, up to MAX_DIVES dives go depth first from the best node, each
-        step to the best child just generated, until a fleet is simulated: a first plan to prune with."""
+        While there is no feasible plan yet, and then every DIVE_EVERY nodes, up to MAX_DIVES dives go depth
+        first from the best node, each step to the best child just generated, until a fleet is simulated:
+        plans to prune with."""
         heap = self.heap
         inc = self.incumbent
         stats = self.stats
@@ -269,10 +273,10 @@ class BranchAndBound:
         while heap:
             if heap[0][0] >= inc.value:
                 return Coverage(closed=True)
-            if not self.cost_obj and inc.value != self._tight_for:
+            if inc.value != self._tight_for:
                 self._tighten()
             stats.nodes += 1
-            if stats.nodes & 63 == 0 and deadline is not None and time.perf_counter() > deadline:
+            if stats.nodes & 63 == 0 and deadline is not None and clock() > deadline:
                 return self._coverage("the solve budget ran out")
             if len(heap) > MAX_OPEN_NODES:
                 return self._coverage(f"the queue reached {MAX_OPEN_NODES} open subtrees")
@@ -280,9 +284,9 @@ class BranchAndBound:
             if seq in self._taken:
                 self._taken.discard(seq)
                 continue
-            if inc.best is None and dives < MAX_DIVES:
+            if dives < MAX_DIVES and (inc.best is None or stats.nodes % DIVE_EVERY == 0):
                 dives += 1
-                self._dive(bound, node, deadline=deadline)
+                self._dive(bound, node, deadline=deadline, clock=clock)
             else:
                 self._process(bound, node)
         return Coverage(closed=True)
@@ -299,17 +303,17 @@ class BranchAndBound:
             self.stats.emitted += 1
             self.incumbent.offer(self.evals.evaluate(node[7], constraints=self.c))
 
-    def _dive(self, bound: float, node: Node, *, deadline: float | None) -> None:
+    def _dive(self, bound: float, node: Node, *, deadline: float | None, clock: Callable[[], float]) -> None:
         """Depth first from `node`, each step to the best of the children it just queued (they stay queued
         for the best-first search, marked taken), until a fleet is simulated or nothing is left below."""
-        evaluated = len(self.evals)
+        evaluated, emitted = len(self.evals), self.stats.emitted
         while True:
             self._recent = []
             self._process(bound, node)
             children, self._recent = self._recent, None
-            if not children or len(self.evals) > evaluated or self.incumbent.best is not None:
+            if not children or len(self.evals) > evaluated or self.stats.emitted > emitted:
                 return
-            if deadline is not None and time.perf_counter() > deadline:
+            if deadline is not None and clock() > deadline:
                 return
             bound, seq, node = min(children)
             self._taken.add(seq)
@@ -526,6 +530,15 @@ class BranchAndBound:
                     cost if cost_obj else total,
                     (PARTIAL, q + 1, r, pp, sf, vms + n, gpus + n * d, (*groups, group), tt, state),
                 )
+
+
+def set_aside(
+    problem: Problem, evals: Evaluations, *, constraints: Constraints, incumbent: Incumbent
+) -> frozenset[int]:
+    """Candidates that no fleet holding one of their VMs can use to beat `incumbent` or meet the limits
+    (`BranchAndBound._set_aside`, with the capacity cuts of rule 1)."""
+    search = BranchAndBound(problem, evals, constraints=constraints, incumbent=incumbent)
+    return frozenset(search.dead)
 
 
 def _forward_share(cand: Candidate) -> float:

@@ -17,12 +17,13 @@ from typing import Any
 from srift.domain import Constraints, DiminishingReturns, Objective, Plan, Prediction, SearchMode
 from srift.errors import Infeasible, InvalidInput
 from srift.optimize.baselines import baselines
+from srift.optimize.eager import solve_eager
 from srift.optimize.evaluate import Evaluated, Evaluations, Evaluator
 from srift.optimize.exhaustive import solve_exhaustive
 from srift.optimize.pareto import pareto_points
 from srift.optimize.returns import diminishing_returns
 from srift.optimize.returns import words as returns_words
-from srift.optimize.search import Incumbent, SearchResult, solve_eager
+from srift.optimize.search import Incumbent, SearchResult
 from srift.optimize.space import BatchPolicy, Problem, reachable
 
 ANY_POLICY_MAX_OPTIONS = 4096
@@ -95,7 +96,8 @@ def optimize_with_evaluations(
             f"the simulator went below its own compute floor on {evals.violations} configuration(s); "
             "pruning may have skipped a better plan"
         )
-    proven = result.complete and mode is SearchMode.EXHAUSTIVE and evals.violations == 0
+    closed = result.coverage is not None and result.coverage.closed
+    proven = result.complete and (mode is SearchMode.EXHAUSTIVE or closed) and evals.violations == 0
     sources = list(pred.sources)
     priced: dict[tuple[str, str], list[str]] = {}
     for i, _, _ in best.groups:

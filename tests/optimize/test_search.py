@@ -9,9 +9,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from srift.domain import Constraints, Objective
+from srift.optimize.eager import solve_eager
 from srift.optimize.evaluate import Evaluations, objective_value
 from srift.optimize.exhaustive import solve_exhaustive
-from srift.optimize.search import Enumerator, SearchStopped, solve_eager
+from srift.optimize.search import Enumerator, SearchStopped
 from srift.optimize.space import Groups, Problem
 
 from .helpers import FastEvaluator, all_configs, brute_force, candidate
