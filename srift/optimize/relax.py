@@ -218,13 +218,13 @@ class SplitRelaxation:
         if samples <= 0:
             return 0.0
         if max_price < math.inf:
-            found = math.inf
+            least = math.inf
             for q in range(pos, pos + 1 if only else self.last):
                 table = self._hold[q]
                 k = -(-samples // self.d[q])
-                if self.price[q] <= max_price and k <= table.size and table[k - 1] < found:
-                    found = float(table[k - 1])
-            return found
+                if self.price[q] <= max_price and k <= table.size and table[k - 1] < least:
+                    least = float(table[k - 1])
+            return least
         key = (pos if not only else -1 - pos, samples)
         found = self._hold_cache.get(key)
         if found is None:
