@@ -152,8 +152,8 @@ class BranchAndBound:
         self.hi = hi
         policy = self.problem.batch_policy
         self.opts = [
-            tuple((b, self.factor * x.floor_s(b)) for b in x.batch_options(policy) if b <= h)
-            for x, h in zip(cands, hi, strict=True)
+            tuple((b, self.relax.compute_s(q, b)) for b in x.batch_options(policy, upto=h))
+            for q, (x, h) in enumerate(zip(cands, hi, strict=True))
         ]
         self.cap_rest = [0] * (n + 1)
         self.vms_rest = [0] * (n + 1)

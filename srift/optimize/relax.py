@@ -120,6 +120,11 @@ class SplitRelaxation:
         self._piece_start[self.last] = len(cols[0])
         self._piece = tuple(np.asarray(col, dtype=np.float64) for col in cols)
 
+    def compute_s(self, q: int, batch: int) -> float:
+        """Candidate q's (scaled, rounded down) compute at a per-VM batch: a multiple of its devices, at
+        most the global batch."""
+        return self._at(q, batch)
+
     def _at(self, q: int, batch: int) -> float:
         """Candidate q's scaled compute at a per-VM batch (a multiple of its devices within its table)."""
         return float(self._table[q][batch // self.d[q] - 1])

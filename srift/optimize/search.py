@@ -155,7 +155,8 @@ class Enumerator:
         self.stats = SearchStats()
         policy = problem.batch_policy
         cands = problem.candidates
-        self._options = [tuple((b, c.floor_s(b)) for b in c.batch_options(policy)) for c in cands]
+        g = constraints.global_batch
+        self._options = [tuple((b, c.floor_s(b)) for b in c.batch_options(policy, upto=g)) for c in cands]
         self._finals: list[dict[int, float]] = [{} for _ in cands]
         self._eff = [cost_per_sample_floor(c) for c in cands]
         self._cap = [c.cap for c in cands]

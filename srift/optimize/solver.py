@@ -170,7 +170,8 @@ def _check_space(problem: Problem) -> None:
             field="availability",
         )
     if problem.batch_policy is BatchPolicy.ANY:
-        widest = max(c.max_vm_batch - c.min_vm_batch + 1 for c in problem.candidates)
+        g = problem.constraints.global_batch
+        widest = max(min(c.max_vm_batch, g) - c.min_vm_batch + 1 for c in problem.candidates)
         if widest > ANY_POLICY_MAX_OPTIONS:
             raise InvalidInput(
                 f"batch_policy any would try {widest} batch sizes per type (limit {ANY_POLICY_MAX_OPTIONS})",

@@ -104,17 +104,19 @@ class Candidate:
         bound of any iteration using it."""
         return self.profile.compute_floor_s(vm_batch / self.offer.instance.devices)
 
-    def per_gpu_options(self, policy: BatchPolicy) -> tuple[int, ...]:
-        """Whole per-GPU batches a non-final group may use, ascending."""
-        top = self.profile.max_batch
+    def per_gpu_options(self, policy: BatchPolicy, *, upto: int | None = None) -> tuple[int, ...]:
+        """Whole per-GPU batches a non-final group may use, ascending (with `upto`, only those ≤ it)."""
+        top = self.profile.max_batch if upto is None else min(self.profile.max_batch, upto)
         if policy is BatchPolicy.ANY:
             return tuple(range(1, top + 1))
         return tuple(1 << e for e in range(top.bit_length()) if 1 << e <= top)
 
-    def batch_options(self, policy: BatchPolicy) -> tuple[int, ...]:
-        """Per-VM batches a non-final group may use, ascending: devices × each per-GPU option."""
+    def batch_options(self, policy: BatchPolicy, *, upto: int | None = None) -> tuple[int, ...]:
+        """Per-VM batches a non-final group may use, ascending (with `upto`, only those ≤ it): devices ×
+        each per-GPU option."""
         d = self.devices
-        return tuple(d * k for k in self.per_gpu_options(policy))
+        per_gpu = None if upto is None else upto // d
+        return tuple(d * k for k in self.per_gpu_options(policy, upto=per_gpu))
 
     def runnable(self, batch: int) -> bool:
         """Whether `batch` samples per VM give every GPU the same whole number of samples within max_batch."""
@@ -232,7 +234,7 @@ class Problem:
             if last:
                 if not cand.final_allowed(b, self.batch_policy):
                     return False
-            elif b not in cand.batch_options(self.batch_policy):
+            elif b not in cand.batch_options(self.batch_policy, upto=b):
                 return False
             total += n * b
         return total == self.constraints.global_batch and self.within_caps(groups)
@@ -366,7 +368,7 @@ def reachable(
             if top < lo:
                 break
             if policy is BatchPolicy.POW2:
-                for b in cand.batch_options(policy):
+                for b in cand.batch_options(policy, upto=top):
                     if b <= top:
                         finals |= 1 << (g - n * b)
             else:
@@ -374,7 +376,7 @@ def reachable(
         if reach & finals:
             return True
         grown = reach
-        for b in cand.batch_options(policy):
+        for b in cand.batch_options(policy, upto=g):
             if deadline is not None and clock() > deadline:
                 return True
             for n in range(1, cand.cap + 1):

@@ -191,7 +191,7 @@ def _prepare(
         where = ", ".join(loc.key for loc in locations)
         raise Infeasible(
             f"no {_offers(query.market)} in {where} matches the profiles' "
-            f"accelerators ({', '.join(covered)})",
+            f"accelerators ({', '.join(covered)})" + "".join(f"; {note}" for note in stack_notes),
             hint="profile the model on an offered accelerator, or change provider, region or market",
             field="availability"
             if query.availability

@@ -205,16 +205,14 @@ def test_reachability_gives_up_at_its_deadline_and_any_policy_is_bounded() -> No
 
     assert reachable(problem, deadline=2.5, clock=clock)
     assert readings == [0.0, 1.0, 2.0, 3.0], "it gives up at the first look past its deadline"
-    wide = Problem((a,), Constraints(64, 10, Objective.MIN_COST), BatchPolicy.ANY)
+    huge = (candidate("w", gpus=8, max_batch=1024, per_sample_s=0.01, price=1.0, cap=2),)
+    wide = Problem(huge, Constraints(8192, 10, Objective.MIN_COST), BatchPolicy.ANY)
     with pytest.raises(InvalidInput) as err:
-        optimize(
-            replace(
-                wide,
-                candidates=(candidate("w", gpus=8, max_batch=1024, per_sample_s=0.01, price=1.0, cap=2),),
-            ),
-            FastEvaluator(),
-        )
+        optimize(wide, FastEvaluator())
     assert err.value.field == "batch_policy"
+    # the batches a group may take never exceed the global batch, however large the profile's max batch
+    small = Problem(huge, Constraints(64, 10, Objective.MIN_COST), BatchPolicy.ANY)
+    assert optimize(small, FastEvaluator()).config.global_batch == 64
 
 
 def test_a_search_cut_short_before_any_plan_blames_the_solve_budget() -> None:
