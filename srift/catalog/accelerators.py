@@ -86,7 +86,7 @@ def parse_specs(document: Any, *, where: str = "accelerators.yaml") -> tuple[Acc
 def accelerator_specs() -> tuple[AcceleratorSpec, ...]:
     """The shipped accelerator specs (read once)."""
     text = resources.files("srift.catalog").joinpath("specs/accelerators.yaml").read_text()
-    return parse_specs(yaml.safe_load(text))
+    return parse_specs(yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)))
 
 
 def spec_named(name: str) -> AcceleratorSpec:

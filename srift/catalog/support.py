@@ -158,7 +158,7 @@ def parse_support(document: Any, *, where: str = "support.yaml") -> SupportFacts
 def support_facts() -> SupportFacts:
     """The shipped support facts (read once)."""
     text = resources.files("srift.catalog").joinpath("specs/support.yaml").read_text()
-    return parse_support(yaml.safe_load(text))
+    return parse_support(yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)))
 
 
 def _fmt(version: Version) -> str:

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator, Sequence
 
 from srift.domain import Constraints, Objective
 from srift.optimize.evaluate import Evaluations
-from srift.optimize.exhaustive import BranchAndBound, set_aside
+from srift.optimize.exhaustive import BranchAndBound
 from srift.optimize.search import (
     Enumerator,
     Incumbent,
@@ -56,25 +56,17 @@ def type_subsets(ranked: Sequence[int], max_types: int) -> Iterator[tuple[int, .
 
 
 def _subsets(
-    problem: Problem,
-    evals: Evaluations,
-    ranked: list[int],
-    ceilings: list[int | None],
-    max_types: int,
-    constraints: Constraints,
-    incumbent: Incumbent,
+    ranked: list[int], ceilings: list[int | None], max_types: int, proof: BranchAndBound | None
 ) -> Iterator[tuple[tuple[int, ...], int | None]]:
     """The subsets eager search tries, in order, with their count ceilings; a subset holding a type that
-    is set aside with proof (judged again whenever the incumbent improves) is skipped."""
-    dead: frozenset[int] = frozenset()
-    judged = math.nan
+    the proof sets aside (judged again whenever the incumbent improves) is skipped."""
     for ceiling in ceilings:
         for subset in type_subsets(ranked, max_types):
-            if incumbent.value != judged:
-                judged = incumbent.value
-                dead = set_aside(problem, evals, constraints=constraints, incumbent=incumbent)
-            if not dead.intersection(subset):
-                yield subset, ceiling
+            if proof is not None:
+                proof.refresh()
+                if proof.dead.intersection(subset):
+                    continue
+            yield subset, ceiling
 
 
 def solve_eager(
@@ -95,12 +87,10 @@ def solve_eager(
     then mixes: the ranked types are enabled one at a time and each is tried together with the types enabled
     before it (up to `max_types` types per configuration), with at most K (default 8) VMs per type, and then
     again up to the caps. Within each subset the enumeration and bounds of the exhaustive search apply, with
-    the incumbent found so far. Types that no fleet can use to beat the incumbent are set aside with proof
-    (srift.optimize.exhaustive.set_aside) whenever the incumbent improves, and subsets holding one are
-    skipped. With an evaluator that offers bounds, the exhaustive search runs in turns with it on the same
-    incumbent (PROOF_FIRST_SHARE): when it closes, the result is complete and its `coverage` closed (the
-    plan is proven optimal). Returns the best feasible configuration found; `complete` when every subset
-    ran to its end or the proof closed.
+    the incumbent found so far. With an evaluator that offers bounds, the exhaustive search runs in turns
+    with it on the same incumbent (PROOF_FIRST_SHARE): types it sets aside with proof are skipped, and when
+    it closes, the result is complete and its `coverage` closed (the plan is proven optimal). Returns the
+    best feasible configuration found; `complete` when every subset ran to its end or the proof closed.
     """
     constraints = constraints or problem.constraints
     start = start if start is not None else clock()
@@ -141,7 +131,7 @@ def solve_eager(
         if evals.type_partial(0, least_compute_s=0.0, forward_share=0.0) is not None:
             proof = BranchAndBound(problem, evals, constraints=constraints, incumbent=incumbent)
             proof.start()
-        work = _subsets(problem, evals, ranked, ceilings, max_types, constraints, incumbent)
+        work = _subsets(ranked, ceilings, max_types, proof)
         share = PROOF_FIRST_SHARE
         while True:
             if proof is not None:

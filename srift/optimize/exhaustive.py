@@ -52,7 +52,6 @@ from srift.optimize.search import (
     SearchStopped,
     cost_per_sample_floor,
     evaluate_best_first,
-    max_batch_within,
 )
 from srift.optimize.space import BatchPolicy, Candidate, Group, Groups, Problem
 from srift.sim.bounds import Extension
@@ -114,6 +113,7 @@ class BranchAndBound:
         self.price = [x.price_usd_per_s for x in cands]
         self.finals: list[dict[int, float]] = [{} for _ in cands]
         self.dead: set[int] = set()
+        self._aside: dict[int, tuple[int, float, object]] = {}
         self._profiles = tuple(x.profile for x in cands)
         self._eff = [cost_per_sample_floor(x) for x in cands]
         self.relax = SplitRelaxation(problem, factor=self.factor)
@@ -135,13 +135,10 @@ class BranchAndBound:
         if not self.cost_obj:
             cap_s = min(cap_s, self.incumbent.value)
         self._tight_for = self.incumbent.value
-        hi = [min(x.max_vm_batch, c.global_batch) for x in cands]
+        hi = [min(x.max_vm_batch, c.global_batch) // x.devices * x.devices for x in cands]
         if cap_s < math.inf and self.factor > 0:
-            per_iteration = cap_s / (c.iterations * self.factor)
-            hi = [
-                min(h, max_batch_within(x, per_iteration)) // x.devices * x.devices
-                for h, x in zip(hi, cands, strict=True)
-            ]
+            per_iteration = cap_s / c.iterations
+            hi = [min(h, self.relax.largest_batch_within(q, per_iteration)) for q, h in enumerate(hi)]
         self.relax.cut(hi)
         dead = self._set_aside(hi)
         if dead:
@@ -184,7 +181,9 @@ class BranchAndBound:
         limits (dominance with proof): per candidate, a lower bound of t_iter over all such fleets, coupled
         through the VM count V as in `_coupled_s` (V = 1: the candidate alone; V ≥ 2: the exchange with its
         network in it, and a VM holding G / V samples), then the time and rent bounds of the whole
-        problem at that t_iter, and the rent of the candidate's own VM at that t_iter."""
+        problem at that t_iter, and the rent of the candidate's own VM at that t_iter. Each candidate's
+        ranges of V are bounded once, in order, as far as needed: a bound found under a looser incumbent
+        stays a bound under a tighter one."""
         inc = self.incumbent.value
         if self.factor <= 0 or not (math.isfinite(inc) or self.t_lim < math.inf or self.b_lim < math.inf):
             return []
@@ -198,18 +197,21 @@ class BranchAndBound:
         limit_c = min(self.b_lim, inc if self.cost_obj else math.inf)
         dead = []
         for q in usable:
-            state = self.evals.type_partial(
-                q,
-                least_compute_s=self.relax.least_compute_holding_s(q, 1, only=True) / self.factor,
-                forward_share=_forward_share(cands[q]),
-            )
-            if state is None:
-                return []
-            best = math.inf
-            if hi[q] >= g and cands[q].final_allowed(g, self.problem.batch_policy):
-                one = self.evals.iteration_bound_s(((q, 1, g),))
-                best = one if one is not None else 0.0
-            a = 2
+            progress = self._aside.get(q)
+            if progress is None:
+                state = self.evals.type_partial(
+                    q,
+                    least_compute_s=self.relax.least_compute_holding_s(q, 1, only=True) / self.factor,
+                    forward_share=_forward_share(cands[q]),
+                )
+                if state is None:
+                    return []
+                best = math.inf
+                if hi[q] >= g and cands[q].final_allowed(g, self.problem.batch_policy):
+                    one = self.evals.iteration_bound_s(((q, 1, g),))
+                    best = one if one is not None else 0.0
+                progress = self._aside[q] = (2, best, state)
+            a, best, state = progress
             while a <= vmax and not self._may_beat(best, g, limit_t=limit_t, limit_c=limit_c):
                 b = min(vmax, a if a <= COUPLED_EXACT else a + a // 2)
                 compute = self.relax.least_compute_holding_s(0, -(-g // b)) / self.factor
@@ -217,6 +219,7 @@ class BranchAndBound:
                     ext = Extension(min_nodes=a, max_nodes=b, min_compute_s=compute, later_profiles=profiles)
                     best = min(best, self.evals.partial_bound_s(state, extension=ext))
                 a = b + 1
+            self._aside[q] = (a, best, state)
             if not self._may_beat(best, g, limit_t=limit_t, limit_c=limit_c) or (
                 self.n_iter * best * self.price[q] > limit_c
             ):
@@ -259,6 +262,11 @@ class BranchAndBound:
         if total > self.t_lim or cost > self.b_lim:
             return
         self._push(cost if self.cost_obj else total, (PARTIAL, 0, g, 0.0, 0.0, 0, 0, (), 0.0, None))
+
+    def refresh(self) -> None:
+        """Tighten the per-candidate limits (and set candidates aside) when the incumbent has improved."""
+        if self.incumbent.value != self._tight_for:
+            self._tighten()
 
     def run(self, *, deadline: float | None, clock: Callable[[], float] = time.perf_counter) -> Coverage:
         """Take nodes best bound first until the bound closes, the queue empties, or `deadline` passes.

@@ -56,6 +56,26 @@ class SplitRelaxation:
             table = np.interp(batches, points, values) * ROUNDING if points else batches
             self._table.append(np.maximum(table, 0.0))
         self.hi: list[int] = []
+        self._within = [self._sorted_times(table) for table in self._table]
+
+    @staticmethod
+    def _sorted_times(table: np.ndarray) -> tuple[list[float], list[int]]:
+        """A table's per-GPU batches in order of compute, each kept where it raises the largest batch so
+        far: (times, largest per-GPU batch whose compute is at most that time)."""
+        if table.size == 0:
+            return [], []
+        order = np.argsort(table, kind="stable")
+        best = np.maximum.accumulate(order + 1)
+        keep = np.ones(best.size, dtype=bool)
+        keep[1:] = best[1:] > best[:-1]
+        return table[order][keep].tolist(), best[keep].tolist()
+
+    def largest_batch_within(self, q: int, compute_s: float) -> int:
+        """Candidate q's largest per-VM batch (up to the global batch) whose (scaled) compute is at most
+        `compute_s`; 0 when none is."""
+        times, best = self._within[q]
+        j = bisect.bisect_right(times, compute_s)
+        return best[j - 1] * self.d[q] if j else 0
 
     def cut(self, hi: Sequence[int]) -> None:
         """Limit each candidate to per-VM batches ≤ hi (a multiple of its devices; below them: unusable)."""
@@ -72,17 +92,9 @@ class SplitRelaxation:
     # -- tables -------------------------------------------------------------------------------------------
 
     def _per_gpu_arrays(self, q: int) -> tuple[list[float], list[int]]:
-        """Candidate q's per-GPU batches in order of compute time, each kept where it raises the largest
-        batch that fits: (times, largest per-GPU batch from that time on)."""
-        table = self._table[q][: self._k_top[q]]
-        if table.size == 0:
-            return [], []
-        order = np.argsort(table, kind="stable")
-        ks = order + 1
-        best = np.maximum.accumulate(ks)
-        keep = np.ones(ks.size, dtype=bool)
-        keep[1:] = best[1:] > best[:-1]
-        return table[order][keep].tolist(), best[keep].tolist()
+        """Candidate q's per-GPU batches within its hi in order of compute time, each kept where it raises
+        the largest batch that fits: (times, largest per-GPU batch from that time on)."""
+        return self._sorted_times(self._table[q][: self._k_top[q]])
 
     def _holding(self, q: int) -> np.ndarray:
         """Per per-GPU batch k (index k − 1), the least compute over per-GPU batches ≥ k."""

@@ -114,10 +114,21 @@ def cost_per_sample_floor(cand: Candidate) -> float:
     """The least price · compute seconds per sample over every per-VM batch the candidate may take.
 
     Between the `linear_points`, compute(b) = a + s·b, so compute(b)/b = s + a/b is monotone: its minimum
-    over the integers of the range lies at one of the points.
+    over the integers of the range lies at one of the points. Remembered per candidate object (searches
+    of one problem ask again and again).
     """
+    found = _PER_SAMPLE.get(id(cand))
+    if found is not None and found[0] is cand:
+        return found[1]
     best = min(cand.floor_s(b) / b for b in linear_points(cand))
-    return max(best, 0.0) * cand.price_usd_per_s
+    value = max(best, 0.0) * cand.price_usd_per_s
+    if len(_PER_SAMPLE) > 4096:
+        _PER_SAMPLE.clear()
+    _PER_SAMPLE[id(cand)] = (cand, value)
+    return value
+
+
+_PER_SAMPLE: dict[int, tuple[Candidate, float]] = {}
 
 
 def max_batch_within(cand: Candidate, iteration_s: float) -> int:
