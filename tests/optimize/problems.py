@@ -41,3 +41,34 @@ def make_problem(seed: int, *, policy: BatchPolicy | None = None) -> Problem:
         budget_usd=budget,
     )
     return Problem(tuple(cands), constraints, policy or rng.choice(list(BatchPolicy)))
+
+
+def make_mixed_problem(seed: int) -> Problem:
+    """3–5 instance types with small caps (1–2) and a global batch of 8–48, so that most optima mix types:
+    the family that exercises bounds coupled across types (set-aside, VM-count coupling)."""
+    rng = random.Random(10_000 + seed)
+    k = rng.randint(3, 5)
+    cands = []
+    for j in range(k):
+        gpus = rng.choice([1, 1, 2, 4])
+        cands.append(
+            candidate(
+                f"m{j}.{gpus}x",
+                gpus=gpus,
+                max_batch=rng.choice([2, 4, 8]),
+                per_sample_s=rng.uniform(0.001, 0.02) / gpus**0.5,
+                price=rng.uniform(0.2, 4.0) * gpus,
+                cap=rng.randint(1, 2),
+                network_gbps=rng.choice([5.0, 10.0, 25.0]),
+            )
+        )
+    cands.sort(key=lambda c: c.name)
+    objective = rng.choice(list(Objective))
+    constraints = Constraints(
+        global_batch=rng.choice([8, 12, 16, 24, 32, 48]),
+        iterations=100,
+        objective=objective,
+        time_limit_s=rng.choice([None, rng.uniform(1.0, 30.0)]),
+        budget_usd=rng.choice([None, rng.uniform(0.0005, 0.3)]),
+    )
+    return Problem(tuple(cands), constraints, rng.choice(list(BatchPolicy)))

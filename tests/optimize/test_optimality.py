@@ -18,7 +18,7 @@ from srift.optimize.solver import PlanInfeasible, SolveOptions, optimize
 from srift.optimize.space import Problem
 
 from .helpers import FastEvaluator, all_configs, brute_force
-from .problems import make_problem
+from .problems import make_mixed_problem, make_problem
 
 
 def _solve(problem: Problem, evaluator: Evaluator, mode: SearchMode, budget_s: float) -> float | None:
@@ -60,6 +60,36 @@ def test_exhaustive_equals_brute_force_with_the_simulator() -> None:
             assert got == pytest.approx(expected, rel=1e-12), seed
         checked += 1
     assert checked >= 10
+
+
+@pytest.mark.parametrize("family", ["small", "mixed"])
+def test_exhaustive_equals_brute_force_with_the_simulator_on_many_problems(family: str) -> None:
+    """At least 200 random spaces small enough to list per family, solved with the simulator's bounds
+    (set-aside types, bounds coupled through the VM count, rent relaxations) and simulated one by one with
+    the same evaluator: the same optimum; a plan that says it is proven optimal is."""
+    evaluator = SimEvaluator(bandwidth=AlphaBetaPrior())
+    make = make_problem if family == "small" else make_mixed_problem
+    checked = mixed = 0
+    for seed in range(2000):
+        problem = make(seed)
+        configs = all_configs(problem)
+        if not 0 < len(configs) <= 80:
+            continue
+        expected = brute_force(problem, evaluator)  # type: ignore[arg-type]
+        try:
+            plan = optimize(problem, evaluator, SolveOptions(mode=SearchMode.EXHAUSTIVE, solve_budget_s=30))
+        except PlanInfeasible:
+            assert expected is None, seed
+        else:
+            got = objective_value(plan.predicted, problem.constraints.objective)
+            assert plan.proven_optimal, seed
+            assert expected is not None and got == pytest.approx(expected, rel=1e-12), seed
+            mixed += len(plan.config.choices) > 1
+        checked += 1
+        if checked == 200:
+            break
+    assert checked == 200
+    assert family == "small" or mixed >= 20
 
 
 def test_eager_is_feasible_near_optimal_and_on_budget() -> None:
