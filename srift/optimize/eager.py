@@ -129,7 +129,9 @@ def solve_eager(
             enum.run(emit, active=[i], require_all=True, deadline=deadline, clock=clock)
             flush()
         if evals.type_partial(0, least_compute_s=0.0, forward_share=0.0) is not None:
-            proof = BranchAndBound(problem, evals, constraints=constraints, incumbent=incumbent)
+            proof = BranchAndBound(
+                problem, evals, constraints=constraints, incumbent=incumbent, deadline=deadline, clock=clock
+            )
             proof.start()
         work = _subsets(ranked, ceilings, max_types, proof)
         share = PROOF_FIRST_SHARE

@@ -89,11 +89,20 @@ class BranchAndBound:
     """The lazy best-first search of the module docstring, for one problem and one set of constraints."""
 
     def __init__(
-        self, problem: Problem, evals: Evaluations, *, constraints: Constraints, incumbent: Incumbent
+        self,
+        problem: Problem,
+        evals: Evaluations,
+        *,
+        constraints: Constraints,
+        incumbent: Incumbent,
+        deadline: float | None = None,
+        clock: Callable[[], float] = time.perf_counter,
     ) -> None:
         self.problem = problem
         self.evals = evals
         self.c = constraints
+        self.deadline = deadline
+        self.clock = clock
         self.incumbent = incumbent
         self.stats = SearchStats()
         self.factor = evals.floor_factor
@@ -183,7 +192,7 @@ class BranchAndBound:
         network in it, and a VM holding G / V samples), then the time and rent bounds of the whole
         problem at that t_iter, and the rent of the candidate's own VM at that t_iter. Each candidate's
         ranges of V are bounded once, in order, as far as needed: a bound found under a looser incumbent
-        stays a bound under a tighter one."""
+        stays a bound under a tighter one. Past the search's deadline no more candidates are judged."""
         inc = self.incumbent.value
         if self.factor <= 0 or not (math.isfinite(inc) or self.t_lim < math.inf or self.b_lim < math.inf):
             return []
@@ -197,6 +206,8 @@ class BranchAndBound:
         limit_c = min(self.b_lim, inc if self.cost_obj else math.inf)
         dead = []
         for q in usable:
+            if self.deadline is not None and self.clock() > self.deadline:
+                break
             progress = self._aside.get(q)
             if progress is None:
                 state = self.evals.type_partial(
@@ -579,7 +590,7 @@ def solve_exhaustive(
     constraints = constraints or problem.constraints
     incumbent = incumbent or Incumbent(constraints.objective)
     seed_homogeneous(problem, evals, constraints=constraints, incumbent=incumbent, deadline=deadline)
-    search = BranchAndBound(problem, evals, constraints=constraints, incumbent=incumbent)
+    search = BranchAndBound(problem, evals, constraints=constraints, incumbent=incumbent, deadline=deadline)
     search.start()
     coverage = search.run(deadline=deadline)
     notes: tuple[str, ...] = ()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -307,12 +308,13 @@ def create_plan(
     A spot plan also gets an on-demand fallback (when `fallback` is on) and a Monte Carlo outlook over
     interruptions that re-plans as Srift §4.5 does, among the configurations the search evaluated.
     """
+    started = time.perf_counter()
     prepared = prepare(session=session, settings=settings, query=query, excluded=excluded, held=held)
     weigh = query.price_interruptions and query.market is MarketChoice.ANY
     try:
         plan, evals = optimize_with_evaluations(prepared.problem, prepared.evaluator, prepared.options)
     except PlanInfeasible:
-        od = _on_demand(session, settings, query, excluded, held) if weigh else None
+        od = _on_demand(session, settings, query, excluded, held, started=started) if weigh else None
         if od is None:
             raise
         prepared, plan = od
@@ -330,7 +332,7 @@ def create_plan(
     spot_doc: dict[str, Any] | None = None
     spot_used = problem.spot is not None and problem.interruptions_per_s(_best_groups(plan, problem)) > 0
     if spot_used and evals is not None and (query.fallback or weigh):
-        od = _on_demand(session, settings, query, excluded, held)
+        od = _on_demand(session, settings, query, excluded, held, started=started)
         if od is not None and weigh and _beats(od[1].predicted, plan.predicted, problem.constraints):
             note = (
                 f"on-demand beats spot once interruptions are priced in: {od[1].config.label()} "
@@ -393,14 +395,26 @@ def _on_demand(
     query: PlanQuery,
     excluded: tuple[str, ...],
     held: Mapping[str, int] | None,
+    *,
+    started: float,
 ) -> tuple[PreparedProblem, Plan] | None:
-    """The best on-demand plan for the same request, or None when there is none within the limits."""
-    od = replace(query, market=MarketChoice.ON_DEMAND, solve_budget_s=max(0.2, query.solve_budget_s / 4))
+    """The best on-demand plan for the same request, or None when there is none within the limits. Its
+    search gets a quarter of the request's solve budget, at most what is left of it since `started`
+    (perf_counter), and at least FALLBACK_MIN_S: the request's search and this one stay within the solve
+    budget plus that."""
+    left = query.solve_budget_s - (time.perf_counter() - started)
+    budget = max(FALLBACK_MIN_S, min(query.solve_budget_s / 4, left))
+    od = replace(query, market=MarketChoice.ON_DEMAND, solve_budget_s=budget)
     try:
         alt = prepare(session=session, settings=settings, query=od, excluded=excluded, held=held)
         return alt, optimize(alt.problem, alt.evaluator, alt.options)
     except (InvalidInput, Infeasible):
         return None
+
+
+FALLBACK_MIN_S = 0.05
+"""The on-demand fallback's search gets at least this long even when the request's own search used its
+whole budget (it still lists each type alone first): a product choice, part of the stated overrun bound."""
 
 
 def _beats(a: Prediction, b: Prediction, constraints: Constraints) -> bool:
