@@ -7,13 +7,12 @@ exhaustive search's proof (srift.optimize.exhaustive.set_aside), so subsets hold
 from __future__ import annotations
 
 import itertools
-import math
 import time
 from collections.abc import Callable, Iterator, Sequence
 
 from srift.domain import Constraints, Objective
 from srift.optimize.evaluate import Evaluations
-from srift.optimize.exhaustive import BranchAndBound
+from srift.optimize.exhaustive import BranchAndBound, alternate
 from srift.optimize.search import (
     Enumerator,
     Incumbent,
@@ -27,8 +26,8 @@ from srift.optimize.space import Groups, Problem
 PROOF_FIRST_SHARE = 0.5
 PROOF_SHARE = 0.1
 EAGER_SHARE = 0.1
-"""Eager search alternates with the exhaustive search's proof, on its incumbent: the proof first gets half of
-the budget, then each gets a tenth in turn; when the proof closes, eager search stops with a proven plan.
+"""Eager search takes turns with the exhaustive search's proof, on one incumbent: the proof first gets half
+of the budget, then each gets a tenth in turn; when the proof closes, eager search stops with a proven plan.
 So on a request the exhaustive search proves within half the budget, eager search is no slower (product
 choices: the split, not a measurement)."""
 
@@ -53,6 +52,110 @@ def type_subsets(ranked: Sequence[int], max_types: int) -> Iterator[tuple[int, .
         for j in range(size, len(ranked)):
             for combo in itertools.combinations(ranked[:j], size):
                 yield (*combo, ranked[j])
+
+
+class EagerWalker:
+    """Srift's eager enumeration as a helper of the branch and bound: each call tries further subsets of
+    types (`_subsets`, skipping types the search sets aside) until a time; False once none is left or its
+    deadline has passed (then `stopped`)."""
+
+    def __init__(
+        self,
+        problem: Problem,
+        evals: Evaluations,
+        *,
+        constraints: Constraints,
+        incumbent: Incumbent,
+        deadline: float,
+        k: int = 8,
+        max_types: int = 3,
+        clock: Callable[[], float] = time.perf_counter,
+    ) -> None:
+        self.problem, self.evals, self.constraints = problem, evals, constraints
+        self.incumbent, self.deadline, self.clock = incumbent, deadline, clock
+        self.max_types = max_types
+        self.k = k
+        self._enum: Enumerator | None = None
+        self._ranked: list[int] | None = None
+        self.ceilings: list[int | None] = [max(1, k)]
+        if any(c.cap > k for c in problem.candidates):
+            self.ceilings.append(None)
+        self.buffer: list[tuple[float, Groups]] = []
+        self.stopped = False
+        self._work: Iterator[tuple[tuple[int, ...], int | None]] | None = None
+
+    @property
+    def enum(self) -> Enumerator:
+        """The enumeration (built on first use: a search that closes early never needs it)."""
+        if self._enum is None:
+            self._enum = Enumerator(
+                self.problem, constraints=self.constraints, floor_factor=self.evals.floor_factor
+            )
+            self._enum.incumbent = self.incumbent.value
+        return self._enum
+
+    @property
+    def ranked(self) -> list[int]:
+        if self._ranked is None:
+            self._ranked = rank_candidates(self.problem, self.constraints.objective)
+        return self._ranked
+
+    def singles(self) -> bool:
+        """Every type alone (Srift's first step); False when the deadline stopped it."""
+        try:
+            for i in self.ranked:
+                self.enum.run(
+                    self._emit, active=[i], require_all=True, deadline=self.deadline, clock=self.clock
+                )
+                self._flush()
+        except SearchStopped:
+            self.buffer.clear()
+            self.stopped = True
+            return False
+        return True
+
+    def __call__(self, search: BranchAndBound | None, *, until: float) -> bool:
+        self.enum.incumbent = min(self.enum.incumbent, self.incumbent.value)
+        if self._work is None:
+            self._work = _subsets(self.ranked, self.ceilings, self.max_types, search)
+        try:
+            for subset, ceiling in self._work:
+                if self.clock() > self.deadline:
+                    raise SearchStopped
+                self.enum.run(
+                    self._emit,
+                    active=subset,
+                    count_limit=ceiling,
+                    require_all=True,
+                    deadline=self.deadline,
+                    clock=self.clock,
+                )
+                self._flush()
+                if self.clock() > until:
+                    return True
+        except SearchStopped:
+            self.buffer.clear()
+            self.stopped = True
+        return False
+
+    def _flush(self) -> None:
+        batch = list(self.buffer)
+        self.buffer.clear()
+        if not evaluate_best_first(
+            batch,
+            evals=self.evals,
+            constraints=self.constraints,
+            incumbent=self.incumbent,
+            enumerator=self.enum,
+            deadline=self.deadline,
+            clock=self.clock,
+        ):
+            raise SearchStopped
+
+    def _emit(self, bound: float, groups: Groups) -> None:
+        self.buffer.append((bound, groups))
+        if len(self.buffer) >= 512:
+            self._flush()
 
 
 def _subsets(
@@ -96,65 +199,36 @@ def solve_eager(
     start = start if start is not None else clock()
     deadline = start + budget_s * 0.9
     incumbent = incumbent or Incumbent(constraints.objective)
-    enum = Enumerator(problem, constraints=constraints, floor_factor=evals.floor_factor)
-    enum.incumbent = incumbent.value
-    ranked = rank_candidates(problem, constraints.objective)
-    buffer: list[tuple[float, Groups]] = []
-
-    def flush() -> None:
-        batch = list(buffer)
-        buffer.clear()
-        if not evaluate_best_first(
-            batch,
-            evals=evals,
-            constraints=constraints,
-            incumbent=incumbent,
-            enumerator=enum,
+    walker = EagerWalker(
+        problem,
+        evals,
+        constraints=constraints,
+        incumbent=incumbent,
+        deadline=deadline,
+        k=k,
+        max_types=max_types,
+        clock=clock,
+    )
+    stopped = SearchResult(incumbent, False, walker.enum.stats, ("eager search stopped at its solve budget",))
+    if not walker.singles():
+        return stopped
+    if evals.type_partial(0, least_compute_s=0.0, forward_share=0.0) is None:
+        walker(None, until=deadline)
+    else:
+        proof = BranchAndBound(
+            problem, evals, constraints=constraints, incumbent=incumbent, deadline=deadline, clock=clock
+        )
+        proof.start()
+        coverage = alternate(
+            proof,
+            walker,
             deadline=deadline,
+            first_share=PROOF_FIRST_SHARE,
+            proof_share=PROOF_SHARE,
+            helper_share=EAGER_SHARE,
             clock=clock,
-        ):
-            raise SearchStopped
-
-    def emit(bound: float, groups: Groups) -> None:
-        buffer.append((bound, groups))
-        if len(buffer) >= 512:
-            flush()
-
-    ceilings: list[int | None] = [max(1, k)]
-    if any(c.cap > k for c in problem.candidates):
-        ceilings.append(None)
-    proof: BranchAndBound | None = None
-    try:
-        for i in ranked:
-            enum.run(emit, active=[i], require_all=True, deadline=deadline, clock=clock)
-            flush()
-        if evals.type_partial(0, least_compute_s=0.0, forward_share=0.0) is not None:
-            proof = BranchAndBound(
-                problem, evals, constraints=constraints, incumbent=incumbent, deadline=deadline, clock=clock
-            )
-            proof.start()
-        work = _subsets(ranked, ceilings, max_types, proof)
-        share = PROOF_FIRST_SHARE
-        while True:
-            if proof is not None:
-                now = clock()
-                closed = proof.run(deadline=min(deadline, now + share * (deadline - start)), clock=clock)
-                if closed.closed:
-                    return SearchResult(incumbent, True, enum.stats, coverage=closed)
-                share = PROOF_SHARE
-            until = clock() + EAGER_SHARE * (deadline - start) if proof is not None else math.inf
-            for subset, ceiling in work:
-                if clock() > deadline:
-                    raise SearchStopped
-                enum.run(
-                    emit, active=subset, count_limit=ceiling, require_all=True, deadline=deadline, clock=clock
-                )
-                flush()
-                if clock() > until:
-                    break
-            else:
-                break
-    except SearchStopped:
-        buffer.clear()
-        return SearchResult(incumbent, False, enum.stats, ("eager search stopped at its solve budget",))
-    return SearchResult(incumbent, True, enum.stats)
+            stop_with_helper=True,
+        )
+        if coverage.closed:
+            return SearchResult(incumbent, True, walker.enum.stats, coverage=coverage)
+    return stopped if walker.stopped else SearchResult(incumbent, True, walker.enum.stats)

@@ -40,6 +40,7 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from srift.domain import Constraints, InstanceType, ModelProfile, Objective
 from srift.optimize.evaluate import Evaluations
@@ -574,6 +575,50 @@ def _forward_share(cand: Candidate) -> float:
     return max(least, 0.0)
 
 
+class Helper(Protocol):
+    """What improves the incumbent between turns of the branch and bound (eager search)."""
+
+    def __call__(self, search: BranchAndBound, *, until: float) -> bool:
+        """Work until `until` (clock seconds); False once there is nothing left to try."""
+        ...
+
+
+FIRST_SHARE = 0.3
+PROOF_SHARE = 0.2
+HELPER_SHARE = 0.05
+"""With a helper, the branch and bound first runs for FIRST_SHARE of the time to its deadline; then the
+helper and the branch and bound take turns of HELPER_SHARE and PROOF_SHARE of that span (product choices:
+a search that closes early never pays for the helper)."""
+
+
+def alternate(
+    search: BranchAndBound,
+    helper: Helper | None,
+    *,
+    deadline: float | None,
+    first_share: float = FIRST_SHARE,
+    proof_share: float = PROOF_SHARE,
+    helper_share: float = HELPER_SHARE,
+    clock: Callable[[], float] = time.perf_counter,
+    stop_with_helper: bool = False,
+) -> Coverage:
+    """Run `search` to `deadline`, in turns with `helper` (when given and there is a deadline) on the same
+    incumbent; returns as soon as the search closes, or (`stop_with_helper`) once the helper is done."""
+    if helper is None or deadline is None:
+        return search.run(deadline=deadline, clock=clock)
+    start = clock()
+    span = max(deadline - start, 0.0)
+    coverage = search.run(deadline=min(deadline, start + first_share * span), clock=clock)
+    while not coverage.closed and clock() < deadline:
+        if helper is not None and not helper(search, until=min(deadline, clock() + helper_share * span)):
+            helper = None
+            if stop_with_helper:
+                return coverage
+        turn = deadline if helper is None else min(deadline, clock() + proof_share * span)
+        coverage = search.run(deadline=turn, clock=clock)
+    return coverage
+
+
 def solve_exhaustive(
     problem: Problem,
     evals: Evaluations,
@@ -581,8 +626,10 @@ def solve_exhaustive(
     constraints: Constraints | None = None,
     deadline: float | None = None,
     incumbent: Incumbent | None = None,
+    helper: Helper | None = None,
 ) -> SearchResult:
-    """Branch and bound over the whole space (module docstring); `complete` when the bound closed.
+    """Branch and bound over the whole space (module docstring); `complete` when the bound closed. With a
+    `helper` (eager search) it takes turns with the branch and bound to find better plans to prune with.
 
     When stopped at `deadline`, the result's `coverage` says how many subtrees were left, the least
     objective any of them could reach, and examples; the notes say the same in words.
@@ -592,7 +639,7 @@ def solve_exhaustive(
     seed_homogeneous(problem, evals, constraints=constraints, incumbent=incumbent, deadline=deadline)
     search = BranchAndBound(problem, evals, constraints=constraints, incumbent=incumbent, deadline=deadline)
     search.start()
-    coverage = search.run(deadline=deadline)
+    coverage = alternate(search, helper, deadline=deadline)
     notes: tuple[str, ...] = ()
     if not coverage.closed:
         notes = (not_covered(coverage, incumbent=incumbent, objective=constraints.objective),)

@@ -7,7 +7,8 @@ what the global batch can use, built once from the profile's linear pieces (`lin
 grows with a type's largest batch beyond the global batch.
 
 - `reach_time_s`: the least iteration time at which the later candidates, each VM computing no longer,
-  can hold `rem` samples with the rent the budget leaves (a fractional knapsack per time step).
+  can hold `rem` samples with the batches the policy allows (powers of two but for one group) and the rent
+  the budget leaves (a fractional knapsack per time step).
 - `least_compute_holding_s`: the least compute of any later VM holding at least s samples.
 - `rent_bound`: the least rent per iteration of the fleet, every VM paid for the whole iteration and the
   iteration at least every VM's compute; over the added VM with the least price per sample, exact on each
@@ -25,7 +26,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from srift.optimize.search import linear_points
-from srift.optimize.space import Problem
+from srift.optimize.space import BatchPolicy, Problem
 
 ROUNDING = 1.0 - 1e-12
 """Interpolated table values are lowered by this factor, so that float rounding never lifts a bound."""
@@ -43,6 +44,7 @@ class SplitRelaxation:
         self.cap = [x.cap for x in cands]
         self.d = [x.devices for x in cands]
         self.price = [x.price_usd_per_s for x in cands]
+        self.policy = problem.batch_policy
         self._table: list[np.ndarray] = []
         self._pieces: list[tuple[list[float], list[float]]] = []
         for x in cands:
@@ -82,19 +84,32 @@ class SplitRelaxation:
         self.hi = list(hi)
         self._k_top = [max(h // d, 0) for h, d in zip(self.hi, self.d, strict=True)]
         self._per_gpu = [self._per_gpu_arrays(q) for q in range(self.last)]
+        self._per_gpu_pow2 = [self._per_gpu_arrays(q, pow2=True) for q in range(self.last)]
         self._hold = [self._holding(q) for q in range(self.last)]
         self._eff = [self._efficiency(q) for q in range(self.last)]
         self._pieces_arrays()
-        self._events: dict[int, tuple[list[float], list[int], list[int]]] = {}
+        self._events: dict[int, tuple[list[float], list[int], list[int], list[bool]]] = {}
         self._hold_cache: dict[tuple[int, int], float] = {}
         self._cheap: dict[tuple[int, int, float], float] = {}
 
     # -- tables -------------------------------------------------------------------------------------------
 
-    def _per_gpu_arrays(self, q: int) -> tuple[list[float], list[int]]:
-        """Candidate q's per-GPU batches within its hi in order of compute time, each kept where it raises
-        the largest batch that fits: (times, largest per-GPU batch from that time on)."""
-        return self._sorted_times(self._table[q][: self._k_top[q]])
+    def _per_gpu_arrays(self, q: int, *, pow2: bool = False) -> tuple[list[float], list[int]]:
+        """Candidate q's per-GPU batches within its hi (`pow2`: only powers of two) in order of compute
+        time, each kept where it raises the largest batch that fits: (times, largest per-GPU batch from
+        that time on)."""
+        table = self._table[q][: self._k_top[q]]
+        if not pow2:
+            return self._sorted_times(table)
+        ks = [k for k in (1 << e for e in range(max(table.size, 1).bit_length())) if k <= table.size]
+        pairs = sorted((float(table[k - 1]), k) for k in ks)
+        times: list[float] = []
+        best: list[int] = []
+        for t, k in pairs:
+            if not best or k > best[-1]:
+                times.append(t)
+                best.append(k)
+        return times, best
 
     def _holding(self, q: int) -> np.ndarray:
         """Per per-GPU batch k (index k − 1), the least compute over per-GPU batches ≥ k."""
@@ -150,22 +165,25 @@ class SplitRelaxation:
         for at most t and, under a budget, renting no more than iterations · t · (price + theirs) ≤
         budget_usd allows; inf when no t up to `stop` does.
 
-        At a given t a candidate holds at most hi(t) samples per VM; under a budget the most samples that
-        money buys is a fractional knapsack (types by samples per dollar), an upper bound of any real
-        choice. Without a budget capacity only grows with t, so the first time it suffices is bisected;
-        from there on, between the times where some hi(t) grows capacity only shrinks (less rent per
-        second), so the least t is one of those times: they are scanned in increasing order.
+        At a given t a VM holds at most the largest per-VM batch its policy allows whose compute fits: under
+        pow2_split every group but the last present takes a power of two per GPU, so the candidates hold at
+        most their power-of-two capacities plus, for one candidate only, the rest of its capacity (the last
+        group's exact remainder). Under a budget the power-of-two part is a fractional knapsack (types by
+        samples per dollar), an upper bound of any real choice. Without a budget capacity only grows with
+        t, so the first time it suffices is bisected; from there on, between the times where some capacity
+        grows it only shrinks (less rent per second), so the least t is one of those times: they are
+        scanned in increasing order.
         """
         events = self._events.get(pos)
         if events is None:
             events = self._events[pos] = self._event_lists(pos)
-        times, qs, ks = events
+        times, qs, ks, last_kind = events
         i = bisect.bisect_right(times, t0)
-        if self._most_held(self._held_at(pos, t0), math.inf) < rem:
+        if self._held(*self._held_at(pos, t0), math.inf) < rem:
             lo, hi = i, len(times)
             while lo < hi:
                 mid = (lo + hi) // 2
-                if self._most_held(self._held_at(pos, times[mid]), math.inf) >= rem:
+                if self._held(*self._held_at(pos, times[mid]), math.inf) >= rem:
                     hi = mid
                 else:
                     lo = mid + 1
@@ -173,8 +191,9 @@ class SplitRelaxation:
                 return math.inf
             t0 = times[lo]
             i = bisect.bisect_right(times, t0)
-        held = self._held_at(pos, t0)
-        ratio = max((h / self.price[q] for q, h in held.items()), default=0.0)
+        base, full = self._held_at(pos, t0)
+        ratio = max((h / self.price[q] for q, h in base.items()), default=0.0)
+        extra = max((self.cap[q] * h for q, h in full.items()), default=0)
         t = t0
         while True:
             if t > stop:
@@ -182,26 +201,47 @@ class SplitRelaxation:
             money = (budget_usd / (iterations * t) - price) if t > 0 else math.inf
             if money <= 0:
                 return math.inf
-            # money · the best samples per dollar bounds what it buys: most times fail that quick test
-            if money * ratio >= rem and self._most_held(held, money) >= rem:
+            # money · the best samples per dollar (plus one type's whole capacity) bounds what it buys:
+            # most times fail that quick test
+            if money * ratio + extra >= rem and self._held(base, full, money) >= rem:
                 return t
             if i >= len(times):
                 return math.inf
             t = times[i]
             while i < len(times) and times[i] == t:
                 q = qs[i]
-                held[q] = ks[i] * self.d[q]
-                ratio = max(ratio, held[q] / self.price[q])
+                if last_kind[i]:
+                    full[q] = ks[i] * self.d[q]
+                    extra = max(extra, self.cap[q] * full[q])
+                else:
+                    base[q] = ks[i] * self.d[q]
+                    ratio = max(ratio, base[q] / self.price[q])
                 i += 1
 
-    def _held_at(self, pos: int, t: float) -> dict[int, int]:
-        held = {}
+    def _held_at(self, pos: int, t: float) -> tuple[dict[int, int], dict[int, int]]:
+        """Per candidate from `pos` on, the most samples one VM holds at t with the batches every group
+        may take (powers of two under pow2 and pow2_split), and (pow2_split) with those the last group
+        present may take."""
+        base: dict[int, int] = {}
+        full: dict[int, int] = {}
+        split = self.policy is BatchPolicy.POW2_SPLIT
         for q in range(pos, self.last):
-            times, best = self._per_gpu[q]
+            times, best = self._per_gpu[q] if self.policy is BatchPolicy.ANY else self._per_gpu_pow2[q]
             j = bisect.bisect_right(times, t)
             if j:
-                held[q] = best[j - 1] * self.d[q]
-        return held
+                base[q] = best[j - 1] * self.d[q]
+            if split:
+                times, best = self._per_gpu[q]
+                j = bisect.bisect_right(times, t)
+                if j:
+                    full[q] = best[j - 1] * self.d[q]
+        return base, full
+
+    def _held(self, base: dict[int, int], full: dict[int, int], usd_per_s: float) -> float:
+        """The most samples the candidates can hold at `base` samples per VM within `usd_per_s` of rent,
+        plus, for the one candidate whose group may be the last present, the rest of its capacity."""
+        extra = max((self.cap[q] * (h - base.get(q, 0)) for q, h in full.items()), default=0)
+        return self._most_held(base, usd_per_s) + extra
 
     def _most_held(self, held: dict[int, int], usd_per_s: float) -> float:
         """The most samples the candidates can hold at `held` samples per VM within `usd_per_s` of rent."""
@@ -218,13 +258,18 @@ class SplitRelaxation:
                 break
         return total
 
-    def _event_lists(self, pos: int) -> tuple[list[float], list[int], list[int]]:
-        rows: list[tuple[float, int, int]] = []
+    def _event_lists(self, pos: int) -> tuple[list[float], list[int], list[int], list[bool]]:
+        """The times at which some candidate from `pos` on holds more: (time, candidate, per-GPU batch,
+        whether it is a batch only the last group may take), in time order."""
+        rows: list[tuple[float, int, int, bool]] = []
+        split = self.policy is BatchPolicy.POW2_SPLIT
         for q in range(pos, self.last):
-            times, best = self._per_gpu[q]
-            rows.extend(zip(times, [q] * len(times), best, strict=True))
+            every = self._per_gpu[q] if self.policy is BatchPolicy.ANY else self._per_gpu_pow2[q]
+            kinds = [(every, False), (self._per_gpu[q], True)] if split else [(every, False)]
+            for (times, best), last in kinds:
+                rows.extend((t, q, k, last) for t, k in zip(times, best, strict=True))
         rows.sort()
-        return [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows]
+        return [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows], [r[3] for r in rows]
 
     def least_compute_holding_s(
         self, pos: int, samples: int, *, only: bool = False, max_price: float = math.inf

@@ -17,7 +17,7 @@ from typing import Any
 from srift.domain import Constraints, DiminishingReturns, Objective, Plan, Prediction, SearchMode
 from srift.errors import Infeasible, InvalidInput
 from srift.optimize.baselines import baselines
-from srift.optimize.eager import solve_eager
+from srift.optimize.eager import EagerWalker, solve_eager
 from srift.optimize.evaluate import Evaluated, Evaluations, Evaluator
 from srift.optimize.exhaustive import solve_exhaustive
 from srift.optimize.pareto import pareto_points
@@ -238,17 +238,25 @@ def _search(
             start=start,
         )
         return res, SearchMode.EAGER
+    incumbent = incumbent or Incumbent(constraints.objective)
     if options.mode is SearchMode.EXHAUSTIVE:
         res = solve_exhaustive(
-            problem, evals, constraints=constraints, deadline=deadline, incumbent=incumbent
+            problem,
+            evals,
+            constraints=constraints,
+            deadline=deadline,
+            incumbent=incumbent,
+            helper=_helper(problem, evals, constraints, options, deadline=deadline, incumbent=incumbent),
         )
         return res, SearchMode.EXHAUSTIVE
+    share = start + budget_s * AUTO_EXHAUSTIVE_SHARE
     res = solve_exhaustive(
         problem,
         evals,
         constraints=constraints,
-        deadline=start + budget_s * AUTO_EXHAUSTIVE_SHARE,
+        deadline=share,
         incumbent=incumbent,
+        helper=_helper(problem, evals, constraints, options, deadline=share, incumbent=incumbent),
     )
     if res.complete:
         return res, SearchMode.EXHAUSTIVE
@@ -267,6 +275,27 @@ def _search(
     return (
         SearchResult(eager.incumbent, False, eager.stats, (*eager.notes, *gap), coverage=res.coverage),
         SearchMode.EAGER,
+    )
+
+
+def _helper(
+    problem: Problem,
+    evals: Evaluations,
+    constraints: Constraints,
+    options: SolveOptions,
+    *,
+    deadline: float,
+    incumbent: Incumbent,
+) -> EagerWalker:
+    """Eager search as the exhaustive search's helper (better plans to prune with), on its incumbent."""
+    return EagerWalker(
+        problem,
+        evals,
+        constraints=constraints,
+        incumbent=incumbent,
+        deadline=deadline,
+        k=options.k,
+        max_types=options.eager_max_types,
     )
 
 
