@@ -226,7 +226,10 @@ class BranchAndBound:
             a, best, state = progress
             while a <= vmax and not self._may_beat(best, g, limit_t=limit_t, limit_c=limit_c):
                 b = min(vmax, a if a <= COUPLED_EXACT else a + a // 2)
-                compute = self.relax.least_compute_holding_s(0, -(-g // b)) / self.factor
+                compute = self.relax.least_compute_holding_s(0, -(-g // b))
+                if b <= COUPLED_EXACT:
+                    compute = max(compute, self.relax.least_time_with_vms(0, g, b))
+                compute /= self.factor
                 if math.isfinite(compute):
                     ext = Extension(min_nodes=a, max_nodes=b, min_compute_s=compute, later_profiles=profiles)
                     best = min(best, self.evals.partial_bound_s(state, extension=ext))
@@ -414,10 +417,11 @@ class BranchAndBound:
     def _coupled_s(self, state: object, pos: int, rem: int, *, vms: int, price: float, t: float) -> float:
         """A lower bound of t_iter over the subtree that couples its two halves through the VM count V:
         the VMs added to hold `rem` samples are V − vms, so one of them holds ≥ rem / (V − vms) samples and
-        computes at least that long (`least_compute_holding_s`), while the exchange of V VMs takes at least
-        the evaluator's extension bound for V. V is split into ranges growing by half; each range takes the
-        compute of its largest V and the exchange of any V in it. Ranges stop once the bound can no longer
-        beat `t` (already known)."""
+        computes at least that long (`least_compute_holding_s`; for up to COUPLED_EXACT added VMs, at least
+        the least time that many VMs hold `rem` in, `least_time_with_vms`), while the exchange of V VMs
+        takes at least the evaluator's extension bound for V. V is split into ranges growing by half; each
+        range takes the compute of its largest V and the exchange of any V in it. Ranges stop once the bound
+        can no longer beat `t` (already known)."""
         base = self._extension(pos, rem, vms=vms, price=price, t=t, later=self.later[pos])
         money = self.b_lim / (self.n_iter * t) - price if self.b_lim < math.inf and t > 0 else math.inf
         lo, hi = base.min_nodes, base.max_nodes
@@ -427,9 +431,10 @@ class BranchAndBound:
         a = lo
         while a <= hi:
             b = min(hi, a if a - vms <= COUPLED_EXACT else a + a // 2)
-            compute = (
-                self.relax.least_compute_holding_s(pos, -(-rem // (b - vms)), max_price=money) / self.factor
-            )
+            compute = self.relax.least_compute_holding_s(pos, -(-rem // (b - vms)), max_price=money)
+            if b - vms <= COUPLED_EXACT:
+                compute = max(compute, self.relax.least_time_with_vms(pos, rem, b - vms, max_price=money))
+            compute /= self.factor
             if math.isfinite(compute):
                 ext = Extension(
                     min_nodes=a,

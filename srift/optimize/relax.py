@@ -91,6 +91,8 @@ class SplitRelaxation:
         self._events: dict[int, tuple[list[float], list[int], list[int], list[bool]]] = {}
         self._hold_cache: dict[tuple[int, int], float] = {}
         self._cheap: dict[tuple[int, int, float], float] = {}
+        self._vms_cache: dict[tuple[int, int, int, int], float] = {}
+        self._prices: dict[int, list[float]] = {}
 
     # -- tables -------------------------------------------------------------------------------------------
 
@@ -270,6 +272,76 @@ class SplitRelaxation:
                 rows.extend((t, q, k, last) for t, k in zip(times, best, strict=True))
         rows.sort()
         return [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows], [r[3] for r in rows]
+
+    def least_time_with_vms(self, pos: int, rem: int, vms: int, *, max_price: float = math.inf) -> float:
+        """The least t at which `vms` VMs of candidates from `pos` on (each type at most its cap, each VM
+        renting at most `max_price` per second) can hold `rem` samples, every VM computing for at most t
+        with the batches the policy allows (powers of two but for the last group); inf when none can.
+
+        At a given t the VMs hold at most the `vms` largest power-of-two capacities plus, for one type, the
+        rest of its capacity on its VMs; capacity only grows with t, so the event times are bisected.
+        """
+        if rem <= 0:
+            return 0.0
+        if vms <= 0:
+            return math.inf
+        prices = self._prices_from(pos)
+        allowed = bisect.bisect_right(prices, max_price)
+        key = (pos, rem, vms, allowed)
+        found = self._vms_cache.get(key)
+        if found is not None:
+            return found
+        ceiling = prices[allowed - 1] if allowed else -1.0
+        events = self._events.get(pos)
+        if events is None:
+            events = self._events[pos] = self._event_lists(pos)
+        times = events[0]
+
+        def enough(t: float) -> bool:
+            base, full = self._held_at(pos, t)
+            sizes = sorted(
+                ((h, self.cap[q]) for q, h in base.items() if self.price[q] <= ceiling), reverse=True
+            )
+            left, total = vms, 0
+            for h, cap in sizes:
+                n = min(cap, left)
+                total += n * h
+                left -= n
+                if not left:
+                    break
+            extra = max(
+                (
+                    min(self.cap[q], vms) * (h - base.get(q, 0))
+                    for q, h in full.items()
+                    if self.price[q] <= ceiling
+                ),
+                default=0,
+            )
+            return total + extra >= rem
+
+        if not times or not enough(times[-1]):
+            found = math.inf
+        else:
+            lo, hi = 0, len(times) - 1
+            while lo < hi:
+                mid = (lo + hi) // 2
+                if enough(times[mid]):
+                    hi = mid
+                else:
+                    lo = mid + 1
+            found = times[lo]
+        if len(self._vms_cache) < 1 << 18:
+            self._vms_cache[key] = found
+        return found
+
+    def _prices_from(self, pos: int) -> list[float]:
+        """The prices of the usable candidates from `pos` on, ascending."""
+        found = self._prices.get(pos)
+        if found is None:
+            found = self._prices[pos] = sorted(
+                self.price[q] for q in range(pos, self.last) if self.hi[q] >= self.d[q]
+            )
+        return found
 
     def least_compute_holding_s(
         self, pos: int, samples: int, *, only: bool = False, max_price: float = math.inf
