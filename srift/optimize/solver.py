@@ -10,6 +10,7 @@ baselines, the Pareto front and the diminishing-returns note complete the Plan.
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, replace
 from typing import Any
@@ -179,6 +180,7 @@ def _check_space(problem: Problem) -> None:
                 field="batch_policy",
             )
     _check_caps(problem)
+    _check_size(problem)
     if not reachable(problem, deadline=time.perf_counter() + REACHABILITY_BUDGET_S):
         g = problem.constraints.global_batch
         capacity = sum(c.cap * c.max_vm_batch for c in problem.candidates)
@@ -190,6 +192,43 @@ def _check_space(problem: Problem) -> None:
             detail = f"{g} cannot be split into per-VM batches allowed by batch_policy {policy}"
             hint = "use a global batch that is a multiple of a power of two, or batch_policy any"
         raise InvalidInput(detail, hint=hint, field="global_batch")
+
+
+MAX_TABLE_ENTRIES = 2_000_000
+"""The searches tabulate each candidate's compute at every per-GPU batch up to the global batch
+(srift.optimize.relax); above this many entries in all (memory: tens of MB, and the time to build them
+counts against the solve budget) a request is refused before searching. The whole us-east-1 catalog at a
+global batch of 8192 needs about 160,000 for issue #47's CNN (estimated GPUs hold up to 65,536 samples
+each), 9,400 for ResNet50."""
+
+
+def space_log10(problem: Problem) -> float:
+    """log10 of an upper bound of the number of configurations: each candidate absent, or one of its
+    counts with one of its per-VM batches (up to the global batch)."""
+    g = problem.constraints.global_batch
+    return sum(
+        math.log10(1 + c.cap * (len(c.batch_options(problem.batch_policy, upto=g)) + 1))
+        for c in problem.candidates
+    )
+
+
+def _check_size(problem: Problem) -> None:
+    """InvalidInput, before any search, when the request is too large to search: its compute tables
+    would exceed MAX_TABLE_ENTRIES. Says how large the space is and what to narrow."""
+    g = problem.constraints.global_batch
+    entries = sum(min(c.profile.max_batch, g // c.devices) for c in problem.candidates)
+    if entries <= MAX_TABLE_ENTRIES:
+        return
+    locations = {c.location for c in problem.candidates}
+    raise InvalidInput(
+        f"the request is too large to search: {len(problem.candidates)} candidate types"
+        f"{f' in {len(locations)} locations' if len(locations) > 1 else ''} at a global batch of {g} "
+        f"(up to 10^{space_log10(problem):.0f} configurations; {entries:,} compute entries to tabulate, "
+        f"limit {MAX_TABLE_ENTRIES:,})",
+        hint="narrow availability to the types you would rent, allow fewer regions or providers, or lower "
+        "global_batch",
+        field="availability",
+    )
 
 
 def _check_caps(problem: Problem) -> None:

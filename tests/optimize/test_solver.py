@@ -226,3 +226,21 @@ def test_a_search_cut_short_before_any_plan_blames_the_solve_budget() -> None:
     with pytest.raises(PlanInfeasible) as err:
         optimize(problem, FastEvaluator(), SolveOptions(mode=SearchMode.EAGER, solve_budget_s=1e-4))
     assert err.value.field == "solve_budget_s"
+
+
+def test_a_request_too_large_to_search_is_refused_before_searching_with_its_size() -> None:
+    from srift.optimize.solver import MAX_TABLE_ENTRIES
+
+    cands = tuple(
+        candidate(f"t{j:02d}", gpus=1, max_batch=65_536, per_sample_s=0.001, price=1.0 + j, cap=4)
+        for j in range(40)
+    )
+    g = 65_536
+    assert 40 * g > MAX_TABLE_ENTRIES
+    problem = Problem(cands, Constraints(g, 10, Objective.MIN_COST))
+    evaluator = FastEvaluator()
+    with pytest.raises(InvalidInput) as err:
+        optimize(problem, evaluator)
+    assert err.value.field == "availability"
+    assert "too large to search" in str(err.value) and "configurations" in str(err.value)
+    assert evaluator.calls == 0
