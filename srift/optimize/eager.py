@@ -183,6 +183,7 @@ def solve_eager(
     incumbent: Incumbent | None = None,
     start: float | None = None,
     clock: Callable[[], float] = time.perf_counter,
+    prove: bool = True,
 ) -> SearchResult:
     """Srift's eager heuristic: increase heterogeneity one type at a time, within `budget_s` seconds.
 
@@ -194,6 +195,7 @@ def solve_eager(
     with it on the same incumbent (PROOF_FIRST_SHARE): types it sets aside with proof are skipped, and when
     it closes, the result is complete and its `coverage` closed (the plan is proven optimal). Returns the
     best feasible configuration found; `complete` when every subset ran to its end or the proof closed.
+    Without `prove` (a search for a note, not a plan) no proof runs.
     """
     constraints = constraints or problem.constraints
     start = start if start is not None else clock()
@@ -212,7 +214,7 @@ def solve_eager(
     stopped = SearchResult(incumbent, False, walker.enum.stats, ("eager search stopped at its solve budget",))
     if not walker.singles():
         return stopped
-    if evals.type_partial(0, least_compute_s=0.0, forward_share=0.0) is None:
+    if not prove or evals.type_partial(0, least_compute_s=0.0, forward_share=0.0) is None:
         walker(None, until=deadline)
     else:
         proof = BranchAndBound(

@@ -45,13 +45,14 @@ def diminishing_returns(
     if c.time_limit_s is not None:
         deadline = min(deadline, c.time_limit_s)
     near = replace(c, objective=Objective.MIN_COST, time_limit_s=deadline)
+    plan_gpus = problem.gpus(best.groups)
+    worth = _worth_a_note(evals.records.values(), evals, plan=best, deadline_s=deadline)
     incumbent = Incumbent(Objective.MIN_COST)
-    for item in _near(evals.records.values(), evals, near):
+    for item in _near(worth, evals, near):
         incumbent.offer(item)
     found = search(near, incumbent)
-    plan_gpus = problem.gpus(best.groups)
     options = [
-        x for x in (found.best, _fewest_gpus(evals, near)) if x is not None and x.groups != best.groups
+        x for x in (found.best, _fewest_gpus(evals, near, worth)) if x is not None and x.groups != best.groups
     ]
     for alt in options:
         p = alt.prediction
@@ -82,9 +83,28 @@ def _near(records: Iterable[Evaluated], evals: Evaluations, near: Constraints) -
     return [evals.evaluate(x.groups, constraints=near) for x in list(records)]
 
 
-def _fewest_gpus(evals: Evaluations, near: Constraints) -> Evaluated | None:
-    """Of the fleets evaluated, the one with the fewest GPUs (then cheapest) that meets `near`."""
-    ok = [x for x in _near(evals.records.values(), evals, near) if x.feasible]
+def _worth_a_note(
+    records: Iterable[Evaluated], evals: Evaluations, *, plan: Evaluated, deadline_s: float
+) -> list[Evaluated]:
+    """The fleets evaluated that could make the note: at most the deadline at the median (a quantile above
+    it is no shorter) and at least COST_SAVING cheaper or at most GPU_SHARE of the plan's GPUs. Only these
+    are judged again at the request's confidence (which may simulate their bands)."""
+    p = plan.prediction
+    gpus = evals.problem.gpus(plan.groups)
+    return [
+        x
+        for x in list(records)
+        if x.prediction.total_time_s <= deadline_s
+        and (
+            x.prediction.cost_usd <= p.cost_usd * (1 - COST_SAVING)
+            or evals.problem.gpus(x.groups) <= gpus * GPU_SHARE
+        )
+    ]
+
+
+def _fewest_gpus(evals: Evaluations, near: Constraints, records: Iterable[Evaluated]) -> Evaluated | None:
+    """Of `records`, the one with the fewest GPUs (then cheapest) that meets `near`."""
+    ok = [x for x in _near(records, evals, near) if x.feasible]
     if not ok:
         return None
     return min(ok, key=lambda x: (evals.problem.gpus(x.groups), x.prediction.cost_usd))

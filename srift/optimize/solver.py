@@ -149,6 +149,7 @@ def _returns(
             k=options.k,
             max_types=options.eager_max_types,
             incumbent=incumbent,
+            prove=False,
         )
         return res.incumbent
 
