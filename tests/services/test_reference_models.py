@@ -32,13 +32,18 @@ def _example() -> dict[str, Any]:
 
 
 def _gpu_types(settings: Settings) -> set[str]:
-    """The shipped catalog's GPU types offered in us-east-1 that have an accelerator spec."""
+    """The shipped catalog's GPU types offered in us-east-1 that have an accelerator spec and that the
+    default framework stack runs (srift.catalog.support: no K80, no retired family)."""
+    from srift.catalog.support import runnable_offers
+    from srift.domain.requests import FrameworkStack
+
     session = session_factory(settings.resolved_database_url)()
     try:
         offers = get_offers(session=session, provider="aws", region="us-east-1", market=MarketChoice.ANY)
     finally:
         session.close()
-    return {o.instance.name for o in offers if spec_for_instance(o.instance) is not None}
+    kept = runnable_offers(offers, stack=FrameworkStack(), include_retired=False).kept
+    return {o.instance.name for o in kept if spec_for_instance(o.instance) is not None}
 
 
 def test_the_example_plans_a_reference_model_and_marks_its_estimates(
