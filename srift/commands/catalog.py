@@ -63,7 +63,10 @@ def _table(entries: list[CatalogEntry], *, wide: bool = False) -> Table:
         ("on-demand $/h", "right"),
         ("spot $/h", "right"),
     ]
-    shown = [(h, j) for h, j in columns if wide or h not in WIDE_ONLY]
+    from srift.domain.catalog import Lifecycle
+
+    lifecycle = wide or any(e.status is not Lifecycle.CURRENT for e in entries)
+    shown = [(h, j) for h, j in columns if (wide or h not in WIDE_ONLY) and (lifecycle or h != "status")]
     for header, justify in shown:
         table.add_column(header, justify=justify, no_wrap=header in ("provider", "region", "type"))  # type: ignore[arg-type]
     for e in entries:
@@ -129,9 +132,9 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """List instance types with their on-demand and spot prices (USD/hour).
 
-        The table fits 100 columns: CC is the GPUs' compute capability, status the family's (current,
-        previous generation, retired; see srift/catalog/specs/support.yaml); --wide adds vCPU, memory, the
-        GPU link and EFA (or use --json).
+        The table fits 80 columns: CC is the GPUs' compute capability; a status column (current, previous
+        generation, retired; see srift/catalog/specs/support.yaml) appears when a listed family is not
+        current; --wide adds vCPU, memory, the GPU link, EFA and status (or use --json).
 
         Examples:
           srift catalog list --provider aws --region us-east-1 --gpu V100

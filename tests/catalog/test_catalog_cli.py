@@ -125,3 +125,18 @@ def test_import_good_then_malformed(cli_db: str, tmp_path: Path, capsys: pytest.
             s.scalar(select(func.count()).select_from(PriceRow)),
         )
     assert after == before
+
+
+def test_list_shows_compute_capability_and_status(cli_db: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "catalog", "list", "--provider", "aws", "--region", "us-east-1", "--json")
+    assert code == 0
+    rows = {r["name"]: r for r in json.loads(out)}
+    assert rows["p2.xlarge"]["compute_capability"] == "3.7" and rows["p2.xlarge"]["status"] == "retired"
+    assert rows["p3.2xlarge"]["status"] == "previous" and rows["p5.48xlarge"]["status"] == "current"
+    assert rows["c5.large"]["compute_capability"] is None
+    where = ("--provider", "aws", "--region", "us-east-1")
+    code, out, _ = run(capsys, "catalog", "list", *where, "--gpu", "K80")
+    assert code == 0
+    assert "CC" in out and "3.7" in out and "status" in out and "retired" in out
+    code, out, _ = run(capsys, "catalog", "list", *where, "--gpu", "T4")
+    assert "7.5" in out and "status" not in out
