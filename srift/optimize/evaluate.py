@@ -25,7 +25,7 @@ from srift.domain import (
     Objective,
     Prediction,
 )
-from srift.domain.geo import AllreducePattern
+from srift.domain.geo import AllreducePattern, Location
 from srift.optimize.space import Group, Groups, Problem
 
 if TYPE_CHECKING:
@@ -161,6 +161,23 @@ class SimEvaluator:
         """`partial` with one more member, for `partial_bound_s` (incremental bounds of growing fleets)."""
         return self.bounder.add(partial, member)
 
+    def use_locations(self, locations: Sequence[Location]) -> None:
+        """Tell the bounds which locations a search's fleets may span: a fleet across two or more of them
+        exchanges no faster than over the fastest link between any two (flat ring; the hierarchical
+        pattern keeps the bounds without a network stage)."""
+        import itertools
+
+        from srift.domain.geo import AllreducePattern
+        from srift.sim.iteration import default_geo
+
+        context = self.geo or default_geo()
+        if context.pattern is AllreducePattern.HIERARCHICAL or len(set(locations)) < 2:
+            return
+        links = [context.catalog.link(a, b) for a, b in itertools.permutations(set(locations), 2)]
+        self.bounder.use_links(
+            latency_s=min(lk.latency_s for lk in links), bandwidth_bps=max(lk.bandwidth_bps for lk in links)
+        )
+
     def type_partial(
         self, instance: InstanceType, profile: ModelProfile, *, least_compute_s: float, forward_share: float
     ) -> PartialFleet:
@@ -229,6 +246,10 @@ class Evaluations:
         self._grow = getattr(evaluator, "grow", None)
         self._partial_bound = getattr(evaluator, "partial_bound_s", None)
         self._bounds: dict[Groups, float] = {}
+        use = getattr(evaluator, "use_locations", None)
+        located = [c.location for c in problem.candidates if c.location is not None]
+        if use is not None and located:
+            use(located)
 
     @property
     def floor_factor(self) -> float:

@@ -328,6 +328,7 @@ def _helper(
     incumbent: Incumbent,
 ) -> EagerWalker:
     """Eager search as the exhaustive search's helper (better plans to prune with), on its incumbent."""
+    n = len(problem.candidates)
     return EagerWalker(
         problem,
         evals,
@@ -335,8 +336,21 @@ def _helper(
         incumbent=incumbent,
         deadline=deadline,
         k=options.k,
-        max_types=options.eager_max_types,
+        max_types=n
+        if n <= HELPER_ALL_TYPES
+        else max(options.eager_max_types, HELPER_TYPES)
+        if n <= HELPER_MORE_TYPES
+        else options.eager_max_types,
     )
+
+
+HELPER_ALL_TYPES = 10
+HELPER_TYPES = 5
+HELPER_MORE_TYPES = 24
+"""The helper's eager search mixes any number of types on problems of at most HELPER_ALL_TYPES candidates
+(2^10 subsets), up to HELPER_TYPES on problems of at most HELPER_MORE_TYPES (about 55,000 subsets, most
+skipped once types are set aside), else eager_max_types: on small catalogs the optimum often mixes more
+types than eager search's default three (product choices, not measurements)."""
 
 
 RETURNS_SHARE = 0.25

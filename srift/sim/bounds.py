@@ -36,9 +36,10 @@ from typing import Any
 import numpy as np
 
 from srift.domain import BusBandwidthModel, FleetMember, InstanceType, ModelProfile
+from srift.domain.geo import Location
 from srift.sim.compute import member_base, member_key, straggler_rows
 from srift.sim.layers import LayerArrays, bucket_groups, bucketed, layer_arrays
-from srift.sim.network import intra_stage_at, network_rows, network_stage_at
+from srift.sim.network import CAP_PROBE_BYTES, intra_stage_at, network_rows, network_stage_at
 
 MAX_TABLE_NODES = 4096
 """Extension bounds table the bandwidth model's answers up to this many VMs; above, no network stage."""
@@ -74,6 +75,7 @@ class PartialFleet:
     bases: tuple[str, ...]
     canon: LayerArrays
     buckets: tuple[tuple[str, ...], ...] | None
+    locations: tuple[Location, ...] = ()
 
 
 class Bounder:
@@ -100,6 +102,7 @@ class Bounder:
         self._stages: dict[tuple[object, ...], list[Rates]] = {}
         self._later_ids: dict[int, tuple[tuple[InstanceType, ...], tuple[int, ...]]] = {}
         self._keep: dict[int, InstanceType] = {}
+        self.cross: tuple[float, float] | None = None
         self._members: dict[tuple[int, ...], tuple[Any, ...]] = {}
         self._type_ids: dict[int, tuple[tuple[InstanceType, ...], tuple[int, ...]]] = {}
         self._tables: dict[tuple[object, ...], tuple[np.ndarray, np.ndarray]] = {}
@@ -146,6 +149,7 @@ class Bounder:
                 bases=(base,),
                 canon=canon,
                 buckets=buckets,
+                locations=(member.location,) if member.location is not None else (),
             )
         types, names, ids = partial.types, partial.names, partial.ids
         name = _name(member.instance)
@@ -164,6 +168,9 @@ class Bounder:
             bases=(*bases, base),
             canon=canon,
             buckets=buckets,
+            locations=partial.locations
+            if member.location is None or member.location in partial.locations
+            else (*partial.locations, member.location),
         )
 
     def type_partial(
@@ -248,13 +255,16 @@ class Bounder:
         if extension is not None:
             lo = max(nodes + (1 if later else 0), extension.min_nodes)
             hi = max(extension.max_nodes, nodes)
-        key = (partial.ids, canon.sizes, later_ids[1], lo, hi)
+        spans = self.cross is not None and len(partial.locations) >= 2
+        key = (partial.ids, canon.sizes, later_ids[1], lo, hi, spans)
         stages = self._stages.get(key)
         if stages is None:
             intra = _intra(partial.types, canon.sizes, self.bandwidth, later)
             network = (
                 self._network(partial.types, canon.sizes, lo=lo, hi=hi, later=later) if self.network else None
             )
+            if network is not None and spans:
+                network = self._across(network, canon, nodes=lo)
             stages = self._stages[key] = [x for x in (intra, network) if x is not None]
         if not stages:
             return compute_end + update_s
@@ -275,6 +285,31 @@ class Bounder:
         if found is None or found[0] is not types:
             found = self._type_ids[id(types)] = (types, tuple(self._id(t) for t in types))
         return found[1]
+
+    def use_links(self, *, latency_s: float, bandwidth_bps: float) -> None:
+        """Bound fleets that span locations with the fastest link between any two of the locations a
+        search allows (least one-way latency, most one-stream bandwidth): a flat ring over N VMs in L ≥ 2
+        locations steps no faster than (2α + s/β)/N (srift.sim.geo), so a class of mean size s moves at most
+        s·N / (2(N−1)(2α + s/β))."""
+        self.cross = (latency_s, bandwidth_bps)
+
+    def _across(self, stage: Rates, canon: LayerArrays, *, nodes: int) -> Rates:
+        """The network stage of a fleet that spans locations, capped by the fastest link (`use_links`) at
+        `nodes` VMs, the fewest it may have (more VMs: slower)."""
+        from srift.sim.geo import class_bytes
+
+        assert self.cross is not None
+        alpha, beta = self.cross
+        n = max(nodes, 2)
+
+        def rate(nbytes: float) -> float:
+            bits = nbytes * 8
+            return bits * n / (2 * (n - 1) * (2 * alpha + bits / beta))
+
+        rates, cap = stage
+        capped = np.minimum(rates, [rate(b) for b in class_bytes(canon)])
+        # as srift.sim.geo's stage: the cap never below a lone transfer's own rate
+        return capped, max(min(cap, rate(float(CAP_PROBE_BYTES))), float(capped.max(initial=0.0)))
 
     def _id(self, instance: InstanceType) -> int:
         """A cache key for an instance type object (kept alive, so that its id is never reused)."""

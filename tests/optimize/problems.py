@@ -72,3 +72,24 @@ def make_mixed_problem(seed: int) -> Problem:
         budget_usd=rng.choice([None, rng.uniform(0.0005, 0.3)]),
     )
     return Problem(tuple(cands), constraints, rng.choice(list(BatchPolicy)))
+
+
+def make_located_problem(seed: int) -> Problem:
+    """2–3 instance types, each offered in two regions at slightly different prices (caps 1–2), a global
+    batch of 8–32: fleets may span the regions, so the bounds must stay below the simulator's links."""
+    from dataclasses import replace
+
+    from srift.domain.geo import Location
+
+    rng = random.Random(20_000 + seed)
+    base = make_mixed_problem(seed)
+    types = base.candidates[: rng.randint(2, 3)]
+    where = (Location("aws", "us-east-1"), Location("aws", "us-west-2"))
+    cands = []
+    for cand in types:
+        for loc in where:
+            offer = replace(cand.offer, price_usd_per_hr=cand.offer.price_usd_per_hr * rng.uniform(0.8, 1.2))
+            cands.append(replace(cand, offer=offer, location=loc, cap=rng.randint(1, 2)))
+    cands.sort(key=lambda c: c.sort_key)
+    constraints = replace(base.constraints, global_batch=rng.choice([8, 12, 16, 24, 32]))
+    return Problem(tuple(cands), constraints, base.batch_policy)

@@ -161,3 +161,35 @@ def test_the_optimizers_bounds_stay_below_the_simulator_across_locations(pattern
     partial = evaluator.grow(None, fleet[0])
     reach = Extension(min_nodes=4, max_nodes=4, later=(nic,))
     assert evaluator.partial_bound_s(partial, extension=reach) <= simulated * (1 + 1e-9)
+
+
+def test_bounds_told_the_locations_see_the_link_and_stay_below_the_simulator() -> None:
+    """With the fastest link among the allowed locations (use_locations), a fleet across them is bounded
+    by that link: tighter than the one-location bound, never above the simulator, whatever extends it."""
+    import random
+
+    geo = GeoContext(parse_network(geo_doc(ab=(1.0, 200.0), bc=(2.0, 60.0), ac=(0.5, 300.0)), origin="test"))
+    nic = instance("p3dn.24xlarge", gpus=1, network_gbps=100.0)
+    rng = random.Random(7)
+    tighter = 0
+    for _ in range(30):
+        where = rng.sample([A, B, C], rng.randint(2, 3))
+        fleet = [
+            FleetMember(instance=nic, count=rng.randint(1, 3), batch=32, profile=ONE_GB, location=loc)
+            for loc in where
+        ]
+        simulated = simulate(fleet, bandwidth=flat(10.0), geo=geo, band=False).iteration_s
+        plain = SimEvaluator(bandwidth=flat(10.0), geo=geo)
+        told = SimEvaluator(bandwidth=flat(10.0), geo=geo)
+        told.use_locations([A, B, C])
+        bound = told.iteration_bound_s(fleet)
+        assert bound <= simulated * (1 + 1e-9)
+        assert bound >= plain.iteration_bound_s(fleet) * (1 - 1e-12)
+        tighter += bound > plain.iteration_bound_s(fleet) * 1.01
+        partial = told.grow(None, fleet[0])
+        partial = told.grow(partial, fleet[1])
+        nodes = sum(m.count for m in fleet)
+        reach = Extension(min_nodes=nodes, max_nodes=nodes + 2, later=(nic,))
+        if len(fleet) > 2:
+            assert told.partial_bound_s(partial, extension=reach) <= simulated * (1 + 1e-9)
+    assert tighter >= 20
