@@ -39,7 +39,7 @@ import heapq
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from srift.domain import Constraints, InstanceType, ModelProfile, Objective
@@ -123,6 +123,8 @@ class BranchAndBound:
         self.price = [x.price_usd_per_s for x in cands]
         self.finals: list[dict[int, float]] = [{} for _ in cands]
         self.dead: set[int] = set()
+        self._located = [x.location for x in cands]
+        self._only: dict[Groups, object] = {}
         self._aside: dict[int, tuple[int, float, object]] = {}
         self._profiles = tuple(x.profile for x in cands)
         self._eff = [cost_per_sample_floor(x) for x in cands]
@@ -381,6 +383,7 @@ class BranchAndBound:
             tight = cost if self.cost_obj else total
             if total <= self.t_lim and cost <= self.b_lim and tight < self.incumbent.value:
                 tt = self._coupled_s(state, pos, rem, vms=vms, price=price, t=tt)
+                self._stay_if_crossing_cannot_win(state, groups, extension, pos=pos, rem=rem, price=price)
         total, cost = self._bound(t=tt, price=price, rem=rem, pos=pos, sumf=sumf)
         if total > self.t_lim or cost > self.b_lim:
             return
@@ -392,6 +395,35 @@ class BranchAndBound:
             self._push(tight, refined)
         else:
             self._expand(refined)
+
+    def _stay_if_crossing_cannot_win(
+        self, state: object, groups: Groups, extension: Extension, *, pos: int, rem: int, price: float
+    ) -> None:
+        """Symmetry of locations: when every group so far lies in one location and no fleet that extends
+        them into another location (bounded over the fastest link between locations) can beat the plan or
+        meet the limits, the subtree keeps to that location (`_stay`)."""
+        where = {self._located[i] for i, _, _ in groups}
+        if len(where) != 1 or None in where or self._stay(groups) is not None:
+            return
+        (home,) = where
+        if all(self._located[q] in (home, None) for q in range(pos, self.last)):
+            return
+        t = self.evals.partial_bound_s(state, extension=replace(extension, spans=True))
+        total, cost = self._bound(t=t, price=price, rem=rem, pos=pos, sumf=0.0)
+        if (
+            total > self.t_lim
+            or cost > self.b_lim
+            or (cost if self.cost_obj else total) >= self.incumbent.value
+        ):
+            self._only[groups] = home
+
+    def _stay(self, groups: Groups) -> object | None:
+        """The location a subtree must keep to (its own or an ancestor's decision), or None."""
+        for k in range(len(groups), 0, -1):
+            home = self._only.get(groups[:k])
+            if home is not None:
+                return home
+        return None
 
     def _extension(
         self, pos: int, rem: int, *, vms: int, price: float, t: float, later: tuple[InstanceType, ...]
@@ -486,6 +518,10 @@ class BranchAndBound:
         cap, d, hi, pq = self.cap[q], self.d[q], self.hi[q], self.price[q]
         if hi < d:
             return
+        if groups and self._only:
+            home = self._stay(groups)
+            if home is not None and self._located[q] != home:
+                return
         if state is not None:
             extension = self._extension(
                 q, rem, vms=vms, price=price, t=t, later=(self.problem.candidates[q].instance,)

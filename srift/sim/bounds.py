@@ -50,13 +50,15 @@ class Extension:
     """The fleets that extend a partial fleet: its members followed by others, with between `min_nodes` and
     `max_nodes` VMs in all and, when `later` is not empty, at least one VM of one of those types. With
     `min_compute_s`, one of the added members computes (forward + backward) for at least that long, with a
-    profile among `later_profiles`."""
+    profile among `later_profiles`. With `spans`, the fleets span two or more locations (the bounds then
+    use the link between locations, `Bounder.use_links`)."""
 
     min_nodes: int
     max_nodes: int
     later: tuple[InstanceType, ...] = ()
     min_compute_s: float = 0.0
     later_profiles: tuple[ModelProfile, ...] = ()
+    spans: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -255,7 +257,9 @@ class Bounder:
         if extension is not None:
             lo = max(nodes + (1 if later else 0), extension.min_nodes)
             hi = max(extension.max_nodes, nodes)
-        spans = self.cross is not None and len(partial.locations) >= 2
+        spans = self.cross is not None and (
+            len(partial.locations) >= 2 or (extension is not None and extension.spans)
+        )
         key = (partial.ids, canon.sizes, later_ids[1], lo, hi, spans)
         stages = self._stages.get(key)
         if stages is None:
