@@ -200,3 +200,15 @@ class Amendment:
     budget_usd: float | None = None
     objective: Objective | None = None
     launch_overhead_s: float = 150.0
+
+
+@dataclass(frozen=True, slots=True)
+class IterationReport:
+    """Measured iteration times of a training run (POST /v1/jobs/{id}/iterations): (step, seconds) pairs
+    against `plan_id` (None: the run's current plan), the seconds since the run started, and whether the
+    run has finished reporting (`final`: its steps become an observation of the plan's prediction)."""
+
+    steps: tuple[tuple[int, float], ...]
+    plan_id: int | None = None
+    elapsed_s: float | None = None
+    final: bool = False

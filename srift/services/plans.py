@@ -34,6 +34,7 @@ from srift.optimize.solver import PlanInfeasible, SolveOptions, optimize, optimi
 from srift.optimize.space import Candidate, Groups, Problem, build_candidates
 from srift.optimize.spot import SpotPolicy
 from srift.services.caching import RevisionCache
+from srift.services.calibration import calibrated_evaluator, plan_block
 from srift.services.network import network_spec, network_view
 from srift.services.placement import (
     Evaluated,
@@ -78,7 +79,7 @@ class PreparedProblem:
     default_location: Location | None = None
 
 
-PREPARED_AREAS = (DataArea.CATALOG, DataArea.PROFILES, DataArea.BANDWIDTH_MODELS)
+PREPARED_AREAS = (DataArea.CATALOG, DataArea.PROFILES, DataArea.BANDWIDTH_MODELS, DataArea.CORRECTIONS)
 """What a prepared problem is built from besides the request: profiles, catalog offers, the active model."""
 
 PREPARED: RevisionCache[PreparedProblem] = RevisionCache("prepared plan problems", max_entries=64)
@@ -243,6 +244,8 @@ def _prepare(
         geo=geo,
         read_gbps=query.read_gbps,
     )
+    # Calibration hook (srift.services.calibration): corrections learned from measured runs.
+    evaluator = calibrated_evaluator(evaluator, session=session, model=profiles[0].model, network=network)
     options = SolveOptions(mode=query.mode, solve_budget_s=query.solve_budget_s, k=query.eager_k)
     return PreparedProblem(
         problem,
@@ -341,6 +344,7 @@ def create_plan(
             rates=prepared.rates,
         )
     result = plan_result(plan, problem, profile_sources=prepared.profile_sources, prepared=prepared)
+    result["calibration"] = _calibration_block(prepared, plan, problem)  # calibration hook
     result["spot"] = spot_doc
     result["fallback"] = fallback_doc
     if prepared.bandwidth is not None:
@@ -355,6 +359,19 @@ def create_plan(
     session.add(row)
     session.flush()
     return plan_record(row)
+
+
+def _calibration_block(prepared: PreparedProblem, plan: Plan, problem: Problem) -> dict[str, Any]:
+    """What runs of this plan will be compared with (srift.services.calibration.plan_block)."""
+    groups = _best_groups(plan, problem)
+    return plan_block(
+        prepared.evaluator,
+        fleet=problem.fleet(groups),
+        iterations=problem.constraints.iterations,
+        usd_per_s=problem.usd_per_s(groups),
+        model=problem.candidates[0].profile.model,
+        network=prepared.network,
+    )
 
 
 def _best_groups(plan: Plan, problem: Problem) -> Groups:

@@ -32,6 +32,7 @@ from srift.domain import (
 from srift.domain.network import NetworkSpec
 from srift.domain.requests import FleetQuery, PredictionQuery
 from srift.errors import InvalidInput, NotFound
+from srift.services.calibration import CorrectionTable, fleet_shares, load_table
 from srift.services.network import check_transport, network_spec, network_view
 from srift.services.profiles import resolve_profiles, source_label, with_estimates
 from srift.services.views import breakdown_document, choice_document, predicted_document
@@ -303,6 +304,7 @@ class _Context:
     model: BusBandwidthModel
     memo: BusBandwidthModel
     configs: tuple[tuple[str, FleetQuery], ...]
+    corrections: CorrectionTable | None = None
 
     @classmethod
     def of(
@@ -332,7 +334,9 @@ class _Context:
             if bandwidth is not None
             else active_model(session=session, settings=settings, network=network)
         )
-        return cls(query, profiles, offers, network, model, MemoBandwidth(model), configs)
+        # Calibration hook (srift.services.calibration): corrections learned from measured runs.
+        corrections = load_table(session=session, model=profiles[0][0].model, network=network)
+        return cls(query, profiles, offers, network, model, MemoBandwidth(model), configs, corrections)
 
     def instances(self, config: FleetQuery) -> list[InstanceType]:
         return [self.offers[(c.instance_type, c.market.value)].instance for c in config.choices]
@@ -373,6 +377,8 @@ class _Context:
         )
         usd_per_hr = sum(m.count * o.price_usd_per_hr for m, o in zip(members, used_offers, strict=True))
         prediction = to_prediction(estimate, iterations=query.iterations, usd_per_s=usd_per_hr / 3600.0)
+        if self.corrections is not None:  # calibration hook: learned corrections, "calibrated on N runs"
+            prediction = self.corrections.apply(prediction, fleet_shares(members))
         gpus = {c.instance_type: c.gpus for c in config.choices}
         fleet_config = Config(
             tuple(
