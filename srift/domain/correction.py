@@ -9,8 +9,10 @@ and exposed communication M. A correction scales the two terms by exp(θ_C) and 
 
 with v the run's own measured noise: the standard error of its mean step time plus the drift between the
 quarters of the run (a run that wanders says that another run may land elsewhere). θ starts at zero, no
-correction, with prior N(0, σ0²·I), σ0 the prediction's own band (its measured spreads): a correction as
-large as the band's width is as plausible as the band says. The posterior is Bayesian linear regression
+correction, with prior N(0, σ0²·I): σ0 is the prediction's own band (its measured spreads), widened when
+the runs themselves show the prediction off by more (empirical Bayes, by moments: σ0² ≥ (mean y² − mean
+v) / mean |x|²), so a band that was too confident does not hold the correction back nor make the
+calibrated band miss. The posterior is Bayesian linear regression
 (ridge): runs that agree pull θ toward what they measured, each with weight 1/v, and the prior's pull fades
 as they add up; a run of a mixed fleet counts for each of its types in proportion to that type's share of
 the ranks. Runs of one fleet only learn x·θ, the fleet's own total; fleets of other compute/communication
@@ -110,8 +112,14 @@ def fit(observations: Sequence[Observation], *, prior_sigma: float | None = None
     sigma0 = prior_sigma
     if sigma0 is None:
         sigma0 = statistics.median(o.prior_sigma for o in observations) if observations else 0.0
+    weights = sum(o.weight for o in observations)
+    if observations and weights > 0:
+        mean_y2 = sum(o.weight * o.log_ratio**2 for o in observations) / weights
+        mean_v = sum(o.weight * o.variance for o in observations) / weights
+        mean_x2 = sum(o.weight * (o.compute_share**2 + o.comm_share**2) for o in observations) / weights
+        sigma0 = max(sigma0, math.sqrt(max(0.0, mean_y2 - mean_v) / mean_x2))
     if sigma0 <= 0:
-        return Correction(runs=float(sum(o.weight for o in observations)))
+        return Correction(runs=float(weights))
     p11 = p22 = 1.0 / sigma0**2
     p12 = 0.0
     h1 = h2 = 0.0
@@ -126,7 +134,6 @@ def fit(observations: Sequence[Observation], *, prior_sigma: float | None = None
     det = p11 * p22 - p12 * p12
     cov: Matrix = ((p22 / det, -p12 / det), (-p12 / det, p11 / det))
     mean: Vector = (cov[0][0] * h1 + cov[0][1] * h2, cov[1][0] * h1 + cov[1][1] * h2)
-    weights = sum(o.weight for o in observations)
     between = 0.0
     if observations:
         noise = sum(o.weight * o.variance for o in observations) / weights

@@ -126,6 +126,11 @@ def _fields(prediction: Prediction) -> dict[str, Any]:
     return {name: getattr(prediction, name) for name in prediction.__dataclass_fields__}
 
 
+def calibration_sources(prediction: Prediction) -> list[str]:
+    """The "calibration: calibrated on N runs ..." lines of a prediction's sources."""
+    return [s for s in prediction.sources if s.startswith("calibration: ")]
+
+
 def network_key_of(network: NetworkSpec | Mapping[str, Any] | None) -> str:
     """The correction key of a network setting (a NetworkSpec or a request's `network` document)."""
     if isinstance(network, NetworkSpec):

@@ -32,7 +32,7 @@ from srift.domain import (
 from srift.domain.network import NetworkSpec
 from srift.domain.requests import FleetQuery, PredictionQuery
 from srift.errors import InvalidInput, NotFound
-from srift.services.calibration import CorrectionTable, fleet_shares, load_table
+from srift.services.calibration import CorrectionTable, calibration_sources, fleet_shares, load_table
 from srift.services.network import check_transport, network_spec, network_view
 from srift.services.profiles import resolve_profiles, source_label, with_estimates
 from srift.services.views import breakdown_document, choice_document, predicted_document
@@ -402,7 +402,7 @@ class _Context:
             comm=query.comm,
             usd_per_hr=usd_per_hr,
             prediction=prediction,
-            sources=(*profile_sources, *model_sources, *price_sources),
+            sources=(*profile_sources, *model_sources, *price_sources, *calibration_sources(prediction)),
             network=network_view(
                 self.network, instances=[m.instance for m in members], model=self.model, multi_node=vms >= 2
             ),

@@ -185,7 +185,9 @@ def test_kubernetes_jobsets_validate_as_jobset_and_strict_batch_v1_jobs(name: st
         for rjob in doc["spec"]["replicatedJobs"]:
             job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": rjob["name"]}}
             kubernetes_validate.validate({**job, **rjob["template"]}, K8S_VERSION, strict=True)
-            part = layout.parts[int(rjob["template"]["spec"]["template"]["metadata"]["labels"]["srift.dev/part"])]
+            part = layout.parts[
+                int(rjob["template"]["spec"]["template"]["metadata"]["labels"]["srift.dev/part"])
+            ]
             seen_parts.append(part.index)
             spec = rjob["template"]["spec"]
             assert spec["completions"] == spec["parallelism"] == part.count

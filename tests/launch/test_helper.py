@@ -22,7 +22,14 @@ HERE = Path(__file__).parent
 def _plan(*groups: tuple[int, int]) -> dict[str, Any]:
     """A plan of CPU VMs: (count, per-VM batch) per group, one rank per VM."""
     choices = [
-        {"instance_type": f"tb.t{k}", "market": "on_demand", "count": n, "batch": b, "gpus": 1, "instance_gpus": 0}
+        {
+            "instance_type": f"tb.t{k}",
+            "market": "on_demand",
+            "count": n,
+            "batch": b,
+            "gpus": 1,
+            "instance_gpus": 0,
+        }
         for k, (n, b) in enumerate(groups)
     ]
     return {

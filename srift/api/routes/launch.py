@@ -26,7 +26,8 @@ from srift.services.launch import emit_plan
 
 router = APIRouter(tags=["launch and calibration"])
 
-_ID = Path(ge=1, le=2**31 - 1)
+_PLAN_ID = Path(ge=1, le=2**31 - 1)
+_JOB_ID = Path(ge=1, le=2**31 - 1)
 _AUTH: dict[int | str, dict[str, Any]] = {
     401: {"model": ErrorOut, "description": "a token is required and missing or invalid"},
     403: {"model": ErrorOut, "description": "the token may not write (or is another run's token)"},
@@ -53,7 +54,7 @@ RunOrWrite = Annotated[str | None, Depends(_run_or_write)]
 def launch_files(
     session: SessionDep,
     _: RequireRead,
-    plan_id: int = _ID,
+    plan_id: int = _PLAN_ID,
     format: EmitFormat = Query(EmitFormat.TORCHRUN, description="torchrun, skypilot or kubernetes"),
     script: str = Query("train.py", min_length=1, max_length=500, description="the training script"),
     master_addr: str | None = Query(None, max_length=255, description="node 0's address, when known"),
@@ -78,7 +79,7 @@ def launch_files(
     },
 )
 def report_iterations(
-    body: IterationsIn, session: SessionDep, run_token: RunOrWrite, job_id: int = _ID
+    body: IterationsIn, session: SessionDep, run_token: RunOrWrite, job_id: int = _JOB_ID
 ) -> Any:
     """Measured iteration times of a run, with the run's own token (or a write token). A step already
     stored counts once. Progress moves to the last step reported; when the run completes, or with
@@ -93,7 +94,7 @@ def report_iterations(
     response_model=RunIterationsOut,
     responses={404: {"model": ErrorOut, "description": "no run with this id"}},
 )
-def run_iterations(session: SessionDep, _: RequireRead, job_id: int = _ID) -> Any:
+def run_iterations(session: SessionDep, _: RequireRead, job_id: int = _JOB_ID) -> Any:
     """A run's measured iteration times per plan, beside each plan's predicted iteration and band."""
     training_jobs.get_run(session=session, job_id=job_id)
     return RunIterationsOut(job_id=job_id, series=calibration.run_series(session=session, job_id=job_id))

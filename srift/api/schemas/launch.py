@@ -41,8 +41,12 @@ class IterationsIn(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    plan_id: Annotated[int, Field(ge=1, le=2**31 - 1), WHOLE] | None = Field(
-        None, description="the plan the steps ran (default: the run's current plan)"
+    plan_id: int | None = Field(
+        None,
+        ge=1,
+        le=2**31 - 1,
+        strict=True,
+        description="the plan the steps ran (default: the run's current plan)",
     )
     steps: list[StepIn] = Field(max_length=MAX_STEPS, description="a step already stored counts once")
     elapsed_s: float | None = Field(
