@@ -77,7 +77,7 @@ def test_the_sampler_covers_every_sample_once_in_the_plans_proportions(dataset_s
         assert sum(counts) == size
         assert counts == (batches if size == sum(batches) else apportion(size, batches))
     samplers[0].set_epoch(1)
-    assert list(samplers[0])[0] != steps[0][0]
+    assert next(iter(samplers[0])) != steps[0][0]
 
 
 def test_drop_last_keeps_only_whole_global_batches() -> None:

@@ -4,6 +4,7 @@ measured (and say so), a band that narrows but still covers, re-planning on meas
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
 from typing import Any
@@ -93,7 +94,7 @@ def test_each_run_brings_the_next_plan_closer_and_the_band_still_covers(
     assert errors[0] == pytest.approx(1 / 1.5, abs=0.03) or errors[0] > 0.3
     # each run's error is no larger than the one before, or within the runs' own repeat noise
     noise = (max(measured) - min(measured)) / min(measured)
-    assert all(b <= max(a, noise) for a, b in zip(errors, errors[1:], strict=False))
+    assert all(b <= max(a, noise) for a, b in itertools.pairwise(errors))
     assert final_error <= errors[0] / 2
     band = plan["predicted"]["band"]
     assert band["terms"][0]["source"].startswith("calibrated on 3 runs")
@@ -179,9 +180,7 @@ def test_an_interruption_replans_with_the_runs_measured_throughput(
     client: TestClient, db_url: str, write_headers: dict[str, str]
 ) -> None:
     ids = _seed(db_url, "resnet50")
-    plan = _plan(
-        client, ids, write_headers, availability={"g3.8xlarge": 8, "g4dn.8xlarge": 8}
-    )
+    plan = _plan(client, ids, write_headers, availability={"g3.8xlarge": 8, "g4dn.8xlarge": 8})
     job = client.post("/v1/jobs", json={"plan_id": plan["id"]}, headers=write_headers).json()
     steps = _measured(plan["calibration"]["raw"]["iteration_s"], ratio=0.5, steps=60, seed=3)
     r = client.post(f"/v1/jobs/{job['id']}/iterations", json={"steps": steps}, headers=write_headers)
