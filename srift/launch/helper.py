@@ -223,7 +223,8 @@ class IterationReporter:
     it only appends to an in-memory queue, never waits for the network, and never raises. The thread posts
     batches to POST /v1/jobs/{run}/iterations with the run's token; when the server cannot be reached it
     keeps the reports (at most `max_pending`, dropping the oldest) and retries with backoff. The server
-    counts a step once, so a batch that is sent twice (a lost answer) is harmless.
+    counts a step once, so a batch that is sent twice (a lost answer) is harmless. `clock` times the
+    steps (injectable for tests); the thread's own waits use the monotonic clock.
     """
 
     def __init__(
@@ -297,7 +298,7 @@ class IterationReporter:
 
     def close(self, timeout_s: float = 10.0) -> bool:
         """Send what is queued (marked final) within `timeout_s`; True when it all reached the server."""
-        self._close_by = self.clock() + timeout_s
+        self._close_by = time.monotonic() + timeout_s
         self._stop.set()
         self._thread.join(timeout_s + self.timeout_s)
         return self._final_sent.is_set()
@@ -337,9 +338,9 @@ class IterationReporter:
         backoff_s = 0.0
         while True:
             stopping = self._stop.is_set()
-            deadline = self.clock() + (0 if stopping else self.flush_every_s)
+            deadline = time.monotonic() + (0 if stopping else self.flush_every_s)
             while len(pending) < self.batch_steps:
-                wait_s = max(0.0, deadline - self.clock())
+                wait_s = max(0.0, deadline - time.monotonic())
                 try:
                     item = self._queue.get(timeout=wait_s) if wait_s > 0 else self._queue.get_nowait()
                     pending.append(item)
@@ -361,7 +362,7 @@ class IterationReporter:
                     self.failures += 1
                     backoff_s = min(30.0, max(0.5, 2 * backoff_s))
                     if stopping:
-                        left_s = self._close_by - self.clock()
+                        left_s = self._close_by - time.monotonic()
                         if left_s <= 0:
                             self.dropped += len(pending) + self._queue.qsize()
                             return
