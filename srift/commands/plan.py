@@ -77,6 +77,51 @@ def _local(body: dict[str, Any]) -> Any:
     return PlanOut.model_validate(plan.document()).model_dump(mode="json")
 
 
+def _stored(plan_id: int) -> dict[str, Any]:
+    from srift.api.schemas.plans import PlanOut
+    from srift.bootstrap import bootstrap
+    from srift.db.session import transaction
+    from srift.services.plans import get_plan
+    from srift.settings import get_settings
+
+    settings = get_settings()
+    bootstrap(settings)
+    with transaction(settings.resolved_database_url) as session:
+        plan = get_plan(session=session, plan_id=plan_id)
+    return PlanOut.model_validate(plan.document()).model_dump(mode="json")
+
+
+def _emit_files(
+    plan: dict[str, Any], fmt: str, *, script: str, master_addr: str | None, out: Path | None
+) -> None:
+    """Print (or write into `out`, with the plan as plan-ID.json for the helper) the plan's launch files."""
+    from srift.errors import InvalidInput
+    from srift.launch.emit import EmitFormat, LaunchOptions, joined
+    from srift.services.launch import emit_document
+
+    try:
+        form = EmitFormat(fmt)
+    except ValueError:
+        raise InvalidInput(
+            f"unknown format {fmt!r}", hint="use torchrun, skypilot or kubernetes", field="--emit"
+        ) from None
+    plan_ref = None
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        plan_file = out / f"plan-{plan['id']}.json"
+        plan_file.write_text(json.dumps(plan, indent=1, default=str))
+        plan_ref = str(plan_file.resolve())
+    options = LaunchOptions(script=script, master_addr=master_addr, plan_ref=plan_ref)
+    files = emit_document(plan, form, options)
+    if out is None:
+        typer.echo(joined(files), nl=False)
+        return
+    for f in files:
+        (out / f.name).write_text(f.text)
+        typer.echo(str(out / f.name))
+    typer.echo(plan_ref)
+
+
 def duration(seconds: float) -> str:
     """Seconds as a short human duration: "41 min", "378 s", "2.1 h"."""
     if seconds >= 2 * 3600:
@@ -404,6 +449,22 @@ def register(app: typer.Typer) -> None:
             "(default 0.9; 0.5 checks the prediction itself)",
         ),
         example: bool = typer.Option(False, "--example", help="print an example request file and exit"),
+        emit: str | None = typer.Option(
+            None,
+            "--emit",
+            help="print the plan as launch files instead: torchrun (a command per VM), skypilot (a task "
+            "per type) or kubernetes (a JobSet per location), with the NCCL settings the plan assumed",
+        ),
+        plan_id: int | None = typer.Option(
+            None, "--plan-id", min=1, help="with --emit: a stored plan, instead of planning FILE"
+        ),
+        script: str = typer.Option("train.py", "--script", help="with --emit: the training script to run"),
+        master_addr: str | None = typer.Option(
+            None, "--master-addr", help="with --emit: node 0's address (else each VM's shell asks for it)"
+        ),
+        out: Path | None = typer.Option(
+            None, "--out", help="with --emit: write the files and the plan (plan-ID.json) into this folder"
+        ),
     ) -> None:
         """Find the cheapest (min_cost) or fastest (min_time) set of VMs and the per-VM batch for each type.
 
@@ -426,11 +487,27 @@ def register(app: typer.Typer) -> None:
           srift plan request.yaml --mode exhaustive --json
 
           srift plan request.yaml --url http://127.0.0.1:8000 --token $SRIFT_TOKEN
+
+          srift plan request.yaml --emit torchrun --script train.py --out launch/
+
+          srift plan --plan-id 12 --emit kubernetes
         """
         from srift.errors import InvalidInput
 
         if example:
             typer.echo(EXAMPLE, nl=False)
+            return
+        if plan_id is not None:
+            if emit is None:
+                raise InvalidInput(
+                    "--plan-id only emits a stored plan", hint="add --emit torchrun", field="--plan-id"
+                )
+            stored = (
+                call_api("GET", url, f"/v1/plans/{plan_id}", token=token or os.environ.get("SRIFT_TOKEN"))
+                if url
+                else _stored(plan_id)
+            )
+            _emit_files(stored, emit, script=script, master_addr=master_addr, out=out)
             return
         if file is None:
             raise InvalidInput(
@@ -457,6 +534,9 @@ def register(app: typer.Typer) -> None:
         else:
             with console.status("searching...", spinner="dots"):
                 result = _local(body)
+        if emit is not None:
+            _emit_files(result, emit, script=script, master_addr=master_addr, out=out)
+            return
         if as_json:
             typer.echo(json.dumps(result, indent=1))
             return
