@@ -69,6 +69,7 @@ def _predict(plan: dict[str, Any]) -> dict[str, Any]:
         "provider": "testbed",
         "region": "local",
         "iterations": plan["iterations"],
+        "network": plan["request"]["network"],
         "config": {
             "choices": [
                 {k: c[k] for k in ("instance_type", "market", "count", "batch")} for c in plan["choices"]
@@ -114,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--iterations", type=int, default=80)
-    parser.add_argument("--global-batch", type=int, default=96)
+    parser.add_argument("--global-batch", type=int, default=384, help="384 makes a mixed fleet of the cnn")
     parser.add_argument("--model", default="srift.profiling.testmodels:cnn")
     parser.add_argument("--input", default="srift.profiling.testmodels:cnn_input")
     parser.add_argument("--prefix", default="lc46")
@@ -177,6 +178,8 @@ def main(argv: list[str] | None = None) -> int:
         (work / "request.json").write_text(json.dumps(request))
         plan = json.loads(_srift(env, "plan", str(work / "request.json"), "--json"))
         print(f"plan {plan['id']}: {plan['label']}", flush=True)
+        if len({c["instance_type"] for c in plan["choices"]}) < 2:
+            print("warning: the plan is not a mixed fleet; a larger --global-batch makes one", flush=True)
         hosts_by_type: dict[str, list[str]] = {}
         for h in tb.hosts:
             hosts_by_type.setdefault(h.type_name, []).append(h.name)
