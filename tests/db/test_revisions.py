@@ -63,8 +63,8 @@ WRITES: list[tuple[str, str, str]] = [
     ),
     (
         "corrections",
-        "INSERT INTO corrections (model, instance_type, network_key, runs, state, reset_after_id, updated_at) "
-        "VALUES ('m', 't', 'tcp', 1, '{}', 0, :d)",
+        "INSERT INTO corrections (model, instance_type, network_key, runs, state, reset_after_id, "
+        "updated_at) VALUES ('m', 't', 'tcp', 1, '{}', 0, :d)",
         "UPDATE corrections SET runs = 2",
     ),
 ]
