@@ -7,18 +7,19 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from srift.errors import InvalidInput
+from srift.errors import Conflict
 from srift.launch.emit import EmitFormat, EmittedFile, LaunchOptions, emit
 from srift.launch.layout import LayoutError
 from srift.services.plans import get_plan
 
 
 def emit_document(plan: Mapping[str, Any], fmt: EmitFormat, options: LaunchOptions) -> list[EmittedFile]:
-    """`plan` (a plan document) as launch files; InvalidInput when this plan cannot be launched so."""
+    """`plan` (a plan document) as launch files; Conflict when this plan cannot be launched so (e.g. a
+    SkyPilot task for testbed VMs)."""
     try:
         return emit(plan, fmt, options)
     except LayoutError as exc:
-        raise InvalidInput(
+        raise Conflict(
             f"cannot emit plan {plan.get('id')} as {fmt.value}: {exc}",
             hint="emit it in another format (torchrun works for every provider)",
             field="format",

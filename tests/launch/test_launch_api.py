@@ -43,7 +43,7 @@ def test_a_stored_plan_comes_back_as_each_launch_format(
     flows = plan["network"]["flows_per_peer"][plan["choices"][0]["instance_type"]]
     assert int(env["NCCL_SOCKET_NTHREADS"]) * int(env["NCCL_NSOCKS_PERTHREAD"]) == flows
     sky = client.get(f"/v1/plans/{plan['id']}/launch", params={"format": "skypilot"})
-    assert sky.status_code == 422 and sky.json()["field"] == "format"  # testcloud is no SkyPilot cloud
+    assert sky.status_code == 409 and sky.json()["field"] == "format"  # testcloud is no SkyPilot cloud
     k8s = client.get(f"/v1/plans/{plan['id']}/launch", params={"format": "kubernetes", "image": "x/y:1"})
     assert k8s.status_code == 200, k8s.text
     doc = yaml.safe_load(k8s.json()["files"][0]["text"])

@@ -49,7 +49,13 @@ RunOrWrite = Annotated[str | None, Depends(_run_or_write)]
 @router.get(
     "/plans/{plan_id}/launch",
     response_model=LaunchOut,
-    responses={404: {"model": ErrorOut, "description": "no plan with this id"}},
+    responses={
+        404: {"model": ErrorOut, "description": "no plan with this id"},
+        409: {
+            "model": ErrorOut,
+            "description": "the plan cannot be launched in this format (SkyPilot launches no testbed VMs)",
+        },
+    },
 )
 def launch_files(
     session: SessionDep,

@@ -41,13 +41,11 @@ class IterationsIn(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    plan_id: int | None = Field(
-        None,
-        ge=1,
-        le=2**31 - 1,
-        strict=True,
-        description="the plan the steps ran (default: the run's current plan)",
-    )
+    plan_id: Annotated[
+        int | None,
+        Field(ge=1, le=2**31 - 1, description="the plan the steps ran (default: the run's current plan)"),
+        WHOLE,
+    ] = None
     steps: list[StepIn] = Field(max_length=MAX_STEPS, description="a step already stored counts once")
     elapsed_s: float | None = Field(
         None, ge=0, allow_inf_nan=False, description="seconds since the run started (moves progress)"
