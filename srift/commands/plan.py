@@ -214,6 +214,14 @@ def render(plan: dict[str, Any]) -> None:
         f"{plan['configs_evaluated']} configurations in {plan['solve_time_s']:.2f} s",
         highlight=False,
     )
+    calibration = plan.get("calibration") or {}
+    if calibration.get("text"):
+        console.print(
+            f"{calibration['text']} of {calibration['model']} on these types "
+            "(`srift run corrections`; the band narrows only as far as the runs allow)",
+            highlight=False,
+            soft_wrap=True,
+        )
     confidence = plan.get("confidence")
     if confidence is not None:
         chance = chance_text(plan)
