@@ -1,7 +1,10 @@
 """torchrun command lines for every VM of a plan: rendezvous, node ranks, ranks per VM and per-rank batches.
 
 One line per VM, run on that VM. The static rendezvous (torchrun's default with --master-addr) numbers
-global ranks by node rank and then local rank, so rank r of every line is rank r of the plan's layout
+global ranks by node rank and then local rank, also when VMs run different numbers of ranks (torch's
+elastic agent gives each node the cumulative sum of the local world sizes before it:
+torch/distributed/elastic/agent/server/api.py, _assign_worker_ranks), so rank r of every line is rank r of
+the plan's layout
 (srift.launch.layout), which the helper (srift.launch.helper) reads to give each rank its batch. Every line
 sets the network settings the plan was priced under (srift.launch.network).
 """

@@ -119,3 +119,71 @@ def test_weighted_ddp_gradient_over_uneven_batches_is_the_global_batch_gradient(
         torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
     gap = max(float((got - want).abs().max()) for got, want in zip(plain, expected, strict=True))
     assert gap > 1e-3, "without the weights DDP's average is not the global batch's gradient"
+
+
+@pytest.mark.slow
+def test_the_emitted_torchrun_lines_give_every_rank_its_plan_batch_across_uneven_nodes(
+    tmp_path: Path,
+) -> None:
+    """Two VMs with 2 and 1 ranks, launched by their emitted lines (static rendezvous on 127.0.0.1):
+    torchrun numbers ranks by node rank, as the plan's layout does (the helper checks each rank lies on its
+    node), and the weighted DDP gradient is the global batch's."""
+    import socket
+
+    from srift.launch.emit import EmitFormat, LaunchOptions, emit
+
+    def gpu_choice(name: str, batch: int, gpus: int) -> dict[str, Any]:
+        return {
+            "instance_type": name,
+            "market": "on_demand",
+            "count": 1,
+            "batch": batch,
+            "gpus": gpus,
+            "instance_gpus": gpus,
+        }
+
+    plan = {**_plan(), "choices": [gpu_choice("g.two", 10, 2), gpu_choice("g.one", 2, 1)], "global_batch": 12}
+    plan_file = tmp_path / "plan.json"
+    plan_file.write_text(json.dumps(plan))
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    out = tmp_path / "weighted.json"
+    options = LaunchOptions(
+        script=str(HERE / "ddp_grad_worker.py"),
+        script_args=(str(plan_file), "weighted", str(out)),
+        plan_ref=str(plan_file),
+        master_addr="127.0.0.1",
+        master_port=port,
+    )
+    [emitted] = emit(plan, EmitFormat.TORCHRUN, options)
+    procs = []
+    for cmd in emitted.content:
+        env = {
+            **os.environ,
+            **{s.name: s.value for s in cmd.env},
+            "SRIFT_BACKEND": "gloo",
+            "OMP_NUM_THREADS": "1",
+        }
+        argv = [sys.executable, "-m", "torch.distributed.run", *cmd.argv[1:]]
+        procs.append(
+            subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        )
+    outputs = [p.communicate(timeout=240)[0] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outputs
+    result = json.loads(out.read_text())
+    assert tuple(result["rank_batches"]) == (5, 5, 2)
+    got = [torch.tensor(g) for g in result["grads"]]
+    for g, want in zip(got, _single_process_gradient(12), strict=True):
+        torch.testing.assert_close(g, want, rtol=1e-5, atol=1e-6)
+
+
+def test_the_helper_imports_no_server_side_package() -> None:
+    code = (
+        "import sys, srift.launch.helper; banned = ('sqlalchemy', 'fastapi', 'pydantic', 'yaml', 'srift.db'); "
+        "print(sorted(m for m in banned if m in sys.modules))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert done.stdout.strip() == "[]"
