@@ -180,7 +180,8 @@ def test_the_emitted_torchrun_lines_give_every_rank_its_plan_batch_across_uneven
 
 def test_the_helper_imports_no_server_side_package() -> None:
     code = (
-        "import sys, srift.launch.helper; banned = ('sqlalchemy', 'fastapi', 'pydantic', 'yaml', 'srift.db'); "
+        "import sys, srift.launch.helper; "
+        "banned = ('sqlalchemy', 'fastapi', 'pydantic', 'yaml', 'srift.db'); "
         "print(sorted(m for m in banned if m in sys.modules))"
     )
     done = subprocess.run(
