@@ -14,6 +14,7 @@ observations are the user's own runs (and `srift validate` cases recorded throug
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -408,6 +409,50 @@ def record_observation(
     for instance_type in types:
         refit(session=session, model=model, instance_type=instance_type, network_key=key)
     return observation_document(row)
+
+
+def record_validation_rows(
+    *,
+    session: Session,
+    rows: Sequence[Mapping[str, Any]],
+    network: NetworkSpec | Mapping[str, Any] | None,
+    source: str,
+) -> list[dict[str, Any]]:
+    """`srift validate`'s scored cases (srift.validation.steps.run_matrix rows) as observations, one per
+    case: the mean of its repeats' mean iterations against the case's prediction, with the repeats' own
+    spread (the variance of their logs: what one more run may differ by) as its noise. Cases with fewer
+    than two good repeats are skipped. `source` names the validation run (a case counts once)."""
+    out = []
+    for k, row in enumerate(rows):
+        means = [float(r["mean_iter_s"]) for r in row.get("runs", []) if r.get("ok") and r.get("mean_iter_s")]
+        predicted = row.get("predicted") or {}
+        if len(means) < 2 or not predicted.get("iteration_s"):
+            continue
+        counts: dict[str, float] = {}
+        for part in str(row["composition"]).split(" + "):
+            n, _, name = part.partition("×")
+            counts[name] = counts.get(name, 0.0) + float(n)
+        total = sum(counts.values())
+        bd = predicted.get("breakdown") or {}
+        compute = sum(float(bd.get(key) or 0.0) for key in ("compute_s", "straggler_wait_s", "data_stall_s"))
+        comm = sum(float(bd.get(key) or 0.0) for key in ("exposed_intra_s", "exposed_network_s"))
+        out.append(
+            record_observation(
+                session=session,
+                source=f"{source}: case {k} ({row['model']}, {row.get('fleet', row['composition'])})",
+                model=str(row["model"]),
+                network=network,
+                types={t: n / total for t, n in counts.items()},
+                predicted_s=float(predicted["iteration_s"]),
+                compute_s=compute,
+                comm_s=comm,
+                measured_s=statistics.fmean(means),
+                log_variance=statistics.variance([math.log(m) for m in means]),
+                prior_sigma=float((predicted.get("band") or {}).get("sigma") or 0.0),
+                steps=len(means),
+            )
+        )
+    return out
 
 
 def observation_document(row: CalibrationObservation) -> dict[str, Any]:

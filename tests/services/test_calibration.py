@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
+from sqlalchemy.orm import Session
 
 from services.test_plans import _request, _seed
 
@@ -203,3 +204,32 @@ def test_an_interruption_replans_with_the_runs_measured_throughput(
     assert abs(replan["predicted"]["iteration_s"] - measured) < abs(
         plan["predicted"]["iteration_s"] - measured
     )
+
+
+def test_validation_cases_file_observations_once(session: Session) -> None:
+    """`srift validate`'s scored rows (srift.validation.steps.run_matrix) become observations of their
+    types; recording the same validation run again replaces them instead of counting twice."""
+    from srift.services.calibration import list_corrections, record_validation_rows
+
+    row = {
+        "model": "cnn",
+        "fleet": "2×tb.small@32 + 1×tb.large@64",
+        "composition": "2×tb.small + 1×tb.large",
+        "predicted": {
+            "iteration_s": 0.1,
+            "band": {"sigma": 0.1},
+            "breakdown": {"compute_s": 0.07, "straggler_wait_s": 0.01, "exposed_network_s": 0.02},
+        },
+        "runs": [{"ok": True, "mean_iter_s": 0.12}, {"ok": True, "mean_iter_s": 0.125}, {"ok": False}],
+    }
+    lonely = {**row, "runs": [{"ok": True, "mean_iter_s": 0.12}]}
+    for _ in range(2):
+        filed = record_validation_rows(
+            session=session, rows=[row, lonely], network={"library": "gloo"}, source="validate 7"
+        )
+    assert len(filed) == 1 and filed[0]["types"] == pytest.approx({"tb.small": 2 / 3, "tb.large": 1 / 3})
+    assert filed[0]["measured_s"] == pytest.approx(0.1225)
+    entries = {e.instance_type: e for e in list_corrections(session=session, model="cnn")}
+    assert set(entries) == {"tb.small", "tb.large"}
+    assert all(len(e.observation_ids) == 1 for e in entries.values())
+    assert entries["tb.small"].correction.mean[0] > entries["tb.large"].correction.mean[0] > 0
