@@ -16,6 +16,7 @@ from srift.domain.geo import AllreducePattern
 from srift.domain.network import Library, Transport
 from srift.domain.planning import DEFAULT_CONFIDENCE, BatchPolicy, CommMode, Objective, SearchMode
 from srift.domain.profile import InputPipeline
+from srift.domain.simulation import DDP_BUCKET_CAP_MB, Exchange, SimConfig
 from srift.domain.structure import Precision
 from srift.errors import InvalidInput
 
@@ -115,6 +116,13 @@ class PlanQuery:
     spot_samples: int = 2000
     fallback: bool = True
     precision: Precision | None = None
+    exchange: Exchange = Exchange.DDP_BUCKETS
+    bucket_cap_mb: float = DDP_BUCKET_CAP_MB
+
+    @property
+    def sim_config(self) -> SimConfig:
+        """The simulator configuration this request asks for (the served one unless it says otherwise)."""
+        return SimConfig(exchange=self.exchange, bucket_cap_mb=self.bucket_cap_mb)
 
     @property
     def selection(self) -> ProfileSelection:
@@ -162,6 +170,13 @@ class PredictionQuery:
     straggler_iters: int = 100
     mc_samples: int = 0
     precision: Precision | None = None
+    exchange: Exchange = Exchange.DDP_BUCKETS
+    bucket_cap_mb: float = DDP_BUCKET_CAP_MB
+
+    @property
+    def sim_config(self) -> SimConfig:
+        """The simulator configuration this request asks for (the served one unless it says otherwise)."""
+        return SimConfig(exchange=self.exchange, bucket_cap_mb=self.bucket_cap_mb)
 
     @property
     def selection(self) -> ProfileSelection:

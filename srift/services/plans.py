@@ -240,6 +240,7 @@ def _prepare(
     evaluator = SimEvaluator(
         bandwidth=bandwidth,
         seed=query.seed,
+        config=query.sim_config,
         geo=geo,
         read_gbps=query.read_gbps,
     )

@@ -16,8 +16,6 @@ from srift.testbed import Testbed, TestbedSpec
 from srift.validation import conditions
 from srift.validation.matrix import MODELS, ModelSpec, types_by_cpu
 
-DDP_BUCKET_CAP_MB = 25.0
-"""probes/ddp_train.py's (and torch DDP's) default bucket_cap_mb: the buckets the runs reduce."""
 MALLOC_ENV = {"MALLOC_MMAP_MAX_": "0", "MALLOC_TRIM_THRESHOLD_": str(16 << 30)}
 """glibc malloc serves every block from its heap (no mmap) and never trims it, so freed memory is reused as
 a GPU's caching allocator reuses it (see `srift.validation.pipeline`, step 1)."""

@@ -20,12 +20,10 @@ from srift.testbed import Testbed, TestbedSpec
 from srift.validation import conditions, stats
 from srift.validation.colocation import (
     ColocationFactors,
-    colocated_profile,
     colocation_factors,
     solo_ranks,
 )
 from srift.validation.context import (
-    DDP_BUCKET_CAP_MB,
     PROBE_NODE_COUNTS,
     BandwidthSource,
     Context,
@@ -38,8 +36,10 @@ from srift.validation.matrix import Case, Fleet, build_matrix
 
 if TYPE_CHECKING:
     from srift.bandwidth.records import ProbeRecord
+    from srift.domain import BusBandwidthModel, FleetMember
     from srift.jobs.run import JobRun
     from srift.jobs.spec import ProbeJobSpec, ProfileJobSpec
+    from srift.sim.geo import GeoContext
 
 
 def bring_up(spec: TestbedSpec, root: Path, log: Log) -> tuple[Testbed, bool]:
@@ -341,10 +341,12 @@ def probe_ring(ctx: Context, types: Sequence[str], counts: tuple[int, ...]) -> l
 def predict_fleet(
     ctx: Context, model: str, fleet: Fleet, colocation: ColocationFactors | None = None
 ) -> dict[str, Any]:
-    """The simulator's prediction for one model on one fleet, from the stored profiles, the catalog's
-    instance types and the active bandwidth model: with PyTorch DDP's gradient buckets (what the runs use,
-    25 MiB) and, for comparison, layer by layer (Srift's original model). `colocation` is what the fleet's
-    runs measured of its hosts computing at once (srift.validation.colocation)."""
+    """The served simulator's prediction for one model on one fleet (`srift.sim.simulate` with the served
+    configuration, as `POST /v1/predictions` runs it), from the stored profiles, the catalog's instance
+    types and the active bandwidth model, with the testbed's own inputs from its adapter
+    (srift.validation.adapter: fresh CPU quota after a wait, and `colocation`, what the fleet's runs
+    measured of its hosts computing at once). For comparison the same inputs layer by layer (the Srift
+    paper's exchange) and the served simulator on the profiles as `srift profile` wrote them."""
     from srift.bandwidth.prior import AlphaBetaPrior
     from srift.bandwidth.registry import active_model
     from srift.catalog.store import get_instance_type
@@ -353,8 +355,6 @@ def predict_fleet(
     from srift.domain.geo import Location
     from srift.domain.network import Library, NetworkSpec
     from srift.profiling.store import get_profile
-    from srift.sim import simulate
-    from srift.sim.model_error import shipped_model_error
 
     with transaction(ctx.url) as session:
         testbed = NetworkSpec(library=Library.GLOO)  # the DDP runs use gloo over the testbed's TCP links
@@ -373,34 +373,37 @@ def predict_fleet(
             )
             for g in fleet.groups
         ]
-    if colocation is not None:
-        members = [
-            dataclasses.replace(m, profile=colocated_profile(m.profile, colocation, g))
-            for g, m in enumerate(members)
-        ]
     geo = testbed_geo(ctx.spec) if fleet.across else None
-    point = simulate(
-        members,
-        bandwidth=bandwidth,
-        seed=ctx.options.seed,
-        bucket_cap_mb=DDP_BUCKET_CAP_MB,
-        band=False,
-        geo=geo,
+    return predict_members(
+        members, bandwidth=bandwidth, seed=ctx.options.seed, effort=ctx.effort, geo=geo, colocation=colocation
     )
+
+
+def predict_members(
+    members: Sequence[FleetMember],
+    *,
+    bandwidth: BusBandwidthModel,
+    seed: int,
+    effort: Effort,
+    geo: GeoContext | None = None,
+    colocation: ColocationFactors | None = None,
+) -> dict[str, Any]:
+    """A case's prediction document for a fleet of stored profiles (see `predict_fleet`): `iteration_s`
+    is what `srift.sim.simulate` answers `POST /v1/predictions` for the adapter's inputs."""
+    from srift.domain.simulation import PER_LAYER
+    from srift.sim import simulate
+    from srift.validation import adapter
+
+    inputs = adapter.testbed_fleet(members, bandwidth=bandwidth, seed=seed, geo=geo, colocation=colocation)
+    point = simulate(inputs, bandwidth=bandwidth, seed=seed, band=False, geo=geo)
     # The band describes what the case measures: the mean of its timed iterations over its repeats,
     # which run in shuffled rounds minutes apart (the host's drift meets each anew).
-    measured_iterations = iterations_for(ctx.effort, point.iteration_s) * ctx.effort.repeats
+    measured_iterations = iterations_for(effort, point.iteration_s) * effort.repeats
     estimate = simulate(
-        members,
-        bandwidth=bandwidth,
-        seed=ctx.options.seed,
-        bucket_cap_mb=DDP_BUCKET_CAP_MB,
-        iterations=measured_iterations,
-        runs=ctx.effort.repeats,
-        model_error=shipped_model_error(),
-        geo=geo,
+        inputs, bandwidth=bandwidth, seed=seed, iterations=measured_iterations, runs=effort.repeats, geo=geo
     )
-    per_layer = simulate(members, bandwidth=bandwidth, seed=ctx.options.seed, band=False, geo=geo)
+    per_layer = simulate(inputs, bandwidth=bandwidth, seed=seed, band=False, geo=geo, config=PER_LAYER)
+    unadapted = simulate(members, bandwidth=bandwidth, seed=seed, band=False, geo=geo)
     b = estimate.breakdown
     band = estimate.band
     return {
@@ -416,6 +419,11 @@ def predict_fleet(
             ],
         },
         "per_layer_iteration_s": per_layer.iteration_s,
+        "unadapted_iteration_s": unadapted.iteration_s,
+        "adapter": {
+            "compute_scale": [m.profile.extra.get("compute_scale", 1.0) for m in inputs],
+            "straggler_cv": [m.profile.straggler_cv for m in inputs],
+        },
         "breakdown": {
             "forward_s": b.forward_s,
             "backward_s": b.backward_s,
