@@ -65,7 +65,7 @@ class Effort:
     timing_budget_s: float | None = None
     """At most about this many seconds of further passes per model (None: every pass): after its first
     pass, a model whose pass took t seconds keeps max(2, budget // t) of the passes, spread evenly
-    (steps.passes_within)."""
+    (profiles.passes_within)."""
     long_iteration_s: float = 1.0
     """Runs whose iteration is predicted to take longer warm up less: one iteration on one host, two with
     DDP (through its bucket rebuild), not `warmup` (steps.long_run_warmup)."""
