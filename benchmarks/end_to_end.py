@@ -94,9 +94,15 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="pool these runs (folders of reports, or single reports) instead of running",
     )
+    parser.add_argument(
+        "--rescore",
+        action="store_true",
+        help="with --pool: also predict every stored case again with this code, from each run's work "
+        "folder, and print the pooled figures before and after (writes nothing)",
+    )
     args = parser.parse_args(argv)
     if args.pool is not None:
-        return pool_section(args.pool, write_doc=not args.no_write)
+        return pool_section(args.pool, write_doc=not args.no_write, rescored=args.rescore)
 
     from rich.console import Console
 
@@ -144,9 +150,11 @@ SHIPPED_MODELS = ("cnn", "wide_mlp", "transformer")
 POOLED_SECTION = "end-to-end accuracy (protocol, pooled quick runs)"
 
 
-def pool_section(paths: list[Path], *, write_doc: bool) -> int:
-    """Print (and write) the protocol's pooled section for the runs at `paths`."""
+def pool_section(paths: list[Path], *, write_doc: bool, rescored: bool = False) -> int:
+    """Print (and write) the protocol's pooled section for the runs at `paths`; with `rescored`, print the
+    pooled figures of the stored predictions and of this code's predictions of the same cases."""
     from srift.validation.protocol import Run, markdown
+    from srift.validation.rescore import rescore
 
     runs = []
     for path in paths:
@@ -158,6 +166,11 @@ def pool_section(paths: list[Path], *, write_doc: bool) -> int:
         "held-out": [m for m in models if m not in SHIPPED_MODELS],
     }
     body = markdown(runs, sets=sets)
+    if rescored:
+        again = [Run(run.name, tuple(rescore(r) for r in run.reports)) for run in runs]
+        print("## stored predictions\n\n" + body + "\n\n## this code's predictions\n\n")
+        print(markdown(again, sets=sets))
+        return 0
     print(body)
     if write_doc:
         command = "python -m benchmarks.end_to_end --pool " + " ".join(shlex.quote(str(p)) for p in paths)

@@ -7,7 +7,8 @@ import math
 import random
 import statistics
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -44,6 +45,7 @@ from srift.validation.profiles import (
 if TYPE_CHECKING:
     from srift.bandwidth.records import ProbeRecord
     from srift.domain import BusBandwidthModel, FleetMember
+    from srift.settings import Settings
     from srift.sim.geo import GeoContext
 
 
@@ -258,12 +260,47 @@ def probe_ring(ctx: Context, types: Sequence[str], counts: tuple[int, ...]) -> l
 def predict_fleet(
     ctx: Context, model: str, fleet: Fleet, colocation: ColocationFactors | None = None
 ) -> dict[str, Any]:
+    """The served simulator's prediction for one case of this run (see `predict_case`)."""
+    return predict_case(
+        CaseInputs(
+            url=ctx.url,
+            settings=ctx.settings,
+            spec=ctx.spec,
+            profile_ids=ctx.profile_ids,
+            effort=ctx.effort,
+            seed=ctx.options.seed,
+            bandwidth=ctx.options.bandwidth,
+        ),
+        model,
+        fleet,
+        colocation,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class CaseInputs:
+    """What a case's prediction reads besides the case: the run's database (profiles, instance types, the
+    active bandwidth model) and how the run was made."""
+
+    url: str
+    settings: Settings
+    spec: TestbedSpec
+    profile_ids: Mapping[tuple[str, str], int]
+    effort: Effort
+    seed: int
+    bandwidth: BandwidthSource
+
+
+def predict_case(
+    inputs: CaseInputs, model: str, fleet: Fleet, colocation: ColocationFactors | None = None
+) -> dict[str, Any]:
     """The served simulator's prediction for one model on one fleet (`srift.sim.simulate` with the served
     configuration, as `POST /v1/predictions` runs it), from the stored profiles, the catalog's instance
     types and the active bandwidth model, with the testbed's own inputs from its adapter
     (srift.validation.adapter: fresh CPU quota after a wait, and `colocation`, what the fleet's runs
     measured of its hosts computing at once). For comparison the same inputs layer by layer (the Srift
-    paper's exchange) and the served simulator on the profiles as `srift profile` wrote them."""
+    paper's exchange) and the served simulator on the profiles as `srift profile` wrote them. A stored
+    run's work folder gives the same inputs again (srift.validation.rescore)."""
     from srift.bandwidth.prior import AlphaBetaPrior
     from srift.bandwidth.registry import active_model
     from srift.catalog.store import get_instance_type
@@ -273,26 +310,26 @@ def predict_fleet(
     from srift.domain.network import Library, NetworkSpec
     from srift.profiling.store import get_profile
 
-    with transaction(ctx.url) as session:
+    with transaction(inputs.url) as session:
         testbed = NetworkSpec(library=Library.GLOO)  # the DDP runs use gloo over the testbed's TCP links
         bandwidth = (
             AlphaBetaPrior(network=testbed)
-            if ctx.options.bandwidth is BandwidthSource.PRIOR
-            else active_model(session=session, settings=ctx.settings, network=testbed)
+            if inputs.bandwidth is BandwidthSource.PRIOR
+            else active_model(session=session, settings=inputs.settings, network=testbed)
         )
         members = [
             FleetMember(
                 instance=get_instance_type(session=session, provider="testbed", name=g.type_name),
                 count=g.count,
                 batch=g.batch,
-                profile=get_profile(session=session, profile_id=ctx.profile_ids[(model, g.type_name)]),
+                profile=get_profile(session=session, profile_id=inputs.profile_ids[(model, g.type_name)]),
                 location=Location("testbed", g.location) if fleet.across and g.location else None,
             )
             for g in fleet.groups
         ]
-    geo = testbed_geo(ctx.spec) if fleet.across else None
+    geo = testbed_geo(inputs.spec) if fleet.across else None
     return predict_members(
-        members, bandwidth=bandwidth, seed=ctx.options.seed, effort=ctx.effort, geo=geo, colocation=colocation
+        members, bandwidth=bandwidth, seed=inputs.seed, effort=inputs.effort, geo=geo, colocation=colocation
     )
 
 
