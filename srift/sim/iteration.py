@@ -563,7 +563,7 @@ def _point(
         exposed_location_s=exposed_location,
     )
     sources = profile_sources + tuple(dict.fromkeys(s for p in plans for s in p.sources))
-    if distributed and cap_bytes is not None:
+    if distributed:
         sources = (*sources, config.label())
     return IterationEstimate(iteration_s, p10, p50, p90, breakdown, sources)
 

@@ -79,3 +79,31 @@ def test_post_predictions_and_the_validation_step_agree_on_p50(
     assert validated["unadapted_iteration_s"] == validated["iteration_s"]  # no quota, no co-location
     assert abs(validated["per_layer_iteration_s"] / validated["iteration_s"] - 1) > 0.01
     assert any(s.startswith("exchange:ddp_buckets(25 MiB") for s in answer.json()["sources"])
+
+
+def test_a_request_may_ask_for_other_ddp_settings(client: TestClient, session: Session) -> None:
+    import_document(session=session, document=LAB, origin="test")
+    session.commit()
+    body: dict[str, Any] = {
+        "profiles": [PROFILE.to_dict()],
+        "config": {"choices": [{"instance_type": "t4x1", "count": 4, "batch": 64}]},
+        "iterations": 1000,
+        "provider": "lab",
+        "region": "lab-1",
+    }
+    answers = {}
+    for name, extra in (
+        ("served", {}),
+        ("small buckets", {"bucket_cap_mb": 4}),
+        ("per layer", {"exchange": "per_layer"}),
+    ):
+        got = client.post("/v1/predictions", json={**body, **extra})
+        assert got.status_code == 200, got.text
+        answers[name] = got.json()
+    p50 = {k: v["predicted"]["iteration_p50_s"] for k, v in answers.items()}
+    assert len(set(p50.values())) == 3
+    assert "exchange:ddp_buckets(4 MiB, first 1 MiB)" in answers["small buckets"]["sources"]
+    assert "exchange:per_layer" in answers["per layer"]["sources"]
+    bad = client.post("/v1/predictions", json={**body, "bucket_cap_mb": 0})
+    assert bad.status_code == 422
+    assert bad.json()["field"] == "bucket_cap_mb"

@@ -10,6 +10,8 @@ from srift.api.schemas.network import NetworkIn, NetworkOut
 from srift.api.schemas.profiles import ProfileIn
 from srift.api.schemas.types import (
     NO_NUL,
+    BucketCapMb,
+    ExchangeField,
     KeysStated,
     Timestamp,
     TypeName,
@@ -22,7 +24,7 @@ from srift.domain import MarketChoice, Objective, SearchMode
 from srift.domain.geo import AllreducePattern
 from srift.domain.planning import DEFAULT_CONFIDENCE, MAX_CONFIDENCE, MIN_CONFIDENCE
 from srift.domain.requests import Amendment, InterruptionReport, PlanQuery, ProgressReport
-from srift.domain.simulation import DDP_BUCKET_CAP_MB, MAX_BUCKET_CAP_MB, Exchange
+from srift.domain.simulation import DDP_BUCKET_CAP_MB, Exchange
 from srift.domain.states import TrainingState
 from srift.domain.structure import Precision
 from srift.limits import (
@@ -211,17 +213,8 @@ class PlanRequest(BaseModel):
         default=2000, ge=1, le=100_000, description="Monte Carlo runs for a spot plan's expectations"
     )
     fallback: bool = Field(default=True, description="also plan an on-demand fallback for spot plans")
-    exchange: Exchange = Field(
-        default=Exchange.DDP_BUCKETS,
-        description="how gradients are exchanged: ddp_buckets (PyTorch DDP's buckets, what every answer uses "
-        "by default) or per_layer (the Srift paper's one allreduce per layer)",
-    )
-    bucket_cap_mb: float = Field(
-        default=DDP_BUCKET_CAP_MB,
-        gt=0,
-        le=MAX_BUCKET_CAP_MB,
-        description="DistributedDataParallel's bucket_cap_mb (MiB); its first bucket holds about 1 MiB",
-    )
+    exchange: ExchangeField = Exchange.DDP_BUCKETS
+    bucket_cap_mb: BucketCapMb = DDP_BUCKET_CAP_MB
 
     def to_domain(self) -> PlanQuery:
         """The validated request as the services' PlanQuery."""
