@@ -18,9 +18,10 @@ as they add up; a run of a mixed fleet counts for each of its types in proportio
 the ranks. Runs of one fleet only learn x·θ, the fleet's own total; fleets of other compute/communication
 mixes separate the two terms.
 
-A calibrated prediction narrows its band to the posterior's spread plus the run-to-run variance the
-observations show, and never below it: the band shrinks only as far as the evidence allows, and never
-widens past the uncalibrated band.
+Once every type of a fleet has runs behind it, a calibrated prediction's band is what they measured: the
+posterior's spread plus the run-to-run variance the observations show (never below it). It narrows as
+runs agree, only as far as the evidence allows; and where the runs scatter more than the uncalibrated band
+said, it widens to cover them. A fleet with a type no run has measured keeps its uncalibrated band.
 """
 
 from __future__ import annotations
@@ -196,7 +197,7 @@ def _text(lc: float, lm: float, runs: int) -> str:
 
 def corrected(prediction: Prediction, fleet: FleetCorrection) -> Prediction:
     """`prediction` with its compute and exchange terms scaled by the fleet's factors, its totals with them,
-    and its band narrowed to the calibrated spread where that is narrower."""
+    and its band the calibrated spread when every type of the fleet has one (see the module docstring)."""
     a, b = fleet.factors
     bd = prediction.breakdown
     compute, comm = term_shares(bd)
@@ -218,7 +219,7 @@ def corrected(prediction: Prediction, fleet: FleetCorrection) -> Prediction:
         granularity=bd.granularity * a / b,
     )
     band = prediction.band
-    if band is not None and fleet.sigma is not None and fleet.sigma < band.sigma:
+    if band is not None and fleet.sigma is not None:
         band = Band(
             fleet.sigma,
             (SpreadTerm(fleet.text, fleet.sigma, fleet.sigma, "measured runs of this fleet's types"),),

@@ -110,9 +110,9 @@ def test_a_correction_scales_the_terms_and_the_totals() -> None:
     assert any("calibrated on 3 runs" in s for s in p.sources)
 
 
-def test_the_band_never_widens_and_an_uncorrected_type_keeps_the_fleets_band() -> None:
+def test_the_band_follows_the_runs_and_an_uncorrected_type_keeps_the_fleets_band() -> None:
     wide = corrected(_prediction(0.1), FleetCorrection((0.1, 0.1), 0.5, 1, "x"))
-    assert wide.band is not None and wide.band.sigma == pytest.approx(0.1)
+    assert wide.band is not None and wide.band.sigma == pytest.approx(0.5)
     learned = fit([_obs(0.2)] * 3, prior_sigma=0.2)
     fleet = for_fleet({"a": learned}, {"a": 0.5, "b": 0.5}, x=(0.7, 0.3), runs=3)
     assert fleet is not None and fleet.sigma is None

@@ -99,7 +99,7 @@ def test_each_run_brings_the_next_plan_closer_and_the_band_still_covers(
     assert final_error <= errors[0] / 2
     band = plan["predicted"]["band"]
     assert band["terms"][0]["source"].startswith("calibrated on 3 runs")
-    assert band["sigma"] < plan["calibration"]["raw"]["sigma"]
+    assert band["sigma"] == pytest.approx(band["terms"][0]["sigma"])
 
     listed = client.get("/v1/corrections").json()["corrections"]
     [entry] = [c for c in listed if c["instance_type"] == "g4dn.8xlarge"]
