@@ -101,13 +101,14 @@ class RankShare:
     def from_env(
         cls, plan: str | int | Mapping[str, Any] | None = None, *, env: Mapping[str, str] | None = None
     ) -> RankShare:
-        """From SRIFT_PLAN (or `plan`), torchrun's RANK and WORLD_SIZE, and SRIFT_URL/SRIFT_RUN_TOKEN to
-        fetch a plan by id. When SRIFT_NODE_RANK is set, checks that RANK lies on that node."""
+        """From SRIFT_PLAN (or `plan`), torchrun's RANK and WORLD_SIZE, and SRIFT_URL (with SRIFT_TOKEN, a
+        read token, when the server asks for one) to fetch a plan by id. When SRIFT_NODE_RANK is set,
+        checks that RANK lies on that node."""
         environ = os.environ if env is None else env
         ref = plan if plan is not None else environ.get("SRIFT_PLAN")
         if ref is None:
             raise HelperError("no plan. To fix: set SRIFT_PLAN to a plan file or id (the emitted files do)")
-        document = load_plan(ref, url=environ.get("SRIFT_URL"), token=environ.get("SRIFT_RUN_TOKEN"))
+        document = load_plan(ref, url=environ.get("SRIFT_URL"), token=environ.get("SRIFT_TOKEN"))
         rank = int(environ.get("RANK", "0"))
         world = int(environ["WORLD_SIZE"]) if "WORLD_SIZE" in environ else None
         share = cls.of(document, rank=rank, world_size=world)
