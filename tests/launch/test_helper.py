@@ -188,3 +188,35 @@ def test_the_helper_imports_no_server_side_package() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
     )
     assert done.stdout.strip() == "[]"
+
+
+def test_a_plan_id_is_fetched_from_the_server(tmp_path: Path) -> None:
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    plan = _plan((1, 4), (1, 2))
+    seen: list[tuple[str, str]] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+            seen.append((self.path, self.headers.get("Authorization", "")))
+            body = json.dumps(plan).encode() if self.path == "/v1/plans/3" else b"{}"
+            self.send_response(200 if self.path == "/v1/plans/3" else 404)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_port}"
+        share = RankShare.from_env(env={"SRIFT_PLAN": "3", "SRIFT_URL": url, "SRIFT_TOKEN": "r", "RANK": "1"})
+        assert share.local_batch == 2 and seen == [("/v1/plans/3", "Bearer r")]
+        with pytest.raises(HelperError, match="404"):
+            RankShare.from_env(env={"SRIFT_PLAN": "4", "SRIFT_URL": url, "RANK": "0"})
+    finally:
+        server.shutdown()
+        server.server_close()
