@@ -198,7 +198,7 @@ def test_a_plan_id_is_fetched_from_the_server(tmp_path: Path) -> None:
     seen: list[tuple[str, str]] = []
 
     class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+        def do_GET(self) -> None:
             seen.append((self.path, self.headers.get("Authorization", "")))
             body = json.dumps(plan).encode() if self.path == "/v1/plans/3" else b"{}"
             self.send_response(200 if self.path == "/v1/plans/3" else 404)
