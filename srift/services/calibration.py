@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from srift.db.tables import (
@@ -237,18 +238,26 @@ def store_iterations(
                 field=f"steps[{k}]",
             )
         wanted.setdefault(step, seconds)
-    have = set(
-        session.scalars(
-            select(RunIteration.step).where(
-                RunIteration.job_id == job.id,
-                RunIteration.plan_id == pid,
-                RunIteration.step.in_(list(wanted)),
-            )
-        ).all()
-    )
-    new = {s: t for s, t in wanted.items() if s not in have}
-    session.add_all(RunIteration(job_id=job.id, plan_id=pid, step=s, iteration_s=t) for s, t in new.items())
-    session.flush()
+    for attempt in range(2):
+        have = set(
+            session.scalars(
+                select(RunIteration.step).where(
+                    RunIteration.job_id == job.id,
+                    RunIteration.plan_id == pid,
+                    RunIteration.step.in_(list(wanted)),
+                )
+            ).all()
+        )
+        new = {s: t for s, t in wanted.items() if s not in have}
+        try:
+            with session.begin_nested():
+                session.add_all(
+                    RunIteration(job_id=job.id, plan_id=pid, step=s, iteration_s=t) for s, t in new.items()
+                )
+            break
+        except IntegrityError:  # the same steps reported at once by two requests: keep the first
+            if attempt:
+                raise
     return StoredSteps(pid, len(new), len(steps) - len(new), len(_steps(session, job.id, pid)))
 
 
@@ -484,17 +493,21 @@ def _observation(row: CalibrationObservation, instance_type: str) -> Observation
 
 def refit(*, session: Session, model: str, instance_type: str, network_key: str) -> CorrectionEntry:
     """Recompute one correction from its observations since its last reset."""
-    row = session.scalars(
-        select(CorrectionRow).where(
-            CorrectionRow.model == model,
-            CorrectionRow.instance_type == instance_type,
-            CorrectionRow.network_key == network_key,
-        )
-    ).first()
+    query = select(CorrectionRow).where(
+        CorrectionRow.model == model,
+        CorrectionRow.instance_type == instance_type,
+        CorrectionRow.network_key == network_key,
+    )
+    row = session.scalars(query).first()
     if row is None:
-        row = CorrectionRow(model=model, instance_type=instance_type, network_key=network_key, state={})
-        session.add(row)
-        session.flush()
+        try:
+            with session.begin_nested():
+                row = CorrectionRow(
+                    model=model, instance_type=instance_type, network_key=network_key, state={}
+                )
+                session.add(row)
+        except IntegrityError:  # another run's report created it first (PostgreSQL, concurrent refits)
+            row = session.scalars(query).one()
     observations = [
         o
         for o in session.scalars(
