@@ -12,7 +12,8 @@ from torch import nn
 from srift.domain import ModelProfile
 from srift.errors import InvalidInput
 from srift.profiling import testmodels
-from srift.profiling.profiler import IDLE_GAPS_S, _build_bench, _idle_compute, trainable_layers
+from srift.profiling.bench import build_bench, trainable_layers
+from srift.profiling.timing import IDLE_GAPS_S, idle_compute
 from srift.sim.layers import bucket_groups, bucketed
 
 
@@ -20,12 +21,12 @@ def test_idle_ratios_from_a_hand_made_clock() -> None:
     """Each step reads the clock at its start and end. One untimed step (9 s), then per round a step back to
     back (10 s) and one after each gap: 8 s after 5 ms idle, 6 s after 10 ms, 5 s after 30 ms. Ratios
     0.8, 0.6, 0.5; every gap slept once per round, in order."""
-    bench = _build_bench(testmodels.sequential, testmodels.sequential_input, None, torch.device("cpu"))
+    bench = build_bench(testmodels.sequential, testmodels.sequential_input, None, torch.device("cpu"))
     steps = [9.0] + [10.0, 8.0, 6.0, 5.0] * 3
     clock = itertools.accumulate(itertools.chain.from_iterable((0.0, s) for s in steps))
     bench.now = lambda: float(next(clock))
     slept: list[float] = []
-    got = _idle_compute(bench, batch=2, repeats=3, sleep=slept.append)
+    got = idle_compute(bench, batch=2, repeats=3, sleep=slept.append)
     assert got["gaps_s"] == list(IDLE_GAPS_S) == [0.005, 0.01, 0.03]
     assert got["ratio"] == pytest.approx([0.8, 0.6, 0.5])
     assert got["batch"] == 2
