@@ -43,16 +43,10 @@
    times the loop's wall/CPU ratio (its total wall over its total CPU seconds), so a CPU quota's
    throttling does not quantise them: a 3 ms step timed alone reads as 3 ms or as a whole throttled
    period. On CUDA `update_s` is the median synchronised time of a step timed on its own. See
-   `_loop_overhead`. On CPU, in the same place, `extra["idle_compute"]` is a step (zero_grad, forward,
-   backward) after idle gaps of 5, 10 and 30 ms over the step back to back (`_idle_compute`): a rank waiting
-   for the exchange starts its next step with a fresh CPU quota (measured, kept as evidence; the simulator
-   does not use it).
+   `timing.loop_overhead`.
    Where the process runs under a CFS CPU quota (a container's CPU limit, a testbed host), its share of a
-   core and its period are read from the cgroup into `extra["cpu_quota"]` (`srift.profiling.cpuquota`), with
-   `burst_cpu_s`, the CPU seconds one thread runs unthrottled after an idle wait (measured where the quota
-   binds one thread, `measure_burst_cpu_s`: five spins after four idle periods each); the simulator takes a
-   waiting rank's saving from the share and the period (`ModelProfile.fresh_quota_saving_s`), and keeps
-   the burst as evidence (docs/validation.md, round 12).
+   core and its period are read from the cgroup into `extra["cpu_quota"]` (`srift.profiling.cpuquota`); the
+   simulator takes a waiting rank's saving from them (`ModelProfile.fresh_quota_saving_s`).
 
 Default loss: the sum, over every floating-point tensor in the model's output, of its mean.
 """
@@ -90,7 +84,7 @@ from srift.profiling.bench import (
     torch_threads,
     trainable_bytes,
 )
-from srift.profiling.cpuquota import measure_burst_cpu_s, read_cpu_quota
+from srift.profiling.cpuquota import read_cpu_quota
 from srift.profiling.curves import CurveSamples, breakpoints
 from srift.profiling.loading import describe
 from srift.profiling.readiness import measure_readiness, readiness_cpu_clock
@@ -98,7 +92,6 @@ from srift.profiling.search import search_max_batch
 from srift.profiling.timing import (
     UPDATE_IN_LOOP,
     UPDATE_OPTIMIZER,
-    idle_compute,
     loop_overhead,
     time_curve,
     time_points,
@@ -196,8 +189,6 @@ def profile_model(
                 bench, paper_points, refine=refine, repeats=repeats, warmup=warmup, report=report
             )
             quota = None if bench.cuda else read_cpu_quota()
-            if quota is not None and quota.cores < 1.0:
-                quota = quota.with_burst(measure_burst_cpu_s(quota))
             ready = measure_readiness(
                 bench,
                 batch=paper_points[1] if len(paper_points) > 1 else paper_points[0],
@@ -207,10 +198,8 @@ def profile_model(
             )
             loop_batch = paper_points[1] if len(paper_points) > 1 else paper_points[0]
             overhead = loop_overhead(bench, batch=loop_batch, repeats=repeats)
-            if not bench.cuda:
-                overhead["idle_compute"] = idle_compute(bench, batch=loop_batch, repeats=repeats)
-                if quota is not None:
-                    overhead["cpu_quota"] = quota.to_extra()
+            if quota is not None:
+                overhead["cpu_quota"] = quota.to_extra()
             in_loop = overhead.pop("update_s", None)
             if in_loop is None:
                 in_loop = update_time(bench, batch=loop_batch, repeats=repeats)

@@ -220,51 +220,6 @@ def loop_overhead(
     return out
 
 
-IDLE_GAPS_S = (0.005, 0.01, 0.03)
-"""Idle gaps before a timed step (`idle_compute`): under a CPU quota of period P and share q a step needs
-an idle gap of (1 − q)·P to start with a fresh quota (7.5 ms for a quarter core over 10 ms)."""
-
-
-def idle_compute(
-    bench: Bench,
-    *,
-    batch: int,
-    repeats: int,
-    gaps_s: tuple[float, ...] = IDLE_GAPS_S,
-    sleep: Callable[[float], None] = time.sleep,
-) -> dict[str, Any]:
-    """A step (zero_grad, forward, backward) after each idle gap of `gaps_s` over the same step back to back
-    (right after another), medians of `repeats` interleaved rounds: `{"gaps_s", "ratio", "batch"}`.
-
-    In data-parallel training each rank waits, idle, for the exchange (and for slower ranks) before its
-    next step; under a CPU quota that step starts with a fresh quota and ends sooner than the profile's
-    back-to-back steps (docs/validation.md, cause 7). Without a quota the ratios are 1 up to noise."""
-    inputs = bench.inputs(batch)
-
-    def step() -> float:
-        bench.sync()
-        t0 = bench.now()
-        bench.model.zero_grad(set_to_none=True)
-        bench.backward(bench.loss(inputs))
-        bench.sync()
-        return bench.now() - t0
-
-    back: list[float] = []
-    after: list[list[float]] = [[] for _ in gaps_s]
-    try:
-        step()
-        for _ in range(max(1, repeats)):
-            back.append(step())
-            for k, gap in enumerate(gaps_s):
-                sleep(gap)
-                after[k].append(step())
-    finally:
-        bench.model.zero_grad(set_to_none=True)
-    base = statistics.median(back)
-    ratios = [min(2.0, max(0.05, statistics.median(a) / base)) if base > 0 else 1.0 for a in after]
-    return {"gaps_s": list(gaps_s), "ratio": [round(r, 6) for r in ratios], "batch": batch}
-
-
 def _ddp_world_one(bench: Bench) -> nn.Module | None:
     """The bench's model under DistributedDataParallel in a one-rank gloo group of this process, or None
     where that cannot be done without touching the user's own distributed setup (CUDA, or a group exists)."""

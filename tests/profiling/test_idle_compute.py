@@ -1,36 +1,16 @@
-"""The profiler's idle-compute measurement and its per-parameter layers of multi-parameter modules."""
+"""Reading a stored idle-compute measurement (older profiles); per-parameter layers of big modules."""
 
 from __future__ import annotations
 
-import itertools
 from typing import Any
 
 import pytest
-import torch
 from torch import nn
 
 from srift.domain import ModelProfile
 from srift.errors import InvalidInput
-from srift.profiling import testmodels
-from srift.profiling.bench import build_bench, trainable_layers
-from srift.profiling.timing import IDLE_GAPS_S, idle_compute
+from srift.profiling.bench import trainable_layers
 from srift.sim.layers import bucket_groups, bucketed
-
-
-def test_idle_ratios_from_a_hand_made_clock() -> None:
-    """Each step reads the clock at its start and end. One untimed step (9 s), then per round a step back to
-    back (10 s) and one after each gap: 8 s after 5 ms idle, 6 s after 10 ms, 5 s after 30 ms. Ratios
-    0.8, 0.6, 0.5; every gap slept once per round, in order."""
-    bench = build_bench(testmodels.sequential, testmodels.sequential_input, None, torch.device("cpu"))
-    steps = [9.0] + [10.0, 8.0, 6.0, 5.0] * 3
-    clock = itertools.accumulate(itertools.chain.from_iterable((0.0, s) for s in steps))
-    bench.now = lambda: float(next(clock))
-    slept: list[float] = []
-    got = idle_compute(bench, batch=2, repeats=3, sleep=slept.append)
-    assert got["gaps_s"] == list(IDLE_GAPS_S) == [0.005, 0.01, 0.03]
-    assert got["ratio"] == pytest.approx([0.8, 0.6, 0.5])
-    assert got["batch"] == 2
-    assert slept == list(IDLE_GAPS_S) * 3
 
 
 class _Recurrent(nn.Module):
@@ -49,15 +29,6 @@ def test_a_module_with_more_than_two_parameters_is_one_layer_per_parameter() -> 
     ]
     assert [x.grad_bytes for x in layers[:4]] == [24 * 4 * 4, 24 * 8 * 4, 24 * 4, 24 * 4]
     assert layers[-1].grad_bytes == (8 * 3 + 3) * 4 and len(layers[-1].params) == 2
-
-
-def test_profile_carries_the_idle_measurement(sequential_profile: ModelProfile) -> None:
-    result = sequential_profile
-    idle = result.extra["idle_compute"]
-    assert idle["gaps_s"] == list(IDLE_GAPS_S) and idle["batch"] == 3
-    assert all(0.05 <= r <= 2.0 for r in idle["ratio"])
-    again = ModelProfile.from_dict(result.to_dict())
-    assert again.idle_compute_ratio(1.0) == idle["ratio"][-1]
 
 
 def _doc(idle: Any) -> dict[str, Any]:
