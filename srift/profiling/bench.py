@@ -176,6 +176,10 @@ class Bench:
     def inputs(self, batch: int) -> Any:
         return to_device(self.make_input(batch), self.device)
 
+    def host_inputs(self, batch: int) -> Any:
+        """An input batch kept in host memory (moved to the device only for the step that uses it)."""
+        return to_device(self.make_input(batch), torch.device("cpu")) if self.cuda else self.inputs(batch)
+
     def autocast(self) -> AbstractContextManager[Any]:
         """`torch.autocast` in the profile's dtype for fp16/bf16; nothing otherwise."""
         if self.precision.autocast:
@@ -236,21 +240,69 @@ class Progress:
         self.fn(stage, lo + (hi - lo) * min(max(fraction, 0.0), 1.0))
 
 
+DEFAULT_FLOAT32_MATH = ("ieee", "tf32")
+"""PyTorch's defaults since 1.12: float32 matrix products in IEEE float32 (`torch.backends.cuda.matmul`),
+cuDNN convolutions and RNNs allowed to use TF32 (`torch.backends.cudnn`); PyTorch docs, "CUDA semantics",
+TensorFloat-32 (TF32) on Ampere (and later) devices."""
+STRICT_FLOAT32_MATH = ("ieee", "ieee")
+"""`--strict-fp32`: IEEE float32 everywhere (matrix products and cuDNN)."""
+TF32_MATH = ("tf32", "tf32")
+"""Precision tf32: TF32 tensor cores for matrix products and cuDNN."""
+
+
+def float32_math(precision: Precision, *, strict_fp32: bool = False) -> tuple[str, str]:
+    """(matmul, cuDNN) arithmetic for float32 tensors: "tf32" or "ieee"."""
+    if precision is Precision.TF32:
+        return TF32_MATH
+    return STRICT_FLOAT32_MATH if strict_fp32 else DEFAULT_FLOAT32_MATH
+
+
+def uses_fp32_precision_api(backends: Any = None) -> bool:
+    """True where torch has the `fp32_precision` settings (torch ≥ 2.9); older torch has only the legacy
+    `allow_tf32` flags. Mixing the two raises on recent torch, so only one family is ever touched."""
+    chosen = torch.backends if backends is None else backends
+    return hasattr(chosen.cuda.matmul, "fp32_precision") and hasattr(chosen.cudnn, "conv")
+
+
 @contextmanager
-def precision_flags(precision: Precision, device: torch.device) -> Iterator[None]:
-    """On CUDA, allow TF32 matrix products and convolutions for tf32 and forbid them otherwise (PyTorch's
-    own default lets cuDNN use TF32 even in "fp32"); restored afterwards. Nothing to set on a CPU."""
+def precision_flags(
+    precision: Precision, device: torch.device, *, strict_fp32: bool = False, backends: Any = None
+) -> Iterator[dict[str, str]]:
+    """On CUDA, set float32 arithmetic for the run (`float32_math`) through the API the installed torch
+    offers, and restore it afterwards; yields what was set (empty on a CPU, where there is nothing to set).
+
+    tf32 allows TF32 tensor cores in matrix products and convolutions; fp32, fp16 and bf16 train under
+    PyTorch's defaults (IEEE matmul, TF32 cuDNN) unless `strict_fp32`."""
     if device.type != "cuda":
-        yield
+        yield {}
         return
-    old = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
-    allow = precision is Precision.TF32
-    torch.backends.cuda.matmul.allow_tf32 = allow
-    torch.backends.cudnn.allow_tf32 = allow
+    chosen = torch.backends if backends is None else backends
+    matmul, conv = float32_math(precision, strict_fp32=strict_fp32)
+    if uses_fp32_precision_api(chosen):
+        old = (
+            chosen.cuda.matmul.fp32_precision,
+            chosen.cudnn.conv.fp32_precision,
+            chosen.cudnn.rnn.fp32_precision,
+        )
+        chosen.cuda.matmul.fp32_precision = matmul
+        chosen.cudnn.conv.fp32_precision = conv
+        chosen.cudnn.rnn.fp32_precision = conv
+        try:
+            yield {"matmul": matmul, "cudnn": conv, "api": "fp32_precision"}
+        finally:
+            (
+                chosen.cuda.matmul.fp32_precision,
+                chosen.cudnn.conv.fp32_precision,
+                chosen.cudnn.rnn.fp32_precision,
+            ) = old
+        return
+    legacy = (chosen.cuda.matmul.allow_tf32, chosen.cudnn.allow_tf32)
+    chosen.cuda.matmul.allow_tf32 = matmul == "tf32"
+    chosen.cudnn.allow_tf32 = conv == "tf32"
     try:
-        yield
+        yield {"matmul": matmul, "cudnn": conv, "api": "allow_tf32"}
     finally:
-        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = old
+        chosen.cuda.matmul.allow_tf32, chosen.cudnn.allow_tf32 = legacy
 
 
 @contextmanager
@@ -460,7 +512,25 @@ def _describe_value(value: Any) -> str:
     return f"a {type(value).__name__}"
 
 
+OUT_OF_MEMORY_MESSAGES = (
+    "out of memory",
+    "alloc_failed",
+    "allocation_failed",
+    "can't allocate memory",
+    "not enough memory",
+)
+"""Lower-case parts of the messages of allocation failures that torch raises as a plain RuntimeError: the
+caching allocator's "CUDA out of memory" (torch.OutOfMemoryError, torch ≥ 2.5), a raw "CUDA error: out of
+memory", cuBLAS's CUBLAS_STATUS_ALLOC_FAILED (handle or workspace creation), cuDNN's
+CUDNN_STATUS_ALLOC_FAILED and cuDNN 9's CUDNN_STATUS_INTERNAL_ERROR_*_ALLOCATION_FAILED, cuSOLVER's and
+cuFFT's ALLOC_FAILED, and the CPU allocator's "can't allocate memory" / "not enough memory"."""
+
+
 def is_out_of_memory(exc: BaseException) -> bool:
-    return isinstance(exc, torch.OutOfMemoryError) or (
-        isinstance(exc, RuntimeError) and "can't allocate memory" in str(exc)
-    )
+    """Whether `exc` is a failure to allocate memory (device or host), by type or by message."""
+    if isinstance(exc, torch.OutOfMemoryError | MemoryError):
+        return True
+    if not isinstance(exc, RuntimeError):
+        return False
+    text = str(exc).lower()
+    return any(part in text for part in OUT_OF_MEMORY_MESSAGES)

@@ -135,6 +135,7 @@ def profile_model(
     refine: bool = True,
     progress: ProgressFn | None = None,
     precision: Precision | str = Precision.FP32,
+    strict_fp32: bool = False,
 ) -> ModelProfile:
     """Profile a model on this machine (see the module docstring for the method) and return its ModelProfile.
 
@@ -147,8 +148,10 @@ def profile_model(
     time (default) or, on CPU with one thread, the thread's CPU time (see Clock). `refine=False` keeps the
     paper's four breakpoints even where the curve bends between them (see `curves.refine_breakpoints`).
     `precision` times under `torch.autocast` for fp16/bf16 (fp16 with a gradient scaler), with TF32 matrix
-    products for tf32, strict float32 for fp32 (see `precision_flags`). The model's structure (per-layer
-    FLOPs, bytes and memory; `srift.profiling.structure`) is counted too, in the same precision.
+    products and convolutions for tf32; fp32 (and the float32 parts of fp16/bf16) train under PyTorch's
+    default settings (IEEE matrix products, TF32 cuDNN) unless `strict_fp32` (see `precision_flags`). The
+    model's structure (per-layer FLOPs, bytes and memory; `srift.profiling.structure`) is counted too, in
+    the same precision.
     """
     started = time.perf_counter()
     prec = parse_precision(precision)
@@ -176,7 +179,7 @@ def profile_model(
     if cap < 1:
         raise InvalidInput(f"{cap} is below 1", hint="pass --max-batch 1 or more", field="max_batch")
     report = Progress(progress)
-    with torch_threads(threads) as used_threads, precision_flags(prec, dev):
+    with torch_threads(threads) as used_threads, precision_flags(prec, dev, strict_fp32=strict_fp32) as math:
         now = clock_function(clock, device=dev, threads=used_threads)
         report("check", 0.0)
         bench = build_bench(model_factory, input_factory, loss_fn, dev, precision=prec)
@@ -237,6 +240,7 @@ def profile_model(
         extra={
             "profiler": "srift.profiling",
             "clock": Clock(clock).value,
+            **({"float32_math": math} if math else {}),
             "model_factory": bench.model_desc,
             "input_factory": bench.input_desc,
             "loss": bench.loss_desc,

@@ -98,12 +98,13 @@ def _probe(bench: Bench, search: MaxBatchSearch, batch: int) -> dict[str, Any]:
         predicted = search.predicted_bytes(batch)
         if predicted is not None and predicted * PREDICTION_MARGIN > search.hard_limit_bytes:
             return {"batch": batch, "peak_bytes": None, "predicted_bytes": int(predicted), "fits": False}
-    inputs = bench.inputs(batch)
-    input_bytes = nbytes_of(inputs)
     bench.model.zero_grad(set_to_none=True)
     peak: int | None = None
     out_of_memory = False
+    inputs: Any = None
     try:
+        inputs = bench.inputs(batch)
+        input_bytes = nbytes_of(inputs)
         if bench.cuda:
             torch.cuda.reset_peak_memory_stats(bench.device)
             base = torch.cuda.memory_allocated(bench.device)
@@ -113,7 +114,7 @@ def _probe(bench: Bench, search: MaxBatchSearch, batch: int) -> dict[str, Any]:
             peak = input_bytes + _rss_peak(bench, inputs, budget)
         else:
             peak = _saved_tensor_estimate(bench, inputs) + input_bytes
-    except RuntimeError as exc:
+    except Exception as exc:  # every allocation failure, wherever it is raised, is out of memory
         if not is_out_of_memory(exc):
             raise
         out_of_memory = True

@@ -18,7 +18,15 @@ from typing import Any
 import torch
 from torch import nn
 
-from srift.profiling.bench import Bench, Progress, call_model, cuda_event, unique_trainable_parameters
+from srift.errors import InvalidInput
+from srift.profiling.bench import (
+    Bench,
+    Progress,
+    call_model,
+    cuda_event,
+    to_device,
+    unique_trainable_parameters,
+)
 from srift.profiling.curves import BendCheck, PointTiming, refine_breakpoints
 
 
@@ -36,13 +44,18 @@ def time_points(
     warmup: int,
     report: Callable[[str, float], None],
 ) -> Measured:
-    """Time forward and backward at each breakpoint, round-robin over the points, after `warmup` rounds."""
-    inputs = {b: bench.inputs(b) for b in points}
+    """Time forward and backward at each breakpoint, round-robin over the points, after `warmup` rounds.
+
+    On CUDA the batches wait in host memory and only the one being timed is on the device: a device holds
+    one breakpoint's inputs at a time, as a training run holds one batch (the copy is not timed)."""
+    inputs = {b: bench.host_inputs(b) for b in points}
     measured = Measured({b: [] for b in points}, {b: [] for b in points})
     rounds = warmup + repeats
     for r in range(rounds):
         for b in points:
-            fw, bw = bench.step(inputs[b])
+            on_device = to_device(inputs[b], bench.device) if bench.cuda else inputs[b]
+            fw, bw = bench.step(on_device)
+            del on_device
             if r >= warmup:
                 measured.forward_s[b].append(fw)
                 measured.backward_s[b].append(bw)
@@ -111,28 +124,64 @@ UPDATE_IN_LOOP = (
 )
 
 
+def update_scaler(bench: Bench) -> Any:
+    """For fp16, a gradient scaler whose steps are never skipped for a scale that overflows: scale 1 and no
+    growth (a fresh default scaler starts at 2^16 and skips its first steps while it backs off, so a timed
+    step would time no update). None for other precisions."""
+    if bench.scaler is None:
+        return None
+    return torch.amp.GradScaler(bench.device.type, init_scale=1.0, growth_interval=2**31 - 1)
+
+
 def update_time(bench: Bench, *, batch: int, repeats: int) -> float:
     """Median seconds of one optimizer step over the model's parameters: the update that follows the
-    gradient exchange in every iteration (for large models on CPU it is a sizeable share of it)."""
+    gradient exchange in every iteration (for large models on CPU it is a sizeable share of it).
+
+    Under fp16 the step goes through a scaler that does not skip (`update_scaler`): a step that found
+    non-finite gradients all the same (its scale dropped) is not counted; if every step was skipped the
+    model's gradients are not finite and that is an error."""
     optimizer = torch.optim.SGD(unique_trainable_parameters(bench.model), lr=1e-12)
+    scaler = update_scaler(bench)
+
+    def step() -> None:
+        if scaler is None:
+            optimizer.step()
+        else:
+            scaler.step(optimizer)
+            scaler.update()
+
     times: list[float] = []
     for r in range(repeats + 1):
-        bench.step(bench.inputs(batch))
+        inputs = bench.inputs(batch)
+        bench.model.zero_grad(set_to_none=True)
+        loss = bench.loss(inputs)
+        (scaler.scale(loss) if scaler is not None else loss).backward()
+        del loss, inputs
+        before = scaler.get_scale() if scaler is not None else 1.0
         if bench.cuda:
             start, end = cuda_event(), cuda_event()
             bench.sync()
             start.record()
-            bench.optimizer_step(optimizer)
+            step()
             end.record()
             end.synchronize()
             elapsed = start.elapsed_time(end) / 1e3
         else:
             t0 = bench.now()
-            bench.optimizer_step(optimizer)
+            step()
             elapsed = bench.now() - t0
-        if r:
+        skipped = scaler is not None and scaler.get_scale() < before
+        if skipped:
+            scaler.update(1.0)
+        if r and not skipped:
             times.append(elapsed)
     bench.model.zero_grad(set_to_none=True)
+    if not times:
+        raise InvalidInput(
+            "every timed fp16 update found non-finite gradients at loss scale 1",
+            hint="check the model in fp32 first, or profile it in bf16",
+            field="precision",
+        )
     return statistics.median(times)
 
 
