@@ -100,7 +100,9 @@ class TrainingMemory:
 
     `activation_bytes` is the peak, beyond parameters and gradients, of a forward+backward step at a
     per-GPU batch b (activations saved for backward, their gradients, temporaries, the input batch);
-    `update_workspace_bytes` the optimizer step's temporaries, alive when the activations are not.
+    `update_workspace_bytes` the optimizer step's temporaries, alive when the activations are not. A
+    measured line's fixed part may be negative (the step peaks before every gradient exists, so the
+    activations there are less than the peak less all gradients); its value is never counted below 0.
     `reserve_bytes` sits outside PyTorch's allocator (`reserve_source` says what it is)."""
 
     parameter_bytes: int
@@ -314,10 +316,10 @@ def _measured(raw: Any) -> dict[str, Any]:
         not isinstance(line, list)
         or len(line) != 2
         or not all(isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) for v in line)
-        or min(line) < 0
+        or line[1] < 0
     ):
         raise InvalidInput(
-            f"{line!r} is not [fixed, per_sample] bytes ≥ 0",
+            f"{line!r} is not [fixed, per_sample] bytes (per_sample ≥ 0)",
             hint="give the activation line `srift profile` fitted",
             field=f"{where}.activation_bytes",
         )

@@ -4,9 +4,14 @@
 
 1. **Check** — build the model, run forward, loss and backward at batch 1 and 2; any failure is an
    InvalidInput naming the factory and the underlying exception.
-2. **Largest batch** — double-then-bisect (`curves.largest_fitting`) up to the cap. On CUDA a batch fits
-   unless it raises out-of-memory (memory is freed and the search goes on) or, with a budget, its peak
-   allocation exceeds it. On CPU a batch fits if the peak resident-set growth of a forward+backward step
+2. **Largest batch and training memory** — double-then-bisect (`curves.largest_fitting`) up to the cap.
+   On CUDA the largest batch is what the training memory model allows under the device's memory (or the
+   budget) less its margin, confirmed by real steps beside a ballast of the optimizer's state; any
+   allocation failure is out of memory (`srift.profiling.search`). The activation line (the step's peak
+   growth less the gradients, `srift.profiling.peak`) is drawn through the probes' allocator peaks on CUDA
+   and, on CPU, through the live tensor storage of steps at ⅓ and ⅔ of the largest batch, checked at the
+   largest: `extra["training_memory"]`, which plans read (`srift.domain.memory`). On CPU a batch fits if
+   the peak resident-set growth of a forward+backward step
    (the larger of two, see srift.profiling.memory), plus the input batch, stays within the budget
    (default: ¾ of the host's available memory or of the cgroup's headroom, whichever is smaller). A batch
    whose growth, extrapolated from the batches already measured, would pass 90 % of the free memory is not
@@ -62,6 +67,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from srift.domain.memory import DEFAULT_OPTIMIZER, Optimizer, parse_optimizer
 from srift.domain.profile import PROFILE_SCHEMA_VERSION, LayerProfile, ModelProfile
 from srift.domain.structure import ModelStructure, Precision, parse_precision
 from srift.errors import InvalidInput
@@ -87,8 +93,9 @@ from srift.profiling.bench import (
 from srift.profiling.cpuquota import read_cpu_quota
 from srift.profiling.curves import CurveSamples, breakpoints
 from srift.profiling.loading import describe
+from srift.profiling.peak import memory_document, step_peak
 from srift.profiling.readiness import measure_readiness, readiness_cpu_clock
-from srift.profiling.search import search_max_batch
+from srift.profiling.search import MaxBatchSearch, search_max_batch
 from srift.profiling.timing import (
     UPDATE_IN_LOOP,
     UPDATE_OPTIMIZER,
@@ -136,6 +143,7 @@ def profile_model(
     progress: ProgressFn | None = None,
     precision: Precision | str = Precision.FP32,
     strict_fp32: bool = False,
+    optimizer: Optimizer | str = DEFAULT_OPTIMIZER,
 ) -> ModelProfile:
     """Profile a model on this machine (see the module docstring for the method) and return its ModelProfile.
 
@@ -151,10 +159,12 @@ def profile_model(
     products and convolutions for tf32; fp32 (and the float32 parts of fp16/bf16) train under PyTorch's
     default settings (IEEE matrix products, TF32 cuDNN) unless `strict_fp32` (see `precision_flags`). The
     model's structure (per-layer FLOPs, bytes and memory; `srift.profiling.structure`) is counted too, in
-    the same precision.
+    the same precision. `optimizer` is the one the training memory model (`extra["training_memory"]`)
+    assumes; on CUDA it decides the largest batch (see `srift.profiling.search`).
     """
     started = time.perf_counter()
     prec = parse_precision(precision)
+    opt = parse_optimizer(optimizer)
     _check_positive(repeats=repeats, warmup=warmup + 1, iterations=iterations)
     if threads is not None and threads < 1:
         raise InvalidInput(f"{threads} is below 1", hint="pass --threads 1 or more", field="threads")
@@ -185,8 +195,11 @@ def profile_model(
         bench = build_bench(model_factory, input_factory, loss_fn, dev, precision=prec)
         bench.now = now
         report("check", 1.0)
-        search = search_max_batch(bench, cap=cap, budget_bytes=memory_budget_bytes, report=report)
+        search = search_max_batch(
+            bench, cap=cap, budget_bytes=memory_budget_bytes, report=report, optimizer=opt
+        )
         paper_points = breakpoints(search.max_batch)
+        training, training_note = training_memory_or_note(bench, search, paper_points, optimizer=opt)
         with no_gc():
             points, measured, checks = time_curve(
                 bench, paper_points, refine=refine, repeats=repeats, warmup=warmup, report=report
@@ -247,6 +260,8 @@ def profile_model(
             "max_batch_cap": cap,
             "max_batch_limited_by": "cap" if search.max_batch == cap else "memory",
             "memory": search.to_dict(),
+            **({"training_memory": training} if training else {}),
+            **({"training_memory_error": training_note} if training_note else {}),
             "measured": CurveSamples(
                 batches=points,
                 forward_s=tuple(tuple(measured.forward_s[b]) for b in points),
@@ -267,6 +282,29 @@ def profile_model(
             **({"structure_error": structure_note} if structure_note else {}),
         },
     )
+
+
+def training_memory_or_note(
+    bench: Bench, search: MaxBatchSearch, paper_points: tuple[int, ...], *, optimizer: Optimizer
+) -> tuple[dict[str, Any] | None, str | None]:
+    """`extra["training_memory"]`: the activation line through measured steps, and why not where it
+    cannot be drawn. On CUDA the search's probes are the points; on a CPU one step at ⅓ and one at ⅔ of
+    the largest batch (1 and 2 for small ones), checked at the largest."""
+    if bench.cuda:
+        points = search.step_peaks()
+        check = None
+        extra = {"device": search.device.to_dict()} if search.device is not None else {}
+    else:
+        fit = sorted({b for b in paper_points[1:3]}) if len(paper_points) >= 3 else []
+        if len(fit) < 2:
+            fit = [b for b in (1, 2) if b <= search.max_batch]
+        points = [step_peak(bench, bench.inputs(b), b) for b in fit]
+        top = search.max_batch
+        check = step_peak(bench, bench.inputs(top), top) if top not in fit else None
+        extra = {}
+    if len({p.batch for p in points}) < 2:
+        return None, f"only {len(points)} batch(es) ran, two are needed for the activation line"
+    return memory_document(bench, points, optimizer=optimizer.value, check=check, extra=extra), None
 
 
 def count_structure_or_note(

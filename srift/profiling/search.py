@@ -1,8 +1,14 @@
 """The profiler's largest-batch search: double-then-bisect over training steps that fit the memory budget.
 
-On CUDA a batch fits unless it raises out-of-memory or, with a budget, its peak allocation exceeds it; on
-CPU the peak resident-set growth of a step plus the input batch must stay within the budget (see
+On CUDA the largest batch is the one the training memory model (`srift.domain.memory`) allows under the
+device's memory less the margin, and the search confirms it on the device: every probe runs a real step
+beside a ballast the size of the optimizer's state and update temporaries (`DeviceBudget`), and fits when
+it raised no allocation failure and the memory it needed — allocated before the step, the step's peak
+growth, and what the CUDA context holds outside the allocator, measured here — stays within the usable
+memory. On CPU the peak resident-set growth of a step plus the input batch must stay within the budget (see
 `srift.profiling.memory`), and a batch whose extrapolated growth would pass the hard limit is not tried.
+Whatever the device, every allocation failure counts as out of memory and the device holds one probe's
+inputs at a time.
 """
 
 from __future__ import annotations
@@ -15,16 +21,73 @@ from typing import Any
 
 import torch
 
+from srift.domain.memory import DEFAULT_OPTIMIZER, MARGIN_FRACTION, Optimizer, training_memory
+from srift.domain.structure import Affine
 from srift.errors import Infeasible
 from srift.profiling import memory
-from srift.profiling.bench import Bench, Progress, is_out_of_memory, nbytes_of, trainable_bytes
+from srift.profiling.bench import (
+    Bench,
+    Progress,
+    is_out_of_memory,
+    nbytes_of,
+    trainable_bytes,
+    unique_trainable_parameters,
+)
 from srift.profiling.curves import largest_fitting
+from srift.profiling.peak import StepPeak, step_peak
 
 MEMORY_PROBE_STEPS = 2
 """Near the budget (first reading over half of it), CPU peak growth is the largest of this many steps:
 RSS readings vary by a few MB with the allocator's state."""
 PREDICTION_MARGIN = 1.1
 """A CPU batch is not tried when PREDICTION_MARGIN × its extrapolated growth exceeds the hard limit."""
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceBudget:
+    """What a CUDA probe must fit: `usable_bytes` of the device (its memory, or the budget, less the
+    margin), with `ballast_bytes` allocated beside the step (the optimizer's state and update temporaries,
+    `srift.domain.memory`) and `context_bytes` held outside PyTorch's allocator (the CUDA context, measured
+    as total − free − reserved before the search)."""
+
+    capacity_bytes: int
+    usable_bytes: int
+    ballast_bytes: int
+    context_bytes: int
+    optimizer: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "capacity_bytes": self.capacity_bytes,
+            "usable_bytes": self.usable_bytes,
+            "ballast_bytes": self.ballast_bytes,
+            "context_bytes": self.context_bytes,
+            "optimizer": self.optimizer,
+            "margin_fraction": MARGIN_FRACTION,
+        }
+
+
+def device_budget(bench: Bench, *, budget_bytes: int | None, optimizer: Optimizer) -> DeviceBudget:
+    """The CUDA device's budget for training `bench`'s model with `optimizer` on one rank."""
+    free, total = torch.cuda.mem_get_info(bench.device)
+    context = max(total - free - torch.cuda.memory_reserved(bench.device), 0)
+    capacity = budget_bytes if budget_bytes is not None else total
+    params = unique_trainable_parameters(bench.model)
+    model = training_memory(
+        parameter_bytes=trainable_bytes(bench.model),
+        activation_bytes=Affine(0.0, 0.0),
+        optimizer=optimizer,
+        cuda=True,
+        distributed=False,
+        largest_parameter_bytes=max((p.numel() * p.element_size() for p in params), default=0),
+    )
+    return DeviceBudget(
+        capacity_bytes=int(capacity),
+        usable_bytes=int(capacity * (1.0 - MARGIN_FRACTION)),
+        ballast_bytes=model.optimizer_state_bytes + model.update_workspace_bytes,
+        context_bytes=int(context),
+        optimizer=optimizer.value,
+    )
 
 
 @dataclass
@@ -35,6 +98,7 @@ class MaxBatchSearch:
     hard_limit_bytes: int | None = None
     max_batch: int = 0
     probes: list[dict[str, Any]] = field(default_factory=list)
+    device: DeviceBudget | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -42,7 +106,16 @@ class MaxBatchSearch:
             "budget_bytes": self.budget_bytes,
             "hard_limit_bytes": self.hard_limit_bytes,
             "probes": self.probes,
+            **({"device": self.device.to_dict()} if self.device is not None else {}),
         }
+
+    def step_peaks(self) -> list[StepPeak]:
+        """The CUDA probes that ran, as measured steps (for the activation line)."""
+        return [
+            StepPeak(p["batch"], p["peak_bytes"], p.get("reserved_bytes"))
+            for p in self.probes
+            if p.get("peak_bytes") is not None and "reserved_bytes" in p
+        ]
 
     def predicted_bytes(self, batch: int) -> float | None:
         """Peak growth at `batch`: the largest measured batch's growth plus the steepest per-sample slope
@@ -56,9 +129,20 @@ class MaxBatchSearch:
         return float(g_last + slope * max(batch - b_last, 0))
 
 
-def search_max_batch(bench: Bench, *, cap: int, budget_bytes: int | None, report: Progress) -> MaxBatchSearch:
+def search_max_batch(
+    bench: Bench,
+    *,
+    cap: int,
+    budget_bytes: int | None,
+    report: Progress,
+    optimizer: Optimizer = DEFAULT_OPTIMIZER,
+) -> MaxBatchSearch:
     if bench.cuda:
-        search = MaxBatchSearch(method="cuda-peak-allocated", budget_bytes=budget_bytes)
+        search = MaxBatchSearch(
+            method="cuda-memory-model",
+            budget_bytes=budget_bytes,
+            device=device_budget(bench, budget_bytes=budget_bytes, optimizer=optimizer),
+        )
     else:
         budget = budget_bytes if budget_bytes is not None else memory.default_budget_bytes()
         method = "rss-peak" if memory.peak_rss_supported() else "saved-tensors-estimate"
@@ -100,25 +184,31 @@ def _probe(bench: Bench, search: MaxBatchSearch, batch: int) -> dict[str, Any]:
             return {"batch": batch, "peak_bytes": None, "predicted_bytes": int(predicted), "fits": False}
     bench.model.zero_grad(set_to_none=True)
     peak: int | None = None
+    needed: int | None = None
+    reserved: int | None = None
     out_of_memory = False
     inputs: Any = None
+    ballast: Any = None
     try:
-        inputs = bench.inputs(batch)
-        input_bytes = nbytes_of(inputs)
-        if bench.cuda:
-            torch.cuda.reset_peak_memory_stats(bench.device)
-            base = torch.cuda.memory_allocated(bench.device)
-            bench.step(inputs)
-            peak = torch.cuda.max_memory_allocated(bench.device) - base + input_bytes
-        elif search.method == "rss-peak":
-            peak = input_bytes + _rss_peak(bench, inputs, budget)
+        if search.device is not None:
+            ballast = torch.empty(search.device.ballast_bytes, dtype=torch.uint8, device=bench.device)
+            inputs = bench.inputs(batch)
+            measured = step_peak(bench, inputs, batch)
+            peak, reserved = measured.peak_bytes, measured.reserved_bytes
+            before = torch.cuda.memory_allocated(bench.device) - nbytes_of(inputs)
+            needed = before + peak + search.device.context_bytes
         else:
-            peak = _saved_tensor_estimate(bench, inputs) + input_bytes
+            inputs = bench.inputs(batch)
+            input_bytes = nbytes_of(inputs)
+            if search.method == "rss-peak":
+                peak = input_bytes + _rss_peak(bench, inputs, budget)
+            else:
+                peak = _saved_tensor_estimate(bench, inputs) + input_bytes
     except Exception as exc:  # every allocation failure, wherever it is raised, is out of memory
         if not is_out_of_memory(exc):
             raise
         out_of_memory = True
-    inputs = None
+    del inputs, ballast
     if out_of_memory:
         bench.model.zero_grad(set_to_none=True)
         gc.collect()
@@ -126,6 +216,14 @@ def _probe(bench: Bench, search: MaxBatchSearch, batch: int) -> dict[str, Any]:
             torch.cuda.empty_cache()
         return {"batch": batch, "peak_bytes": None, "out_of_memory": True, "fits": False}
     bench.model.zero_grad(set_to_none=True)
+    if search.device is not None and needed is not None:
+        return {
+            "batch": batch,
+            "peak_bytes": peak,
+            "reserved_bytes": reserved,
+            "needed_bytes": needed,
+            "fits": needed <= search.device.usable_bytes,
+        }
     return {
         "batch": batch,
         "peak_bytes": peak,

@@ -143,7 +143,7 @@ def test_a_profiles_measured_memory_is_its_model() -> None:
     ("change", "where"),
     [
         ({"activation_bytes": [1.0]}, "extra.training_memory.activation_bytes"),
-        ({"activation_bytes": [-1, 3]}, "extra.training_memory.activation_bytes"),
+        ({"activation_bytes": [1, -3]}, "extra.training_memory.activation_bytes"),
         ({"parameter_bytes": -4}, "extra.training_memory.parameter_bytes"),
         ({"optimizer": "lion"}, "extra.training_memory.optimizer"),
     ],
