@@ -115,6 +115,7 @@ class PlanQuery:
     spot_samples: int = 2000
     fallback: bool = True
     precision: Precision | None = None
+    allow_cpu_profiles: bool = False
 
     @property
     def selection(self) -> ProfileSelection:
@@ -162,6 +163,7 @@ class PredictionQuery:
     straggler_iters: int = 100
     mc_samples: int = 0
     precision: Precision | None = None
+    allow_cpu_profiles: bool = False
 
     @property
     def selection(self) -> ProfileSelection:

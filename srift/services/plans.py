@@ -34,6 +34,7 @@ from srift.optimize.solver import PlanInfeasible, SolveOptions, optimize, optimi
 from srift.optimize.space import Candidate, Groups, Problem, build_candidates
 from srift.optimize.spot import SpotPolicy
 from srift.services.caching import RevisionCache
+from srift.services.memory import fit_candidates
 from srift.services.network import network_spec, network_view
 from srift.services.placement import (
     Evaluated,
@@ -170,6 +171,13 @@ def _prepare(
         located=located,
     )
     candidates = _apply_exclusions(candidates, excluded=excluded, held=held or {})
+    # Memory and device checks (srift.services.memory): CPU profiles for GPU types, batches within memory.
+    candidates, memory_notes = fit_candidates(
+        candidates,
+        allow_cpu_profiles=query.allow_cpu_profiles,
+        field="profiles" if query.profiles is not None else "model" if query.model else "profile_ids",
+    )
+    notes = (*notes, *memory_notes)
     network = network_spec(session=session, query=query.network)
     if network.transport is Transport.EFA and candidates:
         efa = tuple(c for c in candidates if c.offer.instance.efa)
@@ -434,6 +442,7 @@ def _choices(config: Config, problem: Problem) -> list[dict[str, Any]]:
                     price_usd_per_hr=cand.offer.price_usd_per_hr,
                     instance_gpus=cand.offer.instance.gpu_count,
                     profile=cand.profile,
+                    gpu_memory_gib=cand.offer.instance.gpu_memory_gib,
                 ),
                 "location": ch.location.key if ch.location else None,
             }
