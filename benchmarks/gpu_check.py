@@ -109,7 +109,10 @@ def profile_row(name: str, precision: str, *, device: str, max_batch: int, spec:
 
 
 def memory_row(name: str, *, device: str, cap: int) -> dict[str, Any]:
-    """The training memory model against the allocator on `device` (see the module docstring, step 2)."""
+    """The training memory model against the allocator on `device` (see the module docstring, step 2):
+    the largest batch found (on CUDA: the model's, confirmed), the activation line through ⅛ and ¼ of it,
+    its predicted peaks at ½, ¾ and all of it against the measured ones, and on CUDA the largest batch the
+    line predicts under the device's memory."""
     import torch
 
     from srift.domain.memory import Optimizer, training_memory
@@ -122,25 +125,16 @@ def memory_row(name: str, *, device: str, cap: int) -> dict[str, Any]:
     if dev.type == "cuda":
         torch.cuda.set_device(dev)
     bench = build_bench(_load(factory), _load(inputs), None, dev)
-    small = [step_peak(bench, bench.inputs(b), b) for b in (2, 4)]
-    grads = gradient_bytes(bench)
-    line = fit_activations(small, gradient_bytes=grads)
-    params = [p for p in bench.model.parameters() if p.requires_grad]
-    model = training_memory(
-        parameter_bytes=trainable_bytes(bench.model),
-        activation_bytes=line,
-        optimizer=Optimizer.ADAM,
-        cuda=dev.type == "cuda",
-        distributed=False,
-        largest_parameter_bytes=max(p.numel() * p.element_size() for p in params),
-    )
     search = search_max_batch(
         bench, cap=cap, budget_bytes=None, report=Progress(None), optimizer=Optimizer.ADAM
     )
     top = search.max_batch
+    fit_batches = sorted({max(1, top // 8), max(2, top // 4)})
+    grads = gradient_bytes(bench)
+    line = fit_activations([step_peak(bench, bench.inputs(b), b) for b in fit_batches], gradient_bytes=grads)
     checks = []
-    for b in sorted({max(8, top // 4), max(8, top // 2), top}):
-        if b > top:
+    for b in sorted({max(3, top // 2), max(3, 3 * top // 4), top}):
+        if b > top or b in fit_batches:
             continue
         got = step_peak(bench, bench.inputs(b), b)
         predicted = grads + max(line.at(b), 0.0)
@@ -160,12 +154,21 @@ def memory_row(name: str, *, device: str, cap: int) -> dict[str, Any]:
     row: dict[str, Any] = {
         "model": name,
         "activation_bytes": line.to_list(),
-        "fit_batches": [2, 4],
+        "fit_batches": fit_batches,
         "checks": checks,
         "search_max_batch": top,
         "search_method": search.method,
     }
     if dev.type == "cuda":
+        params = [p for p in bench.model.parameters() if p.requires_grad]
+        model = training_memory(
+            parameter_bytes=trainable_bytes(bench.model),
+            activation_bytes=line,
+            optimizer=Optimizer.ADAM,
+            cuda=True,
+            distributed=False,
+            largest_parameter_bytes=max(p.numel() * p.element_size() for p in params),
+        )
         total = torch.cuda.get_device_properties(dev).total_memory
         row["model_max_batch"] = model.largest_batch(total, cap=cap)
         row["device_memory_bytes"] = total
@@ -223,7 +226,12 @@ def _markdown(report: dict[str, Any]) -> str:
     lines = [
         f"Device: {report['device_name']} ({report['device']}), torch {report['torch']}, "
         f"{report['elapsed_s']:.0f} s. Estimates: `estimate:roofline` for {report.get('spec') or 'no spec'}, "
-        "computed from the model's structure without the measured profile.",
+        "computed from the model's structure without the measured profile."
+        + (
+            " On a CPU this only exercises the script: its times are a loaded CPU's, the estimate a GPU's."
+            if report["device"] == "cpu"
+            else ""
+        ),
         "",
         "| model | precision | max batch (cap) | batch | measured step | estimate | estimate / measured |",
         "|---|---|---|---|---|---|---|",
@@ -238,8 +246,8 @@ def _markdown(report: dict[str, Any]) -> str:
             )
     lines += [
         "",
-        "Training memory (fp32, Adam; activation line through batches 2 and 4, predicted peak step growth "
-        "against the allocator's):",
+        "Training memory (fp32, Adam; the activation line through ⅛ and ¼ of the largest batch predicts a "
+        "step's peak growth at ½, ¾ and all of it, against the allocator's):",
         "",
         "| model | batch | measured | predicted | error | reserved / allocated |",
         "|---|---|---|---|---|---|",

@@ -168,3 +168,20 @@ def test_the_example_plan_shows_memory_per_gpu_for_every_choice(
         for c in choices:
             assert c["memory_per_gpu_bytes"] is not None, c
             assert c["memory_per_gpu_bytes"] <= (1 - MARGIN_FRACTION) * c["gpu_memory_bytes"], c
+
+
+def test_a_predicted_member_with_a_cpu_profile_is_refused_unless_allowed_and_then_marked() -> None:
+    cpu = _with_memory(
+        candidate("g.big", gpus=1, max_batch=64, per_sample_s=1e-3, price=1.0, cap=4),
+        per_sample=1e3,
+        device="cpu",
+    )
+    with pytest.raises(InvalidInput) as err:
+        check_fleet_member(
+            cpu.profile, cpu.instance, per_gpu_batch=8, allow_cpu_profiles=False, field="config.choices[1].x"
+        )
+    assert err.value.field == "config.choices[1].x"
+    notes = check_fleet_member(
+        cpu.profile, cpu.instance, per_gpu_batch=8, allow_cpu_profiles=True, field="config.choices[1].x"
+    )
+    assert len(notes) == 1 and "measured on the CPU" in notes[0]
