@@ -351,7 +351,8 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_write:
         from benchmarks._report import write_section
 
-        write_section("GPU check" if cuda else "GPU check (cpu)", _markdown(report))
+        command = " ".join([".venv/bin/python -m benchmarks.gpu_check", *(argv or sys.argv[1:])])
+        write_section("GPU check" if cuda else "GPU check (cpu)", _markdown(report), command=command)
     probes_ok = report["probes"]["ddp_train"].get("ok") and report["probes"]["allreduce"].get("ok")
     return 0 if probes_ok else 1
 
