@@ -389,7 +389,8 @@ def register(app: typer.Typer) -> None:
         memory_budget: str | None = typer.Option(
             None,
             "--memory-budget",
-            help="memory a step may use, e.g. 8GiB (CPU default: ¾ of available memory or cgroup headroom)",
+            help="memory a step may use, e.g. 8GiB (CPU default: ¾ of available memory or cgroup headroom; "
+            "CUDA: the device memory the training memory model plans for, default the GPU's)",
         ),
         model_name: str | None = typer.Option(
             None, "--model-name", help="name profiles are grouped under (default: the factory's name)"
