@@ -18,7 +18,7 @@ from srift.domain.memory import BATCH_LIMIT_FACT, MARGIN_FRACTION, profile_memor
 from srift.errors import InvalidInput
 from srift.optimize.space import Candidate
 from srift.services.memory import check_fleet_member, fit_candidates
-from srift.settings import get_settings
+from srift.settings import REPO_ROOT, get_settings
 
 P = 4_000_000
 """One million fp32 parameters."""
@@ -185,3 +185,42 @@ def test_a_predicted_member_with_a_cpu_profile_is_refused_unless_allowed_and_the
         cpu.profile, cpu.instance, per_gpu_batch=8, allow_cpu_profiles=True, field="config.choices[1].x"
     )
     assert len(notes) == 1 and "measured on the CPU" in notes[0]
+
+
+def test_a_plan_refuses_a_cpu_profile_labelled_t4_unless_asked_and_then_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The README's CNN, profiled on this project's CPU and labelled T4 (benchmarks/data), on g4dn types."""
+    import yaml
+
+    profile = json.loads((REPO_ROOT / "benchmarks" / "data" / "cnn_t4_profile.json").read_text())
+    assert profile["device"] == "cpu" and profile["extra"]["profiler"] == "srift.profiling"
+    request = {
+        "profiles": [profile],
+        "global_batch": 256,
+        "iterations": 1000,
+        "provider": "aws",
+        "region": "us-east-1",
+        "market": "on_demand",
+        "availability": {"g4dn.xlarge": 2, "g4dn.2xlarge": 2},
+    }
+    monkeypatch.setenv("SRIFT_DATABASE_URL", f"sqlite:///{tmp_path}/plan.db")
+    monkeypatch.setenv("SRIFT_DATA_DIR", str(tmp_path))
+    get_settings.cache_clear()
+
+    def plan(body: dict[str, Any]) -> tuple[int, str, str]:
+        path = tmp_path / "request.yaml"
+        path.write_text(yaml.safe_dump(body))
+        with pytest.raises(SystemExit) as done:
+            main(["plan", str(path), "--json"])
+        out, err = capsys.readouterr()
+        return int(done.value.code or 0), out, err
+
+    try:
+        code, _, err = plan(request)
+        assert code != 0 and "measured on cpu" in err and "allow_cpu_profiles" in err
+        code, out, err = plan({**request, "allow_cpu_profiles": True})
+        assert code == 0, err
+    finally:
+        get_settings.cache_clear()
+    assert any("stand-in" in w for w in json.loads(out)["warnings"])
