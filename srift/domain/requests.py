@@ -16,6 +16,7 @@ from srift.domain.geo import AllreducePattern
 from srift.domain.network import Library, Transport
 from srift.domain.planning import DEFAULT_CONFIDENCE, BatchPolicy, CommMode, Objective, SearchMode
 from srift.domain.profile import InputPipeline
+from srift.domain.simulation import DDP_BUCKET_CAP_MB, Exchange, SimConfig
 from srift.domain.structure import Precision
 from srift.errors import InvalidInput
 
@@ -70,8 +71,21 @@ class NetworkQuery:
     probe_job_ids: tuple[int, ...] | None = None
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SimulatorChoice:
+    """The simulator settings a plan or prediction request may change (srift.domain.simulation)."""
+
+    exchange: Exchange = Exchange.DDP_BUCKETS
+    bucket_cap_mb: float = DDP_BUCKET_CAP_MB
+
+    @property
+    def sim_config(self) -> SimConfig:
+        """The simulator configuration this request asks for (the served one unless it says otherwise)."""
+        return SimConfig(exchange=self.exchange, bucket_cap_mb=self.bucket_cap_mb)
+
+
 @dataclass(frozen=True, slots=True)
-class PlanQuery:
+class PlanQuery(SimulatorChoice):
     """A plan request (POST /v1/plans, `srift plan FILE`): what to optimize, within which limits.
 
     Placement (docs/geo.md): `providers` and `regions` the fleet may span, the `allreduce` pattern across
@@ -143,7 +157,7 @@ class FleetQuery:
 
 
 @dataclass(frozen=True, slots=True)
-class PredictionQuery:
+class PredictionQuery(SimulatorChoice):
     """A prediction request (POST /v1/predictions, `srift predict FILE`): one fleet's time and cost
     (`config`), or several fleets' (`configs`, a sweep), under the `network` assumptions."""
 

@@ -38,7 +38,6 @@ from srift.services.profiles import resolve_profiles, source_label, with_estimat
 from srift.services.views import breakdown_document, choice_document, predicted_document
 from srift.settings import Settings
 from srift.sim import IterationEstimate, simulate, to_prediction
-from srift.sim.model_error import shipped_model_error
 
 MAX_PS_VMS = 64
 """Parameter-server mode simulates every VM's steps; larger fleets should use allreduce."""
@@ -381,7 +380,7 @@ class _Context:
             comm=query.comm,
             ps_servers=query.ps_servers,
             iterations=query.iterations,
-            model_error=shipped_model_error(),
+            config=query.sim_config,
         )
         usd_per_hr = sum(m.count * o.price_usd_per_hr for m, o in zip(members, used_offers, strict=True))
         prediction = to_prediction(estimate, iterations=query.iterations, usd_per_s=usd_per_hr / 3600.0)

@@ -10,6 +10,8 @@ from srift.api.schemas.network import NetworkIn, NetworkOut
 from srift.api.schemas.profiles import ProfileIn
 from srift.api.schemas.types import (
     NO_NUL,
+    BucketCapMb,
+    ExchangeField,
     KeysStated,
     Timestamp,
     TypeName,
@@ -22,6 +24,7 @@ from srift.domain import MarketChoice, Objective, SearchMode
 from srift.domain.geo import AllreducePattern
 from srift.domain.planning import DEFAULT_CONFIDENCE, MAX_CONFIDENCE, MIN_CONFIDENCE
 from srift.domain.requests import Amendment, InterruptionReport, PlanQuery, ProgressReport
+from srift.domain.simulation import DDP_BUCKET_CAP_MB, Exchange
 from srift.domain.states import TrainingState
 from srift.domain.structure import Precision
 from srift.limits import (
@@ -215,6 +218,8 @@ class PlanRequest(BaseModel):
         default=2000, ge=1, le=100_000, description="Monte Carlo runs for a spot plan's expectations"
     )
     fallback: bool = Field(default=True, description="also plan an on-demand fallback for spot plans")
+    exchange: ExchangeField = Exchange.DDP_BUCKETS
+    bucket_cap_mb: BucketCapMb = DDP_BUCKET_CAP_MB
 
     def to_domain(self) -> PlanQuery:
         """The validated request as the services' PlanQuery."""
