@@ -21,6 +21,7 @@ EXAMPLE = """\
 model: resnet50                 # a shipped reference model (resnet50, bert-base, gpt2-small, vit-b16),
                                 # your model's name, or profile_ids: [3, 4]  or profiles: [<documents>]
 precision: fp16                 # fp32, tf32, fp16 or bf16 (autocast); profiles in it are used
+# allow_cpu_profiles: false     # true: let profiles measured on a CPU stand for GPU types (marked)
 global_batch: 1024              # samples per iteration over the whole fleet
 iterations: 20000               # about 16 ImageNet epochs at this batch
 objective: min_cost             # or min_time
@@ -120,6 +121,15 @@ def _emit_files(
         (out / f.name).write_text(f.text)
         typer.echo(str(out / f.name))
     typer.echo(plan_ref)
+
+
+def memory_text(choice: dict[str, Any]) -> str:
+    """E.g. "11.2/16": the memory model's peak GiB per GPU at the choice's batch over one GPU's GiB ("?"
+    without a memory model, "-" for a CPU type)."""
+    used, total = choice.get("memory_per_gpu_bytes"), choice.get("gpu_memory_bytes")
+    if total is None:
+        return "-"
+    return f"{'?' if used is None else f'{used / 2**30:.1f}'}/{total / 2**30:.0f}"
 
 
 def duration(seconds: float) -> str:
@@ -232,8 +242,8 @@ def render(plan: dict[str, Any]) -> None:
         )
     fleet = Table(title=f"fleet for global batch {plan['global_batch']}, {plan['iterations']} iterations")
     located = any(c.get("location") for c in plan["choices"])
-    columns = ["instance type", *(["location"] if located else []), "market", "count", "batch/VM", "GPUs"]
-    for col in (*columns, "batch/GPU", "$/h"):
+    columns = ["instance type", *(["location"] if located else []), "market", "VMs", "batch/VM", "GPUs"]
+    for col in (*columns, "per GPU", "GiB/GPU", "$/h"):
         fleet.add_column(col, justify="left" if col in ("instance type", "location", "market") else "right")
     for c in plan["choices"]:
         estimated = (c.get("compute") or "measured") != "measured"
@@ -245,9 +255,13 @@ def render(plan: dict[str, Any]) -> None:
             str(c["batch"]),
             str(c["gpus"]),
             f"{c['per_gpu_batch']:g}",
+            memory_text(c),
             f"{c['price_usd_per_hr']:.3f}",
         )
     console.print(fleet)
+    for c in plan["choices"]:
+        if c.get("batch_limit"):
+            console.print(f"batch limit: {c['batch_limit']}", highlight=False)
     _estimate_lines(plan)
     render_placement(plan)
     compare = Table(title="Srift against the static policies of Srift §5.2")

@@ -37,6 +37,7 @@ from srift.optimize.space import Candidate, Groups, Problem, build_candidates
 from srift.optimize.spot import SpotPolicy
 from srift.services.caching import RevisionCache
 from srift.services.calibration import calibrated_evaluator, plan_block
+from srift.services.memory import fit_candidates
 from srift.services.network import network_spec, network_view
 from srift.services.placement import (
     Evaluated,
@@ -166,6 +167,14 @@ def _prepare(
     )
     network = network_spec(session=session, query=query.network)
     candidates, notes = _exclude(candidates, notes, network=network, excluded=excluded, held=held or {})
+    # Feasibility, memory and devices (srift.services.memory): CPU profiles for GPU types, batches within
+    # what each GPU holds.
+    candidates, memory_notes = fit_candidates(
+        candidates,
+        allow_cpu_profiles=query.allow_cpu_profiles,
+        field="profiles" if query.profiles is not None else "model" if query.model else "profile_ids",
+    )
+    notes = (*notes, *memory_notes)
     _check_any(candidates, profiles=profiles, locations=locations, query=query)
     candidates, rates, spot = _price_spot(candidates, query=query, default_location=locations[0])
     feeds, feed_notes = feed_view(candidates, read_gbps=query.read_gbps)
@@ -510,6 +519,7 @@ def _choices(config: Config, problem: Problem) -> list[dict[str, Any]]:
                     price_usd_per_hr=cand.offer.price_usd_per_hr,
                     instance_gpus=cand.offer.instance.gpu_count,
                     profile=cand.profile,
+                    gpu_memory_gib=cand.offer.instance.gpu_memory_gib,
                 ),
                 "location": ch.location.key if ch.location else None,
             }

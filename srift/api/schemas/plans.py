@@ -91,6 +91,11 @@ class PlanRequest(BaseModel):
         pattern=NO_NUL,
         description="use every stored profile of this model",
     )
+    allow_cpu_profiles: bool = Field(
+        default=False,
+        description="use profiles that `srift profile` measured on a CPU for GPU instance types (a stand-in: "
+        "the answer says so); refused otherwise",
+    )
     precision: Precision | None = Field(
         default=None,
         description=(
@@ -242,6 +247,16 @@ class ChoiceOut(BaseModel):
     )
     compute_spread: float | None = Field(
         default=None, description="relative 1-σ error of an estimated compute time (null when measured)"
+    )
+    memory_per_gpu_bytes: int | None = Field(
+        default=None,
+        description="peak bytes per GPU at this batch by the training memory model (parameters, gradients, "
+        "optimizer state, DDP buckets, activations, CUDA context and NCCL); null for a CPU type or a "
+        "profile without a memory model",
+    )
+    gpu_memory_bytes: int | None = Field(default=None, description="bytes of one GPU of the type")
+    batch_limit: str | None = Field(
+        default=None, description="why this type's per-GPU batch is capped, when memory caps it"
     )
 
 
