@@ -107,8 +107,8 @@ class Layer:
 SPLIT_ABOVE_PARAMS = 2
 """A module owning more trainable parameters than this (a multi-layer GRU or LSTM: four per layer; a user's
 module of many `nn.Parameter`s) is one layer per parameter: its parameters get their gradients at
-different times of backward and DDP buckets them one by one (docs/validation.md, cause 7). A weight and
-its bias stay one layer."""
+different times of backward and DDP buckets them one by one (docs/validation.md at 0856b84, cause 7). A
+weight and its bias stay one layer."""
 
 
 def trainable_layers(model: nn.Module) -> list[Layer]:

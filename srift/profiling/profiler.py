@@ -34,8 +34,9 @@
    fraction is read on the process's CPU clock (`extra["readiness_clock"]` = "cpu"): under a quota the wall
    clock stops whenever the period's quota is spent, so a layer's wall-clock fraction depends on where in
    its period the step began (vae's encoder head on a quarter-core host: 0.47 … 0.93 by the wall clock
-   between tries and gaps, 0.63 … 0.65 by CPU time, docs/validation.md cause 9), while its share of the
-   backward's work does not. Without a quota the two agree; on CUDA the fractions come from CUDA events.
+   between tries and gaps, 0.63 … 0.65 by CPU time, docs/validation.md at 0856b84, cause 9), while its
+   share of the backward's work does not. Without a quota the two agree; on CUDA the fractions come from
+   CUDA events.
 5. **Loop overhead and update** — a training loop does more per iteration than forward and backward: its
    `zero_grad(set_to_none=True)` frees every gradient (a gradient above the allocator's mmap threshold
    goes back to the kernel, page by page), under DistributedDataParallel each gradient is copied into
