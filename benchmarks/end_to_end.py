@@ -17,6 +17,12 @@ Needs root (the testbed). Keep the machine otherwise quiet while it runs.
     sudo .venv/bin/python -m benchmarks.end_to_end [--full] [--no-write]
     sudo .venv/bin/python -m benchmarks.end_to_end --model pkg.mod:build --input pkg.mod:batch ...
     .venv/bin/python -m benchmarks.end_to_end --report REPORT.json   # the section of an earlier run
+    .venv/bin/python -m benchmarks.end_to_end --pool RUN1 RUN2 RUN3    # the protocol's pooled section
+
+`--pool` takes three or more runs, each a folder of report JSONs (`srift validate --out`) or one report,
+and writes "end-to-end accuracy (protocol, pooled quick runs)": the pooled figures against the targets,
+each run's own figures, their spread, and the shipped and held-out models apart
+(srift.validation.protocol; docs/validation.md says how the runs are made).
 
 The section's command is the one that produced the figures (the report's own `command`).
 """
@@ -81,7 +87,22 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="write the section from this report of an earlier `srift validate` run instead of running",
     )
+    parser.add_argument(
+        "--pool",
+        nargs="+",
+        type=Path,
+        default=None,
+        help="pool these runs (folders of reports, or single reports) instead of running",
+    )
+    parser.add_argument(
+        "--rescore",
+        action="store_true",
+        help="with --pool: also predict every stored case again with this code, from each run's work "
+        "folder, and print the pooled figures before and after (writes nothing)",
+    )
     args = parser.parse_args(argv)
+    if args.pool is not None:
+        return pool_section(args.pool, write_doc=not args.no_write, rescored=args.rescore)
 
     from rich.console import Console
 
@@ -122,6 +143,38 @@ def main(argv: list[str] | None = None) -> int:
         Console().print(terminal_view(report))
         if not args.no_write:
             write(report, command=options.command)
+    return 0
+
+
+SHIPPED_MODELS = ("cnn", "wide_mlp", "transformer")
+POOLED_SECTION = "end-to-end accuracy (protocol, pooled quick runs)"
+
+
+def pool_section(paths: list[Path], *, write_doc: bool, rescored: bool = False) -> int:
+    """Print (and write) the protocol's pooled section for the runs at `paths`; with `rescored`, print the
+    pooled figures of the stored predictions and of this code's predictions of the same cases."""
+    from srift.validation.protocol import Run, markdown
+    from srift.validation.rescore import rescore
+
+    runs = []
+    for path in paths:
+        files = sorted(path.glob("*.json")) if path.is_dir() else [path]
+        runs.append(Run(path.name, tuple(json.loads(f.read_text()) for f in files)))
+    models = sorted({c["model"] for run in runs for r in run.reports for c in r.get("cases", [])})
+    sets = {
+        "shipped": [m for m in models if m in SHIPPED_MODELS],
+        "held-out": [m for m in models if m not in SHIPPED_MODELS],
+    }
+    body = markdown(runs, sets=sets)
+    if rescored:
+        again = [Run(run.name, tuple(rescore(r) for r in run.reports)) for run in runs]
+        print("## stored predictions\n\n" + body + "\n\n## this code's predictions\n\n")
+        print(markdown(again, sets=sets))
+        return 0
+    print(body)
+    if write_doc:
+        command = "python -m benchmarks.end_to_end --pool " + " ".join(shlex.quote(str(p)) for p in paths)
+        write_section(POOLED_SECTION, body, command=command)
     return 0
 
 

@@ -32,6 +32,7 @@ ROUTE_MODULES = (
     "training_jobs",
     "probe_jobs",
     "bandwidth_models",
+    "launch",
 )
 
 

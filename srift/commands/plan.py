@@ -21,6 +21,7 @@ EXAMPLE = """\
 model: resnet50                 # a shipped reference model (resnet50, bert-base, gpt2-small, vit-b16),
                                 # your model's name, or profile_ids: [3, 4]  or profiles: [<documents>]
 precision: fp16                 # fp32, tf32, fp16 or bf16 (autocast); profiles in it are used
+# allow_cpu_profiles: false     # true: let profiles measured on a CPU stand for GPU types (marked)
 global_batch: 1024              # samples per iteration over the whole fleet
 iterations: 20000               # about 16 ImageNet epochs at this batch
 objective: min_cost             # or min_time
@@ -75,6 +76,60 @@ def _local(body: dict[str, Any]) -> Any:
             request_doc=request.model_dump(mode="json"),
         )
     return PlanOut.model_validate(plan.document()).model_dump(mode="json")
+
+
+def _stored(plan_id: int) -> dict[str, Any]:
+    from srift.api.schemas.plans import PlanOut
+    from srift.bootstrap import bootstrap
+    from srift.db.session import transaction
+    from srift.services.plans import get_plan
+    from srift.settings import get_settings
+
+    settings = get_settings()
+    bootstrap(settings)
+    with transaction(settings.resolved_database_url) as session:
+        plan = get_plan(session=session, plan_id=plan_id)
+    return PlanOut.model_validate(plan.document()).model_dump(mode="json")
+
+
+def _emit_files(
+    plan: dict[str, Any], fmt: str, *, script: str, master_addr: str | None, out: Path | None
+) -> None:
+    """Print (or write into `out`, with the plan as plan-ID.json for the helper) the plan's launch files."""
+    from srift.errors import InvalidInput
+    from srift.launch.emit import EmitFormat, LaunchOptions, joined
+    from srift.services.launch import emit_document
+
+    try:
+        form = EmitFormat(fmt)
+    except ValueError:
+        raise InvalidInput(
+            f"unknown format {fmt!r}", hint="use torchrun, skypilot or kubernetes", field="--emit"
+        ) from None
+    plan_ref = None
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        plan_file = out / f"plan-{plan['id']}.json"
+        plan_file.write_text(json.dumps(plan, indent=1, default=str))
+        plan_ref = str(plan_file.resolve())
+    options = LaunchOptions(script=script, master_addr=master_addr, plan_ref=plan_ref)
+    files = emit_document(plan, form, options)
+    if out is None:
+        typer.echo(joined(files), nl=False)
+        return
+    for f in files:
+        (out / f.name).write_text(f.text)
+        typer.echo(str(out / f.name))
+    typer.echo(plan_ref)
+
+
+def memory_text(choice: dict[str, Any]) -> str:
+    """E.g. "11.2/16": the memory model's peak GiB per GPU at the choice's batch over one GPU's GiB ("?"
+    without a memory model, "-" for a CPU type)."""
+    used, total = choice.get("memory_per_gpu_bytes"), choice.get("gpu_memory_bytes")
+    if total is None:
+        return "-"
+    return f"{'?' if used is None else f'{used / 2**30:.1f}'}/{total / 2**30:.0f}"
 
 
 def duration(seconds: float) -> str:
@@ -169,6 +224,14 @@ def render(plan: dict[str, Any]) -> None:
         f"{plan['configs_evaluated']} configurations in {plan['solve_time_s']:.2f} s",
         highlight=False,
     )
+    calibration = plan.get("calibration") or {}
+    if calibration.get("text"):
+        console.print(
+            f"{calibration['text']} of {calibration['model']} on these types "
+            "(`srift run corrections`; the band narrows only as far as the runs allow)",
+            highlight=False,
+            soft_wrap=True,
+        )
     confidence = plan.get("confidence")
     if confidence is not None:
         chance = chance_text(plan)
@@ -179,8 +242,8 @@ def render(plan: dict[str, Any]) -> None:
         )
     fleet = Table(title=f"fleet for global batch {plan['global_batch']}, {plan['iterations']} iterations")
     located = any(c.get("location") for c in plan["choices"])
-    columns = ["instance type", *(["location"] if located else []), "market", "count", "batch/VM", "GPUs"]
-    for col in (*columns, "batch/GPU", "$/h"):
+    columns = ["instance type", *(["location"] if located else []), "market", "VMs", "batch/VM", "GPUs"]
+    for col in (*columns, "per GPU", "GiB/GPU", "$/h"):
         fleet.add_column(col, justify="left" if col in ("instance type", "location", "market") else "right")
     for c in plan["choices"]:
         estimated = (c.get("compute") or "measured") != "measured"
@@ -192,9 +255,13 @@ def render(plan: dict[str, Any]) -> None:
             str(c["batch"]),
             str(c["gpus"]),
             f"{c['per_gpu_batch']:g}",
+            memory_text(c),
             f"{c['price_usd_per_hr']:.3f}",
         )
     console.print(fleet)
+    for c in plan["choices"]:
+        if c.get("batch_limit"):
+            console.print(f"batch limit: {c['batch_limit']}", highlight=False)
     _estimate_lines(plan)
     render_placement(plan)
     compare = Table(title="Srift against the static policies of Srift §5.2")
@@ -404,6 +471,22 @@ def register(app: typer.Typer) -> None:
             "(default 0.9; 0.5 checks the prediction itself)",
         ),
         example: bool = typer.Option(False, "--example", help="print an example request file and exit"),
+        emit: str | None = typer.Option(
+            None,
+            "--emit",
+            help="print the plan as launch files instead: torchrun (a command per VM), skypilot (a task "
+            "per type) or kubernetes (a JobSet per location), with the NCCL settings the plan assumed",
+        ),
+        plan_id: int | None = typer.Option(
+            None, "--plan-id", min=1, help="with --emit: a stored plan, instead of planning FILE"
+        ),
+        script: str = typer.Option("train.py", "--script", help="with --emit: the training script to run"),
+        master_addr: str | None = typer.Option(
+            None, "--master-addr", help="with --emit: node 0's address (else each VM's shell asks for it)"
+        ),
+        out: Path | None = typer.Option(
+            None, "--out", help="with --emit: write the files and the plan (plan-ID.json) into this folder"
+        ),
     ) -> None:
         """Find the cheapest (min_cost) or fastest (min_time) set of VMs and the per-VM batch for each type.
 
@@ -426,11 +509,27 @@ def register(app: typer.Typer) -> None:
           srift plan request.yaml --mode exhaustive --json
 
           srift plan request.yaml --url http://127.0.0.1:8000 --token $SRIFT_TOKEN
+
+          srift plan request.yaml --emit torchrun --script train.py --out launch/
+
+          srift plan --plan-id 12 --emit kubernetes
         """
         from srift.errors import InvalidInput
 
         if example:
             typer.echo(EXAMPLE, nl=False)
+            return
+        if plan_id is not None:
+            if emit is None:
+                raise InvalidInput(
+                    "--plan-id only emits a stored plan", hint="add --emit torchrun", field="--plan-id"
+                )
+            stored = (
+                call_api("GET", url, f"/v1/plans/{plan_id}", token=token or os.environ.get("SRIFT_TOKEN"))
+                if url
+                else _stored(plan_id)
+            )
+            _emit_files(stored, emit, script=script, master_addr=master_addr, out=out)
             return
         if file is None:
             raise InvalidInput(
@@ -457,6 +556,9 @@ def register(app: typer.Typer) -> None:
         else:
             with console.status("searching...", spinner="dots"):
                 result = _local(body)
+        if emit is not None:
+            _emit_files(result, emit, script=script, master_addr=master_addr, out=out)
+            return
         if as_json:
             typer.echo(json.dumps(result, indent=1))
             return

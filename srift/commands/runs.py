@@ -1,4 +1,4 @@
-"""CLI for tracked training runs: `srift run start|progress|interrupt|amend|show|list`.
+"""CLI for tracked training runs: `srift run start|progress|interrupt|amend|show|list|corrections`.
 
 A training run follows a stored plan (Srift §4.5): report progress, report lost spot VMs (the rest of the
 run is re-planned), and amend its limits or objective, which resumes a run waiting in `needs_input`. `run`
@@ -33,9 +33,11 @@ def _local_url() -> str:
 
 
 def _run_document(run: Any) -> dict[str, Any]:
+    from srift.api.schemas.launch import JobStartOut
     from srift.api.schemas.plans import JobOut
 
-    return JobOut.model_validate(run, from_attributes=True).model_dump(mode="json")
+    schema = JobStartOut if getattr(run, "token", None) else JobOut
+    return schema.model_validate(run, from_attributes=True).model_dump(mode="json")
 
 
 def _plan_document(plan: Any) -> dict[str, Any]:
@@ -62,6 +64,12 @@ def _local(action: str, **kwargs: Any) -> dict[str, Any]:
         else:
             run, plan = service.amend(session=session, settings=get_settings(), **kwargs)
         return {"job": _run_document(run), "plan": _plan_document(plan)}
+
+
+def _correction_doc(doc: dict[str, Any]) -> dict[str, Any]:
+    from srift.api.schemas.launch import CorrectionOut
+
+    return CorrectionOut.model_validate(doc).model_dump(mode="json")
 
 
 def _print_run(run: dict[str, Any], *, events: bool = False) -> None:
@@ -104,6 +112,16 @@ def _print_run(run: dict[str, Any], *, events: bool = False) -> None:
                 what += " (no plan fits)"
             table.add_row(str(e["id"]), e["kind"], str(e["created_at"])[:19], what)
         console.print(table)
+
+
+def _print_started(run: dict[str, Any], url: str | None) -> None:
+    _print_run(run)
+    if run.get("token"):
+        console.print(
+            "the run's token (shown once); on node 0 of the run, for the helper's reporter:", highlight=False
+        )
+        typer.echo(f"export SRIFT_URL={url or 'http://SERVER:8000'} SRIFT_RUN_ID={run['id']}")
+        typer.echo(f"export SRIFT_RUN_TOKEN={run['token']}")
 
 
 def _print_replan(answer: dict[str, Any]) -> None:
@@ -153,7 +171,7 @@ def register(app: typer.Typer) -> None:
             answer = call_api("POST", url, "/v1/jobs", token=token, body={"plan_id": plan_id})
         else:
             answer = _local("start", plan_id=plan_id)
-        _emit(answer, as_json, _print_run)
+        _emit(answer, as_json, lambda r: _print_started(r, url))
 
     @run.command("progress")
     def progress(
@@ -250,6 +268,82 @@ def register(app: typer.Typer) -> None:
                 raise invalid_input(exc) from None
             answer = _local("amend", job_id=job_id, amendment=amendment)
         _emit(answer, as_json, _print_replan)
+
+    @run.command("corrections")
+    def corrections(
+        model: str | None = typer.Option(None, "--model", help="only this model's corrections"),
+        url: str | None = url_opt,
+        token: str | None = token_opt,
+        as_json: bool = json_opt,
+    ) -> None:
+        """Corrections learned from measured runs, per model, instance type and network setting.
+
+        Each scales the compute and communication terms of later predictions and plans for that model on
+        that type ("calibrated on N runs"); it starts at no correction and gains weight with every run.
+        Example: srift run corrections --model resnet50
+        """
+        if url:
+            query = "/v1/corrections" + (f"?model={model}" if model else "")
+            answer = call_api("GET", url, query, token=token)
+        else:
+            from srift.db.session import transaction
+            from srift.services import calibration
+
+            with transaction(_local_url()) as session:
+                entries = calibration.list_corrections(session=session, model=model)
+                answer = {"corrections": [_correction_doc(e.document()) for e in entries]}
+        if as_json:
+            typer.echo(json.dumps(answer, indent=2))
+            return
+        table = Table(title=f"corrections ({len(answer['corrections'])})")
+        for col in ("model", "instance type", "network", "runs", "compute ×", "communication ×"):
+            table.add_column(col, justify="left" if col in ("model", "instance type", "network") else "right")
+        for c in answer["corrections"]:
+            table.add_row(
+                c["model"],
+                c["instance_type"],
+                c["network_key"],
+                str(c["runs"]),
+                f"{c['compute_factor']:.3g}",
+                f"{c['comm_factor']:.3g}",
+            )
+        console.print(table)
+
+    @run.command("reset-correction")
+    def reset_correction(
+        model: str = typer.Argument(..., help="the model"),
+        instance_type: str = typer.Argument(..., help="the instance type"),
+        network: str | None = typer.Option(
+            None, "--network", help="only this network setting (as `srift run corrections` lists it)"
+        ),
+        url: str | None = url_opt,
+        token: str | None = token_opt,
+        as_json: bool = json_opt,
+    ) -> None:
+        """Forget what runs taught a correction: later predictions start again from no correction.
+
+        Example: srift run reset-correction resnet50 g5.12xlarge
+        """
+        body = {"model": model, "instance_type": instance_type, "network_key": network}
+        if url:
+            answer = call_api("POST", url, "/v1/corrections/reset", token=token, body=body)
+        else:
+            from srift.db.session import transaction
+            from srift.services import calibration
+
+            with transaction(_local_url()) as session:
+                entries = calibration.reset_correction(
+                    session=session, model=model, instance_type=instance_type, network_key=network
+                )
+                answer = {"corrections": [_correction_doc(e.document()) for e in entries]}
+        if as_json:
+            typer.echo(json.dumps(answer, indent=2))
+            return
+        for c in answer["corrections"]:
+            console.print(
+                f"reset: {c['model']} on {c['instance_type']} ({c['network_key']}); runs after now count",
+                highlight=False,
+            )
 
     @run.command("show")
     def show(

@@ -25,8 +25,9 @@ WATCHED_TABLES: dict[DataArea, tuple[str, ...]] = {
     DataArea.CATALOG: ("catalog_snapshots", "instance_types", "prices"),
     DataArea.PROFILES: ("model_profiles",),
     DataArea.BANDWIDTH_MODELS: ("bandwidth_models",),
+    DataArea.CORRECTIONS: ("calibration_observations", "corrections"),
 }
-"""Tables whose writes replace each area's token (the triggers of migration 0003 mirror this mapping)."""
+"""Tables whose writes replace each area's token (the triggers of migrations 0003 and 0004 mirror it)."""
 
 
 def database_key(session: Session) -> str:
@@ -41,4 +42,5 @@ def read_revisions(*, session: Session) -> Revisions:
         catalog=tokens.get(DataArea.CATALOG.value, ""),
         profiles=tokens.get(DataArea.PROFILES.value, ""),
         bandwidth_models=tokens.get(DataArea.BANDWIDTH_MODELS.value, ""),
+        corrections=tokens.get(DataArea.CORRECTIONS.value, ""),
     )

@@ -165,6 +165,7 @@ class TrainingJob(Base):
     elapsed_s: Mapped[float] = mapped_column(Float, default=0.0)
     spent_usd: Mapped[float] = mapped_column(Float, default=0.0)
     excluded_types: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    token_hash: Mapped[str | None] = mapped_column(String(128), nullable=True)
 
 
 class TrainingJobEvent(Base):
@@ -176,6 +177,63 @@ class TrainingJobEvent(Base):
     kind: Mapped[str] = mapped_column(String(32))
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
     payload: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+
+
+class RunIteration(Base):
+    """One measured iteration of a tracked training run, against the plan it ran (a step counts once)."""
+
+    __tablename__ = "run_iterations"
+    __table_args__ = (UniqueConstraint("job_id", "plan_id", "step"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    job_id: Mapped[int] = mapped_column(ForeignKey("training_jobs.id", ondelete="CASCADE"), index=True)
+    plan_id: Mapped[int] = mapped_column(ForeignKey("plans.id"))
+    step: Mapped[int] = mapped_column(Integer)
+    iteration_s: Mapped[float] = mapped_column(Float)
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class CalibrationObservation(Base):
+    """What one run (or validation case) measured against the prediction that planned it.
+
+    `types` maps each instance type of the fleet to its share of the ranks; `source` names the run once
+    (e.g. "run 4, plan 9"), so a run is never counted twice.
+    """
+
+    __tablename__ = "calibration_observations"
+    __table_args__ = (UniqueConstraint("source"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    source: Mapped[str] = mapped_column(String(200))
+    model: Mapped[str] = mapped_column(String(200), index=True)
+    network_key: Mapped[str] = mapped_column(String(200))
+    types: Mapped[dict[str, Any]] = mapped_column(JSON)
+    job_id: Mapped[int | None] = mapped_column(
+        ForeignKey("training_jobs.id", ondelete="SET NULL"), nullable=True, index=True
+    )
+    plan_id: Mapped[int | None] = mapped_column(ForeignKey("plans.id"), nullable=True)
+    predicted_s: Mapped[float] = mapped_column(Float)
+    compute_s: Mapped[float] = mapped_column(Float)
+    comm_s: Mapped[float] = mapped_column(Float)
+    measured_s: Mapped[float] = mapped_column(Float)
+    log_variance: Mapped[float] = mapped_column(Float)
+    prior_sigma: Mapped[float] = mapped_column(Float)
+    steps: Mapped[int] = mapped_column(Integer)
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class CorrectionRow(Base):
+    """The learned correction of one model, instance type and network setting (recomputed from the
+    observations since `reset_after_id` whenever one lands; reset by moving that id forward)."""
+
+    __tablename__ = "corrections"
+    __table_args__ = (UniqueConstraint("model", "instance_type", "network_key"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    model: Mapped[str] = mapped_column(String(200))
+    instance_type: Mapped[str] = mapped_column(String(128))
+    network_key: Mapped[str] = mapped_column(String(200))
+    runs: Mapped[float] = mapped_column(Float, default=0.0)
+    state: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    reset_after_id: Mapped[int] = mapped_column(Integer, default=0)
+    updated_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
 
 
 class Job(Base):

@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import math
-import statistics
 from bisect import bisect_right
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
+from srift.domain.spread import drift_spreads, interpolated, pass_spreads, sample_spreads
 from srift.domain.structure import ModelStructure, Precision, parse_precision
 from srift.errors import InvalidInput
 from srift.limits import LAYERS_PER_PROFILE
@@ -58,110 +55,6 @@ MAX_QUOTA_PERIOD_S = 1.0
 MAX_QUOTA_BURST_CPU_S = 60.0
 """The largest CPU burst after idle (`extra["cpu_quota"]["burst_cpu_s"]`) a profile may state: a sanity
 bound, a minute of one CPU."""
-
-
-def robust_log_spread(values: list[float]) -> float:
-    """1.4826 × the median absolute deviation of ln(values), widened by √(1 + 1/n) (the spread of one
-    more observation around the median); 0 for fewer than two positive values."""
-    logs = [math.log(v) for v in values if v > 0 and math.isfinite(v)]
-    if len(logs) < 2:
-        return 0.0
-    logs.sort()
-    center = _median(logs)
-    mad = _median(sorted(abs(x - center) for x in logs))
-    return 1.4826 * mad * math.sqrt(1.0 + 1.0 / len(logs))
-
-
-def _median(ordered: list[float]) -> float:
-    n = len(ordered)
-    return ordered[n // 2] if n % 2 else 0.5 * (ordered[n // 2 - 1] + ordered[n // 2])
-
-
-def _sample_spreads(measured: Any) -> list[tuple[int, float]]:
-    """Per breakpoint, the spread of forward+backward over the profile's own samples."""
-    if not isinstance(measured, dict):
-        return []
-    try:
-        batches = [int(b) for b in measured["batches"]]
-        fw = measured["forward_s"]
-        bw = measured["backward_s"]
-        out = []
-        for i, b in enumerate(batches):
-            totals = [float(f) + float(w) for f, w in zip(fw[i], bw[i], strict=False)]
-            out.append((b, robust_log_spread(totals)))
-    except (KeyError, IndexError, TypeError, ValueError):
-        return []
-    return sorted(out)
-
-
-def pass_spreads(passes: Any, *, at_least: int = 3) -> list[tuple[int, float]]:
-    """Per breakpoint, the spread of the per-pass medians of forward+backward (with ≥ `at_least` passes):
-    the compute term of profiles whose passes kept no samples (benchmarks/pass_drift.py compares it)."""
-    if not isinstance(passes, list) or len(passes) < at_least:
-        return []
-    try:
-        by_batch: dict[int, list[float]] = {}
-        for entry in passes:
-            for b, t in zip(entry["batches"], entry["compute_s"], strict=True):
-                by_batch.setdefault(int(b), []).append(float(t))
-    except (KeyError, TypeError, ValueError):
-        return []
-    return sorted((b, robust_log_spread(ts)) for b, ts in by_batch.items() if len(ts) >= at_least)
-
-
-def _drift_spreads(passes: Any, *, runs: int, at_least: int = 3) -> list[tuple[int, float]]:
-    """Per breakpoint, how far the mean of `runs` runs, taken at independent times, may fall from the mean
-    of the passes, from each pass's own samples (`compute_samples_s`, with ≥ `at_least` passes).
-
-    A pass's mean moves for two reasons: the host's speed at that moment (drift, which a run meets too)
-    and the few samples it averages (a quota-bound step reads its CPU time or several throttled periods,
-    which a run's tens of iterations average out, and the straggler term carries). One-way random-effects
-    analysis of variance on the logs of the samples separates them: with J passes of n_j samples,
-    σ_drift² = max(0, (MSB − MSW) / n₀), n₀ = (N − Σn_j² / N) / (J − 1). The spread is
-    √(σ_drift² / runs + s² / J): the runs' drift, plus the curve's own error as the mean of J passes
-    (s² the variance of the logs of the passes' means). [] where a pass has no samples."""
-    if not isinstance(passes, list) or len(passes) < at_least:
-        return []
-    try:
-        batches = [int(b) for b in passes[0]["batches"]]
-        grouped = [[[float(t) for t in ts] for ts in p["compute_samples_s"]] for p in passes]
-        means = [[float(t) for t in p["compute_s"]] for p in passes]
-        if any(len(g) != len(batches) or len(m) != len(batches) for g, m in zip(grouped, means, strict=True)):
-            return []
-    except (KeyError, IndexError, TypeError, ValueError):
-        return []
-    out = []
-    for i, b in enumerate(batches):
-        logs = [[math.log(t) for t in g[i] if t > 0 and math.isfinite(t)] for g in grouped]
-        pass_logs = [math.log(m[i]) for m in means if m[i] > 0 and math.isfinite(m[i])]
-        if any(not ys for ys in logs) or len(pass_logs) < at_least:
-            return []
-        drift2, _ = variance_components(logs)
-        curve2 = statistics.variance(pass_logs) / len(pass_logs)
-        out.append((b, math.sqrt(drift2 / max(runs, 1) + curve2)))
-    return sorted(out)
-
-
-def variance_components(groups: list[list[float]]) -> tuple[float, float]:
-    """One-way random-effects ANOVA of non-empty groups (method of moments, unequal group sizes): the
-    between-group variance component, 0 where the groups vary no more than their members do, and the
-    within-group mean square (MSW). (0, 0) with fewer than two groups or no member repeated."""
-    j = len(groups)
-    n = sum(len(g) for g in groups)
-    if j < 2 or n <= j:
-        return 0.0, 0.0
-    grand = sum(sum(g) for g in groups) / n
-    group_means = [sum(g) / len(g) for g in groups]
-    within = sum(sum((y - m) ** 2 for y in g) for g, m in zip(groups, group_means, strict=True)) / (n - j)
-    between = sum(len(g) * (m - grand) ** 2 for g, m in zip(groups, group_means, strict=True)) / (j - 1)
-    n0 = (n - sum(len(g) ** 2 for g in groups) / n) / (j - 1)
-    return max(0.0, (between - within) / n0), within
-
-
-def interpolated(points: list[tuple[int, float]], batch: float) -> float:
-    """The value at `batch` of per-breakpoint `points` (sorted, non-empty): linear between breakpoints,
-    held beyond them (numpy's interp)."""
-    return float(np.interp(batch, [b for b, _ in points], [v for _, v in points]))
 
 
 def validate_curve(batches: tuple[int, ...], times_s: tuple[float, ...], *, field_name: str) -> None:
@@ -371,42 +264,23 @@ class ModelProfile:
         """Forward plus backward seconds at a per-device batch."""
         return self.forward.time_s(batch) + self.backward.time_s(batch)
 
-    def scaled_compute(self, factor: float) -> ModelProfile:
-        """This profile with forward and backward taking `factor` times as long (`extra["compute_scale"]`
-        records it): a host that computes slower in a particular fleet than where it was profiled, as the
-        testbed's hosts do beside each other (srift.validation.colocation)."""
-        if not (math.isfinite(factor) and factor > 0):
-            raise InvalidInput(
-                f"compute scale {factor!r} is not a positive number",
-                hint="give the ratio of compute seconds in the fleet to compute seconds as profiled (> 0)",
-                field="compute_scale",
-            )
-        return dataclasses.replace(
-            self,
-            forward=ComputeCurve(self.forward.batches, tuple(t * factor for t in self.forward.times_s)),
-            backward=ComputeCurve(self.backward.batches, tuple(t * factor for t in self.backward.times_s)),
-            extra={**self.extra, "compute_scale": factor},
-        )
-
     def compute_floor_s(self, batch: float) -> float:
-        """The least forward plus backward seconds an iteration can show at a per-device batch: `compute_s`
-        less its largest fresh-quota saving (`fresh_quota_saving_s`); `compute_s` where no quota binds. The
-        optimizer's floors use it, so that they stay below the simulator's iterations."""
-        compute = self.compute_s(batch)
-        return compute - self.fresh_quota_saving_s(idle_s=math.inf, compute_s=compute)
+        """The least forward plus backward seconds the simulator shows an iteration at a per-device batch
+        (the optimizer's bounds use it): `compute_s`, since every member computes at least its curve."""
+        return self.compute_s(batch)
 
     def compute_spread(self, batch: float, *, runs: int = 1) -> float:
         """How far the mean forward+backward time of `runs` runs (taken at independent times) may fall
         from the curve at `batch`: a log-spread.
 
-        In order of preference: `extra["compute_spread"]` (a profile that was estimated rather than
-        measured says how sure it is), else an estimate's `estimate.spread`; from timing passes taken at
-        different times (`extra["measured_passes"]`, three or more) that kept their samples, the drift of
-        the host's speed between passes net of the passes' own sampling noise, over `runs`, plus the
-        curve's error as the mean of the passes (`_drift_spreads`); from passes without samples (pooled by
-        older code) the robust spread of their means; else the spread of the profile's own samples
-        (`extra["measured"]`). Robust spreads are 1.4826 × the median absolute deviation of the logs,
-        widened by √(1 + 1/n) for a new observation. Measured at each breakpoint and interpolated between
+        In order of preference: `extra["compute_spread"]` (a profile that was estimated rather than measured
+        says how sure it is), else an estimate's `estimate.spread`; from timing passes taken at different
+        times (`extra["measured_passes"]`, three or more) that kept their samples, the drift of the host's
+        speed between passes net of the passes' own sampling noise, over `runs`, plus the curve's error as the
+        mean of the passes (`srift.domain.spread.drift_spreads`); from passes without samples (pooled by older
+        code) the robust spread of their means; else the spread of the profile's own samples
+        (`extra["measured"]`). Robust spreads are 1.4826 × the median absolute deviation of the logs, widened
+        by √(1 + 1/n) for a new observation. Measured at each breakpoint and interpolated between
         them; 0 without samples. The iterations' own spread is the straggler term's, not this one's.
         """
         extra = self.extra or {}
@@ -417,9 +291,7 @@ class ModelProfile:
             return max(0.0, self.estimate.spread)
         passes = extra.get("measured_passes")
         points = (
-            _drift_spreads(passes, runs=runs)
-            or pass_spreads(passes)
-            or _sample_spreads(extra.get("measured"))
+            drift_spreads(passes, runs=runs) or pass_spreads(passes) or sample_spreads(extra.get("measured"))
         )
         return interpolated(points, batch) if points else 0.0
 
@@ -445,62 +317,6 @@ class ModelProfile:
         the exchange by it while the member computes (srift.sim.overlap)."""
         factor = (self.extra or {}).get("comm_overlap_slowdown")
         return float(factor) if isinstance(factor, int | float) and _number(factor) else 1.0
-
-    def idle_compute_ratio(self, idle_s: float) -> float:
-        """A step's time (zero_grad, forward, backward) when it follows `idle_s` seconds idle, over its time
-        back to back (after another step): 1 when not measured.
-
-        Measured by `srift profile` (`extra["idle_compute"]`: `gaps_s` and `ratio`, the median step after
-        each idle gap over the median step back to back, interleaved, at the loop-overhead batch). Under a
-        CPU quota (a cloud vCPU share, a testbed host) a step that follows an idle wait starts with a fresh
-        quota, while steps back to back carry each other's throttling. Linear between the measured gaps
-        (1 at 0 s), the last ratio beyond the last gap. The simulator does not apply it: it takes the
-        saving from the quota itself (`fresh_quota_saving_s`; docs/validation.md, cause 7)."""
-        found = (self.extra or {}).get("idle_compute")
-        if not isinstance(found, dict) or idle_s <= 0:
-            return 1.0
-        gaps, ratios = found.get("gaps_s"), found.get("ratio")
-        if not (isinstance(gaps, list) and isinstance(ratios, list) and gaps and len(gaps) == len(ratios)):
-            return 1.0
-        xs, ys = [0.0, *map(float, gaps)], [1.0, *map(float, ratios)]
-        for i in range(1, len(xs)):
-            if idle_s <= xs[i]:
-                w = (idle_s - xs[i - 1]) / (xs[i] - xs[i - 1])
-                return ys[i - 1] + w * (ys[i] - ys[i - 1])
-        return ys[-1]
-
-    def cpu_share(self) -> tuple[float, float] | None:
-        """(share of a core each of the profile's threads gets, CFS period in seconds) under the CPU quota
-        `srift profile` read from its cgroup (`extra["cpu_quota"]`), or None where no quota binds (none
-        recorded, or at least one core per thread)."""
-        found = (self.extra or {}).get("cpu_quota")
-        if not isinstance(found, dict):
-            return None
-        cores, period = found.get("cores"), found.get("period_s")
-        if not (isinstance(cores, int | float) and isinstance(period, int | float)):
-            return None
-        share, period_s = float(cores) / max(1, self.threads or 1), float(period)
-        return (share, period_s) if 0 < share < 1.0 and period_s > 0 else None
-
-    def fresh_quota_saving_s(self, *, idle_s: float, compute_s: float) -> float:
-        """Wall seconds a step of `compute_s` (as profiled, back to back) saves when it follows `idle_s`
-        seconds idle, as a data-parallel rank's step follows its wait for the exchange.
-
-        Under a quota of q of a core per period P (`cpu_share`), steps back to back run at q: each CPU
-        second costs 1/q wall seconds. Idle time leaves quota unused, at most q·min(idle, P) CPU seconds
-        (unused quota expires with its period); the next step runs that much unthrottled, each CPU second
-        saving 1/q − 1: (1 − q)·min(idle, P), and never more than (1 − q)·compute_s (a step cannot run
-        faster than its CPU time). 0 where no quota binds (a GPU host, a VM's own vCPUs).
-
-        The kernel lets more than q·P run after a long idle (`extra["cpu_quota"]["burst_cpu_s"]`, measured
-        by `srift profile`: 5–7 ms at a quarter core per 10 ms on the validation machine), but a window of
-        that burst over q made the predictions worse on development data (docs/validation.md, round 12),
-        likely because the exchange's own CPU draws on the quota the wait leaves; it is kept as evidence."""
-        share = self.cpu_share()
-        if share is None or idle_s <= 0 or compute_s <= 0:
-            return 0.0
-        q, period_s = share
-        return (1.0 - q) * min(idle_s, period_s, compute_s)
 
     def loop_overhead_s(self, *, distributed: bool) -> float:
         """Seconds per iteration a training loop spends beyond forward, backward and the optimizer step,

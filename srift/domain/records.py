@@ -69,6 +69,8 @@ class TrainingRun:
     excluded_types: tuple[str, ...]
     plans: tuple[TrainingRunPlan, ...]
     events: tuple[TrainingRunEvent, ...]
+    token: str | None = None
+    """The run's own token, only in the answer that started the run (its hash is stored)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,6 +16,7 @@ from srift.domain.geo import AllreducePattern
 from srift.domain.network import Library, Transport
 from srift.domain.planning import DEFAULT_CONFIDENCE, BatchPolicy, CommMode, Objective, SearchMode
 from srift.domain.profile import InputPipeline
+from srift.domain.simulation import DDP_BUCKET_CAP_MB, Exchange, SimConfig
 from srift.domain.structure import Precision
 from srift.errors import InvalidInput
 
@@ -87,8 +88,21 @@ class FrameworkStack:
     cuda: str = DEFAULT_CUDA
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SimulatorChoice:
+    """The simulator settings a plan or prediction request may change (srift.domain.simulation)."""
+
+    exchange: Exchange = Exchange.DDP_BUCKETS
+    bucket_cap_mb: float = DDP_BUCKET_CAP_MB
+
+    @property
+    def sim_config(self) -> SimConfig:
+        """The simulator configuration this request asks for (the served one unless it says otherwise)."""
+        return SimConfig(exchange=self.exchange, bucket_cap_mb=self.bucket_cap_mb)
+
+
 @dataclass(frozen=True, slots=True)
-class PlanQuery:
+class PlanQuery(SimulatorChoice):
     """A plan request (POST /v1/plans, `srift plan FILE`): what to optimize, within which limits.
 
     Placement (docs/geo.md): `providers` and `regions` the fleet may span, the `allreduce` pattern across
@@ -135,6 +149,7 @@ class PlanQuery:
     precision: Precision | None = None
     stack: FrameworkStack = FrameworkStack()
     include_retired: bool = False
+    allow_cpu_profiles: bool = False
 
     @property
     def selection(self) -> ProfileSelection:
@@ -162,7 +177,7 @@ class FleetQuery:
 
 
 @dataclass(frozen=True, slots=True)
-class PredictionQuery:
+class PredictionQuery(SimulatorChoice):
     """A prediction request (POST /v1/predictions, `srift predict FILE`): one fleet's time and cost
     (`config`), or several fleets' (`configs`, a sweep), under the `network` assumptions."""
 
@@ -182,6 +197,7 @@ class PredictionQuery:
     straggler_iters: int = 100
     mc_samples: int = 0
     precision: Precision | None = None
+    allow_cpu_profiles: bool = False
 
     @property
     def selection(self) -> ProfileSelection:
@@ -220,3 +236,15 @@ class Amendment:
     budget_usd: float | None = None
     objective: Objective | None = None
     launch_overhead_s: float = 150.0
+
+
+@dataclass(frozen=True, slots=True)
+class IterationReport:
+    """Measured iteration times of a training run (POST /v1/jobs/{id}/iterations): (step, seconds) pairs
+    against `plan_id` (None: the run's current plan), the seconds since the run started, and whether the
+    run has finished reporting (`final`: its steps become an observation of the plan's prediction)."""
+
+    steps: tuple[tuple[int, float], ...]
+    plan_id: int | None = None
+    elapsed_s: float | None = None
+    final: bool = False

@@ -12,6 +12,7 @@ class DataArea(StrEnum):
     CATALOG = "catalog"
     PROFILES = "profiles"
     BANDWIDTH_MODELS = "bandwidth_models"
+    CORRECTIONS = "corrections"
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,6 +22,7 @@ class Revisions:
     catalog: str
     profiles: str
     bandwidth_models: str
+    corrections: str = ""
 
     def of(self, areas: tuple[DataArea, ...]) -> tuple[str, ...]:
         """The tokens of `areas`, in order (part of a cache key)."""

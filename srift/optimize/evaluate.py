@@ -26,6 +26,7 @@ from srift.domain import (
     Prediction,
 )
 from srift.domain.geo import AllreducePattern, Location
+from srift.domain.simulation import SERVED, SimConfig
 from srift.optimize.space import Group, Groups, Problem
 
 if TYPE_CHECKING:
@@ -60,8 +61,8 @@ class SimEvaluator:
     straggler-aware compute phase and, from the simulator's own stage plans, the least time the exchange can
     take, for a fleet and for the fleets that extend it, far cheaper than simulating. Construction imports
     the simulator's lazily imported modules, so that they do not count against a solving budget.
-    With `bucket_cap_mb` the simulator (and the bound, on the same buckets) reduces gradients in PyTorch
-    DDP's buckets (see `srift.sim.simulate`). For fleets across locations it uses `geo`'s links and
+    `config` is the served simulator configuration (PyTorch DDP's buckets by default; the bound works on
+    the same buckets; see `srift.sim.simulate`). For fleets across locations it uses `geo`'s links and
     allreduce pattern, and prices the gradient bytes leaving each location (srift.sim.geo); `read_gbps`
     is the input pipeline's read rate (srift.sim.data). Across locations the flat ring's network stage is
     never faster than the same VMs' ring in one location, so the bounds hold as they are; the hierarchical
@@ -77,7 +78,7 @@ class SimEvaluator:
         bandwidth: BusBandwidthModel,
         seed: int = 0,
         straggler_iters: int = 100,
-        bucket_cap_mb: float | None = None,
+        config: SimConfig = SERVED,
         geo: GeoContext | None = None,
         read_gbps: float | None = None,
     ) -> None:
@@ -91,14 +92,14 @@ class SimEvaluator:
         self.bandwidth = MemoBandwidth(bandwidth)
         self.seed = seed
         self.straggler_iters = straggler_iters
-        self.bucket_cap_mb = bucket_cap_mb
+        self.config = config
         self.geo = geo
         self.read_gbps = read_gbps
         self.bounder = Bounder(
             bandwidth=self.bandwidth,
             seed=seed,
             straggler_iters=straggler_iters,
-            bucket_cap_mb=bucket_cap_mb,
+            bucket_cap_mb=config.bucket_cap_mb if config.bucket_cap_bytes is not None else None,
             network=geo is None or geo.pattern is not AllreducePattern.HIERARCHICAL,
         )
 
@@ -113,7 +114,7 @@ class SimEvaluator:
             bandwidth=self.bandwidth,
             seed=self.seed,
             straggler_iters=self.straggler_iters,
-            bucket_cap_mb=self.bucket_cap_mb,
+            config=self.config,
             geo=self.geo,
             read_gbps=self.read_gbps,
             band=False,
@@ -133,18 +134,16 @@ class SimEvaluator:
     def band(self, fleet: Sequence[FleetMember], *, iterations: int) -> Band:
         """The simulator's band for the fleet's mean iteration over `iterations` (see srift.sim.band)."""
         from srift.sim import simulate
-        from srift.sim.model_error import shipped_model_error
 
         estimate = simulate(
             fleet,
             bandwidth=self.bandwidth,
             seed=self.seed,
             straggler_iters=self.straggler_iters,
-            bucket_cap_mb=self.bucket_cap_mb,
+            config=self.config,
             iterations=iterations,
             geo=self.geo,
             read_gbps=self.read_gbps,
-            model_error=shipped_model_error(),
         )
         return estimate.band or Band()
 

@@ -21,7 +21,6 @@ lazy best-first branch and bound over the same space with stronger bounds.
 from __future__ import annotations
 
 import heapq
-import itertools
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -78,8 +77,7 @@ class SearchStats:
 def linear_points(cand: Candidate) -> list[int]:
     """Per-VM batches in [min, max] between which compute(b) and `floor_s` are linear: the range ends, each
     curve breakpoint (scaled to the VM's devices) and its neighbours, where an extrapolated segment reaches
-    zero (times are clamped at zero there), and under a CPU quota where compute crosses the quota's period
-    (`ModelProfile.compute_floor_s` bends there)."""
+    zero (times are clamped at zero there)."""
     lo, hi, d = cand.min_vm_batch, cand.max_vm_batch, cand.devices
     points = {lo, hi}
     for curve in (cand.profile.forward, cand.profile.backward):
@@ -96,17 +94,6 @@ def linear_points(cand: Candidate) -> list[int]:
                     zero = (x0 - y0 / slope) * d
                     if math.isfinite(zero) and lo <= zero <= hi:
                         points.update((math.floor(zero), math.ceil(zero)))
-    inside = sorted(b for b in points if lo <= b <= hi)
-    share = cand.profile.cpu_share()
-    if share is None:
-        return inside
-    # compute_floor_s bends where compute reaches the quota's period: a point there too
-    period_s = share[1]
-    for u, v in itertools.pairwise(inside):
-        cu, cv = cand.profile.compute_s(u / d), cand.profile.compute_s(v / d)
-        if (cu - period_s) * (cv - period_s) < 0:
-            at = u + (period_s - cu) * (v - u) / (cv - cu)
-            points.update((math.floor(at), math.ceil(at)))
     return sorted(b for b in points if lo <= b <= hi)
 
 

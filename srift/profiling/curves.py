@@ -177,9 +177,9 @@ def mean_point(forward_s: Sequence[float], backward_s: Sequence[float]) -> tuple
 
     The mean, not the median: what a prediction is checked against, and what a user's job takes, is a
     run's mean iteration, and a machine's slow spells and a CPU quota's throttled periods only ever add
-    time, so the median of skewed samples sits below their mean. Evidence is mixed (docs/validation.md,
-    round 9): replayed on the three finished runs before the change, the means raised the mean error by
-    0.3–4.5 points and improved every figure; on the two protocol runs after it, the medians' MAPE was
+    time, so the median of skewed samples sits below their mean. Evidence is mixed (docs/validation.md at
+    0856b84, round 9): replayed on the three finished runs before the change, the means raised the mean error
+    by 0.3–4.5 points and improved every figure; on the two protocol runs after it, the medians' MAPE was
     0.2–1.5 points lower. The machine's speed states, not the estimator, decided those runs.
     The mean of the steps' forward + backward is the sum of the two phases' means, so pairing the phases
     of a step (what the median needed: two medians of quantised phases add up below the steps' own median,
@@ -253,7 +253,7 @@ def pool_curve_samples(profile: ModelProfile, passes: Sequence[CurveSamples]) ->
     profile's own (taken minutes before a validation's runs, with more repeats) counts as one pass, not
     as many samples as it took. On the testbed a pass that meets a slow spell reads up to 2× (wide_mlp,
     protocol run 12), so equal weights give the profile's own moment 1/9 of the curve with eight further
-    passes, where pooling the samples gave it 5/21 (docs/validation.md, round 10).
+    passes, where pooling the samples gave it 5/21 (docs/validation.md at 0856b84, round 10).
 
     Every pass must time the profile's breakpoints (its `extra["measured"]`); the result keeps everything
     else of the profile and records the pooled samples, each pass's means and the number of passes. A

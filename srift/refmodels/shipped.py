@@ -31,8 +31,9 @@ from srift.settings import Settings
 
 log = logging.getLogger("srift.refmodels")
 
-VERSION = "1"
-"""Bump when the estimated profiles change for a reason the digested files do not show (code)."""
+VERSION = "2"
+"""Bump when the estimated profiles change for a reason the digested files do not show (code). 2: the
+largest batch from the training memory model, which each profile carries (`extra.training_memory`)."""
 
 PRECISIONS = (Precision.FP32, Precision.TF32, Precision.FP16, Precision.BF16)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -20,6 +20,7 @@ from srift.domain import (
     Constraints,
     DiminishingReturns,
     MarketChoice,
+    ModelProfile,
     Offer,
     Plan,
     Prediction,
@@ -36,6 +37,8 @@ from srift.optimize.solver import PlanInfeasible, SolveOptions, optimize, optimi
 from srift.optimize.space import Candidate, Groups, Problem, build_candidates
 from srift.optimize.spot import SpotPolicy
 from srift.services.caching import RevisionCache
+from srift.services.calibration import calibrated_evaluator, plan_block
+from srift.services.memory import fit_candidates
 from srift.services.network import network_spec, network_view
 from srift.services.placement import (
     Evaluated,
@@ -80,7 +83,7 @@ class PreparedProblem:
     default_location: Location | None = None
 
 
-PREPARED_AREAS = (DataArea.CATALOG, DataArea.PROFILES, DataArea.BANDWIDTH_MODELS)
+PREPARED_AREAS = (DataArea.CATALOG, DataArea.PROFILES, DataArea.BANDWIDTH_MODELS, DataArea.CORRECTIONS)
 """What a prepared problem is built from besides the request: profiles, catalog offers, the active model."""
 
 PREPARED: RevisionCache[PreparedProblem] = RevisionCache("prepared plan problems", max_entries=64)
@@ -139,30 +142,24 @@ def _prepare(
     excluded: tuple[str, ...],
     held: Mapping[str, int] | None,
 ) -> PreparedProblem:
-    from srift.bandwidth.registry import active_model
-
+    """The plan pipeline up to the search, one named phase after another (each takes and returns domain
+    values): resolve profiles → locations and offers → complete with estimates → candidates → exclusions
+    → spot pricing → feeds → the problem and its evaluator. `create_plan` then solves and renders."""
     check_solve_budget(query.solve_budget_s, max_solve_budget_s=settings.max_solve_budget_s)
-    resolved = resolve_profiles(session=session, selection=query.selection)
-    profiles = with_pipeline([p for p, _ in resolved], query.input_pipeline)
-    sources = [source for _, source in resolved]
-    region = query.region or settings.default_region
+    profiles, sources = _resolve(session=session, query=query)
     locations = allowed_locations(
         session=session,
         provider=query.provider,
-        region=region,
+        region=query.region or settings.default_region,
         providers=query.providers,
         regions=query.regions,
         snapshot=query.snapshot,
     )
-    located = len(locations) > 1
     offers = gather_offers(session=session, locations=locations, market=query.market, snapshot=query.snapshot)
+    # Exclusions the framework stack needs (srift.catalog.support), before estimates: GPUs the stack has no
+    # kernels for and retired families are left out with a note.
     offers, stack_notes = _runnable(offers, query)
-    profiles, estimated = with_estimates(profiles, [o.instance for o in offers])
-    sources += [source_label("estimate", p) for p in estimated]
-    pipe = next((p.input_pipeline for p in profiles if p.input_pipeline is not None), None)
-    if estimated and pipe is not None:
-        # The input pipeline is the model's, not the GPU's: estimates feed as the measured profiles do.
-        profiles = [*profiles[: len(profiles) - len(estimated)], *with_pipeline(estimated, pipe)]
+    profiles, sources = _complete(profiles, sources, offers=offers)
     candidates, notes = build_candidates(
         offers=offers,
         profiles=profiles,
@@ -170,56 +167,150 @@ def _prepare(
         availability=query.availability,
         default_cap=query.max_count_per_type,
         excluded=(),
-        located=located,
+        located=len(locations) > 1,
     )
     notes = (*stack_notes, *notes)
-    candidates = _apply_exclusions(candidates, excluded=excluded, held=held or {})
     network = network_spec(session=session, query=query.network)
-    if network.transport is Transport.EFA and candidates:
-        efa = tuple(c for c in candidates if c.offer.instance.efa)
-        dropped = sorted({c.name for c in candidates} - {c.name for c in efa})
-        if not efa:
-            raise Infeasible(
-                "transport efa, but none of the offered types has EFA",
-                hint="use transport tcp (plain PyTorch DDP), or allow EFA-capable types",
-                field="network.transport",
-            )
-        if dropped:
-            notes = (*notes, f"left out without EFA (transport efa): {', '.join(dropped)}")
-        candidates = efa
-    if not candidates:
-        covered = sorted({p.accelerator for p in profiles})
-        where = ", ".join(loc.key for loc in locations)
-        raise Infeasible(
-            f"no {_offers(query.market)} in {where} matches the profiles' "
-            f"accelerators ({', '.join(covered)})" + "".join(f"; {note}" for note in stack_notes),
-            hint="profile the model on an offered accelerator, or change provider, region or market",
-            field="availability"
-            if query.availability
-            else ("profiles" if query.profiles is not None else "model" if query.model else "profile_ids"),
-        )
-    rates: list[RateInfo] = []
-    if query.price_interruptions:
-        from srift.catalog.geo import shipped_spot
-
-        candidates, rates = price_interruptions(
-            candidates,
-            facts=shipped_spot(),
-            default_location=locations[0],
-            overrides=query.interruption_rates,
-        )
-    spot = (
-        SpotPolicy(
-            checkpoint_interval_s=query.checkpoint_interval_s,
-            restart_s=query.restart_s,
-            samples=query.spot_samples,
-            seed=query.seed,
-        )
-        if query.price_interruptions
-        else None
+    candidates, notes = _exclude(candidates, notes, network=network, excluded=excluded, held=held or {})
+    # Feasibility, memory and devices (srift.services.memory): CPU profiles for GPU types, batches within
+    # what each GPU holds.
+    candidates, memory_notes = fit_candidates(
+        candidates,
+        allow_cpu_profiles=query.allow_cpu_profiles,
+        field="profiles" if query.profiles is not None else "model" if query.model else "profile_ids",
     )
+    notes = (*notes, *memory_notes)
+    _check_any(candidates, profiles=profiles, locations=locations, query=query, left_out=stack_notes)
+    candidates, rates, spot = _price_spot(candidates, query=query, default_location=locations[0])
     feeds, feed_notes = feed_view(candidates, read_gbps=query.read_gbps)
-    constraints = Constraints(
+    problem = Problem(
+        candidates,
+        _constraints(query),
+        query.batch_policy,
+        notes=(*notes, *_plan_notes(query, excluded=excluded, held=held or {}), *feed_notes),
+        spot=spot,
+    )
+    geo = geo_context(
+        pattern=query.allreduce,
+        links=[LinkSpec(x.from_, x.to, x.bandwidth_gbps, x.rtt_ms) for x in query.links or []],
+    )
+    bandwidth = _bandwidth(session=session, settings=settings, network=network)
+    evaluator = SimEvaluator(
+        bandwidth=bandwidth, seed=query.seed, config=query.sim_config, geo=geo, read_gbps=query.read_gbps
+    )
+    # Calibration hook (srift.services.calibration): corrections learned from measured runs.
+    evaluator = calibrated_evaluator(evaluator, session=session, model=profiles[0].model, network=network)
+    return PreparedProblem(
+        problem,
+        evaluator,
+        SolveOptions(mode=query.mode, solve_budget_s=query.solve_budget_s, k=query.eager_k),
+        tuple(sources),
+        network=network,
+        bandwidth=bandwidth,
+        geo=geo,
+        rates=tuple(rates),
+        feeds=tuple(feeds),
+        default_location=locations[0],
+    )
+
+
+# -- the phases -------------------------------------------------------------------------------------------
+
+
+def _resolve(*, session: Session, query: PlanQuery) -> tuple[list[ModelProfile], list[str]]:
+    """Phase 1: the request's profiles (stored, inline or by model) with its input pipeline, and their
+    source labels."""
+    resolved = resolve_profiles(session=session, selection=query.selection)
+    return with_pipeline([p for p, _ in resolved], query.input_pipeline), [source for _, source in resolved]
+
+
+def _complete(
+    profiles: list[ModelProfile], sources: list[str], *, offers: Sequence[Offer]
+) -> tuple[list[ModelProfile], list[str]]:
+    """Phase 3: estimated profiles for every offered accelerator nobody profiled (srift.estimate), fed by
+    the model's input pipeline as the measured profiles are."""
+    completed, estimated = with_estimates(profiles, [o.instance for o in offers])
+    pipe = next((p.input_pipeline for p in completed if p.input_pipeline is not None), None)
+    if estimated and pipe is not None:
+        completed = [*completed[: len(completed) - len(estimated)], *with_pipeline(estimated, pipe)]
+    return completed, [*sources, *(source_label("estimate", p) for p in estimated)]
+
+
+def _exclude(
+    candidates: tuple[Candidate, ...],
+    notes: tuple[str, ...],
+    *,
+    network: NetworkSpec,
+    excluded: tuple[str, ...],
+    held: Mapping[str, int],
+) -> tuple[tuple[Candidate, ...], tuple[str, ...]]:
+    """Phase 5: what may not be launched: interrupted types (except the VMs still running, when
+    re-planning), and types without EFA under transport efa."""
+    candidates = _apply_exclusions(candidates, excluded=excluded, held=held)
+    if network.transport is not Transport.EFA or not candidates:
+        return candidates, notes
+    efa = tuple(c for c in candidates if c.offer.instance.efa)
+    if not efa:
+        raise Infeasible(
+            "transport efa, but none of the offered types has EFA",
+            hint="use transport tcp (plain PyTorch DDP), or allow EFA-capable types",
+            field="network.transport",
+        )
+    dropped = sorted({c.name for c in candidates} - {c.name for c in efa})
+    if dropped:
+        notes = (*notes, f"left out without EFA (transport efa): {', '.join(dropped)}")
+    return efa, notes
+
+
+def _check_any(
+    candidates: tuple[Candidate, ...],
+    *,
+    profiles: Sequence[ModelProfile],
+    locations: Sequence[Location],
+    query: PlanQuery,
+    left_out: Sequence[str] = (),
+) -> None:
+    """Infeasible, naming what to change, when no candidate is left (and what the stack left out)."""
+    if candidates:
+        return
+    covered = sorted({p.accelerator for p in profiles})
+    where = ", ".join(loc.key for loc in locations)
+    raise Infeasible(
+        f"no {_offers(query.market)} in {where} matches the profiles' accelerators ({', '.join(covered)})"
+        + "".join(f"; {note}" for note in left_out),
+        hint="profile the model on an offered accelerator, or change provider, region or market",
+        field="availability"
+        if query.availability
+        else ("profiles" if query.profiles is not None else "model" if query.model else "profile_ids"),
+    )
+
+
+def _price_spot(
+    candidates: tuple[Candidate, ...], *, query: PlanQuery, default_location: Location
+) -> tuple[tuple[Candidate, ...], list[RateInfo], SpotPolicy | None]:
+    """Phase 6: each spot candidate's interruption rate (the shipped facts or the request's), and the
+    policy the optimizer prices interruptions with (Srift §4.5); nothing when the request turns it off."""
+    if not query.price_interruptions:
+        return candidates, [], None
+    from srift.catalog.geo import shipped_spot
+
+    priced, rates = price_interruptions(
+        candidates,
+        facts=shipped_spot(),
+        default_location=default_location,
+        overrides=query.interruption_rates,
+    )
+    policy = SpotPolicy(
+        checkpoint_interval_s=query.checkpoint_interval_s,
+        restart_s=query.restart_s,
+        samples=query.spot_samples,
+        seed=query.seed,
+    )
+    return priced, rates, policy
+
+
+def _constraints(query: PlanQuery) -> Constraints:
+    return Constraints(
         global_batch=query.global_batch,
         iterations=query.iterations,
         objective=query.objective,
@@ -229,37 +320,20 @@ def _prepare(
         max_vms=query.max_vms,
         confidence=query.confidence,
     )
-    kept = held or {}
-    skipped = [f"{name} left out (interrupted; none still running)" for name in excluded if name not in kept]
+
+
+def _plan_notes(query: PlanQuery, *, excluded: tuple[str, ...], held: Mapping[str, int]) -> tuple[str, ...]:
+    notes = [f"{name} left out (interrupted; none still running)" for name in excluded if name not in held]
     if not query.price_interruptions and query.market is not MarketChoice.ON_DEMAND:
-        notes = (*notes, "spot interruptions are not priced in (price_interruptions: false)")
-    problem = Problem(
-        candidates, constraints, query.batch_policy, notes=(*notes, *skipped, *feed_notes), spot=spot
-    )
-    geo = geo_context(
-        pattern=query.allreduce,
-        links=[LinkSpec(x.from_, x.to, x.bandwidth_gbps, x.rtt_ms) for x in query.links or []],
-    )
-    bandwidth = active_model(session=session, settings=settings, network=network)
-    evaluator = SimEvaluator(
-        bandwidth=bandwidth,
-        seed=query.seed,
-        geo=geo,
-        read_gbps=query.read_gbps,
-    )
-    options = SolveOptions(mode=query.mode, solve_budget_s=query.solve_budget_s, k=query.eager_k)
-    return PreparedProblem(
-        problem,
-        evaluator,
-        options,
-        tuple(sources),
-        network=network,
-        bandwidth=bandwidth,
-        geo=geo,
-        rates=tuple(rates),
-        feeds=tuple(feeds),
-        default_location=locations[0],
-    )
+        notes.append("spot interruptions are not priced in (price_interruptions: false)")
+    return tuple(notes)
+
+
+def _bandwidth(*, session: Session, settings: Settings, network: NetworkSpec) -> BusBandwidthModel:
+    """The active learned model, with the α-β prior under the request's network for types it lacks."""
+    from srift.bandwidth.registry import active_model
+
+    return active_model(session=session, settings=settings, network=network)
 
 
 def _runnable(offers: list[Offer], query: PlanQuery) -> tuple[list[Offer], tuple[str, ...]]:
@@ -363,6 +437,7 @@ def create_plan(
             rates=prepared.rates,
         )
     result = plan_result(plan, problem, profile_sources=prepared.profile_sources, prepared=prepared)
+    result["calibration"] = _calibration_block(prepared, plan, problem)  # calibration hook
     result["spot"] = spot_doc
     result["fallback"] = fallback_doc
     if prepared.bandwidth is not None:
@@ -377,6 +452,19 @@ def create_plan(
     session.add(row)
     session.flush()
     return plan_record(row)
+
+
+def _calibration_block(prepared: PreparedProblem, plan: Plan, problem: Problem) -> dict[str, Any]:
+    """What runs of this plan will be compared with (srift.services.calibration.plan_block)."""
+    groups = _best_groups(plan, problem)
+    return plan_block(
+        prepared.evaluator,
+        fleet=problem.fleet(groups),
+        iterations=problem.constraints.iterations,
+        usd_per_s=problem.usd_per_s(groups),
+        model=problem.candidates[0].profile.model,
+        network=prepared.network,
+    )
 
 
 def _best_groups(plan: Plan, problem: Problem) -> Groups:
@@ -468,6 +556,7 @@ def _choices(config: Config, problem: Problem) -> list[dict[str, Any]]:
                     price_usd_per_hr=cand.offer.price_usd_per_hr,
                     instance_gpus=cand.offer.instance.gpu_count,
                     profile=cand.profile,
+                    gpu_memory_gib=cand.offer.instance.gpu_memory_gib,
                 ),
                 "location": ch.location.key if ch.location else None,
             }

@@ -32,12 +32,13 @@ from srift.domain import (
 from srift.domain.network import NetworkSpec
 from srift.domain.requests import FleetQuery, PredictionQuery
 from srift.errors import InvalidInput, NotFound
+from srift.services.calibration import CorrectionTable, calibration_sources, fleet_shares, load_table
+from srift.services.memory import check_fleet_member
 from srift.services.network import check_transport, network_spec, network_view
 from srift.services.profiles import resolve_profiles, source_label, with_estimates
 from srift.services.views import breakdown_document, choice_document, predicted_document
 from srift.settings import Settings
 from srift.sim import IterationEstimate, simulate, to_prediction
-from srift.sim.model_error import shipped_model_error
 
 MAX_PS_VMS = 64
 """Parameter-server mode simulates every VM's steps; larger fleets should use allreduce."""
@@ -77,6 +78,7 @@ class FleetPrediction:
                     price_usd_per_hr=o.price_usd_per_hr,
                     instance_gpus=o.instance.gpu_count,
                     profile=m.profile,
+                    gpu_memory_gib=m.instance.gpu_memory_gib,
                 )
                 for m, o in zip(self.members, self.offers, strict=True)
             ],
@@ -215,6 +217,16 @@ def build_fleet(
             )
         prof, source = match
         per_device = choice.batch / inst.devices
+        # Memory and device checks (srift.services.memory): a stand-in CPU profile is marked in the sources.
+        for note in check_fleet_member(
+            prof,
+            inst,
+            per_gpu_batch=per_device,
+            allow_cpu_profiles=request.allow_cpu_profiles,
+            field=f"{where}.instance_type",
+        ):
+            if note not in used_sources:
+                used_sources.append(note)
         if per_device > prof.max_batch:
             raise InvalidInput(
                 f"batch {choice.batch} is {per_device:g} per GPU on {inst.name} ({inst.devices} device(s)), "
@@ -303,6 +315,7 @@ class _Context:
     model: BusBandwidthModel
     memo: BusBandwidthModel
     configs: tuple[tuple[str, FleetQuery], ...]
+    corrections: CorrectionTable | None = None
 
     @classmethod
     def of(
@@ -332,7 +345,9 @@ class _Context:
             if bandwidth is not None
             else active_model(session=session, settings=settings, network=network)
         )
-        return cls(query, profiles, offers, network, model, MemoBandwidth(model), configs)
+        # Calibration hook (srift.services.calibration): corrections learned from measured runs.
+        corrections = load_table(session=session, model=profiles[0][0].model, network=network)
+        return cls(query, profiles, offers, network, model, MemoBandwidth(model), configs, corrections)
 
     def instances(self, config: FleetQuery) -> list[InstanceType]:
         return [self.offers[(c.instance_type, c.market.value)].instance for c in config.choices]
@@ -369,10 +384,12 @@ class _Context:
             comm=query.comm,
             ps_servers=query.ps_servers,
             iterations=query.iterations,
-            model_error=shipped_model_error(),
+            config=query.sim_config,
         )
         usd_per_hr = sum(m.count * o.price_usd_per_hr for m, o in zip(members, used_offers, strict=True))
         prediction = to_prediction(estimate, iterations=query.iterations, usd_per_s=usd_per_hr / 3600.0)
+        if self.corrections is not None:  # calibration hook: learned corrections, "calibrated on N runs"
+            prediction = self.corrections.apply(prediction, fleet_shares(members))
         gpus = {c.instance_type: c.gpus for c in config.choices}
         fleet_config = Config(
             tuple(
@@ -396,7 +413,7 @@ class _Context:
             comm=query.comm,
             usd_per_hr=usd_per_hr,
             prediction=prediction,
-            sources=(*profile_sources, *model_sources, *price_sources),
+            sources=(*profile_sources, *model_sources, *price_sources, *calibration_sources(prediction)),
             network=network_view(
                 self.network, instances=[m.instance for m in members], model=self.model, multi_node=vms >= 2
             ),

@@ -8,10 +8,19 @@ kept in the job's history. When no plan fits, the job moves to `needs_input`, th
 PlanInfeasible error says by how much the limits are missed. An amendment (new time limit, budget or
 objective, kept as an `amended` event that later re-plans and the run's view apply over the original request)
 re-plans the rest of the run under the new limits: that is how a run in `needs_input` resumes.
+
+A run gets its own token when it starts (`srift_run_...`, shown once): with it the training-script helper
+(srift.launch.helper) posts measured iteration times (`report_iterations`), which move the run's progress
+forward and, when it completes or is interrupted, teach the corrections of srift.services.calibration;
+an interruption's re-plan then already predicts with the run's measured throughput.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
+import secrets
+from dataclasses import replace
 from typing import Any
 
 from sqlalchemy import select
@@ -21,10 +30,11 @@ from srift.db.tables import PlanRow, TrainingJob, TrainingJobEvent
 from srift.documents import read_document, to_document
 from srift.domain.planning import Objective
 from srift.domain.records import PlanRecord, TrainingRun, TrainingRunEvent, TrainingRunPlan
-from srift.domain.requests import Amendment, InterruptionReport, PlanQuery, ProgressReport
+from srift.domain.requests import Amendment, InterruptionReport, IterationReport, PlanQuery, ProgressReport
 from srift.domain.states import TrainingState
-from srift.errors import Conflict, InvalidInput, NotFound
+from srift.errors import Conflict, Forbidden, InvalidInput, NotFound, Unauthorized
 from srift.optimize.solver import PlanInfeasible
+from srift.services import calibration
 from srift.services.plans import create_plan, get_plan_row
 from srift.settings import Settings
 
@@ -35,13 +45,76 @@ def start_job(*, session: Session, plan_id: int) -> TrainingRun:
         get_plan_row(session=session, plan_id=plan_id)
     except NotFound as exc:
         raise NotFound(exc.detail, hint="start a job from an existing plan id", field="plan_id") from exc
+    token = RUN_TOKEN_PREFIX + secrets.token_urlsafe(32)
     job = TrainingJob(
-        plan_id=plan_id, current_plan_id=plan_id, state=TrainingState.RUNNING, excluded_types=[]
+        plan_id=plan_id,
+        current_plan_id=plan_id,
+        state=TrainingState.RUNNING,
+        excluded_types=[],
+        token_hash=_hash(token),
     )
     session.add(job)
     session.flush()
     _event(session, job, "started", {"plan_id": plan_id})
-    return training_run(session=session, job=job)
+    return replace(training_run(session=session, job=job), token=token)
+
+
+RUN_TOKEN_PREFIX = "srift_run_"
+
+
+def _hash(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def is_run_token(plain: str | None) -> bool:
+    """Whether `plain` has the form of a run's own token (checked against a run by `check_run_token`)."""
+    return bool(plain) and str(plain).startswith(RUN_TOKEN_PREFIX)
+
+
+def check_run_token(*, session: Session, job_id: int, plain: str) -> None:
+    """401 unless `plain` is some run's token, 403 unless it is run `job_id`'s."""
+    job = session.scalars(select(TrainingJob).where(TrainingJob.token_hash == _hash(plain))).first()
+    if job is None or job.token_hash is None or not hmac.compare_digest(job.token_hash, _hash(plain)):
+        raise Unauthorized("the run token is unknown", hint="use the token `srift run start` printed")
+    if job.id != job_id:
+        raise Forbidden(
+            f"this token belongs to run {job.id}, not run {job_id}",
+            hint="report iterations only for the run the token was issued to",
+            field="job_id",
+        )
+
+
+def report_iterations(*, session: Session, job_id: int, report: IterationReport) -> dict[str, Any]:
+    """Store measured iteration times (a step counts once), move the run's progress forward to the last
+    step reported, and when the run completes or the report is final, file its steps as an observation of
+    the plan's prediction (refitting the corrections). Returns what was stored and the observation."""
+    job = _get_job(session, job_id)
+    plan_ids = [p.id for p in training_run(session=session, job=job).plans]
+    stored = calibration.store_iterations(
+        session=session, job=job, plan_id=report.plan_id, steps=report.steps, plan_ids=plan_ids
+    )
+    if job.state != TrainingState.COMPLETED and report.steps:
+        total = _total_iterations(session, job)
+        done = min(total, max(job.iterations_done, max(s for s, _ in report.steps) + 1))
+        elapsed = max(job.elapsed_s, report.elapsed_s or 0.0)
+        plan = get_plan_row(session=session, plan_id=stored.plan_id).result["predicted"]
+        usd_per_s = plan["cost_usd"] / plan["total_time_s"] if plan.get("total_time_s") else 0.0
+        spent = max(job.spent_usd, elapsed * usd_per_s)
+        if (done, elapsed, spent) != (job.iterations_done, job.elapsed_s, job.spent_usd):
+            _update_progress(session, job, iterations_done=done, elapsed_s=elapsed, spent_usd=spent)
+    observation = None
+    if report.final or job.state == TrainingState.COMPLETED:
+        observation = calibration.observe_run(session=session, job=job, plan_id=stored.plan_id)
+    return {
+        "job_id": job.id,
+        "plan_id": stored.plan_id,
+        "accepted": stored.accepted,
+        "duplicates": stored.duplicates,
+        "steps_stored": stored.steps_stored,
+        "iterations_done": job.iterations_done,
+        "state": str(job.state),
+        "observation": observation,
+    }
 
 
 def get_run(*, session: Session, job_id: int) -> TrainingRun:
@@ -123,6 +196,8 @@ def record_progress(*, session: Session, job_id: int, progress: ProgressReport) 
         spent_usd=progress.spent_usd,
     )
     _event(session, job, "progress", to_document(progress))
+    if job.state == TrainingState.COMPLETED:
+        calibration.observe_run(session=session, job=job, plan_id=job.current_plan_id)
     return training_run(session=session, job=job)
 
 
@@ -158,6 +233,7 @@ def record_interruption(
         spent_usd=job.spent_usd if interruption.spent_usd is None else interruption.spent_usd,
     )
     held[lost_type] -= interruption.count
+    measured = calibration.observe_run(session=session, job=job, plan_id=current.id)
     excluded = tuple(dict.fromkeys([*job.excluded_types, lost_type]))
     job.excluded_types = list(excluded)
     original = _original(session, job)
@@ -169,6 +245,7 @@ def record_interruption(
         "spent_usd": job.spent_usd,
         "remaining": remaining,
         "previous_plan_id": current.id,
+        "measured_iteration_s": None if measured is None else measured["measured_s"],
     }
     plan = _replan_and_record(
         session,

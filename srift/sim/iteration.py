@@ -43,6 +43,7 @@ import numpy as np
 
 from srift.domain import Band, Breakdown, BusBandwidthModel, FleetMember, InstanceType, SpreadTerm
 from srift.domain.profile import MAX_OVERLAP_SLOWDOWN
+from srift.domain.simulation import SERVED, SimConfig
 from srift.errors import InvalidInput
 from srift.sim.band import Z90, band_for, communicates
 from srift.sim.compute import member_keys, straggler_draws, straggler_rows
@@ -50,7 +51,6 @@ from srift.sim.data import data_time_s, feed_rate, stall_warning
 from srift.sim.exchange import ExchangeResult, Kernel, Stage, exchange
 from srift.sim.geo import GeoContext, hierarchical_plans, ring_plans, spans_locations
 from srift.sim.layers import LayerArrays, bucket_groups, bucketed, layer_arrays
-from srift.sim.model_error import ModelError
 from srift.sim.network import StagePlan, exchange_plans, intra_stage
 from srift.sim.overlap import CommWarp
 from srift.sim.result import CommMode, IterationEstimate
@@ -199,32 +199,31 @@ def simulate(
     mc_samples: int = 0,
     comm: CommMode = CommMode.ALLREDUCE,
     ps_servers: int = 1,
-    bucket_cap_mb: float | None = None,
+    config: SimConfig = SERVED,
     kernel: Kernel = "auto",
     geo: GeoContext | None = None,
     read_gbps: float | None = None,
     iterations: int = 1,
     runs: int = 1,
     band: bool = True,
-    model_error: ModelError | None = None,
 ) -> IterationEstimate:
     """Predict one training iteration of `fleet`: mean seconds, p10/p50/p90, breakdown and sources.
 
-    `seed` makes the answer reproducible; `comm` picks ring allreduce (Srift) or parameter servers (Li et
-    al., `ps_servers` servers, see `srift.sim.ps`). `bucket_cap_mb` reduces gradients in PyTorch DDP's
-    buckets of that many MiB (see `srift.sim.layers`; DDP's default is 25) instead of layer by layer (None,
-    Srift's model). `kernel` picks the exchange's stage implementation (see `srift.sim.exchange`). `geo`
-    gives the links between locations and the allreduce pattern for fleets that span several (default:
-    the shipped facts, flat ring); `read_gbps` the read rate of each VM's input pipeline (default: its
+    `seed` makes the answer reproducible; `comm` picks ring allreduce (Srift) or parameter servers (Li et al.,
+    `ps_servers` servers, see `srift.sim.ps`). `config` says how gradients are exchanged: by default
+    (`SERVED`) in PyTorch DDP's buckets (see `srift.sim.layers`), or layer by layer as the Srift paper models
+    it (`PER_LAYER`); every product answer and `srift validate` use the same one. `kernel` picks the
+    exchange's stage implementation (see `srift.sim.exchange`). `geo` gives the links between locations and
+    the allreduce pattern for fleets that span several (default: the shipped facts, flat ring); `read_gbps`
+    the read rate of each VM's input pipeline (default: its
     network).
 
     p10/p50/p90 describe the mean iteration time of `iterations` iterations over `runs` runs taken at
     independent times (1: one job; a validation case averages its repeats): the band of
     `srift.sim.band`, built from every measured spread the prediction rests on (p50 is the prediction).
     `band=False` skips the band's extra simulations (p10 = p50 = p90 = the prediction, `band` None), for
-    callers that need it only for some fleets (the optimizer). `model_error` (the product's callers pass
-    `srift.sim.model_error.shipped_model_error()`) adds the simulator's own measured error as the band's
-    `model` term. Raises InvalidInput for a fleet that cannot run.
+    callers that need it only for some fleets (the optimizer). Raises InvalidInput for a fleet that cannot
+    run.
     """
     if iterations < 1:
         raise InvalidInput(
@@ -240,7 +239,7 @@ def simulate(
         mc_samples=mc_samples,
         comm=comm,
         ps_servers=ps_servers,
-        bucket_cap_mb=bucket_cap_mb,
+        config=config,
         kernel=kernel,
         geo=geo,
         read_gbps=read_gbps,
@@ -260,7 +259,7 @@ def simulate(
             straggler_iters=straggler_iters,
             comm=comm,
             ps_servers=ps_servers,
-            bucket_cap_mb=bucket_cap_mb,
+            config=config,
             kernel=kernel,
             geo=geo,
             read_gbps=read_gbps,
@@ -274,14 +273,7 @@ def simulate(
         iterations=iterations,
         runs=runs,
         run=run,
-        extra_terms=(
-            *overlap_terms(fleet, bandwidth=bandwidth, iteration_s=point.iteration_s, run=run),
-            *(
-                (model_error.term(fleet),)
-                if model_error is not None and model_error.sigma_for(fleet) > 0
-                else ()
-            ),
-        ),
+        extra_terms=overlap_terms(fleet, bandwidth=bandwidth, iteration_s=point.iteration_s, run=run),
     )
     return with_band(point, found)
 
@@ -364,26 +356,17 @@ def _point(
     mc_samples: int = 0,
     comm: CommMode = CommMode.ALLREDUCE,
     ps_servers: int = 1,
-    bucket_cap_mb: float | None = None,
+    config: SimConfig = SERVED,
     kernel: Kernel = "auto",
     geo: GeoContext | None = None,
     read_gbps: float | None = None,
-    compute_scale: Sequence[float] | None = None,
 ) -> IterationEstimate:
     """The simulation itself: mean iteration, breakdown, and p10/p90 of *one* iteration (straggler draws,
-    with `mc_samples` the exchange per draw), which `simulate` turns into the band's stragglers term.
-
-    Fresh quota: a member under a CPU quota (`ModelProfile.cpu_share`) that waits idle in the iteration
-    (for slower members and the exposed exchange) starts its next step on quota the wait left unused, so
-    its compute (forward with the loop overhead, backward) is shorter than the profile's back-to-back
-    steps by `ModelProfile.fresh_quota_saving_s` at its idle time; the iteration is simulated again with
-    those computes (one pass: the idle time is the first pass's). Without a quota this is the first pass.
-    `compute_scale` (that second pass) scales each member's forward (with its loop overhead) and backward.
-    """
+    with `mc_samples` the exchange per draw), which `simulate` turns into the band's stragglers term."""
     validate_fleet(fleet)
-    given = fleet
-    if bucket_cap_mb is not None and CommMode(comm) is CommMode.ALLREDUCE:
-        fleet = with_buckets(fleet, bucket_cap_mb=bucket_cap_mb)
+    cap_bytes = config.bucket_cap_bytes
+    if cap_bytes is not None and CommMode(comm) is CommMode.ALLREDUCE:
+        fleet = with_buckets(fleet, cap_bytes=cap_bytes)
     if not 1 <= straggler_iters <= MAX_STRAGGLER_ITERS:
         raise InvalidInput(
             f"straggler_iters {straggler_iters} is outside 1..{MAX_STRAGGLER_ITERS}",
@@ -403,9 +386,6 @@ def _point(
         for m in fleet
     ]
     bw = [m.profile.backward.time_s(m.per_device_batch) for m in fleet]
-    if compute_scale is not None:
-        fw = [f * k for f, k in zip(fw, compute_scale, strict=True)]
-        bw = [b * k for b, k in zip(bw, compute_scale, strict=True)]
     means = [f + b for f, b in zip(fw, bw, strict=True)]
     cvs = [m.profile.straggler_cv for m in fleet]
     counts = [m.count for m in fleet]
@@ -583,52 +563,14 @@ def _point(
         exposed_location_s=exposed_location,
     )
     sources = profile_sources + tuple(dict.fromkeys(s for p in plans for s in p.sources))
-    if compute_scale is None and distributed:
-        scales = _fresh_quota_scales(given, busy_s=iteration_s - update_s - data_stall)
-        if scales is not None:
-            return _point(
-                given,
-                bandwidth=bandwidth,
-                seed=seed,
-                straggler_iters=straggler_iters,
-                mc_samples=mc_samples,
-                comm=comm,
-                ps_servers=ps_servers,
-                bucket_cap_mb=bucket_cap_mb,
-                kernel=kernel,
-                geo=geo,
-                read_gbps=read_gbps,
-                compute_scale=scales,
-            )
+    if distributed:
+        sources = (*sources, config.label())
     return IterationEstimate(iteration_s, p10, p50, p90, breakdown, sources)
 
 
-def _fresh_quota_scales(fleet: Sequence[FleetMember], *, busy_s: float) -> list[float] | None:
-    """Each member's compute scale after its fresh-quota saving at its idle time in an iteration busy for
-    `busy_s` (compute and exchange), or None when no member saves anything."""
-    if all(m.profile.cpu_share() is None for m in fleet):
-        return None
-    scales = []
-    for m in fleet:
-        compute_s = (
-            m.profile.forward.time_s(m.per_device_batch)
-            + m.profile.backward.time_s(m.per_device_batch)
-            + m.profile.loop_overhead_s(distributed=True)
-        )
-        saving_s = m.profile.fresh_quota_saving_s(idle_s=busy_s - compute_s, compute_s=compute_s)
-        scales.append((compute_s - saving_s) / compute_s if compute_s > 0 else 1.0)
-    return None if all(k == 1.0 for k in scales) else scales
-
-
-def with_buckets(fleet: Sequence[FleetMember], *, bucket_cap_mb: float) -> list[FleetMember]:
+def with_buckets(fleet: Sequence[FleetMember], *, cap_bytes: int) -> list[FleetMember]:
     """The fleet with every member's layers merged into DDP buckets (grouped as the first member's)."""
-    if not (math.isfinite(bucket_cap_mb) and bucket_cap_mb > 0):
-        raise InvalidInput(
-            f"bucket_cap_mb {bucket_cap_mb} is not a positive number",
-            hint="use DDP's bucket_cap_mb (default 25)",
-            field="bucket_cap_mb",
-        )
-    groups = bucket_groups(fleet[0].profile, cap_bytes=int(bucket_cap_mb * 2**20))
+    groups = bucket_groups(fleet[0].profile, cap_bytes=cap_bytes)
     return [replace(m, profile=bucketed(m.profile, groups)) for m in fleet]
 
 

@@ -6,9 +6,12 @@ its size class — what the bandwidth model is asked about — stays that of the
 power of two. Layers with no expected bytes are left out. Arrays are cached per profile object.
 
 PyTorch DDP does not reduce layer by layer: it copies gradients into buckets (about 1 MiB for the first,
-`bucket_cap_mb` = 25 MiB for the rest, filled in the order gradients become ready) and reduces a bucket once
-all of its gradients are ready. `bucket_groups` and `bucketed` turn a profile's layers into those buckets,
-for `simulate(..., bucket_cap_mb=...)`.
+`bucket_cap_mb` = 25 MiB for the rest) and reduces a bucket once all of its gradients are ready. DDP first
+assigns parameters to buckets in reverse registration order, then, after the first iteration, rebuilds the
+buckets in the order their gradients became ready (`Reducer::rebuild_buckets`, torch/csrc/distributed/c10d/
+reducer.cpp), with the same two caps; the steady state is what an iteration time measures, so buckets fill
+in ready order. `bucket_groups` and `bucketed` turn a profile's layers into those buckets, for the served
+configuration (`srift.domain.simulation.SERVED`).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from srift.domain import LayerGrad, ModelProfile
+from srift.domain.simulation import DDP_BUCKET_CAP_MB, DDP_FIRST_BUCKET_BYTES
 from srift.sim.network import pow2_ceil
 
 _CACHE_SIZE = 256
@@ -83,10 +87,6 @@ def layer_arrays(profile: ModelProfile) -> LayerArrays:
 
 # -- DDP gradient buckets ---------------------------------------------------------------------------------
 
-DDP_BUCKET_CAP_MB = 25.0
-"""torch DistributedDataParallel's default bucket_cap_mb (MiB)."""
-DDP_FIRST_BUCKET_BYTES = 1 << 20
-"""torch.distributed._DEFAULT_FIRST_BUCKET_BYTES: DDP's first bucket holds about 1 MiB."""
 
 _bucket_cache: OrderedDict[tuple[int, tuple[tuple[str, ...], ...]], tuple[ModelProfile, ModelProfile]] = (
     OrderedDict()

@@ -2,9 +2,10 @@
 
 The testbed's hosts are cgroups on one machine: each has its CPU quota, but they share the machine's caches
 and memory bandwidth, so four hosts computing at once each take longer than one alone (densenet: +12 … +26 %
-of CPU time per step on four small hosts; docs/validation.md, cause 10). Profiles are timed on one host, so
-without this factor every multi-host prediction of a memory-bound model is short. Cloud VMs of a fleet do
-not share a machine: the factor exists for `srift validate` only, never for `srift plan`.
+of CPU time per step on four small hosts; docs/validation.md at 0856b84, cause 10). Profiles are timed on
+one host, so without this factor every multi-host prediction of a memory-bound model is short. Cloud VMs of
+a fleet do not share a machine: the factor exists for `srift validate` only (the testbed adapter), never
+for `srift plan`.
 
 Measured, not fitted: each multi-host DDP run of the matrix ends with `Effort.colocation_rounds` rounds of
 compute-only steps (probes/ddp_train.py `--colocation-rounds`: forward and backward under DDP's no_sync,
@@ -19,17 +20,17 @@ step started on a fresh quota) still read cnn ×1.98 / ×1.34 on 2 + 2 hosts at 
 quota periods long and the period's phase at its start decides a whole throttled period. On hourglass
 (600 ms steps on four small hosts) the two clocks agree (wall ×1.021, CPU ×1.016).
 
-A group's factor is the median over rounds of (the median of its ranks' together-seconds) / (its first
-rank's alone-seconds in that round); the prediction scales that group's profile
-(`ModelProfile.scaled_compute`) and, where the together-steps vary more from step to step and rank to rank
-than the profile's iterations did alone, takes their std/mean as the group's straggler cv
-(hosts computing at once on one machine also straggle more: densenet on four small hosts, one rank 1.44 s
-where the others took 1.07–1.15 s). The DDP iterations' own times never enter either.
+A group's factor is the median over rounds of (the median of its ranks' together-seconds) / (its first rank's
+alone-seconds in that round); the testbed adapter scales that group's profile
+(`srift.validation.adapter.colocated_profile`) and, where the together-steps vary more from step to step and
+rank to rank than the profile's iterations did alone, takes their std/mean as the group's straggler cv (hosts
+computing at once on one machine also straggle more: densenet on four small hosts, one rank 1.44 s where the
+others took 1.07–1.15 s).
+The DDP iterations' own times never enter either.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import math
 import statistics
@@ -37,7 +38,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from srift.domain.profile import ModelProfile
 from srift.validation.ddp import Colocation
 from srift.validation.matrix import Fleet
 
@@ -109,13 +109,3 @@ def _together_cv(fleet: Fleet, samples: Sequence[Colocation], group: int) -> flo
         squares += sum((t / mean - 1.0) ** 2 for t in steps)
         dof += len(steps) - 1
     return math.sqrt(squares / dof) if dof >= 3 else None
-
-
-def colocated_profile(profile: ModelProfile, factors: ColocationFactors, group: int) -> ModelProfile:
-    """`profile` as group `group` of the fleet computes: scaled by its factor, and with the straggler cv
-    of its together-steps where that is larger than the profile's own (measured alone)."""
-    scaled = profile.scaled_compute(factors.factors[group])
-    cv = factors.straggler_cv[group]
-    if cv is not None and cv > scaled.straggler_cv:
-        scaled = dataclasses.replace(scaled, straggler_cv=cv)
-    return scaled

@@ -16,8 +16,6 @@ from srift.testbed import Testbed, TestbedSpec
 from srift.validation import conditions
 from srift.validation.matrix import MODELS, ModelSpec, types_by_cpu
 
-DDP_BUCKET_CAP_MB = 25.0
-"""probes/ddp_train.py's (and torch DDP's) default bucket_cap_mb: the buckets the runs reduce."""
 MALLOC_ENV = {"MALLOC_MMAP_MAX_": "0", "MALLOC_TRIM_THRESHOLD_": str(16 << 30)}
 """glibc malloc serves every block from its heap (no mmap) and never trims it, so freed memory is reused as
 a GPU's caching allocator reuses it (see `srift.validation.pipeline`, step 1)."""
@@ -67,7 +65,7 @@ class Effort:
     timing_budget_s: float | None = None
     """At most about this many seconds of further passes per model (None: every pass): after its first
     pass, a model whose pass took t seconds keeps max(2, budget // t) of the passes, spread evenly
-    (steps.passes_within)."""
+    (profiles.passes_within)."""
     long_iteration_s: float = 1.0
     """Runs whose iteration is predicted to take longer warm up less: one iteration on one host, two with
     DDP (through its bucket rebuild), not `warmup` (steps.long_run_warmup)."""

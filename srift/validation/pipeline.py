@@ -13,7 +13,7 @@ Steps, in order (each timed in the report):
    same model on the same host.
 2. **profiles** — `srift profile` of every model inside one host of each type (`--accelerator TYPE
    --threads 1`), through the testbed profile-job runner, one host at a time: hosts share this machine's
-   memory bandwidth, and a profile is what one host computes alone (`steps.profile_models`).
+   memory bandwidth, and a profile is what one host computes alone (`profiles.profile_models`).
    This machine's speed drifts by tens of percent over tens of seconds (other tenants of its host), and
    one profile takes seconds: alone, its curves carry the speed of that moment, and every case of the
    model inherits that bias (seen as −20 % for all cnn cases and +12 % for all transformer cases of one
@@ -74,17 +74,15 @@ from srift.validation.context import (
 from srift.validation.ddp import AgentPool
 from srift.validation.matrix import check_spec
 from srift.validation.plan_quality import run_plan_quality
+from srift.validation.profiles import pass_positions, probe_overlap, profile_models
 from srift.validation.report import REPORT_FORMAT, build_report
 from srift.validation.steps import (
     bring_up,
     build_bandwidth,
     iterations_for,
     measure,
-    pass_positions,
     plan_models,
     prepare_database,
-    probe_overlap,
-    profile_models,
     run_matrix,
     select_cases,
 )

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from srift.domain import BatchPolicy, MarketChoice, Objective, Plan, SearchMode
 from srift.domain.requests import PlanQuery
-from srift.validation.context import DDP_BUCKET_CAP_MB, Context, types_in_scope
+from srift.validation.context import Context, types_in_scope
 from srift.validation.matrix import Fleet, Group
 from srift.validation.steps import finish_case, predict_fleet
 
@@ -74,6 +74,7 @@ def _request(ctx: Context, model: str, objective: Objective, time_limit_s: float
         solve_budget_s=10.0,
         batch_policy=BatchPolicy(ctx.effort.plan_batch_policy),
         confidence=CONFIDENCE,
+        seed=ctx.options.seed,
     )
 
 
@@ -84,9 +85,8 @@ def _plan_types(ctx: Context) -> list[str]:
 def _solve(
     ctx: Context, model: str, objective: Objective, time_limit_s: float | None
 ) -> tuple[Plan, Problem]:
-    """The service's problem (prepare) solved by the optimizer, its simulator reducing in DDP's buckets."""
+    """The service's problem (prepare) solved by the optimizer, exactly as `POST /v1/plans` solves it."""
     from srift.db.session import transaction
-    from srift.optimize.evaluate import SimEvaluator
     from srift.optimize.solver import optimize
     from srift.services.plans import prepare
 
@@ -94,11 +94,7 @@ def _solve(
         prepared = prepare(
             session=session, settings=ctx.settings, query=_request(ctx, model, objective, time_limit_s)
         )
-    assert isinstance(prepared.evaluator, SimEvaluator)
-    evaluator = SimEvaluator(
-        bandwidth=prepared.evaluator.bandwidth, seed=ctx.options.seed, bucket_cap_mb=DDP_BUCKET_CAP_MB
-    )
-    return optimize(prepared.problem, evaluator, prepared.options), prepared.problem
+    return optimize(prepared.problem, prepared.evaluator, prepared.options), prepared.problem
 
 
 def run_plan_quality(ctx: Context, pool: AgentPool, *, runner: Runner) -> dict[str, Any]:

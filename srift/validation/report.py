@@ -207,6 +207,8 @@ def build_report(
         "profiles": ctx.profile_info,
         "timing_passes": ctx.timing_log,
         "bandwidth": ctx.bandwidth,
+        "bandwidth_source": ctx.options.bandwidth.value,
+        "seed": ctx.options.seed,
         "overlap": ctx.overlap,
         "cases": rows,
         "summary": summary,

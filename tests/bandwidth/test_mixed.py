@@ -21,6 +21,7 @@ from srift.bandwidth.mixed import (
 from srift.bandwidth.records import ProbeRecord, SampleQuery, busbw_gbps
 from srift.bandwidth.samples import load_samples, store_samples
 from srift.db.session import session_factory, transaction
+from srift.domain.simulation import PER_LAYER
 from srift.errors import InvalidInput
 from srift.settings import Settings
 from srift.sim import simulate
@@ -228,7 +229,7 @@ def test_a_ring_measured_faster_keeps_the_slowest_rate_and_the_bounds_stay_bound
     prof = resnet_like(cv=0.0)
     one = member(slow, 1, 32, replace(prof, accelerator=slow.name))
     other = member(fast, 1, 32, replace(prof, accelerator=fast.name))
-    simulated = simulate([one, other], bandwidth=model, band=False).iteration_s
+    simulated = simulate([one, other], bandwidth=model, band=False, config=PER_LAYER).iteration_s
     bounder = Bounder(bandwidth=model)
     assert bounder.bound_s(bounder.add(bounder.add(None, one), other)) <= simulated * (1 + 1e-12)
     ahead = Extension(min_nodes=2, max_nodes=2, later=(fast,))

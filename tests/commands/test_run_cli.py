@@ -73,3 +73,48 @@ def test_a_run_waits_in_needs_input_and_resumes_after_amend(
     assert listed["total"] == 1 and listed["runs"][0]["state"] == "running"
     code, out, err = run(capsys, "run", "list", "--state", "paused")
     assert code == 2 and "needs_input" in err
+
+
+def test_run_start_prints_the_runs_token_once_and_corrections_list_and_reset(
+    local: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    request: dict[str, Any] = {
+        "profiles": [synthetic_profile("resnet50", "T4").to_dict()],
+        "global_batch": 256,
+        "iterations": 50,
+        "objective": "min_cost",
+        "provider": "aws",
+        "region": "us-east-1",
+        "market": "on_demand",
+        "availability": {"g4dn.xlarge": 8},
+    }
+    path = tmp_path / "request.yaml"
+    path.write_text(yaml.safe_dump(request))
+    code, out, err = run(capsys, "plan", str(path), "--json")
+    assert code == 0, err
+    plan = json.loads(out)
+    code, out, err = run(capsys, "run", "start", str(plan["id"]))
+    assert code == 0, err
+    assert "export SRIFT_RUN_TOKEN=srift_run_" in out and "SRIFT_RUN_ID=1" in out
+    code, out, err = run(capsys, "run", "show", "1", "--json")
+    assert "token" not in json.loads(out)
+
+    from srift.db.session import transaction
+    from srift.domain.requests import IterationReport
+    from srift.services.training_jobs import report_iterations
+
+    steps = tuple((k, 0.5 + 0.001 * (k % 3)) for k in range(50))
+    with transaction(get_settings().resolved_database_url) as session:
+        answer = report_iterations(session=session, job_id=1, report=IterationReport(steps=steps))
+    assert answer["state"] == "completed" and answer["observation"] is not None
+    code, out, err = run(capsys, "run", "corrections", "--json")
+    assert code == 0, err
+    [entry] = json.loads(out)["corrections"]
+    assert entry["model"] == "resnet50" and entry["instance_type"] == "g4dn.xlarge" and entry["runs"] == 1
+    code, out, err = run(capsys, "run", "corrections")
+    assert "g4dn.xlarge" in out
+    code, out, err = run(capsys, "run", "reset-correction", "resnet50", "g4dn.xlarge")
+    assert code == 0, err
+    assert "reset: resnet50 on g4dn.xlarge" in out
+    code, out, err = run(capsys, "run", "reset-correction", "resnet50", "p3.2xlarge")
+    assert code != 0 and "no correction" in err

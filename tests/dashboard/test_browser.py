@@ -390,6 +390,8 @@ def test_jobs_page_shows_a_training_run_with_its_replan_history(browsed: Browsed
         f"/jobs/{job['id']}/progress",
         {"iterations_done": 5000, "elapsed_s": 1800, "spent_usd": 1.0},
     )
+    steps = [{"step": 4980 + k, "iteration_s": 0.3 + 0.001 * k} for k in range(20)]
+    _api(browsed, "POST", f"/jobs/{job['id']}/iterations", {"steps": steps})
     lost = plan["choices"][0]
     replanned = _api(
         browsed,
@@ -444,6 +446,12 @@ def test_jobs_page_shows_a_training_run_with_its_replan_history(browsed: Browsed
     # 3000 s elapsed at most: the axis is in minutes, not 0.83 h.
     assert browsed.chart("runs-chart")["axes"]["x"] == "elapsed (minutes)"
     assert progress["progress"]["x"] == pytest.approx([0, 30, 50])
+    page.wait_for_function("(document.getElementById('runs-iter-chart').data || []).length >= 2")
+    timing = {t["uid"]: t for t in browsed.chart("runs-iter-chart")["data"]}
+    measured = timing[f"measured-{plan['id']}"]
+    assert measured["x"][0] == 4980 and measured["y"] == pytest.approx([s["iteration_s"] for s in steps])
+    assert timing[f"predicted-{plan['id']}"]["y"][0] == pytest.approx(plan["predicted"]["iteration_s"])
+    assert "20 steps reported" in page.inner_text("#runs-iter-note")
     browsed.screenshot("jobs-training-run")
     page.locator("#runs-plans-table a", has_text=f"#{replanned['plan']['id']}").click()
     page.wait_for_selector("#plan-choices")

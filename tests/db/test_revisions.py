@@ -54,6 +54,19 @@ WRITES: list[tuple[str, str, str]] = [
     ("prices", _PRICE, "UPDATE prices SET price_usd_per_hr = 2.0"),
     ("model_profiles", _PROFILE, "UPDATE model_profiles SET accelerator = 'V100'"),
     ("bandwidth_models", _MODEL, "UPDATE bandwidth_models SET is_active = true"),
+    (
+        "calibration_observations",
+        "INSERT INTO calibration_observations (source, model, network_key, types, predicted_s, compute_s, "
+        "comm_s, measured_s, log_variance, prior_sigma, steps, created_at) "
+        "VALUES ('run 1', 'm', 'tcp', '{}', 1, 0.5, 0.5, 1.1, 0.01, 0.2, 50, :d)",
+        "UPDATE calibration_observations SET measured_s = 1.2",
+    ),
+    (
+        "corrections",
+        "INSERT INTO corrections (model, instance_type, network_key, runs, state, reset_after_id, "
+        "updated_at) VALUES ('m', 't', 'tcp', 1, '{}', 0, :d)",
+        "UPDATE corrections SET runs = 2",
+    ),
 ]
 
 

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from srift.bandwidth.prior import AlphaBetaPrior
 from srift.domain import ComputeCurve, Constraints, FleetMember, Objective
+from srift.domain.simulation import PER_LAYER
 from srift.optimize.evaluate import Evaluations, SimEvaluator
 from srift.optimize.exhaustive import solve_exhaustive
 from srift.optimize.search import cost_per_sample_floor, max_batch_within
@@ -90,7 +91,7 @@ def _sim_fleets() -> list[tuple[Problem, tuple[FleetMember, ...]]]:
 
 
 def test_simulator_respects_the_bounds_the_search_prunes_with() -> None:
-    evaluator = SimEvaluator(bandwidth=AlphaBetaPrior())
+    evaluator = SimEvaluator(bandwidth=AlphaBetaPrior(), config=PER_LAYER)
     fleets = _sim_fleets()
     assert len(fleets) >= 50
     tighter = 0
@@ -112,7 +113,7 @@ def test_exchange_bound_prunes_a_communication_bound_problem() -> None:
         inst = instance(name, gpus=gpus, gpu_model=gpu, network_gbps=10.0)
         types.append(Candidate(offer=offer(inst, price), profile=synthetic_profile("vgg19", gpu), cap=16))
     problem = Problem(tuple(types), Constraints(1024, 1000, Objective.MIN_COST))
-    evaluator = SimEvaluator(bandwidth=AlphaBetaPrior())
+    evaluator = SimEvaluator(bandwidth=AlphaBetaPrior(), config=PER_LAYER)
     evals = Evaluations(problem, evaluator)
     result = solve_exhaustive(problem, evals)
     assert result.complete and result.incumbent.best is not None

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from srift.bandwidth.prior import AlphaBetaPrior
 from srift.domain import Objective, SearchMode
+from srift.domain.simulation import PER_LAYER
 from srift.errors import InvalidInput
 from srift.optimize.evaluate import Evaluator, SimEvaluator, objective_value
 from srift.optimize.solver import PlanInfeasible, SolveOptions, optimize
@@ -47,7 +48,7 @@ def test_exhaustive_equals_brute_force(seed: int) -> None:
 
 
 def test_exhaustive_equals_brute_force_with_the_simulator() -> None:
-    evaluator = SimEvaluator(bandwidth=AlphaBetaPrior())
+    evaluator = SimEvaluator(bandwidth=AlphaBetaPrior(), config=PER_LAYER)
     checked = 0
     for seed in range(40):
         problem = make_problem(seed)

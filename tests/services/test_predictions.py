@@ -13,6 +13,7 @@ from srift.api.schemas.predictions import parse_prediction_request
 from srift.catalog.custom import import_document
 from srift.documents import to_document
 from srift.domain.requests import PredictionQuery
+from srift.domain.simulation import PER_LAYER
 from srift.errors import InvalidInput, NotFound
 from srift.profiling.store import save_profile
 from srift.services.predictions import predict
@@ -92,7 +93,7 @@ def test_predicts_and_prices_a_fleet(lab: Session, settings: Settings) -> None:
     model = TableBandwidth({1: 8.0})
     out = predict(session=lab, settings=settings, query=_request(), bandwidth=model).document()
     fleet = [member(_lab_type(lab, "v100x1"), 4, 64, PROFILE)]
-    expected = simulate(fleet, bandwidth=TableBandwidth({1: 8.0}))
+    expected = simulate(fleet, bandwidth=TableBandwidth({1: 8.0}), config=PER_LAYER)
     assert out["predicted"]["iteration_s"] == pytest.approx(expected.iteration_s, rel=1e-12)
     assert out["predicted"]["total_time_s"] == pytest.approx(1000 * expected.iteration_s)
     assert out["usd_per_hr"] == pytest.approx(4 * 0.918)
@@ -109,6 +110,9 @@ def test_predicts_and_prices_a_fleet(lab: Session, settings: Settings) -> None:
         "instance_gpus": 1,
         "compute": "measured",
         "compute_spread": None,
+        "memory_per_gpu_bytes": None,  # the toy profile has no memory model
+        "gpu_memory_bytes": 16 * 2**30,
+        "batch_limit": None,
     }
     assert out["sources"][0] == "profile:inline toy@V100"
     assert "table:test" in out["sources"]

@@ -8,6 +8,7 @@ from dataclasses import replace
 import pytest
 
 from srift.domain import Band, SpreadTerm
+from srift.domain.simulation import PER_LAYER
 from srift.errors import InvalidInput
 from srift.sim import simulate
 from srift.sim.band import Z90
@@ -96,22 +97,22 @@ def test_compute_spread_is_the_drift_between_passes_net_of_their_sampling_noise(
 def test_one_vm_compute_term_shrinks_with_the_runs_a_measured_mean_averages() -> None:
     prof = replace(profile(), extra={"measured_passes": _passes_with_samples(0.3)})
     fleet = [member(P3_2XL, 1, 64, prof)]
-    one = simulate(fleet, bandwidth=flat(10.0))  # type: ignore[arg-type]
-    two = simulate(fleet, bandwidth=flat(10.0), runs=2)  # type: ignore[arg-type]
+    one = simulate(fleet, bandwidth=flat(10.0), config=PER_LAYER)  # type: ignore[arg-type]
+    two = simulate(fleet, bandwidth=flat(10.0), runs=2, config=PER_LAYER)  # type: ignore[arg-type]
     assert one.band is not None and two.band is not None
     (a,) = one.band.terms
     (b,) = two.band.terms
     assert a.sigma == pytest.approx(math.sqrt(0.03 + 0.04 / 3))
     assert b.sigma == pytest.approx(math.sqrt(0.015 + 0.04 / 3))
     with pytest.raises(InvalidInput, match="runs"):
-        simulate(fleet, bandwidth=flat(10.0), runs=0)  # type: ignore[arg-type]
+        simulate(fleet, bandwidth=flat(10.0), runs=0, config=PER_LAYER)  # type: ignore[arg-type]
 
 
 def test_one_vm_compute_spread_is_the_whole_band() -> None:
     # One VM, fw 0.1 + bw 0.2 = 0.3 s, no exchange: one spread slower is 0.3·e^s, so the term is s itself.
     prof = _with_samples(profile(), totals=[0.3 * math.exp(d) for d in (-0.1, -0.1, 0.0, 0.1, 0.1)])
     s = prof.compute_spread(64)  # type: ignore[attr-defined]
-    est = simulate([member(P3_2XL, 1, 64, prof)], bandwidth=flat(10.0))  # type: ignore[arg-type]
+    est = simulate([member(P3_2XL, 1, 64, prof)], bandwidth=flat(10.0), config=PER_LAYER)  # type: ignore[arg-type]
     assert est.band is not None and [t.source for t in est.band.terms] == ["compute"]
     assert est.band.sigma == pytest.approx(s)
     assert est.iteration_p50_s == pytest.approx(0.3)
@@ -123,7 +124,11 @@ def test_network_spread_counts_only_where_the_link_is_the_bottleneck() -> None:
     # Two VMs, 1 GB at 8 Gbit/s: the exchange (1.0 s from 0.2) decides the iteration, 1.2 s. One error
     # spread r slower: 1.0·e^r s, so T' = 0.2 + e^r and the network term is ln((0.2 + e^r) / 1.2).
     r = 0.1
-    est = simulate([member(P3_2XL, 2, 64, profile())], bandwidth=TableBandwidth({1: 8.0}, residual_cv=r))
+    est = simulate(
+        [member(P3_2XL, 2, 64, profile())],
+        bandwidth=TableBandwidth({1: 8.0}, residual_cv=r),
+        config=PER_LAYER,
+    )
     assert est.band is not None
     (net,) = [t for t in est.band.terms if t.source == "network"]
     assert net.spread == r
@@ -131,7 +136,9 @@ def test_network_spread_counts_only_where_the_link_is_the_bottleneck() -> None:
     # At 80 Gbit/s a layer ready at a quarter of backward (0.15 s) is reduced in 0.1 s, hidden by backward
     # (ends 0.3): one spread slower it still is (0.15 + 0.1·e^0.1 < 0.3), so the link's error adds nothing.
     early = profile(layers=((1_000_000_000, 0.25),))
-    hidden = simulate([member(P3_2XL, 2, 64, early)], bandwidth=TableBandwidth({1: 80.0}, residual_cv=r))
+    hidden = simulate(
+        [member(P3_2XL, 2, 64, early)], bandwidth=TableBandwidth({1: 80.0}, residual_cv=r), config=PER_LAYER
+    )
     assert hidden.band is not None
     assert all(t.source != "network" or t.sigma == 0 for t in hidden.band.terms)
     assert hidden.band.sigma == 0.0
@@ -139,8 +146,8 @@ def test_network_spread_counts_only_where_the_link_is_the_bottleneck() -> None:
 
 def test_straggler_term_shrinks_with_the_iterations_a_run_averages() -> None:
     prof = profile(cv=0.1)
-    one = simulate([member(P3_2XL, 1, 64, prof)], bandwidth=flat(10.0), iterations=1)
-    many = simulate([member(P3_2XL, 1, 64, prof)], bandwidth=flat(10.0), iterations=100)
+    one = simulate([member(P3_2XL, 1, 64, prof)], bandwidth=flat(10.0), iterations=1, config=PER_LAYER)
+    many = simulate([member(P3_2XL, 1, 64, prof)], bandwidth=flat(10.0), iterations=100, config=PER_LAYER)
     assert one.band is not None and many.band is not None
     (a,) = one.band.terms
     (b,) = many.band.terms
@@ -150,6 +157,8 @@ def test_straggler_term_shrinks_with_the_iterations_a_run_averages() -> None:
 
 
 def test_without_band_the_quantiles_are_the_prediction() -> None:
-    est = simulate([member(P3_2XL, 2, 64, profile(cv=0.1))], bandwidth=flat(8.0), band=False)
+    est = simulate(
+        [member(P3_2XL, 2, 64, profile(cv=0.1))], bandwidth=flat(8.0), band=False, config=PER_LAYER
+    )
     assert est.band is None
     assert est.iteration_p10_s == est.iteration_p50_s == est.iteration_p90_s == est.iteration_s

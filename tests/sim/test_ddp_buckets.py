@@ -6,6 +6,7 @@ import dataclasses
 
 import pytest
 
+from srift.domain.simulation import PER_LAYER, SimConfig
 from srift.errors import InvalidInput
 from srift.sim import simulate
 from srift.sim.layers import bucket_groups, bucketed
@@ -32,14 +33,16 @@ def test_buckets_fill_in_ready_order_first_one_small() -> None:
 def test_a_bucket_waits_for_its_last_gradient() -> None:
     # fw 0.1, bw 0.2; two 400 kB layers ready at 25 % and 100 % of backward; 2 VMs at 8 Mbit/s: 0.4 s each.
     prof = profile(layers=((400_000, 0.25), (400_000, 1.0)))
-    per_layer = simulate([member(P3_2XL, 2, 64, prof)], bandwidth=flat(0.008))
+    per_layer = simulate([member(P3_2XL, 2, 64, prof)], bandwidth=flat(0.008), config=PER_LAYER)
     # per layer: the first starts at 0.15; the link is busy until 0.15 + 0.8 = 0.95
     assert per_layer.iteration_s == pytest.approx(0.95, abs=1e-9)
-    buckets = simulate([member(P3_2XL, 2, 64, prof)], bandwidth=flat(0.008), bucket_cap_mb=25)
+    buckets = simulate(
+        [member(P3_2XL, 2, 64, prof)], bandwidth=flat(0.008), config=SimConfig(bucket_cap_mb=25)
+    )
     # both fit DDP's first bucket (< 1 MiB): reduced together once the last is ready at 0.3 → 0.3 + 0.8
     assert buckets.iteration_s == pytest.approx(1.1, abs=1e-9)
     big = profile(layers=((600_000, 0.25), (600_000, 1.0)))
-    split = simulate([member(P3_2XL, 2, 64, big)], bandwidth=flat(0.008), bucket_cap_mb=25)
+    split = simulate([member(P3_2XL, 2, 64, big)], bandwidth=flat(0.008), config=SimConfig(bucket_cap_mb=25))
     # 600 kB + 600 kB passes 1 MiB only with the second layer: still one bucket, ready at 0.3, 1.2 s
     assert split.iteration_s == pytest.approx(0.3 + 1.2, abs=1e-9)
 
@@ -50,19 +53,21 @@ def test_mixed_fleets_share_the_first_members_buckets() -> None:
         a, layers=tuple(dataclasses.replace(x, ready_frac=x.ready_frac / 2) for x in a.layers)
     )
     est = simulate(
-        [member(P3_2XL, 1, 64, a), member(P3_2XL, 1, 32, b)], bandwidth=flat(8.0), bucket_cap_mb=25
+        [member(P3_2XL, 1, 64, a), member(P3_2XL, 1, 32, b)],
+        bandwidth=flat(8.0),
+        config=SimConfig(bucket_cap_mb=25),
     )
     assert est.iteration_s > 0.3
     with pytest.raises(InvalidInput) as info:
-        simulate([member(P3_2XL, 2, 64, a)], bandwidth=flat(8.0), bucket_cap_mb=0.0)
+        simulate([member(P3_2XL, 2, 64, a)], bandwidth=flat(8.0), config=SimConfig(bucket_cap_mb=0.0))
     assert info.value.field == "bucket_cap_mb"
 
 
 def test_the_optimizer_step_follows_the_exchange() -> None:
     prof = dataclasses.replace(profile(), update_s=0.05)
-    one = simulate([member(P3_2XL, 1, 64, prof)], bandwidth=flat(8.0))
+    one = simulate([member(P3_2XL, 1, 64, prof)], bandwidth=flat(8.0), config=PER_LAYER)
     assert one.iteration_s == pytest.approx(0.35, abs=1e-12)
-    two = simulate([member(P3_2XL, 2, 64, prof)], bandwidth=flat(8.0))
+    two = simulate([member(P3_2XL, 2, 64, prof)], bandwidth=flat(8.0), config=PER_LAYER)
     b = two.breakdown
     assert two.iteration_s == pytest.approx(1.25, abs=1e-9)  # test_two_vms_one_layer_by_hand + 0.05
     assert b.update_s == pytest.approx(0.05)
@@ -77,7 +82,7 @@ def test_the_optimizers_exchange_bound_holds_for_buckets() -> None:
 
     from .kit import P3_8XL, resnet_like
 
-    evaluator = SimEvaluator(bandwidth=flat(10.0), bucket_cap_mb=25)
+    evaluator = SimEvaluator(bandwidth=flat(10.0), config=SimConfig(bucket_cap_mb=25))
     for fleet in (
         [member(P3_2XL, 4, 64, resnet_like())],
         [member(P3_8XL, 2, 128, resnet_like()), member(P3_2XL, 3, 32, resnet_like())],
@@ -85,3 +90,15 @@ def test_the_optimizers_exchange_bound_holds_for_buckets() -> None:
     ):
         bound = evaluator.iteration_bound_s(fleet)
         assert bound <= evaluator(fleet, iterations=1, usd_per_s=0.0).iteration_s + 1e-12
+
+
+def test_the_served_default_is_ddp_buckets_and_per_layer_is_an_explicit_choice() -> None:
+    from srift.domain.simulation import SERVED
+
+    small = profile(layers=[(2_000_000, (i + 1) / 40) for i in range(40)])
+    fleet = [member(P3_2XL, 4, 64, small)]
+    default = simulate(fleet, bandwidth=flat(8.0))
+    assert default == simulate(fleet, bandwidth=flat(8.0), config=SERVED)
+    assert default == simulate(fleet, bandwidth=flat(8.0), config=SimConfig(bucket_cap_mb=25))
+    assert default.iteration_s != simulate(fleet, bandwidth=flat(8.0), config=PER_LAYER).iteration_s
+    assert "exchange:ddp_buckets(25 MiB, first 1 MiB)" in default.sources

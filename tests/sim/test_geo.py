@@ -7,6 +7,7 @@ import pytest
 from srift.catalog.geo import parse_network
 from srift.domain import FleetMember, ModelProfile
 from srift.domain.geo import AllreducePattern, Location, Route
+from srift.domain.simulation import PER_LAYER
 from srift.errors import InvalidInput
 from srift.optimize.evaluate import SimEvaluator
 from srift.sim import simulate
@@ -68,7 +69,7 @@ def test_two_vms_in_two_locations_cross_the_link_twice_with_its_latency() -> Non
         FleetMember(instance=P3_2XL, count=1, batch=32, profile=ONE_GB, location=A),
         FleetMember(instance=P3_2XL, count=1, batch=32, profile=ONE_GB, location=B),
     ]
-    est = simulate(fleet, bandwidth=flat(10.0), geo=GeoContext(GEO))
+    est = simulate(fleet, bandwidth=flat(10.0), geo=GeoContext(GEO), config=PER_LAYER)
     assert est.iteration_s == pytest.approx(0.1 + 8.2)
     assert est.breakdown.exposed_location_s == pytest.approx(est.breakdown.exposed_network_s)
     assert any("link cloud/a→cloud/b: test table" in s for s in est.sources)
@@ -84,23 +85,29 @@ def located(count_a: int, count_b: int, prof: ModelProfile = ONE_GB) -> list[Fle
 def test_flat_ring_of_four_pays_the_link_on_every_step_and_its_latency_on_half() -> None:
     # N = 4, L = 2: in-location step = 1.2 s / 6 = 0.2 s (payload 10·4/6 Gbit/s); link step =
     # 2·0.1/4 + 8e9/(4·1e9) = 2.05 s, so t = 6 · 2.05 = 12.3 s.
-    est = simulate(located(2, 2), bandwidth=flat(10.0), geo=GeoContext(GEO))
+    est = simulate(located(2, 2), bandwidth=flat(10.0), geo=GeoContext(GEO), config=PER_LAYER)
     assert est.iteration_s == pytest.approx(0.1 + 12.3)
 
 
 def test_hierarchical_reduces_inside_each_location_then_rings_the_leaders() -> None:
     # In-location ring of 2 at 10 Gbit/s: 0.8 s; leaders: 2(L−1)·(α + s/(L·β)) = 2·(0.1 + 4) = 8.2 s.
-    est = simulate(located(2, 2), bandwidth=flat(10.0), geo=GeoContext(GEO, AllreducePattern.HIERARCHICAL))
+    est = simulate(
+        located(2, 2),
+        bandwidth=flat(10.0),
+        geo=GeoContext(GEO, AllreducePattern.HIERARCHICAL),
+        config=PER_LAYER,
+    )
     assert est.iteration_s == pytest.approx(0.1 + 0.8 + 8.2)
     assert est.breakdown.exposed_location_s == pytest.approx(8.2)
 
 
 def test_one_location_is_the_plain_simulator() -> None:
-    plain = simulate([member(P3_2XL, 4, 32, ONE_GB)], bandwidth=flat(10.0))
+    plain = simulate([member(P3_2XL, 4, 32, ONE_GB)], bandwidth=flat(10.0), config=PER_LAYER)
     here = simulate(
         [FleetMember(instance=P3_2XL, count=4, batch=32, profile=ONE_GB, location=A)],
         bandwidth=flat(10.0),
         geo=GeoContext(GEO),
+        config=PER_LAYER,
     )
     assert here.iteration_s == plain.iteration_s
 
@@ -134,7 +141,7 @@ def test_mixed_located_and_unlocated_members_are_refused() -> None:
         FleetMember(instance=P3_2XL, count=1, batch=32, profile=ONE_GB),
     ]
     with pytest.raises(InvalidInput) as info:
-        simulate(fleet, bandwidth=flat(10.0), geo=GeoContext(GEO))
+        simulate(fleet, bandwidth=flat(10.0), geo=GeoContext(GEO), config=PER_LAYER)
     assert info.value.field == "fleet.location"
 
 
@@ -149,14 +156,14 @@ def test_the_optimizers_bounds_stay_below_the_simulator_across_locations(pattern
         FleetMember(instance=nic, count=2, batch=32, profile=ONE_GB, location=A),
         FleetMember(instance=nic, count=2, batch=32, profile=ONE_GB, location=B),
     ]
-    simulated = simulate(fleet, bandwidth=flat(10.0), geo=geo, band=False).iteration_s
+    simulated = simulate(fleet, bandwidth=flat(10.0), geo=geo, band=False, config=PER_LAYER).iteration_s
     one_ring = iteration_lower_bound_s(fleet, bandwidth=flat(10.0))
     if pattern is AllreducePattern.HIERARCHICAL:
         assert simulated == pytest.approx(0.1 + 0.8 + 0.0802)
         assert one_ring > simulated
     else:
         assert one_ring == pytest.approx(simulated)
-    evaluator = SimEvaluator(bandwidth=flat(10.0), geo=geo)
+    evaluator = SimEvaluator(bandwidth=flat(10.0), geo=geo, config=PER_LAYER)
     assert evaluator.iteration_bound_s(fleet) <= simulated * (1 + 1e-9)
     partial = evaluator.grow(None, fleet[0])
     reach = Extension(min_nodes=4, max_nodes=4, later=(nic,))

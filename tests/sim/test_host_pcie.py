@@ -9,6 +9,7 @@ import pytest
 from srift.bandwidth.prior import AlphaBetaPrior
 from srift.domain import InstanceType, Interconnect
 from srift.domain.network import NetworkSpec, Transport
+from srift.domain.simulation import PER_LAYER
 from srift.sim import simulate
 from srift.sim.network import exchange_plans, intra_stage, network_stage
 
@@ -44,10 +45,10 @@ def test_tcp_on_pcie_adds_intra_and_network_times_efa_overlaps_them() -> None:
     assert [p.stage.name for p in exchange_plans(fleet, sizes, efa)] == ["intra", "network"]
     one_node = [member(PCIE4, 1, 256, PROFILE)]
     assert [p.stage.name for p in exchange_plans(one_node, sizes, tcp)] == ["intra"]
-    slower = simulate(fleet, bandwidth=tcp).iteration_s
+    slower = simulate(fleet, bandwidth=tcp, config=PER_LAYER).iteration_s
     measured = AlphaBetaPrior(network=NetworkSpec(measured_gbps={"g4dn.12xlarge": 40.5}))
     assert [p.stage.name for p in exchange_plans(fleet, sizes, measured)] == ["intra", "network"]
-    assert simulate(fleet, bandwidth=measured).iteration_s <= slower
+    assert simulate(fleet, bandwidth=measured, config=PER_LAYER).iteration_s <= slower
 
 
 def test_part_of_the_gpus_shrinks_the_intra_node_ring() -> None:

@@ -7,6 +7,7 @@ from dataclasses import replace
 import pytest
 
 from srift.domain import ModelProfile
+from srift.domain.simulation import PER_LAYER
 from srift.errors import InvalidInput
 from srift.sim import simulate
 
@@ -24,7 +25,9 @@ def _with(**extra: float) -> ModelProfile:
 def test_one_vm_adds_the_plain_loop_overhead_by_hand() -> None:
     # One VM exchanges nothing: 0.02 (zero_grad) + 0.1 + 0.2 = 0.32; the DDP value is not used.
     est = simulate(
-        [member(P3_2XL, 1, 64, _with(loop_overhead_s=0.02, ddp_overhead_s=0.05))], bandwidth=flat(8.0)
+        [member(P3_2XL, 1, 64, _with(loop_overhead_s=0.02, ddp_overhead_s=0.05))],
+        bandwidth=flat(8.0),
+        config=PER_LAYER,
     )
     assert est.iteration_s == pytest.approx(0.32, abs=1e-12)
     assert est.breakdown.forward_s == pytest.approx(0.12, abs=1e-12)
@@ -35,16 +38,20 @@ def test_a_fleet_that_exchanges_adds_the_ddp_overhead_before_its_buckets_by_hand
     # [0.3, 0.55]. With 0.05 s of DDP overhead before forward, every arrival moves 0.05 s later:
     # layer 2 is reduced over [0.35, 0.60].
     est = simulate(
-        [member(P3_2XL, 2, 64, _with(loop_overhead_s=0.02, ddp_overhead_s=0.05))], bandwidth=flat(8.0)
+        [member(P3_2XL, 2, 64, _with(loop_overhead_s=0.02, ddp_overhead_s=0.05))],
+        bandwidth=flat(8.0),
+        config=PER_LAYER,
     )
     assert est.iteration_s == pytest.approx(0.60, abs=1e-9)
     # Only the plain value measured: it stands for the DDP one too.
-    plain = simulate([member(P3_2XL, 2, 64, _with(loop_overhead_s=0.02))], bandwidth=flat(8.0))
+    plain = simulate(
+        [member(P3_2XL, 2, 64, _with(loop_overhead_s=0.02))], bandwidth=flat(8.0), config=PER_LAYER
+    )
     assert plain.iteration_s == pytest.approx(0.57, abs=1e-9)
 
 
 def test_unmeasured_overhead_changes_nothing() -> None:
-    est = simulate([member(P3_2XL, 1, 64, profile(layers=LAYERS))], bandwidth=flat(8.0))
+    est = simulate([member(P3_2XL, 1, 64, profile(layers=LAYERS))], bandwidth=flat(8.0), config=PER_LAYER)
     assert est.iteration_s == pytest.approx(0.3, abs=1e-12)
 
 

@@ -9,6 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from srift.domain import FleetMember, ModelProfile
+from srift.domain.simulation import PER_LAYER
 from srift.sim import simulate
 
 from .kit import P3_2XL, P3_8XL, TableBandwidth, instance, member, profile
@@ -59,7 +60,7 @@ def fleets(draw: st.DrawFn) -> tuple[list[FleetMember], TableBandwidth]:
 @given(fleets(), st.integers(0, 3))
 def test_never_faster_than_compute(case: tuple[list[FleetMember], TableBandwidth], seed: int) -> None:
     fleet, model = case
-    est = simulate(fleet, bandwidth=model, seed=seed, straggler_iters=30)
+    est = simulate(fleet, bandwidth=model, seed=seed, straggler_iters=30, config=PER_LAYER)
     for m in fleet:
         t_fw = m.profile.forward.time_s(m.per_device_batch)
         t_bw = m.profile.backward.time_s(m.per_device_batch)
@@ -76,8 +77,8 @@ def test_more_bandwidth_is_never_slower(
     case: tuple[list[FleetMember], TableBandwidth], factor: float
 ) -> None:
     fleet, model = case
-    base = simulate(fleet, bandwidth=model, straggler_iters=30)
-    faster = simulate(fleet, bandwidth=model.scaled(factor), straggler_iters=30)
+    base = simulate(fleet, bandwidth=model, straggler_iters=30, config=PER_LAYER)
+    faster = simulate(fleet, bandwidth=model.scaled(factor), straggler_iters=30, config=PER_LAYER)
     assert faster.iteration_s <= base.iteration_s * (1 + 1e-9)
 
 
@@ -96,8 +97,8 @@ def test_adding_a_slower_vm_is_never_faster(
         cv=base_profile.straggler_cv,
     )
     extra = member(instance("g5.slow", gpu_model="T4", network_gbps=1.0), count, 64, slower)
-    before = simulate(fleet, bandwidth=model, straggler_iters=30)
-    after = simulate([*fleet, extra], bandwidth=model, straggler_iters=30)
+    before = simulate(fleet, bandwidth=model, straggler_iters=30, config=PER_LAYER)
+    after = simulate([*fleet, extra], bandwidth=model, straggler_iters=30, config=PER_LAYER)
     assert after.iteration_s >= before.iteration_s * (1 - 1e-9)
 
 
@@ -105,6 +106,6 @@ def test_adding_a_slower_vm_is_never_faster(
 @given(fleets(), st.integers(0, 2**32))
 def test_same_seed_same_result(case: tuple[list[FleetMember], TableBandwidth], seed: int) -> None:
     fleet, model = case
-    assert simulate(fleet, bandwidth=model, seed=seed, straggler_iters=20) == simulate(
-        fleet, bandwidth=model, seed=seed, straggler_iters=20
+    assert simulate(fleet, bandwidth=model, seed=seed, straggler_iters=20, config=PER_LAYER) == simulate(
+        fleet, bandwidth=model, seed=seed, straggler_iters=20, config=PER_LAYER
     )

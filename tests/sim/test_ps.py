@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from srift.domain.simulation import PER_LAYER
 from srift.sim import CommMode, simulate
 from srift.sim.engine import Engine
 from srift.sim.ps import SharedLink, place_layers
@@ -31,7 +32,12 @@ def test_layers_go_to_the_least_loaded_server() -> None:
 def test_one_worker_one_server_by_hand() -> None:
     # 1 GB of parameters at 8 Gbit/s: download 1 s; compute 0.1 + 0.2; the layer is ready at 1.2 and its
     # upload takes 1 s → a step is 2.2 s, of which 0.3 compute.
-    est = simulate([member(P3_2XL, 1, 64, profile())], bandwidth=flat(8.0), comm=CommMode.PARAMETER_SERVER)
+    est = simulate(
+        [member(P3_2XL, 1, 64, profile())],
+        bandwidth=flat(8.0),
+        comm=CommMode.PARAMETER_SERVER,
+        config=PER_LAYER,
+    )
     assert est.iteration_s == pytest.approx(2.2, abs=1e-9)
     assert est.breakdown.compute_s == pytest.approx(0.3, abs=1e-9)
     assert est.breakdown.exposed_network_s == pytest.approx(1.9, abs=1e-9)
@@ -40,7 +46,12 @@ def test_one_worker_one_server_by_hand() -> None:
 
 def test_two_workers_share_the_server_links() -> None:
     # Both download at 4 Gbit/s (2 s); the layer is ready at 2.2 and both upload it at 4 Gbit/s (2 s): 4.2 s.
-    est = simulate([member(P3_2XL, 2, 64, profile())], bandwidth=flat(8.0), comm=CommMode.PARAMETER_SERVER)
+    est = simulate(
+        [member(P3_2XL, 2, 64, profile())],
+        bandwidth=flat(8.0),
+        comm=CommMode.PARAMETER_SERVER,
+        config=PER_LAYER,
+    )
     assert est.iteration_s == pytest.approx(4.2, abs=1e-9)
     assert est.iteration_p10_s == pytest.approx(4.2, abs=1e-9)
     assert est.iteration_p90_s == pytest.approx(4.2, abs=1e-9)
@@ -48,11 +59,17 @@ def test_two_workers_share_the_server_links() -> None:
 
 def test_more_servers_relieve_a_communication_bound_model() -> None:
     fleet = [member(P3_2XL, 8, 64, resnet_like())]
-    one = simulate(fleet, bandwidth=flat(10.0), comm=CommMode.PARAMETER_SERVER, ps_servers=1)
-    four = simulate(fleet, bandwidth=flat(10.0), comm=CommMode.PARAMETER_SERVER, ps_servers=4)
+    one = simulate(
+        fleet, bandwidth=flat(10.0), comm=CommMode.PARAMETER_SERVER, ps_servers=1, config=PER_LAYER
+    )
+    four = simulate(
+        fleet, bandwidth=flat(10.0), comm=CommMode.PARAMETER_SERVER, ps_servers=4, config=PER_LAYER
+    )
     assert four.iteration_s < 0.5 * one.iteration_s
     assert four.iteration_p10_s <= four.iteration_p50_s <= four.iteration_p90_s
-    again = simulate(fleet, bandwidth=flat(10.0), comm=CommMode.PARAMETER_SERVER, ps_servers=4)
+    again = simulate(
+        fleet, bandwidth=flat(10.0), comm=CommMode.PARAMETER_SERVER, ps_servers=4, config=PER_LAYER
+    )
     assert again == four
     b = four.breakdown
     assert b.compute_s + b.exposed_network_s == pytest.approx(four.iteration_s)

@@ -15,9 +15,9 @@ import pytest
 
 from srift.bandwidth.local_probe import free_port
 from srift.settings import REPO_ROOT
+from srift.validation.adapter import colocated_profile
 from srift.validation.colocation import (
     ColocationFactors,
-    colocated_profile,
     colocation_factors,
     solo_ranks,
 )

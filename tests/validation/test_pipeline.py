@@ -8,13 +8,8 @@ import pytest
 
 from srift.validation.context import Effort
 from srift.validation.matrix import Fleet, Group
-from srift.validation.steps import (
-    DDP_REBUILD_ITERATION,
-    long_run_warmup,
-    pass_positions,
-    passes_within,
-    spread_slots,
-)
+from srift.validation.profiles import pass_positions, passes_within, spread_slots
+from srift.validation.steps import DDP_REBUILD_ITERATION, long_run_warmup
 
 
 @pytest.mark.parametrize(

@@ -8,6 +8,7 @@ from fastapi import APIRouter, Path
 
 from srift.api.auth import RequireRead, RequireWrite
 from srift.api.deps import SessionDep, SettingsDep
+from srift.api.schemas.launch import JobStartOut
 from srift.api.schemas.plans import (
     AmendmentIn,
     ErrorOut,
@@ -37,7 +38,7 @@ def _out(run: TrainingRun) -> JobOut:
 
 @router.post(
     "/jobs",
-    response_model=JobOut,
+    response_model=JobStartOut,
     status_code=201,
     responses={
         **_AUTH,
@@ -46,8 +47,9 @@ def _out(run: TrainingRun) -> JobOut:
     },
 )
 def start_job(body: JobCreate, session: SessionDep, _: RequireWrite) -> Any:
-    """Start tracking a training run of a stored plan."""
-    return _out(service.start_job(session=session, plan_id=body.plan_id))
+    """Start tracking a training run of a stored plan. The answer carries the run's own token, once."""
+    run = service.start_job(session=session, plan_id=body.plan_id)
+    return JobStartOut.model_validate(run, from_attributes=True)
 
 
 @router.get("/jobs/{job_id}", response_model=JobOut, responses={401: _AUTH[401], **_NO_JOB})

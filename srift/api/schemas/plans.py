@@ -10,6 +10,8 @@ from srift.api.schemas.network import NetworkIn, NetworkOut
 from srift.api.schemas.profiles import ProfileIn
 from srift.api.schemas.types import (
     NO_NUL,
+    BucketCapMb,
+    ExchangeField,
     KeysStated,
     Timestamp,
     TypeName,
@@ -29,6 +31,7 @@ from srift.domain.requests import (
     PlanQuery,
     ProgressReport,
 )
+from srift.domain.simulation import DDP_BUCKET_CAP_MB, Exchange
 from srift.domain.states import TrainingState
 from srift.domain.structure import Precision
 from srift.limits import (
@@ -116,6 +119,11 @@ class PlanRequest(BaseModel):
         max_length=MAX_NAME_CHARS,
         pattern=NO_NUL,
         description="use every stored profile of this model",
+    )
+    allow_cpu_profiles: bool = Field(
+        default=False,
+        description="use profiles that `srift profile` measured on a CPU for GPU instance types (a stand-in: "
+        "the answer says so); refused otherwise",
     )
     precision: Precision | None = Field(
         default=None,
@@ -249,6 +257,8 @@ class PlanRequest(BaseModel):
     include_retired: bool = Field(
         default=False, description="also plan with instance families the provider has retired"
     )
+    exchange: ExchangeField = Exchange.DDP_BUCKETS
+    bucket_cap_mb: BucketCapMb = DDP_BUCKET_CAP_MB
 
     def to_domain(self) -> PlanQuery:
         """The validated request as the services' PlanQuery."""
@@ -276,6 +286,16 @@ class ChoiceOut(BaseModel):
     )
     compute_spread: float | None = Field(
         default=None, description="relative 1-σ error of an estimated compute time (null when measured)"
+    )
+    memory_per_gpu_bytes: int | None = Field(
+        default=None,
+        description="peak bytes per GPU at this batch by the training memory model (parameters, gradients, "
+        "optimizer state, DDP buckets, activations, CUDA context and NCCL); null for a CPU type or a "
+        "profile without a memory model",
+    )
+    gpu_memory_bytes: int | None = Field(default=None, description="bytes of one GPU of the type")
+    batch_limit: str | None = Field(
+        default=None, description="why this type's per-GPU batch is capped, when memory caps it"
     )
 
 
@@ -530,6 +550,13 @@ class PlanResult(BaseModel):
     precision: str | None = Field(default=None, description="the arithmetic the profiles are in")
     estimated: EstimatedOut | None = Field(
         default=None, description="which numbers rest on estimated compute (absent in plans made before)"
+    )
+    calibration: dict[str, Any] | None = Field(
+        default=None,
+        description="srift.services.calibration: `model` and `network_key` runs of this plan are filed "
+        "under, `raw` (the uncorrected iteration_s, compute_s, comm_s and band sigma runs are compared "
+        "with), `runs` (measured runs the applied correction rests on; 0: uncorrected) and `text` "
+        '("calibrated on 3 runs: compute ×1.1, communication ×0.9")',
     )
 
 

@@ -16,10 +16,19 @@ from srift.api.schemas.plans import (
     ProfileId,
 )
 from srift.api.schemas.profiles import ProfileIn
-from srift.api.schemas.types import NO_NUL, TypeName, check_one_of, one_of, parse_request
+from srift.api.schemas.types import (
+    NO_NUL,
+    BucketCapMb,
+    ExchangeField,
+    TypeName,
+    check_one_of,
+    one_of,
+    parse_request,
+)
 from srift.documents import read_document
 from srift.domain import Market
 from srift.domain.requests import PredictionQuery
+from srift.domain.simulation import DDP_BUCKET_CAP_MB, Exchange
 from srift.domain.structure import Precision
 from srift.limits import MAX_COUNT, MAX_VM_BATCH
 from srift.sim import CommMode
@@ -92,6 +101,11 @@ class PredictionRequest(BaseModel):
         pattern=NO_NUL,
         description="every stored profile of this model",
     )
+    allow_cpu_profiles: bool = Field(
+        default=False,
+        description="use profiles that `srift profile` measured on a CPU for GPU instance types (a stand-in: "
+        "the answer says so); refused otherwise",
+    )
     precision: Precision | None = Field(
         default=None,
         description=(
@@ -134,6 +148,8 @@ class PredictionRequest(BaseModel):
         description="Monte Carlo samples of one iteration (stragglers, bandwidth-model error) for the "
         "stragglers term of the p10/p50/p90 band (0: straggler draws only)",
     )
+    exchange: ExchangeField = Exchange.DDP_BUCKETS
+    bucket_cap_mb: BucketCapMb = DDP_BUCKET_CAP_MB
 
     @model_validator(mode="after")
     def _one_selection_and_fleet(self) -> PredictionRequest:

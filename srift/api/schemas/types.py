@@ -17,6 +17,7 @@ from srift.documents import FreeObject as FreeObject
 from srift.documents import KeysStated as KeysStated
 from srift.documents import NoNulText as NoNulText
 from srift.documents import error_location
+from srift.domain.simulation import MAX_BUCKET_CAP_MB, Exchange
 from srift.errors import InvalidInput
 
 
@@ -27,6 +28,22 @@ def _with_offset(value: datetime) -> datetime:
 
 Timestamp = Annotated[datetime, AfterValidator(_with_offset)]
 """A datetime that always serializes with an offset, as OpenAPI's `date-time` (RFC 3339) requires."""
+
+ExchangeField = Annotated[
+    Exchange,
+    Field(
+        description="how gradients are exchanged: ddp_buckets (PyTorch DDP's buckets, what every answer uses "
+        "by default) or per_layer (the Srift paper's one allreduce per layer)"
+    ),
+]
+BucketCapMb = Annotated[
+    float,
+    Field(
+        gt=0,
+        le=MAX_BUCKET_CAP_MB,
+        description="DistributedDataParallel's bucket_cap_mb (MiB); its first bucket holds about 1 MiB",
+    ),
+]
 
 TypeName = Annotated[str, Field(min_length=1, max_length=128, pattern=SOME_TEXT)]
 """An instance type name as requests give it (looked up in the catalog as written); also a dict key, so

@@ -168,6 +168,7 @@ async function showRun(id) {
       { label: "Details", value: (e) => summary(e.payload), wrap: true },
     ], events, { id: "runs-events-table", empty: "no events yet" });
     await drawProgress(events);
+    await drawIterations(await get(`/jobs/${run.id}/iterations`));
   } catch (err) {
     showBoxError($("runs-error"), err);
   }
@@ -233,6 +234,44 @@ async function amend(ev) {
     $("runs-amend-submit").disabled = false;
     $("runs-amend-busy").hidden = true;
   }
+}
+
+/**
+ * Each reported step's measured time beside the predicted mean and p10–p90 band of the plan it ran (one
+ * series per plan the run followed: the first and each re-plan).
+ */
+function drawIterations(answer) {
+  const series = answer.series || [];
+  const steps = series.reduce((n, s) => n + s.steps.length, 0);
+  $("runs-iter-note").textContent = steps
+    ? `${fmtNumber(steps)} steps reported, against ${series.length} plan${series.length === 1 ? "" : "s"}`
+    : "no steps reported yet: the helper's IterationReporter sends them with the run's token";
+  const all = series.flatMap((s) => s.steps.map((p) => p.iteration_s));
+  const unit = timeUnit(all.length ? all : [0]);
+  const traces = [];
+  const palette = ["#4c78a8", "#f58518", "#54a24b", "#b279a2"];
+  series.forEach((s, k) => {
+    const color = palette[k % palette.length];
+    const xs = s.steps.map((p) => p.step);
+    const first = xs.length ? xs[0] : 0;
+    const last = xs.length ? xs[xs.length - 1] : 0;
+    traces.push({ type: "scatter", mode: "markers", name: `measured (plan #${s.plan_id})`, uid: `measured-${s.plan_id}`, x: xs, y: s.steps.map((p) => p.iteration_s / unit.scale), marker: { size: 4, color } });
+    if (s.predicted_s != null) {
+      if (s.predicted_p10_s != null && s.predicted_p90_s != null) {
+        traces.push({ type: "scatter", mode: "lines", name: `p10–p90 (plan #${s.plan_id})`, uid: `band-${s.plan_id}`, x: [first, last, last, first], y: [s.predicted_p10_s, s.predicted_p10_s, s.predicted_p90_s, s.predicted_p90_s].map((v) => v / unit.scale), fill: "toself", line: { width: 0 }, fillcolor: "rgba(76,120,168,0.12)", hoverinfo: "skip" });
+      }
+      traces.push({ type: "scatter", mode: "lines", name: `predicted (plan #${s.plan_id})`, uid: `predicted-${s.plan_id}`, x: [first, last], y: [s.predicted_s / unit.scale, s.predicted_s / unit.scale], line: { color, dash: "dash" } });
+    }
+  });
+  const layout = {
+    margin: { l: 64, r: 20, t: 10, b: 44 },
+    xaxis: { title: { text: "step" }, rangemode: "tozero", gridcolor: "#eef1f5" },
+    yaxis: { title: { text: `iteration (${unit.name})` }, rangemode: "tozero", gridcolor: "#eef1f5" },
+    legend: { orientation: "h", y: -0.3 },
+    paper_bgcolor: "#fff",
+    plot_bgcolor: "#fff",
+  };
+  return react($("runs-iter-chart"), traces, layout);
 }
 
 /** Iterations done against elapsed time (s, min or h by the run's length), with each interruption marked. */

@@ -1,0 +1,128 @@
+"""Launch files of a stored plan; measured iteration times of training runs; learned corrections."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Path, Query, Request
+
+from srift.api.auth import RequireRead, RequireWrite, Scope, _require, bearer_token
+from srift.api.deps import SessionDep
+from srift.api.schemas.launch import (
+    CorrectionList,
+    CorrectionOut,
+    CorrectionResetIn,
+    IterationsIn,
+    IterationsOut,
+    LaunchOut,
+    RunIterationsOut,
+    launch_document,
+)
+from srift.api.schemas.plans import ErrorOut
+from srift.launch.emit import EmitFormat, LaunchOptions
+from srift.services import calibration, training_jobs
+from srift.services.launch import emit_plan
+
+router = APIRouter(tags=["launch and calibration"])
+
+_PLAN_ID = Path(ge=1, le=2**31 - 1)
+_JOB_ID = Path(ge=1, le=2**31 - 1)
+_AUTH: dict[int | str, dict[str, Any]] = {
+    401: {"model": ErrorOut, "description": "a token is required and missing or invalid"},
+    403: {"model": ErrorOut, "description": "the token may not write (or is another run's token)"},
+}
+
+
+def _run_or_write(request: Request, session: SessionDep) -> str | None:
+    """A run's own token (checked against the run by the route), or a write token."""
+    plain = bearer_token(request)
+    if request.app.state.settings.auth_enabled and training_jobs.is_run_token(plain):
+        return plain
+    _require(Scope.WRITE)(request, session)
+    return None
+
+
+RunOrWrite = Annotated[str | None, Depends(_run_or_write)]
+
+
+@router.get(
+    "/plans/{plan_id}/launch",
+    response_model=LaunchOut,
+    responses={
+        404: {"model": ErrorOut, "description": "no plan with this id"},
+        409: {
+            "model": ErrorOut,
+            "description": "the plan cannot be launched in this format (SkyPilot launches no testbed VMs)",
+        },
+    },
+)
+def launch_files(
+    session: SessionDep,
+    _: RequireRead,
+    plan_id: int = _PLAN_ID,
+    format: EmitFormat = Query(EmitFormat.TORCHRUN, description="torchrun, skypilot or kubernetes"),
+    script: str = Query("train.py", min_length=1, max_length=500, description="the training script"),
+    master_addr: str | None = Query(None, max_length=255, description="node 0's address, when known"),
+    image: str | None = Query(None, max_length=500, description="kubernetes: the container image"),
+    setup: str | None = Query(None, max_length=2000, description="skypilot, kubernetes: the setup command"),
+) -> Any:
+    """The plan as launch files: per-VM torchrun lines, SkyPilot tasks or Kubernetes JobSets, each with
+    the NCCL and network settings the plan was priced under, commented with the assumption they carry."""
+    options = LaunchOptions(script=script, master_addr=master_addr)
+    options = replace(options, image=image or options.image, setup=setup or options.setup)
+    files = emit_plan(session=session, plan_id=plan_id, fmt=format, options=options)
+    return launch_document(plan_id, format, files)
+
+
+@router.post(
+    "/jobs/{job_id}/iterations",
+    response_model=IterationsOut,
+    responses={
+        **_AUTH,
+        404: {"model": ErrorOut, "description": "no run with this id"},
+        409: {"model": ErrorOut, "description": "the plan is not one of the run's plans"},
+    },
+)
+def report_iterations(
+    body: IterationsIn, session: SessionDep, run_token: RunOrWrite, job_id: int = _JOB_ID
+) -> Any:
+    """Measured iteration times of a run, with the run's own token (or a write token). A step already
+    stored counts once. Progress moves to the last step reported; when the run completes, or with
+    `final`, its steps become an observation of the plan's prediction and the corrections are refitted."""
+    if run_token is not None:
+        training_jobs.check_run_token(session=session, job_id=job_id, plain=run_token)
+    return training_jobs.report_iterations(session=session, job_id=job_id, report=body.to_domain())
+
+
+@router.get(
+    "/jobs/{job_id}/iterations",
+    response_model=RunIterationsOut,
+    responses={404: {"model": ErrorOut, "description": "no run with this id"}},
+)
+def run_iterations(session: SessionDep, _: RequireRead, job_id: int = _JOB_ID) -> Any:
+    """A run's measured iteration times per plan, beside each plan's predicted iteration and band."""
+    training_jobs.get_run(session=session, job_id=job_id)
+    return RunIterationsOut(job_id=job_id, series=calibration.run_series(session=session, job_id=job_id))
+
+
+@router.get("/corrections", response_model=CorrectionList)
+def list_corrections(
+    session: SessionDep, _: RequireRead, model: str | None = Query(None, max_length=200)
+) -> Any:
+    """The corrections learned from measured runs, per model, instance type and network setting."""
+    entries = calibration.list_corrections(session=session, model=model)
+    return CorrectionList(corrections=[CorrectionOut.model_validate(e.document()) for e in entries])
+
+
+@router.post(
+    "/corrections/reset",
+    response_model=CorrectionList,
+    responses={**_AUTH, 404: {"model": ErrorOut, "description": "no such correction"}},
+)
+def reset_correction(body: CorrectionResetIn, session: SessionDep, _: RequireWrite) -> Any:
+    """Forget what the runs so far taught a correction: later predictions start from no correction."""
+    entries = calibration.reset_correction(
+        session=session, model=body.model, instance_type=body.instance_type, network_key=body.network_key
+    )
+    return CorrectionList(corrections=[CorrectionOut.model_validate(e.document()) for e in entries])

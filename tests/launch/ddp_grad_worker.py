@@ -1,0 +1,48 @@
+"""One rank of a real DDP step with the plan's uneven batches (run by torchrun from test_helper.py).
+
+Every rank takes its slice of the same global batch (srift.launch.helper.RankShare), computes its mean loss,
+weighted by the helper (`weighted`) or not (`plain`), and runs backward through DistributedDataParallel;
+rank 0 saves the averaged gradient to OUT.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel
+
+from srift.launch.helper import RankShare, init_distributed
+
+
+def main() -> None:
+    plan_file, mode, out = sys.argv[1], sys.argv[2], sys.argv[3]
+    init_distributed()
+    share = RankShare.from_env(plan_file)
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(6, 5), torch.nn.Tanh(), torch.nn.Linear(5, 2))
+    ddp = DistributedDataParallel(model)
+    generator = torch.Generator().manual_seed(1)
+    x = torch.randn(share.global_batch, 6, generator=generator, dtype=torch.float32)
+    y = torch.randn(share.global_batch, 2, generator=generator, dtype=torch.float32)
+    mine = slice(share.offset, share.offset + share.local_batch)
+    loss = torch.nn.functional.mse_loss(ddp(x[mine]), y[mine])
+    if mode == "weighted":
+        loss = share.scale(loss)
+    loss.backward()
+    if share.rank == 0:
+        grads = [p.grad.tolist() for p in model.parameters()]
+        with open(out, "w") as f:
+            json.dump({"grads": grads, "rank_batches": share.rank_batches}, f)
+    dist.barrier()
+
+
+if __name__ == "__main__":
+    # As probes/ddp_train.py does: torch's gloo threads can abort the interpreter's teardown after a
+    # distributed run ("terminate called without an active exception"), so a finished rank leaves at once.
+    main()
+    sys.stdout.flush()
+    os._exit(0)
