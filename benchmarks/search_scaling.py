@@ -76,7 +76,9 @@ ISSUE_47: dict[str, Any] = {
     "region": "us-east-1",
     "market": "spot",
     "solve_budget_s": 20,
+    "allow_cpu_profiles": True,
 }
+"""Issue #47's request; its profile was measured on a CPU, so it is allowed as a stand-in."""
 DASHBOARD: dict[str, Any] = {
     "global_batch": 256,
     "iterations": 10_000,
@@ -85,6 +87,7 @@ DASHBOARD: dict[str, Any] = {
     "mode": "auto",
     "provider": "aws",
     "region": "us-east-1",
+    "allow_cpu_profiles": True,
 }
 """The dashboard's plan form as it opens (srift/api/templates/plan.html), with a stored model chosen."""
 

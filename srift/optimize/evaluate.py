@@ -286,7 +286,7 @@ class Evaluations:
         if make is None or self._partial_bound is None:
             return None
         cand = self.problem.candidates[index]
-        state: object = make(
+        state: object | None = make(
             cand.instance, cand.profile, least_compute_s=least_compute_s, forward_share=forward_share
         )
         return state

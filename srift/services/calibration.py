@@ -616,6 +616,22 @@ class CalibratedEvaluator:
     def partial_bound_s(self, partial: Any, *, extension: Any = None) -> float:
         return float(self.inner.partial_bound_s(partial, extension=extension)) * self.scale
 
+    def type_partial(
+        self, instance: Any, profile: Any, *, least_compute_s: float, forward_share: float
+    ) -> Any:
+        """The inner evaluator's state for any member of a type (its bounds scale in partial_bound_s), or
+        None when it offers none."""
+        make = getattr(self.inner, "type_partial", None)
+        if make is None:
+            return None
+        return make(instance, profile, least_compute_s=least_compute_s, forward_share=forward_share)
+
+    def use_locations(self, locations: Sequence[Any]) -> None:
+        """The inner evaluator's bounds across locations (srift.optimize.evaluate.SimEvaluator)."""
+        use = getattr(self.inner, "use_locations", None)
+        if use is not None:
+            use(locations)
+
 
 def calibrated_evaluator(evaluator: Any, *, session: Session, model: str, network: NetworkSpec) -> Any:
     """The plan pipeline's hook: `evaluator` wrapped with the stored corrections of `model` under `network`,
