@@ -125,6 +125,7 @@ class BranchAndBound:
         self.dead: set[int] = set()
         self._located = [x.location for x in cands]
         self._only: dict[Groups, object] = {}
+        self._twinned = dominated_locations(problem)
         self._aside: dict[int, tuple[int, float, object]] = {}
         self._profiles = tuple(x.profile for x in cands)
         self._eff = [cost_per_sample_floor(x) for x in cands]
@@ -384,6 +385,9 @@ class BranchAndBound:
             if total <= self.t_lim and cost <= self.b_lim and tight < self.incumbent.value:
                 tt = self._coupled_s(state, pos, rem, vms=vms, price=price, t=tt)
                 self._stay_if_crossing_cannot_win(state, groups, extension, pos=pos, rem=rem, price=price)
+                if self._twinned and self._in_twinned(groups):
+                    # its fleets that stay put have a twin at least as good elsewhere: only crossings count
+                    tt = max(tt, self.evals.partial_bound_s(state, extension=replace(extension, spans=True)))
         total, cost = self._bound(t=tt, price=price, rem=rem, pos=pos, sumf=sumf)
         if total > self.t_lim or cost > self.b_lim:
             return
@@ -416,6 +420,11 @@ class BranchAndBound:
             or (cost if self.cost_obj else total) >= self.incumbent.value
         ):
             self._only[groups] = home
+
+    def _in_twinned(self, groups: Groups) -> bool:
+        """Whether every group lies in one location another dominates (`dominated_locations`)."""
+        where = {self._located[i] for i, _, _ in groups}
+        return len(where) == 1 and next(iter(where)) in self._twinned
 
     def _stay(self, groups: Groups) -> object | None:
         """The location a subtree must keep to (its own or an ancestor's decision), or None."""
@@ -555,6 +564,8 @@ class BranchAndBound:
             if bound >= inc:
                 continue
             group: Group = (q, n, b)
+            if self._twinned and self._in_twinned((*groups, group)):
+                continue
             push(bound, (COMPLETE, q + 1, 0, pp, sumf, vms + n, gpus + n * d, (*groups, group), tt, state))
         if q + 1 >= last:
             return
@@ -591,6 +602,56 @@ class BranchAndBound:
                     cost if cost_obj else total,
                     (PARTIAL, q + 1, r, pp, sf, vms + n, gpus + n * d, (*groups, group), tt, state),
                 )
+
+
+def dominated_locations(problem: Problem) -> frozenset[object]:
+    """Locations whose fleets all have a twin at least as good in another location (symmetry of locations).
+
+    Location B is dominated by A when A offers every (type, market) B does with the same profile, at a
+    price and an interruption rate no higher and a cap no lower. A fleet within B then has a twin within A
+    (the same VMs and batches) that the simulator predicts the same time for (its draws do not depend on the
+    location, and one location pays no egress), for no more rent and, with interruptions priced in, no more
+    expected time or cost: never worse, so fleets within B need not be listed. Of two equal locations the
+    one later in order is the dominated one.
+    """
+    by_location: dict[object, dict[tuple[str, str], Candidate]] = {}
+    for cand in problem.candidates:
+        if cand.location is None:
+            return frozenset()
+        by_location.setdefault(cand.location, {})[(cand.name, cand.market.value)] = cand
+    order = sorted(by_location, key=lambda loc: getattr(loc, "key", str(loc)))
+    out: set[object] = set()
+    for b in order:
+        for a in order:
+            if a == b or a in out:
+                continue
+            mine, theirs = by_location[b], by_location[a]
+            if all(_no_better(c, theirs.get(key)) for key, c in mine.items()):
+                strictly = any(_better(theirs[key], c) for key, c in mine.items())
+                if strictly or order.index(a) < order.index(b):
+                    out.add(b)
+                    break
+    return frozenset(out)
+
+
+def _no_better(cand: Candidate, twin: Candidate | None) -> bool:
+    """Whether `twin` (the same type elsewhere) is at least as good as `cand` in every respect."""
+    return (
+        twin is not None
+        and twin.profile is cand.profile
+        and twin.offer.instance == cand.offer.instance
+        and twin.price_usd_per_s <= cand.price_usd_per_s
+        and twin.interruptions_per_s <= cand.interruptions_per_s
+        and twin.cap >= cand.cap
+    )
+
+
+def _better(twin: Candidate, cand: Candidate) -> bool:
+    return (
+        twin.price_usd_per_s < cand.price_usd_per_s
+        or twin.interruptions_per_s < cand.interruptions_per_s
+        or twin.cap > cand.cap
+    )
 
 
 def set_aside(

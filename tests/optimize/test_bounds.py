@@ -132,3 +132,48 @@ def test_candidate_helper_and_policy_smoke() -> None:
     cand = candidate("a", gpus=2, max_batch=8, per_sample_s=0.01, price=1.0, cap=2)
     assert max_batch_within(cand, 0.0) == 0
     assert max_batch_within(cand, 1e9) == cand.max_vm_batch
+
+
+def test_a_region_no_better_than_another_is_left_to_its_twin_and_the_optimum_stays() -> None:
+    """Symmetry of locations: when one region offers every type of another at a price no lower, fleets
+    within it are never better than their twins; the search skips them and still finds brute force's
+    optimum (with the same simulator). Of two equal regions exactly one is skipped."""
+    from srift.domain import SearchMode
+    from srift.domain.geo import Location
+    from srift.optimize.exhaustive import dominated_locations
+    from srift.optimize.solver import PlanInfeasible, SolveOptions, optimize
+
+    from .problems import make_located_problem
+
+    east, west = Location("aws", "us-east-1"), Location("aws", "us-west-2")
+    evaluator = SimEvaluator(bandwidth=AlphaBetaPrior())
+    checked = 0
+    for seed in range(60):
+        base = make_located_problem(seed)
+        for factor in (1.25, 1.0):
+            cands = []
+            for cand in base.candidates:
+                twin = next(c for c in base.candidates if c.name == cand.name and c.location == east)
+                price = twin.offer.price_usd_per_hr * (factor if cand.location == west else 1.0)
+                cands.append(replace(cand, offer=replace(cand.offer, price_usd_per_hr=price), cap=twin.cap))
+            problem = replace(base, candidates=tuple(cands))
+            assert dominated_locations(problem) == frozenset({west})
+            if not 0 < len(all_configs(problem)) <= 60:
+                continue
+            expected = brute_force(problem, evaluator)  # type: ignore[arg-type]
+            try:
+                plan = optimize(
+                    problem, evaluator, SolveOptions(mode=SearchMode.EXHAUSTIVE, solve_budget_s=30)
+                )
+            except PlanInfeasible:
+                assert expected is None
+                continue
+            assert plan.proven_optimal
+            got = (
+                plan.predicted.cost_usd
+                if problem.constraints.objective is Objective.MIN_COST
+                else (plan.predicted.total_time_s)
+            )
+            assert expected is not None and got == pytest.approx(expected, rel=1e-12), seed
+            checked += 1
+    assert checked >= 20
