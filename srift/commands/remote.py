@@ -30,12 +30,20 @@ _BY_STATUS: dict[int, type[SriftError]] = {
 
 def load_request_file(path: Path) -> Any:
     """Parse a YAML or JSON request file; an unreadable or malformed file is InvalidInput naming FILE."""
+    import json
+
     import yaml
 
     from srift.documents import read_text_file
 
     try:
-        return yaml.safe_load(read_text_file(path))
+        text = read_text_file(path)
+        if text.lstrip().startswith(("{", "[")):
+            try:
+                return json.loads(text)  # a JSON request (often a whole profile inline): no YAML parse
+            except json.JSONDecodeError:
+                pass
+        return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except OSError as exc:
         raise InvalidInput(
             f"cannot read {path}: {exc.strerror}", hint="check the path", field="FILE"
