@@ -30,13 +30,13 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch
 
-    from srift.profiling.loading import resolve_callable
-    from srift.profiling.profiler import (
+    from srift.profiling.bench import (
         call_model,
         default_loss,
         trainable_layers,
         unique_trainable_parameters,
     )
+    from srift.profiling.loading import resolve_callable
 
     torch.set_num_threads(1)
     model = resolve_callable(args.model, what="model", field="model")()

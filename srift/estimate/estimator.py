@@ -11,8 +11,10 @@ memory; `srift.profiling.structure`), in one of two ways:
 - **roofline** (`estimate:roofline`): from the structure alone, with the calibration's efficiencies and,
   for models the public table has (ResNet-50, BERT-base), that model's time factor.
 
-The largest batch is the one whose training step fits the accelerator's memory (parameters, gradients,
-Adam's state and the step's peak activations). Curves have breakpoints at 1, 2, 4, … and the largest batch.
+The largest batch is the one whose training step fits the accelerator's memory less the margin, by the
+training memory model of one CUDA rank (`srift.domain.memory`: parameters, gradients, Adam's state and
+temporaries, the CUDA context and the structure's activations), as `srift profile` finds it on a GPU.
+Curves have breakpoints at 1, 2, 4, … and the largest batch.
 Every estimate carries `estimate` (method, source accelerator, calibration) and a `spread`, the relative
 1-σ error of that method measured leaving one accelerator out (`srift.estimate.calibration`).
 `complete_profiles` adds estimates for the instance types a request's measured profiles do not cover.
@@ -36,7 +38,7 @@ from srift.domain.profile import (
 )
 from srift.domain.structure import ModelStructure, Precision
 from srift.estimate.calibration import Calibration, precision_group, shipped_calibration
-from srift.estimate.roofline import RooflineTimes, fitting_batch, roofline_times
+from srift.estimate.roofline import RooflineTimes, fitting_batch, roofline_times, structure_memory
 
 MAX_ESTIMATED_BATCH = 1 << 16
 """Largest per-GPU batch an estimate offers (the optimizer's search space grows with it)."""
@@ -114,7 +116,7 @@ def estimate_profile(
     max_batch = min(fitting_batch(structure, memory_bytes=memory), MAX_ESTIMATED_BATCH)
     label = accelerator or spec.name
     if max_batch < 1:
-        need = structure.memory.step_bytes(1) / 2**30
+        need = structure_memory(structure).peak_bytes(1) / 2**30
         return Estimated(None, f"{model} does not fit on {label} (needs {need:.1f} GiB at batch 1)")
     batches = curve_batches(max_batch)
     rf = [roofline_times(structure, spec=spec, batch=b, efficiency=eff, precision=prec) for b in batches]

@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from srift.domain.accelerator import AcceleratorSpec
+from srift.domain.memory import DEFAULT_OPTIMIZER, TrainingMemory, training_memory
 from srift.domain.structure import ModelStructure, PassWork, Precision
 
 
@@ -92,13 +93,22 @@ def roofline_times(
 def fitting_batch(structure: ModelStructure, *, memory_bytes: float, cap: int = 1 << 20) -> int:
     """The largest per-device batch whose training step fits in `memory_bytes` (0 when none does).
 
-    Step bytes = parameters + gradients + optimizer state + the peak of activations, temporaries and the
-    input at that batch (`MemoryUse.step_bytes`, counted by `srift.profiling.structure`).
+    The training memory model of one CUDA rank (`srift.domain.memory`, what `srift profile` uses on a GPU):
+    parameters, gradients, Adam's state and update temporaries, the CUDA context, and the structure's
+    activations at that batch (counted by `srift.profiling.structure`), under the memory less the margin.
     """
-    memory = structure.memory
-    spare = memory_bytes - memory.step_bytes(0)
-    if spare < memory.activation_bytes.per_sample:
-        return 0
-    if memory.activation_bytes.per_sample <= 0:
-        return cap
-    return int(min(cap, spare // memory.activation_bytes.per_sample))
+    memory = structure_memory(structure)
+    return memory.largest_batch(memory_bytes, cap=cap)
+
+
+def structure_memory(structure: ModelStructure) -> TrainingMemory:
+    """One CUDA rank training `structure` with Adam (the estimate's assumption; plans redo it per fleet)."""
+    use = structure.memory
+    return training_memory(
+        parameter_bytes=use.parameter_bytes,
+        activation_bytes=use.activation_bytes,
+        optimizer=DEFAULT_OPTIMIZER,
+        cuda=True,
+        distributed=False,
+        activation_source=f"counted: {structure.method}",
+    )

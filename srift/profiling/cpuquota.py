@@ -4,16 +4,10 @@ A cloud VM's vCPUs carry no quota; a container with a CPU limit (Kubernetes `lim
 share or a testbed host does. Under a quota of q cores per period P a process runs at full speed until
 it has used q·P CPU seconds in the period, then waits for the next one: steps timed back to back run at q
 of a core, a step that follows an idle wait starts on unused quota (`ModelProfile.fresh_quota_saving_s`).
-How much CPU runs unthrottled after idling is the kernel's to decide (it hands the quota out in per-CPU
-slices and keeps a slice's remainder), so it is measured (`measure_burst_cpu_s`), not assumed to be q·P.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import statistics
-import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,20 +23,10 @@ class CpuQuota:
     period_s: float
     path: str
     """The cgroup directory the quota was read from."""
-    burst_cpu_s: float | None = None
-    """CPU seconds one thread ran before its first throttle after an idle wait (`measure_burst_cpu_s`), or
-    None when not measured."""
 
     def to_extra(self) -> dict[str, float]:
         """What `srift profile` keeps in the profile's `extra["cpu_quota"]`."""
-        out = {"cores": round(self.cores, 6), "period_s": round(self.period_s, 6)}
-        if self.burst_cpu_s is not None:
-            out["burst_cpu_s"] = round(self.burst_cpu_s, 6)
-        return out
-
-    def with_burst(self, burst_cpu_s: float | None) -> CpuQuota:
-        """The same quota with its measured burst."""
-        return dataclasses.replace(self, burst_cpu_s=burst_cpu_s)
+        return {"cores": round(self.cores, 6), "period_s": round(self.period_s, 6)}
 
 
 def _cpu_mounts(mountinfo: str) -> list[tuple[str, str, bool]]:
@@ -132,68 +116,3 @@ def read_cpu_quota(proc: Path = PROC_SELF) -> CpuQuota | None:
                 break
             directory = directory.parent
     return best
-
-
-def _throttle_count(directory: str) -> int | None:
-    """How often the cgroup at `directory` has been throttled (`nr_throttled` of its cpu.stat), or None."""
-    try:
-        for line in (Path(directory) / "cpu.stat").read_text().splitlines():
-            key, _, value = line.partition(" ")
-            if key == "nr_throttled":
-                return int(value)
-    except (OSError, ValueError):
-        return None
-    return None
-
-
-def _one_burst(
-    quota: CpuQuota, *, idle_s: float, gap_s: float, limit_s: float, sleep: Callable[[float], None]
-) -> float | None:
-    """CPU seconds this thread spins after `idle_s` idle before the first wall-clock gap longer than `gap_s`
-    that the cgroup counts as a throttle (any such gap where cpu.stat cannot be read); None when none
-    comes within `limit_s` (the quota does not bind one thread) or the gap was not a throttle."""
-    sleep(idle_s)
-    before = _throttle_count(quota.path)
-    start = last = time.perf_counter()
-    cpu_start = time.thread_time()
-    while last - start < limit_s:
-        now = time.perf_counter()
-        if now - last > gap_s:
-            # the thread ran no CPU in the gap, so its CPU clock now is what ran before the throttle
-            ran_cpu_s = time.thread_time() - cpu_start
-            after = _throttle_count(quota.path)
-            if before is not None and after is not None and after == before:
-                return None
-            return ran_cpu_s
-        last = now
-    return None
-
-
-def measure_burst_cpu_s(
-    quota: CpuQuota,
-    *,
-    repeats: int = 5,
-    idle_periods: float = 4.0,
-    sleep: Callable[[float], None] = time.sleep,
-) -> float | None:
-    """The CPU seconds one thread of this process runs unthrottled after an idle wait of `idle_periods`
-    quota periods: the median over `repeats` of the CPU it spins before its first throttle (a wall-clock
-    gap the cgroup's cpu.stat counts as one). None when no repeat met a throttle (the quota does not bind
-    one thread, or every gap was something else).
-
-    On the validation machine (cgroup v1, 2 CPUs) a 0.25-core, 10 ms quota runs 5–7 ms, two to three times
-    its q·P. Only a quota below one core can throttle one thread (elsewhere each repeat spins its limit of
-    20 periods). Costs about `repeats` × (`idle_periods` + 3) periods of wall time."""
-    gap_s = min(1e-3, 0.05 * quota.period_s)
-    limit_s = max(0.05, 20 * quota.period_s)
-    found = [
-        b
-        for _ in range(repeats)
-        if (
-            b := _one_burst(
-                quota, idle_s=idle_periods * quota.period_s, gap_s=gap_s, limit_s=limit_s, sleep=sleep
-            )
-        )
-        is not None
-    ]
-    return statistics.median(found) if found else None

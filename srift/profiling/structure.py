@@ -57,7 +57,7 @@ from srift.domain.structure import (
     Precision,
 )
 from srift.errors import InvalidInput
-from srift.profiling.profiler import call_model
+from srift.profiling.bench import call_model, default_loss
 
 COUNT_BATCHES = (2, 4)
 """The two batches counted; every count is the line through them."""
@@ -397,12 +397,6 @@ def _precision_context(precision: Precision) -> AbstractContextManager[Any]:
     return nullcontext()
 
 
-def _default_loss(output: Any) -> torch.Tensor:
-    from srift.profiling.profiler import default_loss
-
-    return default_loss(output)
-
-
 def _parameters(model: nn.Module) -> list[nn.Parameter]:
     return [p for p in model.parameters() if p.requires_grad]
 
@@ -485,7 +479,7 @@ def count_structure(
     InvalidInput when the model cannot run either way.
     """
     prec = Precision(precision)
-    loss = loss_fn or _default_loss
+    loss = loss_fn or default_loss
     attempts = [True, False] if fake is None else [fake]
     failure: Exception | None = None
     for use_fake in attempts:

@@ -14,6 +14,7 @@ from srift.domain.structure import Precision
 from srift.estimate import public
 from srift.estimate.calibration import shipped_calibration
 from srift.estimate.estimator import complete_profiles, estimate_profile
+from srift.estimate.roofline import structure_memory
 from srift.refmodels.build import load_structure
 
 structure_of = functools.lru_cache(maxsize=None)(load_structure)
@@ -60,8 +61,9 @@ def test_a_faster_gpu_gets_shorter_times_and_more_memory_a_larger_batch(precisio
     a100_step = a100_40.profile.forward.time_s(b) + a100_40.profile.backward.time_s(b)
     assert a100_step < t4_step / 2
     assert t4.profile.max_batch < a100_40.profile.max_batch < a100_80.profile.max_batch
-    step_bytes = structure.memory.step_bytes(t4.profile.max_batch)
-    assert step_bytes <= 16 * 2**30 < structure.memory.step_bytes(t4.profile.max_batch + 1)
+    memory = structure_memory(structure)
+    usable = 0.9 * t4.profile.extra["memory_gib"] * 2**30
+    assert memory.peak_bytes(t4.profile.max_batch) <= usable < memory.peak_bytes(t4.profile.max_batch + 1)
     assert t4.profile.source == "estimate:roofline"
     assert t4.profile.estimate is not None and t4.profile.estimate.spread > 0
     assert t4.profile.precision is precision

@@ -41,7 +41,7 @@ def profile_doc() -> dict[str, Any]:
 @pytest.fixture(scope="session")
 def sequential_profile() -> ModelProfile:
     """`srift profile`'s result for the small sequential test model (max batch 8: breakpoints 1, 3, 5, 8),
-    made once: the update time, loop overhead and idle-compute tests each read their part of it."""
+    made once: the update time and loop overhead tests each read their part of it."""
     from srift.profiling import testmodels
     from srift.profiling.profiler import profile_model
 

@@ -5,13 +5,12 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import threading
 import uuid
 from pathlib import Path
 
 import pytest
 
-from srift.profiling.cpuquota import CpuQuota, measure_burst_cpu_s, read_cpu_quota
+from srift.profiling.cpuquota import CpuQuota, read_cpu_quota
 
 V1_MOUNTS = """\
 31 23 0:28 / {root} rw,relatime - tmpfs tmpfs rw,mode=755
@@ -42,8 +41,6 @@ def test_v1_quota_of_the_process_cgroup(tmp_path: Path) -> None:
     got = read_cpu_quota(proc)
     assert got == CpuQuota(cores=0.25, period_s=0.01, path=str(root / "cpu" / "hosts" / "small0"))
     assert got.to_extra() == {"cores": 0.25, "period_s": 0.01}
-    burst = got.with_burst(0.0049123456).to_extra()
-    assert burst == {"cores": 0.25, "period_s": 0.01, "burst_cpu_s": 0.004912}
 
 
 def test_v1_the_tightest_ancestor_binds(tmp_path: Path) -> None:
@@ -91,33 +88,8 @@ def _cpu_v1_writable() -> Path | None:
     return base
 
 
-def test_a_wall_gap_the_cgroup_does_not_count_as_a_throttle_is_no_burst(tmp_path: Path) -> None:
-    """This process runs under no quota here; a second thread holding the GIL makes the spin meet gaps of a
-    switch interval, but the cgroup's stand-in cpu.stat never counts a throttle, so none is a burst."""
-    (tmp_path / "cpu.stat").write_text("nr_periods 0\nnr_throttled 0\nthrottled_time 0\n")
-    done = threading.Event()
-
-    def hog() -> None:
-        for _ in range(10**9):
-            if done.is_set():
-                return
-
-    other = threading.Thread(target=hog, daemon=True)
-    other.start()
-    slept: list[float] = []
-    try:
-        quota = CpuQuota(cores=0.25, period_s=0.001, path=str(tmp_path))
-        assert measure_burst_cpu_s(quota, repeats=2, sleep=slept.append) is None
-    finally:
-        done.set()
-        other.join()
-    assert slept == [0.004, 0.004]
-
-
 def test_a_real_cgroup_quota_is_read_by_a_process_inside_it() -> None:
-    """A cgroup made here with a quarter core per 10 ms: a Python started inside it reads exactly that, and
-    measures a burst after idle of at least half of a period's 2.5 ms quota and at most one period of every
-    CPU of the machine; on the validation machine it reads 5–7 ms."""
+    """A cgroup made here with a quarter core per 10 ms: a Python started inside it reads exactly that."""
     base = _cpu_v1_writable()
     if base is None:
         v2 = Path("/sys/fs/cgroup/cgroup.controllers")
@@ -132,10 +104,7 @@ def test_a_real_cgroup_quota_is_read_by_a_process_inside_it() -> None:
             (group / "cpu.cfs_quota_us").write_text("2500")
         else:
             (group / "cpu.max").write_text("2500 10000")
-        code = (
-            "from srift.profiling.cpuquota import read_cpu_quota as r, measure_burst_cpu_s as m; q = r(); "
-            "print(q.cores, q.period_s, m(q))"
-        )
+        code = "from srift.profiling.cpuquota import read_cpu_quota as r; q = r(); print(q.cores, q.period_s)"
         enter = 'echo $$ > "$0/cgroup.procs" && exec "$1" -c "$2"'
         out = subprocess.run(
             ["/bin/sh", "-c", enter, group, sys.executable, code],
@@ -144,7 +113,6 @@ def test_a_real_cgroup_quota_is_read_by_a_process_inside_it() -> None:
             check=True,
             timeout=60,
         ).stdout.split()
-        assert [float(x) for x in out[:2]] == [0.25, 0.01]
-        assert 0.00125 <= float(out[2]) <= 0.01 * (os.cpu_count() or 1)
+        assert [float(x) for x in out] == [0.25, 0.01]
     finally:
         group.rmdir()

@@ -12,8 +12,10 @@ from torch import nn
 from srift.domain.profile import ModelProfile
 from srift.errors import EnvironmentProblem, Infeasible, InvalidInput
 from srift.profiling import memory, profile_model, testmodels
+from srift.profiling.bench import trainable_bytes
 from srift.profiling.curves import fit_curve, mape, pool_curve_samples
-from srift.profiling.profiler import PREDICTION_MARGIN, measure_step_s, sample_curve_points, trainable_bytes
+from srift.profiling.profiler import measure_step_s, sample_curve_points
+from srift.profiling.search import PREDICTION_MARGIN
 
 QUICK: dict[str, Any] = {"repeats": 2, "warmup": 1, "iterations": 6, "threads": 1}
 

@@ -12,8 +12,9 @@ import torch
 
 from srift.domain import ModelProfile
 from srift.profiling import testmodels
+from srift.profiling.bench import Bench, Progress, build_bench
 from srift.profiling.cpuquota import CpuQuota
-from srift.profiling.profiler import _Bench, _build_bench, _Progress, _readiness, readiness_cpu_clock
+from srift.profiling.readiness import measure_readiness, readiness_cpu_clock
 
 ORDER = [str(i) for i in range(10, -1, -2)]
 
@@ -24,8 +25,8 @@ def _clock(increments: Iterable[float]) -> Callable[[], float]:
     return lambda: float(next(readings))
 
 
-def _bench() -> _Bench:
-    return _build_bench(testmodels.sequential, testmodels.sequential_input, None, torch.device("cpu"))
+def _bench() -> Bench:
+    return build_bench(testmodels.sequential, testmodels.sequential_input, None, torch.device("cpu"))
 
 
 def test_fractions_follow_the_cpu_clock_when_the_wall_clock_stops() -> None:
@@ -35,11 +36,11 @@ def test_fractions_follow_the_cpu_clock_when_the_wall_clock_stops() -> None:
     and end only) says 8 s per step."""
     bench = _bench()
     bench.now = _clock([0.0, 8.0])
-    ready = _readiness(
+    ready = measure_readiness(
         bench,
         batch=2,
         iterations=3,
-        report=_Progress(None),
+        report=Progress(None),
         cpu_clock=_clock([1.0]),
     )
     assert [layer.name for layer in ready.layers] == ORDER
@@ -58,7 +59,7 @@ def test_without_a_cpu_clock_the_wall_clock_places_the_layers() -> None:
     bench = _bench()
     increments = [0.0, 1.0, 1.0, 1.0, 7.5, *([1.0] * 9), 1.0, 0.0]
     bench.now = _clock(increments)
-    ready = _readiness(bench, batch=2, iterations=3, report=_Progress(None))
+    ready = measure_readiness(bench, batch=2, iterations=3, report=Progress(None))
     by_name = {layer.name: layer.ready_frac for layer in ready.layers}
     assert by_name["10"] == pytest.approx(2 / 19.5, abs=1e-6)
     assert by_name["8"] == pytest.approx(10.5 / 19.5, abs=1e-6)
