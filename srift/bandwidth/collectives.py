@@ -1,0 +1,57 @@
+"""Bus bandwidth of any collective from any bandwidth model: its own answer, or allreduce's as a stand-in.
+
+Sharded data parallelism all-gathers parameters and reduce-scatters gradients. A model that answers for
+those (`predict_collective`: the α-β prior, the learned model for the types it leaves to the prior) is
+asked directly. Otherwise the model's allreduce bus bandwidth at the same buffer size stands in, and the
+estimate's source says so: with nccl-tests' bus-bandwidth definitions (busbw = algbw·2(n−1)/n for
+allreduce, algbw·(n−1)/n for all-gather and reduce-scatter; NVIDIA/nccl-tests doc/PERFORMANCE.md) a ring
+allreduce is a reduce-scatter followed by an all-gather of the same buffer, each moving half its bytes in
+half its steps, so the α-β ring model gives all three the same bus bandwidth at a given size.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from srift.domain import BandwidthEstimate, BusBandwidthModel, InstanceType
+from srift.domain.bandwidth import Collective
+
+STAND_IN = "allreduce busbw standing in"
+
+
+def collective_busbw(
+    model: BusBandwidthModel,
+    *,
+    collective: Collective,
+    instance: InstanceType,
+    world_size: int,
+    nodes: int,
+    buffer_bytes: Sequence[int],
+) -> BandwidthEstimate:
+    """Bus bandwidth (Gbit/s) per size of `collective` over `world_size` ranks on `nodes` VMs."""
+    ask = getattr(model, "predict_collective", None)
+    if callable(ask):
+        found: BandwidthEstimate = ask(
+            collective=collective,
+            instance=instance,
+            world_size=world_size,
+            nodes=nodes,
+            buffer_bytes=buffer_bytes,
+        )
+        return found
+    estimate = model.predict(instance=instance, world_size=world_size, nodes=nodes, buffer_bytes=buffer_bytes)
+    if collective is Collective.ALLREDUCE:
+        return estimate
+    return replace(estimate, source=f"{estimate.source} ({STAND_IN} for {collective.value})")
+
+
+def collective_time_s(
+    *, collective: Collective, buffer_bytes: float, world_size: int, busbw_gbps: float
+) -> float:
+    """Seconds of one `collective` on a buffer of `buffer_bytes` (the whole buffer) at `busbw_gbps`:
+    algbw = busbw / factor, t = S / algbw (0 for one rank or an empty buffer)."""
+    factor = collective.bus_factor(world_size)
+    if factor <= 0 or buffer_bytes <= 0:
+        return 0.0
+    return buffer_bytes * 8 * factor / (busbw_gbps * 1e9)
