@@ -50,6 +50,7 @@ from enum import StrEnum
 from typing import Any
 
 from srift.domain.memory import (
+    CUDA_CONTEXT_BYTES,
     DEFAULT_OPTIMIZER,
     MARGIN_FRACTION,
     NCCL_BUFFER_BYTES,
@@ -76,6 +77,18 @@ REDUCE_BYTES = 4
 _BLOCK = re.compile(r"^(.*?\.\d+)(?:\.|$)")
 """A block is the first `name.<index>` prefix of a layer's name (an element of an nn.ModuleList or
 nn.Sequential: `model.layers.3.mlp.up` belongs to `model.layers.3`)."""
+
+
+class StrategyChoice(StrEnum):
+    """What a plan request asks: one strategy, or `auto` (the optimizer picks per fleet, fastest that fits;
+    sharded ones only for models whose memory is known)."""
+
+    AUTO = "auto"
+    DDP = "ddp"
+    ZERO1 = "zero1"
+    ZERO2 = "zero2"
+    FULL_SHARD = "full_shard"
+    HYBRID = "hybrid"
 
 
 class Strategy(StrEnum):
@@ -436,12 +449,16 @@ def strategy_memory(
     gpus_per_node: int,
     mixed: bool,
     optimizer: Optimizer | None = None,
+    cuda: bool = True,
 ) -> StrategyMemory:
     """One GPU's memory training under `setup` with `world_size` ranks on nodes of `gpus_per_node` GPUs
-    (see the module docstring for each strategy's parts). MemoryUnknown when checkpointing is asked of a
-    model without block facts."""
+    (see the module docstring for each strategy's parts); `cuda` False for a CPU rank (no device context,
+    no NCCL buffers, the single-tensor update's temporaries: `srift.domain.memory`). MemoryUnknown when
+    checkpointing is asked of a model without block facts."""
     opt = optimizer or basis.optimizer or DEFAULT_OPTIMIZER
     activations = basis.activation_bytes
+    if setup.strategy.sharded:
+        activations = sharded_activations(activations, parameter_bytes=basis.parameter_bytes, mixed=mixed)
     if setup.checkpointing:
         if basis.blocks is None:
             raise MemoryUnknown(
@@ -455,7 +472,7 @@ def strategy_memory(
         parameter_bytes=basis.parameter_bytes,
         activation_bytes=activations,
         optimizer=opt,
-        cuda=True,
+        cuda=cuda,
         distributed=distributed,
         largest_parameter_bytes=basis.largest_parameter_bytes,
         activation_source=basis.source,
@@ -490,7 +507,7 @@ def strategy_memory(
         fixed[ShardPart.GATHERED_PARAMETERS] = math.ceil(gathered)
         fixed[ShardPart.COMM_BUFFERS] = math.ceil(max(comm, 0.0))
         workspace = math.ceil(base.update_workspace_bytes / n)
-        if strategy is Strategy.HYBRID and world_size > gpus_per_node and gpus_per_node > 1:
+        if cuda and strategy is Strategy.HYBRID and world_size > gpus_per_node and gpus_per_node > 1:
             fixed[ShardPart.RESERVE] += NCCL_BUFFER_BYTES
     return StrategyMemory(
         setup=setup,
@@ -501,6 +518,33 @@ def strategy_memory(
         optimizer=opt,
         source=f"{basis.source}; {base.reserve_source}",
     )
+
+
+def activation_batch_limit(
+    basis: MemoryBasis, *, capacity_bytes: float, mixed: bool, margin_fraction: float = MARGIN_FRACTION
+) -> int:
+    """The largest per-GPU batch whose activations alone (checkpointed when the block facts allow, without
+    autocast's weight casts under mixed precision), the CUDA context and NCCL's buffers fit: what no
+    strategy can exceed, however many ranks share the rest (0 when batch 1 does not fit)."""
+    line = sharded_activations(basis.activation_bytes, parameter_bytes=basis.parameter_bytes, mixed=mixed)
+    if basis.blocks is not None:
+        line = checkpointed(line, basis.blocks)
+    usable = capacity_bytes * (1.0 - margin_fraction) - CUDA_CONTEXT_BYTES - NCCL_BUFFER_BYTES
+    if line.at(1) > usable:
+        return 0
+    if line.per_sample <= 0:
+        return 1 << 20
+    return int(max(1, math.floor((usable - line.fixed) / line.per_sample)))
+
+
+def sharded_activations(activations: Affine, *, parameter_bytes: int, mixed: bool) -> Affine:
+    """The activation line as FSDP runs the model: under mixed precision FSDP2 gathers low-precision
+    parameters (counted as gathered parameters), so autocast's cached casts of the weights (2 bytes per
+    parameter, in the line's fixed part when counted under autocast) are left out."""
+    if not mixed:
+        return activations
+    casts = WORKING_BYTES_MIXED / 4 * parameter_bytes
+    return Affine(max(0.0, activations.fixed - casts), activations.per_sample)
 
 
 def gpu_fit(
@@ -531,9 +575,11 @@ __all__ = [
     "Setup",
     "ShardPart",
     "Strategy",
+    "StrategyChoice",
     "StrategyMemory",
     "Units",
     "WrapPolicy",
+    "activation_batch_limit",
     "block_of",
     "checkpointed",
     "fsdp_units",
@@ -541,5 +587,6 @@ __all__ = [
     "is_mixed",
     "memory_basis",
     "parse_basis",
+    "sharded_activations",
     "strategy_memory",
 ]

@@ -412,8 +412,12 @@ def _point(
     slow = max(range(len(fleet)), key=lambda i: fw[i] + bw[i] + fw[i] * block_share)
     update_s = max(m.update_s for m in members)
     compute_s = fw[slow] + bw[slow] + fw[slow] * block_share
-    straggle = max(0.0, max(m.total_s for m in members) - compute_s)
-    iteration = found.iteration_s
+    per_iter = rows[0] if len(rows) == 1 else np.maximum.reduce(rows)
+    # The served model's compute phase (srift.sim.iteration): no rank is done before the mean of each
+    # iteration's slowest draw; the sharded timeline never ends before it.
+    compute_end = max(float(per_iter.mean()), max(r * t for r, t in zip(rho, means, strict=True)))
+    straggle = max(0.0, max(m.total_s for m in members) - compute_s, compute_end - means[slow])
+    iteration = max(found.iteration_s, compute_s + straggle + update_s)
     exposed = max(0.0, iteration - compute_s - straggle - update_s)
     network_busy = sum(e - s for s, e in found.busy[REPLICATE_LEVEL])
     shard_busy = sum(e - s for s, e in found.busy[SHARD_LEVEL])
@@ -424,7 +428,6 @@ def _point(
     else:
         exposed_network = exposed if nodes >= 2 else 0.0
     communication = _union([span for spans in found.busy.values() for span in spans])
-    per_iter = rows[0] if len(rows) == 1 else np.maximum.reduce(rows)
     scale = compute_s / means[slow] if means[slow] > 0 else 1.0
     p10, p50, p90 = (q * scale + exposed + update_s for q in quantiles(np.asarray(per_iter)))
     granularity = compute_s / communication if communication > 0 else math.inf

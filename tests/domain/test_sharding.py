@@ -85,11 +85,14 @@ def test_zero2_holds_every_unit_gathered_between_forward_and_backward() -> None:
 
 def test_full_shard_holds_the_root_a_unit_and_the_prefetched_next() -> None:
     # Gathered: root 200 + 2 × 400 elements in bf16 = 2,000 bytes; comm: a block's 2,400 (the root's
-    # phase, 6 × 200 = 1,200 with the blocks freed, is smaller).
+    # phase, 6 × 200 = 1,200 with the blocks freed, is smaller). Activations: autocast's weight casts
+    # (2 bytes × 1,000 parameters, in the line's fixed part) are not made under FSDP's bf16 parameters:
+    # max(0, 1,000 − 2,000) + 1,000 × 10.
     memory, got = parts(Strategy.FULL_SHARD)
     assert got[ShardPart.GATHERED_PARAMETERS] == 2 * (200 + 2 * 400)
     assert got[ShardPart.COMM_BUFFERS] == 2400
-    assert memory.peak_bytes(10) == 1000 + 1000 + 2000 + 2000 + 2400 + 11000 + RESERVE
+    assert got[ShardPart.ACTIVATIONS] == 10000
+    assert memory.peak_bytes(10) == 1000 + 1000 + 2000 + 2000 + 2400 + 10000 + RESERVE
     assert memory.shard_ranks == 4
 
 
@@ -111,8 +114,9 @@ def test_hybrid_shards_within_a_node_and_adds_the_replicate_groups_buffers() -> 
 
 
 def test_checkpointing_keeps_block_inputs_and_one_blocks_activations() -> None:
-    # Per sample: 1,000 − 2 × 300 + 2 × 50 + 300 = 800; at batch 10: 1,000 + 8,000.
-    memory, got = parts(Strategy.FULL_SHARD, ckpt=True)
+    # Per sample: 1,000 − 2 × 300 + 2 × 50 + 300 = 800; at batch 10, in fp32 (no casts left out):
+    # 1,000 + 8,000.
+    memory, got = parts(Strategy.FULL_SHARD, ckpt=True, mixed=False)
     assert memory.activation_bytes == Affine(1000.0, 800.0)
     assert got[ShardPart.ACTIVATIONS] == 9000
 
@@ -143,7 +147,7 @@ def test_zero_papers_sixteen_bytes_per_parameter_sharded() -> None:
 
 def test_the_largest_batch_and_the_reason_when_nothing_fits() -> None:
     memory, _ = parts(Strategy.FULL_SHARD)
-    fixed = memory.persistent_bytes + 1000
+    fixed = memory.persistent_bytes + memory.activation_bytes.fixed
     capacity = (fixed + 1000 * 7.5) / 0.9
     assert memory.largest_batch(capacity) == 7
     assert gpu_fit(memory, capacity_bytes=capacity, batch=7) is None
