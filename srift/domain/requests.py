@@ -16,6 +16,7 @@ from srift.domain.geo import AllreducePattern
 from srift.domain.network import Library, Transport
 from srift.domain.planning import DEFAULT_CONFIDENCE, BatchPolicy, CommMode, Objective, SearchMode
 from srift.domain.profile import InputPipeline
+from srift.domain.sharding import StrategyChoice
 from srift.domain.simulation import DDP_BUCKET_CAP_MB, Exchange, SimConfig
 from srift.domain.structure import Precision
 from srift.errors import InvalidInput
@@ -91,6 +92,8 @@ class PlanQuery(SimulatorChoice):
     Placement (docs/geo.md): `providers` and `regions` the fleet may span, the `allreduce` pattern across
     locations and measured `links`; `input_pipeline` and `read_gbps` for data loading; spot interruptions
     priced in with `interruption_rates`, `checkpoint_interval_s`, `restart_s`, `spot_samples`, `fallback`.
+    Sharding (srift.domain.sharding): `strategy` (auto: the fastest setup that fits each fleet) and
+    `checkpointing` (None: with and without).
     """
 
     global_batch: int
@@ -129,6 +132,8 @@ class PlanQuery(SimulatorChoice):
     spot_samples: int = 2000
     fallback: bool = True
     precision: Precision | None = None
+    strategy: StrategyChoice = StrategyChoice.AUTO
+    checkpointing: bool | None = None
 
     @property
     def selection(self) -> ProfileSelection:

@@ -59,7 +59,7 @@ from srift.domain.memory import (
     profile_memory,
     training_memory,
 )
-from srift.domain.profile import ModelProfile
+from srift.domain.profile import LayerGrad, ModelProfile
 from srift.domain.structure import Affine
 from srift.errors import InvalidInput
 
@@ -205,15 +205,31 @@ def block_of(name: str) -> str | None:
     return found.group(1) if found else None
 
 
+_UNITS: dict[int, tuple[tuple[LayerGrad, ...], Units]] = {}
+"""`fsdp_units` answers per layers tuple (by identity, kept alive beside its answer): the optimizer asks
+about the same profiles for every fleet."""
+
+
 def fsdp_units(profile: ModelProfile) -> Units:
     """The profile's layers grouped into units (blocks by name, the rest in the root), with each layer's
     stretch of the backward pass, from the previous layer's readiness to its own, given to its unit."""
+    found = _UNITS.get(id(profile.layers))
+    if found is not None and found[0] is profile.layers:
+        return found[1]
+    units = _fsdp_units(profile.layers)
+    if len(_UNITS) >= 256:
+        _UNITS.clear()
+    _UNITS[id(profile.layers)] = (profile.layers, units)
+    return units
+
+
+def _fsdp_units(layers: tuple[LayerGrad, ...]) -> Units:
     names = ["(root)"]
     sizes = [0]
     index: dict[str, int] = {}
     segments: list[Segment] = []
     done = 0.0
-    for layer in sorted(profile.layers, key=lambda x: x.ready_frac):
+    for layer in sorted(layers, key=lambda x: x.ready_frac):
         block = block_of(layer.name)
         unit = 0
         if block is not None:

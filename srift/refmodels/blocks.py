@@ -43,7 +43,9 @@ def _precision(precision: Precision) -> Any:
     return nullcontext()
 
 
-def _count(model: nn.Module, inputs: Any, blocks: list[nn.Module], precision: Precision) -> tuple[float, float]:
+def _count(
+    model: nn.Module, inputs: Any, blocks: list[nn.Module], precision: Precision
+) -> tuple[float, float]:
     """Bytes saved inside blocks and bytes of the blocks' inputs, for one forward pass."""
     params = {StorageWeakRef(p.untyped_storage()) for p in model.parameters()}  # type: ignore[no-untyped-call]
     inside: list[int] = []

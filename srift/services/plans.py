@@ -53,6 +53,7 @@ from srift.services.placement import (
     with_pipeline,
 )
 from srift.services.profiles import resolve_profiles, source_label, with_estimates
+from srift.services.sharding import annotate_choices, memory_infeasible, strategy_phase, strategy_view
 from srift.services.views import (
     breakdown_document,
     choice_document,
@@ -183,9 +184,12 @@ def _prepare(
     evaluator = SimEvaluator(
         bandwidth=bandwidth, seed=query.seed, config=query.sim_config, geo=geo, read_gbps=query.read_gbps
     )
+    problem, chosen = strategy_phase(
+        problem, evaluator, strategy=query.strategy, checkpointing=query.checkpointing
+    )
     return PreparedProblem(
         problem,
-        evaluator,
+        chosen,
         SolveOptions(mode=query.mode, solve_budget_s=query.solve_budget_s, k=query.eager_k),
         tuple(sources),
         network=network,
@@ -353,6 +357,9 @@ def create_plan(
     except PlanInfeasible:
         od = _on_demand(session, settings, query, excluded, held) if weigh else None
         if od is None:
+            held_back = memory_infeasible(prepared.problem, prepared.evaluator, query.model or "the model")
+            if held_back is not None:
+                raise held_back from None
             raise
         prepared, plan = od
         evals = None
@@ -400,6 +407,7 @@ def create_plan(
             rates=prepared.rates,
         )
     result = plan_result(plan, problem, profile_sources=prepared.profile_sources, prepared=prepared)
+    result["strategy"] = strategy_view(plan, problem, prepared.evaluator)
     result["spot"] = spot_doc
     result["fallback"] = fallback_doc
     if prepared.bandwidth is not None:
@@ -410,6 +418,7 @@ def create_plan(
             model=prepared.bandwidth,
             multi_node=plan.config.vm_count >= 2,
         )
+    annotate_choices(result, result["strategy"])
     row = PlanRow(request=dict(request_doc) if request_doc is not None else to_document(query), result=result)
     session.add(row)
     session.flush()
