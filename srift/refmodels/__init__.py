@@ -74,8 +74,8 @@ REFERENCE_MODELS: tuple[ReferenceModel, ...] = (
         input_factory="srift.refmodels.llama:llama_input",
         parameters=1_235_814_400,
         sample="one sequence of 2,048 tokens",
-        source="meta-llama/Llama-3.2-1B config.json (hidden 2048, 16 layers, 32 heads, 8 KV heads, FFN 8192, "
-        "vocabulary 128256, tied embeddings)",
+        source="meta-llama/Llama-3.2-1B config.json (hidden 2048, 16 layers, 32 heads, 8 KV heads, "
+        "FFN 8192, vocabulary 128256, tied embeddings)",
         sharded=True,
     ),
     ReferenceModel(
@@ -85,8 +85,8 @@ REFERENCE_MODELS: tuple[ReferenceModel, ...] = (
         input_factory="srift.refmodels.llama:llama_input",
         parameters=8_030_261_248,
         sample="one sequence of 2,048 tokens",
-        source="meta-llama/Llama-3.1-8B config.json (hidden 4096, 32 layers, 32 heads, 8 KV heads, FFN 14336, "
-        "vocabulary 128256)",
+        source="meta-llama/Llama-3.1-8B config.json (hidden 4096, 32 layers, 32 heads, 8 KV heads, "
+        "FFN 14336, vocabulary 128256)",
         sharded=True,
     ),
     ReferenceModel(
@@ -96,7 +96,8 @@ REFERENCE_MODELS: tuple[ReferenceModel, ...] = (
         input_factory="srift.refmodels.nets:gpt2_input",
         parameters=1_557_611_200,
         sample="one sequence of 1,024 tokens",
-        source="Radford et al. 2019, Table 2; OpenAI's gpt2-xl hyper-parameters (48 layers, d 1600, 25 heads)",
+        source="Radford et al. 2019, Table 2; OpenAI's gpt2-xl hyper-parameters (48 layers, d 1600, "
+        "25 heads)",
         sharded=True,
     ),
 )

@@ -150,6 +150,8 @@ class Llama(nn.Module):
         if cfg.tied:
             self.lm_head.weight = self.embed_tokens.weight
         cos, sin = rope_tables(seq, cfg.head_dim)
+        self.cos: torch.Tensor
+        self.sin: torch.Tensor
         self.register_buffer("cos", cos, persistent=False)
         self.register_buffer("sin", sin, persistent=False)
 
