@@ -7,7 +7,8 @@ fastest is also the cheapest (same VMs, same price per second). `MemoryProblem` 
 configurations are within caps only when some setup fits, so a fleet that no strategy can hold is never
 feasible, whatever its predicted time.
 
-Bounds. With DDP alone the served evaluator's bounds are used as they are. With other setups the bound is
+Bounds. With DDP alone (a model whose memory is known, planned with DDP only) the served evaluator's
+answers and bounds are used as they are, and only memory is added. With other setups the bound is
 the served bound without its network stage (`srift.sim.bounds`, network=False: the straggler-aware
 compute C̄ plus the slowest update) less the largest update time of any candidate: every setup's iteration
 is at least C̄ (the sharded timeline never ends before it) and its update is at least 0, so the bound
@@ -272,16 +273,27 @@ class StrategyEvaluator:
             )
         return self._bounder
 
+    @property
+    def served_only(self) -> bool:
+        """Whether plain DDP is the only setup (the served evaluator's answers and bounds as they are)."""
+        return self.setups == (Setup(),)
+
     def grow(self, partial: PartialFleet | None, member: FleetMember) -> PartialFleet:
+        if self.served_only:
+            return self.base.grow(partial, member)
         bounder = self._compute_bounder()
         grown: PartialFleet = bounder.add(partial, member)  # type: ignore[attr-defined]
         return grown
 
     def partial_bound_s(self, partial: PartialFleet, *, extension: Extension | None = None) -> float:
+        if self.served_only:
+            return self.base.partial_bound_s(partial, extension=extension)
         bound: float = self._compute_bounder().bound_s(partial, extension)  # type: ignore[attr-defined]
         return max(0.0, bound - self.max_update_s)
 
     def iteration_bound_s(self, fleet: Sequence[FleetMember], *, extension: Extension | None = None) -> float:
+        if self.served_only:
+            return self.base.iteration_bound_s(fleet, extension=extension)
         partial: PartialFleet | None = None
         for member in fleet:
             partial = self.grow(partial, member)

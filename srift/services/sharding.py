@@ -48,7 +48,7 @@ def strategy_phase(
         )
     if not setups:
         setups = (Setup(),)
-    if setups == (Setup(),):
+    if setups == (Setup(),) and not known:
         return replace(problem, notes=(*problem.notes, *notes)), evaluator
     max_update = max((p.update_s for p in profiles), default=0.0)
     chooser = StrategyEvaluator(evaluator, setups, max_update_s=max_update)
