@@ -7,6 +7,16 @@ forward, backward (with DDP's gradient allreduce) and an SGD step after `--warmu
 prints one JSON object: the mean, median and spread of iteration time and the per-iteration times.
 
 Per-rank batch sizes may differ (`--batches 32,64` gives rank i the i-th entry), as in Srift's mixed fleets.
+`--strategy` trains sharded instead (srift.domain.sharding): zero1 (DDP with ZeroRedundancyOptimizer),
+zero2 (FSDP2 `fully_shard(..., reshard_after_forward=False)`) or full_shard (FSDP2 `fully_shard`), the FSDP
+units being the model's repeated blocks (the largest nn.ModuleList / nn.Sequential of one class) and the
+root, the model built on the meta device and materialised shard by shard; torch 2.13 runs FSDP2 over gloo
+on CPU. Every run then takes `--memory-steps` more steps (untimed) and reports each rank's peak memory in
+use over what was in use before the model was built (`peak_bytes`): glibc's mallinfo2 (bytes malloc has
+handed out and not taken back, in every arena and mapping), sampled before and after every module's forward
+and backward and around the optimizer step, the moments a step's memory peaks. That is the CPU's analogue of
+CUDA's max_memory_allocated: tensors FSDP2 frees by resizing their storage count, and the allocator's own
+slack does not.
 With `--colocation-rounds`, compute-only steps after the timed iterations measure how much slower each rank
 computes while every other rank computes too (`srift validate`'s co-location factor; see srift.validation).
 Uses torch and the standard library only, so it runs on a bare host or testbed namespace.
@@ -148,6 +158,99 @@ def _colocation(
     return out
 
 
+def _mallinfo() -> Any:
+    """glibc's mallinfo2 (glibc ≥ 2.33) through ctypes, or None elsewhere."""
+    import ctypes
+
+    class MallInfo2(ctypes.Structure):
+        _fields_ = [
+            (name, ctypes.c_size_t)
+            for name in (
+                "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks",
+                "fordblks", "keepcost",
+            )
+        ]  # fmt: skip
+
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        call = libc.mallinfo2
+    except (OSError, AttributeError):
+        return None
+    call.restype = MallInfo2
+    return call
+
+
+def _in_use_bytes() -> int:
+    """Bytes malloc has handed out and not taken back (heap arenas plus mmapped blocks); 0 without glibc."""
+    info = _mallinfo()
+    if info is None:
+        return 0
+    found = info()
+    return int(found.uordblks + found.hblkhd)
+
+
+def _peak_in_use(net: Any, step: Callable[[], None], steps: int, *, base: int) -> int:
+    """The largest memory in use over `base` during `steps` steps, sampled at every module's forward and
+    backward hooks and after each step (hooks removed afterwards)."""
+    if _mallinfo() is None:
+        return 0
+    peak = [0]
+
+    def sample(*_: Any, **__: Any) -> None:
+        peak[0] = max(peak[0], _in_use_bytes() - base)
+
+    handles = []
+    for module in net.modules():
+        handles += [
+            module.register_forward_pre_hook(sample),
+            module.register_forward_hook(sample),
+            module.register_full_backward_pre_hook(sample),
+            module.register_full_backward_hook(sample),
+        ]
+    try:
+        for _ in range(steps):
+            step()
+            sample()
+    finally:
+        for handle in handles:
+            handle.remove()
+    return peak[0]
+
+
+def _repeated_blocks(model: Any) -> list[Any]:
+    """The elements of the largest nn.ModuleList / nn.Sequential whose elements share one class."""
+    from torch import nn
+
+    best: list[Any] = []
+    for module in model.modules():
+        if isinstance(module, nn.ModuleList | nn.Sequential):
+            kids = list(module.children())
+            if len(kids) >= 2 and len({type(k) for k in kids}) == 1 and len(kids) > len(best):
+                best = kids
+    return best
+
+
+def _fully_sharded(factory: Callable[..., Any], *, reshard: bool, device: Any) -> Any:
+    """The model built on the meta device, each repeated block then the root under FSDP2's fully_shard,
+    then materialised (each rank allocates its shards only) and initialised by its modules'
+    reset_parameters."""
+    import torch
+    from torch.distributed.fsdp import fully_shard
+
+    with torch.device("meta"):
+        model = factory()
+    for block in _repeated_blocks(model):
+        fully_shard(block, reshard_after_forward=reshard)
+    fully_shard(model, reshard_after_forward=reshard)
+    model.to_empty(device=device or "cpu")
+    with torch.no_grad():
+        for module in model.modules():
+            reset = getattr(module, "reset_parameters", None)
+            if callable(reset):
+                reset()
+    return model
+
+
 def main(argv: list[str] | None = None) -> int:
     formatter = argparse.RawDescriptionHelpFormatter
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=formatter)
@@ -209,6 +312,15 @@ def main(argv: list[str] | None = None) -> int:
         default="0",
         help="comma-separated ranks timed alone in each colocation round (one of each type is enough)",
     )
+    parser.add_argument(
+        "--strategy",
+        default="ddp",
+        choices=["ddp", "zero1", "zero2", "full_shard"],
+        help="data-parallel strategy (see above; colocation rounds are DDP's only)",
+    )
+    parser.add_argument(
+        "--memory-steps", type=int, default=2, help="untimed steps that measure peak memory (0: none)"
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default=None, help="write rank 0's JSON here as well as stdout")
     parser.add_argument(
@@ -241,15 +353,25 @@ def main(argv: list[str] | None = None) -> int:
     distributed = world_size > 1
     if distributed:
         dist.init_process_group(args.backend, rank=rank, world_size=world_size)
-    model = _load(args.model)()
-    inputs = _load(args.input)(batch)
+    base_bytes = _in_use_bytes()
     device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0"))) if args.backend == "nccl" else None
+    sharded = args.strategy in ("zero2", "full_shard")
+    if sharded:
+        model = _fully_sharded(_load(args.model), reshard=args.strategy == "full_shard", device=device)
+    else:
+        model = _load(args.model)()
+    inputs = _load(args.input)(batch)
     if device is not None:
         model = model.to(device)
         inputs = inputs.to(device) if hasattr(inputs, "to") else tuple(x.to(device) for x in inputs)
     ddp_options = {} if args.bucket_cap_mb is None else {"bucket_cap_mb": args.bucket_cap_mb}
-    net: Any = DistributedDataParallel(model, **ddp_options) if distributed else model
-    opt = torch.optim.SGD(net.parameters(), lr=1e-4)
+    net: Any = DistributedDataParallel(model, **ddp_options) if distributed and not sharded else model
+    if args.strategy == "zero1" and distributed:
+        from torch.distributed.optim import ZeroRedundancyOptimizer
+
+        opt: Any = ZeroRedundancyOptimizer(net.parameters(), optimizer_class=torch.optim.SGD, lr=1e-4)
+    else:
+        opt = torch.optim.SGD(net.parameters(), lr=1e-4)
     args_tuple = inputs if isinstance(inputs, tuple) else (inputs,)
     loss_fn = _load(args.loss) if args.loss else _loss
     trace: list[dict[str, Any]] = []
@@ -309,8 +431,9 @@ def main(argv: list[str] | None = None) -> int:
         start = time.perf_counter()
         step()
         times_s.append(time.perf_counter() - start)
+    peak = _peak_in_use(net, step, args.memory_steps, base=base_bytes) if args.memory_steps > 0 else 0
     colocation = None
-    if distributed and args.colocation_rounds > 0:
+    if distributed and args.colocation_rounds > 0 and args.strategy == "ddp":
         solo_ranks = sorted({int(r) for r in args.solo_ranks.split(",") if r.strip()})
         colocation = _colocation(
             args.colocation_rounds,
@@ -325,11 +448,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.trace:
         with open(f"{args.trace}.rank{rank}.json", "w") as fh:
             json.dump({"rank": rank, "batch": batch, "world_size": world_size, "iterations": trace}, fh)
+    peaks = [peak]
     if distributed:
         # every rank's step ends at the synchronising allreduce, so rank 0's times are the fleet's
         local = torch.tensor(times_s, dtype=torch.float64)
         dist.all_reduce(local, op=dist.ReduceOp.MAX)
         times_s = local.tolist()
+        gathered = [torch.zeros(1, dtype=torch.int64) for _ in range(world_size)]
+        dist.all_gather(gathered, torch.tensor([peak], dtype=torch.int64))
+        peaks = [int(t.item()) for t in gathered]
         dist.barrier()
         dist.destroy_process_group()
     if rank == 0:
@@ -342,6 +469,9 @@ def main(argv: list[str] | None = None) -> int:
             "median_iter_s": statistics.median(times_s),
             "stdev_iter_s": statistics.stdev(times_s) if len(times_s) > 1 else 0.0,
             "iter_times_s": times_s,
+            "strategy": args.strategy,
+            "peak_bytes": peaks,
+            "memory_method": "glibc mallinfo2 at module hooks" if _mallinfo() is not None else "none",
         }
         if colocation is not None:
             result["colocation"] = colocation

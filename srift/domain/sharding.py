@@ -24,11 +24,14 @@ torch.float32`), U the largest block unit and R the root unit, in elements:
 
     ddp         4Ψ + 4Ψ + 4kΨ + 4Ψ (buckets)                         + activations + reserve
     zero1       4Ψ + 4Ψ + 4kΨ/n + 4Ψ (buckets)                       + activations + reserve
-    zero2       (4Ψ + 4Ψ + 4kΨ)/n + wΨ (all units gathered) + comm   + activations + reserve
+    zero2       (4Ψ + 4kΨ)/n + wΨ (all units gathered) + 4U/n + comm + activations + reserve
     full_shard  (4Ψ + 4Ψ + 4kΨ)/n + w(R + 2U) (root, unit, prefetch) + comm + activations + reserve
 
 with comm = the unit's gradient before its reduce-scatter (w per element) and the reduce-scatter's input
-in the reduce dtype (r), for the larger of a block and the root at the end of backward. With mixed-precision
+in the reduce dtype (r), for the larger of a block and the root at the end of backward. Under zero2 the
+gradient shards appear while the gathered units are freed, one by one after their backward (FSDP2
+reshards after backward), so its peak holds every unit gathered and one unit's gradient shard (4U/n), or,
+when that is larger, every gradient shard with only the root gathered. With mixed-precision
 Adam (w = 2, k = 2) and Ψ/n → 0 this is the ZeRO paper's 2Ψ + 2Ψ + KΨ with K = 12 bytes per parameter,
 sharded (§3.1: fp16 parameters and gradients, fp32 copies of parameters, momentum and variance).
 `hybrid` is `full_shard` with n the GPUs of one node, plus NCCL's buffers for the second process group.
@@ -515,7 +518,15 @@ def strategy_memory(
         root, block = units.root_bytes * scale, units.largest_block_bytes * scale
         grad_and_reduce = (w + REDUCE_BYTES) / 4
         if strategy is Strategy.ZERO2:
+            # Every unit stays gathered until its own backward is done; sharded gradients appear as units
+            # are freed. The peak is at the first reduce-scatter (all gathered, one unit's gradient shard)
+            # or at the end of backward (every gradient shard, the root still gathered).
             gathered = per_elem * base.parameter_bytes
+            first = (
+                base.gradient_bytes / base.parameter_bytes * max(block, root) if base.parameter_bytes else 0
+            )
+            end = base.gradient_bytes / n + per_elem * root - gathered
+            fixed[ShardPart.GRADIENTS] = math.ceil(max(first / n, end))
             comm = grad_and_reduce * max(block, root)
         else:
             gathered = per_elem * (root + 2 * block)

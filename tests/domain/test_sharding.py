@@ -72,11 +72,13 @@ def test_zero1_shards_the_optimizer_state_only() -> None:
 
 
 def test_zero2_holds_every_unit_gathered_between_forward_and_backward() -> None:
-    # Sharded over 4: 1,000 + 1,000 + 2,000. Gathered in bf16: 2 bytes × 1,000 = 2,000. A block's bf16
+    # Sharded over 4: parameters 1,000, optimizer state 2,000. Gathered in bf16: 2 bytes × 1,000 = 2,000.
+    # Gradient shards: at the first reduce-scatter one block's, 1,600 / 4 = 400 (at the end of backward
+    # every shard, 1,000, with only the root gathered, 400 bytes instead of 2,000: less). A block's bf16
     # gradient (2 × 400) and its fp32 reduce-scatter input (4 × 400): 2,400.
     _, got = parts(Strategy.ZERO2)
     assert got[ShardPart.PARAMETERS] == 1000
-    assert got[ShardPart.GRADIENTS] == 1000
+    assert got[ShardPart.GRADIENTS] == 400
     assert got[ShardPart.OPTIMIZER_STATE] == 2000
     assert got[ShardPart.DDP_BUCKETS] == 0
     assert got[ShardPart.GATHERED_PARAMETERS] == 2000
