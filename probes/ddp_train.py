@@ -14,7 +14,8 @@ root, the model built on the meta device and materialised shard by shard; torch 
 on CPU. Every run then takes `--memory-steps` more steps (untimed) and reports each rank's peak memory in
 use over what was in use before the model was built (`peak_bytes`): glibc's mallinfo2 (bytes malloc has
 handed out and not taken back, in every arena and mapping), sampled before and after every module's forward
-and backward and around the optimizer step, the moments a step's memory peaks. That is the CPU's analogue of
+and backward, around the optimizer step, and every half millisecond by a thread (collectives' staging
+copies live while the training thread waits). That is the CPU's analogue of
 CUDA's max_memory_allocated: tensors FSDP2 frees by resizing their storage count, and the allocator's own
 slack does not.
 With `--colocation-rounds`, compute-only steps after the timed iterations measure how much slower each rank
@@ -158,6 +159,11 @@ def _colocation(
     return out
 
 
+SAMPLE_S = 0.0005
+"""How often the memory steps' sampler thread reads mallinfo2 besides the hooks: collectives run in
+gloo's threads while the training thread waits, and their staging copies live only that long."""
+
+
 def _mallinfo() -> Any:
     """glibc's mallinfo2 (glibc ≥ 2.33) through ctypes, or None elsewhere."""
     import ctypes
@@ -189,6 +195,27 @@ def _in_use_bytes() -> int:
     return int(found.uordblks + found.hblkhd)
 
 
+def _warm_runtime(distributed: bool, strategy: str) -> None:
+    """What the runtime allocates once, in use before the baseline is read: the modules a strategy imports
+    (the first torch.optim optimizer alone imports 23 MB of Python objects), one tiny backward and
+    optimizer step, and one tiny collective of each kind."""
+    import torch
+    import torch.distributed as dist
+
+    if strategy in ("zero2", "full_shard"):
+        import torch.distributed.fsdp
+    if strategy == "zero1":
+        import torch.distributed.optim
+    x = torch.ones(4, requires_grad=True)
+    (x * 2).sum().backward()
+    torch.optim.SGD([x], lr=0.1).step()
+    if distributed:
+        n = dist.get_world_size()
+        dist.all_reduce(torch.zeros(4))
+        dist.all_gather_into_tensor(torch.zeros(4 * n), torch.zeros(4))
+        dist.reduce_scatter_tensor(torch.zeros(4), torch.zeros(4 * n))
+
+
 def _peak_in_use(net: Any, step: Callable[[], None], steps: int, *, base: int) -> int:
     """The largest memory in use over `base` during `steps` steps, sampled at every module's forward and
     backward hooks and after each step (hooks removed afterwards)."""
@@ -199,6 +226,14 @@ def _peak_in_use(net: Any, step: Callable[[], None], steps: int, *, base: int) -
     def sample(*_: Any, **__: Any) -> None:
         peak[0] = max(peak[0], _in_use_bytes() - base)
 
+    import threading
+
+    done = threading.Event()
+
+    def sampler() -> None:
+        while not done.wait(SAMPLE_S):
+            sample()
+
     handles = []
     for module in net.modules():
         handles += [
@@ -207,11 +242,15 @@ def _peak_in_use(net: Any, step: Callable[[], None], steps: int, *, base: int) -
             module.register_full_backward_pre_hook(sample),
             module.register_full_backward_hook(sample),
         ]
+    thread = threading.Thread(target=sampler, daemon=True)
+    thread.start()
     try:
         for _ in range(steps):
             step()
             sample()
     finally:
+        done.set()
+        thread.join()
         for handle in handles:
             handle.remove()
     return peak[0]
@@ -353,6 +392,7 @@ def main(argv: list[str] | None = None) -> int:
     distributed = world_size > 1
     if distributed:
         dist.init_process_group(args.backend, rank=rank, world_size=world_size)
+    _warm_runtime(distributed, args.strategy)
     base_bytes = _in_use_bytes()
     device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0"))) if args.backend == "nccl" else None
     sharded = args.strategy in ("zero2", "full_shard")

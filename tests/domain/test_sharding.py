@@ -86,21 +86,23 @@ def test_zero2_holds_every_unit_gathered_between_forward_and_backward() -> None:
 
 
 def test_full_shard_holds_the_root_a_unit_and_the_prefetched_next() -> None:
-    # Gathered: root 200 + 2 × 400 elements in bf16 = 2,000 bytes; comm: a block's 2,400 (the root's
-    # phase, 6 × 200 = 1,200 with the blocks freed, is smaller). Activations: autocast's weight casts
-    # (2 bytes × 1,000 parameters, in the line's fixed part) are not made under FSDP's bf16 parameters:
-    # max(0, 1,000 − 2,000) + 1,000 × 10.
+    # Gathered in bf16: the root (200 elements) and a block (400): 1,200 bytes, plus the prefetched block
+    # (800) less the gradient shards not yet made while it is gathered, (4,000 − 1,600) / 4 = 600: 1,400.
+    # Comm: a block's 2,400 (the root's phase, 6 × 200 = 1,200 with the blocks freed, is smaller).
+    # Activations: autocast's weight casts (2 bytes × 1,000 parameters, in the line's fixed part) are not
+    # made under FSDP's bf16 parameters: max(0, 1,000 − 2,000) + 1,000 × 10.
     memory, got = parts(Strategy.FULL_SHARD)
-    assert got[ShardPart.GATHERED_PARAMETERS] == 2 * (200 + 2 * 400)
+    assert got[ShardPart.GATHERED_PARAMETERS] == 1400
     assert got[ShardPart.COMM_BUFFERS] == 2400
     assert got[ShardPart.ACTIVATIONS] == 10000
-    assert memory.peak_bytes(10) == 1000 + 1000 + 2000 + 2000 + 2400 + 10000 + RESERVE
+    assert memory.peak_bytes(10) == 1000 + 1000 + 2000 + 1400 + 2400 + 10000 + RESERVE
     assert memory.shard_ranks == 4
 
 
 def test_full_shard_in_fp32_gathers_four_bytes_per_element() -> None:
+    # 4 × (200 + 400) + max(0, 4 × 400 − 600)
     _, got = parts(Strategy.FULL_SHARD, mixed=False)
-    assert got[ShardPart.GATHERED_PARAMETERS] == 4 * (200 + 800)
+    assert got[ShardPart.GATHERED_PARAMETERS] == 3400
     assert got[ShardPart.COMM_BUFFERS] == (4 + 4) * 400
 
 
