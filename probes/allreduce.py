@@ -6,12 +6,16 @@ backend. For each buffer size (powers of two, 4 B .. 512 MiB by default) every r
 untimed allreduces, then `--repeats` timed samples, each started after a barrier. A sample averages
 `--iters` back-to-back allreduces (as nccl-tests does; fewer for large buffers, so that a sample takes
 about `--max-sample-s` at most); its time is the slowest rank's. With `--async-count N`, each allreduce
-is N concurrent asynchronous allreduces on separate buffers, timed until all are done.
+is N concurrent asynchronous allreduces on separate buffers, timed until all are done. `--collective
+all_gather` or `reduce_scatter` times that collective instead (all_gather_into_tensor into, and
+reduce_scatter_tensor from, a buffer of the size: the whole buffer, as nccl-tests sizes them; sizes are
+rounded down to a multiple of 4·world_size bytes), for sharded data parallelism (srift.domain.sharding).
 
 Rank 0 writes one JSON object per sample (schema "srift-probe/1") to `--out` or stdout:
-  time_s, algbw_gbps = 8·s/t/1e9, busbw_gbps = algbw_gbps · 2(n−1)/n  (GIGABITS/s; nccl-tests prints GB/s),
-  buffer_bytes, world_size, nodes, ranks_per_node, backend, async_count, repeat, run_id, and the host's
-  features: provider, region, zone, instance_type (from flags or SRIFT_PROVIDER, SRIFT_REGION,
+  time_s, algbw_gbps = 8·s/t/1e9, busbw_gbps = algbw_gbps · 2(n−1)/n for allreduce, · (n−1)/n for
+  all-gather and reduce-scatter (nccl-tests' bus bandwidth; GIGABITS/s where nccl-tests prints GB/s),
+  buffer_bytes, world_size, nodes, ranks_per_node, backend, async_count, repeat, run_id, collective,
+  the host's features: provider, region, zone, instance_type (from flags or SRIFT_PROVIDER, SRIFT_REGION,
   SRIFT_ZONE, SRIFT_INSTANCE_TYPE, SRIFT_RATED_GBPS), gpu_name, cpu_name, cpu_cores, memory_gib, rated_gbps.
 Progress goes to stderr as `progress DONE/TOTAL size=BYTES busbw_gbps=X`. The probe stops before
 `--time-budget-s` would be exceeded (rank 0 decides, all ranks follow), so it is bounded in time.
@@ -196,6 +200,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--run-id", default=None, help="identifier of this run (default: random)")
     parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads per rank")
     parser.add_argument("--out", default=None, help="JSON-lines file (default: stdout)")
+    parser.add_argument(
+        "--collective",
+        default="allreduce",
+        choices=["allreduce", "all_gather", "reduce_scatter"],
+        help="the collective to time (default allreduce)",
+    )
     args = parser.parse_args(argv)
     if args.sizes:
         try:
@@ -305,14 +315,24 @@ def main(argv: list[str] | None = None) -> int:
                         f"budget: stopped before size {size} after {done} sizes", file=sys.stderr, flush=True
                     )
                 break
+            if args.collective != "allreduce":
+                size = max(4 * world, size // (4 * world) * 4 * world)
             count = size // 4
             bufs = [torch.zeros(count, dtype=torch.float32, device=device) for _ in range(args.async_count)]
+            shards = [torch.zeros(count // world, dtype=torch.float32, device=device) for _ in bufs]
 
-            def once(bufs: list[Any] = bufs) -> None:
+            def run(buf: Any, shard: Any, async_op: bool) -> Any:
+                if args.collective == "all_gather":
+                    return dist.all_gather_into_tensor(buf, shard, async_op=async_op)
+                if args.collective == "reduce_scatter":
+                    return dist.reduce_scatter_tensor(shard, buf, async_op=async_op)
+                return dist.all_reduce(buf, async_op=async_op)
+
+            def once(bufs: list[Any] = bufs, shards: list[Any] = shards) -> None:
                 if len(bufs) == 1:
-                    dist.all_reduce(bufs[0])
+                    run(bufs[0], shards[0], False)
                 else:
-                    for work in [dist.all_reduce(b, async_op=True) for b in bufs]:
+                    for work in [run(b, s, True) for b, s in zip(bufs, shards, strict=True)]:
                         work.wait()
                 sync()
 
@@ -339,12 +359,13 @@ def main(argv: list[str] | None = None) -> int:
             times_s = [float(t) for t in slowest.cpu().tolist()]
             last_iter_s, last_size = max(times_s), size
             done += 1
-            del bufs
+            del bufs, shards
+            factor = (2.0 if args.collective == "allreduce" else 1.0) * (world - 1) / world
             if rank == 0 and out is not None:
                 now = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
                 for rep, t in enumerate(times_s):
                     algbw = size * 8 / t / 1e9
-                    busbw = algbw * 2 * (world - 1) / world
+                    busbw = algbw * factor
                     sample = {
                         "schema": SCHEMA,
                         "probe_version": PROBE_VERSION,
@@ -362,12 +383,13 @@ def main(argv: list[str] | None = None) -> int:
                         "async_count": args.async_count,
                         "repeat": rep,
                         "iters": iters,
+                        "collective": args.collective,
                         **feats,
                     }
                     out.write(json.dumps(sample, sort_keys=True) + "\n")
                 out.flush()
                 mid = sorted(times_s)[len(times_s) // 2]
-                mid_busbw = size * 8 / mid / 1e9 * 2 * (world - 1) / world
+                mid_busbw = size * 8 / mid / 1e9 * factor
                 print(
                     f"progress {done}/{len(args.grid)} size={size} busbw_gbps={mid_busbw:.6g}",
                     file=sys.stderr,
