@@ -14,6 +14,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
+import numpy as np
+
+from srift.bandwidth.records import ProbeRecord
 from srift.domain import BandwidthEstimate, BusBandwidthModel, InstanceType
 from srift.domain.bandwidth import Collective
 
@@ -55,3 +58,78 @@ def collective_time_s(
     if factor <= 0 or buffer_bytes <= 0:
         return 0.0
     return buffer_bytes * 8 * factor / (busbw_gbps * 1e9)
+
+
+class MeasuredCollectives:
+    """A bandwidth model that answers all-gather and reduce-scatter from measured probe samples.
+
+    For an (instance type, world size, nodes) the samples cover, a collective's bus bandwidth at a size is
+    the median of its samples at the measured sizes around it, interpolated in log size between the two
+    nearest (held beyond the ends): collectives are library code (gloo's all-gather and reduce-scatter
+    are not NCCL's ring, and their bus bandwidth need not reach allreduce's), so what was measured stands
+    where it exists. Elsewhere, and for allreduce, the wrapped model answers (`collective_busbw`).
+    """
+
+    def __init__(self, model: BusBandwidthModel, records: Sequence[ProbeRecord]) -> None:
+        self.model = model
+        self.source = getattr(model, "source", "bandwidth model")
+        grouped: dict[tuple[str, str, int, int], dict[int, list[float]]] = {}
+        for r in records:
+            if r.collective == Collective.ALLREDUCE.value:
+                continue
+            key = (r.collective, r.instance_type, r.world_size, r.nodes)
+            grouped.setdefault(key, {}).setdefault(r.buffer_bytes, []).append(r.busbw_gbps)
+        self.tables = {
+            key: (
+                np.log2(np.asarray(sorted(sizes), dtype=float)),
+                np.asarray([float(np.median(sizes[s])) for s in sorted(sizes)]),
+            )
+            for key, sizes in grouped.items()
+        }
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.model, name)
+
+    def predict(
+        self,
+        *,
+        instance: InstanceType,
+        world_size: int,
+        nodes: int,
+        buffer_bytes: Sequence[int],
+        async_count: int = 1,
+    ) -> BandwidthEstimate:
+        return self.model.predict(
+            instance=instance,
+            world_size=world_size,
+            nodes=nodes,
+            buffer_bytes=buffer_bytes,
+            async_count=async_count,
+        )
+
+    def predict_collective(
+        self,
+        *,
+        collective: Collective,
+        instance: InstanceType,
+        world_size: int,
+        nodes: int,
+        buffer_bytes: Sequence[int],
+    ) -> BandwidthEstimate:
+        table = self.tables.get((collective.value, instance.name, world_size, nodes))
+        if table is None:
+            return collective_busbw(
+                self.model,
+                collective=collective,
+                instance=instance,
+                world_size=world_size,
+                nodes=nodes,
+                buffer_bytes=buffer_bytes,
+            )
+        xs, ys = table
+        sizes = np.log2(np.maximum(np.asarray(buffer_bytes, dtype=float), 1.0))
+        values = np.interp(sizes, xs, ys)
+        return BandwidthEstimate(
+            busbw_gbps=tuple(float(v) for v in values),
+            source=f"measured:{collective.value}@{instance.name}×{world_size}",
+        )

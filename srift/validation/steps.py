@@ -183,9 +183,10 @@ def build_bandwidth(ctx: Context) -> None:
             hint="give the spec two hosts of a type, or use --bandwidth prior",
         )
     ctx.log(f"bandwidth: training on {len(records)} probe samples")
+    collectives = probe_collectives(ctx, [t for t, c in plan if 2 in c])
     tick = time.perf_counter()
     with transaction(ctx.url) as session:
-        store_samples(session=session, records=records, origin="validate")
+        store_samples(session=session, records=[*records, *collectives], origin="validate")
     with transaction(ctx.url) as session:
         version = train_version(
             session=session,
@@ -205,7 +206,20 @@ def build_bandwidth(ctx: Context) -> None:
         "probe_plan": {t: list(c) for t, c in plan} | {ring_name(ts): list(c) for ts, c in rings},
         "metrics": version.metrics,
         "train_s": time.perf_counter() - tick,
+        "collective_samples": len(collectives),
     }
+
+
+def probe_collectives(ctx: Context, types: Sequence[str]) -> list[ProbeRecord]:
+    """All-gather and reduce-scatter probes on two hosts of each type, for the sharded cases' predictions
+    (srift.bandwidth.collectives.MeasuredCollectives); none when those cases do not run."""
+    if not (ctx.options.sharded or ctx.options.sharded_only):
+        return []
+    out: list[ProbeRecord] = []
+    for type_name in types:
+        for collective in ("all_gather", "reduce_scatter"):
+            out.extend(probe_ring(ctx, (type_name,), (2,), collective=collective))
+    return out
 
 
 def mixed_ring_plan(ctx: Context, probed: Sequence[str]) -> list[tuple[tuple[str, ...], tuple[int, ...]]]:
@@ -224,15 +238,18 @@ def mixed_ring_plan(ctx: Context, probed: Sequence[str]) -> list[tuple[tuple[str
     return out
 
 
-def probe_ring(ctx: Context, types: Sequence[str], counts: tuple[int, ...]) -> list[ProbeRecord]:
+def probe_ring(
+    ctx: Context, types: Sequence[str], counts: tuple[int, ...], *, collective: str = "allreduce"
+) -> list[ProbeRecord]:
     """One probe job on each of `counts` hosts: of one type, or a mixed ring of `types` (equal hosts of
-    each, in their order)."""
+    each, in their order); of `collective` (allreduce unless said)."""
     from srift.jobs.runners import run_testbed_mixed_probe, run_testbed_probe
     from srift.jobs.service import TypeFacts
     from srift.jobs.spec import JobProvider, ProbeJobSpec
 
     name = ring_name(types) if len(types) > 1 else types[0]
     what = f"mixed ring {' + '.join(types)}" if len(types) > 1 else name
+    what += f" ({collective})" if collective != "allreduce" else ""
     ctx.log(f"probe: {what} on {', '.join(str(n) for n in counts)} hosts")
     spec = ProbeJobSpec(
         provider=JobProvider.TESTBED,
@@ -243,6 +260,7 @@ def probe_ring(ctx: Context, types: Sequence[str], counts: tuple[int, ...]) -> l
         warmup=1,
         time_budget_s=600.0,
         testbed_prefix=ctx.spec.prefix,
+        collective=collective,
     )
     run = job_run(ctx, "probe", spec)
     rates_gbps = [ctx.spec.type_named(t).rate_mbit / 1000 for t in types]
@@ -332,6 +350,15 @@ def predict_case(
             if inputs.bandwidth is BandwidthSource.PRIOR
             else active_model(session=session, settings=inputs.settings, network=testbed)
         )
+        if strategy != "ddp":
+            from srift.bandwidth.collectives import MeasuredCollectives
+            from srift.bandwidth.records import SampleQuery
+            from srift.bandwidth.samples import load_samples
+
+            measured = load_samples(
+                session=session, query=SampleQuery(providers=("testbed",), collective=None)
+            )
+            bandwidth = MeasuredCollectives(bandwidth, measured)
         members = [
             FleetMember(
                 instance=get_instance_type(session=session, provider="testbed", name=g.type_name),

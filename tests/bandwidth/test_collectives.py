@@ -9,10 +9,10 @@ from collections.abc import Sequence
 import pytest
 from sqlalchemy.orm import Session
 
-from srift.bandwidth.collectives import STAND_IN, collective_busbw, collective_time_s
+from srift.bandwidth.collectives import STAND_IN, MeasuredCollectives, collective_busbw, collective_time_s
 from srift.bandwidth.nccl_tests import NcclTestsHost, parse_nccl_tests
 from srift.bandwidth.prior import AlphaBetaPrior, LinkParams, ring_collective_gbps
-from srift.bandwidth.records import SampleQuery, busbw_gbps
+from srift.bandwidth.records import ProbeRecord, SampleQuery, busbw_gbps
 from srift.bandwidth.samples import load_samples
 from srift.db.session import session_factory
 from srift.domain import BandwidthEstimate, InstanceType
@@ -143,3 +143,35 @@ def test_a_model_of_allreduce_only_stands_in_and_says_so() -> None:
         buffer_bytes=[1 << 20],
     )  # fmt: skip
     assert found.busbw_gbps == (10.0,) and STAND_IN in found.source and "reduce_scatter" in found.source
+
+
+def _sample(collective: str, size: int, busbw: float) -> ProbeRecord:
+    time_s = size * 8 * Collective(collective).bus_factor(2) / (busbw * 1e9)
+    return ProbeRecord(
+        run_id="r", provider="aws", instance_type="p4d.24xlarge", backend="gloo", buffer_bytes=size,
+        world_size=2, nodes=2, ranks_per_node=1, time_s=time_s, algbw_gbps=0.0, busbw_gbps=busbw,
+        collective=collective,
+    )  # fmt: skip
+
+
+def test_measured_collectives_stand_where_they_were_measured() -> None:
+    """All-gather measured at 1 KiB (1 Gbit/s, twice: 1 and 3, median 2) and 1 MiB (8 Gbit/s): at 32 KiB,
+    halfway in log size, 5 Gbit/s; beyond the ends, the end's; other rings and allreduce: the model's."""
+    records = [
+        _sample("all_gather", 1 << 10, 1.0),
+        _sample("all_gather", 1 << 10, 3.0),
+        _sample("all_gather", 1 << 20, 8.0),
+        _sample("allreduce", 1 << 20, 99.0),
+    ]
+    model = MeasuredCollectives(_AllreduceOnly(), records)
+    found = model.predict_collective(
+        collective=Collective.ALL_GATHER, instance=_p4d(), world_size=2, nodes=2,
+        buffer_bytes=[1 << 5, 1 << 15, 1 << 30],
+    )  # fmt: skip
+    assert found.busbw_gbps == pytest.approx((2.0, 5.0, 8.0))
+    assert found.source == "measured:all_gather@p4d.24xlarge×2"
+    other = model.predict_collective(
+        collective=Collective.ALL_GATHER, instance=_p4d(), world_size=4, nodes=4, buffer_bytes=[1 << 20]
+    )
+    assert other.busbw_gbps == (10.0,) and STAND_IN in other.source
+    assert model.predict(instance=_p4d(), world_size=2, nodes=2, buffer_bytes=[1 << 20]).busbw_gbps == (10.0,)
