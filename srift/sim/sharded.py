@@ -32,7 +32,9 @@ nodes is already bounded by the slower of the node's links and the network); und
 all-gathers and reduce-scatters run inside each node (n = its GPUs, one node) and the allreduce of the
 shards across nodes (one rank per node: the g shards' allreduces share each node's NIC, which carries
 what one allreduce of the whole unit would). Straggling is the served model's: each member's compute is
-its mean stretched by the expected slowest-of-its-VMs factor (`srift.sim.compute`).
+its mean stretched by the expected slowest-of-its-VMs factor (`srift.sim.compute`). Compute and
+collectives slow each other as the served model has them do for DDP (`srift.sim.overlap`: the profiles'
+measured `overlap_slowdown` and `comm_overlap_slowdown`), through a few passes of the timeline.
 """
 
 from __future__ import annotations
@@ -105,25 +107,76 @@ class Timeline:
     log: list[tuple[float, str, int]] = field(default_factory=list)
 
 
-class _Queue:
-    """One level's NCCL stream: collectives in issue order, each after the previous one."""
+Spans = list[tuple[float, float]]
 
-    def __init__(self, name: str, log: list[tuple[float, str, int]] | None) -> None:
+
+def merged(spans: Sequence[tuple[float, float]]) -> Spans:
+    """The union of `spans` as sorted, disjoint spans."""
+    out: Spans = []
+    for start, end in sorted(spans):
+        if out and start <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], end))
+        elif end > start:
+            out.append((start, end))
+    return out
+
+
+def stretched_end(start_s: float, work_s: float, slow: Sequence[tuple[float, float]], factor: float) -> float:
+    """When `work_s` seconds of work started at `start_s` are done, running `factor` times slower inside
+    the (merged) `slow` spans and at full speed outside them."""
+    if factor <= 1.0 or work_s <= 0:
+        return start_s + max(work_s, 0.0)
+    t, left = start_s, work_s
+    for a, b in slow:
+        if b <= t:
+            continue
+        if a > t:
+            if left <= a - t:
+                return t + left
+            left -= a - t
+            t = a
+        room = (b - t) / factor
+        if left <= room:
+            return t + left * factor
+        left -= room
+        t = b
+    return t + left
+
+
+class _Queue:
+    """One level's NCCL stream: collectives in issue order, each after the previous one; a collective
+    runs `slowdown` times slower while compute runs (`compute` spans, from the previous pass)."""
+
+    def __init__(
+        self,
+        name: str,
+        log: list[tuple[float, str, int]] | None,
+        *,
+        compute: Sequence[tuple[float, float]] = (),
+        slowdown: float = 1.0,
+    ) -> None:
         self.name = name
         self.free_s = 0.0
-        self.busy: list[tuple[float, float]] = []
+        self.busy: Spans = []
         self.log = log
+        self.compute = compute
+        self.slowdown = slowdown
 
     def run(self, what: str, unit: int, *, issued_s: float, seconds: float) -> float:
         if seconds <= 0:
             return issued_s
         start = max(issued_s, self.free_s)
-        self.free_s = start + seconds
+        self.free_s = stretched_end(start, seconds, self.compute, self.slowdown)
         self.busy.append((start, self.free_s))
         if self.log is not None:
             self.log.append((start, f"{what}_start", unit))
             self.log.append((self.free_s, f"{what}_done", unit))
         return self.free_s
+
+
+OVERLAP_PASSES = 4
+"""Passes of the timeline when compute and collectives slow each other: each pass slows them inside the
+other's spans of the pass before (a fixed point; with no slowdown one pass is exact)."""
 
 
 def timeline(
@@ -134,18 +187,68 @@ def timeline(
     reshard_after_forward: bool,
     recompute_units: frozenset[int] = frozenset(),
     log: list[tuple[float, str, int]] | None = None,
+    comm_slowdown: float = 1.0,
+    compute_slowdowns: Sequence[float] = (),
 ) -> Timeline:
     """One FSDP iteration (module docstring). `segments` is the backward pass in order (shares of each
     member's backward; the forward runs them reversed, with the same shares of its forward); `comm[u]`
     unit u's collectives; unit 0 is the root, gathered once and kept. `recompute_units` are the
     checkpointed units, whose share of each member's forward (`recompute_s` over their shares) runs again
-    at the start of their backward stretch."""
-    shard = _Queue(SHARD_LEVEL, log)
-    replicate = _Queue(REPLICATE_LEVEL, log)
+    at the start of their backward stretch. As the served simulator does for DDP (srift.sim.overlap), a
+    collective runs `comm_slowdown` times slower while any member computes, and member m computes
+    `compute_slowdowns[m]` times slower while a collective runs (both measured by probes/overlap.py; 1:
+    not slowed)."""
+    slowed = comm_slowdown > 1.0 or any(f > 1.0 for f in compute_slowdowns)
+    compute: Spans = []
+    busy: Spans = []
+    found: Timeline | None = None
+    for pass_no in range(OVERLAP_PASSES if slowed else 1):
+        last = pass_no == (OVERLAP_PASSES if slowed else 1) - 1
+        found, compute_spans = _pass(
+            segments,
+            members,
+            comm,
+            reshard_after_forward=reshard_after_forward,
+            recompute_units=recompute_units,
+            log=log if last else None,
+            compute=compute,
+            comm_busy=busy,
+            comm_slowdown=comm_slowdown,
+            compute_slowdowns=compute_slowdowns,
+        )
+        compute = merged(compute_spans)
+        busy = merged([span for spans in found.busy.values() for span in spans])
+    assert found is not None
+    return found
+
+
+def _pass(
+    segments: Sequence[Segment],
+    members: Sequence[MemberCompute],
+    comm: Sequence[UnitComm],
+    *,
+    reshard_after_forward: bool,
+    recompute_units: frozenset[int],
+    log: list[tuple[float, str, int]] | None,
+    compute: Sequence[tuple[float, float]],
+    comm_busy: Sequence[tuple[float, float]],
+    comm_slowdown: float,
+    compute_slowdowns: Sequence[float],
+) -> tuple[Timeline, Spans]:
+    """One pass of `timeline`, with the other's spans of the pass before."""
+    shard = _Queue(SHARD_LEVEL, log, compute=compute, slowdown=comm_slowdown)
+    replicate = _Queue(REPLICATE_LEVEL, log, compute=compute, slowdown=comm_slowdown)
     m_count = len(members)
+    factors = [compute_slowdowns[m] if m < len(compute_slowdowns) else 1.0 for m in range(m_count)]
     forward = list(reversed(segments))
     ckpt_share = sum(s.share for s in segments if s.unit in recompute_units)
     gathered: dict[int, float] = {}
+    spans: Spans = []
+
+    def work(m: int, start_s: float, seconds: float) -> float:
+        end_s = stretched_end(start_s, seconds, comm_busy, factors[m])
+        spans.append((start_s, end_s))
+        return end_s
 
     def gather(unit: int, issued_s: float) -> None:
         if unit not in gathered:
@@ -168,7 +271,7 @@ def timeline(
             gather(ahead, max(start))
         if log is not None:
             log.append((max(start), "fw_start", seg.unit))
-        end = [start[m] + seg.share * members[m].forward_s for m in range(m_count)]
+        end = [work(m, start[m], seg.share * members[m].forward_s) for m in range(m_count)]
     forward_end = max(end)
     if log is not None:
         log.append((forward_end, "fw_done", -1))
@@ -200,7 +303,7 @@ def timeline(
             else 0.0
             for m in range(m_count)
         ]
-        end = [start[m] + extra[m] + seg.share * members[m].backward_s for m in range(m_count)]
+        end = [work(m, start[m], extra[m] + seg.share * members[m].backward_s) for m in range(m_count)]
         if last_of[seg.unit] == k:
             done = shard.run("rs", seg.unit, issued_s=max(end), seconds=comm[seg.unit].reduce_scatter_s)
             done = replicate.run("ar", seg.unit, issued_s=done, seconds=comm[seg.unit].allreduce_s)
@@ -213,12 +316,13 @@ def timeline(
         log.append((step_start, "step_start", -1))
         log.append((iteration, "step_done", -1))
         log.sort(key=lambda entry: entry[0])
-    return Timeline(
+    found = Timeline(
         iteration_s=iteration,
         backward_end_s=backward_end,
         busy={SHARD_LEVEL: shard.busy, REPLICATE_LEVEL: replicate.busy},
         log=log if log is not None else [],
     )
+    return found, spans
 
 
 # -- the fleet's collectives --------------------------------------------------------------------------------
@@ -261,6 +365,14 @@ class Ring:
             for size, value in zip(distinct, est.busbw_gbps, strict=True):
                 good = value if math.isfinite(value) and value > 0 else 1e-6
                 slowest[size] = min(slowest.get(size, math.inf), good)
+        ask = getattr(bandwidth, "mixed_ring_factors", None)
+        if len(self.types) >= 2 and self.nodes >= 2 and callable(ask):
+            # What a ring of these types measured against its slowest type alone (allreduce probes,
+            # srift.bandwidth.mixed): the same links carry the other collectives.
+            factors = ask(instances=self.types, nodes=self.nodes, buffer_bytes=distinct)
+            if factors is not None and len(factors) == len(distinct):
+                slowest = {size: slowest[size] * float(f) for size, f in zip(distinct, factors, strict=True)}
+                sources.append(f"mixed-ring:{'+'.join(sorted(t.name for t in self.types))}")
         out = [
             collective_time_s(
                 collective=collective, buffer_bytes=b, world_size=self.ranks, busbw_gbps=slowest[s]
@@ -408,6 +520,8 @@ def _point(
         reshard_after_forward=setup.strategy.reshards_after_forward,
         recompute_units=blocks,
         log=log,
+        comm_slowdown=max(m.profile.comm_overlap_slowdown() for m in fleet),
+        compute_slowdowns=[m.profile.overlap_slowdown()[0] for m in fleet],
     )
     slow = max(range(len(fleet)), key=lambda i: fw[i] + bw[i] + fw[i] * block_share)
     update_s = max(m.update_s for m in members)

@@ -8,7 +8,7 @@ from srift.bandwidth.prior import AlphaBetaPrior
 from srift.domain import FleetMember
 from srift.domain.sharding import Segment, Setup, Strategy
 from srift.sim import simulate
-from srift.sim.sharded import MemberCompute, UnitComm, simulate_sharded, timeline
+from srift.sim.sharded import MemberCompute, UnitComm, merged, simulate_sharded, stretched_end, timeline
 
 from . import kit
 
@@ -122,3 +122,27 @@ def test_sharded_strategies_on_a_real_fleet(gpt2) -> None:
     )
     assert ckpt.iteration_s > got[Strategy.FULL_SHARD].iteration_s
     assert any("all_gather" in s for s in got[Strategy.FULL_SHARD].sources)
+
+
+def test_work_runs_slower_inside_the_other_sides_spans() -> None:
+    """3 s of work from t = 0, twice as slow inside [1, 2] and [4, 10]: 1 s done by t = 1, 0.5 s by 2,
+    1 s by 3 ... done at 3.5; starting inside a span it first crawls; with no slowdown, start + work."""
+    spans = merged([(4.0, 10.0), (1.0, 2.0), (5.0, 6.0)])
+    assert spans == [(1.0, 2.0), (4.0, 10.0)]
+    assert stretched_end(0.0, 3.0, spans, 2.0) == pytest.approx(3.5)
+    assert stretched_end(5.0, 1.0, spans, 2.0) == pytest.approx(7.0)
+    assert stretched_end(9.0, 1.0, spans, 2.0) == pytest.approx(10.5)
+    assert stretched_end(0.0, 3.0, spans, 1.0) == 3.0
+
+
+def test_measured_overlap_slows_the_timeline_and_none_leaves_it_as_it_was() -> None:
+    plain = timeline(SEGMENTS, [MEMBER], COMM, reshard_after_forward=True)
+    same = timeline(
+        SEGMENTS, [MEMBER], COMM, reshard_after_forward=True, comm_slowdown=1.0, compute_slowdowns=[1.0]
+    )
+    slowed = timeline(
+        SEGMENTS, [MEMBER], COMM, reshard_after_forward=True, comm_slowdown=2.0, compute_slowdowns=[1.2]
+    )
+    assert same.iteration_s == plain.iteration_s == pytest.approx(10.0)
+    # every collective and compute stretch is at least as long; compute alone (6.5 s) stays a floor
+    assert 10.0 < slowed.iteration_s < 10.0 + (1 + 1 + 1 + 1 + 1.5 + 1.5) + 0.2 * 6.0
