@@ -5,11 +5,15 @@ environment) or with those variables set by hand (plain env:// init), with the g
 backend. For each buffer size (powers of two, 4 B .. 512 MiB by default) every rank runs `--warmup`
 untimed allreduces, then `--repeats` timed samples, each started after a barrier. A sample averages
 `--iters` back-to-back allreduces (as nccl-tests does; fewer for large buffers, so that a sample takes
-about `--max-sample-s` at most); its time is the slowest rank's. With `--async-count N`, each allreduce
-is N concurrent asynchronous allreduces on separate buffers, timed until all are done. `--collective
-all_gather` or `reduce_scatter` times that collective instead (all_gather_into_tensor into, and
-reduce_scatter_tensor from, a buffer of the size: the whole buffer, as nccl-tests sizes them; sizes are
-rounded down to a multiple of 4·world_size bytes), for sharded data parallelism (srift.domain.sharding).
+about `--max-sample-s` at most), launched one after another with one synchronisation after the last, as
+nccl-tests times them; its time is the slowest rank's. With `--async-count N`, each allreduce is N
+concurrent asynchronous allreduces on separate buffers. Under NCCL the rank's GPU is LOCAL_RANK, made the
+current device before the process group starts; every collective runs on it and barriers name it
+(`Group`). Ranks of one host (torchrun's LOCAL_WORLD_SIZE, or `--ranks-per-node`) are recorded as one node
+with that many ranks: the intra-node level. `--collective all_gather` or `reduce_scatter` times that
+collective instead (all_gather_into_tensor into, and reduce_scatter_tensor from, a buffer of the size: the
+whole buffer, as nccl-tests sizes them; sizes are rounded down to a multiple of 4·world_size bytes), for
+sharded data parallelism (srift.domain.sharding).
 
 Rank 0 writes one JSON object per sample (schema "srift-probe/1") to `--out` or stdout:
   time_s, algbw_gbps = 8·s/t/1e9, busbw_gbps = algbw_gbps · 2(n−1)/n for allreduce, · (n−1)/n for
@@ -166,6 +170,55 @@ def _node_identity() -> str:
     return f"{socket.gethostname()}:{netns}"
 
 
+class Group:
+    """This rank's collectives: every tensor on the process group's device (NCCL: this rank's GPU, the
+    current device; gloo: the CPU), barriers naming the GPU under NCCL. The one place this script calls
+    torch.distributed's collectives."""
+
+    def __init__(self, dist: Any, device: Any, *, nccl: bool) -> None:
+        self.dist = dist
+        self.device = device
+        self.nccl = nccl
+
+    def barrier(self) -> None:
+        if self.nccl:
+            self.dist.barrier(device_ids=[self.device.index])
+        else:
+            self.dist.barrier()
+
+    def all_gather_into_tensor(self, output: Any, tensor: Any, *, async_op: bool = False) -> Any:
+        return self.dist.all_gather_into_tensor(output, tensor, async_op=async_op)
+
+    def reduce_scatter_tensor(self, output: Any, tensor: Any, *, async_op: bool = False) -> Any:
+        return self.dist.reduce_scatter_tensor(output, tensor, async_op=async_op)
+
+    def all_reduce(self, tensor: Any, *, async_op: bool = False) -> Any:
+        """Sum `tensor` (on the group's device) in place; the work handle with `async_op`."""
+        return self.dist.all_reduce(tensor, async_op=async_op)
+
+    def read(self, tensor: Any) -> list[Any]:
+        return list(tensor.cpu().tolist())
+
+    def broadcast_int(self, value: int, *, src: int = 0) -> int:
+        import torch
+
+        t = torch.tensor([value], dtype=torch.int32, device=self.device)
+        self.dist.broadcast(t, src=src)
+        return int(self.read(t)[0])
+
+    def max_floats(self, values: list[float]) -> list[float]:
+        import torch
+
+        t = torch.tensor(values, dtype=torch.float64, device=self.device)
+        self.dist.all_reduce(t, op=self.dist.ReduceOp.MAX)
+        return [float(v) for v in self.read(t)]
+
+    def all_gather_object(self, value: Any, world_size: int) -> list[Any]:
+        gathered: list[Any] = [None] * world_size
+        self.dist.all_gather_object(gathered, value)
+        return gathered
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -200,6 +253,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--run-id", default=None, help="identifier of this run (default: random)")
     parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads per rank")
     parser.add_argument("--out", default=None, help="JSON-lines file (default: stdout)")
+    parser.add_argument(
+        "--allow-one-rank",
+        action="store_true",
+        help="run with WORLD_SIZE 1 (a smoke test of the probe on one GPU: busbw is 0 by definition)",
+    )
     parser.add_argument(
         "--collective",
         default="allreduce",
@@ -242,38 +300,38 @@ def main(argv: list[str] | None = None) -> int:
     world = int(os.environ.get("WORLD_SIZE", "1"))
     rank = int(os.environ.get("RANK", "0"))
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
-    if world < 2:
+    if world < 2 and not args.allow_one_rank:
         print(
-            "error: WORLD_SIZE must be ≥ 2. To fix: run under torchrun or set RANK/WORLD_SIZE.",
+            "error: WORLD_SIZE must be ≥ 2. To fix: run under torchrun or set RANK/WORLD_SIZE "
+            "(or --allow-one-rank for a smoke test on one GPU).",
             file=sys.stderr,
         )
         return 2
     backend = args.backend or ("nccl" if torch.cuda.is_available() else "gloo")
     device = torch.device("cpu")
     gpu_name = ""
-    if torch.cuda.is_available():
+    gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    if local_rank < gpus:
         torch.cuda.set_device(local_rank)
         gpu_name = torch.cuda.get_device_name(local_rank)
         if backend == "nccl":
             device = torch.device("cuda", local_rank)
     elif backend == "nccl":
-        print("error: NCCL needs CUDA GPUs. To fix: use --backend gloo.", file=sys.stderr)
+        print(
+            f"error: NCCL needs a GPU per rank on a host, but LOCAL_RANK {local_rank} has none "
+            f"({gpus} GPU(s) here). To fix: run at most {gpus} ranks per host, or use --backend gloo.",
+            file=sys.stderr,
+        )
         return 2
     timeout = dt.timedelta(seconds=max(120.0, args.time_budget_s))
     dist.init_process_group(backend, rank=rank, world_size=world, timeout=timeout)
-
-    def barrier() -> None:
-        if backend == "nccl":
-            dist.barrier(device_ids=[local_rank])
-        else:
-            dist.barrier()
+    group = Group(dist, device, nccl=backend == "nccl")
 
     def sync() -> None:
         if device.type == "cuda":
             torch.cuda.synchronize(device)
 
-    ids: list[Any] = [None] * world
-    dist.all_gather_object(ids, (_node_identity(), args.run_id or uuid.uuid4().hex))
+    ids = group.all_gather_object((_node_identity(), args.run_id or uuid.uuid4().hex), world)
     if args.nodes is not None:
         nodes = args.nodes
     elif os.environ.get("LOCAL_WORLD_SIZE"):
@@ -292,24 +350,22 @@ def main(argv: list[str] | None = None) -> int:
     out: TextIO | None = None
     if rank == 0:
         out = open(args.out, "w") if args.out else sys.stdout  # noqa: SIM115
-    flag = torch.zeros(1, dtype=torch.int32, device=device)
-    iters_t = torch.zeros(1, dtype=torch.int32, device=device)
     last_iter_s = 0.0
     last_size = 0
     done = 0
     try:
         warm = torch.zeros(1024, dtype=torch.float32, device=device)
         for _ in range(3):
-            dist.all_reduce(warm)
+            group.all_reduce(warm)
         sync()
         for size in args.grid:
+            go = 0
             if rank == 0:
                 guess_s = last_iter_s * max(1.0, size / max(last_size, 1)) if last_iter_s else 0.0
                 timed_s = args.repeats * max(guess_s + 0.002, min(args.max_sample_s, args.iters * guess_s))
                 needed_s = args.warmup * (guess_s + 0.002) + timed_s + 0.05
-                flag.fill_(1 if time.monotonic() - started + needed_s <= args.time_budget_s else 0)
-            dist.broadcast(flag, src=0)
-            if not int(flag.item()):
+                go = 1 if time.monotonic() - started + needed_s <= args.time_budget_s else 0
+            if not group.broadcast_int(go, src=0):
                 if rank == 0:
                     print(
                         f"budget: stopped before size {size} after {done} sizes", file=sys.stderr, flush=True
@@ -323,40 +379,42 @@ def main(argv: list[str] | None = None) -> int:
 
             def run(buf: Any, shard: Any, async_op: bool) -> Any:
                 if args.collective == "all_gather":
-                    return dist.all_gather_into_tensor(buf, shard, async_op=async_op)
+                    return group.all_gather_into_tensor(buf, shard, async_op=async_op)
                 if args.collective == "reduce_scatter":
-                    return dist.reduce_scatter_tensor(shard, buf, async_op=async_op)
-                return dist.all_reduce(buf, async_op=async_op)
+                    return group.reduce_scatter_tensor(shard, buf, async_op=async_op)
+                return group.all_reduce(buf, async_op=async_op)
 
-            def once(bufs: list[Any] = bufs, shards: list[Any] = shards) -> None:
+            def launch(bufs: list[Any] = bufs, shards: list[Any] = shards) -> None:
+                """One collective (or `--async-count` concurrent ones), launched: under NCCL waiting on
+                the works only orders the GPU's stream, it does not block the host."""
                 if len(bufs) == 1:
                     run(bufs[0], shards[0], False)
                 else:
                     for work in [run(b, s, True) for b, s in zip(bufs, shards, strict=True)]:
                         work.wait()
-                sync()
 
             t0 = time.perf_counter()
             for _ in range(args.warmup):
-                once()
+                launch()
+                sync()
             # iterations per sample: up to --iters, as many as fit in --max-sample-s (rank 0's warm-up says)
+            fit = args.iters
             if rank == 0:
                 per_op_s = (time.perf_counter() - t0) / max(args.warmup, 1) if args.warmup else last_iter_s
-                fit = int(args.max_sample_s / per_op_s) if per_op_s > 0 else args.iters
-                iters_t.fill_(max(1, min(args.iters, fit)))
-            dist.broadcast(iters_t, src=0)
-            iters = int(iters_t.item())
+                fit = max(
+                    1, min(args.iters, int(args.max_sample_s / per_op_s) if per_op_s > 0 else args.iters)
+                )
+            iters = group.broadcast_int(fit, src=0)
             times_s = []
             for _ in range(args.repeats):
-                barrier()
+                group.barrier()
                 sync()
                 t0 = time.perf_counter()
                 for _ in range(iters):
-                    once()
+                    launch()
+                sync()
                 times_s.append((time.perf_counter() - t0) / iters)
-            slowest = torch.tensor(times_s, dtype=torch.float64, device=device)
-            dist.all_reduce(slowest, op=dist.ReduceOp.MAX)
-            times_s = [float(t) for t in slowest.cpu().tolist()]
+            times_s = group.max_floats(times_s)
             last_iter_s, last_size = max(times_s), size
             done += 1
             del bufs, shards

@@ -1,10 +1,14 @@
 """Real data-parallel training on synthetic data, timed per iteration: the ground truth Srift predicts.
 
-Runs under torchrun (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT from the environment) or as a single process.
-Each rank builds the model from MODULE:FACTORY and its batch from an input factory (a callable of the batch
-size), wraps the model in DistributedDataParallel (gloo by default), and times `--iters` iterations of
-forward, backward (with DDP's gradient allreduce) and an SGD step after `--warmup` untimed ones. Rank 0
-prints one JSON object: the mean, median and spread of iteration time and the per-iteration times.
+Runs under torchrun (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT from the environment) or as a
+single process. Each rank builds the model from MODULE:FACTORY and its batch from an input factory (a
+callable of the batch size returning a tensor, a tuple/list of positional tensors or a dict of keyword
+tensors), wraps the model in DistributedDataParallel (gloo on the CPU by default; with --backend nccl on GPU
+LOCAL_RANK, set as the current device before the process group starts), and times `--iters` iterations of
+forward, backward (with DDP's gradient allreduce) and an SGD step after `--warmup` untimed ones. Every
+collective of the script itself goes through `Group`, on the process group's device (NCCL: this rank's
+GPU; gloo: the CPU), and its barriers name the GPU under NCCL. Rank 0 prints one JSON object: the mean,
+median and spread of iteration time and the per-iteration times.
 
 Per-rank batch sizes may differ (`--batches 32,64` gives rank i the i-th entry), as in Srift's mixed fleets.
 `--strategy` trains sharded instead (srift.domain.sharding): zero1 (DDP with ZeroRedundancyOptimizer),
@@ -60,13 +64,95 @@ def _load(spec: str) -> Callable[..., Any]:
     return obj  # type: ignore[no-any-return]
 
 
+class Group:
+    """This rank's collectives: every tensor on the process group's device (NCCL: this rank's GPU, the
+    current device; gloo: the CPU) and, under NCCL, barriers that name the GPU (`device_ids`), as NCCL
+    needs. The one place this script calls torch.distributed's collectives."""
+
+    def __init__(self, dist: Any, device: Any, *, nccl: bool) -> None:
+        self.dist = dist
+        self.device = device
+        self.nccl = nccl
+
+    def barrier(self) -> None:
+        if self.nccl:
+            self.dist.barrier(device_ids=[self.device.index])
+        else:
+            self.dist.barrier()
+
+    def read(self, tensor: Any) -> list[Any]:
+        """A collective's result as Python values (copied to the host)."""
+        return list(tensor.cpu().tolist())
+
+    def broadcast_int(self, value: int, *, src: int = 0) -> int:
+        import torch
+
+        t = torch.tensor([value], dtype=torch.int64, device=self.device)
+        self.dist.broadcast(t, src=src)
+        return int(self.read(t)[0])
+
+    def max_floats(self, values: list[float]) -> list[float]:
+        """Element-wise maximum over ranks."""
+        import torch
+
+        t = torch.tensor(values, dtype=torch.float64, device=self.device)
+        self.dist.all_reduce(t, op=self.dist.ReduceOp.MAX)
+        return [float(v) for v in self.read(t)]
+
+    def all_reduce_async(self, tensor: Any) -> Any:
+        """An asynchronous sum of `tensor` (a DDP bucket, already on the group's device)."""
+        return self.dist.all_reduce(tensor, async_op=True)
+
+    def all_gather(self, tensor: Any, world_size: int) -> list[Any]:
+        """Every rank's `tensor`, as (nested) Python lists."""
+        import torch
+
+        mine = tensor.to(self.device)
+        gathered = [torch.empty_like(mine) for _ in range(world_size)]
+        self.dist.all_gather(gathered, mine)
+        return [self.read(g) for g in gathered]
+
+
+def device_for(backend: str) -> Any:
+    """The rank's device: under NCCL GPU LOCAL_RANK, made the current device (before the process group
+    starts, so NCCL's communicator lands on it); under gloo the CPU."""
+    import torch
+
+    if backend != "nccl":
+        return torch.device("cpu")
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    torch.cuda.set_device(local_rank)
+    return torch.device("cuda", local_rank)
+
+
+def to_device(value: Any, device: Any) -> Any:
+    """Tensors, and tensors inside tuples, lists and dicts, moved to `device`."""
+    if hasattr(value, "to") and hasattr(value, "device"):
+        return value.to(device)
+    if isinstance(value, dict):
+        return {k: to_device(v, device) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(to_device(v, device) for v in value)
+    return value
+
+
+def call(net: Any, inputs: Any) -> Any:
+    """The model on an input factory's value: a dict as keyword arguments, a tuple or list as positional
+    ones, anything else as the one argument."""
+    if isinstance(inputs, dict):
+        return net(**inputs)
+    if isinstance(inputs, list | tuple):
+        return net(*inputs)
+    return net(inputs)
+
+
 def _loss(output: Any) -> Any:
     if isinstance(output, tuple | list):
         output = output[0]
     return output.float().pow(2).mean()
 
 
-def _traced_allreduce(current: dict[str, Any], dist: Any) -> Callable[..., Any]:
+def _traced_allreduce(current: dict[str, Any], group: Group, world_size: int) -> Callable[..., Any]:
     """DDP's default allreduce hook (divide, allreduce, return the bucket), recording into `current`
     each bucket's index, bytes, the instant DDP handed it over and the instant its reduction completed."""
 
@@ -78,14 +164,14 @@ def _traced_allreduce(current: dict[str, Any], dist: Any) -> Callable[..., Any]:
             "ready": time.perf_counter(),
         }
         current.setdefault("buckets", []).append(record)
-        tensor.div_(dist.get_world_size())
+        tensor.div_(world_size)
         record["launched"] = time.perf_counter()
 
         def done(fut: Any) -> Any:
             record["reduced"] = time.perf_counter()
             return fut.value()[0]
 
-        return dist.all_reduce(tensor, async_op=True).get_future().then(done)
+        return group.all_reduce_async(tensor).get_future().then(done)
 
     return hook
 
@@ -94,6 +180,7 @@ def _colocation(
     max_rounds: int,
     solo_ranks: list[int],
     *,
+    group: Group,
     rank: int,
     world_size: int,
     step: Callable[[], tuple[float, float]],
@@ -111,35 +198,31 @@ def _colocation(
     never timed alone) on `clock` ("cpu" or "wall"), and with "cpu" on the wall clock beside; None on the
     other ranks."""
     import torch
-    import torch.distributed as dist
 
     together: list[tuple[float, float]] = []
     alone: list[tuple[float, float]] = []
     rounds = max_rounds
     k = 0
     while k < rounds:
-        dist.barrier()
+        group.barrier()
         time.sleep(idle_s)
         together.append(step())
         wall_s = together[-1][0]
         for solo in solo_ranks:
-            dist.barrier()
+            group.barrier()
             if rank == solo:
                 time.sleep(idle_s)
                 alone.append(step())
         if k == 0 and budget_s is not None:
             wanted = max(1, min(max_rounds, math.ceil(budget_s / max(wall_s, 1e-6))))
-            count = torch.tensor([wanted], dtype=torch.int64)
-            dist.broadcast(count, src=0)
-            rounds = int(count.item())
+            rounds = group.broadcast_int(wanted, src=0)
         k += 1
-    dist.barrier()
+    group.barrier()
     mine = torch.full((2, 2, rounds), float("nan"), dtype=torch.float64)
     mine[0] = torch.tensor(together, dtype=torch.float64).T
     if alone:
         mine[1] = torch.tensor(alone, dtype=torch.float64).T
-    gathered = [torch.empty_like(mine) for _ in range(world_size)]
-    dist.all_gather(gathered, mine)
+    gathered = group.all_gather(mine, world_size)
     if rank != 0:
         return None
     judged, other = (1, 0) if clock == "cpu" else (0, 1)
@@ -148,14 +231,12 @@ def _colocation(
         "clock": clock,
         "idle_s": idle_s,
         "solo_ranks": solo_ranks,
-        "together_s": [g[0][judged].tolist() for g in gathered],
-        "alone_s": [g[1][judged].tolist() if r in solo_ranks else None for r, g in enumerate(gathered)],
+        "together_s": [g[0][judged] for g in gathered],
+        "alone_s": [g[1][judged] if r in solo_ranks else None for r, g in enumerate(gathered)],
     }
     if clock == "cpu":
-        out["together_wall_s"] = [g[0][other].tolist() for g in gathered]
-        out["alone_wall_s"] = [
-            g[1][other].tolist() if r in solo_ranks else None for r, g in enumerate(gathered)
-        ]
+        out["together_wall_s"] = [g[0][other] for g in gathered]
+        out["alone_wall_s"] = [g[1][other] if r in solo_ranks else None for r, g in enumerate(gathered)]
     return out
 
 
@@ -195,7 +276,7 @@ def _in_use_bytes() -> int:
     return int(found.uordblks + found.hblkhd)
 
 
-def _warm_runtime(distributed: bool, strategy: str) -> None:
+def _warm_runtime(distributed: bool, strategy: str, device: Any) -> None:
     """What the runtime allocates once, in use before the baseline is read: the modules a strategy imports
     (the first torch.optim optimizer alone imports 23 MB of Python objects), one tiny backward and
     optimizer step, and one tiny collective of each kind."""
@@ -206,14 +287,14 @@ def _warm_runtime(distributed: bool, strategy: str) -> None:
         import torch.distributed.fsdp
     if strategy == "zero1":
         import torch.distributed.optim
-    x = torch.ones(4, requires_grad=True)
+    x = torch.ones(4, requires_grad=True, device=device)
     (x * 2).sum().backward()
     torch.optim.SGD([x], lr=0.1).step()
     if distributed:
         n = dist.get_world_size()
-        dist.all_reduce(torch.zeros(4))
-        dist.all_gather_into_tensor(torch.zeros(4 * n), torch.zeros(4))
-        dist.reduce_scatter_tensor(torch.zeros(4), torch.zeros(4 * n))
+        dist.all_reduce(torch.zeros(4, device=device))
+        dist.all_gather_into_tensor(torch.zeros(4 * n, device=device), torch.zeros(4, device=device))
+        dist.reduce_scatter_tensor(torch.zeros(4, device=device), torch.zeros(4 * n, device=device))
 
 
 def _peak_in_use(net: Any, step: Callable[[], None], steps: int, *, base: int) -> int:
@@ -389,22 +470,23 @@ def main(argv: list[str] | None = None) -> int:
     else:
         raise SystemExit("error: give --batch or --batches.")
 
-    distributed = world_size > 1
+    distributed = world_size > 1 or args.backend == "nccl"  # one NCCL rank still trains under DDP
+    on = device_for(args.backend)
+    device = on if on.type == "cuda" else None
     if distributed:
         dist.init_process_group(args.backend, rank=rank, world_size=world_size)
-    _warm_runtime(distributed, args.strategy)
+    group = Group(dist, on, nccl=args.backend == "nccl")
+    _warm_runtime(distributed, args.strategy, on)
     base_bytes = _in_use_bytes()
-    device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0"))) if args.backend == "nccl" else None
     sharded = args.strategy in ("zero2", "full_shard")
     if sharded:
         model = _fully_sharded(_load(args.model), reshard=args.strategy == "full_shard", device=device)
     else:
-        model = _load(args.model)()
-    inputs = _load(args.input)(batch)
-    if device is not None:
-        model = model.to(device)
-        inputs = inputs.to(device) if hasattr(inputs, "to") else tuple(x.to(device) for x in inputs)
+        model = _load(args.model)().to(on)
+    inputs = to_device(_load(args.input)(batch), on)
     ddp_options = {} if args.bucket_cap_mb is None else {"bucket_cap_mb": args.bucket_cap_mb}
+    if device is not None:
+        ddp_options["device_ids"] = [device.index]
     net: Any = DistributedDataParallel(model, **ddp_options) if distributed and not sharded else model
     if args.strategy == "zero1" and distributed:
         from torch.distributed.optim import ZeroRedundancyOptimizer
@@ -412,19 +494,18 @@ def main(argv: list[str] | None = None) -> int:
         opt: Any = ZeroRedundancyOptimizer(net.parameters(), optimizer_class=torch.optim.SGD, lr=1e-4)
     else:
         opt = torch.optim.SGD(net.parameters(), lr=1e-4)
-    args_tuple = inputs if isinstance(inputs, tuple) else (inputs,)
     loss_fn = _load(args.loss) if args.loss else _loss
     trace: list[dict[str, Any]] = []
     current: dict[str, Any] = {}
     if args.trace and distributed:
-        net.register_comm_hook(None, _traced_allreduce(current, dist))
+        net.register_comm_hook(None, _traced_allreduce(current, group, world_size))
 
     def step() -> None:
         if args.trace:
             current.clear()
             current.update(start=time.perf_counter(), buckets=[])
         opt.zero_grad(set_to_none=True)
-        loss = loss_fn(net(*args_tuple))
+        loss = loss_fn(call(net, inputs))
         if args.trace:
             current["forward_end"] = time.perf_counter()
         loss.backward()
@@ -443,7 +524,7 @@ def main(argv: list[str] | None = None) -> int:
         opt.zero_grad(set_to_none=True)
         start, start_cpu = time.perf_counter(), time.process_time()
         with net.no_sync():
-            loss_fn(net(*args_tuple)).backward()
+            loss_fn(call(net, inputs)).backward()
         if device is not None:
             torch.cuda.synchronize(device)
         wall_s, cpu_s = time.perf_counter() - start, time.process_time() - start_cpu
@@ -460,11 +541,9 @@ def main(argv: list[str] | None = None) -> int:
         wanted = math.ceil(args.time_budget_s / max(warm_s, 1e-6)) if warm_s > 0 else args.iters
         iters = max(min(args.min_iters, args.iters), min(args.iters, wanted))
         if distributed:  # rank 0's count for everyone (before the timed loop, so it times nothing)
-            count = torch.tensor([iters], dtype=torch.int64)
-            dist.broadcast(count, src=0)
-            iters = int(count.item())
+            iters = group.broadcast_int(iters, src=0)
     if distributed:
-        dist.barrier()
+        group.barrier()
     times_s: list[float] = []
     trace.clear()
     for _ in range(iters):
@@ -478,6 +557,7 @@ def main(argv: list[str] | None = None) -> int:
         colocation = _colocation(
             args.colocation_rounds,
             solo_ranks,
+            group=group,
             rank=rank,
             world_size=world_size,
             step=compute_step,
@@ -491,13 +571,9 @@ def main(argv: list[str] | None = None) -> int:
     peaks = [peak]
     if distributed:
         # every rank's step ends at the synchronising allreduce, so rank 0's times are the fleet's
-        local = torch.tensor(times_s, dtype=torch.float64)
-        dist.all_reduce(local, op=dist.ReduceOp.MAX)
-        times_s = local.tolist()
-        gathered = [torch.zeros(1, dtype=torch.int64) for _ in range(world_size)]
-        dist.all_gather(gathered, torch.tensor([peak], dtype=torch.int64))
-        peaks = [int(t.item()) for t in gathered]
-        dist.barrier()
+        times_s = group.max_floats(times_s)
+        peaks = [int(row[0]) for row in group.all_gather(torch.tensor([peak], dtype=torch.int64), world_size)]
+        group.barrier()
         dist.destroy_process_group()
     if rank == 0:
         result = {

@@ -1,7 +1,8 @@
 """Overlap probe: how much compute and a concurrent allreduce slow each other down on one instance type.
 
-Runs under torchrun (or with RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT set by hand) with gloo (CPU) or NCCL
-(GPU). Every rank times, in rounds (so slow spells of the host hit every phase alike):
+Runs under torchrun (or with RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT set by hand) with gloo
+(CPU) or NCCL (GPU LOCAL_RANK, made the current device before the process group starts; every collective on
+it, barriers naming it). Every rank times, in rounds (so slow spells of the host hit every phase alike):
 
 1. `compute alone`: forward+backward steps of a model (MODULE:FACTORY with an input factory; default a
    built-in 3-layer MLP) at `--batch`;
@@ -49,6 +50,75 @@ def _load(spec: str) -> Callable[..., Any]:
     return obj  # type: ignore[no-any-return]
 
 
+class Group:
+    """This rank's collectives: every tensor on the process group's device (NCCL: this rank's GPU, the
+    current device; gloo: the CPU), barriers naming the GPU under NCCL. The one place this script calls
+    torch.distributed's collectives."""
+
+    def __init__(self, dist: Any, device: Any, *, nccl: bool) -> None:
+        self.dist = dist
+        self.device = device
+        self.nccl = nccl
+
+    def barrier(self) -> None:
+        if self.nccl:
+            self.dist.barrier(device_ids=[self.device.index])
+        else:
+            self.dist.barrier()
+
+    def all_reduce(self, tensor: Any) -> None:
+        """Sum `tensor` (on the group's device) in place."""
+        self.dist.all_reduce(tensor)
+
+    def read(self, tensor: Any) -> list[Any]:
+        return list(tensor.cpu().tolist())
+
+    def max_float(self, value: float) -> float:
+        """The largest value over ranks."""
+        import torch
+
+        t = torch.tensor([value], dtype=torch.float64, device=self.device)
+        self.dist.all_reduce(t, op=self.dist.ReduceOp.MAX)
+        return float(self.read(t)[0])
+
+    def all_gather_object(self, value: Any, world_size: int) -> list[Any]:
+        """Every rank's `value` (NCCL moves it through the current device, set by `device_for`)."""
+        gathered: list[Any] = [None] * world_size
+        self.dist.all_gather_object(gathered, value)
+        return gathered
+
+
+def device_for(backend: str) -> Any:
+    """The rank's device: under NCCL GPU LOCAL_RANK, made the current device; under gloo the CPU."""
+    import torch
+
+    if backend != "nccl":
+        return torch.device("cpu")
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    torch.cuda.set_device(local_rank)
+    return torch.device("cuda", local_rank)
+
+
+def to_device(value: Any, device: Any) -> Any:
+    """Tensors, and tensors inside tuples, lists and dicts, moved to `device`."""
+    if hasattr(value, "to") and hasattr(value, "device"):
+        return value.to(device)
+    if isinstance(value, dict):
+        return {k: to_device(v, device) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(to_device(v, device) for v in value)
+    return value
+
+
+def call(model: Any, inputs: Any) -> Any:
+    """The model on an input: a dict as keyword arguments, a tuple or list as positional ones."""
+    if isinstance(inputs, dict):
+        return model(**inputs)
+    if isinstance(inputs, list | tuple):
+        return model(*inputs)
+    return model(inputs)
+
+
 def _parse_size(text: str) -> int:
     units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
     raw = text.strip().upper().rstrip("B").rstrip("I")
@@ -79,8 +149,10 @@ def main(argv: list[str] | None = None) -> int:
     torch.manual_seed(0)
     rank = int(os.environ.get("RANK", "0"))
     world = int(os.environ.get("WORLD_SIZE", "1"))
+    on = device_for(args.backend)
+    device = on if on.type == "cuda" else None
     dist.init_process_group(args.backend, rank=rank, world_size=world)
-    device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0"))) if args.backend == "nccl" else None
+    group = Group(dist, on, nccl=args.backend == "nccl")
     if args.model:
         model = _load(args.model)()
         inputs = _load(args.input)(args.batch)
@@ -89,11 +161,9 @@ def main(argv: list[str] | None = None) -> int:
             nn.Linear(512, 1024), nn.ReLU(), nn.Linear(1024, 1024), nn.ReLU(), nn.Linear(1024, 10)
         )
         inputs = torch.randn(args.batch, 512)
-    if device is not None:
-        model = model.to(device)
-        inputs = inputs.to(device) if hasattr(inputs, "to") else tuple(x.to(device) for x in inputs)
-    args_tuple = inputs if isinstance(inputs, tuple) else (inputs,)
-    buffer = torch.ones(_parse_size(args.bytes) // 4, dtype=torch.float32, device=device)
+    model = model.to(on)
+    inputs = to_device(inputs, on)
+    buffer = torch.ones(_parse_size(args.bytes) // 4, dtype=torch.float32, device=on)
 
     def sync() -> None:
         if device is not None:
@@ -102,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     def step() -> float:
         model.zero_grad(set_to_none=True)
         t0 = time.perf_counter()
-        out = model(*args_tuple)
+        out = call(model, inputs)
         out = out[0] if isinstance(out, tuple | list) else out
         out.float().mean().backward()
         sync()
@@ -110,24 +180,22 @@ def main(argv: list[str] | None = None) -> int:
 
     def reduce_once() -> float:
         t0 = time.perf_counter()
-        dist.all_reduce(buffer)
+        group.all_reduce(buffer)
         sync()
         return time.perf_counter() - t0
 
     def agree(value: float) -> float:
         """The largest value over ranks (every rank uses the same count of collectives)."""
-        t = torch.tensor([value], dtype=torch.float64, device=device)
-        dist.all_reduce(t, op=dist.ReduceOp.MAX)
-        return float(t.item())
+        return group.max_float(value)
 
     for _ in range(2):
         step()
         reduce_once()
     rounds: list[dict[str, float]] = []
     for _ in range(args.rounds):
-        dist.barrier()
+        group.barrier()
         alone = [step() for _ in range(args.steps)]
-        dist.barrier()
+        group.barrier()
         comm = [reduce_once() for _ in range(max(2, args.steps // 2))]
         compute_s = statistics.median(alone)
         comm_s = agree(statistics.median(comm))
@@ -137,11 +205,11 @@ def main(argv: list[str] | None = None) -> int:
         def reducer(count: int = count, span: dict[str, float] = span) -> None:
             span["start"] = time.perf_counter()
             for _ in range(count):
-                dist.all_reduce(buffer)
+                group.all_reduce(buffer)
             sync()
             span["end"] = time.perf_counter()
 
-        dist.barrier()
+        group.barrier()
         thread = threading.Thread(target=reducer)
         thread.start()
         while "start" not in span:
@@ -165,9 +233,8 @@ def main(argv: list[str] | None = None) -> int:
                 "allreduces": float(count),
             }
         )
-    gathered: list[Any] = [None] * world
-    dist.all_gather_object(gathered, rounds)
-    dist.barrier()
+    gathered = group.all_gather_object(rounds, world)
+    group.barrier()
     dist.destroy_process_group()
     if rank == 0:
         flat = [r for per_rank in gathered for r in per_rank]

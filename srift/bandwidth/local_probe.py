@@ -1,4 +1,7 @@
-"""Running probes/allreduce.py on this machine: N processes on loopback, as `srift probe run` does."""
+"""Running probes/allreduce.py on this machine: N ranks on loopback, as `srift probe run` does.
+
+The ranks share one host, so they are recorded as one node with N ranks (the intra-node level), and rank
+i runs as LOCAL_RANK i: under NCCL each on its own GPU, as NCCL requires."""
 
 from __future__ import annotations
 
@@ -40,7 +43,7 @@ def free_port() -> int:
 
 @dataclass(frozen=True, slots=True)
 class LocalProbe:
-    """What to run: `nodes` processes (one rank each) on loopback, and the grid."""
+    """What to run: `nodes` processes (one rank each, all on this host) on loopback, and the grid."""
 
     nodes: int
     sizes: tuple[int, ...] = ()
@@ -65,8 +68,8 @@ class LocalProbe:
             "--async-count", str(self.async_count),
             "--backend", self.backend,
             "--time-budget-s", str(self.time_budget_s),
-            "--nodes", str(self.nodes),
-            "--ranks-per-node", "1",
+            "--nodes", "1",
+            "--ranks-per-node", str(self.nodes),
             "--ifname", "lo",
             "--provider", self.provider,
             "--region", "",
@@ -100,6 +103,7 @@ def run_local_probe(
             "MASTER_ADDR": "127.0.0.1",
             "MASTER_PORT": str(free_port()),
             "WORLD_SIZE": str(probe.nodes),
+            "LOCAL_WORLD_SIZE": str(probe.nodes),
             "GLOO_SOCKET_IFNAME": "lo",
             "OMP_NUM_THREADS": "1",
         }
@@ -109,7 +113,7 @@ def run_local_probe(
                 procs.append(
                     subprocess.Popen(
                         [sys.executable, str(script), *probe.args(target)],
-                        env={**env, "RANK": str(rank), "LOCAL_RANK": "0"},
+                        env={**env, "RANK": str(rank), "LOCAL_RANK": str(rank)},
                         stdout=subprocess.DEVNULL,
                         stderr=subprocess.PIPE if rank == 0 else subprocess.DEVNULL,
                         text=True,

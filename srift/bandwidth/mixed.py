@@ -4,7 +4,7 @@ A ring's pace is set by its slowest link, so the simulator gives a mixed fleet t
 bus bandwidth. Probes of mixed rings show more: when a fast host sends into a slower host's shaped link,
 the fast sender's bursts queue and drop at the slower host's limit and TCP backs off, which a ring of the
 slow type alone (every sender paced by its own link) never sees. On the validation testbed a ring of two
-small and two large hosts was 2–9 % slower than four small ones (docs/validation.md, round 6).
+small and two large hosts was 2–9 % slower than four small ones (docs/validation.md at 0856b84, round 6).
 
 Probe records of a mixed ring carry the ring's types joined by "+" (sorted, distinct: `ring_name`). The
 factor of a ring at a size is the slowest member type's median time alone over the mixed ring's median
@@ -172,7 +172,7 @@ class MixedRingTable:
     A factor above 1 (a ring measured faster than its slowest type alone) is used as 1: the stage keeps the
     slowest type's rate. On the validation testbed such gains appeared on two hosts only, where the faster
     host's CPU does half of each reduction, and two-host mixed DDP runs did not get them
-    (docs/validation.md, round 6).
+    (docs/validation.md at 0856b84, round 6).
     """
 
     def __init__(self, rings: Iterable[MixedRing]) -> None:

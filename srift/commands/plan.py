@@ -22,6 +22,7 @@ model: resnet50                 # a shipped reference model (resnet50, bert-base
                                 # llama-1b, llama-8b, gpt2-xl: `srift plan --example-model llama-8b`),
                                 # your model's name, or profile_ids: [3, 4]  or profiles: [<documents>]
 precision: fp16                 # fp32, tf32, fp16 or bf16 (autocast); profiles in it are used
+# allow_cpu_profiles: false     # true: let profiles measured on a CPU stand for GPU types (marked)
 global_batch: 1024              # samples per iteration over the whole fleet
 iterations: 20000               # about 16 ImageNet epochs at this batch
 objective: min_cost             # or min_time
@@ -119,6 +120,15 @@ def _local(body: dict[str, Any]) -> Any:
             request_doc=request.model_dump(mode="json"),
         )
     return PlanOut.model_validate(plan.document()).model_dump(mode="json")
+
+
+def memory_text(choice: dict[str, Any]) -> str:
+    """E.g. "11.2/16": the memory model's peak GiB per GPU at the choice's batch over one GPU's GiB ("?"
+    without a memory model, "-" for a CPU type)."""
+    used, total = choice.get("memory_per_gpu_bytes"), choice.get("gpu_memory_bytes")
+    if total is None:
+        return "-"
+    return f"{'?' if used is None else f'{used / 2**30:.1f}'}/{total / 2**30:.0f}"
 
 
 def duration(seconds: float) -> str:
@@ -223,15 +233,14 @@ def render(plan: dict[str, Any]) -> None:
         )
     fleet = Table(title=f"fleet for global batch {plan['global_batch']}, {plan['iterations']} iterations")
     located = any(c.get("location") for c in plan["choices"])
-    columns = ["instance type", *(["location"] if located else []), "market", "count", "batch/VM", "GPUs"]
+    columns = ["instance type", *(["location"] if located else []), "market", "VMs", "batch/VM", "GPUs"]
     setup = any(c.get("strategy") for c in plan["choices"])
-    for col in (*columns, "batch/GPU", "$/h", *(["strategy", "GiB/GPU"] if setup else [])):
+    for col in (*columns, "per GPU", "GiB/GPU", "$/h", *(["strategy"] if setup else [])):
         fleet.add_column(
             col, justify="left" if col in ("instance type", "location", "market", "strategy") else "right"
         )
     for c in plan["choices"]:
         estimated = (c.get("compute") or "measured") != "measured"
-        memory = c.get("memory_per_gpu_gib")
         fleet.add_row(
             c["instance_type"] + (" *" if estimated else ""),
             *([c.get("location") or ""] if located else []),
@@ -240,17 +249,14 @@ def render(plan: dict[str, Any]) -> None:
             str(c["batch"]),
             str(c["gpus"]),
             f"{c['per_gpu_batch']:g}",
+            memory_text(c),
             f"{c['price_usd_per_hr']:.3f}",
-            *(
-                [
-                    (c.get("strategy") or "") + ("+ckpt" if c.get("checkpointing") else ""),
-                    f"{memory:.1f}" if memory is not None else "",
-                ]
-                if setup
-                else []
-            ),
+            *([(c.get("strategy") or "") + ("+ckpt" if c.get("checkpointing") else "")] if setup else []),
         )
     console.print(fleet)
+    for c in plan["choices"]:
+        if c.get("batch_limit"):
+            console.print(f"batch limit: {c['batch_limit']}", highlight=False)
     render_strategy(plan.get("strategy"))
     _estimate_lines(plan)
     render_placement(plan)

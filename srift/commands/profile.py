@@ -131,6 +131,22 @@ def result_table(profile: ModelProfile, *, out: Path | None) -> Table:
     )
     table.add_row("straggler cv", f"{profile.straggler_cv:.3f}")
     table.add_row("precision", profile.precision.value)
+    table.add_row("measured on", profile.device)
+    memory = extra.get("training_memory")
+    if isinstance(memory, dict) and isinstance(memory.get("activation_bytes"), list):
+        fixed, per_sample = memory["activation_bytes"]
+        check = memory.get("check") or {}
+        table.add_row(
+            "training memory",
+            f"{memory.get('parameter_bytes', 0) / 1e6:.4g} MB parameters, activations {fixed / 1e6:+.4g} MB "
+            f"+ {per_sample / 1e6:.4g} MB per sample ({memory.get('method')}"
+            + (
+                f"; at b={check['batch']} {100 * check['error']:+.1f} % off"
+                if check.get("error") is not None
+                else ""
+            )
+            + ")",
+        )
     structure_rows(table, profile.structure, note=extra.get("structure_error"))
     pipe = profile.input_pipeline
     if pipe is not None:
@@ -373,7 +389,8 @@ def register(app: typer.Typer) -> None:
         memory_budget: str | None = typer.Option(
             None,
             "--memory-budget",
-            help="memory a step may use, e.g. 8GiB (CPU default: ¾ of available memory or cgroup headroom)",
+            help="memory a step may use, e.g. 8GiB (CPU default: ¾ of available memory or cgroup headroom; "
+            "CUDA: the device memory the training memory model plans for, default the GPU's)",
         ),
         model_name: str | None = typer.Option(
             None, "--model-name", help="name profiles are grouped under (default: the factory's name)"
@@ -414,6 +431,17 @@ def register(app: typer.Typer) -> None:
             False,
             "--paper-curve",
             help="keep exactly the four breakpoints 1, ⅓, ⅔, max even where the curve bends between them",
+        ),
+        strict_fp32: bool = typer.Option(
+            False,
+            "--strict-fp32",
+            help="IEEE float32 everywhere on CUDA (default: PyTorch's training defaults, cuDNN may use TF32)",
+        ),
+        optimizer: str = typer.Option(
+            "adam",
+            "--optimizer",
+            help="sgd, momentum, adam or adamw: the optimizer state the memory model (and on CUDA the "
+            "largest batch) counts",
         ),
         upload: str | None = typer.Option(
             None,
@@ -562,6 +590,8 @@ def register(app: typer.Typer) -> None:
                 refine=not paper_curve,
                 precision=precision,
                 progress=progress,
+                strict_fp32=strict_fp32,
+                optimizer=optimizer,
             )
         if loader:
             from dataclasses import replace

@@ -393,6 +393,25 @@ def gpu_batch_limit(
     )
 
 
+BATCH_LIMIT_FACT = "batch_limit"
+"""`extra["batch_limit"]` of a profile whose largest batch a plan lowered to what the GPU's memory holds."""
+
+
+def memory_per_gpu(
+    profile: ModelProfile, *, gpu_memory_gib: float, per_gpu_batch: float, distributed: bool
+) -> dict[str, Any]:
+    """What a plan's choice shows of memory: the peak bytes per GPU at its batch, the GPU's bytes, and why
+    its batch is capped (empty for a CPU type; `memory_per_gpu_bytes` None without a memory model)."""
+    if gpu_memory_gib <= 0:
+        return {}
+    memory = profile_memory(profile, cuda=True, distributed=distributed)
+    return {
+        "memory_per_gpu_bytes": int(memory.peak_bytes(per_gpu_batch)) if memory is not None else None,
+        "gpu_memory_bytes": int(gpu_memory_gib * GIB),
+        "batch_limit": (profile.extra or {}).get(BATCH_LIMIT_FACT),
+    }
+
+
 __all__ = [
     "CUDA_CONTEXT_BYTES",
     "DEFAULT_OPTIMIZER",
@@ -405,6 +424,7 @@ __all__ = [
     "Part",
     "TrainingMemory",
     "gpu_batch_limit",
+    "memory_per_gpu",
     "parse_optimizer",
     "profile_memory",
     "training_memory",

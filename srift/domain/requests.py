@@ -132,6 +132,7 @@ class PlanQuery(SimulatorChoice):
     spot_samples: int = 2000
     fallback: bool = True
     precision: Precision | None = None
+    allow_cpu_profiles: bool = False
     strategy: StrategyChoice = StrategyChoice.AUTO
     checkpointing: bool | None = None
 
@@ -181,6 +182,7 @@ class PredictionQuery(SimulatorChoice):
     straggler_iters: int = 100
     mc_samples: int = 0
     precision: Precision | None = None
+    allow_cpu_profiles: bool = False
 
     @property
     def selection(self) -> ProfileSelection:

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from srift.catalog.accelerators import spec_for_accelerator, spec_for_instance
 from srift.domain.accelerator import AcceleratorSpec
 from srift.domain.catalog import InstanceType
+from srift.domain.memory import DEFAULT_OPTIMIZER
 from srift.domain.profile import (
     PROFILE_SCHEMA_VERSION,
     ComputeCurve,
@@ -189,6 +190,12 @@ def estimate_profile(
             "memory_gib": round(memory / 2**30, 3),
             "max_batch_limited_by": limited_by if max_batch < MAX_ESTIMATED_BATCH else "cap",
             "structure": structure.method,
+            "training_memory": {
+                "method": "structure count (fake tensors)",
+                "parameter_bytes": structure.memory.parameter_bytes,
+                "activation_bytes": structure.memory.activation_bytes.to_list(),
+                "optimizer": DEFAULT_OPTIMIZER.value,
+            },
         },
     )
     return Estimated(profile, how)

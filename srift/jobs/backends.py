@@ -290,8 +290,10 @@ class Ec2Backend:
     def run_profiles(self, run: JobRun, spec: ProfileJobSpec, facts: Sequence[TypeFacts]) -> JobOutput:
         """Launch one instance per type, wait for each to post its profile, terminate them."""
         from srift.jobs.ec2 import profile_user_data
+        from srift.jobs.runners import profile_device
 
         assert spec.ec2 is not None
+        by_type = {f.instance_type: f for f in facts}
         fleet = self._fleet(job_id=run.job_id, attempt=run.attempt, spec=spec, run=run)
         launched: list[str] = []
         wanted = set(spec.instance_types)
@@ -306,7 +308,11 @@ class Ec2Backend:
                     count=1,
                     role=f"profile{i}",
                     user_data=profile_user_data(
-                        job_id=run.job_id, spec=spec, token=token, instance_type=name
+                        job_id=run.job_id,
+                        spec=spec,
+                        token=token,
+                        instance_type=name,
+                        device=profile_device(by_type.get(name)),
                     ),
                 )
                 launched += got.instance_ids

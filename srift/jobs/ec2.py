@@ -290,12 +290,15 @@ def probe_user_data(
     return "\n".join(lines) + "\n"
 
 
-def profile_user_data(*, job_id: int, spec: ProfileJobSpec, token: str, instance_type: str) -> str:
-    """Bash user-data that profiles the model on this instance and posts the profile."""
+def profile_user_data(
+    *, job_id: int, spec: ProfileJobSpec, token: str, instance_type: str, device: str = "cpu"
+) -> str:
+    """Bash user-data that profiles the model on this instance (on its GPU: `device` "cuda") and posts the
+    profile."""
     assert spec.ec2 is not None
     from srift.jobs.runners import profile_argv
 
-    argv = profile_argv(spec, out=_PROFILE_OUT, accelerator=instance_type, threads=None)
+    argv = profile_argv(spec, out=_PROFILE_OUT, accelerator=instance_type, threads=None, device=device)
     argv[0] = "srift"
     command = " ".join(shlex.quote(a) for a in argv)
     lines = [

@@ -24,6 +24,7 @@ from typing import IO, Any
 from srift.bandwidth.local_probe import free_port
 from srift.bandwidth.records import ProbeRecord, parse_jsonl
 from srift.domain.profile import ModelProfile
+from srift.domain.structure import Precision
 from srift.errors import EnvironmentProblem, InvalidInput
 from srift.jobs.run import MARKER_ENV, JobRun, supervise, tail
 from srift.jobs.service import TypeFacts
@@ -312,10 +313,32 @@ def srift_command() -> list[str]:
     return [found] if found else [sys.executable, "-c", "from srift.cli import main; main()"]
 
 
+PRECISION_FLAGS = {
+    Precision.FP32: [],
+    Precision.TF32: ["--tf32"],
+    Precision.FP16: ["--amp", "fp16"],
+    Precision.BF16: ["--amp", "bf16"],
+}
+"""`srift profile`'s options for each precision."""
+
+
+def profile_device(facts: TypeFacts | None) -> str:
+    """Where a type's profile runs: "cuda" on a type with GPUs (as the catalog says), else "cpu"."""
+    return "cuda" if facts is not None and facts.gpu_name else "cpu"
+
+
 def profile_argv(
-    spec: ProfileJobSpec, *, out: Path, accelerator: str | None, threads: int | None
+    spec: ProfileJobSpec,
+    *,
+    out: Path,
+    accelerator: str | None,
+    threads: int | None,
+    device: str = "cpu",
 ) -> list[str]:
+    """The `srift profile` command line of a profile job: on `device` (cuda for a GPU type), in the job's
+    precision, labelled `accelerator`."""
     argv = [*srift_command(), "profile", spec.model, "--input", spec.input, "--out", str(out)]
+    argv += ["--device", device, *PRECISION_FLAGS[spec.precision]]
     argv += ["--repeats", str(spec.repeats), "--iterations", str(spec.iterations)]
     if accelerator:
         argv += ["--accelerator", accelerator]

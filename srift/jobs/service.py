@@ -77,6 +77,7 @@ def type_facts(
                 provider=catalog_provider,
                 region=region,
                 rated_gbps=entry.instance.network_gbps,
+                gpu_name=entry.instance.gpu_model or "" if entry.instance.gpu_count > 0 else "",
                 cpu_cores=entry.instance.vcpus,
                 memory_gib=entry.instance.memory_gib,
                 price_usd_per_hr=price,

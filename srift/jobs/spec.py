@@ -11,6 +11,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 
 from srift.documents import NOT_BLANK, NUMBER, WHOLE, invalid_input, rule_error
 from srift.domain.states import JobKind
+from srift.domain.structure import Precision
 from srift.errors import InvalidInput
 from srift.limits import (
     MAX_EC2_COST_USD,
@@ -119,6 +120,7 @@ class ProfileJobSpec:
     testbed_prefix: str | None = None
     ec2: Ec2Options | None = None
     extra_args: tuple[str, ...] = field(default=())
+    precision: Precision = Precision.FP32
 
     def to_dict(self) -> dict[str, Any]:
         plain: dict[str, Any] = _plain(asdict(self))
@@ -423,6 +425,11 @@ class ProfileJobDocument(BaseModel):
     extra_args: list[ExtraArg] = Field(
         default_factory=list, max_length=20, description="--options for `srift profile`, e.g. --paper-curve"
     )
+    precision: Precision = Field(
+        default=Precision.FP32,
+        description="arithmetic to profile in: fp32, tf32, fp16 or bf16 (autocast); GPU types are profiled "
+        "on their GPU (`srift profile --device cuda`)",
+    )
 
     @model_validator(mode="after")
     def _rules(self) -> ProfileJobDocument:
@@ -456,6 +463,7 @@ class ProfileJobDocument(BaseModel):
             testbed_prefix=self.testbed_prefix,
             ec2=self.ec2.to_domain() if self.ec2 is not None else None,
             extra_args=tuple(self.extra_args),
+            precision=self.precision,
         )
 
 

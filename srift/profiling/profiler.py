@@ -8,11 +8,11 @@
    On CUDA the largest batch is what the training memory model allows under the device's memory (or the
    budget) less its margin, confirmed by real steps beside a ballast of the optimizer's state; any
    allocation failure is out of memory (`srift.profiling.search`). The activation line (the step's peak
-   growth less the gradients, `srift.profiling.peak`) is drawn through the probes' allocator peaks on CUDA
-   and, on CPU, through the live tensor storage of steps at ⅓ and ⅔ of the largest batch, checked at the
-   largest: `extra["training_memory"]`, which plans read (`srift.domain.memory`). On CPU a batch fits if
-   the peak resident-set growth of a forward+backward step
-   (the larger of two, see srift.profiling.memory), plus the input batch, stays within the budget
+   growth less the gradients, `srift.profiling.peak`) is drawn through the allocator peaks of the two
+   largest probes that ran on CUDA and, on CPU, through the live tensor storage of steps at ⅓ and ⅔ of
+   the largest batch, checked at the largest: `extra["training_memory"]`, which plans read
+   (`srift.domain.memory`). On CPU a batch fits if the peak resident-set growth of a forward+backward
+   step (the larger of two, see srift.profiling.memory), plus the input batch, stays within the budget
    (default: ¾ of the host's available memory or of the cgroup's headroom, whichever is smaller). A batch
    whose growth, extrapolated from the batches already measured, would pass 90 % of the free memory is not
    even tried, so the search does not invite the kernel's OOM killer.
@@ -288,10 +288,13 @@ def training_memory_or_note(
     bench: Bench, search: MaxBatchSearch, paper_points: tuple[int, ...], *, optimizer: Optimizer
 ) -> tuple[dict[str, Any] | None, str | None]:
     """`extra["training_memory"]`: the activation line through measured steps, and why not where it
-    cannot be drawn. On CUDA the search's probes are the points; on a CPU one step at ⅓ and one at ⅔ of
-    the largest batch (1 and 2 for small ones), checked at the largest."""
+    cannot be drawn. On CUDA the two largest of the search's probes that ran are the points; on a CPU one
+    step at ⅓ and one at ⅔ of the largest batch (1 and 2 for small ones), checked at the largest."""
     if bench.cuda:
-        points = search.step_peaks()
+        # the two largest batches that ran: small batches peak elsewhere in the step (once every gradient
+        # exists), so a line through them misses the activations of the batches that matter
+        ran = {p.batch: p for p in search.step_peaks()}
+        points = [ran[b] for b in sorted(ran)[-2:]]
         check = None
         extra = {"device": search.device.to_dict()} if search.device is not None else {}
     else:

@@ -166,6 +166,17 @@ def search_max_batch(
     report("max batch", 1.0)
     if search.max_batch < 1:
         first = search.probes[0] if search.probes else {}
+        if search.device is not None:
+            dev = search.device
+            needed = first.get("needed_bytes")
+            raise Infeasible(
+                f"training at batch 1 with {dev.optimizer} does not fit {bench.device}: "
+                + (f"{needed / 2**30:.2f} GiB needed" if needed else "out of memory")
+                + f", {dev.usable_bytes / 2**30:.2f} GiB usable ({dev.ballast_bytes / 2**30:.2f} GiB of "
+                "optimizer state and update temporaries)",
+                hint="use a GPU with more memory, --optimizer sgd, or shard the model (not profiled here)",
+                field="device",
+            )
         raise Infeasible(
             f"the model does not fit at batch 1 on {bench.device} "
             f"(peak {first.get('peak_bytes')} bytes, budget {search.budget_bytes} bytes)",

@@ -29,6 +29,7 @@ from srift.domain.network import DEFAULT_NETWORK, NetworkSpec, Transport
 from srift.domain.records import PlanRecord
 from srift.domain.requests import PlanQuery
 from srift.domain.revisions import DataArea
+from srift.domain.sharding import Setup
 from srift.errors import Infeasible, InvalidInput, NotFound
 from srift.limits import check_solve_budget
 from srift.optimize.evaluate import Evaluator, SimEvaluator
@@ -36,6 +37,7 @@ from srift.optimize.solver import PlanInfeasible, SolveOptions, optimize, optimi
 from srift.optimize.space import Candidate, Groups, Problem, build_candidates
 from srift.optimize.spot import SpotPolicy
 from srift.services.caching import RevisionCache
+from srift.services.memory import fit_candidates
 from srift.services.network import network_spec, network_view
 from srift.services.placement import (
     Evaluated,
@@ -53,7 +55,13 @@ from srift.services.placement import (
     with_pipeline,
 )
 from srift.services.profiles import resolve_profiles, source_label, with_estimates
-from srift.services.sharding import annotate_choices, memory_infeasible, strategy_phase, strategy_view
+from srift.services.sharding import (
+    allowed_setups,
+    annotate_choices,
+    memory_infeasible,
+    strategy_phase,
+    strategy_view,
+)
 from srift.services.views import (
     breakdown_document,
     choice_document,
@@ -166,6 +174,16 @@ def _prepare(
     )
     network = network_spec(session=session, query=query.network)
     candidates, notes = _exclude(candidates, notes, network=network, excluded=excluded, held=held or {})
+    # Feasibility, memory and devices (srift.services.memory): CPU profiles for GPU types, batches within
+    # what each GPU holds.
+    setups = allowed_setups(candidates, strategy=query.strategy, checkpointing=query.checkpointing)
+    candidates, memory_notes = fit_candidates(
+        candidates,
+        allow_cpu_profiles=query.allow_cpu_profiles,
+        field="profiles" if query.profiles is not None else "model" if query.model else "profile_ids",
+        memory=setups == (Setup(),),
+    )
+    notes = (*notes, *memory_notes)
     _check_any(candidates, profiles=profiles, locations=locations, query=query)
     candidates, rates, spot = _price_spot(candidates, query=query, default_location=locations[0])
     feeds, feed_notes = feed_view(candidates, read_gbps=query.read_gbps)
@@ -184,9 +202,7 @@ def _prepare(
     evaluator = SimEvaluator(
         bandwidth=bandwidth, seed=query.seed, config=query.sim_config, geo=geo, read_gbps=query.read_gbps
     )
-    problem, chosen = strategy_phase(
-        problem, evaluator, strategy=query.strategy, checkpointing=query.checkpointing
-    )
+    problem, chosen = strategy_phase(problem, evaluator, setups=setups)
     return PreparedProblem(
         problem,
         chosen,
@@ -502,6 +518,7 @@ def _choices(config: Config, problem: Problem) -> list[dict[str, Any]]:
                     price_usd_per_hr=cand.offer.price_usd_per_hr,
                     instance_gpus=cand.offer.instance.gpu_count,
                     profile=cand.profile,
+                    gpu_memory_gib=cand.offer.instance.gpu_memory_gib,
                 ),
                 "location": ch.location.key if ch.location else None,
             }

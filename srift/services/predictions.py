@@ -32,6 +32,7 @@ from srift.domain import (
 from srift.domain.network import NetworkSpec
 from srift.domain.requests import FleetQuery, PredictionQuery
 from srift.errors import InvalidInput, NotFound
+from srift.services.memory import check_fleet_member
 from srift.services.network import check_transport, network_spec, network_view
 from srift.services.profiles import resolve_profiles, source_label, with_estimates
 from srift.services.views import breakdown_document, choice_document, predicted_document
@@ -76,6 +77,7 @@ class FleetPrediction:
                     price_usd_per_hr=o.price_usd_per_hr,
                     instance_gpus=o.instance.gpu_count,
                     profile=m.profile,
+                    gpu_memory_gib=m.instance.gpu_memory_gib,
                 )
                 for m, o in zip(self.members, self.offers, strict=True)
             ],
@@ -214,6 +216,16 @@ def build_fleet(
             )
         prof, source = match
         per_device = choice.batch / inst.devices
+        # Memory and device checks (srift.services.memory): a stand-in CPU profile is marked in the sources.
+        for note in check_fleet_member(
+            prof,
+            inst,
+            per_gpu_batch=per_device,
+            allow_cpu_profiles=request.allow_cpu_profiles,
+            field=f"{where}.instance_type",
+        ):
+            if note not in used_sources:
+                used_sources.append(note)
         if per_device > prof.max_batch:
             raise InvalidInput(
                 f"batch {choice.batch} is {per_device:g} per GPU on {inst.name} ({inst.devices} device(s)), "

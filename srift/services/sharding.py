@@ -1,10 +1,10 @@
 """The plan pipeline's strategy phase: which setups a request allows, memory feasibility, and what plans say.
 
-`strategy_phase` (called by `srift.services.plans` after the evaluator is built) turns the request's
-`strategy` and `checkpointing` into setups (`srift.optimize.strategies`): `auto` allows every strategy,
-sharded ones only when the model's memory is known (a measured or counted training memory, or the
-reference models' `extra.sharding`); DDP alone keeps the served evaluator and problem unchanged. Otherwise
-the problem becomes a `MemoryProblem`, so fleets that no allowed setup fits are infeasible.
+`allowed_setups` turns the request's `strategy` and `checkpointing` into setups (`srift.optimize.
+strategies`), before the memory checks (`srift.services.memory` caps each type's batch to what DDP holds
+only when DDP is the one setup); `strategy_phase` (after the evaluator is built) keeps the served evaluator
+and problem for DDP alone, else makes the problem a `MemoryProblem`, so fleets no allowed setup fits are
+infeasible.
 
 `strategy_view` says, for the chosen fleet, how to run it (strategy, wrapping, checkpointing, precision,
 memory per GPU and its parts) and how every other setup compares (its time, or why it does not fit);
@@ -15,46 +15,58 @@ hold the model.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import Any
 
 from srift.domain import FleetMember, ModelProfile, Plan
-from srift.domain.sharding import Setup, Strategy, StrategyChoice, is_mixed, memory_basis
+from srift.domain.sharding import SHARDING_KEY, Setup, StrategyChoice, is_mixed
 from srift.errors import Infeasible
 from srift.optimize.evaluate import Evaluator, SimEvaluator
-from srift.optimize.space import Problem
+from srift.optimize.space import Candidate, Problem
 from srift.optimize.strategies import MemoryProblem, StrategyEvaluator, setups_for
 
 GIB = 2**30
 
 
-def strategy_phase(
-    problem: Problem,
-    evaluator: SimEvaluator,
-    *,
-    strategy: StrategyChoice,
-    checkpointing: bool | None,
-) -> tuple[Problem, Evaluator]:
-    """Phase 8b: memory feasibility and the setups to compare (module docstring)."""
-    profiles = [c.profile for c in problem.candidates]
-    known = bool(profiles) and all(memory_basis(p) is not None for p in profiles)
+def allowed_setups(
+    candidates: Sequence[Candidate], *, strategy: StrategyChoice, checkpointing: bool | None
+) -> tuple[Setup, ...]:
+    """The setups a request allows on these candidates.
+
+    A strategy the request names is taken at its word. `auto` compares every setup when sharding can
+    matter: some candidate's profile carries the model's sharding facts (the sharded reference models), or
+    DDP cannot hold the model at batch 1 on some candidate GPU (the training memory model); otherwise it
+    plans DDP as before, each type's batch within what DDP holds (srift.services.memory)."""
     setups = setups_for(strategy, checkpointing)
-    notes: list[str] = []
-    if strategy is StrategyChoice.AUTO and not known:
-        setups = tuple(s for s in setups if s.strategy is Strategy.DDP and not s.checkpointing)
-        notes.append(
-            "strategy auto: DDP only, since the profiles do not say the model's memory (profile it with "
-            "`srift profile` to compare sharded strategies)"
-        )
-    if not setups:
-        setups = (Setup(),)
-    if setups == (Setup(),) and not known:
-        return replace(problem, notes=(*problem.notes, *notes)), evaluator
+    if strategy is not StrategyChoice.AUTO:
+        return setups
+    if any(SHARDING_KEY in (c.profile.extra or {}) for c in candidates) or any(
+        _ddp_cannot_hold(c) for c in candidates
+    ):
+        return setups
+    return (Setup(),)
+
+
+def _ddp_cannot_hold(candidate: Candidate) -> bool:
+    from srift.services.memory import batch_limit
+
+    limit = batch_limit(candidate.profile, candidate.instance)
+    return limit is not None and limit.memory_batch < 1
+
+
+def strategy_phase(
+    problem: Problem, evaluator: SimEvaluator, *, setups: Sequence[Setup]
+) -> tuple[Problem, Evaluator]:
+    """Phase 8b: with DDP alone the served problem and evaluator as they are; otherwise each fleet runs
+    its fastest setup that fits (`StrategyEvaluator`) and fleets no setup fits are infeasible
+    (`MemoryProblem`)."""
+    setups = tuple(setups) or (Setup(),)
+    if setups == (Setup(),):
+        return problem, evaluator
+    profiles = [c.profile for c in problem.candidates]
     max_update = max((p.update_s for p in profiles), default=0.0)
     chooser = StrategyEvaluator(evaluator, setups, max_update_s=max_update)
-    fields = {f: getattr(problem, f) for f in ("candidates", "constraints", "batch_policy", "spot")}
-    memory_problem = MemoryProblem(**fields, notes=(*problem.notes, *notes), fits=chooser.fits)
-    return memory_problem, chooser
+    fields = {f: getattr(problem, f) for f in ("candidates", "constraints", "batch_policy", "notes", "spot")}
+    return MemoryProblem(**fields, fits=chooser.fits), chooser
 
 
 def chooser_of(evaluator: Evaluator) -> StrategyEvaluator | None:
@@ -170,9 +182,8 @@ def annotate_choices(result: dict[str, Any], view: dict[str, Any]) -> None:
             choice["wrap"] = view.get("wrap")
             choice["precision"] = view.get("precision")
             found = memory.get(choice["instance_type"])
-            choice["memory_per_gpu_gib"] = (
-                round(found["peak_bytes"] / GIB, 2) if found and found.get("peak_bytes") else None
-            )
+            if found and found.get("peak_bytes") is not None:
+                choice["memory_per_gpu_bytes"] = int(found["peak_bytes"])
 
 
 def memory_infeasible(problem: Problem, evaluator: Evaluator, model: str) -> Infeasible | None:

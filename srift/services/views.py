@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from srift.domain import Band, Breakdown, Constraints, ModelProfile, Prediction
+from srift.domain.memory import memory_per_gpu
 
 
 def finite_or_none(value: float) -> float | None:
@@ -79,10 +80,13 @@ def choice_document(
     price_usd_per_hr: float,
     instance_gpus: int | None = None,
     profile: ModelProfile | None = None,
+    gpu_memory_gib: float = 0.0,
 ) -> dict[str, Any]:
     """One fleet choice: `count` VMs of a type and market, `batch` samples per VM over the `gpus` it uses
     (of the type's `instance_gpus`); `compute` says whether its compute times were measured on its
-    accelerator or estimated (`estimate:<method>`, with `compute_spread` the estimate's 1-σ error)."""
+    accelerator or estimated (`estimate:<method>`, with `compute_spread` the estimate's 1-σ error). On a
+    GPU type (`gpu_memory_gib`) it shows the memory per GPU at its batch and why the batch is capped
+    (`srift.domain.memory.memory_per_gpu`)."""
     return {
         "instance_type": instance_type,
         "market": market,
@@ -94,6 +98,16 @@ def choice_document(
         "instance_gpus": instance_gpus,
         "compute": profile.source if profile is not None else None,
         "compute_spread": profile.estimate.spread if profile is not None and profile.estimate else None,
+        **(
+            memory_per_gpu(
+                profile,
+                gpu_memory_gib=gpu_memory_gib,
+                per_gpu_batch=batch / gpus,
+                distributed=count * gpus > 1,
+            )
+            if profile is not None
+            else {}
+        ),
     }
 
 

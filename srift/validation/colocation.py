@@ -2,9 +2,10 @@
 
 The testbed's hosts are cgroups on one machine: each has its CPU quota, but they share the machine's caches
 and memory bandwidth, so four hosts computing at once each take longer than one alone (densenet: +12 … +26 %
-of CPU time per step on four small hosts; docs/validation.md, cause 10). Profiles are timed on one host, so
-without this factor every multi-host prediction of a memory-bound model is short. Cloud VMs of a fleet do
-not share a machine: the factor exists for `srift validate` only, never for `srift plan`.
+of CPU time per step on four small hosts; docs/validation.md at 0856b84, cause 10). Profiles are timed on
+one host, so without this factor every multi-host prediction of a memory-bound model is short. Cloud VMs of
+a fleet do not share a machine: the factor exists for `srift validate` only (the testbed adapter), never
+for `srift plan`.
 
 Measured, not fitted: each multi-host DDP run of the matrix ends with `Effort.colocation_rounds` rounds of
 compute-only steps (probes/ddp_train.py `--colocation-rounds`: forward and backward under DDP's no_sync,

@@ -69,12 +69,12 @@ def profile_models(ctx: Context, models: Sequence[str]) -> None:
 
     The testbed's hosts share this machine's memory bandwidth, so a host computes slower while another
     one does (wideconv at batch 32 on tbv.large, forward+backward as the profiler times it: 765 and 627 ms
-    with a tbv.small host profiling beside it, 513 and 539 ms alone; `benchmarks.causes onehost
-    [--one-at-a-time]`). A profile must be what one host computes alone, as a cloud VM does: the one-host
+    with a tbv.small host profiling beside it, 513 and 539 ms alone; benchmarks/causes.py at 0856b84). A
+    profile must be what one host computes alone, as a cloud VM does: the one-host
     cases run alone, and the co-location factor measures, in each multi-host run, how much slower its
     hosts compute together than alone (srift.validation.colocation); a profile taken beside another host
     counts that slowdown twice (unseen17's wideconv: 41 % MAPE profiled beside, 14 % alone; round 14 of
-    docs/validation.md)."""
+    docs/validation.md at 0856b84)."""
     from srift.db.session import transaction
     from srift.profiling.store import save_profile
 

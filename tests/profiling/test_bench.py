@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 import torch
+from torch import nn
 
 from srift.domain.structure import Precision
 from srift.errors import InvalidInput
@@ -19,6 +20,7 @@ from srift.profiling.bench import (
     float32_math,
     is_out_of_memory,
     precision_flags,
+    trainable_layers,
     uses_fp32_precision_api,
 )
 from srift.profiling.search import search_max_batch
@@ -148,3 +150,23 @@ def test_an_update_whose_gradients_are_never_finite_is_an_error() -> None:
     with pytest.raises(InvalidInput) as err:
         update_time(bench, batch=2, repeats=2)
     assert err.value.field == "precision"
+
+
+class _Recurrent(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.rnn = nn.GRU(4, 8, num_layers=2)
+        self.head = nn.Linear(8, 3)
+
+
+def test_a_module_with_more_than_two_parameters_is_one_layer_per_parameter() -> None:
+    """As DDP buckets them: a two-layer GRU's four parameters per layer each a layer, a weight and its bias
+    one layer."""
+    layers = trainable_layers(_Recurrent())
+    names = [x.name for x in layers]
+    assert names == [
+        *(f"rnn.{k}_l{i}" for i in (0, 1) for k in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")),
+        "head",
+    ]
+    assert [x.grad_bytes for x in layers[:4]] == [24 * 4 * 4, 24 * 8 * 4, 24 * 4, 24 * 4]
+    assert layers[-1].grad_bytes == (8 * 3 + 3) * 4 and len(layers[-1].params) == 2

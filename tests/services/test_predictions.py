@@ -110,6 +110,9 @@ def test_predicts_and_prices_a_fleet(lab: Session, settings: Settings) -> None:
         "instance_gpus": 1,
         "compute": "measured",
         "compute_spread": None,
+        "memory_per_gpu_bytes": None,  # the toy profile has no memory model
+        "gpu_memory_bytes": 16 * 2**30,
+        "batch_limit": None,
     }
     assert out["sources"][0] == "profile:inline toy@V100"
     assert "table:test" in out["sources"]

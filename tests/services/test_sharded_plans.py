@@ -38,7 +38,7 @@ def test_the_8b_model_gets_a_sharded_plan_whose_memory_fits_its_gpus(
         assert choice["strategy"] == view["strategy"] and choice["wrap"] == "blocks"
         memory = next(m for m in view["memory"] if m["instance_type"] == choice["instance_type"])
         assert memory["peak_bytes"] <= 0.9 * memory["capacity_gib"] * 2**30
-        assert choice["memory_per_gpu_gib"] < memory["capacity_gib"]
+        assert choice["memory_per_gpu_bytes"] == memory["peak_bytes"] < choice["gpu_memory_bytes"]
         parts = memory["parts"]
         assert (
             sum(parts.values()) == memory["peak_bytes"] or abs(sum(parts.values()) - memory["peak_bytes"]) < 8

@@ -92,6 +92,11 @@ class PlanRequest(BaseModel):
         pattern=NO_NUL,
         description="use every stored profile of this model",
     )
+    allow_cpu_profiles: bool = Field(
+        default=False,
+        description="use profiles that `srift profile` measured on a CPU for GPU instance types (a stand-in: "
+        "the answer says so); refused otherwise",
+    )
     precision: Precision | None = Field(
         default=None,
         description=(
@@ -255,13 +260,20 @@ class ChoiceOut(BaseModel):
     compute_spread: float | None = Field(
         default=None, description="relative 1-σ error of an estimated compute time (null when measured)"
     )
+    memory_per_gpu_bytes: int | None = Field(
+        default=None,
+        description="peak bytes per GPU at this batch by the training memory model of the choice's "
+        "strategy (parameters, gradients, optimizer state, DDP buckets or gathered units, activations, CUDA "
+        "context and NCCL); null for a CPU type or a profile without a memory model",
+    )
+    gpu_memory_bytes: int | None = Field(default=None, description="bytes of one GPU of the type")
+    batch_limit: str | None = Field(
+        default=None, description="why this type's per-GPU batch is capped, when memory caps it"
+    )
     strategy: str | None = Field(default=None, description="the data-parallel strategy this choice runs")
     checkpointing: bool | None = Field(default=None, description="activation checkpointing of every block")
     wrap: str | None = Field(default=None, description="FSDP unit wrapping policy (sharded strategies)")
     precision: str | None = Field(default=None, description="fp32, or mixed (bf16 compute, fp32 master)")
-    memory_per_gpu_gib: float | None = Field(
-        default=None, description="predicted peak memory per GPU at its batch (null: not known)"
-    )
 
 
 class StrategyMemoryOut(BaseModel):

@@ -101,6 +101,11 @@ class PredictionRequest(BaseModel):
         pattern=NO_NUL,
         description="every stored profile of this model",
     )
+    allow_cpu_profiles: bool = Field(
+        default=False,
+        description="use profiles that `srift profile` measured on a CPU for GPU instance types (a stand-in: "
+        "the answer says so); refused otherwise",
+    )
     precision: Precision | None = Field(
         default=None,
         description=(

@@ -154,7 +154,7 @@ function renderChoices(plan) {
     },
     ...(plan.choices.some((c) => c.strategy) ? [
       { label: "Strategy", value: (c) => el("code", {}, `${c.strategy}${c.checkpointing ? "+ckpt" : ""}`) },
-      { label: "GiB / GPU", value: (c) => (c.memory_per_gpu_gib == null ? "—" : fmtNumber(c.memory_per_gpu_gib)), num: true },
+      { label: "GiB / GPU", value: (c) => (c.memory_per_gpu_bytes == null ? "—" : fmtNumber(c.memory_per_gpu_bytes / 2 ** 30)), num: true },
     ] : []),
   ], plan.choices, { id: "plan-choices" });
 }

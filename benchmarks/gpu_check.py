@@ -1,0 +1,361 @@
+"""The GPU check: Srift's CUDA path on one real GPU, in one script of a few minutes.
+
+For ResNet-50, BERT-base and GPT-2 small (`srift.refmodels`) at fp32, tf32 and bf16 it
+
+1. profiles the model (`srift profile`'s `profile_model` on the device, the largest batch capped by
+   `--max-batch` so the run fits its budget) and compares each measured step time (forward + backward) at the
+   profile's breakpoints with the estimator's figure for this GPU computed without it (`estimate:roofline`
+   from the model's structure and the GPU's spec);
+2. at fp32, checks the training memory model: the activation line through two small batches predicts the
+   allocator's peak at three larger batches and the largest batch, which the search then confirms on the
+   device (`srift.profiling.search`), with the caching allocator's reserved-over-allocated ratio at the
+   largest (what `srift.domain.memory.MARGIN_FRACTION` must cover);
+3. runs probes/ddp_train.py under NCCL on one rank (torchrun) and probes/allreduce.py on every GPU of the
+   machine (one rank: `--allow-one-rank`);
+
+and writes its section of docs/BENCHMARKS.md ("GPU check", or "GPU check (cpu)" with `--device cpu`) and a
+JSON report (`--out`). It installs nothing beyond `make install`. `--device cpu` runs the same steps on the
+CPU (gloo probes, `--spec` names the GPU whose estimate to compare with), so the tests exercise it.
+
+    .venv/bin/python -m benchmarks.gpu_check --out gpu_check.json          # on a GPU machine, ~5 min
+    .venv/bin/python -m benchmarks.gpu_check --device cpu --models cnn --precisions fp32 --spec T4 \\
+        --max-batch 8 --no-write
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+MODELS = {
+    "resnet50": ("srift.refmodels.nets:resnet50", "srift.refmodels.nets:image_input"),
+    "bert-base": ("srift.refmodels.nets:bert_base", "srift.refmodels.nets:bert_input"),
+    "gpt2-small": ("srift.refmodels.nets:gpt2_small", "srift.refmodels.nets:gpt2_input"),
+    "cnn": ("srift.profiling.testmodels:cnn", "srift.profiling.testmodels:cnn_input"),
+    "transformer": ("srift.profiling.testmodels:transformer", "srift.profiling.testmodels:transformer_input"),
+}
+DEFAULT_MODELS = ("resnet50", "bert-base", "gpt2-small")
+DEFAULT_PRECISIONS = ("fp32", "tf32", "bf16")
+DEFAULT_BUDGET_S = 420.0
+"""Stop starting new steps after this many seconds (the check's target is under 8 minutes on one GPU)."""
+
+
+def _load(spec: str) -> Callable[..., Any]:
+    from srift.profiling.loading import resolve_callable
+
+    return resolve_callable(spec, what="factory", field="model")
+
+
+def _gpu_spec(name: str | None, device: str) -> Any:
+    from srift.catalog.accelerators import spec_for_accelerator, spec_named
+
+    if name:
+        return spec_named(name)
+    if device.startswith("cuda"):
+        import torch
+
+        return spec_for_accelerator(torch.cuda.get_device_name(torch.device(device)))
+    return None
+
+
+def profile_row(name: str, precision: str, *, device: str, max_batch: int, spec: Any) -> dict[str, Any]:
+    """Profile `name` in `precision` and compare its step times with the roofline estimate for `spec`."""
+    from srift.estimate.estimator import estimate_profile
+    from srift.profiling.profiler import profile_model
+
+    factory, inputs = MODELS[name]
+    started = time.perf_counter()
+    prof = profile_model(
+        _load(factory),
+        _load(inputs),
+        device=device,
+        precision=precision,
+        max_batch=max_batch,
+        repeats=3,
+        warmup=1,
+        iterations=5,
+        refine=False,
+        model_name=name,
+    )
+    row: dict[str, Any] = {
+        "model": name,
+        "precision": precision,
+        "accelerator": prof.accelerator,
+        "max_batch": prof.max_batch,
+        "float32_math": prof.extra.get("float32_math"),
+        "profile_s": round(time.perf_counter() - started, 1),
+        "steps": [{"batch": b, "measured_s": round(prof.compute_s(b), 6)} for b in prof.forward.batches],
+    }
+    if spec is not None and prof.structure is not None:
+        made = estimate_profile(model=name, structure=prof.structure, spec=spec, precision=prof.precision)
+        row["spec"] = spec.name
+        if made.profile is not None:
+            for step in row["steps"]:
+                estimated = made.profile.compute_s(step["batch"])
+                step["estimated_s"] = round(estimated, 6)
+                step["estimate_over_measured"] = round(estimated / step["measured_s"], 4)
+        else:
+            row["estimate_note"] = made.note
+    return row
+
+
+def memory_row(name: str, *, device: str, cap: int) -> dict[str, Any]:
+    """The training memory model against the allocator on `device` (see the module docstring, step 2):
+    the largest batch found (on CUDA: the model's, confirmed), the activation line through ⅛ and ¼ of it,
+    its predicted peaks at ½, ¾ and all of it against the measured ones, and on CUDA the largest batch the
+    line predicts under the device's memory."""
+    import torch
+
+    from srift.domain.memory import Optimizer, training_memory
+    from srift.profiling.bench import Progress, build_bench, trainable_bytes
+    from srift.profiling.peak import fit_activations, gradient_bytes, step_peak
+    from srift.profiling.search import search_max_batch
+
+    factory, inputs = MODELS[name]
+    dev = torch.device(device)
+    if dev.type == "cuda":
+        torch.cuda.set_device(dev)
+    bench = build_bench(_load(factory), _load(inputs), None, dev)
+    search = search_max_batch(
+        bench, cap=cap, budget_bytes=None, report=Progress(None), optimizer=Optimizer.ADAM
+    )
+    top = search.max_batch
+    fit_batches = sorted({max(1, top // 8), max(2, top // 4)})
+    grads = gradient_bytes(bench)
+    line = fit_activations([step_peak(bench, bench.inputs(b), b) for b in fit_batches], gradient_bytes=grads)
+    checks = []
+    for b in sorted({max(3, top // 2), max(3, 3 * top // 4), top}):
+        if b > top or b in fit_batches:
+            continue
+        got = step_peak(bench, bench.inputs(b), b)
+        predicted = grads + max(line.at(b), 0.0)
+        checks.append(
+            {
+                "batch": b,
+                "measured_bytes": got.peak_bytes,
+                "predicted_bytes": round(predicted),
+                "error": round(predicted / got.peak_bytes - 1.0, 4),
+                **(
+                    {"reserved_over_allocated": round(got.reserved_bytes / got.peak_bytes, 4)}
+                    if got.reserved_bytes
+                    else {}
+                ),
+            }
+        )
+    row: dict[str, Any] = {
+        "model": name,
+        "activation_bytes": line.to_list(),
+        "fit_batches": fit_batches,
+        "checks": checks,
+        "search_max_batch": top,
+        "search_method": search.method,
+    }
+    if dev.type == "cuda":
+        params = [p for p in bench.model.parameters() if p.requires_grad]
+        model = training_memory(
+            parameter_bytes=trainable_bytes(bench.model),
+            activation_bytes=line,
+            optimizer=Optimizer.ADAM,
+            cuda=True,
+            distributed=False,
+            largest_parameter_bytes=max(p.numel() * p.element_size() for p in params),
+        )
+        total = torch.cuda.get_device_properties(dev).total_memory
+        row["model_max_batch"] = model.largest_batch(total, cap=cap)
+        row["device_memory_bytes"] = total
+    return row
+
+
+def _torchrun(script: str, args: list[str], *, nproc: int, timeout_s: float) -> dict[str, Any]:
+    """Run a probe under torchrun on this machine; its rank 0 JSON (the last JSON line of --out)."""
+    with tempfile.TemporaryDirectory(prefix="gpu-check-") as tmp:
+        out = Path(tmp) / "out.json"
+        cmd = [
+            sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(nproc),
+            str(ROOT / "probes" / script), *args, "--out", str(out),
+        ]  # fmt: skip
+        env = {**os.environ, "OMP_NUM_THREADS": "1", "GLOO_SOCKET_IFNAME": "lo"}
+        started = time.perf_counter()
+        done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout_s, check=False)
+        took = round(time.perf_counter() - started, 1)
+        if done.returncode != 0 or not out.exists():
+            return {"ok": False, "returncode": done.returncode, "stderr": done.stderr[-1500:], "took_s": took}
+        lines = [json.loads(x) for x in out.read_text().splitlines() if x.strip()]
+        return {"ok": True, "took_s": took, "result": lines if len(lines) > 1 else lines[0]}
+
+
+def probe_rows(*, device: str) -> dict[str, Any]:
+    """probes/ddp_train.py on one rank and probes/allreduce.py over the machine's GPUs (two gloo ranks on
+    a CPU)."""
+    cuda = device.startswith("cuda")
+    backend = "nccl" if cuda else "gloo"
+    model, inputs = MODELS["cnn"]
+    ddp = _torchrun(
+        "ddp_train.py",
+        ["--model", model, "--input", inputs, "--batch", "32", "--iters", "10", "--warmup", "2",
+         "--backend", backend],
+        nproc=1,
+        timeout_s=180,
+    )  # fmt: skip
+    gpus = 0
+    if cuda:
+        import torch
+
+        gpus = torch.cuda.device_count()
+    ranks = max(gpus, 1) if cuda else 2
+    allreduce = _torchrun(
+        "allreduce.py",
+        ["--backend", backend, "--sizes", "4,1M,64M" if cuda else "4,4K", "--repeats", "3", "--warmup", "2",
+         "--ifname", "lo", "--time-budget-s", "60", *(["--allow-one-rank"] if ranks == 1 else [])],
+        nproc=ranks,
+        timeout_s=180,
+    )  # fmt: skip
+    return {"ddp_train": ddp, "allreduce": allreduce, "allreduce_ranks": ranks}
+
+
+def _markdown(report: dict[str, Any]) -> str:
+    lines = [
+        f"Device: {report['device_name']} ({report['device']}), torch {report['torch']}, "
+        f"{report['elapsed_s']:.0f} s. Estimates: `estimate:roofline` for {report.get('spec') or 'no spec'}, "
+        "computed from the model's structure without the measured profile."
+        + (
+            " On a CPU this only exercises the script: its times are a loaded CPU's, the estimate a GPU's."
+            if report["device"] == "cpu"
+            else ""
+        ),
+        "",
+        "| model | precision | max batch (cap) | batch | measured step | estimate | estimate / measured |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for row in report["profiles"]:
+        for step in row["steps"]:
+            est = step.get("estimated_s")
+            lines.append(
+                f"| {row['model']} | {row['precision']} | {row['max_batch']} | {step['batch']} | "
+                f"{1000 * step['measured_s']:.2f} ms | "
+                + (f"{1000 * est:.2f} ms | {step['estimate_over_measured']:.2f} |" if est else "– | – |")
+            )
+    lines += [
+        "",
+        "Training memory (fp32, Adam; the activation line through ⅛ and ¼ of the largest batch predicts a "
+        "step's peak growth at ½, ¾ and all of it, against the allocator's):",
+        "",
+        "| model | batch | measured | predicted | error | reserved / allocated |",
+        "|---|---|---|---|---|---|",
+    ]
+    for row in report["memory"]:
+        for c in row["checks"]:
+            lines.append(
+                f"| {row['model']} | {c['batch']} | {c['measured_bytes'] / 2**20:.1f} MiB | "
+                f"{c['predicted_bytes'] / 2**20:.1f} MiB | {100 * c['error']:+.1f} % | "
+                f"{c.get('reserved_over_allocated', '–')} |"
+            )
+        if "model_max_batch" in row:
+            lines.append(
+                f"| {row['model']} | largest: model {row['model_max_batch']}, confirmed "
+                f"{row['search_max_batch']} | | | | |"
+            )
+    probes = report.get("probes", {})
+    ddp, ar = probes.get("ddp_train", {}), probes.get("allreduce", {})
+    ddp_text = (
+        f"median iteration {1000 * ddp['result']['median_iter_s']:.2f} ms" if ddp.get("ok") else "failed"
+    )
+    ar_text = "ran" if ar.get("ok") else "failed"
+    lines += [
+        "",
+        f"probes/ddp_train.py ({report['backend']}, one rank): {ddp_text}. probes/allreduce.py "
+        f"({report['backend']}, {probes.get('allreduce_ranks')} rank(s)): {ar_text}.",
+    ]
+    if report["skipped"]:
+        lines += ["", "Skipped for the time budget: " + ", ".join(report["skipped"]) + "."]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--device", default="cuda", help="cuda, cuda:N or cpu (exercise the check)")
+    parser.add_argument("--models", default=",".join(DEFAULT_MODELS), help=f"of {', '.join(MODELS)}")
+    parser.add_argument("--precisions", default=",".join(DEFAULT_PRECISIONS))
+    parser.add_argument("--max-batch", type=int, default=None, help="cap of the profiles (cuda 256, cpu 8)")
+    parser.add_argument("--memory-cap", type=int, default=None, help="cap of the memory search (cuda 4096)")
+    parser.add_argument("--spec", default=None, help="GPU spec to estimate for (default: this GPU's)")
+    parser.add_argument("--budget-s", type=float, default=DEFAULT_BUDGET_S)
+    parser.add_argument("--out", default=None, help="write the JSON report here")
+    parser.add_argument("--no-write", action="store_true", help="do not write docs/BENCHMARKS.md")
+    args = parser.parse_args(argv)
+
+    import torch
+
+    started = time.perf_counter()
+    cuda = args.device.startswith("cuda")
+    if cuda and not torch.cuda.is_available():
+        print(
+            "error: no CUDA device here. To fix: run on a GPU machine, or pass --device cpu.", file=sys.stderr
+        )
+        return 2
+    models = [m.strip() for m in args.models.split(",") if m.strip()]
+    unknown = [m for m in models if m not in MODELS]
+    if unknown:
+        print(f"error: unknown models {unknown}. To fix: use some of {', '.join(MODELS)}.", file=sys.stderr)
+        return 2
+    precisions = [p.strip() for p in args.precisions.split(",") if p.strip()]
+    cap = args.max_batch or (256 if cuda else 8)
+    memory_cap = args.memory_cap or (4096 if cuda else 16)
+    spec = _gpu_spec(args.spec, args.device)
+    report: dict[str, Any] = {
+        "device": args.device,
+        "device_name": torch.cuda.get_device_name(torch.device(args.device)) if cuda else "cpu",
+        "torch": torch.__version__,
+        "backend": "nccl" if cuda else "gloo",
+        "spec": spec.name if spec is not None else None,
+        "profiles": [],
+        "memory": [],
+        "skipped": [],
+    }
+
+    def budget_left() -> bool:
+        return time.perf_counter() - started < args.budget_s
+
+    for name in models:
+        for precision in precisions:
+            if not budget_left():
+                report["skipped"].append(f"profile {name} {precision}")
+                continue
+            report["profiles"].append(
+                profile_row(name, precision, device=args.device, max_batch=cap, spec=spec)
+            )
+            print(f"profiled {name} {precision}", file=sys.stderr, flush=True)
+    for name in models:
+        if not budget_left():
+            report["skipped"].append(f"memory {name}")
+            continue
+        report["memory"].append(memory_row(name, device=args.device, cap=memory_cap))
+        print(f"memory {name}", file=sys.stderr, flush=True)
+    report["probes"] = probe_rows(device=args.device)
+    report["elapsed_s"] = round(time.perf_counter() - started, 1)
+    text = json.dumps(report, indent=2)
+    if args.out:
+        Path(args.out).write_text(text + "\n")
+    print(_markdown(report))
+    if not args.no_write:
+        from benchmarks._report import write_section
+
+        command = " ".join([".venv/bin/python -m benchmarks.gpu_check", *(argv or sys.argv[1:])])
+        write_section("GPU check" if cuda else "GPU check (cpu)", _markdown(report), command=command)
+    probes_ok = report["probes"]["ddp_train"].get("ok") and report["probes"]["allreduce"].get("ok")
+    return 0 if probes_ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

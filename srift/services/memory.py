@@ -1,0 +1,99 @@
+"""A plan's memory and device checks over its candidates: one place the plan and prediction services call.
+
+`fit_candidates` refuses (or, asked, marks) CPU-measured profiles standing for GPU types
+(`srift.domain.devices`) and lowers each GPU candidate's largest batch to what its GPUs' memory holds under
+the training memory model (`srift.domain.memory`: DDP, the profile's optimizer or Adam), leaving out types
+whose GPUs cannot hold the model at batch 1.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+from srift.domain.catalog import InstanceType
+from srift.domain.devices import check_devices
+from srift.domain.memory import BATCH_LIMIT_FACT, BatchLimit, gpu_batch_limit
+from srift.domain.profile import ModelProfile
+from srift.errors import InvalidInput
+from srift.optimize.space import Candidate
+
+
+def batch_limit(profile: ModelProfile, instance: InstanceType) -> BatchLimit | None:
+    """The memory limit of `profile` on one of `instance`'s GPUs under DDP (None: no GPU or no model)."""
+    if instance.gpu_count < 1:
+        return None
+    return gpu_batch_limit(profile, instance_type=instance.name, gpu_memory_gib=instance.gpu_memory_gib)
+
+
+def within_memory(profile: ModelProfile, instance: InstanceType) -> ModelProfile:
+    """`profile` with its largest batch lowered to what `instance`'s GPU memory holds (unchanged if it
+    fits), the reason in `extra["batch_limit"]`."""
+    limit = batch_limit(profile, instance)
+    if limit is None or not limit.by_memory or limit.memory_batch < 1:
+        return profile
+    return dataclasses.replace(
+        profile,
+        max_batch=limit.memory_batch,
+        extra={**(profile.extra or {}), BATCH_LIMIT_FACT: limit.reason()},
+    )
+
+
+def fit_candidates(
+    candidates: Sequence[Candidate], *, allow_cpu_profiles: bool, field: str, memory: bool = True
+) -> tuple[tuple[Candidate, ...], tuple[str, ...]]:
+    """The candidates whose GPUs hold the model, each with its largest batch within memory, and notes
+    (stand-in CPU profiles, batches capped by memory, types left out). With `memory` False only the
+    devices are checked: a request that may shard has each fleet's memory checked per strategy instead
+    (srift.services.sharding)."""
+    notes = list(
+        check_devices(
+            ((c.profile, c.instance) for c in candidates), allow_cpu_profiles=allow_cpu_profiles, field=field
+        )
+    )
+    if not memory:
+        return tuple(candidates), tuple(notes)
+    kept: list[Candidate] = []
+    for cand in candidates:
+        limit = batch_limit(cand.profile, cand.instance)
+        if limit is not None and limit.memory_batch < 1:
+            note = (
+                f"{cand.name} left out: {cand.profile.model} does not fit one GPU's memory at batch 1 "
+                f"({limit.memory.peak_bytes(1) / 2**30:.1f} GiB needed, {limit.capacity_bytes / 2**30:.1f} "
+                "GiB less the margin available)"
+            )
+            if note not in notes:
+                notes.append(note)
+            continue
+        fitted = within_memory(cand.profile, cand.instance)
+        if fitted is not cand.profile:
+            reason = fitted.extra[BATCH_LIMIT_FACT]
+            if reason not in notes:
+                notes.append(reason)
+            cand = dataclasses.replace(cand, profile=fitted)
+        kept.append(cand)
+    return tuple(kept), tuple(notes)
+
+
+def check_fleet_member(
+    profile: ModelProfile,
+    instance: InstanceType,
+    *,
+    per_gpu_batch: float,
+    allow_cpu_profiles: bool,
+    field: str,
+) -> tuple[str, ...]:
+    """A predicted fleet member: notes marking a stand-in CPU profile; InvalidInput naming `field` for a
+    CPU profile not allowed, or a per-GPU batch above what the GPU's memory holds."""
+    notes = check_devices([(profile, instance)], allow_cpu_profiles=allow_cpu_profiles, field=field)
+    limit = batch_limit(profile, instance)
+    if limit is not None and per_gpu_batch > limit.memory_batch:
+        most = limit.memory_batch
+        raise InvalidInput(
+            f"{per_gpu_batch:g} samples per GPU on {instance.name} need "
+            f"{limit.memory.peak_bytes(per_gpu_batch) / 2**30:.1f} GiB of its "
+            f"{limit.capacity_bytes / 2**30:.1f} GiB ({limit.memory.optimizer.value}, DDP, with the margin)",
+            hint=f"use at most {most} per GPU ({most * instance.devices} per VM), or more VMs",
+            field=field.rsplit(".", 1)[0] + ".batch",
+        )
+    return notes
