@@ -103,6 +103,20 @@ class Group:
         """An asynchronous sum of `tensor` (a DDP bucket, already on the group's device)."""
         return self.dist.all_reduce(tensor, async_op=True)
 
+    def warm(self) -> None:
+        """One tiny collective of each kind FSDP and DDP use, so that what the library allocates once
+        is in use before a memory baseline is read."""
+        import torch
+
+        n = self.dist.get_world_size()
+        self.dist.all_reduce(torch.zeros(4, device=self.device))
+        self.dist.all_gather_into_tensor(
+            torch.zeros(4 * n, device=self.device), torch.zeros(4, device=self.device)
+        )
+        self.dist.reduce_scatter_tensor(
+            torch.zeros(4, device=self.device), torch.zeros(4 * n, device=self.device)
+        )
+
     def all_gather(self, tensor: Any, world_size: int) -> list[Any]:
         """Every rank's `tensor`, as (nested) Python lists."""
         import torch
@@ -276,12 +290,11 @@ def _in_use_bytes() -> int:
     return int(found.uordblks + found.hblkhd)
 
 
-def _warm_runtime(distributed: bool, strategy: str, device: Any) -> None:
+def _warm_runtime(distributed: bool, strategy: str, device: Any, group: Group) -> None:
     """What the runtime allocates once, in use before the baseline is read: the modules a strategy imports
     (the first torch.optim optimizer alone imports 23 MB of Python objects), one tiny backward and
     optimizer step, and one tiny collective of each kind."""
     import torch
-    import torch.distributed as dist
 
     if strategy in ("zero2", "full_shard"):
         import torch.distributed.fsdp
@@ -291,10 +304,7 @@ def _warm_runtime(distributed: bool, strategy: str, device: Any) -> None:
     (x * 2).sum().backward()
     torch.optim.SGD([x], lr=0.1).step()
     if distributed:
-        n = dist.get_world_size()
-        dist.all_reduce(torch.zeros(4, device=device))
-        dist.all_gather_into_tensor(torch.zeros(4 * n, device=device), torch.zeros(4, device=device))
-        dist.reduce_scatter_tensor(torch.zeros(4, device=device), torch.zeros(4 * n, device=device))
+        group.warm()
 
 
 def _peak_in_use(net: Any, step: Callable[[], None], steps: int, *, base: int) -> int:
@@ -476,7 +486,7 @@ def main(argv: list[str] | None = None) -> int:
     if distributed:
         dist.init_process_group(args.backend, rank=rank, world_size=world_size)
     group = Group(dist, on, nccl=args.backend == "nccl")
-    _warm_runtime(distributed, args.strategy, on)
+    _warm_runtime(distributed, args.strategy, on, group)
     base_bytes = _in_use_bytes()
     sharded = args.strategy in ("zero2", "full_shard")
     if sharded:

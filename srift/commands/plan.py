@@ -234,7 +234,7 @@ def render(plan: dict[str, Any]) -> None:
     fleet = Table(title=f"fleet for global batch {plan['global_batch']}, {plan['iterations']} iterations")
     located = any(c.get("location") for c in plan["choices"])
     columns = ["instance type", *(["location"] if located else []), "market", "VMs", "batch/VM", "GPUs"]
-    setup = any(c.get("strategy") for c in plan["choices"])
+    setup = any(c.get("strategy") not in (None, "ddp") or c.get("checkpointing") for c in plan["choices"])
     for col in (*columns, "per GPU", "GiB/GPU", "$/h", *(["strategy"] if setup else [])):
         fleet.add_column(
             col, justify="left" if col in ("instance type", "location", "market", "strategy") else "right"
@@ -436,10 +436,10 @@ def _estimate_lines(plan: dict[str, Any]) -> None:
 
 def render_strategy(view: dict[str, Any] | None) -> None:
     """How to run the plan: the setup, its memory per GPU by part, and how the other setups compared."""
-    if not view or not view.get("strategy"):
+    if not view or not view.get("strategy") or not view.get("compared"):
         return
-    console.print(f"how to run it: {view['how']}", highlight=False, soft_wrap=True)
-    console.print(f"precision: {view['precision']}; why: {view['why']}", highlight=False, soft_wrap=True)
+    console.print(f"how to run it: {view['how']}", highlight=False)
+    console.print(f"precision: {view['precision']}; why: {view['why']}", highlight=False)
     for m in view.get("memory") or []:
         if not m.get("parts"):
             continue
@@ -448,7 +448,6 @@ def render_strategy(view: dict[str, Any] | None) -> None:
             f"memory per GPU on {m['instance_type']}: {m['peak_bytes'] / 2**30:.1f} of "
             f"{m['capacity_gib']:.0f} GiB ({parts} GiB)",
             highlight=False,
-            soft_wrap=True,
         )
     compared = view.get("compared") or []
     if len(compared) > 1:
