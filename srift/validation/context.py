@@ -145,8 +145,9 @@ class ValidationOptions:
     period_us: int = conditions.DEFAULT_PERIOD_US
     seed: int = 0
     command: str = ""
-    sharded: bool = True
-    """The sharded cases (srift.validation.sharded: FSDP2 zero2 and full_shard of the blocks model)."""
+    sharded: bool = False
+    """The sharded cases too (srift.validation.sharded: FSDP2 zero2 and full_shard of the blocks model);
+    `srift validate` turns them on unless --no-sharded."""
     sharded_only: bool = False
     """Only the sharded cases."""
 

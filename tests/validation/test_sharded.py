@@ -35,6 +35,8 @@ def test_the_shipped_testbed_runs_two_strategies_on_a_uniform_and_a_mixed_pair()
     options = ValidationOptions(models=("cnn",), sharded_only=True)
     assert options.matrix_models() == () and SHARDED_MODEL.name in options.case_specs()
     assert list(ValidationOptions(models=("cnn",)).model_specs()) == ["cnn"]
+    assert list(ValidationOptions(models=("cnn",)).case_specs()) == ["cnn"]  # the library's default
+    assert list(ValidationOptions(models=("cnn",), sharded=True).case_specs()) == ["cnn", "blocks"]
 
 
 def test_memory_errors_take_each_ranks_largest_peak_over_repeats() -> None:
