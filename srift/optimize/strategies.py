@@ -96,6 +96,8 @@ class StrategyEvaluator:
         self.bandwidth = base.bandwidth
         self._choices: dict[tuple[object, ...], Choice] = {}
         self._fits: dict[tuple[object, ...], bool] = {}
+        self.served_only = self.setups == (Setup(),)
+        """Plain DDP is the only setup: the served evaluator's answers and bounds as they are."""
         self._bases: dict[int, MemoryBasis | None] = {}
         self._bounder: object | None = None
 
@@ -272,11 +274,6 @@ class StrategyEvaluator:
                 network=False,
             )
         return self._bounder
-
-    @property
-    def served_only(self) -> bool:
-        """Whether plain DDP is the only setup (the served evaluator's answers and bounds as they are)."""
-        return self.setups == (Setup(),)
 
     def grow(self, partial: PartialFleet | None, member: FleetMember) -> PartialFleet:
         if self.served_only:
