@@ -90,3 +90,18 @@ def test_fixing_ddp_keeps_the_served_plan(
     assert not any(s.startswith("strategy:") for s in plan["sources"])
     # DDP alone: each type's batch within what DDP holds (srift.services.memory), memory shown per choice
     assert all(c["memory_per_gpu_bytes"] < c["gpu_memory_bytes"] for c in plan["choices"])
+
+
+def test_bad_strategy_fields_name_themselves() -> None:
+    from srift.api.schemas.plans import parse_plan_request
+    from srift.errors import InvalidInput
+
+    base = {"model": "llama-8b", "global_batch": 8, "iterations": 10}
+    for field, value in (("strategy", "zero4"), ("checkpointing", "maybe")):
+        try:
+            parse_plan_request({**base, field: value})
+        except InvalidInput as exc:
+            assert exc.field == field
+        else:
+            raise AssertionError(f"{field}={value!r} was accepted")
+    assert parse_plan_request({**base, "strategy": "hybrid"}).to_domain().strategy.value == "hybrid"
