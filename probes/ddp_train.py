@@ -480,7 +480,9 @@ def main(argv: list[str] | None = None) -> int:
     else:
         raise SystemExit("error: give --batch or --batches.")
 
-    distributed = world_size > 1 or args.backend == "nccl"  # one NCCL rank still trains under DDP
+    sharded = args.strategy in ("zero2", "full_shard")
+    # one NCCL rank still trains under DDP; one sharded rank still needs FSDP2's process group
+    distributed = world_size > 1 or args.backend == "nccl" or sharded
     on = device_for(args.backend)
     device = on if on.type == "cuda" else None
     if distributed:
@@ -488,7 +490,6 @@ def main(argv: list[str] | None = None) -> int:
     group = Group(dist, on, nccl=args.backend == "nccl")
     _warm_runtime(distributed, args.strategy, on, group)
     base_bytes = _in_use_bytes()
-    sharded = args.strategy in ("zero2", "full_shard")
     if sharded:
         model = _fully_sharded(_load(args.model), reshard=args.strategy == "full_shard", device=device)
     else:

@@ -34,7 +34,9 @@ shards across nodes (one rank per node: the g shards' allreduces share each node
 what one allreduce of the whole unit would). Straggling is the served model's: each member's compute is
 its mean stretched by the expected slowest-of-its-VMs factor (`srift.sim.compute`). Compute and
 collectives slow each other as the served model has them do for DDP (`srift.sim.overlap`: the profiles'
-measured `overlap_slowdown` and `comm_overlap_slowdown`), through a few passes of the timeline.
+measured `overlap_slowdown` and `comm_overlap_slowdown`), through a few passes of the timeline. A
+strategy's own CPU work per iteration (FSDP2's hooks and copies), where measured (`OVERHEAD_KEY`), runs
+within the units' compute.
 """
 
 from __future__ import annotations
@@ -46,7 +48,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from srift.bandwidth.collectives import collective_busbw, collective_time_s
-from srift.domain import Breakdown, BusBandwidthModel, FleetMember, InstanceType
+from srift.domain import Breakdown, BusBandwidthModel, FleetMember, InstanceType, ModelProfile
 from srift.domain.bandwidth import Collective
 from srift.domain.sharding import (
     REDUCE_BYTES,
@@ -90,6 +92,9 @@ class MemberCompute:
     backward_s: float
     recompute_s: float = 0.0
     update_s: float = 0.0
+    overhead_s: float = 0.0
+    """The strategy's own CPU work per iteration (FSDP2's hooks, copy-in and copy-out), spread over the
+    units' forward and backward stretches, half each."""
 
     @property
     def total_s(self) -> float:
@@ -271,7 +276,10 @@ def _pass(
             gather(ahead, max(start))
         if log is not None:
             log.append((max(start), "fw_start", seg.unit))
-        end = [work(m, start[m], seg.share * members[m].forward_s) for m in range(m_count)]
+        end = [
+            work(m, start[m], seg.share * (members[m].forward_s + members[m].overhead_s / 2))
+            for m in range(m_count)
+        ]
     forward_end = max(end)
     if log is not None:
         log.append((forward_end, "fw_done", -1))
@@ -303,7 +311,10 @@ def _pass(
             else 0.0
             for m in range(m_count)
         ]
-        end = [work(m, start[m], extra[m] + seg.share * members[m].backward_s) for m in range(m_count)]
+        end = [
+            work(m, start[m], extra[m] + seg.share * (members[m].backward_s + members[m].overhead_s / 2))
+            for m in range(m_count)
+        ]
         if last_of[seg.unit] == k:
             done = shard.run("rs", seg.unit, issued_s=max(end), seconds=comm[seg.unit].reduce_scatter_s)
             done = replicate.run("ar", seg.unit, issued_s=done, seconds=comm[seg.unit].allreduce_s)
@@ -422,6 +433,20 @@ def unit_comm(
 # -- the iteration -------------------------------------------------------------------------------------
 
 
+OVERHEAD_KEY = "sharded_overhead_s"
+"""`extra["sharded_overhead_s"]` of a profile: {strategy: seconds per iteration} the strategy's own CPU
+work adds on that instance type (one rank under it against the plain model, at the profile's batch),
+measured by `srift validate` for its sharded cases; `srift profile` does not measure it, so plans take 0
+(on a GPU the host runs it ahead of the device)."""
+
+
+def strategy_overhead_s(profile: ModelProfile, strategy: Strategy) -> float:
+    """The measured per-iteration CPU overhead of `strategy` in `profile` (0 when not measured)."""
+    found = (profile.extra or {}).get(OVERHEAD_KEY)
+    value = found.get(strategy.value) if isinstance(found, dict) else None
+    return float(value) if isinstance(value, int | float) and math.isfinite(value) and value > 0 else 0.0
+
+
 def shard_ranks(fleet: Sequence[FleetMember], strategy: Strategy) -> int:
     """Ranks one shard is spread over: every rank, or under hybrid sharding a node's GPUs."""
     if strategy is Strategy.HYBRID:
@@ -509,6 +534,7 @@ def _point(
             backward_s=rho[i] * bw[i],
             recompute_s=rho[i] * fw[i] * block_share,
             update_s=m.profile.update_s / n_shard,
+            overhead_s=strategy_overhead_s(m.profile, setup.strategy),
         )
         for i, m in enumerate(fleet)
     ]
@@ -525,12 +551,16 @@ def _point(
     )
     slow = max(range(len(fleet)), key=lambda i: fw[i] + bw[i] + fw[i] * block_share)
     update_s = max(m.update_s for m in members)
-    compute_s = fw[slow] + bw[slow] + fw[slow] * block_share
+    compute_s = fw[slow] + bw[slow] + fw[slow] * block_share + members[slow].overhead_s
     per_iter = rows[0] if len(rows) == 1 else np.maximum.reduce(rows)
     # The served model's compute phase (srift.sim.iteration): no rank is done before the mean of each
     # iteration's slowest draw; the sharded timeline never ends before it.
     compute_end = max(float(per_iter.mean()), max(r * t for r, t in zip(rho, means, strict=True)))
-    straggle = max(0.0, max(m.total_s for m in members) - compute_s, compute_end - means[slow])
+    straggle = max(
+        0.0,
+        max(m.total_s + m.overhead_s for m in members) - compute_s,
+        compute_end - means[slow] - members[slow].overhead_s,
+    )
     iteration = max(found.iteration_s, compute_s + straggle + update_s)
     exposed = max(0.0, iteration - compute_s - straggle - update_s)
     network_busy = sum(e - s for s, e in found.busy[REPLICATE_LEVEL])

@@ -84,6 +84,7 @@ def rescore(report: Mapping[str, Any], *, workdir: Path | None = None) -> dict[s
             case_fleet(row["fleet"]),
             case_colocation(row),
             strategy=row.get("strategy", "ddp"),
+            overheads=row.get("sharded_overhead_s"),
         )
         row["error"] = stats.relative_error(row["predicted"]["iteration_s"], measured)
         row["per_layer_error"] = stats.relative_error(row["predicted"]["per_layer_iteration_s"], measured)

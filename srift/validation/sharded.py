@@ -16,7 +16,10 @@ full_shard on two hosts of the type with the fastest link and on a mixed pair (t
 batch). Each is predicted by the served configuration's sharded simulator (`srift.sim.sharded`, the
 testbed adapter's inputs as every case) and judged like every other case; besides, each rank's peak memory
 in use (probes/ddp_train.py, glibc mallinfo2) against `srift.domain.sharding.strategy_memory` for a CPU
-rank stepping SGD, from the stored profile's measured training memory.
+rank stepping SGD, from the stored profile's measured training memory. Before the cases, one host of each
+type measures what each strategy's own CPU work (FSDP2's hooks, copy-in and copy-out) adds per iteration
+(`measure_overheads`: one rank under the strategy against the plain model), which the predictions carry
+(`srift.sim.sharded.OVERHEAD_KEY`): on a quarter-core host it is a tenth of a second or more.
 """
 
 from __future__ import annotations
@@ -166,3 +169,66 @@ def sharded_summary(rows: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
         "memory_max_abs_error": max((abs(e) for e in memory), default=None),
         "memory_errors": memory,
     }
+
+
+def overhead_key(type_name: str, batch: int) -> str:
+    return f"{type_name}@{batch}"
+
+
+def measure_overheads(ctx: Any, pool: Any, cases: Sequence[Case]) -> dict[str, dict[str, float]]:
+    """What each strategy's own CPU work adds per iteration on each (type, batch) of the sharded cases:
+    one host of the type trains the plain model (one rank, no DDP) and then under each strategy (one rank:
+    FSDP2's hooks and copies, no exchange), `ctx.effort`'s timed budget each; the difference of their mean
+    iterations, at least 0. Keyed `type@batch`, then by strategy (`srift.sim.sharded.OVERHEAD_KEY`)."""
+    from srift.validation.steps import leading_hosts
+
+    effort = ctx.effort
+    spec = ctx.model(SHARDED_MODEL.name)
+    groups = sorted({(g.type_name, g.batch) for c in cases if c.strategy != "ddp" for g in c.fleet.groups})
+    strategies = sorted({c.strategy for c in cases if c.strategy != "ddp"})
+    out: dict[str, dict[str, float]] = {}
+    for type_name, batch in groups:
+        host = leading_hosts(ctx, type_name)[0]
+
+        def mean_s(strategy: str, host: str = host, batch: int = batch) -> float:
+            found = pool.run_case(
+                [host],
+                [batch],
+                model=spec.factory,
+                input_factory=spec.input_factory,
+                loss=spec.run_loss,
+                iters=effort.max_iters,
+                warmup=effort.warmup,
+                timeout_s=600.0,
+                time_budget_s=effort.target_run_s,
+                min_iters=effort.min_iters,
+                strategy=strategy,
+            )
+            return float(found.mean_iter_s)
+
+        plain = mean_s("ddp")
+        out[overhead_key(type_name, batch)] = {s: max(0.0, mean_s(s) - plain) for s in strategies}
+        ctx.log(
+            f"sharded overhead on {type_name} at batch {batch}: "
+            + ", ".join(f"{s} {1000 * v:.0f} ms" for s, v in out[overhead_key(type_name, batch)].items())
+        )
+    return out
+
+
+def with_overheads(
+    members: Sequence[FleetMember], fleet: Fleet, overheads: dict[str, dict[str, float]] | None
+) -> list[FleetMember]:
+    """The members with their measured strategy overheads in their profiles (`OVERHEAD_KEY`)."""
+    from dataclasses import replace
+
+    from srift.sim.sharded import OVERHEAD_KEY
+
+    if not overheads:
+        return list(members)
+    out = []
+    for m, g in zip(members, fleet.groups, strict=True):
+        found = overheads.get(overhead_key(g.type_name, g.batch))
+        if found:
+            m = replace(m, profile=replace(m.profile, extra={**(m.profile.extra or {}), OVERHEAD_KEY: found}))
+        out.append(m)
+    return out

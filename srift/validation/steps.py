@@ -286,6 +286,7 @@ def predict_fleet(
     colocation: ColocationFactors | None = None,
     *,
     strategy: str = "ddp",
+    overheads: Mapping[str, Mapping[str, float]] | None = None,
 ) -> dict[str, Any]:
     """The served simulator's prediction for one case of this run (see `predict_case`)."""
     return predict_case(
@@ -302,6 +303,7 @@ def predict_fleet(
         fleet,
         colocation,
         strategy=strategy,
+        overheads=overheads,
     )
 
 
@@ -326,6 +328,7 @@ def predict_case(
     colocation: ColocationFactors | None = None,
     *,
     strategy: str = "ddp",
+    overheads: Mapping[str, Mapping[str, float]] | None = None,
 ) -> dict[str, Any]:
     """The served simulator's prediction for one model on one fleet (`srift.sim.simulate` with the served
     configuration, as `POST /v1/predictions` runs it), from the stored profiles, the catalog's instance
@@ -371,8 +374,14 @@ def predict_case(
         ]
     geo = testbed_geo(inputs.spec) if fleet.across else None
     if strategy != "ddp":
+        from srift.validation.sharded import with_overheads
+
         return predict_sharded_members(
-            members, bandwidth=bandwidth, seed=inputs.seed, effort=inputs.effort, strategy=strategy
+            with_overheads(members, fleet, {k: dict(v) for k, v in (overheads or {}).items()}),
+            bandwidth=bandwidth,
+            seed=inputs.seed,
+            effort=inputs.effort,
+            strategy=strategy,
         )
     return predict_members(
         members, bandwidth=bandwidth, seed=inputs.seed, effort=inputs.effort, geo=geo, colocation=colocation
@@ -630,11 +639,17 @@ def run_matrix(ctx: Context, pool: AgentPool, cases: Sequence[Case]) -> list[dic
     repeats = ctx.effort.repeats
     ctx.log(f"matrix: {len(cases)} cases × {repeats} repeats, {ctx.effort.timing_passes} timing passes")
     rows: list[dict[str, Any]] = []
+    overheads: dict[str, dict[str, float]] = {}
+    if any(c.strategy != "ddp" for c in cases):
+        from srift.validation.sharded import measure_overheads
+
+        overheads = measure_overheads(ctx, pool, cases)
     for case in cases:
-        predicted = predict_fleet(ctx, case.model, case.fleet, strategy=case.strategy)
+        predicted = predict_fleet(ctx, case.model, case.fleet, strategy=case.strategy, overheads=overheads)
         rows.append(
             {
                 "strategy": case.strategy,
+                **({"sharded_overhead_s": overheads} if case.strategy != "ddp" else {}),
                 "model": case.model,
                 "fleet": case.fleet.label(),
                 "composition": case.fleet.composition(),
@@ -700,7 +715,9 @@ def run_matrix(ctx: Context, pool: AgentPool, cases: Sequence[Case]) -> list[dic
         if ctx.timing_samples:
             row["single_pass_predicted"] = row["predicted"]
         if ctx.timing_samples or found is not None:
-            row["predicted"] = predict_fleet(ctx, case.model, case.fleet, strategy=case.strategy)
+            row["predicted"] = predict_fleet(
+                ctx, case.model, case.fleet, strategy=case.strategy, overheads=overheads
+            )
         if found is not None:
             row["colocation"]["alone_iteration_s"] = row["predicted"]["iteration_s"]
             row["predicted"] = predict_fleet(ctx, case.model, case.fleet, found)
