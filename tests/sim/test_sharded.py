@@ -2,13 +2,24 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from srift.bandwidth.prior import AlphaBetaPrior
 from srift.domain import FleetMember
 from srift.domain.sharding import Segment, Setup, Strategy
 from srift.sim import simulate
-from srift.sim.sharded import MemberCompute, UnitComm, merged, simulate_sharded, stretched_end, timeline
+from srift.sim.sharded import (
+    OVERHEAD_KEY,
+    MemberCompute,
+    UnitComm,
+    merged,
+    simulate_sharded,
+    strategy_overhead_s,
+    stretched_end,
+    timeline,
+)
 
 from . import kit
 
@@ -146,3 +157,17 @@ def test_measured_overlap_slows_the_timeline_and_none_leaves_it_as_it_was() -> N
     assert same.iteration_s == plain.iteration_s == pytest.approx(10.0)
     # every collective and compute stretch is at least as long; compute alone (6.5 s) stays a floor
     assert 10.0 < slowed.iteration_s < 10.0 + (1 + 1 + 1 + 1 + 1.5 + 1.5) + 0.2 * 6.0
+
+
+def test_a_strategys_own_cpu_work_runs_within_the_units_compute() -> None:
+    """2 s of overhead, half over the forward, half over the backward, by share: F1 1–2.5 (AG2 1–2), F2
+    2.5–4; AG2 again 4–5, B2 5–7.5 (AG1 5–6), RS2 7.5–9 under B1 7.5–10, RS1 10–11.5, step to 12."""
+    member = MemberCompute(forward_s=2.0, backward_s=4.0, update_s=0.5, overhead_s=2.0)
+    found = timeline(SEGMENTS, [member], COMM, reshard_after_forward=True)
+    assert found.iteration_s == pytest.approx(12.0)
+    assert found.backward_end_s == pytest.approx(10.0)
+    profile = kit.profile()
+    assert strategy_overhead_s(profile, Strategy.ZERO2) == 0.0
+    measured = replace(profile, extra={OVERHEAD_KEY: {"zero2": 0.25, "full_shard": -1}})
+    assert strategy_overhead_s(measured, Strategy.ZERO2) == 0.25
+    assert strategy_overhead_s(measured, Strategy.FULL_SHARD) == 0.0
