@@ -60,14 +60,25 @@ def collective_time_s(
     return buffer_bytes * 8 * factor / (busbw_gbps * 1e9)
 
 
+def _table(sizes: dict[int, list[float]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """log2 sizes, median bus bandwidths and their spread (the samples' standard deviation of log busbw:
+    what a prediction band takes as this answer's error) at each measured size."""
+    order = sorted(sizes)
+    xs = np.log2(np.asarray(order, dtype=float))
+    ys = np.asarray([float(np.median(sizes[s])) for s in order])
+    cvs = np.asarray([float(np.std(np.log(sizes[s]))) if len(sizes[s]) > 1 else 0.0 for s in order])
+    return xs, ys, cvs
+
+
 class MeasuredCollectives:
     """A bandwidth model that answers all-gather and reduce-scatter from measured probe samples.
 
     For an (instance type, world size, nodes) the samples cover, a collective's bus bandwidth at a size is
     the median of its samples at the measured sizes around it, interpolated in log size between the two
-    nearest (held beyond the ends): collectives are library code (gloo's all-gather and reduce-scatter
-    are not NCCL's ring, and their bus bandwidth need not reach allreduce's), so what was measured stands
-    where it exists. Elsewhere, and for allreduce, the wrapped model answers (`collective_busbw`).
+    nearest (held beyond the ends), with the samples' spread as its error (`residual_cvs`): collectives
+    are library code (gloo's all-gather and reduce-scatter are not NCCL's ring, and their bus bandwidth
+    need not reach allreduce's), so what was measured stands where it exists. Elsewhere, and for
+    allreduce, the wrapped model answers (`collective_busbw`).
     """
 
     def __init__(self, model: BusBandwidthModel, records: Sequence[ProbeRecord]) -> None:
@@ -79,13 +90,7 @@ class MeasuredCollectives:
                 continue
             key = (r.collective, r.instance_type, r.world_size, r.nodes)
             grouped.setdefault(key, {}).setdefault(r.buffer_bytes, []).append(r.busbw_gbps)
-        self.tables = {
-            key: (
-                np.log2(np.asarray(sorted(sizes), dtype=float)),
-                np.asarray([float(np.median(sizes[s])) for s in sorted(sizes)]),
-            )
-            for key, sizes in grouped.items()
-        }
+        self.tables = {key: _table(sizes) for key, sizes in grouped.items()}
 
     def __getattr__(self, name: str) -> object:
         return getattr(self.model, name)
@@ -126,10 +131,12 @@ class MeasuredCollectives:
                 nodes=nodes,
                 buffer_bytes=buffer_bytes,
             )
-        xs, ys = table
+        xs, ys, cvs = table
         sizes = np.log2(np.maximum(np.asarray(buffer_bytes, dtype=float), 1.0))
-        values = np.interp(sizes, xs, ys)
+        spreads = tuple(float(v) for v in np.interp(sizes, xs, cvs))
         return BandwidthEstimate(
-            busbw_gbps=tuple(float(v) for v in values),
+            busbw_gbps=tuple(float(v) for v in np.interp(sizes, xs, ys)),
             source=f"measured:{collective.value}@{instance.name}×{world_size}",
+            residual_cv=max(spreads, default=0.0),
+            residual_cvs=spreads,
         )

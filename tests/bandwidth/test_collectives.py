@@ -4,6 +4,7 @@ and allreduce standing in for models that know only allreduce."""
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
 
 import pytest
@@ -169,6 +170,9 @@ def test_measured_collectives_stand_where_they_were_measured() -> None:
         buffer_bytes=[1 << 5, 1 << 15, 1 << 30],
     )  # fmt: skip
     assert found.busbw_gbps == pytest.approx((2.0, 5.0, 8.0))
+    # the samples' spread is the answer's error: at 1 KiB std(ln 1, ln 3) = ln 3 / 2, one sample at 1 MiB
+    spread = math.log(3) / 2
+    assert found.residual_cvs == pytest.approx((spread, spread / 2, 0.0))
     assert found.source == "measured:all_gather@p4d.24xlarge×2"
     other = model.predict_collective(
         collective=Collective.ALL_GATHER, instance=_p4d(), world_size=4, nodes=4, buffer_bytes=[1 << 20]
