@@ -10,12 +10,16 @@ nccl-tests times them; its time is the slowest rank's. With `--async-count N`, e
 concurrent asynchronous allreduces on separate buffers. Under NCCL the rank's GPU is LOCAL_RANK, made the
 current device before the process group starts; every collective runs on it and barriers name it
 (`Group`). Ranks of one host (torchrun's LOCAL_WORLD_SIZE, or `--ranks-per-node`) are recorded as one node
-with that many ranks: the intra-node level.
+with that many ranks: the intra-node level. `--collective all_gather` or `reduce_scatter` times that
+collective instead (all_gather_into_tensor into, and reduce_scatter_tensor from, a buffer of the size: the
+whole buffer, as nccl-tests sizes them; sizes are rounded down to a multiple of 4·world_size bytes), for
+sharded data parallelism (srift.domain.sharding).
 
 Rank 0 writes one JSON object per sample (schema "srift-probe/1") to `--out` or stdout:
-  time_s, algbw_gbps = 8·s/t/1e9, busbw_gbps = algbw_gbps · 2(n−1)/n  (GIGABITS/s; nccl-tests prints GB/s),
-  buffer_bytes, world_size, nodes, ranks_per_node, backend, async_count, repeat, run_id, and the host's
-  features: provider, region, zone, instance_type (from flags or SRIFT_PROVIDER, SRIFT_REGION,
+  time_s, algbw_gbps = 8·s/t/1e9, busbw_gbps = algbw_gbps · 2(n−1)/n for allreduce, · (n−1)/n for
+  all-gather and reduce-scatter (nccl-tests' bus bandwidth; GIGABITS/s where nccl-tests prints GB/s),
+  buffer_bytes, world_size, nodes, ranks_per_node, backend, async_count, repeat, run_id, collective,
+  the host's features: provider, region, zone, instance_type (from flags or SRIFT_PROVIDER, SRIFT_REGION,
   SRIFT_ZONE, SRIFT_INSTANCE_TYPE, SRIFT_RATED_GBPS), gpu_name, cpu_name, cpu_cores, memory_gib, rated_gbps.
 Progress goes to stderr as `progress DONE/TOTAL size=BYTES busbw_gbps=X`. The probe stops before
 `--time-budget-s` would be exceeded (rank 0 decides, all ranks follow), so it is bounded in time.
@@ -182,6 +186,12 @@ class Group:
         else:
             self.dist.barrier()
 
+    def all_gather_into_tensor(self, output: Any, tensor: Any, *, async_op: bool = False) -> Any:
+        return self.dist.all_gather_into_tensor(output, tensor, async_op=async_op)
+
+    def reduce_scatter_tensor(self, output: Any, tensor: Any, *, async_op: bool = False) -> Any:
+        return self.dist.reduce_scatter_tensor(output, tensor, async_op=async_op)
+
     def all_reduce(self, tensor: Any, *, async_op: bool = False) -> Any:
         """Sum `tensor` (on the group's device) in place; the work handle with `async_op`."""
         return self.dist.all_reduce(tensor, async_op=async_op)
@@ -247,6 +257,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--allow-one-rank",
         action="store_true",
         help="run with WORLD_SIZE 1 (a smoke test of the probe on one GPU: busbw is 0 by definition)",
+    )
+    parser.add_argument(
+        "--collective",
+        default="allreduce",
+        choices=["allreduce", "all_gather", "reduce_scatter"],
+        help="the collective to time (default allreduce)",
     )
     args = parser.parse_args(argv)
     if args.sizes:
@@ -355,16 +371,26 @@ def main(argv: list[str] | None = None) -> int:
                         f"budget: stopped before size {size} after {done} sizes", file=sys.stderr, flush=True
                     )
                 break
+            if args.collective != "allreduce":
+                size = max(4 * world, size // (4 * world) * 4 * world)
             count = size // 4
             bufs = [torch.zeros(count, dtype=torch.float32, device=device) for _ in range(args.async_count)]
+            shards = [torch.zeros(count // world, dtype=torch.float32, device=device) for _ in bufs]
 
-            def launch(bufs: list[Any] = bufs) -> None:
-                """One allreduce (or `--async-count` concurrent ones), launched: under NCCL waiting on
+            def run(buf: Any, shard: Any, async_op: bool) -> Any:
+                if args.collective == "all_gather":
+                    return group.all_gather_into_tensor(buf, shard, async_op=async_op)
+                if args.collective == "reduce_scatter":
+                    return group.reduce_scatter_tensor(shard, buf, async_op=async_op)
+                return group.all_reduce(buf, async_op=async_op)
+
+            def launch(bufs: list[Any] = bufs, shards: list[Any] = shards) -> None:
+                """One collective (or `--async-count` concurrent ones), launched: under NCCL waiting on
                 the works only orders the GPU's stream, it does not block the host."""
                 if len(bufs) == 1:
-                    group.all_reduce(bufs[0])
+                    run(bufs[0], shards[0], False)
                 else:
-                    for work in [group.all_reduce(b, async_op=True) for b in bufs]:
+                    for work in [run(b, s, True) for b, s in zip(bufs, shards, strict=True)]:
                         work.wait()
 
             t0 = time.perf_counter()
@@ -391,12 +417,13 @@ def main(argv: list[str] | None = None) -> int:
             times_s = group.max_floats(times_s)
             last_iter_s, last_size = max(times_s), size
             done += 1
-            del bufs
+            del bufs, shards
+            factor = (2.0 if args.collective == "allreduce" else 1.0) * (world - 1) / world
             if rank == 0 and out is not None:
                 now = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
                 for rep, t in enumerate(times_s):
                     algbw = size * 8 / t / 1e9
-                    busbw = algbw * 2 * (world - 1) / world
+                    busbw = algbw * factor
                     sample = {
                         "schema": SCHEMA,
                         "probe_version": PROBE_VERSION,
@@ -414,12 +441,13 @@ def main(argv: list[str] | None = None) -> int:
                         "async_count": args.async_count,
                         "repeat": rep,
                         "iters": iters,
+                        "collective": args.collective,
                         **feats,
                     }
                     out.write(json.dumps(sample, sort_keys=True) + "\n")
                 out.flush()
                 mid = sorted(times_s)[len(times_s) // 2]
-                mid_busbw = size * 8 / mid / 1e9 * 2 * (world - 1) / world
+                mid_busbw = size * 8 / mid / 1e9 * factor
                 print(
                     f"progress {done}/{len(args.grid)} size={size} busbw_gbps={mid_busbw:.6g}",
                     file=sys.stderr,

@@ -11,6 +11,17 @@ GPU; gloo: the CPU), and its barriers name the GPU under NCCL. Rank 0 prints one
 median and spread of iteration time and the per-iteration times.
 
 Per-rank batch sizes may differ (`--batches 32,64` gives rank i the i-th entry), as in Srift's mixed fleets.
+`--strategy` trains sharded instead (srift.domain.sharding): zero1 (DDP with ZeroRedundancyOptimizer),
+zero2 (FSDP2 `fully_shard(..., reshard_after_forward=False)`) or full_shard (FSDP2 `fully_shard`), the FSDP
+units being the model's repeated blocks (the largest nn.ModuleList / nn.Sequential of one class) and the
+root, the model built on the meta device and materialised shard by shard; torch 2.13 runs FSDP2 over gloo
+on CPU. Every run then takes `--memory-steps` more steps (untimed) and reports each rank's peak memory in
+use over what was in use before the model was built (`peak_bytes`): glibc's mallinfo2 (bytes malloc has
+handed out and not taken back, in every arena and mapping), sampled before and after every module's forward
+and backward, around the optimizer step, and every half millisecond by a thread (collectives' staging
+copies live while the training thread waits). That is the CPU's analogue of
+CUDA's max_memory_allocated: tensors FSDP2 frees by resizing their storage count, and the allocator's own
+slack does not.
 With `--colocation-rounds`, compute-only steps after the timed iterations measure how much slower each rank
 computes while every other rank computes too (`srift validate`'s co-location factor; see srift.validation).
 Uses torch and the standard library only, so it runs on a bare host or testbed namespace.
@@ -91,6 +102,20 @@ class Group:
     def all_reduce_async(self, tensor: Any) -> Any:
         """An asynchronous sum of `tensor` (a DDP bucket, already on the group's device)."""
         return self.dist.all_reduce(tensor, async_op=True)
+
+    def warm(self) -> None:
+        """One tiny collective of each kind FSDP and DDP use, so that what the library allocates once
+        is in use before a memory baseline is read."""
+        import torch
+
+        n = self.dist.get_world_size()
+        self.dist.all_reduce(torch.zeros(4, device=self.device))
+        self.dist.all_gather_into_tensor(
+            torch.zeros(4 * n, device=self.device), torch.zeros(4, device=self.device)
+        )
+        self.dist.reduce_scatter_tensor(
+            torch.zeros(4, device=self.device), torch.zeros(4 * n, device=self.device)
+        )
 
     def all_gather(self, tensor: Any, world_size: int) -> list[Any]:
         """Every rank's `tensor`, as (nested) Python lists."""
@@ -229,6 +254,133 @@ def _colocation(
     return out
 
 
+SAMPLE_S = 0.0005
+"""How often the memory steps' sampler thread reads mallinfo2 besides the hooks: collectives run in
+gloo's threads while the training thread waits, and their staging copies live only that long."""
+
+
+def _mallinfo() -> Any:
+    """glibc's mallinfo2 (glibc ≥ 2.33) through ctypes, or None elsewhere."""
+    import ctypes
+
+    class MallInfo2(ctypes.Structure):
+        _fields_ = [
+            (name, ctypes.c_size_t)
+            for name in (
+                "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks",
+                "fordblks", "keepcost",
+            )
+        ]  # fmt: skip
+
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        call = libc.mallinfo2
+    except (OSError, AttributeError):
+        return None
+    call.restype = MallInfo2
+    return call
+
+
+def _in_use_bytes() -> int:
+    """Bytes malloc has handed out and not taken back (heap arenas plus mmapped blocks); 0 without glibc."""
+    info = _mallinfo()
+    if info is None:
+        return 0
+    found = info()
+    return int(found.uordblks + found.hblkhd)
+
+
+def _warm_runtime(distributed: bool, strategy: str, device: Any, group: Group) -> None:
+    """What the runtime allocates once, in use before the baseline is read: the modules a strategy imports
+    (the first torch.optim optimizer alone imports 23 MB of Python objects), one tiny backward and
+    optimizer step, and one tiny collective of each kind."""
+    import torch
+
+    if strategy in ("zero2", "full_shard"):
+        import torch.distributed.fsdp
+    if strategy == "zero1":
+        import torch.distributed.optim
+    x = torch.ones(4, requires_grad=True, device=device)
+    (x * 2).sum().backward()
+    torch.optim.SGD([x], lr=0.1).step()
+    if distributed:
+        group.warm()
+
+
+def _peak_in_use(net: Any, step: Callable[[], None], steps: int, *, base: int) -> int:
+    """The largest memory in use over `base` during `steps` steps, sampled at every module's forward and
+    backward hooks and after each step (hooks removed afterwards)."""
+    if _mallinfo() is None:
+        return 0
+    peak = [0]
+
+    def sample(*_: Any, **__: Any) -> None:
+        peak[0] = max(peak[0], _in_use_bytes() - base)
+
+    import threading
+
+    done = threading.Event()
+
+    def sampler() -> None:
+        while not done.wait(SAMPLE_S):
+            sample()
+
+    handles = []
+    for module in net.modules():
+        handles += [
+            module.register_forward_pre_hook(sample),
+            module.register_forward_hook(sample),
+            module.register_full_backward_pre_hook(sample),
+            module.register_full_backward_hook(sample),
+        ]
+    thread = threading.Thread(target=sampler, daemon=True)
+    thread.start()
+    try:
+        for _ in range(steps):
+            step()
+            sample()
+    finally:
+        done.set()
+        thread.join()
+        for handle in handles:
+            handle.remove()
+    return peak[0]
+
+
+def _repeated_blocks(model: Any) -> list[Any]:
+    """The elements of the largest nn.ModuleList / nn.Sequential whose elements share one class."""
+    from torch import nn
+
+    best: list[Any] = []
+    for module in model.modules():
+        if isinstance(module, nn.ModuleList | nn.Sequential):
+            kids = list(module.children())
+            if len(kids) >= 2 and len({type(k) for k in kids}) == 1 and len(kids) > len(best):
+                best = kids
+    return best
+
+
+def _fully_sharded(factory: Callable[..., Any], *, reshard: bool, device: Any) -> Any:
+    """The model built on the meta device, each repeated block then the root under FSDP2's fully_shard,
+    then materialised (each rank allocates its shards only) and initialised by its modules'
+    reset_parameters."""
+    import torch
+    from torch.distributed.fsdp import fully_shard
+
+    with torch.device("meta"):
+        model = factory()
+    for block in _repeated_blocks(model):
+        fully_shard(block, reshard_after_forward=reshard)
+    fully_shard(model, reshard_after_forward=reshard)
+    model.to_empty(device=device or "cpu")
+    with torch.no_grad():
+        for module in model.modules():
+            reset = getattr(module, "reset_parameters", None)
+            if callable(reset):
+                reset()
+    return model
+
+
 def main(argv: list[str] | None = None) -> int:
     formatter = argparse.RawDescriptionHelpFormatter
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=formatter)
@@ -290,6 +442,15 @@ def main(argv: list[str] | None = None) -> int:
         default="0",
         help="comma-separated ranks timed alone in each colocation round (one of each type is enough)",
     )
+    parser.add_argument(
+        "--strategy",
+        default="ddp",
+        choices=["ddp", "zero1", "zero2", "full_shard"],
+        help="data-parallel strategy (see above; colocation rounds are DDP's only)",
+    )
+    parser.add_argument(
+        "--memory-steps", type=int, default=2, help="untimed steps that measure peak memory (0: none)"
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default=None, help="write rank 0's JSON here as well as stdout")
     parser.add_argument(
@@ -319,19 +480,31 @@ def main(argv: list[str] | None = None) -> int:
     else:
         raise SystemExit("error: give --batch or --batches.")
 
-    distributed = world_size > 1 or args.backend == "nccl"  # one NCCL rank still trains under DDP
+    sharded = args.strategy in ("zero2", "full_shard")
+    # one NCCL rank still trains under DDP; one sharded rank still needs FSDP2's process group
+    distributed = world_size > 1 or args.backend == "nccl" or sharded
     on = device_for(args.backend)
     device = on if on.type == "cuda" else None
     if distributed:
         dist.init_process_group(args.backend, rank=rank, world_size=world_size)
     group = Group(dist, on, nccl=args.backend == "nccl")
-    model = _load(args.model)().to(on)
+    _warm_runtime(distributed, args.strategy, on, group)
+    base_bytes = _in_use_bytes()
+    if sharded:
+        model = _fully_sharded(_load(args.model), reshard=args.strategy == "full_shard", device=device)
+    else:
+        model = _load(args.model)().to(on)
     inputs = to_device(_load(args.input)(batch), on)
     ddp_options = {} if args.bucket_cap_mb is None else {"bucket_cap_mb": args.bucket_cap_mb}
     if device is not None:
         ddp_options["device_ids"] = [device.index]
-    net: Any = DistributedDataParallel(model, **ddp_options) if distributed else model
-    opt = torch.optim.SGD(net.parameters(), lr=1e-4)
+    net: Any = DistributedDataParallel(model, **ddp_options) if distributed and not sharded else model
+    if args.strategy == "zero1" and distributed:
+        from torch.distributed.optim import ZeroRedundancyOptimizer
+
+        opt: Any = ZeroRedundancyOptimizer(net.parameters(), optimizer_class=torch.optim.SGD, lr=1e-4)
+    else:
+        opt = torch.optim.SGD(net.parameters(), lr=1e-4)
     loss_fn = _load(args.loss) if args.loss else _loss
     trace: list[dict[str, Any]] = []
     current: dict[str, Any] = {}
@@ -388,8 +561,9 @@ def main(argv: list[str] | None = None) -> int:
         start = time.perf_counter()
         step()
         times_s.append(time.perf_counter() - start)
+    peak = _peak_in_use(net, step, args.memory_steps, base=base_bytes) if args.memory_steps > 0 else 0
     colocation = None
-    if distributed and args.colocation_rounds > 0:
+    if distributed and args.colocation_rounds > 0 and args.strategy == "ddp":
         solo_ranks = sorted({int(r) for r in args.solo_ranks.split(",") if r.strip()})
         colocation = _colocation(
             args.colocation_rounds,
@@ -405,9 +579,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.trace:
         with open(f"{args.trace}.rank{rank}.json", "w") as fh:
             json.dump({"rank": rank, "batch": batch, "world_size": world_size, "iterations": trace}, fh)
+    peaks = [peak]
     if distributed:
         # every rank's step ends at the synchronising allreduce, so rank 0's times are the fleet's
         times_s = group.max_floats(times_s)
+        peaks = [int(row[0]) for row in group.all_gather(torch.tensor([peak], dtype=torch.int64), world_size)]
         group.barrier()
         dist.destroy_process_group()
     if rank == 0:
@@ -420,6 +596,9 @@ def main(argv: list[str] | None = None) -> int:
             "median_iter_s": statistics.median(times_s),
             "stdev_iter_s": statistics.stdev(times_s) if len(times_s) > 1 else 0.0,
             "iter_times_s": times_s,
+            "strategy": args.strategy,
+            "peak_bytes": peaks,
+            "memory_method": "glibc mallinfo2 at module hooks" if _mallinfo() is not None else "none",
         }
         if colocation is not None:
             result["colocation"] = colocation

@@ -18,6 +18,7 @@ from srift.bandwidth.nccl_tests import NcclTestsHost, parse_nccl_tests
 from srift.bandwidth.records import ProbeRecord, parse_jsonl
 from srift.bandwidth.samples import store_samples
 from srift.domain import InstanceType
+from srift.domain.bandwidth import Collective
 from srift.errors import InvalidInput
 
 UNCATALOGUED_PROVIDERS = ("local",)
@@ -60,6 +61,7 @@ def import_text(
     nodes: int | None = None,
     gpus_per_node: int | None = None,
     job_id: int | None = None,
+    collective: Collective | None = None,
 ) -> ImportResult:
     """Parse, validate against the catalog, and store samples; re-importing a file adds nothing."""
     if len(text.encode()) > MAX_IMPORT_BYTES:
@@ -80,6 +82,7 @@ def import_text(
             zone=zone or "",
             nodes=nodes,
             gpus_per_node=gpus_per_node,
+            collective=collective,
         )
     else:
         overrides: dict[str, object] = {
@@ -121,6 +124,7 @@ def _nccl_tests(
     zone: str,
     nodes: int | None,
     gpus_per_node: int | None,
+    collective: Collective | None = None,
 ) -> list[ProbeRecord]:
     if not instance_type:
         raise InvalidInput(
@@ -152,4 +156,4 @@ def _nccl_tests(
             memory_gib=spec.memory_gib,
             rated_gbps=spec.network_gbps,
         )
-    return parse_nccl_tests(text, host=host, source=source)
+    return parse_nccl_tests(text, host=host, source=source, collective=collective)

@@ -61,6 +61,18 @@ no public TCP run exists, so the EFA small-size spread is used. When the rate le
 whose p90 rate 1 + Z90·cv reaches the fast end's own p90 (`upside_cvs()`). Prediction bands (srift.sim.band)
 guard limits on the slow side and use `residual_cvs` only; answers show the fast end in `network.rates`.
 Every estimate says "prior:alpha-beta".
+
+All-gather and reduce-scatter (`predict_collective`, for sharded data parallelism). Bus bandwidth as
+nccl-tests defines it for each (busbw = algbw·(n−1)/n; doc/PERFORMANCE.md) reaches the same link ceiling
+B as allreduce's, so the ceilings, efficiencies and link parameters above are shared. NCCL runs both as a
+ring (its tree algorithm is allreduce's only; NVLS and PAT, newer NCCL's other choices, are not modelled),
+in n−1 steps where allreduce's ring takes 2(n−1):
+
+    t_ring(s) = α0 + (n−1)·(α + q/B) + k·s·(n−1)/n / B,      busbw = s·(n−1)/n / t_ring
+
+(s the whole gathered or reduced buffer). Nothing here was fitted on all-gather or reduce-scatter runs: no
+public AWS run of `all_gather_perf` / `reduce_scatter_perf` with its topology was found; imported logs of
+them (`srift probe import`) are the way to measured figures.
 """
 
 from __future__ import annotations
@@ -77,6 +89,7 @@ from typing import Any
 import numpy as np
 
 from srift.domain import BandwidthEstimate, InstanceType, Interconnect
+from srift.domain.bandwidth import Collective
 from srift.domain.network import DEFAULT_NETWORK, Library, NetworkSpec, Transport
 from srift.errors import InvalidInput
 
@@ -360,6 +373,21 @@ def _alpha_beta_gbps(
     return np.asarray(bus_bits / np.minimum(ring, tree) / 1e9)
 
 
+def ring_collective_gbps(
+    sizes: np.ndarray, *, world_size: int, peak_gbps: float, link: LinkParams, async_count: int = 1
+) -> np.ndarray:
+    """Bus bandwidth (Gbit/s) of a ring all-gather or reduce-scatter of `sizes` bytes (the whole buffer)
+    over `world_size` ranks under a ceiling `peak_gbps` (module docstring)."""
+    n = world_size
+    if n < 2:
+        return np.full(sizes.shape, peak_gbps)
+    bus_bits = sizes.astype(np.float64) * 8 * (n - 1) / n
+    rate = peak_gbps * 1e9
+    hop = link.hop_s + link.step_bytes * 8 / rate
+    t = link.base_s + (n - 1) * hop + async_count * bus_bits / rate
+    return np.asarray(bus_bits / t / 1e9)
+
+
 def residual_cvs(sizes: np.ndarray, network: NetworkSpec) -> tuple[float, ...]:
     """Per size: the out-of-sample spread of its size class under the request's transport."""
     table = EFA_RESIDUAL_CV if network.transport is Transport.EFA else TCP_RESIDUAL_CV
@@ -419,6 +447,32 @@ class AlphaBetaPrior:
             residual_cvs=cvs,
             upside_cv=max(upside, default=0.0),
             upside_cvs=upside,
+        )
+
+    def predict_collective(
+        self,
+        *,
+        collective: Collective,
+        instance: InstanceType,
+        world_size: int,
+        nodes: int,
+        buffer_bytes: Sequence[int],
+    ) -> BandwidthEstimate:
+        """Bus bandwidth (Gbit/s) per size of `collective` (allreduce: `predict`; all-gather and
+        reduce-scatter: the ring of the module docstring, with allreduce's error spreads)."""
+        if collective is Collective.ALLREDUCE:
+            return self.predict(
+                instance=instance, world_size=world_size, nodes=nodes, buffer_bytes=buffer_bytes
+            )
+        sizes = check_request(world_size=world_size, nodes=nodes, buffer_bytes=buffer_bytes, async_count=1)
+        peak, link = ceilings(instance=instance, world_size=world_size, nodes=nodes, network=self.network)
+        busbw = ring_collective_gbps(sizes, world_size=world_size, peak_gbps=peak, link=link)
+        cvs = residual_cvs(sizes, self.network if nodes >= 2 else NetworkSpec(transport=Transport.EFA))
+        return BandwidthEstimate(
+            busbw_gbps=tuple(float(b) for b in busbw),
+            source=f"{SOURCE}:{collective.value}",
+            residual_cv=max(cvs, default=RESIDUAL_CV),
+            residual_cvs=cvs,
         )
 
     def predict_rings(

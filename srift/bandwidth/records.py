@@ -26,6 +26,7 @@ from srift.documents import (
     invalid_input,
     rule_error,
 )
+from srift.domain.bandwidth import Collective
 from srift.domain.host import HostFacts
 from srift.errors import InvalidInput
 
@@ -41,9 +42,13 @@ def algbw_gbps(*, buffer_bytes: int, time_s: float) -> float:
     return buffer_bytes * 8 / time_s / 1e9
 
 
-def busbw_gbps(*, buffer_bytes: int, world_size: int, time_s: float) -> float:
-    """Bus bandwidth 2s(n−1)/(n·t) in gigabits/s (Srift §4.2; the nccl-tests definition, in bits)."""
-    return algbw_gbps(buffer_bytes=buffer_bytes, time_s=time_s) * 2 * (world_size - 1) / world_size
+def busbw_gbps(
+    *, buffer_bytes: int, world_size: int, time_s: float, collective: str = Collective.ALLREDUCE
+) -> float:
+    """Bus bandwidth in gigabits/s (Srift §4.2; nccl-tests' definition, in bits): 2s(n−1)/(n·t) for an
+    allreduce, s(n−1)/(n·t) for an all-gather or reduce-scatter of s bytes (the whole buffer)."""
+    factor = Collective(collective).bus_factor(world_size)
+    return algbw_gbps(buffer_bytes=buffer_bytes, time_s=time_s) * factor
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -62,10 +67,13 @@ class ProbeRecord(HostFacts):
     busbw_gbps: float
     async_count: int = 1
     repeat: int = 0
+    collective: str = Collective.ALLREDUCE.value
+    """allreduce (what learned models train on), all_gather or reduce_scatter."""
 
     def fingerprint(self) -> str:
-        """sha256 over the fields that identify a measurement (run, configuration, repetition, result)."""
-        key = (
+        """sha256 over the fields that identify a measurement (run, configuration, repetition, result;
+        the collective when it is not allreduce, so that allreduce samples keep their fingerprints)."""
+        key: tuple[object, ...] = (
             self.run_id,
             self.provider,
             self.region,
@@ -80,6 +88,8 @@ class ProbeRecord(HostFacts):
             self.repeat,
             repr(float(self.time_s)),
         )
+        if self.collective != Collective.ALLREDUCE.value:
+            key = (*key, self.collective)
         return hashlib.sha256(json.dumps(key, separators=(",", ":")).encode()).hexdigest()
 
     def to_dict(self) -> dict[str, Any]:
@@ -134,6 +144,9 @@ class ProbeSampleDocument(BaseModel):
     busbw_gbps: Annotated[float, Field(ge=0), NUMBER] | None = None
     async_count: Annotated[int, Field(ge=1, le=INT32_MAX), WHOLE] = 1
     repeat: Count = 0
+    collective: Collective = Field(
+        default=Collective.ALLREDUCE, description="allreduce, all_gather or reduce_scatter"
+    )
     region: OptionalText = ""
     zone: OptionalText = ""
     gpu_name: OptionalText = ""
@@ -162,7 +175,9 @@ class ProbeSampleDocument(BaseModel):
                 hint="give a world size equal to nodes × ranks per node",
             )
         algbw = algbw_gbps(buffer_bytes=self.buffer_bytes, time_s=self.time_s)
-        busbw = busbw_gbps(buffer_bytes=self.buffer_bytes, world_size=world, time_s=self.time_s)
+        busbw = busbw_gbps(
+            buffer_bytes=self.buffer_bytes, world_size=world, time_s=self.time_s, collective=self.collective
+        )
         for name, given, expected in (
             ("algbw_gbps", self.algbw_gbps, algbw),
             ("busbw_gbps", self.busbw_gbps, busbw),
@@ -190,9 +205,15 @@ class ProbeSampleDocument(BaseModel):
             ranks_per_node=per_node,
             time_s=self.time_s,
             algbw_gbps=algbw_gbps(buffer_bytes=self.buffer_bytes, time_s=self.time_s),
-            busbw_gbps=busbw_gbps(buffer_bytes=self.buffer_bytes, world_size=world, time_s=self.time_s),
+            busbw_gbps=busbw_gbps(
+                buffer_bytes=self.buffer_bytes,
+                world_size=world,
+                time_s=self.time_s,
+                collective=self.collective,
+            ),
             async_count=self.async_count,
             repeat=self.repeat,
+            collective=self.collective.value,
             region=self.region or "",
             zone=self.zone or "",
             gpu_name=self.gpu_name or "",
@@ -277,6 +298,8 @@ class SampleQuery:
     instance_types: tuple[str, ...] = ()
     backends: tuple[str, ...] = ()
     min_world_size: int = 2
+    collective: str | None = Collective.ALLREDUCE.value
+    """Only this collective's samples (None: every one); learned models train on allreduce."""
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -11,6 +11,7 @@ registered (with their raw samples) by `load_shipped_models` when the service st
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import gzip
 import json
@@ -41,6 +42,7 @@ from srift.bandwidth.samples import load_samples, store_samples
 from srift.db.session import transaction
 from srift.db.tables import BandwidthModelRow
 from srift.domain import BandwidthEstimate, BusBandwidthModel, InstanceType
+from srift.domain.bandwidth import Collective
 from srift.domain.host import HostFacts
 from srift.domain.network import DEFAULT_NETWORK, NetworkSpec
 from srift.errors import Conflict, EnvironmentProblem, NotFound
@@ -358,6 +360,33 @@ class LearnedBandwidthModel:
         if self.covers(instance):
             return None
         return self.prior.predict_rings(instance=instance, nodes=nodes, buffer_bytes=buffer_bytes)
+
+    def predict_collective(
+        self,
+        *,
+        collective: Collective,
+        instance: InstanceType,
+        world_size: int,
+        nodes: int,
+        buffer_bytes: Sequence[int],
+    ) -> BandwidthEstimate:
+        """`collective`'s bus bandwidth: the prior's for types this version does not cover; for covered
+        ones this version's allreduce answer stands in (it was trained on allreduce probes only;
+        srift.bandwidth.collectives says why the bus bandwidths agree)."""
+        if world_size < 2 or not self.covers(instance):
+            return self.prior.predict_collective(
+                collective=collective,
+                instance=instance,
+                world_size=world_size,
+                nodes=nodes,
+                buffer_bytes=buffer_bytes,
+            )
+        found = self.predict(instance=instance, world_size=world_size, nodes=nodes, buffer_bytes=buffer_bytes)
+        if collective is Collective.ALLREDUCE:
+            return found
+        return dataclasses.replace(
+            found, source=f"{found.source} (allreduce busbw standing in for {collective.value})"
+        )
 
     def predict(
         self,

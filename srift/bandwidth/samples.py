@@ -88,6 +88,7 @@ def _row(record: ProbeRecord, *, fingerprint: str, origin: str, job_id: int | No
             "cpu_cores": record.cpu_cores,
             "memory_gib": record.memory_gib,
             "rated_gbps": record.rated_gbps,
+            **({"collective": record.collective} if record.collective != "allreduce" else {}),
         },
     )
 
@@ -116,6 +117,7 @@ def record_from_row(row: ProbeSample) -> ProbeRecord:
         cpu_cores=int(feats.get("cpu_cores", 0)),
         memory_gib=float(feats.get("memory_gib", 0.0)),
         rated_gbps=float(feats.get("rated_gbps", 0.0)),
+        collective=str(feats.get("collective", "allreduce")),
     )
 
 
@@ -131,6 +133,8 @@ def load_samples(*, session: Session, query: SampleQuery = SampleQuery()) -> lis
     if query.backends:
         stmt = stmt.where(ProbeSample.backend.in_(query.backends))
     records = [record_from_row(row) for row in session.scalars(stmt)]
+    if query.collective is not None:
+        records = [r for r in records if r.collective == query.collective]
     if query.instance_types:
         wanted = set(query.instance_types)
         records = [r for r in records if set(ring_members(r.instance_type)) <= wanted]

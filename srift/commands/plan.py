@@ -18,7 +18,8 @@ console = Console()
 
 EXAMPLE = """\
 # srift plan request (YAML or JSON; the body of POST /v1/plans)
-model: resnet50                 # a shipped reference model (resnet50, bert-base, gpt2-small, vit-b16),
+model: resnet50                 # a shipped reference model (resnet50, bert-base, gpt2-small, vit-b16,
+                                # llama-1b, llama-8b, gpt2-xl: `srift plan --example-model llama-8b`),
                                 # your model's name, or profile_ids: [3, 4]  or profiles: [<documents>]
 precision: fp16                 # fp32, tf32, fp16 or bf16 (autocast); profiles in it are used
 # allow_cpu_profiles: false     # true: let profiles measured on a CPU stand for GPU types (marked)
@@ -55,7 +56,50 @@ network:                        # how the nodes talk (optional; see `srift predi
 # checkpoint_interval_s: 600
 # restart_s: 150                # Srift §5.4: EC2 launch time
 # fallback: true                # also plan an on-demand fallback for spot plans
+# Sharded data parallelism (plans say how to run it: strategy, wrapping, checkpointing, precision):
+# strategy: auto                # the fastest that fits; or ddp, zero1, zero2, full_shard, hybrid
+# checkpointing: null           # null: with and without activation checkpointing; or true, false
 """
+
+SHARDED_EXAMPLE = """\
+# srift plan request for {title}
+# (sharded data parallelism: the plan says which strategy, wrapping, checkpointing and precision to run)
+model: {model}
+precision: bf16                 # mixed precision: bf16 compute, fp32 master weights and reduction
+global_batch: {batch}                # sequences per iteration over the whole fleet
+iterations: {iterations}
+objective: min_cost
+time_limit_s: {deadline}            # the deadline
+provider: aws
+region: us-east-1
+market: on_demand
+max_count_per_type: 8
+strategy: auto                  # or ddp, zero1, zero2, full_shard, hybrid
+checkpointing: null             # null: with and without activation checkpointing
+solve_budget_s: 2.0
+"""
+
+SHARDED_SIZES = {"llama-1b": (64, 2000, 14400), "llama-8b": (64, 1000, 28800), "gpt2-xl": (64, 2000, 14400)}
+"""Example sizes: global batch (sequences), iterations and deadline (s) of each sharded reference model."""
+
+
+def example_for(model: str) -> str:
+    """An example request for reference model `model` (the sharded ones get their own)."""
+    from srift.errors import InvalidInput
+    from srift.refmodels import REFERENCE_MODELS
+
+    found = next((m for m in REFERENCE_MODELS if m.name == model), None)
+    if found is None:
+        names = ", ".join(m.name for m in REFERENCE_MODELS)
+        raise InvalidInput(
+            f"{model!r} is not a reference model", hint=f"use one of {names}", field="--example-model"
+        )
+    if not found.sharded:
+        return EXAMPLE.replace("model: resnet50 ", f"model: {model} ", 1)
+    batch, iterations, deadline = SHARDED_SIZES.get(model, (64, 1000, 28800))
+    return SHARDED_EXAMPLE.format(
+        title=found.title, model=model, batch=batch, iterations=iterations, deadline=deadline
+    )
 
 
 def _local(body: dict[str, Any]) -> Any:
@@ -243,8 +287,11 @@ def render(plan: dict[str, Any]) -> None:
     fleet = Table(title=f"fleet for global batch {plan['global_batch']}, {plan['iterations']} iterations")
     located = any(c.get("location") for c in plan["choices"])
     columns = ["instance type", *(["location"] if located else []), "market", "VMs", "batch/VM", "GPUs"]
-    for col in (*columns, "per GPU", "GiB/GPU", "$/h"):
-        fleet.add_column(col, justify="left" if col in ("instance type", "location", "market") else "right")
+    setup = any(c.get("strategy") not in (None, "ddp") or c.get("checkpointing") for c in plan["choices"])
+    for col in (*columns, "per GPU", "GiB/GPU", "$/h", *(["strategy"] if setup else [])):
+        fleet.add_column(
+            col, justify="left" if col in ("instance type", "location", "market", "strategy") else "right"
+        )
     for c in plan["choices"]:
         estimated = (c.get("compute") or "measured") != "measured"
         fleet.add_row(
@@ -257,11 +304,13 @@ def render(plan: dict[str, Any]) -> None:
             f"{c['per_gpu_batch']:g}",
             memory_text(c),
             f"{c['price_usd_per_hr']:.3f}",
+            *([(c.get("strategy") or "") + ("+ckpt" if c.get("checkpointing") else "")] if setup else []),
         )
     console.print(fleet)
     for c in plan["choices"]:
         if c.get("batch_limit"):
             console.print(f"batch limit: {c['batch_limit']}", highlight=False)
+    render_strategy(plan.get("strategy"))
     _estimate_lines(plan)
     render_placement(plan)
     compare = Table(title="Srift against the static policies of Srift §5.2")
@@ -438,6 +487,37 @@ def _estimate_lines(plan: dict[str, Any]) -> None:
         console.print(f"precision: {plan['precision']}", highlight=False)
 
 
+def render_strategy(view: dict[str, Any] | None) -> None:
+    """How to run the plan: the setup, its memory per GPU by part, and how the other setups compared."""
+    if not view or not view.get("strategy") or not view.get("compared"):
+        return
+    console.print(f"how to run it: {view['how']}", highlight=False)
+    console.print(f"precision: {view['precision']}; why: {view['why']}", highlight=False)
+    for m in view.get("memory") or []:
+        if not m.get("parts"):
+            continue
+        parts = ", ".join(f"{k} {v / 2**30:.2f}" for k, v in m["parts"].items() if v)
+        console.print(
+            f"memory per GPU on {m['instance_type']}: {m['peak_bytes'] / 2**30:.1f} of "
+            f"{m['capacity_gib']:.0f} GiB ({parts} GiB)",
+            highlight=False,
+        )
+    compared = view.get("compared") or []
+    if len(compared) > 1:
+        table = Table(title="setups on this fleet")
+        for col in ("setup", "fits", "iteration", "peak GiB/GPU"):
+            table.add_column(col, justify="left" if col in ("setup", "fits") else "right")
+        for r in compared:
+            peak = r.get("peak_gib")
+            table.add_row(
+                r["setup"],
+                "yes" if r["fits"] else "no",
+                f"{r['iteration_s']:.3g} s" if r.get("iteration_s") is not None else "",
+                f"{peak:.1f}" if peak is not None else "",
+            )
+        console.print(table)
+
+
 def register(app: typer.Typer) -> None:
     """Add `srift plan`."""
 
@@ -487,6 +567,12 @@ def register(app: typer.Typer) -> None:
         out: Path | None = typer.Option(
             None, "--out", help="with --emit: write the files and the plan (plan-ID.json) into this folder"
         ),
+        example_model: str | None = typer.Option(
+            None,
+            "--example-model",
+            help="print an example request for a reference model and exit (llama-1b, llama-8b and gpt2-xl "
+            "ask for sharded data parallelism)",
+        ),
     ) -> None:
         """Find the cheapest (min_cost) or fastest (min_time) set of VMs and the per-VM batch for each type.
 
@@ -504,6 +590,8 @@ def register(app: typer.Typer) -> None:
 
           srift plan --example > request.yaml
 
+          srift plan --example-model llama-8b > llama.yaml
+
           srift plan request.yaml
 
           srift plan request.yaml --mode exhaustive --json
@@ -516,6 +604,9 @@ def register(app: typer.Typer) -> None:
         """
         from srift.errors import InvalidInput
 
+        if example_model is not None:
+            typer.echo(example_for(example_model), nl=False)
+            return
         if example:
             typer.echo(EXAMPLE, nl=False)
             return

@@ -305,14 +305,24 @@ def register(app: typer.Typer) -> None:
         provider: str | None = typer.Option(None, "--provider", help="default aws for nccl-tests"),
         region: str | None = typer.Option(None, "--region", help="e.g. us-east-1"),
         zone: str | None = typer.Option(None, "--zone", help="e.g. us-east-1a"),
+        collective: str | None = typer.Option(
+            None,
+            "--collective",
+            help="nccl-tests: allreduce, all_gather or reduce_scatter (default: what the output's header "
+            "names, else allreduce)",
+        ),
         as_json: bool = typer.Option(False, "--json", help="print {parsed, stored, ...} as JSON"),
     ) -> None:
         """Store the samples of FILE; importing the same file again adds nothing.
 
-        nccl-tests output is read as printed (out-of-place columns; busbw GB/s is stored ×8 as Gbit/s).
-        Examples:
+        nccl-tests output is read as printed (out-of-place columns; busbw GB/s is stored ×8 as Gbit/s),
+        from all_reduce_perf, all_gather_perf or reduce_scatter_perf (bus bandwidth as nccl-tests defines
+        it for each; only allreduce samples train bandwidth models). Examples:
 
           srift probe import a.txt --format nccl-tests --instance-type p5.48xlarge --nodes 2 --gpus-per-node 8
+
+          srift probe import ag.txt --format nccl-tests --collective all_gather --instance-type p5.48xlarge \
+              --nodes 2 --gpus-per-node 8
 
           srift probe import samples.jsonl
 
@@ -325,7 +335,17 @@ def register(app: typer.Typer) -> None:
         """
         from srift.bandwidth.imports import ImportFormat, import_text
         from srift.db.session import transaction
+        from srift.domain.bandwidth import Collective
         from srift.errors import InvalidInput
+
+        try:
+            chosen = Collective(collective) if collective is not None else None
+        except ValueError:
+            raise InvalidInput(
+                f"unknown collective {collective!r}",
+                hint="use allreduce, all_gather or reduce_scatter",
+                field="collective",
+            ) from None
 
         try:
             parsed_fmt = ImportFormat(fmt.lower())
@@ -349,6 +369,7 @@ def register(app: typer.Typer) -> None:
                 zone=zone,
                 nodes=nodes,
                 gpus_per_node=gpus_per_node,
+                collective=chosen,
             )
         if as_json:
             typer.echo(

@@ -88,6 +88,15 @@ def register(app: typer.Typer) -> None:
         benchmarks: bool = typer.Option(
             False, "--benchmarks", help="write the end-to-end section of docs/BENCHMARKS.md"
         ),
+        sharded: bool = typer.Option(
+            True,
+            "--sharded/--no-sharded",
+            help="also the sharded cases: FSDP2 zero2 and full_shard of a 57.5 MB model on two hosts "
+            "(srift.validation.sharded), time and each rank's peak memory",
+        ),
+        sharded_only: bool = typer.Option(
+            False, "--sharded-only", help="only the sharded cases (with --no-plan-quality for a short run)"
+        ),
         as_json: bool = typer.Option(False, "--json", help="print the report JSON instead of tables"),
     ) -> None:
         """Check Srift's predictions against real PyTorch DDP training on the emulated testbed.
@@ -121,6 +130,8 @@ def register(app: typer.Typer) -> None:
 
           sudo srift validate --quick --spec srift/validation/testbed-geo.yaml \
               --across-only --no-plan-quality    # fleets split over two linked locations
+
+          sudo srift validate --quick --sharded-only --no-plan-quality   # FSDP2 cases alone
         """
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -153,6 +164,8 @@ def register(app: typer.Typer) -> None:
             plan_quality=plan_quality,
             keep_testbed=keep_testbed,
             across_only=across_only,
+            sharded=sharded,
+            sharded_only=sharded_only,
             command="srift " + " ".join(shlex.quote(a) for a in sys.argv[1:]),
         )
         if repeats is not None:

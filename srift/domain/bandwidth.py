@@ -4,9 +4,30 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Protocol
 
 from srift.domain.catalog import InstanceType
+
+
+class Collective(StrEnum):
+    """A collective operation whose bus bandwidth a model may answer for.
+
+    Bus bandwidth as nccl-tests defines it (NVIDIA/nccl-tests doc/PERFORMANCE.md): busbw = algbw · factor,
+    algbw = S / t for a buffer of S bytes (the whole, gathered or reduced buffer), with factor 2(n−1)/n for
+    allreduce and (n−1)/n for all-gather and reduce-scatter, so that each collective's busbw is comparable
+    with the links' peak."""
+
+    ALLREDUCE = "allreduce"
+    ALL_GATHER = "all_gather"
+    REDUCE_SCATTER = "reduce_scatter"
+
+    def bus_factor(self, world_size: int) -> float:
+        """busbw / algbw for `world_size` ranks (0 for one rank: nothing moves)."""
+        n = world_size
+        if n < 2:
+            return 0.0
+        return (2.0 if self is Collective.ALLREDUCE else 1.0) * (n - 1) / n
 
 
 @dataclass(frozen=True, slots=True)

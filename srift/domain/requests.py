@@ -16,6 +16,7 @@ from srift.domain.geo import AllreducePattern
 from srift.domain.network import Library, Transport
 from srift.domain.planning import DEFAULT_CONFIDENCE, BatchPolicy, CommMode, Objective, SearchMode
 from srift.domain.profile import InputPipeline
+from srift.domain.sharding import StrategyChoice
 from srift.domain.simulation import DDP_BUCKET_CAP_MB, Exchange, SimConfig
 from srift.domain.structure import Precision
 from srift.errors import InvalidInput
@@ -109,6 +110,8 @@ class PlanQuery(SimulatorChoice):
     locations and measured `links`; `input_pipeline` and `read_gbps` for data loading; spot interruptions
     priced in with `interruption_rates`, `checkpoint_interval_s`, `restart_s`, `spot_samples`, `fallback`.
     Hardware: only types the framework `stack` can run, and no retired family unless `include_retired`.
+    Sharding (srift.domain.sharding): `strategy` (auto: the fastest setup that fits each fleet) and
+    `checkpointing` (None: with and without).
     """
 
     global_batch: int
@@ -150,6 +153,8 @@ class PlanQuery(SimulatorChoice):
     stack: FrameworkStack = FrameworkStack()
     include_retired: bool = False
     allow_cpu_profiles: bool = False
+    strategy: StrategyChoice = StrategyChoice.AUTO
+    checkpointing: bool | None = None
 
     @property
     def selection(self) -> ProfileSelection:

@@ -102,19 +102,27 @@ def estimate_profile(
     anchor: ModelProfile | None = None,
     anchor_spec: AcceleratorSpec | None = None,
     calibration: Calibration | None = None,
+    max_batch: int | None = None,
 ) -> Estimated:
     """An estimated profile of `model` on `spec` (see the module docstring).
 
     `precision` (default: the structure's) must be in the structure's group (fp32 structures serve fp32
     and tf32). `accelerator` labels the profile (default: the spec's name); `memory_gib` overrides the
     spec's memory (EC2 reports a little less than the datasheet). With `anchor` (a measured profile in the
-    same precision group) and its `anchor_spec` the estimate is scaled from it.
+    same precision group) and its `anchor_spec` the estimate is scaled from it. `max_batch`, when given,
+    replaces the one-rank memory model's largest batch (sharded data parallelism holds less per GPU; the
+    plan checks each strategy's memory, `srift.domain.sharding`).
     """
     cal = calibration or shipped_calibration()
     prec = precision or structure.precision
     eff = cal.efficiency
     memory = (memory_gib if memory_gib and memory_gib > 0 else spec.memory_gib) * 2**30
-    max_batch = min(fitting_batch(structure, memory_bytes=memory), MAX_ESTIMATED_BATCH)
+    limited_by = "memory"
+    if max_batch is None:
+        max_batch = min(fitting_batch(structure, memory_bytes=memory), MAX_ESTIMATED_BATCH)
+    else:
+        max_batch = min(max_batch, MAX_ESTIMATED_BATCH)
+        limited_by = "activations (sharded data parallelism)"
     label = accelerator or spec.name
     if max_batch < 1:
         need = structure_memory(structure).peak_bytes(1) / 2**30
@@ -180,7 +188,7 @@ def estimate_profile(
             "accelerator_spec": spec.name,
             "spec_source": spec.source_text,
             "memory_gib": round(memory / 2**30, 3),
-            "max_batch_limited_by": "memory" if max_batch < MAX_ESTIMATED_BATCH else "cap",
+            "max_batch_limited_by": limited_by if max_batch < MAX_ESTIMATED_BATCH else "cap",
             "structure": structure.method,
             "training_memory": {
                 "method": "structure count (fake tensors)",

@@ -59,6 +59,7 @@ def probe_args(
         "--rated-gbps", f"{facts.rated_gbps:g}",
         "--run-id", run_id,
         "--out", str(out),
+        *(["--collective", spec.collective] if spec.collective != "allreduce" else []),
     ]  # fmt: skip
 
 

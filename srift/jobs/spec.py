@@ -89,6 +89,8 @@ class ProbeJobSpec:
     time_budget_s: float = 600.0
     testbed_prefix: str | None = None
     ec2: Ec2Options | None = None
+    collective: str = "allreduce"
+    """allreduce, all_gather or reduce_scatter (probes/allreduce.py --collective)."""
 
     @property
     def max_nodes(self) -> int:
@@ -96,6 +98,8 @@ class ProbeJobSpec:
 
     def to_dict(self) -> dict[str, Any]:
         plain: dict[str, Any] = _plain(asdict(self))
+        if plain.get("collective") == "allreduce":
+            plain.pop("collective")
         return plain
 
 
@@ -309,6 +313,9 @@ class ProbeJobDocument(BaseModel):
     time_budget_s: Seconds = Field(default=600.0, description="per run")
     testbed_prefix: TestbedPrefix | None = Field(default=None, description="use this running testbed's hosts")
     ec2: Ec2Document | None = None
+    collective: Literal["allreduce", "all_gather", "reduce_scatter"] = Field(
+        default="allreduce", description="the collective probed (bus bandwidth as nccl-tests defines it)"
+    )
 
     @model_validator(mode="after")
     def _rules(self) -> ProbeJobDocument:
@@ -358,6 +365,7 @@ class ProbeJobDocument(BaseModel):
             time_budget_s=self.time_budget_s,
             testbed_prefix=self.testbed_prefix,
             ec2=self.ec2.to_domain() if self.ec2 is not None else None,
+            collective=self.collective,
         )
 
 

@@ -22,6 +22,10 @@ class ReferenceModel:
     sample: str
     source: str
     public_table_column: str | None = None
+    sharded: bool = False
+    """Planned with sharded data parallelism in mind: its estimated profiles offer every batch whose
+    activations fit the GPU (each strategy's memory is checked per fleet) and carry the model's block
+    facts for activation checkpointing (`srift.refmodels.blocks`)."""
 
 
 REFERENCE_MODELS: tuple[ReferenceModel, ...] = (
@@ -62,6 +66,39 @@ REFERENCE_MODELS: tuple[ReferenceModel, ...] = (
         parameters=86_567_656,
         sample="one 3×224×224 image",
         source="Dosovitskiy et al., An Image is Worth 16x16 Words (ICLR 2021), Table 1; torchvision vit_b_16",
+    ),
+    ReferenceModel(
+        name="llama-1b",
+        title="Llama 3.2 1B (language modelling, 2,048 tokens)",
+        model_factory="srift.refmodels.llama:llama_1b",
+        input_factory="srift.refmodels.llama:llama_input",
+        parameters=1_235_814_400,
+        sample="one sequence of 2,048 tokens",
+        source="meta-llama/Llama-3.2-1B config.json (hidden 2048, 16 layers, 32 heads, 8 KV heads, "
+        "FFN 8192, vocabulary 128256, tied embeddings)",
+        sharded=True,
+    ),
+    ReferenceModel(
+        name="llama-8b",
+        title="Llama 3.1 8B (language modelling, 2,048 tokens)",
+        model_factory="srift.refmodels.llama:llama_8b",
+        input_factory="srift.refmodels.llama:llama_input",
+        parameters=8_030_261_248,
+        sample="one sequence of 2,048 tokens",
+        source="meta-llama/Llama-3.1-8B config.json (hidden 4096, 32 layers, 32 heads, 8 KV heads, "
+        "FFN 14336, vocabulary 128256)",
+        sharded=True,
+    ),
+    ReferenceModel(
+        name="gpt2-xl",
+        title="GPT-2 XL, 1.5 B (language modelling, 1,024 tokens)",
+        model_factory="srift.refmodels.nets:gpt2_xl",
+        input_factory="srift.refmodels.nets:gpt2_input",
+        parameters=1_557_611_200,
+        sample="one sequence of 1,024 tokens",
+        source="Radford et al. 2019, Table 2; OpenAI's gpt2-xl hyper-parameters (48 layers, d 1600, "
+        "25 heads)",
+        sharded=True,
     ),
 )
 

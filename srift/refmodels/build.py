@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from srift.domain.sharding import BlockFacts
 from srift.domain.structure import ModelStructure, Precision
 from srift.refmodels import REFERENCE_MODELS, ReferenceModel
 
@@ -42,6 +43,30 @@ def count(model: ReferenceModel, precision: Precision) -> dict[str, Any]:
     return doc
 
 
+def count_block_facts(model: ReferenceModel, precision: Precision) -> BlockFacts:
+    """What `model`'s repeated blocks save and take, per sample (`srift.refmodels.blocks`)."""
+    from srift.profiling.loading import resolve_callable
+    from srift.refmodels.blocks import count_blocks
+
+    return count_blocks(
+        resolve_callable(model.model_factory, what="model factory", field="model_factory"),
+        resolve_callable(model.input_factory, what="input factory", field="input_factory"),
+        precision=precision,
+    )
+
+
+def load_blocks(name: str, precision: Precision) -> BlockFacts | None:
+    """The shipped block facts of reference model `name` in `precision` (None when it has none)."""
+    doc = json.loads(structure_path(name, precision).read_text()).get("blocks")
+    if doc is None:
+        return None
+    return BlockFacts(
+        count=int(doc["count"]),
+        input_bytes_per_sample=float(doc["input_bytes_per_sample"]),
+        saved_bytes_per_sample=float(doc["saved_bytes_per_sample"]),
+    )
+
+
 def load_structure(name: str, precision: Precision) -> ModelStructure:
     """The shipped structure of reference model `name` in `precision`."""
     doc = json.loads(structure_path(name, precision).read_text())
@@ -51,9 +76,12 @@ def load_structure(name: str, precision: Precision) -> ModelStructure:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="compare with the shipped files, write nothing")
+    parser.add_argument("--model", action="append", help="only these models (default: every one)")
     args = parser.parse_args(argv)
     stale = []
     for model in REFERENCE_MODELS:
+        if args.model and model.name not in args.model:
+            continue
         for precision in COUNTED:
             doc = {
                 "format": "srift-structure/1",
@@ -64,6 +92,8 @@ def main(argv: list[str] | None = None) -> int:
                 "source": model.source,
                 "structure": count(model, precision),
             }
+            if model.sharded:
+                doc["blocks"] = count_block_facts(model, precision).to_dict()
             path = structure_path(model.name, precision)
             text = json.dumps(doc, indent=1, sort_keys=True) + "\n"
             if args.check:

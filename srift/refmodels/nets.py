@@ -9,6 +9,8 @@
 - GPT-2 small (Radford et al. 2019 and OpenAI's released hyper-parameters: 12 layers, d=768, 12 heads,
   1,024 positions, vocabulary 50,257, pre-LayerNorm, GELU, dropout 0.1, output projection tied to the token
   embedding): 124,439,808 parameters; language-model loss over 1,024 tokens.
+- GPT-2 XL: the same architecture at 48 layers, d=1,600, 25 heads (OpenAI's released gpt2-xl
+  hyper-parameters): 1,557,611,200 parameters.
 - ViT-B/16 (Dosovitskiy et al. 2021, Table 1: 12 layers, hidden 768, MLP 3072, 12 heads, 16×16 patches of
   224×224 images, class token, 1,000-class head), as torchvision's `vit_b_16` (dropout 0): 86,567,656
   parameters.
@@ -291,13 +293,19 @@ class Gpt2(nn.Module):
     """GPT-2 small: token and position embeddings, 12 blocks, final LayerNorm, tied output projection."""
 
     def __init__(
-        self, *, vocab: int = GPT2_VOCAB, positions: int = GPT2_SEQ, hidden: int = 768, layers: int = 12
+        self,
+        *,
+        vocab: int = GPT2_VOCAB,
+        positions: int = GPT2_SEQ,
+        hidden: int = 768,
+        layers: int = 12,
+        heads: int = 12,
     ) -> None:
         super().__init__()
         self.wte = nn.Embedding(vocab, hidden)
         self.wpe = nn.Embedding(positions, hidden)
         self.drop = nn.Dropout(0.1)
-        self.h = nn.ModuleList(Gpt2Block(hidden) for _ in range(layers))
+        self.h = nn.ModuleList(Gpt2Block(hidden, heads) for _ in range(layers))
         self.ln_f = nn.LayerNorm(hidden)
         self.lm_head = nn.Linear(hidden, vocab, bias=False)
         for m in self.modules():
@@ -330,6 +338,13 @@ def gpt2_small() -> nn.Module:
     """GPT-2 small (124 M parameters) with its language-model loss."""
     torch.manual_seed(124)
     return LanguageModelTrain(Gpt2())
+
+
+def gpt2_xl() -> nn.Module:
+    """GPT-2 XL (1,557,611,200 parameters: 48 layers, d = 1,600, 25 heads, OpenAI's released gpt2-xl
+    hyper-parameters; the paper's Table 2 lists it as 1,542 M) with its language-model loss."""
+    torch.manual_seed(1558)
+    return LanguageModelTrain(Gpt2(hidden=1600, layers=48, heads=25))
 
 
 def gpt2_input(batch: int) -> torch.Tensor:

@@ -25,15 +25,18 @@ from srift.catalog.accelerators import accelerator_specs
 from srift.db.session import transaction
 from srift.db.tables import ModelProfileRow
 from srift.domain.profile import ModelProfile
-from srift.domain.structure import Precision
+from srift.domain.sharding import SHARDING_KEY, BlockFacts, MemoryBasis, activation_batch_limit
+from srift.domain.structure import ModelStructure, Precision
 from srift.refmodels import REFERENCE_MODELS
 from srift.settings import Settings
 
 log = logging.getLogger("srift.refmodels")
 
-VERSION = "2"
+VERSION = "3"
 """Bump when the estimated profiles change for a reason the digested files do not show (code). 2: the
-largest batch from the training memory model, which each profile carries (`extra.training_memory`)."""
+largest batch from the training memory model, which each profile carries (`extra.training_memory`). 3:
+the sharded reference models' largest batch is what their activations allow, and they carry
+`extra.sharding` (srift.domain.sharding)."""
 
 PRECISIONS = (Precision.FP32, Precision.TF32, Precision.FP16, Precision.BF16)
 
@@ -60,7 +63,7 @@ def reference_profiles() -> tuple[ModelProfile, ...]:
     """Every reference model's estimated profile on every catalog GPU, in every precision (built once per
     process: they depend only on shipped files)."""
     from srift.estimate.estimator import estimate_profile
-    from srift.refmodels.build import load_structure
+    from srift.refmodels.build import load_blocks, load_structure
 
     tag = reference_set()
     out: list[ModelProfile] = []
@@ -68,13 +71,24 @@ def reference_profiles() -> tuple[ModelProfile, ...]:
     for model in REFERENCE_MODELS:
         for precision in PRECISIONS:
             structure = load_structure(model.name, precision)
+            basis = sharding_basis(structure, load_blocks(model.name, precision)) if model.sharded else None
             for spec in specs:
+                fit = None
+                if basis is not None:
+                    memory_gib = spec.match_memory_gib or spec.memory_gib
+                    fit = activation_batch_limit(
+                        basis, capacity_bytes=memory_gib * 2**30, mixed=precision.autocast
+                    )
+                    if fit < 1:
+                        log.info("reference %s: batch 1's activations do not fit %s", model.name, spec.name)
+                        continue
                 made = estimate_profile(
                     model=model.name,
                     structure=structure,
                     spec=spec,
                     precision=precision,
                     memory_gib=spec.match_memory_gib,
+                    max_batch=fit,
                 )
                 if made.profile is None:
                     log.info("reference %s: %s", model.name, made.note)
@@ -90,11 +104,23 @@ def reference_profiles() -> tuple[ModelProfile, ...]:
                                 "reference_set": tag,
                                 "title": model.title,
                                 "sample": model.sample,
+                                **({SHARDING_KEY: basis.to_dict()} if basis is not None else {}),
                             },
                         }
                     )
                 )
     return tuple(out)
+
+
+def sharding_basis(structure: ModelStructure, blocks: BlockFacts | None) -> MemoryBasis:
+    """What a sharded reference model's memory rests on: its counted parameters and activations."""
+    use = structure.memory
+    return MemoryBasis(
+        parameter_bytes=use.parameter_bytes,
+        activation_bytes=use.activation_bytes,
+        source=f"counted: {structure.method}",
+        blocks=blocks,
+    )
 
 
 def load_reference_profiles(settings: Settings) -> int:

@@ -40,15 +40,19 @@ def within_memory(profile: ModelProfile, instance: InstanceType) -> ModelProfile
 
 
 def fit_candidates(
-    candidates: Sequence[Candidate], *, allow_cpu_profiles: bool, field: str
+    candidates: Sequence[Candidate], *, allow_cpu_profiles: bool, field: str, memory: bool = True
 ) -> tuple[tuple[Candidate, ...], tuple[str, ...]]:
     """The candidates whose GPUs hold the model, each with its largest batch within memory, and notes
-    (stand-in CPU profiles, batches capped by memory, types left out)."""
+    (stand-in CPU profiles, batches capped by memory, types left out). With `memory` False only the
+    devices are checked: a request that may shard has each fleet's memory checked per strategy instead
+    (srift.services.sharding)."""
     notes = list(
         check_devices(
             ((c.profile, c.instance) for c in candidates), allow_cpu_profiles=allow_cpu_profiles, field=field
         )
     )
+    if not memory:
+        return tuple(candidates), tuple(notes)
     kept: list[Candidate] = []
     for cand in candidates:
         limit = batch_limit(cand.profile, cand.instance)

@@ -30,6 +30,7 @@ from srift.domain.network import DEFAULT_NETWORK, NetworkSpec, Transport
 from srift.domain.records import PlanRecord
 from srift.domain.requests import PlanQuery
 from srift.domain.revisions import DataArea
+from srift.domain.sharding import Setup
 from srift.errors import Infeasible, InvalidInput, NotFound
 from srift.limits import check_solve_budget
 from srift.optimize.evaluate import Evaluator, SimEvaluator
@@ -56,6 +57,13 @@ from srift.services.placement import (
     with_pipeline,
 )
 from srift.services.profiles import resolve_profiles, source_label, with_estimates
+from srift.services.sharding import (
+    allowed_setups,
+    annotate_choices,
+    memory_infeasible,
+    strategy_phase,
+    strategy_view,
+)
 from srift.services.views import (
     breakdown_document,
     choice_document,
@@ -174,10 +182,12 @@ def _prepare(
     candidates, notes = _exclude(candidates, notes, network=network, excluded=excluded, held=held or {})
     # Feasibility, memory and devices (srift.services.memory): CPU profiles for GPU types, batches within
     # what each GPU holds.
+    setups = allowed_setups(candidates, strategy=query.strategy, checkpointing=query.checkpointing)
     candidates, memory_notes = fit_candidates(
         candidates,
         allow_cpu_profiles=query.allow_cpu_profiles,
         field="profiles" if query.profiles is not None else "model" if query.model else "profile_ids",
+        memory=setups == (Setup(),),
     )
     notes = (*notes, *memory_notes)
     _check_any(candidates, profiles=profiles, locations=locations, query=query, left_out=stack_notes)
@@ -198,11 +208,12 @@ def _prepare(
     evaluator = SimEvaluator(
         bandwidth=bandwidth, seed=query.seed, config=query.sim_config, geo=geo, read_gbps=query.read_gbps
     )
-    # Calibration hook (srift.services.calibration): corrections learned from measured runs.
-    evaluator = calibrated_evaluator(evaluator, session=session, model=profiles[0].model, network=network)
+    problem, chosen = strategy_phase(problem, evaluator, setups=setups)
+    # Calibration (srift.services.calibration): corrections learned from measured runs.
+    chosen = calibrated_evaluator(chosen, session=session, model=profiles[0].model, network=network)
     return PreparedProblem(
         problem,
-        evaluator,
+        chosen,
         SolveOptions(mode=query.mode, solve_budget_s=query.solve_budget_s, k=query.eager_k),
         tuple(sources),
         network=network,
@@ -390,6 +401,9 @@ def create_plan(
     except PlanInfeasible:
         od = _on_demand(session, settings, query, excluded, held, started=started) if weigh else None
         if od is None:
+            held_back = memory_infeasible(prepared.problem, prepared.evaluator, query.model or "the model")
+            if held_back is not None:
+                raise held_back from None
             raise
         prepared, plan = od
         evals = None
@@ -438,6 +452,7 @@ def create_plan(
         )
     result = plan_result(plan, problem, profile_sources=prepared.profile_sources, prepared=prepared)
     result["calibration"] = _calibration_block(prepared, plan, problem)  # calibration hook
+    result["strategy"] = strategy_view(plan, problem, prepared.evaluator)
     result["spot"] = spot_doc
     result["fallback"] = fallback_doc
     if prepared.bandwidth is not None:
@@ -448,6 +463,7 @@ def create_plan(
             model=prepared.bandwidth,
             multi_node=plan.config.vm_count >= 2,
         )
+    annotate_choices(result, result["strategy"])
     row = PlanRow(request=dict(request_doc) if request_doc is not None else to_document(query), result=result)
     session.add(row)
     session.flush()

@@ -35,6 +35,7 @@ from srift.domain import (
     ModelProfile,
     SpreadTerm,
 )
+from srift.domain.bandwidth import Collective
 
 Z90 = 1.2815515655446004
 """Φ⁻¹(0.9): p10 and p90 of a normal lie this many standard deviations from its mean."""
@@ -64,6 +65,31 @@ class SlowerBandwidth:
             buffer_bytes=buffer_bytes,
             async_count=async_count,
         )
+        return self._slower(est)
+
+    def predict_collective(
+        self,
+        *,
+        collective: Collective,
+        instance: InstanceType,
+        world_size: int,
+        nodes: int,
+        buffer_bytes: Sequence[int],
+    ) -> BandwidthEstimate:
+        """The same for any collective (sharded data parallelism, srift.bandwidth.collectives)."""
+        from srift.bandwidth.collectives import collective_busbw
+
+        est = collective_busbw(
+            self.model,
+            collective=collective,
+            instance=instance,
+            world_size=world_size,
+            nodes=nodes,
+            buffer_bytes=buffer_bytes,
+        )
+        return self._slower(est)
+
+    def _slower(self, est: BandwidthEstimate) -> BandwidthEstimate:
         spreads = [est.residual_at(i) for i in range(len(est.busbw_gbps))]
         self.largest_spread = max([self.largest_spread, *spreads])
         slower = tuple(b * math.exp(-x) for b, x in zip(est.busbw_gbps, spreads, strict=True))

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from srift.domain import BandwidthEstimate, BusBandwidthModel, FleetMember, InstanceType
+from srift.domain.bandwidth import Collective
 from srift.sim.exchange import Stage
 
 CAP_PROBE_BYTES = 1 << 29
@@ -294,6 +295,7 @@ class MemoBandwidth:
         self.max_entries = max_entries
         self._memo: dict[tuple[InstanceType, int, int, tuple[int, ...], int], BandwidthEstimate] = {}
         self.stage_plans: dict[tuple[object, ...], StagePlan | None] = {}
+        self._collectives: dict[tuple[object, ...], BandwidthEstimate] = {}
         self.calls = 0
 
     def shares_host_pcie(self, instance: InstanceType) -> bool:
@@ -315,6 +317,34 @@ class MemoBandwidth:
             return None
         found = batched(instance=instance, nodes=nodes, buffer_bytes=buffer_bytes)
         return None if found is None else np.asarray(found, dtype=np.float64)
+
+    def predict_collective(
+        self,
+        *,
+        collective: Collective,
+        instance: InstanceType,
+        world_size: int,
+        nodes: int,
+        buffer_bytes: Sequence[int],
+    ) -> BandwidthEstimate:
+        """The wrapped model's answer for `collective` (srift.bandwidth.collectives), remembered."""
+        from srift.bandwidth.collectives import collective_busbw
+
+        key = (collective, instance, world_size, nodes, tuple(buffer_bytes))
+        found = self._collectives.get(key)
+        if found is None:
+            found = collective_busbw(
+                self.model,
+                collective=collective,
+                instance=instance,
+                world_size=world_size,
+                nodes=nodes,
+                buffer_bytes=buffer_bytes,
+            )
+            if len(self._collectives) >= self.max_entries:
+                self._collectives.clear()
+            self._collectives[key] = found
+        return found
 
     def predict(
         self,

@@ -145,12 +145,30 @@ class ValidationOptions:
     period_us: int = conditions.DEFAULT_PERIOD_US
     seed: int = 0
     command: str = ""
+    sharded: bool = False
+    """The sharded cases too (srift.validation.sharded: FSDP2 zero2 and full_shard of the blocks model);
+    `srift validate` turns them on unless --no-sharded."""
+    sharded_only: bool = False
+    """Only the sharded cases."""
 
     def model_specs(self) -> dict[str, ModelSpec]:
         """Every model of the matrix by name: the shipped ones asked for, then the user's."""
         return {name: MODELS[name] for name in self.models if name in MODELS} | {
             m.name: m for m in self.user_models
         }
+
+    def case_specs(self) -> dict[str, ModelSpec]:
+        """`model_specs` and, when the sharded cases run, their model (srift.validation.sharded)."""
+        from srift.validation.sharded import SHARDED_MODEL
+
+        found = self.model_specs()
+        if self.sharded or self.sharded_only:
+            found[SHARDED_MODEL.name] = SHARDED_MODEL
+        return found
+
+    def matrix_models(self) -> tuple[str, ...]:
+        """The models of the DDP matrix (none with `sharded_only`)."""
+        return () if self.sharded_only else tuple(self.model_specs())
 
     def resolved_plan_model(self) -> str:
         specs = self.model_specs()
@@ -190,7 +208,7 @@ class Context:
 
     def model(self, name: str) -> ModelSpec:
         """The spec of a model of this run (shipped or the user's)."""
-        return self.options.model_specs().get(name) or MODELS[name]
+        return self.options.case_specs().get(name) or MODELS[name]
 
     def next_job_id(self) -> int:
         """Identifiers for the job runners' work folders and ports (never stored as jobs)."""

@@ -124,6 +124,8 @@ class DdpResult:
     iter_times_s: tuple[float, ...]
     wall_s: float
     colocation: Colocation | None = None
+    peak_bytes: tuple[int, ...] = ()
+    """Each rank's peak memory in use over what it used before building the model (probes/ddp_train.py)."""
 
 
 class _Agent:
@@ -241,6 +243,7 @@ class AgentPool:
         solo_ranks: Sequence[int] = (0,),
         colocation_budget_s: float | None = None,
         colocation_idle_s: float = 0.0,
+        strategy: str = "ddp",
     ) -> DdpResult:
         """Train on `hosts` (rank order) with per-rank `batches`; kills and raises on failure or timeout.
 
@@ -268,6 +271,10 @@ class AgentPool:
         ]  # fmt: skip
         if bucket_cap_mb is not None:
             argv += ["--bucket-cap-mb", f"{bucket_cap_mb:g}"]
+        if strategy != "ddp":
+            argv += ["--strategy", strategy]
+        else:
+            argv += ["--memory-steps", "0"]
         if loss is not None:
             argv += ["--loss", loss]
         if time_budget_s is not None:
@@ -310,6 +317,7 @@ class AgentPool:
             iter_times_s=times,
             wall_s=max(float(a.get("wall_s", 0.0)) for a in answers),
             colocation=Colocation.from_dict(data["colocation"]) if "colocation" in data else None,
+            peak_bytes=tuple(int(b) for b in data.get("peak_bytes", ())),
         )
 
     def overlap(

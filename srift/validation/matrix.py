@@ -177,14 +177,16 @@ class Fleet:
 
 @dataclass(frozen=True, slots=True)
 class Case:
-    """One model on one fleet."""
+    """One model on one fleet, trained with `strategy` (ddp, or a sharded one: srift.validation.sharded)."""
 
     model: str
     fleet: Fleet
+    strategy: str = "ddp"
 
     @property
     def key(self) -> str:
-        return f"{self.model} | {self.fleet.label()}"
+        where = "" if self.strategy == "ddp" else f" [{self.strategy}]"
+        return f"{self.model} | {self.fleet.label()}{where}"
 
 
 def types_by_cpu(spec: TestbedSpec) -> list[str]:

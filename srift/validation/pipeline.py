@@ -152,7 +152,7 @@ def run_validation(
         tick = time.perf_counter()
         build_bandwidth(ctx)
         ctx.timings["bandwidth_s"] = time.perf_counter() - tick
-        preload = sorted({m.module for m in options.model_specs().values() if m.module})
+        preload = sorted({m.module for m in options.case_specs().values() if m.module})
         with AgentPool(testbed, workdir=workdir, preload=preload) as pool:
             tick = time.perf_counter()
             probe_overlap(ctx, pool)

@@ -11,6 +11,7 @@ from typing import Any
 
 from srift.validation import conditions, stats
 from srift.validation.context import Context
+from srift.validation.sharded import sharded_summary
 from srift.validation.steps import testbed_links
 
 REPORT_FORMAT = "srift-validation/1"
@@ -67,6 +68,7 @@ def summarize_cases(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
             "explained": "repeat_noise_mape is the MAPE of each repeat against its case's mean: the error "
             "a perfect predictor would still show on these measurements",
         },
+        "sharded": sharded_summary(rows),
         "failed_cases": len(rows) - len(good),
         "failed_runs": sum(1 for r in rows for x in r["runs"] if not x.get("ok")),
     }

@@ -78,7 +78,18 @@ def rescore(report: Mapping[str, Any], *, workdir: Path | None = None) -> dict[s
         measured = row.get("measured_iteration_s")
         if measured is None:
             continue
-        row["predicted"] = predict_case(inputs, row["model"], case_fleet(row["fleet"]), case_colocation(row))
+        row["predicted"] = predict_case(
+            inputs,
+            row["model"],
+            case_fleet(row["fleet"]),
+            case_colocation(row),
+            strategy=row.get("strategy", "ddp"),
+            overheads=row.get("sharded_overhead_s"),
+        )
         row["error"] = stats.relative_error(row["predicted"]["iteration_s"], measured)
         row["per_layer_error"] = stats.relative_error(row["predicted"]["per_layer_iteration_s"], measured)
+        if row.get("strategy", "ddp") != "ddp":
+            from srift.validation.sharded import memory_errors
+
+            memory_errors(row)
     return out

@@ -87,7 +87,7 @@ def select_cases(ctx: Context) -> list[Case]:
     spec = ctx.spec
     cases = build_matrix(
         spec,
-        models=tuple(ctx.options.model_specs()),
+        models=ctx.options.matrix_models(),
         known=tuple(ctx.options.model_specs()),
         full=ctx.options.full,
         max_cores=ctx.options.resolved_max_cores(),
@@ -95,6 +95,10 @@ def select_cases(ctx: Context) -> list[Case]:
     )
     allowed = set(types_in_scope(ctx))
     cases = [c for c in cases if set(c.fleet.types) <= allowed]
+    if (ctx.options.sharded or ctx.options.sharded_only) and not ctx.options.across_only:
+        from srift.validation.sharded import sharded_cases
+
+        cases += sharded_cases(spec, allowed=sorted(allowed), max_cores=ctx.options.resolved_max_cores())
     if ctx.options.across_only:
         if not spec.links:
             raise InvalidInput(
@@ -179,9 +183,10 @@ def build_bandwidth(ctx: Context) -> None:
             hint="give the spec two hosts of a type, or use --bandwidth prior",
         )
     ctx.log(f"bandwidth: training on {len(records)} probe samples")
+    collectives = probe_collectives(ctx, [t for t, c in plan if 2 in c])
     tick = time.perf_counter()
     with transaction(ctx.url) as session:
-        store_samples(session=session, records=records, origin="validate")
+        store_samples(session=session, records=[*records, *collectives], origin="validate")
     with transaction(ctx.url) as session:
         version = train_version(
             session=session,
@@ -201,7 +206,20 @@ def build_bandwidth(ctx: Context) -> None:
         "probe_plan": {t: list(c) for t, c in plan} | {ring_name(ts): list(c) for ts, c in rings},
         "metrics": version.metrics,
         "train_s": time.perf_counter() - tick,
+        "collective_samples": len(collectives),
     }
+
+
+def probe_collectives(ctx: Context, types: Sequence[str]) -> list[ProbeRecord]:
+    """All-gather and reduce-scatter probes on two hosts of each type, for the sharded cases' predictions
+    (srift.bandwidth.collectives.MeasuredCollectives); none when those cases do not run."""
+    if not (ctx.options.sharded or ctx.options.sharded_only):
+        return []
+    out: list[ProbeRecord] = []
+    for type_name in types:
+        for collective in ("all_gather", "reduce_scatter"):
+            out.extend(probe_ring(ctx, (type_name,), (2,), collective=collective))
+    return out
 
 
 def mixed_ring_plan(ctx: Context, probed: Sequence[str]) -> list[tuple[tuple[str, ...], tuple[int, ...]]]:
@@ -220,15 +238,18 @@ def mixed_ring_plan(ctx: Context, probed: Sequence[str]) -> list[tuple[tuple[str
     return out
 
 
-def probe_ring(ctx: Context, types: Sequence[str], counts: tuple[int, ...]) -> list[ProbeRecord]:
+def probe_ring(
+    ctx: Context, types: Sequence[str], counts: tuple[int, ...], *, collective: str = "allreduce"
+) -> list[ProbeRecord]:
     """One probe job on each of `counts` hosts: of one type, or a mixed ring of `types` (equal hosts of
-    each, in their order)."""
+    each, in their order); of `collective` (allreduce unless said)."""
     from srift.jobs.runners import run_testbed_mixed_probe, run_testbed_probe
     from srift.jobs.service import TypeFacts
     from srift.jobs.spec import JobProvider, ProbeJobSpec
 
     name = ring_name(types) if len(types) > 1 else types[0]
     what = f"mixed ring {' + '.join(types)}" if len(types) > 1 else name
+    what += f" ({collective})" if collective != "allreduce" else ""
     ctx.log(f"probe: {what} on {', '.join(str(n) for n in counts)} hosts")
     spec = ProbeJobSpec(
         provider=JobProvider.TESTBED,
@@ -239,6 +260,7 @@ def probe_ring(ctx: Context, types: Sequence[str], counts: tuple[int, ...]) -> l
         warmup=1,
         time_budget_s=600.0,
         testbed_prefix=ctx.spec.prefix,
+        collective=collective,
     )
     run = job_run(ctx, "probe", spec)
     rates_gbps = [ctx.spec.type_named(t).rate_mbit / 1000 for t in types]
@@ -258,7 +280,13 @@ def probe_ring(ctx: Context, types: Sequence[str], counts: tuple[int, ...]) -> l
 
 
 def predict_fleet(
-    ctx: Context, model: str, fleet: Fleet, colocation: ColocationFactors | None = None
+    ctx: Context,
+    model: str,
+    fleet: Fleet,
+    colocation: ColocationFactors | None = None,
+    *,
+    strategy: str = "ddp",
+    overheads: Mapping[str, Mapping[str, float]] | None = None,
 ) -> dict[str, Any]:
     """The served simulator's prediction for one case of this run (see `predict_case`)."""
     return predict_case(
@@ -274,6 +302,8 @@ def predict_fleet(
         model,
         fleet,
         colocation,
+        strategy=strategy,
+        overheads=overheads,
     )
 
 
@@ -292,7 +322,13 @@ class CaseInputs:
 
 
 def predict_case(
-    inputs: CaseInputs, model: str, fleet: Fleet, colocation: ColocationFactors | None = None
+    inputs: CaseInputs,
+    model: str,
+    fleet: Fleet,
+    colocation: ColocationFactors | None = None,
+    *,
+    strategy: str = "ddp",
+    overheads: Mapping[str, Mapping[str, float]] | None = None,
 ) -> dict[str, Any]:
     """The served simulator's prediction for one model on one fleet (`srift.sim.simulate` with the served
     configuration, as `POST /v1/predictions` runs it), from the stored profiles, the catalog's instance
@@ -317,6 +353,15 @@ def predict_case(
             if inputs.bandwidth is BandwidthSource.PRIOR
             else active_model(session=session, settings=inputs.settings, network=testbed)
         )
+        if strategy != "ddp":
+            from srift.bandwidth.collectives import MeasuredCollectives
+            from srift.bandwidth.records import SampleQuery
+            from srift.bandwidth.samples import load_samples
+
+            measured = load_samples(
+                session=session, query=SampleQuery(providers=("testbed",), collective=None)
+            )
+            bandwidth = MeasuredCollectives(bandwidth, measured)
         members = [
             FleetMember(
                 instance=get_instance_type(session=session, provider="testbed", name=g.type_name),
@@ -328,8 +373,43 @@ def predict_case(
             for g in fleet.groups
         ]
     geo = testbed_geo(inputs.spec) if fleet.across else None
+    if strategy != "ddp":
+        from srift.validation.sharded import with_overheads
+
+        return predict_sharded_members(
+            with_overheads(members, fleet, {k: dict(v) for k, v in (overheads or {}).items()}),
+            bandwidth=bandwidth,
+            seed=inputs.seed,
+            effort=inputs.effort,
+            strategy=strategy,
+        )
     return predict_members(
         members, bandwidth=bandwidth, seed=inputs.seed, effort=inputs.effort, geo=geo, colocation=colocation
+    )
+
+
+def predict_sharded_members(
+    members: Sequence[FleetMember], *, bandwidth: BusBandwidthModel, seed: int, effort: Effort, strategy: str
+) -> dict[str, Any]:
+    """A sharded case's prediction (srift.validation.sharded) on the testbed adapter's inputs."""
+    from srift.domain.sharding import Setup, Strategy
+    from srift.sim.sharded import simulate_sharded
+    from srift.validation import adapter
+    from srift.validation.sharded import predict_sharded
+
+    inputs = adapter.testbed_fleet(members, bandwidth=bandwidth, seed=seed)
+    point = simulate_sharded(
+        inputs, bandwidth=bandwidth, setup=Setup(Strategy(strategy)), seed=seed, band=False
+    )
+    measured_iterations = iterations_for(effort, point.iteration_s) * effort.repeats
+    return predict_sharded(
+        members,
+        inputs,
+        bandwidth=bandwidth,
+        seed=seed,
+        iterations=measured_iterations,
+        runs=effort.repeats,
+        strategy=strategy,
     )
 
 
@@ -492,7 +572,14 @@ def long_run_warmup(effort: Effort, fleet: Fleet) -> int:
 
 
 def measure(
-    ctx: Context, pool: AgentPool, model: str, fleet: Fleet, predicted_s: float, *, colocation: bool = False
+    ctx: Context,
+    pool: AgentPool,
+    model: str,
+    fleet: Fleet,
+    predicted_s: float,
+    *,
+    colocation: bool = False,
+    strategy: str = "ddp",
 ) -> dict[str, Any]:
     """One real DDP run of `model` on `fleet`; a failure is recorded, not raised. With `colocation`, a
     multi-host run ends with the effort's compute-only rounds (srift.validation.colocation)."""
@@ -517,7 +604,8 @@ def measure(
             timeout_s=timeout_s,
             time_budget_s=effort.target_run_s,
             min_iters=effort.min_iters,
-            colocation_rounds=effort.colocation_rounds if colocation else 0,
+            colocation_rounds=effort.colocation_rounds if colocation and strategy == "ddp" else 0,
+            strategy=strategy,
             solo_ranks=solo_ranks(fleet),
             colocation_budget_s=effort.colocation_budget_s,
             colocation_idle_s=conditions.longest_period_s(
@@ -540,6 +628,7 @@ def measure(
         "wall_s": time.perf_counter() - tick,
         "load_avg": load,
         "machine_busy": conditions.busy_fraction(before, conditions.cpu_times()),
+        "peak_bytes": list(result.peak_bytes),
         **({"colocation": result.colocation.to_dict()} if result.colocation is not None else {}),
     }
 
@@ -550,10 +639,17 @@ def run_matrix(ctx: Context, pool: AgentPool, cases: Sequence[Case]) -> list[dic
     repeats = ctx.effort.repeats
     ctx.log(f"matrix: {len(cases)} cases × {repeats} repeats, {ctx.effort.timing_passes} timing passes")
     rows: list[dict[str, Any]] = []
+    overheads: dict[str, dict[str, float]] = {}
+    if any(c.strategy != "ddp" for c in cases):
+        from srift.validation.sharded import measure_overheads
+
+        overheads = measure_overheads(ctx, pool, cases)
     for case in cases:
-        predicted = predict_fleet(ctx, case.model, case.fleet)
+        predicted = predict_fleet(ctx, case.model, case.fleet, strategy=case.strategy, overheads=overheads)
         rows.append(
             {
+                "strategy": case.strategy,
+                **({"sharded_overhead_s": overheads} if case.strategy != "ddp" else {}),
                 "model": case.model,
                 "fleet": case.fleet.label(),
                 "composition": case.fleet.composition(),
@@ -595,7 +691,13 @@ def run_matrix(ctx: Context, pool: AgentPool, cases: Sequence[Case]) -> list[dic
         row = rows[i]
         row["runs"].append(
             measure(
-                ctx, pool, cases[i].model, cases[i].fleet, row["predicted"]["iteration_s"], colocation=True
+                ctx,
+                pool,
+                cases[i].model,
+                cases[i].fleet,
+                row["predicted"]["iteration_s"],
+                colocation=True,
+                strategy=cases[i].strategy,
             )
         )
     while slot < len(slots):
@@ -613,7 +715,9 @@ def run_matrix(ctx: Context, pool: AgentPool, cases: Sequence[Case]) -> list[dic
         if ctx.timing_samples:
             row["single_pass_predicted"] = row["predicted"]
         if ctx.timing_samples or found is not None:
-            row["predicted"] = predict_fleet(ctx, case.model, case.fleet)
+            row["predicted"] = predict_fleet(
+                ctx, case.model, case.fleet, strategy=case.strategy, overheads=overheads
+            )
         if found is not None:
             row["colocation"]["alone_iteration_s"] = row["predicted"]["iteration_s"]
             row["predicted"] = predict_fleet(ctx, case.model, case.fleet, found)
@@ -640,6 +744,10 @@ def finish_case(row: dict[str, Any]) -> None:
     single = row.get("single_pass_predicted")
     if single is not None:
         row["single_pass_error"] = stats.relative_error(single["iteration_s"], measured) if means else None
+    if row.get("strategy", "ddp") != "ddp":
+        from srift.validation.sharded import memory_errors
+
+        memory_errors(row)
     colocated = row.get("colocation")
     if colocated is not None and means:
         colocated["alone_error"] = stats.relative_error(colocated["alone_iteration_s"], measured)

@@ -31,6 +31,7 @@ from srift.domain.requests import (
     PlanQuery,
     ProgressReport,
 )
+from srift.domain.sharding import StrategyChoice
 from srift.domain.simulation import DDP_BUCKET_CAP_MB, Exchange
 from srift.domain.states import TrainingState
 from srift.domain.structure import Precision
@@ -259,6 +260,17 @@ class PlanRequest(BaseModel):
     )
     exchange: ExchangeField = Exchange.DDP_BUCKETS
     bucket_cap_mb: BucketCapMb = DDP_BUCKET_CAP_MB
+    strategy: StrategyChoice = Field(
+        default=StrategyChoice.AUTO,
+        description="data-parallel strategy: ddp, zero1 (optimizer state sharded), zero2 (FSDP "
+        "SHARD_GRAD_OP), full_shard (FSDP2 fully_shard, ZeRO-3), hybrid (sharded within a node, "
+        "replicated across nodes), or auto: per fleet the fastest that fits its GPUs' memory (sharded "
+        "strategies only for models whose memory is known)",
+    )
+    checkpointing: bool | None = Field(
+        default=None,
+        description="activation checkpointing of every block: true, false, or null to consider both",
+    )
 
     def to_domain(self) -> PlanQuery:
         """The validated request as the services' PlanQuery."""
@@ -289,14 +301,55 @@ class ChoiceOut(BaseModel):
     )
     memory_per_gpu_bytes: int | None = Field(
         default=None,
-        description="peak bytes per GPU at this batch by the training memory model (parameters, gradients, "
-        "optimizer state, DDP buckets, activations, CUDA context and NCCL); null for a CPU type or a "
-        "profile without a memory model",
+        description="peak bytes per GPU at this batch by the training memory model of the choice's "
+        "strategy (parameters, gradients, optimizer state, DDP buckets or gathered units, activations, CUDA "
+        "context and NCCL); null for a CPU type or a profile without a memory model",
     )
     gpu_memory_bytes: int | None = Field(default=None, description="bytes of one GPU of the type")
     batch_limit: str | None = Field(
         default=None, description="why this type's per-GPU batch is capped, when memory caps it"
     )
+    strategy: str | None = Field(default=None, description="the data-parallel strategy this choice runs")
+    checkpointing: bool | None = Field(default=None, description="activation checkpointing of every block")
+    wrap: str | None = Field(default=None, description="FSDP unit wrapping policy (sharded strategies)")
+    precision: str | None = Field(default=None, description="fp32, or mixed (bf16 compute, fp32 master)")
+
+
+class StrategyMemoryOut(BaseModel):
+    instance_type: str
+    capacity_gib: float = Field(description="the GPU's memory (a CPU type's RAM per rank)")
+    peak_bytes: int | None = Field(description="predicted peak per GPU at its batch")
+    parts: dict[str, int] | None = Field(
+        default=None,
+        description="bytes per part: parameters, gradients, optimizer_state, ddp_buckets, "
+        "gathered_parameters, comm_buffers, activations, reserve",
+    )
+    shard_ranks: int | None = None
+    batch: float | None = None
+    source: str | None = None
+
+
+class SetupComparedOut(BaseModel):
+    setup: str = Field(description="strategy, +ckpt with checkpointing")
+    strategy: str
+    checkpointing: bool
+    fits: bool
+    iteration_s: float | None = Field(description="predicted iteration time when it fits")
+    reason: str | None = Field(description="why it does not fit")
+    peak_gib: float | None = Field(default=None, description="largest predicted peak per GPU")
+
+
+class StrategyOut(BaseModel):
+    """How to run the plan and why: the setup, its memory per GPU, the setups it was compared with."""
+
+    strategy: str | None
+    checkpointing: bool | None = None
+    wrap: str | None = None
+    precision: str | None = None
+    how: str | None = Field(default=None, description="what to write in PyTorch")
+    why: str | None = None
+    memory: list[StrategyMemoryOut] = Field(default_factory=list)
+    compared: list[SetupComparedOut] = Field(default_factory=list)
 
 
 class EstimatedCandidateOut(BaseModel):
@@ -557,6 +610,9 @@ class PlanResult(BaseModel):
         "under, `raw` (the uncorrected iteration_s, compute_s, comm_s and band sigma runs are compared "
         "with), `runs` (measured runs the applied correction rests on; 0: uncorrected) and `text` "
         '("calibrated on 3 runs: compute ×1.1, communication ×0.9")',
+    )
+    strategy: StrategyOut | None = Field(
+        default=None, description="how to run the plan (absent in plans made before strategies existed)"
     )
 
 

@@ -152,7 +152,33 @@ function renderChoices(plan) {
           `${c.compute} ±${Math.round(100 * (c.compute_spread || 0))} %`)
         : "measured"),
     },
+    ...(plan.choices.some((c) => c.strategy) ? [
+      { label: "Strategy", value: (c) => el("code", {}, `${c.strategy}${c.checkpointing ? "+ckpt" : ""}`) },
+      { label: "GiB / GPU", value: (c) => (c.memory_per_gpu_bytes == null ? "—" : fmtNumber(c.memory_per_gpu_bytes / 2 ** 30)), num: true },
+    ] : []),
   ], plan.choices, { id: "plan-choices" });
+}
+
+/** How to run the plan: strategy, wrapping, checkpointing, precision, memory per GPU, the setups compared. */
+function renderStrategy(plan) {
+  const view = plan.strategy;
+  $("plan-strategy-panel").hidden = !view || !view.strategy;
+  if ($("plan-strategy-panel").hidden) return;
+  $("plan-strategy-how").replaceChildren(el("code", {}, view.how || ""));
+  $("plan-strategy-why").textContent = `${view.precision}; ${view.why}`;
+  renderTable($("plan-strategy-memory"), [
+    { label: "Instance type", value: (m) => el("code", {}, m.instance_type) },
+    { label: "Peak GiB / GPU", value: (m) => (m.peak_bytes == null ? "—" : fmtNumber(m.peak_bytes / 2 ** 30)), num: true },
+    { label: "Of GiB", value: (m) => fmtNumber(m.capacity_gib), num: true },
+    { label: "Parts (GiB)", wrap: true, value: (m) => Object.entries(m.parts || {}).filter(([, v]) => v)
+      .map(([k, v]) => `${k} ${fmtNumber(v / 2 ** 30)}`).join(", ") || "—" },
+  ], view.memory || [], { id: "plan-strategy-memory-table" });
+  renderTable($("plan-strategy-compared"), [
+    { label: "Setup", value: (r) => el("code", {}, r.setup) },
+    { label: "Fits", value: (r) => (r.fits ? "yes" : el("span", { class: "badge infeasible", title: r.reason || "" }, "no")) },
+    { label: "Iteration", value: (r) => (r.iteration_s == null ? "—" : `${fmtNumber(r.iteration_s)} s`), num: true },
+    { label: "Peak GiB / GPU", value: (r) => (r.peak_gib == null ? "—" : fmtNumber(r.peak_gib)), num: true },
+  ], view.compared || [], { id: "plan-strategy-compared-table", rowClass: (r) => (r.setup === `${view.strategy}${view.checkpointing ? "+ckpt" : ""}` ? "chosen" : null) });
 }
 
 /** Counts per location, the cost line (instances and egress) and the bytes crossing between locations. */
@@ -282,6 +308,7 @@ async function renderPlan(plan) {
   $("plan-title").textContent = `Plan #${plan.id}: ${plan.label}`;
   renderCards(plan);
   renderChoices(plan);
+  renderStrategy(plan);
   $("plan-warnings").replaceChildren(...[...(plan.warnings || []), ...(plan.breakdown?.warnings || [])].map((w) => el("li", {}, w)));
   sourcesLine($("plan-sources"), plan.sources);
   renderGeo(plan);

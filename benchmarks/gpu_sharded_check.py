@@ -1,0 +1,252 @@
+"""One device, every setup one rank can run: peak memory against the sharding memory model, step time.
+
+For the next lent GPU (issue #45): the Llama 3.2 1B reference model (bf16 mixed precision, AdamW, 2,048
+tokens per sample) at world size 1, under DDP, ZeRO-1 (ZeroRedundancyOptimizer), ZeRO-2 and full sharding
+(FSDP2 `fully_shard` on each block and the root, `MixedPrecisionPolicy(bf16, reduce fp32)`), each with and
+without activation checkpointing of every block (`torch.distributed._composable.checkpoint`): the
+allocator's peak over three steps (`torch.cuda.max_memory_allocated`) against
+`srift.domain.sharding.strategy_memory` (less the CUDA context and NCCL's buffers, which the allocator does
+not see), and the mean step time against the estimated profile's forward + backward + update. What the CPU
+validation does not run is here: mixed precision, checkpointing, the 1 B model's memory. Hybrid sharding
+needs two nodes.
+
+`--device cpu` exercises the script on the validation's blocks model in fp32 (a test runs it): memory by
+glibc's mallinfo2 as probes/ddp_train.py measures it, no step-time comparison.
+
+    python -m benchmarks.gpu_sharded_check                  # on a GPU: writes its section
+    python -m benchmarks.gpu_sharded_check --device cpu --no-write
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import gc
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.distributed as dist
+from torch import nn
+
+from srift.bandwidth.local_probe import free_port
+from srift.domain.memory import Optimizer
+from srift.domain.sharding import MemoryBasis, Setup, Strategy, fsdp_units, memory_basis, strategy_memory
+
+REPO = Path(__file__).resolve().parent.parent
+STRATEGIES = (Strategy.DDP, Strategy.ZERO1, Strategy.ZERO2, Strategy.FULL_SHARD)
+STEPS = 3
+
+
+def _probe() -> Any:
+    sys.path.insert(0, str(REPO / "probes"))
+    import ddp_train
+
+    return ddp_train
+
+
+def _blocks(model: nn.Module) -> list[nn.Module]:
+    return list(_probe()._repeated_blocks(model))
+
+
+def _build(factory: Any, setup: Setup, *, device: torch.device, mixed: bool) -> tuple[nn.Module, Any]:
+    from torch.distributed._composable import checkpoint
+    from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+
+    with torch.device("meta"):
+        model = factory()
+    if setup.checkpointing:
+        for block in _blocks(model):
+            checkpoint(block)
+    if setup.strategy.sharded:
+        policy = (
+            MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32) if mixed else None
+        )
+        options: dict[str, Any] = {"reshard_after_forward": setup.strategy.reshards_after_forward}
+        if policy is not None:
+            options["mp_policy"] = policy
+        for block in _blocks(model):
+            fully_shard(block, **options)
+        fully_shard(model, **options)
+    model.to_empty(device=device)
+    with torch.no_grad():
+        for module in model.modules():
+            reset = getattr(module, "reset_parameters", None)
+            if callable(reset):
+                reset()
+    # One rank: DDP's wrapper would add its buckets, which the memory model (and a one-GPU user) leaves out.
+    net: Any = model
+    params = list(net.parameters())
+    if setup.strategy is Strategy.ZERO1:
+        from torch.distributed.optim import ZeroRedundancyOptimizer
+
+        return net, ZeroRedundancyOptimizer(params, optimizer_class=torch.optim.AdamW, lr=1e-5)
+    return net, torch.optim.AdamW(params, lr=1e-5)
+
+
+def run_setup(
+    factory: Any, inputs: Any, setup: Setup, *, device: torch.device, mixed: bool
+) -> dict[str, Any]:
+    """Three steps of one setup: the peak memory over what was in use before the model, the mean step."""
+    probe = _probe()
+    cuda = device.type == "cuda"
+    gc.collect()  # the previous setup's modules hold reference cycles: free them before the baseline
+    if cuda:
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats(device)
+        base = torch.cuda.memory_allocated(device)
+    else:
+        base = probe._in_use_bytes()
+    net, opt = _build(factory, setup, device=device, mixed=mixed)
+    cast = torch.autocast(device.type, dtype=torch.bfloat16) if mixed and not setup.strategy.sharded else None
+    times = []
+    peak = 0
+
+    def step() -> None:
+        opt.zero_grad(set_to_none=True)
+        with cast if cast is not None else contextlib.nullcontext():
+            out = net(inputs)
+        loss = out if out.ndim == 0 else out.float().pow(2).mean()
+        loss.float().backward()
+        opt.step()
+        if cuda:
+            torch.cuda.synchronize(device)
+
+    for _ in range(STEPS):
+        start = time.perf_counter()
+        if cuda:
+            step()
+        else:
+            peak = max(peak, probe._peak_in_use(net, step, 1, base=base))
+        times.append(time.perf_counter() - start)
+    if cuda:
+        peak = torch.cuda.max_memory_allocated(device) - base
+    return {"peak_bytes": int(peak), "step_s": statistics.fmean(times[1:])}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default="cuda", help="cuda, cuda:N, or cpu (exercise it)")
+    parser.add_argument("--batch", type=int, default=None, help="per-GPU batch (cuda 2, cpu 8)")
+    parser.add_argument("--out", default=None, help="write the JSON report here")
+    parser.add_argument("--no-write", action="store_true", help="do not write docs/BENCHMARKS.md")
+    args = parser.parse_args(argv)
+    device = torch.device(args.device)
+    cuda = device.type == "cuda"
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()), RANK="0", WORLD_SIZE="1")
+    if cuda:
+        torch.cuda.set_device(device)
+    dist.init_process_group("nccl" if cuda else "gloo", rank=0, world_size=1)
+    _probe()._warm_runtime(False, "full_shard", device, None)
+    if cuda:
+        from srift.refmodels.llama import llama_1b as factory
+        from srift.refmodels.llama import llama_input as make_input
+        from srift.refmodels.shipped import reference_profiles
+
+        name = torch.cuda.get_device_name(device)
+        profile = next(
+            (p for p in reference_profiles() if p.model == "llama-1b" and p.precision.value == "bf16"), None
+        )
+        mixed, batch = True, args.batch or 2
+    else:
+        from srift.validation.shardmodels import blocks as factory
+        from srift.validation.shardmodels import blocks_input as make_input
+
+        name, profile, mixed, batch = "cpu", None, False, args.batch or 8
+    basis, units = _basis(factory, make_input, profile)
+    inputs = make_input(batch).to(device)
+    rows = []
+    for strategy in STRATEGIES:
+        for ckpt in (False, True):
+            setup = Setup(strategy, checkpointing=ckpt)
+            measured = run_setup(factory, inputs, setup, device=device, mixed=mixed)
+            model = strategy_memory(
+                basis, units, setup, world_size=1, gpus_per_node=1, mixed=mixed,
+                optimizer=Optimizer.ADAMW, cuda=cuda,
+            )  # fmt: skip
+            predicted = model.peak_bytes(batch) - model.fixed.get(model_reserve(), 0)
+            rows.append(
+                {
+                    "setup": setup.label(),
+                    "predicted_peak_bytes": int(predicted),
+                    "measured_peak_bytes": measured["peak_bytes"],
+                    "memory_error": (predicted - measured["peak_bytes"]) / measured["peak_bytes"]
+                    if measured["peak_bytes"]
+                    else None,
+                    "step_s": measured["step_s"],
+                }
+            )
+    dist.destroy_process_group()
+    estimate = (
+        profile.forward.time_s(batch) + profile.backward.time_s(batch) + profile.update_s if profile else None
+    )
+    report = {"device": name, "batch": batch, "mixed": mixed, "estimated_step_s": estimate, "rows": rows}
+    text = json.dumps(report, indent=1)
+    print(text)
+    if args.out:
+        Path(args.out).write_text(text + "\n")
+    if cuda and not args.no_write:
+        from benchmarks._report import write_section
+
+        lines = [
+            f"{name}, llama-1b bf16, batch {batch} per GPU, one rank; estimated step (DDP) "
+            f"{estimate or float('nan'):.3f} s.",
+            "",
+            "| setup | predicted GiB | measured GiB | error | step s |",
+            "|---|---:|---:|---:|---:|",
+            *(
+                f"| {r['setup']} | {r['predicted_peak_bytes'] / 2**30:.2f} | "
+                f"{r['measured_peak_bytes'] / 2**30:.2f} | {100 * (r['memory_error'] or 0):+.1f} % | "
+                f"{r['step_s']:.3f} |"
+                for r in rows
+            ),
+        ]
+        write_section(
+            "GPU check (sharded setups)", "\n".join(lines), command="python -m benchmarks.gpu_sharded_check"
+        )
+    return 0
+
+
+def model_reserve() -> Any:
+    from srift.domain.sharding import ShardPart
+
+    return ShardPart.RESERVE
+
+
+def _basis(factory: Any, make_input: Any, profile: Any) -> tuple[MemoryBasis, Any]:
+    """The memory basis and FSDP units: the reference profile's on a GPU; on a CPU the blocks model counted
+    on fake tensors, with its blocks' facts."""
+    if profile is not None:
+        basis = memory_basis(profile)
+        assert basis is not None
+        return basis, fsdp_units(profile)
+    from srift.domain.profile import ComputeCurve, LayerGrad, ModelProfile
+    from srift.profiling.structure import count_structure
+    from srift.refmodels.blocks import count_blocks
+
+    structure = count_structure(factory, make_input, fake=True)
+    layers = tuple(
+        LayerGrad(x.name, x.grad_bytes, 1.0 - x.backward_order / len(structure.layers))
+        for x in structure.layers
+        if x.grad_bytes > 0
+    )
+    stand_in = ModelProfile(
+        model="blocks", accelerator="cpu", max_batch=64, forward=ComputeCurve((1,), (0.01,)),
+        backward=ComputeCurve((1,), (0.02,)), layers=layers, straggler_cv=0.0,
+    )  # fmt: skip
+    basis = MemoryBasis(
+        parameter_bytes=structure.memory.parameter_bytes,
+        activation_bytes=structure.memory.activation_bytes,
+        source="counted (fake tensors)",
+        blocks=count_blocks(factory, make_input),
+    )
+    return basis, fsdp_units(stand_in)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

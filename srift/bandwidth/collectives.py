@@ -1,0 +1,142 @@
+"""Bus bandwidth of any collective from any bandwidth model: its own answer, or allreduce's as a stand-in.
+
+Sharded data parallelism all-gathers parameters and reduce-scatters gradients. A model that answers for
+those (`predict_collective`: the α-β prior, the learned model for the types it leaves to the prior) is
+asked directly. Otherwise the model's allreduce bus bandwidth at the same buffer size stands in, and the
+estimate's source says so: with nccl-tests' bus-bandwidth definitions (busbw = algbw·2(n−1)/n for
+allreduce, algbw·(n−1)/n for all-gather and reduce-scatter; NVIDIA/nccl-tests doc/PERFORMANCE.md) a ring
+allreduce is a reduce-scatter followed by an all-gather of the same buffer, each moving half its bytes in
+half its steps, so the α-β ring model gives all three the same bus bandwidth at a given size.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+import numpy as np
+
+from srift.bandwidth.records import ProbeRecord
+from srift.domain import BandwidthEstimate, BusBandwidthModel, InstanceType
+from srift.domain.bandwidth import Collective
+
+STAND_IN = "allreduce busbw standing in"
+
+
+def collective_busbw(
+    model: BusBandwidthModel,
+    *,
+    collective: Collective,
+    instance: InstanceType,
+    world_size: int,
+    nodes: int,
+    buffer_bytes: Sequence[int],
+) -> BandwidthEstimate:
+    """Bus bandwidth (Gbit/s) per size of `collective` over `world_size` ranks on `nodes` VMs."""
+    ask = getattr(model, "predict_collective", None)
+    if callable(ask):
+        found: BandwidthEstimate = ask(
+            collective=collective,
+            instance=instance,
+            world_size=world_size,
+            nodes=nodes,
+            buffer_bytes=buffer_bytes,
+        )
+        return found
+    estimate = model.predict(instance=instance, world_size=world_size, nodes=nodes, buffer_bytes=buffer_bytes)
+    if collective is Collective.ALLREDUCE:
+        return estimate
+    return replace(estimate, source=f"{estimate.source} ({STAND_IN} for {collective.value})")
+
+
+def collective_time_s(
+    *, collective: Collective, buffer_bytes: float, world_size: int, busbw_gbps: float
+) -> float:
+    """Seconds of one `collective` on a buffer of `buffer_bytes` (the whole buffer) at `busbw_gbps`:
+    algbw = busbw / factor, t = S / algbw (0 for one rank or an empty buffer)."""
+    factor = collective.bus_factor(world_size)
+    if factor <= 0 or buffer_bytes <= 0:
+        return 0.0
+    return buffer_bytes * 8 * factor / (busbw_gbps * 1e9)
+
+
+def _table(sizes: dict[int, list[float]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """log2 sizes, median bus bandwidths and their spread (the samples' standard deviation of log busbw:
+    what a prediction band takes as this answer's error) at each measured size."""
+    order = sorted(sizes)
+    xs = np.log2(np.asarray(order, dtype=float))
+    ys = np.asarray([float(np.median(sizes[s])) for s in order])
+    cvs = np.asarray([float(np.std(np.log(sizes[s]))) if len(sizes[s]) > 1 else 0.0 for s in order])
+    return xs, ys, cvs
+
+
+class MeasuredCollectives:
+    """A bandwidth model that answers all-gather and reduce-scatter from measured probe samples.
+
+    For an (instance type, world size, nodes) the samples cover, a collective's bus bandwidth at a size is
+    the median of its samples at the measured sizes around it, interpolated in log size between the two
+    nearest (held beyond the ends), with the samples' spread as its error (`residual_cvs`): collectives
+    are library code (gloo's all-gather and reduce-scatter are not NCCL's ring, and their bus bandwidth
+    need not reach allreduce's), so what was measured stands where it exists. Elsewhere, and for
+    allreduce, the wrapped model answers (`collective_busbw`).
+    """
+
+    def __init__(self, model: BusBandwidthModel, records: Sequence[ProbeRecord]) -> None:
+        self.model = model
+        self.source = getattr(model, "source", "bandwidth model")
+        grouped: dict[tuple[str, str, int, int], dict[int, list[float]]] = {}
+        for r in records:
+            if r.collective == Collective.ALLREDUCE.value:
+                continue
+            key = (r.collective, r.instance_type, r.world_size, r.nodes)
+            grouped.setdefault(key, {}).setdefault(r.buffer_bytes, []).append(r.busbw_gbps)
+        self.tables = {key: _table(sizes) for key, sizes in grouped.items()}
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.model, name)
+
+    def predict(
+        self,
+        *,
+        instance: InstanceType,
+        world_size: int,
+        nodes: int,
+        buffer_bytes: Sequence[int],
+        async_count: int = 1,
+    ) -> BandwidthEstimate:
+        return self.model.predict(
+            instance=instance,
+            world_size=world_size,
+            nodes=nodes,
+            buffer_bytes=buffer_bytes,
+            async_count=async_count,
+        )
+
+    def predict_collective(
+        self,
+        *,
+        collective: Collective,
+        instance: InstanceType,
+        world_size: int,
+        nodes: int,
+        buffer_bytes: Sequence[int],
+    ) -> BandwidthEstimate:
+        table = self.tables.get((collective.value, instance.name, world_size, nodes))
+        if table is None:
+            return collective_busbw(
+                self.model,
+                collective=collective,
+                instance=instance,
+                world_size=world_size,
+                nodes=nodes,
+                buffer_bytes=buffer_bytes,
+            )
+        xs, ys, cvs = table
+        sizes = np.log2(np.maximum(np.asarray(buffer_bytes, dtype=float), 1.0))
+        spreads = tuple(float(v) for v in np.interp(sizes, xs, cvs))
+        return BandwidthEstimate(
+            busbw_gbps=tuple(float(v) for v in np.interp(sizes, xs, ys)),
+            source=f"measured:{collective.value}@{instance.name}×{world_size}",
+            residual_cv=max(spreads, default=0.0),
+            residual_cvs=spreads,
+        )

@@ -1,0 +1,627 @@
+"""Sharded data parallelism: the strategies a plan may use, their FSDP units, and memory per GPU for each.
+
+Strategies (what PyTorch runs for each is `Setup.how`):
+
+- `ddp`: DistributedDataParallel; every GPU holds everything (the training memory model as it is,
+  `srift.domain.memory.training_memory`).
+- `zero1`: DDP with `torch.distributed.optim.ZeroRedundancyOptimizer`; the optimizer state (and the update's
+  temporaries) sharded over the n ranks (ZeRO stage 1, Rajbhandari et al. 2020, §5.1: P_os).
+- `zero2`: FSDP2 `fully_shard(..., reshard_after_forward=False)`, FSDP1's `SHARD_GRAD_OP`: parameters,
+  gradients and optimizer state sharded at rest, but every unit's parameters stay gathered from its
+  forward to its backward (ZeRO stage 2 keeps the parameters whole; FSDP's SHARD_GRAD_OP frees them only
+  after backward: PyTorch FSDP docs, ShardingStrategy).
+- `full_shard`: FSDP2 `fully_shard` (FSDP1's `FULL_SHARD`, ZeRO stage 3): units are gathered before forward,
+  freed after it, gathered again before backward.
+- `hybrid`: full sharding inside each node, replicas across nodes (FSDP2 `fully_shard` on a 2-D device
+  mesh, FSDP1's `HYBRID_SHARD`): all-gathers and reduce-scatters over the node's GPUs, then an allreduce
+  of each shard across nodes.
+
+Memory per GPU, in bytes, for Ψ parameters held in fp32 (4Ψ bytes, as under torch.autocast or FSDP2's
+`MixedPrecisionPolicy`, whose sharded parameters stay fp32), n ranks sharing a shard, optimizer state of
+k·4Ψ bytes (Adam: k = 2), w bytes per element of the gathered (working) parameters (4 in fp32, 2 in mixed
+precision: `param_dtype=torch.bfloat16`), r = 4 bytes per element of the reduce-scatter (`reduce_dtype=
+torch.float32`), U the largest block unit and R the root unit, in elements:
+
+    ddp         4Ψ + 4Ψ + 4kΨ + 4Ψ (buckets)                         + activations + reserve
+    zero1       4Ψ + 4Ψ + 4kΨ/n + 4Ψ (buckets)                       + activations + reserve
+    zero2       (4Ψ + 4kΨ)/n + wΨ (all units gathered) + 4U/n + comm + activations + reserve
+    full_shard  (4Ψ + 4Ψ + 4kΨ)/n + w(R + U) + max(0, wU − 4(Ψ − U)/n) + comm + activations + reserve
+
+with comm = the unit's gradient before its reduce-scatter (w per element) and the reduce-scatter's input
+in the reduce dtype (r), for the larger of a block and the root at the end of backward. Under full_shard
+a unit and the prefetched next one are gathered (w·2U) while gradient shards accumulate; at the last
+block, with nothing left to prefetch, every other gradient shard exists: the larger of the two moments
+(measured on two CPU ranks: 86 MB against 86 predicted for the 57.5 MB validation model, where counting
+both at once gave 95). Under zero2 the
+gradient shards appear while the gathered units are freed, one by one after their backward (FSDP2
+reshards after backward), so its peak holds every unit gathered and one unit's gradient shard (4U/n), or,
+when that is larger, every gradient shard with only the root gathered. With mixed-precision
+Adam (w = 2, k = 2) and Ψ/n → 0 this is the ZeRO paper's 2Ψ + 2Ψ + KΨ with K = 12 bytes per parameter,
+sharded (§3.1: fp16 parameters and gradients, fp32 copies of parameters, momentum and variance).
+`hybrid` is `full_shard` with n the GPUs of one node, plus NCCL's buffers for the second process group.
+
+Activation checkpointing of every block keeps only each block's input and recomputes its activations in
+backward: the activations per sample lose every block's saved tensors but one's, and gain each block's
+input (Chen et al. 2016, "Training Deep Nets with Sublinear Memory Cost"; Korthikanti et al. 2022, §4:
+full recomputation stores 2sbh bytes per transformer layer). The block facts come from counting the model
+(`BlockFacts`, `srift.refmodels.blocks`); a profile without them cannot be planned with checkpointing.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from srift.domain.memory import (
+    CUDA_CONTEXT_BYTES,
+    DEFAULT_OPTIMIZER,
+    MARGIN_FRACTION,
+    NCCL_BUFFER_BYTES,
+    Optimizer,
+    TrainingMemory,
+    profile_memory,
+    training_memory,
+)
+from srift.domain.profile import LayerGrad, ModelProfile
+from srift.domain.structure import Affine
+from srift.errors import InvalidInput
+
+GIB = 2**30
+
+WORKING_BYTES_FP32 = 4
+WORKING_BYTES_MIXED = 2
+"""Bytes per element of gathered parameters: fp32, or bf16 under `MixedPrecisionPolicy(param_dtype=
+torch.bfloat16)` (FSDP2 all-gathers in the parameter dtype: PyTorch `fully_shard` docs, mp_policy)."""
+
+REDUCE_BYTES = 4
+"""Bytes per element of a reduce-scatter: `reduce_dtype=torch.float32`, the policy Srift's plans name
+(PyTorch's FSDP2 tutorial recommends fp32 reduction with bf16 parameters for numerical stability)."""
+
+_BLOCK = re.compile(r"^(.*?\.\d+)(?:\.|$)")
+"""A block is the first `name.<index>` prefix of a layer's name (an element of an nn.ModuleList or
+nn.Sequential: `model.layers.3.mlp.up` belongs to `model.layers.3`)."""
+
+
+class StrategyChoice(StrEnum):
+    """What a plan request asks: one strategy, or `auto` (the optimizer picks per fleet, fastest that fits;
+    sharded ones only for models whose memory is known)."""
+
+    AUTO = "auto"
+    DDP = "ddp"
+    ZERO1 = "zero1"
+    ZERO2 = "zero2"
+    FULL_SHARD = "full_shard"
+    HYBRID = "hybrid"
+
+
+class Strategy(StrEnum):
+    """How a data-parallel fleet holds the model (the module docstring says what each shards)."""
+
+    DDP = "ddp"
+    ZERO1 = "zero1"
+    ZERO2 = "zero2"
+    FULL_SHARD = "full_shard"
+    HYBRID = "hybrid"
+
+    @property
+    def sharded(self) -> bool:
+        """Whether the FSDP path (all-gather, reduce-scatter per unit) runs it."""
+        return self in (Strategy.ZERO2, Strategy.FULL_SHARD, Strategy.HYBRID)
+
+    @property
+    def reshards_after_forward(self) -> bool:
+        return self in (Strategy.FULL_SHARD, Strategy.HYBRID)
+
+
+class WrapPolicy(StrEnum):
+    """Which modules become FSDP units."""
+
+    BLOCKS = "blocks"
+    """`fully_shard` on every element of the model's repeated blocks (an nn.ModuleList or nn.Sequential of
+    layers), then on the root, which keeps the rest (embeddings, final norm, head): torchtitan's Llama
+    recipe and FSDP1's `transformer_auto_wrap_policy`."""
+
+
+@dataclass(frozen=True, slots=True)
+class Setup:
+    """How a plan runs its model: strategy, activation checkpointing and wrapping (precision is the
+    profile's: fp16/bf16 profiles run mixed precision, fp32/tf32 ones fp32)."""
+
+    strategy: Strategy = Strategy.DDP
+    checkpointing: bool = False
+    wrap: WrapPolicy = WrapPolicy.BLOCKS
+
+    def label(self) -> str:
+        return self.strategy.value + ("+ckpt" if self.checkpointing else "")
+
+    def how(self, *, mixed: bool) -> str:
+        """One line a user can follow in PyTorch (torch ≥ 2.4's FSDP2 names)."""
+        mp = (
+            "mp_policy=MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)"
+            if mixed
+            else "fp32 parameters"
+        )
+        ckpt = "; checkpoint_wrapper / torch.utils.checkpoint on every block" if self.checkpointing else ""
+        units = "fully_shard(block{}) for each repeated block, then fully_shard(model{})"
+        if self.strategy is Strategy.DDP:
+            base = "DistributedDataParallel(model)" + ("; torch.autocast(bfloat16)" if mixed else "")
+        elif self.strategy is Strategy.ZERO1:
+            base = "DistributedDataParallel(model) with ZeroRedundancyOptimizer(params, optimizer_class=...)"
+            base += "; torch.autocast(bfloat16)" if mixed else ""
+        elif self.strategy is Strategy.ZERO2:
+            opts = ", reshard_after_forward=False, " + mp
+            base = units.format(opts, opts) + " (FSDP1: ShardingStrategy.SHARD_GRAD_OP)"
+        elif self.strategy is Strategy.FULL_SHARD:
+            base = units.format(", " + mp, ", " + mp) + " (FSDP1: ShardingStrategy.FULL_SHARD)"
+        else:
+            opts = ", mesh=init_device_mesh('cuda', (nodes, gpus_per_node)), " + mp
+            base = units.format(opts, opts) + " (FSDP1: ShardingStrategy.HYBRID_SHARD)"
+        return base + ckpt
+
+
+def is_mixed(profile: ModelProfile) -> bool:
+    """Whether the profile's arithmetic is mixed precision (torch.autocast fp16/bf16)."""
+    return profile.precision.autocast
+
+
+# -- units -----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Segment:
+    """A stretch of the backward pass (and, mirrored, of the forward pass) spent in one unit: `share` of
+    the pass's compute time."""
+
+    unit: int
+    share: float
+
+
+@dataclass(frozen=True, slots=True)
+class Units:
+    """A model's FSDP units under the blocks policy: `names[0]` is the root; `parameter_bytes` each unit's
+    fp32 parameters; `segments` the backward pass in order (the forward pass runs them reversed)."""
+
+    names: tuple[str, ...]
+    parameter_bytes: tuple[int, ...]
+    segments: tuple[Segment, ...]
+
+    @property
+    def root_bytes(self) -> int:
+        return self.parameter_bytes[0]
+
+    @property
+    def largest_block_bytes(self) -> int:
+        return max(self.parameter_bytes[1:], default=0)
+
+    @property
+    def blocks(self) -> int:
+        return len(self.names) - 1
+
+    @property
+    def total_bytes(self) -> int:
+        return sum(self.parameter_bytes)
+
+
+def block_of(name: str) -> str | None:
+    """The block a layer belongs to (see `_BLOCK`), or None for the root's layers."""
+    found = _BLOCK.match(name)
+    return found.group(1) if found else None
+
+
+_UNITS: dict[int, tuple[tuple[LayerGrad, ...], Units]] = {}
+"""`fsdp_units` answers per layers tuple (by identity, kept alive beside its answer): the optimizer asks
+about the same profiles for every fleet."""
+
+
+def fsdp_units(profile: ModelProfile) -> Units:
+    """The profile's layers grouped into units (blocks by name, the rest in the root), with each layer's
+    stretch of the backward pass, from the previous layer's readiness to its own, given to its unit."""
+    found = _UNITS.get(id(profile.layers))
+    if found is not None and found[0] is profile.layers:
+        return found[1]
+    units = _fsdp_units(profile.layers)
+    if len(_UNITS) >= 256:
+        _UNITS.clear()
+    _UNITS[id(profile.layers)] = (profile.layers, units)
+    return units
+
+
+def _fsdp_units(layers: tuple[LayerGrad, ...]) -> Units:
+    names = ["(root)"]
+    sizes = [0]
+    index: dict[str, int] = {}
+    segments: list[Segment] = []
+    done = 0.0
+    for layer in sorted(layers, key=lambda x: x.ready_frac):
+        block = block_of(layer.name)
+        unit = 0
+        if block is not None:
+            if block not in index:
+                index[block] = len(names)
+                names.append(block)
+                sizes.append(0)
+            unit = index[block]
+        sizes[unit] += layer.grad_bytes
+        share = max(0.0, min(1.0, layer.ready_frac) - done)
+        done = max(done, min(1.0, layer.ready_frac))
+        if segments and segments[-1].unit == unit:
+            segments[-1] = Segment(unit, segments[-1].share + share)
+        else:
+            segments.append(Segment(unit, share))
+    if done < 1.0:
+        segments.append(Segment(segments[-1].unit if segments else 0, 1.0 - done))
+    return Units(tuple(names), tuple(sizes), tuple(s for s in segments if s.share > 0))
+
+
+# -- what memory rests on ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class BlockFacts:
+    """Per sample, what one repeated block saves for backward and what it takes as input (counted on the
+    model, `srift.refmodels.blocks`): what activation checkpointing trades."""
+
+    count: int
+    input_bytes_per_sample: float
+    saved_bytes_per_sample: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "count": self.count,
+            "input_bytes_per_sample": self.input_bytes_per_sample,
+            "saved_bytes_per_sample": self.saved_bytes_per_sample,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryBasis:
+    """A model's fp32 parameter bytes, activation line (bytes at per-GPU batch b, no checkpointing), the
+    largest parameter, optional block facts, and where they come from."""
+
+    parameter_bytes: int
+    activation_bytes: Affine
+    source: str
+    blocks: BlockFacts | None = None
+    largest_parameter_bytes: int = 0
+    optimizer: Optimizer | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "parameter_bytes": self.parameter_bytes,
+            "activation_bytes": self.activation_bytes.to_list(),
+            "source": self.source,
+            "blocks": self.blocks.to_dict() if self.blocks else None,
+            "largest_parameter_bytes": self.largest_parameter_bytes,
+        }
+
+
+SHARDING_KEY = "sharding"
+"""`extra["sharding"]` of a profile: a `MemoryBasis` document (the reference models carry one)."""
+
+
+def memory_basis(profile: ModelProfile) -> MemoryBasis | None:
+    """What the profile's memory rests on: its `extra["sharding"]` document, else the training memory
+    `srift profile` measured or its structure counted (`srift.domain.memory.profile_memory`); None when it
+    has none of these."""
+    doc = (profile.extra or {}).get(SHARDING_KEY)
+    if doc is not None:
+        return parse_basis(doc)
+    base = profile_memory(profile, cuda=True, distributed=False)
+    if base is None:
+        return None
+    measured = (profile.extra or {}).get("training_memory")
+    largest = measured.get("largest_parameter_bytes", 0) if isinstance(measured, Mapping) else 0
+    return MemoryBasis(
+        parameter_bytes=base.parameter_bytes,
+        activation_bytes=base.activation_bytes,
+        source=base.activation_source,
+        largest_parameter_bytes=int(largest) if isinstance(largest, int) else 0,
+    )
+
+
+def parse_basis(doc: Any, *, field: str = f"extra.{SHARDING_KEY}") -> MemoryBasis:
+    """A MemoryBasis from its document; InvalidInput naming the field at fault."""
+    if not isinstance(doc, Mapping):
+        raise InvalidInput("must be an object", hint="give parameter_bytes and activation_bytes", field=field)
+
+    def number(value: Any, where: str) -> float:
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or not math.isfinite(value)
+            or value < 0
+        ):
+            raise InvalidInput(f"{value!r} is not a number ≥ 0", hint="give bytes", field=f"{field}.{where}")
+        return float(value)
+
+    line = doc.get("activation_bytes")
+    if not isinstance(line, list | tuple) or len(line) != 2:
+        raise InvalidInput(
+            f"{line!r} is not [fixed, per_sample]",
+            hint="give two byte counts",
+            field=f"{field}.activation_bytes",
+        )
+    blocks_doc = doc.get("blocks")
+    blocks = None
+    if blocks_doc is not None:
+        if not isinstance(blocks_doc, Mapping):
+            raise InvalidInput(
+                "must be an object", hint="give count and bytes per sample", field=f"{field}.blocks"
+            )
+        count = int(number(blocks_doc.get("count"), "blocks.count"))
+        if count < 1:
+            raise InvalidInput("must be ≥ 1", hint="count the repeated blocks", field=f"{field}.blocks.count")
+        blocks = BlockFacts(
+            count=count,
+            input_bytes_per_sample=number(
+                blocks_doc.get("input_bytes_per_sample"), "blocks.input_bytes_per_sample"
+            ),
+            saved_bytes_per_sample=number(
+                blocks_doc.get("saved_bytes_per_sample"), "blocks.saved_bytes_per_sample"
+            ),
+        )
+    return MemoryBasis(
+        parameter_bytes=int(number(doc.get("parameter_bytes"), "parameter_bytes")),
+        activation_bytes=Affine(
+            number(line[0], "activation_bytes[0]"), number(line[1], "activation_bytes[1]")
+        ),
+        source=str(doc.get("source", "given"))[:200],
+        blocks=blocks,
+        largest_parameter_bytes=int(number(doc.get("largest_parameter_bytes", 0), "largest_parameter_bytes")),
+    )
+
+
+def checkpointed(activations: Affine, blocks: BlockFacts) -> Affine:
+    """The activation line with every block checkpointed: each block keeps its input, one block at a time
+    holds its saved tensors again (while it is recomputed and differentiated)."""
+    per_sample = (
+        activations.per_sample
+        - blocks.count * blocks.saved_bytes_per_sample
+        + blocks.count * blocks.input_bytes_per_sample
+        + blocks.saved_bytes_per_sample
+    )
+    return Affine(activations.fixed, max(per_sample, blocks.input_bytes_per_sample))
+
+
+# -- memory per GPU --------------------------------------------------------------------------------------
+
+
+class ShardPart(StrEnum):
+    """The parts of a GPU's memory under a strategy, in the order plans list them."""
+
+    PARAMETERS = "parameters"
+    GRADIENTS = "gradients"
+    OPTIMIZER_STATE = "optimizer_state"
+    DDP_BUCKETS = "ddp_buckets"
+    GATHERED_PARAMETERS = "gathered_parameters"
+    COMM_BUFFERS = "comm_buffers"
+    ACTIVATIONS = "activations"
+    RESERVE = "reserve"
+
+
+@dataclass(frozen=True, slots=True)
+class StrategyMemory:
+    """One GPU's memory under a setup: the parts that do not depend on the batch, the activation line, the
+    update's temporaries (alive when the activations are not) and the sources."""
+
+    setup: Setup
+    shard_ranks: int
+    fixed: Mapping[ShardPart, int]
+    activation_bytes: Affine
+    update_workspace_bytes: int
+    optimizer: Optimizer
+    source: str
+
+    @property
+    def persistent_bytes(self) -> int:
+        return sum(self.fixed.values())
+
+    def transient_bytes(self, batch: float) -> float:
+        return max(self.activation_bytes.at(batch), float(self.update_workspace_bytes))
+
+    def peak_bytes(self, batch: float) -> float:
+        return self.persistent_bytes + self.transient_bytes(batch)
+
+    def parts(self, batch: float) -> dict[ShardPart, float]:
+        out = {part: float(self.fixed.get(part, 0)) for part in ShardPart}
+        out[ShardPart.ACTIVATIONS] = self.transient_bytes(batch)
+        return out
+
+    def largest_batch(
+        self, capacity_bytes: float, *, margin_fraction: float = MARGIN_FRACTION, cap: int = 1 << 20
+    ) -> int:
+        """The largest per-GPU batch whose peak fits `capacity_bytes` less the margin (0: not even 1)."""
+        usable = capacity_bytes * (1.0 - margin_fraction)
+        if self.peak_bytes(1) > usable:
+            return 0
+        slope = self.activation_bytes.per_sample
+        if slope <= 0:
+            return cap
+        spare = usable - self.persistent_bytes - self.activation_bytes.fixed
+        return int(min(cap, max(1, math.floor(spare / slope))))
+
+    def to_dict(self, batch: float) -> dict[str, Any]:
+        parts = self.parts(batch)
+        return {
+            "strategy": self.setup.strategy.value,
+            "checkpointing": self.setup.checkpointing,
+            "shard_ranks": self.shard_ranks,
+            "batch": batch,
+            "peak_bytes": int(self.peak_bytes(batch)),
+            "parts": {part.value: int(value) for part, value in parts.items()},
+            "optimizer": self.optimizer.value,
+            "source": self.source,
+        }
+
+
+class MemoryUnknown(InvalidInput):
+    """The profile says too little to place a strategy's memory (no memory basis, or no block facts for
+    checkpointing)."""
+
+
+def strategy_memory(
+    basis: MemoryBasis,
+    units: Units,
+    setup: Setup,
+    *,
+    world_size: int,
+    gpus_per_node: int,
+    mixed: bool,
+    optimizer: Optimizer | None = None,
+    cuda: bool = True,
+) -> StrategyMemory:
+    """One GPU's memory training under `setup` with `world_size` ranks on nodes of `gpus_per_node` GPUs
+    (see the module docstring for each strategy's parts); `cuda` False for a CPU rank (no device context,
+    no NCCL buffers, the single-tensor update's temporaries: `srift.domain.memory`). MemoryUnknown when
+    checkpointing is asked of a model without block facts."""
+    opt = optimizer or basis.optimizer or DEFAULT_OPTIMIZER
+    activations = basis.activation_bytes
+    if setup.strategy.sharded:
+        activations = sharded_activations(activations, parameter_bytes=basis.parameter_bytes, mixed=mixed)
+    if setup.checkpointing:
+        if basis.blocks is None:
+            raise MemoryUnknown(
+                "activation checkpointing needs the model's block facts (input and saved bytes per block)",
+                hint="plan without checkpointing, or use a model whose profile carries extra.sharding.blocks",
+                field="checkpointing",
+            )
+        activations = checkpointed(activations, basis.blocks)
+    distributed = world_size > 1
+    base: TrainingMemory = training_memory(
+        parameter_bytes=basis.parameter_bytes,
+        activation_bytes=activations,
+        optimizer=opt,
+        cuda=cuda,
+        distributed=distributed,
+        largest_parameter_bytes=basis.largest_parameter_bytes,
+        activation_source=basis.source,
+    )
+    strategy = setup.strategy
+    n = max(1, gpus_per_node if strategy is Strategy.HYBRID else world_size)
+    fixed: dict[ShardPart, int] = {part: 0 for part in ShardPart if part is not ShardPart.ACTIVATIONS}
+    fixed[ShardPart.RESERVE] = base.reserve_bytes
+    if strategy in (Strategy.DDP, Strategy.ZERO1):
+        fixed[ShardPart.PARAMETERS] = base.parameter_bytes
+        fixed[ShardPart.GRADIENTS] = base.gradient_bytes
+        fixed[ShardPart.DDP_BUCKETS] = base.bucket_bytes
+        shard = n if strategy is Strategy.ZERO1 else 1
+        fixed[ShardPart.OPTIMIZER_STATE] = math.ceil(base.optimizer_state_bytes / shard)
+        workspace = math.ceil(base.update_workspace_bytes / shard)
+    else:
+        w = WORKING_BYTES_MIXED if mixed else WORKING_BYTES_FP32
+        per_elem = w / 4
+        fixed[ShardPart.PARAMETERS] = math.ceil(base.parameter_bytes / n)
+        fixed[ShardPart.GRADIENTS] = math.ceil(base.gradient_bytes / n)
+        fixed[ShardPart.OPTIMIZER_STATE] = math.ceil(base.optimizer_state_bytes / n)
+        # Units' fp32 bytes follow the profile's layers; scale them to the basis's parameters.
+        scale = base.parameter_bytes / units.total_bytes if units.total_bytes > 0 else 1.0
+        root, block = units.root_bytes * scale, units.largest_block_bytes * scale
+        grad_and_reduce = (w + REDUCE_BYTES) / 4
+        if strategy is Strategy.ZERO2:
+            # Every unit stays gathered until its own backward is done; sharded gradients appear as units
+            # are freed. The peak is at the first reduce-scatter (all gathered, one unit's gradient shard)
+            # or at the end of backward (every gradient shard, the root still gathered).
+            gathered = per_elem * base.parameter_bytes
+            first = (
+                base.gradient_bytes / base.parameter_bytes * max(block, root) if base.parameter_bytes else 0
+            )
+            end = base.gradient_bytes / n + per_elem * root - gathered
+            fixed[ShardPart.GRADIENTS] = math.ceil(max(first / n, end))
+            comm = grad_and_reduce * max(block, root)
+        else:
+            # A unit and the prefetched next are gathered while gradient shards accumulate; the last
+            # block's backward has nothing left to prefetch but every other shard's gradient.
+            grad_ratio = base.gradient_bytes / base.parameter_bytes if base.parameter_bytes else 1.0
+            later = (base.gradient_bytes - grad_ratio * block) / n
+            gathered = per_elem * (root + block) + max(0.0, per_elem * block - later)
+            comm = max(grad_and_reduce * block, grad_and_reduce * root - 2 * per_elem * block)
+        fixed[ShardPart.GATHERED_PARAMETERS] = math.ceil(gathered)
+        fixed[ShardPart.COMM_BUFFERS] = math.ceil(max(comm, 0.0))
+        workspace = math.ceil(base.update_workspace_bytes / n)
+        if cuda and strategy is Strategy.HYBRID and world_size > gpus_per_node and gpus_per_node > 1:
+            fixed[ShardPart.RESERVE] += NCCL_BUFFER_BYTES
+    return StrategyMemory(
+        setup=setup,
+        shard_ranks=n if strategy is not Strategy.DDP else 1,
+        fixed=fixed,
+        activation_bytes=activations,
+        update_workspace_bytes=workspace,
+        optimizer=opt,
+        source=f"{basis.source}; {base.reserve_source}",
+    )
+
+
+def activation_batch_limit(
+    basis: MemoryBasis, *, capacity_bytes: float, mixed: bool, margin_fraction: float = MARGIN_FRACTION
+) -> int:
+    """The largest per-GPU batch whose activations alone (checkpointed when the block facts allow, without
+    autocast's weight casts under mixed precision), the CUDA context and NCCL's buffers fit: what no
+    strategy can exceed, however many ranks share the rest (0 when batch 1 does not fit)."""
+    line = sharded_activations(basis.activation_bytes, parameter_bytes=basis.parameter_bytes, mixed=mixed)
+    if basis.blocks is not None:
+        line = checkpointed(line, basis.blocks)
+    usable = capacity_bytes * (1.0 - margin_fraction) - CUDA_CONTEXT_BYTES - NCCL_BUFFER_BYTES
+    if line.at(1) > usable:
+        return 0
+    if line.per_sample <= 0:
+        return 1 << 20
+    return int(max(1, math.floor((usable - line.fixed) / line.per_sample)))
+
+
+def sharded_activations(activations: Affine, *, parameter_bytes: int, mixed: bool) -> Affine:
+    """The activation line as FSDP runs the model: under mixed precision FSDP2 gathers low-precision
+    parameters (counted as gathered parameters), so autocast's cached casts of the weights (2 bytes per
+    parameter, in the line's fixed part when counted under autocast) are left out."""
+    if not mixed:
+        return activations
+    casts = WORKING_BYTES_MIXED / 4 * parameter_bytes
+    return Affine(max(0.0, activations.fixed - casts), activations.per_sample)
+
+
+def gpu_fit(
+    memory: StrategyMemory, *, capacity_bytes: float, batch: float, margin_fraction: float = MARGIN_FRACTION
+) -> str | None:
+    """None when `batch` per GPU fits `capacity_bytes` less the margin; else one line saying by how much."""
+    need = memory.peak_bytes(batch)
+    usable = capacity_bytes * (1.0 - margin_fraction)
+    if need <= usable:
+        return None
+    parts = memory.parts(batch)
+    top = sorted(parts.items(), key=lambda kv: -kv[1])[:3]
+    listed = ", ".join(f"{p.value} {v / GIB:.1f}" for p, v in top)
+    return (
+        f"{memory.setup.label()} needs {need / GIB:.1f} GiB per GPU at batch {batch:g} (largest parts, "
+        f"GiB: {listed}), above {usable / GIB:.1f} of {capacity_bytes / GIB:.1f} GiB "
+        f"({margin_fraction:.0%} margin)"
+    )
+
+
+__all__ = [
+    "REDUCE_BYTES",
+    "SHARDING_KEY",
+    "BlockFacts",
+    "MemoryBasis",
+    "MemoryUnknown",
+    "Segment",
+    "Setup",
+    "ShardPart",
+    "Strategy",
+    "StrategyChoice",
+    "StrategyMemory",
+    "Units",
+    "WrapPolicy",
+    "activation_batch_limit",
+    "block_of",
+    "checkpointed",
+    "fsdp_units",
+    "gpu_fit",
+    "is_mixed",
+    "memory_basis",
+    "parse_basis",
+    "sharded_activations",
+    "strategy_memory",
+]

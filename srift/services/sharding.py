@@ -1,0 +1,224 @@
+"""The plan pipeline's strategy phase: which setups a request allows, memory feasibility, and what plans say.
+
+`allowed_setups` turns the request's `strategy` and `checkpointing` into setups (`srift.optimize.
+strategies`), before the memory checks (`srift.services.memory` caps each type's batch to what DDP holds
+only when DDP is the one setup); `strategy_phase` (after the evaluator is built) keeps the served evaluator
+and problem for DDP alone, else makes the problem a `MemoryProblem`, so fleets no allowed setup fits are
+infeasible.
+
+`strategy_view` says, for the chosen fleet, how to run it (strategy, wrapping, checkpointing, precision,
+memory per GPU and its parts) and how every other setup compares (its time, or why it does not fit);
+`annotate_choices` puts the setup into every choice; `memory_infeasible` words the 422 when no fleet can
+hold the model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from srift.domain import FleetMember, ModelProfile, Plan
+from srift.domain.sharding import SHARDING_KEY, Setup, StrategyChoice, is_mixed
+from srift.errors import Infeasible
+from srift.optimize.evaluate import Evaluator, SimEvaluator
+from srift.optimize.space import Candidate, Problem
+from srift.optimize.strategies import MemoryProblem, StrategyEvaluator, setups_for
+
+GIB = 2**30
+
+
+def allowed_setups(
+    candidates: Sequence[Candidate], *, strategy: StrategyChoice, checkpointing: bool | None
+) -> tuple[Setup, ...]:
+    """The setups a request allows on these candidates.
+
+    A strategy the request names is taken at its word. `auto` compares every setup when sharding can
+    matter: some candidate's profile carries the model's sharding facts (the sharded reference models), or
+    DDP cannot hold the model at batch 1 on some candidate GPU (the training memory model); otherwise it
+    plans DDP as before, each type's batch within what DDP holds (srift.services.memory)."""
+    setups = setups_for(strategy, checkpointing)
+    if strategy is not StrategyChoice.AUTO:
+        return setups
+    if any(SHARDING_KEY in (c.profile.extra or {}) for c in candidates) or any(
+        _ddp_cannot_hold(c) for c in candidates
+    ):
+        return setups
+    return (Setup(),)
+
+
+def _ddp_cannot_hold(candidate: Candidate) -> bool:
+    from srift.services.memory import batch_limit
+
+    limit = batch_limit(candidate.profile, candidate.instance)
+    return limit is not None and limit.memory_batch < 1
+
+
+def strategy_phase(
+    problem: Problem, evaluator: SimEvaluator, *, setups: Sequence[Setup]
+) -> tuple[Problem, Evaluator]:
+    """Phase 8b: with DDP alone the served problem and evaluator as they are; otherwise each fleet runs
+    its fastest setup that fits (`StrategyEvaluator`) and fleets no setup fits are infeasible
+    (`MemoryProblem`)."""
+    setups = tuple(setups) or (Setup(),)
+    if setups == (Setup(),):
+        return problem, evaluator
+    profiles = [c.profile for c in problem.candidates]
+    max_update = max((p.update_s for p in profiles), default=0.0)
+    chooser = StrategyEvaluator(evaluator, setups, max_update_s=max_update)
+    fields = {f: getattr(problem, f) for f in ("candidates", "constraints", "batch_policy", "notes", "spot")}
+    return MemoryProblem(**fields, fits=chooser.fits), chooser
+
+
+def chooser_of(evaluator: Evaluator) -> StrategyEvaluator | None:
+    """The strategy chooser behind `evaluator`, also when it is wrapped (srift.services.calibration)."""
+    if isinstance(evaluator, StrategyEvaluator):
+        return evaluator
+    inner = getattr(evaluator, "inner", None)
+    return chooser_of(inner) if inner is not None else None
+
+
+def _fleet(plan: Plan, problem: Problem) -> list[FleetMember]:
+    index = {(c.name, c.market, c.location): c for c in problem.candidates}
+    out = []
+    for ch in plan.config.choices:
+        cand = index[(ch.instance_type, ch.market, ch.location)]
+        out.append(
+            FleetMember(
+                instance=cand.instance,
+                count=ch.count,
+                batch=ch.batch,
+                profile=cand.profile,
+                location=ch.location,
+            )
+        )
+    return out
+
+
+def strategy_view(plan: Plan, problem: Problem, evaluator: Evaluator) -> dict[str, Any]:
+    """How the plan's fleet runs and why (module docstring)."""
+    fleet = _fleet(plan, problem)
+    mixed = is_mixed(fleet[0].profile) if fleet else False
+    precision = "mixed (bf16 compute, fp32 master weights and reduction)" if mixed else "fp32"
+    chooser = chooser_of(evaluator)
+    if chooser is None:
+        setup = Setup()
+        return {
+            "strategy": setup.strategy.value,
+            "checkpointing": False,
+            "wrap": None,
+            "precision": precision,
+            "how": setup.how(mixed=mixed),
+            "why": "DDP: the only strategy allowed, or the only one the profiles can be checked for",
+            "memory": [],
+            "compared": [],
+        }
+    choice = chooser.choose(fleet)
+    compared = []
+    for r in choice.results:
+        entry: dict[str, Any] = {
+            "setup": r.setup.label(),
+            "strategy": r.setup.strategy.value,
+            "checkpointing": r.setup.checkpointing,
+            "fits": r.fits,
+            "iteration_s": r.estimate.iteration_s if r.estimate is not None else None,
+            "reason": r.reason or None,
+            "peak_gib": max(
+                (m.peak_bytes(f.per_device_batch) / GIB for m, f in zip(r.memory, fleet, strict=False) if m),
+                default=None,
+            ),
+        }
+        compared.append(entry)
+    chosen = choice.chosen
+    if chosen is None:
+        return {"strategy": None, "compared": compared, "why": "no setup fits this fleet"}
+    setup = chosen.setup
+    memory = [
+        {
+            "instance_type": f.instance.name,
+            "capacity_gib": _capacity_gib(f),
+            **(m.to_dict(f.per_device_batch) if m is not None else {"peak_bytes": None}),
+        }
+        for m, f in zip(chosen.memory, fleet, strict=False)
+    ]
+    return {
+        "strategy": setup.strategy.value,
+        "checkpointing": setup.checkpointing,
+        "wrap": setup.wrap.value if setup.strategy.sharded else None,
+        "precision": precision,
+        "how": setup.how(mixed=mixed),
+        "why": _why(choice.results, setup),
+        "memory": memory,
+        "compared": compared,
+    }
+
+
+def _capacity_gib(member: FleetMember) -> float:
+    from srift.optimize.strategies import capacity_bytes
+
+    return round(capacity_bytes(member) / GIB, 3)
+
+
+def _why(results: Sequence[Any], setup: Setup) -> str:
+    chosen = next(r for r in results if r.setup == setup)
+    assert chosen.estimate is not None
+    t = chosen.estimate.iteration_s
+    others = []
+    for r in results:
+        if r.setup == setup:
+            continue
+        if not r.fits:
+            others.append(f"{r.setup.label()} does not fit")
+        elif r.estimate is not None:
+            others.append(f"{r.setup.label()} {r.estimate.iteration_s / t:.2f}×")
+    text = f"{setup.label()} is the fastest setup that fits this fleet ({t:.3g} s per iteration)"
+    if others:
+        text += "; the others: " + ", ".join(others)
+    return text
+
+
+def annotate_choices(result: dict[str, Any], view: dict[str, Any]) -> None:
+    """Every choice of a plan document (and its fallback's) with the setup it runs."""
+    memory = {m["instance_type"]: m for m in view.get("memory", [])}
+    for holder in (result, result.get("fallback") or {}):
+        for choice in holder.get("choices", []) or []:
+            choice["strategy"] = view.get("strategy")
+            choice["checkpointing"] = view.get("checkpointing")
+            choice["wrap"] = view.get("wrap")
+            choice["precision"] = view.get("precision")
+            found = memory.get(choice["instance_type"])
+            if found and found.get("peak_bytes") is not None:
+                choice["memory_per_gpu_bytes"] = int(found["peak_bytes"])
+
+
+def memory_infeasible(problem: Problem, evaluator: Evaluator, model: str) -> Infeasible | None:
+    """The 422 when no fleet can hold the model: what each strategy needs per GPU on each candidate at its
+    largest fleet, against the GPU's memory; None when memory is not what failed."""
+    chooser = chooser_of(evaluator)
+    if chooser is None or not isinstance(problem, MemoryProblem):
+        return None
+    lines = []
+    for cand in problem.candidates:
+        fleet = [
+            FleetMember(instance=cand.instance, count=cand.cap, batch=cand.devices, profile=cand.profile)
+        ]
+        if chooser.fits(fleet):
+            return None
+        best = min(
+            (chooser.memory(fleet, s) for s in chooser.setups),
+            key=lambda found: min((m.peak_bytes(1) for m in found[1] if m is not None), default=float("inf")),
+        )
+        need = min((m.peak_bytes(1) for m in best[1] if m is not None), default=None)
+        if need is not None:
+            lines.append(f"{cand.cap}×{cand.name} needs {need / GIB:.1f} GiB per GPU at batch 1")
+    shown = "; ".join(lines[:6]) + (f"; and {len(lines) - 6} more" if len(lines) > 6 else "")
+    return Infeasible(
+        f"no fleet can hold {model}: even fully sharded over the most VMs allowed, at one sample per GPU: "
+        f"{shown}",
+        hint="raise max_count_per_type or availability so sharding spreads the model over more GPUs, allow "
+        "types with more GPU memory, use checkpointing (null or true), or strategy auto",
+        field="strategy",
+    )
+
+
+def profiles_model(profiles: Sequence[ModelProfile]) -> str:
+    return profiles[0].model if profiles else "the model"

@@ -1,0 +1,107 @@
+"""Plans for models that need sharding: the 8 B reference model at a deadline, the 1 B model's comparison of
+strategies, the 422 when no fleet holds the model, and `srift plan --example-model`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+from fastapi.testclient import TestClient
+
+from srift.catalog.shipped import load_shipped_catalog
+from srift.commands.plan import example_for
+from srift.refmodels.shipped import load_reference_profiles
+from srift.settings import Settings
+
+
+def _body(model: str, **extra: Any) -> dict[str, Any]:
+    body = yaml.safe_load(example_for(model))
+    assert isinstance(body, dict)
+    return {**body, "solve_budget_s": 1.0, **extra}
+
+
+def test_the_8b_model_gets_a_sharded_plan_whose_memory_fits_its_gpus(
+    settings: Settings, client: TestClient, write_headers: dict[str, str]
+) -> None:
+    load_shipped_catalog(settings)
+    load_reference_profiles(settings)
+    r = client.post("/v1/plans", json=_body("llama-8b"), headers=write_headers)
+    assert r.status_code == 201, r.text
+    plan = r.json()
+    view = plan["strategy"]
+    assert view["strategy"] in ("zero2", "full_shard", "hybrid")
+    assert view["precision"].startswith("mixed")
+    assert "fully_shard" in view["how"]
+    compared = {c["setup"]: c for c in view["compared"]}
+    assert compared["ddp"]["fits"] is False and "GiB per GPU" in compared["ddp"]["reason"]
+    for choice in plan["choices"]:
+        assert choice["strategy"] == view["strategy"] and choice["wrap"] == "blocks"
+        memory = next(m for m in view["memory"] if m["instance_type"] == choice["instance_type"])
+        assert memory["peak_bytes"] <= 0.9 * memory["capacity_gib"] * 2**30
+        assert choice["memory_per_gpu_bytes"] == memory["peak_bytes"] < choice["gpu_memory_bytes"]
+        parts = memory["parts"]
+        assert (
+            sum(parts.values()) == memory["peak_bytes"] or abs(sum(parts.values()) - memory["peak_bytes"]) < 8
+        )
+    assert plan["limits"]["time_limit_s"] == 28800 and plan["predicted"]["total_time_s"] < 28800
+    assert any(s.startswith("strategy:") for s in plan["sources"])
+
+
+def test_the_1b_model_compares_ddp_zero2_and_full_sharding_and_says_why(
+    settings: Settings, client: TestClient, write_headers: dict[str, str]
+) -> None:
+    load_shipped_catalog(settings)
+    load_reference_profiles(settings)
+    r = client.post("/v1/plans", json=_body("llama-1b"), headers=write_headers)
+    assert r.status_code == 201, r.text
+    view = r.json()["strategy"]
+    compared = {c["setup"]: c for c in view["compared"]}
+    assert {"ddp", "zero2", "full_shard"} <= set(compared)
+    chosen = view["strategy"] + ("+ckpt" if view["checkpointing"] else "")
+    assert view["why"].startswith(f"{chosen} is the fastest setup that fits")
+    fitting = [c for c in compared.values() if c["fits"]]
+    assert compared[chosen]["iteration_s"] <= min(c["iteration_s"] for c in fitting) * (1 + 1e-6)
+
+
+def test_a_model_no_fleet_can_hold_is_a_422_that_says_what_each_needs(
+    settings: Settings, client: TestClient, write_headers: dict[str, str]
+) -> None:
+    load_shipped_catalog(settings)
+    load_reference_profiles(settings)
+    body = _body("llama-8b", availability={"g4dn.xlarge": 8}, global_batch=8, strategy="full_shard")
+    r = client.post("/v1/plans", json=body, headers=write_headers)
+    assert r.status_code == 422, r.text
+    error = r.json()
+    assert error["field"] == "strategy"
+    assert "no fleet can hold llama-8b" in error["detail"] and "g4dn.xlarge needs" in error["detail"]
+
+
+def test_fixing_ddp_keeps_the_served_plan(
+    settings: Settings, client: TestClient, write_headers: dict[str, str]
+) -> None:
+    load_shipped_catalog(settings)
+    load_reference_profiles(settings)
+    r = client.post(
+        "/v1/plans", json=_body("llama-1b", strategy="ddp", checkpointing=False), headers=write_headers
+    )
+    assert r.status_code == 201, r.text
+    plan = r.json()
+    assert plan["strategy"]["strategy"] == "ddp" and plan["strategy"]["compared"] == []
+    assert not any(s.startswith("strategy:") for s in plan["sources"])
+    # DDP alone: each type's batch within what DDP holds (srift.services.memory), memory shown per choice
+    assert all(c["memory_per_gpu_bytes"] < c["gpu_memory_bytes"] for c in plan["choices"])
+
+
+def test_bad_strategy_fields_name_themselves() -> None:
+    from srift.api.schemas.plans import parse_plan_request
+    from srift.errors import InvalidInput
+
+    base = {"model": "llama-8b", "global_batch": 8, "iterations": 10}
+    for field, value in (("strategy", "zero4"), ("checkpointing", "maybe")):
+        try:
+            parse_plan_request({**base, field: value})
+        except InvalidInput as exc:
+            assert exc.field == field
+        else:
+            raise AssertionError(f"{field}={value!r} was accepted")
+    assert parse_plan_request({**base, "strategy": "hybrid"}).to_domain().strategy.value == "hybrid"
