@@ -15,9 +15,18 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, TypeVar, Union
 
-from pydantic import BeforeValidator, Field, GetJsonSchemaHandler, TypeAdapter, ValidationError
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    Field,
+    GetCoreSchemaHandler,
+    GetJsonSchemaHandler,
+    TypeAdapter,
+    ValidationError,
+)
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema, PydanticCustomError
+from pydantic_core import core_schema as cs
 from typing_extensions import TypeAliasType
 
 from srift.errors import InvalidInput
@@ -124,6 +133,34 @@ WHOLE = BeforeValidator(_whole)
 before it, `Annotated[int, Field(ge=1), WHOLE]`, so the schema states them as `minimum`/`maximum`."""
 NUMBER = BeforeValidator(_number)
 """The one number rule of documents: finite, never a string or a boolean; bounds go before it (as WHOLE)."""
+
+
+def _strict(schema: Any) -> Any:
+    """`schema` (a pydantic core schema) with every boolean and number strict and every integer WHOLE."""
+    if isinstance(schema, list):
+        return [_strict(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    kind = schema.get("type")
+    if kind in ("bool", "float"):
+        return {**schema, "strict": True}
+    if kind == "int":
+        return cs.no_info_before_validator_function(_whole, {**schema, "strict": True})
+    return {key: _strict(value) for key, value in schema.items()}
+
+
+class StrictModel(BaseModel):
+    """A request or stored document read as JSON Schema reads it: an `integer` is 3 or 3.0 (never 3.5, "3" or
+    true), a `number` is never a string or a boolean, a `boolean` is true or false (never 0 or "yes").
+
+    Pydantic's lax mode would coerce all of those, so a request the schema refuses would be accepted; the
+    subclasses' fields keep their plain types (`int`, `float`, `bool`), and this class makes every one of
+    them, nested containers included, strict. Nested models must subclass it too."""
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
+        strict: CoreSchema = _strict(handler(source))
+        return strict
 
 
 def field_path(loc: Sequence[Any]) -> str:

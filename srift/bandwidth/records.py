@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, replace
 from typing import Annotated, Any, Final, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import AfterValidator, ConfigDict, Field, ValidationError, model_validator
 
 from srift.documents import (
     NO_NUL,
@@ -23,6 +23,7 @@ from srift.documents import (
     NUMBER,
     WHOLE,
     FreeJson,
+    StrictModel,
     invalid_input,
     rule_error,
 )
@@ -108,7 +109,7 @@ Count = Annotated[int, Field(ge=0, le=INT32_MAX), WHOLE]
 BACKEND_PATTERN = "^(" + "|".join(_any_case(b) for b in BACKENDS) + ")$"
 
 
-class ProbeSampleDocument(BaseModel):
+class ProbeSampleDocument(StrictModel):
     """One probe sample as written (a JSON line of probes/allreduce.py, or an object posted to
     /v1/probe-results); `to_record` turns it into a ProbeRecord.
 

@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from srift.documents import NOT_BLANK, NUMBER, WHOLE, invalid_input, rule_error
+from srift.documents import NOT_BLANK, NUMBER, WHOLE, StrictModel, invalid_input, rule_error
 from srift.domain.states import JobKind
 from srift.errors import InvalidInput
 from srift.limits import (
@@ -159,7 +159,7 @@ _HINTS = {
 }
 
 
-class Ec2Document(BaseModel):
+class Ec2Document(StrictModel):
     """Launch options and caps of an EC2 job (instances are always terminated after `timeout_s`)."""
 
     model_config = ConfigDict(extra="forbid")

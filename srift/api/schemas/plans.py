@@ -17,7 +17,7 @@ from srift.api.schemas.types import (
     one_of,
     parse_request,
 )
-from srift.documents import WHOLE, read_document
+from srift.documents import WHOLE, StrictModel, read_document
 from srift.domain import MarketChoice, Objective, SearchMode
 from srift.domain.geo import AllreducePattern
 from srift.domain.planning import DEFAULT_CONFIDENCE, MAX_CONFIDENCE, MIN_CONFIDENCE
@@ -44,7 +44,7 @@ LocationName = Annotated[str, Field(min_length=1, max_length=130, pattern=r"^[a-
 ProviderName = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[a-z0-9][a-z0-9-]*$")]
 
 
-class LinkIn(BaseModel):
+class LinkIn(StrictModel):
     """A measured link between two locations (overrides the shipped prior for that direction)."""
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
@@ -55,7 +55,7 @@ class LinkIn(BaseModel):
     rtt_ms: float = Field(ge=0, le=10_000, description="measured round trip (ping) in ms")
 
 
-class InputPipelineIn(BaseModel):
+class InputPipelineIn(StrictModel):
     """What feeding one sample costs (overrides the profiles' own `input_pipeline`)."""
 
     model_config = ConfigDict(extra="forbid")
@@ -64,7 +64,7 @@ class InputPipelineIn(BaseModel):
     bytes_per_sample: float = Field(default=0.0, ge=0, le=1e12, description="bytes read per sample")
 
 
-class PlanRequest(BaseModel):
+class PlanRequest(StrictModel):
     """What to optimize. Give the model's compute profiles as `profile_ids`, inline `profiles`, or `model`
     (all stored profiles of that model); limits are optional, objective decides what is minimised."""
 
@@ -500,13 +500,13 @@ class PlanOut(PlanResult):
     request: dict[str, Any]
 
 
-class JobCreate(BaseModel):
+class JobCreate(StrictModel):
     model_config = ConfigDict(extra="forbid")
 
     plan_id: Annotated[int, Field(ge=1, le=2**31 - 1), WHOLE] = Field(description="the plan being run")
 
 
-class ProgressIn(BaseModel):
+class ProgressIn(StrictModel):
     model_config = ConfigDict(extra="forbid")
 
     iterations_done: int = Field(ge=0, le=1_000_000_000)
@@ -517,7 +517,7 @@ class ProgressIn(BaseModel):
         return read_document(ProgressReport, self.model_dump())
 
 
-class InterruptionIn(BaseModel):
+class InterruptionIn(StrictModel):
     model_config = ConfigDict(extra="forbid")
 
     instance_type: str = Field(min_length=1, max_length=128)
@@ -534,7 +534,7 @@ class InterruptionIn(BaseModel):
 _AMENDED = (("time_limit_s", "number"), ("budget_usd", "number"), ("objective", "string"))
 
 
-class AmendmentIn(BaseModel):
+class AmendmentIn(StrictModel):
     """New limits or objective for the rest of a run; omitted fields keep the run's current values. At least
     one of time_limit_s, budget_usd and objective is given (not null)."""
 

@@ -17,7 +17,7 @@ from srift.api.schemas.plans import (
 )
 from srift.api.schemas.profiles import ProfileIn
 from srift.api.schemas.types import NO_NUL, TypeName, check_one_of, one_of, parse_request
-from srift.documents import read_document
+from srift.documents import StrictModel, read_document
 from srift.domain import Market
 from srift.domain.requests import PredictionQuery
 from srift.domain.structure import Precision
@@ -31,7 +31,7 @@ MAX_PS_SERVERS = 64
 MAX_SWEEP = 256
 
 
-class FleetChoiceIn(BaseModel):
+class FleetChoiceIn(StrictModel):
     """`count` VMs of one instance type bought on one market, each given `batch` samples per iteration.
 
     The batch is per VM and is split evenly over the VM's GPUs (per-GPU batch = batch / gpu_count).
@@ -53,7 +53,7 @@ class FleetChoiceIn(BaseModel):
     )
 
 
-class FleetConfigIn(BaseModel):
+class FleetConfigIn(StrictModel):
     """A fleet: one entry per instance type and market (Srift's counts[i] and batches[i])."""
 
     model_config = ConfigDict(extra="forbid")
@@ -61,7 +61,7 @@ class FleetConfigIn(BaseModel):
     choices: list[FleetChoiceIn] = Field(min_length=1, max_length=MAX_CHOICES)
 
 
-class PredictionRequest(BaseModel):
+class PredictionRequest(StrictModel):
     """Predict one fleet (`config`) or a sweep of fleets (`configs`, answered as `predictions`). Give the
     model's compute profiles as `profile_ids`, inline `profiles`, or `model` (every stored profile of that
     model); each chosen type uses the profile of its accelerator. `network` says how the nodes talk."""

@@ -9,6 +9,7 @@ from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema
 
 from srift.api.schemas.types import NO_NUL, NOT_BLANK, FreeObject
+from srift.documents import StrictModel
 from srift.domain.profile import (
     MAX_OVERLAP_SLOWDOWN,
     MAX_QUOTA_BURST_CPU_S,
@@ -78,7 +79,7 @@ class _ExtraStated:
         return schema
 
 
-class CurveIn(BaseModel):
+class CurveIn(StrictModel):
     """Piecewise-linear time curve: strictly increasing batch breakpoints and the seconds at each (`times_s`
     has as many entries as `batches`; both rules span items, which JSON Schema cannot state)."""
 
@@ -90,7 +91,7 @@ class CurveIn(BaseModel):
     times_s: list[Seconds] = Field(min_length=1, max_length=64, description="seconds at each breakpoint, > 0")
 
 
-class LayerIn(BaseModel):
+class LayerIn(StrictModel):
     """One trainable layer: gradient size and readiness."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
@@ -121,7 +122,7 @@ AffineIn = Annotated[
 ]
 
 
-class PassWorkIn(BaseModel):
+class PassWorkIn(StrictModel):
     """One layer's work in one pass: FLOPs and bytes of matrix products, bytes of other operators, kernels."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
@@ -132,7 +133,7 @@ class PassWorkIn(BaseModel):
     kernels: Count
 
 
-class LayerWorkIn(BaseModel):
+class LayerWorkIn(StrictModel):
     """The work one module does itself (not its children), forward and backward."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
@@ -150,7 +151,7 @@ class LayerWorkIn(BaseModel):
         return value
 
 
-class MemoryUseIn(BaseModel):
+class MemoryUseIn(StrictModel):
     """Bytes one device needs to train the model (see srift.domain.structure.MemoryUse)."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
@@ -170,7 +171,7 @@ class MemoryUseIn(BaseModel):
     saved_bytes: AffineIn = Field(description="the part saved for backward")
 
 
-class StructureIn(BaseModel):
+class StructureIn(StrictModel):
     """Per-layer FLOPs and bytes moved and memory per sample: what estimates for other GPUs rest on."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
@@ -189,7 +190,7 @@ class StructureIn(BaseModel):
         return value
 
 
-class EstimateIn(BaseModel):
+class EstimateIn(StrictModel):
     """How an estimated profile was made (absent for measured ones)."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
@@ -208,7 +209,7 @@ class EstimateIn(BaseModel):
         return value
 
 
-class ProfileIn(BaseModel):
+class ProfileIn(StrictModel):
     """A compute profile document as written by `srift profile --out` (schema version 1)."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
