@@ -70,7 +70,9 @@ def _set(doc: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
     [
         ("forward.batches", [1, 64, 32, 96], "forward.batches[2]"),
         ("backward.batches", [1, 32, 32, 96], "backward.batches[2]"),
-        ("forward.times_s", [0.004, 0.03, 0.058], "forward"),
+        ("forward.times_s", [0.004, 0.03, 0.058], "forward.times_s"),
+        ("forward.times_s", [5e-324, 0.03, 0.058, 0.087], "forward.times_s[0]"),
+        ("max_batch", 64, "forward.batches[3]"),
         ("forward.times_s", [0.004, -0.03, 0.058, 0.087], "forward.times_s[1]"),
         ("backward.times_s", [0.004, 0.0, 0.058, 0.087], "backward.times_s[1]"),
         ("layers.1.ready_frac", 1.5, "layers[1].ready_frac"),
@@ -88,9 +90,18 @@ def _set(doc: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
         ("extra", {"overlap_slowdown": 11}, "extra.overlap_slowdown"),
         ("extra", {"comm_overlap_slowdown": 0.9}, "extra.comm_overlap_slowdown"),
         ("extra", {"cpu_quota": {"cores": 0, "period_s": 0.01}}, "extra.cpu_quota"),
+        ("extra", {"cpu_quota": {}}, "extra.cpu_quota"),
         ("extra", {"cpu_quota": {"cores": 0.25, "period_s": 0.01, "burst_s": 0}}, "extra.cpu_quota"),
-        ("extra", {"cpu_quota": {"cores": 0.25, "period_s": 0.01, "burst_cpu_s": 0}}, "extra.cpu_quota"),
-        ("extra", {"cpu_quota": {"cores": 0.25, "period_s": 0.01, "burst_cpu_s": 61}}, "extra.cpu_quota"),
+        (
+            "extra",
+            {"cpu_quota": {"cores": 0.25, "period_s": 0.01, "burst_cpu_s": 0}},
+            "extra.cpu_quota",
+        ),
+        (
+            "extra",
+            {"cpu_quota": {"cores": 0.25, "period_s": 0.01, "burst_cpu_s": 61}},
+            "extra.cpu_quota",
+        ),
         ("extra", {"loop_overhead_s": -1}, "extra.loop_overhead_s"),
         ("schema_version", 2, "schema_version"),
         ("straggler_cv", -1, "straggler_cv"),
@@ -143,7 +154,7 @@ def test_the_schema_states_the_text_rules_the_reader_enforces(client: TestClient
     for field in ("torch_version", "device", "created_at"):
         assert profile[field]["pattern"] == "^[^\\x00]*$", field
     assert schemas["LayerIn"]["properties"]["name"]["pattern"] == "^[^\\x00]*$"
-    extra = profile["extra"]
+    extra = schemas[profile["extra"]["$ref"].rsplit("/", 1)[1]]
     assert extra["propertyNames"] == {"pattern": "^[^\\x00]*$"}
     free = schemas[extra["additionalProperties"]["$ref"].rsplit("/", 1)[1]]
     text = next(branch for branch in free["anyOf"] if branch.get("type") == "string")

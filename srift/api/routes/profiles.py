@@ -18,7 +18,6 @@ from srift.api.schemas.profiles import (
     ProfileSummaryOut,
 )
 from srift.api.schemas.types import NO_NUL
-from srift.domain.profile import ModelProfile
 from srift.services import profiles as service
 
 router = APIRouter(tags=["profiles"])
@@ -38,7 +37,7 @@ def create_profile(body: ProfileIn, session: SessionDep, _: RequireWrite) -> Pro
     Checks: breakpoints strictly increasing and ≥ 1, one positive time per breakpoint, `ready_frac` and
     `exec_prob` in [0, 1], `grad_bytes` ≥ 0. Profiles are grouped under `model`, one per accelerator.
     """
-    profile = ModelProfile.from_dict(body.model_dump())
+    profile = body.to_profile()
     profile_id, created = service.store_profile(session=session, profile=profile)
     return ProfileCreated(
         id=profile_id, model=profile.model, accelerator=profile.accelerator, created=created
