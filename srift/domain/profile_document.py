@@ -11,7 +11,6 @@ the others (ordering across items, relations across fields) are in the descripti
 
 from __future__ import annotations
 
-import itertools
 import math
 from typing import Annotated, Any, Literal
 
@@ -98,14 +97,18 @@ def _equal_lengths(schema: dict[str, Any]) -> None:
 class CurveIn(StrictModel):
     """Piecewise-linear time curve: batch breakpoints in samples and the seconds of one pass at each.
 
-    As many times as breakpoints (the schema's `anyOf` states it); breakpoints strictly increasing (a rule
-    across items, which JSON Schema cannot state). Times may fall between breakpoints: `srift profile` on a
-    busy host times a tiny model's batch 1 slower than its batch 2 (warm-up), and such profiles are real."""
+    As many times as breakpoints (the schema's `anyOf` states it), no breakpoint twice (`uniqueItems`);
+    the points may come in any order and are read sorted by batch. Times may fall between breakpoints:
+    `srift profile` on a busy host can time a tiny model's batch 1 slower than its batch 2 (warm-up), and
+    such profiles are real."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False, json_schema_extra=_equal_lengths)
 
     batches: list[Batch] = Field(
-        min_length=1, max_length=MAX_BREAKPOINTS, description="breakpoints in samples, strictly increasing"
+        min_length=1,
+        max_length=MAX_BREAKPOINTS,
+        description="breakpoints in samples, each once (any order: read sorted, with their times)",
+        json_schema_extra={"uniqueItems": True},
     )
     times_s: list[PassSeconds] = Field(
         min_length=1,
@@ -114,20 +117,25 @@ class CurveIn(StrictModel):
     )
 
     @model_validator(mode="after")
-    def _ordered(self) -> CurveIn:
+    def _paired(self) -> CurveIn:
         if len(self.batches) != len(self.times_s):
             raise rule_error(
                 f"needs as many breakpoints as times (got {len(self.batches)} and {len(self.times_s)})",
                 field="times_s",
                 hint="give one time per breakpoint batch size",
             )
-        for i, (a, b) in enumerate(itertools.pairwise(self.batches), start=1):
-            if b <= a:
+        seen: dict[int, int] = {}
+        for i, b in enumerate(self.batches):
+            if b in seen:
                 raise rule_error(
-                    f"breakpoints must increase strictly ({a} then {b})",
+                    f"breakpoint {b} is given twice (items {seen[b]} and {i})",
                     field=f"batches[{i}]",
-                    hint="list breakpoints in increasing order without repeats",
+                    hint="give each breakpoint batch size once, with the median of its timings",
                 )
+            seen[b] = i
+        pairs = sorted(zip(self.batches, self.times_s, strict=True))
+        self.batches = [b for b, _ in pairs]
+        self.times_s = [t for _, t in pairs]
         return self
 
     def to_curve(self) -> ComputeCurve:
@@ -315,9 +323,46 @@ def _cpu_quota(value: Any) -> Any:
     return value
 
 
+IDLE_SCHEMA = {
+    "anyOf": [
+        {
+            "type": "object",
+            "properties": {
+                "gaps_s": {
+                    "type": "array",
+                    "items": {"type": "number", "exclusiveMinimum": 0, "maximum": 60},
+                    "minItems": 1,
+                    "maxItems": 16,
+                    "uniqueItems": True,
+                },
+                "ratio": {
+                    "type": "array",
+                    "items": {"type": "number", "minimum": 0.05, "maximum": 2.0},
+                    "minItems": 1,
+                    "maxItems": 16,
+                },
+            },
+            "required": ["gaps_s", "ratio"],
+            "additionalProperties": {"$ref": "#/components/schemas/FreeJson"},
+            "anyOf": [
+                {
+                    "properties": {
+                        "gaps_s": {"minItems": n, "maxItems": n},
+                        "ratio": {"minItems": n, "maxItems": n},
+                    }
+                }
+                for n in range(1, 17)
+            ],
+        },
+        {"type": "null"},
+    ],
+    "description": "compute after idle gaps over compute without them: {gaps_s: seconds in (0, 60], each "
+    "once (read sorted), ratio: one value in [0.05, 2] per gap}",
+}
+
+
 def _idle_compute(value: Any) -> Any:
-    """`extra.idle_compute` as `srift profile` writes it: increasing gaps, one ratio per gap (other keys
-    free); None passes."""
+    """`extra.idle_compute` as IDLE_SCHEMA states it, its gaps sorted (other keys kept); None passes."""
     if value is None:
         return value
     gaps = value.get("gaps_s") if isinstance(value, dict) else None
@@ -327,16 +372,17 @@ def _idle_compute(value: Any) -> Any:
         and isinstance(ratios, list)
         and 0 < len(gaps) == len(ratios) <= 16
         and all(_number(g) and 0 < float(g) <= 60 for g in gaps)
-        and all(float(a) < float(b) for a, b in itertools.pairwise(gaps))
+        and len({float(g) for g in gaps}) == len(gaps)
         and all(_number(r) and 0.05 <= float(r) <= 2.0 for r in ratios)
     ):
         raise rule_error(
             f"{value!r} is not an idle-compute measurement",
             field="",
-            hint="give {gaps_s: [increasing seconds in (0, 60]], ratio: [one value in [0.05, 2] per "
+            hint="give {gaps_s: [distinct seconds in (0, 60]], ratio: [one value in [0.05, 2] per "
             "gap]} as `srift profile` writes it, or omit it",
         )
-    return value
+    pairs = sorted(zip(gaps, ratios, strict=True), key=lambda pair: float(pair[0]))
+    return {**value, "gaps_s": [g for g, _ in pairs], "ratio": [r for _, r in pairs]}
 
 
 def _number(value: Any) -> bool:
@@ -371,10 +417,7 @@ class ProfileExtra(StrictModel):
         default=None, ge=0, le=3600, description="seconds per iteration DDP adds beyond the allreduce"
     )
     cpu_quota: Annotated[Any, AfterValidator(_cpu_quota), WithJsonSchema(QUOTA_SCHEMA)] = None
-    idle_compute: Annotated[Any, AfterValidator(_idle_compute)] = Field(
-        default=None,
-        description="{gaps_s: increasing seconds in (0, 60], ratio: one value in [0.05, 2] per gap}",
-    )
+    idle_compute: Annotated[Any, AfterValidator(_idle_compute), WithJsonSchema(IDLE_SCHEMA)] = None
 
     @model_validator(mode="before")
     @classmethod

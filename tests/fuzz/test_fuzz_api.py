@@ -33,8 +33,8 @@ MAX_EXAMPLES = 25
 # request may get a 422 only for `error: infeasible` (an answer: no fleet meets the limits) or for one of
 # the rules across fields below, which JSON Schema cannot state; each is said in its schema's description.
 CROSS_FIELD_RULES = (
-    "needs as many breakpoints as times",  # a curve's batches and times_s have equal lengths
-    "breakpoints must increase strictly",  # a curve's batches increase
+    "lies above max_batch",  # a profile: no curve breakpoint above max_batch
+    "more than the model's",  # a profile: the layers' gradients at most structure's parameter bytes
     "the profiles are of different models",  # plans and predictions: the profiles given share one model
     "does not match the document",  # a profile's source agrees with its estimate (or its absence)
     "(probe grid size)",  # probe jobs: distinct sizes × distinct node counts

@@ -86,7 +86,7 @@ def test_the_idle_ratio_is_linear_between_gaps_by_hand() -> None:
     "bad",
     [
         {"gaps_s": [0.01], "ratio": [0.9, 0.6]},
-        {"gaps_s": [0.1, 0.01], "ratio": [0.9, 0.6]},
+        {"gaps_s": [0.01, 0.01], "ratio": [0.9, 0.6]},
         {"gaps_s": [0.01], "ratio": [0.0]},
         {"gaps_s": [-0.01], "ratio": [0.9]},
         [0.9],

@@ -68,7 +68,7 @@ def _set(doc: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
 @pytest.mark.parametrize(
     ("path", "value", "field"),
     [
-        ("forward.batches", [1, 64, 32, 96], "forward.batches[2]"),
+        ("forward.batches", [1, 64, 32, 64], "forward.batches[3]"),
         ("backward.batches", [1, 32, 32, 96], "backward.batches[2]"),
         ("forward.times_s", [0.004, 0.03, 0.058], "forward.times_s"),
         ("forward.times_s", [5e-324, 0.03, 0.058, 0.087], "forward.times_s[0]"),
