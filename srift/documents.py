@@ -52,6 +52,12 @@ def read_document(cls: type[T], document: Mapping[str, Any]) -> T:
     return value
 
 
+def field_defaults(cls: type[Any]) -> dict[str, Any]:
+    """The defaults of a dataclass's fields (those that have one), so an edge schema states the defaults the
+    domain value owns instead of writing them again."""
+    return {f.name: f.default for f in dataclasses.fields(cls) if f.default is not dataclasses.MISSING}
+
+
 def to_document(value: Any) -> dict[str, Any]:
     """A dataclass value as JSON-ready data (enums as their values, tuples as lists)."""
     out: dict[str, Any] = _adapter(type(value)).dump_python(value, mode="json")

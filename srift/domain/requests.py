@@ -24,12 +24,15 @@ from srift.errors import InvalidInput
 class ProfileSelection:
     """Which compute profiles a request uses: exactly one of stored `profile_ids`, inline `profiles`
     (documents as `srift profile` writes them), or every stored profile of `model`; in `precision`
-    (None: the profiles' own, fp32 first for a model stored in several)."""
+    (None: the profiles' own, fp32 first for a model stored in several). `owner` is who asks (the API
+    token's name; None: anonymous): a `model` lookup uses its own profiles and everyone's, never another
+    owner's, and ids name only profiles it may read."""
 
     profile_ids: tuple[int, ...] | None = None
     profiles: tuple[Mapping[str, Any], ...] | None = None
     model: str | None = None
     precision: Precision | None = None
+    owner: str | None = None
 
     def check(self) -> None:
         """InvalidInput unless exactly one way is given, and not an empty list."""
@@ -115,11 +118,17 @@ class PlanQuery:
     spot_samples: int = 2000
     fallback: bool = True
     precision: Precision | None = None
+    owner: str | None = None
+    """Who asks (not a request field: the edge sets it from the token); see ProfileSelection."""
 
     @property
     def selection(self) -> ProfileSelection:
         return ProfileSelection(
-            profile_ids=self.profile_ids, profiles=self.profiles, model=self.model, precision=self.precision
+            profile_ids=self.profile_ids,
+            profiles=self.profiles,
+            model=self.model,
+            precision=self.precision,
+            owner=self.owner,
         )
 
 
@@ -162,11 +171,17 @@ class PredictionQuery:
     straggler_iters: int = 100
     mc_samples: int = 0
     precision: Precision | None = None
+    owner: str | None = None
+    """Who asks (not a request field: the edge sets it from the token); see ProfileSelection."""
 
     @property
     def selection(self) -> ProfileSelection:
         return ProfileSelection(
-            profile_ids=self.profile_ids, profiles=self.profiles, model=self.model, precision=self.precision
+            profile_ids=self.profile_ids,
+            profiles=self.profiles,
+            model=self.model,
+            precision=self.precision,
+            owner=self.owner,
         )
 
 

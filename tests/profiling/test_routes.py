@@ -20,7 +20,8 @@ def test_post_then_get_round_trips(
     assert body["created"] is True and body["model"] == "resnet-ish"
     again = client.post("/v1/profiles", json=profile_doc, headers=write_headers)
     assert again.status_code == 201 and again.json() == {**body, "created": False}
-    got = client.get(f"/v1/profiles/{body['id']}")
+    got = client.get(f"/v1/profiles/{body['id']}", headers=write_headers)
+    assert client.get(f"/v1/profiles/{body['id']}").status_code == 404  # the token's, not everyone's
     assert got.status_code == 200
     document = got.json()
     assert document.pop("id") == body["id"]
@@ -43,12 +44,13 @@ def test_listing_groups_profiles_by_model(
         client.post("/v1/profiles", json={**profile_doc, "model": "bert"}, headers=write_headers).status_code
         == 201
     )
-    listing = client.get("/v1/profiles").json()
+    listing = client.get("/v1/profiles", headers=write_headers).json()
+    assert client.get("/v1/profiles").json()["count"] == 0
     assert listing["count"] == 3
     groups = {g["model"]: g for g in listing["models"]}
     assert groups["resnet-ish"]["accelerators"] == ["Tesla T4", "Tesla V100-SXM2-16GB"]
     assert len(groups["resnet-ish"]["profiles"]) == 2 and len(groups["bert"]["profiles"]) == 1
-    only = client.get("/v1/profiles", params={"model": "bert"}).json()
+    only = client.get("/v1/profiles", params={"model": "bert"}, headers=write_headers).json()
     assert [g["model"] for g in only["models"]] == ["bert"]
     summary = only["models"][0]["profiles"][0]
     assert summary["max_batch"] == 96 and summary["layers"] == 3

@@ -17,10 +17,10 @@ from srift.api.schemas.types import (
     one_of,
     parse_request,
 )
-from srift.documents import WHOLE, StrictModel, read_document
+from srift.documents import WHOLE, StrictModel, field_defaults, read_document
 from srift.domain import MarketChoice, Objective, SearchMode
 from srift.domain.geo import AllreducePattern
-from srift.domain.planning import DEFAULT_CONFIDENCE, MAX_CONFIDENCE, MIN_CONFIDENCE
+from srift.domain.planning import MAX_CONFIDENCE, MIN_CONFIDENCE
 from srift.domain.requests import Amendment, InterruptionReport, PlanQuery, ProgressReport
 from srift.domain.states import TrainingState
 from srift.domain.structure import Precision
@@ -64,6 +64,10 @@ class InputPipelineIn(StrictModel):
     bytes_per_sample: float = Field(default=0.0, ge=0, le=1e12, description="bytes read per sample")
 
 
+_PLAN = field_defaults(PlanQuery)
+"""PlanQuery owns the plan request's defaults; the schema states them (tests/api/test_request_defaults)."""
+
+
 class PlanRequest(StrictModel):
     """What to optimize. Give the model's compute profiles as `profile_ids`, inline `profiles`, or `model`
     (all stored profiles of that model); limits are optional, objective decides what is minimised."""
@@ -105,14 +109,14 @@ class PlanRequest(StrictModel):
         ge=1, le=MAX_GLOBAL_BATCH, description="samples per iteration over the whole fleet"
     )
     iterations: int = Field(ge=1, le=1_000_000_000, description="iterations to train (N)")
-    objective: Objective = Field(default=Objective.MIN_COST, description="min_cost or min_time")
+    objective: Objective = Field(default=_PLAN["objective"], description="min_cost or min_time")
     time_limit_s: float | None = Field(
         default=None, gt=0, le=1e9, description="N·t_iter must not exceed this"
     )
     budget_usd: float | None = Field(
         default=None, gt=0, le=1e9, description="total cost must not exceed this"
     )
-    provider: str = Field(default="aws", min_length=1, max_length=64)
+    provider: str = Field(default=_PLAN["provider"], min_length=1, max_length=64)
     region: str | None = Field(
         default=None, max_length=64, description="default: the service's default_region"
     )
@@ -120,7 +124,7 @@ class PlanRequest(StrictModel):
         default=None, max_length=200, description="catalog snapshot to price with (e.g. srift-paper-2020)"
     )
     market: MarketChoice = Field(
-        default=MarketChoice.ANY, description="spot, on_demand or any (cheaper per type)"
+        default=_PLAN["market"], description="spot, on_demand or any (cheaper per type)"
     )
     availability: Annotated[dict[TypeName, CountCap], KeysStated] | None = Field(
         default=None,
@@ -128,7 +132,10 @@ class PlanRequest(StrictModel):
         description="instance type → max count; only these types are used",
     )
     max_count_per_type: int = Field(
-        default=16, ge=1, le=MAX_COUNT, description="count cap for types when availability is not given"
+        default=_PLAN["max_count_per_type"],
+        ge=1,
+        le=MAX_COUNT,
+        description="count cap for types when availability is not given",
     )
     max_gpus: int | None = Field(
         default=None, ge=1, le=MAX_COUNT * 16, description="at most this many GPUs in the fleet (all types)"
@@ -136,9 +143,9 @@ class PlanRequest(StrictModel):
     max_vms: int | None = Field(
         default=None, ge=1, le=MAX_COUNT, description="at most this many VMs in the fleet (all types)"
     )
-    mode: SearchMode = Field(default=SearchMode.AUTO, description="exhaustive, eager or auto")
+    mode: SearchMode = Field(default=_PLAN["mode"], description="exhaustive, eager or auto")
     solve_budget_s: float = Field(
-        default=2.0,
+        default=_PLAN["solve_budget_s"],
         gt=0,
         description="seconds the search may take, at most the server's SRIFT_MAX_SOLVE_BUDGET_S (default "
         f"{DEFAULT_MAX_SOLVE_BUDGET_S:g} s, never above {MAX_SOLVE_BUDGET_S:g} s; the maximum stated here is "
@@ -146,14 +153,19 @@ class PlanRequest(StrictModel):
         json_schema_extra={"maximum": MAX_SOLVE_BUDGET_S},
     )
     batch_policy: BatchPolicy = Field(
-        default=BatchPolicy.POW2_SPLIT, description="per-VM batches: pow2_split, pow2 or any"
+        default=_PLAN["batch_policy"], description="per-VM batches: pow2_split, pow2 or any"
     )
     eager_k: int = Field(
-        default=8, ge=1, le=MAX_COUNT, description="eager: VMs of one type tried before the next"
+        default=_PLAN["eager_k"],
+        ge=1,
+        le=MAX_COUNT,
+        description="eager: VMs of one type tried before the next",
     )
-    seed: int = Field(default=0, ge=0, le=2**31 - 1, description="seed of the simulator's straggler sampling")
+    seed: int = Field(
+        default=_PLAN["seed"], ge=0, le=2**31 - 1, description="seed of the simulator's straggler sampling"
+    )
     confidence: float = Field(
-        default=DEFAULT_CONFIDENCE,
+        default=_PLAN["confidence"],
         ge=MIN_CONFIDENCE,
         le=MAX_CONFIDENCE,
         description="the quantile of predicted time and cost that must meet time_limit_s and budget_usd "
@@ -177,7 +189,7 @@ class PlanRequest(StrictModel):
         description="several providers (clouds) the fleet may span; default: `provider` alone",
     )
     allreduce: AllreducePattern = Field(
-        default=AllreducePattern.RING,
+        default=_PLAN["allreduce"],
         description="how gradients cross locations: ring (PyTorch DDP) or hierarchical (Hivemind-style)",
     )
     links: list[LinkIn] | None = Field(
@@ -190,7 +202,8 @@ class PlanRequest(StrictModel):
         default=None, gt=0, le=10_000, description="input read rate per VM (default: its network rate)"
     )
     price_interruptions: bool = Field(
-        default=True, description="price spot interruptions in (expected time and cost), Srift §4.5"
+        default=_PLAN["price_interruptions"],
+        description="price spot interruptions in (expected time and cost), Srift §4.5",
     )
     interruption_rates: Annotated[dict[TypeName, float], KeysStated] | None = Field(
         default=None,
@@ -198,22 +211,30 @@ class PlanRequest(StrictModel):
         description="type or provider/region/type → share of VMs interrupted per month (0..1), overrides",
     )
     checkpoint_interval_s: float = Field(
-        default=600.0,
+        default=_PLAN["checkpoint_interval_s"],
         ge=0,
         le=1e7,
         description="seconds of progress between checkpoints (0: every iteration)",
     )
     restart_s: float = Field(
-        default=150.0, ge=0, le=1e6, description="seconds from an interruption until training runs again"
+        default=_PLAN["restart_s"],
+        ge=0,
+        le=1e6,
+        description="seconds from an interruption until training runs again",
     )
     spot_samples: int = Field(
-        default=2000, ge=1, le=100_000, description="Monte Carlo runs for a spot plan's expectations"
+        default=_PLAN["spot_samples"],
+        ge=1,
+        le=100_000,
+        description="Monte Carlo runs for a spot plan's expectations",
     )
-    fallback: bool = Field(default=True, description="also plan an on-demand fallback for spot plans")
+    fallback: bool = Field(
+        default=_PLAN["fallback"], description="also plan an on-demand fallback for spot plans"
+    )
 
-    def to_domain(self) -> PlanQuery:
-        """The validated request as the services' PlanQuery."""
-        return read_document(PlanQuery, self.model_dump())
+    def to_domain(self, *, owner: str | None = None) -> PlanQuery:
+        """The validated request as the services' PlanQuery, asked by `owner` (the token's name)."""
+        return read_document(PlanQuery, {**self.model_dump(), "owner": owner})
 
 
 def parse_plan_request(data: Any) -> PlanRequest:

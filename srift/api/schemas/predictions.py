@@ -141,9 +141,9 @@ class PredictionRequest(StrictModel):
         check_one_of(self, "config", "configs")
         return self
 
-    def to_domain(self) -> PredictionQuery:
-        """The validated request as the services' PredictionQuery."""
-        return read_document(PredictionQuery, self.model_dump())
+    def to_domain(self, *, owner: str | None = None) -> PredictionQuery:
+        """The validated request as the services' PredictionQuery, asked by `owner` (the token's name)."""
+        return read_document(PredictionQuery, {**self.model_dump(), "owner": owner})
 
 
 def parse_prediction_request(data: Any) -> PredictionRequest:
