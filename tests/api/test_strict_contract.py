@@ -18,7 +18,7 @@ from srift.documents import StrictModel
 
 
 def _models(annotation: Any, seen: set[type[BaseModel]]) -> None:
-    """Every pydantic model reachable from `annotation` (fields of models, list items, unions, dict values)."""
+    """Every pydantic model reachable from `annotation` (model fields, list items, unions, dict values)."""
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         if annotation in seen:
             return
