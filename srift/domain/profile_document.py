@@ -282,14 +282,25 @@ class ProfileInputPipelineIn(StrictModel):
         )
 
 
+MIN_QUOTA_S = 0.001
+"""The kernel's smallest CFS quota and period, 1 ms (Linux Documentation/scheduler/sched-bwc.rst: "The
+minimum quota allowed for the quota or period is 1ms"): cores ≥ 1 ms / 1 s, period_s ≥ 1 ms."""
+MIN_QUOTA_CORES = MIN_QUOTA_S / MAX_QUOTA_PERIOD_S
+MIN_BURST_CPU_S = 1e-6
+"""A burst shorter than a microsecond of CPU is no measurement (the clock `srift profile` reads it with)."""
+
 QUOTA_SCHEMA = {
     "anyOf": [
         {
             "type": "object",
             "properties": {
-                "cores": {"type": "number", "exclusiveMinimum": 0, "maximum": MAX_QUOTA_CORES},
-                "period_s": {"type": "number", "exclusiveMinimum": 0, "maximum": MAX_QUOTA_PERIOD_S},
-                "burst_cpu_s": {"type": "number", "exclusiveMinimum": 0, "maximum": MAX_QUOTA_BURST_CPU_S},
+                "cores": {"type": "number", "minimum": MIN_QUOTA_CORES, "maximum": MAX_QUOTA_CORES},
+                "period_s": {"type": "number", "minimum": MIN_QUOTA_S, "maximum": MAX_QUOTA_PERIOD_S},
+                "burst_cpu_s": {
+                    "type": "number",
+                    "minimum": MIN_BURST_CPU_S,
+                    "maximum": MAX_QUOTA_BURST_CPU_S,
+                },
             },
             "required": ["cores", "period_s"],
             "additionalProperties": False,
@@ -309,16 +320,20 @@ def _cpu_quota(value: Any) -> Any:
         isinstance(value, dict)
         and {"cores", "period_s"} <= set(value) <= {"cores", "period_s", "burst_cpu_s"}
         and all(_number(v) for v in value.values())
-        and 0 < float(value["cores"]) <= MAX_QUOTA_CORES
-        and 0 < float(value["period_s"]) <= MAX_QUOTA_PERIOD_S
-        and ("burst_cpu_s" not in value or 0 < float(value["burst_cpu_s"]) <= MAX_QUOTA_BURST_CPU_S)
+        and MIN_QUOTA_CORES <= float(value["cores"]) <= MAX_QUOTA_CORES
+        and MIN_QUOTA_S <= float(value["period_s"]) <= MAX_QUOTA_PERIOD_S
+        and (
+            "burst_cpu_s" not in value
+            or MIN_BURST_CPU_S <= float(value["burst_cpu_s"]) <= MAX_QUOTA_BURST_CPU_S
+        )
     ):
         raise rule_error(
             f"{value!r} is not a CPU quota",
             field="",
-            hint=f"give {{cores: share of a CPU in (0, {MAX_QUOTA_CORES}], period_s: CFS period in "
-            f"(0, {MAX_QUOTA_PERIOD_S:g}], burst_cpu_s (optional): CPU seconds in "
-            f"(0, {MAX_QUOTA_BURST_CPU_S:g}]}} as `srift profile` measures it in the cgroup, or omit it",
+            hint=f"give {{cores: share of a CPU in [{MIN_QUOTA_CORES:g}, {MAX_QUOTA_CORES:g}], period_s: CFS "
+            f"period in [{MIN_QUOTA_S:g}, {MAX_QUOTA_PERIOD_S:g}], burst_cpu_s (optional): CPU seconds in "
+            f"[{MIN_BURST_CPU_S:g}, {MAX_QUOTA_BURST_CPU_S:g}]}} as `srift profile` measures it in the "
+            "cgroup, or omit it",
         )
     return value
 

@@ -169,10 +169,10 @@ def test_the_schema_states_the_text_rules_the_reader_enforces(client: TestClient
     }
     quota = extra["properties"]["cpu_quota"]["anyOf"][0]
     assert quota["required"] == ["cores", "period_s"] and quota["additionalProperties"] is False
-    assert quota["properties"]["cores"]["exclusiveMinimum"] == 0
+    assert quota["properties"]["cores"]["minimum"] == 0.001  # the kernel's 1 ms quota over its 1 s period
     assert quota["properties"]["period_s"]["maximum"] == 1
     burst = quota["properties"]["burst_cpu_s"]
-    assert (burst["exclusiveMinimum"], burst["maximum"]) == (0, 60)
+    assert (burst["minimum"], burst["maximum"]) == (1e-6, 60)
     assert extra["properties"]["loop_overhead_s"]["anyOf"][0]["minimum"] == 0
     comm = extra["properties"]["comm_overlap_slowdown"]["anyOf"][0]
     assert (comm["minimum"], comm["maximum"]) == (1, 10)

@@ -17,9 +17,9 @@ from srift.api.schemas.plans import (
 )
 from srift.api.schemas.profiles import ProfileIn
 from srift.api.schemas.types import NO_NUL, TypeName, check_one_of, one_of, parse_request
-from srift.documents import StrictModel, read_document
+from srift.documents import StrictModel, field_defaults, read_document
 from srift.domain import Market
-from srift.domain.requests import PredictionQuery
+from srift.domain.requests import FleetChoice, PredictionQuery
 from srift.domain.structure import Precision
 from srift.limits import MAX_COUNT, MAX_VM_BATCH
 from srift.sim import CommMode
@@ -29,6 +29,11 @@ MAX_MC_SAMPLES = 1000
 MAX_STRAGGLER_ITERS = 10_000
 MAX_PS_SERVERS = 64
 MAX_SWEEP = 256
+
+
+_PREDICT = field_defaults(PredictionQuery)
+_CHOICE = field_defaults(FleetChoice)
+"""The domain values own the prediction request's defaults (tests/api/test_request_defaults)."""
 
 
 class FleetChoiceIn(StrictModel):
@@ -41,7 +46,7 @@ class FleetChoiceIn(StrictModel):
 
     instance_type: TypeName = Field(description="e.g. p3.8xlarge")
     market: Market = Field(
-        default=Market.ON_DEMAND, description="spot or on_demand: which catalog price bills it"
+        default=_CHOICE["market"], description="spot or on_demand: which catalog price bills it"
     )
     count: int = Field(ge=1, le=MAX_COUNT, description="how many VMs of this type")
     batch: int = Field(ge=1, le=MAX_VM_BATCH, description="samples per VM per iteration")
@@ -110,7 +115,7 @@ class PredictionRequest(StrictModel):
         default_factory=NetworkIn, description="transport between nodes and measured rates (see NetworkIn)"
     )
     iterations: int = Field(ge=1, le=1_000_000_000, description="iterations to train (N)")
-    provider: str = Field(default="aws", min_length=1, max_length=64)
+    provider: str = Field(default=_PREDICT["provider"], min_length=1, max_length=64)
     region: str | None = Field(
         default=None, max_length=64, description="default: the service's default_region"
     )
@@ -118,17 +123,25 @@ class PredictionRequest(StrictModel):
         default=None, max_length=200, description="catalog snapshot to price with (e.g. srift-paper-2020)"
     )
     comm: CommMode = Field(
-        default=CommMode.ALLREDUCE, description="allreduce (Srift) or parameter_server (Li et al.)"
+        default=_PREDICT["comm"], description="allreduce (Srift) or parameter_server (Li et al.)"
     )
     ps_servers: int = Field(
-        default=1, ge=1, le=MAX_PS_SERVERS, description="parameter servers (comm=parameter_server)"
+        default=_PREDICT["ps_servers"],
+        ge=1,
+        le=MAX_PS_SERVERS,
+        description="parameter servers (comm=parameter_server)",
     )
-    seed: int = Field(default=0, ge=0, le=2**31 - 1, description="seed of straggler and Monte Carlo sampling")
+    seed: int = Field(
+        default=_PREDICT["seed"], ge=0, le=2**31 - 1, description="seed of straggler and Monte Carlo sampling"
+    )
     straggler_iters: int = Field(
-        default=100, ge=1, le=MAX_STRAGGLER_ITERS, description="iterations sampled for stragglers"
+        default=_PREDICT["straggler_iters"],
+        ge=1,
+        le=MAX_STRAGGLER_ITERS,
+        description="iterations sampled for stragglers",
     )
     mc_samples: int = Field(
-        default=0,
+        default=_PREDICT["mc_samples"],
         ge=0,
         le=MAX_MC_SAMPLES,
         description="Monte Carlo samples of one iteration (stragglers, bandwidth-model error) for the "
