@@ -410,7 +410,7 @@ class ProfileExtra(StrictModel):
     model_config = ConfigDict(
         extra="allow", allow_inf_nan=False, json_schema_extra={"propertyNames": {"pattern": NO_NUL}}
     )
-    __pydantic_extra__: dict[str, FreeJson] = Field(init=False)  # type: ignore[assignment]
+    __pydantic_extra__: dict[str, FreeJson] = Field(init=False)
 
     overlap_slowdown: float | None = Field(
         default=None,

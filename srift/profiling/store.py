@@ -100,10 +100,10 @@ def save_profile_checked(
             session.add(row)
             session.flush()
     except IntegrityError:
-        existing = session.scalar(select(ModelProfileRow.id).where(ModelProfileRow.fingerprint == digest))
-        if existing is None:
+        stored = session.scalar(select(ModelProfileRow.id).where(ModelProfileRow.fingerprint == digest))
+        if stored is None:
             raise
-        return existing, False
+        return stored, False
     return row.id, True
 
 
