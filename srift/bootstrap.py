@@ -22,7 +22,8 @@ SHIPPED_LOADERS: tuple[str, ...] = (
 WHAT_LOADS = {
     "srift.catalog.shipped:load_shipped_catalog": "the shipped catalog (instance types, prices)",
     "srift.bandwidth.registry:load_shipped_models": "the shipped bandwidth models",
-    "srift.refmodels.shipped:load_reference_profiles": "the reference models' profiles (each GPU, 4 precisions)",
+    "srift.refmodels.shipped:load_reference_profiles": "the reference models' profiles (each GPU, 4 "
+    "precisions)",
 }
 """What each loader does, in the words `progress` reports while a new data folder is prepared."""
 
