@@ -111,7 +111,9 @@ def result_table(profile: ModelProfile, *, out: Path | None) -> Table:
             )
         ),
     )
-    splits = [c for c in extra.get("bend_checks") or [] if c.get("split")]
+    splits = sorted(
+        (c for c in extra.get("bend_checks") or [] if c.get("split")), key=lambda c: float(c["batch"])
+    )
     segments = len(profile.forward.batches) - 1
     table.add_row(
         "curve",
