@@ -83,6 +83,10 @@ NO_NUL = r"^[^\x00]*$"
 with `min_length=1` it is the rule for non-empty text."""
 NOT_BLANK = r"^[^\x00]*[^\x00\t-\r\x1c- \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000][^\x00]*$"
 """Text with a character that is not whitespace (`str.isspace`, which readers strip), and no NUL."""
+HTTP_URL = r"^https?://[^\x00\t-\r\x1c- \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]+$"
+"""An http(s) URL without NUL or whitespace, the whitespace listed so that Python's `re` and JSON Schema's
+ECMA-262 dialect read the pattern alike (`\\s` differs between them: U+0085 and U+001C..U+001F are space to
+Python only, U+FEFF to ECMA only)."""
 SOME_TEXT = r"^[^\x00]+$"
 """Non-empty text without NUL, in the pattern alone: for dict keys, whose schema (`propertyNames`) keeps
 only the pattern of the key type."""

@@ -13,6 +13,9 @@ from srift.errors import InvalidInput, PayloadTooLarge
 
 DEFAULT_MAX_BODY_BYTES = 2_000_000
 MAX_LAYERS_PER_PROFILE = 5_000
+MAX_STRUCTURE_LAYERS = 2_000
+"""Modules with work of their own in a profile's `structure` (GPT-style models with 80 blocks have ~1,000);
+with every field one such layer is ~450 bytes of JSON, so one more than this still fits the body cap."""
 MAX_PROFILES_PER_REQUEST = 64
 MAX_INSTANCE_TYPES_PER_REQUEST = 64
 MAX_COUNT = 1024
@@ -78,6 +81,12 @@ LAYERS_PER_PROFILE = Limit(
     "layers",
     "profile `layers[]` (POST /v1/profiles, inline profiles)",
 )
+STRUCTURE_LAYERS = Limit(
+    "structure layers per profile",
+    MAX_STRUCTURE_LAYERS,
+    "layers",
+    "profile `structure.layers[]` (per-layer FLOPs and bytes)",
+)
 PROFILES_PER_REQUEST = Limit(
     "profiles per request", MAX_PROFILES_PER_REQUEST, "profiles", "`profile_ids` and inline `profiles`"
 )
@@ -132,6 +141,7 @@ EC2_TIMEOUT = Limit(
 LIMITS: tuple[Limit, ...] = (
     BODY_SIZE,
     LAYERS_PER_PROFILE,
+    STRUCTURE_LAYERS,
     PROFILES_PER_REQUEST,
     INSTANCE_TYPES_PER_REQUEST,
     COUNT,

@@ -47,10 +47,26 @@ def dispose_engines() -> None:
     for engine in _engines.values():
         engine.dispose()
     _engines.clear()
+    _readers.clear()
 
 
 def session_factory(url: str) -> sessionmaker[Session]:
     return sessionmaker(bind=get_engine(url), expire_on_commit=False)
+
+
+_readers: dict[str, Engine] = {}
+
+
+def read_session_factory(url: str) -> sessionmaker[Session]:
+    """Sessions for requests that only read: on PostgreSQL each statement runs in autocommit, so a cached
+    read is one round trip (its revision tokens) instead of BEGIN, the query and COMMIT, each a wait for a
+    server process on a busy host. Reads keep their order (tokens first, data after), which is all the
+    revision caches need (srift.db.revisions). SQLite, in-process, keeps ordinary sessions."""
+    if url.startswith("sqlite"):
+        return session_factory(url)
+    if url not in _readers:
+        _readers[url] = get_engine(url).execution_options(isolation_level="AUTOCOMMIT")
+    return sessionmaker(bind=_readers[url], expire_on_commit=False)
 
 
 @contextmanager

@@ -39,7 +39,6 @@ from srift.domain.profile import (
     MAX_QUOTA_BURST_CPU_S,
     MAX_QUOTA_CORES,
     MAX_QUOTA_PERIOD_S,
-    MEASURED,
     ComputeCurve,
     EstimateInfo,
     InputPipeline,
@@ -48,7 +47,7 @@ from srift.domain.profile import (
 )
 from srift.domain.structure import ModelStructure, Precision
 from srift.errors import InvalidInput
-from srift.limits import MAX_LAYERS_PER_PROFILE, MAX_NAME_CHARS
+from srift.limits import MAX_LAYERS_PER_PROFILE, MAX_NAME_CHARS, MAX_STRUCTURE_LAYERS
 
 MAX_SAFE_INT = 2**53 - 1
 MAX_BATCH = 1_000_000_000
@@ -230,7 +229,7 @@ class StructureIn(StrictModel):
     memory: MemoryUseIn
     update_bytes: Count = Field(description="bytes the optimizer step moves")
     update_kernels: Count
-    layers: list[LayerWorkIn] = Field(min_length=1, max_length=MAX_LAYERS_PER_PROFILE)
+    layers: list[LayerWorkIn] = Field(min_length=1, max_length=MAX_STRUCTURE_LAYERS)
 
     @field_validator("method", mode="before")
     @classmethod
@@ -444,8 +443,9 @@ class ProfileExtra(StrictModel):
 class ProfileIn(StrictModel):
     """A compute profile document as written by `srift profile --out` (schema version 1).
 
-    Rules across fields: `source` agrees with `estimate`; no curve breakpoint lies above `max_batch`; the
-    layers' gradients total at most `structure.memory.parameter_bytes` when a structure is given."""
+    Rules across fields (JSON Schema cannot state them; the error's hint says how to fix each): no curve
+    breakpoint lies above `max_batch`; the layers' gradients total at most
+    `structure.memory.parameter_bytes` when a structure is given."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
@@ -484,7 +484,9 @@ class ProfileIn(StrictModel):
         default=Precision.FP32, description="fp32, tf32, fp16 or bf16 (autocast) as profiled"
     )
     source: Literal["measured", "estimate:roofline", "estimate:scaled"] | None = Field(
-        default=None, description="measured, or estimate:<method> (must agree with `estimate`)"
+        default=None,
+        description="measured or estimate:<method>: derived from `estimate` (written for readers; the value "
+        "read is ignored, so a document cannot contradict itself)",
     )
     estimate: EstimateIn | None = Field(default=None, description="set when the curves are estimates")
     structure: StructureIn | None = Field(
@@ -493,9 +495,8 @@ class ProfileIn(StrictModel):
     input_pipeline: ProfileInputPipelineIn | None = Field(
         default=None, description="what feeding one sample costs"
     )
-    extra: ProfileExtra = Field(
-        default_factory=ProfileExtra,
-        description="free-form facts (raw measurements, budget); the keys Srift reads are typed",
+    extra: ProfileExtra | None = Field(
+        default=None, description="free-form facts (raw measurements, budget); the keys Srift reads are typed"
     )
 
     @field_validator("model", "accelerator", "torch_version", "device", "created_at", mode="before")
@@ -504,24 +505,12 @@ class ProfileIn(StrictModel):
         _no_nul(value, "value")
         return value
 
-    @field_validator("extra", mode="before")
-    @classmethod
-    def _extra(cls, value: Any) -> Any:
-        return {} if value is None else value
-
     @field_serializer("extra")
-    def _dump_extra(self, extra: ProfileExtra) -> dict[str, Any]:
-        return extra.model_dump(mode="json", exclude_unset=True)
+    def _dump_extra(self, extra: ProfileExtra | None) -> dict[str, Any]:
+        return {} if extra is None else extra.model_dump(mode="json", exclude_unset=True)
 
     @model_validator(mode="after")
     def _plausible(self) -> ProfileIn:
-        expected = f"estimate:{self.estimate.method}" if self.estimate is not None else MEASURED
-        if self.source is not None and self.source != expected:
-            raise rule_error(
-                f"source {self.source!r} does not match the document ({expected})",
-                field="source",
-                hint="omit source, or give `estimate` for an estimated profile and `measured` otherwise",
-            )
         for name in ("forward", "backward"):
             top = getattr(self, name).batches[-1]
             if top > self.max_batch:
@@ -566,7 +555,7 @@ class ProfileIn(StrictModel):
             device=self.device or "cpu",
             threads=self.threads,
             created_at=self.created_at,
-            extra=self.extra.model_dump(mode="json", exclude_unset=True),
+            extra={} if self.extra is None else self.extra.model_dump(mode="json", exclude_unset=True),
             update_s=self.update_s,
             precision=self.precision,
             structure=structure,

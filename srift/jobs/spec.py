@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from srift.documents import NOT_BLANK, NUMBER, WHOLE, StrictModel, invalid_input, rule_error
+from srift.documents import HTTP_URL, NOT_BLANK, NUMBER, WHOLE, StrictModel, invalid_input, rule_error
 from srift.domain.states import JobKind
 from srift.errors import InvalidInput
 from srift.limits import (
@@ -167,7 +167,7 @@ class Ec2Document(StrictModel):
     image_id: ResourceId = Field(description="AMI with python3 (and CUDA drivers for NCCL), e.g. ami-0abc...")
     results_url: Annotated[
         str,
-        Field(min_length=8, max_length=500, pattern=r"^https?://[^\x00\s]+$"),
+        Field(min_length=8, max_length=500, pattern=HTTP_URL),
         AfterValidator(lambda url: url.rstrip("/")),
     ] = Field(description="this server, as VMs see it")
     region: Annotated[

@@ -36,7 +36,6 @@ CROSS_FIELD_RULES = (
     "lies above max_batch",  # a profile: no curve breakpoint above max_batch
     "more than the model's",  # a profile: the layers' gradients at most structure's parameter bytes
     "the profiles are of different models",  # plans and predictions: the profiles given share one model
-    "does not match the document",  # a profile's source agrees with its estimate (or its absence)
     "(probe grid size)",  # probe jobs: distinct sizes × distinct node counts
     "above its cap ec2.max_instances",  # EC2 jobs: the instances a job needs vs its own cap
     "above the cap ec2.max_cost_usd",  # EC2 jobs: catalog price × instances × timeout vs its own cap

@@ -156,7 +156,7 @@ def test_the_schema_states_the_text_rules_the_reader_enforces(client: TestClient
     for field in ("torch_version", "device", "created_at"):
         assert profile[field]["pattern"] == "^[^\\x00]*$", field
     assert schemas["LayerIn"]["properties"]["name"]["pattern"] == "^[^\\x00]*$"
-    extra = schemas[profile["extra"]["$ref"].rsplit("/", 1)[1]]
+    extra = schemas[profile["extra"]["anyOf"][0]["$ref"].rsplit("/", 1)[1]]
     assert extra["propertyNames"] == {"pattern": "^[^\\x00]*$"}
     free = schemas[extra["additionalProperties"]["$ref"].rsplit("/", 1)[1]]
     text = next(branch for branch in free["anyOf"] if branch.get("type") == "string")
