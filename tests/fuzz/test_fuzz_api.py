@@ -219,3 +219,44 @@ def _describe(exc: BaseException) -> str:
     for inner in getattr(exc, "exceptions", ()):
         parts.append(_describe(inner))
     return "\n".join(parts)
+
+
+STATEFUL_STEPS = 8
+STATEFUL_EXAMPLES = 6
+
+
+def test_links_chain_operations_without_server_errors(fuzz_setup: tuple[FastAPI, dict[str, str]]) -> None:
+    """Stateful: schemathesis follows the schema's links (create a profile, then read and delete it; create a
+    plan, read it, start a run of it, report its progress), every check on, as in `st run` with stateful
+    tests; a small count here (the 30-example run is in docs/BENCHMARKS.md's note)."""
+    app, headers = fuzz_setup
+    schema = schemathesis.openapi.from_asgi("/openapi.json", app)
+    machine = schema.as_state_machine()
+    seen: list[int] = []
+    calls: list[tuple[str, int]] = []
+
+    class Linked(machine):  # type: ignore[misc,valid-type]
+        def get_call_kwargs(self, case: Any) -> dict[str, Any]:
+            return {"headers": headers}
+
+        def validate_response(self, response: Any, case: Any, **kwargs: Any) -> None:
+            seen.append(response.status_code)
+            calls.append((case.operation.label, response.status_code))
+            excluded = [positive_data_acceptance] if _refusal_allowed(response) else []
+            if _too_large(response):
+                excluded.append(negative_data_rejection)
+            case.validate_response(response, headers=headers, excluded_checks=excluded)
+
+    Linked.run(
+        settings=settings(
+            max_examples=STATEFUL_EXAMPLES,
+            stateful_step_count=STATEFUL_STEPS,
+            deadline=None,
+            derandomize=True,
+            suppress_health_check=list(HealthCheck),
+            database=None,
+        )
+    )
+    assert seen and all(code < 500 for code in seen)
+    linked = {label for label, code in calls if "{" in label and code < 300}
+    assert linked, calls
