@@ -99,6 +99,10 @@ def _any_case(word: str) -> str:
     return "".join(f"[{c.lower()}{c.upper()}]" if c.isalpha() else c for c in word)
 
 
+MIN_ALLREDUCE_S = 1e-6
+"""The shortest plausible allreduce: a kernel launch or a message, microseconds (the 8-byte row of nccl-tests'
+all_reduce_perf on 2 × p5.48xlarge, shared/reference/nccl-tests_all_reduce_perf_2x_p5.48xlarge.txt, takes
+69 µs). Shorter times are not measurements, and the bandwidths derived from them overflow."""
 INT32_MAX = 2**31 - 1
 """Integer columns of the samples table are 32-bit (buffer_bytes is 64-bit)."""
 RequiredText = Annotated[
@@ -130,7 +134,7 @@ class ProbeSampleDocument(StrictModel):
     world_size: Annotated[int, Field(ge=2, le=INT32_MAX), WHOLE]
     nodes: Annotated[int, Field(ge=1, le=INT32_MAX), WHOLE] | None = None
     ranks_per_node: Annotated[int, Field(ge=1, le=INT32_MAX), WHOLE] | None = None
-    time_s: Annotated[float, Field(gt=0), NUMBER]
+    time_s: Annotated[float, Field(ge=MIN_ALLREDUCE_S, le=86_400), NUMBER]
     algbw_gbps: Annotated[float, Field(ge=0), NUMBER] | None = None
     busbw_gbps: Annotated[float, Field(ge=0), NUMBER] | None = None
     async_count: Annotated[int, Field(ge=1, le=INT32_MAX), WHOLE] = 1

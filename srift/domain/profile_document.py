@@ -358,6 +358,7 @@ IDLE_SCHEMA = {
             },
             "required": ["gaps_s", "ratio"],
             "additionalProperties": {"$ref": "#/components/schemas/FreeJson"},
+            "propertyNames": {"pattern": NO_NUL},
             "anyOf": [
                 {
                     "properties": {
