@@ -108,3 +108,19 @@ def test_an_unsplittable_global_batch_is_told_batches_that_split(
     for splits in (992, 1008):
         ok = client.post("/v1/plans", json={**body, "global_batch": splits}, headers=write_headers)
         assert ok.status_code == 201, ok.text
+
+
+def test_a_plan_has_one_p_deadline() -> None:
+    """The band's and the spot runs' chances are one figure: the lower (both must hold), never rounded up
+    to a certainty (the issue's plan read 98 % in its header and 100.0 % in its spot line)."""
+    from srift.commands.plan import chance_text, chances
+
+    plan = {
+        "probability": {"meets_time_limit": 0.98, "within_budget": None},
+        "spot": {"p_meets_time_limit": 1.0, "p_within_budget": None},
+    }
+    assert chances(plan) == (0.98, None)
+    assert chance_text(plan) == "P(deadline) 98 %"
+    plan["spot"]["p_meets_time_limit"] = 0.9
+    assert chance_text(plan) == "P(deadline) 90 %"
+    assert chance_text({"probability": {"meets_time_limit": 0.996}}) == "P(deadline) >99 %"
