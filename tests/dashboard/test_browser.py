@@ -361,7 +361,11 @@ def test_plan_page_shows_locations_egress_data_loading_and_the_spot_outlook(brow
     assert "location" in page.inner_text("#plan-choices thead").lower()
     if plan["spot"] is not None:
         cards = page.inner_text("#plan-spot-cards").lower()
-        assert "expected cost" in cards and "uninterrupted" in cards and "p(meets time limit)" in cards
+        assert "expected cost" in cards and "uninterrupted" in cards and "interruptions" in cards
+        # One P(deadline) per plan: the spot runs' chance is folded into the plan's, not shown again.
+        assert (
+            "p(meets time limit)" not in cards and "p(deadline)" in page.inner_text("#plan-spot-note").lower()
+        )
     else:
         assert plan["fallback"] is None or "On-demand fallback" in page.inner_text("#plan-fallback")
     # The stored request is back in the form, geo fields included.
