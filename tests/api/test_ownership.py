@@ -98,6 +98,9 @@ def test_an_upload_named_like_a_reference_model_changes_only_its_owners_plans(
     assert run.status_code == 201, run.text
     assert client.get(f"/v1/jobs/{run.json()['id']}", headers=bob).status_code == 404
     assert client.get(f"/v1/jobs/{run.json()['id']}", headers=alice).status_code == 200
+    listed_runs = {r["id"] for r in client.get("/v1/jobs", headers=bob).json()["runs"]}
+    assert run.json()["id"] not in listed_runs
+    assert run.json()["id"] in {r["id"] for r in client.get("/v1/jobs", headers=alice).json()["runs"]}
 
 
 def test_a_shared_profile_is_named_by_id_never_taken_by_model(
