@@ -13,7 +13,7 @@ export SRIFT_DATA_DIR="$DATA" SRIFT_PORT="$PORT" SRIFT_WORKERS=1 SRIFT_MAX_SOLVE
 unset SRIFT_DATABASE_URL
 "$ROOT/.venv/bin/srift" serve > "$OUT/serve.log" 2>&1 &
 SERVER=$!
-trap 'kill $SERVER 2>/dev/null; wait $SERVER 2>/dev/null; rm -rf "$DATA"' EXIT
+trap 'rc=$?; kill $SERVER 2>/dev/null; wait $SERVER 2>/dev/null || true; rm -rf "$DATA"; exit $rc' EXIT
 until curl -sf "http://127.0.0.1:$PORT/v1/health" > /dev/null; do
   kill -0 $SERVER 2>/dev/null || { echo "srift serve exited; see $OUT/serve.log" >&2; exit 1; }
   sleep 1
