@@ -45,7 +45,7 @@ from srift.domain.profile import (
     LayerGrad,
     ModelProfile,
 )
-from srift.domain.structure import ModelStructure, Precision
+from srift.domain.structure import Affine, LayerWork, MemoryUse, ModelStructure, PassWork, Precision
 from srift.errors import InvalidInput
 from srift.limits import MAX_LAYERS_PER_PROFILE, MAX_NAME_CHARS, MAX_STRUCTURE_LAYERS
 
@@ -171,6 +171,10 @@ AffineIn = Annotated[
 ]
 
 
+def _affine(pair: list[float]) -> Affine:
+    return Affine(float(pair[0]), float(pair[1]))
+
+
 class PassWorkIn(StrictModel):
     """One layer's work in one pass: FLOPs and bytes of matrix products, bytes of other operators, kernels."""
 
@@ -180,6 +184,14 @@ class PassWorkIn(StrictModel):
     matmul_bytes: AffineIn
     other_bytes: AffineIn
     kernels: Count
+
+    def to_work(self) -> PassWork:
+        return PassWork(
+            matmul_flops=_affine(self.matmul_flops),
+            matmul_bytes=_affine(self.matmul_bytes),
+            other_bytes=_affine(self.other_bytes),
+            kernels=self.kernels,
+        )
 
 
 class LayerWorkIn(StrictModel):
@@ -192,6 +204,15 @@ class LayerWorkIn(StrictModel):
     backward: PassWorkIn
     backward_order: Count = Field(description="rank by when the layer's backward work ends (0 first)")
     grad_bytes: Count = Field(default=0, description="bytes of the gradients of the module's own parameters")
+
+    def to_work(self) -> LayerWork:
+        return LayerWork(
+            name=self.name,
+            forward=self.forward.to_work(),
+            backward=self.backward.to_work(),
+            backward_order=self.backward_order,
+            grad_bytes=self.grad_bytes,
+        )
 
     @field_validator("name", mode="before")
     @classmethod
@@ -236,6 +257,24 @@ class StructureIn(StrictModel):
     def _method(cls, value: Any) -> Any:
         _no_nul(value, "method")
         return value
+
+    def to_structure(self) -> ModelStructure:
+        m = self.memory
+        return ModelStructure(
+            precision=self.precision,
+            layers=tuple(layer.to_work() for layer in self.layers),
+            memory=MemoryUse(
+                parameter_bytes=m.parameter_bytes,
+                gradient_bytes=m.gradient_bytes,
+                optimizer_state_bytes=m.optimizer_state_bytes,
+                optimizer=m.optimizer,
+                activation_bytes=_affine(m.activation_bytes),
+                saved_bytes=_affine(m.saved_bytes),
+            ),
+            update_bytes=self.update_bytes,
+            update_kernels=self.update_kernels,
+            method=self.method,
+        )
 
 
 class EstimateIn(StrictModel):
@@ -540,9 +579,7 @@ class ProfileIn(StrictModel):
             LayerGrad(name=x.name, grad_bytes=x.grad_bytes, ready_frac=x.ready_frac, exec_prob=x.exec_prob)
             for x in self.layers
         )
-        structure = None
-        if self.structure is not None:
-            structure = ModelStructure.from_dict(self.structure.model_dump(mode="json"))
+        structure = self.structure.to_structure() if self.structure is not None else None
         return ModelProfile(
             model=self.model,
             accelerator=self.accelerator,
