@@ -94,3 +94,74 @@ def test_whole_floats_stay_integers(client: TestClient, write_headers: dict[str,
     r = client.post("/v1/profiles", json={**_profile(), "max_batch": 64.0}, headers=write_headers)
     assert r.status_code == 201, r.text
     assert client.get(f"/v1/profiles/{r.json()['id']}", headers=write_headers).json()["max_batch"] == 64
+
+
+def _work() -> dict[str, Any]:
+    """One structure layer with every field (the largest form a client sends)."""
+    one = {"matmul_flops": [0.0, 0.0], "matmul_bytes": [0.0, 0.0], "other_bytes": [0.0, 0.0], "kernels": 0}
+    return {"name": "layer", "forward": one, "backward": one, "backward_order": 0, "grad_bytes": 0}
+
+
+def _sample(i: int) -> dict[str, Any]:
+    return {
+        "schema": "srift-probe/1",
+        "run_id": "r",
+        "provider": "local",
+        "instance_type": "local",
+        "backend": "gloo",
+        "buffer_bytes": 1024,
+        "world_size": 2,
+        "nodes": 2,
+        "ranks_per_node": 1,
+        "time_s": 0.001,
+        "algbw_gbps": 0.008192,
+        "busbw_gbps": 0.008192,
+        "async_count": 1,
+        "repeat": i,
+        "region": "",
+        "zone": "",
+        "gpu_name": "",
+        "cpu_name": "",
+        "cpu_cores": 0,
+        "memory_gib": 0.0,
+        "rated_gbps": 0.0,
+    }
+
+
+def test_over_long_lists_are_422_naming_the_list_not_413(
+    client: TestClient, write_headers: dict[str, str]
+) -> None:
+    """One item more than a list's maximum, each item in its fullest form, still fits the body cap: the
+    answer names the list (a 413 would say only that the body is large)."""
+    from srift.limits import MAX_LAYERS_PER_PROFILE, MAX_PROBE_RESULTS_PER_BATCH, MAX_STRUCTURE_LAYERS
+
+    layers = [{"name": f"l{i}", "grad_bytes": 0, "ready_frac": 1.0, "exec_prob": 1.0} for i in range(5001)]
+    assert len(layers) == MAX_LAYERS_PER_PROFILE + 1
+    structure = {
+        "precision": "fp32",
+        "method": "",
+        "memory": {
+            "parameter_bytes": 0,
+            "gradient_bytes": 0,
+            "optimizer_state_bytes": 0,
+            "optimizer": "",
+            "activation_bytes": [0.0, 0.0],
+            "saved_bytes": [0.0, 0.0],
+        },
+        "update_bytes": 0,
+        "update_kernels": 0,
+        "layers": [_work() for _ in range(MAX_STRUCTURE_LAYERS + 1)],
+    }
+    cases = [
+        ("/v1/profiles", {**_profile(), "layers": layers}, "layers"),
+        ("/v1/profiles", {**_profile(), "structure": structure}, "structure.layers"),
+        (
+            "/v1/probe-results",
+            {"samples": [_sample(i) for i in range(MAX_PROBE_RESULTS_PER_BATCH + 1)], "final": True},
+            "samples",
+        ),
+    ]
+    for path, body, field in cases:
+        r = client.post(path, json=body, headers=write_headers)
+        assert r.status_code == 422, (path, r.status_code, r.text[:300])
+        assert r.json()["field"] == field
