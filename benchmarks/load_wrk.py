@@ -14,8 +14,9 @@ docs/BENCHMARKS.md.
     .venv/bin/python -m benchmarks.load_wrk --soak 10 --rate 100 --scenario plans   # RSS every minute
 
 Run it alone (`cpu heavy ...`): it saturates both cores. Needs `wrk` (apt-get install wrk).
-Acceptance (issue #22): plans ≥ 100 req/s with p99 < 250 ms and 0 errors, instance-types ≥ 1,000 req/s,
-on SQLite and PostgreSQL; soak at 100 plans/s: 0 errors, RSS at minute 10 within 10 % of minute 2.
+Acceptance (issue #22): plans ≥ 100 req/s with p99 < 250 ms and 0 errors, instance-types ≥ 1,000 req/s
+(and, issue #48, p99 < 250 ms), on SQLite and PostgreSQL; soak at 100 plans/s: 0 errors, RSS at minute 10
+within 10 % of minute 2.
 """
 
 from __future__ import annotations
@@ -49,6 +50,8 @@ SCENARIOS = ("plans", "instance-types", "predictions", "health")
 PLANS_MIN_RPS = 100.0
 PLANS_MAX_P99_MS = 250.0
 READS_MIN_RPS = 1000.0
+READS_MAX_P99_MS = 250.0
+"""Issue 48: catalog reads keep their tail on PostgreSQL too."""
 SOAK_RSS_DRIFT = 0.10
 
 
@@ -310,8 +313,14 @@ def acceptance(run: WrkRun) -> str:
         )
         return f"≥ {PLANS_MIN_RPS:g}/s, p99 < {PLANS_MAX_P99_MS:g} ms, 0 errors: {'met' if ok else 'NOT met'}"
     if run.scenario == "instance-types":
-        ok = run.throughput_rps >= READS_MIN_RPS and run.errors == 0
-        return f"≥ {READS_MIN_RPS:,.0f}/s, 0 errors: {'met' if ok else 'NOT met'}"
+        ok = (
+            run.throughput_rps >= READS_MIN_RPS
+            and run.latency_ms("p99") < READS_MAX_P99_MS
+            and run.errors == 0
+        )
+        return (
+            f"≥ {READS_MIN_RPS:,.0f}/s, p99 < {READS_MAX_P99_MS:g} ms, 0 errors: {'met' if ok else 'NOT met'}"
+        )
     return "0 errors: " + ("met" if run.errors == 0 else "NOT met")
 
 

@@ -43,10 +43,31 @@ def build_app() -> typer.Typer:
         add_completion=False,
         pretty_exceptions_enable=False,
     )
+
+    @app.callback()
+    def _root(
+        version: bool = typer.Option(
+            False,
+            "--version",
+            is_eager=True,
+            callback=_print_version,
+            help="Print Srift's version and exit.",
+        ),
+    ) -> None:
+        """Srift's commands; `--version` prints the package version."""
+
     for name in COMMAND_MODULES:
         module = importlib.import_module(f"srift.commands.{name}")
         module.register(app)
     return app
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from srift import __version__
+
+        typer.echo(f"srift {__version__}")
+        raise typer.Exit()
 
 
 def main(argv: list[str] | None = None) -> None:

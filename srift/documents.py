@@ -15,9 +15,18 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, TypeVar, Union
 
-from pydantic import BeforeValidator, Field, GetJsonSchemaHandler, TypeAdapter, ValidationError
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    Field,
+    GetCoreSchemaHandler,
+    GetJsonSchemaHandler,
+    TypeAdapter,
+    ValidationError,
+)
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema, PydanticCustomError
+from pydantic_core import core_schema as cs
 from typing_extensions import TypeAliasType
 
 from srift.errors import InvalidInput
@@ -41,6 +50,12 @@ def read_document(cls: type[T], document: Mapping[str, Any]) -> T:
     known = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
     value: T = _adapter(cls).validate_python({k: v for k, v in document.items() if k in known})
     return value
+
+
+def field_defaults(cls: type[Any]) -> dict[str, Any]:
+    """The defaults of a dataclass's fields (those that have one), so an edge schema states the defaults the
+    domain value owns instead of writing them again."""
+    return {f.name: f.default for f in dataclasses.fields(cls) if f.default is not dataclasses.MISSING}
 
 
 def to_document(value: Any) -> dict[str, Any]:
@@ -68,6 +83,10 @@ NO_NUL = r"^[^\x00]*$"
 with `min_length=1` it is the rule for non-empty text."""
 NOT_BLANK = r"^[^\x00]*[^\x00\t-\r\x1c- \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000][^\x00]*$"
 """Text with a character that is not whitespace (`str.isspace`, which readers strip), and no NUL."""
+HTTP_URL = r"^https?://[^\x00\t-\r\x1c- \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]+$"
+"""An http(s) URL without NUL or whitespace, the whitespace listed so that Python's `re` and JSON Schema's
+ECMA-262 dialect read the pattern alike (`\\s` differs between them: U+0085 and U+001C..U+001F are space to
+Python only, U+FEFF to ECMA only)."""
 SOME_TEXT = r"^[^\x00]+$"
 """Non-empty text without NUL, in the pattern alone: for dict keys, whose schema (`propertyNames`) keeps
 only the pattern of the key type."""
@@ -124,6 +143,34 @@ WHOLE = BeforeValidator(_whole)
 before it, `Annotated[int, Field(ge=1), WHOLE]`, so the schema states them as `minimum`/`maximum`."""
 NUMBER = BeforeValidator(_number)
 """The one number rule of documents: finite, never a string or a boolean; bounds go before it (as WHOLE)."""
+
+
+def _strict(schema: Any) -> Any:
+    """`schema` (a pydantic core schema) with every boolean and number strict and every integer WHOLE."""
+    if isinstance(schema, list):
+        return [_strict(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    kind = schema.get("type")
+    if kind in ("bool", "float"):
+        return {**schema, "strict": True}
+    if kind == "int":
+        return cs.no_info_before_validator_function(_whole, {**schema, "strict": True})
+    return {key: _strict(value) for key, value in schema.items()}
+
+
+class StrictModel(BaseModel):
+    """A request or stored document read as JSON Schema reads it: an `integer` is 3 or 3.0 (never 3.5, "3" or
+    true), a `number` is never a string or a boolean, a `boolean` is true or false (never 0 or "yes").
+
+    Pydantic's lax mode would coerce all of those, so a request the schema refuses would be accepted; the
+    subclasses' fields keep their plain types (`int`, `float`, `bool`), and this class makes every one of
+    them, nested containers included, strict. Nested models must subclass it too."""
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
+        strict: CoreSchema = _strict(handler(source))
+        return strict
 
 
 def field_path(loc: Sequence[Any]) -> str:

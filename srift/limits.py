@@ -12,7 +12,10 @@ from dataclasses import dataclass
 from srift.errors import InvalidInput, PayloadTooLarge
 
 DEFAULT_MAX_BODY_BYTES = 2_000_000
-MAX_LAYERS_PER_PROFILE = 10_000
+MAX_LAYERS_PER_PROFILE = 5_000
+MAX_STRUCTURE_LAYERS = 2_000
+"""Modules with work of their own in a profile's `structure` (GPT-style models with 80 blocks have ~1,000);
+with every field one such layer is ~450 bytes of JSON, so one more than this still fits the body cap."""
 MAX_PROFILES_PER_REQUEST = 64
 MAX_INSTANCE_TYPES_PER_REQUEST = 64
 MAX_COUNT = 1024
@@ -24,7 +27,7 @@ DEFAULT_MAX_SOLVE_BUDGET_S = 30.0
 MAX_PROBE_GRID_POINTS = 1024
 MAX_PROBE_BUFFER_BYTES = 1 << 30
 MAX_PROBE_REPEATS = 1000
-MAX_PROBE_RESULTS_PER_BATCH = 10_000
+MAX_PROBE_RESULTS_PER_BATCH = 3_000
 MAX_NAME_CHARS = 200
 MAX_PAGE_SIZE = 1000
 MAX_JOB_NODES = {"local": 64, "testbed": 16, "ec2": 256}
@@ -77,6 +80,12 @@ LAYERS_PER_PROFILE = Limit(
     MAX_LAYERS_PER_PROFILE,
     "layers",
     "profile `layers[]` (POST /v1/profiles, inline profiles)",
+)
+STRUCTURE_LAYERS = Limit(
+    "structure layers per profile",
+    MAX_STRUCTURE_LAYERS,
+    "layers",
+    "profile `structure.layers[]` (per-layer FLOPs and bytes)",
 )
 PROFILES_PER_REQUEST = Limit(
     "profiles per request", MAX_PROFILES_PER_REQUEST, "profiles", "`profile_ids` and inline `profiles`"
@@ -132,6 +141,7 @@ EC2_TIMEOUT = Limit(
 LIMITS: tuple[Limit, ...] = (
     BODY_SIZE,
     LAYERS_PER_PROFILE,
+    STRUCTURE_LAYERS,
     PROFILES_PER_REQUEST,
     INSTANCE_TYPES_PER_REQUEST,
     COUNT,

@@ -115,11 +115,50 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
-            state_settings_bounds(generated(), settings)
+            schema = generated()
+            state_settings_bounds(schema, settings)
+            add_links(schema)
         return app.openapi_schema or generated()
 
     app.openapi = openapi  # type: ignore[method-assign]
     return app
+
+
+LINKS: tuple[tuple[str, str, str, dict[str, Any]], ...] = (
+    ("/v1/profiles", "GetProfile", "get_profile_v1_profiles__profile_id__get", {"profile_id": "id"}),
+    ("/v1/profiles", "DeleteProfile", "delete_profile_v1_profiles__profile_id__delete", {"profile_id": "id"}),
+    ("/v1/plans", "GetPlan", "get_plan_v1_plans__plan_id__get", {"plan_id": "id"}),
+    ("/v1/plans", "StartJob", "start_job_v1_jobs_post", {"body:plan_id": "id"}),
+    ("/v1/jobs", "GetJob", "get_job_v1_jobs__job_id__get", {"job_id": "id"}),
+    ("/v1/jobs", "ReportProgress", "report_progress_v1_jobs__job_id__progress_post", {"job_id": "id"}),
+    (
+        "/v1/jobs",
+        "ReportInterruption",
+        "report_interruption_v1_jobs__job_id__interruptions_post",
+        {"job_id": "id"},
+    ),
+    ("/v1/jobs", "Amend", "amend_job_v1_jobs__job_id__amendments_post", {"job_id": "id"}),
+    ("/v1/probe-jobs", "GetProbeJob", "get_probe_job_v1_probe_jobs__job_id__get", {"job_id": "id"}),
+    ("/v1/profile-jobs", "GetProfileJob", "get_profile_job_v1_profile_jobs__job_id__get", {"job_id": "id"}),
+)
+"""OpenAPI links from each POST that creates a resource to the operations that take its id (stateful
+clients and fuzzers follow them): (POST path, link name, target operationId, {parameter: response field});
+a `body:` parameter goes into the target's request body."""
+
+
+def add_links(schema: dict[str, Any]) -> None:
+    """Attach LINKS to the success response of each creating POST."""
+    for path, name, target, parameters in LINKS:
+        responses = schema["paths"][path]["post"]["responses"]
+        status = next(code for code in sorted(responses) if code.startswith("2"))
+        link: dict[str, Any] = {"operationId": target}
+        plain = {k: f"$response.body#/{v}" for k, v in parameters.items() if not k.startswith("body:")}
+        body = {k[5:]: f"$response.body#/{v}" for k, v in parameters.items() if k.startswith("body:")}
+        if plain:
+            link["parameters"] = plain
+        if body:
+            link["requestBody"] = body
+        responses[status].setdefault("links", {})[name] = link
 
 
 def state_settings_bounds(schema: dict[str, Any], settings: Settings) -> None:

@@ -23,6 +23,8 @@ from srift.settings import Settings
 
 __all__ = [
     "Caller",
+    "CallerIdentity",
+    "Identity",
     "RequireAdmin",
     "RequireJobOrWrite",
     "RequireRead",
@@ -139,6 +141,34 @@ def _require_job_or_write(request: Request, session: SessionDep) -> Caller:
     return Caller(api_token=_check_api_token(session, plain, Scope.WRITE))
 
 
+@dataclass(frozen=True, slots=True)
+class Identity:
+    """Whose data a request reads and writes: the API token's name (None: anonymous, or authentication off,
+    where every row is everyone's), and whether the token is an admin's (which may delete any profile)."""
+
+    owner: str | None = None
+    admin: bool = False
+
+
+def _identity(request: Request, session: SessionDep) -> Identity:
+    """The caller's identity from its bearer token; a token that is given but unknown is a 401 even where
+    reads are open (an anonymous answer would silently leave out the caller's own profiles and plans)."""
+    if not _settings(request).auth_enabled:
+        return Identity()
+    plain = bearer_token(request)
+    if plain is None or plain.startswith(JOB_TOKEN_PREFIX):
+        return Identity()
+    row = find_token(session=session, plain=plain)
+    if row is None:
+        raise Unauthorized(
+            "the token is unknown or revoked",
+            hint="create a new one with `srift tokens create`, or send no token to read what everyone shares",
+        )
+    return Identity(owner=row.name, admin=Scope(row.scope) is Scope.ADMIN)
+
+
+CallerIdentity = Annotated[Identity, Depends(_identity)]
+"""Who asks: profiles, plans and runs are the token owner's (see srift.profiling.store)."""
 RequireRead = Annotated[ApiToken | None, Depends(_require(Scope.READ))]
 RequireWrite = Annotated[ApiToken | None, Depends(_require(Scope.WRITE))]
 RequireAdmin = Annotated[ApiToken | None, Depends(_require(Scope.ADMIN))]

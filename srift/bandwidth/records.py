@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, replace
 from typing import Annotated, Any, Final, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import AfterValidator, ConfigDict, Field, ValidationError, model_validator
 
 from srift.documents import (
     NO_NUL,
@@ -23,6 +23,7 @@ from srift.documents import (
     NUMBER,
     WHOLE,
     FreeJson,
+    StrictModel,
     invalid_input,
     rule_error,
 )
@@ -108,6 +109,10 @@ def _any_case(word: str) -> str:
     return "".join(f"[{c.lower()}{c.upper()}]" if c.isalpha() else c for c in word)
 
 
+MIN_ALLREDUCE_S = 1e-6
+"""The shortest plausible allreduce: a kernel launch or a message, microseconds (the 8-byte row of nccl-tests'
+all_reduce_perf on 2 × p5.48xlarge, shared/reference/nccl-tests_all_reduce_perf_2x_p5.48xlarge.txt, takes
+69 µs). Shorter times are not measurements, and the bandwidths derived from them overflow."""
 INT32_MAX = 2**31 - 1
 """Integer columns of the samples table are 32-bit (buffer_bytes is 64-bit)."""
 RequiredText = Annotated[
@@ -118,7 +123,7 @@ Count = Annotated[int, Field(ge=0, le=INT32_MAX), WHOLE]
 BACKEND_PATTERN = "^(" + "|".join(_any_case(b) for b in BACKENDS) + ")$"
 
 
-class ProbeSampleDocument(BaseModel):
+class ProbeSampleDocument(StrictModel):
     """One probe sample as written (a JSON line of probes/allreduce.py, or an object posted to
     /v1/probe-results); `to_record` turns it into a ProbeRecord.
 
@@ -139,7 +144,7 @@ class ProbeSampleDocument(BaseModel):
     world_size: Annotated[int, Field(ge=2, le=INT32_MAX), WHOLE]
     nodes: Annotated[int, Field(ge=1, le=INT32_MAX), WHOLE] | None = None
     ranks_per_node: Annotated[int, Field(ge=1, le=INT32_MAX), WHOLE] | None = None
-    time_s: Annotated[float, Field(gt=0), NUMBER]
+    time_s: Annotated[float, Field(ge=MIN_ALLREDUCE_S, le=86_400), NUMBER]
     algbw_gbps: Annotated[float, Field(ge=0), NUMBER] | None = None
     busbw_gbps: Annotated[float, Field(ge=0), NUMBER] | None = None
     async_count: Annotated[int, Field(ge=1, le=INT32_MAX), WHOLE] = 1

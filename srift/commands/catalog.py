@@ -170,7 +170,7 @@ def register(app: typer.Typer) -> None:
             return
         console.print(_table(entries, wide=wide))
         for line in _sources_footer(entries):
-            console.print(f"source {line}", style="dim", highlight=False, soft_wrap=True)
+            console.print(f"source {line}", style="dim", highlight=False)
 
     @catalog.command("refresh")
     def refresh(

@@ -18,9 +18,9 @@ console = Console()
 
 EXAMPLE = """\
 # srift plan request (YAML or JSON; the body of POST /v1/plans)
-model: resnet50                 # a shipped reference model (resnet50, bert-base, gpt2-small, vit-b16,
-                                # llama-1b, llama-8b, gpt2-xl: `srift plan --example-model llama-8b`),
-                                # your model's name, or profile_ids: [3, 4]  or profiles: [<documents>]
+model: resnet50                 # a reference model (resnet50, bert-base, gpt2-small, vit-b16, and
+                                # sharded: llama-1b, llama-8b, gpt2-xl, see --example-model), your
+                                # model's name, or profile_ids: [3, 4]  or profiles: [<documents>]
 precision: fp16                 # fp32, tf32, fp16 or bf16 (autocast); profiles in it are used
 # allow_cpu_profiles: false     # true: let profiles measured on a CPU stand for GPU types (marked)
 global_batch: 1024              # samples per iteration over the whole fleet
@@ -28,7 +28,7 @@ iterations: 20000               # about 16 ImageNet epochs at this batch
 objective: min_cost             # or min_time
 time_limit_s: 7200              # optional: N · t_iter must not exceed it
 budget_usd: 100.0               # optional: total cost must not exceed it
-confidence: 0.9                 # the limits hold for this quantile of time and cost (0.5: the prediction)
+confidence: 0.9                 # limits hold at this quantile of time and cost (0.5: prediction)
 provider: aws
 region: us-east-1
 market: spot                    # spot, on_demand, or any (the cheaper market per type)
@@ -36,23 +36,23 @@ market: spot                    # spot, on_demand, or any (the cheaper market pe
 #   p3.8xlarge: 4
 #   g4dn.12xlarge: 8
 max_count_per_type: 4           # the cap per type when availability is not given (every GPU type)
-mode: auto                      # exhaustive, eager, or auto (exhaustive when the space fits the budget)
+mode: auto                      # exhaustive, eager, or auto (exhaustive when the space is small)
 solve_budget_s: 1.0
 seed: 0
 network:                        # how the nodes talk (optional; see `srift predict --example`)
-  transport: tcp                # tcp: plain PyTorch DDP over sockets; efa: aws-ofi-nccl (EFA types only)
+  transport: tcp                # tcp: plain PyTorch DDP over sockets; efa: aws-ofi-nccl (EFA types)
   placement_group: false
 # Fleets across regions and clouds (each location's VMs are candidates of their own):
 # providers: [aws, gcp]
 # regions: [aws/us-east-1, aws/eu-west-1, gcp/us-central1]   # or names, for each provider with them
 # allreduce: ring               # ring (PyTorch DDP) or hierarchical (reduce per location first)
-# links: [{from: aws/us-east-1, to: gcp/us-central1, bandwidth_gbps: 1.2, rtt_ms: 20}]   # your measurements
+# links: [{from: aws/us-east-1, to: gcp/us-central1, bandwidth_gbps: 1.2, rtt_ms: 20}]  # measured
 # Data loading (else the profiles' own input_pipeline, if any):
 # input_pipeline: {samples_per_s_per_core: 120, bytes_per_sample: 110000}
 # read_gbps: 5                  # each VM's read rate (default: its network)
 # Spot interruptions (priced in by default):
 # price_interruptions: true
-# interruption_rates: {g4dn.xlarge: 0.075}   # share of VMs interrupted per month (default: shipped bands)
+# interruption_rates: {g4dn.xlarge: 0.075}   # share of VMs interrupted per month (default: shipped)
 # checkpoint_interval_s: 600
 # restart_s: 150                # Srift §5.4: EC2 launch time
 # fallback: true                # also plan an on-demand fallback for spot plans
@@ -111,7 +111,7 @@ def _local(body: dict[str, Any]) -> Any:
 
     request = parse_plan_request(body)
     settings = get_settings()
-    bootstrap(settings)
+    bootstrap(settings, progress=lambda line: typer.echo(line, err=True))
     with transaction(settings.resolved_database_url) as session:
         plan = create_plan(
             session=session,
@@ -177,11 +177,12 @@ def memory_text(choice: dict[str, Any]) -> str:
 
 
 def duration(seconds: float) -> str:
-    """Seconds as a short human duration: "41 min", "378 s", "2.1 h"."""
+    """Seconds as a short human duration with at least two significant digits: "41 min", "378 s", "2.4 h",
+    "2.5 min" (never 2.4 h read as "2 h")."""
     if seconds >= 2 * 3600:
-        return f"{seconds / 3600:.1f} h"
+        return f"{seconds / 3600:.{1 if seconds < 100 * 3600 else 0}f} h"
     if seconds >= 120:
-        return f"{seconds / 60:.0f} min"
+        return f"{seconds / 60:.{1 if seconds < 600 else 0}f} min"
     return f"{seconds:.3g} s"
 
 
@@ -194,8 +195,14 @@ def durations(seconds: list[float]) -> list[str]:
     top = max(seconds)
     unit, scale = ("h", 3600.0) if top >= 2 * 3600 else ("min", 60.0) if top >= 120 else ("s", 1.0)
     scaled = [v / scale for v in seconds]
-    d = _decimals(scaled)
+    d = _decimals(scaled, least=_two_digits(scaled))
     return [f"{v:.{d}f} {unit}" for v in scaled]
+
+
+def _two_digits(values: list[float]) -> int:
+    """The decimals that give every value at least two significant digits (2.4 h, not 2 h), at most 3."""
+    small = min((abs(v) for v in values if v), default=10.0)
+    return 0 if small >= 10 else 1 if small >= 1 else 2 if small >= 0.1 else 3
 
 
 def dollars(amounts: list[float]) -> list[str]:
@@ -213,12 +220,12 @@ def _decimals(values: list[float], *, least: int = 0, most: int = 3) -> int:
 
 
 def fleet_text(choices: list[dict[str, Any]]) -> str:
-    """`16 × g4dn.8xlarge @ 64 + 2 × p3.8xlarge @ 512 (on-demand)`; `[provider/region]` across locations."""
-    where = len({c.get("location") for c in choices}) > 1
+    """`16 × g4dn.8xlarge @ 64 + 2 × p3.8xlarge @ 512 (on-demand)`; `[provider/region]` when the plan spans
+    several locations (its choices then carry theirs)."""
     return " + ".join(
         f"{c['count']} × {c['instance_type']} @ {c['batch']}"
         + (" (on-demand)" if c["market"] == "on_demand" else "")
-        + (f" [{c['location']}]" if where and c.get("location") else "")
+        + (f" [{c['location']}]" if c.get("location") else "")
         for c in choices
     )
 
@@ -240,15 +247,37 @@ def _money(value: float) -> str:
     return f"${value:.2f}"
 
 
-def chance_text(item: dict[str, Any]) -> str:
-    """ "P(deadline) 93 %, P(budget) 99 %" for the limits that are given."""
+def chances(item: dict[str, Any]) -> tuple[float | None, float | None]:
+    """The plan's one P(deadline) and one P(budget): the prediction band's, and for a spot plan priced
+    with interruptions the lower of that and the simulated runs' (both must hold, so the lower bounds the
+    chance); None for a limit not given."""
     chance = item.get("probability") or {}
+    spot = item.get("spot") or {}
+    out: list[float | None] = []
+    for key, spot_key in (("meets_time_limit", "p_meets_time_limit"), ("within_budget", "p_within_budget")):
+        values = [v for v in (chance.get(key), spot.get(spot_key)) if v is not None]
+        out.append(min(values) if values else None)
+    return out[0], out[1]
+
+
+def chance_text(item: dict[str, Any]) -> str:
+    """ "P(deadline) 93 %, P(budget) 99 %" for the limits that are given (see `chances`)."""
+    deadline, budget = chances(item)
     parts = []
-    if chance.get("meets_time_limit") is not None:
-        parts.append(f"P(deadline) {100 * chance['meets_time_limit']:.0f} %")
-    if chance.get("within_budget") is not None:
-        parts.append(f"P(budget) {100 * chance['within_budget']:.0f} %")
+    if deadline is not None:
+        parts.append(f"P(deadline) {_percent(deadline)}")
+    if budget is not None:
+        parts.append(f"P(budget) {_percent(budget)}")
     return ", ".join(parts)
+
+
+def _percent(p: float) -> str:
+    """A probability as a whole percent, never rounded up to a certainty it is not: 99.6 % reads ">99 %"."""
+    if 0.99 < p < 1.0:
+        return ">99 %"
+    if 0.0 < p < 0.01:
+        return "<1 %"
+    return f"{100 * p:.0f} %"
 
 
 def headline(plan: dict[str, Any]) -> str:
@@ -259,8 +288,9 @@ def headline(plan: dict[str, Any]) -> str:
     )
 
 
-def render(plan: dict[str, Any]) -> None:
-    """Print a plan: the headline, the fleet, Srift against CAP and TAP, the limits and the Pareto front."""
+def render(plan: dict[str, Any], *, verbose: bool = False) -> None:
+    """Print a plan: the headline, the fleet, Srift against CAP and TAP, the limits and the Pareto front;
+    `verbose` adds each source and each network rate's reason."""
     solved = "proven optimal" if plan["proven_optimal"] else "best found"
     console.print(f"[bold]{escape(headline(plan))}[/]", highlight=False)
     console.print(
@@ -361,17 +391,39 @@ def render(plan: dict[str, Any]) -> None:
         console.print(table)
     network = plan.get("network")
     if network:
-        console.print(f"network: {network['label']}", highlight=False, soft_wrap=True)
+        console.print(f"network: {network['label']}", highlight=False)
         for r in network["rates"]:
             rate = "learned model" if r["gbps"] is None else f"{r['gbps']:.3g} Gbit/s"
             if r.get("high_gbps"):
                 rate += f", band's fast end {r['high_gbps']:.3g} Gbit/s"
-            console.print(f"  {r['instance_type']}: {rate} ({r['limit']})", highlight=False, soft_wrap=True)
+            limit = f" ({r['limit']})" if verbose else ""
+            console.print(f"  {r['instance_type']}: {rate}{limit}", highlight=False)
         if network.get("recommendation"):
-            console.print(f"[yellow]advice:[/] {network['recommendation']}", highlight=False, soft_wrap=True)
+            console.print(f"[yellow]advice:[/] {network['recommendation']}", highlight=False)
     for warning in plan["warnings"]:
         console.print(f"[yellow]warning:[/] {warning}", highlight=False)
-    console.print("sources: " + "; ".join(plan["sources"]), highlight=False, soft_wrap=True)
+    render_sources(plan["sources"], verbose=verbose)
+
+
+def render_sources(sources: list[str], *, verbose: bool, out: Console | None = None) -> None:
+    """Every source on its own line with --verbose; else one summary line (profiles counted by kind)."""
+    out = out or console
+    if verbose:
+        out.print("sources:", highlight=False)
+        for source in sources:
+            out.print(f"  {escape(source)}", highlight=False)
+        return
+    profiles = [s for s in sources if s.startswith("profile:")]
+    estimated = sum("(estimate:" in s for s in profiles)
+    prices = sum(s.startswith(("price ", "price:")) for s in sources)
+    others = [s for s in sources if not s.startswith(("profile:", "price ", "price:"))]
+    parts = []
+    if profiles:
+        parts.append(f"{len(profiles)} profile(s) ({estimated} estimated)")
+    parts += [escape(s) for s in others]
+    if prices:
+        parts.append(f"{prices} catalog price(s)")
+    out.print(f"sources: {', '.join(parts)} (--verbose lists each)", highlight=False)
 
 
 def render_placement(plan: dict[str, Any]) -> None:
@@ -427,21 +479,15 @@ def render_placement(plan: dict[str, Any]) -> None:
         console.print(table)
     spot = plan.get("spot")
     if spot:
-        meets = (
-            f", P(meets time limit) {spot['p_meets_time_limit']:.1%}"
-            if spot["p_meets_time_limit"] is not None
-            else ""
-        )
-        budget = (
-            f", P(within budget) {spot['p_within_budget']:.1%}" if spot["p_within_budget"] is not None else ""
-        )
         console.print(
             f"spot: expected {duration(spot['expected_time_s'])}, ${spot['expected_cost_usd']:.2f} "
             f"(uninterrupted {duration(spot['uninterrupted_time_s'])}, "
             f"${spot['uninterrupted_cost_usd']:.2f}); "
-            f"p90 {duration(spot['time_p90_s'])}; {spot['expected_interruptions']:.2g} interruptions expected"
-            f"{meets}{budget} — {spot['samples']} simulated runs, §4.5 re-planning, checkpoint every "
-            f"{duration(spot['checkpoint_interval_s'])}, {spot['restart_s']:.0f} s restart",
+            f"p90 {duration(spot['time_p90_s'])}; "
+            f"{spot['expected_interruptions']:.2g} interruptions expected — "
+            f"{spot['samples']} simulated runs, §4.5 re-planning, checkpoint every "
+            f"{duration(spot['checkpoint_interval_s'])}, {spot['restart_s']:.0f} s restart "
+            "(their chance of meeting the limits is in P(deadline) and P(budget) above)",
             highlight=False,
         )
     fallback = plan.get("fallback")
@@ -469,14 +515,12 @@ def _estimate_lines(plan: dict[str, Any]) -> None:
         console.print(
             "[yellow]* estimated compute[/] (no profile measured on these GPUs): " + "; ".join(parts),
             highlight=False,
-            soft_wrap=True,
         )
         console.print(
             f"  iteration {p['iteration_p10_s']:.3g}–{p['iteration_p90_s']:.3g} s (p10–p90, estimate error "
             "included); profile the model on the chosen GPU (`srift profile --device cuda`) for measured "
             "times",
             highlight=False,
-            soft_wrap=True,
         )
     elif candidates:
         console.print(
@@ -573,6 +617,9 @@ def register(app: typer.Typer) -> None:
             help="print an example request for a reference model and exit (llama-1b, llama-8b and gpt2-xl "
             "ask for sharded data parallelism)",
         ),
+        verbose: bool = typer.Option(
+            False, "--verbose", "-v", help="also list every source and each network rate's reason"
+        ),
     ) -> None:
         """Find the cheapest (min_cost) or fastest (min_time) set of VMs and the per-VM batch for each type.
 
@@ -584,9 +631,9 @@ def register(app: typer.Typer) -> None:
         Pareto front of everything evaluated. Limits are checked at the request's `confidence` (default 0.9:
         the p90 of time and cost must meet them), and every plan and baseline says how likely it meets each
         limit. Across locations it shows VMs per location and the cost line with egress; a spot plan shows
-        its expected time and cost over interruptions next to the uninterrupted run, P(meets the time
-        limit), and its on-demand fallback. When no fleet meets the limits the error says which limit and
-        the nearest relaxation. Examples:
+        its expected time and cost over interruptions next to the uninterrupted run and its on-demand
+        fallback; its P(deadline) counts the interruptions too. When no fleet meets the limits the error
+        says which limit and the nearest relaxation. `--verbose` lists every source. Examples:
 
           srift plan --example > request.yaml
 
@@ -595,6 +642,8 @@ def register(app: typer.Typer) -> None:
           srift plan request.yaml
 
           srift plan request.yaml --mode exhaustive --json
+
+          srift plan request.yaml --verbose
 
           srift plan request.yaml --url http://127.0.0.1:8000 --token $SRIFT_TOKEN
 
@@ -653,4 +702,4 @@ def register(app: typer.Typer) -> None:
         if as_json:
             typer.echo(json.dumps(result, indent=1))
             return
-        render(result)
+        render(result, verbose=verbose)

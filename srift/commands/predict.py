@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
+from srift.commands.plan import render_sources
 from srift.commands.remote import call_api, load_request_file
 
 console = Console()
@@ -23,22 +26,22 @@ region: us-east-1
 iterations: 10000
 config:
   choices:
-    - {instance_type: p3.8xlarge, market: spot, count: 2, batch: 256}   # batch per VM, split over its GPUs
+    - {instance_type: p3.8xlarge, market: spot, count: 2, batch: 256}  # per VM, split over its GPUs
     - {instance_type: g4dn.xlarge, market: on_demand, count: 4, batch: 32}
 # or a sweep, one prediction per fleet:
 # configs:
 #   - choices: [{instance_type: g4dn.12xlarge, count: 2, batch: 128}]
 #   - choices: [{instance_type: g4dn.12xlarge, count: 4, batch: 64, gpus: 2}]   # 2 of its 4 GPUs
 network:                        # how the nodes talk (all optional)
-  transport: tcp                # tcp: plain PyTorch DDP (NCCL or gloo over sockets); efa: aws-ofi-nccl
+  transport: tcp                # tcp: PyTorch DDP (NCCL or gloo over sockets); efa: aws-ofi-nccl
   library: nccl                 # nccl or gloo
-  placement_group: false        # cluster placement group: 10 instead of 5 Gbit/s per TCP flow on AWS
-  # ena_visible: true           # NCCL sees the ENA (bare VM / host network): 16 sockets per peer, not 1
-  # flows_per_peer: 1           # NCCL_NSOCKS_PERTHREAD × NCCL_SOCKET_NTHREADS (AWS: 1; 16 if ena_visible)
+  placement_group: false        # cluster placement group: 10, not 5 Gbit/s per TCP flow on AWS
+  # ena_visible: true           # NCCL sees the ENA (bare VM / host network): 16 sockets per peer
+  # flows_per_peer: 1           # NCCL_NSOCKS_PERTHREAD × NCCL_SOCKET_NTHREADS (AWS 1; ENA seen 16)
   # measured_gbps: {g4dn.12xlarge: 4.5}    # a measured node-to-node rate replaces the prior
   # probe_job_ids: [12]         # or take it from a probe job (`srift probe run --quick`)
 comm: allreduce                 # or parameter_server (with ps_servers: 2)
-mc_samples: 200                 # Monte Carlo draws for the stragglers' share of the band (0: draws only)
+mc_samples: 200                 # Monte Carlo draws for the stragglers' part of the band (0: none)
 seed: 0
 """
 
@@ -52,7 +55,7 @@ def _local(body: dict[str, Any]) -> Any:
 
     request = parse_prediction_request(body)
     settings = get_settings()
-    bootstrap(settings)
+    bootstrap(settings, progress=lambda line: typer.echo(line, err=True))
     with transaction(settings.resolved_database_url) as session:
         result = answer(session=session, settings=settings, query=request.to_domain())
     schema = PredictionSweepOut if "predictions" in result else PredictionOut
@@ -67,7 +70,7 @@ def _seconds(value: float) -> str:
     return f"{value:.4g} s"
 
 
-def render_sweep(result: dict[str, Any]) -> None:
+def render_sweep(result: dict[str, Any], *, verbose: bool = False) -> None:
     """Print a sweep as one table, one row per fleet, in request order."""
     preds = result["predictions"]
     first = preds[0] if preds else {}
@@ -89,25 +92,38 @@ def render_sweep(result: dict[str, Any]) -> None:
         )
     console.print(table)
     console.print("net: the share of an iteration spent waiting on the network (exposed)", highlight=False)
-    _network_lines(result.get("network") or first.get("network"))
+    _network_lines(result.get("network") or first.get("network"), verbose=verbose)
     console.print(f"answered in {result['elapsed_s']:.3f} s", highlight=False)
 
 
-def _network_lines(network: dict[str, Any] | None) -> None:
+def _network_lines(network: dict[str, Any] | None, *, verbose: bool = False) -> None:
+    """The transport, each type's rate (with why, --verbose) and the advice: in full with --verbose, else
+    the commands it recommends."""
     if not network:
         return
-    console.print(f"network: {network['label']}", highlight=False, soft_wrap=True)
+    console.print(f"network: {escape(network['label'])}", highlight=False)
     for r in network["rates"]:
         rate = "learned model" if r["gbps"] is None else f"{r['gbps']:.3g} Gbit/s"
         if r.get("high_gbps"):
             rate += f", band's fast end {r['high_gbps']:.3g} Gbit/s"
-        console.print(f"  {r['instance_type']}: {rate} ({r['limit']})", highlight=False, soft_wrap=True)
-    if network.get("recommendation"):
-        console.print(f"[yellow]advice:[/] {network['recommendation']}", highlight=False, soft_wrap=True)
+        why = f" ({escape(r['limit'])})" if verbose else ""
+        console.print(f"  {r['instance_type']}: {rate}{why}", highlight=False)
+    advice = network.get("recommendation")
+    if advice and verbose:
+        console.print(f"[yellow]advice:[/] {escape(advice)}", highlight=False)
+    elif advice:
+        commands = re.findall(r"`([^`]+)`", advice)
+        todo = "; ".join(f"`{c}`" for c in commands) if commands else "see --verbose"
+        console.print(
+            f"[yellow]advice:[/] the network rate rests on the prior; measure it: {escape(todo)} "
+            "(--verbose says what was assumed)",
+            highlight=False,
+        )
 
 
-def render(result: dict[str, Any]) -> None:
-    """Print a prediction as tables: the fleet, the times and cost, and where an iteration's time goes."""
+def render(result: dict[str, Any], *, verbose: bool = False) -> None:
+    """Print a prediction as tables: the fleet, the times and cost, and where an iteration's time goes;
+    `verbose` adds every source and the network's assumptions."""
     fleet = Table(title=f"fleet {result['label']} ({result['comm']})")
     for col in ("instance type", "market", "count", "batch/VM", "GPUs", "batch/GPU", "$/h"):
         fleet.add_column(col, justify="left" if col in ("instance type", "market") else "right")
@@ -167,10 +183,10 @@ def render(result: dict[str, Any]) -> None:
     parts.add_row("communication (overlapped or not)", f"{b['communication_s']:.4g}", "")
     parts.add_row("granularity = compute / communication", granularity, "")
     console.print(parts)
-    _network_lines(result.get("network"))
+    _network_lines(result.get("network"), verbose=verbose)
     for warning in result["warnings"]:
         console.print(f"[yellow]warning:[/] {warning}", highlight=False)
-    console.print("sources: " + "; ".join(result["sources"]), highlight=False, soft_wrap=True)
+    render_sources(result["sources"], verbose=verbose, out=console)
 
 
 def _network_options(
@@ -258,6 +274,9 @@ def register(app: typer.Typer) -> None:
             help="a measured node-to-node rate for a type (e.g. g4dn.12xlarge=4.5); repeatable",
         ),
         example: bool = typer.Option(False, "--example", help="print an example request file and exit"),
+        verbose: bool = typer.Option(
+            False, "--verbose", "-v", help="also list every source and the network's assumptions"
+        ),
     ) -> None:
         """Predict one fleet's iteration time (mean, p10/p50/p90), total time and cost, with a breakdown.
 
@@ -314,6 +333,6 @@ def register(app: typer.Typer) -> None:
             typer.echo(json.dumps(result, indent=1))
             return
         if "predictions" in result:
-            render_sweep(result)
+            render_sweep(result, verbose=verbose)
         else:
-            render(result)
+            render(result, verbose=verbose)

@@ -111,7 +111,9 @@ def result_table(profile: ModelProfile, *, out: Path | None) -> Table:
             )
         ),
     )
-    splits = [c for c in extra.get("bend_checks") or [] if c.get("split")]
+    splits = sorted(
+        (c for c in extra.get("bend_checks") or [] if c.get("split")), key=lambda c: float(c["batch"])
+    )
     segments = len(profile.forward.batches) - 1
     table.add_row(
         "curve",
@@ -196,6 +198,54 @@ def layers_table(layers: LayerProfile, *, out: Path | None) -> Table:
         table.add_row("written to", str(out))
     table.add_row("next", "srift profile import TIMES.csv --layers FILE --accelerator GPU --out profile.json")
     return table
+
+
+def _register_upload(group: typer.Typer) -> None:
+    @group.command("upload")
+    def upload_(
+        files: list[Path] = typer.Argument(
+            ..., metavar="FILE...", dir_okay=False, help="profile JSON files (`srift profile --out`)"
+        ),
+        url: str = typer.Option(
+            "http://127.0.0.1:8000", "--url", envvar="SRIFT_URL", help="the Srift server (env SRIFT_URL)"
+        ),
+        token: str | None = typer.Option(
+            None, "--token", envvar="SRIFT_TOKEN", help="a write token (env SRIFT_TOKEN)", show_default=False
+        ),
+        shared: bool = typer.Option(
+            False, "--shared", help="let other tokens name it by id (their `model` plans never use it)"
+        ),
+        as_json: bool = typer.Option(False, "--json", help="print the server's answers as JSON"),
+    ) -> None:
+        """Upload existing profile files to a server (POST /v1/profiles); each is checked here first.
+
+        The profile is the token's: it answers this token's plans and predictions of its model, before
+        the shipped reference estimates, and nobody else's.
+
+        Examples:
+
+          srift profile upload cnn.json --token $SRIFT_TOKEN
+
+          srift profile upload bert-t4.json bert-a10g.json --url http://srift:8000 --shared
+        """
+        from srift.commands.remote import call_api, load_request_file
+        from srift.domain.profile import ModelProfile
+
+        answers = []
+        for path in files:
+            profile = ModelProfile.from_dict(load_request_file(path))
+            query = "?shared=true" if shared else ""
+            answer = call_api("POST", url, f"/v1/profiles{query}", token=token, body=profile.to_dict())
+            answers.append({"file": str(path), **answer})
+            if not as_json:
+                state = "stored" if answer.get("created") else "already stored"
+                console.print(
+                    f"{path}: {state} as profile {answer.get('id')} "
+                    f"({profile.model} on {profile.accelerator}, {profile.precision.value})",
+                    highlight=False,
+                )
+        if as_json:
+            typer.echo(json.dumps(answers, indent=2))
 
 
 def _register_import(group: typer.Typer) -> None:
@@ -348,12 +398,14 @@ def register(app: typer.Typer) -> None:
             "`srift profile MODULE:FACTORY --input ... --out p.json` measures a torch model here (the same "
             "as `srift profile measure ...`; `--layers-only` skips the timing for gradient sizes and "
             "readiness only). `srift profile import TABLE --layers L.json --accelerator T4 --out p.json` "
-            "builds a profile from step times measured elsewhere."
+            "builds a profile from step times measured elsewhere. `srift profile upload FILE --token ...` "
+            "stores profile files on a server (as the token's own)."
         ),
         no_args_is_help=True,
     )
     app.add_typer(group, name="profile")
     _register_import(group)
+    _register_upload(group)
 
     @group.command("measure")
     def profile(

@@ -68,7 +68,7 @@ def register(app: typer.Typer) -> None:
         settings = get_settings()
         configure_logging(settings.log_level)
         if not no_bootstrap:
-            bootstrap(settings)
+            bootstrap(settings, progress=lambda line: typer.echo(line, err=True))
         run_server(
             settings=settings,
             host=host or settings.host,

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Engine, create_engine, event, text
+from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.orm import Session, sessionmaker
 
 from srift.errors import EnvironmentProblem
@@ -33,7 +35,38 @@ def make_engine(url: str) -> Engine:
         engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
         event.listen(engine, "connect", _sqlite_pragmas)
         return engine
-    return create_engine(url, pool_pre_ping=True)
+    engine = create_engine(url)
+    event.listen(engine, "checkout", _ping_if_idle)
+    event.listen(engine, "checkin", _note_return)
+    return engine
+
+
+IDLE_PING_S = 10.0
+"""A pooled connection idle longer than this is pinged before use (a server restart or an idle timeout may
+have closed it); one in steady use is not: a ping on every checkout is a round trip per request, and each
+round trip waits for a PostgreSQL backend process to be scheduled, which on a busy host is the read tail."""
+
+
+def _note_return(_dbapi_conn: Any, record: Any) -> None:
+    record.info["returned_at"] = time.monotonic()
+
+
+def _ping_if_idle(dbapi_conn: Any, record: Any, _proxy: Any) -> None:
+    """Pessimistic disconnect handling for idle connections only: DisconnectionError makes the pool replace
+    the connection and retry the checkout (SQLAlchemy's documented custom pre-ping)."""
+    returned = record.info.get("returned_at")
+    if returned is None or time.monotonic() - returned < IDLE_PING_S:
+        return
+    try:
+        cursor = dbapi_conn.cursor()
+        try:
+            cursor.execute("SELECT 1")
+        finally:
+            cursor.close()
+        if not dbapi_conn.autocommit:
+            dbapi_conn.rollback()
+    except Exception as exc:
+        raise DisconnectionError(f"stale pooled connection: {type(exc).__name__}") from exc
 
 
 def get_engine(url: str) -> Engine:
@@ -47,10 +80,26 @@ def dispose_engines() -> None:
     for engine in _engines.values():
         engine.dispose()
     _engines.clear()
+    _readers.clear()
 
 
 def session_factory(url: str) -> sessionmaker[Session]:
     return sessionmaker(bind=get_engine(url), expire_on_commit=False)
+
+
+_readers: dict[str, Engine] = {}
+
+
+def read_session_factory(url: str) -> sessionmaker[Session]:
+    """Sessions for requests that only read: on PostgreSQL each statement runs in autocommit, so a cached
+    read is one round trip (its revision tokens) instead of BEGIN, the query and COMMIT, each a wait for a
+    server process on a busy host. Reads keep their order (tokens first, data after), which is all the
+    revision caches need (srift.db.revisions). SQLite, in-process, keeps ordinary sessions."""
+    if url.startswith("sqlite"):
+        return session_factory(url)
+    if url not in _readers:
+        _readers[url] = get_engine(url).execution_options(isolation_level="AUTOCOMMIT")
+    return sessionmaker(bind=_readers[url], expire_on_commit=False)
 
 
 @contextmanager

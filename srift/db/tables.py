@@ -18,6 +18,7 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    false,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
@@ -86,13 +87,19 @@ class PriceRow(Base):
 
 
 class ModelProfileRow(Base):
-    """A stored compute profile (document as written by `srift profile`), grouped by model name."""
+    """A stored compute profile (document as written by `srift profile`), grouped by model name.
+
+    `owner` is the name of the API token that uploaded it (None: a reference profile, one stored before
+    profiles had owners, or one uploaded with authentication off: everyone's). `shared` lets other owners
+    name it by id; only its owner's and unowned profiles answer a `model` lookup."""
 
     __tablename__ = "model_profiles"
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     model: Mapped[str] = mapped_column(String(200), index=True)
     accelerator: Mapped[str] = mapped_column(String(200))
     fingerprint: Mapped[str] = mapped_column(String(64), unique=True)
+    owner: Mapped[str | None] = mapped_column(String(200), nullable=True, index=True)
+    shared: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
     document: Mapped[dict[str, Any]] = mapped_column(JSON)
 
@@ -143,10 +150,11 @@ class BandwidthModelRow(Base):
 
 
 class PlanRow(Base):
-    """A stored plan: the request and the optimizer's answer."""
+    """A stored plan: the request and the optimizer's answer; `owner` as for profiles (None: everyone's)."""
 
     __tablename__ = "plans"
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    owner: Mapped[str | None] = mapped_column(String(200), nullable=True, index=True)
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
     request: Mapped[dict[str, Any]] = mapped_column(JSON)
     result: Mapped[dict[str, Any]] = mapped_column(JSON)

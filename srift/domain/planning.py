@@ -82,14 +82,14 @@ class Config:
         return tuple(dict.fromkeys(c.location for c in self.choices if c.location is not None))
 
     def label(self) -> str:
-        """Srift's `<count><type>@<batch>` notation, e.g. "16g4dn.8xlarge@64"; `[location]` when several."""
-        where = len(self.locations) > 1
+        """Srift's `<count><type>@<batch>` notation, e.g. "16g4dn.8xlarge@64"; `[location]` whenever the
+        choices carry one (a plan across locations: each configuration says where, even at one location)."""
         return " + ".join(
             f"{c.count}×{c.instance_type}"
             + (f"[{c.gpus}gpu]" if c.gpus is not None else "")
             + f"@{c.batch}"
             + ("" if c.market is Market.SPOT else " (od)")
-            + (f" [{c.location.key}]" if where and c.location is not None else "")
+            + (f" [{c.location.key}]" if c.location is not None else "")
             for c in self.choices
         )
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import math
 from bisect import bisect_right
 from dataclasses import dataclass, field
@@ -355,168 +354,16 @@ class ModelProfile:
 
     @classmethod
     def from_dict(cls, data: Any) -> ModelProfile:
-        """Parse and validate a profile document; raises InvalidInput naming the field at fault."""
-        if not isinstance(data, dict):
-            raise InvalidInput(
-                "a profile must be a JSON object", hint="pass the file written by `srift profile`"
-            )
-        if data.get("kind") == LAYERS_KIND:
-            raise InvalidInput(
-                "this is a layers-only profile (gradient sizes and readiness, no compute times)",
-                hint="build a full profile: `srift profile import TIMES --layers FILE --accelerator NAME`",
-                field="kind",
-            )
-        version = _get(data, "schema_version", int, default=PROFILE_SCHEMA_VERSION)
-        if version != PROFILE_SCHEMA_VERSION:
-            raise InvalidInput(
-                f"schema version {version} is not supported (this Srift reads {PROFILE_SCHEMA_VERSION})",
-                hint="re-run `srift profile` with this version of Srift",
-                field="schema_version",
-            )
-        model = _get(data, "model", str)
-        accelerator = _get(data, "accelerator", str)
-        if not model.strip():
-            raise InvalidInput("is empty", hint="name the model", field="model")
-        if not accelerator.strip():
-            raise InvalidInput("is empty", hint="name the accelerator", field="accelerator")
-        max_batch = _get(data, "max_batch", int)
-        if max_batch < 1:
-            raise InvalidInput(
-                f"{max_batch} is below 1",
-                hint="max_batch is the largest batch that fits, ≥ 1",
-                field="max_batch",
-            )
-        curves = {name: _curve(data, name) for name in ("forward", "backward")}
-        raw_layers = data.get("layers")
-        if not isinstance(raw_layers, list) or not raw_layers:
-            raise InvalidInput("must be a non-empty list", hint="list every trainable layer", field="layers")
-        LAYERS_PER_PROFILE.check(len(raw_layers), field="layers")
-        layers = tuple(_layer(raw, i) for i, raw in enumerate(raw_layers))
-        cv = _get(data, "straggler_cv", float)
-        if not math.isfinite(cv) or cv < 0 or cv > 5:
-            raise InvalidInput(
-                f"{cv} is outside [0, 5]",
-                hint="straggler_cv is std/mean of iteration time",
-                field="straggler_cv",
-            )
-        update_s = _get(data, "update_s", float, default=0.0)
-        if not math.isfinite(update_s) or not 0 <= update_s <= 3600:
-            raise InvalidInput(
-                f"{update_s} is outside [0, 3600]",
-                hint="update_s is the seconds of one optimizer step (0 when not measured)",
-                field="update_s",
-            )
-        threads = data.get("threads")
-        if threads is not None and (not isinstance(threads, int) or isinstance(threads, bool) or threads < 1):
-            raise InvalidInput(
-                f"{threads!r} is not a positive integer",
-                hint="give the thread count or null",
-                field="threads",
-            )
-        extra = data.get("extra") or {}
-        if not isinstance(extra, dict):
-            raise InvalidInput(
-                "must be an object", hint="give extra as a JSON object or omit it", field="extra"
-            )
-        for key, low, high in (
-            ("overlap_slowdown", 1.0, MAX_OVERLAP_SLOWDOWN),
-            ("overlap_slowdown_spread", 0.0, 1.0),
-            ("comm_overlap_slowdown", 1.0, MAX_OVERLAP_SLOWDOWN),
-        ):
-            value = extra.get(key)
-            if value is not None and not (_number(value) and low <= float(value) <= high):
-                raise InvalidInput(
-                    f"{value!r} is outside [{low:g}, {high:g}]",
-                    hint="overlap_slowdown is compute time with a concurrent allreduce over compute time "
-                    "alone (probes/overlap.py's compute_slowdown, ≥ 1), its spread a log-spread ≥ 0, "
-                    "comm_overlap_slowdown allreduce time with concurrent compute over allreduce time alone "
-                    "(probes/overlap.py's comm_slowdown, ≥ 1)",
-                    field=f"extra.{key}",
-                )
-        idle = extra.get("idle_compute")
-        if idle is not None:
-            gaps = idle.get("gaps_s") if isinstance(idle, dict) else None
-            ratios = idle.get("ratio") if isinstance(idle, dict) else None
-            if not (
-                isinstance(gaps, list)
-                and isinstance(ratios, list)
-                and 0 < len(gaps) == len(ratios) <= 16
-                and all(_number(g) and 0 < float(g) <= 60 for g in gaps)
-                and all(float(a) < float(b) for a, b in itertools.pairwise(gaps))
-                and all(_number(r) and 0.05 <= float(r) <= 2.0 for r in ratios)
-            ):
-                raise InvalidInput(
-                    f"{idle!r} is not an idle-compute measurement",
-                    hint="give {gaps_s: [increasing seconds in (0, 60]], ratio: [one value in [0.05, 2] per "
-                    "gap]} as `srift profile` writes it, or omit it",
-                    field="extra.idle_compute",
-                )
-        quota = extra.get("cpu_quota")
-        if quota is not None and not (
-            isinstance(quota, dict)
-            and {"cores", "period_s"} <= set(quota) <= {"cores", "period_s", "burst_cpu_s"}
-            and all(_number(v) for v in quota.values())
-            and 0 < float(quota["cores"]) <= MAX_QUOTA_CORES
-            and 0 < float(quota["period_s"]) <= MAX_QUOTA_PERIOD_S
-            and ("burst_cpu_s" not in quota or 0 < float(quota["burst_cpu_s"]) <= MAX_QUOTA_BURST_CPU_S)
-        ):
-            raise InvalidInput(
-                f"{quota!r} is not a CPU quota",
-                hint=f"give {{cores: share of a CPU in (0, {MAX_QUOTA_CORES}], period_s: CFS period in "
-                f"(0, {MAX_QUOTA_PERIOD_S:g}], burst_cpu_s (optional): CPU seconds in "
-                f"(0, {MAX_QUOTA_BURST_CPU_S:g}]}} as `srift profile` measures it in the cgroup, or omit it",
-                field="extra.cpu_quota",
-            )
-        for key in ("loop_overhead_s", "ddp_overhead_s"):
-            value = extra.get(key)
-            if value is not None and not (_number(value) and 0 <= float(value) <= 3600):
-                raise InvalidInput(
-                    f"{value!r} is outside [0, 3600]",
-                    hint=f"{key} is the seconds per iteration a training loop spends beyond forward, "
-                    "backward and the optimizer step (measured by `srift profile`; omit it when unknown)",
-                    field=f"extra.{key}",
-                )
-        return cls(
-            model=model,
-            accelerator=accelerator,
-            max_batch=max_batch,
-            forward=curves["forward"],
-            backward=curves["backward"],
-            layers=tuple(sorted(layers, key=lambda x: x.ready_frac)),
-            straggler_cv=cv,
-            schema_version=version,
-            torch_version=str(data.get("torch_version") or ""),
-            device=str(data.get("device") or "cpu"),
-            threads=threads,
-            created_at=str(data.get("created_at") or ""),
-            extra=extra,
-            update_s=update_s,
-            precision=parse_precision(data.get("precision") or "fp32"),
-            structure=_structure(data),
-            estimate=_estimate(data),
-            input_pipeline=None
-            if data.get("input_pipeline") is None
-            else InputPipeline.from_dict(data["input_pipeline"]),
-        )
+        """Read and check a profile document with its one reader (srift.domain.profile_document, the
+        pydantic model POST /v1/profiles validates with); InvalidInput names the field at fault."""
+        from srift.domain.profile_document import read_profile
+
+        return read_profile(data)
 
 
 def _structure(data: dict[str, Any]) -> ModelStructure | None:
     raw = data.get("structure")
     return None if raw is None else ModelStructure.from_dict(raw)
-
-
-def _estimate(data: dict[str, Any]) -> EstimateInfo | None:
-    raw = data.get("estimate")
-    estimate = None if raw is None else EstimateInfo.from_dict(raw)
-    source = data.get("source")
-    expected = estimate.source if estimate is not None else MEASURED
-    if source is not None and source != expected:
-        raise InvalidInput(
-            f"source {source!r} does not match the document ({expected})",
-            hint="omit source, or give `estimate` for an estimated profile and `measured` otherwise",
-            field="source",
-        )
-    return estimate
 
 
 @dataclass(frozen=True, slots=True)
@@ -641,28 +488,6 @@ def _get(data: dict[str, Any], key: str, kind: type, *, default: Any = ..., pref
             f"{value!r} is not a {kind.__name__}", hint=f"give `{key}` as a {kind.__name__}", field=name
         )
     return value
-
-
-def _curve(data: dict[str, Any], name: str) -> ComputeCurve:
-    raw = data.get(name)
-    if not isinstance(raw, dict):
-        raise InvalidInput(
-            "is missing or not an object", hint="give {batches: [...], times_s: [...]}", field=name
-        )
-    batches = raw.get("batches")
-    times = raw.get("times_s")
-    if not isinstance(batches, list) or not all(
-        isinstance(b, int) and not isinstance(b, bool) for b in batches
-    ):
-        raise InvalidInput(
-            "must be a list of integers", hint="breakpoints are batch sizes", field=f"{name}.batches"
-        )
-    if not isinstance(times, list) or not all(
-        isinstance(t, int | float) and not isinstance(t, bool) for t in times
-    ):
-        raise InvalidInput("must be a list of numbers", hint="times are seconds", field=f"{name}.times_s")
-    validate_curve(tuple(batches), tuple(float(t) for t in times), field_name=name)
-    return ComputeCurve(tuple(batches), tuple(float(t) for t in times))
 
 
 def _layer(raw: Any, i: int) -> LayerGrad:

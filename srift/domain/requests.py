@@ -26,12 +26,15 @@ from srift.errors import InvalidInput
 class ProfileSelection:
     """Which compute profiles a request uses: exactly one of stored `profile_ids`, inline `profiles`
     (documents as `srift profile` writes them), or every stored profile of `model`; in `precision`
-    (None: the profiles' own, fp32 first for a model stored in several)."""
+    (None: the profiles' own, fp32 first for a model stored in several). `owner` is who asks (the API
+    token's name; None: anonymous): a `model` lookup uses its own profiles and everyone's, never another
+    owner's, and ids name only profiles it may read."""
 
     profile_ids: tuple[int, ...] | None = None
     profiles: tuple[Mapping[str, Any], ...] | None = None
     model: str | None = None
     precision: Precision | None = None
+    owner: str | None = None
 
     def check(self) -> None:
         """InvalidInput unless exactly one way is given, and not an empty list."""
@@ -155,11 +158,17 @@ class PlanQuery(SimulatorChoice):
     allow_cpu_profiles: bool = False
     strategy: StrategyChoice = StrategyChoice.AUTO
     checkpointing: bool | None = None
+    owner: str | None = None
+    """Who asks (not a request field: the edge sets it from the token); see ProfileSelection."""
 
     @property
     def selection(self) -> ProfileSelection:
         return ProfileSelection(
-            profile_ids=self.profile_ids, profiles=self.profiles, model=self.model, precision=self.precision
+            profile_ids=self.profile_ids,
+            profiles=self.profiles,
+            model=self.model,
+            precision=self.precision,
+            owner=self.owner,
         )
 
 
@@ -203,11 +212,17 @@ class PredictionQuery(SimulatorChoice):
     mc_samples: int = 0
     precision: Precision | None = None
     allow_cpu_profiles: bool = False
+    owner: str | None = None
+    """Who asks (not a request field: the edge sets it from the token); see ProfileSelection."""
 
     @property
     def selection(self) -> ProfileSelection:
         return ProfileSelection(
-            profile_ids=self.profile_ids, profiles=self.profiles, model=self.model, precision=self.precision
+            profile_ids=self.profile_ids,
+            profiles=self.profiles,
+            model=self.model,
+            precision=self.precision,
+            owner=self.owner,
         )
 
 

@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from srift.documents import NOT_BLANK, NUMBER, WHOLE, invalid_input, rule_error
+from srift.documents import HTTP_URL, NOT_BLANK, NUMBER, WHOLE, StrictModel, invalid_input, rule_error
 from srift.domain.states import JobKind
 from srift.domain.structure import Precision
 from srift.errors import InvalidInput
@@ -165,7 +165,7 @@ _HINTS = {
 }
 
 
-class Ec2Document(BaseModel):
+class Ec2Document(StrictModel):
     """Launch options and caps of an EC2 job (instances are always terminated after `timeout_s`)."""
 
     model_config = ConfigDict(extra="forbid")
@@ -173,7 +173,7 @@ class Ec2Document(BaseModel):
     image_id: ResourceId = Field(description="AMI with python3 (and CUDA drivers for NCCL), e.g. ami-0abc...")
     results_url: Annotated[
         str,
-        Field(min_length=8, max_length=500, pattern=r"^https?://[^\x00\s]+$"),
+        Field(min_length=8, max_length=500, pattern=HTTP_URL),
         AfterValidator(lambda url: url.rstrip("/")),
     ] = Field(description="this server, as VMs see it")
     region: Annotated[

@@ -191,7 +191,12 @@ def _check_space(problem: Problem) -> None:
         else:
             policy = problem.batch_policy.value
             detail = f"{g} cannot be split into per-VM batches allowed by batch_policy {policy}"
-            hint = "use a global batch that is a multiple of a power of two, or batch_policy any"
+            near = _nearest_splittable(problem, deadline=time.perf_counter() + REACHABILITY_BUDGET_S)
+            hint = (
+                f"use a global batch that splits, e.g. {' or '.join(map(str, near))}, or batch_policy any"
+                if near
+                else "allow more VMs or instance types in availability, or batch_policy any"
+            )
         raise InvalidInput(detail, hint=hint, field="global_batch")
 
 
@@ -230,6 +235,23 @@ def _check_size(problem: Problem) -> None:
         "global_batch",
         field="availability",
     )
+
+
+def _nearest_splittable(problem: Problem, *, deadline: float, reach: int = 256) -> list[int]:
+    """The global batches nearest to the problem's (below and above, within `reach`) that some configuration
+    sums to, for the hint of an unsplittable one; [] when none is found before `deadline`."""
+    g = problem.constraints.global_batch
+    found: dict[str, int] = {}
+    for k in range(1, reach + 1):
+        for side, x in (("below", g - k), ("above", g + k)):
+            if side in found or x < 1 or time.perf_counter() > deadline:
+                continue
+            trial = replace(problem, constraints=replace(problem.constraints, global_batch=x))
+            if reachable(trial, deadline=deadline):
+                found[side] = x
+        if len(found) == 2:
+            break
+    return [found[side] for side in ("below", "above") if side in found]
 
 
 def _check_caps(problem: Problem) -> None:

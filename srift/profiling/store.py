@@ -1,70 +1,167 @@
-"""Stored compute profiles: save (idempotent by document fingerprint), get, find by model, list."""
+"""Stored compute profiles: save (idempotent by document fingerprint), get, find by model, list.
+
+Profiles have owners (the name of the API token that stored them; None: everyone's, as reference profiles
+are). A `viewer` sees its own profiles, everyone's, and (named by id, or listed) those shared with it; a
+`model` lookup sees only its own and everyone's, so nobody's upload changes another user's plans. Internal
+callers that must see everything (validation, jobs) pass `viewer=EVERYONE`.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import ColumnElement, func, or_, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from srift.db.tables import ModelProfileRow
 from srift.domain.profile import ModelProfile
-from srift.errors import NotFound
+from srift.errors import InvalidInput, NotFound
+
+log = logging.getLogger("srift.profiles")
 
 
-def fingerprint(profile: ModelProfile) -> str:
-    """SHA-256 of the profile's canonical JSON document (sorted keys, no whitespace)."""
+class _Everyone:
+    """The viewer that sees every stored profile (internal callers, never a request)."""
+
+    def __repr__(self) -> str:
+        return "EVERYONE"
+
+
+EVERYONE = _Everyone()
+Viewer = str | None | _Everyone
+"""Who asks: an owner's name, None (anonymous: everyone's profiles only), or EVERYONE."""
+
+
+def _visible(viewer: Viewer, *, shared: bool) -> ColumnElement[bool] | None:
+    """The rows `viewer` may see (None: no filter); `shared` adds other owners' shared profiles."""
+    if isinstance(viewer, _Everyone):
+        return None
+    mine = (
+        ModelProfileRow.owner.is_(None)
+        if viewer is None
+        else or_(ModelProfileRow.owner.is_(None), ModelProfileRow.owner == viewer)
+    )
+    return or_(mine, ModelProfileRow.shared.is_(True)) if shared else mine
+
+
+def _read(row: ModelProfileRow) -> ModelProfile:
+    """The stored document read with today's rules; a row stored before a rule existed is a 4xx naming it."""
+    try:
+        return ModelProfile.from_dict(row.document)
+    except InvalidInput as exc:
+        where = f"stored profile {row.id} ({row.model}@{row.accelerator})"
+        raise InvalidInput(
+            f"{where} is not plausible: {exc.detail}",
+            hint=f"upload a corrected profile of {row.model} on {row.accelerator} (`srift profile upload "
+            f"FILE`), then delete this one (DELETE /v1/profiles/{row.id}) or name profiles by id",
+            field=f"profile:{row.id}.{exc.field}" if exc.field else f"profile:{row.id}",
+        ) from exc
+
+
+def fingerprint(profile: ModelProfile, *, owner: str | None = None) -> str:
+    """SHA-256 of the profile's canonical JSON document (sorted keys, no whitespace), preceded by its owner's
+    name when it has one: two owners storing one document get a row each."""
     text = json.dumps(profile.to_dict(), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    if owner is not None:
+        text = json.dumps(owner) + "\n" + text
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def save_profile(*, session: Session, profile: ModelProfile) -> int:
+def save_profile(*, session: Session, profile: ModelProfile, owner: str | None = None) -> int:
     """Store `profile` and return its id; saving the same document again returns the existing id."""
-    return save_profile_checked(session=session, profile=profile)[0]
+    return save_profile_checked(session=session, profile=profile, owner=owner)[0]
 
 
-def save_profile_checked(*, session: Session, profile: ModelProfile) -> tuple[int, bool]:
-    """Like save_profile, and also say whether a new row was created."""
-    digest = fingerprint(profile)
-    existing = session.scalar(select(ModelProfileRow.id).where(ModelProfileRow.fingerprint == digest))
+def save_profile_checked(
+    *, session: Session, profile: ModelProfile, owner: str | None = None, shared: bool = False
+) -> tuple[int, bool]:
+    """Like save_profile, and also say whether a new row was created (storing it again may share it)."""
+    digest = fingerprint(profile, owner=owner)
+    existing = session.scalars(select(ModelProfileRow).where(ModelProfileRow.fingerprint == digest)).first()
     if existing is not None:
-        return existing, False
+        if shared and not existing.shared:
+            existing.shared = True
+            session.flush()
+        return existing.id, False
     row = ModelProfileRow(
-        model=profile.model, accelerator=profile.accelerator, fingerprint=digest, document=profile.to_dict()
+        model=profile.model,
+        accelerator=profile.accelerator,
+        fingerprint=digest,
+        document=profile.to_dict(),
+        owner=owner,
+        shared=shared,
     )
     try:
         with session.begin_nested():
             session.add(row)
             session.flush()
     except IntegrityError:
-        existing = session.scalar(select(ModelProfileRow.id).where(ModelProfileRow.fingerprint == digest))
-        if existing is None:
+        stored = session.scalar(select(ModelProfileRow.id).where(ModelProfileRow.fingerprint == digest))
+        if stored is None:
             raise
-        return existing, False
+        return stored, False
     return row.id, True
 
 
-def get_profile(*, session: Session, profile_id: int) -> ModelProfile:
-    """The stored profile `profile_id`; NotFound when there is none."""
-    row = session.get(ModelProfileRow, profile_id)
+def _row(session: Session, profile_id: int, viewer: Viewer) -> ModelProfileRow:
+    query = select(ModelProfileRow).where(ModelProfileRow.id == profile_id)
+    visible = _visible(viewer, shared=True)
+    row = session.scalars(query if visible is None else query.where(visible)).first()
     if row is None:
         raise NotFound(
-            f"no profile with id {profile_id}",
-            hint="list stored profiles with GET /v1/profiles, or upload one with `srift profile --upload`",
+            f"no profile with id {profile_id}" + ("" if viewer is EVERYONE else " that this token may read"),
+            hint="list stored profiles with GET /v1/profiles, or upload one with `srift profile upload FILE`",
             field="profile_id",
         )
-    return ModelProfile.from_dict(row.document)
+    return row
+
+
+def get_profile(*, session: Session, profile_id: int, viewer: Viewer = EVERYONE) -> ModelProfile:
+    """The stored profile `profile_id` if `viewer` may read it; NotFound when there is none."""
+    return _read(_row(session, profile_id, viewer))
+
+
+def get_profile_owned(
+    *, session: Session, profile_id: int, viewer: Viewer
+) -> tuple[ModelProfile, str | None, bool]:
+    """The profile with its owner and whether it is shared."""
+    row = _row(session, profile_id, viewer)
+    return _read(row), row.owner, row.shared
+
+
+def delete_profile(*, session: Session, profile_id: int, viewer: Viewer) -> None:
+    """Delete a profile `viewer` owns (anyone's when unowned and the viewer is anonymous or EVERYONE)."""
+    row = _row(session, profile_id, viewer)
+    if not isinstance(viewer, _Everyone) and row.owner != viewer:
+        raise NotFound(
+            f"profile {profile_id} is not this token's to delete",
+            hint="delete only profiles your token uploaded",
+            field="profile_id",
+        )
+    session.delete(row)
+    session.flush()
 
 
 def find_profiles(*, session: Session, model: str) -> list[tuple[int, ModelProfile]]:
-    """Every stored profile of `model` (one per accelerator and run), oldest first."""
-    rows = session.scalars(
-        select(ModelProfileRow).where(ModelProfileRow.model == model).order_by(ModelProfileRow.id)
-    ).all()
-    return [(row.id, ModelProfile.from_dict(row.document)) for row in rows]
+    """Every stored profile of `model`, whoever owns it (one per accelerator and run), oldest first."""
+    return [(pid, prof) for pid, prof, _ in find_profiles_for(session=session, model=model, viewer=EVERYONE)]
+
+
+def find_profiles_for(
+    *, session: Session, model: str, viewer: Viewer
+) -> list[tuple[int, ModelProfile, bool]]:
+    """Every stored profile of `model` that `viewer` plans with (its own and everyone's; one per accelerator
+    and run), oldest first, each with whether it is the viewer's own."""
+    query = select(ModelProfileRow).where(ModelProfileRow.model == model)
+    visible = _visible(viewer, shared=False)
+    if visible is not None:
+        query = query.where(visible)
+    rows = session.scalars(query.order_by(ModelProfileRow.id)).all()
+    return [(row.id, _read(row), row.owner is not None and row.owner == viewer) for row in rows]
 
 
 def list_profiles(
@@ -74,9 +171,14 @@ def list_profiles(
     accelerator: str | None = None,
     limit: int = 200,
     offset: int = 0,
+    viewer: Viewer = EVERYONE,
 ) -> list[tuple[int, ModelProfile]]:
-    """Stored profiles ordered by model name then id, optionally only one model or accelerator."""
+    """Stored profiles `viewer` may read, ordered by model name then id, optionally only one model or
+    accelerator."""
     query = select(ModelProfileRow)
+    visible = _visible(viewer, shared=True)
+    if visible is not None:
+        query = query.where(visible)
     if model is not None:
         query = query.where(ModelProfileRow.model == model)
     if accelerator is not None:
@@ -84,7 +186,13 @@ def list_profiles(
     rows = session.scalars(
         query.order_by(ModelProfileRow.model, ModelProfileRow.id).limit(limit).offset(offset)
     ).all()
-    return [(row.id, ModelProfile.from_dict(row.document)) for row in rows]
+    out = []
+    for row in rows:
+        try:
+            out.append((row.id, _read(row)))
+        except InvalidInput as exc:
+            log.warning("left out of the listing: %s", exc)
+    return out
 
 
 def count_profiles(*, session: Session, model: str | None = None) -> int:

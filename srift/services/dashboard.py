@@ -6,11 +6,12 @@ import datetime as dt
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
-from sqlalchemy import func, select
+from sqlalchemy import func, or_, select
 from sqlalchemy.orm import Session
 
-from srift.db.tables import ProbeSample, TrainingJob, TrainingJobEvent
+from srift.db.tables import PlanRow, ProbeSample, TrainingJob, TrainingJobEvent
 from srift.domain import BusBandwidthModel, InstanceType, Interconnect
 from srift.domain.states import TrainingState
 from srift.errors import InvalidInput, NotFound
@@ -337,11 +338,25 @@ class TrainingRunSummary:
 
 
 def list_training_runs(
-    *, session: Session, state: TrainingState | None = None, limit: int = 100, offset: int = 0
+    *,
+    session: Session,
+    state: TrainingState | None = None,
+    limit: int = 100,
+    offset: int = 0,
+    owner: str | Literal["*"] | None = "*",
 ) -> tuple[list[TrainingRunSummary], int]:
-    """Training runs, newest first, with how often each was interrupted and re-planned; and the total."""
+    """Training runs, newest first, with how often each was interrupted and re-planned; and the total.
+
+    `owner` (an API token's name, or None for anonymous) keeps the runs of its own plans and of everyone's;
+    "*" (the CLI on the server) keeps every run."""
     query = select(TrainingJob)
     counted = select(func.count(TrainingJob.id))
+    if owner != "*":
+        mine = select(PlanRow.id).where(
+            PlanRow.owner.is_(None) if owner is None else or_(PlanRow.owner.is_(None), PlanRow.owner == owner)
+        )
+        query = query.where(TrainingJob.plan_id.in_(mine))
+        counted = counted.where(TrainingJob.plan_id.in_(mine))
     if state is not None:
         query = query.where(TrainingJob.state == state)
         counted = counted.where(TrainingJob.state == state)

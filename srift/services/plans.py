@@ -464,7 +464,11 @@ def create_plan(
             multi_node=plan.config.vm_count >= 2,
         )
     annotate_choices(result, result["strategy"])
-    row = PlanRow(request=dict(request_doc) if request_doc is not None else to_document(query), result=result)
+    row = PlanRow(
+        request=dict(request_doc) if request_doc is not None else to_document(query),
+        result=result,
+        owner=query.owner,
+    )
     session.add(row)
     session.flush()
     return plan_record(row)
@@ -543,6 +547,18 @@ def _beats(a: Prediction, b: Prediction, constraints: Constraints) -> bool:
 def get_plan(*, session: Session, plan_id: int) -> PlanRecord:
     """A stored plan; NotFound when there is none."""
     return plan_record(get_plan_row(session=session, plan_id=plan_id))
+
+
+def get_plan_for(*, session: Session, plan_id: int, viewer: str | None) -> PlanRecord:
+    """A stored plan `viewer` may read (its own or everyone's); NotFound otherwise (ownership, issue 48)."""
+    row = get_plan_row(session=session, plan_id=plan_id)
+    if row.owner is not None and row.owner != viewer:
+        raise NotFound(
+            f"no plan with id {plan_id} that this token may read",
+            hint="read plans with the token that made them; create one with POST /v1/plans",
+            field="plan_id",
+        )
+    return plan_record(row)
 
 
 def get_plan_row(*, session: Session, plan_id: int) -> PlanRow:

@@ -216,6 +216,7 @@ def build_fleet(
                 field=f"{where}.instance_type",
             )
         prof, source = match
+        _check_even_split(choice.batch, inst.devices, inst.name, field=f"{where}.batch")
         per_device = choice.batch / inst.devices
         # Memory and device checks (srift.services.memory): a stand-in CPU profile is marked in the sources.
         for note in check_fleet_member(
@@ -245,6 +246,22 @@ def build_fleet(
         if source not in used_sources:
             used_sources.append(source)
     return members, used_offers, used_sources
+
+
+def _check_even_split(batch: int, devices: int, name: str, *, field: str) -> None:
+    """Refuse a VM batch its GPUs cannot share evenly (DDP gives every rank the same whole batch), naming the
+    runnable batches nearest to it (issue 48: a fleet that cannot run is refused, as plans never make one)."""
+    if devices <= 1 or batch % devices == 0:
+        return
+    below, above = batch // devices * devices, (batch // devices + 1) * devices
+    nearest = f"{below} or {above}" if below else f"{above}"
+    splits = [g for g in range(1, devices) if batch % g == 0]
+    raise InvalidInput(
+        f"batch {batch} does not split evenly over {name}'s {devices} GPUs ({batch / devices:g} per GPU)",
+        hint=f"use a batch that is a multiple of {devices} ({nearest}), or use fewer GPUs per VM "
+        f"(gpus: {max(splits)} runs {batch // max(splits)} per GPU)",
+        field=field,
+    )
 
 
 def predict(

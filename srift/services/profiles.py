@@ -18,6 +18,8 @@ from srift.domain.requests import ProfileSelection
 from srift.domain.structure import Precision
 from srift.errors import InvalidInput, NotFound
 from srift.profiling import store
+from srift.profiling.store import EVERYONE as EVERYONE
+from srift.profiling.store import Viewer
 
 
 def resolve_profiles(*, session: Session, selection: ProfileSelection) -> list[tuple[ModelProfile, str]]:
@@ -30,7 +32,7 @@ def resolve_profiles(*, session: Session, selection: ProfileSelection) -> list[t
     if selection.profile_ids is not None:
         for k, pid in enumerate(selection.profile_ids):
             try:
-                prof = store.get_profile(session=session, profile_id=pid)
+                prof = store.get_profile(session=session, profile_id=pid, viewer=selection.owner)
             except NotFound as exc:
                 raise NotFound(exc.detail, hint=exc.hint, field=f"profile_ids[{k}]") from exc
             out.append((prof, source_label(f"profile:{pid}", prof)))
@@ -44,16 +46,24 @@ def resolve_profiles(*, session: Session, selection: ProfileSelection) -> list[t
             out.append((prof, source_label("profile:inline", prof)))
     else:
         assert selection.model is not None
-        found = store.find_profiles(session=session, model=selection.model)
+        found = store.find_profiles_for(session=session, model=selection.model, viewer=selection.owner)
         if not found:
             raise NotFound(
-                f"no stored profiles of model {selection.model!r}",
-                hint="profile the model (`srift profile --upload`), or give profile_ids or inline profiles",
+                f"no stored profiles of model {selection.model!r}"
+                + (
+                    f" that {selection.owner!r} or everyone owns"
+                    if selection.owner
+                    else " that everyone owns"
+                ),
+                hint="profile the model and upload it (`srift profile upload FILE --token ...`), or give "
+                "profile_ids or inline profiles",
                 field="model",
             )
-        newest_first = [(p, source_label(f"profile:{pid}", p)) for pid, p in reversed(found)]
-        # Measured profiles come before estimated ones: a measured profile always wins.
-        out = sorted(newest_first, key=lambda item: item[0].is_estimate)
+        newest_first = [(p, source_label(f"profile:{pid}", p), own) for pid, p, own in reversed(found)]
+        # Measured profiles come before estimated ones (a measured profile always wins), the asker's own
+        # before everyone's.
+        ranked = sorted(newest_first, key=lambda item: (item[0].is_estimate, not item[2]))
+        out = [(p, label) for p, label, _ in ranked]
     models = sorted({p.model for p, _ in out})
     if len(models) > 1:
         raise InvalidInput(
@@ -131,22 +141,37 @@ def _in_precision(
     return found
 
 
-def store_profile(*, session: Session, profile: ModelProfile) -> tuple[int, bool]:
-    """Store a profile (again: a no-op); its id and whether it was new."""
-    return store.save_profile_checked(session=session, profile=profile)
+def store_profile(
+    *, session: Session, profile: ModelProfile, owner: str | None = None, shared: bool = False
+) -> tuple[int, bool]:
+    """Store a profile as `owner`'s (None: everyone's); again: a no-op (or sharing it). Its id and whether
+    it was new."""
+    return store.save_profile_checked(session=session, profile=profile, owner=owner, shared=shared)
 
 
-def get_profile(*, session: Session, profile_id: int) -> ModelProfile:
-    """One stored profile; NotFound when there is none."""
-    return store.get_profile(session=session, profile_id=profile_id)
+def get_profile(*, session: Session, profile_id: int, viewer: str | None = None) -> ModelProfile:
+    """One stored profile `viewer` may read; NotFound when there is none."""
+    return store.get_profile(session=session, profile_id=profile_id, viewer=viewer)
+
+
+def delete_profile(*, session: Session, profile_id: int, viewer: Viewer) -> None:
+    """Delete a profile `viewer` owns (with authentication off, anonymous callers own everyone's)."""
+    store.delete_profile(session=session, profile_id=profile_id, viewer=viewer)
 
 
 def list_profiles_by_model(
-    *, session: Session, model: str | None, accelerator: str | None, limit: int, offset: int
+    *,
+    session: Session,
+    model: str | None,
+    accelerator: str | None,
+    limit: int,
+    offset: int,
+    viewer: str | None = None,
 ) -> tuple[list[tuple[str, list[str], list[dict[str, Any]]]], int]:
-    """A page of stored profiles grouped by model: (model, its accelerators, summaries); and the page size."""
+    """A page of stored profiles `viewer` may read, grouped by model: (model, its accelerators, summaries);
+    and the page size."""
     items = store.list_profiles(
-        session=session, model=model, accelerator=accelerator, limit=limit, offset=offset
+        session=session, model=model, accelerator=accelerator, limit=limit, offset=offset, viewer=viewer
     )
     groups = []
     for name, members in store.group_by_model(items).items():

@@ -47,7 +47,7 @@ def test_a_probe_line_becomes_a_record_with_derived_bandwidths() -> None:
         (line(world_size=1, nodes=1), "world_size", "must be ≥ 2"),
         (line(buffer_bytes=0), "buffer_bytes", "must be ≥ 1"),
         (line(buffer_bytes=-8), "buffer_bytes", "must be ≥ 1"),
-        (line(time_s=0), "time_s", "> 0"),
+        (line(time_s=0), "time_s", "≥ 1e-06"),
         (line(busbw_gbps=1.2582912 / 8), "busbw_gbps", "gigabits/s"),
         (line(nodes=3), "world_size", "≠ world_size 4"),
         (line(backend="carrier-pigeon"), "backend", "unknown backend"),

@@ -101,7 +101,9 @@ def test_columns_tell_rows_apart() -> None:
     assert durations([180.0, 185.3, 190.9]) == ["3.0 min", "3.1 min", "3.2 min"]
     assert durations([50.6, 55.7]) == ["51 s", "56 s"]
     assert len(set(durations([3600.0, 3660.0, 7300.0]))) == 3
-    assert durations([180.0]) == ["3 min"]
+    assert durations([180.0]) == ["3.0 min"]  # two significant digits, always
+    assert durations([2.4 * 3600]) == ["2.4 h"]  # never "2 h"
+    assert durations([30 * 60.0, 2.4 * 3600]) == ["0.50 h", "2.40 h"]
     assert dollars([0.4, 0.45, 0.5]) == ["$0.40", "$0.45", "$0.50"]
     assert dollars([0.401, 0.4049, 0.5]) == ["$0.401", "$0.405", "$0.500"]
     assert len(set(dollars([0.40001, 0.40002]))) == 1

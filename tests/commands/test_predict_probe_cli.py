@@ -51,7 +51,7 @@ def test_a_sweep_with_an_inlined_profile_and_network_flags(
     cli_db: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     profile, sweep = _files(tmp_path)
-    code, out, err = run(capsys, "predict", str(sweep), "--profile", str(profile))
+    code, out, err = run(capsys, "predict", str(sweep), "--profile", str(profile), "--verbose")
     assert code == 0, err
     flat = " ".join(out.split())
     assert "2 fleets" in flat and "2×p3.8xlarge[2gpu]@128" in flat

@@ -33,10 +33,9 @@ MAX_EXAMPLES = 25
 # request may get a 422 only for `error: infeasible` (an answer: no fleet meets the limits) or for one of
 # the rules across fields below, which JSON Schema cannot state; each is said in its schema's description.
 CROSS_FIELD_RULES = (
-    "needs as many breakpoints as times",  # a curve's batches and times_s have equal lengths
-    "breakpoints must increase strictly",  # a curve's batches increase
+    "lies above max_batch",  # a profile: no curve breakpoint above max_batch
+    "more than the model's",  # a profile: the layers' gradients at most structure's parameter bytes
     "the profiles are of different models",  # plans and predictions: the profiles given share one model
-    "does not match the document",  # a profile's source agrees with its estimate (or its absence)
     "(probe grid size)",  # probe jobs: distinct sizes × distinct node counts
     "above its cap ec2.max_instances",  # EC2 jobs: the instances a job needs vs its own cap
     "above the cap ec2.max_cost_usd",  # EC2 jobs: catalog price × instances × timeout vs its own cap
@@ -220,3 +219,66 @@ def _describe(exc: BaseException) -> str:
     for inner in getattr(exc, "exceptions", ()):
         parts.append(_describe(inner))
     return "\n".join(parts)
+
+
+STATEFUL_STEPS = 8
+STATEFUL_EXAMPLES = 6
+
+
+def test_links_chain_operations_without_server_errors(fuzz_setup: tuple[FastAPI, dict[str, str]]) -> None:
+    """Stateful: schemathesis follows the schema's links (create a profile, then read and delete it; create a
+    plan, read it, start a run of it, report its progress), every check on, as in `st run` with stateful
+    tests; a small count here (the 30-example run is in docs/BENCHMARKS.md's note)."""
+    app, headers = fuzz_setup
+    schema = schemathesis.openapi.from_asgi("/openapi.json", app)
+    machine = schema.as_state_machine()
+    seen: list[int] = []
+    calls: list[tuple[str, int]] = []
+
+    class Linked(machine):  # type: ignore[misc,valid-type]
+        def get_call_kwargs(self, case: Any) -> dict[str, Any]:
+            return {"headers": headers}
+
+        def validate_response(self, response: Any, case: Any, **kwargs: Any) -> None:
+            seen.append(response.status_code)
+            calls.append((case.operation.label, response.status_code))
+            excluded = [positive_data_acceptance] if _refusal_allowed(response) else []
+            if _too_large(response):
+                excluded.append(negative_data_rejection)
+            case.validate_response(response, headers=headers, excluded_checks=excluded)
+
+    Linked.run(
+        settings=settings(
+            max_examples=STATEFUL_EXAMPLES,
+            stateful_step_count=STATEFUL_STEPS,
+            deadline=None,
+            derandomize=True,
+            suppress_health_check=list(HealthCheck),
+            database=None,
+        )
+    )
+    assert seen and all(code < 500 for code in seen)
+    assert any("{" in label for label, _ in calls), calls  # some step followed a link
+
+
+def test_every_link_names_an_operation_and_its_parameters() -> None:
+    """The links stateful clients follow resolve: each target operation exists and takes the parameters
+    (or body fields) the link fills from the created resource's `id`."""
+    spec = create_app(Settings(database_url="sqlite://")).openapi()
+    operations = {op["operationId"]: op for item in spec["paths"].values() for op in item.values()}
+    links = [
+        link
+        for item in spec["paths"].values()
+        for op in item.values()
+        for response in op["responses"].values()
+        for link in response.get("links", {}).values()
+    ]
+    assert len(links) >= 8
+    for link in links:
+        target = operations[link["operationId"]]
+        names = {p["name"] for p in target.get("parameters", [])}
+        assert set(link.get("parameters", {})) <= names, link
+        if "requestBody" in link:
+            body = target["requestBody"]["content"]["application/json"]["schema"]
+            ref = body["$ref"].rsplit("/", 1)[1]
+            assert set(link["requestBody"]) <= set(spec["components"]["schemas"][ref]["properties"]), link

@@ -160,7 +160,7 @@ def test_upload_posts_to_a_running_server(
     assert answer["created"] is True and answer["model"] == "seq-net"
     import httpx
 
-    stored = httpx.get(f"{live_server}/v1/profiles/{answer['id']}").json()
+    stored = httpx.get(f"{live_server}/v1/profiles/{answer['id']}", headers=write_headers).json()
     assert stored["model"] == "seq-net" and stored == {"id": answer["id"], **json.loads(out_file.read_text())}
 
 

@@ -20,7 +20,8 @@ def test_post_then_get_round_trips(
     assert body["created"] is True and body["model"] == "resnet-ish"
     again = client.post("/v1/profiles", json=profile_doc, headers=write_headers)
     assert again.status_code == 201 and again.json() == {**body, "created": False}
-    got = client.get(f"/v1/profiles/{body['id']}")
+    got = client.get(f"/v1/profiles/{body['id']}", headers=write_headers)
+    assert client.get(f"/v1/profiles/{body['id']}").status_code == 404  # the token's, not everyone's
     assert got.status_code == 200
     document = got.json()
     assert document.pop("id") == body["id"]
@@ -43,12 +44,13 @@ def test_listing_groups_profiles_by_model(
         client.post("/v1/profiles", json={**profile_doc, "model": "bert"}, headers=write_headers).status_code
         == 201
     )
-    listing = client.get("/v1/profiles").json()
+    listing = client.get("/v1/profiles", headers=write_headers).json()
+    assert client.get("/v1/profiles").json()["count"] == 0
     assert listing["count"] == 3
     groups = {g["model"]: g for g in listing["models"]}
     assert groups["resnet-ish"]["accelerators"] == ["Tesla T4", "Tesla V100-SXM2-16GB"]
     assert len(groups["resnet-ish"]["profiles"]) == 2 and len(groups["bert"]["profiles"]) == 1
-    only = client.get("/v1/profiles", params={"model": "bert"}).json()
+    only = client.get("/v1/profiles", params={"model": "bert"}, headers=write_headers).json()
     assert [g["model"] for g in only["models"]] == ["bert"]
     summary = only["models"][0]["profiles"][0]
     assert summary["max_batch"] == 96 and summary["layers"] == 3
@@ -68,9 +70,11 @@ def _set(doc: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
 @pytest.mark.parametrize(
     ("path", "value", "field"),
     [
-        ("forward.batches", [1, 64, 32, 96], "forward.batches[2]"),
+        ("forward.batches", [1, 64, 32, 64], "forward.batches[3]"),
         ("backward.batches", [1, 32, 32, 96], "backward.batches[2]"),
-        ("forward.times_s", [0.004, 0.03, 0.058], "forward"),
+        ("forward.times_s", [0.004, 0.03, 0.058], "forward.times_s"),
+        ("forward.times_s", [5e-324, 0.03, 0.058, 0.087], "forward.times_s[0]"),
+        ("max_batch", 64, "forward.batches[3]"),
         ("forward.times_s", [0.004, -0.03, 0.058, 0.087], "forward.times_s[1]"),
         ("backward.times_s", [0.004, 0.0, 0.058, 0.087], "backward.times_s[1]"),
         ("layers.1.ready_frac", 1.5, "layers[1].ready_frac"),
@@ -88,9 +92,18 @@ def _set(doc: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
         ("extra", {"overlap_slowdown": 11}, "extra.overlap_slowdown"),
         ("extra", {"comm_overlap_slowdown": 0.9}, "extra.comm_overlap_slowdown"),
         ("extra", {"cpu_quota": {"cores": 0, "period_s": 0.01}}, "extra.cpu_quota"),
+        ("extra", {"cpu_quota": {}}, "extra.cpu_quota"),
         ("extra", {"cpu_quota": {"cores": 0.25, "period_s": 0.01, "burst_s": 0}}, "extra.cpu_quota"),
-        ("extra", {"cpu_quota": {"cores": 0.25, "period_s": 0.01, "burst_cpu_s": 0}}, "extra.cpu_quota"),
-        ("extra", {"cpu_quota": {"cores": 0.25, "period_s": 0.01, "burst_cpu_s": 61}}, "extra.cpu_quota"),
+        (
+            "extra",
+            {"cpu_quota": {"cores": 0.25, "period_s": 0.01, "burst_cpu_s": 0}},
+            "extra.cpu_quota",
+        ),
+        (
+            "extra",
+            {"cpu_quota": {"cores": 0.25, "period_s": 0.01, "burst_cpu_s": 61}},
+            "extra.cpu_quota",
+        ),
         ("extra", {"loop_overhead_s": -1}, "extra.loop_overhead_s"),
         ("schema_version", 2, "schema_version"),
         ("straggler_cv", -1, "straggler_cv"),
@@ -143,7 +156,7 @@ def test_the_schema_states_the_text_rules_the_reader_enforces(client: TestClient
     for field in ("torch_version", "device", "created_at"):
         assert profile[field]["pattern"] == "^[^\\x00]*$", field
     assert schemas["LayerIn"]["properties"]["name"]["pattern"] == "^[^\\x00]*$"
-    extra = profile["extra"]
+    extra = schemas[profile["extra"]["anyOf"][0]["$ref"].rsplit("/", 1)[1]]
     assert extra["propertyNames"] == {"pattern": "^[^\\x00]*$"}
     free = schemas[extra["additionalProperties"]["$ref"].rsplit("/", 1)[1]]
     text = next(branch for branch in free["anyOf"] if branch.get("type") == "string")
@@ -156,10 +169,10 @@ def test_the_schema_states_the_text_rules_the_reader_enforces(client: TestClient
     }
     quota = extra["properties"]["cpu_quota"]["anyOf"][0]
     assert quota["required"] == ["cores", "period_s"] and quota["additionalProperties"] is False
-    assert quota["properties"]["cores"]["exclusiveMinimum"] == 0
+    assert quota["properties"]["cores"]["minimum"] == 0.001  # the kernel's 1 ms quota over its 1 s period
     assert quota["properties"]["period_s"]["maximum"] == 1
     burst = quota["properties"]["burst_cpu_s"]
-    assert (burst["exclusiveMinimum"], burst["maximum"]) == (0, 60)
+    assert (burst["minimum"], burst["maximum"]) == (1e-6, 60)
     assert extra["properties"]["loop_overhead_s"]["anyOf"][0]["minimum"] == 0
     comm = extra["properties"]["comm_overlap_slowdown"]["anyOf"][0]
     assert (comm["minimum"], comm["maximum"]) == (1, 10)

@@ -191,7 +191,7 @@ def test_an_interruption_replans_with_the_runs_measured_throughput(
         f"/v1/jobs/{job['id']}/interruptions", json={"instance_type": lost, "count": 1}, headers=write_headers
     )
     assert r.status_code == 200, r.text
-    state = client.get(f"/v1/jobs/{job['id']}").json()
+    state = client.get(f"/v1/jobs/{job['id']}", headers=write_headers).json()
     event = state["events"][-1]
     assert event["kind"] == "interruption"
     assert event["payload"]["measured_iteration_s"] == pytest.approx(

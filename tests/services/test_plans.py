@@ -111,7 +111,7 @@ def test_plan_roundtrip_with_baselines_and_pareto(
         )
     assert any(s.startswith("profile:") for s in plan["sources"])
     assert any(s.startswith("prior:") or s.startswith("xgb") for s in plan["sources"])
-    got = client.get(f"/v1/plans/{plan['id']}")
+    got = client.get(f"/v1/plans/{plan['id']}", headers=write_headers)
     assert got.status_code == 200
     assert got.json()["choices"] == plan["choices"]
     assert got.json()["request"]["global_batch"] == 6144
@@ -268,7 +268,7 @@ def test_interruption_at_200_of_400_replans_within_the_original_deadline(
         err = r.json()
         assert err["error"] == "infeasible"
         assert f"{remaining_s:.0f} s left" in err["detail"] and " over" in err["detail"]
-        state = client.get(f"/v1/jobs/{job_id}").json()
+        state = client.get(f"/v1/jobs/{job_id}", headers=write_headers).json()
         assert state["state"] == "needs_input"
         assert state["events"][-1]["kind"] == "interruption" and "error" in state["events"][-1]["payload"]
         return
@@ -279,7 +279,7 @@ def test_interruption_at_200_of_400_replans_within_the_original_deadline(
     assert new["limits"]["time_limit_s"] == pytest.approx(remaining_s)
     kept = [c for c in new["choices"] if c["instance_type"] == lost]
     assert sum(c["count"] for c in kept) <= held_before - 1
-    state = client.get(f"/v1/jobs/{job_id}").json()
+    state = client.get(f"/v1/jobs/{job_id}", headers=write_headers).json()
     assert state["current_plan_id"] == new["id"]
     assert state["excluded_types"] == [lost]
     assert [p["id"] for p in state["plans"]] == [first["id"], new["id"]]
@@ -303,7 +303,7 @@ def test_interruption_too_late_says_by_how_much(
     assert err["error"] == "infeasible" and err["field"] == "time_limit_s"
     assert err["relaxations"]["time_short_s"] == pytest.approx(420 + 150 - 500)
     assert "70 s past" in err["detail"]
-    state = client.get(f"/v1/jobs/{job_id}").json()
+    state = client.get(f"/v1/jobs/{job_id}", headers=write_headers).json()
     assert state["state"] == "needs_input"
     assert state["iterations_done"] == 200
 

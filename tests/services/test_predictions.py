@@ -235,7 +235,7 @@ def test_request_schema_rejects_counts_below_one() -> None:
 
 
 def test_post_predictions(client: TestClient, lab: Session) -> None:
-    body = to_document(_request())
+    body = {k: v for k, v in to_document(_request()).items() if k != "owner"}  # who asks: the token
     ok = client.post("/v1/predictions", json=body)
     assert ok.status_code == 200, ok.text
     data = ok.json()
@@ -272,7 +272,7 @@ def test_cli_predict_prints_a_table_and_json(
     with transaction(sqlite_url) as s:
         import_document(session=s, document=LAB, origin="test")
     request = tmp_path / "req.json"
-    request.write_text(json.dumps(to_document(_request())))
+    request.write_text(json.dumps({k: v for k, v in to_document(_request()).items() if k != "owner"}))
     runner = CliRunner()
     app = build_app()
     table = runner.invoke(app, ["predict", str(request)])

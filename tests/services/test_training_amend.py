@@ -23,7 +23,7 @@ def _stuck_run(client: TestClient, db_url: str, headers: dict[str, str]) -> tupl
         headers=headers,
     )
     assert r.status_code == 422 and r.json()["field"] == "time_limit_s", r.text
-    assert client.get(f"/v1/jobs/{job_id}").json()["state"] == "needs_input"
+    assert client.get(f"/v1/jobs/{job_id}", headers=headers).json()["state"] == "needs_input"
     return job_id, first
 
 
@@ -35,7 +35,7 @@ def test_a_needs_input_run_resumes_after_its_limit_is_raised(
     short = client.post(f"/v1/jobs/{job_id}/amendments", json={"time_limit_s": 560}, headers=write_headers)
     assert short.status_code == 422 and short.json()["error"] == "infeasible", short.text
     assert "past" in short.json()["detail"]
-    waiting = client.get(f"/v1/jobs/{job_id}").json()
+    waiting = client.get(f"/v1/jobs/{job_id}", headers=write_headers).json()
     assert waiting["state"] == "needs_input" and waiting["time_limit_s"] == 560
     r = client.post(f"/v1/jobs/{job_id}/amendments", json={"time_limit_s": 3000}, headers=write_headers)
     assert r.status_code == 200, r.text
@@ -77,5 +77,5 @@ def test_amendment_rules(client: TestClient, db_url: str, write_headers: dict[st
     assert fast.status_code == 200, fast.text
     assert fast.json()["plan"]["objective"] == "min_time"
     assert fast.json()["job"]["objective"] == "min_time"
-    assert client.get(f"/v1/jobs/{job_id}").json()["objective"] == "min_time"
+    assert client.get(f"/v1/jobs/{job_id}", headers=write_headers).json()["objective"] == "min_time"
     assert fast.json()["job"]["budget_usd"] == 50

@@ -10,7 +10,7 @@ from pydantic import TypeAdapter
 
 from srift.api.auth import RequireRead
 from srift.api.caching import cached_json
-from srift.api.deps import SessionDep
+from srift.api.deps import ReadSessionDep
 from srift.api.schemas.catalog import InstanceTypeOut
 from srift.domain.catalog import MarketChoice
 from srift.domain.revisions import DataArea
@@ -32,7 +32,7 @@ _LIST = TypeAdapter(list[InstanceTypeOut])
     },
 )
 def list_instance_types(
-    session: SessionDep,
+    session: ReadSessionDep,
     _: RequireRead,
     provider: Annotated[str | None, Query(min_length=1, max_length=64, description="e.g. aws")] = None,
     region: Annotated[str | None, Query(min_length=1, max_length=64, description="e.g. us-east-1")] = None,

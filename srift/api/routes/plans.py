@@ -6,7 +6,7 @@ from typing import Any
 
 from fastapi import APIRouter, Path
 
-from srift.api.auth import RequireRead, RequireWrite
+from srift.api.auth import CallerIdentity, RequireRead, RequireWrite
 from srift.api.deps import SessionDep, SettingsDep
 from srift.api.schemas.plans import ErrorOut, PlanOut, PlanRequest
 from srift.services import plans as service
@@ -37,14 +37,21 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
         },
     },
 )
-def create_plan(body: PlanRequest, session: SessionDep, settings: SettingsDep, _: RequireWrite) -> Any:
+def create_plan(
+    body: PlanRequest, session: SessionDep, settings: SettingsDep, _: RequireWrite, caller: CallerIdentity
+) -> Any:
     """Find the cheapest (min_cost) or fastest (min_time) fleet for a model under time and budget limits.
 
     Returns counts and per-VM batches per instance type, the predicted time and cost with headroom to each
-    limit, the CAP and TAP baselines, and every evaluated configuration with its Pareto flag.
+    limit, the CAP and TAP baselines, and every evaluated configuration with its Pareto flag. The plan is the
+    token's: a `model` is planned with this token's profiles and everyone's, never another token's.
     """
+    owned = {"owner": caller.owner} if caller.owner is not None else {}
     plan = service.create_plan(
-        session=session, settings=settings, query=body.to_domain(), request_doc=body.model_dump(mode="json")
+        session=session,
+        settings=settings,
+        query=body.to_domain(owner=caller.owner),
+        request_doc={**body.model_dump(mode="json"), **owned},
     )
     # Commit in this thread, right after the insert: get_db's own commit runs one thread-pool round trip
     # later, and SQLite would hold its single write lock (other writers waiting) for all of that.
@@ -57,6 +64,8 @@ def create_plan(body: PlanRequest, session: SessionDep, settings: SettingsDep, _
     response_model=PlanOut,
     responses={401: _ERRORS[401], 404: {"model": ErrorOut, "description": "no plan with this id"}},
 )
-def get_plan(session: SessionDep, _: RequireRead, plan_id: int = Path(ge=1, le=2**31 - 1)) -> Any:
-    """A stored plan, as POST /v1/plans returned it."""
-    return service.get_plan(session=session, plan_id=plan_id).document()
+def get_plan(
+    session: SessionDep, _: RequireRead, caller: CallerIdentity, plan_id: int = Path(ge=1, le=2**31 - 1)
+) -> Any:
+    """A stored plan this token may read (its own or everyone's), as POST /v1/plans returned it."""
+    return service.get_plan_for(session=session, plan_id=plan_id, viewer=caller.owner).document()

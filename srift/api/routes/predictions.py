@@ -6,7 +6,7 @@ from typing import Any
 
 from fastapi import APIRouter
 
-from srift.api.auth import RequireRead
+from srift.api.auth import CallerIdentity, RequireRead
 from srift.api.deps import SessionDep, SettingsDep
 from srift.api.limits import ErrorBody
 from srift.api.schemas.predictions import PredictionOut, PredictionRequest, PredictionSweepOut
@@ -32,7 +32,11 @@ router = APIRouter(tags=["predictions"])
     },
 )
 def create_prediction(
-    body: PredictionRequest, session: SessionDep, settings: SettingsDep, _: RequireRead
+    body: PredictionRequest,
+    session: SessionDep,
+    settings: SettingsDep,
+    _: RequireRead,
+    caller: CallerIdentity,
 ) -> Any:
     """Predict one fleet (`config`), or a sweep of fleets (`configs`, answered as `predictions` in order):
     mean and p10/p50/p90 iteration time, total time and cost for `iterations`.
@@ -47,7 +51,7 @@ def create_prediction(
     A choice's `gpus` uses only part of each VM's GPUs. Read-only: it computes and stores nothing, so a read
     token suffices.
     """
-    result = service.answer(session=session, settings=settings, query=body.to_domain())
+    result = service.answer(session=session, settings=settings, query=body.to_domain(owner=caller.owner))
     if "predictions" in result:
         return PredictionSweepOut.model_validate(result)
     return PredictionOut.model_validate(result)

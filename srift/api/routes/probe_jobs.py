@@ -20,7 +20,6 @@ from srift.api.schemas.jobs import (
     ProfileResultIn,
     ProfileResultOut,
 )
-from srift.domain.profile import ModelProfile
 from srift.domain.states import JobKind, JobState
 from srift.errors import InvalidInput
 from srift.services import jobs as service
@@ -166,7 +165,7 @@ def post_profile_result(
     profile = None
     if body.error is None and body.profile is not None:
         try:
-            profile = ModelProfile.from_dict(body.profile.model_dump())
+            profile = body.profile.to_profile()
         except InvalidInput as exc:
             field = f"profile.{exc.field}" if exc.field else "profile"
             raise InvalidInput(exc.detail, hint=exc.hint, field=field) from exc

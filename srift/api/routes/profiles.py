@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Path, Query, status
+from fastapi import APIRouter, Path, Query, Response, status
 
-from srift.api.auth import RequireRead, RequireWrite
+from srift.api.auth import CallerIdentity, RequireRead, RequireWrite
 from srift.api.deps import SessionDep
 from srift.api.limits import ErrorBody
 from srift.api.schemas.profiles import (
@@ -18,10 +18,11 @@ from srift.api.schemas.profiles import (
     ProfileSummaryOut,
 )
 from srift.api.schemas.types import NO_NUL
-from srift.domain.profile import ModelProfile
 from srift.services import profiles as service
+from srift.services.profiles import EVERYONE
 
 router = APIRouter(tags=["profiles"])
+ProfileIdPath = Annotated[int, Path(ge=1, le=2**31 - 1, description="id returned by POST /v1/profiles")]
 
 
 @router.post(
@@ -32,14 +33,27 @@ router = APIRouter(tags=["profiles"])
         422: {"model": ErrorBody, "description": "the profile is invalid; `field` names the offending value"}
     },
 )
-def create_profile(body: ProfileIn, session: SessionDep, _: RequireWrite) -> ProfileCreated:
+def create_profile(
+    body: ProfileIn,
+    session: SessionDep,
+    _: RequireWrite,
+    caller: CallerIdentity,
+    shared: Annotated[
+        bool, Query(description="let other tokens name this profile by id (they never get it by `model`)")
+    ] = False,
+) -> ProfileCreated:
     """Validate and store a profile (the JSON `srift profile --out` writes); storing it again is a no-op.
 
-    Checks: breakpoints strictly increasing and ≥ 1, one positive time per breakpoint, `ready_frac` and
-    `exec_prob` in [0, 1], `grad_bytes` ≥ 0. Profiles are grouped under `model`, one per accelerator.
+    The profile is the token's: it answers this token's plans and predictions by `model` (before everyone's
+    reference estimates), and nobody else's; `shared=true` lets other tokens name it by id. Checks: the
+    schema's types and bounds (passes of 1 µs to a day), each breakpoint once, no breakpoint above
+    `max_batch`, gradients no larger than the structure's parameters. Profiles are grouped under `model`,
+    one per accelerator.
     """
-    profile = ModelProfile.from_dict(body.model_dump())
-    profile_id, created = service.store_profile(session=session, profile=profile)
+    profile = body.to_profile()
+    profile_id, created = service.store_profile(
+        session=session, profile=profile, owner=caller.owner, shared=shared
+    )
     return ProfileCreated(
         id=profile_id, model=profile.model, accelerator=profile.accelerator, created=created
     )
@@ -52,6 +66,7 @@ def create_profile(body: ProfileIn, session: SessionDep, _: RequireWrite) -> Pro
 def list_profiles(
     session: SessionDep,
     _: RequireRead,
+    caller: CallerIdentity,
     model: Annotated[
         str | None, Query(min_length=1, max_length=200, pattern=NO_NUL, description="only this model")
     ] = None,
@@ -61,9 +76,10 @@ def list_profiles(
     limit: Annotated[int, Query(ge=1, le=1000, description="profiles per page")] = 200,
     offset: Annotated[int, Query(ge=0, le=1_000_000_000, description="profiles to skip")] = 0,
 ) -> ProfileListOut:
-    """Stored profiles grouped by model name (ordered by model, then id)."""
+    """Stored profiles this token may read (its own, everyone's and shared ones) grouped by model name
+    (ordered by model, then id)."""
     groups, count = service.list_profiles_by_model(
-        session=session, model=model, accelerator=accelerator, limit=limit, offset=offset
+        session=session, model=model, accelerator=accelerator, limit=limit, offset=offset, viewer=caller.owner
     )
     return ProfileListOut(
         models=[
@@ -86,8 +102,25 @@ def list_profiles(
 def get_profile(
     session: SessionDep,
     _: RequireRead,
-    profile_id: Annotated[int, Path(ge=1, le=2**31 - 1, description="id returned by POST /v1/profiles")],
+    caller: CallerIdentity,
+    profile_id: ProfileIdPath,
 ) -> ProfileOut:
-    """One stored profile, the full document."""
-    profile = service.get_profile(session=session, profile_id=profile_id)
+    """One stored profile this token may read, the full document."""
+    profile = service.get_profile(session=session, profile_id=profile_id, viewer=caller.owner)
     return ProfileOut.model_validate({"id": profile_id, **profile.to_dict()})
+
+
+@router.delete(
+    "/profiles/{profile_id}",
+    status_code=status.HTTP_204_NO_CONTENT,
+    responses={404: {"model": ErrorBody, "description": "no profile with this id that this token owns"}},
+)
+def delete_profile(
+    session: SessionDep, _: RequireWrite, caller: CallerIdentity, profile_id: ProfileIdPath
+) -> Response:
+    """Delete a profile this token uploaded (an admin token: any profile), e.g. to replace one that is no
+    longer plausible; plans already made keep their numbers."""
+    service.delete_profile(
+        session=session, profile_id=profile_id, viewer=EVERYONE if caller.admin else caller.owner
+    )
+    return Response(status_code=status.HTTP_204_NO_CONTENT)

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Path
+from fastapi import APIRouter, Depends, Path
 
-from srift.api.auth import RequireRead, RequireWrite
+from srift.api.auth import CallerIdentity, RequireRead, RequireWrite
 from srift.api.deps import SessionDep, SettingsDep
 from srift.api.schemas.launch import JobStartOut
 from srift.api.schemas.plans import (
@@ -20,6 +20,8 @@ from srift.api.schemas.plans import (
     ProgressIn,
 )
 from srift.domain.records import TrainingRun
+from srift.errors import NotFound
+from srift.services import plans as plans_service
 from srift.services import training_jobs as service
 
 router = APIRouter(tags=["training jobs"])
@@ -30,6 +32,23 @@ _AUTH: dict[int | str, dict[str, Any]] = {
 }
 _NO_JOB: dict[int | str, dict[str, Any]] = {404: {"model": ErrorOut, "description": "no job with this id"}}
 _JOB_ID = Path(ge=1, le=2**31 - 1)
+
+
+def _owned_job(session: SessionDep, caller: CallerIdentity, job_id: int = _JOB_ID) -> int:
+    """The path's job id, once the run is the token's (its plan is the token's or everyone's): 404 else."""
+    run = service.get_run(session=session, job_id=job_id)
+    try:
+        plans_service.get_plan_for(session=session, plan_id=run.plan_id, viewer=caller.owner)
+    except NotFound:
+        raise NotFound(
+            f"no job with id {job_id} that this token may read",
+            hint="use the token that started the run",
+            field="job_id",
+        ) from None
+    return job_id
+
+
+OwnedJob = Annotated[int, Depends(_owned_job)]
 
 
 def _out(run: TrainingRun) -> JobOut:
@@ -46,14 +65,16 @@ def _out(run: TrainingRun) -> JobOut:
         422: {"model": ErrorOut, "description": "invalid request"},
     },
 )
-def start_job(body: JobCreate, session: SessionDep, _: RequireWrite) -> Any:
-    """Start tracking a training run of a stored plan. The answer carries the run's own token, once."""
+def start_job(body: JobCreate, session: SessionDep, _: RequireWrite, caller: CallerIdentity) -> Any:
+    """Start tracking a training run of a stored plan (the token's own or everyone's). The answer carries
+    the run's own token, once."""
+    plans_service.get_plan_for(session=session, plan_id=body.plan_id, viewer=caller.owner)
     run = service.start_job(session=session, plan_id=body.plan_id)
     return JobStartOut.model_validate(run, from_attributes=True)
 
 
 @router.get("/jobs/{job_id}", response_model=JobOut, responses={401: _AUTH[401], **_NO_JOB})
-def get_job(session: SessionDep, _: RequireRead, job_id: int = _JOB_ID) -> Any:
+def get_job(session: SessionDep, _: RequireRead, job_id: OwnedJob) -> Any:
     """The job, its plans (the first and each re-plan) and every event."""
     return _out(service.get_run(session=session, job_id=job_id))
 
@@ -70,7 +91,7 @@ def get_job(session: SessionDep, _: RequireRead, job_id: int = _JOB_ID) -> Any:
         },
     },
 )
-def report_progress(body: ProgressIn, session: SessionDep, _: RequireWrite, job_id: int = _JOB_ID) -> Any:
+def report_progress(body: ProgressIn, session: SessionDep, _: RequireWrite, job_id: OwnedJob) -> Any:
     """Record iterations done, seconds elapsed and money spent so far."""
     return _out(service.record_progress(session=session, job_id=job_id, progress=body.to_domain()))
 
@@ -93,7 +114,7 @@ def report_progress(body: ProgressIn, session: SessionDep, _: RequireWrite, job_
     },
 )
 def report_interruption(
-    body: InterruptionIn, session: SessionDep, settings: SettingsDep, _: RequireWrite, job_id: int = _JOB_ID
+    body: InterruptionIn, session: SessionDep, settings: SettingsDep, _: RequireWrite, job_id: OwnedJob
 ) -> Any:
     """Record lost VMs and re-plan the remaining iterations within the remaining time and budget.
 
@@ -121,7 +142,7 @@ def report_interruption(
     },
 )
 def amend_job(
-    body: AmendmentIn, session: SessionDep, settings: SettingsDep, _: RequireWrite, job_id: int = _JOB_ID
+    body: AmendmentIn, session: SessionDep, settings: SettingsDep, _: RequireWrite, job_id: OwnedJob
 ) -> Any:
     """Change the run's time limit, budget or objective and re-plan the rest under them: a job in
     `needs_input` (no plan fitted after an interruption) resumes as `running` with the new plan."""

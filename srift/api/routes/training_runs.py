@@ -9,7 +9,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from srift.api.auth import RequireRead
+from srift.api.auth import CallerIdentity, RequireRead
 from srift.api.deps import SessionDep
 from srift.api.schemas.dashboard import TrainingRunList, TrainingRunSummary
 from srift.domain.states import TrainingState
@@ -26,12 +26,16 @@ router = APIRouter(tags=["training jobs"])
 def list_training_runs(
     session: SessionDep,
     _: RequireRead,
+    caller: CallerIdentity,
     state: Annotated[TrainingState | None, Query()] = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     offset: Annotated[int, Query(ge=0, le=1_000_000_000)] = 0,
 ) -> TrainingRunList:
-    """Tracked training runs, newest first, with their interruption and re-plan counts."""
-    runs, total = dashboard.list_training_runs(session=session, state=state, limit=limit, offset=offset)
+    """Tracked training runs this token may read (of its own plans and everyone's), newest first, with their
+    interruption and re-plan counts."""
+    runs, total = dashboard.list_training_runs(
+        session=session, state=state, limit=limit, offset=offset, owner=caller.owner
+    )
     return TrainingRunList(
         runs=[TrainingRunSummary.model_validate(r, from_attributes=True) for r in runs], total=total
     )

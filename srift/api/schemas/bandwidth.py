@@ -7,11 +7,12 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from srift.api.schemas.types import Timestamp
+from srift.documents import StrictModel
 
 Name = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9][A-Za-z0-9._:/+-]*$")]
 
 
-class TrainRequest(BaseModel):
+class TrainRequest(StrictModel):
     """Which stored probe samples to train on (empty lists: all), and whether to activate the result."""
 
     model_config = ConfigDict(extra="forbid")

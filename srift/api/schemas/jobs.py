@@ -9,18 +9,18 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from srift.api.schemas.profiles import ProfileIn
 from srift.api.schemas.types import NO_NUL, Timestamp
 from srift.bandwidth.records import ProbeSampleDocument
-from srift.documents import rule_error
+from srift.documents import StrictModel, rule_error
 from srift.domain.states import JobKind, JobState
 from srift.jobs.spec import ProbeJobDocument, ProfileJobDocument, TypeName
 from srift.limits import PROBE_RESULTS_PER_BATCH
 
 
-class ProbeJobIn(ProbeJobDocument):
+class ProbeJobIn(ProbeJobDocument, StrictModel):
     """An allreduce probe grid to run: one run per node count over the buffer sizes (the job document of
     srift.jobs.spec; rules that depend on the provider are stated per provider in `oneOf`)."""
 
 
-class ProfileJobIn(ProfileJobDocument):
+class ProfileJobIn(ProfileJobDocument, StrictModel):
     """A model to profile with `srift profile` on each instance type (the job document of srift.jobs.spec)."""
 
 
@@ -65,7 +65,7 @@ def _probe_results_schema(schema: dict[str, Any]) -> None:
     ]
 
 
-class ProbeResultsIn(BaseModel):
+class ProbeResultsIn(StrictModel):
     """Probe samples (JSON lines of probes/allreduce.py as objects), for a job or on their own; `error`
     and `final: false` need a `job_id`."""
 
@@ -104,7 +104,7 @@ def _profile_result_schema(schema: dict[str, Any]) -> None:
     ]
 
 
-class ProfileResultIn(BaseModel):
+class ProfileResultIn(StrictModel):
     """One instance's profile for a profile job (`profile` and `instance_type`), or the error it hit
     (`error`; a profile given with it is not stored)."""
 

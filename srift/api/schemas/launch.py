@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from srift.api.schemas.plans import JobOut
 from srift.api.schemas.types import Timestamp
-from srift.documents import WHOLE
+from srift.documents import WHOLE, StrictModel
 from srift.domain.requests import IterationReport
 from srift.launch.emit import EmitFormat
 
@@ -29,14 +29,14 @@ class LaunchOut(BaseModel):
     )
 
 
-class StepIn(BaseModel):
+class StepIn(StrictModel):
     model_config = ConfigDict(extra="forbid")
 
     step: Annotated[int, Field(ge=0, le=2**31 - 1), WHOLE] = Field(description="the step's index in the run")
     iteration_s: float = Field(gt=0, le=86_400, allow_inf_nan=False, description="its measured wall time")
 
 
-class IterationsIn(BaseModel):
+class IterationsIn(StrictModel):
     """Measured iteration times (the helper's background reporter sends these)."""
 
     model_config = ConfigDict(extra="forbid")
@@ -126,7 +126,7 @@ class CorrectionList(BaseModel):
     corrections: list[CorrectionOut]
 
 
-class CorrectionResetIn(BaseModel):
+class CorrectionResetIn(StrictModel):
     model_config = ConfigDict(extra="forbid")
 
     model: str = Field(min_length=1, max_length=200)

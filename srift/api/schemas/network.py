@@ -7,6 +7,7 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field
 
 from srift.api.schemas.types import TypeName
+from srift.documents import StrictModel
 from srift.domain.network import Library, Transport
 
 Gbps = Annotated[float, Field(gt=0, le=100_000, description="Gbit/s, one direction, node to node")]
@@ -16,7 +17,7 @@ MAX_FLOWS = 64
 """NCCL docs: NCCL_SOCKET_NTHREADS × NCCL_NSOCKS_PERTHREAD cannot exceed 64."""
 
 
-class NetworkIn(BaseModel):
+class NetworkIn(StrictModel):
     """How the nodes talk. The default is what plain PyTorch DDP does on EC2: NCCL over TCP sockets,
     outside a cluster placement group. NCCL opens 8 × 2 = 16 sockets per peer only when it can read the
     ENA's PCI vendor id (bare VM, or a container on the host network) and one otherwise (a container with

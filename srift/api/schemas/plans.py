@@ -19,10 +19,10 @@ from srift.api.schemas.types import (
     one_of,
     parse_request,
 )
-from srift.documents import WHOLE, read_document
+from srift.documents import WHOLE, StrictModel, field_defaults, read_document
 from srift.domain import MarketChoice, Objective, SearchMode
 from srift.domain.geo import AllreducePattern
-from srift.domain.planning import DEFAULT_CONFIDENCE, MAX_CONFIDENCE, MIN_CONFIDENCE
+from srift.domain.planning import MAX_CONFIDENCE, MIN_CONFIDENCE
 from srift.domain.requests import (
     DEFAULT_CUDA,
     DEFAULT_TORCH,
@@ -32,7 +32,6 @@ from srift.domain.requests import (
     ProgressReport,
 )
 from srift.domain.sharding import StrategyChoice
-from srift.domain.simulation import DDP_BUCKET_CAP_MB, Exchange
 from srift.domain.states import TrainingState
 from srift.domain.structure import Precision
 from srift.limits import (
@@ -55,7 +54,7 @@ LocationName = Annotated[str, Field(min_length=1, max_length=130, pattern=r"^[a-
 ProviderName = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[a-z0-9][a-z0-9-]*$")]
 
 
-class LinkIn(BaseModel):
+class LinkIn(StrictModel):
     """A measured link between two locations (overrides the shipped prior for that direction)."""
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
@@ -66,7 +65,7 @@ class LinkIn(BaseModel):
     rtt_ms: float = Field(ge=0, le=10_000, description="measured round trip (ping) in ms")
 
 
-class InputPipelineIn(BaseModel):
+class InputPipelineIn(StrictModel):
     """What feeding one sample costs (overrides the profiles' own `input_pipeline`)."""
 
     model_config = ConfigDict(extra="forbid")
@@ -85,7 +84,7 @@ Version = Annotated[
 ]
 
 
-class StackIn(BaseModel):
+class StackIn(StrictModel):
     """The framework stack the model trains with: only GPUs its CUDA and PyTorch builds run are planned."""
 
     model_config = ConfigDict(extra="forbid")
@@ -97,7 +96,11 @@ class StackIn(BaseModel):
     )
 
 
-class PlanRequest(BaseModel):
+_PLAN = field_defaults(PlanQuery)
+"""PlanQuery owns the plan request's defaults; the schema states them (tests/api/test_request_defaults)."""
+
+
+class PlanRequest(StrictModel):
     """What to optimize. Give the model's compute profiles as `profile_ids`, inline `profiles`, or `model`
     (all stored profiles of that model); limits are optional, objective decides what is minimised."""
 
@@ -143,14 +146,14 @@ class PlanRequest(BaseModel):
         ge=1, le=MAX_GLOBAL_BATCH, description="samples per iteration over the whole fleet"
     )
     iterations: int = Field(ge=1, le=1_000_000_000, description="iterations to train (N)")
-    objective: Objective = Field(default=Objective.MIN_COST, description="min_cost or min_time")
+    objective: Objective = Field(default=_PLAN["objective"], description="min_cost or min_time")
     time_limit_s: float | None = Field(
         default=None, gt=0, le=1e9, description="N·t_iter must not exceed this"
     )
     budget_usd: float | None = Field(
         default=None, gt=0, le=1e9, description="total cost must not exceed this"
     )
-    provider: str = Field(default="aws", min_length=1, max_length=64)
+    provider: str = Field(default=_PLAN["provider"], min_length=1, max_length=64)
     region: str | None = Field(
         default=None, max_length=64, description="default: the service's default_region"
     )
@@ -158,7 +161,7 @@ class PlanRequest(BaseModel):
         default=None, max_length=200, description="catalog snapshot to price with (e.g. srift-paper-2020)"
     )
     market: MarketChoice = Field(
-        default=MarketChoice.ANY, description="spot, on_demand or any (cheaper per type)"
+        default=_PLAN["market"], description="spot, on_demand or any (cheaper per type)"
     )
     availability: Annotated[dict[TypeName, CountCap], KeysStated] | None = Field(
         default=None,
@@ -166,7 +169,10 @@ class PlanRequest(BaseModel):
         description="instance type → max count; only these types are used",
     )
     max_count_per_type: int = Field(
-        default=16, ge=1, le=MAX_COUNT, description="count cap for types when availability is not given"
+        default=_PLAN["max_count_per_type"],
+        ge=1,
+        le=MAX_COUNT,
+        description="count cap for types when availability is not given",
     )
     max_gpus: int | None = Field(
         default=None, ge=1, le=MAX_COUNT * 16, description="at most this many GPUs in the fleet (all types)"
@@ -174,9 +180,9 @@ class PlanRequest(BaseModel):
     max_vms: int | None = Field(
         default=None, ge=1, le=MAX_COUNT, description="at most this many VMs in the fleet (all types)"
     )
-    mode: SearchMode = Field(default=SearchMode.AUTO, description="exhaustive, eager or auto")
+    mode: SearchMode = Field(default=_PLAN["mode"], description="exhaustive, eager or auto")
     solve_budget_s: float = Field(
-        default=2.0,
+        default=_PLAN["solve_budget_s"],
         gt=0,
         description="seconds the search may take, at most the server's SRIFT_MAX_SOLVE_BUDGET_S (default "
         f"{DEFAULT_MAX_SOLVE_BUDGET_S:g} s, never above {MAX_SOLVE_BUDGET_S:g} s; the maximum stated here is "
@@ -184,14 +190,19 @@ class PlanRequest(BaseModel):
         json_schema_extra={"maximum": MAX_SOLVE_BUDGET_S},
     )
     batch_policy: BatchPolicy = Field(
-        default=BatchPolicy.POW2_SPLIT, description="per-VM batches: pow2_split, pow2 or any"
+        default=_PLAN["batch_policy"], description="per-VM batches: pow2_split, pow2 or any"
     )
     eager_k: int = Field(
-        default=8, ge=1, le=MAX_COUNT, description="eager: VMs of one type tried before the next"
+        default=_PLAN["eager_k"],
+        ge=1,
+        le=MAX_COUNT,
+        description="eager: VMs of one type tried before the next",
     )
-    seed: int = Field(default=0, ge=0, le=2**31 - 1, description="seed of the simulator's straggler sampling")
+    seed: int = Field(
+        default=_PLAN["seed"], ge=0, le=2**31 - 1, description="seed of the simulator's straggler sampling"
+    )
     confidence: float = Field(
-        default=DEFAULT_CONFIDENCE,
+        default=_PLAN["confidence"],
         ge=MIN_CONFIDENCE,
         le=MAX_CONFIDENCE,
         description="the quantile of predicted time and cost that must meet time_limit_s and budget_usd "
@@ -215,7 +226,7 @@ class PlanRequest(BaseModel):
         description="several providers (clouds) the fleet may span; default: `provider` alone",
     )
     allreduce: AllreducePattern = Field(
-        default=AllreducePattern.RING,
+        default=_PLAN["allreduce"],
         description="how gradients cross locations: ring (PyTorch DDP) or hierarchical (Hivemind-style)",
     )
     links: list[LinkIn] | None = Field(
@@ -228,7 +239,8 @@ class PlanRequest(BaseModel):
         default=None, gt=0, le=10_000, description="input read rate per VM (default: its network rate)"
     )
     price_interruptions: bool = Field(
-        default=True, description="price spot interruptions in (expected time and cost), Srift §4.5"
+        default=_PLAN["price_interruptions"],
+        description="price spot interruptions in (expected time and cost), Srift §4.5",
     )
     interruption_rates: Annotated[dict[TypeName, float], KeysStated] | None = Field(
         default=None,
@@ -236,18 +248,26 @@ class PlanRequest(BaseModel):
         description="type or provider/region/type → share of VMs interrupted per month (0..1), overrides",
     )
     checkpoint_interval_s: float = Field(
-        default=600.0,
+        default=_PLAN["checkpoint_interval_s"],
         ge=0,
         le=1e7,
         description="seconds of progress between checkpoints (0: every iteration)",
     )
     restart_s: float = Field(
-        default=150.0, ge=0, le=1e6, description="seconds from an interruption until training runs again"
+        default=_PLAN["restart_s"],
+        ge=0,
+        le=1e6,
+        description="seconds from an interruption until training runs again",
     )
     spot_samples: int = Field(
-        default=2000, ge=1, le=100_000, description="Monte Carlo runs for a spot plan's expectations"
+        default=_PLAN["spot_samples"],
+        ge=1,
+        le=100_000,
+        description="Monte Carlo runs for a spot plan's expectations",
     )
-    fallback: bool = Field(default=True, description="also plan an on-demand fallback for spot plans")
+    fallback: bool = Field(
+        default=_PLAN["fallback"], description="also plan an on-demand fallback for spot plans"
+    )
     stack: StackIn = Field(
         default_factory=StackIn,
         description=(
@@ -256,25 +276,26 @@ class PlanRequest(BaseModel):
         ),
     )
     include_retired: bool = Field(
-        default=False, description="also plan with instance families the provider has retired"
+        default=_PLAN["include_retired"],
+        description="also plan with instance families the provider has retired",
     )
-    exchange: ExchangeField = Exchange.DDP_BUCKETS
-    bucket_cap_mb: BucketCapMb = DDP_BUCKET_CAP_MB
+    exchange: ExchangeField = _PLAN["exchange"]
+    bucket_cap_mb: BucketCapMb = _PLAN["bucket_cap_mb"]
     strategy: StrategyChoice = Field(
-        default=StrategyChoice.AUTO,
+        default=_PLAN["strategy"],
         description="data-parallel strategy: ddp, zero1 (optimizer state sharded), zero2 (FSDP "
         "SHARD_GRAD_OP), full_shard (FSDP2 fully_shard, ZeRO-3), hybrid (sharded within a node, "
         "replicated across nodes), or auto: per fleet the fastest that fits its GPUs' memory (sharded "
         "strategies only for models whose memory is known)",
     )
     checkpointing: bool | None = Field(
-        default=None,
+        default=_PLAN["checkpointing"],
         description="activation checkpointing of every block: true, false, or null to consider both",
     )
 
-    def to_domain(self) -> PlanQuery:
-        """The validated request as the services' PlanQuery."""
-        return read_document(PlanQuery, self.model_dump())
+    def to_domain(self, *, owner: str | None = None) -> PlanQuery:
+        """The validated request as the services' PlanQuery, asked by `owner` (the token's name)."""
+        return read_document(PlanQuery, {**self.model_dump(), "owner": owner})
 
 
 def parse_plan_request(data: Any) -> PlanRequest:
@@ -622,13 +643,13 @@ class PlanOut(PlanResult):
     request: dict[str, Any]
 
 
-class JobCreate(BaseModel):
+class JobCreate(StrictModel):
     model_config = ConfigDict(extra="forbid")
 
     plan_id: Annotated[int, Field(ge=1, le=2**31 - 1), WHOLE] = Field(description="the plan being run")
 
 
-class ProgressIn(BaseModel):
+class ProgressIn(StrictModel):
     model_config = ConfigDict(extra="forbid")
 
     iterations_done: int = Field(ge=0, le=1_000_000_000)
@@ -639,7 +660,7 @@ class ProgressIn(BaseModel):
         return read_document(ProgressReport, self.model_dump())
 
 
-class InterruptionIn(BaseModel):
+class InterruptionIn(StrictModel):
     model_config = ConfigDict(extra="forbid")
 
     instance_type: str = Field(min_length=1, max_length=128)
@@ -656,7 +677,7 @@ class InterruptionIn(BaseModel):
 _AMENDED = (("time_limit_s", "number"), ("budget_usd", "number"), ("objective", "string"))
 
 
-class AmendmentIn(BaseModel):
+class AmendmentIn(StrictModel):
     """New limits or objective for the rest of a run; omitted fields keep the run's current values. At least
     one of time_limit_s, budget_usd and objective is given (not null)."""
 

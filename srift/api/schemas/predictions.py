@@ -25,9 +25,9 @@ from srift.api.schemas.types import (
     one_of,
     parse_request,
 )
-from srift.documents import read_document
+from srift.documents import StrictModel, field_defaults, read_document
 from srift.domain import Market
-from srift.domain.requests import PredictionQuery
+from srift.domain.requests import FleetChoice, PredictionQuery
 from srift.domain.simulation import DDP_BUCKET_CAP_MB, Exchange
 from srift.domain.structure import Precision
 from srift.limits import MAX_COUNT, MAX_VM_BATCH
@@ -40,7 +40,12 @@ MAX_PS_SERVERS = 64
 MAX_SWEEP = 256
 
 
-class FleetChoiceIn(BaseModel):
+_PREDICT = field_defaults(PredictionQuery)
+_CHOICE = field_defaults(FleetChoice)
+"""The domain values own the prediction request's defaults (tests/api/test_request_defaults)."""
+
+
+class FleetChoiceIn(StrictModel):
     """`count` VMs of one instance type bought on one market, each given `batch` samples per iteration.
 
     The batch is per VM and is split evenly over the VM's GPUs (per-GPU batch = batch / gpu_count).
@@ -50,7 +55,7 @@ class FleetChoiceIn(BaseModel):
 
     instance_type: TypeName = Field(description="e.g. p3.8xlarge")
     market: Market = Field(
-        default=Market.ON_DEMAND, description="spot or on_demand: which catalog price bills it"
+        default=_CHOICE["market"], description="spot or on_demand: which catalog price bills it"
     )
     count: int = Field(ge=1, le=MAX_COUNT, description="how many VMs of this type")
     batch: int = Field(ge=1, le=MAX_VM_BATCH, description="samples per VM per iteration")
@@ -62,7 +67,7 @@ class FleetChoiceIn(BaseModel):
     )
 
 
-class FleetConfigIn(BaseModel):
+class FleetConfigIn(StrictModel):
     """A fleet: one entry per instance type and market (Srift's counts[i] and batches[i])."""
 
     model_config = ConfigDict(extra="forbid")
@@ -70,7 +75,7 @@ class FleetConfigIn(BaseModel):
     choices: list[FleetChoiceIn] = Field(min_length=1, max_length=MAX_CHOICES)
 
 
-class PredictionRequest(BaseModel):
+class PredictionRequest(StrictModel):
     """Predict one fleet (`config`) or a sweep of fleets (`configs`, answered as `predictions`). Give the
     model's compute profiles as `profile_ids`, inline `profiles`, or `model` (every stored profile of that
     model); each chosen type uses the profile of its accelerator. `network` says how the nodes talk."""
@@ -124,7 +129,7 @@ class PredictionRequest(BaseModel):
         default_factory=NetworkIn, description="transport between nodes and measured rates (see NetworkIn)"
     )
     iterations: int = Field(ge=1, le=1_000_000_000, description="iterations to train (N)")
-    provider: str = Field(default="aws", min_length=1, max_length=64)
+    provider: str = Field(default=_PREDICT["provider"], min_length=1, max_length=64)
     region: str | None = Field(
         default=None, max_length=64, description="default: the service's default_region"
     )
@@ -132,17 +137,25 @@ class PredictionRequest(BaseModel):
         default=None, max_length=200, description="catalog snapshot to price with (e.g. srift-paper-2020)"
     )
     comm: CommMode = Field(
-        default=CommMode.ALLREDUCE, description="allreduce (Srift) or parameter_server (Li et al.)"
+        default=_PREDICT["comm"], description="allreduce (Srift) or parameter_server (Li et al.)"
     )
     ps_servers: int = Field(
-        default=1, ge=1, le=MAX_PS_SERVERS, description="parameter servers (comm=parameter_server)"
+        default=_PREDICT["ps_servers"],
+        ge=1,
+        le=MAX_PS_SERVERS,
+        description="parameter servers (comm=parameter_server)",
     )
-    seed: int = Field(default=0, ge=0, le=2**31 - 1, description="seed of straggler and Monte Carlo sampling")
+    seed: int = Field(
+        default=_PREDICT["seed"], ge=0, le=2**31 - 1, description="seed of straggler and Monte Carlo sampling"
+    )
     straggler_iters: int = Field(
-        default=100, ge=1, le=MAX_STRAGGLER_ITERS, description="iterations sampled for stragglers"
+        default=_PREDICT["straggler_iters"],
+        ge=1,
+        le=MAX_STRAGGLER_ITERS,
+        description="iterations sampled for stragglers",
     )
     mc_samples: int = Field(
-        default=0,
+        default=_PREDICT["mc_samples"],
         ge=0,
         le=MAX_MC_SAMPLES,
         description="Monte Carlo samples of one iteration (stragglers, bandwidth-model error) for the "
@@ -157,9 +170,9 @@ class PredictionRequest(BaseModel):
         check_one_of(self, "config", "configs")
         return self
 
-    def to_domain(self) -> PredictionQuery:
-        """The validated request as the services' PredictionQuery."""
-        return read_document(PredictionQuery, self.model_dump())
+    def to_domain(self, *, owner: str | None = None) -> PredictionQuery:
+        """The validated request as the services' PredictionQuery, asked by `owner` (the token's name)."""
+        return read_document(PredictionQuery, {**self.model_dump(), "owner": owner})
 
 
 def parse_prediction_request(data: Any) -> PredictionRequest:

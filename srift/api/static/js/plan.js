@@ -58,6 +58,7 @@ async function buildRequest() {
     const value = numberOrNull(input);
     if (value !== null) request[key] = value;
   }
+  if ($("plan-precision").value) request.precision = $("plan-precision").value;
   request.objective = $("plan-objective").value;
   request.confidence = Number($("plan-confidence").value);
   request.provider = $("plan-provider").value;
@@ -99,13 +100,29 @@ function band(lo, hi, fmt) {
   return lo != null && hi != null ? `p10 ${fmt(lo)} · p90 ${fmt(hi)}` : null;
 }
 
+/** The plan's one P(deadline) and one P(budget), as the CLI shows them: the prediction band's, and for a
+ * spot plan priced with interruptions the lower of that and the simulated runs' (both must hold). */
+export function oneChance(item) {
+  const c = item?.probability || {};
+  const s = item?.spot || {};
+  const lower = (a, b) => (a == null ? b : b == null ? a : Math.min(a, b));
+  return { time: lower(c.meets_time_limit, s.p_meets_time_limit), budget: lower(c.within_budget, s.p_within_budget) };
+}
+
+/** A probability as a whole percent, never rounded up to a certainty it is not (99.6 % reads ">99 %"). */
+function percent(p) {
+  if (p > 0.99 && p < 1) return ">99 %";
+  if (p > 0 && p < 0.01) return "<1 %";
+  return `${Math.round(100 * p)} %`;
+}
+
 /** "P(deadline) 93 % · P(budget) 99 %" for the limits that are given. */
 function chances(item) {
-  const c = item?.probability;
-  if (!c) return null;
+  if (!item) return null;
+  const { time, budget } = oneChance(item);
   const parts = [];
-  if (c.meets_time_limit != null) parts.push(`P(deadline) ${Math.round(100 * c.meets_time_limit)} %`);
-  if (c.within_budget != null) parts.push(`P(budget) ${Math.round(100 * c.within_budget)} %`);
+  if (time != null) parts.push(`P(deadline) ${percent(time)}`);
+  if (budget != null) parts.push(`P(budget) ${percent(budget)}`);
   return parts.length ? parts.join(" · ") : null;
 }
 
@@ -115,13 +132,14 @@ function renderCards(plan) {
   const gpus = plan.choices.reduce((n, c) => n + c.count * (c.gpus || 0), 0);
   const limits = plan.limits || {};
   const c = plan.probability || {};
+  const one = oneChance(plan);
   const at = plan.confidence != null ? `p${Math.round(100 * plan.confidence)}` : null;
   const timeNote = [band(p.total_time_p10_s, p.total_time_p90_s, fmtSeconds),
-    limits.time_limit_s != null && c.meets_time_limit != null
-      ? `P(≤ ${fmtSeconds(limits.time_limit_s)}) ${Math.round(100 * c.meets_time_limit)} %` : null].filter(Boolean).join(" · ");
+    limits.time_limit_s != null && one.time != null
+      ? `P(deadline) ${percent(one.time)}` : null].filter(Boolean).join(" · ");
   const costNote = [band(p.cost_p10_usd, p.cost_p90_usd, fmtUsd),
-    limits.budget_usd != null && c.within_budget != null
-      ? `P(≤ ${fmtUsd(limits.budget_usd)}) ${Math.round(100 * c.within_budget)} %` : null].filter(Boolean).join(" · ");
+    limits.budget_usd != null && one.budget != null
+      ? `P(budget) ${percent(one.budget)}` : null].filter(Boolean).join(" · ");
   $("plan-cards").replaceChildren(
     card("Iteration", fmtSeconds(p.iteration_s), `p10 ${fmtSeconds(p.iteration_p10_s)} · p90 ${fmtSeconds(p.iteration_p90_s)}`),
     card("Total time", fmtSeconds(p.total_time_s), timeNote || `${fmtNumber(plan.iterations)} iterations`),
@@ -237,11 +255,11 @@ function renderSpot(plan) {
     $("plan-spot-cards").replaceChildren(
       card("Expected cost", fmtUsd(s.expected_cost_usd), `uninterrupted ${fmtUsd(s.uninterrupted_cost_usd)}`),
       card("Expected time", fmtSeconds(s.expected_time_s), `uninterrupted ${fmtSeconds(s.uninterrupted_time_s)} · p90 ${fmtSeconds(s.time_p90_s)}`),
-      card("P(meets time limit)", fmtPercent(s.p_meets_time_limit), `P(within budget) ${fmtPercent(s.p_within_budget)}`),
       card("Interruptions", fmtNumber(s.expected_interruptions), `P(any) ${fmtPercent(s.p_interrupted)}`),
     );
     $("plan-spot-note").textContent = `${fmtNumber(s.samples)} Monte Carlo runs (${s.method}); checkpoint every `
-      + `${fmtSeconds(s.checkpoint_interval_s)}, ${fmtSeconds(s.restart_s)} to restart.`;
+      + `${fmtSeconds(s.checkpoint_interval_s)}, ${fmtSeconds(s.restart_s)} to restart; their chance of `
+      + "meeting the limits is in the plan's P(deadline) and P(budget) above.";
   } else {
     $("plan-spot-cards").replaceChildren();
     $("plan-spot-note").textContent = "";
@@ -252,7 +270,7 @@ function renderSpot(plan) {
 }
 
 function renderBaselines(plan) {
-  const srift = { label: plan.label, predicted: plan.predicted, feasible: true, probability: plan.probability };
+  const srift = { label: plan.label, predicted: plan.predicted, feasible: true, probability: plan.probability, spot: plan.spot };
   const rows = [["Srift", srift], ["CAP", plan.baselines?.cap ?? null], ["TAP", plan.baselines?.tap ?? null]];
   renderTable($("plan-baselines"), [
     { label: "Policy", value: ([name]) => el("b", {}, name) },
