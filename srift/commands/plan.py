@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from srift.commands.ddp_options import BUCKET_CAP_OPTION, PER_LAYER_OPTION, apply_ddp_options
 from srift.commands.remote import call_api, load_request_file
 
 console = Console()
@@ -620,6 +621,8 @@ def register(app: typer.Typer) -> None:
         verbose: bool = typer.Option(
             False, "--verbose", "-v", help="also list every source and each network rate's reason"
         ),
+        bucket_cap_mb: float | None = BUCKET_CAP_OPTION,
+        per_layer: bool = PER_LAYER_OPTION,
     ) -> None:
         """Find the cheapest (min_cost) or fastest (min_time) set of VMs and the per-VM batch for each type.
 
@@ -684,6 +687,7 @@ def register(app: typer.Typer) -> None:
             body["solve_budget_s"] = solve_budget_s
         if confidence is not None:
             body["confidence"] = confidence
+        apply_ddp_options(body, bucket_cap_mb=bucket_cap_mb, per_layer=per_layer)
         if url:
             result = call_api(
                 "POST",

@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from srift.commands.ddp_options import BUCKET_CAP_OPTION, PER_LAYER_OPTION, apply_ddp_options
 from srift.commands.plan import render_sources
 from srift.commands.remote import call_api, load_request_file
 
@@ -277,6 +278,8 @@ def register(app: typer.Typer) -> None:
         verbose: bool = typer.Option(
             False, "--verbose", "-v", help="also list every source and the network's assumptions"
         ),
+        bucket_cap_mb: float | None = BUCKET_CAP_OPTION,
+        per_layer: bool = PER_LAYER_OPTION,
     ) -> None:
         """Predict one fleet's iteration time (mean, p10/p50/p90), total time and cost, with a breakdown.
 
@@ -322,6 +325,7 @@ def register(app: typer.Typer) -> None:
             body.pop("profile_ids", None)
             body["profiles"] = [load_request_file(path) for path in profile_files]
         _network_options(body, transport, library, placement_group, measured or [], ena_visible)
+        apply_ddp_options(body, bucket_cap_mb=bucket_cap_mb, per_layer=per_layer)
         if url:
             result = call_api(
                 "POST", url, "/v1/predictions", body=body, token=token or os.environ.get("SRIFT_TOKEN")

@@ -1,0 +1,30 @@
+"""The DDP settings `srift plan` and `srift predict` take on the command line (srift.domain.simulation)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import typer
+
+from srift.domain.simulation import MAX_BUCKET_CAP_MB, Exchange
+
+BUCKET_CAP_OPTION = typer.Option(
+    None,
+    "--bucket-cap-mb",
+    min=0.001,
+    max=MAX_BUCKET_CAP_MB,
+    help="DistributedDataParallel's bucket_cap_mb your training uses (default: DDP's 25): sets bucket_cap_mb",
+)
+PER_LAYER_OPTION = typer.Option(
+    False,
+    "--per-layer",
+    help="the Srift paper's one allreduce per layer instead of DDP's buckets: sets exchange",
+)
+
+
+def apply_ddp_options(body: dict[str, Any], *, bucket_cap_mb: float | None, per_layer: bool) -> None:
+    """Put the command line's DDP settings into the request body."""
+    if bucket_cap_mb is not None:
+        body["bucket_cap_mb"] = bucket_cap_mb
+    if per_layer:
+        body["exchange"] = Exchange.PER_LAYER.value
