@@ -379,7 +379,9 @@ def test_plan_page_shows_locations_egress_data_loading_and_the_spot_outlook(brow
     browsed.assert_clean()
 
 
-def test_plan_form_sends_regions_providers_allreduce_and_the_input_pipeline(browsed: Browsed) -> None:
+def test_plan_form_sends_regions_providers_allreduce_the_input_pipeline_and_ddp_settings(
+    browsed: Browsed,
+) -> None:
     _ready(browsed, "/")
     page = browsed.page
     page.click("#plan-geo summary")
@@ -389,9 +391,13 @@ def test_plan_form_sends_regions_providers_allreduce_and_the_input_pipeline(brow
     page.fill("#plan-loader-rate", "500")
     page.fill("#plan-loader-bytes", "1000")
     page.uncheck("#plan-price-interruptions")
+    page.click("#plan-ddp summary")
+    page.fill("#plan-bucket-cap", "10")
+    page.select_option("#plan-exchange", "per_layer")
     with page.expect_request(lambda r: r.url.endswith("/v1/plans") and r.method == "POST") as info:
         page.click("#plan-submit")
     sent = json.loads(info.value.post_data or "{}")
+    assert sent["bucket_cap_mb"] == 10 and sent["exchange"] == "per_layer"
     assert sent["providers"] == [sent["provider"], "gcp"]
     assert sent["regions"] == [sent["region"], "gcp/us-central1"]
     assert sent["allreduce"] == "hierarchical"

@@ -53,12 +53,14 @@ async function buildRequest() {
     budget_usd: $("plan-budget"),
     solve_budget_s: $("plan-solve-budget"),
     max_count_per_type: $("plan-max-count"),
+    bucket_cap_mb: $("plan-bucket-cap"),
   };
   for (const [key, input] of Object.entries(numbers)) {
     const value = numberOrNull(input);
     if (value !== null) request[key] = value;
   }
   if ($("plan-precision").value) request.precision = $("plan-precision").value;
+  if ($("plan-exchange").value !== "ddp_buckets") request.exchange = $("plan-exchange").value;
   request.objective = $("plan-objective").value;
   request.confidence = Number($("plan-confidence").value);
   request.provider = $("plan-provider").value;
@@ -372,6 +374,8 @@ function fillForm(request) {
   set("plan-market", request.market);
   set("plan-mode", request.mode);
   set("plan-allreduce", request.allreduce);
+  set("plan-bucket-cap", request.bucket_cap_mb);
+  set("plan-exchange", request.exchange ?? "ddp_buckets");
   const provider = request.provider ?? $("plan-provider").value;
   const region = request.region ?? $("plan-region").value;
   const others = (all, own) => (all || []).filter((v) => !own.includes(v)).join(", ");

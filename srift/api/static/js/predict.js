@@ -68,11 +68,17 @@ async function buildRequest() {
   const request = await profilePart($("predict-model"), $("predict-profile-file"));
   request.provider = $("predict-provider").value;
   request.region = $("predict-region").value;
-  for (const [key, id] of [["iterations", "predict-iterations"], ["mc_samples", "predict-mc"], ["ps_servers", "predict-ps"]]) {
+  for (const [key, id] of [
+    ["iterations", "predict-iterations"],
+    ["mc_samples", "predict-mc"],
+    ["ps_servers", "predict-ps"],
+    ["bucket_cap_mb", "predict-bucket-cap"],
+  ]) {
     const value = numberOrNull($(id));
     if (value !== null) request[key] = value;
   }
   request.comm = $("predict-comm").value;
+  if ($("predict-exchange").value !== "ddp_buckets") request.exchange = $("predict-exchange").value;
   if (request.comm !== "parameter_server") delete request.ps_servers;
   request.config = {
     choices: [...fleet.rows].map((tr) => ({
