@@ -7,7 +7,7 @@ bandwidth model, the simulator); compute profiles are SYNTHETIC ResNet50 profile
 on every GPU model. Two requests per catalog: min_cost within a deadline, and min_time within a budget,
 limits checked at the median (confidence 0.5), as brute force checks them.
 Brute force simulates every configuration of the space (counted exactly first) when there are at most
---brute-limit of them. Plus issue #23's request (benchmarks/plan_cases.py), the case this was built for.
+--brute-limit of them. Plus issue #23's request (srift/testing/plans.py), the case this was built for.
 
     python -m benchmarks.search_scaling [--brute-limit 20000] [--exhaustive-budget 10] [--eager-budget 2]
 """
@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from benchmarks._report import write_section
-from benchmarks.plan_cases import issue23_request, shipped_settings, solve
+from srift.testing.plans import issue23_request, shipped_settings, solve
 
 if TYPE_CHECKING:
     from srift.optimize.solver import SolveOptions
