@@ -164,11 +164,11 @@ def profile_models(ctx: Context, models: Sequence[str]) -> None:
     The testbed's hosts share this machine's memory bandwidth, so a host computes slower while another
     one does (wideconv at batch 32 on tbv.large, forward+backward as the profiler times it: 765 and 627 ms
     with a tbv.small host profiling beside it, 513 and 539 ms alone; `benchmarks.causes onehost
-    [--one-at-a-time]`). A profile must be what one host computes alone, as a cloud VM does: the one-host
-    cases run alone, and the co-location factor measures, in each multi-host run, how much slower its
-    hosts compute together than alone (srift.validation.colocation); a profile taken beside another host
-    counts that slowdown twice (unseen17's wideconv: 41 % MAPE profiled beside, 14 % alone; round 14 of
-    docs/validation.md)."""
+    [--one-at-a-time]`, see git history: benchmarks/causes.py at commit 0856b84). A profile must be
+    what one host computes alone, as a cloud VM does: the one-host cases run alone, and the co-location
+    factor measures, in each multi-host run, how much slower its hosts compute together than alone
+    (srift.validation.colocation); a profile taken beside another host counts that slowdown twice
+    (unseen17's wideconv: 41 % MAPE profiled beside, 14 % alone; round 14 of docs/validation.md)."""
     from srift.db.session import transaction
     from srift.profiling.store import save_profile
 
@@ -531,7 +531,7 @@ def long_run_warmup(effort: Effort, fleet: Fleet) -> int:
     """Warm-up iterations of a run predicted above `effort.long_iteration_s`: one on one host (no DDP),
     else through DDP's bucket rebuild, so that no timed iteration pays it (densenet on four small hosts:
     the first timed iteration after one warm-up 1.96 … 2.20 s, after two 1.30 … 1.47 s, the rest 1.19 …
-    1.66 s; docs/images/causes/warmup-densenet-s9.json)."""
+    1.66 s; see git history: docs/images/causes/warmup-densenet-s9.json at commit 0856b84)."""
     if fleet.hosts < 2:
         return 1
     return min(max(effort.warmup, 1), DDP_REBUILD_ITERATION)
