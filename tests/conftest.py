@@ -1,5 +1,5 @@
 """Shared fixtures: a migrated database per test (SQLite, and PostgreSQL when make test provides one),
-settings pointing at it, an API client and write tokens."""
+settings pointing at it, an API client and write tokens; and which tests share a parallel worker."""
 
 from __future__ import annotations
 
@@ -22,6 +22,43 @@ from srift.db.tokens import Scope, create_token
 from srift.settings import Settings
 
 POSTGRES_ENV = "SRIFT_TEST_POSTGRES_URL"
+
+# Markers whose tests run one at a time on one worker under `make test`'s parallel workers
+# (pytest-xdist, --dist loadgroup): root tests bring up testbeds whose jobs are named after job ids
+# (srift-j1-...), which two workers' databases would both hand out, and they time real links and CPU
+# quotas; browser tests share one live server and one Chromium per worker.
+SERIAL_MARKERS = ("root", "browser")
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups into the test ids
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Put tests that must share a worker into one xdist group: each serial marker's tests, and the tests
+    of a module that share a module-scoped fixture (so it is built once, not once per worker)."""
+    for item in items:
+        if item.get_closest_marker("xdist_group"):
+            continue
+        group = next((m for m in SERIAL_MARKERS if item.get_closest_marker(m)), None)
+        if group is None:
+            info = getattr(item, "_fixtureinfo", None)
+            defs = info.name2fixturedefs.values() if info is not None else []
+            if any(d[-1].scope == "module" for d in defs if d):
+                group = item.nodeid.split("::", 1)[0]
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Under --dist loadgroup, stop if pytest-xdist did not take the groups into the test ids (it marks a
+    test's group there; pytest 9.2 undoes that, pytest-dev/pytest-xdist#1386): the groups would be spread
+    over the workers and root tests would run at once."""
+    if not getattr(session.config.option, "loadgroup", False):
+        return
+    lost = [i.nodeid for i in session.items if i.get_closest_marker("xdist_group") and "@" not in i.nodeid]
+    if lost:
+        raise pytest.UsageError(
+            f"pytest-xdist did not group {len(lost)} tests (first: {lost[0]}). To fix: install the "
+            "pytest that pyproject's dev extra allows (`make install`), or run without -n"
+        )
 
 
 def _postgres_url() -> str | None:
