@@ -7,8 +7,10 @@ APT_PACKAGES := postgresql chromium chromium-driver iproute2 iperf3 procps wrk
 PYTEST_ARGS ?=
 # The suite runs on parallel workers (pytest-xdist): one per CPU, at most 4. Tests that must not run at once
 # share one worker, one after another (--dist loadgroup; tests/conftest.py groups root and browser tests, and
-# a module's tests that share a module-scoped fixture). PYTEST_PARALLEL= runs it in one process.
-PYTEST_PARALLEL ?= -n auto --maxprocesses 4 --dist loadgroup
+# a module's tests that share a module-scoped fixture). A test past its timeout (pyproject) ends its worker with
+# every thread's stack (timeout_method=thread: a hang in C code never sees the signal method's alarm), and the
+# run goes on with a fresh worker. PYTEST_PARALLEL= runs the suite in one process.
+PYTEST_PARALLEL ?= -n auto --maxprocesses 4 --dist loadgroup -o timeout_method=thread
 
 .PHONY: install system-deps run test test-fast lint typecheck bench clean
 
