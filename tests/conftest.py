@@ -23,21 +23,24 @@ from srift.settings import Settings
 
 POSTGRES_ENV = "SRIFT_TEST_POSTGRES_URL"
 
-# Markers whose tests run one at a time on one worker under `make test`'s parallel workers
-# (pytest-xdist, --dist loadgroup): root tests bring up testbeds whose jobs are named after job ids
-# (srift-j1-...), which two workers' databases would both hand out, and they time real links and CPU
-# quotas; browser tests share one live server and one Chromium per worker.
-SERIAL_MARKERS = ("root", "browser")
+# The xdist group of each marker's tests: under `make test`'s parallel workers (pytest-xdist, --dist
+# loadgroup) a group's tests run on one worker, one after another. Root tests bring up testbeds whose jobs
+# are named after job ids (srift-j1-...), which two workers' databases would both hand out, and they time real
+# links and CPU quotas; they share the group "serial" with the tests that run or recover job processes (those
+# mark their modules): a recovering worker kills every process tagged with its job's id and attempt
+# (srift.jobs.run.kill_marked), whichever database that job came from. Browser tests share one live server
+# and one Chromium per worker.
+GROUP_OF_MARKER = {"root": "serial", "browser": "browser"}
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups into the test ids
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Put tests that must share a worker into one xdist group: each serial marker's tests, and the tests
+    """Put tests that must share a worker into one xdist group: by marker (GROUP_OF_MARKER), and the tests
     of a module that share a module-scoped fixture (so it is built once, not once per worker)."""
     for item in items:
         if item.get_closest_marker("xdist_group"):
             continue
-        group = next((m for m in SERIAL_MARKERS if item.get_closest_marker(m)), None)
+        group = next((g for m, g in GROUP_OF_MARKER.items() if item.get_closest_marker(m)), None)
         if group is None:
             info = getattr(item, "_fixtureinfo", None)
             defs = info.name2fixturedefs.values() if info is not None else []
