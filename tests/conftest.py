@@ -36,7 +36,9 @@ GROUP_OF_MARKER = {"root": "serial", "browser": "browser"}
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups into the test ids
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Put tests that must share a worker into one xdist group: by marker (GROUP_OF_MARKER), and the tests
-    of a module that share a module-scoped fixture (so it is built once, not once per worker)."""
+    of a module that share a module-scoped fixture (so it is built once, not once per worker). On a
+    parallel worker, the slow and grouped tests come first (in their order), so that no long test or group
+    starts last and leaves one worker running while the others idle."""
     for item in items:
         if item.get_closest_marker("xdist_group"):
             continue
@@ -48,6 +50,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                 group = item.nodeid.split("::", 1)[0]
         if group is not None:
             item.add_marker(pytest.mark.xdist_group(group))
+    if hasattr(config, "workerinput"):  # a parallel worker: start the long work first, not last
+        first = [i for i in items if i.get_closest_marker("slow") or i.get_closest_marker("xdist_group")]
+        chosen = {id(i) for i in first}
+        items[:] = first + [i for i in items if id(i) not in chosen]
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
