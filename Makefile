@@ -5,6 +5,12 @@ BIN := $(VENV)/bin
 TORCH_VERSION := 2.13.0
 APT_PACKAGES := postgresql chromium chromium-driver iproute2 iperf3 procps wrk
 PYTEST_ARGS ?=
+# The suite runs on parallel workers (pytest-xdist): one per CPU, at most 4. Tests that must not run at once
+# share one worker, one after another (--dist loadgroup; tests/conftest.py groups root and browser tests, and
+# a module's tests that share a module-scoped fixture). A test past its timeout (pyproject) ends its worker with
+# every thread's stack (timeout_method=thread: a hang in C code never sees the signal method's alarm), and the
+# run goes on with a fresh worker. PYTEST_PARALLEL= runs the suite in one process.
+PYTEST_PARALLEL ?= -n auto --maxprocesses 4 --dist loadgroup -o timeout_method=thread
 
 .PHONY: install system-deps run test test-fast lint typecheck bench clean
 
@@ -48,12 +54,12 @@ typecheck: install
 test: install system-deps
 	$(MAKE) lint typecheck
 	@url=$$(scripts/pg.sh start) || exit 1; \
-	SRIFT_TEST_POSTGRES_URL=$$url $(BIN)/python -m pytest $(PYTEST_ARGS); rc=$$?; \
+	SRIFT_TEST_POSTGRES_URL=$$url $(BIN)/python -m pytest $(PYTEST_PARALLEL) $(PYTEST_ARGS); rc=$$?; \
 	scripts/pg.sh stop; exit $$rc
 
 # Quick loop while developing: SQLite only, no lint.
 test-fast: install
-	$(BIN)/python -m pytest -x -q -m "not postgres and not browser and not slow" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -x -q -m "not postgres and not browser and not slow" $(PYTEST_PARALLEL) $(PYTEST_ARGS)
 
 clean:
 	rm -rf $(VENV) var .mypy_cache .ruff_cache .pytest_cache build srift/sim/_stage.*.so

@@ -22,8 +22,6 @@ import argparse
 import contextlib
 import json
 import os
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -36,191 +34,10 @@ from typing import Any
 
 import httpx
 
+from srift.testing.server import Server, create_write_token, running_server, store_profiles
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SCENARIOS = ("plans", "predictions", "instance-types", "health")
-
-
-@dataclass
-class Server:
-    """A running `srift serve` subprocess."""
-
-    process: subprocess.Popen[bytes]
-    base_url: str
-    database_url: str
-    log_path: Path
-
-    @property
-    def pid(self) -> int:
-        return self.process.pid
-
-    def processes(self) -> list[int]:
-        """The server's process and its descendants (uvicorn's worker processes), from /proc."""
-        return [self.pid, *descendants(self.pid)]
-
-    def peak_rss_bytes(self) -> int:
-        """Peak resident set size so far (VmHWM) of the server's largest process (a worker when several)."""
-        return max(_status_kib(pid, "VmHWM") for pid in self.processes()) * 1024
-
-    def rss_bytes(self) -> int:
-        """Resident set size now (VmRSS), summed over the server's processes."""
-        return sum(_status_kib(pid, "VmRSS") for pid in self.processes()) * 1024
-
-    def cpu_seconds(self) -> float:
-        """CPU time (user + system) used so far by the server's live processes."""
-        return sum(process_cpu_seconds(pid) for pid in self.processes())
-
-    def kill9(self) -> None:
-        """SIGKILL: no shutdown handlers, no flushing, like a power cut of the process."""
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(self.pid, signal.SIGKILL)
-        self.process.wait(timeout=30)
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.kill9()
-
-    def log_text(self) -> str:
-        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
-
-
-def _status_kib(pid: int, key: str) -> int:
-    try:
-        lines = Path(f"/proc/{pid}/status").read_text().splitlines()
-    except FileNotFoundError:
-        return 0
-    for line in lines:
-        if line.startswith(key + ":"):
-            return int(line.split()[1])
-    raise RuntimeError(f"{key} not found in /proc/{pid}/status")
-
-
-def process_cpu_seconds(pid: int) -> float:
-    """utime + stime of one process (0 when it has gone), from /proc/<pid>/stat."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return 0.0
-    fields = stat.rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def descendants(pid: int) -> list[int]:
-    """Every live descendant of `pid` (children, their children, ...), from /proc."""
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except (FileNotFoundError, ProcessLookupError, PermissionError):
-            continue
-        ppid = int(stat.rsplit(")", 1)[1].split()[1])
-        children.setdefault(ppid, []).append(int(entry.name))
-    out: list[int] = []
-    stack = [pid]
-    while stack:
-        for child in children.get(stack.pop(), []):
-            out.append(child)
-            stack.append(child)
-    return out
-
-
-def server_command(
-    *, port: int, workers: int = 1, bootstrap: bool = True, source: Path | None = None
-) -> list[str]:
-    """The `srift serve` command line; `source` runs the server from another checkout (before/after)."""
-    launcher = "from srift.cli import main; main()"
-    if source is not None:
-        # the editable install's import hook would still find this checkout's srift: drop it, use `source`
-        launcher = (
-            "import sys; sys.meta_path[:] = [f for f in sys.meta_path if '__editable__' not in "
-            f"type(f).__module__]; sys.path.insert(0, {str(source)!r}); " + launcher
-        )
-    args = [sys.executable, "-c", launcher, "serve", "--port", str(port)]
-    if workers != 1 or source is None:
-        args += ["--workers", str(workers)]
-    if not bootstrap:
-        args.append("--no-bootstrap")
-    return args
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
-def start_server(
-    *,
-    database_url: str,
-    data_dir: Path,
-    bootstrap: bool = True,
-    extra_env: dict[str, str] | None = None,
-    workers: int = 1,
-    source: Path | None = None,
-) -> Server:
-    """Start `srift serve` on a free loopback port and wait until /v1/health answers.
-
-    `workers` 1 (the default) serves in one process, which tests may SIGKILL as a whole.
-    """
-    port = free_port()
-    log_path = data_dir / f"server-{port}.log"
-    data_dir.mkdir(parents=True, exist_ok=True)
-    env = {
-        **os.environ,
-        "SRIFT_DATABASE_URL": database_url,
-        "SRIFT_DATA_DIR": str(data_dir),
-        "SRIFT_LOG_LEVEL": "warning",
-        **(extra_env or {}),
-    }
-    args = server_command(port=port, workers=workers, bootstrap=bootstrap, source=source)
-    with log_path.open("wb") as log:
-        process = subprocess.Popen(args, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=REPO_ROOT)
-    server = Server(process, f"http://127.0.0.1:{port}", database_url, log_path)
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"server exited with {process.returncode}:\n{server.log_text()[-4000:]}")
-        try:
-            if httpx.get(server.base_url + "/v1/health", timeout=2).status_code == 200:
-                return server
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.1)
-    server.kill9()
-    raise RuntimeError(f"server did not answer within 120 s:\n{server.log_text()[-4000:]}")
-
-
-@contextlib.contextmanager
-def running_server(
-    *,
-    database_url: str,
-    data_dir: Path,
-    bootstrap: bool = True,
-    workers: int = 1,
-    source: Path | None = None,
-) -> Iterator[Server]:
-    server = start_server(
-        database_url=database_url, data_dir=data_dir, bootstrap=bootstrap, workers=workers, source=source
-    )
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
-def create_write_token(database_url: str) -> str:
-    from srift.db.session import transaction
-    from srift.db.tokens import Scope, create_token
-
-    with transaction(database_url) as session:
-        _, plain = create_token(session=session, name="load", scope=Scope.WRITE)
-    return plain
 
 
 @dataclass(frozen=True)
@@ -313,44 +130,6 @@ def run_load(
         t.join(timeout=duration_s + 120)
     result.duration_s = time.monotonic() - start
     return result
-
-
-def _profile_document(accelerator: str, *, seconds_scale: float) -> dict[str, Any]:
-    """A small valid profile (the shape `srift profile` writes) for plan and prediction requests."""
-    return {
-        "schema_version": 1,
-        "model": "load-test-mlp",
-        "accelerator": accelerator,
-        "max_batch": 256,
-        "forward": {
-            "batches": [1, 85, 171, 256],
-            "times_s": [t * seconds_scale for t in (0.004, 0.03, 0.058, 0.086)],
-        },
-        "backward": {
-            "batches": [1, 85, 171, 256],
-            "times_s": [t * seconds_scale for t in (0.008, 0.06, 0.116, 0.172)],
-        },
-        "layers": [
-            {"name": f"fc{i}", "grad_bytes": 4_000_000, "ready_frac": (i + 1) / 8, "exec_prob": 1.0}
-            for i in range(8)
-        ],
-        "straggler_cv": 0.05,
-    }
-
-
-def store_profiles(*, base_url: str, headers: dict[str, str]) -> list[int]:
-    """Store a T4 and a V100 profile of the same small model; return their ids."""
-    ids = []
-    for accelerator, scale in (("NVIDIA T4", 1.0), ("NVIDIA V100", 0.5)):
-        response = httpx.post(
-            base_url + "/v1/profiles",
-            json=_profile_document(accelerator, seconds_scale=scale),
-            headers=headers,
-            timeout=60,
-        )
-        response.raise_for_status()
-        ids.append(int(response.json()["id"]))
-    return ids
 
 
 def build_scenario(name: str, *, base_url: str, headers: dict[str, str]) -> tuple[str, Request]:
@@ -480,7 +259,7 @@ def measure(
 ) -> tuple[LoadResult, int]:
     """Start a server on a fresh database, run the load, return the result and the server's peak RSS."""
     with fresh_database(database, work_dir=work_dir) as database_url:
-        token = create_write_token(database_url)
+        token = create_write_token(database_url, name="load")
         headers = {"Authorization": f"Bearer {token}"}
         with running_server(database_url=database_url, data_dir=work_dir, workers=workers) as server:
             name, request = build_scenario(scenario, base_url=server.base_url, headers=headers)
@@ -523,6 +302,25 @@ def render(result: LoadResult, peak_rss_bytes: int) -> str:
     )
 
 
+def summary(result: LoadResult, peak_rss_bytes: int) -> dict[str, Any]:
+    """The figures of one scenario as JSON (`--json`): what tests/reliability/test_load.py checks."""
+    return {
+        "scenario": result.scenario,
+        "clients": result.clients,
+        "workers": result.workers,
+        "database": result.database,
+        "duration_s": result.duration_s,
+        "requests": result.requests,
+        "statuses": {str(code): n for code, n in sorted(result.statuses.items())},
+        "error_count": result.error_count,
+        "errors": result.errors[:20],
+        "p50_s": result.percentile_s(50),
+        "p99_s": result.percentile_s(99),
+        "peak_rss_bytes": peak_rss_bytes,
+        "markdown": render(result, peak_rss_bytes),
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -538,6 +336,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--database", choices=DATABASES, default="sqlite")
     parser.add_argument("--no-write", action="store_true", help="print only; leave docs/BENCHMARKS.md alone")
+    parser.add_argument(
+        "--json", type=Path, default=None, metavar="PATH", help="also write each scenario's figures to PATH"
+    )
     args = parser.parse_args(argv)
     from srift.api.server import available_cpus
 
@@ -546,7 +347,7 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [n for n in names if n not in ("auto", *SCENARIOS)]
     if unknown:
         parser.error(f"unknown scenario(s): {', '.join(unknown)}")
-    sections, errors = [], 0
+    sections, records, errors = [], [], 0
     for name in names:
         with tempfile.TemporaryDirectory(prefix="srift-load-") as tmp:
             result, peak = measure(
@@ -559,11 +360,14 @@ def main(argv: list[str] | None = None) -> int:
                 database=args.database,
             )
         sections.append(render(result, peak))
+        records.append(summary(result, peak))
         errors += result.error_count
         for error in result.errors[:5]:
             print("error:", error, file=sys.stderr)
     markdown = "\n\n".join(sections)
     print(markdown)
+    if args.json is not None:
+        args.json.write_text(json.dumps(records, indent=2))
     if not args.no_write:
         from benchmarks._report import write_section
 

@@ -26,8 +26,9 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchmarks.load import build_scenario, create_write_token, fresh_database, running_server, warm_up
+from benchmarks.load import build_scenario, fresh_database, warm_up
 from benchmarks.load_wrk import WrkRun, run_wrk
+from srift.testing.server import create_write_token, running_server
 
 # (category, frame patterns): a sample goes to the first category with a pattern in one of its frames.
 CATEGORIES: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -107,7 +108,7 @@ def profile_scenario(
     source: Path | None,
 ) -> tuple[WrkRun, Profile]:
     with fresh_database("sqlite", work_dir=work_dir) as url:
-        token = create_write_token(url)
+        token = create_write_token(url, name="load")
         headers = {"Authorization": f"Bearer {token}"}
         with running_server(database_url=url, data_dir=work_dir, workers=workers, source=source) as server:
             name, request = build_scenario(scenario, base_url=server.base_url, headers=headers)

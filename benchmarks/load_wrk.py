@@ -33,17 +33,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchmarks.load import (
-    DATABASE_LABELS,
-    DATABASES,
-    Request,
-    Server,
-    build_scenario,
-    create_write_token,
-    fresh_database,
-    running_server,
-    warm_up,
-)
+from benchmarks.load import DATABASE_LABELS, DATABASES, Request, build_scenario, fresh_database, warm_up
+from srift.testing.server import Server, create_write_token, running_server
 
 LUA_SCRIPT = Path(__file__).resolve().parent / "wrk" / "srift.lua"
 SCENARIOS = ("plans", "instance-types", "predictions", "health")
@@ -180,7 +171,7 @@ def measure(
 ) -> WrkRun:
     """Fresh database and server, warm-up, one wrk run."""
     with fresh_database(database, work_dir=work_dir) as url:
-        token = create_write_token(url)
+        token = create_write_token(url, name="load")
         headers = {"Authorization": f"Bearer {token}"}
         with running_server(database_url=url, data_dir=work_dir, workers=workers, source=source) as server:
             name, request = build_scenario(scenario, base_url=server.base_url, headers=headers)
@@ -232,7 +223,7 @@ def soak(
     """`minutes` back-to-back one-minute wrk runs at `rate` on one server; RSS read after each minute."""
     out: list[SoakMinute] = []
     with fresh_database(database, work_dir=work_dir) as url:
-        token = create_write_token(url)
+        token = create_write_token(url, name="load")
         headers = {"Authorization": f"Bearer {token}"}
         with running_server(database_url=url, data_dir=work_dir, workers=workers) as server:
             name, request = build_scenario(scenario, base_url=server.base_url, headers=headers)
@@ -324,6 +315,26 @@ def acceptance(run: WrkRun) -> str:
     return "0 errors: " + ("met" if run.errors == 0 else "NOT met")
 
 
+def summary(run: WrkRun) -> dict[str, Any]:
+    """The figures of one run as JSON (`--json`): what tests/reliability/test_load.py checks."""
+    return {
+        "scenario": run.scenario,
+        "database": run.database,
+        "workers": run.workers,
+        "connections": run.connections,
+        "target_rate": run.target_rate,
+        "requests": run.requests,
+        "errors": run.errors,
+        "throughput_rps": run.throughput_rps,
+        "p99_ms": run.latency_ms("p99"),
+        "server_cpu_s": run.server_cpu_s,
+        "client_cpu_s": run.client_cpu_s,
+        "client_share": run.client_share,
+        "acceptance": acceptance(run),
+        "report": run.report,
+    }
+
+
 def soak_verdict(minutes: list[SoakMinute]) -> tuple[bool, str]:
     errors = sum(m.run.errors for m in minutes)
     if len(minutes) < 10:
@@ -383,6 +394,9 @@ def main(argv: list[str] | None = None) -> int:
         "--source", type=Path, default=None, help="run the server from another checkout (before/after)"
     )
     parser.add_argument("--no-write", action="store_true", help="print only; leave docs/BENCHMARKS.md alone")
+    parser.add_argument(
+        "--json", type=Path, default=None, metavar="PATH", help="also write each run's figures to PATH"
+    )
     args = parser.parse_args(argv)
     require_wrk()
     scenarios = [s.strip() for s in args.scenario.split(",") if s.strip()]
@@ -408,6 +422,7 @@ def main(argv: list[str] | None = None) -> int:
             )
         markdown = render_soak(minutes, rate=args.rate, cpus=cpus)
         ok, _ = soak_verdict(minutes)
+        records = [summary(m.run) for m in minutes]
         section = "soak (wrk)"
         command = (
             f"cpu heavy .venv/bin/python -m benchmarks.load_wrk --soak {args.soak} --rate {args.rate:g} "
@@ -439,6 +454,7 @@ def main(argv: list[str] | None = None) -> int:
                 runs.append(run)
         markdown = render_runs(runs, cpus=cpus, threads=args.threads, duration_s=args.duration)
         ok = all(acceptance(r).endswith(": met") for r in runs)
+        records = [summary(r) for r in runs]
         section = "load (wrk)" if args.source is None else f"load (wrk, server from {args.source.name})"
         command = (
             f"cpu heavy .venv/bin/python -m benchmarks.load_wrk --scenario {args.scenario} "
@@ -448,6 +464,8 @@ def main(argv: list[str] | None = None) -> int:
             + (f" --source {args.source}" if args.source else "")
         )
     print(markdown)
+    if args.json is not None:
+        args.json.write_text(json.dumps(records, indent=2))
     if not args.no_write:
         from benchmarks._report import write_section
 

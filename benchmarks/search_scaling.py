@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks._report import write_section
-from benchmarks.plan_cases import DATA, shipped_settings
+from srift.testing.plans import DATA, shipped_settings
 
 ACCELERATORS = ["T4", "M60", "K80", "V100", "A10G", "L4", "L40S", "A100", "H100", "H200"]
 ONE = {"provider": "aws", "region": "us-east-1"}

@@ -7,6 +7,7 @@ links from 100 to 1000 Mbit/s and delays from 0.5 to 20 ms, measures each pair o
 
 from __future__ import annotations
 
+import argparse
 import json
 import secrets
 import statistics
@@ -42,7 +43,12 @@ LOOP = textwrap.dedent(
 )
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--no-write", action="store_true", help="print only; leave docs/BENCHMARKS.md alone")
+    args = parser.parse_args(argv)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         tb = Testbed.up(parse_spec(SPEC), root=Path(tmp), prefix="bf" + secrets.token_hex(2))
@@ -100,7 +106,10 @@ def main() -> None:
     ]
     text = "\n".join(body)
     print(text)
-    write_section("Testbed fidelity", text, command="sudo .venv/bin/python -m benchmarks.testbed_fidelity")
+    if not args.no_write:
+        write_section(
+            "Testbed fidelity", text, command="sudo .venv/bin/python -m benchmarks.testbed_fidelity"
+        )
 
 
 if __name__ == "__main__":

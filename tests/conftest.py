@@ -1,5 +1,5 @@
 """Shared fixtures: a migrated database per test (SQLite, and PostgreSQL when make test provides one),
-settings pointing at it, an API client and write tokens."""
+settings pointing at it, an API client and write tokens; and which tests share a parallel worker."""
 
 from __future__ import annotations
 
@@ -22,6 +22,52 @@ from srift.db.tokens import Scope, create_token
 from srift.settings import Settings
 
 POSTGRES_ENV = "SRIFT_TEST_POSTGRES_URL"
+
+# The xdist group of each marker's tests: under `make test`'s parallel workers (pytest-xdist, --dist
+# loadgroup) a group's tests run on one worker, one after another. Root tests bring up testbeds whose jobs
+# are named after job ids (srift-j1-...), which two workers' databases would both hand out, and they time real
+# links and CPU quotas; they share the group "serial" with the tests that run or recover job processes (those
+# mark their modules): a recovering worker kills every process tagged with its job's id and attempt
+# (srift.jobs.run.kill_marked), whichever database that job came from. Browser tests share one live server
+# and one Chromium per worker.
+GROUP_OF_MARKER = {"root": "serial", "browser": "browser"}
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups into the test ids
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Put tests that must share a worker into one xdist group: by marker (GROUP_OF_MARKER), and the tests
+    of a module that share a module-scoped fixture (so it is built once, not once per worker). On a
+    parallel worker, the slow and grouped tests come first (in their order), so that no long test or group
+    starts last and leaves one worker running while the others idle."""
+    for item in items:
+        if item.get_closest_marker("xdist_group"):
+            continue
+        group = next((g for m, g in GROUP_OF_MARKER.items() if item.get_closest_marker(m)), None)
+        if group is None:
+            info = getattr(item, "_fixtureinfo", None)
+            defs = info.name2fixturedefs.values() if info is not None else []
+            if any(d[-1].scope == "module" for d in defs if d):
+                group = item.nodeid.split("::", 1)[0]
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
+    if hasattr(config, "workerinput"):  # a parallel worker: start the long work first, not last
+        first = [i for i in items if i.get_closest_marker("slow") or i.get_closest_marker("xdist_group")]
+        chosen = {id(i) for i in first}
+        items[:] = first + [i for i in items if id(i) not in chosen]
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Under --dist loadgroup, stop if pytest-xdist did not take the groups into the test ids (it marks a
+    test's group there; pytest 9.2 undoes that, pytest-dev/pytest-xdist#1386): the groups would be spread
+    over the workers and root tests would run at once."""
+    if not getattr(session.config.option, "loadgroup", False):
+        return
+    lost = [i.nodeid for i in session.items if i.get_closest_marker("xdist_group") and "@" not in i.nodeid]
+    if lost:
+        raise pytest.UsageError(
+            f"pytest-xdist did not group {len(lost)} tests (first: {lost[0]}). To fix: install the "
+            "pytest that pyproject's dev extra allows (`make install`), or run without -n"
+        )
 
 
 def _postgres_url() -> str | None:

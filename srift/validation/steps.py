@@ -565,7 +565,7 @@ def long_run_warmup(effort: Effort, fleet: Fleet) -> int:
     """Warm-up iterations of a run predicted above `effort.long_iteration_s`: one on one host (no DDP),
     else through DDP's bucket rebuild, so that no timed iteration pays it (densenet on four small hosts:
     the first timed iteration after one warm-up 1.96 … 2.20 s, after two 1.30 … 1.47 s, the rest 1.19 …
-    1.66 s; docs/images/causes/warmup-densenet-s9.json)."""
+    1.66 s; see git history: docs/images/causes/warmup-densenet-s9.json at commit 0856b84)."""
     if fleet.hosts < 2:
         return 1
     return min(max(effort.warmup, 1), DDP_REBUILD_ITERATION)

@@ -29,6 +29,10 @@ from srift.jobs.spec import JobProvider
 from srift.jobs.worker import Outcome, Worker, WorkerConfig
 from srift.settings import Settings
 
+# Runs or recovers job processes: one worker, with the root tests (tests/conftest.py, GROUP_OF_MARKER).
+pytestmark = pytest.mark.xdist_group("serial")
+
+
 REGION = "us-east-1"
 
 

@@ -11,6 +11,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
 from process_gate import ProcessGate
 from sqlalchemy import func, select
 
@@ -25,6 +26,9 @@ from srift.jobs.worker import Worker, WorkerConfig
 from srift.settings import Settings
 
 from .conftest import register_testbed_types
+
+# Runs or recovers job processes: one worker, with the root tests (tests/conftest.py, GROUP_OF_MARKER).
+pytestmark = pytest.mark.xdist_group("serial")
 
 
 def _submit(url: str, **body: object) -> int:

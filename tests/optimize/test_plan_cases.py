@@ -11,11 +11,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from benchmarks.plan_cases import issue23_request, shipped_settings, solve
 from srift.domain import Plan, SearchMode
 from srift.errors import Infeasible, InvalidInput
 from srift.optimize.space import Problem
 from srift.optimize.synthetic import MODELS, synthetic_profile
+from srift.testing.plans import issue23_request, shipped_settings, solve
+
+# One worker runs the module in order: the last test checks what the property test counted.
+pytestmark = pytest.mark.xdist_group("plan_cases")
 
 ACCELERATORS = ["T4", "M60", "K80", "V100", "A10G", "L4", "L40S", "A100", "H100", "H200"]
 

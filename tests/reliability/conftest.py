@@ -1,9 +1,8 @@
 """Reliability tests drive real `srift serve` and `srift worker` processes: the server harness of
-benchmarks/load.py, and a moto EC2 server that worker subprocesses reach through AWS_ENDPOINT_URL."""
+srift/testing/server.py, and a moto EC2 server that worker subprocesses reach through AWS_ENDPOINT_URL."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,10 +11,6 @@ from moto.server import ThreadedMotoServer
 
 from srift.catalog.shipped import load_shipped_catalog
 from srift.settings import Settings
-
-REPO_ROOT = Path(__file__).resolve().parents[2]
-if str(REPO_ROOT) not in sys.path:  # `benchmarks` is a top-level package of the checkout, not installed
-    sys.path.insert(0, str(REPO_ROOT))
 
 REGION = "us-east-1"
 

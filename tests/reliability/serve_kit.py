@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from benchmarks.load import descendants
+from srift.testing.server import descendants
 
 WAIT_S = 90.0
 

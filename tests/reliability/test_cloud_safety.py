@@ -19,6 +19,9 @@ from srift.jobs.results import post_probe_results
 from srift.jobs.worker import Outcome
 from srift.settings import Settings
 
+# Runs or recovers job processes: one worker, with the root tests (tests/conftest.py, GROUP_OF_MARKER).
+pytestmark = pytest.mark.xdist_group("serial")
+
 
 @pytest.mark.slow
 @pytest.mark.usefixtures("moto_server")

@@ -24,11 +24,11 @@ from process_gate import ProcessGate
 from sqlalchemy import create_engine, func, select, text
 from sqlalchemy.exc import OperationalError
 
-from benchmarks.load import Server, create_write_token, start_server
 from srift.api.app import create_app
 from srift.db.session import dispose_engines, session_factory
 from srift.db.tables import ProbeSample
 from srift.settings import Settings
+from srift.testing.server import Server, create_write_token, start_server
 
 BATCH = 3000
 

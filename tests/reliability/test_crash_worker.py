@@ -24,6 +24,9 @@ from srift.db.tokens import Scope, create_token
 from srift.jobs.worker import Outcome
 from srift.settings import Settings
 
+# Runs or recovers job processes: one worker, with the root tests (tests/conftest.py, GROUP_OF_MARKER).
+pytestmark = pytest.mark.xdist_group("serial")
+
 
 def _samples(tag: str, count: int) -> list[dict[str, Any]]:
     return [

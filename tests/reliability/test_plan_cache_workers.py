@@ -12,7 +12,6 @@ import httpx
 import pytest
 from serve_kit import WAIT_S, wait_for, workers_of
 
-from benchmarks.load import create_write_token, process_cpu_seconds, start_server
 from srift.bandwidth import registry
 from srift.bandwidth.records import SampleQuery
 from srift.catalog.custom import import_document
@@ -20,6 +19,7 @@ from srift.db import migrate
 from srift.db.session import transaction
 from srift.profiling.store import save_profile
 from srift.settings import Settings
+from srift.testing.server import create_write_token, process_cpu_seconds, start_server
 from tests.services.test_plan_cache import FAST, SLOW, catalog, plan_request, profile
 
 BURST = 16

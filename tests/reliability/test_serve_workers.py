@@ -12,9 +12,9 @@ import httpx
 import pytest
 from serve_kit import WAIT_S, wait_exit, wait_for, workers_of
 
-from benchmarks.load import create_write_token, descendants, start_server, store_profiles
 from srift.api.server import available_cpus
 from srift.db import migrate
+from srift.testing.server import create_write_token, descendants, start_server, store_profiles
 
 
 def test_available_cpus_honours_a_cgroup_quota(tmp_path: Path) -> None:

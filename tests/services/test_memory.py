@@ -18,7 +18,7 @@ from srift.domain.memory import BATCH_LIMIT_FACT, MARGIN_FRACTION, profile_memor
 from srift.errors import InvalidInput
 from srift.optimize.space import Candidate
 from srift.services.memory import check_fleet_member, fit_candidates
-from srift.settings import REPO_ROOT, get_settings
+from srift.settings import get_settings
 
 P = 4_000_000
 """One million fp32 parameters."""
@@ -190,10 +190,12 @@ def test_a_predicted_member_with_a_cpu_profile_is_refused_unless_allowed_and_the
 def test_a_plan_refuses_a_cpu_profile_labelled_t4_unless_asked_and_then_says_so(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """The README's CNN, profiled on this project's CPU and labelled T4 (benchmarks/data), on g4dn types."""
+    """The README's CNN, profiled on this CPU and labelled T4 (srift/testing/data), on g4dn types."""
     import yaml
 
-    profile = json.loads((REPO_ROOT / "benchmarks" / "data" / "cnn_t4_profile.json").read_text())
+    from srift.testing.plans import cnn_t4_profile
+
+    profile = cnn_t4_profile()
     assert profile["device"] == "cpu" and profile["extra"]["profiler"] == "srift.profiling"
     request = {
         "profiles": [profile],

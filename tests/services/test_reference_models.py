@@ -112,6 +112,7 @@ def test_precision_picks_the_profiles_and_a_missing_one_names_the_field(
     assert "precision" in r.text
 
 
+@pytest.mark.slow  # profiles a model, then plans over every GPU type of the catalog
 def test_a_users_profile_on_one_device_yields_plans_on_every_gpu_type(
     settings: Settings, client: TestClient, write_headers: dict[str, str]
 ) -> None:

@@ -4,7 +4,8 @@
 (srift.profiling.testmodels:cnn) profiled on this project's host and labelled T4, so its plans use the g4dn
 family; min_time within $0.50, global batch 256, 40,000 iterations, us-east-1, either market. The issue
 reported that exhaustive search stopped after 5 configurations in 16 s with a worse plan than eager search,
-and that the plan put 26 samples on an 8-GPU VM.
+and that the plan put 26 samples on an 8-GPU VM. Used by tests/optimize/test_plan_cases.py and
+benchmarks/search_scaling.py.
 """
 
 from __future__ import annotations
@@ -12,6 +13,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from typing import Any
+
+from srift.domain import Plan
+from srift.optimize.space import Problem
+from srift.settings import Settings
 
 DATA = Path(__file__).resolve().parent / "data"
 
@@ -30,7 +35,7 @@ ISSUE_23: dict[str, Any] = {
 
 
 def cnn_t4_profile() -> dict[str, Any]:
-    """The toy CNN's profile (benchmarks/data/cnn_t4_profile.json; `extra.note` says how it was made)."""
+    """The toy CNN's profile (srift/testing/data/cnn_t4_profile.json; `extra.note` says how it was made)."""
     data: dict[str, Any] = json.loads((DATA / "cnn_t4_profile.json").read_text())
     return data
 
@@ -40,17 +45,16 @@ def issue23_request(**over: Any) -> dict[str, Any]:
     return {"profiles": [cnn_t4_profile()], **ISSUE_23, **over}
 
 
-def shipped_settings(tmp: Path) -> Any:
+def shipped_settings(tmp: Path) -> Settings:
     """Settings of a fresh SQLite database in `tmp` holding the shipped catalog and bandwidth models."""
     from srift.bootstrap import bootstrap
-    from srift.settings import Settings
 
     settings = Settings(database_url=f"sqlite:///{tmp / 'cases.db'}", data_dir=tmp)
     bootstrap(settings)
     return settings
 
 
-def solve(settings: Any, body: dict[str, Any]) -> tuple[Any, Any]:
+def solve(settings: Settings, body: dict[str, Any]) -> tuple[Plan, Problem]:
     """Prepare `body` exactly as POST /v1/plans does and optimize it: (Plan, Problem)."""
     from srift.api.schemas.plans import PlanRequest
     from srift.db.session import transaction

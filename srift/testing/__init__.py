@@ -1,0 +1,1 @@
+"""Harness shared by the test suite and the benchmarks: a real `srift serve` subprocess, plan cases."""
