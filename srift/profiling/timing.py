@@ -251,8 +251,15 @@ def loop_overhead(
     finally:
         bench.model.zero_grad(set_to_none=True)
         if ddp is not None:
+            import gc
+
             import torch.distributed as dist
 
+            # The DDP module (its Reducer) goes before its process group: a Reducer freed later, by the
+            # garbage collector, joins gloo's threads while they wait for the interpreter lock (a hang
+            # seen in the test suite; pytorch/pytorch#154976).
+            del ddp, ddp_optimizer
+            gc.collect()
             dist.destroy_process_group()
     if ddp_failed:
         wrapped_cost.clear()
