@@ -90,6 +90,10 @@ class Part(StrEnum):
     OPTIMIZER_STATE = "optimizer_state"
     MASTER_WEIGHTS = "master_weights"
     DDP_BUCKETS = "ddp_buckets"
+    GATHERED_PARAMETERS = "gathered_parameters"
+    """Sharded strategies: the unsharded parameters of the FSDP units alive at once."""
+    COMM_BUFFERS = "comm_buffers"
+    """Sharded strategies: all-gather and reduce-scatter buffers."""
     ACTIVATIONS = "activations"
     RESERVE = "reserve"
 

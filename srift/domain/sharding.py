@@ -62,6 +62,7 @@ from srift.domain.memory import (
     MARGIN_FRACTION,
     NCCL_BUFFER_BYTES,
     Optimizer,
+    Part,
     TrainingMemory,
     profile_memory,
     training_memory,
@@ -390,17 +391,9 @@ def checkpointed(activations: Affine, blocks: BlockFacts) -> Affine:
 # -- memory per GPU --------------------------------------------------------------------------------------
 
 
-class ShardPart(StrEnum):
-    """The parts of a GPU's memory under a strategy, in the order plans list them."""
-
-    PARAMETERS = "parameters"
-    GRADIENTS = "gradients"
-    OPTIMIZER_STATE = "optimizer_state"
-    DDP_BUCKETS = "ddp_buckets"
-    GATHERED_PARAMETERS = "gathered_parameters"
-    COMM_BUFFERS = "comm_buffers"
-    ACTIVATIONS = "activations"
-    RESERVE = "reserve"
+SHARD_PARTS: tuple[Part, ...] = tuple(part for part in Part if part is not Part.MASTER_WEIGHTS)
+"""The parts of a GPU's memory under a strategy (srift.domain.memory.Part), in the order plans list them:
+a sharded strategy keeps its fp32 parameters as the master copy, so none is held apart."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -410,7 +403,7 @@ class StrategyMemory:
 
     setup: Setup
     shard_ranks: int
-    fixed: Mapping[ShardPart, int]
+    fixed: Mapping[Part, int]
     activation_bytes: Affine
     update_workspace_bytes: int
     optimizer: Optimizer
@@ -426,9 +419,9 @@ class StrategyMemory:
     def peak_bytes(self, batch: float) -> float:
         return self.persistent_bytes + self.transient_bytes(batch)
 
-    def parts(self, batch: float) -> dict[ShardPart, float]:
-        out = {part: float(self.fixed.get(part, 0)) for part in ShardPart}
-        out[ShardPart.ACTIVATIONS] = self.transient_bytes(batch)
+    def parts(self, batch: float) -> dict[Part, float]:
+        out: dict[Part, float] = {part: float(self.fixed.get(part, 0)) for part in SHARD_PARTS}
+        out[Part.ACTIVATIONS] = self.transient_bytes(batch)
         return out
 
     def largest_batch(
@@ -502,21 +495,21 @@ def strategy_memory(
     )
     strategy = setup.strategy
     n = max(1, gpus_per_node if strategy is Strategy.HYBRID else world_size)
-    fixed: dict[ShardPart, int] = {part: 0 for part in ShardPart if part is not ShardPart.ACTIVATIONS}
-    fixed[ShardPart.RESERVE] = base.reserve_bytes
+    fixed: dict[Part, int] = {part: 0 for part in SHARD_PARTS if part is not Part.ACTIVATIONS}
+    fixed[Part.RESERVE] = base.reserve_bytes
     if strategy in (Strategy.DDP, Strategy.ZERO1):
-        fixed[ShardPart.PARAMETERS] = base.parameter_bytes
-        fixed[ShardPart.GRADIENTS] = base.gradient_bytes
-        fixed[ShardPart.DDP_BUCKETS] = base.bucket_bytes
+        fixed[Part.PARAMETERS] = base.parameter_bytes
+        fixed[Part.GRADIENTS] = base.gradient_bytes
+        fixed[Part.DDP_BUCKETS] = base.bucket_bytes
         shard = n if strategy is Strategy.ZERO1 else 1
-        fixed[ShardPart.OPTIMIZER_STATE] = math.ceil(base.optimizer_state_bytes / shard)
+        fixed[Part.OPTIMIZER_STATE] = math.ceil(base.optimizer_state_bytes / shard)
         workspace = math.ceil(base.update_workspace_bytes / shard)
     else:
         w = WORKING_BYTES_MIXED if mixed else WORKING_BYTES_FP32
         per_elem = w / 4
-        fixed[ShardPart.PARAMETERS] = math.ceil(base.parameter_bytes / n)
-        fixed[ShardPart.GRADIENTS] = math.ceil(base.gradient_bytes / n)
-        fixed[ShardPart.OPTIMIZER_STATE] = math.ceil(base.optimizer_state_bytes / n)
+        fixed[Part.PARAMETERS] = math.ceil(base.parameter_bytes / n)
+        fixed[Part.GRADIENTS] = math.ceil(base.gradient_bytes / n)
+        fixed[Part.OPTIMIZER_STATE] = math.ceil(base.optimizer_state_bytes / n)
         # Units' fp32 bytes follow the profile's layers; scale them to the basis's parameters.
         scale = base.parameter_bytes / units.total_bytes if units.total_bytes > 0 else 1.0
         root, block = units.root_bytes * scale, units.largest_block_bytes * scale
@@ -530,7 +523,7 @@ def strategy_memory(
                 base.gradient_bytes / base.parameter_bytes * max(block, root) if base.parameter_bytes else 0
             )
             end = base.gradient_bytes / n + per_elem * root - gathered
-            fixed[ShardPart.GRADIENTS] = math.ceil(max(first / n, end))
+            fixed[Part.GRADIENTS] = math.ceil(max(first / n, end))
             comm = grad_and_reduce * max(block, root)
         else:
             # A unit and the prefetched next are gathered while gradient shards accumulate; the last
@@ -539,11 +532,11 @@ def strategy_memory(
             later = (base.gradient_bytes - grad_ratio * block) / n
             gathered = per_elem * (root + block) + max(0.0, per_elem * block - later)
             comm = max(grad_and_reduce * block, grad_and_reduce * root - 2 * per_elem * block)
-        fixed[ShardPart.GATHERED_PARAMETERS] = math.ceil(gathered)
-        fixed[ShardPart.COMM_BUFFERS] = math.ceil(max(comm, 0.0))
+        fixed[Part.GATHERED_PARAMETERS] = math.ceil(gathered)
+        fixed[Part.COMM_BUFFERS] = math.ceil(max(comm, 0.0))
         workspace = math.ceil(base.update_workspace_bytes / n)
         if cuda and strategy is Strategy.HYBRID and world_size > gpus_per_node and gpus_per_node > 1:
-            fixed[ShardPart.RESERVE] += NCCL_BUFFER_BYTES
+            fixed[Part.RESERVE] += NCCL_BUFFER_BYTES
     return StrategyMemory(
         setup=setup,
         shard_ranks=n if strategy is not Strategy.DDP else 1,
@@ -603,12 +596,12 @@ def gpu_fit(
 __all__ = [
     "REDUCE_BYTES",
     "SHARDING_KEY",
+    "SHARD_PARTS",
     "BlockFacts",
     "MemoryBasis",
     "MemoryUnknown",
     "Segment",
     "Setup",
-    "ShardPart",
     "Strategy",
     "StrategyChoice",
     "StrategyMemory",

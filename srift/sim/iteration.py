@@ -265,6 +265,30 @@ def simulate(
             read_gbps=read_gbps,
         ).iteration_s
 
+    return banded(
+        point,
+        fleet,
+        bandwidth=bandwidth,
+        iterations=iterations,
+        runs=runs,
+        run=run,
+        extra_terms=overlap_terms(fleet, bandwidth=bandwidth, iteration_s=point.iteration_s, run=run),
+    )
+
+
+def banded(
+    point: IterationEstimate,
+    fleet: Sequence[FleetMember],
+    *,
+    bandwidth: BusBandwidthModel,
+    iterations: int,
+    runs: int,
+    run: Callable[[Sequence[FleetMember], BusBandwidthModel], float],
+    extra_terms: Sequence[SpreadTerm] = (),
+) -> IterationEstimate:
+    """`point` with the band of `srift.sim.band` over `iterations` iterations of `runs` runs, each source's
+    term from `run` (the simulation again with that input one spread slower); the stragglers' term from
+    the point's own p10–p90 of one iteration."""
     found = band_for(
         fleet,
         bandwidth=bandwidth,
@@ -273,7 +297,7 @@ def simulate(
         iterations=iterations,
         runs=runs,
         run=run,
-        extra_terms=overlap_terms(fleet, bandwidth=bandwidth, iteration_s=point.iteration_s, run=run),
+        extra_terms=tuple(extra_terms),
     )
     return with_band(point, found)
 

@@ -60,9 +60,8 @@ from srift.domain.sharding import (
     is_mixed,
 )
 from srift.errors import InvalidInput
-from srift.sim.band import Z90, band_for
 from srift.sim.compute import member_keys, straggler_rows
-from srift.sim.iteration import quantiles, validate_fleet, with_band
+from srift.sim.iteration import banded, quantiles, validate_fleet
 from srift.sim.network import pow2_ceil
 from srift.sim.result import IterationEstimate
 
@@ -483,16 +482,7 @@ def simulate_sharded(
             other, bandwidth=model, setup=setup, seed=seed, straggler_iters=straggler_iters
         ).iteration_s
 
-    found = band_for(
-        fleet,
-        bandwidth=bandwidth,
-        iteration_s=point.iteration_s,
-        iteration_sd_s=max(0.0, point.iteration_p90_s - point.iteration_p10_s) / (2 * Z90),
-        iterations=iterations,
-        runs=runs,
-        run=run,
-    )
-    return with_band(point, found)
+    return banded(point, fleet, bandwidth=bandwidth, iterations=iterations, runs=runs, run=run)
 
 
 def _point(

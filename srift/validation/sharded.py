@@ -73,41 +73,18 @@ def predict_sharded(
     """A sharded case's prediction document: the iteration time with its band (the adapter's `inputs`),
     the same on the profiles as stored, and each rank's predicted peak memory."""
     from srift.sim.sharded import simulate_sharded
+    from srift.validation.steps import estimate_document
 
     setup = Setup(Strategy(strategy))
     estimate = simulate_sharded(
         inputs, bandwidth=bandwidth, setup=setup, seed=seed, iterations=iterations, runs=runs
     )
     unadapted = simulate_sharded(members, bandwidth=bandwidth, setup=setup, seed=seed, band=False)
-    b = estimate.breakdown
-    band = estimate.band
     return {
-        "iteration_s": estimate.iteration_s,
-        "iteration_p10_s": estimate.iteration_p10_s,
-        "iteration_p90_s": estimate.iteration_p90_s,
-        "band": {
-            "sigma": band.sigma if band else 0.0,
-            "iterations": iterations,
-            "terms": [
-                {"source": t.source, "spread": t.spread, "sigma": t.sigma, "measured_by": t.measured_by}
-                for t in (band.terms if band else ())
-            ],
-        },
+        **estimate_document(estimate, iterations=iterations),
         "per_layer_iteration_s": estimate.iteration_s,
         "unadapted_iteration_s": unadapted.iteration_s,
-        "breakdown": {
-            "forward_s": b.forward_s,
-            "backward_s": b.backward_s,
-            "update_s": b.update_s,
-            "compute_s": b.compute_s,
-            "straggler_wait_s": b.straggler_wait_s,
-            "exposed_intra_s": b.exposed_intra_s,
-            "exposed_network_s": b.exposed_network_s,
-            "communication_s": b.communication_s,
-            "warnings": list(b.warnings),
-        },
         "memory": rank_memory(members, setup),
-        "sources": list(estimate.sources),
     }
 
 

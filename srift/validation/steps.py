@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from srift.bandwidth.records import ProbeRecord
     from srift.domain import BusBandwidthModel, FleetMember
     from srift.settings import Settings
+    from srift.sim import IterationEstimate
     from srift.sim.geo import GeoContext
 
 
@@ -438,6 +439,20 @@ def predict_members(
     )
     per_layer = simulate(inputs, bandwidth=bandwidth, seed=seed, band=False, geo=geo, config=PER_LAYER)
     unadapted = simulate(members, bandwidth=bandwidth, seed=seed, band=False, geo=geo)
+    return {
+        **estimate_document(estimate, iterations=measured_iterations),
+        "per_layer_iteration_s": per_layer.iteration_s,
+        "unadapted_iteration_s": unadapted.iteration_s,
+        "adapter": {
+            "compute_scale": [m.profile.extra.get("compute_scale", 1.0) for m in inputs],
+            "straggler_cv": [m.profile.straggler_cv for m in inputs],
+        },
+    }
+
+
+def estimate_document(estimate: IterationEstimate, *, iterations: int) -> dict[str, Any]:
+    """A case's prediction as its report keeps it: p10/p50/p90 with the band's terms (over `iterations`
+    measured iterations), the breakdown and the sources."""
     b = estimate.breakdown
     band = estimate.band
     return {
@@ -446,17 +461,11 @@ def predict_members(
         "iteration_p90_s": estimate.iteration_p90_s,
         "band": {
             "sigma": band.sigma if band else 0.0,
-            "iterations": measured_iterations,
+            "iterations": iterations,
             "terms": [
                 {"source": t.source, "spread": t.spread, "sigma": t.sigma, "measured_by": t.measured_by}
                 for t in (band.terms if band else ())
             ],
-        },
-        "per_layer_iteration_s": per_layer.iteration_s,
-        "unadapted_iteration_s": unadapted.iteration_s,
-        "adapter": {
-            "compute_scale": [m.profile.extra.get("compute_scale", 1.0) for m in inputs],
-            "straggler_cv": [m.profile.straggler_cv for m in inputs],
         },
         "breakdown": {
             "forward_s": b.forward_s,

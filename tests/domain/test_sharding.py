@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from srift.domain.memory import CUDA_CONTEXT_BYTES, NCCL_BUFFER_BYTES
+from srift.domain.memory import CUDA_CONTEXT_BYTES, NCCL_BUFFER_BYTES, Part
 from srift.domain.profile import ComputeCurve, LayerGrad, ModelProfile
 from srift.domain.sharding import (
     SHARDING_KEY,
@@ -13,7 +13,6 @@ from srift.domain.sharding import (
     MemoryUnknown,
     Segment,
     Setup,
-    ShardPart,
     Strategy,
     Units,
     block_of,
@@ -53,21 +52,21 @@ def test_ddp_is_the_training_memory_model() -> None:
     # temporaries, one copy of the parameters, 4,000); the CUDA context and NCCL's buffers.
     _, got = parts(Strategy.DDP)
     assert got == {
-        ShardPart.PARAMETERS: 4000,
-        ShardPart.GRADIENTS: 4000,
-        ShardPart.OPTIMIZER_STATE: 8000,
-        ShardPart.DDP_BUCKETS: 4000,
-        ShardPart.GATHERED_PARAMETERS: 0,
-        ShardPart.COMM_BUFFERS: 0,
-        ShardPart.ACTIVATIONS: 11000,
-        ShardPart.RESERVE: RESERVE,
+        Part.PARAMETERS: 4000,
+        Part.GRADIENTS: 4000,
+        Part.OPTIMIZER_STATE: 8000,
+        Part.DDP_BUCKETS: 4000,
+        Part.GATHERED_PARAMETERS: 0,
+        Part.COMM_BUFFERS: 0,
+        Part.ACTIVATIONS: 11000,
+        Part.RESERVE: RESERVE,
     }
 
 
 def test_zero1_shards_the_optimizer_state_only() -> None:
     memory, got = parts(Strategy.ZERO1)
-    assert got[ShardPart.OPTIMIZER_STATE] == 2000
-    assert (got[ShardPart.PARAMETERS], got[ShardPart.GRADIENTS], got[ShardPart.DDP_BUCKETS]) == (4000,) * 3
+    assert got[Part.OPTIMIZER_STATE] == 2000
+    assert (got[Part.PARAMETERS], got[Part.GRADIENTS], got[Part.DDP_BUCKETS]) == (4000,) * 3
     assert memory.update_workspace_bytes == 1000
 
 
@@ -77,12 +76,12 @@ def test_zero2_holds_every_unit_gathered_between_forward_and_backward() -> None:
     # every shard, 1,000, with only the root gathered, 400 bytes instead of 2,000: less). A block's bf16
     # gradient (2 × 400) and its fp32 reduce-scatter input (4 × 400): 2,400.
     _, got = parts(Strategy.ZERO2)
-    assert got[ShardPart.PARAMETERS] == 1000
-    assert got[ShardPart.GRADIENTS] == 400
-    assert got[ShardPart.OPTIMIZER_STATE] == 2000
-    assert got[ShardPart.DDP_BUCKETS] == 0
-    assert got[ShardPart.GATHERED_PARAMETERS] == 2000
-    assert got[ShardPart.COMM_BUFFERS] == 2400
+    assert got[Part.PARAMETERS] == 1000
+    assert got[Part.GRADIENTS] == 400
+    assert got[Part.OPTIMIZER_STATE] == 2000
+    assert got[Part.DDP_BUCKETS] == 0
+    assert got[Part.GATHERED_PARAMETERS] == 2000
+    assert got[Part.COMM_BUFFERS] == 2400
 
 
 def test_full_shard_holds_the_root_a_unit_and_the_prefetched_next() -> None:
@@ -92,9 +91,9 @@ def test_full_shard_holds_the_root_a_unit_and_the_prefetched_next() -> None:
     # Activations: autocast's weight casts (2 bytes × 1,000 parameters, in the line's fixed part) are not
     # made under FSDP's bf16 parameters: max(0, 1,000 − 2,000) + 1,000 × 10.
     memory, got = parts(Strategy.FULL_SHARD)
-    assert got[ShardPart.GATHERED_PARAMETERS] == 1400
-    assert got[ShardPart.COMM_BUFFERS] == 2400
-    assert got[ShardPart.ACTIVATIONS] == 10000
+    assert got[Part.GATHERED_PARAMETERS] == 1400
+    assert got[Part.COMM_BUFFERS] == 2400
+    assert got[Part.ACTIVATIONS] == 10000
     assert memory.peak_bytes(10) == 1000 + 1000 + 2000 + 1400 + 2400 + 10000 + RESERVE
     assert memory.shard_ranks == 4
 
@@ -102,18 +101,18 @@ def test_full_shard_holds_the_root_a_unit_and_the_prefetched_next() -> None:
 def test_full_shard_in_fp32_gathers_four_bytes_per_element() -> None:
     # 4 × (200 + 400) + max(0, 4 × 400 − 600)
     _, got = parts(Strategy.FULL_SHARD, mixed=False)
-    assert got[ShardPart.GATHERED_PARAMETERS] == 3400
-    assert got[ShardPart.COMM_BUFFERS] == (4 + 4) * 400
+    assert got[Part.GATHERED_PARAMETERS] == 3400
+    assert got[Part.COMM_BUFFERS] == (4 + 4) * 400
 
 
 def test_hybrid_shards_within_a_node_and_adds_the_replicate_groups_buffers() -> None:
     memory, got = parts(Strategy.HYBRID, world=4, node=2)
-    assert (got[ShardPart.PARAMETERS], got[ShardPart.GRADIENTS], got[ShardPart.OPTIMIZER_STATE]) == (
+    assert (got[Part.PARAMETERS], got[Part.GRADIENTS], got[Part.OPTIMIZER_STATE]) == (
         2000,
         2000,
         4000,
     )
-    assert got[ShardPart.RESERVE] == RESERVE + NCCL_BUFFER_BYTES
+    assert got[Part.RESERVE] == RESERVE + NCCL_BUFFER_BYTES
     assert memory.shard_ranks == 2
 
 
@@ -122,7 +121,7 @@ def test_checkpointing_keeps_block_inputs_and_one_blocks_activations() -> None:
     # 1,000 + 8,000.
     memory, got = parts(Strategy.FULL_SHARD, ckpt=True, mixed=False)
     assert memory.activation_bytes == Affine(1000.0, 800.0)
-    assert got[ShardPart.ACTIVATIONS] == 9000
+    assert got[Part.ACTIVATIONS] == 9000
 
 
 def test_checkpointing_without_block_facts_is_refused_with_its_field() -> None:
@@ -145,7 +144,7 @@ def test_zero_papers_sixteen_bytes_per_parameter_sharded() -> None:
         basis, units, Setup(Strategy.FULL_SHARD), world_size=64, gpus_per_node=8, mixed=True
     )
     p = memory.parts(1)
-    sharded = p[ShardPart.PARAMETERS] + p[ShardPart.GRADIENTS] + p[ShardPart.OPTIMIZER_STATE]
+    sharded = p[Part.PARAMETERS] + p[Part.GRADIENTS] + p[Part.OPTIMIZER_STATE]
     assert sharded == pytest.approx(16 * psi / 64, abs=3)
 
 
