@@ -153,23 +153,30 @@ POOLED_SECTION = "end-to-end accuracy (protocol, pooled quick runs)"
 def pool_section(paths: list[Path], *, write_doc: bool, rescored: bool = False) -> int:
     """Print (and write) the protocol's pooled section for the runs at `paths`; with `rescored`, print the
     pooled figures of the stored predictions and of this code's predictions of the same cases."""
-    from srift.validation.protocol import Run, markdown
+    from srift.validation.protocol import SHARDED_TARGETS, Run, markdown, sharded, subset
     from srift.validation.rescore import rescore
 
     runs = []
     for path in paths:
         files = sorted(path.glob("*.json")) if path.is_dir() else [path]
         runs.append(Run(path.name, tuple(json.loads(f.read_text()) for f in files)))
-    models = sorted({c["model"] for run in runs for r in run.reports for c in r.get("cases", [])})
     sets = {
-        "shipped": [m for m in models if m in SHIPPED_MODELS],
-        "held-out": [m for m in models if m not in SHIPPED_MODELS],
+        "shipped (DDP)": lambda c: c.get("model") in SHIPPED_MODELS and not sharded(c),
+        "held-out (DDP)": lambda c: c.get("model") not in SHIPPED_MODELS and not sharded(c),
+        "sharded (FSDP2)": sharded,
     }
-    body = markdown(runs, sets=sets)
+    ddp = subset(runs, lambda c: not sharded(c))
+    body = markdown(ddp, sets={k: v for k, v in sets.items() if "DDP" in k})
+    if any(run.cases for run in subset(runs, sharded)):
+        body += "\n\n**Sharded cases** (issue 45) of the same runs:\n\n" + markdown(
+            subset(runs, sharded), sets={"sharded (FSDP2)": sharded}, targets=SHARDED_TARGETS
+        )
     if rescored:
-        again = [Run(run.name, tuple(rescore(r) for r in run.reports)) for run in runs]
+        again = subset(
+            [Run(run.name, tuple(rescore(r) for r in run.reports)) for run in runs], lambda c: not sharded(c)
+        )
         print("## stored predictions\n\n" + body + "\n\n## this code's predictions\n\n")
-        print(markdown(again, sets=sets))
+        print(markdown(again, sets={k: v for k, v in sets.items() if "DDP" in k}))
         return 0
     print(body)
     if write_doc:

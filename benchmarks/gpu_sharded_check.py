@@ -213,9 +213,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def model_reserve() -> Any:
-    from srift.domain.sharding import ShardPart
+    from srift.domain.memory import Part
 
-    return ShardPart.RESERVE
+    return Part.RESERVE
 
 
 def _basis(factory: Any, make_input: Any, profile: Any) -> tuple[MemoryBasis, Any]:

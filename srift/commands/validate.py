@@ -88,11 +88,12 @@ def register(app: typer.Typer) -> None:
         benchmarks: bool = typer.Option(
             False, "--benchmarks", help="write the end-to-end section of docs/BENCHMARKS.md"
         ),
-        sharded: bool = typer.Option(
-            True,
+        sharded: bool | None = typer.Option(
+            None,
             "--sharded/--no-sharded",
             help="also the sharded cases: FSDP2 zero2 and full_shard of a 57.5 MB model on two hosts "
-            "(srift.validation.sharded), time and each rank's peak memory",
+            "(srift.validation.sharded), time and each rank's peak memory (default: with the shipped "
+            "models, not for your models alone)",
         ),
         sharded_only: bool = typer.Option(
             False, "--sharded-only", help="only the sharded cases (with --no-plan-quality for a short run)"
@@ -164,7 +165,7 @@ def register(app: typer.Typer) -> None:
             plan_quality=plan_quality,
             keep_testbed=keep_testbed,
             across_only=across_only,
-            sharded=sharded,
+            sharded=bool(chosen) if sharded is None else sharded,
             sharded_only=sharded_only,
             command="srift " + " ".join(shlex.quote(a) for a in sys.argv[1:]),
         )

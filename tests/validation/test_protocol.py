@@ -61,9 +61,12 @@ def test_fewer_than_three_runs_are_refused() -> None:
 
 
 def test_subsets_and_the_section_name_the_model_sets() -> None:
-    only_ctr = subset([RUN1, RUN2, RUN3], ["ctr"])
+    only_ctr = subset([RUN1, RUN2, RUN3], lambda c: c["model"] == "ctr")
     assert all(c["model"] == "ctr" for run in only_ctr for c in run.cases)
-    text = markdown([RUN1, RUN2, RUN3], sets={"shipped": ["cnn"], "held-out": ["ctr"]})
+    text = markdown(
+        [RUN1, RUN2, RUN3],
+        sets={"shipped": lambda c: c["model"] == "cnn", "held-out": lambda c: c["model"] == "ctr"},
+    )
     assert "| **pooled** | 6 |" in text
     assert "| held-out | 3 |" in text
     assert "below_p90_share MISSED" in text
