@@ -150,6 +150,13 @@ SHIPPED_MODELS = ("cnn", "wide_mlp", "transformer")
 POOLED_SECTION = "end-to-end accuracy (protocol, pooled quick runs)"
 
 
+def _workdir(report: dict[str, Any]) -> Path:
+    """The run's work folder: where it ran, or var/validation/protocol/<its name> in this checkout (the
+    protocol's folders, unpacked from docs/images/protocol/workdirs.tar.gz)."""
+    ran = Path(report["workdir"])
+    return ran if ran.is_dir() else Path("var/validation/protocol") / ran.name
+
+
 def pool_section(paths: list[Path], *, write_doc: bool, rescored: bool = False) -> int:
     """Print (and write) the protocol's pooled section for the runs at `paths`; with `rescored`, print the
     pooled figures of the stored predictions and of this code's predictions of the same cases."""
@@ -173,7 +180,7 @@ def pool_section(paths: list[Path], *, write_doc: bool, rescored: bool = False) 
         )
     if rescored:
         again = subset(
-            [Run(run.name, tuple(rescore(r) for r in run.reports)) for run in runs], lambda c: not sharded(c)
+            [Run(run.name, tuple(rescore(r, workdir=_workdir(r)) for r in run.reports)) for run in runs], lambda c: not sharded(c)
         )
         print("## stored predictions\n\n" + body + "\n\n## this code's predictions\n\n")
         print(markdown(again, sets={k: v for k, v in sets.items() if "DDP" in k}))
