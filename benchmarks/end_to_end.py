@@ -180,7 +180,8 @@ def pool_section(paths: list[Path], *, write_doc: bool, rescored: bool = False) 
         )
     if rescored:
         again = subset(
-            [Run(run.name, tuple(rescore(r, workdir=_workdir(r)) for r in run.reports)) for run in runs], lambda c: not sharded(c)
+            [Run(run.name, tuple(rescore(r, workdir=_workdir(r)) for r in run.reports)) for run in runs],
+            lambda c: not sharded(c),
         )
         print("## stored predictions\n\n" + body + "\n\n## this code's predictions\n\n")
         print(markdown(again, sets={k: v for k, v in sets.items() if "DDP" in k}))
