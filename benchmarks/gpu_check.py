@@ -42,6 +42,7 @@ MODELS = {
     "gpt2-small": ("srift.refmodels.nets:gpt2_small", "srift.refmodels.nets:gpt2_input"),
     "cnn": ("srift.profiling.testmodels:cnn", "srift.profiling.testmodels:cnn_input"),
     "transformer": ("srift.profiling.testmodels:transformer", "srift.profiling.testmodels:transformer_input"),
+    "wide_mlp": ("srift.profiling.testmodels:wide_mlp", "srift.profiling.testmodels:wide_mlp_input"),
 }
 DEFAULT_MODELS = ("resnet50", "bert-base", "gpt2-small")
 DEFAULT_PRECISIONS = ("fp32", "tf32", "bf16")

@@ -379,7 +379,7 @@ def test_plan_page_shows_locations_egress_data_loading_and_the_spot_outlook(brow
     browsed.assert_clean()
 
 
-def test_plan_form_sends_regions_providers_allreduce_the_input_pipeline_and_ddp_settings(
+def test_plan_form_sends_regions_providers_allreduce_the_input_pipeline_strategy_and_ddp_settings(
     browsed: Browsed,
 ) -> None:
     _ready(browsed, "/")
@@ -394,10 +394,13 @@ def test_plan_form_sends_regions_providers_allreduce_the_input_pipeline_and_ddp_
     page.click("#plan-ddp summary")
     page.fill("#plan-bucket-cap", "10")
     page.select_option("#plan-exchange", "per_layer")
+    page.select_option("#plan-strategy", "ddp")
+    page.select_option("#plan-checkpointing", "false")
     with page.expect_request(lambda r: r.url.endswith("/v1/plans") and r.method == "POST") as info:
         page.click("#plan-submit")
     sent = json.loads(info.value.post_data or "{}")
     assert sent["bucket_cap_mb"] == 10 and sent["exchange"] == "per_layer"
+    assert sent["strategy"] == "ddp" and sent["checkpointing"] is False
     assert sent["providers"] == [sent["provider"], "gcp"]
     assert sent["regions"] == [sent["region"], "gcp/us-central1"]
     assert sent["allreduce"] == "hierarchical"

@@ -61,6 +61,8 @@ async function buildRequest() {
   }
   if ($("plan-precision").value) request.precision = $("plan-precision").value;
   if ($("plan-exchange").value !== "ddp_buckets") request.exchange = $("plan-exchange").value;
+  if ($("plan-strategy").value !== "auto") request.strategy = $("plan-strategy").value;
+  if ($("plan-checkpointing").value) request.checkpointing = $("plan-checkpointing").value === "true";
   request.objective = $("plan-objective").value;
   request.confidence = Number($("plan-confidence").value);
   request.provider = $("plan-provider").value;
@@ -376,6 +378,8 @@ function fillForm(request) {
   set("plan-allreduce", request.allreduce);
   set("plan-bucket-cap", request.bucket_cap_mb);
   set("plan-exchange", request.exchange ?? "ddp_buckets");
+  set("plan-strategy", request.strategy ?? "auto");
+  $("plan-checkpointing").value = request.checkpointing == null ? "" : String(request.checkpointing);
   const provider = request.provider ?? $("plan-provider").value;
   const region = request.region ?? $("plan-region").value;
   const others = (all, own) => (all || []).filter((v) => !own.includes(v)).join(", ");
