@@ -210,6 +210,14 @@ def memory_infeasible(problem: Problem, evaluator: Evaluator, model: str) -> Inf
         need = min((m.peak_bytes(1) for m in best[1] if m is not None), default=None)
         if need is not None:
             lines.append(f"{cand.cap}×{cand.name} needs {need / GIB:.1f} GiB per GPU at batch 1")
+    if not lines:
+        return Infeasible(
+            f"the memory of {model} is not known (its profiles carry no structure), so no sharded setup can "
+            "be checked against a GPU's memory",
+            hint="use strategy ddp or auto (sharded setups are planned only for models whose memory is "
+            "known), or profile the model with `srift profile`, whose profiles record its structure",
+            field="strategy",
+        )
     shown = "; ".join(lines[:6]) + (f"; and {len(lines) - 6} more" if len(lines) > 6 else "")
     return Infeasible(
         f"no fleet can hold {model}: even fully sharded over the most VMs allowed, at one sample per GPU: "

@@ -76,6 +76,30 @@ def test_a_model_no_fleet_can_hold_is_a_422_that_says_what_each_needs(
     assert "no fleet can hold llama-8b" in error["detail"] and "g4dn.xlarge needs" in error["detail"]
 
 
+def test_a_sharded_strategy_for_a_model_of_unknown_memory_says_so(
+    settings: Settings, client: TestClient, write_headers: dict[str, str]
+) -> None:
+    load_shipped_catalog(settings)
+    profile = {
+        "model": "no-structure",
+        "accelerator": "NVIDIA T4",
+        "max_batch": 256,
+        "forward": {"batches": [1, 128, 256], "times_s": [0.004, 0.04, 0.08]},
+        "backward": {"batches": [1, 128, 256], "times_s": [0.008, 0.08, 0.16]},
+        "layers": [{"name": f"fc{i}", "grad_bytes": 1_000_000, "ready_frac": (i + 1) / 4} for i in range(4)],
+        "straggler_cv": 0.05,
+    }
+    assert client.post("/v1/profiles", json=profile, headers=write_headers).status_code == 201
+    body = {"model": "no-structure", "global_batch": 256, "iterations": 1000, "solve_budget_s": 1.0}
+    r = client.post("/v1/plans", json={**body, "strategy": "zero2"}, headers=write_headers)
+    assert r.status_code == 422, r.text
+    error = r.json()
+    assert error["field"] == "strategy" and "memory of no-structure is not known" in error["detail"]
+    assert "strategy ddp or auto" in error["hint"]
+    r = client.post("/v1/plans", json={**body, "strategy": "ddp"}, headers=write_headers)
+    assert r.status_code == 201, r.text
+
+
 def test_fixing_ddp_keeps_the_served_plan(
     settings: Settings, client: TestClient, write_headers: dict[str, str]
 ) -> None:
