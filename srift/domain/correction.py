@@ -18,10 +18,19 @@ as they add up; a run of a mixed fleet counts for each of its types in proportio
 the ranks. Runs of one fleet only learn x·θ, the fleet's own total; fleets of other compute/communication
 mixes separate the two terms.
 
-Once every type of a fleet has runs behind it, a calibrated prediction's band is what they measured: the
-posterior's spread plus the run-to-run variance the observations show (never below it). It narrows as
-runs agree, only as far as the evidence allows; and where the runs scatter more than the uncalibrated band
-said, it widens to cover them. A fleet with a type no run has measured keeps its uncalibrated band.
+Once every type of a fleet has runs behind it, a calibrated prediction's band is the posterior's spread
+plus the variance of the next run about the corrected centre: the run-to-run variance τ². One run says
+nothing about τ² (its own noise v is how well its mean was measured, not how far the next run lands: on
+the testbed runs of one fleet differ by 6–9 % while each run's noise is 1–2 %), so τ² has a scaled
+inverse-χ² prior of `PRIOR_RUNS` pseudo-run at the uncalibrated band's variance, and the runs' residuals
+update it with n − 1 degrees of freedom (Gelman et al., "Bayesian Data Analysis", 3rd ed., §2.6, the
+normal model with unknown variance):
+
+    τ² = (ν0·σ_band² + Σ w·r²) / (ν0 + n − 1),   never below the runs' own noise
+
+So one run recentres the band without narrowing it; runs that agree narrow it, as far as their agreement
+allows; runs that scatter more than the band said widen it. A fleet with a type no run has measured keeps
+its uncalibrated band.
 """
 
 from __future__ import annotations
@@ -45,6 +54,10 @@ BLOCKS = 4
 
 MIN_STEPS = 8
 """Fewer measured steps than this (after warm-up) make no observation: no drift can be estimated."""
+
+PRIOR_RUNS = 1.0
+"""ν0, the weight of the uncalibrated band in the run-to-run variance, in runs: the weakest proper prior
+(one pseudo-run), so that two runs that agree already halve its share."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +126,7 @@ def fit(observations: Sequence[Observation], *, prior_sigma: float | None = None
     sigma0 = prior_sigma
     if sigma0 is None:
         sigma0 = statistics.median(o.prior_sigma for o in observations) if observations else 0.0
+    band_sigma = sigma0
     weights = sum(o.weight for o in observations)
     if observations and weights > 0:
         mean_y2 = sum(o.weight * o.log_ratio**2 for o in observations) / weights
@@ -138,12 +152,13 @@ def fit(observations: Sequence[Observation], *, prior_sigma: float | None = None
     between = 0.0
     if observations:
         noise = sum(o.weight * o.variance for o in observations) / weights
-        residuals = [
-            (o.weight, (o.log_ratio - mean[0] * o.compute_share - mean[1] * o.comm_share) ** 2)
+        squares = sum(
+            o.weight * (o.log_ratio - mean[0] * o.compute_share - mean[1] * o.comm_share) ** 2
             for o in observations
-        ]
-        scatter = sum(w * r for w, r in residuals) / weights if len(observations) >= 2 else 0.0
-        between = max(noise, scatter)
+        )
+        freedom = max(0.0, weights - 1.0)
+        repeat = (PRIOR_RUNS * band_sigma**2 + squares) / (PRIOR_RUNS + freedom)
+        between = max(noise, repeat)
     return Correction(mean, cov, float(weights), sigma0, between)
 
 
