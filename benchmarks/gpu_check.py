@@ -124,6 +124,8 @@ def memory_row(name: str, *, device: str, cap: int) -> dict[str, Any]:
     factory, inputs = MODELS[name]
     dev = torch.device(device)
     if dev.type == "cuda":
+        # "cuda" without an index: set_device refuses it (torch 2.11), so name the current device.
+        dev = torch.device("cuda", torch.cuda.current_device() if dev.index is None else dev.index)
         torch.cuda.set_device(dev)
     bench = build_bench(_load(factory), _load(inputs), None, dev)
     search = search_max_batch(
@@ -328,6 +330,12 @@ def main(argv: list[str] | None = None) -> int:
     def budget_left() -> bool:
         return time.perf_counter() - started < args.budget_s
 
+    def save() -> None:
+        """Write the report so far: a run cut short (a device's time limit) still leaves its rows."""
+        report["elapsed_s"] = round(time.perf_counter() - started, 1)
+        if args.out:
+            Path(args.out).write_text(json.dumps(report, indent=2) + "\n")
+
     for name in models:
         for precision in precisions:
             if not budget_left():
@@ -336,18 +344,17 @@ def main(argv: list[str] | None = None) -> int:
             report["profiles"].append(
                 profile_row(name, precision, device=args.device, max_batch=cap, spec=spec)
             )
+            save()
             print(f"profiled {name} {precision}", file=sys.stderr, flush=True)
     for name in models:
         if not budget_left():
             report["skipped"].append(f"memory {name}")
             continue
         report["memory"].append(memory_row(name, device=args.device, cap=memory_cap))
+        save()
         print(f"memory {name}", file=sys.stderr, flush=True)
     report["probes"] = probe_rows(device=args.device)
-    report["elapsed_s"] = round(time.perf_counter() - started, 1)
-    text = json.dumps(report, indent=2)
-    if args.out:
-        Path(args.out).write_text(text + "\n")
+    save()
     print(_markdown(report))
     if not args.no_write:
         from benchmarks._report import write_section

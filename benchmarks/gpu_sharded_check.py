@@ -138,26 +138,32 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     device = torch.device(args.device)
     cuda = device.type == "cuda"
+    if cuda and device.index is None:
+        device = torch.device("cuda", torch.cuda.current_device())  # set_device refuses a bare "cuda"
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()), RANK="0", WORLD_SIZE="1")
     if cuda:
         torch.cuda.set_device(device)
     dist.init_process_group("nccl" if cuda else "gloo", rank=0, world_size=1)
     _probe()._warm_runtime(False, "full_shard", device, None)
     if cuda:
+        from srift.catalog.accelerators import spec_for_accelerator
         from srift.refmodels.llama import llama_1b as factory
         from srift.refmodels.llama import llama_input as make_input
         from srift.refmodels.shipped import reference_profiles
 
         name = torch.cuda.get_device_name(device)
-        profile = next(
-            (p for p in reference_profiles() if p.model == "llama-1b" and p.precision.value == "bf16"), None
-        )
+        spec = spec_for_accelerator(name)
+        llama = [p for p in reference_profiles() if p.model == "llama-1b" and p.precision.value == "bf16"]
+        # The memory basis is the same on every GPU; the step estimate is this GPU's (none if not listed).
+        profile = next((p for p in llama if spec is not None and p.accelerator == spec.name), llama[0])
+        estimate_profile = None if spec is None or profile.accelerator != spec.name else profile
         mixed, batch = True, args.batch or 2
     else:
         from srift.validation.shardmodels import blocks as factory
         from srift.validation.shardmodels import blocks_input as make_input
 
         name, profile, mixed, batch = "cpu", None, False, args.batch or 8
+        estimate_profile = None
     basis, units = _basis(factory, make_input, profile)
     inputs = make_input(batch).to(device)
     rows = []
@@ -181,11 +187,18 @@ def main(argv: list[str] | None = None) -> int:
                     "step_s": measured["step_s"],
                 }
             )
+            print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
     dist.destroy_process_group()
-    estimate = (
-        profile.forward.time_s(batch) + profile.backward.time_s(batch) + profile.update_s if profile else None
-    )
-    report = {"device": name, "batch": batch, "mixed": mixed, "estimated_step_s": estimate, "rows": rows}
+    ep = estimate_profile
+    estimate = ep.forward.time_s(batch) + ep.backward.time_s(batch) + ep.update_s if ep else None
+    report = {
+        "device": name,
+        "batch": batch,
+        "mixed": mixed,
+        "estimated_step_s": estimate,
+        "estimate_of": ep.accelerator if ep else None,
+        "rows": rows,
+    }
     text = json.dumps(report, indent=1)
     print(text)
     if args.out:

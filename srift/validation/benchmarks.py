@@ -28,18 +28,20 @@ def write_section(
     *,
     command: str | None = None,
     measured_at: dt.datetime | None = None,
+    host: str | None = None,
     path: Path = BENCHMARKS_MD,
 ) -> None:
     """Replace (or append) the section `name` of `path` with `body_markdown`, stamped with command, date
     and host.
 
     `measured_at` is when the figures were measured, for a section written later from a saved report
-    (default: now).
+    (default: now); `host` what measured them when that was another machine (default: this one).
     """
     command = command or "python " + " ".join(sys.argv)
     stamp = (measured_at or dt.datetime.now(dt.UTC)).astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
-    host = f"{platform.machine()}, {platform.python_implementation()} {platform.python_version()}"
-    host += f", {os.cpu_count()} CPUs"
+    if host is None:
+        host = f"{platform.machine()}, {platform.python_implementation()} {platform.python_version()}"
+        host += f", {os.cpu_count()} CPUs"
     section = (
         f"<!-- section:{name} -->\n## {name}\n\n"
         f"Command: `{command}`  \nMeasured: {stamp} on {host}\n\n{body_markdown.strip()}\n"

@@ -22,6 +22,12 @@ def test_a_new_file_gets_the_header_and_the_section_with_command_and_date(tmp_pa
     assert text.endswith("| 1 |\n<!-- /section:load -->\n")
 
 
+def test_a_section_measured_on_another_machine_names_that_machine(tmp_path: Path) -> None:
+    path = tmp_path / "BENCHMARKS.md"
+    write_section("GPU check", "body", command="c", measured_at=WHEN, host="NVIDIA H200 device", path=path)
+    assert "Measured: 2026-11-27 04:30 UTC on NVIDIA H200 device\n" in path.read_text()
+
+
 def test_rewriting_a_section_replaces_it_and_keeps_the_others_in_place(tmp_path: Path) -> None:
     path = tmp_path / "BENCHMARKS.md"
     for name, body in (("first", "one"), ("second", "two"), ("third", "three")):
