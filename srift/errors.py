@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from enum import StrEnum
+from typing import TypeVar
+
+Choice = TypeVar("Choice", bound=StrEnum)
+
 
 class SriftError(Exception):
     """Base of every error Srift reports to a user.
@@ -96,3 +101,13 @@ class ConfigurationError(SriftError):
     status_code = 500
     exit_code = 2
     error = "configuration"
+
+
+def parse_choice(kind: type[Choice], value: str, *, what: str, field: str) -> Choice:
+    """`value` as a member of `kind`, else InvalidInput naming `what` and listing the choices."""
+    try:
+        return kind(value)
+    except ValueError:
+        names = [member.value for member in kind]
+        listed = f"{', '.join(names[:-1])} or {names[-1]}" if len(names) > 1 else names[0]
+        raise InvalidInput(f"unknown {what} {value!r}", hint=f"use {listed}", field=field) from None

@@ -146,14 +146,9 @@ def register(app: typer.Typer) -> None:
         from srift.catalog import store
         from srift.db.session import session_factory
         from srift.domain.catalog import MarketChoice
-        from srift.errors import InvalidInput
+        from srift.errors import parse_choice
 
-        try:
-            choice = MarketChoice(market)
-        except ValueError:
-            raise InvalidInput(
-                f"unknown market {market!r}", hint="use any, spot or on_demand", field="market"
-            ) from None
+        choice = parse_choice(MarketChoice, market, what="market", field="market")
         url = _ready(get_settings())
         with session_factory(url)() as session:
             entries = store.list_instance_types(

@@ -141,16 +141,11 @@ def _emit_files(
     plan: dict[str, Any], fmt: str, *, script: str, master_addr: str | None, out: Path | None
 ) -> None:
     """Print (or write into `out`, with the plan as plan-ID.json for the helper) the plan's launch files."""
-    from srift.errors import InvalidInput
+    from srift.errors import parse_choice
     from srift.launch.emit import EmitFormat, LaunchOptions, joined
     from srift.services.launch import emit_document
 
-    try:
-        form = EmitFormat(fmt)
-    except ValueError:
-        raise InvalidInput(
-            f"unknown format {fmt!r}", hint="use torchrun, skypilot or kubernetes", field="--emit"
-        ) from None
+    form = parse_choice(EmitFormat, fmt, what="format", field="--emit")
     plan_ref = None
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)

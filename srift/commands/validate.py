@@ -136,7 +136,7 @@ def register(app: typer.Typer) -> None:
         """
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-        from srift.errors import InvalidInput
+        from srift.errors import parse_choice
         from srift.validation.matrix import MODELS, user_models
         from srift.validation.pipeline import BandwidthSource, ValidationOptions, run_validation
         from srift.validation.render import markdown, terminal_view
@@ -146,14 +146,7 @@ def register(app: typer.Typer) -> None:
             chosen = tuple(m.strip() for m in models.split(",") if m.strip())
         else:
             chosen = () if mine else tuple(MODELS)
-        try:
-            source = BandwidthSource(bandwidth)
-        except ValueError:
-            raise InvalidInput(
-                f"unknown bandwidth source {bandwidth!r}",
-                hint="use probe, shipped or prior",
-                field="bandwidth",
-            ) from None
+        source = parse_choice(BandwidthSource, bandwidth, what="bandwidth source", field="bandwidth")
         options = ValidationOptions(
             full=not quick,
             spec_path=spec,

@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Any, Protocol
 
 from srift.domain.profile import ModelProfile
 from srift.domain.structure import Affine
@@ -98,6 +98,30 @@ class Part(StrEnum):
     RESERVE = "reserve"
 
 
+class Fits(Protocol):
+    """A memory model whose step peak grows along an activation line (TrainingMemory, StrategyMemory)."""
+
+    @property
+    def persistent_bytes(self) -> int: ...
+
+    @property
+    def activation_bytes(self) -> Affine: ...
+
+    def peak_bytes(self, batch: float) -> float: ...
+
+
+def largest_fitting_batch(memory: Fits, usable_bytes: float, *, cap: int) -> int:
+    """The largest per-GPU batch whose peak fits `usable_bytes` (0 when batch 1 does not; `cap` when every
+    batch fits, the activations not growing with the batch)."""
+    if memory.peak_bytes(1) > usable_bytes:
+        return 0
+    slope = memory.activation_bytes.per_sample
+    if slope <= 0:
+        return cap
+    spare = usable_bytes - memory.persistent_bytes - memory.activation_bytes.fixed
+    return int(min(cap, max(1, math.floor(spare / slope))))
+
+
 @dataclass(frozen=True, slots=True)
 class TrainingMemory:
     """Bytes one rank holds while training, part by part (see the module docstring).
@@ -162,14 +186,9 @@ class TrainingMemory:
     ) -> int:
         """The largest per-GPU batch whose peak fits `capacity_bytes` less the margin (0 when batch 1 does
         not fit; `cap` when every batch fits, the activations not growing with the batch)."""
-        usable = self.usable_bytes(capacity_bytes, margin_fraction=margin_fraction)
-        if self.peak_bytes(1) > usable:
-            return 0
-        slope = self.activation_bytes.per_sample
-        if slope <= 0:
-            return cap
-        spare = usable - self.persistent_bytes - self.activation_bytes.fixed
-        return int(min(cap, max(1, math.floor(spare / slope))))
+        return largest_fitting_batch(
+            self, self.usable_bytes(capacity_bytes, margin_fraction=margin_fraction), cap=cap
+        )
 
     def to_dict(self, batch: float | None = None) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -424,10 +443,12 @@ __all__ = [
     "STATE_COPIES",
     "UPDATE_WORKSPACE_COPIES",
     "BatchLimit",
+    "Fits",
     "Optimizer",
     "Part",
     "TrainingMemory",
     "gpu_batch_limit",
+    "largest_fitting_batch",
     "memory_per_gpu",
     "parse_optimizer",
     "profile_memory",

@@ -64,6 +64,7 @@ from srift.domain.memory import (
     Optimizer,
     Part,
     TrainingMemory,
+    largest_fitting_batch,
     profile_memory,
     training_memory,
 )
@@ -428,14 +429,7 @@ class StrategyMemory:
         self, capacity_bytes: float, *, margin_fraction: float = MARGIN_FRACTION, cap: int = 1 << 20
     ) -> int:
         """The largest per-GPU batch whose peak fits `capacity_bytes` less the margin (0: not even 1)."""
-        usable = capacity_bytes * (1.0 - margin_fraction)
-        if self.peak_bytes(1) > usable:
-            return 0
-        slope = self.activation_bytes.per_sample
-        if slope <= 0:
-            return cap
-        spare = usable - self.persistent_bytes - self.activation_bytes.fixed
-        return int(min(cap, max(1, math.floor(spare / slope))))
+        return largest_fitting_batch(self, capacity_bytes * (1.0 - margin_fraction), cap=cap)
 
     def to_dict(self, batch: float) -> dict[str, Any]:
         parts = self.parts(batch)

@@ -32,6 +32,7 @@ from srift.optimize.space import Group, Groups, Problem
 if TYPE_CHECKING:
     from srift.sim.bounds import Extension, PartialFleet
     from srift.sim.geo import GeoContext
+    from srift.sim.result import IterationEstimate
 
 
 class Evaluator(Protocol):
@@ -103,13 +104,11 @@ class SimEvaluator:
             network=geo is None or geo.pattern is not AllreducePattern.HIERARCHICAL,
         )
 
-    def __call__(self, fleet: Sequence[FleetMember], *, iterations: int, usd_per_s: float) -> Prediction:
-        from srift.sim import simulate, to_prediction
-        from srift.sim.geo import egress_flows, egress_usd_per_iteration, gradient_bytes, spans_locations
-        from srift.sim.iteration import default_geo
-        from srift.sim.layers import layer_arrays
+    def estimate(self, fleet: Sequence[FleetMember]) -> IterationEstimate:
+        """The served simulator's iteration estimate for `fleet` under this evaluator's inputs (no band)."""
+        from srift.sim import simulate
 
-        estimate = simulate(
+        return simulate(
             fleet,
             bandwidth=self.bandwidth,
             seed=self.seed,
@@ -119,6 +118,14 @@ class SimEvaluator:
             read_gbps=self.read_gbps,
             band=False,
         )
+
+    def __call__(self, fleet: Sequence[FleetMember], *, iterations: int, usd_per_s: float) -> Prediction:
+        from srift.sim import to_prediction
+        from srift.sim.geo import egress_flows, egress_usd_per_iteration, gradient_bytes, spans_locations
+        from srift.sim.iteration import default_geo
+        from srift.sim.layers import layer_arrays
+
+        estimate = self.estimate(fleet)
         egress = 0.0
         if spans_locations(fleet):
             flows = egress_flows(

@@ -177,22 +177,12 @@ class StrategyEvaluator:
     def _simulate(
         self, fleet: Sequence[FleetMember], setup: Setup, ddp: IterationEstimate | None
     ) -> tuple[IterationEstimate, IterationEstimate | None]:
-        from srift.sim import simulate
         from srift.sim.sharded import simulate_sharded
 
         base = self.base
         if setup.strategy is Strategy.DDP:
             run = with_recompute(fleet) if setup.checkpointing else fleet
-            estimate = simulate(
-                run,
-                bandwidth=base.bandwidth,
-                seed=base.seed,
-                straggler_iters=base.straggler_iters,
-                config=base.config,
-                geo=base.geo,
-                read_gbps=base.read_gbps,
-                band=False,
-            )
+            estimate = base.estimate(run)
             if setup.checkpointing:
                 estimate = replace(estimate, sources=(*estimate.sources, f"strategy:{setup.label()}"))
             return estimate, (ddp if setup.checkpointing else estimate)

@@ -18,7 +18,7 @@ import torch
 from torch import nn
 
 from srift.domain.structure import Precision
-from srift.errors import EnvironmentProblem, Infeasible, InvalidInput
+from srift.errors import EnvironmentProblem, Infeasible, InvalidInput, parse_choice
 from srift.profiling.loading import describe
 
 
@@ -82,10 +82,7 @@ def parse_device(device: str) -> torch.device:
 
 def clock_function(clock: Clock | str, *, device: torch.device, threads: int) -> Callable[[], float]:
     """The timer for `clock`; THREAD needs the CPU device and one intra-op thread."""
-    try:
-        chosen = Clock(clock)
-    except ValueError:
-        raise InvalidInput(f"unknown clock {clock!r}", hint="use wall or thread", field="clock") from None
+    chosen = parse_choice(Clock, clock, what="clock", field="clock")
     if chosen is Clock.WALL:
         return time.perf_counter
     if device.type != "cpu" or threads != 1:

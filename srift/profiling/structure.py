@@ -57,7 +57,7 @@ from srift.domain.structure import (
     Precision,
 )
 from srift.errors import InvalidInput
-from srift.profiling.bench import call_model, default_loss
+from srift.profiling.bench import call_model, default_loss, tensors_in
 
 COUNT_BATCHES = (2, 4)
 """The two batches counted; every count is the line through them."""
@@ -244,7 +244,7 @@ class _Tracker:
         return leave
 
     def _grad_hook(self, value: Any, fn: Callable[..., None]) -> None:
-        tensors = [t for t in _tensors(value) if t.requires_grad]
+        tensors = [t for t in tensors_in(value) if t.requires_grad]
         if tensors:
             self.handles.append(register_multi_grad_hook(tensors, fn))
 
@@ -293,7 +293,7 @@ class _Counter(TorchDispatchMode):  # type: ignore[no-untyped-call]
         """Log storages freed since the last operator and those this one created (for `peak_bytes`)."""
         for ref in [r for r in self.live if r.expired()]:
             self.events.append((ref, -self.live.pop(ref)))
-        for t in _tensors(out):
+        for t in tensors_in(out):
             ref = _storage_ref(t)
             if ref not in self.live:
                 size = t.untyped_storage().nbytes()
@@ -343,17 +343,6 @@ class _Counter(TorchDispatchMode):  # type: ignore[no-untyped-call]
         return out
 
 
-def _tensors(value: Any) -> Iterator[torch.Tensor]:
-    if isinstance(value, torch.Tensor):
-        yield value
-    elif isinstance(value, dict):
-        for v in value.values():
-            yield from _tensors(v)
-    elif isinstance(value, list | tuple):
-        for v in value:
-            yield from _tensors(v)
-
-
 def _unique(tensors: Iterator[torch.Tensor]) -> list[torch.Tensor]:
     seen: set[int] = set()
     out = []
@@ -366,7 +355,7 @@ def _unique(tensors: Iterator[torch.Tensor]) -> list[torch.Tensor]:
 
 def _moved_bytes(func: Any, args: Any, kwargs: dict[str, Any], out: Any) -> int:
     """Bytes read (every tensor input once) plus bytes written: new outputs, and inputs the op mutates."""
-    read = sum(_nbytes(t) for t in _unique(_tensors((args, kwargs))))
+    read = sum(_nbytes(t) for t in _unique(tensors_in((args, kwargs))))
     schema = func._schema
     mutated: list[Any] = []
     for i, arg in enumerate(schema.arguments):
@@ -375,7 +364,7 @@ def _moved_bytes(func: Any, args: Any, kwargs: dict[str, Any], out: Any) -> int:
     returns = schema.returns
     outputs = out if isinstance(out, tuple | list) and len(returns) > 1 else (out,)
     fresh = [o for o, r in zip(outputs, returns, strict=False) if r.alias_info is None]
-    written = sum(_nbytes(t) for t in _tensors(fresh)) + sum(_nbytes(t) for t in _tensors(mutated))
+    written = sum(_nbytes(t) for t in tensors_in(fresh)) + sum(_nbytes(t) for t in tensors_in(mutated))
     return read + written
 
 
@@ -511,7 +500,7 @@ def _count(
         model = model_factory().train()
         for batch in COUNT_BATCHES:
             inputs = input_factory(batch)
-            input_bytes.append(sum(_nbytes(t) for t in _tensors(inputs)))
+            input_bytes.append(sum(_nbytes(t) for t in tensors_in(inputs)))
             counts.append(_count_step(model, inputs, loss_fn, precision=precision, registry=registry))
             del inputs
         params = _parameters(model)
