@@ -24,7 +24,8 @@ class SriftError(Exception):
         self.hint = hint.rstrip(".")
         self.field = field
         where = f"{field}: " if field else ""
-        super().__init__(f"{where}{self.detail}. To fix: {self.hint}.")
+        stop = "" if self.hint.endswith(("?", "!")) else "."
+        super().__init__(f"{where}{self.detail}. To fix: {self.hint}{stop}")
 
     def to_dict(self) -> dict[str, str | None]:
         return {"error": self.error, "detail": self.detail, "hint": self.hint, "field": self.field}

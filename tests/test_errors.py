@@ -20,3 +20,8 @@ def test_an_unknown_choice_names_the_field_and_lists_the_choices() -> None:
     assert err.field == "market" and err.detail == "unknown market 'reserved'"
     assert err.hint == "use spot, on_demand or any"
     assert str(err).endswith("To fix: use spot, on_demand or any.")
+
+
+def test_a_hint_that_asks_a_question_ends_with_it() -> None:
+    err = InvalidInput("no such type 'p5e.48xlarge'", hint="did you mean p5en.48xlarge?", field="type")
+    assert str(err) == "type: no such type 'p5e.48xlarge'. To fix: did you mean p5en.48xlarge?"
