@@ -23,8 +23,8 @@ plus the variance of the next run about the corrected centre: the run-to-run var
 nothing about τ² (its own noise v is how well its mean was measured, not how far the next run lands: on
 the testbed runs of one fleet differ by 6–9 % while each run's noise is 1–2 %), so τ² has a scaled
 inverse-χ² prior of `PRIOR_RUNS` pseudo-run at the uncalibrated band's variance, and the runs' residuals
-update it with n − 1 degrees of freedom (Gelman et al., "Bayesian Data Analysis", 3rd ed., §2.6, the
-normal model with unknown variance):
+update it with n − 1 degrees of freedom (the conjugate normal model with unknown mean and variance:
+Gelman et al., "Bayesian Data Analysis", 3rd ed., ch. 3):
 
     τ² = (ν0·σ_band² + Σ w·r²) / (ν0 + n − 1),   never below the runs' own noise
 
