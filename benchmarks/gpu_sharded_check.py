@@ -155,8 +155,8 @@ def main(argv: list[str] | None = None) -> int:
         spec = spec_for_accelerator(name)
         llama = [p for p in reference_profiles() if p.model == "llama-1b" and p.precision.value == "bf16"]
         # The memory basis is the same on every GPU; the step estimate is this GPU's (none if not listed).
-        profile = next((p for p in llama if spec is not None and p.accelerator == spec.name), llama[0])
-        estimate_profile = None if spec is None or profile.accelerator != spec.name else profile
+        estimate_profile = next((p for p in llama if spec is not None and p.accelerator == spec.name), None)
+        profile = estimate_profile or llama[0]
         mixed, batch = True, args.batch or 2
     else:
         from srift.validation.shardmodels import blocks as factory

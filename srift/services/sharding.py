@@ -194,7 +194,7 @@ def memory_infeasible(problem: Problem, evaluator: Evaluator, model: str) -> Inf
     """The 422 when no fleet can hold the model: what each strategy needs per GPU on each candidate at its
     largest fleet, against the GPU's memory; None when memory is not what failed."""
     chooser = chooser_of(evaluator)
-    if chooser is None or not isinstance(problem, MemoryProblem):
+    if chooser is None or not isinstance(problem, MemoryProblem) or not problem.candidates:
         return None
     lines = []
     for cand in problem.candidates:
