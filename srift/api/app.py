@@ -5,6 +5,8 @@ from __future__ import annotations
 import importlib
 import logging
 import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -17,6 +19,7 @@ from srift import __version__
 from srift.api.caching import ConditionalGet, cache_control
 from srift.api.limits import ERROR_RESPONSES, BodySizeLimit, document_errors, http_exception_handler
 from srift.api.schemas.types import error_field
+from srift.db.session import dispose_async_readers
 from srift.errors import SriftError
 from srift.redaction import install_log_redaction
 from srift.settings import Settings, get_settings
@@ -36,10 +39,18 @@ ROUTE_MODULES = (
 )
 
 
+@asynccontextmanager
+async def _lifespan(_app: FastAPI) -> AsyncIterator[None]:
+    """Close this event loop's asyncio database connections when the app stops (they die with the loop)."""
+    yield
+    await dispose_async_readers()
+
+
 def create_app(settings: Settings | None = None) -> FastAPI:
     """Build the app; nothing touches the database until a request (or `serve`) needs it."""
     settings = settings or get_settings()
     app = FastAPI(
+        lifespan=_lifespan,
         title="Srift",
         version=__version__,
         summary="Which cloud VMs to rent for data-parallel training, and how to split the batch.",

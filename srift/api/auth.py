@@ -11,8 +11,10 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 from sqlalchemy.orm import Session
+from starlette.concurrency import run_in_threadpool
 
 from srift.api.deps import SessionDep
+from srift.db.session import read_session_factory
 from srift.db.tables import ApiToken, Job
 from srift.db.tokens import JOB_TOKEN_PREFIX, RANK, Scope, check_job_open, find_job_by_token, find_token
 from srift.db.tokens import create_token as create_token
@@ -28,6 +30,7 @@ __all__ = [
     "RequireAdmin",
     "RequireJobOrWrite",
     "RequireRead",
+    "RequireReadAsync",
     "RequireWrite",
     "Scope",
     "bearer_token",
@@ -95,14 +98,35 @@ def _check_api_token(session: Session, plain: str | None, scope: Scope) -> ApiTo
     return row
 
 
+def _token_needed(settings: Settings, scope: Scope) -> bool:
+    return settings.auth_enabled and (scope is not Scope.READ or settings.read_requires_token)
+
+
 def _require(scope: Scope) -> Callable[[Request, Session], ApiToken | None]:
     def check(request: Request, session: SessionDep) -> ApiToken | None:
-        settings = _settings(request)
-        if not settings.auth_enabled or (scope is Scope.READ and not settings.read_requires_token):
+        if not _token_needed(_settings(request), scope):
             return None
         return _check_api_token(session, bearer_token(request), scope)
 
     return check
+
+
+async def _require_read_async(request: Request) -> ApiToken | None:
+    """RequireRead for `async def` routes: no thread when reads are open; else the token is checked in the
+    thread pool, with a read session of its own."""
+    settings = _settings(request)
+    if not _token_needed(settings, Scope.READ):
+        return None
+    plain = bearer_token(request)
+
+    def check() -> ApiToken:
+        session = read_session_factory(settings.resolved_database_url)()
+        try:
+            return _check_api_token(session, plain, Scope.READ)
+        finally:
+            session.close()
+
+    return await run_in_threadpool(check)
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,6 +194,8 @@ def _identity(request: Request, session: SessionDep) -> Identity:
 CallerIdentity = Annotated[Identity, Depends(_identity)]
 """Who asks: profiles, plans and runs are the token owner's (see srift.profiling.store)."""
 RequireRead = Annotated[ApiToken | None, Depends(_require(Scope.READ))]
+RequireReadAsync = Annotated[ApiToken | None, Depends(_require_read_async)]
+"""RequireRead for `async def` routes that take no session (cached reads)."""
 RequireWrite = Annotated[ApiToken | None, Depends(_require(Scope.WRITE))]
 RequireAdmin = Annotated[ApiToken | None, Depends(_require(Scope.ADMIN))]
 RequireJobOrWrite = Annotated[Caller, Depends(_require_job_or_write)]

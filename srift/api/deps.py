@@ -45,6 +45,8 @@ def get_read_db(request: Request) -> Iterator[Session]:
         session.close()
 
 
+DbSession = Session
+"""The session a cached_json_async builder gets (routes import no SQLAlchemy)."""
 SettingsDep = Annotated[Settings, Depends(get_app_settings)]
 SessionDep = Annotated[Session, Depends(get_db, scope="function")]
 ReadSessionDep = Annotated[Session, Depends(get_read_db, scope="function")]

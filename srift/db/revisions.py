@@ -14,6 +14,8 @@ entry in WATCHED_TABLES; tests/db/test_revisions.py writes to every watched tabl
 from __future__ import annotations
 
 from sqlalchemy import select
+from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlalchemy.orm import Session
 
 from srift.db.tables import DataRevision
@@ -35,9 +37,26 @@ def database_key(session: Session) -> str:
     return session.get_bind().engine.url.render_as_string(hide_password=True)
 
 
+def database_key_of(url: str) -> str:
+    """`database_key` of the sessions a database URL makes."""
+    return make_url(url).render_as_string(hide_password=True)
+
+
 def read_revisions(*, session: Session) -> Revisions:
     """Every area's current token, in one query."""
-    tokens = {name: token for name, token in session.execute(select(DataRevision.name, DataRevision.token))}
+    return _revisions(
+        {name: token for name, token in session.execute(select(DataRevision.name, DataRevision.token))}
+    )
+
+
+async def read_revisions_async(engine: AsyncEngine) -> Revisions:
+    """`read_revisions` over an asyncio engine: the one query, awaited instead of blocking a thread."""
+    async with engine.connect() as conn:
+        rows = await conn.execute(select(DataRevision.name, DataRevision.token))
+    return _revisions({name: token for name, token in rows})
+
+
+def _revisions(tokens: dict[str, str]) -> Revisions:
     return Revisions(
         catalog=tokens.get(DataArea.CATALOG.value, ""),
         profiles=tokens.get(DataArea.PROFILES.value, ""),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -10,6 +11,7 @@ from typing import Any
 
 from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.exc import DisconnectionError
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.orm import Session, sessionmaker
 
 from srift.errors import EnvironmentProblem
@@ -100,6 +102,41 @@ def read_session_factory(url: str) -> sessionmaker[Session]:
     if url not in _readers:
         _readers[url] = get_engine(url).execution_options(isolation_level="AUTOCOMMIT")
     return sessionmaker(bind=_readers[url], expire_on_commit=False)
+
+
+ASYNC_READER_NAME = "srift-reads-asyncio"
+"""The application_name of those connections (pg_stat_activity shows them by it)."""
+_async_readers: dict[tuple[str, int], tuple[asyncio.AbstractEventLoop, AsyncEngine]] = {}
+
+
+def async_reader(url: str) -> AsyncEngine | None:
+    """An asyncio engine (autocommit) on `url` for the running event loop, or None for SQLite, which is read
+    in-process and has no asyncio driver here. Its connections belong to the loop, so each loop gets its
+    own; `dispose_async_readers` closes the current loop's when the app stops."""
+    if url.startswith("sqlite"):
+        return None
+    loop = asyncio.get_running_loop()
+    found = _async_readers.get((url, id(loop)))
+    if found is not None and found[0] is loop:
+        return found[1]
+    for key, (owner, _engine) in list(_async_readers.items()):
+        if owner.is_closed():
+            del _async_readers[key]
+    engine = create_async_engine(
+        url, isolation_level="AUTOCOMMIT", connect_args={"application_name": ASYNC_READER_NAME}
+    )
+    _async_readers[(url, id(loop))] = (loop, engine)
+    return engine
+
+
+async def dispose_async_readers() -> None:
+    """Close the running loop's asyncio engines (and forget those of loops that are closed)."""
+    loop = asyncio.get_running_loop()
+    for key, (owner, engine) in list(_async_readers.items()):
+        if owner is loop:
+            await engine.dispose()
+        if owner is loop or owner.is_closed():
+            del _async_readers[key]
 
 
 @contextmanager

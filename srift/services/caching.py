@@ -28,7 +28,7 @@ from sqlalchemy.sql import ClauseElement
 from sqlalchemy.sql.util import find_tables
 
 from srift.db.revisions import REVISIONS_TABLE, WATCHED_TABLES, database_key, read_revisions
-from srift.domain.revisions import DataArea
+from srift.domain.revisions import DataArea, Revisions
 
 T = TypeVar("T")
 log = logging.getLogger("srift.cache")
@@ -84,10 +84,8 @@ class RevisionCache(Generic[T]):
         revisions = read_revisions(session=session)
         full_key = (database_key(session), revisions.of(areas), key)
         with self._lock:
-            found = self._items.get(full_key, _MISSING)
+            found = self._hit(full_key)
             if found is not _MISSING:
-                self._items.move_to_end(full_key)
-                self.hits += 1
                 return found  # type: ignore[return-value]
             self.misses += 1
         with tables_read(session) as read:
@@ -113,6 +111,24 @@ class RevisionCache(Generic[T]):
             while len(self._items) > self.max_entries:
                 self._items.popitem(last=False)
         return value
+
+    def peek(
+        self, *, database: str, revisions: Revisions, areas: tuple[DataArea, ...], key: Hashable
+    ) -> T | None:
+        """The answer kept for `key` at `revisions` (read by the caller, e.g. awaited on an asyncio
+        connection) of `areas` in `database` (srift.db.revisions.database_key_of), or None: then the caller
+        builds it through get_or_build, which counts the miss."""
+        with self._lock:
+            found = self._hit((database, revisions.of(areas), key))
+        return None if found is _MISSING else found  # type: ignore[return-value]
+
+    def _hit(self, full_key: Hashable) -> object:
+        """The entry under `full_key`, counted and made most recent, or _MISSING (the lock is held)."""
+        found = self._items.get(full_key, _MISSING)
+        if found is not _MISSING:
+            self._items.move_to_end(full_key)
+            self.hits += 1
+        return found
 
     def clear(self) -> None:
         with self._lock:

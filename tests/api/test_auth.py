@@ -141,6 +141,10 @@ def test_reads_open_by_default_and_protected_by_setting(settings: Settings, db_u
     with TestClient(_app(locked), raise_server_exceptions=False) as c:
         assert c.get("/probe/read").status_code == 401
         assert c.get("/probe/read", headers=_bearer(read)).status_code == 200
+    with TestClient(create_app(locked), raise_server_exceptions=False) as c:  # the asyncio read route
+        assert c.get("/v1/instance-types").status_code == 401
+        assert c.get("/v1/instance-types", headers=_bearer("srift_unknown")).status_code == 401
+        assert c.get("/v1/instance-types", headers=_bearer(read)).status_code == 200
 
 
 def test_auth_disabled_lets_everyone_write(settings: Settings) -> None:

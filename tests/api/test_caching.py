@@ -3,16 +3,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import date
 from pathlib import Path
 
+import pytest
 from fastapi.testclient import TestClient
+from sqlalchemy import text
+from starlette.responses import Response
 
+from srift.api import caching
 from srift.api.app import create_app
 from srift.catalog import store
 from srift.catalog.document import PriceData, SnapshotData, TypeData
 from srift.catalog.shipped import load_shipped_catalog
-from srift.db.session import transaction
+from srift.db.session import ASYNC_READER_NAME, transaction
 from srift.domain.catalog import InstanceType, Interconnect, Market
 from srift.settings import Settings
 
@@ -114,3 +119,41 @@ def test_cache_control_follows_the_settings(settings: Settings, tmp_path: Path) 
     from srift.api.caching import cache_control
 
     assert cache_control(private) == "private, no-cache"
+
+
+def test_postgres_catalog_hits_await_their_tokens_and_survive_a_dropped_connection(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On PostgreSQL a cached catalog read awaits its tokens on the event loop (no thread-pool task, the read
+    tail on a busy host); a connection the server dropped costs one read in the pool, not an error; the
+    app's asyncio connections close with it."""
+    url = settings.resolved_database_url
+    if not url.startswith("postgresql"):
+        pytest.skip("SQLite is read in-process, in the pool")
+    load_shipped_catalog(settings)
+    pooled: list[object] = []
+    real = caching.run_in_threadpool
+
+    async def counted(fn: Callable[[], Response]) -> Response:
+        pooled.append(fn)
+        return await real(fn)
+
+    monkeypatch.setattr(caching, "run_in_threadpool", counted)
+    readers = text("SELECT count(*) FROM pg_stat_activity WHERE application_name = :name")
+    with TestClient(create_app(settings)) as client:
+        first = client.get(PATH)
+        assert first.status_code == 200 and len(pooled) == 1  # the miss builds in the pool
+        for _ in range(3):
+            assert client.get(PATH).content == first.content
+        assert len(pooled) == 1
+        with transaction(url) as session:
+            assert session.execute(readers, {"name": ASYNC_READER_NAME}).scalar_one() >= 1
+            session.execute(
+                text("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = :name"),
+                {"name": ASYNC_READER_NAME},
+            )
+        again = client.get(PATH)
+        assert again.status_code == 200 and again.content == first.content and len(pooled) == 2
+        assert client.get(PATH).content == first.content and len(pooled) == 2  # reconnected
+    with transaction(url) as session:
+        assert session.execute(readers, {"name": ASYNC_READER_NAME}).scalar_one() == 0

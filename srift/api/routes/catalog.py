@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
 from pydantic import TypeAdapter
 
-from srift.api.auth import RequireRead
-from srift.api.caching import cached_json
-from srift.api.deps import ReadSessionDep
+from srift.api.auth import RequireReadAsync
+from srift.api.caching import cached_json_async
+from srift.api.deps import DbSession
 from srift.api.schemas.catalog import InstanceTypeOut
 from srift.domain.catalog import MarketChoice
 from srift.domain.revisions import DataArea
@@ -31,9 +31,9 @@ _LIST = TypeAdapter(list[InstanceTypeOut])
         422: {"description": "a bad filter; the hint says how to fix it"},
     },
 )
-def list_instance_types(
-    session: ReadSessionDep,
-    _: RequireRead,
+async def list_instance_types(
+    request: Request,
+    _: RequireReadAsync,
     provider: Annotated[str | None, Query(min_length=1, max_length=64, description="e.g. aws")] = None,
     region: Annotated[str | None, Query(min_length=1, max_length=64, description="e.g. us-east-1")] = None,
     gpu: Annotated[str | None, Query(min_length=1, max_length=64, description="GPU model, e.g. T4")] = None,
@@ -50,7 +50,7 @@ def list_instance_types(
     unchanged. The server keeps the answer serialized until the catalog changes.
     """
 
-    def build() -> bytes:
+    def build(session: DbSession) -> bytes:
         entries = service.list_instance_types(
             session=session,
             provider=provider,
@@ -63,4 +63,4 @@ def list_instance_types(
         return _LIST.dump_json([InstanceTypeOut.model_validate(e.to_dict()) for e in entries])
 
     key = ("instance-types", provider, region, gpu, min_gpus, market.value, snapshot)
-    return cached_json(session=session, areas=(DataArea.CATALOG,), key=key, build=build)
+    return await cached_json_async(request, areas=(DataArea.CATALOG,), key=key, build=build)
