@@ -17,6 +17,7 @@ from srift.api.app import create_app
 from srift.catalog import store
 from srift.catalog.document import PriceData, SnapshotData, TypeData
 from srift.catalog.shipped import load_shipped_catalog
+from srift.db import session as db_session
 from srift.db.session import ASYNC_READER_NAME, transaction
 from srift.domain.catalog import InstanceType, Interconnect, Market
 from srift.settings import Settings
@@ -155,5 +156,7 @@ def test_postgres_catalog_hits_await_their_tokens_and_survive_a_dropped_connecti
         again = client.get(PATH)
         assert again.status_code == 200 and again.content == first.content and len(pooled) == 2
         assert client.get(PATH).content == first.content and len(pooled) == 2  # reconnected
-    with transaction(url) as session:
-        assert session.execute(readers, {"name": ASYNC_READER_NAME}).scalar_one() == 0
+        engines = [engine for (of, _), (_, engine) in db_session._async_readers.items() if of == url]
+        assert len(engines) == 1 and engines[0].pool.checkedin() >= 1
+    assert engines[0].pool.checkedin() == 0  # closed at shutdown (the server side ends a moment later)
+    assert not any(of == url for of, _ in db_session._async_readers)
