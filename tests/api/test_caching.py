@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import text
+from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 
 from srift.api import caching
@@ -133,11 +134,10 @@ def test_postgres_catalog_hits_await_their_tokens_and_survive_a_dropped_connecti
         pytest.skip("SQLite is read in-process, in the pool")
     load_shipped_catalog(settings)
     pooled: list[object] = []
-    real = caching.run_in_threadpool
 
     async def counted(fn: Callable[[], Response]) -> Response:
         pooled.append(fn)
-        return await real(fn)
+        return await run_in_threadpool(fn)
 
     monkeypatch.setattr(caching, "run_in_threadpool", counted)
     readers = text("SELECT count(*) FROM pg_stat_activity WHERE application_name = :name")
