@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # schemathesis against a real `srift serve` (fresh data folder, shipped data, a write token), every check on,
-# every phase (examples, coverage, fuzzing, stateful: the schema's links), N examples per operation.
+# every phase (examples, coverage, fuzzing, stateful: the schema's links), N examples per operation. Positive
+# cases keep to the rules across fields the schema publishes under x-srift-rules (tests/fuzz/st_hooks.py).
 # Usage: scripts/fuzz_live.sh [N] [PORT]   (default 30, 8648; the report goes to var/fuzz-live/)
 set -euo pipefail
 N=${1:-30}
@@ -19,6 +20,7 @@ until curl -sf "http://127.0.0.1:$PORT/v1/health" > /dev/null; do
   sleep 1
 done
 TOKEN=$("$ROOT/.venv/bin/srift" tokens create --name fuzz-live --scope write | tail -n 1)
-"$ROOT/.venv/bin/st" run "http://127.0.0.1:$PORT/openapi.json" --checks all -n "$N" \
+cd "$ROOT"
+SCHEMATHESIS_HOOKS=tests.fuzz.st_hooks "$ROOT/.venv/bin/st" run "http://127.0.0.1:$PORT/openapi.json" --checks all -n "$N" \
   -H "Authorization: Bearer $TOKEN" --max-failures 500 --no-color \
   --report junit --report-dir "$OUT" | tee "$OUT/st.txt"

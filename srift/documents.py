@@ -11,7 +11,7 @@ from __future__ import annotations
 import codecs
 import dataclasses
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, TypeVar, Union
 
@@ -121,6 +121,28 @@ FreeJson = TypeAliasType(  # type: ignore[misc]
 """Any JSON value without NUL characters in its strings and keys (free-form facts such as a profile's
 `extra`), with the rule in its schema."""
 FreeObject = Annotated[dict[NoNulText, FreeJson], KeysStated]  # type: ignore[misc]
+
+
+RULES_KEY = "x-srift-rules"
+"""Where a schema object lists its rules across fields: JSON Schema cannot relate two values, so each rule is
+published as {"id", "rule"} (a sentence over the object's own fields) beside the keywords that state the rest;
+a request that breaks one is answered 422 naming the field, as for any other rule."""
+
+
+def publish_rules(
+    *rules: tuple[str, str], then: Callable[[dict[str, Any]], None] | dict[str, Any] | None = None
+) -> Callable[[dict[str, Any]], None]:
+    """A `json_schema_extra` that adds `rules` ((id, sentence) pairs) under RULES_KEY, after `then` (another
+    `json_schema_extra`, a function or keywords) has applied."""
+
+    def extra(schema: dict[str, Any]) -> None:
+        if callable(then):
+            then(schema)
+        elif then is not None:
+            schema.update(then)
+        schema[RULES_KEY] = [{"id": rule_id, "rule": sentence} for rule_id, sentence in rules]
+
+    return extra
 
 
 def rule_error(message: str, *, field: str, hint: str) -> PydanticCustomError:

@@ -53,9 +53,10 @@ class Conflict(SriftError):
 
 
 class Infeasible(SriftError):
-    """No configuration meets the limits; the hint names the nearest relaxation."""
+    """No configuration meets the limits; the hint names the nearest relaxation. A 409: the request is valid,
+    but the stored catalog, profiles and models hold no answer to it (another catalog or profile may)."""
 
-    status_code = 422
+    status_code = 409
     error = "infeasible"
 
 

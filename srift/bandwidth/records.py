@@ -25,6 +25,7 @@ from srift.documents import (
     FreeJson,
     StrictModel,
     invalid_input,
+    publish_rules,
     rule_error,
 )
 from srift.domain.bandwidth import Collective
@@ -123,15 +124,31 @@ Count = Annotated[int, Field(ge=0, le=INT32_MAX), WHOLE]
 BACKEND_PATTERN = "^(" + "|".join(_any_case(b) for b in BACKENDS) + ")$"
 
 
+WORLD_OF_NODES = (
+    "world-size-is-nodes-times-ranks",
+    "nodes × ranks_per_node = world_size, where nodes defaults to world_size and ranks_per_node to "
+    "max(1, world_size // nodes)",
+)
+BANDWIDTHS_AGREE = (
+    "bandwidths-agree-with-time",
+    "algbw_gbps and busbw_gbps, when given, are within 5 % (+0.001) of 8·buffer_bytes/time_s/1e9 and of that "
+    "times the collective's bus factor over world_size ranks (allreduce 2(n−1)/n, all_gather and "
+    "reduce_scatter (n−1)/n)",
+)
+
+
 class ProbeSampleDocument(StrictModel):
     """One probe sample as written (a JSON line of probes/allreduce.py, or an object posted to
     /v1/probe-results); `to_record` turns it into a ProbeRecord.
 
-    Rules across fields: nodes × ranks_per_node = world_size (either may be left out and is derived), and
-    algbw_gbps/busbw_gbps, when given, agree with time_s and buffer_bytes within 5 %.
+    Rules across fields (listed under the schema's `x-srift-rules`): nodes × ranks_per_node = world_size
+    (either may be left out and is derived), and algbw_gbps/busbw_gbps, when given, agree with time_s and
+    buffer_bytes within 5 %.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(
+        extra="forbid", json_schema_extra=publish_rules(WORLD_OF_NODES, BANDWIDTHS_AGREE)
+    )
 
     schema_: Literal["srift-probe/1"] = Field(default=SCHEMA, alias="schema")
     run_id: OptionalText = ""

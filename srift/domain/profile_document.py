@@ -31,6 +31,7 @@ from srift.documents import (
     FreeJson,
     StrictModel,
     invalid_input,
+    publish_rules,
     rule_error,
 )
 from srift.domain.profile import (
@@ -480,14 +481,28 @@ class ProfileExtra(StrictModel):
         return value
 
 
+BREAKPOINTS_FIT = (
+    "breakpoints-within-max-batch",
+    "every breakpoint in forward.batches and backward.batches is at most max_batch (a batch that did not fit "
+    "cannot have been timed)",
+)
+GRADIENTS_FIT = (
+    "gradients-within-parameters",
+    "when structure is given, the layers' grad_bytes total at most structure.memory.parameter_bytes (a "
+    "gradient has its parameter's shape and dtype)",
+)
+
+
 class ProfileIn(StrictModel):
     """A compute profile document as written by `srift profile --out` (schema version 1).
 
-    Rules across fields (JSON Schema cannot state them; the error's hint says how to fix each): no curve
-    breakpoint lies above `max_batch`; the layers' gradients total at most
-    `structure.memory.parameter_bytes` when a structure is given."""
+    Rules across fields (JSON Schema cannot state them; the schema lists them under `x-srift-rules` and the
+    error's hint says how to fix each): no curve breakpoint lies above `max_batch`; the layers' gradients
+    total at most `structure.memory.parameter_bytes` when a structure is given."""
 
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    model_config = ConfigDict(
+        extra="forbid", allow_inf_nan=False, json_schema_extra=publish_rules(BREAKPOINTS_FIT, GRADIENTS_FIT)
+    )
 
     schema_version: Literal[1] = Field(default=1, description="profile format version (this Srift reads 1)")
     model: str = Field(

@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session
 
 from srift.db.tables import Job
 from srift.domain.host import HostFacts
-from srift.errors import InvalidInput, NotFound
+from srift.errors import Conflict, InvalidInput, NotFound
 from srift.jobs import store
 from srift.jobs.spec import (
     Ec2Market,
@@ -108,7 +108,7 @@ def check_ec2_caps(*, ec2: Ec2Options, instances: int, facts: TypeFacts, count_f
         )
     worst_usd = facts.price_usd_per_hr * instances * ec2.timeout_s / 3600
     if worst_usd > ec2.max_cost_usd:
-        raise InvalidInput(
+        raise Conflict(
             f"{instances} × {facts.instance_type} for up to {ec2.timeout_s:g} s may cost ${worst_usd:.2f}, "
             f"above the cap ec2.max_cost_usd = ${ec2.max_cost_usd:g}",
             hint="raise ec2.max_cost_usd, lower ec2.timeout_s, or use fewer nodes",

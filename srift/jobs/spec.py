@@ -9,7 +9,16 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from srift.documents import HTTP_URL, NOT_BLANK, NUMBER, WHOLE, StrictModel, invalid_input, rule_error
+from srift.documents import (
+    HTTP_URL,
+    NOT_BLANK,
+    NUMBER,
+    WHOLE,
+    StrictModel,
+    invalid_input,
+    publish_rules,
+    rule_error,
+)
 from srift.domain.states import JobKind
 from srift.domain.structure import Precision
 from srift.errors import InvalidInput
@@ -272,6 +281,21 @@ def _provider_rules(provider: JobProvider, *, ec2: Ec2Document | None, testbed_p
         )
 
 
+GRID_RULE = (
+    "probe-grid-size",
+    f"distinct sizes (default: the {len(DEFAULT_SIZES)} default sizes) × distinct node_counts ≤ "
+    f"{int(PROBE_GRID.maximum)}",
+)
+EC2_PROBE_INSTANCES_RULE = (
+    "ec2-instances-within-cap",
+    "with ec2, the largest node count is at most ec2.max_instances (default 8)",
+)
+EC2_PROFILE_INSTANCES_RULE = (
+    "ec2-instances-within-cap",
+    "with ec2, the distinct instance types (one instance each) are at most ec2.max_instances (default 8)",
+)
+
+
 class ProbeJobDocument(BaseModel):
     """An allreduce probe grid to run: one run per node count over the buffer sizes.
 
@@ -280,7 +304,10 @@ class ProbeJobDocument(BaseModel):
     `testbed_prefix` only for testbed; distinct sizes × distinct node counts ≤ the probe grid size limit.
     """
 
-    model_config = ConfigDict(extra="forbid", json_schema_extra=_probe_schema)
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra=publish_rules(GRID_RULE, EC2_PROBE_INSTANCES_RULE, then=_probe_schema),
+    )
 
     provider: JobProvider = Field(description="local (processes here), testbed (emulated hosts) or ec2")
     instance_type: TypeName = Field(description="a catalog type of the provider (testbed: provider testbed)")
@@ -401,7 +428,9 @@ class ProfileJobDocument(BaseModel):
     """A model to profile with `srift profile` on each instance type (`instance_type` or
     `instance_types`, not both; provider local may name none)."""
 
-    model_config = ConfigDict(extra="forbid", json_schema_extra=_profile_schema)
+    model_config = ConfigDict(
+        extra="forbid", json_schema_extra=publish_rules(EC2_PROFILE_INSTANCES_RULE, then=_profile_schema)
+    )
 
     provider: JobProvider
     instance_type: TypeName | None = None

@@ -4,7 +4,7 @@ Phases, in order: (1) the space must hold some configuration summing to the glob
 and max_vms), else InvalidInput on the field at fault; (2) search in the requested mode (`auto` runs the
 exhaustive branch and bound with part of the solve budget, and eager search with the rest only when the bound
 did not close in time); (3) when nothing meets the limits, the nearest relaxations are searched with what is
-left of the budget and PlanInfeasible (422) says which limit cannot be met and by how much; (4) CAP/TAP
+left of the budget and PlanInfeasible (409) says which limit cannot be met and by how much; (4) CAP/TAP
 baselines, the Pareto front and the diminishing-returns note complete the Plan.
 """
 

@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session
 from srift.domain import InstanceType, ModelProfile
 from srift.domain.requests import ProfileSelection
 from srift.domain.structure import Precision
-from srift.errors import InvalidInput, NotFound
+from srift.errors import Conflict, InvalidInput, NotFound
 from srift.profiling import store
 from srift.profiling.store import EVERYONE as EVERYONE
 from srift.profiling.store import Viewer
@@ -66,10 +66,11 @@ def resolve_profiles(*, session: Session, selection: ProfileSelection) -> list[t
         out = [(p, label) for p, label, _ in ranked]
     models = sorted({p.model for p, _ in out})
     if len(models) > 1:
-        raise InvalidInput(
+        inline = selection.profiles is not None
+        raise (InvalidInput if inline else Conflict)(
             f"the profiles are of different models ({', '.join(models)})",
             hint="give the profiles of one model (one per accelerator)",
-            field="profiles" if selection.profiles is not None else "profile_ids",
+            field="profiles" if inline else "profile_ids",
         )
     return _in_precision(out, selection)
 

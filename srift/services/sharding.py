@@ -8,7 +8,7 @@ infeasible.
 
 `strategy_view` says, for the chosen fleet, how to run it (strategy, wrapping, checkpointing, precision,
 memory per GPU and its parts) and how every other setup compares (its time, or why it does not fit);
-`annotate_choices` puts the setup into every choice; `memory_infeasible` words the 422 when no fleet can
+`annotate_choices` puts the setup into every choice; `memory_infeasible` words the 409 when no fleet can
 hold the model.
 """
 

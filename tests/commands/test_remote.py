@@ -15,7 +15,7 @@ from srift.errors import ExternalServiceError, Forbidden, Infeasible, InvalidInp
 ANSWERS = {
     "/v1/ok": (200, {"id": 7}),
     "/v1/infeasible": (
-        422,
+        409,
         {
             "error": "infeasible",
             "detail": "deadline unreachable",

@@ -656,7 +656,7 @@ def test_jobs_page_amends_a_needs_input_run_and_resumes_it(browsed: Browsed) -> 
     page.fill("#runs-amend-time", "36100")
     with page.expect_response(lambda r: r.url.endswith(f"/v1/jobs/{run['id']}/amendments")) as info:
         page.click("#runs-amend-submit")
-    assert info.value.status == 422 and info.value.json()["error"] == "infeasible"
+    assert info.value.status == 409 and info.value.json()["error"] == "infeasible"
     assert info.value.request.post_data_json == {"time_limit_s": 36100}
     message = page.locator("#runs-amend-time ~ .field-error")
     message.wait_for()

@@ -155,7 +155,7 @@ def test_ec2_jobs_are_checked_against_instance_and_cost_caps(
         json={**base, "ec2": {**EC2_OPTIONS, "max_cost_usd": 1.0, "timeout_s": 3600}},
         headers=write_headers,
     )
-    assert costly.status_code == 422 and costly.json()["field"] == "ec2.max_cost_usd"
+    assert costly.status_code == 409 and costly.json()["field"] == "ec2.max_cost_usd"
     assert "$2.10" in costly.json()["detail"]
     missing = client.post("/v1/probe-jobs", json=base, headers=write_headers)
     assert missing.status_code == 422 and missing.json()["field"] == "ec2"

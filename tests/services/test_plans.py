@@ -182,7 +182,7 @@ def test_infeasible_says_which_limit_and_the_nearest_relaxations(
 ) -> None:
     ids = _seed(db_url, "resnet50")
     r = client.post("/v1/plans", json=_request(ids, time_limit_s=20, budget_usd=0.05), headers=write_headers)
-    assert r.status_code == 422, r.text
+    assert r.status_code == 409, r.text
     err = r.json()
     assert err["error"] == "infeasible"
     assert err["field"] == "time_limit_s"
@@ -192,7 +192,7 @@ def test_infeasible_says_which_limit_and_the_nearest_relaxations(
     assert err["relaxations"]["least_budget_for_deadline_usd"] is None
     r = client.post("/v1/plans", json=_request(ids, time_limit_s=400, budget_usd=0.05), headers=write_headers)
     err = r.json()
-    assert r.status_code == 422 and err["field"] == "budget_usd"
+    assert r.status_code == 409 and err["field"] == "budget_usd"
     least = err["relaxations"]["least_budget_for_deadline_usd"]
     assert least is not None and least > 0.05
     assert f"${least:.2f}" in err["detail"]
@@ -264,7 +264,7 @@ def test_interruption_at_200_of_400_replans_within_the_original_deadline(
         f"/v1/jobs/{job_id}/interruptions", json={"instance_type": lost, "count": 1}, headers=write_headers
     )
     remaining_s = 500 - elapsed - 150
-    if r.status_code == 422:
+    if r.status_code == 409:
         err = r.json()
         assert err["error"] == "infeasible"
         assert f"{remaining_s:.0f} s left" in err["detail"] and " over" in err["detail"]
@@ -298,7 +298,7 @@ def test_interruption_too_late_says_by_how_much(
         json={"instance_type": lost, "count": 1, "iterations_done": 200, "elapsed_s": 420, "spent_usd": 1.0},
         headers=write_headers,
     )
-    assert r.status_code == 422, r.text
+    assert r.status_code == 409, r.text
     err = r.json()
     assert err["error"] == "infeasible" and err["field"] == "time_limit_s"
     assert err["relaxations"]["time_short_s"] == pytest.approx(420 + 150 - 500)
@@ -400,7 +400,7 @@ def test_profiles_of_an_accelerator_nobody_offers_are_infeasible_not_invalid(
     body = {**_request([]), "profile_ids": None, "profiles": [unseen]}
     del body["availability"]
     r = client.post("/v1/plans", json=body, headers=write_headers)
-    assert r.status_code == 422, r.text
+    assert r.status_code == 409, r.text
     err = r.json()
     assert err["error"] == "infeasible" and err["field"] == "profiles"
     assert "Imaginary GPU 9000" in err["detail"] and err["hint"]

@@ -63,14 +63,14 @@ def test_the_1b_model_compares_ddp_zero2_and_full_sharding_and_says_why(
     assert compared[chosen]["iteration_s"] <= min(c["iteration_s"] for c in fitting) * (1 + 1e-6)
 
 
-def test_a_model_no_fleet_can_hold_is_a_422_that_says_what_each_needs(
+def test_a_model_no_fleet_can_hold_is_a_409_that_says_what_each_needs(
     settings: Settings, client: TestClient, write_headers: dict[str, str]
 ) -> None:
     load_shipped_catalog(settings)
     load_reference_profiles(settings)
     body = _body("llama-8b", availability={"g4dn.xlarge": 8}, global_batch=8, strategy="full_shard")
     r = client.post("/v1/plans", json=body, headers=write_headers)
-    assert r.status_code == 422, r.text
+    assert r.status_code == 409, r.text
     error = r.json()
     assert error["field"] == "strategy"
     assert "no fleet can hold llama-8b" in error["detail"] and "g4dn.xlarge needs" in error["detail"]
@@ -92,7 +92,7 @@ def test_a_sharded_strategy_for_a_model_of_unknown_memory_says_so(
     assert client.post("/v1/profiles", json=profile, headers=write_headers).status_code == 201
     body = {"model": "no-structure", "global_batch": 256, "iterations": 1000, "solve_budget_s": 1.0}
     r = client.post("/v1/plans", json={**body, "strategy": "zero2"}, headers=write_headers)
-    assert r.status_code == 422, r.text
+    assert r.status_code == 409, r.text
     error = r.json()
     assert error["field"] == "strategy" and "memory of no-structure is not known" in error["detail"]
     assert "strategy ddp or auto" in error["hint"]

@@ -22,7 +22,7 @@ def _stuck_run(client: TestClient, db_url: str, headers: dict[str, str]) -> tupl
         json={"instance_type": lost, "count": 1, "iterations_done": 200, "elapsed_s": 420, "spent_usd": 1.0},
         headers=headers,
     )
-    assert r.status_code == 422 and r.json()["field"] == "time_limit_s", r.text
+    assert r.status_code == 409 and r.json()["field"] == "time_limit_s", r.text
     assert client.get(f"/v1/jobs/{job_id}", headers=headers).json()["state"] == "needs_input"
     return job_id, first
 
@@ -33,7 +33,7 @@ def test_a_needs_input_run_resumes_after_its_limit_is_raised(
     job_id, first = _stuck_run(client, db_url, write_headers)
     lost = first["choices"][0]["instance_type"]
     short = client.post(f"/v1/jobs/{job_id}/amendments", json={"time_limit_s": 560}, headers=write_headers)
-    assert short.status_code == 422 and short.json()["error"] == "infeasible", short.text
+    assert short.status_code == 409 and short.json()["error"] == "infeasible", short.text
     assert "past" in short.json()["detail"]
     waiting = client.get(f"/v1/jobs/{job_id}", headers=write_headers).json()
     assert waiting["state"] == "needs_input" and waiting["time_limit_s"] == 560

@@ -30,11 +30,13 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
             "description": "what the request names is not stored: a catalog snapshot, provider or region, an "
             "instance type of `availability`, a profile id, or any profile of `model` (`field` names it)",
         },
-        422: {
+        409: {
             "model": ErrorOut,
-            "description": "invalid request (the field is named), or no configuration meets the limits "
-            "(error infeasible: which limit, by how much, and the nearest relaxations)",
+            "description": "a valid request the stored data cannot answer: no configuration meets the limits "
+            "with the stored catalog, profiles and models (error infeasible: which limit, by how much, and "
+            "the nearest relaxations), or `profile_ids` name profiles of different models",
         },
+        422: {"model": ErrorOut, "description": "invalid request; `field` names it"},
     },
 )
 def create_plan(

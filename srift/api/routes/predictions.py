@@ -24,6 +24,11 @@ router = APIRouter(tags=["predictions"])
             "description": "what the request names is not stored: a catalog snapshot, provider, region or "
             "instance type, a profile id, or any profile of `model` (`field` names it)",
         },
+        409: {
+            "model": ErrorBody,
+            "description": "a valid request the stored data cannot answer: `profile_ids` name profiles of "
+            "different models, or no sharding strategy fits the fleet (error infeasible)",
+        },
         422: {
             "model": ErrorBody,
             "description": "invalid request; `field` names it (e.g. config.choices[0].batch above max_batch, "

@@ -47,9 +47,10 @@ AUTH: dict[int | str, dict[str, Any]] = {
 SUBMIT: dict[int | str, dict[str, Any]] = {
     **AUTH,
     404: _e("an instance type (or region, or price) the catalog does not have; `field` names it"),
+    409: _e("ec2.max_cost_usd is below what the catalog prices the job at (price × instances × timeout)"),
     422: _e(
-        "invalid job: world size < 2, bad sizes, caps exceeded (the grid size, ec2.max_instances, "
-        "ec2.max_cost_usd); `field` names it"
+        "invalid job: world size < 2, bad sizes, caps exceeded (the grid size, ec2.max_instances); `field` "
+        "names it"
     ),
 }
 READ: dict[int | str, dict[str, Any]] = {401: AUTH[401], 403: AUTH[403], 404: _e("no such job")}

@@ -104,13 +104,11 @@ def report_progress(body: ProgressIn, session: SessionDep, _: RequireWrite, job_
         **_NO_JOB,
         409: {
             "model": ErrorOut,
-            "description": "the job has completed, or its current plan runs no (or fewer) such VMs",
+            "description": "the job has completed, or its current plan runs no (or fewer) such VMs, or no "
+            "plan for the rest of the run meets the original limits (error infeasible, saying by how much; "
+            "the interruption is still recorded)",
         },
-        422: {
-            "model": ErrorOut,
-            "description": "invalid report, or no plan for the rest of the run meets the original limits "
-            "(error infeasible, saying by how much); the interruption is still recorded",
-        },
+        422: {"model": ErrorOut, "description": "invalid report; `field` names it"},
     },
 )
 def report_interruption(
@@ -133,12 +131,12 @@ def report_interruption(
     responses={
         **_AUTH,
         **_NO_JOB,
-        409: {"model": ErrorOut, "description": "the job has completed"},
-        422: {
+        409: {
             "model": ErrorOut,
-            "description": "invalid amendment, or still no plan for the rest of the run (error infeasible, "
-            "saying by how much); the amendment is kept and the job stays in needs_input",
+            "description": "the job has completed, or still no plan for the rest of the run (error "
+            "infeasible, saying by how much; the amendment is kept and the job stays in needs_input)",
         },
+        422: {"model": ErrorOut, "description": "invalid amendment; `field` names it"},
     },
 )
 def amend_job(

@@ -19,7 +19,7 @@ from srift.api.schemas.types import (
     one_of,
     parse_request,
 )
-from srift.documents import WHOLE, StrictModel, field_defaults, read_document
+from srift.documents import WHOLE, StrictModel, field_defaults, publish_rules, read_document
 from srift.domain import MarketChoice, Objective, SearchMode
 from srift.domain.geo import AllreducePattern
 from srift.domain.planning import MAX_CONFIDENCE, MIN_CONFIDENCE
@@ -46,6 +46,7 @@ from srift.limits import (
 from srift.optimize.space import BatchPolicy
 
 PROFILE_SELECTION = ("profile_ids", "profiles", "model")
+ONE_MODEL_RULE = ("profiles-of-one-model", "inline profiles all have the same model")
 ProfileId = Annotated[int, Field(ge=1, le=2**31 - 1)]
 SELECTION_TYPES = {"profile_ids": "array", "profiles": "array", "model": "string"}
 CountCap = Annotated[int, Field(ge=0, le=MAX_COUNT)]
@@ -105,7 +106,10 @@ class PlanRequest(StrictModel):
     (all stored profiles of that model); limits are optional, objective decides what is minimised."""
 
     model_config = ConfigDict(
-        extra="forbid", json_schema_extra=one_of(*PROFILE_SELECTION, types=SELECTION_TYPES)
+        extra="forbid",
+        json_schema_extra=publish_rules(
+            ONE_MODEL_RULE, then=one_of(*PROFILE_SELECTION, types=SELECTION_TYPES)
+        ),
     )
 
     profile_ids: list[ProfileId] | None = Field(

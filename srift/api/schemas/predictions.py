@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from srift.api.schemas.network import NetworkIn, NetworkOut
 from srift.api.schemas.plans import (
+    ONE_MODEL_RULE,
     PROFILE_SELECTION,
     SELECTION_TYPES,
     BreakdownOut,
@@ -25,7 +26,7 @@ from srift.api.schemas.types import (
     one_of,
     parse_request,
 )
-from srift.documents import StrictModel, field_defaults, read_document
+from srift.documents import StrictModel, field_defaults, publish_rules, read_document
 from srift.domain import Market
 from srift.domain.requests import FleetChoice, PredictionQuery
 from srift.domain.simulation import DDP_BUCKET_CAP_MB, Exchange
@@ -82,12 +83,15 @@ class PredictionRequest(StrictModel):
 
     model_config = ConfigDict(
         extra="forbid",
-        json_schema_extra={
-            "allOf": [
-                one_of(*PROFILE_SELECTION, types=SELECTION_TYPES),
-                one_of("config", "configs", types={"config": "object", "configs": "array"}),
-            ]
-        },
+        json_schema_extra=publish_rules(
+            ONE_MODEL_RULE,
+            then={
+                "allOf": [
+                    one_of(*PROFILE_SELECTION, types=SELECTION_TYPES),
+                    one_of("config", "configs", types={"config": "object", "configs": "array"}),
+                ]
+            },
+        ),
     )
 
     profile_ids: list[ProfileId] | None = Field(

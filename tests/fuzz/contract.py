@@ -1,0 +1,130 @@
+"""The rules across fields that the OpenAPI schema publishes under `x-srift-rules`, as predicates over request
+bodies, for the schemathesis harnesses: JSON Schema cannot relate two values, so a generator that only reads
+the keywords makes "valid" bodies that break them. Each predicate is written from its rule's published
+sentence (not from the server's validator) and says True (kept), False (broken) or None (the object is not one
+the rule is about); the harnesses use only the rules the schema publishes, so a rule the server enforces
+without publishing it still fails the run as "schema-valid request rejected".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from srift.documents import RULES_KEY
+from srift.jobs.spec import DEFAULT_SIZES
+from srift.limits import PROBE_GRID
+
+Predicate = Callable[[dict[str, Any]], bool | None]
+EC2_DEFAULT_MAX_INSTANCES = 8
+BANDWIDTH_TOLERANCE = 0.05
+
+
+def _breakpoints_within_max_batch(obj: dict[str, Any]) -> bool | None:
+    curves = [obj.get("forward"), obj.get("backward")]
+    if "max_batch" not in obj or not all(isinstance(c, dict) and "batches" in c for c in curves):
+        return None
+    return all(b <= obj["max_batch"] for c in curves for b in c["batches"])  # type: ignore[index]
+
+
+def _gradients_within_parameters(obj: dict[str, Any]) -> bool | None:
+    structure, layers = obj.get("structure"), obj.get("layers")
+    if not isinstance(structure, dict) or not isinstance(layers, list):
+        return None
+    return sum(layer["grad_bytes"] for layer in layers) <= structure["memory"]["parameter_bytes"]
+
+
+def _profiles_of_one_model(obj: dict[str, Any]) -> bool | None:
+    profiles = obj.get("profiles")
+    if not isinstance(profiles, list) or not all(isinstance(p, dict) and "model" in p for p in profiles):
+        return None
+    return len({p["model"] for p in profiles}) <= 1
+
+
+def _probe_grid_size(obj: dict[str, Any]) -> bool | None:
+    if "node_counts" not in obj or "provider" not in obj:
+        return None
+    sizes = obj.get("sizes") or DEFAULT_SIZES
+    return len(set(sizes)) * len(set(obj["node_counts"])) <= PROBE_GRID.maximum
+
+
+def _ec2_instances_within_cap(obj: dict[str, Any]) -> bool | None:
+    ec2 = obj.get("ec2")
+    if obj.get("provider") != "ec2" or not isinstance(ec2, dict):
+        return None
+    if "node_counts" in obj:
+        instances = max(obj["node_counts"])
+    else:
+        names = obj.get("instance_types") or [obj.get("instance_type")]
+        instances = len(set(names))
+    return instances <= ec2.get("max_instances", EC2_DEFAULT_MAX_INSTANCES)
+
+
+def _probe_sample(obj: dict[str, Any]) -> bool:
+    return {"world_size", "time_s", "buffer_bytes"} <= set(obj)
+
+
+def _world_size_is_nodes_times_ranks(obj: dict[str, Any]) -> bool | None:
+    if not _probe_sample(obj):
+        return None
+    world = obj["world_size"]
+    nodes = obj.get("nodes") if obj.get("nodes") is not None else world
+    per_node = obj.get("ranks_per_node") if obj.get("ranks_per_node") is not None else max(1, world // nodes)
+    return bool(nodes * per_node == world)
+
+
+def _bandwidths_agree_with_time(obj: dict[str, Any]) -> bool | None:
+    if not _probe_sample(obj):
+        return None
+    n = obj["world_size"]
+    algbw = 8 * obj["buffer_bytes"] / obj["time_s"] / 1e9
+    factor = 2 * (n - 1) / n if obj.get("collective", "allreduce") == "allreduce" else (n - 1) / n
+    expected = {"algbw_gbps": algbw, "busbw_gbps": algbw * factor}
+    return all(
+        abs(obj[name] - value) <= BANDWIDTH_TOLERANCE * value + 1e-3
+        for name, value in expected.items()
+        if obj.get(name) is not None
+    )
+
+
+RULES: dict[str, Predicate] = {
+    "breakpoints-within-max-batch": _breakpoints_within_max_batch,
+    "gradients-within-parameters": _gradients_within_parameters,
+    "profiles-of-one-model": _profiles_of_one_model,
+    "probe-grid-size": _probe_grid_size,
+    "ec2-instances-within-cap": _ec2_instances_within_cap,
+    "world-size-is-nodes-times-ranks": _world_size_is_nodes_times_ranks,
+    "bandwidths-agree-with-time": _bandwidths_agree_with_time,
+}
+
+
+def published_rules(schema: Any) -> set[str]:
+    """The ids of every rule the OpenAPI document `schema` lists under x-srift-rules, anywhere in it."""
+    found: set[str] = set()
+    if isinstance(schema, dict):
+        found.update(rule["id"] for rule in schema.get(RULES_KEY, ()))
+        for value in schema.values():
+            found |= published_rules(value)
+    elif isinstance(schema, list):
+        for value in schema:
+            found |= published_rules(value)
+    return found
+
+
+def _objects(value: Any) -> Iterator[dict[str, Any]]:
+    if isinstance(value, dict):
+        yield value
+        for inner in value.values():
+            yield from _objects(inner)
+    elif isinstance(value, list):
+        for inner in value:
+            yield from _objects(inner)
+
+
+def broken_rule(body: Any, rules: set[str]) -> str | None:
+    """The id of the first of `rules` that an object in `body` breaks, or None."""
+    for obj in _objects(body):
+        for rule in sorted(rules):
+            if RULES[rule](obj) is False:
+                return rule
+    return None

@@ -1,0 +1,89 @@
+"""The rules across fields: the schema publishes each one the server enforces, the harness has a predicate
+for each published one, and a body that breaks one (and only that one) is refused naming its field."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from srift.api.app import create_app
+from srift.settings import Settings
+from srift.testing.server import profile_document
+from tests.fuzz.contract import RULES, broken_rule, published_rules
+
+
+def test_every_published_rule_has_a_predicate_and_every_predicate_a_published_rule() -> None:
+    schema = create_app(Settings(database_url="sqlite://")).openapi()
+    assert published_rules(schema) == set(RULES)
+    profile = schema["components"]["schemas"]["ProfileIn"]
+    assert {r["id"] for r in profile["x-srift-rules"]} == {
+        "breakpoints-within-max-batch",
+        "gradients-within-parameters",
+    }
+    assert all(r["rule"] for r in profile["x-srift-rules"])
+
+
+def _sample(**changes: Any) -> dict[str, Any]:
+    base = {
+        "provider": "local",
+        "instance_type": "local",
+        "backend": "gloo",
+        "buffer_bytes": 1_000_000,
+        "world_size": 4,
+        "nodes": 2,
+        "ranks_per_node": 2,
+        "time_s": 0.001,
+        "algbw_gbps": 8.0,
+        "busbw_gbps": 12.0,
+    }
+    return {**base, **changes}
+
+
+def _broken_profile(**changes: Any) -> dict[str, Any]:
+    doc = copy.deepcopy(profile_document("NVIDIA T4", seconds_scale=1.0))
+    doc.update(changes)
+    return doc
+
+
+CASES: list[tuple[str, str, dict[str, Any], str]] = [
+    ("breakpoints-within-max-batch", "/v1/profiles", _broken_profile(max_batch=128), "forward.batches"),
+    (
+        "world-size-is-nodes-times-ranks",
+        "/v1/probe-results",
+        {"samples": [_sample(world_size=6, algbw_gbps=None, busbw_gbps=None)]},
+        "samples[0].world_size",
+    ),
+    ("bandwidths-agree-with-time", "/v1/probe-results", {"samples": [_sample(busbw_gbps=8.0)]}, "samples[0]"),
+    (
+        "probe-grid-size",
+        "/v1/probe-jobs",
+        {
+            "provider": "local",
+            "instance_type": "local",
+            "node_counts": [2, 3],
+            "sizes": list(range(4, 4100, 4)),
+        },
+        "",
+    ),
+]
+
+
+@pytest.mark.parametrize(("rule", "path", "body", "field"), CASES, ids=[c[0] for c in CASES])
+def test_a_body_breaking_one_rule_is_flagged_and_refused(
+    rule: str, path: str, body: dict[str, Any], field: str, client: TestClient, write_headers: dict[str, str]
+) -> None:
+    assert broken_rule(body, set(RULES)) == rule
+    r = client.post(path, json=body, headers=write_headers)
+    assert r.status_code == 422, r.text
+    assert r.json()["field"].startswith(field)
+
+
+def test_kept_rules_pass_the_predicates() -> None:
+    assert broken_rule(_broken_profile(), set(RULES)) is None
+    assert broken_rule({"samples": [_sample()]}, set(RULES)) is None
+    assert (
+        broken_rule({"samples": [_sample(nodes=None, ranks_per_node=None, world_size=4)]}, set(RULES)) is None
+    )
