@@ -106,6 +106,10 @@ def read_session_factory(url: str) -> sessionmaker[Session]:
 
 ASYNC_READER_NAME = "srift-reads-asyncio"
 """The application_name of those connections (pg_stat_activity shows them by it)."""
+ASYNC_POOL_SIZE = 4
+"""Connections an event loop keeps for token queries, and as many more under a burst: each query is one short
+round trip, and a worker's loop waits for a free connection without blocking, so a few serve it; the bound
+keeps PostgreSQL's connection count at most 8 more per worker than the thread pool's."""
 _async_readers: dict[tuple[str, int], tuple[asyncio.AbstractEventLoop, AsyncEngine]] = {}
 
 
@@ -121,9 +125,13 @@ def async_reader(url: str) -> AsyncEngine | None:
         return found[1]
     for key, (owner, _engine) in list(_async_readers.items()):
         if owner.is_closed():
-            del _async_readers[key]
+            _async_readers.pop(key, None)
     engine = create_async_engine(
-        url, isolation_level="AUTOCOMMIT", connect_args={"application_name": ASYNC_READER_NAME}
+        url,
+        isolation_level="AUTOCOMMIT",
+        pool_size=ASYNC_POOL_SIZE,
+        max_overflow=ASYNC_POOL_SIZE,
+        connect_args={"application_name": ASYNC_READER_NAME},
     )
     _async_readers[(url, id(loop))] = (loop, engine)
     return engine
@@ -136,7 +144,7 @@ async def dispose_async_readers() -> None:
         if owner is loop:
             await engine.dispose()
         if owner is loop or owner.is_closed():
-            del _async_readers[key]
+            _async_readers.pop(key, None)
 
 
 @contextmanager
