@@ -23,6 +23,7 @@ PAGES_READY = {
     "/catalog": "#catalog-types tbody tr",
 }
 UNPROCESSABLE = "status of 422"
+CONFLICT = "status of 409"
 
 
 def _ready(b: Browsed, path: str) -> None:
@@ -270,7 +271,7 @@ def test_bad_plan_entries_show_the_api_message_next_to_their_field_and_a_missing
     page.fill("#plan-budget", "0.01")
     with page.expect_response(lambda r: r.url.endswith("/v1/plans")) as info:
         page.click("#plan-submit")
-    assert info.value.status == 422
+    assert info.value.status == 409
     error = info.value.json()
     shown = page.locator(".field-error:visible, .form-error:visible")
     shown.first.wait_for()
@@ -313,7 +314,7 @@ def test_bad_plan_entries_show_the_api_message_next_to_their_field_and_a_missing
     page.click("#plan-profile-clear")
     assert page.is_enabled("#plan-model") and page.is_hidden("#plan-profile-clear")
     assert page.locator(".field-error:visible, .form-error:visible").count() == 0
-    browsed.assert_clean(allowed=(UNPROCESSABLE, "status of 401"))
+    browsed.assert_clean(allowed=(UNPROCESSABLE, CONFLICT, "status of 401"))
 
 
 def _json_file(name: str, document: dict[str, Any]) -> dict[str, Any]:
@@ -639,7 +640,7 @@ def test_jobs_page_amends_a_needs_input_run_and_resumes_it(browsed: Browsed) -> 
         headers={"Authorization": f"Bearer {browsed.server.token}"},
         timeout=60,
     )
-    assert response.status_code == 422 and response.json()["field"] == "time_limit_s", response.text
+    assert response.status_code == 409 and response.json()["field"] == "time_limit_s", response.text
     assert _api(browsed, "GET", f"/jobs/{run['id']}")["state"] == "needs_input"
 
     _ready(browsed, "/jobs")
@@ -686,4 +687,4 @@ def test_jobs_page_amends_a_needs_input_run_and_resumes_it(browsed: Browsed) -> 
     assert stored["state"] == "running" and stored["time_limit_s"] == 200000
     assert stored["current_plan_id"] == answer["plan"]["id"]
     browsed.screenshot("jobs-amend-resume")
-    browsed.assert_clean(allowed=(UNPROCESSABLE,))
+    browsed.assert_clean(allowed=(UNPROCESSABLE, CONFLICT))
