@@ -8,7 +8,7 @@ from typing import Annotated
 from fastapi import Depends, Request
 from sqlalchemy.orm import Session
 
-from srift.db.session import read_session_factory, session_factory
+from srift.db.session import session_factory
 from srift.settings import Settings
 
 
@@ -35,19 +35,7 @@ def get_db(request: Request) -> Iterator[Session]:
         session.close()
 
 
-def get_read_db(request: Request) -> Iterator[Session]:
-    """One session per read-only request (see srift.db.session.read_session_factory); nothing to commit."""
-    settings: Settings = request.app.state.settings
-    session = read_session_factory(settings.resolved_database_url)()
-    try:
-        yield session
-    finally:
-        session.close()
-
-
 DbSession = Session
 """The session a cached_json_async builder gets (routes import no SQLAlchemy)."""
 SettingsDep = Annotated[Settings, Depends(get_app_settings)]
 SessionDep = Annotated[Session, Depends(get_db, scope="function")]
-ReadSessionDep = Annotated[Session, Depends(get_read_db, scope="function")]
-"""For routes that only read, with no other dependency on a session (autocommit on PostgreSQL)."""
