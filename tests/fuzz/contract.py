@@ -14,6 +14,7 @@ from typing import Any
 from srift.documents import RULES_KEY
 from srift.jobs.spec import DEFAULT_SIZES
 from srift.limits import PROBE_GRID
+from srift.services.predictions import MAX_PS_VMS
 
 Predicate = Callable[[dict[str, Any]], bool | None]
 EC2_DEFAULT_MAX_INSTANCES = 8
@@ -87,7 +88,44 @@ def _bandwidths_agree_with_time(obj: dict[str, Any]) -> bool | None:
     )
 
 
+def _choices(obj: dict[str, Any]) -> list[dict[str, Any]] | None:
+    choices = obj.get("choices")
+    if not isinstance(choices, list) or not all(
+        isinstance(c, dict) and "instance_type" in c for c in choices
+    ):
+        return None
+    return choices
+
+
+def _choices_distinct(obj: dict[str, Any]) -> bool | None:
+    choices = _choices(obj)
+    if choices is None:
+        return None
+    keys = [(c["instance_type"], c.get("market", "on_demand")) for c in choices]
+    return len(set(keys)) == len(keys)
+
+
+def _one_gpus_per_type(obj: dict[str, Any]) -> bool | None:
+    choices = _choices(obj)
+    if choices is None:
+        return None
+    gpus: dict[str, set[int | None]] = {}
+    for c in choices:
+        gpus.setdefault(c["instance_type"], set()).add(c.get("gpus"))
+    return all(len(values) == 1 for values in gpus.values())
+
+
+def _parameter_server_fleet_size(obj: dict[str, Any]) -> bool | None:
+    if obj.get("comm") != "parameter_server":
+        return None
+    fleets = [obj["config"]] if isinstance(obj.get("config"), dict) else list(obj.get("configs") or [])
+    return all(sum(c["count"] for c in fleet["choices"]) <= MAX_PS_VMS for fleet in fleets)
+
+
 RULES: dict[str, Predicate] = {
+    "choices-distinct": _choices_distinct,
+    "one-gpus-per-type": _one_gpus_per_type,
+    "parameter-server-fleet-size": _parameter_server_fleet_size,
     "breakpoints-within-max-batch": _breakpoints_within_max_batch,
     "gradients-within-parameters": _gradients_within_parameters,
     "profiles-of-one-model": _profiles_of_one_model,

@@ -10,6 +10,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from srift.api.app import create_app
+from srift.catalog.shipped import load_shipped_catalog
 from srift.settings import Settings
 from srift.testing.server import profile_document
 from tests.fuzz.contract import RULES, broken_rule, published_rules
@@ -42,6 +43,14 @@ def _sample(**changes: Any) -> dict[str, Any]:
     return {**base, **changes}
 
 
+_T4 = {"instance_type": "g4dn.xlarge", "count": 1, "batch": 64}
+
+
+def _prediction(*choices: dict[str, Any]) -> dict[str, Any]:
+    profile = profile_document("NVIDIA T4", seconds_scale=1.0)
+    return {"profiles": [profile], "config": {"choices": list(choices)}, "iterations": 100}
+
+
 def _broken_profile(**changes: Any) -> dict[str, Any]:
     doc = copy.deepcopy(profile_document("NVIDIA T4", seconds_scale=1.0))
     doc.update(changes)
@@ -57,6 +66,19 @@ CASES: list[tuple[str, str, dict[str, Any], str]] = [
         "samples[0].world_size",
     ),
     ("bandwidths-agree-with-time", "/v1/probe-results", {"samples": [_sample(busbw_gbps=8.0)]}, "samples[0]"),
+    ("choices-distinct", "/v1/predictions", _prediction(_T4, _T4), "config.choices[1].instance_type"),
+    (
+        "one-gpus-per-type",
+        "/v1/predictions",
+        _prediction(_T4, {**_T4, "market": "spot", "gpus": 1}),
+        "config.choices[1].gpus",
+    ),
+    (
+        "parameter-server-fleet-size",
+        "/v1/predictions",
+        {**_prediction({**_T4, "count": 65}), "comm": "parameter_server"},
+        "comm",
+    ),
     (
         "probe-grid-size",
         "/v1/probe-jobs",
@@ -73,8 +95,16 @@ CASES: list[tuple[str, str, dict[str, Any], str]] = [
 
 @pytest.mark.parametrize(("rule", "path", "body", "field"), CASES, ids=[c[0] for c in CASES])
 def test_a_body_breaking_one_rule_is_flagged_and_refused(
-    rule: str, path: str, body: dict[str, Any], field: str, client: TestClient, write_headers: dict[str, str]
+    rule: str,
+    path: str,
+    body: dict[str, Any],
+    field: str,
+    settings: Settings,
+    client: TestClient,
+    write_headers: dict[str, str],
 ) -> None:
+    if path == "/v1/predictions":
+        load_shipped_catalog(settings)  # fleet rules are checked on catalog types
     assert broken_rule(body, set(RULES)) == rule
     r = client.post(path, json=body, headers=write_headers)
     assert r.status_code == 422, r.text
@@ -87,3 +117,4 @@ def test_kept_rules_pass_the_predicates() -> None:
     assert (
         broken_rule({"samples": [_sample(nodes=None, ranks_per_node=None, world_size=4)]}, set(RULES)) is None
     )
+    assert broken_rule(_prediction(_T4, {**_T4, "market": "spot"}), set(RULES)) is None

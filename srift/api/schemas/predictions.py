@@ -32,6 +32,7 @@ from srift.domain.requests import FleetChoice, PredictionQuery
 from srift.domain.simulation import DDP_BUCKET_CAP_MB, Exchange
 from srift.domain.structure import Precision
 from srift.limits import MAX_COUNT, MAX_VM_BATCH
+from srift.services.predictions import MAX_PS_VMS
 from srift.sim import CommMode
 
 MAX_CHOICES = 32
@@ -68,10 +69,27 @@ class FleetChoiceIn(StrictModel):
     )
 
 
+CHOICES_DISTINCT = (
+    "choices-distinct",
+    "no two choices share instance_type and market (market defaults to on_demand)",
+)
+ONE_GPUS_PER_TYPE = (
+    "one-gpus-per-type",
+    "choices that name the same instance_type give the same gpus, or all leave it out",
+)
+PS_FLEET_SIZE = (
+    "parameter-server-fleet-size",
+    f"with comm parameter_server, the counts of each fleet (config, or each of configs) total at most "
+    f"{MAX_PS_VMS}",
+)
+
+
 class FleetConfigIn(StrictModel):
     """A fleet: one entry per instance type and market (Srift's counts[i] and batches[i])."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(
+        extra="forbid", json_schema_extra=publish_rules(CHOICES_DISTINCT, ONE_GPUS_PER_TYPE)
+    )
 
     choices: list[FleetChoiceIn] = Field(min_length=1, max_length=MAX_CHOICES)
 
@@ -85,6 +103,7 @@ class PredictionRequest(StrictModel):
         extra="forbid",
         json_schema_extra=publish_rules(
             ONE_MODEL_RULE,
+            PS_FLEET_SIZE,
             then={
                 "allOf": [
                     one_of(*PROFILE_SELECTION, types=SELECTION_TYPES),
