@@ -37,6 +37,7 @@ from srift.domain.profile import (
     LayerGrad,
     ModelProfile,
 )
+from srift.domain.profile_document import MIN_PASS_S
 from srift.domain.structure import ModelStructure, Precision
 from srift.estimate.calibration import Calibration, precision_group, shipped_calibration
 from srift.estimate.roofline import RooflineTimes, fitting_batch, roofline_times, structure_memory
@@ -54,6 +55,15 @@ class Estimated:
 
     profile: ModelProfile | None
     note: str
+
+
+def _no_work(model: str, label: str) -> str:
+    """Why a structure that counts (almost) no work in a pass gives no estimate: a pass shorter than
+    MIN_PASS_S is no time at all, and arithmetic on it overflows (issue 48)."""
+    return (
+        f"{model}'s structure counts too little work for a pass on {label} (under {MIN_PASS_S:g} s: no "
+        "kernels, FLOPs or bytes), so other GPUs are not estimated from it"
+    )
 
 
 def curve_batches(max_batch: int) -> tuple[int, ...]:
@@ -138,6 +148,8 @@ def estimate_profile(
             ra = roofline_times(
                 structure, spec=anchor_spec, batch=at, efficiency=eff, precision=anchor.precision
             )
+            if min(ra.forward_s, ra.backward_s) < MIN_PASS_S:
+                return Estimated(None, _no_work(model, anchor_spec.name))
             factors_fw.append(anchor.forward.time_s(at) / ra.forward_s)
             factors_bw.append(anchor.backward.time_s(at) / ra.backward_s)
         anchor_update = roofline_times(
@@ -170,6 +182,8 @@ def estimate_profile(
         return Estimated(None, f"{model} has no trainable layers to estimate")
     forward = ComputeCurve(batches, tuple(r.forward_s * f for r, f in zip(rf, factors_fw, strict=True)))
     backward = ComputeCurve(batches, tuple(r.backward_s * f for r, f in zip(rf, factors_bw, strict=True)))
+    if not all(math.isfinite(t) and t >= MIN_PASS_S for t in (*forward.times_s, *backward.times_s)):
+        return Estimated(None, _no_work(model, label))
     profile = ModelProfile(
         model=model,
         accelerator=label,

@@ -140,3 +140,44 @@ def test_a_stored_degenerate_profile_makes_plans_and_predictions_answer_4xx_nami
     assert client.delete(f"/v1/profiles/{pid}", headers=admin_headers).status_code == 204
     r = client.post("/v1/plans", json=plan, headers=write_headers)
     assert r.status_code == 404 and r.json()["field"] == "model"
+
+
+def _idle_pass() -> dict[str, Any]:
+    zero = [0, 0]
+    return {"matmul_flops": zero, "matmul_bytes": zero, "other_bytes": zero, "kernels": 0}
+
+
+WORKLESS = _with(
+    model="workless",
+    structure={
+        "memory": {
+            "parameter_bytes": 4_000_000,
+            "gradient_bytes": 4_000_000,
+            "optimizer_state_bytes": 0,
+            "activation_bytes": [0, 0],
+            "saved_bytes": [0, 0],
+        },
+        "update_bytes": 0,
+        "update_kernels": 0,
+        "layers": [{"name": "fc", "forward": _idle_pass(), "backward": _idle_pass(), "backward_order": 0}],
+    },
+)
+"""A schema-valid profile whose structure counts no work at all (the live fuzzer stored one): a roofline of
+zero seconds, which the estimator once divided by (ZeroDivisionError, a 500 for every plan of the model)."""
+
+
+def test_a_structure_that_counts_no_work_estimates_no_gpu_and_plans_go_on(
+    client: TestClient, write_headers: dict[str, str], catalog: None
+) -> None:
+    assert client.post("/v1/profiles", json=WORKLESS, headers=write_headers).status_code == 201
+    plan = {"model": "workless", "global_batch": 32, "iterations": 1000, "solve_budget_s": 2.0}
+    r = client.post("/v1/plans", json=plan, headers=write_headers)
+    assert r.status_code == 201, r.text
+    assert all(c["instance_type"].startswith("g4dn.") for c in r.json()["choices"])  # the measured T4 only
+    fleet = {"choices": [{"instance_type": "p3.2xlarge", "count": 1, "batch": 16}]}
+    r = client.post(
+        "/v1/predictions",
+        json={"model": "workless", "iterations": 10, "config": fleet},
+        headers=write_headers,
+    )
+    assert 400 <= r.status_code < 500 and "V100" in r.json()["detail"], r.text
