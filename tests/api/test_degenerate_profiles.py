@@ -32,6 +32,28 @@ def _with(**changes: Any) -> dict[str, Any]:
     return doc
 
 
+def _pass(flops_per_sample: int, *, kernels: int) -> dict[str, Any]:
+    """One layer's pass: `flops_per_sample` FLOPs and bytes of matrix products per sample."""
+    per_sample = [0, flops_per_sample]
+    return {"matmul_flops": per_sample, "matmul_bytes": per_sample, "other_bytes": [0, 0], "kernels": kernels}
+
+
+def _structure(*, parameter_bytes: int, forward: dict[str, Any], backward: dict[str, Any]) -> dict[str, Any]:
+    """A one-layer structure (fp32, no optimizer state) of `parameter_bytes` parameters and gradients."""
+    return {
+        "memory": {
+            "parameter_bytes": parameter_bytes,
+            "gradient_bytes": parameter_bytes,
+            "optimizer_state_bytes": 0,
+            "activation_bytes": [0, 0],
+            "saved_bytes": [0, 0],
+        },
+        "update_bytes": 0,
+        "update_kernels": 0,
+        "layers": [{"name": "fc", "forward": forward, "backward": backward, "backward_order": 0}],
+    }
+
+
 DEGENERATE = {
     # The issue's profile: one sample, times at the smallest subnormal double (OverflowError in spot pricing).
     "subnormal times": _with(
@@ -49,35 +71,7 @@ DEGENERATE = {
     "unequal curve lengths": _with(forward={"batches": [122, 566487, 334], "times_s": [0.5]}),
     "a subnormal CPU quota": _with(extra={"cpu_quota": {"cores": 5e-324, "period_s": 5e-324}}),
     "gradients larger than the parameters": _with(
-        structure={
-            "memory": {
-                "parameter_bytes": 1000,
-                "gradient_bytes": 1000,
-                "optimizer_state_bytes": 0,
-                "activation_bytes": [0, 0],
-                "saved_bytes": [0, 0],
-            },
-            "update_bytes": 0,
-            "update_kernels": 0,
-            "layers": [
-                {
-                    "name": "fc",
-                    "forward": {
-                        "matmul_flops": [0, 1],
-                        "matmul_bytes": [0, 1],
-                        "other_bytes": [0, 0],
-                        "kernels": 1,
-                    },
-                    "backward": {
-                        "matmul_flops": [0, 2],
-                        "matmul_bytes": [0, 2],
-                        "other_bytes": [0, 0],
-                        "kernels": 2,
-                    },
-                    "backward_order": 0,
-                }
-            ],
-        }
+        structure=_structure(parameter_bytes=1000, forward=_pass(1, kernels=1), backward=_pass(2, kernels=2))
     ),
 }
 
@@ -142,25 +136,11 @@ def test_a_stored_degenerate_profile_makes_plans_and_predictions_answer_4xx_nami
     assert r.status_code == 404 and r.json()["field"] == "model"
 
 
-def _idle_pass() -> dict[str, Any]:
-    zero = [0, 0]
-    return {"matmul_flops": zero, "matmul_bytes": zero, "other_bytes": zero, "kernels": 0}
-
-
 WORKLESS = _with(
     model="workless",
-    structure={
-        "memory": {
-            "parameter_bytes": 4_000_000,
-            "gradient_bytes": 4_000_000,
-            "optimizer_state_bytes": 0,
-            "activation_bytes": [0, 0],
-            "saved_bytes": [0, 0],
-        },
-        "update_bytes": 0,
-        "update_kernels": 0,
-        "layers": [{"name": "fc", "forward": _idle_pass(), "backward": _idle_pass(), "backward_order": 0}],
-    },
+    structure=_structure(
+        parameter_bytes=4_000_000, forward=_pass(0, kernels=0), backward=_pass(0, kernels=0)
+    ),
 )
 """A schema-valid profile whose structure counts no work at all (the live fuzzer stored one): a roofline of
 zero seconds, which the estimator once divided by (ZeroDivisionError, a 500 for every plan of the model)."""
