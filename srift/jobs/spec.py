@@ -286,13 +286,15 @@ GRID_RULE = (
     f"distinct sizes (default: the {len(DEFAULT_SIZES)} default sizes) × distinct node_counts ≤ "
     f"{int(PROBE_GRID.maximum)}",
 )
+_EC2_CAP = Ec2Document.model_fields["max_instances"].default
 EC2_PROBE_INSTANCES_RULE = (
     "ec2-instances-within-cap",
-    "with ec2, the largest node count is at most ec2.max_instances (default 8)",
+    f"with ec2, the largest node count is at most ec2.max_instances (default {_EC2_CAP})",
 )
 EC2_PROFILE_INSTANCES_RULE = (
     "ec2-instances-within-cap",
-    "with ec2, the distinct instance types (one instance each) are at most ec2.max_instances (default 8)",
+    "with ec2, the distinct instance types (one instance each) are at most ec2.max_instances "
+    f"(default {_EC2_CAP})",
 )
 
 

@@ -191,7 +191,7 @@ def annotate_choices(result: dict[str, Any], view: dict[str, Any]) -> None:
 
 
 def memory_infeasible(problem: Problem, evaluator: Evaluator, model: str) -> Infeasible | None:
-    """The 422 when no fleet can hold the model: what each strategy needs per GPU on each candidate at its
+    """The 409 when no fleet can hold the model: what each strategy needs per GPU on each candidate at its
     largest fleet, against the GPU's memory; None when memory is not what failed."""
     chooser = chooser_of(evaluator)
     if chooser is None or not isinstance(problem, MemoryProblem) or not problem.candidates:

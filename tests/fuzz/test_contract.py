@@ -88,7 +88,7 @@ CASES: list[tuple[str, str, dict[str, Any], str]] = [
             "node_counts": [2, 3],
             "sizes": list(range(4, 4100, 4)),
         },
-        "",
+        "grid",
     ),
 ]
 
