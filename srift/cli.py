@@ -24,6 +24,7 @@ COMMAND_MODULES = (
     "tokens",
     "jobs",
     "runs",
+    "traces",
 )
 
 err_console = Console(stderr=True)

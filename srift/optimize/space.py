@@ -40,7 +40,7 @@ from srift.domain.geo import Location
 from srift.domain.planning import BatchPolicy as BatchPolicy
 from srift.domain.planning import Choice
 from srift.errors import InvalidInput, NotFound
-from srift.optimize.spot import SpotPolicy
+from srift.optimize.spot import SpotOffer, SpotPolicy
 
 Group = tuple[int, int, int]
 """(candidate index, count, per-VM batch)."""
@@ -63,6 +63,8 @@ class Candidate:
     cap: int
     location: Location | None = None
     interruptions_per_s: float = 0.0
+    spot_offer: SpotOffer | None = field(default=None, compare=False)
+    """Trace laws of a spot offer (srift.optimize.spot.SpotOffer); None: its band rate alone."""
 
     @property
     def sort_key(self) -> tuple[str, str, str]:
@@ -175,15 +177,21 @@ class Problem:
         return sum(n * self.candidates[i].price_usd_per_s for i, n, _ in groups)
 
     def interruptions_per_s(self, groups: Groups) -> float:
-        """Λ = Σ count·λ over the spot VMs of `groups` (0 when interruptions are not priced in)."""
-        return sum(n * self.candidates[i].interruptions_per_s for i, n, _ in groups)
+        """Λ = Σ count·λ over the spot VMs of `groups` (0 when interruptions are not priced in); a group with
+        trace laws adds its fleet's Λ(count) instead (srift.optimize.spot.SpotOffer)."""
+        total = 0.0
+        for i, n, _ in groups:
+            c = self.candidates[i]
+            offer = c.spot_offer if c.interruptions_per_s > 0 else None
+            total += offer.interruptions_per_s(n) if offer is not None else n * c.interruptions_per_s
+        return total
 
     def priced_in(self, groups: Groups, prediction: Prediction) -> Prediction:
         """`prediction` with spot interruptions priced in (expected time and cost; srift.optimize.spot)."""
         lam = self.interruptions_per_s(groups)
         if self.spot is None or lam <= 0:
             return prediction
-        from srift.optimize.spot import RunRates, expected_run
+        from srift.optimize.spot import expected_run, fleet_rates
 
         iterations = self.constraints.iterations
         egress_each = prediction.egress_usd / iterations
@@ -192,7 +200,15 @@ class Problem:
             if prediction.total_time_s > 0
             else 0.0
         )
-        rates = RunRates(prediction.iteration_s, usd_per_s, egress_each, lam)
+        rates = fleet_rates(
+            iteration_s=prediction.iteration_s,
+            usd_per_s=usd_per_s,
+            egress_usd_per_iteration=egress_each,
+            members=[
+                (n, self.candidates[i].interruptions_per_s, self.candidates[i].spot_offer)
+                for i, n, _ in groups
+            ],
+        )
         expected = expected_run(rates, iterations=iterations, policy=self.spot)
         return replace(
             prediction,

@@ -23,6 +23,14 @@ the best configuration for the remaining iterations, time and budget is chosen a
 optimizer evaluated (the plan's on-demand fallback among them); when none meets the remaining limits it
 runs the fallback, or the fastest alternative. It reports expected time and cost, their quantiles and
 P(meets the time limit) / P(within budget), in the same vocabulary as the uninterrupted prediction.
+
+Laws fitted to traces (srift.spot, issue 57). A spot offer the public traces cover carries a `SpotOffer`:
+per zone and period of its region, how long capacity for n VMs lasts (a Weibull-tailed empirical law, not
+an exponential) and how long it stays away. Then the closed form uses, per period, Λ = 1 / E[up(n)], a
+wait of E[gap(n)] after each interruption (unbilled: the fleet is gone) besides the billed restart, and the
+expected wait for capacity at the start, and averages the periods; the Monte Carlo draws each run's period,
+its times to interruption from the law (fresh after every relaunch) and its capacity gaps. An offer no
+trace covers keeps its published band's Poisson rate (srift.catalog.geo), which the plan says.
 """
 
 from __future__ import annotations
@@ -35,6 +43,7 @@ from enum import StrEnum
 import numpy as np
 
 from srift.errors import InvalidInput
+from srift.spot.model import FleetLaw, TraceModel
 
 DEFAULT_RESTART_S = 150.0
 """Srift §5.4: "we expect EC2's instance launch time to be 150s"."""
@@ -83,14 +92,28 @@ class SpotPolicy:
 
 
 @dataclass(frozen=True, slots=True)
+class Regime:
+    """One traced period of a fleet's spot market: its interruption rate Λ (1 / E[up]), the capacity gap
+    expected after an interruption, and the wait for capacity expected at the start (both unbilled)."""
+
+    interruptions_per_s: float
+    wait_s: float
+    start_wait_s: float
+
+
+@dataclass(frozen=True, slots=True)
 class RunRates:
     """What a fleet does: seconds per iteration, USD per second of VMs, USD of egress per iteration, and
-    its interruption rate Λ (per second, Σ count·λ over its spot VMs)."""
+    its interruption rate Λ (per second, Σ count·λ over its spot VMs); with trace laws, the capacity gap
+    waited out after each interruption and at the start (unbilled), and the periods to average over."""
 
     iteration_s: float
     usd_per_s: float
     egress_usd_per_iteration: float
     interruptions_per_s: float
+    wait_s: float = 0.0
+    start_wait_s: float = 0.0
+    regimes: tuple[Regime, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,7 +135,31 @@ def checkpoint_every_s(policy: SpotPolicy, iteration_s: float) -> float:
 
 
 def expected_run(rates: RunRates, *, iterations: int, policy: SpotPolicy) -> Expectation:
-    """Closed-form expectation of a run on one fleet that restarts in place (module docstring)."""
+    """Closed-form expectation of a run on one fleet that restarts in place (module docstring); with
+    `regimes`, the mean of each period's expectation."""
+    if rates.regimes:
+        each = [
+            expected_run(
+                RunRates(
+                    rates.iteration_s,
+                    rates.usd_per_s,
+                    rates.egress_usd_per_iteration,
+                    r.interruptions_per_s,
+                    r.wait_s,
+                    r.start_wait_s,
+                ),
+                iterations=iterations,
+                policy=policy,
+            )
+            for r in rates.regimes
+        ]
+        n = len(each)
+        return Expectation(
+            sum(e.time_s for e in each) / n,
+            sum(e.cost_usd for e in each) / n,
+            sum(e.egress_usd for e in each) / n,
+            sum(e.interruptions for e in each) / n,
+        )
     work = iterations * rates.iteration_s
     lam = rates.interruptions_per_s
     if lam <= 0 or work <= 0:
@@ -127,9 +174,92 @@ def expected_run(rates: RunRates, *, iterations: int, policy: SpotPolicy) -> Exp
     rest = max(work - full * c, 0.0)
     fails = full * math.expm1(lam * c) + math.expm1(lam * rest)
     worked = fails / lam
-    time_s = worked + fails * policy.restart_s
+    billed_s = worked + fails * policy.restart_s
+    time_s = billed_s + fails * rates.wait_s + rates.start_wait_s
     egress = worked / rates.iteration_s * rates.egress_usd_per_iteration
-    return Expectation(time_s, time_s * rates.usd_per_s + egress, egress, fails)
+    return Expectation(time_s, billed_s * rates.usd_per_s + egress, egress, fails)
+
+
+@dataclass(frozen=True, eq=False)
+class SpotOffer:
+    """A spot offer's laws fitted to traces (srift.spot.model): one per traced zone and period of its
+    region, for any fleet size (fitted where a trace covers it, else extrapolated)."""
+
+    model: TraceModel
+    provider: str
+    region: str
+    instance_type: str
+    _laws: dict[int, tuple[FleetLaw, ...]] = field(default_factory=dict, repr=False)
+
+    def laws(self, nodes: int) -> tuple[FleetLaw, ...]:
+        """The periods' laws for `nodes` VMs (cached)."""
+        found = self._laws.get(nodes)
+        if found is None:
+            found = tuple(
+                self.model.region_laws(
+                    provider=self.provider, region=self.region, instance_type=self.instance_type, nodes=nodes
+                )
+            )
+            self._laws[nodes] = found
+        return found
+
+    def regimes(self, nodes: int) -> tuple[Regime, ...]:
+        """Per period: Λ = 1 / E[up], E[gap] after an interruption, and the expected wait at the start
+        ((1 − availability) × the mean rest of a gap seen at a random instant, E[gap²] / (2 E[gap]))."""
+        return tuple(
+            Regime(
+                interruptions_per_s=1.0 / law.up.mean_s,
+                wait_s=law.gap.mean_s,
+                start_wait_s=(1.0 - law.model_availability)
+                * law.gap.second_moment_s2
+                / (2.0 * law.gap.mean_s),
+            )
+            for law in self.laws(nodes)
+        )
+
+    def interruptions_per_s(self, nodes: int) -> float:
+        """Λ of `nodes` VMs averaged over the periods (a fleet's VMs go together: not nodes × one VM's)."""
+        regimes = self.regimes(nodes)
+        return sum(r.interruptions_per_s for r in regimes) / len(regimes) if regimes else 0.0
+
+
+def fleet_rates(
+    *,
+    iteration_s: float,
+    usd_per_s: float,
+    egress_usd_per_iteration: float,
+    members: Sequence[tuple[int, float, SpotOffer | None]],
+) -> RunRates:
+    """A fleet's rates from its spot groups (count, a VM's band rate λ, its SpotOffer or None).
+
+    Band-priced groups add count·λ; a group with trace laws adds its Λ(count). One traced group alone keeps
+    its periods (the closed form averages them); several are combined into one: Λ summed, the wait after
+    an interruption weighed by each group's Λ, the start wait the longest of them."""
+    band = math.fsum(n * lam for n, lam, offer in members if offer is None and n > 0)
+    traced = [(n, offer) for n, _, offer in members if offer is not None and n > 0 and offer.laws(n)]
+    if not traced:
+        return RunRates(iteration_s, usd_per_s, egress_usd_per_iteration, band)
+    if len(traced) == 1:
+        n, offer = traced[0]
+        regimes = tuple(
+            Regime(
+                r.interruptions_per_s + band,
+                r.wait_s * r.interruptions_per_s / (r.interruptions_per_s + band),
+                r.start_wait_s,
+            )
+            for r in offer.regimes(n)
+        )
+        lam = sum(r.interruptions_per_s for r in regimes) / len(regimes)
+        return RunRates(iteration_s, usd_per_s, egress_usd_per_iteration, lam, regimes=regimes)
+    parts = [offer.regimes(n) for n, offer in traced]
+    lams = [sum(r.interruptions_per_s for r in p) / len(p) for p in parts]
+    waits = [sum(r.wait_s for r in p) / len(p) for p in parts]
+    starts = [sum(r.start_wait_s for r in p) / len(p) for p in parts]
+    total = band + math.fsum(lams)
+    wait = math.fsum(lam * w for lam, w in zip(lams, waits, strict=True)) / total
+    return RunRates(
+        iteration_s, usd_per_s, egress_usd_per_iteration, total, wait_s=wait, start_wait_s=max(starts)
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,6 +278,8 @@ class Alternatives:
     items: list[Alternative]
     candidate_rates_per_s: tuple[float, ...]
     fallback: int | None = None
+    candidate_offers: tuple[SpotOffer | None, ...] = ()
+    """Per candidate, its trace laws (None or absent: its band rate, exponential, capacity back at once)."""
     _counts: np.ndarray = field(init=False, repr=False)
     _it: np.ndarray = field(init=False, repr=False)
     _usd: np.ndarray = field(init=False, repr=False)
@@ -157,6 +289,8 @@ class Alternatives:
         width = len(self.candidate_rates_per_s)
         if any(len(a.counts) != width for a in self.items):
             raise ValueError("every alternative needs one count per candidate")
+        if self.candidate_offers and len(self.candidate_offers) != width:
+            raise ValueError("give one offer (or None) per candidate")
         self._counts = np.array([a.counts for a in self.items], dtype=np.int64).reshape(
             len(self.items), width
         )
@@ -241,6 +375,8 @@ def monte_carlo(
     replans = 0
     memo: dict[tuple[int, int, tuple[int, ...], int, int, int], int] = {}
     base_caps = np.full(n_cand, np.iinfo(np.int64).max, dtype=np.int64)
+    offers = alternatives.candidate_offers or (None,) * n_cand
+    traced = any(o is not None for o in offers)
     for s in range(policy.samples):
         current = start
         caps = base_caps.copy()
@@ -248,14 +384,26 @@ def monte_carlo(
         done = 0
         elapsed = cost = spent_egress = 0.0
         n_events = 0
+        # With trace laws: each run lives through one traced period per offer, drawn at its start.
+        period = [int(rng.integers(1 << 30)) for _ in range(n_cand)] if traced else []
+        first = True
         while done < iterations:
             alt = alternatives.items[current]
             it = alt.rates.iteration_s
-            lam_each = counts * rates
-            lam = float(lam_each.sum())
             left = iterations - done
             work = left * it
-            tau = rng.exponential(1.0 / lam) if lam > 0 else math.inf
+            gap_law: FleetLaw | None = None
+            if traced:
+                tau, victim, gap_law, start_wait = _draw(rng, counts, rates, offers, period, first=first)
+                first = False
+                elapsed += start_wait
+                lam_each = counts * rates
+                lam = 0.0
+            else:
+                lam_each = counts * rates
+                lam = float(lam_each.sum())
+                tau = rng.exponential(1.0 / lam) if lam > 0 else math.inf
+                victim = -1
             if tau >= work:
                 elapsed += work
                 cost += work * alt.rates.usd_per_s + left * alt.rates.egress_usd_per_iteration
@@ -272,11 +420,14 @@ def monte_carlo(
             ran = math.floor(tau / it) if it > 0 else 0
             per_ckpt = max(1, math.floor(checkpoint_every_s(policy, it) / it + 1e-9)) if it > 0 else 1
             kept = (ran // per_ckpt) * per_ckpt
-            elapsed += tau + policy.restart_s
+            # The capacity gap (trace laws) is waited out unbilled; the restart is billed.
+            gap_s = float(gap_law.gap.sample(rng, 1)[0]) if gap_law is not None else 0.0
+            elapsed += tau + policy.restart_s + gap_s
             cost += (tau + policy.restart_s) * alt.rates.usd_per_s + ran * alt.rates.egress_usd_per_iteration
             spent_egress += ran * alt.rates.egress_usd_per_iteration
             done += kept
-            victim = int(rng.choice(n_cand, p=lam_each / lam))
+            if victim < 0:
+                victim = int(rng.choice(n_cand, p=lam_each / lam))
             if replan is ReplanPolicy.RESTART:
                 continue
             survivors = counts.copy()
@@ -325,6 +476,38 @@ def monte_carlo(
         replans=replans,
         stderr_time_s=float(times.std(ddof=1) / math.sqrt(policy.samples)) if policy.samples > 1 else 0.0,
     )
+
+
+def _draw(
+    rng: np.random.Generator,
+    counts: np.ndarray,
+    rates: np.ndarray,
+    offers: Sequence[SpotOffer | None],
+    period: Sequence[int],
+    *,
+    first: bool,
+) -> tuple[float, int, FleetLaw | None, float]:
+    """The next interruption of a fleet with trace laws: (time to it, the group it hits, that group's law,
+    the wait for capacity before the fleet first runs). Each group with a law draws its time from its
+    period's law (fresh VMs after every relaunch); a band-priced group draws an exponential at count·λ."""
+    tau, victim, law_hit, start_wait = math.inf, -1, None, 0.0
+    for j, n in enumerate(counts):
+        if n <= 0:
+            continue
+        offer = offers[j]
+        laws = offer.laws(int(n)) if offer is not None else ()
+        if laws:
+            law = laws[period[j] % len(laws)]
+            if first and rng.random() > law.model_availability:
+                start_wait = max(start_wait, float(law.gap.sample_residual(rng, 1)[0]))
+            t = float(law.up.sample(rng, 1)[0])
+            if t < tau:
+                tau, victim, law_hit = t, j, law
+        elif rates[j] > 0:
+            t = float(rng.exponential(1.0 / (n * rates[j])))
+            if t < tau:
+                tau, victim, law_hit = t, j, None
+    return tau, victim, law_hit, start_wait
 
 
 def fleet_interruption_rate(counts: Sequence[int], rates_per_s: Sequence[float]) -> float:

@@ -72,6 +72,14 @@ def _repository_name(root: Path) -> str:
     return PUBLIC_REPOSITORY if root.name == "spot-traces" else root.name
 
 
+def commit_date(root: Path, commit: str) -> str | None:
+    """The committer date (YYYY-MM-DD) of `commit` in the repository at `root`, or None if unreadable."""
+    try:
+        return _git(root, "log", "-1", "--format=%cs", commit).decode().strip() or None
+    except InvalidInput:
+        return None
+
+
 def git_files(root: Path, *, commit: str = "HEAD", repository: str | None = None) -> Iterator[RawFile]:
     """Every .json and .csv file of the repository at `commit`, in path order."""
     sha = _git(root, "rev-parse", "--verify", f"{commit}^{{commit}}").decode().strip()

@@ -1,8 +1,9 @@
-"""Spot interruptions priced in: a hand-computed case, and the Monte Carlo against the closed form."""
+"""Spot interruptions priced in: a hand-computed case, the Monte Carlo against the closed form, trace laws."""
 
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 
@@ -12,10 +13,13 @@ from srift.optimize.spot import (
     Alternatives,
     ReplanPolicy,
     RunRates,
+    SpotOffer,
     SpotPolicy,
     expected_run,
+    fleet_rates,
     monte_carlo,
 )
+from srift.spot.model import FleetLaw, Scaling, TraceModel, Weibull
 
 
 def single(rate_per_s: float, *, count: int = 1, usd_per_s: float = 0.001) -> Alternatives:
@@ -91,3 +95,103 @@ def test_bad_policy_values_name_their_field() -> None:
     with pytest.raises(InvalidInput) as info:
         SpotPolicy(restart_s=-1)
     assert info.value.field == "restart_s"
+
+
+def _law(*, up_h: float, gap_h: float, shape: float = 1.0, nodes: int = 1) -> FleetLaw:
+    up, gap = Weibull(shape, up_h * 3600.0 / math.gamma(1 + 1 / shape)), Weibull(1.0, gap_h * 3600.0)
+    return FleetLaw(
+        provider="aws",
+        zone="us-east-1a",
+        instance_type="p3.2xlarge",
+        nodes=nodes,
+        period="test",
+        up=up,
+        gap=gap,
+        availability=up.mean_s / (up.mean_s + gap.mean_s),
+        up_runs=100,
+        gap_runs=100,
+        observed_s=30 * 86400.0,
+        tick_s=60.0,
+    )
+
+
+def _offer(*laws: FleetLaw) -> SpotOffer:
+    model = TraceModel(laws=laws, scaling=Scaling(beta=0.0, gamma=0.0, points=0, drops={}, note="test"))
+    return SpotOffer(model=model, provider="aws", region="us-east-1", instance_type="p3.2xlarge")
+
+
+def test_a_capacity_gap_is_waited_out_unbilled() -> None:
+    policy = SpotPolicy(checkpoint_interval_s=100.0, restart_s=150.0)
+    plain = expected_run(RunRates(1.0, 0.001, 0.0, 1e-4), iterations=1000, policy=policy)
+    gap = expected_run(
+        RunRates(1.0, 0.001, 0.0, 1e-4, wait_s=3600.0, start_wait_s=60.0), iterations=1000, policy=policy
+    )
+    assert gap.interruptions == pytest.approx(plain.interruptions)
+    assert gap.time_s == pytest.approx(plain.time_s + plain.interruptions * 3600.0 + 60.0)
+    assert gap.cost_usd == pytest.approx(plain.cost_usd)
+
+
+def test_trace_laws_price_a_fleet_by_its_periods() -> None:
+    offer = _offer(
+        replace(_law(up_h=2.0, gap_h=1.0), period="a"), replace(_law(up_h=8.0, gap_h=0.5), period="b")
+    )
+    regimes = offer.regimes(1)
+    assert [r.interruptions_per_s * 3600 for r in regimes] == pytest.approx([0.5, 0.125])
+    assert [r.wait_s / 3600 for r in regimes] == pytest.approx([1.0, 0.5])
+    # Exponential gaps: the start wait is (1 − availability) × the mean gap.
+    assert regimes[0].start_wait_s == pytest.approx((1 - 2 / 3) * 3600.0)
+    assert offer.interruptions_per_s(1) == pytest.approx((0.5 + 0.125) / 2 / 3600)
+    rates = fleet_rates(
+        iteration_s=1.0, usd_per_s=0.001, egress_usd_per_iteration=0.0, members=[(1, 0.0, offer)]
+    )
+    policy = SpotPolicy(checkpoint_interval_s=600.0)
+    both = expected_run(rates, iterations=20_000, policy=policy)
+    each = [
+        expected_run(
+            RunRates(1.0, 0.001, 0.0, r.interruptions_per_s, r.wait_s, r.start_wait_s),
+            iterations=20_000,
+            policy=policy,
+        )
+        for r in regimes
+    ]
+    assert both.time_s == pytest.approx((each[0].time_s + each[1].time_s) / 2)
+
+
+def test_the_monte_carlo_with_exponential_trace_laws_agrees_with_the_closed_form() -> None:
+    offer = _offer(_law(up_h=3.0, gap_h=0.5))
+    rates = fleet_rates(
+        iteration_s=1.0, usd_per_s=0.002, egress_usd_per_iteration=0.0, members=[(1, 0.0, offer)]
+    )
+    alts = Alternatives(
+        items=[Alternative(counts=(1,), rates=rates)],
+        candidate_rates_per_s=(offer.interruptions_per_s(1),),
+        candidate_offers=(offer,),
+    )
+    policy = SpotPolicy(checkpoint_interval_s=600.0, restart_s=150.0, samples=6000, seed=5)
+    closed = expected_run(rates, iterations=8 * 3600, policy=policy)
+    mc = monte_carlo(alts, start=0, iterations=8 * 3600, policy=policy, replan=ReplanPolicy.RESTART)
+    assert closed.interruptions > 2
+    assert mc.mean_time_s == pytest.approx(closed.time_s, rel=0.03)
+    assert mc.mean_cost_usd == pytest.approx(closed.cost_usd, rel=0.03)
+    assert mc.mean_interruptions == pytest.approx(closed.interruptions, rel=0.05)
+
+
+def test_heavier_early_interruptions_cost_more_than_the_same_mean_up_time_exponential() -> None:
+    # A Weibull of shape 0.6 with the same mean up time takes fresh fleets down sooner and more often.
+    policy = SpotPolicy(checkpoint_interval_s=600.0, restart_s=150.0, samples=3000, seed=9)
+
+    def mean_time(law: FleetLaw) -> float:
+        offer = _offer(law)
+        rates = fleet_rates(
+            iteration_s=1.0, usd_per_s=0.002, egress_usd_per_iteration=0.0, members=[(1, 0.0, offer)]
+        )
+        alts = Alternatives(
+            items=[Alternative(counts=(1,), rates=rates)],
+            candidate_rates_per_s=(offer.interruptions_per_s(1),),
+            candidate_offers=(offer,),
+        )
+        return monte_carlo(
+            alts, start=0, iterations=4 * 3600, policy=policy, replan=ReplanPolicy.RESTART
+        ).mean_time_s
+
+    assert mean_time(_law(up_h=2.0, gap_h=0.5, shape=0.6)) > 1.05 * mean_time(_law(up_h=2.0, gap_h=0.5))

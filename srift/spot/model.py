@@ -1,0 +1,813 @@
+"""An interruption and capacity model fitted to spot traces: a FleetLaw per trace period and fleet size.
+
+What a trace teaches, for a fleet of n VMs of one type in one zone (n ≤ the trace's fleet size), from the
+ticks where at least n VMs were available ("up") and those where fewer were ("down"):
+
+- time to interruption: how long spot capacity for the fleet lasts: the empirical law of the up runs
+  (Kaplan–Meier, `Durations`), with a Weibull fitted by maximum likelihood for its summary and its tail. A
+  run of m ticks lasted between (m−1) and (m+1) ticks (interval-censored for the Weibull; m ticks for the
+  empirical law); a run cut by the end of the data lasted at least what was seen (right-censored), one the
+  data opens with is left out (its start is unknown). Not
+  exponential: the fitted shapes are below 1 (a fresh fleet is the likeliest to go, one that has lasted is
+  likelier to last; docs/BENCHMARKS.md "spot on real traces"); shape 1 is Srift's old Poisson model.
+- capacity gap: how long, once capacity went, until n VMs could be had again: the same kind of law of the
+  down runs. This replaces the fixed 150 s restart for a fleet whose capacity is gone.
+- correlation between a fleet's VMs: from the traces that hold several VMs, how many go at once (the
+  sizes of the drops in the count) and how the mean up and down times scale with the fleet size n
+  (mean_up(n) ∝ n^−β, mean_gap(n) ∝ n^γ; β = 1 would be independent VMs, β = 0 VMs that always go
+  together). A fleet larger than any trace of its zone covers is extrapolated from the largest covered
+  size with these exponents, and says so.
+
+Each trace is a period of its zone's market and keeps its own laws (a fleet size n ≤ its VMs fitted on it,
+a larger one extrapolated); a zone's or a region's prediction mixes its periods alike. `split_blocks` cuts
+a trace into alternating blocks of days (`fit` / `check` halves): the shipped model is fitted on the `fit`
+half only, so that the other half can judge it (benchmarks/spot_traces.py).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Protocol
+
+import numpy as np
+from scipy import optimize, special  # type: ignore[import-untyped]
+
+from srift.errors import InvalidInput
+from srift.spot.traces import SpotTrace, region_of_zone
+
+MODEL_FORMAT = "srift-spot-model/1"
+SPLIT_BLOCK_S = 2 * 86_400.0
+"""The fit/check split cuts every trace into blocks of 2 days: even blocks fit, odd blocks check."""
+MIN_RUNS = 3
+"""A law needs at least this many observed runs (of each kind) to be fitted; else it is not fitted."""
+
+
+class Half(StrEnum):
+    """Which blocks of a trace a model sees: the fit half (even blocks), the check half (odd), or all."""
+
+    FIT = "fit"
+    CHECK = "check"
+    ALL = "all"
+
+
+@dataclass(frozen=True, slots=True)
+class Segment:
+    """A stretch of one trace: counts from tick `start` on, and the trace it comes from."""
+
+    trace: SpotTrace
+    start: int
+    counts: np.ndarray = field(repr=False)
+
+    @property
+    def gap_s(self) -> float:
+        return self.trace.gap_s
+
+
+def split_blocks(trace: SpotTrace, half: Half, *, block_s: float = SPLIT_BLOCK_S) -> list[Segment]:
+    """The trace's blocks of `block_s` seconds that belong to `half` (the last block may be shorter)."""
+    counts = trace.array()
+    if half is Half.ALL:
+        return [Segment(trace, 0, counts)]
+    per = max(1, round(block_s / trace.gap_s))
+    out = []
+    for b, start in enumerate(range(0, counts.size, per)):
+        if (b % 2 == 0) == (half is Half.FIT):
+            piece = counts[start : start + per]
+            if piece.size >= 2:
+                out.append(Segment(trace, start, piece))
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class Weibull:
+    """A Weibull law of durations: P(X > x) = exp(−(x/scale)^shape)."""
+
+    shape: float
+    scale_s: float
+
+    def __post_init__(self) -> None:
+        if not (
+            math.isfinite(self.shape) and self.shape > 0 and math.isfinite(self.scale_s) and self.scale_s > 0
+        ):
+            raise InvalidInput(
+                f"Weibull shape {self.shape} and scale {self.scale_s} s are not both positive",
+                hint="give shape > 0 and scale_s > 0",
+                field="law",
+            )
+
+    @property
+    def mean_s(self) -> float:
+        return self.scale_s * math.gamma(1.0 + 1.0 / self.shape)
+
+    @property
+    def second_moment_s2(self) -> float:
+        return self.scale_s**2 * math.gamma(1.0 + 2.0 / self.shape)
+
+    def sf(self, x_s: np.ndarray | float) -> np.ndarray:
+        x = np.maximum(np.asarray(x_s, dtype=float), 0.0)
+        return np.asarray(np.exp(-((x / self.scale_s) ** self.shape)))
+
+    def sample(self, rng: np.random.Generator, size: int | tuple[int, ...]) -> np.ndarray:
+        return self.scale_s * rng.weibull(self.shape, size)
+
+    def sample_residual(self, rng: np.random.Generator, size: int) -> np.ndarray:
+        """What is left of a duration seen at a random instant (length-biased, then a uniform point of it).
+
+        A length-biased Weibull(k, λ) is λ·G^{1/k} with G ~ Gamma(1 + 1/k)."""
+        whole = self.scale_s * rng.gamma(1.0 + 1.0 / self.shape, 1.0, size) ** (1.0 / self.shape)
+        return whole * rng.random(size)
+
+    def sample_beyond(self, rng: np.random.Generator, after_s: float, size: int) -> np.ndarray:
+        """Draws given the duration exceeds `after_s`."""
+        return _conditional_weibull(self, after_s, rng, size)
+
+    def scaled(self, factor: float) -> Weibull:
+        return Weibull(self.shape, self.scale_s * factor)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"shape": self.shape, "scale_s": self.scale_s, "mean_s": self.mean_s}
+
+
+def fit_weibull(lower_s: np.ndarray, upper_s: np.ndarray) -> Weibull:
+    """Maximum-likelihood Weibull for interval-censored durations (upper = inf: right-censored).
+
+    Log-likelihood Σ log(S(lower) − S(upper)), maximised over (log shape, log scale) from the moment
+    estimate of an exponential; the library's generic fit (scipy.stats.weibull_min.fit on CensoredData)
+    gives the same answer about 50× slower."""
+    lo = np.asarray(lower_s, dtype=float)
+    hi = np.asarray(upper_s, dtype=float)
+    if lo.size == 0 or np.any(lo < 0) or np.any(hi <= lo):
+        raise ValueError("durations need 0 ≤ lower < upper")
+    finite = np.isfinite(hi)
+    mid = np.where(finite, (lo + np.where(finite, hi, 0.0)) / 2.0, lo)
+    start = np.array([0.0, math.log(max(float(mid.mean()), 1.0))])
+
+    def nll(theta: np.ndarray) -> float:
+        k, lam = math.exp(theta[0]), math.exp(theta[1])
+        a = (lo / lam) ** k
+        b = np.where(finite, (np.where(finite, hi, 0.0) / lam) ** k, np.inf)
+        # log(e^-a − e^-b) = −a + log1p(−e^{−(b−a)})
+        diff = np.minimum(b - a, 700.0)
+        term = -a + np.log(-np.expm1(-diff))
+        return float(-np.sum(term))
+
+    res = optimize.minimize(
+        nll, start, method="Nelder-Mead", options={"xatol": 1e-6, "fatol": 1e-9, "maxiter": 4000}
+    )
+    k, lam = math.exp(float(res.x[0])), math.exp(float(res.x[1]))
+    return Weibull(shape=k, scale_s=lam)
+
+
+def _conditional_weibull(law: Weibull, after_s: float, rng: np.random.Generator, size: int) -> np.ndarray:
+    """Draws of a Weibull X given X > after_s: λ((after/λ)^k + E)^{1/k}, E ~ Exp(1)."""
+    z = (after_s / law.scale_s) ** law.shape
+    return np.asarray(law.scale_s * (z + rng.exponential(1.0, size)) ** (1.0 / law.shape))
+
+
+@dataclass(frozen=True)
+class Durations:
+    """An empirical law of durations: the Kaplan–Meier survival of the observed runs (right-censored runs
+    count as at risk until they were cut), and past the longest run the fitted Weibull, conditioned on
+    lasting that long. Observed runs of m ticks are taken to last m ticks, so that a timeline drawn from
+    the law at the same tick reproduces the run lengths the trace showed."""
+
+    times_s: np.ndarray
+    events: np.ndarray
+    censored: np.ndarray
+    weibull: Weibull
+    _surv: np.ndarray = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        at_risk = np.cumsum((self.events + self.censored)[::-1])[::-1].astype(float)
+        factor = 1.0 - np.divide(self.events, at_risk, out=np.zeros(self.times_s.size), where=at_risk > 0)
+        object.__setattr__(self, "_surv", np.cumprod(factor))
+
+    @classmethod
+    def from_runs(cls, lower_s: np.ndarray, upper_s: np.ndarray, *, tick_s: float) -> Durations:
+        """From interval-censored runs (runs_of): m ticks seen → m·tick; a cut run is censored there."""
+        finite = np.isfinite(upper_s)
+        value = np.where(finite, (lower_s + np.where(finite, upper_s, 0.0)) / 2.0, lower_s + tick_s)
+        times, inverse = np.unique(np.round(value, 6), return_inverse=True)
+        events = np.bincount(inverse, weights=finite.astype(float), minlength=times.size)
+        censored = np.bincount(inverse, weights=(~finite).astype(float), minlength=times.size)
+        return cls(times, events, censored, fit_weibull(lower_s, upper_s))
+
+    @property
+    def last_s(self) -> float:
+        return float(self.times_s[-1])
+
+    @property
+    def tail_mass(self) -> float:
+        """P(X > the longest run seen): what the Weibull tail carries."""
+        return float(self._surv[-1])
+
+    def sf(self, x_s: np.ndarray | float) -> np.ndarray:
+        x = np.asarray(x_s, dtype=float)
+        idx = np.searchsorted(self.times_s, x, side="right") - 1
+        body = np.where(idx >= 0, self._surv[np.clip(idx, 0, None)], 1.0)
+        ratio = self.weibull.sf(x) / max(float(self.weibull.sf(self.last_s)), 1e-300)
+        return np.asarray(np.where(x > self.last_s, self.tail_mass * ratio, body))
+
+    @property
+    def mean_s(self) -> float:
+        # ∫ S = Σ S(t_{i-1}) (t_i − t_{i−1}) over the body, then S(t_last) × E[X − t_last | X > t_last].
+        prev = np.concatenate(([1.0], self._surv[:-1]))
+        widths = np.diff(np.concatenate(([0.0], self.times_s)))
+        return float(np.sum(prev * widths)) + self.tail_mass * residual_mean_s(self.weibull, self.last_s)
+
+    @property
+    def second_moment_s2(self) -> float:
+        prev = np.concatenate(([1.0], self._surv[:-1]))
+        mass = prev - self._surv
+        body = float(np.sum(mass * self.times_s**2))
+        draws = _conditional_weibull(self.weibull, self.last_s, np.random.default_rng(0), 4096)
+        return body + self.tail_mass * float(np.mean(draws**2))
+
+    def sample(self, rng: np.random.Generator, size: int | tuple[int, ...]) -> np.ndarray:
+        u = rng.random(size)
+        cdf = 1.0 - self._surv
+        idx = np.searchsorted(cdf, u, side="left")
+        body = self.times_s[np.clip(idx, 0, self.times_s.size - 1)]
+        tail = u > cdf[-1]
+        if not np.any(tail):
+            return np.asarray(body)
+        out = np.array(body, dtype=float)
+        out[tail] = _conditional_weibull(self.weibull, self.last_s, rng, int(np.sum(tail)))
+        return out
+
+    def sample_beyond(self, rng: np.random.Generator, after_s: float, size: int) -> np.ndarray:
+        """Draws given the duration exceeds `after_s` (the body's longer runs, then the tail)."""
+        if after_s >= self.last_s:
+            return _conditional_weibull(self.weibull, max(after_s, self.last_s), rng, size)
+        s_after = float(self.sf(after_s))
+        u = rng.random(size) * s_after  # P(X > x) = u, uniform over (0, S(after))
+        cdf_left = 1.0 - self._surv
+        target = 1.0 - u
+        idx = np.searchsorted(cdf_left, target, side="left")
+        out = self.times_s[np.clip(idx, 0, self.times_s.size - 1)].astype(float)
+        tail = target > cdf_left[-1]
+        if np.any(tail):
+            out[tail] = _conditional_weibull(self.weibull, self.last_s, rng, int(np.sum(tail)))
+        return np.maximum(out, after_s)
+
+    def sample_residual(self, rng: np.random.Generator, size: int) -> np.ndarray:
+        """What is left of a duration seen at a random instant: a length-biased draw, then a uniform point."""
+        pool = self.sample(rng, size * 16)
+        pick = rng.choice(pool.size, size=size, p=pool / pool.sum())
+        return np.asarray(pool[pick] * rng.random(size))
+
+    def scaled(self, factor: float) -> Durations:
+        return Durations(self.times_s * factor, self.events, self.censored, self.weibull.scaled(factor))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "weibull": {"shape": self.weibull.shape, "scale_s": self.weibull.scale_s},
+            "mean_s": self.mean_s,
+            "runs": [
+                [float(t), int(e), int(c)]
+                for t, e, c in zip(self.times_s, self.events, self.censored, strict=True)
+            ],
+        }
+
+
+def durations_from_dict(doc: Mapping[str, Any]) -> Durations:
+    rows = np.asarray(doc["runs"], dtype=float).reshape(-1, 3)
+    w = doc["weibull"]
+    return Durations(rows[:, 0], rows[:, 1], rows[:, 2], Weibull(float(w["shape"]), float(w["scale_s"])))
+
+
+@dataclass(frozen=True, slots=True)
+class Runs:
+    """Up and down runs of a fleet of n VMs over some segments: interval bounds in seconds."""
+
+    up_lower_s: np.ndarray
+    up_upper_s: np.ndarray
+    down_lower_s: np.ndarray
+    down_upper_s: np.ndarray
+    up_ticks: int
+    ticks: int
+    observed_s: float
+    starts: np.ndarray = field(default_factory=lambda: np.zeros((0, 4)))
+    """Every run, cut or not, as rows (up 0/1, ticks, cut by the segment's end 0/1, how many): where a
+    window can start (srift.spot.model.FleetLaw.timeline)."""
+
+    @property
+    def availability(self) -> float:
+        return self.up_ticks / self.ticks if self.ticks else 0.0
+
+
+def runs_of(segments: Iterable[Segment], nodes: int) -> Runs:
+    """Every up and down run (≥ `nodes` available, or fewer) of the segments, as intervals (see module)."""
+    ul: list[float] = []
+    uu: list[float] = []
+    dl: list[float] = []
+    du: list[float] = []
+    up_ticks = ticks = 0
+    observed = 0.0
+    every: dict[tuple[int, int, int], int] = {}
+    for seg in segments:
+        up = seg.counts >= nodes
+        g = seg.gap_s
+        ticks += up.size
+        up_ticks += int(up.sum())
+        observed += up.size * g
+        change = np.flatnonzero(np.diff(up.astype(np.int8))) + 1
+        bounds = np.concatenate(([0], change, [up.size]))
+        for j in range(bounds.size - 1):
+            a, b = int(bounds[j]), int(bounds[j + 1])
+            key = (int(up[a]), b - a, int(b == up.size))
+            every[key] = every.get(key, 0) + 1
+            if a == 0:
+                continue
+            m = b - a
+            lower = (m - 1) * g
+            upper = math.inf if b == up.size else (m + 1) * g
+            if up[a]:
+                ul.append(lower)
+                uu.append(upper)
+            else:
+                dl.append(lower)
+                du.append(upper)
+    starts = np.array([[*k, c] for k, c in sorted(every.items())], dtype=float).reshape(-1, 4)
+    return Runs(np.array(ul), np.array(uu), np.array(dl), np.array(du), up_ticks, ticks, observed, starts)
+
+
+def drop_sizes(segments: Iterable[Segment]) -> dict[int, int]:
+    """How many VMs went at once: the size of every decrease of the count, tick to tick, over the segments."""
+    out: dict[int, int] = {}
+    for seg in segments:
+        d = -np.diff(seg.counts)
+        for size in d[d > 0]:
+            out[int(size)] = out.get(int(size), 0) + 1
+    return dict(sorted(out.items()))
+
+
+class DurationLaw(Protocol):
+    """What the simulator and the policy need of a law of durations (Weibull, Durations)."""
+
+    @property
+    def mean_s(self) -> float: ...
+
+    @property
+    def second_moment_s2(self) -> float: ...
+
+    def sf(self, x_s: np.ndarray | float) -> np.ndarray: ...
+
+    def sample(self, rng: np.random.Generator, size: int | tuple[int, ...]) -> np.ndarray: ...
+
+    def sample_residual(self, rng: np.random.Generator, size: int) -> np.ndarray: ...
+
+    def sample_beyond(self, rng: np.random.Generator, after_s: float, size: int) -> np.ndarray: ...
+
+    def scaled(self, factor: float) -> DurationLaw: ...
+
+    def to_dict(self) -> dict[str, Any]: ...
+
+
+def shape_of(law: DurationLaw) -> float:
+    """The Weibull shape of a law (fitted to the runs for an empirical one)."""
+    return law.weibull.shape if isinstance(law, Durations) else law.shape if isinstance(law, Weibull) else 1.0
+
+
+def law_from_dict(doc: Mapping[str, Any], where: str) -> DurationLaw:
+    """A law as to_dict wrote it: empirical runs (with their Weibull) or a Weibull alone."""
+    try:
+        if "runs" in doc:
+            return durations_from_dict(doc)
+        return Weibull(shape=float(doc["shape"]), scale_s=float(doc["scale_s"]))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise InvalidInput(
+            f"{where} is not a law (runs with a Weibull, or shape and scale_s)",
+            hint="regenerate the model file (srift traces fit)",
+            field=where,
+        ) from exc
+
+
+class LawSource(StrEnum):
+    """Where a fleet's law comes from."""
+
+    FITTED = "fitted"
+    SPARSE = "sparse"
+    EXTRAPOLATED = "extrapolated"
+
+
+@dataclass(frozen=True, slots=True)
+class FleetLaw:
+    """How spot capacity for `nodes` VMs of one type in one zone came and went over one trace's period.
+
+    `period` names the trace (its source path): a zone's laws from different traces are kept apart, as
+    different periods of the same market, and a prediction mixes them (module docstring)."""
+
+    provider: str
+    zone: str
+    instance_type: str
+    nodes: int
+    period: str
+    up: DurationLaw
+    gap: DurationLaw
+    availability: float
+    up_runs: int
+    gap_runs: int
+    observed_s: float
+    tick_s: float
+    source: LawSource = LawSource.FITTED
+    note: str = ""
+    starts: np.ndarray | None = field(default=None, repr=False, compare=False)
+    """The fitted period's runs (srift.spot.model.Runs.starts): windows start where the data's did."""
+
+    @property
+    def region(self) -> str:
+        return region_of_zone(self.provider, self.zone)
+
+    @property
+    def model_availability(self) -> float:
+        """The share of time the alternating up/down process spends up: E[up] / (E[up] + E[gap])."""
+        return self.up.mean_s / (self.up.mean_s + self.gap.mean_s)
+
+    @property
+    def interruptions_per_s(self) -> float:
+        """The long-run rate of the fleet's interruptions while it runs: 1 / E[up]."""
+        return 1.0 / self.up.mean_s
+
+    def describe(self) -> str:
+        what = (
+            f"{self.nodes}×{self.instance_type} in {self.provider}/{self.zone} ({self.period}): "
+            "capacity lasts "
+            f"{self.up.mean_s / 3600:.2f} h on average (Weibull shape {shape_of(self.up):.2f}), comes back "
+            f"after {self.gap.mean_s / 3600:.2f} h (shape {shape_of(self.gap):.2f}); {self.up_runs} up and "
+            f"{self.gap_runs} down runs over {self.observed_s / 86_400:.1f} days"
+        )
+        return what + (f"; {self.note}" if self.note else "")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "nodes": self.nodes,
+            "up": self.up.to_dict(),
+            "gap": self.gap.to_dict(),
+            "availability": self.availability,
+            "up_runs": self.up_runs,
+            "gap_runs": self.gap_runs,
+            "observed_days": self.observed_s / 86_400.0,
+            "tick_s": self.tick_s,
+            "source": self.source.value,
+            "note": self.note,
+            "starts": None if self.starts is None else self.starts.astype(int).tolist(),
+        }
+
+    def _start(self, rng: np.random.Generator, runs: int, tick_s: float) -> tuple[np.ndarray, np.ndarray]:
+        """Where each timeline starts: up or not, and how long that state still lasts.
+
+        With the fitted period's runs: a random tick of the data (a run drawn in proportion to its length,
+        a uniform tick of it), lasting what was left of its run there (a run the data cut lasts on, drawn
+        from the law beyond what was seen). Without (an extrapolated fleet size): the alternating process
+        seen at a random instant, up with probability E[up] / (E[up] + E[gap])."""
+        if self.starts is None or self.starts.size == 0 or abs(tick_s - self.tick_s) > 1e-9:
+            state = rng.random(runs) < self.model_availability
+            rest = np.where(state, self.up.sample_residual(rng, runs), self.gap.sample_residual(rng, runs))
+            return state, rest
+        up, ticks, cut, count = self.starts.T
+        pick = rng.choice(ticks.size, size=runs, p=ticks * count / np.sum(ticks * count))
+        state = up[pick] > 0.5
+        left = np.floor(rng.random(runs) * ticks[pick]) + 1.0  # ticks of the run from here on, 1..m
+        rest = left * tick_s
+        for i in np.flatnonzero(cut[pick] > 0.5):
+            law = self.up if state[i] else self.gap
+            seen = ticks[pick[i]] * tick_s
+            rest[i] += float(law.sample_beyond(rng, seen, 1)[0]) - seen
+        return state, rest
+
+    def timeline(self, rng: np.random.Generator, *, runs: int, ticks: int, tick_s: float) -> np.ndarray:
+        """`runs` synthetic availability timelines (bool, runs × ticks) from this law (see `_start`)."""
+        horizon = ticks * tick_s
+        out = np.zeros((runs, ticks), dtype=bool)
+        state, rest = self._start(rng, runs, tick_s)
+        t = np.zeros(runs)
+        # Ticks are looked at half a tick in, so that runs of whole ticks never end exactly on one.
+        edges = (np.arange(ticks) + 0.5) * tick_s
+        active = np.ones(runs, dtype=bool)
+        while active.any():
+            idx = np.flatnonzero(active)
+            end = t[idx] + rest[idx]
+            lo = np.searchsorted(edges, t[idx], side="left")
+            hi = np.searchsorted(edges, end, side="left")
+            for r, a, b, s in zip(idx, lo, hi, state[idx], strict=True):
+                if s and b > a:
+                    out[r, a:b] = True
+            t[idx] = end
+            state[idx] = ~state[idx]
+            n = idx.size
+            rest[idx] = np.where(state[idx], self.up.sample(rng, n), self.gap.sample(rng, n))
+            active[idx] = end < horizon
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Scaling:
+    """How mean up and down times scale with the fleet size: mean_up(n) ∝ n^−beta, mean_gap(n) ∝ n^gamma."""
+
+    beta: float
+    gamma: float
+    points: int
+    drops: Mapping[int, int]
+    note: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "beta": self.beta,
+            "gamma": self.gamma,
+            "points": self.points,
+            "drops": {str(k): v for k, v in self.drops.items()},
+            "note": self.note,
+        }
+
+
+NO_SCALING = Scaling(
+    beta=1.0, gamma=0.0, points=0, drops={}, note="no multi-VM trace: VMs taken as independent"
+)
+
+
+def fit_scaling(laws: Sequence[FleetLaw], drops: Mapping[int, int]) -> Scaling:
+    """β and γ by least squares on log mean vs log n, pooled over periods (each period's curve centred on
+    its own mean: periods differ in level but share the exponent); NO_SCALING without multi-VM laws."""
+    by_period: dict[str, list[FleetLaw]] = {}
+    for law in laws:
+        if law.source is LawSource.FITTED:
+            by_period.setdefault(law.period, []).append(law)
+    xs: list[np.ndarray] = []
+    ups: list[np.ndarray] = []
+    gaps: list[np.ndarray] = []
+    for group in by_period.values():
+        if len({law.nodes for law in group}) < 2:
+            continue
+        x = np.log([law.nodes for law in group])
+        u = np.log([law.up.mean_s for law in group])
+        g = np.log([law.gap.mean_s for law in group])
+        xs.append(x - x.mean())
+        ups.append(u - u.mean())
+        gaps.append(g - g.mean())
+    if not xs:
+        return NO_SCALING
+    x = np.concatenate(xs)
+    denom = float(np.sum(x * x))
+    if denom <= 0:
+        return NO_SCALING
+    beta = -float(np.sum(x * np.concatenate(ups))) / denom
+    gamma = float(np.sum(x * np.concatenate(gaps))) / denom
+    return Scaling(
+        beta=beta,
+        gamma=gamma,
+        points=int(x.size),
+        drops=dict(drops),
+        note=f"least squares over {len(xs)} multi-VM trace(s), {x.size} fleet sizes",
+    )
+
+
+def _law(segs: Sequence[Segment], nodes: int) -> FleetLaw:
+    trace = segs[0].trace
+    r = runs_of(segs, nodes)
+    up: DurationLaw
+    gap: DurationLaw
+    if r.up_lower_s.size >= MIN_RUNS and r.down_lower_s.size >= MIN_RUNS:
+        up = Durations.from_runs(r.up_lower_s, r.up_upper_s, tick_s=trace.gap_s)
+        gap = Durations.from_runs(r.down_lower_s, r.down_upper_s, tick_s=trace.gap_s)
+        source, note = LawSource.FITTED, ""
+    else:
+        # Too few runs to fit a shape: exponential laws with the observed time over (changes + 1), so that
+        # a trace that never saw capacity go (or come) still bounds the mean by the time it watched.
+        up_s = r.up_ticks * trace.gap_s
+        down_s = (r.ticks - r.up_ticks) * trace.gap_s
+        up = Weibull(1.0, max(up_s, trace.gap_s) / (r.up_lower_s.size + 1))
+        gap = Weibull(1.0, max(down_s, trace.gap_s) / (r.down_lower_s.size + 1))
+        source = LawSource.SPARSE
+        note = (
+            f"only {r.up_lower_s.size} up and {r.down_lower_s.size} down runs: exponential laws, "
+            "observed time over (runs + 1)"
+        )
+    return FleetLaw(
+        provider=trace.provider,
+        zone=trace.zone,
+        instance_type=trace.instance_type,
+        nodes=nodes,
+        period=trace.name,
+        up=up,
+        gap=gap,
+        availability=r.availability,
+        up_runs=int(r.up_lower_s.size),
+        gap_runs=int(r.down_lower_s.size),
+        observed_s=r.observed_s,
+        tick_s=trace.gap_s,
+        source=source,
+        note=note,
+        starts=r.starts,
+    )
+
+
+def fit_laws(segments: Sequence[Segment]) -> list[FleetLaw]:
+    """One FleetLaw per trace (period) and fleet size n ≤ its node count, from the trace's segments."""
+    by_trace: dict[str, list[Segment]] = {}
+    for seg in segments:
+        by_trace.setdefault(seg.trace.name, []).append(seg)
+    laws = []
+    for _, segs in sorted(by_trace.items()):
+        for n in range(1, segs[0].trace.node_count + 1):
+            laws.append(_law(segs, n))
+    return laws
+
+
+@dataclass(frozen=True)
+class TraceModel:
+    """Fitted laws per trace period and fleet size, the fleet-size scaling, and their provenance."""
+
+    laws: tuple[FleetLaw, ...]
+    scaling: Scaling
+    provenance: Mapping[str, Any] = field(default_factory=dict)
+    _index: dict[tuple[str, str, str], dict[str, dict[int, FleetLaw]]] = field(
+        init=False, repr=False, compare=False
+    )
+
+    def __post_init__(self) -> None:
+        index: dict[tuple[str, str, str], dict[str, dict[int, FleetLaw]]] = {}
+        for law in self.laws:
+            index.setdefault((law.provider, law.zone, law.instance_type), {}).setdefault(law.period, {})[
+                law.nodes
+            ] = law
+        object.__setattr__(self, "_index", index)
+
+    def offers(self) -> list[tuple[str, str, str]]:
+        """Every (provider, zone, type) with a law."""
+        return sorted(self._index)
+
+    def zones(self, *, provider: str, region: str, instance_type: str) -> list[str]:
+        """The zones of `region` with a law for the type, in name order."""
+        return sorted(
+            z
+            for (p, z, t) in self._index
+            if p == provider and t == instance_type and region_of_zone(p, z) == region
+        )
+
+    def covers(self, *, provider: str, region: str, instance_type: str) -> bool:
+        return bool(self.zones(provider=provider, region=region, instance_type=instance_type))
+
+    def periods(self, *, provider: str, zone: str, instance_type: str) -> list[str]:
+        return sorted(self._index.get((provider, zone, instance_type), {}))
+
+    def law(
+        self, *, provider: str, zone: str, instance_type: str, nodes: int, period: str
+    ) -> FleetLaw | None:
+        """The period's law for `nodes` VMs: fitted when its trace covers that many, else extrapolated from
+        its largest size with the scaling exponents (None: the period has no law for the zone and type)."""
+        by_n = self._index.get((provider, zone, instance_type), {}).get(period)
+        if not by_n:
+            return None
+        if nodes in by_n:
+            return by_n[nodes]
+        below = [n for n in by_n if n < nodes]
+        base = by_n[max(below)] if below else by_n[min(by_n)]
+        ratio = nodes / base.nodes
+        up = base.up.scaled(ratio ** (-self.scaling.beta))
+        gap = base.gap.scaled(ratio**self.scaling.gamma)
+        return FleetLaw(
+            provider=provider,
+            zone=zone,
+            instance_type=instance_type,
+            nodes=nodes,
+            period=period,
+            up=up,
+            gap=gap,
+            availability=up.mean_s / (up.mean_s + gap.mean_s),
+            up_runs=base.up_runs,
+            gap_runs=base.gap_runs,
+            observed_s=base.observed_s,
+            tick_s=base.tick_s,
+            source=LawSource.EXTRAPOLATED,
+            note=(
+                f"no trace of {nodes} VMs in this period: scaled from {base.nodes} VM(s) with "
+                f"β={self.scaling.beta:.2f}, γ={self.scaling.gamma:.2f}"
+            ),
+        )
+
+    def zone_laws(self, *, provider: str, zone: str, instance_type: str, nodes: int) -> list[FleetLaw]:
+        """The zone's law for `nodes` VMs in every period it was traced."""
+        out = []
+        for period in self.periods(provider=provider, zone=zone, instance_type=instance_type):
+            law = self.law(
+                provider=provider, zone=zone, instance_type=instance_type, nodes=nodes, period=period
+            )
+            if law is not None:
+                out.append(law)
+        return out
+
+    def region_laws(self, *, provider: str, region: str, instance_type: str, nodes: int) -> list[FleetLaw]:
+        """Every (zone, period) law of the region for the type and fleet size."""
+        return [
+            law
+            for z in self.zones(provider=provider, region=region, instance_type=instance_type)
+            for law in self.zone_laws(provider=provider, zone=z, instance_type=instance_type, nodes=nodes)
+        ]
+
+    def to_document(self) -> dict[str, Any]:
+        """The model as a JSON-ready document (MODEL_FORMAT): laws, scaling, provenance."""
+        rows = []
+        for (p, z, t), periods in sorted(self._index.items()):
+            for period, by_n in sorted(periods.items()):
+                rows.append(
+                    {
+                        "provider": p,
+                        "zone": z,
+                        "instance_type": t,
+                        "period": period,
+                        "fleets": [by_n[n].to_dict() for n in sorted(by_n)],
+                    }
+                )
+        return {
+            "format": MODEL_FORMAT,
+            "provenance": dict(self.provenance),
+            "scaling": self.scaling.to_dict(),
+            "laws": rows,
+        }
+
+
+def fit_model(
+    traces: Sequence[SpotTrace], *, half: Half, provenance: Mapping[str, Any] | None = None
+) -> TraceModel:
+    """Fit every trace period and fleet size the traces' `half` covers, and the fleet-size scaling."""
+    segments = [s for t in traces for s in split_blocks(t, half)]
+    laws = fit_laws(segments)
+    multi = [s for s in segments if s.trace.node_count > 1]
+    scaling = fit_scaling(laws, drop_sizes(multi))
+    return TraceModel(laws=tuple(laws), scaling=scaling, provenance=dict(provenance or {}))
+
+
+def model_from_document(doc: Any, *, origin: str) -> TraceModel:
+    """Read a MODEL_FORMAT document back; InvalidInput names the field at fault."""
+    if not isinstance(doc, dict) or doc.get("format") != MODEL_FORMAT:
+        raise InvalidInput(
+            f"{origin} is not a {MODEL_FORMAT} document",
+            hint="regenerate it with srift traces fit",
+            field="format",
+        )
+    laws: list[FleetLaw] = []
+    try:
+        for i, row in enumerate(doc["laws"]):
+            for j, f in enumerate(row["fleets"]):
+                where = f"laws[{i}].fleets[{j}]"
+                laws.append(
+                    FleetLaw(
+                        provider=str(row["provider"]),
+                        zone=str(row["zone"]),
+                        instance_type=str(row["instance_type"]),
+                        nodes=int(f["nodes"]),
+                        period=str(row["period"]),
+                        up=law_from_dict(f["up"], f"{where}.up"),
+                        gap=law_from_dict(f["gap"], f"{where}.gap"),
+                        availability=float(f["availability"]),
+                        up_runs=int(f["up_runs"]),
+                        gap_runs=int(f["gap_runs"]),
+                        observed_s=float(f["observed_days"]) * 86_400.0,
+                        tick_s=float(f["tick_s"]),
+                        source=LawSource(f.get("source", "fitted")),
+                        note=str(f.get("note", "")),
+                        starts=None
+                        if f.get("starts") is None
+                        else np.asarray(f["starts"], dtype=float).reshape(-1, 4),
+                    )
+                )
+        s = doc["scaling"]
+        scaling = Scaling(
+            beta=float(s["beta"]),
+            gamma=float(s["gamma"]),
+            points=int(s["points"]),
+            drops={int(k): int(v) for k, v in s.get("drops", {}).items()},
+            note=str(s.get("note", "")),
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise InvalidInput(
+            f"{origin}: {exc!s} is missing or malformed",
+            hint="regenerate it with srift traces fit",
+            field="laws",
+        ) from exc
+    return TraceModel(laws=tuple(laws), scaling=scaling, provenance=dict(doc.get("provenance") or {}))
+
+
+def merged(base: TraceModel, extra: TraceModel) -> TraceModel:
+    """`base` with `extra`'s laws in place of its own for every (provider, zone, type) `extra` covers."""
+    covered = set(extra.offers())
+    laws = tuple(law for law in base.laws if (law.provider, law.zone, law.instance_type) not in covered)
+    scaling = extra.scaling if extra.scaling.points else base.scaling
+    return TraceModel(
+        laws=laws + extra.laws,
+        scaling=scaling,
+        provenance={**base.provenance, "extra": dict(extra.provenance)},
+    )
+
+
+def residual_mean_s(law: Weibull, age_s: float) -> float:
+    """E[X − a | X > a] for a Weibull X: how much longer a run that has lasted `age_s` is expected to last."""
+    k, lam = law.shape, law.scale_s
+    z = (max(age_s, 0.0) / lam) ** k
+    # ∫_a^∞ S(x) dx / S(a) = λ Γ(1+1/k) Q(1/k, z) e^{z}  (regularised upper incomplete gamma Q)
+    tail = lam * math.gamma(1.0 + 1.0 / k) * float(special.gammaincc(1.0 / k, z))
+    return tail * math.exp(z) if z < 700 else lam / k * z ** (1.0 / k - 1.0)

@@ -1,0 +1,455 @@
+"""Deadline policies for a spot run, and the tick simulator that runs a job through availability timelines.
+
+A job is `spot_work_s` of work on its spot fleet (the plan) or `od_work_s` on its on-demand fallback fleet,
+each billed per second while it runs (restarts included). Time advances in ticks of `tick_s`; at each tick
+the spot fleet can run or not (a timeline row: a trace window, or a draw from a FleetLaw). When the fleet
+runs on spot and capacity goes, the work since the last checkpoint (every `checkpoint_s` of work) is lost.
+Every start or switch (spot or on-demand) costs `restart_s` of billed time before training goes on; a
+voluntary switch checkpoints first. After the timeline ends an unfinished run finishes on on-demand.
+
+Policies (what to run at each tick), all four simulated by the same loop, row by row in numpy:
+
+- `on_demand`: the fallback fleet from the start.
+- `spot_only`: spot whenever there is capacity, waiting it out when there is none (Srift's restart-in-place
+  model, the one the optimizer's closed form prices); no deadline rule.
+- `spot_then_on_demand`: spot while it lasts; at the first interruption (or no capacity at the start), the
+  fallback fleet to the end.
+- `uniform_progress`: Can't Be Late's Uniform Progress (Wu et al., NSDI '24, §4): spot when there is
+  capacity; without it, on-demand when progress is behind the uniform line t/D, else wait; on on-demand,
+  back to spot (or to waiting) only once ahead of the line by 2 restarts (its hysteresis); and its safety
+  net: on-demand whenever waiting one more tick could leave too little time to finish on on-demand.
+- `srift`: Srift's plan-aware policy. It knows the plan's fitted FleetLaw (how long capacity lasts and how
+  long it stays away, by the age of the current state) and both fleets' speeds and prices, and acts as the
+  cheapest-in-expectation policy of a dynamic programme over (time, progress, capacity state and age,
+  what runs); the same safety net makes every deadline it can meet on on-demand a deadline it meets.
+
+The safety net (for `uniform_progress` and `srift`): at a tick starting at t, keep or start spot, or wait,
+only when D − (t + tick) ≥ (1 − p)·od_work_s + restart_s, p being the progress a preemption (spot) or the
+wait would leave; else run on-demand. Once on on-demand at a point where this held, the run finishes by D.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import IntEnum, StrEnum
+
+import numpy as np
+
+from srift.errors import InvalidInput
+from srift.spot.model import DurationLaw, FleetLaw
+
+HYSTERESIS_RESTARTS = 2.0
+"""Uniform Progress leaves on-demand once ahead of the line by this many restarts (Can't Be Late §4)."""
+DP_MAX_STEPS = 400
+DP_PROGRESS_LEVELS = 200
+DP_AGE_BUCKETS = 10
+MISS_PENALTY = 10.0
+"""In the dynamic programme, a run unfinished at the deadline costs (1 + this) × finishing it on on-demand:
+a finite stand-in for "never", so that values near the edge of what can still be met stay comparable (the
+safety net, not this penalty, is what keeps the deadline)."""
+
+
+class DeadlinePolicy(StrEnum):
+    """What a spot run does when capacity comes and goes (module docstring)."""
+
+    ON_DEMAND = "on_demand"
+    SPOT_ONLY = "spot_only"
+    SPOT_THEN_ON_DEMAND = "spot_then_on_demand"
+    UNIFORM_PROGRESS = "uniform_progress"
+    SRIFT = "srift"
+
+
+class Mode(IntEnum):
+    """What runs during a tick."""
+
+    IDLE = 0
+    SPOT = 1
+    ON_DEMAND = 2
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """A run to place: its work and price on the spot fleet and on the on-demand fallback, its deadline."""
+
+    spot_work_s: float
+    spot_usd_per_s: float
+    od_work_s: float
+    od_usd_per_s: float
+    deadline_s: float
+    checkpoint_s: float
+    restart_s: float
+
+    def __post_init__(self) -> None:
+        for name in ("spot_work_s", "od_work_s", "deadline_s", "checkpoint_s"):
+            v = getattr(self, name)
+            if not (math.isfinite(v) and v > 0):
+                raise InvalidInput(
+                    f"{name} {v} is not a positive number", hint="give a positive time", field=name
+                )
+        for name in ("spot_usd_per_s", "od_usd_per_s", "restart_s"):
+            v = getattr(self, name)
+            if not (math.isfinite(v) and v >= 0):
+                raise InvalidInput(f"{name} {v} is not a number ≥ 0", hint="give a number ≥ 0", field=name)
+
+    @property
+    def od_cost_usd(self) -> float:
+        """What the run costs on on-demand from the start (one restart: the launch)."""
+        return (self.od_work_s + self.restart_s) * self.od_usd_per_s
+
+    @property
+    def od_time_s(self) -> float:
+        return self.od_work_s + self.restart_s
+
+    @property
+    def slack(self) -> float:
+        """The deadline over the on-demand time (1.3: 30 % more time than on-demand needs)."""
+        return self.deadline_s / self.od_time_s
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """Per run (row): when it finished, what it cost, whether it met the deadline, and how it ran."""
+
+    finish_s: np.ndarray
+    cost_usd: np.ndarray
+    met: np.ndarray
+    spot_s: np.ndarray
+    od_s: np.ndarray
+    preemptions: np.ndarray
+    past_window: np.ndarray
+
+    @property
+    def runs(self) -> int:
+        return int(self.finish_s.size)
+
+    def summary(self) -> dict[str, float | int]:
+        """Means, quantiles and shares over the rows (the figures replays and predictions report)."""
+        f, c = self.finish_s, self.cost_usd
+        return {
+            "runs": self.runs,
+            "p_meets_deadline": float(self.met.mean()),
+            "deadline_misses": int((~self.met).sum()),
+            "mean_cost_usd": float(c.mean()),
+            "cost_p10_usd": float(np.quantile(c, 0.1)),
+            "cost_p50_usd": float(np.quantile(c, 0.5)),
+            "cost_p90_usd": float(np.quantile(c, 0.9)),
+            "mean_finish_s": float(f.mean()),
+            "finish_p10_s": float(np.quantile(f, 0.1)),
+            "finish_p50_s": float(np.quantile(f, 0.5)),
+            "finish_p90_s": float(np.quantile(f, 0.9)),
+            "mean_preemptions": float(self.preemptions.mean()),
+            "mean_spot_share": float(np.mean(self.spot_s / np.maximum(self.spot_s + self.od_s, 1e-9))),
+            "past_window": int(self.past_window.sum()),
+        }
+
+
+@dataclass
+class _State:
+    now_s: float
+    avail: np.ndarray
+    age_s: np.ndarray
+    progress: np.ndarray
+    checkpointed: np.ndarray
+    mode: np.ndarray
+    interrupted: np.ndarray
+    od_locked: np.ndarray
+
+
+Decider = Callable[[Job, _State, float], np.ndarray]
+
+
+def _safe(job: Job, state: _State, tick_s: float, base: np.ndarray) -> np.ndarray:
+    """Whether waiting or running spot this tick keeps the deadline within on-demand's reach."""
+    left = job.deadline_s - (state.now_s + tick_s)
+    return left >= (1.0 - base) * job.od_work_s + job.restart_s - 1e-9
+
+
+def _with_safety_net(job: Job, state: _State, tick_s: float, want: np.ndarray, *, lock: bool) -> np.ndarray:
+    """`want`, with on-demand wherever waiting or spot would leave too little time; `lock`: once the net
+    fired for a run, it stays on on-demand (Uniform Progress); else the net is asked again every tick."""
+    spot_ok = _safe(job, state, tick_s, np.where(state.mode == Mode.SPOT, state.checkpointed, state.progress))
+    wait_ok = _safe(job, state, tick_s, state.progress)
+    out = want.copy()
+    out[(want == Mode.SPOT) & ~spot_ok] = Mode.ON_DEMAND
+    out[(want == Mode.IDLE) & ~wait_ok] = Mode.ON_DEMAND
+    if lock:
+        state.od_locked |= (out == Mode.ON_DEMAND) & (want != Mode.ON_DEMAND)
+        out[state.od_locked] = Mode.ON_DEMAND
+    return out
+
+
+def _on_demand(job: Job, state: _State, tick_s: float) -> np.ndarray:
+    return np.full(state.avail.shape, Mode.ON_DEMAND, dtype=np.int8)
+
+
+def _spot_only(job: Job, state: _State, tick_s: float) -> np.ndarray:
+    return np.where(state.avail, Mode.SPOT, Mode.IDLE).astype(np.int8)
+
+
+def _spot_then_on_demand(job: Job, state: _State, tick_s: float) -> np.ndarray:
+    gone = state.interrupted | ((state.mode == Mode.IDLE) & ~state.avail)
+    state.interrupted |= gone
+    return np.where(gone, Mode.ON_DEMAND, Mode.SPOT).astype(np.int8)
+
+
+def _uniform_progress(job: Job, state: _State, tick_s: float) -> np.ndarray:
+    line = state.now_s / job.deadline_s
+    ahead = state.progress - line
+    margin = HYSTERESIS_RESTARTS * job.restart_s / job.od_work_s
+    on_od = state.mode == Mode.ON_DEMAND
+    behind = ahead < 0
+    leave_od = ahead >= margin
+    want = np.where(
+        state.avail,
+        np.where(on_od & ~leave_od, Mode.ON_DEMAND, Mode.SPOT),
+        np.where(
+            on_od, np.where(leave_od, Mode.IDLE, Mode.ON_DEMAND), np.where(behind, Mode.ON_DEMAND, Mode.IDLE)
+        ),
+    ).astype(np.int8)
+    return _with_safety_net(job, state, tick_s, want, lock=True)
+
+
+@dataclass(frozen=True)
+class Programme:
+    """Srift's policy for one job and law: the action per (step, progress level, capacity state, mode)."""
+
+    step_s: float
+    levels: int
+    edges_s: np.ndarray
+    action: np.ndarray
+    expected_cost_usd: float
+
+    def decide(self, job: Job, state: _State, tick_s: float) -> np.ndarray:
+        k = min(int(state.now_s // self.step_s), self.action.shape[0] - 1)
+        j = np.clip(np.floor(state.progress * self.levels).astype(np.int64), 0, self.levels - 1)
+        b = np.clip(np.searchsorted(self.edges_s, state.age_s, side="right") - 1, 0, self.edges_s.size - 1)
+        s = np.where(state.avail, 0, 1) * self.edges_s.size + b
+        want = self.action[k, j, s, state.mode].astype(np.int8)
+        want[(want == Mode.SPOT) & ~state.avail] = Mode.IDLE
+        return _with_safety_net(job, state, tick_s, want, lock=False)
+
+
+def _age_chain(law: DurationLaw, step_s: float, buckets: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Bucket edges (0, h, 2h, 4h, ...), the chance to leave the state during a step from each bucket,
+    and the chance to move to the next bucket (staying): a semi-Markov run length as a Markov chain."""
+    edges = np.concatenate(([0.0], step_s * 2.0 ** np.arange(buckets - 1)))
+    width = np.diff(np.concatenate((edges, [np.inf])))
+    age = np.where(np.isfinite(width), edges + np.minimum(width, step_s * 2**buckets) / 2.0, edges * 1.5)
+    age[0] = 0.0
+    leave = 1.0 - law.sf(age + step_s) / np.maximum(law.sf(age), 1e-300)
+    advance = np.where(np.isfinite(width), np.minimum(step_s / width, 1.0), 0.0)
+    return edges, np.clip(leave, 0.0, 1.0), advance
+
+
+def plan_programme(job: Job, law: FleetLaw, *, tick_s: float) -> Programme:
+    """Srift's policy for `job` on the fleet `law` describes: backward induction over the deadline."""
+    step = max(tick_s, job.restart_s, job.deadline_s / DP_MAX_STEPS)
+    steps = max(1, math.ceil(job.deadline_s / step))
+    levels = DP_PROGRESS_LEVELS
+    q = np.arange(levels + 1) / levels
+    edges, up_leave, up_adv = _age_chain(law.up, step, DP_AGE_BUCKETS)
+    _, down_leave, down_adv = _age_chain(law.gap, step, DP_AGE_BUCKETS)
+    nb = DP_AGE_BUCKETS
+    ns = 2 * nb
+    # Transition matrix over capacity states: index s = 0..nb-1 up (by age bucket), nb..2nb-1 down.
+    trans = np.zeros((ns, ns))
+    for b in range(nb):
+        for off, leave, adv, other in ((0, up_leave, up_adv, nb), (nb, down_leave, down_adv, 0)):
+            stay = 1.0 - leave[b]
+            older = min(b + 1, nb - 1)
+            trans[off + b, other] += leave[b]
+            trans[off + b, off + older] += stay * adv[b]
+            trans[off + b, off + b] += stay * (1.0 - adv[b])
+    up_state = np.arange(ns) < nb
+    # Expected work lost to a preemption (half a checkpoint interval), and the most it can be (the net's).
+    loss = min(job.checkpoint_s, job.spot_work_s) / 2.0 / job.spot_work_s
+    worst = min(job.checkpoint_s, job.spot_work_s) / job.spot_work_s
+    # V[j, s, m]: expected cost to go; m = what ran last step (idle/spot/od).
+    unfinished = (1.0 + MISS_PENALTY) * job.od_usd_per_s * (job.restart_s + (1.0 - q) * job.od_work_s)
+    v_next = np.repeat(np.repeat(unfinished[:, None, None], ns, axis=1), 3, axis=2)
+    v_next[levels] = 0.0
+    action = np.zeros((steps, levels, ns, 3), dtype=np.int8)
+    rate = {Mode.SPOT: 1.0 / job.spot_work_s, Mode.ON_DEMAND: 1.0 / job.od_work_s}
+    price = {Mode.SPOT: job.spot_usd_per_s, Mode.ON_DEMAND: job.od_usd_per_s}
+    for k in range(steps - 1, -1, -1):
+        t_end = (k + 1) * step
+        left = job.deadline_s - t_end
+        # After the last step the run must have finished: anything left is a miss.
+        best = np.full((levels + 1, ns, 3), np.inf)
+        choice = np.zeros((levels + 1, ns, 3), dtype=np.int8)
+        # Expected cost-to-go after the step, per next-state mode, as a function of progress.
+        ev = np.einsum("st,jtm->jsm", trans, v_next)  # (j, s_now, m_next)
+        for act in (Mode.IDLE, Mode.SPOT, Mode.ON_DEMAND):
+            for m in (Mode.IDLE, Mode.SPOT, Mode.ON_DEMAND):
+                switch = act != m and act != Mode.IDLE
+                over = job.restart_s if switch else 0.0
+                if act == Mode.IDLE:
+                    total = ev[:, :, Mode.IDLE]
+                    safe = left >= (1.0 - q) * job.od_work_s + job.restart_s - 1e-9
+                    ok = np.broadcast_to(safe[:, None], (levels + 1, ns))
+                else:
+                    speed, usd = rate[act], price[act]
+                    q_new = q + max(step - over, 0.0) * speed
+                    finish = q_new >= 1.0 - 1e-12
+                    step_cost = np.where(finish, (over + (1.0 - q) / speed) * usd, step * usd)
+                    if act == Mode.ON_DEMAND:
+                        after = _interp_rows(q_new, q, ev[:, :, Mode.ON_DEMAND])
+                        total = step_cost[:, None] + np.where(finish[:, None], 0.0, after)
+                        ok = np.ones((levels + 1, ns), dtype=bool)
+                    else:
+                        # Spot: capacity next step decides whether the run goes on (spot) or lost work (idle).
+                        cont = _interp_rows(q_new, q, v_next[:, :, Mode.SPOT])  # (j, s_next)
+                        lost = _interp_rows(np.maximum(q_new - loss, 0.0), q, v_next[:, :, Mode.IDLE])
+                        nxt = np.where(up_state[None, :], cont, lost)  # (j, s_next)
+                        after = nxt @ trans.T  # (j, s_now)
+                        total = step_cost[:, None] + np.where(finish[:, None], 0.0, after)
+                        base = np.maximum(q - worst, 0.0) if m == Mode.SPOT else q
+                        safe = left >= (1.0 - base) * job.od_work_s + job.restart_s - 1e-9
+                        ok = up_state[None, :] & safe[:, None]
+                better = ok & (total < best[:, :, m])
+                best[:, :, m] = np.where(better, total, best[:, :, m])
+                choice[:, :, m] = np.where(better, int(act), choice[:, :, m])
+        best[levels] = 0.0
+        v_next = best
+        action[k] = choice[:levels]
+    start_state = np.array(
+        [law.model_availability] + [0.0] * (nb - 1) + [1 - law.model_availability] + [0.0] * (nb - 1)
+    )
+    expected = float(start_state @ v_next[0, :, Mode.IDLE])
+    return Programme(step_s=step, levels=levels, edges_s=edges, action=action, expected_cost_usd=expected)
+
+
+def _interp_rows(x_new: np.ndarray, x: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """values (len(x), n) interpolated at x_new along the first axis, per column; beyond the grid: the end."""
+    idx = np.clip(np.searchsorted(x, x_new, side="right") - 1, 0, x.size - 2)
+    w = np.clip((x_new - x[idx]) / (x[idx + 1] - x[idx]), 0.0, 1.0)
+    out: np.ndarray = values[idx] * (1.0 - w)[:, None] + values[idx + 1] * w[:, None]
+    return out
+
+
+def equilibrium_age_s(law: DurationLaw) -> float:
+    """The mean age of a run seen at a random instant, E[X²] / (2 E[X]): what a run's age is taken to be
+    when the policy starts and has not seen it begin."""
+    return law.second_moment_s2 / (2.0 * law.mean_s)
+
+
+def simulate(
+    job: Job,
+    avail: np.ndarray,
+    *,
+    tick_s: float,
+    policy: DeadlinePolicy,
+    law: FleetLaw | None = None,
+    programme: Programme | None = None,
+) -> Outcome:
+    """Run the job through every row of `avail` (runs × ticks, bool: the spot fleet can run) under `policy`.
+
+    `srift` needs the fleet's `law` (or a `programme` made from it with plan_programme)."""
+    if avail.ndim != 2 or avail.shape[1] < 1:
+        raise ValueError("avail must be runs × ticks")
+    runs, ticks = avail.shape
+    if policy is DeadlinePolicy.SRIFT:
+        if programme is None:
+            if law is None:
+                raise ValueError("the srift policy needs the fleet's law")
+            programme = plan_programme(job, law, tick_s=tick_s)
+        decide: Decider = programme.decide
+    else:
+        decide = {
+            DeadlinePolicy.ON_DEMAND: _on_demand,
+            DeadlinePolicy.SPOT_ONLY: _spot_only,
+            DeadlinePolicy.SPOT_THEN_ON_DEMAND: _spot_then_on_demand,
+            DeadlinePolicy.UNIFORM_PROGRESS: _uniform_progress,
+        }[policy]
+    up0 = equilibrium_age_s(law.up) if law is not None else 0.0
+    down0 = equilibrium_age_s(law.gap) if law is not None else 0.0
+    st = _State(
+        now_s=0.0,
+        avail=avail[:, 0].copy(),
+        age_s=np.where(avail[:, 0], up0, down0),
+        progress=np.zeros(runs),
+        checkpointed=np.zeros(runs),
+        mode=np.full(runs, Mode.IDLE, dtype=np.int8),
+        interrupted=np.zeros(runs, dtype=bool),
+        od_locked=np.zeros(runs, dtype=bool),
+    )
+    over = np.zeros(runs)
+    since = np.zeros(runs)
+    cost = np.zeros(runs)
+    finish = np.full(runs, np.nan)
+    spot_s = np.zeros(runs)
+    od_s = np.zeros(runs)
+    preempt = np.zeros(runs, dtype=np.int64)
+    done = np.zeros(runs, dtype=bool)
+    w = np.array([np.inf, job.spot_work_s, job.od_work_s])
+    price = np.array([0.0, job.spot_usd_per_s, job.od_usd_per_s])
+    ckpt = job.checkpoint_s
+    for t in range(ticks):
+        if done.all():
+            break
+        now = t * tick_s
+        a = avail[:, t]
+        st.now_s = now
+        if t:
+            changed = a != st.avail
+            st.age_s = np.where(changed, 0.0, st.age_s + tick_s)
+        st.avail = a
+        active = ~done
+        lost = active & (st.mode == Mode.SPOT) & ~a
+        if lost.any():
+            st.progress[lost] = st.checkpointed[lost]
+            st.mode[lost] = Mode.IDLE
+            over[lost] = 0.0
+            since[lost] = 0.0
+            preempt[lost] += 1
+            st.interrupted |= lost
+        want = decide(job, st, tick_s)
+        want = np.where((want == Mode.SPOT) & ~a, Mode.IDLE, want).astype(np.int8)
+        switch = active & (want != st.mode)
+        leave = switch & (st.mode != Mode.IDLE)
+        st.checkpointed[leave] = st.progress[leave]
+        since[leave] = 0.0
+        start = switch & (want != Mode.IDLE)
+        over[start] = job.restart_s
+        over[switch & (want == Mode.IDLE)] = 0.0
+        st.mode = np.where(active, want, st.mode).astype(np.int8)
+        run = active & (st.mode != Mode.IDLE)
+        r = 1.0 / w[st.mode]
+        p = price[st.mode]
+        eff = np.clip(tick_s - over, 0.0, tick_s)
+        ends = run & (st.progress + eff * r >= 1.0 - 1e-12)
+        t_fin = np.minimum(over, tick_s) + (1.0 - st.progress) / np.where(run, r, 1.0)
+        spent = np.where(ends, t_fin, np.where(run, tick_s, 0.0))
+        cost += p * spent
+        spot_s += np.where(st.mode == Mode.SPOT, spent, 0.0)
+        od_s += np.where(st.mode == Mode.ON_DEMAND, spent, 0.0)
+        finish = np.where(ends, now + t_fin, finish)
+        st.progress = np.where(run, np.minimum(st.progress + eff * r, 1.0), st.progress)
+        over = np.maximum(over - tick_s, 0.0)
+        since = np.where(run, since + eff, since)
+        k = np.floor(since / ckpt)
+        since = since - k * ckpt
+        st.checkpointed = np.where(run & (k > 0), st.progress - since * r, st.checkpointed)
+        done |= ends
+    past = ~done
+    if past.any():
+        end = ticks * tick_s
+        extra = np.where(st.mode == Mode.ON_DEMAND, over, job.restart_s) + (1.0 - st.progress) * job.od_work_s
+        extra = np.where(
+            st.mode == Mode.ON_DEMAND, extra, job.restart_s + (1.0 - st.progress) * job.od_work_s
+        )
+        cost = np.where(past, cost + extra * job.od_usd_per_s, cost)
+        od_s = np.where(past, od_s + extra, od_s)
+        finish = np.where(past, end + extra, finish)
+    met = finish <= job.deadline_s * (1 + 1e-12)
+    return Outcome(
+        finish_s=finish,
+        cost_usd=cost,
+        met=met,
+        spot_s=spot_s,
+        od_s=od_s,
+        preemptions=preempt,
+        past_window=past,
+    )

@@ -1,0 +1,176 @@
+"""The interruption model: Weibull and empirical laws, runs of a trace, the split, scaling and documents."""
+
+from __future__ import annotations
+
+import math
+from datetime import date
+
+import numpy as np
+import pytest
+
+from srift.errors import InvalidInput
+from srift.spot.model import (
+    Durations,
+    Half,
+    LawSource,
+    Segment,
+    Weibull,
+    fit_model,
+    fit_weibull,
+    model_from_document,
+    residual_mean_s,
+    runs_of,
+    split_blocks,
+)
+from srift.spot.traces import SpotTrace, TraceKind, TraceMeta, TraceSource
+
+
+def trace(
+    counts: list[int] | np.ndarray, *, nodes: int = 1, gap_s: float = 60.0, zone: str = "us-east-1a"
+) -> SpotTrace:
+    meta = TraceMeta("aws", zone, "p3.2xlarge", TraceKind.AVAILABILITY, nodes, date(2024, 1, 1))
+    source = TraceSource("test", f"{zone}-{nodes}.json", None, "0" * 64)
+    return SpotTrace(meta=meta, gap_s=gap_s, counts=tuple(int(c) for c in counts), source=source)
+
+
+def alternating(
+    rng: np.random.Generator, *, up: Weibull, gap: Weibull, ticks: int, gap_s: float
+) -> np.ndarray:
+    out = np.zeros(ticks, dtype=np.int64)
+    t, state = 0.0, True
+    while t < ticks * gap_s:
+        d = float((up if state else gap).sample(rng, 1)[0])
+        a, b = int(t // gap_s), int((t + d) // gap_s)
+        if state:
+            out[a:b] = 1
+        t += d
+        state = not state
+    return out
+
+
+def test_maximum_likelihood_recovers_a_weibull_from_tick_quantised_runs() -> None:
+    rng = np.random.default_rng(3)
+    truth = Weibull(shape=0.6, scale_s=7200.0)
+    x = truth.sample(rng, 4000)
+    m = np.maximum(np.round(x / 300.0), 1.0)
+    fitted = fit_weibull((m - 1) * 300.0, (m + 1) * 300.0)
+    assert fitted.shape == pytest.approx(0.6, abs=0.04)
+    assert fitted.scale_s == pytest.approx(7200.0, rel=0.08)
+
+
+def test_a_weibull_of_shape_one_is_the_exponential() -> None:
+    law = Weibull(1.0, 3600.0)
+    assert law.mean_s == pytest.approx(3600.0)
+    assert float(law.sf(3600.0)) == pytest.approx(math.exp(-1))
+    assert residual_mean_s(law, 5000.0) == pytest.approx(3600.0, rel=1e-9)
+    # Shape < 1: a run that has lasted is expected to last longer still.
+    assert residual_mean_s(Weibull(0.5, 3600.0), 7200.0) > Weibull(0.5, 3600.0).mean_s
+
+
+def test_runs_of_a_segment_drop_the_opening_run_and_censor_the_closing_one() -> None:
+    t = trace([1, 1, 0, 0, 0, 1, 0, 1, 1], gap_s=60.0)
+    r = runs_of([Segment(t, 0, t.array())], 1)
+    # Opening up run (2 ticks) dropped; down 3 ticks, up 1, down 1; closing up run (2 ticks) censored.
+    assert r.up_lower_s.tolist() == [0.0, 60.0]
+    assert r.up_upper_s.tolist() == [120.0, math.inf]
+    assert r.down_lower_s.tolist() == [120.0, 0.0]
+    assert r.down_upper_s.tolist() == [240.0, 120.0]
+    assert r.availability == pytest.approx(5 / 9)
+    # Every run, cut or not, is a place a window can start: (up, ticks, cut at the end, count).
+    assert r.starts.tolist() == [[0, 1, 0, 1], [0, 3, 0, 1], [1, 1, 0, 1], [1, 2, 0, 1], [1, 2, 1, 1]]
+
+
+def test_the_empirical_law_is_kaplan_meier_with_a_weibull_tail() -> None:
+    # Runs of 1, 2, 2 and 4 ticks (60 s); the 4-tick one was cut (censored).
+    lower = np.array([0.0, 60.0, 60.0, 180.0])
+    upper = np.array([120.0, 180.0, 180.0, math.inf])
+    law = Durations.from_runs(lower, upper, tick_s=60.0)
+    assert law.times_s.tolist() == [60.0, 120.0, 240.0]
+    # S(60) = 3/4, S(120) = 3/4 × (1 − 2/3) = 1/4; the censored run leaves 1/4 to the tail.
+    assert float(law.sf(60.0)) == pytest.approx(0.75)
+    assert float(law.sf(130.0)) == pytest.approx(0.25)
+    assert law.tail_mass == pytest.approx(0.25)
+    body = 60.0 * 1.0 + 60.0 * 0.75 + 120.0 * 0.25
+    assert law.mean_s == pytest.approx(body + 0.25 * residual_mean_s(law.weibull, 240.0))
+    draws = law.sample(np.random.default_rng(0), 20_000)
+    assert np.mean(draws == 60.0) == pytest.approx(0.25, abs=0.01)
+    assert np.all(law.sample_beyond(np.random.default_rng(1), 100.0, 500) >= 120.0)
+
+
+def test_split_blocks_alternate_fit_and_check() -> None:
+    t = trace(np.arange(10) % 2, gap_s=86_400.0 / 2)  # 2 ticks a day: 4 ticks per 2-day block
+    fit = split_blocks(t, Half.FIT)
+    check = split_blocks(t, Half.CHECK)
+    assert [s.start for s in fit] == [0, 8]
+    assert [s.start for s in check] == [4]
+    assert sum(s.counts.size for s in fit + check) == 10
+    assert split_blocks(t, Half.ALL)[0].counts.size == 10
+
+
+def _fleet(rng: np.random.Generator, *, vms: int, together: bool, ticks: int) -> np.ndarray:
+    up, gap = Weibull(1.0, 3 * 3600.0), Weibull(1.0, 3600.0)
+    if together:
+        return vms * alternating(rng, up=up, gap=gap, ticks=ticks, gap_s=300.0)
+    return sum(alternating(rng, up=up, gap=gap, ticks=ticks, gap_s=300.0) for _ in range(vms))
+
+
+def test_the_fleet_size_scaling_tells_independent_vms_from_ones_that_go_together() -> None:
+    rng = np.random.default_rng(7)
+    ticks = 40 * 288  # 40 days of 5-minute ticks
+    alone = fit_model(
+        [trace(_fleet(rng, vms=8, together=False, ticks=ticks), nodes=8, gap_s=300.0)], half=Half.ALL
+    )
+    together = fit_model(
+        [trace(_fleet(rng, vms=8, together=True, ticks=ticks), nodes=8, gap_s=300.0)], half=Half.ALL
+    )
+    # Independent VMs: the fleet's capacity lasts about 1/n as long (β near 1); together: as long (β near 0).
+    assert alone.scaling.beta > 0.6
+    assert abs(together.scaling.beta) < 0.1
+    assert set(together.scaling.drops) == {8}  # they go all at once
+    assert max(alone.scaling.drops, key=alone.scaling.drops.__getitem__) == 1  # mostly one at a time
+
+
+def test_a_fitted_model_round_trips_through_its_document_and_extrapolates_larger_fleets() -> None:
+    rng = np.random.default_rng(11)
+    counts = _fleet(rng, vms=4, together=False, ticks=20 * 288)
+    model = fit_model([trace(counts, nodes=4, gap_s=300.0)], half=Half.FIT, provenance={"why": "test"})
+    back = model_from_document(model.to_document(), origin="test")
+    assert back.provenance == {"why": "test"}
+    for a, b in zip(model.laws, back.laws, strict=True):
+        assert (a.period, a.nodes, a.source) == (b.period, b.nodes, b.source)
+        assert a.up.mean_s == pytest.approx(b.up.mean_s) and a.gap.mean_s == pytest.approx(b.gap.mean_s)
+    period = model.laws[0].period
+    four = model.law(provider="aws", zone="us-east-1a", instance_type="p3.2xlarge", nodes=4, period=period)
+    eight = model.law(provider="aws", zone="us-east-1a", instance_type="p3.2xlarge", nodes=8, period=period)
+    assert four is not None and eight is not None
+    assert four.source is LawSource.FITTED and eight.source is LawSource.EXTRAPOLATED
+    assert eight.up.mean_s == pytest.approx(four.up.mean_s * 2.0 ** (-model.scaling.beta), rel=1e-9)
+    assert "scaled from 4" in eight.note
+    assert model.zones(provider="aws", region="us-east-1", instance_type="p3.2xlarge") == ["us-east-1a"]
+    assert model.region_laws(provider="aws", region="us-west-2", instance_type="p3.2xlarge", nodes=1) == []
+
+
+def test_synthetic_timelines_show_the_fitted_availability() -> None:
+    rng = np.random.default_rng(5)
+    counts = alternating(
+        rng, up=Weibull(0.7, 2 * 3600.0), gap=Weibull(0.8, 3600.0), ticks=30 * 288, gap_s=300.0
+    )
+    model = fit_model([trace(counts, gap_s=300.0)], half=Half.ALL)
+    law = model.laws[0]
+    drawn = law.timeline(np.random.default_rng(0), runs=400, ticks=288, tick_s=300.0)
+    assert drawn.mean() == pytest.approx(law.availability, abs=0.04)
+    assert law.model_availability == pytest.approx(law.availability, abs=0.05)
+
+
+def test_a_damaged_model_document_is_refused_naming_the_field() -> None:
+    with pytest.raises(InvalidInput) as caught:
+        model_from_document({"format": "nope"}, origin="x.json")
+    assert caught.value.field == "format"
+    rng = np.random.default_rng(2)
+    doc = fit_model(
+        [trace(_fleet(rng, vms=1, together=True, ticks=5 * 288), gap_s=300.0)], half=Half.ALL
+    ).to_document()
+    doc["laws"][0]["fleets"][0]["up"] = {"weibull": {"shape": -1, "scale_s": 5}, "runs": [[60, 1, 0]]}
+    with pytest.raises(InvalidInput) as caught:
+        model_from_document(doc, origin="x.json")
+    assert caught.value.field is not None and "To fix:" in str(caught.value)

@@ -1,0 +1,135 @@
+"""Deadline policies on availability timelines: hand-computed runs and the safety net's guarantee."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from srift.spot.model import FleetLaw, Weibull
+from srift.spot.policy import DeadlinePolicy, Job, plan_programme, simulate
+
+TICK = 60.0
+
+
+def job(
+    *, work_s: float = 3600.0, slack: float = 1.5, checkpoint_s: float = 600.0, restart_s: float = 120.0
+) -> Job:
+    return Job(
+        spot_work_s=work_s,
+        spot_usd_per_s=0.001,
+        od_work_s=work_s,
+        od_usd_per_s=0.004,
+        deadline_s=slack * (work_s + restart_s),
+        checkpoint_s=checkpoint_s,
+        restart_s=restart_s,
+    )
+
+
+def law(up_h: float = 2.0, gap_h: float = 1.0) -> FleetLaw:
+    return FleetLaw(
+        provider="aws",
+        zone="us-east-1a",
+        instance_type="p3.2xlarge",
+        nodes=1,
+        period="test",
+        up=Weibull(0.7, up_h * 3600.0),
+        gap=Weibull(0.8, gap_h * 3600.0),
+        availability=0.6,
+        up_runs=100,
+        gap_runs=100,
+        observed_s=30 * 86400.0,
+        tick_s=TICK,
+    )
+
+
+def run(avail: list[bool] | np.ndarray, policy: DeadlinePolicy, j: Job | None = None) -> dict[str, float]:
+    j = j or job()
+    o = simulate(j, np.asarray(avail, dtype=bool)[None, :], tick_s=TICK, policy=policy, law=law())
+    return {
+        "finish": float(o.finish_s[0]),
+        "cost": float(o.cost_usd[0]),
+        "met": bool(o.met[0]),
+        "preemptions": int(o.preemptions[0]),
+        "spot": float(o.spot_s[0]),
+        "od": float(o.od_s[0]),
+    }
+
+
+def test_always_spot_costs_the_work_and_one_launch_on_spot() -> None:
+    r = run([True] * 200, DeadlinePolicy.SPOT_ONLY)
+    assert r["finish"] == pytest.approx(3600.0 + 120.0)
+    assert r["cost"] == pytest.approx(3720.0 * 0.001)
+    assert r["preemptions"] == 0
+    srift = run([True] * 200, DeadlinePolicy.SRIFT)
+    assert srift["cost"] == pytest.approx(r["cost"]) and srift["od"] == 0.0
+
+
+def test_on_demand_only_costs_its_price_and_a_launch() -> None:
+    r = run([False] * 200, DeadlinePolicy.ON_DEMAND)
+    assert r["finish"] == pytest.approx(3720.0)
+    assert r["cost"] == pytest.approx(3720.0 * 0.004)
+    assert r["met"]
+
+
+def test_a_preemption_loses_the_work_since_the_last_checkpoint() -> None:
+    # Spot for 20 ticks (1200 s: 120 s launch, 1080 s work, a checkpoint at 600 s), then 5 ticks gone.
+    avail = [True] * 20 + [False] * 5 + [True] * 200
+    r = run(avail, DeadlinePolicy.SPOT_ONLY)
+    # Lost 480 s of work; back at 1500 s, 120 s launch, then 3000 s of work left: done at 4620 s.
+    assert r["preemptions"] == 1
+    assert r["finish"] == pytest.approx(1500.0 + 120.0 + 3000.0)
+    assert r["cost"] == pytest.approx((1200.0 + 3120.0) * 0.001)
+
+
+def test_spot_then_on_demand_leaves_spot_at_its_first_interruption() -> None:
+    avail = [True] * 20 + [False] * 5 + [True] * 200
+    r = run(avail, DeadlinePolicy.SPOT_THEN_ON_DEMAND)
+    # On-demand from 1200 s: a launch, then the 3000 s of work past the checkpoint.
+    assert r["finish"] == pytest.approx(1200.0 + 120.0 + 3000.0)
+    assert r["od"] == pytest.approx(3120.0)
+
+
+def test_uniform_progress_waits_while_ahead_and_runs_on_demand_when_behind() -> None:
+    # Never any spot: it waits while on the line t/D, runs on-demand when behind, waits again once ahead
+    # by two restarts, and so on: the work and every relaunch billed on-demand, the deadline met.
+    j = job()
+    r = run([False] * 200, DeadlinePolicy.UNIFORM_PROGRESS, j)
+    assert r["met"] and r["spot"] == 0.0
+    launches = round((r["od"] - 3600.0) / 120.0)
+    assert launches >= 2
+    assert r["od"] == pytest.approx(3600.0 + launches * 120.0)
+    assert r["finish"] > 3720.0
+
+
+def test_the_dynamic_programme_waits_for_spot_when_slack_allows() -> None:
+    # Two hours without capacity, then plenty, with a deadline of 2×: waiting beats paying on-demand.
+    avail = [False] * 120 + [True] * 400
+    j = job(slack=2.5)
+    srift = run(avail, DeadlinePolicy.SRIFT, j)
+    od = run(avail, DeadlinePolicy.ON_DEMAND, j)
+    assert srift["met"] and srift["cost"] < od["cost"]
+    programme = plan_programme(j, law(), tick_s=TICK)
+    assert programme.expected_cost_usd < j.od_cost_usd
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    pattern=st.lists(st.booleans(), min_size=4, max_size=40),
+    repeat=st.integers(1, 12),
+    slack=st.floats(1.0, 2.5),
+    checkpoint_s=st.sampled_from([60.0, 300.0, 600.0, 1800.0]),
+    restart_s=st.sampled_from([0.0, 30.0, 150.0, 400.0]),
+)
+def test_the_safety_net_never_misses_a_deadline_on_demand_could_meet(
+    pattern: list[bool], repeat: int, slack: float, checkpoint_s: float, restart_s: float
+) -> None:
+    j = job(work_s=1800.0, slack=slack, checkpoint_s=checkpoint_s, restart_s=restart_s)
+    ticks = int(j.deadline_s // TICK) + 2
+    avail = np.resize(np.repeat(np.array(pattern), repeat), ticks)
+    # Every phase of the pattern as a window: many timelines at once.
+    rows = np.array([np.roll(avail, k) for k in range(0, ticks, max(1, ticks // 16))])
+    for policy in (DeadlinePolicy.UNIFORM_PROGRESS, DeadlinePolicy.SRIFT):
+        o = simulate(j, rows, tick_s=TICK, policy=policy, law=law())
+        assert o.met.all(), (policy, o.finish_s.max(), j.deadline_s)
