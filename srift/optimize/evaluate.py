@@ -347,7 +347,7 @@ class Evaluations:
         return hit
 
     def _banded(self, groups: Groups, prediction: Prediction) -> Prediction:
-        from srift.sim.result import with_prediction_band
+        from srift.sim.result import with_band
 
         start = time.perf_counter()
         band_fn = getattr(self.evaluator, "band", None)
@@ -358,4 +358,4 @@ class Evaluations:
         )
         self.bands += 1
         self.seconds += time.perf_counter() - start
-        return with_prediction_band(prediction, band)
+        return with_band(prediction, band)

@@ -88,21 +88,6 @@ def max_of_normals(mean_s: float, cv: float, count: int, u: np.ndarray) -> np.nd
     return np.asarray(np.maximum(mean_s * (1.0 + cv * z), 0.0))
 
 
-def straggler_draws(
-    means_s: Sequence[float],
-    cvs: Sequence[float],
-    counts: Sequence[int],
-    keys: Sequence[int],
-    *,
-    seed: int,
-    iters: int,
-    stream: int = 0,
-) -> np.ndarray:
-    """A (members × iters) array: the slowest VM of each member in each iteration, in seconds."""
-    rows = straggler_rows(means_s, cvs, counts, keys, seed=seed, iters=iters, stream=stream)
-    return rows[0][None, :] if len(rows) == 1 else np.vstack(rows)
-
-
 def straggler_rows(
     means_s: Sequence[float],
     cvs: Sequence[float],
@@ -113,7 +98,7 @@ def straggler_rows(
     iters: int,
     stream: int = 0,
 ) -> list[np.ndarray]:
-    """The rows of `straggler_draws` (read-only), without stacking them."""
+    """For each member, its slowest VM in each of `iters` iterations, in seconds (read-only arrays)."""
     return [
         _member_row(mean, cv, count, seed=seed, stream=stream, key=key, iters=iters)
         for mean, cv, count, key in zip(means_s, cvs, counts, keys, strict=True)

@@ -41,19 +41,19 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from srift.domain import Band, Breakdown, BusBandwidthModel, FleetMember, InstanceType, SpreadTerm
+from srift.domain import Breakdown, BusBandwidthModel, FleetMember, InstanceType, SpreadTerm
 from srift.domain.profile import MAX_OVERLAP_SLOWDOWN
 from srift.domain.simulation import SERVED, SimConfig
 from srift.errors import InvalidInput
 from srift.sim.band import Z90, band_for, communicates
-from srift.sim.compute import member_keys, straggler_draws, straggler_rows
+from srift.sim.compute import member_keys, straggler_rows
 from srift.sim.data import data_time_s, feed_rate, stall_warning
 from srift.sim.exchange import ExchangeResult, Kernel, Stage, exchange
 from srift.sim.geo import GeoContext, hierarchical_plans, ring_plans, spans_locations
 from srift.sim.layers import LayerArrays, bucket_groups, bucketed, layer_arrays
 from srift.sim.network import StagePlan, exchange_plans, intra_stage
 from srift.sim.overlap import CommWarp
-from srift.sim.result import CommMode, IterationEstimate
+from srift.sim.result import CommMode, IterationEstimate, with_band
 
 MAX_STRAGGLER_ITERS = 100_000
 MAX_MC_SAMPLES = 10_000
@@ -379,18 +379,6 @@ def overlap_terms(
     )
 
 
-def with_band(estimate: IterationEstimate, band: Band) -> IterationEstimate:
-    """The estimate with `band`, its p10/p50/p90 taken from it."""
-    t = estimate.iteration_s
-    return replace(
-        estimate,
-        iteration_p10_s=t * band.factor(0.1),
-        iteration_p50_s=t,
-        iteration_p90_s=t * band.factor(0.9),
-        band=band,
-    )
-
-
 @dataclass(frozen=True, slots=True)
 class _Members:
     """Each member's mean compute at its per-device batch, and what its straggler draws are keyed by."""
@@ -581,7 +569,7 @@ def _monte_carlo(layout: _Layout, inputs: IterationInputs, *, update_s: float) -
     rates scaled by a draw of its residual spread (the exchange run per draw, without the overlap)."""
     members, plans, samples_n, seed = layout.members, layout.plans, inputs.mc_samples, inputs.seed
     means = members.means_s
-    mc = straggler_draws(
+    rows = straggler_rows(
         means, members.cvs, members.counts, members.keys, seed=seed, iters=samples_n, stream=1
     )
     factors = np.random.default_rng([seed & 0xFFFFFFFFFFFFFFFF, 2]).normal(
@@ -598,7 +586,7 @@ def _monte_carlo(layout: _Layout, inputs: IterationInputs, *, update_s: float) -
             for st, k in zip(layout.stages, scale, strict=True)
         ]
         # This draw's slowest VM of each member over the member's mean: its arrivals' stretch.
-        iteration_rho = [float(mc[i, s]) / means[i] if means[i] > 0 else 1.0 for i in range(len(means))]
+        iteration_rho = [float(rows[i][s]) / means[i] if means[i] > 0 else 1.0 for i in range(len(means))]
         sample = _exchange(
             layout.arrivals(iteration_rho),
             layout.canon,
@@ -607,7 +595,8 @@ def _monte_carlo(layout: _Layout, inputs: IterationInputs, *, update_s: float) -
             kernel=inputs.kernel,
         )
         # The draw's iteration: its slowest VM or its exchange, whichever ends later, then the update.
-        samples[s] = max(float(mc[:, s].max()), sample.end_s if sample is not None else 0.0) + update_s
+        slowest = max(float(row[s]) for row in rows)
+        samples[s] = max(slowest, sample.end_s if sample is not None else 0.0) + update_s
     return quantiles(samples)
 
 
