@@ -512,6 +512,8 @@ def _timeline(
                 t + (slowdowns[i] - 1.0) * (busy_until(t) - busy_until(np.asarray([starts[i]]))[0])
             )
 
+        # Each layer is ready when the last member has produced it on its stretched clock; each member's
+        # compute ends later by its stretch, and overlap_s is the largest such delay.
         ready, bw = layout.ready, layout.members.bw_s
         arrivals = functools.reduce(
             np.maximum,

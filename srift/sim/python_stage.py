@@ -86,23 +86,11 @@ def _move_classes(
     # Entries are unique (mark or finish, job), so pop order does not depend on how a heap was built: a heap
     # that only gains entries takes pushes, one that lost entries is rebuilt.
     if to_shared:
-        own_active.difference_update(to_shared)
-        shared_active.update(to_shared)
-        flag = [False] * len(rates)
-        for k in to_shared:
-            flag[k] = True
-        moving = [e for e in own if flag[klass[e[1]]]]
-        own = [e for e in own if not flag[klass[e[1]]]]
+        moving, own = _take(to_shared, own, own_active, shared_active, klass, len(rates))
         for f, j in moving:
             heapq.heappush(shared, (clock + (f - t) * rates[klass[j]], j))
     if to_own:
-        shared_active.difference_update(to_own)
-        own_active.update(to_own)
-        flag = [False] * len(rates)
-        for k in to_own:
-            flag[k] = True
-        moving = [e for e in shared if flag[klass[e[1]]]]
-        shared = [e for e in shared if not flag[klass[e[1]]]]
+        moving, shared = _take(to_own, shared, shared_active, own_active, klass, len(rates))
         heapq.heapify(shared)
         if to_shared:
             own.extend([(t + (m - clock) / rates[klass[j]], j) for m, j in moving])
@@ -114,6 +102,23 @@ def _move_classes(
     min_shared = min([rates[x] for x in shared_active]) if shared_active else INF
     max_own = max([rates[x] for x in own_active]) if own_active else -INF
     return shared, own, min_shared, max_own
+
+
+def _take(
+    classes: list[int],
+    entries: list[tuple[float, int]],
+    source: set[int],
+    target: set[int],
+    klass: Sequence[int],
+    n_classes: int,
+) -> tuple[list[tuple[float, int]], list[tuple[float, int]]]:
+    """Move `classes` from the `source` mode's set to the `target`'s; (their entries, the other entries)."""
+    source.difference_update(classes)
+    target.update(classes)
+    flag = [False] * n_classes
+    for k in classes:
+        flag[k] = True
+    return [e for e in entries if flag[klass[e[1]]]], [e for e in entries if not flag[klass[e[1]]]]
 
 
 _CONTINUE, _MOVE, _EVENT, _DONE = range(4)
@@ -221,24 +226,18 @@ class _Stage:
         if self.c:
             self.busy_start = busy.pop()[0]
 
-    def admit(self, j: int, t: float, *, shares: bool) -> None:
-        """Transfer j arrives at `t`; its class, if new, joins the shared mode when `shares`, else its own."""
-        k = self.klass[j]
+    def join(self, k: int, *, shares: bool) -> None:
+        """Class k's first active transfer arrives: the class joins the shared mode when `shares`, else its
+        own."""
         rate = self.rates[k]
-        if self.count[k] == 0:
-            if shares:
-                self.shared_active.add(k)
-                if rate < self.min_shared:
-                    self.min_shared = rate
-            else:
-                self.own_active.add(k)
-                if rate > self.max_own:
-                    self.max_own = rate
-        self.count[k] += 1
-        if k in self.shared_active:
-            heapq.heappush(self.shared, (self.clock + self.bits[j], j))
+        if shares:
+            self.shared_active.add(k)
+            if rate < self.min_shared:
+                self.min_shared = rate
         else:
-            heapq.heappush(self.own, (t + self.bits[j] / rate, j))
+            self.own_active.add(k)
+            if rate > self.max_own:
+                self.max_own = rate
 
     def class_left(self, k: int, *, from_shared: bool) -> None:
         """Class k's last active transfer has left its mode: the mode's slowest / fastest rate again."""
@@ -321,15 +320,8 @@ class _Stage:
         """Capped regime with every class in its mode (shared ones at cap/c, own ones below it): handle
         events here until the regime flips, a class must change mode, or the bulk tail can take over.
         The hot loop: what it updates at every event lives in locals, stored back once at the end."""
-        shared, own, finish, klass, job_rate, count = (
-            self.shared,
-            self.own,
-            self.finish,
-            self.klass,
-            self.job_rate,
-            self.count,
-        )
-        ready_s, n, cap = self.ready_s, self.n, self.cap
+        shared, own, finish, count, bits = self.shared, self.own, self.finish, self.count, self.bits
+        klass, job_rate, ready_s, n, cap = self.klass, self.job_rate, self.ready_s, self.n, self.cap
         clock, last_t, share, c, agg, i = self.clock, self.last_t, self.share, self.c, self.agg, self.i
         t_arr = ready_s[i] if i < n else INF
         step = _CONTINUE
@@ -384,10 +376,16 @@ class _Stage:
                     step = _EVENT
                     break
                 clock += share * (t_arr - last_t)
-                self.clock = clock  # admit() marks a shared arrival on the clock
                 last_t = t_arr
                 rate = job_rate[i]
-                self.admit(i, t_arr, shares=rate >= after)
+                k = klass[i]
+                if count[k] == 0:
+                    self.join(k, shares=rate >= after)
+                count[k] += 1
+                if k in self.shared_active:
+                    heapq.heappush(shared, (clock + bits[i], i))
+                else:
+                    heapq.heappush(own, (t_arr + bits[i] / rate, i))
                 i += 1
                 c += 1
                 agg += rate
@@ -435,12 +433,20 @@ class _Stage:
             else:
                 j = self.i
                 self.i += 1
+                k = self.klass[j]
+                rate = self.rates[k]
                 if self.c == 0:
                     self.busy_start = t
                 self.c += 1
-                self.agg += self.rates[self.klass[j]]
+                self.agg += rate
                 flipped = self.regime()
-                self.admit(j, t, shares=self.capped and self.rates[self.klass[j]] >= self.share)
+                if self.count[k] == 0:
+                    self.join(k, shares=self.capped and rate >= self.share)
+                self.count[k] += 1
+                if k in self.shared_active:
+                    heapq.heappush(shared, (self.clock + self.bits[j], j))
+                else:
+                    heapq.heappush(own, (t + self.bits[j] / rate, j))
                 keeps = not flipped and (not self.capped or self.max_own < self.share)
             if not keeps:
                 return _MOVE
