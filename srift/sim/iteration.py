@@ -38,6 +38,7 @@ import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 import numpy as np
 
@@ -379,20 +380,19 @@ def overlap_terms(
     )
 
 
-@dataclass(frozen=True, slots=True)
-class _Members:
+class _Members(NamedTuple):
     """Each member's mean compute at its per-device batch, and what its straggler draws are keyed by."""
 
+    # Forward, with the training loop's own overhead (it runs before forward).
     fw_s: list[float]
-    """Forward, with the training loop's own overhead (it runs before forward)."""
     bw_s: list[float]
+    # fw_s + bw_s.
     means_s: list[float]
-    """fw_s + bw_s."""
     cvs: list[float]
     counts: list[int]
     keys: list[int]
+    # The member with the largest mean compute.
     slow: int
-    """The member with the largest mean compute."""
 
     @classmethod
     def of(cls, fleet: Sequence[FleetMember], *, distributed: bool) -> _Members:
@@ -413,16 +413,15 @@ class _Members:
         )
 
 
-@dataclass(frozen=True, slots=True)
-class _ComputePhase:
+class _ComputePhase(NamedTuple):
     """The compute phase over `straggler_iters` iterations of straggler draws."""
 
+    # Each iteration's slowest VM of the whole fleet.
     per_iteration_s: np.ndarray
-    """Each iteration's slowest VM of the whole fleet."""
+    # Each member's mean slowest-VM time over its mean compute (≥ 1): how much its stragglers stretch it.
     rho: list[float]
-    """Each member's mean slowest-VM time over its mean compute (≥ 1): how much its stragglers stretch it."""
+    # C̄: the mean of `per_iteration_s`, never below any member's stretched mean.
     end_s: float
-    """C̄: the mean of `per_iteration_s`, never below any member's stretched mean."""
 
 
 def _compute_phase(members: _Members, *, seed: int, iters: int) -> _ComputePhase:
@@ -435,14 +434,13 @@ def _compute_phase(members: _Members, *, seed: int, iters: int) -> _ComputePhase
     return _ComputePhase(per_iteration, rho, end_s)
 
 
-@dataclass(frozen=True, slots=True)
-class _Layout:
+class _Layout(NamedTuple):
     """The exchange's layers (in the first member's order), stages, and each member's ready fractions."""
 
     canon: LayerArrays
     plans: list[StagePlan]
+    # Flat ring across locations: the share of each class's network time spent on links between them.
     link_share: list[float] | None
-    """Flat ring across locations: the share of each class's network time spent on links between them."""
     ready: list[np.ndarray]
     members: _Members
 
@@ -471,16 +469,15 @@ def _layout(fleet: Sequence[FleetMember], members: _Members, inputs: IterationIn
     return _Layout(canon, plans, link_share, ready, members)
 
 
-@dataclass(frozen=True, slots=True)
-class _Timeline:
+class _Timeline(NamedTuple):
     """The exchange as it ran after the compute phase's arrivals, with the overlap's slowdowns."""
 
+    # None when there is nothing to exchange (no stage, or no layer).
     result: ExchangeResult | None
-    """None when there is nothing to exchange (no stage, or no layer)."""
+    # When each member's compute ends (its backward stretched while the exchange was busy).
     member_end_s: list[float]
-    """When each member's compute ends (its backward stretched while the exchange was busy)."""
+    # How much later the slowest-ending member finishes its compute for that stretch.
     overlap_s: float
-    """How much later the slowest-ending member finishes its compute for that stretch."""
 
 
 def _timeline(

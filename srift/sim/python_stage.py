@@ -322,6 +322,7 @@ class _Stage:
         The hot loop: what it updates at every event lives in locals, stored back once at the end."""
         shared, own, finish, count, bits = self.shared, self.own, self.finish, self.count, self.bits
         klass, job_rate, ready_s, n, cap = self.klass, self.job_rate, self.ready_s, self.n, self.cap
+        shared_active, push, pop = self.shared_active, heapq.heappush, heapq.heappop
         clock, last_t, share, c, agg, i = self.clock, self.last_t, self.share, self.c, self.agg, self.i
         t_arr = ready_s[i] if i < n else INF
         step = _CONTINUE
@@ -341,7 +342,7 @@ class _Stage:
                     t = last_t
                 clock += share * (t - last_t)
                 last_t = t
-                j = heapq.heappop(shared if from_shared else own)[1]
+                j = pop(shared if from_shared else own)[1]
                 finish[j] = t
                 k = klass[j]
                 c -= 1
@@ -350,7 +351,7 @@ class _Stage:
                     agg, share = 0.0, INF
                     self.busy.append((self.busy_start, t))
                     self.capped = False
-                    self.shared_active.discard(k)
+                    shared_active.discard(k)
                     self.own_active.discard(k)
                     self.min_shared, self.max_own = INF, -INF
                     break
@@ -382,10 +383,10 @@ class _Stage:
                 if count[k] == 0:
                     self.join(k, shares=rate >= after)
                 count[k] += 1
-                if k in self.shared_active:
-                    heapq.heappush(shared, (clock + bits[i], i))
+                if k in shared_active:
+                    push(shared, (clock + bits[i], i))
                 else:
-                    heapq.heappush(own, (t_arr + bits[i] / rate, i))
+                    push(own, (t_arr + bits[i] / rate, i))
                 i += 1
                 c += 1
                 agg += rate
@@ -397,9 +398,9 @@ class _Stage:
     def events(self) -> int:
         """Handle events one at a time (every regime) until the regime or a class's mode must change; while
         uncapped there is nothing faster to hand over to."""
+        own, shared, klass, rates, count = self.own, self.shared, self.klass, self.rates, self.count
         while True:
             self.quiet -= 1
-            own, shared = self.own, self.shared
             t_own = own[0][0] if own else INF
             t_shared = self.last_t + (shared[0][0] - self.clock) / self.share if shared else INF
             t_arr = self.ready_s[self.i] if self.i < self.n else INF
@@ -418,31 +419,31 @@ class _Stage:
             self.last_t = t
             if departing:
                 j = heapq.heappop(shared if from_shared else own)[1]
-                k = self.klass[j]
+                k = klass[j]
                 self.finish[j] = t
                 self.c -= 1
-                self.count[k] -= 1
+                count[k] -= 1
                 if self.c == 0:
                     self.agg = 0.0
                     self.busy.append((self.busy_start, t))
                 else:
-                    self.agg -= self.rates[k]
-                if self.count[k] == 0:
+                    self.agg -= rates[k]
+                if count[k] == 0:
                     self.class_left(k, from_shared=from_shared)
                 keeps = not self.regime() and (not self.capped or self.min_shared >= self.share)
             else:
                 j = self.i
                 self.i += 1
-                k = self.klass[j]
-                rate = self.rates[k]
+                k = klass[j]
+                rate = rates[k]
                 if self.c == 0:
                     self.busy_start = t
                 self.c += 1
                 self.agg += rate
                 flipped = self.regime()
-                if self.count[k] == 0:
+                if count[k] == 0:
                     self.join(k, shares=self.capped and rate >= self.share)
-                self.count[k] += 1
+                count[k] += 1
                 if k in self.shared_active:
                     heapq.heappush(shared, (self.clock + self.bits[j], j))
                 else:
