@@ -54,6 +54,33 @@ def load_request_file(path: Path) -> Any:
         ) from exc
 
 
+def request_body(file: Path | None, *, command: str) -> dict[str, Any]:
+    """The request mapping in FILE of `srift <command> FILE`: InvalidInput naming FILE when none is given,
+    or when the file holds something other than a mapping."""
+    if file is None:
+        raise InvalidInput(
+            "no request file given", hint=f"run `srift {command} --example > r.yaml`", field="FILE"
+        )
+    body = load_request_file(file)
+    if not isinstance(body, dict):
+        raise InvalidInput(
+            f"{file} must hold a mapping", hint=f"see `srift {command} --example`", field="FILE"
+        )
+    return body
+
+
+def put_given(body: dict[str, Any], **fields: Any) -> None:
+    """Set each field the command line gave (not None) in the request body, over the file's value."""
+    body.update({key: value for key, value in fields.items() if value is not None})
+
+
+def env_token(token: str | None) -> str | None:
+    """The token --token gave, else $SRIFT_TOKEN (the commands whose --token has no envvar of its own)."""
+    import os
+
+    return token or os.environ.get("SRIFT_TOKEN")
+
+
 CLI_TOKEN_HINT = (
     "pass a token with --token TOKEN or set SRIFT_TOKEN (on the server: "
     "`srift tokens create --scope write --name cli`)"
