@@ -27,9 +27,11 @@ from srift.validation.context import (
     Context,
     Effort,
     Log,
+    leading_hosts,
     types_in_scope,
 )
 from srift.validation.ddp import AgentPool, Colocation, DdpResult
+from srift.validation.estimates import estimate_document
 from srift.validation.matrix import Case, Fleet, build_matrix
 from srift.validation.profiles import (
     drop_job_folder,
@@ -46,7 +48,6 @@ if TYPE_CHECKING:
     from srift.bandwidth.records import ProbeRecord
     from srift.domain import BusBandwidthModel, FleetMember
     from srift.settings import Settings
-    from srift.sim import IterationEstimate
     from srift.sim.geo import GeoContext
 
 
@@ -123,18 +124,6 @@ def plan_models(ctx: Context) -> set[str]:
 
 
 # -- bandwidth --------------------------------------------------------------------------------------------
-
-
-def leading_hosts(ctx: Context, type_name: str) -> list[str]:
-    """The hosts of a type that a probe job takes (the first ones) while they stay in the first one's
-    location: probes measure the network inside one location, never across a link."""
-    hosts = ctx.testbed.hosts_of_type(type_name)
-    out: list[str] = []
-    for h in hosts:
-        if h.location != hosts[0].location:
-            break
-        out.append(h.name)
-    return out
 
 
 def build_bandwidth(ctx: Context) -> None:
@@ -447,40 +436,6 @@ def predict_members(
             "compute_scale": [m.profile.extra.get("compute_scale", 1.0) for m in inputs],
             "straggler_cv": [m.profile.straggler_cv for m in inputs],
         },
-    }
-
-
-def estimate_document(estimate: IterationEstimate, *, iterations: int) -> dict[str, Any]:
-    """A case's prediction as its report keeps it: p10/p50/p90 with the band's terms (over `iterations`
-    measured iterations), the breakdown and the sources."""
-    b = estimate.breakdown
-    band = estimate.band
-    return {
-        "iteration_s": estimate.iteration_s,
-        "iteration_p10_s": estimate.iteration_p10_s,
-        "iteration_p90_s": estimate.iteration_p90_s,
-        "band": {
-            "sigma": band.sigma if band else 0.0,
-            "iterations": iterations,
-            "terms": [
-                {"source": t.source, "spread": t.spread, "sigma": t.sigma, "measured_by": t.measured_by}
-                for t in (band.terms if band else ())
-            ],
-        },
-        "breakdown": {
-            "forward_s": b.forward_s,
-            "backward_s": b.backward_s,
-            "update_s": b.update_s,
-            "compute_s": b.compute_s,
-            "straggler_wait_s": b.straggler_wait_s,
-            "exposed_intra_s": b.exposed_intra_s,
-            "exposed_network_s": b.exposed_network_s,
-            "communication_s": b.communication_s,
-            "exposed_location_s": b.exposed_location_s,
-            "granularity": b.granularity if math.isfinite(b.granularity) else None,
-            "warnings": list(b.warnings),
-        },
-        "sources": list(estimate.sources),
     }
 
 
