@@ -282,11 +282,11 @@ def upload_command(
       srift profile upload bert-t4.json bert-a10g.json --url http://srift:8000 --shared
     """
     from srift.commands.remote import call_api, load_request_file
-    from srift.domain.profile import ModelProfile
+    from srift.domain.profile_document import read_profile
 
     answers = []
     for path in files:
-        profile = ModelProfile.from_dict(load_request_file(path))
+        profile = read_profile(load_request_file(path))
         query = "?shared=true" if shared else ""
         answer = call_api("POST", url, f"/v1/profiles{query}", token=token, body=profile.to_dict())
         answers.append({"file": str(path), **answer})
