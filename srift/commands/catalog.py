@@ -10,26 +10,14 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from srift.commands.local import catalog_database
 from srift.commands.options import add_group
-from srift.settings import Settings, get_settings
+from srift.settings import get_settings
 
 if TYPE_CHECKING:
     from srift.catalog.store import CatalogEntry
 
 console = Console()
-
-
-def _ready(settings: Settings) -> str:
-    """Make the database usable for catalog commands: reachable, migrated, shipped catalog loaded."""
-    from srift.catalog.shipped import load_shipped_catalog
-    from srift.db import migrate
-    from srift.db.session import check_database
-
-    url = settings.resolved_database_url
-    check_database(url)
-    migrate.upgrade(url)
-    load_shipped_catalog(settings)
-    return url
 
 
 def _price(entry: CatalogEntry, market: str) -> str:
@@ -141,7 +129,7 @@ def list_(
     from srift.errors import parse_choice
 
     choice = parse_choice(MarketChoice, market, what="market", field="market")
-    url = _ready(get_settings())
+    url = catalog_database(get_settings())
     with session_factory(url)() as session:
         entries = store.list_instance_types(
             session=session,
@@ -189,7 +177,7 @@ def refresh(
             field="provider",
         )
     chosen = tuple(f.strip() for f in families.split(",") if f.strip()) if families else aws.DEFAULT_FAMILIES
-    url = _ready(get_settings())
+    url = catalog_database(get_settings())
     with console.status(f"querying AWS in {region}..."), transaction(url) as session:
         report = aws.refresh(session=session, region=region, families=chosen)
     payload: dict[str, Any] = {
@@ -234,7 +222,7 @@ def import_(
     from srift.catalog.custom import import_file
     from srift.db.session import transaction
 
-    url = _ready(get_settings())
+    url = catalog_database(get_settings())
     with transaction(url) as session:
         snapshot_id, data = import_file(session=session, path=file)
     regions = sorted({p.region for p in data.prices})
@@ -257,7 +245,7 @@ def import_(
 
 def register(app: typer.Typer) -> None:
     """Add the `catalog` group."""
-    catalog = add_group(
+    add_group(
         app,
         "catalog",
         help=(
@@ -265,7 +253,5 @@ def register(app: typer.Typer) -> None:
             "p4d, p4de, p5, p5en, g3, p2, c5 in us-east-1 and us-west-2, plus the Srift paper's 2020 prices "
             "as snapshot srift-paper-2020); refresh it from AWS or import your own providers."
         ),
+        commands={"list": list_, "refresh": refresh, "import": import_},
     )
-    catalog.command("list")(list_)
-    catalog.command("refresh")(refresh)
-    catalog.command("import")(import_)

@@ -13,6 +13,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from srift.commands.local import migrated_url
 from srift.commands.options import JsonFlag, LocalDatabaseUrl, add_group
 from srift.commands.remote import call_api, put_given
 from srift.errors import InvalidInput
@@ -53,15 +54,6 @@ def _load_file(path: Path) -> dict[str, Any]:
     return data
 
 
-def _local_url() -> str:
-    from srift.db import migrate
-    from srift.settings import get_settings
-
-    url = get_settings().resolved_database_url
-    migrate.upgrade(url)
-    return url
-
-
 def _submit(kind: str, body: dict[str, Any], *, url: str | None, token: str | None) -> dict[str, Any]:
     if url:
         path = "/probe-jobs" if kind == "probe" else "/profile-jobs"
@@ -72,7 +64,7 @@ def _submit(kind: str, body: dict[str, Any], *, url: str | None, token: str | No
     from srift.services import jobs as service
 
     spec = parse_probe_job(body) if kind == "probe" else parse_profile_job(body)
-    with transaction(_local_url()) as session:
+    with transaction(migrated_url()) as session:
         job, plain = service.submit_job(session=session, spec=spec)
         return {**service.job_document(job), "token": plain}
 
@@ -145,7 +137,7 @@ def worker(
     except ValueError as exc:
         raise InvalidInput(str(exc), hint="kinds: probe, profile; providers: local, testbed, ec2") from exc
     settings = get_settings()
-    _local_url()
+    migrated_url()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     config = WorkerConfig(
         poll_s=poll_s,
@@ -198,7 +190,7 @@ def list_(
         from srift.db.session import transaction
         from srift.services import jobs as service
 
-        with transaction(_local_url()) as session:
+        with transaction(migrated_url()) as session:
             found, _ = service.list_jobs(session=session, kind=kind_v, state=state_v, limit=limit)
             rows = [_plain(service.job_document(j)) for j in found]
     if as_json:
@@ -236,7 +228,7 @@ def show(
         from srift.db.session import transaction
         from srift.services import jobs as service
 
-        with transaction(_local_url()) as session:
+        with transaction(migrated_url()) as session:
             job = _plain(service.job_document(service.get_job(session=session, job_id=job_id)))
     if as_json:
         typer.echo(json.dumps(job, indent=2, default=str))
@@ -339,9 +331,11 @@ def register(app: typer.Typer) -> None:
         app,
         "jobs",
         help="Probe and profile jobs: submit them, list them, see their logs. `srift worker` runs them.",
+        commands={"list": list_, "show": show},
     )
-    jobs.command("list")(list_)
-    jobs.command("show")(show)
-    submit = add_group(jobs, "submit", help="Queue a probe or profile job.")
-    submit.command("probe")(submit_probe)
-    submit.command("profile")(submit_profile)
+    add_group(
+        jobs,
+        "submit",
+        help="Queue a probe or profile job.",
+        commands={"probe": submit_probe, "profile": submit_profile},
+    )

@@ -9,24 +9,12 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from srift.commands.local import models_database
 from srift.commands.options import add_group
 from srift.commands.remote import call_api, env_token
-from srift.settings import Settings, get_settings
+from srift.settings import get_settings
 
 console = Console()
-
-
-def _ready(settings: Settings) -> str:
-    """Reachable, migrated database with the shipped models registered."""
-    from srift.bandwidth.registry import load_shipped_models
-    from srift.db import migrate
-    from srift.db.session import check_database
-
-    url = settings.resolved_database_url
-    check_database(url)
-    migrate.upgrade(url)
-    load_shipped_models(settings)
-    return url
 
 
 def _pct(value: Any) -> str:
@@ -143,7 +131,7 @@ def _train_here(
     )
     with (
         console.status("training (9/1 split, k-fold search)...", spinner="dots"),
-        transaction(_ready(settings)) as session,
+        transaction(models_database(settings)) as session,
     ):
         return _as_dict(
             train_version(session=session, settings=settings, query=query, activate_it=activate, seed=seed)
@@ -166,7 +154,7 @@ def list_(
         from srift.bandwidth.registry import list_versions
         from srift.db.session import session_factory
 
-        with session_factory(_ready(get_settings()))() as session:
+        with session_factory(models_database(get_settings()))() as session:
             rows = [_as_dict(v) for v in list_versions(session=session)]
     if as_json:
         typer.echo(json.dumps(rows, indent=1))
@@ -193,7 +181,7 @@ def activate_(
         from srift.bandwidth.registry import activate
         from srift.db.session import transaction
 
-        with transaction(_ready(get_settings())) as session:
+        with transaction(models_database(get_settings())) as session:
             result = _as_dict(activate(session=session, version=version))
     if as_json:
         typer.echo(json.dumps(result, indent=1))
@@ -203,7 +191,7 @@ def activate_(
 
 def register(app: typer.Typer) -> None:
     """Add the `models` group."""
-    models = add_group(
+    add_group(
         app,
         "models",
         help=(
@@ -211,7 +199,5 @@ def register(app: typer.Typer) -> None:
             "Each training run is a version; predictions use the active one, and the α-β prior for instance "
             "types it was not trained on."
         ),
+        commands={"train": train, "list": list_, "activate": activate_},
     )
-    models.command("train")(train)
-    models.command("list")(list_)
-    models.command("activate")(activate_)

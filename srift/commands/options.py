@@ -7,7 +7,8 @@ in its command's module instead, so every `--help` reads as before.
 
 from __future__ import annotations
 
-from typing import Annotated
+from collections.abc import Callable, Mapping
+from typing import Annotated, Any
 
 import typer
 
@@ -32,8 +33,13 @@ ExampleFlag = Annotated[bool, typer.Option("--example", help="print an example r
 JsonFlag = Annotated[bool, typer.Option("--json", help="print JSON")]
 
 
-def add_group(app: typer.Typer, name: str, *, help: str) -> typer.Typer:
-    """A command group `srift <name> ...` (its bare name prints its help), added to `app`."""
+def add_group(
+    app: typer.Typer, name: str, *, help: str, commands: Mapping[str, Callable[..., Any]] | None = None
+) -> typer.Typer:
+    """A command group `srift <name> ...` (its bare name prints its help) with `commands` (verb: function,
+    listed in this order), added to `app`."""
     group = typer.Typer(help=help, no_args_is_help=True)
+    for verb, command in (commands or {}).items():
+        group.command(verb)(command)
     app.add_typer(group, name=name)
     return group

@@ -14,7 +14,7 @@ from rich.table import Table
 
 from srift.commands.ddp_options import BucketCapMb, PerLayer, apply_ddp_options
 from srift.commands.options import ExampleFlag, ServerUrl
-from srift.commands.remote import call_api, env_token, put_given, request_body
+from srift.commands.remote import answer_request, call_api, env_token, put_given, request_body
 from srift.commands.tables import add_columns
 
 console = Console()
@@ -720,11 +720,16 @@ def plan_command(
     body = request_body(file, command="plan")
     put_given(body, mode=mode, solve_budget_s=solve_budget_s, confidence=confidence)
     apply_ddp_options(body, bucket_cap_mb=bucket_cap_mb, per_layer=per_layer)
-    if url:
-        result = call_api("POST", url, "/v1/plans", body=body, token=env_token(token), timeout_s=600)
-    else:
-        with console.status("searching...", spinner="dots"):
-            result = _local(body)
+    result = answer_request(
+        body,
+        url=url,
+        path="/v1/plans",
+        token=token,
+        local=_local,
+        busy=console,
+        status="searching...",
+        timeout_s=600,
+    )
     if emit is not None:
         _emit_files(result, emit, launch)
     elif as_json:

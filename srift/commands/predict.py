@@ -15,7 +15,7 @@ from rich.table import Table
 from srift.commands.ddp_options import BucketCapMb, PerLayer, apply_ddp_options
 from srift.commands.options import ExampleFlag, ServerUrl
 from srift.commands.plan import render_sources
-from srift.commands.remote import call_api, env_token, load_request_file, put_given, request_body
+from srift.commands.remote import answer_request, load_request_file, put_given, request_body
 from srift.commands.tables import add_columns
 
 console = Console()
@@ -331,11 +331,9 @@ def predict_command(
         body["profiles"] = [load_request_file(path) for path in profile_files]
     _network_options(body, transport, library, placement_group, measured or [], ena_visible)
     apply_ddp_options(body, bucket_cap_mb=bucket_cap_mb, per_layer=per_layer)
-    if url:
-        result = call_api("POST", url, "/v1/predictions", body=body, token=env_token(token))
-    else:
-        with console.status("simulating...", spinner="dots"):
-            result = _local(body)
+    result = answer_request(
+        body, url=url, path="/v1/predictions", token=token, local=_local, busy=console, status="simulating..."
+    )
     if as_json:
         typer.echo(json.dumps(result, indent=1))
     elif "predictions" in result:

@@ -11,8 +11,9 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from srift.commands.local import catalog_database
 from srift.commands.options import add_group
-from srift.settings import Settings, get_settings
+from srift.settings import get_settings
 
 if TYPE_CHECKING:
     from srift.bandwidth.local_probe import LocalProbe
@@ -89,22 +90,6 @@ class QuickProbe:
         return body
 
 
-def _ready(settings: Settings) -> str:
-    """Reachable, migrated database with the shipped catalog (imports check instance types against it)."""
-    from srift.db import migrate
-    from srift.db.session import check_database
-
-    url = settings.resolved_database_url
-    check_database(url)
-    migrate.upgrade(url)
-    try:
-        from srift.catalog.shipped import load_shipped_catalog
-    except ImportError:  # pragma: no cover - catalog area not installed
-        return url
-    load_shipped_catalog(settings)
-    return url
-
-
 def _quick(quick: QuickProbe, *, url: str | None, token: str | None, as_json: bool) -> None:
     from srift.commands.jobs import _submit
     from srift.errors import InvalidInput
@@ -121,7 +106,7 @@ def _quick(quick: QuickProbe, *, url: str | None, token: str | None, as_json: bo
         )
     body = quick.body()
     if not url:
-        _ready(get_settings())
+        catalog_database(get_settings())
     job = _submit("probe", body, url=url, token=token)
     if as_json:
         typer.echo(json.dumps(job, indent=2, default=str))
@@ -298,7 +283,7 @@ def _store(records: list[ProbeRecord]) -> int:
     from srift.bandwidth.samples import store_samples
     from srift.db.session import transaction
 
-    with transaction(_ready(get_settings())) as session:
+    with transaction(catalog_database(get_settings())) as session:
         return store_samples(session=session, records=records, origin="probe")
 
 
@@ -376,7 +361,7 @@ def import_(
         text = file.read_text()
     except UnicodeDecodeError as exc:
         raise InvalidInput(f"{file} is not text", hint="give the probe's text output") from exc
-    with transaction(_ready(get_settings())) as session:
+    with transaction(catalog_database(get_settings())) as session:
         result = import_text(
             session=session,
             text=text,
@@ -403,7 +388,7 @@ def import_(
 
 def register(app: typer.Typer) -> None:
     """Add the `probe` group."""
-    probe = add_group(
+    add_group(
         app,
         "probe",
         help=(
@@ -411,6 +396,5 @@ def register(app: typer.Typer) -> None:
             "`srift probe run` measures this machine (N processes on loopback); `srift probe import` stores "
             "output of probes/allreduce.py run elsewhere (JSON lines) or of nccl-tests' all_reduce_perf."
         ),
+        commands={"run": run, "import": import_},
     )
-    probe.command("run")(run)
-    probe.command("import")(import_)

@@ -441,22 +441,21 @@ def _print_runs(answer: dict[str, Any]) -> None:
 
 def register(app: typer.Typer) -> None:
     """Add the `run` group."""
-    run = add_group(
+    add_group(
         app,
         "run",
         help=(
             "Tracked training runs of a plan: start one, report progress and lost spot VMs (the rest is "
             "re-planned), amend limits to resume a run in needs_input. (`srift jobs` are probe/profile jobs.)"
         ),
+        commands={
+            "start": start,
+            "progress": progress,
+            "interrupt": interrupt,
+            "amend": amend,
+            "corrections": corrections,
+            "reset-correction": reset_correction,
+            "show": show,
+            "list": list_,
+        },
     )
-    for name, command in (
-        ("start", start),
-        ("progress", progress),
-        ("interrupt", interrupt),
-        ("amend", amend),
-        ("corrections", corrections),
-        ("reset-correction", reset_correction),
-        ("show", show),
-        ("list", list_),
-    ):
-        run.command(name)(command)

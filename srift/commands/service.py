@@ -78,8 +78,10 @@ def serve(
 
 def register(app: typer.Typer) -> None:
     """Add `serve` and the `db` group."""
-    db = add_group(app, "db", help="Database schema: apply or roll back Alembic migrations.")
-    db.command("upgrade")(db_upgrade)
-    db.command("downgrade")(db_downgrade)
-    db.command("current")(db_current)
+    add_group(
+        app,
+        "db",
+        help="Database schema: apply or roll back Alembic migrations.",
+        commands={"upgrade": db_upgrade, "downgrade": db_downgrade, "current": db_current},
+    )
     app.command()(serve)

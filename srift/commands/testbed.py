@@ -210,14 +210,11 @@ def register(app: typer.Typer) -> None:
 
 
 def _register(spec: TestbedSpec) -> int:
-    from srift.db import migrate
+    from srift.commands.local import migrated_url
     from srift.db.session import transaction
-    from srift.settings import get_settings
     from srift.testbed.catalog import register_types
 
-    url = get_settings().resolved_database_url
-    migrate.upgrade(url)
-    with transaction(url) as session:
+    with transaction(migrated_url()) as session:
         return register_types(session=session, spec=spec)
 
 

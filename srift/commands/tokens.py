@@ -10,23 +10,14 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from srift.commands.local import migrated_url
 from srift.commands.options import add_group
-from srift.settings import get_settings
 
 console = Console()
 
 
 def _when(value: datetime | None) -> str | None:
     return value.isoformat(timespec="seconds") if value else None
-
-
-def _migrated_url() -> str:
-    """The configured database, migrated to the latest schema."""
-    from srift.db import migrate
-
-    url = get_settings().resolved_database_url
-    migrate.upgrade(url)
-    return url
 
 
 def create(
@@ -49,7 +40,7 @@ def create(
         raise InvalidInput(
             f"unknown scope {scope!r}", hint="use read, write or admin", field="scope"
         ) from None
-    with transaction(_migrated_url()) as session:
+    with transaction(migrated_url()) as session:
         row, plain = create_token(session=session, name=name, scope=parsed)
         token_id = row.id
     if as_json:
@@ -70,7 +61,7 @@ def list_(
     from srift.db.session import transaction
     from srift.db.tokens import list_tokens
 
-    with transaction(_migrated_url()) as session:
+    with transaction(migrated_url()) as session:
         rows: list[dict[str, object]] = [
             {
                 "id": r.id,
@@ -100,7 +91,7 @@ def revoke(
     from srift.db.session import transaction
     from srift.db.tokens import revoke_token
 
-    with transaction(_migrated_url()) as session:
+    with transaction(migrated_url()) as session:
         row = revoke_token(session=session, token_id=token_id)
         name = row.name
     console.print(f"revoked token {token_id} ({name})")
@@ -108,7 +99,7 @@ def revoke(
 
 def register(app: typer.Typer) -> None:
     """Add the `tokens` group."""
-    tokens = add_group(
+    add_group(
         app,
         "tokens",
         help=(
@@ -116,7 +107,5 @@ def register(app: typer.Typer) -> None:
             "SRIFT_READ_REQUIRES_TOKEN=true. Tokens are stored hashed and shown once, at creation. "
             "These commands act on the database in SRIFT_DATABASE_URL (run them where the server runs)."
         ),
+        commands={"create": create, "list": list_, "revoke": revoke},
     )
-    tokens.command("create")(create)
-    tokens.command("list")(list_)
-    tokens.command("revoke")(revoke)
