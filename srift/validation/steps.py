@@ -269,34 +269,6 @@ def probe_ring(
 # -- predictions and runs ---------------------------------------------------------------------------------
 
 
-def predict_fleet(
-    ctx: Context,
-    model: str,
-    fleet: Fleet,
-    colocation: ColocationFactors | None = None,
-    *,
-    strategy: str = "ddp",
-    overheads: Mapping[str, Mapping[str, float]] | None = None,
-) -> dict[str, Any]:
-    """The served simulator's prediction for one case of this run (see `predict_case`)."""
-    return predict_case(
-        CaseInputs(
-            url=ctx.url,
-            settings=ctx.settings,
-            spec=ctx.spec,
-            profile_ids=ctx.profile_ids,
-            effort=ctx.effort,
-            seed=ctx.options.seed,
-            bandwidth=ctx.options.bandwidth,
-        ),
-        model,
-        fleet,
-        colocation,
-        strategy=strategy,
-        overheads=overheads,
-    )
-
-
 @dataclass(frozen=True, slots=True)
 class CaseInputs:
     """What a case's prediction reads besides the case: the run's database (profiles, instance types, the
@@ -309,6 +281,19 @@ class CaseInputs:
     effort: Effort
     seed: int
     bandwidth: BandwidthSource
+
+    @classmethod
+    def of(cls, ctx: Context) -> CaseInputs:
+        """This run's: its database, spec, stored profiles, effort, seed and bandwidth source."""
+        return cls(
+            url=ctx.url,
+            settings=ctx.settings,
+            spec=ctx.spec,
+            profile_ids=ctx.profile_ids,
+            effort=ctx.effort,
+            seed=ctx.options.seed,
+            bandwidth=ctx.options.bandwidth,
+        )
 
 
 def predict_case(
@@ -412,7 +397,7 @@ def predict_members(
     geo: GeoContext | None = None,
     colocation: ColocationFactors | None = None,
 ) -> dict[str, Any]:
-    """A case's prediction document for a fleet of stored profiles (see `predict_fleet`): `iteration_s`
+    """A case's prediction document for a fleet of stored profiles (see `predict_case`): `iteration_s`
     is what `srift.sim.simulate` answers `POST /v1/predictions` for the adapter's inputs."""
     from srift.domain.simulation import PER_LAYER
     from srift.sim import simulate
@@ -609,7 +594,9 @@ def run_matrix(ctx: Context, pool: AgentPool, cases: Sequence[Case]) -> list[dic
 
         overheads = measure_overheads(ctx, pool, cases)
     for case in cases:
-        predicted = predict_fleet(ctx, case.model, case.fleet, strategy=case.strategy, overheads=overheads)
+        predicted = predict_case(
+            CaseInputs.of(ctx), case.model, case.fleet, strategy=case.strategy, overheads=overheads
+        )
         rows.append(
             {
                 "strategy": case.strategy,
@@ -679,12 +666,12 @@ def run_matrix(ctx: Context, pool: AgentPool, cases: Sequence[Case]) -> list[dic
         if ctx.timing_samples:
             row["single_pass_predicted"] = row["predicted"]
         if ctx.timing_samples or found is not None:
-            row["predicted"] = predict_fleet(
-                ctx, case.model, case.fleet, strategy=case.strategy, overheads=overheads
+            row["predicted"] = predict_case(
+                CaseInputs.of(ctx), case.model, case.fleet, strategy=case.strategy, overheads=overheads
             )
         if found is not None:
             row["colocation"]["alone_iteration_s"] = row["predicted"]["iteration_s"]
-            row["predicted"] = predict_fleet(ctx, case.model, case.fleet, found)
+            row["predicted"] = predict_case(CaseInputs.of(ctx), case.model, case.fleet, found)
     for row in rows:
         finish_case(row)
     return rows
