@@ -111,11 +111,11 @@ StageRunner = Callable[
 @functools.cache
 def c_stage() -> StageRunner | None:
     """The C stage kernel, or None when the extension was not built (no compiler at install time)."""
-    try:
-        from srift.sim import _stage
+    try:  # by its full name: `from srift.sim import _stage` would import the package from inside it
+        from srift.sim._stage import run_stage as compiled
     except ImportError:
         return None
-    return _stage.run_stage
+    return compiled
 
 
 def _runner(kernel: Kernel, bulk_min: int) -> StageRunner:
