@@ -14,8 +14,11 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/*
 
 WORKDIR /app
-# CPU build of torch, pinned like the Makefile; GPU users build FROM an image with their own torch.
-RUN pip install --index-url https://download.pytorch.org/whl/cpu torch==2.13.0 || pip install torch==2.13.0
+# Every runtime dependency from the hashed lock (`make lock`), the same versions `make test` ran: the CPU
+# build of torch comes from PyTorch's CPU index; GPU users build FROM an image with their own torch.
+COPY requirements/runtime.txt ./requirements/
+RUN pip install --require-hashes --no-deps --extra-index-url https://download.pytorch.org/whl/cpu \
+      -r requirements/runtime.txt
 COPY pyproject.toml setup.py README.md ./
 COPY srift ./srift
 COPY migrations ./migrations
@@ -24,7 +27,8 @@ COPY probes ./probes
 # gcc only while installing: it compiles the simulator's C stage kernel (srift/sim/_stage.c).
 RUN apt-get update \
  && apt-get install -y --no-install-recommends gcc libc6-dev \
- && pip install . \
+ && pip install --no-deps --no-build-isolation . \
+ && pip check \
  && apt-get purge -y --auto-remove gcc libc6-dev \
  && rm -rf /var/lib/apt/lists/* \
  && cd / && python -c "import srift.sim._stage"

@@ -2,7 +2,8 @@
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-TORCH_VERSION := 2.13.0
+# Every Python dependency, hashed (requirements/lock.txt, generated from pyproject's ranges by `make lock`).
+LOCK := requirements/lock.txt
 APT_PACKAGES := postgresql chromium chromium-driver iproute2 iperf3 procps wrk
 PYTEST_ARGS ?=
 # The suite runs on parallel workers (pytest-xdist): one per CPU, at most 4. Tests that must not run at once
@@ -12,11 +13,11 @@ PYTEST_ARGS ?=
 # run goes on with a fresh worker. PYTEST_PARALLEL= runs the suite in one process.
 PYTEST_PARALLEL ?= -n auto --maxprocesses 4 --dist loadgroup -o timeout_method=thread
 
-.PHONY: install system-deps run test test-fast lint typecheck bench clean
+.PHONY: install lock system-deps run test test-fast lint typecheck bench clean
 
 # The simulator's stage kernel (srift/sim/_stage.c) is compiled at install: a C compiler is fetched when
 # missing and apt-get can run; without one the install still works and the simulator runs in pure Python.
-$(VENV)/.installed: pyproject.toml setup.py srift/sim/_stage.c
+$(VENV)/.installed: pyproject.toml setup.py srift/sim/_stage.c $(LOCK)
 	@command -v cc >/dev/null 2>&1 || command -v gcc >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 	    echo "installing gcc for the simulator's C kernel"; \
@@ -24,12 +25,17 @@ $(VENV)/.installed: pyproject.toml setup.py srift/sim/_stage.c
 	      || echo "warning: could not install gcc: the simulator will use its slower pure-Python stage"; \
 	  else echo "warning: no C compiler: the simulator will use its slower pure-Python stage"; fi; }
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q torch==$(TORCH_VERSION)
-	$(BIN)/python -m pip install -q -e '.[dev]'
+	$(BIN)/python -m pip install -q --require-hashes --no-deps -r $(LOCK)
+	$(BIN)/python -m pip install -q --no-deps --no-build-isolation -e .
+	$(BIN)/python -m pip check
 	touch $@
 
 install: $(VENV)/.installed
+
+# Regenerate both locks from pyproject's ranges and requirements/constraints.in (uv, from the lock): one
+# command, one commit. `scripts/lock.py --check` (and tests/test_lock.py) says when they disagree.
+lock: install
+	$(BIN)/python scripts/lock.py
 
 # Debian packages the test suite needs: a PostgreSQL server, headless Chromium, iproute2/tc for the testbed,
 # wrk (the compiled load generator of benchmarks/load_wrk.py).

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-LINKED = ("Makefile", "pyproject.toml", "setup.py", "srift", "models", "migrations", ".venv")
+LINKED = ("Makefile", "pyproject.toml", "setup.py", "requirements", "srift", "models", "migrations", ".venv")
 
 
 def quick_start() -> str:

@@ -4,31 +4,20 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
-from srift.settings import Settings, get_settings
+from srift.commands.local import catalog_database
+from srift.commands.options import add_group
+from srift.settings import get_settings
 
 if TYPE_CHECKING:
     from srift.catalog.store import CatalogEntry
 
 console = Console()
-
-
-def _ready(settings: Settings) -> str:
-    """Make the database usable for catalog commands: reachable, migrated, shipped catalog loaded."""
-    from srift.catalog.shipped import load_shipped_catalog
-    from srift.db import migrate
-    from srift.db.session import check_database
-
-    url = settings.resolved_database_url
-    check_database(url)
-    migrate.upgrade(url)
-    load_shipped_catalog(settings)
-    return url
 
 
 def _price(entry: CatalogEntry, market: str) -> str:
@@ -103,160 +92,166 @@ def _sources_footer(entries: list[CatalogEntry]) -> list[str]:
     return [f"[{as_of}] {source}" for source, as_of in seen]
 
 
+def list_(
+    provider: Annotated[str | None, typer.Option("--provider", help="e.g. aws, or a custom provider")] = None,
+    region: Annotated[str | None, typer.Option("--region", help="e.g. us-east-1")] = None,
+    gpu: Annotated[str | None, typer.Option("--gpu", help="GPU model, e.g. T4, A100, H100")] = None,
+    min_gpus: Annotated[int | None, typer.Option("--min-gpus", min=0, help="at least this many GPUs")] = None,
+    market: Annotated[
+        str, typer.Option("--market", help="any | spot | on_demand: keep types priced there")
+    ] = "any",
+    snapshot: Annotated[
+        str | None, typer.Option("--snapshot", help="read one snapshot, e.g. srift-paper-2020")
+    ] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="print a JSON list with every field and price")
+    ] = False,
+    wide: Annotated[
+        bool, typer.Option("--wide", help="every column (vCPU, memory, GPU link, EFA too), however wide")
+    ] = False,
+) -> None:
+    """List instance types with their on-demand and spot prices (USD/hour).
+
+    The table fits 80 columns: CC is the GPUs' compute capability; a status column (current, previous
+    generation, retired; see srift/catalog/specs/support.yaml) appears when a listed family is not
+    current; --wide adds vCPU, memory, the GPU link, EFA and status (or use --json).
+
+    Examples:
+      srift catalog list --provider aws --region us-east-1 --gpu V100
+      srift catalog list --provider aws --region us-east-1 --min-gpus 8 --market spot
+      srift catalog list --snapshot srift-paper-2020 --json
+
+    Unknown providers or regions exit with code 2 and list the valid values.
+    """
+    from srift.catalog import store
+    from srift.db.session import session_factory
+    from srift.domain.catalog import MarketChoice
+    from srift.errors import parse_choice
+
+    choice = parse_choice(MarketChoice, market, what="market", field="market")
+    url = catalog_database(get_settings())
+    with session_factory(url)() as session:
+        entries = store.list_instance_types(
+            session=session,
+            provider=provider,
+            region=region,
+            gpu=gpu,
+            min_gpus=min_gpus,
+            market=choice,
+            snapshot=snapshot,
+        )
+    if as_json:
+        typer.echo(json.dumps([e.to_dict() for e in entries], indent=2))
+        return
+    console.print(_table(entries, wide=wide))
+    for line in _sources_footer(entries):
+        console.print(f"source {line}", style="dim", highlight=False)
+
+
+def refresh(
+    provider: Annotated[
+        str, typer.Option("--provider", help="only aws can be refreshed from an API")
+    ] = "aws",
+    region: str = typer.Option(..., "--region", help="AWS region, e.g. us-east-1"),
+    families: Annotated[
+        str | None,
+        typer.Option("--families", help="comma-separated instance families (default: the shipped ones)"),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print the report as JSON")] = False,
+) -> None:
+    """Fetch current instance types, spot and on-demand prices from AWS into a new snapshot.
+
+    Uses boto3's standard credentials (AWS_PROFILE, environment, ~/.aws, instance role) and needs
+    ec2:DescribeInstanceTypes, ec2:DescribeSpotPriceHistory and pricing:GetProducts.
+
+    Example: srift catalog refresh --provider aws --region us-west-2 --families p4d,p5
+    """
+    from srift.catalog import aws
+    from srift.db.session import transaction
+    from srift.errors import InvalidInput
+
+    if provider != "aws":
+        raise InvalidInput(
+            f"provider {provider!r} cannot be refreshed from an API",
+            hint="use `srift catalog import FILE.yaml` for custom providers; refresh supports: aws",
+            field="provider",
+        )
+    chosen = tuple(f.strip() for f in families.split(",") if f.strip()) if families else aws.DEFAULT_FAMILIES
+    url = catalog_database(get_settings())
+    with console.status(f"querying AWS in {region}..."), transaction(url) as session:
+        report = aws.refresh(session=session, region=region, families=chosen)
+    payload: dict[str, Any] = {
+        "snapshot": report.snapshot,
+        "snapshot_id": report.snapshot_id,
+        "region": report.region,
+        "types": report.types,
+        "spot_prices": report.spot_prices,
+        "on_demand_prices": report.on_demand_prices,
+        "notes": list(report.notes),
+    }
+    if as_json:
+        typer.echo(json.dumps(payload, indent=2))
+        return
+    console.print(
+        f"snapshot [bold]{report.snapshot}[/]: {report.types} types, {report.spot_prices} spot and "
+        f"{report.on_demand_prices} on-demand prices in {report.region}"
+    )
+    for note in report.notes:
+        console.print(f"note: {note}", style="yellow", highlight=False)
+
+
+def import_(
+    file: Annotated[Path, typer.Argument(help="a srift-catalog/1 YAML file (see docs/catalog.md)")],
+    as_json: Annotated[
+        bool, typer.Option("--json", help="print {snapshot, provider, types, prices} as JSON")
+    ] = False,
+) -> None:
+    """Import a custom provider's instance types and prices (on-prem, other clouds, rate cards).
+
+    The file is validated whole before anything is written; errors name the file, line and field.
+    Importing the same snapshot name again replaces it. Minimal example:
+
+      provider: onprem
+      source: "Lab rate card v3"
+      as_of: 2026-11-01
+      instance_types:
+        - {name: a100x8, gpu_model: A100, gpu_count: 8, gpu_memory_gib: 40, vcpus: 128,
+           memory_gib: 1024, network_gbps: 200, interconnect: nvswitch, interconnect_gbps: 2400,
+           prices: {lab-1: {on_demand: 12.5}}}
+    """
+    from srift.catalog.custom import import_file
+    from srift.db.session import transaction
+
+    url = catalog_database(get_settings())
+    with transaction(url) as session:
+        snapshot_id, data = import_file(session=session, path=file)
+    regions = sorted({p.region for p in data.prices})
+    payload: dict[str, Any] = {
+        "snapshot": data.name,
+        "snapshot_id": snapshot_id,
+        "provider": data.provider,
+        "types": len(data.types),
+        "prices": len(data.prices),
+        "regions": regions,
+    }
+    if as_json:
+        typer.echo(json.dumps(payload, indent=2))
+        return
+    console.print(
+        f"imported snapshot [bold]{data.name}[/] for provider {data.provider}: {len(data.types)} types, "
+        f"{len(data.prices)} prices in {', '.join(regions)}"
+    )
+
+
 def register(app: typer.Typer) -> None:
     """Add the `catalog` group."""
-    catalog = typer.Typer(
+    add_group(
+        app,
+        "catalog",
         help=(
             "The catalog of instance types and prices. Srift ships AWS data (g4dn, g5, g6, g6e, p3, p3dn, "
             "p4d, p4de, p5, p5en, g3, p2, c5 in us-east-1 and us-west-2, plus the Srift paper's 2020 prices "
             "as snapshot srift-paper-2020); refresh it from AWS or import your own providers."
         ),
-        no_args_is_help=True,
+        commands={"list": list_, "refresh": refresh, "import": import_},
     )
-    app.add_typer(catalog, name="catalog")
-
-    @catalog.command("list")
-    def list_(
-        provider: str | None = typer.Option(None, "--provider", help="e.g. aws, or a custom provider"),
-        region: str | None = typer.Option(None, "--region", help="e.g. us-east-1"),
-        gpu: str | None = typer.Option(None, "--gpu", help="GPU model, e.g. T4, A100, H100"),
-        min_gpus: int | None = typer.Option(None, "--min-gpus", min=0, help="at least this many GPUs"),
-        market: str = typer.Option("any", "--market", help="any | spot | on_demand: keep types priced there"),
-        snapshot: str | None = typer.Option(
-            None, "--snapshot", help="read one snapshot, e.g. srift-paper-2020"
-        ),
-        as_json: bool = typer.Option(False, "--json", help="print a JSON list with every field and price"),
-        wide: bool = typer.Option(
-            False, "--wide", help="every column (vCPU, memory, GPU link, EFA too), however wide"
-        ),
-    ) -> None:
-        """List instance types with their on-demand and spot prices (USD/hour).
-
-        The table fits 80 columns: CC is the GPUs' compute capability; a status column (current, previous
-        generation, retired; see srift/catalog/specs/support.yaml) appears when a listed family is not
-        current; --wide adds vCPU, memory, the GPU link, EFA and status (or use --json).
-
-        Examples:
-          srift catalog list --provider aws --region us-east-1 --gpu V100
-          srift catalog list --provider aws --region us-east-1 --min-gpus 8 --market spot
-          srift catalog list --snapshot srift-paper-2020 --json
-
-        Unknown providers or regions exit with code 2 and list the valid values.
-        """
-        from srift.catalog import store
-        from srift.db.session import session_factory
-        from srift.domain.catalog import MarketChoice
-        from srift.errors import parse_choice
-
-        choice = parse_choice(MarketChoice, market, what="market", field="market")
-        url = _ready(get_settings())
-        with session_factory(url)() as session:
-            entries = store.list_instance_types(
-                session=session,
-                provider=provider,
-                region=region,
-                gpu=gpu,
-                min_gpus=min_gpus,
-                market=choice,
-                snapshot=snapshot,
-            )
-        if as_json:
-            typer.echo(json.dumps([e.to_dict() for e in entries], indent=2))
-            return
-        console.print(_table(entries, wide=wide))
-        for line in _sources_footer(entries):
-            console.print(f"source {line}", style="dim", highlight=False)
-
-    @catalog.command("refresh")
-    def refresh(
-        provider: str = typer.Option("aws", "--provider", help="only aws can be refreshed from an API"),
-        region: str = typer.Option(..., "--region", help="AWS region, e.g. us-east-1"),
-        families: str | None = typer.Option(
-            None, "--families", help="comma-separated instance families (default: the shipped ones)"
-        ),
-        as_json: bool = typer.Option(False, "--json", help="print the report as JSON"),
-    ) -> None:
-        """Fetch current instance types, spot and on-demand prices from AWS into a new snapshot.
-
-        Uses boto3's standard credentials (AWS_PROFILE, environment, ~/.aws, instance role) and needs
-        ec2:DescribeInstanceTypes, ec2:DescribeSpotPriceHistory and pricing:GetProducts.
-
-        Example: srift catalog refresh --provider aws --region us-west-2 --families p4d,p5
-        """
-        from srift.catalog import aws
-        from srift.db.session import transaction
-        from srift.errors import InvalidInput
-
-        if provider != "aws":
-            raise InvalidInput(
-                f"provider {provider!r} cannot be refreshed from an API",
-                hint="use `srift catalog import FILE.yaml` for custom providers; refresh supports: aws",
-                field="provider",
-            )
-        chosen = (
-            tuple(f.strip() for f in families.split(",") if f.strip()) if families else aws.DEFAULT_FAMILIES
-        )
-        url = _ready(get_settings())
-        with console.status(f"querying AWS in {region}..."), transaction(url) as session:
-            report = aws.refresh(session=session, region=region, families=chosen)
-        payload: dict[str, Any] = {
-            "snapshot": report.snapshot,
-            "snapshot_id": report.snapshot_id,
-            "region": report.region,
-            "types": report.types,
-            "spot_prices": report.spot_prices,
-            "on_demand_prices": report.on_demand_prices,
-            "notes": list(report.notes),
-        }
-        if as_json:
-            typer.echo(json.dumps(payload, indent=2))
-            return
-        console.print(
-            f"snapshot [bold]{report.snapshot}[/]: {report.types} types, {report.spot_prices} spot and "
-            f"{report.on_demand_prices} on-demand prices in {report.region}"
-        )
-        for note in report.notes:
-            console.print(f"note: {note}", style="yellow", highlight=False)
-
-    @catalog.command("import")
-    def import_(
-        file: Path = typer.Argument(..., help="a srift-catalog/1 YAML file (see docs/catalog.md)"),
-        as_json: bool = typer.Option(
-            False, "--json", help="print {snapshot, provider, types, prices} as JSON"
-        ),
-    ) -> None:
-        """Import a custom provider's instance types and prices (on-prem, other clouds, rate cards).
-
-        The file is validated whole before anything is written; errors name the file, line and field.
-        Importing the same snapshot name again replaces it. Minimal example:
-
-          provider: onprem
-          source: "Lab rate card v3"
-          as_of: 2026-11-01
-          instance_types:
-            - {name: a100x8, gpu_model: A100, gpu_count: 8, gpu_memory_gib: 40, vcpus: 128,
-               memory_gib: 1024, network_gbps: 200, interconnect: nvswitch, interconnect_gbps: 2400,
-               prices: {lab-1: {on_demand: 12.5}}}
-        """
-        from srift.catalog.custom import import_file
-        from srift.db.session import transaction
-
-        url = _ready(get_settings())
-        with transaction(url) as session:
-            snapshot_id, data = import_file(session=session, path=file)
-        regions = sorted({p.region for p in data.prices})
-        payload: dict[str, Any] = {
-            "snapshot": data.name,
-            "snapshot_id": snapshot_id,
-            "provider": data.provider,
-            "types": len(data.types),
-            "prices": len(data.prices),
-            "regions": regions,
-        }
-        if as_json:
-            typer.echo(json.dumps(payload, indent=2))
-            return
-        console.print(
-            f"imported snapshot [bold]{data.name}[/] for provider {data.provider}: {len(data.types)} types, "
-            f"{len(data.prices)} prices in {', '.join(regions)}"
-        )

@@ -2,24 +2,29 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 
 from srift.domain.simulation import MAX_BUCKET_CAP_MB, Exchange
 
-BUCKET_CAP_OPTION = typer.Option(
-    None,
-    "--bucket-cap-mb",
-    min=0.001,
-    max=MAX_BUCKET_CAP_MB,
-    help="DistributedDataParallel's bucket_cap_mb your training uses (default: DDP's 25): sets bucket_cap_mb",
-)
-PER_LAYER_OPTION = typer.Option(
-    False,
-    "--per-layer",
-    help="the Srift paper's one allreduce per layer instead of DDP's buckets: sets exchange",
-)
+BucketCapMb = Annotated[
+    float | None,
+    typer.Option(
+        "--bucket-cap-mb",
+        min=0.001,
+        max=MAX_BUCKET_CAP_MB,
+        help="DistributedDataParallel's bucket_cap_mb your training uses (default: DDP's 25): sets "
+        "bucket_cap_mb",
+    ),
+]
+PerLayer = Annotated[
+    bool,
+    typer.Option(
+        "--per-layer",
+        help="the Srift paper's one allreduce per layer instead of DDP's buckets: sets exchange",
+    ),
+]
 
 
 def apply_ddp_options(body: dict[str, Any], *, bucket_cap_mb: float | None, per_layer: bool) -> None:

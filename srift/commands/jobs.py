@@ -7,19 +7,22 @@ import logging
 import signal
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
-from srift.commands.remote import call_api
+from srift.commands.local import migrated_url
+from srift.commands.options import JsonFlag, LocalDatabaseUrl, add_group
+from srift.commands.remote import call_api, put_given
 from srift.errors import InvalidInput
 
 console = Console()
 
-URL_HELP = "talk to a running server (e.g. http://127.0.0.1:8000) instead of the local database"
-TOKEN_HELP = "API token for --url (env SRIFT_TOKEN)"
+KIND_OPTION = typer.Option([], "--kind", help="only these kinds (probe, profile); repeatable")
+PROVIDER_OPTION = typer.Option([], "--provider", help="only these providers; repeatable")
+"""`srift worker`'s repeatable filters (an empty list: every kind, every provider)."""
 
 
 def _split_ints(text: str, field: str) -> list[int]:
@@ -51,15 +54,6 @@ def _load_file(path: Path) -> dict[str, Any]:
     return data
 
 
-def _local_url() -> str:
-    from srift.db import migrate
-    from srift.settings import get_settings
-
-    url = get_settings().resolved_database_url
-    migrate.upgrade(url)
-    return url
-
-
 def _submit(kind: str, body: dict[str, Any], *, url: str | None, token: str | None) -> dict[str, Any]:
     if url:
         path = "/probe-jobs" if kind == "probe" else "/profile-jobs"
@@ -70,7 +64,7 @@ def _submit(kind: str, body: dict[str, Any], *, url: str | None, token: str | No
     from srift.services import jobs as service
 
     spec = parse_probe_job(body) if kind == "probe" else parse_profile_job(body)
-    with transaction(_local_url()) as session:
+    with transaction(migrated_url()) as session:
         job, plain = service.submit_job(session=session, spec=spec)
         return {**service.job_document(job), "token": plain}
 
@@ -83,9 +77,7 @@ def _print_job(job: dict[str, Any], *, with_log: bool) -> None:
         value = job.get(key)
         if value not in (None, ""):
             table.add_row(key, str(value))
-    req = job.get("request", {})
-    what = req.get("instance_type") or ", ".join(req.get("instance_types", []))
-    table.add_row("instance type(s)", str(what))
+    table.add_row("instance type(s)", _instance_types(job))
     if job.get("result"):
         table.add_row("result", json.dumps(job["result"])[:400])
     if job.get("token"):
@@ -95,234 +87,255 @@ def _print_job(job: dict[str, Any], *, with_log: bool) -> None:
         console.print(job["log"].rstrip(), highlight=False, markup=False)
 
 
+JobsToken = Annotated[
+    str | None, typer.Option("--token", envvar="SRIFT_TOKEN", help="API token for --url (env SRIFT_TOKEN)")
+]
+CreatedJson = Annotated[bool, typer.Option("--json", help="print the created job as JSON")]
+Provider = Annotated[str | None, typer.Option("--provider", help="local, testbed or ec2")]
+TestbedPrefix = Annotated[str | None, typer.Option("--testbed-prefix", help="use this running testbed")]
+RequestFile = Annotated[
+    Path | None, typer.Option("--file", help="full request as YAML/JSON (flags override it)")
+]
+
+
+def worker(
+    once: Annotated[bool, typer.Option("--once", help="run at most one job, then exit")] = False,
+    poll_s: Annotated[float, typer.Option("--poll-s", min=0.05, help="seconds between queue polls")] = 2.0,
+    heartbeat_s: Annotated[
+        float, typer.Option("--heartbeat-s", min=0.05, help="seconds between heartbeats")
+    ] = 5.0,
+    stale_after_s: Annotated[
+        float,
+        typer.Option(
+            "--stale-after-s", min=0.1, help="a running job without heartbeat this long is taken back"
+        ),
+    ] = 60.0,
+    max_attempts: Annotated[
+        int, typer.Option("--max-attempts", min=1, help="runs before a job is failed")
+    ] = 2,
+    kind: list[str] = KIND_OPTION,
+    provider: list[str] = PROVIDER_OPTION,
+) -> None:
+    """Run queued probe and profile jobs from the configured database until stopped.
+
+    Ctrl-C or SIGTERM stop the running job's processes and give the job back to the queue.
+
+    Several workers may run at once (on one or more machines sharing the database): each job runs once.
+    On start, and between jobs, jobs of dead workers are cleaned up and requeued (or failed after
+    --max-attempts). Testbed jobs need root.
+
+    Example: `sudo srift worker --provider testbed --provider local`
+    """
+    from srift.domain.states import JobKind
+    from srift.jobs.spec import JobProvider
+    from srift.jobs.worker import Worker, WorkerConfig
+    from srift.settings import get_settings
+
+    try:
+        kinds = tuple(JobKind(k) for k in kind) or tuple(JobKind)
+        providers = tuple(JobProvider(p) for p in provider) or tuple(JobProvider)
+    except ValueError as exc:
+        raise InvalidInput(str(exc), hint="kinds: probe, profile; providers: local, testbed, ec2") from exc
+    settings = get_settings()
+    migrated_url()
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    config = WorkerConfig(
+        poll_s=poll_s,
+        heartbeat_s=heartbeat_s,
+        stale_after_s=stale_after_s,
+        max_attempts=max_attempts,
+        kinds=kinds,
+        providers=providers,
+    )
+    runner = Worker(settings, config)
+    console.print(f"worker {runner.worker_id}: {', '.join(kinds)} jobs on {', '.join(providers)}")
+    if once:
+        outcome = runner.run_once()
+        console.print("queue empty" if outcome is None else f"job {outcome.job_id}: {outcome.state}")
+        return
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    try:
+        runner.run_forever(stop=threading.Event())
+    except KeyboardInterrupt:
+        console.print("stopped; a job in progress went back to the queue")
+
+
+def list_(
+    kind: Annotated[str | None, typer.Option("--kind", help="probe or profile")] = None,
+    state: Annotated[str | None, typer.Option("--state", help="queued, running, succeeded or failed")] = None,
+    limit: Annotated[int, typer.Option("--limit", min=1, max=500)] = 50,
+    url: LocalDatabaseUrl = None,
+    token: JobsToken = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """List jobs, newest first.
+
+    Example: `srift jobs list --state running`
+    """
+    from srift.domain.states import JobKind, JobState
+
+    try:
+        kind_v = JobKind(kind) if kind else None
+        state_v = JobState(state) if state else None
+    except ValueError as exc:
+        raise InvalidInput(str(exc), hint="see --help for the choices") from exc
+    if url:
+        query = (
+            f"/probe-jobs?limit={limit}"
+            + (f"&kind={kind}" if kind else "")
+            + (f"&state={state}" if state else "")
+        )
+        rows = call_api("GET", url, "/v1" + query, token=token)["jobs"]
+    else:
+        from srift.db.session import transaction
+        from srift.services import jobs as service
+
+        with transaction(migrated_url()) as session:
+            found, _ = service.list_jobs(session=session, kind=kind_v, state=state_v, limit=limit)
+            rows = [_plain(service.job_document(j)) for j in found]
+    if as_json:
+        typer.echo(json.dumps(rows, indent=2, default=str))
+        return
+    table = Table(title="jobs")
+    for col in ("id", "kind", "provider", "instance type(s)", "state", "attempts", "error"):
+        table.add_column(col)
+    for j in rows:
+        table.add_row(
+            str(j["id"]),
+            j["kind"],
+            j["provider"],
+            _instance_types(j),
+            j["state"],
+            str(j["attempts"]),
+            (j["error"] or "")[:60],
+        )
+    console.print(table)
+
+
+def show(
+    job_id: Annotated[int, typer.Argument(help="job id")],
+    url: LocalDatabaseUrl = None,
+    token: JobsToken = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Show one job with its log.
+
+    Example: `srift jobs show 12`
+    """
+    if url:
+        job = call_api("GET", url, f"/v1/probe-jobs/{job_id}", token=token)
+    else:
+        from srift.db.session import transaction
+        from srift.services import jobs as service
+
+        with transaction(migrated_url()) as session:
+            job = _plain(service.job_document(service.get_job(session=session, job_id=job_id)))
+    if as_json:
+        typer.echo(json.dumps(job, indent=2, default=str))
+        return
+    _print_job(job, with_log=True)
+
+
+def submit_probe(
+    provider: Provider = None,
+    instance_type: Annotated[
+        str | None, typer.Option("--instance-type", help="a catalog type of the provider")
+    ] = None,
+    nodes: Annotated[str | None, typer.Option("--nodes", help="node counts, e.g. 2,4")] = None,
+    sizes: Annotated[
+        str | None, typer.Option("--sizes", help="buffer sizes, e.g. 4,64K,16M (default 4 B..64 MiB)")
+    ] = None,
+    repeats: Annotated[int | None, typer.Option("--repeats", help="timed repetitions per size")] = None,
+    testbed_prefix: TestbedPrefix = None,
+    file: RequestFile = None,
+    url: LocalDatabaseUrl = None,
+    token: JobsToken = None,
+    as_json: CreatedJson = False,
+) -> None:
+    """Queue an allreduce probe job (see POST /v1/probe-jobs for every field).
+
+    Example: `srift jobs submit probe --provider testbed --instance-type tb.small --nodes 2,4
+    --sizes 4,1M`
+    """
+    body = _load_file(file) if file else {}
+    if provider:
+        body["provider"] = provider
+    if instance_type:
+        body["instance_type"] = instance_type
+    if nodes:
+        body["node_counts"] = _split_ints(nodes, "node_counts")
+    if sizes:
+        body["sizes"] = _split_ints(sizes, "sizes")
+    if repeats is not None:
+        body["repeats"] = repeats
+    if testbed_prefix:
+        body["testbed_prefix"] = testbed_prefix
+    _submit_and_print("probe", body, url=url, token=token, as_json=as_json)
+
+
+def submit_profile(
+    provider: Provider = None,
+    instance_types: Annotated[
+        str | None, typer.Option("--instance-types", help="comma-separated types")
+    ] = None,
+    model: Annotated[str | None, typer.Option("--model", metavar="MODULE:FACTORY")] = None,
+    input_: Annotated[str | None, typer.Option("--input", metavar="MODULE:FACTORY")] = None,
+    max_batch: Annotated[int | None, typer.Option("--max-batch")] = None,
+    testbed_prefix: TestbedPrefix = None,
+    file: RequestFile = None,
+    url: LocalDatabaseUrl = None,
+    token: JobsToken = None,
+    as_json: CreatedJson = False,
+) -> None:
+    """Queue a profile job: `srift profile` on a host of each instance type.
+
+    Example: `srift jobs submit profile --provider testbed --instance-types tb.small,tb.large
+    --model srift.profiling.testmodels:cnn --input srift.profiling.testmodels:cnn_input`
+    """
+    body = _load_file(file) if file else {}
+    put_given(
+        body, provider=provider, model=model, input=input_, max_batch=max_batch, testbed_prefix=testbed_prefix
+    )
+    if instance_types:
+        body["instance_types"] = [t.strip() for t in instance_types.split(",") if t.strip()]
+    _submit_and_print("profile", body, url=url, token=token, as_json=as_json)
+
+
+def _submit_and_print(
+    kind: str, body: dict[str, Any], *, url: str | None, token: str | None, as_json: bool
+) -> None:
+    """Queue the job and print it (as JSON with --json), its token shown once."""
+    job = _submit(kind, body, url=url, token=token)
+    if as_json:
+        typer.echo(json.dumps(job, indent=2, default=str))
+        return
+    _print_job(job, with_log=False)
+
+
+def _plain(document: dict[str, Any]) -> dict[str, Any]:
+    """A job document as its JSON reads back (times as text), the same locally as from a server."""
+    plain: dict[str, Any] = json.loads(json.dumps(document, default=str))
+    return plain
+
+
+def _instance_types(job: dict[str, Any]) -> str:
+    """The instance type a job's request names, or its instance types joined."""
+    req = job.get("request", {})
+    return str(req.get("instance_type") or ", ".join(req.get("instance_types", [])))
+
+
 def register(app: typer.Typer) -> None:
     """Add `worker` and the `jobs` group."""
-
-    @app.command("worker")
-    def worker(
-        once: bool = typer.Option(False, "--once", help="run at most one job, then exit"),
-        poll_s: float = typer.Option(2.0, "--poll-s", min=0.05, help="seconds between queue polls"),
-        heartbeat_s: float = typer.Option(5.0, "--heartbeat-s", min=0.05, help="seconds between heartbeats"),
-        stale_after_s: float = typer.Option(
-            60.0, "--stale-after-s", min=0.1, help="a running job without heartbeat this long is taken back"
-        ),
-        max_attempts: int = typer.Option(2, "--max-attempts", min=1, help="runs before a job is failed"),
-        kind: list[str] = typer.Option([], "--kind", help="only these kinds (probe, profile); repeatable"),
-        provider: list[str] = typer.Option([], "--provider", help="only these providers; repeatable"),
-    ) -> None:
-        """Run queued probe and profile jobs from the configured database until stopped.
-
-        Ctrl-C or SIGTERM stop the running job's processes and give the job back to the queue.
-
-        Several workers may run at once (on one or more machines sharing the database): each job runs once.
-        On start, and between jobs, jobs of dead workers are cleaned up and requeued (or failed after
-        --max-attempts). Testbed jobs need root.
-
-        Example: `sudo srift worker --provider testbed --provider local`
-        """
-        from srift.domain.states import JobKind
-        from srift.jobs.spec import JobProvider
-        from srift.jobs.worker import Worker, WorkerConfig
-        from srift.settings import get_settings
-
-        try:
-            kinds = tuple(JobKind(k) for k in kind) or tuple(JobKind)
-            providers = tuple(JobProvider(p) for p in provider) or tuple(JobProvider)
-        except ValueError as exc:
-            raise InvalidInput(
-                str(exc), hint="kinds: probe, profile; providers: local, testbed, ec2"
-            ) from exc
-        settings = get_settings()
-        _local_url()
-        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-        config = WorkerConfig(
-            poll_s=poll_s,
-            heartbeat_s=heartbeat_s,
-            stale_after_s=stale_after_s,
-            max_attempts=max_attempts,
-            kinds=kinds,
-            providers=providers,
-        )
-        runner = Worker(settings, config)
-        console.print(f"worker {runner.worker_id}: {', '.join(kinds)} jobs on {', '.join(providers)}")
-        if once:
-            outcome = runner.run_once()
-            console.print("queue empty" if outcome is None else f"job {outcome.job_id}: {outcome.state}")
-            return
-        signal.signal(signal.SIGTERM, signal.default_int_handler)
-        try:
-            runner.run_forever(stop=threading.Event())
-        except KeyboardInterrupt:
-            console.print("stopped; a job in progress went back to the queue")
-
-    jobs = typer.Typer(
+    app.command("worker")(worker)
+    jobs = add_group(
+        app,
+        "jobs",
         help="Probe and profile jobs: submit them, list them, see their logs. `srift worker` runs them.",
-        no_args_is_help=True,
+        commands={"list": list_, "show": show},
     )
-    app.add_typer(jobs, name="jobs")
-
-    @jobs.command("list")
-    def list_(
-        kind: str | None = typer.Option(None, "--kind", help="probe or profile"),
-        state: str | None = typer.Option(None, "--state", help="queued, running, succeeded or failed"),
-        limit: int = typer.Option(50, "--limit", min=1, max=500),
-        url: str | None = typer.Option(None, "--url", help=URL_HELP),
-        token: str | None = typer.Option(None, "--token", envvar="SRIFT_TOKEN", help=TOKEN_HELP),
-        as_json: bool = typer.Option(False, "--json", help="print JSON"),
-    ) -> None:
-        """List jobs, newest first.
-
-        Example: `srift jobs list --state running`
-        """
-        from srift.domain.states import JobKind, JobState
-
-        try:
-            kind_v = JobKind(kind) if kind else None
-            state_v = JobState(state) if state else None
-        except ValueError as exc:
-            raise InvalidInput(str(exc), hint="see --help for the choices") from exc
-        if url:
-            query = (
-                f"/probe-jobs?limit={limit}"
-                + (f"&kind={kind}" if kind else "")
-                + (f"&state={state}" if state else "")
-            )
-            rows = call_api("GET", url, "/v1" + query, token=token)["jobs"]
-        else:
-            from srift.db.session import transaction
-            from srift.services import jobs as service
-
-            with transaction(_local_url()) as session:
-                found, _ = service.list_jobs(session=session, kind=kind_v, state=state_v, limit=limit)
-                rows = [json.loads(json.dumps(service.job_document(j), default=str)) for j in found]
-        if as_json:
-            typer.echo(json.dumps(rows, indent=2, default=str))
-            return
-        table = Table(title="jobs")
-        for col in ("id", "kind", "provider", "instance type(s)", "state", "attempts", "error"):
-            table.add_column(col)
-        for j in rows:
-            req = j.get("request", {})
-            what = req.get("instance_type") or ", ".join(req.get("instance_types", []))
-            table.add_row(
-                str(j["id"]),
-                j["kind"],
-                j["provider"],
-                what,
-                j["state"],
-                str(j["attempts"]),
-                (j["error"] or "")[:60],
-            )
-        console.print(table)
-
-    @jobs.command("show")
-    def show(
-        job_id: int = typer.Argument(..., help="job id"),
-        url: str | None = typer.Option(None, "--url", help=URL_HELP),
-        token: str | None = typer.Option(None, "--token", envvar="SRIFT_TOKEN", help=TOKEN_HELP),
-        as_json: bool = typer.Option(False, "--json", help="print JSON"),
-    ) -> None:
-        """Show one job with its log.
-
-        Example: `srift jobs show 12`
-        """
-        if url:
-            job = call_api("GET", url, f"/v1/probe-jobs/{job_id}", token=token)
-        else:
-            from srift.db.session import transaction
-            from srift.services import jobs as service
-
-            with transaction(_local_url()) as session:
-                job = json.loads(
-                    json.dumps(
-                        service.job_document(service.get_job(session=session, job_id=job_id)), default=str
-                    )
-                )
-        if as_json:
-            typer.echo(json.dumps(job, indent=2, default=str))
-            return
-        _print_job(job, with_log=True)
-
-    submit = typer.Typer(help="Queue a probe or profile job.", no_args_is_help=True)
-    jobs.add_typer(submit, name="submit")
-
-    @submit.command("probe")
-    def submit_probe(
-        provider: str | None = typer.Option(None, "--provider", help="local, testbed or ec2"),
-        instance_type: str | None = typer.Option(
-            None, "--instance-type", help="a catalog type of the provider"
-        ),
-        nodes: str | None = typer.Option(None, "--nodes", help="node counts, e.g. 2,4"),
-        sizes: str | None = typer.Option(
-            None, "--sizes", help="buffer sizes, e.g. 4,64K,16M (default 4 B..64 MiB)"
-        ),
-        repeats: int | None = typer.Option(None, "--repeats", help="timed repetitions per size"),
-        testbed_prefix: str | None = typer.Option(None, "--testbed-prefix", help="use this running testbed"),
-        file: Path | None = typer.Option(
-            None, "--file", help="full request as YAML/JSON (flags override it)"
-        ),
-        url: str | None = typer.Option(None, "--url", help=URL_HELP),
-        token: str | None = typer.Option(None, "--token", envvar="SRIFT_TOKEN", help=TOKEN_HELP),
-        as_json: bool = typer.Option(False, "--json", help="print the created job as JSON"),
-    ) -> None:
-        """Queue an allreduce probe job (see POST /v1/probe-jobs for every field).
-
-        Example: `srift jobs submit probe --provider testbed --instance-type tb.small --nodes 2,4
-        --sizes 4,1M`
-        """
-        body = _load_file(file) if file else {}
-        if provider:
-            body["provider"] = provider
-        if instance_type:
-            body["instance_type"] = instance_type
-        if nodes:
-            body["node_counts"] = _split_ints(nodes, "node_counts")
-        if sizes:
-            body["sizes"] = _split_ints(sizes, "sizes")
-        if repeats is not None:
-            body["repeats"] = repeats
-        if testbed_prefix:
-            body["testbed_prefix"] = testbed_prefix
-        job = _submit("probe", body, url=url, token=token)
-        if as_json:
-            typer.echo(json.dumps(job, indent=2, default=str))
-            return
-        _print_job(job, with_log=False)
-
-    @submit.command("profile")
-    def submit_profile(
-        provider: str | None = typer.Option(None, "--provider", help="local, testbed or ec2"),
-        instance_types: str | None = typer.Option(None, "--instance-types", help="comma-separated types"),
-        model: str | None = typer.Option(None, "--model", metavar="MODULE:FACTORY"),
-        input_: str | None = typer.Option(None, "--input", metavar="MODULE:FACTORY"),
-        max_batch: int | None = typer.Option(None, "--max-batch"),
-        testbed_prefix: str | None = typer.Option(None, "--testbed-prefix", help="use this running testbed"),
-        file: Path | None = typer.Option(
-            None, "--file", help="full request as YAML/JSON (flags override it)"
-        ),
-        url: str | None = typer.Option(None, "--url", help=URL_HELP),
-        token: str | None = typer.Option(None, "--token", envvar="SRIFT_TOKEN", help=TOKEN_HELP),
-        as_json: bool = typer.Option(False, "--json", help="print the created job as JSON"),
-    ) -> None:
-        """Queue a profile job: `srift profile` on a host of each instance type.
-
-        Example: `srift jobs submit profile --provider testbed --instance-types tb.small,tb.large
-        --model srift.profiling.testmodels:cnn --input srift.profiling.testmodels:cnn_input`
-        """
-        body = _load_file(file) if file else {}
-        for key, value in (
-            ("provider", provider),
-            ("model", model),
-            ("input", input_),
-            ("max_batch", max_batch),
-            ("testbed_prefix", testbed_prefix),
-        ):
-            if value is not None:
-                body[key] = value
-        if instance_types:
-            body["instance_types"] = [t.strip() for t in instance_types.split(",") if t.strip()]
-        job = _submit("profile", body, url=url, token=token)
-        if as_json:
-            typer.echo(json.dumps(job, indent=2, default=str))
-            return
-        _print_job(job, with_log=False)
+    add_group(
+        jobs,
+        "submit",
+        help="Queue a probe or profile job.",
+        commands={"probe": submit_probe, "profile": submit_profile},
+    )

@@ -3,33 +3,18 @@
 from __future__ import annotations
 
 import json
-import os
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
-from srift.commands.remote import call_api
-from srift.settings import Settings, get_settings
+from srift.commands.local import models_database
+from srift.commands.options import add_group
+from srift.commands.remote import call_api, env_token
+from srift.settings import get_settings
 
 console = Console()
-
-URL_HELP = "talk to a running server (e.g. http://127.0.0.1:8000) instead of the database"
-TOKEN_HELP = "API token for --url writes (default: $SRIFT_TOKEN)"
-
-
-def _ready(settings: Settings) -> str:
-    """Reachable, migrated database with the shipped models registered."""
-    from srift.bandwidth.registry import load_shipped_models
-    from srift.db import migrate
-    from srift.db.session import check_database
-
-    url = settings.resolved_database_url
-    check_database(url)
-    migrate.upgrade(url)
-    load_shipped_models(settings)
-    return url
 
 
 def _pct(value: Any) -> str:
@@ -71,135 +56,148 @@ def _as_dict(version: Any) -> dict[str, Any]:
     }
 
 
+ModelsUrl = Annotated[
+    str | None,
+    typer.Option(
+        "--url", help="talk to a running server (e.g. http://127.0.0.1:8000) instead of the database"
+    ),
+]
+ModelsToken = Annotated[
+    str | None, typer.Option("--token", help="API token for --url writes (default: $SRIFT_TOKEN)")
+]
+VersionJson = Annotated[bool, typer.Option("--json", help="print the version as JSON")]
+PROVIDER_OPTION = typer.Option([], "--provider", help="only samples of this provider (repeatable)")
+TYPE_OPTION = typer.Option([], "--instance-type", help="only this type (repeatable)")
+BACKEND_OPTION = typer.Option([], "--backend", help="only this backend: gloo, nccl, nccl-tests")
+"""`srift models train`'s repeatable filters (an empty list: every sample)."""
+
+
+def train(
+    provider: list[str] = PROVIDER_OPTION,
+    instance_type: list[str] = TYPE_OPTION,
+    backend: list[str] = BACKEND_OPTION,
+    activate: Annotated[bool, typer.Option("--activate", help="make the new version the active one")] = False,
+    seed: Annotated[
+        int, typer.Option("--seed", min=0, help="seed of the 9/1 split and the k-fold search")
+    ] = 0,
+    tune: Annotated[
+        bool, typer.Option("--tune/--no-tune", help="search hyperparameters (--no-tune: faster)")
+    ] = True,
+    as_json: VersionJson = False,
+    url: ModelsUrl = None,
+    token: ModelsToken = None,
+) -> None:
+    """Train a new version on the stored samples (all of them, or those matching the filters).
+
+    Reports held-out MAPE below and above the MTU next to the noise floor. Examples:
+
+      srift models train --activate
+
+      srift models train --provider testbed --instance-type tb-100m --json
+    """
+    body = {
+        "providers": provider,
+        "instance_types": instance_type,
+        "backends": backend,
+        "activate": activate,
+        "seed": seed,
+        "tune": tune,
+    }
+    if url:
+        result = call_api("POST", url, "/v1/bandwidth-models", token=env_token(token), body=body)
+    else:
+        result = _train_here(provider, instance_type, backend, activate=activate, seed=seed)
+    if as_json:
+        typer.echo(json.dumps(result, indent=1))
+        return
+    console.print(_table([result], title="new bandwidth model version"))
+    for warning in result.get("metrics", {}).get("warnings", []):
+        console.print(f"warning: {warning}", style="yellow", highlight=False, soft_wrap=True)
+
+
+def _train_here(
+    providers: list[str], instance_types: list[str], backends: list[str], *, activate: bool, seed: int
+) -> dict[str, Any]:
+    """Train (and maybe activate) a version on the local database's samples matching the filters."""
+    from srift.bandwidth.records import SampleQuery
+    from srift.bandwidth.registry import train_version
+    from srift.db.session import transaction
+
+    settings = get_settings()
+    query = SampleQuery(
+        providers=tuple(p.lower() for p in providers),
+        instance_types=tuple(instance_types),
+        backends=tuple(b.lower() for b in backends),
+    )
+    with (
+        console.status("training (9/1 split, k-fold search)...", spinner="dots"),
+        transaction(models_database(settings)) as session,
+    ):
+        return _as_dict(
+            train_version(session=session, settings=settings, query=query, activate_it=activate, seed=seed)
+        )
+
+
+def list_(
+    as_json: Annotated[bool, typer.Option("--json", help="print the versions as JSON")] = False,
+    url: ModelsUrl = None,
+    token: ModelsToken = None,
+) -> None:
+    """List model versions, newest first, with their test MAPE and noise floor.
+
+    Example: `srift models list --json`.
+    """
+    if url:
+        payload = call_api("GET", url, "/v1/bandwidth-models", token=env_token(token))
+        rows = list(payload["models"])
+    else:
+        from srift.bandwidth.registry import list_versions
+        from srift.db.session import session_factory
+
+        with session_factory(models_database(get_settings()))() as session:
+            rows = [_as_dict(v) for v in list_versions(session=session)]
+    if as_json:
+        typer.echo(json.dumps(rows, indent=1))
+        return
+    active = next((r["version"] for r in rows if r.get("is_active")), None)
+    console.print(
+        _table(rows, title=f"bandwidth models (active: {active or 'none — the α-β prior answers'})")
+    )
+
+
+def activate_(
+    version: Annotated[str, typer.Argument(help="a version from `srift models list`")],
+    as_json: VersionJson = False,
+    url: ModelsUrl = None,
+    token: ModelsToken = None,
+) -> None:
+    """Make VERSION the model predictions use. Activating an older version is a rollback.
+
+    Example: `srift models activate 20261122-101500-a1b2c3`.
+    """
+    if url:
+        result = call_api("POST", url, f"/v1/bandwidth-models/{version}/activate", token=env_token(token))
+    else:
+        from srift.bandwidth.registry import activate
+        from srift.db.session import transaction
+
+        with transaction(models_database(get_settings())) as session:
+            result = _as_dict(activate(session=session, version=version))
+    if as_json:
+        typer.echo(json.dumps(result, indent=1))
+        return
+    console.print(f"active bandwidth model: {result['version']} (source {result['source']})")
+
+
 def register(app: typer.Typer) -> None:
     """Add the `models` group."""
-    models = typer.Typer(
+    add_group(
+        app,
+        "models",
         help=(
             "Bus-bandwidth models (XGBoost, below and above the MTU) trained on stored probe samples. "
             "Each training run is a version; predictions use the active one, and the α-β prior for instance "
             "types it was not trained on."
         ),
-        no_args_is_help=True,
+        commands={"train": train, "list": list_, "activate": activate_},
     )
-    app.add_typer(models, name="models")
-
-    @models.command("train")
-    def train(
-        provider: list[str] = typer.Option(
-            [], "--provider", help="only samples of this provider (repeatable)"
-        ),
-        instance_type: list[str] = typer.Option([], "--instance-type", help="only this type (repeatable)"),
-        backend: list[str] = typer.Option([], "--backend", help="only this backend: gloo, nccl, nccl-tests"),
-        activate: bool = typer.Option(False, "--activate", help="make the new version the active one"),
-        seed: int = typer.Option(0, "--seed", min=0, help="seed of the 9/1 split and the k-fold search"),
-        tune: bool = typer.Option(
-            True, "--tune/--no-tune", help="search hyperparameters (--no-tune: faster)"
-        ),
-        as_json: bool = typer.Option(False, "--json", help="print the version as JSON"),
-        url: str | None = typer.Option(None, "--url", help=URL_HELP),
-        token: str | None = typer.Option(None, "--token", help=TOKEN_HELP),
-    ) -> None:
-        """Train a new version on the stored samples (all of them, or those matching the filters).
-
-        Reports held-out MAPE below and above the MTU next to the noise floor. Examples:
-
-          srift models train --activate
-
-          srift models train --provider testbed --instance-type tb-100m --json
-        """
-        body = {
-            "providers": provider,
-            "instance_types": instance_type,
-            "backends": backend,
-            "activate": activate,
-            "seed": seed,
-            "tune": tune,
-        }
-        if url:
-            result = call_api(
-                "POST", url, "/v1/bandwidth-models", token=token or os.environ.get("SRIFT_TOKEN"), body=body
-            )
-        else:
-            from srift.bandwidth.records import SampleQuery
-            from srift.bandwidth.registry import train_version
-            from srift.db.session import transaction
-
-            settings = get_settings()
-            query = SampleQuery(
-                providers=tuple(p.lower() for p in provider),
-                instance_types=tuple(instance_type),
-                backends=tuple(b.lower() for b in backend),
-            )
-            with (
-                console.status("training (9/1 split, k-fold search)...", spinner="dots"),
-                transaction(_ready(settings)) as session,
-            ):
-                result = _as_dict(
-                    train_version(
-                        session=session, settings=settings, query=query, activate_it=activate, seed=seed
-                    )
-                )
-        if as_json:
-            typer.echo(json.dumps(result, indent=1))
-            return
-        console.print(_table([result], title="new bandwidth model version"))
-        for warning in result.get("metrics", {}).get("warnings", []):
-            console.print(f"warning: {warning}", style="yellow", highlight=False, soft_wrap=True)
-
-    @models.command("list")
-    def list_(
-        as_json: bool = typer.Option(False, "--json", help="print the versions as JSON"),
-        url: str | None = typer.Option(None, "--url", help=URL_HELP),
-        token: str | None = typer.Option(None, "--token", help=TOKEN_HELP),
-    ) -> None:
-        """List model versions, newest first, with their test MAPE and noise floor.
-
-        Example: `srift models list --json`.
-        """
-        if url:
-            payload = call_api(
-                "GET", url, "/v1/bandwidth-models", token=token or os.environ.get("SRIFT_TOKEN")
-            )
-            rows = list(payload["models"])
-        else:
-            from srift.bandwidth.registry import list_versions
-            from srift.db.session import session_factory
-
-            with session_factory(_ready(get_settings()))() as session:
-                rows = [_as_dict(v) for v in list_versions(session=session)]
-        if as_json:
-            typer.echo(json.dumps(rows, indent=1))
-            return
-        active = next((r["version"] for r in rows if r.get("is_active")), None)
-        console.print(
-            _table(rows, title=f"bandwidth models (active: {active or 'none — the α-β prior answers'})")
-        )
-
-    @models.command("activate")
-    def activate_(
-        version: str = typer.Argument(..., help="a version from `srift models list`"),
-        as_json: bool = typer.Option(False, "--json", help="print the version as JSON"),
-        url: str | None = typer.Option(None, "--url", help=URL_HELP),
-        token: str | None = typer.Option(None, "--token", help=TOKEN_HELP),
-    ) -> None:
-        """Make VERSION the model predictions use. Activating an older version is a rollback.
-
-        Example: `srift models activate 20261122-101500-a1b2c3`.
-        """
-        if url:
-            result = call_api(
-                "POST",
-                url,
-                f"/v1/bandwidth-models/{version}/activate",
-                token=token or os.environ.get("SRIFT_TOKEN"),
-            )
-        else:
-            from srift.bandwidth.registry import activate
-            from srift.db.session import transaction
-
-            with transaction(_ready(get_settings())) as session:
-                result = _as_dict(activate(session=session, version=version))
-        if as_json:
-            typer.echo(json.dumps(result, indent=1))
-            return
-        console.print(f"active bandwidth model: {result['version']} (source {result['source']})")

@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import json
-import os
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from srift.commands.ddp_options import BUCKET_CAP_OPTION, PER_LAYER_OPTION, apply_ddp_options
-from srift.commands.remote import call_api, load_request_file
+from srift.commands.ddp_options import BucketCapMb, PerLayer, apply_ddp_options
+from srift.commands.options import ExampleFlag, ServerUrl
+from srift.commands.remote import answer_request, call_api, env_token, put_given, request_body
+from srift.commands.tables import add_columns
 
 console = Console()
 
@@ -137,22 +139,31 @@ def _stored(plan_id: int) -> dict[str, Any]:
     return PlanOut.model_validate(plan.document()).model_dump(mode="json")
 
 
-def _emit_files(
-    plan: dict[str, Any], fmt: str, *, script: str, master_addr: str | None, out: Path | None
-) -> None:
-    """Print (or write into `out`, with the plan as plan-ID.json for the helper) the plan's launch files."""
+@dataclass(frozen=True, slots=True)
+class _Launch:
+    """What `--emit` writes the launch files for: the training script, node 0's address, the folder."""
+
+    script: str
+    master_addr: str | None
+    out: Path | None
+
+
+def _emit_files(plan: dict[str, Any], fmt: str, launch: _Launch) -> None:
+    """Print (or write into `launch.out`, with the plan as plan-ID.json for the helper) the plan's launch
+    files."""
     from srift.errors import parse_choice
     from srift.launch.emit import EmitFormat, LaunchOptions, joined
     from srift.services.launch import emit_document
 
     form = parse_choice(EmitFormat, fmt, what="format", field="--emit")
+    out = launch.out
     plan_ref = None
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
         plan_file = out / f"plan-{plan['id']}.json"
         plan_file.write_text(json.dumps(plan, indent=1, default=str))
         plan_ref = str(plan_file.resolve())
-    options = LaunchOptions(script=script, master_addr=master_addr, plan_ref=plan_ref)
+    options = LaunchOptions(script=launch.script, master_addr=launch.master_addr, plan_ref=plan_ref)
     files = emit_document(plan, form, options)
     if out is None:
         typer.echo(joined(files), nl=False)
@@ -287,6 +298,27 @@ def headline(plan: dict[str, Any]) -> str:
 def render(plan: dict[str, Any], *, verbose: bool = False) -> None:
     """Print a plan: the headline, the fleet, Srift against CAP and TAP, the limits and the Pareto front;
     `verbose` adds each source and each network rate's reason."""
+    _render_summary(plan)
+    console.print(_fleet_table(plan))
+    for c in plan["choices"]:
+        if c.get("batch_limit"):
+            console.print(f"batch limit: {c['batch_limit']}", highlight=False)
+    render_strategy(plan.get("strategy"))
+    _estimate_lines(plan)
+    render_placement(plan)
+    console.print(_compare_table(plan))
+    _limits_line(plan)
+    front = [p for p in plan["pareto"] if p["on_front"]]
+    if front:
+        console.print(_pareto_table(front, total=plan["pareto_total"]))
+    _plan_network_lines(plan.get("network"), verbose=verbose)
+    for warning in plan["warnings"]:
+        console.print(f"[yellow]warning:[/] {warning}", highlight=False)
+    render_sources(plan["sources"], verbose=verbose)
+
+
+def _render_summary(plan: dict[str, Any]) -> None:
+    """The headline, how the plan was found, its calibration and the confidence its limits were held to."""
     solved = "proven optimal" if plan["proven_optimal"] else "best found"
     console.print(f"[bold]{escape(headline(plan))}[/]", highlight=False)
     console.print(
@@ -310,14 +342,20 @@ def render(plan: dict[str, Any], *, verbose: bool = False) -> None:
             + (f"; {chance}" if chance else ""),
             highlight=False,
         )
+
+
+def _fleet_table(plan: dict[str, Any]) -> Table:
+    """One row per choice: type (* when its compute is estimated), market, VMs, batch, GPUs, memory, price
+    (and location or strategy when any choice has one)."""
     fleet = Table(title=f"fleet for global batch {plan['global_batch']}, {plan['iterations']} iterations")
     located = any(c.get("location") for c in plan["choices"])
     columns = ["instance type", *(["location"] if located else []), "market", "VMs", "batch/VM", "GPUs"]
     setup = any(c.get("strategy") not in (None, "ddp") or c.get("checkpointing") for c in plan["choices"])
-    for col in (*columns, "per GPU", "GiB/GPU", "$/h", *(["strategy"] if setup else [])):
-        fleet.add_column(
-            col, justify="left" if col in ("instance type", "location", "market", "strategy") else "right"
-        )
+    add_columns(
+        fleet,
+        (*columns, "per GPU", "GiB/GPU", "$/h", *(["strategy"] if setup else [])),
+        left=("instance type", "location", "market", "strategy"),
+    )
     for c in plan["choices"]:
         estimated = (c.get("compute") or "measured") != "measured"
         fleet.add_row(
@@ -332,16 +370,18 @@ def render(plan: dict[str, Any], *, verbose: bool = False) -> None:
             f"{c['price_usd_per_hr']:.3f}",
             *([(c.get("strategy") or "") + ("+ckpt" if c.get("checkpointing") else "")] if setup else []),
         )
-    console.print(fleet)
-    for c in plan["choices"]:
-        if c.get("batch_limit"):
-            console.print(f"batch limit: {c['batch_limit']}", highlight=False)
-    render_strategy(plan.get("strategy"))
-    _estimate_lines(plan)
-    render_placement(plan)
+    return fleet
+
+
+def _compare_table(plan: dict[str, Any]) -> Table:
+    """The plan against the CAP and TAP baselines: fleet, times, cost and whether each meets the limits."""
     compare = Table(title="Srift against the static policies of Srift §5.2")
-    for col in ("policy", "fleet", "iteration", "total time (p10–p90)", "cost (p10–p90)", "meets limits"):
-        compare.add_column(col, justify="left" if col in ("policy", "fleet") else "right", overflow="fold")
+    add_columns(
+        compare,
+        ("policy", "fleet", "iteration", "total time (p10–p90)", "cost (p10–p90)", "meets limits"),
+        left=("policy", "fleet"),
+        overflow="fold",
+    )
     rows: list[tuple[str, dict[str, Any] | None]] = [("Srift", plan)]
     rows += [(name.upper(), plan["baselines"].get(name)) for name in ("cap", "tap")]
     for name, item in rows:
@@ -359,7 +399,11 @@ def render(plan: dict[str, Any], *, verbose: bool = False) -> None:
             band_text(p, "cost", _money),
             meets + (f" ({chance})" if chance else ""),
         )
-    console.print(compare)
+    return compare
+
+
+def _limits_line(plan: dict[str, Any]) -> None:
+    """The time limit and budget given, each with the plan's headroom under it."""
     limits, head = plan["limits"], plan["headroom"]
     parts = []
     if limits["time_limit_s"] is not None:
@@ -368,37 +412,36 @@ def render(plan: dict[str, Any], *, verbose: bool = False) -> None:
         parts.append(f"budget ${limits['budget_usd']:.2f} (headroom ${head['budget_usd']:.2f})")
     if parts:
         console.print("limits: " + "; ".join(parts), highlight=False)
-    front = [p for p in plan["pareto"] if p["on_front"]]
-    if front:
-        table = Table(title=f"Pareto front ({len(front)} of {plan['pareto_total']} evaluated configurations)")
-        for col in ("configuration", "total time", "cost", "feasible"):
-            table.add_column(col, justify="left" if col == "configuration" else "right", overflow="fold")
-        shown = front[:12]
-        times = iter(durations([p["total_time_s"] for p in shown]))
-        costs = iter(dollars([p["cost_usd"] for p in shown]))
-        for p in shown:
-            mark = " ◀ plan" if p["chosen"] else ""
-            table.add_row(
-                escape(p["label"]) + mark,
-                next(times),
-                next(costs),
-                "yes" if p["feasible"] else "no",
-            )
-        console.print(table)
-    network = plan.get("network")
-    if network:
-        console.print(f"network: {network['label']}", highlight=False)
-        for r in network["rates"]:
-            rate = "learned model" if r["gbps"] is None else f"{r['gbps']:.3g} Gbit/s"
-            if r.get("high_gbps"):
-                rate += f", band's fast end {r['high_gbps']:.3g} Gbit/s"
-            limit = f" ({r['limit']})" if verbose else ""
-            console.print(f"  {r['instance_type']}: {rate}{limit}", highlight=False)
-        if network.get("recommendation"):
-            console.print(f"[yellow]advice:[/] {network['recommendation']}", highlight=False)
-    for warning in plan["warnings"]:
-        console.print(f"[yellow]warning:[/] {warning}", highlight=False)
-    render_sources(plan["sources"], verbose=verbose)
+
+
+def _pareto_table(front: list[dict[str, Any]], *, total: int) -> Table:
+    """The first 12 configurations of the Pareto front, the plan's marked."""
+    table = Table(title=f"Pareto front ({len(front)} of {total} evaluated configurations)")
+    add_columns(
+        table, ("configuration", "total time", "cost", "feasible"), left=("configuration",), overflow="fold"
+    )
+    shown = front[:12]
+    times = iter(durations([p["total_time_s"] for p in shown]))
+    costs = iter(dollars([p["cost_usd"] for p in shown]))
+    for p in shown:
+        mark = " ◀ plan" if p["chosen"] else ""
+        table.add_row(escape(p["label"]) + mark, next(times), next(costs), "yes" if p["feasible"] else "no")
+    return table
+
+
+def _plan_network_lines(network: dict[str, Any] | None, *, verbose: bool) -> None:
+    """The network the plan assumed: each type's rate (with its reason, `verbose`) and the advice."""
+    if not network:
+        return
+    console.print(f"network: {network['label']}", highlight=False)
+    for r in network["rates"]:
+        rate = "learned model" if r["gbps"] is None else f"{r['gbps']:.3g} Gbit/s"
+        if r.get("high_gbps"):
+            rate += f", band's fast end {r['high_gbps']:.3g} Gbit/s"
+        limit = f" ({r['limit']})" if verbose else ""
+        console.print(f"  {r['instance_type']}: {rate}{limit}", highlight=False)
+    if network.get("recommendation"):
+        console.print(f"[yellow]advice:[/] {network['recommendation']}", highlight=False)
 
 
 def render_sources(sources: list[str], *, verbose: bool, out: Console | None = None) -> None:
@@ -426,8 +469,11 @@ def render_placement(plan: dict[str, Any]) -> None:
     """Locations, the cost line (instances and egress), egress routes, data loading and the spot outlook."""
     if len(plan.get("locations") or []) > 1:
         table = Table(title="VMs per location")
-        for col in ("location", "place", "continent", "VMs", "GPUs", "$/h"):
-            table.add_column(col, justify="left" if col in ("location", "place", "continent") else "right")
+        add_columns(
+            table,
+            ("location", "place", "continent", "VMs", "GPUs", "$/h"),
+            left=("location", "place", "continent"),
+        )
         for loc in plan["locations"]:
             table.add_row(
                 loc["location"],
@@ -446,8 +492,9 @@ def render_placement(plan: dict[str, Any]) -> None:
             highlight=False,
         )
         table = Table(title="egress per iteration (gradient traffic leaving each location)")
-        for col in ("from", "to", "route", "GB/iteration", "$/GB", "$ total"):
-            table.add_column(col, justify="left" if col in ("from", "to", "route") else "right")
+        add_columns(
+            table, ("from", "to", "route", "GB/iteration", "$/GB", "$ total"), left=("from", "to", "route")
+        )
         for e in plan["egress"]:
             table.add_row(
                 e["source"],
@@ -461,8 +508,8 @@ def render_placement(plan: dict[str, Any]) -> None:
     stalls = [f for f in plan.get("data_loading") or [] if f["stalls_above_batch"] is not None]
     if stalls:
         table = Table(title="data loading: types whose input pipeline cannot feed their GPUs at full batch")
-        for col in ("type", "loader vCPUs", "feeds/s", "bound", "GPUs train/s", "stalls above batch"):
-            table.add_column(col, justify="left" if col in ("type", "bound") else "right")
+        columns = ("type", "loader vCPUs", "feeds/s", "bound", "GPUs train/s", "stalls above batch")
+        add_columns(table, columns, left=("type", "bound"))
         for f in stalls:
             table.add_row(
                 escape(f["instance_type"] + (f" [{f['location']}]" if f["location"] else "")),
@@ -545,8 +592,7 @@ def render_strategy(view: dict[str, Any] | None) -> None:
     compared = view.get("compared") or []
     if len(compared) > 1:
         table = Table(title="setups on this fleet")
-        for col in ("setup", "fits", "iteration", "peak GiB/GPU"):
-            table.add_column(col, justify="left" if col in ("setup", "fits") else "right")
+        add_columns(table, ("setup", "fits", "iteration", "peak GiB/GPU"), left=("setup", "fits"))
         for r in compared:
             peak = r.get("peak_gib")
             table.add_row(
@@ -558,147 +604,154 @@ def render_strategy(view: dict[str, Any] | None) -> None:
         console.print(table)
 
 
+PlanFile = Annotated[Path | None, typer.Argument(help="plan request (YAML or JSON); see --example")]
+PlanJson = Annotated[bool, typer.Option("--json", help="print the plan as JSON")]
+WriteToken = Annotated[
+    str | None, typer.Option("--token", help="API write token for --url (default: $SRIFT_TOKEN)")
+]
+Mode = Annotated[str | None, typer.Option("--mode", help="override the file's mode: exhaustive, eager, auto")]
+SolveBudget = Annotated[
+    float | None,
+    typer.Option(
+        "--solve-budget",
+        help="override solve_budget_s: seconds the search may take, more than 0 and at most the "
+        "server's SRIFT_MAX_SOLVE_BUDGET_S (default 30; checked by the same rule as POST /v1/plans)",
+    ),
+]
+Confidence = Annotated[
+    float | None,
+    typer.Option(
+        "--confidence",
+        min=0.5,
+        max=0.99,
+        help="override the file's confidence: the quantile of time and cost that must meet the limits "
+        "(default 0.9; 0.5 checks the prediction itself)",
+    ),
+]
+Emit = Annotated[
+    str | None,
+    typer.Option(
+        "--emit",
+        help="print the plan as launch files instead: torchrun (a command per VM), skypilot (a task "
+        "per type) or kubernetes (a JobSet per location), with the NCCL settings the plan assumed",
+    ),
+]
+PlanId = Annotated[
+    int | None, typer.Option("--plan-id", min=1, help="with --emit: a stored plan, instead of planning FILE")
+]
+Script = Annotated[str, typer.Option("--script", help="with --emit: the training script to run")]
+MasterAddr = Annotated[
+    str | None,
+    typer.Option("--master-addr", help="with --emit: node 0's address (else each VM's shell asks for it)"),
+]
+LaunchOut = Annotated[
+    Path | None,
+    typer.Option("--out", help="with --emit: write the files and the plan (plan-ID.json) into this folder"),
+]
+ExampleModel = Annotated[
+    str | None,
+    typer.Option(
+        "--example-model",
+        help="print an example request for a reference model and exit (llama-1b, llama-8b and gpt2-xl "
+        "ask for sharded data parallelism)",
+    ),
+]
+PlanVerbose = Annotated[
+    bool, typer.Option("--verbose", "-v", help="also list every source and each network rate's reason")
+]
+
+
+def plan_command(
+    file: PlanFile = None,
+    as_json: PlanJson = False,
+    url: ServerUrl = None,
+    token: WriteToken = None,
+    mode: Mode = None,
+    solve_budget_s: SolveBudget = None,
+    confidence: Confidence = None,
+    example: ExampleFlag = False,
+    emit: Emit = None,
+    plan_id: PlanId = None,
+    script: Script = "train.py",
+    master_addr: MasterAddr = None,
+    out: LaunchOut = None,
+    example_model: ExampleModel = None,
+    verbose: PlanVerbose = False,
+    bucket_cap_mb: BucketCapMb = None,
+    per_layer: PerLayer = False,
+) -> None:
+    """Find the cheapest (min_cost) or fastest (min_time) set of VMs and the per-VM batch for each type.
+
+    FILE names the model's profiles, the global batch, iterations, the objective and optional limits
+    (time_limit_s, budget_usd), provider/region (or several: providers, regions), market and
+    availability. The answer is counts and batches per instance type (and location), e.g. "16 ×
+    g4dn.8xlarge @ 64, 41 min (38–45 min), $9.80 ($9.10–$10.70)", with the p10–p90 band of time and cost
+    from the measured spreads the prediction rests on, compared with the CAP and TAP baselines, with the
+    Pareto front of everything evaluated. Limits are checked at the request's `confidence` (default 0.9:
+    the p90 of time and cost must meet them), and every plan and baseline says how likely it meets each
+    limit. Across locations it shows VMs per location and the cost line with egress; a spot plan shows
+    its expected time and cost over interruptions next to the uninterrupted run and its on-demand
+    fallback; its P(deadline) counts the interruptions too. When no fleet meets the limits the error
+    says which limit and the nearest relaxation. `--verbose` lists every source. Examples:
+
+      srift plan --example > request.yaml
+
+      srift plan --example-model llama-8b > llama.yaml
+
+      srift plan request.yaml
+
+      srift plan request.yaml --mode exhaustive --json
+
+      srift plan request.yaml --verbose
+
+      srift plan request.yaml --url http://127.0.0.1:8000 --token $SRIFT_TOKEN
+
+      srift plan request.yaml --emit torchrun --script train.py --out launch/
+
+      srift plan --plan-id 12 --emit kubernetes
+    """
+    if example_model is not None or example:
+        typer.echo(EXAMPLE if example_model is None else example_for(example_model), nl=False)
+        return
+    launch = _Launch(script=script, master_addr=master_addr, out=out)
+    if plan_id is not None:
+        _emit_stored(plan_id, emit, url=url, token=env_token(token), launch=launch)
+        return
+    body = request_body(file, command="plan")
+    put_given(body, mode=mode, solve_budget_s=solve_budget_s, confidence=confidence)
+    apply_ddp_options(body, bucket_cap_mb=bucket_cap_mb, per_layer=per_layer)
+    result = answer_request(
+        body,
+        url=url,
+        path="/v1/plans",
+        token=token,
+        local=_local,
+        busy=console,
+        status="searching...",
+        timeout_s=600,
+    )
+    if emit is not None:
+        _emit_files(result, emit, launch)
+    elif as_json:
+        typer.echo(json.dumps(result, indent=1))
+    else:
+        render(result, verbose=verbose)
+
+
+def _emit_stored(
+    plan_id: int, emit: str | None, *, url: str | None, token: str | None, launch: _Launch
+) -> None:
+    """`--plan-id N --emit FORMAT`: the launch files of a stored plan (from the server with --url)."""
+    from srift.errors import InvalidInput
+
+    if emit is None:
+        raise InvalidInput(
+            "--plan-id only emits a stored plan", hint="add --emit torchrun", field="--plan-id"
+        )
+    stored = call_api("GET", url, f"/v1/plans/{plan_id}", token=token) if url else _stored(plan_id)
+    _emit_files(stored, emit, launch)
+
+
 def register(app: typer.Typer) -> None:
     """Add `srift plan`."""
-
-    @app.command("plan")
-    def plan(
-        file: Path | None = typer.Argument(None, help="plan request (YAML or JSON); see --example"),
-        as_json: bool = typer.Option(False, "--json", help="print the plan as JSON"),
-        url: str | None = typer.Option(
-            None,
-            "--url",
-            help="ask a running server (e.g. http://127.0.0.1:8000) instead of the local database",
-        ),
-        token: str | None = typer.Option(
-            None, "--token", help="API write token for --url (default: $SRIFT_TOKEN)"
-        ),
-        mode: str | None = typer.Option(
-            None, "--mode", help="override the file's mode: exhaustive, eager, auto"
-        ),
-        solve_budget_s: float | None = typer.Option(
-            None,
-            "--solve-budget",
-            help="override solve_budget_s: seconds the search may take, more than 0 and at most the "
-            "server's SRIFT_MAX_SOLVE_BUDGET_S (default 30; checked by the same rule as POST /v1/plans)",
-        ),
-        confidence: float | None = typer.Option(
-            None,
-            "--confidence",
-            min=0.5,
-            max=0.99,
-            help="override the file's confidence: the quantile of time and cost that must meet the limits "
-            "(default 0.9; 0.5 checks the prediction itself)",
-        ),
-        example: bool = typer.Option(False, "--example", help="print an example request file and exit"),
-        emit: str | None = typer.Option(
-            None,
-            "--emit",
-            help="print the plan as launch files instead: torchrun (a command per VM), skypilot (a task "
-            "per type) or kubernetes (a JobSet per location), with the NCCL settings the plan assumed",
-        ),
-        plan_id: int | None = typer.Option(
-            None, "--plan-id", min=1, help="with --emit: a stored plan, instead of planning FILE"
-        ),
-        script: str = typer.Option("train.py", "--script", help="with --emit: the training script to run"),
-        master_addr: str | None = typer.Option(
-            None, "--master-addr", help="with --emit: node 0's address (else each VM's shell asks for it)"
-        ),
-        out: Path | None = typer.Option(
-            None, "--out", help="with --emit: write the files and the plan (plan-ID.json) into this folder"
-        ),
-        example_model: str | None = typer.Option(
-            None,
-            "--example-model",
-            help="print an example request for a reference model and exit (llama-1b, llama-8b and gpt2-xl "
-            "ask for sharded data parallelism)",
-        ),
-        verbose: bool = typer.Option(
-            False, "--verbose", "-v", help="also list every source and each network rate's reason"
-        ),
-        bucket_cap_mb: float | None = BUCKET_CAP_OPTION,
-        per_layer: bool = PER_LAYER_OPTION,
-    ) -> None:
-        """Find the cheapest (min_cost) or fastest (min_time) set of VMs and the per-VM batch for each type.
-
-        FILE names the model's profiles, the global batch, iterations, the objective and optional limits
-        (time_limit_s, budget_usd), provider/region (or several: providers, regions), market and
-        availability. The answer is counts and batches per instance type (and location), e.g. "16 ×
-        g4dn.8xlarge @ 64, 41 min (38–45 min), $9.80 ($9.10–$10.70)", with the p10–p90 band of time and cost
-        from the measured spreads the prediction rests on, compared with the CAP and TAP baselines, with the
-        Pareto front of everything evaluated. Limits are checked at the request's `confidence` (default 0.9:
-        the p90 of time and cost must meet them), and every plan and baseline says how likely it meets each
-        limit. Across locations it shows VMs per location and the cost line with egress; a spot plan shows
-        its expected time and cost over interruptions next to the uninterrupted run and its on-demand
-        fallback; its P(deadline) counts the interruptions too. When no fleet meets the limits the error
-        says which limit and the nearest relaxation. `--verbose` lists every source. Examples:
-
-          srift plan --example > request.yaml
-
-          srift plan --example-model llama-8b > llama.yaml
-
-          srift plan request.yaml
-
-          srift plan request.yaml --mode exhaustive --json
-
-          srift plan request.yaml --verbose
-
-          srift plan request.yaml --url http://127.0.0.1:8000 --token $SRIFT_TOKEN
-
-          srift plan request.yaml --emit torchrun --script train.py --out launch/
-
-          srift plan --plan-id 12 --emit kubernetes
-        """
-        from srift.errors import InvalidInput
-
-        if example_model is not None:
-            typer.echo(example_for(example_model), nl=False)
-            return
-        if example:
-            typer.echo(EXAMPLE, nl=False)
-            return
-        if plan_id is not None:
-            if emit is None:
-                raise InvalidInput(
-                    "--plan-id only emits a stored plan", hint="add --emit torchrun", field="--plan-id"
-                )
-            stored = (
-                call_api("GET", url, f"/v1/plans/{plan_id}", token=token or os.environ.get("SRIFT_TOKEN"))
-                if url
-                else _stored(plan_id)
-            )
-            _emit_files(stored, emit, script=script, master_addr=master_addr, out=out)
-            return
-        if file is None:
-            raise InvalidInput(
-                "no request file given", hint="run `srift plan --example > r.yaml`", field="FILE"
-            )
-        body = load_request_file(file)
-        if not isinstance(body, dict):
-            raise InvalidInput(f"{file} must hold a mapping", hint="see `srift plan --example`", field="FILE")
-        if mode is not None:
-            body["mode"] = mode
-        if solve_budget_s is not None:
-            body["solve_budget_s"] = solve_budget_s
-        if confidence is not None:
-            body["confidence"] = confidence
-        apply_ddp_options(body, bucket_cap_mb=bucket_cap_mb, per_layer=per_layer)
-        if url:
-            result = call_api(
-                "POST",
-                url,
-                "/v1/plans",
-                body=body,
-                token=token or os.environ.get("SRIFT_TOKEN"),
-                timeout_s=600,
-            )
-        else:
-            with console.status("searching...", spinner="dots"):
-                result = _local(body)
-        if emit is not None:
-            _emit_files(result, emit, script=script, master_addr=master_addr, out=out)
-            return
-        if as_json:
-            typer.echo(json.dumps(result, indent=1))
-            return
-        render(result, verbose=verbose)
+    app.command("plan")(plan_command)

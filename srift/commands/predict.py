@@ -3,19 +3,20 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from srift.commands.ddp_options import BUCKET_CAP_OPTION, PER_LAYER_OPTION, apply_ddp_options
+from srift.commands.ddp_options import BucketCapMb, PerLayer, apply_ddp_options
+from srift.commands.options import ExampleFlag, ServerUrl
 from srift.commands.plan import render_sources
-from srift.commands.remote import call_api, load_request_file
+from srift.commands.remote import answer_request, load_request_file, put_given, request_body
+from srift.commands.tables import add_columns
 
 console = Console()
 
@@ -126,8 +127,11 @@ def render(result: dict[str, Any], *, verbose: bool = False) -> None:
     """Print a prediction as tables: the fleet, the times and cost, and where an iteration's time goes;
     `verbose` adds every source and the network's assumptions."""
     fleet = Table(title=f"fleet {result['label']} ({result['comm']})")
-    for col in ("instance type", "market", "count", "batch/VM", "GPUs", "batch/GPU", "$/h"):
-        fleet.add_column(col, justify="left" if col in ("instance type", "market") else "right")
+    add_columns(
+        fleet,
+        ("instance type", "market", "count", "batch/VM", "GPUs", "batch/GPU", "$/h"),
+        left=("instance type", "market"),
+    )
     for c in result["choices"]:
         fleet.add_row(
             c["instance_type"],
@@ -143,10 +147,7 @@ def render(result: dict[str, Any], *, verbose: bool = False) -> None:
     times = Table(
         title=f"prediction for {result['iterations']} iterations (global batch {result['global_batch']})"
     )
-    times.add_column("iteration (mean)", justify="right")
-    times.add_column("p10 / p50 / p90", justify="right")
-    times.add_column("total time (p10–p90)", justify="right")
-    times.add_column("cost (p10–p90)", justify="right")
+    add_columns(times, ("iteration (mean)", "p10 / p50 / p90", "total time (p10–p90)", "cost (p10–p90)"))
     lo_t, hi_t = p.get("total_time_p10_s"), p.get("total_time_p90_s")
     lo_c, hi_c = p.get("cost_p10_usd"), p.get("cost_p90_usd")
     times.add_row(
@@ -228,115 +229,119 @@ def _network_options(
         body["network"] = network
 
 
+PredictFile = Annotated[Path | None, typer.Argument(help="request file (YAML or JSON); see --example")]
+PredictJson = Annotated[bool, typer.Option("--json", help="print the prediction as JSON")]
+ReadToken = Annotated[
+    str | None,
+    typer.Option("--token", help="API token for --url when reads need one (default: $SRIFT_TOKEN)"),
+]
+McSamples = Annotated[
+    int | None,
+    typer.Option("--mc-samples", min=0, max=1000, help="override the file's Monte Carlo sample count"),
+]
+Seed = Annotated[int | None, typer.Option("--seed", min=0, help="override the file's seed")]
+ProfileFiles = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--profile",
+        help="a profile document (from `srift profile` or `srift profile import`) to inline; repeatable",
+    ),
+]
+Transport = Annotated[
+    str | None,
+    typer.Option("--transport", help="tcp (plain PyTorch DDP) or efa (aws-ofi-nccl): sets network.transport"),
+]
+Library = Annotated[str | None, typer.Option("--library", help="nccl or gloo: sets network.library")]
+PlacementGroup = Annotated[
+    bool | None,
+    typer.Option(
+        "--placement-group/--no-placement-group",
+        help="instances in one cluster placement group: sets network.placement_group",
+    ),
+]
+EnaVisible = Annotated[
+    bool | None,
+    typer.Option(
+        "--ena-visible/--ena-hidden",
+        help="NCCL sees the AWS ENA (bare VM, host network: 16 sockets per peer) or not (a container "
+        "with its own network: 1); default: not known, 1 assumed, band up to 16. Sets "
+        "network.ena_visible",
+    ),
+]
+MeasuredGbps = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--measured-gbps",
+        metavar="TYPE=GBPS",
+        help="a measured node-to-node rate for a type (e.g. g4dn.12xlarge=4.5); repeatable",
+    ),
+]
+PredictVerbose = Annotated[
+    bool, typer.Option("--verbose", "-v", help="also list every source and the network's assumptions")
+]
+
+
+def predict_command(
+    file: PredictFile = None,
+    as_json: PredictJson = False,
+    url: ServerUrl = None,
+    token: ReadToken = None,
+    mc_samples: McSamples = None,
+    seed: Seed = None,
+    profile_files: ProfileFiles = None,
+    transport: Transport = None,
+    library: Library = None,
+    placement_group: PlacementGroup = None,
+    ena_visible: EnaVisible = None,
+    measured: MeasuredGbps = None,
+    example: ExampleFlag = False,
+    verbose: PredictVerbose = False,
+    bucket_cap_mb: BucketCapMb = None,
+    per_layer: PerLayer = False,
+) -> None:
+    """Predict one fleet's iteration time (mean, p10/p50/p90), total time and cost, with a breakdown.
+
+    FILE names the model's profiles, the fleet (instance type, market, count and per-VM batch per
+    choice; `gpus` uses part of each VM's GPUs), provider/region and iterations; `configs` instead of
+    `config` predicts a sweep of fleets in one call (one row each). Compute comes from the profile of
+    each type's accelerator, communication from the active bandwidth model or the α-β prior under the
+    request's `network` (default: TCP sockets, as plain PyTorch DDP), prices from the catalog, billed
+    per second. Examples:
+
+      srift predict --example > request.yaml
+
+      srift predict request.yaml
+
+      srift predict sweep.yaml --profile bert-t4.json --measured-gbps g4dn.12xlarge=4.5
+
+      srift predict request.yaml --transport efa --json
+
+      srift predict request.yaml --mc-samples 500 --json
+
+      srift predict request.yaml --url http://127.0.0.1:8000
+    """
+    if example:
+        typer.echo(EXAMPLE, nl=False)
+        return
+    body = request_body(file, command="predict")
+    put_given(body, mc_samples=mc_samples, seed=seed)
+    if profile_files:
+        body.pop("model", None)
+        body.pop("profile_ids", None)
+        body["profiles"] = [load_request_file(path) for path in profile_files]
+    _network_options(body, transport, library, placement_group, measured or [], ena_visible)
+    apply_ddp_options(body, bucket_cap_mb=bucket_cap_mb, per_layer=per_layer)
+    result = answer_request(
+        body, url=url, path="/v1/predictions", token=token, local=_local, busy=console, status="simulating..."
+    )
+    if as_json:
+        typer.echo(json.dumps(result, indent=1))
+    elif "predictions" in result:
+        render_sweep(result, verbose=verbose)
+    else:
+        render(result, verbose=verbose)
+
+
 def register(app: typer.Typer) -> None:
     """Add `srift predict`."""
-
-    @app.command("predict")
-    def predict(
-        file: Path | None = typer.Argument(None, help="request file (YAML or JSON); see --example"),
-        as_json: bool = typer.Option(False, "--json", help="print the prediction as JSON"),
-        url: str | None = typer.Option(
-            None,
-            "--url",
-            help="ask a running server (e.g. http://127.0.0.1:8000) instead of the local database",
-        ),
-        token: str | None = typer.Option(
-            None, "--token", help="API token for --url when reads need one (default: $SRIFT_TOKEN)"
-        ),
-        mc_samples: int | None = typer.Option(
-            None, "--mc-samples", min=0, max=1000, help="override the file's Monte Carlo sample count"
-        ),
-        seed: int | None = typer.Option(None, "--seed", min=0, help="override the file's seed"),
-        profile_files: list[Path] | None = typer.Option(
-            None,
-            "--profile",
-            help="a profile document (from `srift profile` or `srift profile import`) to inline; repeatable",
-        ),
-        transport: str | None = typer.Option(
-            None, "--transport", help="tcp (plain PyTorch DDP) or efa (aws-ofi-nccl): sets network.transport"
-        ),
-        library: str | None = typer.Option(None, "--library", help="nccl or gloo: sets network.library"),
-        placement_group: bool | None = typer.Option(
-            None,
-            "--placement-group/--no-placement-group",
-            help="instances in one cluster placement group: sets network.placement_group",
-        ),
-        ena_visible: bool | None = typer.Option(
-            None,
-            "--ena-visible/--ena-hidden",
-            help="NCCL sees the AWS ENA (bare VM, host network: 16 sockets per peer) or not (a container "
-            "with its own network: 1); default: not known, 1 assumed, band up to 16. Sets "
-            "network.ena_visible",
-        ),
-        measured: list[str] | None = typer.Option(
-            None,
-            "--measured-gbps",
-            metavar="TYPE=GBPS",
-            help="a measured node-to-node rate for a type (e.g. g4dn.12xlarge=4.5); repeatable",
-        ),
-        example: bool = typer.Option(False, "--example", help="print an example request file and exit"),
-        verbose: bool = typer.Option(
-            False, "--verbose", "-v", help="also list every source and the network's assumptions"
-        ),
-        bucket_cap_mb: float | None = BUCKET_CAP_OPTION,
-        per_layer: bool = PER_LAYER_OPTION,
-    ) -> None:
-        """Predict one fleet's iteration time (mean, p10/p50/p90), total time and cost, with a breakdown.
-
-        FILE names the model's profiles, the fleet (instance type, market, count and per-VM batch per
-        choice; `gpus` uses part of each VM's GPUs), provider/region and iterations; `configs` instead of
-        `config` predicts a sweep of fleets in one call (one row each). Compute comes from the profile of
-        each type's accelerator, communication from the active bandwidth model or the α-β prior under the
-        request's `network` (default: TCP sockets, as plain PyTorch DDP), prices from the catalog, billed
-        per second. Examples:
-
-          srift predict --example > request.yaml
-
-          srift predict request.yaml
-
-          srift predict sweep.yaml --profile bert-t4.json --measured-gbps g4dn.12xlarge=4.5
-
-          srift predict request.yaml --transport efa --json
-
-          srift predict request.yaml --mc-samples 500 --json
-
-          srift predict request.yaml --url http://127.0.0.1:8000
-        """
-        from srift.errors import InvalidInput
-
-        if example:
-            typer.echo(EXAMPLE, nl=False)
-            return
-        if file is None:
-            raise InvalidInput(
-                "no request file given", hint="run `srift predict --example > r.yaml`", field="FILE"
-            )
-        body = load_request_file(file)
-        if not isinstance(body, dict):
-            raise InvalidInput(
-                f"{file} must hold a mapping", hint="see `srift predict --example`", field="FILE"
-            )
-        if mc_samples is not None:
-            body["mc_samples"] = mc_samples
-        if seed is not None:
-            body["seed"] = seed
-        if profile_files:
-            body.pop("model", None)
-            body.pop("profile_ids", None)
-            body["profiles"] = [load_request_file(path) for path in profile_files]
-        _network_options(body, transport, library, placement_group, measured or [], ena_visible)
-        apply_ddp_options(body, bucket_cap_mb=bucket_cap_mb, per_layer=per_layer)
-        if url:
-            result = call_api(
-                "POST", url, "/v1/predictions", body=body, token=token or os.environ.get("SRIFT_TOKEN")
-            )
-        else:
-            with console.status("simulating...", spinner="dots"):
-                result = _local(body)
-        if as_json:
-            typer.echo(json.dumps(result, indent=1))
-            return
-        if "predictions" in result:
-            render_sweep(result, verbose=verbose)
-        else:
-            render(result, verbose=verbose)
+    app.command("predict")(predict_command)

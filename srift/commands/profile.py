@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -200,192 +202,565 @@ def layers_table(layers: LayerProfile, *, out: Path | None) -> Table:
     return table
 
 
-def _register_upload(group: typer.Typer) -> None:
-    @group.command("upload")
-    def upload_(
-        files: list[Path] = typer.Argument(
-            ..., metavar="FILE...", dir_okay=False, help="profile JSON files (`srift profile --out`)"
-        ),
-        url: str = typer.Option(
-            "http://127.0.0.1:8000", "--url", envvar="SRIFT_URL", help="the Srift server (env SRIFT_URL)"
-        ),
-        token: str | None = typer.Option(
-            None, "--token", envvar="SRIFT_TOKEN", help="a write token (env SRIFT_TOKEN)", show_default=False
-        ),
-        shared: bool = typer.Option(
-            False, "--shared", help="let other tokens name it by id (their `model` plans never use it)"
-        ),
-        as_json: bool = typer.Option(False, "--json", help="print the server's answers as JSON"),
-    ) -> None:
-        """Upload existing profile files to a server (POST /v1/profiles); each is checked here first.
-
-        The profile is the token's: it answers this token's plans and predictions of its model, before
-        the shipped reference estimates, and nobody else's.
-
-        Examples:
-
-          srift profile upload cnn.json --token $SRIFT_TOKEN
-
-          srift profile upload bert-t4.json bert-a10g.json --url http://srift:8000 --shared
-        """
-        from srift.commands.remote import call_api, load_request_file
-        from srift.domain.profile import ModelProfile
-
-        answers = []
-        for path in files:
-            profile = ModelProfile.from_dict(load_request_file(path))
-            query = "?shared=true" if shared else ""
-            answer = call_api("POST", url, f"/v1/profiles{query}", token=token, body=profile.to_dict())
-            answers.append({"file": str(path), **answer})
-            if not as_json:
-                state = "stored" if answer.get("created") else "already stored"
-                console.print(
-                    f"{path}: {state} as profile {answer.get('id')} "
-                    f"({profile.model} on {profile.accelerator}, {profile.precision.value})",
-                    highlight=False,
-                )
-        if as_json:
-            typer.echo(json.dumps(answers, indent=2))
+ProfileOut = Annotated[Path, typer.Option("--out", help="where to write the profile JSON")]
+UploadToken = Annotated[
+    str | None,
+    typer.Option(
+        "--token", envvar="SRIFT_TOKEN", help="API token for --upload (env SRIFT_TOKEN)", show_default=False
+    ),
+]
+ProfileJson = Annotated[bool, typer.Option("--json", help="print the profile JSON instead of the table")]
 
 
-def _register_import(group: typer.Typer) -> None:
-    @group.command("import")
-    def import_(
-        table_file: Path = typer.Argument(
-            ..., metavar="TABLE", dir_okay=False, help="CSV/TSV/JSON table of batch and seconds (see below)"
-        ),
-        layers_file: Path = typer.Option(
-            ...,
-            "--layers",
-            dir_okay=False,
-            help="`srift profile --layers-only` output (or any full profile: its layers are taken)",
-        ),
-        accelerator: str = typer.Option(
-            ..., "--accelerator", help="the accelerator the times were measured on, e.g. T4 or A100"
-        ),
-        out: Path = typer.Option(..., "--out", help="where to write the profile JSON"),
-        model_name: str | None = typer.Option(
-            None, "--model-name", help="model name (default: the layers profile's)"
-        ),
-        max_batch: int | None = typer.Option(
-            None, "--max-batch", min=1, help="largest per-GPU batch that fits (default: the table's largest)"
-        ),
-        forward_fraction: float | None = typer.Option(
-            None,
-            "--forward-fraction",
-            help="forward share of a step time when the table has no forward/backward split (default ⅓)",
-        ),
-        straggler_cv: float | None = typer.Option(
-            None,
-            "--straggler-cv",
-            help="std/mean of step time (default: Srift Table 1's figure for the GPU, else 0.052)",
-        ),
-        precision: str | None = typer.Option(
-            None,
-            "--precision",
-            metavar="fp32|tf32|fp16|bf16",
-            help="the arithmetic the times were measured in (default: the layers profile's)",
-        ),
-        update_s: float = typer.Option(
-            0.0,
-            "--update-s",
-            min=0.0,
-            help="seconds of the optimizer step inside each step time (modelled after the exchange)",
-        ),
-        upload: str | None = typer.Option(
-            None, "--upload", metavar="URL", help="also POST the profile to URL/v1/profiles"
-        ),
-        token: str | None = typer.Option(
-            None,
-            "--token",
-            envvar="SRIFT_TOKEN",
-            help="API token for --upload (env SRIFT_TOKEN)",
-            show_default=False,
-        ),
-        as_json: bool = typer.Option(False, "--json", help="print the profile JSON instead of the table"),
-    ) -> None:
-        """Build a profile from compute times measured elsewhere plus a layers-only profile.
+def _write_json(out: Path, document: dict[str, Any]) -> None:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(document, indent=2) + "\n")
 
-        TABLE has a header and one row per measurement; `batch` is per GPU, and the times are one of:
-        `step_s` (or `step_ms`) for a whole training step, `forward_s` and `backward_s` (or `_ms`),
-        or `samples_per_s` of one GPU. Repeated batches are reduced to their median. A step time is
-        split ⅓ forward, ⅔ backward unless --forward-fraction says otherwise; every such assumption is
-        printed and kept in the profile's extra.assumptions.
 
-        Examples:
+def _finish(
+    result: ModelProfile,
+    *,
+    out: Path,
+    upload: str | None,
+    token: str | None,
+    as_json: bool,
+    assumptions: bool = False,
+) -> None:
+    """Write the profile to `out`, upload it when asked, then print its JSON or its table (with the
+    assumptions an imported profile rests on) and where it was stored."""
+    from srift.profiling.upload import upload_profile
 
-          srift profile srift.profiling.testmodels:bert_base \\
-              --input srift.profiling.testmodels:bert_base_input --layers-only --out bert.layers.json
-
-          printf 'batch,step_s\\n8,0.21\\n16,0.39\\n32,0.76\\n' > t4.csv
-
-          srift profile import t4.csv --layers bert.layers.json --accelerator T4 --out bert-t4.json
-        """
-        import datetime as dt
-
-        from srift.documents import read_text_file
-        from srift.domain.profile import LayerProfile
-        from srift.domain.structure import parse_precision
-        from srift.errors import InvalidInput
-        from srift.profiling.imports import build_profile, parse_compute_table, sha256_text
-        from srift.profiling.upload import upload_profile
-
-        def read(path: Path, what: str) -> str:
-            try:
-                return read_text_file(path, field=what)
-            except FileNotFoundError:
-                raise InvalidInput(
-                    f"{path} does not exist", hint=f"give the {what} file", field=what
-                ) from None
-            except OSError as exc:
-                raise InvalidInput(
-                    f"cannot read {path} ({exc})", hint=f"give a text {what} file", field=what
-                ) from exc
-
-        text = read(table_file, "table")
-        table = parse_compute_table(text, source=table_file.name)
-        layers_text = read(layers_file, "layers")
-        try:
-            layers_doc = json.loads(layers_text)
-        except ValueError as exc:
-            raise InvalidInput(
-                f"{layers_file} is not JSON ({exc})",
-                hint="give the file written by `srift profile --layers-only`",
-                field="layers",
-            ) from exc
-        try:
-            layers = LayerProfile.from_dict(layers_doc)
-        except InvalidInput as exc:
-            where = f"layers.{exc.field}" if exc.field else "layers"
-            raise InvalidInput(f"{layers_file}: {exc.detail}", hint=exc.hint, field=where) from exc
-        result = build_profile(
-            table=table,
-            layers=layers,
-            accelerator=accelerator,
-            model_name=model_name,
-            max_batch=max_batch,
-            forward_fraction=forward_fraction,
-            straggler_cv=straggler_cv,
-            update_s=update_s,
-            table_source=table_file.name,
-            table_sha256=sha256_text(text),
-            created_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-            precision=parse_precision(precision, field="precision") if precision else None,
-        )
-        document = result.to_dict()
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(document, indent=2) + "\n")
-        answer = upload_profile(result, url=upload, token=token) if upload else None
-        if as_json:
-            typer.echo(json.dumps(document if answer is None else {**document, "uploaded": answer}, indent=2))
-            return
-        console.print(result_table(result, out=out))
+    document: dict[str, Any] = result.to_dict()
+    _write_json(out, document)
+    answer = upload_profile(result, url=upload, token=token) if upload else None
+    if as_json:
+        typer.echo(json.dumps(document if answer is None else {**document, "uploaded": answer}, indent=2))
+        return
+    console.print(result_table(result, out=out))
+    if assumptions:
         console.print("assumptions:", highlight=False)
         for line in result.extra["assumptions"]:
             console.print(f"  - {line}", highlight=False, soft_wrap=True)
-        if answer is not None:
+    if answer is not None:
+        state = "stored" if answer.get("created") else "already stored"
+        console.print(f"{state} on {upload} as profile {answer.get('id')}", highlight=False)
+
+
+UploadFiles = Annotated[
+    list[Path],
+    typer.Argument(metavar="FILE...", dir_okay=False, help="profile JSON files (`srift profile --out`)"),
+]
+UploadServer = Annotated[
+    str, typer.Option("--url", envvar="SRIFT_URL", help="the Srift server (env SRIFT_URL)")
+]
+WriteToken = Annotated[
+    str | None,
+    typer.Option("--token", envvar="SRIFT_TOKEN", help="a write token (env SRIFT_TOKEN)", show_default=False),
+]
+Shared = Annotated[
+    bool, typer.Option("--shared", help="let other tokens name it by id (their `model` plans never use it)")
+]
+AnswersJson = Annotated[bool, typer.Option("--json", help="print the server's answers as JSON")]
+
+
+def upload_command(
+    files: UploadFiles,
+    url: UploadServer = "http://127.0.0.1:8000",
+    token: WriteToken = None,
+    shared: Shared = False,
+    as_json: AnswersJson = False,
+) -> None:
+    """Upload existing profile files to a server (POST /v1/profiles); each is checked here first.
+
+    The profile is the token's: it answers this token's plans and predictions of its model, before
+    the shipped reference estimates, and nobody else's.
+
+    Examples:
+
+      srift profile upload cnn.json --token $SRIFT_TOKEN
+
+      srift profile upload bert-t4.json bert-a10g.json --url http://srift:8000 --shared
+    """
+    from srift.commands.remote import call_api, load_request_file
+    from srift.domain.profile_document import read_profile
+
+    answers = []
+    for path in files:
+        profile = read_profile(load_request_file(path))
+        query = "?shared=true" if shared else ""
+        answer = call_api("POST", url, f"/v1/profiles{query}", token=token, body=profile.to_dict())
+        answers.append({"file": str(path), **answer})
+        if not as_json:
             state = "stored" if answer.get("created") else "already stored"
-            console.print(f"{state} on {upload} as profile {answer.get('id')}", highlight=False)
+            console.print(
+                f"{path}: {state} as profile {answer.get('id')} "
+                f"({profile.model} on {profile.accelerator}, {profile.precision.value})",
+                highlight=False,
+            )
+    if as_json:
+        typer.echo(json.dumps(answers, indent=2))
+
+
+TableFile = Annotated[
+    Path,
+    typer.Argument(
+        metavar="TABLE", dir_okay=False, help="CSV/TSV/JSON table of batch and seconds (see below)"
+    ),
+]
+LayersFile = Annotated[
+    Path,
+    typer.Option(
+        "--layers",
+        dir_okay=False,
+        help="`srift profile --layers-only` output (or any full profile: its layers are taken)",
+    ),
+]
+MeasuredOn = Annotated[
+    str, typer.Option("--accelerator", help="the accelerator the times were measured on, e.g. T4 or A100")
+]
+ImportModelName = Annotated[
+    str | None, typer.Option("--model-name", help="model name (default: the layers profile's)")
+]
+ImportMaxBatch = Annotated[
+    int | None,
+    typer.Option("--max-batch", min=1, help="largest per-GPU batch that fits (default: the table's largest)"),
+]
+ForwardFraction = Annotated[
+    float | None,
+    typer.Option(
+        "--forward-fraction",
+        help="forward share of a step time when the table has no forward/backward split (default ⅓)",
+    ),
+]
+StragglerCv = Annotated[
+    float | None,
+    typer.Option(
+        "--straggler-cv",
+        help="std/mean of step time (default: Srift Table 1's figure for the GPU, else 0.052)",
+    ),
+]
+TablePrecision = Annotated[
+    str | None,
+    typer.Option(
+        "--precision",
+        metavar="fp32|tf32|fp16|bf16",
+        help="the arithmetic the times were measured in (default: the layers profile's)",
+    ),
+]
+UpdateS = Annotated[
+    float,
+    typer.Option(
+        "--update-s",
+        min=0.0,
+        help="seconds of the optimizer step inside each step time (modelled after the exchange)",
+    ),
+]
+ImportUpload = Annotated[
+    str | None, typer.Option("--upload", metavar="URL", help="also POST the profile to URL/v1/profiles")
+]
+
+
+def import_command(
+    table_file: TableFile,
+    layers_file: LayersFile,
+    accelerator: MeasuredOn,
+    out: ProfileOut,
+    model_name: ImportModelName = None,
+    max_batch: ImportMaxBatch = None,
+    forward_fraction: ForwardFraction = None,
+    straggler_cv: StragglerCv = None,
+    precision: TablePrecision = None,
+    update_s: UpdateS = 0.0,
+    upload: ImportUpload = None,
+    token: UploadToken = None,
+    as_json: ProfileJson = False,
+) -> None:
+    """Build a profile from compute times measured elsewhere plus a layers-only profile.
+
+    TABLE has a header and one row per measurement; `batch` is per GPU, and the times are one of:
+    `step_s` (or `step_ms`) for a whole training step, `forward_s` and `backward_s` (or `_ms`),
+    or `samples_per_s` of one GPU. Repeated batches are reduced to their median. A step time is
+    split ⅓ forward, ⅔ backward unless --forward-fraction says otherwise; every such assumption is
+    printed and kept in the profile's extra.assumptions.
+
+    Examples:
+
+      srift profile srift.profiling.testmodels:bert_base \\
+          --input srift.profiling.testmodels:bert_base_input --layers-only --out bert.layers.json
+
+      printf 'batch,step_s\\n8,0.21\\n16,0.39\\n32,0.76\\n' > t4.csv
+
+      srift profile import t4.csv --layers bert.layers.json --accelerator T4 --out bert-t4.json
+    """
+    import datetime as dt
+
+    from srift.domain.structure import parse_precision
+    from srift.profiling.imports import build_profile, parse_compute_table, sha256_text
+
+    text = _read_text(table_file, "table")
+    result = build_profile(
+        table=parse_compute_table(text, source=table_file.name),
+        layers=_read_layers(layers_file),
+        accelerator=accelerator,
+        model_name=model_name,
+        max_batch=max_batch,
+        forward_fraction=forward_fraction,
+        straggler_cv=straggler_cv,
+        update_s=update_s,
+        table_source=table_file.name,
+        table_sha256=sha256_text(text),
+        created_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        precision=parse_precision(precision, field="precision") if precision else None,
+    )
+    _finish(result, out=out, upload=upload, token=token, as_json=as_json, assumptions=True)
+
+
+def _read_text(path: Path, what: str) -> str:
+    """The text of the `what` file at `path`; a missing or unreadable file is InvalidInput on `what`."""
+    from srift.documents import read_text_file
+    from srift.errors import InvalidInput
+
+    try:
+        return read_text_file(path, field=what)
+    except FileNotFoundError:
+        raise InvalidInput(f"{path} does not exist", hint=f"give the {what} file", field=what) from None
+    except OSError as exc:
+        raise InvalidInput(
+            f"cannot read {path} ({exc})", hint=f"give a text {what} file", field=what
+        ) from exc
+
+
+def _read_layers(path: Path) -> LayerProfile:
+    """The layers-only profile (or a full profile's layers) in `path`; errors name the field as layers.*."""
+    from srift.domain.profile import LayerProfile
+    from srift.errors import InvalidInput
+
+    try:
+        document = json.loads(_read_text(path, "layers"))
+    except ValueError as exc:
+        raise InvalidInput(
+            f"{path} is not JSON ({exc})",
+            hint="give the file written by `srift profile --layers-only`",
+            field="layers",
+        ) from exc
+    try:
+        return LayerProfile.from_dict(document)
+    except InvalidInput as exc:
+        where = f"layers.{exc.field}" if exc.field else "layers"
+        raise InvalidInput(f"{path}: {exc.detail}", hint=exc.hint, field=where) from exc
+
+
+ModelFactory = Annotated[
+    str, typer.Argument(metavar="MODULE:FACTORY", help="callable returning the torch.nn.Module")
+]
+InputOption = Annotated[
+    str,
+    typer.Option(
+        "--input", metavar="MODULE:FACTORY", help="callable of the batch size returning the input batch"
+    ),
+]
+LossOption = Annotated[
+    str | None,
+    typer.Option(
+        "--loss",
+        metavar="MODULE:FN",
+        help="callable of the model output returning the scalar loss (default: sum of output means)",
+    ),
+]
+Device = Annotated[str, typer.Option("--device", help="cpu, cuda or cuda:N")]
+Threads = Annotated[int | None, typer.Option("--threads", min=1, help="torch intra-op threads (CPU)")]
+SearchCap = Annotated[
+    int | None,
+    typer.Option(
+        "--max-batch", min=1, help="cap of the largest-batch search (default 256 on CPU, 4096 on CUDA)"
+    ),
+]
+RecordAs = Annotated[
+    str | None,
+    typer.Option(
+        "--accelerator", help="record this accelerator name (e.g. an instance type) instead of the device's"
+    ),
+]
+MemoryBudget = Annotated[
+    str | None,
+    typer.Option(
+        "--memory-budget",
+        help="memory a step may use, e.g. 8GiB (CPU default: ¾ of available memory or cgroup headroom; "
+        "CUDA: the device memory the training memory model plans for, default the GPU's)",
+    ),
+]
+MeasureModelName = Annotated[
+    str | None,
+    typer.Option("--model-name", help="name profiles are grouped under (default: the factory's name)"),
+]
+Repeats = Annotated[int, typer.Option("--repeats", min=1, help="timed runs per curve point (median kept)")]
+Warmup = Annotated[int, typer.Option("--warmup", min=0, help="untimed warm-up rounds before timing")]
+Iterations = Annotated[
+    int | None,
+    typer.Option(
+        "--iterations",
+        min=2,
+        help="iterations for readiness, exec_prob and straggler_cv (default 30, ≥ 30 advised; "
+        "--layers-only: 5)",
+    ),
+]
+LayersOnly = Annotated[
+    bool,
+    typer.Option(
+        "--layers-only",
+        help="only gradient sizes and readiness order (no largest-batch search, no timing sweep); "
+        "pair it with `srift profile import`",
+    ),
+]
+LayersBatch = Annotated[
+    int, typer.Option("--batch", min=1, help="per-device batch of the readiness iterations (--layers-only)")
+]
+ClockOption = Annotated[
+    str,
+    typer.Option(
+        "--clock",
+        help="wall (elapsed time) or thread (CPU time of the one profiling thread; for shared machines)",
+    ),
+]
+Amp = Annotated[
+    str | None,
+    typer.Option(
+        "--amp",
+        metavar="fp16|bf16",
+        help="time under torch.autocast in this dtype (fp16 with a gradient scaler); default: fp32",
+    ),
+]
+Tf32 = Annotated[
+    bool,
+    typer.Option("--tf32", help="fp32 with TF32 matrix products and convolutions (CUDA, Ampere or later)"),
+]
+PaperCurve = Annotated[
+    bool,
+    typer.Option(
+        "--paper-curve",
+        help="keep exactly the four breakpoints 1, ⅓, ⅔, max even where the curve bends between them",
+    ),
+]
+StrictFp32 = Annotated[
+    bool,
+    typer.Option(
+        "--strict-fp32",
+        help="IEEE float32 everywhere on CUDA (default: PyTorch's training defaults, cuDNN may use TF32)",
+    ),
+]
+OptimizerOption = Annotated[
+    str,
+    typer.Option(
+        "--optimizer",
+        help="sgd, momentum, adam or adamw: the optimizer state the memory model (and on CUDA the "
+        "largest batch) counts",
+    ),
+]
+MeasureUpload = Annotated[
+    str | None,
+    typer.Option(
+        "--upload", metavar="URL", help="also POST the profile to URL/v1/profiles (a running srift serve)"
+    ),
+]
+Loader = Annotated[
+    str | None,
+    typer.Option(
+        "--loader",
+        metavar="MODULE:FACTORY",
+        help="callable returning your DataLoader: measure samples/s per CPU core and bytes per sample",
+    ),
+]
+LoaderSeconds = Annotated[
+    float, typer.Option("--loader-seconds", min=0.1, help="seconds of batches to draw from --loader")
+]
+LoaderBytes = Annotated[
+    float | None,
+    typer.Option(
+        "--bytes-per-sample",
+        min=0,
+        help="bytes each sample reads from storage (default: what --loader read, via /proc rchar)",
+    ),
+]
+
+
+def measure_command(
+    model: ModelFactory,
+    input_: InputOption,
+    out: ProfileOut,
+    loss: LossOption = None,
+    device: Device = "cpu",
+    threads: Threads = None,
+    max_batch: SearchCap = None,
+    accelerator: RecordAs = None,
+    memory_budget: MemoryBudget = None,
+    model_name: MeasureModelName = None,
+    repeats: Repeats = 7,
+    warmup: Warmup = 2,
+    iterations: Iterations = None,
+    layers_only: LayersOnly = False,
+    batch: LayersBatch = 2,
+    clock: ClockOption = "wall",
+    amp: Amp = None,
+    tf32: Tf32 = False,
+    paper_curve: PaperCurve = False,
+    strict_fp32: StrictFp32 = False,
+    optimizer: OptimizerOption = "adam",
+    upload: MeasureUpload = None,
+    token: UploadToken = None,
+    as_json: ProfileJson = False,
+    loader: Loader = None,
+    loader_seconds: LoaderSeconds = 5.0,
+    loader_bytes: LoaderBytes = None,
+) -> None:
+    """Profile a model's forward/backward time, largest batch and gradient readiness.
+
+    The method of Srift §4.1: binary-search the largest batch that fits (CUDA
+    out-of-memory is caught; on CPU a memory budget is honoured), time forward
+    and backward separately at 1, ⅓, ⅔ and the largest batch, fit 3-segment
+    piecewise-linear curves, and record when each layer's gradients become
+    ready, how often each layer runs and the spread of iteration time.
+    Each segment's (geometric) midpoint is timed too; where it is more than 8 % off the
+    straight line the segment is split there (e.g. a CPU's small-batch knee),
+    unless --paper-curve.
+    Mixed precision: --amp fp16 (with a gradient scaler) or --amp bf16 times under
+    torch.autocast; --tf32 lets CUDA use TF32; the profile records its precision.
+    Every profile also records the model's per-layer FLOPs and bytes moved and its
+    memory per sample (counted on fake tensors), from which Srift estimates the GPUs
+    you did not profile on (`srift plan` then covers every GPU type of the catalog).
+    Nothing is downloaded: bring your own model. With --loader, also measure
+    your input pipeline: samples per second per CPU core of your DataLoader and
+    bytes read per sample, so plans can tell which VMs cannot feed their GPUs.
+
+    Examples:
+
+      srift profile srift.profiling.testmodels:cnn \\
+          --input srift.profiling.testmodels:cnn_input --threads 1 --out cnn.json
+
+      srift profile mymodels.py:build --input mymodels.py:batch \\
+          --loss mymodels.py:loss --device cuda:0 --amp bf16 --out m.json
+
+      srift profile train:model --input train:inputs --threads 4 \\
+          --accelerator c5.4xlarge --out m.json \\
+          --upload http://srift:8000 --token $SRIFT_TOKEN
+
+      srift profile train:model --input train:inputs --loader train:loader \\
+          --accelerator T4 --out m.json
+
+    A factory that fails to import, returns the wrong type, or an input the
+    model rejects exits with code 2, naming the factory and the error.
+    """
+    from srift.errors import InvalidInput
+    from srift.profiling.profiler import profile_layers, profile_model
+
+    if layers_only and upload:
+        raise InvalidInput(
+            "a layers-only profile has no compute times, so it cannot be uploaded",
+            hint="build a full profile with `srift profile import TABLE --layers FILE ... --upload URL`",
+            field="upload",
+        )
+    precision = precision_option(amp=amp, tf32=tf32)
+    model_factory, input_factory, loss_fn = _resolve_factories(model=model, input_=input_, loss=loss)
+    budget = parse_bytes(memory_budget) if memory_budget else None
+    name = model_name or model.rpartition(":")[2]
+    if layers_only:
+        with _stages("layers") as progress:
+            layers = profile_layers(
+                model_factory,
+                input_factory,
+                loss_fn=loss_fn,
+                device=device,
+                threads=threads,
+                batch=batch,
+                iterations=iterations or 5,
+                model_name=name,
+                precision=precision,
+                progress=progress,
+            )
+        _finish_layers(layers, out=out, as_json=as_json)
+        return
+    with _stages("profiling") as progress:
+        result = profile_model(
+            model_factory,
+            input_factory,
+            loss_fn=loss_fn,
+            device=device,
+            threads=threads,
+            max_batch=max_batch,
+            accelerator=accelerator,
+            memory_budget_bytes=budget,
+            repeats=repeats,
+            warmup=warmup,
+            iterations=iterations or 30,
+            model_name=name,
+            clock=clock,
+            refine=not paper_curve,
+            precision=precision,
+            progress=progress,
+            strict_fp32=strict_fp32,
+            optimizer=optimizer,
+        )
+    if loader:
+        result = _with_input_pipeline(result, loader, seconds=loader_seconds, bytes_per_sample=loader_bytes)
+    _finish(result, out=out, upload=upload, token=token, as_json=as_json)
+
+
+def _resolve_factories(
+    *, model: str, input_: str, loss: str | None
+) -> tuple[Callable[[], Any], Callable[[int], Any], Callable[[Any], Any] | None]:
+    """The model factory, the input factory and the loss (None: the profiler's default) the command names."""
+    from srift.profiling.loading import resolve_callable
+
+    return (
+        resolve_callable(model, what="model factory", field="model_factory"),
+        resolve_callable(input_, what="input factory", field="input_factory"),
+        resolve_callable(loss, what="loss", field="loss_fn") if loss else None,
+    )
+
+
+@contextmanager
+def _stages(label: str) -> Iterator[Callable[[str, float], None]]:
+    """A progress bar on stderr for the profiler's stages; yields the profiler's `progress` callback."""
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(
+        TextColumn(f"[bold]{label}[/] {{task.description:<10}}"),
+        BarColumn(),
+        TextColumn("{task.percentage:>3.0f}%"),
+        TimeElapsedColumn(),
+        console=err_console,
+        transient=True,
+    ) as bar:
+        task = bar.add_task("check", total=1.0)
+
+        def progress(stage: str, fraction: float) -> None:
+            bar.update(task, completed=fraction, description=stage)
+
+        yield progress
+
+
+def _finish_layers(layers: LayerProfile, *, out: Path, as_json: bool) -> None:
+    """Write the layers-only profile to `out` and print its JSON or its table."""
+    document = layers.to_dict()
+    _write_json(out, document)
+    if as_json:
+        typer.echo(json.dumps(document, indent=2))
+        return
+    console.print(layers_table(layers, out=out))
+
+
+def _with_input_pipeline(
+    result: ModelProfile, loader: str, *, seconds: float, bytes_per_sample: float | None
+) -> ModelProfile:
+    """The profile with its input pipeline measured on the DataLoader `loader` names (--loader)."""
+    from dataclasses import replace
+
+    from srift.profiling.loader import measure_loader
+    from srift.profiling.loading import resolve_callable
+
+    loader_factory = resolve_callable(loader, what="loader factory", field="loader")
+    with err_console.status("measuring the input pipeline...", spinner="dots"):
+        measured = measure_loader(loader_factory, seconds=seconds)
+    return replace(result, input_pipeline=measured.pipeline(bytes_per_sample=bytes_per_sample))
 
 
 def register(app: typer.Typer) -> None:
@@ -404,264 +779,6 @@ def register(app: typer.Typer) -> None:
         no_args_is_help=True,
     )
     app.add_typer(group, name="profile")
-    _register_import(group)
-    _register_upload(group)
-
-    @group.command("measure")
-    def profile(
-        model: str = typer.Argument(
-            ..., metavar="MODULE:FACTORY", help="callable returning the torch.nn.Module"
-        ),
-        input_: str = typer.Option(
-            ...,
-            "--input",
-            metavar="MODULE:FACTORY",
-            help="callable of the batch size returning the input batch",
-        ),
-        out: Path = typer.Option(..., "--out", help="where to write the profile JSON"),
-        loss: str | None = typer.Option(
-            None,
-            "--loss",
-            metavar="MODULE:FN",
-            help="callable of the model output returning the scalar loss (default: sum of output means)",
-        ),
-        device: str = typer.Option("cpu", "--device", help="cpu, cuda or cuda:N"),
-        threads: int | None = typer.Option(None, "--threads", min=1, help="torch intra-op threads (CPU)"),
-        max_batch: int | None = typer.Option(
-            None,
-            "--max-batch",
-            min=1,
-            help="cap of the largest-batch search (default 256 on CPU, 4096 on CUDA)",
-        ),
-        accelerator: str | None = typer.Option(
-            None,
-            "--accelerator",
-            help="record this accelerator name (e.g. an instance type) instead of the device's",
-        ),
-        memory_budget: str | None = typer.Option(
-            None,
-            "--memory-budget",
-            help="memory a step may use, e.g. 8GiB (CPU default: ¾ of available memory or cgroup headroom; "
-            "CUDA: the device memory the training memory model plans for, default the GPU's)",
-        ),
-        model_name: str | None = typer.Option(
-            None, "--model-name", help="name profiles are grouped under (default: the factory's name)"
-        ),
-        repeats: int = typer.Option(7, "--repeats", min=1, help="timed runs per curve point (median kept)"),
-        warmup: int = typer.Option(2, "--warmup", min=0, help="untimed warm-up rounds before timing"),
-        iterations: int | None = typer.Option(
-            None,
-            "--iterations",
-            min=2,
-            help="iterations for readiness, exec_prob and straggler_cv (default 30, ≥ 30 advised; "
-            "--layers-only: 5)",
-        ),
-        layers_only: bool = typer.Option(
-            False,
-            "--layers-only",
-            help="only gradient sizes and readiness order (no largest-batch search, no timing sweep); "
-            "pair it with `srift profile import`",
-        ),
-        batch: int = typer.Option(
-            2, "--batch", min=1, help="per-device batch of the readiness iterations (--layers-only)"
-        ),
-        clock: str = typer.Option(
-            "wall",
-            "--clock",
-            help="wall (elapsed time) or thread (CPU time of the one profiling thread; for shared machines)",
-        ),
-        amp: str | None = typer.Option(
-            None,
-            "--amp",
-            metavar="fp16|bf16",
-            help="time under torch.autocast in this dtype (fp16 with a gradient scaler); default: fp32",
-        ),
-        tf32: bool = typer.Option(
-            False, "--tf32", help="fp32 with TF32 matrix products and convolutions (CUDA, Ampere or later)"
-        ),
-        paper_curve: bool = typer.Option(
-            False,
-            "--paper-curve",
-            help="keep exactly the four breakpoints 1, ⅓, ⅔, max even where the curve bends between them",
-        ),
-        strict_fp32: bool = typer.Option(
-            False,
-            "--strict-fp32",
-            help="IEEE float32 everywhere on CUDA (default: PyTorch's training defaults, cuDNN may use TF32)",
-        ),
-        optimizer: str = typer.Option(
-            "adam",
-            "--optimizer",
-            help="sgd, momentum, adam or adamw: the optimizer state the memory model (and on CUDA the "
-            "largest batch) counts",
-        ),
-        upload: str | None = typer.Option(
-            None,
-            "--upload",
-            metavar="URL",
-            help="also POST the profile to URL/v1/profiles (a running srift serve)",
-        ),
-        token: str | None = typer.Option(
-            None,
-            "--token",
-            envvar="SRIFT_TOKEN",
-            help="API token for --upload (env SRIFT_TOKEN)",
-            show_default=False,
-        ),
-        as_json: bool = typer.Option(False, "--json", help="print the profile JSON instead of the table"),
-        loader: str | None = typer.Option(
-            None,
-            "--loader",
-            metavar="MODULE:FACTORY",
-            help="callable returning your DataLoader: measure samples/s per CPU core and bytes per sample",
-        ),
-        loader_seconds: float = typer.Option(
-            5.0, "--loader-seconds", min=0.1, help="seconds of batches to draw from --loader"
-        ),
-        loader_bytes: float | None = typer.Option(
-            None,
-            "--bytes-per-sample",
-            min=0,
-            help="bytes each sample reads from storage (default: what --loader read, via /proc rchar)",
-        ),
-    ) -> None:
-        """Profile a model's forward/backward time, largest batch and gradient readiness.
-
-        The method of Srift §4.1: binary-search the largest batch that fits (CUDA
-        out-of-memory is caught; on CPU a memory budget is honoured), time forward
-        and backward separately at 1, ⅓, ⅔ and the largest batch, fit 3-segment
-        piecewise-linear curves, and record when each layer's gradients become
-        ready, how often each layer runs and the spread of iteration time.
-        Each segment's (geometric) midpoint is timed too; where it is more than 8 % off the
-        straight line the segment is split there (e.g. a CPU's small-batch knee),
-        unless --paper-curve.
-        Mixed precision: --amp fp16 (with a gradient scaler) or --amp bf16 times under
-        torch.autocast; --tf32 lets CUDA use TF32; the profile records its precision.
-        Every profile also records the model's per-layer FLOPs and bytes moved and its
-        memory per sample (counted on fake tensors), from which Srift estimates the GPUs
-        you did not profile on (`srift plan` then covers every GPU type of the catalog).
-        Nothing is downloaded: bring your own model. With --loader, also measure
-        your input pipeline: samples per second per CPU core of your DataLoader and
-        bytes read per sample, so plans can tell which VMs cannot feed their GPUs.
-
-        Examples:
-
-          srift profile srift.profiling.testmodels:cnn \\
-              --input srift.profiling.testmodels:cnn_input --threads 1 --out cnn.json
-
-          srift profile mymodels.py:build --input mymodels.py:batch \\
-              --loss mymodels.py:loss --device cuda:0 --amp bf16 --out m.json
-
-          srift profile train:model --input train:inputs --threads 4 \\
-              --accelerator c5.4xlarge --out m.json \\
-              --upload http://srift:8000 --token $SRIFT_TOKEN
-
-          srift profile train:model --input train:inputs --loader train:loader \\
-              --accelerator T4 --out m.json
-
-        A factory that fails to import, returns the wrong type, or an input the
-        model rejects exits with code 2, naming the factory and the error.
-        """
-        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
-        from srift.errors import InvalidInput
-        from srift.profiling.loading import resolve_callable
-        from srift.profiling.profiler import profile_layers, profile_model
-        from srift.profiling.upload import upload_profile
-
-        if layers_only and upload:
-            raise InvalidInput(
-                "a layers-only profile has no compute times, so it cannot be uploaded",
-                hint="build a full profile with `srift profile import TABLE --layers FILE ... --upload URL`",
-                field="upload",
-            )
-        precision = precision_option(amp=amp, tf32=tf32)
-        model_factory = resolve_callable(model, what="model factory", field="model_factory")
-        input_factory = resolve_callable(input_, what="input factory", field="input_factory")
-        loss_fn = resolve_callable(loss, what="loss", field="loss_fn") if loss else None
-        budget = parse_bytes(memory_budget) if memory_budget else None
-        name = model_name or model.rpartition(":")[2]
-        if layers_only:
-            with Progress(
-                TextColumn("[bold]layers[/] {task.description:<10}"),
-                BarColumn(),
-                TextColumn("{task.percentage:>3.0f}%"),
-                TimeElapsedColumn(),
-                console=err_console,
-                transient=True,
-            ) as bar:
-                task = bar.add_task("check", total=1.0)
-                layers = profile_layers(
-                    model_factory,
-                    input_factory,
-                    loss_fn=loss_fn,
-                    device=device,
-                    threads=threads,
-                    batch=batch,
-                    iterations=iterations or 5,
-                    model_name=name,
-                    precision=precision,
-                    progress=lambda stage, f: bar.update(task, completed=f, description=stage),
-                )
-            layer_doc = layers.to_dict()
-            out.parent.mkdir(parents=True, exist_ok=True)
-            out.write_text(json.dumps(layer_doc, indent=2) + "\n")
-            if as_json:
-                typer.echo(json.dumps(layer_doc, indent=2))
-                return
-            console.print(layers_table(layers, out=out))
-            return
-
-        with Progress(
-            TextColumn("[bold]profiling[/] {task.description:<10}"),
-            BarColumn(),
-            TextColumn("{task.percentage:>3.0f}%"),
-            TimeElapsedColumn(),
-            console=err_console,
-            transient=True,
-        ) as bar:
-            task = bar.add_task("check", total=1.0)
-
-            def progress(stage: str, fraction: float) -> None:
-                bar.update(task, completed=fraction, description=stage)
-
-            result = profile_model(
-                model_factory,
-                input_factory,
-                loss_fn=loss_fn,
-                device=device,
-                threads=threads,
-                max_batch=max_batch,
-                accelerator=accelerator,
-                memory_budget_bytes=budget,
-                repeats=repeats,
-                warmup=warmup,
-                iterations=iterations or 30,
-                model_name=name,
-                clock=clock,
-                refine=not paper_curve,
-                precision=precision,
-                progress=progress,
-                strict_fp32=strict_fp32,
-                optimizer=optimizer,
-            )
-        if loader:
-            from dataclasses import replace
-
-            from srift.profiling.loader import measure_loader
-
-            loader_factory = resolve_callable(loader, what="loader factory", field="loader")
-            with err_console.status("measuring the input pipeline...", spinner="dots"):
-                measured = measure_loader(loader_factory, seconds=loader_seconds)
-            result = replace(result, input_pipeline=measured.pipeline(bytes_per_sample=loader_bytes))
-        document: dict[str, Any] = result.to_dict()
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(document, indent=2) + "\n")
-        answer = upload_profile(result, url=upload, token=token) if upload else None
-        if as_json:
-            typer.echo(json.dumps(document if answer is None else {**document, "uploaded": answer}, indent=2))
-            return
-        console.print(result_table(result, out=out))
-        if answer is not None:
-            state = "stored" if answer.get("created") else "already stored"
-            console.print(f"{state} on {upload} as profile {answer.get('id')}", highlight=False)
+    group.command("import")(import_command)
+    group.command("upload")(upload_command)
+    group.command("measure")(measure_command)

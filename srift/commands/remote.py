@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from srift.errors import (
     Conflict,
@@ -16,6 +17,9 @@ from srift.errors import (
     SriftError,
     Unauthorized,
 )
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 _BY_STATUS: dict[int, type[SriftError]] = {
     400: InvalidInput,
@@ -52,6 +56,52 @@ def load_request_file(path: Path) -> Any:
         raise InvalidInput(
             f"{path} is not valid YAML/JSON ({exc})", hint="fix the syntax", field="FILE"
         ) from exc
+
+
+def request_body(file: Path | None, *, command: str) -> dict[str, Any]:
+    """The request mapping in FILE of `srift <command> FILE`: InvalidInput naming FILE when none is given,
+    or when the file holds something other than a mapping."""
+    if file is None:
+        raise InvalidInput(
+            "no request file given", hint=f"run `srift {command} --example > r.yaml`", field="FILE"
+        )
+    body = load_request_file(file)
+    if not isinstance(body, dict):
+        raise InvalidInput(
+            f"{file} must hold a mapping", hint=f"see `srift {command} --example`", field="FILE"
+        )
+    return body
+
+
+def put_given(body: dict[str, Any], **fields: Any) -> None:
+    """Set each field the command line gave (not None) in the request body, over the file's value."""
+    body.update({key: value for key, value in fields.items() if value is not None})
+
+
+def answer_request(
+    body: dict[str, Any],
+    *,
+    url: str | None,
+    path: str,
+    token: str | None,
+    local: Callable[[dict[str, Any]], Any],
+    busy: Console,
+    status: str,
+    timeout_s: float = 300,
+) -> Any:
+    """The answer to a request: POSTed to the server at `url` (`path` under it, with the token given or
+    $SRIFT_TOKEN), else computed here by `local` with `status` spinning on `busy` meanwhile."""
+    if url:
+        return call_api("POST", url, path, body=body, token=env_token(token), timeout_s=timeout_s)
+    with busy.status(status, spinner="dots"):
+        return local(body)
+
+
+def env_token(token: str | None) -> str | None:
+    """The token --token gave, else $SRIFT_TOKEN (the commands whose --token has no envvar of its own)."""
+    import os
+
+    return token or os.environ.get("SRIFT_TOKEN")
 
 
 CLI_TOKEN_HINT = (

@@ -9,18 +9,21 @@ running server with --url (the REST paths under /v1/jobs).
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
-from srift.commands.remote import call_api
+from srift.commands.options import LocalDatabaseUrl, add_group
+from srift.commands.remote import call_api, put_given
+from srift.commands.tables import add_columns
+
+if TYPE_CHECKING:
+    from srift.domain.states import TrainingState
 
 console = Console()
-
-URL_HELP = "talk to a running server (e.g. http://127.0.0.1:8000) instead of the local database"
-TOKEN_HELP = "API write token for --url (env SRIFT_TOKEN)"
 
 
 def _local_url() -> str:
@@ -142,279 +145,317 @@ def _emit(answer: dict[str, Any], as_json: bool, printer: Any) -> None:
         printer(answer)
 
 
+RunToken = Annotated[
+    str | None,
+    typer.Option("--token", envvar="SRIFT_TOKEN", help="API write token for --url (env SRIFT_TOKEN)"),
+]
+AnswerJson = Annotated[bool, typer.Option("--json", help="print the answer as JSON")]
+RunId = Annotated[int, typer.Argument(min=1, help="the run")]
+_ITERATIONS = typer.Option("--iterations", min=0, help="iterations done so far")
+_ELAPSED = typer.Option("--elapsed", min=0, help="seconds since the run started")
+_SPENT = typer.Option("--spent", min=0, help="USD spent so far")
+LaunchOverhead = Annotated[float, typer.Option("--launch-overhead", min=0, help="seconds to boot VMs")]
+
+
+def start(
+    plan_id: Annotated[int, typer.Argument(min=1, help="the stored plan being run")],
+    url: LocalDatabaseUrl = None,
+    token: RunToken = None,
+    as_json: AnswerJson = False,
+) -> None:
+    """Start tracking a run of plan PLAN_ID.
+
+    Example: srift run start 12
+    """
+    if url:
+        answer = call_api("POST", url, "/v1/jobs", token=token, body={"plan_id": plan_id})
+    else:
+        answer = _local("start", plan_id=plan_id)
+    _emit(answer, as_json, lambda r: _print_started(r, url))
+
+
+def progress(
+    job_id: RunId,
+    iterations: Annotated[int, _ITERATIONS],
+    elapsed: Annotated[float, _ELAPSED],
+    spent: Annotated[float, _SPENT],
+    url: LocalDatabaseUrl = None,
+    token: RunToken = None,
+    as_json: AnswerJson = False,
+) -> None:
+    """Report progress.
+
+    Example: srift run progress 3 --iterations 200 --elapsed 1800 --spent 4.20
+    """
+    body = {"iterations_done": iterations, "elapsed_s": elapsed, "spent_usd": spent}
+    if url:
+        answer = call_api("POST", url, f"/v1/jobs/{job_id}/progress", token=token, body=body)
+    else:
+        from srift.domain.requests import ProgressReport
+
+        report = ProgressReport(iterations_done=iterations, elapsed_s=elapsed, spent_usd=spent)
+        answer = _local("progress", job_id=job_id, progress=report)
+    _emit(answer, as_json, _print_run)
+
+
+def interrupt(
+    job_id: RunId,
+    instance_type: Annotated[str, typer.Option("--type", help="the instance type that lost VMs")],
+    count: Annotated[int, typer.Option("--count", min=1, help="VMs lost")] = 1,
+    iterations: Annotated[int | None, _ITERATIONS] = None,
+    elapsed: Annotated[float | None, _ELAPSED] = None,
+    spent: Annotated[float | None, _SPENT] = None,
+    launch_overhead: LaunchOverhead = 150.0,
+    url: LocalDatabaseUrl = None,
+    token: RunToken = None,
+    as_json: AnswerJson = False,
+) -> None:
+    """Report lost spot VMs; the rest of the run is re-planned within what is left of its limits.
+
+    When nothing fits the run waits in needs_input (exit 2) until `srift run amend` raises a limit.
+    Example: srift run interrupt 3 --type g4dn.12xlarge --count 2 --iterations 200 --elapsed 1800
+    """
+    body: dict[str, Any] = {
+        "instance_type": instance_type,
+        "count": count,
+        "iterations_done": iterations,
+        "elapsed_s": elapsed,
+        "spent_usd": spent,
+        "launch_overhead_s": launch_overhead,
+    }
+    if url:
+        answer = call_api("POST", url, f"/v1/jobs/{job_id}/interruptions", token=token, body=body)
+    else:
+        from srift.domain.requests import InterruptionReport
+
+        answer = _local("interrupt", job_id=job_id, interruption=InterruptionReport(**body))
+    _emit(answer, as_json, _print_replan)
+
+
+def amend(
+    job_id: RunId,
+    time_limit: Annotated[
+        float | None,
+        typer.Option("--time-limit", min=0, help="the run's whole deadline in seconds, from its start"),
+    ] = None,
+    budget: Annotated[
+        float | None, typer.Option("--budget", min=0, help="the run's whole budget in USD")
+    ] = None,
+    objective: Annotated[str | None, typer.Option("--objective", help="min_cost or min_time")] = None,
+    launch_overhead: LaunchOverhead = 150.0,
+    url: LocalDatabaseUrl = None,
+    token: RunToken = None,
+    as_json: AnswerJson = False,
+) -> None:
+    """Change a run's limits or objective and re-plan the rest: resumes a run in needs_input.
+
+    Example: srift run amend 3 --time-limit 7200
+    """
+    from srift.api.schemas.plans import AmendmentIn
+    from srift.documents import invalid_input
+
+    body: dict[str, Any] = {}
+    put_given(body, time_limit_s=time_limit, budget_usd=budget, objective=objective)
+    body["launch_overhead_s"] = launch_overhead
+    if url:
+        answer = call_api("POST", url, f"/v1/jobs/{job_id}/amendments", token=token, body=body)
+    else:
+        from pydantic import ValidationError
+
+        try:
+            amendment = AmendmentIn.model_validate(body).to_domain()
+        except ValidationError as exc:
+            raise invalid_input(exc) from None
+        answer = _local("amend", job_id=job_id, amendment=amendment)
+    _emit(answer, as_json, _print_replan)
+
+
+def corrections(
+    model: Annotated[str | None, typer.Option("--model", help="only this model's corrections")] = None,
+    url: LocalDatabaseUrl = None,
+    token: RunToken = None,
+    as_json: AnswerJson = False,
+) -> None:
+    """Corrections learned from measured runs, per model, instance type and network setting.
+
+    Each scales the compute and communication terms of later predictions and plans for that model on
+    that type ("calibrated on N runs"); it starts at no correction and gains weight with every run.
+    Example: srift run corrections --model resnet50
+    """
+    if url:
+        query = "/v1/corrections" + (f"?model={model}" if model else "")
+        answer = call_api("GET", url, query, token=token)
+    else:
+        from srift.services import calibration
+
+        answer = _local_corrections(
+            lambda session: calibration.list_corrections(session=session, model=model)
+        )
+    _emit(answer, as_json, _print_corrections)
+
+
+def reset_correction(
+    model: Annotated[str, typer.Argument(help="the model")],
+    instance_type: Annotated[str, typer.Argument(help="the instance type")],
+    network: Annotated[
+        str | None,
+        typer.Option("--network", help="only this network setting (as `srift run corrections` lists it)"),
+    ] = None,
+    url: LocalDatabaseUrl = None,
+    token: RunToken = None,
+    as_json: AnswerJson = False,
+) -> None:
+    """Forget what runs taught a correction: later predictions start again from no correction.
+
+    Example: srift run reset-correction resnet50 g5.12xlarge
+    """
+    body = {"model": model, "instance_type": instance_type, "network_key": network}
+    if url:
+        answer = call_api("POST", url, "/v1/corrections/reset", token=token, body=body)
+    else:
+        from srift.services import calibration
+
+        answer = _local_corrections(
+            lambda session: calibration.reset_correction(
+                session=session, model=model, instance_type=instance_type, network_key=network
+            )
+        )
+    _emit(answer, as_json, _print_resets)
+
+
+def _local_corrections(query: Callable[[Any], list[Any]]) -> dict[str, Any]:
+    """`{"corrections": [...]}` as GET /v1/corrections answers, from `query(session)` on the local
+    database."""
+    from srift.db.session import transaction
+
+    with transaction(_local_url()) as session:
+        return {"corrections": [_correction_doc(e.document()) for e in query(session)]}
+
+
+def _print_corrections(answer: dict[str, Any]) -> None:
+    table = Table(title=f"corrections ({len(answer['corrections'])})")
+    add_columns(
+        table,
+        ("model", "instance type", "network", "runs", "compute ×", "communication ×"),
+        left=("model", "instance type", "network"),
+    )
+    for c in answer["corrections"]:
+        table.add_row(
+            c["model"],
+            c["instance_type"],
+            c["network_key"],
+            str(c["runs"]),
+            f"{c['compute_factor']:.3g}",
+            f"{c['comm_factor']:.3g}",
+        )
+    console.print(table)
+
+
+def _print_resets(answer: dict[str, Any]) -> None:
+    for c in answer["corrections"]:
+        console.print(
+            f"reset: {c['model']} on {c['instance_type']} ({c['network_key']}); runs after now count",
+            highlight=False,
+        )
+
+
+def show(
+    job_id: RunId,
+    url: LocalDatabaseUrl = None,
+    token: RunToken = None,
+    as_json: AnswerJson = False,
+) -> None:
+    """A run: its state, plans and every event.
+
+    Example: srift run show 3
+    """
+    answer = call_api("GET", url, f"/v1/jobs/{job_id}", token=token) if url else _local("show", job_id=job_id)
+    _emit(answer, as_json, lambda r: _print_run(r, events=True))
+
+
+def list_(
+    state: Annotated[str | None, typer.Option("--state", help="running, completed or needs_input")] = None,
+    limit: Annotated[int, typer.Option("--limit", min=1, max=1000)] = 50,
+    url: LocalDatabaseUrl = None,
+    token: RunToken = None,
+    as_json: AnswerJson = False,
+) -> None:
+    """Tracked training runs, newest first.
+
+    Example: srift run list --state needs_input
+    """
+    from srift.domain.states import TrainingState
+    from srift.errors import InvalidInput
+
+    try:
+        state_v = TrainingState(state) if state else None
+    except ValueError:
+        raise InvalidInput(
+            f"unknown state {state!r}", hint="use running, completed or needs_input", field="state"
+        ) from None
+    if url:
+        query = f"/v1/jobs?limit={limit}" + (f"&state={state}" if state else "")
+        answer = call_api("GET", url, query, token=token)
+    else:
+        answer = _local_runs(state_v, limit)
+    _emit(answer, as_json, _print_runs)
+
+
+def _local_runs(state: TrainingState | None, limit: int) -> dict[str, Any]:
+    """`{"runs": [...], "total": N}` as GET /v1/jobs answers, from the local database."""
+    from srift.api.schemas.dashboard import TrainingRunSummary
+    from srift.db.session import transaction
+    from srift.services import dashboard
+
+    with transaction(_local_url()) as session:
+        runs, total = dashboard.list_training_runs(session=session, state=state, limit=limit)
+        return {
+            "runs": [
+                TrainingRunSummary.model_validate(r, from_attributes=True).model_dump(mode="json")
+                for r in runs
+            ],
+            "total": total,
+        }
+
+
+def _print_runs(answer: dict[str, Any]) -> None:
+    table = Table(title=f"training runs ({answer['total']})")
+    add_columns(
+        table,
+        ("id", "plan", "state", "iterations", "elapsed", "spent", "interrupted", "re-planned"),
+        left=("state",),
+    )
+    for r in answer["runs"]:
+        table.add_row(
+            str(r["id"]),
+            str(r["current_plan_id"]),
+            r["state"],
+            str(r["iterations_done"]),
+            f"{r['elapsed_s']:g} s",
+            f"${r['spent_usd']:.2f}",
+            str(r["interruptions"]),
+            str(r["replans"]),
+        )
+    console.print(table)
+
+
 def register(app: typer.Typer) -> None:
     """Add the `run` group."""
-    run = typer.Typer(
+    add_group(
+        app,
+        "run",
         help=(
             "Tracked training runs of a plan: start one, report progress and lost spot VMs (the rest is "
             "re-planned), amend limits to resume a run in needs_input. (`srift jobs` are probe/profile jobs.)"
         ),
-        no_args_is_help=True,
+        commands={
+            "start": start,
+            "progress": progress,
+            "interrupt": interrupt,
+            "amend": amend,
+            "corrections": corrections,
+            "reset-correction": reset_correction,
+            "show": show,
+            "list": list_,
+        },
     )
-    app.add_typer(run, name="run")
-    url_opt = typer.Option(None, "--url", help=URL_HELP)
-    token_opt = typer.Option(None, "--token", envvar="SRIFT_TOKEN", help=TOKEN_HELP)
-    json_opt = typer.Option(False, "--json", help="print the answer as JSON")
-
-    @run.command("start")
-    def start(
-        plan_id: int = typer.Argument(..., min=1, help="the stored plan being run"),
-        url: str | None = url_opt,
-        token: str | None = token_opt,
-        as_json: bool = json_opt,
-    ) -> None:
-        """Start tracking a run of plan PLAN_ID.
-
-        Example: srift run start 12
-        """
-        if url:
-            answer = call_api("POST", url, "/v1/jobs", token=token, body={"plan_id": plan_id})
-        else:
-            answer = _local("start", plan_id=plan_id)
-        _emit(answer, as_json, lambda r: _print_started(r, url))
-
-    @run.command("progress")
-    def progress(
-        job_id: int = typer.Argument(..., min=1, help="the run"),
-        iterations: int = typer.Option(..., "--iterations", min=0, help="iterations done so far"),
-        elapsed: float = typer.Option(..., "--elapsed", min=0, help="seconds since the run started"),
-        spent: float = typer.Option(..., "--spent", min=0, help="USD spent so far"),
-        url: str | None = url_opt,
-        token: str | None = token_opt,
-        as_json: bool = json_opt,
-    ) -> None:
-        """Report progress.
-
-        Example: srift run progress 3 --iterations 200 --elapsed 1800 --spent 4.20
-        """
-        body = {"iterations_done": iterations, "elapsed_s": elapsed, "spent_usd": spent}
-        if url:
-            answer = call_api("POST", url, f"/v1/jobs/{job_id}/progress", token=token, body=body)
-        else:
-            from srift.domain.requests import ProgressReport
-
-            report = ProgressReport(iterations_done=iterations, elapsed_s=elapsed, spent_usd=spent)
-            answer = _local("progress", job_id=job_id, progress=report)
-        _emit(answer, as_json, _print_run)
-
-    @run.command("interrupt")
-    def interrupt(
-        job_id: int = typer.Argument(..., min=1, help="the run"),
-        instance_type: str = typer.Option(..., "--type", help="the instance type that lost VMs"),
-        count: int = typer.Option(1, "--count", min=1, help="VMs lost"),
-        iterations: int | None = typer.Option(None, "--iterations", min=0, help="iterations done so far"),
-        elapsed: float | None = typer.Option(None, "--elapsed", min=0, help="seconds since the run started"),
-        spent: float | None = typer.Option(None, "--spent", min=0, help="USD spent so far"),
-        launch_overhead: float = typer.Option(150.0, "--launch-overhead", min=0, help="seconds to boot VMs"),
-        url: str | None = url_opt,
-        token: str | None = token_opt,
-        as_json: bool = json_opt,
-    ) -> None:
-        """Report lost spot VMs; the rest of the run is re-planned within what is left of its limits.
-
-        When nothing fits the run waits in needs_input (exit 2) until `srift run amend` raises a limit.
-        Example: srift run interrupt 3 --type g4dn.12xlarge --count 2 --iterations 200 --elapsed 1800
-        """
-        body: dict[str, Any] = {
-            "instance_type": instance_type,
-            "count": count,
-            "iterations_done": iterations,
-            "elapsed_s": elapsed,
-            "spent_usd": spent,
-            "launch_overhead_s": launch_overhead,
-        }
-        if url:
-            answer = call_api("POST", url, f"/v1/jobs/{job_id}/interruptions", token=token, body=body)
-        else:
-            from srift.domain.requests import InterruptionReport
-
-            answer = _local("interrupt", job_id=job_id, interruption=InterruptionReport(**body))
-        _emit(answer, as_json, _print_replan)
-
-    @run.command("amend")
-    def amend(
-        job_id: int = typer.Argument(..., min=1, help="the run"),
-        time_limit: float | None = typer.Option(
-            None, "--time-limit", min=0, help="the run's whole deadline in seconds, from its start"
-        ),
-        budget: float | None = typer.Option(None, "--budget", min=0, help="the run's whole budget in USD"),
-        objective: str | None = typer.Option(None, "--objective", help="min_cost or min_time"),
-        launch_overhead: float = typer.Option(150.0, "--launch-overhead", min=0, help="seconds to boot VMs"),
-        url: str | None = url_opt,
-        token: str | None = token_opt,
-        as_json: bool = json_opt,
-    ) -> None:
-        """Change a run's limits or objective and re-plan the rest: resumes a run in needs_input.
-
-        Example: srift run amend 3 --time-limit 7200
-        """
-        from srift.api.schemas.plans import AmendmentIn
-        from srift.documents import invalid_input
-
-        body: dict[str, Any] = {
-            k: v
-            for k, v in (("time_limit_s", time_limit), ("budget_usd", budget), ("objective", objective))
-            if v is not None
-        }
-        body["launch_overhead_s"] = launch_overhead
-        if url:
-            answer = call_api("POST", url, f"/v1/jobs/{job_id}/amendments", token=token, body=body)
-        else:
-            from pydantic import ValidationError
-
-            try:
-                amendment = AmendmentIn.model_validate(body).to_domain()
-            except ValidationError as exc:
-                raise invalid_input(exc) from None
-            answer = _local("amend", job_id=job_id, amendment=amendment)
-        _emit(answer, as_json, _print_replan)
-
-    @run.command("corrections")
-    def corrections(
-        model: str | None = typer.Option(None, "--model", help="only this model's corrections"),
-        url: str | None = url_opt,
-        token: str | None = token_opt,
-        as_json: bool = json_opt,
-    ) -> None:
-        """Corrections learned from measured runs, per model, instance type and network setting.
-
-        Each scales the compute and communication terms of later predictions and plans for that model on
-        that type ("calibrated on N runs"); it starts at no correction and gains weight with every run.
-        Example: srift run corrections --model resnet50
-        """
-        if url:
-            query = "/v1/corrections" + (f"?model={model}" if model else "")
-            answer = call_api("GET", url, query, token=token)
-        else:
-            from srift.db.session import transaction
-            from srift.services import calibration
-
-            with transaction(_local_url()) as session:
-                entries = calibration.list_corrections(session=session, model=model)
-                answer = {"corrections": [_correction_doc(e.document()) for e in entries]}
-        if as_json:
-            typer.echo(json.dumps(answer, indent=2))
-            return
-        table = Table(title=f"corrections ({len(answer['corrections'])})")
-        for col in ("model", "instance type", "network", "runs", "compute ×", "communication ×"):
-            table.add_column(col, justify="left" if col in ("model", "instance type", "network") else "right")
-        for c in answer["corrections"]:
-            table.add_row(
-                c["model"],
-                c["instance_type"],
-                c["network_key"],
-                str(c["runs"]),
-                f"{c['compute_factor']:.3g}",
-                f"{c['comm_factor']:.3g}",
-            )
-        console.print(table)
-
-    @run.command("reset-correction")
-    def reset_correction(
-        model: str = typer.Argument(..., help="the model"),
-        instance_type: str = typer.Argument(..., help="the instance type"),
-        network: str | None = typer.Option(
-            None, "--network", help="only this network setting (as `srift run corrections` lists it)"
-        ),
-        url: str | None = url_opt,
-        token: str | None = token_opt,
-        as_json: bool = json_opt,
-    ) -> None:
-        """Forget what runs taught a correction: later predictions start again from no correction.
-
-        Example: srift run reset-correction resnet50 g5.12xlarge
-        """
-        body = {"model": model, "instance_type": instance_type, "network_key": network}
-        if url:
-            answer = call_api("POST", url, "/v1/corrections/reset", token=token, body=body)
-        else:
-            from srift.db.session import transaction
-            from srift.services import calibration
-
-            with transaction(_local_url()) as session:
-                entries = calibration.reset_correction(
-                    session=session, model=model, instance_type=instance_type, network_key=network
-                )
-                answer = {"corrections": [_correction_doc(e.document()) for e in entries]}
-        if as_json:
-            typer.echo(json.dumps(answer, indent=2))
-            return
-        for c in answer["corrections"]:
-            console.print(
-                f"reset: {c['model']} on {c['instance_type']} ({c['network_key']}); runs after now count",
-                highlight=False,
-            )
-
-    @run.command("show")
-    def show(
-        job_id: int = typer.Argument(..., min=1, help="the run"),
-        url: str | None = url_opt,
-        token: str | None = token_opt,
-        as_json: bool = json_opt,
-    ) -> None:
-        """A run: its state, plans and every event.
-
-        Example: srift run show 3
-        """
-        if url:
-            answer = call_api("GET", url, f"/v1/jobs/{job_id}", token=token)
-        else:
-            answer = _local("show", job_id=job_id)
-        _emit(answer, as_json, lambda r: _print_run(r, events=True))
-
-    @run.command("list")
-    def list_(
-        state: str | None = typer.Option(None, "--state", help="running, completed or needs_input"),
-        limit: int = typer.Option(50, "--limit", min=1, max=1000),
-        url: str | None = url_opt,
-        token: str | None = token_opt,
-        as_json: bool = json_opt,
-    ) -> None:
-        """Tracked training runs, newest first.
-
-        Example: srift run list --state needs_input
-        """
-        from srift.domain.states import TrainingState
-        from srift.errors import InvalidInput
-
-        try:
-            state_v = TrainingState(state) if state else None
-        except ValueError:
-            raise InvalidInput(
-                f"unknown state {state!r}", hint="use running, completed or needs_input", field="state"
-            ) from None
-        if url:
-            query = f"/v1/jobs?limit={limit}" + (f"&state={state}" if state else "")
-            answer = call_api("GET", url, query, token=token)
-        else:
-            from srift.api.schemas.dashboard import TrainingRunSummary
-            from srift.db.session import transaction
-            from srift.services import dashboard
-
-            with transaction(_local_url()) as session:
-                runs, total = dashboard.list_training_runs(session=session, state=state_v, limit=limit)
-                answer = {
-                    "runs": [
-                        TrainingRunSummary.model_validate(r, from_attributes=True).model_dump(mode="json")
-                        for r in runs
-                    ],
-                    "total": total,
-                }
-        if as_json:
-            typer.echo(json.dumps(answer, indent=2))
-            return
-        table = Table(title=f"training runs ({answer['total']})")
-        for col in ("id", "plan", "state", "iterations", "elapsed", "spent", "interrupted", "re-planned"):
-            table.add_column(col, justify="left" if col == "state" else "right")
-        for r in answer["runs"]:
-            table.add_row(
-                str(r["id"]),
-                str(r["current_plan_id"]),
-                r["state"],
-                str(r["iterations_done"]),
-                f"{r['elapsed_s']:g} s",
-                f"${r['spent_usd']:.2f}",
-                str(r["interruptions"]),
-                str(r["replans"]),
-            )
-        console.print(table)

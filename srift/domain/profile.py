@@ -124,34 +124,6 @@ class EstimateInfo:
             "based_on": self.based_on,
         }
 
-    @classmethod
-    def from_dict(cls, data: Any, *, field: str = "estimate") -> EstimateInfo:
-        if not isinstance(data, dict):
-            raise InvalidInput("must be an object", hint="give {method, spread, calibration}", field=field)
-        method = data.get("method")
-        if method not in ("roofline", "scaled"):
-            raise InvalidInput(
-                f"{method!r} is not an estimate method",
-                hint="use roofline or scaled",
-                field=f"{field}.method",
-            )
-        spread = _get(data, "spread", float, prefix=f"{field}.")
-        if not math.isfinite(spread) or not 0 <= spread <= 5:
-            raise InvalidInput(
-                f"{spread} is outside [0, 5]", hint="spread is a relative error", field=f"{field}.spread"
-            )
-        based_on = data.get("based_on")
-        if based_on is not None and not isinstance(based_on, str):
-            raise InvalidInput(
-                "must be a string or null", hint="name the accelerator", field=f"{field}.based_on"
-            )
-        return cls(
-            method=method,
-            spread=spread,
-            calibration=str(data.get("calibration") or ""),
-            based_on=based_on,
-        )
-
 
 @dataclass(frozen=True, slots=True)
 class InputPipeline:
@@ -172,45 +144,6 @@ class InputPipeline:
             "bytes_per_sample": self.bytes_per_sample,
             "source": self.source,
         }
-
-    @classmethod
-    def from_dict(cls, data: Any, *, field: str = "input_pipeline") -> InputPipeline:
-        """Parse `{samples_per_s_per_core, bytes_per_sample, source?}`; InvalidInput names the field."""
-        if not isinstance(data, dict):
-            raise InvalidInput(
-                "must be an object",
-                hint="give {samples_per_s_per_core, bytes_per_sample} or omit it",
-                field=field,
-            )
-        unknown = set(data) - {"samples_per_s_per_core", "bytes_per_sample", "source"}
-        if unknown:
-            raise InvalidInput(
-                f"unknown field(s) {', '.join(sorted(unknown))}",
-                hint="use samples_per_s_per_core, bytes_per_sample and source",
-                field=field,
-            )
-        rate = _get(data, "samples_per_s_per_core", float, prefix=f"{field}.")
-        size = _get(data, "bytes_per_sample", float, default=0.0, prefix=f"{field}.")
-        if not (math.isfinite(rate) and 0 < rate <= 1e9):
-            raise InvalidInput(
-                f"{rate} is not in (0, 1e9]",
-                hint="samples_per_s_per_core is what one CPU core of the input pipeline delivers per second",
-                field=f"{field}.samples_per_s_per_core",
-            )
-        if not (math.isfinite(size) and 0 <= size <= 1e12):
-            raise InvalidInput(
-                f"{size} is not in [0, 1e12]",
-                hint="bytes_per_sample is what one sample reads from storage (0 when it is in memory)",
-                field=f"{field}.bytes_per_sample",
-            )
-        source = data.get("source", "user")
-        if not isinstance(source, str) or len(source) > 500:
-            raise InvalidInput(
-                "must be a text of at most 500 characters",
-                hint="say where the figures come from",
-                field=f"{field}.source",
-            )
-        return cls(samples_per_s_per_core=rate, bytes_per_sample=size, source=source or "user")
 
 
 @dataclass(frozen=True, slots=True)
@@ -351,14 +284,6 @@ class ModelProfile:
             "extra": self.extra,
             **({"input_pipeline": self.input_pipeline.to_dict()} if self.input_pipeline else {}),
         }
-
-    @classmethod
-    def from_dict(cls, data: Any) -> ModelProfile:
-        """Read and check a profile document with its one reader (srift.domain.profile_document, the
-        pydantic model POST /v1/profiles validates with); InvalidInput names the field at fault."""
-        from srift.domain.profile_document import read_profile
-
-        return read_profile(data)
 
 
 def _structure(data: dict[str, Any]) -> ModelStructure | None:

@@ -2,7 +2,8 @@
 the frozen ModelProfile.
 
 POST /v1/profiles, inline `profiles` of plans and predictions, stored rows and files the CLI reads all go
-through `read_profile` (`ModelProfile.from_dict` is it). Besides types and bounds, a profile must be
+through `read_profile`; the frozen value (srift.domain.profile) knows nothing of its document, so this
+module imports it and never the other way round. Besides types and bounds, a profile must be
 physically plausible: each pass takes between MIN_PASS_S and MAX_PASS_S, no breakpoint lies above
 `max_batch` (a batch that did not fit cannot have been timed), and the
 gradients are no larger than the parameters they belong to. Rules JSON Schema can state are in the schema;

@@ -24,6 +24,7 @@ from typing import IO, Any
 from srift.bandwidth.local_probe import free_port
 from srift.bandwidth.records import ProbeRecord, parse_jsonl
 from srift.domain.profile import ModelProfile
+from srift.domain.profile_document import read_profile
 from srift.domain.structure import Precision
 from srift.errors import EnvironmentProblem, InvalidInput
 from srift.jobs.run import MARKER_ENV, JobRun, supervise, tail
@@ -356,7 +357,7 @@ def profile_argv(
 def _read_profile(out: Path, log: Path, what: str) -> ModelProfile:
     if not out.exists():
         raise EnvironmentProblem(f"{what} wrote no profile: {tail(log, 600)}", hint="see the job log")
-    return ModelProfile.from_dict(json.loads(out.read_text()))
+    return read_profile(json.loads(out.read_text()))
 
 
 def run_profiles(

@@ -90,12 +90,16 @@ class SimEvaluator:
 
         for module in ("srift.sim", "scipy.special"):
             importlib.import_module(module)
-        self.bandwidth = MemoBandwidth(bandwidth)
-        self.seed = seed
-        self.straggler_iters = straggler_iters
-        self.config = config
-        self.geo = geo
-        self.read_gbps = read_gbps
+        from srift.sim import IterationInputs
+
+        self.inputs = IterationInputs(
+            bandwidth=MemoBandwidth(bandwidth),
+            seed=seed,
+            straggler_iters=straggler_iters,
+            config=config,
+            geo=geo,
+            read_gbps=read_gbps,
+        )
         self.bounder = Bounder(
             bandwidth=self.bandwidth,
             seed=seed,
@@ -104,20 +108,28 @@ class SimEvaluator:
             network=geo is None or geo.pattern is not AllreducePattern.HIERARCHICAL,
         )
 
+    @property
+    def bandwidth(self) -> BusBandwidthModel:
+        """The bandwidth model, remembered (`MemoBandwidth`): the search asks it the same questions."""
+        return self.inputs.bandwidth
+
+    @property
+    def seed(self) -> int:
+        return self.inputs.seed
+
+    @property
+    def straggler_iters(self) -> int:
+        return self.inputs.straggler_iters
+
+    @property
+    def geo(self) -> GeoContext | None:
+        return self.inputs.geo
+
     def estimate(self, fleet: Sequence[FleetMember]) -> IterationEstimate:
         """The served simulator's iteration estimate for `fleet` under this evaluator's inputs (no band)."""
-        from srift.sim import simulate
+        from srift.sim import simulate_with
 
-        return simulate(
-            fleet,
-            bandwidth=self.bandwidth,
-            seed=self.seed,
-            straggler_iters=self.straggler_iters,
-            config=self.config,
-            geo=self.geo,
-            read_gbps=self.read_gbps,
-            band=False,
-        )
+        return simulate_with(fleet, self.inputs, band=False)
 
     def __call__(self, fleet: Sequence[FleetMember], *, iterations: int, usd_per_s: float) -> Prediction:
         from srift.sim import to_prediction
@@ -140,19 +152,9 @@ class SimEvaluator:
 
     def band(self, fleet: Sequence[FleetMember], *, iterations: int) -> Band:
         """The simulator's band for the fleet's mean iteration over `iterations` (see srift.sim.band)."""
-        from srift.sim import simulate
+        from srift.sim import simulate_with
 
-        estimate = simulate(
-            fleet,
-            bandwidth=self.bandwidth,
-            seed=self.seed,
-            straggler_iters=self.straggler_iters,
-            config=self.config,
-            iterations=iterations,
-            geo=self.geo,
-            read_gbps=self.read_gbps,
-        )
-        return estimate.band or Band()
+        return simulate_with(fleet, self.inputs, iterations=iterations).band or Band()
 
     def iteration_bound_s(self, fleet: Sequence[FleetMember], *, extension: Extension | None = None) -> float:
         """A lower bound of this evaluator's iteration time for `fleet` or, with `extension`, for every fleet
@@ -345,7 +347,7 @@ class Evaluations:
         return hit
 
     def _banded(self, groups: Groups, prediction: Prediction) -> Prediction:
-        from srift.sim.result import with_prediction_band
+        from srift.sim.result import with_band
 
         start = time.perf_counter()
         band_fn = getattr(self.evaluator, "band", None)
@@ -356,4 +358,4 @@ class Evaluations:
         )
         self.bands += 1
         self.seconds += time.perf_counter() - start
-        return with_prediction_band(prediction, band)
+        return with_band(prediction, band)

@@ -269,65 +269,18 @@ def build_profile(
     `precision` is what the times were measured in (default: the layers profile's); the layers profile's
     structure (FLOPs, bytes) is kept only when it was counted in that precision.
     """
-    if not accelerator.strip():
-        raise InvalidInput(
-            "is empty", hint="name the accelerator the table was measured on", field="accelerator"
-        )
-    if forward_fraction is not None and not 0.0 < forward_fraction < 1.0:
-        raise InvalidInput(
-            f"{forward_fraction} is outside (0, 1)",
-            hint="the forward pass's share of a step, e.g. 0.33",
-            field="forward_fraction",
-        )
-    if not math.isfinite(update_s) or update_s < 0:
-        raise InvalidInput(f"{update_s} is negative", hint="give seconds ≥ 0", field="update_s")
-    if straggler_cv is not None and not (math.isfinite(straggler_cv) and 0 <= straggler_cv <= 5):
-        raise InvalidInput(
-            f"{straggler_cv} is outside [0, 5]", hint="std/mean of step time, e.g. 0.05", field="straggler_cv"
-        )
+    _check_import_args(
+        accelerator=accelerator,
+        forward_fraction=forward_fraction,
+        update_s=update_s,
+        straggler_cv=straggler_cv,
+    )
     LAYERS_PER_PROFILE.check(len(layers.layers), field="layers")
     assumptions: list[str] = ["batch in the table is per GPU"]
-    if table.forward_s is not None and table.backward_s is not None:
-        forward, backward = list(table.forward_s), list(table.backward_s)
-        if update_s > 0:
-            assumptions.append(f"the optimizer step takes {update_s:g} s after forward and backward")
-        else:
-            assumptions.append("no optimizer-step time given (update_s 0)")
-    else:
-        if update_s > 0:
-            short = [b for b, t in zip(table.batches, table.step_s, strict=True) if t <= update_s]
-            if short:
-                raise InvalidInput(
-                    f"update_s {update_s:g} s is not shorter than the step time at batch {short[0]}",
-                    hint="update_s is the optimizer step inside each measured step; give a smaller value",
-                    field="update_s",
-                )
-            assumptions.append(f"the optimizer step ({update_s:g} s) is inside each measured step time")
-        else:
-            assumptions.append(
-                "the optimizer step is inside the measured step time "
-                "(counted in backward, before the exchange)"
-            )
-        compute = [t - update_s for t in table.step_s]
-        share = FORWARD_FRACTION if forward_fraction is None else forward_fraction
-        forward = [c * share for c in compute]
-        backward = [c - f for c, f in zip(compute, forward, strict=True)]
-        why = (
-            "backward ≈ 2 × forward (Kaplan et al. 2020, §2.1)"
-            if forward_fraction is None
-            else "given with --forward-fraction"
-        )
-        assumptions.append(f"forward = {share:.3g} of each step, backward the rest: {why}")
-    top = table.batches[-1]
-    largest = max_batch if max_batch is not None else top
-    if largest < 1:
-        raise InvalidInput(f"{largest} is below 1", hint="max_batch is samples per GPU", field="max_batch")
-    if max_batch is None:
-        assumptions.append(f"max_batch {top}: the table's largest batch (pass --max-batch if more fits)")
-    elif max_batch > top:
-        assumptions.append(f"times above batch {top} extrapolate the table's last segment up to {max_batch}")
-    if len(table.batches) == 1:
-        assumptions.append(f"one batch measured: time scales in proportion to the batch from batch {top}")
+    forward, backward = _pass_times(
+        table, update_s=update_s, forward_fraction=forward_fraction, notes=assumptions
+    )
+    largest = _max_batch(table, max_batch, notes=assumptions)
     if straggler_cv is None:
         cv, text = straggler_cv_for(accelerator)
         assumptions.append(text)
@@ -346,9 +299,8 @@ def build_profile(
             "other GPUs from this profile)"
         )
         structure = None
-    name = (model_name or layers.model).strip()
     return ModelProfile(
-        model=name,
+        model=(model_name or layers.model).strip(),
         accelerator=accelerator.strip(),
         max_batch=largest,
         forward=ComputeCurve(table.batches, tuple(forward)),
@@ -384,6 +336,81 @@ def build_profile(
             "trainable_bytes": layers.trainable_bytes,
         },
     )
+
+
+def _check_import_args(
+    *, accelerator: str, forward_fraction: float | None, update_s: float, straggler_cv: float | None
+) -> None:
+    """InvalidInput for a blank accelerator or a forward fraction, optimizer step or spread out of range."""
+    if not accelerator.strip():
+        raise InvalidInput(
+            "is empty", hint="name the accelerator the table was measured on", field="accelerator"
+        )
+    if forward_fraction is not None and not 0.0 < forward_fraction < 1.0:
+        raise InvalidInput(
+            f"{forward_fraction} is outside (0, 1)",
+            hint="the forward pass's share of a step, e.g. 0.33",
+            field="forward_fraction",
+        )
+    if not math.isfinite(update_s) or update_s < 0:
+        raise InvalidInput(f"{update_s} is negative", hint="give seconds ≥ 0", field="update_s")
+    if straggler_cv is not None and not (math.isfinite(straggler_cv) and 0 <= straggler_cv <= 5):
+        raise InvalidInput(
+            f"{straggler_cv} is outside [0, 5]", hint="std/mean of step time, e.g. 0.05", field="straggler_cv"
+        )
+
+
+def _pass_times(
+    table: ComputeTable, *, update_s: float, forward_fraction: float | None, notes: list[str]
+) -> tuple[list[float], list[float]]:
+    """Forward and backward seconds per batch: the table's own when it has them apart, else its step times
+    less the optimizer step, split by `forward_fraction` (default FORWARD_FRACTION). Appends to `notes`
+    what that assumed."""
+    if table.forward_s is not None and table.backward_s is not None:
+        if update_s > 0:
+            notes.append(f"the optimizer step takes {update_s:g} s after forward and backward")
+        else:
+            notes.append("no optimizer-step time given (update_s 0)")
+        return list(table.forward_s), list(table.backward_s)
+    if update_s > 0:
+        short = [b for b, t in zip(table.batches, table.step_s, strict=True) if t <= update_s]
+        if short:
+            raise InvalidInput(
+                f"update_s {update_s:g} s is not shorter than the step time at batch {short[0]}",
+                hint="update_s is the optimizer step inside each measured step; give a smaller value",
+                field="update_s",
+            )
+        notes.append(f"the optimizer step ({update_s:g} s) is inside each measured step time")
+    else:
+        notes.append(
+            "the optimizer step is inside the measured step time (counted in backward, before the exchange)"
+        )
+    compute = [t - update_s for t in table.step_s]
+    share = FORWARD_FRACTION if forward_fraction is None else forward_fraction
+    forward = [c * share for c in compute]
+    backward = [c - f for c, f in zip(compute, forward, strict=True)]
+    why = (
+        "backward ≈ 2 × forward (Kaplan et al. 2020, §2.1)"
+        if forward_fraction is None
+        else "given with --forward-fraction"
+    )
+    notes.append(f"forward = {share:.3g} of each step, backward the rest: {why}")
+    return forward, backward
+
+
+def _max_batch(table: ComputeTable, max_batch: int | None, *, notes: list[str]) -> int:
+    """The largest batch that fits: `max_batch`, else the table's largest; appends what that assumed."""
+    top = table.batches[-1]
+    largest = max_batch if max_batch is not None else top
+    if largest < 1:
+        raise InvalidInput(f"{largest} is below 1", hint="max_batch is samples per GPU", field="max_batch")
+    if max_batch is None:
+        notes.append(f"max_batch {top}: the table's largest batch (pass --max-batch if more fits)")
+    elif max_batch > top:
+        notes.append(f"times above batch {top} extrapolate the table's last segment up to {max_batch}")
+    if len(table.batches) == 1:
+        notes.append(f"one batch measured: time scales in proportion to the batch from batch {top}")
+    return largest
 
 
 def sha256_text(text: str) -> str:

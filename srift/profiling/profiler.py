@@ -63,6 +63,7 @@ import datetime as dt
 import statistics
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -92,14 +93,15 @@ from srift.profiling.bench import (
     trainable_bytes,
 )
 from srift.profiling.cpuquota import read_cpu_quota
-from srift.profiling.curves import CurveSamples, breakpoints
+from srift.profiling.curves import BendCheck, CurveSamples, breakpoints
 from srift.profiling.loading import describe
 from srift.profiling.peak import memory_document, step_peak
-from srift.profiling.readiness import measure_readiness, readiness_cpu_clock
+from srift.profiling.readiness import Readiness, measure_readiness, readiness_cpu_clock
 from srift.profiling.search import MaxBatchSearch, search_max_batch
 from srift.profiling.timing import (
     UPDATE_IN_LOOP,
     UPDATE_OPTIMIZER,
+    Measured,
     loop_overhead,
     time_curve,
     time_points,
@@ -167,28 +169,13 @@ def profile_model(
     prec = parse_precision(precision)
     opt = parse_optimizer(optimizer)
     _check_positive(repeats=repeats, warmup=warmup + 1, iterations=iterations)
-    if threads is not None and threads < 1:
-        raise InvalidInput(f"{threads} is below 1", hint="pass --threads 1 or more", field="threads")
+    _check_threads(threads)
     if memory_budget_bytes is not None and memory_budget_bytes < 1:
         raise InvalidInput("must be positive", hint="give the budget in bytes", field="memory_budget_bytes")
-    if model_name is not None and not (0 < len(model_name.strip()) <= MAX_NAME_CHARS):
-        raise InvalidInput(
-            f"must be 1–{MAX_NAME_CHARS} characters", hint="give a short model name", field="model_name"
-        )
-    if accelerator is not None and not (0 < len(accelerator.strip()) <= MAX_NAME_CHARS):
-        raise InvalidInput(
-            f"must be 1–{MAX_NAME_CHARS} characters",
-            hint="give a short accelerator name",
-            field="accelerator",
-        )
+    _check_name(model_name, field="model_name", hint="give a short model name")
+    _check_name(accelerator, field="accelerator", hint="give a short accelerator name")
     dev = parse_device(device)
-    cap = (
-        max_batch
-        if max_batch is not None
-        else (DEFAULT_MAX_BATCH_CUDA if dev.type == "cuda" else DEFAULT_MAX_BATCH_CPU)
-    )
-    if cap < 1:
-        raise InvalidInput(f"{cap} is below 1", hint="pass --max-batch 1 or more", field="max_batch")
+    cap = _search_cap(max_batch, dev)
     report = Progress(progress)
     with torch_threads(threads) as used_threads, precision_flags(prec, dev, strict_fp32=strict_fp32) as math:
         now = clock_function(clock, device=dev, threads=used_threads)
@@ -202,48 +189,46 @@ def profile_model(
         paper_points = breakpoints(search.max_batch)
         training, training_note = training_memory_or_note(bench, search, paper_points, optimizer=opt)
         with no_gc():
-            points, measured, checks = time_curve(
-                bench, paper_points, refine=refine, repeats=repeats, warmup=warmup, report=report
-            )
-            quota = None if bench.cuda else read_cpu_quota()
-            ready = measure_readiness(
+            timed = _time_training(
                 bench,
-                batch=paper_points[1] if len(paper_points) > 1 else paper_points[0],
+                paper_points,
+                refine=refine,
+                repeats=repeats,
+                warmup=warmup,
                 iterations=iterations,
                 report=report,
-                cpu_clock=readiness_cpu_clock(dev, threads=used_threads, quota=quota),
+                device=dev,
+                threads=used_threads,
             )
-            loop_batch = paper_points[1] if len(paper_points) > 1 else paper_points[0]
-            overhead = loop_overhead(bench, batch=loop_batch, repeats=repeats)
-            if quota is not None:
-                overhead["cpu_quota"] = quota.to_extra()
-            in_loop = overhead.pop("update_s", None)
-            if in_loop is None:
-                in_loop = update_time(bench, batch=loop_batch, repeats=repeats)
-            update_s = float(in_loop)
-    forward, backward = CurveSamples(
-        batches=points,
-        forward_s=tuple(tuple(measured.forward_s[b]) for b in points),
-        backward_s=tuple(tuple(measured.backward_s[b]) for b in points),
-    ).curves()
-    name = model_name.strip() if model_name else _default_model_name(model_factory, bench.model)
-    if accelerator:
-        acc = accelerator.strip()
-    elif dev.type == "cuda":
-        acc = torch.cuda.get_device_name(dev)[:MAX_NAME_CHARS]
-    else:
-        acc = cpu_accelerator_name(used_threads)
+    forward, backward = timed.samples.curves()
     structure, structure_note = count_structure_or_note(model_factory, input_factory, loss_fn, prec)
     report("done", 1.0)
+    extra = {
+        "profiler": "srift.profiling",
+        "clock": Clock(clock).value,
+        **({"float32_math": math} if math else {}),
+        **_bench_extra(bench),
+        "max_batch_cap": cap,
+        "max_batch_limited_by": "cap" if search.max_batch == cap else "memory",
+        "memory": search.to_dict(),
+        **({"training_memory": training} if training else {}),
+        **({"training_memory_error": training_note} if training_note else {}),
+        **timed.extra(paper_points, refine=refine, repeats=repeats, warmup=warmup, iterations=iterations),
+        "update": UPDATE_IN_LOOP if bench.device.type == "cpu" else UPDATE_OPTIMIZER,
+        **timed.overhead,
+        "trainable_bytes": trainable_bytes(bench.model),
+        "profile_s": round(time.perf_counter() - started, 3),
+        **({"structure_error": structure_note} if structure_note else {}),
+    }
     return ModelProfile(
-        model=name,
-        accelerator=acc,
+        model=model_name.strip() if model_name else _default_model_name(model_factory, bench.model),
+        accelerator=_accelerator_name(accelerator, dev, threads=used_threads),
         max_batch=search.max_batch,
         forward=forward,
         backward=backward,
-        layers=ready.layers,
-        straggler_cv=ready.straggler_cv,
-        update_s=update_s,
+        layers=timed.ready.layers,
+        straggler_cv=timed.ready.straggler_cv,
+        update_s=timed.update_s,
         precision=prec,
         structure=structure,
         schema_version=PROFILE_SCHEMA_VERSION,
@@ -251,38 +236,117 @@ def profile_model(
         device=str(dev),
         threads=used_threads if dev.type == "cpu" or threads is not None else None,
         created_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        extra={
-            "profiler": "srift.profiling",
-            "clock": Clock(clock).value,
-            **({"float32_math": math} if math else {}),
-            "model_factory": bench.model_desc,
-            "input_factory": bench.input_desc,
-            "loss": bench.loss_desc,
-            "max_batch_cap": cap,
-            "max_batch_limited_by": "cap" if search.max_batch == cap else "memory",
-            "memory": search.to_dict(),
-            **({"training_memory": training} if training else {}),
-            **({"training_memory_error": training_note} if training_note else {}),
-            "measured": CurveSamples(
-                batches=points,
-                forward_s=tuple(tuple(measured.forward_s[b]) for b in points),
-                backward_s=tuple(tuple(measured.backward_s[b]) for b in points),
-            ).to_dict(),
+        extra=extra,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Timed:
+    """What `profile_model` timed after the largest-batch search: the curve's points and samples, the
+    midpoint checks, readiness and spread, and the training loop's overhead and optimizer step."""
+
+    samples: CurveSamples
+    checks: tuple[BendCheck, ...]
+    ready: Readiness
+    overhead: dict[str, Any]
+    update_s: float
+
+    def extra(
+        self, paper_points: tuple[int, ...], *, refine: bool, repeats: int, warmup: int, iterations: int
+    ) -> dict[str, Any]:
+        """The profile's `extra` keys about the timing: raw samples, breakpoints, checks and readiness."""
+        return {
+            "measured": self.samples.to_dict(),
             "paper_breakpoints": list(paper_points),
-            "bend_checks": [c.to_dict() for c in checks] if refine else None,
+            "bend_checks": [c.to_dict() for c in self.checks] if refine else None,
             "repeats": repeats,
             "warmup": warmup,
             "iterations": iterations,
-            "iteration_batch": ready.batch,
-            "readiness_clock": ready.clock,
-            "iteration_mean_s": ready.mean_iteration_s,
-            "update": UPDATE_IN_LOOP if bench.device.type == "cpu" else UPDATE_OPTIMIZER,
-            **overhead,
-            "trainable_bytes": trainable_bytes(bench.model),
-            "profile_s": round(time.perf_counter() - started, 3),
-            **({"structure_error": structure_note} if structure_note else {}),
-        },
+            "iteration_batch": self.ready.batch,
+            "readiness_clock": self.ready.clock,
+            "iteration_mean_s": self.ready.mean_iteration_s,
+        }
+
+
+def _time_training(
+    bench: Bench,
+    paper_points: tuple[int, ...],
+    *,
+    refine: bool,
+    repeats: int,
+    warmup: int,
+    iterations: int,
+    report: Progress,
+    device: torch.device,
+    threads: int,
+) -> _Timed:
+    """Steps 3–5 of the module docstring: the curves, readiness and spread at the second breakpoint, and
+    the loop's overhead and optimizer step there (under the CPU quota, when there is one)."""
+    points, measured, checks = time_curve(
+        bench, paper_points, refine=refine, repeats=repeats, warmup=warmup, report=report
     )
+    quota = None if bench.cuda else read_cpu_quota()
+    loop_batch = paper_points[1] if len(paper_points) > 1 else paper_points[0]
+    ready = measure_readiness(
+        bench,
+        batch=loop_batch,
+        iterations=iterations,
+        report=report,
+        cpu_clock=readiness_cpu_clock(device, threads=threads, quota=quota),
+    )
+    overhead = loop_overhead(bench, batch=loop_batch, repeats=repeats)
+    if quota is not None:
+        overhead["cpu_quota"] = quota.to_extra()
+    in_loop = overhead.pop("update_s", None)
+    if in_loop is None:
+        in_loop = update_time(bench, batch=loop_batch, repeats=repeats)
+    return _Timed(_samples(points, measured), checks, ready, overhead, float(in_loop))
+
+
+def _samples(points: tuple[int, ...], measured: Measured) -> CurveSamples:
+    """Every forward and backward time taken at `points`, in the order the points were timed."""
+    return CurveSamples(
+        batches=points,
+        forward_s=tuple(tuple(measured.forward_s[b]) for b in points),
+        backward_s=tuple(tuple(measured.backward_s[b]) for b in points),
+    )
+
+
+def _bench_extra(bench: Bench) -> dict[str, Any]:
+    """What the profile records of the model, input and loss it ran."""
+    return {"model_factory": bench.model_desc, "input_factory": bench.input_desc, "loss": bench.loss_desc}
+
+
+def _accelerator_name(accelerator: str | None, device: torch.device, *, threads: int) -> str:
+    """The name the profile goes under: the one given, else the GPU's or the CPU's (with its threads)."""
+    if accelerator:
+        return accelerator.strip()
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)[:MAX_NAME_CHARS]
+    return cpu_accelerator_name(threads)
+
+
+def _search_cap(max_batch: int | None, device: torch.device) -> int:
+    """The largest batch the search may try: `max_batch`, else the device's default."""
+    cap = (
+        max_batch
+        if max_batch is not None
+        else (DEFAULT_MAX_BATCH_CUDA if device.type == "cuda" else DEFAULT_MAX_BATCH_CPU)
+    )
+    if cap < 1:
+        raise InvalidInput(f"{cap} is below 1", hint="pass --max-batch 1 or more", field="max_batch")
+    return cap
+
+
+def _check_threads(threads: int | None) -> None:
+    if threads is not None and threads < 1:
+        raise InvalidInput(f"{threads} is below 1", hint="pass --threads 1 or more", field="threads")
+
+
+def _check_name(name: str | None, *, field: str, hint: str) -> None:
+    """A name given must have 1 to MAX_NAME_CHARS characters besides surrounding blanks."""
+    if name is not None and not (0 < len(name.strip()) <= MAX_NAME_CHARS):
+        raise InvalidInput(f"must be 1–{MAX_NAME_CHARS} characters", hint=hint, field=field)
 
 
 def training_memory_or_note(
@@ -356,12 +420,8 @@ def profile_layers(
     started = time.perf_counter()
     prec = parse_precision(precision)
     _check_positive(batch=batch, iterations=iterations)
-    if threads is not None and threads < 1:
-        raise InvalidInput(f"{threads} is below 1", hint="pass --threads 1 or more", field="threads")
-    if model_name is not None and not (0 < len(model_name.strip()) <= MAX_NAME_CHARS):
-        raise InvalidInput(
-            f"must be 1–{MAX_NAME_CHARS} characters", hint="give a short model name", field="model_name"
-        )
+    _check_threads(threads)
+    _check_name(model_name, field="model_name", hint="give a short model name")
     dev = parse_device(device)
     report = Progress(progress, _LAYER_STAGES)
     with torch_threads(threads) as used_threads, precision_flags(prec, dev):
@@ -391,9 +451,7 @@ def profile_layers(
         created_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         extra={
             "profiler": "srift.profiling (layers only)",
-            "model_factory": bench.model_desc,
-            "input_factory": bench.input_desc,
-            "loss": bench.loss_desc,
+            **_bench_extra(bench),
             "threads": used_threads if dev.type == "cpu" or threads is not None else None,
             "iterations": iterations,
             "iteration_batch": ready.batch,
@@ -457,16 +515,16 @@ def sample_curve_points(
     if not points or points[0] < 1:
         raise InvalidInput(f"{list(batches)} has no batch ≥ 1", hint="give batches ≥ 1", field="batches")
     dev = parse_device(device)
-    with torch_threads(threads) as used_threads:
-        bench = build_bench(model_factory, input_factory, loss_fn, dev)
-        bench.now = clock_function(clock, device=dev, threads=used_threads)
-        with no_gc():
-            measured = time_points(bench, points, repeats=repeats, warmup=warmup, report=Progress(None))
-    return CurveSamples(
-        batches=points,
-        forward_s=tuple(tuple(measured.forward_s[b]) for b in points),
-        backward_s=tuple(tuple(measured.backward_s[b]) for b in points),
+    measured = _time_points_on(
+        lambda: build_bench(model_factory, input_factory, loss_fn, dev),
+        points,
+        device=dev,
+        threads=threads,
+        clock=clock,
+        repeats=repeats,
+        warmup=warmup,
     )
+    return _samples(points, measured)
 
 
 def measure_step_s(
@@ -492,12 +550,35 @@ def measure_step_s(
         input_desc=describe(input_factory),
         loss_desc=DEFAULT_LOSS_NAME if loss_fn is None else describe(loss_fn),
     )
-    with torch_threads(threads) as used_threads, no_gc():
-        bench.now = clock_function(clock, device=dev, threads=used_threads)
-        measured = time_points(
-            bench, tuple(sorted(set(batches))), repeats=repeats, warmup=warmup, report=Progress(None)
-        )
+    measured = _time_points_on(
+        lambda: bench,
+        tuple(sorted(set(batches))),
+        device=dev,
+        threads=threads,
+        clock=clock,
+        repeats=repeats,
+        warmup=warmup,
+    )
     return {
         b: (statistics.median(measured.forward_s[b]), statistics.median(measured.backward_s[b]))
         for b in measured.forward_s
     }
+
+
+def _time_points_on(
+    make_bench: Callable[[], Bench],
+    points: tuple[int, ...],
+    *,
+    device: torch.device,
+    threads: int | None,
+    clock: Clock | str,
+    repeats: int,
+    warmup: int,
+) -> Measured:
+    """Time `points` as `profile_model` times its points (its clock, its threads, no garbage collection)
+    on the bench `make_bench` returns, built under those threads."""
+    with torch_threads(threads) as used_threads:
+        bench = make_bench()
+        bench.now = clock_function(clock, device=device, threads=used_threads)
+        with no_gc():
+            return time_points(bench, points, repeats=repeats, warmup=warmup, report=Progress(None))

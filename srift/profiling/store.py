@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session
 
 from srift.db.tables import ModelProfileRow
 from srift.domain.profile import ModelProfile
+from srift.domain.profile_document import read_profile
 from srift.errors import InvalidInput, NotFound
 
 log = logging.getLogger("srift.profiles")
@@ -51,7 +52,7 @@ def _visible(viewer: Viewer, *, shared: bool) -> ColumnElement[bool] | None:
 def _read(row: ModelProfileRow) -> ModelProfile:
     """The stored document read with today's rules; a row stored before a rule existed is a 4xx naming it."""
     try:
-        return ModelProfile.from_dict(row.document)
+        return read_profile(row.document)
     except InvalidInput as exc:
         where = f"stored profile {row.id} ({row.model}@{row.accelerator})"
         raise InvalidInput(

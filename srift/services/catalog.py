@@ -1,31 +1,8 @@
-"""The catalog as an application service: instance types and prices for the REST API and the dashboard."""
+"""The catalog as an application service: instance types and prices for the REST API and the dashboard.
 
-from __future__ import annotations
+Listing is the catalog front layer's own `list_instance_types` (srift.catalog.store, documented there):
+it takes and returns domain values already, so this module names it rather than wrapping it.
+"""
 
-from sqlalchemy.orm import Session
-
-from srift.catalog import store
-from srift.catalog.store import CatalogEntry
-from srift.domain.catalog import MarketChoice
-
-
-def list_instance_types(
-    *,
-    session: Session,
-    provider: str | None = None,
-    region: str | None = None,
-    gpu: str | None = None,
-    min_gpus: int | None = None,
-    market: MarketChoice = MarketChoice.ANY,
-    snapshot: str | None = None,
-) -> list[CatalogEntry]:
-    """Instance types with their on-demand and spot prices, filtered (see `srift.catalog.store`)."""
-    return store.list_instance_types(
-        session=session,
-        provider=provider,
-        region=region,
-        gpu=gpu,
-        min_gpus=min_gpus,
-        market=market,
-        snapshot=snapshot,
-    )
+from srift.catalog.store import CatalogEntry as CatalogEntry
+from srift.catalog.store import list_instance_types as list_instance_types

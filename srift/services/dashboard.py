@@ -27,7 +27,9 @@ DEFAULT_PROVIDER = "aws"
 
 
 @dataclass(frozen=True, slots=True)
-class CurveSeries:
+class ModelCurve:
+    """A bandwidth model's predicted bus bandwidth over the buffer sizes, at one world size."""
+
     world_size: int
     nodes: int
     buffer_bytes: tuple[int, ...]
@@ -37,7 +39,9 @@ class CurveSeries:
 
 
 @dataclass(frozen=True, slots=True)
-class SamplePoint:
+class ProbePoint:
+    """A stored probe sample as the dashboard plots it."""
+
     world_size: int
     nodes: int
     buffer_bytes: int
@@ -48,7 +52,9 @@ class SamplePoint:
 
 
 @dataclass(frozen=True, slots=True)
-class SampleGroup:
+class ProbeGroup:
+    """The count of stored probe samples of one (provider, instance type, world size, nodes)."""
+
     provider: str
     instance_type: str
     world_size: int
@@ -57,17 +63,19 @@ class SampleGroup:
 
 
 @dataclass(frozen=True, slots=True)
-class BandwidthCurves:
+class CurvesView:
+    """A bandwidth model's curves for one instance type, with the stored samples beside them."""
+
     version: str
     provider: str
     instance_type: str
-    series: tuple[CurveSeries, ...]
-    samples: tuple[SamplePoint, ...]
+    series: tuple[ModelCurve, ...]
+    samples: tuple[ProbePoint, ...]
     samples_truncated: bool
-    groups: tuple[SampleGroup, ...]
+    groups: tuple[ProbeGroup, ...]
 
 
-def sample_groups(*, session: Session) -> list[SampleGroup]:
+def sample_groups(*, session: Session) -> list[ProbeGroup]:
     """Every (provider, instance type, world size, nodes) with probe samples, and how many."""
     rows = session.execute(
         select(
@@ -80,12 +88,10 @@ def sample_groups(*, session: Session) -> list[SampleGroup]:
         .group_by(ProbeSample.provider, ProbeSample.instance_type, ProbeSample.world_size, ProbeSample.nodes)
         .order_by(ProbeSample.provider, ProbeSample.instance_type, ProbeSample.world_size, ProbeSample.nodes)
     ).all()
-    return [
-        SampleGroup(provider=p, instance_type=t, world_size=w, nodes=n, count=c) for p, t, w, n, c in rows
-    ]
+    return [ProbeGroup(provider=p, instance_type=t, world_size=w, nodes=n, count=c) for p, t, w, n, c in rows]
 
 
-def default_world_sizes(instance: InstanceType, groups: Sequence[SampleGroup]) -> list[int]:
+def default_world_sizes(instance: InstanceType, groups: Sequence[ProbeGroup]) -> list[int]:
     """The world sizes probed on this type, else 1–8 nodes' worth of its devices (at least 2 ranks)."""
     probed = sorted({g.world_size for g in _groups_of(instance, groups)})
     if probed:
@@ -112,11 +118,11 @@ def check_world_sizes(world_sizes: Sequence[int]) -> list[int]:
     return sorted(set(world_sizes))
 
 
-def _groups_of(instance: InstanceType, groups: Sequence[SampleGroup]) -> list[SampleGroup]:
+def _groups_of(instance: InstanceType, groups: Sequence[ProbeGroup]) -> list[ProbeGroup]:
     return [g for g in groups if g.provider == instance.provider and g.instance_type == instance.name]
 
 
-def nodes_for(instance: InstanceType, world_size: int, groups: Sequence[SampleGroup] = ()) -> int:
+def nodes_for(instance: InstanceType, world_size: int, groups: Sequence[ProbeGroup] = ()) -> int:
     """Instances the probes spread `world_size` ranks over, else those needed at one rank per device."""
     probed = [g for g in _groups_of(instance, groups) if g.world_size == world_size]
     if probed:
@@ -138,9 +144,9 @@ def model_curves(
     *,
     instance: InstanceType,
     world_sizes: Sequence[int],
-    groups: Sequence[SampleGroup] = (),
+    groups: Sequence[ProbeGroup] = (),
     grid: Sequence[int] = BUFFER_GRID,
-) -> list[CurveSeries]:
+) -> list[ModelCurve]:
     """The model's busbw over `grid` for each world size (on the nodes the probes used, if any)."""
     sizes = tuple(grid)
     series = []
@@ -148,7 +154,7 @@ def model_curves(
         nodes = nodes_for(instance, world_size, groups)
         estimate = model.predict(instance=instance, world_size=world_size, nodes=nodes, buffer_bytes=sizes)
         series.append(
-            CurveSeries(
+            ModelCurve(
                 world_size=world_size,
                 nodes=nodes,
                 buffer_bytes=sizes,
@@ -167,7 +173,7 @@ def stored_samples(
     instance_type: str,
     world_sizes: Sequence[int],
     limit: int = MAX_SAMPLES,
-) -> tuple[list[SamplePoint], bool]:
+) -> tuple[list[ProbePoint], bool]:
     """Probe samples of one type at the given world sizes (at most `limit`), and whether more exist."""
     rows = session.scalars(
         select(ProbeSample)
@@ -180,7 +186,7 @@ def stored_samples(
         .limit(limit + 1)
     ).all()
     points = [
-        SamplePoint(
+        ProbePoint(
             world_size=r.world_size,
             nodes=r.nodes,
             buffer_bytes=r.buffer_bytes,
@@ -202,7 +208,7 @@ def bandwidth_curves(
     provider: str | None,
     instance_type: str | None,
     world_sizes: Sequence[int],
-) -> BandwidthCurves:
+) -> CurvesView:
     """Curves of model `version` ("active" for the serving model) for one instance type, with its samples.
 
     Without `instance_type`: a GPU type of the provider's catalog (default aws), the one with the most
@@ -233,7 +239,7 @@ def bandwidth_curves(
         max((p.buffer_bytes for p in samples), default=None),
     )
     series = model_curves(model, instance=instance, world_sizes=sizes, groups=groups, grid=grid)
-    return BandwidthCurves(
+    return CurvesView(
         version=version,
         provider=provider,
         instance_type=name,
@@ -244,9 +250,7 @@ def bandwidth_curves(
     )
 
 
-def _default_type(
-    *, session: Session, provider: str | None, groups: Sequence[SampleGroup]
-) -> tuple[str, str]:
+def _default_type(*, session: Session, provider: str | None, groups: Sequence[ProbeGroup]) -> tuple[str, str]:
     from srift.bandwidth import registry
     from srift.catalog import store
 
@@ -324,7 +328,9 @@ def _instance(*, session: Session, provider: str, name: str) -> InstanceType:
 
 
 @dataclass(frozen=True, slots=True)
-class TrainingRunSummary:
+class TrainingRunListing:
+    """One row of the training-run list: the run's state, progress and how often it was re-planned."""
+
     id: int
     plan_id: int
     current_plan_id: int
@@ -344,7 +350,7 @@ def list_training_runs(
     limit: int = 100,
     offset: int = 0,
     owner: str | Literal["*"] | None = "*",
-) -> tuple[list[TrainingRunSummary], int]:
+) -> tuple[list[TrainingRunListing], int]:
     """Training runs, newest first, with how often each was interrupted and re-planned; and the total.
 
     `owner` (an API token's name, or None for anonymous) keeps the runs of its own plans and of everyone's;
@@ -372,7 +378,7 @@ def list_training_runs(
         for event in rows:
             events[event.job_id].append(event)
     summaries = [
-        TrainingRunSummary(
+        TrainingRunListing(
             id=job.id,
             plan_id=job.plan_id,
             current_plan_id=job.current_plan_id,

@@ -13,7 +13,9 @@ from srift.settings import Settings
 
 
 @dataclass(frozen=True, slots=True)
-class ActiveSnapshot:
+class ServedSnapshot:
+    """A catalog snapshot that plans are served from."""
+
     name: str
     provider: str
     as_of: str
@@ -24,7 +26,7 @@ class ActiveSnapshot:
 class Health:
     """Active catalog snapshots and bandwidth model versions."""
 
-    catalog: tuple[ActiveSnapshot, ...]
+    catalog: tuple[ServedSnapshot, ...]
     bandwidth_models: tuple[str, ...]
 
 
@@ -36,7 +38,7 @@ def check_health(*, settings: Settings) -> Health:
             models = session.scalars(select(BandwidthModelRow).where(BandwidthModelRow.is_active)).all()
             return Health(
                 catalog=tuple(
-                    ActiveSnapshot(
+                    ServedSnapshot(
                         name=s.name, provider=s.provider, as_of=s.as_of.isoformat(), source=s.source
                     )
                     for s in snapshots

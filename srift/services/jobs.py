@@ -1,23 +1,23 @@
 """Probe and profile jobs as an application service: queue them, read the queue, take their hosts' results.
 
 Submission, the queue and result intake live in `srift.jobs` (the worker uses them too); this module is
-what the REST routes and the CLI call, and it hands them JobRecords, never database rows.
+what the REST routes and the CLI call, and it hands them JobRecords, never database rows. Result intake
+(`post_probe_results`, `post_profile_result`) takes and returns domain values already, so this module
+names those functions rather than wrapping them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy.orm import Session
 
-from srift.bandwidth.records import ProbeRecord
 from srift.db.tables import Job
-from srift.domain.profile import ModelProfile
 from srift.domain.records import JobRecord
 from srift.domain.states import JobKind, JobState
-from srift.jobs import results, service, store
-from srift.jobs.results import ResultsOutcome
+from srift.jobs import service, store
+from srift.jobs.results import post_probe_results as post_probe_results
+from srift.jobs.results import post_profile_result as post_profile_result
 from srift.jobs.spec import ProbeJobSpec, ProfileJobSpec
 
 
@@ -83,31 +83,3 @@ def list_jobs(
 def get_job(*, session: Session, job_id: int, kind: JobKind | None = None) -> JobRecord:
     """One job (of `kind` when given); NotFound otherwise."""
     return job_record(store.get_job(session=session, job_id=job_id, kind=kind))
-
-
-def post_probe_results(
-    *,
-    session: Session,
-    job_id: int | None,
-    records: Sequence[ProbeRecord],
-    final: bool,
-    error: str | None,
-) -> ResultsOutcome:
-    """Stage or store probe samples posted by a job's hosts (or on their own)."""
-    return results.post_probe_results(
-        session=session, job_id=job_id, records=records, final=final, error=error
-    )
-
-
-def post_profile_result(
-    *,
-    session: Session,
-    job_id: int,
-    instance_type: str | None,
-    profile: ModelProfile | None,
-    error: str | None,
-) -> tuple[int | None, str]:
-    """Store one instance's profile for a profile job; the profile id and the job's state."""
-    return results.post_profile_result(
-        session=session, job_id=job_id, instance_type=instance_type, profile=profile, error=error
-    )

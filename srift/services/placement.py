@@ -20,7 +20,7 @@ from srift.domain import Config, InputPipeline, ModelProfile, Offer, Plan, Predi
 from srift.domain.catalog import Market, MarketChoice
 from srift.domain.geo import AllreducePattern, Link, Location
 from srift.errors import InvalidInput
-from srift.optimize.space import Candidate, Problem
+from srift.optimize.space import Candidate, Groups, Problem
 from srift.optimize.spot import (
     Alternative,
     Alternatives,
@@ -305,7 +305,7 @@ def egress_view(
     config: Config, problem: Problem, geo: GeoContext, *, iterations: int
 ) -> list[dict[str, Any]]:
     """The plan's egress flows: bytes per iteration, route, price and total over the (uninterrupted) run."""
-    fleet = problem.fleet(tuple(_groups(config, problem)))
+    fleet = problem.fleet(config_groups(config, problem))
     if not spans_locations(fleet):
         return []
     grad = gradient_bytes(layer_arrays(fleet[0].profile))
@@ -332,28 +332,31 @@ def cost_line(p: Prediction) -> dict[str, float]:
     }
 
 
-def _groups(config: Config, problem: Problem) -> list[tuple[int, int, int]]:
+def config_groups(config: Config, problem: Problem) -> Groups:
+    """`config` as groups (candidate index, count, batch) of `problem`, in the optimizer's sorted order."""
     index = {(c.name, c.market, c.location): i for i, c in enumerate(problem.candidates)}
-    return sorted(
-        (index[(ch.instance_type, ch.market, ch.location)], ch.count, ch.batch) for ch in config.choices
+    return tuple(
+        sorted(
+            (index[(ch.instance_type, ch.market, ch.location)], ch.count, ch.batch) for ch in config.choices
+        )
     )
 
 
-def _rates(problem: Problem, groups: Sequence[tuple[int, int, int]], p: Prediction) -> RunRates:
+def _rates(problem: Problem, groups: Groups, p: Prediction) -> RunRates:
     iterations = problem.constraints.iterations
-    usd_per_s = problem.usd_per_s(tuple(groups))
+    usd_per_s = problem.usd_per_s(groups)
     time = p.uninterrupted_time_s if p.uninterrupted_time_s is not None else p.total_time_s
     cost = p.uninterrupted_cost_usd if p.uninterrupted_cost_usd is not None else p.cost_usd
     egress_each = max(cost - time * usd_per_s, 0.0) / iterations
-    return RunRates(p.iteration_s, usd_per_s, egress_each, problem.interruptions_per_s(tuple(groups)))
+    return RunRates(p.iteration_s, usd_per_s, egress_each, problem.interruptions_per_s(groups))
 
 
 @dataclass(frozen=True, slots=True)
-class Evaluated:
+class PredictedConfig:
     """A configuration of some problem and its prediction (the optimizer's records, or a fallback plan)."""
 
     problem: Problem
-    groups: tuple[tuple[int, int, int], ...]
+    groups: Groups
     prediction: Prediction
 
 
@@ -361,54 +364,18 @@ def spot_outlook(
     *,
     plan: Plan,
     problem: Problem,
-    evaluated: Iterable[Evaluated],
-    fallback: Evaluated | None,
+    evaluated: Iterable[PredictedConfig],
+    fallback: PredictedConfig | None,
     policy: SpotPolicy,
     rates: Sequence[RateInfo],
 ) -> dict[str, Any] | None:
     """A spot plan's Monte Carlo outlook (Srift §4.5 re-planning among the evaluated configurations)."""
-    chosen = tuple(_groups(plan.config, problem))
+    chosen = config_groups(plan.config, problem)
     if problem.interruptions_per_s(chosen) <= 0:
         return None
-    keys: list[tuple[str, str, str]] = []
-    index: dict[tuple[str, str, str], int] = {}
-    lam: list[float] = []
-
-    def slot(cand: Candidate) -> int:
-        key = cand.sort_key
-        if key not in index:
-            index[key] = len(keys)
-            keys.append(key)
-            lam.append(cand.interruptions_per_s)
-        return index[key]
-
-    raw: list[tuple[dict[int, int], RunRates, str]] = []
-    start = None
-    fallback_index = None
-    for item in [*evaluated, *([fallback] if fallback else [])]:
-        counts: dict[int, int] = {}
-        for i, n, _ in item.groups:
-            j = slot(item.problem.candidates[i])
-            counts[j] = counts.get(j, 0) + n
-        raw.append(
-            (
-                counts,
-                _rates(item.problem, item.groups, item.prediction),
-                item.problem.config(item.groups).label(),
-            )
-        )
-        if item.problem is problem and tuple(item.groups) == chosen:
-            start = len(raw) - 1
-        if fallback is not None and item is fallback:
-            fallback_index = len(raw) - 1
+    alts, start = _alternatives(evaluated, fallback, problem=problem, chosen=chosen)
     if start is None:
         return None
-    width = len(keys)
-    alts = Alternatives(
-        items=[Alternative(tuple(c.get(j, 0) for j in range(width)), r, label) for c, r, label in raw],
-        candidate_rates_per_s=tuple(lam),
-        fallback=fallback_index,
-    )
     c = problem.constraints
     mc = monte_carlo(
         alts,
@@ -442,22 +409,77 @@ def spot_outlook(
         "closed_form_time_s": closed.time_s,
         "checkpoint_interval_s": policy.checkpoint_interval_s,
         "restart_s": policy.restart_s,
-        "rates": [
-            {
-                "instance_type": r.instance_type,
-                "location": r.location.key if r.location else None,
-                "monthly_fraction": r.monthly_fraction,
-                "per_hr": r.per_hr,
-                "band": r.band,
-                "source": r.source,
-            }
-            for r in rates
-            if any(
-                ch.instance_type == r.instance_type and ch.location == r.location and ch.market is Market.SPOT
-                for ch in plan.config.choices
-            )
-        ],
+        "rates": _rates_document(plan, rates),
     }
+
+
+def _alternatives(
+    evaluated: Iterable[PredictedConfig],
+    fallback: PredictedConfig | None,
+    *,
+    problem: Problem,
+    chosen: Groups,
+) -> tuple[Alternatives, int | None]:
+    """The configurations a spot run may re-plan among (the evaluated ones, then the fallback), as counts
+    per distinct spot candidate (one slot per candidate sort key, across problems), and the index of the
+    `chosen` groups of `problem` among them (None when it was not evaluated)."""
+    keys: list[tuple[str, str, str]] = []
+    index: dict[tuple[str, str, str], int] = {}
+    lam: list[float] = []
+
+    def slot(cand: Candidate) -> int:
+        key = cand.sort_key
+        if key not in index:
+            index[key] = len(keys)
+            keys.append(key)
+            lam.append(cand.interruptions_per_s)
+        return index[key]
+
+    raw: list[tuple[dict[int, int], RunRates, str]] = []
+    start = None
+    fallback_index = None
+    for item in [*evaluated, *([fallback] if fallback else [])]:
+        counts: dict[int, int] = {}
+        for i, n, _ in item.groups:
+            j = slot(item.problem.candidates[i])
+            counts[j] = counts.get(j, 0) + n
+        raw.append(
+            (
+                counts,
+                _rates(item.problem, item.groups, item.prediction),
+                item.problem.config(item.groups).label(),
+            )
+        )
+        if item.problem is problem and tuple(item.groups) == chosen:
+            start = len(raw) - 1
+        if fallback is not None and item is fallback:
+            fallback_index = len(raw) - 1
+    width = len(keys)
+    alts = Alternatives(
+        items=[Alternative(tuple(c.get(j, 0) for j in range(width)), r, label) for c, r, label in raw],
+        candidate_rates_per_s=tuple(lam),
+        fallback=fallback_index,
+    )
+    return alts, start
+
+
+def _rates_document(plan: Plan, rates: Sequence[RateInfo]) -> list[dict[str, Any]]:
+    """The interruption rates of the plan's spot choices and what each rests on."""
+    return [
+        {
+            "instance_type": r.instance_type,
+            "location": r.location.key if r.location else None,
+            "monthly_fraction": r.monthly_fraction,
+            "per_hr": r.per_hr,
+            "band": r.band,
+            "source": r.source,
+        }
+        for r in rates
+        if any(
+            ch.instance_type == r.instance_type and ch.location == r.location and ch.market is Market.SPOT
+            for ch in plan.config.choices
+        )
+    ]
 
 
 def finite(value: float) -> float | None:

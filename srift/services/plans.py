@@ -1,12 +1,20 @@
-"""Plans as an application service: resolve profiles, offers and bandwidth model; optimize, store, read."""
+"""Plans as an application service: the plan pipeline (prepare → search → spot fallback → document), stored.
+
+`create_plan` runs the pipeline's phases in order, each a function that takes and returns domain values:
+`prepare` (resolve profiles, offers and exclusions, estimates, candidates, memory, spot pricing, data feeds,
+the problem and its evaluator; cached, `_prepare` lists its own phases), `_search` (the optimizer),
+`_spot_fallback` (a spot plan weighed against the best on-demand plan) and `plan_result` (the document,
+built once). docs/architecture.md has the phases in one table.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
 from sqlalchemy.orm import Session
@@ -33,7 +41,7 @@ from srift.domain.revisions import DataArea
 from srift.domain.sharding import Setup
 from srift.errors import Infeasible, InvalidInput, NotFound
 from srift.limits import check_solve_budget
-from srift.optimize.evaluate import Evaluator, SimEvaluator
+from srift.optimize.evaluate import Evaluations, Evaluator, SimEvaluator
 from srift.optimize.solver import PlanInfeasible, SolveOptions, optimize, optimize_with_evaluations
 from srift.optimize.space import Candidate, Groups, Problem, build_candidates
 from srift.optimize.spot import SpotPolicy
@@ -42,10 +50,11 @@ from srift.services.calibration import calibrated_evaluator, plan_block
 from srift.services.memory import fit_candidates
 from srift.services.network import network_spec, network_view
 from srift.services.placement import (
-    Evaluated,
     LinkSpec,
+    PredictedConfig,
     RateInfo,
     allowed_locations,
+    config_groups,
     cost_line,
     egress_view,
     feed_view,
@@ -59,7 +68,7 @@ from srift.services.placement import (
 from srift.services.profiles import resolve_profiles, source_label, with_estimates
 from srift.services.sharding import (
     allowed_setups,
-    annotate_choices,
+    choice_setup,
     memory_infeasible,
     strategy_phase,
     strategy_view,
@@ -151,10 +160,84 @@ def _prepare(
     held: Mapping[str, int] | None,
 ) -> PreparedProblem:
     """The plan pipeline up to the search, one named phase after another (each takes and returns domain
-    values): resolve profiles → locations and offers → complete with estimates → candidates → exclusions
-    → spot pricing → feeds → the problem and its evaluator. `create_plan` then solves and renders."""
+    values): resolve profiles → locations and offers → exclusions the stack needs → complete with estimates
+    → candidates → exclusions (interrupted types, EFA) → memory → spot pricing → data feeds → the problem
+    → its evaluator (strategy, calibration). `create_plan` then searches, weighs spot and renders."""
     check_solve_budget(query.solve_budget_s, max_solve_budget_s=settings.max_solve_budget_s)
+    held = held or {}
     profiles, sources = _resolve(session=session, query=query)
+    locations, offers = _locate(session=session, settings=settings, query=query)
+    offers, stack_notes = _runnable(offers, query)
+    profiles, sources = _complete(profiles, sources, offers=offers)
+    shortlist = _candidates(offers, profiles, query=query, located=len(locations) > 1, notes=stack_notes)
+    network = network_spec(session=session, query=query.network)
+    shortlist = _exclude(shortlist, network=network, excluded=excluded, held=held)
+    setups = allowed_setups(shortlist.candidates, strategy=query.strategy, checkpointing=query.checkpointing)
+    shortlist = _fit_memory(shortlist, query=query, setups=setups)
+    _check_any(
+        shortlist.candidates, profiles=profiles, locations=locations, query=query, left_out=stack_notes
+    )
+    spot = _price_spot(shortlist.candidates, query=query, default_location=locations[0])
+    feeds, feed_notes = feed_view(spot.candidates, read_gbps=query.read_gbps)
+    notes = (*shortlist.notes, *_plan_notes(query, excluded=excluded, held=held), *feed_notes)
+    problem = Problem(spot.candidates, _constraints(query), query.batch_policy, notes=notes, spot=spot.policy)
+    geo = _geo(query)
+    bandwidth = _bandwidth(session=session, settings=settings, network=network)
+    problem, evaluator = _evaluator(
+        problem,
+        session=session,
+        query=query,
+        setups=setups,
+        bandwidth=bandwidth,
+        geo=geo,
+        network=network,
+        model=profiles[0].model,
+    )
+    return PreparedProblem(
+        problem,
+        evaluator,
+        SolveOptions(mode=query.mode, solve_budget_s=query.solve_budget_s, k=query.eager_k),
+        tuple(sources),
+        network=network,
+        bandwidth=bandwidth,
+        geo=geo,
+        rates=spot.rates,
+        feeds=tuple(feeds),
+        default_location=locations[0],
+    )
+
+
+# -- preparing: the phases --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Shortlist:
+    """The candidates still in the running, and the notes saying what was left out or capped, and why."""
+
+    candidates: tuple[Candidate, ...]
+    notes: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SpotPricing:
+    """The candidates with their spot interruption rates, what each rate rests on, and the policy the
+    optimizer prices interruptions with (None when the request turns pricing off)."""
+
+    candidates: tuple[Candidate, ...]
+    rates: tuple[RateInfo, ...]
+    policy: SpotPolicy | None
+
+
+def _resolve(*, session: Session, query: PlanQuery) -> tuple[list[ModelProfile], list[str]]:
+    """Resolve profiles: the request's profiles (stored, inline or by model) with its input pipeline, and
+    their source labels."""
+    resolved = resolve_profiles(session=session, selection=query.selection)
+    return with_pipeline([p for p, _ in resolved], query.input_pipeline), [source for _, source in resolved]
+
+
+def _locate(*, session: Session, settings: Settings, query: PlanQuery) -> tuple[list[Location], list[Offer]]:
+    """Locations and offers: the (provider, region) locations the request allows and every priced offer
+    there in the request's market (srift.services.placement)."""
     locations = allowed_locations(
         session=session,
         provider=query.provider,
@@ -164,82 +247,31 @@ def _prepare(
         snapshot=query.snapshot,
     )
     offers = gather_offers(session=session, locations=locations, market=query.market, snapshot=query.snapshot)
-    # Exclusions the framework stack needs (srift.catalog.support), before estimates: GPUs the stack has no
-    # kernels for and retired families are left out with a note.
-    offers, stack_notes = _runnable(offers, query)
-    profiles, sources = _complete(profiles, sources, offers=offers)
-    candidates, notes = build_candidates(
-        offers=offers,
-        profiles=profiles,
-        market=query.market,
-        availability=query.availability,
-        default_cap=query.max_count_per_type,
-        excluded=(),
-        located=len(locations) > 1,
-    )
-    notes = (*stack_notes, *notes)
-    network = network_spec(session=session, query=query.network)
-    candidates, notes = _exclude(candidates, notes, network=network, excluded=excluded, held=held or {})
-    # Feasibility, memory and devices (srift.services.memory): CPU profiles for GPU types, batches within
-    # what each GPU holds.
-    setups = allowed_setups(candidates, strategy=query.strategy, checkpointing=query.checkpointing)
-    candidates, memory_notes = fit_candidates(
-        candidates,
-        allow_cpu_profiles=query.allow_cpu_profiles,
-        field="profiles" if query.profiles is not None else "model" if query.model else "profile_ids",
-        memory=setups == (Setup(),),
-    )
-    notes = (*notes, *memory_notes)
-    _check_any(candidates, profiles=profiles, locations=locations, query=query, left_out=stack_notes)
-    candidates, rates, spot = _price_spot(candidates, query=query, default_location=locations[0])
-    feeds, feed_notes = feed_view(candidates, read_gbps=query.read_gbps)
-    problem = Problem(
-        candidates,
-        _constraints(query),
-        query.batch_policy,
-        notes=(*notes, *_plan_notes(query, excluded=excluded, held=held or {}), *feed_notes),
-        spot=spot,
-    )
-    geo = geo_context(
-        pattern=query.allreduce,
-        links=[LinkSpec(x.from_, x.to, x.bandwidth_gbps, x.rtt_ms) for x in query.links or []],
-    )
-    bandwidth = _bandwidth(session=session, settings=settings, network=network)
-    evaluator = SimEvaluator(
-        bandwidth=bandwidth, seed=query.seed, config=query.sim_config, geo=geo, read_gbps=query.read_gbps
-    )
-    problem, chosen = strategy_phase(problem, evaluator, setups=setups)
-    # Calibration (srift.services.calibration): corrections learned from measured runs.
-    chosen = calibrated_evaluator(chosen, session=session, model=profiles[0].model, network=network)
-    return PreparedProblem(
-        problem,
-        chosen,
-        SolveOptions(mode=query.mode, solve_budget_s=query.solve_budget_s, k=query.eager_k),
-        tuple(sources),
-        network=network,
-        bandwidth=bandwidth,
-        geo=geo,
-        rates=tuple(rates),
-        feeds=tuple(feeds),
-        default_location=locations[0],
-    )
+    return locations, offers
 
 
-# -- the phases -------------------------------------------------------------------------------------------
+def _runnable(offers: list[Offer], query: PlanQuery) -> tuple[list[Offer], tuple[str, ...]]:
+    """Exclusions the framework stack needs (srift.catalog.support), before estimates: offers whose GPUs
+    the stack cannot run, or of retired families unless asked for, are left out with a note; Infeasible on
+    `stack` when nothing is left."""
+    from srift.catalog.support import runnable_offers
 
-
-def _resolve(*, session: Session, query: PlanQuery) -> tuple[list[ModelProfile], list[str]]:
-    """Phase 1: the request's profiles (stored, inline or by model) with its input pipeline, and their
-    source labels."""
-    resolved = resolve_profiles(session=session, selection=query.selection)
-    return with_pipeline([p for p, _ in resolved], query.input_pipeline), [source for _, source in resolved]
+    named = [name.rsplit("/", 1)[-1] for name in query.availability or {}]
+    runnable = runnable_offers(offers, stack=query.stack, include_retired=query.include_retired, named=named)
+    if offers and not runnable.kept:
+        raise Infeasible(
+            "no offered type can run on this stack: " + "; ".join(runnable.notes),
+            hint="give a stack (torch, cuda) that supports the offered GPUs, or include_retired: true",
+            field="stack",
+        )
+    return list(runnable.kept), runnable.notes
 
 
 def _complete(
     profiles: list[ModelProfile], sources: list[str], *, offers: Sequence[Offer]
 ) -> tuple[list[ModelProfile], list[str]]:
-    """Phase 3: estimated profiles for every offered accelerator nobody profiled (srift.estimate), fed by
-    the model's input pipeline as the measured profiles are."""
+    """Complete with estimates: estimated profiles for every offered accelerator nobody profiled
+    (srift.estimate), fed by the model's input pipeline as the measured profiles are."""
     completed, estimated = with_estimates(profiles, [o.instance for o in offers])
     pipe = next((p.input_pipeline for p in completed if p.input_pipeline is not None), None)
     if estimated and pipe is not None:
@@ -247,19 +279,36 @@ def _complete(
     return completed, [*sources, *(source_label("estimate", p) for p in estimated)]
 
 
-def _exclude(
-    candidates: tuple[Candidate, ...],
-    notes: tuple[str, ...],
+def _candidates(
+    offers: Sequence[Offer],
+    profiles: Sequence[ModelProfile],
     *,
-    network: NetworkSpec,
-    excluded: tuple[str, ...],
-    held: Mapping[str, int],
-) -> tuple[tuple[Candidate, ...], tuple[str, ...]]:
-    """Phase 5: what may not be launched: interrupted types (except the VMs still running, when
-    re-planning), and types without EFA under transport efa."""
-    candidates = _apply_exclusions(candidates, excluded=excluded, held=held)
+    query: PlanQuery,
+    located: bool,
+    notes: tuple[str, ...],
+) -> Shortlist:
+    """Candidates: one per offered type (and location) with its profile, market and availability cap
+    (srift.optimize.space.build_candidates); their notes follow `notes`."""
+    candidates, built = build_candidates(
+        offers=offers,
+        profiles=profiles,
+        market=query.market,
+        availability=query.availability,
+        default_cap=query.max_count_per_type,
+        excluded=(),
+        located=located,
+    )
+    return Shortlist(candidates, (*notes, *built))
+
+
+def _exclude(
+    shortlist: Shortlist, *, network: NetworkSpec, excluded: tuple[str, ...], held: Mapping[str, int]
+) -> Shortlist:
+    """Exclusions (availability): what may not be launched: interrupted types (except the VMs still
+    running, when re-planning), and types without EFA under transport efa."""
+    candidates = _apply_exclusions(shortlist.candidates, excluded=excluded, held=held)
     if network.transport is not Transport.EFA or not candidates:
-        return candidates, notes
+        return Shortlist(candidates, shortlist.notes)
     efa = tuple(c for c in candidates if c.offer.instance.efa)
     if not efa:
         raise Infeasible(
@@ -268,9 +317,36 @@ def _exclude(
             field="network.transport",
         )
     dropped = sorted({c.name for c in candidates} - {c.name for c in efa})
-    if dropped:
-        notes = (*notes, f"left out without EFA (transport efa): {', '.join(dropped)}")
-    return efa, notes
+    if not dropped:
+        return Shortlist(efa, shortlist.notes)
+    return Shortlist(efa, (*shortlist.notes, f"left out without EFA (transport efa): {', '.join(dropped)}"))
+
+
+def _apply_exclusions(
+    candidates: tuple[Candidate, ...], *, excluded: tuple[str, ...], held: Mapping[str, int]
+) -> tuple[Candidate, ...]:
+    out = []
+    for cand in candidates:
+        if cand.name in excluded:
+            keep = min(cand.cap, held.get(cand.name, 0))
+            if keep <= 0:
+                continue
+            cand = replace(cand, cap=keep)
+        out.append(cand)
+    return tuple(out)
+
+
+def _fit_memory(shortlist: Shortlist, *, query: PlanQuery, setups: tuple[Setup, ...]) -> Shortlist:
+    """Feasibility, memory and devices (srift.services.memory): CPU profiles for GPU types, batches within
+    what each GPU holds. A request that may shard has each fleet's memory checked per setup instead
+    (srift.services.sharding, in `_evaluator`)."""
+    candidates, notes = fit_candidates(
+        shortlist.candidates,
+        allow_cpu_profiles=query.allow_cpu_profiles,
+        field=_selection_field(query),
+        memory=setups == (Setup(),),
+    )
+    return Shortlist(candidates, (*shortlist.notes, *notes))
 
 
 def _check_any(
@@ -290,19 +366,28 @@ def _check_any(
         f"no {_offers(query.market)} in {where} matches the profiles' accelerators ({', '.join(covered)})"
         + "".join(f"; {note}" for note in left_out),
         hint="profile the model on an offered accelerator, or change provider, region or market",
-        field="availability"
-        if query.availability
-        else ("profiles" if query.profiles is not None else "model" if query.model else "profile_ids"),
+        field="availability" if query.availability else _selection_field(query),
     )
+
+
+def _selection_field(query: PlanQuery) -> str:
+    """The request field that selects its profiles (for errors about them)."""
+    return "profiles" if query.profiles is not None else "model" if query.model else "profile_ids"
+
+
+def _offers(market: MarketChoice) -> str:
+    """ "spot offer", "on_demand offer", or "offer" in either market (never "any offer")."""
+    return "offer" if market is MarketChoice.ANY else f"{market.value} offer"
 
 
 def _price_spot(
     candidates: tuple[Candidate, ...], *, query: PlanQuery, default_location: Location
-) -> tuple[tuple[Candidate, ...], list[RateInfo], SpotPolicy | None]:
-    """Phase 6: each spot candidate's interruption rate (the shipped facts or the request's), and the
-    policy the optimizer prices interruptions with (Srift §4.5); nothing when the request turns it off."""
+) -> SpotPricing:
+    """Pricing (spot): each spot candidate's interruption rate (the shipped facts or the request's), and
+    the policy the optimizer prices interruptions with (Srift §4.5); nothing when the request turns it
+    off. (Egress is priced by the evaluator, from the geo context.)"""
     if not query.price_interruptions:
-        return candidates, [], None
+        return SpotPricing(candidates, (), None)
     from srift.catalog.geo import shipped_spot
 
     priced, rates = price_interruptions(
@@ -317,7 +402,7 @@ def _price_spot(
         samples=query.spot_samples,
         seed=query.seed,
     )
-    return priced, rates, policy
+    return SpotPricing(priced, tuple(rates), policy)
 
 
 def _constraints(query: PlanQuery) -> Constraints:
@@ -340,6 +425,14 @@ def _plan_notes(query: PlanQuery, *, excluded: tuple[str, ...], held: Mapping[st
     return tuple(notes)
 
 
+def _geo(query: PlanQuery) -> GeoContext:
+    """The shipped network facts between locations, with the request's measured links and pattern."""
+    return geo_context(
+        pattern=query.allreduce,
+        links=[LinkSpec(x.from_, x.to, x.bandwidth_gbps, x.rtt_ms) for x in query.links or []],
+    )
+
+
 def _bandwidth(*, session: Session, settings: Settings, network: NetworkSpec) -> BusBandwidthModel:
     """The active learned model, with the α-β prior under the request's network for types it lacks."""
     from srift.bandwidth.registry import active_model
@@ -347,35 +440,72 @@ def _bandwidth(*, session: Session, settings: Settings, network: NetworkSpec) ->
     return active_model(session=session, settings=settings, network=network)
 
 
-def _runnable(offers: list[Offer], query: PlanQuery) -> tuple[list[Offer], tuple[str, ...]]:
-    """The exclusion phase for the framework stack (srift.catalog.support): offers whose GPUs the stack
-    cannot run, or of retired families unless asked for, are left out with a note; Infeasible on `stack`
-    when nothing is left."""
-    from srift.catalog.support import runnable_offers
+def _evaluator(
+    problem: Problem,
+    *,
+    session: Session,
+    query: PlanQuery,
+    setups: tuple[Setup, ...],
+    bandwidth: BusBandwidthModel,
+    geo: GeoContext,
+    network: NetworkSpec,
+    model: str,
+) -> tuple[Problem, Evaluator]:
+    """The evaluator: the simulator, behind the strategy chooser when the request may shard (the problem
+    then checks each fleet's memory, srift.services.sharding), with the corrections learned from measured
+    runs of `model` (srift.services.calibration)."""
+    simulator = SimEvaluator(
+        bandwidth=bandwidth, seed=query.seed, config=query.sim_config, geo=geo, read_gbps=query.read_gbps
+    )
+    problem, chosen = strategy_phase(problem, simulator, setups=setups)
+    return problem, calibrated_evaluator(chosen, session=session, model=model, network=network)
 
-    named = [name.rsplit("/", 1)[-1] for name in query.availability or {}]
-    runnable = runnable_offers(offers, stack=query.stack, include_retired=query.include_retired, named=named)
-    if offers and not runnable.kept:
-        raise Infeasible(
-            "no offered type can run on this stack: " + "; ".join(runnable.notes),
-            hint="give a stack (torch, cuda) that supports the offered GPUs, or include_retired: true",
-            field="stack",
-        )
-    return list(runnable.kept), runnable.notes
+
+# -- creating a plan: prepare → search → spot fallback → document ---------------------------------------
 
 
-def _apply_exclusions(
-    candidates: tuple[Candidate, ...], *, excluded: tuple[str, ...], held: Mapping[str, int]
-) -> tuple[Candidate, ...]:
-    out = []
-    for cand in candidates:
-        if cand.name in excluded:
-            keep = min(cand.cap, held.get(cand.name, 0))
-            if keep <= 0:
-                continue
-            cand = replace(cand, cap=keep)
-        out.append(cand)
-    return tuple(out)
+@dataclass(frozen=True, slots=True)
+class Solved:
+    """A prepared problem and the plan its search chose."""
+
+    prepared: PreparedProblem
+    plan: Plan
+
+    @property
+    def problem(self) -> Problem:
+        return self.prepared.problem
+
+    @property
+    def groups(self) -> Groups:
+        """The plan's configuration as groups of the problem's candidates."""
+        return config_groups(self.plan.config, self.prepared.problem)
+
+    def warned(self, warning: str) -> Solved:
+        """The same plan with `warning` added to its warnings."""
+        return Solved(self.prepared, replace(self.plan, warnings=(*self.plan.warnings, warning)))
+
+
+@dataclass(frozen=True, slots=True)
+class Searched:
+    """The search's answer: the plan, and every configuration the search evaluated (None when no
+    configuration met the limits and the best on-demand plan stands in)."""
+
+    solved: Solved
+    evaluations: Evaluations | None
+
+
+@dataclass(frozen=True, slots=True)
+class SpotDecision:
+    """The spot fallback's answer: the plan to store; for a plan that runs spot VMs, the configurations its
+    outlook re-plans among (the search's evaluations); and the on-demand plan to fall back to, if asked."""
+
+    plan: Solved
+    spot_evaluations: Evaluations | None = None
+    on_demand_fallback: Solved | None = None
+
+
+OnDemandSearch = Callable[[], Solved | None]
+"""The best on-demand plan for the same request (`_solve_on_demand`), or None when none meets the limits."""
 
 
 def create_plan(
@@ -394,79 +524,21 @@ def create_plan(
     interruptions that re-plans as Srift §4.5 does, among the configurations the search evaluated.
     """
     started = time.perf_counter()
+    on_demand: OnDemandSearch = partial(
+        _solve_on_demand,
+        session=session,
+        settings=settings,
+        query=query,
+        excluded=excluded,
+        held=held,
+        started=started,
+    )
     prepared = prepare(session=session, settings=settings, query=query, excluded=excluded, held=held)
-    weigh = query.price_interruptions and query.market is MarketChoice.ANY
-    try:
-        plan, evals = optimize_with_evaluations(prepared.problem, prepared.evaluator, prepared.options)
-    except PlanInfeasible:
-        od = _on_demand(session, settings, query, excluded, held, started=started) if weigh else None
-        if od is None:
-            held_back = memory_infeasible(prepared.problem, prepared.evaluator, query.model or "the model")
-            if held_back is not None:
-                raise held_back from None
-            raise
-        prepared, plan = od
-        evals = None
-        plan = replace(
-            plan,
-            warnings=(
-                *plan.warnings,
-                "on-demand only: no spot fleet meets the limits once interruptions are priced in",
-            ),
-        )
-    problem = prepared.problem
-    fallback: Evaluated | None = None
-    fallback_doc: dict[str, Any] | None = None
-    spot_doc: dict[str, Any] | None = None
-    spot_used = problem.spot is not None and problem.interruptions_per_s(_best_groups(plan, problem)) > 0
-    if spot_used and evals is not None and (query.fallback or weigh):
-        od = _on_demand(session, settings, query, excluded, held, started=started)
-        if od is not None and weigh and _beats(od[1].predicted, plan.predicted, problem.constraints):
-            note = (
-                f"on-demand beats spot once interruptions are priced in: {od[1].config.label()} "
-                f"(${od[1].predicted.cost_usd:.2f}, {od[1].predicted.total_time_s:.0f} s) against the spot "
-                f"fleet's expected ${plan.predicted.cost_usd:.2f}, {plan.predicted.total_time_s:.0f} s"
-            )
-            prepared, plan = od
-            problem = prepared.problem
-            plan = replace(plan, warnings=(*plan.warnings, note))
-            spot_used = False
-        elif od is not None and query.fallback:
-            fb_prepared, fb_plan = od
-            fallback = Evaluated(
-                fb_prepared.problem, _best_groups(fb_plan, fb_prepared.problem), fb_plan.predicted
-            )
-            fallback_doc = {
-                "label": fb_plan.config.label(),
-                "choices": _choices(fb_plan.config, fb_prepared.problem),
-                "predicted": predicted_document(fb_plan.predicted),
-            }
-    if spot_used and evals is not None and problem.spot is not None:
-        spot_doc = spot_outlook(
-            plan=plan,
-            problem=problem,
-            evaluated=[Evaluated(problem, g, r.prediction) for g, r in evals.records.items()],
-            fallback=fallback,
-            policy=problem.spot,
-            rates=prepared.rates,
-        )
-    result = plan_result(plan, problem, profile_sources=prepared.profile_sources, prepared=prepared)
-    result["calibration"] = _calibration_block(prepared, plan, problem)  # calibration hook
-    result["strategy"] = strategy_view(plan, problem, prepared.evaluator)
-    result["spot"] = spot_doc
-    result["fallback"] = fallback_doc
-    if prepared.bandwidth is not None:
-        instances = {c.name: c.offer.instance for c in problem.candidates}
-        result["network"] = network_view(
-            prepared.network,
-            instances=[instances[ch.instance_type] for ch in plan.config.choices],
-            model=prepared.bandwidth,
-            multi_node=plan.config.vm_count >= 2,
-        )
-    annotate_choices(result, result["strategy"])
+    searched = _search(prepared, query=query, on_demand=on_demand)
+    decision = _spot_fallback(searched, query=query, on_demand=on_demand)
     row = PlanRow(
         request=dict(request_doc) if request_doc is not None else to_document(query),
-        result=result,
+        result=plan_result(decision),
         owner=query.owner,
     )
     session.add(row)
@@ -474,55 +546,107 @@ def create_plan(
     return plan_record(row)
 
 
-def _calibration_block(prepared: PreparedProblem, plan: Plan, problem: Problem) -> dict[str, Any]:
-    """What runs of this plan will be compared with (srift.services.calibration.plan_block)."""
-    groups = _best_groups(plan, problem)
-    return plan_block(
-        prepared.evaluator,
-        fleet=problem.fleet(groups),
-        iterations=problem.constraints.iterations,
-        usd_per_s=problem.usd_per_s(groups),
-        model=problem.candidates[0].profile.model,
-        network=prepared.network,
+def _search(prepared: PreparedProblem, *, query: PlanQuery, on_demand: OnDemandSearch) -> Searched:
+    """Search: the optimizer over the prepared problem, keeping every configuration it evaluated. When none
+    meets the limits, the best on-demand plan may stand in (`_on_demand_stand_in`)."""
+    try:
+        plan, evaluations = optimize_with_evaluations(prepared.problem, prepared.evaluator, prepared.options)
+    except PlanInfeasible as infeasible:
+        return _on_demand_stand_in(prepared, infeasible, query=query, on_demand=on_demand)
+    return Searched(Solved(prepared, plan), evaluations)
+
+
+# -- the spot fallback: spot weighed against on-demand ----------------------------------------------------
+
+ON_DEMAND_ONLY = "on-demand only: no spot fleet meets the limits once interruptions are priced in"
+"""The warning of an on-demand plan that stands in for a search that found nothing within the limits."""
+
+FALLBACK_MIN_S = 0.05
+"""The on-demand fallback's search gets at least this long even when the request's own search used its
+whole budget (it still lists each type alone first): a product choice, part of the stated overrun bound."""
+
+
+def _on_demand_competes(query: PlanQuery) -> bool:
+    """Whether the best on-demand plan competes with the spot plan: interruptions are priced in and the
+    request allows either market, so the on-demand plan may be the better one once they are."""
+    return query.price_interruptions and query.market is MarketChoice.ANY
+
+
+def _on_demand_stand_in(
+    prepared: PreparedProblem, infeasible: PlanInfeasible, *, query: PlanQuery, on_demand: OnDemandSearch
+) -> Searched:
+    """When no configuration meets the limits: the best on-demand plan, warned (ON_DEMAND_ONLY), where it
+    competes; otherwise (or when there is none) the 409 — what each fleet's memory needs when memory is
+    what failed (srift.services.sharding.memory_infeasible), else the search's own PlanInfeasible."""
+    stand_in = on_demand() if _on_demand_competes(query) else None
+    if stand_in is None:
+        held_back = memory_infeasible(prepared.problem, prepared.evaluator, query.model or "the model")
+        if held_back is not None:
+            raise held_back from None
+        raise infeasible
+    return Searched(stand_in.warned(ON_DEMAND_ONLY), evaluations=None)
+
+
+def _spot_fallback(searched: Searched, *, query: PlanQuery, on_demand: OnDemandSearch) -> SpotDecision:
+    """Spot fallback: a searched plan that runs spot VMs is weighed against the best on-demand plan. Where
+    on-demand competes (`_on_demand_competes`) and is the better plan (`_beats`) it replaces the spot plan,
+    with a note; otherwise, with `fallback` on, it is the plan to fall back to. A spot plan that stays
+    keeps the search's evaluations for its outlook (`_spot_document`)."""
+    spot_plan = searched.solved
+    if searched.evaluations is None or not _runs_spot(spot_plan):
+        return SpotDecision(spot_plan)
+    competes = _on_demand_competes(query)
+    on_demand_plan = on_demand() if query.fallback or competes else None
+    if (
+        on_demand_plan is not None
+        and competes
+        and _beats(on_demand_plan.plan.predicted, spot_plan.plan.predicted, spot_plan.problem.constraints)
+    ):
+        return SpotDecision(on_demand_plan.warned(_on_demand_beats_note(on_demand_plan, spot_plan)))
+    return SpotDecision(
+        spot_plan,
+        spot_evaluations=searched.evaluations,
+        on_demand_fallback=on_demand_plan if query.fallback else None,
     )
 
 
-def _best_groups(plan: Plan, problem: Problem) -> Groups:
-    index = {(c.name, c.market, c.location): i for i, c in enumerate(problem.candidates)}
-    return tuple(
-        sorted(
-            (index[(ch.instance_type, ch.market, ch.location)], ch.count, ch.batch)
-            for ch in plan.config.choices
-        )
+def _runs_spot(solved: Solved) -> bool:
+    """Whether the plan runs VMs whose interruptions are priced in."""
+    return solved.problem.spot is not None and solved.problem.interruptions_per_s(solved.groups) > 0
+
+
+def _on_demand_beats_note(on_demand_plan: Solved, spot_plan: Solved) -> str:
+    od, spot = on_demand_plan.plan, spot_plan.plan
+    return (
+        f"on-demand beats spot once interruptions are priced in: {od.config.label()} "
+        f"(${od.predicted.cost_usd:.2f}, {od.predicted.total_time_s:.0f} s) against the spot "
+        f"fleet's expected ${spot.predicted.cost_usd:.2f}, {spot.predicted.total_time_s:.0f} s"
     )
 
 
-def _on_demand(
+def _solve_on_demand(
+    *,
     session: Session,
     settings: Settings,
     query: PlanQuery,
     excluded: tuple[str, ...],
     held: Mapping[str, int] | None,
-    *,
     started: float,
-) -> tuple[PreparedProblem, Plan] | None:
+) -> Solved | None:
     """The best on-demand plan for the same request, or None when there is none within the limits. Its
     search gets a quarter of the request's solve budget, at most what is left of it since `started`
     (perf_counter), and at least FALLBACK_MIN_S: the request's search and this one stay within the solve
     budget plus that."""
     left = query.solve_budget_s - (time.perf_counter() - started)
     budget = max(FALLBACK_MIN_S, min(query.solve_budget_s / 4, left))
-    od = replace(query, market=MarketChoice.ON_DEMAND, solve_budget_s=budget)
+    on_demand_query = replace(query, market=MarketChoice.ON_DEMAND, solve_budget_s=budget)
     try:
-        alt = prepare(session=session, settings=settings, query=od, excluded=excluded, held=held)
-        return alt, optimize(alt.problem, alt.evaluator, alt.options)
+        prepared = prepare(
+            session=session, settings=settings, query=on_demand_query, excluded=excluded, held=held
+        )
+        return Solved(prepared, optimize(prepared.problem, prepared.evaluator, prepared.options))
     except (InvalidInput, Infeasible):
         return None
-
-
-FALLBACK_MIN_S = 0.05
-"""The on-demand fallback's search gets at least this long even when the request's own search used its
-whole budget (it still lists each type alone first): a product choice, part of the stated overrun bound."""
 
 
 def _beats(a: Prediction, b: Prediction, constraints: Constraints) -> bool:
@@ -542,6 +666,194 @@ def _beats(a: Prediction, b: Prediction, constraints: Constraints) -> bool:
     if abs(va - vb) <= spread * max(va, vb):
         return secondary_value(a, constraints.objective) < secondary_value(b, constraints.objective)
     return va < vb
+
+
+# -- the document ---------------------------------------------------------------------------------------
+
+
+def plan_result(decision: SpotDecision) -> dict[str, Any]:
+    """Document: the JSON stored for a plan (PlanResult's fields), built once from the spot fallback's
+    decision: the plan, its setup (strategy_view, also on each choice of the plan and of its fallback), its
+    spot outlook and on-demand fallback, what runs of it are compared with, and the network assumed."""
+    chosen = decision.plan
+    plan, problem, prepared = chosen.plan, chosen.problem, chosen.prepared
+    c = plan.constraints
+    geo = prepared.geo
+    spot = _spot_document(decision)
+    setup = strategy_view(plan, problem, prepared.evaluator)
+    return {
+        "label": plan.config.label(),
+        "objective": c.objective.value,
+        "mode": plan.mode.value,
+        "proven_optimal": plan.proven_optimal,
+        "choices": _choices(plan.config, problem, setup=setup),
+        "counts": list(plan.config.counts),
+        "batches": list(plan.config.batches),
+        "global_batch": c.global_batch,
+        "iterations": c.iterations,
+        "predicted": predicted_document(plan.predicted),
+        "confidence": c.confidence,
+        "probability": probability_document(plan.predicted, c),
+        "limits": {"time_limit_s": c.time_limit_s, "budget_usd": c.budget_usd},
+        "headroom": {"time_s": plan.time_headroom_s, "budget_usd": plan.budget_headroom_usd},
+        "breakdown": breakdown_document(plan.predicted.breakdown),
+        "baselines": {name: _baseline(plan.baselines.get(name), problem) for name in ("cap", "tap")},
+        "pareto": [
+            {
+                "label": p.label,
+                "total_time_s": p.total_time_s,
+                "cost_usd": p.cost_usd,
+                "feasible": p.feasible,
+                "on_front": p.on_front,
+                "chosen": p.chosen,
+            }
+            for p in plan.pareto
+        ],
+        "pareto_total": plan.pareto_total,
+        "solve_time_s": plan.solve_time_s,
+        "configs_evaluated": plan.configs_evaluated,
+        "sources": [*prepared.profile_sources, *plan.sources],
+        "warnings": list(plan.warnings),
+        "locations": locations_view(plan.config, problem, geo) if geo else [],
+        "cost": cost_line(plan.predicted),
+        "egress": egress_view(plan.config, problem, geo, iterations=c.iterations) if geo else [],
+        "spot": spot,
+        "fallback": _fallback_document(decision.on_demand_fallback, setup=setup),
+        "data_loading": list(prepared.feeds),
+        "optimality_gap": plan.optimality_gap,
+        "diminishing_returns": _returns(plan.diminishing_returns),
+        "precision": _precision(problem),
+        "estimated": estimated_document(problem.candidates, plan.config.choices),
+        "calibration": _calibration_block(chosen),
+        "strategy": setup,
+        **_network_document(chosen),
+    }
+
+
+def _spot_document(decision: SpotDecision) -> dict[str, Any] | None:
+    """A spot plan's Monte Carlo outlook (srift.services.placement.spot_outlook), re-planning among the
+    configurations its search evaluated and its on-demand fallback; None for a plan without spot VMs."""
+    chosen, evaluations, fallback = decision.plan, decision.spot_evaluations, decision.on_demand_fallback
+    problem = chosen.problem
+    if evaluations is None or problem.spot is None:
+        return None
+    return spot_outlook(
+        plan=chosen.plan,
+        problem=problem,
+        evaluated=[PredictedConfig(problem, g, r.prediction) for g, r in evaluations.records.items()],
+        fallback=None
+        if fallback is None
+        else PredictedConfig(fallback.problem, fallback.groups, fallback.plan.predicted),
+        policy=problem.spot,
+        rates=chosen.prepared.rates,
+    )
+
+
+def _fallback_document(fallback: Solved | None, *, setup: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The on-demand fallback: its label, choices (with the plan's setup) and prediction."""
+    if fallback is None:
+        return None
+    return {
+        "label": fallback.plan.config.label(),
+        "choices": _choices(fallback.plan.config, fallback.problem, setup=setup),
+        "predicted": predicted_document(fallback.plan.predicted),
+    }
+
+
+def _calibration_block(chosen: Solved) -> dict[str, Any]:
+    """What runs of this plan will be compared with (srift.services.calibration.plan_block)."""
+    problem, groups = chosen.problem, chosen.groups
+    return plan_block(
+        chosen.prepared.evaluator,
+        fleet=problem.fleet(groups),
+        iterations=problem.constraints.iterations,
+        usd_per_s=problem.usd_per_s(groups),
+        model=problem.candidates[0].profile.model,
+        network=chosen.prepared.network,
+    )
+
+
+def _network_document(chosen: Solved) -> dict[str, Any]:
+    """`network`: what was assumed of the network for the plan's types (srift.services.network), when the
+    problem was prepared with a bandwidth model."""
+    prepared, config = chosen.prepared, chosen.plan.config
+    if prepared.bandwidth is None:
+        return {}
+    instances = {c.name: c.offer.instance for c in chosen.problem.candidates}
+    view = network_view(
+        prepared.network,
+        instances=[instances[ch.instance_type] for ch in config.choices],
+        model=prepared.bandwidth,
+        multi_node=config.vm_count >= 2,
+    )
+    return {"network": view}
+
+
+def _choices(
+    config: Config, problem: Problem, *, setup: Mapping[str, Any] | None = None
+) -> list[dict[str, Any]]:
+    """Each choice of `config` as a document, with the setup it runs (srift.services.sharding.choice_setup)
+    when `setup` (a strategy view) is given."""
+    by_key = {(c.name, c.market, c.location): c for c in problem.candidates}
+    out = []
+    for ch in config.choices:
+        cand = by_key[(ch.instance_type, ch.market, ch.location)]
+        out.append(
+            {
+                **choice_document(
+                    instance_type=ch.instance_type,
+                    market=ch.market.value,
+                    count=ch.count,
+                    batch=ch.batch,
+                    gpus=cand.devices,
+                    price_usd_per_hr=cand.offer.price_usd_per_hr,
+                    instance_gpus=cand.offer.instance.gpu_count,
+                    profile=cand.profile,
+                    gpu_memory_gib=cand.offer.instance.gpu_memory_gib,
+                ),
+                "location": ch.location.key if ch.location else None,
+                **(choice_setup(setup, ch.instance_type) if setup is not None else {}),
+            }
+        )
+    return out
+
+
+def _baseline(b: BaselineResult | None, problem: Problem) -> dict[str, Any] | None:
+    if b is None:
+        return None
+    return {
+        "policy": b.policy,
+        "label": b.config.label(),
+        "choices": _choices(b.config, problem),
+        "predicted": predicted_document(b.prediction),
+        "breakdown": breakdown_document(b.prediction.breakdown),
+        "feasible": b.feasible,
+        "probability": probability_document(b.prediction, problem.constraints),
+    }
+
+
+def _returns(note: DiminishingReturns | None) -> dict[str, Any] | None:
+    if note is None:
+        return None
+    return {
+        "alternative": note.alternative.label(),
+        "total_time_s": note.total_time_s,
+        "cost_usd": note.cost_usd,
+        "gpus": note.gpus,
+        "plan_gpus": note.plan_gpus,
+        "seconds_saved": note.seconds_saved,
+        "extra_usd": note.extra_usd,
+        "extra_gpus": note.extra_gpus,
+        "seconds_per_usd": note.seconds_per_usd,
+        "seconds_per_gpu": note.seconds_per_gpu,
+    }
+
+
+def _precision(problem: Problem) -> str | None:
+    return problem.candidates[0].profile.precision.value if problem.candidates else None
+
+
+# -- reading plans ----------------------------------------------------------------------------------------
 
 
 def get_plan(*, session: Session, plan_id: int) -> PlanRecord:
@@ -570,123 +882,3 @@ def get_plan_row(*, session: Session, plan_id: int) -> PlanRow:
 
 def plan_record(row: PlanRow) -> PlanRecord:
     return PlanRecord(id=row.id, created_at=row.created_at, request=row.request, result=row.result)
-
-
-def _choices(config: Config, problem: Problem) -> list[dict[str, Any]]:
-    by_key = {(c.name, c.market, c.location): c for c in problem.candidates}
-    out = []
-    for ch in config.choices:
-        cand = by_key[(ch.instance_type, ch.market, ch.location)]
-        out.append(
-            {
-                **choice_document(
-                    instance_type=ch.instance_type,
-                    market=ch.market.value,
-                    count=ch.count,
-                    batch=ch.batch,
-                    gpus=cand.devices,
-                    price_usd_per_hr=cand.offer.price_usd_per_hr,
-                    instance_gpus=cand.offer.instance.gpu_count,
-                    profile=cand.profile,
-                    gpu_memory_gib=cand.offer.instance.gpu_memory_gib,
-                ),
-                "location": ch.location.key if ch.location else None,
-            }
-        )
-    return out
-
-
-def _baseline(b: BaselineResult | None, problem: Problem) -> dict[str, Any] | None:
-    if b is None:
-        return None
-    return {
-        "policy": b.policy,
-        "label": b.config.label(),
-        "choices": _choices(b.config, problem),
-        "predicted": predicted_document(b.prediction),
-        "breakdown": breakdown_document(b.prediction.breakdown),
-        "feasible": b.feasible,
-        "probability": probability_document(b.prediction, problem.constraints),
-    }
-
-
-def plan_result(
-    plan: Plan,
-    problem: Problem,
-    *,
-    profile_sources: tuple[str, ...] = (),
-    prepared: PreparedProblem | None = None,
-) -> dict[str, Any]:
-    """The JSON document stored for a plan (PlanResult's fields)."""
-    c = plan.constraints
-    geo = prepared.geo if prepared is not None and prepared.geo is not None else None
-    return {
-        "label": plan.config.label(),
-        "objective": c.objective.value,
-        "mode": plan.mode.value,
-        "proven_optimal": plan.proven_optimal,
-        "choices": _choices(plan.config, problem),
-        "counts": list(plan.config.counts),
-        "batches": list(plan.config.batches),
-        "global_batch": c.global_batch,
-        "iterations": c.iterations,
-        "predicted": predicted_document(plan.predicted),
-        "confidence": c.confidence,
-        "probability": probability_document(plan.predicted, c),
-        "limits": {"time_limit_s": c.time_limit_s, "budget_usd": c.budget_usd},
-        "headroom": {"time_s": plan.time_headroom_s, "budget_usd": plan.budget_headroom_usd},
-        "breakdown": breakdown_document(plan.predicted.breakdown),
-        "baselines": {name: _baseline(plan.baselines.get(name), problem) for name in ("cap", "tap")},
-        "pareto": [
-            {
-                "label": p.label,
-                "total_time_s": p.total_time_s,
-                "cost_usd": p.cost_usd,
-                "feasible": p.feasible,
-                "on_front": p.on_front,
-                "chosen": p.chosen,
-            }
-            for p in plan.pareto
-        ],
-        "pareto_total": plan.pareto_total,
-        "solve_time_s": plan.solve_time_s,
-        "configs_evaluated": plan.configs_evaluated,
-        "sources": [*profile_sources, *plan.sources],
-        "warnings": list(plan.warnings),
-        "locations": locations_view(plan.config, problem, geo) if geo else [],
-        "cost": cost_line(plan.predicted),
-        "egress": egress_view(plan.config, problem, geo, iterations=c.iterations) if geo else [],
-        "spot": None,
-        "fallback": None,
-        "data_loading": list(prepared.feeds) if prepared is not None else [],
-        "optimality_gap": plan.optimality_gap,
-        "diminishing_returns": _returns(plan.diminishing_returns),
-        "precision": _precision(problem),
-        "estimated": estimated_document(problem.candidates, plan.config.choices),
-    }
-
-
-def _returns(note: DiminishingReturns | None) -> dict[str, Any] | None:
-    if note is None:
-        return None
-    return {
-        "alternative": note.alternative.label(),
-        "total_time_s": note.total_time_s,
-        "cost_usd": note.cost_usd,
-        "gpus": note.gpus,
-        "plan_gpus": note.plan_gpus,
-        "seconds_saved": note.seconds_saved,
-        "extra_usd": note.extra_usd,
-        "extra_gpus": note.extra_gpus,
-        "seconds_per_usd": note.seconds_per_usd,
-        "seconds_per_gpu": note.seconds_per_gpu,
-    }
-
-
-def _offers(market: MarketChoice) -> str:
-    """ "spot offer", "on_demand offer", or "offer" in either market (never "any offer")."""
-    return "offer" if market is MarketChoice.ANY else f"{market.value} offer"
-
-
-def _precision(problem: Problem) -> str | None:
-    return problem.candidates[0].profile.precision.value if problem.candidates else None

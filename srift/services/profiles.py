@@ -14,6 +14,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from srift.domain import InstanceType, ModelProfile
+from srift.domain.profile_document import read_profile
 from srift.domain.requests import ProfileSelection
 from srift.domain.structure import Precision
 from srift.errors import Conflict, InvalidInput, NotFound
@@ -39,7 +40,7 @@ def resolve_profiles(*, session: Session, selection: ProfileSelection) -> list[t
     elif selection.profiles is not None:
         for k, doc in enumerate(selection.profiles):
             try:
-                prof = ModelProfile.from_dict(dict(doc))
+                prof = read_profile(dict(doc))
             except InvalidInput as exc:
                 where = f"profiles[{k}].{exc.field}" if exc.field else f"profiles[{k}]"
                 raise InvalidInput(exc.detail, hint=exc.hint, field=where) from exc

@@ -8,13 +8,13 @@ infeasible.
 
 `strategy_view` says, for the chosen fleet, how to run it (strategy, wrapping, checkpointing, precision,
 memory per GPU and its parts) and how every other setup compares (its time, or why it does not fit);
-`annotate_choices` puts the setup into every choice; `memory_infeasible` words the 409 when no fleet can
+`choice_setup` is the setup each choice shows; `memory_infeasible` words the 409 when no fleet can
 hold the model.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from srift.domain import FleetMember, ModelProfile, Plan
@@ -176,18 +176,15 @@ def _why(results: Sequence[Any], setup: Setup) -> str:
     return text
 
 
-def annotate_choices(result: dict[str, Any], view: dict[str, Any]) -> None:
-    """Every choice of a plan document (and its fallback's) with the setup it runs."""
+def choice_setup(view: Mapping[str, Any], instance_type: str) -> dict[str, Any]:
+    """What a choice of `instance_type` in a plan runs, from the plan's strategy view: strategy,
+    checkpointing, wrapping, precision and, where the view knows it, the memory per GPU."""
     memory = {m["instance_type"]: m for m in view.get("memory", [])}
-    for holder in (result, result.get("fallback") or {}):
-        for choice in holder.get("choices", []) or []:
-            choice["strategy"] = view.get("strategy")
-            choice["checkpointing"] = view.get("checkpointing")
-            choice["wrap"] = view.get("wrap")
-            choice["precision"] = view.get("precision")
-            found = memory.get(choice["instance_type"])
-            if found and found.get("peak_bytes") is not None:
-                choice["memory_per_gpu_bytes"] = int(found["peak_bytes"])
+    fields = {key: view.get(key) for key in ("strategy", "checkpointing", "wrap", "precision")}
+    found = memory.get(instance_type)
+    if found and found.get("peak_bytes") is not None:
+        fields["memory_per_gpu_bytes"] = int(found["peak_bytes"])
+    return fields
 
 
 def memory_infeasible(problem: Problem, evaluator: Evaluator, model: str) -> Infeasible | None:

@@ -131,6 +131,23 @@ def _get_job(session: Session, job_id: int) -> TrainingJob:
     return job
 
 
+def _open_job(session: Session, job_id: int) -> TrainingJob:
+    """A run that may still change; Conflict once it has completed."""
+    job = _get_job(session, job_id)
+    if job.state == TrainingState.COMPLETED:
+        raise Conflict(f"job {job_id} has completed", hint="start a new job for a new run")
+    return job
+
+
+def _open_run(session: Session, job_id: int) -> tuple[TrainingJob, PlanRow, dict[str, int]]:
+    """A run that may still change (`_open_job`), its current plan, and how many VMs of each type that plan
+    runs."""
+    job = _open_job(session, job_id)
+    current = get_plan_row(session=session, plan_id=job.current_plan_id)
+    held = {ch["instance_type"]: int(ch["count"]) for ch in current.result.get("choices", [])}
+    return job, current, held
+
+
 def _original(session: Session, job: TrainingJob) -> dict[str, Any]:
     """The run's request: the first plan's, with every amendment's limits and objective applied in order."""
     request = dict(get_plan_row(session=session, plan_id=job.plan_id).request)
@@ -185,9 +202,7 @@ def _update_progress(
 
 def record_progress(*, session: Session, job_id: int, progress: ProgressReport) -> TrainingRun:
     """Record iterations done, elapsed time and money spent so far."""
-    job = _get_job(session, job_id)
-    if job.state == TrainingState.COMPLETED:
-        raise Conflict(f"job {job_id} has completed", hint="start a new job for a new run")
+    job = _open_job(session, job_id)
     _update_progress(
         session,
         job,
@@ -205,11 +220,7 @@ def record_interruption(
     *, session: Session, settings: Settings, job_id: int, interruption: InterruptionReport
 ) -> tuple[TrainingRun, PlanRecord]:
     """Record lost VMs and re-plan the rest of the run; returns the run and its new plan."""
-    job = _get_job(session, job_id)
-    if job.state == TrainingState.COMPLETED:
-        raise Conflict(f"job {job_id} has completed", hint="start a new job for a new run")
-    current = get_plan_row(session=session, plan_id=job.current_plan_id)
-    held = {ch["instance_type"]: int(ch["count"]) for ch in current.result.get("choices", [])}
+    job, current, held = _open_run(session, job_id)
     lost_type = interruption.instance_type
     if lost_type not in held:
         raise Conflict(
@@ -247,18 +258,9 @@ def record_interruption(
         "previous_plan_id": current.id,
         "measured_iteration_s": None if measured is None else measured["measured_s"],
     }
-    plan = _replan_and_record(
-        session,
-        settings,
-        job,
-        original,
-        remaining,
-        excluded=excluded,
-        held=held,
-        kind="interruption",
-        payload=payload,
+    return _replan_and_record(
+        session, settings, job, original, remaining, held=held, kind="interruption", payload=payload
     )
-    return training_run(session=session, job=job), plan
 
 
 def amend(
@@ -270,9 +272,7 @@ def amend(
     (`running`) when the new plan fits; when it still does not, the run stays in `needs_input`, the
     amendment is kept, and PlanInfeasible says by how much.
     """
-    job = _get_job(session, job_id)
-    if job.state == TrainingState.COMPLETED:
-        raise Conflict(f"job {job_id} has completed", hint="start a new job for a new run")
+    job, current, held = _open_run(session, job_id)
     changes: dict[str, Any] = {
         k: v
         for k, v in (
@@ -287,13 +287,10 @@ def amend(
             "nothing to amend", hint="give time_limit_s, budget_usd or objective", field="time_limit_s"
         )
     original = {**_original(session, job), **changes}
-    current = get_plan_row(session=session, plan_id=job.current_plan_id)
-    held = {ch["instance_type"]: int(ch["count"]) for ch in current.result.get("choices", [])}
     for e in _events(session, job):
         if e.kind == "interruption" and e.payload.get("previous_plan_id") == current.id:
             lost = str(e.payload.get("instance_type"))
             held[lost] = max(0, held.get(lost, 0) - int(e.payload.get("count", 0)))
-    excluded = tuple(job.excluded_types)
     remaining = _remaining(original, job, amendment.launch_overhead_s)
     payload: dict[str, Any] = {
         "set": changes,
@@ -301,18 +298,9 @@ def amend(
         "remaining": remaining,
         "previous_plan_id": current.id,
     }
-    plan = _replan_and_record(
-        session,
-        settings,
-        job,
-        original,
-        remaining,
-        excluded=excluded,
-        held=held,
-        kind="amended",
-        payload=payload,
+    return _replan_and_record(
+        session, settings, job, original, remaining, held=held, kind="amended", payload=payload
     )
-    return training_run(session=session, job=job), plan
 
 
 def _replan_and_record(
@@ -322,14 +310,15 @@ def _replan_and_record(
     original: dict[str, Any],
     remaining: dict[str, Any],
     *,
-    excluded: tuple[str, ...],
     held: dict[str, int],
     kind: str,
     payload: dict[str, Any],
-) -> PlanRecord:
-    """Re-plan the rest of the run and record the event `kind`: on success the run is `running` on the new
-    plan; when no plan fits it is `needs_input`, the event (with the error) is committed, and the error
-    propagates."""
+) -> tuple[TrainingRun, PlanRecord]:
+    """Re-plan the rest of the run, without the types it has lost (`job.excluded_types`) but for the VMs
+    still `held`, and record the event `kind`: on success the run is `running` on the new plan (the run
+    and the plan are returned); when no plan fits it is `needs_input`, the event (with the error) is
+    committed, and the error propagates."""
+    excluded = tuple(job.excluded_types)
     try:
         plan = _replan(session, settings, original, remaining, job, excluded=excluded, held=held)
     except PlanInfeasible as exc:
@@ -340,7 +329,7 @@ def _replan_and_record(
     job.current_plan_id = plan.id
     job.state = TrainingState.RUNNING
     _event(session, job, kind, {**payload, "plan_id": plan.id})
-    return plan
+    return training_run(session=session, job=job), plan
 
 
 def _remaining(original: dict[str, Any], job: TrainingJob, overhead_s: float) -> dict[str, Any]:

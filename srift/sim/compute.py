@@ -17,6 +17,7 @@ import threading
 import zlib
 from collections import OrderedDict
 from collections.abc import Sequence
+from typing import TypeVar
 
 import numpy as np
 
@@ -59,6 +60,7 @@ def member_key(base: str, repeat: int) -> int:
 _UNIFORM_CACHE_SIZE = 4096
 _uniform_cache: OrderedDict[tuple[int, int, int, int], np.ndarray] = OrderedDict()
 _lock = threading.Lock()
+_Key = TypeVar("_Key", bound=tuple[object, ...])
 
 
 def uniforms(*, seed: int, stream: int, key: int, iters: int) -> np.ndarray:
@@ -68,13 +70,17 @@ def uniforms(*, seed: int, stream: int, key: int, iters: int) -> np.ndarray:
     if found is not None:
         return found
     rng = np.random.default_rng([seed & 0xFFFFFFFFFFFFFFFF, stream, key])
-    u = np.clip(rng.random(iters), _TINY, _BELOW_ONE)
-    u.flags.writeable = False
+    return _remember(_uniform_cache, cache_key, np.clip(rng.random(iters), _TINY, _BELOW_ONE))
+
+
+def _remember(cache: OrderedDict[_Key, np.ndarray], key: _Key, value: np.ndarray) -> np.ndarray:
+    """`value`, made read-only and kept in `cache` under `key` (the oldest entry dropped when full)."""
+    value.flags.writeable = False
     with _lock:
-        _uniform_cache[cache_key] = u
-        if len(_uniform_cache) > _UNIFORM_CACHE_SIZE:
-            _uniform_cache.popitem(last=False)
-    return u
+        cache[key] = value
+        if len(cache) > _UNIFORM_CACHE_SIZE:
+            cache.popitem(last=False)
+    return value
 
 
 def max_of_normals(mean_s: float, cv: float, count: int, u: np.ndarray) -> np.ndarray:
@@ -88,21 +94,6 @@ def max_of_normals(mean_s: float, cv: float, count: int, u: np.ndarray) -> np.nd
     return np.asarray(np.maximum(mean_s * (1.0 + cv * z), 0.0))
 
 
-def straggler_draws(
-    means_s: Sequence[float],
-    cvs: Sequence[float],
-    counts: Sequence[int],
-    keys: Sequence[int],
-    *,
-    seed: int,
-    iters: int,
-    stream: int = 0,
-) -> np.ndarray:
-    """A (members × iters) array: the slowest VM of each member in each iteration, in seconds."""
-    rows = straggler_rows(means_s, cvs, counts, keys, seed=seed, iters=iters, stream=stream)
-    return rows[0][None, :] if len(rows) == 1 else np.vstack(rows)
-
-
 def straggler_rows(
     means_s: Sequence[float],
     cvs: Sequence[float],
@@ -113,7 +104,7 @@ def straggler_rows(
     iters: int,
     stream: int = 0,
 ) -> list[np.ndarray]:
-    """The rows of `straggler_draws` (read-only), without stacking them."""
+    """For each member, its slowest VM in each of `iters` iterations, in seconds (read-only arrays)."""
     return [
         _member_row(mean, cv, count, seed=seed, stream=stream, key=key, iters=iters)
         for mean, cv, count, key in zip(means_s, cvs, counts, keys, strict=True)
@@ -130,10 +121,6 @@ def _member_row(
     cache_key = (seed, stream, key, iters, count, mean, cv)
     found = _row_cache.get(cache_key)
     if found is None:
-        found = max_of_normals(mean, cv, count, uniforms(seed=seed, stream=stream, key=key, iters=iters))
-        found.flags.writeable = False
-        with _lock:
-            _row_cache[cache_key] = found
-            if len(_row_cache) > _UNIFORM_CACHE_SIZE:
-                _row_cache.popitem(last=False)
+        draws = max_of_normals(mean, cv, count, uniforms(seed=seed, stream=stream, key=key, iters=iters))
+        found = _remember(_row_cache, cache_key, draws)
     return found

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -62,18 +62,22 @@ class ExchangeResult:
 
     def busy_total(self) -> float:
         """Seconds during which any stage was busy (the union of all stages' busy intervals)."""
-        spans = sorted(span for stage in self.busy for span in stage)
-        total = 0.0
-        cur_start, cur_end = -INF, -INF
-        for start, end in spans:
-            if start > cur_end:
-                total += max(0.0, cur_end - cur_start) if cur_end > -INF else 0.0
-                cur_start, cur_end = start, end
-            else:
-                cur_end = max(cur_end, end)
-        if cur_end > -INF:
-            total += cur_end - cur_start
-        return total
+        return covered_s(span for stage in self.busy for span in stage)
+
+
+def covered_s(spans: Iterable[tuple[float, float]]) -> float:
+    """Seconds covered by the union of the (start, end) `spans`."""
+    total = 0.0
+    cur_start, cur_end = -INF, -INF
+    for start, end in sorted(spans):
+        if start > cur_end:
+            total += max(0.0, cur_end - cur_start) if cur_end > -INF else 0.0
+            cur_start, cur_end = start, end
+        else:
+            cur_end = max(cur_end, end)
+    if cur_end > -INF:
+        total += cur_end - cur_start
+    return total
 
 
 def _check(
@@ -107,11 +111,11 @@ StageRunner = Callable[
 @functools.cache
 def c_stage() -> StageRunner | None:
     """The C stage kernel, or None when the extension was not built (no compiler at install time)."""
-    try:
-        from srift.sim import _stage
+    try:  # by its full name: `from srift.sim import _stage` would import the package from inside it
+        from srift.sim._stage import run_stage as compiled
     except ImportError:
         return None
-    return _stage.run_stage
+    return compiled
 
 
 def _runner(kernel: Kernel, bulk_min: int) -> StageRunner:

@@ -37,23 +37,24 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 import numpy as np
 
-from srift.domain import Band, Breakdown, BusBandwidthModel, FleetMember, InstanceType, SpreadTerm
+from srift.domain import Breakdown, BusBandwidthModel, FleetMember, InstanceType, SpreadTerm
 from srift.domain.profile import MAX_OVERLAP_SLOWDOWN
 from srift.domain.simulation import SERVED, SimConfig
 from srift.errors import InvalidInput
 from srift.sim.band import Z90, band_for, communicates
-from srift.sim.compute import member_keys, straggler_draws, straggler_rows
+from srift.sim.compute import member_keys, straggler_rows
 from srift.sim.data import data_time_s, feed_rate, stall_warning
 from srift.sim.exchange import ExchangeResult, Kernel, Stage, exchange
 from srift.sim.geo import GeoContext, hierarchical_plans, ring_plans, spans_locations
 from srift.sim.layers import LayerArrays, bucket_groups, bucketed, layer_arrays
 from srift.sim.network import StagePlan, exchange_plans, intra_stage
 from srift.sim.overlap import CommWarp
-from srift.sim.result import CommMode, IterationEstimate
+from srift.sim.result import CommMode, IterationEstimate, with_band
 
 MAX_STRAGGLER_ITERS = 100_000
 MAX_MC_SAMPLES = 10_000
@@ -190,6 +191,24 @@ def _busy_until(result: ExchangeResult) -> Callable[[np.ndarray], np.ndarray]:
     return until
 
 
+@dataclass(frozen=True, slots=True)
+class IterationInputs:
+    """Everything `simulate` takes besides the fleet, in one value: the optimizer and the band simulate
+    many fleets (or one fleet under a slower bandwidth model) with the same inputs. Fields as in
+    `simulate`."""
+
+    bandwidth: BusBandwidthModel
+    seed: int = 0
+    straggler_iters: int = 100
+    mc_samples: int = 0
+    comm: CommMode = CommMode.ALLREDUCE
+    ps_servers: int = 1
+    config: SimConfig = SERVED
+    kernel: Kernel = "auto"
+    geo: GeoContext | None = None
+    read_gbps: float | None = None
+
+
 def simulate(
     fleet: Sequence[FleetMember],
     *,
@@ -223,16 +242,9 @@ def simulate(
     `srift.sim.band`, built from every measured spread the prediction rests on (p50 is the prediction).
     `band=False` skips the band's extra simulations (p10 = p50 = p90 = the prediction, `band` None), for
     callers that need it only for some fleets (the optimizer). Raises InvalidInput for a fleet that cannot
-    run.
+    run. `simulate_with` takes the same inputs as one `IterationInputs`.
     """
-    if iterations < 1:
-        raise InvalidInput(
-            f"{iterations} is below 1", hint="ask for at least one iteration", field="iterations"
-        )
-    if runs < 1:
-        raise InvalidInput(f"{runs} is below 1", hint="ask for at least one run", field="runs")
-    point = _point(
-        fleet,
+    inputs = IterationInputs(
         bandwidth=bandwidth,
         seed=seed,
         straggler_iters=straggler_iters,
@@ -244,6 +256,25 @@ def simulate(
         geo=geo,
         read_gbps=read_gbps,
     )
+    return simulate_with(fleet, inputs, iterations=iterations, runs=runs, band=band)
+
+
+def simulate_with(
+    fleet: Sequence[FleetMember],
+    inputs: IterationInputs,
+    *,
+    iterations: int = 1,
+    runs: int = 1,
+    band: bool = True,
+) -> IterationEstimate:
+    """`simulate(fleet, ...)` with its inputs given as one `IterationInputs`."""
+    if iterations < 1:
+        raise InvalidInput(
+            f"{iterations} is below 1", hint="ask for at least one iteration", field="iterations"
+        )
+    if runs < 1:
+        raise InvalidInput(f"{runs} is below 1", hint="ask for at least one run", field="runs")
+    point = _point(fleet, inputs)
     note = estimate_note(fleet)
     if note:
         point = with_warnings(point, note)
@@ -252,27 +283,17 @@ def simulate(
         return replace(point, iteration_p10_s=t, iteration_p50_s=t, iteration_p90_s=t, band=None)
 
     def run(other: Sequence[FleetMember], model: BusBandwidthModel) -> float:
-        return _point(
-            other,
-            bandwidth=model,
-            seed=seed,
-            straggler_iters=straggler_iters,
-            comm=comm,
-            ps_servers=ps_servers,
-            config=config,
-            kernel=kernel,
-            geo=geo,
-            read_gbps=read_gbps,
-        ).iteration_s
+        # The band's reruns: the same inputs on another fleet or bandwidth model, without Monte Carlo.
+        return _point(other, replace(inputs, bandwidth=model, mc_samples=0)).iteration_s
 
     return banded(
         point,
         fleet,
-        bandwidth=bandwidth,
+        bandwidth=inputs.bandwidth,
         iterations=iterations,
         runs=runs,
         run=run,
-        extra_terms=overlap_terms(fleet, bandwidth=bandwidth, iteration_s=point.iteration_s, run=run),
+        extra_terms=overlap_terms(fleet, bandwidth=inputs.bandwidth, iteration_s=point.iteration_s, run=run),
     )
 
 
@@ -359,211 +380,316 @@ def overlap_terms(
     )
 
 
-def with_band(estimate: IterationEstimate, band: Band) -> IterationEstimate:
-    """The estimate with `band`, its p10/p50/p90 taken from it."""
-    t = estimate.iteration_s
-    return replace(
-        estimate,
-        iteration_p10_s=t * band.factor(0.1),
-        iteration_p50_s=t,
-        iteration_p90_s=t * band.factor(0.9),
-        band=band,
+class _Members(NamedTuple):
+    """Each member's mean compute at its per-device batch, and what its straggler draws are keyed by."""
+
+    # Forward, with the training loop's own overhead (it runs before forward).
+    fw_s: list[float]
+    bw_s: list[float]
+    # fw_s + bw_s.
+    means_s: list[float]
+    cvs: list[float]
+    counts: list[int]
+    keys: list[int]
+    # The member with the largest mean compute.
+    slow: int
+
+    @classmethod
+    def of(cls, fleet: Sequence[FleetMember], *, distributed: bool) -> _Members:
+        fw = [
+            m.profile.forward.time_s(m.per_device_batch) + m.profile.loop_overhead_s(distributed=distributed)
+            for m in fleet
+        ]
+        bw = [m.profile.backward.time_s(m.per_device_batch) for m in fleet]
+        means = [f + b for f, b in zip(fw, bw, strict=True)]
+        return cls(
+            fw_s=fw,
+            bw_s=bw,
+            means_s=means,
+            cvs=[m.profile.straggler_cv for m in fleet],
+            counts=[m.count for m in fleet],
+            keys=member_keys(fleet),
+            slow=max(range(len(fleet)), key=means.__getitem__),
+        )
+
+
+class _ComputePhase(NamedTuple):
+    """The compute phase over `straggler_iters` iterations of straggler draws."""
+
+    # Each iteration's slowest VM of the whole fleet.
+    per_iteration_s: np.ndarray
+    # Each member's mean slowest-VM time over its mean compute (≥ 1): how much its stragglers stretch it.
+    rho: list[float]
+    # C̄: the mean of `per_iteration_s`, never below any member's stretched mean.
+    end_s: float
+
+
+def _compute_phase(members: _Members, *, seed: int, iters: int) -> _ComputePhase:
+    rows = straggler_rows(members.means_s, members.cvs, members.counts, members.keys, seed=seed, iters=iters)
+    per_iteration = rows[0] if len(rows) == 1 else functools.reduce(np.maximum, rows)
+    row_means = [float(row.sum()) / iters for row in rows]
+    means = members.means_s
+    rho = [max(1.0, row_means[i] / means[i]) if means[i] > 0 else 1.0 for i in range(len(means))]
+    end_s = max(float(per_iteration.sum()) / iters, max(r * m for r, m in zip(rho, means, strict=True)))
+    return _ComputePhase(per_iteration, rho, end_s)
+
+
+class _Layout(NamedTuple):
+    """The exchange's layers (in the first member's order), stages, and each member's ready fractions."""
+
+    canon: LayerArrays
+    plans: list[StagePlan]
+    # Flat ring across locations: the share of each class's network time spent on links between them.
+    link_share: list[float] | None
+    ready: list[np.ndarray]
+    members: _Members
+
+    @property
+    def stages(self) -> list[Stage]:
+        return [p.stage for p in self.plans]
+
+    @property
+    def presorted(self) -> bool:
+        """One member: arrivals follow the (sorted) ready fractions, so they are already in order."""
+        return len(self.ready) == 1 and self.ready[0] is self.canon.ready_frac
+
+    def arrivals(self, factors: Sequence[float]) -> np.ndarray:
+        """When each layer is ready on every member: the latest over members of factor·(fw + ready·bw)."""
+        fw, bw, ready = self.members.fw_s, self.members.bw_s, self.ready
+        out = factors[0] * (fw[0] + ready[0] * bw[0])
+        for i in range(1, len(ready)):
+            out = np.maximum(out, factors[i] * (fw[i] + ready[i] * bw[i]))
+        return np.asarray(out)
+
+
+def _layout(fleet: Sequence[FleetMember], members: _Members, inputs: IterationInputs) -> _Layout:
+    canon = layer_arrays(fleet[0].profile)
+    plans, link_share = stage_plans(fleet, canon, inputs.bandwidth, geo=inputs.geo)
+    ready = [canon.aligned_ready_frac(layer_arrays(m.profile)) for m in fleet]
+    return _Layout(canon, plans, link_share, ready, members)
+
+
+class _Timeline(NamedTuple):
+    """The exchange as it ran after the compute phase's arrivals, with the overlap's slowdowns."""
+
+    # None when there is nothing to exchange (no stage, or no layer).
+    result: ExchangeResult | None
+    # When each member's compute ends (its backward stretched while the exchange was busy).
+    member_end_s: list[float]
+    # How much later the slowest-ending member finishes its compute for that stretch.
+    overlap_s: float
+
+
+def _timeline(
+    fleet: Sequence[FleetMember], layout: _Layout, phase: _ComputePhase, kernel: Kernel
+) -> _Timeline:
+    """Run the exchange on the compute phase's arrivals. Where a member's backward runs slower while the
+    exchange is busy (`overlap_slowdown`), the exchange is first run to find when it is busy, the arrivals
+    stretched, and the exchange run again; where the exchange runs slower while members compute
+    (`comm_overlap_slowdown`), that last run happens on the warped clock (srift.sim.overlap)."""
+    fw, means, rho = layout.members.fw_s, layout.members.means_s, phase.rho
+    member_end_s = [r * m for r, m in zip(rho, means, strict=True)]
+    arrivals = layout.arrivals(rho)
+    stages = layout.stages
+    if not stages or arrivals.size == 0:
+        return _Timeline(None, member_end_s, 0.0)
+    slowdowns = [m.profile.overlap_slowdown()[0] for m in fleet]
+    overlap_s = 0.0
+    presorted = layout.presorted
+    if max(slowdowns) > 1.0:
+        first = _exchange(arrivals, layout.canon, stages, presorted=presorted, kernel=kernel)
+        assert first is not None
+        busy_until = _busy_until(first)
+        starts = [r * f for r, f in zip(rho, fw, strict=True)]
+
+        def stretched(i: int, t: np.ndarray) -> np.ndarray:
+            """Member i's times t (from the iteration's start) with its backward slowed while busy: each
+            second the exchange was busy between the member's backward start and t adds slowdown − 1."""
+            return np.asarray(
+                t + (slowdowns[i] - 1.0) * (busy_until(t) - busy_until(np.asarray([starts[i]]))[0])
+            )
+
+        # Each layer is ready when the last member has produced it on its stretched clock; each member's
+        # compute ends later by its stretch, and overlap_s is the largest such delay.
+        ready, bw = layout.ready, layout.members.bw_s
+        arrivals = functools.reduce(
+            np.maximum,
+            [stretched(i, np.asarray(rho[i] * (fw[i] + ready[i] * bw[i]))) for i in range(len(fleet))],
+        )
+        member_end_s = [float(stretched(i, np.asarray([e]))[0]) for i, e in enumerate(member_end_s)]
+        overlap_s = max(end - rho[i] * means[i] for i, end in enumerate(member_end_s))
+        presorted = False
+    warp = CommWarp.of(member_end_s, [m.profile.comm_overlap_slowdown() for m in fleet])
+    if warp is None:
+        result = _exchange(arrivals, layout.canon, stages, presorted=presorted, kernel=kernel)
+    else:
+        warped = _exchange(warp.to_work(arrivals), layout.canon, stages, kernel=kernel)
+        assert warped is not None
+        result = warp.result_to_wall(warped)
+    return _Timeline(result, member_end_s, overlap_s)
+
+
+def _exposed_split(
+    result: ExchangeResult | None, layout: _Layout, *, exposed_s: float, compute_end_s: float
+) -> tuple[float, float]:
+    """(exposed_network_s, exposed_location_s): the parts of the `exposed_s` seconds after the compute
+    phase (ending at `compute_end_s`) during which the network stage, and the links between locations,
+    were busy. The location part is a part of the network part; the rest of `exposed_s` is intra-node."""
+    if result is None:
+        return 0.0, 0.0
+    plans = layout.plans
+    net_index = next((i for i, p in enumerate(plans) if p.stage.name == "network"), None)
+    loc_index = next((i for i, p in enumerate(plans) if p.stage.name == "location"), None)
+    exposed_network = exposed_location = 0.0
+    if loc_index is not None:
+        # A stage of its own between locations (hierarchical pattern) counts first...
+        exposed_location = min(exposed_s, result.busy_after(loc_index, compute_end_s))
+    if net_index is not None:
+        # ...then the network stage, in what exposed time is left.
+        exposed_network = min(exposed_s - exposed_location, result.busy_after(net_index, compute_end_s))
+    if layout.link_share is not None and net_index is not None:
+        # Flat ring across locations: the links between locations are inside the network stage. Their part
+        # of its exposed time is the part of the stage's work spent on them: each layer's time alone in the
+        # stage (bits / its class's rate), summed over layers whose class the link limits (share 1), over
+        # the sum over all layers.
+        canon = layout.canon
+        own = canon.bits / np.asarray(plans[net_index].stage.rates_bps)[canon.klass]
+        linked = float(np.sum(own * np.asarray(layout.link_share)[canon.klass]))
+        total = float(np.sum(own))
+        exposed_location = exposed_network * (linked / total if total > 0 else 0.0)
+    else:
+        # The location stage's exposed time is network time too.
+        exposed_network += exposed_location
+    return exposed_network, exposed_location
+
+
+def _monte_carlo(layout: _Layout, inputs: IterationInputs, *, update_s: float) -> tuple[float, float, float]:
+    """p10/p50/p90 of one iteration over `mc_samples` draws, each with its own stragglers and each stage's
+    rates scaled by a draw of its residual spread (the exchange run per draw, without the overlap)."""
+    members, plans, samples_n, seed = layout.members, layout.plans, inputs.mc_samples, inputs.seed
+    means = members.means_s
+    rows = straggler_rows(
+        means, members.cvs, members.counts, members.keys, seed=seed, iters=samples_n, stream=1
     )
+    factors = np.random.default_rng([seed & 0xFFFFFFFFFFFFFFFF, 2]).normal(
+        1.0, 1.0, size=(samples_n, len(plans))
+    )
+    samples = np.empty(samples_n)
+    for s in range(samples_n):
+        scale = [
+            max(MIN_BANDWIDTH_FACTOR, 1.0 + (f - 1.0) * p.residual_cv)
+            for f, p in zip(factors[s], plans, strict=True)
+        ]
+        scaled = [
+            Stage(st.name, tuple(r * k for r in st.rates_bps), st.cap_bps * k)
+            for st, k in zip(layout.stages, scale, strict=True)
+        ]
+        # This draw's slowest VM of each member over the member's mean: its arrivals' stretch.
+        iteration_rho = [float(rows[i][s]) / means[i] if means[i] > 0 else 1.0 for i in range(len(means))]
+        sample = _exchange(
+            layout.arrivals(iteration_rho),
+            layout.canon,
+            scaled,
+            presorted=layout.presorted,
+            kernel=inputs.kernel,
+        )
+        # The draw's iteration: its slowest VM or its exchange, whichever ends later, then the update.
+        slowest = max(float(row[s]) for row in rows)
+        samples[s] = max(slowest, sample.end_s if sample is not None else 0.0) + update_s
+    return quantiles(samples)
 
 
-def _point(
-    fleet: Sequence[FleetMember],
-    *,
-    bandwidth: BusBandwidthModel,
-    seed: int = 0,
-    straggler_iters: int = 100,
-    mc_samples: int = 0,
-    comm: CommMode = CommMode.ALLREDUCE,
-    ps_servers: int = 1,
-    config: SimConfig = SERVED,
-    kernel: Kernel = "auto",
-    geo: GeoContext | None = None,
-    read_gbps: float | None = None,
-) -> IterationEstimate:
-    """The simulation itself: mean iteration, breakdown, and p10/p90 of *one* iteration (straggler draws,
-    with `mc_samples` the exchange per draw), which `simulate` turns into the band's stragglers term."""
+def _checked(fleet: Sequence[FleetMember], inputs: IterationInputs) -> Sequence[FleetMember]:
+    """The fleet, validated, its layers in DDP's buckets where the configuration uses them."""
     validate_fleet(fleet)
-    cap_bytes = config.bucket_cap_bytes
-    if cap_bytes is not None and CommMode(comm) is CommMode.ALLREDUCE:
+    cap_bytes = inputs.config.bucket_cap_bytes
+    if cap_bytes is not None and CommMode(inputs.comm) is CommMode.ALLREDUCE:
         fleet = with_buckets(fleet, cap_bytes=cap_bytes)
-    if not 1 <= straggler_iters <= MAX_STRAGGLER_ITERS:
+    if not 1 <= inputs.straggler_iters <= MAX_STRAGGLER_ITERS:
         raise InvalidInput(
-            f"straggler_iters {straggler_iters} is outside 1..{MAX_STRAGGLER_ITERS}",
+            f"straggler_iters {inputs.straggler_iters} is outside 1..{MAX_STRAGGLER_ITERS}",
             hint="100 is plenty",
             field="straggler_iters",
         )
-    if not 0 <= mc_samples <= MAX_MC_SAMPLES:
+    if not 0 <= inputs.mc_samples <= MAX_MC_SAMPLES:
         raise InvalidInput(
-            f"mc_samples {mc_samples} is outside 0..{MAX_MC_SAMPLES}",
+            f"mc_samples {inputs.mc_samples} is outside 0..{MAX_MC_SAMPLES}",
             hint="use 0 (no Monte Carlo) or a few hundred",
             field="mc_samples",
         )
-    comm = CommMode(comm)
-    distributed = communicates(fleet)
-    fw = [
-        m.profile.forward.time_s(m.per_device_batch) + m.profile.loop_overhead_s(distributed=distributed)
-        for m in fleet
-    ]
-    bw = [m.profile.backward.time_s(m.per_device_batch) for m in fleet]
-    means = [f + b for f, b in zip(fw, bw, strict=True)]
-    cvs = [m.profile.straggler_cv for m in fleet]
-    counts = [m.count for m in fleet]
-    keys = member_keys(fleet)
-    slow = max(range(len(fleet)), key=means.__getitem__)
-    compute_s = means[slow]
-    profile_sources = tuple(
+    return fleet
+
+
+def _profile_sources(fleet: Sequence[FleetMember]) -> tuple[str, ...]:
+    return tuple(
         dict.fromkeys(
             f"profile:{m.profile.model}@{m.profile.accelerator}"
             + (f" ({m.profile.estimate.source})" if m.profile.estimate is not None else "")
             for m in fleet
         )
     )
-    if comm is CommMode.PARAMETER_SERVER:
-        from srift.sim.ps import simulate_ps
 
-        if spans_locations(fleet):
-            raise InvalidInput(
-                "parameter-server mode does not model fleets across locations",
-                hint="use allreduce for fleets that span regions or clouds",
-                field="comm",
-            )
 
-        return simulate_ps(
-            fleet,
-            bandwidth=bandwidth,
-            seed=seed,
-            fw_s=fw,
-            bw_s=bw,
-            keys=keys,
-            servers=ps_servers,
-            mc_samples=mc_samples,
-            profile_sources=profile_sources,
+def _parameter_server(
+    fleet: Sequence[FleetMember], inputs: IterationInputs, members: _Members, profile_sources: tuple[str, ...]
+) -> IterationEstimate:
+    from srift.sim.ps import simulate_ps
+
+    if spans_locations(fleet):
+        raise InvalidInput(
+            "parameter-server mode does not model fleets across locations",
+            hint="use allreduce for fleets that span regions or clouds",
+            field="comm",
         )
-
-    rows = straggler_rows(means, cvs, counts, keys, seed=seed, iters=straggler_iters)
-    per_iteration = rows[0] if len(rows) == 1 else functools.reduce(np.maximum, rows)
-    row_means = [float(row.sum()) / straggler_iters for row in rows]
-    rho = [max(1.0, row_means[i] / means[i]) if means[i] > 0 else 1.0 for i in range(len(fleet))]
-    compute_end = max(
-        float(per_iteration.sum()) / straggler_iters, max(r * m for r, m in zip(rho, means, strict=True))
+    return simulate_ps(
+        fleet,
+        bandwidth=inputs.bandwidth,
+        seed=inputs.seed,
+        fw_s=members.fw_s,
+        bw_s=members.bw_s,
+        keys=members.keys,
+        servers=inputs.ps_servers,
+        mc_samples=inputs.mc_samples,
+        profile_sources=profile_sources,
     )
 
-    canon = layer_arrays(fleet[0].profile)
-    plans, link_share = stage_plans(fleet, canon, bandwidth, geo=geo)
-    stages = [p.stage for p in plans]
-    ready = [canon.aligned_ready_frac(layer_arrays(m.profile)) for m in fleet]
 
-    def arrivals_for(factors: Sequence[float]) -> np.ndarray:
-        out = factors[0] * (fw[0] + ready[0] * bw[0])
-        for i in range(1, len(fleet)):
-            out = np.maximum(out, factors[i] * (fw[i] + ready[i] * bw[i]))
-        return np.asarray(out)
-
-    # One member: arrivals follow the (sorted) ready fractions, so they are already in order.
-    arrivals = arrivals_for(rho)
-    result = _exchange(
-        arrivals,
-        canon,
-        stages,
-        presorted=len(fleet) == 1 and ready[0] is canon.ready_frac,
-        kernel=kernel,
-    )
-    slowdowns = [m.profile.overlap_slowdown()[0] for m in fleet]
-    overlap_s = 0.0
-    member_end_s = [r * m for r, m in zip(rho, means, strict=True)]
-    if result is not None and max(slowdowns) > 1.0:
-        busy_until = _busy_until(result)
-        starts = [r * f for r, f in zip(rho, fw, strict=True)]
-
-        def stretched(i: int, t: np.ndarray) -> np.ndarray:
-            """Member i's times t (from the iteration's start) with its backward slowed while busy."""
-            return np.asarray(
-                t + (slowdowns[i] - 1.0) * (busy_until(t) - busy_until(np.asarray([starts[i]]))[0])
-            )
-
-        late = functools.reduce(
-            np.maximum,
-            [stretched(i, np.asarray(rho[i] * (fw[i] + ready[i] * bw[i]))) for i in range(len(fleet))],
-        )
-        member_end_s = [float(stretched(i, np.asarray([e]))[0]) for i, e in enumerate(member_end_s)]
-        overlap_s = max(end - rho[i] * means[i] for i, end in enumerate(member_end_s))
-        compute_end += overlap_s
-        arrivals = late
-        result = _exchange(late, canon, stages, kernel=kernel)
-        assert result is not None
-    warp = (
-        CommWarp.of(member_end_s, [m.profile.comm_overlap_slowdown() for m in fleet])
-        if result is not None
-        else None
-    )
-    if warp is not None:
-        warped = _exchange(warp.to_work(arrivals), canon, stages, kernel=kernel)
-        assert warped is not None
-        result = warp.result_to_wall(warped)
-    end = result.end_s if result is not None else 0.0
-    exposed = max(compute_end, end) - compute_end
+def _point(fleet: Sequence[FleetMember], inputs: IterationInputs) -> IterationEstimate:
+    """The simulation itself: mean iteration, breakdown, and p10/p90 of *one* iteration (straggler draws,
+    with `mc_samples` the exchange per draw), which `simulate` turns into the band's stragglers term."""
+    fleet = _checked(fleet, inputs)
+    distributed = communicates(fleet)
+    members = _Members.of(fleet, distributed=distributed)
+    profile_sources = _profile_sources(fleet)
+    if CommMode(inputs.comm) is CommMode.PARAMETER_SERVER:
+        return _parameter_server(fleet, inputs, members, profile_sources)
+    phase = _compute_phase(members, seed=inputs.seed, iters=inputs.straggler_iters)
+    layout = _layout(fleet, members, inputs)
+    timeline = _timeline(fleet, layout, phase, inputs.kernel)
+    result = timeline.result
+    compute_end = phase.end_s + timeline.overlap_s
+    # Exposed communication: how long the exchange runs on after the compute phase.
+    exposed = max(compute_end, result.end_s if result is not None else 0.0) - compute_end
     update_s = max(m.profile.update_s for m in fleet)
     iteration_s = compute_end + exposed + update_s
-    net_index = next((i for i, p in enumerate(plans) if p.stage.name == "network"), None)
-    loc_index = next((i for i, p in enumerate(plans) if p.stage.name == "location"), None)
-    exposed_network = exposed_location = 0.0
-    if result is not None:
-        if loc_index is not None:
-            exposed_location = min(exposed, result.busy_after(loc_index, compute_end))
-        if net_index is not None:
-            exposed_network = min(exposed - exposed_location, result.busy_after(net_index, compute_end))
-        if link_share is not None and net_index is not None:
-            own = canon.bits / np.asarray(plans[net_index].stage.rates_bps)[canon.klass]
-            linked = float(np.sum(own * np.asarray(link_share)[canon.klass]))
-            total = float(np.sum(own))
-            exposed_location = exposed_network * (linked / total if total > 0 else 0.0)
-        else:
-            exposed_network += exposed_location
-    communication_s = result.busy_total() if result is not None else 0.0
-
-    if mc_samples > 0 and stages:
-        mc = straggler_draws(means, cvs, counts, keys, seed=seed, iters=mc_samples, stream=1)
-        factors = np.random.default_rng([seed & 0xFFFFFFFFFFFFFFFF, 2]).normal(
-            1.0, 1.0, size=(mc_samples, len(plans))
-        )
-        samples = np.empty(mc_samples)
-        for s in range(mc_samples):
-            scale = [
-                max(MIN_BANDWIDTH_FACTOR, 1.0 + (f - 1.0) * p.residual_cv)
-                for f, p in zip(factors[s], plans, strict=True)
-            ]
-            scaled = [
-                Stage(st.name, tuple(r * k for r in st.rates_bps), st.cap_bps * k)
-                for st, k in zip(stages, scale, strict=True)
-            ]
-            iteration_rho = [float(mc[i, s]) / means[i] if means[i] > 0 else 1.0 for i in range(len(fleet))]
-            sample = _exchange(
-                arrivals_for(iteration_rho),
-                canon,
-                scaled,
-                presorted=len(fleet) == 1 and ready[0] is canon.ready_frac,
-                kernel=kernel,
-            )
-            samples[s] = max(float(mc[:, s].max()), sample.end_s if sample is not None else 0.0) + update_s
-        p10, p50, p90 = quantiles(samples)
+    exposed_network, exposed_location = _exposed_split(
+        result, layout, exposed_s=exposed, compute_end_s=compute_end
+    )
+    if inputs.mc_samples > 0 and layout.stages:
+        p10, p50, p90 = _monte_carlo(layout, inputs, update_s=update_s)
     else:
-        p10, p50, p90 = (q + exposed + update_s for q in quantiles(per_iteration))
-
-    data_s, slow_feeder = data_time_s(fleet, read_gbps=read_gbps)
+        p10, p50, p90 = (q + exposed + update_s for q in quantiles(phase.per_iteration_s))
+    data_s, slow_feeder = data_time_s(fleet, read_gbps=inputs.read_gbps)
     data_stall = max(0.0, data_s - iteration_s)
     if data_stall > 0:
         p10, p50, p90 = (max(q, data_s) for q in (p10, p50, p90))
         iteration_s = data_s
-
+    compute_s = members.means_s[members.slow]
+    communication_s = result.busy_total() if result is not None else 0.0
     granularity = compute_s / communication_s if communication_s > 0 else math.inf
-    warnings = [w for p in plans for w in p.warnings]
+    warnings = [w for p in layout.plans for w in p.warnings]
     if data_stall > 0 and slow_feeder is not None:
-        rate = feed_rate(fleet[slow_feeder], read_gbps=read_gbps)
+        rate = feed_rate(fleet[slow_feeder], read_gbps=inputs.read_gbps)
         assert rate is not None
         warnings.append(stall_warning(fleet[slow_feeder], rate, iteration_s=iteration_s - data_stall))
     if granularity < 1.0:
@@ -573,10 +699,10 @@ def _point(
             "or a larger batch per VM, would use it better"
         )
     breakdown = Breakdown(
-        forward_s=fw[slow],
-        backward_s=bw[slow],
-        compute_s=compute_s + overlap_s + update_s,
-        straggler_wait_s=compute_end - compute_s - overlap_s,
+        forward_s=members.fw_s[members.slow],
+        backward_s=members.bw_s[members.slow],
+        compute_s=compute_s + timeline.overlap_s + update_s,
+        straggler_wait_s=compute_end - compute_s - timeline.overlap_s,
         exposed_intra_s=exposed - exposed_network,
         exposed_network_s=exposed_network,
         communication_s=communication_s,
@@ -586,9 +712,9 @@ def _point(
         data_stall_s=data_stall,
         exposed_location_s=exposed_location,
     )
-    sources = profile_sources + tuple(dict.fromkeys(s for p in plans for s in p.sources))
+    sources = profile_sources + tuple(dict.fromkeys(s for p in layout.plans for s in p.sources))
     if distributed:
-        sources = (*sources, config.label())
+        sources = (*sources, inputs.config.label())
     return IterationEstimate(iteration_s, p10, p50, p90, breakdown, sources)
 
 
@@ -605,4 +731,13 @@ def with_warnings(estimate: IterationEstimate, *extra: str) -> IterationEstimate
     )
 
 
-__all__ = ["StagePlan", "simulate", "validate_fleet", "with_band", "with_buckets", "with_warnings"]
+__all__ = [
+    "IterationInputs",
+    "StagePlan",
+    "simulate",
+    "simulate_with",
+    "validate_fleet",
+    "with_band",
+    "with_buckets",
+    "with_warnings",
+]

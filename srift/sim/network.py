@@ -24,7 +24,7 @@ payload = busbw · n / (2(n−1)), so a lone layer of s bytes takes 2s(n−1)/(n
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -109,38 +109,33 @@ def _plan_cache(model: BusBandwidthModel) -> dict[tuple[object, ...], StagePlan 
     return cache if isinstance(cache, dict) else None
 
 
+def _remembered(
+    model: BusBandwidthModel, key: tuple[object, ...], build: Callable[[], StagePlan | None]
+) -> StagePlan | None:
+    """`build()`, remembered under `key` in the model's stage-plan cache when it keeps one (MemoBandwidth)."""
+    cache = _plan_cache(model)
+    if cache is None:
+        return build()
+    found = cache.get(key, _MISSING)
+    if found is _MISSING:
+        found = cache[key] = build()
+    return found  # type: ignore[return-value]
+
+
 def intra_stage(
     fleet: Sequence[FleetMember], sizes: Sequence[int], model: BusBandwidthModel
 ) -> StagePlan | None:
     """The intra-node reduction over each multi-GPU member's GPUs, or None when every VM has one device."""
-    cache = _plan_cache(model)
-    if cache is not None:
-        key: tuple[object, ...] = ("intra", tuple(_distinct_types(fleet)), tuple(sizes))
-        found = cache.get(key, _MISSING)
-        if found is _MISSING:
-            found = cache[key] = _intra_stage(fleet, sizes, model)
-        return found  # type: ignore[return-value]
-    return _intra_stage(fleet, sizes, model)
+    return intra_stage_at(_distinct_types(fleet), sizes, model)
 
 
 def intra_stage_at(
     types: Sequence[InstanceType], sizes: Sequence[int], model: BusBandwidthModel
 ) -> StagePlan | None:
     """The intra-node reduction of a fleet of `types` (each present), or None when none has two devices."""
-    cache = _plan_cache(model)
-    if cache is not None:
-        key: tuple[object, ...] = ("intra", tuple(types), tuple(sizes))
-        found = cache.get(key, _MISSING)
-        if found is _MISSING:
-            found = cache[key] = _intra_types(types, sizes, model)
-        return found  # type: ignore[return-value]
-    return _intra_types(types, sizes, model)
-
-
-def _intra_stage(
-    fleet: Sequence[FleetMember], sizes: Sequence[int], model: BusBandwidthModel
-) -> StagePlan | None:
-    return _intra_types(_distinct_types(fleet), sizes, model)
+    return _remembered(
+        model, ("intra", tuple(types), tuple(sizes)), lambda: _intra_types(types, sizes, model)
+    )
 
 
 def _intra_types(
@@ -201,14 +196,11 @@ def network_stage_at(
     types: Sequence[InstanceType], nodes: int, sizes: Sequence[int], model: BusBandwidthModel
 ) -> StagePlan | None:
     """The inter-node ring of `nodes` VMs of `types` (each present), or None below two VMs."""
-    cache = _plan_cache(model)
-    if cache is not None:
-        key: tuple[object, ...] = ("network", tuple(types), nodes, tuple(sizes))
-        found = cache.get(key, _MISSING)
-        if found is _MISSING:
-            found = cache[key] = _network_stage(types, nodes, sizes, model)
-        return found  # type: ignore[return-value]
-    return _network_stage(types, nodes, sizes, model)
+    return _remembered(
+        model,
+        ("network", tuple(types), nodes, tuple(sizes)),
+        lambda: _network_stage(types, nodes, sizes, model),
+    )
 
 
 def network_rows(

@@ -86,23 +86,11 @@ def _move_classes(
     # Entries are unique (mark or finish, job), so pop order does not depend on how a heap was built: a heap
     # that only gains entries takes pushes, one that lost entries is rebuilt.
     if to_shared:
-        own_active.difference_update(to_shared)
-        shared_active.update(to_shared)
-        flag = [False] * len(rates)
-        for k in to_shared:
-            flag[k] = True
-        moving = [e for e in own if flag[klass[e[1]]]]
-        own = [e for e in own if not flag[klass[e[1]]]]
+        moving, own = _take(to_shared, own, own_active, shared_active, klass, len(rates))
         for f, j in moving:
             heapq.heappush(shared, (clock + (f - t) * rates[klass[j]], j))
     if to_own:
-        shared_active.difference_update(to_own)
-        own_active.update(to_own)
-        flag = [False] * len(rates)
-        for k in to_own:
-            flag[k] = True
-        moving = [e for e in shared if flag[klass[e[1]]]]
-        shared = [e for e in shared if not flag[klass[e[1]]]]
+        moving, shared = _take(to_own, shared, shared_active, own_active, klass, len(rates))
         heapq.heapify(shared)
         if to_shared:
             own.extend([(t + (m - clock) / rates[klass[j]], j) for m, j in moving])
@@ -114,6 +102,399 @@ def _move_classes(
     min_shared = min([rates[x] for x in shared_active]) if shared_active else INF
     max_own = max([rates[x] for x in own_active]) if own_active else -INF
     return shared, own, min_shared, max_own
+
+
+def _take(
+    classes: list[int],
+    entries: list[tuple[float, int]],
+    source: set[int],
+    target: set[int],
+    klass: Sequence[int],
+    n_classes: int,
+) -> tuple[list[tuple[float, int]], list[tuple[float, int]]]:
+    """Move `classes` from the `source` mode's set to the `target`'s; (their entries, the other entries)."""
+    source.difference_update(classes)
+    target.update(classes)
+    flag = [False] * n_classes
+    for k in classes:
+        flag[k] = True
+    return [e for e in entries if flag[klass[e[1]]]], [e for e in entries if not flag[klass[e[1]]]]
+
+
+_CONTINUE, _MOVE, _EVENT, _DONE = range(4)
+"""What a step of `run_stage`'s loop asks for next: pick the next step by regime; put the classes in the
+modes eq. 2 now gives them (`_Stage.move_classes`); handle the next event one at a time (`_Stage.events`);
+stop (every transfer has left)."""
+
+
+class _Stage:
+    """`run_stage`'s state: the transfers, both heaps, the regime, and what has finished.
+
+    Shared transfers keep *marks* in the heap `shared`: the group clock `clock` advances by `share` bits
+    per second of wall time while capped, and a shared transfer departs when the clock reaches its mark
+    (the clock when it joined + its bits). Own-rate transfers keep their finish times in the heap `own`.
+    """
+
+    __slots__ = (
+        "agg",
+        "bits",
+        "bulk_min",
+        "busy",
+        "busy_start",
+        "c",
+        "cap",
+        "capped",
+        "clock",
+        "count",
+        "finish",
+        "i",
+        "job_rate",
+        "klass",
+        "last_t",
+        "max_own",
+        "min_shared",
+        "n",
+        "own",
+        "own_active",
+        "quiet",
+        "rates",
+        "ready_s",
+        "share",
+        "shared",
+        "shared_active",
+    )
+
+    def __init__(
+        self,
+        ready_s: Sequence[float],
+        bits: Sequence[float],
+        klass: Sequence[int],
+        rates: Sequence[float],
+        cap: float,
+        bulk_min: int,
+    ) -> None:
+        self.ready_s, self.bits, self.klass, self.rates, self.cap = ready_s, bits, klass, rates, cap
+        self.bulk_min = bulk_min
+        self.n = len(ready_s)
+        self.job_rate = [rates[k] for k in klass]
+        # Active transfers of each class.
+        self.count = [0] * len(rates)
+        self.shared_active: set[int] = set()
+        self.own_active: set[int] = set()
+        self.shared: list[tuple[float, int]] = []
+        self.own: list[tuple[float, int]] = []
+        # Active transfers.
+        self.c = 0
+        # The sum of the active transfers' own rates (eq. 2's b_agg).
+        self.agg = 0.0
+        self.capped = False
+        # cap / c while capped, else INF.
+        self.share = INF
+        self.clock = 0.0
+        self.last_t = 0.0
+        self.busy_start = 0.0
+        # The slowest own rate among the shared classes.
+        self.min_shared = INF
+        # The fastest own rate among the own-rate classes.
+        self.max_own = -INF
+        # Events to handle one by one before trying the bulk tail again.
+        self.quiet = 0
+        self.finish = [math.nan] * self.n
+        # The next transfer to arrive.
+        self.i = 0
+        self.busy: list[tuple[float, float]] = []
+
+    def take_over(self, own_finish: list[float], busy: list[tuple[float, float]], i0: int) -> None:
+        """Start from `_uncontended`'s prefix: transfers done by ready_s[i0] keep their finish, the rest run
+        on at their own rates, and the busy interval still open is reopened."""
+        self.busy, self.i = busy, i0
+        if i0 == 0:
+            return
+        self.last_t = self.ready_s[i0]
+        for j in range(i0):
+            if own_finish[j] <= self.last_t:
+                self.finish[j] = own_finish[j]
+            else:
+                self.own.append((own_finish[j], j))
+                k = self.klass[j]
+                self.count[k] += 1
+                self.own_active.add(k)
+                self.c += 1
+                self.agg += self.job_rate[j]
+        heapq.heapify(self.own)
+        self.max_own = max((self.rates[x] for x in self.own_active), default=-INF)
+        if self.c:
+            self.busy_start = busy.pop()[0]
+
+    def join(self, k: int, *, shares: bool) -> None:
+        """Class k's first active transfer arrives: the class joins the shared mode when `shares`, else its
+        own."""
+        rate = self.rates[k]
+        if shares:
+            self.shared_active.add(k)
+            if rate < self.min_shared:
+                self.min_shared = rate
+        else:
+            self.own_active.add(k)
+            if rate > self.max_own:
+                self.max_own = rate
+
+    def class_left(self, k: int, *, from_shared: bool) -> None:
+        """Class k's last active transfer has left its mode: the mode's slowest / fastest rate again."""
+        rate = self.rates[k]
+        if from_shared:
+            self.shared_active.discard(k)
+            if rate == self.min_shared:
+                self.min_shared = min((self.rates[x] for x in self.shared_active), default=INF)
+        else:
+            self.own_active.discard(k)
+            if rate == self.max_own:
+                self.max_own = max((self.rates[x] for x in self.own_active), default=-INF)
+
+    def regime(self) -> bool:
+        """Re-judge eq. 2's regime after a change of the active set; whether it flipped."""
+        was_capped = self.capped
+        self.capped = self.c > 0 and not self.agg < self.cap
+        self.share = self.cap / self.c if self.capped else INF
+        return self.capped != was_capped
+
+    def move_classes(self) -> None:
+        """Put every active class in the mode eq. 2 now gives it (at the current time, last_t)."""
+        self.shared, self.own, self.min_shared, self.max_own = _move_classes(
+            self.last_t,
+            self.clock,
+            self.share,
+            self.capped,
+            self.rates,
+            self.klass,
+            self.shared,
+            self.own,
+            self.shared_active,
+            self.own_active,
+        )
+
+    def bulk_departures(self) -> int:
+        """Every transfer has arrived and at least `bulk_min` share: the departures that keep the regime,
+        in mark order, in one pass (`_bulk_times`)."""
+        shared = self.shared
+        shared.sort()
+        t_limit = self.own[0][0] if self.own else INF
+        times = _bulk_times(
+            shared,
+            self.rates,
+            self.klass,
+            clock=self.clock,
+            last_t=self.last_t,
+            c=self.c,
+            agg=self.agg,
+            cap=self.cap,
+            t_limit=t_limit,
+        )
+        stop = len(times)
+        if stop < self.bulk_min:
+            self.quiet = self.bulk_min
+        if stop == 0:
+            return _CONTINUE
+        for pos in range(stop):
+            j = shared[pos][1]
+            t = times[pos]
+            self.finish[j] = t if t > self.last_t else self.last_t
+            k = self.klass[j]
+            self.count[k] -= 1
+            self.agg -= self.rates[k]
+            if self.count[k] == 0:
+                self.shared_active.discard(k)
+        self.last_t = max(self.last_t, times[-1])
+        self.clock = shared[stop - 1][0]
+        self.c -= stop
+        del shared[:stop]
+        self.min_shared = min((self.rates[k] for k in self.shared_active), default=INF)
+        if self.c == 0:
+            self.agg = 0.0
+            self.busy.append((self.busy_start, self.last_t))
+        if not self.regime() and (not self.capped or self.min_shared >= self.share):
+            return _CONTINUE
+        return _MOVE
+
+    def capped_events(self) -> int:
+        """Capped regime with every class in its mode (shared ones at cap/c, own ones below it): handle
+        events here until the regime flips, a class must change mode, or the bulk tail can take over.
+        The hot loop: what it updates at every event lives in locals, stored back once at the end."""
+        shared, own, finish, count, bits = self.shared, self.own, self.finish, self.count, self.bits
+        klass, job_rate, ready_s, n, cap = self.klass, self.job_rate, self.ready_s, self.n, self.cap
+        shared_active, push, pop = self.shared_active, heapq.heappush, heapq.heappop
+        clock, last_t, share, c, agg, i = self.clock, self.last_t, self.share, self.c, self.agg, self.i
+        t_arr = ready_s[i] if i < n else INF
+        step = _CONTINUE
+        while True:
+            if shared:
+                # A shared transfer departs when the group clock, advancing at `share`, reaches its mark.
+                t = last_t + (shared[0][0] - clock) / share
+                from_shared = True
+                if own and own[0][0] <= t:
+                    t = own[0][0]
+                    from_shared = False
+            else:
+                t = own[0][0]
+                from_shared = False
+            if t <= t_arr:
+                if t < last_t:
+                    t = last_t
+                clock += share * (t - last_t)
+                last_t = t
+                j = pop(shared if from_shared else own)[1]
+                finish[j] = t
+                k = klass[j]
+                c -= 1
+                count[k] -= 1
+                if c == 0:
+                    agg, share = 0.0, INF
+                    self.busy.append((self.busy_start, t))
+                    self.capped = False
+                    shared_active.discard(k)
+                    self.own_active.discard(k)
+                    self.min_shared, self.max_own = INF, -INF
+                    break
+                agg -= job_rate[j]
+                if count[k] == 0:
+                    self.class_left(k, from_shared=from_shared)
+                if agg < cap:
+                    self.capped, share, step = False, INF, _MOVE
+                    break
+                share = cap / c
+                if self.min_shared < share:
+                    step = _MOVE
+                    break
+                if i == n:
+                    self.quiet -= 1
+                    if self.quiet <= 0 and len(shared) >= self.bulk_min:
+                        break
+            else:
+                # An arrival: it joins with c + 1 sharing the cap, unless that pushes an own-rate class
+                # above the new share (then the one-by-one events take it).
+                after = cap / (c + 1)
+                if self.max_own >= after:
+                    step = _EVENT
+                    break
+                clock += share * (t_arr - last_t)
+                last_t = t_arr
+                rate = job_rate[i]
+                k = klass[i]
+                if count[k] == 0:
+                    self.join(k, shares=rate >= after)
+                count[k] += 1
+                if k in shared_active:
+                    push(shared, (clock + bits[i], i))
+                else:
+                    push(own, (t_arr + bits[i] / rate, i))
+                i += 1
+                c += 1
+                agg += rate
+                share = after
+                t_arr = ready_s[i] if i < n else INF
+        self.clock, self.last_t, self.share, self.c, self.agg, self.i = clock, last_t, share, c, agg, i
+        return step
+
+    def events(self) -> int:
+        """Handle events one at a time (every regime) until the regime or a class's mode must change; while
+        uncapped there is nothing faster to hand over to."""
+        own, shared, klass, rates, count = self.own, self.shared, self.klass, self.rates, self.count
+        while True:
+            self.quiet -= 1
+            t_own = own[0][0] if own else INF
+            t_shared = self.last_t + (shared[0][0] - self.clock) / self.share if shared else INF
+            t_arr = self.ready_s[self.i] if self.i < self.n else INF
+            from_shared = t_shared < t_own
+            t = t_shared if from_shared else t_own
+            departing = t <= t_arr
+            if departing:
+                if t == INF:
+                    return _DONE
+            else:
+                t = t_arr
+            if t < self.last_t:
+                t = self.last_t
+            if self.capped:
+                self.clock += self.share * (t - self.last_t)
+            self.last_t = t
+            if departing:
+                j = heapq.heappop(shared if from_shared else own)[1]
+                k = klass[j]
+                self.finish[j] = t
+                self.c -= 1
+                count[k] -= 1
+                if self.c == 0:
+                    self.agg = 0.0
+                    self.busy.append((self.busy_start, t))
+                else:
+                    self.agg -= rates[k]
+                if count[k] == 0:
+                    self.class_left(k, from_shared=from_shared)
+                keeps = not self.regime() and (not self.capped or self.min_shared >= self.share)
+            else:
+                j = self.i
+                self.i += 1
+                k = klass[j]
+                rate = rates[k]
+                if self.c == 0:
+                    self.busy_start = t
+                self.c += 1
+                self.agg += rate
+                flipped = self.regime()
+                if count[k] == 0:
+                    self.join(k, shares=self.capped and rate >= self.share)
+                count[k] += 1
+                if k in self.shared_active:
+                    heapq.heappush(shared, (self.clock + self.bits[j], j))
+                else:
+                    heapq.heappush(own, (t + self.bits[j] / rate, j))
+                keeps = not flipped and (not self.capped or self.max_own < self.share)
+            if not keeps:
+                return _MOVE
+            if self.capped:
+                return _CONTINUE
+
+
+def _bulk_times(
+    shared: list[tuple[float, int]],
+    rates: Sequence[float],
+    klass: Sequence[int],
+    *,
+    clock: float,
+    last_t: float,
+    c: int,
+    agg: float,
+    cap: float,
+    t_limit: float,
+) -> list[float]:
+    """Departure times of the shared transfers in mark order (`shared` sorted), for as long as the regime
+    holds: the own rates still in flight reach the cap, the slowest class left still shares, and no
+    own-rate transfer finishes first (at `t_limit`)."""
+    own_rate = [rates[klass[e[1]]] for e in shared]
+    m = len(own_rate)
+    # slowest_left[pos]: the slowest own rate among the transfers from pos on (a minimum from the end).
+    slowest_left = own_rate[:]
+    for pos in range(m - 2, -1, -1):
+        if slowest_left[pos + 1] < slowest_left[pos]:
+            slowest_left[pos] = slowest_left[pos + 1]
+    times: list[float] = []
+    prev_mark = clock
+    elapsed = 0.0
+    done_rate = 0.0
+    for pos in range(m):
+        left = c - pos
+        mark = shared[pos][0]
+        # Between two marks the group clock advances mark − prev_mark while `left` active transfers split the
+        # cap (each shared one at cap / left): (mark − prev_mark)·left / cap seconds of wall time.
+        elapsed += (mark - prev_mark) * left / cap
+        t = last_t + elapsed
+        # done_rate sums the own rates of the transfers gone, so agg − done_rate is b_agg of those left.
+        if not (agg - done_rate >= cap and slowest_left[pos] >= cap / left and t < t_limit):
+            break
+        times.append(t)
+        prev_mark = mark
+        done_rate += own_rate[pos]
+    return times
 
 
 def run_stage(
@@ -140,267 +521,21 @@ def run_stage(
     n = len(ready_s)
     if n == 0:
         return [], []
-    own_finish, busy, i = _uncontended(ready_s, bits, klass, rates, cap)
-    if i == n:
+    own_finish, busy, i0 = _uncontended(ready_s, bits, klass, rates, cap)
+    if i0 == n:
         return own_finish, busy
-    job_rate = [rates[k] for k in klass]
-    count = [0] * len(rates)
-    shared_active: set[int] = set()
-    own_active: set[int] = set()
-    shared: list[tuple[float, int]] = []
-    own: list[tuple[float, int]] = []
-    push, pop = heapq.heappush, heapq.heappop
-    c = 0
-    agg = 0.0
-    capped = was_capped = False
-    share = INF
-    clock = 0.0
-    last_t = 0.0
-    busy_start = 0.0
-    min_shared = INF
-    max_own = -INF
-    quiet = 0
-    finish = [math.nan] * n
-    if i > 0:
-        # Take over from the own-rate prefix: transfers done by ready_s[i] keep their finish, the rest run on.
-        last_t = ready_s[i]
-        for j in range(i):
-            if own_finish[j] <= last_t:
-                finish[j] = own_finish[j]
-            else:
-                own.append((own_finish[j], j))
-                k = klass[j]
-                count[k] += 1
-                own_active.add(k)
-                c += 1
-                agg += job_rate[j]
-        heapq.heapify(own)
-        max_own = max((rates[x] for x in own_active), default=-INF)
-        if c:
-            busy_start = busy.pop()[0]
+    stage = _Stage(ready_s, bits, klass, rates, cap, bulk_min)
+    stage.take_over(own_finish, busy, i0)
     while True:
-        fall_through = False
-        if i == n and capped and len(shared) >= bulk_min and quiet <= 0:
-            shared.sort()
-            t_limit = own[0][0] if own else INF
-            # Departures in mark order while the regime holds: the slowest class left still shares, the
-            # own rates still reach the cap, and no own-rate transfer finishes first.
-            jobs = [e[1] for e in shared]
-            own_rate = [rates[klass[j]] for j in jobs]
-            m = len(jobs)
-            slowest_left = own_rate[:]
-            for pos in range(m - 2, -1, -1):
-                if slowest_left[pos + 1] < slowest_left[pos]:
-                    slowest_left[pos] = slowest_left[pos + 1]
-            times = []
-            prev_mark = clock
-            elapsed = 0.0
-            done_rate = 0.0
-            stop = m
-            for pos in range(m):
-                left = c - pos
-                mark = shared[pos][0]
-                elapsed += (mark - prev_mark) * left / cap
-                t = last_t + elapsed
-                if not (agg - done_rate >= cap and slowest_left[pos] >= cap / left and t < t_limit):
-                    stop = pos
-                    break
-                times.append(t)
-                prev_mark = mark
-                done_rate += own_rate[pos]
-            if stop < bulk_min:
-                quiet = bulk_min
-            if stop == 0:
-                continue
-            for pos in range(stop):
-                j = jobs[pos]
-                t = times[pos]
-                finish[j] = t if t > last_t else last_t
-                k = klass[j]
-                count[k] -= 1
-                agg -= rates[k]
-                if count[k] == 0:
-                    shared_active.discard(k)
-            last_t = max(last_t, times[-1])
-            t = last_t
-            clock = shared[stop - 1][0]
-            c -= stop
-            del shared[:stop]
-            min_shared = min((rates[k] for k in shared_active), default=INF)
-            if c == 0:
-                agg = 0.0
-                busy.append((busy_start, t))
-            was_capped = capped
-            capped = c > 0 and not agg < cap
-            share = cap / c if capped else INF
-            if capped == was_capped and (not capped or min_shared >= share):
-                continue
-            moved = True
-        elif capped:
-            # Capped regime with every class in its mode (shared ones at cap/c, own ones below it): handle
-            # events here until the regime flips or a class must change mode.
-            moved = False
-            t_arr = ready_s[i] if i < n else INF
-            while True:
-                if shared:
-                    t = last_t + (shared[0][0] - clock) / share
-                    from_shared = True
-                    if own and own[0][0] <= t:
-                        t = own[0][0]
-                        from_shared = False
-                else:
-                    t = own[0][0]
-                    from_shared = False
-                if t <= t_arr:
-                    if t < last_t:
-                        t = last_t
-                    clock += share * (t - last_t)
-                    last_t = t
-                    j = pop(shared if from_shared else own)[1]
-                    finish[j] = t
-                    k = klass[j]
-                    rate = job_rate[j]
-                    c -= 1
-                    left_k = count[k] - 1
-                    count[k] = left_k
-                    if c == 0:
-                        agg = 0.0
-                        busy.append((busy_start, t))
-                        capped = False
-                        share = INF
-                        shared_active.discard(k)
-                        own_active.discard(k)
-                        min_shared = INF
-                        max_own = -INF
-                        break
-                    agg -= rate
-                    if left_k == 0:
-                        if from_shared:
-                            shared_active.discard(k)
-                            if rate == min_shared:
-                                min_shared = min((rates[x] for x in shared_active), default=INF)
-                        else:
-                            own_active.discard(k)
-                            if rate == max_own:
-                                max_own = max((rates[x] for x in own_active), default=-INF)
-                    if agg < cap:
-                        capped = False
-                        share = INF
-                        moved = True
-                        break
-                    share = cap / c
-                    if min_shared < share:
-                        moved = True
-                        break
-                    if i == n:
-                        quiet -= 1
-                        if quiet <= 0 and len(shared) >= bulk_min:
-                            break
-                else:
-                    rate = job_rate[i]
-                    after = cap / (c + 1)
-                    if max_own >= after:
-                        fall_through = True
-                        break
-                    clock += share * (t_arr - last_t)
-                    last_t = t_arr
-                    k = klass[i]
-                    if count[k] == 0:
-                        if rate >= after:
-                            shared_active.add(k)
-                            if rate < min_shared:
-                                min_shared = rate
-                        else:
-                            own_active.add(k)
-                            if rate > max_own:
-                                max_own = rate
-                    count[k] += 1
-                    if k in shared_active:
-                        push(shared, (clock + bits[i], i))
-                    else:
-                        push(own, (t_arr + bits[i] / rate, i))
-                    i += 1
-                    c += 1
-                    agg += rate
-                    share = after
-                    t_arr = ready_s[i] if i < n else INF
-            if not (moved or fall_through):
-                continue
-            t = last_t
+        if stage.i == n and stage.capped and len(stage.shared) >= bulk_min and stage.quiet <= 0:
+            step = stage.bulk_departures()
+        elif stage.capped:
+            step = stage.capped_events()
         else:
-            moved = False
-        if not moved:
-            quiet -= 1
-            t_own = own[0][0] if own else INF
-            t_shared = last_t + (shared[0][0] - clock) / share if shared else INF
-            t_arr = ready_s[i] if i < n else INF
-            from_shared = t_shared < t_own
-            t = t_shared if from_shared else t_own
-            departing = t <= t_arr
-            if departing:
-                if t == INF:
-                    break
-            else:
-                t = t_arr
-            if t < last_t:
-                t = last_t
-            if capped:
-                clock += share * (t - last_t)
-            last_t = t
-            if departing:
-                j = pop(shared if from_shared else own)[1]
-                k = klass[j]
-                finish[j] = t
-                c -= 1
-                count[k] -= 1
-                if c == 0:
-                    agg = 0.0
-                    busy.append((busy_start, t))
-                else:
-                    agg -= rates[k]
-                if count[k] == 0:
-                    if from_shared:
-                        shared_active.discard(k)
-                        if rates[k] == min_shared:
-                            min_shared = min((rates[x] for x in shared_active), default=INF)
-                    else:
-                        own_active.discard(k)
-                        if rates[k] == max_own:
-                            max_own = max((rates[x] for x in own_active), default=-INF)
-                was_capped = capped
-                capped = c > 0 and not agg < cap
-                share = cap / c if capped else INF
-                if capped == was_capped and (not capped or min_shared >= share):
-                    continue
-            else:
-                j = i
-                i += 1
-                k = klass[j]
-                rate = rates[k]
-                if c == 0:
-                    busy_start = t
-                c += 1
-                agg += rate
-                was_capped = capped
-                capped = not agg < cap
-                share = cap / c if capped else INF
-                if count[k] == 0:
-                    if capped and rate >= share:
-                        shared_active.add(k)
-                        if rate < min_shared:
-                            min_shared = rate
-                    else:
-                        own_active.add(k)
-                        if rate > max_own:
-                            max_own = rate
-                count[k] += 1
-                if k in shared_active:
-                    push(shared, (clock + bits[j], j))
-                else:
-                    push(own, (t + bits[j] / rate, j))
-                if capped == was_capped and (not capped or max_own < share):
-                    continue
-        shared, own, min_shared, max_own = _move_classes(
-            t, clock, share, capped, rates, klass, shared, own, shared_active, own_active
-        )
-    return finish, busy
+            step = _EVENT
+        if step == _EVENT:
+            step = stage.events()
+        if step == _DONE:
+            return stage.finish, stage.busy
+        if step == _MOVE:
+            stage.move_classes()

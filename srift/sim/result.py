@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import TypeVar
 
 from srift.domain import Band, Breakdown, Prediction
 from srift.domain.planning import CommMode as CommMode
@@ -71,13 +72,15 @@ def fleet_usd_per_s(prices_usd_per_hr: list[tuple[int, float]]) -> float:
     return sum(count * price for count, price in prices_usd_per_hr) / 3600.0
 
 
-def with_prediction_band(prediction: Prediction, band: Band) -> Prediction:
-    """The prediction with `band`: its iteration p10/p50/p90 from the band (p50 the prediction itself)."""
-    from dataclasses import replace
+_Banded = TypeVar("_Banded", IterationEstimate, Prediction)
 
-    t = prediction.iteration_s
+
+def with_band(estimate: _Banded, band: Band) -> _Banded:
+    """The estimate (or prediction) with `band`, its iteration p10/p50/p90 taken from it (p50 the estimate
+    itself)."""
+    t = estimate.iteration_s
     return replace(
-        prediction,
+        estimate,
         iteration_p10_s=t * band.factor(0.1),
         iteration_p50_s=t,
         iteration_p90_s=t * band.factor(0.9),

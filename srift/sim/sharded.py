@@ -61,6 +61,7 @@ from srift.domain.sharding import (
 )
 from srift.errors import InvalidInput
 from srift.sim.compute import member_keys, straggler_rows
+from srift.sim.exchange import covered_s
 from srift.sim.iteration import banded, quantiles, validate_fleet
 from srift.sim.network import pow2_ceil
 from srift.sim.result import IterationEstimate
@@ -254,25 +255,20 @@ def _pass(
         spans.append((start_s, end_s))
         return end_s
 
-    def gather(unit: int, issued_s: float) -> None:
-        if unit not in gathered:
-            gathered[unit] = shard.run("ag", unit, issued_s=issued_s, seconds=comm[unit].all_gather_s)
+    def gather(into: dict[int, float], event: str, unit: int, issued_s: float) -> None:
+        """All-gather `unit` (once per `into`: when its parameters are gathered)."""
+        if unit not in into:
+            into[unit] = shard.run(event, unit, issued_s=issued_s, seconds=comm[unit].all_gather_s)
 
-    def next_new(order: Sequence[Segment], k: int, done: dict[int, float], skip: int = -1) -> int | None:
-        for seg in order[k + 1 :]:
-            if seg.unit not in done and seg.unit != skip:
-                return seg.unit
-        return None
-
-    gather(0, 0.0)
+    gather(gathered, "ag", 0, 0.0)
     end = [0.0] * m_count
     for k, seg in enumerate(forward):
         issued = max(end)
-        gather(seg.unit, issued)
+        gather(gathered, "ag", seg.unit, issued)
         start = [max(end[m], gathered[seg.unit]) for m in range(m_count)]
-        ahead = next_new(forward, k, gathered)
+        ahead = _next_new(forward, k, gathered)
         if ahead is not None:
-            gather(ahead, max(start))
+            gather(gathered, "ag", ahead, max(start))
         if log is not None:
             log.append((max(start), "fw_start", seg.unit))
         end = [
@@ -283,25 +279,19 @@ def _pass(
     if log is not None:
         log.append((forward_end, "fw_done", -1))
 
-    regather: dict[int, float] = {}
-    if reshard_after_forward:
-        regather = {0: gathered[0]}
-
-    def gather_back(unit: int, issued_s: float) -> None:
-        if unit not in regather:
-            regather[unit] = shard.run("ag_bw", unit, issued_s=issued_s, seconds=comm[unit].all_gather_s)
-
+    # Gathered again for backward (the root stays gathered from forward).
+    regather: dict[int, float] = {0: gathered[0]} if reshard_after_forward else {}
     last_of = {seg.unit: k for k, seg in enumerate(segments)}
     reduced = [0.0]
     for k, seg in enumerate(segments):
         if reshard_after_forward:
-            gather_back(seg.unit, max(end))
+            gather(regather, "ag_bw", seg.unit, max(end))
         ready = regather.get(seg.unit, 0.0)
         start = [max(end[m], ready) for m in range(m_count)]
         if reshard_after_forward:
-            ahead = next_new(segments, k, regather)
+            ahead = _next_new(segments, k, regather)
             if ahead is not None:
-                gather_back(ahead, max(start))
+                gather(regather, "ag_bw", ahead, max(start))
         if log is not None:
             log.append((max(start), "bw_start", seg.unit))
         extra = [
@@ -333,6 +323,14 @@ def _pass(
         log=log if log is not None else [],
     )
     return found, spans
+
+
+def _next_new(order: Sequence[Segment], k: int, done: dict[int, float]) -> int | None:
+    """The first unit after position `k` of `order` not in `done`: the one to prefetch."""
+    for seg in order[k + 1 :]:
+        if seg.unit not in done:
+            return seg.unit
+    return None
 
 
 # -- the fleet's collectives --------------------------------------------------------------------------------
@@ -517,17 +515,7 @@ def _point(
     rho = [max(1.0, float(r.mean()) / t) if t > 0 else 1.0 for r, t in zip(rows, means, strict=True)]
     blocks = frozenset(range(1, len(units.names))) if setup.checkpointing else frozenset()
     block_share = sum(s.share for s in units.segments if s.unit in blocks)
-    n_shard = shard_ranks(fleet, setup.strategy)
-    members = [
-        MemberCompute(
-            forward_s=rho[i] * fw[i],
-            backward_s=rho[i] * bw[i],
-            recompute_s=rho[i] * fw[i] * block_share,
-            update_s=m.profile.update_s / n_shard,
-            overhead_s=strategy_overhead_s(m.profile, setup.strategy),
-        )
-        for i, m in enumerate(fleet)
-    ]
+    members = _member_computes(fleet, setup, fw_s=fw, bw_s=bw, rho=rho, block_share=block_share)
     comm, comm_sources = unit_comm(fleet, units, setup, bandwidth=bandwidth)
     found = timeline(
         units.segments,
@@ -553,15 +541,8 @@ def _point(
     )
     iteration = max(found.iteration_s, compute_s + straggle + update_s)
     exposed = max(0.0, iteration - compute_s - straggle - update_s)
-    network_busy = sum(e - s for s, e in found.busy[REPLICATE_LEVEL])
-    shard_busy = sum(e - s for s, e in found.busy[SHARD_LEVEL])
-    nodes = sum(m.count for m in fleet)
-    if setup.strategy is Strategy.HYBRID:
-        total = network_busy + shard_busy
-        exposed_network = exposed * (network_busy / total) if total > 0 else 0.0
-    else:
-        exposed_network = exposed if nodes >= 2 else 0.0
-    communication = _union([span for spans in found.busy.values() for span in spans])
+    exposed_network = _exposed_network_s(found, fleet, setup, exposed_s=exposed)
+    communication = covered_s(span for spans in found.busy.values() for span in spans)
     scale = compute_s / means[slow] if means[slow] > 0 else 1.0
     p10, p50, p90 = (q * scale + exposed + update_s for q in quantiles(np.asarray(per_iter)))
     granularity = compute_s / communication if communication > 0 else math.inf
@@ -592,17 +573,43 @@ def _point(
     return IterationEstimate(iteration, p10, p50, p90, breakdown, tuple(sources))
 
 
-def _union(spans: list[tuple[float, float]]) -> float:
-    total, cur_start, cur_end = 0.0, -math.inf, -math.inf
-    for start, end in sorted(spans):
-        if start > cur_end:
-            total += max(0.0, cur_end - cur_start) if cur_end > -math.inf else 0.0
-            cur_start, cur_end = start, end
-        else:
-            cur_end = max(cur_end, end)
-    if cur_end > -math.inf:
-        total += cur_end - cur_start
-    return total
+def _member_computes(
+    fleet: Sequence[FleetMember],
+    setup: Setup,
+    *,
+    fw_s: Sequence[float],
+    bw_s: Sequence[float],
+    rho: Sequence[float],
+    block_share: float,
+) -> list[MemberCompute]:
+    """Each member's compute stretched by its stragglers (`rho`), checkpointed blocks' forward again
+    (`block_share` of forward), and its step on the shard."""
+    n_shard = shard_ranks(fleet, setup.strategy)
+    return [
+        MemberCompute(
+            forward_s=rho[i] * fw_s[i],
+            backward_s=rho[i] * bw_s[i],
+            recompute_s=rho[i] * fw_s[i] * block_share,
+            update_s=m.profile.update_s / n_shard,
+            overhead_s=strategy_overhead_s(m.profile, setup.strategy),
+        )
+        for i, m in enumerate(fleet)
+    ]
+
+
+def _exposed_network_s(
+    found: Timeline, fleet: Sequence[FleetMember], setup: Setup, *, exposed_s: float
+) -> float:
+    """The part of the exposed `exposed_s` that is network time. Hybrid sharding: in proportion to the
+    seconds each level was busy (the replicate level's allreduces cross the network, the shard level's
+    collectives stay in a node). Otherwise every collective is one ring over all ranks: network time
+    when the fleet has two or more nodes."""
+    if setup.strategy is Strategy.HYBRID:
+        network_busy = sum(e - s for s, e in found.busy[REPLICATE_LEVEL])
+        shard_busy = sum(e - s for s, e in found.busy[SHARD_LEVEL])
+        total = network_busy + shard_busy
+        return exposed_s * (network_busy / total) if total > 0 else 0.0
+    return exposed_s if sum(m.count for m in fleet) >= 2 else 0.0
 
 
 def _zero1(

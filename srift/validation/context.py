@@ -14,7 +14,7 @@ from srift.profiling.curves import CurveSamples
 from srift.settings import Settings
 from srift.testbed import Testbed, TestbedSpec
 from srift.validation import conditions
-from srift.validation.matrix import MODELS, ModelSpec, types_by_cpu
+from srift.validation.matrix import MODELS, SHARDED_MODEL, ModelSpec, types_by_cpu
 
 MALLOC_ENV = {"MALLOC_MMAP_MAX_": "0", "MALLOC_TRIM_THRESHOLD_": str(16 << 30)}
 """glibc malloc serves every block from its heap (no mmap) and never trims it, so freed memory is reused as
@@ -159,8 +159,6 @@ class ValidationOptions:
 
     def case_specs(self) -> dict[str, ModelSpec]:
         """`model_specs` and, when the sharded cases run, their model (srift.validation.sharded)."""
-        from srift.validation.sharded import SHARDED_MODEL
-
         found = self.model_specs()
         if self.sharded or self.sharded_only:
             found[SHARDED_MODEL.name] = SHARDED_MODEL
@@ -230,3 +228,15 @@ def quiet(_message: str) -> None:
 def no_progress(_stage: str, _done: int, _total: int) -> None:
     """A Progress that shows nothing."""
     return None
+
+
+def leading_hosts(ctx: Context, type_name: str) -> list[str]:
+    """The hosts of a type that a probe job takes (the first ones) while they stay in the first one's
+    location: probes measure the network inside one location, never across a link."""
+    hosts = ctx.testbed.hosts_of_type(type_name)
+    out: list[str] = []
+    for h in hosts:
+        if h.location != hosts[0].location:
+            break
+        out.append(h.name)
+    return out

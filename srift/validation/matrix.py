@@ -52,6 +52,11 @@ MODELS: dict[str, ModelSpec] = {
     for name in ("cnn", "wide_mlp", "transformer")
 }
 
+SHARDED_MODEL = ModelSpec(
+    "blocks", "srift.validation.shardmodels:blocks", "srift.validation.shardmodels:blocks_input"
+)
+"""The model of the sharded cases (srift.validation.sharded): 57.5 MB of blocks, big enough to shard."""
+
 
 def user_models(
     factories: Sequence[str], inputs: Sequence[str], losses: Sequence[str] = ()

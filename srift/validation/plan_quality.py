@@ -24,7 +24,7 @@ from srift.domain import BatchPolicy, MarketChoice, Objective, Plan, SearchMode
 from srift.domain.requests import PlanQuery
 from srift.validation.context import Context, types_in_scope
 from srift.validation.matrix import Fleet, Group
-from srift.validation.steps import finish_case, predict_fleet
+from srift.validation.steps import CaseInputs, finish_case, predict_case
 
 if TYPE_CHECKING:
     from srift.optimize.space import Groups, Problem
@@ -118,7 +118,7 @@ def run_plan_quality(ctx: Context, pool: AgentPool, *, runner: Runner) -> dict[s
             fleets.setdefault(f.label(), (f, groups))
     rows: dict[str, dict[str, Any]] = {}
     for label, (fleet, groups) in fleets.items():
-        predicted = predict_fleet(ctx, model, fleet)
+        predicted = predict_case(CaseInputs.of(ctx), model, fleet)
         rows[label] = {
             "fleet": label,
             "hosts": fleet.hosts,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from rich.console import Group as RichGroup
@@ -106,21 +106,27 @@ def plan_table(plan: Mapping[str, Any]) -> Table:
     )
     for col in ("objective", "policy", "choice", "rank", "ratio to measured best", "measured best"):
         table.add_column(col)
+    for block, policy, c, ratio in _plan_rows(plan):
+        table.add_row(
+            block["objective"],
+            policy,
+            str(c.get("fleet")),
+            _rank_label(c, of="/"),
+            ratio,
+            str(block.get("best")),
+        )
+    return table
+
+
+def _plan_rows(plan: Mapping[str, Any]) -> Iterator[tuple[Mapping[str, Any], str, Mapping[str, Any], str]]:
+    """Per objective (primary, then secondary) and policy (Srift, CAP, TAP): the objective's block, the
+    policy, its choice and the choice's measured ratio to the best as text ("n/a" without one)."""
     for key in ("primary", "secondary"):
         block = plan[key]
         for policy in ("srift", "cap", "tap"):
             c = block.get(policy) or {}
-            rank = _rank_label(c, of="/")
             ratio = c.get("ratio_to_best")
-            table.add_row(
-                block["objective"],
-                policy,
-                str(c.get("fleet")),
-                rank,
-                "n/a" if ratio is None else f"{ratio:.3f}",
-                str(block.get("best")),
-            )
-    return table
+            yield block, policy, c, "n/a" if ratio is None else f"{ratio:.3f}"
 
 
 def acceptance_table(report: Mapping[str, Any]) -> Table:
@@ -283,16 +289,9 @@ def markdown(report: Mapping[str, Any]) -> str:
             "| objective | policy | choice | measured rank | ratio to measured best |",
             "|---|---|---|---|---|",
         ]
-        for key in ("primary", "secondary"):
-            block = plan[key]
-            for policy in ("srift", "cap", "tap"):
-                c = block.get(policy) or {}
-                rank = _rank_label(c, of=" of ")
-                ratio = c.get("ratio_to_best")
-                lines.append(
-                    f"| {block['objective']} | {policy} | {c.get('fleet')} | {rank} | "
-                    f"{'n/a' if ratio is None else f'{ratio:.3f}'} |"
-                )
+        for block, policy, c, ratio in _plan_rows(plan):
+            rank = _rank_label(c, of=" of ")
+            lines.append(f"| {block['objective']} | {policy} | {c.get('fleet')} | {rank} | {ratio} |")
     lines += _across_lines(report)
     lines += ["", "| acceptance | measured | limit | met |", "|---|---|---|---|"]
     for name, item in report["acceptance"].items():

@@ -16,6 +16,15 @@ from srift.validation.steps import testbed_links
 
 REPORT_FORMAT = "srift-validation/1"
 
+GROUPINGS: dict[str, Callable[[dict[str, Any]], str]] = {
+    "by_model": lambda r: str(r["model"]),
+    "by_hosts": lambda r: str(r["hosts"]),
+    "by_type": lambda r: str(r["type_group"]),
+    "by_batches": lambda r: "uniform" if len(set(r["batches"])) == 1 else "mixed",
+    "by_placement": lambda r: str(r.get("placement") or "one location"),
+}
+"""How the report groups its cases (each group's errors and band coverage): name, then the case's group."""
+
 
 def summarize_cases(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """MAPE and underestimates overall and by model, host count, type group and batch mix; noise."""
@@ -44,18 +53,10 @@ def summarize_cases(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
             else None
         ),
         "colocation": colocation_summary(good),
-        "by_model": by(lambda r: str(r["model"])),
-        "by_hosts": by(lambda r: str(r["hosts"])),
-        "by_type": by(lambda r: str(r["type_group"])),
-        "by_batches": by(lambda r: "uniform" if len(set(r["batches"])) == 1 else "mixed"),
-        "by_placement": by(lambda r: str(r.get("placement") or "one location")),
+        **{name: by(key) for name, key in GROUPINGS.items()},
         "coverage": {
             "overall": cover(good),
-            "by_model": cover_by(lambda r: str(r["model"])),
-            "by_hosts": cover_by(lambda r: str(r["hosts"])),
-            "by_type": cover_by(lambda r: str(r["type_group"])),
-            "by_batches": cover_by(lambda r: "uniform" if len(set(r["batches"])) == 1 else "mixed"),
-            "by_placement": cover_by(lambda r: str(r.get("placement") or "one location")),
+            **{name: cover_by(key) for name, key in GROUPINGS.items()},
             "explained": "share of cases whose measured mean iteration time is at or above the predicted "
             "p10 (above_p10), at or below the predicted p90 (below_p90, the p90 coverage), and both "
             "(inside); a calibrated band has about 90 %, 90 % and 80 %",

@@ -32,11 +32,10 @@ from srift.domain.memory import Optimizer
 from srift.domain.sharding import Setup, Strategy, fsdp_units, memory_basis, strategy_memory
 from srift.testbed import TestbedSpec
 from srift.validation import stats
-from srift.validation.matrix import Case, Fleet, Group, ModelSpec, home_location, types_by_cpu
+from srift.validation.context import leading_hosts
+from srift.validation.estimates import estimate_document
+from srift.validation.matrix import SHARDED_MODEL, Case, Fleet, Group, home_location, types_by_cpu
 
-SHARDED_MODEL = ModelSpec(
-    "blocks", "srift.validation.shardmodels:blocks", "srift.validation.shardmodels:blocks_input"
-)
 STRATEGIES = (Strategy.ZERO2, Strategy.FULL_SHARD)
 BATCH = 32
 RUN_OPTIMIZER = Optimizer.SGD
@@ -73,7 +72,6 @@ def predict_sharded(
     """A sharded case's prediction document: the iteration time with its band (the adapter's `inputs`),
     the same on the profiles as stored, and each rank's predicted peak memory."""
     from srift.sim.sharded import simulate_sharded
-    from srift.validation.steps import estimate_document
 
     setup = Setup(Strategy(strategy))
     estimate = simulate_sharded(
@@ -157,8 +155,6 @@ def measure_overheads(ctx: Any, pool: Any, cases: Sequence[Case]) -> dict[str, d
     one host of the type trains the plain model (one rank, no DDP) and then under each strategy (one rank:
     FSDP2's hooks and copies, no exchange), `ctx.effort`'s timed budget each; the difference of their mean
     iterations, at least 0. Keyed `type@batch`, then by strategy (`srift.sim.sharded.OVERHEAD_KEY`)."""
-    from srift.validation.steps import leading_hosts
-
     effort = ctx.effort
     spec = ctx.model(SHARDED_MODEL.name)
     groups = sorted({(g.type_name, g.batch) for c in cases if c.strategy != "ddp" for g in c.fleet.groups})

@@ -27,9 +27,11 @@ from srift.validation.context import (
     Context,
     Effort,
     Log,
+    leading_hosts,
     types_in_scope,
 )
 from srift.validation.ddp import AgentPool, Colocation, DdpResult
+from srift.validation.estimates import estimate_document
 from srift.validation.matrix import Case, Fleet, build_matrix
 from srift.validation.profiles import (
     drop_job_folder,
@@ -46,7 +48,6 @@ if TYPE_CHECKING:
     from srift.bandwidth.records import ProbeRecord
     from srift.domain import BusBandwidthModel, FleetMember
     from srift.settings import Settings
-    from srift.sim import IterationEstimate
     from srift.sim.geo import GeoContext
 
 
@@ -123,18 +124,6 @@ def plan_models(ctx: Context) -> set[str]:
 
 
 # -- bandwidth --------------------------------------------------------------------------------------------
-
-
-def leading_hosts(ctx: Context, type_name: str) -> list[str]:
-    """The hosts of a type that a probe job takes (the first ones) while they stay in the first one's
-    location: probes measure the network inside one location, never across a link."""
-    hosts = ctx.testbed.hosts_of_type(type_name)
-    out: list[str] = []
-    for h in hosts:
-        if h.location != hosts[0].location:
-            break
-        out.append(h.name)
-    return out
 
 
 def build_bandwidth(ctx: Context) -> None:
@@ -280,34 +269,6 @@ def probe_ring(
 # -- predictions and runs ---------------------------------------------------------------------------------
 
 
-def predict_fleet(
-    ctx: Context,
-    model: str,
-    fleet: Fleet,
-    colocation: ColocationFactors | None = None,
-    *,
-    strategy: str = "ddp",
-    overheads: Mapping[str, Mapping[str, float]] | None = None,
-) -> dict[str, Any]:
-    """The served simulator's prediction for one case of this run (see `predict_case`)."""
-    return predict_case(
-        CaseInputs(
-            url=ctx.url,
-            settings=ctx.settings,
-            spec=ctx.spec,
-            profile_ids=ctx.profile_ids,
-            effort=ctx.effort,
-            seed=ctx.options.seed,
-            bandwidth=ctx.options.bandwidth,
-        ),
-        model,
-        fleet,
-        colocation,
-        strategy=strategy,
-        overheads=overheads,
-    )
-
-
 @dataclass(frozen=True, slots=True)
 class CaseInputs:
     """What a case's prediction reads besides the case: the run's database (profiles, instance types, the
@@ -320,6 +281,19 @@ class CaseInputs:
     effort: Effort
     seed: int
     bandwidth: BandwidthSource
+
+    @classmethod
+    def of(cls, ctx: Context) -> CaseInputs:
+        """This run's: its database, spec, stored profiles, effort, seed and bandwidth source."""
+        return cls(
+            url=ctx.url,
+            settings=ctx.settings,
+            spec=ctx.spec,
+            profile_ids=ctx.profile_ids,
+            effort=ctx.effort,
+            seed=ctx.options.seed,
+            bandwidth=ctx.options.bandwidth,
+        )
 
 
 def predict_case(
@@ -423,7 +397,7 @@ def predict_members(
     geo: GeoContext | None = None,
     colocation: ColocationFactors | None = None,
 ) -> dict[str, Any]:
-    """A case's prediction document for a fleet of stored profiles (see `predict_fleet`): `iteration_s`
+    """A case's prediction document for a fleet of stored profiles (see `predict_case`): `iteration_s`
     is what `srift.sim.simulate` answers `POST /v1/predictions` for the adapter's inputs."""
     from srift.domain.simulation import PER_LAYER
     from srift.sim import simulate
@@ -447,40 +421,6 @@ def predict_members(
             "compute_scale": [m.profile.extra.get("compute_scale", 1.0) for m in inputs],
             "straggler_cv": [m.profile.straggler_cv for m in inputs],
         },
-    }
-
-
-def estimate_document(estimate: IterationEstimate, *, iterations: int) -> dict[str, Any]:
-    """A case's prediction as its report keeps it: p10/p50/p90 with the band's terms (over `iterations`
-    measured iterations), the breakdown and the sources."""
-    b = estimate.breakdown
-    band = estimate.band
-    return {
-        "iteration_s": estimate.iteration_s,
-        "iteration_p10_s": estimate.iteration_p10_s,
-        "iteration_p90_s": estimate.iteration_p90_s,
-        "band": {
-            "sigma": band.sigma if band else 0.0,
-            "iterations": iterations,
-            "terms": [
-                {"source": t.source, "spread": t.spread, "sigma": t.sigma, "measured_by": t.measured_by}
-                for t in (band.terms if band else ())
-            ],
-        },
-        "breakdown": {
-            "forward_s": b.forward_s,
-            "backward_s": b.backward_s,
-            "update_s": b.update_s,
-            "compute_s": b.compute_s,
-            "straggler_wait_s": b.straggler_wait_s,
-            "exposed_intra_s": b.exposed_intra_s,
-            "exposed_network_s": b.exposed_network_s,
-            "communication_s": b.communication_s,
-            "exposed_location_s": b.exposed_location_s,
-            "granularity": b.granularity if math.isfinite(b.granularity) else None,
-            "warnings": list(b.warnings),
-        },
-        "sources": list(estimate.sources),
     }
 
 
@@ -654,7 +594,9 @@ def run_matrix(ctx: Context, pool: AgentPool, cases: Sequence[Case]) -> list[dic
 
         overheads = measure_overheads(ctx, pool, cases)
     for case in cases:
-        predicted = predict_fleet(ctx, case.model, case.fleet, strategy=case.strategy, overheads=overheads)
+        predicted = predict_case(
+            CaseInputs.of(ctx), case.model, case.fleet, strategy=case.strategy, overheads=overheads
+        )
         rows.append(
             {
                 "strategy": case.strategy,
@@ -724,12 +666,12 @@ def run_matrix(ctx: Context, pool: AgentPool, cases: Sequence[Case]) -> list[dic
         if ctx.timing_samples:
             row["single_pass_predicted"] = row["predicted"]
         if ctx.timing_samples or found is not None:
-            row["predicted"] = predict_fleet(
-                ctx, case.model, case.fleet, strategy=case.strategy, overheads=overheads
+            row["predicted"] = predict_case(
+                CaseInputs.of(ctx), case.model, case.fleet, strategy=case.strategy, overheads=overheads
             )
         if found is not None:
             row["colocation"]["alone_iteration_s"] = row["predicted"]["iteration_s"]
-            row["predicted"] = predict_fleet(ctx, case.model, case.fleet, found)
+            row["predicted"] = predict_case(CaseInputs.of(ctx), case.model, case.fleet, found)
     for row in rows:
         finish_case(row)
     return rows

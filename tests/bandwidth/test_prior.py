@@ -23,11 +23,13 @@ from srift.bandwidth.prior import (
     TCP_RESIDUAL_CV,
     Z90,
     AlphaBetaPrior,
+    LinkParams,
     PublicRun,
     calibrate,
     flows_per_peer,
     node_rate,
     peak_busbw_gbps,
+    predict_busbw_gbps,
     public_runs,
 )
 from srift.domain import InstanceType, Interconnect
@@ -127,17 +129,34 @@ P4DE = dataclasses.replace(
 P5_CATALOG = dataclasses.replace(P5, interconnect_gbps=3600)
 
 
-def test_calibration_on_the_fit_runs_reproduces_the_shipped_constants() -> None:
-    efa_run = _run(FIT_RUNS["efa"])
-    fit = calibrate(
-        efa_run.sizes_bytes, efa_run.busbw_gbps(), world_size=16, peak_gbps=400 * (15 / 16) / (1 / 2)
-    )
-    for got, shipped in zip(dataclasses.astuple(fit.link), dataclasses.astuple(EFA), strict=True):
-        assert got == pytest.approx(shipped, rel=0.02)
-    nvs_run = _run(FIT_RUNS["nvswitch"])
-    fit = calibrate(nvs_run.sizes_bytes, nvs_run.busbw_gbps(), world_size=8, peak_gbps=3600)
-    for got, shipped in zip(dataclasses.astuple(fit.link), dataclasses.astuple(NVSWITCH), strict=True):
-        assert got == pytest.approx(shipped, rel=0.02, abs=1e-9)
+@pytest.mark.parametrize(
+    ("link", "shipped", "peak_gbps"),
+    [("efa", EFA, 400 * (15 / 16) / (1 / 2)), ("nvswitch", NVSWITCH, 3600.0)],
+)
+def test_calibration_on_the_fit_runs_predicts_what_the_shipped_constants_predict(
+    link: str, shipped: LinkParams, peak_gbps: float
+) -> None:
+    """Refitting the run the constants came from predicts the same bus bandwidths, within the run's noise.
+
+    The fit has a flat direction (step size against tree fraction), so a refit on another numpy/scipy can land
+    on other parameters; what the constants are for is the bus bandwidth they predict over the sizes measured.
+    The run's own noise is its scatter around the shipped curve (RMS of log(predicted/measured), ~0.11).
+    """
+    run = _run(FIT_RUNS[link])
+    sizes = np.asarray(run.sizes_bytes, dtype=np.float64)
+    measured = run.busbw_gbps()
+    fit = calibrate(run.sizes_bytes, measured, world_size=run.world_size, peak_gbps=peak_gbps)
+
+    def predicted(params: LinkParams) -> np.ndarray:
+        scaled = peak_gbps * params.efficiency
+        return predict_busbw_gbps(sizes, world_size=run.world_size, peak_gbps=scaled, link=params)
+
+    noise = float(np.sqrt(np.mean(np.log(predicted(shipped) / measured) ** 2)))
+    refit_rms = float(np.sqrt(np.mean(np.log(predicted(fit.link) / measured) ** 2)))
+    assert 0.0 < noise < 0.25
+    assert noise <= refit_rms * 1.01, "the shipped constants are as good a fit as a fresh one"
+    gap = np.abs(np.log(predicted(fit.link) / predicted(shipped)))
+    assert gap.max() <= noise / 4, f"refit and shipped curves differ by {gap.max():.3f} (noise {noise:.3f})"
 
 
 def test_the_p5_pair_it_was_not_fitted_on_is_within_15_percent_over_1_mib(reference_path: Path) -> None:

@@ -34,7 +34,7 @@ from srift.bandwidth.local_probe import free_port
 from srift.bandwidth.samples import store_samples
 from srift.bootstrap import bootstrap
 from srift.db.session import get_engine, transaction
-from srift.domain import ModelProfile
+from srift.domain.profile_document import read_profile
 from srift.settings import Settings
 
 
@@ -47,7 +47,7 @@ def _store_profiles(url: str, model: str) -> list[int]:
         profile_document(model=model, accelerator="A10G", speed=1.8),
     ]
     with transaction(url) as session:
-        return [save_profile(session=session, profile=ModelProfile.from_dict(d)) for d in documents]
+        return [save_profile(session=session, profile=read_profile(d)) for d in documents]
 
 
 @pytest.fixture(scope="session")

@@ -22,7 +22,7 @@ from srift.domain import (
 )
 from srift.optimize.evaluate import Evaluator, meets
 from srift.optimize.space import BatchPolicy, Candidate, Groups, Problem, is_pow2
-from srift.sim.result import with_prediction_band
+from srift.sim.result import with_band
 
 
 def instance(
@@ -135,7 +135,7 @@ def brute_force(
         pred = evaluator(fleet, iterations=c.iterations, usd_per_s=problem.usd_per_s(groups))
         band = getattr(evaluator, "band", None)
         if band is not None and c.confidence > 0.5:
-            pred = with_prediction_band(pred, band(fleet, iterations=c.iterations))
+            pred = with_band(pred, band(fleet, iterations=c.iterations))
         if not meets(pred, c):
             continue
         value = pred.cost_usd if c.objective is Objective.MIN_COST else pred.total_time_s

@@ -16,7 +16,7 @@ import uvicorn
 
 from srift.api.app import create_app
 from srift.cli import main
-from srift.domain.profile import ModelProfile
+from srift.domain.profile_document import read_profile
 from srift.settings import Settings
 
 TM = "srift.profiling.testmodels"
@@ -101,14 +101,14 @@ def test_profile_writes_a_valid_file_and_prints_a_table(
     ]
     code, out, _ = _run([*argv, "--accelerator", "c5.large"], capsys)
     assert code == 0
-    profile = ModelProfile.from_dict(json.loads(out_file.read_text()))
+    profile = read_profile(json.loads(out_file.read_text()))
     assert profile.model == "sequential" and profile.accelerator == "c5.large" and profile.max_batch == 4
     assert "max batch" in out and "ms per sample" in out and "6 trainable" in out
     assert "curve" in out and "segment" in out
 
     code, out, _ = _run([*argv, "--max-batch", "9", "--paper-curve"], capsys)
     assert code == 0
-    profile = ModelProfile.from_dict(json.loads(out_file.read_text()))
+    profile = read_profile(json.loads(out_file.read_text()))
     assert profile.forward.batches == (1, 3, 6, 9)
     assert profile.extra["bend_checks"] is None
     assert "3 segments" in out and "split at" not in out
@@ -207,7 +207,7 @@ def test_layers_only_then_import_builds_a_profile_without_a_timing_sweep(
         capsys,
     )
     assert code == 0 and "assumptions" in out and "Kaplan" in out
-    profile = ModelProfile.from_dict(json.loads(out_file.read_text()))
+    profile = read_profile(json.loads(out_file.read_text()))
     assert profile.accelerator == "V100" and profile.max_batch == 64 and profile.model == "sequential"
     assert profile.compute_s(32) == pytest.approx(0.0925)
     assert profile.straggler_cv == pytest.approx(0.052)
@@ -250,7 +250,7 @@ def test_profile_cli_forms_and_refusals(tmp_path: Path, capsys: pytest.CaptureFi
         ],
         capsys,
     )
-    assert code == 0 and ModelProfile.from_dict(json.loads(out_file.read_text())).max_batch == 4
+    assert code == 0 and read_profile(json.loads(out_file.read_text())).max_batch == 4
     code, _, err = _run(
         [
             "profile",

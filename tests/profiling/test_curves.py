@@ -12,6 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from srift.domain.profile import ModelProfile
+from srift.domain.profile_document import read_profile
 from srift.errors import InvalidInput
 from srift.profiling.curves import (
     CurveSamples,
@@ -95,7 +96,7 @@ def _profile_with_samples(profile_doc: dict[str, Any]) -> ModelProfile:
         forward_s=((0.004,), (0.030, 0.032), (0.058,), (0.087,)),
         backward_s=((0.007,), (0.061,), (0.117,), (0.175, 0.177)),
     )
-    return ModelProfile.from_dict(profile_doc | {"extra": {"measured": own.to_dict(), "clock": "wall"}})
+    return read_profile(profile_doc | {"extra": {"measured": own.to_dict(), "clock": "wall"}})
 
 
 def test_pooling_refits_the_curves_to_the_mean_of_the_passes_means(profile_doc: dict[str, Any]) -> None:
@@ -135,12 +136,12 @@ def test_a_pass_weighs_one_moment_whatever_its_repeats(profile_doc: dict[str, An
     """The profile's own pass timed five steps of 10 + 20 ms at each batch, one further pass two steps of
     20 + 40 ms: the curve is (15, 30) ms, the mean of the two moments, not the samples' (90 / 7, 180 / 7)."""
     own = CurveSamples(batches=(1, 2), forward_s=((0.010,) * 5,) * 2, backward_s=((0.020,) * 5,) * 2)
-    profile = ModelProfile.from_dict(profile_doc | {"extra": {"measured": own.to_dict()}})
+    profile = read_profile(profile_doc | {"extra": {"measured": own.to_dict()}})
     later = CurveSamples(batches=(1, 2), forward_s=((0.020,) * 2,) * 2, backward_s=((0.040,) * 2,) * 2)
     pooled = pool_curve_samples(profile, [later])
     assert (pooled.forward.time_s(1), pooled.backward.time_s(2)) == pytest.approx((0.015, 0.030))
     # a profile pooled by older code recorded each pass's sum only: its samples count as one pass
-    old = ModelProfile.from_dict(
+    old = read_profile(
         profile_doc
         | {
             "extra": {
@@ -188,7 +189,7 @@ def test_pooling_rejects_other_batches_and_profiles_without_samples(profile_doc:
         pool_curve_samples(profile, [other])
     assert "To fix" in str(caught.value)
     with pytest.raises(InvalidInput, match="not a timing pass"):
-        pool_curve_samples(ModelProfile.from_dict(profile_doc), [other])
+        pool_curve_samples(read_profile(profile_doc), [other])
 
 
 @pytest.mark.parametrize(

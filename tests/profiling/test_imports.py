@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from srift.domain.profile import LayerGrad, LayerProfile, ModelProfile
+from srift.domain.profile import LayerGrad, LayerProfile
+from srift.domain.profile_document import read_profile
 from srift.errors import InvalidInput
 from srift.profiling.imports import (
     DEFAULT_STRAGGLER_CV,
@@ -111,7 +112,7 @@ def test_step_times_are_split_by_the_stated_assumption_and_round_trip() -> None:
     text = " | ".join(profile.extra["assumptions"])
     for needle in ("per GPU", "Kaplan", "max_batch 16", "Table 1", "readiness"):
         assert needle in text
-    again = ModelProfile.from_dict(json.loads(json.dumps(profile.to_dict())))
+    again = read_profile(json.loads(json.dumps(profile.to_dict())))
     assert again == profile
     assert again.extra["imported"]["batches"] == [8, 16]
 
@@ -168,7 +169,7 @@ def test_layers_documents_round_trip_and_stay_apart_from_full_profiles(profile_d
     assert doc["kind"] == "layers"
     assert LayerProfile.from_dict(json.loads(json.dumps(doc))) == LAYERS
     with pytest.raises(InvalidInput) as caught:
-        ModelProfile.from_dict(doc)
+        read_profile(doc)
     assert caught.value.field == "kind" and "srift profile import" in caught.value.hint
     taken = LayerProfile.from_dict(profile_doc)
     assert [x.name for x in taken.layers] == ["fc", "conv2", "conv1"]

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from srift.cli import main
-from srift.domain.profile import ModelProfile
+from srift.domain.profile_document import read_profile
 from srift.errors import InvalidInput
 from srift.profiling.loader import batch_size, measure_loader
 from srift.profiling.testmodels import cnn_loader, encoded_images
@@ -76,7 +76,7 @@ def test_srift_profile_loader_writes_the_input_pipeline_into_the_profile(
         main(argv)
     out, err = capsys.readouterr()
     assert done.value.code == 0, err
-    profile = ModelProfile.from_dict(json.loads(out_file.read_text()))
+    profile = read_profile(json.loads(out_file.read_text()))
     assert profile.input_pipeline is not None
     assert profile.input_pipeline.samples_per_s_per_core > 0
     assert profile.input_pipeline.bytes_per_sample == pytest.approx(mean_file_bytes(), rel=0.05)
@@ -84,4 +84,4 @@ def test_srift_profile_loader_writes_the_input_pipeline_into_the_profile(
     with pytest.raises(SystemExit) as done:
         main([*argv, "--bytes-per-sample", "500000"])
     capsys.readouterr()
-    assert ModelProfile.from_dict(json.loads(out_file.read_text())).input_pipeline.bytes_per_sample == 500000
+    assert read_profile(json.loads(out_file.read_text())).input_pipeline.bytes_per_sample == 500000

@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from srift.domain import ModelProfile
+from srift.domain.profile_document import read_profile
 from srift.profiling import testmodels
 from srift.profiling.bench import build_bench
 from srift.profiling.timing import loop_overhead
@@ -58,6 +59,6 @@ def test_profile_carries_theloop_overhead(sequential_profile: ModelProfile) -> N
     assert result.extra["update"].startswith("torch.optim.SGD (no momentum) inside the training loop")
     assert 0 <= plain < 1.0
     assert result.extra["ddp_overhead_s"] >= plain
-    again = ModelProfile.from_dict(result.to_dict())
+    again = read_profile(result.to_dict())
     assert again.loop_overhead_s(distributed=False) == plain
     assert again.loop_overhead_s(distributed=True) == result.extra["ddp_overhead_s"]

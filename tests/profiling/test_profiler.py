@@ -10,6 +10,7 @@ import torch
 from torch import nn
 
 from srift.domain.profile import ModelProfile
+from srift.domain.profile_document import read_profile
 from srift.errors import EnvironmentProblem, Infeasible, InvalidInput
 from srift.profiling import memory, profile_model, testmodels
 from srift.profiling.bench import trainable_bytes
@@ -91,7 +92,7 @@ def test_profile_document_round_trips_and_records_provenance() -> None:
     assert profile.model == "cnn"
     assert profile.extra["max_batch_limited_by"] == "cap"
     assert profile.straggler_cv >= 0
-    again = ModelProfile.from_dict(json.loads(json.dumps(profile.to_dict())))
+    again = read_profile(json.loads(json.dumps(profile.to_dict())))
     assert again == profile
     fractions = [f for _, f in seen]
     assert fractions == sorted(fractions) and fractions[-1] == 1.0

@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from srift.domain import ModelProfile
+from srift.domain.profile_document import read_profile
 from srift.profiling import testmodels
 from srift.profiling.bench import Bench, Progress, build_bench
 from srift.profiling.cpuquota import CpuQuota
@@ -85,4 +86,4 @@ def test_which_clock_reads_readiness(
 
 def test_a_one_thread_profile_says_its_readiness_clock(sequential_profile: ModelProfile) -> None:
     assert sequential_profile.extra["readiness_clock"] == "cpu"
-    assert ModelProfile.from_dict(sequential_profile.to_dict()).extra["readiness_clock"] == "cpu"
+    assert read_profile(sequential_profile.to_dict()).extra["readiness_clock"] == "cpu"

@@ -144,7 +144,7 @@ def test_openapi_documents_the_profile_schema(client: TestClient) -> None:
 
 def test_the_schema_states_the_text_rules_the_reader_enforces(client: TestClient) -> None:
     """No NUL anywhere (keys and nested values of `extra` too), names not blank in the sense of Python's
-    `str.isspace` (what ModelProfile.from_dict strips), and `extra`'s bounded keys."""
+    `str.isspace` (what read_profile strips), and `extra`'s bounded keys."""
     schemas = client.get("/openapi.json").json()["components"]["schemas"]
     profile = schemas["ProfileIn"]["properties"]
     name = re.compile(profile["model"]["pattern"])

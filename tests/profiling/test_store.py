@@ -8,12 +8,13 @@ import pytest
 from sqlalchemy.orm import Session
 
 from srift.domain.profile import ModelProfile
+from srift.domain.profile_document import read_profile
 from srift.errors import NotFound
 from srift.profiling import store
 
 
 def _profile(doc: dict[str, Any], **changes: Any) -> ModelProfile:
-    return ModelProfile.from_dict({**doc, **changes})
+    return read_profile({**doc, **changes})
 
 
 def test_save_is_idempotent_by_document(session: Session, profile_doc: dict[str, Any]) -> None:

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from srift.domain import ModelProfile
+from srift.domain.profile_document import read_profile
 from srift.domain.simulation import PER_LAYER
 from srift.errors import InvalidInput
 from srift.sim import simulate
@@ -69,9 +70,9 @@ def test_a_profile_with_an_impossible_overlap_measurement_is_refused(key: str, v
     doc = _measured(1.2, 0.05).to_dict()
     doc["extra"][key] = value
     with pytest.raises(InvalidInput) as err:
-        ModelProfile.from_dict(doc)
+        read_profile(doc)
     assert err.value.field == f"extra.{key}"
-    assert ModelProfile.from_dict(_measured(1.2, 0.05).to_dict()).overlap_slowdown() == (1.2, 0.05)
+    assert read_profile(_measured(1.2, 0.05).to_dict()).overlap_slowdown() == (1.2, 0.05)
 
 
 # -- the exchange slowed while members compute (srift.sim.overlap) ------------------------------------------
@@ -129,9 +130,9 @@ def test_the_warp_takes_the_slowest_member_still_computing() -> None:
 
 def test_a_profile_with_an_impossible_comm_slowdown_is_refused() -> None:
     doc = _comm_measured(2.0).to_dict()
-    assert ModelProfile.from_dict(doc).comm_overlap_slowdown() == 2.0
+    assert read_profile(doc).comm_overlap_slowdown() == 2.0
     doc["extra"]["comm_overlap_slowdown"] = 0.5
     with pytest.raises(InvalidInput) as err:
-        ModelProfile.from_dict(doc)
+        read_profile(doc)
     assert err.value.field == "extra.comm_overlap_slowdown"
     assert profile(layers=LAYERS).comm_overlap_slowdown() == 1.0

@@ -11,7 +11,7 @@ from srift.bandwidth.prior import AlphaBetaPrior
 from srift.domain.simulation import PER_LAYER
 from srift.errors import InvalidInput
 from srift.sim import CommMode, MemoBandwidth, simulate, to_prediction
-from srift.sim.compute import max_of_normals, member_keys, straggler_draws
+from srift.sim.compute import max_of_normals, member_keys, straggler_rows
 from srift.sim.network import CAP_PROBE_BYTES
 
 from .kit import P3_2XL, P3_8XL, TableBandwidth, flat, instance, member, profile, resnet_like
@@ -157,8 +157,8 @@ def test_draws_do_not_depend_on_other_members_or_order() -> None:
     a, b = member(P3_2XL, 3, 64, profile(cv=0.1)), member(P3_8XL, 2, 64, profile(cv=0.1))
     keys_ab, keys_ba = member_keys([a, b]), member_keys([b, a])
     assert keys_ab == keys_ba[::-1]
-    both = straggler_draws([0.3, 0.3], [0.1, 0.1], [3, 2], keys_ab, seed=1, iters=50)
-    alone = straggler_draws([0.3], [0.1], [3], keys_ab[:1], seed=1, iters=50)
+    both = straggler_rows([0.3, 0.3], [0.1, 0.1], [3, 2], keys_ab, seed=1, iters=50)
+    alone = straggler_rows([0.3], [0.1], [3], keys_ab[:1], seed=1, iters=50)
     np.testing.assert_array_equal(both[0], alone[0])
     twins = member_keys([a, a])
     assert twins[0] != twins[1]

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from srift.domain import ModelProfile
+from srift.domain.profile_document import read_profile
 from srift.errors import InvalidInput
 from srift.sim import simulate
 from srift.validation import adapter
@@ -132,8 +133,8 @@ def test_an_impossible_scale_is_refused(factor: float) -> None:
 )
 def test_a_malformed_quota_is_refused_with_its_field(bad: Any) -> None:
     doc = _quota(profile(), 0.25, 0.01).to_dict()
-    assert adapter.cpu_share(ModelProfile.from_dict(doc)) == (0.25, 0.01)
+    assert adapter.cpu_share(read_profile(doc)) == (0.25, 0.01)
     doc["extra"]["cpu_quota"] = bad
     with pytest.raises(InvalidInput) as err:
-        ModelProfile.from_dict(doc)
+        read_profile(doc)
     assert err.value.field == "extra.cpu_quota"

@@ -1,0 +1,45 @@
+"""What several `srift` commands declare alike: their shared options, and how a command group is added.
+
+Each option is an `Annotated` alias a command's parameter takes as its type (`url: ServerUrl = None`); the
+default stays in the command's signature. An option whose help text differs between commands is declared
+in its command's module instead, so every `--help` reads as before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Annotated, Any
+
+import typer
+
+ServerUrl = Annotated[
+    str | None,
+    typer.Option(
+        "--url", help="ask a running server (e.g. http://127.0.0.1:8000) instead of the local database"
+    ),
+]
+"""`srift plan` and `srift predict`: send the request to a server instead of computing it here."""
+
+LocalDatabaseUrl = Annotated[
+    str | None,
+    typer.Option(
+        "--url", help="talk to a running server (e.g. http://127.0.0.1:8000) instead of the local database"
+    ),
+]
+"""`srift run` and `srift jobs`: the REST paths of a server instead of the local database."""
+
+ExampleFlag = Annotated[bool, typer.Option("--example", help="print an example request file and exit")]
+
+JsonFlag = Annotated[bool, typer.Option("--json", help="print JSON")]
+
+
+def add_group(
+    app: typer.Typer, name: str, *, help: str, commands: Mapping[str, Callable[..., Any]] | None = None
+) -> typer.Typer:
+    """A command group `srift <name> ...` (its bare name prints its help) with `commands` (verb: function,
+    listed in this order), added to `app`."""
+    group = typer.Typer(help=help, no_args_is_help=True)
+    for verb, command in (commands or {}).items():
+        group.command(verb)(command)
+    app.add_typer(group, name=name)
+    return group
