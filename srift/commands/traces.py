@@ -10,19 +10,17 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from srift.commands.options import JsonFlag, add_group
 from srift.spot.model import Half
 from srift.spot.traces import DEFAULT_TICK_S, TraceKind, TraceMeta
 
 console = Console()
 
-traces_app = typer.Typer(
-    help=(
-        "Spot interruption traces: the public ones of Can't Be Late (skypilot-org/spot-traces) or your own "
-        "interruption log (CSV). Imported traces teach plans how long spot capacity lasts and how long it "
-        "stays away, per type, zone and fleet size; `srift plan FILE --replay-traces` replays a plan "
-        "through them."
-    ),
-    no_args_is_help=True,
+TRACES_HELP = (
+    "Spot interruption traces: the public ones of Can't Be Late (skypilot-org/spot-traces) or your own "
+    "interruption log (CSV). Imported traces are kept as one versioned set (<data dir>/spot-traces.json); "
+    "`srift traces fit` fits the interruption model to traces, and `srift plan FILE --replay-traces PATH` "
+    "replays a plan through them."
 )
 
 PATH_HELP = "a trace file (.json public format, .csv log), a folder of them, or a git repository"
@@ -71,7 +69,6 @@ def _table(rows: list[dict[str, Any]], *, title: str) -> Table:
     return table
 
 
-@traces_app.command("import")
 def import_traces(
     path: Path = typer.Argument(..., help=PATH_HELP),
     commit: str = typer.Option("HEAD", help="the commit to read when PATH is a git repository"),
@@ -82,7 +79,7 @@ def import_traces(
     kind: TraceKind = typer.Option(TraceKind.PREEMPTION, help="for a .json: preemption or availability"),
     log_provider: str = typer.Option("aws", help="provider of a CSV log without a provider column"),
     tick_s: float = typer.Option(DEFAULT_TICK_S, help="seconds between the ticks a CSV log is sampled at"),
-    as_json: bool = typer.Option(False, "--json", help="print JSON"),
+    as_json: JsonFlag = False,
 ) -> None:
     """Read traces and store them; a malformed file is refused naming its row, and nothing is stored."""
     from srift.services.traces import import_traces as store
@@ -96,12 +93,14 @@ def import_traces(
         typer.echo(json.dumps(result, indent=2))
         return
     console.print(
-        _table(result["traces"], title=f"{result['stored']} stored, {result['unchanged']} unchanged")
+        _table(
+            result["traces"],
+            title=f"{result['stored']} stored, {result['unchanged']} unchanged, in {result['path']}",
+        )
     )
 
 
-@traces_app.command("list")
-def list_traces(as_json: bool = typer.Option(False, "--json", help="print JSON")) -> None:
+def list_traces(as_json: JsonFlag = False) -> None:
     """The stored traces."""
     from srift.services.traces import list_traces as listed
     from srift.settings import get_settings
@@ -113,7 +112,6 @@ def list_traces(as_json: bool = typer.Option(False, "--json", help="print JSON")
     console.print(_table(rows, title=f"{len(rows)} stored trace(s)"))
 
 
-@traces_app.command("fit")
 def fit(
     path: Path = typer.Argument(..., help=PATH_HELP),
     out: Path = typer.Option(..., "--out", help="where to write the model (srift-spot-model/1 JSON)"),
@@ -141,4 +139,6 @@ def fit(
 
 def register(app: typer.Typer) -> None:
     """Add the `traces` group."""
-    app.add_typer(traces_app, name="traces")
+    add_group(
+        app, "traces", help=TRACES_HELP, commands={"import": import_traces, "list": list_traces, "fit": fit}
+    )

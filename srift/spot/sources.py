@@ -7,11 +7,13 @@ unless told), so that every trace records the commit it came from.
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from srift.errors import InvalidInput
 from srift.spot.traces import (
@@ -22,6 +24,7 @@ from srift.spot.traces import (
     read_log_csv,
     read_public,
 )
+from srift.spot.traceset import read_traceset
 
 MAX_FILE_BYTES = 64 * 1024 * 1024
 MAX_FILES = 10_000
@@ -145,8 +148,22 @@ def parse_file(
     """One file as traces: a public JSON trace, or a CSV log (one trace per zone and type)."""
     if f.path.endswith(".csv"):
         return read_log_csv(f.raw, path=f.path, provider=provider, tick_s=tick_s)
+    if b'"srift-spot-traces/' in f.raw[:256]:
+        return read_traceset(_json(f), origin=f.path)
     repository = f.repository if f.repository != "user" else "user"
     return [read_public(f.raw, path=f.path, repository=repository, commit=f.commit, meta=meta)]
+
+
+def _json(f: RawFile) -> Any:
+    """A trace set file decoded (srift traces import writes them); InvalidInput when it is not JSON."""
+    try:
+        return json.loads(f.raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        raise InvalidInput(
+            f"{f.path}: a trace set that is not UTF-8 JSON ({exc})",
+            hint="import the original traces again",
+            field="document",
+        ) from exc
 
 
 def read_traces(
