@@ -347,6 +347,12 @@ def shipped_geo() -> GeoCatalog:
     return parse_network(_read(path), origin=f"srift/catalog/data/geo/{path.name}")
 
 
+def hourly_to_monthly_fraction(per_hr: float) -> float:
+    """The monthly share of VMs interrupted at `per_hr` interruptions per VM-hour (monthly_to_hourly_rate's
+    inverse): 1 - exp(-720 per_hr)."""
+    return -math.expm1(-per_hr * HOURS_PER_MONTH)
+
+
 def monthly_to_hourly_rate(fraction: float) -> float:
     """Per-VM interruptions per hour from a monthly share of VMs interrupted: -ln(1 - f) / 720."""
     if not 0 <= fraction < 1:
@@ -379,6 +385,14 @@ class SpotFacts:
     def _rate(self, band: str, source: str) -> SpotRate:
         _, _, mid = self.bands[band]
         return SpotRate(monthly_to_hourly_rate(mid), band, mid, source)
+
+    def widened(self, band: str) -> tuple[float, float]:
+        """`band`'s monthly range widened one band each side (the low edge of the band below, the high edge
+        of the band above): what a fallback band claims where no trace checked it."""
+        low, high, _ = self.bands[band]
+        below = [b[0] for b in self.bands.values() if b[0] < low]
+        above = [b[1] for b in self.bands.values() if b[1] > high]
+        return max(below, default=low), min(above, default=high)
 
     def rate(self, *, provider: str, region: str, instance_type: str) -> SpotRate:
         """The interruption rate of one spot offer (the provider's default band where none is shipped)."""

@@ -656,6 +656,14 @@ ExampleModel = Annotated[
         "ask for sharded data parallelism)",
     ),
 ]
+ReplayTraces = Annotated[
+    Path | None,
+    typer.Option(
+        "--replay-traces",
+        help="replay the plan's spot run through these traces (a trace file, a folder, a git repository, "
+        "or the set `srift traces import` keeps) under each deadline policy",
+    ),
+]
 PlanVerbose = Annotated[
     bool, typer.Option("--verbose", "-v", help="also list every source and each network rate's reason")
 ]
@@ -677,6 +685,7 @@ def plan_command(
     out: LaunchOut = None,
     example_model: ExampleModel = None,
     verbose: PlanVerbose = False,
+    replay_traces: ReplayTraces = None,
     bucket_cap_mb: BucketCapMb = None,
     per_layer: PerLayer = False,
 ) -> None:
@@ -730,12 +739,84 @@ def plan_command(
         status="searching...",
         timeout_s=600,
     )
+    if replay_traces is not None:
+        result["replay"] = _replay(result, body, replay_traces)
     if emit is not None:
         _emit_files(result, emit, launch)
     elif as_json:
         typer.echo(json.dumps(result, indent=1))
     else:
         render(result, verbose=verbose)
+        if replay_traces is not None:
+            render_replay(result["replay"])
+
+
+def _replay(plan: dict[str, Any], body: dict[str, Any], path: Path) -> dict[str, Any]:
+    """`--replay-traces PATH`: the plan's spot run replayed through the traces at PATH."""
+    from srift.services.replays import replay_plan
+    from srift.spot.sources import read_traces
+
+    regions = body.get("regions") or []
+    region = body.get("region") or (str(regions[0]).split("/")[-1] if regions else "us-east-1")
+    return replay_plan(
+        plan,
+        read_traces(path),
+        provider=str(body.get("provider") or "aws"),
+        region=str(region),
+        seed=int(body.get("seed") or 0),
+    )
+
+
+REPLAY_POLICIES = {
+    "on_demand": "on-demand only",
+    "spot_only": "spot only (waits out gaps)",
+    "spot_then_on_demand": "spot until interrupted, then on-demand",
+    "uniform_progress": "Uniform Progress (Can't Be Late)",
+    "srift": "Srift (plan-aware)",
+}
+
+
+def render_replay(rep: dict[str, Any]) -> None:
+    """The replay: per policy, the replayed cost and finish time (mean, p90), misses, beside predictions."""
+    table = Table(
+        title=f"replay: {rep['windows']} windows of {rep['traces']} trace(s), {rep['instance_type']} × "
+        f"{rep['nodes']} in {rep['provider']}/{rep['region']}, deadline {duration(rep['deadline_s'])} "
+        f"({rep['slack']:.2f}× on-demand)"
+    )
+    add_columns(
+        table,
+        (
+            "policy",
+            "mean cost",
+            "p90 cost",
+            "mean finish",
+            "p90 finish",
+            "misses",
+            "P(deadline) replayed/predicted",
+        ),
+        left=("policy",),
+    )
+    for s in rep["policies"]:
+        r, p = s["replayed"], s["predicted"]
+        table.add_row(
+            REPLAY_POLICIES.get(s["policy"], s["policy"]),
+            f"${r['mean_cost_usd']:.2f}",
+            f"${r['cost_p90_usd']:.2f}",
+            duration(r["mean_finish_s"]),
+            duration(r["finish_p90_s"]),
+            f"{r['deadline_misses']}/{r['runs']}",
+            f"{r['p_meets_deadline']:.3f} / {p.get('p_meets_deadline', float('nan')):.3f}",
+        )
+    console.print(table)
+    gap = rep.get("plan_gap")
+    if gap:
+        points = gap.get("p_meets_time_limit_points")
+        console.print(
+            "the plan's own outlook against Srift's policy replayed: expected cost "
+            f"{gap['expected_cost_pct']:+.1f} %"
+            + (f", P(meets the time limit) {points:+.1f} points" if points is not None else ""),
+            highlight=False,
+        )
 
 
 def _emit_stored(

@@ -15,7 +15,14 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from srift.catalog.geo import GeoCatalog, SpotFacts, monthly_to_hourly_rate, one_way_link, shipped_geo
+from srift.catalog.geo import (
+    GeoCatalog,
+    SpotFacts,
+    hourly_to_monthly_fraction,
+    monthly_to_hourly_rate,
+    one_way_link,
+    shipped_geo,
+)
 from srift.domain import Config, InputPipeline, ModelProfile, Offer, Plan, Prediction
 from srift.domain.catalog import Market, MarketChoice
 from srift.domain.geo import AllreducePattern, Link, Location
@@ -26,12 +33,15 @@ from srift.optimize.spot import (
     Alternatives,
     ReplanPolicy,
     RunRates,
+    SpotOffer,
     SpotPolicy,
     expected_run,
+    fleet_rates,
     monte_carlo,
 )
 from srift.sim.geo import GeoContext, egress_flows, gradient_bytes, spans_locations
 from srift.sim.layers import layer_arrays
+from srift.spot.model import TraceModel
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,6 +177,8 @@ class RateInfo:
     per_hr: float
     band: str
     source: str
+    widened_monthly: tuple[float, float] | None = None
+    """No trace covers the offer: its fallback band widened one band each side (monthly shares)."""
 
 
 def price_interruptions(
@@ -175,11 +187,14 @@ def price_interruptions(
     facts: SpotFacts,
     default_location: Location,
     overrides: Mapping[str, float] | None,
+    model: TraceModel | None = None,
 ) -> tuple[tuple[Candidate, ...], list[RateInfo]]:
     """Candidates with their spot interruption rate (per second) set, and what each rate rests on.
 
     An override keyed `provider/region/type` wins over one keyed by the type alone, which wins over the
-    shipped facts. Values are monthly shares of VMs interrupted (0..1).
+    interruption model fitted to traces (`model`, srift.spot: the offer carries its laws, and its rate is
+    one VM's mean), which wins over the shipped facts (a published band). Values are monthly shares of VMs
+    interrupted (0..1). With a model, an offer it does not cover names its fallback band and widens it.
     """
     overrides = dict(overrides or {})
     for key, value in overrides.items():
@@ -201,10 +216,41 @@ def price_interruptions(
             info = RateInfo(
                 cand.name, cand.location, fraction, monthly_to_hourly_rate(fraction), "given", "the request"
             )
+        elif model is not None and model.covers(
+            provider=where.provider, region=where.region, instance_type=cand.name
+        ):
+            offer = SpotOffer(model, where.provider, where.region, cand.name)
+            lam_hr = offer.interruptions_per_s(1) * 3600.0
+            zones = model.zones(provider=where.provider, region=where.region, instance_type=cand.name)
+            info = RateInfo(
+                cand.name,
+                cand.location,
+                hourly_to_monthly_fraction(lam_hr),
+                lam_hr,
+                "traces",
+                f"fitted to traces of {cand.name} in {', '.join(zones)} (srift/spot/data/public-traces.json, "
+                "from skypilot-org/spot-traces): time to interruption and capacity gaps per fleet size",
+            )
+            infos.append(info)
+            out.append(replace(cand, interruptions_per_s=lam_hr / 3600.0, spot_offer=offer))
+            continue
         else:
             rate = facts.rate(provider=where.provider, region=where.region, instance_type=cand.name)
+            low, high = facts.widened(rate.band)
+            untraced = (
+                f"; no trace covers {cand.name} in {where.key}: fallback band {rate.band}, widened one band "
+                f"each side to {low:.1%}..{high:.1%} a month"
+                if model is not None
+                else ""
+            )
             info = RateInfo(
-                cand.name, cand.location, rate.monthly_fraction, rate.per_hr, rate.band, rate.source
+                cand.name,
+                cand.location,
+                rate.monthly_fraction,
+                rate.per_hr,
+                rate.band,
+                rate.source + untraced,
+                widened_monthly=(low, high) if model is not None else None,
             )
         infos.append(info)
         out.append(replace(cand, interruptions_per_s=info.per_hr / 3600.0))
@@ -348,7 +394,16 @@ def _rates(problem: Problem, groups: Groups, p: Prediction) -> RunRates:
     time = p.uninterrupted_time_s if p.uninterrupted_time_s is not None else p.total_time_s
     cost = p.uninterrupted_cost_usd if p.uninterrupted_cost_usd is not None else p.cost_usd
     egress_each = max(cost - time * usd_per_s, 0.0) / iterations
-    return RunRates(p.iteration_s, usd_per_s, egress_each, problem.interruptions_per_s(groups))
+    return fleet_rates(
+        iteration_s=p.iteration_s,
+        usd_per_s=usd_per_s,
+        egress_usd_per_iteration=egress_each,
+        members=[
+            (n, problem.candidates[i].interruptions_per_s, problem.candidates[i].spot_offer)
+            for i, n, _ in groups
+            if problem.candidates[i].interruptions_per_s > 0
+        ],
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -426,6 +481,7 @@ def _alternatives(
     keys: list[tuple[str, str, str]] = []
     index: dict[tuple[str, str, str], int] = {}
     lam: list[float] = []
+    offers: list[SpotOffer | None] = []
 
     def slot(cand: Candidate) -> int:
         key = cand.sort_key
@@ -433,6 +489,7 @@ def _alternatives(
             index[key] = len(keys)
             keys.append(key)
             lam.append(cand.interruptions_per_s)
+            offers.append(cand.spot_offer if cand.interruptions_per_s > 0 else None)
         return index[key]
 
     raw: list[tuple[dict[int, int], RunRates, str]] = []
@@ -459,6 +516,7 @@ def _alternatives(
         items=[Alternative(tuple(c.get(j, 0) for j in range(width)), r, label) for c, r, label in raw],
         candidate_rates_per_s=tuple(lam),
         fallback=fallback_index,
+        candidate_offers=tuple(offers) if any(o is not None for o in offers) else (),
     )
     return alts, start
 
@@ -473,6 +531,7 @@ def _rates_document(plan: Plan, rates: Sequence[RateInfo]) -> list[dict[str, Any
             "per_hr": r.per_hr,
             "band": r.band,
             "source": r.source,
+            "widened_monthly": list(r.widened_monthly) if r.widened_monthly else None,
         }
         for r in rates
         if any(

@@ -383,18 +383,21 @@ def _offers(market: MarketChoice) -> str:
 def _price_spot(
     candidates: tuple[Candidate, ...], *, query: PlanQuery, default_location: Location
 ) -> SpotPricing:
-    """Pricing (spot): each spot candidate's interruption rate (the shipped facts or the request's), and
+    """Pricing (spot): each spot candidate's interruption rate (the request's, the model fitted to the public
+    traces where they cover the offer, else the shipped bands, named and widened), and
     the policy the optimizer prices interruptions with (Srift §4.5); nothing when the request turns it
     off. (Egress is priced by the evaluator, from the geo context.)"""
     if not query.price_interruptions:
         return SpotPricing(candidates, (), None)
     from srift.catalog.geo import shipped_spot
+    from srift.spot.shipped import shipped_model
 
     priced, rates = price_interruptions(
         candidates,
         facts=shipped_spot(),
         default_location=default_location,
         overrides=query.interruption_rates,
+        model=shipped_model(),
     )
     policy = SpotPolicy(
         checkpoint_interval_s=query.checkpoint_interval_s,
