@@ -42,7 +42,8 @@ def _spot_choice(plan: Mapping[str, Any]) -> Mapping[str, Any]:
             hint="restrict the request's availability to one spot type to replay it",
             field="--replay-traces",
         )
-    return spot[0]
+    chosen: Mapping[str, Any] = spot[0]
+    return chosen
 
 
 def plan_job(plan: Mapping[str, Any]) -> Job:

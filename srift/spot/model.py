@@ -251,7 +251,7 @@ class Durations:
         tail = target > cdf_left[-1]
         if np.any(tail):
             out[tail] = _conditional_weibull(self.weibull, self.last_s, rng, int(np.sum(tail)))
-        return np.maximum(out, after_s)
+        return np.asarray(np.maximum(out, after_s))
 
     def sample_residual(self, rng: np.random.Generator, size: int) -> np.ndarray:
         """What is left of a duration seen at a random instant: a length-biased draw, then a uniform point."""

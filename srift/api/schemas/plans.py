@@ -517,8 +517,13 @@ class SpotRateOut(BaseModel):
     location: str | None
     monthly_fraction: float = Field(description="share of VMs interrupted per month")
     per_hr: float = Field(description="interruptions per VM-hour")
-    band: str
+    band: str = Field(description='the published band, "given" (the request) or "traces" (fitted to traces)')
     source: str
+    widened_monthly: list[float] | None = Field(
+        None,
+        description="no trace covers the offer: its fallback band widened one band each side (monthly "
+        "shares, low and high)",
+    )
 
 
 class SpotOut(BaseModel):
