@@ -114,7 +114,7 @@ def test_the_dynamic_programme_waits_for_spot_when_slack_allows() -> None:
     assert programme.expected_cost_usd < j.od_cost_usd
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     pattern=st.lists(st.booleans(), min_size=4, max_size=40),
     repeat=st.integers(1, 12),
