@@ -727,7 +727,7 @@ class JobPlanOut(BaseModel):
     cost_usd: float
 
 
-class JobOut(BaseModel):
+class TrainingJobOut(BaseModel):
     id: int
     plan_id: int
     current_plan_id: int
@@ -746,7 +746,7 @@ class JobOut(BaseModel):
 
 
 class InterruptionOut(BaseModel):
-    job: JobOut
+    job: TrainingJobOut
     plan: PlanOut
 
 
