@@ -22,7 +22,7 @@ import difflib
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import date
 from typing import Any
 
@@ -144,20 +144,7 @@ def save_snapshot(*, session: Session, snapshot: SnapshotData, replace: bool = F
     session.flush()
     session.add_all(
         InstanceTypeRow(
-            snapshot_id=row.id,
-            provider=snapshot.provider,
-            name=t.instance.name,
-            gpu_model=t.instance.gpu_model,
-            gpu_count=t.instance.gpu_count,
-            gpu_memory_gib=t.instance.gpu_memory_gib,
-            vcpus=t.instance.vcpus,
-            memory_gib=t.instance.memory_gib,
-            network_gbps=t.instance.network_gbps,
-            network_burst=t.instance.network_burst,
-            interconnect=t.instance.interconnect.value,
-            interconnect_gbps=t.instance.interconnect_gbps,
-            efa=t.instance.efa,
-            extra=dict(t.extra),
+            snapshot_id=row.id, **{**_columns(t.instance), "provider": snapshot.provider}, extra=dict(t.extra)
         )
         for t in snapshot.types
     )
@@ -298,20 +285,28 @@ def list_instance_types(
 # --- internals -------------------------------------------------------------------------------------------
 
 
+_INSTANCE_FIELDS = tuple(f.name for f in fields(InstanceType))
+"""InstanceType's fields: InstanceTypeRow's columns of the same names (units as documented there)."""
+
+
+def _columns(instance: InstanceType) -> dict[str, Any]:
+    """The instance type as InstanceTypeRow's columns."""
+    values = {name: getattr(instance, name) for name in _INSTANCE_FIELDS}
+    return {**values, "interconnect": instance.interconnect.value}
+
+
+def _instance(row: InstanceTypeRow) -> InstanceType:
+    """The instance type a row stores."""
+    values = {name: getattr(row, name) for name in _INSTANCE_FIELDS}
+    return InstanceType(**{**values, "interconnect": Interconnect(row.interconnect)})
+
+
 @dataclass(frozen=True, slots=True)
-class _Type:
+class _Listed:
+    """An instance type as one snapshot lists it, with the snapshot's free-form facts about it."""
+
     snapshot_id: int
-    name: str
-    gpu_model: str | None
-    gpu_count: int
-    gpu_memory_gib: float
-    vcpus: int
-    memory_gib: float
-    network_gbps: float
-    network_burst: bool
-    interconnect: str
-    interconnect_gbps: float
-    efa: bool
+    instance: InstanceType
     extra: dict[str, Any]
 
 
@@ -336,25 +331,10 @@ class _CatalogCopy:
         self.snapshots = tuple(
             SnapshotInfo(r.id, r.name, r.provider, r.source, r.as_of, r.is_active) for r in rows
         )
-        self.types: dict[int, list[_Type]] = {}
+        self.types: dict[int, list[_Listed]] = {}
         for t in session.scalars(select(InstanceTypeRow)).all():
-            self.types.setdefault(t.snapshot_id, []).append(
-                _Type(
-                    t.snapshot_id,
-                    t.name,
-                    t.gpu_model,
-                    t.gpu_count,
-                    t.gpu_memory_gib,
-                    t.vcpus,
-                    t.memory_gib,
-                    t.network_gbps,
-                    t.network_burst,
-                    t.interconnect,
-                    t.interconnect_gbps,
-                    t.efa,
-                    dict(t.extra),
-                )
-            )
+            listed = _Listed(t.snapshot_id, _instance(t), dict(t.extra))
+            self.types.setdefault(t.snapshot_id, []).append(listed)
         self.prices: dict[int, list[_Price]] = {}
         for p in session.scalars(select(PriceRow)).all():
             self.prices.setdefault(p.snapshot_id, []).append(
@@ -443,35 +423,15 @@ def _specs(
         return found
     rank = {s.id: i for i, s in enumerate(snaps)}
     names = {s.id: s.name for s in snaps}
-    best: dict[str, _Type] = {}
+    best: dict[str, _Listed] = {}
     for sid in rank:
         for row in copy.types.get(sid, ()):
-            held = best.get(row.name)
+            held = best.get(row.instance.name)
             if held is None or rank[row.snapshot_id] < rank[held.snapshot_id]:
-                best[row.name] = row
-    found = {
-        name: (_instance(row, provider), names[row.snapshot_id], dict(row.extra))
-        for name, row in best.items()
-    }
+                best[row.instance.name] = row
+    found = {name: (row.instance, names[row.snapshot_id], dict(row.extra)) for name, row in best.items()}
     copy.remember(key, found)
     return found
-
-
-def _instance(row: _Type, provider: str) -> InstanceType:
-    return InstanceType(
-        provider=provider,
-        name=row.name,
-        gpu_model=row.gpu_model,
-        gpu_count=row.gpu_count,
-        gpu_memory_gib=row.gpu_memory_gib,
-        vcpus=row.vcpus,
-        memory_gib=row.memory_gib,
-        network_gbps=row.network_gbps,
-        network_burst=row.network_burst,
-        interconnect=Interconnect(row.interconnect),
-        interconnect_gbps=row.interconnect_gbps,
-        efa=row.efa,
-    )
 
 
 def _entries(
