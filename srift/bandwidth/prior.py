@@ -571,7 +571,7 @@ FIT_RUNS = {"efa": "p4de-2x8-efa", "nvswitch": "p5-1x8-nvswitch"}
 
 
 @dataclass(frozen=True, slots=True)
-class Calibration:
+class LinkCalibration:
     """Result of fitting one LinkParams to measured (size, busbw) points."""
 
     link: LinkParams
@@ -587,7 +587,7 @@ def calibrate(
     world_size: int,
     peak_gbps: float,
     large_bytes: int = 64 << 20,
-) -> Calibration:
+) -> LinkCalibration:
     """Fit α0, α, η, κ, q to measured bus bandwidths (least squares on log busbw); η scales `peak_gbps`."""
     from scipy.optimize import least_squares  # type: ignore[import-untyped]
 
@@ -617,7 +617,7 @@ def calibrate(
     link = link_of(fit.x)
     err = np.abs(predicted(link) - measured) / measured
     large = sizes >= large_bytes
-    return Calibration(
+    return LinkCalibration(
         link=link,
         mape_all=float(err.mean()),
         mape_large=float(err[large].mean()) if large.any() else float("nan"),

@@ -15,7 +15,7 @@ import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from srift.launch.layout import Layout, Part
+from srift.launch.layout import FleetPart, Layout
 from srift.launch.network import Setting, env_lines, network_settings, placement
 
 DEFAULT_PORT = 29_500
@@ -30,7 +30,7 @@ class NodeCommand:
     """The command of one VM: its environment and torchrun's argument vector."""
 
     node_rank: int
-    part: Part
+    part: FleetPart
     env: tuple[Setting, ...]
     argv: tuple[str, ...]
 
