@@ -29,7 +29,7 @@ from typing import Any
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
-from srift.catalog.document import SnapshotData
+from srift.catalog.document import PriceData, SnapshotData, TypeData
 from srift.catalog.support import compute_capability, lifecycle
 from srift.db.revisions import database_key, read_revisions
 from srift.db.tables import CatalogSnapshot, InstanceTypeRow, PriceRow
@@ -301,26 +301,6 @@ def _instance(row: InstanceTypeRow) -> InstanceType:
     return InstanceType(**{**values, "interconnect": Interconnect(row.interconnect)})
 
 
-@dataclass(frozen=True, slots=True)
-class _Listed:
-    """An instance type as one snapshot lists it, with the snapshot's free-form facts about it."""
-
-    snapshot_id: int
-    instance: InstanceType
-    extra: dict[str, Any]
-
-
-@dataclass(frozen=True, slots=True)
-class _Price:
-    snapshot_id: int
-    instance_type: str
-    region: str
-    market: str
-    price_usd_per_hr: float
-    source: str
-    as_of: date
-
-
 class _CatalogCopy:
     """The catalog tables as read at one revision, with the derived answers memoised (they never change)."""
 
@@ -331,17 +311,17 @@ class _CatalogCopy:
         self.snapshots = tuple(
             SnapshotInfo(r.id, r.name, r.provider, r.source, r.as_of, r.is_active) for r in rows
         )
-        self.types: dict[int, list[_Listed]] = {}
+        self.types: dict[int, list[TypeData]] = {}
+        """Snapshot id -> the instance types it lists."""
         for t in session.scalars(select(InstanceTypeRow)).all():
-            listed = _Listed(t.snapshot_id, _instance(t), dict(t.extra))
-            self.types.setdefault(t.snapshot_id, []).append(listed)
-        self.prices: dict[int, list[_Price]] = {}
+            self.types.setdefault(t.snapshot_id, []).append(TypeData(_instance(t), dict(t.extra)))
+        self.prices: dict[int, list[PriceData]] = {}
+        """Snapshot id -> its prices."""
         for p in session.scalars(select(PriceRow)).all():
-            self.prices.setdefault(p.snapshot_id, []).append(
-                _Price(
-                    p.snapshot_id, p.instance_type, p.region, p.market, p.price_usd_per_hr, p.source, p.as_of
-                )
+            price = PriceData(
+                p.instance_type, p.region, Market(p.market), p.price_usd_per_hr, p.source, p.as_of
             )
+            self.prices.setdefault(p.snapshot_id, []).append(price)
         self._memo: dict[tuple[Any, ...], Any] = {}
 
     def memo(self, key: tuple[Any, ...]) -> Any:
@@ -423,13 +403,13 @@ def _specs(
         return found
     rank = {s.id: i for i, s in enumerate(snaps)}
     names = {s.id: s.name for s in snaps}
-    best: dict[str, _Listed] = {}
+    best: dict[str, tuple[int, TypeData]] = {}
     for sid in rank:
-        for row in copy.types.get(sid, ()):
-            held = best.get(row.instance.name)
-            if held is None or rank[row.snapshot_id] < rank[held.snapshot_id]:
-                best[row.instance.name] = row
-    found = {name: (row.instance, names[row.snapshot_id], dict(row.extra)) for name, row in best.items()}
+        for listed in copy.types.get(sid, ()):
+            held = best.get(listed.instance.name)
+            if held is None or rank[sid] < rank[held[0]]:
+                best[listed.instance.name] = (sid, listed)
+    found = {name: (t.instance, names[sid], dict(t.extra)) for name, (sid, t) in best.items()}
     copy.remember(key, found)
     return found
 
@@ -445,8 +425,8 @@ def _entries(
     found: tuple[CatalogEntry, ...] | None = copy.memo(key)
     if found is not None:
         return list(found)
-    price_rows = [p for sid in ids for p in copy.prices.get(sid, ())]
-    regions = sorted({p.region for p in price_rows})
+    price_rows = [(sid, p) for sid in ids for p in copy.prices.get(sid, ())]
+    regions = sorted({p.region for _, p in price_rows})
     if region is not None and region not in regions:
         raise NotFound(
             f"unknown region {region!r} for provider {provider!r}",
@@ -454,20 +434,19 @@ def _entries(
             field="region",
         )
     rank = {sid: i for i, sid in enumerate(ids)}
-    best: dict[tuple[str, str, str], _Price] = {}
-    for p in price_rows:
+    best: dict[tuple[str, str, Market], tuple[int, PriceData]] = {}
+    for sid, p in price_rows:
         if region is not None and p.region != region:
             continue
         price_key = (p.instance_type, p.region, p.market)
         held = best.get(price_key)
-        if held is None or rank[p.snapshot_id] < rank[held.snapshot_id]:
-            best[price_key] = p
+        if held is None or rank[sid] < rank[held[0]]:
+            best[price_key] = (sid, p)
     specs = _specs(session, snaps, provider)
     by_type: dict[tuple[str, str], dict[Market, Offer]] = {}
-    for (name, reg, market_value), p in best.items():
+    for (name, reg, market), (_, p) in best.items():
         if name not in specs:
             continue
-        market = Market(market_value)
         by_type.setdefault((name, reg), {})[market] = Offer(
             instance=specs[name][0],
             region=reg,
