@@ -19,6 +19,19 @@ class SriftError(Exception):
     exit_code: int = 2
     error: str = "srift_error"
 
+    def __init_subclass__(
+        cls, *, status_code: int | None = None, error: str | None = None, exit_code: int | None = None
+    ) -> None:
+        """A subclass states its status code, error name and exit code in its class line (those it leaves
+        out it inherits): `class NotFound(SriftError, status_code=404, error="not_found")`."""
+        super().__init_subclass__()
+        if status_code is not None:
+            cls.status_code = status_code
+        if error is not None:
+            cls.error = error
+        if exit_code is not None:
+            cls.exit_code = exit_code
+
     def __init__(self, detail: str, *, hint: str, field: str | None = None) -> None:
         self.detail = detail.rstrip(".")
         self.hint = hint.rstrip(".")
@@ -31,78 +44,45 @@ class SriftError(Exception):
         return {"error": self.error, "detail": self.detail, "hint": self.hint, "field": self.field}
 
 
-class InvalidInput(SriftError):
+class InvalidInput(SriftError, status_code=422, error="invalid_input"):
     """The user's input is malformed or out of range."""
 
-    status_code = 422
-    error = "invalid_input"
 
-
-class NotFound(SriftError):
+class NotFound(SriftError, status_code=404, error="not_found"):
     """A referenced object (profile, plan, model version, instance type) does not exist."""
 
-    status_code = 404
-    error = "not_found"
 
-
-class Conflict(SriftError):
+class Conflict(SriftError, status_code=409, error="conflict"):
     """The request conflicts with the current state (e.g. a job already running)."""
 
-    status_code = 409
-    error = "conflict"
 
-
-class Infeasible(SriftError):
+class Infeasible(SriftError, status_code=409, error="infeasible"):
     """No configuration meets the limits; the hint names the nearest relaxation. A 409: the request is valid,
     but the stored catalog, profiles and models hold no answer to it (another catalog or profile may)."""
 
-    status_code = 409
-    error = "infeasible"
 
-
-class Unauthorized(SriftError):
+class Unauthorized(SriftError, status_code=401, error="unauthorized"):
     """No valid credentials were given."""
 
-    status_code = 401
-    error = "unauthorized"
 
-
-class Forbidden(SriftError):
+class Forbidden(SriftError, status_code=403, error="forbidden"):
     """Credentials are valid but do not allow this action."""
 
-    status_code = 403
-    error = "forbidden"
 
-
-class PayloadTooLarge(SriftError):
+class PayloadTooLarge(SriftError, status_code=413, error="payload_too_large"):
     """A request exceeds a documented size limit."""
 
-    status_code = 413
-    error = "payload_too_large"
 
-
-class EnvironmentProblem(SriftError):
+class EnvironmentProblem(SriftError, status_code=503, error="environment", exit_code=3):
     """The machine lacks something Srift needs (root, namespaces, tc, cgroups, a database)."""
 
-    status_code = 503
-    exit_code = 3
-    error = "environment"
 
-
-class ExternalServiceError(SriftError):
+class ExternalServiceError(SriftError, status_code=502, error="external_service", exit_code=4):
     """A cloud API or remote host failed after retries."""
 
-    status_code = 502
-    exit_code = 4
-    error = "external_service"
 
-
-class ConfigurationError(SriftError):
+class ConfigurationError(SriftError, status_code=500, error="configuration"):
     """Settings (SRIFT_* variables) are invalid."""
-
-    status_code = 500
-    exit_code = 2
-    error = "configuration"
 
 
 def parse_choice(kind: type[Choice], value: str, *, what: str, field: str) -> Choice:

@@ -25,3 +25,28 @@ def test_an_unknown_choice_names_the_field_and_lists_the_choices() -> None:
 def test_a_hint_that_asks_a_question_ends_with_it() -> None:
     err = InvalidInput("no such type 'p5e.48xlarge'", hint="did you mean p5en.48xlarge?", field="type")
     assert str(err) == "type: no such type 'p5e.48xlarge'. To fix: did you mean p5en.48xlarge?"
+
+
+def test_each_error_states_its_status_name_and_exit_code_and_a_subclass_inherits_what_it_leaves_out() -> None:
+    from srift import errors
+    from srift.jobs.run import JobLost
+    from srift.optimize.solver import PlanInfeasible
+
+    stated = {
+        errors.InvalidInput: (422, "invalid_input", 2),
+        errors.NotFound: (404, "not_found", 2),
+        errors.Conflict: (409, "conflict", 2),
+        errors.Infeasible: (409, "infeasible", 2),
+        errors.Unauthorized: (401, "unauthorized", 2),
+        errors.Forbidden: (403, "forbidden", 2),
+        errors.PayloadTooLarge: (413, "payload_too_large", 2),
+        errors.EnvironmentProblem: (503, "environment", 3),
+        errors.ExternalServiceError: (502, "external_service", 4),
+        errors.ConfigurationError: (500, "configuration", 2),
+        JobLost: (400, "job_lost", 5),
+        PlanInfeasible: (409, "infeasible", 2),
+    }
+    for kind, (status_code, error, exit_code) in stated.items():
+        assert (kind.status_code, kind.error, kind.exit_code) == (status_code, error, exit_code), kind
+    err = JobLost("taken", hint="nothing was stored")
+    assert err.to_dict()["error"] == "job_lost" and isinstance(err, errors.SriftError)

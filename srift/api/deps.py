@@ -8,7 +8,7 @@ from typing import Annotated
 from fastapi import Depends, Request
 from sqlalchemy.orm import Session
 
-from srift.db.session import session_factory
+from srift.db.session import transaction
 from srift.settings import Settings
 
 
@@ -24,15 +24,8 @@ def get_db(request: Request) -> Iterator[Session]:
     the data is stored, and a failing commit becomes a 500 instead of a 200 for nothing.
     """
     settings: Settings = request.app.state.settings
-    session = session_factory(settings.resolved_database_url)()
-    try:
+    with transaction(settings.resolved_database_url) as session:
         yield session
-        session.commit()
-    except BaseException:
-        session.rollback()
-        raise
-    finally:
-        session.close()
 
 
 DbSession = Session

@@ -12,41 +12,14 @@ half its steps, so the α-β ring model gives all three the same bus bandwidth a
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 
 import numpy as np
 
 from srift.bandwidth.records import ProbeRecord
-from srift.domain import BandwidthEstimate, BusBandwidthModel, InstanceType
-from srift.domain.bandwidth import Collective
+from srift.domain import BandwidthEstimate, BusBandwidthModel
+from srift.domain.bandwidth import STAND_IN, BusbwQuery, Collective, WrappedBandwidth, collective_busbw
 
-STAND_IN = "allreduce busbw standing in"
-
-
-def collective_busbw(
-    model: BusBandwidthModel,
-    *,
-    collective: Collective,
-    instance: InstanceType,
-    world_size: int,
-    nodes: int,
-    buffer_bytes: Sequence[int],
-) -> BandwidthEstimate:
-    """Bus bandwidth (Gbit/s) per size of `collective` over `world_size` ranks on `nodes` VMs."""
-    ask = getattr(model, "predict_collective", None)
-    if callable(ask):
-        found: BandwidthEstimate = ask(
-            collective=collective,
-            instance=instance,
-            world_size=world_size,
-            nodes=nodes,
-            buffer_bytes=buffer_bytes,
-        )
-        return found
-    estimate = model.predict(instance=instance, world_size=world_size, nodes=nodes, buffer_bytes=buffer_bytes)
-    if collective is Collective.ALLREDUCE:
-        return estimate
-    return replace(estimate, source=f"{estimate.source} ({STAND_IN} for {collective.value})")
+__all__ = ["STAND_IN", "MeasuredCollectives", "collective_busbw", "collective_time_s"]
 
 
 def collective_time_s(
@@ -70,7 +43,7 @@ def _table(sizes: dict[int, list[float]]) -> tuple[np.ndarray, np.ndarray, np.nd
     return xs, ys, cvs
 
 
-class MeasuredCollectives:
+class MeasuredCollectives(WrappedBandwidth):
     """A bandwidth model that answers all-gather and reduce-scatter from measured probe samples.
 
     For an (instance type, world size, nodes) the samples cover, a collective's bus bandwidth at a size is
@@ -82,7 +55,7 @@ class MeasuredCollectives:
     """
 
     def __init__(self, model: BusBandwidthModel, records: Sequence[ProbeRecord]) -> None:
-        self.model = model
+        super().__init__(model)
         self.source = getattr(model, "source", "bandwidth model")
         grouped: dict[tuple[str, str, int, int], dict[int, list[float]]] = {}
         for r in records:
@@ -95,48 +68,17 @@ class MeasuredCollectives:
     def __getattr__(self, name: str) -> object:
         return getattr(self.model, name)
 
-    def predict(
-        self,
-        *,
-        instance: InstanceType,
-        world_size: int,
-        nodes: int,
-        buffer_bytes: Sequence[int],
-        async_count: int = 1,
-    ) -> BandwidthEstimate:
-        return self.model.predict(
-            instance=instance,
-            world_size=world_size,
-            nodes=nodes,
-            buffer_bytes=buffer_bytes,
-            async_count=async_count,
-        )
-
-    def predict_collective(
-        self,
-        *,
-        collective: Collective,
-        instance: InstanceType,
-        world_size: int,
-        nodes: int,
-        buffer_bytes: Sequence[int],
-    ) -> BandwidthEstimate:
-        table = self.tables.get((collective.value, instance.name, world_size, nodes))
+    def answer_collective(self, collective: Collective, query: BusbwQuery) -> BandwidthEstimate:
+        instance = query.instance
+        table = self.tables.get((collective.value, instance.name, query.world_size, query.nodes))
         if table is None:
-            return collective_busbw(
-                self.model,
-                collective=collective,
-                instance=instance,
-                world_size=world_size,
-                nodes=nodes,
-                buffer_bytes=buffer_bytes,
-            )
+            return super().answer_collective(collective, query)
         xs, ys, cvs = table
-        sizes = np.log2(np.maximum(np.asarray(buffer_bytes, dtype=float), 1.0))
+        sizes = np.log2(np.maximum(np.asarray(query.buffer_bytes, dtype=float), 1.0))
         spreads = tuple(float(v) for v in np.interp(sizes, xs, cvs))
         return BandwidthEstimate(
             busbw_gbps=tuple(float(v) for v in np.interp(sizes, xs, ys)),
-            source=f"measured:{collective.value}@{instance.name}×{world_size}",
+            source=f"measured:{collective.value}@{instance.name}×{query.world_size}",
             residual_cv=max(spreads, default=0.0),
             residual_cvs=spreads,
         )

@@ -89,7 +89,7 @@ from typing import Any
 import numpy as np
 
 from srift.domain import BandwidthEstimate, InstanceType, Interconnect
-from srift.domain.bandwidth import Collective
+from srift.domain.bandwidth import AnswersBusbw, BusbwQuery, Collective
 from srift.domain.network import DEFAULT_NETWORK, Library, NetworkSpec, Transport
 from srift.errors import InvalidInput
 
@@ -394,7 +394,7 @@ def residual_cvs(sizes: np.ndarray, network: NetworkSpec) -> tuple[float, ...]:
     return tuple(table["small"] if s < SMALL_BYTES else table["large"] for s in sizes.tolist())
 
 
-class AlphaBetaPrior:
+class AlphaBetaPrior(AnswersBusbw):
     """BusBandwidthModel from catalog facts, the request's network assumptions and public measurements."""
 
     source = SOURCE
@@ -413,18 +413,12 @@ class AlphaBetaPrior:
             text += f"; band's fast end {rate.high_gbps:.3g} Gbit/s ({HIGH_END_TEXT})"
         return text
 
-    def predict(
-        self,
-        *,
-        instance: InstanceType,
-        world_size: int,
-        nodes: int,
-        buffer_bytes: Sequence[int],
-        async_count: int = 1,
-    ) -> BandwidthEstimate:
+    def answer(self, query: BusbwQuery) -> BandwidthEstimate:
         """Predicted busbw (Gbit/s) per size; world_size 1 gets the link's rate (nothing moves anyway)."""
+        instance, world_size, nodes = query.instance, query.world_size, query.nodes
+        async_count = query.async_count
         sizes = check_request(
-            world_size=world_size, nodes=nodes, buffer_bytes=buffer_bytes, async_count=async_count
+            world_size=world_size, nodes=nodes, buffer_bytes=query.buffer_bytes, async_count=async_count
         )
         peak, link = ceilings(instance=instance, world_size=world_size, nodes=nodes, network=self.network)
         busbw = predict_busbw_gbps(
@@ -449,22 +443,15 @@ class AlphaBetaPrior:
             upside_cvs=upside,
         )
 
-    def predict_collective(
-        self,
-        *,
-        collective: Collective,
-        instance: InstanceType,
-        world_size: int,
-        nodes: int,
-        buffer_bytes: Sequence[int],
-    ) -> BandwidthEstimate:
+    def answer_collective(self, collective: Collective, query: BusbwQuery) -> BandwidthEstimate:
         """Bus bandwidth (Gbit/s) per size of `collective` (allreduce: `predict`; all-gather and
         reduce-scatter: the ring of the module docstring, with allreduce's error spreads)."""
         if collective is Collective.ALLREDUCE:
-            return self.predict(
-                instance=instance, world_size=world_size, nodes=nodes, buffer_bytes=buffer_bytes
-            )
-        sizes = check_request(world_size=world_size, nodes=nodes, buffer_bytes=buffer_bytes, async_count=1)
+            return self.answer(query)
+        instance, world_size, nodes = query.instance, query.world_size, query.nodes
+        sizes = check_request(
+            world_size=world_size, nodes=nodes, buffer_bytes=query.buffer_bytes, async_count=1
+        )
         peak, link = ceilings(instance=instance, world_size=world_size, nodes=nodes, network=self.network)
         busbw = ring_collective_gbps(sizes, world_size=world_size, peak_gbps=peak, link=link)
         cvs = residual_cvs(sizes, self.network if nodes >= 2 else NetworkSpec(transport=Transport.EFA))
@@ -584,7 +571,7 @@ FIT_RUNS = {"efa": "p4de-2x8-efa", "nvswitch": "p5-1x8-nvswitch"}
 
 
 @dataclass(frozen=True, slots=True)
-class Calibration:
+class LinkCalibration:
     """Result of fitting one LinkParams to measured (size, busbw) points."""
 
     link: LinkParams
@@ -600,7 +587,7 @@ def calibrate(
     world_size: int,
     peak_gbps: float,
     large_bytes: int = 64 << 20,
-) -> Calibration:
+) -> LinkCalibration:
     """Fit α0, α, η, κ, q to measured bus bandwidths (least squares on log busbw); η scales `peak_gbps`."""
     from scipy.optimize import least_squares  # type: ignore[import-untyped]
 
@@ -630,7 +617,7 @@ def calibrate(
     link = link_of(fit.x)
     err = np.abs(predicted(link) - measured) / measured
     large = sizes >= large_bytes
-    return Calibration(
+    return LinkCalibration(
         link=link,
         mape_all=float(err.mean()),
         mape_large=float(err[large].mean()) if large.any() else float("nan"),

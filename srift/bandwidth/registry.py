@@ -11,7 +11,6 @@ registered (with their raw samples) by `load_shipped_models` when the service st
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import gzip
 import json
@@ -42,7 +41,7 @@ from srift.bandwidth.samples import load_samples, store_samples
 from srift.db.session import transaction
 from srift.db.tables import BandwidthModelRow
 from srift.domain import BandwidthEstimate, BusBandwidthModel, InstanceType
-from srift.domain.bandwidth import Collective
+from srift.domain.bandwidth import AnswersBusbw, BusbwQuery, Collective
 from srift.domain.host import HostFacts
 from srift.domain.network import DEFAULT_NETWORK, NetworkSpec
 from srift.errors import Conflict, EnvironmentProblem, NotFound
@@ -285,7 +284,7 @@ def _load_regressor(artifact_dir: str, version: str) -> BusBandwidthRegressor:
     return regressor
 
 
-class LearnedBandwidthModel:
+class LearnedBandwidthModel(AnswersBusbw):
     """A trained version answering for the instance types it covers; the prior answers for the rest.
 
     `regressor` may be a loader (a callable): the boosters (and scikit-learn/XGBoost, seconds to import)
@@ -361,59 +360,23 @@ class LearnedBandwidthModel:
             return None
         return self.prior.predict_rings(instance=instance, nodes=nodes, buffer_bytes=buffer_bytes)
 
-    def predict_collective(
-        self,
-        *,
-        collective: Collective,
-        instance: InstanceType,
-        world_size: int,
-        nodes: int,
-        buffer_bytes: Sequence[int],
-    ) -> BandwidthEstimate:
+    def answer_collective(self, collective: Collective, query: BusbwQuery) -> BandwidthEstimate:
         """`collective`'s bus bandwidth: the prior's for types this version does not cover; for covered
         ones this version's allreduce answer stands in (it was trained on allreduce probes only;
         srift.bandwidth.collectives says why the bus bandwidths agree)."""
-        if world_size < 2 or not self.covers(instance):
-            return self.prior.predict_collective(
-                collective=collective,
-                instance=instance,
-                world_size=world_size,
-                nodes=nodes,
-                buffer_bytes=buffer_bytes,
-            )
-        found = self.predict(instance=instance, world_size=world_size, nodes=nodes, buffer_bytes=buffer_bytes)
-        if collective is Collective.ALLREDUCE:
-            return found
-        return dataclasses.replace(
-            found, source=f"{found.source} (allreduce busbw standing in for {collective.value})"
-        )
+        if query.world_size < 2 or not self.covers(query.instance):
+            return query.ask_collective(self.prior, collective)
+        return super().answer_collective(collective, query)
 
-    def predict(
-        self,
-        *,
-        instance: InstanceType,
-        world_size: int,
-        nodes: int,
-        buffer_bytes: Sequence[int],
-        async_count: int = 1,
-    ) -> BandwidthEstimate:
-        if world_size < 2 or not self.covers(instance):
-            return self.prior.predict(
-                instance=instance,
-                world_size=world_size,
-                nodes=nodes,
-                buffer_bytes=buffer_bytes,
-                async_count=async_count,
-            )
-        profile: HostFacts | None = self.regressor.hosts_.get((instance.provider, instance.name))
+    def answer(self, query: BusbwQuery) -> BandwidthEstimate:
+        instance, world_size, nodes = query.instance, query.world_size, query.nodes
+        async_count = query.async_count
+        buffer_bytes = query.buffer_bytes
+        profile: HostFacts | None = None
+        if world_size >= 2 and self.covers(instance):
+            profile = self.regressor.hosts_.get((instance.provider, instance.name))
         if profile is None:
-            return self.prior.predict(
-                instance=instance,
-                world_size=world_size,
-                nodes=nodes,
-                buffer_bytes=buffer_bytes,
-                async_count=async_count,
-            )
+            return query.ask(self.prior)
         key: tuple[Any, ...] = (self.version.version, instance.provider, instance.name, world_size, nodes)
         key += (async_count, *buffer_bytes)
         with _cache_lock:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -216,45 +216,18 @@ class GeoCatalog:
 
     def with_links(self, extra: Mapping[tuple[str, str], Link]) -> GeoCatalog:
         """A copy with more (or replaced) measured links, keyed by (from, to) location keys."""
-        return GeoCatalog(
-            regions=self.regions,
-            egress=self.egress,
-            links={**self.links, **extra},
-            other_zone=self.other_zone,
-            same_continent=self.same_continent,
-            continents=self.continents,
-            unmeasured=self.unmeasured,
-            sources=self.sources,
-        )
+        return replace(self, links={**self.links, **extra})
 
     def with_regions(self, extra: Iterable[RegionInfo]) -> GeoCatalog:
         """A copy that also knows these regions (the testbed's emulated locations, a user's own)."""
         regions = dict(self.regions)
         for info in extra:
             regions[(info.provider, info.region)] = info
-        return GeoCatalog(
-            regions=regions,
-            egress=self.egress,
-            links=self.links,
-            other_zone=self.other_zone,
-            same_continent=self.same_continent,
-            continents=self.continents,
-            unmeasured=self.unmeasured,
-            sources=self.sources,
-        )
+        return replace(self, regions=regions)
 
     def with_egress(self, prices: EgressPrices) -> GeoCatalog:
         """A copy with one provider's egress prices added or replaced."""
-        return GeoCatalog(
-            regions=self.regions,
-            egress={**self.egress, prices.provider: prices},
-            links=self.links,
-            other_zone=self.other_zone,
-            same_continent=self.same_continent,
-            continents=self.continents,
-            unmeasured=self.unmeasured,
-            sources=self.sources,
-        )
+        return replace(self, egress={**self.egress, prices.provider: prices})
 
 
 def _region_key(location: Location) -> str:

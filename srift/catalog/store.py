@@ -22,14 +22,14 @@ import difflib
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import date
 from typing import Any
 
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
-from srift.catalog.document import SnapshotData
+from srift.catalog.document import PriceData, SnapshotData, TypeData
 from srift.catalog.support import compute_capability, lifecycle
 from srift.db.revisions import database_key, read_revisions
 from srift.db.tables import CatalogSnapshot, InstanceTypeRow, PriceRow
@@ -144,20 +144,7 @@ def save_snapshot(*, session: Session, snapshot: SnapshotData, replace: bool = F
     session.flush()
     session.add_all(
         InstanceTypeRow(
-            snapshot_id=row.id,
-            provider=snapshot.provider,
-            name=t.instance.name,
-            gpu_model=t.instance.gpu_model,
-            gpu_count=t.instance.gpu_count,
-            gpu_memory_gib=t.instance.gpu_memory_gib,
-            vcpus=t.instance.vcpus,
-            memory_gib=t.instance.memory_gib,
-            network_gbps=t.instance.network_gbps,
-            network_burst=t.instance.network_burst,
-            interconnect=t.instance.interconnect.value,
-            interconnect_gbps=t.instance.interconnect_gbps,
-            efa=t.instance.efa,
-            extra=dict(t.extra),
+            snapshot_id=row.id, **{**_columns(t.instance), "provider": snapshot.provider}, extra=dict(t.extra)
         )
         for t in snapshot.types
     )
@@ -298,32 +285,20 @@ def list_instance_types(
 # --- internals -------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class _Type:
-    snapshot_id: int
-    name: str
-    gpu_model: str | None
-    gpu_count: int
-    gpu_memory_gib: float
-    vcpus: int
-    memory_gib: float
-    network_gbps: float
-    network_burst: bool
-    interconnect: str
-    interconnect_gbps: float
-    efa: bool
-    extra: dict[str, Any]
+_INSTANCE_FIELDS = tuple(f.name for f in fields(InstanceType))
+"""InstanceType's fields: InstanceTypeRow's columns of the same names (units as documented there)."""
 
 
-@dataclass(frozen=True, slots=True)
-class _Price:
-    snapshot_id: int
-    instance_type: str
-    region: str
-    market: str
-    price_usd_per_hr: float
-    source: str
-    as_of: date
+def _columns(instance: InstanceType) -> dict[str, Any]:
+    """The instance type as InstanceTypeRow's columns."""
+    values = {name: getattr(instance, name) for name in _INSTANCE_FIELDS}
+    return {**values, "interconnect": instance.interconnect.value}
+
+
+def _instance(row: InstanceTypeRow) -> InstanceType:
+    """The instance type a row stores."""
+    values = {name: getattr(row, name) for name in _INSTANCE_FIELDS}
+    return InstanceType(**{**values, "interconnect": Interconnect(row.interconnect)})
 
 
 class _CatalogCopy:
@@ -336,32 +311,17 @@ class _CatalogCopy:
         self.snapshots = tuple(
             SnapshotInfo(r.id, r.name, r.provider, r.source, r.as_of, r.is_active) for r in rows
         )
-        self.types: dict[int, list[_Type]] = {}
+        self.types: dict[int, list[TypeData]] = {}
+        """Snapshot id -> the instance types it lists."""
         for t in session.scalars(select(InstanceTypeRow)).all():
-            self.types.setdefault(t.snapshot_id, []).append(
-                _Type(
-                    t.snapshot_id,
-                    t.name,
-                    t.gpu_model,
-                    t.gpu_count,
-                    t.gpu_memory_gib,
-                    t.vcpus,
-                    t.memory_gib,
-                    t.network_gbps,
-                    t.network_burst,
-                    t.interconnect,
-                    t.interconnect_gbps,
-                    t.efa,
-                    dict(t.extra),
-                )
-            )
-        self.prices: dict[int, list[_Price]] = {}
+            self.types.setdefault(t.snapshot_id, []).append(TypeData(_instance(t), dict(t.extra)))
+        self.prices: dict[int, list[PriceData]] = {}
+        """Snapshot id -> its prices."""
         for p in session.scalars(select(PriceRow)).all():
-            self.prices.setdefault(p.snapshot_id, []).append(
-                _Price(
-                    p.snapshot_id, p.instance_type, p.region, p.market, p.price_usd_per_hr, p.source, p.as_of
-                )
+            price = PriceData(
+                p.instance_type, p.region, Market(p.market), p.price_usd_per_hr, p.source, p.as_of
             )
+            self.prices.setdefault(p.snapshot_id, []).append(price)
         self._memo: dict[tuple[Any, ...], Any] = {}
 
     def memo(self, key: tuple[Any, ...]) -> Any:
@@ -443,35 +403,15 @@ def _specs(
         return found
     rank = {s.id: i for i, s in enumerate(snaps)}
     names = {s.id: s.name for s in snaps}
-    best: dict[str, _Type] = {}
+    best: dict[str, tuple[int, TypeData]] = {}
     for sid in rank:
-        for row in copy.types.get(sid, ()):
-            held = best.get(row.name)
-            if held is None or rank[row.snapshot_id] < rank[held.snapshot_id]:
-                best[row.name] = row
-    found = {
-        name: (_instance(row, provider), names[row.snapshot_id], dict(row.extra))
-        for name, row in best.items()
-    }
+        for listed in copy.types.get(sid, ()):
+            held = best.get(listed.instance.name)
+            if held is None or rank[sid] < rank[held[0]]:
+                best[listed.instance.name] = (sid, listed)
+    found = {name: (t.instance, names[sid], dict(t.extra)) for name, (sid, t) in best.items()}
     copy.remember(key, found)
     return found
-
-
-def _instance(row: _Type, provider: str) -> InstanceType:
-    return InstanceType(
-        provider=provider,
-        name=row.name,
-        gpu_model=row.gpu_model,
-        gpu_count=row.gpu_count,
-        gpu_memory_gib=row.gpu_memory_gib,
-        vcpus=row.vcpus,
-        memory_gib=row.memory_gib,
-        network_gbps=row.network_gbps,
-        network_burst=row.network_burst,
-        interconnect=Interconnect(row.interconnect),
-        interconnect_gbps=row.interconnect_gbps,
-        efa=row.efa,
-    )
 
 
 def _entries(
@@ -485,8 +425,8 @@ def _entries(
     found: tuple[CatalogEntry, ...] | None = copy.memo(key)
     if found is not None:
         return list(found)
-    price_rows = [p for sid in ids for p in copy.prices.get(sid, ())]
-    regions = sorted({p.region for p in price_rows})
+    price_rows = [(sid, p) for sid in ids for p in copy.prices.get(sid, ())]
+    regions = sorted({p.region for _, p in price_rows})
     if region is not None and region not in regions:
         raise NotFound(
             f"unknown region {region!r} for provider {provider!r}",
@@ -494,20 +434,19 @@ def _entries(
             field="region",
         )
     rank = {sid: i for i, sid in enumerate(ids)}
-    best: dict[tuple[str, str, str], _Price] = {}
-    for p in price_rows:
+    best: dict[tuple[str, str, Market], tuple[int, PriceData]] = {}
+    for sid, p in price_rows:
         if region is not None and p.region != region:
             continue
         price_key = (p.instance_type, p.region, p.market)
         held = best.get(price_key)
-        if held is None or rank[p.snapshot_id] < rank[held.snapshot_id]:
-            best[price_key] = p
+        if held is None or rank[sid] < rank[held[0]]:
+            best[price_key] = (sid, p)
     specs = _specs(session, snaps, provider)
     by_type: dict[tuple[str, str], dict[Market, Offer]] = {}
-    for (name, reg, market_value), p in best.items():
+    for (name, reg, market), (_, p) in best.items():
         if name not in specs:
             continue
-        market = Market(market_value)
         by_type.setdefault((name, reg), {})[market] = Offer(
             instance=specs[name][0],
             region=reg,

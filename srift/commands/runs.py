@@ -37,9 +37,9 @@ def _local_url() -> str:
 
 def _run_document(run: Any) -> dict[str, Any]:
     from srift.api.schemas.launch import JobStartOut
-    from srift.api.schemas.plans import JobOut
+    from srift.api.schemas.plans import TrainingJobOut
 
-    schema = JobStartOut if getattr(run, "token", None) else JobOut
+    schema = JobStartOut if getattr(run, "token", None) else TrainingJobOut
     return schema.model_validate(run, from_attributes=True).model_dump(mode="json")
 
 

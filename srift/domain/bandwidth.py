@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Protocol
 
@@ -59,7 +60,10 @@ class BandwidthEstimate:
 
 
 class BusBandwidthModel(Protocol):
-    """Anything that predicts allreduce bus bandwidth across `world_size` ranks of one instance type."""
+    """Anything that predicts allreduce bus bandwidth across `world_size` ranks of one instance type.
+
+    A model may also answer other collectives with `predict_collective` (the keywords of `predict` less
+    `async_count`, plus `collective`); `collective_busbw` asks it when it does."""
 
     def predict(
         self,
@@ -70,3 +74,122 @@ class BusBandwidthModel(Protocol):
         buffer_bytes: Sequence[int],
         async_count: int = 1,
     ) -> BandwidthEstimate: ...
+
+
+STAND_IN = "allreduce busbw standing in"
+
+
+def standing_in(estimate: BandwidthEstimate, collective: Collective) -> BandwidthEstimate:
+    """An allreduce answer as `collective`'s: the same bus bandwidths, the source saying it stands in
+    (srift.bandwidth.collectives says why the bus bandwidths agree); allreduce's own answer unchanged."""
+    if collective is Collective.ALLREDUCE:
+        return estimate
+    return replace(estimate, source=f"{estimate.source} ({STAND_IN} for {collective.value})")
+
+
+@dataclass(frozen=True, slots=True)
+class BusbwQuery:
+    """One question to a bandwidth model: bus bandwidth per size in `buffer_bytes` (bytes) across
+    `world_size` ranks on `nodes` VMs of `instance`, with `async_count` collectives in flight.
+
+    Hashable, so a model may remember its answers by query."""
+
+    instance: InstanceType
+    world_size: int
+    nodes: int
+    buffer_bytes: tuple[int, ...]
+    async_count: int = 1
+
+    def ask(self, model: BusBandwidthModel) -> BandwidthEstimate:
+        """`model`'s allreduce answer."""
+        return model.predict(
+            instance=self.instance,
+            world_size=self.world_size,
+            nodes=self.nodes,
+            buffer_bytes=self.buffer_bytes,
+            async_count=self.async_count,
+        )
+
+    def ask_collective(self, model: BusBandwidthModel, collective: Collective) -> BandwidthEstimate:
+        """`model`'s answer for `collective`: its own (`predict_collective`) when it has one, else its
+        allreduce answer standing in."""
+        own = getattr(model, "predict_collective", None)
+        if callable(own):
+            found: BandwidthEstimate = own(
+                collective=collective,
+                instance=self.instance,
+                world_size=self.world_size,
+                nodes=self.nodes,
+                buffer_bytes=self.buffer_bytes,
+            )
+            return found
+        return standing_in(self.ask(model), collective)
+
+
+def collective_busbw(
+    model: BusBandwidthModel,
+    *,
+    collective: Collective,
+    instance: InstanceType,
+    world_size: int,
+    nodes: int,
+    buffer_bytes: Sequence[int],
+) -> BandwidthEstimate:
+    """Bus bandwidth (Gbit/s) per size of `collective` over `world_size` ranks on `nodes` VMs."""
+    query = BusbwQuery(instance, world_size, nodes, tuple(buffer_bytes))
+    return query.ask_collective(model, collective)
+
+
+class AnswersBusbw(ABC):
+    """Base of a bandwidth model: BusBandwidthModel's `predict` and `predict_collective`, each turned into
+    one `BusbwQuery` for the model's `answer` (allreduce) and `answer_collective`.
+
+    `answer_collective` defaults to the allreduce answer standing in (`standing_in`)."""
+
+    def predict(
+        self,
+        *,
+        instance: InstanceType,
+        world_size: int,
+        nodes: int,
+        buffer_bytes: Sequence[int],
+        async_count: int = 1,
+    ) -> BandwidthEstimate:
+        """Allreduce bus bandwidth (Gbit/s) per size: `answer`'s."""
+        query = BusbwQuery(instance, world_size, nodes, tuple(buffer_bytes), async_count)
+        return self.answer(query)
+
+    def predict_collective(
+        self,
+        *,
+        collective: Collective,
+        instance: InstanceType,
+        world_size: int,
+        nodes: int,
+        buffer_bytes: Sequence[int],
+    ) -> BandwidthEstimate:
+        """Bus bandwidth (Gbit/s) per size of `collective`: `answer_collective`'s."""
+        query = BusbwQuery(instance, world_size, nodes, tuple(buffer_bytes))
+        return self.answer_collective(collective, query)
+
+    @abstractmethod
+    def answer(self, query: BusbwQuery) -> BandwidthEstimate:
+        """The model's allreduce answer to `query`."""
+
+    def answer_collective(self, collective: Collective, query: BusbwQuery) -> BandwidthEstimate:
+        """The model's answer for `collective`: by default its allreduce answer standing in."""
+        return standing_in(self.answer(query), collective)
+
+
+class WrappedBandwidth(AnswersBusbw):
+    """A bandwidth model around another, `model`, answering as it does; a subclass changes or remembers
+    the answers by overriding `answer` / `answer_collective` and calling these."""
+
+    def __init__(self, model: BusBandwidthModel) -> None:
+        self.model = model
+
+    def answer(self, query: BusbwQuery) -> BandwidthEstimate:
+        return query.ask(self.model)
+
+    def answer_collective(self, collective: Collective, query: BusbwQuery) -> BandwidthEstimate:
+        return query.ask_collective(self.model, collective)

@@ -13,11 +13,16 @@ from srift.domain.profile import ModelProfile
 
 
 class Objective(StrEnum):
+    """What a plan minimises: cost (within the time limit) or time (within the budget)."""
+
     MIN_COST = "min_cost"
     MIN_TIME = "min_time"
 
 
 class SearchMode(StrEnum):
+    """How the optimizer searches (srift.optimize.solver): every configuration, eager (a few VMs of one type
+    before the next), or auto (exhaustive for part of the budget, then eager if it did not finish)."""
+
     EXHAUSTIVE = "exhaustive"
     EAGER = "eager"
     AUTO = "auto"

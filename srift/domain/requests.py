@@ -105,8 +105,31 @@ class SimulatorChoice:
         return SimConfig(exchange=self.exchange, bucket_cap_mb=self.bucket_cap_mb)
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProfileRequest(SimulatorChoice):
+    """What plan and prediction requests share: the simulator settings, and which compute profiles they use
+    (`selection`; the fields are ProfileSelection's)."""
+
+    profile_ids: tuple[int, ...] | None = None
+    profiles: tuple[Mapping[str, Any], ...] | None = None
+    model: str | None = None
+    precision: Precision | None = None
+    owner: str | None = None
+    """Who asks (not a request field: the edge sets it from the token); see ProfileSelection."""
+
+    @property
+    def selection(self) -> ProfileSelection:
+        return ProfileSelection(
+            profile_ids=self.profile_ids,
+            profiles=self.profiles,
+            model=self.model,
+            precision=self.precision,
+            owner=self.owner,
+        )
+
+
 @dataclass(frozen=True, slots=True)
-class PlanQuery(SimulatorChoice):
+class PlanQuery(ProfileRequest):
     """A plan request (POST /v1/plans, `srift plan FILE`): what to optimize, within which limits.
 
     Placement (docs/geo.md): `providers` and `regions` the fleet may span, the `allreduce` pattern across
@@ -119,9 +142,6 @@ class PlanQuery(SimulatorChoice):
 
     global_batch: int
     iterations: int
-    profile_ids: tuple[int, ...] | None = None
-    profiles: tuple[Mapping[str, Any], ...] | None = None
-    model: str | None = None
     objective: Objective = Objective.MIN_COST
     time_limit_s: float | None = None
     budget_usd: float | None = None
@@ -152,24 +172,11 @@ class PlanQuery(SimulatorChoice):
     restart_s: float = 150.0
     spot_samples: int = 2000
     fallback: bool = True
-    precision: Precision | None = None
     stack: FrameworkStack = FrameworkStack()
     include_retired: bool = False
     allow_cpu_profiles: bool = False
     strategy: StrategyChoice = StrategyChoice.AUTO
     checkpointing: bool | None = None
-    owner: str | None = None
-    """Who asks (not a request field: the edge sets it from the token); see ProfileSelection."""
-
-    @property
-    def selection(self) -> ProfileSelection:
-        return ProfileSelection(
-            profile_ids=self.profile_ids,
-            profiles=self.profiles,
-            model=self.model,
-            precision=self.precision,
-            owner=self.owner,
-        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,7 +198,7 @@ class FleetQuery:
 
 
 @dataclass(frozen=True, slots=True)
-class PredictionQuery(SimulatorChoice):
+class PredictionQuery(ProfileRequest):
     """A prediction request (POST /v1/predictions, `srift predict FILE`): one fleet's time and cost
     (`config`), or several fleets' (`configs`, a sweep), under the `network` assumptions."""
 
@@ -199,9 +206,6 @@ class PredictionQuery(SimulatorChoice):
     config: FleetQuery | None = None
     configs: tuple[FleetQuery, ...] | None = None
     network: NetworkQuery = NetworkQuery()
-    profile_ids: tuple[int, ...] | None = None
-    profiles: tuple[Mapping[str, Any], ...] | None = None
-    model: str | None = None
     provider: str = "aws"
     region: str | None = None
     snapshot: str | None = None
@@ -210,20 +214,7 @@ class PredictionQuery(SimulatorChoice):
     seed: int = 0
     straggler_iters: int = 100
     mc_samples: int = 0
-    precision: Precision | None = None
     allow_cpu_profiles: bool = False
-    owner: str | None = None
-    """Who asks (not a request field: the edge sets it from the token); see ProfileSelection."""
-
-    @property
-    def selection(self) -> ProfileSelection:
-        return ProfileSelection(
-            profile_ids=self.profile_ids,
-            profiles=self.profiles,
-            model=self.model,
-            precision=self.precision,
-            owner=self.owner,
-        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -228,60 +228,80 @@ class Ec2Backend:
             run.check()
             self.sleep(self.poll_s)
 
-    def run_probe(self, run: JobRun, spec: ProbeJobSpec, facts: TypeFacts) -> JobOutput:
-        """Launch the fleet, wait for the instances to post their samples, terminate it."""
-        from srift.jobs.ec2 import probe_user_data
-        from srift.jobs.runners import probe_script
+    def _collect(
+        self,
+        run: JobRun,
+        spec: ProbeJobSpec | ProfileJobSpec,
+        *,
+        counts: dict[str, int],
+        launch: Callable[[Callable[..., Any], str], None],
+        ready: Callable[[dict[str, Any]], bool],
+        who: str,
+    ) -> tuple[dict[str, Any], list[str]]:
+        """Reserve the attempt's worst-case cost (`counts` instances per type), launch its instances, wait for
+        their results, terminate every instance launched.
 
+        `launch(start, token)` launches the groups: `start(**launch_args)` launches one group on the fleet,
+        journals every instance id so far (so a dead worker's instances can be terminated) and returns it;
+        `token` is a fresh job token for the instances. The results are the job's once `ready` says so;
+        what the instances report as an error is raised as HostsFailed ("`who` reported: ..."), after the
+        instances are terminated. Returns the results and the ids launched."""
         assert spec.ec2 is not None
         fleet = self._fleet(job_id=run.job_id, attempt=run.attempt, spec=spec, run=run)
+        self._reserve_budget(run, spec, counts)
         launched: list[str] = []
+
+        def start(**launch_args: Any) -> Any:
+            group = fleet.launch(**launch_args)
+            launched.extend(group.instance_ids)
+            self._journal_instances(run, launched)
+            return group
+
         reported = ""
         result: dict[str, Any] = {}
-        self._reserve_budget(run, spec, {spec.instance_type: spec.max_nodes})
         try:
-            token = self._rotate_token(run)
-            source = probe_script().read_text()
-            master = fleet.launch(
-                instance_type=spec.instance_type,
-                count=1,
-                role="master",
-                user_data=probe_user_data(
-                    job_id=run.job_id,
-                    attempt=run.attempt,
-                    spec=spec,
-                    token=token,
-                    probe_source=source,
-                    master_ip=None,
-                ),
-            )
-            launched += master.instance_ids
-            self._journal_instances(run, launched)
-            if spec.max_nodes > 1:
-                workers = fleet.launch(
-                    instance_type=spec.instance_type,
-                    count=spec.max_nodes - 1,
-                    role="workers",
-                    user_data=probe_user_data(
-                        job_id=run.job_id,
-                        attempt=run.attempt,
-                        spec=spec,
-                        token=token,
-                        probe_source=source,
-                        master_ip=master.private_ips[0],
-                    ),
-                )
-                launched += workers.instance_ids
-                self._journal_instances(run, launched)
-            result = self._wait_for_results(
-                run, timeout_s=spec.ec2.timeout_s, ready=lambda r: bool(r.get("results_received"))
-            )
+            launch(start, self._rotate_token(run))
+            result = self._wait_for_results(run, timeout_s=spec.ec2.timeout_s, ready=ready)
         except HostsFailed as exc:
             reported = str(exc)
         finally:
             fleet.terminate(launched)
         if reported:
-            raise HostsFailed(f"the instances reported: {reported}")
+            raise HostsFailed(f"{who} reported: {reported}")
+        return result, launched
+
+    def run_probe(self, run: JobRun, spec: ProbeJobSpec, facts: TypeFacts) -> JobOutput:
+        """Launch the fleet (a master, then the workers that join it), wait for the instances to post their
+        samples, terminate it."""
+        from srift.jobs.ec2 import probe_user_data
+        from srift.jobs.runners import probe_script
+
+        def launch(start: Callable[..., Any], token: str) -> None:
+            source = probe_script().read_text()
+
+            def group(count: int, role: str, master_ip: str | None) -> Any:
+                user_data = probe_user_data(
+                    job_id=run.job_id,
+                    attempt=run.attempt,
+                    spec=spec,
+                    token=token,
+                    probe_source=source,
+                    master_ip=master_ip,
+                )
+                return start(instance_type=spec.instance_type, count=count, role=role, user_data=user_data)
+
+            master = group(1, "master", None)
+            if spec.max_nodes > 1:
+                group(spec.max_nodes - 1, "workers", master.private_ips[0])
+
+        result, launched = self._collect(
+            run,
+            spec,
+            counts={spec.instance_type: spec.max_nodes},
+            launch=launch,
+            ready=lambda r: bool(r.get("results_received")),
+            who="the instances",
+        )
         return JobOutput(
             result={"samples_stored": result.get("samples_stored", 0), "instances": launched},
             note="succeeded: results received and instances terminated",
@@ -292,42 +312,25 @@ class Ec2Backend:
         from srift.jobs.ec2 import profile_user_data
         from srift.jobs.runners import profile_device
 
-        assert spec.ec2 is not None
         by_type = {f.instance_type: f for f in facts}
-        fleet = self._fleet(job_id=run.job_id, attempt=run.attempt, spec=spec, run=run)
-        launched: list[str] = []
         wanted = set(spec.instance_types)
-        reported = ""
-        result: dict[str, Any] = {}
-        self._reserve_budget(run, spec, dict.fromkeys(spec.instance_types, 1))
-        try:
-            token = self._rotate_token(run)
+
+        def launch(start: Callable[..., Any], token: str) -> None:
             for i, name in enumerate(spec.instance_types):
-                got = fleet.launch(
-                    instance_type=name,
-                    count=1,
-                    role=f"profile{i}",
-                    user_data=profile_user_data(
-                        job_id=run.job_id,
-                        spec=spec,
-                        token=token,
-                        instance_type=name,
-                        device=profile_device(by_type.get(name)),
-                    ),
+                device = profile_device(by_type.get(name))
+                user_data = profile_user_data(
+                    job_id=run.job_id, spec=spec, token=token, instance_type=name, device=device
                 )
-                launched += got.instance_ids
-                self._journal_instances(run, launched)
-            result = self._wait_for_results(
-                run,
-                timeout_s=spec.ec2.timeout_s,
-                ready=lambda r: wanted <= set(r.get("profiles_received", {})),
-            )
-        except HostsFailed as exc:
-            reported = str(exc)
-        finally:
-            fleet.terminate(launched)
-        if reported:
-            raise HostsFailed(f"an instance reported: {reported}")
+                start(instance_type=name, count=1, role=f"profile{i}", user_data=user_data)
+
+        result, launched = self._collect(
+            run,
+            spec,
+            counts=dict.fromkeys(spec.instance_types, 1),
+            launch=launch,
+            ready=lambda r: wanted <= set(r.get("profiles_received", {})),
+            who="an instance",
+        )
         return JobOutput(
             result={
                 "profile_ids": sorted(result.get("profiles_received", {}).values()),

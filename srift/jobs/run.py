@@ -21,11 +21,8 @@ from srift.settings import Settings
 MARKER_ENV = "SRIFT_JOB_MARKER"
 
 
-class JobLost(SriftError):
+class JobLost(SriftError, error="job_lost", exit_code=5):
     """The job was taken from this worker (its heartbeat lapsed and recovery requeued or failed it)."""
-
-    exit_code = 5
-    error = "job_lost"
 
 
 @dataclass

@@ -129,19 +129,25 @@ def run_probe_grid(
     return records
 
 
+def _spawn(argv: list[str], env: dict[str, str], log: IO[Any]) -> subprocess.Popen[Any]:
+    """A process of a `local` job on this machine: this environment plus `env`, no input, its output to
+    `log`, in a session of its own (so the job's processes can be stopped together)."""
+    return subprocess.Popen(
+        argv,
+        env={**os.environ, **env},
+        stdin=subprocess.DEVNULL,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+
+
 def run_local_probe(run: JobRun, spec: ProbeJobSpec, facts: TypeFacts) -> list[ProbeRecord]:
     """`local`: every rank a process on this machine, talking over loopback."""
     ports = [free_port() for _ in spec.node_counts]
 
     def launch(node: int, argv: list[str], env: dict[str, str], log: IO[Any]) -> subprocess.Popen[Any]:
-        return subprocess.Popen(
-            argv,
-            env={**os.environ, **env},
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+        return _spawn(argv, env, log)
 
     return run_probe_grid(
         run,
@@ -392,14 +398,7 @@ def run_profiles(
 
 def run_local_profiles(run: JobRun, spec: ProfileJobSpec) -> list[ModelProfile]:
     def launch(_type: str, argv: list[str], log: IO[Any]) -> subprocess.Popen[Any]:
-        return subprocess.Popen(
-            argv,
-            env={**os.environ, MARKER_ENV: run.marker},
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+        return _spawn(argv, {MARKER_ENV: run.marker}, log)
 
     return run_profiles(
         run,

@@ -58,14 +58,7 @@ def emit(plan: Mapping[str, Any], fmt: EmitFormat, options: LaunchOptions | None
             extra_env=opts.extra_env,
             **common,
         )
-        text = torchrun.render(
-            layout,
-            master_addr=opts.master_addr,
-            master_port=opts.master_port,
-            extra_env=opts.extra_env,
-            **common,
-        )
-        return [EmittedFile(name, text, commands)]
+        return [EmittedFile(name, torchrun.render(layout, commands), commands)]
     if fmt is EmitFormat.SKYPILOT:
         return [
             EmittedFile(t.name, t.text, t.task)

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from srift.launch.layout import Layout, Part
+from srift.launch.layout import FleetPart, Layout
 from srift.launch.network import env_lines, network_settings, placement
 from srift.launch.torchrun import DEFAULT_PORT
 from srift.launch.yamltext import dump
@@ -118,13 +118,13 @@ def manifests(
     return tuple(out)
 
 
-def _job_name(part: Part) -> str:
+def _job_name(part: FleetPart) -> str:
     return f"p{part.index}-{_dns(part.instance_type)}"
 
 
 def _replicated_job(
     layout: Layout,
-    part: Part,
+    part: FleetPart,
     *,
     script: str,
     script_args: Sequence[str],

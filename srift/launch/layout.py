@@ -20,7 +20,7 @@ class LayoutError(ValueError):
 
 
 @dataclass(frozen=True, slots=True)
-class Part:
+class FleetPart:
     """One homogeneous part of the fleet: `count` VMs of one type, market and location."""
 
     index: int
@@ -54,7 +54,7 @@ class Layout:
     plan_id: int | None
     global_batch: int
     iterations: int
-    parts: tuple[Part, ...]
+    parts: tuple[FleetPart, ...]
     provider: str
     region: str | None
     predicted_iteration_s: float | None
@@ -78,7 +78,7 @@ class Layout:
     def locations(self) -> tuple[str | None, ...]:
         return tuple(dict.fromkeys(p.location for p in self.parts))
 
-    def part_of_node(self, node_rank: int) -> Part:
+    def part_of_node(self, node_rank: int) -> FleetPart:
         for part in self.parts:
             if part.first_node <= node_rank < part.first_node + part.count:
                 return part
@@ -135,7 +135,7 @@ def layout_of(plan: Mapping[str, Any]) -> Layout:
     if not isinstance(choices, list) or not choices:
         raise LayoutError("the plan has no choices (is this a plan document from srift plan --json?)")
     request = plan.get("request") or {}
-    parts: list[Part] = []
+    parts: list[FleetPart] = []
     first = 0
     for k, ch in enumerate(choices):
         where = f"choices[{k}]"
@@ -148,7 +148,7 @@ def layout_of(plan: Mapping[str, Any]) -> Layout:
         if batch < procs:
             raise LayoutError(f"{where}: batch {batch} is smaller than its {procs} ranks")
         parts.append(
-            Part(
+            FleetPart(
                 index=k,
                 instance_type=str(ch["instance_type"]),
                 market=str(ch.get("market") or "on_demand"),

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from srift.launch.layout import Layout, Part
+from srift.launch.layout import FleetPart, Layout
 
 NCCL_MAX_SOCKET_THREADS = 16
 """NCCL environment docs: NCCL_SOCKET_NTHREADS takes 1 to 16."""
@@ -63,7 +63,7 @@ def _flows(network: Mapping[str, Any], instance_type: str) -> int | None:
     return int(flows) if isinstance(flows, int) else None
 
 
-def network_settings(layout: Layout, part: Part) -> tuple[Setting, ...]:
+def network_settings(layout: Layout, part: FleetPart) -> tuple[Setting, ...]:
     """The environment one VM of `part` needs to run as the plan assumed."""
     network = layout.network
     transport = str(network.get("transport") or "tcp")

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from srift.launch.layout import Layout, LayoutError, Part
+from srift.launch.layout import FleetPart, Layout, LayoutError
 from srift.launch.network import env_lines, network_settings, placement
 from srift.launch.torchrun import DEFAULT_PORT
 from srift.launch.yamltext import dump
@@ -35,7 +35,7 @@ class TaskFile:
     text: str
 
 
-def _provider(layout: Layout, part: Part) -> tuple[str, str | None]:
+def _provider(layout: Layout, part: FleetPart) -> tuple[str, str | None]:
     return (part.provider or layout.provider, part.region or layout.region)
 
 

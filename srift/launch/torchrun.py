@@ -15,7 +15,7 @@ import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from srift.launch.layout import Layout, Part
+from srift.launch.layout import FleetPart, Layout
 from srift.launch.network import Setting, env_lines, network_settings, placement
 
 DEFAULT_PORT = 29_500
@@ -30,7 +30,7 @@ class NodeCommand:
     """The command of one VM: its environment and torchrun's argument vector."""
 
     node_rank: int
-    part: Part
+    part: FleetPart
     env: tuple[Setting, ...]
     argv: tuple[str, ...]
 
@@ -84,26 +84,9 @@ def node_commands(
     return tuple(out)
 
 
-def render(
-    layout: Layout,
-    *,
-    script: str,
-    script_args: Sequence[str] = (),
-    plan_ref: str,
-    master_addr: str | None = None,
-    master_port: int = DEFAULT_PORT,
-    extra_env: Mapping[str, str] | None = None,
-) -> str:
-    """A shell file: a header with the plan and its assumptions, then each VM's command under a comment."""
-    commands = node_commands(
-        layout,
-        script=script,
-        script_args=script_args,
-        plan_ref=plan_ref,
-        master_addr=master_addr,
-        master_port=master_port,
-        extra_env=extra_env,
-    )
+def render(layout: Layout, commands: Sequence[NodeCommand]) -> str:
+    """A shell file: a header with the plan and its assumptions, then each VM's command (`node_commands`)
+    under a comment."""
     plan = f"plan {layout.plan_id}" if layout.plan_id is not None else "plan"
     t_iter = layout.predicted_iteration_s
     head = [

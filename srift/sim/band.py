@@ -31,63 +31,29 @@ from srift.domain import (
     BusBandwidthModel,
     ComputeCurve,
     FleetMember,
-    InstanceType,
     ModelProfile,
     SpreadTerm,
 )
-from srift.domain.bandwidth import Collective
+from srift.domain.bandwidth import BusbwQuery, Collective, WrappedBandwidth
 
 Z90 = 1.2815515655446004
 """Φ⁻¹(0.9): p10 and p90 of a normal lie this many standard deviations from its mean."""
 
 
-class SlowerBandwidth:
+class SlowerBandwidth(WrappedBandwidth):
     """A bandwidth model that answers exp(−spread) of the wrapped model's bus bandwidth, size by size:
     the model's answer one error spread too optimistic. `largest_spread` is the largest spread it applied."""
 
     def __init__(self, model: BusBandwidthModel) -> None:
-        self.model = model
+        super().__init__(model)
         self.largest_spread = 0.0
 
-    def predict(
-        self,
-        *,
-        instance: InstanceType,
-        world_size: int,
-        nodes: int,
-        buffer_bytes: Sequence[int],
-        async_count: int = 1,
-    ) -> BandwidthEstimate:
-        est = self.model.predict(
-            instance=instance,
-            world_size=world_size,
-            nodes=nodes,
-            buffer_bytes=buffer_bytes,
-            async_count=async_count,
-        )
-        return self._slower(est)
+    def answer(self, query: BusbwQuery) -> BandwidthEstimate:
+        return self._slower(super().answer(query))
 
-    def predict_collective(
-        self,
-        *,
-        collective: Collective,
-        instance: InstanceType,
-        world_size: int,
-        nodes: int,
-        buffer_bytes: Sequence[int],
-    ) -> BandwidthEstimate:
+    def answer_collective(self, collective: Collective, query: BusbwQuery) -> BandwidthEstimate:
         """The same for any collective (sharded data parallelism, srift.bandwidth.collectives)."""
-        from srift.bandwidth.collectives import collective_busbw
-
-        est = collective_busbw(
-            self.model,
-            collective=collective,
-            instance=instance,
-            world_size=world_size,
-            nodes=nodes,
-            buffer_bytes=buffer_bytes,
-        )
-        return self._slower(est)
+        return self._slower(super().answer_collective(collective, query))
 
     def _slower(self, est: BandwidthEstimate) -> BandwidthEstimate:
         spreads = [est.residual_at(i) for i in range(len(est.busbw_gbps))]

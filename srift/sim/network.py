@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from srift.domain import BandwidthEstimate, BusBandwidthModel, FleetMember, InstanceType
-from srift.domain.bandwidth import Collective
+from srift.domain.bandwidth import BusbwQuery, Collective, WrappedBandwidth
 from srift.sim.exchange import Stage
 
 CAP_PROBE_BYTES = 1 << 29
@@ -272,7 +272,7 @@ def _mixed(
     )
 
 
-class MemoBandwidth:
+class MemoBandwidth(WrappedBandwidth):
     """A BusBandwidthModel wrapper that remembers answers; for callers that evaluate many fleets.
 
     Besides the model's answers it keeps the stages built from them (`stage_plans`), so a fleet shape seen
@@ -281,13 +281,13 @@ class MemoBandwidth:
     """
 
     def __init__(self, model: BusBandwidthModel, *, max_entries: int = 4096) -> None:
-        self.model = model
+        super().__init__(model)
         ask = getattr(model, "shares_host_pcie", None)
         self._shares = ask if callable(ask) else None
         self.max_entries = max_entries
-        self._memo: dict[tuple[InstanceType, int, int, tuple[int, ...], int], BandwidthEstimate] = {}
+        self._memo: dict[BusbwQuery, BandwidthEstimate] = {}
         self.stage_plans: dict[tuple[object, ...], StagePlan | None] = {}
-        self._collectives: dict[tuple[object, ...], BandwidthEstimate] = {}
+        self._collectives: dict[tuple[Collective, BusbwQuery], BandwidthEstimate] = {}
         self.calls = 0
 
     def shares_host_pcie(self, instance: InstanceType) -> bool:
@@ -310,56 +310,23 @@ class MemoBandwidth:
         found = batched(instance=instance, nodes=nodes, buffer_bytes=buffer_bytes)
         return None if found is None else np.asarray(found, dtype=np.float64)
 
-    def predict_collective(
-        self,
-        *,
-        collective: Collective,
-        instance: InstanceType,
-        world_size: int,
-        nodes: int,
-        buffer_bytes: Sequence[int],
-    ) -> BandwidthEstimate:
+    def answer_collective(self, collective: Collective, query: BusbwQuery) -> BandwidthEstimate:
         """The wrapped model's answer for `collective` (srift.bandwidth.collectives), remembered."""
-        from srift.bandwidth.collectives import collective_busbw
-
-        key = (collective, instance, world_size, nodes, tuple(buffer_bytes))
-        found = self._collectives.get(key)
+        found = self._collectives.get((collective, query))
         if found is None:
-            found = collective_busbw(
-                self.model,
-                collective=collective,
-                instance=instance,
-                world_size=world_size,
-                nodes=nodes,
-                buffer_bytes=buffer_bytes,
-            )
+            found = super().answer_collective(collective, query)
             if len(self._collectives) >= self.max_entries:
                 self._collectives.clear()
-            self._collectives[key] = found
+            self._collectives[collective, query] = found
         return found
 
-    def predict(
-        self,
-        *,
-        instance: InstanceType,
-        world_size: int,
-        nodes: int,
-        buffer_bytes: Sequence[int],
-        async_count: int = 1,
-    ) -> BandwidthEstimate:
-        key = (instance, world_size, nodes, tuple(buffer_bytes), async_count)
-        found = self._memo.get(key)
+    def answer(self, query: BusbwQuery) -> BandwidthEstimate:
+        found = self._memo.get(query)
         if found is None:
             self.calls += 1
-            found = self.model.predict(
-                instance=instance,
-                world_size=world_size,
-                nodes=nodes,
-                buffer_bytes=buffer_bytes,
-                async_count=async_count,
-            )
+            found = super().answer(query)
             if len(self._memo) >= self.max_entries:
                 self._memo.clear()
                 self.stage_plans.clear()
-            self._memo[key] = found
+            self._memo[query] = found
         return found

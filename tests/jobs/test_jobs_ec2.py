@@ -114,8 +114,8 @@ class _Run:
         return self.outcome
 
 
-def _worker(settings: Settings, client: Any = None) -> Worker:
-    config = WorkerConfig(ec2_poll_s=0.05, heartbeat_s=0.2, ec2_retry_delay_s=0.01)
+def _worker(settings: Settings, client: Any = None, *, heartbeat_s: float = 0.2) -> Worker:
+    config = WorkerConfig(ec2_poll_s=0.05, heartbeat_s=heartbeat_s, ec2_retry_delay_s=0.01)
     if client is None:
         return Worker(settings, config, ec2_client=lambda region: boto3.client("ec2", region_name=region))
     return Worker(settings, config, ec2_client=lambda _region: client, sleep=lambda _s: None)
@@ -313,7 +313,9 @@ def test_a_worker_that_lost_its_ec2_job_never_reports_it_succeeded(
     ec2_settings: Settings, ec2_options: dict[str, Any]
 ) -> None:
     job_id = _submit(ec2_settings, ec2_options)
-    worker = _worker(ec2_settings)
+    # A heartbeat that never comes within the test: the lapse is real, not a race between this worker's
+    # heartbeat thread and the later worker's recovery (which a 0.2 s beat lost on a loaded host).
+    worker = _worker(ec2_settings, heartbeat_s=3600.0)
     worker.backends = {
         **worker.backends,
         JobProvider.EC2: _TakenAfterResults(worker.backends[JobProvider.EC2], ec2_settings),

@@ -86,10 +86,12 @@ def random_request(seed: int) -> dict[str, Any]:
 
 
 COUNTS: dict[str, int] = {}
+# Requests the property test draws: 200 keep the module near a minute on a 2-core host (500 took 158 s).
+EXAMPLES = 200
 
 
 @settings(
-    max_examples=500,
+    max_examples=EXAMPLES,
     derandomize=True,
     deadline=None,
     database=None,
@@ -108,13 +110,13 @@ def test_every_plan_over_the_shipped_catalog_runs_as_given(shipped: Any, seed: i
 
 
 def test_the_property_test_mostly_produced_plans() -> None:
-    """Run after the property test (same module): the property is not vacuous, a large share of its 500
-    requests produced a plan (297 on a loaded 2-core host; the 0.1 s solve budgets make the exact count
-    depend on the machine, so the floor is well below it)."""
+    """Run after the property test (same module): the property is not vacuous, a large share of its
+    requests produced a plan (297 of 500 on a loaded 2-core host; the 0.1 s solve budgets make the exact
+    count depend on the machine, so the floor, two in five, is well below it)."""
     if not COUNTS:
         pytest.skip("runs after test_every_plan_over_the_shipped_catalog_runs_as_given")
-    assert sum(COUNTS.values()) == 500
-    assert COUNTS.get("plan", 0) >= 200, COUNTS
+    assert sum(COUNTS.values()) == EXAMPLES
+    assert COUNTS.get("plan", 0) >= EXAMPLES * 2 // 5, COUNTS
 
 
 def test_issue_23_exhaustive_is_proven_optimal_and_no_worse_than_eager(shipped: Any) -> None:

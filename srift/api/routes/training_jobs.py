@@ -15,9 +15,9 @@ from srift.api.schemas.plans import (
     InterruptionIn,
     InterruptionOut,
     JobCreate,
-    JobOut,
     PlanOut,
     ProgressIn,
+    TrainingJobOut,
 )
 from srift.domain.records import TrainingRun
 from srift.errors import NotFound
@@ -51,8 +51,8 @@ def _owned_job(session: SessionDep, caller: CallerIdentity, job_id: int = _JOB_I
 OwnedJob = Annotated[int, Depends(_owned_job)]
 
 
-def _out(run: TrainingRun) -> JobOut:
-    return JobOut.model_validate(run, from_attributes=True)
+def _out(run: TrainingRun) -> TrainingJobOut:
+    return TrainingJobOut.model_validate(run, from_attributes=True)
 
 
 @router.post(
@@ -73,7 +73,7 @@ def start_job(body: JobCreate, session: SessionDep, _: RequireWrite, caller: Cal
     return JobStartOut.model_validate(run, from_attributes=True)
 
 
-@router.get("/jobs/{job_id}", response_model=JobOut, responses={401: _AUTH[401], **_NO_JOB})
+@router.get("/jobs/{job_id}", response_model=TrainingJobOut, responses={401: _AUTH[401], **_NO_JOB})
 def get_job(session: SessionDep, _: RequireRead, job_id: OwnedJob) -> Any:
     """The job, its plans (the first and each re-plan) and every event."""
     return _out(service.get_run(session=session, job_id=job_id))
@@ -81,7 +81,7 @@ def get_job(session: SessionDep, _: RequireRead, job_id: OwnedJob) -> Any:
 
 @router.post(
     "/jobs/{job_id}/progress",
-    response_model=JobOut,
+    response_model=TrainingJobOut,
     responses={
         **_AUTH,
         **_NO_JOB,

@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from srift.api.schemas.plans import JobOut
+from srift.api.schemas.plans import TrainingJobOut
 from srift.api.schemas.types import Timestamp
 from srift.documents import WHOLE, StrictModel
 from srift.domain.requests import IterationReport
@@ -134,7 +134,7 @@ class CorrectionResetIn(StrictModel):
     network_key: str | None = Field(None, max_length=200, description="default: every network setting")
 
 
-class JobStartOut(JobOut):
+class JobStartOut(TrainingJobOut):
     token: str | None = Field(
         None,
         description="the run's own token, shown once: the training-script helper reports iteration times "

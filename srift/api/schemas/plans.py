@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -13,6 +13,9 @@ from srift.api.schemas.types import (
     BucketCapMb,
     ExchangeField,
     KeysStated,
+    ProviderField,
+    RegionField,
+    SnapshotField,
     Timestamp,
     TypeName,
     check_one_of,
@@ -97,23 +100,15 @@ class StackIn(StrictModel):
     )
 
 
-_PLAN = field_defaults(PlanQuery)
-"""PlanQuery owns the plan request's defaults; the schema states them (tests/api/test_request_defaults)."""
-
-
-class PlanRequest(StrictModel):
-    """What to optimize. Give the model's compute profiles as `profile_ids`, inline `profiles`, or `model`
-    (all stored profiles of that model); limits are optional, objective decides what is minimised."""
-
-    model_config = ConfigDict(
-        extra="forbid",
-        json_schema_extra=publish_rules(
-            ONE_MODEL_RULE, then=one_of(*PROFILE_SELECTION, types=SELECTION_TYPES)
-        ),
-    )
+class ProfileSelectionIn(StrictModel):
+    """The profile-selection fields of plan and prediction requests: stored `profile_ids`, inline
+    `profiles` or a `model`, exactly one (srift.domain.requests.ProfileSelection), in a `precision`."""
 
     profile_ids: list[ProfileId] | None = Field(
-        default=None, min_length=1, max_length=MAX_PROFILES_PER_REQUEST, description="stored profile ids"
+        default=None,
+        min_length=1,
+        max_length=MAX_PROFILES_PER_REQUEST,
+        description="stored profile ids (GET /v1/profiles)",
     )
     profiles: list[ProfileIn] | None = Field(
         default=None,
@@ -142,9 +137,25 @@ class PlanRequest(StrictModel):
     )
 
     @model_validator(mode="after")
-    def _one_selection(self) -> PlanRequest:
+    def _one_selection(self) -> Self:
         check_one_of(self, *PROFILE_SELECTION)
         return self
+
+
+_PLAN = field_defaults(PlanQuery)
+"""PlanQuery owns the plan request's defaults; the schema states them (tests/api/test_request_defaults)."""
+
+
+class PlanRequest(ProfileSelectionIn):
+    """What to optimize. Give the model's compute profiles as `profile_ids`, inline `profiles`, or `model`
+    (all stored profiles of that model); limits are optional, objective decides what is minimised."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra=publish_rules(
+            ONE_MODEL_RULE, then=one_of(*PROFILE_SELECTION, types=SELECTION_TYPES)
+        ),
+    )
 
     global_batch: int = Field(
         ge=1, le=MAX_GLOBAL_BATCH, description="samples per iteration over the whole fleet"
@@ -157,13 +168,9 @@ class PlanRequest(StrictModel):
     budget_usd: float | None = Field(
         default=None, gt=0, le=1e9, description="total cost must not exceed this"
     )
-    provider: str = Field(default=_PLAN["provider"], min_length=1, max_length=64)
-    region: str | None = Field(
-        default=None, max_length=64, description="default: the service's default_region"
-    )
-    snapshot: str | None = Field(
-        default=None, max_length=200, description="catalog snapshot to price with (e.g. srift-paper-2020)"
-    )
+    provider: ProviderField = _PLAN["provider"]
+    region: RegionField = None
+    snapshot: SnapshotField = None
     market: MarketChoice = Field(
         default=_PLAN["market"], description="spot, on_demand or any (cheaper per type)"
     )
@@ -725,7 +732,7 @@ class JobPlanOut(BaseModel):
     cost_usd: float
 
 
-class JobOut(BaseModel):
+class TrainingJobOut(BaseModel):
     id: int
     plan_id: int
     current_plan_id: int
@@ -744,7 +751,7 @@ class JobOut(BaseModel):
 
 
 class InterruptionOut(BaseModel):
-    job: JobOut
+    job: TrainingJobOut
     plan: PlanOut
 
 

@@ -14,13 +14,14 @@ from srift.api.schemas.plans import (
     BreakdownOut,
     ChoiceOut,
     PredictedOut,
-    ProfileId,
+    ProfileSelectionIn,
 )
-from srift.api.schemas.profiles import ProfileIn
 from srift.api.schemas.types import (
-    NO_NUL,
     BucketCapMb,
     ExchangeField,
+    ProviderField,
+    RegionField,
+    SnapshotField,
     TypeName,
     check_one_of,
     one_of,
@@ -30,7 +31,6 @@ from srift.documents import StrictModel, field_defaults, publish_rules, read_doc
 from srift.domain import Market
 from srift.domain.requests import FleetChoice, PredictionQuery
 from srift.domain.simulation import DDP_BUCKET_CAP_MB, Exchange
-from srift.domain.structure import Precision
 from srift.limits import MAX_COUNT, MAX_VM_BATCH
 from srift.services.predictions import MAX_PS_VMS
 from srift.sim import CommMode
@@ -94,7 +94,7 @@ class FleetConfigIn(StrictModel):
     choices: list[FleetChoiceIn] = Field(min_length=1, max_length=MAX_CHOICES)
 
 
-class PredictionRequest(StrictModel):
+class PredictionRequest(ProfileSelectionIn):
     """Predict one fleet (`config`) or a sweep of fleets (`configs`, answered as `predictions`). Give the
     model's compute profiles as `profile_ids`, inline `profiles`, or `model` (every stored profile of that
     model); each chosen type uses the profile of its accelerator. `network` says how the nodes talk."""
@@ -113,34 +113,6 @@ class PredictionRequest(StrictModel):
         ),
     )
 
-    profile_ids: list[ProfileId] | None = Field(
-        default=None, min_length=1, max_length=64, description="stored profile ids (GET /v1/profiles)"
-    )
-    profiles: list[ProfileIn] | None = Field(
-        default=None,
-        min_length=1,
-        max_length=64,
-        description="inline profile documents as written by `srift profile`, all of one model",
-    )
-    model: str | None = Field(
-        default=None,
-        min_length=1,
-        max_length=200,
-        pattern=NO_NUL,
-        description="every stored profile of this model",
-    )
-    allow_cpu_profiles: bool = Field(
-        default=False,
-        description="use profiles that `srift profile` measured on a CPU for GPU instance types (a stand-in: "
-        "the answer says so); refused otherwise",
-    )
-    precision: Precision | None = Field(
-        default=None,
-        description=(
-            "arithmetic the model trains in: fp32, tf32, fp16 or bf16 (autocast); the profiles used are "
-            "those in it (default: the profiles' own; for a model stored in several, fp32)"
-        ),
-    )
     config: FleetConfigIn | None = Field(default=None, description="one fleet (or give configs)")
     configs: list[FleetConfigIn] | None = Field(
         default=None,
@@ -152,13 +124,9 @@ class PredictionRequest(StrictModel):
         default_factory=NetworkIn, description="transport between nodes and measured rates (see NetworkIn)"
     )
     iterations: int = Field(ge=1, le=1_000_000_000, description="iterations to train (N)")
-    provider: str = Field(default=_PREDICT["provider"], min_length=1, max_length=64)
-    region: str | None = Field(
-        default=None, max_length=64, description="default: the service's default_region"
-    )
-    snapshot: str | None = Field(
-        default=None, max_length=200, description="catalog snapshot to price with (e.g. srift-paper-2020)"
-    )
+    provider: ProviderField = _PREDICT["provider"]
+    region: RegionField = None
+    snapshot: SnapshotField = None
     comm: CommMode = Field(
         default=_PREDICT["comm"], description="allreduce (Srift) or parameter_server (Li et al.)"
     )
@@ -188,8 +156,7 @@ class PredictionRequest(StrictModel):
     bucket_cap_mb: BucketCapMb = DDP_BUCKET_CAP_MB
 
     @model_validator(mode="after")
-    def _one_selection_and_fleet(self) -> PredictionRequest:
-        check_one_of(self, *PROFILE_SELECTION)
+    def _one_fleet(self) -> PredictionRequest:
         check_one_of(self, "config", "configs")
         return self
 

@@ -45,6 +45,14 @@ BucketCapMb = Annotated[
     ),
 ]
 
+ProviderField = Annotated[str, Field(min_length=1, max_length=64)]
+"""The cloud provider a request prices with (its default is the request's domain value's)."""
+RegionField = Annotated[str | None, Field(max_length=64, description="default: the service's default_region")]
+SnapshotField = Annotated[
+    str | None,
+    Field(max_length=200, description="catalog snapshot to price with (e.g. srift-paper-2020)"),
+]
+
 TypeName = Annotated[str, Field(min_length=1, max_length=128, pattern=SOME_TEXT)]
 """An instance type name as requests give it (looked up in the catalog as written); also a dict key, so
 its pattern alone says it is not empty."""

@@ -191,6 +191,28 @@ export function showError(form, error) {
   box.scrollIntoView({ block: "nearest" });
 }
 
+/**
+ * Send `form` (the submit button `${prefix}-submit` and busy note `${prefix}-busy` of _macros.html's
+ * form_actions): clear its errors, run `send` with the button disabled and the note shown, and show what
+ * `send` throws next to its field; `onError(err)` runs after an error is shown.
+ */
+export async function submitting(form, prefix, send, onError = null) {
+  const button = document.getElementById(`${prefix}-submit`);
+  const busy = document.getElementById(`${prefix}-busy`);
+  clearErrors(form);
+  button.disabled = true;
+  busy.hidden = false;
+  try {
+    await send();
+  } catch (err) {
+    showError(form, err);
+    if (onError) await onError(err);
+  } finally {
+    button.disabled = false;
+    busy.hidden = true;
+  }
+}
+
 /** Show an error in a standalone box (not tied to a form). */
 export function showBoxError(box, error) {
   if (!box) return;

@@ -4,7 +4,7 @@
 import { react, timeUnit } from "./charts.js";
 import {
   badge, clearErrors, el, markReady, fmtNumber, fmtSeconds, fmtTime, fmtUsd, get, items, numberOrNull, post, renderTable,
-  showBoxError, showError,
+  showBoxError, submitting,
 } from "./common.js";
 
 const $ = (id) => document.getElementById(id);
@@ -23,12 +23,33 @@ function duration(job) {
   return seconds >= 0 ? fmtSeconds(seconds) : "—";
 }
 
-async function loadJobs() {
-  const box = $("jobs-error");
+/**
+ * A list fetched into a table whose rows select an item: `items(await get(path), key)` drawn with `columns`
+ * into `${name}-table` (a failure shown in `${name}-error`); the row whose id `selected()` returns is marked,
+ * a click shows its item (`show(id)`), and after each load the selected item is shown again, quietly.
+ */
+async function loadList(name, { path, key, columns, empty, selected, show }) {
+  const box = $(`${name}-error`);
   try {
-    const jobs = items(await get("/probe-jobs"), "jobs");
+    const rows = items(await get(path), key);
     box.hidden = true;
-    renderTable($("jobs-table"), [
+    renderTable($(`${name}-table`), columns, rows, {
+      id: `${name}-list`,
+      empty,
+      rowClass: (row) => (row.id === selected() ? "selected" : null),
+      onClick: (row) => show(row.id),
+    });
+    if (selected() !== null) await show(selected(), { quiet: true });
+  } catch (err) {
+    showBoxError(box, err);
+  }
+}
+
+function loadJobs() {
+  return loadList("jobs", {
+    path: "/probe-jobs",
+    key: "jobs",
+    columns: [
       { label: "#", value: (j) => j.id, num: true },
       { label: "Kind", value: (j) => j.kind ?? "probe" },
       { label: "Provider", value: (j) => j.provider ?? "—" },
@@ -38,16 +59,11 @@ async function loadJobs() {
       { label: "Ran for", value: duration, num: true },
       { label: "Attempts", value: (j) => j.attempts ?? "—", num: true },
       { label: "Outcome", value: (j) => (j.error ? String(j.error).slice(0, 80) : outcome(j.result)) },
-    ], jobs, {
-      id: "jobs-list",
-      empty: "no probe or profile jobs yet: `srift probe run` or POST /v1/probe-jobs queues one",
-      rowClass: (j) => (j.id === selectedJob ? "selected" : null),
-      onClick: (j) => showJob(j.id),
-    });
-    if (selectedJob !== null) await showJob(selectedJob, { quiet: true });
-  } catch (err) {
-    showBoxError(box, err);
-  }
+    ],
+    empty: "no probe or profile jobs yet: `srift probe run` or POST /v1/probe-jobs queues one",
+    selected: () => selectedJob,
+    show: showJob,
+  });
 }
 
 function jobTypes(job) {
@@ -98,12 +114,11 @@ async function showJob(id, { quiet = false } = {}) {
   }
 }
 
-async function loadRuns() {
-  const box = $("runs-error");
-  try {
-    const runs = items(await get("/jobs"), "runs");
-    box.hidden = true;
-    renderTable($("runs-table"), [
+function loadRuns() {
+  return loadList("runs", {
+    path: "/jobs",
+    key: "runs",
+    columns: [
       { label: "#", value: (r) => r.id, num: true },
       { label: "State", value: (r) => badge(r.state) },
       { label: "Plan", value: (r) => planLink(r.plan_id) },
@@ -114,16 +129,11 @@ async function loadRuns() {
       { label: "Interruptions", value: (r) => r.interruptions, num: true },
       { label: "Re-plans", value: (r) => r.replans, num: true },
       { label: "Created", value: (r) => fmtTime(r.created_at) },
-    ], runs, {
-      id: "runs-list",
-      empty: "no tracked training runs: POST /v1/jobs with a plan id starts tracking one",
-      rowClass: (r) => (r.id === selectedRun ? "selected" : null),
-      onClick: (r) => showRun(r.id),
-    });
-    if (selectedRun !== null) await showRun(selectedRun);
-  } catch (err) {
-    showBoxError(box, err);
-  }
+    ],
+    empty: "no tracked training runs: POST /v1/jobs with a plan id starts tracking one",
+    selected: () => selectedRun,
+    show: showRun,
+  });
 }
 
 function planLink(id) {
@@ -218,22 +228,15 @@ async function amend(ev) {
   ev.preventDefault();
   const run = shownRun;
   if (!run) return;
-  clearErrors(amendForm);
   $("runs-amend-done").textContent = "";
-  $("runs-amend-submit").disabled = true;
-  $("runs-amend-busy").hidden = false;
-  try {
+  await submitting(amendForm, "runs-amend", async () => {
     const answer = await post(`/jobs/${run.id}/amendments`, amendment(run));
     amendFilledFor = null;
     await loadRuns();
     $("runs-amend-done").textContent = `${answer.job.state === "running" ? "running" : answer.job.state} on plan #${answer.plan.id}: ${answer.plan.label}`;
-  } catch (err) {
-    showError(amendForm, err);
+  }, async (err) => {
     if (err.error === "infeasible") await loadRuns();
-  } finally {
-    $("runs-amend-submit").disabled = false;
-    $("runs-amend-busy").hidden = true;
-  }
+  });
 }
 
 /**

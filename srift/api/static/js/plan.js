@@ -2,8 +2,8 @@
 
 import { drawBreakdown, drawPlanScatter, plotly } from "./charts.js";
 import {
-  card, clearErrors, el, fillSelect, fmtNumber, fmtPercent, fmtSeconds, fmtUsd, get, markReady, numberOrNull, post, renderTable,
-  showError,
+  card, el, fillSelect, fmtNumber, fmtPercent, fmtSeconds, fmtUsd, get, markReady, numberOrNull, post, renderTable, showError,
+  submitting,
 } from "./common.js";
 import { fillModelSelect, initWhere, loadProfiles, profilePart, sourcesLine, typeOption, typesIn, wireUpload } from "./shared.js";
 
@@ -342,19 +342,11 @@ async function renderPlan(plan) {
 
 async function submit(ev) {
   ev.preventDefault();
-  clearErrors(form);
-  $("plan-submit").disabled = true;
-  $("plan-busy").hidden = false;
-  try {
+  await submitting(form, "plan", async () => {
     const plan = await post("/plans", await buildRequest());
     await renderPlan(plan);
     history.replaceState(null, "", `?plan=${plan.id}`);
-  } catch (err) {
-    showError(form, err);
-  } finally {
-    $("plan-submit").disabled = false;
-    $("plan-busy").hidden = true;
-  }
+  });
 }
 
 /** Put a stored plan's request back into the form, so it can be tweaked and re-run. */

@@ -2,7 +2,7 @@
 
 import { drawBreakdown, drawWhatIfScatter, plotly } from "./charts.js";
 import {
-  card, clearErrors, markReady, el, fillSelect, fmtNumber, fmtSeconds, fmtUsd, numberOrNull, post, renderTable, showError,
+  card, markReady, el, fillSelect, fmtNumber, fmtSeconds, fmtUsd, numberOrNull, post, renderTable, showError, submitting,
 } from "./common.js";
 import { fillModelSelect, initWhere, loadProfiles, profilePart, sourcesLine, typeOption, typesIn, wireUpload } from "./shared.js";
 
@@ -131,18 +131,10 @@ async function render(prediction, request) {
 
 async function submit(ev) {
   ev.preventDefault();
-  clearErrors(form);
-  $("predict-submit").disabled = true;
-  $("predict-busy").hidden = false;
-  try {
+  await submitting(form, "predict", async () => {
     const request = await buildRequest();
     await render(await post("/predictions", request), request);
-  } catch (err) {
-    showError(form, err);
-  } finally {
-    $("predict-submit").disabled = false;
-    $("predict-busy").hidden = true;
-  }
+  });
 }
 
 async function init() {
