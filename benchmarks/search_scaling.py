@@ -405,7 +405,7 @@ def _curve_at(curve: dict[str, Any], points: list[int]) -> list[float]:
 def reshaped(profile: dict[str, Any], points: list[int], *, bend: float = 0.0) -> dict[str, Any]:
     """`profile` with forward and backward curves through `points` (its largest batch the last one), each
     breakpoint moved alternately `bend` up and down (0: on the curve)."""
-    out = json.loads(json.dumps(profile))
+    out: dict[str, Any] = json.loads(json.dumps(profile))
     for key in ("forward", "backward"):
         times = _curve_at(profile[key], points)
         times = [t * (1 + bend if i % 2 else 1 - bend) for i, t in enumerate(times)]

@@ -333,9 +333,9 @@ class SplitRelaxation:
                 return True
             bought, purse = 0.0, money
             for h, cap, p in by_value:
-                n = min(float(cap), purse / p)
-                bought += n * h
-                purse -= n * p
+                units = min(float(cap), purse / p)
+                bought += units * h
+                purse -= units * p
                 if purse <= 0 or bought + extra >= rem:
                     break
             return bought + extra >= rem
