@@ -688,3 +688,47 @@ def test_jobs_page_amends_a_needs_input_run_and_resumes_it(browsed: Browsed) -> 
     assert stored["current_plan_id"] == answer["plan"]["id"]
     browsed.screenshot("jobs-amend-resume")
     browsed.assert_clean(allowed=(UNPROCESSABLE, CONFLICT))
+
+
+def test_plan_page_plans_the_readme_cnn_profile_over_the_catalog_as_the_api_and_the_cli_do(
+    browsed: Browsed,
+) -> None:
+    """Issue 56: the README's CNN, profiled on a CPU and labelled T4 (every other GPU type estimated from
+    it), planned from the Plan page as a new user would (min_time within $0.50, spot, exhaustive, CPU
+    profiles allowed): the page shows the proven optimum, and POST /v1/plans and the CLI's local path
+    (srift.testing.plans.solve, the plan service) answer the same request with the same plan."""
+    from srift.testing.plans import DATA
+    from srift.testing.plans import solve as solve_here
+
+    cnn = json.loads((DATA / "cnn_t4_structured_profile.json").read_text())
+    _ready(browsed, "/")
+    page = browsed.page
+    page.set_input_files(
+        "#plan-profile-file", files=[_json_file("cnn.json", cnn)]
+    )  # as `srift profile` wrote it
+    page.select_option("#plan-objective", "min_time")
+    page.select_option("#plan-market", "spot")
+    page.check("#plan-allow-cpu")
+    page.click("details summary")
+    page.select_option("#plan-mode", "exhaustive")
+    plan = _submit_plan(browsed, **{"global-batch": "256", "iterations": "20000", "budget": "0.5"})
+    from srift.api.schemas.plans import PlanRequest
+
+    fields = PlanRequest.model_fields  # the request as the page sent it (the answer echoes more)
+    request = {k: v for k, v in plan["request"].items() if v is not None and k in fields}
+    assert request["allow_cpu_profiles"] is True and request["profiles"][0]["model"] == "cnn"
+    assert plan["proven_optimal"], plan["warnings"]
+    assert len({s for s in plan["sources"] if s.startswith("profile:")}) > 1, "others estimated from it"
+    shown = page.inner_text("#plan-choices")
+    for choice in plan["choices"]:
+        assert choice["instance_type"] in shown and str(choice["count"]) in shown
+
+    again = _api(browsed, "POST", "/plans", request)
+    here, _ = solve_here(browsed.server.settings, request)
+    chosen = [(c["instance_type"], c["count"], c["batch"]) for c in plan["choices"]]
+    assert [(c["instance_type"], c["count"], c["batch"]) for c in again["choices"]] == chosen
+    assert [(c.instance_type, c.count, c.batch) for c in here.config.choices] == chosen
+    assert again["proven_optimal"] and here.proven_optimal
+    assert again["predicted"]["total_time_s"] == pytest.approx(plan["predicted"]["total_time_s"])
+    assert here.predicted.total_time_s == pytest.approx(plan["predicted"]["total_time_s"])
+    browsed.assert_clean()

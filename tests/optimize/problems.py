@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from srift.domain import Constraints, Objective
+from srift.domain import ComputeCurve, Constraints, ModelProfile, Objective
 from srift.optimize.space import BatchPolicy, Problem
 
 from .helpers import candidate
@@ -93,3 +93,53 @@ def make_located_problem(seed: int) -> Problem:
     cands.sort(key=lambda c: c.sort_key)
     constraints = replace(base.constraints, global_batch=rng.choice([8, 12, 16, 24, 32]))
     return Problem(tuple(cands), constraints, base.batch_policy)
+
+
+def make_user_problem(seed: int) -> Problem:
+    """A user's own model, shrunk: 2–4 instance types whose profiles hold few samples per GPU (largest batch
+    1–4, so fleets need many VMs of a type: caps 2–6) or curves of 3 or 11 segments that bend both ways
+    (largest batch 12–16), a global batch of 6–24, either objective, limits at the default confidence."""
+    from dataclasses import replace
+
+    rng = random.Random(30_000 + seed)
+    k = rng.randint(2, 4)
+    cands = []
+    for j in range(k):
+        gpus = rng.choice([1, 1, 2])
+        small = rng.random() < 0.6
+        max_batch = rng.choice([1, 2, 3, 4]) if small else rng.choice([12, 16])
+        per_sample_s = rng.uniform(0.001, 0.02) / gpus**0.5
+        cand = candidate(
+            f"u{j}.{gpus}x",
+            gpus=gpus,
+            max_batch=max_batch,
+            per_sample_s=per_sample_s,
+            price=rng.uniform(0.2, 4.0) * gpus,
+            cap=rng.randint(2, 6) if small else rng.randint(1, 3),
+            network_gbps=rng.choice([5.0, 25.0]),
+        )
+        segments = 3 if small else rng.choice([3, 11])
+        cands.append(replace(cand, profile=_bent_profile(cand.profile, segments=segments, rng=rng)))
+    cands.sort(key=lambda c: c.name)
+    constraints = Constraints(
+        global_batch=rng.choice([6, 8, 12, 16, 24]),
+        iterations=100,
+        objective=rng.choice(list(Objective)),
+        time_limit_s=rng.choice([None, rng.uniform(1.0, 30.0)]),
+        budget_usd=rng.choice([None, rng.uniform(0.0005, 0.3)]),
+    )
+    return Problem(tuple(cands), constraints, rng.choice(list(BatchPolicy)))
+
+
+def _bent_profile(base: ModelProfile, *, segments: int, rng: random.Random) -> ModelProfile:
+    """`base` with forward and backward curves of up to `segments` pieces through its largest batch, each
+    breakpoint moved off the line by up to ±8 % (a CPU knee, a cache step): not convex, not concave."""
+    from dataclasses import replace
+
+    top = base.max_batch
+    points = sorted({1 + round(i * (top - 1) / segments) for i in range(segments + 1)})
+
+    def bent(curve: ComputeCurve) -> ComputeCurve:
+        return ComputeCurve(tuple(points), tuple(curve.time_s(b) * rng.uniform(0.92, 1.08) for b in points))
+
+    return replace(base, forward=bent(base.forward), backward=bent(base.backward))

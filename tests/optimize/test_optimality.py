@@ -19,7 +19,7 @@ from srift.optimize.solver import PlanInfeasible, SolveOptions, optimize
 from srift.optimize.space import Problem
 
 from .helpers import FastEvaluator, all_configs, brute_force
-from .problems import make_located_problem, make_mixed_problem, make_problem
+from .problems import make_located_problem, make_mixed_problem, make_problem, make_user_problem
 
 
 def _solve(problem: Problem, evaluator: Evaluator, mode: SearchMode, budget_s: float) -> float | None:
@@ -63,15 +63,21 @@ def test_exhaustive_equals_brute_force_with_the_simulator() -> None:
     assert checked >= 10
 
 
-@pytest.mark.parametrize("family", ["small", "mixed", "located"])
+@pytest.mark.parametrize("family", ["small", "mixed", "located", "user"])
 def test_exhaustive_equals_brute_force_with_the_simulator_on_many_problems(family: str) -> None:
     """At least 200 random spaces small enough to list per family (small; mixed: optima of 3-5 types;
-    located: types in two regions, fleets across them), solved with the simulator's bounds (set-aside
-    types, bounds coupled through the VM count, rent relaxations, the fastest link between regions) and
-    simulated one by one with the same evaluator: the same optimum; a plan that says it is proven optimal
-    is."""
+    located: types in two regions, fleets across them; user: a user's own profile shapes, largest batches
+    of 1-4 per GPU that need many VMs of a type, curves of 3 or 11 segments that bend both ways), solved
+    with the simulator's bounds (set-aside types, bounds coupled through the VM count, rent relaxations,
+    the band's compute term, the fastest link between regions) and simulated one by one with the same
+    evaluator: the same optimum; a plan that says it is proven optimal is."""
     evaluator = SimEvaluator(bandwidth=AlphaBetaPrior())
-    make = {"small": make_problem, "mixed": make_mixed_problem, "located": make_located_problem}[family]
+    make = {
+        "small": make_problem,
+        "mixed": make_mixed_problem,
+        "located": make_located_problem,
+        "user": make_user_problem,
+    }[family]
     checked = mixed = 0
     for seed in range(2000):
         problem = make(seed)

@@ -83,6 +83,7 @@ async function buildRequest() {
     if (bytes !== null) request.input_pipeline.bytes_per_sample = bytes;
   }
   if (!$("plan-price-interruptions").checked) request.price_interruptions = false;
+  if ($("plan-allow-cpu").checked) request.allow_cpu_profiles = true;
   return request;
 }
 
@@ -380,6 +381,7 @@ function fillForm(request) {
   set("plan-loader-rate", request.input_pipeline?.samples_per_s_per_core);
   set("plan-loader-bytes", request.input_pipeline?.bytes_per_sample);
   $("plan-price-interruptions").checked = request.price_interruptions !== false;
+  $("plan-allow-cpu").checked = request.allow_cpu_profiles === true;
   availability.clear();
   for (const [name, count] of Object.entries(request.availability || {})) availability.set(name, count);
   renderChips();
