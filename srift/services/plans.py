@@ -50,7 +50,7 @@ from srift.services.calibration import calibrated_evaluator, plan_block
 from srift.services.memory import fit_candidates
 from srift.services.network import network_spec, network_view
 from srift.services.placement import (
-    LinkSpec,
+    MeasuredLink,
     PredictedConfig,
     RateInfo,
     allowed_locations,
@@ -429,7 +429,7 @@ def _geo(query: PlanQuery) -> GeoContext:
     """The shipped network facts between locations, with the request's measured links and pattern."""
     return geo_context(
         pattern=query.allreduce,
-        links=[LinkSpec(x.from_, x.to, x.bandwidth_gbps, x.rtt_ms) for x in query.links or []],
+        links=[MeasuredLink(x.from_, x.to, x.bandwidth_gbps, x.rtt_ms) for x in query.links or []],
     )
 
 

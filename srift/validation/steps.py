@@ -453,10 +453,10 @@ def testbed_geo(spec: TestbedSpec) -> Any:
     the testbed's links as the request's measured links (srift.services.placement.geo_context), flat ring
     (what DDP's gloo allreduce runs)."""
     from srift.domain.geo import AllreducePattern
-    from srift.services.placement import LinkSpec, geo_context
+    from srift.services.placement import MeasuredLink, geo_context
 
     links = [
-        LinkSpec(
+        MeasuredLink(
             source=k["from"], destination=k["to"], bandwidth_gbps=k["bandwidth_gbps"], rtt_ms=k["rtt_ms"]
         )
         for k in testbed_links(spec)
