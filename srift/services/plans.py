@@ -20,7 +20,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from srift.db.tables import PlanRow
-from srift.documents import to_document
+from srift.documents import copy_fields, to_document
 from srift.domain import (
     BaselineResult,
     BusBandwidthModel,
@@ -406,16 +406,7 @@ def _price_spot(
 
 
 def _constraints(query: PlanQuery) -> Constraints:
-    return Constraints(
-        global_batch=query.global_batch,
-        iterations=query.iterations,
-        objective=query.objective,
-        time_limit_s=query.time_limit_s,
-        budget_usd=query.budget_usd,
-        max_gpus=query.max_gpus,
-        max_vms=query.max_vms,
-        confidence=query.confidence,
-    )
+    return copy_fields(Constraints, query)
 
 
 def _plan_notes(query: PlanQuery, *, excluded: tuple[str, ...], held: Mapping[str, int]) -> tuple[str, ...]:
