@@ -58,6 +58,14 @@ def field_defaults(cls: type[Any]) -> dict[str, Any]:
     return {f.name: f.default for f in dataclasses.fields(cls) if f.default is not dataclasses.MISSING}
 
 
+def copy_fields(cls: type[T], source: object, **given: Any) -> T:
+    """The dataclass `cls` with each field read from `source`'s attribute of the same name, except those in
+    `given`: a value that is a view of a wider one (a plan query's constraints, a run's inputs)."""
+    names = [f.name for f in dataclasses.fields(cls)]  # type: ignore[arg-type]
+    taken = {name: getattr(source, name) for name in names if name not in given}
+    return cls(**taken, **given)
+
+
 def to_document(value: Any) -> dict[str, Any]:
     """A dataclass value as JSON-ready data (enums as their values, tuples as lists)."""
     out: dict[str, Any] = _adapter(type(value)).dump_python(value, mode="json")

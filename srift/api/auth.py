@@ -16,7 +16,15 @@ from starlette.concurrency import run_in_threadpool
 from srift.api.deps import SessionDep
 from srift.db.session import read_session_factory
 from srift.db.tables import ApiToken, Job
-from srift.db.tokens import JOB_TOKEN_PREFIX, RANK, Scope, check_job_open, find_job_by_token, find_token
+from srift.db.tokens import (
+    JOB_TOKEN_PREFIX,
+    RANK,
+    Scope,
+    check_job_open,
+    check_token_holder,
+    find_job_by_token,
+    find_token,
+)
 from srift.db.tokens import create_token as create_token
 from srift.db.tokens import list_tokens as list_tokens
 from srift.db.tokens import revoke_token as revoke_token
@@ -61,12 +69,7 @@ def require_job_token(*, session: Session, job_id: int, plain: str | None) -> Jo
     job = find_job_by_token(session=session, plain=plain)
     if job is None:
         raise Unauthorized("the job token is unknown", hint="use the token the worker was given for this job")
-    if job.id != job_id:
-        raise Forbidden(
-            f"this token belongs to job {job.id}, not job {job_id}",
-            hint="post results only for the job the token was issued to",
-            field="job_id",
-        )
+    check_token_holder(job.id, job_id, noun="job", action="post results")
     check_job_open(job)
     return job
 

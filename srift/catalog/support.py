@@ -15,7 +15,7 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
@@ -111,25 +111,25 @@ def parse_support(document: Any, *, where: str = "support.yaml") -> SupportFacts
         except InvalidInput:
             raise fail(f"{key} {raw.get(key)!r} is not a version", f"{at}.{key}") from None
 
+    def versions(raw: Any, at: str, *keys: str) -> tuple[Version, Version, Version]:
+        """The three versions under `keys` of the entry `raw` at `at`, in order."""
+        first, second, third = (version(raw, key, at) for key in keys)
+        return first, second, third
+
+    def listed(key: str) -> Iterator[tuple[Any, str]]:
+        """Each entry of the list under `key`, with its field path (`cuda[2]`)."""
+        for i, raw in enumerate(document.get(key) or []):
+            yield raw, f"{key}[{i}]"
+
+    # the fields of CudaLine and WheelRule in their order: the versions, then the source
     cuda = tuple(
-        CudaLine(
-            since=version(raw, "from", f"cuda[{i}]"),
-            min_cc=version(raw, "min_cc", f"cuda[{i}]"),
-            max_cc=version(raw, "max_cc", f"cuda[{i}]"),
-            source=cited(raw, f"cuda[{i}]"),
-        )
-        for i, raw in enumerate(document.get("cuda") or [])
+        CudaLine(*versions(raw, at, "from", "min_cc", "max_cc"), cited(raw, at)) for raw, at in listed("cuda")
     )
     if not cuda or [c.since for c in cuda] != sorted({c.since for c in cuda}):
         raise fail("cuda lines must be given in increasing `from` order, each once", "cuda")
     wheels = tuple(
-        WheelRule(
-            torch=version(raw, "torch", f"pytorch[{i}]"),
-            cuda=version(raw, "cuda", f"pytorch[{i}]"),
-            min_cc=version(raw, "min_cc", f"pytorch[{i}]"),
-            source=cited(raw, f"pytorch[{i}]"),
-        )
-        for i, raw in enumerate(document.get("pytorch") or [])
+        WheelRule(*versions(raw, at, "torch", "cuda", "min_cc"), cited(raw, at))
+        for raw, at in listed("pytorch")
     )
     families = []
     for provider, entries in (document.get("lifecycle") or {}).items():

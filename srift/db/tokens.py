@@ -104,6 +104,17 @@ def find_job_by_token(*, session: Session, plain: str) -> Job | None:
     return job
 
 
+def check_token_holder(holder_id: int, job_id: int, *, noun: str, action: str) -> None:
+    """Forbidden (field job_id) unless the token's holder, `noun` `holder_id`, is `job_id`: a job's or a
+    training run's own token acts for that job or run only (`action` says what it may do)."""
+    if holder_id != job_id:
+        raise Forbidden(
+            f"this token belongs to {noun} {holder_id}, not {noun} {job_id}",
+            hint=f"{action} only for the {noun} the token was issued to",
+            field="job_id",
+        )
+
+
 def check_job_open(job: Job) -> None:
     """Forbidden unless `job` is still queued or running (its token accepts results only then)."""
     if not JobState(job.state).is_open:

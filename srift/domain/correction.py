@@ -39,6 +39,7 @@ import math
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 from srift.domain.planning import Band, Breakdown, Prediction, SpreadTerm
 
@@ -176,6 +177,17 @@ class FleetCorrection:
         return (math.exp(self.log_factors[0]), math.exp(self.log_factors[1]))
 
 
+COMPUTE_TERMS = ("forward_s", "backward_s", "compute_s", "update_s", "straggler_wait_s", "data_stall_s")
+"""The Breakdown's seconds that a type's compute factor scales."""
+COMMUNICATION_TERMS = ("exposed_intra_s", "exposed_network_s", "exposed_location_s", "communication_s")
+"""The Breakdown's seconds that its communication factor scales."""
+
+
+def _scaled(value: object, names: tuple[str, ...], factor: float) -> dict[str, Any]:
+    """`value`'s fields `names`, each times `factor` (for dataclasses.replace)."""
+    return {name: getattr(value, name) * factor for name in names}
+
+
 def term_shares(breakdown: Breakdown) -> tuple[float, float]:
     """(C, M) seconds of an iteration: compute (with straggler wait and data stall) and exposed exchange."""
     compute = breakdown.compute_s + breakdown.straggler_wait_s + breakdown.data_stall_s
@@ -221,16 +233,8 @@ def corrected(prediction: Prediction, fleet: FleetCorrection) -> Prediction:
     f = (a * compute + b * comm) / (compute + comm)
     breakdown = replace(
         bd,
-        forward_s=bd.forward_s * a,
-        backward_s=bd.backward_s * a,
-        compute_s=bd.compute_s * a,
-        update_s=bd.update_s * a,
-        straggler_wait_s=bd.straggler_wait_s * a,
-        data_stall_s=bd.data_stall_s * a,
-        exposed_intra_s=bd.exposed_intra_s * b,
-        exposed_network_s=bd.exposed_network_s * b,
-        exposed_location_s=bd.exposed_location_s * b,
-        communication_s=bd.communication_s * b,
+        **_scaled(bd, COMPUTE_TERMS, a),
+        **_scaled(bd, COMMUNICATION_TERMS, b),
         granularity=bd.granularity * a / b,
     )
     band = prediction.band
@@ -242,10 +246,7 @@ def corrected(prediction: Prediction, fleet: FleetCorrection) -> Prediction:
     instances = (prediction.cost_usd - prediction.egress_usd) * f
     return replace(
         prediction,
-        iteration_s=prediction.iteration_s * f,
-        iteration_p10_s=prediction.iteration_p10_s * f,
-        iteration_p50_s=prediction.iteration_p50_s * f,
-        iteration_p90_s=prediction.iteration_p90_s * f,
+        **_scaled(prediction, ("iteration_s", "iteration_p10_s", "iteration_p50_s", "iteration_p90_s"), f),
         total_time_s=prediction.total_time_s * f,
         cost_usd=instances + prediction.egress_usd,
         breakdown=breakdown,

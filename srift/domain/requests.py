@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from srift.documents import copy_fields
 from srift.domain.catalog import Market, MarketChoice
 from srift.domain.geo import AllreducePattern
 from srift.domain.network import Library, Transport
@@ -119,13 +120,7 @@ class ProfileRequest(SimulatorChoice):
 
     @property
     def selection(self) -> ProfileSelection:
-        return ProfileSelection(
-            profile_ids=self.profile_ids,
-            profiles=self.profiles,
-            model=self.model,
-            precision=self.precision,
-            owner=self.owner,
-        )
+        return copy_fields(ProfileSelection, self)
 
 
 @dataclass(frozen=True, slots=True)

@@ -141,16 +141,7 @@ def _returns(
         budget = min(left, max(RETURNS_MIN_S, RETURNS_SHARE * spent))
         if budget <= 0:
             return incumbent
-        res = solve_eager(
-            problem,
-            evals,
-            budget_s=budget,
-            constraints=constraints,
-            k=options.k,
-            max_types=options.eager_max_types,
-            incumbent=incumbent,
-            prove=False,
-        )
+        res = _eager(problem, evals, constraints, options, budget_s=budget, incumbent=incumbent, prove=False)
         return res.incumbent
 
     return diminishing_returns(problem, evals, best, search=search)
@@ -289,47 +280,25 @@ def _search(
 ) -> tuple[SearchResult, SearchMode]:
     deadline = start + budget_s
     if options.mode is SearchMode.EAGER:
-        res = solve_eager(
-            problem,
-            evals,
-            budget_s=budget_s,
-            constraints=constraints,
-            k=options.k,
-            max_types=options.eager_max_types,
-            incumbent=incumbent,
-            start=start,
+        res = _eager(
+            problem, evals, constraints, options, budget_s=budget_s, incumbent=incumbent, start=start
         )
         return res, SearchMode.EAGER
     incumbent = incumbent or Incumbent(constraints.objective)
     if options.mode is SearchMode.EXHAUSTIVE:
-        res = solve_exhaustive(
-            problem,
-            evals,
-            constraints=constraints,
-            deadline=deadline,
-            incumbent=incumbent,
-            helper=_helper(problem, evals, constraints, options, deadline=deadline, incumbent=incumbent),
-        )
+        res = _exhaustive(problem, evals, constraints, options, deadline=deadline, incumbent=incumbent)
         return res, SearchMode.EXHAUSTIVE
     share = start + budget_s * AUTO_EXHAUSTIVE_SHARE
-    res = solve_exhaustive(
-        problem,
-        evals,
-        constraints=constraints,
-        deadline=share,
-        incumbent=incumbent,
-        helper=_helper(problem, evals, constraints, options, deadline=share, incumbent=incumbent),
-    )
+    res = _exhaustive(problem, evals, constraints, options, deadline=share, incumbent=incumbent)
     if res.complete:
         return res, SearchMode.EXHAUSTIVE
     now = time.perf_counter()
-    eager = solve_eager(
+    eager = _eager(
         problem,
         evals,
+        constraints,
+        options,
         budget_s=max(deadline - now, 0.0),
-        constraints=constraints,
-        k=options.k,
-        max_types=options.eager_max_types,
         incumbent=res.incumbent,
         start=now,
     )
@@ -340,7 +309,32 @@ def _search(
     )
 
 
-def _helper(
+def _eager(
+    problem: Problem,
+    evals: Evaluations,
+    constraints: Constraints,
+    options: SolveOptions,
+    *,
+    budget_s: float,
+    incumbent: Incumbent | None,
+    start: float | None = None,
+    prove: bool = True,
+) -> SearchResult:
+    """Eager search within `budget_s` seconds, with the request's `k` and cap on types."""
+    return solve_eager(
+        problem,
+        evals,
+        budget_s=budget_s,
+        constraints=constraints,
+        k=options.k,
+        max_types=options.eager_max_types,
+        incumbent=incumbent,
+        start=start,
+        prove=prove,
+    )
+
+
+def _exhaustive(
     problem: Problem,
     evals: Evaluations,
     constraints: Constraints,
@@ -348,10 +342,11 @@ def _helper(
     *,
     deadline: float,
     incumbent: Incumbent,
-) -> EagerWalker:
-    """Eager search as the exhaustive search's helper (better plans to prune with), on its incumbent."""
+) -> SearchResult:
+    """Exhaustive search until `deadline`, with eager search as its helper (better plans to prune with) on
+    the same incumbent."""
     n = len(problem.candidates)
-    return EagerWalker(
+    helper = EagerWalker(
         problem,
         evals,
         constraints=constraints,
@@ -363,6 +358,9 @@ def _helper(
         else max(options.eager_max_types, HELPER_TYPES)
         if n <= HELPER_MORE_TYPES
         else options.eager_max_types,
+    )
+    return solve_exhaustive(
+        problem, evals, constraints=constraints, deadline=deadline, incumbent=incumbent, helper=helper
     )
 
 

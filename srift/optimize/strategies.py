@@ -67,7 +67,7 @@ class SetupResult:
 
 
 @dataclass(frozen=True, slots=True)
-class Choice:
+class SetupChoice:
     """The chosen setup of a fleet (None when none fits) and every setup's result."""
 
     chosen: SetupResult | None
@@ -94,7 +94,7 @@ class StrategyEvaluator:
         self.setups = tuple(setups)
         self.max_update_s = max_update_s
         self.bandwidth = base.bandwidth
-        self._choices: dict[tuple[object, ...], Choice] = {}
+        self._choices: dict[tuple[object, ...], SetupChoice] = {}
         self._fits: dict[tuple[object, ...], bool] = {}
         self.served_only = self.setups == (Setup(),)
         """Plain DDP is the only setup: the served evaluator's answers and bounds as they are."""
@@ -152,7 +152,7 @@ class StrategyEvaluator:
     def _key(fleet: Sequence[FleetMember]) -> tuple[object, ...]:
         return tuple((m.instance.provider, m.instance.name, m.count, m.batch, id(m.profile)) for m in fleet)
 
-    def choose(self, fleet: Sequence[FleetMember]) -> Choice:
+    def choose(self, fleet: Sequence[FleetMember]) -> SetupChoice:
         """Every setup's fit and, for those that fit, estimate; the fastest of them (remembered)."""
         key = self._key(fleet)
         found = self._choices.get(key)
@@ -160,7 +160,7 @@ class StrategyEvaluator:
             found = self._choices[key] = self._choose(fleet)
         return found
 
-    def _choose(self, fleet: Sequence[FleetMember]) -> Choice:
+    def _choose(self, fleet: Sequence[FleetMember]) -> SetupChoice:
         results = []
         ddp: IterationEstimate | None = None
         for setup in self.setups:
@@ -172,7 +172,7 @@ class StrategyEvaluator:
             results.append(SetupResult(setup, True, "", memory, estimate))
         fitting = [r for r in results if r.fits and r.estimate is not None]
         chosen = min(fitting, key=_rank, default=None)
-        return Choice(chosen, tuple(results))
+        return SetupChoice(chosen, tuple(results))
 
     def _simulate(
         self, fleet: Sequence[FleetMember], setup: Setup, ddp: IterationEstimate | None
@@ -220,7 +220,7 @@ class StrategyEvaluator:
             estimate = choice.chosen.estimate
         return to_prediction(estimate, iterations=iterations, usd_per_s=usd_per_s)
 
-    def _least_memory_estimate(self, fleet: Sequence[FleetMember], choice: Choice) -> IterationEstimate:
+    def _least_memory_estimate(self, fleet: Sequence[FleetMember], choice: SetupChoice) -> IterationEstimate:
         """What to answer for a fleet no setup fits (a finite prediction; `MemoryProblem` keeps the fleet
         infeasible): the allowed setup that shards the most, simulated."""
         order = (Strategy.FULL_SHARD, Strategy.ZERO2, Strategy.ZERO1, Strategy.HYBRID, Strategy.DDP)
@@ -333,4 +333,4 @@ class MemoryProblem(Problem):
         return self.fits(self.fleet(groups))
 
 
-__all__ = ["Choice", "MemoryProblem", "SetupResult", "StrategyEvaluator", "setups_for", "with_recompute"]
+__all__ = ["MemoryProblem", "SetupChoice", "SetupResult", "StrategyEvaluator", "setups_for", "with_recompute"]

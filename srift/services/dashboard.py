@@ -12,6 +12,7 @@ from sqlalchemy import func, or_, select
 from sqlalchemy.orm import Session
 
 from srift.db.tables import PlanRow, ProbeSample, TrainingJob, TrainingJobEvent
+from srift.documents import copy_fields
 from srift.domain import BusBandwidthModel, InstanceType, Interconnect
 from srift.domain.states import TrainingState
 from srift.errors import InvalidInput, NotFound
@@ -185,18 +186,7 @@ def stored_samples(
         .order_by(ProbeSample.world_size, ProbeSample.buffer_bytes, ProbeSample.id)
         .limit(limit + 1)
     ).all()
-    points = [
-        ProbePoint(
-            world_size=r.world_size,
-            nodes=r.nodes,
-            buffer_bytes=r.buffer_bytes,
-            busbw_gbps=r.busbw_gbps,
-            async_count=r.async_count,
-            backend=r.backend,
-            origin=r.origin,
-        )
-        for r in rows[:limit]
-    ]
+    points = [copy_fields(ProbePoint, r) for r in rows[:limit]]
     return points, len(rows) > limit
 
 
@@ -378,15 +368,9 @@ def list_training_runs(
         for event in rows:
             events[event.job_id].append(event)
     summaries = [
-        TrainingRunListing(
-            id=job.id,
-            plan_id=job.plan_id,
-            current_plan_id=job.current_plan_id,
-            state=job.state,
-            created_at=job.created_at,
-            iterations_done=job.iterations_done,
-            elapsed_s=job.elapsed_s,
-            spent_usd=job.spent_usd,
+        copy_fields(
+            TrainingRunListing,
+            job,
             interruptions=len(events[job.id]),
             replans=sum(1 for e in events[job.id] if "plan_id" in (e.payload or {})),
         )

@@ -13,6 +13,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from srift.db.tables import Job
+from srift.documents import copy_fields
 from srift.domain.records import JobRecord
 from srift.domain.states import JobKind, JobState
 from srift.jobs import service, store
@@ -27,22 +28,7 @@ def job_record(job: Job) -> JobRecord:
     staged = result.pop("staged_samples", None)
     if staged is not None:
         result["staged"] = len(staged)
-    return JobRecord(
-        id=job.id,
-        kind=job.kind,
-        provider=job.provider,
-        state=JobState(job.state),
-        request=job.request,
-        attempts=job.attempts,
-        worker_id=job.worker_id,
-        created_at=job.created_at,
-        started_at=job.started_at,
-        heartbeat_at=job.heartbeat_at,
-        finished_at=job.finished_at,
-        error=job.error,
-        log=job.log or "",
-        result=result,
-    )
+    return copy_fields(JobRecord, job, state=JobState(job.state), log=job.log or "", result=result)
 
 
 def job_document(record: JobRecord) -> dict[str, Any]:

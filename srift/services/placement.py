@@ -45,7 +45,7 @@ from srift.spot.model import TraceModel
 
 
 @dataclass(frozen=True, slots=True)
-class LinkSpec:
+class MeasuredLink:
     """A measured link from the request: (from, to) location keys, Gbit/s of one stream, round trip ms."""
 
     source: str
@@ -145,7 +145,7 @@ def gather_offers(
 
 
 def geo_context(
-    *, pattern: AllreducePattern, links: Sequence[LinkSpec] = (), base: GeoCatalog | None = None
+    *, pattern: AllreducePattern, links: Sequence[MeasuredLink] = (), base: GeoCatalog | None = None
 ) -> GeoContext:
     """The shipped network facts (or `base`) with the request's measured links, and the pattern."""
     catalog = base or shipped_geo()

@@ -20,7 +20,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from srift.db.tables import PlanRow
-from srift.documents import to_document
+from srift.documents import copy_fields, to_document
 from srift.domain import (
     BaselineResult,
     BusBandwidthModel,
@@ -50,7 +50,7 @@ from srift.services.calibration import calibrated_evaluator, plan_block
 from srift.services.memory import fit_candidates
 from srift.services.network import network_spec, network_view
 from srift.services.placement import (
-    LinkSpec,
+    MeasuredLink,
     PredictedConfig,
     RateInfo,
     allowed_locations,
@@ -409,16 +409,7 @@ def _price_spot(
 
 
 def _constraints(query: PlanQuery) -> Constraints:
-    return Constraints(
-        global_batch=query.global_batch,
-        iterations=query.iterations,
-        objective=query.objective,
-        time_limit_s=query.time_limit_s,
-        budget_usd=query.budget_usd,
-        max_gpus=query.max_gpus,
-        max_vms=query.max_vms,
-        confidence=query.confidence,
-    )
+    return copy_fields(Constraints, query)
 
 
 def _plan_notes(query: PlanQuery, *, excluded: tuple[str, ...], held: Mapping[str, int]) -> tuple[str, ...]:
@@ -432,7 +423,7 @@ def _geo(query: PlanQuery) -> GeoContext:
     """The shipped network facts between locations, with the request's measured links and pattern."""
     return geo_context(
         pattern=query.allreduce,
-        links=[LinkSpec(x.from_, x.to, x.bandwidth_gbps, x.rtt_ms) for x in query.links or []],
+        links=[MeasuredLink(x.from_, x.to, x.bandwidth_gbps, x.rtt_ms) for x in query.links or []],
     )
 
 

@@ -27,12 +27,13 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from srift.db.tables import PlanRow, TrainingJob, TrainingJobEvent
+from srift.db.tokens import check_token_holder
 from srift.documents import read_document, to_document
 from srift.domain.planning import Objective
 from srift.domain.records import PlanRecord, TrainingRun, TrainingRunEvent, TrainingRunPlan
 from srift.domain.requests import Amendment, InterruptionReport, IterationReport, PlanQuery, ProgressReport
 from srift.domain.states import TrainingState
-from srift.errors import Conflict, Forbidden, InvalidInput, NotFound, Unauthorized
+from srift.errors import Conflict, InvalidInput, NotFound, Unauthorized
 from srift.optimize.solver import PlanInfeasible
 from srift.services import calibration
 from srift.services.plans import create_plan, get_plan_row
@@ -76,12 +77,7 @@ def check_run_token(*, session: Session, job_id: int, plain: str) -> None:
     job = session.scalars(select(TrainingJob).where(TrainingJob.token_hash == _hash(plain))).first()
     if job is None or job.token_hash is None or not hmac.compare_digest(job.token_hash, _hash(plain)):
         raise Unauthorized("the run token is unknown", hint="use the token `srift run start` printed")
-    if job.id != job_id:
-        raise Forbidden(
-            f"this token belongs to run {job.id}, not run {job_id}",
-            hint="report iterations only for the run the token was issued to",
-            field="job_id",
-        )
+    check_token_holder(job.id, job_id, noun="run", action="report iterations")
 
 
 def report_iterations(*, session: Session, job_id: int, report: IterationReport) -> dict[str, Any]:

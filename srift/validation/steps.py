@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from srift.bandwidth.mixed import ring_name
+from srift.documents import copy_fields
 from srift.errors import EnvironmentProblem, InvalidInput, SriftError
 from srift.testbed import Testbed, TestbedSpec
 from srift.validation import conditions, stats
@@ -285,15 +286,7 @@ class CaseInputs:
     @classmethod
     def of(cls, ctx: Context) -> CaseInputs:
         """This run's: its database, spec, stored profiles, effort, seed and bandwidth source."""
-        return cls(
-            url=ctx.url,
-            settings=ctx.settings,
-            spec=ctx.spec,
-            profile_ids=ctx.profile_ids,
-            effort=ctx.effort,
-            seed=ctx.options.seed,
-            bandwidth=ctx.options.bandwidth,
-        )
+        return copy_fields(cls, ctx, seed=ctx.options.seed, bandwidth=ctx.options.bandwidth)
 
 
 def predict_case(
@@ -453,10 +446,10 @@ def testbed_geo(spec: TestbedSpec) -> Any:
     the testbed's links as the request's measured links (srift.services.placement.geo_context), flat ring
     (what DDP's gloo allreduce runs)."""
     from srift.domain.geo import AllreducePattern
-    from srift.services.placement import LinkSpec, geo_context
+    from srift.services.placement import MeasuredLink, geo_context
 
     links = [
-        LinkSpec(
+        MeasuredLink(
             source=k["from"], destination=k["to"], bandwidth_gbps=k["bandwidth_gbps"], rtt_ms=k["rtt_ms"]
         )
         for k in testbed_links(spec)

@@ -8,7 +8,7 @@ from fastapi import APIRouter, Path, status
 
 from srift.api.auth import RequireRead, RequireWrite
 from srift.api.deps import SessionDep, SettingsDep
-from srift.api.schemas.bandwidth import BandwidthModelList, BandwidthModelOut, ModelMetrics, TrainRequest
+from srift.api.schemas.bandwidth import BandwidthModelList, BandwidthModelOut, TrainRequest
 from srift.services import bandwidth_models as service
 from srift.services.bandwidth_models import PRIOR_SOURCE, ModelVersion
 
@@ -28,16 +28,8 @@ Version = Annotated[
 
 
 def _out(v: ModelVersion) -> BandwidthModelOut:
-    return BandwidthModelOut(
-        version=v.version,
-        source=v.source,
-        created_at=v.created_at,
-        is_active=v.is_active,
-        covers=v.covers,
-        training_query=v.training_query,
-        hyperparams=v.hyperparams,
-        metrics=ModelMetrics.model_validate(v.metrics),
-    )
+    """The API's view of a model version: its fields of the same names (metrics as ModelMetrics)."""
+    return BandwidthModelOut.model_validate(v, from_attributes=True)
 
 
 @router.get("/bandwidth-models", response_model=BandwidthModelList, responses=ERRORS)
