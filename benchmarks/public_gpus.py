@@ -71,7 +71,7 @@ def node(row: public.Row) -> InstanceType:
     )
 
 
-def check_all(rows: list[public.Row]) -> tuple[list[Checked], list[public.Prediction]]:
+def check_all(rows: list[public.Row]) -> tuple[list[Checked], list[public.HeldOutPrediction]]:
     """Every row predicted leaving its GPU model out (module docstring)."""
     singles = public.leave_one_accelerator_out(rows, structure_of, kernel_s=public.EAGER_KERNEL_S)
     fit_of = {p.row.gpu: p.fit for p in singles}
@@ -115,7 +115,7 @@ def table(title: str, groups: dict[str, list[float]]) -> list[str]:
     return lines
 
 
-def report(checked: list[Checked], singles: list[public.Prediction], cal: Calibration) -> str:
+def report(checked: list[Checked], singles: list[public.HeldOutPrediction], cal: Calibration) -> str:
     label = {"tf32": "fp32 (TF32)", "fp16": "fp16"}
     one = [c for c in checked if c.row.gpus == 1]
     lines = [

@@ -45,7 +45,7 @@ sys.path.insert(0, str(REPO))
 from benchmarks._report import write_section  # noqa: E402
 from srift.catalog.document import load_catalog_file  # noqa: E402
 from srift.spot.model import SPLIT_BLOCK_S, Half, TraceModel, fit_model, split_blocks  # noqa: E402
-from srift.spot.policy import DeadlinePolicy, Job  # noqa: E402
+from srift.spot.policy import DeadlinePolicy, SpotJob  # noqa: E402
 from srift.spot.replay import applicable, replay  # noqa: E402
 from srift.spot.shipped import SHIPPED_MODEL, shipped_model  # noqa: E402
 from srift.spot.sources import read_traces  # noqa: E402
@@ -78,9 +78,9 @@ class PlanCase:
     def label(self) -> str:
         return f"{self.nodes}×{TYPE} {self.region}, {self.work_h:.0f} h, {self.slack:.1f}×"
 
-    def job(self) -> Job:
+    def job(self) -> SpotJob:
         work = self.work_h * 3600.0
-        return Job(
+        return SpotJob(
             spot_work_s=work,
             spot_usd_per_s=self.nodes * self.spot_usd_per_hr / 3600.0,
             od_work_s=work,

@@ -194,7 +194,7 @@ def predict_single(row: Row, structure: ModelStructure, efficiency: Efficiency, 
 
 
 @dataclass(frozen=True, slots=True)
-class Prediction:
+class HeldOutPrediction:
     """One held-out single-GPU row predicted three ways (module docstring); errors are relative."""
 
     row: Row
@@ -206,9 +206,9 @@ class Prediction:
 
 def leave_one_accelerator_out(
     rows: Sequence[Row], structure_of: StructureOf, *, kernel_s: float
-) -> list[Prediction]:
+) -> list[HeldOutPrediction]:
     """Every single-GPU row predicted with a calibration its GPU model took no part in."""
-    out: list[Prediction] = []
+    out: list[HeldOutPrediction] = []
     singles = [r for r in rows if r.gpus == 1]
     for gpu in sorted({r.gpu for r in singles}):
         train = [r for r in singles if r.gpu != gpu]
@@ -226,7 +226,7 @@ def leave_one_accelerator_out(
                 predicted = row.per_gpu_batch / (r_row * t_anchor / r_anchor)
                 scaled.append(predicted / row.samples_per_s - 1)
             out.append(
-                Prediction(
+                HeldOutPrediction(
                     row=row,
                     model_error=model / row.samples_per_s - 1,
                     pooled_error=pooled / row.samples_per_s - 1,

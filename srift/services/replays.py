@@ -17,7 +17,7 @@ from typing import Any
 
 from srift.errors import InvalidInput
 from srift.spot.model import Half, fit_model
-from srift.spot.policy import DeadlinePolicy, Job
+from srift.spot.policy import DeadlinePolicy, SpotJob
 from srift.spot.replay import NO_LIMIT_SLACK, applicable, replay
 from srift.spot.traces import SpotTrace
 
@@ -46,8 +46,8 @@ def _spot_choice(plan: Mapping[str, Any]) -> Mapping[str, Any]:
     return chosen
 
 
-def plan_job(plan: Mapping[str, Any]) -> Job:
-    """The plan's run as a srift.spot.policy.Job: spot fleet, on-demand fallback, deadline, checkpoints."""
+def plan_job(plan: Mapping[str, Any]) -> SpotJob:
+    """The plan's run as a spot.policy.SpotJob: spot fleet, on-demand fallback, deadline, checkpoints."""
     fallback = plan.get("fallback")
     if not fallback:
         raise InvalidInput(
@@ -63,7 +63,7 @@ def plan_job(plan: Mapping[str, Any]) -> Job:
     restart_s = float(spot.get("restart_s", DEFAULT_RESTART_S))
     limit = (plan.get("limits") or {}).get("time_limit_s")
     deadline_s = float(limit) if limit else NO_LIMIT_SLACK * (od_work_s + restart_s)
-    return Job(
+    return SpotJob(
         spot_work_s=work_s,
         spot_usd_per_s=usd_per_s,
         od_work_s=od_work_s,

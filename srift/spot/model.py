@@ -54,7 +54,7 @@ class Half(StrEnum):
 
 
 @dataclass(frozen=True, slots=True)
-class Segment:
+class TraceBlock:
     """A stretch of one trace: counts from tick `start` on, and the trace it comes from."""
 
     trace: SpotTrace
@@ -66,18 +66,18 @@ class Segment:
         return self.trace.gap_s
 
 
-def split_blocks(trace: SpotTrace, half: Half, *, block_s: float = SPLIT_BLOCK_S) -> list[Segment]:
+def split_blocks(trace: SpotTrace, half: Half, *, block_s: float = SPLIT_BLOCK_S) -> list[TraceBlock]:
     """The trace's blocks of `block_s` seconds that belong to `half` (the last block may be shorter)."""
     counts = trace.array()
     if half is Half.ALL:
-        return [Segment(trace, 0, counts)]
+        return [TraceBlock(trace, 0, counts)]
     per = max(1, round(block_s / trace.gap_s))
     out = []
     for b, start in enumerate(range(0, counts.size, per)):
         if (b % 2 == 0) == (half is Half.FIT):
             piece = counts[start : start + per]
             if piece.size >= 2:
-                out.append(Segment(trace, start, piece))
+                out.append(TraceBlock(trace, start, piece))
     return out
 
 
@@ -299,7 +299,7 @@ class Runs:
         return self.up_ticks / self.ticks if self.ticks else 0.0
 
 
-def runs_of(segments: Iterable[Segment], nodes: int) -> Runs:
+def runs_of(segments: Iterable[TraceBlock], nodes: int) -> Runs:
     """Every up and down run (≥ `nodes` available, or fewer) of the segments, as intervals (see module)."""
     ul: list[float] = []
     uu: list[float] = []
@@ -335,7 +335,7 @@ def runs_of(segments: Iterable[Segment], nodes: int) -> Runs:
     return Runs(np.array(ul), np.array(uu), np.array(dl), np.array(du), up_ticks, ticks, observed, starts)
 
 
-def drop_sizes(segments: Iterable[Segment]) -> dict[int, int]:
+def drop_sizes(segments: Iterable[TraceBlock]) -> dict[int, int]:
     """How many VMs went at once: the size of every decrease of the count, tick to tick, over the segments."""
     out: dict[int, int] = {}
     for seg in segments:
@@ -565,7 +565,7 @@ def fit_scaling(laws: Sequence[FleetLaw], drops: Mapping[int, int]) -> Scaling:
     )
 
 
-def _law(segs: Sequence[Segment], nodes: int) -> FleetLaw:
+def _law(segs: Sequence[TraceBlock], nodes: int) -> FleetLaw:
     trace = segs[0].trace
     r = runs_of(segs, nodes)
     up: DurationLaw
@@ -605,9 +605,9 @@ def _law(segs: Sequence[Segment], nodes: int) -> FleetLaw:
     )
 
 
-def fit_laws(segments: Sequence[Segment]) -> list[FleetLaw]:
+def fit_laws(segments: Sequence[TraceBlock]) -> list[FleetLaw]:
     """One FleetLaw per trace (period) and fleet size n ≤ its node count, from the trace's segments."""
-    by_trace: dict[str, list[Segment]] = {}
+    by_trace: dict[str, list[TraceBlock]] = {}
     for seg in segments:
         by_trace.setdefault(seg.trace.name, []).append(seg)
     laws = []

@@ -70,7 +70,7 @@ class Mode(IntEnum):
 
 
 @dataclass(frozen=True, slots=True)
-class Job:
+class SpotJob:
     """A run to place: its work and price on the spot fleet and on the on-demand fallback, its deadline."""
 
     spot_work_s: float
@@ -109,7 +109,7 @@ class Job:
 
 
 @dataclass(frozen=True, slots=True)
-class Outcome:
+class ReplayOutcome:
     """Per run (row): when it finished, what it cost, whether it met the deadline, and how it ran."""
 
     finish_s: np.ndarray
@@ -157,16 +157,18 @@ class _State:
     od_locked: np.ndarray
 
 
-Decider = Callable[[Job, _State, float], np.ndarray]
+Decider = Callable[[SpotJob, _State, float], np.ndarray]
 
 
-def _safe(job: Job, state: _State, tick_s: float, base: np.ndarray) -> np.ndarray:
+def _safe(job: SpotJob, state: _State, tick_s: float, base: np.ndarray) -> np.ndarray:
     """Whether waiting or running spot this tick keeps the deadline within on-demand's reach."""
     left = job.deadline_s - (state.now_s + tick_s)
     return left >= (1.0 - base) * job.od_work_s + job.restart_s - 1e-9
 
 
-def _with_safety_net(job: Job, state: _State, tick_s: float, want: np.ndarray, *, lock: bool) -> np.ndarray:
+def _with_safety_net(
+    job: SpotJob, state: _State, tick_s: float, want: np.ndarray, *, lock: bool
+) -> np.ndarray:
     """`want`, with on-demand wherever waiting or spot would leave too little time; `lock`: once the net
     fired for a run, it stays on on-demand (Uniform Progress); else the net is asked again every tick."""
     spot_ok = _safe(job, state, tick_s, np.where(state.mode == Mode.SPOT, state.checkpointed, state.progress))
@@ -180,21 +182,21 @@ def _with_safety_net(job: Job, state: _State, tick_s: float, want: np.ndarray, *
     return out
 
 
-def _on_demand(job: Job, state: _State, tick_s: float) -> np.ndarray:
+def _on_demand(job: SpotJob, state: _State, tick_s: float) -> np.ndarray:
     return np.full(state.avail.shape, Mode.ON_DEMAND, dtype=np.int8)
 
 
-def _spot_only(job: Job, state: _State, tick_s: float) -> np.ndarray:
+def _spot_only(job: SpotJob, state: _State, tick_s: float) -> np.ndarray:
     return np.where(state.avail, Mode.SPOT, Mode.IDLE).astype(np.int8)
 
 
-def _spot_then_on_demand(job: Job, state: _State, tick_s: float) -> np.ndarray:
+def _spot_then_on_demand(job: SpotJob, state: _State, tick_s: float) -> np.ndarray:
     gone = state.interrupted | ((state.mode == Mode.IDLE) & ~state.avail)
     state.interrupted |= gone
     return np.where(gone, Mode.ON_DEMAND, Mode.SPOT).astype(np.int8)
 
 
-def _uniform_progress(job: Job, state: _State, tick_s: float) -> np.ndarray:
+def _uniform_progress(job: SpotJob, state: _State, tick_s: float) -> np.ndarray:
     line = state.now_s / job.deadline_s
     ahead = state.progress - line
     margin = HYSTERESIS_RESTARTS * job.restart_s / job.od_work_s
@@ -221,7 +223,7 @@ class Programme:
     action: np.ndarray
     expected_cost_usd: float
 
-    def decide(self, job: Job, state: _State, tick_s: float) -> np.ndarray:
+    def decide(self, job: SpotJob, state: _State, tick_s: float) -> np.ndarray:
         k = min(int(state.now_s // self.step_s), self.action.shape[0] - 1)
         j = np.clip(np.floor(state.progress * self.levels).astype(np.int64), 0, self.levels - 1)
         b = np.clip(np.searchsorted(self.edges_s, state.age_s, side="right") - 1, 0, self.edges_s.size - 1)
@@ -243,7 +245,7 @@ def _age_chain(law: DurationLaw, step_s: float, buckets: int) -> tuple[np.ndarra
     return edges, np.clip(leave, 0.0, 1.0), advance
 
 
-def plan_programme(job: Job, law: FleetLaw, *, tick_s: float) -> Programme:
+def plan_programme(job: SpotJob, law: FleetLaw, *, tick_s: float) -> Programme:
     """Srift's policy for `job` on the fleet `law` describes: backward induction over the deadline."""
     step = max(tick_s, job.restart_s, job.deadline_s / DP_MAX_STEPS)
     steps = max(1, math.ceil(job.deadline_s / step))
@@ -336,14 +338,14 @@ def equilibrium_age_s(law: DurationLaw) -> float:
 
 
 def simulate(
-    job: Job,
+    job: SpotJob,
     avail: np.ndarray,
     *,
     tick_s: float,
     policy: DeadlinePolicy,
     law: FleetLaw | None = None,
     programme: Programme | None = None,
-) -> Outcome:
+) -> ReplayOutcome:
     """Run the job through every row of `avail` (runs × ticks, bool: the spot fleet can run) under `policy`.
 
     `srift` needs the fleet's `law` (or a `programme` made from it with plan_programme)."""
@@ -444,7 +446,7 @@ def simulate(
         od_s = np.where(past, od_s + extra, od_s)
         finish = np.where(past, end + extra, finish)
     met = finish <= job.deadline_s * (1 + 1e-12)
-    return Outcome(
+    return ReplayOutcome(
         finish_s=finish,
         cost_usd=cost,
         met=met,

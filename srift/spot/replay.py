@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from srift.spot.model import FleetLaw, Half, TraceModel, split_blocks
-from srift.spot.policy import DeadlinePolicy, Job, Outcome, Programme, plan_programme, simulate
+from srift.spot.policy import DeadlinePolicy, Programme, ReplayOutcome, SpotJob, plan_programme, simulate
 from srift.spot.traces import SpotTrace
 
 DEFAULT_STRIDE_S = 1800.0
@@ -81,8 +81,9 @@ def _weighted_quantile(values: np.ndarray, weights: np.ndarray, q: float) -> flo
     return float(v[min(int(np.searchsorted(cum, q, side="left")), v.size - 1)])
 
 
-def pooled(outcomes: Sequence[Outcome]) -> dict[str, float | int]:
-    """The summary of several traces' outcomes, each trace weighing the same (Outcome.summary's fields)."""
+def pooled(outcomes: Sequence[ReplayOutcome]) -> dict[str, float | int]:
+    """The summary of several traces' outcomes, each trace weighing the same (ReplayOutcome.summary's
+    fields)."""
     kept = [o for o in outcomes if o.runs]
     if not kept:
         return {"runs": 0}
@@ -120,15 +121,15 @@ class TraceRun:
     trace: SpotTrace
     law: FleetLaw
     windows: int
-    replayed: dict[DeadlinePolicy, Outcome] = field(repr=False)
-    predicted: dict[DeadlinePolicy, Outcome] = field(repr=False)
+    replayed: dict[DeadlinePolicy, ReplayOutcome] = field(repr=False)
+    predicted: dict[DeadlinePolicy, ReplayOutcome] = field(repr=False)
 
 
 @dataclass(frozen=True)
 class Replay:
     """A plan's run through every applicable trace window, beside the model's prediction for it."""
 
-    job: Job
+    job: SpotJob
     nodes: int
     half: Half
     runs: list[TraceRun]
@@ -175,7 +176,7 @@ class Replay:
 
 
 def replay(
-    job: Job,
+    job: SpotJob,
     *,
     traces: Sequence[SpotTrace],
     model: TraceModel,
@@ -213,7 +214,7 @@ def replay(
 
 
 def predict(
-    job: Job,
+    job: SpotJob,
     *,
     laws: Sequence[FleetLaw],
     policies: Sequence[DeadlinePolicy] = tuple(DeadlinePolicy),
@@ -222,7 +223,7 @@ def predict(
 ) -> dict[DeadlinePolicy, dict[str, float | int]]:
     """Each policy's pooled prediction over `laws` (a region's zones and periods, weighed alike)."""
     rng = np.random.default_rng([seed & 0xFFFFFFFF, 0x9E0D])
-    per: dict[DeadlinePolicy, list[Outcome]] = {p: [] for p in policies}
+    per: dict[DeadlinePolicy, list[ReplayOutcome]] = {p: [] for p in policies}
     for law in laws:
         tick = law.tick_s
         ticks = math.ceil(job.deadline_s / tick) + 1

@@ -13,7 +13,7 @@ from srift.spot.model import (
     Durations,
     Half,
     LawSource,
-    Segment,
+    TraceBlock,
     Weibull,
     fit_model,
     fit_weibull,
@@ -69,7 +69,7 @@ def test_a_weibull_of_shape_one_is_the_exponential() -> None:
 
 def test_runs_of_a_segment_drop_the_opening_run_and_censor_the_closing_one() -> None:
     t = trace([1, 1, 0, 0, 0, 1, 0, 1, 1], gap_s=60.0)
-    r = runs_of([Segment(t, 0, t.array())], 1)
+    r = runs_of([TraceBlock(t, 0, t.array())], 1)
     # Opening up run (2 ticks) dropped; down 3 ticks, up 1, down 1; closing up run (2 ticks) censored.
     assert r.up_lower_s.tolist() == [0.0, 60.0]
     assert r.up_upper_s.tolist() == [120.0, math.inf]

@@ -8,15 +8,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from srift.spot.model import FleetLaw, Weibull
-from srift.spot.policy import DeadlinePolicy, Job, plan_programme, simulate
+from srift.spot.policy import DeadlinePolicy, SpotJob, plan_programme, simulate
 
 TICK = 60.0
 
 
 def job(
     *, work_s: float = 3600.0, slack: float = 1.5, checkpoint_s: float = 600.0, restart_s: float = 120.0
-) -> Job:
-    return Job(
+) -> SpotJob:
+    return SpotJob(
         spot_work_s=work_s,
         spot_usd_per_s=0.001,
         od_work_s=work_s,
@@ -44,7 +44,7 @@ def law(up_h: float = 2.0, gap_h: float = 1.0) -> FleetLaw:
     )
 
 
-def run(avail: list[bool] | np.ndarray, policy: DeadlinePolicy, j: Job | None = None) -> dict[str, float]:
+def run(avail: list[bool] | np.ndarray, policy: DeadlinePolicy, j: SpotJob | None = None) -> dict[str, float]:
     j = j or job()
     o = simulate(j, np.asarray(avail, dtype=bool)[None, :], tick_s=TICK, policy=policy, law=law())
     return {

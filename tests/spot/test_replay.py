@@ -6,14 +6,14 @@ import numpy as np
 import pytest
 
 from srift.spot.model import Half, Weibull, fit_model
-from srift.spot.policy import DeadlinePolicy, Job, Outcome
+from srift.spot.policy import DeadlinePolicy, ReplayOutcome, SpotJob
 from srift.spot.replay import applicable, pooled, predict, replay, windows
 from tests.spot.test_model import alternating, trace
 
 
-def outcome(costs: list[float], met: list[bool]) -> Outcome:
+def outcome(costs: list[float], met: list[bool]) -> ReplayOutcome:
     n = len(costs)
-    return Outcome(
+    return ReplayOutcome(
         finish_s=np.full(n, 100.0),
         cost_usd=np.array(costs),
         met=np.array(met),
@@ -54,7 +54,7 @@ def test_on_a_trace_drawn_from_one_law_the_prediction_meets_the_replay() -> None
     )
     t = trace(counts, gap_s=300.0)
     model = fit_model([t], half=Half.FIT)
-    job = Job(
+    job = SpotJob(
         spot_work_s=4 * 3600.0,
         spot_usd_per_s=0.3 / 3600,
         od_work_s=4 * 3600.0,
