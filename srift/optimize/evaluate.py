@@ -198,14 +198,6 @@ class SimEvaluator:
         """`iteration_bound_s` of the fleet that `partial` was grown from."""
         return self.bounder.bound_s(partial, extension)
 
-    def slowed_bound_s(
-        self, partial: PartialFleet, *, extension: Extension | None = None, slower: float
-    ) -> float:
-        """`partial_bound_s` of the same fleets with every member's compute `slower` times slower: a lower
-        bound of the simulation the band's compute term runs (`band`, srift.sim.band) when each member's
-        compute spread is at least ln(slower)."""
-        return self.bounder.bound_s(partial, extension, slower=slower)
-
 
 def objective_value(prediction: Prediction, objective: Objective) -> float:
     return prediction.cost_usd if objective is Objective.MIN_COST else prediction.total_time_s
@@ -261,7 +253,6 @@ class Evaluations:
         self._bound = getattr(evaluator, "iteration_bound_s", None)
         self._grow = getattr(evaluator, "grow", None)
         self._partial_bound = getattr(evaluator, "partial_bound_s", None)
-        self._slowed = getattr(evaluator, "slowed_bound_s", None)
         self._bounds: dict[Groups, float] = {}
         use = getattr(evaluator, "use_locations", None)
         located = [c.location for c in problem.candidates if c.location is not None]
@@ -297,18 +288,6 @@ class Evaluations:
         `extension`, for every configuration that keeps its groups and adds others as it describes."""
         assert self._partial_bound is not None
         return float(self._partial_bound(partial, extension=extension))
-
-    def slowed_bound_s(self, partial: object, *, extension: Extension | None = None, slower: float) -> float:
-        """The evaluator's `slowed_bound_s` (a lower bound of its band's compute-term simulation), or
-        `partial_bound_s` when it offers none or `slower` is 1."""
-        if self._slowed is None or slower == 1.0:
-            return self.partial_bound_s(partial, extension=extension)
-        return float(self._slowed(partial, extension=extension, slower=slower))
-
-    @property
-    def offers_band_bound(self) -> bool:
-        """Whether the evaluator bounds its band's compute-term simulation (`slowed_bound_s`)."""
-        return self._slowed is not None and self._partial_bound is not None
 
     def type_partial(self, index: int, *, least_compute_s: float, forward_share: float) -> object | None:
         """The evaluator's state standing for any group of candidate `index` (None: not offered)."""

@@ -40,7 +40,6 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from statistics import NormalDist
 from typing import Protocol
 
 from srift.domain import Constraints, InstanceType, ModelProfile, Objective
@@ -70,12 +69,10 @@ COUPLED_EXACT = 8
 MAX_OPEN_NODES = 2_000_000
 """The queue's size limit (memory): beyond it the search stops and reports what it did not cover."""
 
-Node = tuple[int, int, int, float, float, int, int, Groups, float, object, float]
-"""(kind, pos, rem, usd_per_s of the groups, Σ count·price·floor, VMs, GPUs, groups, t_iter bound, state,
-limits' t_iter bound): `state` is the evaluator's incremental bound state of the groups, or, while the last
-group is new (its candidate is pos − 1) and not yet refined, of the groups before it. The limits' bound
-(≥ the t_iter bound) is what the time limit and the budget are checked against: with a confidence above
-the median it takes the band's compute term in (`BranchAndBound._band_t`)."""
+Node = tuple[int, int, int, float, float, int, int, Groups, float, object]
+"""(kind, pos, rem, usd_per_s of the groups, Σ count·price·floor, VMs, GPUs, groups, t_iter bound, state):
+`state` is the evaluator's incremental bound state of the groups, or, while the last group is new (its
+candidate is pos − 1) and not yet refined, of the groups before it."""
 
 
 @dataclass
@@ -132,11 +129,6 @@ class BranchAndBound:
         self._aside: dict[int, tuple[int, float, object]] = {}
         self._profiles = tuple(x.profile for x in cands)
         self._eff = [cost_per_sample_floor(x) for x in cands]
-        self.z = band_z(constraints, evals)
-        self.slow = [
-            math.exp(least_compute_spread(x.profile, upto=c.global_batch // x.devices)) if self.z > 0 else 1.0
-            for x in cands
-        ]
         self.relax = SplitRelaxation(problem, factor=self.factor)
         self._tight_for = math.nan
         self._tighten()
@@ -144,7 +136,6 @@ class BranchAndBound:
         self.seq = 0
         self._recent: list[tuple[float, int, Node]] | None = None
         self._taken: set[int] = set()
-        self._type_states: dict[int, object] = {}
 
     # -- bounds -------------------------------------------------------------------------------------------
 
@@ -182,7 +173,6 @@ class BranchAndBound:
         self.kmax_rest = [0] * (n + 1)
         self.himax_rest = [0] * (n + 1)
         self.price_min_rest = [math.inf] * (n + 1)
-        self.k_rest = [math.inf] * (n + 1)
         self.later: list[tuple[InstanceType, ...]] = [()] * (n + 1)
         self.later_profiles: list[tuple[ModelProfile, ...]] = [()] * (n + 1)
         for p in range(n - 1, -1, -1):
@@ -195,7 +185,6 @@ class BranchAndBound:
             self.kmax_rest[p] = max(self.kmax_rest[p + 1], hi[p] // self.d[p] if usable else 0)
             self.himax_rest[p] = max(self.himax_rest[p + 1], hi[p] if usable else 0)
             self.price_min_rest[p] = min(self.price_min_rest[p + 1], self.price[p] if usable else math.inf)
-            self.k_rest[p] = min(self.k_rest[p + 1], self.slow[p] if usable else math.inf)
             self.later[p] = ((cands[p].instance,) if usable else ()) + self.later[p + 1]
             self.later_profiles[p] = ((cands[p].profile,) if usable else ()) + self.later_profiles[p + 1]
         self.relax.cut(hi)
@@ -273,49 +262,6 @@ class BranchAndBound:
             cost = max(cost, self.n_iter * self.relax.rent_bound(pos, rem, t=t, price=price))
         return total, cost
 
-    def _judge(self, *, t: float, tb: float, price: float, rem: int, pos: int, sumf: float) -> float | None:
-        """The objective's bound of a subtree whose t_iter ≥ t and whose limits' t_iter ≥ tb (`Node`), or
-        None when it cannot meet the limits or beat the incumbent."""
-        total, cost = self._bound(t=t, price=price, rem=rem, pos=pos, sumf=sumf)
-        total_lim, cost_lim = total, cost
-        if tb > t:
-            total_lim, cost_lim = self._bound(t=tb, price=price, rem=rem, pos=pos, sumf=sumf)
-            cost_lim = max(cost_lim, cost)
-        if total_lim > self.t_lim or cost_lim > self.b_lim:
-            return None
-        tight = cost if self.cost_obj else total
-        return None if tight >= self.incumbent.value else tight
-
-    def _band_t(self, t: float, slowed: float) -> float:
-        """A lower bound of the limits' t_iter (the time and cost quantiles at the confidence, per iteration
-        and per second of rent) of a fleet whose median t_iter is ≥ t and whose compute-term simulation
-        (srift.sim.band: every member's compute one spread slower) takes ≥ `slowed`.
-
-        The q-quantile is the median × exp(z·σ), z = Φ⁻¹(q), σ ≥ the compute term max(0, ln(T_c / T)), and
-        the median cost is ≥ iterations · T · rent (the Evaluator contract). For z ≥ 1: if T_c > T the
-        quantile is ≥ T·(T_c/T)^z ≥ T_c, else ≥ T; so ≥ max(T, T_c). For 0 < z < 1 it is ≥ T^(1−z) ·
-        max(T, T_c)^z, which grows with T and T_c. Without a band bound (z ≤ 0): t."""
-        z = self.z
-        if z <= 0 or slowed <= t:
-            return t
-        return slowed if z >= 1 else t ** (1 - z) * slowed**z
-
-    def _slow_k(self, groups: Groups, pos: int) -> float:
-        """The least compute slowdown (exp of the least compute spread) of any member a fleet of the subtree
-        can hold: the groups' candidates and the usable candidates from `pos` on."""
-        k = self.k_rest[pos]
-        for i, _, _ in groups:
-            if self.slow[i] < k:
-                k = self.slow[i]
-        return k if math.isfinite(k) else 1.0
-
-    def _tb(self, state: object, extension: Extension | None, *, t: float, tb: float, k: float) -> float:
-        """The limits' t_iter bound (`_band_t`) from the evaluator's slowed bound of `state`, at least tb."""
-        if self.z <= 0 or k <= 1.0:
-            return max(tb, t)
-        slowed = self.evals.slowed_bound_s(state, extension=extension, slower=k)
-        return max(tb, t, self._band_t(t, slowed))
-
     # -- queue --------------------------------------------------------------------------------------------
 
     def _push(self, bound: float, node: Node) -> None:
@@ -333,7 +279,7 @@ class BranchAndBound:
         total, cost = self._bound(t=0.0, price=0.0, rem=g, pos=0, sumf=0.0)
         if total > self.t_lim or cost > self.b_lim:
             return
-        self._push(cost if self.cost_obj else total, (PARTIAL, 0, g, 0.0, 0.0, 0, 0, (), 0.0, None, 0.0))
+        self._push(cost if self.cost_obj else total, (PARTIAL, 0, g, 0.0, 0.0, 0, 0, (), 0.0, None))
 
     def refresh(self) -> None:
         """Tighten the per-candidate limits (and set candidates aside) when the incumbent has improved."""
@@ -419,7 +365,7 @@ class BranchAndBound:
     # -- node handling ------------------------------------------------------------------------------------
 
     def _refine_partial(self, bound: float, node: Node) -> None:
-        _, pos, rem, price, sumf, vms, gpus, groups, t, state, tb = node
+        _, pos, rem, price, sumf, vms, gpus, groups, t, state = node
         stop = self.t_lim / self.n_iter
         if not self.cost_obj:
             stop = min(stop, self.incumbent.value / self.n_iter)
@@ -432,20 +378,23 @@ class BranchAndBound:
             state = self.evals.grow(state, groups[-1])
         if state is not None:
             self.stats.refined += 1
-            extension = self._extension(pos, rem, vms=vms, price=price, t=max(tt, tb), later=self.later[pos])
+            extension = self._extension(pos, rem, vms=vms, price=price, t=tt, later=self.later[pos])
             tt = max(tt, self.evals.partial_bound_s(state, extension=extension))
-            tb = self._tb(state, extension, t=tt, tb=tb, k=self._slow_k(groups, pos))
-            if self._judge(t=tt, tb=tb, price=price, rem=rem, pos=pos, sumf=sumf) is not None:
-                tt = self._coupled_s(state, pos, rem, vms=vms, price=price, t=tt, tb=tb)
+            total, cost = self._bound(t=tt, price=price, rem=rem, pos=pos, sumf=sumf)
+            tight = cost if self.cost_obj else total
+            if total <= self.t_lim and cost <= self.b_lim and tight < self.incumbent.value:
+                tt = self._coupled_s(state, pos, rem, vms=vms, price=price, t=tt)
                 self._stay_if_crossing_cannot_win(state, groups, extension, pos=pos, rem=rem, price=price)
                 if self._twinned and self._in_twinned(groups):
                     # its fleets that stay put have a twin at least as good elsewhere: only crossings count
                     tt = max(tt, self.evals.partial_bound_s(state, extension=replace(extension, spans=True)))
-        tb = max(tb, tt)
-        tight = self._judge(t=tt, tb=tb, price=price, rem=rem, pos=pos, sumf=sumf)
-        if tight is None:
+        total, cost = self._bound(t=tt, price=price, rem=rem, pos=pos, sumf=sumf)
+        if total > self.t_lim or cost > self.b_lim:
             return
-        refined: Node = (PARTIAL_REFINED, pos, rem, price, sumf, vms, gpus, groups, tt, state, tb)
+        tight = cost if self.cost_obj else total
+        if tight >= self.incumbent.value:
+            return
+        refined: Node = (PARTIAL_REFINED, pos, rem, price, sumf, vms, gpus, groups, tt, state)
         if tight > bound:
             self._push(tight, refined)
         else:
@@ -506,9 +455,7 @@ class BranchAndBound:
             later_profiles=self.later_profiles[pos] if later else (),
         )
 
-    def _coupled_s(
-        self, state: object, pos: int, rem: int, *, vms: int, price: float, t: float, tb: float
-    ) -> float:
+    def _coupled_s(self, state: object, pos: int, rem: int, *, vms: int, price: float, t: float) -> float:
         """A lower bound of t_iter over the subtree that couples its two halves through the VM count V:
         the VMs added to hold `rem` samples are V − vms, so one of them holds ≥ rem / (V − vms) samples and
         computes at least that long (`least_compute_holding_s`; for up to COUPLED_EXACT added VMs, at least
@@ -516,11 +463,8 @@ class BranchAndBound:
         takes at least the evaluator's extension bound for V. V is split into ranges growing by half; each
         range takes the compute of its largest V and the exchange of any V in it. Ranges stop once the bound
         can no longer beat `t` (already known)."""
-        base = self._extension(pos, rem, vms=vms, price=price, t=max(t, tb), later=self.later[pos])
-        t_money = max(t, tb)
-        money = math.inf
-        if self.b_lim < math.inf and t_money > 0:
-            money = self.b_lim / (self.n_iter * t_money) - price
+        base = self._extension(pos, rem, vms=vms, price=price, t=t, later=self.later[pos])
+        money = self.b_lim / (self.n_iter * t) - price if self.b_lim < math.inf and t > 0 else math.inf
         lo, hi = base.min_nodes, base.max_nodes
         if hi < lo or lo < vms + 1 or self.factor <= 0:
             return t
@@ -530,9 +474,7 @@ class BranchAndBound:
             b = min(hi, a if a - vms <= COUPLED_EXACT else a + a // 2)
             compute = self.relax.least_compute_holding_s(pos, -(-rem // (b - vms)), max_price=money)
             if b - vms <= COUPLED_EXACT:
-                compute = max(
-                    compute, self.relax.least_time_with_vms(pos, rem, b - vms, max_price=money, money=money)
-                )
+                compute = max(compute, self.relax.least_time_with_vms(pos, rem, b - vms, max_price=money))
             compute /= self.factor
             if math.isfinite(compute):
                 ext = Extension(
@@ -548,52 +490,20 @@ class BranchAndBound:
             a = b + 1
         return max(t, best)
 
-    def _group_floors(self, state: object | None, q: int) -> Callable[[int, int, int], float] | None:
-        """For the children of a node that give candidate q a group: (lo, hi, b) -> a lower bound of t_iter
-        over every fleet that keeps the node's groups (`state`; None: none yet), adds VMs of q at per-VM
-        batch b and ends with between lo and hi VMs in all (the evaluator's extension bound, one of the
-        added members computing at least q's compute at b). Non-decreasing in lo and in b (a narrower
-        range of VM counts, a longer compute), so a loop over counts may stop at the first that cannot
-        win. Remembered per (state, q, lo, hi, b) for the node's expansion; None without bounds."""
-        cand = self.problem.candidates[q]
-        later: tuple[InstanceType, ...] = (cand.instance,)
-        if state is None:
-            state = self._type_states.get(q)
-            if state is None:
-                state = self.evals.type_partial(q, least_compute_s=0.0, forward_share=_forward_share(cand))
-                if state is None:
-                    return None
-                self._type_states[q] = state
-            later = ()
-        profiles = (cand.profile,)
-        floor_s = cand.floor_s
-        found: dict[tuple[int, int, int], float] = {}
-        evals = self.evals
-        base = state
-
-        def floors(lo: int, hi: int, b: int) -> float:
-            key = (lo, hi, b)
-            value = found.get(key)
-            if value is None:
-                ext = Extension(
-                    min_nodes=lo, max_nodes=hi, later=later, min_compute_s=floor_s(b), later_profiles=profiles
-                )
-                value = found[key] = evals.partial_bound_s(base, extension=ext)
-            return value
-
-        return floors
-
     def _refine_complete(self, bound: float, node: Node) -> None:
-        groups, t, price, state, tb = node[7], node[8], node[3], node[9], node[10]
+        groups, t, price, state = node[7], node[8], node[3], node[9]
         state = self.evals.grow(state, groups[-1])
         if state is not None:
             self.stats.refined += 1
             t = max(t, self.evals.partial_bound_s(state))
-            tb = self._tb(state, None, t=t, tb=tb, k=self._slow_k(groups, self.last))
-        tight = self._judge(t=t, tb=max(tb, t), price=price, rem=0, pos=self.last, sumf=0.0)
-        if tight is None:
+        total = self.n_iter * t
+        cost = total * price
+        if total > self.t_lim or cost > self.b_lim:
             return
-        refined: Node = (COMPLETE_REFINED, *node[1:8], t, None, max(tb, t))
+        tight = cost if self.cost_obj else total
+        if tight >= self.incumbent.value:
+            return
+        refined: Node = (COMPLETE_REFINED, *node[1:8], t, None)
         if tight > bound:
             self._push(tight, refined)
         else:
@@ -603,16 +513,17 @@ class BranchAndBound:
     def _expand(self, node: Node) -> None:
         """Queue the children of a partial node whose bounds can still beat the incumbent: candidate `pos`
         left out, or given the final group, or given a non-final group."""
-        _, q, rem, price, sumf, vms, gpus, groups, t, state, tb = node
+        _, q, rem, price, sumf, vms, gpus, groups, t, state = node
         n_iter, t_lim, b_lim, cost_obj = self.n_iter, self.t_lim, self.b_lim, self.cost_obj
         inc = self.incumbent.value
         push = self._push
         vms_room, gpus_room = self.max_vms - vms, self.max_gpus - gpus
         last = self.last
         if q + 1 < last and rem <= self.cap_rest[q + 1]:
-            bound = self._judge(t=t, tb=tb, price=price, rem=rem, pos=q + 1, sumf=sumf)
-            if bound is not None:
-                push(bound, (PARTIAL, q + 1, rem, price, sumf, vms, gpus, groups, t, state, tb))
+            total, cost = self._bound(t=t, price=price, rem=rem, pos=q + 1, sumf=sumf)
+            bound = cost if cost_obj else total
+            if total <= t_lim and cost <= b_lim and bound < inc:
+                push(bound, (PARTIAL, q + 1, rem, price, sumf, vms, gpus, groups, t, state))
         cap, d, hi, pq = self.cap[q], self.d[q], self.hi[q], self.price[q]
         if hi < d:
             return
@@ -620,18 +531,14 @@ class BranchAndBound:
             home = self._stay(groups)
             if home is not None and self._located[q] != home:
                 return
-        extension = self._extension(
-            q, rem, vms=vms, price=price, t=max(t, tb), later=(self.problem.candidates[q].instance,)
-        )
-        most = extension.max_nodes
         if state is not None:
+            extension = self._extension(
+                q, rem, vms=vms, price=price, t=t, later=(self.problem.candidates[q].instance,)
+            )
             t = max(t, self.evals.partial_bound_s(state, extension=extension))
-            tb = max(tb, t)
-            if self._judge(t=t, tb=tb, price=price + pq, rem=0, pos=q, sumf=sumf) is None:
+            total, cost = self._bound(t=t, price=price + pq, rem=0, pos=q, sumf=sumf)
+            if total > t_lim or cost > b_lim or (cost if cost_obj else total) >= inc:
                 return
-        band_t = self._band_t
-        slow_q = self.slow[q] / self.factor if self.factor > 0 else 1.0
-        floors = self._group_floors(state, q)
         cache = self.finals[q]
         floor_s = self.problem.candidates[q].floor_s
         top = min(cap, rem // d, vms_room, gpus_room // d)
@@ -646,118 +553,55 @@ class BranchAndBound:
             if f is None:
                 f = cache[b] = self.factor * floor_s(b)
             tt = t if t > f else f
-            tbb = max(tb, tt, band_t(tt, slow_q * f))
-            if n_iter * tbb > t_lim:
+            total = n_iter * tt
+            if total > t_lim:
                 continue
             pp = price + n * pq
-            if n_iter * tbb * pp > b_lim:
+            cost = total * pp
+            if cost > b_lim:
                 continue
-            bound = n_iter * tt * pp if cost_obj else n_iter * tt
+            bound = cost if cost_obj else total
             if bound >= inc:
                 continue
-            if floors is not None:
-                tt = max(tt, floors(vms + n, vms + n, b))
-                tbb = max(tbb, tt)
-                bound = n_iter * tt * pp if cost_obj else n_iter * tt
-                if n_iter * tbb > t_lim or n_iter * tbb * pp > b_lim or bound >= inc:
-                    continue
             group: Group = (q, n, b)
             if self._twinned and self._in_twinned((*groups, group)):
                 continue
-            push(
-                bound,
-                (COMPLETE, q + 1, 0, pp, sumf, vms + n, gpus + n * d, (*groups, group), tt, state, tbb),
-            )
+            push(bound, (COMPLETE, q + 1, 0, pp, sumf, vms + n, gpus + n * d, (*groups, group), tt, state))
         if q + 1 >= last:
             return
         rest = self.cap_rest[q + 1]
         ppm = self.ppm_rest[q + 1]
         eff = self.eff_rest[q + 1]
-        cheap_rent = self.relax.cheap_rent
         for b, fb in self.opts[q]:
             if b >= rem:
                 break
             tt = t if t > fb else fb
-            tbb = max(tb, tt, band_t(tt, slow_q * fb))
-            total, total_b = n_iter * tt, n_iter * tbb
-            if total_b > t_lim or (not cost_obj and total >= inc):
+            total = n_iter * tt
+            if total > t_lim or (not cost_obj and total >= inc):
                 continue
             for n in range(1, cap + 1):
                 s = n * b
                 if s >= rem or n > vms_room or n * d > gpus_room:
                     break
                 pp = price + n * pq
-                if total_b * pp > b_lim or (cost_obj and total * pp >= inc):
+                floor_cost = total * pp
+                if floor_cost > b_lim or (cost_obj and floor_cost >= inc):
                     break
                 r = rem - s
                 if r > rest:
                     continue
                 sf = sumf + n * pq * fb
                 cost = max(total * (pp + r * ppm), n_iter * (sf + r * eff))
-                cost_b = max(cost, total_b * (pp + r * ppm))
-                if cost_b > b_lim or (cost_obj and cost >= inc):
+                if cost > b_lim or (cost_obj and cost >= inc):
                     continue
-                cost = max(cost, n_iter * (tt * pp + cheap_rent(q + 1, r, tt)))
-                cost_b = max(cost_b, cost)
-                if tbb > tt:
-                    cost_b = max(cost_b, n_iter * (tbb * pp + cheap_rent(q + 1, r, tbb)))
-                if cost_b > b_lim or (cost_obj and cost >= inc):
+                cost = max(cost, n_iter * (tt * pp + self.relax.cheap_rent(q + 1, r, tt)))
+                if cost > b_lim or (cost_obj and cost >= inc):
                     continue
-                t_child, tb_child = tt, tbb
-                if floors is not None and vms + n + 1 <= most:
-                    t_n = floors(vms + n + 1, most, b)
-                    if t_n > tt:
-                        if n_iter * t_n > t_lim or (not cost_obj and n_iter * t_n >= inc):
-                            break  # more VMs of this batch: a bound no lower (`_group_floors`)
-                        cost_n = max(cost, n_iter * (t_n * pp + cheap_rent(q + 1, r, t_n)))
-                        tb_n = max(tbb, t_n)
-                        cost_bn = max(cost_b, cost_n, n_iter * (tb_n * pp + cheap_rent(q + 1, r, tb_n)))
-                        if cost_bn > b_lim or (cost_obj and cost_n >= inc):
-                            continue
-                        t_child, tb_child, cost = t_n, tb_n, cost_n
                 group = (q, n, b)
-                child = (*groups, group)
                 push(
-                    cost if cost_obj else n_iter * t_child,
-                    (PARTIAL, q + 1, r, pp, sf, vms + n, gpus + n * d, child, t_child, state, tb_child),
+                    cost if cost_obj else total,
+                    (PARTIAL, q + 1, r, pp, sf, vms + n, gpus + n * d, (*groups, group), tt, state),
                 )
-
-
-def band_z(constraints: Constraints, evals: Evaluations) -> float:
-    """z = Φ⁻¹(confidence) when the limits are checked above the median and the evaluator bounds its band's
-    compute term (`Evaluations.slowed_bound_s`), else 0 (the bounds take no band in)."""
-    if constraints.confidence <= 0.5 or not constraints.limited or not evals.offers_band_bound:
-        return 0.0
-    return NormalDist().inv_cdf(constraints.confidence)
-
-
-SPREAD_POINTS = 4096
-"""`least_compute_spread` evaluates a profile's compute spread at every per-GPU batch up to this many; a
-profile whose range is wider is taken with no spread (the bounds then take no band in: still bounds)."""
-_SPREADS: dict[tuple[int, int], tuple[ModelProfile, float]] = {}
-
-
-def least_compute_spread(profile: ModelProfile, *, upto: int) -> float:
-    """The least compute spread (`ModelProfile.compute_spread`, one run) of `profile` at any per-GPU batch
-    from 1 to min(max_batch, upto): the band's compute term slows each member by at least exp of it.
-    An estimate's, or one the profile states, is one value; a measured one is interpolated between
-    breakpoints, so every whole batch is looked at. Remembered per profile object."""
-    top = min(profile.max_batch, max(upto, 1))
-    key = (id(profile), top)
-    found = _SPREADS.get(key)
-    if found is not None and found[0] is profile:
-        return found[1]
-    stated = (profile.extra or {}).get("compute_spread")
-    if profile.estimate is not None or (isinstance(stated, int | float) and not isinstance(stated, bool)):
-        least = max(0.0, profile.compute_spread(1))  # one value for every batch (compute_spread)
-    elif top > SPREAD_POINTS:
-        least = 0.0
-    else:
-        least = max(0.0, min(profile.compute_spread(b) for b in range(1, top + 1)))
-    if len(_SPREADS) > 4096:
-        _SPREADS.clear()
-    _SPREADS[key] = (profile, least)
-    return least
 
 
 def dominated_locations(problem: Problem) -> frozenset[object]:

@@ -28,8 +28,6 @@ import numpy as np
 from srift.optimize.search import linear_points
 from srift.optimize.space import BatchPolicy, Problem
 
-Held = tuple[list[tuple[int, int, float]], list[tuple[int, int, float]], list[tuple[int, int, float]]]
-MONEY_STEP = math.log(1.02)
 ROUNDING = 1.0 - 1e-12
 """Interpolated table values are lowered by this factor, so that float rounding never lifts a bound."""
 
@@ -93,8 +91,7 @@ class SplitRelaxation:
         self._events: dict[int, tuple[list[float], list[int], list[int], list[bool]]] = {}
         self._hold_cache: dict[tuple[int, int], float] = {}
         self._cheap: dict[tuple[int, int, float], float] = {}
-        self._vms_cache: dict[tuple[int, int, int, int, float], float] = {}
-        self._sorted_cache: dict[tuple[int, float], Held] = {}
+        self._vms_cache: dict[tuple[int, int, int, int], float] = {}
         self._prices: dict[int, list[float]] = {}
 
     # -- tables -------------------------------------------------------------------------------------------
@@ -276,33 +273,21 @@ class SplitRelaxation:
         rows.sort()
         return [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows], [r[3] for r in rows]
 
-    def least_time_with_vms(
-        self, pos: int, rem: int, vms: int, *, max_price: float = math.inf, money: float = math.inf
-    ) -> float:
+    def least_time_with_vms(self, pos: int, rem: int, vms: int, *, max_price: float = math.inf) -> float:
         """The least t at which `vms` VMs of candidates from `pos` on (each type at most its cap, each VM
-        renting at most `max_price` per second, all of them at most `money` per second) can hold `rem`
-        samples, every VM computing for at most t with the batches the policy allows (powers of two but
-        for the last group); inf when none can.
+        renting at most `max_price` per second) can hold `rem` samples, every VM computing for at most t
+        with the batches the policy allows (powers of two but for the last group); inf when none can.
 
         At a given t the VMs hold at most the `vms` largest power-of-two capacities plus, for one type, the
-        rest of its capacity on its VMs; and, within `money`, at most the fractional knapsack of those
-        capacities by samples per dollar plus that rest (`_most_held`). Capacity only grows with t, so the
-        event times are bisected. `money` is rounded up to a grid of 2 % steps (a bound no higher) so that
-        nodes with nearly the same money share one answer.
+        rest of its capacity on its VMs; capacity only grows with t, so the event times are bisected.
         """
         if rem <= 0:
             return 0.0
         if vms <= 0:
             return math.inf
         prices = self._prices_from(pos)
-        allowed = bisect.bisect_right(prices, min(max_price, money))
-        step: float = math.inf
-        if money < math.inf:
-            if money <= 0:
-                return math.inf
-            step = float(math.ceil(math.log(money) / MONEY_STEP))
-            money = math.exp(step * MONEY_STEP)
-        key = (pos, rem, vms, allowed, step)
+        allowed = bisect.bisect_right(prices, max_price)
+        key = (pos, rem, vms, allowed)
         found = self._vms_cache.get(key)
         if found is not None:
             return found
@@ -313,32 +298,26 @@ class SplitRelaxation:
         times = events[0]
 
         def enough(t: float) -> bool:
-            sizes, extras, by_value = self._held_sorted(pos, t)
-            extra = max(
-                (min(cap, vms) * gain for gain, cap, p in extras if p <= ceiling),
-                default=0,
+            base, full = self._held_at(pos, t)
+            sizes = sorted(
+                ((h, self.cap[q]) for q, h in base.items() if self.price[q] <= ceiling), reverse=True
             )
             left, total = vms, 0
-            for h, cap, p in sizes:
-                if p > ceiling:
-                    continue
-                n = cap if cap < left else left
+            for h, cap in sizes:
+                n = min(cap, left)
                 total += n * h
                 left -= n
                 if not left:
                     break
-            if total + extra < rem:
-                return False
-            if money == math.inf:
-                return True
-            bought, purse = 0.0, money
-            for h, cap, p in by_value:
-                units = min(float(cap), purse / p)
-                bought += units * h
-                purse -= units * p
-                if purse <= 0 or bought + extra >= rem:
-                    break
-            return bought + extra >= rem
+            extra = max(
+                (
+                    min(self.cap[q], vms) * (h - base.get(q, 0))
+                    for q, h in full.items()
+                    if self.price[q] <= ceiling
+                ),
+                default=0,
+            )
+            return total + extra >= rem
 
         if not times or not enough(times[-1]):
             found = math.inf
@@ -353,22 +332,6 @@ class SplitRelaxation:
             found = times[lo]
         if len(self._vms_cache) < 1 << 18:
             self._vms_cache[key] = found
-        return found
-
-    def _held_sorted(self, pos: int, t: float) -> Held:
-        """`_held_at(pos, t)` arranged for `least_time_with_vms` and remembered: (per-VM samples, cap,
-        price) of each candidate, most samples first; (samples the last group may add, cap, price); and the
-        first list again, most samples per dollar first."""
-        key = (pos, t)
-        found = self._sorted_cache.get(key)
-        if found is None:
-            base, full = self._held_at(pos, t)
-            sizes = sorted(((h, self.cap[q], self.price[q]) for q, h in base.items()), reverse=True)
-            extras = [(h - base.get(q, 0), self.cap[q], self.price[q]) for q, h in full.items()]
-            by_value = sorted(sizes, key=lambda x: -x[0] / x[2] if x[2] > 0 else -math.inf)
-            found = (sizes, [x for x in extras if x[0] > 0], by_value)
-            if len(self._sorted_cache) < 1 << 16:
-                self._sorted_cache[key] = found
         return found
 
     def _prices_from(self, pos: int) -> list[float]:

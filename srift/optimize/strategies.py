@@ -278,15 +278,6 @@ class StrategyEvaluator:
         bound: float = self._compute_bounder().bound_s(partial, extension)  # type: ignore[attr-defined]
         return max(0.0, bound - self.max_update_s)
 
-    def slowed_bound_s(
-        self, partial: PartialFleet, *, extension: Extension | None = None, slower: float
-    ) -> float:
-        """The served evaluator's band bound when only DDP runs (its band is the served one); else the
-        plain bound (a sharded setup's band is not bounded)."""
-        if self.served_only:
-            return self.base.slowed_bound_s(partial, extension=extension, slower=slower)
-        return self.partial_bound_s(partial, extension=extension)
-
     def iteration_bound_s(self, fleet: Sequence[FleetMember], *, extension: Extension | None = None) -> float:
         if self.served_only:
             return self.base.iteration_bound_s(fleet, extension=extension)

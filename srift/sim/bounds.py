@@ -235,14 +235,9 @@ class Bounder:
         arrive = rho * (fw + canon.aligned_ready_frac(layer_arrays(profile)) * bw)
         return row, rho * mean, arrive, profile.update_s, canon, buckets
 
-    def bound_s(
-        self, partial: PartialFleet, extension: Extension | None = None, *, slower: float = 1.0
-    ) -> float:
+    def bound_s(self, partial: PartialFleet, extension: Extension | None = None) -> float:
         """A lower bound of the iteration time of the fleet (no `extension`) or of every fleet `extension`
-        describes; with `slower` (≥ 1), of the same fleets with every member's compute (forward, backward
-        and update) at least that many times slower (srift.sim.band's compute term: its straggler draws
-        scale with the mean, its stream does not change, so the compute phase, each layer's release and
-        the update scale by the factor while the exchange's stages stay as they are)."""
+        describes."""
         compute_end = max(float(partial.slowest.sum()) / self.iters, partial.rho_mean_s)
         canon = partial.canon
         arrive, update_s = partial.arrive, partial.update_s
@@ -251,8 +246,6 @@ class Bounder:
             floor, least_update = self._later_floor(partial, extension.later_profiles)
             arrive = np.maximum(arrive, floor * extension.min_compute_s)
             update_s = max(update_s, least_update)
-        if slower != 1.0:
-            compute_end, arrive, update_s = compute_end * slower, arrive * slower, update_s * slower
         if canon.bits.size == 0:
             return compute_end + update_s
         later = extension.later if extension is not None else ()
