@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import math
 from collections.abc import Sequence
 from datetime import date
@@ -143,8 +145,16 @@ def brute_force(
     return best
 
 
-def all_configs(problem: Problem) -> list[Groups]:
-    """Every configuration of the space (brute force, checked against the policy rule independently)."""
+class _Enough(Exception):
+    """Raised inside `all_configs` once it has listed more configurations than asked for."""
+
+
+def all_configs(problem: Problem, *, most: int | None = None) -> list[Groups]:
+    """Every configuration of the space (brute force, checked against the policy rule independently).
+
+    With `most`, the listing stops after `most + 1` configurations: callers that only want spaces of at most
+    `most` configurations learn that a space is larger without listing all of it (a two-region space can
+    hold millions)."""
     g = problem.constraints.global_batch
     cands = problem.candidates
     out: list[Groups] = []
@@ -153,6 +163,8 @@ def all_configs(problem: Problem) -> list[Groups]:
         if i == len(cands):
             if total == g and groups and _allowed(problem, groups):
                 out.append(groups)
+                if most is not None and len(out) > most:
+                    raise _Enough
             return
         rec(i + 1, total, groups)
         cand = cands[i]
@@ -162,7 +174,8 @@ def all_configs(problem: Problem) -> list[Groups]:
                     break
                 rec(i + 1, total + n * b, (*groups, (i, n, b)))
 
-    rec(0, 0, ())
+    with contextlib.suppress(_Enough):
+        rec(0, 0, ())
     return out
 
 
