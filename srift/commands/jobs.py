@@ -69,7 +69,11 @@ def _submit(kind: str, body: dict[str, Any], *, url: str | None, token: str | No
         return {**service.job_document(job), "token": plain}
 
 
-def _print_job(job: dict[str, Any], *, with_log: bool) -> None:
+def _print_job(job: dict[str, Any], *, with_log: bool, as_json: bool) -> None:
+    """The job as JSON (--json), or as a table with its log below when `with_log`."""
+    if as_json:
+        typer.echo(json.dumps(job, indent=2, default=str))
+        return
     table = Table(title=f"job {job['id']} · {job['kind']} · {job['provider']}", show_header=False)
     table.add_column("field")
     table.add_column("value")
@@ -230,10 +234,7 @@ def show(
 
         with transaction(migrated_url()) as session:
             job = _plain(service.job_document(service.get_job(session=session, job_id=job_id)))
-    if as_json:
-        typer.echo(json.dumps(job, indent=2, default=str))
-        return
-    _print_job(job, with_log=True)
+    _print_job(job, with_log=True, as_json=as_json)
 
 
 def submit_probe(
@@ -258,18 +259,13 @@ def submit_probe(
     --sizes 4,1M`
     """
     body = _load_file(file) if file else {}
-    if provider:
-        body["provider"] = provider
-    if instance_type:
-        body["instance_type"] = instance_type
+    put_given(
+        body, provider=provider, instance_type=instance_type, repeats=repeats, testbed_prefix=testbed_prefix
+    )
     if nodes:
         body["node_counts"] = _split_ints(nodes, "node_counts")
     if sizes:
         body["sizes"] = _split_ints(sizes, "sizes")
-    if repeats is not None:
-        body["repeats"] = repeats
-    if testbed_prefix:
-        body["testbed_prefix"] = testbed_prefix
     _submit_and_print("probe", body, url=url, token=token, as_json=as_json)
 
 
@@ -305,11 +301,7 @@ def _submit_and_print(
     kind: str, body: dict[str, Any], *, url: str | None, token: str | None, as_json: bool
 ) -> None:
     """Queue the job and print it (as JSON with --json), its token shown once."""
-    job = _submit(kind, body, url=url, token=token)
-    if as_json:
-        typer.echo(json.dumps(job, indent=2, default=str))
-        return
-    _print_job(job, with_log=False)
+    _print_job(_submit(kind, body, url=url, token=token), with_log=False, as_json=as_json)
 
 
 def _plain(document: dict[str, Any]) -> dict[str, Any]:

@@ -341,22 +341,14 @@ def import_(
     from srift.bandwidth.imports import ImportFormat, import_text
     from srift.db.session import transaction
     from srift.domain.bandwidth import Collective
-    from srift.errors import InvalidInput
+    from srift.errors import InvalidInput, parse_choice
 
-    try:
-        chosen = Collective(collective) if collective is not None else None
-    except ValueError:
-        raise InvalidInput(
-            f"unknown collective {collective!r}",
-            hint="use allreduce, all_gather or reduce_scatter",
-            field="collective",
-        ) from None
-    try:
-        parsed_fmt = ImportFormat(fmt.lower())
-    except ValueError:
-        raise InvalidInput(
-            f"unknown format {fmt!r}", hint="use --format jsonl or --format nccl-tests", field="format"
-        ) from None
+    chosen = (
+        parse_choice(Collective, collective, what="collective", field="collective")
+        if collective is not None
+        else None
+    )
+    parsed_fmt = parse_choice(ImportFormat, fmt.lower(), what="format", field="format")
     try:
         text = file.read_text()
     except UnicodeDecodeError as exc:

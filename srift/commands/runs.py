@@ -385,14 +385,9 @@ def list_(
     Example: srift run list --state needs_input
     """
     from srift.domain.states import TrainingState
-    from srift.errors import InvalidInput
+    from srift.errors import parse_choice
 
-    try:
-        state_v = TrainingState(state) if state else None
-    except ValueError:
-        raise InvalidInput(
-            f"unknown state {state!r}", hint="use running, completed or needs_input", field="state"
-        ) from None
+    state_v = parse_choice(TrainingState, state, what="state", field="state") if state else None
     if url:
         query = f"/v1/jobs?limit={limit}" + (f"&state={state}" if state else "")
         answer = call_api("GET", url, query, token=token)

@@ -32,14 +32,9 @@ def create(
     """
     from srift.db.session import transaction
     from srift.db.tokens import Scope, create_token
-    from srift.errors import InvalidInput
+    from srift.errors import parse_choice
 
-    try:
-        parsed = Scope(scope.lower())
-    except ValueError:
-        raise InvalidInput(
-            f"unknown scope {scope!r}", hint="use read, write or admin", field="scope"
-        ) from None
+    parsed = parse_choice(Scope, scope.lower(), what="scope", field="scope")
     with transaction(migrated_url()) as session:
         row, plain = create_token(session=session, name=name, scope=parsed)
         token_id = row.id

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_right
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from srift.domain.spread import drift_spreads, interpolated, pass_spreads, sample_spreads
@@ -117,12 +117,7 @@ class EstimateInfo:
         return f"estimate:{self.method}"
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "method": self.method,
-            "spread": self.spread,
-            "calibration": self.calibration,
-            "based_on": self.based_on,
-        }
+        return asdict(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,11 +134,7 @@ class InputPipeline:
     source: str = "user"
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "samples_per_s_per_core": self.samples_per_s_per_core,
-            "bytes_per_sample": self.bytes_per_sample,
-            "source": self.source,
-        }
+        return asdict(self)
 
 
 @dataclass(frozen=True, slots=True)

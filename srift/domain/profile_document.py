@@ -82,6 +82,23 @@ def _no_nul(value: Any, where: str) -> None:
             _no_nul(v, where)
 
 
+def _nul_free(*fields: str, where: str | None = None) -> Any:
+    """A before-validator of `fields` that rejects NUL characters (`_no_nul`), naming `where` in the
+    message (default: the first field). Assign it in a model's body: `_name = _nul_free("name")`."""
+
+    def check(value: Any) -> Any:
+        _no_nul(value, where or fields[0])
+        return value
+
+    return field_validator(*fields, mode="before")(check)
+
+
+class _DocumentPart(StrictModel):
+    """A part of a profile document: unknown fields are refused, and so are NaN and infinities."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+
 def _equal_lengths(schema: dict[str, Any]) -> None:
     """State "as many times as breakpoints" in JSON Schema: one branch per length."""
     schema["anyOf"] = [
@@ -95,7 +112,7 @@ def _equal_lengths(schema: dict[str, Any]) -> None:
     ]
 
 
-class CurveIn(StrictModel):
+class CurveIn(_DocumentPart):
     """Piecewise-linear time curve: batch breakpoints in samples and the seconds of one pass at each.
 
     As many times as breakpoints (the schema's `anyOf` states it), no breakpoint twice (`uniqueItems`);
@@ -103,7 +120,7 @@ class CurveIn(StrictModel):
     `srift profile` on a busy host can time a tiny model's batch 1 slower than its batch 2 (warm-up), and
     such profiles are real."""
 
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, json_schema_extra=_equal_lengths)
+    model_config = ConfigDict(json_schema_extra=_equal_lengths)
 
     batches: list[Batch] = Field(
         min_length=1,
@@ -143,10 +160,8 @@ class CurveIn(StrictModel):
         return ComputeCurve(tuple(self.batches), tuple(self.times_s))
 
 
-class LayerIn(StrictModel):
+class LayerIn(_DocumentPart):
     """One trainable layer: gradient size and readiness."""
-
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     name: str = Field(
         min_length=1,
@@ -160,11 +175,7 @@ class LayerIn(StrictModel):
     )
     exec_prob: float = Field(default=1.0, ge=0, le=1, description="share of iterations in which it runs")
 
-    @field_validator("name", mode="before")
-    @classmethod
-    def _name(cls, value: Any) -> Any:
-        _no_nul(value, "name")
-        return value
+    _name = _nul_free("name")
 
 
 AffineIn = Annotated[
@@ -177,10 +188,8 @@ def _affine(pair: list[float]) -> Affine:
     return Affine(float(pair[0]), float(pair[1]))
 
 
-class PassWorkIn(StrictModel):
+class PassWorkIn(_DocumentPart):
     """One layer's work in one pass: FLOPs and bytes of matrix products, bytes of other operators, kernels."""
-
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     matmul_flops: AffineIn
     matmul_bytes: AffineIn
@@ -196,10 +205,8 @@ class PassWorkIn(StrictModel):
         )
 
 
-class LayerWorkIn(StrictModel):
+class LayerWorkIn(_DocumentPart):
     """The work one module does itself (not its children), forward and backward."""
-
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     name: str = Field(min_length=1, max_length=1000, pattern=NO_NUL, description="module path")
     forward: PassWorkIn
@@ -216,17 +223,11 @@ class LayerWorkIn(StrictModel):
             grad_bytes=self.grad_bytes,
         )
 
-    @field_validator("name", mode="before")
-    @classmethod
-    def _name(cls, value: Any) -> Any:
-        _no_nul(value, "name")
-        return value
+    _name = _nul_free("name")
 
 
-class MemoryUseIn(StrictModel):
+class MemoryUseIn(_DocumentPart):
     """Bytes one device needs to train the model (see srift.domain.structure.MemoryUse)."""
-
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     parameter_bytes: Count
     gradient_bytes: Count = Field(description="in the gradients' dtype")
@@ -235,17 +236,11 @@ class MemoryUseIn(StrictModel):
     activation_bytes: AffineIn = Field(description="peak bytes of a step beyond parameters, gradients, state")
     saved_bytes: AffineIn = Field(description="the part saved for backward")
 
-    @field_validator("optimizer", mode="before")
-    @classmethod
-    def _optimizer(cls, value: Any) -> Any:
-        _no_nul(value, "optimizer")
-        return value
+    _optimizer = _nul_free("optimizer")
 
 
-class StructureIn(StrictModel):
+class StructureIn(_DocumentPart):
     """Per-layer FLOPs and bytes moved and memory per sample: what estimates for other GPUs rest on."""
-
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     precision: Precision = Field(default=Precision.FP32)
     method: str = Field(default="", max_length=1000, pattern=NO_NUL, description="how it was counted")
@@ -254,11 +249,7 @@ class StructureIn(StrictModel):
     update_kernels: Count
     layers: list[LayerWorkIn] = Field(min_length=1, max_length=MAX_STRUCTURE_LAYERS)
 
-    @field_validator("method", mode="before")
-    @classmethod
-    def _method(cls, value: Any) -> Any:
-        _no_nul(value, "method")
-        return value
+    _method = _nul_free("method")
 
     def to_structure(self) -> ModelStructure:
         m = self.memory
@@ -279,10 +270,8 @@ class StructureIn(StrictModel):
         )
 
 
-class EstimateIn(StrictModel):
+class EstimateIn(_DocumentPart):
     """How an estimated profile was made (absent for measured ones)."""
-
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     method: Literal["roofline", "scaled"]
     spread: float = Field(ge=0, le=5, description="relative 1-σ error of such estimates, out of sample")
@@ -291,11 +280,7 @@ class EstimateIn(StrictModel):
         default=None, max_length=MAX_NAME_CHARS, pattern=NO_NUL, description="accelerator measured on"
     )
 
-    @field_validator("calibration", "based_on", mode="before")
-    @classmethod
-    def _strings(cls, value: Any) -> Any:
-        _no_nul(value, "value")
-        return value
+    _strings = _nul_free("calibration", "based_on", where="value")
 
     def to_info(self) -> EstimateInfo:
         return EstimateInfo(
@@ -303,10 +288,8 @@ class EstimateIn(StrictModel):
         )
 
 
-class ProfileInputPipelineIn(StrictModel):
+class ProfileInputPipelineIn(_DocumentPart):
     """What feeding one sample costs: decode rate per CPU core and bytes read per sample."""
-
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     samples_per_s_per_core: float = Field(gt=0, le=1e9, description="samples/s one CPU core delivers")
     bytes_per_sample: float = Field(default=0.0, ge=0, le=1e12, description="bytes read per sample")
@@ -494,16 +477,14 @@ GRADIENTS_FIT = (
 )
 
 
-class ProfileIn(StrictModel):
+class ProfileIn(_DocumentPart):
     """A compute profile document as written by `srift profile --out` (schema version 1).
 
     Rules across fields (JSON Schema cannot state them; the schema lists them under `x-srift-rules` and the
     error's hint says how to fix each): no curve breakpoint lies above `max_batch`; the layers' gradients
     total at most `structure.memory.parameter_bytes` when a structure is given."""
 
-    model_config = ConfigDict(
-        extra="forbid", allow_inf_nan=False, json_schema_extra=publish_rules(BREAKPOINTS_FIT, GRADIENTS_FIT)
-    )
+    model_config = ConfigDict(json_schema_extra=publish_rules(BREAKPOINTS_FIT, GRADIENTS_FIT))
 
     schema_version: Literal[1] = Field(default=1, description="profile format version (this Srift reads 1)")
     model: str = Field(
@@ -555,11 +536,7 @@ class ProfileIn(StrictModel):
         default=None, description="free-form facts (raw measurements, budget); the keys Srift reads are typed"
     )
 
-    @field_validator("model", "accelerator", "torch_version", "device", "created_at", mode="before")
-    @classmethod
-    def _strings(cls, value: Any) -> Any:
-        _no_nul(value, "value")
-        return value
+    _strings = _nul_free("model", "accelerator", "torch_version", "device", "created_at", where="value")
 
     @field_serializer("extra")
     def _dump_extra(self, extra: ProfileExtra | None) -> dict[str, Any]:

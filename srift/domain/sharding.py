@@ -52,7 +52,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from enum import StrEnum
 from typing import Any
 
@@ -272,11 +272,7 @@ class BlockFacts:
     saved_bytes_per_sample: float
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "count": self.count,
-            "input_bytes_per_sample": self.input_bytes_per_sample,
-            "saved_bytes_per_sample": self.saved_bytes_per_sample,
-        }
+        return asdict(self)
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import gc
 import itertools
 import math
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import torch
@@ -57,14 +57,7 @@ class DeviceBudget:
     optimizer: str
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "capacity_bytes": self.capacity_bytes,
-            "usable_bytes": self.usable_bytes,
-            "ballast_bytes": self.ballast_bytes,
-            "context_bytes": self.context_bytes,
-            "optimizer": self.optimizer,
-            "margin_fraction": MARGIN_FRACTION,
-        }
+        return {**asdict(self), "margin_fraction": MARGIN_FRACTION}
 
 
 def device_budget(bench: Bench, *, budget_bytes: int | None, optimizer: Optimizer) -> DeviceBudget:
