@@ -5,6 +5,7 @@ what the prediction rests on; a bad or unknown plan id is a 4xx naming `plan_id`
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -14,6 +15,7 @@ from srift.catalog.shipped import load_shipped_catalog
 from srift.db.session import session_factory
 from srift.optimize.synthetic import synthetic_profile
 from srift.profiling.store import save_profile
+from srift.services.replays import replay_plan
 from srift.services.traces import import_traces
 from srift.settings import Settings
 from srift.testing.spot import drawn_traces
@@ -144,9 +146,11 @@ def test_a_spot_plan_is_replayed_once_imported_traces_cover_its_fleet(
         100.0 * (spot["expected_cost_usd"] / srift["mean_cost_usd"] - 1.0)
     )
     assert got["replay_s"] > 0
-    # Same plan, same traces: the same replay.
+    # Same plan, same traces: the same replay, and the one `srift plan --replay-traces` prints.
     again = client.get(path, headers=write_headers).json()
     assert again["replay"] == rep
+    cli = replay_plan(spot_plan, [*traces, *others], provider="aws", region="us-east-1")
+    assert json.loads(json.dumps(cli)) == rep
 
 
 def test_a_plan_without_spot_vms_says_so_and_bad_ids_name_plan_id(
