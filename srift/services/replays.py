@@ -173,6 +173,14 @@ def spot_fleet(
     return SpotFleet(itype, nodes, provider, region, job, tuple(chosen))
 
 
+def request_location(request: Mapping[str, Any], *, default_region: str) -> tuple[str, str]:
+    """The provider and region a plan request names (its first of `regions` when it names several), where
+    a replay looks for traces unless the plan's spot choice names its own location."""
+    regions = request.get("regions") or []
+    region = request.get("region") or (str(regions[0]).split("/")[-1] if regions else default_region)
+    return str(request.get("provider") or "aws"), str(region)
+
+
 def replay_plan(
     plan: Mapping[str, Any],
     traces: Sequence[SpotTrace],
@@ -288,8 +296,7 @@ def _replay_view(record: PlanRecord, *, settings: Settings) -> dict[str, Any]:
     plan, request = record.document(), record.request
     spot = plan.get("spot") or {}
     traces = stored_traces(settings)
-    regions = request.get("regions") or []
-    region = request.get("region") or (str(regions[0]).split("/")[-1] if regions else settings.default_region)
+    provider, region = request_location(request, default_region=settings.default_region)
     out: dict[str, Any] = {
         "plan_id": record.id,
         "imported_traces": len(traces),
@@ -300,7 +307,7 @@ def _replay_view(record: PlanRecord, *, settings: Settings) -> dict[str, Any]:
         "reason": None,
         "hint": None,
     }
-    fleet = spot_fleet(plan, traces, provider=str(request.get("provider") or "aws"), region=str(region))
+    fleet = spot_fleet(plan, traces, provider=provider, region=region)
     if not isinstance(fleet, NotReplayed):
         out["fleet"] = {
             "instance_type": fleet.instance_type,
