@@ -139,6 +139,7 @@ LINKS: tuple[tuple[str, str, str, dict[str, Any]], ...] = (
     ("/v1/profiles", "GetProfile", "get_profile_v1_profiles__profile_id__get", {"profile_id": "id"}),
     ("/v1/profiles", "DeleteProfile", "delete_profile_v1_profiles__profile_id__delete", {"profile_id": "id"}),
     ("/v1/plans", "GetPlan", "get_plan_v1_plans__plan_id__get", {"plan_id": "id"}),
+    ("/v1/plans", "GetPlanReplay", "get_plan_replay_v1_plans__plan_id__replay_get", {"plan_id": "id"}),
     ("/v1/plans", "StartJob", "start_job_v1_jobs_post", {"body:plan_id": "id"}),
     ("/v1/jobs", "GetJob", "get_job_v1_jobs__job_id__get", {"job_id": "id"}),
     ("/v1/jobs", "ReportProgress", "report_progress_v1_jobs__job_id__progress_post", {"job_id": "id"}),

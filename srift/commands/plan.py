@@ -753,17 +753,12 @@ def plan_command(
 
 def _replay(plan: dict[str, Any], body: dict[str, Any], path: Path) -> dict[str, Any]:
     """`--replay-traces PATH`: the plan's spot run replayed through the traces at PATH."""
-    from srift.services.replays import replay_plan
+    from srift.services.replays import replay_plan, request_location
     from srift.spot.sources import read_traces
 
-    regions = body.get("regions") or []
-    region = body.get("region") or (str(regions[0]).split("/")[-1] if regions else "us-east-1")
+    provider, region = request_location(body, default_region="us-east-1")
     return replay_plan(
-        plan,
-        read_traces(path),
-        provider=str(body.get("provider") or "aws"),
-        region=str(region),
-        seed=int(body.get("seed") or 0),
+        plan, read_traces(path), provider=provider, region=region, seed=int(body.get("seed") or 0)
     )
 
 

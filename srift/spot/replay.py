@@ -27,6 +27,8 @@ DEFAULT_STRIDE_S = 1800.0
 DEFAULT_SAMPLES_PER_TRACE = 500
 NO_LIMIT_SLACK = 2.0
 """A plan without a time limit is replayed against twice its on-demand time (a stated choice)."""
+HISTOGRAM_BINS = 20
+"""A distribution is shown in 20 equal bins (a choice: fine enough to see two modes, few enough to read)."""
 
 
 def applicable(
@@ -114,6 +116,24 @@ def pooled(outcomes: Sequence[ReplayOutcome]) -> dict[str, float | int]:
     }
 
 
+def histogram(outcomes: Sequence[ReplayOutcome], name: str, *, bins: int = HISTOGRAM_BINS) -> dict[str, Any]:
+    """The distribution of one outcome (`finish_s` or `cost_usd`) over several traces' runs, each trace
+    weighing the same as in `pooled`: `bins` equal bins between the smallest and largest value, their
+    `edges` (bins + 1) and `shares` (summing to 1), and the `counts` of runs in each."""
+    kept = [o for o in outcomes if o.runs]
+    if not kept:
+        return {"edges": [], "shares": [], "counts": []}
+    values = np.concatenate([getattr(o, name) for o in kept])
+    weights = np.concatenate([np.full(o.runs, 1.0 / o.runs) for o in kept])
+    shares, edges = np.histogram(values, bins=bins, weights=weights / weights.sum())
+    counts, _ = np.histogram(values, bins=edges)
+    return {
+        "edges": [float(e) for e in edges],
+        "shares": [float(s) for s in shares],
+        "counts": [int(c) for c in counts],
+    }
+
+
 @dataclass(frozen=True)
 class TraceRun:
     """One trace's windows under every policy, and the prediction for them from its period's law."""
@@ -161,6 +181,11 @@ class Replay:
             for r in self.runs
         ]
         return out
+
+    def distribution(self, policy: DeadlinePolicy) -> dict[str, dict[str, Any]]:
+        """One policy's replayed finish times and costs as histograms (`histogram`), trace-weighted."""
+        outcomes = [r.replayed[policy] for r in self.runs]
+        return {"finish_s": histogram(outcomes, "finish_s"), "cost_usd": histogram(outcomes, "cost_usd")}
 
     def to_dict(self) -> dict[str, Any]:
         return {

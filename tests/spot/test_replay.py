@@ -7,7 +7,7 @@ import pytest
 
 from srift.spot.model import Half, Weibull, fit_model
 from srift.spot.policy import DeadlinePolicy, ReplayOutcome, SpotJob
-from srift.spot.replay import applicable, pooled, predict, replay, windows
+from srift.spot.replay import applicable, histogram, pooled, predict, replay, windows
 from tests.spot.test_model import alternating, trace
 
 
@@ -29,6 +29,15 @@ def test_each_trace_weighs_the_same_however_many_windows_it_has() -> None:
     assert s["mean_cost_usd"] == pytest.approx((10.0 + 2.0) / 2)
     assert s["p_meets_deadline"] == pytest.approx((1.0 + 1 / 3) / 2)
     assert s["runs"] == 4 and s["deadline_misses"] == 2
+
+
+def test_a_histogram_weighs_each_trace_the_same_as_its_quantiles_do() -> None:
+    one, three = outcome([10.0], [True]), outcome([2.0, 2.0, 4.0], [False, False, True])
+    h = histogram([one, three, outcome([], [])], "cost_usd", bins=4)
+    assert h["edges"] == [2.0, 4.0, 6.0, 8.0, 10.0] and h["counts"] == [2, 1, 0, 1]
+    # The lone $10 run is half the weight; the other trace's three runs share the other half.
+    assert h["shares"] == pytest.approx([1 / 3, 1 / 6, 0.0, 1 / 2])
+    assert histogram([], "cost_usd") == {"edges": [], "shares": [], "counts": []}
 
 
 def test_windows_start_every_stride_inside_the_half_asked_for() -> None:

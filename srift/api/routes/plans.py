@@ -1,4 +1,4 @@
-"""POST /v1/plans (optimize and store a plan) and GET /v1/plans/{id}."""
+"""POST /v1/plans (optimize and store a plan), GET /v1/plans/{id} and GET /v1/plans/{id}/replay."""
 
 from __future__ import annotations
 
@@ -9,7 +9,9 @@ from fastapi import APIRouter, Path
 from srift.api.auth import CallerIdentity, RequireRead, RequireWrite
 from srift.api.deps import SessionDep, SettingsDep
 from srift.api.schemas.plans import ErrorOut, PlanOut, PlanRequest
+from srift.api.schemas.replays import PlanReplayOut
 from srift.services import plans as service
+from srift.services import replays
 
 router = APIRouter(tags=["plans"])
 
@@ -71,3 +73,32 @@ def get_plan(
 ) -> Any:
     """A stored plan this token may read (its own or everyone's), as POST /v1/plans returned it."""
     return service.get_plan_for(session=session, plan_id=plan_id, viewer=caller.owner).document()
+
+
+@router.get(
+    "/plans/{plan_id}/replay",
+    response_model=PlanReplayOut,
+    responses={401: _ERRORS[401], 404: {"model": ErrorOut, "description": "no plan with this id"}},
+)
+def get_plan_replay(
+    session: SessionDep,
+    settings: SettingsDep,
+    _: RequireRead,
+    caller: CallerIdentity,
+    plan_id: int = Path(ge=1, le=2**31 - 1),
+) -> Any:
+    """A stored plan's spot run replayed through the imported spot traces (`srift traces import`).
+
+    Each applicable trace (the fleet's type in its region, tracing at least its VM count) is cut into
+    windows as long as the deadline (the plan's time limit, else twice the on-demand fallback's time),
+    started every 30 minutes (over very long traces, evenly enough to keep 20,000 windows at most). Every
+    window is run under each deadline policy (on-demand only, spot only, spot then on-demand, Uniform
+    Progress, Srift's): finish time, cost and deadline misses, pooled with each trace weighing the same,
+    with the distribution of Srift's policy's finish times and costs, beside the plan's own expected time,
+    cost and P(meets the time limit). A plan that cannot be replayed (no spot fleet, several, no on-demand
+    fallback, no covering trace, traces shorter than the deadline) answers 200 with `status` saying which
+    and `reason` why, and `rates` still says what the plan's prediction rests on (the model fitted to the
+    shipped public traces, or the fallback band). A replay through many traces takes seconds; it is kept
+    per plan and trace set, so a second request answers at once.
+    """
+    return replays.plan_replay(session=session, settings=settings, plan_id=plan_id, viewer=caller.owner)

@@ -200,3 +200,51 @@ export function drawWhatIfScatter(div, history) {
   });
   return react(div, traces, layout);
 }
+
+/**
+ * A replayed distribution as bars (one per bin, its share of the windows) with dashed marks at the plan's
+ * own figures: `hist` {edges, shares, counts}; `kind` "time" (edges in seconds, drawn in the unit picked
+ * from them) or "cost" (USD); `marks` [{name, value, color}] drawn as vertical lines (shapes named after
+ * them). Trace uid "replayed".
+ */
+export function drawReplayHistogram(div, { hist, kind, marks = [] }) {
+  const edges = hist.edges || [];
+  const shown = marks.filter((m) => Number.isFinite(m.value));
+  const unit = kind === "time" ? timeUnit([...edges, ...shown.map((m) => m.value)]) : { scale: 1, symbol: "$", name: "USD" };
+  const x = (v) => v / unit.scale;
+  const centres = edges.slice(1).map((hi, i) => x((edges[i] + hi) / 2));
+  const widths = edges.slice(1).map((hi, i) => Math.max(x(hi - edges[i]), 1e-9));
+  const fmt = (v) => (kind === "time" ? fmtIn(v, unit) : `$${Number(v.toPrecision(3))}`);
+  const traces = [{
+    type: "bar",
+    name: "replayed windows",
+    uid: "replayed",
+    x: centres,
+    y: (hist.shares || []).map((s) => 100 * s),
+    width: widths,
+    customdata: (hist.counts || []).map((c, i) => [c, fmt(x(edges[i])), fmt(x(edges[i + 1]))]),
+    hovertemplate: "%{customdata[1]}–%{customdata[2]}: %{y:.1f} % of the windows (%{customdata[0]})<extra></extra>",
+    marker: { color: COLORS.feasible, opacity: 0.8 },
+  }];
+  const shapes = shown.map((m) => ({
+    type: "line", xref: "x", yref: "paper", x0: x(m.value), x1: x(m.value), y0: 0, y1: 1, name: m.name,
+    line: { color: m.color || COLORS.chosen, dash: m.dash || "dash", width: 1.5 },
+  }));
+  const annotations = shown.map((m, i) => ({
+    x: x(m.value), y: 1 - 0.09 * i, xref: "x", yref: "paper", text: `${m.name} ${fmt(x(m.value))}`, showarrow: false,
+    xanchor: "left", yanchor: "top", font: { color: m.color || COLORS.chosen, size: 11 }, bgcolor: "rgba(255,255,255,.8)",
+  }));
+  const layout = baseLayout({
+    margin: { l: 56, r: 16, t: 10, b: 48 },
+    bargap: 0.05,
+    showlegend: false,
+    xaxis: {
+      title: { text: kind === "time" ? `finish time (${unit.name})` : "cost (USD)" },
+      gridcolor: "#eef1f5", tickprefix: kind === "time" ? "" : "$", zeroline: false,
+    },
+    yaxis: { title: { text: "% of windows" }, gridcolor: "#eef1f5", rangemode: "tozero" },
+    shapes,
+    annotations,
+  });
+  return react(div, traces, layout);
+}

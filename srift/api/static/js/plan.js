@@ -1,6 +1,6 @@
 // Plan page: build a POST /v1/plans request, then show the plan, CAP/TAP, every evaluated config and the breakdown.
 
-import { drawBreakdown, drawPlanScatter, plotly } from "./charts.js";
+import { drawBreakdown, drawPlanScatter, drawReplayHistogram, plotly } from "./charts.js";
 import {
   card, el, fillSelect, fmtNumber, fmtPercent, fmtSeconds, fmtUsd, get, markReady, numberOrNull, post, renderTable, showError,
   submitting,
@@ -254,8 +254,7 @@ function renderLoading(plan) {
 /** Expected against uninterrupted time and cost of a spot plan, P(meets the limits), and the fallback. */
 function renderSpot(plan) {
   const s = plan.spot;
-  $("plan-spot-panel").hidden = !s && !plan.fallback;
-  if (!s && !plan.fallback) return;
+  $("plan-spot-panel").hidden = false;
   if (s) {
     $("plan-spot-cards").replaceChildren(
       card("Expected cost", fmtUsd(s.expected_cost_usd), `uninterrupted ${fmtUsd(s.uninterrupted_cost_usd)}`),
@@ -267,11 +266,141 @@ function renderSpot(plan) {
       + "meeting the limits is in the plan's P(deadline) and P(budget) above.";
   } else {
     $("plan-spot-cards").replaceChildren();
-    $("plan-spot-note").textContent = "";
+    const spotVms = plan.choices.some((c) => c.market === "spot");
+    $("plan-spot-note").textContent = spotVms
+      ? "Spot interruptions are not priced into this plan (price_interruptions: false)."
+      : "This plan runs no spot VMs: there are no interruptions to expect.";
   }
   const fb = plan.fallback;
   $("plan-fallback").replaceChildren(...(fb ? [el("p", {}, "On-demand fallback: ", el("code", {}, fb.label),
     ` (${fmtUsd(fb.predicted?.cost_usd)}, ${fmtSeconds(fb.predicted?.total_time_s)} uninterrupted)`)] : []));
+  renderReplay(plan);
+}
+
+// ---------------------------------------------------------------- the replay through spot traces
+
+const REPLAY_POLICIES = {
+  on_demand: "on-demand only",
+  spot_only: "spot only (waits out gaps)",
+  spot_then_on_demand: "spot until interrupted, then on-demand",
+  uniform_progress: "Uniform Progress (Can't Be Late)",
+  srift: "Srift (plan-aware)",
+};
+let replayTicket = 0;
+
+/** What the plan's spot prediction rests on, per spot type (the shipped traces' model or a fallback band). */
+function restsOn(rates) {
+  return (rates || []).map((r) => `${r.instance_type}${r.location ? ` in ${r.location}` : ""}: ${r.band === "traces"
+    ? "" : `band ${r.band} — `}${r.source}`).join("; ");
+}
+
+/** Ask for the plan's replay (GET /v1/plans/{id}/replay) after the plan is shown, and render it. */
+async function renderReplay(plan) {
+  const ticket = ++replayTicket;
+  const box = $("plan-replay");
+  box.dataset.state = "loading";
+  $("plan-replay-status").className = "busy";
+  $("plan-replay-status").title = "";
+  $("plan-replay-status").textContent = "replaying through the imported spot traces…";
+  for (const id of ["plan-replay-cards", "plan-replay-table", "plan-replay-policies"]) $(id).replaceChildren();
+  $("plan-replay-gap").textContent = "";
+  $("plan-replay-charts").hidden = true;
+  try {
+    const answer = await get(`/plans/${encodeURIComponent(plan.id)}/replay`);
+    if (ticket !== replayTicket) return;
+    $("plan-replay-status").className = "";
+    if (answer.status === "replayed") await showReplay(answer);
+    else showNotReplayed(answer);
+    box.dataset.state = "done";
+  } catch (err) {
+    if (ticket !== replayTicket) return;
+    $("plan-replay-status").className = "form-error";
+    $("plan-replay-status").textContent = `The replay failed: ${err.detail || err.message}${err.hint ? ` To fix: ${err.hint}` : ""}`;
+    box.dataset.state = "failed";
+  }
+}
+
+function showNotReplayed(answer) {
+  const rests = restsOn(answer.rates);
+  const parts = [`Not replayed: ${answer.reason}.`];
+  if (answer.status === "no_trace") {
+    parts.push(`${answer.imported_traces} trace${answer.imported_traces === 1 ? " is" : "s are"} imported. To fix: ${answer.hint} (srift traces import PATH).`);
+  } else if (answer.hint) {
+    parts.push(`To fix: ${answer.hint}.`);
+  }
+  if (answer.status !== "no_spot") {
+    parts.push(rests ? `The spot figures above rest on: ${rests}.` : "The plan's spot figures were not priced with interruptions.");
+  }
+  $("plan-replay-status").textContent = parts.join(" ");
+}
+
+async function showReplay(answer) {
+  const rep = answer.replay;
+  const srift = rep.policies.find((p) => p.policy === "srift") || rep.policies[rep.policies.length - 1];
+  const r = srift.replayed;
+  const plan = rep.plan_predicted || {};
+  $("plan-replay-status").title = rep.trace_names.join("\n");
+  $("plan-replay-status").textContent = `Replayed through ${fmtNumber(rep.windows)} windows of ${rep.traces} trace${rep.traces === 1 ? "" : "s"} `
+    + `(${rep.trace_names.map((n) => n.split(/[/:]/).pop()).join(", ")}) of ${rep.nodes} × ${rep.instance_type} in ${rep.provider}/${rep.region}; deadline `
+    + `${fmtSeconds(rep.deadline_s)} (${rep.deadline_rule}, ${rep.slack.toFixed(2)}× on-demand). Srift's policy, beside the plan's prediction:`;
+  const windows = `${fmtNumber(r.runs)} windows`;
+  $("plan-replay-cards").replaceChildren(
+    card("Finish time (replayed)", fmtSeconds(r.finish_p50_s), `p10 ${fmtSeconds(r.finish_p10_s)} · p90 ${fmtSeconds(r.finish_p90_s)} · predicted ${fmtSeconds(plan.expected_time_s)}`),
+    card("Cost (replayed)", fmtUsd(r.mean_cost_usd), `p10 ${fmtUsd(r.cost_p10_usd)} · p90 ${fmtUsd(r.cost_p90_usd)} · predicted ${fmtUsd(plan.expected_cost_usd)}`),
+    card("Deadline missed", `${fmtNumber(r.deadline_misses)} of ${windows}`, `P(deadline) replayed ${percent(r.p_meets_deadline)}`
+      + (plan.p_meets_time_limit != null ? ` · predicted ${percent(plan.p_meets_time_limit)}` : "")),
+    card("Traces", `${rep.traces} trace${rep.traces === 1 ? "" : "s"}`, `${windows} · ${fmtPercent(r.mean_spot_share)} of the time on spot`),
+  );
+  const rows = [
+    ["Finish time p10", fmtSeconds(r.finish_p10_s), fmtSeconds(plan.time_p10_s)],
+    ["Finish time p50", fmtSeconds(r.finish_p50_s), fmtSeconds(plan.time_p50_s)],
+    ["Finish time p90", fmtSeconds(r.finish_p90_s), fmtSeconds(plan.time_p90_s)],
+    ["Finish time, mean", fmtSeconds(r.mean_finish_s), fmtSeconds(plan.expected_time_s)],
+    ["Cost p10", fmtUsd(r.cost_p10_usd), "—"],
+    ["Cost p50", fmtUsd(r.cost_p50_usd), "—"],
+    ["Cost p90", fmtUsd(r.cost_p90_usd), fmtUsd(plan.cost_p90_usd)],
+    ["Cost, mean", fmtUsd(r.mean_cost_usd), fmtUsd(plan.expected_cost_usd)],
+    ["P(meets the deadline)", percent(r.p_meets_deadline), plan.p_meets_time_limit != null ? percent(plan.p_meets_time_limit) : "— (no time limit)"],
+    ["Deadline misses", `${fmtNumber(r.deadline_misses)} of ${windows} (${fmtPercent(r.deadline_misses / r.runs)})`, "—"],
+  ];
+  renderTable($("plan-replay-table"), [
+    { label: "", value: (row) => row[0] },
+    { label: "Replayed (Srift's policy)", value: (row) => row[1], num: true },
+    { label: "Plan's prediction", value: (row) => row[2], num: true },
+  ], rows, { id: "plan-replay-figures" });
+  const gap = rep.plan_gap;
+  $("plan-replay-gap").textContent = gap
+    ? `The plan's expected cost is ${gap.expected_cost_pct >= 0 ? "+" : ""}${gap.expected_cost_pct.toFixed(1)} % against the replayed mean`
+      + (gap.p_meets_time_limit_points != null ? `; its P(meets the time limit) ${gap.p_meets_time_limit_points >= 0 ? "+" : ""}${gap.p_meets_time_limit_points.toFixed(1)} points against the replayed share.` : ".")
+    : "";
+  renderTable($("plan-replay-policies"), [
+    { label: "Policy", value: (p) => REPLAY_POLICIES[p.policy] || p.policy },
+    { label: "Mean cost", value: (p) => fmtUsd(p.replayed.mean_cost_usd), num: true },
+    { label: "p90 cost", value: (p) => fmtUsd(p.replayed.cost_p90_usd), num: true },
+    { label: "p50 finish", value: (p) => fmtSeconds(p.replayed.finish_p50_s), num: true },
+    { label: "p90 finish", value: (p) => fmtSeconds(p.replayed.finish_p90_s), num: true },
+    { label: "Misses", value: (p) => `${p.replayed.deadline_misses}/${p.replayed.runs}`, num: true },
+    { label: "P(deadline) replayed / fitted", value: (p) => `${percent(p.replayed.p_meets_deadline)} / ${p.predicted.runs ? percent(p.predicted.p_meets_deadline) : "—"}`, num: true },
+  ], rep.policies, { id: "plan-replay-policies-table", rowClass: (p) => (p.policy === "srift" ? "chosen" : null) });
+  $("plan-replay-charts").hidden = false;
+  await Promise.all([
+    drawReplayHistogram($("plan-replay-finish"), {
+      hist: rep.distribution.finish_s,
+      kind: "time",
+      marks: [
+        { name: "predicted", value: plan.expected_time_s },
+        { name: "deadline", value: rep.deadline_s, color: "#5f6b7a", dash: "dot" },
+      ],
+    }),
+    drawReplayHistogram($("plan-replay-cost"), {
+      hist: rep.distribution.cost_usd,
+      kind: "cost",
+      marks: [
+        { name: "predicted", value: plan.expected_cost_usd },
+        { name: "on-demand", value: rep.on_demand_cost_usd, color: "#5f6b7a", dash: "dot" },
+      ],
+    }),
+  ]);
 }
 
 function renderBaselines(plan) {
