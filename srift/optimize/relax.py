@@ -92,6 +92,8 @@ class SplitRelaxation:
         self._hold_cache: dict[tuple[int, int], float] = {}
         self._cheap: dict[tuple[int, int, float], float] = {}
         self._vms_cache: dict[tuple[int, int, int, int], float] = {}
+        self._held_cache: dict[tuple[int, int, int, int], int] = {}
+        self._unlimited: dict[tuple[int, int], float] = {}
         self._prices: dict[int, list[float]] = {}
 
     # -- tables -------------------------------------------------------------------------------------------
@@ -181,11 +183,11 @@ class SplitRelaxation:
             events = self._events[pos] = self._event_lists(pos)
         times, qs, ks, last_kind = events
         i = bisect.bisect_right(times, t0)
-        if self._held(*self._held_at(pos, t0), math.inf) < rem:
+        if self._held_unlimited(pos, i - 1) < rem:
             lo, hi = i, len(times)
             while lo < hi:
                 mid = (lo + hi) // 2
-                if self._held(*self._held_at(pos, times[mid]), math.inf) >= rem:
+                if self._held_unlimited(pos, mid) >= rem:
                     hi = mid
                 else:
                     lo = mid + 1
@@ -219,6 +221,18 @@ class SplitRelaxation:
                     base[q] = ks[i] * self.d[q]
                     ratio = max(ratio, base[q] / self.price[q])
                 i += 1
+
+    def _held_unlimited(self, pos: int, index: int) -> float:
+        """`_held` without a budget at the `index`-th event time of `pos` (before the first: nothing),
+        remembered: `reach_time_s` bisects the same times for many subtrees."""
+        if index < 0:
+            return 0.0
+        key = (pos, index)
+        found = self._unlimited.get(key)
+        if found is None:
+            base, full = self._held_at(pos, self._events[pos][0][index])
+            found = self._unlimited[key] = self._held(base, full, math.inf)
+        return found
 
     def _held_at(self, pos: int, t: float) -> tuple[dict[int, int], dict[int, int]]:
         """Per candidate from `pos` on, the most samples one VM holds at t with the batches every group
@@ -291,47 +305,51 @@ class SplitRelaxation:
         found = self._vms_cache.get(key)
         if found is not None:
             return found
-        ceiling = prices[allowed - 1] if allowed else -1.0
         events = self._events.get(pos)
         if events is None:
             events = self._events[pos] = self._event_lists(pos)
         times = events[0]
-
-        def enough(t: float) -> bool:
-            base, full = self._held_at(pos, t)
-            sizes = sorted(
-                ((h, self.cap[q]) for q, h in base.items() if self.price[q] <= ceiling), reverse=True
-            )
-            left, total = vms, 0
-            for h, cap in sizes:
-                n = min(cap, left)
-                total += n * h
-                left -= n
-                if not left:
-                    break
-            extra = max(
-                (
-                    min(self.cap[q], vms) * (h - base.get(q, 0))
-                    for q, h in full.items()
-                    if self.price[q] <= ceiling
-                ),
-                default=0,
-            )
-            return total + extra >= rem
-
-        if not times or not enough(times[-1]):
+        if not times or self._vms_held(pos, allowed, vms, len(times) - 1) < rem:
             found = math.inf
         else:
             lo, hi = 0, len(times) - 1
             while lo < hi:
                 mid = (lo + hi) // 2
-                if enough(times[mid]):
+                if self._vms_held(pos, allowed, vms, mid) >= rem:
                     hi = mid
                 else:
                     lo = mid + 1
             found = times[lo]
         if len(self._vms_cache) < 1 << 18:
             self._vms_cache[key] = found
+        return found
+
+    def _vms_held(self, pos: int, allowed: int, vms: int, index: int) -> int:
+        """The most samples `vms` VMs of candidates from `pos` on, among the `allowed` cheapest (each type at
+        most its cap), hold at the `index`-th event time of `pos` (`least_time_with_vms`): the `vms` largest
+        power-of-two capacities plus, for one type, the rest of its capacity on its VMs. Remembered: it does
+        not depend on the samples asked for, so the bisections of many subtrees share it."""
+        key = (pos, allowed, vms, index)
+        found = self._held_cache.get(key)
+        if found is not None:
+            return found
+        prices = self._prices_from(pos)
+        ceiling = prices[allowed - 1] if allowed else -1.0
+        base, full = self._held_at(pos, self._events[pos][0][index])
+        sizes = sorted(((h, self.cap[q]) for q, h in base.items() if self.price[q] <= ceiling), reverse=True)
+        left, total = vms, 0
+        for h, cap in sizes:
+            n = min(cap, left)
+            total += n * h
+            left -= n
+            if not left:
+                break
+        rest = [
+            min(self.cap[q], vms) * (h - base.get(q, 0)) for q, h in full.items() if self.price[q] <= ceiling
+        ]
+        found = total + max(rest, default=0)
+        if len(self._held_cache) < 1 << 18:
+            self._held_cache[key] = found
         return found
 
     def _prices_from(self, pos: int) -> list[float]:
