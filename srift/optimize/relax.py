@@ -28,6 +28,9 @@ import numpy as np
 from srift.optimize.search import linear_points
 from srift.optimize.space import BatchPolicy, Problem
 
+GRID_MAX_ENTRIES = 2_000_000
+"""`least_time_with_vms` tabulates every candidate's capacity at every event time when the table has at most
+this many entries (memory: two int64 tables, 32 MB at most); above, it walks the candidates each time."""
 ROUNDING = 1.0 - 1e-12
 """Interpolated table values are lowered by this factor, so that float rounding never lifts a bound."""
 
@@ -44,6 +47,8 @@ class SplitRelaxation:
         self.cap = [x.cap for x in cands]
         self.d = [x.devices for x in cands]
         self.price = [x.price_usd_per_s for x in cands]
+        self._cap_arr = np.asarray(self.cap, dtype=np.int64)
+        self._price_arr = np.asarray(self.price, dtype=np.float64)
         self.policy = problem.batch_policy
         self._table: list[np.ndarray] = []
         self._pieces: list[tuple[list[float], list[float]]] = []
@@ -94,6 +99,8 @@ class SplitRelaxation:
         self._vms_cache: dict[tuple[int, int, int, int], float] = {}
         self._held_cache: dict[tuple[int, int, int, int], int] = {}
         self._unlimited: dict[tuple[int, int], float] = {}
+        self._grid: tuple[list[float], np.ndarray, np.ndarray] | None = None
+        self._grid_refused = False
         self._prices: dict[int, list[float]] = {}
 
     # -- tables -------------------------------------------------------------------------------------------
@@ -335,7 +342,14 @@ class SplitRelaxation:
             return found
         prices = self._prices_from(pos)
         ceiling = prices[allowed - 1] if allowed else -1.0
-        base, full = self._held_at(pos, self._events[pos][0][index])
+        t = self._events[pos][0][index]
+        grid = self._held_grid()
+        if grid is not None:
+            found = self._vms_held_grid(grid, pos, ceiling, vms, t)
+            if len(self._held_cache) < 1 << 18:
+                self._held_cache[key] = found
+            return found
+        base, full = self._held_at(pos, t)
         sizes = sorted(((h, self.cap[q]) for q, h in base.items() if self.price[q] <= ceiling), reverse=True)
         left, total = vms, 0
         for h, cap in sizes:
@@ -351,6 +365,52 @@ class SplitRelaxation:
         if len(self._held_cache) < 1 << 18:
             self._held_cache[key] = found
         return found
+
+    def _held_grid(self) -> tuple[list[float], np.ndarray, np.ndarray] | None:
+        """Every candidate's per-VM capacity at every event time (`_held_at` for all candidates at once):
+        (times, rows of the batches every group may take, rows of those the last group may take); None
+        when the grid would exceed GRID_MAX_ENTRIES (then `_held_at` answers one time at a time)."""
+        if self._grid is not None or self._grid_refused:
+            return self._grid
+        events = self._events.get(0)
+        if events is None:
+            events = self._events[0] = self._event_lists(0)
+        times = sorted(set(events[0]))
+        if len(times) * max(self.last, 1) > GRID_MAX_ENTRIES:
+            self._grid_refused = True
+            return None
+        at = np.asarray(times, dtype=np.float64)
+        base = np.zeros((len(times), self.last), dtype=np.int64)
+        full = np.zeros((len(times), self.last), dtype=np.int64)
+        split = self.policy is BatchPolicy.POW2_SPLIT
+        for q in range(self.last):
+            every = self._per_gpu[q] if self.policy is BatchPolicy.ANY else self._per_gpu_pow2[q]
+            for (steps, best), out in ((every, base), *(((self._per_gpu[q], full),) if split else ())):
+                if steps:
+                    j = np.searchsorted(np.asarray(steps, dtype=np.float64), at, side="right")
+                    out[:, q] = np.where(j > 0, np.asarray(best, dtype=np.int64)[j - 1] * self.d[q], 0)
+        self._grid = (times, base, full)
+        return self._grid
+
+    def _vms_held_grid(
+        self, grid: tuple[list[float], np.ndarray, np.ndarray], pos: int, ceiling: float, vms: int, t: float
+    ) -> int:
+        """`_vms_held` from the grid: the same sums, vectorised over the candidates."""
+        times, base, full = grid
+        row = bisect.bisect_right(times, t) - 1
+        if row < 0:
+            return 0
+        keep = self._price_arr[pos:] <= ceiling
+        held = base[row, pos:][keep]
+        caps = self._cap_arr[pos:][keep]
+        if held.size == 0:
+            return 0
+        order = np.argsort(-held, kind="stable")
+        sizes, counts = held[order], np.minimum(caps[order], vms)
+        before = np.cumsum(counts) - counts
+        total = int((np.clip(vms - before, 0, counts) * sizes).sum())
+        rest = np.minimum(caps, vms) * (full[row, pos:][keep] - held)
+        return total + max(int(rest.max()), 0)
 
     def _prices_from(self, pos: int) -> list[float]:
         """The prices of the usable candidates from `pos` on, ascending."""
