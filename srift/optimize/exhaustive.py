@@ -136,6 +136,9 @@ class BranchAndBound:
         self.seq = 0
         self._recent: list[tuple[float, int, Node]] | None = None
         self._taken: set[int] = set()
+        self._cuts: dict[tuple[Groups, int, int], int] = {}
+        d_least = min((x.devices for x in cands), default=1)
+        self._most_vms = min(self.max_vms, sum(self.cap), max(c.global_batch // d_least, 1))
 
     # -- bounds -------------------------------------------------------------------------------------------
 
@@ -366,6 +369,12 @@ class BranchAndBound:
 
     def _refine_partial(self, bound: float, node: Node) -> None:
         _, pos, rem, price, sumf, vms, gpus, groups, t, state = node
+        fresh = bool(groups) and groups[-1][0] == pos - 1
+        if fresh and self._cuts:
+            q, n, b = groups[-1]
+            cut = self._cuts.get((groups[:-1], q, b))
+            if cut is not None and n >= cut:
+                return
         stop = self.t_lim / self.n_iter
         if not self.cost_obj:
             stop = min(stop, self.incumbent.value / self.n_iter)
@@ -374,7 +383,7 @@ class BranchAndBound:
         )
         if tt == math.inf:
             return
-        if groups and groups[-1][0] == pos - 1:
+        if fresh:
             state = self.evals.grow(state, groups[-1])
         if state is not None:
             self.stats.refined += 1
@@ -382,8 +391,10 @@ class BranchAndBound:
             tt = max(tt, self.evals.partial_bound_s(state, extension=extension))
             total, cost = self._bound(t=tt, price=price, rem=rem, pos=pos, sumf=sumf)
             tight = cost if self.cost_obj else total
-            if total <= self.t_lim and cost <= self.b_lim and tight < self.incumbent.value:
-                tt = self._coupled_s(state, pos, rem, vms=vms, price=price, t=tt)
+            if fresh and not (total <= self.t_lim and cost <= self.b_lim and tight < self.incumbent.value):
+                self._cut_siblings(state, groups, pos=pos, vms=vms, price=price)
+            elif total <= self.t_lim and cost <= self.b_lim and tight < self.incumbent.value:
+                tt = self._coupled_s(state, pos, rem, vms=vms, price=price, t=tt, stop_s=self._stop_s(price))
                 self._stay_if_crossing_cannot_win(state, groups, extension, pos=pos, rem=rem, price=price)
                 if self._twinned and self._in_twinned(groups):
                     # its fleets that stay put have a twin at least as good elsewhere: only crossings count
@@ -399,6 +410,40 @@ class BranchAndBound:
             self._push(tight, refined)
         else:
             self._expand(refined)
+
+    def _stop_s(self, price: float) -> float:
+        """The t_iter from which a subtree whose groups rent `price` per second is pruned whatever else it
+        holds: the time limit, the budget at that rent, and under min_time the incumbent."""
+        stop = self.t_lim
+        if price > 0:
+            stop = min(stop, self.b_lim / price)
+        if not self.cost_obj:
+            stop = min(stop, self.incumbent.value)
+        return stop / self.n_iter
+
+    def _cut_siblings(self, state: object, groups: Groups, *, pos: int, vms: int, price: float) -> None:
+        """Prune, with one bound, the siblings of a pruned subtree that give its last group more VMs.
+
+        The subtree keeps `groups`, whose last (q, n, b) is new, and places `rem` > 0 more samples on
+        candidates from `pos` on, so its fleets hold the groups' `vms` VMs plus at least one of a later
+        type, at most `_most_vms` in all. The evaluator's extension bound M(n) over those fleets, without
+        the compute of the VMs added, does not decrease with n at the same b (srift.sim.bounds: the
+        group's slowest draw and its layers' release grow with its count, since the largest of n normals
+        from the same uniforms grows with n; fewer VM counts remain, so the fastest network rate over them
+        is no faster), nor does the rent per second of the groups. So when N · M(n) exceeds the time
+        limit, or with that rent the budget, or cannot beat the incumbent, no sibling with n' ≥ n VMs at
+        batch b can either (the incumbent only improves): they are cut without their bounds
+        (`_refine_partial` checks `_cuts` first)."""
+        q, n, b = groups[-1]
+        if pos >= self.last or vms >= self._most_vms:
+            return
+        ext = Extension(min_nodes=vms + 1, max_nodes=self._most_vms, later=self.later[pos])
+        total = self.n_iter * self.evals.partial_bound_s(state, extension=ext)
+        cost = total * price
+        tight = cost if self.cost_obj else total
+        if total > self.t_lim or cost > self.b_lim or tight >= self.incumbent.value:
+            key = (groups[:-1], q, b)
+            self._cuts[key] = min(n, self._cuts.get(key, n))
 
     def _stay_if_crossing_cannot_win(
         self, state: object, groups: Groups, extension: Extension, *, pos: int, rem: int, price: float
@@ -455,14 +500,19 @@ class BranchAndBound:
             later_profiles=self.later_profiles[pos] if later else (),
         )
 
-    def _coupled_s(self, state: object, pos: int, rem: int, *, vms: int, price: float, t: float) -> float:
+    def _coupled_s(
+        self, state: object, pos: int, rem: int, *, vms: int, price: float, t: float, stop_s: float = math.inf
+    ) -> float:
         """A lower bound of t_iter over the subtree that couples its two halves through the VM count V:
         the VMs added to hold `rem` samples are V − vms, so one of them holds ≥ rem / (V − vms) samples and
         computes at least that long (`least_compute_holding_s`; for up to COUPLED_EXACT added VMs, at least
         the least time that many VMs hold `rem` in, `least_time_with_vms`), while the exchange of V VMs
         takes at least the evaluator's extension bound for V. V is split into ranges growing by half; each
         range takes the compute of its largest V and the exchange of any V in it. Ranges stop once the bound
-        can no longer beat `t` (already known)."""
+        can no longer beat `t` (already known), or once the exchange alone over the V left, from a on
+        (`Extension(min_nodes=a, max_nodes=hi)`, which does not decrease with a: fewer counts, no faster
+        rate), reaches `stop_s`, the t_iter from which the subtree is pruned anyway: that exchange bound
+        then stands for every range left, so the bound returned is the same below `stop_s`."""
         base = self._extension(pos, rem, vms=vms, price=price, t=t, later=self.later[pos])
         money = self.b_lim / (self.n_iter * t) - price if self.b_lim < math.inf and t > 0 else math.inf
         lo, hi = base.min_nodes, base.max_nodes
@@ -471,6 +521,13 @@ class BranchAndBound:
         best = math.inf
         a = lo
         while a <= hi:
+            if a > lo and stop_s < math.inf:
+                alone = self.evals.partial_bound_s(
+                    state, extension=Extension(min_nodes=a, max_nodes=hi, later=base.later)
+                )
+                if alone >= stop_s:
+                    best = min(best, alone)
+                    break
             b = min(hi, a if a - vms <= COUPLED_EXACT else a + a // 2)
             compute = self.relax.least_compute_holding_s(pos, -(-rem // (b - vms)), max_price=money)
             if b - vms <= COUPLED_EXACT:

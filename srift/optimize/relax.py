@@ -28,6 +28,9 @@ import numpy as np
 from srift.optimize.search import linear_points
 from srift.optimize.space import BatchPolicy, Problem
 
+GRID_MAX_ENTRIES = 2_000_000
+"""`least_time_with_vms` tabulates every candidate's capacity at every event time when the table has at most
+this many entries (memory: two int64 tables, 32 MB at most); above, it walks the candidates each time."""
 ROUNDING = 1.0 - 1e-12
 """Interpolated table values are lowered by this factor, so that float rounding never lifts a bound."""
 
@@ -44,6 +47,8 @@ class SplitRelaxation:
         self.cap = [x.cap for x in cands]
         self.d = [x.devices for x in cands]
         self.price = [x.price_usd_per_s for x in cands]
+        self._cap_arr = np.asarray(self.cap, dtype=np.int64)
+        self._price_arr = np.asarray(self.price, dtype=np.float64)
         self.policy = problem.batch_policy
         self._table: list[np.ndarray] = []
         self._pieces: list[tuple[list[float], list[float]]] = []
@@ -92,6 +97,10 @@ class SplitRelaxation:
         self._hold_cache: dict[tuple[int, int], float] = {}
         self._cheap: dict[tuple[int, int, float], float] = {}
         self._vms_cache: dict[tuple[int, int, int, int], float] = {}
+        self._held_cache: dict[tuple[int, int, int, int], int] = {}
+        self._unlimited: dict[tuple[int, int], float] = {}
+        self._grid: tuple[list[float], np.ndarray, np.ndarray] | None = None
+        self._grid_refused = False
         self._prices: dict[int, list[float]] = {}
 
     # -- tables -------------------------------------------------------------------------------------------
@@ -181,11 +190,11 @@ class SplitRelaxation:
             events = self._events[pos] = self._event_lists(pos)
         times, qs, ks, last_kind = events
         i = bisect.bisect_right(times, t0)
-        if self._held(*self._held_at(pos, t0), math.inf) < rem:
+        if self._held_unlimited(pos, i - 1) < rem:
             lo, hi = i, len(times)
             while lo < hi:
                 mid = (lo + hi) // 2
-                if self._held(*self._held_at(pos, times[mid]), math.inf) >= rem:
+                if self._held_unlimited(pos, mid) >= rem:
                     hi = mid
                 else:
                     lo = mid + 1
@@ -219,6 +228,18 @@ class SplitRelaxation:
                     base[q] = ks[i] * self.d[q]
                     ratio = max(ratio, base[q] / self.price[q])
                 i += 1
+
+    def _held_unlimited(self, pos: int, index: int) -> float:
+        """`_held` without a budget at the `index`-th event time of `pos` (before the first: nothing),
+        remembered: `reach_time_s` bisects the same times for many subtrees."""
+        if index < 0:
+            return 0.0
+        key = (pos, index)
+        found = self._unlimited.get(key)
+        if found is None:
+            base, full = self._held_at(pos, self._events[pos][0][index])
+            found = self._unlimited[key] = self._held(base, full, math.inf)
+        return found
 
     def _held_at(self, pos: int, t: float) -> tuple[dict[int, int], dict[int, int]]:
         """Per candidate from `pos` on, the most samples one VM holds at t with the batches every group
@@ -291,41 +312,17 @@ class SplitRelaxation:
         found = self._vms_cache.get(key)
         if found is not None:
             return found
-        ceiling = prices[allowed - 1] if allowed else -1.0
         events = self._events.get(pos)
         if events is None:
             events = self._events[pos] = self._event_lists(pos)
         times = events[0]
-
-        def enough(t: float) -> bool:
-            base, full = self._held_at(pos, t)
-            sizes = sorted(
-                ((h, self.cap[q]) for q, h in base.items() if self.price[q] <= ceiling), reverse=True
-            )
-            left, total = vms, 0
-            for h, cap in sizes:
-                n = min(cap, left)
-                total += n * h
-                left -= n
-                if not left:
-                    break
-            extra = max(
-                (
-                    min(self.cap[q], vms) * (h - base.get(q, 0))
-                    for q, h in full.items()
-                    if self.price[q] <= ceiling
-                ),
-                default=0,
-            )
-            return total + extra >= rem
-
-        if not times or not enough(times[-1]):
+        if not times or self._vms_held(pos, allowed, vms, len(times) - 1) < rem:
             found = math.inf
         else:
             lo, hi = 0, len(times) - 1
             while lo < hi:
                 mid = (lo + hi) // 2
-                if enough(times[mid]):
+                if self._vms_held(pos, allowed, vms, mid) >= rem:
                     hi = mid
                 else:
                     lo = mid + 1
@@ -333,6 +330,87 @@ class SplitRelaxation:
         if len(self._vms_cache) < 1 << 18:
             self._vms_cache[key] = found
         return found
+
+    def _vms_held(self, pos: int, allowed: int, vms: int, index: int) -> int:
+        """The most samples `vms` VMs of candidates from `pos` on, among the `allowed` cheapest (each type at
+        most its cap), hold at the `index`-th event time of `pos` (`least_time_with_vms`): the `vms` largest
+        power-of-two capacities plus, for one type, the rest of its capacity on its VMs. Remembered: it does
+        not depend on the samples asked for, so the bisections of many subtrees share it."""
+        key = (pos, allowed, vms, index)
+        found = self._held_cache.get(key)
+        if found is not None:
+            return found
+        prices = self._prices_from(pos)
+        ceiling = prices[allowed - 1] if allowed else -1.0
+        t = self._events[pos][0][index]
+        grid = self._held_grid()
+        if grid is not None:
+            found = self._vms_held_grid(grid, pos, ceiling, vms, t)
+            if len(self._held_cache) < 1 << 18:
+                self._held_cache[key] = found
+            return found
+        base, full = self._held_at(pos, t)
+        sizes = sorted(((h, self.cap[q]) for q, h in base.items() if self.price[q] <= ceiling), reverse=True)
+        left, total = vms, 0
+        for h, cap in sizes:
+            n = min(cap, left)
+            total += n * h
+            left -= n
+            if not left:
+                break
+        rest = [
+            min(self.cap[q], vms) * (h - base.get(q, 0)) for q, h in full.items() if self.price[q] <= ceiling
+        ]
+        found = total + max(rest, default=0)
+        if len(self._held_cache) < 1 << 18:
+            self._held_cache[key] = found
+        return found
+
+    def _held_grid(self) -> tuple[list[float], np.ndarray, np.ndarray] | None:
+        """Every candidate's per-VM capacity at every event time (`_held_at` for all candidates at once):
+        (times, rows of the batches every group may take, rows of those the last group may take); None
+        when the grid would exceed GRID_MAX_ENTRIES (then `_held_at` answers one time at a time)."""
+        if self._grid is not None or self._grid_refused:
+            return self._grid
+        events = self._events.get(0)
+        if events is None:
+            events = self._events[0] = self._event_lists(0)
+        times = sorted(set(events[0]))
+        if len(times) * max(self.last, 1) > GRID_MAX_ENTRIES:
+            self._grid_refused = True
+            return None
+        at = np.asarray(times, dtype=np.float64)
+        base = np.zeros((len(times), self.last), dtype=np.int64)
+        full = np.zeros((len(times), self.last), dtype=np.int64)
+        split = self.policy is BatchPolicy.POW2_SPLIT
+        for q in range(self.last):
+            every = self._per_gpu[q] if self.policy is BatchPolicy.ANY else self._per_gpu_pow2[q]
+            for (steps, best), out in ((every, base), *(((self._per_gpu[q], full),) if split else ())):
+                if steps:
+                    j = np.searchsorted(np.asarray(steps, dtype=np.float64), at, side="right")
+                    out[:, q] = np.where(j > 0, np.asarray(best, dtype=np.int64)[j - 1] * self.d[q], 0)
+        self._grid = (times, base, full)
+        return self._grid
+
+    def _vms_held_grid(
+        self, grid: tuple[list[float], np.ndarray, np.ndarray], pos: int, ceiling: float, vms: int, t: float
+    ) -> int:
+        """`_vms_held` from the grid: the same sums, vectorised over the candidates."""
+        times, base, full = grid
+        row = bisect.bisect_right(times, t) - 1
+        if row < 0:
+            return 0
+        keep = self._price_arr[pos:] <= ceiling
+        held = base[row, pos:][keep]
+        caps = self._cap_arr[pos:][keep]
+        if held.size == 0:
+            return 0
+        order = np.argsort(-held, kind="stable")
+        sizes, counts = held[order], np.minimum(caps[order], vms)
+        before = np.cumsum(counts) - counts
+        total = int((np.clip(vms - before, 0, counts) * sizes).sum())
+        rest = np.minimum(caps, vms) * (full[row, pos:][keep] - held)
+        return total + max(int(rest.max()), 0)
 
     def _prices_from(self, pos: int) -> list[float]:
         """The prices of the usable candidates from `pos` on, ascending."""
