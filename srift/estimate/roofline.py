@@ -53,10 +53,32 @@ def layer_seconds(
     work: PassWork, *, spec: AcceleratorSpec, precision: Precision, batch: float, efficiency: Efficiency
 ) -> float:
     """Roofline seconds of one layer's pass at `batch` (see the module docstring)."""
-    bandwidth = efficiency.bandwidth(spec)
-    compute = work.matmul_flops.at(batch) / (spec.peak_flops(precision) * efficiency.compute)
-    operands = work.matmul_bytes.at(batch) / (bandwidth * efficiency.matmul_memory)
-    return max(compute, operands) + work.other_bytes.at(batch) / (bandwidth * efficiency.other_memory)
+    return _Rates.of(spec, precision, efficiency).seconds(work, batch)
+
+
+@dataclass(frozen=True, slots=True)
+class _Rates:
+    """The denominators of `layer_seconds` (FLOP/s and bytes/s actually reached), computed once per
+    structure and batch rather than once per layer: the reference profiles price ~1M layer passes."""
+
+    flops_per_s: float
+    matmul_bytes_per_s: float
+    other_bytes_per_s: float
+
+    @classmethod
+    def of(cls, spec: AcceleratorSpec, precision: Precision, efficiency: Efficiency) -> _Rates:
+        bandwidth = efficiency.bandwidth(spec)
+        return cls(
+            flops_per_s=spec.peak_flops(precision) * efficiency.compute,
+            matmul_bytes_per_s=bandwidth * efficiency.matmul_memory,
+            other_bytes_per_s=bandwidth * efficiency.other_memory,
+        )
+
+    def seconds(self, work: PassWork, batch: float) -> float:
+        flops, operands, other = work.matmul_flops, work.matmul_bytes, work.other_bytes
+        compute = (flops.fixed + flops.per_sample * batch) / self.flops_per_s
+        traffic = (operands.fixed + operands.per_sample * batch) / self.matmul_bytes_per_s
+        return max(compute, traffic) + (other.fixed + other.per_sample * batch) / self.other_bytes_per_s
 
 
 def roofline_times(
@@ -72,16 +94,14 @@ def roofline_times(
     `precision` defaults to the structure's own; the bytes are always the structure's (counted in its
     precision), only the peak changes (fp32 structures priced at tf32 use TF32 tensor cores).
     """
-    prec = precision or structure.precision
-
-    def seconds(work: PassWork) -> float:
-        return layer_seconds(work, spec=spec, precision=prec, batch=batch, efficiency=efficiency)
-
-    forward = sum(seconds(layer.forward) for layer in structure.layers)
-    backward_layers = tuple(seconds(layer.backward) for layer in structure.layers)
-    fw_floor = structure.forward.kernels * efficiency.kernel_s
-    bw_floor = structure.backward.kernels * efficiency.kernel_s
-    update = structure.update_bytes / (efficiency.bandwidth(spec) * efficiency.other_memory)
+    rates = _Rates.of(spec, precision or structure.precision, efficiency)
+    layers = structure.layers
+    forward = sum(rates.seconds(layer.forward, batch) for layer in layers)
+    backward_layers = tuple(rates.seconds(layer.backward, batch) for layer in layers)
+    # the kernel counts alone: summing whole PassWorks (structure.forward) per call cost as much as the times
+    fw_floor = sum(layer.forward.kernels for layer in layers) * efficiency.kernel_s
+    bw_floor = sum(layer.backward.kernels for layer in layers) * efficiency.kernel_s
+    update = structure.update_bytes / rates.other_bytes_per_s
     return RooflineTimes(
         forward_s=max(forward, fw_floor),
         backward_s=max(sum(backward_layers), bw_floor),
