@@ -33,7 +33,6 @@ from enum import StrEnum
 from typing import Any, Protocol
 
 import numpy as np
-from scipy import optimize, special  # type: ignore[import-untyped]
 
 from srift.errors import InvalidInput
 from srift.spot.traces import SpotTrace, region_of_zone
@@ -153,6 +152,8 @@ def fit_weibull(lower_s: np.ndarray, upper_s: np.ndarray) -> Weibull:
         diff = np.minimum(b - a, 700.0)
         term = -a + np.log(-np.expm1(-diff))
         return float(-np.sum(term))
+
+    from scipy import optimize  # type: ignore[import-untyped]  # here: ~0.5 s that only a fit needs
 
     res = optimize.minimize(
         nll, start, method="Nelder-Mead", options={"xatol": 1e-6, "fatol": 1e-9, "maxiter": 4000}
@@ -806,6 +807,8 @@ def merged(base: TraceModel, extra: TraceModel) -> TraceModel:
 
 def residual_mean_s(law: Weibull, age_s: float) -> float:
     """E[X − a | X > a] for a Weibull X: how much longer a run that has lasted `age_s` is expected to last."""
+    from scipy import special  # here: importing scipy costs ~0.5 s
+
     k, lam = law.shape, law.scale_s
     z = (max(age_s, 0.0) / lam) ** k
     # ∫_a^∞ S(x) dx / S(a) = λ Γ(1+1/k) Q(1/k, z) e^{z}  (regularised upper incomplete gamma Q)

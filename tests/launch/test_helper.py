@@ -86,17 +86,19 @@ def test_drop_last_keeps_only_whole_global_batches() -> None:
     assert all(len(b) == 40 for b in s)
 
 
-def _ddp_gradient(tmp_path: Path, plan: dict[str, Any], mode: str) -> list[torch.Tensor]:
+def _ddp_gradients(tmp_path: Path, plan: dict[str, Any], modes: list[str]) -> dict[str, list[torch.Tensor]]:
+    """One torchrun launch (one rank per VM) that runs a DDP step per mode; each mode's gradient."""
     plan_file = tmp_path / "plan.json"
     plan_file.write_text(json.dumps(plan))
-    out = tmp_path / f"{mode}.json"
+    out = tmp_path / "grads.json"
     world = sum(c["count"] for c in plan["choices"])
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={world}"]
-    cmd += [str(HERE / "ddp_grad_worker.py"), str(plan_file), mode, str(out)]
+    cmd += [str(HERE / "ddp_grad_worker.py"), str(plan_file), ",".join(modes), str(out)]
     done = subprocess.run(cmd, timeout=240, env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-3000:]
-    return [torch.tensor(g) for g in json.loads(out.read_text())["grads"]]
+    grads = json.loads(out.read_text())["grads"]
+    return {mode: [torch.tensor(g) for g in grads[mode]] for mode in modes}
 
 
 def _single_process_gradient(global_batch: int) -> list[torch.Tensor]:
@@ -113,8 +115,9 @@ def _single_process_gradient(global_batch: int) -> list[torch.Tensor]:
 def test_weighted_ddp_gradient_over_uneven_batches_is_the_global_batch_gradient(tmp_path: Path) -> None:
     plan = _plan((1, 9), (2, 2))
     expected = _single_process_gradient(plan["global_batch"])
-    weighted = _ddp_gradient(tmp_path, plan, "weighted")
-    plain = _ddp_gradient(tmp_path, plan, "plain")
+    # plain first: the weighted step after it must not see its gradients (the worker zeroes them)
+    found = _ddp_gradients(tmp_path, plan, ["plain", "weighted"])
+    weighted, plain = found["weighted"], found["plain"]
     for got, want in zip(weighted, expected, strict=True):
         torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
     gap = max(float((got - want).abs().max()) for got, want in zip(plain, expected, strict=True))
@@ -173,7 +176,7 @@ def test_the_emitted_torchrun_lines_give_every_rank_its_plan_batch_across_uneven
     assert [p.returncode for p in procs] == [0, 0], outputs
     result = json.loads(out.read_text())
     assert tuple(result["rank_batches"]) == (5, 5, 2)
-    got = [torch.tensor(g) for g in result["grads"]]
+    got = [torch.tensor(g) for g in result["grads"]["weighted"]]
     for g, want in zip(got, _single_process_gradient(12), strict=True):
         torch.testing.assert_close(g, want, rtol=1e-5, atol=1e-6)
 
