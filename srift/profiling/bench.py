@@ -369,6 +369,16 @@ def _failure(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}".strip()
 
 
+@contextmanager
+def _failing_as(what: str, *, hint: str, field: str) -> Iterator[None]:
+    """Run the user's code (a factory, loss or model) inside: whatever it raises becomes InvalidInput
+    "`what`: <the failure>" naming `field`, so a broken callable is a clear 422, never a 500."""
+    try:
+        yield
+    except Exception as exc:
+        raise InvalidInput(f"{what}: {_failure(exc)}", hint=hint, field=field) from exc
+
+
 def build_bench(
     model_factory: Callable[[], nn.Module],
     input_factory: Callable[[int], Any],
@@ -380,28 +390,22 @@ def build_bench(
     """Build the model and check one training step at batch 1 and 2, naming the culprit on failure."""
     model_desc, input_desc = describe(model_factory), describe(input_factory)
     loss_desc = describe(loss_fn) if loss_fn is not None else DEFAULT_LOSS_NAME
-    try:
+    with _failing_as(
+        f"model factory `{model_desc}` failed",
+        hint="make the factory build the model without arguments",
+        field="model_factory",
+    ):
         model = model_factory()
-    except Exception as exc:
-        raise InvalidInput(
-            f"model factory `{model_desc}` failed: {_failure(exc)}",
-            hint="make the factory build the model without arguments",
-            field="model_factory",
-        ) from exc
     if not isinstance(model, nn.Module):
         raise InvalidInput(
             f"model factory `{model_desc}` returned {type(model).__name__}, not a torch.nn.Module",
             hint="return the nn.Module itself (not a class, tuple or state dict)",
             field="model_factory",
         )
-    try:
+    with _failing_as(
+        f"model from `{model_desc}` could not move to {device}", hint="check the device", field="device"
+    ):
         model = model.to(device).train()
-    except Exception as exc:
-        raise InvalidInput(
-            f"model from `{model_desc}` could not move to {device}: {_failure(exc)}",
-            hint="check the device",
-            field="device",
-        ) from exc
     bench = Bench(
         model=model,
         make_input=input_factory,
@@ -434,14 +438,12 @@ def build_bench(
 
 
 def checked_inputs(bench: Bench, batch: int) -> Any:
-    try:
+    with _failing_as(
+        f"input factory `{bench.input_desc}` failed for batch {batch}",
+        hint="make the input factory take the batch size and return the input batch",
+        field="input_factory",
+    ):
         inputs = bench.make_input(batch)
-    except Exception as exc:
-        raise InvalidInput(
-            f"input factory `{bench.input_desc}` failed for batch {batch}: {_failure(exc)}",
-            hint="make the input factory take the batch size and return the input batch",
-            field="input_factory",
-        ) from exc
     if not any(True for _ in tensors_in(inputs)):
         raise InvalidInput(
             f"input factory `{bench.input_desc}` returned {type(inputs).__name__}, not a tensor or tensors",
@@ -470,29 +472,27 @@ def checked_step(bench: Bench, inputs: Any) -> None:
             hint="make the input factory return a batch of the shape and type the model expects",
             field="input_factory",
         ) from exc
-    try:
-        with bench.autocast():
-            loss = bench.loss_fn(output)
-    except Exception as exc:
-        raise InvalidInput(
-            f"loss `{bench.loss_desc}` failed on the model's output: {_failure(exc)}",
+    with (
+        _failing_as(
+            f"loss `{bench.loss_desc}` failed on the model's output",
             hint="pass --loss MODULE:FN taking the model's output and returning a scalar tensor",
             field="loss_fn",
-        ) from exc
+        ),
+        bench.autocast(),
+    ):
+        loss = bench.loss_fn(output)
     if not isinstance(loss, torch.Tensor) or loss.numel() != 1 or not loss.requires_grad:
         raise InvalidInput(
             f"loss `{bench.loss_desc}` returned {_describe_value(loss)}, not a scalar tensor that needs grad",
             hint="return a one-element tensor computed from the model's output",
             field="loss_fn",
         )
-    try:
+    with _failing_as(
+        f"backward through the model from `{bench.model_desc}` failed",
+        hint="make sure the model is differentiable (no in-place edits of saved tensors, no detach)",
+        field="model_factory",
+    ):
         bench.backward(loss.reshape(()))
-    except Exception as exc:
-        raise InvalidInput(
-            f"backward through the model from `{bench.model_desc}` failed: {_failure(exc)}",
-            hint="make sure the model is differentiable (no in-place edits of saved tensors, no detach)",
-            field="model_factory",
-        ) from exc
 
 
 def _backward(loss: torch.Tensor) -> None:

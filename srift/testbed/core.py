@@ -270,15 +270,15 @@ class Testbed:
         check: bool = False,
     ) -> subprocess.CompletedProcess[str]:
         """Run `argv` in host `name` and wait; on timeout its whole process group is killed."""
-        proc = subprocess.Popen(
-            self.command_in(name, argv),
-            env=self._env(name, env),
+        proc = self.popen_in(
+            name,
+            argv,
+            env=env,
             cwd=cwd,
             stdin=subprocess.PIPE if input_text is not None else subprocess.DEVNULL,
             stdout=subprocess.PIPE if capture else None,
             stderr=subprocess.PIPE if capture else None,
             text=True,
-            start_new_session=True,
         )
         try:
             out, err = proc.communicate(input_text, timeout=timeout_s)
