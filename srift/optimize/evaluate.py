@@ -311,20 +311,14 @@ class Evaluations:
         if hit is None:
             start = time.perf_counter()
             usd_per_s = self.problem.usd_per_s(groups)
-            prediction = self.evaluator(
+            raw = self.evaluator(
                 self.problem.fleet(groups),
                 iterations=self.problem.constraints.iterations,
                 usd_per_s=usd_per_s,
             )
-            prediction = self.problem.priced_in(groups, prediction)
+            prediction = self.problem.priced_in(groups, raw)
             self.seconds += time.perf_counter() - start
-            floor = self.problem.floor_s(groups) * self.floor_factor
-            bound = self._bounds.get(groups, 0.0)
-            tol = 1 - 1e-9
-            if (
-                prediction.iteration_s < max(floor, bound) * tol
-                or prediction.cost_usd < prediction.total_time_s * usd_per_s * tol
-            ):
+            if self._breaks_contract(groups, raw, prediction, usd_per_s=usd_per_s):
                 self.violations += 1
             if needs_band(prediction, self.problem.constraints):
                 prediction = self._banded(groups, prediction)
@@ -335,6 +329,25 @@ class Evaluations:
                 hit = self.banded(groups)
             return Evaluated(hit.groups, hit.prediction, self.judge(groups, hit.prediction, constraints))
         return hit
+
+    def _breaks_contract(
+        self, groups: Groups, raw: Prediction, priced: Prediction, *, usd_per_s: float
+    ) -> bool:
+        """Whether the evaluator's prediction `raw` breaks the contract the search prunes with (module
+        docstring; t_iter also ≥ the evaluator's own bound when one was asked), or pricing interruptions
+        in (`priced`) lowered the time or cost below the uninterrupted ones. The cost rule is checked on
+        `raw`: an interrupted run's expected time counts waits for capacity that are not billed
+        (srift.optimize.spot), so its expected cost may be below expected time × rent, while it is never
+        below the uninterrupted cost, which is what the search's cost bounds rest on."""
+        tol = 1 - 1e-9
+        floor = self.problem.floor_s(groups) * self.floor_factor
+        bound = self._bounds.get(groups, 0.0)
+        return (
+            raw.iteration_s < max(floor, bound) * tol
+            or raw.cost_usd < raw.total_time_s * usd_per_s * tol
+            or priced.total_time_s < raw.total_time_s * tol
+            or priced.cost_usd < raw.cost_usd * tol
+        )
 
     def banded(self, groups: Groups) -> Evaluated:
         """The evaluated configuration with its prediction's band (computed once, then remembered)."""

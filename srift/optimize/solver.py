@@ -94,7 +94,8 @@ def optimize_with_evaluations(
         warnings.append(returns_words(returns))
     if evals.violations:
         warnings.append(
-            f"the simulator went below its own compute floor on {evals.violations} configuration(s); "
+            "the simulator went below the bounds the search prunes with (its compute floor or bound, or "
+            f"the rent of its time) on {evals.violations} configuration(s); "
             "pruning may have skipped a better plan"
         )
     closed = result.coverage is not None and result.coverage.closed

@@ -7,7 +7,11 @@ from dataclasses import replace
 
 import pytest
 
+from srift.bandwidth.prior import AlphaBetaPrior
+from srift.domain import Constraints, Objective
 from srift.errors import InvalidInput
+from srift.optimize.evaluate import Evaluations, SimEvaluator
+from srift.optimize.space import Problem
 from srift.optimize.spot import (
     Alternative,
     Alternatives,
@@ -20,6 +24,8 @@ from srift.optimize.spot import (
     monte_carlo,
 )
 from srift.spot.model import FleetLaw, Scaling, TraceModel, Weibull
+
+from .helpers import candidate
 
 
 def single(rate_per_s: float, *, count: int = 1, usd_per_s: float = 0.001) -> Alternatives:
@@ -195,3 +201,27 @@ def test_heavier_early_interruptions_cost_more_than_the_same_mean_up_time_expone
         ).mean_time_s
 
     assert mean_time(_law(up_h=2.0, gap_h=0.5, shape=0.6)) > 1.05 * mean_time(_law(up_h=2.0, gap_h=0.5))
+
+
+def test_unbilled_capacity_waits_are_no_contract_violation() -> None:
+    """A spot offer whose capacity stays away for hours: the expected run waits unbilled, so its expected
+    cost is below expected time × rent; the evaluator kept its contract (cost ≥ the uninterrupted time ×
+    rent), so no violation is recorded and a plan on it can still be proven."""
+    law = _law(up_h=0.5, gap_h=6.0)
+    cand = replace(
+        candidate("p3.2xlarge", gpus=1, max_batch=64, per_sample_s=0.01, price=3.06, cap=4),
+        interruptions_per_s=1 / 1800,
+        spot_offer=_offer(law),
+    )
+    problem = Problem(
+        (cand,),
+        Constraints(128, 20_000, Objective.MIN_TIME),
+        spot=SpotPolicy(checkpoint_interval_s=600.0, restart_s=150.0),
+    )
+    evals = Evaluations(problem, SimEvaluator(bandwidth=AlphaBetaPrior()))
+    groups = ((0, 2, 64),)
+    priced = evals.evaluate(groups).prediction
+    assert priced.cost_usd < priced.total_time_s * problem.usd_per_s(groups) * 0.9
+    assert priced.uninterrupted_cost_usd is not None
+    assert priced.cost_usd >= priced.uninterrupted_cost_usd
+    assert evals.violations == 0
