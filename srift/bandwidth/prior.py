@@ -294,17 +294,19 @@ def ceilings(
     nodes: int,
     network: NetworkSpec = DEFAULT_NETWORK,
     high: bool = False,
+    rate: NodeRate | None = None,
 ) -> tuple[float, LinkParams]:
     """The bus-bandwidth ceiling (Gbit/s, after efficiencies) and the latency link of one request; `high`
-    takes the node rate's fast end (`NodeRate.high`)."""
+    takes the node rate's fast end (`NodeRate.high`); `rate`, when given, is `node_rate(instance, network)`
+    already found."""
     n, big_n = world_size, max(nodes, 1)
     g = max(1, n // big_n)
     limits: list[float] = []
     link: LinkParams | None = None
     if big_n >= 2:
-        found = node_rate(instance, network)
-        rate = found.high if high else found.gbps
-        limits.append(rate * ((n - 1) / n) / ((big_n - 1) / big_n))
+        found = rate if rate is not None else node_rate(instance, network)
+        gbps = found.high if high else found.gbps
+        limits.append(gbps * ((n - 1) / n) / ((big_n - 1) / big_n))
         link = EFA if network.transport is Transport.EFA else TCP
         if network.library is Library.GLOO:
             link = GLOO_TCP
@@ -401,6 +403,15 @@ class AlphaBetaPrior(AnswersBusbw):
 
     def __init__(self, *, network: NetworkSpec = DEFAULT_NETWORK) -> None:
         self.network = network
+        self._rates: dict[InstanceType, NodeRate] = {}
+
+    def node_rate(self, instance: InstanceType) -> NodeRate:
+        """`node_rate(instance, self.network)`, found once per instance type: the search asks `answer`
+        thousands of times per plan, for a handful of types."""
+        found = self._rates.get(instance)
+        if found is None:
+            found = self._rates[instance] = node_rate(instance, self.network)
+        return found
 
     def shares_host_pcie(self, instance: InstanceType) -> bool:
         return shares_host_pcie(instance, self.network)
@@ -420,22 +431,30 @@ class AlphaBetaPrior(AnswersBusbw):
         sizes = check_request(
             world_size=world_size, nodes=nodes, buffer_bytes=query.buffer_bytes, async_count=async_count
         )
-        peak, link = ceilings(instance=instance, world_size=world_size, nodes=nodes, network=self.network)
+        rate = self.node_rate(instance) if nodes >= 2 else None
+        peak, link = ceilings(
+            instance=instance, world_size=world_size, nodes=nodes, network=self.network, rate=rate
+        )
         busbw = predict_busbw_gbps(
             sizes, world_size=world_size, peak_gbps=peak, link=link, async_count=async_count
         )
         cvs = residual_cvs(sizes, self.network if nodes >= 2 else NetworkSpec(transport=Transport.EFA))
         upside: tuple[float, ...] = ()
-        if nodes >= 2 and node_rate(instance, self.network).high_gbps is not None:
+        if rate is not None and rate.high_gbps is not None:
             top, _ = ceilings(
-                instance=instance, world_size=world_size, nodes=nodes, network=self.network, high=True
+                instance=instance,
+                world_size=world_size,
+                nodes=nodes,
+                network=self.network,
+                high=True,
+                rate=rate,
             )
             fast = predict_busbw_gbps(
                 sizes, world_size=world_size, peak_gbps=top, link=link, async_count=async_count
             )
             upside = upside_cvs(busbw, fast, cvs)
         return BandwidthEstimate(
-            busbw_gbps=tuple(float(b) for b in busbw),
+            busbw_gbps=tuple(busbw.tolist()),
             source=SOURCE,
             residual_cv=max(cvs, default=RESIDUAL_CV),
             residual_cvs=cvs,
@@ -475,7 +494,7 @@ class AlphaBetaPrior(AnswersBusbw):
             )
         sizes = check_request(world_size=2, nodes=2, buffer_bytes=buffer_bytes, async_count=1)
         _, link = ceilings(instance=instance, world_size=2, nodes=2, network=self.network)
-        rate = node_rate(instance, self.network).gbps
+        rate = self.node_rate(instance).gbps
         return ring_busbw_rows_gbps(sizes, nodes=counts, node_gbps=rate, link=link)
 
 
@@ -508,7 +527,9 @@ def check_request(
             f"async_count must be ≥ 1, got {async_count}", hint="use 1 or more", field="async_count"
         )
     sizes = np.asarray(list(buffer_bytes), dtype=np.float64)
-    if sizes.size and (not np.all(np.isfinite(sizes)) or sizes.min() <= 0):
+    # Checked on Python floats: the same test as numpy's isfinite and min, without its per-call overhead on
+    # the handful of sizes a request asks (the search asks thousands of requests per plan).
+    if not all(math.isfinite(s) and s > 0 for s in sizes.tolist()):
         raise InvalidInput("buffer sizes must be positive bytes", hint="give sizes ≥ 1", field="buffer_bytes")
     return sizes
 

@@ -11,9 +11,10 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import ColumnElement, func, or_, select
+from sqlalchemy import ColumnElement, func, insert, or_, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -106,6 +107,41 @@ def save_profile_checked(
             raise
         return stored, False
     return row.id, True
+
+
+def save_profiles_new(*, session: Session, profiles: Sequence[ModelProfile]) -> int:
+    """Store unowned `profiles` whose documents are not stored yet, in one multi-row INSERT; return how many
+    rows were written. Same rows as `save_profile_checked` one by one (one per fingerprint), without a query
+    and a savepoint per profile: the reference loader stores hundreds at every new data folder. The INSERT
+    is all or nothing: when the database refuses it (another process stored one of them since the lookup),
+    none of it stays and the profiles are stored one by one, each already stored one returning its row."""
+    documents: dict[str, ModelProfile] = {}
+    for profile in profiles:
+        documents.setdefault(fingerprint(profile), profile)
+    stored: set[str] = set()
+    digests = list(documents)
+    for start in range(0, len(digests), _LOOKUP_CHUNK):
+        chunk = digests[start : start + _LOOKUP_CHUNK]
+        stored.update(
+            session.scalars(select(ModelProfileRow.fingerprint).where(ModelProfileRow.fingerprint.in_(chunk)))
+        )
+    rows = [
+        {"model": p.model, "accelerator": p.accelerator, "fingerprint": d, "document": p.to_dict()}
+        for d, p in documents.items()
+        if d not in stored
+    ]
+    if not rows:
+        return 0
+    try:
+        with session.begin_nested():
+            session.execute(insert(ModelProfileRow), rows)
+    except IntegrityError:
+        return sum(save_profile_checked(session=session, profile=p)[1] for p in documents.values())
+    return len(rows)
+
+
+_LOOKUP_CHUNK = 500
+"""Fingerprints per `IN (...)` lookup (SQLite allows 32,766 bound parameters, PostgreSQL 65,535)."""
 
 
 def _row(session: Session, profile_id: int, viewer: Viewer) -> ModelProfileRow:

@@ -125,7 +125,7 @@ def sharding_basis(structure: ModelStructure, blocks: BlockFacts | None) -> Memo
 
 def load_reference_profiles(settings: Settings) -> int:
     """Store the current reference profiles unless already stored; return how many rows were written."""
-    from srift.profiling.store import save_profile_checked
+    from srift.profiling.store import save_profiles_new
 
     tag = reference_set()
     names = [m.name for m in REFERENCE_MODELS]
@@ -136,10 +136,7 @@ def load_reference_profiles(settings: Settings) -> int:
         mine = [(pid, doc) for pid, doc in stored if (doc.get("extra") or {}).get("reference")]
         if any((doc.get("extra") or {}).get("reference_set") == tag for _, doc in mine):
             return 0
-        written = 0
-        for profile in reference_profiles():
-            _, created = save_profile_checked(session=session, profile=profile)
-            written += created
+        written = save_profiles_new(session=session, profiles=reference_profiles())
         stale = [pid for pid, doc in mine if (doc.get("extra") or {}).get("reference_set") != tag]
         if stale:
             session.execute(delete(ModelProfileRow).where(ModelProfileRow.id.in_(stale)))

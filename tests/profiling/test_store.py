@@ -5,8 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from sqlalchemy.orm import Session
+from sqlalchemy import event, func, insert, select
+from sqlalchemy.orm import ORMExecuteState, Session
 
+from srift.db.session import get_engine
+from srift.db.tables import ModelProfileRow
 from srift.domain.profile import ModelProfile
 from srift.domain.profile_document import read_profile
 from srift.errors import NotFound
@@ -25,6 +28,45 @@ def test_save_is_idempotent_by_document(session: Session, profile_doc: dict[str,
     other = store.save_profile(session=session, profile=_profile(profile_doc, straggler_cv=0.05))
     assert other != first
     assert store.get_profile(session=session, profile_id=first) == profile
+
+
+def test_profiles_stored_in_one_insert_are_the_rows_one_by_one_gives(
+    session: Session, profile_doc: dict[str, Any]
+) -> None:
+    a, b, c = (_profile(profile_doc, straggler_cv=cv) for cv in (0.01, 0.02, 0.03))
+    first = store.save_profile(session=session, profile=a)
+    assert store.save_profiles_new(session=session, profiles=[a, b, b, c]) == 2  # a stored, b once
+    rows = session.execute(select(ModelProfileRow.id, ModelProfileRow.fingerprint)).all()
+    assert len(rows) == 3 and dict(rows)[first] == store.fingerprint(a)
+    for profile in (a, b, c):
+        pid, created = store.save_profile_checked(session=session, profile=profile)
+        assert not created and store.get_profile(session=session, profile_id=pid) == profile
+    assert store.save_profiles_new(session=session, profiles=[a, b, c]) == 0
+
+
+def test_a_profile_stored_by_another_process_meanwhile_refuses_the_insert_whole(
+    session: Session, db_url: str, profile_doc: dict[str, Any]
+) -> None:
+    """Another loader stores one of the profiles between the lookup and the INSERT: the INSERT is refused
+    whole, and the profiles are stored one by one, each once."""
+    d, e = (_profile(profile_doc, straggler_cv=cv) for cv in (0.04, 0.05))
+    row = {"model": d.model, "accelerator": d.accelerator, "fingerprint": store.fingerprint(d)}
+
+    inserts: list[ORMExecuteState] = []
+
+    def other_loader_first(state: ORMExecuteState) -> None:
+        inserts.extend([state] if state.is_insert else [])
+        if len(inserts) == 1 and state.is_insert:
+            with get_engine(db_url).begin() as other:
+                other.execute(insert(ModelProfileRow).values(**row, document=d.to_dict()))
+
+    event.listen(session, "do_orm_execute", other_loader_first)
+    assert store.save_profiles_new(session=session, profiles=[d, e]) == 1
+    event.remove(session, "do_orm_execute", other_loader_first)
+    assert inserts and inserts[0].is_insert  # the multi-row INSERT ran, and was refused
+    session.commit()
+    assert session.scalar(select(func.count()).select_from(ModelProfileRow)) == 2
+    assert all(not store.save_profile_checked(session=session, profile=p)[1] for p in (d, e))
 
 
 def test_get_unknown_profile_is_not_found(session: Session) -> None:
