@@ -732,10 +732,15 @@ class TraceModel:
 
 
 def fit_model(
-    traces: Sequence[SpotTrace], *, half: Half, provenance: Mapping[str, Any] | None = None
+    traces: Sequence[SpotTrace],
+    *,
+    half: Half,
+    provenance: Mapping[str, Any] | None = None,
+    block_s: float = SPLIT_BLOCK_S,
 ) -> TraceModel:
-    """Fit every trace period and fleet size the traces' `half` covers, and the fleet-size scaling."""
-    segments = [s for t in traces for s in split_blocks(t, half)]
+    """Fit every trace period and fleet size the traces' `half` covers (blocks of `block_s`), and the
+    fleet-size scaling."""
+    segments = [s for t in traces for s in split_blocks(t, half, block_s=block_s)]
     laws = fit_laws(segments)
     multi = [s for s in segments if s.trace.node_count > 1]
     scaling = fit_scaling(laws, drop_sizes(multi))
