@@ -28,9 +28,9 @@ Policies (what to run at each tick), all four simulated by the same loop, row by
   Uniform Progress (it left spot for on-demand earlier than the line needed; docs/BENCHMARKS.md "spot on
   real traces", 2026-11-28). So plan_programme also runs the programme and Uniform Progress through the same
   timelines drawn from the law (common random numbers) and keeps the programme only where it is cheaper on
-  them without meeting the deadline less often; elsewhere `srift` is Uniform Progress. Under the plan's law
-  `srift` thus never costs more than Uniform Progress in expectation (up to the draws' noise); on a real
-  trace it can, where the trace differs from the law it was fitted on.
+  them by more than the draws' noise (SELECTION_STANDARD_ERRORS) without meeting the deadline less often;
+  elsewhere `srift` is Uniform Progress. Under the plan's law `srift` thus never costs more than Uniform
+  Progress in expectation; on a real trace it can, where the trace differs from the law it was fitted on.
 
 The safety net (for `uniform_progress` and `srift`): at a tick starting at t, keep or start spot, or wait,
 only when D − (t + tick) ≥ (1 − p)·od_work_s + restart_s, p being the progress a preemption (spot) or the
@@ -58,6 +58,10 @@ SELECTION_RUNS = 400
 """Timelines drawn from the law to choose between the programme and Uniform Progress (a choice: the cost
 difference of two policies on the same draws has a standard error well under 1 % at this count)."""
 SELECTION_SEED = 0x5E1EC7
+SELECTION_STANDARD_ERRORS = 2.0
+"""The programme is kept only where its mean cost on the draws is below Uniform Progress's by more than
+this many standard errors of the paired difference (a choice: about 97.5 % one-sided confidence that it is
+the cheaper under the law; on a tie within the draws' noise, Uniform Progress)."""
 MISS_PENALTY = 10.0
 """In the dynamic programme, a run unfinished at the deadline costs (1 + this) × finishing it on on-demand:
 a finite stand-in for "never", so that values near the edge of what can still be met stay comparable (the
@@ -283,7 +287,11 @@ def plan_programme(
     )
     mine = simulate(job, drawn, tick_s=tick_s, policy=DeadlinePolicy.SRIFT, law=law, programme=programme)
     theirs = simulate(job, drawn, tick_s=tick_s, policy=DeadlinePolicy.UNIFORM_PROGRESS, law=law)
-    keep = bool(mine.cost_usd.mean() < theirs.cost_usd.mean() and mine.met.mean() >= theirs.met.mean())
+    diff = mine.cost_usd - theirs.cost_usd
+    margin = (
+        SELECTION_STANDARD_ERRORS * float(diff.std(ddof=1)) / math.sqrt(diff.size) if diff.size > 1 else 0.0
+    )
+    keep = bool(float(diff.mean()) + margin < 0.0 and mine.met.mean() >= theirs.met.mean())
     return replace(
         programme,
         uses_programme=keep,

@@ -162,7 +162,8 @@ def test_srift_runs_uniform_progress_where_its_programme_is_not_cheaper_on_the_l
         programme = plan_programme(j, fleet, tick_s=fleet.tick_s)
         assert programme.drawn_cost_usd is not None
         mine, theirs = programme.drawn_cost_usd
-        assert programme.uses_programme == (mine < theirs)
+        # Kept only where cheaper on the draws by more than their noise.
+        assert not programme.uses_programme or mine < theirs
         kept.append(programme.uses_programme)
         # Fresh draws from the law (not the selection's): Srift costs at most what Uniform Progress does,
         # within the draws' noise, and misses nothing at 2× slack.
