@@ -2,10 +2,12 @@
 
 Reads the public spot traces of "Can't Be Late" (Wu et al., NSDI '24; github.com/skypilot-org/spot-traces)
 from `--traces` (default: the local mirror, a bare git repository, read at its HEAD commit), splits every
-trace into alternating 2-day blocks (even blocks: the fit half; odd blocks: the check half,
-srift.spot.model.split_blocks), fits Srift's model on the fit half only, and then, for every plan of the
-grid below, replays the plan's run through every window of the check half of every applicable trace and
-predicts the same from the fitted model (srift.spot.replay):
+trace into alternating blocks of days (srift.spot.model.split_blocks) and runs every fold: per block length
+(BLOCK_DAYS), the model fitted on the even blocks and checked on the odd ones (the shipped model's fold),
+then fitted on the odd and checked on the even. In each fold, for every plan of the grid below, it replays
+the plan's run through every window of the check half of every applicable trace and predicts the same
+from the model fitted on the other half (srift.spot.replay); each acceptance figure is reported per fold
+and pooled (worst and median), so that the spread between splits shows:
 
 - fleets of 1, 4 and 16 p3.2xlarge (the only type traced in several zones and fleet sizes) in us-east-1,
   us-east-2 and us-west-2, wherever a trace covers that many VMs in the region;
@@ -24,6 +26,7 @@ the check half: the split, grid, policies and every constant are fixed in this f
     .venv/bin/python benchmarks/spot_traces.py                 # full grid; rewrites its BENCHMARKS section
     .venv/bin/python benchmarks/spot_traces.py --quick         # 4 h jobs only, no section written
     .venv/bin/python benchmarks/spot_traces.py --half fit      # the same grid in-sample (model fidelity)
+    .venv/bin/python benchmarks/spot_traces.py --blocks 2      # the 2-day folds only
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import statistics
 import subprocess
 import sys
 import time
@@ -46,7 +50,7 @@ from benchmarks._report import write_section  # noqa: E402
 from srift.catalog.document import load_catalog_file  # noqa: E402
 from srift.spot.model import SPLIT_BLOCK_S, Half, TraceModel, fit_model, split_blocks  # noqa: E402
 from srift.spot.policy import DeadlinePolicy, SpotJob  # noqa: E402
-from srift.spot.replay import applicable, replay  # noqa: E402
+from srift.spot.replay import Replay, applicable, replay  # noqa: E402
 from srift.spot.shipped import SHIPPED_MODEL, shipped_model  # noqa: E402
 from srift.spot.sources import read_traces  # noqa: E402
 from srift.spot.traces import SpotTrace, describe_traces  # noqa: E402
@@ -62,6 +66,10 @@ CHECKPOINT_S = 600.0
 RESTART_S = 150.0
 POINTS_LIMIT = 10.0
 COST_LIMIT_PCT = 10.0
+BLOCK_DAYS = (2.0, 4.0)
+"""Block lengths of the fit/check split (days); each gives two folds (even/odd and odd/even). 2 days is the
+shipped model's split; 4 days lets a 24 h window start anywhere in its block's first 3 days, not only in
+the first day (windows never cross a block)."""
 
 
 @dataclass(frozen=True)
@@ -147,40 +155,80 @@ def compare_shipped(model: TraceModel) -> str:
     return f"same {len(ours)} laws (largest relative difference {worst:.1e})"
 
 
+@dataclass(frozen=True)
+class Fold:
+    """One fit/check split: the half of the `block_s` blocks the model is fitted on, and the one it is
+    checked on."""
+
+    fit: Half
+    check: Half
+    block_s: float
+
+    @property
+    def label(self) -> str:
+        days = f"{self.block_s / 86400:g}-day"
+        parity = {Half.FIT: "even", Half.CHECK: "odd"}
+        return f"{days} blocks, fit {parity[self.fit]} / check {parity[self.check]}"
+
+
+def folds(block_days: Sequence[float], *, in_sample: bool) -> list[Fold]:
+    """Both folds per block length: fit even / check odd (the shipped model's), then fit odd / check even;
+    `in_sample`: each model checked on its own fit half (model fidelity, not a validation)."""
+    out = []
+    for days in block_days:
+        for fit, check in ((Half.FIT, Half.CHECK), (Half.CHECK, Half.FIT)):
+            out.append(Fold(fit, fit if in_sample else check, days * 86400.0))
+    return out
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     t0 = time.perf_counter()
     traces = read_traces(args.traces)
-    half = Half(args.half)
-    model = fit_model(traces, half=Half.FIT)
-    rows = []
-    for case in cases(traces, quick=args.quick):
-        job = case.job()
-        chosen = applicable(traces, provider="aws", region=case.region, instance_type=TYPE, nodes=case.nodes)
-        result = replay(job, traces=chosen, model=model, nodes=case.nodes, half=half, seed=args.seed)
-        summary = {p.value: result.summary(p) for p in result.policies}
-        rows.append(
-            {
-                "case": case,
-                "windows": sum(r.windows for r in result.runs),
-                "traces": len(result.runs),
-                "summary": summary,
-            }
-        )
-        srift, up = summary["srift"], summary["uniform_progress"]
-        rep, pred = srift["replayed"], srift["predicted"]
-        print(
-            f"{case.label:34s} win {rows[-1]['windows']:5d}  srift P {rep['p_meets_deadline']:.3f}"
-            f"/{pred['p_meets_deadline']:.3f} cost {rep['mean_cost_usd']:8.2f}/{pred['mean_cost_usd']:8.2f} "
-            f"({srift['gap']['mean_cost_pct']:+5.1f}%)  UP {up['replayed']['mean_cost_usd']:8.2f}",
-            flush=True,
-        )
-    return {
-        "traces": traces,
-        "model": model,
-        "rows": rows,
-        "half": half,
-        "seconds": time.perf_counter() - t0,
-    }
+    results = []
+    for fold in folds(args.blocks, in_sample=args.half == Half.FIT.value):
+        print(f"fold: {fold.label}", flush=True)
+        model = fit_model(traces, half=fold.fit, block_s=fold.block_s)
+        rows = []
+        for case in cases(traces, quick=args.quick):
+            job = case.job()
+            chosen = applicable(
+                traces, provider="aws", region=case.region, instance_type=TYPE, nodes=case.nodes
+            )
+            result = replay(
+                job,
+                traces=chosen,
+                model=model,
+                nodes=case.nodes,
+                half=fold.check,
+                seed=args.seed,
+                block_s=fold.block_s,
+            )
+            summary = {p.value: result.summary(p) for p in result.policies}
+            rows.append(
+                {
+                    "case": case,
+                    "windows": sum(r.windows for r in result.runs),
+                    "traces": len(result.runs),
+                    "summary": summary,
+                    "up_rule": sum(not kept for kept in _kept(result)),
+                }
+            )
+            srift, up = summary["srift"], summary["uniform_progress"]
+            rep, pred = srift["replayed"], srift["predicted"]
+            print(
+                f"{case.label:34s} win {rows[-1]['windows']:5d}  srift P {rep['p_meets_deadline']:.3f}"
+                f"/{pred['p_meets_deadline']:.3f} cost {rep['mean_cost_usd']:8.2f}/"
+                f"{pred['mean_cost_usd']:8.2f} ({srift['gap']['mean_cost_pct']:+5.1f}%)  "
+                f"UP {up['replayed']['mean_cost_usd']:8.2f}",
+                flush=True,
+            )
+        results.append({"fold": fold, "model": model, "rows": rows})
+    return {"traces": traces, "folds": results, "seconds": time.perf_counter() - t0}
+
+
+def _kept(result: Replay) -> list[bool]:
+    """Per trace, whether Srift's policy kept its programme (else it ran Uniform Progress)."""
+    return [r.programme.uses_programme for r in result.runs if r.programme is not None]
 
 
 def verdicts(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -246,43 +294,125 @@ def _availability(trace: SpotTrace, half: Half) -> float:
     return sum(int((s.counts >= trace.node_count).sum()) for s in segs) / ticks if ticks else float("nan")
 
 
+def _fold_line(fold: Fold, rows: Sequence[dict[str, Any]]) -> str:
+    v = verdicts(rows)
+    cheaper, plans = v["srift_cheaper_than_up"]
+    within = sum(
+        abs(r["summary"]["srift"]["gap"]["mean_cost_pct"]) <= COST_LIMIT_PCT
+        and abs(r["summary"]["srift"]["gap"]["p_meets_deadline_points"]) <= POINTS_LIMIT
+        for r in rows
+    )
+    worst_vs_up = max(_vs_up(r) for r in rows)
+    up_rule = sum(r["up_rule"] for r in rows)
+    traced = sum(r["traces"] for r in rows)
+    return (
+        f"| {fold.label} | {v['worst_p_points']:.1f} | {v['worst_cost_pct']:.1f} % | "
+        f"{_median([abs(r['summary']['srift']['gap']['mean_cost_pct']) for r in rows]):.1f} % | "
+        f"{within} of {len(rows)} | {v['srift_misses_at_1_3']} | {cheaper} of {plans} | "
+        f"{_pct(worst_vs_up)} | {up_rule} of {traced} |"
+    )
+
+
+def _vs_up(row: dict[str, Any]) -> float:
+    s = row["summary"]
+    return 100.0 * float(
+        s["srift"]["replayed"]["mean_cost_usd"] / s["uniform_progress"]["replayed"]["mean_cost_usd"] - 1
+    )
+
+
+def _median(xs: Sequence[float]) -> float:
+    return float(statistics.median(xs)) if xs else math.nan
+
+
 def render(result: dict[str, Any], *, mirror: Path) -> str:
     traces: list[SpotTrace] = result["traces"]
-    model: TraceModel = result["model"]
-    rows = result["rows"]
+    runs = result["folds"]
+    first = runs[0]
+    model: TraceModel = first["model"]
+    rows = first["rows"]
+    in_sample = first["fold"].fit is first["fold"].check
     git = (mirror / "HEAD").exists() or (mirror / ".git").exists()
     commit, when = commit_of(mirror) if git else ("?", "?")
-    v = verdicts(rows)
-    outside = "all plans within both" if not v["fails"] else f"{len(v['fails'])} plan(s) outside: "
-    outside += "; ".join(v["fails"])
-    cheaper, plans = v["srift_cheaper_than_up"]
+    every = [r for f in runs for r in f["rows"]]
+    pv = verdicts(every)
+    cost_gaps = [abs(r["summary"]["srift"]["gap"]["mean_cost_pct"]) for r in every]
+    p_gaps = [abs(r["summary"]["srift"]["gap"]["p_meets_deadline_points"]) for r in every]
+    cheaper, plans = pv["srift_cheaper_than_up"]
+    outside = (
+        "all plans within both" if not pv["fails"] else f"{len(pv['fails'])} (plan, fold) pair(s) outside"
+    )
     others = "; ".join(
-        f"{p.value} {max(abs(r['summary'][p.value]['gap']['p_meets_deadline_points']) for r in rows):.1f} / "
-        f"{max(abs(r['summary'][p.value]['gap']['mean_cost_pct']) for r in rows):.1f}"
+        f"{p.value} {max(abs(r['summary'][p.value]['gap']['p_meets_deadline_points']) for r in every):.1f} / "
+        f"{max(abs(r['summary'][p.value]['gap']['mean_cost_pct']) for r in every):.1f}"
         for p in DeadlinePolicy
         if p is not DeadlinePolicy.ON_DEMAND
     )
+    fold_names = [f["fold"].label for f in runs]
     lines = [
         f"Traces: skypilot-org/spot-traces @ `{commit}` (committed {when}), read from `{mirror}`; "
         f"{len(traces)} trace files; the raw data stays outside this repository. Split: every trace cut into "
-        f"alternating {SPLIT_BLOCK_S / 86400:.0f}-day blocks; even blocks fit the model, odd ones check it. "
-        f"Figures below: the **{result['half'].value}** half. Shipped model "
-        f"(`{SHIPPED_MODEL.relative_to(REPO)}`) against a refit of the fit half: {compare_shipped(model)}.",
+        "alternating blocks of days; one fold fits the model on the even blocks and checks it on the odd "
+        "ones, the other the reverse; every figure is per fold and pooled over the folds "
+        f"({len(runs)}: {'; '.join(fold_names)})"
+        + (" — **in-sample**: each model checked on its own fit half" if in_sample else "")
+        + ". Shipped model "
+        f"(`{SHIPPED_MODEL.relative_to(REPO)}`) against a refit of its documented half (first fold): "
+        f"{compare_shipped(model) if first['fold'].block_s == SPLIT_BLOCK_S else 'not this fold'}.",
         "",
-        f"Fleet-size scaling (fit half): mean up time ∝ n^−{model.scaling.beta:.2f}, mean capacity gap ∝ "
-        f"n^{model.scaling.gamma:.2f} ({model.scaling.note}; β = 1 would be independent VMs, 0 VMs that go "
-        f"together). VMs lost at once, over the multi-VM traces (size: count): {dict(model.scaling.drops)}.",
+        f"Fleet-size scaling (first fold's fit half): mean up time ∝ n^−{model.scaling.beta:.2f}, mean "
+        f"capacity gap ∝ n^{model.scaling.gamma:.2f} ({model.scaling.note}; β = 1 would be independent VMs, "
+        f"0 VMs that go together). VMs lost at once, over the multi-VM traces (size: count): "
+        f"{dict(model.scaling.drops)}.",
         "",
-        "**Acceptance** (Srift's policy, every plan): predicted P(meets the deadline) against the replayed "
-        f"share, worst gap {v['worst_p_points']:.1f} points (limit {POINTS_LIMIT:.0f}); expected against "
-        f"replayed mean cost, worst gap {v['worst_cost_pct']:.1f} % (limit {COST_LIMIT_PCT:.0f} %); "
-        f"{outside}. "
-        f"Deadline misses of Srift's policy at ≥ 1.3× slack: {v['srift_misses_at_1_3']}. Srift's policy "
-        "costs "
-        f"at most what Uniform Progress costs on {cheaper} of {plans} plans (same windows).",
+        "**Acceptance** (Srift's policy, every plan, every fold; pooled over "
+        f"{len(every)} (plan, fold) pairs): predicted P(meets the deadline) against the replayed share, "
+        f"worst gap {max(p_gaps):.1f} points, median {_median(p_gaps):.1f} (limit {POINTS_LIMIT:.0f}); "
+        f"expected against replayed mean cost, worst gap {max(cost_gaps):.1f} %, "
+        f"median {_median(cost_gaps):.1f} % "
+        f"(limit {COST_LIMIT_PCT:.0f} %); {outside}. Deadline misses of Srift's policy at ≥ 1.3× slack: "
+        f"{pv['srift_misses_at_1_3']}. Srift's policy costs at most what Uniform Progress costs on "
+        f"{cheaper} of {plans} (same windows).",
         "",
-        "Per plan: replayed on the check half (predicted from the fit-half model in brackets); P = share of "
-        "windows meeting the deadline, cost = mean USD per run; savings against on-demand only.",
+        "Per fold (worst and median |gap| of Srift's policy; plans within both limits; Srift's policy "
+        "against Uniform Progress on the same windows, and on how many (plan, trace) pairs Srift's policy "
+        "chose Uniform Progress's rule because its own programme was not cheaper on the law's draws):",
+        "",
+        "| fold | worst P gap (points) | worst cost gap | median cost gap | plans within | misses ≥ 1.3× | "
+        "Srift ≤ UP | worst Srift vs UP | UP's rule chosen |",
+        "|---|---|---|---|---|---|---|---|---|",
+        *(_fold_line(f["fold"], f["rows"]) for f in runs),
+        "",
+        "Plans outside a limit: "
+        + (
+            "none"
+            if not pv["fails"]
+            else "; ".join(
+                f"{f['fold'].label}: {fail}" for f in runs for fail in verdicts(f["rows"])["fails"]
+            )
+        )
+        + ".",
+        "",
+        "Per plan and fold: Srift's expected against replayed cost (gap) and Srift's replayed cost against "
+        "Uniform Progress's, one column per fold in the order above:",
+        "",
+        "| plan | "
+        + " | ".join(f"cost gap ({i + 1})" for i in range(len(runs)))
+        + " | "
+        + " | ".join(f"vs UP ({i + 1})" for i in range(len(runs)))
+        + " |",
+        "|---|" + "---|" * (2 * len(runs)),
+        *(
+            f"| {row['case'].label} | "
+            + " | ".join(_pct(f["rows"][i]["summary"]["srift"]["gap"]["mean_cost_pct"]) for f in runs)
+            + " | "
+            + " | ".join(_pct(_vs_up(f["rows"][i])) for f in runs)
+            + " |"
+            for i, row in enumerate(rows)
+        ),
+        "",
+        f"Per plan, first fold ({first['fold'].label}): replayed on its check half (predicted from its "
+        "fit-half model in brackets); P = share of windows meeting the deadline, cost = mean USD per run; "
+        "savings against on-demand only.",
         "",
         "| plan | windows (traces) | on-demand $ | spot only P / $ | spot→OD P / $ | "
         "Uniform Progress P / $ | "
@@ -290,14 +420,13 @@ def render(result: dict[str, Any], *, mirror: Path) -> str:
         "|---|---|---|---|---|---|---|---|---|---|",
         *(_plan_row(row) for row in rows),
         "",
-        f"Predicted against replayed for the other policies (worst gap over the plans, P points / cost %): "
-        f"{others}.",
+        f"Predicted against replayed for the other policies (worst gap over the plans and folds, P points / "
+        f"cost %): {others}.",
         "",
-        "Every trace (availability of its full fleet in the fit and the check half: how much the market "
-        "moved "
-        "between neighbouring blocks):",
+        "Every trace (availability of its full fleet in the even and the odd 2-day blocks: how much the "
+        "market moved between neighbouring blocks):",
         "",
-        "| path | kind | zone | type | VMs | tick s | days | start | fit / check avail. | sha-256 |",
+        "| path | kind | zone | type | VMs | tick s | days | start | even / odd avail. | sha-256 |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for t, d in zip(traces, describe_traces(traces), strict=True):
@@ -320,7 +449,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--traces", type=Path, default=MIRROR, help=f"the public traces (default {MIRROR})")
-    parser.add_argument("--half", choices=[h.value for h in Half], default=Half.CHECK.value)
+    parser.add_argument(
+        "--half",
+        choices=[Half.CHECK.value, Half.FIT.value],
+        default=Half.CHECK.value,
+        help="check: each fold's held-out half (the acceptance); fit: in-sample",
+    )
+    parser.add_argument(
+        "--blocks",
+        type=lambda v: [float(x) for x in v.split(",")],
+        default=list(BLOCK_DAYS),
+        help="block lengths in days, comma-separated; two folds each (default %(default)s)",
+    )
     parser.add_argument("--quick", action="store_true", help="4 h jobs only; writes no section")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", type=Path, help="also write the figures as JSON here")
@@ -332,10 +472,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.json:
         args.json.write_text(
             json.dumps(
-                [{"case": r["case"].label, **r["summary"]} for r in result["rows"]], indent=1, default=str
+                [
+                    {"fold": f["fold"].label, "case": r["case"].label, **r["summary"]}
+                    for f in result["folds"]
+                    for r in f["rows"]
+                ],
+                indent=1,
+                default=str,
             )
         )
-    if not args.quick and result["half"] is Half.CHECK:
+    if not args.quick and args.half == Half.CHECK.value:
         write_section(SECTION, body)
     return 0
 

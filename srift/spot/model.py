@@ -12,6 +12,15 @@ ticks where at least n VMs were available ("up") and those where fewer were ("do
   likelier to last; docs/BENCHMARKS.md "spot on real traces"); shape 1 is Srift's old Poisson model.
 - capacity gap: how long, once capacity went, until n VMs could be had again: the same kind of law of the
   down runs. This replaces the fixed 150 s restart for a fleet whose capacity is gone.
+- the time scale of both: the empirical laws above give the shape; each is then scaled so that its mean is
+  the time the data spent in that state over the number of its runs that ended (renewal–reward: for an
+  alternating process watched long enough, the mean of a run whatever its law, and the laws' availability
+  E[up] / (E[up] + E[gap]) is then the share of ticks the data was up). The runs a block opens with have
+  no seen start and are left out of the shape, but their time counts here: a block that is one long
+  outage (whose start and end lie outside it) has no run at all for the shape, and without this its whole
+  outage would be missing from the gap law. On the fit half of the 16-VM us-east-2b trace (2023-08-27),
+  the unscaled laws put 16 VMs' availability at 0.66 where the data had them up 0.46 of the time, and
+  4-VM us-east-2a (2023-08-03) at 0.91 against 0.72 (docs/BENCHMARKS.md "spot on real traces").
 - correlation between a fleet's VMs: from the traces that hold several VMs, how many go at once (the
   sizes of the drops in the count) and how the mean up and down times scale with the fleet size n
   (mean_up(n) ∝ n^−β, mean_gap(n) ∝ n^γ; β = 1 would be independent VMs, β = 0 VMs that always go
@@ -299,6 +308,15 @@ class Runs:
     def availability(self) -> float:
         return self.up_ticks / self.ticks if self.ticks else 0.0
 
+    def exposure_mean_s(self, *, up: bool) -> float:
+        """The time spent up (or down) over the number of up (down) runs that ended within a segment:
+        renewal–reward's estimate of the mean run, whatever the law (module docstring). It counts every
+        tick, those of the runs a segment opens with included, which the law's shape leaves out."""
+        kind = self.starts[:, 0] > 0.5 if up else self.starts[:, 0] < 0.5
+        ended = float(np.sum(self.starts[:, 3] * (kind & (self.starts[:, 2] < 0.5))))
+        spent = self.up_ticks if up else self.ticks - self.up_ticks
+        return spent * (self.observed_s / max(self.ticks, 1)) / max(ended, 1.0)
+
 
 def runs_of(segments: Iterable[TraceBlock], nodes: int) -> Runs:
     """Every up and down run (≥ `nodes` available, or fewer) of the segments, as intervals (see module)."""
@@ -574,6 +592,8 @@ def _law(segs: Sequence[TraceBlock], nodes: int) -> FleetLaw:
     if r.up_lower_s.size >= MIN_RUNS and r.down_lower_s.size >= MIN_RUNS:
         up = Durations.from_runs(r.up_lower_s, r.up_upper_s, tick_s=trace.gap_s)
         gap = Durations.from_runs(r.down_lower_s, r.down_upper_s, tick_s=trace.gap_s)
+        up = up.scaled(r.exposure_mean_s(up=True) / up.mean_s)
+        gap = gap.scaled(r.exposure_mean_s(up=False) / gap.mean_s)
         source, note = LawSource.FITTED, ""
     else:
         # Too few runs to fit a shape: exponential laws with the observed time over (changes + 1), so that
@@ -732,10 +752,15 @@ class TraceModel:
 
 
 def fit_model(
-    traces: Sequence[SpotTrace], *, half: Half, provenance: Mapping[str, Any] | None = None
+    traces: Sequence[SpotTrace],
+    *,
+    half: Half,
+    provenance: Mapping[str, Any] | None = None,
+    block_s: float = SPLIT_BLOCK_S,
 ) -> TraceModel:
-    """Fit every trace period and fleet size the traces' `half` covers, and the fleet-size scaling."""
-    segments = [s for t in traces for s in split_blocks(t, half)]
+    """Fit every trace period and fleet size the traces' `half` covers (blocks of `block_s`), and the
+    fleet-size scaling."""
+    segments = [s for t in traces for s in split_blocks(t, half, block_s=block_s)]
     laws = fit_laws(segments)
     multi = [s for s in segments if s.trace.node_count > 1]
     scaling = fit_scaling(laws, drop_sizes(multi))

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from srift.spot.model import FleetLaw, Half, TraceModel, split_blocks
+from srift.spot.model import SPLIT_BLOCK_S, FleetLaw, Half, TraceModel, split_blocks
 from srift.spot.policy import DeadlinePolicy, Programme, ReplayOutcome, SpotJob, plan_programme, simulate
 from srift.spot.traces import SpotTrace
 
@@ -48,11 +48,20 @@ def applicable(
     )
 
 
-def windows(trace: SpotTrace, *, nodes: int, ticks: int, half: Half, stride_s: float) -> np.ndarray:
-    """Availability of a fleet of `nodes` VMs in every window (rows) of `ticks` ticks within `half`."""
+def windows(
+    trace: SpotTrace,
+    *,
+    nodes: int,
+    ticks: int,
+    half: Half,
+    stride_s: float,
+    block_s: float = SPLIT_BLOCK_S,
+) -> np.ndarray:
+    """Availability of a fleet of `nodes` VMs in every window (rows) of `ticks` ticks within `half`
+    (blocks of `block_s`)."""
     stride = max(1, round(stride_s / trace.gap_s))
     rows = []
-    for seg in split_blocks(trace, half):
+    for seg in split_blocks(trace, half, block_s=block_s):
         up = seg.counts >= nodes
         for start in range(0, up.size - ticks + 1, stride):
             rows.append(up[start : start + ticks])
@@ -143,6 +152,8 @@ class TraceRun:
     windows: int
     replayed: dict[DeadlinePolicy, ReplayOutcome] = field(repr=False)
     predicted: dict[DeadlinePolicy, ReplayOutcome] = field(repr=False)
+    programme: Programme | None = field(default=None, repr=False)
+    """Srift's policy for this trace's law (None when `srift` was not replayed)."""
 
 
 @dataclass(frozen=True)
@@ -211,8 +222,10 @@ def replay(
     stride_s: float = DEFAULT_STRIDE_S,
     samples_per_trace: int = DEFAULT_SAMPLES_PER_TRACE,
     seed: int = 0,
+    block_s: float = SPLIT_BLOCK_S,
 ) -> Replay:
-    """Replay `job` through the windows of `traces` (already the applicable ones) and predict it per trace."""
+    """Replay `job` through the windows of `traces` (already the applicable ones) and predict it per trace
+    (`half` of blocks of `block_s`: the one the model was not fitted on, for an honest check)."""
     runs: list[TraceRun] = []
     rng = np.random.default_rng([seed & 0xFFFFFFFF, 0x7EAC])
     for trace in traces:
@@ -220,7 +233,7 @@ def replay(
         if law is None:
             continue
         ticks = math.ceil(job.deadline_s / trace.gap_s) + 1
-        win = windows(trace, nodes=nodes, ticks=ticks, half=half, stride_s=stride_s)
+        win = windows(trace, nodes=nodes, ticks=ticks, half=half, stride_s=stride_s, block_s=block_s)
         if win.shape[0] == 0:
             continue
         synthetic = law.timeline(rng, runs=samples_per_trace, ticks=ticks, tick_s=trace.gap_s)
@@ -233,7 +246,14 @@ def replay(
             replayed[policy] = simulate(job, win, **kw)
             predicted[policy] = simulate(job, synthetic, **kw)
         runs.append(
-            TraceRun(trace=trace, law=law, windows=int(win.shape[0]), replayed=replayed, predicted=predicted)
+            TraceRun(
+                trace=trace,
+                law=law,
+                windows=int(win.shape[0]),
+                replayed=replayed,
+                predicted=predicted,
+                programme=programme,
+            )
         )
     return Replay(job=job, nodes=nodes, half=half, runs=runs, policies=tuple(policies))
 

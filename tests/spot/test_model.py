@@ -174,3 +174,28 @@ def test_a_damaged_model_document_is_refused_naming_the_field() -> None:
     with pytest.raises(InvalidInput) as caught:
         model_from_document(doc, origin="x.json")
     assert caught.value.field is not None and "To fix:" in str(caught.value)
+
+
+def test_a_block_long_outage_counts_in_the_gap_law() -> None:
+    # 2-day blocks at 300 s ticks: fit blocks 0, 2 and 4 alternate capacity; fit block 2 has none at all
+    # (one run whose start and end lie outside it, which the law's shape cannot use). The fitted laws must
+    # still spend the data's share of time up: renewal–reward sets their means.
+    per = 576
+    rng = np.random.default_rng(11)
+    busy = [
+        alternating(rng, up=Weibull(0.7, 3 * 3600.0), gap=Weibull(0.8, 3600.0), ticks=per, gap_s=300.0)
+        for _ in range(4)
+    ]
+    counts = np.concatenate([busy[0], busy[1], np.zeros(per, dtype=np.int64), busy[2], busy[3]])
+    model = fit_model([trace(counts, gap_s=300.0)], half=Half.FIT)
+    law = model.laws[0]
+    assert law.source is LawSource.FITTED
+    fit_up = np.concatenate([busy[0], np.zeros(per), busy[3]]).mean()
+    assert law.availability == pytest.approx(fit_up)
+    # Up and down runs that ended differ by at most one per block, so the two agree closely, not exactly.
+    assert law.model_availability == pytest.approx(law.availability, abs=0.03)
+    # Left to the runs the shape sees, the outage would vanish: availability well above the data's.
+    r = runs_of(split_blocks(trace(counts, gap_s=300.0), Half.FIT), 1)
+    shape_only = Durations.from_runs(r.up_lower_s, r.up_upper_s, tick_s=300.0).mean_s
+    shape_gap = Durations.from_runs(r.down_lower_s, r.down_upper_s, tick_s=300.0).mean_s
+    assert shape_only / (shape_only + shape_gap) > law.availability + 0.1

@@ -84,3 +84,18 @@ def test_on_a_trace_drawn_from_one_law_the_prediction_meets_the_replay() -> None
     assert r.summary(DeadlinePolicy.SRIFT)["replayed"]["deadline_misses"] == 0
     again = predict(job, laws=model.laws, policies=policies, samples_per_law=400)
     assert again[DeadlinePolicy.SRIFT]["p_meets_deadline"] == pytest.approx(1.0)
+
+
+def test_longer_blocks_give_each_half_whole_blocks_of_that_length() -> None:
+    # 8 days at 300 s: with 4-day blocks the check half is days 4-8 (up), the fit half days 0-4 (down).
+    per = 4 * 288
+    t = trace(np.concatenate([np.zeros(per, dtype=int), np.ones(per, dtype=int)]), gap_s=300.0)
+    four = 4 * 86400.0
+    w = windows(t, nodes=1, ticks=288, half=Half.CHECK, stride_s=1800.0, block_s=four)
+    assert w.shape == ((per - 288) // 6 + 1, 288) and w.all()
+    assert not windows(t, nodes=1, ticks=288, half=Half.FIT, stride_s=1800.0, block_s=four).any()
+    # With the default 2-day blocks both halves hold one down and one up block.
+    assert windows(t, nodes=1, ticks=288, half=Half.CHECK, stride_s=1800.0).any()
+    fit = fit_model([t], half=Half.FIT, block_s=four).laws[0]
+    check = fit_model([t], half=Half.CHECK, block_s=four).laws[0]
+    assert fit.availability == 0.0 and check.availability == 1.0
