@@ -26,6 +26,7 @@ from srift.bandwidth import prior as P
 from srift.catalog.shipped import shipped_files, shipped_snapshot
 from srift.domain import InstanceType
 from srift.domain.network import Library, NetworkSpec, Transport
+from srift.measurements import Use
 
 Z90 = 1.2815515655446004
 LIMIT = 0.15
@@ -62,7 +63,7 @@ def _band(
 
 def evaluate() -> tuple[list[dict[str, object]], dict[str, float]]:
     types = _types()
-    fitted = set(P.FIT_RUNS.values())
+    fitted = {r.id for r in P.registered_runs(Use.FIT)}
     rows: list[dict[str, object]] = []
     spread: dict[str, float] = {}
     for run in P.public_runs():

@@ -25,7 +25,7 @@ from srift.bandwidth.prior import (
     AlphaBetaPrior,
     LinkParams,
     PublicRun,
-    calibrate,
+    calibrate_link,
     flows_per_peer,
     node_rate,
     peak_busbw_gbps,
@@ -145,7 +145,7 @@ def test_calibration_on_the_fit_runs_predicts_what_the_shipped_constants_predict
     run = _run(FIT_RUNS[link])
     sizes = np.asarray(run.sizes_bytes, dtype=np.float64)
     measured = run.busbw_gbps()
-    fit = calibrate(run.sizes_bytes, measured, world_size=run.world_size, peak_gbps=peak_gbps)
+    fit = calibrate_link(link, peak_gbps=peak_gbps)
 
     def predicted(params: LinkParams) -> np.ndarray:
         scaled = peak_gbps * params.efficiency
