@@ -128,13 +128,6 @@ class _Document:
     as_of: str
     sets: dict[str, MeasurementSet]
 
-    @model_validator(mode="after")
-    def _keys_are_ids(self) -> _Document:
-        for key, entry in self.sets.items():
-            if entry.id != key:
-                raise ValueError(f"sets.{key}: id {entry.id!r} differs from its key")
-        return self
-
 
 class Registry:
     """The registry document, read and checked (see the module docstring)."""
@@ -228,11 +221,17 @@ def parse_registry(text: str, *, where: str = REGISTRY) -> Registry:
     except yaml.YAMLError as exc:
         raise ConfigurationError(f"{where}: not YAML ({exc})", hint=_HINT, field="registry") from exc
     try:
-        return Registry(TypeAdapter(_Document).validate_python(document), where=where)
+        parsed = TypeAdapter(_Document).validate_python(document)
     except ValidationError as exc:
         first = exc.errors()[0]
         field = _location(first["loc"]) or "registry"
         raise ConfigurationError(f"{first['msg']} (in {where})", hint=_HINT, field=field) from exc
+    for key, entry in parsed.sets.items():
+        if entry.id != key:
+            raise ConfigurationError(
+                f"id {entry.id!r} differs from its key (in {where})", hint=_HINT, field=f"sets.{key}"
+            )
+    return Registry(parsed, where=where)
 
 
 @functools.lru_cache(maxsize=1)
