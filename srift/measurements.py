@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import re
 from collections.abc import Iterable
 from enum import StrEnum
 from importlib import resources
@@ -208,6 +209,37 @@ class Registry:
         raise ConfigurationError(
             f"{self.where}: set {set_id!r} gives no value for {constant}", hint=_HINT, field=f"sets.{set_id}"
         )
+
+
+def _cite(entry: MeasurementSet) -> str:
+    """Where a set came from, in one cell: repository@commit, a paper, or the run."""
+    src = entry.source
+    if src.repository:
+        bare = src.commit is not None and re.fullmatch(r"[0-9a-f]{7,40}", src.commit) is not None
+        commit = f"@{src.commit[:8]}" if bare and src.commit else f" @ {src.commit}" if src.commit else ""
+        return f"{src.repository}{commit}"
+    return src.citation or src.run or ""
+
+
+def summary_markdown(registry: Registry) -> str:
+    """The registry as one Markdown table (docs/BENCHMARKS.md "measurement registry"), fits before checks."""
+    order = {Use.FIT: 0, Use.SPREAD: 1, Use.DIRECT: 2, Use.CHECK: 3}
+    lines = [
+        "What each measurement set calibrates (`fit`: a fit's input; `spread`: out-of-sample errors that "
+        "set a band; `direct`: measured figures taken as constants; `check`: validation only, no constant "
+        "depends on it). Provenance, files, hashes and every row: `srift/data/measurements.yaml`; the fits "
+        "read their data only through it (`srift.measurements`).",
+        "",
+        "| set | use | source | date | rows | read by | constants |",
+        "|---|---|---|---|---:|---|---|",
+    ]
+    for entry in sorted(registry.sets.values(), key=lambda e: (order[e.use], e.id)):
+        constants = ", ".join(f"`{c.name}`" for c in entry.constants) or "–"
+        date = entry.source.date or f"not stated (copied {entry.source.retrieved})"
+        rows = str(len(entry.rows)) if entry.rows else "–"
+        cells = [entry.id, entry.use.value, _cite(entry), date, rows, f"`{entry.reader}`", constants]
+        lines.append("| " + " | ".join(c.replace("|", "/") for c in cells) + " |")
+    return "\n".join(lines) + "\n"
 
 
 def _location(loc: tuple[int | str, ...]) -> str:

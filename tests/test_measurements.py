@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 from srift.errors import ConfigurationError
-from srift.measurements import Registry, Use, parse_registry, shipped_registry
+from srift.measurements import Registry, Use, parse_registry, shipped_registry, summary_markdown
 from srift.testing.measurements import registry_with, shipped_document
 
 REPO = Path(__file__).resolve().parents[1]
@@ -241,3 +241,12 @@ def test_the_registry_is_package_data() -> None:
     assert resources.files("srift").joinpath("data/measurements.yaml").is_file()
     pyproject = (REPO / "pyproject.toml").read_text()
     assert '"data/*"' in pyproject
+
+
+def test_the_benchmarks_section_is_what_the_registry_renders() -> None:
+    """docs/BENCHMARKS.md "measurement registry" (python -m benchmarks.measurement_registry) is up to date."""
+    text = (REPO / "docs" / "BENCHMARKS.md").read_text(encoding="utf-8")
+    section = text.split("<!-- section:measurement registry -->", 1)[1].split("<!-- /section:", 1)[0]
+    assert summary_markdown(shipped_registry()).strip() in section
+    for entry in shipped_registry().sets.values():
+        assert f"| {entry.id} | {entry.use.value} |" in section
