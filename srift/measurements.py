@@ -17,8 +17,12 @@ Uses (`Use`):
 - `check`: validation only: no constant depends on it (benchmarks and tests compare against it).
 
 A constant is named by its Python path (`srift.bandwidth.prior.EFA`, a mapping's key in brackets:
-`srift.bandwidth.prior.TCP_RESIDUAL_CV[large]`) or by a shipped data file and a key in it
-(`estimate/data/calibration.json#efficiency.compute`).
+`srift.bandwidth.prior.TCP_RESIDUAL_CV[large]`), by a shipped data file and a key in it
+(`estimate/data/calibration.json#efficiency.compute`), or by a file of the repository that holds a fitted
+model whole (`models/testbed-20261122-0/small.json`).
+
+A run of Srift's own (`kind` device or host) keeps its files in this repository: `check_file` checks one
+against the registry before a fit reads it.
 """
 
 from __future__ import annotations
@@ -199,6 +203,18 @@ class Registry:
                 field="rows",
             )
         return frozenset(r for s in self.of_copy(path, use) for r in s.rows)
+
+    def check_file(self, path: str, data: bytes) -> None:
+        """Refuse `data` as the repository file `path` unless a set lists that file with this SHA-256."""
+        listed = {f.sha256 for s in self.sets.values() for f in s.source.files if f.path == path and f.sha256}
+        digest = hashlib.sha256(data).hexdigest()
+        if digest not in listed:
+            known = "a different sha256" if listed else "no sha256"
+            raise ConfigurationError(
+                f"{path}: sha256 {digest}; the measurement registry gives {known}",
+                hint="refit only on registered measurements, or record these in srift/data/measurements.yaml",
+                field="source.files",
+            )
 
     def value(self, set_id: str, constant: str) -> float:
         """The value a `direct` set gives `constant`."""

@@ -63,6 +63,8 @@ def _sha256(path: Path) -> str:
 
 def _resolve(name: str) -> Any:
     """The constant `name` names (srift.measurements' module docstring)."""
+    if "#" not in name and "/" in name:  # a repository file holding a fitted model whole
+        return (REPO / name).read_bytes() if (REPO / name).is_file() else None
     if "#" in name:
         path, key = name.split("#", 1)
         text = (PACKAGE / path).read_text(encoding="utf-8")
@@ -85,6 +87,7 @@ def test_the_shipped_registry_parses_and_separates_fits_from_checks() -> None:
     assert uses["p4de-2x8-efa"] is Use.FIT and uses["p5-1x8-nvswitch"] is Use.FIT
     assert uses["p5-2x8-efa"] is Use.SPREAD and uses["tc-cluster-setting"] is Use.CHECK
     assert uses["skypilot-spot-traces"] is Use.FIT and uses["h200-gpu-check"] is Use.CHECK
+    assert uses["testbed-bandwidth-probes"] is Use.FIT
     for entry in registry.sets.values():
         assert entry.source.retrieved and entry.reader
         assert entry.source.repository or entry.source.citation or entry.source.run, entry.id
@@ -147,6 +150,17 @@ def test_every_constant_that_says_it_was_fitted_or_measured_is_in_the_registry()
     assert not outside, f"fitted or measured constants the registry does not list: {outside}"
     assert not set(NOT_MEASUREMENTS) & named
     assert set(NOT_MEASUREMENTS) <= found, "an exemption for a constant that no longer needs one"
+
+
+def test_a_run_of_srifts_own_is_checked_before_a_refit_reads_it() -> None:
+    path = "models/testbed-20261122-0/samples.jsonl.gz"
+    data = (REPO / path).read_bytes()
+    shipped_registry().check_file(path, data)
+    with pytest.raises(ConfigurationError, match="a different sha256") as caught:
+        shipped_registry().check_file(path, data + b"\0")
+    assert caught.value.field == "source.files" and "To fix:" in str(caught.value)
+    with pytest.raises(ConfigurationError, match="no sha256"):
+        shipped_registry().check_file("models/other/samples.jsonl.gz", data)
 
 
 def test_a_file_the_registry_does_not_pin_is_refused() -> None:

@@ -46,7 +46,8 @@ def list_sets(as_json: JsonFlag = False) -> None:
         typer.echo(json.dumps({"as_of": registry.as_of, "sets": sets}, indent=2))
         return
     table = Table(title=f"{len(registry.sets)} measurement sets (as of {registry.as_of})")
-    for column in ("set", "use", "source", "rows", "constants"):
+    table.add_column("set", no_wrap=True)
+    for column in ("use", "source", "rows", "constants"):
         table.add_column(column, overflow="fold")
     for s in registry.sets.values():
         source = s.source.repository or s.source.citation or s.source.run or "-"
