@@ -9,7 +9,6 @@ import hashlib
 import importlib
 import itertools
 import json
-import os
 import re
 from collections.abc import Iterator
 from importlib import resources
@@ -22,6 +21,7 @@ import yaml
 from srift.errors import ConfigurationError
 from srift.measurements import Registry, Use, parse_registry, shipped_registry, summary_markdown
 from srift.testing.measurements import registry_with, shipped_document
+from tests.bandwidth.conftest import shared_reference_dir
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGE = REPO / "srift"
@@ -42,19 +42,6 @@ NOT_MEASUREMENTS = {
 """Constants whose docstrings mention fitting or measuring but that rest on no measurement, and why."""
 
 SAYS_MEASURED = re.compile(r"\b(fitted|calibrated|calibrate)\b|\bTable \d|benchmarks/|\bmeasured\b", re.I)
-
-
-def _shared_dir() -> Path:
-    """shared/ beside the clone (CI) or the workspace copy, as tests/bandwidth/conftest.py finds it."""
-    candidates = [REPO.parent / "shared", Path("/work/shared")]
-    if os.environ.get("SRIFT_SHARED_DIR"):
-        candidates.insert(0, Path(os.environ["SRIFT_SHARED_DIR"]))
-    for base in candidates:
-        if (base / "reference").is_dir():
-            return base
-    pytest.fail(
-        f"shared/reference not found in {[str(c) for c in candidates]}: shared/ must sit beside the clone"
-    )
 
 
 def _sha256(path: Path) -> str:
@@ -109,7 +96,7 @@ def test_every_pinned_file_is_there_with_its_hash() -> None:
 
 
 def test_the_workspace_copies_of_the_sources_are_the_ones_registered() -> None:
-    shared = _shared_dir()
+    shared = shared_reference_dir().parent
     refs = [(e.id, ref) for e in shipped_registry().sets.values() for ref in e.shared]
     assert len(refs) >= 7
     for set_id, ref in refs:
