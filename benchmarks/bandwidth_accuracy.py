@@ -215,6 +215,11 @@ def main() -> int:
     body_note = ""
     if args.samples:
         raw = args.samples.read_bytes()
+        if args.samples.resolve().is_relative_to(REPO / "models"):
+            # a shipped model's samples: refit only on the measurements the registry lists
+            from srift.measurements import shipped_registry
+
+            shipped_registry().check_file(str(args.samples.resolve().relative_to(REPO)), raw)
         text = gzip.decompress(raw).decode() if args.samples.suffix == ".gz" else raw.decode()
         records = parse_jsonl(text, source=args.samples.name)
         sidecar = args.samples.with_name(args.samples.name + ".meta.json")

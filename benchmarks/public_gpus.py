@@ -34,6 +34,7 @@ from srift.domain import FleetMember, InstanceType, Interconnect
 from srift.estimate import public
 from srift.estimate.calibration import Calibration
 from srift.estimate.estimator import estimate_profile
+from srift.measurements import Use
 from srift.refmodels.build import load_structure
 from srift.sim import simulate
 
@@ -206,10 +207,9 @@ def main() -> None:
         "--write-calibration", action="store_true", help="rewrite srift/estimate/data/calibration.json"
     )
     args = parser.parse_args()
-    rows = public.read_table()
-    cal = public.calibrate(
-        rows, structure_of, kernel_s=public.EAGER_KERNEL_S, kernel_source=public.EAGER_KERNEL_SOURCE
-    )
+    # Through the measurement registry: the fit rows calibrate, the check rows only check.
+    rows = public.registered_rows(Use.FIT) + public.registered_rows(Use.CHECK)
+    cal = public.calibrate(structure_of)
     if args.write_calibration:
         CALIBRATION_JSON.write_text(json.dumps(cal.to_dict(), indent=1, sort_keys=True) + "\n")
         print(f"wrote {CALIBRATION_JSON}")

@@ -26,6 +26,7 @@ from srift.bandwidth import prior as P
 from srift.catalog.shipped import shipped_files, shipped_snapshot
 from srift.domain import InstanceType
 from srift.domain.network import Library, NetworkSpec, Transport
+from srift.measurements import Use
 
 Z90 = 1.2815515655446004
 LIMIT = 0.15
@@ -62,7 +63,8 @@ def _band(
 
 def evaluate() -> tuple[list[dict[str, object]], dict[str, float]]:
     types = _types()
-    fitted = set(P.FIT_RUNS.values())
+    fitted = {r.id for r in P.registered_runs(Use.FIT)}
+    (spread_run,) = P.registered_runs(Use.SPREAD)  # the run the band constants are measured on
     rows: list[dict[str, object]] = []
     spread: dict[str, float] = {}
     for run in P.public_runs():
@@ -99,7 +101,7 @@ def evaluate() -> tuple[list[dict[str, object]], dict[str, float]]:
                 "rate": P.node_rate(instance, NetworkSpec()),
             }
         log_err = np.log(predicted / measured)
-        if run.id == "p5-2x8-efa":
+        if run.id == spread_run.id:
             spread["small"] = float(np.sqrt(np.mean(log_err[~large] ** 2)))
             spread["large"] = float(np.sqrt(np.mean(log_err[large] ** 2)))
         rows.append(

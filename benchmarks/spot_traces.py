@@ -51,7 +51,7 @@ from srift.catalog.document import load_catalog_file  # noqa: E402
 from srift.spot.model import SPLIT_BLOCK_S, Half, TraceModel, fit_model, split_blocks  # noqa: E402
 from srift.spot.policy import DeadlinePolicy, SpotJob  # noqa: E402
 from srift.spot.replay import Replay, applicable, replay  # noqa: E402
-from srift.spot.shipped import SHIPPED_MODEL, shipped_model  # noqa: E402
+from srift.spot.shipped import SHIPPED_MODEL, registered_traces, shipped_model  # noqa: E402
 from srift.spot.sources import read_traces  # noqa: E402
 from srift.spot.traces import SpotTrace, describe_traces  # noqa: E402
 
@@ -183,7 +183,7 @@ def folds(block_days: Sequence[float], *, in_sample: bool) -> list[Fold]:
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     t0 = time.perf_counter()
-    traces = read_traces(args.traces)
+    traces = list(registered_traces(read_traces(args.traces)))  # the measurement registry's set only
     results = []
     for fold in folds(args.blocks, in_sample=args.half == Half.FIT.value):
         print(f"fold: {fold.label}", flush=True)

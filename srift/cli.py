@@ -25,6 +25,7 @@ COMMAND_MODULES = (
     "jobs",
     "runs",
     "traces",
+    "measurements",
 )
 
 err_console = Console(stderr=True)

@@ -82,7 +82,8 @@ class ExternalServiceError(SriftError, status_code=502, error="external_service"
 
 
 class ConfigurationError(SriftError, status_code=500, error="configuration"):
-    """Settings (SRIFT_* variables) are invalid."""
+    """Settings (SRIFT_* variables) or shipped data (the measurement registry and the files it pins) are
+    invalid."""
 
 
 def parse_choice(kind: type[Choice], value: str, *, what: str, field: str) -> Choice:

@@ -36,8 +36,9 @@ GPU rate R_gpu: η_link × the per-GPU interconnect; NVSwitch types get their ow
 socket transport's staging copies: `shares_host_pcie` tells the simulator to add the intra-node and network
 times instead of overlapping them (no new constant).
 
-Calibration (`calibrate`; the data and their sources are in `srift/bandwidth/data/public_allreduce.json`,
-the figures and the out-of-sample errors in docs/BENCHMARKS.md, `benchmarks/public_network.py`):
+Calibration (`calibrate`; the data are in `srift/bandwidth/data/public_allreduce.json`, read through the
+measurement registry, srift/data/measurements.yaml, which lists each run's source and use; the figures and
+the out-of-sample errors in docs/BENCHMARKS.md, `benchmarks/public_network.py`):
 
 - EFA link (α0, α, η_EFA, κ): least squares on log busbw of the 2 × p4de.24xlarge nccl-tests run
   (aws-samples/awsome-distributed-training@39c17d60, micro-benchmarks/nccl-tests/README.md).
@@ -83,7 +84,6 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib import resources
 from typing import Any
 
 import numpy as np
@@ -91,7 +91,8 @@ import numpy as np
 from srift.domain import BandwidthEstimate, InstanceType, Interconnect
 from srift.domain.bandwidth import AnswersBusbw, BusbwQuery, Collective
 from srift.domain.network import DEFAULT_NETWORK, Library, NetworkSpec, Transport
-from srift.errors import InvalidInput
+from srift.errors import ConfigurationError, InvalidInput
+from srift.measurements import Registry, Use, shipped_registry
 
 SOURCE = "prior:alpha-beta"
 
@@ -564,12 +565,16 @@ class PublicRun:
         return np.asarray(s * 8 * 2 * (n - 1) / n / np.asarray(self.times_s) / 1e9)
 
 
-@lru_cache(maxsize=1)
-def public_runs() -> tuple[PublicRun, ...]:
-    """The public runs shipped in srift/bandwidth/data/public_allreduce.json (with their sources)."""
-    text = resources.files("srift.bandwidth").joinpath("data/public_allreduce.json").read_text()
-    doc = json.loads(text)
-    return tuple(
+RUNS_COPY = "bandwidth/data/public_allreduce.json"
+"""The public runs as the measurement registry names them (relative to the srift package)."""
+
+
+def read_runs(*, registry: Registry | None = None) -> tuple[PublicRun, ...]:
+    """Every public run of the shipped file, read through the measurement registry: the file's hash must be
+    the registry's and its runs exactly those the registry lists (ConfigurationError otherwise)."""
+    reg = registry or shipped_registry()
+    doc = json.loads(reg.read(RUNS_COPY))
+    runs = tuple(
         PublicRun(
             id=r["id"],
             instance_type=r["instance_type"],
@@ -585,10 +590,29 @@ def public_runs() -> tuple[PublicRun, ...]:
         )
         for r in doc["runs"]
     )
+    reg.rows(RUNS_COPY, Use.FIT, (r.id for r in runs))
+    return runs
+
+
+@lru_cache(maxsize=1)
+def public_runs() -> tuple[PublicRun, ...]:
+    """The public runs shipped in srift/bandwidth/data/public_allreduce.json (with their sources)."""
+    return read_runs()
+
+
+def registered_runs(use: Use, *, registry: Registry | None = None) -> tuple[PublicRun, ...]:
+    """The public runs the registry lists for `use` (FIT: the runs the links were fitted on; SPREAD: the
+    run the band constants were measured on; CHECK: runs that only check the prior)."""
+    reg = registry or shipped_registry()
+    runs = read_runs(registry=reg) if registry is not None else public_runs()
+    wanted = reg.rows(RUNS_COPY, use, (r.id for r in runs))
+    return tuple(r for r in runs if r.id in wanted)
 
 
 FIT_RUNS = {"efa": "p4de-2x8-efa", "nvswitch": "p5-1x8-nvswitch"}
-"""The public runs each fitted link was calibrated on; every other run only checks the prior."""
+"""The public run each fitted link was calibrated on (the registry's `fit` runs; every other run only
+checks the prior or, the 2 × p5 run, measures its band). `calibrate_link` refuses a run the registry does
+not list as a fit run."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -643,4 +667,25 @@ def calibrate(
         mape_all=float(err.mean()),
         mape_large=float(err[large].mean()) if large.any() else float("nan"),
         max_error_large=float(err[large].max()) if large.any() else float("nan"),
+    )
+
+
+def calibrate_link(
+    link: str, *, peak_gbps: float, registry: Registry | None = None, large_bytes: int = 64 << 20
+) -> LinkCalibration:
+    """Fit `link` ("efa", "nvswitch") to its public run (FIT_RUNS) as the measurement registry lists it:
+    the run must be one of the registry's fit runs, read from the file whose hash the registry pins."""
+    reg = registry or shipped_registry()
+    run_id = FIT_RUNS[link]
+    fit_runs = {r.id: r for r in registered_runs(Use.FIT, registry=reg)}
+    if run_id not in fit_runs:
+        raise ConfigurationError(
+            f"the {link} link is fitted on {run_id}, which the measurement registry lists as no fit run",
+            hint="list the run in a fit set of srift/data/measurements.yaml with its provenance",
+            field="rows",
+        )
+    run = fit_runs[run_id]
+    measured = run.busbw_gbps().tolist()
+    return calibrate(
+        run.sizes_bytes, measured, world_size=run.world_size, peak_gbps=peak_gbps, large_bytes=large_bytes
     )

@@ -117,12 +117,19 @@ def fit(
     out: Path = typer.Option(..., "--out", help="where to write the model (srift-spot-model/1 JSON)"),
     half: Half = typer.Option(Half.FIT, help="fit: even 2-day blocks (the shipped model); all: every tick"),
     commit: str = typer.Option("HEAD", help="the commit to read when PATH is a git repository"),
+    registered: bool = typer.Option(
+        False,
+        "--registered",
+        help="refuse traces other than the measurement registry's public set (the shipped model's refit)",
+    ),
 ) -> None:
     """Fit the interruption model to traces and write it with its provenance (no raw data in the file)."""
-    from srift.spot.shipped import dumps, fit_document
+    from srift.spot.shipped import dumps, fit_document, registered_traces
     from srift.spot.sources import commit_date, is_git_repository, read_traces
 
     traces = read_traces(path, commit=commit)
+    if registered:
+        traces = list(registered_traces(traces))
     commits = {t.source.commit for t in traces if t.source.commit}
     dated = {c: commit_date(path, c) for c in commits} if is_git_repository(path) else {}
     doc = fit_document(

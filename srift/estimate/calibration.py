@@ -1,8 +1,9 @@
 """The estimator's calibration: roofline efficiencies, per-model factors and measured error spreads.
 
 Shipped as `srift/estimate/data/calibration.json`, written by `python -m benchmarks.public_gpus
---write-calibration` from the public single-GPU throughput table (`srift.estimate.public`); a test checks
-that the shipped file is what the fit gives. Fields:
+--write-calibration` from the public single-GPU throughput table (`srift.estimate.public`), which it reads
+through the measurement registry (srift/data/measurements.yaml: sets `lambdal-single-gpu`, the fit's rows,
+and `eager-kernel-overhead`); a test checks that the shipped file is what the fit gives. Fields:
 
 - `efficiency`: fractions of peak FLOP/s and bandwidth and the HBM bandwidth factor
   (`srift.estimate.roofline.Efficiency`), fitted on every model and GPU of the table together;

@@ -2,7 +2,10 @@
 
 Data: `srift/estimate/data/lambdal_throughput.csv` (its header cites the source, commits and every
 assumption): samples/s of ResNet-50 and BERT-base training on 1–8 GPUs of 12 GPU models, fp32 (TF32 on
-Ampere and later) and fp16 (autocast), with the batch each was measured at.
+Ampere and later) and fp16 (autocast), with the batch each was measured at. It is read through the
+measurement registry (`srift.measurements`): the file's hash must be the registry's, every row must be
+listed there, and `calibrate` fits exactly the rows its `fit` sets list (the single-GPU rows, set
+`lambdal-single-gpu`), with the host time of one kernel its `eager-kernel-overhead` set gives.
 
 Calibration (`fit`): on single-GPU rows only, least squares on log throughput, predicted as batch /
 ((forward + backward + update roofline seconds) × factor): three efficiencies and the HBM bandwidth factor
@@ -25,7 +28,6 @@ import math
 import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from importlib import resources
 
 import numpy as np
 from scipy.optimize import least_squares  # type: ignore[import-untyped]
@@ -33,25 +35,33 @@ from scipy.optimize import least_squares  # type: ignore[import-untyped]
 from srift.catalog.accelerators import spec_named
 from srift.domain.accelerator import AcceleratorSpec
 from srift.domain.structure import ModelStructure, Precision
+from srift.errors import ConfigurationError
 from srift.estimate.calibration import GROUPS, Calibration, precision_group
 from srift.estimate.roofline import Efficiency
+from srift.measurements import Registry, Use, shipped_registry
 
 TABLE = "data/lambdal_throughput.csv"
+TABLE_COPY = "estimate/" + TABLE
+"""The table as the measurement registry names it (relative to the srift package)."""
+KERNEL_SET = "eager-kernel-overhead"
+"""The registry's set that gives the host time of one eager kernel (EAGER_KERNEL_S)."""
 TABLE_SOURCE = (
     "lambdal/deeplearning-benchmark pytorch-train-throughput-{fp32,fp16}.csv @0551cb70 and "
     "pytorch-train-bs-{fp32,fp16}.csv @08d77c41 (srift/estimate/data/lambdal_throughput.csv)"
 )
 EAGER_KERNEL_S = 7.21e-6
+"""The host time of one eager kernel: the floor of an estimated pass (kernels × it); the registry's
+`eager-kernel-overhead` set holds the measurement (a test checks the two agree)."""
 EAGER_KERNEL_SOURCE = (
     "benchmarks/eager_overhead.py, 2026-11-23 20:30 UTC on the development host (AMD EPYC, one thread, "
     "PyTorch 2.13 eager): median 7.21 µs of host time per kernel (docs/BENCHMARKS.md, 'eager kernel "
     "overhead'); a GPU host adds the CUDA launch, so it is a lower bound"
 )
-"""The host time of one eager kernel: the floor of an estimated pass (kernels × it)."""
 
 PRECISION_OF_LABEL = {"fp32": Precision.TF32, "fp16": Precision.FP16}
 """The table's fp32 rows ran with TF32 tensor cores on Ampere and later (see the CSV header); GPUs without
 TF32 run tf32 at their fp32 rate, so TF32 prices every fp32 row right."""
+LABEL_OF_PRECISION = {v: k for k, v in PRECISION_OF_LABEL.items()}
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +80,11 @@ class Row:
     interconnect_gbps: float
 
     @property
+    def id(self) -> str:
+        """The row's name in the measurement registry: system, model and the table's precision label."""
+        return f"{self.row}/{self.model}/{LABEL_OF_PRECISION[self.precision]}"
+
+    @property
     def per_gpu_batch(self) -> int:
         return self.global_batch // self.gpus
 
@@ -78,10 +93,11 @@ class Row:
         return spec_named(self.gpu)
 
 
-def read_table(text: str | None = None) -> list[Row]:
-    """The shipped table's rows (or those of `text` in the same CSV format)."""
+def read_table(text: str | None = None, *, registry: Registry | None = None) -> list[Row]:
+    """The shipped table's rows, read through the measurement registry (its hash checked), or those of
+    `text` in the same CSV format."""
     if text is None:
-        text = resources.files("srift.estimate").joinpath(TABLE).read_text()
+        text = (registry or shipped_registry()).read(TABLE_COPY)
     lines = [line for line in io.StringIO(text) if not line.startswith("#")]
     return [
         Row(
@@ -98,6 +114,16 @@ def read_table(text: str | None = None) -> list[Row]:
         )
         for r in csv.DictReader(lines)
     ]
+
+
+def registered_rows(use: Use, *, registry: Registry | None = None) -> list[Row]:
+    """The shipped table's rows that the registry's sets of `use` list (Use.FIT: what `calibrate` fits;
+    Use.CHECK: what only checks it). ConfigurationError when the file's hash is not the registry's, or its
+    rows are not exactly those the registry lists."""
+    reg = registry or shipped_registry()
+    rows = read_table(registry=reg)
+    wanted = reg.rows(TABLE_COPY, use, (r.id for r in rows))
+    return [r for r in rows if r.id in wanted]
 
 
 StructureOf = Callable[[str, Precision], ModelStructure]
@@ -242,10 +268,21 @@ def log_sigma(errors: Sequence[float]) -> float:
     return math.sqrt(statistics.fmean(math.log1p(e) ** 2 for e in errors)) if errors else 0.0
 
 
-def calibrate(
-    rows: Sequence[Row], structure_of: StructureOf, *, kernel_s: float, kernel_source: str
-) -> Calibration:
-    """The shipped calibration: the fit on every single-GPU row, spreads from the leave-one-out checks."""
+def calibrate(structure_of: StructureOf, *, registry: Registry | None = None) -> Calibration:
+    """The shipped calibration from what the measurement registry lists, and nothing else: the fit on its
+    `fit` rows of the table, with its measured host time per kernel; spreads from the leave-one-out checks
+    of the same rows."""
+    reg = registry or shipped_registry()
+    rows = registered_rows(Use.FIT, registry=reg)
+    multi = [r.id for r in rows if r.gpus != 1]
+    if multi:
+        raise ConfigurationError(
+            f"the registry lists multi-GPU rows as fit rows of the roofline: {', '.join(multi[:3])}",
+            hint="the roofline fits single-GPU rows; list multi-GPU rows in a check set",
+            field="rows",
+        )
+    kernel_s = reg.value(KERNEL_SET, f"{__name__}.EAGER_KERNEL_S")
+    kernel_source = EAGER_KERNEL_SOURCE
     fitted = fit(rows, structure_of, kernel_s=kernel_s)
     checks = leave_one_accelerator_out(rows, structure_of, kernel_s=kernel_s)
     spreads = {

@@ -4,8 +4,10 @@
 fitted Weibull laws of time to interruption and capacity gap, the fleet-size scaling, and the provenance of
 every number: the source repository (skypilot-org/spot-traces), its commit and date, every file's path and
 SHA-256, the split (alternating 2-day blocks, even ones fitted) and the command that wrote it
-(`srift traces fit`). The raw traces are not shipped; benchmarks/spot_traces.py refits them from a mirror
-and checks that the shipped laws are what the fit half gives.
+(`srift traces fit --registered`). The raw traces are not shipped; the measurement registry
+(srift/data/measurements.yaml, set `skypilot-spot-traces`) lists every file the fit read with its SHA-256,
+and `registered_traces` refuses a trace set that is not exactly those files (benchmarks/spot_traces.py and
+`srift traces fit --registered` read the traces through it; refitting them gives the shipped file).
 """
 
 from __future__ import annotations
@@ -17,10 +19,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from srift.errors import ConfigurationError
+from srift.measurements import Registry, shipped_registry
 from srift.spot.model import SPLIT_BLOCK_S, Half, TraceModel, fit_model, model_from_document
 from srift.spot.traces import SpotTrace
 
 SHIPPED_MODEL = Path(__file__).resolve().parent / "data" / "public-traces.json"
+REGISTRY_SET = "skypilot-spot-traces"
+"""The measurement registry's set of the public traces the shipped model is fitted on."""
 
 
 @functools.lru_cache(maxsize=1)
@@ -86,3 +92,34 @@ def dumps(doc: Mapping[str, Any]) -> str:
         re.sub(r"\[\s+((?:\[[^\[\]]*\],?\s*)+)\]", lambda m: "[" + re.sub(r"\s+", "", m.group(1)) + "]", text)
         + "\n"
     )
+
+
+def registered_traces(
+    traces: Sequence[SpotTrace], *, registry: Registry | None = None
+) -> tuple[SpotTrace, ...]:
+    """`traces`, once they are exactly the registry's set of public traces: each from its repository and
+    commit, with a path and SHA-256 the registry lists, and every listed file present (ConfigurationError
+    naming the first file that differs)."""
+    entry = (registry or shipped_registry()).get(REGISTRY_SET)
+    listed = {f.path: f.sha256 for f in entry.source.files}
+    hint = "fit on the registry's traces, or record the new traces in srift/data/measurements.yaml"
+    for t in traces:
+        where = t.source.describe()
+        if t.source.repository != entry.source.repository or t.source.commit != entry.source.commit:
+            origin = f"{entry.source.repository}@{entry.source.commit}"
+            raise ConfigurationError(f"{where}: not from {origin}", hint=hint, field="traces")
+        if t.source.path not in listed:
+            raise ConfigurationError(f"{where}: not in the measurement registry", hint=hint, field="traces")
+        if listed[t.source.path] != t.source.sha256:
+            raise ConfigurationError(
+                f"{where}: sha256 {t.source.sha256} is not the registry's {listed[t.source.path]}",
+                hint=hint,
+                field="traces",
+            )
+    missing = sorted(set(listed) - {t.source.path for t in traces})
+    if missing:
+        listed_missing = ", ".join(missing[:3])
+        raise ConfigurationError(
+            f"{len(missing)} registered trace(s) not read: {listed_missing}", hint=hint, field="traces"
+        )
+    return tuple(traces)

@@ -25,16 +25,19 @@ from srift.bandwidth.prior import (
     AlphaBetaPrior,
     LinkParams,
     PublicRun,
-    calibrate,
+    calibrate_link,
     flows_per_peer,
     node_rate,
     peak_busbw_gbps,
     predict_busbw_gbps,
     public_runs,
+    registered_runs,
 )
 from srift.domain import InstanceType, Interconnect
 from srift.domain.network import Library, NetworkSpec, Transport
-from srift.errors import InvalidInput
+from srift.errors import ConfigurationError, InvalidInput
+from srift.measurements import Use
+from srift.testing.measurements import move_row, registry_with
 
 P5 = InstanceType(
     provider="aws",
@@ -145,7 +148,7 @@ def test_calibration_on_the_fit_runs_predicts_what_the_shipped_constants_predict
     run = _run(FIT_RUNS[link])
     sizes = np.asarray(run.sizes_bytes, dtype=np.float64)
     measured = run.busbw_gbps()
-    fit = calibrate(run.sizes_bytes, measured, world_size=run.world_size, peak_gbps=peak_gbps)
+    fit = calibrate_link(link, peak_gbps=peak_gbps)
 
     def predicted(params: LinkParams) -> np.ndarray:
         scaled = peak_gbps * params.efficiency
@@ -260,3 +263,22 @@ def test_every_public_run_names_its_source() -> None:
     assert set(FIT_RUNS.values()) <= {r.id for r in runs}
     for r in runs:
         assert r.source["repository"] and r.source["commit"] and len(r.sizes_bytes) == len(r.times_s) > 0
+
+
+def test_the_public_runs_are_read_through_the_registry_by_use() -> None:
+    assert {r.id for r in registered_runs(Use.FIT)} == set(FIT_RUNS.values())
+    assert [r.id for r in registered_runs(Use.SPREAD)] == ["p5-2x8-efa"]
+    check = registered_runs(Use.CHECK)
+    assert check and all(r.id.startswith("tc-") for r in check)
+    assert len(public_runs()) == len(check) + len(FIT_RUNS) + 1
+
+
+def test_a_link_is_fitted_only_on_a_run_the_registry_lists_as_a_fit_run() -> None:
+    demoted = registry_with(
+        lambda d: move_row(d, "p4de-2x8-efa", source="p4de-2x8-efa", target="tc-cluster-setting")
+    )
+    with pytest.raises(ConfigurationError, match="lists as no fit run") as caught:
+        calibrate_link("efa", peak_gbps=750.0, registry=demoted)
+    assert caught.value.field == "rows" and "To fix:" in str(caught.value)
+    fitted = calibrate_link("nvswitch", peak_gbps=3600.0, registry=demoted)
+    assert fitted.mape_large < 0.1

@@ -38,10 +38,7 @@ def _instance(name: str, gpu_model: str, memory_gib: float) -> InstanceType:
 
 
 def test_the_shipped_calibration_is_what_the_public_table_fits() -> None:
-    rows = public.read_table()
-    fitted = public.calibrate(
-        rows, structure_of, kernel_s=public.EAGER_KERNEL_S, kernel_source=public.EAGER_KERNEL_SOURCE
-    )
+    fitted = public.calibrate(structure_of)
     assert fitted.to_dict() == shipped_calibration().to_dict()
 
 

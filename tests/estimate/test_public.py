@@ -1,0 +1,68 @@
+"""The public table's calibration reads exactly the measurement registry's entries: its fit rows, its
+measured kernel time, from the file whose hash the registry pins."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import pytest
+
+from srift.errors import ConfigurationError
+from srift.estimate import public
+from srift.measurements import Use
+from srift.refmodels.build import load_structure
+from srift.testing.measurements import move_row, registry_with
+
+structure_of = functools.lru_cache(maxsize=None)(load_structure)
+
+ONE_ROW = "RTX 3090/resnet50/fp32"
+
+
+def test_the_fit_rows_are_the_single_gpu_rows_and_the_rest_only_check() -> None:
+    table = public.read_table()
+    fit = public.registered_rows(Use.FIT)
+    check = public.registered_rows(Use.CHECK)
+    assert len(fit) == 64 and all(r.gpus == 1 for r in fit)
+    assert check and all(r.gpus > 1 for r in check)
+    assert sorted(r.id for r in fit + check) == sorted(r.id for r in table)
+    assert ONE_ROW in {r.id for r in fit}
+
+
+def test_a_fit_row_moved_out_of_the_registry_changes_the_calibration() -> None:
+    shipped = public.calibrate(structure_of).to_dict()
+    fewer = registry_with(
+        lambda d: move_row(d, ONE_ROW, source="lambdal-single-gpu", target="lambdal-multi-gpu")
+    )
+    assert ONE_ROW not in {r.id for r in public.registered_rows(Use.FIT, registry=fewer)}
+    refit = public.calibrate(structure_of, registry=fewer).to_dict()
+    assert refit["fitted_on"].startswith("63 single-GPU rows")
+    assert (refit["efficiency"], refit["factors"]) != (shipped["efficiency"], shipped["factors"])
+
+
+def test_the_kernel_time_comes_from_the_registry() -> None:
+    def slower(document: dict[str, Any]) -> None:
+        for constant in document["sets"][public.KERNEL_SET]["constants"]:
+            constant["value"] = 2 * constant["value"]
+
+    registry = registry_with(slower)
+    assert public.calibrate(structure_of, registry=registry).efficiency.kernel_s == 2 * public.EAGER_KERNEL_S
+
+
+def test_a_multi_gpu_row_listed_as_fit_is_refused() -> None:
+    multi = next(r.id for r in public.registered_rows(Use.CHECK))
+    registry = registry_with(
+        lambda d: move_row(d, multi, source="lambdal-multi-gpu", target="lambdal-single-gpu")
+    )
+    with pytest.raises(ConfigurationError, match="multi-GPU rows") as caught:
+        public.calibrate(structure_of, registry=registry)
+    assert caught.value.field == "rows" and "To fix:" in str(caught.value)
+
+
+def test_a_row_the_registry_does_not_list_is_refused() -> None:
+    def forget(document: dict[str, Any]) -> None:
+        rows = document["sets"]["lambdal-single-gpu"]["rows"]
+        document["sets"]["lambdal-single-gpu"]["rows"] = [r for r in rows if r != ONE_ROW]
+
+    with pytest.raises(ConfigurationError, match=f"not in the registry: {ONE_ROW}"):
+        public.registered_rows(Use.FIT, registry=registry_with(forget))
