@@ -47,9 +47,9 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from srift.bandwidth.collectives import collective_busbw, collective_time_s
+from srift.bandwidth.collectives import collective_time_s
 from srift.domain import Breakdown, BusBandwidthModel, FleetMember, InstanceType, ModelProfile
-from srift.domain.bandwidth import Collective
+from srift.domain.bandwidth import BusbwQuery, Collective
 from srift.domain.sharding import (
     REDUCE_BYTES,
     Segment,
@@ -361,13 +361,8 @@ class Ring:
         slowest: dict[int, float] = {}
         sources: list[str] = []
         for instance in self.types:
-            est = collective_busbw(
-                bandwidth,
-                collective=collective,
-                instance=instance,
-                world_size=self.ranks,
-                nodes=self.nodes,
-                buffer_bytes=distinct,
+            est = BusbwQuery(instance, self.ranks, self.nodes, tuple(distinct)).ask_collective(
+                bandwidth, collective
             )
             sources.append(est.source)
             for size, value in zip(distinct, est.busbw_gbps, strict=True):
