@@ -260,15 +260,21 @@ def _pass(
         if unit not in into:
             into[unit] = shard.run(event, unit, issued_s=issued_s, seconds=comm[unit].all_gather_s)
 
+    def prefetch(
+        order: Sequence[Segment], k: int, into: dict[int, float], event: str, issued_s: float
+    ) -> None:
+        """All-gather the first unit after position `k` of `order` that `into` lacks (FSDP2's prefetch)."""
+        ahead = _next_new(order, k, into)
+        if ahead is not None:
+            gather(into, event, ahead, issued_s)
+
     gather(gathered, "ag", 0, 0.0)
     end = [0.0] * m_count
     for k, seg in enumerate(forward):
         issued = max(end)
         gather(gathered, "ag", seg.unit, issued)
         start = [max(end[m], gathered[seg.unit]) for m in range(m_count)]
-        ahead = _next_new(forward, k, gathered)
-        if ahead is not None:
-            gather(gathered, "ag", ahead, max(start))
+        prefetch(forward, k, gathered, "ag", max(start))
         if log is not None:
             log.append((max(start), "fw_start", seg.unit))
         end = [
@@ -289,9 +295,7 @@ def _pass(
         ready = regather.get(seg.unit, 0.0)
         start = [max(end[m], ready) for m in range(m_count)]
         if reshard_after_forward:
-            ahead = _next_new(segments, k, regather)
-            if ahead is not None:
-                gather(regather, "ag_bw", ahead, max(start))
+            prefetch(segments, k, regather, "ag_bw", max(start))
         if log is not None:
             log.append((max(start), "bw_start", seg.unit))
         extra = [
