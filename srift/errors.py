@@ -103,3 +103,11 @@ def require_number(value: float, *, field: str, hint: str, positive: bool = Fals
         return value
     kind = "a positive number" if positive else "a number ≥ 0"
     raise InvalidInput(f"{what} {value} is not {kind}".lstrip(), hint=hint, field=field)
+
+
+def require_within(value: int, low: int, high: int, *, field: str, hint: str, what: str = "") -> int:
+    """`value` when `low` ≤ `value` ≤ `high`, else InvalidInput naming `field`: "`what` `value` is outside
+    `low`..`high`"."""
+    if low <= value <= high:
+        return value
+    raise InvalidInput(f"{what} {value} is outside {low}..{high}".lstrip(), hint=hint, field=field)

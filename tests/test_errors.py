@@ -1,5 +1,6 @@
 """The error hierarchy's helpers: a choice that is not one of an enum's values names the field and every
-choice; a number that must be finite and ≥ 0 (or > 0) names the field and the bound."""
+choice; a number that must be finite and ≥ 0 (or > 0), or a count that must lie in a range, names the field
+and the bound."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import math
 import pytest
 
 from srift.domain.catalog import MarketChoice
-from srift.errors import InvalidInput, parse_choice, require_number
+from srift.errors import InvalidInput, parse_choice, require_number, require_within
 
 
 def test_a_known_choice_is_its_member() -> None:
@@ -43,6 +44,19 @@ def test_a_number_within_its_bound_passes_and_one_outside_names_the_field_and_th
         assert str(err).endswith("To fix: give latency_ms ≥ 0.")
     with pytest.raises(InvalidInput, match=r"^egress: -0.5 is not a number ≥ 0\."):
         require_number(-0.5, field="egress", hint="egress costs are ≥ 0")
+
+
+def test_a_count_within_its_range_passes_and_one_outside_names_the_field_and_the_range() -> None:
+    assert require_within(1, 1, 8, field="ps_servers", hint="use 1 to a few servers") == 1
+    assert require_within(8, 1, 8, field="ps_servers", hint="use 1 to a few servers") == 8
+    for value in (0, 9):
+        with pytest.raises(InvalidInput) as caught:
+            require_within(
+                value, 1, 8, field="ps_servers", hint="use 1 to a few servers", what="parameter servers"
+            )
+        err = caught.value
+        assert err.field == "ps_servers" and err.detail == f"parameter servers {value} is outside 1..8"
+        assert err.hint == "use 1 to a few servers"
 
 
 def test_a_hint_that_asks_a_question_ends_with_it() -> None:

@@ -42,7 +42,7 @@ from enum import StrEnum
 
 import numpy as np
 
-from srift.errors import InvalidInput, require_number
+from srift.errors import InvalidInput, require_number, require_within
 from srift.spot.model import FleetLaw, TraceModel
 
 DEFAULT_RESTART_S = 150.0
@@ -81,12 +81,9 @@ class SpotPolicy:
             field="restart_s",
             hint="seconds from an interruption until training runs again (Srift used 150)",
         )
-        if not 1 <= self.samples <= MAX_SAMPLES:
-            raise InvalidInput(
-                f"{self.samples} is outside 1..{MAX_SAMPLES}",
-                hint="a few thousand samples are plenty",
-                field="spot_samples",
-            )
+        require_within(
+            self.samples, 1, MAX_SAMPLES, field="spot_samples", hint="a few thousand samples are plenty"
+        )
 
 
 @dataclass(frozen=True, slots=True)
