@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from enum import StrEnum
 from typing import TypeVar
 
@@ -94,3 +95,20 @@ def parse_choice(kind: type[Choice], value: str, *, what: str, field: str) -> Ch
         names = [member.value for member in kind]
         listed = f"{', '.join(names[:-1])} or {names[-1]}" if len(names) > 1 else names[0]
         raise InvalidInput(f"unknown {what} {value!r}", hint=f"use {listed}", field=field) from None
+
+
+def require_number(value: float, *, field: str, hint: str, positive: bool = False, what: str = "") -> float:
+    """`value` when it is a finite number ≥ 0 (> 0 when `positive`), else InvalidInput naming `field`:
+    "`what` `value` is not a number ≥ 0" (or "... is not a positive number")."""
+    if math.isfinite(value) and (value > 0 if positive else value >= 0):
+        return value
+    kind = "a positive number" if positive else "a number ≥ 0"
+    raise InvalidInput(f"{what} {value} is not {kind}".lstrip(), hint=hint, field=field)
+
+
+def require_within(value: int, low: int, high: int, *, field: str, hint: str, what: str = "") -> int:
+    """`value` when `low` ≤ `value` ≤ `high`, else InvalidInput naming `field`: "`what` `value` is outside
+    `low`..`high`"."""
+    if low <= value <= high:
+        return value
+    raise InvalidInput(f"{what} {value} is outside {low}..{high}".lstrip(), hint=hint, field=field)

@@ -1,12 +1,15 @@
 """The error hierarchy's helpers: a choice that is not one of an enum's values names the field and every
-choice."""
+choice; a number that must be finite and ≥ 0 (or > 0), or a count that must lie in a range, names the field
+and the bound."""
 
 from __future__ import annotations
+
+import math
 
 import pytest
 
 from srift.domain.catalog import MarketChoice
-from srift.errors import InvalidInput, parse_choice
+from srift.errors import InvalidInput, parse_choice, require_number, require_within
 
 
 def test_a_known_choice_is_its_member() -> None:
@@ -20,6 +23,40 @@ def test_an_unknown_choice_names_the_field_and_lists_the_choices() -> None:
     assert err.field == "market" and err.detail == "unknown market 'reserved'"
     assert err.hint == "use spot, on_demand or any"
     assert str(err).endswith("To fix: use spot, on_demand or any.")
+
+
+def test_a_number_within_its_bound_passes_and_one_outside_names_the_field_and_the_bound() -> None:
+    assert require_number(0.0, field="restart_s", hint="give seconds ≥ 0") == 0.0
+    assert require_number(2.5, field="latency_ms", hint="give latency_ms > 0", positive=True) == 2.5
+    outside = [
+        (-1.0, False, "a number ≥ 0"),
+        (math.nan, False, "a number ≥ 0"),
+        (0.0, True, "a positive number"),
+        (math.inf, True, "a positive number"),
+    ]
+    for value, positive, kind in outside:
+        with pytest.raises(InvalidInput) as caught:
+            require_number(
+                value, field="latency_ms", hint="give latency_ms ≥ 0", positive=positive, what="latency"
+            )
+        err = caught.value
+        assert err.field == "latency_ms" and err.detail == f"latency {value} is not {kind}", err.detail
+        assert str(err).endswith("To fix: give latency_ms ≥ 0.")
+    with pytest.raises(InvalidInput, match=r"^egress: -0.5 is not a number ≥ 0\."):
+        require_number(-0.5, field="egress", hint="egress costs are ≥ 0")
+
+
+def test_a_count_within_its_range_passes_and_one_outside_names_the_field_and_the_range() -> None:
+    assert require_within(1, 1, 8, field="ps_servers", hint="use 1 to a few servers") == 1
+    assert require_within(8, 1, 8, field="ps_servers", hint="use 1 to a few servers") == 8
+    for value in (0, 9):
+        with pytest.raises(InvalidInput) as caught:
+            require_within(
+                value, 1, 8, field="ps_servers", hint="use 1 to a few servers", what="parameter servers"
+            )
+        err = caught.value
+        assert err.field == "ps_servers" and err.detail == f"parameter servers {value} is outside 1..8"
+        assert err.hint == "use 1 to a few servers"
 
 
 def test_a_hint_that_asks_a_question_ends_with_it() -> None:

@@ -17,9 +17,9 @@ import numpy as np
 
 from srift.bandwidth.records import ProbeRecord
 from srift.domain import BandwidthEstimate, BusBandwidthModel
-from srift.domain.bandwidth import STAND_IN, BusbwQuery, Collective, WrappedBandwidth, collective_busbw
+from srift.domain.bandwidth import STAND_IN, BusbwQuery, Collective, WrappedBandwidth
 
-__all__ = ["STAND_IN", "MeasuredCollectives", "collective_busbw", "collective_time_s"]
+__all__ = ["STAND_IN", "MeasuredCollectives", "collective_time_s"]
 
 
 def collective_time_s(
@@ -51,7 +51,7 @@ class MeasuredCollectives(WrappedBandwidth):
     nearest (held beyond the ends), with the samples' spread as its error (`residual_cvs`): collectives
     are library code (gloo's all-gather and reduce-scatter are not NCCL's ring, and their bus bandwidth
     need not reach allreduce's), so what was measured stands where it exists. Elsewhere, and for
-    allreduce, the wrapped model answers (`collective_busbw`).
+    allreduce, the wrapped model answers (`BusbwQuery.ask_collective`).
     """
 
     def __init__(self, model: BusBandwidthModel, records: Sequence[ProbeRecord]) -> None:

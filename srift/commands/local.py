@@ -3,9 +3,14 @@ latest schema, with the shipped data the command reads loaded."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 from srift.settings import Settings, get_settings
+
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
 
 
 def migrated_url() -> str:
@@ -41,3 +46,19 @@ def _ready(settings: Settings, load: Callable[[Settings], object]) -> str:
     migrate.upgrade(url)
     load(settings)
     return url
+
+
+@contextmanager
+def served_session(*, tell_progress: bool = True) -> Iterator[tuple[Session, Settings]]:
+    """One transaction on the configured database made ready as `srift serve` makes it (srift.bootstrap:
+    migrated, shipped data loaded; its steps told on stderr unless not `tell_progress`), with the settings:
+    how `srift plan` and `srift predict` answer here, without a server."""
+    import typer
+
+    from srift.bootstrap import bootstrap
+    from srift.db.session import transaction
+
+    settings = get_settings()
+    bootstrap(settings, progress=(lambda line: typer.echo(line, err=True)) if tell_progress else None)
+    with transaction(settings.resolved_database_url) as session:
+        yield session, settings

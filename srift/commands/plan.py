@@ -13,6 +13,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from srift.commands.ddp_options import BucketCapMb, PerLayer, apply_ddp_options
+from srift.commands.local import served_session
 from srift.commands.options import ExampleFlag, ServerUrl
 from srift.commands.remote import answer_request, call_api, env_token, put_given, request_body
 from srift.commands.tables import add_columns
@@ -107,15 +108,10 @@ def example_for(model: str) -> str:
 
 def _local(body: dict[str, Any]) -> Any:
     from srift.api.schemas.plans import PlanOut, parse_plan_request
-    from srift.bootstrap import bootstrap
-    from srift.db.session import transaction
     from srift.services.plans import create_plan
-    from srift.settings import get_settings
 
     request = parse_plan_request(body)
-    settings = get_settings()
-    bootstrap(settings, progress=lambda line: typer.echo(line, err=True))
-    with transaction(settings.resolved_database_url) as session:
+    with served_session() as (session, settings):
         plan = create_plan(
             session=session,
             settings=settings,
@@ -127,14 +123,9 @@ def _local(body: dict[str, Any]) -> Any:
 
 def _stored(plan_id: int) -> dict[str, Any]:
     from srift.api.schemas.plans import PlanOut
-    from srift.bootstrap import bootstrap
-    from srift.db.session import transaction
     from srift.services.plans import get_plan
-    from srift.settings import get_settings
 
-    settings = get_settings()
-    bootstrap(settings)
-    with transaction(settings.resolved_database_url) as session:
+    with served_session(tell_progress=False) as (session, _):
         plan = get_plan(session=session, plan_id=plan_id)
     return PlanOut.model_validate(plan.document()).model_dump(mode="json")
 
@@ -429,17 +420,23 @@ def _pareto_table(front: list[dict[str, Any]], *, total: int) -> Table:
     return table
 
 
-def _plan_network_lines(network: dict[str, Any] | None, *, verbose: bool) -> None:
-    """The network the plan assumed: each type's rate (with its reason, `verbose`) and the advice."""
-    if not network:
-        return
-    console.print(f"network: {network['label']}", highlight=False)
+def network_rate_lines(network: dict[str, Any], *, verbose: bool) -> None:
+    """The network an answer assumed (plan or prediction): its label and each type's rate, with its band's
+    fast end and, `verbose`, what limits it."""
+    console.print(f"network: {escape(network['label'])}", highlight=False)
     for r in network["rates"]:
         rate = "learned model" if r["gbps"] is None else f"{r['gbps']:.3g} Gbit/s"
         if r.get("high_gbps"):
             rate += f", band's fast end {r['high_gbps']:.3g} Gbit/s"
-        limit = f" ({r['limit']})" if verbose else ""
-        console.print(f"  {r['instance_type']}: {rate}{limit}", highlight=False)
+        why = f" ({escape(r['limit'])})" if verbose else ""
+        console.print(f"  {r['instance_type']}: {rate}{why}", highlight=False)
+
+
+def _plan_network_lines(network: dict[str, Any] | None, *, verbose: bool) -> None:
+    """The network the plan assumed: each type's rate (with its reason, `verbose`) and the advice."""
+    if not network:
+        return
+    network_rate_lines(network, verbose=verbose)
     if network.get("recommendation"):
         console.print(f"[yellow]advice:[/] {network['recommendation']}", highlight=False)
 

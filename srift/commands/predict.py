@@ -13,8 +13,9 @@ from rich.markup import escape
 from rich.table import Table
 
 from srift.commands.ddp_options import BucketCapMb, PerLayer, apply_ddp_options
+from srift.commands.local import served_session
 from srift.commands.options import ExampleFlag, ServerUrl
-from srift.commands.plan import render_sources
+from srift.commands.plan import network_rate_lines, render_sources
 from srift.commands.remote import answer_request, load_request_file, put_given, request_body
 from srift.commands.tables import add_columns
 
@@ -50,15 +51,10 @@ seed: 0
 
 def _local(body: dict[str, Any]) -> Any:
     from srift.api.schemas.predictions import PredictionOut, PredictionSweepOut, parse_prediction_request
-    from srift.bootstrap import bootstrap
-    from srift.db.session import transaction
     from srift.services.predictions import answer
-    from srift.settings import get_settings
 
     request = parse_prediction_request(body)
-    settings = get_settings()
-    bootstrap(settings, progress=lambda line: typer.echo(line, err=True))
-    with transaction(settings.resolved_database_url) as session:
+    with served_session() as (session, settings):
         result = answer(session=session, settings=settings, query=request.to_domain())
     schema = PredictionSweepOut if "predictions" in result else PredictionOut
     return schema.model_validate(result).model_dump(mode="json")
@@ -103,13 +99,7 @@ def _network_lines(network: dict[str, Any] | None, *, verbose: bool = False) -> 
     the commands it recommends."""
     if not network:
         return
-    console.print(f"network: {escape(network['label'])}", highlight=False)
-    for r in network["rates"]:
-        rate = "learned model" if r["gbps"] is None else f"{r['gbps']:.3g} Gbit/s"
-        if r.get("high_gbps"):
-            rate += f", band's fast end {r['high_gbps']:.3g} Gbit/s"
-        why = f" ({escape(r['limit'])})" if verbose else ""
-        console.print(f"  {r['instance_type']}: {rate}{why}", highlight=False)
+    network_rate_lines(network, verbose=verbose)
     advice = network.get("recommendation")
     if advice and verbose:
         console.print(f"[yellow]advice:[/] {escape(advice)}", highlight=False)

@@ -63,7 +63,7 @@ class BusBandwidthModel(Protocol):
     """Anything that predicts allreduce bus bandwidth across `world_size` ranks of one instance type.
 
     A model may also answer other collectives with `predict_collective` (the keywords of `predict` less
-    `async_count`, plus `collective`); `collective_busbw` asks it when it does."""
+    `async_count`, plus `collective`); `BusbwQuery.ask_collective` asks it when it does."""
 
     def predict(
         self,
@@ -124,20 +124,6 @@ class BusbwQuery:
             )
             return found
         return standing_in(self.ask(model), collective)
-
-
-def collective_busbw(
-    model: BusBandwidthModel,
-    *,
-    collective: Collective,
-    instance: InstanceType,
-    world_size: int,
-    nodes: int,
-    buffer_bytes: Sequence[int],
-) -> BandwidthEstimate:
-    """Bus bandwidth (Gbit/s) per size of `collective` over `world_size` ranks on `nodes` VMs."""
-    query = BusbwQuery(instance, world_size, nodes, tuple(buffer_bytes))
-    return query.ask_collective(model, collective)
 
 
 class AnswersBusbw(ABC):

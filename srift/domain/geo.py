@@ -9,11 +9,10 @@ to the internet or another cloud).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from srift.errors import InvalidInput
+from srift.errors import InvalidInput, require_number
 
 
 class Continent(StrEnum):
@@ -92,18 +91,16 @@ class Link:
     source: str
 
     def __post_init__(self) -> None:
-        if not (math.isfinite(self.bandwidth_gbps) and self.bandwidth_gbps > 0):
-            raise InvalidInput(
-                f"link bandwidth {self.bandwidth_gbps} is not a positive number",
-                hint="give bandwidth_gbps > 0",
-                field="bandwidth_gbps",
-            )
-        if not (math.isfinite(self.latency_ms) and self.latency_ms >= 0):
-            raise InvalidInput(
-                f"link latency {self.latency_ms} is not a number ≥ 0",
-                hint="give latency_ms ≥ 0 (one way)",
-                field="latency_ms",
-            )
+        require_number(
+            self.bandwidth_gbps,
+            field="bandwidth_gbps",
+            hint="give bandwidth_gbps > 0",
+            positive=True,
+            what="link bandwidth",
+        )
+        require_number(
+            self.latency_ms, field="latency_ms", hint="give latency_ms ≥ 0 (one way)", what="link latency"
+        )
 
     @property
     def latency_s(self) -> float:

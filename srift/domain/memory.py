@@ -22,7 +22,7 @@ from typing import Any, Protocol
 
 from srift.domain.profile import ModelProfile
 from srift.domain.structure import Affine
-from srift.errors import InvalidInput
+from srift.errors import InvalidInput, parse_choice
 
 GIB = 2**30
 MIB = 2**20
@@ -273,15 +273,9 @@ def training_memory(
 
 
 def parse_optimizer(value: Any, *, field: str = "optimizer") -> Optimizer:
-    """An Optimizer from its name; InvalidInput listing the choices otherwise."""
-    try:
-        return Optimizer(str(value).strip().lower())
-    except ValueError:
-        raise InvalidInput(
-            f"{value!r} is not an optimizer",
-            hint=f"use one of {', '.join(o.value for o in Optimizer)}",
-            field=field,
-        ) from None
+    """An Optimizer from its name (any case, spaces around ignored); InvalidInput listing the choices
+    otherwise."""
+    return parse_choice(Optimizer, str(value).strip().lower(), what="optimizer", field=field)
 
 
 def profile_memory(

@@ -9,7 +9,7 @@ from typing import Any
 
 from srift.domain.spread import drift_spreads, interpolated, pass_spreads, sample_spreads
 from srift.domain.structure import ModelStructure, Precision, parse_precision
-from srift.errors import InvalidInput
+from srift.errors import InvalidInput, require_number
 from srift.limits import LAYERS_PER_PROFILE
 
 PROFILE_SCHEMA_VERSION = 1
@@ -75,12 +75,9 @@ def validate_curve(batches: tuple[int, ...], times_s: tuple[float, ...], *, fiel
                 field=f"{field_name}.batches[{i}]",
             )
     for i, t in enumerate(times_s):
-        if not math.isfinite(t) or t <= 0:
-            raise InvalidInput(
-                f"time {t} is not a positive number",
-                hint="times are seconds > 0",
-                field=f"{field_name}.times_s[{i}]",
-            )
+        require_number(
+            t, field=f"{field_name}.times_s[{i}]", hint="times are seconds > 0", positive=True, what="time"
+        )
 
 
 @dataclass(frozen=True, slots=True)

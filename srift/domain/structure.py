@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from srift.errors import InvalidInput
+from srift.errors import InvalidInput, parse_choice
 from srift.limits import LAYERS_PER_PROFILE
 
 
@@ -41,15 +41,9 @@ class Precision(StrEnum):
 
 
 def parse_precision(value: Any, *, field: str = "precision") -> Precision:
-    """A Precision from its name; InvalidInput listing the choices otherwise."""
-    try:
-        return Precision(str(value).strip().lower())
-    except ValueError:
-        raise InvalidInput(
-            f"{value!r} is not a precision",
-            hint=f"use one of {', '.join(p.value for p in Precision)}",
-            field=field,
-        ) from None
+    """A Precision from its name (any case, spaces around ignored); InvalidInput listing the choices
+    otherwise."""
+    return parse_choice(Precision, str(value).strip().lower(), what="precision", field=field)
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
 from srift.domain import Constraints, DiminishingReturns, Objective, Plan, Prediction, SearchMode
@@ -399,22 +400,23 @@ def _relaxed(
     problem: Problem,
     evals: Evaluations,
     options: SolveOptions,
-    *,
     objective: Objective,
+    *,
     time_limit_s: float | None,
     budget_usd: float | None,
     budget_s: float,
-) -> tuple[float | None, bool]:
+) -> float | None:
+    """The best `objective` value (at the request's confidence) with the limits relaxed to `time_limit_s`
+    and `budget_usd`, searched for `budget_s`; None when the search found no configuration."""
     c = problem.constraints
     relaxed = replace(c, objective=objective, time_limit_s=time_limit_s, budget_usd=budget_usd)
     res, _ = _search(problem, evals, relaxed, options, start=time.perf_counter(), budget_s=max(budget_s, 0.0))
     best = res.incumbent.best
     if best is None:
-        return None, res.complete
+        return None
     pred = evals.banded(best.groups).prediction if c.confidence > 0.5 else best.prediction
     q = c.confidence
-    value = pred.cost_quantile_usd(q) if objective is Objective.MIN_COST else pred.total_time_quantile_s(q)
-    return value, res.complete
+    return pred.cost_quantile_usd(q) if objective is Objective.MIN_COST else pred.total_time_quantile_s(q)
 
 
 def _infeasible(
@@ -455,38 +457,19 @@ def _infeasible_limits(
     relax: dict[str, float | None] = {}
     n = c.iterations
     at = f" (at {100 * c.confidence:g} % confidence)" if c.confidence > 0.5 else ""
+    relaxed = partial(_relaxed, problem, evals, options)
     if c.time_limit_s is not None:
-        least_cost, _ = _relaxed(
-            problem,
-            evals,
-            options,
-            objective=Objective.MIN_COST,
-            time_limit_s=c.time_limit_s,
-            budget_usd=None,
-            budget_s=left / 2,
+        least_cost = relaxed(
+            Objective.MIN_COST, time_limit_s=c.time_limit_s, budget_usd=None, budget_s=left / 2
         )
         relax["least_budget_for_deadline_usd"] = least_cost
         if c.budget_usd is not None:
-            fastest_in_budget, _ = _relaxed(
-                problem,
-                evals,
-                options,
-                objective=Objective.MIN_TIME,
-                time_limit_s=None,
-                budget_usd=c.budget_usd,
-                budget_s=left / 2,
+            fastest_in_budget = relaxed(
+                Objective.MIN_TIME, time_limit_s=None, budget_usd=c.budget_usd, budget_s=left / 2
             )
             relax["fastest_time_within_budget_s"] = fastest_in_budget
         if least_cost is None:
-            fastest, _ = _relaxed(
-                problem,
-                evals,
-                options,
-                objective=Objective.MIN_TIME,
-                time_limit_s=None,
-                budget_usd=None,
-                budget_s=left / 4,
-            )
+            fastest = relaxed(Objective.MIN_TIME, time_limit_s=None, budget_usd=None, budget_s=left / 4)
             relax["fastest_time_s"] = fastest
             gap = (
                 ""
@@ -529,15 +512,7 @@ def _infeasible_limits(
             relaxations=relax,
         )
     assert c.budget_usd is not None
-    cheapest, _ = _relaxed(
-        problem,
-        evals,
-        options,
-        objective=Objective.MIN_COST,
-        time_limit_s=None,
-        budget_usd=None,
-        budget_s=left,
-    )
+    cheapest = relaxed(Objective.MIN_COST, time_limit_s=None, budget_usd=None, budget_s=left)
     relax["cheapest_cost_usd"] = cheapest
     gap = (
         ""

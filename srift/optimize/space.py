@@ -40,7 +40,7 @@ from srift.domain.geo import Location
 from srift.domain.planning import BatchPolicy as BatchPolicy
 from srift.domain.planning import Choice
 from srift.errors import InvalidInput, NotFound
-from srift.optimize.spot import SpotOffer, SpotPolicy
+from srift.optimize.spot import RunRates, SpotOffer, SpotPolicy, fleet_rates
 
 Group = tuple[int, int, int]
 """(candidate index, count, per-VM batch)."""
@@ -186,12 +186,28 @@ class Problem:
             total += offer.interruptions_per_s(n) if offer is not None else n * c.interruptions_per_s
         return total
 
+    def run_rates(
+        self, groups: Groups, *, iteration_s: float, usd_per_s: float, egress_usd_per_iteration: float
+    ) -> RunRates:
+        """A run of `groups` as srift.optimize.spot.fleet_rates sees it: each group's count, band rate and
+        trace laws (the laws only where interruptions are priced in, as in `interruptions_per_s`)."""
+        members = []
+        for i, n, _ in groups:
+            c = self.candidates[i]
+            members.append((n, c.interruptions_per_s, c.spot_offer if c.interruptions_per_s > 0 else None))
+        return fleet_rates(
+            iteration_s=iteration_s,
+            usd_per_s=usd_per_s,
+            egress_usd_per_iteration=egress_usd_per_iteration,
+            members=members,
+        )
+
     def priced_in(self, groups: Groups, prediction: Prediction) -> Prediction:
         """`prediction` with spot interruptions priced in (expected time and cost; srift.optimize.spot)."""
         lam = self.interruptions_per_s(groups)
         if self.spot is None or lam <= 0:
             return prediction
-        from srift.optimize.spot import expected_run, fleet_rates
+        from srift.optimize.spot import expected_run
 
         iterations = self.constraints.iterations
         egress_each = prediction.egress_usd / iterations
@@ -200,14 +216,11 @@ class Problem:
             if prediction.total_time_s > 0
             else 0.0
         )
-        rates = fleet_rates(
+        rates = self.run_rates(
+            groups,
             iteration_s=prediction.iteration_s,
             usd_per_s=usd_per_s,
             egress_usd_per_iteration=egress_each,
-            members=[
-                (n, self.candidates[i].interruptions_per_s, self.candidates[i].spot_offer)
-                for i, n, _ in groups
-            ],
         )
         expected = expected_run(rates, iterations=iterations, policy=self.spot)
         return replace(

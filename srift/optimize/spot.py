@@ -42,7 +42,7 @@ from enum import StrEnum
 
 import numpy as np
 
-from srift.errors import InvalidInput
+from srift.errors import InvalidInput, require_number, require_within
 from srift.spot.model import FleetLaw, TraceModel
 
 DEFAULT_RESTART_S = 150.0
@@ -71,24 +71,19 @@ class SpotPolicy:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        if not (math.isfinite(self.checkpoint_interval_s) and self.checkpoint_interval_s >= 0):
-            raise InvalidInput(
-                f"{self.checkpoint_interval_s} is not a number ≥ 0",
-                hint="seconds of progress between checkpoints (0: every iteration)",
-                field="checkpoint_interval_s",
-            )
-        if not (math.isfinite(self.restart_s) and self.restart_s >= 0):
-            raise InvalidInput(
-                f"{self.restart_s} is not a number ≥ 0",
-                hint="seconds from an interruption until training runs again (Srift used 150)",
-                field="restart_s",
-            )
-        if not 1 <= self.samples <= MAX_SAMPLES:
-            raise InvalidInput(
-                f"{self.samples} is outside 1..{MAX_SAMPLES}",
-                hint="a few thousand samples are plenty",
-                field="spot_samples",
-            )
+        require_number(
+            self.checkpoint_interval_s,
+            field="checkpoint_interval_s",
+            hint="seconds of progress between checkpoints (0: every iteration)",
+        )
+        require_number(
+            self.restart_s,
+            field="restart_s",
+            hint="seconds from an interruption until training runs again (Srift used 150)",
+        )
+        require_within(
+            self.samples, 1, MAX_SAMPLES, field="spot_samples", hint="a few thousand samples are plenty"
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -177,8 +177,6 @@ class StrategyEvaluator:
     def _simulate(
         self, fleet: Sequence[FleetMember], setup: Setup, ddp: IterationEstimate | None
     ) -> tuple[IterationEstimate, IterationEstimate | None]:
-        from srift.sim.sharded import simulate_sharded
-
         base = self.base
         if setup.strategy is Strategy.DDP:
             run = with_recompute(fleet) if setup.checkpointing else fleet
@@ -187,15 +185,25 @@ class StrategyEvaluator:
                 estimate = replace(estimate, sources=(*estimate.sources, f"strategy:{setup.label()}"))
             return estimate, (ddp if setup.checkpointing else estimate)
         run = with_recompute(fleet) if setup.checkpointing and setup.strategy is Strategy.ZERO1 else fleet
-        estimate = simulate_sharded(
-            run,
+        return self._sharded(run, setup), ddp
+
+    def _sharded(
+        self, fleet: Sequence[FleetMember], setup: Setup, *, band_iterations: int | None = None
+    ) -> IterationEstimate:
+        """`fleet` under the sharded `setup`, simulated with the served model's bandwidth, seed and straggler
+        draws; with its band over `band_iterations` iterations when given."""
+        from srift.sim.sharded import simulate_sharded
+
+        base = self.base
+        return simulate_sharded(
+            fleet,
             bandwidth=base.bandwidth,
             setup=setup,
             seed=base.seed,
             straggler_iters=base.straggler_iters,
-            band=False,
+            iterations=band_iterations or 1,
+            band=band_iterations is not None,
         )
-        return estimate, ddp
 
     def fits(self, fleet: Sequence[FleetMember]) -> bool:
         """Whether some setup's memory fits every member (no simulation; remembered)."""
@@ -232,23 +240,13 @@ class StrategyEvaluator:
         return estimate
 
     def band(self, fleet: Sequence[FleetMember], *, iterations: int) -> Band:
-        from srift.sim.sharded import simulate_sharded
-
         choice = self.choose(fleet)
         if choice.chosen is None or choice.chosen.setup == Setup():
             return self.base.band(fleet, iterations=iterations)
         setup = choice.chosen.setup
         if setup.strategy is Strategy.DDP:
             return self.base.band(with_recompute(fleet), iterations=iterations)
-        estimate = simulate_sharded(
-            fleet,
-            bandwidth=self.base.bandwidth,
-            setup=setup,
-            seed=self.base.seed,
-            straggler_iters=self.base.straggler_iters,
-            iterations=iterations,
-        )
-        return estimate.band or Band()
+        return self._sharded(fleet, setup, band_iterations=iterations).band or Band()
 
     # -- bounds -----------------------------------------------------------------------------------------
 

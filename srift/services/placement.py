@@ -36,7 +36,6 @@ from srift.optimize.spot import (
     SpotOffer,
     SpotPolicy,
     expected_run,
-    fleet_rates,
     monte_carlo,
 )
 from srift.sim.geo import GeoContext, egress_flows, gradient_bytes, spans_locations
@@ -394,15 +393,8 @@ def _rates(problem: Problem, groups: Groups, p: Prediction) -> RunRates:
     time = p.uninterrupted_time_s if p.uninterrupted_time_s is not None else p.total_time_s
     cost = p.uninterrupted_cost_usd if p.uninterrupted_cost_usd is not None else p.cost_usd
     egress_each = max(cost - time * usd_per_s, 0.0) / iterations
-    return fleet_rates(
-        iteration_s=p.iteration_s,
-        usd_per_s=usd_per_s,
-        egress_usd_per_iteration=egress_each,
-        members=[
-            (n, problem.candidates[i].interruptions_per_s, problem.candidates[i].spot_offer)
-            for i, n, _ in groups
-            if problem.candidates[i].interruptions_per_s > 0
-        ],
+    return problem.run_rates(
+        groups, iteration_s=p.iteration_s, usd_per_s=usd_per_s, egress_usd_per_iteration=egress_each
     )
 
 

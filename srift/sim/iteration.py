@@ -45,7 +45,7 @@ import numpy as np
 from srift.domain import Breakdown, BusBandwidthModel, FleetMember, InstanceType, SpreadTerm
 from srift.domain.profile import MAX_OVERLAP_SLOWDOWN
 from srift.domain.simulation import SERVED, SimConfig
-from srift.errors import InvalidInput
+from srift.errors import InvalidInput, require_within
 from srift.sim.band import Z90, band_for, communicates
 from srift.sim.compute import member_keys, straggler_rows
 from srift.sim.data import data_time_s, feed_rate, stall_warning
@@ -605,18 +605,22 @@ def _checked(fleet: Sequence[FleetMember], inputs: IterationInputs) -> Sequence[
     cap_bytes = inputs.config.bucket_cap_bytes
     if cap_bytes is not None and CommMode(inputs.comm) is CommMode.ALLREDUCE:
         fleet = with_buckets(fleet, cap_bytes=cap_bytes)
-    if not 1 <= inputs.straggler_iters <= MAX_STRAGGLER_ITERS:
-        raise InvalidInput(
-            f"straggler_iters {inputs.straggler_iters} is outside 1..{MAX_STRAGGLER_ITERS}",
-            hint="100 is plenty",
-            field="straggler_iters",
-        )
-    if not 0 <= inputs.mc_samples <= MAX_MC_SAMPLES:
-        raise InvalidInput(
-            f"mc_samples {inputs.mc_samples} is outside 0..{MAX_MC_SAMPLES}",
-            hint="use 0 (no Monte Carlo) or a few hundred",
-            field="mc_samples",
-        )
+    require_within(
+        inputs.straggler_iters,
+        1,
+        MAX_STRAGGLER_ITERS,
+        field="straggler_iters",
+        hint="100 is plenty",
+        what="straggler_iters",
+    )
+    require_within(
+        inputs.mc_samples,
+        0,
+        MAX_MC_SAMPLES,
+        field="mc_samples",
+        hint="use 0 (no Monte Carlo) or a few hundred",
+        what="mc_samples",
+    )
     return fleet
 
 

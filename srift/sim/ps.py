@@ -36,7 +36,7 @@ from itertools import count
 import numpy as np
 
 from srift.domain import Breakdown, BusBandwidthModel, FleetMember
-from srift.errors import InvalidInput
+from srift.errors import InvalidInput, require_within
 from srift.sim.compute import max_of_normals, uniforms
 from srift.sim.engine import Engine, Event
 from srift.sim.layers import layer_arrays
@@ -284,12 +284,9 @@ def simulate_ps(
     warmup: int = PS_WARMUP,
 ) -> IterationEstimate:
     """The parameter-server estimate for `fleet` (called by `simulate` with comm=parameter_server)."""
-    if not 1 <= servers <= MAX_SERVERS:
-        raise InvalidInput(
-            f"{servers} parameter servers is outside 1..{MAX_SERVERS}",
-            hint="use 1 to a few servers",
-            field="ps_servers",
-        )
+    require_within(
+        servers, 1, MAX_SERVERS, field="ps_servers", hint="use 1 to a few servers", what="parameter servers"
+    )
     workers_n = sum(m.count for m in fleet)
     if workers_n > MAX_WORKERS:
         raise InvalidInput(

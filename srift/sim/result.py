@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, replace
 from typing import TypeVar
 
 from srift.domain import Band, Breakdown, Prediction
 from srift.domain.planning import CommMode as CommMode
-from srift.errors import InvalidInput
+from srift.errors import InvalidInput, require_number
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,10 +46,7 @@ def to_prediction(
         )
     if usd_per_s < 0:
         raise InvalidInput(f"{usd_per_s} is negative", hint="prices are ≥ 0", field="usd_per_s")
-    if not (math.isfinite(egress_usd_per_iteration) and egress_usd_per_iteration >= 0):
-        raise InvalidInput(
-            f"{egress_usd_per_iteration} is not a number ≥ 0", hint="egress costs are ≥ 0", field="egress"
-        )
+    require_number(egress_usd_per_iteration, field="egress", hint="egress costs are ≥ 0")
     total_time_s = estimate.iteration_s * iterations
     egress_usd = egress_usd_per_iteration * iterations
     return Prediction(

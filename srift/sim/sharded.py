@@ -47,9 +47,9 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from srift.bandwidth.collectives import collective_busbw, collective_time_s
+from srift.bandwidth.collectives import collective_time_s
 from srift.domain import Breakdown, BusBandwidthModel, FleetMember, InstanceType, ModelProfile
-from srift.domain.bandwidth import Collective
+from srift.domain.bandwidth import BusbwQuery, Collective
 from srift.domain.sharding import (
     REDUCE_BYTES,
     Segment,
@@ -260,15 +260,21 @@ def _pass(
         if unit not in into:
             into[unit] = shard.run(event, unit, issued_s=issued_s, seconds=comm[unit].all_gather_s)
 
+    def prefetch(
+        order: Sequence[Segment], k: int, into: dict[int, float], event: str, issued_s: float
+    ) -> None:
+        """All-gather the first unit after position `k` of `order` that `into` lacks (FSDP2's prefetch)."""
+        ahead = _next_new(order, k, into)
+        if ahead is not None:
+            gather(into, event, ahead, issued_s)
+
     gather(gathered, "ag", 0, 0.0)
     end = [0.0] * m_count
     for k, seg in enumerate(forward):
         issued = max(end)
         gather(gathered, "ag", seg.unit, issued)
         start = [max(end[m], gathered[seg.unit]) for m in range(m_count)]
-        ahead = _next_new(forward, k, gathered)
-        if ahead is not None:
-            gather(gathered, "ag", ahead, max(start))
+        prefetch(forward, k, gathered, "ag", max(start))
         if log is not None:
             log.append((max(start), "fw_start", seg.unit))
         end = [
@@ -289,9 +295,7 @@ def _pass(
         ready = regather.get(seg.unit, 0.0)
         start = [max(end[m], ready) for m in range(m_count)]
         if reshard_after_forward:
-            ahead = _next_new(segments, k, regather)
-            if ahead is not None:
-                gather(regather, "ag_bw", ahead, max(start))
+            prefetch(segments, k, regather, "ag_bw", max(start))
         if log is not None:
             log.append((max(start), "bw_start", seg.unit))
         extra = [
@@ -361,13 +365,8 @@ class Ring:
         slowest: dict[int, float] = {}
         sources: list[str] = []
         for instance in self.types:
-            est = collective_busbw(
-                bandwidth,
-                collective=collective,
-                instance=instance,
-                world_size=self.ranks,
-                nodes=self.nodes,
-                buffer_bytes=distinct,
+            est = BusbwQuery(instance, self.ranks, self.nodes, tuple(distinct)).ask_collective(
+                bandwidth, collective
             )
             sources.append(est.source)
             for size, value in zip(distinct, est.busbw_gbps, strict=True):

@@ -46,7 +46,7 @@ from enum import IntEnum, StrEnum
 
 import numpy as np
 
-from srift.errors import InvalidInput
+from srift.errors import require_number
 from srift.spot.model import DurationLaw, FleetLaw
 
 HYSTERESIS_RESTARTS = 2.0
@@ -100,15 +100,11 @@ class SpotJob:
 
     def __post_init__(self) -> None:
         for name in ("spot_work_s", "od_work_s", "deadline_s", "checkpoint_s"):
-            v = getattr(self, name)
-            if not (math.isfinite(v) and v > 0):
-                raise InvalidInput(
-                    f"{name} {v} is not a positive number", hint="give a positive time", field=name
-                )
+            require_number(
+                getattr(self, name), field=name, hint="give a positive time", positive=True, what=name
+            )
         for name in ("spot_usd_per_s", "od_usd_per_s", "restart_s"):
-            v = getattr(self, name)
-            if not (math.isfinite(v) and v >= 0):
-                raise InvalidInput(f"{name} {v} is not a number ≥ 0", hint="give a number ≥ 0", field=name)
+            require_number(getattr(self, name), field=name, hint="give a number ≥ 0", what=name)
 
     @property
     def od_cost_usd(self) -> float:

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 
 from srift.domain import BusBandwidthModel, ComputeCurve, FleetMember, ModelProfile
 from srift.domain.simulation import SERVED
-from srift.errors import InvalidInput
+from srift.errors import require_number
 from srift.sim import simulate
 from srift.sim.band import communicates
 from srift.sim.geo import GeoContext
@@ -62,12 +62,13 @@ def fresh_quota_saving_s(profile: ModelProfile, *, idle_s: float, compute_s: flo
 def scaled_compute(profile: ModelProfile, factor: float) -> ModelProfile:
     """`profile` with forward, backward and its measured loop overhead taking `factor` times as long
     (`extra["compute_scale"]` records it)."""
-    if not (math.isfinite(factor) and factor > 0):
-        raise InvalidInput(
-            f"compute scale {factor!r} is not a positive number",
-            hint="give the ratio of compute seconds in the fleet to compute seconds as profiled (> 0)",
-            field="compute_scale",
-        )
+    require_number(
+        factor,
+        field="compute_scale",
+        hint="give the ratio of compute seconds in the fleet to compute seconds as profiled (> 0)",
+        positive=True,
+        what="compute scale",
+    )
     extra = dict(profile.extra)
     for key in LOOP_OVERHEAD_KEYS:
         value = extra.get(key)

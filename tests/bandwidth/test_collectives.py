@@ -10,14 +10,14 @@ from collections.abc import Sequence
 import pytest
 from sqlalchemy.orm import Session
 
-from srift.bandwidth.collectives import STAND_IN, MeasuredCollectives, collective_busbw, collective_time_s
+from srift.bandwidth.collectives import STAND_IN, MeasuredCollectives, collective_time_s
 from srift.bandwidth.nccl_tests import NcclTestsHost, parse_nccl_tests
 from srift.bandwidth.prior import AlphaBetaPrior, LinkParams, ring_collective_gbps
 from srift.bandwidth.records import ProbeRecord, SampleQuery, busbw_gbps
 from srift.bandwidth.samples import load_samples
 from srift.db.session import session_factory
 from srift.domain import BandwidthEstimate, InstanceType
-from srift.domain.bandwidth import Collective
+from srift.domain.bandwidth import BusbwQuery, Collective
 from srift.errors import InvalidInput
 
 from .helpers import run_cli
@@ -139,10 +139,8 @@ class _AllreduceOnly:
 
 
 def test_a_model_of_allreduce_only_stands_in_and_says_so() -> None:
-    found = collective_busbw(
-        _AllreduceOnly(), collective=Collective.REDUCE_SCATTER, instance=_p4d(), world_size=4, nodes=4,
-        buffer_bytes=[1 << 20],
-    )  # fmt: skip
+    query = BusbwQuery(_p4d(), world_size=4, nodes=4, buffer_bytes=(1 << 20,))
+    found = query.ask_collective(_AllreduceOnly(), Collective.REDUCE_SCATTER)
     assert found.busbw_gbps == (10.0,) and STAND_IN in found.source and "reduce_scatter" in found.source
 
 

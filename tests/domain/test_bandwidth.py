@@ -10,7 +10,6 @@ from srift.domain.bandwidth import (
     BusbwQuery,
     Collective,
     WrappedBandwidth,
-    collective_busbw,
 )
 
 SIZES = [1 << 10, 1 << 20, 1 << 29]
@@ -67,6 +66,5 @@ def test_a_wrapper_answers_as_the_wrapped_model_does() -> None:
         assert wrapped.predict_collective(collective=collective, **where) == prior.predict_collective(
             collective=collective, **where
         )
-        assert collective_busbw(wrapped, collective=collective, **where) == collective_busbw(
-            prior, collective=collective, **where
-        )
+        query = BusbwQuery(_p4d(), 16, 2, tuple(SIZES))
+        assert query.ask_collective(wrapped, collective) == query.ask_collective(prior, collective)

@@ -174,4 +174,5 @@ def test_optimizer_names_parse_with_a_hint() -> None:
     assert parse_optimizer(" AdamW ") is Optimizer.ADAMW
     with pytest.raises(InvalidInput) as err:
         parse_optimizer("lion")
-    assert "sgd, momentum, adam, adamw" in err.value.hint
+    assert err.value.field == "optimizer" and "unknown optimizer 'lion'" in err.value.detail
+    assert "sgd, momentum, adam or adamw" in err.value.hint
