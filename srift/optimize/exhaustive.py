@@ -28,7 +28,14 @@ incumbent strictly; they rest on the Evaluator contract in srift.optimize.evalua
    candidate charges at its max per-VM batch), and ≥ N · (Σ count·price·floor of the groups + `rem` × the
    least price·compute seconds per sample of the later candidates).
 5. Limits and incumbent. A subtree whose bound exceeds time_limit_s or budget_usd is infeasible; one whose
-   bound is ≥ the incumbent's objective cannot improve on it.
+   bound is ≥ the incumbent's objective cannot improve on it. The limits are met at the request's
+   confidence quantile, so they are compared with bounds of T_v, a time whose N-fold is below the
+   quantile of the total time and whose N · rent-fold below that of the cost, with T_v ≥ t_iter and
+   T_v ≥ μ_q · the compute of each VM of candidate q (`Evaluations.limit_scales`: μ_q = e^(min(z, 1) · s_q),
+   s_q the least spread of the band's compute term for q's profile): every time-limit and budget test
+   above runs on T_v with the compute scaled by μ (`relax_v`), while the incumbent is compared with the
+   prediction's own bounds (the objective is the prediction, not a quantile). Without a band's promise,
+   at the median, or without limits, μ = 1 and T_v is t_iter's bound.
 6. Complete configurations get the evaluator's own bound for that fleet before they are simulated.
 """
 
