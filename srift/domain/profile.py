@@ -203,6 +203,23 @@ class ModelProfile:
         by √(1 + 1/n) for a new observation. Measured at each breakpoint and interpolated between
         them; 0 without samples. The iterations' own spread is the straggler term's, not this one's.
         """
+        spread = self._spread_source(runs)
+        if isinstance(spread, float):
+            return spread
+        return interpolated(spread, batch) if spread else 0.0
+
+    def least_compute_spread(self, *, runs: int = 1) -> float:
+        """The least `compute_spread` at any batch: the per-breakpoint spreads are interpolated between
+        breakpoints and held beyond them, so none lies below the least breakpoint's (the optimizer's
+        bounds of a prediction's quantile rest on it, srift.optimize.exhaustive)."""
+        spread = self._spread_source(runs)
+        if isinstance(spread, float):
+            return spread
+        return max(0.0, min(v for _, v in spread)) if spread else 0.0
+
+    def _spread_source(self, runs: int) -> float | list[tuple[int, float]]:
+        """`compute_spread`'s source, in its order of preference: one spread for every batch, or spreads
+        per breakpoint (empty: none)."""
         extra = self.extra or {}
         given = extra.get("compute_spread")
         if isinstance(given, int | float) and not isinstance(given, bool) and math.isfinite(given):
@@ -210,10 +227,9 @@ class ModelProfile:
         if self.estimate is not None:
             return max(0.0, self.estimate.spread)
         passes = extra.get("measured_passes")
-        points = (
+        return (
             drift_spreads(passes, runs=runs) or pass_spreads(passes) or sample_spreads(extra.get("measured"))
         )
-        return interpolated(points, batch) if points else 0.0
 
     def overlap_slowdown(self) -> tuple[float, float]:
         """How much slower compute runs while an allreduce overlaps it, and the log-spread of that factor.

@@ -10,9 +10,11 @@ limits and the fleet respects the request's caps.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from statistics import NormalDist
 from typing import TYPE_CHECKING, Protocol
 
 from srift.domain import (
@@ -29,6 +31,10 @@ from srift.domain.geo import AllreducePattern, Location
 from srift.domain.simulation import SERVED, SimConfig
 from srift.optimize.space import Group, Groups, Problem
 
+SCALE_ROUNDING = 1.0 - 1e-9
+"""`Evaluations.limit_scales` are lowered by this factor, so that float rounding in the band never lets a
+configuration's quantile fall below its bound."""
+
 if TYPE_CHECKING:
     from srift.sim.bounds import Extension, PartialFleet
     from srift.sim.geo import GeoContext
@@ -43,7 +49,10 @@ class Evaluator(Protocol):
     are `fleet`'s followed by others as it describes; the search uses it to skip configurations and whole
     subtrees (srift.optimize.exhaustive); and
     `band(fleet, *, iterations) -> Band`, the spread of its prediction, which limits are checked against at
-    the request's confidence (an evaluator without one is taken at its word: a band of zero width).
+    the request's confidence (an evaluator without one is taken at its word: a band of zero width); and,
+    with a band, `band_compute_spread(profile) -> float`, a log-spread s ≥ 0 its band always reaches for a
+    member of that profile: sigma ≥ ln(T_slow / T) for the prediction T of any fleet holding such a member,
+    where T_slow ≥ floor_factor · e^s · that member's forward + backward (`Evaluations.limit_scales`).
     """
 
     @property
@@ -156,6 +165,14 @@ class SimEvaluator:
 
         return simulate_with(fleet, self.inputs, iterations=iterations).band or Band()
 
+    def band_compute_spread(self, profile: ModelProfile) -> float:
+        """The least log-spread of the band's compute term for a member of `profile` (Evaluator): the band
+        simulates the fleet again with every member's forward, backward and update e^s slower, s its
+        profile's `compute_spread` at its batch (srift.sim.band), and takes the term ln(T_slow / T) with
+        T_slow that simulation's iteration, which is never below the slowed member's forward + backward
+        (floor_factor 1, as for any fleet). So s is at least the profile's least spread over batches."""
+        return profile.least_compute_spread(runs=1)
+
     def iteration_bound_s(self, fleet: Sequence[FleetMember], *, extension: Extension | None = None) -> float:
         """A lower bound of this evaluator's iteration time for `fleet` or, with `extension`, for every fleet
         that extends it as described (srift.sim.bounds)."""
@@ -265,6 +282,36 @@ class Evaluations:
 
     def __len__(self) -> int:
         return len(self.records)
+
+    def limit_scales(self, constraints: Constraints) -> tuple[float, ...]:
+        """Per candidate, μ ≥ 1 such that the confidence quantile of any configuration's total time and
+        cost is at least N · T_v and N · T_v · Σ count · price, with T_v ≥ the iteration time T and T_v ≥
+        μ · floor_factor · forward + backward of each group's VM: the search compares these with the limits
+        (srift.optimize.exhaustive). All 1 when no limit is given, at the median or below, or when the
+        evaluator does not bound its band's compute term (`band_compute_spread`).
+
+        Why: with a limit and a confidence q above the median, a configuration the search may accept has
+        its band (`needs_band`), and its quantiles are the prediction's × exp(z · sigma), z = Φ⁻¹(q) > 0;
+        expected spot time and cost are never below the uninterrupted ones, and the cost never below
+        T · N · rent (the contract). The band's sigma ≥ ln(T' / T), T' = max(T, T_slow), T_slow ≥ e^s · c
+        for each member (s its `band_compute_spread`, c its scaled forward + backward). Take T_v = T^(1−κ)
+        · T'^κ, κ = min(z, 1): exp(z · sigma) · T ≥ T^(1−z) · T'^z ≥ T_v (for z > 1, T'^z / T^(z−1) ≥ T'
+        as T' ≥ T); T_v ≥ T as T' ≥ T; and T_v ≥ c^(1−κ) · (e^s · c)^κ = e^(κ·s) · c as T, T' ≥ c."""
+        c = constraints
+        ones = tuple(1.0 for _ in self.problem.candidates)
+        spread = getattr(self.evaluator, "band_compute_spread", None)
+        if (
+            spread is None
+            or not c.limited
+            or c.confidence <= 0.5
+            or getattr(self.evaluator, "band", None) is None
+        ):
+            return ones
+        kappa = min(NormalDist().inv_cdf(c.confidence), 1.0)
+        return tuple(
+            max(1.0, math.exp(kappa * max(0.0, float(spread(x.profile)))) * SCALE_ROUNDING)
+            for x in self.problem.candidates
+        )
 
     def iteration_bound_s(self, groups: Groups) -> float | None:
         """The evaluator's lower bound of t_iter for `groups`, or None when it offers none."""

@@ -28,7 +28,14 @@ incumbent strictly; they rest on the Evaluator contract in srift.optimize.evalua
    candidate charges at its max per-VM batch), and ≥ N · (Σ count·price·floor of the groups + `rem` × the
    least price·compute seconds per sample of the later candidates).
 5. Limits and incumbent. A subtree whose bound exceeds time_limit_s or budget_usd is infeasible; one whose
-   bound is ≥ the incumbent's objective cannot improve on it.
+   bound is ≥ the incumbent's objective cannot improve on it. The limits are met at the request's
+   confidence quantile, so they are compared with bounds of T_v, a time whose N-fold is below the
+   quantile of the total time and whose N · rent-fold below that of the cost, with T_v ≥ t_iter and
+   T_v ≥ μ_q · the compute of each VM of candidate q (`Evaluations.limit_scales`: μ_q = e^(min(z, 1) · s_q),
+   s_q the least spread of the band's compute term for q's profile): every time-limit and budget test
+   above runs on T_v with the compute scaled by μ (`relax_v`), while the incumbent is compared with the
+   prediction's own bounds (the objective is the prediction, not a quantile). Without a band's promise,
+   at the median, or without limits, μ = 1 and T_v is t_iter's bound.
 6. Complete configurations get the evaluator's own bound for that fleet before they are simulated.
 """
 
@@ -69,10 +76,11 @@ COUPLED_EXACT = 8
 MAX_OPEN_NODES = 2_000_000
 """The queue's size limit (memory): beyond it the search stops and reports what it did not cover."""
 
-Node = tuple[int, int, int, float, float, int, int, Groups, float, object]
-"""(kind, pos, rem, usd_per_s of the groups, Σ count·price·floor, VMs, GPUs, groups, t_iter bound, state):
-`state` is the evaluator's incremental bound state of the groups, or, while the last group is new (its
-candidate is pos − 1) and not yet refined, of the groups before it."""
+Node = tuple[int, int, int, float, float, int, int, Groups, float, object, float]
+"""(kind, pos, rem, usd_per_s of the groups, Σ count·price·floor, VMs, GPUs, groups, t_iter bound, state,
+T_v bound): `state` is the evaluator's incremental bound state of the groups, or, while the last group is
+new (its candidate is pos − 1) and not yet refined, of the groups before it; T_v is the time the limits are
+compared with (rule 5), never below the t_iter bound."""
 
 
 @dataclass
@@ -126,10 +134,15 @@ class BranchAndBound:
         self._located = [x.location for x in cands]
         self._only: dict[Groups, object] = {}
         self._twinned = dominated_locations(problem)
-        self._aside: dict[int, tuple[int, float, object]] = {}
+        self._aside: dict[int, tuple[int, float, float, object]] = {}
         self._profiles = tuple(x.profile for x in cands)
         self._eff = [cost_per_sample_floor(x) for x in cands]
         self.relax = SplitRelaxation(problem, factor=self.factor)
+        self.mu = evals.limit_scales(c) if c.limited else tuple(1.0 for _ in cands)
+        self.scaled = any(m > 1.0 for m in self.mu)
+        self.relax_v = (
+            SplitRelaxation(problem, factor=self.factor, scales=self.mu) if self.scaled else self.relax
+        )
         self._tight_for = math.nan
         self._tighten()
         self.heap: list[tuple[float, int, Node]] = []
@@ -147,15 +160,16 @@ class BranchAndBound:
         min_time, the incumbent's time / N (no VM of a better plan computes longer). Each type's max per-VM
         batch is cut to the largest whose compute fits (rule 1), and the suffix sums follow."""
         c, cands, n = self.c, self.problem.candidates, self.last
-        cap_s = self.t_lim
-        if not self.cost_obj:
-            cap_s = min(cap_s, self.incumbent.value)
-        self._tight_for = self.incumbent.value
+        self._tight_for = inc = self.incumbent.value
         hi = [min(x.max_vm_batch, c.global_batch) // x.devices * x.devices for x in cands]
-        if cap_s < math.inf and self.factor > 0:
-            per_iteration = cap_s / c.iterations
-            hi = [min(h, self.relax.largest_batch_within(q, per_iteration)) for q, h in enumerate(hi)]
-        self.relax.cut(hi)
+        if self.factor > 0:
+            if not self.cost_obj and inc < math.inf:
+                per_iteration = inc / c.iterations
+                hi = [min(h, self.relax.largest_batch_within(q, per_iteration)) for q, h in enumerate(hi)]
+            if self.t_lim < math.inf:
+                per_iteration = self.t_lim / c.iterations
+                hi = [min(h, self.relax_v.largest_batch_within(q, per_iteration)) for q, h in enumerate(hi)]
+        self._cut(hi)
         dead = self._set_aside(hi)
         if dead:
             self.dead.update(dead)
@@ -171,6 +185,7 @@ class BranchAndBound:
         self.cap_rest = [0] * (n + 1)
         self.vms_rest = [0] * (n + 1)
         self.eff_rest = [math.inf] * (n + 1)
+        self.eff_rest_v = [math.inf] * (n + 1)
         self.ppm_rest = [math.inf] * (n + 1)
         self.dmin_rest = [1 << 60] * (n + 1)
         self.kmax_rest = [0] * (n + 1)
@@ -183,6 +198,9 @@ class BranchAndBound:
             self.cap_rest[p] = self.cap_rest[p + 1] + (self.cap[p] * hi[p] if usable else 0)
             self.vms_rest[p] = self.vms_rest[p + 1] + (self.cap[p] if usable else 0)
             self.eff_rest[p] = min(self.eff_rest[p + 1], self.factor * self._eff[p] if usable else math.inf)
+            self.eff_rest_v[p] = min(
+                self.eff_rest_v[p + 1], self.mu[p] * self.factor * self._eff[p] if usable else math.inf
+            )
             self.ppm_rest[p] = min(self.ppm_rest[p + 1], self.price[p] / hi[p] if usable else math.inf)
             self.dmin_rest[p] = min(self.dmin_rest[p + 1], self.d[p] if usable else 1 << 60)
             self.kmax_rest[p] = max(self.kmax_rest[p + 1], hi[p] // self.d[p] if usable else 0)
@@ -190,16 +208,25 @@ class BranchAndBound:
             self.price_min_rest[p] = min(self.price_min_rest[p + 1], self.price[p] if usable else math.inf)
             self.later[p] = ((cands[p].instance,) if usable else ()) + self.later[p + 1]
             self.later_profiles[p] = ((cands[p].profile,) if usable else ()) + self.later_profiles[p + 1]
+        self._cut(hi)
+
+    def _cut(self, hi: list[int]) -> None:
+        """Both relaxations limited to per-VM batches ≤ hi."""
         self.relax.cut(hi)
+        if self.relax_v is not self.relax:
+            self.relax_v.cut(hi)
 
     def _set_aside(self, hi: list[int]) -> list[int]:
         """Candidates that no fleet holding one of their VMs can use to beat the incumbent or meet the
         limits (dominance with proof): per candidate, a lower bound of t_iter over all such fleets, coupled
         through the VM count V as in `_coupled_s` (V = 1: the candidate alone; V ≥ 2: the exchange with its
         network in it, and a VM holding G / V samples), then the time and rent bounds of the whole
-        problem at that t_iter, and the rent of the candidate's own VM at that t_iter. Each candidate's
-        ranges of V are bounded once, in order, as far as needed: a bound found under a looser incumbent
-        stays a bound under a tighter one. Past the search's deadline no more candidates are judged."""
+        problem at that t_iter, and the rent of the candidate's own VM at that t_iter, the limits taken on
+        T_v (rule 5: also ≥ the slowed compute of a VM holding G / V samples, and of the candidate's own
+        VM). Each candidate's ranges of V are bounded once, in order, while one of these tests still
+        fails the candidate (`_cannot_hold`): it is set aside only once every V is covered. A bound found
+        under a looser incumbent stays a bound under a tighter one. Past the search's deadline no more
+        candidates are judged."""
         inc = self.incumbent.value
         if self.factor <= 0 or not (math.isfinite(inc) or self.t_lim < math.inf or self.b_lim < math.inf):
             return []
@@ -209,8 +236,6 @@ class BranchAndBound:
             return []
         vmax = min(sum(self.cap[q] for q in usable), self.max_vms, g // min(self.d[q] for q in usable))
         profiles = tuple(self._profiles[q] for q in usable)
-        limit_t = min(self.t_lim, inc if not self.cost_obj else math.inf) / self.n_iter
-        limit_c = min(self.b_lim, inc if self.cost_obj else math.inf)
         dead = []
         for q in usable:
             if self.deadline is not None and self.clock() > self.deadline:
@@ -224,37 +249,58 @@ class BranchAndBound:
                 )
                 if state is None:
                     return []
-                best = math.inf
+                best = best_v = math.inf
                 if hi[q] >= g and cands[q].final_allowed(g, self.problem.batch_policy):
                     one = self.evals.iteration_bound_s(((q, 1, g),))
                     best = one if one is not None else 0.0
-                progress = self._aside[q] = (2, best, state)
-            a, best, state = progress
-            while a <= vmax and not self._may_beat(best, g, limit_t=limit_t, limit_c=limit_c):
+                    best_v = max(best, self.relax_v.compute_s(q, g))
+                progress = self._aside[q] = (2, best, best_v, state)
+            a, best, best_v, state = progress
+            own_v = self.relax_v.least_compute_holding_s(q, 1, only=True)
+            while a <= vmax and self._cannot_hold(q, best, max(best_v, own_v)):
                 b = min(vmax, a if a <= COUPLED_EXACT else a + a // 2)
                 compute = self.relax.least_compute_holding_s(0, -(-g // b))
+                compute_v = self.relax_v.least_compute_holding_s(0, -(-g // b))
                 if b <= COUPLED_EXACT:
                     compute = max(compute, self.relax.least_time_with_vms(0, g, b))
+                    compute_v = max(compute_v, self.relax_v.least_time_with_vms(0, g, b))
                 compute /= self.factor
                 if math.isfinite(compute):
                     ext = Extension(min_nodes=a, max_nodes=b, min_compute_s=compute, later_profiles=profiles)
-                    best = min(best, self.evals.partial_bound_s(state, extension=ext))
+                    bound = self.evals.partial_bound_s(state, extension=ext)
+                    best = min(best, bound)
+                    best_v = min(best_v, max(bound, compute_v))
                 a = b + 1
-            self._aside[q] = (a, best, state)
-            if not self._may_beat(best, g, limit_t=limit_t, limit_c=limit_c) or (
-                self.n_iter * best * self.price[q] > limit_c
-            ):
+            self._aside[q] = (a, best, best_v, state)
+            if self._cannot_hold(q, best, max(best_v, own_v)):
                 dead.append(q)
         return dead
 
-    def _may_beat(self, t: float, g: int, *, limit_t: float, limit_c: float) -> bool:
-        """Whether a fleet whose iteration takes t or more may meet the limits and beat the incumbent."""
-        if t > limit_t or (not self.cost_obj and t >= limit_t):
+    def _cannot_hold(self, q: int, t: float, tv: float) -> bool:
+        """Whether no fleet holding a VM of candidate q, whose iteration takes t or more and T_v (rule 5) tv
+        or more, can meet the limits and beat the incumbent (`_may_beat`, and the rent of q's own VM)."""
+        n = self.n_iter
+        return (
+            not self._may_beat(t, self.c.global_batch, tv=tv)
+            or n * tv * self.price[q] > self.b_lim
+            or (self.cost_obj and n * t * self.price[q] > self.incumbent.value)
+        )
+
+    def _may_beat(self, t: float, g: int, *, tv: float) -> bool:
+        """Whether a fleet whose iteration takes t or more, and T_v (rule 5) tv or more, may meet the limits
+        and beat the incumbent."""
+        n, inc = self.n_iter, self.incumbent.value
+        if n * tv > self.t_lim or (not self.cost_obj and n * t >= inc):
             return False
-        if limit_c == math.inf:
+        if self.cost_obj and inc < math.inf:
+            cost = n * self.relax.rent_bound(0, g, t=t, price=0.0)
+            if cost >= inc:
+                return False
+            if self.b_lim < math.inf and not self.scaled:
+                return cost <= self.b_lim
+        if self.b_lim == math.inf:
             return True
-        cost = self.n_iter * self.relax.rent_bound(0, g, t=t, price=0.0)
-        return cost <= self.b_lim and (not self.cost_obj or cost < limit_c)
+        return n * self.relax_v.rent_bound(0, g, t=tv, price=0.0) <= self.b_lim
 
     def _bound(self, *, t: float, price: float, rem: int, pos: int, sumf: float) -> tuple[float, float]:
         """(total time bound, cost bound) of a subtree whose t_iter ≥ t."""
@@ -264,6 +310,39 @@ class BranchAndBound:
             cost = max(cost, self.n_iter * (sumf + rem * self.eff_rest[pos]))
             cost = max(cost, self.n_iter * self.relax.rent_bound(pos, rem, t=t, price=price))
         return total, cost
+
+    def _judge(self, *, t: float, tv: float, price: float, rem: int, pos: int, sumf: float) -> float:
+        """The objective bound of a subtree whose t_iter ≥ t and T_v ≥ tv (rule 5), or inf when it cannot
+        meet the limits or beat the incumbent."""
+        n, inc = self.n_iter, self.incumbent.value
+        if n * tv > self.t_lim:
+            return math.inf
+        if not self.cost_obj:
+            total = n * t
+            if total >= inc:
+                return math.inf
+            if self.b_lim < math.inf and self._over_budget(tv, price=price, rem=rem, pos=pos, sumf=sumf):
+                return math.inf
+            return total
+        if not self.scaled:
+            _, cost = self._bound(t=t, price=price, rem=rem, pos=pos, sumf=sumf)
+            return cost if cost < inc and cost <= self.b_lim else math.inf
+        if self.b_lim < math.inf and self._over_budget(tv, price=price, rem=rem, pos=pos, sumf=sumf):
+            return math.inf
+        _, cost = self._bound(t=t, price=price, rem=rem, pos=pos, sumf=sumf)
+        return cost if cost < inc else math.inf
+
+    def _over_budget(self, tv: float, *, price: float, rem: int, pos: int, sumf: float) -> bool:
+        """Whether every fleet of a subtree whose T_v ≥ tv costs more than the budget at the quantile:
+        `_bound`'s cost on T_v and the compute scaled by the limit scales (each VM's ≤ T_v / μ)."""
+        n, b_lim = self.n_iter, self.b_lim
+        cost = n * tv * price
+        if not rem or cost > b_lim:
+            return cost > b_lim
+        cost = max(cost, n * (sumf + rem * self.eff_rest_v[pos]))
+        if cost > b_lim:
+            return True
+        return n * self.relax_v.rent_bound(pos, rem, t=tv, price=price) > b_lim
 
     # -- queue --------------------------------------------------------------------------------------------
 
@@ -279,10 +358,9 @@ class BranchAndBound:
         g = self.c.global_batch
         if g > self.cap_rest[0]:
             return
-        total, cost = self._bound(t=0.0, price=0.0, rem=g, pos=0, sumf=0.0)
-        if total > self.t_lim or cost > self.b_lim:
-            return
-        self._push(cost if self.cost_obj else total, (PARTIAL, 0, g, 0.0, 0.0, 0, 0, (), 0.0, None))
+        bound = self._judge(t=0.0, tv=0.0, price=0.0, rem=g, pos=0, sumf=0.0)
+        if bound < math.inf:
+            self._push(bound, (PARTIAL, 0, g, 0.0, 0.0, 0, 0, (), 0.0, None, 0.0))
 
     def refresh(self) -> None:
         """Tighten the per-candidate limits (and set candidates aside) when the incumbent has improved."""
@@ -368,7 +446,7 @@ class BranchAndBound:
     # -- node handling ------------------------------------------------------------------------------------
 
     def _refine_partial(self, bound: float, node: Node) -> None:
-        _, pos, rem, price, sumf, vms, gpus, groups, t, state = node
+        _, pos, rem, price, sumf, vms, gpus, groups, t, state, tv = node
         fresh = bool(groups) and groups[-1][0] == pos - 1
         if fresh and self._cuts:
             q, n, b = groups[-1]
@@ -383,29 +461,45 @@ class BranchAndBound:
         )
         if tt == math.inf:
             return
+        tv = max(tv, tt)
+        if self.scaled:
+            tv = self.relax_v.reach_time_s(
+                pos,
+                rem,
+                price=price,
+                t0=tv,
+                stop=self.t_lim / self.n_iter,
+                budget_usd=self.b_lim,
+                iterations=self.n_iter,
+            )
+            if tv == math.inf:
+                return
         if fresh:
             state = self.evals.grow(state, groups[-1])
         if state is not None:
             self.stats.refined += 1
-            extension = self._extension(pos, rem, vms=vms, price=price, t=tt, later=self.later[pos])
+            extension = self._extension(pos, rem, vms=vms, price=price, tv=tv, later=self.later[pos])
             tt = max(tt, self.evals.partial_bound_s(state, extension=extension))
-            total, cost = self._bound(t=tt, price=price, rem=rem, pos=pos, sumf=sumf)
-            tight = cost if self.cost_obj else total
-            if fresh and not (total <= self.t_lim and cost <= self.b_lim and tight < self.incumbent.value):
+            tv = max(tv, tt)
+            tight = self._judge(t=tt, tv=tv, price=price, rem=rem, pos=pos, sumf=sumf)
+            if fresh and tight == math.inf:
                 self._cut_siblings(state, groups, pos=pos, vms=vms, price=price)
-            elif total <= self.t_lim and cost <= self.b_lim and tight < self.incumbent.value:
-                tt = self._coupled_s(state, pos, rem, vms=vms, price=price, t=tt, stop_s=self._stop_s(price))
-                self._stay_if_crossing_cannot_win(state, groups, extension, pos=pos, rem=rem, price=price)
+            elif tight < math.inf:
+                tt = self._coupled_s(
+                    state, pos, rem, vms=vms, price=price, t=tt, tv=tv, stop_s=self._stop_s(price)
+                )
+                tv = max(tv, tt)
+                self._stay_if_crossing_cannot_win(
+                    state, groups, extension, pos=pos, rem=rem, price=price, tv=tv
+                )
                 if self._twinned and self._in_twinned(groups):
                     # its fleets that stay put have a twin at least as good elsewhere: only crossings count
                     tt = max(tt, self.evals.partial_bound_s(state, extension=replace(extension, spans=True)))
-        total, cost = self._bound(t=tt, price=price, rem=rem, pos=pos, sumf=sumf)
-        if total > self.t_lim or cost > self.b_lim:
+                    tv = max(tv, tt)
+        tight = self._judge(t=tt, tv=tv, price=price, rem=rem, pos=pos, sumf=sumf)
+        if tight == math.inf:
             return
-        tight = cost if self.cost_obj else total
-        if tight >= self.incumbent.value:
-            return
-        refined: Node = (PARTIAL_REFINED, pos, rem, price, sumf, vms, gpus, groups, tt, state)
+        refined: Node = (PARTIAL_REFINED, pos, rem, price, sumf, vms, gpus, groups, tt, state, tv)
         if tight > bound:
             self._push(tight, refined)
         else:
@@ -446,7 +540,15 @@ class BranchAndBound:
             self._cuts[key] = min(n, self._cuts.get(key, n))
 
     def _stay_if_crossing_cannot_win(
-        self, state: object, groups: Groups, extension: Extension, *, pos: int, rem: int, price: float
+        self,
+        state: object,
+        groups: Groups,
+        extension: Extension,
+        *,
+        pos: int,
+        rem: int,
+        price: float,
+        tv: float,
     ) -> None:
         """Symmetry of locations: when every group so far lies in one location and no fleet that extends
         them into another location (bounded over the fastest link between locations) can beat the plan or
@@ -458,12 +560,7 @@ class BranchAndBound:
         if all(self._located[q] in (home, None) for q in range(pos, self.last)):
             return
         t = self.evals.partial_bound_s(state, extension=replace(extension, spans=True))
-        total, cost = self._bound(t=t, price=price, rem=rem, pos=pos, sumf=0.0)
-        if (
-            total > self.t_lim
-            or cost > self.b_lim
-            or (cost if self.cost_obj else total) >= self.incumbent.value
-        ):
+        if self._judge(t=t, tv=max(t, tv), price=price, rem=rem, pos=pos, sumf=0.0) == math.inf:
             self._only[groups] = home
 
     def _in_twinned(self, groups: Groups) -> bool:
@@ -480,14 +577,13 @@ class BranchAndBound:
         return None
 
     def _extension(
-        self, pos: int, rem: int, *, vms: int, price: float, t: float, later: tuple[InstanceType, ...]
+        self, pos: int, rem: int, *, vms: int, price: float, tv: float, later: tuple[InstanceType, ...]
     ) -> Extension:
         """The fleets a subtree can reach: `rem` samples on candidates from `pos` on, adding a VM of one of
-        `later`, within the caps and, at t_iter ≥ t, the budget."""
+        `later`, within the caps and, at T_v ≥ tv (rule 5), the budget."""
         extra = min(self.vms_rest[pos], rem // self.dmin_rest[pos], self.max_vms - vms)
-        money = math.inf
-        if self.b_lim < math.inf and t > 0:
-            money = self.b_lim / (self.n_iter * t) - price
+        money = self._money(price, tv)
+        if money < math.inf:
             extra = min(extra, int(money / self.price_min_rest[pos]))
         compute = 0.0
         if later and self.factor > 0 and extra > 0:
@@ -500,8 +596,24 @@ class BranchAndBound:
             later_profiles=self.later_profiles[pos] if later else (),
         )
 
+    def _money(self, price: float, tv: float) -> float:
+        """The most rent per second the VMs added to groups renting `price` may cost when T_v ≥ tv and the
+        fleet keeps to the budget at the quantile (N · T_v · rent ≤ budget); inf without a budget."""
+        if self.b_lim < math.inf and tv > 0:
+            return self.b_lim / (self.n_iter * tv) - price
+        return math.inf
+
     def _coupled_s(
-        self, state: object, pos: int, rem: int, *, vms: int, price: float, t: float, stop_s: float = math.inf
+        self,
+        state: object,
+        pos: int,
+        rem: int,
+        *,
+        vms: int,
+        price: float,
+        t: float,
+        tv: float,
+        stop_s: float = math.inf,
     ) -> float:
         """A lower bound of t_iter over the subtree that couples its two halves through the VM count V:
         the VMs added to hold `rem` samples are V − vms, so one of them holds ≥ rem / (V − vms) samples and
@@ -512,9 +624,10 @@ class BranchAndBound:
         can no longer beat `t` (already known), or once the exchange alone over the V left, from a on
         (`Extension(min_nodes=a, max_nodes=hi)`, which does not decrease with a: fewer counts, no faster
         rate), reaches `stop_s`, the t_iter from which the subtree is pruned anyway: that exchange bound
-        then stands for every range left, so the bound returned is the same below `stop_s`."""
-        base = self._extension(pos, rem, vms=vms, price=price, t=t, later=self.later[pos])
-        money = self.b_lim / (self.n_iter * t) - price if self.b_lim < math.inf and t > 0 else math.inf
+        then stands for every range left, so the bound returned is the same below `stop_s`. Only fleets
+        within the budget at the quantile count (`_money` at T_v ≥ tv)."""
+        base = self._extension(pos, rem, vms=vms, price=price, tv=tv, later=self.later[pos])
+        money = self._money(price, tv)
         lo, hi = base.min_nodes, base.max_nodes
         if hi < lo or lo < vms + 1 or self.factor <= 0:
             return t
@@ -548,19 +661,15 @@ class BranchAndBound:
         return max(t, best)
 
     def _refine_complete(self, bound: float, node: Node) -> None:
-        groups, t, price, state = node[7], node[8], node[3], node[9]
+        groups, t, price, state, tv = node[7], node[8], node[3], node[9], node[10]
         state = self.evals.grow(state, groups[-1])
         if state is not None:
             self.stats.refined += 1
             t = max(t, self.evals.partial_bound_s(state))
-        total = self.n_iter * t
-        cost = total * price
-        if total > self.t_lim or cost > self.b_lim:
+        tight = self._judge(t=t, tv=max(tv, t), price=price, rem=0, pos=self.last, sumf=0.0)
+        if tight == math.inf:
             return
-        tight = cost if self.cost_obj else total
-        if tight >= self.incumbent.value:
-            return
-        refined: Node = (COMPLETE_REFINED, *node[1:8], t, None)
+        refined: Node = (COMPLETE_REFINED, *node[1:8], t, None, max(tv, t))
         if tight > bound:
             self._push(tight, refined)
         else:
@@ -568,19 +677,19 @@ class BranchAndBound:
             self.incumbent.offer(self.evals.evaluate(groups, constraints=self.c))
 
     def _expand(self, node: Node) -> None:
-        """Queue the children of a partial node whose bounds can still beat the incumbent: candidate `pos`
-        left out, or given the final group, or given a non-final group."""
-        _, q, rem, price, sumf, vms, gpus, groups, t, state = node
+        """Queue the children of a partial node whose bounds can still beat the incumbent and meet the
+        limits (T_v, rule 5): candidate `pos` left out, or given the final group, or given a non-final
+        group."""
+        _, q, rem, price, sumf, vms, gpus, groups, t, state, tv = node
         n_iter, t_lim, b_lim, cost_obj = self.n_iter, self.t_lim, self.b_lim, self.cost_obj
         inc = self.incumbent.value
         push = self._push
         vms_room, gpus_room = self.max_vms - vms, self.max_gpus - gpus
         last = self.last
         if q + 1 < last and rem <= self.cap_rest[q + 1]:
-            total, cost = self._bound(t=t, price=price, rem=rem, pos=q + 1, sumf=sumf)
-            bound = cost if cost_obj else total
-            if total <= t_lim and cost <= b_lim and bound < inc:
-                push(bound, (PARTIAL, q + 1, rem, price, sumf, vms, gpus, groups, t, state))
+            bound = self._judge(t=t, tv=tv, price=price, rem=rem, pos=q + 1, sumf=sumf)
+            if bound < math.inf:
+                push(bound, (PARTIAL, q + 1, rem, price, sumf, vms, gpus, groups, t, state, tv))
         cap, d, hi, pq = self.cap[q], self.d[q], self.hi[q], self.price[q]
         if hi < d:
             return
@@ -588,13 +697,14 @@ class BranchAndBound:
             home = self._stay(groups)
             if home is not None and self._located[q] != home:
                 return
+        mu = self.mu[q]
         if state is not None:
             extension = self._extension(
-                q, rem, vms=vms, price=price, t=t, later=(self.problem.candidates[q].instance,)
+                q, rem, vms=vms, price=price, tv=tv, later=(self.problem.candidates[q].instance,)
             )
             t = max(t, self.evals.partial_bound_s(state, extension=extension))
-            total, cost = self._bound(t=t, price=price + pq, rem=0, pos=q, sumf=sumf)
-            if total > t_lim or cost > b_lim or (cost if cost_obj else total) >= inc:
+            tv = max(tv, t)
+            if self._judge(t=t, tv=tv, price=price + pq, rem=0, pos=q, sumf=sumf) == math.inf:
                 return
         cache = self.finals[q]
         floor_s = self.problem.candidates[q].floor_s
@@ -610,54 +720,72 @@ class BranchAndBound:
             if f is None:
                 f = cache[b] = self.factor * floor_s(b)
             tt = t if t > f else f
-            total = n_iter * tt
-            if total > t_lim:
+            ttv = max(tv, tt, mu * f)
+            total_v = n_iter * ttv
+            if total_v > t_lim:
                 continue
             pp = price + n * pq
-            cost = total * pp
-            if cost > b_lim:
+            if total_v * pp > b_lim:
                 continue
-            bound = cost if cost_obj else total
+            bound = n_iter * tt * pp if cost_obj else n_iter * tt
             if bound >= inc:
                 continue
             group: Group = (q, n, b)
             if self._twinned and self._in_twinned((*groups, group)):
                 continue
-            push(bound, (COMPLETE, q + 1, 0, pp, sumf, vms + n, gpus + n * d, (*groups, group), tt, state))
+            push(
+                bound,
+                (COMPLETE, q + 1, 0, pp, sumf, vms + n, gpus + n * d, (*groups, group), tt, state, ttv),
+            )
         if q + 1 >= last:
             return
         rest = self.cap_rest[q + 1]
         ppm = self.ppm_rest[q + 1]
         eff = self.eff_rest[q + 1]
+        eff_v = self.eff_rest_v[q + 1]
+        scaled = self.scaled
+        budget = b_lim < math.inf
         for b, fb in self.opts[q]:
             if b >= rem:
                 break
             tt = t if t > fb else fb
+            ttv = max(tv, tt, mu * fb)
             total = n_iter * tt
-            if total > t_lim or (not cost_obj and total >= inc):
+            total_v = n_iter * ttv
+            if total_v > t_lim or (not cost_obj and total >= inc):
                 continue
             for n in range(1, cap + 1):
                 s = n * b
                 if s >= rem or n > vms_room or n * d > gpus_room:
                     break
                 pp = price + n * pq
-                floor_cost = total * pp
-                if floor_cost > b_lim or (cost_obj and floor_cost >= inc):
+                if total_v * pp > b_lim or (cost_obj and total * pp >= inc):
                     break
                 r = rem - s
                 if r > rest:
                     continue
                 sf = sumf + n * pq * fb
-                cost = max(total * (pp + r * ppm), n_iter * (sf + r * eff))
-                if cost > b_lim or (cost_obj and cost >= inc):
-                    continue
-                cost = max(cost, n_iter * (tt * pp + self.relax.cheap_rent(q + 1, r, tt)))
-                if cost > b_lim or (cost_obj and cost >= inc):
-                    continue
+                cost = cost_v = 0.0
+                if cost_obj or (budget and not scaled):
+                    cost = max(total * (pp + r * ppm), n_iter * (sf + r * eff))
+                    if (cost_obj and cost >= inc) or (not scaled and cost > b_lim):
+                        continue
+                if budget and scaled:
+                    cost_v = max(total_v * (pp + r * ppm), n_iter * (sf + r * eff_v))
+                    if cost_v > b_lim:
+                        continue
+                if cost_obj or (budget and not scaled):
+                    cost = max(cost, n_iter * (tt * pp + self.relax.cheap_rent(q + 1, r, tt)))
+                    if (cost_obj and cost >= inc) or (not scaled and cost > b_lim):
+                        continue
+                if budget and scaled:
+                    cost_v = max(cost_v, n_iter * (ttv * pp + self.relax_v.cheap_rent(q + 1, r, ttv)))
+                    if cost_v > b_lim:
+                        continue
                 group = (q, n, b)
                 push(
                     cost if cost_obj else total,
-                    (PARTIAL, q + 1, r, pp, sf, vms + n, gpus + n * d, (*groups, group), tt, state),
+                    (PARTIAL, q + 1, r, pp, sf, vms + n, gpus + n * d, (*groups, group), tt, state, ttv),
                 )
 
 

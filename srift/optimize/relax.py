@@ -36,9 +36,14 @@ ROUNDING = 1.0 - 1e-12
 
 
 class SplitRelaxation:
-    """The relaxations of the module docstring for one problem, its floor factor and per-VM batch caps."""
+    """The relaxations of the module docstring for one problem, its floor factor and per-VM batch caps.
 
-    def __init__(self, problem: Problem, *, factor: float) -> None:
+    With `scales` (one per candidate, each ≥ 1), candidate q's compute is taken `scales[q]` times slower:
+    the tables then bound a quantity that is at least every VM's compute so scaled, such as the quantile's
+    time of srift.optimize.exhaustive (`BranchAndBound`), and every bound here holds for it as it holds for
+    the iteration time at scale 1."""
+
+    def __init__(self, problem: Problem, *, factor: float, scales: Sequence[float] | None = None) -> None:
         self.problem = problem
         self.factor = factor
         cands = problem.candidates
@@ -52,12 +57,13 @@ class SplitRelaxation:
         self.policy = problem.batch_policy
         self._table: list[np.ndarray] = []
         self._pieces: list[tuple[list[float], list[float]]] = []
-        for x in cands:
+        for q, x in enumerate(cands):
             top = min(x.max_vm_batch, g) // x.devices * x.devices
             points = [b for b in linear_points(x) if b <= top]
             if top >= x.devices and (not points or points[-1] < top):
                 points.append(top)
-            values = [factor * x.floor_s(b) for b in points]
+            scale = factor * (scales[q] if scales is not None else 1.0)
+            values = [scale * x.floor_s(b) for b in points]
             self._pieces.append(([float(b) for b in points], values))
             batches = np.arange(x.devices, top + 1, x.devices, dtype=np.float64)
             table = np.interp(batches, points, values) * ROUNDING if points else batches

@@ -143,3 +143,38 @@ def _bent_profile(base: ModelProfile, *, segments: int, rng: random.Random) -> M
         return ComputeCurve(tuple(points), tuple(curve.time_s(b) * rng.uniform(0.92, 1.08) for b in points))
 
     return replace(base, forward=bent(base.forward), backward=bent(base.backward))
+
+
+def make_spread_problem(seed: int) -> Problem:
+    """A user's own model as `make_user_problem`, with uncertain compute: most types estimated (an
+    estimate's spread of 0.05–0.3) or stating a compute spread, some measured without one, and a confidence
+    of 0.6, 0.75, 0.9 or 0.99 (Φ⁻¹ below and above 1), so that limits are met at a quantile well above the
+    prediction; gradients of 1/100 to all of `make_user_problem`'s and straggler spreads of 0–4 %, so that
+    many fleets are compute-bound, where the quantile's bound from compute is tight. The limits are left
+    to the test (no limit here)."""
+    from dataclasses import replace
+
+    from srift.domain.profile import EstimateInfo
+
+    rng = random.Random(40_000 + seed)
+    base = make_user_problem(seed)
+    shrink = rng.choice([1.0, 0.1, 0.01])
+    cv = rng.choice([0.0, 0.01, 0.04])
+    cands = []
+    for cand in base.candidates:
+        kind = rng.random()
+        layers = tuple(replace(x, grad_bytes=max(int(x.grad_bytes * shrink), 1)) for x in cand.profile.layers)
+        profile = replace(cand.profile, layers=layers, straggler_cv=cv)
+        if kind < 0.6:
+            estimate = EstimateInfo(method="scaled", spread=rng.uniform(0.05, 0.3), calibration="test")
+            profile = replace(profile, estimate=estimate)
+        elif kind < 0.8:
+            profile = replace(profile, extra={"compute_spread": rng.uniform(0.05, 0.3)})
+        cands.append(replace(cand, profile=profile))
+    constraints = replace(
+        base.constraints,
+        time_limit_s=None,
+        budget_usd=None,
+        confidence=rng.choice([0.6, 0.75, 0.9, 0.99]),
+    )
+    return Problem(tuple(cands), constraints, base.batch_policy)

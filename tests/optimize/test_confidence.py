@@ -8,9 +8,13 @@ from dataclasses import replace
 
 import pytest
 
+from srift.bandwidth.prior import AlphaBetaPrior
 from srift.domain import Band, Constraints, FleetMember, Objective, Prediction, SearchMode, SpreadTerm
+from srift.optimize.evaluate import Evaluations, SimEvaluator
+from srift.optimize.exhaustive import BranchAndBound
+from srift.optimize.search import Incumbent
 from srift.optimize.solver import PlanInfeasible, SolveOptions, optimize
-from srift.optimize.space import Problem
+from srift.optimize.space import Candidate, Problem
 from srift.sim.band import Z90
 
 from .helpers import FastEvaluator, brute_force, candidate
@@ -116,3 +120,96 @@ def test_infeasible_at_confidence_says_so_and_names_the_quantile() -> None:
     assert err.value.relaxations["fastest_time_s"] == pytest.approx(
         fastest.predicted.total_time_quantile_s(0.9)
     )
+
+
+class PointBoundsOnly(SimEvaluator):
+    """The simulator without the promise on its band's compute term: the search compares the limits with
+    the prediction's own bounds (limit scales of 1)."""
+
+    band_compute_spread = None
+
+
+def _guess_or_sure() -> Problem:
+    """Two types: `guess`, estimated (spread 0.3), fast and cheap; `sure`, measured, slower, dearer. Tiny
+    gradients and no straggler spread, so fleets of `guess` are compute-bound and their 0.9 quantile is
+    e^(1.28 · 0.3) ≈ 1.47 × the prediction."""
+    from srift.domain.profile import EstimateInfo
+
+    def quiet(cand: Candidate, estimate: EstimateInfo | None) -> Candidate:
+        layers = tuple(replace(x, grad_bytes=1000) for x in cand.profile.layers)
+        profile = replace(cand.profile, layers=layers, straggler_cv=0.0, estimate=estimate)
+        return replace(cand, profile=profile)
+
+    guess = quiet(
+        candidate("guess", gpus=1, max_batch=16, per_sample_s=0.002, price=1.0, cap=4),
+        EstimateInfo(method="scaled", spread=0.3, calibration="test"),
+    )
+    sure = quiet(candidate("sure", gpus=1, max_batch=16, per_sample_s=0.004, price=1.5, cap=4), None)
+    return Problem((guess, sure), Constraints(32, 1000, Objective.MIN_TIME, confidence=0.9))
+
+
+def _branch_and_bound(problem: Problem, evaluator: SimEvaluator) -> tuple[Incumbent, Evaluations]:
+    """The branch and bound alone (no seed, no helper) to the end: what it simulated and found."""
+    evals = Evaluations(problem, evaluator)
+    incumbent = Incumbent(problem.constraints.objective)
+    search = BranchAndBound(problem, evals, constraints=problem.constraints, incumbent=incumbent)
+    search.start()
+    assert search.run(deadline=None).closed
+    return incumbent, evals
+
+
+def test_the_quantiles_bound_prunes_fleets_whose_median_fits_the_budget() -> None:
+    """A budget between the prediction of the fastest `guess` fleet and its quantile's bound: its median
+    fits, its 0.9 quantile does not. The branch and bound with the bounds of the quantile prunes, without
+    simulating them, fleets that it simulates with the point bounds alone (their median fits the budget;
+    their bound N · rent · max(t_iter, μ · compute), μ = e^0.3, does not), and both find brute force's
+    plan; so does the whole solver."""
+    problem = _problem_with_budget()
+    c = problem.constraints
+    assert c.budget_usd is not None
+    quantile, quantile_evals = _branch_and_bound(problem, SimEvaluator(bandwidth=AlphaBetaPrior()))
+    point, point_evals = _branch_and_bound(problem, PointBoundsOnly(bandwidth=AlphaBetaPrior()))
+    expected = brute_force(problem, SimEvaluator(bandwidth=AlphaBetaPrior()))  # type: ignore[arg-type]
+    assert expected is not None
+    assert quantile.value == pytest.approx(expected, rel=1e-12)
+    assert point.value == pytest.approx(expected, rel=1e-12)
+    plan = optimize(problem, SimEvaluator(bandwidth=AlphaBetaPrior()), EXHAUSTIVE)
+    assert plan.proven_optimal and plan.predicted.total_time_s == pytest.approx(expected, rel=1e-12)
+    mu = quantile_evals.limit_scales(c)
+    assert mu[0] == pytest.approx(math.exp(0.3), rel=1e-6)
+    assert mu[1] == 1.0
+    pruned = []
+    for groups, item in point_evals.records.items():
+        prediction = item.prediction
+        floor = max(mu[i] * problem.candidates[i].floor_s(b) for i, _, b in groups)
+        bound = c.iterations * max(prediction.iteration_s, floor) * problem.usd_per_s(groups)
+        if prediction.cost_usd <= c.budget_usd < bound:
+            assert not item.feasible
+            assert prediction.cost_quantile_usd(c.confidence) >= bound
+            pruned.append(groups)
+    assert pruned
+    assert not set(pruned) & set(quantile_evals.records)
+    assert len(quantile_evals) < len(point_evals)
+
+
+def _problem_with_budget() -> Problem:
+    """`_guess_or_sure` with the budget halfway (in log) between the median cost of its fastest fleet of
+    `guess` alone and that cost's quantile bound N · rent · max(t_iter, μ · compute) (below its 0.9
+    quantile): the median fits, the bound does not."""
+    problem = _guess_or_sure()
+    evaluator = SimEvaluator(bandwidth=AlphaBetaPrior())
+    c = problem.constraints
+    mu = Evaluations(problem, evaluator).limit_scales(replace(c, budget_usd=1.0))
+    fastest = None
+    for n in (2, 4):
+        groups = ((0, n, c.global_batch // n),)
+        prediction = evaluator(
+            problem.fleet(groups), iterations=c.iterations, usd_per_s=problem.usd_per_s(groups)
+        )
+        if fastest is None or prediction.total_time_s < fastest[1].total_time_s:
+            fastest = (groups, prediction)
+    assert fastest is not None
+    groups, prediction = fastest
+    floor = max(mu[i] * problem.candidates[i].floor_s(b) for i, _, b in groups)
+    bound = c.iterations * max(prediction.iteration_s, floor) * problem.usd_per_s(groups)
+    return replace(problem, constraints=replace(c, budget_usd=math.sqrt(prediction.cost_usd * bound)))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import statistics
 import time
+from dataclasses import replace
 
 import pytest
 from hypothesis import given, settings
@@ -14,12 +15,19 @@ from srift.bandwidth.prior import AlphaBetaPrior
 from srift.domain import Objective, SearchMode
 from srift.domain.simulation import PER_LAYER
 from srift.errors import InvalidInput
-from srift.optimize.evaluate import Evaluator, SimEvaluator, objective_value
+from srift.optimize.evaluate import Evaluations, Evaluator, SimEvaluator, objective_value
 from srift.optimize.solver import PlanInfeasible, SolveOptions, optimize
 from srift.optimize.space import Problem
+from srift.sim.result import with_band
 
 from .helpers import FastEvaluator, all_configs, brute_force
-from .problems import make_located_problem, make_mixed_problem, make_problem, make_user_problem
+from .problems import (
+    make_located_problem,
+    make_mixed_problem,
+    make_problem,
+    make_spread_problem,
+    make_user_problem,
+)
 
 
 def _solve(problem: Problem, evaluator: Evaluator, mode: SearchMode, budget_s: float) -> float | None:
@@ -99,6 +107,60 @@ def test_exhaustive_equals_brute_force_with_the_simulator_on_many_problems(famil
             break
     assert checked == 200
     assert family != "mixed" or mixed >= 20
+
+
+def test_exhaustive_equals_brute_force_at_the_quantile_with_estimated_profiles() -> None:
+    """200 random spaces with estimated (or spread-stating) profiles at confidences 0.6–0.99, each with one
+    limit (a budget under min_time, a time limit under min_cost) set either between the prediction and the
+    quantile of the configuration that is best without limits (its median meets the limit, its quantile
+    does not) or at that quantile (it is the optimum, and meets the limit just): the search prunes
+    with the quantile's bound (srift.optimize.evaluate.Evaluations.limit_scales), which must stay below
+    every quantile, and still finds brute force's optimum, proven."""
+    evaluator = SimEvaluator(bandwidth=AlphaBetaPrior())
+    checked = quantile_bound = 0
+    for seed in range(2000):
+        problem = make_spread_problem(seed)
+        configs = all_configs(problem, most=80)
+        if not 0 < len(configs) <= 80:
+            continue
+        c = problem.constraints
+        scored = []
+        for groups in configs:
+            fleet = problem.fleet(groups)
+            pred = with_band(
+                evaluator(fleet, iterations=c.iterations, usd_per_s=problem.usd_per_s(groups)),
+                evaluator.band(fleet, iterations=c.iterations),
+            )
+            scored.append((objective_value(pred, c.objective), pred))
+        scored.sort(key=lambda x: x[0])
+        if seed % 2:
+            # between the median and the quantile of the best: the best is out
+            pick, share = scored[0][1], 0.5
+        else:
+            # at the quantile of the best: it is the optimum, just (a bound above its quantile loses it)
+            pick, share = scored[0][1], 1.0 + 1e-9
+        if c.objective is Objective.MIN_TIME:
+            cost, cost_q = pick.cost_usd, pick.cost_quantile_usd(c.confidence)
+            limited = replace(c, budget_usd=cost ** (1 - share) * cost_q**share)
+        else:
+            time_s, time_q = pick.total_time_s, pick.total_time_quantile_s(c.confidence)
+            limited = replace(c, time_limit_s=time_s ** (1 - share) * time_q**share)
+        problem = replace(problem, constraints=limited)
+        expected = brute_force(problem, evaluator)  # type: ignore[arg-type]
+        try:
+            plan = optimize(problem, evaluator, SolveOptions(mode=SearchMode.EXHAUSTIVE, solve_budget_s=30))
+        except PlanInfeasible:
+            assert expected is None, seed
+        else:
+            got = objective_value(plan.predicted, limited.objective)
+            assert plan.proven_optimal, seed
+            assert expected is not None and got == pytest.approx(expected, rel=1e-12), seed
+        quantile_bound += any(m > 1 for m in Evaluations(problem, evaluator).limit_scales(limited))
+        checked += 1
+        if checked == 200:
+            break
+    assert checked == 200
+    assert quantile_bound >= 100
 
 
 def test_eager_is_feasible_near_optimal_and_on_budget() -> None:
