@@ -35,7 +35,7 @@ def bootstrap(settings: Settings, *, progress: Callable[[str], None] | None = No
     (a new data folder: the first `make run` takes a minute or two); an up-to-date one is silent."""
     url = settings.resolved_database_url
     check_database(url)
-    behind = migrate.current_revision(url) != migrate.script_head()
+    behind = not migrate.is_at_head(url)  # without importing Alembic where nothing is to be migrated
     say = progress if behind and progress is not None else None
     start = time.perf_counter()
     if say is not None:

@@ -43,7 +43,7 @@ def alembic_config(url: str) -> Config:
 
 def upgrade(url: str, revision: str = "head") -> None:
     """Migrate to `revision`; to head, nothing is imported or run when the database is already there."""
-    if revision == "head" and _is_at_head(url):
+    if revision == "head" and is_at_head(url):
         return
     from alembic import command
 
@@ -118,7 +118,7 @@ def _revision_of(path: Path) -> tuple[str, tuple[str, ...]] | None:
 _MISSING = object()
 
 
-def _is_at_head(url: str) -> bool:
+def is_at_head(url: str) -> bool:
     """Whether the database records exactly the scripts' head revision (False when unsure)."""
     head = script_head()
     if head is None:

@@ -110,9 +110,10 @@ class Browsed:
     def goto(self, path: str) -> None:
         self.page.goto(self.server.url + path, wait_until="load")
 
-    def screenshot(self, name: str) -> Path:
+    def screenshot(self, name: str, *, full_page: bool = True) -> Path:
+        """Save the page (the whole of it, or with `full_page` False the viewport) under test-artifacts."""
         path = self.artifacts / f"{name}.png"
-        self.page.screenshot(path=str(path), full_page=True)
+        self.page.screenshot(path=str(path), full_page=full_page)
         return path
 
     def chart(self, element_id: str) -> dict[str, Any]:

@@ -55,12 +55,14 @@ def test_upgrade_to_head_runs_alembic_only_when_behind(
     previous = sorted(p.stem.split("_")[0] for p in migrate.MIGRATIONS_DIR.glob("versions/*.py"))[-2]
     migrate.downgrade(sqlite_url, previous)
     get_engine(sqlite_url).dispose()
+    assert not migrate.is_at_head(sqlite_url)
     ran: list[str] = []
     real = command.upgrade
     monkeypatch.setattr(command, "upgrade", lambda cfg, rev: (ran.append(rev), real(cfg, rev)))
     migrate.upgrade(sqlite_url)
     get_engine(sqlite_url).dispose()
     assert ran == ["head"] and migrate.current_revision(sqlite_url) == head
+    assert migrate.is_at_head(sqlite_url)
     migrate.upgrade(sqlite_url)
     assert ran == ["head"], "a database at head needs no Alembic run"
 

@@ -57,6 +57,8 @@ def test_from_env_checks_the_rank_lies_on_its_node(tmp_path: Path) -> None:
     path.write_text(json.dumps(_plan((2, 8), (1, 4))))
     env = {"SRIFT_PLAN": str(path), "RANK": "2", "WORLD_SIZE": "3", "SRIFT_NODE_RANK": "2"}
     assert RankShare.from_env(env=env).local_batch == 4
+    standalone = {k: v for k, v in env.items() if k != "SRIFT_NODE_RANK"}  # torchrun --standalone sets none
+    assert RankShare.from_env(env=standalone).local_batch == 4
     with pytest.raises(HelperError, match="node-rank"):
         RankShare.from_env(env={**env, "SRIFT_NODE_RANK": "0"})
     with pytest.raises(HelperError, match="SRIFT_URL"):
@@ -86,21 +88,6 @@ def test_drop_last_keeps_only_whole_global_batches() -> None:
     assert all(len(b) == 40 for b in s)
 
 
-def _ddp_gradients(tmp_path: Path, plan: dict[str, Any], modes: list[str]) -> dict[str, list[torch.Tensor]]:
-    """One torchrun launch (one rank per VM) that runs a DDP step per mode; each mode's gradient."""
-    plan_file = tmp_path / "plan.json"
-    plan_file.write_text(json.dumps(plan))
-    out = tmp_path / "grads.json"
-    world = sum(c["count"] for c in plan["choices"])
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={world}"]
-    cmd += [str(HERE / "ddp_grad_worker.py"), str(plan_file), ",".join(modes), str(out)]
-    done = subprocess.run(cmd, timeout=240, env=env, capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr[-3000:]
-    grads = json.loads(out.read_text())["grads"]
-    return {mode: [torch.tensor(g) for g in grads[mode]] for mode in modes}
-
-
 def _single_process_gradient(global_batch: int) -> list[torch.Tensor]:
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(6, 5), torch.nn.Tanh(), torch.nn.Linear(5, 2))
@@ -111,26 +98,12 @@ def _single_process_gradient(global_batch: int) -> list[torch.Tensor]:
     return [p.grad.detach().clone() for p in model.parameters() if p.grad is not None]
 
 
-@pytest.mark.slow
-def test_weighted_ddp_gradient_over_uneven_batches_is_the_global_batch_gradient(tmp_path: Path) -> None:
-    plan = _plan((1, 9), (2, 2))
-    expected = _single_process_gradient(plan["global_batch"])
-    # plain first: the weighted step after it must not see its gradients (the worker zeroes them)
-    found = _ddp_gradients(tmp_path, plan, ["plain", "weighted"])
-    weighted, plain = found["weighted"], found["plain"]
-    for got, want in zip(weighted, expected, strict=True):
-        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
-    gap = max(float((got - want).abs().max()) for got, want in zip(plain, expected, strict=True))
-    assert gap > 1e-3, "without the weights DDP's average is not the global batch's gradient"
-
-
-@pytest.mark.slow
-def test_the_emitted_torchrun_lines_give_every_rank_its_plan_batch_across_uneven_nodes(
-    tmp_path: Path,
-) -> None:
-    """Two VMs with 2 and 1 ranks, launched by their emitted lines (static rendezvous on 127.0.0.1):
-    torchrun numbers ranks by node rank, as the plan's layout does (the helper checks each rank lies on its
-    node), and the weighted DDP gradient is the global batch's."""
+@pytest.fixture(scope="module")
+def emitted_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """Two VMs with 2 and 1 ranks (per-rank batches 5, 5, 2), launched by their emitted torchrun lines
+    (static rendezvous on 127.0.0.1), one DDP step unweighted (`plain`) then one weighted: rank 0's
+    report, `grads` by mode. One launch serves both tests below: a torchrun launch and its ranks' torch
+    imports cost seconds, a step milliseconds."""
     import socket
 
     from srift.launch.emit import EmitFormat, LaunchOptions, emit
@@ -145,16 +118,18 @@ def test_the_emitted_torchrun_lines_give_every_rank_its_plan_batch_across_uneven
             "instance_gpus": gpus,
         }
 
+    tmp_path = tmp_path_factory.mktemp("emitted")
     plan = {**_plan(), "choices": [gpu_choice("g.two", 10, 2), gpu_choice("g.one", 2, 1)], "global_batch": 12}
     plan_file = tmp_path / "plan.json"
     plan_file.write_text(json.dumps(plan))
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    out = tmp_path / "weighted.json"
+    out = tmp_path / "grads.json"
+    # plain first: the weighted step after it must not see its gradients (the worker zeroes them)
     options = LaunchOptions(
         script=str(HERE / "ddp_grad_worker.py"),
-        script_args=(str(plan_file), "weighted", str(out)),
+        script_args=(str(plan_file), "plain,weighted", str(out)),
         plan_ref=str(plan_file),
         master_addr="127.0.0.1",
         master_port=port,
@@ -174,9 +149,33 @@ def test_the_emitted_torchrun_lines_give_every_rank_its_plan_batch_across_uneven
         )
     outputs = [p.communicate(timeout=240)[0] for p in procs]
     assert [p.returncode for p in procs] == [0, 0], outputs
-    result = json.loads(out.read_text())
-    assert tuple(result["rank_batches"]) == (5, 5, 2)
-    got = [torch.tensor(g) for g in result["grads"]["weighted"]]
+    result: dict[str, Any] = json.loads(out.read_text())
+    result["global_batch"] = plan["global_batch"]
+    return result
+
+
+@pytest.mark.slow
+def test_weighted_ddp_gradient_over_uneven_batches_is_the_global_batch_gradient(
+    emitted_run: dict[str, Any],
+) -> None:
+    expected = _single_process_gradient(emitted_run["global_batch"])
+    found = {mode: [torch.tensor(g) for g in grads] for mode, grads in emitted_run["grads"].items()}
+    weighted, plain = found["weighted"], found["plain"]
+    for got, want in zip(weighted, expected, strict=True):
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
+    gap = max(float((got - want).abs().max()) for got, want in zip(plain, expected, strict=True))
+    assert gap > 1e-3, "without the weights DDP's average is not the global batch's gradient"
+
+
+@pytest.mark.slow
+def test_the_emitted_torchrun_lines_give_every_rank_its_plan_batch_across_uneven_nodes(
+    emitted_run: dict[str, Any],
+) -> None:
+    """torchrun numbers ranks by node rank, as the plan's layout does (the helper checks each rank lies on
+    its node), and the weighted DDP gradient is the global batch's."""
+    assert emitted_run["global_batch"] == 12
+    assert tuple(emitted_run["rank_batches"]) == (5, 5, 2)
+    got = [torch.tensor(g) for g in emitted_run["grads"]["weighted"]]
     for g, want in zip(got, _single_process_gradient(12), strict=True):
         torch.testing.assert_close(g, want, rtol=1e-5, atol=1e-6)
 

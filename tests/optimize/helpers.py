@@ -124,14 +124,23 @@ class FastEvaluator:
 
 
 def brute_force(
-    problem: Problem, evaluator: Evaluator, constraints: Constraints | None = None, *, large: bool = False
+    problem: Problem,
+    evaluator: Evaluator,
+    constraints: Constraints | None = None,
+    *,
+    large: bool = False,
+    configs: Sequence[Groups] | None = None,
 ) -> float | None:
     """The best objective over EVERY configuration of the space: naive recursion over each type's (count,
-    batch) or absence, keeping combinations whose samples sum to the global batch; no other pruning.
-    `large` lists the space by `split_configs` (the final group's batch by division) for bigger problems."""
+    batch) or absence, keeping combinations whose samples sum to the global batch; no pruning but
+    `all_configs`' (a branch that cannot reach the global batch).
+    `large` lists the space by `split_configs` (the final group's batch by division) for bigger problems;
+    `configs` is the whole listing of `all_configs(problem)` where the caller already made it."""
     c = constraints or problem.constraints
     best: float | None = None
-    for groups in split_configs(problem) if large else all_configs(problem):
+    if configs is None:
+        configs = split_configs(problem) if large else all_configs(problem)
+    for groups in configs:
         fleet = problem.fleet(groups)
         pred = evaluator(fleet, iterations=c.iterations, usd_per_s=problem.usd_per_s(groups))
         band = getattr(evaluator, "band", None)
@@ -153,12 +162,19 @@ def all_configs(problem: Problem, *, most: int | None = None) -> list[Groups]:
 
     With `most`, the listing stops after `most + 1` configurations: callers that only want spaces of at most
     `most` configurations learn that a space is larger without listing all of it (a two-region space can
-    hold millions)."""
+    hold millions). A branch is left once the types after it cannot bring its samples up to the global
+    batch even at their caps and largest batches (it lists nothing: every configuration sums to it)."""
     g = problem.constraints.global_batch
     cands = problem.candidates
     out: list[Groups] = []
+    # most_after[i]: the samples types i.. can add at most (each at its cap, each VM at its largest batch).
+    most_after = [0] * (len(cands) + 1)
+    for i in reversed(range(len(cands))):
+        most_after[i] = most_after[i + 1] + cands[i].cap * cands[i].max_vm_batch
 
     def rec(i: int, total: int, groups: Groups) -> None:
+        if total + most_after[i] < g:
+            return
         if i == len(cands):
             if total == g and groups and _allowed(problem, groups):
                 out.append(groups)

@@ -60,9 +60,10 @@ def test_exhaustive_equals_brute_force_with_the_simulator() -> None:
     checked = 0
     for seed in range(40):
         problem = make_problem(seed)
-        if not 0 < len(all_configs(problem, most=150)) <= 150:
+        configs = all_configs(problem, most=150)
+        if not 0 < len(configs) <= 150:
             continue
-        expected = brute_force(problem, evaluator)  # type: ignore[arg-type]
+        expected = brute_force(problem, evaluator, configs=configs)  # type: ignore[arg-type]
         got = _solve(problem, evaluator, SearchMode.EXHAUSTIVE, 30.0)
         assert (got is None) == (expected is None), seed
         if got is not None and expected is not None:
@@ -92,7 +93,7 @@ def test_exhaustive_equals_brute_force_with_the_simulator_on_many_problems(famil
         configs = all_configs(problem, most=80)
         if not 0 < len(configs) <= 80:
             continue
-        expected = brute_force(problem, evaluator)  # type: ignore[arg-type]
+        expected = brute_force(problem, evaluator, configs=configs)  # type: ignore[arg-type]
         try:
             plan = optimize(problem, evaluator, SolveOptions(mode=SearchMode.EXHAUSTIVE, solve_budget_s=30))
         except PlanInfeasible:

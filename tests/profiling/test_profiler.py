@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any
 
@@ -38,16 +39,23 @@ def test_sequential_layers_become_ready_from_last_to_first() -> None:
     assert all(layer.exec_prob == 1.0 for layer in profile.layers)
 
 
+@functools.cache
+def _small_profile(name: str) -> ModelProfile:
+    """`name` profiled at batches up to 4, once per process: two tests read the tied model's (a frozen
+    ModelProfile)."""
+    return _profile(name, max_batch=4)
+
+
 @pytest.mark.parametrize("name", ["sequential", "tied", "conditional"])
 def test_gradient_bytes_sum_to_the_trainable_parameter_bytes_exactly(name: str) -> None:
-    profile = _profile(name, max_batch=4)
+    profile = _small_profile(name)
     model = getattr(testmodels, name)()
     assert profile.total_grad_bytes == trainable_bytes(model)
     assert profile.total_grad_bytes == sum(p.numel() * p.element_size() for p in model.parameters())
 
 
 def test_tied_weights_are_counted_once() -> None:
-    profile = _profile("tied", max_batch=4)
+    profile = _small_profile("tied")
     model = testmodels.tied()
     naive = sum(p.numel() * p.element_size() for m in model.modules() for p in m.parameters(recurse=False))
     assert profile.total_grad_bytes < naive

@@ -33,7 +33,8 @@ def test_available_cpus_honours_a_cgroup_quota(tmp_path: Path) -> None:
 def test_two_workers_serve_and_a_killed_worker_is_replaced(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'w.db'}"
     migrate.upgrade(url)
-    server = start_server(database_url=url, data_dir=tmp_path, workers=2)
+    # Supervision only: /v1/health answers on the migrated database without the shipped data loaded.
+    server = start_server(database_url=url, data_dir=tmp_path, workers=2, bootstrap=False)
     try:
         assert wait_for(lambda: len(workers_of(server.pid)) == 2, timeout_s=WAIT_S), descendants(server.pid)
         first = workers_of(server.pid)
@@ -57,7 +58,8 @@ def test_two_workers_serve_and_a_killed_worker_is_replaced(tmp_path: Path) -> No
 def test_sigkilled_supervisor_leaves_no_worker_behind(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'w.db'}"
     migrate.upgrade(url)
-    server = start_server(database_url=url, data_dir=tmp_path, workers=2)
+    # Supervision only: /v1/health answers on the migrated database without the shipped data loaded.
+    server = start_server(database_url=url, data_dir=tmp_path, workers=2, bootstrap=False)
     try:
         assert wait_for(lambda: len(workers_of(server.pid)) == 2, timeout_s=WAIT_S)
         workers = workers_of(server.pid)
