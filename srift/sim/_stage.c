@@ -1,10 +1,12 @@
-/* One exchange stage (Srift §4.3, eq. 2) in C: the same timeline as srift.sim.exchange._run_stage.
+/* One exchange stage (Srift §4.3, eq. 2) in C: the same timeline as srift.sim.python_stage.run_stage.
  *
  * Transfers j = 0..n-1 arrive at ready[j] (sorted ascending) with bits[j] payload bits of size class
  * klass[j]. With c transfers active and b_agg the sum of their own rates, each runs at its own rate while
- * b_agg < cap, otherwise at min(own rate, cap / c). Every event (an arrival, or the earliest finish; a
- * finish first at equal times) settles the bits served since the last one and recomputes every active
- * transfer's rate: O(active) per event, no heaps, no mode switching. The optimizer calls this thousands
+ * b_agg < cap, otherwise at min(own rate, L), where the level L shares the cap max-min fairly:
+ * Σ min(own, L) = cap (a transfer slower than the others' share leaves what it cannot use to them). Every
+ * event (an arrival, or the earliest finish; a finish first at equal times) settles the bits served since
+ * the last one and recomputes every active transfer's rate: O(active + classes) per event, no heaps, no
+ * mode switching. The optimizer calls this thousands
  * of times per plan, which is why it exists; srift.sim.exchange falls back to Python when it is not built.
  */
 #define PY_SSIZE_T_CLEAN
@@ -86,20 +88,58 @@ as_indices(PyObject *seq, Py_ssize_t n_expected, Py_ssize_t limit, Py_ssize_t **
 }
 
 /* The timeline itself; returns 0, or -1 when out of memory. */
+/* The level L with Σ over active transfers of min(own, L) = cap, from the classes' counts (`order` lists
+ * the classes from the slowest): a class below what is left per transfer keeps its own rate. */
+static double
+water_level(Py_ssize_t n_rates, const Py_ssize_t *order, const double *rates, const Py_ssize_t *count,
+            Py_ssize_t c, double cap)
+{
+    double left = cap;
+    Py_ssize_t m = c;
+    double fastest = 0.0;
+    for (Py_ssize_t q = 0; q < n_rates; q++) {
+        Py_ssize_t k = order[q];
+        if (count[k] == 0) {
+            continue;
+        }
+        fastest = rates[k];
+        if (rates[k] >= left / (double)m) {
+            return left / (double)m;
+        }
+        left -= rates[k] * (double)count[k];
+        m -= count[k];
+    }
+    return fastest;
+}
+
 static int
-simulate_stage(Py_ssize_t n, const double *ready, const double *bits, const double *own, double cap,
-               double *finish, span_t **spans_out, Py_ssize_t *n_spans_out)
+simulate_stage(Py_ssize_t n, const double *ready, const double *bits, const Py_ssize_t *klass,
+               Py_ssize_t n_rates, const double *rates, double cap, double *finish, span_t **spans_out,
+               Py_ssize_t *n_spans_out)
 {
     Py_ssize_t *active = malloc(sizeof(Py_ssize_t) * (size_t)n);
     double *left = malloc(sizeof(double) * (size_t)n);
     double *rate = malloc(sizeof(double) * (size_t)n);
     span_t *spans = malloc(sizeof(span_t) * (size_t)n);
-    if (!active || !left || !rate || !spans) {
+    Py_ssize_t *count = calloc((size_t)n_rates, sizeof(Py_ssize_t));
+    Py_ssize_t *order = malloc(sizeof(Py_ssize_t) * (size_t)n_rates);
+    if (!active || !left || !rate || !spans || !count || !order) {
         free(active);
         free(left);
         free(rate);
         free(spans);
+        free(count);
+        free(order);
         return -1;
+    }
+    /* The classes from the slowest (insertion sort: a stage has a few dozen classes at most). */
+    for (Py_ssize_t k = 0; k < n_rates; k++) {
+        Py_ssize_t q = k;
+        while (q > 0 && rates[order[q - 1]] > rates[k]) {
+            order[q] = order[q - 1];
+            q--;
+        }
+        order[q] = k;
     }
     Py_ssize_t c = 0, i = 0, n_spans = 0;
     double now = 0.0, busy_start = 0.0, agg = 0.0;
@@ -109,19 +149,20 @@ simulate_stage(Py_ssize_t n, const double *ready, const double *bits, const doub
             busy_start = now;
             active[0] = i;
             left[i] = bits[i];
-            agg = own[i];
+            agg = rates[klass[i]];
+            count[klass[i]] = 1;
             c = 1;
             i++;
             continue;
         }
         int capped = !(agg < cap);
-        double share = cap / (double)c;
+        double share = capped ? water_level(n_rates, order, rates, count, c, cap) : INFINITY;
         double soonest = INFINITY;
         Py_ssize_t first = 0;
         for (Py_ssize_t a = 0; a < c; a++) {
             Py_ssize_t j = active[a];
-            double r = own[j];
-            if (capped && r > share) {
+            double r = rates[klass[j]];
+            if (r > share) {
                 r = share;
             }
             rate[j] = r;
@@ -147,7 +188,8 @@ simulate_stage(Py_ssize_t n, const double *ready, const double *bits, const doub
         if (t_done <= t_arrive) {
             Py_ssize_t j = active[first];
             finish[j] = t;
-            agg -= own[j];
+            agg -= rates[klass[j]];
+            count[klass[j]]--;
             c--;
             for (Py_ssize_t a = first; a < c; a++) {
                 active[a] = active[a + 1];
@@ -161,7 +203,8 @@ simulate_stage(Py_ssize_t n, const double *ready, const double *bits, const doub
         } else {
             active[c] = i;
             left[i] = bits[i];
-            agg += own[i];
+            agg += rates[klass[i]];
+            count[klass[i]]++;
             c++;
             i++;
         }
@@ -169,6 +212,8 @@ simulate_stage(Py_ssize_t n, const double *ready, const double *bits, const doub
     free(active);
     free(left);
     free(rate);
+    free(count);
+    free(order);
     *spans_out = spans;
     *n_spans_out = n_spans;
     return 0;
@@ -187,7 +232,7 @@ run_stage(PyObject *self, PyObject *args)
         return NULL;
     }
     Py_ssize_t n = 0, n_bits = 0, n_rates = 0;
-    double *ready = NULL, *bits = NULL, *rates = NULL, *own = NULL, *finish = NULL;
+    double *ready = NULL, *bits = NULL, *rates = NULL, *finish = NULL;
     Py_ssize_t *klass = NULL;
     span_t *spans = NULL;
     Py_ssize_t n_spans = 0;
@@ -225,19 +270,15 @@ run_stage(PyObject *self, PyObject *args)
             goto done;
         }
     }
-    own = PyMem_Malloc(sizeof(double) * (size_t)(n > 0 ? n : 1));
     finish = PyMem_Malloc(sizeof(double) * (size_t)(n > 0 ? n : 1));
-    if (own == NULL || finish == NULL) {
+    if (finish == NULL) {
         PyErr_NoMemory();
         goto done;
-    }
-    for (Py_ssize_t j = 0; j < n; j++) {
-        own[j] = rates[klass[j]];
     }
     if (n > 0) {
         int rc;
         Py_BEGIN_ALLOW_THREADS
-        rc = simulate_stage(n, ready, bits, own, cap, finish, &spans, &n_spans);
+        rc = simulate_stage(n, ready, bits, klass, n_rates, rates, cap, finish, &spans, &n_spans);
         Py_END_ALLOW_THREADS
         if (rc < 0) {
             PyErr_NoMemory();
@@ -272,7 +313,6 @@ done:
     PyMem_Free(bits);
     PyMem_Free(rates);
     PyMem_Free(klass);
-    PyMem_Free(own);
     PyMem_Free(finish);
     free(spans);
     return result;
@@ -281,7 +321,7 @@ done:
 static PyMethodDef methods[] = {
     {"run_stage", run_stage, METH_VARARGS,
      "run_stage(ready_s, bits, klass, rates_bps, cap_bps) -> (finish times, busy intervals)\n\n"
-     "One stage of the gradient exchange under Srift eq. 2 sharing; ready_s sorted ascending."},
+     "One stage of the gradient exchange under Srift eq. 2 with max-min fair sharing; ready_s sorted ascending."},
     {NULL, NULL, 0, NULL},
 };
 

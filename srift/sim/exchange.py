@@ -6,8 +6,13 @@ with a rate per size class and a cap. Rates are *payload* rates (bits of gradien
 bandwidth × n / (2(n−1)) for a ring of n ranks), so a lone transfer takes bits / rate = 2s(n−1)/(n·busbw).
 
 Sharing follows Srift eq. 2: with c transfers active in a stage and b_agg the sum of their own rates,
-each runs at its own rate while b_agg < cap, otherwise at min(own rate, cap / c). Whenever a stage's active
-set changes every active transfer's rate and finish time is recomputed.
+each runs at its own rate while b_agg < cap, otherwise at min(own rate, L), the level L sharing the cap
+max-min fairly (`water_level`: Σ min(own, L) = cap). The paper writes cap / c for L, which leaves idle what
+a transfer slower than cap / c cannot use; a shared link does not (TCP flows on one bottleneck converge to
+max-min fair shares: a flow held below its share elsewhere leaves the rest to the others). With it idle, a
+small layer overlapping a large one slowed it for nothing, so that delaying the small one (a slower added
+VM) could end the exchange earlier. Whenever a stage's active set changes every active transfer's
+rate and finish time is recomputed.
 
 Three implementations give the same timeline. `exchange` runs each stage in C (`srift.sim._stage`, built at
 install; it settles and re-rates every active transfer at each event, O(active) per event with no Python in
@@ -78,6 +83,20 @@ def covered_s(spans: Iterable[tuple[float, float]]) -> float:
     if cur_end > -INF:
         total += cur_end - cur_start
     return total
+
+
+def water_level(own_bps: Sequence[float], cap_bps: float) -> float:
+    """The rate cap of eq. 2 with max-min fairness: INF while the own rates sum below the cap, else the
+    level L with Σ min(own, L) = cap (a transfer slower than L keeps its own rate, the rest run at L)."""
+    if sum(own_bps) < cap_bps:
+        return INF
+    left, m = cap_bps, len(own_bps)
+    for own in sorted(own_bps):
+        if own >= left / m:
+            break
+        left -= own
+        m -= 1
+    return left / m if m else max(own_bps)
 
 
 def _check(
@@ -216,10 +235,9 @@ def exchange_reference(
 
     def reshare(s: int) -> None:
         stage, jobs = stages[s], pending[s]
-        b_agg = sum(stage.rates_bps[klass[j]] for j in jobs)
+        level = water_level([stage.rates_bps[klass[j]] for j in jobs], stage.cap_bps)
         for j, event in list(jobs.items()):
-            own = stage.rates_bps[klass[j]]
-            rate[s][j] = own if b_agg < stage.cap_bps else min(own, stage.cap_bps / len(jobs))
+            rate[s][j] = min(stage.rates_bps[klass[j]], level)
             if event is not None:
                 engine.cancel(event)
             delay = max(0.0, remaining[s][j] / rate[s][j])

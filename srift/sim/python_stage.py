@@ -104,6 +104,28 @@ def _move_classes(
     return shared, own, min_shared, max_own
 
 
+def _water_level(active: set[int], count: Sequence[int], rates: Sequence[float], cap: float) -> float:
+    """The capped regime's share: the level L with Σ over active transfers of min(own rate, L) = cap.
+
+    Classes are taken from the slowest: one whose own rate is below the level of what is left keeps its own
+    rate and leaves the rest of the cap to the others (max-min fairness, as TCP flows or NCCL channels
+    sharing a link get); the first that is not runs at the level, and so does every faster one.
+    """
+    left = cap
+    m = 0
+    for k in active:
+        m += count[k]
+    for k in sorted(active, key=rates.__getitem__):
+        level = left / m
+        if rates[k] >= level:
+            return level
+        left -= rates[k] * count[k]
+        m -= count[k]
+    # Only when rounding leaves every class below the level (the own rates sum to the cap): the fastest
+    # class's rate is the level.
+    return max(rates[k] for k in active)
+
+
 def _take(
     classes: list[int],
     entries: list[tuple[float, int]],
@@ -137,6 +159,7 @@ class _Stage:
 
     __slots__ = (
         "agg",
+        "agg_own",
         "bits",
         "bulk_min",
         "busy",
@@ -187,8 +210,10 @@ class _Stage:
         self.c = 0
         # The sum of the active transfers' own rates (eq. 2's b_agg).
         self.agg = 0.0
+        # The part of it from transfers at their own rates (below the share).
+        self.agg_own = 0.0
         self.capped = False
-        # cap / c while capped, else INF.
+        # The water level while capped, (cap − agg_own) / (shared transfers), else INF.
         self.share = INF
         self.clock = 0.0
         self.last_t = 0.0
@@ -222,6 +247,7 @@ class _Stage:
                 self.c += 1
                 self.agg += self.job_rate[j]
         heapq.heapify(self.own)
+        self.agg_own = self.agg
         self.max_own = max((self.rates[x] for x in self.own_active), default=-INF)
         if self.c:
             self.busy_start = busy.pop()[0]
@@ -252,14 +278,24 @@ class _Stage:
                 self.max_own = max((self.rates[x] for x in self.own_active), default=-INF)
 
     def regime(self) -> bool:
-        """Re-judge eq. 2's regime after a change of the active set; whether it flipped."""
+        """Re-judge the regime after a change of the active set, and the share the current modes give;
+        whether the regime flipped."""
         was_capped = self.capped
         self.capped = self.c > 0 and not self.agg < self.cap
-        self.share = self.cap / self.c if self.capped else INF
+        self.share = (self.cap - self.agg_own) / len(self.shared) if self.capped and self.shared else INF
         return self.capped != was_capped
 
+    def consistent(self) -> bool:
+        """Whether every active class is in the mode the share gives it (uncapped: all at their own rates;
+        capped: some share, the shared ones at least as fast as the share, the own-rate ones slower)."""
+        if not self.capped:
+            return not self.shared
+        return bool(self.shared) and self.min_shared >= self.share and self.max_own < self.share
+
     def move_classes(self) -> None:
-        """Put every active class in the mode eq. 2 now gives it (at the current time, last_t)."""
+        """Put every active class in the mode the water level now gives it (at the current time, last_t)."""
+        if self.capped:
+            self.share = _water_level(self.shared_active | self.own_active, self.count, self.rates, self.cap)
         self.shared, self.own, self.min_shared, self.max_own = _move_classes(
             self.last_t,
             self.clock,
@@ -272,6 +308,7 @@ class _Stage:
             self.shared_active,
             self.own_active,
         )
+        self.agg_own = sum([self.rates[k] * self.count[k] for k in self.own_active])
 
     def bulk_departures(self) -> int:
         """Every transfer has arrived and at least `bulk_min` share: the departures that keep the regime,
@@ -285,8 +322,8 @@ class _Stage:
             self.klass,
             clock=self.clock,
             last_t=self.last_t,
-            c=self.c,
             agg=self.agg,
+            agg_own=self.agg_own,
             cap=self.cap,
             t_limit=t_limit,
         )
@@ -310,20 +347,21 @@ class _Stage:
         del shared[:stop]
         self.min_shared = min((self.rates[k] for k in self.shared_active), default=INF)
         if self.c == 0:
-            self.agg = 0.0
+            self.agg = self.agg_own = 0.0
             self.busy.append((self.busy_start, self.last_t))
-        if not self.regime() and (not self.capped or self.min_shared >= self.share):
+        if not self.regime() and self.consistent():
             return _CONTINUE
         return _MOVE
 
     def capped_events(self) -> int:
-        """Capped regime with every class in its mode (shared ones at cap/c, own ones below it): handle
-        events here until the regime flips, a class must change mode, or the bulk tail can take over.
-        The hot loop: what it updates at every event lives in locals, stored back once at the end."""
+        """Capped regime with every class in its mode (shared ones at the water level, own ones below it):
+        handle events here until the regime flips, a class must change mode, or the bulk tail can take
+        over. The hot loop: what it updates at every event lives in locals, stored back once at the end."""
         shared, own, finish, count, bits = self.shared, self.own, self.finish, self.count, self.bits
         klass, job_rate, ready_s, n, cap = self.klass, self.job_rate, self.ready_s, self.n, self.cap
         shared_active, push, pop = self.shared_active, heapq.heappush, heapq.heappop
         clock, last_t, share, c, agg, i = self.clock, self.last_t, self.share, self.c, self.agg, self.i
+        agg_own = self.agg_own
         t_arr = ready_s[i] if i < n else INF
         step = _CONTINUE
         while True:
@@ -348,7 +386,7 @@ class _Stage:
                 c -= 1
                 count[k] -= 1
                 if c == 0:
-                    agg, share = 0.0, INF
+                    agg, agg_own, share = 0.0, 0.0, INF
                     self.busy.append((self.busy_start, t))
                     self.capped = False
                     shared_active.discard(k)
@@ -356,12 +394,18 @@ class _Stage:
                     self.min_shared, self.max_own = INF, -INF
                     break
                 agg -= job_rate[j]
+                if not from_shared:
+                    agg_own -= job_rate[j]
                 if count[k] == 0:
                     self.class_left(k, from_shared=from_shared)
                 if agg < cap:
                     self.capped, share, step = False, INF, _MOVE
                     break
-                share = cap / c
+                if not shared:
+                    step = _MOVE
+                    break
+                # A departure raises the level: own-rate classes stay below it, a shared one may fall below.
+                share = (cap - agg_own) / len(shared)
                 if self.min_shared < share:
                     step = _MOVE
                     break
@@ -370,29 +414,43 @@ class _Stage:
                     if self.quiet <= 0 and len(shared) >= self.bulk_min:
                         break
             else:
-                # An arrival: it joins with c + 1 sharing the cap, unless that pushes an own-rate class
-                # above the new share (then the one-by-one events take it).
-                after = cap / (c + 1)
-                if self.max_own >= after:
+                # An arrival lowers the level: it joins its class's mode (a new class shares when it is at
+                # least as fast as the level with it sharing), unless the new level falls to an own-rate
+                # class's rate (then the one-by-one events take it).
+                rate = job_rate[i]
+                k = klass[i]
+                free = cap - agg_own
+                n_shared = len(shared)
+                joins = k in shared_active if count[k] else rate * (n_shared + 1) >= free
+                if joins:
+                    after = free / (n_shared + 1)
+                    top = self.max_own
+                elif n_shared:
+                    after = (free - rate) / n_shared
+                    top = rate if rate > self.max_own else self.max_own
+                else:
+                    step = _EVENT
+                    break
+                if top >= after:
                     step = _EVENT
                     break
                 clock += share * (t_arr - last_t)
                 last_t = t_arr
-                rate = job_rate[i]
-                k = klass[i]
                 if count[k] == 0:
-                    self.join(k, shares=rate >= after)
+                    self.join(k, shares=joins)
                 count[k] += 1
-                if k in shared_active:
+                if joins:
                     push(shared, (clock + bits[i], i))
                 else:
                     push(own, (t_arr + bits[i] / rate, i))
+                    agg_own += rate
                 i += 1
                 c += 1
                 agg += rate
                 share = after
                 t_arr = ready_s[i] if i < n else INF
         self.clock, self.last_t, self.share, self.c, self.agg, self.i = clock, last_t, share, c, agg, i
+        self.agg_own = agg_own
         return step
 
     def events(self) -> int:
@@ -424,13 +482,14 @@ class _Stage:
                 self.c -= 1
                 count[k] -= 1
                 if self.c == 0:
-                    self.agg = 0.0
+                    self.agg = self.agg_own = 0.0
                     self.busy.append((self.busy_start, t))
                 else:
                     self.agg -= rates[k]
+                    if not from_shared:
+                        self.agg_own -= rates[k]
                 if count[k] == 0:
                     self.class_left(k, from_shared=from_shared)
-                keeps = not self.regime() and (not self.capped or self.min_shared >= self.share)
             else:
                 j = self.i
                 self.i += 1
@@ -440,16 +499,19 @@ class _Stage:
                     self.busy_start = t
                 self.c += 1
                 self.agg += rate
-                flipped = self.regime()
                 if count[k] == 0:
-                    self.join(k, shares=self.capped and rate >= self.share)
+                    # Capped with it: it shares when at least as fast as the level with it sharing.
+                    capped = not self.agg < self.cap
+                    free = self.cap - self.agg_own
+                    self.join(k, shares=capped and rate * (len(shared) + 1) >= free)
                 count[k] += 1
                 if k in self.shared_active:
                     heapq.heappush(shared, (self.clock + self.bits[j], j))
                 else:
                     heapq.heappush(own, (t + self.bits[j] / rate, j))
-                keeps = not flipped and (not self.capped or self.max_own < self.share)
-            if not keeps:
+                    self.agg_own += rate
+            flipped = self.regime()
+            if flipped or not self.consistent():
                 return _MOVE
             if self.capped:
                 return _CONTINUE
@@ -462,14 +524,15 @@ def _bulk_times(
     *,
     clock: float,
     last_t: float,
-    c: int,
     agg: float,
+    agg_own: float,
     cap: float,
     t_limit: float,
 ) -> list[float]:
     """Departure times of the shared transfers in mark order (`shared` sorted), for as long as the regime
     holds: the own rates still in flight reach the cap, the slowest class left still shares, and no
-    own-rate transfer finishes first (at `t_limit`)."""
+    own-rate transfer finishes first (at `t_limit`). The own-rate transfers (`agg_own` in all) keep their
+    rates throughout, so the shared ones split what they leave of the cap."""
     own_rate = [rates[klass[e[1]]] for e in shared]
     m = len(own_rate)
     # slowest_left[pos]: the slowest own rate among the transfers from pos on (a minimum from the end).
@@ -481,15 +544,17 @@ def _bulk_times(
     prev_mark = clock
     elapsed = 0.0
     done_rate = 0.0
+    free = cap - agg_own
     for pos in range(m):
-        left = c - pos
+        left = m - pos
         mark = shared[pos][0]
-        # Between two marks the group clock advances mark − prev_mark while `left` active transfers split the
-        # cap (each shared one at cap / left): (mark − prev_mark)·left / cap seconds of wall time.
-        elapsed += (mark - prev_mark) * left / cap
+        # Between two marks the group clock advances mark − prev_mark while `left` shared transfers split
+        # what the own-rate ones leave of the cap (each at free / left): (mark − prev_mark)·left / free
+        # seconds of wall time.
+        elapsed += (mark - prev_mark) * left / free
         t = last_t + elapsed
         # done_rate sums the own rates of the transfers gone, so agg − done_rate is b_agg of those left.
-        if not (agg - done_rate >= cap and slowest_left[pos] >= cap / left and t < t_limit):
+        if not (agg - done_rate >= cap and slowest_left[pos] >= free / left and t < t_limit):
             break
         times.append(t)
         prev_mark = mark
@@ -508,11 +573,12 @@ def run_stage(
     """One stage on its own: finish time of every transfer (ready_s sorted) and the stage's busy intervals.
 
     Transfers run in one of two modes. *Shared*: in the capped regime every class whose own rate is at least
-    the share cap/c runs at exactly the share, so their transfers keep marks (service still to receive, on one
-    group clock) in the heap `shared`. *Own*: a transfer at its own rate has a fixed finish time, in the heap
-    `own`. A class that changes mode has its transfers moved to the other heap. An event costs O(log n);
-    classes are moved only when the regime flips, or when the share crosses the slowest shared class's rate
-    (a departure) or the fastest own class's rate (an arrival). While every transfer shares (pure processor
+    the share (the water level: what the own-rate transfers leave of the cap, split evenly) runs at exactly
+    the share, so their transfers keep marks (service still to receive, on one group clock) in the heap
+    `shared`. *Own*: a transfer at its own rate has a fixed finish time, in the heap `own`. A class that
+    changes mode has its transfers moved to the other heap. An event costs O(log n); classes are moved
+    only when the regime flips, or when the share crosses the slowest shared class's rate (a departure)
+    or the fastest own class's rate (an arrival). While every transfer shares (pure processor
     sharing, the common case when communication-bound) a tight inner loop handles events. Once every
     transfer has arrived, shared departures come in mark order and their times follow from a cumulative sum,
     so that tail is computed in one pass of running sums until the regime would change or an own-rate

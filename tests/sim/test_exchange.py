@@ -1,4 +1,4 @@
-"""Hand-computed exchange timelines (Srift eq. 2), and the fast simulation equal to the literal one."""
+"""Hand-computed exchange timelines (Srift eq. 2, max-min fair); fast simulations equal to the literal one."""
 
 from __future__ import annotations
 
@@ -87,12 +87,23 @@ def test_cap_limited_fair_sharing_with_a_late_arrival(sim: Sim) -> None:
 
 
 @BOTH
-def test_a_slow_transfer_keeps_its_own_rate_below_the_share(sim: Sim) -> None:
-    # own 8 and 4, b_agg 12 ≥ cap 10 → share 5: A min(8,5)=5, B min(4,5)=4. B (2 Gbit) done 0.5;
-    # A has 10-2.5 = 7.5 left, alone at 8 → 0.9375 more → 1.4375.
+def test_a_slow_transfer_keeps_its_own_rate_and_leaves_the_rest_of_the_cap(sim: Sim) -> None:
+    # own 8 and 4, b_agg 12 ≥ cap 10; B's 4 is below an even split (5), so B keeps 4 and A gets the other 6
+    # (max-min fair: the cap is never left idle while a transfer could use it). B (2 Gbit) done 0.5;
+    # A has 10-3 = 7 left, alone at 8 → 0.875 more → 1.375.
     net = Stage("network", rates_bps=(8 * G, 4 * G), cap_bps=10 * G)
     result = sim([0.0, 0.0], [10 * G, 2 * G], [0, 1], [net])
-    assert result.finish_s[0] == pytest.approx((1.4375, 0.5), abs=1e-9)
+    assert result.finish_s[0] == pytest.approx((1.375, 0.5), abs=1e-9)
+
+
+@BOTH
+def test_three_levels_of_water_filling(sim: Sim) -> None:
+    # own 1, 3 and 10 (×2), cap 12: 1 < 12/4 keeps 1; 3 < 11/3 keeps 3; the two fast ones share 8 → 4 each.
+    # C and D (4 Gbit each) done at 1.0, with A (own 1, 2 Gbit) 1 left and B (own 3, 6 Gbit) 3 left; then
+    # 1 + 3 < cap: own rates, A done 2.0, B 2.0.
+    net = Stage("network", rates_bps=(1 * G, 3 * G, 10 * G), cap_bps=12 * G)
+    result = sim([0.0] * 4, [2 * G, 6 * G, 4 * G, 4 * G], [0, 1, 2, 2], [net])
+    assert result.finish_s[0] == pytest.approx((2.0, 2.0, 1.0, 1.0), abs=1e-9)
 
 
 @BOTH
