@@ -255,16 +255,27 @@ _predictions: dict[tuple[Any, ...], BandwidthEstimate] = {}
 _MAX_CACHED_PREDICTIONS = 50_000
 
 
-def _load_regressor(artifact_dir: str, version: str) -> BusBandwidthRegressor:
-    key = (artifact_dir, version)
+def _artifact_candidates(artifact_dir: str, version: str, models_dir: Path) -> list[Path]:
+    """Where a version's artifacts may be, in order: the folder it was trained into, the settings' models
+    folder (a data folder moved or restored elsewhere, e.g. a validation run's work folder unpacked from an
+    archive, keeps its versions there while its database still names the old path), then the shipped
+    models/ folders (a moved checkout or container)."""
+    return [
+        Path(artifact_dir),
+        Path(models_dir) / version,
+        *(base / version for base in shipped_models_dirs()),
+    ]
+
+
+def _load_regressor(artifact_dir: str, version: str, models_dir: Path) -> BusBandwidthRegressor:
+    key = (artifact_dir, version, str(models_dir))
     with _cache_lock:
         cached = _cache.get(key)
     if cached is not None:
         return cached
     from srift.bandwidth.learner import BusBandwidthRegressor
 
-    # a moved checkout or container keeps shipped versions under its own models/ folder
-    candidates = [Path(artifact_dir), *(base / version for base in shipped_models_dirs())]
+    candidates = _artifact_candidates(artifact_dir, version, models_dir)
     directory = next((c for c in candidates if (c / METADATA).is_file()), Path(artifact_dir))
     try:
         metadata = json.loads((directory / METADATA).read_text())
@@ -413,14 +424,14 @@ def model_version(
     """The model of one version (prior fallback for types it does not cover); NotFound if unknown."""
     found = get_version(session=session, version=version)
     return LearnedBandwidthModel(
-        _load_regressor(found.artifact_dir, found.version),
+        _load_regressor(found.artifact_dir, found.version, settings.models_dir),
         version=found,
         prior=AlphaBetaPrior(network=network),
     )
 
 
-def _artifacts_present(found: ModelVersion) -> bool:
-    candidates = [Path(found.artifact_dir), *(base / found.version for base in shipped_models_dirs())]
+def _artifacts_present(found: ModelVersion, models_dir: Path) -> bool:
+    candidates = _artifact_candidates(found.artifact_dir, found.version, models_dir)
     return any((c / METADATA).is_file() for c in candidates)
 
 
@@ -436,14 +447,18 @@ def active_model(
     found = active_version(session=session)
     if found is None:
         return prior
-    if found.covers and _artifacts_present(found):
+    if found.covers and _artifacts_present(found, settings.models_dir):
         # loaded on first use: a request about types the version does not cover never imports XGBoost
         return LearnedBandwidthModel(
-            lambda: _load_regressor(found.artifact_dir, found.version), version=found, prior=prior
+            lambda: _load_regressor(found.artifact_dir, found.version, settings.models_dir),
+            version=found,
+            prior=prior,
         )
     try:
         return LearnedBandwidthModel(
-            _load_regressor(found.artifact_dir, found.version), version=found, prior=prior
+            _load_regressor(found.artifact_dir, found.version, settings.models_dir),
+            version=found,
+            prior=prior,
         )
     except EnvironmentProblem as exc:
         log.warning("using the α-β prior: %s", exc)

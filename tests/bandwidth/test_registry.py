@@ -212,3 +212,30 @@ def test_the_repositorys_shipped_model_serves_testbed_types(settings: Settings) 
             assert all(b > 0 for b in estimate.busbw_gbps)
             assert 0.6 * rate / 1000 < estimate.busbw_gbps[-1] < 1.1 * rate / 1000  # near the link rate
     registry.load_shipped_models(settings)  # idempotent
+
+
+def test_a_moved_data_folder_serves_its_trained_model_not_the_prior(
+    session: Session, settings: Settings, tmp_path: Path, few_records: list[ProbeRecord]
+) -> None:
+    """A data folder restored elsewhere (a validation run's work folder unpacked from an archive) keeps its
+    versions under its models folder while the database still names the old path: the learned model must
+    answer, not the α-β prior (re-scoring stored runs silently fell back to the prior)."""
+    import shutil
+
+    _store(settings.resolved_database_url, few_records)
+    trained = registry.train_version(session=session, settings=settings, tune=False, activate_it=True)
+    session.commit()
+    moved = tmp_path / "restored" / "models"
+    shutil.copytree(settings.models_dir, moved)
+    shutil.rmtree(settings.models_dir)
+    assert not Path(registry.active_version(session=session).artifact_dir).exists()  # type: ignore[union-attr]
+    instance = tb_instance("bw.r100.d2", 100)
+
+    restored = settings.model_copy(update={"models_dir": moved})
+    model = registry.active_model(session=session, settings=restored)
+    estimate = model.predict(instance=instance, world_size=2, nodes=2, buffer_bytes=[1 << 20])
+    assert estimate.source == trained.source != PRIOR
+
+    gone = settings.model_copy(update={"models_dir": tmp_path / "nowhere"})
+    fallback = registry.active_model(session=session, settings=gone)
+    assert fallback.predict(instance=instance, world_size=2, nodes=2, buffer_bytes=[1 << 20]).source == PRIOR
