@@ -248,7 +248,7 @@ def write_artifacts(
 
 # -- loading and predicting --------------------------------------------------------------------------------
 
-_cache: dict[tuple[str, str], BusBandwidthRegressor] = {}
+_cache: dict[tuple[str, str, str], BusBandwidthRegressor] = {}
 _cache_lock = threading.Lock()
 # Predictions are pure functions of (version, request): the simulator asks the same questions many times.
 _predictions: dict[tuple[Any, ...], BandwidthEstimate] = {}
