@@ -32,6 +32,7 @@ from typing_extensions import TypeAliasType
 from srift.errors import InvalidInput
 
 T = TypeVar("T")
+M = TypeVar("M", bound=BaseModel)
 
 
 _ADAPTERS: dict[type[Any], TypeAdapter[Any]] = {}
@@ -234,6 +235,23 @@ def invalid_input(
     if first["type"] != "rule":
         hint = (hints or {}).get(field, (hints or {}).get(top, hint))
     return InvalidInput(f"{where}: {message}" if where else message, hint=hint, field=field or None)
+
+
+def validated(
+    model: type[M],
+    data: Any,
+    *,
+    where: str = "",
+    hints: Mapping[str, str] | None = None,
+    context: Mapping[str, Any] | None = None,
+) -> M:
+    """`data` validated into `model` (pydantic `context` passed on); the first problem raised as
+    `invalid_input` words it: InvalidInput naming the field, prefixed by `where`, with a "To fix:" hint
+    (`hints` as there). The one way a document reader turns pydantic's ValidationError into Srift's error."""
+    try:
+        return model.model_validate(data, context=None if context is None else dict(context))
+    except ValidationError as exc:
+        raise invalid_input(exc, where=where, hints=hints) from exc
 
 
 _SIGNS = {"greater_than_equal": "≥", "greater_than": ">", "less_than_equal": "≤", "less_than": "<"}

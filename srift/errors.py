@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from enum import StrEnum
-from typing import TypeVar
+from typing import Any, TypeVar
 
 Choice = TypeVar("Choice", bound=StrEnum)
 
@@ -85,6 +86,36 @@ class ExternalServiceError(SriftError, status_code=502, error="external_service"
 class ConfigurationError(SriftError, status_code=500, error="configuration"):
     """Settings (SRIFT_* variables) or shipped data (the measurement registry and the files it pins) are
     invalid."""
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorAnswer:
+    """A Srift server's error answer as a client reads it: the body `SriftError.to_dict` writes (`error`,
+    `detail`, `hint`, `field`)."""
+
+    error: str | None
+    detail: str
+    hint: str
+    field: str | None
+
+    @classmethod
+    def read(cls, response: Any, *, detail: str, hint: str) -> ErrorAnswer:
+        """The answer in `response` (an httpx response); where its body is no JSON object or lacks a part,
+        the detail falls back to the first 300 characters of the body, then to `detail`, and the hint to
+        `hint`."""
+        try:
+            body = response.json()
+        except ValueError:
+            body = {}
+        if not isinstance(body, dict):
+            body = {}
+        error, field = body.get("error"), body.get("field")
+        return cls(
+            error=error if isinstance(error, str) else None,
+            detail=str(body.get("detail") or response.text[:300] or detail),
+            hint=str(body.get("hint") or hint),
+            field=field if isinstance(field, str) else None,
+        )
 
 
 def parse_choice(kind: type[Choice], value: str, *, what: str, field: str) -> Choice:

@@ -1,15 +1,17 @@
 """The error hierarchy's helpers: a choice that is not one of an enum's values names the field and every
 choice; a number that must be finite and ≥ 0 (or > 0), or a count that must lie in a range, names the field
-and the bound."""
+and the bound; a server's error answer is read back into its parts."""
 
 from __future__ import annotations
 
+import json
 import math
 
+import httpx
 import pytest
 
 from srift.domain.catalog import MarketChoice
-from srift.errors import InvalidInput, parse_choice, require_number, require_within
+from srift.errors import ErrorAnswer, InvalidInput, NotFound, parse_choice, require_number, require_within
 
 
 def test_a_known_choice_is_its_member() -> None:
@@ -87,3 +89,26 @@ def test_each_error_states_its_status_name_and_exit_code_and_a_subclass_inherits
         assert (kind.status_code, kind.error, kind.exit_code) == (status_code, error, exit_code), kind
     err = JobLost("taken", hint="nothing was stored")
     assert err.to_dict()["error"] == "job_lost" and isinstance(err, errors.SriftError)
+
+
+def test_an_error_answer_reads_back_what_to_dict_wrote() -> None:
+    sent = NotFound("no plan 7", hint="list the plans", field="plan_id").to_dict()
+    response = httpx.Response(404, json=sent)
+    answer = ErrorAnswer.read(response, detail="request failed", hint="see the server log")
+    assert answer == ErrorAnswer(
+        error="not_found", detail="no plan 7", hint="list the plans", field="plan_id"
+    )
+
+
+@pytest.mark.parametrize(
+    ("body", "detail"),
+    [
+        (b"<html>bad gateway</html>", "<html>bad gateway</html>"),
+        (json.dumps([1, 2]).encode(), "[1, 2]"),
+        (b"", "request failed"),
+        (json.dumps({"field": 3}).encode(), '{"field": 3}'),
+    ],
+)
+def test_an_error_answer_without_its_parts_falls_back(body: bytes, detail: str) -> None:
+    answer = ErrorAnswer.read(httpx.Response(502, content=body), detail="request failed", hint="see the log")
+    assert answer == ErrorAnswer(error=None, detail=detail, hint="see the log", field=None)

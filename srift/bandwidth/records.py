@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, replace
 from typing import Annotated, Any, Final, Literal
 
-from pydantic import AfterValidator, ConfigDict, Field, ValidationError, model_validator
+from pydantic import AfterValidator, ConfigDict, Field, model_validator
 
 from srift.documents import (
     NO_NUL,
@@ -24,9 +24,9 @@ from srift.documents import (
     WHOLE,
     FreeJson,
     StrictModel,
-    invalid_input,
     publish_rules,
     rule_error,
+    validated,
 )
 from srift.domain.bandwidth import Collective
 from srift.domain.host import HostFacts
@@ -259,11 +259,7 @@ def _from_dict(data: Mapping[str, Any], *, where: str) -> ProbeRecord:
         raise InvalidInput(
             f"{where}: a sample must be a JSON object", hint="write one JSON object per line", field=""
         )
-    try:
-        doc = ProbeSampleDocument.model_validate(data)
-    except ValidationError as exc:
-        raise invalid_input(exc, where=where, hints=_HINTS) from exc
-    return doc.to_record()
+    return validated(ProbeSampleDocument, data, where=where, hints=_HINTS).to_record()
 
 
 def parse_line(

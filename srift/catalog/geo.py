@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
-from srift.documents import invalid_input
+from srift.documents import validated
 from srift.domain.geo import Continent, EgressPrices, Link, Location, RegionInfo, Route
 from srift.errors import InvalidInput
 
@@ -128,13 +128,6 @@ def _read(path: Path) -> Any:
     return yaml.safe_load(path.read_text(encoding="utf-8"))
 
 
-def _validated(model: type[BaseModel], data: Any, *, origin: str) -> Any:
-    try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        raise invalid_input(exc, where=origin) from exc
-
-
 def _cite(sources: Mapping[str, _Source], key: str, *, origin: str) -> str:
     if key not in sources:
         raise InvalidInput(
@@ -236,7 +229,7 @@ def _region_key(location: Location) -> str:
 
 def parse_network(data: Any, *, origin: str) -> GeoCatalog:
     """Validate a srift-geo/1 document and build the catalog; InvalidInput names the field at fault."""
-    doc: _NetworkFile = _validated(_NetworkFile, data, origin=origin)
+    doc = validated(_NetworkFile, data, where=origin)
 
     def cite(key: str) -> str:
         return _cite(doc.sources, key, origin=origin)
@@ -382,7 +375,7 @@ class SpotFacts:
 
 def parse_spot(data: Any, *, origin: str) -> SpotFacts:
     """Validate a srift-spot/1 document; InvalidInput names the field at fault."""
-    doc: _SpotFile = _validated(_SpotFile, data, origin=origin)
+    doc = validated(_SpotFile, data, where=origin)
     bands = {}
     for name, b in doc.bands.items():
         if not b.low <= b.midpoint <= b.high:

@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from srift.commands.local import catalog_database
-from srift.commands.options import add_group
+from srift.commands.options import Region, add_group
 from srift.settings import get_settings
 
 if TYPE_CHECKING:
@@ -94,7 +94,7 @@ def _sources_footer(entries: list[CatalogEntry]) -> list[str]:
 
 def list_(
     provider: Annotated[str | None, typer.Option("--provider", help="e.g. aws, or a custom provider")] = None,
-    region: Annotated[str | None, typer.Option("--region", help="e.g. us-east-1")] = None,
+    region: Region = None,
     gpu: Annotated[str | None, typer.Option("--gpu", help="GPU model, e.g. T4, A100, H100")] = None,
     min_gpus: Annotated[int | None, typer.Option("--min-gpus", min=0, help="at least this many GPUs")] = None,
     market: Annotated[

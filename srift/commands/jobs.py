@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.table import Table
 
 from srift.commands.local import migrated_url
-from srift.commands.options import JsonFlag, LocalDatabaseUrl, add_group
+from srift.commands.options import JsonFlag, LocalDatabaseUrl, UrlToken, add_group
 from srift.commands.remote import call_api, put_given
 from srift.errors import InvalidInput
 
@@ -91,9 +91,6 @@ def _print_job(job: dict[str, Any], *, with_log: bool, as_json: bool) -> None:
         console.print(job["log"].rstrip(), highlight=False, markup=False)
 
 
-JobsToken = Annotated[
-    str | None, typer.Option("--token", envvar="SRIFT_TOKEN", help="API token for --url (env SRIFT_TOKEN)")
-]
 CreatedJson = Annotated[bool, typer.Option("--json", help="print the created job as JSON")]
 Provider = Annotated[str | None, typer.Option("--provider", help="local, testbed or ec2")]
 TestbedPrefix = Annotated[str | None, typer.Option("--testbed-prefix", help="use this running testbed")]
@@ -169,7 +166,7 @@ def list_(
     state: Annotated[str | None, typer.Option("--state", help="queued, running, succeeded or failed")] = None,
     limit: Annotated[int, typer.Option("--limit", min=1, max=500)] = 50,
     url: LocalDatabaseUrl = None,
-    token: JobsToken = None,
+    token: UrlToken = None,
     as_json: JsonFlag = False,
 ) -> None:
     """List jobs, newest first.
@@ -219,7 +216,7 @@ def list_(
 def show(
     job_id: Annotated[int, typer.Argument(help="job id")],
     url: LocalDatabaseUrl = None,
-    token: JobsToken = None,
+    token: UrlToken = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Show one job with its log.
@@ -250,7 +247,7 @@ def submit_probe(
     testbed_prefix: TestbedPrefix = None,
     file: RequestFile = None,
     url: LocalDatabaseUrl = None,
-    token: JobsToken = None,
+    token: UrlToken = None,
     as_json: CreatedJson = False,
 ) -> None:
     """Queue an allreduce probe job (see POST /v1/probe-jobs for every field).
@@ -280,7 +277,7 @@ def submit_profile(
     testbed_prefix: TestbedPrefix = None,
     file: RequestFile = None,
     url: LocalDatabaseUrl = None,
-    token: JobsToken = None,
+    token: UrlToken = None,
     as_json: CreatedJson = False,
 ) -> None:
     """Queue a profile job: `srift profile` on a host of each instance type.

@@ -28,6 +28,13 @@ LocalDatabaseUrl = Annotated[
 ]
 """`srift run` and `srift jobs`: the REST paths of a server instead of the local database."""
 
+UrlToken = Annotated[str | None, typer.Option("--token", envvar="SRIFT_TOKEN", help="API token for --url")]
+"""`srift jobs` and `srift probe run --quick`: the token their requests to a server's job queue carry (typer's
+help adds the environment variable)."""
+
+Region = Annotated[str | None, typer.Option("--region", help="e.g. us-east-1")]
+"""`srift catalog list` and `srift probe import`: a provider's region."""
+
 ExampleFlag = Annotated[bool, typer.Option("--example", help="print an example request file and exit")]
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="print JSON")]

@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from srift.commands.local import catalog_database
-from srift.commands.options import add_group
+from srift.commands.options import Region, UrlToken, add_group
 from srift.settings import get_settings
 
 if TYPE_CHECKING:
@@ -161,13 +161,12 @@ ResultsUrl = Annotated[
     str | None,
     typer.Option("--results-url", help="--quick on EC2: this server's URL as the instances reach it"),
 ]
-Region = Annotated[str | None, typer.Option("--region", help="--quick on EC2: region (us-east-1)")]
+QuickRegion = Annotated[str | None, typer.Option("--region", help="--quick on EC2: region (us-east-1)")]
 Market = Annotated[str, typer.Option("--market", help="--quick on EC2: on_demand or spot")]
 QuickTestbedPrefix = Annotated[
     str | None, typer.Option("--testbed-prefix", help="--quick on the testbed: use this running testbed")
 ]
 QueueUrl = Annotated[str | None, typer.Option("--url", help="--quick: queue on a running server")]
-QueueToken = Annotated[str | None, typer.Option("--token", envvar="SRIFT_TOKEN", help="API token for --url")]
 
 
 def run(
@@ -190,11 +189,11 @@ def run(
     max_cost_usd: MaxCostUsd = DEFAULT_QUICK_MAX_COST_USD,
     image_id: ImageId = None,
     results_url: ResultsUrl = None,
-    region: Region = None,
+    region: QuickRegion = None,
     market: Market = "on_demand",
     testbed_prefix: QuickTestbedPrefix = None,
     url: QueueUrl = None,
-    token: QueueToken = None,
+    token: UrlToken = None,
 ) -> None:
     """Run probes/allreduce.py with NODES local processes over loopback and summarise busbw per size.
 
@@ -306,7 +305,7 @@ def import_(
     nodes: Annotated[int | None, typer.Option("--nodes", help="instances the test spanned")] = None,
     gpus_per_node: Annotated[int | None, typer.Option("--gpus-per-node", help="ranks per instance")] = None,
     provider: Annotated[str | None, typer.Option("--provider", help="default aws for nccl-tests")] = None,
-    region: Annotated[str | None, typer.Option("--region", help="e.g. us-east-1")] = None,
+    region: Region = None,
     zone: Annotated[str | None, typer.Option("--zone", help="e.g. us-east-1a")] = None,
     collective: Annotated[
         str | None,

@@ -355,8 +355,12 @@ UpdateS = Annotated[
         help="seconds of the optimizer step inside each step time (modelled after the exchange)",
     ),
 ]
-ImportUpload = Annotated[
-    str | None, typer.Option("--upload", metavar="URL", help="also POST the profile to URL/v1/profiles")
+
+Upload = Annotated[
+    str | None,
+    typer.Option(
+        "--upload", metavar="URL", help="also POST the profile to URL/v1/profiles (a running srift serve)"
+    ),
 ]
 
 
@@ -371,7 +375,7 @@ def import_command(
     straggler_cv: StragglerCv = None,
     precision: TablePrecision = None,
     update_s: UpdateS = 0.0,
-    upload: ImportUpload = None,
+    upload: Upload = None,
     token: UploadToken = None,
     as_json: ProfileJson = False,
 ) -> None:
@@ -556,12 +560,6 @@ OptimizerOption = Annotated[
         "largest batch) counts",
     ),
 ]
-MeasureUpload = Annotated[
-    str | None,
-    typer.Option(
-        "--upload", metavar="URL", help="also POST the profile to URL/v1/profiles (a running srift serve)"
-    ),
-]
 Loader = Annotated[
     str | None,
     typer.Option(
@@ -605,7 +603,7 @@ def measure_command(
     paper_curve: PaperCurve = False,
     strict_fp32: StrictFp32 = False,
     optimizer: OptimizerOption = "adam",
-    upload: MeasureUpload = None,
+    upload: Upload = None,
     token: UploadToken = None,
     as_json: ProfileJson = False,
     loader: Loader = None,

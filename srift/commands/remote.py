@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from srift.errors import (
     Conflict,
+    ErrorAnswer,
     ExternalServiceError,
     Forbidden,
     Infeasible,
@@ -135,18 +136,11 @@ def call_api(
         ) from exc
     if response.status_code < 400:
         return response.json()
-    try:
-        err = response.json()
-    except ValueError:
-        err = {}
-    if not isinstance(err, dict):
-        err = {}
-    detail = str(err.get("detail") or response.text[:300] or "request failed")
-    hint = str(err.get("hint") or "see the server log")
-    field = err.get("field") if isinstance(err.get("field"), str) else None
+    answer = ErrorAnswer.read(response, detail="request failed", hint="see the server log")
+    detail, hint, field = answer.detail, answer.hint, answer.field
     if response.status_code == 401:
         hint = CLI_TOKEN_HINT if not token else f"the token was refused: {CLI_TOKEN_HINT}"
-    kind = Infeasible if err.get("error") == "infeasible" else _BY_STATUS.get(response.status_code)
+    kind = Infeasible if answer.error == "infeasible" else _BY_STATUS.get(response.status_code)
     if kind is None:
         raise ExternalServiceError(f"{response.status_code}: {detail}", hint=hint, field=field)
     raise kind(detail, hint=hint, field=field)

@@ -252,7 +252,7 @@ def amend(
     Example: srift run amend 3 --time-limit 7200
     """
     from srift.api.schemas.plans import AmendmentIn
-    from srift.documents import invalid_input
+    from srift.documents import validated
 
     body: dict[str, Any] = {}
     put_given(body, time_limit_s=time_limit, budget_usd=budget, objective=objective)
@@ -260,12 +260,7 @@ def amend(
     if url:
         answer = call_api("POST", url, f"/v1/jobs/{job_id}/amendments", token=token, body=body)
     else:
-        from pydantic import ValidationError
-
-        try:
-            amendment = AmendmentIn.model_validate(body).to_domain()
-        except ValidationError as exc:
-            raise invalid_input(exc) from None
+        amendment = validated(AmendmentIn, body).to_domain()
         answer = _local("amend", job_id=job_id, amendment=amendment)
     _emit(answer, as_json, _print_replan)
 

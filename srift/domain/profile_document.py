@@ -19,7 +19,6 @@ from pydantic import (
     AfterValidator,
     ConfigDict,
     Field,
-    ValidationError,
     WithJsonSchema,
     field_serializer,
     field_validator,
@@ -31,9 +30,9 @@ from srift.documents import (
     NOT_BLANK,
     FreeJson,
     StrictModel,
-    invalid_input,
     publish_rules,
     rule_error,
+    validated,
 )
 from srift.domain.profile import (
     LAYERS_KIND,
@@ -619,8 +618,4 @@ def read_profile(data: Any) -> ModelProfile:
             hint="build a full profile: `srift profile import TIMES --layers FILE --accelerator NAME`",
             field="kind",
         )
-    try:
-        document = ProfileIn.model_validate(data)
-    except ValidationError as exc:
-        raise invalid_input(exc, hints=_HINTS) from None
-    return document.to_profile()
+    return validated(ProfileIn, data, hints=_HINTS).to_profile()

@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from srift.documents import (
     HTTP_URL,
@@ -15,9 +15,9 @@ from srift.documents import (
     NUMBER,
     WHOLE,
     StrictModel,
-    invalid_input,
     publish_rules,
     rule_error,
+    validated,
 )
 from srift.domain.states import JobKind
 from srift.domain.structure import Precision
@@ -501,10 +501,7 @@ class ProfileJobDocument(BaseModel):
 def _read(model: type[Any], data: Mapping[str, Any]) -> Any:
     if not isinstance(data, Mapping):
         raise InvalidInput("a job request must be a mapping", hint="write the request as a mapping")
-    try:
-        return model.model_validate(dict(data))
-    except ValidationError as exc:
-        raise invalid_input(exc, hints=_HINTS) from exc
+    return validated(model, dict(data), hints=_HINTS)
 
 
 def parse_probe_job(data: Mapping[str, Any]) -> ProbeJobSpec:

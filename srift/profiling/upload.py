@@ -7,7 +7,7 @@ from typing import Any
 import httpx
 
 from srift.domain.profile import ModelProfile
-from srift.errors import ExternalServiceError, Forbidden, InvalidInput, SriftError, Unauthorized
+from srift.errors import ErrorAnswer, ExternalServiceError, Forbidden, InvalidInput, SriftError, Unauthorized
 
 
 def upload_profile(
@@ -32,20 +32,12 @@ def upload_profile(
 
 
 def _error(response: httpx.Response, endpoint: str) -> SriftError:
-    try:
-        body = response.json()
-    except ValueError:
-        body = {}
-    if not isinstance(body, dict):
-        body = {}
-    detail = str(body.get("detail") or response.text[:300] or response.reason_phrase)
-    hint = str(body.get("hint") or "see the server's log")
-    field = body.get("field") if isinstance(body.get("field"), str) else None
-    where = f"{endpoint} answered {response.status_code}: {detail}"
+    answer = ErrorAnswer.read(response, detail=response.reason_phrase, hint="see the server's log")
+    where = f"{endpoint} answered {response.status_code}: {answer.detail}"
     if response.status_code == 401:
         return Unauthorized(where, hint="pass --token or set SRIFT_TOKEN to a write token")
     if response.status_code == 403:
         return Forbidden(where, hint="use a token created with `srift tokens create --scope write`")
     if response.status_code in (400, 413, 422):
-        return InvalidInput(where, hint=hint, field=field)
-    return ExternalServiceError(where, hint=hint)
+        return InvalidInput(where, hint=answer.hint, field=answer.field)
+    return ExternalServiceError(where, hint=answer.hint)

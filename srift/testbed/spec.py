@@ -26,7 +26,7 @@ from pydantic import (
     model_validator,
 )
 
-from srift.documents import NUMBER, WHOLE, invalid_input, rule_error
+from srift.documents import NUMBER, WHOLE, invalid_input, rule_error, validated
 from srift.errors import InvalidInput
 
 PREFIX_PATTERN = r"^[a-z0-9]{1,10}$"
@@ -507,11 +507,7 @@ def parse_spec(document: object, *, cores: int | None = None) -> TestbedSpec:
     """Validate a spec document (as loaded from YAML); every error names the offending field."""
     if not isinstance(document, Mapping):
         raise _bad("", "a testbed spec must be a mapping with `types` and `hosts`", "see docs/testbed.md")
-    try:
-        doc = TestbedDocument.model_validate(dict(document), context={"cores": cores})
-    except ValidationError as exc:
-        raise invalid_input(exc, hints=_HINTS) from exc
-    return doc.to_domain()
+    return validated(TestbedDocument, dict(document), hints=_HINTS, context={"cores": cores}).to_domain()
 
 
 def load_spec(path: str | Path, *, cores: int | None = None) -> TestbedSpec:
