@@ -2,8 +2,10 @@
 # Start or stop a throwaway PostgreSQL server for the test suite (Debian's packages; run as root or postgres).
 # Usage: scripts/pg.sh start|stop|url   (SRIFT_PG_DIR, SRIFT_PG_PORT, SRIFT_PG_FSYNC choose another server)
 set -euo pipefail
-DIR=${SRIFT_PG_DIR:-/tmp/srift-pg}
 PORT=${SRIFT_PG_PORT:-55432}
+# One folder per port unless SRIFT_PG_DIR says otherwise: a second server on another port must not find the
+# first one's folder running and print its own (wrong) URL.
+DIR=${SRIFT_PG_DIR:-/tmp/srift-pg${SRIFT_PG_PORT:+-$SRIFT_PG_PORT}}
 FSYNC=${SRIFT_PG_FSYNC:-off}   # off for tests (speed); benchmarks start their own server with on
 PGBIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1 || true)
 URL="postgresql+psycopg://postgres@127.0.0.1:${PORT}/postgres"
