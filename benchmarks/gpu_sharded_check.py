@@ -13,8 +13,13 @@ needs two nodes.
 `--device cpu` exercises the script on the validation's blocks model in fp32 (a test runs it): memory by
 glibc's mallinfo2 as probes/ddp_train.py measures it, no step-time comparison.
 
+`--rescore REPORT` runs nothing: it re-scores a stored report's measured peaks with the memory model as it
+is now (a modelling change is judged on the stored measurement before and after; check-only data, fitted
+into nothing) and prints the table.
+
     python -m benchmarks.gpu_sharded_check                  # on a GPU: writes its section
     python -m benchmarks.gpu_sharded_check --device cpu --no-write
+    python -m benchmarks.gpu_sharded_check --rescore docs/images/gpu/h200-sharded.json
 """
 
 from __future__ import annotations
@@ -135,7 +140,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch", type=int, default=None, help="per-GPU batch (cuda 2, cpu 8)")
     parser.add_argument("--out", default=None, help="write the JSON report here")
     parser.add_argument("--no-write", action="store_true", help="do not write docs/BENCHMARKS.md")
+    parser.add_argument("--rescore", default=None, help="re-score this stored report; runs nothing")
     args = parser.parse_args(argv)
+    if args.rescore:
+        print(rescore(json.loads(Path(args.rescore).read_text())))
+        return 0
     device = torch.device(args.device)
     cuda = device.type == "cuda"
     if cuda and device.index is None:
@@ -171,11 +180,7 @@ def main(argv: list[str] | None = None) -> int:
         for ckpt in (False, True):
             setup = Setup(strategy, checkpointing=ckpt)
             measured = run_setup(factory, inputs, setup, device=device, mixed=mixed)
-            model = strategy_memory(
-                basis, units, setup, world_size=1, gpus_per_node=1, mixed=mixed,
-                optimizer=Optimizer.ADAMW, cuda=cuda,
-            )  # fmt: skip
-            predicted = model.peak_bytes(batch) - model.fixed.get(model_reserve(), 0)
+            predicted, _ = predicted_peak(basis, units, setup, batch=batch, mixed=mixed, cuda=cuda)
             rows.append(
                 {
                     "setup": setup.label(),
@@ -225,10 +230,46 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def model_reserve() -> Any:
+def predicted_peak(
+    basis: MemoryBasis, units: Any, setup: Setup, *, batch: int, mixed: bool, cuda: bool
+) -> tuple[float, str]:
+    """One rank's predicted peak that the allocator sees (the model's, less the CUDA context), and the
+    moment it falls at."""
     from srift.domain.memory import Part
 
-    return Part.RESERVE
+    model = strategy_memory(
+        basis, units, setup, world_size=1, gpus_per_node=1, mixed=mixed, optimizer=Optimizer.ADAMW, cuda=cuda
+    )
+    return model.peak_bytes(batch) - model.fixed.get(Part.RESERVE, 0), model.peak_moment(batch).name
+
+
+def rescore(report: dict[str, Any]) -> str:
+    """A markdown table: each stored row's prediction then and now against its measured peak (GiB)."""
+    from srift.refmodels.shipped import reference_profiles
+
+    if not report.get("mixed"):
+        raise SystemExit("only a GPU report (llama-1b bf16) can be re-scored")
+    llama = [p for p in reference_profiles() if p.model == "llama-1b" and p.precision.value == "bf16"]
+    profile = next((p for p in llama if p.accelerator == report.get("estimate_of")), llama[0])
+    basis = memory_basis(profile)
+    assert basis is not None
+    units, batch = fsdp_units(profile), int(report["batch"])
+    lines = [
+        "| setup | predicted before GiB | predicted now GiB | measured GiB | error before | error now | "
+        "peak moment now |",
+        "|---|---:|---:|---:|---:|---:|---|",
+    ]
+    for row in report["rows"]:
+        strategy, _, ckpt = row["setup"].partition("+")
+        setup = Setup(Strategy(strategy), checkpointing=bool(ckpt))
+        now, moment = predicted_peak(basis, units, setup, batch=batch, mixed=True, cuda=True)
+        then, measured = row["predicted_peak_bytes"], row["measured_peak_bytes"]
+        lines.append(
+            f"| {row['setup']} | {then / 2**30:.2f} | {now / 2**30:.2f} | {measured / 2**30:.2f} | "
+            f"{100 * (then - measured) / measured:+.1f} % | {100 * (now - measured) / measured:+.1f} % | "
+            f"{moment} |"
+        )
+    return "\n".join(lines)
 
 
 def _basis(factory: Any, make_input: Any, profile: Any) -> tuple[MemoryBasis, Any]:
@@ -252,11 +293,14 @@ def _basis(factory: Any, make_input: Any, profile: Any) -> tuple[MemoryBasis, An
         model="blocks", accelerator="cpu", max_batch=64, forward=ComputeCurve((1,), (0.01,)),
         backward=ComputeCurve((1,), (0.02,)), layers=layers, straggler_cv=0.0,
     )  # fmt: skip
+    # A CPU rank's update holds two temporaries of the largest parameter (srift.domain.memory).
+    largest = max(p.numel() * p.element_size() for p in factory().parameters())
     basis = MemoryBasis(
         parameter_bytes=structure.memory.parameter_bytes,
         activation_bytes=structure.memory.activation_bytes,
         source="counted (fake tensors)",
         blocks=count_blocks(factory, make_input),
+        largest_parameter_bytes=largest,
     )
     return basis, fsdp_units(stand_in)
 

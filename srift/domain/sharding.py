@@ -18,26 +18,50 @@ Strategies (what PyTorch runs for each is `Setup.how`):
 
 Memory per GPU, in bytes, for Ψ parameters held in fp32 (4Ψ bytes, as under torch.autocast or FSDP2's
 `MixedPrecisionPolicy`, whose sharded parameters stay fp32), n ranks sharing a shard, optimizer state of
-k·4Ψ bytes (Adam: k = 2), w bytes per element of the gathered (working) parameters (4 in fp32, 2 in mixed
-precision: `param_dtype=torch.bfloat16`), r = 4 bytes per element of the reduce-scatter (`reduce_dtype=
-torch.float32`), U the largest block unit and R the root unit, in elements:
+k·4Ψ bytes (Adam: k = 2), w bytes per element of the gathered (working) parameters and of their unsharded
+gradients (4 in fp32, 2 in mixed precision: `param_dtype=torch.bfloat16`), r = 4 bytes per element of the
+reduce-scatter input (`reduce_dtype=torch.float32`), U the largest block unit and R the root unit, in
+elements, A(b) the activation line at per-GPU batch b. A step peaks at one of a few moments; the peak is
+what every moment holds plus the largest moment (`StrategyMemory.moments`):
 
-    ddp         4Ψ + 4Ψ + 4kΨ + 4Ψ (buckets)                         + activations + reserve
-    zero1       4Ψ + 4Ψ + 4kΨ/n + 4Ψ (buckets)                       + activations + reserve
-    zero2       (4Ψ + 4kΨ)/n + wΨ (all units gathered) + 4U/n + comm + activations + reserve
-    full_shard  (4Ψ + 4Ψ + 4kΨ)/n + w(R + U) + max(0, wU − 4(Ψ − U)/n) + comm + activations + reserve
+    ddp         4Ψ + 4Ψ + 4kΨ + 4Ψ (buckets)   + max(A(b), update temporaries)
+    zero1       4Ψ + 4Ψ + 4kΨ/n + 4Ψ (buckets) + max(A(b), update temporaries / n)
+    zero2,      (4Ψ + 4kΨ)/n + the largest of
+    full_shard    start of backward      gathered + wR + A(b)
+                  a block's backward end the block gathered too, its gradient wU, the previous block's
+                                         reduce-scatter input rU, the gradient shards made so far
+                  its reduce-scatter     the block resharded, wR + (w + r)U, then wR + rU + its shard 4U/n
+                  (for the first block: A(b) less its saved tensors, no shard; the next-to-last: A(0)
+                  and one block's saved tensors, every shard but two blocks' and the root's; the last:
+                  A(0), every shard but its own and the root's)
+                  root's reduce          (w + r)R + 4(Ψ − R)/n + A(0)
+                  update                 4Ψ/n + update temporaries / n
 
-with comm = the unit's gradient before its reduce-scatter (w per element) and the reduce-scatter's input
-in the reduce dtype (r), for the larger of a block and the root at the end of backward. Under full_shard
-a unit and the prefetched next one are gathered (w·2U) while gradient shards accumulate; at the last
-block, with nothing left to prefetch, every other gradient shard exists: the larger of the two moments
-(measured on two CPU ranks: 86 MB against 86 predicted for the 57.5 MB validation model, where counting
-both at once gave 95). Under zero2 the
-gradient shards appear while the gathered units are freed, one by one after their backward (FSDP2
-reshards after backward), so its peak holds every unit gathered and one unit's gradient shard (4U/n), or,
-when that is larger, every gradient shard with only the root gathered. With mixed-precision
-Adam (w = 2, k = 2) and Ψ/n → 0 this is the ZeRO paper's 2Ψ + 2Ψ + KΨ with K = 12 bytes per parameter,
-sharded (§3.1: fp16 parameters and gradients, fp32 copies of parameters, momentum and variance).
+FSDP2 as it runs (torch 2.13, `torch/distributed/fsdp/_fully_shard`), which the moments follow:
+- Gradient shards exist only from a unit's reduce-scatter on (`zero_grad(set_to_none=True)`, PyTorch's
+  default, leaves none from the last step), so the activations' peak at the start of backward meets no
+  gradient shard; they all exist at the update, with no activations, gathered parameters or reduce-scatter
+  buffers (these are released when backward ends). Counting every gradient beside the activations and the
+  gathered units beside the update, as this model did before, over-predicted FSDP2 by 18–26 % on an H200
+  (docs/BENCHMARKS.md, "GPU check (sharded setups)").
+- Gathered: the root is never resharded after forward (`_fsdp_state._lazy_init`); under full sharding a
+  block is resharded after its forward and gathered again in backward with the next one prefetched (w(R +
+  U) at the start, `gathered'` the same); under zero2 (`reshard_after_forward=False`) every unit stays
+  gathered from forward (wΨ) until its own post-backward reshards it (`gathered'` = w(Ψ − U)).
+- A unit's post-backward (`_fsdp_param_group.post_backward`, `_fsdp_collectives.foreach_reduce`) reshards
+  it, copies its unsharded gradient (w per element, the parameter dtype) into a reduce-scatter input in the
+  reduce dtype (r), frees the gradient, then allocates the output, the unit's fp32 gradient shard (4/n);
+  one input is kept until the next unit's reduce (`reduce_scatter_max_input_buffers` = 1). The root's
+  unsharded gradient (wR) exists from the head's backward until the root's reduce at the very end.
+- Under mixed precision FSDP2 all-gathers bf16 parameters, so autocast's cached bf16 casts of the weights
+  (2 bytes per parameter, alive from forward to each layer's backward and counted in the autocast line's
+  fixed part) are not made (`sharded_activations`). The activation line itself is still counted under
+  autocast, whose fp32 operators (softmax, norms, the loss) keep wider activations than the bf16 model
+  FSDP2 runs: on the H200 this leaves ZeRO-2 and full sharding without checkpointing 6–7 % high.
+
+With mixed-precision Adam (w = 2, k = 2) and Ψ/n → 0 the update holds the ZeRO paper's 2Ψ + 2Ψ + KΨ
+with K = 12 bytes per parameter, sharded (§3.1: fp16 parameters and gradients, fp32 copies of parameters,
+momentum and variance: here fp32 parameters and gradients, 4 + 4, and the two moments, 8).
 `hybrid` is `full_shard` with n the GPUs of one node, plus NCCL's buffers for the second process group.
 
 Activation checkpointing of every block keeps only each block's input and recomputes its activations in
@@ -64,7 +88,6 @@ from srift.domain.memory import (
     Optimizer,
     Part,
     TrainingMemory,
-    largest_fitting_batch,
     profile_memory,
     training_memory,
 )
@@ -394,13 +417,31 @@ a sharded strategy keeps its fp32 parameters as the master copy, so none is held
 
 
 @dataclass(frozen=True, slots=True)
+class Moment:
+    """One moment of a training step at which a rank's memory may peak: the parts alive then on top of those
+    held all step (`StrategyMemory.fixed`), and the transient line in the per-GPU batch (the activations
+    alive then; at the update, the optimizer's temporaries, which do not grow with the batch)."""
+
+    name: str
+    parts: Mapping[Part, int]
+    activation_bytes: Affine
+
+    def bytes_at(self, batch: float) -> float:
+        """This moment's bytes beyond the held parts at `batch` (a line below 0 counts as 0)."""
+        return sum(self.parts.values()) + max(0.0, self.activation_bytes.at(batch))
+
+
+@dataclass(frozen=True, slots=True)
 class StrategyMemory:
-    """One GPU's memory under a setup: the parts that do not depend on the batch, the activation line, the
-    update's temporaries (alive when the activations are not) and the sources."""
+    """One GPU's memory under a setup: the parts held for the whole step (`fixed`), the moments at which the
+    step may peak (each with what is alive then: the start of backward, a unit's reduce-scatter, the
+    update), the activation line and the update's temporaries they rest on, and the sources. The peak is
+    the held parts plus the largest moment."""
 
     setup: Setup
     shard_ranks: int
     fixed: Mapping[Part, int]
+    moments: tuple[Moment, ...]
     activation_bytes: Affine
     update_workspace_bytes: int
     optimizer: Optimizer
@@ -408,24 +449,46 @@ class StrategyMemory:
 
     @property
     def persistent_bytes(self) -> int:
+        """What every moment of the step holds (parameters and optimizer state, their shards, the reserve;
+        under DDP and ZeRO-1 the gradients and buckets too)."""
         return sum(self.fixed.values())
 
+    def peak_moment(self, batch: float) -> Moment:
+        """The moment at which the step peaks at `batch` (the first of equals)."""
+        return max(self.moments, key=lambda m: m.bytes_at(batch))
+
     def transient_bytes(self, batch: float) -> float:
-        return max(self.activation_bytes.at(batch), float(self.update_workspace_bytes))
+        return self.peak_moment(batch).bytes_at(batch)
 
     def peak_bytes(self, batch: float) -> float:
         return self.persistent_bytes + self.transient_bytes(batch)
 
     def parts(self, batch: float) -> dict[Part, float]:
+        """Each part's bytes at the peak moment; `activations` is that moment's transient line (the
+        activations, or at the update the optimizer's temporaries)."""
+        moment = self.peak_moment(batch)
         out: dict[Part, float] = {part: float(self.fixed.get(part, 0)) for part in SHARD_PARTS}
-        out[Part.ACTIVATIONS] = self.transient_bytes(batch)
+        for part, value in moment.parts.items():
+            out[part] = out.get(part, 0.0) + float(value)
+        out[Part.ACTIVATIONS] = max(0.0, moment.activation_bytes.at(batch))
         return out
 
     def largest_batch(
         self, capacity_bytes: float, *, margin_fraction: float = MARGIN_FRACTION, cap: int = 1 << 20
     ) -> int:
-        """The largest per-GPU batch whose peak fits `capacity_bytes` less the margin (0: not even 1)."""
-        return largest_fitting_batch(self, capacity_bytes * (1.0 - margin_fraction), cap=cap)
+        """The largest per-GPU batch whose peak fits `capacity_bytes` less the margin (0: not even 1): every
+        moment must fit, each along its own line."""
+        usable = capacity_bytes * (1.0 - margin_fraction)
+        if self.peak_bytes(1) > usable:
+            return 0
+        best = cap
+        for moment in self.moments:
+            line = moment.activation_bytes
+            if line.per_sample <= 0:
+                continue
+            spare = usable - self.persistent_bytes - sum(moment.parts.values()) - line.fixed
+            best = min(best, max(1, math.floor(spare / line.per_sample)))
+        return int(best)
 
     def to_dict(self, batch: float) -> dict[str, Any]:
         parts = self.parts(batch)
@@ -435,6 +498,7 @@ class StrategyMemory:
             "shard_ranks": self.shard_ranks,
             "batch": batch,
             "peak_bytes": int(self.peak_bytes(batch)),
+            "peak_moment": self.peak_moment(batch).name,
             "parts": {part.value: int(value) for part, value in parts.items()},
             "optimizer": self.optimizer.value,
             "source": self.source,
@@ -494,48 +558,177 @@ def strategy_memory(
         shard = n if strategy is Strategy.ZERO1 else 1
         fixed[Part.OPTIMIZER_STATE] = math.ceil(base.optimizer_state_bytes / shard)
         workspace = math.ceil(base.update_workspace_bytes / shard)
+        moments: tuple[Moment, ...] = (
+            Moment("forward and backward", {}, activations),
+            Moment("update", {}, Affine(float(workspace), 0.0)),
+        )
     else:
-        w = WORKING_BYTES_MIXED if mixed else WORKING_BYTES_FP32
-        per_elem = w / 4
         fixed[Part.PARAMETERS] = math.ceil(base.parameter_bytes / n)
-        fixed[Part.GRADIENTS] = math.ceil(base.gradient_bytes / n)
         fixed[Part.OPTIMIZER_STATE] = math.ceil(base.optimizer_state_bytes / n)
+        workspace = math.ceil(base.update_workspace_bytes / n)
+        w = WORKING_BYTES_MIXED if mixed else WORKING_BYTES_FP32
         # Units' fp32 bytes follow the profile's layers; scale them to the basis's parameters.
         scale = base.parameter_bytes / units.total_bytes if units.total_bytes > 0 else 1.0
-        root, block = units.root_bytes * scale, units.largest_block_bytes * scale
-        grad_and_reduce = (w + REDUCE_BYTES) / 4
-        if strategy is Strategy.ZERO2:
-            # Every unit stays gathered until its own backward is done; sharded gradients appear as units
-            # are freed. The peak is at the first reduce-scatter (all gathered, one unit's gradient shard)
-            # or at the end of backward (every gradient shard, the root still gathered).
-            gathered = per_elem * base.parameter_bytes
-            first = (
-                base.gradient_bytes / base.parameter_bytes * max(block, root) if base.parameter_bytes else 0
-            )
-            end = base.gradient_bytes / n + per_elem * root - gathered
-            fixed[Part.GRADIENTS] = math.ceil(max(first / n, end))
-            comm = grad_and_reduce * max(block, root)
-        else:
-            # A unit and the prefetched next are gathered while gradient shards accumulate; the last
-            # block's backward has nothing left to prefetch but every other shard's gradient.
-            grad_ratio = base.gradient_bytes / base.parameter_bytes if base.parameter_bytes else 1.0
-            later = (base.gradient_bytes - grad_ratio * block) / n
-            gathered = per_elem * (root + block) + max(0.0, per_elem * block - later)
-            comm = max(grad_and_reduce * block, grad_and_reduce * root - 2 * per_elem * block)
-        fixed[Part.GATHERED_PARAMETERS] = math.ceil(gathered)
-        fixed[Part.COMM_BUFFERS] = math.ceil(max(comm, 0.0))
-        workspace = math.ceil(base.update_workspace_bytes / n)
+        saved = basis.blocks.saved_bytes_per_sample if basis.blocks is not None else 0.0
+        moments = fsdp_moments(
+            parameter_bytes=base.parameter_bytes,
+            gradient_bytes=base.gradient_bytes,
+            root_bytes=units.root_bytes * scale,
+            block_bytes=units.largest_block_bytes * scale,
+            ranks=n,
+            working_bytes=w,
+            reshard_after_forward=strategy.reshards_after_forward,
+            activations=activations,
+            block_saved_bytes_per_sample=saved,
+            update_workspace_bytes=workspace,
+            staged_collectives=not cuda,
+        )
         if cuda and strategy is Strategy.HYBRID and world_size > gpus_per_node and gpus_per_node > 1:
             fixed[Part.RESERVE] += NCCL_BUFFER_BYTES
     return StrategyMemory(
         setup=setup,
         shard_ranks=n if strategy is not Strategy.DDP else 1,
         fixed=fixed,
+        moments=moments,
         activation_bytes=activations,
         update_workspace_bytes=workspace,
         optimizer=opt,
         source=f"{basis.source}; {base.reserve_source}",
     )
+
+
+def fsdp_moments(
+    *,
+    parameter_bytes: int,
+    gradient_bytes: int,
+    root_bytes: float,
+    block_bytes: float,
+    ranks: int,
+    working_bytes: int,
+    reshard_after_forward: bool,
+    activations: Affine,
+    block_saved_bytes_per_sample: float,
+    update_workspace_bytes: int,
+    staged_collectives: bool = False,
+) -> tuple[Moment, ...]:
+    """The moments at which an FSDP2 rank may peak, beside its parameter and optimizer-state shards, each as
+    torch 2.13's `torch/distributed/fsdp/_fully_shard` runs it (module docstring: "FSDP2 as it runs").
+
+    Byte counts are fp32 bytes (`root_bytes`, `block_bytes` the root unit and the largest block); `ranks`
+    share a shard; `working_bytes` per element of the gathered parameters and of their unsharded gradients
+    (the parameter dtype); the reduce-scatter's input is in `REDUCE_BYTES` per element, its output is the
+    gradient shard, in the parameters' own fp32. `staged_collectives` (a CPU rank: gloo) adds gloo's
+    staging buffer, a temporary the size of the whole tensor in each all-gather and reduce-scatter
+    (measured: 200 MB more in use for a 200 MB tensor, one and two ranks; NCCL writes in place), where one
+    is in flight: the all-gather of the block prefetched as backward starts (full sharding, any n) and a
+    block's reduce-scatter (n > 1; FSDP2 copies instead at n = 1)."""
+    n = max(1, ranks)
+    per = working_bytes / 4  # gathered or unsharded-gradient bytes per fp32 byte
+    red = REDUCE_BYTES / 4
+    grad = gradient_bytes / parameter_bytes if parameter_bytes else 1.0
+    root, block = root_bytes, block_bytes
+    every_shard = gradient_bytes / n
+    # Start of backward, where the activations peak: no gradient shard yet (zero_grad(set_to_none=True));
+    # the root stays gathered after forward (FSDP2 never reshards the root after forward) and its unsharded
+    # gradient exists from the head's backward until the root's reduce-scatter at the end; full sharding
+    # has the last block gathered again (prefetched), zero2 still holds every unit from forward.
+    gathered_start = per * parameter_bytes if not reshard_after_forward else per * (root + block)
+    staged_gather = per * block if staged_collectives and reshard_after_forward else 0.0
+    staged_reduce = red * grad * block if staged_collectives and n > 1 else 0.0
+    start = Moment(
+        "start of backward",
+        {
+            Part.GATHERED_PARAMETERS: math.ceil(gathered_start),
+            Part.COMM_BUFFERS: math.ceil(per * grad * root + staged_gather),
+        },
+        activations,
+    )
+    # A block's backward and post-backward. At the end of its backward the block is still gathered (with,
+    # under full sharding, the next one prefetched), its unsharded gradient is complete, and the previous
+    # block's reduce-scatter input is still held (reduce_scatter_max_input_buffers = 1 releases it only at
+    # this block's reduce). Then the block is resharded, the previous input released, its gradient copied
+    # into a new reduce-scatter input (both alive), freed, and the output, the block's gradient shard,
+    # allocated beside the input. Three blocks bound the others: the first, with every activation but
+    # that block's saved tensors still alive and no gradient shard yet; the next-to-last, with one block's
+    # saved tensors left and every shard but the root's and two blocks'; the last, with every shard but the
+    # root's and its own. The head's activations went first in backward and the blocks' are released as
+    # they go: the line's fixed part remains.
+    first = Affine(activations.fixed, max(0.0, activations.per_sample - block_saved_bytes_per_sample))
+    last = Affine(activations.fixed, 0.0)
+    if reshard_after_forward:
+        before = (per * (root + 2 * block), per * (root + 2 * block), per * (root + block))
+        after = (per * (root + block), per * (root + block), per * root)
+    else:
+        before = (per * parameter_bytes, per * (root + 2 * block), per * (root + block))
+        after = (per * (parameter_bytes - block), per * (root + block), per * root)
+    moments = [start]
+    for (name, shards, line, previous), gathered_before, gathered_after in zip(
+        (
+            ("the first block's", 0.0, first, 0.0),
+            (
+                "the next-to-last block's",
+                max(0.0, every_shard - grad * (2 * block + root) / n),
+                Affine(activations.fixed, min(block_saved_bytes_per_sample, activations.per_sample)),
+                red * grad * block,
+            ),
+            ("the last block's", max(0.0, every_shard - grad * (block + root) / n), last, red * grad * block),
+        ),
+        before,
+        after,
+        strict=True,
+    ):
+        root_grad = per * grad * root
+        moments += [
+            Moment(
+                f"{name} backward end",
+                {
+                    Part.GATHERED_PARAMETERS: math.ceil(gathered_before),
+                    Part.COMM_BUFFERS: math.ceil(root_grad + per * grad * block + previous),
+                    Part.GRADIENTS: math.ceil(shards),
+                },
+                line,
+            ),
+            Moment(
+                f"{name} reduce-scatter copy-in",
+                {
+                    Part.GATHERED_PARAMETERS: math.ceil(gathered_after),
+                    Part.COMM_BUFFERS: math.ceil(root_grad + (per + red) * grad * block),
+                    Part.GRADIENTS: math.ceil(shards),
+                },
+                line,
+            ),
+            Moment(
+                f"{name} reduce-scatter output",
+                {
+                    Part.GATHERED_PARAMETERS: math.ceil(gathered_after),
+                    Part.COMM_BUFFERS: math.ceil(root_grad + red * grad * block + staged_reduce),
+                    Part.GRADIENTS: math.ceil(shards + grad * block / n),
+                },
+                line,
+            ),
+        ]
+    # End of backward, the root's reduce-scatter: every unit resharded, every other gradient shard made.
+    moments += [
+        Moment(
+            "the root's reduce-scatter copy-in",
+            {
+                Part.COMM_BUFFERS: math.ceil((per + red) * grad * root),
+                Part.GRADIENTS: math.ceil(max(0.0, every_shard - grad * root / n)),
+            },
+            last,
+        ),
+        Moment(
+            "the root's reduce-scatter output",
+            {Part.COMM_BUFFERS: math.ceil(red * grad * root), Part.GRADIENTS: math.ceil(every_shard)},
+            last,
+        ),
+    ]
+    # The optimizer step: every gradient shard and the update's temporaries (the reduce-scatter buffers are
+    # released when backward ends).
+    update = Moment(
+        "update", {Part.GRADIENTS: math.ceil(every_shard)}, Affine(float(update_workspace_bytes), 0.0)
+    )
+    return (*moments, update)
 
 
 def activation_batch_limit(
@@ -558,7 +751,9 @@ def activation_batch_limit(
 def sharded_activations(activations: Affine, *, parameter_bytes: int, mixed: bool) -> Affine:
     """The activation line as FSDP runs the model: under mixed precision FSDP2 gathers low-precision
     parameters (counted as gathered parameters), so autocast's cached casts of the weights (2 bytes per
-    parameter, in the line's fixed part when counted under autocast) are left out."""
+    parameter, in the line's fixed part when counted under autocast: torch/amp/autocast_mode.py keeps each
+    weight's cast in the autocast cache for the forward, and the matmul saves it for backward) are left
+    out."""
     if not mixed:
         return activations
     casts = WORKING_BYTES_MIXED / 4 * parameter_bytes
@@ -590,6 +785,7 @@ __all__ = [
     "BlockFacts",
     "MemoryBasis",
     "MemoryUnknown",
+    "Moment",
     "Segment",
     "Setup",
     "Strategy",
@@ -600,6 +796,7 @@ __all__ = [
     "activation_batch_limit",
     "block_of",
     "checkpointed",
+    "fsdp_moments",
     "fsdp_units",
     "gpu_fit",
     "is_mixed",

@@ -70,58 +70,151 @@ def test_zero1_shards_the_optimizer_state_only() -> None:
     assert memory.update_workspace_bytes == 1000
 
 
-def test_zero2_holds_every_unit_gathered_between_forward_and_backward() -> None:
-    # Sharded over 4: parameters 1,000, optimizer state 2,000. Gathered in bf16: 2 bytes × 1,000 = 2,000.
-    # Gradient shards: at the first reduce-scatter one block's, 1,600 / 4 = 400 (at the end of backward
-    # every shard, 1,000, with only the root gathered, 400 bytes instead of 2,000: less). A block's bf16
-    # gradient (2 × 400) and its fp32 reduce-scatter input (4 × 400): 2,400.
-    _, got = parts(Strategy.ZERO2)
-    assert got[Part.PARAMETERS] == 1000
-    assert got[Part.GRADIENTS] == 400
-    assert got[Part.OPTIMIZER_STATE] == 2000
-    assert got[Part.DDP_BUCKETS] == 0
-    assert got[Part.GATHERED_PARAMETERS] == 2000
-    assert got[Part.COMM_BUFFERS] == 2400
+def moment(memory, name: str) -> dict[Part, int]:
+    """The parts a moment holds beyond the step's held parts, its transient line at batch 10 as
+    `activations`."""
+    found = next(m for m in memory.moments if m.name == name)
+    return {**found.parts, Part.ACTIVATIONS: int(found.activation_bytes.at(10))}
 
 
-def test_full_shard_holds_the_root_a_unit_and_the_prefetched_next() -> None:
-    # Gathered in bf16: the root (200 elements) and a block (400): 1,200 bytes, plus the prefetched block
-    # (800) less the gradient shards not yet made while it is gathered, (4,000 − 1,600) / 4 = 600: 1,400.
-    # Comm: a block's 2,400 (the root's phase, 6 × 200 = 1,200 with the blocks freed, is smaller).
-    # Activations: autocast's weight casts (2 bytes × 1,000 parameters, in the line's fixed part) are not
-    # made under FSDP's bf16 parameters: max(0, 1,000 − 2,000) + 1,000 × 10.
+START, FIRST_IN, FIRST_OUT = (
+    "start of backward",
+    "the first block's reduce-scatter copy-in",
+    "the first block's reduce-scatter output",
+)
+LAST_IN, ROOT_IN, UPDATE = (
+    "the last block's reduce-scatter copy-in",
+    "the root's reduce-scatter copy-in",
+    "update",
+)
+
+
+def test_zero2_holds_every_unit_gathered_from_forward_to_each_units_backward() -> None:
+    # Sharded over 4: parameters 1,000, optimizer state 2,000, held all step. At the start of backward no
+    # gradient shard exists (zero_grad(set_to_none=True)); every unit is gathered in bf16 (2 bytes × 1,000
+    # = 2,000); the root's bf16 gradient (2 × 200) exists from the head's backward. Activations: autocast's
+    # weight casts (2 bytes × 1,000 parameters, in the line's fixed part) are not made under FSDP's bf16
+    # parameters: max(0, 1,000 − 2,000) + 1,000 × 10.
+    memory, got = parts(Strategy.ZERO2)
+    assert moment(memory, START) == {
+        Part.GATHERED_PARAMETERS: 2000,
+        Part.COMM_BUFFERS: 400,
+        Part.ACTIVATIONS: 10000,
+    }
+    # The first block's reduce-scatter: that block resharded (2 × (1,000 − 400) gathered), its 300 saved
+    # bytes per sample released; the root's bf16 gradient, the block's (2 × 400) and the fp32 input (4 ×
+    # 400) at the copy-in; then the block's bf16 gradient freed and its fp32 shard (1,600 / 4) made.
+    assert moment(memory, FIRST_IN) == {
+        Part.GATHERED_PARAMETERS: 1200,
+        Part.COMM_BUFFERS: 400 + 800 + 1600,
+        Part.GRADIENTS: 0,
+        Part.ACTIVATIONS: 7000,
+    }
+    assert moment(memory, FIRST_OUT)[Part.COMM_BUFFERS] == 400 + 1600
+    assert moment(memory, FIRST_OUT)[Part.GRADIENTS] == 400
+    # The optimizer step: every gradient shard (4,000 / 4) and the foreach update's temporary (one copy
+    # of the parameters' shard).
+    assert moment(memory, UPDATE) == {Part.GRADIENTS: 1000, Part.ACTIVATIONS: 1000}
+    assert memory.peak_moment(10).name == START
+    assert got[Part.PARAMETERS] == 1000 and got[Part.OPTIMIZER_STATE] == 2000 and got[Part.DDP_BUCKETS] == 0
+    assert memory.peak_bytes(10) == 1000 + 2000 + 2000 + 400 + 10000 + RESERVE
+
+
+def test_full_shard_holds_the_root_and_one_prefetched_block_at_the_start_of_backward() -> None:
+    # Gathered in bf16: the root (200 elements, never resharded after forward) and the prefetched last
+    # block (400): 1,200 bytes; the root's bf16 gradient 400.
     memory, got = parts(Strategy.FULL_SHARD)
-    assert got[Part.GATHERED_PARAMETERS] == 1400
-    assert got[Part.COMM_BUFFERS] == 2400
-    assert got[Part.ACTIVATIONS] == 10000
-    assert memory.peak_bytes(10) == 1000 + 1000 + 2000 + 1400 + 2400 + 10000 + RESERVE
+    assert moment(memory, START) == {
+        Part.GATHERED_PARAMETERS: 1200,
+        Part.COMM_BUFFERS: 400,
+        Part.ACTIVATIONS: 10000,
+    }
+    # The last block's reduce-scatter: only the root gathered, every gradient shard but this block's and
+    # the root's, (4,000 − 1,600 − 800) / 4 = 400; the activations down to the line's fixed part.
+    assert moment(memory, LAST_IN) == {
+        Part.GATHERED_PARAMETERS: 400,
+        Part.COMM_BUFFERS: 400 + 800 + 1600,
+        Part.GRADIENTS: 400,
+        Part.ACTIVATIONS: 0,
+    }
+    # The root's: its bf16 gradient and fp32 input (6 × 200), every other shard (1,000 − 200).
+    assert moment(memory, ROOT_IN) == {Part.COMM_BUFFERS: 1200, Part.GRADIENTS: 800, Part.ACTIVATIONS: 0}
+    assert got[Part.GATHERED_PARAMETERS] == 1200 and got[Part.GRADIENTS] == 0
+    assert memory.peak_bytes(10) == 1000 + 2000 + 1200 + 400 + 10000 + RESERVE
     assert memory.shard_ranks == 4
 
 
-def test_full_shard_in_fp32_gathers_four_bytes_per_element() -> None:
-    # 4 × (200 + 400) + max(0, 4 × 400 − 600)
-    _, got = parts(Strategy.FULL_SHARD, mixed=False)
-    assert got[Part.GATHERED_PARAMETERS] == 3400
-    assert got[Part.COMM_BUFFERS] == (4 + 4) * 400
+def test_full_shard_in_fp32_gathers_four_bytes_per_element_and_peaks_in_the_first_blocks_backward() -> None:
+    # fp32: at the end of the first block's backward the root, the block and the prefetched next are
+    # gathered, 4 × (200 + 400 + 400), beside the root's gradient 800 and the block's 1,600; the
+    # activations keep their fixed 1,000 (no casts to leave out) and 700 per sample. At its copy-in the
+    # block is resharded (2,400) and its fp32 reduce-scatter input (1,600) joins the gradients: the same.
+    memory, _ = parts(Strategy.FULL_SHARD, mixed=False)
+    assert moment(memory, "the first block's backward end") == {
+        Part.GATHERED_PARAMETERS: 4000,
+        Part.COMM_BUFFERS: 800 + 1600,
+        Part.GRADIENTS: 0,
+        Part.ACTIVATIONS: 1000 + 7000,
+    }
+    assert moment(memory, FIRST_IN) == {
+        Part.GATHERED_PARAMETERS: 2400,
+        Part.COMM_BUFFERS: 800 + 3200,
+        Part.GRADIENTS: 0,
+        Part.ACTIVATIONS: 1000 + 7000,
+    }
+    assert memory.peak_moment(10).name == "the first block's backward end"
+    assert memory.peak_bytes(10) == 1000 + 2000 + 4000 + 2400 + 8000 + RESERVE
+
+
+def test_the_previous_blocks_reduce_scatter_input_is_held_until_the_next_blocks_reduce() -> None:
+    # Next-to-last block, bf16: the root and two blocks gathered (2 × 1,000), the root's gradient (400),
+    # its own bf16 gradient (800) and the last block's fp32 input still held (1,600); every shard but the
+    # root's and two blocks' (1,000 − (800 + 3,200) / 4 = 0).
+    memory, _ = parts(Strategy.FULL_SHARD)
+    assert moment(memory, "the next-to-last block's backward end") == {
+        Part.GATHERED_PARAMETERS: 2000,
+        Part.COMM_BUFFERS: 400 + 800 + 1600,
+        Part.GRADIENTS: 0,
+        Part.ACTIVATIONS: 3000,
+    }
 
 
 def test_hybrid_shards_within_a_node_and_adds_the_replicate_groups_buffers() -> None:
     memory, got = parts(Strategy.HYBRID, world=4, node=2)
-    assert (got[Part.PARAMETERS], got[Part.GRADIENTS], got[Part.OPTIMIZER_STATE]) == (
-        2000,
-        2000,
-        4000,
-    )
+    assert (got[Part.PARAMETERS], got[Part.OPTIMIZER_STATE]) == (2000, 4000)
+    assert moment(memory, UPDATE)[Part.GRADIENTS] == 2000
     assert got[Part.RESERVE] == RESERVE + NCCL_BUFFER_BYTES
     assert memory.shard_ranks == 2
 
 
+def test_the_update_peaks_when_the_activations_are_small() -> None:
+    # One rank, bf16, checkpointed: 9 activation bytes per sample, 50 bytes of a block gathered, a block's
+    # gradient and reduce-scatter input 300; the update holds every gradient (4,000) and the foreach
+    # temporary (4,000) but no gathered parameters or reduce-scatter buffers, and is the peak: parameters,
+    # gradients, two Adam moments and one temporary (what the H200 measured for ZeRO-2 and full sharding
+    # with checkpointing).
+    tiny = MemoryBasis(
+        parameter_bytes=4000,
+        activation_bytes=Affine(0.0, 10.0),
+        source="hand",
+        blocks=BlockFacts(count=2, input_bytes_per_sample=1.0, saved_bytes_per_sample=3.0),
+    )
+    small_units = Units(("(root)", "layers.0", "layers.1"), (0, 100, 100), (Segment(2, 0.5), Segment(1, 0.5)))
+    memory = strategy_memory(
+        tiny, small_units, Setup(Strategy.FULL_SHARD, checkpointing=True), world_size=1, gpus_per_node=1,
+        mixed=True,
+    )  # fmt: skip
+    assert memory.peak_moment(1).name == UPDATE
+    assert memory.peak_bytes(1) == 4000 + 4000 + 8000 + 4000 + CUDA_CONTEXT_BYTES
+
+
 def test_checkpointing_keeps_block_inputs_and_one_blocks_activations() -> None:
     # Per sample: 1,000 − 2 × 300 + 2 × 50 + 300 = 800; at batch 10, in fp32 (no casts left out):
-    # 1,000 + 8,000.
-    memory, got = parts(Strategy.FULL_SHARD, ckpt=True, mixed=False)
+    # 1,000 + 8,000 at the start of backward, 1,000 + 5,000 at the first block's reduce-scatter.
+    memory, _ = parts(Strategy.FULL_SHARD, ckpt=True, mixed=False)
     assert memory.activation_bytes == Affine(1000.0, 800.0)
-    assert got[Part.ACTIVATIONS] == 9000
+    assert moment(memory, START)[Part.ACTIVATIONS] == 9000
+    assert moment(memory, FIRST_IN)[Part.ACTIVATIONS] == 6000
 
 
 def test_checkpointing_without_block_facts_is_refused_with_its_field() -> None:
@@ -143,16 +236,21 @@ def test_zero_papers_sixteen_bytes_per_parameter_sharded() -> None:
     memory = strategy_memory(
         basis, units, Setup(Strategy.FULL_SHARD), world_size=64, gpus_per_node=8, mixed=True
     )
-    p = memory.parts(1)
-    sharded = p[Part.PARAMETERS] + p[Part.GRADIENTS] + p[Part.OPTIMIZER_STATE]
+    at_update = {**memory.fixed, **next(m for m in memory.moments if m.name == UPDATE).parts}
+    sharded = at_update[Part.PARAMETERS] + at_update[Part.GRADIENTS] + at_update[Part.OPTIMIZER_STATE]
     assert sharded == pytest.approx(16 * psi / 64, abs=3)
 
 
 def test_the_largest_batch_and_the_reason_when_nothing_fits() -> None:
+    # Two lines bound the batch: the start of backward (beside the held 3,000: gathered 1,200 and the
+    # root's gradient 400, then 1,000 per sample) and the first block's reduce-scatter (4,000 beside, 700
+    # per sample); 9,100 bytes above the held parts allow batch 7 on each (7.5 and 7.3).
     memory, _ = parts(Strategy.FULL_SHARD)
-    fixed = memory.persistent_bytes + memory.activation_bytes.fixed
+    fixed = memory.persistent_bytes + 1200 + 400
     capacity = (fixed + 1000 * 7.5) / 0.9
     assert memory.largest_batch(capacity) == 7
+    # With 8,800 above the held parts the start allows 7 (7.2) but the reduce-scatter only 6 (6.9).
+    assert memory.largest_batch((memory.persistent_bytes + 8800) / 0.9) == 6
     assert gpu_fit(memory, capacity_bytes=capacity, batch=7) is None
     reason = gpu_fit(memory, capacity_bytes=capacity, batch=8)
     assert reason is not None and reason.startswith("full_shard needs") and "GiB per GPU at batch 8" in reason
