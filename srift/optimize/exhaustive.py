@@ -138,7 +138,7 @@ class BranchAndBound:
         self._profiles = tuple(x.profile for x in cands)
         self._eff = [cost_per_sample_floor(x) for x in cands]
         self.relax = SplitRelaxation(problem, factor=self.factor)
-        self.mu = evals.limit_scales(c) if c.limited else tuple(1.0 for _ in cands)
+        self.mu = evals.limit_scales(c)
         self.scaled = any(m > 1.0 for m in self.mu)
         self.relax_v = (
             SplitRelaxation(problem, factor=self.factor, scales=self.mu) if self.scaled else self.relax

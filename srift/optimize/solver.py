@@ -44,13 +44,24 @@ class SolveOptions:
 
 
 class PlanInfeasible(Infeasible):
-    """No configuration meets the limits; `relaxations` holds the nearest ones that can be met."""
+    """No configuration meets the limits; `relaxations` holds the nearest ones that can be met.
+
+    `proven` says whether that is proven (an exhaustive search covered the whole space, with no bound
+    violated) or only what a search stopped by its budget found: a label such as "proven infeasible"
+    must read it rather than assume it."""
 
     def __init__(
-        self, detail: str, *, hint: str, field: str | None, relaxations: dict[str, float | None]
+        self,
+        detail: str,
+        *,
+        hint: str,
+        field: str | None,
+        relaxations: dict[str, float | None],
+        proven: bool = False,
     ) -> None:
         super().__init__(detail, hint=hint, field=field)
         self.relaxations = relaxations
+        self.proven = proven
 
     def to_dict(self) -> dict[str, Any]:
         return {**super().to_dict(), "relaxations": self.relaxations}
@@ -79,6 +90,7 @@ def optimize_with_evaluations(
         for item in evals.records.values():
             rescue.offer(item)
         if rescue.best is None:
+            error.proven = _proven(result, mode, evals)
             raise error
         best = rescue.best
     else:
@@ -99,8 +111,7 @@ def optimize_with_evaluations(
             f"the rent of its time) on {evals.violations} configuration(s); "
             "pruning may have skipped a better plan"
         )
-    closed = result.coverage is not None and result.coverage.closed
-    proven = result.complete and (mode is SearchMode.EXHAUSTIVE or closed) and evals.violations == 0
+    proven = _proven(result, mode, evals)
     sources = list(pred.sources)
     priced: dict[tuple[str, str], list[str]] = {}
     for i, _, _ in best.groups:
@@ -129,6 +140,14 @@ def optimize_with_evaluations(
         diminishing_returns=returns,
     )
     return plan, evals
+
+
+def _proven(result: SearchResult, mode: SearchMode, evals: Evaluations) -> bool:
+    """Whether the search's answer (its plan, or that none meets the limits) is proven: it covered the
+    whole space (exhaustive mode, or a closed bound) and the simulator never went below a bound it pruned
+    with."""
+    closed = result.coverage is not None and result.coverage.closed
+    return result.complete and (mode is SearchMode.EXHAUSTIVE or closed) and evals.violations == 0
 
 
 def _returns(

@@ -114,6 +114,19 @@ def test_infeasible_deadline_reports_the_fastest_plan() -> None:
     assert err.value.to_dict()["relaxations"]["least_budget_for_deadline_usd"] is None
 
 
+def test_infeasible_is_labelled_proven_only_when_the_search_covered_the_space() -> None:
+    """That no plan meets the limits is proven after an exhaustive search that closed, not after eager search,
+    which covers mixes of at most eager_max_types types (issue #56: a benchmark labelled both proven)."""
+    problem = _paper_like()
+    tight = replace(problem, constraints=replace(problem.constraints, time_limit_s=1.0, budget_usd=None))
+    proven = {}
+    for mode in (SearchMode.EXHAUSTIVE, SearchMode.EAGER):
+        with pytest.raises(PlanInfeasible) as err:
+            optimize(tight, FastEvaluator(), SolveOptions(mode=mode, solve_budget_s=10))
+        proven[mode] = err.value.proven
+    assert proven == {SearchMode.EXHAUSTIVE: True, SearchMode.EAGER: False}
+
+
 def test_infeasible_pair_of_limits_reports_both_relaxations() -> None:
     problem = _paper_like()
     c = problem.constraints
