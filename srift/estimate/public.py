@@ -18,6 +18,10 @@ Checks (`leave_one_accelerator_out`): for each GPU model, fit on every other GPU
 rows three ways: `model` (the model's factor from the other GPUs), `pooled` (factor 1: a model the table
 does not have), `scaled` (each other GPU's measurement of the same model and precision, scaled by the two
 GPUs' roofline times: a user's profile from one accelerator).
+
+Bands (`nested_spreads`, `within_band`, `band_coverage`): whether held-out measurements lie inside the
+p10–p90 band (`srift.domain.Band`) of their estimate, with each GPU model's σ from the other GPU models'
+leave-one-out residuals only (benchmarks/public_gpus.py reports the coverage, issue #55).
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ import numpy as np
 from scipy.optimize import least_squares  # type: ignore[import-untyped]
 
 from srift.catalog.accelerators import spec_named
+from srift.domain import Band, SpreadTerm
 from srift.domain.accelerator import AcceleratorSpec
 from srift.domain.structure import ModelStructure, Precision
 from srift.errors import ConfigurationError
@@ -268,6 +273,54 @@ def log_sigma(errors: Sequence[float]) -> float:
     return math.sqrt(statistics.fmean(math.log1p(e) ** 2 for e in errors)) if errors else 0.0
 
 
+def spreads_of(checks: Sequence[HeldOutPrediction]) -> dict[str, float]:
+    """The three modes' log σ (`log_sigma`) over leave-one-accelerator-out checks: what `calibrate` ships
+    as the spreads (unrounded here)."""
+    return {
+        "model": log_sigma([c.model_error for c in checks]),
+        "pooled": log_sigma([c.pooled_error for c in checks]),
+        "scaled": log_sigma([e for c in checks for e in c.scaled_errors]),
+    }
+
+
+def nested_spreads(
+    rows: Sequence[Row], structure_of: StructureOf, *, kernel_s: float
+) -> dict[str, dict[str, float]]:
+    """Per GPU model g of the single-GPU rows: the spreads `calibrate` would ship had g not been in the
+    table (leave-one-accelerator-out over the other GPU models' rows only, `spreads_of`). A band for g's
+    held-out predictions built from them rests on nothing measured on g, so its coverage is out of sample."""
+    singles = [r for r in rows if r.gpus == 1]
+    out: dict[str, dict[str, float]] = {}
+    for gpu in sorted({r.gpu for r in singles}):
+        others = [r for r in singles if r.gpu != gpu]
+        out[gpu] = spreads_of(leave_one_accelerator_out(others, structure_of, kernel_s=kernel_s))
+    return out
+
+
+def estimate_band(spread: float) -> Band:
+    """The band the product gives a compute-only prediction (one GPU) from an estimate of log-spread
+    `spread`: one compute term whose sigma is the spread (`srift.sim.band` reruns the fleet one spread
+    slower, ln(T_slower / T) = spread when compute is all the time)."""
+    term = SpreadTerm(source="estimate", spread=spread, sigma=spread, measured_by="leave one accelerator out")
+    return Band.of((term,))
+
+
+def within_band(error: float, spread: float) -> bool:
+    """Whether a measurement lies inside the p10–p90 band of an estimate that is off by `error`
+    (predicted throughput / measured − 1): the measured step time is the predicted one × (1 + error), and
+    the band is the predicted step × `Band.factor(0.1)` … × `Band.factor(0.9)` (`estimate_band`)."""
+    band = estimate_band(spread)
+    return band.factor(0.1) <= 1.0 + error <= band.factor(0.9)
+
+
+def band_coverage(cases: Sequence[tuple[float, float]]) -> float:
+    """The share of (error, spread) cases whose measurement lies inside the p10–p90 band (`within_band`);
+    nan without cases."""
+    if not cases:
+        return math.nan
+    return sum(1 for error, spread in cases if within_band(error, spread)) / len(cases)
+
+
 def calibrate(structure_of: StructureOf, *, registry: Registry | None = None) -> Calibration:
     """The shipped calibration from what the measurement registry lists, and nothing else: the fit on its
     `fit` rows of the table, with its measured host time per kernel; spreads from the leave-one-out checks
@@ -285,11 +338,7 @@ def calibrate(structure_of: StructureOf, *, registry: Registry | None = None) ->
     kernel_source = EAGER_KERNEL_SOURCE
     fitted = fit(rows, structure_of, kernel_s=kernel_s)
     checks = leave_one_accelerator_out(rows, structure_of, kernel_s=kernel_s)
-    spreads = {
-        "model": round(log_sigma([c.model_error for c in checks]), 4),
-        "pooled": round(log_sigma([c.pooled_error for c in checks]), 4),
-        "scaled": round(log_sigma([e for c in checks for e in c.scaled_errors]), 4),
-    }
+    spreads = {mode: round(sigma, 4) for mode, sigma in spreads_of(checks).items()}
     mape = {
         "model": round(100 * statistics.fmean(abs(c.model_error) for c in checks), 2),
         "pooled": round(100 * statistics.fmean(abs(c.pooled_error) for c in checks), 2),

@@ -4,6 +4,9 @@ measured kernel time, from the file whose hash the registry pins."""
 from __future__ import annotations
 
 import functools
+import math
+from dataclasses import replace
+from statistics import NormalDist
 from typing import Any
 
 import pytest
@@ -12,6 +15,7 @@ from srift.errors import ConfigurationError
 from srift.estimate import public
 from srift.measurements import Use
 from srift.refmodels.build import load_structure
+from srift.sim.band import Z90
 from srift.testing.measurements import move_row, registry_with
 
 structure_of = functools.lru_cache(maxsize=None)(load_structure)
@@ -66,3 +70,29 @@ def test_a_row_the_registry_does_not_list_is_refused() -> None:
 
     with pytest.raises(ConfigurationError, match=f"not in the registry: {ONE_ROW}"):
         public.registered_rows(Use.FIT, registry=registry_with(forget))
+
+
+def test_band_coverage_of_errors_with_a_known_spread() -> None:
+    # 1000 log-normal errors of log-σ 0.2 at the normal's evenly spaced quantiles: exactly the middle 800
+    # lie between p10 and p90 of a band of the same σ; a band half as wide holds about 2Φ(0.64) − 1.
+    sigma = 0.2
+    z = [NormalDist().inv_cdf((i + 0.5) / 1000) for i in range(1000)]
+    errors = [math.exp(sigma * x) - 1 for x in z]
+    assert public.band_coverage([(e, sigma) for e in errors]) == 0.8
+    assert public.band_coverage([(e, sigma / 2) for e in errors]) == pytest.approx(0.479, abs=0.005)
+    edge = math.exp(Z90 * sigma)
+    assert public.within_band(edge * (1 - 1e-9) - 1, sigma)
+    assert not public.within_band(edge * (1 + 1e-9) - 1, sigma)
+    assert not public.within_band(1 / edge * (1 - 1e-9) - 1, sigma)
+    assert public.band_coverage([]) != public.band_coverage([])  # nan
+
+
+def test_a_gpus_nested_spreads_rest_on_nothing_measured_on_it() -> None:
+    gpus = ("A10", "RTX-3090", "RTX-A6000", "V100-SXM2-16GB")
+    rows = [r for r in public.registered_rows(Use.FIT) if r.gpu in gpus]
+    moved = [replace(r, samples_per_s=1.5 * r.samples_per_s) if r.gpu == "A10" else r for r in rows]
+    before = public.nested_spreads(rows, structure_of, kernel_s=public.EAGER_KERNEL_S)
+    after = public.nested_spreads(moved, structure_of, kernel_s=public.EAGER_KERNEL_S)
+    assert sorted(before) == sorted(gpus)
+    assert after["A10"] == before["A10"]
+    assert all(after[g]["model"] != before[g]["model"] for g in gpus if g != "A10")
