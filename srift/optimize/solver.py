@@ -64,7 +64,7 @@ class PlanInfeasible(Infeasible):
         self.proven = proven
 
     def to_dict(self) -> dict[str, Any]:
-        return {**super().to_dict(), "relaxations": self.relaxations}
+        return {**super().to_dict(), "relaxations": self.relaxations, "proven": self.proven}
 
 
 def optimize(problem: Problem, evaluator: Evaluator, options: SolveOptions | None = None) -> Plan:

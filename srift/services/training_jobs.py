@@ -363,6 +363,7 @@ def _replan(
             hint="relax the deadline or accept finishing late",
             field="time_limit_s",
             relaxations={"time_short_s": -limit},
+            proven=True,  # the time already spent exceeds the limit: no plan can meet it
         )
     if budget is not None and budget <= 0:
         raise PlanInfeasible(
@@ -370,6 +371,7 @@ def _replan(
             hint="raise the budget",
             field="budget_usd",
             relaxations={"budget_short_usd": -budget},
+            proven=True,  # the money already spent exceeds the budget
         )
     base = {k: v for k, v in original.items() if k != "replan_of"}
     doc = {**base, "iterations": iters, "time_limit_s": limit, "budget_usd": budget}
@@ -391,6 +393,7 @@ def _replan(
             hint=exc.hint,
             field=exc.field,
             relaxations=exc.relaxations,
+            proven=exc.proven,
         ) from exc
 
 

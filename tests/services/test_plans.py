@@ -190,6 +190,7 @@ def test_infeasible_says_which_limit_and_the_nearest_relaxations(
     assert fastest is not None and fastest > 20
     assert f"{fastest:.0f} s" in err["detail"]
     assert err["relaxations"]["least_budget_for_deadline_usd"] is None
+    assert err["proven"] is True  # the search covered every configuration: no plan meets the limits
     r = client.post("/v1/plans", json=_request(ids, time_limit_s=400, budget_usd=0.05), headers=write_headers)
     err = r.json()
     assert r.status_code == 409 and err["field"] == "budget_usd"
@@ -302,6 +303,7 @@ def test_interruption_too_late_says_by_how_much(
     err = r.json()
     assert err["error"] == "infeasible" and err["field"] == "time_limit_s"
     assert err["relaxations"]["time_short_s"] == pytest.approx(420 + 150 - 500)
+    assert err["proven"] is True  # the time already spent is past the limit
     assert "70 s past" in err["detail"]
     state = client.get(f"/v1/jobs/{job_id}", headers=write_headers).json()
     assert state["state"] == "needs_input"

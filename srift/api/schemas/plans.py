@@ -761,3 +761,9 @@ class ErrorOut(BaseModel):
     hint: str
     field: str | None
     relaxations: dict[str, float | None] | None = None
+    proven: bool | None = Field(
+        default=None,
+        description="on a 409 'no plan meets the limits': whether that is proven (an exhaustive search "
+        "covered every configuration with no bound violated) or only what a search stopped by its budget "
+        "found (raise solve_budget_s or use mode exhaustive to settle it)",
+    )
