@@ -46,7 +46,7 @@ from srift.estimate.calibration import Calibration, shipped_calibration
 from srift.estimate.estimator import estimate_profile
 from srift.measurements import Use
 from srift.refmodels.build import load_structure
-from srift.sim import simulate
+from srift.sim import IterationEstimate, simulate
 
 CALIBRATION_JSON = Path(public.__file__).resolve().parent / "data" / "calibration.json"
 structure_of = functools.lru_cache(maxsize=None)(load_structure)
@@ -88,30 +88,39 @@ def check_all(rows: list[public.Row]) -> tuple[list[Checked], list[public.HeldOu
     fit_of = {p.row.gpu: p.fit for p in singles}
     prior = AlphaBetaPrior()
     out = []
+    no_spread = {"model": 0.0, "pooled": 0.0, "scaled": 0.0}
     for row in rows:
-        fitted = fit_of[row.gpu]
-        cal = Calibration(
-            name=f"leave-out-{row.gpu}",
-            efficiency=fitted.efficiency,
-            factors=fitted.factors,
-            spreads={"model": 0.0, "pooled": 0.0, "scaled": 0.0},
-            fitted_on="",
-            kernel_source="",
-        )
-        estimated = estimate_profile(
-            model=row.model,
-            structure=structure_of(row.model, row.precision),
-            spec=row.spec,
-            precision=row.precision,
-            calibration=cal,
-        )
-        assert estimated.profile is not None, estimated.note
-        profile = estimated.profile
-        wide = replace(profile, max_batch=max(profile.max_batch, row.per_gpu_batch))
-        member = FleetMember(instance=node(row), count=1, batch=row.global_batch, profile=wide)
-        result = simulate([member], bandwidth=prior, seed=0)
-        out.append(Checked(row, row.global_batch / result.iteration_s, profile.max_batch))
+        max_batch, result = held_out_result(row, fit_of[row.gpu], no_spread, prior)
+        out.append(Checked(row, row.global_batch / result.iteration_s, max_batch))
     return out, singles
+
+
+def held_out_result(
+    row: public.Row, fitted: public.Fit, spreads: dict[str, float], prior: AlphaBetaPrior
+) -> tuple[int, IterationEstimate]:
+    """The row's node simulated with the profile estimated from a calibration fitted without its GPU model
+    (`fitted`, with `spreads` for its band): the estimate's largest per-GPU batch, and the simulation (at
+    the row's batch, which the table ran, even where the estimate's largest batch is smaller)."""
+    cal = Calibration(
+        name=f"leave-out-{row.gpu}",
+        efficiency=fitted.efficiency,
+        factors=fitted.factors,
+        spreads=spreads,
+        fitted_on="",
+        kernel_source="",
+    )
+    estimated = estimate_profile(
+        model=row.model,
+        structure=structure_of(row.model, row.precision),
+        spec=row.spec,
+        precision=row.precision,
+        calibration=cal,
+    )
+    assert estimated.profile is not None, estimated.note
+    profile = estimated.profile
+    wide = replace(profile, max_batch=max(profile.max_batch, row.per_gpu_batch))
+    member = FleetMember(instance=node(row), count=1, batch=row.global_batch, profile=wide)
+    return profile.max_batch, simulate([member], bandwidth=prior, seed=0)
 
 
 def mape(items: list[float]) -> float:
@@ -231,27 +240,7 @@ def simulated_cases(
     prior = AlphaBetaPrior()
     out = []
     for row in rows:
-        fitted = fits[row.gpu]
-        cal = Calibration(
-            name=f"leave-out-{row.gpu}",
-            efficiency=fitted.efficiency,
-            factors=fitted.factors,
-            spreads=nested[row.gpu],
-            fitted_on="",
-            kernel_source="",
-        )
-        estimated = estimate_profile(
-            model=row.model,
-            structure=structure_of(row.model, row.precision),
-            spec=row.spec,
-            precision=row.precision,
-            calibration=cal,
-        )
-        assert estimated.profile is not None, estimated.note
-        profile = estimated.profile
-        wide = replace(profile, max_batch=max(profile.max_batch, row.per_gpu_batch))
-        member = FleetMember(instance=node(row), count=1, batch=row.global_batch, profile=wide)
-        result = simulate([member], bandwidth=prior, seed=0)
+        _, result = held_out_result(row, fits[row.gpu], nested[row.gpu], prior)
         measured_s = row.global_batch / row.samples_per_s
         out.append((row, measured_s, result.iteration_p10_s, result.iteration_p90_s))
     return out
