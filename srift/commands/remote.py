@@ -11,7 +11,6 @@ from srift.errors import (
     ErrorAnswer,
     ExternalServiceError,
     Forbidden,
-    Infeasible,
     InvalidInput,
     NotFound,
     PayloadTooLarge,
@@ -140,7 +139,25 @@ def call_api(
     detail, hint, field = answer.detail, answer.hint, answer.field
     if response.status_code == 401:
         hint = CLI_TOKEN_HINT if not token else f"the token was refused: {CLI_TOKEN_HINT}"
-    kind = Infeasible if answer.error == "infeasible" else _BY_STATUS.get(response.status_code)
+    if answer.error == "infeasible":
+        raise _infeasible(response, detail=detail, hint=hint, field=field)
+    kind = _BY_STATUS.get(response.status_code)
     if kind is None:
         raise ExternalServiceError(f"{response.status_code}: {detail}", hint=hint, field=field)
     raise kind(detail, hint=hint, field=field)
+
+
+def _infeasible(response: Any, *, detail: str, hint: str, field: str | None) -> SriftError:
+    """A 409 "no plan meets the limits" as the solver raised it on the server (`PlanInfeasible`), with the
+    nearest relaxations and whether that is proven, so a caller of the CLI's code sees what a local solve
+    gives; a body without them (an older server) keeps empty relaxations and `proven` False."""
+    from srift.optimize.solver import PlanInfeasible
+
+    body = response.json()  # a JSON object: ErrorAnswer.read found its "error"
+    raw = body.get("relaxations")
+    relaxations = {
+        str(k): (float(v) if isinstance(v, int | float) else None)
+        for k, v in (raw.items() if isinstance(raw, dict) else ())
+    }
+    proven = body.get("proven") is True
+    return PlanInfeasible(detail, hint=hint, field=field, relaxations=relaxations, proven=proven)

@@ -10,7 +10,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from srift.commands.remote import call_api
-from srift.errors import ExternalServiceError, Forbidden, Infeasible, InvalidInput, Unauthorized
+from srift.errors import ExternalServiceError, Forbidden, InvalidInput, Unauthorized
+from srift.optimize.solver import PlanInfeasible
 
 ANSWERS = {
     "/v1/ok": (200, {"id": 7}),
@@ -21,6 +22,17 @@ ANSWERS = {
             "detail": "deadline unreachable",
             "hint": "relax it",
             "field": "time_limit_s",
+        },
+    ),
+    "/v1/infeasible-proven": (
+        409,
+        {
+            "error": "infeasible",
+            "detail": "no configuration meets both limits",
+            "hint": "raise budget_usd to $12.50",
+            "field": "budget_usd",
+            "relaxations": {"least_budget_for_deadline_usd": 12.5, "fastest_time_within_budget_s": None},
+            "proven": True,
         },
     ),
     "/v1/bad": (
@@ -70,6 +82,22 @@ def server() -> Iterator[str]:
     httpd.server_close()
 
 
+def test_a_409_no_plan_keeps_the_servers_relaxations_and_proof(server: str) -> None:
+    """The CLI sees what a local solve raises: the nearest relaxations and whether "none" is proven; an
+    answer without them (an older server) reads as unproven with no relaxations."""
+    with pytest.raises(PlanInfeasible) as info:
+        call_api("POST", server, "/v1/infeasible-proven", token=None, body={})
+    assert info.value.relaxations == {
+        "least_budget_for_deadline_usd": 12.5,
+        "fastest_time_within_budget_s": None,
+    }
+    assert info.value.proven is True
+    assert "To fix: raise budget_usd to $12.50" in str(info.value)
+    with pytest.raises(PlanInfeasible) as bare:
+        call_api("POST", server, "/v1/infeasible", token=None, body={})
+    assert (bare.value.relaxations, bare.value.proven) == ({}, False)
+
+
 def test_success_returns_json_and_sends_the_token(server: str) -> None:
     answer = call_api("POST", server, "/v1/ok", token="srift_abc", body={"x": 1})
     assert answer == {"id": 7, "auth": "Bearer srift_abc"}
@@ -78,7 +106,7 @@ def test_success_returns_json_and_sends_the_token(server: str) -> None:
 @pytest.mark.parametrize(
     ("path", "kind", "field"),
     [
-        ("/v1/infeasible", Infeasible, "time_limit_s"),
+        ("/v1/infeasible", PlanInfeasible, "time_limit_s"),
         ("/v1/bad", InvalidInput, "global_batch"),
         ("/v1/forbidden", Forbidden, None),
         ("/v1/broken", ExternalServiceError, None),
