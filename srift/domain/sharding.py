@@ -106,6 +106,12 @@ REDUCE_BYTES = 4
 """Bytes per element of a reduce-scatter: `reduce_dtype=torch.float32`, the policy Srift's plans name
 (PyTorch's FSDP2 tutorial recommends fp32 reduction with bf16 parameters for numerical stability)."""
 
+GLOO_STAGING_TENSORS = 1.0
+"""Whole tensors of temporary memory a CPU rank's gloo all-gather and reduce-scatter hold while they run
+(NCCL writes in place: 0 there). Measured by `python -m benchmarks.gloo_staging` (docs/BENCHMARKS.md "gloo
+staging buffer"; registry set `gloo-staging-buffer`): 1.00 times the whole tensor for both collectives at 1
+and 2 ranks, so one whole buffer."""
+
 _BLOCK = re.compile(r"^(.*?\.\d+)(?:\.|$)")
 """A block is the first `name.<index>` prefix of a layer's name (an element of an nn.ModuleList or
 nn.Sequential: `model.layers.3.mlp.up` belongs to `model.layers.3`)."""
@@ -618,10 +624,9 @@ def fsdp_moments(
     share a shard; `working_bytes` per element of the gathered parameters and of their unsharded gradients
     (the parameter dtype); the reduce-scatter's input is in `REDUCE_BYTES` per element, its output is the
     gradient shard, in the parameters' own fp32. `staged_collectives` (a CPU rank: gloo) adds gloo's
-    staging buffer, a temporary the size of the whole tensor in each all-gather and reduce-scatter
-    (measured: 200 MB more in use for a 200 MB tensor, one and two ranks; NCCL writes in place), where one
-    is in flight: the all-gather of the block prefetched as backward starts (full sharding, any n) and a
-    block's reduce-scatter (n > 1; FSDP2 copies instead at n = 1)."""
+    staging buffer, GLOO_STAGING_TENSORS whole tensors in each all-gather and reduce-scatter (NCCL writes in
+    place), where one is in flight: the all-gather of the block prefetched as backward starts (full
+    sharding, any n) and a block's reduce-scatter (n > 1; FSDP2 copies instead at n = 1)."""
     n = max(1, ranks)
     per = working_bytes / 4  # gathered or unsharded-gradient bytes per fp32 byte
     red = REDUCE_BYTES / 4
@@ -633,8 +638,9 @@ def fsdp_moments(
     # gradient exists from the head's backward until the root's reduce-scatter at the end; full sharding
     # has the last block gathered again (prefetched), zero2 still holds every unit from forward.
     gathered_start = per * parameter_bytes if not reshard_after_forward else per * (root + block)
-    staged_gather = per * block if staged_collectives and reshard_after_forward else 0.0
-    staged_reduce = red * grad * block if staged_collectives and n > 1 else 0.0
+    staging = GLOO_STAGING_TENSORS if staged_collectives else 0.0
+    staged_gather = staging * per * block if reshard_after_forward else 0.0
+    staged_reduce = staging * red * grad * block if n > 1 else 0.0
     start = Moment(
         "start of backward",
         {

@@ -1,0 +1,26 @@
+"""GLOO_STAGING_TENSORS against the installed torch: gloo's all-gather and reduce-scatter still hold one whole
+tensor of temporary memory on a CPU rank (`python -m benchmarks.gloo_staging`, run as a command)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from srift.domain.sharding import GLOO_STAGING_TENSORS
+from srift.settings import REPO_ROOT
+
+
+def test_gloo_staging_is_what_the_memory_model_takes(tmp_path: Path) -> None:
+    out = tmp_path / "staging.json"
+    cmd = [sys.executable, "-m", "benchmarks.gloo_staging", "--tensor-mb", "40", "--repeats", "2",
+           "--world-sizes", "2", "--json", str(out), "--no-write"]  # fmt: skip
+    subprocess.run(cmd, cwd=REPO_ROOT, check=True, capture_output=True, timeout=300)
+    report = json.loads(out.read_text())
+    assert {r["collective"] for r in report["ratios"]} == {"all_gather_into_tensor", "reduce_scatter_tensor"}
+    for row in report["ratios"]:
+        assert row["ratio"] == pytest.approx(GLOO_STAGING_TENSORS, abs=0.15), row
+    assert report["figure"] == GLOO_STAGING_TENSORS
