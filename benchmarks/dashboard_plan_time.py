@@ -7,8 +7,8 @@ spot, CPU profiles allowed, exhaustive search, global batch 256, 20,000 iteratio
 click on "Plan" until the page shows the plan's choices and its breakdown chart, so it holds the request,
 preparation (every other GPU type estimated from the T4 profile), the proof, the answer's transfer and the
 page's drawing. The server keeps prepared problems per request, so each run asks for one more iteration
-(20,000, 20,001, ...) and is prepared afresh, as a new request is; run 1 is also the server's first plan. The answer's own `solve_time_s`
-and `proven_optimal` are reported beside it.
+(20,000, 20,001, ...) and is prepared afresh, as a new request is; run 1 is also the server's first plan.
+The answer's own `solve_time_s` and `proven_optimal` are reported beside it.
 
     python -m benchmarks.dashboard_plan_time [--runs 5] [--json F] [--no-write]
 """
