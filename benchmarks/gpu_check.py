@@ -17,9 +17,14 @@ and writes its section of docs/BENCHMARKS.md ("GPU check", or "GPU check (cpu)" 
 JSON report (`--out`). It installs nothing beyond `make install`. `--device cpu` runs the same steps on the
 CPU (gloo probes, `--spec` names the GPU whose estimate to compare with), so the tests exercise it.
 
+`--rescore REPORT` runs nothing on a device: it recomputes the estimate of every step of a stored report's
+profiles with the code and calibration as they are now (the structure counted afresh on the CPU, as the
+profile counted it) and prints estimate / measured, stored and now, beside each other.
+
     .venv/bin/python -m benchmarks.gpu_check --out gpu_check.json          # on a GPU machine, ~5 min
     .venv/bin/python -m benchmarks.gpu_check --device cpu --models cnn --precisions fp32 --spec T4 \\
         --max-batch 8 --no-write
+    .venv/bin/python -m benchmarks.gpu_check --rescore docs/images/gpu/h200-gpu-check.json
 """
 
 from __future__ import annotations
@@ -46,6 +51,9 @@ MODELS = {
 }
 DEFAULT_MODELS = ("resnet50", "bert-base", "gpt2-small")
 DEFAULT_PRECISIONS = ("fp32", "tf32", "bf16")
+WITHIN = 0.15
+"""`--rescore` counts the rows at their largest batch whose estimate is within this share of the measured
+step (issue #55's target for a GPU the fit never saw)."""
 DEFAULT_BUDGET_S = 420.0
 """Stop starting new steps after this many seconds (the check's target is under 8 minutes on one GPU)."""
 
@@ -107,6 +115,74 @@ def profile_row(name: str, precision: str, *, device: str, max_batch: int, spec:
         else:
             row["estimate_note"] = made.note
     return row
+
+
+def rescore_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every step of `report`'s profiles with the estimate recomputed now (`--rescore`): the model's
+    structure counted afresh in the row's precision, `estimate:roofline` for the report's spec."""
+    from srift.catalog.accelerators import spec_named
+    from srift.domain.structure import Precision
+    from srift.estimate.estimator import estimate_profile
+    from srift.profiling.structure import count_structure
+
+    spec = spec_named(report["spec"])
+    out = []
+    for row in report["profiles"]:
+        factory, inputs = MODELS[row["model"]]
+        precision = Precision(row["precision"])
+        structure = count_structure(_load(factory), _load(inputs), precision=precision)
+        made = estimate_profile(model=row["model"], structure=structure, spec=spec, precision=precision)
+        for step in row["steps"]:
+            now = made.profile.compute_s(step["batch"]) if made.profile is not None else None
+            out.append(
+                {
+                    "model": row["model"],
+                    "precision": row["precision"],
+                    "batch": step["batch"],
+                    "largest": step["batch"] == row["max_batch"],
+                    "measured_s": step["measured_s"],
+                    "stored_estimated_s": step.get("estimated_s"),
+                    "estimated_s": now,
+                }
+            )
+    return out
+
+
+def rescore(report: dict[str, Any]) -> str:
+    """A table of `rescore_rows`: estimate / measured as stored and as the code computes it now."""
+    lines = [
+        f"Rescored {report.get('device_name')} report (spec {report['spec']}, torch {report.get('torch')}): "
+        "`estimate:roofline` from the structure counted now and the shipped calibration, no device run.",
+        "",
+        "| model | precision | batch | measured step | estimate (stored) | estimate (now) | "
+        "stored / measured | now / measured |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    rows = rescore_rows(report)
+    for r in rows:
+        stored, now, measured = r["stored_estimated_s"], r["estimated_s"], r["measured_s"]
+        cells = [
+            f"{1000 * stored:.2f} ms" if stored else "–",
+            f"{1000 * now:.2f} ms" if now else "–",
+            f"{stored / measured:.2f}" if stored else "–",
+            f"{now / measured:.2f}" if now else "–",
+        ]
+        lines.append(
+            f"| {r['model']} | {r['precision']} | {r['batch']}{' (largest)' if r['largest'] else ''} | "
+            f"{1000 * measured:.2f} ms | " + " | ".join(cells) + " |"
+        )
+    largest = [r for r in rows if r["largest"] and r["estimated_s"]]
+    within = [
+        f"{r['model']} {r['precision']}"
+        for r in largest
+        if abs(r["estimated_s"] / r["measured_s"] - 1) <= WITHIN
+    ]
+    lines += [
+        "",
+        f"At the largest measured batch, {len(within)} of {len(largest)} model/precision rows are within "
+        f"{100 * WITHIN:.0f} % now" + (f" ({', '.join(within)})" if within else "") + ".",
+    ]
+    return "\n".join(lines)
 
 
 def memory_row(name: str, *, device: str, cap: int) -> dict[str, Any]:
@@ -296,7 +372,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budget-s", type=float, default=DEFAULT_BUDGET_S)
     parser.add_argument("--out", default=None, help="write the JSON report here")
     parser.add_argument("--no-write", action="store_true", help="do not write docs/BENCHMARKS.md")
+    parser.add_argument(
+        "--rescore", default=None, help="re-estimate this stored report's steps; runs nothing"
+    )
     args = parser.parse_args(argv)
+    if args.rescore:
+        text = rescore(json.loads(Path(args.rescore).read_text()))
+        print(text)
+        if not args.no_write:
+            from benchmarks._report import write_section
+
+            command = f"python -m benchmarks.gpu_check --rescore {args.rescore}"
+            write_section("GPU check (rescored)", text, command=command)
+        return 0
 
     import torch
 

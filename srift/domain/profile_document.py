@@ -194,6 +194,11 @@ class PassWorkIn(_DocumentPart):
     matmul_bytes: AffineIn
     other_bytes: AffineIn
     kernels: Count
+    conv_flops: AffineIn = Field(
+        default_factory=lambda: [0.0, 0.0],
+        description="the convolutions' part of matmul_flops (cuDNN runs float32 convolutions in TF32 by "
+        "default); absent: none kept apart",
+    )
 
     def to_work(self) -> PassWork:
         return PassWork(
@@ -201,6 +206,7 @@ class PassWorkIn(_DocumentPart):
             matmul_bytes=_affine(self.matmul_bytes),
             other_bytes=_affine(self.other_bytes),
             kernels=self.kernels,
+            conv_flops=_affine(self.conv_flops),
         )
 
 

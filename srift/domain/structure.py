@@ -6,9 +6,10 @@ accelerator's specs into forward/backward curves and the largest batch that fits
 
 Every count is affine in the per-device batch b: value(b) = fixed + per_sample · b (weights are read once
 per step whatever the batch; activations scale with it). FLOPs are those of matrix products, convolutions
-and attention (what `torch.utils.flop_counter` counts, the work tensor cores do); bytes are every operator's
-inputs plus outputs, split into those of the FLOP-counted operators and of all others (element-wise ops,
-normalisation, reductions: memory-bound work).
+and attention (what `torch.utils.flop_counter` counts, the work tensor cores do), with the convolutions' share
+kept apart (`PassWork.conv_flops`: PyTorch runs float32 convolutions through cuDNN in TF32 by default, matrix
+products in IEEE float32); bytes are every operator's inputs plus outputs, split into those of the
+FLOP-counted operators and of all others (element-wise ops, normalisation, reductions: memory-bound work).
 """
 
 from __future__ import annotations
@@ -25,9 +26,12 @@ from srift.limits import LAYERS_PER_PROFILE
 class Precision(StrEnum):
     """The arithmetic a profile was measured or counted in.
 
-    FP32: strict float32. TF32: float32 tensors, matrix products on TF32 tensor cores
-    (`torch.backends.cuda.matmul.allow_tf32`). FP16 / BF16: `torch.autocast` with that dtype (a gradient
-    scaler for fp16); parameters and their gradients stay float32.
+    FP32: float32 tensors under PyTorch's defaults: matrix products in IEEE float32
+    (`torch.backends.cuda.matmul.allow_tf32` False) and cuDNN convolutions in TF32
+    (`torch.backends.cudnn.allow_tf32` True; PyTorch docs, "CUDA semantics", TensorFloat-32 on Ampere and
+    later devices). TF32: float32 tensors, matrix products and convolutions on TF32 tensor cores. FP16 /
+    BF16: `torch.autocast` with that dtype (a gradient scaler for fp16); parameters and their gradients stay
+    float32.
     """
 
     FP32 = "fp32"
@@ -38,6 +42,13 @@ class Precision(StrEnum):
     @property
     def autocast(self) -> bool:
         return self in (Precision.FP16, Precision.BF16)
+
+    @property
+    def convolution(self) -> Precision:
+        """The arithmetic of convolutions in this precision as PyTorch runs them by default: cuDNN may use
+        TF32 for float32 convolutions (`torch.backends.cudnn.allow_tf32` defaults to True), so FP32 convolves
+        in TF32; every other precision convolves in itself."""
+        return Precision.TF32 if self is Precision.FP32 else self
 
 
 def parse_precision(value: Any, *, field: str = "precision") -> Precision:
@@ -74,12 +85,26 @@ ZERO = Affine(0.0, 0.0)
 
 @dataclass(frozen=True, slots=True)
 class PassWork:
-    """One layer's work in one pass (forward or backward)."""
+    """One layer's work in one pass (forward or backward).
+
+    `matmul_flops` counts every FLOP-counted operator; `conv_flops` is the part of it done by convolutions
+    (priced at `Precision.convolution`); structures counted before it was kept apart have 0 there, which
+    prices their convolutions as matrix products.
+    """
 
     matmul_flops: Affine
     matmul_bytes: Affine
     other_bytes: Affine
     kernels: int
+    conv_flops: Affine = ZERO
+
+    @property
+    def product_flops(self) -> Affine:
+        """The FLOPs of matrix products and attention: `matmul_flops` less the convolutions'."""
+        return Affine(
+            max(self.matmul_flops.fixed - self.conv_flops.fixed, 0.0),
+            max(self.matmul_flops.per_sample - self.conv_flops.per_sample, 0.0),
+        )
 
     def plus(self, other: PassWork) -> PassWork:
         return PassWork(
@@ -87,18 +112,22 @@ class PassWork:
             self.matmul_bytes.plus(other.matmul_bytes),
             self.other_bytes.plus(other.other_bytes),
             self.kernels + other.kernels,
+            self.conv_flops.plus(other.conv_flops),
         )
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "matmul_flops": self.matmul_flops.to_list(),
             "matmul_bytes": self.matmul_bytes.to_list(),
             "other_bytes": self.other_bytes.to_list(),
             "kernels": self.kernels,
         }
+        if self.conv_flops != ZERO:
+            out["conv_flops"] = self.conv_flops.to_list()
+        return out
 
 
-EMPTY_PASS = PassWork(ZERO, ZERO, ZERO, 0)
+EMPTY_PASS = PassWork(ZERO, ZERO, ZERO, 0, ZERO)
 
 
 @dataclass(frozen=True, slots=True)
@@ -273,6 +302,7 @@ def _pass(value: Any, where: str) -> PassWork:
         matmul_bytes=_affine(value.get("matmul_bytes"), f"{where}.matmul_bytes"),
         other_bytes=_affine(value.get("other_bytes"), f"{where}.other_bytes"),
         kernels=_count(value, "kernels", where),
+        conv_flops=_affine(value.get("conv_flops", [0.0, 0.0]), f"{where}.conv_flops"),
     )
 
 

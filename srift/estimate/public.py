@@ -141,7 +141,8 @@ class _Work:
         b = row.per_gpu_batch
         layers = [(x.forward, x.backward) for x in structure.layers]
         passes = [p for pair in layers for p in pair]
-        self.flops = np.array([p.matmul_flops.at(b) for p in passes])
+        self.flops = np.array([p.product_flops.at(b) for p in passes])
+        self.conv_flops = np.array([p.conv_flops.at(b) for p in passes])
         self.matmul_bytes = np.array([p.matmul_bytes.at(b) for p in passes])
         self.other_bytes = float(sum(p.other_bytes.at(b) for p in passes))
         self.update_bytes = float(structure.update_bytes)
@@ -150,12 +151,14 @@ class _Work:
         self.batch = b
         self.spec = row.spec
         self.peak = self.spec.peak_flops(row.precision)
+        self.conv_peak = self.spec.peak_flops(row.precision.convolution)
 
     def seconds(self, eff: Efficiency) -> float:
         """forward + backward + update roofline seconds, as `srift.estimate.roofline` computes them."""
         bandwidth = eff.bandwidth(self.spec)
         matmul = np.maximum(
-            self.flops / (self.peak * eff.compute), self.matmul_bytes / (bandwidth * eff.matmul_memory)
+            self.flops / (self.peak * eff.compute) + self.conv_flops / (self.conv_peak * eff.compute),
+            self.matmul_bytes / (bandwidth * eff.matmul_memory),
         )
         other = (self.other_bytes + self.update_bytes) / (bandwidth * eff.other_memory)
         floor = (self.kernels_fw + self.kernels_bw) * eff.kernel_s

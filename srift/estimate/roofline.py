@@ -2,9 +2,12 @@
 
 Per layer and pass, at per-device batch b (FLOPs F and bytes B are the structure's counts at b):
 
-    t_layer = max(F / (P · η_c), B_mm / (W · η_mm)) + B_other / (W · η_other)
+    t_layer = max(F_mm / (P · η_c) + F_conv / (P_conv · η_c), B_mm / (W · η_mm)) + B_other / (W · η_other)
 
-where P is the accelerator's peak for matrix products in the precision, W its DRAM bandwidth, and the η the
+where P is the accelerator's peak for matrix products in the precision and P_conv its peak for
+convolutions in `Precision.convolution` of it (PyTorch's defaults: float32 convolutions run in TF32 through
+cuDNN, float32 matrix products in IEEE float32), F_conv the convolutions' FLOPs and F_mm the others (matrix
+products, attention), W the DRAM bandwidth, and the η the
 fractions of those peaks that real kernels reach (`Efficiency`, calibrated on public measurements by
 `srift.estimate.calibration`). On GPUs with stacked HBM memory the bandwidth fractions are multiplied by
 `Efficiency.hbm_bandwidth`: calibrated on the same table, where HBM GPUs (V100, A100, H100) reach a smaller
@@ -57,7 +60,9 @@ def layer_seconds(
 ) -> float:
     """Roofline seconds of one layer's pass at `batch` (see the module docstring)."""
     bandwidth = efficiency.bandwidth(spec)
-    compute = work.matmul_flops.at(batch) / (spec.peak_flops(precision) * efficiency.compute)
+    compute = work.product_flops.at(batch) / (spec.peak_flops(precision) * efficiency.compute) + (
+        work.conv_flops.at(batch) / (spec.peak_flops(precision.convolution) * efficiency.compute)
+    )
     operands = work.matmul_bytes.at(batch) / (bandwidth * efficiency.matmul_memory)
     return max(compute, operands) + work.other_bytes.at(batch) / (bandwidth * efficiency.other_memory)
 
@@ -73,7 +78,8 @@ def roofline_times(
     """Forward, backward and update seconds of `structure` on `spec` at per-device `batch`.
 
     `precision` defaults to the structure's own; the bytes are always the structure's (counted in its
-    precision), only the peak changes (fp32 structures priced at tf32 use TF32 tensor cores). Every layer
+    precision), only the peaks change (fp32 structures priced at tf32 use TF32 tensor cores for matrix
+    products too; at fp32 only their convolutions do). Every layer
     at once: the same operations as `layer_seconds` in the same order, on columns of the structure's counts
     (bit for bit the same seconds; a catalog's reference profiles take ~2,500 of these calls).
     """
@@ -84,6 +90,7 @@ def roofline_times(
         spec.peak_flops(prec) * efficiency.compute,
         bandwidth * efficiency.matmul_memory,
         bandwidth * efficiency.other_memory,
+        spec.peak_flops(prec.convolution) * efficiency.compute,
     )
     forward = sum(_pass_seconds(columns.forward, batch, peaks).tolist())
     backward_layers = tuple(_pass_seconds(columns.backward, batch, peaks).tolist())
@@ -100,8 +107,9 @@ def roofline_times(
 
 @dataclass(frozen=True)
 class _Columns:
-    """A structure's per-layer counts, one row per count (matmul FLOPs, matmul bytes, other bytes; each as
-    fixed and per-sample parts), one column per layer, and each pass's kernel total."""
+    """A structure's per-layer counts, one row per count (FLOPs of matrix products and attention, matmul
+    bytes, other bytes, convolution FLOPs; each as fixed and per-sample parts), one column per layer, and
+    each pass's kernel total."""
 
     forward: npt.NDArray[np.float64]
     backward: npt.NDArray[np.float64]
@@ -133,12 +141,14 @@ def _build_columns(structure: ModelStructure) -> _Columns:
     def rows(works: list[PassWork]) -> npt.NDArray[np.float64]:
         return np.array(
             [
-                [w.matmul_flops.fixed for w in works],
-                [w.matmul_flops.per_sample for w in works],
+                [w.product_flops.fixed for w in works],
+                [w.product_flops.per_sample for w in works],
                 [w.matmul_bytes.fixed for w in works],
                 [w.matmul_bytes.per_sample for w in works],
                 [w.other_bytes.fixed for w in works],
                 [w.other_bytes.per_sample for w in works],
+                [w.conv_flops.fixed for w in works],
+                [w.conv_flops.per_sample for w in works],
             ],
             dtype=np.float64,
         )
@@ -154,11 +164,11 @@ def _build_columns(structure: ModelStructure) -> _Columns:
 
 
 def _pass_seconds(
-    rows: npt.NDArray[np.float64], batch: float, peaks: tuple[float, float, float]
+    rows: npt.NDArray[np.float64], batch: float, peaks: tuple[float, float, float, float]
 ) -> npt.NDArray[np.float64]:
     """`layer_seconds` of every layer of one pass: rows as `_Columns` holds them, peaks as
-    (FLOP/s, matmul bytes/s, other bytes/s) at their efficiencies."""
-    compute = (rows[0] + rows[1] * batch) / peaks[0]
+    (FLOP/s, matmul bytes/s, other bytes/s, convolution FLOP/s) at their efficiencies."""
+    compute = (rows[0] + rows[1] * batch) / peaks[0] + (rows[6] + rows[7] * batch) / peaks[3]
     operands = (rows[2] + rows[3] * batch) / peaks[1]
     other = (rows[4] + rows[5] * batch) / peaks[2]
     result: npt.NDArray[np.float64] = np.maximum(compute, operands) + other

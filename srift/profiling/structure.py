@@ -4,7 +4,14 @@
 small batches under a `TorchDispatchMode` that sees every aten operator:
 
 - **FLOPs** of matrix products, convolutions and attention, by `torch.utils.flop_counter`'s formulas (the
-  registry of its `FlopCounterMode`), plus CPU flash attention, which that registry lacks.
+  registry of its `FlopCounterMode`), plus CPU flash attention, which that registry lacks; the convolutions'
+  share is also kept apart (PyTorch runs float32 convolutions in TF32 by default, matrix products not).
+- **Attention as CUDA runs it**: `F.scaled_dot_product_attention` on CUDA runs a fused kernel
+  (FlashAttention-2 or memory-efficient attention) that applies dropout inside the kernel and keeps no
+  attention matrix; the CPU runs a call with dropout through its unfused math path (scores, softmax,
+  dropout mask and their gradients, all materialised). So the counter runs such calls without dropout,
+  which the CPU serves with its fused flash kernel: the bytes of q, k, v, the output and the log-sum-exp,
+  as on CUDA.
 - **Bytes moved** by every operator that launches work: the bytes of its tensor inputs plus its outputs
   (views move nothing; a broadcast input counts its storage once). That is what an unfused GPU kernel
   reads and writes, the memory traffic of a roofline model.
@@ -183,6 +190,21 @@ class _CudaAutocastFloat32(TorchFunctionMode):
         return func(*args, **kwargs)
 
 
+class CudaFusedAttention(TorchFunctionMode):
+    """Run `F.scaled_dot_product_attention` as CUDA does, fused (module docstring): a call with dropout is
+    counted without it, so the CPU picks its fused flash kernel (the FLOPs are the same; CUDA's kernels
+    draw the dropout mask inside and store none)."""
+
+    def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        kwargs = dict(kwargs or {})
+        if func is torch.nn.functional.scaled_dot_product_attention:
+            if len(args) > 4:  # (query, key, value, attn_mask, dropout_p, ...)
+                args = (*args[:4], 0.0, *args[5:])
+            else:
+                kwargs["dropout_p"] = 0.0
+        return func(*args, **kwargs)
+
+
 def _to_float32(value: Any) -> Any:
     if isinstance(value, torch.Tensor) and value.dtype in _LOW:
         return value.float()
@@ -195,6 +217,13 @@ class _Tally:
     matmul_bytes: float = 0.0
     other_bytes: float = 0.0
     kernels: int = 0
+    conv_flops: float = 0.0
+
+
+def _is_convolution(func: Any) -> bool:
+    """Whether a FLOP-counted operator is a convolution (aten.convolution, its backward, cudnn_convolution,
+    _slow_conv2d_forward, ...): the work cuDNN does, in TF32 for float32 tensors by default."""
+    return "conv" in func._overloadpacket.__name__
 
 
 @dataclass
@@ -337,6 +366,8 @@ class _Counter(TorchDispatchMode):  # type: ignore[no-untyped-call]
         if counter is not None:
             tally.matmul_flops += flops
             tally.matmul_bytes += moved
+            if _is_convolution(func):
+                tally.conv_flops += flops
         else:
             tally.other_bytes += moved
         tally.kernels += 1
@@ -428,7 +459,7 @@ def _count_step(
     param_refs = {_storage_ref(p) for p in params}
     with _Tracker(model) as tracker:
         counter = _Counter(tracker, registry)
-        with counter, _CudaAutocastFloat32():
+        with counter, _CudaAutocastFloat32(), CudaFusedAttention():
             with _precision_context(precision), torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
                 loss = loss_fn(call_model(model, inputs))
             loss.backward()  # type: ignore[no-untyped-call]
@@ -527,6 +558,7 @@ def _count(
             matmul_bytes=line(lambda c: tally(c).matmul_bytes),
             other_bytes=line(lambda c: tally(c).other_bytes),
             kernels=tally(c2).kernels,
+            conv_flops=line(lambda c: tally(c).conv_flops),
         )
 
     layers = tuple(

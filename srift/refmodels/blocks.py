@@ -4,7 +4,8 @@ What activation checkpointing trades (`srift.domain.sharding.BlockFacts`): per s
 tensors each block saves for its backward (parameters and their casts left out: they do not grow with the
 batch) and the bytes of its input, the one tensor a checkpointed block keeps. The blocks are the elements
 of the model's first nn.ModuleList (or nn.Sequential) whose children repeat a class, the FSDP units of
-the blocks policy. Counted at two batches on fake tensors (nothing allocates), per sample = the difference.
+the blocks policy. Counted at two batches on fake tensors (nothing allocates), per sample = the difference,
+with attention run as CUDA runs it (`srift.profiling.structure.CudaFusedAttention`).
 """
 
 from __future__ import annotations
@@ -67,10 +68,17 @@ def _count(
                 saved[ref] = t.untyped_storage().nbytes()
         return t
 
+    from srift.profiling.structure import CudaFusedAttention
+
     handles = [b.register_forward_pre_hook(pre) for b in blocks]
     handles += [b.register_forward_hook(post) for b in blocks]
     try:
-        with _precision(precision), torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        # attention as CUDA runs it, fused: no attention matrix or dropout mask saved (as the structure)
+        with (
+            CudaFusedAttention(),
+            _precision(precision),
+            torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t),
+        ):
             out = model(inputs)
             del out
     finally:

@@ -32,11 +32,12 @@ from srift.settings import Settings
 
 log = logging.getLogger("srift.refmodels")
 
-VERSION = "3"
+VERSION = "4"
 """Bump when the estimated profiles change for a reason the digested files do not show (code). 2: the
 largest batch from the training memory model, which each profile carries (`extra.training_memory`). 3:
 the sharded reference models' largest batch is what their activations allow, and they carry
-`extra.sharding` (srift.domain.sharding)."""
+`extra.sharding` (srift.domain.sharding). 4: fp32 convolutions priced at the TF32 peak (PyTorch's cuDNN
+default, `srift.estimate.roofline`)."""
 
 PRECISIONS = (Precision.FP32, Precision.TF32, Precision.FP16, Precision.BF16)
 

@@ -98,7 +98,13 @@ def test_whole_floats_stay_integers(client: TestClient, write_headers: dict[str,
 
 def _work() -> dict[str, Any]:
     """One structure layer with every field (the largest form a client sends)."""
-    one = {"matmul_flops": [0.0, 0.0], "matmul_bytes": [0.0, 0.0], "other_bytes": [0.0, 0.0], "kernels": 0}
+    one = {
+        "matmul_flops": [0.0, 0.0],
+        "matmul_bytes": [0.0, 0.0],
+        "other_bytes": [0.0, 0.0],
+        "kernels": 0,
+        "conv_flops": [0.0, 0.0],
+    }
     return {"name": "layer", "forward": one, "backward": one, "backward_order": 0, "grad_bytes": 0}
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from srift.catalog.accelerators import spec_named
-from srift.domain.structure import PassWork, Precision
+from srift.domain.structure import ZERO, Affine, PassWork, Precision
 from srift.estimate.calibration import shipped_calibration
-from srift.estimate.roofline import layer_seconds, roofline_times
+from srift.estimate.roofline import Efficiency, layer_seconds, roofline_times
 from srift.refmodels.build import load_structure
 
 
@@ -17,6 +17,8 @@ from srift.refmodels.build import load_structure
         ("resnet50", Precision.FP32, "T4", None),
         ("resnet50", Precision.FP16, "A100-SXM4-40GB", None),
         ("bert-base", Precision.FP32, "H100-SXM5-80GB", Precision.TF32),
+        ("resnet50", Precision.FP32, "H200-SXM-141GB", None),
+        ("gpt2-small", Precision.BF16, "H200-SXM-141GB", None),
     ],
 )
 @pytest.mark.parametrize("batch", [1, 7, 256])
@@ -40,3 +42,26 @@ def test_every_layer_is_priced_bit_for_bit_as_layer_seconds(
     # the same structure object again is priced from its cached columns, a copy of it afresh: both agree
     again = load_structure(model, precision)
     assert roofline_times(again, spec=spec, batch=batch, efficiency=efficiency, precision=priced_as) == got
+
+
+def test_float32_convolutions_are_priced_in_tf32_and_matrix_products_in_ieee_float32() -> None:
+    """PyTorch's defaults: cuDNN convolutions may use TF32 (`torch.backends.cudnn.allow_tf32` True), float32
+    matrix products may not (`torch.backends.cuda.matmul.allow_tf32` False)."""
+    spec = spec_named("H200-SXM-141GB")
+    full = Efficiency(compute=1.0, matmul_memory=1.0, other_memory=1.0, kernel_s=0.0)
+    work = PassWork(
+        matmul_flops=Affine(0.0, 3e12),
+        matmul_bytes=ZERO,
+        other_bytes=ZERO,
+        kernels=1,
+        conv_flops=Affine(0.0, 2e12),
+    )
+
+    def seconds(precision: Precision) -> float:
+        return layer_seconds(work, spec=spec, precision=precision, batch=1, efficiency=full)
+
+    fp32, tf32 = spec.peak_flops(Precision.FP32), spec.peak_flops(Precision.TF32)
+    assert seconds(Precision.FP32) == pytest.approx(1e12 / fp32 + 2e12 / tf32, rel=1e-12)
+    assert seconds(Precision.TF32) == pytest.approx(3e12 / tf32, rel=1e-12)
+    bf16 = spec.peak_flops(Precision.BF16)
+    assert seconds(Precision.BF16) == pytest.approx(3e12 / bf16, rel=1e-12)

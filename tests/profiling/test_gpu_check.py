@@ -33,3 +33,28 @@ def test_the_gpu_check_runs_on_the_cpu(tmp_path: Path) -> None:
     assert report["probes"]["ddp_train"]["ok"] and report["probes"]["allreduce"]["ok"]
     assert report["probes"]["ddp_train"]["result"]["median_iter_s"] > 0
     assert "| cnn | fp32 |" in done.stdout and "Training memory" in done.stdout
+
+
+def test_rescore_recomputes_a_stored_reports_estimates() -> None:
+    """`--rescore` reproduces the estimate a report stored when nothing changed, and tells it apart from a
+    stored figure the code no longer gives."""
+    from benchmarks.gpu_check import MODELS, _load, rescore, rescore_rows
+    from srift.catalog.accelerators import spec_named
+    from srift.estimate.estimator import estimate_profile
+    from srift.profiling.structure import count_structure
+
+    factory, inputs = MODELS["cnn"]
+    structure = count_structure(_load(factory), _load(inputs))
+    made = estimate_profile(model="cnn", structure=structure, spec=spec_named("T4"))
+    assert made.profile is not None
+    steps = [{"batch": b, "measured_s": 0.01, "estimated_s": made.profile.compute_s(b)} for b in (1, 4)]
+    steps[1]["estimated_s"] *= 2
+    report = {
+        "spec": "T4",
+        "profiles": [{"model": "cnn", "precision": "fp32", "max_batch": 4, "steps": steps}],
+    }
+    rows = rescore_rows(report)
+    assert [r["batch"] for r in rows] == [1, 4] and [r["largest"] for r in rows] == [False, True]
+    assert rows[0]["estimated_s"] == rows[0]["stored_estimated_s"]
+    assert rows[1]["estimated_s"] == pytest.approx(rows[1]["stored_estimated_s"] / 2, rel=1e-12)
+    assert "| cnn | fp32 | 4 (largest) |" in rescore(report)

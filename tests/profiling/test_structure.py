@@ -167,3 +167,85 @@ def test_reference_models_have_their_published_size_and_flops(name: str, forward
         assert flops == forward_flops
     # Backward computes both the input and the weight gradients: about twice the forward's products.
     assert 1.9 < s.backward.matmul_flops.per_sample / flops < 2.6
+
+
+def _conv_then_linear() -> nn.Module:
+    return nn.Sequential(nn.Conv2d(3, 4, 3), nn.Flatten(), nn.Linear(4 * 6 * 6, 5))
+
+
+def _image_input(batch: int) -> torch.Tensor:
+    return torch.randn(batch, 3, 8, 8)
+
+
+def test_convolution_flops_are_kept_apart_from_matrix_products() -> None:
+    s = count_structure(_conv_then_linear, _image_input)
+    conv, fc = _layer(s, "0"), _layer(s, "2")
+    # The convolution: 2 · (4 · 6 · 6 outputs) · (3 · 3 · 3 taps) FLOPs per sample, all of them convolution's.
+    assert conv.forward.matmul_flops.per_sample == 2 * 4 * 36 * 27
+    assert conv.forward.conv_flops == conv.forward.matmul_flops
+    assert conv.backward.conv_flops == conv.backward.matmul_flops
+    assert conv.forward.product_flops == Affine(0.0, 0.0)
+    assert fc.forward.conv_flops == Affine(0.0, 0.0)
+    assert fc.forward.product_flops == fc.forward.matmul_flops
+    assert ModelStructure.from_dict(s.to_dict()) == s
+
+
+class _Attention(nn.Module):
+    """Causal self-attention through F.scaled_dot_product_attention, with attention dropout."""
+
+    def __init__(self, dropout: float) -> None:
+        super().__init__()
+        self.dropout = dropout
+        self.proj = nn.Linear(16, 48)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, s, _ = x.shape
+        q, k, v = (t.view(b, s, 2, 8).transpose(1, 2) for t in self.proj(x).split(16, dim=2))
+        return torch.nn.functional.scaled_dot_product_attention(
+            q, k, v, dropout_p=self.dropout, is_causal=True
+        )
+
+
+def _attention_bytes(structure: ModelStructure) -> float:
+    """Bytes per sample the attention (the root module's own work: the split and the attention call) moves
+    in forward and backward."""
+    root = _layer(structure, "<root>")
+    return sum(w.matmul_bytes.per_sample + w.other_bytes.per_sample for w in (root.forward, root.backward))
+
+
+@pytest.mark.parametrize("precision", [Precision.FP32, Precision.BF16])
+def test_attention_with_dropout_is_counted_fused_as_cuda_runs_it(precision: Precision) -> None:
+    def inputs(seq: int) -> Any:
+        return lambda batch: torch.randn(batch, seq, 16)
+
+    with_dropout = count_structure(lambda: _Attention(0.1), inputs(64), precision=precision)
+    without = count_structure(lambda: _Attention(0.0), inputs(64), precision=precision)
+    assert with_dropout.layers == without.layers
+    # Fused, the bytes grow with the sequence (q, k, v, output, log-sum-exp), not with its square (the
+    # scores, softmax and dropout mask an unfused attention keeps): twice the sequence, twice the bytes.
+    longer = count_structure(lambda: _Attention(0.1), inputs(128), precision=precision)
+    assert _attention_bytes(longer) / _attention_bytes(with_dropout) == pytest.approx(2.0, rel=0.05)
+    flops = _layer(with_dropout, "<root>").forward.matmul_flops.per_sample
+    assert flops == 2 * 2 * 64 * 64 * (8 + 8)  # QKᵀ and PV of 2 heads of 8 over 64 positions
+
+
+def test_structures_without_convolution_flops_read_as_none() -> None:
+    doc = count_structure(_linear, _linear_input).to_dict()
+    assert all("conv_flops" not in layer["forward"] for layer in doc["layers"])
+    s = ModelStructure.from_dict(doc)
+    assert all(layer.forward.conv_flops == Affine(0.0, 0.0) for layer in s.layers)
+
+
+@pytest.mark.parametrize(
+    ("name", "precision"), [("resnet50", Precision.FP32), ("gpt2-small", Precision.BF16)]
+)
+def test_shipped_structures_are_a_fresh_count(name: str, precision: Precision) -> None:
+    """The shipped files carry the convolutions' FLOPs and fused attention (`python -m srift.refmodels.build`
+    rewrites them)."""
+    import json
+
+    from srift.refmodels.build import count, structure_path
+
+    model = next(r for r in REFERENCE_MODELS if r.name == name)
+    shipped = json.loads(structure_path(name, precision).read_text())["structure"]
+    assert shipped == json.loads(json.dumps(count(model, precision)))

@@ -131,7 +131,10 @@ def test_sharded_strategies_on_a_real_fleet(gpt2) -> None:
     ckpt = simulate_sharded(
         fleet, bandwidth=model, setup=Setup(Strategy.FULL_SHARD, checkpointing=True), band=False
     )
-    assert ckpt.iteration_s > got[Strategy.FULL_SHARD].iteration_s
+    # Checkpointing recomputes the forward in backward; on this fleet the collectives outlast compute
+    # several times, so the recompute may hide under them, never shorten the iteration.
+    assert ckpt.breakdown.backward_s > got[Strategy.FULL_SHARD].breakdown.backward_s
+    assert ckpt.iteration_s >= got[Strategy.FULL_SHARD].iteration_s
     assert any("all_gather" in s for s in got[Strategy.FULL_SHARD].sources)
 
 
