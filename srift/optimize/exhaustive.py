@@ -37,6 +37,12 @@ incumbent strictly; they rest on the Evaluator contract in srift.optimize.evalua
    prediction's own bounds (the objective is the prediction, not a quantile). Without a band's promise,
    at the median, or without limits, μ = 1 and T_v is t_iter's bound.
 6. Complete configurations get the evaluator's own bound for that fleet before they are simulated.
+7. Rows of children. A node's non-final children (q, n, b) at one per-VM batch b are bounded together
+   before any is queued: by the coupled bound of the node's groups and one VM of q at b (rule 3 through
+   the VM count; a group of n VMs draws and releases no earlier than one), and per n by point bounds of
+   a fleet holding a VM of q at b and ≥ vms + n + 1 VMs (the exchange's floor over those counts after
+   b's compute; q alone, shared by its twins in other locations, then joined with the node's groups).
+   Both point bounds do not decrease with n, so the first count they rule out ends the row.
 """
 
 from __future__ import annotations
@@ -152,6 +158,9 @@ class BranchAndBound:
         self._cuts: dict[tuple[Groups, int, int], int] = {}
         d_least = min((x.devices for x in cands), default=1)
         self._most_vms = min(self.max_vms, sum(self.cap), max(c.global_batch // d_least, 1))
+        self._points: dict[tuple[int, int, int], float] = {}
+        self._point_states: dict[tuple[int, int], object] = {}
+        self._twin_of = _twins(problem)
 
     # -- bounds -------------------------------------------------------------------------------------------
 
@@ -681,34 +690,38 @@ class BranchAndBound:
         limits (T_v, rule 5): candidate `pos` left out, or given the final group, or given a non-final
         group."""
         _, q, rem, price, sumf, vms, gpus, groups, t, state, tv = node
-        n_iter, t_lim, b_lim, cost_obj = self.n_iter, self.t_lim, self.b_lim, self.cost_obj
-        inc = self.incumbent.value
-        push = self._push
-        vms_room, gpus_room = self.max_vms - vms, self.max_gpus - gpus
-        last = self.last
-        if q + 1 < last and rem <= self.cap_rest[q + 1]:
+        if q + 1 < self.last and rem <= self.cap_rest[q + 1]:
             bound = self._judge(t=t, tv=tv, price=price, rem=rem, pos=q + 1, sumf=sumf)
             if bound < math.inf:
-                push(bound, (PARTIAL, q + 1, rem, price, sumf, vms, gpus, groups, t, state, tv))
-        cap, d, hi, pq = self.cap[q], self.d[q], self.hi[q], self.price[q]
-        if hi < d:
+                self._push(bound, (PARTIAL, q + 1, rem, price, sumf, vms, gpus, groups, t, state, tv))
+        if self.hi[q] < self.d[q]:
             return
         if groups and self._only:
             home = self._stay(groups)
             if home is not None and self._located[q] != home:
                 return
-        mu = self.mu[q]
+        extension = None
         if state is not None:
             extension = self._extension(
                 q, rem, vms=vms, price=price, tv=tv, later=(self.problem.candidates[q].instance,)
             )
             t = max(t, self.evals.partial_bound_s(state, extension=extension))
             tv = max(tv, t)
-            if self._judge(t=t, tv=tv, price=price + pq, rem=0, pos=q, sumf=sumf) == math.inf:
+            if self._judge(t=t, tv=tv, price=price + self.price[q], rem=0, pos=q, sumf=sumf) == math.inf:
                 return
+        node = (PARTIAL_REFINED, q, rem, price, sumf, vms, gpus, groups, t, state, tv)
+        self._queue_finals(node)
+        if q + 1 < self.last:
+            self._queue_groups(node, extension)
+
+    def _queue_finals(self, node: Node) -> None:
+        """Queue the children of `node` that give candidate `pos` the final group (it takes `rem`)."""
+        _, q, rem, price, sumf, vms, gpus, groups, t, state, tv = node
+        n_iter, t_lim, b_lim, inc = self.n_iter, self.t_lim, self.b_lim, self.incumbent.value
+        cap, d, hi, pq, mu = self.cap[q], self.d[q], self.hi[q], self.price[q], self.mu[q]
         cache = self.finals[q]
         floor_s = self.problem.candidates[q].floor_s
-        top = min(cap, rem // d, vms_room, gpus_room // d)
+        top = min(cap, rem // d, self.max_vms - vms, (self.max_gpus - gpus) // d)
         for n in range(max(1, -(-rem // hi)), top + 1):
             if rem % (n * d):
                 continue
@@ -727,40 +740,58 @@ class BranchAndBound:
             pp = price + n * pq
             if total_v * pp > b_lim:
                 continue
-            bound = n_iter * tt * pp if cost_obj else n_iter * tt
+            bound = n_iter * tt * pp if self.cost_obj else n_iter * tt
             if bound >= inc:
                 continue
             group: Group = (q, n, b)
             if self._twinned and self._in_twinned((*groups, group)):
                 continue
-            push(
+            self._push(
                 bound,
                 (COMPLETE, q + 1, 0, pp, sumf, vms + n, gpus + n * d, (*groups, group), tt, state, ttv),
             )
-        if q + 1 >= last:
-            return
-        rest = self.cap_rest[q + 1]
-        ppm = self.ppm_rest[q + 1]
-        eff = self.eff_rest[q + 1]
-        eff_v = self.eff_rest_v[q + 1]
-        scaled = self.scaled
-        budget = b_lim < math.inf
+
+    def _queue_groups(self, node: Node, extension: Extension | None) -> None:
+        """Queue the children of `node` that give candidate `pos` a non-final group (q, n, b): each bounded
+        by its compute, by the point bounds of a fleet holding a VM of q at b and ≥ vms + n + 1 VMs
+        (`_point_bound_s` of q alone, then `_joined_bound_s` with the node's groups, within `extension`,
+        the node's fleets that add a VM of q; both do not decrease with n, so the first n they rule out
+        ends the counts at that b), and by the rent."""
+        _, q, rem, price, sumf, vms, gpus, groups, t, state, tv = node
+        n_iter, t_lim, b_lim, cost_obj = self.n_iter, self.t_lim, self.b_lim, self.cost_obj
+        inc = self.incumbent.value
+        cap, d, pq, mu = self.cap[q], self.d[q], self.price[q], self.mu[q]
+        vms_room, gpus_room = self.max_vms - vms, self.max_gpus - gpus
+        rest, ppm = self.cap_rest[q + 1], self.ppm_rest[q + 1]
+        eff, eff_v = self.eff_rest[q + 1], self.eff_rest_v[q + 1]
+        scaled, budget = self.scaled, b_lim < math.inf
         for b, fb in self.opts[q]:
             if b >= rem:
                 break
-            tt = t if t > fb else fb
-            ttv = max(tv, tt, mu * fb)
-            total = n_iter * tt
-            total_v = n_iter * ttv
-            if total_v > t_lim or (not cost_obj and total >= inc):
+            tb = t if t > fb else fb
+            tbv = max(tv, tb, mu * fb)
+            if n_iter * tbv > t_lim or (not cost_obj and n_iter * tb >= inc):
                 continue
+            if state is not None and 0 < b < rem:
+                row = self._row_bound_s(node, b=b, t=tb, tv=tbv)
+                tb, tbv = max(tb, row), max(tbv, row)
+                if self._rules_out(tb, tbv, price=price + pq):
+                    continue
             for n in range(1, cap + 1):
                 s = n * b
                 if s >= rem or n > vms_room or n * d > gpus_room:
                     break
                 pp = price + n * pq
-                if total_v * pp > b_lim or (cost_obj and total * pp >= inc):
+                point = self._point_bound_s(q, b, vms + n + 1)
+                tt, ttv = max(tb, point), max(tbv, point)
+                if self._rules_out(tt, ttv, price=pp):
                     break
+                if state is not None and extension is not None:
+                    point = self._joined_bound_s(state, extension, q=q, b=b, nodes=vms + n + 1)
+                    tt, ttv = max(tt, point), max(ttv, point)
+                    if self._rules_out(tt, ttv, price=pp):
+                        break
+                total, total_v = n_iter * tt, n_iter * ttv
                 r = rem - s
                 if r > rest:
                     continue
@@ -783,10 +814,86 @@ class BranchAndBound:
                     if cost_v > b_lim:
                         continue
                 group = (q, n, b)
-                push(
+                self._push(
                     cost if cost_obj else total,
                     (PARTIAL, q + 1, r, pp, sf, vms + n, gpus + n * d, (*groups, group), tt, state, ttv),
                 )
+
+    def _row_bound_s(self, node: Node, *, b: int, t: float, tv: float) -> float:
+        """A lower bound of t_iter over all the non-final children (q, n, b), n ≥ 1, of `node` at one
+        per-VM batch b: `_coupled_s` of the node's groups and one VM of q at b (its state grown by (q, 1,
+        b)), placing the other samples on candidates from q on. Why it holds for every n: a group of n VMs
+        of q at b releases its layers and draws its slowest no earlier than one VM does (the largest of n
+        draws from the same uniforms grows with n, srift.sim.bounds), and its other n − 1 VMs are among
+        those the coupling places; the result is never below `t`."""
+        _, q, rem, price, _, vms, _, _, _, state, _ = node
+        one = self.evals.grow(state, (q, 1, b))
+        if one is None:
+            return t
+        price_s = price + self.price[q]
+        return self._coupled_s(
+            one, q, rem - b, vms=vms + 1, price=price_s, t=t, tv=tv, stop_s=self._stop_s(price_s)
+        )
+
+    def _rules_out(self, t: float, tv: float, *, price: float) -> bool:
+        """Whether every fleet whose t_iter ≥ t, T_v ≥ tv (rule 5) and rent ≥ `price` per second misses a
+        limit or cannot beat the incumbent."""
+        n_iter, inc = self.n_iter, self.incumbent.value
+        if n_iter * tv > self.t_lim or n_iter * tv * price > self.b_lim:
+            return True
+        return n_iter * t * price >= inc if self.cost_obj else n_iter * t >= inc
+
+    def _joined_bound_s(self, state: object, extension: Extension, *, q: int, b: int, nodes: int) -> float:
+        """A lower bound of t_iter over the fleets of `extension` (a node's groups, whose bound state is
+        `state`, with a VM of candidate q added) that hold `nodes` VMs or more and whose VM of q takes
+        per-VM batch b, so computes at least b's compute floor (relax's table over the floor factor,
+        rounded down). 0 when that leaves no count to bound. It does not decrease with `nodes`."""
+        lo, hi = max(extension.min_nodes, nodes), extension.max_nodes
+        if hi < lo or self.factor <= 0:
+            return 0.0
+        ext = Extension(
+            min_nodes=lo,
+            max_nodes=hi,
+            later=extension.later,
+            min_compute_s=self.relax.compute_s(q, b) / self.factor,
+            later_profiles=(self._profiles[q],),
+        )
+        return self.evals.partial_bound_s(state, extension=ext)
+
+    def _point_bound_s(self, q: int, b: int, nodes: int) -> float:
+        """A lower bound of t_iter over every fleet that holds a VM of candidate q at per-VM batch b and
+        `nodes` or more VMs in all (0 when the evaluator offers no bounds).
+
+        Why: the search's many-small-VM subtrees (n VMs of a one-GPU type at batch b, more to place) were
+        each refined with their own partial fleet; this bound is one number per (type, b, V), shared by
+        the type's twins (same instance type and profile: the same type in other locations), so whole rows
+        of (n, b) children are pruned in `_queue_groups` before any is refined. It is the evaluator's bound
+        of a member standing for any VM of q (`type_partial`, position-free: no straggler draws) computing
+        at least b's compute floor (relax's table over the floor factor, rounded down), extended to between
+        `nodes` and the most VMs any fleet of the problem holds: the exchange's floor of ≥ `nodes` VMs on
+        q's network (a stage runs at the slowest type present) after its compute. It does not decrease with
+        `nodes` (fewer VM counts, no faster rate; srift.sim.bounds)."""
+        twin = self._twin_of[q]
+        key = (twin, b, nodes)
+        found = self._points.get(key)
+        if found is not None:
+            return found
+        state = self._point_states.get((twin, b), _MISSING)
+        if state is _MISSING:
+            state = None
+            if self.factor > 0:
+                state = self.evals.type_partial(
+                    twin,
+                    least_compute_s=self.relax.compute_s(twin, b) / self.factor,
+                    forward_share=_forward_share(self.problem.candidates[twin]),
+                )
+            self._point_states[(twin, b)] = state
+        found = 0.0
+        if state is not None:
+            ext = Extension(min_nodes=nodes, max_nodes=max(nodes, self._most_vms))
+            found = self.evals.partial_bound_s(state, extension=ext)
+        self._points[key] = found
+        return found
 
 
 def dominated_locations(problem: Problem) -> frozenset[object]:
@@ -846,6 +953,19 @@ def set_aside(
     (`BranchAndBound._set_aside`, with the capacity cuts of rule 1)."""
     search = BranchAndBound(problem, evals, constraints=constraints, incumbent=incumbent)
     return frozenset(search.dead)
+
+
+_MISSING: object = object()
+
+
+def _twins(problem: Problem) -> list[int]:
+    """Per candidate, the first candidate with the same instance type and profile (itself when none is
+    earlier): they share the point bounds, which depend on nothing else."""
+    first: dict[tuple[int, int], int] = {}
+    out = []
+    for q, cand in enumerate(problem.candidates):
+        out.append(first.setdefault((id(cand.instance), id(cand.profile)), q))
+    return out
 
 
 def _forward_share(cand: Candidate) -> float:

@@ -13,13 +13,13 @@ from srift.bandwidth.prior import AlphaBetaPrior
 from srift.domain import ComputeCurve, Constraints, FleetMember, Objective
 from srift.domain.simulation import PER_LAYER
 from srift.optimize.evaluate import Evaluations, SimEvaluator
-from srift.optimize.exhaustive import solve_exhaustive
-from srift.optimize.search import cost_per_sample_floor, max_batch_within
-from srift.optimize.space import Candidate, Problem
+from srift.optimize.exhaustive import BranchAndBound, solve_exhaustive
+from srift.optimize.search import Incumbent, cost_per_sample_floor, max_batch_within
+from srift.optimize.space import Candidate, Groups, Problem
 from srift.optimize.synthetic import synthetic_profile
 
 from .helpers import all_configs, brute_force, candidate, instance, offer, profile, split_configs
-from .problems import make_problem
+from .problems import make_located_problem, make_problem, make_user_problem
 
 
 def _odd_candidate(seed: int) -> Candidate:
@@ -178,3 +178,53 @@ def test_a_region_no_better_than_another_is_left_to_its_twin_and_the_optimum_sta
             assert expected is not None and got == pytest.approx(expected, rel=1e-12), seed
             checked += 1
     assert checked >= 20
+
+
+def _point_cases(problem: Problem, most: int) -> list[tuple[Groups, int]]:
+    """Configurations of `problem` (up to `most`) with the position k of a group that has more VMs after
+    it: the search's non-final children (groups before k, then group k, then others)."""
+    out = []
+    for groups in all_configs(problem, most=most)[:most]:
+        for k in range(len(groups) - 1):
+            out.append((groups, k))
+    return out
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.sampled_from(["user", "located"]))
+def test_point_bounds_are_below_the_simulated_iteration(seed: int, family: str) -> None:
+    """`_point_bound_s` (a VM of q at b among ≥ V VMs, shared by q's twins) and `_joined_bound_s` (the
+    same joined with the groups before it) never exceed the simulated iteration of a fleet they cover:
+    every configuration with a group (q, n, b) followed by more VMs, V = the VMs up to that group + 1, as
+    the search asks them; on users' shapes (largest batches of 1-4, curves of 3 or 11 segments) and on
+    types offered in two regions (twins, fleets across regions)."""
+    make = make_user_problem if family == "user" else make_located_problem
+    problem = make(seed % 2000)
+    evaluator = SimEvaluator(bandwidth=AlphaBetaPrior())
+    evals = Evaluations(problem, evaluator)
+    search = BranchAndBound(
+        problem,
+        evals,
+        constraints=problem.constraints,
+        incumbent=Incumbent(problem.constraints.objective),
+    )
+    g = problem.constraints.global_batch
+    for groups, k in _point_cases(problem, 60):
+        simulated = evaluator(problem.fleet(groups), iterations=10, usd_per_s=1.0).iteration_s
+        before = groups[:k]
+        q, n, b = groups[k]
+        vms = sum(m for _, m, _ in before)
+        nodes = vms + n + 1
+        assert search._point_bound_s(q, b, nodes) <= simulated * (1 + 1e-12), (groups, k)
+        state = None
+        for group in before:
+            state = evals.grow(state, group)
+        if state is None or search.hi[q] < problem.candidates[q].devices:
+            continue  # the search asks no joined bound of a type its limits leave unusable
+        rem = g - sum(m * x for _, m, x in before)
+        price = sum(m * problem.candidates[i].price_usd_per_s for i, m, _ in before)
+        extension = search._extension(
+            q, rem, vms=vms, price=price, tv=0.0, later=(problem.candidates[q].instance,)
+        )
+        joined = search._joined_bound_s(state, extension, q=q, b=b, nodes=nodes)
+        assert joined <= simulated * (1 + 1e-12), (groups, k)
