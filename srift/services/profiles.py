@@ -27,7 +27,8 @@ def resolve_profiles(*, session: Session, selection: ProfileSelection) -> list[t
     """The selected profiles in preference order (as given; newest stored first for a model), each with its
     source label. The error names the field at fault: NotFound for an unknown id or a model with no stored
     profiles (in the asked precision; the data, not the request, is missing), InvalidInput for a bad inline
-    document or profiles of different models."""
+    document, inline profiles of different models or precisions (or not the asked one), Conflict for stored
+    profiles named by id that are so."""
     selection.check()
     out: list[tuple[ModelProfile, str]] = []
     if selection.profile_ids is not None:
@@ -127,15 +128,18 @@ def _in_precision(
             )
         return kept
     field = "profiles" if selection.profiles is not None else "profile_ids"
+    # Inline documents break a rule of the request (422); stored profiles named by id make a valid request
+    # that the stored data cannot answer (409), as for profiles of different models.
+    refuse = InvalidInput if selection.profiles is not None else Conflict
     for k, (prof, _) in enumerate(found):
         if wanted is not None and prof.precision is not wanted:
-            raise InvalidInput(
+            raise refuse(
                 f"this profile is {prof.precision.value}, the request asks for {wanted.value}",
                 hint=f"give profiles measured in {wanted.value}, or ask for precision {prof.precision.value}",
                 field=f"{field}[{k}].precision",
             )
     if len(have) > 1:
-        raise InvalidInput(
+        raise refuse(
             f"the profiles are in several precisions ({', '.join(have)})",
             hint="give profiles of one precision, or name it with `precision` to be told which differ",
             field=field,

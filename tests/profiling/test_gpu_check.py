@@ -35,26 +35,37 @@ def test_the_gpu_check_runs_on_the_cpu(tmp_path: Path) -> None:
     assert "| cnn | fp32 |" in done.stdout and "Training memory" in done.stdout
 
 
-def test_rescore_recomputes_a_stored_reports_estimates() -> None:
-    """`--rescore` reproduces the estimate a report stored when nothing changed, and tells it apart from a
-    stored figure the code no longer gives."""
-    from benchmarks.gpu_check import MODELS, _load, rescore, rescore_rows
+def test_rescore_recomputes_a_stored_reports_estimates(tmp_path: Path) -> None:
+    """`--rescore` (run as a command) reproduces the estimate a report stored when nothing changed, and tells
+    it apart from a stored figure the code no longer gives."""
     from srift.catalog.accelerators import spec_named
+    from srift.domain.structure import Precision
     from srift.estimate.estimator import estimate_profile
+    from srift.profiling import testmodels
     from srift.profiling.structure import count_structure
 
-    factory, inputs = MODELS["cnn"]
-    structure = count_structure(_load(factory), _load(inputs))
-    made = estimate_profile(model="cnn", structure=structure, spec=spec_named("T4"))
+    structure = count_structure(testmodels.cnn, testmodels.cnn_input, precision=Precision.FP32)
+    made = estimate_profile(model="cnn", structure=structure, spec=spec_named("T4"), precision=Precision.FP32)
     assert made.profile is not None
-    steps = [{"batch": b, "measured_s": 0.01, "estimated_s": made.profile.compute_s(b)} for b in (1, 4)]
-    steps[1]["estimated_s"] *= 2
+    now_s = {b: made.profile.compute_s(b) for b in (1, 4)}
+    steps = [{"batch": 1, "measured_s": 0.01, "estimated_s": now_s[1]}]
+    steps.append(
+        {"batch": 4, "measured_s": 0.01, "estimated_s": 2 * now_s[4]}
+    )  # what the code no longer says
     report = {
         "spec": "T4",
         "profiles": [{"model": "cnn", "precision": "fp32", "max_batch": 4, "steps": steps}],
     }
-    rows = rescore_rows(report)
-    assert [r["batch"] for r in rows] == [1, 4] and [r["largest"] for r in rows] == [False, True]
-    assert rows[0]["estimated_s"] == rows[0]["stored_estimated_s"]
-    assert rows[1]["estimated_s"] == pytest.approx(rows[1]["stored_estimated_s"] / 2, rel=1e-12)
-    assert "| cnn | fp32 | 4 (largest) |" in rescore(report)
+    stored = tmp_path / "report.json"
+    stored.write_text(json.dumps(report))
+    cmd = [sys.executable, "-m", "benchmarks.gpu_check", "--rescore", str(stored), "--no-write"]
+    done = subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = {
+        line.split("|")[3].strip(): line for line in done.stdout.splitlines() if line.startswith("| cnn |")
+    }
+    assert set(rows) == {"1", "4 (largest)"}
+    cells = {k: [c.strip() for c in line.split("|")[5:9]] for k, line in rows.items()}
+    assert cells["1"][0] == cells["1"][1] == f"{1000 * now_s[1]:.2f} ms"
+    assert cells["4 (largest)"][0] == f"{2000 * now_s[4]:.2f} ms"
+    assert cells["4 (largest)"][1] == f"{1000 * now_s[4]:.2f} ms"

@@ -177,6 +177,19 @@ def test_bad_input_names_the_field(
     assert r.json()["error"] == ("not_found" if missing else "invalid_input")
 
 
+def test_stored_profiles_in_another_precision_are_a_conflict_not_invalid_input(
+    client: TestClient, db_url: str, write_headers: dict[str, str]
+) -> None:
+    """A schema-valid request naming stored fp32 profiles by id but asking for fp16: the request breaks no
+    rule, the stored data cannot answer it (409, as for profiles of different models), and the field names
+    the profile at fault."""
+    ids = _seed(db_url, "resnet50")
+    r = client.post("/v1/plans", json=_request(ids, precision="fp16"), headers=write_headers)
+    assert r.status_code == 409, r.text
+    assert r.json()["error"] == "conflict" and r.json()["field"] == "profile_ids[0].precision"
+    assert "ask for precision fp32" in r.json()["hint"]
+
+
 def test_infeasible_says_which_limit_and_the_nearest_relaxations(
     client: TestClient, db_url: str, write_headers: dict[str, str]
 ) -> None:

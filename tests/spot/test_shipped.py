@@ -86,4 +86,21 @@ def test_refitting_the_registered_traces_gives_the_shipped_model() -> None:
         committed={entry.source.commit: "2024-03-31"},
         command="srift traces fit <skypilot-org/spot-traces> --half fit",
     )
-    assert dumps(document) == SHIPPED_MODEL.read_text(encoding="utf-8")
+    refit = json.loads(dumps(document))
+    shipped = json.loads(SHIPPED_MODEL.read_text(encoding="utf-8"))
+    assert _same_up_to_rounding(refit, shipped)
+
+
+def _same_up_to_rounding(a: object, b: object, *, rel: float = 1e-6) -> bool:
+    """Equal documents, where numbers may differ in their last digits: a refit's maximum-likelihood optimum
+    moves in about the 8th significant digit with the BLAS build and thread count (0.30193072 against
+    0.30193071), which says nothing about the law. Keys, strings and list lengths must match exactly."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same_up_to_rounding(a[k], b[k], rel=rel) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        pairs = zip(a, b, strict=True)
+        return len(a) == len(b) and all(_same_up_to_rounding(x, y, rel=rel) for x, y in pairs)
+    numbers = (int, float)
+    if isinstance(a, numbers) and isinstance(b, numbers) and not isinstance(a, bool):
+        return bool(a == pytest.approx(b, rel=rel, abs=1e-12))
+    return a == b

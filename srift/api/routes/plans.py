@@ -36,7 +36,8 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
             "model": ErrorOut,
             "description": "a valid request the stored data cannot answer: no configuration meets the limits "
             "with the stored catalog, profiles and models (error infeasible: which limit, by how much, and "
-            "the nearest relaxations), or `profile_ids` name profiles of different models",
+            "the nearest relaxations), or `profile_ids` name profiles of different models or precisions "
+            "(or not in the asked `precision`)",
         },
         422: {"model": ErrorOut, "description": "invalid request; `field` names it"},
     },

@@ -27,7 +27,8 @@ router = APIRouter(tags=["predictions"])
         409: {
             "model": ErrorBody,
             "description": "a valid request the stored data cannot answer: `profile_ids` name profiles of "
-            "different models, or no sharding strategy fits the fleet (error infeasible)",
+            "different models or precisions (or not in the asked `precision`), or no sharding strategy fits "
+            "the fleet (error infeasible)",
         },
         422: {
             "model": ErrorBody,
