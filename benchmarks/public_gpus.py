@@ -357,8 +357,8 @@ def ranking_lines(rankings: list[public_quality.Ranking], *, detail: bool) -> li
     label = {"tf32": "fp32 (TF32)", "fp16": "fp16"}
     lines = [
         "| model | precision | types | Spearman ρ | Srift's first | true best | first / best | "
-        "ρ ≥ 0.9 | within 10 % |",
-        "|---|---|---:|---:|---|---|---:|---|---|",
+        "ρ ≥ 0.9 | within 10 % | predicted spread within one GPU model |",
+        "|---|---|---:|---:|---|---|---:|---|---|---:|",
     ]
     for r in rankings:
         rho = r.spearman
@@ -366,7 +366,7 @@ def ranking_lines(rankings: list[public_quality.Ranking], *, detail: bool) -> li
             f"| {r.model} | {label[r.precision.value]} | {len(r.entries)} | {rho:.2f} | "
             f"{r.predicted_best.offer.instance.name} | {r.true_best.offer.instance.name} | "
             f"{r.first_to_best:.3f} | {'yes' if rho >= 0.9 else 'no'} | "
-            f"{'yes' if r.first_to_best <= 1.10 else 'no'} |"
+            f"{'yes' if r.first_to_best <= 1.10 else 'no'} | {pct(r.same_gpu_spread)} |"
         )
     if not detail:
         return lines
@@ -420,6 +420,11 @@ def quality_report(checked: list[Checked]) -> str:
         "",
         *ranking_lines(strict, detail=True),
         "",
+        "The last column of the summary: the largest spread of predicted cost per sample among types with "
+        "one GPU model (the p3 sizes' prices are proportional to their GPU count, so their predicted order "
+        "is their predicted scaling efficiency; a spread under a point is a near-tie that Spearman still "
+        "counts).",
+        "",
         "Strict matching leaves out every g5 type: EC2's g5 has the A10G, whose spec (35 TFLOPS TF32, 70 "
         "fp16) is not the table's A10 (62.5, 125). Counting the single-A10G g5 sizes as the table's A10 "
         "anyway (an approximation; the five sizes differ only in price, so they rank alike both ways and "
@@ -453,6 +458,7 @@ def quality_report(checked: list[Checked]) -> str:
             f"{'yes' if p90 <= 0.25 else 'no'} |"
         )
     cases = public_quality.scaling_cases(items)
+    by_link = {c.row.id: c.row.interconnect for c in checked}
     label = {"tf32": "fp32 (TF32)", "fp16": "fp16"}
     lines += [
         "",
@@ -480,6 +486,24 @@ def quality_report(checked: list[Checked]) -> str:
         f"{statistics.median(every):+.1f} | {min(every):+.1f} to {max(every):+.1f} | "
         f"{sum(abs(c.difference_points) <= WITHIN_POINTS for c in cases if c.same_per_gpu_batch)} / "
         f"{sum(1 for c in cases if c.same_per_gpu_batch)} |",
+    ]
+    kinds: dict[tuple[str, str], list[public_quality.Scaling]] = defaultdict(list)
+    for c in cases:
+        kinds[(by_link[c.row_id], c.model)].append(c)
+    lines += [
+        "",
+        "By the node's GPU link (as the table gives it) and model:",
+        "",
+        "| link | model | cases | within 5 points | median difference |",
+        "|---|---|---:|---:|---:|",
+        *[
+            f"| {link} | {model} | {len(group)} | "
+            f"{sum(abs(c.difference_points) <= WITHIN_POINTS for c in group)} | "
+            f"{statistics.median(c.difference_points for c in group):+.1f} |"
+            for (link, model), group in sorted(kinds.items())
+        ],
+    ]
+    lines += [
         "",
         "Per case, also the published step's growth from 1 to N GPUs (t_N − t_1, each t = global batch / "
         "throughput) against the simulator's gradient all-reduce time for the N-GPU node (total, and the "

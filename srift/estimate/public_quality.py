@@ -213,6 +213,17 @@ class Ranking:
         return min(self.entries, key=lambda e: (e.predicted_usd_per_sample, e.offer.instance.name))
 
     @property
+    def same_gpu_spread(self) -> float:
+        """The largest relative spread (max / min − 1) of predicted cost per sample among the entries of one
+        table GPU model (sizes of one family, e.g. p3.2xlarge/8xlarge/16xlarge): how close to a tie the
+        prediction's order of those sizes is; 0 without two entries of one GPU model."""
+        spreads = [0.0]
+        for gpu in {e.table_gpu for e in self.entries}:
+            costs = [e.predicted_usd_per_sample for e in self.entries if e.table_gpu == gpu]
+            spreads.append(max(costs) / min(costs) - 1)
+        return max(spreads)
+
+    @property
     def first_to_best(self) -> float:
         """The published cost per sample of the type the prediction ranks first / the lowest published
         cost per sample (1.0: the prediction picks the truly cheapest)."""

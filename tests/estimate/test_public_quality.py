@@ -164,3 +164,19 @@ def test_ranking_agrees_when_the_prediction_orders_alike_and_an_alias_admits_g5(
     assert loose.spearman == pytest.approx(1.0)
     assert loose.first_to_best == 1.0
     assert {e.table_gpu for e in loose.entries} == {"A10", "V100-SXM2-16GB"}
+
+
+def test_same_gpu_spread_is_the_widest_predicted_cost_gap_within_one_gpu_model(
+    aws_types: dict[str, Offer],
+) -> None:
+    offers = [aws_types[n] for n in ("p3.2xlarge", "p3.16xlarge", "p4de.24xlarge")]
+    items = [
+        # p3.16xlarge costs 8 × p3.2xlarge per hour: 8 × 100 samples/s per 1 × 110 -> 10 % apart.
+        Predicted(row("V1"), 100.0),
+        Predicted(row("V8", gpus=8), 880.0),
+        Predicted(row("A8", gpu="A100-SXM4-80GB", gpus=8), 5000.0),
+    ]
+    (ranking,) = rank_offers(items, offers)
+    assert ranking.same_gpu_spread == pytest.approx(1.1 - 1)
+    (alone,) = rank_offers(items, offers[2:])
+    assert alone.same_gpu_spread == 0.0
