@@ -27,6 +27,13 @@ the check half: the split, grid, policies and every constant are fixed in this f
     .venv/bin/python benchmarks/spot_traces.py --quick         # 4 h jobs only, no section written
     .venv/bin/python benchmarks/spot_traces.py --half fit      # the same grid in-sample (model fidelity)
     .venv/bin/python benchmarks/spot_traces.py --blocks 2      # the 2-day folds only
+    .venv/bin/python benchmarks/spot_traces.py --folds 1 --plans "16×p3.2xlarge us-east-2"   # a subset
+
+A subset (--folds, --plans, --quick) writes no section: the section is the full grid's. The full grid
+can run one fold per process (each under the shared CPU lock) and be rendered from their saved results:
+
+    .venv/bin/python benchmarks/spot_traces.py --folds 0 --save /tmp/f0.pickle   # ... and 1, 2, 3
+    .venv/bin/python benchmarks/spot_traces.py --render /tmp/f0.pickle,/tmp/f1.pickle,...  # all, in order
 """
 
 from __future__ import annotations
@@ -34,6 +41,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import pickle
 import statistics
 import subprocess
 import sys
@@ -185,11 +193,15 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     t0 = time.perf_counter()
     traces = list(registered_traces(read_traces(args.traces)))  # the measurement registry's set only
     results = []
-    for fold in folds(args.blocks, in_sample=args.half == Half.FIT.value):
+    every = folds(args.blocks, in_sample=args.half == Half.FIT.value)
+    chosen_folds = [every[i] for i in args.folds] if args.folds else every
+    for fold in chosen_folds:
         print(f"fold: {fold.label}", flush=True)
         model = fit_model(traces, half=fold.fit, block_s=fold.block_s)
         rows = []
         for case in cases(traces, quick=args.quick):
+            if args.plans and not any(p in case.label for p in args.plans):
+                continue
             job = case.job()
             chosen = applicable(
                 traces, provider="aws", region=case.region, instance_type=TYPE, nodes=case.nodes
@@ -375,7 +387,8 @@ def render(result: dict[str, Any], *, mirror: Path) -> str:
         "",
         "Per fold (worst and median |gap| of Srift's policy; plans within both limits; Srift's policy "
         "against Uniform Progress on the same windows, and on how many (plan, trace) pairs Srift's policy "
-        "chose Uniform Progress's rule because its own programme was not cheaper on the law's draws):",
+        "chose Uniform Progress's rule because its own programme was not cheaper on the draws from the law "
+        "and from its plausible corners, srift.spot.policy.plausible_laws):",
         "",
         "| fold | worst P gap (points) | worst cost gap | median cost gap | plans within | misses ≥ 1.3× | "
         "Srift ≤ UP | worst Srift vs UP | UP's rule chosen |",
@@ -439,9 +452,21 @@ def render(result: dict[str, Any], *, mirror: Path) -> str:
     lines += [
         "",
         f"Type names follow the repository's README ({notes}).",
-        f"Run time: {result['seconds']:.0f} s.",
+        f"Run time: {result['seconds']:.0f} s"
+        + (f" ({result['parts']} processes)." if result.get("parts") else "."),
     ]
     return "\n".join(lines)
+
+
+def _combined(paths: Sequence[Path]) -> dict[str, Any]:
+    """Saved runs (--save) as one: their folds in the order given, their run times summed."""
+    runs = [pickle.loads(p.read_bytes()) for p in paths]
+    return {
+        "traces": runs[0]["traces"],
+        "folds": [f for r in runs for f in r["folds"]],
+        "seconds": sum(r["seconds"] for r in runs),
+        "parts": len(runs),
+    }
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -462,11 +487,44 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="block lengths in days, comma-separated; two folds each (default %(default)s)",
     )
     parser.add_argument("--quick", action="store_true", help="4 h jobs only; writes no section")
+    parser.add_argument(
+        "--folds",
+        type=lambda v: [int(x) for x in v.split(",")],
+        default=None,
+        help="run only these folds (0-based, in the order of --blocks, two per block length); no section",
+    )
+    parser.add_argument(
+        "--plans",
+        action="append",
+        default=None,
+        help="run only the plans whose label contains this text (repeatable); no section",
+    )
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--save", type=Path, help="also save the run's results here (pickle), for --render")
+    parser.add_argument(
+        "--render",
+        type=lambda v: [Path(x) for x in v.split(",")],
+        default=None,
+        help="render (and write the section from) saved runs, in fold order, instead of running",
+    )
     parser.add_argument("--json", type=Path, help="also write the figures as JSON here")
     args = parser.parse_args(argv)
+    if args.render:
+        result = _combined(args.render)
+        complete = len(result["folds"]) == 2 * len(BLOCK_DAYS) and all(
+            len(f["rows"]) == len(cases(result["traces"], quick=False)) for f in result["folds"]
+        )
+        body = render(result, mirror=args.traces)
+        print(body)
+        if complete:
+            write_section(SECTION, body)
+        else:
+            print("not the full grid (every fold, every plan): no section written", file=sys.stderr)
+        return 0
     print(f"reading traces from {args.traces}", flush=True)
     result = run(args)
+    if args.save:
+        args.save.write_bytes(pickle.dumps(result))
     body = render(result, mirror=args.traces)
     print(body)
     if args.json:
@@ -481,7 +539,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 default=str,
             )
         )
-    if not args.quick and args.half == Half.CHECK.value:
+    if not (args.quick or args.folds or args.plans) and args.half == Half.CHECK.value:
         write_section(SECTION, body)
     return 0
 

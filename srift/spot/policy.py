@@ -26,11 +26,25 @@ Policies (what to run at each tick), all four simulated by the same loop, row by
   per preemption), so on some plans it is not the cheapest policy even under the law it was solved for:
   on the public traces' 1×p3.2xlarge us-east-2 12 h job at 2× slack its own Monte Carlo put it 5 % above
   Uniform Progress (it left spot for on-demand earlier than the line needed; docs/BENCHMARKS.md "spot on
-  real traces", 2026-11-28). So plan_programme also runs the programme and Uniform Progress through the same
-  timelines drawn from the law (common random numbers) and keeps the programme only where it is cheaper on
-  them by more than the draws' noise (SELECTION_STANDARD_ERRORS) without meeting the deadline less often;
-  elsewhere `srift` is Uniform Progress. Under the plan's law `srift` thus never costs more than Uniform
-  Progress in expectation; on a real trace it can, where the trace differs from the law it was fitted on.
+  real traces", 2026-11-28). And the law is fitted on one stretch of a market that moves: on the public
+  traces' 4-day fit/check folds a zone's mean capacity gap or up time changed several-fold between the
+  halves (4×p3.2xlarge us-east-2a: capacity gaps of 7.4 h on the even blocks, 0.6 h on the odd). Where
+  the programme bet on the fitted law, that cost it on the other half: 13 of 192 (plan, fold) pairs above
+  Uniform Progress, up to +20 % (4×p3.2xlarge us-east-2, 12 h, 2×, 4-day blocks, fit even), where it left
+  available capacity idle (its fitted shape < 1 said fresh capacity goes soon) and ran on-demand while
+  ahead of the line. So Srift's policy is bounded twice:
+  - within Uniform Progress's envelope: it runs on-demand only where Uniform Progress's rule (before its
+    safety net) would, and takes spot wherever that rule would take the capacity; what the programme may
+    still choose is to wait without capacity where the rule would pay for on-demand, and to leave
+    on-demand sooner. Its bets are then all on capacity coming back, never against it.
+  - kept only where robustly cheaper: plan_programme runs it and Uniform Progress through the same
+    timelines (common random numbers) drawn from the law and from the two corners of what the law's fit
+    allows (plausible_laws: capacity lasting longer and coming back sooner, and the reverse, each mean
+    moved by UNCERTAINTY_STANDARD_ERRORS standard errors of its estimate from the fitted runs), and keeps
+    the programme only where it is cheaper by more than the draws' noise (SELECTION_STANDARD_ERRORS) on
+    all three, without meeting the deadline less often; elsewhere `srift` is Uniform Progress.
+  Under the plan's law `srift` thus never costs more than Uniform Progress in expectation; on a real
+  trace it can, where the market moved beyond what the fit allowed.
 
 The safety net (for `uniform_progress` and `srift`): at a tick starting at t, keep or start spot, or wait,
 only when D − (t + tick) ≥ (1 − p)·od_work_s + restart_s, p being the progress a preemption (spot) or the
@@ -62,6 +76,9 @@ SELECTION_STANDARD_ERRORS = 2.0
 """The programme is kept only where its mean cost on the draws is below Uniform Progress's by more than
 this many standard errors of the paired difference (a choice: about 97.5 % one-sided confidence that it is
 the cheaper under the law; on a tie within the draws' noise, Uniform Progress)."""
+UNCERTAINTY_STANDARD_ERRORS = 2.0
+"""How far the corners of plausible_laws lie from the fitted means, in standard errors of each mean's
+estimate (a choice, the same two standard errors as SELECTION_STANDARD_ERRORS; not fitted to any check)."""
 MISS_PENALTY = 10.0
 """In the dynamic programme, a run unfinished at the deadline costs (1 + this) × finishing it on on-demand:
 a finite stand-in for "never", so that values near the edge of what can still be met stay comparable (the
@@ -210,6 +227,11 @@ def _spot_then_on_demand(job: SpotJob, state: _State, tick_s: float) -> np.ndarr
 
 
 def _uniform_progress(job: SpotJob, state: _State, tick_s: float) -> np.ndarray:
+    return _with_safety_net(job, state, tick_s, _uniform_progress_want(job, state), lock=True)
+
+
+def _uniform_progress_want(job: SpotJob, state: _State) -> np.ndarray:
+    """What Uniform Progress's rule asks for in `state`, before its safety net."""
     line = state.now_s / job.deadline_s
     ahead = state.progress - line
     margin = HYSTERESIS_RESTARTS * job.restart_s / job.od_work_s
@@ -223,13 +245,14 @@ def _uniform_progress(job: SpotJob, state: _State, tick_s: float) -> np.ndarray:
             on_od, np.where(leave_od, Mode.IDLE, Mode.ON_DEMAND), np.where(behind, Mode.ON_DEMAND, Mode.IDLE)
         ),
     ).astype(np.int8)
-    return _with_safety_net(job, state, tick_s, want, lock=True)
+    return want
 
 
 @dataclass(frozen=True)
 class Programme:
     """Srift's policy for one job and law: the action per (step, progress level, capacity state, mode),
-    or Uniform Progress where that was the cheaper of the two on timelines drawn from the law
+    applied within Uniform Progress's envelope, or Uniform Progress itself where the programme was not
+    robustly the cheaper of the two on timelines drawn from the law and its plausible corners
     (`uses_programme` False; module docstring). `expected_cost_usd` is the programme's own value;
     `drawn_cost_usd` the mean cost of (programme, Uniform Progress) on the selection draws."""
 
@@ -247,13 +270,25 @@ class Programme:
         return self._programme_decide(job, state, tick_s)
 
     def _programme_decide(self, job: SpotJob, state: _State, tick_s: float) -> np.ndarray:
+        want = self.programme_want(state)
+        # Within Uniform Progress's envelope (module docstring): on-demand only where its rule pays for
+        # it too, and spot wherever its rule would take the capacity.
+        up = _uniform_progress_want(job, state)
+        outside = ((want == Mode.ON_DEMAND) & (up != Mode.ON_DEMAND)) | (
+            (want == Mode.IDLE) & state.avail & (up == Mode.SPOT)
+        )
+        want[outside] = up[outside]
+        return _with_safety_net(job, state, tick_s, want, lock=False)
+
+    def programme_want(self, state: _State) -> np.ndarray:
+        """What the programme's own table asks for in `state`, before the envelope and the safety net."""
         k = min(int(state.now_s // self.step_s), self.action.shape[0] - 1)
         j = np.clip(np.floor(state.progress * self.levels).astype(np.int64), 0, self.levels - 1)
         b = np.clip(np.searchsorted(self.edges_s, state.age_s, side="right") - 1, 0, self.edges_s.size - 1)
         s = np.where(state.avail, 0, 1) * self.edges_s.size + b
-        want = self.action[k, j, s, state.mode].astype(np.int8)
+        want: np.ndarray = self.action[k, j, s, state.mode].astype(np.int8)
         want[(want == Mode.SPOT) & ~state.avail] = Mode.IDLE
-        return _with_safety_net(job, state, tick_s, want, lock=False)
+        return want
 
 
 def _age_chain(law: DurationLaw, step_s: float, buckets: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -272,27 +307,55 @@ def plan_programme(
     job: SpotJob, law: FleetLaw, *, tick_s: float, selection_runs: int = SELECTION_RUNS
 ) -> Programme:
     """Srift's policy for `job` on the fleet `law` describes: backward induction over the deadline, kept
-    only where it beats Uniform Progress on `selection_runs` timelines drawn from the law (module
-    docstring; 0: keep it unchecked)."""
+    only where it beats Uniform Progress on `selection_runs` timelines drawn from each of plausible_laws
+    (module docstring; 0: keep it unchecked). `drawn_cost_usd`: the two policies' mean cost on the draws
+    from the fitted law itself."""
     programme = _solve_programme(job, law, tick_s=tick_s)
     if selection_runs <= 0:
         return programme
     ticks = math.ceil(job.deadline_s / tick_s) + 1
-    drawn = law.timeline(
-        np.random.default_rng(SELECTION_SEED), runs=selection_runs, ticks=ticks, tick_s=tick_s
-    )
-    mine = simulate(job, drawn, tick_s=tick_s, policy=DeadlinePolicy.SRIFT, law=law, programme=programme)
-    theirs = simulate(job, drawn, tick_s=tick_s, policy=DeadlinePolicy.UNIFORM_PROGRESS, law=law)
-    diff = mine.cost_usd - theirs.cost_usd
-    margin = (
-        SELECTION_STANDARD_ERRORS * float(diff.std(ddof=1)) / math.sqrt(diff.size) if diff.size > 1 else 0.0
-    )
-    keep = bool(float(diff.mean()) + margin < 0.0 and mine.met.mean() >= theirs.met.mean())
-    return replace(
-        programme,
-        uses_programme=keep,
-        drawn_cost_usd=(float(mine.cost_usd.mean()), float(theirs.cost_usd.mean())),
-    )
+    keep = True
+    drawn_cost: tuple[float, float] | None = None
+    for variant in plausible_laws(law):
+        drawn = variant.timeline(
+            np.random.default_rng(SELECTION_SEED), runs=selection_runs, ticks=ticks, tick_s=tick_s
+        )
+        mine = simulate(job, drawn, tick_s=tick_s, policy=DeadlinePolicy.SRIFT, law=law, programme=programme)
+        theirs = simulate(job, drawn, tick_s=tick_s, policy=DeadlinePolicy.UNIFORM_PROGRESS, law=law)
+        diff = mine.cost_usd - theirs.cost_usd
+        margin = (
+            SELECTION_STANDARD_ERRORS * float(diff.std(ddof=1)) / math.sqrt(diff.size)
+            if diff.size > 1
+            else 0.0
+        )
+        keep = keep and bool(float(diff.mean()) + margin < 0.0 and mine.met.mean() >= theirs.met.mean())
+        if drawn_cost is None:
+            drawn_cost = (float(mine.cost_usd.mean()), float(theirs.cost_usd.mean()))
+        if not keep:
+            break
+    return replace(programme, uses_programme=keep, drawn_cost_usd=drawn_cost)
+
+
+def _mean_standard_error(law: DurationLaw, runs: int) -> float:
+    """The relative standard error of a law's mean fitted from `runs` runs: its coefficient of variation
+    over √runs (the mean of n independent runs)."""
+    mean = law.mean_s
+    sd = math.sqrt(max(law.second_moment_s2 - mean * mean, 0.0))
+    return sd / mean / math.sqrt(max(runs, 1))
+
+
+def plausible_laws(law: FleetLaw) -> list[FleetLaw]:
+    """The law, and the two corners of what its fit allows: capacity that lasts longer and comes back
+    sooner (the optimistic corner), and the reverse, each mean moved by UNCERTAINTY_STANDARD_ERRORS of its
+    estimate on a log scale (module docstring)."""
+    k = UNCERTAINTY_STANDARD_ERRORS
+    up = math.exp(k * _mean_standard_error(law.up, law.up_runs))
+    gap = math.exp(k * _mean_standard_error(law.gap, law.gap_runs))
+    out = [law]
+    for f_up, f_gap in ((up, 1.0 / gap), (1.0 / up, gap)):
+        u, g = law.up.scaled(f_up), law.gap.scaled(f_gap)
+        out.append(replace(law, up=u, gap=g, availability=u.mean_s / (u.mean_s + g.mean_s), starts=None))
+    return out
 
 
 def _solve_programme(job: SpotJob, law: FleetLaw, *, tick_s: float) -> Programme:

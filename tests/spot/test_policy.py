@@ -2,13 +2,26 @@
 
 from __future__ import annotations
 
+import math
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from srift.spot.model import FleetLaw, Weibull
-from srift.spot.policy import DeadlinePolicy, SpotJob, plan_programme, simulate
+from srift.spot.policy import (
+    DeadlinePolicy,
+    Mode,
+    SpotJob,
+    _State,
+    _uniform_progress_want,
+    _with_safety_net,
+    plan_programme,
+    plausible_laws,
+    simulate,
+)
 
 TICK = 60.0
 
@@ -139,8 +152,6 @@ def test_srift_runs_uniform_progress_where_its_programme_is_not_cheaper_on_the_l
     # The shipped laws of us-east-2 p3.2xlarge (public traces' fit half), 12 h of work at 2× slack: on
     # some of them the coarse programme costs more than Uniform Progress on the law's own draws. Prices:
     # the shipped catalog's us-east-1 p3.2xlarge (on-demand 3.06, spot 0.5197 USD/h; the benchmark's).
-    from dataclasses import replace
-
     from srift.spot.shipped import shipped_model
 
     work = 12 * 3600.0
@@ -181,3 +192,86 @@ def test_srift_runs_uniform_progress_where_its_programme_is_not_cheaper_on_the_l
             again = simulate(j, drawn, policy=DeadlinePolicy.SRIFT, programme=forced, **kw)
             assert np.array_equal(again.cost_usd, up.cost_usd)
     assert not all(kept), "on these laws the programme is not always the cheaper rule"
+
+
+def _states(j: SpotJob, rng: np.random.Generator, rows: int) -> _State:
+    """Random states of a run: time, progress (a checkpoint behind it), capacity and its age, what ran."""
+    now = float(rng.uniform(0.0, j.deadline_s * 0.9))
+    progress = rng.uniform(0.0, 0.95, rows)
+    avail = rng.random(rows) < 0.5
+    return _State(
+        now_s=now,
+        avail=avail,
+        age_s=rng.choice([0.0, 60.0, 600.0, 3600.0, 4 * 3600.0], rows),
+        progress=progress,
+        checkpointed=np.maximum(progress - rng.uniform(0.0, 0.1, rows), 0.0),
+        mode=rng.choice([Mode.IDLE, Mode.SPOT, Mode.ON_DEMAND], rows).astype(np.int8),
+        interrupted=np.zeros(rows, dtype=bool),
+        od_locked=np.zeros(rows, dtype=bool),
+    )
+
+
+def test_srifts_programme_acts_within_uniform_progress_envelope() -> None:
+    # Capacity whose hazard falls steeply with age (shape 0.3): the programme's own table leaves fresh
+    # capacity idle and runs on-demand ahead of the line on some states. Srift's policy never does either
+    # where Uniform Progress's rule would not: on-demand only where the rule (or the safety net) pays for
+    # it, spot wherever the rule takes the capacity.
+    steep = replace(law(), up=Weibull(0.3, 2.0 * 3600.0), gap=Weibull(0.5, 3600.0))
+    j = job(slack=2.0)
+    programme = plan_programme(j, steep, tick_s=TICK, selection_runs=0)
+    rng = np.random.default_rng(5)
+    own_outside = 0
+    for _ in range(200):
+        st = _states(j, rng, 64)
+        up = _uniform_progress_want(j, st)
+        own = programme.programme_want(st)
+        own_outside += int(
+            np.sum(
+                ((own == Mode.ON_DEMAND) & (up != Mode.ON_DEMAND))
+                | ((own == Mode.IDLE) & st.avail & (up == Mode.SPOT))
+            )
+        )
+        out = programme.decide(j, st, TICK)
+        net = _with_safety_net(j, st, TICK, up, lock=False)
+        # On-demand only where the rule or the net would run it; no capacity left idle that the rule takes.
+        assert np.all((out != Mode.ON_DEMAND) | (up == Mode.ON_DEMAND) | (net == Mode.ON_DEMAND))
+        assert not np.any((out == Mode.IDLE) & st.avail & (up == Mode.SPOT))
+    assert own_outside > 0, "the envelope must bind somewhere for this test to mean anything"
+
+
+def test_plausible_laws_move_the_means_by_their_standard_errors_and_narrow_with_more_runs() -> None:
+    fitted = law()
+    point, optimistic, pessimistic = plausible_laws(fitted)
+    assert point is fitted
+    assert optimistic.up.mean_s > fitted.up.mean_s > pessimistic.up.mean_s
+    assert optimistic.gap.mean_s < fitted.gap.mean_s < pessimistic.gap.mean_s
+    assert optimistic.model_availability > fitted.model_availability > pessimistic.model_availability
+    # log-symmetric: the corners' means multiply to the fitted mean squared
+    assert optimistic.up.mean_s * pessimistic.up.mean_s == pytest.approx(fitted.up.mean_s**2)
+    # Four times the runs halve the standard error, so the log-distance of the corners.
+    many = replace(fitted, up_runs=4 * fitted.up_runs, gap_runs=4 * fitted.gap_runs)
+    wide = math.log(optimistic.up.mean_s / fitted.up.mean_s)
+    narrow = math.log(plausible_laws(many)[1].up.mean_s / fitted.up.mean_s)
+    assert narrow == pytest.approx(wide / 2.0)
+
+
+def test_the_programme_is_kept_only_where_it_wins_on_every_plausible_law() -> None:
+    # A short job on a law fitted from few runs (wide corners) and from many (narrow ones): where the
+    # programme is kept, it beats Uniform Progress on fresh draws from each corner as on the law's.
+    j = job(work_s=2 * 3600.0, slack=2.0)
+    kept = []
+    for runs in (5, 500):
+        fitted = replace(law(), up_runs=runs, gap_runs=runs)
+        programme = plan_programme(j, fitted, tick_s=TICK, selection_runs=200)
+        kept.append(programme.uses_programme)
+        if not programme.uses_programme:
+            continue
+        ticks = int(np.ceil(j.deadline_s / TICK)) + 1
+        for variant in plausible_laws(fitted):
+            drawn = variant.timeline(np.random.default_rng(7), runs=200, ticks=ticks, tick_s=TICK)
+            kw = {"tick_s": TICK, "law": fitted}
+            mine = simulate(j, drawn, policy=DeadlinePolicy.SRIFT, programme=programme, **kw)
+            theirs = simulate(j, drawn, policy=DeadlinePolicy.UNIFORM_PROGRESS, **kw)
+            assert mine.met.all()
+            assert mine.cost_usd.mean() <= theirs.cost_usd.mean() * 1.02
+    assert any(kept), "the programme must be kept somewhere for this test to mean anything"
