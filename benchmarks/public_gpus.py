@@ -487,7 +487,7 @@ def quality_report(checked: list[Checked]) -> str:
         f"{sum(abs(c.difference_points) <= WITHIN_POINTS for c in cases if c.same_per_gpu_batch)} / "
         f"{sum(1 for c in cases if c.same_per_gpu_batch)} |",
     ]
-    kinds: dict[tuple[str, str], list[public_quality.Scaling]] = defaultdict(list)
+    kinds: dict[tuple[str, str], list[public_quality.ScalingCase]] = defaultdict(list)
     for c in cases:
         kinds[(by_link[c.row_id], c.model)].append(c)
     lines += [

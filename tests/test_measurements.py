@@ -36,6 +36,7 @@ NOT_MEASUREMENTS = {
     "srift.services.network.RATE_MIN_BYTES": "a size class boundary, not a measured figure",
     "srift.sim.sharded.OVERHEAD_KEY": "a profile key",
     "srift.spot.model.MIN_RUNS": "a threshold on the runs a law needs",
+    "srift.spot.policy.UNCERTAINTY_STANDARD_ERRORS": "a stated choice (two standard errors), not fitted",
     "srift.spot.shipped.REGISTRY_SET": "the registry's set name",
     "srift.validation.adapter.LOOP_OVERHEAD_KEYS": "profile keys",
 }

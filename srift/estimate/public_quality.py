@@ -95,7 +95,7 @@ def system_of(row: Row) -> str:
 
 
 @dataclass(frozen=True, slots=True)
-class Scaling:
+class ScalingCase:
     """One system's N-GPU row against its 1-GPU row: the published and predicted efficiency thr_N/(N·thr_1);
     the two rows by their registry ids."""
 
@@ -121,7 +121,7 @@ class Scaling:
         return self.per_gpu_batch_one == self.per_gpu_batch_n
 
 
-def scaling_cases(items: Sequence[Predicted]) -> list[Scaling]:
+def scaling_cases(items: Sequence[Predicted]) -> list[ScalingCase]:
     """Every (system, model, precision) with a 1-GPU row and an N-GPU row (N > 1) of the same system
     (`system_of`), one case per N; N-GPU rows whose system has no 1-GPU row are left out."""
     single: dict[tuple[str, str, Precision], Predicted] = {}
@@ -135,7 +135,7 @@ def scaling_cases(items: Sequence[Predicted]) -> list[Scaling]:
             continue
         n = p.row.gpus
         out.append(
-            Scaling(
+            ScalingCase(
                 system=system_of(p.row),
                 gpu=p.row.gpu,
                 model=p.row.model,
@@ -156,7 +156,7 @@ def scaling_cases(items: Sequence[Predicted]) -> list[Scaling]:
 
 
 @dataclass(frozen=True, slots=True)
-class Offer:
+class PricedNode:
     """A catalog instance type at one price (USD per instance-hour) and where the price comes from."""
 
     instance: InstanceType
@@ -169,7 +169,7 @@ class Ranked:
     """One offer with the table's rows for its GPU model and count: the published and predicted node
     throughput (geometric means over the rows of several vendors' systems) and both costs per sample."""
 
-    offer: Offer
+    offer: PricedNode
     table_gpu: str
     rows: int
     measured_samples_per_s: float
@@ -236,7 +236,7 @@ def _geomean(values: Sequence[float]) -> float:
 
 def rank_offers(
     items: Sequence[Predicted],
-    offers: Sequence[Offer],
+    offers: Sequence[PricedNode],
     *,
     as_table_gpu: Mapping[str, str] | None = None,
 ) -> list[Ranking]:
@@ -273,11 +273,13 @@ def rank_offers(
     return out
 
 
-def offers_in(snapshot: SnapshotData, *, region: str, market: Market) -> list[Offer]:
+def offers_in(snapshot: SnapshotData, *, region: str, market: Market) -> list[PricedNode]:
     """The snapshot's GPU instance types priced in `region` on `market`, each with its price's source."""
     types = {t.instance.name: t.instance for t in snapshot.types}
     return [
-        Offer(instance=types[p.instance_type], price_usd_per_hr=p.price_usd_per_hr, price_source=p.source)
+        PricedNode(
+            instance=types[p.instance_type], price_usd_per_hr=p.price_usd_per_hr, price_source=p.source
+        )
         for p in snapshot.prices
         if p.region == region and p.market == market and types[p.instance_type].gpu_count > 0
     ]
