@@ -1,9 +1,9 @@
 """GLOO_STAGING_TENSORS against the installed torch: gloo's all-gather and reduce-scatter still hold one whole
 tensor of temporary memory on a CPU rank (`python -m benchmarks.gloo_staging`, run as a command).
 
-At the benchmark's 200 MB: glibc serves blocks under its 32 MB mmap ceiling from the heap, where pages freed
-by an earlier collective stay resident and hide part of a new buffer from the resident-set mark (40 MB read
-0.80 once on a loaded run); 100 MB halves are always fresh mappings."""
+At the benchmark's 200 MB: a 40 MB tensor read 0.80 once in a full run, likely because glibc serves blocks
+under its 32 MB mmap ceiling from the heap, whose pages freed by an earlier collective stay resident and hide
+part of a new buffer from the resident-set mark; at 200 MB every buffer is a fresh mapping."""
 
 from __future__ import annotations
 
