@@ -8,7 +8,9 @@ standard normals. So the cost is O(members × iterations), whatever the VM count
 Every member draws from its own stream, seeded by (seed, stream, a hash of the member's instance type, batch
 and profile, and its occurrence among equal members) and not by its position or count. Adding a member or a VM
 therefore leaves every other draw unchanged (common random numbers): more or slower VMs can only make an
-iteration slower, and the same input always gives the same answer.
+iteration slower, and the same input always gives the same answer. A member of one VM has its row shifted
+down by the amount its draws average above its mean (if they do), so one VM waits for nobody: its mean
+compute is its mean, its draws only spread the iteration.
 """
 
 from __future__ import annotations
@@ -122,5 +124,11 @@ def _member_row(
     found = _row_cache.get(cache_key)
     if found is None:
         draws = max_of_normals(mean, cv, count, uniforms(seed=seed, stream=stream, key=key, iters=iters))
+        if count == 1 and draws.size:
+            # One VM's expected compute is its mean, exactly: what its draws average above it is sampling
+            # error (up to +1.6 % at cv 0.1 over 100 draws), not waiting. Shifting the row down by that
+            # excess keeps its spread (the band) and every draw at or below the uncentred one, so a second
+            # VM (the larger of two draws) still never ends an iteration sooner.
+            draws = np.maximum(draws - max(float(draws.mean()) - mean, 0.0), 0.0)
         found = _remember(_row_cache, cache_key, draws)
     return found
