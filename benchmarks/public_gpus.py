@@ -400,7 +400,7 @@ def quality_report(checked: list[Checked]) -> str:
     offers = public_quality.offers_in(snapshot, region=REGION, market=Market.ON_DEMAND)
     strict = public_quality.rank_offers(items, offers)
     loose = public_quality.rank_offers(items, offers, as_table_gpu=LIKE_A10)
-    sources = sorted({e.offer.price_source for r in strict + loose for e in r.entries})
+    sources = sorted({e.offer.source for r in strict + loose for e in r.entries})
     lines = [
         "**Plan quality on real data (issue #55: Spearman ≥ 0.9, Srift's first within 10 % of the true "
         "best)**",

@@ -29,11 +29,11 @@ from scipy.stats import spearmanr  # type: ignore[import-untyped]
 
 from srift.catalog.accelerators import spec_for_instance
 from srift.catalog.document import SnapshotData
-from srift.domain import InstanceType, Market
+from srift.domain import Market
+from srift.domain.catalog import Offer
 from srift.domain.structure import Precision
 from srift.estimate.public import Row
 
-SECONDS_PER_HOUR = 3600.0
 LARGE_BATCH_FRACTION = 1 / 3
 """Issue #55 scores step time at per-GPU batches of at least this share of the largest (its rule)."""
 
@@ -156,20 +156,11 @@ def scaling_cases(items: Sequence[Predicted]) -> list[ScalingCase]:
 
 
 @dataclass(frozen=True, slots=True)
-class PricedNode:
-    """A catalog instance type at one price (USD per instance-hour) and where the price comes from."""
-
-    instance: InstanceType
-    price_usd_per_hr: float
-    price_source: str
-
-
-@dataclass(frozen=True, slots=True)
 class Ranked:
     """One offer with the table's rows for its GPU model and count: the published and predicted node
     throughput (geometric means over the rows of several vendors' systems) and both costs per sample."""
 
-    offer: PricedNode
+    offer: Offer
     table_gpu: str
     rows: int
     measured_samples_per_s: float
@@ -177,11 +168,11 @@ class Ranked:
 
     @property
     def measured_usd_per_sample(self) -> float:
-        return self.offer.price_usd_per_hr / (self.measured_samples_per_s * SECONDS_PER_HOUR)
+        return self.offer.price_usd_per_s / self.measured_samples_per_s
 
     @property
     def predicted_usd_per_sample(self) -> float:
-        return self.offer.price_usd_per_hr / (self.predicted_samples_per_s * SECONDS_PER_HOUR)
+        return self.offer.price_usd_per_s / self.predicted_samples_per_s
 
 
 @dataclass(frozen=True, slots=True)
@@ -236,7 +227,7 @@ def _geomean(values: Sequence[float]) -> float:
 
 def rank_offers(
     items: Sequence[Predicted],
-    offers: Sequence[PricedNode],
+    offers: Sequence[Offer],
     *,
     as_table_gpu: Mapping[str, str] | None = None,
 ) -> list[Ranking]:
@@ -273,12 +264,17 @@ def rank_offers(
     return out
 
 
-def offers_in(snapshot: SnapshotData, *, region: str, market: Market) -> list[PricedNode]:
+def offers_in(snapshot: SnapshotData, *, region: str, market: Market) -> list[Offer]:
     """The snapshot's GPU instance types priced in `region` on `market`, each with its price's source."""
     types = {t.instance.name: t.instance for t in snapshot.types}
     return [
-        PricedNode(
-            instance=types[p.instance_type], price_usd_per_hr=p.price_usd_per_hr, price_source=p.source
+        Offer(
+            instance=types[p.instance_type],
+            region=p.region,
+            market=p.market,
+            price_usd_per_hr=p.price_usd_per_hr,
+            source=p.source,
+            as_of=p.as_of,
         )
         for p in snapshot.prices
         if p.region == region and p.market == market and types[p.instance_type].gpu_count > 0

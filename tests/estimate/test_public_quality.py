@@ -10,11 +10,11 @@ import pytest
 
 from srift.catalog.document import load_catalog_file
 from srift.domain import Market
+from srift.domain.catalog import Offer
 from srift.domain.structure import Precision
 from srift.estimate.public import Row
 from srift.estimate.public_quality import (
     Predicted,
-    PricedNode,
     abs_error_quantiles,
     large_batch,
     offers_in,
@@ -52,7 +52,7 @@ def row(
 
 
 @pytest.fixture(scope="module")
-def aws_types() -> dict[str, PricedNode]:
+def aws_types() -> dict[str, Offer]:
     """The shipped catalog's us-east-1 on-demand GPU offers by type name."""
     snap = load_catalog_file(AWS)
     return {o.instance.name: o for o in offers_in(snap, region="us-east-1", market=Market.ON_DEMAND)}
@@ -110,14 +110,14 @@ def test_scaling_pairs_each_n_gpu_row_with_its_systems_one_gpu_row() -> None:
     assert cases[0].difference_points == pytest.approx(100 * (209 / 220 - 1.0))
 
 
-def test_offers_are_the_catalogs_gpu_types_at_their_on_demand_price(aws_types: dict[str, PricedNode]) -> None:
+def test_offers_are_the_catalogs_gpu_types_at_their_on_demand_price(aws_types: dict[str, Offer]) -> None:
     assert aws_types["p3.2xlarge"].price_usd_per_hr == pytest.approx(3.06)
-    assert "SkyPilot" in aws_types["p3.2xlarge"].price_source
+    assert "SkyPilot" in aws_types["p3.2xlarge"].source
     assert all(o.instance.gpu_count > 0 for o in aws_types.values())
     assert "c5.xlarge" not in aws_types
 
 
-def test_ranking_matches_gpu_spec_and_count_and_scores_both_orders(aws_types: dict[str, PricedNode]) -> None:
+def test_ranking_matches_gpu_spec_and_count_and_scores_both_orders(aws_types: dict[str, Offer]) -> None:
     offers = [aws_types[n] for n in ("p3.2xlarge", "p3.16xlarge", "p4de.24xlarge", "g5.xlarge", "p3.8xlarge")]
     items = [
         Predicted(row("V1", samples_per_s=400.0), 300.0),
@@ -150,7 +150,7 @@ def test_ranking_matches_gpu_spec_and_count_and_scores_both_orders(aws_types: di
 
 
 def test_ranking_agrees_when_the_prediction_orders_alike_and_an_alias_admits_g5(
-    aws_types: dict[str, PricedNode],
+    aws_types: dict[str, Offer],
 ) -> None:
     offers = [aws_types[n] for n in ("p3.2xlarge", "g5.xlarge", "g5.2xlarge")]
     items = [
@@ -167,7 +167,7 @@ def test_ranking_agrees_when_the_prediction_orders_alike_and_an_alias_admits_g5(
 
 
 def test_same_gpu_spread_is_the_widest_predicted_cost_gap_within_one_gpu_model(
-    aws_types: dict[str, PricedNode],
+    aws_types: dict[str, Offer],
 ) -> None:
     offers = [aws_types[n] for n in ("p3.2xlarge", "p3.16xlarge", "p4de.24xlarge")]
     items = [
