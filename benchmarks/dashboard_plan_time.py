@@ -25,11 +25,10 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks._report import write_section
+from srift.testing.browser import CHROMIUM, CHROMIUM_ARGS
 from srift.testing.plans import DATA
 from srift.testing.server import create_write_token, running_server
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run"]
 PROFILE = DATA / "cnn_t4_structured_profile.json"
 ITERATIONS = 20_000
 TARGET_S = 3.0
@@ -82,7 +81,7 @@ def measure(runs: int) -> list[dict[str, Any]]:
         with running_server(database_url=database_url, data_dir=root / "data") as server:
             token = create_write_token(database_url, name="dashboard-plan-time")
             with sync_playwright() as p:
-                browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+                browser = p.chromium.launch(executable_path=str(CHROMIUM), args=list(CHROMIUM_ARGS))
                 context = browser.new_context(viewport={"width": 1440, "height": 1000})
                 context.add_init_script(f"window.localStorage.setItem('srift.token', {json.dumps(token)});")
                 page = context.new_page()

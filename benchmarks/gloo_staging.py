@@ -28,24 +28,9 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 
 from benchmarks._report import write_section
+from srift.profiling.memory import peak_rss_growth_bytes
 
 COLLECTIVES = ("all_gather_into_tensor", "reduce_scatter_tensor")
-
-
-def _status_kib(field: str) -> int:
-    """A `VmRSS`/`VmHWM` line of /proc/self/status, in KiB."""
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split()[1])
-    raise RuntimeError(f"/proc/self/status has no {field}")
-
-
-def _extra_bytes(run: object) -> int:
-    """How far the resident set rises above its level before `run()` while it runs."""
-    Path("/proc/self/clear_refs").write_text("5")
-    before_kib = _status_kib("VmRSS")
-    run()  # type: ignore[operator]
-    return (_status_kib("VmHWM") - before_kib) * 1024
 
 
 def _rank(rank: int, world: int, store: str, tensor_bytes: int, repeats: int, out: dict) -> None:
@@ -63,7 +48,7 @@ def _rank(rank: int, world: int, store: str, tensor_bytes: int, repeats: int, ou
     for name in COLLECTIVES:
         runs[name]()  # first call: gloo's own setup, not the staging
         dist.barrier()
-        ratios = [_extra_bytes(runs[name]) / (gathered.numel() * 4) for _ in range(repeats)]
+        ratios = [peak_rss_growth_bytes(runs[name]) / (gathered.numel() * 4) for _ in range(repeats)]
         out[(world, rank, name)] = statistics.median(ratios)
         dist.barrier()
     del whole

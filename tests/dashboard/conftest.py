@@ -20,8 +20,6 @@ import pytest
 import uvicorn
 from dashboard_harness import (
     ARTIFACTS,
-    CHROMIUM,
-    CHROMIUM_ARGS,
     Browsed,
     LiveServer,
     probe_records,
@@ -36,6 +34,7 @@ from srift.bootstrap import bootstrap
 from srift.db.session import get_engine, transaction
 from srift.domain.profile_document import read_profile
 from srift.settings import Settings
+from srift.testing.browser import CHROMIUM, CHROMIUM_ARGS
 
 
 def _store_profiles(url: str, model: str) -> list[int]:
@@ -90,7 +89,7 @@ def chromium() -> Iterator[Any]:
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=list(CHROMIUM_ARGS))
         yield browser
         browser.close()
 

@@ -10,17 +10,6 @@ from srift.bandwidth.records import ProbeRecord, algbw_gbps, busbw_gbps
 from srift.settings import REPO_ROOT, Settings
 
 ARTIFACTS = REPO_ROOT / "test-artifacts" / "dashboard"
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 
 
 def profile_document(*, model: str, accelerator: str, speed: float) -> dict[str, Any]:
