@@ -78,7 +78,7 @@ def _gpu_spec(name: str | None, device: str) -> Any:
 
 def profile_row(name: str, precision: str, *, device: str, max_batch: int, spec: Any) -> dict[str, Any]:
     """Profile `name` in `precision` and compare its step times with the roofline estimate for `spec`."""
-    from srift.estimate.estimator import estimate_profile
+    from srift.estimate.estimator import estimate_profile, measured_strict_fp32
     from srift.profiling.profiler import profile_model
 
     factory, inputs = MODELS[name]
@@ -105,7 +105,13 @@ def profile_row(name: str, precision: str, *, device: str, max_batch: int, spec:
         "steps": [{"batch": b, "measured_s": round(prof.compute_s(b), 6)} for b in prof.forward.batches],
     }
     if spec is not None and prof.structure is not None:
-        made = estimate_profile(model=name, structure=prof.structure, spec=spec, precision=prof.precision)
+        made = estimate_profile(
+            model=name,
+            structure=prof.structure,
+            spec=spec,
+            precision=prof.precision,
+            strict_fp32=measured_strict_fp32(prof),
+        )
         row["spec"] = spec.name
         if made.profile is not None:
             for step in row["steps"]:
@@ -119,7 +125,8 @@ def profile_row(name: str, precision: str, *, device: str, max_batch: int, spec:
 
 def rescore_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
     """Every step of `report`'s profiles with the estimate recomputed now (`--rescore`): the model's
-    structure counted afresh in the row's precision, `estimate:roofline` for the report's spec."""
+    structure counted afresh in the row's precision, `estimate:roofline` for the report's spec, its float32
+    convolutions as the row's `float32_math` records cuDNN's (IEEE float32 for a strict-fp32 run)."""
     from srift.catalog.accelerators import spec_named
     from srift.domain.structure import Precision
     from srift.estimate.estimator import estimate_profile
@@ -131,7 +138,10 @@ def rescore_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
         factory, inputs = MODELS[row["model"]]
         precision = Precision(row["precision"])
         structure = count_structure(_load(factory), _load(inputs), precision=precision)
-        made = estimate_profile(model=row["model"], structure=structure, spec=spec, precision=precision)
+        strict = (row.get("float32_math") or {}).get("cudnn") == "ieee"
+        made = estimate_profile(
+            model=row["model"], structure=structure, spec=spec, precision=precision, strict_fp32=strict
+        )
         for step in row["steps"]:
             now = made.profile.compute_s(step["batch"]) if made.profile is not None else None
             out.append(

@@ -29,7 +29,9 @@ nothing fitted): the same held-out predictions as the MAPE tables. The shipped A
 the published and at the predicted throughput (Spearman ρ, the predicted first's true cost over the true
 best; once strictly, once counting g5's A10G as the table's A10); median and 90th percentile |error| of
 step time at per-GPU batches ≥ ⅓ of the largest; published against predicted efficiency thr_N / (N·thr_1)
-of every system with a 1-GPU row, with the published step's growth beside the simulated all-reduce time.
+of every system with a 1-GPU row, with the published step's growth beside the simulated all-reduce time,
+and, for the fp32 cases outside 5 points, the link speed that growth would imply were it communication
+(`public_quality.implied_allreduce_busbw_gbps`) beside the simulated one and the link's rating.
 
     python -m benchmarks.public_gpus                      # tables -> docs/BENCHMARKS.md
     python -m benchmarks.public_gpus --write-calibration  # also rewrite srift/estimate/data/calibration.json
@@ -516,18 +518,74 @@ def quality_report(checked: list[Checked]) -> str:
     by_id = {c.row.id: c for c in checked}
     for c in cases:
         n_row = by_id[c.row_id]
-        one_row = by_id[c.one_row_id]
-        grown_s = (
-            n_row.row.global_batch / n_row.row.samples_per_s
-            - one_row.row.global_batch / one_row.row.samples_per_s
-        )
+        grown_s = public_quality.step_growth_s(one=by_id[c.one_row_id].row, n=n_row.row)
         lines.append(
             f"| {c.gpu} | {c.system} | {c.model} | {label[c.precision.value]} | {c.gpus} | "
             f"{c.per_gpu_batch_one} / {c.per_gpu_batch_n} | {pct(c.published_efficiency)} | "
             f"{pct(c.predicted_efficiency)} | {c.difference_points:+.1f} | {1e3 * grown_s:+.0f} | "
             f"{1e3 * n_row.communication_s:.1f} ({1e3 * n_row.exposed_communication_s:.1f}) |"
         )
+    lines += ["", *link_speed_lines(cases, by_id)]
     return "\n".join(lines)
+
+
+WITHOUT_PEER_TO_PEER = {
+    "RTX-4090": (
+        'tinygrad/open-gpu-kernel-modules@1f40371d README.md: the P2P mailbox hardware "is not present or '
+        "disabled in hardware on the 4090s, and that's why P2P doesn't work\" (NVIDIA's driver)"
+    ),
+}
+"""Table GPUs documented to lack peer-to-peer over PCIe (NCCL then stages through host memory, its SHM
+transport), with the source. Only labels the scaling diagnosis; no link model uses it."""
+
+
+def link_speed_lines(cases: list[public_quality.ScalingCase], by_id: dict[str, Checked]) -> list[str]:
+    """Could the link explain the scaling misses? For the fp32 (TF32) cases outside 5 points whose step grew,
+    the all-reduce bus bandwidth at which that growth would be the gradients' all-reduce alone
+    (`public_quality.implied_allreduce_busbw_gbps`), beside the simulated one and the link's rating."""
+    groups: dict[tuple[str, str, str, int, float], list[tuple[float, float, float]]] = defaultdict(list)
+    for c in cases:
+        if c.precision.value != "tf32" or abs(c.difference_points) <= WITHIN_POINTS:
+            continue
+        n_row = by_id[c.row_id]
+        grown_s = public_quality.step_growth_s(one=by_id[c.one_row_id].row, n=n_row.row)
+        if grown_s <= 0:
+            continue
+        grad_bytes = structure_of(c.model, c.precision).memory.gradient_bytes
+        implied = public_quality.implied_allreduce_busbw_gbps(
+            gradient_bytes=grad_bytes, gpus=c.gpus, grown_s=grown_s
+        )
+        simulated = public_quality.implied_allreduce_busbw_gbps(
+            gradient_bytes=grad_bytes, gpus=c.gpus, grown_s=n_row.communication_s
+        )
+        key = (n_row.row.interconnect, c.gpu, c.model, c.gpus, n_row.row.interconnect_gbps / 8)
+        groups[key].append((grown_s, implied, simulated))
+    lines = [
+        "Could the link explain the misses? For every fp32 (TF32) case outside 5 points whose step grew: the "
+        "all-reduce bus bandwidth (nccl-tests' busbw = S·2(N−1)/N / t) at which the published growth "
+        "t_N − t_1 would be one all-reduce of the reference model's float32 gradients S, none of it hidden "
+        "(`public_quality.implied_allreduce_busbw_gbps`: the fastest link for which the loss could be "
+        "communication), beside the simulator's all-reduce bus bandwidth for that node and the link's "
+        "rating per GPU (the table's, one direction). fp32 rows only: there DDP and Srift both all-reduce "
+        "float32 gradients; the table's fp16 BERT rows ran apex AMP O2 with apex DDP "
+        "(LambdaLabsML/DeepLearningExamples@b5e12513 PyTorch/LanguageModeling/BERT/run_squad.py: "
+        'amp.initialize(opt_level="O2"), apex.parallel.DistributedDataParallel), whose gradients are '
+        "float16, half of Srift's bytes. P2P: no where the GPU is documented to lack peer-to-peer over PCIe "
+        "(footnote), else not documented here.",
+        "",
+        "| link | GPU | P2P | model | N | cases | published t_N − t_1 (ms, median) | implied busbw (GB/s, "
+        "median) | simulated all-reduce busbw (GB/s) | link rating per GPU (GB/s) |",
+        "|---|---|---|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for (link, gpu, model, n, rating_gb_s), group in sorted(groups.items()):
+        lines.append(
+            f"| {link} | {gpu} | {'no¹' if gpu in WITHOUT_PEER_TO_PEER else '–'} | {model} | {n} | "
+            f"{len(group)} | {1e3 * statistics.median(g[0] for g in group):.0f} | "
+            f"{statistics.median(g[1] for g in group):.1f} | "
+            f"{statistics.median(g[2] for g in group):.1f} | {rating_gb_s:.1f} |"
+        )
+    lines += ["", *[f"¹ {gpu}: {source}." for gpu, source in WITHOUT_PEER_TO_PEER.items()]]
+    return lines
 
 
 def main() -> None:

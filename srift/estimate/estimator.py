@@ -15,6 +15,10 @@ The largest batch is the one whose training step fits the accelerator's memory l
 training memory model of one CUDA rank (`srift.domain.memory`: parameters, gradients, Adam's state and
 temporaries, the CUDA context and the structure's activations), as `srift profile` finds it on a GPU.
 Curves have breakpoints at 1, 2, 4, … and the largest batch.
+A profile measured with `srift profile --strict-fp32` (`extra.float32_math.cudnn` "ieee": cuDNN's TF32
+disabled, as users who set `torch.backends.cudnn.allow_tf32 = False` train) is priced with float32
+convolutions in IEEE float32, and so are the estimates scaled from it, which record that in their own
+`extra.float32_math`.
 Every estimate carries `estimate` (method, source accelerator, calibration) and a `spread`, the relative
 1-σ error of that method measured leaving one accelerator out (`srift.estimate.calibration`).
 `complete_profiles` adds estimates for the instance types a request's measured profiles do not cover.
@@ -101,6 +105,17 @@ def _straggler_cv(accelerator: str) -> float:
     return straggler_cv_for(accelerator)[0]
 
 
+STRICT_FLOAT32_MATH = {"matmul": "ieee", "cudnn": "ieee"}
+"""What an estimate for strict-fp32 training records in `extra.float32_math` (the profiler's keys)."""
+
+
+def measured_strict_fp32(profile: ModelProfile) -> bool:
+    """Whether `profile` was timed with cuDNN's TF32 disabled (`srift profile --strict-fp32`), as its
+    `extra.float32_math` records; profiles without the record ran under PyTorch's defaults."""
+    math_used = profile.extra.get("float32_math")
+    return isinstance(math_used, dict) and math_used.get("cudnn") == "ieee"
+
+
 def estimate_profile(
     *,
     model: str,
@@ -113,6 +128,7 @@ def estimate_profile(
     anchor_spec: AcceleratorSpec | None = None,
     calibration: Calibration | None = None,
     max_batch: int | None = None,
+    strict_fp32: bool | None = None,
 ) -> Estimated:
     """An estimated profile of `model` on `spec` (see the module docstring).
 
@@ -121,10 +137,15 @@ def estimate_profile(
     spec's memory (EC2 reports a little less than the datasheet). With `anchor` (a measured profile in the
     same precision group) and its `anchor_spec` the estimate is scaled from it. `max_batch`, when given,
     replaces the one-rank memory model's largest batch (sharded data parallelism holds less per GPU; the
-    plan checks each strategy's memory, `srift.domain.sharding`).
+    plan checks each strategy's memory, `srift.domain.sharding`). `strict_fp32` prices float32
+    convolutions in IEEE float32 (`roofline.convolution_precision`); None follows the anchor's record
+    (`measured_strict_fp32`), PyTorch's defaults without an anchor. The anchor is always priced as it
+    was measured.
     """
     cal = calibration or shipped_calibration()
     prec = precision or structure.precision
+    anchor_strict = anchor is not None and measured_strict_fp32(anchor)
+    strict = anchor_strict if strict_fp32 is None else strict_fp32
     eff = cal.efficiency
     memory = (memory_gib if memory_gib and memory_gib > 0 else spec.memory_gib) * 2**30
     limited_by = "memory"
@@ -138,22 +159,37 @@ def estimate_profile(
         need = structure_memory(structure).peak_bytes(1) / 2**30
         return Estimated(None, f"{model} does not fit on {label} (needs {need:.1f} GiB at batch 1)")
     batches = curve_batches(max_batch)
-    rf = [roofline_times(structure, spec=spec, batch=b, efficiency=eff, precision=prec) for b in batches]
+    rf = [
+        roofline_times(structure, spec=spec, batch=b, efficiency=eff, precision=prec, strict_fp32=strict)
+        for b in batches
+    ]
     readiness_batch = max(1, round(max_batch * READINESS_BATCH_FRACTION))
-    ready_times = roofline_times(structure, spec=spec, batch=readiness_batch, efficiency=eff, precision=prec)
+    ready_times = roofline_times(
+        structure, spec=spec, batch=readiness_batch, efficiency=eff, precision=prec, strict_fp32=strict
+    )
     if anchor is not None and anchor_spec is not None:
         factors_fw, factors_bw = [], []
         for b in batches:
             at = min(b, anchor.max_batch)
             ra = roofline_times(
-                structure, spec=anchor_spec, batch=at, efficiency=eff, precision=anchor.precision
+                structure,
+                spec=anchor_spec,
+                batch=at,
+                efficiency=eff,
+                precision=anchor.precision,
+                strict_fp32=anchor_strict,
             )
             if min(ra.forward_s, ra.backward_s) < MIN_PASS_S:
                 return Estimated(None, _no_work(model, anchor_spec.name))
             factors_fw.append(anchor.forward.time_s(at) / ra.forward_s)
             factors_bw.append(anchor.backward.time_s(at) / ra.backward_s)
         anchor_update = roofline_times(
-            structure, spec=anchor_spec, batch=1, efficiency=eff, precision=anchor.precision
+            structure,
+            spec=anchor_spec,
+            batch=1,
+            efficiency=eff,
+            precision=anchor.precision,
+            strict_fp32=anchor_strict,
         ).update_s
         update_factor = anchor.update_s / anchor_update if anchor.update_s > 0 else factors_bw[-1]
         layers = anchor.layers
@@ -178,6 +214,8 @@ def estimate_profile(
             if factor is not None
             else "roofline, pooled calibration (the model is not in the public table)"
         )
+    if strict and prec is Precision.FP32:
+        how += ", float32 convolutions in IEEE float32 (strict fp32)"
     if not layers:
         return Estimated(None, f"{model} has no trainable layers to estimate")
     forward = ComputeCurve(batches, tuple(r.forward_s * f for r, f in zip(rf, factors_fw, strict=True)))
@@ -199,6 +237,7 @@ def estimate_profile(
         estimate=info,
         extra={
             "estimated": how,
+            **({"float32_math": dict(STRICT_FLOAT32_MATH)} if strict else {}),
             "accelerator_spec": spec.name,
             "spec_source": spec.source_text,
             "memory_gib": round(memory / 2**30, 3),
@@ -230,8 +269,10 @@ def complete_profiles(
 
     Measured and stored profiles come first, so a type any of them matches keeps it (a measured profile
     always wins). An estimate is scaled from the first measured profile with a structure whose accelerator
-    has a known spec, else roofline from any profile's structure (in `precision`'s group). Types whose
-    model does not fit, CPU types and GPUs without a spec get no estimate.
+    has a known spec, else roofline from any profile's structure (in `precision`'s group). Estimates are
+    strict fp32 when the anchor was measured so, or without an anchor when any of the profiles in the
+    group was (`measured_strict_fp32`). Types whose model does not fit, CPU types and GPUs without a spec
+    get no estimate.
     """
     out = list(profiles)
     notes: list[str] = []
@@ -256,6 +297,11 @@ def complete_profiles(
         None,
     )
     anchor_spec = spec_for_accelerator(anchor.accelerator) if anchor is not None else None
+    strict = (
+        measured_strict_fp32(anchor)
+        if anchor is not None
+        else any(measured_strict_fp32(p) for p in profiles if _same_group(p.precision, precision))
+    )
     done: set[str] = set()
     for instance in instances:
         if any(instance.matches_accelerator(p.accelerator) for p in out):
@@ -273,6 +319,7 @@ def complete_profiles(
             anchor=anchor,
             anchor_spec=anchor_spec,
             calibration=calibration,
+            strict_fp32=strict,
         )
         if made.profile is None:
             notes.append(made.note)

@@ -12,7 +12,8 @@ Issue #55 asks three things of Srift's leave-one-GPU-out predictions of the publ
 - Step-time error (`step_error`, `large_batch`, `abs_error_quantiles`): predicted step / measured step − 1
   at per-GPU batches of at least a third of the largest the table has for the same GPU, model and precision.
 - Single-node scaling (`scaling_cases`): the published efficiency thr_N / (N · thr_1) of one system against
-  the predicted one from the same rows' predictions.
+  the predicted one from the same rows' predictions; `implied_allreduce_busbw_gbps` says how slow a link
+  would have to be for the published loss to be communication.
 """
 
 from __future__ import annotations
@@ -150,6 +151,25 @@ def scaling_cases(items: Sequence[Predicted]) -> list[ScalingCase]:
             )
         )
     return sorted(out, key=lambda s: (s.gpu, s.system, s.model, s.precision.value, s.gpus))
+
+
+def step_growth_s(*, one: Row, n: Row) -> float:
+    """t_N − t_1: how much longer the N-GPU row's step is than the 1-GPU row's (t = global batch /
+    throughput; at the same per-GPU batch, the time data parallelism added)."""
+    return n.global_batch / n.samples_per_s - one.global_batch / one.samples_per_s
+
+
+def implied_allreduce_busbw_gbps(*, gradient_bytes: float, gpus: int, grown_s: float) -> float:
+    """The all-reduce bus bandwidth (GB/s, nccl-tests' definition: busbw = S · 2(N−1)/N / t; NVIDIA/nccl-tests
+    doc/PERFORMANCE.md) at which one all-reduce of `gradient_bytes` over `gpus` ranks lasts `grown_s`.
+
+    With `grown_s` the published step's growth from 1 to N GPUs, this is the fastest link for which that
+    growth could be gradient traffic: all of it exposed (none hidden behind the backward pass, which would
+    ask a slower link still). A link measured or rated far above it cannot explain the loss by its speed.
+    nan when the step did not grow."""
+    if grown_s <= 0 or gpus < 2:
+        return math.nan
+    return gradient_bytes * 2 * (gpus - 1) / gpus / grown_s / 1e9
 
 
 # --- plan quality ---------------------------------------------------------------------------------------

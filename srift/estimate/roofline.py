@@ -6,8 +6,9 @@ Per layer and pass, at per-device batch b (FLOPs F and bytes B are the structure
 
 where P is the accelerator's peak for matrix products in the precision and P_conv its peak for
 convolutions in `Precision.convolution` of it (PyTorch's defaults: float32 convolutions run in TF32 through
-cuDNN, float32 matrix products in IEEE float32), F_conv the convolutions' FLOPs and F_mm the others (matrix
-products, attention), W the DRAM bandwidth, and the η the
+cuDNN, float32 matrix products in IEEE float32; with `strict_fp32`, as `srift profile --strict-fp32` and
+`torch.backends.cudnn.allow_tf32 = False` run them, float32 convolutions too run in IEEE float32), F_conv
+the convolutions' FLOPs and F_mm the others (matrix products, attention), W the DRAM bandwidth, and the η the
 fractions of those peaks that real kernels reach (`Efficiency`, calibrated on public measurements by
 `srift.estimate.calibration`). On GPUs with stacked HBM memory the bandwidth fractions are multiplied by
 `Efficiency.hbm_bandwidth`: calibrated on the same table, where HBM GPUs (V100, A100, H100) reach a smaller
@@ -55,13 +56,29 @@ class RooflineTimes:
     backward_layers_s: tuple[float, ...]
 
 
+def convolution_precision(precision: Precision, *, strict_fp32: bool = False) -> Precision:
+    """The arithmetic convolutions run in at `precision`: `Precision.convolution` (cuDNN's TF32 default for
+    float32), except that `strict_fp32` (cuDNN's TF32 disabled) keeps float32 convolutions in IEEE float32;
+    autocast and tf32 convolutions are unaffected (`srift.profiling.bench.float32_math`)."""
+    if strict_fp32 and precision is Precision.FP32:
+        return Precision.FP32
+    return precision.convolution
+
+
 def layer_seconds(
-    work: PassWork, *, spec: AcceleratorSpec, precision: Precision, batch: float, efficiency: Efficiency
+    work: PassWork,
+    *,
+    spec: AcceleratorSpec,
+    precision: Precision,
+    batch: float,
+    efficiency: Efficiency,
+    strict_fp32: bool = False,
 ) -> float:
     """Roofline seconds of one layer's pass at `batch` (see the module docstring)."""
     bandwidth = efficiency.bandwidth(spec)
+    conv_peak = spec.peak_flops(convolution_precision(precision, strict_fp32=strict_fp32))
     compute = work.product_flops.at(batch) / (spec.peak_flops(precision) * efficiency.compute) + (
-        work.conv_flops.at(batch) / (spec.peak_flops(precision.convolution) * efficiency.compute)
+        work.conv_flops.at(batch) / (conv_peak * efficiency.compute)
     )
     operands = work.matmul_bytes.at(batch) / (bandwidth * efficiency.matmul_memory)
     return max(compute, operands) + work.other_bytes.at(batch) / (bandwidth * efficiency.other_memory)
@@ -74,12 +91,13 @@ def roofline_times(
     batch: float,
     efficiency: Efficiency,
     precision: Precision | None = None,
+    strict_fp32: bool = False,
 ) -> RooflineTimes:
     """Forward, backward and update seconds of `structure` on `spec` at per-device `batch`.
 
     `precision` defaults to the structure's own; the bytes are always the structure's (counted in its
     precision), only the peaks change (fp32 structures priced at tf32 use TF32 tensor cores for matrix
-    products too; at fp32 only their convolutions do). Every layer
+    products too; at fp32 only their convolutions do, and with `strict_fp32` none). Every layer
     at once: the same operations as `layer_seconds` in the same order, on columns of the structure's counts
     (bit for bit the same seconds; a catalog's reference profiles take ~2,500 of these calls).
     """
@@ -90,7 +108,7 @@ def roofline_times(
         spec.peak_flops(prec) * efficiency.compute,
         bandwidth * efficiency.matmul_memory,
         bandwidth * efficiency.other_memory,
-        spec.peak_flops(prec.convolution) * efficiency.compute,
+        spec.peak_flops(convolution_precision(prec, strict_fp32=strict_fp32)) * efficiency.compute,
     )
     forward = sum(_pass_seconds(columns.forward, batch, peaks).tolist())
     backward_layers = tuple(_pass_seconds(columns.backward, batch, peaks).tolist())

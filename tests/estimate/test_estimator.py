@@ -10,7 +10,7 @@ import pytest
 
 from srift.catalog.accelerators import spec_named
 from srift.domain import InstanceType, Interconnect
-from srift.domain.structure import Precision
+from srift.domain.structure import ZERO, ModelStructure, PassWork, Precision
 from srift.estimate import public
 from srift.estimate.calibration import shipped_calibration
 from srift.estimate.estimator import complete_profiles, estimate_profile
@@ -102,3 +102,54 @@ def test_a_measured_profile_wins_and_the_others_are_scaled_from_it() -> None:
     )
     assert plain.profile is not None
     assert scaled.forward.time_s(8) > 1.5 * plain.profile.forward.time_s(8)
+
+
+def _convolutions_as_matrix_products(structure: ModelStructure) -> ModelStructure:
+    """`structure` with no convolution FLOPs kept apart: every FLOP priced at the matrix-product peak."""
+
+    def flat(work: PassWork) -> PassWork:
+        return replace(work, conv_flops=ZERO)
+
+    layers = tuple(replace(w, forward=flat(w.forward), backward=flat(w.backward)) for w in structure.layers)
+    return replace(structure, layers=layers)
+
+
+def test_a_strict_fp32_profile_scales_with_its_convolutions_in_ieee_float32() -> None:
+    """A profile measured with `--strict-fp32` (cuDNN's TF32 off) is priced, and its estimates on other
+    GPUs too, with float32 convolutions at the FP32 peak: exactly as if they were matrix products."""
+    structure = structure_of("resnet50", Precision.FP32)
+    flat = _convolutions_as_matrix_products(structure)
+    h200 = estimate_profile(model="resnet50", structure=flat, spec=spec_named("H200-SXM-141GB"))
+    assert h200.profile is not None
+    strict_math = {"matmul": "ieee", "cudnn": "ieee", "api": "fp32_precision"}
+    measured = replace(
+        h200.profile,
+        accelerator="NVIDIA H200",
+        device="cuda",
+        estimate=None,
+        structure=structure,
+        extra={"float32_math": strict_math},
+    )
+    instances = [_instance("p4d.24xlarge", "A100", 40.0)]
+    completed, _ = complete_profiles([measured], instances, precision=Precision.FP32)
+    scaled = completed[1]
+    assert scaled.estimate is not None and scaled.estimate.method == "scaled"
+    expected = estimate_profile(model="resnet50", structure=flat, spec=spec_named("A100-SXM4-40GB"))
+    default = estimate_profile(model="resnet50", structure=structure, spec=spec_named("A100-SXM4-40GB"))
+    assert expected.profile is not None and default.profile is not None
+    assert scaled.forward.batches == expected.profile.forward.batches
+    assert scaled.forward.times_s == pytest.approx(expected.profile.forward.times_s, rel=1e-9)
+    assert scaled.backward.times_s == pytest.approx(expected.profile.backward.times_s, rel=1e-9)
+    assert scaled.update_s == pytest.approx(expected.profile.update_s, rel=1e-9)
+    assert scaled.extra["float32_math"]["cudnn"] == "ieee"
+    # IEEE float32 convolutions on an A100 take several times their TF32 time.
+    assert scaled.compute_s(64) > 2 * default.profile.compute_s(64)
+    # Without the record (PyTorch's defaults) the TF32-convolution roofline's times scale to its estimate.
+    on_h200 = estimate_profile(model="resnet50", structure=structure, spec=spec_named("H200-SXM-141GB"))
+    assert on_h200.profile is not None
+    default_measured = replace(
+        measured, extra={}, forward=on_h200.profile.forward, backward=on_h200.profile.backward
+    )
+    completed, _ = complete_profiles([default_measured], instances, precision=Precision.FP32)
+    assert completed[1].forward.times_s == pytest.approx(default.profile.forward.times_s, rel=1e-9)
+    assert "float32_math" not in completed[1].extra

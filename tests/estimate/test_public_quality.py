@@ -16,11 +16,13 @@ from srift.estimate.public import Row
 from srift.estimate.public_quality import (
     Predicted,
     abs_error_quantiles,
+    implied_allreduce_busbw_gbps,
     large_batch,
     offers_in,
     rank_offers,
     scaling_cases,
     step_error,
+    step_growth_s,
     system_of,
 )
 
@@ -180,3 +182,18 @@ def test_same_gpu_spread_is_the_widest_predicted_cost_gap_within_one_gpu_model(
     assert ranking.same_gpu_spread == pytest.approx(1.1 - 1)
     (alone,) = rank_offers(items, offers[2:])
     assert alone.same_gpu_spread == 0.0
+
+
+def test_the_implied_bus_bandwidth_is_nccl_tests_busbw_of_the_step_growth() -> None:
+    """nccl-tests' own line (the shared 2 × p5.48xlarge run: 16 ranks, 17179869184 B in 66132 µs, busbw
+    487.09 GB/s) comes back from its time; a step that grew 0.1 s on 2 GPUs with 1 GB of gradients asks
+    10 GB/s; a step that did not grow asks nothing of the link."""
+    assert implied_allreduce_busbw_gbps(
+        gradient_bytes=17179869184, gpus=16, grown_s=66132e-6
+    ) == pytest.approx(487.09, abs=0.01)
+    assert implied_allreduce_busbw_gbps(gradient_bytes=1e9, gpus=2, grown_s=0.1) == pytest.approx(10.0)
+    assert math.isnan(implied_allreduce_busbw_gbps(gradient_bytes=1e9, gpus=2, grown_s=0.0))
+    assert math.isnan(implied_allreduce_busbw_gbps(gradient_bytes=1e9, gpus=2, grown_s=-0.01))
+    one = row("A 1x", samples_per_s=100.0, per_gpu_batch=128)
+    two = row("A 2x", gpus=2, samples_per_s=160.0, per_gpu_batch=128)
+    assert step_growth_s(one=one, n=two) == pytest.approx(256 / 160 - 128 / 100)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 
 from srift.catalog.accelerators import spec_named
@@ -65,3 +67,8 @@ def test_float32_convolutions_are_priced_in_tf32_and_matrix_products_in_ieee_flo
     assert seconds(Precision.TF32) == pytest.approx(3e12 / tf32, rel=1e-12)
     bf16 = spec.peak_flops(Precision.BF16)
     assert seconds(Precision.BF16) == pytest.approx(3e12 / bf16, rel=1e-12)
+    # cuDNN's TF32 disabled (`--strict-fp32`): float32 convolutions in IEEE float32, the others unchanged
+    strict = functools.partial(layer_seconds, work, spec=spec, batch=1, efficiency=full, strict_fp32=True)
+    assert strict(precision=Precision.FP32) == pytest.approx(3e12 / fp32, rel=1e-12)
+    assert strict(precision=Precision.TF32) == seconds(Precision.TF32)
+    assert strict(precision=Precision.BF16) == seconds(Precision.BF16)
