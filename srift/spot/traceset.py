@@ -98,7 +98,7 @@ def _entry(entry: Any, where: str) -> SpotTrace:
             f"{where} has unknown fields {extra}", hint=f"keep only {', '.join(_ENTRY_FIELDS)}", field=where
         )
     kind = entry.get("kind")
-    if kind not in {k.value for k in TraceKind}:
+    if not isinstance(kind, str) or kind not in {k.value for k in TraceKind}:
         raise InvalidInput(
             f"{where}.kind is {kind!r}", hint="give preemption or availability", field=f"{where}.kind"
         )

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
@@ -84,6 +84,7 @@ def test_merging_replaces_a_trace_of_the_same_name_and_counts_the_unchanged() ->
     ),
     value=st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), st.text(max_size=5), st.just([])),
 )
+@example(path=["traces", 0, "kind"], value=[])  # found 2026-12-06: an unhashable kind was a TypeError
 def test_fuzzed_sets_are_read_or_refused_never_crash(path: list[object], value: object) -> None:
     doc: Any = _set()
     node = doc
