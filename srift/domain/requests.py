@@ -115,10 +115,10 @@ class ProfileRequest(SimulatorChoice):
     profiles: tuple[Mapping[str, Any], ...] | None = None
     model: str | None = None
     precision: Precision | None = None
-    owner: str | None = None
-    """Who asks (not a request field: the edge sets it from the token); see ProfileSelection."""
     allow_cpu_profiles: bool = False
     """Let profiles measured on a CPU stand in for GPU types (srift.domain.devices; the answer says so)."""
+    owner: str | None = None
+    """Who asks (not a request field: the edge sets it from the token); see ProfileSelection."""
 
     @property
     def selection(self) -> ProfileSelection:
