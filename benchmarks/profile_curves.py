@@ -89,7 +89,7 @@ def run_one(
 ) -> dict[str, Any]:
     from srift.profiling import testmodels
     from srift.profiling.curves import breakpoints, fit_curve, mape
-    from srift.profiling.profiler import measure_step_s, profile_model
+    from srift.profiling.profiler import profile_model, sample_curve_points
 
     factory = getattr(testmodels, name)
     input_factory = getattr(testmodels, f"{name}_input")
@@ -105,14 +105,14 @@ def run_one(
     from_profile = [profile.compute_s(b) for b in batches]
     runs: list[dict[str, Any]] = []
     for _ in range(sessions):
-        direct = measure_step_s(
-            factory(),
+        direct = sample_curve_points(
+            factory,
             input_factory,
             sorted({*points, *paper, *batches}),
             threads=threads,
             repeats=check_repeats,
             clock=clock,
-        )
+        ).median_times_s()
 
         def through(at: list[int], direct: dict[int, tuple[float, float]] = direct) -> list[float]:
             forward = fit_curve(at, [direct[b][0] for b in at])

@@ -108,13 +108,15 @@ class SimulatorChoice:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ProfileRequest(SimulatorChoice):
-    """What plan and prediction requests share: the simulator settings, and which compute profiles they use
-    (`selection`; the fields are ProfileSelection's)."""
+    """What plan and prediction requests share: the simulator settings, which compute profiles they use
+    (`selection`; the fields are ProfileSelection's), and whether CPU profiles may stand in for GPUs."""
 
     profile_ids: tuple[int, ...] | None = None
     profiles: tuple[Mapping[str, Any], ...] | None = None
     model: str | None = None
     precision: Precision | None = None
+    allow_cpu_profiles: bool = False
+    """Let profiles measured on a CPU stand in for GPU types (srift.domain.devices; the answer says so)."""
     owner: str | None = None
     """Who asks (not a request field: the edge sets it from the token); see ProfileSelection."""
 
@@ -169,7 +171,6 @@ class PlanQuery(ProfileRequest):
     fallback: bool = True
     stack: FrameworkStack = FrameworkStack()
     include_retired: bool = False
-    allow_cpu_profiles: bool = False
     strategy: StrategyChoice = StrategyChoice.AUTO
     checkpointing: bool | None = None
 
@@ -209,7 +210,6 @@ class PredictionQuery(ProfileRequest):
     seed: int = 0
     straggler_iters: int = 100
     mc_samples: int = 0
-    allow_cpu_profiles: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -218,6 +218,13 @@ class CurveSamples:
             fit_curve(self.batches, [bw for _, bw in points]),
         )
 
+    def median_times_s(self) -> dict[int, tuple[float, float]]:
+        """The median (forward, backward) seconds at each batch: a direct measurement to check curves by."""
+        return {
+            batch: (statistics.median(fw), statistics.median(bw))
+            for batch, fw, bw in zip(self.batches, self.forward_s, self.backward_s, strict=True)
+        }
+
     def compute_s(self, batch: float) -> float:
         """Forward plus backward seconds at `batch` on this pass's curves."""
         forward, backward = self.curves()

@@ -60,7 +60,6 @@ Default loss: the sum, over every floating-point tensor in the model's output, o
 from __future__ import annotations
 
 import datetime as dt
-import statistics
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -75,7 +74,6 @@ from srift.domain.structure import ModelStructure, Precision, parse_precision
 from srift.errors import InvalidInput
 from srift.profiling.accelerator import MAX_NAME_CHARS, cpu_accelerator_name
 from srift.profiling.bench import (
-    DEFAULT_LOSS_NAME,
     Bench,
     Clock,
     Progress,
@@ -94,7 +92,6 @@ from srift.profiling.bench import (
 )
 from srift.profiling.cpuquota import read_cpu_quota
 from srift.profiling.curves import BendCheck, CurveSamples, breakpoints
-from srift.profiling.loading import describe
 from srift.profiling.peak import memory_document, step_peak
 from srift.profiling.readiness import Readiness, measure_readiness, readiness_cpu_clock
 from srift.profiling.search import MaxBatchSearch, search_max_batch
@@ -113,7 +110,6 @@ __all__ = [
     "ProgressFn",
     "call_model",
     "default_loss",
-    "measure_step_s",
     "parameters_without_grad",
     "profile_layers",
     "profile_model",
@@ -508,7 +504,8 @@ def sample_curve_points(
 
     A further pass over a profile's breakpoints: on a machine whose speed drifts, passes spread over time
     and pooled with `pool_curve_samples` give a curve for the machine's typical speed rather than for the
-    few seconds of one profile.
+    few seconds of one profile. Also the direct measurement a profile's curve is checked against
+    (`CurveSamples.median_times_s`); pass `lambda: model` to time a model already built.
     """
     _check_positive(repeats=repeats, warmup=warmup + 1)
     points = tuple(sorted(set(batches)))
@@ -525,44 +522,6 @@ def sample_curve_points(
         warmup=warmup,
     )
     return _samples(points, measured)
-
-
-def measure_step_s(
-    model: nn.Module,
-    input_factory: Callable[[int], Any],
-    batches: list[int],
-    *,
-    loss_fn: Callable[[Any], torch.Tensor] | None = None,
-    device: str = "cpu",
-    threads: int | None = None,
-    repeats: int = DEFAULT_REPEATS,
-    warmup: int = DEFAULT_WARMUP,
-    clock: Clock | str = Clock.WALL,
-) -> dict[int, tuple[float, float]]:
-    """Median (forward, backward) seconds at each batch, measured like the profile's points (for checks)."""
-    dev = parse_device(device)
-    bench = Bench(
-        model=model.to(dev).train(),
-        make_input=input_factory,
-        loss_fn=loss_fn or default_loss,
-        device=dev,
-        model_desc=type(model).__name__,
-        input_desc=describe(input_factory),
-        loss_desc=DEFAULT_LOSS_NAME if loss_fn is None else describe(loss_fn),
-    )
-    measured = _time_points_on(
-        lambda: bench,
-        tuple(sorted(set(batches))),
-        device=dev,
-        threads=threads,
-        clock=clock,
-        repeats=repeats,
-        warmup=warmup,
-    )
-    return {
-        b: (statistics.median(measured.forward_s[b]), statistics.median(measured.backward_s[b]))
-        for b in measured.forward_s
-    }
 
 
 def _time_points_on(

@@ -41,7 +41,8 @@ class ModelCurve:
 
 @dataclass(frozen=True, slots=True)
 class ProbePoint:
-    """A stored probe sample as the dashboard plots it."""
+    """A stored probe sample as the dashboard plots it (bus bandwidth in gigabits/s); GET
+    /v1/bandwidth-models/{version}/curves answers with it as it is."""
 
     world_size: int
     nodes: int
@@ -54,7 +55,8 @@ class ProbePoint:
 
 @dataclass(frozen=True, slots=True)
 class ProbeGroup:
-    """The count of stored probe samples of one (provider, instance type, world size, nodes)."""
+    """The count of stored probe samples of one (provider, instance type, world size, nodes); the curves
+    endpoint lists these as they are, to pick from."""
 
     provider: str
     instance_type: str

@@ -99,6 +99,15 @@ def _profile_with_samples(profile_doc: dict[str, Any]) -> ModelProfile:
     return read_profile(profile_doc | {"extra": {"measured": own.to_dict(), "clock": "wall"}})
 
 
+def test_median_times_are_each_batchs_median_forward_and_backward() -> None:
+    samples = CurveSamples(
+        batches=(1, 8),
+        forward_s=((0.003, 0.001, 0.002), (0.010, 0.014)),
+        backward_s=((0.006, 0.005, 0.004), (0.020, 0.030)),
+    )
+    assert samples.median_times_s() == {1: (0.002, 0.005), 8: (0.012, 0.025)}
+
+
 def test_pooling_refits_the_curves_to_the_mean_of_the_passes_means(profile_doc: dict[str, Any]) -> None:
     profile = _profile_with_samples(profile_doc)
     slower = CurveSamples(

@@ -16,7 +16,7 @@ from srift.errors import EnvironmentProblem, Infeasible, InvalidInput
 from srift.profiling import memory, profile_model, testmodels
 from srift.profiling.bench import trainable_bytes
 from srift.profiling.curves import fit_curve, mape, pool_curve_samples
-from srift.profiling.profiler import measure_step_s, sample_curve_points
+from srift.profiling.profiler import sample_curve_points
 from srift.profiling.search import PREDICTION_MARGIN
 
 QUICK: dict[str, Any] = {"repeats": 2, "warmup": 1, "iterations": 6, "threads": 1}
@@ -197,9 +197,9 @@ def test_curve_predicts_direct_measurements() -> None:
     from_profile = [profile.compute_s(b) for b in batches]
     errors: list[tuple[float, float]] = []
     for _ in range(2):
-        direct = measure_step_s(
-            testmodels.cnn(), testmodels.cnn_input, points + batches, threads=1, repeats=5, clock="thread"
-        )
+        direct = sample_curve_points(
+            testmodels.cnn, testmodels.cnn_input, points + batches, threads=1, repeats=5, clock="thread"
+        ).median_times_s()
         forward = fit_curve(points, [direct[b][0] for b in points])
         backward = fit_curve(points, [direct[b][1] for b in points])
         measured = [direct[b][0] + direct[b][1] for b in batches]

@@ -6,6 +6,7 @@ from pydantic import BaseModel, Field
 
 from srift.api.schemas.types import Timestamp
 from srift.domain.states import TrainingState
+from srift.services.dashboard import ProbeGroup, ProbePoint
 
 
 class CurveSeries(BaseModel):
@@ -19,28 +20,6 @@ class CurveSeries(BaseModel):
     residual_cv: float = Field(description="the model's relative error spread at these points")
 
 
-class SamplePoint(BaseModel):
-    """One stored probe measurement (bandwidths in gigabits/s)."""
-
-    world_size: int
-    nodes: int
-    buffer_bytes: int
-    busbw_gbps: float
-    async_count: int
-    backend: str
-    origin: str
-
-
-class SampleGroup(BaseModel):
-    """How many probe samples exist for one provider, instance type and world size."""
-
-    provider: str
-    instance_type: str
-    world_size: int
-    nodes: int
-    count: int
-
-
 class BandwidthCurves(BaseModel):
     """Model curves and probe samples for one instance type, plus every sample group (to pick from)."""
 
@@ -48,9 +27,9 @@ class BandwidthCurves(BaseModel):
     provider: str
     instance_type: str
     series: list[CurveSeries]
-    samples: list[SamplePoint]
+    samples: list[ProbePoint]
     samples_truncated: bool = Field(description="true when more samples exist than were returned")
-    groups: list[SampleGroup]
+    groups: list[ProbeGroup]
 
 
 class TrainingRunSummary(BaseModel):

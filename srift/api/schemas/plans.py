@@ -32,6 +32,7 @@ from srift.domain.requests import (
     Amendment,
     InterruptionReport,
     PlanQuery,
+    ProfileRequest,
     ProgressReport,
 )
 from srift.domain.sharding import StrategyChoice
@@ -100,9 +101,14 @@ class StackIn(StrictModel):
     )
 
 
-class ProfileSelectionIn(StrictModel):
-    """The profile-selection fields of plan and prediction requests: stored `profile_ids`, inline
-    `profiles` or a `model`, exactly one (srift.domain.requests.ProfileSelection), in a `precision`."""
+_SHARED = field_defaults(ProfileRequest)
+"""ProfileRequest owns the shared fields' defaults; the schema states them (test_request_defaults)."""
+
+
+class ProfileRequestIn(StrictModel):
+    """What plan and prediction requests share (srift.domain.requests.ProfileRequest): the compute profiles,
+    as stored `profile_ids`, inline `profiles` or a `model`, exactly one (ProfileSelection), in a
+    `precision`, whether CPU profiles may stand in for GPUs, and the simulator's `exchange` settings."""
 
     profile_ids: list[ProfileId] | None = Field(
         default=None,
@@ -124,7 +130,7 @@ class ProfileSelectionIn(StrictModel):
         description="use every stored profile of this model",
     )
     allow_cpu_profiles: bool = Field(
-        default=False,
+        default=_SHARED["allow_cpu_profiles"],
         description="use profiles that `srift profile` measured on a CPU for GPU instance types (a stand-in: "
         "the answer says so); refused otherwise",
     )
@@ -135,6 +141,8 @@ class ProfileSelectionIn(StrictModel):
             "those in it (default: the profiles' own; for a model stored in several, fp32)"
         ),
     )
+    exchange: ExchangeField = _SHARED["exchange"]
+    bucket_cap_mb: BucketCapMb = _SHARED["bucket_cap_mb"]
 
     @model_validator(mode="after")
     def _one_selection(self) -> Self:
@@ -146,7 +154,7 @@ _PLAN = field_defaults(PlanQuery)
 """PlanQuery owns the plan request's defaults; the schema states them (tests/api/test_request_defaults)."""
 
 
-class PlanRequest(ProfileSelectionIn):
+class PlanRequest(ProfileRequestIn):
     """What to optimize. Give the model's compute profiles as `profile_ids`, inline `profiles`, or `model`
     (all stored profiles of that model); limits are optional, objective decides what is minimised."""
 
@@ -290,8 +298,6 @@ class PlanRequest(ProfileSelectionIn):
         default=_PLAN["include_retired"],
         description="also plan with instance families the provider has retired",
     )
-    exchange: ExchangeField = _PLAN["exchange"]
-    bucket_cap_mb: BucketCapMb = _PLAN["bucket_cap_mb"]
     strategy: StrategyChoice = Field(
         default=_PLAN["strategy"],
         description="data-parallel strategy: ddp, zero1 (optimizer state sharded), zero2 (FSDP "

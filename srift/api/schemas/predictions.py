@@ -14,11 +14,9 @@ from srift.api.schemas.plans import (
     BreakdownOut,
     ChoiceOut,
     PredictedOut,
-    ProfileSelectionIn,
+    ProfileRequestIn,
 )
 from srift.api.schemas.types import (
-    BucketCapMb,
-    ExchangeField,
     ProviderField,
     RegionField,
     SnapshotField,
@@ -30,7 +28,6 @@ from srift.api.schemas.types import (
 from srift.documents import StrictModel, field_defaults, publish_rules, read_document
 from srift.domain import Market
 from srift.domain.requests import FleetChoice, PredictionQuery
-from srift.domain.simulation import DDP_BUCKET_CAP_MB, Exchange
 from srift.limits import MAX_COUNT, MAX_VM_BATCH
 from srift.services.predictions import MAX_PS_VMS
 from srift.sim import CommMode
@@ -94,7 +91,7 @@ class FleetConfigIn(StrictModel):
     choices: list[FleetChoiceIn] = Field(min_length=1, max_length=MAX_CHOICES)
 
 
-class PredictionRequest(ProfileSelectionIn):
+class PredictionRequest(ProfileRequestIn):
     """Predict one fleet (`config`) or a sweep of fleets (`configs`, answered as `predictions`). Give the
     model's compute profiles as `profile_ids`, inline `profiles`, or `model` (every stored profile of that
     model); each chosen type uses the profile of its accelerator. `network` says how the nodes talk."""
@@ -152,8 +149,6 @@ class PredictionRequest(ProfileSelectionIn):
         description="Monte Carlo samples of one iteration (stragglers, bandwidth-model error) for the "
         "stragglers term of the p10/p50/p90 band (0: straggler draws only)",
     )
-    exchange: ExchangeField = Exchange.DDP_BUCKETS
-    bucket_cap_mb: BucketCapMb = DDP_BUCKET_CAP_MB
 
     @model_validator(mode="after")
     def _one_fleet(self) -> PredictionRequest:
