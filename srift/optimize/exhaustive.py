@@ -42,8 +42,11 @@ incumbent strictly; they rest on the Evaluator contract in srift.optimize.evalua
    the VM count; a group of n VMs draws and releases no earlier than one), and per n by point bounds of
    a fleet holding a VM of q at b and ≥ vms + n + 1 VMs (the exchange's floor over those counts after
    b's compute; q alone, shared by its twins in other locations, then joined with the node's groups).
-   Both point bounds do not decrease with n, so the first count they rule out ends the row. The root's
-   rows too (its groups are none: the coupled bound starts from one VM of q at b).
+   Both point bounds do not decrease with n, so the first count they rule out ends the row. Under a
+   budget the root's rows too (no groups: the coupled bound starts from one VM of q at b, and rule 8's
+   shared rent is what lets it rule out a whole row there; without a budget each root row bound cost
+   about what its children's own refinements do, measured on whole-catalog requests, so they are left
+   to those).
 8. Shared rent. Under a budget, the VMs a subtree adds share the rent the budget leaves at T_v, not each
    VM: in rule 3's coupling through V, a range of V whose bound t would stand is bounded again with the
    least time at which at most V − vms VMs renting together no more than budget / (N · max(T_v, t)) −
@@ -793,7 +796,7 @@ class BranchAndBound:
             tbv = max(tv, tb, mu * fb)
             if n_iter * tbv > t_lim or (not cost_obj and n_iter * tb >= inc):
                 continue
-            if 0 < b < rem and (state is not None or not groups):
+            if 0 < b < rem and (state is not None or (not groups and budget)):
                 row = self._row_bound_s(node, b=b, t=tb, tv=tbv)
                 tb, tbv = max(tb, row), max(tbv, row)
                 if self._rules_out(tb, tbv, price=price + pq):
@@ -846,8 +849,8 @@ class BranchAndBound:
         b)), placing the other samples on candidates from q on. Why it holds for every n: a group of n VMs
         of q at b releases its layers and draws its slowest no earlier than one VM does (the largest of n
         draws from the same uniforms grows with n, srift.sim.bounds), and its other n − 1 VMs are among
-        those the coupling places; the result is never below `t`. At the root (no groups) the state
-        starts from that one VM."""
+        those the coupling places; the result is never below `t`. At the root (no groups, asked only
+        under a budget: rule 7) the state starts from that one VM."""
         _, q, rem, price, _, vms, _, _, _, state, _ = node
         one = self.evals.grow(state, (q, 1, b))
         if one is None:
