@@ -42,7 +42,17 @@ incumbent strictly; they rest on the Evaluator contract in srift.optimize.evalua
    the VM count; a group of n VMs draws and releases no earlier than one), and per n by point bounds of
    a fleet holding a VM of q at b and ≥ vms + n + 1 VMs (the exchange's floor over those counts after
    b's compute; q alone, shared by its twins in other locations, then joined with the node's groups).
-   Both point bounds do not decrease with n, so the first count they rule out ends the row.
+   Both point bounds do not decrease with n, so the first count they rule out ends the row. Under a
+   budget the root's rows too (no groups: the coupled bound starts from one VM of q at b, and rule 8's
+   shared rent is what lets it rule out a whole row there; without a budget each root row bound cost
+   about what its children's own refinements do, measured on whole-catalog requests, so they are left
+   to those).
+8. Shared rent. Under a budget, the VMs a subtree adds share the rent the budget leaves at T_v, not each
+   VM: in rule 3's coupling through V, a range of V whose bound t would stand is bounded again with the
+   least time at which at most V − vms VMs renting together no more than budget / (N · max(T_v, t)) −
+   the groups' rent hold `rem` samples (`SplitRelaxation.least_time_within_rent`), or ruled out when none
+   can. Why: with a small largest batch a subtree spreads its samples over many VMs, and the cheapest
+   fleets that do so are far slower than the fastest, dearest ones rule 3 alone allows each VM to be.
 """
 
 from __future__ import annotations
@@ -634,7 +644,8 @@ class BranchAndBound:
         (`Extension(min_nodes=a, max_nodes=hi)`, which does not decrease with a: fewer counts, no faster
         rate), reaches `stop_s`, the t_iter from which the subtree is pruned anyway: that exchange bound
         then stands for every range left, so the bound returned is the same below `stop_s`. Only fleets
-        within the budget at the quantile count (`_money` at T_v ≥ tv)."""
+        within the budget at the quantile count (`_money` at T_v ≥ tv); a range whose bound would stand is
+        bounded again with the rent its added VMs share (rule 8)."""
         base = self._extension(pos, rem, vms=vms, price=price, tv=tv, later=self.later[pos])
         money = self._money(price, tv)
         lo, hi = base.min_nodes, base.max_nodes
@@ -663,7 +674,20 @@ class BranchAndBound:
                     min_compute_s=max(compute, base.min_compute_s),
                     later_profiles=base.later_profiles,
                 )
-                best = min(best, self.evals.partial_bound_s(state, extension=ext))
+                bound = self.evals.partial_bound_s(state, extension=ext)
+                if self.b_lim < math.inf and bound < min(best, stop_s):
+                    # the range could set the bound: the rent its VMs share, within the budget at T_v ≥
+                    # this bound, may hold them back more
+                    rent_s = self.relax.least_time_within_rent(
+                        pos, rem, b - vms, usd_per_s=self._money(price, max(tv, bound))
+                    )
+                    rent_s /= self.factor
+                    if rent_s == math.inf:
+                        bound = math.inf
+                    elif rent_s > ext.min_compute_s:
+                        ext = replace(ext, min_compute_s=rent_s)
+                        bound = self.evals.partial_bound_s(state, extension=ext)
+                best = min(best, bound)
                 if best <= t:
                     return t
             a = b + 1
@@ -772,7 +796,7 @@ class BranchAndBound:
             tbv = max(tv, tb, mu * fb)
             if n_iter * tbv > t_lim or (not cost_obj and n_iter * tb >= inc):
                 continue
-            if state is not None and 0 < b < rem:
+            if 0 < b < rem and (state is not None or (not groups and budget)):
                 row = self._row_bound_s(node, b=b, t=tb, tv=tbv)
                 tb, tbv = max(tb, row), max(tbv, row)
                 if self._rules_out(tb, tbv, price=price + pq):
@@ -825,7 +849,8 @@ class BranchAndBound:
         b)), placing the other samples on candidates from q on. Why it holds for every n: a group of n VMs
         of q at b releases its layers and draws its slowest no earlier than one VM does (the largest of n
         draws from the same uniforms grows with n, srift.sim.bounds), and its other n − 1 VMs are among
-        those the coupling places; the result is never below `t`."""
+        those the coupling places; the result is never below `t`. At the root (no groups, asked only
+        under a budget: rule 7) the state starts from that one VM."""
         _, q, rem, price, _, vms, _, _, _, state, _ = node
         one = self.evals.grow(state, (q, 1, b))
         if one is None:

@@ -31,6 +31,8 @@ from srift.optimize.space import BatchPolicy, Problem
 GRID_MAX_ENTRIES = 2_000_000
 """`least_time_with_vms` tabulates every candidate's capacity at every event time when the table has at most
 this many entries (memory: two int64 tables, 32 MB at most); above, it walks the candidates each time."""
+RENT_STEP_LOG = math.log(1.01)
+"""`least_time_within_rent` rounds the rent up to powers of 1.01 (a cache key; rounding up keeps a bound)."""
 ROUNDING = 1.0 - 1e-12
 """Interpolated table values are lowered by this factor, so that float rounding never lifts a bound."""
 
@@ -108,6 +110,8 @@ class SplitRelaxation:
         self._grid: tuple[list[float], np.ndarray, np.ndarray] | None = None
         self._grid_refused = False
         self._prices: dict[int, list[float]] = {}
+        self._rent_cache: dict[tuple[int, int, int, int | None], float] = {}
+        self._rent_held: dict[tuple[int, int, float, int], float] = {}
 
     # -- tables -------------------------------------------------------------------------------------------
 
@@ -417,6 +421,82 @@ class SplitRelaxation:
         total = int((np.clip(vms - before, 0, counts) * sizes).sum())
         rest = np.minimum(caps, vms) * (full[row, pos:][keep] - held)
         return total + max(int(rest.max()), 0)
+
+    def least_time_within_rent(self, pos: int, rem: int, vms: int, *, usd_per_s: float) -> float:
+        """The least t at which at most `vms` VMs of candidates from `pos` on (each type at most its cap),
+        renting at most `usd_per_s` per second together, can hold `rem` samples, every VM computing for at
+        most t; 0 when it cannot tell (no rent limit, or no grid), inf when no t can.
+
+        Why: `least_time_with_vms` limits each VM's rent, not their sum, so a subtree that must spread its
+        samples over many VMs is bounded as if each could be the fastest, dearest type. At a given t each VM
+        holds at most the largest per-VM batch whose compute fits (any batch: an upper bound of every
+        policy), and the most samples that `vms` VMs within the rent hold is at most, for any λ ≥ 0, λ ·
+        usd_per_s + the `vms` largest (held − λ · price)⁺ (Lagrangian relaxation of the rent; taken at λ =
+        0 and where each type's term reaches 0). That only grows with t (a fixed rent), so the event times
+        are bisected. The rent is rounded up to a 1 % grid (more rent: an earlier t, still a bound) so that
+        subtrees share the answer."""
+        if rem <= 0:
+            return 0.0
+        if vms <= 0:
+            return math.inf
+        if usd_per_s == math.inf:
+            return 0.0
+        grid = self._held_grid()
+        if grid is None:
+            return 0.0
+        # no rent (or less than none) is taken as none: more rent only lowers the answer
+        step = math.ceil(math.log(usd_per_s) / RENT_STEP_LOG) if usd_per_s > 0 else None
+        key = (pos, rem, vms, step)
+        found = self._rent_cache.get(key)
+        if found is not None:
+            return found
+        money = math.exp(step * RENT_STEP_LOG) if step is not None else 0.0
+        times = grid[0]
+        if self._held_within_rent(pos, vms, money, len(times) - 1) < rem:
+            found = math.inf
+        else:
+            lo, hi = 0, len(times) - 1
+            while lo < hi:
+                mid = (lo + hi) // 2
+                if self._held_within_rent(pos, vms, money, mid) >= rem:
+                    hi = mid
+                else:
+                    lo = mid + 1
+            found = times[lo]
+        if len(self._rent_cache) < 1 << 18:
+            self._rent_cache[key] = found
+        return found
+
+    def _held_within_rent(self, pos: int, vms: int, money: float, row: int) -> float:
+        """An upper bound of the samples at most `vms` VMs of candidates from `pos` on hold at the grid's
+        `row`-th time while renting at most `money` per second together (`least_time_within_rent`)."""
+        key = (pos, vms, money, row)
+        found = self._rent_held.get(key)
+        if found is not None:
+            return found
+        assert self._grid is not None
+        _, base, full = self._grid
+        rows = full if self.policy is BatchPolicy.POW2_SPLIT else base
+        held = rows[row, pos:].astype(np.float64)
+        prices = self._price_arr[pos:]
+        keep = held > 0
+        if not keep.any():
+            found = 0.0
+        else:
+            held, prices = held[keep], prices[keep]
+            counts = np.minimum(self._cap_arr[pos:][keep], vms)
+            free = prices <= 0
+            lams = np.concatenate(([0.0], held[~free] / prices[~free]))
+            value = np.maximum(held[None, :] - lams[:, None] * prices[None, :], 0.0)
+            order = np.argsort(-value, axis=1, kind="stable")
+            value = np.take_along_axis(value, order, axis=1)
+            n = counts[order]
+            before = np.cumsum(n, axis=1) - n
+            take = np.clip(vms - before, 0, n)
+            found = float((lams * money + (take * value).sum(axis=1)).min())
+        if len(self._rent_held) < 1 << 18:
+            self._rent_held[key] = found
+        return found
 
     def _prices_from(self, pos: int) -> list[float]:
         """The prices of the usable candidates from `pos` on, ascending."""

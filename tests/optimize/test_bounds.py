@@ -14,6 +14,7 @@ from srift.domain import ComputeCurve, Constraints, FleetMember, Objective
 from srift.domain.simulation import PER_LAYER
 from srift.optimize.evaluate import Evaluations, SimEvaluator
 from srift.optimize.exhaustive import BranchAndBound, solve_exhaustive
+from srift.optimize.relax import SplitRelaxation
 from srift.optimize.search import Incumbent, cost_per_sample_floor, max_batch_within
 from srift.optimize.space import Candidate, Groups, Problem
 from srift.optimize.synthetic import synthetic_profile
@@ -228,3 +229,32 @@ def test_point_bounds_are_below_the_simulated_iteration(seed: int, family: str) 
         )
         joined = search._joined_bound_s(state, extension, q=q, b=b, nodes=nodes)
         assert joined <= simulated * (1 + 1e-12), (groups, k)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.sampled_from(["user", "located", "plain"]), st.floats(1.0, 1.5))
+def test_rent_limited_time_is_below_every_fleet_within_the_rent(seed: int, family: str, slack: float) -> None:
+    """`least_time_within_rent` (the least t at which at most V VMs renting at most R together hold s
+    samples) is never above the slowest compute of a configuration's VMs that do: for every configuration
+    of small random problems and each suffix of its groups (the VMs a subtree adds from a position on),
+    asked with that suffix's VMs (or one more) and its rent (or more, `slack`), for its samples or fewer.
+    Fails if the relaxation treats rent per VM instead of summed, or drops a type's multiplicity."""
+    make = {"user": make_user_problem, "located": make_located_problem, "plain": make_problem}[family]
+    problem = make(seed % 2000)
+    relax = SplitRelaxation(problem, factor=1.0)
+    g = problem.constraints.global_batch
+    cands = problem.candidates
+    relax.cut([min(c.max_vm_batch, g) // c.devices * c.devices for c in cands])
+    rng = random.Random(seed)
+    configs = all_configs(problem, most=400)
+    for groups in rng.sample(configs, min(len(configs), 60)):
+        for k in range(len(groups)):
+            tail = groups[k:]
+            pos = tail[0][0]
+            vms = sum(n for _, n, _ in tail)
+            rent = sum(n * cands[q].price_usd_per_s for q, n, _ in tail)
+            samples = sum(n * b for _, n, b in tail)
+            slowest = max(relax.compute_s(q, b) for q, _, b in tail)
+            for extra_vms, rem in ((0, samples), (1, samples), (0, max(samples // 2, 1))):
+                bound = relax.least_time_within_rent(pos, rem, vms + extra_vms, usd_per_s=rent * slack)
+                assert bound <= slowest, (groups, k, extra_vms, rem)
