@@ -21,7 +21,7 @@ from __future__ import annotations
 import bisect
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -35,6 +35,18 @@ RENT_STEP_LOG = math.log(1.01)
 """`least_time_within_rent` rounds the rent up to powers of 1.01 (a cache key; rounding up keeps a bound)."""
 ROUNDING = 1.0 - 1e-12
 """Interpolated table values are lowered by this factor, so that float rounding never lifts a bound."""
+
+
+def _first_index(n: int, holds: Callable[[int], bool], *, lo: int = 0) -> int:
+    """The least index in [lo, n) at which `holds` is true, `n` when none: `holds` is false, then true (the
+    samples a relaxation holds only grow with the time an index stands for), so it is bisected."""
+    return bisect.bisect_left(range(n), True, lo=lo, key=holds)
+
+
+def _first_time(times: Sequence[float], holds: Callable[[int], bool]) -> float:
+    """The first of `times` (ascending) at whose index `holds` is true (`_first_index`); inf when none."""
+    index = _first_index(len(times), holds)
+    return times[index] if index < len(times) else math.inf
 
 
 class SplitRelaxation:
@@ -201,13 +213,7 @@ class SplitRelaxation:
         times, qs, ks, last_kind = events
         i = bisect.bisect_right(times, t0)
         if self._held_unlimited(pos, i - 1) < rem:
-            lo, hi = i, len(times)
-            while lo < hi:
-                mid = (lo + hi) // 2
-                if self._held_unlimited(pos, mid) >= rem:
-                    hi = mid
-                else:
-                    lo = mid + 1
+            lo = _first_index(len(times), lambda j: self._held_unlimited(pos, j) >= rem, lo=i)
             if lo >= len(times):
                 return math.inf
             t0 = times[lo]
@@ -326,17 +332,7 @@ class SplitRelaxation:
         if events is None:
             events = self._events[pos] = self._event_lists(pos)
         times = events[0]
-        if not times or self._vms_held(pos, allowed, vms, len(times) - 1) < rem:
-            found = math.inf
-        else:
-            lo, hi = 0, len(times) - 1
-            while lo < hi:
-                mid = (lo + hi) // 2
-                if self._vms_held(pos, allowed, vms, mid) >= rem:
-                    hi = mid
-                else:
-                    lo = mid + 1
-            found = times[lo]
+        found = _first_time(times, lambda j: self._vms_held(pos, allowed, vms, j) >= rem)
         if len(self._vms_cache) < 1 << 18:
             self._vms_cache[key] = found
         return found
@@ -451,18 +447,7 @@ class SplitRelaxation:
         if found is not None:
             return found
         money = math.exp(step * RENT_STEP_LOG) if step is not None else 0.0
-        times = grid[0]
-        if self._held_within_rent(pos, vms, money, len(times) - 1) < rem:
-            found = math.inf
-        else:
-            lo, hi = 0, len(times) - 1
-            while lo < hi:
-                mid = (lo + hi) // 2
-                if self._held_within_rent(pos, vms, money, mid) >= rem:
-                    hi = mid
-                else:
-                    lo = mid + 1
-            found = times[lo]
+        found = _first_time(grid[0], lambda j: self._held_within_rent(pos, vms, money, j) >= rem)
         if len(self._rent_cache) < 1 << 18:
             self._rent_cache[key] = found
         return found
