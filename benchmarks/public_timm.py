@@ -11,7 +11,9 @@ Nothing is fitted to the timm rows.
 
 Also reported: the step NHWC takes against NCHW per model and PyTorch version (the layout effect Srift's
 structures do not model); Lambda's RTX 3090 ResNet-50 fp16 row (the tuned DeepLearningExamples code the
-calibration fits) beside timm's plain-PyTorch rows; the estimate's largest batch against the batch timm ran.
+calibration fits) beside timm's plain-PyTorch rows; the estimate's largest batch against the batch timm ran;
+the layout the Lambda table's ResNet-50 rows ran (cited from its launch scripts) and what a layout-aware
+estimate would need.
 
     python -m benchmarks.public_timm        # table -> docs/BENCHMARKS.md
 """
@@ -31,7 +33,7 @@ from srift.estimate import public
 from srift.estimate.calibration import Calibration, shipped_calibration
 from srift.estimate.estimator import estimate_profile
 from srift.estimate.public_timm import SOURCE, MemoryFormat, TimmRow, estimated_step_s, read_rows
-from srift.estimate.roofline import roofline_times
+from srift.estimate.roofline import layer_seconds, roofline_times
 from srift.measurements import Use
 from srift.refmodels.build import load_structure
 
@@ -153,7 +155,8 @@ def report(scored: list[Scored], shipped: Calibration, held_out: Calibration) ->
             f"({nhwc.batch}) | {nhwc.samples_per_s / nchw.samples_per_s:.2f} |"
         )
     lines += ["", *lambda_lines(scored, shipped), "", *batch_lines(scored, shipped), ""]
-    lines += mapping_lines(scored, shipped)
+    lines += mapping_lines(scored, shipped, held_out)
+    lines += ["", *layout_lines(scored, shipped)]
     return "\n".join(lines)
 
 
@@ -225,7 +228,7 @@ def batch_lines(scored: list[Scored], shipped: Calibration) -> list[str]:
     return lines
 
 
-def mapping_lines(scored: list[Scored], shipped: Calibration) -> list[str]:
+def mapping_lines(scored: list[Scored], shipped: Calibration, held_out: Calibration) -> list[str]:
     """What differs between timm's step and the one Srift's structure describes."""
     vit = structure_of("vit-b16", Precision.FP16)
     resnet = structure_of("resnet50", Precision.FP16)
@@ -251,13 +254,79 @@ def mapping_lines(scored: list[Scored], shipped: Calibration) -> list[str]:
         "step here). Attention: "
         "timm's vit_base_patch16_224 of 2022 computes q·kᵀ, softmax, dropout and ·v as separate kernels (it "
         "keeps the 197×197 attention matrix per head); Srift's vit-b16 structure is counted from "
-        "`nn.MultiheadAttention(need_weights=False)` as the installed PyTorch runs it. MemoryFormat: Srift's "
-        "structures have none (NCHW is PyTorch's default and what a user gets without `channels_last`). "
-        "Software: CUDA 11.3 and the cuDNN of PyTorch 1.10–1.12 (2021–2022).",
+        "`nn.MultiheadAttention(need_weights=False)` as PyTorch ran it when the shipped structure was "
+        "counted. Layout: Srift's structures have none (NCHW is PyTorch's default and what a user gets "
+        "without `channels_last`). Software: CUDA 11.3 and the cuDNN of PyTorch 1.10–1.12 (2021–2022).",
         "",
         f"Calibrations: shipped ({shipped.name}) compute {shipped.efficiency.compute:.3f}, matrix-operand "
         f"bandwidth {shipped.efficiency.matmul_memory:.3f}, other {shipped.efficiency.other_memory:.3f}, "
-        f"resnet50/fp16 factor {shipped.factor('resnet50', Precision.FP16):.3f}.",
+        f"resnet50/fp16 factor {shipped.factor('resnet50', Precision.FP16):.3f}; held out "
+        f"({held_out.name}) compute {held_out.efficiency.compute:.3f}, matrix-operand bandwidth "
+        f"{held_out.efficiency.matmul_memory:.3f}, other {held_out.efficiency.other_memory:.3f}, HBM factor "
+        f"{held_out.efficiency.hbm_bandwidth:.3f}, resnet50/fp16 factor "
+        f"{held_out.factor('resnet50', Precision.FP16):.3f}.",
+    ]
+
+
+def convolution_share(row: TimmRow, shipped: Calibration) -> float:
+    """The share of the estimated forward + backward roofline seconds (before the kernel floor and the
+    update) that falls in layers with convolution FLOPs, at the row's batch."""
+    conv = total = 0.0
+    for layer in structure_of(row.model, row.precision).layers:
+        seconds = sum(
+            layer_seconds(
+                work, spec=row.spec, precision=row.precision, batch=row.batch, efficiency=shipped.efficiency
+            )
+            for work in (layer.forward, layer.backward)
+        )
+        total += seconds
+        if layer.forward.conv_flops.at(row.batch) > 0 or layer.backward.conv_flops.at(row.batch) > 0:
+            conv += seconds
+    return conv / total
+
+
+def layout_lines(scored: list[Scored], shipped: Calibration) -> list[str]:
+    """What layout the public table's rows ran (cited), and what a layout-aware estimate would need (the
+    layout ratios measured above; nothing is fitted)."""
+    ratios: dict[str, list[float]] = defaultdict(list)
+    pairs: dict[tuple[str, str], dict[MemoryFormat, TimmRow]] = defaultdict(dict)
+    for s in scored:
+        pairs[(s.row.model, s.row.torch)][s.row.layout] = s.row
+    for (model, _), by in sorted(pairs.items()):
+        ratios[model].append(by[MemoryFormat.NHWC].samples_per_s / by[MemoryFormat.NCHW].samples_per_s)
+    resnet = ratios["resnet50"]
+    vit = ratios["vit-b16"]
+    nchw = [s.row for s in scored if s.row.model == "resnet50" and s.row.layout is MemoryFormat.NCHW]
+    share = statistics.fmean(convolution_share(r, shipped) for r in nchw)
+    speedup = geomean(resnet)
+    # If NHWC sped up only the layers with convolutions: 1 / speedup = (1 - share) + share / s.
+    implied = share / (1 / speedup - (1 - share)) if 1 / speedup > 1 - share else math.inf
+    return [
+        "**Layout in the public table.** Lambda's ResNet-50 'fp16' rows ran NVIDIA "
+        "DeepLearningExamples' ConvNets `main.py` from LambdaLabsML/DeepLearningExamples (branch "
+        "`lambda/benchmark`, head c1781a370c8f775bb50bd742f5095e66902a0314, "
+        "PyTorch/Classification/ConvNets/main.py) with the arguments of "
+        "lambdal/deeplearning-benchmark@0551cb70 pytorch/scripts/config_v1/config_pytorch_24GB.sh "
+        "(`--amp --static-loss-scale 256 --batch-size 448 --data-backend synthetic`, no "
+        "`--memory-format`, whose default there is `nchw`) in NGC pytorch:22.10-py3 (the README's "
+        "tested image); `--amp` is `torch.cuda.amp.autocast` with a `GradScaler` "
+        "(image_classification/training.py). The ResNet-50 fp16 rows the calibration fits are therefore "
+        "native AMP in NCHW, the same kind of step as timm's NCHW rows. Lambda's BERT-base fp16 rows are "
+        "not plain PyTorch: run_squad.py (same branch) runs apex `amp.initialize(opt_level='O2')` (an "
+        "fp16 model with float32 master weights) and apex `FusedAdam`.",
+        "",
+        "**What a layout-aware estimate would need** (not done; nothing here changes an estimate): (1) a "
+        "memory-format field (nchw / nhwc) on the profile or request, which matters only for structures with "
+        f"convolutions (vit-b16 NHWC / NCHW throughput {min(vit):.2f}–{max(vit):.2f} above); (2) a measured "
+        "NHWC / NCHW factor as a registry fit set, per operator kind rather than per model. The timm rows "
+        f"give the whole ResNet-50 step {min(resnet):.2f}–{max(resnet):.2f}× faster in NHWC (geometric mean "
+        f"{speedup:.2f}, 3 pairs), but from one GPU (RTX 3090, cuDNN of 2022), one precision (fp16 autocast) "
+        "and one model, so they cannot say how the factor carries to Hopper, bf16 or TF32. Srift's estimate "
+        f"puts {100 * share:.0f} % of ResNet-50's forward + backward roofline seconds at these batches in "
+        "layers with convolutions; were NHWC to speed up only those layers, they would run "
+        f"{implied:.2f}× faster. (3) NCHW, what users get by default, is what the calibration's ResNet-50 "
+        "rows ran, and the estimate / measured step above holds for it without a layout term; an NHWC "
+        "user's ResNet-50 step is over-estimated by about the NHWC ratio.",
     ]
 
 
@@ -267,12 +336,6 @@ def main() -> None:
     held_out = held_out_calibration()
     scored = score(rows, shipped, held_out)
     text = report(scored, shipped, held_out)
-    e = held_out.efficiency
-    text += (
-        f" Held out ({held_out.name}): compute {e.compute:.3f}, matrix-operand bandwidth "
-        f"{e.matmul_memory:.3f}, other {e.other_memory:.3f}, HBM factor {e.hbm_bandwidth:.3f}, resnet50/fp16 "
-        f"factor {held_out.factor('resnet50', Precision.FP16):.3f}."
-    )
     load = os.getloadavg()
     text += f"\n\nLoad average when it ran: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}."
     print(text)
