@@ -75,7 +75,7 @@ def test_the_shipped_registry_parses_and_separates_fits_from_checks() -> None:
     assert uses["p4de-2x8-efa"] is Use.FIT and uses["p5-1x8-nvswitch"] is Use.FIT
     assert uses["p5-2x8-efa"] is Use.SPREAD and uses["tc-cluster-setting"] is Use.CHECK
     assert uses["skypilot-spot-traces"] is Use.FIT and uses["h200-gpu-check"] is Use.CHECK
-    assert uses["testbed-bandwidth-probes"] is Use.FIT
+    assert uses["testbed-bandwidth-probes"] is Use.FIT and uses["timm-rtx3090-train"] is Use.CHECK
     for entry in registry.sets.values():
         assert entry.source.retrieved and entry.reader
         assert entry.source.repository or entry.source.citation or entry.source.run, entry.id
