@@ -54,7 +54,7 @@ from srift.sim.geo import GeoContext, hierarchical_plans, ring_plans, spans_loca
 from srift.sim.layers import LayerArrays, bucket_groups, bucketed, layer_arrays
 from srift.sim.network import StagePlan, exchange_plans, intra_stage
 from srift.sim.overlap import CommWarp
-from srift.sim.result import CommMode, IterationEstimate, with_band
+from srift.sim.result import CommMode, IterationEstimate, granularity_of, with_band
 
 MAX_STRAGGLER_ITERS = 100_000
 MAX_MC_SAMPLES = 10_000
@@ -690,7 +690,7 @@ def _point(fleet: Sequence[FleetMember], inputs: IterationInputs) -> IterationEs
         iteration_s = data_s
     compute_s = members.means_s[members.slow]
     communication_s = result.busy_total() if result is not None else 0.0
-    granularity = compute_s / communication_s if communication_s > 0 else math.inf
+    granularity = granularity_of(compute_s=compute_s, communication_s=communication_s)
     warnings = [w for p in layout.plans for w in p.warnings]
     if data_stall > 0 and slow_feeder is not None:
         rate = feed_rate(fleet[slow_feeder], read_gbps=inputs.read_gbps)

@@ -64,7 +64,7 @@ from srift.sim.compute import member_keys, straggler_rows
 from srift.sim.exchange import covered_s
 from srift.sim.iteration import banded, quantiles, validate_fleet
 from srift.sim.network import pow2_ceil
-from srift.sim.result import IterationEstimate
+from srift.sim.result import IterationEstimate, granularity_of
 
 SHARD_LEVEL = "shard"
 REPLICATE_LEVEL = "replicate"
@@ -544,7 +544,7 @@ def _point(
     communication = covered_s(span for spans in found.busy.values() for span in spans)
     scale = compute_s / means[slow] if means[slow] > 0 else 1.0
     p10, p50, p90 = (q * scale + exposed + update_s for q in quantiles(np.asarray(per_iter)))
-    granularity = compute_s / communication if communication > 0 else math.inf
+    granularity = granularity_of(compute_s=compute_s, communication_s=communication)
     warnings = []
     if granularity < 1.0:
         warnings.append(
