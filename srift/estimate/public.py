@@ -184,7 +184,7 @@ def fit(rows: Sequence[Row], structure_of: StructureOf, *, kernel_s: float) -> F
     obs = []
     for (_, model, precision), members in sorted(grouped.items()):
         first = members[0]
-        measured = math.exp(statistics.fmean(math.log(m.samples_per_s) for m in members))
+        measured = statistics.geometric_mean(m.samples_per_s for m in members)
         obs.append((_Work(first, structure_of(model, precision)), _key(first), measured))
     keys = sorted({k for _, k, _ in obs})
     index = {k: i for i, k in enumerate(keys)}
