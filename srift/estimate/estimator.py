@@ -26,6 +26,7 @@ Every estimate carries `estimate` (method, source accelerator, calibration) and 
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -168,29 +169,24 @@ def estimate_profile(
         structure, spec=spec, batch=readiness_batch, efficiency=eff, precision=prec, strict_fp32=strict
     )
     if anchor is not None and anchor_spec is not None:
+        # The anchor priced as it was measured (its GPU, precision and float32 math), at any batch.
+        on_anchor = functools.partial(
+            roofline_times,
+            structure,
+            spec=anchor_spec,
+            efficiency=eff,
+            precision=anchor.precision,
+            strict_fp32=anchor_strict,
+        )
         factors_fw, factors_bw = [], []
         for b in batches:
             at = min(b, anchor.max_batch)
-            ra = roofline_times(
-                structure,
-                spec=anchor_spec,
-                batch=at,
-                efficiency=eff,
-                precision=anchor.precision,
-                strict_fp32=anchor_strict,
-            )
+            ra = on_anchor(batch=at)
             if min(ra.forward_s, ra.backward_s) < MIN_PASS_S:
                 return Estimated(None, _no_work(model, anchor_spec.name))
             factors_fw.append(anchor.forward.time_s(at) / ra.forward_s)
             factors_bw.append(anchor.backward.time_s(at) / ra.backward_s)
-        anchor_update = roofline_times(
-            structure,
-            spec=anchor_spec,
-            batch=1,
-            efficiency=eff,
-            precision=anchor.precision,
-            strict_fp32=anchor_strict,
-        ).update_s
+        anchor_update = on_anchor(batch=1).update_s
         update_factor = anchor.update_s / anchor_update if anchor.update_s > 0 else factors_bw[-1]
         layers = anchor.layers
         cv = anchor.straggler_cv

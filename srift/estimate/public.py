@@ -98,12 +98,17 @@ class Row:
         return spec_named(self.gpu)
 
 
+def csv_records(text: str) -> csv.DictReader[str]:
+    """The records of a shipped table's CSV text: its header and rows, without the comment lines (starting
+    with '#') that cite its source."""
+    return csv.DictReader(line for line in io.StringIO(text) if not line.startswith("#"))
+
+
 def read_table(text: str | None = None, *, registry: Registry | None = None) -> list[Row]:
     """The shipped table's rows, read through the measurement registry (its hash checked), or those of
     `text` in the same CSV format."""
     if text is None:
         text = (registry or shipped_registry()).read(TABLE_COPY)
-    lines = [line for line in io.StringIO(text) if not line.startswith("#")]
     return [
         Row(
             row=r["row"],
@@ -117,7 +122,7 @@ def read_table(text: str | None = None, *, registry: Registry | None = None) -> 
             interconnect=r["interconnect"],
             interconnect_gbps=float(r["interconnect_gbps"]),
         )
-        for r in csv.DictReader(lines)
+        for r in csv_records(text)
     ]
 
 
@@ -184,7 +189,7 @@ def fit(rows: Sequence[Row], structure_of: StructureOf, *, kernel_s: float) -> F
     obs = []
     for (_, model, precision), members in sorted(grouped.items()):
         first = members[0]
-        measured = math.exp(statistics.fmean(math.log(m.samples_per_s) for m in members))
+        measured = statistics.geometric_mean(m.samples_per_s for m in members)
         obs.append((_Work(first, structure_of(model, precision)), _key(first), measured))
     keys = sorted({k for _, k, _ in obs})
     index = {k: i for i, k in enumerate(keys)}

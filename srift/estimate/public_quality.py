@@ -20,10 +20,10 @@ from __future__ import annotations
 
 import math
 import re
-import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from statistics import geometric_mean
 
 import numpy as np
 from scipy.stats import spearmanr  # type: ignore[import-untyped]
@@ -241,10 +241,6 @@ class Ranking:
         return self.predicted_best.measured_usd_per_sample / self.true_best.measured_usd_per_sample
 
 
-def _geomean(values: Sequence[float]) -> float:
-    return math.exp(statistics.fmean(math.log(v) for v in values))
-
-
 def rank_offers(
     items: Sequence[Predicted],
     offers: Sequence[Offer],
@@ -274,8 +270,8 @@ def rank_offers(
                     offer=offer,
                     table_gpu=gpu,
                     rows=len(matched),
-                    measured_samples_per_s=_geomean([p.row.samples_per_s for p in matched]),
-                    predicted_samples_per_s=_geomean([p.predicted_samples_per_s for p in matched]),
+                    measured_samples_per_s=geometric_mean([p.row.samples_per_s for p in matched]),
+                    predicted_samples_per_s=geometric_mean([p.predicted_samples_per_s for p in matched]),
                 )
             )
         if entries:

@@ -19,8 +19,6 @@ as the estimator does). benchmarks/public_timm.py reports the ratios.
 
 from __future__ import annotations
 
-import csv
-import io
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -29,6 +27,7 @@ from srift.domain.accelerator import AcceleratorSpec
 from srift.domain.structure import ModelStructure, Precision
 from srift.errors import ConfigurationError
 from srift.estimate.calibration import Calibration
+from srift.estimate.public import csv_records
 from srift.estimate.roofline import roofline_times
 from srift.measurements import Registry, Use, shipped_registry
 
@@ -83,7 +82,6 @@ class TimmRow:
 
 def parse_rows(text: str) -> list[TimmRow]:
     """The rows of a copy in the shipped CSV format (comment lines start with '#')."""
-    lines = [line for line in io.StringIO(text) if not line.startswith("#")]
     return [
         TimmRow(
             row=r["row"],
@@ -99,7 +97,7 @@ def parse_rows(text: str) -> list[TimmRow]:
             step_ms=float(r["step_ms"]),
             batch=int(r["batch"]),
         )
-        for r in csv.DictReader(lines)
+        for r in csv_records(text)
     ]
 
 

@@ -54,7 +54,7 @@ from srift.sim.geo import GeoContext, hierarchical_plans, ring_plans, spans_loca
 from srift.sim.layers import LayerArrays, bucket_groups, bucketed, layer_arrays
 from srift.sim.network import StagePlan, exchange_plans, intra_stage
 from srift.sim.overlap import CommWarp
-from srift.sim.result import CommMode, IterationEstimate, with_band
+from srift.sim.result import CommMode, IterationEstimate, granularity_of, with_band
 
 MAX_STRAGGLER_ITERS = 100_000
 MAX_MC_SAMPLES = 10_000
@@ -380,7 +380,7 @@ def overlap_terms(
     )
 
 
-class _Members(NamedTuple):
+class Members(NamedTuple):
     """Each member's mean compute at its per-device batch, and what its straggler draws are keyed by."""
 
     # Forward, with the training loop's own overhead (it runs before forward).
@@ -395,7 +395,7 @@ class _Members(NamedTuple):
     slow: int
 
     @classmethod
-    def of(cls, fleet: Sequence[FleetMember], *, distributed: bool) -> _Members:
+    def of(cls, fleet: Sequence[FleetMember], *, distributed: bool) -> Members:
         fw = [
             m.profile.forward.time_s(m.per_device_batch) + m.profile.loop_overhead_s(distributed=distributed)
             for m in fleet
@@ -413,7 +413,7 @@ class _Members(NamedTuple):
         )
 
 
-class _ComputePhase(NamedTuple):
+class ComputePhase(NamedTuple):
     """The compute phase over `straggler_iters` iterations of straggler draws."""
 
     # Each iteration's slowest VM of the whole fleet.
@@ -424,14 +424,16 @@ class _ComputePhase(NamedTuple):
     end_s: float
 
 
-def _compute_phase(members: _Members, *, seed: int, iters: int) -> _ComputePhase:
+def compute_phase(members: Members, *, seed: int, iters: int) -> ComputePhase:
+    """Each member's straggler draws over `iters` iterations, the fleet's slowest VM per iteration, and the
+    phase's end C̄ (module docstring); the sharded simulator's compute phase is this one too."""
     rows = straggler_rows(members.means_s, members.cvs, members.counts, members.keys, seed=seed, iters=iters)
     per_iteration = rows[0] if len(rows) == 1 else functools.reduce(np.maximum, rows)
     row_means = [float(row.sum()) / iters for row in rows]
     means = members.means_s
     rho = [max(1.0, row_means[i] / means[i]) if means[i] > 0 else 1.0 for i in range(len(means))]
     end_s = max(float(per_iteration.sum()) / iters, max(r * m for r, m in zip(rho, means, strict=True)))
-    return _ComputePhase(per_iteration, rho, end_s)
+    return ComputePhase(per_iteration, rho, end_s)
 
 
 class _Layout(NamedTuple):
@@ -442,7 +444,7 @@ class _Layout(NamedTuple):
     # Flat ring across locations: the share of each class's network time spent on links between them.
     link_share: list[float] | None
     ready: list[np.ndarray]
-    members: _Members
+    members: Members
 
     @property
     def stages(self) -> list[Stage]:
@@ -462,7 +464,7 @@ class _Layout(NamedTuple):
         return np.asarray(out)
 
 
-def _layout(fleet: Sequence[FleetMember], members: _Members, inputs: IterationInputs) -> _Layout:
+def _layout(fleet: Sequence[FleetMember], members: Members, inputs: IterationInputs) -> _Layout:
     canon = layer_arrays(fleet[0].profile)
     plans, link_share = stage_plans(fleet, canon, inputs.bandwidth, geo=inputs.geo)
     ready = [canon.aligned_ready_frac(layer_arrays(m.profile)) for m in fleet]
@@ -481,7 +483,7 @@ class _Timeline(NamedTuple):
 
 
 def _timeline(
-    fleet: Sequence[FleetMember], layout: _Layout, phase: _ComputePhase, kernel: Kernel
+    fleet: Sequence[FleetMember], layout: _Layout, phase: ComputePhase, kernel: Kernel
 ) -> _Timeline:
     """Run the exchange on the compute phase's arrivals. Where a member's backward runs slower while the
     exchange is busy (`overlap_slowdown`), the exchange is first run to find when it is busy, the arrivals
@@ -635,7 +637,7 @@ def _profile_sources(fleet: Sequence[FleetMember]) -> tuple[str, ...]:
 
 
 def _parameter_server(
-    fleet: Sequence[FleetMember], inputs: IterationInputs, members: _Members, profile_sources: tuple[str, ...]
+    fleet: Sequence[FleetMember], inputs: IterationInputs, members: Members, profile_sources: tuple[str, ...]
 ) -> IterationEstimate:
     from srift.sim.ps import simulate_ps
 
@@ -663,11 +665,11 @@ def _point(fleet: Sequence[FleetMember], inputs: IterationInputs) -> IterationEs
     with `mc_samples` the exchange per draw), which `simulate` turns into the band's stragglers term."""
     fleet = _checked(fleet, inputs)
     distributed = communicates(fleet)
-    members = _Members.of(fleet, distributed=distributed)
+    members = Members.of(fleet, distributed=distributed)
     profile_sources = _profile_sources(fleet)
     if CommMode(inputs.comm) is CommMode.PARAMETER_SERVER:
         return _parameter_server(fleet, inputs, members, profile_sources)
-    phase = _compute_phase(members, seed=inputs.seed, iters=inputs.straggler_iters)
+    phase = compute_phase(members, seed=inputs.seed, iters=inputs.straggler_iters)
     layout = _layout(fleet, members, inputs)
     timeline = _timeline(fleet, layout, phase, inputs.kernel)
     result = timeline.result
@@ -690,7 +692,7 @@ def _point(fleet: Sequence[FleetMember], inputs: IterationInputs) -> IterationEs
         iteration_s = data_s
     compute_s = members.means_s[members.slow]
     communication_s = result.busy_total() if result is not None else 0.0
-    granularity = compute_s / communication_s if communication_s > 0 else math.inf
+    granularity = granularity_of(compute_s=compute_s, communication_s=communication_s)
     warnings = [w for p in layout.plans for w in p.warnings]
     if data_stall > 0 and slow_feeder is not None:
         rate = feed_rate(fleet[slow_feeder], read_gbps=inputs.read_gbps)

@@ -41,7 +41,7 @@ from srift.sim.compute import max_of_normals, uniforms
 from srift.sim.engine import Engine, Event
 from srift.sim.layers import layer_arrays
 from srift.sim.network import CAP_PROBE_BYTES, MIN_BUSBW_GBPS
-from srift.sim.result import IterationEstimate
+from srift.sim.result import IterationEstimate, granularity_of
 
 PS_STEPS = 12
 PS_WARMUP = 2
@@ -331,7 +331,7 @@ def simulate_ps(
     slow = max(range(len(fleet)), key=lambda i: fw_s[i] + bw_s[i])
     share_fw = fw_s[slow] / (fw_s[slow] + bw_s[slow]) if fw_s[slow] + bw_s[slow] > 0 else 0.5
     p10, p50, p90 = (float(q) * scale for q in np.quantile(pooled, [0.1, 0.5, 0.9]))
-    granularity = compute_s / communication_s if communication_s > 0 else math.inf
+    granularity = granularity_of(compute_s=compute_s, communication_s=communication_s)
     if granularity < 1.0:
         warnings.append(
             f"granularity {granularity:.2f} < 1: parameter traffic outlasts compute; add servers "

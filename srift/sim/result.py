@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 from typing import TypeVar
 
@@ -61,6 +62,12 @@ def to_prediction(
         egress_usd=egress_usd,
         band=estimate.band,
     )
+
+
+def granularity_of(*, compute_s: float, communication_s: float) -> float:
+    """Compute / communication seconds of one iteration (Erben et al.; `Breakdown.granularity`): below 1 the
+    job is communication-bound; inf when nothing is communicated (one GPU)."""
+    return compute_s / communication_s if communication_s > 0 else math.inf
 
 
 def fleet_usd_per_s(prices_usd_per_hr: list[tuple[int, float]]) -> float:

@@ -45,8 +45,6 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
-import numpy as np
-
 from srift.bandwidth.collectives import collective_time_s
 from srift.domain import Breakdown, BusBandwidthModel, FleetMember, InstanceType, ModelProfile
 from srift.domain.bandwidth import BusbwQuery, Collective
@@ -60,11 +58,10 @@ from srift.domain.sharding import (
     is_mixed,
 )
 from srift.errors import InvalidInput
-from srift.sim.compute import member_keys, straggler_rows
 from srift.sim.exchange import covered_s
-from srift.sim.iteration import banded, quantiles, validate_fleet
+from srift.sim.iteration import Members, banded, compute_phase, quantiles, validate_fleet
 from srift.sim.network import pow2_ceil
-from srift.sim.result import IterationEstimate
+from srift.sim.result import IterationEstimate, granularity_of
 
 SHARD_LEVEL = "shard"
 REPLICATE_LEVEL = "replicate"
@@ -497,21 +494,12 @@ def _point(
     ranks = sum(m.count * m.instance.devices for m in fleet)
     distributed = ranks > 1
     units = fsdp_units(fleet[0].profile)
-    fw = [
-        m.profile.forward.time_s(m.per_device_batch) + m.profile.loop_overhead_s(distributed=distributed)
-        for m in fleet
-    ]
-    bw = [m.profile.backward.time_s(m.per_device_batch) for m in fleet]
-    means = [f + b for f, b in zip(fw, bw, strict=True)]
-    rows = straggler_rows(
-        means,
-        [m.profile.straggler_cv for m in fleet],
-        [m.count for m in fleet],
-        member_keys(fleet),
-        seed=seed,
-        iters=straggler_iters,
-    )
-    rho = [max(1.0, float(r.mean()) / t) if t > 0 else 1.0 for r, t in zip(rows, means, strict=True)]
+    computes = Members.of(fleet, distributed=distributed)
+    fw, bw, means = computes.fw_s, computes.bw_s, computes.means_s
+    # The served model's compute phase: no rank is done before the mean of each iteration's slowest draw
+    # (`phase.end_s`); the sharded timeline never ends before it.
+    phase = compute_phase(computes, seed=seed, iters=straggler_iters)
+    rho = phase.rho
     blocks = frozenset(range(1, len(units.names))) if setup.checkpointing else frozenset()
     block_share = sum(s.share for s in units.segments if s.unit in blocks)
     members = _member_computes(fleet, setup, fw_s=fw, bw_s=bw, rho=rho, block_share=block_share)
@@ -529,22 +517,18 @@ def _point(
     slow = max(range(len(fleet)), key=lambda i: fw[i] + bw[i] + fw[i] * block_share)
     update_s = max(m.update_s for m in members)
     compute_s = fw[slow] + bw[slow] + fw[slow] * block_share + members[slow].overhead_s
-    per_iter = rows[0] if len(rows) == 1 else np.maximum.reduce(rows)
-    # The served model's compute phase (srift.sim.iteration): no rank is done before the mean of each
-    # iteration's slowest draw; the sharded timeline never ends before it.
-    compute_end = max(float(per_iter.mean()), max(r * t for r, t in zip(rho, means, strict=True)))
     straggle = max(
         0.0,
         max(m.total_s + m.overhead_s for m in members) - compute_s,
-        compute_end - means[slow] - members[slow].overhead_s,
+        phase.end_s - means[slow] - members[slow].overhead_s,
     )
     iteration = max(found.iteration_s, compute_s + straggle + update_s)
     exposed = max(0.0, iteration - compute_s - straggle - update_s)
     exposed_network = _exposed_network_s(found, fleet, setup, exposed_s=exposed)
     communication = covered_s(span for spans in found.busy.values() for span in spans)
     scale = compute_s / means[slow] if means[slow] > 0 else 1.0
-    p10, p50, p90 = (q * scale + exposed + update_s for q in quantiles(np.asarray(per_iter)))
-    granularity = compute_s / communication if communication > 0 else math.inf
+    p10, p50, p90 = (q * scale + exposed + update_s for q in quantiles(phase.per_iteration_s))
+    granularity = granularity_of(compute_s=compute_s, communication_s=communication)
     warnings = []
     if granularity < 1.0:
         warnings.append(
