@@ -601,20 +601,25 @@ def _monte_carlo(layout: _Layout, inputs: IterationInputs, *, update_s: float) -
     return quantiles(samples)
 
 
-def _checked(fleet: Sequence[FleetMember], inputs: IterationInputs) -> Sequence[FleetMember]:
-    """The fleet, validated, its layers in DDP's buckets where the configuration uses them."""
-    validate_fleet(fleet)
-    cap_bytes = inputs.config.bucket_cap_bytes
-    if cap_bytes is not None and CommMode(inputs.comm) is CommMode.ALLREDUCE:
-        fleet = with_buckets(fleet, cap_bytes=cap_bytes)
+def require_straggler_iters(straggler_iters: int) -> None:
+    """InvalidInput unless 1 ≤ `straggler_iters` ≤ MAX_STRAGGLER_ITERS (each simulator averages over them)."""
     require_within(
-        inputs.straggler_iters,
+        straggler_iters,
         1,
         MAX_STRAGGLER_ITERS,
         field="straggler_iters",
         hint="100 is plenty",
         what="straggler_iters",
     )
+
+
+def _checked(fleet: Sequence[FleetMember], inputs: IterationInputs) -> Sequence[FleetMember]:
+    """The fleet, validated, its layers in DDP's buckets where the configuration uses them."""
+    validate_fleet(fleet)
+    cap_bytes = inputs.config.bucket_cap_bytes
+    if cap_bytes is not None and CommMode(inputs.comm) is CommMode.ALLREDUCE:
+        fleet = with_buckets(fleet, cap_bytes=cap_bytes)
+    require_straggler_iters(inputs.straggler_iters)
     require_within(
         inputs.mc_samples,
         0,

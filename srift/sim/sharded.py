@@ -59,7 +59,14 @@ from srift.domain.sharding import (
 )
 from srift.errors import InvalidInput
 from srift.sim.exchange import covered_s
-from srift.sim.iteration import Members, banded, compute_phase, quantiles, validate_fleet
+from srift.sim.iteration import (
+    Members,
+    banded,
+    compute_phase,
+    quantiles,
+    require_straggler_iters,
+    validate_fleet,
+)
 from srift.sim.network import pow2_ceil
 from srift.sim.result import IterationEstimate, granularity_of
 
@@ -465,6 +472,7 @@ def simulate_sharded(
     `band` as in `simulate`; `log` collects the FSDP timeline's events."""
     if setup.strategy is Strategy.DDP:
         raise InvalidInput("DDP is the served simulator's", hint="call srift.sim.simulate", field="strategy")
+    require_straggler_iters(straggler_iters)
     point = _point(
         fleet, bandwidth=bandwidth, setup=setup, seed=seed, straggler_iters=straggler_iters, log=log
     )

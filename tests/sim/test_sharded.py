@@ -174,3 +174,21 @@ def test_a_strategys_own_cpu_work_runs_within_the_units_compute() -> None:
     measured = replace(profile, extra={OVERHEAD_KEY: {"zero2": 0.25, "full_shard": -1}})
     assert strategy_overhead_s(measured, Strategy.ZERO2) == 0.25
     assert strategy_overhead_s(measured, Strategy.FULL_SHARD) == 0.0
+
+
+@pytest.mark.parametrize("straggler_iters", [0, -3])
+def test_no_straggler_iterations_is_refused_with_the_field(gpt2, straggler_iters: int) -> None:
+    """Found 2026-12-06: 0 straggler iterations was a ZeroDivisionError (IndexError before) in the sharded
+    simulator; the served one refuses it by field, and so does this one now."""
+    from srift.errors import InvalidInput
+
+    profile, g5 = gpt2
+    with pytest.raises(InvalidInput, match="straggler_iters") as caught:
+        simulate_sharded(
+            _fleet(profile, g5, 2, 8),
+            bandwidth=AlphaBetaPrior(),
+            setup=Setup(Strategy.FULL_SHARD),
+            straggler_iters=straggler_iters,
+            band=False,
+        )
+    assert caught.value.field == "straggler_iters" and "To fix:" in str(caught.value)
