@@ -87,10 +87,6 @@ def score(rows: list[TimmRow], shipped: Calibration, held_out: Calibration) -> l
     return out
 
 
-def geomean(values: list[float]) -> float:
-    return math.exp(statistics.fmean(math.log(v) for v in values))
-
-
 def report(scored: list[Scored], shipped: Calibration, held_out: Calibration) -> str:
     """The section's Markdown (module docstring)."""
     own = max(abs(s.row.step_ms / 1e3 / s.row.measured_step_s - 1) for s in scored)
@@ -133,8 +129,9 @@ def report(scored: list[Scored], shipped: Calibration, held_out: Calibration) ->
         ship = [s.shipped_ratio for s in group]
         held = [s.held_out_ratio for s in group]
         lines.append(
-            f"| {model} | {layout.value.upper()} | {len(group)} | {geomean(ship):.2f} "
-            f"({min(ship):.2f}–{max(ship):.2f}) | {geomean(held):.2f} ({min(held):.2f}–{max(held):.2f}) |"
+            f"| {model} | {layout.value.upper()} | {len(group)} | {statistics.geometric_mean(ship):.2f} "
+            f"({min(ship):.2f}–{max(ship):.2f}) | {statistics.geometric_mean(held):.2f} "
+            f"({min(held):.2f}–{max(held):.2f}) |"
         )
     lines += [
         "",
@@ -180,7 +177,7 @@ def lambda_lines(scored: list[Scored], shipped: Calibration) -> list[str]:
         lines.append(f"| Lambda {row.row} (fit row) | {row.per_gpu_batch} | {row.samples_per_s:.0f} | 1.00 |")
         for layout in MemoryFormat:
             group = [s.row for s in scored if s.row.model == "resnet50" and s.row.layout is layout]
-            thr = geomean([r.samples_per_s for r in group])
+            thr = statistics.geometric_mean([r.samples_per_s for r in group])
             batches = "/".join(str(r.batch) for r in group)
             lines.append(
                 f"| timm {layout.value.upper()} (geometric mean of torch 1.10–1.12) | {batches} | "
@@ -298,7 +295,7 @@ def layout_lines(scored: list[Scored], shipped: Calibration) -> list[str]:
     vit = ratios["vit-b16"]
     nchw = [s.row for s in scored if s.row.model == "resnet50" and s.row.layout is MemoryFormat.NCHW]
     share = statistics.fmean(convolution_share(r, shipped) for r in nchw)
-    speedup = geomean(resnet)
+    speedup = statistics.geometric_mean(resnet)
     # If NHWC sped up only the layers with convolutions: 1 / speedup = (1 - share) + share / s.
     implied = share / (1 / speedup - (1 - share)) if 1 / speedup > 1 - share else math.inf
     return [
