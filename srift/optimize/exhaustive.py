@@ -257,7 +257,7 @@ class BranchAndBound:
         profiles = tuple(self._profiles[q] for q in usable)
         dead = []
         for q in usable:
-            if self.deadline is not None and self.clock() > self.deadline:
+            if self._out_of_time():
                 break
             progress = self._aside.get(q)
             if progress is None:
@@ -796,7 +796,8 @@ class BranchAndBound:
             tbv = max(tv, tb, mu * fb)
             if n_iter * tbv > t_lim or (not cost_obj and n_iter * tb >= inc):
                 continue
-            if 0 < b < rem and (state is not None or (not groups and budget)):
+            if 0 < b < rem and (state is not None or (not groups and budget)) and not self._out_of_time():
+                # rows are only a tighter bound: past the deadline the children are queued without it
                 row = self._row_bound_s(node, b=b, t=tb, tv=tbv)
                 tb, tbv = max(tb, row), max(tbv, row)
                 if self._rules_out(tb, tbv, price=price + pq):
@@ -842,6 +843,11 @@ class BranchAndBound:
                     cost if cost_obj else total,
                     (PARTIAL, q + 1, r, pp, sf, vms + n, gpus + n * d, (*groups, group), tt, state, ttv),
                 )
+
+    def _out_of_time(self) -> bool:
+        """Whether the search's deadline has passed (optional bounding work then stops; the search's own
+        loop stops at the deadline it is run to)."""
+        return self.deadline is not None and self.clock() > self.deadline
 
     def _row_bound_s(self, node: Node, *, b: int, t: float, tv: float) -> float:
         """A lower bound of t_iter over all the non-final children (q, n, b), n ≥ 1, of `node` at one
