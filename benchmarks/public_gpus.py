@@ -117,14 +117,7 @@ def held_out_result(
     """The row's node simulated with the profile estimated from a calibration fitted without its GPU model
     (`fitted`, with `spreads` for its band): the estimate's largest per-GPU batch, and the simulation (at
     the row's batch, which the table ran, even where the estimate's largest batch is smaller)."""
-    cal = Calibration(
-        name=f"leave-out-{row.gpu}",
-        efficiency=fitted.efficiency,
-        factors=fitted.factors,
-        spreads=spreads,
-        fitted_on="",
-        kernel_source="",
-    )
+    cal = fitted.calibration(name=f"leave-out-{row.gpu}", spreads=spreads)
     estimated = estimate_profile(
         model=row.model,
         structure=structure_of(row.model, row.precision),

@@ -66,10 +66,8 @@ def held_out_calibration() -> Calibration:
     rows = [r for r in public.registered_rows(Use.FIT) if r.gpu != HELD_OUT_GPU]
     fitted = public.fit(rows, structure_of, kernel_s=public.EAGER_KERNEL_S)
     shipped = shipped_calibration()
-    return Calibration(
+    return fitted.calibration(
         name=f"lambdal-without-{HELD_OUT_GPU}",
-        efficiency=fitted.efficiency,
-        factors=fitted.factors,
         spreads=shipped.spreads,
         fitted_on=f"{len(rows)} single-GPU rows of the public table without {HELD_OUT_GPU}",
         kernel_source=shipped.kernel_source,

@@ -202,6 +202,11 @@ class Registry:
                 hint="list every row of the file in exactly one set of srift/data/measurements.yaml",
                 field="rows",
             )
+        return self.listed(path, use)
+
+    def listed(self, path: str, use: Use) -> frozenset[str]:
+        """The rows of the copy `path` that sets of `use` list, not checked against the copy's rows (`rows`
+        checks them; a reader that has checked them once selects with this)."""
         return frozenset(r for s in self.of_copy(path, use) for r in s.rows)
 
     def check_file(self, path: str, data: bytes) -> None:

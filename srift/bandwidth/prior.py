@@ -605,7 +605,7 @@ def registered_runs(use: Use, *, registry: Registry | None = None) -> tuple[Publ
     run the band constants were measured on; CHECK: runs that only check the prior)."""
     reg = registry or shipped_registry()
     runs = read_runs(registry=reg) if registry is not None else public_runs()
-    wanted = reg.rows(RUNS_COPY, use, (r.id for r in runs))
+    wanted = reg.listed(RUNS_COPY, use)  # read_runs has checked the runs against the registry's rows
     return tuple(r for r in runs if r.id in wanted)
 
 

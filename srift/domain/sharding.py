@@ -88,6 +88,7 @@ from srift.domain.memory import (
     Optimizer,
     Part,
     TrainingMemory,
+    largest_fitting_batch,
     profile_memory,
     training_memory,
 )
@@ -485,16 +486,7 @@ class StrategyMemory:
         """The largest per-GPU batch whose peak fits `capacity_bytes` less the margin (0: not even 1): every
         moment must fit, each along its own line."""
         usable = capacity_bytes * (1.0 - margin_fraction)
-        if self.peak_bytes(1) > usable:
-            return 0
-        best = cap
-        for moment in self.moments:
-            line = moment.activation_bytes
-            if line.per_sample <= 0:
-                continue
-            spare = usable - self.persistent_bytes - sum(moment.parts.values()) - line.fixed
-            best = min(best, max(1, math.floor(spare / line.per_sample)))
-        return int(best)
+        return min(largest_fitting_batch(AtMoment(self, m), usable, cap=cap) for m in self.moments)
 
     def to_dict(self, batch: float) -> dict[str, Any]:
         parts = self.parts(batch)
@@ -509,6 +501,27 @@ class StrategyMemory:
             "optimizer": self.optimizer.value,
             "source": self.source,
         }
+
+
+@dataclass(frozen=True, slots=True)
+class AtMoment:
+    """A strategy's memory as if its step peaked at `moment` (a `srift.domain.memory.Fits`): the held parts
+    and the moment's own parts persist, the moment's line grows with the batch. The step fits a batch when
+    it fits at every moment, so the largest batch is the least over the moments."""
+
+    memory: StrategyMemory
+    moment: Moment
+
+    @property
+    def persistent_bytes(self) -> int:
+        return self.memory.persistent_bytes + sum(self.moment.parts.values())
+
+    @property
+    def activation_bytes(self) -> Affine:
+        return self.moment.activation_bytes
+
+    def peak_bytes(self, batch: float) -> float:
+        return self.memory.persistent_bytes + self.moment.bytes_at(batch)
 
 
 class MemoryUnknown(InvalidInput):

@@ -176,8 +176,25 @@ def _key(row: Row) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Fit:
+    """What `fit` learns from single-GPU rows: the roofline's efficiencies and the per-(model, precision
+    group) time factors."""
+
     efficiency: Efficiency
     factors: dict[str, float]
+
+    def calibration(
+        self, *, name: str, spreads: dict[str, float], fitted_on: str = "", kernel_source: str = ""
+    ) -> Calibration:
+        """This fit, unrounded, as the calibration the estimator takes (held-out checks estimate with a fit
+        that left rows out; `calibrate` rounds the shipped one), with `spreads` for its estimates' bands."""
+        return Calibration(
+            name=name,
+            efficiency=self.efficiency,
+            factors=self.factors,
+            spreads=spreads,
+            fitted_on=fitted_on,
+            kernel_source=kernel_source,
+        )
 
 
 def fit(rows: Sequence[Row], structure_of: StructureOf, *, kernel_s: float) -> Fit:

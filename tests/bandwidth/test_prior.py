@@ -31,6 +31,7 @@ from srift.bandwidth.prior import (
     peak_busbw_gbps,
     predict_busbw_gbps,
     public_runs,
+    read_runs,
     registered_runs,
 )
 from srift.domain import InstanceType, Interconnect
@@ -271,6 +272,29 @@ def test_the_public_runs_are_read_through_the_registry_by_use() -> None:
     check = registered_runs(Use.CHECK)
     assert check and all(r.id.startswith("tc-") for r in check)
     assert len(public_runs()) == len(check) + len(FIT_RUNS) + 1
+
+
+@pytest.mark.parametrize(
+    ("rows", "says"),
+    [
+        (["p5-2x8-efa", "p5-2x8-efa-gone"], "listed but not in the file: p5-2x8-efa-gone"),
+        ([], "not in the registry"),
+    ],
+)
+def test_the_public_runs_must_be_exactly_the_registrys_rows(rows: list[str], says: str) -> None:
+    """A registry whose rows are not the file's runs (one listed that the file lacks, one the registry
+    lacks) is refused, by use or not."""
+
+    def edit(document: dict) -> None:
+        document["sets"]["p5-2x8-efa"]["rows"] = rows
+
+    edited = registry_with(edit)
+    with pytest.raises(ConfigurationError, match=says) as caught:
+        read_runs(registry=edited)
+    assert caught.value.field == "rows" and "To fix:" in str(caught.value)
+    for use in Use:
+        with pytest.raises(ConfigurationError, match=says):
+            registered_runs(use, registry=edited)
 
 
 def test_a_link_is_fitted_only_on_a_run_the_registry_lists_as_a_fit_run() -> None:

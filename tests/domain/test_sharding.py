@@ -256,6 +256,30 @@ def test_the_largest_batch_and_the_reason_when_nothing_fits() -> None:
     assert reason is not None and reason.startswith("full_shard needs") and "GiB per GPU at batch 8" in reason
 
 
+def test_the_largest_batch_is_0_when_batch_1_does_not_fit_and_the_cap_when_no_line_grows() -> None:
+    memory, _ = parts(Strategy.FULL_SHARD)
+    assert memory.largest_batch(memory.peak_bytes(1) / 0.9 * (1 - 1e-9)) == 0
+    assert memory.largest_batch(memory.peak_bytes(1) / 0.9) >= 1
+    # Activations that do not grow with the batch: every moment's line is flat, so any batch fits.
+    flat_basis = MemoryBasis(parameter_bytes=4000, activation_bytes=Affine(1000.0, 0.0), source="hand")
+    flat = strategy_memory(
+        flat_basis, UNITS, Setup(Strategy.FULL_SHARD), world_size=4, gpus_per_node=2, mixed=True
+    )
+    capacity = flat.peak_bytes(1) / 0.9
+    assert flat.largest_batch(capacity, cap=512) == 512
+    assert flat.largest_batch(capacity * (1 - 1e-9), cap=512) == 0
+
+
+def test_the_largest_batch_is_the_largest_whose_peak_fits() -> None:
+    # Every moment's line checked at once: the answer is the last batch whose whole-step peak fits.
+    for strategy in Strategy:
+        memory, _ = parts(strategy)
+        for extra in range(0, 40_000, 777):
+            capacity = (memory.peak_bytes(1) + extra) / 0.9
+            fitting = [b for b in range(1, 200) if memory.peak_bytes(b) <= capacity * 0.9]
+            assert memory.largest_batch(capacity) == max(fitting), (strategy, extra)
+
+
 def _profile(layers: list[tuple[str, int, float]], extra: dict | None = None) -> ModelProfile:
     return ModelProfile(
         model="toy",

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from srift.domain.structure import Precision
 from srift.errors import ConfigurationError
 from srift.estimate import public
 from srift.measurements import Use
@@ -42,6 +43,22 @@ def test_a_fit_row_moved_out_of_the_registry_changes_the_calibration() -> None:
     refit = public.calibrate(structure_of, registry=fewer).to_dict()
     assert refit["fitted_on"].startswith("63 single-GPU rows")
     assert (refit["efficiency"], refit["factors"]) != (shipped["efficiency"], shipped["factors"])
+
+
+def test_a_fit_becomes_a_calibration_unrounded_and_the_shipped_one_rounds_it() -> None:
+    """A held-out check estimates with the fit itself (Fit.calibration); the shipped calibration is the same
+    fit on the same rows, rounded to 4 digits."""
+    fitted = public.fit(public.registered_rows(Use.FIT), structure_of, kernel_s=public.EAGER_KERNEL_S)
+    held = fitted.calibration(name="held", spreads={"model": 0.1})
+    assert (held.efficiency, held.factors, held.spreads) == (
+        fitted.efficiency,
+        fitted.factors,
+        {"model": 0.1},
+    )
+    assert held.factor("resnet50", Precision.FP16) == fitted.factors["resnet50/fp16"]
+    shipped = public.calibrate(structure_of)
+    assert shipped.efficiency.compute == round(held.efficiency.compute, 4) != held.efficiency.compute
+    assert shipped.factors == {k: round(v, 4) for k, v in held.factors.items()}
 
 
 def test_the_kernel_time_comes_from_the_registry() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import date
 
 from srift.domain import (
@@ -140,17 +140,27 @@ def brute_force(
     best: float | None = None
     if configs is None:
         configs = split_configs(problem) if large else all_configs(problem)
-    for groups in configs:
-        fleet = problem.fleet(groups)
-        pred = evaluator(fleet, iterations=c.iterations, usd_per_s=problem.usd_per_s(groups))
-        band = getattr(evaluator, "band", None)
-        if band is not None and c.confidence > 0.5:
-            pred = with_band(pred, band(fleet, iterations=c.iterations))
+    for pred in predictions(problem, evaluator, configs, c):
         if not meets(pred, c):
             continue
         value = pred.cost_usd if c.objective is Objective.MIN_COST else pred.total_time_s
         best = value if best is None else min(best, value)
     return best
+
+
+def predictions(
+    problem: Problem, evaluator: Evaluator, configs: Sequence[Groups], constraints: Constraints | None = None
+) -> Iterator[Prediction]:
+    """Each configuration's prediction, one simulation each, as the search scores it: with its band where the
+    evaluator gives one and the constraints' confidence asks for a quantile."""
+    c = constraints or problem.constraints
+    band = getattr(evaluator, "band", None)
+    for groups in configs:
+        fleet = problem.fleet(groups)
+        pred = evaluator(fleet, iterations=c.iterations, usd_per_s=problem.usd_per_s(groups))
+        if band is not None and c.confidence > 0.5:
+            pred = with_band(pred, band(fleet, iterations=c.iterations))
+        yield pred
 
 
 class _Enough(Exception):

@@ -3,8 +3,10 @@ search is nearly as good within its budget, on a family of random small problems
 
 from __future__ import annotations
 
+import itertools
 import statistics
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 
 import pytest
@@ -12,15 +14,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from srift.bandwidth.prior import AlphaBetaPrior
-from srift.domain import Objective, SearchMode
+from srift.domain import Objective, Plan, SearchMode
 from srift.domain.simulation import PER_LAYER
 from srift.errors import InvalidInput
 from srift.optimize.evaluate import Evaluations, Evaluator, SimEvaluator, objective_value
 from srift.optimize.solver import PlanInfeasible, SolveOptions, optimize
-from srift.optimize.space import Problem
-from srift.sim.result import with_band
+from srift.optimize.space import Groups, Problem
 
-from .helpers import FastEvaluator, all_configs, brute_force
+from .helpers import FastEvaluator, all_configs, brute_force, predictions
 from .problems import (
     make_located_problem,
     make_mixed_problem,
@@ -44,6 +45,34 @@ def _solve(problem: Problem, evaluator: Evaluator, mode: SearchMode, budget_s: f
     return objective_value(plan.predicted, problem.constraints.objective)
 
 
+def _listable(
+    make: Callable[[int], Problem], *, most: int, seeds: int
+) -> Iterator[tuple[int, Problem, list[Groups]]]:
+    """(seed, problem, every configuration of its space) for the problems `make` draws from seeds 0 to
+    `seeds` - 1 whose space holds 1 to `most` configurations (small enough for brute force)."""
+    for seed in range(seeds):
+        problem = make(seed)
+        configs = all_configs(problem, most=most)
+        if 0 < len(configs) <= most:
+            yield seed, problem, configs
+
+
+def _exhaustive_finds(
+    problem: Problem, evaluator: Evaluator, expected: float | None, *, seed: int
+) -> Plan | None:
+    """Exhaustive search's plan (None: none meets the limits), checked against brute force's optimum
+    `expected`: the same optimum, proven optimal, or a proof that no configuration meets the limits."""
+    try:
+        plan = optimize(problem, evaluator, SolveOptions(mode=SearchMode.EXHAUSTIVE, solve_budget_s=30))
+    except PlanInfeasible as exc:
+        assert expected is None and exc.proven, seed
+        return None
+    got = objective_value(plan.predicted, problem.constraints.objective)
+    assert plan.proven_optimal, seed
+    assert expected is not None and got == pytest.approx(expected, rel=1e-12), seed
+    return plan
+
+
 @settings(max_examples=220, deadline=None)
 @given(st.integers(0, 2**32 - 1))
 def test_exhaustive_equals_brute_force(seed: int) -> None:
@@ -58,11 +87,7 @@ def test_exhaustive_equals_brute_force(seed: int) -> None:
 def test_exhaustive_equals_brute_force_with_the_simulator() -> None:
     evaluator = SimEvaluator(bandwidth=AlphaBetaPrior(), config=PER_LAYER)
     checked = 0
-    for seed in range(40):
-        problem = make_problem(seed)
-        configs = all_configs(problem, most=150)
-        if not 0 < len(configs) <= 150:
-            continue
+    for seed, problem, configs in _listable(make_problem, most=150, seeds=40):
         expected = brute_force(problem, evaluator, configs=configs)  # type: ignore[arg-type]
         got = _solve(problem, evaluator, SearchMode.EXHAUSTIVE, 30.0)
         assert (got is None) == (expected is None), seed
@@ -89,24 +114,11 @@ def test_exhaustive_equals_brute_force_with_the_simulator_on_many_problems(famil
         "user": make_user_problem,
     }[family]
     checked = mixed = 0
-    for seed in range(2000):
-        problem = make(seed)
-        configs = all_configs(problem, most=80)
-        if not 0 < len(configs) <= 80:
-            continue
+    for seed, problem, configs in itertools.islice(_listable(make, most=80, seeds=2000), 200):
         expected = brute_force(problem, evaluator, configs=configs)  # type: ignore[arg-type]
-        try:
-            plan = optimize(problem, evaluator, SolveOptions(mode=SearchMode.EXHAUSTIVE, solve_budget_s=30))
-        except PlanInfeasible as exc:
-            assert expected is None and exc.proven, seed
-        else:
-            got = objective_value(plan.predicted, problem.constraints.objective)
-            assert plan.proven_optimal, seed
-            assert expected is not None and got == pytest.approx(expected, rel=1e-12), seed
-            mixed += len(plan.config.choices) > 1
+        plan = _exhaustive_finds(problem, evaluator, expected, seed=seed)
+        mixed += plan is not None and len(plan.config.choices) > 1
         checked += 1
-        if checked == 200:
-            break
     assert checked == 200
     assert family != "mixed" or mixed >= 20
 
@@ -120,21 +132,11 @@ def test_exhaustive_equals_brute_force_at_the_quantile_with_estimated_profiles()
     every quantile, and still finds brute force's optimum, proven."""
     evaluator = SimEvaluator(bandwidth=AlphaBetaPrior())
     checked = quantile_bound = 0
-    for seed in range(2000):
-        problem = make_spread_problem(seed)
-        configs = all_configs(problem, most=80)
-        if not 0 < len(configs) <= 80:
-            continue
+    for seed, problem, configs in itertools.islice(_listable(make_spread_problem, most=80, seeds=2000), 200):
         c = problem.constraints
-        scored = []
-        for groups in configs:
-            fleet = problem.fleet(groups)
-            pred = with_band(
-                evaluator(fleet, iterations=c.iterations, usd_per_s=problem.usd_per_s(groups)),
-                evaluator.band(fleet, iterations=c.iterations),
-            )
-            scored.append((objective_value(pred, c.objective), pred))
-        scored.sort(key=lambda x: x[0])
+        assert c.confidence > 0.5  # so `predictions` gives every configuration its band
+        preds = predictions(problem, evaluator, configs)
+        scored = sorted(((objective_value(pred, c.objective), pred) for pred in preds), key=lambda x: x[0])
         if seed % 2:
             # between the median and the quantile of the best: the best is out
             pick, share = scored[0][1], 0.5
@@ -149,18 +151,9 @@ def test_exhaustive_equals_brute_force_at_the_quantile_with_estimated_profiles()
             limited = replace(c, time_limit_s=time_s ** (1 - share) * time_q**share)
         problem = replace(problem, constraints=limited)
         expected = brute_force(problem, evaluator)  # type: ignore[arg-type]
-        try:
-            plan = optimize(problem, evaluator, SolveOptions(mode=SearchMode.EXHAUSTIVE, solve_budget_s=30))
-        except PlanInfeasible as exc:
-            assert expected is None and exc.proven, seed
-        else:
-            got = objective_value(plan.predicted, limited.objective)
-            assert plan.proven_optimal, seed
-            assert expected is not None and got == pytest.approx(expected, rel=1e-12), seed
+        _exhaustive_finds(problem, evaluator, expected, seed=seed)
         quantile_bound += any(m > 1 for m in Evaluations(problem, evaluator).limit_scales(limited))
         checked += 1
-        if checked == 200:
-            break
     assert checked == 200
     assert quantile_bound >= 100
 

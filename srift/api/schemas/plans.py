@@ -154,7 +154,22 @@ _PLAN = field_defaults(PlanQuery)
 """PlanQuery owns the plan request's defaults; the schema states them (tests/api/test_request_defaults)."""
 
 
-class PlanRequest(ProfileRequestIn):
+class RunRequestIn(ProfileRequestIn):
+    """What plan and prediction requests share beyond the profiles (ProfileRequestIn): the `iterations` to
+    train, where the fleet is priced (`provider`, `region`, the catalog `snapshot`) and how its nodes talk
+    (`network`). PlanQuery and PredictionQuery each own the same defaults (tests/api/test_request_defaults
+    checks the schema against both)."""
+
+    iterations: int = Field(ge=1, le=1_000_000_000, description="iterations to train (N)")
+    provider: ProviderField = _PLAN["provider"]
+    region: RegionField = None
+    snapshot: SnapshotField = None
+    network: NetworkIn = Field(
+        default_factory=NetworkIn, description="transport between nodes and measured rates (see NetworkIn)"
+    )
+
+
+class PlanRequest(RunRequestIn):
     """What to optimize. Give the model's compute profiles as `profile_ids`, inline `profiles`, or `model`
     (all stored profiles of that model); limits are optional, objective decides what is minimised."""
 
@@ -168,7 +183,6 @@ class PlanRequest(ProfileRequestIn):
     global_batch: int = Field(
         ge=1, le=MAX_GLOBAL_BATCH, description="samples per iteration over the whole fleet"
     )
-    iterations: int = Field(ge=1, le=1_000_000_000, description="iterations to train (N)")
     objective: Objective = Field(default=_PLAN["objective"], description="min_cost or min_time")
     time_limit_s: float | None = Field(
         default=None, gt=0, le=1e9, description="N·t_iter must not exceed this"
@@ -176,9 +190,6 @@ class PlanRequest(ProfileRequestIn):
     budget_usd: float | None = Field(
         default=None, gt=0, le=1e9, description="total cost must not exceed this"
     )
-    provider: ProviderField = _PLAN["provider"]
-    region: RegionField = None
-    snapshot: SnapshotField = None
     market: MarketChoice = Field(
         default=_PLAN["market"], description="spot, on_demand or any (cheaper per type)"
     )
@@ -227,7 +238,7 @@ class PlanRequest(ProfileRequestIn):
         description="the quantile of predicted time and cost that must meet time_limit_s and budget_usd "
         "(0.5: the prediction itself; 0.9: nine runs in ten, by the prediction's measured spreads)",
     )
-    network: NetworkIn = Field(
+    network: NetworkIn = Field(  # RunRequestIn's, with what it means for a plan
         default_factory=NetworkIn,
         description="transport between nodes and measured rates; with transport efa only EFA types are used",
     )

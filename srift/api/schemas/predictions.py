@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from srift.api.schemas.network import NetworkIn, NetworkOut
+from srift.api.schemas.network import NetworkOut
 from srift.api.schemas.plans import (
     ONE_MODEL_RULE,
     PROFILE_SELECTION,
@@ -14,12 +14,9 @@ from srift.api.schemas.plans import (
     BreakdownOut,
     ChoiceOut,
     PredictedOut,
-    ProfileRequestIn,
+    RunRequestIn,
 )
 from srift.api.schemas.types import (
-    ProviderField,
-    RegionField,
-    SnapshotField,
     TypeName,
     check_one_of,
     one_of,
@@ -91,7 +88,7 @@ class FleetConfigIn(StrictModel):
     choices: list[FleetChoiceIn] = Field(min_length=1, max_length=MAX_CHOICES)
 
 
-class PredictionRequest(ProfileRequestIn):
+class PredictionRequest(RunRequestIn):
     """Predict one fleet (`config`) or a sweep of fleets (`configs`, answered as `predictions`). Give the
     model's compute profiles as `profile_ids`, inline `profiles`, or `model` (every stored profile of that
     model); each chosen type uses the profile of its accelerator. `network` says how the nodes talk."""
@@ -117,13 +114,6 @@ class PredictionRequest(ProfileRequestIn):
         max_length=MAX_SWEEP,
         description="several fleets predicted in one call (a sweep); the answer lists one prediction each",
     )
-    network: NetworkIn = Field(
-        default_factory=NetworkIn, description="transport between nodes and measured rates (see NetworkIn)"
-    )
-    iterations: int = Field(ge=1, le=1_000_000_000, description="iterations to train (N)")
-    provider: ProviderField = _PREDICT["provider"]
-    region: RegionField = None
-    snapshot: SnapshotField = None
     comm: CommMode = Field(
         default=_PREDICT["comm"], description="allreduce (Srift) or parameter_server (Li et al.)"
     )
