@@ -21,7 +21,9 @@ handed out and not taken back, in every arena and mapping), sampled before and a
 and backward, around the optimizer step, and every half millisecond by a thread (collectives' staging
 copies live while the training thread waits). That is the CPU's analogue of
 CUDA's max_memory_allocated: tensors FSDP2 frees by resizing their storage count, and the allocator's own
-slack does not.
+slack does not. `--late-gloo-release` (tests and diagnostics) keeps each reduce-scatter's gloo work, and with
+it the staging copy it holds, until the next collective has returned: what gloo does whenever its worker
+thread runs late (see `_late_gloo_release`).
 With `--colocation-rounds`, compute-only steps after the timed iterations measure how much slower each rank
 computes while every other rank computes too (`srift validate`'s co-location factor; see srift.validation).
 Uses torch and the standard library only, so it runs on a bare host or testbed namespace.
@@ -347,6 +349,38 @@ def _peak_in_use(net: Any, step: Callable[[], None], steps: int, *, base: int) -
     return peak[0]
 
 
+def _late_gloo_release(dist: Any) -> None:
+    """Make every reduce-scatter's gloo staging copy outlive its call until the next collective has returned.
+
+    Gloo's `reduce_scatter_tensor` (torch 2.13, ProcessGroupGloo::reduce_scatter_tensor_coalesced) clones the
+    whole input and allreduces the clone on one of the process group's worker threads. The worker marks the
+    work complete, which wakes the training thread, and drops its own reference to the work (and so frees
+    the clone) only when it next runs (ProcessGroupGloo::runLoop: execute, then lock and reset). On a busy
+    CPU that is late: the training thread has already gone on to the next unit's all-gather with the clone
+    still alive. This reproduces that case deterministically: each reduce-scatter runs asynchronously, is
+    waited on, and its work is kept until the training thread's next all-gather or reduce-scatter returns.
+    FSDP2 calls both through the `torch.distributed` module's attributes, which this replaces."""
+    held: list[Any] = []
+    reduce_scatter, all_gather = dist.reduce_scatter_single, dist.all_gather_single
+
+    def late_reduce_scatter(*args: Any, async_op: bool = False, **kwargs: Any) -> Any:
+        work = reduce_scatter(*args, async_op=True, **kwargs)
+        if async_op:
+            return work
+        work.wait()
+        held.clear()  # the previous copy goes as this call returns, as the worker would have run by now
+        held.append(work)
+        return None
+
+    def late_all_gather(*args: Any, **kwargs: Any) -> Any:
+        result = all_gather(*args, **kwargs)
+        held.clear()
+        return result
+
+    dist.reduce_scatter_single = late_reduce_scatter
+    dist.all_gather_single = late_all_gather
+
+
 def _repeated_blocks(model: Any) -> list[Any]:
     """The elements of the largest nn.ModuleList / nn.Sequential whose elements share one class."""
     from torch import nn
@@ -451,6 +485,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--memory-steps", type=int, default=2, help="untimed steps that measure peak memory (0: none)"
     )
+    parser.add_argument(
+        "--late-gloo-release",
+        action="store_true",
+        help="tests and diagnostics: keep each reduce-scatter's gloo staging copy alive until the next "
+        "collective has returned, as gloo does when its worker thread runs late on a busy CPU",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default=None, help="write rank 0's JSON here as well as stdout")
     parser.add_argument(
@@ -487,6 +527,8 @@ def main(argv: list[str] | None = None) -> int:
     device = on if on.type == "cuda" else None
     if distributed:
         dist.init_process_group(args.backend, rank=rank, world_size=world_size)
+    if args.late_gloo_release:
+        _late_gloo_release(dist)
     group = Group(dist, on, nccl=args.backend == "nccl")
     _warm_runtime(distributed, args.strategy, on, group)
     base_bytes = _in_use_bytes()

@@ -113,6 +113,15 @@ GLOO_STAGING_TENSORS = 1.0
 staging buffer"; registry set `gloo-staging-buffer`): 1.00 times the whole tensor for both collectives at 1
 and 2 ranks, so one whole buffer."""
 
+GLOO_LATE_RELEASED_REDUCES = 1.0
+"""Finished reduce-scatters whose staging copy a CPU rank may still hold while training goes on. Gloo's
+`reduce_scatter_tensor` (torch 2.13) allreduces a clone of the whole input on one of the process group's
+worker threads, which wakes the training thread and only then drops its reference to the work, freeing the
+clone when it next runs (ProcessGroupGloo::runLoop); on a busy CPU that is late, and the next unit's
+all-gather runs beside the clone. Measured by `python -m benchmarks.gloo_staging` (docs/BENCHMARKS.md "gloo
+staging buffer"; registry set `gloo-staging-buffer`): right after back-to-back reduce-scatters return, at
+most one whole clone is still in use, and none after all-gathers. NCCL makes no copy: 0 there."""
+
 _BLOCK = re.compile(r"^(.*?\.\d+)(?:\.|$)")
 """A block is the first `name.<index>` prefix of a layer's name (an element of an nn.ModuleList or
 nn.Sequential: `model.layers.3.mlp.up` belongs to `model.layers.3`)."""
@@ -639,7 +648,11 @@ def fsdp_moments(
     gradient shard, in the parameters' own fp32. `staged_collectives` (a CPU rank: gloo) adds gloo's
     staging buffer, GLOO_STAGING_TENSORS whole tensors in each all-gather and reduce-scatter (NCCL writes in
     place), where one is in flight: the all-gather of the block prefetched as backward starts (full
-    sharding, any n) and a block's reduce-scatter (n > 1; FSDP2 copies instead at n = 1)."""
+    sharding, any n) and a block's reduce-scatter (n > 1; FSDP2 copies instead at n = 1); and, from the first
+    block's reduce-scatter on, GLOO_LATE_RELEASED_REDUCES finished reduce-scatters' copies that gloo's worker
+    thread has not freed yet (the previous unit's: a block's, at the update the root's). That is the worst
+    case a busy CPU reaches (the copy is usually freed within the call), so a CPU rank's prediction is a
+    bound its in-step runs read a few per cent under."""
     n = max(1, ranks)
     per = working_bytes / 4  # gathered or unsharded-gradient bytes per fp32 byte
     red = REDUCE_BYTES / 4
@@ -654,6 +667,11 @@ def fsdp_moments(
     staging = GLOO_STAGING_TENSORS if staged_collectives else 0.0
     staged_gather = staging * per * block if reshard_after_forward else 0.0
     staged_reduce = staging * red * grad * block if n > 1 else 0.0
+    # A finished reduce-scatter's copy that gloo frees late: the previous unit's (a block's; the root's at
+    # the update), from the first block's reduce-scatter on.
+    late = GLOO_LATE_RELEASED_REDUCES if staged_collectives else 0.0
+    late_block = late * staged_reduce
+    late_root = late * (staging * red * grad * root if n > 1 else 0.0)
     start = Moment(
         "start of backward",
         {
@@ -681,16 +699,23 @@ def fsdp_moments(
         before = (per * parameter_bytes, per * (root + 2 * block), per * (root + block))
         after = (per * (parameter_bytes - block), per * (root + block), per * root)
     moments = [start]
-    for (name, shards, line, previous), gathered_before, gathered_after in zip(
+    for (name, shards, line, previous, freed_late), gathered_before, gathered_after in zip(
         (
-            ("the first block's", 0.0, first, 0.0),
+            ("the first block's", 0.0, first, 0.0, 0.0),
             (
                 "the next-to-last block's",
                 max(0.0, every_shard - grad * (2 * block + root) / n),
                 Affine(activations.fixed, min(block_saved_bytes_per_sample, activations.per_sample)),
                 red * grad * block,
+                late_block,
             ),
-            ("the last block's", max(0.0, every_shard - grad * (block + root) / n), last, red * grad * block),
+            (
+                "the last block's",
+                max(0.0, every_shard - grad * (block + root) / n),
+                last,
+                red * grad * block,
+                late_block,
+            ),
         ),
         before,
         after,
@@ -702,7 +727,7 @@ def fsdp_moments(
                 f"{name} backward end",
                 {
                     Part.GATHERED_PARAMETERS: math.ceil(gathered_before),
-                    Part.COMM_BUFFERS: math.ceil(root_grad + per * grad * block + previous),
+                    Part.COMM_BUFFERS: math.ceil(root_grad + per * grad * block + previous + freed_late),
                     Part.GRADIENTS: math.ceil(shards),
                 },
                 line,
@@ -711,7 +736,7 @@ def fsdp_moments(
                 f"{name} reduce-scatter copy-in",
                 {
                     Part.GATHERED_PARAMETERS: math.ceil(gathered_after),
-                    Part.COMM_BUFFERS: math.ceil(root_grad + (per + red) * grad * block),
+                    Part.COMM_BUFFERS: math.ceil(root_grad + (per + red) * grad * block + freed_late),
                     Part.GRADIENTS: math.ceil(shards),
                 },
                 line,
@@ -720,7 +745,7 @@ def fsdp_moments(
                 f"{name} reduce-scatter output",
                 {
                     Part.GATHERED_PARAMETERS: math.ceil(gathered_after),
-                    Part.COMM_BUFFERS: math.ceil(root_grad + red * grad * block + staged_reduce),
+                    Part.COMM_BUFFERS: math.ceil(root_grad + red * grad * block + staged_reduce + freed_late),
                     Part.GRADIENTS: math.ceil(shards + grad * block / n),
                 },
                 line,
@@ -731,22 +756,26 @@ def fsdp_moments(
         Moment(
             "the root's reduce-scatter copy-in",
             {
-                Part.COMM_BUFFERS: math.ceil((per + red) * grad * root),
+                Part.COMM_BUFFERS: math.ceil((per + red) * grad * root + late_block),
                 Part.GRADIENTS: math.ceil(max(0.0, every_shard - grad * root / n)),
             },
             last,
         ),
         Moment(
             "the root's reduce-scatter output",
-            {Part.COMM_BUFFERS: math.ceil(red * grad * root), Part.GRADIENTS: math.ceil(every_shard)},
+            {
+                Part.COMM_BUFFERS: math.ceil(red * grad * root + late_block),
+                Part.GRADIENTS: math.ceil(every_shard),
+            },
             last,
         ),
     ]
     # The optimizer step: every gradient shard and the update's temporaries (the reduce-scatter buffers are
     # released when backward ends).
-    update = Moment(
-        "update", {Part.GRADIENTS: math.ceil(every_shard)}, Affine(float(update_workspace_bytes), 0.0)
-    )
+    update_parts = {Part.GRADIENTS: math.ceil(every_shard)}
+    if late_root > 0:
+        update_parts[Part.COMM_BUFFERS] = math.ceil(late_root)
+    update = Moment("update", update_parts, Affine(float(update_workspace_bytes), 0.0))
     return (*moments, update)
 
 
@@ -798,6 +827,8 @@ def gpu_fit(
 
 
 __all__ = [
+    "GLOO_LATE_RELEASED_REDUCES",
+    "GLOO_STAGING_TENSORS",
     "REDUCE_BYTES",
     "SHARDING_KEY",
     "SHARD_PARTS",

@@ -7,6 +7,8 @@ import pytest
 from srift.domain.memory import CUDA_CONTEXT_BYTES, NCCL_BUFFER_BYTES, Part
 from srift.domain.profile import ComputeCurve, LayerGrad, ModelProfile
 from srift.domain.sharding import (
+    GLOO_LATE_RELEASED_REDUCES,
+    GLOO_STAGING_TENSORS,
     SHARDING_KEY,
     BlockFacts,
     MemoryBasis,
@@ -177,6 +179,50 @@ def test_the_previous_blocks_reduce_scatter_input_is_held_until_the_next_blocks_
         Part.GRADIENTS: 0,
         Part.ACTIVATIONS: 3000,
     }
+
+
+def _cpu_and_gpu(world: int):
+    """fp32 full sharding over `world` CPU ranks (gloo) and GPU ranks, one rank per node."""
+    return [
+        strategy_memory(
+            BASIS,
+            UNITS,
+            Setup(Strategy.FULL_SHARD),
+            world_size=world,
+            gpus_per_node=1,
+            mixed=False,
+            cuda=cuda,
+        )
+        for cuda in (False, True)
+    ]
+
+
+def test_a_cpu_rank_may_still_hold_the_previous_reduce_scatters_gloo_copy() -> None:
+    # Gloo frees a finished reduce-scatter's clone of its input (one whole block's fp32 gradient, 1,600)
+    # when its worker thread next runs, which on a busy CPU is after the next unit's all-gather: every
+    # moment from the first block's reduce-scatter on may hold it beside what it holds on a GPU; the update
+    # may hold the root's (800). The first block's backward comes before any reduce-scatter.
+    cpu, gpu = _cpu_and_gpu(2)
+    late = GLOO_LATE_RELEASED_REDUCES * GLOO_STAGING_TENSORS * 1600
+    assert late == 1600
+    gathered = GLOO_STAGING_TENSORS * 1600  # the prefetched block's all-gather, in flight at the start
+    for name, extra in [
+        (START, gathered),
+        ("the first block's backward end", 0),
+        ("the next-to-last block's backward end", late),
+        ("the last block's reduce-scatter copy-in", late),
+        ("the last block's reduce-scatter output", late + GLOO_STAGING_TENSORS * 1600),
+        ("the root's reduce-scatter output", late),
+        ("update", GLOO_LATE_RELEASED_REDUCES * GLOO_STAGING_TENSORS * 800),
+    ]:
+        added = moment(cpu, name)[Part.COMM_BUFFERS] - moment(gpu, name).get(Part.COMM_BUFFERS, 0)
+        assert added == extra, name
+    # One rank has no reduce-scatter to free late (FSDP2 copies the gradient instead).
+    one_cpu, one_gpu = _cpu_and_gpu(1)
+    assert moment(one_cpu, "the next-to-last block's backward end") == moment(
+        one_gpu, "the next-to-last block's backward end"
+    )
+    assert Part.COMM_BUFFERS not in moment(one_cpu, "update")
 
 
 def test_hybrid_shards_within_a_node_and_adds_the_replicate_groups_buffers() -> None:
