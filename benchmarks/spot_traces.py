@@ -57,7 +57,7 @@ sys.path.insert(0, str(REPO))
 from benchmarks._report import write_section  # noqa: E402
 from srift.catalog.document import load_catalog_file  # noqa: E402
 from srift.spot.model import SPLIT_BLOCK_S, Half, TraceModel, fit_model, split_blocks  # noqa: E402
-from srift.spot.nowcast import LOOKBACK_CANDIDATES_S, Nowcast, choose_nowcast  # noqa: E402
+from srift.spot.nowcast import LOOKBACK_CANDIDATES_S, Nowcast, choose_nowcast, choose_two_stage  # noqa: E402
 from srift.spot.policy import DeadlinePolicy, SpotJob  # noqa: E402
 from srift.spot.replay import Replay, applicable, replay  # noqa: E402
 from srift.spot.shipped import SHIPPED_MODEL, registered_traces, shipped_model  # noqa: E402
@@ -208,7 +208,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             nowcast: Nowcast | None = None
             if args.nowcast:
                 if job.deadline_s not in nowcasts:
-                    nowcasts[job.deadline_s] = choose_nowcast(
+                    chooser = choose_two_stage if args.two_stage else choose_nowcast
+                    nowcasts[job.deadline_s] = chooser(
                         model, traces, half=fold.fit, block_s=fold.block_s, horizon_s=job.deadline_s
                     )
                     print(
@@ -592,6 +593,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_false",
         help="predict every window from the period's law alone, not conditioned on the window's recent past "
         "(srift.spot.nowcast; the figures before 2026-12-06's nowcast)",
+    )
+    parser.add_argument(
+        "--two-stage",
+        action="store_true",
+        help="the two-stage nowcast (srift.spot.nowcast.choose_two_stage: a long look-back for the market's "
+        "level, then the short one), its constants chosen on the fit half, each block left out of the law",
     )
     parser.add_argument("--save", type=Path, help="also save the run's results here (pickle), for --render")
     parser.add_argument(

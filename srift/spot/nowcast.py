@@ -59,9 +59,15 @@ class Nowcast:
     up_prior_runs: float
     gap_prior_runs: float
     note: str = ""
+    long_lookback_s: float = 0.0
+    long_up_prior_runs: float = 0.0
+    long_gap_prior_runs: float = 0.0
 
     def __post_init__(self) -> None:
-        for name in ("lookback_s", "up_prior_runs", "gap_prior_runs"):
+        names = ["lookback_s", "up_prior_runs", "gap_prior_runs"]
+        if self.long_lookback_s != 0.0:
+            names += ["long_lookback_s", "long_up_prior_runs", "long_gap_prior_runs"]
+        for name in names:
             value = getattr(self, name)
             if not (math.isfinite(value) and value > 0):
                 raise InvalidInput(
@@ -69,10 +75,29 @@ class Nowcast:
                     hint=f"give {name} > 0 (or choose it with srift.spot.nowcast.choose_nowcast)",
                     field=name,
                 )
+        if self.long_lookback_s != 0.0 and self.long_lookback_s <= self.lookback_s:
+            raise InvalidInput(
+                f"nowcast long look-back {self.long_lookback_s} s is not longer than its short look-back "
+                f"{self.lookback_s} s",
+                hint="give long_lookback_s > lookback_s (or 0 for one stage)",
+                field="long_lookback_s",
+            )
+
+    @property
+    def two_stage(self) -> bool:
+        """Whether the law is first updated by a long look-back (the market's level) before the short one."""
+        return self.long_lookback_s > 0
 
     def describe(self) -> str:
+        long = (
+            f"long look-back {self.long_lookback_s / 3600:g} h (the fitted law weighs as "
+            f"{self.long_up_prior_runs:.3g} up runs and {self.long_gap_prior_runs:.3g} gaps), then "
+            if self.two_stage
+            else ""
+        )
+        weighs = "that" if self.two_stage else "the fitted law"
         return (
-            f"look-back {self.lookback_s / 3600:g} h; the fitted law weighs as {self.up_prior_runs:.3g} up "
+            f"{long}look-back {self.lookback_s / 3600:g} h; {weighs} weighs as {self.up_prior_runs:.3g} up "
             f"runs and {self.gap_prior_runs:.3g} gaps" + (f" ({self.note})" if self.note else "")
         )
 
@@ -142,31 +167,77 @@ def recent_past(
     )
 
 
-def posterior_factors(law: FleetLaw, recent: Recent, nowcast: Nowcast) -> tuple[np.ndarray, np.ndarray]:
+def look_back(
+    up: np.ndarray, starts: np.ndarray, nowcast: Nowcast, *, tick_s: float, floor: np.ndarray | None = None
+) -> tuple[Recent, Recent | None]:
+    """The nowcast's look-backs before each start: the short one, [start − lookback, start), and for a
+    two-stage nowcast the long one before it, [start − long_lookback, start − lookback) (disjoint, so no
+    tick counts twice); both cut at `floor`."""
+    starts = np.asarray(starts, dtype=np.int64)
+    short = recent_past(up, starts, lookback_s=nowcast.lookback_s, tick_s=tick_s, floor=floor)
+    if not nowcast.two_stage:
+        return short, None
+    base = np.zeros_like(starts) if floor is None else np.asarray(floor, dtype=np.int64)
+    end = np.maximum(starts - max(1, round(nowcast.lookback_s / tick_s)), base)
+    long = recent_past(
+        up, end, lookback_s=nowcast.long_lookback_s - nowcast.lookback_s, tick_s=tick_s, floor=base
+    )
+    return short, long
+
+
+def posterior_factors(
+    law: FleetLaw,
+    recent: Recent,
+    nowcast: Nowcast,
+    *,
+    long: Recent | None = None,
+    prior: tuple[np.ndarray | float, np.ndarray | float] = (1.0, 1.0),
+) -> tuple[np.ndarray, np.ndarray]:
     """Per start, the factors on the law's up and gap durations: the posterior mean run over the fitted one
-    (module docstring)."""
+    (module docstring). Two-stage (`long`, the long look-back, given): the fitted law updated by the long
+    look-back is the prior the short look-back updates. `prior`: factors on the fitted law's means before
+    any update (1: the law itself; the chooser's leave-one-block-out means, `choose_two_stage`)."""
     u, g = law.up.mean_s, law.gap.mean_s
+    up_mean, gap_mean = u * np.asarray(prior[0]), g * np.asarray(prior[1])
+    if long is not None and nowcast.two_stage:
+        la, lb = nowcast.long_up_prior_runs, nowcast.long_gap_prior_runs
+        up_mean = (la * up_mean + long.up_s) / (la + long.up_ended)
+        gap_mean = (lb * gap_mean + long.down_s) / (lb + long.down_ended)
     a, b = nowcast.up_prior_runs, nowcast.gap_prior_runs
-    up_mean = (a * u + recent.up_s) / (a + recent.up_ended)
-    gap_mean = (b * g + recent.down_s) / (b + recent.down_ended)
+    up_mean = (a * up_mean + recent.up_s) / (a + recent.up_ended)
+    gap_mean = (b * gap_mean + recent.down_s) / (b + recent.down_ended)
     return up_mean / u, gap_mean / g
 
 
-def nowcast_availability(law: FleetLaw, recent: Recent, nowcast: Nowcast) -> np.ndarray:
+def nowcast_availability(
+    law: FleetLaw,
+    recent: Recent,
+    nowcast: Nowcast,
+    *,
+    long: Recent | None = None,
+    prior: tuple[np.ndarray | float, np.ndarray | float] = (1.0, 1.0),
+) -> np.ndarray:
     """The conditioned law's long-run availability, E[up′] / (E[up′] + E[gap′]), per start."""
-    fu, fg = posterior_factors(law, recent, nowcast)
+    fu, fg = posterior_factors(law, recent, nowcast, long=long, prior=prior)
     up, gap = fu * law.up.mean_s, fg * law.gap.mean_s
     return np.asarray(up / (up + gap))
 
 
 def nowcast_timelines(
-    law: FleetLaw, rng: np.random.Generator, recent: Recent, nowcast: Nowcast, *, ticks: int, tick_s: float
+    law: FleetLaw,
+    rng: np.random.Generator,
+    recent: Recent,
+    nowcast: Nowcast,
+    *,
+    ticks: int,
+    tick_s: float,
+    long: Recent | None = None,
 ) -> np.ndarray:
     """One synthetic availability timeline (bool, starts × ticks) per start, from the law conditioned on that
     start's recent past: durations scaled by `posterior_factors`, the first run the state seen just before
     the start lasting on from its age."""
     n = recent.size
-    fu, fg = posterior_factors(law, recent, nowcast)
+    fu, fg = posterior_factors(law, recent, nowcast, long=long)
     state = np.array(recent.state_up, dtype=bool)
     rest = np.zeros(n)
     for i in range(n):
@@ -349,4 +420,216 @@ def choose_nowcast(
             f"look-back by cross-validation over a {horizon_s / 3600:.1f} h horizon "
             f"(RMS error {math.sqrt(err):.3f})"
         ),
+    )
+
+
+LONG_LOOKBACK_CANDIDATES_S = tuple(h * 3600.0 for h in (16, 32, 64, 128))
+"""The two-stage nowcast's long look-backs (the market's level over days; the single-stage grid's powers of
+two continued past its end, 64 h, to 128 h), chosen by cross-validation on the fit half with the short one."""
+SHORT_LOOKBACK_CANDIDATES_S = tuple(h * 3600.0 for h in (1, 2, 4, 8))
+"""The two-stage nowcast's short look-backs (the current state over hours; the single-stage grid's first
+four)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Held:
+    """One fit segment of a law's fleet: its up series and the leave-one-block-out factors on the law's
+    mean up time and mean gap (the same trace's other fit segments' renewal–reward means over all of its
+    fit segments')."""
+
+    up: np.ndarray
+    up_factor: float
+    gap_factor: float
+
+
+def _held_out(model: TraceModel, segments: Sequence[TraceBlock]) -> list[tuple[FleetLaw, float, list[_Held]]]:
+    """Per law: its weight (each trace alike) and its fit segments with their leave-one-block-out prior
+    factors. In the fit half the fitted law has seen every segment it is checked on; a window on the check
+    half is on days it has not seen, so the chooser's prior for a segment is the law as the other segments
+    alone would put it (a trace with one segment keeps the law: factor 1)."""
+    out = []
+    for law, series in _law_series(model, segments):
+        tick = law.tick_s
+        whole = [
+            recent_past(up, np.array([up.size]), lookback_s=up.size * tick, tick_s=tick) for up in series
+        ]
+        tu = np.array([float(r.up_s[0]) for r in whole])
+        ku = np.array([float(r.up_ended[0]) for r in whole])
+        tg = np.array([float(r.down_s[0]) for r in whole])
+        kg = np.array([float(r.down_ended[0]) for r in whole])
+        held = []
+        for i, up in enumerate(series):
+            fu = fg = 1.0
+            if len(series) > 1:
+                ou, og = tu.sum() - tu[i], tg.sum() - tg[i]
+                oku, okg = ku.sum() - ku[i], kg.sum() - kg[i]
+                if ou > 0 and oku > 0 and tu.sum() > 0 and ku.sum() > 0:
+                    fu = (ou / oku) / (tu.sum() / ku.sum())
+                if og > 0 and okg > 0 and tg.sum() > 0 and kg.sum() > 0:
+                    fg = (og / okg) / (tg.sum() / kg.sum())
+            held.append(_Held(up, fu, fg))
+        out.append((law, 1.0 / _trace_size(model, law), held))
+    return out
+
+
+def _eb_strength(
+    pieces: Sequence[tuple[float, np.ndarray, np.ndarray, np.ndarray]],
+) -> float:
+    """Empirical Bayes: the prior strength maximising the weighed negative-binomial marginal likelihood of
+    pieces (weight, prior mean per piece, ended runs per piece, exposure per piece)."""
+    from scipy import optimize
+
+    if not pieces:
+        return PRIOR_RUNS_BOUNDS[1]
+    lo, hi = (math.log(x) for x in PRIOR_RUNS_BOUNDS)
+
+    def nll(log_a: float) -> float:
+        a = math.exp(log_a)
+        return -sum(w * _nb_loglik(a, mean, k, t) for w, mean, k, t in pieces)  # type: ignore[arg-type]
+
+    res = optimize.minimize_scalar(nll, bounds=(lo, hi), method="bounded", options={"xatol": 1e-4})
+    return float(math.exp(float(res.x)))
+
+
+def _stage_strengths(
+    held: Sequence[tuple[FleetLaw, float, list[_Held]]],
+    trial: Nowcast,
+    *,
+    stage_lookback_s: float,
+    long: bool,
+) -> tuple[float, float]:
+    """The prior strengths (up, gap) of one stage by empirical Bayes over consecutive pieces of the stage's
+    look-back in each segment. Long stage (`long`): the prior is the leave-one-block-out law. Short stage:
+    the prior of a piece is the leave-one-block-out law updated by the long look-back before that piece
+    (with `trial`'s long-stage strengths)."""
+    up_pieces: list[tuple[float, np.ndarray, np.ndarray, np.ndarray]] = []
+    gap_pieces: list[tuple[float, np.ndarray, np.ndarray, np.ndarray]] = []
+    for law, w, segs in held:
+        span = max(1, round(stage_lookback_s / law.tick_s))
+        parts = []
+        for h in segs:
+            ends = np.arange(span, h.up.size + 1, span)
+            if ends.size == 0:
+                continue
+            rec = recent_past(h.up, ends, lookback_s=stage_lookback_s, tick_s=law.tick_s, floor=ends - span)
+            mu = np.full(ends.size, law.up.mean_s * h.up_factor)
+            mg = np.full(ends.size, law.gap.mean_s * h.gap_factor)
+            if not long:
+                lead = recent_past(
+                    h.up,
+                    ends - span,
+                    lookback_s=trial.long_lookback_s - trial.lookback_s,
+                    tick_s=law.tick_s,
+                    floor=np.zeros_like(ends),
+                )
+                la, lb = trial.long_up_prior_runs, trial.long_gap_prior_runs
+                mu = (la * mu + lead.up_s) / (la + lead.up_ended)
+                mg = (lb * mg + lead.down_s) / (lb + lead.down_ended)
+            parts.append((mu, mg, rec))
+        if not parts:
+            continue
+        up_pieces.append(
+            (
+                w,
+                np.concatenate([p[0] for p in parts]),
+                np.concatenate([p[2].up_ended for p in parts]),
+                np.concatenate([p[2].up_s for p in parts]),
+            )
+        )
+        gap_pieces.append(
+            (
+                w,
+                np.concatenate([p[1] for p in parts]),
+                np.concatenate([p[2].down_ended for p in parts]),
+                np.concatenate([p[2].down_s for p in parts]),
+            )
+        )
+    return _eb_strength(up_pieces), _eb_strength(gap_pieces)
+
+
+def _held_out_error(
+    held: Sequence[tuple[FleetLaw, float, list[_Held]]], trial: Nowcast, *, horizon_s: float
+) -> float:
+    """cross_validated_error with each segment's prior the leave-one-block-out law (`_held_out`) and the
+    trial's look-backs (one or two stages), cut at the segment's start."""
+    total = weight = 0.0
+    for law, w, segs in held:
+        span = max(1, round(horizon_s / law.tick_s))
+        stride = max(1, round(CV_STRIDE_S / law.tick_s))
+        errs = []
+        for h in segs:
+            starts = np.arange(1, h.up.size - span + 1, stride)
+            if starts.size == 0:
+                continue
+            short, long = look_back(h.up, starts, trial, tick_s=law.tick_s, floor=np.zeros_like(starts))
+            pred = nowcast_availability(law, short, trial, long=long, prior=(h.up_factor, h.gap_factor))
+            cs = np.concatenate(([0], np.cumsum(h.up)))
+            errs.append((pred - (cs[starts + span] - cs[starts]) / span) ** 2)
+        if errs:
+            total += w * float(np.mean(np.concatenate(errs)))
+            weight += w
+    return total / weight if weight else math.inf
+
+
+def choose_two_stage(
+    model: TraceModel,
+    traces: Sequence[SpotTrace],
+    *,
+    half: Half,
+    block_s: float,
+    horizon_s: float,
+    long_candidates_s: Sequence[float] = LONG_LOOKBACK_CANDIDATES_S,
+    short_candidates_s: Sequence[float] = SHORT_LOOKBACK_CANDIDATES_S,
+) -> Nowcast:
+    """A two-stage nowcast's constants from the `half` the model was fitted on, and nothing else: the fitted
+    law, updated by the long look-back (the market's level over days), is the prior the short look-back
+    (the current state over hours) updates. Each stage's prior strengths by empirical Bayes (the long
+    stage's on pieces of the long look-back, the short stage's on pieces of the short one with the long
+    look-back before each piece as its prior); the pair of look-backs by cross-validation over `horizon_s`.
+    Unlike `choose_nowcast`, every choice here sees each fit segment with the law its other segments give
+    (leave one block out, `_held_out`): the check half is on days the law has not seen, and a chooser whose
+    prior has already seen the segment it predicts favours the prior over any look-back."""
+    segments = [s for t in traces for s in split_blocks(t, half, block_s=block_s)]
+    held = _held_out(model, segments)
+    best: tuple[float, Nowcast] | None = None
+    long_strengths: dict[float, tuple[float, float]] = {}
+    for long_s in long_candidates_s:
+        for short_s in short_candidates_s:
+            if short_s >= long_s:
+                continue
+            if long_s not in long_strengths:
+                probe = Nowcast(
+                    short_s, 1.0, 1.0, long_lookback_s=long_s, long_up_prior_runs=1.0, long_gap_prior_runs=1.0
+                )
+                long_strengths[long_s] = _stage_strengths(held, probe, stage_lookback_s=long_s, long=True)
+            la, lb = long_strengths[long_s]
+            first = Nowcast(
+                short_s, 1.0, 1.0, long_lookback_s=long_s, long_up_prior_runs=la, long_gap_prior_runs=lb
+            )
+            a, b = _stage_strengths(held, first, stage_lookback_s=short_s, long=False)
+            trial = Nowcast(
+                short_s, a, b, long_lookback_s=long_s, long_up_prior_runs=la, long_gap_prior_runs=lb
+            )
+            err = _held_out_error(held, trial, horizon_s=horizon_s)
+            if best is None or err < best[0]:
+                best = (err, trial)
+    if best is None:
+        raise InvalidInput(
+            "no pair of look-backs (long longer than short) to choose from",
+            hint="pass a long candidate look-back longer than some short one, in seconds",
+            field="long_candidates_s",
+        )
+    err, c = best
+    return Nowcast(
+        c.lookback_s,
+        c.up_prior_runs,
+        c.gap_prior_runs,
+        note=(
+            f"two-stage, chosen on the fitted blocks only ({half.value}), each block with the law of the "
+            f"others: prior strengths by empirical Bayes, look-backs by cross-validation over a "
+            f"{horizon_s / 3600:.1f} h horizon (RMS error {math.sqrt(err):.3f})"
+        ),
+        long_lookback_s=c.long_lookback_s,
+        long_up_prior_runs=c.long_up_prior_runs,
+        long_gap_prior_runs=c.long_gap_prior_runs,
     )

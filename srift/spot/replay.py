@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from srift.spot.model import SPLIT_BLOCK_S, FleetLaw, Half, TraceModel, split_blocks
-from srift.spot.nowcast import Nowcast, nowcast_timelines, recent_past
+from srift.spot.nowcast import Nowcast, look_back, nowcast_timelines
 from srift.spot.policy import DeadlinePolicy, Programme, ReplayOutcome, SpotJob, plan_programme, simulate
 from srift.spot.traces import SpotTrace
 
@@ -307,8 +307,16 @@ def predicted_timelines(
     trace's look-back before that window's start (srift.spot.nowcast.nowcast_timelines)."""
     starts = window_starts(trace, ticks=ticks, half=half, stride_s=stride_s, block_s=block_s)
     up = trace.array() >= law.nodes
-    recent = recent_past(up, starts, lookback_s=nowcast.lookback_s, tick_s=trace.gap_s).repeat(per_window)
-    return nowcast_timelines(law, rng, recent, nowcast, ticks=ticks, tick_s=trace.gap_s)
+    recent, long = look_back(up, starts, nowcast, tick_s=trace.gap_s)
+    return nowcast_timelines(
+        law,
+        rng,
+        recent.repeat(per_window),
+        nowcast,
+        ticks=ticks,
+        tick_s=trace.gap_s,
+        long=None if long is None else long.repeat(per_window),
+    )
 
 
 def predict(
@@ -350,10 +358,18 @@ def predict_now(
     user's own launch and interruption log (`srift traces import`). What the benchmark's per-window
     prediction does for one window (srift.spot.nowcast); the policy itself is planned on `law` alone."""
     up = np.asarray(recent_up, dtype=bool)
-    recent = recent_past(up, np.array([up.size]), lookback_s=nowcast.lookback_s, tick_s=tick_s)
+    recent, long = look_back(up, np.array([up.size]), nowcast, tick_s=tick_s)
     rng = np.random.default_rng([seed & 0xFFFFFFFF, 0x40C5])
     ticks = math.ceil(job.deadline_s / tick_s) + 1
-    drawn = nowcast_timelines(law, rng, recent.repeat(samples), nowcast, ticks=ticks, tick_s=tick_s)
+    drawn = nowcast_timelines(
+        law,
+        rng,
+        recent.repeat(samples),
+        nowcast,
+        ticks=ticks,
+        tick_s=tick_s,
+        long=None if long is None else long.repeat(samples),
+    )
     programme = plan_programme(job, law, tick_s=tick_s) if DeadlinePolicy.SRIFT in policies else None
     return {
         p: pooled([simulate(job, drawn, tick_s=tick_s, policy=p, law=law, programme=programme)])
