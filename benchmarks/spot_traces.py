@@ -39,6 +39,7 @@ can run one fold per process (each under the shared CPU lock) and be rendered fr
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import pickle
@@ -217,6 +218,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                         flush=True,
                     )
                 nowcast = nowcasts[job.deadline_s]
+                if args.draw_rates and not nowcast.draw_rates:
+                    nowcast = nowcasts[job.deadline_s] = dataclasses.replace(nowcast, draw_rates=True)
             chosen = applicable(
                 traces, provider="aws", region=case.region, instance_type=TYPE, nodes=case.nodes
             )
@@ -545,6 +548,17 @@ def render(result: dict[str, Any], *, mirror: Path) -> str:
     return "\n".join(lines)
 
 
+def _default_prediction(result: dict[str, Any]) -> bool:
+    """Whether every row was predicted as the section describes (no nowcast, or the one-stage nowcast with
+    its rates at their posterior mean): a --two-stage or --draw-rates run is a comparison, not the section.
+    (getattr: runs saved before these options have nowcasts without the fields.)"""
+    return not any(
+        getattr(r.get("nowcast"), "long_lookback_s", 0.0) or getattr(r.get("nowcast"), "draw_rates", False)
+        for f in result["folds"]
+        for r in f["rows"]
+    )
+
+
 def _combined(paths: Sequence[Path]) -> dict[str, Any]:
     """Saved runs (--save) as one: their folds in the order given, their run times summed."""
     runs = [pickle.loads(p.read_bytes()) for p in paths]
@@ -600,6 +614,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="the two-stage nowcast (srift.spot.nowcast.choose_two_stage: a long look-back for the market's "
         "level, then the short one), its constants chosen on the fit half, each block left out of the law",
     )
+    parser.add_argument(
+        "--draw-rates",
+        action="store_true",
+        help="draw each predicted timeline's rates from the nowcast's posterior, not at its mean "
+        "(srift.spot.nowcast.Nowcast.draw_rates)",
+    )
     parser.add_argument("--save", type=Path, help="also save the run's results here (pickle), for --render")
     parser.add_argument(
         "--render",
@@ -616,8 +636,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         body = render(result, mirror=args.traces)
         print(body)
-        if complete:
+        if complete and _default_prediction(result):
             write_section(SECTION, body)
+        elif complete:
+            print(
+                "not the default prediction (--two-stage or --draw-rates): no section written",
+                file=sys.stderr,
+            )
         else:
             print("not the full grid (every fold, every plan): no section written", file=sys.stderr)
         return 0
@@ -640,7 +665,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
         )
     if not (args.quick or args.folds or args.plans) and args.half == Half.CHECK.value:
-        write_section(SECTION, body)
+        if _default_prediction(result):
+            write_section(SECTION, body)
+        else:
+            print(
+                "not the default prediction (--two-stage or --draw-rates): no section written",
+                file=sys.stderr,
+            )
     return 0
 
 

@@ -26,6 +26,11 @@ consecutive look-back pieces, so that the prior is as wide as the fit half's own
 and the look-back by cross-validation in the fit half: of LOOKBACK_CANDIDATES_S, the one whose nowcast of the
 availability over the job's horizon (E[up′] / (E[up′] + E[gap′])) is closest in mean square to the
 availability the fit half then showed.
+
+Two options, not the default (measured in docs/BENCHMARKS.md's terms on 2026-12-06, see `choose_two_stage`
+and `Nowcast.draw_rates`): a two-stage nowcast, the fitted law updated by a long look-back (days: the
+market's level) and that by the short one (hours: the state), its constants chosen with each fit block left
+out of the law; and drawing each timeline's rates from the posterior instead of taking their mean.
 """
 
 from __future__ import annotations
@@ -62,6 +67,7 @@ class Nowcast:
     long_lookback_s: float = 0.0
     long_up_prior_runs: float = 0.0
     long_gap_prior_runs: float = 0.0
+    draw_rates: bool = False
 
     def __post_init__(self) -> None:
         names = ["lookback_s", "up_prior_runs", "gap_prior_runs"]
@@ -96,9 +102,10 @@ class Nowcast:
             else ""
         )
         weighs = "that" if self.two_stage else "the fitted law"
+        drawn = "; each timeline's rates drawn from their posterior" if self.draw_rates else ""
         return (
             f"{long}look-back {self.lookback_s / 3600:g} h; {weighs} weighs as {self.up_prior_runs:.3g} up "
-            f"runs and {self.gap_prior_runs:.3g} gaps" + (f" ({self.note})" if self.note else "")
+            f"runs and {self.gap_prior_runs:.3g} gaps{drawn}" + (f" ({self.note})" if self.note else "")
         )
 
 
@@ -235,9 +242,17 @@ def nowcast_timelines(
 ) -> np.ndarray:
     """One synthetic availability timeline (bool, starts × ticks) per start, from the law conditioned on that
     start's recent past: durations scaled by `posterior_factors`, the first run the state seen just before
-    the start lasting on from its age."""
+    the start lasting on from its age. With `nowcast.draw_rates`, each timeline's rates are drawn from their
+    Gamma posterior (shape: prior runs + runs ended; mean: the posterior mean rate) instead of taken at
+    their mean: the mean cost is not linear in the rates, so the plug-in rate's cost is not the posterior's
+    expected cost."""
     n = recent.size
     fu, fg = posterior_factors(law, recent, nowcast, long=long)
+    if nowcast.draw_rates:
+        shape_u = nowcast.up_prior_runs + recent.up_ended
+        shape_g = nowcast.gap_prior_runs + recent.down_ended
+        fu = fu / np.maximum(rng.gamma(shape_u) / shape_u, 1e-12)
+        fg = fg / np.maximum(rng.gamma(shape_g) / shape_g, 1e-12)
     state = np.array(recent.state_up, dtype=bool)
     rest = np.zeros(n)
     for i in range(n):
@@ -286,9 +301,12 @@ def _law_series(model: TraceModel, segments: Sequence[TraceBlock]) -> list[tuple
     return out
 
 
-def _nb_loglik(prior_runs: float, mean_s: float, ended: np.ndarray, exposed_s: np.ndarray) -> float:
+def _nb_loglik(
+    prior_runs: float, mean_s: float | np.ndarray, ended: np.ndarray, exposed_s: np.ndarray
+) -> float:
     """log P(ended | exposed) under rate ~ Gamma(a, a·mean), ended ~ Poisson(rate · exposed): negative
-    binomial (the Gamma–Poisson marginal), without the terms free of a."""
+    binomial (the Gamma–Poisson marginal), without the terms free of a (`mean_s`: one for every piece, or
+    one per piece)."""
     from scipy import special  # type: ignore[import-untyped]  # here: importing scipy costs ~0.5 s
 
     a, b = prior_runs, prior_runs * mean_s
@@ -485,7 +503,7 @@ def _eb_strength(
 
     def nll(log_a: float) -> float:
         a = math.exp(log_a)
-        return -sum(w * _nb_loglik(a, mean, k, t) for w, mean, k, t in pieces)  # type: ignore[arg-type]
+        return -sum(w * _nb_loglik(a, mean, k, t) for w, mean, k, t in pieces)
 
     res = optimize.minimize_scalar(nll, bounds=(lo, hi), method="bounded", options={"xatol": 1e-4})
     return float(math.exp(float(res.x)))
