@@ -661,6 +661,15 @@ ReplayTraces = Annotated[
         "or the set `srift traces import` keeps) under each deadline policy",
     ),
 ]
+ReplayNowcast = Annotated[
+    bool,
+    typer.Option(
+        "--replay-nowcast",
+        help="with --replay-traces: predict each replayed window from the traces before its start (what a "
+        "user knows when the run starts: the recent market and whether capacity is there), not from the "
+        "period's law alone",
+    ),
+]
 PlanVerbose = Annotated[
     bool, typer.Option("--verbose", "-v", help="also list every source and each network rate's reason")
 ]
@@ -683,6 +692,7 @@ def plan_command(
     example_model: ExampleModel = None,
     verbose: PlanVerbose = False,
     replay_traces: ReplayTraces = None,
+    replay_nowcast: ReplayNowcast = False,
     bucket_cap_mb: BucketCapMb = None,
     per_layer: PerLayer = False,
 ) -> None:
@@ -737,7 +747,7 @@ def plan_command(
         timeout_s=600,
     )
     if replay_traces is not None:
-        result["replay"] = _replay(result, body, replay_traces)
+        result["replay"] = _replay(result, body, replay_traces, nowcast=replay_nowcast)
     if emit is not None:
         _emit_files(result, emit, launch)
     elif as_json:
@@ -748,14 +758,22 @@ def plan_command(
             render_replay(result["replay"])
 
 
-def _replay(plan: dict[str, Any], body: dict[str, Any], path: Path) -> dict[str, Any]:
-    """`--replay-traces PATH`: the plan's spot run replayed through the traces at PATH."""
+def _replay(
+    plan: dict[str, Any], body: dict[str, Any], path: Path, *, nowcast: bool = False
+) -> dict[str, Any]:
+    """`--replay-traces PATH`: the plan's spot run replayed through the traces at PATH (`--replay-nowcast`:
+    each window predicted from the traces before it)."""
     from srift.services.replays import replay_plan, request_location
     from srift.spot.sources import read_traces
 
     provider, region = request_location(body, default_region="us-east-1")
     return replay_plan(
-        plan, read_traces(path), provider=provider, region=region, seed=int(body.get("seed") or 0)
+        plan,
+        read_traces(path),
+        provider=provider,
+        region=region,
+        seed=int(body.get("seed") or 0),
+        nowcast=nowcast,
     )
 
 
@@ -800,6 +818,10 @@ def render_replay(rep: dict[str, Any]) -> None:
             f"{r['p_meets_deadline']:.3f} / {p.get('p_meets_deadline', float('nan')):.3f}",
         )
     console.print(table)
+    if rep.get("nowcast"):
+        console.print(
+            f"predicted: each window from the traces before its start ({rep['nowcast']})", highlight=False
+        )
     gap = rep.get("plan_gap")
     if gap:
         points = gap.get("p_meets_time_limit_points")

@@ -27,7 +27,8 @@ from srift.services.caching import RevisionCache
 from srift.services.plans import get_plan_for
 from srift.services.traces import stored_traces, traceset_path
 from srift.settings import Settings
-from srift.spot.model import Half, fit_model
+from srift.spot.model import SPLIT_BLOCK_S, Half, fit_model
+from srift.spot.nowcast import choose_nowcast
 from srift.spot.policy import DeadlinePolicy, SpotJob
 from srift.spot.replay import (
     DEFAULT_SAMPLES_PER_TRACE,
@@ -188,12 +189,14 @@ def replay_plan(
     provider: str,
     region: str,
     seed: int = 0,
+    nowcast: bool = False,
 ) -> dict[str, Any]:
-    """Replay `plan`'s spot run through `traces` (those of its type in its region, covering its VM count)."""
+    """Replay `plan`'s spot run through `traces` (those of its type in its region, covering its VM count);
+    `nowcast`: predict each window from the traces before its start (replay_fleet)."""
     fleet = spot_fleet(plan, traces, provider=provider, region=region)
     if isinstance(fleet, NotReplayed):
         raise _refusal(fleet)
-    out = replay_fleet(plan, fleet, seed=seed)
+    out = replay_fleet(plan, fleet, seed=seed, nowcast=nowcast)
     if isinstance(out, NotReplayed):
         raise _refusal(out)
     return out
@@ -206,12 +209,22 @@ def replay_fleet(
     seed: int = 0,
     stride_s: float = DEFAULT_STRIDE_S,
     samples_per_trace: int = DEFAULT_SAMPLES_PER_TRACE,
+    nowcast: bool = False,
 ) -> dict[str, Any] | NotReplayed:
     """Replay the plan's `fleet` through its traces under every policy: srift.spot.replay.Replay.to_dict,
     the fleet, the plan's own prediction and its gap to Srift's policy replayed, and the distribution of
-    Srift's policy's replayed finish times and costs."""
+    Srift's policy's replayed finish times and costs.
+
+    `nowcast`: each window's prediction is conditioned on the trace before its start (srift.spot.nowcast,
+    its constants chosen on the same traces for the run's deadline; `nowcast` in the answer says which);
+    else every window gets its period's law's prediction."""
     itype, provider, region, job = fleet.instance_type, fleet.provider, fleet.region, fleet.job
     model = fit_model(fleet.traces, half=Half.ALL)
+    conditioned = (
+        choose_nowcast(model, fleet.traces, half=Half.ALL, block_s=SPLIT_BLOCK_S, horizon_s=job.deadline_s)
+        if nowcast
+        else None
+    )
     result = replay(
         job,
         traces=fleet.traces,
@@ -221,6 +234,7 @@ def replay_fleet(
         stride_s=stride_s,
         samples_per_trace=samples_per_trace,
         seed=seed,
+        nowcast=conditioned,
     )
     if not result.runs:
         return NotReplayed(
@@ -240,6 +254,8 @@ def replay_fleet(
         else f"no time limit: {NO_LIMIT_SLACK:g}× the on-demand fallback's time and one restart"
     )
     out["distribution"] = result.distribution(DeadlinePolicy.SRIFT)
+    if conditioned is not None:
+        out["nowcast"] = conditioned.describe()
     out["plan_predicted"] = {key: spot.get(key) for key in PLAN_PREDICTED}
     srift = result.summary(DeadlinePolicy.SRIFT)["replayed"]
     if spot.get("expected_cost_usd"):

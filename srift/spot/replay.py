@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from srift.spot.model import SPLIT_BLOCK_S, FleetLaw, Half, TraceModel, split_blocks
+from srift.spot.nowcast import Nowcast, look_back, nowcast_timelines
 from srift.spot.policy import DeadlinePolicy, Programme, ReplayOutcome, SpotJob, plan_programme, simulate
 from srift.spot.traces import SpotTrace
 
@@ -66,6 +67,19 @@ def windows(
         for start in range(0, up.size - ticks + 1, stride):
             rows.append(up[start : start + ticks])
     return np.array(rows, dtype=bool).reshape(len(rows), ticks)
+
+
+def window_starts(
+    trace: SpotTrace, *, ticks: int, half: Half, stride_s: float, block_s: float = SPLIT_BLOCK_S
+) -> np.ndarray:
+    """The tick (of the whole trace) each of `windows`' rows starts at, in the same order."""
+    stride = max(1, round(stride_s / trace.gap_s))
+    out = [
+        seg.start + start
+        for seg in split_blocks(trace, half, block_s=block_s)
+        for start in range(0, seg.counts.size - ticks + 1, stride)
+    ]
+    return np.asarray(out, dtype=np.int64)
 
 
 def law_for(model: TraceModel, trace: SpotTrace, nodes: int) -> FleetLaw | None:
@@ -223,9 +237,15 @@ def replay(
     samples_per_trace: int = DEFAULT_SAMPLES_PER_TRACE,
     seed: int = 0,
     block_s: float = SPLIT_BLOCK_S,
+    nowcast: Nowcast | None = None,
 ) -> Replay:
     """Replay `job` through the windows of `traces` (already the applicable ones) and predict it per trace
-    (`half` of blocks of `block_s`: the one the model was not fitted on, for an honest check)."""
+    (`half` of blocks of `block_s`: the one the model was not fitted on, for an honest check).
+
+    With `nowcast`, each window is predicted from the law conditioned on the trace before the window's start
+    (srift.spot.nowcast: what a user knows when the run starts), at least `samples_per_trace` timelines
+    per trace spread evenly over its windows; the prediction is the mean over the windows. Without, every
+    window gets the same prediction from the period's law."""
     runs: list[TraceRun] = []
     rng = np.random.default_rng([seed & 0xFFFFFFFF, 0x7EAC])
     for trace in traces:
@@ -236,7 +256,20 @@ def replay(
         win = windows(trace, nodes=nodes, ticks=ticks, half=half, stride_s=stride_s, block_s=block_s)
         if win.shape[0] == 0:
             continue
-        synthetic = law.timeline(rng, runs=samples_per_trace, ticks=ticks, tick_s=trace.gap_s)
+        if nowcast is None:
+            synthetic = law.timeline(rng, runs=samples_per_trace, ticks=ticks, tick_s=trace.gap_s)
+        else:
+            synthetic = predicted_timelines(
+                trace,
+                law,
+                nowcast,
+                rng,
+                ticks=ticks,
+                half=half,
+                stride_s=stride_s,
+                block_s=block_s,
+                per_window=max(1, math.ceil(samples_per_trace / win.shape[0])),
+            )
         programme: Programme | None = None
         if DeadlinePolicy.SRIFT in policies:
             programme = plan_programme(job, law, tick_s=trace.gap_s)
@@ -256,6 +289,34 @@ def replay(
             )
         )
     return Replay(job=job, nodes=nodes, half=half, runs=runs, policies=tuple(policies))
+
+
+def predicted_timelines(
+    trace: SpotTrace,
+    law: FleetLaw,
+    nowcast: Nowcast,
+    rng: np.random.Generator,
+    *,
+    ticks: int,
+    half: Half,
+    stride_s: float,
+    block_s: float = SPLIT_BLOCK_S,
+    per_window: int = 1,
+) -> np.ndarray:
+    """`per_window` timelines for each of `windows`' rows (in order), each drawn from `law` conditioned on the
+    trace's look-back before that window's start (srift.spot.nowcast.nowcast_timelines)."""
+    starts = window_starts(trace, ticks=ticks, half=half, stride_s=stride_s, block_s=block_s)
+    up = trace.array() >= law.nodes
+    recent, long = look_back(up, starts, nowcast, tick_s=trace.gap_s)
+    return nowcast_timelines(
+        law,
+        rng,
+        recent.repeat(per_window),
+        nowcast,
+        ticks=ticks,
+        tick_s=trace.gap_s,
+        long=None if long is None else long.repeat(per_window),
+    )
 
 
 def predict(
@@ -279,3 +340,38 @@ def predict(
                 simulate(job, synthetic, tick_s=tick, policy=policy, law=law, programme=programme)
             )
     return {p: pooled(v) for p, v in per.items()}
+
+
+def predict_now(
+    job: SpotJob,
+    *,
+    law: FleetLaw,
+    recent_up: np.ndarray,
+    tick_s: float,
+    nowcast: Nowcast,
+    policies: Sequence[DeadlinePolicy] = tuple(DeadlinePolicy),
+    samples: int = DEFAULT_SAMPLES_PER_TRACE,
+    seed: int = 0,
+) -> dict[DeadlinePolicy, dict[str, float | int]]:
+    """Each policy's prediction for a run starting now, from `law` conditioned on the market's recent past:
+    `recent_up`, the fleet's availability (bool per tick of `tick_s`, oldest first) up to now, e.g. a
+    user's own launch and interruption log (`srift traces import`). What the benchmark's per-window
+    prediction does for one window (srift.spot.nowcast); the policy itself is planned on `law` alone."""
+    up = np.asarray(recent_up, dtype=bool)
+    recent, long = look_back(up, np.array([up.size]), nowcast, tick_s=tick_s)
+    rng = np.random.default_rng([seed & 0xFFFFFFFF, 0x40C5])
+    ticks = math.ceil(job.deadline_s / tick_s) + 1
+    drawn = nowcast_timelines(
+        law,
+        rng,
+        recent.repeat(samples),
+        nowcast,
+        ticks=ticks,
+        tick_s=tick_s,
+        long=None if long is None else long.repeat(samples),
+    )
+    programme = plan_programme(job, law, tick_s=tick_s) if DeadlinePolicy.SRIFT in policies else None
+    return {
+        p: pooled([simulate(job, drawn, tick_s=tick_s, policy=p, law=law, programme=programme)])
+        for p in policies
+    }

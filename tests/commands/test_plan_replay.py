@@ -39,3 +39,16 @@ def test_the_replay_reads_a_trace_folder_and_prints_every_policy(
         "p3.2xlarge × 4",
     ):
         assert words in out
+
+
+def test_the_replay_with_a_nowcast_says_what_conditioned_its_prediction(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(plan_cli, "console", Console(width=200))
+    folder = tmp_path / "preemption" / "4-node" / "aws-01-01-2024"
+    folder.mkdir(parents=True)
+    doc = {"metadata": {"gap_seconds": 300}, "data": list(_trace(1).counts)}
+    (folder / "us-east-1a_v100_1.json").write_text(json.dumps(doc))
+    rep = plan_cli._replay(_plan(), {"provider": "aws", "region": "us-east-1"}, tmp_path, nowcast=True)
+    plan_cli.render_replay(rep)
+    assert "predicted: each window from the traces before its start (look-back" in capsys.readouterr().out

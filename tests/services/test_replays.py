@@ -86,3 +86,17 @@ def test_a_plan_without_spot_or_without_a_covering_trace_is_refused() -> None:
     with pytest.raises(InvalidInput, match=r"no trace covers 4 × p3.2xlarge in aws/us-east-1") as caught:
         replay_plan(_plan(), [_trace(3, nodes=2)], provider="aws", region="us-east-1")
     assert "aws/us-east-1 p3.2xlarge ×2" in str(caught.value)
+
+
+def test_a_nowcast_replay_predicts_each_window_from_the_traces_before_it() -> None:
+    traces = [_trace(1), _trace(2, zone="us-east-1b")]
+    plain = replay_plan(_plan(), traces, provider="aws", region="us-east-1")
+    rep = replay_plan(_plan(), traces, provider="aws", region="us-east-1", nowcast=True)
+    assert "nowcast" not in plain and "look-back" in rep["nowcast"]
+    by = {s["policy"]: s for s in rep["policies"]}
+    before = {s["policy"]: s for s in plain["policies"]}
+    # The replay itself is the same; only the prediction beside it changes.
+    for name in ("uniform_progress", "srift"):
+        assert by[name]["replayed"] == before[name]["replayed"]
+        assert by[name]["predicted"]["runs"] >= by[name]["replayed"]["runs"]
+        assert by[name]["predicted"]["mean_cost_usd"] != before[name]["predicted"]["mean_cost_usd"]
