@@ -32,9 +32,9 @@ LOG = re.compile(
 )
 PARA = re.compile(r"^(GLOBAL_BATCH|GPU) (\d+)\s*$", re.MULTILINE)
 """benchmark.para, which the harness writes beside the logs of one model and precision (2022 on)."""
-COUNT = re.compile(r"(\d+)x(?=[A-Za-z])")
-"""The GPUs a run used: the last 'Nx' right before a letter (LambdaOD_2x_Texas_1xH100...: the VM has 2, the
-run used 1)."""
+COUNT = re.compile(r"(?:^|_)(\d+)x(?=[A-Za-z0-9])")
+"""The GPUs a run used: the last 'Nx' at the start of the name or after '_' and right before the GPU's name
+(2x3090, 1cc_8xH100...; LambdaOD_2x_Texas_1xH100...: the VM has 2, the run used 1)."""
 
 SYSTEMS: tuple[tuple[str, str, str, int], ...] = (
     # (pattern searched in the system name after '^' or '_' with its GPU count removed, spec, link, Gbit/s)
@@ -72,7 +72,7 @@ def mapped(system: str) -> tuple[str, int, str, str, int] | None:
     if counts:
         last = counts[-1]
         gpus = int(last.group(1))
-        series = system[: last.start()] + system[last.end() :]
+        series = system[: last.start(1)] + system[last.end() :]
     else:
         gpus, series = 1, system
     for pattern, spec, link, gbps in SYSTEMS:

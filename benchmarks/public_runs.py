@@ -25,9 +25,9 @@ import statistics
 from collections import defaultdict
 
 from benchmarks._report import write_section
-from benchmarks.public_gpus import held_out_result, structure_of
+from benchmarks.public_gpus import WITHIN_POINTS, check_all, held_out_result, structure_of
 from srift.bandwidth.prior import AlphaBetaPrior
-from srift.estimate import public, public_runs
+from srift.estimate import public, public_quality, public_runs
 from srift.measurements import Use
 
 LABEL = {"tf32": "fp32 (TF32)", "fp16": "fp16"}
@@ -116,6 +116,60 @@ def overstated_table_rows(runs: list[public_runs.Run]) -> list[str]:
         "|---|---:|---:|---:|---:|",
         *lines,
     ]
+
+
+def summary_misses(cases: list[public_runs.SeriesCase]) -> list[str]:
+    """The summary table's scaling cases outside 5 points (benchmarks/public_gpus.py, the same held-out
+    predictions), each beside the raw-log series of its GPU model, link, model, precision and GPU count:
+    their published efficiencies and whether any lies within 5 points of Srift's prediction for the case."""
+    rows = public.registered_rows(Use.FIT) + public.registered_rows(Use.CHECK)
+    checked, _ = check_all(rows)
+    link = {c.row.id: c.row.interconnect for c in checked}
+    items = [public_quality.Predicted(c.row, c.predicted) for c in checked]
+    table = public_quality.scaling_cases(items)
+    misses = [c for c in table if abs(c.difference_points) > WITHIN_POINTS]
+    lines = [
+        "",
+        "**The summary table's misses beside the raw logs of the same hardware**",
+        "",
+        f"The summary table's scaling cases (benchmarks/public_gpus.py: {len(table)} cases, "
+        f"{len(table) - len(misses)} within 5 points) outside 5 points, each with every raw-log series of "
+        "its GPU model, link, model, precision and GPU count (any harness precision, any per-GPU batch): "
+        "the lowest and highest published efficiency, and how many series lie within 5 points of Srift's "
+        "prediction for the summary case. Where one does, another run of the same hardware in the same "
+        "harness scaled as Srift predicts: the miss is the run, not the model.",
+        "",
+        "| GPU | system | model | precision | N | summary published | Srift | raw series | raw published "
+        "(lowest – highest) | raw series within 5 points of Srift |",
+        "|---|---|---|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    explained = unmatched = 0
+    for m in misses:
+        same = [
+            c
+            for c in cases
+            if (c.gpu, c.interconnect, c.model, c.precision, c.gpus)
+            == (m.gpu, link[m.row_id], m.model, m.precision, m.gpus)
+        ]
+        near = [c for c in same if abs(100 * (m.predicted_efficiency - c.published_efficiency)) <= 5]
+        if not same:
+            unmatched += 1
+        elif near:
+            explained += 1
+        effs = [100 * c.published_efficiency for c in same]
+        lines.append(
+            f"| {m.gpu} | {m.system} | {m.model} | {LABEL[m.precision.value]} | {m.gpus} | "
+            f"{100 * m.published_efficiency:.1f} % | {100 * m.predicted_efficiency:.1f} % | {len(same)} | "
+            + (f"{min(effs):.1f} – {max(effs):.1f} % | {len(near)} |" if same else "– | – |")
+        )
+    lines += [
+        "",
+        f"Of the {len(misses)} misses: {explained} have a raw-log series of the same hardware within 5 "
+        f"points of Srift's prediction; {len(misses) - explained - unmatched} have raw-log series, none "
+        f"within 5 points; {unmatched} have no raw-log series of their hardware (not extracted or not "
+        "paired).",
+    ]
+    return lines
 
 
 def report(runs: list[public_runs.Run], predicted: dict[str, float]) -> str:
@@ -234,6 +288,7 @@ def report(runs: list[public_runs.Run], predicted: dict[str, float]) -> str:
     lines += [
         "",
         f"Series without a 1-GPU run at the same per-GPU batch (extracted, not paired): {len(unpaired)}.",
+        *summary_misses(cases),
     ]
     return "\n".join(lines)
 

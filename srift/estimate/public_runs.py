@@ -304,6 +304,7 @@ class SeriesCase:
     series: str
     gpu: str
     model: str
+    precision: Precision
     harness_precision: str
     interconnect: str
     per_gpu_batch: int
@@ -346,6 +347,7 @@ def series_cases(runs: Sequence[Run], predicted_samples_per_s: Mapping[str, floa
                     series=series,
                     gpu=first.gpu,
                     model=model,
+                    precision=first.precision,
                     harness_precision=harness_precision,
                     interconnect=first.interconnect,
                     per_gpu_batch=batch,
