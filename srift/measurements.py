@@ -204,6 +204,20 @@ class Registry:
             )
         return self.listed(path, use)
 
+    def require_check_only(self, path: str, found: Iterable[str], *, set_id: str, what: str) -> None:
+        """Refuse the copy `path` unless its rows (`found`) are the registry's (`rows`) and only check
+        sets list them: a table that may only validate must never reach a fit. `what` names the rows in the
+        hint."""
+        present = list(found)
+        other = sorted(set(present) - self.rows(path, Use.CHECK, present))
+        if other:
+            raise ConfigurationError(
+                f"{path}: rows {', '.join(other[:3])} are listed by a set that is not a check set",
+                hint=f"{what} only check: list them in the check set {set_id} of "
+                "srift/data/measurements.yaml",
+                field="use",
+            )
+
     def listed(self, path: str, use: Use) -> frozenset[str]:
         """The rows of the copy `path` that sets of `use` list, not checked against the copy's rows (`rows`
         checks them; a reader that has checked them once selects with this)."""

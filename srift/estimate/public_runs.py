@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from srift.domain.structure import Precision
 from srift.errors import ConfigurationError
 from srift.estimate.public import PRECISION_OF_LABEL, Row, csv_records
-from srift.measurements import Registry, Use, shipped_registry
+from srift.measurements import Registry, shipped_registry
 
 TABLE_COPY = "estimate/data/lambdal_runs.csv"
 """The extracted runs as the measurement registry names them (relative to the srift package)."""
@@ -171,8 +171,9 @@ def parse_log(model_dir: str, text: str, *, gpus: int) -> ParsedLog:
 
 
 @dataclass(frozen=True, slots=True)
-class Run:
-    """One run's log as the shipped extract holds it (the CSV header defines each column)."""
+class Run(ParsedLog):
+    """One run as the shipped extract holds it (the CSV header defines each column): what its log says
+    (`ParsedLog`), the system, GPU and link it ran on, and where the log came from."""
 
     row: str
     series: str
@@ -182,12 +183,6 @@ class Run:
     model: str
     precision: Precision
     harness_precision: str
-    per_gpu_batch: int
-    step_s: float
-    timed_steps: int
-    harness_samples_per_s: float
-    iterations_run: int
-    max_steps: int | None
     interconnect: str
     interconnect_gbps: float
     path: str
@@ -268,16 +263,7 @@ def read_runs(*, registry: Registry | None = None) -> list[Run]:
     rows are not the registry's, or when a set other than a check set lists any of them."""
     reg = registry or shipped_registry()
     runs = parse_runs(reg.read(TABLE_COPY))
-    ids = [r.row for r in runs]
-    checked = reg.rows(TABLE_COPY, Use.CHECK, ids)
-    other = sorted(set(ids) - checked)
-    if other:
-        raise ConfigurationError(
-            f"{TABLE_COPY}: rows {', '.join(other[:3])} are listed by a set that is not a check set",
-            hint=f"the raw-log runs only check: list them in the check set {SET_ID} of "
-            "srift/data/measurements.yaml",
-            field="use",
-        )
+    reg.require_check_only(TABLE_COPY, (r.row for r in runs), set_id=SET_ID, what="the raw-log runs")
     return runs
 
 

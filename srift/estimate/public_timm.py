@@ -25,11 +25,10 @@ from enum import StrEnum
 from srift.catalog.accelerators import spec_named
 from srift.domain.accelerator import AcceleratorSpec
 from srift.domain.structure import ModelStructure, Precision
-from srift.errors import ConfigurationError
 from srift.estimate.calibration import Calibration
 from srift.estimate.public import csv_records
 from srift.estimate.roofline import roofline_times
-from srift.measurements import Registry, Use, shipped_registry
+from srift.measurements import Registry, shipped_registry
 
 TABLE_COPY = "estimate/data/timm_train_rtx3090.csv"
 """The extracted rows as the measurement registry names them (relative to the srift package)."""
@@ -106,16 +105,9 @@ def read_rows(*, registry: Registry | None = None) -> list[TimmRow]:
     rows are not the registry's, or when a set other than a check set lists any of them."""
     reg = registry or shipped_registry()
     rows = parse_rows(reg.read(TABLE_COPY))
-    ids = [r.row for r in rows]
-    checked = reg.rows(TABLE_COPY, Use.CHECK, ids)
-    other = sorted(set(ids) - checked)
-    if other:
-        raise ConfigurationError(
-            f"{TABLE_COPY}: rows {', '.join(other[:3])} are listed by a set that is not a check set",
-            hint="timm's rows only check the estimator: list them in the check set "
-            f"{SET_ID} of srift/data/measurements.yaml",
-            field="use",
-        )
+    reg.require_check_only(
+        TABLE_COPY, (r.row for r in rows), set_id=SET_ID, what="timm's rows (they check the estimator)"
+    )
     return rows
 
 

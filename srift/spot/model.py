@@ -500,27 +500,49 @@ class FleetLaw:
 
     def timeline(self, rng: np.random.Generator, *, runs: int, ticks: int, tick_s: float) -> np.ndarray:
         """`runs` synthetic availability timelines (bool, runs × ticks) from this law (see `_start`)."""
-        horizon = ticks * tick_s
-        out = np.zeros((runs, ticks), dtype=bool)
         state, rest = self._start(rng, runs, tick_s)
-        t = np.zeros(runs)
-        # Ticks are looked at half a tick in, so that runs of whole ticks never end exactly on one.
-        edges = (np.arange(ticks) + 0.5) * tick_s
-        active = np.ones(runs, dtype=bool)
-        while active.any():
-            idx = np.flatnonzero(active)
-            end = t[idx] + rest[idx]
-            lo = np.searchsorted(edges, t[idx], side="left")
-            hi = np.searchsorted(edges, end, side="left")
-            for r, a, b, s in zip(idx, lo, hi, state[idx], strict=True):
-                if s and b > a:
-                    out[r, a:b] = True
-            t[idx] = end
-            state[idx] = ~state[idx]
-            n = idx.size
-            rest[idx] = np.where(state[idx], self.up.sample(rng, n), self.gap.sample(rng, n))
-            active[idx] = end < horizon
-        return out
+        return renewal_timelines(rng, self.up, self.gap, state, rest, ticks=ticks, tick_s=tick_s)
+
+
+def renewal_timelines(
+    rng: np.random.Generator,
+    up: DurationLaw,
+    gap: DurationLaw,
+    state: np.ndarray,
+    rest: np.ndarray,
+    *,
+    ticks: int,
+    tick_s: float,
+    up_factor: np.ndarray | None = None,
+    gap_factor: np.ndarray | None = None,
+) -> np.ndarray:
+    """Availability timelines (bool, len(state) × ticks) of an alternating renewal process: each timeline
+    starts in `state` (True: up) for `rest` seconds, then alternates runs drawn from `up` and `gap`, each
+    timeline's draws scaled by its `up_factor`/`gap_factor` where given (the nowcast's conditioned laws).
+    `state` and `rest` are updated in place."""
+    n = state.size
+    horizon = ticks * tick_s
+    out = np.zeros((n, ticks), dtype=bool)
+    t = np.zeros(n)
+    # Ticks are looked at half a tick in, so that runs of whole ticks never end exactly on one.
+    edges = (np.arange(ticks) + 0.5) * tick_s
+    active = np.ones(n, dtype=bool)
+    while active.any():
+        idx = np.flatnonzero(active)
+        end = t[idx] + rest[idx]
+        lo = np.searchsorted(edges, t[idx], side="left")
+        hi = np.searchsorted(edges, end, side="left")
+        for r, a, b, s in zip(idx, lo, hi, state[idx], strict=True):
+            if s and b > a:
+                out[r, a:b] = True
+        t[idx] = end
+        state[idx] = ~state[idx]
+        k = idx.size
+        ups = up.sample(rng, k) if up_factor is None else up_factor[idx] * up.sample(rng, k)
+        gaps = gap.sample(rng, k) if gap_factor is None else gap_factor[idx] * gap.sample(rng, k)
+        rest[idx] = np.where(state[idx], ups, gaps)
+        active[idx] = end < horizon
+    return out
 
 
 @dataclass(frozen=True, slots=True)

@@ -37,12 +37,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from srift.errors import InvalidInput
-from srift.spot.model import FleetLaw, Half, TraceBlock, TraceModel, split_blocks
+from srift.spot.model import FleetLaw, Half, TraceBlock, TraceModel, renewal_timelines, split_blocks
 from srift.spot.traces import SpotTrace
 
 LOOKBACK_CANDIDATES_S = tuple(h * 3600.0 for h in (1, 2, 4, 8, 16, 32, 64))
@@ -266,25 +266,9 @@ def nowcast_timelines(
             f, dist = (fu[i], law.up) if state[i] else (fg[i], law.gap)
             rest[i] = f * float(dist.sample_residual(rng, 1)[0])
     rest = np.maximum(rest, 0.0)
-    horizon = ticks * tick_s
-    out = np.zeros((n, ticks), dtype=bool)
-    t = np.zeros(n)
-    edges = (np.arange(ticks) + 0.5) * tick_s  # as FleetLaw.timeline: ticks looked at half a tick in
-    active = np.ones(n, dtype=bool)
-    while active.any():
-        idx = np.flatnonzero(active)
-        end = t[idx] + rest[idx]
-        lo = np.searchsorted(edges, t[idx], side="left")
-        hi = np.searchsorted(edges, end, side="left")
-        for r, a, b, s in zip(idx, lo, hi, state[idx], strict=True):
-            if s and b > a:
-                out[r, a:b] = True
-        t[idx] = end
-        state[idx] = ~state[idx]
-        k = idx.size
-        rest[idx] = np.where(state[idx], fu[idx] * law.up.sample(rng, k), fg[idx] * law.gap.sample(rng, k))
-        active[idx] = end < horizon
-    return out
+    return renewal_timelines(
+        rng, law.up, law.gap, state, rest, ticks=ticks, tick_s=tick_s, up_factor=fu, gap_factor=fg
+    )
 
 
 def _law_series(model: TraceModel, segments: Sequence[TraceBlock]) -> list[tuple[FleetLaw, list[np.ndarray]]]:
@@ -429,10 +413,8 @@ def choose_nowcast(
             field="candidates_s",
         )
     err, chosen = best
-    return Nowcast(
-        chosen.lookback_s,
-        chosen.up_prior_runs,
-        chosen.gap_prior_runs,
+    return replace(
+        chosen,
         note=(
             f"chosen on the fitted blocks only ({half.value}): prior strengths by empirical Bayes, "
             f"look-back by cross-validation over a {horizon_s / 3600:.1f} h horizon "
@@ -637,17 +619,12 @@ def choose_two_stage(
             hint="pass a long candidate look-back longer than some short one, in seconds",
             field="long_candidates_s",
         )
-    err, c = best
-    return Nowcast(
-        c.lookback_s,
-        c.up_prior_runs,
-        c.gap_prior_runs,
+    err, chosen = best
+    return replace(
+        chosen,
         note=(
             f"two-stage, chosen on the fitted blocks only ({half.value}), each block with the law of the "
             f"others: prior strengths by empirical Bayes, look-backs by cross-validation over a "
             f"{horizon_s / 3600:.1f} h horizon (RMS error {math.sqrt(err):.3f})"
         ),
-        long_lookback_s=c.long_lookback_s,
-        long_up_prior_runs=c.long_up_prior_runs,
-        long_gap_prior_runs=c.long_gap_prior_runs,
     )
