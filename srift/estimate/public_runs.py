@@ -171,7 +171,7 @@ def parse_log(model_dir: str, text: str, *, gpus: int) -> ParsedLog:
 
 
 @dataclass(frozen=True, slots=True)
-class Run(ParsedLog):
+class LoggedRun(ParsedLog):
     """One run as the shipped extract holds it (the CSV header defines each column): what its log says
     (`ParsedLog`), the system, GPU and link it ran on, and where the log came from."""
 
@@ -230,10 +230,10 @@ class Run(ParsedLog):
         )
 
 
-def parse_runs(text: str) -> list[Run]:
+def parse_runs(text: str) -> list[LoggedRun]:
     """The runs of an extract's CSV text (the shipped copy's format)."""
     return [
-        Run(
+        LoggedRun(
             row=r["row"],
             series=r["series"],
             system=r["system"],
@@ -258,7 +258,7 @@ def parse_runs(text: str) -> list[Run]:
     ]
 
 
-def read_runs(*, registry: Registry | None = None) -> list[Run]:
+def read_runs(*, registry: Registry | None = None) -> list[LoggedRun]:
     """The shipped runs, read through the measurement registry: ConfigurationError when the copy's hash or
     rows are not the registry's, or when a set other than a check set lists any of them."""
     reg = registry or shipped_registry()
@@ -267,7 +267,7 @@ def read_runs(*, registry: Registry | None = None) -> list[Run]:
     return runs
 
 
-def config_key(run: Run) -> tuple[str, int, str, str, int, str, float]:
+def config_key(run: LoggedRun) -> tuple[str, int, str, str, int, str, float]:
     """What a prediction depends on: GPU, GPU count, model, precision, per-GPU batch and link; runs that
     share it share one prediction."""
     return (
@@ -310,11 +310,13 @@ class SeriesCase:
         return abs(self.difference_points) <= WITHIN_POINTS
 
 
-def series_cases(runs: Sequence[Run], predicted_samples_per_s: Mapping[str, float]) -> list[SeriesCase]:
+def series_cases(runs: Sequence[LoggedRun], predicted_samples_per_s: Mapping[str, float]) -> list[SeriesCase]:
     """Every (series, model, harness precision, per-GPU batch) with 1-GPU runs and N-GPU runs (N > 1), one
     case per N; `predicted_samples_per_s` gives Srift's node throughput for each run's `row`. Series without
     a 1-GPU run at the same per-GPU batch are left out."""
-    groups: dict[tuple[str, str, str, int], dict[int, list[Run]]] = defaultdict(lambda: defaultdict(list))
+    groups: dict[tuple[str, str, str, int], dict[int, list[LoggedRun]]] = defaultdict(
+        lambda: defaultdict(list)
+    )
     for r in runs:
         groups[(r.series, r.model, r.harness_precision, r.per_gpu_batch)][r.gpus].append(r)
     out = []

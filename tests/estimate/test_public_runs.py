@@ -19,7 +19,7 @@ import pytest
 from srift.domain.structure import Precision
 from srift.errors import ConfigurationError
 from srift.estimate import public_runs
-from srift.estimate.public_runs import Run, hardware_spreads, parse_log, read_runs, series_cases
+from srift.estimate.public_runs import LoggedRun, hardware_spreads, parse_log, read_runs, series_cases
 from srift.measurements import Use, shipped_registry
 from srift.testing.measurements import registry_with
 
@@ -136,8 +136,8 @@ def test_a_changed_extract_or_a_fit_use_is_refused() -> None:
         read_runs(registry=registry_with(as_fit))
 
 
-def _run(series: str, gpus: int, step_s: float, *, batch: int = 100, n: int = 0) -> Run:
-    return Run(
+def _run(series: str, gpus: int, step_s: float, *, batch: int = 100, n: int = 0) -> LoggedRun:
+    return LoggedRun(
         row=f"{gpus}x{series}/{batch}/{n}",
         series=series,
         system=f"{gpus}x{series}",

@@ -217,15 +217,3 @@ def test_drawn_rates_spread_the_timelines_as_wide_as_the_posterior_and_no_wider(
     assert spread[(1e4, True)][0] == pytest.approx(spread[(1e4, False)][0], rel=0.1)
     assert spread[(1e4, True)][1] == pytest.approx(spread[(1e4, False)][1], abs=0.02)
     assert "drawn from their posterior" in Nowcast(3600.0, 1.0, 1.0, draw_rates=True).describe()
-
-
-def test_the_benchmark_writes_its_section_only_from_the_default_prediction() -> None:
-    from benchmarks.spot_traces import _default_prediction
-
-    def run(*nowcasts: Nowcast | None) -> dict[str, object]:
-        return {"folds": [{"rows": [{"nowcast": nc} for nc in nowcasts]}]}
-
-    one = Nowcast(3600.0, 1.0, 1.0)
-    assert _default_prediction(run(None, one))
-    assert not _default_prediction(run(one, two()))
-    assert not _default_prediction(run(None, Nowcast(3600.0, 1.0, 1.0, draw_rates=True)))
