@@ -721,36 +721,18 @@ def fsdp_moments(
         after,
         strict=True,
     ):
-        root_grad = per * grad * root
-        moments += [
-            Moment(
-                f"{name} backward end",
-                {
-                    Part.GATHERED_PARAMETERS: math.ceil(gathered_before),
-                    Part.COMM_BUFFERS: math.ceil(root_grad + per * grad * block + previous + freed_late),
-                    Part.GRADIENTS: math.ceil(shards),
-                },
-                line,
-            ),
-            Moment(
-                f"{name} reduce-scatter copy-in",
-                {
-                    Part.GATHERED_PARAMETERS: math.ceil(gathered_after),
-                    Part.COMM_BUFFERS: math.ceil(root_grad + (per + red) * grad * block + freed_late),
-                    Part.GRADIENTS: math.ceil(shards),
-                },
-                line,
-            ),
-            Moment(
-                f"{name} reduce-scatter output",
-                {
-                    Part.GATHERED_PARAMETERS: math.ceil(gathered_after),
-                    Part.COMM_BUFFERS: math.ceil(root_grad + red * grad * block + staged_reduce + freed_late),
-                    Part.GRADIENTS: math.ceil(shards + grad * block / n),
-                },
-                line,
-            ),
-        ]
+        moments += _block_moments(
+            name,
+            gathered=(gathered_before, gathered_after),
+            shards=shards,
+            line=line,
+            held=per * grad * root + freed_late,
+            unsharded=per * grad * block,
+            reduce_in=red * grad * block,
+            previous=previous,
+            staged_reduce=staged_reduce,
+            shard=grad * block / n,
+        )
     # End of backward, the root's reduce-scatter: every unit resharded, every other gradient shard made.
     moments += [
         Moment(
@@ -777,6 +759,55 @@ def fsdp_moments(
         update_parts[Part.COMM_BUFFERS] = math.ceil(late_root)
     update = Moment("update", update_parts, Affine(float(update_workspace_bytes), 0.0))
     return (*moments, update)
+
+
+def _block_moments(
+    name: str,
+    *,
+    gathered: tuple[float, float],
+    shards: float,
+    line: Affine,
+    held: float,
+    unsharded: float,
+    reduce_in: float,
+    previous: float,
+    staged_reduce: float,
+    shard: float,
+) -> list[Moment]:
+    """One block's three moments in `fsdp_moments` (bytes): its backward end (gathered `gathered[0]`, its
+    unsharded gradient and the previous block's reduce-scatter input `previous` alive), its reduce-scatter
+    copy-in (gathered `gathered[1]`, the gradient and its reduce-scatter input both alive) and output (the
+    input, gloo's staging copy and the block's new gradient shard `shard`). `held` is what stays in the
+    communication buffers throughout: the root's unsharded gradient and gloo's late-freed copy."""
+    return [
+        Moment(
+            f"{name} backward end",
+            {
+                Part.GATHERED_PARAMETERS: math.ceil(gathered[0]),
+                Part.COMM_BUFFERS: math.ceil(held + unsharded + previous),
+                Part.GRADIENTS: math.ceil(shards),
+            },
+            line,
+        ),
+        Moment(
+            f"{name} reduce-scatter copy-in",
+            {
+                Part.GATHERED_PARAMETERS: math.ceil(gathered[1]),
+                Part.COMM_BUFFERS: math.ceil(held + unsharded + reduce_in),
+                Part.GRADIENTS: math.ceil(shards),
+            },
+            line,
+        ),
+        Moment(
+            f"{name} reduce-scatter output",
+            {
+                Part.GATHERED_PARAMETERS: math.ceil(gathered[1]),
+                Part.COMM_BUFFERS: math.ceil(held + reduce_in + staged_reduce),
+                Part.GRADIENTS: math.ceil(shards + shard),
+            },
+            line,
+        ),
+    ]
 
 
 def activation_batch_limit(
