@@ -21,7 +21,7 @@ from srift.settings import REPO_ROOT
 def test_gloo_staging_is_what_the_memory_model_takes(tmp_path: Path) -> None:
     out = tmp_path / "staging.json"
     cmd = [sys.executable, "-m", "benchmarks.gloo_staging", "--tensor-mb", "200", "--repeats", "2",
-           "--world-sizes", "2", "--json", str(out), "--no-write"]  # fmt: skip
+           "--world-sizes", "2", "--late-calls", "60", "--json", str(out), "--no-write"]  # fmt: skip
     subprocess.run(cmd, cwd=REPO_ROOT, check=True, capture_output=True, timeout=300)
     report = json.loads(out.read_text())
     assert {r["collective"] for r in report["ratios"]} == {"all_gather_into_tensor", "reduce_scatter_tensor"}
