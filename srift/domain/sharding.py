@@ -779,34 +779,22 @@ def _block_moments(
     copy-in (gathered `gathered[1]`, the gradient and its reduce-scatter input both alive) and output (the
     input, gloo's staging copy and the block's new gradient shard `shard`). `held` is what stays in the
     communication buffers throughout: the root's unsharded gradient and gloo's late-freed copy."""
+    steps = (
+        ("backward end", gathered[0], held + unsharded + previous, shards),
+        ("reduce-scatter copy-in", gathered[1], held + unsharded + reduce_in, shards),
+        ("reduce-scatter output", gathered[1], held + reduce_in + staged_reduce, shards + shard),
+    )
     return [
         Moment(
-            f"{name} backward end",
+            f"{name} {step}",
             {
-                Part.GATHERED_PARAMETERS: math.ceil(gathered[0]),
-                Part.COMM_BUFFERS: math.ceil(held + unsharded + previous),
-                Part.GRADIENTS: math.ceil(shards),
+                Part.GATHERED_PARAMETERS: math.ceil(gathered_bytes),
+                Part.COMM_BUFFERS: math.ceil(comm_bytes),
+                Part.GRADIENTS: math.ceil(gradient_bytes),
             },
             line,
-        ),
-        Moment(
-            f"{name} reduce-scatter copy-in",
-            {
-                Part.GATHERED_PARAMETERS: math.ceil(gathered[1]),
-                Part.COMM_BUFFERS: math.ceil(held + unsharded + reduce_in),
-                Part.GRADIENTS: math.ceil(shards),
-            },
-            line,
-        ),
-        Moment(
-            f"{name} reduce-scatter output",
-            {
-                Part.GATHERED_PARAMETERS: math.ceil(gathered[1]),
-                Part.COMM_BUFFERS: math.ceil(held + reduce_in + staged_reduce),
-                Part.GRADIENTS: math.ceil(shards + shard),
-            },
-            line,
-        ),
+        )
+        for step, gathered_bytes, comm_bytes, gradient_bytes in steps
     ]
 
 
