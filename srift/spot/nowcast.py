@@ -357,6 +357,13 @@ def _trace_size(model: TraceModel, law: FleetLaw) -> int:
     return sum(1 for other in model.laws if other.period == law.period and other.zone == law.zone)
 
 
+def _availability_ahead(up: np.ndarray, starts: np.ndarray, span: int) -> np.ndarray:
+    """The share of the `span` ticks from each of `starts` that `up` is up: what a nowcast of the availability
+    over the job's horizon is scored against in the cross-validations."""
+    cs = np.concatenate(([0], np.cumsum(up)))
+    return np.asarray((cs[starts + span] - cs[starts]) / span)
+
+
 def cross_validated_error(
     model: TraceModel, segments: Sequence[TraceBlock], nowcast: Nowcast, *, horizon_s: float
 ) -> float:
@@ -376,9 +383,7 @@ def cross_validated_error(
                 up, starts, lookback_s=nowcast.lookback_s, tick_s=law.tick_s, floor=np.zeros_like(starts)
             )
             pred = nowcast_availability(law, rec, nowcast)
-            cs = np.concatenate(([0], np.cumsum(up)))
-            seen = (cs[starts + span] - cs[starts]) / span
-            errs.append((pred - seen) ** 2)
+            errs.append((pred - _availability_ahead(up, starts, span)) ** 2)
         if errs:
             w = 1.0 / _trace_size(model, law)
             total += w * float(np.mean(np.concatenate(errs)))
@@ -563,8 +568,7 @@ def _held_out_error(
                 continue
             short, long = look_back(h.up, starts, trial, tick_s=law.tick_s, floor=np.zeros_like(starts))
             pred = nowcast_availability(law, short, trial, long=long, prior=(h.up_factor, h.gap_factor))
-            cs = np.concatenate(([0], np.cumsum(h.up)))
-            errs.append((pred - (cs[starts + span] - cs[starts]) / span) ** 2)
+            errs.append((pred - _availability_ahead(h.up, starts, span)) ** 2)
         if errs:
             total += w * float(np.mean(np.concatenate(errs)))
             weight += w
