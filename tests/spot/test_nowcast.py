@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pytest
 
 from srift.errors import InvalidInput
-from srift.spot.model import Half, Weibull, fit_model, split_blocks
+from srift.spot.model import Half, TraceModel, Weibull, fit_model, split_blocks
 from srift.spot.nowcast import (
     LOOKBACK_CANDIDATES_S,
     Nowcast,
@@ -178,22 +180,34 @@ def test_the_nowcast_is_chosen_from_the_fit_half_alone() -> None:
     assert again == chosen
 
 
-def test_conditioning_on_the_recent_past_closes_the_gap_when_the_market_moves() -> None:
-    # Fit blocks (even) mostly good, check blocks (odd) mostly bad: one stationary law fitted on the fit
-    # half mispredicts the check half's cost; the nowcast, which sees each window's recent past, does not.
+MOVING_POLICIES = (DeadlinePolicy.SPOT_THEN_ON_DEMAND, DeadlinePolicy.UNIFORM_PROGRESS)
+
+
+def moving_market_gaps(choose: Callable[..., Nowcast]) -> tuple[dict[str, float], TraceModel, Nowcast]:
+    """On a market whose fit blocks (even) are mostly good and check blocks (odd) mostly bad: Uniform
+    Progress's |expected − replayed mean cost| in % on the check half, predicted from the law fitted on the
+    fit half alone ("law") and conditioned by the nowcast `choose` picks on the fit half ("conditioned");
+    with the model and that nowcast."""
     rng = np.random.default_rng(6)
-    counts = regimes(rng, days=32, bad_blocks={1, 3, 5, 7, 9, 11, 13, 4})
-    t = trace(counts, gap_s=TICK_S)
+    t = trace(regimes(rng, days=32, bad_blocks={1, 3, 5, 7, 9, 11, 13, 4}), gap_s=TICK_S)
     model = fit_model([t], half=Half.FIT)
     j = job()
-    nc = choose_nowcast(model, [t], half=Half.FIT, block_s=2 * 86400.0, horizon_s=j.deadline_s)
-    policies = (DeadlinePolicy.SPOT_THEN_ON_DEMAND, DeadlinePolicy.UNIFORM_PROGRESS)
+    nc = choose(model, [t], half=Half.FIT, block_s=2 * 86400.0, horizon_s=j.deadline_s)
     gaps = {}
-    for name, how in (("law", None), ("nowcast", nc)):
-        r = replay(j, traces=[t], model=model, nodes=1, half=Half.CHECK, policies=policies, nowcast=how)
+    for name, how in (("law", None), ("conditioned", nc)):
+        r = replay(
+            j, traces=[t], model=model, nodes=1, half=Half.CHECK, policies=MOVING_POLICIES, nowcast=how
+        )
         gaps[name] = abs(r.summary(DeadlinePolicy.UNIFORM_PROGRESS)["gap"]["mean_cost_pct"])
+    return gaps, model, nc
+
+
+def test_conditioning_on_the_recent_past_closes_the_gap_when_the_market_moves() -> None:
+    # One stationary law fitted on the fit half mispredicts the check half's cost; the nowcast, which sees
+    # each window's recent past, does not.
+    gaps, _, _ = moving_market_gaps(choose_nowcast)
     assert gaps["law"] > 10.0
-    assert gaps["nowcast"] < gaps["law"] / 2
+    assert gaps["conditioned"] < gaps["law"] / 2
 
 
 def test_a_run_planned_now_costs_more_after_a_day_without_capacity_than_after_a_good_day() -> None:

@@ -20,9 +20,9 @@ from srift.spot.nowcast import (
     recent_past,
 )
 from srift.spot.policy import DeadlinePolicy
-from srift.spot.replay import predict_now, replay
+from srift.spot.replay import predict_now
 from tests.spot.test_model import trace
-from tests.spot.test_nowcast import DAY, TICK_S, job, regimes
+from tests.spot.test_nowcast import DAY, MOVING_POLICIES, TICK_S, job, moving_market_gaps, regimes
 
 
 def two(short_h: float = 2.0, long_h: float = 24.0, a: float = 1.0, la: float = 1.0) -> Nowcast:
@@ -179,17 +179,9 @@ def test_two_stage_timelines_follow_the_markets_level_even_when_the_last_hours_s
 
 
 def test_replay_and_predict_now_take_a_two_stage_nowcast() -> None:
-    rng = np.random.default_rng(6)
-    t = trace(regimes(rng, days=32, bad_blocks={1, 3, 5, 7, 9, 11, 13, 4}), gap_s=TICK_S)
-    model = fit_model([t], half=Half.FIT)
-    j = job()
-    nc = choose_two_stage(model, [t], half=Half.FIT, block_s=2 * 86400.0, horizon_s=j.deadline_s)
-    policies = (DeadlinePolicy.SPOT_THEN_ON_DEMAND, DeadlinePolicy.UNIFORM_PROGRESS)
-    gaps = {}
-    for name, how in (("law", None), ("two-stage", nc)):
-        r = replay(j, traces=[t], model=model, nodes=1, half=Half.CHECK, policies=policies, nowcast=how)
-        gaps[name] = abs(r.summary(DeadlinePolicy.UNIFORM_PROGRESS)["gap"]["mean_cost_pct"])
-    assert gaps["law"] > 10.0 and gaps["two-stage"] < gaps["law"] / 2
+    gaps, model, nc = moving_market_gaps(choose_two_stage)
+    assert gaps["law"] > 10.0 and gaps["conditioned"] < gaps["law"] / 2
+    j, policies = job(), MOVING_POLICIES
     law = model.laws[0]
     kw = {"law": law, "tick_s": TICK_S, "nowcast": nc, "policies": policies[1:], "samples": 300}
     good = predict_now(j, recent_up=np.ones(4 * DAY, dtype=bool), **kw)[DeadlinePolicy.UNIFORM_PROGRESS]
