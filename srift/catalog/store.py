@@ -34,6 +34,7 @@ from srift.catalog.support import compute_capability, lifecycle
 from srift.db.revisions import database_key, read_revisions
 from srift.db.tables import CatalogSnapshot, InstanceTypeRow, PriceRow
 from srift.domain.catalog import InstanceType, Interconnect, Lifecycle, Market, MarketChoice, Offer
+from srift.domain.revisions import DataArea
 from srift.errors import Conflict, InvalidInput, NotFound
 from srift.limits import MAX_SOURCE_CHARS
 
@@ -338,7 +339,7 @@ _copies_lock = threading.Lock()
 
 def _copy(session: Session) -> _CatalogCopy:
     """The in-memory catalog of `session`'s database at its current revision (loaded when it changed)."""
-    token = read_revisions(session=session).catalog
+    token = read_revisions(session=session).token(DataArea.CATALOG)
     url = database_key(session)
     with _copies_lock:
         held = _copies.get(url)

@@ -44,7 +44,7 @@ def database_key_of(url: str) -> str:
 
 def read_revisions(*, session: Session) -> Revisions:
     """Every area's current token, in one query."""
-    return _revisions(
+    return Revisions.from_names(
         {name: token for name, token in session.execute(select(DataRevision.name, DataRevision.token))}
     )
 
@@ -53,13 +53,4 @@ async def read_revisions_async(engine: AsyncEngine) -> Revisions:
     """`read_revisions` over an asyncio engine: the one query, awaited instead of blocking a thread."""
     async with engine.connect() as conn:
         rows = await conn.execute(select(DataRevision.name, DataRevision.token))
-    return _revisions({name: token for name, token in rows})
-
-
-def _revisions(tokens: dict[str, str]) -> Revisions:
-    return Revisions(
-        catalog=tokens.get(DataArea.CATALOG.value, ""),
-        profiles=tokens.get(DataArea.PROFILES.value, ""),
-        bandwidth_models=tokens.get(DataArea.BANDWIDTH_MODELS.value, ""),
-        corrections=tokens.get(DataArea.CORRECTIONS.value, ""),
-    )
+    return Revisions.from_names({name: token for name, token in rows})

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -17,13 +18,22 @@ class DataArea(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class Revisions:
-    """The current token of every area; equal tokens mean no write to that area in between."""
+    """The current token of every area; equal tokens mean no write to that area in between.
 
-    catalog: str
-    profiles: str
-    bandwidth_models: str
-    corrections: str = ""
+    One token per `DataArea`, keyed by it, so a new area is one enum member and nothing else here.
+    """
+
+    tokens: Mapping[DataArea, str]
+
+    @classmethod
+    def from_names(cls, tokens: Mapping[str, str]) -> Revisions:
+        """The tokens stored under each area's name; an area with none reads as ""."""
+        return cls({area: tokens.get(area.value, "") for area in DataArea})
+
+    def token(self, area: DataArea) -> str:
+        """The token of `area` ("" where none is stored)."""
+        return self.tokens.get(area, "")
 
     def of(self, areas: tuple[DataArea, ...]) -> tuple[str, ...]:
         """The tokens of `areas`, in order (part of a cache key)."""
-        return tuple(getattr(self, area.value) for area in areas)
+        return tuple(self.token(area) for area in areas)
