@@ -60,7 +60,7 @@ def manifests(
     master_port: int = DEFAULT_PORT,
 ) -> tuple[Manifest, ...]:
     """One JobSet per location of the plan, the rendezvous's first."""
-    base = f"srift-plan-{layout.plan_id}" if layout.plan_id is not None else "srift-plan"
+    base = layout.launch_name
     locations = layout.locations
     head_part = layout.parts[0]
     out = []

@@ -65,6 +65,12 @@ class Layout:
         return sum(p.count for p in self.parts)
 
     @property
+    def launch_name(self) -> str:
+        """The name launched clusters and jobs of this plan start with: srift-plan-ID, or srift-plan
+        for a plan document without an id (Kubernetes JobSets and SkyPilot clusters alike)."""
+        return f"srift-plan-{self.plan_id}" if self.plan_id is not None else "srift-plan"
+
+    @property
     def world_size(self) -> int:
         return sum(p.count * p.procs_per_node for p in self.parts)
 

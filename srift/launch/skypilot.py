@@ -49,7 +49,7 @@ def tasks(
     master_port: int = DEFAULT_PORT,
 ) -> tuple[TaskFile, ...]:
     """The SkyPilot tasks of a plan, part 0 first."""
-    plan_name = f"srift-plan-{layout.plan_id}" if layout.plan_id is not None else "srift-plan"
+    plan_name = layout.launch_name
     out = []
     head_cluster = f"{plan_name}-0"
     for part in layout.parts:
