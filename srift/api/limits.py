@@ -36,16 +36,17 @@ class ErrorBody(BaseModel):
     errors: list[dict[str, Any]] | None = Field(default=None, description="every validation error (422 only)")
 
 
-def _error(description: str) -> dict[str, Any]:
+def error_response(description: str) -> dict[str, Any]:
+    """A route's documented 4xx/5xx entry: `description`, answered with an ErrorBody."""
     return {"model": ErrorBody, "description": description}
 
 
 ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
-    400: _error("the body could not be read (not UTF-8 or not JSON)"),
-    401: _error("no token, or an unknown or revoked one"),
-    403: _error("the token's scope (or job) does not allow this"),
-    413: _error("the request body exceeds SRIFT_MAX_BODY_BYTES"),
-    422: _error("invalid input or a documented limit exceeded; `field` names it"),
+    400: error_response("the body could not be read (not UTF-8 or not JSON)"),
+    401: error_response("no token, or an unknown or revoked one"),
+    403: error_response("the token's scope (or job) does not allow this"),
+    413: error_response("the request body exceeds SRIFT_MAX_BODY_BYTES"),
+    422: error_response("invalid input or a documented limit exceeded; `field` names it"),
 }
 """Merged into every /v1 route's OpenAPI `responses`, so clients and fuzzers know the error shape."""
 

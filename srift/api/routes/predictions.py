@@ -8,7 +8,7 @@ from fastapi import APIRouter
 
 from srift.api.auth import CallerIdentity, RequireRead
 from srift.api.deps import SessionDep, SettingsDep
-from srift.api.limits import ErrorBody
+from srift.api.limits import error_response
 from srift.api.schemas.predictions import PredictionOut, PredictionRequest, PredictionSweepOut
 from srift.services import predictions as service
 
@@ -19,22 +19,19 @@ router = APIRouter(tags=["predictions"])
     "/predictions",
     response_model=PredictionOut | PredictionSweepOut,
     responses={
-        404: {
-            "model": ErrorBody,
-            "description": "what the request names is not stored: a catalog snapshot, provider, region or "
-            "instance type, a profile id, or any profile of `model` (`field` names it)",
-        },
-        409: {
-            "model": ErrorBody,
-            "description": "a valid request the stored data cannot answer: `profile_ids` name profiles of "
+        404: error_response(
+            "what the request names is not stored: a catalog snapshot, provider, region or "
+            "instance type, a profile id, or any profile of `model` (`field` names it)"
+        ),
+        409: error_response(
+            "a valid request the stored data cannot answer: `profile_ids` name profiles of "
             "different models or precisions (or not in the asked `precision`), or no sharding strategy fits "
-            "the fleet (error infeasible)",
-        },
-        422: {
-            "model": ErrorBody,
-            "description": "invalid request; `field` names it (e.g. config.choices[0].batch above max_batch, "
-            "an instance type without a profile for its accelerator)",
-        },
+            "the fleet (error infeasible)"
+        ),
+        422: error_response(
+            "invalid request; `field` names it (e.g. config.choices[0].batch above max_batch, "
+            "an instance type without a profile for its accelerator)"
+        ),
     },
 )
 def create_prediction(

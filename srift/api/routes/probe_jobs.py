@@ -8,7 +8,7 @@ from fastapi import APIRouter, Path, Query, status
 
 from srift.api.auth import RequireJobOrWrite, RequireRead, RequireWrite
 from srift.api.deps import SessionDep
-from srift.api.limits import ErrorBody
+from srift.api.limits import error_response
 from srift.api.schemas.jobs import (
     JobCreated,
     JobList,
@@ -36,24 +36,22 @@ Limit = Annotated[int, Query(ge=1, le=500, description="page size")]
 Offset = Annotated[int, Query(ge=0, le=2**31 - 1)]
 
 
-def _e(description: str) -> dict[str, Any]:
-    return {"model": ErrorBody, "description": description}
-
-
 AUTH: dict[int | str, dict[str, Any]] = {
-    401: _e("a token is required, and missing or unknown"),
-    403: _e("the token may not do this"),
+    401: error_response("a token is required, and missing or unknown"),
+    403: error_response("the token may not do this"),
 }
 SUBMIT: dict[int | str, dict[str, Any]] = {
     **AUTH,
-    404: _e("an instance type (or region, or price) the catalog does not have; `field` names it"),
-    409: _e("ec2.max_cost_usd is below what the catalog prices the job at (price × instances × timeout)"),
-    422: _e(
+    404: error_response("an instance type (or region, or price) the catalog does not have; `field` names it"),
+    409: error_response(
+        "ec2.max_cost_usd is below what the catalog prices the job at (price × instances × timeout)"
+    ),
+    422: error_response(
         "invalid job: world size < 2, bad sizes, caps exceeded (the grid size, ec2.max_instances); `field` "
         "names it"
     ),
 }
-READ: dict[int | str, dict[str, Any]] = {401: AUTH[401], 403: AUTH[403], 404: _e("no such job")}
+READ: dict[int | str, dict[str, Any]] = {401: AUTH[401], 403: AUTH[403], 404: error_response("no such job")}
 
 
 @router.post("/probe-jobs", status_code=status.HTTP_201_CREATED, response_model=JobCreated, responses=SUBMIT)
@@ -123,8 +121,8 @@ def get_profile_job(job_id: JobId, session: SessionDep, _: RequireRead) -> Any:
     response_model=ProbeResultsOut,
     responses={
         **AUTH,
-        404: _e("no such probe job, or a sample's instance type is not in the catalog"),
-        422: _e("a sample is invalid; `field` names it"),
+        404: error_response("no such probe job, or a sample's instance type is not in the catalog"),
+        422: error_response("a sample is invalid; `field` names it"),
     },
 )
 def post_probe_results(body: ProbeResultsIn, session: SessionDep, caller: RequireJobOrWrite) -> Any:
@@ -151,9 +149,9 @@ def post_probe_results(body: ProbeResultsIn, session: SessionDep, caller: Requir
     response_model=ProfileResultOut,
     responses={
         **AUTH,
-        404: _e("no such profile job"),
-        409: _e("the job did not ask for this instance type"),
-        422: _e("the profile is invalid"),
+        404: error_response("no such profile job"),
+        409: error_response("the job did not ask for this instance type"),
+        422: error_response("the profile is invalid"),
     },
 )
 def post_profile_result(

@@ -8,7 +8,7 @@ from fastapi import APIRouter, Path, Query, Response, status
 
 from srift.api.auth import CallerIdentity, RequireRead, RequireWrite
 from srift.api.deps import SessionDep
-from srift.api.limits import ErrorBody
+from srift.api.limits import error_response
 from srift.api.schemas.profiles import (
     ModelProfilesOut,
     ProfileCreated,
@@ -29,9 +29,7 @@ ProfileIdPath = Annotated[int, Path(ge=1, le=2**31 - 1, description="id returned
     "/profiles",
     status_code=status.HTTP_201_CREATED,
     response_model=ProfileCreated,
-    responses={
-        422: {"model": ErrorBody, "description": "the profile is invalid; `field` names the offending value"}
-    },
+    responses={422: error_response("the profile is invalid; `field` names the offending value")},
 )
 def create_profile(
     body: ProfileIn,
@@ -97,7 +95,7 @@ def list_profiles(
 @router.get(
     "/profiles/{profile_id}",
     response_model=ProfileOut,
-    responses={404: {"model": ErrorBody, "description": "no profile with this id"}},
+    responses={404: error_response("no profile with this id")},
 )
 def get_profile(
     session: SessionDep,
@@ -113,7 +111,7 @@ def get_profile(
 @router.delete(
     "/profiles/{profile_id}",
     status_code=status.HTTP_204_NO_CONTENT,
-    responses={404: {"model": ErrorBody, "description": "no profile with this id that this token owns"}},
+    responses={404: error_response("no profile with this id that this token owns")},
 )
 def delete_profile(
     session: SessionDep, _: RequireWrite, caller: CallerIdentity, profile_id: ProfileIdPath
