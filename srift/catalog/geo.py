@@ -67,6 +67,7 @@ class _RegionPrices(_Strict):
 
 
 class _Egress(_Strict):
+    # one field per Route, named as its value: parse_network reads them by route
     intra_zone: _Price
     inter_zone: _Price
     inter_region: _RegionPrices
@@ -246,23 +247,15 @@ def parse_network(data: Any, *, origin: str) -> GeoCatalog:
             for k, v in e.inter_region.model_dump().items()
             if k not in ("default", "source") and v is not None
         }
+        by_route = {route: getattr(e, route.value) for route in Route}  # INTER_REGION: a _RegionPrices
         egress[provider] = EgressPrices(
             provider=provider,
-            intra_zone=e.intra_zone.usd_per_gb,
-            inter_zone=e.inter_zone.usd_per_gb,
-            inter_region=by_continent,
-            inter_region_default=e.inter_region.default,
-            inter_continent=e.inter_continent.usd_per_gb,
-            to_oceania=e.to_oceania.usd_per_gb,
-            internet=e.internet.usd_per_gb,
-            sources={
-                "intra_zone": cite(e.intra_zone.source),
-                "inter_zone": cite(e.inter_zone.source),
-                "inter_region": cite(e.inter_region.source),
-                "inter_continent": cite(e.inter_continent.source),
-                "to_oceania": cite(e.to_oceania.source),
-                "internet": cite(e.internet.source),
+            usd_per_gb={
+                route: p.default if route is Route.INTER_REGION else p.usd_per_gb
+                for route, p in by_route.items()
             },
+            inter_region=by_continent,
+            sources={route.value: cite(p.source) for route, p in by_route.items()},
         )
     links = {}
     for i, pair_link in enumerate(doc.links):

@@ -9,6 +9,7 @@ to the internet or another cloud).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -125,37 +126,24 @@ class RegionInfo:
 
 @dataclass(frozen=True, slots=True)
 class EgressPrices:
-    """One provider's USD per GB leaving a location, by route; `inter_region` may differ by continent.
+    """One provider's USD per GB leaving a location, by route; the inter-region price may differ by continent.
 
-    `to_oceania` applies to traffic from another continent into Oceania (Erben Table 1's "ANY-OCE");
-    `internet` to traffic that leaves the provider (another cloud, the public internet).
+    `usd_per_gb` holds one price per `Route`; for INTER_REGION it is the default, which `inter_region`
+    overrides for the continents it names. `to_oceania` applies to traffic from another continent into
+    Oceania (Erben Table 1's "ANY-OCE"); `internet` to traffic that leaves the provider (another cloud, the
+    public internet). `sources` cites each route's price, by route name.
     """
 
     provider: str
-    intra_zone: float
-    inter_zone: float
-    inter_region: dict[Continent, float]
-    inter_region_default: float
-    inter_continent: float
-    to_oceania: float
-    internet: float
+    usd_per_gb: Mapping[Route, float]
+    inter_region: dict[Continent, float] = field(default_factory=dict)
     sources: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
 
     def price(self, route: Route, *, continent: Continent | None = None) -> float:
         """USD per GB for `route`; `continent` picks the inter-region price where it differs."""
-        if route is Route.INTRA_ZONE:
-            return self.intra_zone
-        if route is Route.INTER_ZONE:
-            return self.inter_zone
-        if route is Route.INTER_REGION:
-            if continent is not None and continent in self.inter_region:
-                return self.inter_region[continent]
-            return self.inter_region_default
-        if route is Route.INTER_CONTINENT:
-            return self.inter_continent
-        if route is Route.TO_OCEANIA:
-            return self.to_oceania
-        return self.internet
+        if route is Route.INTER_REGION and continent is not None and continent in self.inter_region:
+            return self.inter_region[continent]
+        return self.usd_per_gb[route]
 
 
 @dataclass(frozen=True, slots=True)
