@@ -1,15 +1,23 @@
-"""Request-scoped dependencies: settings and a transactional database session."""
+"""Request-scoped dependencies: settings, a transactional database session, and the id path parameter."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Annotated
+from typing import Annotated, Any
 
-from fastapi import Depends, Request
+from fastapi import Depends, Path, Request
 from sqlalchemy.orm import Session
 
 from srift.db.session import transaction
 from srift.settings import Settings
+
+MAX_ID = 2**31 - 1
+"""Stored ids are the tables' 32-bit integer keys: a path's id is 1 to MAX_ID, a list's offset 0 to MAX_ID."""
+
+
+def id_path(description: str | None = None) -> Any:
+    """A path parameter naming a stored row by id (1 to MAX_ID)."""
+    return Path(ge=1, le=MAX_ID, description=description)
 
 
 def get_app_settings(request: Request) -> Settings:

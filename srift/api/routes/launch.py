@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Path, Query, Request
+from fastapi import APIRouter, Depends, Query, Request
 
 from srift.api.auth import RequireRead, RequireWrite, Scope, _require, bearer_token
-from srift.api.deps import SessionDep
+from srift.api.deps import SessionDep, id_path
 from srift.api.schemas.launch import (
     CorrectionList,
     CorrectionOut,
@@ -26,8 +26,8 @@ from srift.services.launch import emit_plan
 
 router = APIRouter(tags=["launch and calibration"])
 
-_PLAN_ID = Path(ge=1, le=2**31 - 1)
-_JOB_ID = Path(ge=1, le=2**31 - 1)
+_PLAN_ID = id_path()
+_JOB_ID = id_path()
 _AUTH: dict[int | str, dict[str, Any]] = {
     401: {"model": ErrorOut, "description": "a token is required and missing or invalid"},
     403: {"model": ErrorOut, "description": "the token may not write (or is another run's token)"},

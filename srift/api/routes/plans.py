@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Path
+from fastapi import APIRouter
 
 from srift.api.auth import CallerIdentity, RequireRead, RequireWrite
-from srift.api.deps import SessionDep, SettingsDep
+from srift.api.deps import SessionDep, SettingsDep, id_path
 from srift.api.schemas.plans import ErrorOut, PlanOut, PlanRequest
 from srift.api.schemas.replays import PlanReplayOut
 from srift.services import plans as service
@@ -69,9 +69,7 @@ def create_plan(
     response_model=PlanOut,
     responses={401: _ERRORS[401], 404: {"model": ErrorOut, "description": "no plan with this id"}},
 )
-def get_plan(
-    session: SessionDep, _: RequireRead, caller: CallerIdentity, plan_id: int = Path(ge=1, le=2**31 - 1)
-) -> Any:
+def get_plan(session: SessionDep, _: RequireRead, caller: CallerIdentity, plan_id: int = id_path()) -> Any:
     """A stored plan this token may read (its own or everyone's), as POST /v1/plans returned it."""
     return service.get_plan_for(session=session, plan_id=plan_id, viewer=caller.owner).document()
 
@@ -86,7 +84,7 @@ def get_plan_replay(
     settings: SettingsDep,
     _: RequireRead,
     caller: CallerIdentity,
-    plan_id: int = Path(ge=1, le=2**31 - 1),
+    plan_id: int = id_path(),
 ) -> Any:
     """A stored plan's spot run replayed through the imported spot traces (`srift traces import`).
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Path, Query, status
+from fastapi import APIRouter, Query, status
 
 from srift.api.auth import RequireJobOrWrite, RequireRead, RequireWrite
-from srift.api.deps import SessionDep
+from srift.api.deps import MAX_ID, SessionDep, id_path
 from srift.api.limits import error_response
 from srift.api.schemas.jobs import (
     JobCreated,
@@ -27,13 +27,13 @@ from srift.services.jobs import job_document
 
 router = APIRouter(tags=["jobs"])
 
-JobId = Annotated[int, Path(ge=1, le=2**31 - 1, description="job id")]
+JobId = Annotated[int, id_path("job id")]
 StateQuery = Annotated[
     JobState | None, Query(description="only jobs in this state (queued, running, succeeded, failed)")
 ]
 KindQuery = Annotated[JobKind | None, Query(description="only probe or only profile jobs")]
 Limit = Annotated[int, Query(ge=1, le=500, description="page size")]
-Offset = Annotated[int, Query(ge=0, le=2**31 - 1)]
+Offset = Annotated[int, Query(ge=0, le=MAX_ID)]
 
 
 AUTH: dict[int | str, dict[str, Any]] = {

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Path, Query, Response, status
+from fastapi import APIRouter, Query, Response, status
 
 from srift.api.auth import CallerIdentity, RequireRead, RequireWrite
-from srift.api.deps import SessionDep
+from srift.api.deps import SessionDep, id_path
 from srift.api.limits import error_response
 from srift.api.schemas.profiles import (
     ModelProfilesOut,
@@ -22,7 +22,7 @@ from srift.services import profiles as service
 from srift.services.profiles import EVERYONE
 
 router = APIRouter(tags=["profiles"])
-ProfileIdPath = Annotated[int, Path(ge=1, le=2**31 - 1, description="id returned by POST /v1/profiles")]
+ProfileIdPath = Annotated[int, id_path("id returned by POST /v1/profiles")]
 
 
 @router.post(

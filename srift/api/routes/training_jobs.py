@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Path
+from fastapi import APIRouter, Depends
 
 from srift.api.auth import CallerIdentity, RequireRead, RequireWrite
-from srift.api.deps import SessionDep, SettingsDep
+from srift.api.deps import SessionDep, SettingsDep, id_path
 from srift.api.schemas.launch import JobStartOut
 from srift.api.schemas.plans import (
     AmendmentIn,
@@ -31,7 +31,7 @@ _AUTH: dict[int | str, dict[str, Any]] = {
     403: {"model": ErrorOut, "description": "the token may not write"},
 }
 _NO_JOB: dict[int | str, dict[str, Any]] = {404: {"model": ErrorOut, "description": "no job with this id"}}
-_JOB_ID = Path(ge=1, le=2**31 - 1)
+_JOB_ID = id_path()
 
 
 def _owned_job(session: SessionDep, caller: CallerIdentity, job_id: int = _JOB_ID) -> int:
