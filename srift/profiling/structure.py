@@ -33,23 +33,7 @@ control flow, weights loaded from disk) are counted on real tensors on the CPU i
 Mixed precision is counted under `torch.autocast` on the CPU, whose low-precision operator list (matrix
 products and convolutions) is CUDA's; operators that CUDA autocast runs in float32 (softmax, layer_norm,
 losses, … — the list in the PyTorch AMP documentation) are run in float32 here too, so the bytes follow
-CUDA's dtypes (their casts to float32 and back are operators of their own, counted as such, and so is the
-cast of every float32 weight to the low precision, once per forward: autocast's cast cache lives one
-forward).
-
-**Layout transposes of half-precision convolutions**: cuDNN runs float16/bfloat16 convolutions on Tensor
-Cores in NHWC, and a convolution given NCHW tensors (PyTorch's default layout) is transformed to NHWC and
-its result back ("The cuDNN library may use padding, folding, and NCHW-to-NHWC transformations to call
-the Tensor Core operations", cuDNN Developer Guide, Legacy API, "Data and Filter Formats"; PyTorch's
-`torch.nn.utils.convert_conv2d_weight_memory_format`: NHWC kernels give "considerable speed up for fp16
-data on CUDA devices with compute capability >= 7.0", worth it "even in cases where we have to apply
-permutation to input tensors"). The CPU count cannot see those kernels, so for every 4-D half-precision
-convolution whose input and weight are both in NCHW (neither in channels_last, as PyTorch's
-`cudnn_conv_suggest_memory_format` decides), the counter adds one transpose per tensor the cuDNN call
-transforms: forward x, w in and y out; backward-data dy, w in and dx out; backward-filter x, dy in and dw
-out. Each reads and writes its tensor once (`conv_transpose_bytes`), as element-wise work (`other_bytes`)
-of one kernel. Float32 (TF32) convolutions are left without it: the cited documents say it of half
-precision.
+CUDA's dtypes.
 """
 
 from __future__ import annotations
@@ -236,41 +220,6 @@ class _Tally:
     conv_flops: float = 0.0
 
 
-def _nchw(t: Any) -> bool:
-    """Whether a 4-D tensor is laid out NCHW as cuDNN sees it: not channels_last (a tensor that is both, as
-    a 1×1 weight, counts as contiguous, PyTorch's `suggest_memory_format`)."""
-    return (
-        isinstance(t, torch.Tensor)
-        and t.dim() == 4
-        and not (not t.is_contiguous() and t.is_contiguous(memory_format=torch.channels_last))
-    )
-
-
-def conv_transpose_bytes(func: Any, args: Any, out: Any) -> tuple[int, int]:
-    """(bytes, kernels) of the NCHW↔NHWC transposes cuDNN runs around a half-precision convolution given
-    NCHW tensors (module docstring); (0, 0) for any other operator, a float32 one, or channels_last input.
-
-    `aten.convolution(x, w, …) → y`: x, w and y. `aten.convolution_backward(dy, x, w, …, output_mask) →
-    (dx, dw, db)`: backward-data dy, w and dx when dx is asked for; backward-filter x, dy and dw when dw is.
-    Each transpose reads and writes its tensor: 2 × its bytes.
-    """
-    name = func._overloadpacket.__name__
-    if name not in ("convolution", "convolution_backward"):
-        return 0, 0
-    if name == "convolution":
-        x, w, y = args[0], args[1], out
-        moved: list[Any] = [x, w, y]
-    else:
-        dy, x, w = args[0], args[1], args[2]
-        mask = args[-1] if isinstance(args[-1], list | tuple) else (True, True, False)
-        dx, dw = out[0], out[1]
-        moved = ([dy, w, dx] if mask[0] else []) + ([x, dy, dw] if mask[1] else [])
-    if x.dtype not in _LOW or not (_nchw(x) and _nchw(w)):
-        return 0, 0
-    tensors = [t for t in moved if isinstance(t, torch.Tensor)]
-    return sum(2 * _nbytes(t) for t in tensors), len(tensors)
-
-
 def _is_convolution(func: Any) -> bool:
     """Whether a FLOP-counted operator is a convolution (aten.convolution, its backward, cudnn_convolution,
     _slow_conv2d_forward, ...): the work cuDNN does, in TF32 for float32 tensors by default."""
@@ -422,9 +371,6 @@ class _Counter(TorchDispatchMode):  # type: ignore[no-untyped-call]
         else:
             tally.other_bytes += moved
         tally.kernels += 1
-        transposed, transposes = conv_transpose_bytes(func, args, out)
-        tally.other_bytes += transposed
-        tally.kernels += transposes
         return out
 
 

@@ -251,63 +251,6 @@ def test_shipped_structures_are_a_fresh_count(name: str, precision: Precision) -
     assert shipped == json.loads(json.dumps(count(model, precision)))
 
 
-def _conv() -> nn.Module:
-    return nn.Sequential(nn.Conv2d(3, 4, 3, bias=False))
-
-
-def _conv_channels_last() -> nn.Module:
-    return _conv().to(memory_format=torch.channels_last)
-
-
-def _images_channels_last(batch: int) -> torch.Tensor:
-    return _image_input(batch).contiguous(memory_format=torch.channels_last)
-
-
-def test_half_precision_nchw_convolutions_count_cudnn_layout_transposes() -> None:
-    nchw = _layer(count_structure(_conv, _image_input, precision=Precision.BF16), "0")
-    nhwc = _layer(count_structure(_conv_channels_last, _images_channels_last, precision=Precision.BF16), "0")
-    # bf16 bytes: x 3·8·8·2 = 384 per sample, w 4·3·3·3·2 = 216 fixed, y (and dy) 4·6·6·2 = 288 per sample.
-    # Forward: x and w to NHWC, y back, each read and written once.
-    assert nchw.forward.other_bytes.fixed - nhwc.forward.other_bytes.fixed == 2 * 216
-    assert nchw.forward.other_bytes.per_sample - nhwc.forward.other_bytes.per_sample == 2 * (384 + 288)
-    assert nchw.forward.kernels - nhwc.forward.kernels == 3
-    # Backward: the input needs no gradient, so only backward-filter: x and dy in, dw out.
-    assert nchw.backward.other_bytes.fixed - nhwc.backward.other_bytes.fixed == 2 * 216
-    assert nchw.backward.other_bytes.per_sample - nhwc.backward.other_bytes.per_sample == 2 * (384 + 288)
-    assert nchw.backward.kernels - nhwc.backward.kernels == 3
-    # The convolution itself moves the same bytes either way.
-    assert nchw.forward.matmul_bytes == nhwc.forward.matmul_bytes
-
-
-def test_backward_data_transposes_count_when_the_input_needs_a_gradient() -> None:
-    def two() -> nn.Module:
-        return nn.Sequential(nn.Conv2d(3, 4, 3, bias=False), nn.Conv2d(4, 4, 3, bias=False))
-
-    second = _layer(count_structure(two, _image_input, precision=Precision.BF16), "1")
-    flat = _layer(
-        count_structure(
-            lambda: two().to(memory_format=torch.channels_last),
-            _images_channels_last,
-            precision=Precision.BF16,
-        ),
-        "1",
-    )
-    # Second conv: x (its input) 4·6·6·2 = 288, y 4·4·4·2 = 128 per sample, w 4·4·3·3·2 = 288 fixed.
-    # Backward-data: dy, w in, dx out; backward-filter: x, dy in, dw out.
-    added = Affine(
-        second.backward.other_bytes.fixed - flat.backward.other_bytes.fixed,
-        second.backward.other_bytes.per_sample - flat.backward.other_bytes.per_sample,
-    )
-    assert added == Affine(2.0 * (288 + 288), 2.0 * ((128 + 288) + (288 + 128)))
-    assert second.backward.kernels - flat.backward.kernels == 6
-
-
-def test_float32_convolutions_count_no_layout_transposes() -> None:
-    nchw = _layer(count_structure(_conv, _image_input), "0")
-    nhwc = _layer(count_structure(_conv_channels_last, _images_channels_last), "0")
-    assert (nchw.forward, nchw.backward) == (nhwc.forward, nhwc.backward)
-
-
 def test_autocast_casts_a_reused_weight_once_per_forward() -> None:
     class Twice(nn.Module):
         def __init__(self) -> None:
