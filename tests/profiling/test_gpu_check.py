@@ -69,3 +69,30 @@ def test_rescore_recomputes_a_stored_reports_estimates(tmp_path: Path) -> None:
     assert cells["1"][0] == cells["1"][1] == f"{1000 * now_s[1]:.2f} ms"
     assert cells["4 (largest)"][0] == f"{2000 * now_s[4]:.2f} ms"
     assert cells["4 (largest)"][1] == f"{1000 * now_s[4]:.2f} ms"
+    # cnn has no factor in the public table: without the models' factors the estimate is the same.
+    last = [c.strip() for c in rows["4 (largest)"].split("|")[8:10]]
+    assert last[0] == last[1] == f"{now_s[4] / 0.01:.2f}"
+
+
+def test_rescore_shows_the_estimate_without_the_models_factor(tmp_path: Path) -> None:
+    """A model with a factor in the shipped calibration (ResNet-50) is rescored with it and without it (the
+    efficiencies alone): the two ratios to the measured step differ by the factor."""
+    from srift.domain.structure import Precision
+    from srift.estimate.calibration import shipped_calibration
+
+    factor = shipped_calibration().factor("resnet50", Precision.FP32)
+    assert factor is not None and abs(factor - 1.0) > 0.01
+    # A tiny measured step, so the ratios print with five or more significant digits.
+    steps = [{"batch": 2, "measured_s": 1e-5}]
+    report = {
+        "spec": "T4",
+        "profiles": [{"model": "resnet50", "precision": "fp32", "max_batch": 2, "steps": steps}],
+    }
+    stored = tmp_path / "report.json"
+    stored.write_text(json.dumps(report))
+    cmd = [sys.executable, "-m", "benchmarks.gpu_check", "--rescore", str(stored), "--no-write"]
+    done = subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    (line,) = [x for x in done.stdout.splitlines() if x.startswith("| resnet50 |")]
+    now, pooled = (float(c) for c in line.split("|")[8:10])
+    assert now / pooled == pytest.approx(factor, rel=1e-3)

@@ -249,3 +249,31 @@ def test_shipped_structures_are_a_fresh_count(name: str, precision: Precision) -
     model = next(r for r in REFERENCE_MODELS if r.name == name)
     shipped = json.loads(structure_path(name, precision).read_text())["structure"]
     assert shipped == json.loads(json.dumps(count(model, precision)))
+
+
+def test_autocast_casts_a_reused_weight_once_per_forward() -> None:
+    class Twice(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc = nn.Linear(8, 8, bias=False)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.fc(self.fc(x))
+
+    s = count_structure(Twice, _linear_input, precision=Precision.BF16)
+    fc = _layer(s, "fc")
+    # The weight (64 parameters) is read in float32 and written in bfloat16 once per forward (autocast's
+    # cast cache), however often it is used: 64·(4 + 2) bytes, the only batch-independent element-wise work.
+    assert fc.forward.other_bytes.fixed == 64 * (4 + 2)
+
+
+def test_cuda_float32_operators_move_float32_bytes_under_autocast() -> None:
+    def normed() -> nn.Module:
+        return nn.Sequential(nn.Linear(8, 8, bias=False), nn.LayerNorm(8, elementwise_affine=False))
+
+    bf16 = _layer(count_structure(normed, _linear_input, precision=Precision.BF16), "1")
+    fp32 = _layer(count_structure(normed, _linear_input, precision=Precision.FP32), "1")
+    # layer_norm runs in float32 under CUDA autocast: its bf16 input (8·2 bytes per sample) is cast up
+    # (read 16, write 32), then it moves what the float32 model's layer norm moves.
+    assert bf16.forward.other_bytes.per_sample == fp32.forward.other_bytes.per_sample + 8 * (2 + 4)
+    assert bf16.forward.kernels == fp32.forward.kernels + 1
