@@ -15,6 +15,7 @@ FLOP-counted operators and of all others (element-wise ops, normalisation, reduc
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -252,11 +253,24 @@ class ModelStructure:
         )
 
 
-def _total(parts: Any) -> PassWork:
-    total = EMPTY_PASS
-    for part in parts:
-        total = total.plus(part)
-    return total
+def _total(parts: Iterable[PassWork]) -> PassWork:
+    """The sum of `parts`, as `PassWork.plus` folds them from EMPTY_PASS (the same additions in the same
+    order, so the same floats), without building a PassWork and five Affines per part: the estimator reads
+    a structure's forward and backward totals thousands of times while it calibrates."""
+    mf = mf_s = mb = mb_s = ob = ob_s = cf = cf_s = 0.0
+    kernels = 0
+    for p in parts:
+        m, b, o, c = p.matmul_flops, p.matmul_bytes, p.other_bytes, p.conv_flops
+        mf += m.fixed
+        mf_s += m.per_sample
+        mb += b.fixed
+        mb_s += b.per_sample
+        ob += o.fixed
+        ob_s += o.per_sample
+        cf += c.fixed
+        cf_s += c.per_sample
+        kernels += p.kernels
+    return PassWork(Affine(mf, mf_s), Affine(mb, mb_s), Affine(ob, ob_s), kernels, Affine(cf, cf_s))
 
 
 def _count(data: dict[str, Any], key: str, where: str) -> int:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import date
 
 from srift.domain import (
@@ -137,10 +137,17 @@ def brute_force(
     `large` lists the space by `split_configs` (the final group's batch by division) for bigger problems;
     `configs` is the whole listing of `all_configs(problem)` where the caller already made it."""
     c = constraints or problem.constraints
-    best: float | None = None
     if configs is None:
         configs = split_configs(problem) if large else all_configs(problem)
-    for pred in predictions(problem, evaluator, configs, c):
+    return best_meeting(predictions(problem, evaluator, configs, c), c)
+
+
+def best_meeting(preds: Iterable[Prediction], constraints: Constraints) -> float | None:
+    """The best objective among `preds` that meet `constraints`' limits (None: none does): brute force's
+    last step, for callers that already hold every configuration's prediction."""
+    c = constraints
+    best: float | None = None
+    for pred in preds:
         if not meets(pred, c):
             continue
         value = pred.cost_usd if c.objective is Objective.MIN_COST else pred.total_time_s

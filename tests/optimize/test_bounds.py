@@ -305,3 +305,24 @@ def test_past_its_deadline_the_search_bounds_no_rows_and_still_finds_the_optimum
             assert best == pytest.approx(expected, rel=1e-12), seed
         bounded += rows > 0
     assert bounded >= 3, "the cases must bound rows when there is time"
+
+
+def test_past_its_deadline_the_search_takes_no_further_node() -> None:
+    """Found 2026-12-06 (tests/optimize/test_plan_cases.py took 49 s of a 2-core CI run): the best-first loop
+    read its clock at every 64th node only, and one node can take tens of milliseconds (its children's
+    bounds), so 0.1 s solve budgets ran for 2 s, and every relaxation searched after an infeasible plan (its
+    budget already spent) still took 64 nodes. Past the deadline the loop stops at the next node it counts,
+    and says the budget ran out."""
+    stopped = 0
+    for seed in range(12):
+        problem = make_user_problem(seed)
+        evals = Evaluations(problem, SimEvaluator(bandwidth=AlphaBetaPrior()))
+        incumbent = Incumbent(problem.constraints.objective)
+        search = BranchAndBound(problem, evals, constraints=problem.constraints, incumbent=incumbent)
+        search.start()
+        coverage = search.run(deadline=0.0, clock=lambda: 1.0)
+        assert search.stats.nodes <= 1, seed
+        if not coverage.closed:
+            stopped += 1
+            assert search.stats.nodes == 1 and coverage.reason == "the solve budget ran out", seed
+    assert stopped >= 6
