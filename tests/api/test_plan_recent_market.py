@@ -229,3 +229,24 @@ def test_the_openapi_document_states_the_recent_market_rules(client: TestClient)
     props = recent["properties"]
     assert props["as_of_s"]["anyOf"][0]["exclusiveMinimum"] == 0 and props["tick_s"]["minimum"] == 1
     assert "spot_model" in schemas["SpotOut"]["properties"] and "nowcast" in schemas["SpotOut"]["properties"]
+
+
+def test_a_replan_prices_spot_with_the_fitted_law(
+    client: TestClient, write_headers: dict[str, str], market: dict[str, Any]
+) -> None:
+    body = _body(market["profile_id"], recent_market={"trace": market["stormy"].name})
+    first = _post(client, write_headers, body)
+    assert first["spot"]["spot_model"].startswith("nowcast(")
+    job = client.post("/v1/jobs", json={"plan_id": first["id"]}, headers=write_headers)
+    assert job.status_code == 201, job.text
+    path = f"/v1/jobs/{job.json()['id']}"
+    progress = {"iterations_done": 10_000, "elapsed_s": 4 * 3600.0, "spent_usd": 5.0}
+    assert client.post(f"{path}/progress", json=progress, headers=write_headers).status_code == 200
+    r = client.post(f"{path}/amendments", json={"time_limit_s": 30 * 3600.0}, headers=write_headers)
+    assert r.status_code == 200, r.text
+    new = r.json()["plan"]
+    # The log described the market before the run started, not the one it is in now (nor, perhaps, the
+    # re-planned fleet's): the re-plan's spot figures are the fitted law's.
+    assert new["spot"]["spot_model"] == "fitted law" and new["spot"]["nowcast"] is None
+    stored = client.get(f"/v1/plans/{new['id']}", headers=write_headers).json()
+    assert stored["request"].get("recent_market") is None
