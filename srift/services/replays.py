@@ -8,7 +8,12 @@ size a trace must cover), its uninterrupted time and price, the on-demand fallba
 time limit (else `NO_LIMIT_SLACK` × the fallback's time), the checkpoint interval and restart time. The
 traces give the windows (start times every `DEFAULT_STRIDE_S` over each trace, srift.spot.replay). The
 replay's own prediction comes from the model fitted to those same traces (in-sample: the benchmark,
-benchmarks/spot_traces.py, is where the model is judged on traces it was not fitted to).
+benchmarks/spot_traces.py, is where the model is judged on traces it was not fitted to); for a plan
+conditioned on a recent market (its request's `recent_market`), each window's from the traces before it.
+
+A plan request's `recent_market` also goes through here (`nowcast_spot`, the plans service's spot model
+phase): the plan's spot figures become the nowcast's prediction for a run starting at the log's `as_of`,
+by the same path as the replay's nowcast (`replay_fleet`) and the benchmark's per-window prediction.
 """
 
 from __future__ import annotations
