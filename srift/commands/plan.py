@@ -60,6 +60,9 @@ network:                        # how the nodes talk (optional; see `srift predi
 # checkpoint_interval_s: 600
 # restart_s: 150                # Srift §5.4: EC2 launch time
 # fallback: true                # also plan an on-demand fallback for spot plans
+# recent_market:                # spot figures from the recent market (nowcast), not the law alone
+#   trace: user:log.csv#aws/us-east-1a/p3.2xlarge   # `srift traces list`; or log_csv: <the CSV>
+#   as_of_s: 86400              # the run starts this long after the log's start (default: its end)
 # Sharded data parallelism (plans say how to run it: strategy, wrapping, checkpointing, precision):
 # strategy: auto                # the fastest that fits; or ddp, zero1, zero2, full_shard, hybrid
 # checkpointing: null           # null: with and without activation checkpointing; or true, false
@@ -519,17 +522,20 @@ def render_placement(plan: dict[str, Any]) -> None:
         console.print(table)
     spot = plan.get("spot")
     if spot:
+        how = "Srift's deadline policy" if spot.get("nowcast") else "§4.5 re-planning"
         console.print(
             f"spot: expected {duration(spot['expected_time_s'])}, ${spot['expected_cost_usd']:.2f} "
             f"(uninterrupted {duration(spot['uninterrupted_time_s'])}, "
             f"${spot['uninterrupted_cost_usd']:.2f}); "
             f"p90 {duration(spot['time_p90_s'])}; "
             f"{spot['expected_interruptions']:.2g} interruptions expected — "
-            f"{spot['samples']} simulated runs, §4.5 re-planning, checkpoint every "
+            f"{spot['samples']} simulated runs, "
+            f"{how}, checkpoint every "
             f"{duration(spot['checkpoint_interval_s'])}, {spot['restart_s']:.0f} s restart "
             "(their chance of meeting the limits is in P(deadline) and P(budget) above)",
             highlight=False,
         )
+        _spot_model_line(spot)
     fallback = plan.get("fallback")
     if fallback:
         p = fallback["predicted"]
@@ -538,6 +544,25 @@ def render_placement(plan: dict[str, Any]) -> None:
             f"${p['cost_usd']:.2f}",
             highlight=False,
         )
+
+
+def _spot_model_line(spot: dict[str, Any]) -> None:
+    """Which model produced the spot figures, and for a nowcast what it saw and what it replaced."""
+    seen = spot.get("nowcast")
+    if not seen:
+        console.print(f"spot model: {spot.get('spot_model') or 'fitted law'}", highlight=False)
+        return
+    fitted, alone = seen["fitted_law"], seen["without_recent"]
+    console.print(
+        f"spot model: {spot['spot_model']} — {escape(seen['trace'])} at {duration(seen['as_of_s'])} "
+        "into the log: "
+        f"{seen['interruptions']} interruption(s), {seen['capacity_returns']} capacity return(s) in the "
+        f"look-back, capacity {'up' if seen['up_at_start'] else 'down'} at the start; Srift's deadline "
+        f"policy, {100 * seen['spot_share']:.0f} % of the time on spot. Without the look-back: "
+        f"{duration(alone['expected_time_s'])}, ${alone['expected_cost_usd']:.2f}; the fitted law's Monte "
+        f"Carlo: {duration(fitted['expected_time_s'])}, ${fitted['expected_cost_usd']:.2f}",
+        highlight=False,
+    )
 
 
 def _estimate_lines(plan: dict[str, Any]) -> None:
@@ -670,6 +695,33 @@ ReplayNowcast = Annotated[
         "period's law alone",
     ),
 ]
+RecentTrace = Annotated[
+    str | None,
+    typer.Option(
+        "--recent-trace",
+        help="condition the spot figures on the recent market: an imported trace's name as `srift traces "
+        "list` shows it (sets the request's recent_market.trace), e.g. --recent-trace "
+        "user:log.csv#aws/us-east-1a/p3.2xlarge. The plan's spot section then says "
+        "spot_model: nowcast(look-back H h, K ended runs) instead of fitted law",
+    ),
+]
+RecentLog = Annotated[
+    Path | None,
+    typer.Option(
+        "--recent-log",
+        help="condition the spot figures on your own launch/interruption log, sent inline (the CSV `srift "
+        "traces import` reads: time,zone,instance_type,event,count; sets recent_market.log_csv), e.g. "
+        "--recent-log my-interruptions.csv",
+    ),
+]
+AsOf = Annotated[
+    float | None,
+    typer.Option(
+        "--as-of-s",
+        help="with --recent-trace or --recent-log: the run starts this many seconds after the log's first "
+        "tick, only the log before it is used (default: the log's end), e.g. --as-of-s 86400",
+    ),
+]
 PlanVerbose = Annotated[
     bool, typer.Option("--verbose", "-v", help="also list every source and each network rate's reason")
 ]
@@ -693,6 +745,9 @@ def plan_command(
     verbose: PlanVerbose = False,
     replay_traces: ReplayTraces = None,
     replay_nowcast: ReplayNowcast = False,
+    recent_trace: RecentTrace = None,
+    recent_log: RecentLog = None,
+    as_of_s: AsOf = None,
     bucket_cap_mb: BucketCapMb = None,
     per_layer: PerLayer = False,
 ) -> None:
@@ -724,6 +779,10 @@ def plan_command(
 
       srift plan request.yaml --emit torchrun --script train.py --out launch/
 
+      srift plan request.yaml --recent-trace user:log.csv#aws/us-east-1a/p3.2xlarge --as-of-s 86400
+
+      srift plan request.yaml --recent-log my-interruptions.csv --replay-traces my-traces/
+
       srift plan --plan-id 12 --emit kubernetes
     """
     if example_model is not None or example:
@@ -736,6 +795,7 @@ def plan_command(
     body = request_body(file, command="plan")
     put_given(body, mode=mode, solve_budget_s=solve_budget_s, confidence=confidence)
     apply_ddp_options(body, bucket_cap_mb=bucket_cap_mb, per_layer=per_layer)
+    put_recent_market(body, trace=recent_trace, log=recent_log, as_of_s=as_of_s)
     result = answer_request(
         body,
         url=url,
@@ -747,7 +807,8 @@ def plan_command(
         timeout_s=600,
     )
     if replay_traces is not None:
-        result["replay"] = _replay(result, body, replay_traces, nowcast=replay_nowcast)
+        nowcast = replay_nowcast or bool(body.get("recent_market"))
+        result["replay"] = _replay(result, body, replay_traces, nowcast=nowcast)
     if emit is not None:
         _emit_files(result, emit, launch)
     elif as_json:
@@ -756,6 +817,33 @@ def plan_command(
         render(result, verbose=verbose)
         if replay_traces is not None:
             render_replay(result["replay"])
+
+
+def put_recent_market(
+    body: dict[str, Any], *, trace: str | None, log: Path | None, as_of_s: float | None
+) -> None:
+    """`--recent-trace`, `--recent-log` and `--as-of-s` as the request's `recent_market` (over the file's);
+    the server checks them as it checks the file's (one source, as_of_s within the log)."""
+    if trace is None and log is None and as_of_s is None:
+        return
+    recent = dict(body.get("recent_market") or {})
+    if trace is not None or log is not None:
+        recent.pop("trace", None)
+        recent.pop("log_csv", None)
+    if trace is not None:
+        recent["trace"] = trace
+    if log is not None:
+        from srift.errors import InvalidInput
+
+        try:
+            recent["log_csv"] = log.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InvalidInput(
+                f"cannot read {log}: {exc}", hint="give a readable UTF-8 CSV log", field="--recent-log"
+            ) from exc
+    if as_of_s is not None:
+        recent["as_of_s"] = as_of_s
+    body["recent_market"] = recent
 
 
 def _replay(

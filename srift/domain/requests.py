@@ -84,6 +84,23 @@ DEFAULT_CUDA = "12.6"
 build through release 2.14, pytorch/pytorch#190385)."""
 
 
+DEFAULT_LOG_TICK_S = 60.0
+"""A user's interruption log is sampled once a minute unless `tick_s` says otherwise (a choice, not a fact):
+a plan request's inline `recent_market.log_csv` and `srift traces import` (srift.spot.traces)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RecentMarket:
+    """The recent spot market a plan's spot figures are conditioned on (srift.spot.nowcast): an imported
+    `trace` by name (as `srift traces list` names it) or an inline `log_csv` (the CSV `srift traces import`
+    reads, sampled every `tick_s`), up to `as_of_s` seconds after the log's first tick (None: its end)."""
+
+    trace: str | None = None
+    log_csv: str | None = None
+    tick_s: float = DEFAULT_LOG_TICK_S
+    as_of_s: float | None = None
+
+
 @dataclass(frozen=True, slots=True)
 class FrameworkStack:
     """The PyTorch and CUDA versions the user trains with ("2.13", "12.6"): which GPUs a plan may use
@@ -134,7 +151,8 @@ class PlanQuery(ProfileRequest):
     priced in with `interruption_rates`, `checkpoint_interval_s`, `restart_s`, `spot_samples`, `fallback`.
     Hardware: only types the framework `stack` can run, and no retired family unless `include_retired`.
     Sharding (srift.domain.sharding): `strategy` (auto: the fastest setup that fits each fleet) and
-    `checkpointing` (None: with and without).
+    `checkpointing` (None: with and without). `recent_market`: the spot figures come from the fitted law
+    conditioned on that market's recent past (srift.spot.nowcast) instead of the fitted law alone.
     """
 
     global_batch: int
@@ -173,6 +191,7 @@ class PlanQuery(ProfileRequest):
     include_retired: bool = False
     strategy: StrategyChoice = StrategyChoice.AUTO
     checkpointing: bool | None = None
+    recent_market: RecentMarket | None = None
 
 
 @dataclass(frozen=True, slots=True)

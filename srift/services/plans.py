@@ -66,6 +66,7 @@ from srift.services.placement import (
     with_pipeline,
 )
 from srift.services.profiles import resolve_profiles, source_label, with_estimates
+from srift.services.replays import FITTED_LAW, nowcast_spot, request_location
 from srift.services.sharding import (
     allowed_setups,
     choice_setup,
@@ -73,6 +74,7 @@ from srift.services.sharding import (
     strategy_phase,
     strategy_view,
 )
+from srift.services.traces import stored_traces
 from srift.services.views import (
     breakdown_document,
     choice_document,
@@ -532,7 +534,7 @@ def create_plan(
     decision = _spot_fallback(searched, query=query, on_demand=on_demand)
     row = PlanRow(
         request=dict(request_doc) if request_doc is not None else to_document(query),
-        result=plan_result(decision),
+        result=spot_model_phase(plan_result(decision), query=query, settings=settings),
         owner=query.owner,
     )
     session.add(row)
@@ -722,6 +724,32 @@ def plan_result(decision: SpotDecision) -> dict[str, Any]:
         "strategy": setup,
         **_network_document(chosen),
     }
+
+
+def spot_model_phase(result: Mapping[str, Any], *, query: PlanQuery, settings: Settings) -> dict[str, Any]:
+    """Spot model: which model the spot section's figures come from (`spot.spot_model`). Without a recent
+    market, the fitted law's (the Monte Carlo above, unchanged); with one, the nowcast's: the fitted law
+    conditioned on the market's recent past (srift.services.replays.nowcast_spot, the prediction the
+    benchmark validates). InvalidInput names the `recent_market` field a recent market cannot be used for."""
+    spot = result.get("spot")
+    if not spot:
+        return dict(result)
+    if query.recent_market is None:
+        return {**result, "spot": {**spot, "spot_model": FITTED_LAW}}
+    provider, region = request_location(
+        {"provider": query.provider, "region": query.region, "regions": query.regions},
+        default_region=settings.default_region,
+    )
+    conditioned = nowcast_spot(
+        result,
+        query.recent_market,
+        stored=stored_traces(settings),
+        provider=provider,
+        region=region,
+        seed=query.seed,
+        samples=query.spot_samples,
+    )
+    return {**result, "spot": conditioned or {**spot, "spot_model": FITTED_LAW}}
 
 
 def _spot_document(decision: SpotDecision) -> dict[str, Any] | None:

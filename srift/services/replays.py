@@ -8,36 +8,45 @@ size a trace must cover), its uninterrupted time and price, the on-demand fallba
 time limit (else `NO_LIMIT_SLACK` × the fallback's time), the checkpoint interval and restart time. The
 traces give the windows (start times every `DEFAULT_STRIDE_S` over each trace, srift.spot.replay). The
 replay's own prediction comes from the model fitted to those same traces (in-sample: the benchmark,
-benchmarks/spot_traces.py, is where the model is judged on traces it was not fitted to).
+benchmarks/spot_traces.py, is where the model is judged on traces it was not fitted to); for a plan
+conditioned on a recent market (its request's `recent_market`), each window's from the traces before it.
+
+A plan request's `recent_market` also goes through here (`nowcast_spot`, the plans service's spot model
+phase): the plan's spot figures become the nowcast's prediction for a run starting at the log's `as_of`,
+by the same path as the replay's nowcast (`replay_fleet`) and the benchmark's per-window prediction.
 """
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any
 
+import numpy as np
 from sqlalchemy.orm import Session
 
 from srift.domain.records import PlanRecord
+from srift.domain.requests import RecentMarket
 from srift.errors import InvalidInput
 from srift.services.caching import RevisionCache
-from srift.services.plans import get_plan_for
 from srift.services.traces import stored_traces, traceset_path
 from srift.settings import Settings
 from srift.spot.model import SPLIT_BLOCK_S, Half, fit_model
-from srift.spot.nowcast import choose_nowcast
+from srift.spot.nowcast import choose_nowcast, look_back
 from srift.spot.policy import DeadlinePolicy, SpotJob
 from srift.spot.replay import (
     DEFAULT_SAMPLES_PER_TRACE,
     DEFAULT_STRIDE_S,
     NO_LIMIT_SLACK,
     applicable,
+    law_for,
+    predict_now,
     replay,
 )
-from srift.spot.traces import SpotTrace
+from srift.spot.traces import SpotTrace, read_log_csv
 
 DEFAULT_CHECKPOINT_S = 600.0
 """When the plan carries no spot outlook: srift.optimize.spot's default checkpoint interval."""
@@ -254,8 +263,7 @@ def replay_fleet(
         else f"no time limit: {NO_LIMIT_SLACK:g}× the on-demand fallback's time and one restart"
     )
     out["distribution"] = result.distribution(DeadlinePolicy.SRIFT)
-    if conditioned is not None:
-        out["nowcast"] = conditioned.describe()
+    out["nowcast"] = conditioned.describe() if conditioned is not None else None
     out["plan_predicted"] = {key: spot.get(key) for key in PLAN_PREDICTED}
     srift = result.summary(DeadlinePolicy.SRIFT)["replayed"]
     if spot.get("expected_cost_usd"):
@@ -286,14 +294,14 @@ def view_stride_s(traces: Sequence[SpotTrace]) -> float:
     return max(DEFAULT_STRIDE_S, span_s / VIEW_MAX_WINDOWS)
 
 
-def plan_replay(*, session: Session, settings: Settings, plan_id: int, viewer: str | None) -> dict[str, Any]:
-    """GET /v1/plans/{id}/replay: the stored plan's spot run replayed through the imported trace set
+def plan_replay(*, session: Session, settings: Settings, record: PlanRecord) -> dict[str, Any]:
+    """GET /v1/plans/{id}/replay: the stored plan's spot run (`record`, which the caller may read: the plans
+    service's get_plan_for) replayed through the imported trace set
     (`srift traces import`), beside what the plan predicted and what that prediction rests on; or, when it
     cannot be replayed (no spot fleet, several, no fallback, no covering trace, traces too short), the
     status and reason in plain words. Kept per plan and trace set (REPLAYS): a replay through many traces
     takes seconds (docs/spot.md), a second look at it none."""
     started = time.perf_counter()
-    record = get_plan_for(session=session, plan_id=plan_id, viewer=viewer)
     path = traceset_path(settings)
     stamp = None
     if path.exists():
@@ -302,13 +310,15 @@ def plan_replay(*, session: Session, settings: Settings, plan_id: int, viewer: s
     out = REPLAYS.get_or_build(
         session=session,
         areas=(),
-        key=(plan_id, str(path), stamp),
+        key=(record.id, str(path), stamp),
         build=lambda: _replay_view(record, settings=settings),
     )
     return {**out, "replay_s": time.perf_counter() - started}
 
 
 def _replay_view(record: PlanRecord, *, settings: Settings) -> dict[str, Any]:
+    """The replay a stored plan gets: with the nowcast's prediction when the plan was conditioned on a
+    recent market (its request's `recent_market`), else the period's law's, as its own figures were."""
     plan, request = record.document(), record.request
     spot = plan.get("spot") or {}
     traces = stored_traces(settings)
@@ -318,6 +328,7 @@ def _replay_view(record: PlanRecord, *, settings: Settings) -> dict[str, Any]:
         "imported_traces": len(traces),
         "rates": spot.get("rates") or [],
         "plan_predicted": {key: spot.get(key) for key in PLAN_PREDICTED} if spot else None,
+        "spot_model": spot.get("spot_model", FITTED_LAW) if spot else None,
         "fleet": None,
         "replay": None,
         "reason": None,
@@ -332,7 +343,11 @@ def _replay_view(record: PlanRecord, *, settings: Settings) -> dict[str, Any]:
             "region": fleet.region,
         }
         fleet_replay = replay_fleet(
-            plan, fleet, seed=int(request.get("seed") or 0), stride_s=view_stride_s(fleet.traces)
+            plan,
+            fleet,
+            seed=int(request.get("seed") or 0),
+            stride_s=view_stride_s(fleet.traces),
+            nowcast=bool(request.get("recent_market")),
         )
         if isinstance(fleet_replay, NotReplayed):
             fleet = fleet_replay
@@ -343,3 +358,196 @@ def _replay_view(record: PlanRecord, *, settings: Settings) -> dict[str, Any]:
     else:
         out["status"] = ReplayStatus.REPLAYED
     return out
+
+
+FITTED_LAW = "fitted law"
+"""`spot_model` of a plan whose spot figures come from the fitted law alone (no recent market given)."""
+NOWCAST_REPLACES = (
+    "expected_time_s",
+    "expected_cost_usd",
+    "time_p10_s",
+    "time_p50_s",
+    "time_p90_s",
+    "cost_p90_usd",
+    "p_meets_time_limit",
+    "expected_interruptions",
+    "samples",
+    "method",
+)
+"""The spot section's figures a recent market replaces with the nowcast's (the fitted law's stay under
+`nowcast.fitted_law`); p_interrupted, p_within_budget and closed_form_time_s stay the fitted law's."""
+NOWCAST_METHOD = (
+    "Srift's deadline policy on timelines of the fitted law conditioned on the recent market "
+    "(srift.spot.replay.predict_now, as the benchmark's per-window prediction)"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class RecentLog:
+    """The recent market's trace for the plan's spot fleet, cut at its `as_of` tick, and the field of the
+    request it came from (for errors)."""
+
+    trace: SpotTrace
+    field: str
+
+
+def recent_log(
+    recent: RecentMarket, *, stored: Sequence[SpotTrace], fleet: tuple[str, str, str, int]
+) -> RecentLog:
+    """The request's recent market as one trace of the plan's spot `fleet` (provider, region, type, VMs),
+    cut at `as_of_s`: the imported trace it names (`stored`: the trace set), or the inline log's trace of
+    that fleet. InvalidInput names `recent_market.<field>` and what would fix it: an unknown trace, a log
+    that does not cover the fleet, an as_of outside the log."""
+    provider, region, itype, nodes = fleet
+    if recent.trace is not None:
+        where = "recent_market.trace"
+        named = [t for t in stored if t.name == recent.trace]
+        if not named:
+            have = ", ".join(sorted(t.name for t in stored)[:5]) or "none imported"
+            raise InvalidInput(
+                f"no imported trace is named {recent.trace!r} (imported: {have})",
+                hint="name a trace as `srift traces list` shows it, or import yours with `srift traces "
+                "import LOG.csv` first (or give the log inline as recent_market.log_csv)",
+                field=where,
+            )
+        candidates = named
+    else:
+        where = "recent_market.log_csv"
+        try:
+            candidates = read_log_csv(
+                (recent.log_csv or "").encode("utf-8"), path=where, provider=provider, tick_s=recent.tick_s
+            )
+        except InvalidInput as exc:
+            inner = f"{where}.{exc.field}" if exc.field and exc.field != "tick_s" else "recent_market.tick_s"
+            raise InvalidInput(exc.detail, hint=exc.hint, field=inner) from exc
+    covering = applicable(candidates, provider=provider, region=region, instance_type=itype, nodes=nodes)
+    if not covering:
+        have = "; ".join(
+            sorted(f"{t.provider}/{t.zone} {t.instance_type} ×{t.node_count}" for t in candidates)
+        )
+        raise InvalidInput(
+            f"the recent market covers {have}, not the plan's spot fleet of {nodes} × {itype} in "
+            f"{provider}/{region}",
+            hint=f"give a log of {itype} in {provider}/{region} with at least {nodes} VMs, or restrict the "
+            "request's availability to the log's type (a plan is conditioned on its own fleet's market)",
+            field=where,
+        )
+    trace = covering[0]
+    return RecentLog(_as_of(trace, recent.as_of_s), where)
+
+
+def _as_of(trace: SpotTrace, as_of_s: float | None) -> SpotTrace:
+    """`trace` up to `as_of_s` seconds after its first tick (the ticks wholly before it; None: all)."""
+    if as_of_s is None:
+        return trace
+    ticks = math.floor(as_of_s / trace.gap_s + 1e-9)
+    if not 1 <= ticks <= trace.ticks:
+        raise InvalidInput(
+            f"as_of_s {as_of_s:g} s is outside the log ({trace.name}: {trace.ticks} ticks of "
+            f"{trace.gap_s:g} s, {trace.duration_s:g} s)",
+            hint=f"give {trace.gap_s:g} ≤ as_of_s ≤ {trace.duration_s:g} (seconds after the log's first "
+            "tick), or leave it out for the log's end",
+            field="recent_market.as_of_s",
+        )
+    prices = trace.prices_usd_per_hr[:ticks] if trace.prices_usd_per_hr is not None else None
+    return replace(trace, counts=trace.counts[:ticks], prices_usd_per_hr=prices)
+
+
+def nowcast_spot(
+    plan: Mapping[str, Any],
+    recent: RecentMarket,
+    *,
+    stored: Sequence[SpotTrace],
+    provider: str,
+    region: str,
+    seed: int,
+    samples: int,
+) -> dict[str, Any] | None:
+    """The plan's spot section with its figures from the nowcast (the fitted law conditioned on the recent
+    market), or None when the plan runs no spot VMs. The same path as the replay's nowcast (replay_fleet):
+    the law fitted to the traces of the fleet's type in its region that cover it (the trace set's, with the
+    recent log cut at as_of in place of its whole), the nowcast's constants chosen on them for the run's
+    deadline (srift.spot.nowcast.choose_nowcast), and the prediction for a run starting at as_of from its
+    look-back (srift.spot.replay.predict_now), under Srift's deadline policy. Without an on-demand
+    fallback to plan that policy with, the fitted law's figures stay and `spot_model` says why."""
+    spot = plan.get("spot")
+    choice = _spot_choice(plan)
+    if not spot or isinstance(choice, NotReplayed):
+        return None
+    where = choice.get("location")
+    if where:
+        provider, region = where.split("/")[:2]
+    itype, nodes = str(choice["instance_type"]), int(choice["count"])
+    log = recent_log(recent, stored=stored, fleet=(provider, region, itype, nodes))
+    job = _job(plan)
+    if isinstance(job, NotReplayed):
+        return {**spot, "spot_model": f"{FITTED_LAW} ({job.reason}: the nowcast's policy needs it)"}
+    others = applicable(
+        [t for t in stored if t.name != log.trace.name],
+        provider=provider,
+        region=region,
+        instance_type=itype,
+        nodes=nodes,
+    )
+    traces = [log.trace, *others]
+    model = fit_model(traces, half=Half.ALL)
+    nowcast = choose_nowcast(model, traces, half=Half.ALL, block_s=SPLIT_BLOCK_S, horizon_s=job.deadline_s)
+    law = law_for(model, log.trace, nodes)
+    assert law is not None  # the model was fitted on the log itself
+    up = log.trace.up(nodes)
+    tick = log.trace.gap_s
+
+    def predicted(recent_up: np.ndarray) -> dict[str, Any]:
+        return predict_now(
+            job,
+            law=law,
+            recent_up=recent_up,
+            tick_s=tick,
+            nowcast=nowcast,
+            policies=(DeadlinePolicy.SRIFT,),
+            samples=samples,
+            seed=seed,
+        )[DeadlinePolicy.SRIFT]
+
+    now, alone = predicted(up), predicted(up[:0])
+    seen, _ = look_back(up, np.array([up.size]), nowcast, tick_s=tick)
+    limited = bool((plan.get("limits") or {}).get("time_limit_s"))
+    ended = int(seen.up_ended[0] + seen.down_ended[0])
+    return {
+        **spot,
+        **_figures(now, limited=limited),
+        "method": NOWCAST_METHOD,
+        "spot_model": f"nowcast(look-back {nowcast.lookback_s / 3600:g} h, {ended} ended runs)",
+        "nowcast": {
+            "trace": log.trace.name,
+            "source": log.field,
+            "as_of_s": log.trace.duration_s,
+            "lookback_s": nowcast.lookback_s,
+            "up_s": float(seen.up_s[0]),
+            "down_s": float(seen.down_s[0]),
+            "interruptions": int(seen.up_ended[0]),
+            "capacity_returns": int(seen.down_ended[0]),
+            "up_at_start": bool(seen.state_up[0]),
+            "constants": nowcast.describe(),
+            "law": law.source.value,
+            "traces": [t.name for t in traces],
+            "spot_share": float(now["mean_spot_share"]),
+            "without_recent": _figures(alone, limited=limited),
+            "fitted_law": {key: spot.get(key) for key in NOWCAST_REPLACES},
+        },
+    }
+
+
+def _figures(pooled: Mapping[str, Any], *, limited: bool) -> dict[str, Any]:
+    """A pooled prediction of Srift's policy (srift.spot.replay.pooled) as the spot section's figures."""
+    return {
+        "expected_time_s": float(pooled["mean_finish_s"]),
+        "expected_cost_usd": float(pooled["mean_cost_usd"]),
+        "time_p10_s": float(pooled["finish_p10_s"]),
+        "time_p50_s": float(pooled["finish_p50_s"]),
+        "time_p90_s": float(pooled["finish_p90_s"]),
+        "cost_p90_usd": float(pooled["cost_p90_usd"]),
+        "p_meets_time_limit": float(pooled["p_meets_deadline"]) if limited else None,
+        "expected_interruptions": float(pooled["mean_preemptions"]),
+        "samples": int(pooled["runs"]),
+    }

@@ -373,7 +373,9 @@ def _replan(
             relaxations={"budget_short_usd": -budget},
             proven=True,  # the money already spent exceeds the budget
         )
-    base = {k: v for k, v in original.items() if k != "replan_of"}
+    # A re-plan prices spot with the fitted law: the original request's recent market (its log up to the
+    # run's start) is not the market the run is in now, and may not cover the re-planned fleet.
+    base = {k: v for k, v in original.items() if k not in ("replan_of", "recent_market")}
     doc = {**base, "iterations": iters, "time_limit_s": limit, "budget_usd": budget}
     try:
         return create_plan(

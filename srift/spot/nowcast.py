@@ -160,7 +160,7 @@ def recent_past(
     # Age: ticks since the last change at or before start−1, within the look-back.
     change = np.zeros(up.size, dtype=bool)
     change[1:] = up[1:] != up[:-1]
-    change[0] = True
+    change[:1] = True  # (an empty series, no past at all, has no first tick)
     run_start = np.maximum.accumulate(np.where(change, np.arange(up.size), 0)) if up.size else change
     age_ticks = np.where(known, starts - np.maximum(run_start[last] if up.size else 0, lo), 0)
     return Recent(

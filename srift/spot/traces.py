@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from srift.domain.requests import DEFAULT_LOG_TICK_S
 from srift.errors import InvalidInput
 
 PUBLIC_REPOSITORY = "skypilot-org/spot-traces"
@@ -45,8 +46,9 @@ MAX_TICKS = 2_000_000
 MAX_GAP_S = 86_400.0
 MAX_NODES = 4096
 MAX_CSV_ROWS = 200_000
-DEFAULT_TICK_S = 60.0
-"""A user log is sampled once a minute unless `tick_s` says otherwise (a choice, not a fact)."""
+DEFAULT_TICK_S = DEFAULT_LOG_TICK_S
+"""A user log is sampled once a minute unless `tick_s` says otherwise (a choice, not a fact; the plan
+request's inline `recent_market.log_csv` shares it)."""
 
 
 class TraceKind(StrEnum):

@@ -92,7 +92,7 @@ def test_a_nowcast_replay_predicts_each_window_from_the_traces_before_it() -> No
     traces = [_trace(1), _trace(2, zone="us-east-1b")]
     plain = replay_plan(_plan(), traces, provider="aws", region="us-east-1")
     rep = replay_plan(_plan(), traces, provider="aws", region="us-east-1", nowcast=True)
-    assert "nowcast" not in plain and "look-back" in rep["nowcast"]
+    assert plain["nowcast"] is None and "look-back" in rep["nowcast"]
     by = {s["policy"]: s for s in rep["policies"]}
     before = {s["policy"]: s for s in plain["policies"]}
     # The replay itself is the same; only the prediction beside it changes.

@@ -98,6 +98,9 @@ def get_plan_replay(
     fallback, no covering trace, traces shorter than the deadline) answers 200 with `status` saying which
     and `reason` why, and `rates` still says what the plan's prediction rests on (the model fitted to the
     shipped public traces, or the fallback band). A replay through many traces takes seconds; it is kept
-    per plan and trace set, so a second request answers at once.
+    per plan and trace set, so a second request answers at once. A plan conditioned on a recent market
+    (its request's `recent_market`) is predicted as it was: each window from the trace before it (the
+    nowcast), and `spot_model` says which.
     """
-    return replays.plan_replay(session=session, settings=settings, plan_id=plan_id, viewer=caller.owner)
+    record = service.get_plan_for(session=session, plan_id=plan_id, viewer=caller.owner)
+    return replays.plan_replay(session=session, settings=settings, record=record)

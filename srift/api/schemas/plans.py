@@ -22,7 +22,7 @@ from srift.api.schemas.types import (
     one_of,
     parse_request,
 )
-from srift.documents import WHOLE, StrictModel, field_defaults, publish_rules, read_document
+from srift.documents import WHOLE, StrictModel, field_defaults, publish_rules, read_document, rule_error
 from srift.domain import MarketChoice, Objective, SearchMode
 from srift.domain.geo import AllreducePattern
 from srift.domain.planning import MAX_CONFIDENCE, MIN_CONFIDENCE
@@ -34,6 +34,7 @@ from srift.domain.requests import (
     PlanQuery,
     ProfileRequest,
     ProgressReport,
+    RecentMarket,
 )
 from srift.domain.sharding import StrategyChoice
 from srift.domain.states import TrainingState
@@ -99,6 +100,81 @@ class StackIn(StrictModel):
         default=DEFAULT_CUDA,
         description="CUDA version of the PyTorch build, e.g. 12.6 (cu126: compute capability 5.0 to 9.0)",
     )
+
+
+_RECENT = field_defaults(RecentMarket)
+RECENT_SOURCES = ("trace", "log_csv")
+RECENT_MARKET_RULE = (
+    "recent-market-needs-spot-pricing-and-fallback",
+    "recent_market needs a market that allows spot (spot or any), price_interruptions: true and "
+    "fallback: true (Srift's deadline policy, which the nowcast's figures are for, falls back to the "
+    "on-demand plan)",
+)
+RECENT_MARKET_SERVER_RULES = (
+    "the named trace is one the server's trace set holds (`srift traces import`, `srift traces list`); the "
+    "trace or log covers the plan's spot fleet (its instance type, in its provider/region, with at least its "
+    "VM count), else 422 naming recent_market.trace or recent_market.log_csv; as_of_s lies within the log "
+    "(at least one tick, at most its length), else 422 naming recent_market.as_of_s"
+)
+
+
+class RecentMarketIn(StrictModel):
+    """The recent spot market to condition the plan's spot figures on (srift.spot.nowcast: the fitted
+    law's mean up time and mean gap updated by the look-back before `as_of_s`, the run starting in the state
+    seen then). Give exactly one of `trace` (an imported trace by name) or `log_csv` (the log inline). The
+    server checks, once the plan's spot fleet is known, that the named trace is in its trace set, that the
+    trace or log covers the fleet (its type, in its provider/region, with at least its VMs) and that
+    `as_of_s` lies within the log; each refusal is a 422 naming the field (rule
+    recent-market-covers-the-fleet)."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra=publish_rules(
+            ("one-recent-source", "exactly one of trace and log_csv"),
+            (
+                "recent-market-covers-the-fleet",
+                RECENT_MARKET_SERVER_RULES,
+            ),
+            then=one_of(*RECENT_SOURCES, types={"trace": "string", "log_csv": "string"}),
+        ),
+    )
+
+    trace: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=1000,
+        pattern=NO_NUL,
+        description="an imported trace's name as `srift traces list` shows it (e.g. "
+        "user:log.csv#aws/us-east-1a/p3.2xlarge); it must cover the plan's spot type, region and VM count",
+    )
+    log_csv: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=4_000_000,
+        pattern=NO_NUL,
+        description="a launch/interruption log inline, the CSV `srift traces import` reads: a header "
+        "time,zone,instance_type,event,count (provider optional; default the request's), then one row per "
+        "event (ISO 8601 time, launched or interrupted, VMs); its rows for the plan's spot type and region "
+        "are used; errors name the row (recent_market.log_csv.rows[i].count)",
+    )
+    tick_s: float = Field(
+        default=_RECENT["tick_s"],
+        ge=1,
+        le=86_400,
+        description="with log_csv: seconds between the ticks the log is sampled at",
+    )
+    as_of_s: float | None = Field(
+        default=None,
+        gt=0,
+        le=1e9,
+        description="when the run starts, in seconds after the log's first tick: only the log before it "
+        "is used; at least one tick and at most the log's length (default: the log's end)",
+    )
+
+    @model_validator(mode="after")
+    def _one_source(self) -> Self:
+        check_one_of(self, *RECENT_SOURCES)
+        return self
 
 
 _SHARED = field_defaults(ProfileRequest)
@@ -176,7 +252,7 @@ class PlanRequest(RunRequestIn):
     model_config = ConfigDict(
         extra="forbid",
         json_schema_extra=publish_rules(
-            ONE_MODEL_RULE, then=one_of(*PROFILE_SELECTION, types=SELECTION_TYPES)
+            ONE_MODEL_RULE, RECENT_MARKET_RULE, then=one_of(*PROFILE_SELECTION, types=SELECTION_TYPES)
         ),
     )
 
@@ -320,6 +396,31 @@ class PlanRequest(RunRequestIn):
         default=_PLAN["checkpointing"],
         description="activation checkpointing of every block: true, false, or null to consider both",
     )
+
+    recent_market: RecentMarketIn | None = Field(
+        default=None,
+        description="condition the spot figures (expected time and cost, their quantiles, P(meets the "
+        'time limit)) on this recent market (srift.spot.nowcast, as validated in docs/BENCHMARKS.md "spot '
+        "on real traces\"); the plan's spot.spot_model says which model produced them. Needs market spot "
+        "or any, price_interruptions and fallback (see RecentMarketIn for what the server checks)",
+    )
+
+    @model_validator(mode="after")
+    def _recent_market_rule(self) -> Self:
+        if self.recent_market is None:
+            return self
+        for name, bad, value in (
+            ("market", self.market is MarketChoice.ON_DEMAND, "on_demand"),
+            ("price_interruptions", not self.price_interruptions, "false"),
+            ("fallback", not self.fallback, "false"),
+        ):
+            if bad:
+                raise rule_error(
+                    f"recent_market conditions the spot figures, but {name} is {value}",
+                    field="recent_market",
+                    hint=RECENT_MARKET_RULE[1] + f"; change {name} or drop recent_market",
+                )
+        return self
 
     def to_domain(self, *, owner: str | None = None) -> PlanQuery:
         """The validated request as the services' PlanQuery, asked by `owner` (the token's name)."""
@@ -550,6 +651,46 @@ class SpotRateOut(BaseModel):
     )
 
 
+class SpotFiguresOut(BaseModel):
+    """A spot prediction's figures (Srift's deadline policy on drawn timelines, or the Monte Carlo's)."""
+
+    expected_time_s: float | None = None
+    expected_cost_usd: float | None = None
+    time_p10_s: float | None = None
+    time_p50_s: float | None = None
+    time_p90_s: float | None = None
+    cost_p90_usd: float | None = None
+    p_meets_time_limit: float | None = None
+    expected_interruptions: float | None = None
+    samples: int | None = None
+    method: str | None = None
+
+
+class SpotNowcastOut(BaseModel):
+    """What conditioned a plan's spot figures (the request's recent_market) and what they replaced."""
+
+    trace: str = Field(description="the recent log's trace name")
+    source: str = Field(description="the request field it came from: recent_market.trace or .log_csv")
+    as_of_s: float = Field(description="the run starts this many seconds after the log's first tick")
+    lookback_s: float = Field(description="the look-back the nowcast conditions on (chosen on the traces)")
+    up_s: float = Field(description="seconds the fleet's capacity was up within the look-back")
+    down_s: float = Field(description="seconds it was not")
+    interruptions: int = Field(description="up runs that ended within the look-back")
+    capacity_returns: int = Field(description="capacity gaps that ended within the look-back")
+    up_at_start: bool = Field(description="whether capacity was there just before the start")
+    constants: str = Field(description="the nowcast's constants and how they were chosen")
+    law: str = Field(description="the prior law's source: fitted, sparse or extrapolated")
+    traces: list[str] = Field(description="the traces the law and the constants were fitted to")
+    spot_share: float = Field(description="expected share of the run's time on spot (the rest on-demand)")
+    without_recent: SpotFiguresOut = Field(
+        description="the same policy and law without the look-back (the fitted law alone, started in its "
+        "stationary state): what the recent market changed"
+    )
+    fitted_law: SpotFiguresOut = Field(
+        description="the fitted law's Monte Carlo figures the nowcast replaced"
+    )
+
+
 class SpotOut(BaseModel):
     """A spot plan's expectations over interruptions (Monte Carlo with Srift §4.5 re-planning)."""
 
@@ -573,6 +714,15 @@ class SpotOut(BaseModel):
     checkpoint_interval_s: float
     restart_s: float
     rates: list[SpotRateOut]
+    spot_model: str = Field(
+        default="fitted law",
+        description='which model produced the figures above: "fitted law" (the Monte Carlo of the law '
+        'fitted to traces, or the published band) or "nowcast(look-back H h, K ended runs)" (the request\'s '
+        "recent_market: the fitted law conditioned on the market's recent past, Srift's deadline policy)",
+    )
+    nowcast: SpotNowcastOut | None = Field(
+        default=None, description="with recent_market: what the nowcast saw and the figures it replaced"
+    )
 
 
 class FallbackOut(BaseModel):

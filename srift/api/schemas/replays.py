@@ -118,6 +118,11 @@ class ReplayOut(BaseModel):
     distribution: ReplayDistributionOut
     plan_predicted: PlanSpotPredictionOut
     plan_gap: PlanGapOut | None = None
+    nowcast: str | None = Field(
+        default=None,
+        description="when the prediction was conditioned on each window's past (srift.spot.nowcast): its "
+        "constants and how they were chosen; absent: each window got its period's law",
+    )
 
 
 class ReplayFleetOut(BaseModel):
@@ -147,6 +152,12 @@ class PlanReplayOut(BaseModel):
     )
     plan_predicted: PlanSpotPredictionOut | None = Field(
         description="the plan's own spot outlook (null: interruptions were not priced)"
+    )
+    spot_model: str | None = Field(
+        default=None,
+        description='which model produced the plan\'s spot outlook ("fitted law", or "nowcast(...)" for a '
+        "plan conditioned on a recent market); the replay's prediction uses the same choice (a nowcast "
+        "plan's replay predicts each window from the trace before its start: `replay.nowcast`)",
     )
     replay: ReplayOut | None = Field(description="the replay (null when `status` is not replayed)")
     replay_s: float = Field(description="seconds this answer took")

@@ -251,6 +251,17 @@ function renderLoading(plan) {
   ], rows, { id: "plan-loading-table", rowClass: (r) => (chosen.has(`${r.instance_type}|${r.location || ""}`) ? "chosen" : null) });
 }
 
+/** What conditioned a nowcast plan's spot figures (its request's recent_market), and what they replaced. */
+function spotNowcastNote(n) {
+  if (!n) return "";
+  const alone = n.without_recent || {}, fitted = n.fitted_law || {};
+  return ` Conditioned on ${n.trace} at ${fmtSeconds(n.as_of_s)} into the log: ${n.interruptions} interruption(s) and `
+    + `${n.capacity_returns} capacity return(s) in the ${fmtSeconds(n.lookback_s)} look-back, capacity `
+    + `${n.up_at_start ? "up" : "down"} at the start; ${fmtPercent(n.spot_share)} of the time on spot. Without the `
+    + `look-back: ${fmtSeconds(alone.expected_time_s)}, ${fmtUsd(alone.expected_cost_usd)}; the fitted law's Monte `
+    + `Carlo: ${fmtSeconds(fitted.expected_time_s)}, ${fmtUsd(fitted.expected_cost_usd)}.`;
+}
+
 /** Expected against uninterrupted time and cost of a spot plan, P(meets the limits), and the fallback. */
 function renderSpot(plan) {
   const s = plan.spot;
@@ -261,9 +272,10 @@ function renderSpot(plan) {
       card("Expected time", fmtSeconds(s.expected_time_s), `uninterrupted ${fmtSeconds(s.uninterrupted_time_s)} · p90 ${fmtSeconds(s.time_p90_s)}`),
       card("Interruptions", fmtNumber(s.expected_interruptions), `P(any) ${fmtPercent(s.p_interrupted)}`),
     );
-    $("plan-spot-note").textContent = `${fmtNumber(s.samples)} Monte Carlo runs (${s.method}); checkpoint every `
+    $("plan-spot-note").textContent = `Spot model: ${s.spot_model || "fitted law"}. `
+      + `${fmtNumber(s.samples)} ${s.nowcast ? "timelines" : "Monte Carlo runs"} (${s.method}); checkpoint every `
       + `${fmtSeconds(s.checkpoint_interval_s)}, ${fmtSeconds(s.restart_s)} to restart; their chance of `
-      + "meeting the limits is in the plan's P(deadline) and P(budget) above.";
+      + "meeting the limits is in the plan's P(deadline) and P(budget) above." + spotNowcastNote(s.nowcast);
   } else {
     $("plan-spot-cards").replaceChildren();
     const spotVms = plan.choices.some((c) => c.market === "spot");
@@ -342,7 +354,8 @@ async function showReplay(answer) {
   $("plan-replay-status").title = rep.trace_names.join("\n");
   $("plan-replay-status").textContent = `Replayed through ${fmtNumber(rep.windows)} windows of ${rep.traces} trace${rep.traces === 1 ? "" : "s"} `
     + `(${rep.trace_names.map((n) => n.split(/[/:]/).pop()).join(", ")}) of ${rep.nodes} × ${rep.instance_type} in ${rep.provider}/${rep.region}; deadline `
-    + `${fmtSeconds(rep.deadline_s)} (${rep.deadline_rule}, ${rep.slack.toFixed(2)}× on-demand). Srift's policy, beside the plan's prediction:`;
+    + `${fmtSeconds(rep.deadline_s)} (${rep.deadline_rule}, ${rep.slack.toFixed(2)}× on-demand). Srift's policy, beside the plan's prediction `
+    + `(spot model: ${answer.spot_model || "fitted law"}${rep.nowcast ? `; the replay's own prediction conditions each window on the trace before it: ${rep.nowcast}` : ""}):`;
   const windows = `${fmtNumber(r.runs)} windows`;
   $("plan-replay-cards").replaceChildren(
     card("Finish time (replayed)", fmtSeconds(r.finish_p50_s), `p10 ${fmtSeconds(r.finish_p10_s)} · p90 ${fmtSeconds(r.finish_p90_s)} · predicted ${fmtSeconds(plan.expected_time_s)}`),
