@@ -122,6 +122,36 @@ def _parameter_server_fleet_size(obj: dict[str, Any]) -> bool | None:
     return all(sum(c["count"] for c in fleet["choices"]) <= MAX_PS_VMS for fleet in fleets)
 
 
+def _recent_market(obj: dict[str, Any]) -> dict[str, Any] | None:
+    """A plan request's recent market, or None where the object is not a request that names one."""
+    market = obj.get("recent_market")
+    return market if isinstance(market, dict) else None
+
+
+def _one_recent_source(obj: dict[str, Any]) -> bool | None:
+    market = _recent_market(obj)
+    if market is None:
+        return None
+    return sum(market.get(key) is not None for key in ("trace", "log_csv")) == 1
+
+
+def _recent_market_needs_spot_pricing_and_fallback(obj: dict[str, Any]) -> bool | None:
+    if _recent_market(obj) is None:
+        return None
+    return (
+        obj.get("market", "any") in ("spot", "any")
+        and obj.get("price_interruptions", True) is True
+        and obj.get("fallback", True) is True
+    )
+
+
+def _recent_market_covers_the_fleet(obj: dict[str, Any]) -> bool | None:
+    """The harness's server holds no imported trace (nothing runs `srift traces import` there), so no named
+    trace is in its trace set; and a generated `log_csv` is not the CSV `srift traces import` reads (a
+    header time,zone,instance_type,event,count and rows of a catalog type), so it covers no fleet."""
+    return None if _recent_market(obj) is None else False
+
+
 RULES: dict[str, Predicate] = {
     "choices-distinct": _choices_distinct,
     "one-gpus-per-type": _one_gpus_per_type,
@@ -133,6 +163,9 @@ RULES: dict[str, Predicate] = {
     "ec2-instances-within-cap": _ec2_instances_within_cap,
     "world-size-is-nodes-times-ranks": _world_size_is_nodes_times_ranks,
     "bandwidths-agree-with-time": _bandwidths_agree_with_time,
+    "one-recent-source": _one_recent_source,
+    "recent-market-needs-spot-pricing-and-fallback": _recent_market_needs_spot_pricing_and_fallback,
+    "recent-market-covers-the-fleet": _recent_market_covers_the_fleet,
 }
 
 
