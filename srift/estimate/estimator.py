@@ -45,6 +45,7 @@ from srift.domain.profile import (
 from srift.domain.profile_document import MIN_PASS_S
 from srift.domain.structure import ModelStructure, Precision
 from srift.estimate.calibration import Calibration, precision_group, shipped_calibration
+from srift.estimate.host import factored_backward, factored_forward
 from srift.estimate.roofline import RooflineTimes, fitting_batch, roofline_times, structure_memory
 
 MAX_ESTIMATED_BATCH = 1 << 16
@@ -214,8 +215,16 @@ def estimate_profile(
         how += ", float32 convolutions in IEEE float32 (strict fp32)"
     if not layers:
         return Estimated(None, f"{model} has no trainable layers to estimate")
-    forward = ComputeCurve(batches, tuple(r.forward_s * f for r, f in zip(rf, factors_fw, strict=True)))
-    backward = ComputeCurve(batches, tuple(r.backward_s * f for r, f in zip(rf, factors_bw, strict=True)))
+    if anchor is not None and anchor_spec is not None:
+        forward = ComputeCurve(batches, tuple(r.forward_s * f for r, f in zip(rf, factors_fw, strict=True)))
+        backward = ComputeCurve(batches, tuple(r.backward_s * f for r, f in zip(rf, factors_bw, strict=True)))
+    else:  # the model's factor scales the GPU's time, not the host floor (srift.estimate.host.factored)
+        forward = ComputeCurve(
+            batches, tuple(factored_forward(r, f) for r, f in zip(rf, factors_fw, strict=True))
+        )
+        backward = ComputeCurve(
+            batches, tuple(factored_backward(r, f) for r, f in zip(rf, factors_bw, strict=True))
+        )
     if not all(math.isfinite(t) and t >= MIN_PASS_S for t in (*forward.times_s, *backward.times_s)):
         return Estimated(None, _no_work(model, label))
     profile = ModelProfile(

@@ -14,8 +14,9 @@ fractions of those peaks that real kernels reach (`Efficiency`, calibrated on pu
 `Efficiency.hbm_bandwidth`: calibrated on the same table, where HBM GPUs (V100, A100, H100) reach a smaller
 share of their datasheet bandwidth than GDDR GPUs in these unfused kernels. Matrix products run at the
 slower of their arithmetic and their operands' traffic; every other operator is memory-bound. A pass is
-never shorter than its kernels × the host time of one eager kernel (`Efficiency.kernel_s`): at small batches
-the GPU waits for the CPU to issue work. The update (plain SGD, as the profiler times it) moves
+never shorter than the host floor of its operators (`srift.estimate.host`: each operator's measured eager
+dispatch time, `Efficiency.kernel_s`, plus the host side of its CUDA launch): at small batches the GPU
+waits for the CPU to issue work. The update (plain SGD, as the profiler times it) moves
 `update_bytes` at η_other.
 """
 
@@ -29,6 +30,7 @@ import numpy.typing as npt
 from srift.domain.accelerator import AcceleratorSpec
 from srift.domain.memory import DEFAULT_OPTIMIZER, TrainingMemory, training_memory
 from srift.domain.structure import ModelStructure, PassWork, Precision
+from srift.estimate.host import HostCost
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,12 +50,20 @@ class Efficiency:
 
 @dataclass(frozen=True, slots=True)
 class RooflineTimes:
-    """Seconds of one forward, backward and update at one batch; `backward_layers_s` per structure layer."""
+    """Seconds of one forward, backward and update at one batch; `backward_layers_s` per structure layer.
+
+    `forward_s` and `backward_s` are the GPU's time or the host floor, whichever is longer; the GPU's
+    forward time and both floors are kept apart (`forward_gpu_s`, `*_host_s`; the backward's GPU time is
+    the sum of `backward_layers_s`) for what scales one and not the other (a model's factor).
+    """
 
     forward_s: float
     backward_s: float
     update_s: float
     backward_layers_s: tuple[float, ...]
+    forward_gpu_s: float = 0.0
+    forward_host_s: float = 0.0
+    backward_host_s: float = 0.0
 
 
 def convolution_precision(precision: Precision, *, strict_fp32: bool = False) -> Precision:
@@ -112,14 +122,18 @@ def roofline_times(
     )
     forward = sum(_pass_seconds(columns.forward, batch, peaks).tolist())
     backward_layers = tuple(_pass_seconds(columns.backward, batch, peaks).tolist())
-    fw_floor = columns.forward_kernels * efficiency.kernel_s
-    bw_floor = columns.backward_kernels * efficiency.kernel_s
+    host = HostCost(dispatch_s=efficiency.kernel_s)  # the host floor: srift.estimate.host
+    fw_floor = host.pass_s(columns.forward_kernels)
+    bw_floor = host.pass_s(columns.backward_kernels)
     update = structure.update_bytes / (efficiency.bandwidth(spec) * efficiency.other_memory)
     return RooflineTimes(
         forward_s=max(forward, fw_floor),
         backward_s=max(sum(backward_layers), bw_floor),
         update_s=max(update, structure.update_kernels * efficiency.kernel_s),
         backward_layers_s=backward_layers,
+        forward_gpu_s=forward,
+        forward_host_s=fw_floor,
+        backward_host_s=bw_floor,
     )
 
 

@@ -61,9 +61,8 @@ def test_rescore_recomputes_a_stored_reports_estimates(tmp_path: Path) -> None:
     cmd = [sys.executable, "-m", "benchmarks.gpu_check", "--rescore", str(stored), "--no-write"]
     done = subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
-    rows = {
-        line.split("|")[3].strip(): line for line in done.stdout.splitlines() if line.startswith("| cnn |")
-    }
+    estimates, host_floor = done.stdout.split("Host floor at batch 1", 1)
+    rows = {line.split("|")[3].strip(): line for line in estimates.splitlines() if line.startswith("| cnn |")}
     assert set(rows) == {"1", "4 (largest)"}
     cells = {k: [c.strip() for c in line.split("|")[5:9]] for k, line in rows.items()}
     assert cells["1"][0] == cells["1"][1] == f"{1000 * now_s[1]:.2f} ms"
@@ -72,6 +71,17 @@ def test_rescore_recomputes_a_stored_reports_estimates(tmp_path: Path) -> None:
     # cnn has no factor in the public table: without the models' factors the estimate is the same.
     last = [c.strip() for c in rows["4 (largest)"].split("|")[8:10]]
     assert last[0] == last[1] == f"{now_s[4] / 0.01:.2f}"
+    # the host floor of batch 1: the structure's operators at the measured dispatch time plus the cited launch
+    from srift.estimate.calibration import shipped_calibration
+    from srift.estimate.host import CUDA_LAUNCH_S
+
+    (floor_row,) = [line for line in host_floor.splitlines() if line.startswith("| cnn |")]
+    cells = [c.strip() for c in floor_row.split("|")[1:-1]]
+    ops = structure.forward.kernels + structure.backward.kernels
+    assert cells[2:4] == [str(structure.forward.kernels), str(structure.backward.kernels)]
+    floor_s = ops * (shipped_calibration().efficiency.kernel_s + CUDA_LAUNCH_S)
+    assert cells[4] == f"{1000 * floor_s:.2f} ms"
+    assert int(cells[8]) == sum(1 for p in testmodels.cnn().parameters() if p.requires_grad)
 
 
 def test_rescore_shows_the_estimate_without_the_models_factor(tmp_path: Path) -> None:
@@ -93,6 +103,7 @@ def test_rescore_shows_the_estimate_without_the_models_factor(tmp_path: Path) ->
     cmd = [sys.executable, "-m", "benchmarks.gpu_check", "--rescore", str(stored), "--no-write"]
     done = subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
-    (line,) = [x for x in done.stdout.splitlines() if x.startswith("| resnet50 |")]
+    estimates = done.stdout.split("Host floor at batch 1", 1)[0]
+    (line,) = [x for x in estimates.splitlines() if x.startswith("| resnet50 |")]
     now, pooled = (float(c) for c in line.split("|")[8:10])
     assert now / pooled == pytest.approx(factor, rel=1e-3)
