@@ -34,6 +34,8 @@ NOT_MEASUREMENTS = {
     "srift.optimize.synthetic.MAX_BATCH_SCALE": "synthetic benchmark problems, scaled by GPU memory",
     "srift.profiling.curves.MAX_BEND_CHECKS": "a count of midpoints, not a measured figure",
     "srift.services.network.RATE_MIN_BYTES": "a size class boundary, not a measured figure",
+    "srift.services.replays.FITTED_LAW": "a label: the spot model a plan's figures came from",
+    "srift.services.replays.NOWCAST_REPLACES": "names of a plan's spot fields",
     "srift.sim.sharded.OVERHEAD_KEY": "a profile key",
     "srift.spot.model.MIN_RUNS": "a threshold on the runs a law needs",
     "srift.spot.policy.UNCERTAINTY_STANDARD_ERRORS": "a stated choice (two standard errors), not fitted",

@@ -66,7 +66,9 @@ def test_a_covered_spot_plan_shows_its_replay_beside_the_prediction(browsed: Bro
 
     status = page.inner_text("#plan-replay-status")
     nodes = sum(c["count"] for c in plan["choices"])
-    assert f"{rep['windows']:,} windows of {len(traces)} traces" in status
+    # The browser tests share one server: another test's traces of this fleet may be replayed too.
+    assert rep["traces"] >= len(traces)
+    assert f"{rep['windows']:,} windows of {rep['traces']} traces" in status
     assert f"{nodes} × p3.2xlarge in aws/us-east-1" in status and "the plan's time limit" in status
     cards = page.inner_text("#plan-replay-cards")
     assert f"{srift['deadline_misses']} of {srift['runs']:,} windows" in cards
