@@ -1,9 +1,9 @@
 """POST /v1/plans with a `recent_market` on the real app and database: the spot figures come from the
 nowcast (the fitted law conditioned on the market's recent past, srift.spot.replay.predict_now) and the
-plan says so; a stormy recent log lowers P(meets the time limit) and raises the expected cost against the
-same law without it, a calm one does the reverse; without the option every figure is the fitted law's;
-bad input is a 422 naming the field with a "To fix:" hint; the replay endpoint predicts with the nowcast
-too; and the OpenAPI document states every rule."""
+plan says so; a stormy recent log raises the expected cost against the same law without it (and never
+raises P(meets the time limit)), a calm one does the reverse; without the option every figure is the
+fitted law's; bad input is a 422 naming the field with a "To fix:" hint; the replay endpoint predicts with
+the nowcast too; and the OpenAPI document states every rule."""
 
 from __future__ import annotations
 
@@ -12,40 +12,19 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
+from test_replay_endpoint import _profile, spot_body
 
 from srift.catalog.shipped import load_shipped_catalog
-from srift.db.session import session_factory
-from srift.optimize.synthetic import synthetic_profile
-from srift.profiling.store import save_profile
 from srift.services.replays import NOWCAST_REPLACES
 from srift.services.traces import import_traces
 from srift.settings import Settings
 from srift.spot.traces import SpotTrace, TraceSource
 from srift.testing.spot import drawn_traces
 
-TIME_LIMIT_S = 24 * 3600.0
 HEADER = "time,zone,instance_type,event,count"
 TICK_S = 300.0
 TAIL_TICKS = 64 * 3600 // 300
 """The recent past the tests rewrite: the last 64 h, the longest look-back the nowcast may choose."""
-
-
-def _body(profile_id: int, **over: Any) -> dict[str, Any]:
-    """4 × p3.2xlarge spot in us-east-1 for 4 h of work within a day (tests/api/test_replay_endpoint.py's
-    plan), with its on-demand fallback."""
-    return {
-        "profile_ids": [profile_id],
-        "global_batch": 512,
-        "iterations": 30_000,
-        "time_limit_s": TIME_LIMIT_S,
-        "provider": "aws",
-        "region": "us-east-1",
-        "market": "spot",
-        "availability": {"p3.2xlarge": 4},
-        "mode": "exhaustive",
-        "spot_samples": 200,
-        **over,
-    }
 
 
 def _recent(base: SpotTrace, name: str, tail: list[int]) -> SpotTrace:
@@ -61,9 +40,7 @@ def market(client: TestClient, settings: Settings, db_url: str) -> dict[str, Any
     us-east-1 zone, and two recent logs of the first zone: stormy (capacity gone for 50 min of every hour
     over the last 64 h, and gone at the end) and calm (there throughout the last 64 h)."""
     load_shipped_catalog(settings)
-    with session_factory(db_url)() as session:
-        profile_id = save_profile(session=session, profile=synthetic_profile("resnet50", "V100"))
-        session.commit()
+    profile_id = _profile(db_url)
     history = drawn_traces(
         provider="aws",
         region="us-east-1",
@@ -90,10 +67,10 @@ def test_the_spot_figures_follow_the_recent_market_and_say_which_model_made_them
     client: TestClient, write_headers: dict[str, str], market: dict[str, Any]
 ) -> None:
     pid = market["profile_id"]
-    fitted = _post(client, write_headers, _body(pid))
+    fitted = _post(client, write_headers, spot_body(pid))
     assert fitted["spot"]["spot_model"] == "fitted law" and fitted["spot"]["nowcast"] is None
     plans = {
-        name: _post(client, write_headers, _body(pid, recent_market={"trace": market[name].name}))
+        name: _post(client, write_headers, spot_body(pid, recent_market={"trace": market[name].name}))
         for name in ("stormy", "calm")
     }
     for name, plan in plans.items():
@@ -142,7 +119,7 @@ def test_an_inline_log_conditions_the_plan_as_an_imported_one_does(
         rows.append(f"2024-05-01T{h:02d}:40:00Z,us-east-1a,p3.2xlarge,launched,4")
     rows.append("2024-05-01T13:00:00Z,us-east-1a,p3.2xlarge,interrupted,4")
     log = "\n".join(rows) + "\n"
-    body = _body(market["profile_id"], recent_market={"log_csv": log, "tick_s": 300})
+    body = spot_body(market["profile_id"], recent_market={"log_csv": log, "tick_s": 300})
     plan = _post(client, write_headers, body)
     seen = plan["spot"]["nowcast"]
     assert seen["source"] == "recent_market.log_csv" and seen["trace"].startswith(
@@ -191,12 +168,12 @@ def test_bad_recent_markets_are_refused_naming_the_field(
         ),
     ]
     for over, field, words in cases:
-        got = _refused(client, write_headers, _body(pid, **over))
+        got = _refused(client, write_headers, spot_body(pid, **over))
         assert got["field"] == field and words in got["detail"], (over, got)
     # A log of another type or region does not cover the plan's spot fleet.
     other = "time,zone,instance_type,event,count\n2024-05-01T00:00:00Z,us-west-2a,p3.2xlarge,launched,4\n"
     other += "2024-05-01T05:00:00Z,us-west-2a,p3.2xlarge,interrupted,4\n"
-    got = _refused(client, write_headers, _body(pid, recent_market={"log_csv": other}))
+    got = _refused(client, write_headers, spot_body(pid, recent_market={"log_csv": other}))
     assert got["field"] == "recent_market.log_csv"
     assert "not the plan's spot fleet of 4 × p3.2xlarge in aws/us-east-1" in got["detail"]
     assert "p3.2xlarge in aws/us-east-1" in got["hint"]
@@ -206,8 +183,8 @@ def test_the_replay_endpoint_predicts_with_the_plans_own_choice(
     client: TestClient, write_headers: dict[str, str], market: dict[str, Any]
 ) -> None:
     pid = market["profile_id"]
-    plain = _post(client, write_headers, _body(pid))
-    recent = _post(client, write_headers, _body(pid, recent_market={"trace": market["calm"].name}))
+    plain = _post(client, write_headers, spot_body(pid))
+    recent = _post(client, write_headers, spot_body(pid, recent_market={"trace": market["calm"].name}))
     fitted = client.get(f"/v1/plans/{plain['id']}/replay", headers=write_headers).json()
     nowcast = client.get(f"/v1/plans/{recent['id']}/replay", headers=write_headers).json()
     assert fitted["status"] == nowcast["status"] == "replayed"
@@ -234,7 +211,7 @@ def test_the_openapi_document_states_the_recent_market_rules(client: TestClient)
 def test_a_replan_prices_spot_with_the_fitted_law(
     client: TestClient, write_headers: dict[str, str], market: dict[str, Any]
 ) -> None:
-    body = _body(market["profile_id"], recent_market={"trace": market["stormy"].name})
+    body = spot_body(market["profile_id"], recent_market={"trace": market["stormy"].name})
     first = _post(client, write_headers, body)
     assert first["spot"]["spot_model"].startswith("nowcast(")
     job = client.post("/v1/jobs", json={"plan_id": first["id"]}, headers=write_headers)

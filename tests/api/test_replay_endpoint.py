@@ -30,10 +30,11 @@ def _profile(db_url: str) -> int:
     return profile_id
 
 
-def _plan(client: TestClient, headers: dict[str, str], profile_id: int, **over: Any) -> dict[str, Any]:
+def spot_body(profile_id: int, **over: Any) -> dict[str, Any]:
     """4 × p3.2xlarge (one V100 each, at most 128 samples) for a global batch of 512: 4 h of work, which
-    the shipped laws' capacity gaps for four VMs stretch to 10 h expected (22 h at p90): a day's limit."""
-    body: dict[str, Any] = {
+    the shipped laws' capacity gaps for four VMs stretch to 10 h expected (22 h at p90): a day's limit.
+    Spot in us-east-1, with its on-demand fallback; `over` replaces or adds fields."""
+    return {
         "profile_ids": [profile_id],
         "global_batch": 512,
         "iterations": 30_000,
@@ -46,6 +47,10 @@ def _plan(client: TestClient, headers: dict[str, str], profile_id: int, **over: 
         "spot_samples": 200,
         **over,
     }
+
+
+def _plan(client: TestClient, headers: dict[str, str], profile_id: int, **over: Any) -> dict[str, Any]:
+    body = spot_body(profile_id, **over)
     r = client.post("/v1/plans", json=body, headers=headers)
     assert r.status_code == 201, r.text
     plan: dict[str, Any] = r.json()

@@ -9,25 +9,16 @@ from dataclasses import replace
 import pytest
 from dashboard_harness import Browsed
 from test_browser import _api
-from test_spot_replay import _replay_done
+from test_spot_replay import _replay_done, fleet_traces
 
 from srift.services.traces import import_traces
 from srift.spot.traces import TraceSource
-from srift.testing.spot import drawn_traces
 
 pytestmark = pytest.mark.browser
 
 
 def test_a_nowcast_plan_says_which_model_made_its_spot_figures(browsed: Browsed) -> None:
-    history = drawn_traces(
-        provider="aws",
-        region="us-east-1",
-        instance_type="p3.2xlarge",
-        nodes=4,
-        days=8.0,
-        seed=3,
-        tick_s=300.0,
-    )
+    history = fleet_traces()
     tail = [4 if i % 12 < 2 else 0 for i in range(24 * 12)]  # the last day: capacity gone 50 min an hour
     base = history[0]
     source = TraceSource("user", "stormy.csv#aws/us-east-1a/p3.2xlarge", None, "2" * 64)

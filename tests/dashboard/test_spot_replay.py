@@ -12,6 +12,7 @@ from dashboard_harness import Browsed
 from test_browser import _api, _ready, _submit_plan
 
 from srift.services.traces import import_traces
+from srift.spot.traces import SpotTrace
 from srift.testing.spot import drawn_traces
 
 pytestmark = pytest.mark.browser
@@ -32,12 +33,10 @@ def fmt_usd(v: float) -> str:
     return f"${v:.3f}" if abs(v) < 10 else f"${v:,.2f}"
 
 
-def _replay_done(b: Browsed) -> None:
-    b.page.wait_for_selector("#plan-replay[data-state=done]", timeout=60_000)
-
-
-def test_a_covered_spot_plan_shows_its_replay_beside_the_prediction(browsed: Browsed) -> None:
-    traces = drawn_traces(
+def fleet_traces() -> list[SpotTrace]:
+    """Eight days of drawn availability (seed 3) for 4 × p3.2xlarge in each us-east-1 zone the shipped
+    model covers: what the Plan page's spot plans here are replayed through."""
+    return drawn_traces(
         provider="aws",
         region="us-east-1",
         instance_type="p3.2xlarge",
@@ -46,6 +45,14 @@ def test_a_covered_spot_plan_shows_its_replay_beside_the_prediction(browsed: Bro
         seed=3,
         tick_s=300.0,
     )
+
+
+def _replay_done(b: Browsed) -> None:
+    b.page.wait_for_selector("#plan-replay[data-state=done]", timeout=60_000)
+
+
+def test_a_covered_spot_plan_shows_its_replay_beside_the_prediction(browsed: Browsed) -> None:
+    traces = fleet_traces()
     import_traces(settings=browsed.server.settings, traces=traces)
     _ready(browsed, "/")
     page = browsed.page

@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -35,6 +36,18 @@ def test_the_gpu_check_runs_on_the_cpu(tmp_path: Path) -> None:
     assert "| cnn | fp32 |" in done.stdout and "Training memory" in done.stdout
 
 
+def _rescored(tmp_path: Path, report: dict[str, Any]) -> tuple[str, str]:
+    """`--rescore` of `report` (stored under `tmp_path`) run as a command: its estimates table and its host
+    floor table, as printed."""
+    stored = tmp_path / "report.json"
+    stored.write_text(json.dumps(report))
+    cmd = [sys.executable, "-m", "benchmarks.gpu_check", "--rescore", str(stored), "--no-write"]
+    done = subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    estimates, host_floor = done.stdout.split("Host floor at batch 1", 1)
+    return estimates, host_floor
+
+
 def test_rescore_recomputes_a_stored_reports_estimates(tmp_path: Path) -> None:
     """`--rescore` (run as a command) reproduces the estimate a report stored when nothing changed, and tells
     it apart from a stored figure the code no longer gives."""
@@ -56,12 +69,7 @@ def test_rescore_recomputes_a_stored_reports_estimates(tmp_path: Path) -> None:
         "spec": "T4",
         "profiles": [{"model": "cnn", "precision": "fp32", "max_batch": 4, "steps": steps}],
     }
-    stored = tmp_path / "report.json"
-    stored.write_text(json.dumps(report))
-    cmd = [sys.executable, "-m", "benchmarks.gpu_check", "--rescore", str(stored), "--no-write"]
-    done = subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True, timeout=300, check=False)
-    assert done.returncode == 0, done.stderr[-3000:]
-    estimates, host_floor = done.stdout.split("Host floor at batch 1", 1)
+    estimates, host_floor = _rescored(tmp_path, report)
     rows = {line.split("|")[3].strip(): line for line in estimates.splitlines() if line.startswith("| cnn |")}
     assert set(rows) == {"1", "4 (largest)"}
     cells = {k: [c.strip() for c in line.split("|")[5:9]] for k, line in rows.items()}
@@ -98,12 +106,7 @@ def test_rescore_shows_the_estimate_without_the_models_factor(tmp_path: Path) ->
         "spec": "T4",
         "profiles": [{"model": "resnet50", "precision": "fp32", "max_batch": 2, "steps": steps}],
     }
-    stored = tmp_path / "report.json"
-    stored.write_text(json.dumps(report))
-    cmd = [sys.executable, "-m", "benchmarks.gpu_check", "--rescore", str(stored), "--no-write"]
-    done = subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True, timeout=300, check=False)
-    assert done.returncode == 0, done.stderr[-3000:]
-    estimates = done.stdout.split("Host floor at batch 1", 1)[0]
+    estimates, _ = _rescored(tmp_path, report)
     (line,) = [x for x in estimates.splitlines() if x.startswith("| resnet50 |")]
     now, pooled = (float(c) for c in line.split("|")[8:10])
     assert now / pooled == pytest.approx(factor, rel=1e-3)
