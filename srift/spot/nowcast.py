@@ -36,14 +36,17 @@ out of the law; and drawing each timeline's rates from the posterior instead of 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
+from typing import TypeVar
 
 import numpy as np
 
 from srift.errors import InvalidInput
 from srift.spot.model import FleetLaw, Half, TraceBlock, TraceModel, renewal_timelines, split_blocks
 from srift.spot.traces import SpotTrace
+
+_Item = TypeVar("_Item")
 
 LOOKBACK_CANDIDATES_S = tuple(h * 3600.0 for h in (1, 2, 4, 8, 16, 32, 64))
 """The look-backs cross-validation chooses from (a grid of powers of two, 1 h to 64 h: a choice; the one
@@ -364,31 +367,49 @@ def _availability_ahead(up: np.ndarray, starts: np.ndarray, span: int) -> np.nda
     return np.asarray((cs[starts + span] - cs[starts]) / span)
 
 
+def _mean_square_gap(
+    groups: Iterable[tuple[FleetLaw, float, Sequence[_Item]]],
+    *,
+    up_of: Callable[[_Item], np.ndarray],
+    predict: Callable[[FleetLaw, _Item, np.ndarray], np.ndarray],
+    horizon_s: float,
+) -> float:
+    """What both cross-validations score: per (law, weight, items) group, the mean square gap between
+    `predict`'s availability and the availability over the next `horizon_s` (`_availability_ahead`), from a
+    start every CV_STRIDE_S within each item's up series (`up_of`, the horizon whole within it); the groups'
+    means averaged with their weights (inf when no item has a start)."""
+    total = weight = 0.0
+    for law, w, items in groups:
+        span = max(1, round(horizon_s / law.tick_s))
+        stride = max(1, round(CV_STRIDE_S / law.tick_s))
+        errs = []
+        for item in items:
+            up = up_of(item)
+            starts = np.arange(1, up.size - span + 1, stride)
+            if starts.size == 0:
+                continue
+            errs.append((predict(law, item, starts) - _availability_ahead(up, starts, span)) ** 2)
+        if errs:
+            total += w * float(np.mean(np.concatenate(errs)))
+            weight += w
+    return total / weight if weight else math.inf
+
+
 def cross_validated_error(
     model: TraceModel, segments: Sequence[TraceBlock], nowcast: Nowcast, *, horizon_s: float
 ) -> float:
     """The mean square gap between the nowcast availability and the availability over the next `horizon_s`,
     from a start every CV_STRIDE_S within each segment (the look-back cut at the segment's start, the
     horizon whole within it); each trace weighs alike."""
-    total = weight = 0.0
-    for law, series in _law_series(model, segments):
-        span = max(1, round(horizon_s / law.tick_s))
-        stride = max(1, round(CV_STRIDE_S / law.tick_s))
-        errs = []
-        for up in series:
-            starts = np.arange(1, up.size - span + 1, stride)
-            if starts.size == 0:
-                continue
-            rec = recent_past(
-                up, starts, lookback_s=nowcast.lookback_s, tick_s=law.tick_s, floor=np.zeros_like(starts)
-            )
-            pred = nowcast_availability(law, rec, nowcast)
-            errs.append((pred - _availability_ahead(up, starts, span)) ** 2)
-        if errs:
-            w = 1.0 / _trace_size(model, law)
-            total += w * float(np.mean(np.concatenate(errs)))
-            weight += w
-    return total / weight if weight else math.inf
+
+    def predict(law: FleetLaw, up: np.ndarray, starts: np.ndarray) -> np.ndarray:
+        rec = recent_past(
+            up, starts, lookback_s=nowcast.lookback_s, tick_s=law.tick_s, floor=np.zeros_like(starts)
+        )
+        return nowcast_availability(law, rec, nowcast)
+
+    groups = [(law, 1.0 / _trace_size(model, law), series) for law, series in _law_series(model, segments)]
+    return _mean_square_gap(groups, up_of=lambda up: up, predict=predict, horizon_s=horizon_s)
 
 
 def choose_nowcast(
@@ -557,22 +578,12 @@ def _held_out_error(
 ) -> float:
     """cross_validated_error with each segment's prior the leave-one-block-out law (`_held_out`) and the
     trial's look-backs (one or two stages), cut at the segment's start."""
-    total = weight = 0.0
-    for law, w, segs in held:
-        span = max(1, round(horizon_s / law.tick_s))
-        stride = max(1, round(CV_STRIDE_S / law.tick_s))
-        errs = []
-        for h in segs:
-            starts = np.arange(1, h.up.size - span + 1, stride)
-            if starts.size == 0:
-                continue
-            short, long = look_back(h.up, starts, trial, tick_s=law.tick_s, floor=np.zeros_like(starts))
-            pred = nowcast_availability(law, short, trial, long=long, prior=(h.up_factor, h.gap_factor))
-            errs.append((pred - _availability_ahead(h.up, starts, span)) ** 2)
-        if errs:
-            total += w * float(np.mean(np.concatenate(errs)))
-            weight += w
-    return total / weight if weight else math.inf
+
+    def predict(law: FleetLaw, h: _Held, starts: np.ndarray) -> np.ndarray:
+        short, long = look_back(h.up, starts, trial, tick_s=law.tick_s, floor=np.zeros_like(starts))
+        return nowcast_availability(law, short, trial, long=long, prior=(h.up_factor, h.gap_factor))
+
+    return _mean_square_gap(held, up_of=lambda h: h.up, predict=predict, horizon_s=horizon_s)
 
 
 def choose_two_stage(
