@@ -98,6 +98,21 @@ class Row:
         return spec_named(self.gpu)
 
 
+class EfficiencyGap:
+    """What a public scaling case compares: the published and the predicted efficiency thr_N / (N · thr_1)
+    of N GPUs against one, and their gap. A base of the cases' frozen dataclasses (public_quality's table
+    rows, public_runs' raw-log series), which declare the two fields; it adds no slot of its own."""
+
+    __slots__ = ()
+    published_efficiency: float
+    predicted_efficiency: float
+
+    @property
+    def difference_points(self) -> float:
+        """Predicted − published efficiency in percentage points."""
+        return 100 * (self.predicted_efficiency - self.published_efficiency)
+
+
 def csv_records(text: str) -> csv.DictReader[str]:
     """The records of a shipped table's CSV text: its header and rows, without the comment lines (starting
     with '#') that cite its source."""

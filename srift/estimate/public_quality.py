@@ -33,7 +33,7 @@ from srift.catalog.document import SnapshotData
 from srift.domain import Market
 from srift.domain.catalog import Offer
 from srift.domain.structure import Precision
-from srift.estimate.public import Row
+from srift.estimate.public import EfficiencyGap, Row
 
 LARGE_BATCH_FRACTION = 1 / 3
 """Issue #55 scores step time at per-GPU batches of at least this share of the largest (its rule)."""
@@ -96,7 +96,7 @@ def system_of(row: Row) -> str:
 
 
 @dataclass(frozen=True, slots=True)
-class ScalingCase:
+class ScalingCase(EfficiencyGap):
     """One system's N-GPU row against its 1-GPU row: the published and predicted efficiency thr_N/(N·thr_1);
     the two rows by their registry ids."""
 
@@ -111,11 +111,6 @@ class ScalingCase:
     predicted_efficiency: float
     one_row_id: str
     row_id: str
-
-    @property
-    def difference_points(self) -> float:
-        """Predicted − published efficiency in percentage points."""
-        return 100 * (self.predicted_efficiency - self.published_efficiency)
 
     @property
     def same_per_gpu_batch(self) -> bool:

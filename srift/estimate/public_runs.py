@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 from srift.domain.structure import Precision
 from srift.errors import ConfigurationError
-from srift.estimate.public import PRECISION_OF_LABEL, Row, csv_records
+from srift.estimate.public import PRECISION_OF_LABEL, EfficiencyGap, Row, csv_records
 from srift.measurements import Registry, shipped_registry
 
 TABLE_COPY = "estimate/data/lambdal_runs.csv"
@@ -282,7 +282,7 @@ def config_key(run: LoggedRun) -> tuple[str, int, str, str, int, str, float]:
 
 
 @dataclass(frozen=True, slots=True)
-class SeriesCase:
+class SeriesCase(EfficiencyGap):
     """One series' N-GPU runs against its 1-GPU runs at one per-GPU batch: published efficiency t_1 / t_N
     (each t the median step time over the series' repeated runs at that count) and Srift's predicted
     thr_N / (N · thr_1) for the same node."""
@@ -299,11 +299,6 @@ class SeriesCase:
     runs_n: int
     published_efficiency: float
     predicted_efficiency: float
-
-    @property
-    def difference_points(self) -> float:
-        """Predicted − published efficiency in percentage points."""
-        return 100 * (self.predicted_efficiency - self.published_efficiency)
 
     @property
     def within(self) -> bool:
