@@ -172,6 +172,7 @@ def rescore_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
                     "pooled_s": pooled.compute_s(step["batch"]) if pooled is not None else None,
                     "forward_ops": structure.forward.kernels,
                     "backward_ops": structure.backward.kernels,
+                    "unaligned_share": structure.unaligned_share(step["batch"]),
                 }
             )
     return out
@@ -267,9 +268,30 @@ def rescore(report: dict[str, Any]) -> str:
         + ". The factors (ResNet-50 and BERT-base) are fitted on the public table's runs of NVIDIA "
         "DeepLearningExamples' implementations; this report ran Srift's reference models in plain PyTorch.",
         "",
+        unaligned_line(largest),
+        "",
         *host_floor_lines(rows),
     ]
     return "\n".join(lines)
+
+
+def unaligned_line(rows: list[dict[str, Any]]) -> str:
+    """Which rows do fp16/bf16 matrix products with a leading dimension off cuBLAS's 16-byte alignment, and
+    their share of the step's counted FLOPs (`ModelStructure.unaligned_share`): recorded, not priced apart."""
+    hits = [
+        f"{r['model']} {r['precision']} {100 * r['unaligned_share']:.3g} %"
+        for r in rows
+        if r["unaligned_share"] > 0
+    ]
+    return (
+        "Half-precision matrix products whose leading dimension is not a multiple of 16 bytes (cuBLAS's "
+        "tensor-core alignment; `srift.domain.structure.UNALIGNED_BYTES`), as a share of the step's counted "
+        "FLOPs at the largest batch: "
+        + (", ".join(hits) if hits else "none")
+        + ". The estimate prices them like every other matrix product: the public operator-level figures "
+        'searched on 2026-12-07 (docs/gpu.md, "Unaligned half-precision products") give no rate per GPU '
+        "architecture for such products, and none of this report's figures is fitted."
+    )
 
 
 def memory_row(name: str, *, device: str, cap: int) -> dict[str, Any]:

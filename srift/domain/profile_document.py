@@ -199,6 +199,12 @@ class PassWorkIn(_DocumentPart):
         description="the convolutions' part of matmul_flops (cuDNN runs float32 convolutions in TF32 by "
         "default); absent: none kept apart",
     )
+    unaligned_flops: AffineIn = Field(
+        default_factory=lambda: [0.0, 0.0],
+        description="the part of matmul_flops done by fp16/bf16 matrix products with a leading dimension "
+        "that is not a multiple of 16 bytes (cuBLAS's tensor-core alignment); recorded, not priced apart; "
+        "absent: none recorded",
+    )
 
     def to_work(self) -> PassWork:
         return PassWork(
@@ -207,6 +213,7 @@ class PassWorkIn(_DocumentPart):
             other_bytes=_affine(self.other_bytes),
             kernels=self.kernels,
             conv_flops=_affine(self.conv_flops),
+            unaligned_flops=_affine(self.unaligned_flops),
         )
 
 

@@ -10,6 +10,8 @@ and attention (what `torch.utils.flop_counter` counts, the work tensor cores do)
 kept apart (`PassWork.conv_flops`: PyTorch runs float32 convolutions through cuDNN in TF32 by default, matrix
 products in IEEE float32); bytes are every operator's inputs plus outputs, split into those of the
 FLOP-counted operators and of all others (element-wise ops, normalisation, reductions: memory-bound work).
+The FLOPs of half-precision matrix products with a leading dimension that is not a multiple of 16 bytes are
+recorded too (`PassWork.unaligned_flops`), not priced apart: see `UNALIGNED_BYTES`.
 """
 
 from __future__ import annotations
@@ -22,6 +24,15 @@ from typing import Any
 
 from srift.errors import InvalidInput, parse_choice
 from srift.limits import LAYERS_PER_PROFILE
+
+UNALIGNED_BYTES = 16
+"""cuBLAS's tensor-core alignment: its GEMMs on fp16/bf16 tensor cores want every matrix's leading
+dimension (the stride between rows of a row-major matrix) and pointer to be a multiple of 16 bytes (8
+elements); NVIDIA, "Matrix Multiplication Background User's Guide", section "Tensor Core Requirements", and
+the cuBLAS documentation's "Tensor Core Usage". A product that misses it (GPT-2's lm_head: 50,257 columns)
+may run slower kernels. How much slower is not priced: the public operator-level measurements found
+(2026-12-07, listed in docs/gpu.md, "Unaligned half-precision products") give no per-architecture rate for
+such shapes, and the one large Hopper bf16 comparison among them shows none for an unaligned output."""
 
 
 class Precision(StrEnum):
@@ -90,7 +101,10 @@ class PassWork:
 
     `matmul_flops` counts every FLOP-counted operator; `conv_flops` is the part of it done by convolutions
     (priced at `Precision.convolution`); structures counted before it was kept apart have 0 there, which
-    prices their convolutions as matrix products.
+    prices their convolutions as matrix products. `unaligned_flops` is the part done by fp16/bf16 matrix
+    products one of whose matrices has a leading dimension that is not a multiple of `UNALIGNED_BYTES`:
+    recorded so an estimate can say how much of a model's work misses cuBLAS's tensor-core alignment, priced
+    like every other matrix product (0 in structures counted before it was recorded).
     """
 
     matmul_flops: Affine
@@ -98,6 +112,7 @@ class PassWork:
     other_bytes: Affine
     kernels: int
     conv_flops: Affine = ZERO
+    unaligned_flops: Affine = ZERO
 
     @property
     def product_flops(self) -> Affine:
@@ -114,6 +129,7 @@ class PassWork:
             self.other_bytes.plus(other.other_bytes),
             self.kernels + other.kernels,
             self.conv_flops.plus(other.conv_flops),
+            self.unaligned_flops.plus(other.unaligned_flops),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -125,10 +141,12 @@ class PassWork:
         }
         if self.conv_flops != ZERO:
             out["conv_flops"] = self.conv_flops.to_list()
+        if self.unaligned_flops != ZERO:
+            out["unaligned_flops"] = self.unaligned_flops.to_list()
         return out
 
 
-EMPTY_PASS = PassWork(ZERO, ZERO, ZERO, 0, ZERO)
+EMPTY_PASS = PassWork(ZERO, ZERO, ZERO, 0, ZERO, ZERO)
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,6 +226,15 @@ class ModelStructure:
     def backward(self) -> PassWork:
         return _total(layer.backward for layer in self.layers)
 
+    def unaligned_share(self, batch: float) -> float:
+        """The share of a training step's FLOP-counted work (forward and backward) at `batch` done by
+        half-precision matrix products that miss cuBLAS's alignment (`PassWork.unaligned_flops`); 0 when
+        the step counts no FLOPs."""
+        forward, backward = self.forward, self.backward
+        total = forward.matmul_flops.at(batch) + backward.matmul_flops.at(batch)
+        unaligned = forward.unaligned_flops.at(batch) + backward.unaligned_flops.at(batch)
+        return unaligned / total if total > 0 else 0.0
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "precision": self.precision.value,
@@ -257,10 +284,10 @@ def _total(parts: Iterable[PassWork]) -> PassWork:
     """The sum of `parts`, as `PassWork.plus` folds them from EMPTY_PASS (the same additions in the same
     order, so the same floats), without building a PassWork and five Affines per part: the estimator reads
     a structure's forward and backward totals thousands of times while it calibrates."""
-    mf = mf_s = mb = mb_s = ob = ob_s = cf = cf_s = 0.0
+    mf = mf_s = mb = mb_s = ob = ob_s = cf = cf_s = uf = uf_s = 0.0
     kernels = 0
     for p in parts:
-        m, b, o, c = p.matmul_flops, p.matmul_bytes, p.other_bytes, p.conv_flops
+        m, b, o, c, u = p.matmul_flops, p.matmul_bytes, p.other_bytes, p.conv_flops, p.unaligned_flops
         mf += m.fixed
         mf_s += m.per_sample
         mb += b.fixed
@@ -269,8 +296,12 @@ def _total(parts: Iterable[PassWork]) -> PassWork:
         ob_s += o.per_sample
         cf += c.fixed
         cf_s += c.per_sample
+        uf += u.fixed
+        uf_s += u.per_sample
         kernels += p.kernels
-    return PassWork(Affine(mf, mf_s), Affine(mb, mb_s), Affine(ob, ob_s), kernels, Affine(cf, cf_s))
+    return PassWork(
+        Affine(mf, mf_s), Affine(mb, mb_s), Affine(ob, ob_s), kernels, Affine(cf, cf_s), Affine(uf, uf_s)
+    )
 
 
 def _count(data: dict[str, Any], key: str, where: str) -> int:
@@ -317,6 +348,7 @@ def _pass(value: Any, where: str) -> PassWork:
         other_bytes=_affine(value.get("other_bytes"), f"{where}.other_bytes"),
         kernels=_count(value, "kernels", where),
         conv_flops=_affine(value.get("conv_flops", [0.0, 0.0]), f"{where}.conv_flops"),
+        unaligned_flops=_affine(value.get("unaligned_flops", [0.0, 0.0]), f"{where}.unaligned_flops"),
     )
 
 

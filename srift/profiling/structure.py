@@ -15,6 +15,9 @@ small batches under a `TorchDispatchMode` that sees every aten operator:
 - **Bytes moved** by every operator that launches work: the bytes of its tensor inputs plus its outputs
   (views move nothing; a broadcast input counts its storage once). That is what an unfused GPU kernel
   reads and writes, the memory traffic of a roofline model.
+- **Unaligned half-precision products**: the FLOPs of fp16/bf16 matrix products (mm, addmm, bmm, baddbmm)
+  one of whose matrices (operands or output) has a leading dimension, the stride between its rows or
+  columns, that is not a multiple of 16 bytes (`srift.domain.structure.UNALIGNED_BYTES`): recorded apart.
 - **Kernels**: operators that do work, the count behind the per-kernel launch floor.
 - **Memory**: the peak of live tensor storage during the step (weak references tell when one is freed),
   parameters, gradients in their own dtype, and an optimizer state (Adam's two moments per parameter).
@@ -56,6 +59,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import FlopCounterMode
 
 from srift.domain.structure import (
+    UNALIGNED_BYTES,
     Affine,
     LayerWork,
     MemoryUse,
@@ -218,12 +222,46 @@ class _Tally:
     other_bytes: float = 0.0
     kernels: int = 0
     conv_flops: float = 0.0
+    unaligned_flops: float = 0.0
 
 
 def _is_convolution(func: Any) -> bool:
     """Whether a FLOP-counted operator is a convolution (aten.convolution, its backward, cudnn_convolution,
     _slow_conv2d_forward, ...): the work cuDNN does, in TF32 for float32 tensors by default."""
     return "conv" in func._overloadpacket.__name__
+
+
+_PRODUCTS = frozenset({"mm", "addmm", "bmm", "baddbmm"})
+"""The aten matrix products cuBLAS runs as (batched) GEMMs."""
+
+
+def leading_dimension(t: torch.Tensor) -> int | None:
+    """The leading dimension of the matrix in `t`'s last two dimensions, in elements: the stride of the
+    dimension that is not unit-stride (BLAS's lda of a row- or column-major matrix); None when neither is
+    (no BLAS layout) or the matrix is a single row or column (its leading dimension is never used)."""
+    if t.dim() < 2 or t.shape[-1] <= 1 or t.shape[-2] <= 1:
+        return None
+    rows, cols = t.stride(-2), t.stride(-1)
+    if cols == 1:
+        return int(rows)
+    if rows == 1:
+        return int(cols)
+    return None
+
+
+def is_unaligned_half_product(func: Any, args: Any, kwargs: dict[str, Any], out: Any) -> bool:
+    """Whether `func(*args, **kwargs) -> out` is a fp16/bf16 matrix product with a matrix whose leading
+    dimension is not a multiple of `UNALIGNED_BYTES` (cuBLAS's tensor-core alignment)."""
+    if func._overloadpacket.__name__ not in _PRODUCTS:
+        return False
+    matrices = [t for t in tensors_in((args, kwargs, out)) if t.dim() >= 2]
+    if not matrices or any(t.dtype not in _LOW for t in matrices):
+        return False
+    for t in matrices:
+        ld = leading_dimension(t)
+        if ld is not None and (ld * t.element_size()) % UNALIGNED_BYTES:
+            return True
+    return False
 
 
 @dataclass
@@ -368,6 +406,8 @@ class _Counter(TorchDispatchMode):  # type: ignore[no-untyped-call]
             tally.matmul_bytes += moved
             if _is_convolution(func):
                 tally.conv_flops += flops
+            elif is_unaligned_half_product(func, args, kwargs, out):
+                tally.unaligned_flops += flops
         else:
             tally.other_bytes += moved
         tally.kernels += 1
@@ -559,6 +599,7 @@ def _count(
             other_bytes=line(lambda c: tally(c).other_bytes),
             kernels=tally(c2).kernels,
             conv_flops=line(lambda c: tally(c).conv_flops),
+            unaligned_flops=line(lambda c: tally(c).unaligned_flops),
         )
 
     layers = tuple(

@@ -104,6 +104,7 @@ def _work() -> dict[str, Any]:
         "other_bytes": [0.0, 0.0],
         "kernels": 0,
         "conv_flops": [0.0, 0.0],
+        "unaligned_flops": [0.0, 0.0],
     }
     return {"name": "layer", "forward": one, "backward": one, "backward_order": 0, "grad_bytes": 0}
 

@@ -12,7 +12,7 @@ from torch import nn
 from srift.domain.structure import Affine, ModelStructure, Precision
 from srift.errors import InvalidInput
 from srift.profiling import testmodels
-from srift.profiling.structure import _CudaAutocastFloat32, count_structure
+from srift.profiling.structure import _CudaAutocastFloat32, count_structure, leading_dimension
 from srift.refmodels import REFERENCE_MODELS, nets
 
 
@@ -234,6 +234,77 @@ def test_structures_without_convolution_flops_read_as_none() -> None:
     assert all("conv_flops" not in layer["forward"] for layer in doc["layers"])
     s = ModelStructure.from_dict(doc)
     assert all(layer.forward.conv_flops == Affine(0.0, 0.0) for layer in s.layers)
+
+
+def _head(out_features: int) -> Any:
+    """A language-model head as GPT-2 has it (768 → vocabulary, no bias) on 16 positions per sample."""
+    return (
+        lambda: nn.Sequential(nn.Linear(768, out_features, bias=False)),
+        lambda batch: torch.randn(batch, 16, 768, requires_grad=True),
+    )
+
+
+@pytest.mark.parametrize("precision", [Precision.BF16, Precision.FP16])
+def test_a_half_precision_head_off_16_byte_rows_is_recorded_unaligned(precision: Precision) -> None:
+    """GPT-2's 50,257-token head: the logits' rows are 100,514 bytes in bf16/fp16, not a multiple of 16, so
+    its forward product and both backward ones (dX through the logits' gradient, dW through its
+    transpose) are unaligned; nanoGPT's 50,304 (a multiple of 64) leaves none."""
+    odd = _layer(count_structure(*_head(50_257), precision=precision), "0")
+    assert odd.forward.matmul_flops == Affine(0.0, 2 * 16 * 768 * 50_257)
+    assert odd.forward.unaligned_flops == odd.forward.matmul_flops
+    assert odd.backward.matmul_flops == Affine(0.0, 2 * 2 * 16 * 768 * 50_257)
+    assert odd.backward.unaligned_flops == odd.backward.matmul_flops
+    padded = count_structure(*_head(50_304), precision=precision)
+    assert _layer(padded, "0").forward.matmul_flops.per_sample > 0
+    assert padded.forward.unaligned_flops == Affine(0.0, 0.0)
+    assert padded.backward.unaligned_flops == Affine(0.0, 0.0)
+    assert padded.unaligned_share(64) == 0.0
+    counted = count_structure(*_head(50_257), precision=precision)
+    assert counted.unaligned_share(64) == pytest.approx(1.0)
+    doc = counted.to_dict()
+    assert doc["layers"][0]["forward"]["unaligned_flops"] == [0.0, 2 * 16 * 768 * 50_257]
+    assert ModelStructure.from_dict(doc) == counted
+
+
+def test_float32_products_are_never_unaligned() -> None:
+    """fp32 matrix products do not run on fp16/bf16 tensor cores: the 16-byte rule is not theirs."""
+    s = count_structure(*_head(50_257), precision=Precision.FP32)
+    assert s.forward.matmul_flops.per_sample > 0
+    assert s.forward.unaligned_flops == s.backward.unaligned_flops == Affine(0.0, 0.0)
+    assert "unaligned_flops" not in s.to_dict()["layers"][0]["forward"]
+
+
+def test_leading_dimension_follows_the_strides_of_row_and_column_major_matrices() -> None:
+    logits = torch.empty(4, 50_257, dtype=torch.bfloat16)
+    assert leading_dimension(logits) == 50_257
+    assert leading_dimension(logits.t()) == 50_257  # column-major: the stride of its columns
+    assert leading_dimension(torch.empty(3, 8, 768)) == 768
+    assert leading_dimension(torch.empty(1, 50_257)) is None  # one row: no stride between rows
+    assert leading_dimension(torch.empty(4, 6)[:, ::2]) is None  # neither dimension unit-stride
+
+
+def test_gpt2_small_in_bf16_has_its_head_unaligned() -> None:
+    """The shipped reference GPT-2 small (vocabulary 50,257, head tied to wte): its head's three products
+    are the unaligned ones, about a quarter of the step's counted FLOPs; BERT-base's are its 2-way QA head's
+    only (a negligible share)."""
+    from srift.refmodels.build import structure_path
+
+    def shipped(name: str, precision: Precision) -> ModelStructure:
+        import json
+
+        return ModelStructure.from_dict(json.loads(structure_path(name, precision).read_text())["structure"])
+
+    gpt2 = shipped("gpt2-small", Precision.BF16)
+    unaligned = [
+        layer.name
+        for layer in gpt2.layers
+        if layer.forward.unaligned_flops != Affine(0.0, 0.0)
+        or layer.backward.unaligned_flops != Affine(0.0, 0.0)
+    ]
+    assert unaligned == ["net.lm_head"]
+    assert 0.2 < gpt2.unaligned_share(64) < 0.35
+    assert shipped("gpt2-small", Precision.FP32).unaligned_share(64) == 0.0
+    assert 0 < shipped("bert-base", Precision.BF16).unaligned_share(64) < 1e-4
 
 
 @pytest.mark.parametrize(
