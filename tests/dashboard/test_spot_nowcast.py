@@ -76,7 +76,7 @@ def test_a_nowcast_plan_from_the_form_says_which_model_made_its_spot_figures(bro
     # A stored plan puts its recent market back into the form.
     browsed.goto(f"/?plan={plan['id']}")
     page.wait_for_selector("body[data-ready]")
-    assert page.input_value("#plan-recent-trace") == stormy.name
+    assert page.is_visible("#plan-recent-trace") and page.input_value("#plan-recent-trace") == stormy.name
     assert page.input_value("#plan-recent-as-of") == ""
     browsed.screenshot("plan-spot-nowcast")
     browsed.assert_clean(allowed=(UNPROCESSABLE,))

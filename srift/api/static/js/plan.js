@@ -558,7 +558,9 @@ function fillForm(request) {
     traces.append(el("option", { value: recent.trace }, recent.trace));
   }
   traces.value = recent.trace || "";
-  $("plan-recent-as-of").value = recent.as_of_s ?? "";
+  if (recent.trace) $("plan-geo").open = true;
+  // An inline log (recent_market.log_csv) is not the form's to resend: neither it nor its as-of time is filled.
+  $("plan-recent-as-of").value = recent.trace ? recent.as_of_s ?? "" : "";
   availability.clear();
   for (const [name, count] of Object.entries(request.availability || {})) availability.set(name, count);
   renderChips();
