@@ -212,7 +212,8 @@ def test_the_replay_endpoint_predicts_with_the_plans_own_choice(
 
 
 def test_the_openapi_document_states_the_recent_market_rules(client: TestClient) -> None:
-    schemas = client.get("/openapi.json").json()["components"]["schemas"]
+    document = client.get("/openapi.json").json()
+    schemas = document["components"]["schemas"]
     plan_rules = {r["id"]: r["rule"] for r in schemas["PlanRequest"]["x-srift-rules"]}
     assert "fallback: true" in plan_rules["recent-market-needs-spot-pricing-and-fallback"]
     recent = schemas["RecentMarketIn"]
@@ -225,6 +226,12 @@ def test_the_openapi_document_states_the_recent_market_rules(client: TestClient)
     props = recent["properties"]
     assert props["as_of_s"]["anyOf"][0]["exclusiveMinimum"] == 0 and props["tick_s"]["minimum"] == 1
     assert "spot_model" in schemas["SpotOut"]["properties"] and "nowcast" in schemas["SpotOut"]["properties"]
+    # A nowcast plan's closed form is null (the fitted law's, kept under nowcast.fitted_law), and says so.
+    closed = schemas["SpotOut"]["properties"]["closed_form_time_s"]
+    assert {"type": "null"} in closed["anyOf"] and "nowcast.fitted_law" in closed["description"]
+    assert "closed_form" in schemas["SpotNowcastOut"]["required"]
+    # The names recent_market.trace may give are listed.
+    assert "get" in document["paths"]["/v1/traces"]
 
 
 def test_a_replan_prices_spot_with_the_fitted_law(
