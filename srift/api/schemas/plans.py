@@ -696,8 +696,10 @@ class SpotNowcastOut(BaseModel):
     fitted_law: SpotFiguresOut = Field(
         description="the fitted law's Monte Carlo figures the nowcast replaced (its closed_form_time_s too)"
     )
-    closed_form: str = Field(
-        description="why the section's closed_form_time_s is null: the closed form is the fitted law's alone"
+    closed_form: str | None = Field(
+        None,
+        description="why the section's closed_form_time_s is null: the closed form is the fitted law's alone "
+        "(null in plans stored before it was said)",
     )
 
 
