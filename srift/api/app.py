@@ -36,6 +36,7 @@ ROUTE_MODULES = (
     "probe_jobs",
     "bandwidth_models",
     "launch",
+    "traces",
 )
 
 

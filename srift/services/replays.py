@@ -36,14 +36,15 @@ from srift.services.traces import stored_traces, traceset_path
 from srift.settings import Settings
 from srift.spot.model import SPLIT_BLOCK_S, Half, fit_model
 from srift.spot.nowcast import choose_nowcast, look_back
-from srift.spot.policy import DeadlinePolicy, SpotJob
+from srift.spot.policy import DeadlinePolicy, ReplayOutcome, SpotJob
 from srift.spot.replay import (
     DEFAULT_SAMPLES_PER_TRACE,
     DEFAULT_STRIDE_S,
     NO_LIMIT_SLACK,
     applicable,
     law_for,
-    predict_now,
+    now_outcomes,
+    pooled,
     replay,
 )
 from srift.spot.traces import SpotTrace, read_log_csv
@@ -373,9 +374,21 @@ NOWCAST_REPLACES = (
     "expected_interruptions",
     "samples",
     "method",
+    "p_interrupted",
+    "p_within_budget",
+    "closed_form_time_s",
 )
 """The spot section's figures a recent market replaces with the nowcast's (the fitted law's stay under
-`nowcast.fitted_law`); p_interrupted, p_within_budget and closed_form_time_s stay the fitted law's."""
+`nowcast.fitted_law`): every one the nowcast's timelines give, and closed_form_time_s, which they do not
+(it becomes null: `NOWCAST_CLOSED_FORM`)."""
+NOWCAST_CLOSED_FORM = (
+    "closed_form_time_s is the fitted law's restart-in-place expectation, which the search compared fleets "
+    "on; the nowcast has no closed form, so it is null here and kept under fitted_law"
+)
+"""What a nowcast plan's spot section says of its closed form (`nowcast.closed_form`)."""
+BUDGET_TOLERANCE = 1e-12
+"""A run's cost within `budget × (1 + this)` is within budget: srift.optimize.spot.monte_carlo's rounding
+allowance, so that the two models count a run at exactly the budget alike."""
 NOWCAST_METHOD = (
     "Srift's deadline policy on timelines of the fitted law conditioned on the recent market "
     "(srift.spot.replay.predict_now, as the benchmark's per-window prediction)"
@@ -468,8 +481,10 @@ def nowcast_spot(
     the law fitted to the traces of the fleet's type in its region that cover it (the trace set's, with the
     recent log cut at as_of in place of its whole), the nowcast's constants chosen on them for the run's
     deadline (srift.spot.nowcast.choose_nowcast), and the prediction for a run starting at as_of from its
-    look-back (srift.spot.replay.predict_now), under Srift's deadline policy. Without an on-demand
-    fallback to plan that policy with, the fitted law's figures stay and `spot_model` says why."""
+    look-back (srift.spot.replay.predict_now), under Srift's deadline policy: every figure its timelines
+    give (NOWCAST_REPLACES; P(within budget) and P(interrupted) are the shares of those timelines), the
+    fitted law's kept under `nowcast.fitted_law`. Without an on-demand fallback to plan that policy with,
+    the fitted law's figures stay and `spot_model` says why."""
     spot = plan.get("spot")
     choice = _spot_choice(plan)
     if not spot or isinstance(choice, NotReplayed):
@@ -497,8 +512,8 @@ def nowcast_spot(
     up = log.trace.up(nodes)
     tick = log.trace.gap_s
 
-    def predicted(recent_up: np.ndarray) -> dict[str, Any]:
-        return predict_now(
+    def predicted(recent_up: np.ndarray) -> ReplayOutcome:
+        return now_outcomes(
             job,
             law=law,
             recent_up=recent_up,
@@ -511,11 +526,14 @@ def nowcast_spot(
 
     now, alone = predicted(up), predicted(up[:0])
     seen, _ = look_back(up, np.array([up.size]), nowcast, tick_s=tick)
-    limited = bool((plan.get("limits") or {}).get("time_limit_s"))
+    limits = plan.get("limits") or {}
+    limited = bool(limits.get("time_limit_s"))
+    budget = limits.get("budget_usd")
     ended = int(seen.up_ended[0] + seen.down_ended[0])
     return {
         **spot,
-        **_figures(now, limited=limited),
+        **_figures(now, limited=limited, budget_usd=budget),
+        "closed_form_time_s": None,
         "method": NOWCAST_METHOD,
         "spot_model": f"nowcast(look-back {nowcast.lookback_s / 3600:g} h, {ended} ended runs)",
         "nowcast": {
@@ -531,23 +549,30 @@ def nowcast_spot(
             "constants": nowcast.describe(),
             "law": law.source.value,
             "traces": [t.name for t in traces],
-            "spot_share": float(now["mean_spot_share"]),
-            "without_recent": _figures(alone, limited=limited),
+            "spot_share": float(pooled([now])["mean_spot_share"]),
+            "without_recent": _figures(alone, limited=limited, budget_usd=budget),
             "fitted_law": {key: spot.get(key) for key in NOWCAST_REPLACES},
+            "closed_form": NOWCAST_CLOSED_FORM,
         },
     }
 
 
-def _figures(pooled: Mapping[str, Any], *, limited: bool) -> dict[str, Any]:
-    """A pooled prediction of Srift's policy (srift.spot.replay.pooled) as the spot section's figures."""
+def _figures(outcome: ReplayOutcome, *, limited: bool, budget_usd: float | None) -> dict[str, Any]:
+    """Srift's policy's runs on the nowcast's timelines (srift.spot.replay.now_outcomes) as the spot
+    section's figures: their summary (srift.spot.replay.pooled), the share of runs that cost at most
+    `budget_usd` (None without one) and the share interrupted at least once."""
+    summary = pooled([outcome])
+    within = outcome.cost_usd <= budget_usd * (1 + BUDGET_TOLERANCE) if budget_usd is not None else None
     return {
-        "expected_time_s": float(pooled["mean_finish_s"]),
-        "expected_cost_usd": float(pooled["mean_cost_usd"]),
-        "time_p10_s": float(pooled["finish_p10_s"]),
-        "time_p50_s": float(pooled["finish_p50_s"]),
-        "time_p90_s": float(pooled["finish_p90_s"]),
-        "cost_p90_usd": float(pooled["cost_p90_usd"]),
-        "p_meets_time_limit": float(pooled["p_meets_deadline"]) if limited else None,
-        "expected_interruptions": float(pooled["mean_preemptions"]),
-        "samples": int(pooled["runs"]),
+        "expected_time_s": float(summary["mean_finish_s"]),
+        "expected_cost_usd": float(summary["mean_cost_usd"]),
+        "time_p10_s": float(summary["finish_p10_s"]),
+        "time_p50_s": float(summary["finish_p50_s"]),
+        "time_p90_s": float(summary["finish_p90_s"]),
+        "cost_p90_usd": float(summary["cost_p90_usd"]),
+        "p_meets_time_limit": float(summary["p_meets_deadline"]) if limited else None,
+        "expected_interruptions": float(summary["mean_preemptions"]),
+        "samples": int(summary["runs"]),
+        "p_interrupted": float(np.mean(outcome.preemptions >= 1)),
+        "p_within_budget": float(np.mean(within)) if within is not None else None,
     }

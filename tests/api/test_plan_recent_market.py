@@ -14,6 +14,7 @@ import pytest
 from fastapi.testclient import TestClient
 from test_replay_endpoint import _profile, spot_body
 
+from srift.api.schemas.plans import SpotOut
 from srift.catalog.shipped import load_shipped_catalog
 from srift.services.replays import NOWCAST_REPLACES
 from srift.services.traces import import_traces
@@ -78,14 +79,26 @@ def test_the_spot_figures_follow_the_recent_market_and_say_which_model_made_them
         assert spot["spot_model"].startswith("nowcast(look-back "), spot["spot_model"]
         assert seen["trace"] == market[name].name and seen["source"] == "recent_market.trace"
         assert seen["as_of_s"] == market[name].duration_s
-        # The figures it replaced are exactly the fitted law's plan's.
+        # The figures it replaced are exactly the fitted law's plan's, its P(interrupted), P(within budget)
+        # and closed form among them: the closed form, which the nowcast has none of, is not shown beside
+        # the nowcast's figures.
         assert seen["fitted_law"] == {key: fitted["spot"][key] for key in NOWCAST_REPLACES}
+        assert seen["fitted_law"]["closed_form_time_s"] == fitted["spot"]["closed_form_time_s"] > 0
+        assert spot["closed_form_time_s"] is None and "no closed form" in seen["closed_form"]
+        assert 0.0 <= spot["p_interrupted"] <= 1.0 and spot["p_within_budget"] is None  # no budget asked
+        # A nowcast plan stored before these were the nowcast's still reads back.
+        older = {**spot, "closed_form_time_s": seen["fitted_law"]["closed_form_time_s"]}
+        kept = {"p_interrupted", "p_within_budget", "closed_form_time_s", "closed_form"}
+        older["nowcast"] = {k: v for k, v in seen.items() if k not in kept}
+        older["nowcast"]["fitted_law"] = {k: v for k, v in seen["fitted_law"].items() if k not in kept}
+        assert SpotOut.model_validate(older).nowcast.closed_form is None  # type: ignore[union-attr]
         # Nothing but the spot section changes: same fleet, same uninterrupted prediction, same fallback.
         for key in ("choices", "predicted", "fallback", "probability", "baselines"):
             assert plan[key] == fitted[key], key
         assert spot["time_p10_s"] <= spot["time_p50_s"] <= spot["time_p90_s"]
     stormy, calm = plans["stormy"]["spot"], plans["calm"]["spot"]
     assert stormy["nowcast"]["interruptions"] > calm["nowcast"]["interruptions"] == 0
+    assert stormy["p_interrupted"] > calm["p_interrupted"]
     assert not stormy["nowcast"]["up_at_start"] and calm["nowcast"]["up_at_start"]
     # Each against the same law without the look-back (the fitted law alone, started in its stationary
     # state, through the same policy): the stormy past makes the run dearer and later, the calm one cheaper
@@ -108,6 +121,19 @@ def test_the_spot_figures_follow_the_recent_market_and_say_which_model_made_them
     # And against the fitted law's plan (its Monte Carlo, which the nowcast's figures replace): a stormy
     # recent market costs more than it says, a calm one less.
     assert stormy["expected_cost_usd"] > fitted["spot"]["expected_cost_usd"] > calm["expected_cost_usd"]
+
+
+def test_the_imported_traces_are_listed_by_the_names_a_recent_market_gives(
+    client: TestClient, write_headers: dict[str, str], market: dict[str, Any]
+) -> None:
+    r = client.get("/v1/traces", headers=write_headers)
+    assert r.status_code == 200, r.text
+    rows = {row["name"]: row for row in r.json()}
+    stormy = market["stormy"]
+    assert {market["calm"].name, stormy.name} <= set(rows)
+    row = rows[stormy.name]
+    assert (row["instance_type"], row["node_count"], row["region"]) == ("p3.2xlarge", 4, "us-east-1")
+    assert row["ticks"] == stormy.ticks and row["gap_s"] == TICK_S
 
 
 def test_an_inline_log_conditions_the_plan_as_an_imported_one_does(
@@ -193,7 +219,8 @@ def test_the_replay_endpoint_predicts_with_the_plans_own_choice(
 
 
 def test_the_openapi_document_states_the_recent_market_rules(client: TestClient) -> None:
-    schemas = client.get("/openapi.json").json()["components"]["schemas"]
+    document = client.get("/openapi.json").json()
+    schemas = document["components"]["schemas"]
     plan_rules = {r["id"]: r["rule"] for r in schemas["PlanRequest"]["x-srift-rules"]}
     assert "fallback: true" in plan_rules["recent-market-needs-spot-pricing-and-fallback"]
     recent = schemas["RecentMarketIn"]
@@ -206,6 +233,12 @@ def test_the_openapi_document_states_the_recent_market_rules(client: TestClient)
     props = recent["properties"]
     assert props["as_of_s"]["anyOf"][0]["exclusiveMinimum"] == 0 and props["tick_s"]["minimum"] == 1
     assert "spot_model" in schemas["SpotOut"]["properties"] and "nowcast" in schemas["SpotOut"]["properties"]
+    # A nowcast plan's closed form is null (the fitted law's, kept under nowcast.fitted_law), and says so.
+    closed = schemas["SpotOut"]["properties"]["closed_form_time_s"]
+    assert {"type": "null"} in closed["anyOf"] and "nowcast.fitted_law" in closed["description"]
+    assert "fitted law's alone" in schemas["SpotNowcastOut"]["properties"]["closed_form"]["description"]
+    # The names recent_market.trace may give are listed.
+    assert "get" in document["paths"]["/v1/traces"]
 
 
 def test_a_replan_prices_spot_with_the_fitted_law(

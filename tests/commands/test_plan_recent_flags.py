@@ -73,3 +73,11 @@ def test_the_spot_section_says_which_model_made_its_figures(
     assert out.startswith(f"spot model: {spot['spot_model']} — {trace.name} at 144 h into the log: ")
     for words in ("in the look-back", "Srift's deadline policy", "Without the look-back:", "Monte Carlo"):
         assert words in out, words
+    # The plan's one P(budget) and P(deadline) read the nowcast's shares, not the fitted law's.
+    spot = {
+        **spot,
+        "p_within_budget": 0.25,
+        "nowcast": {**spot["nowcast"], "fitted_law": {"p_within_budget": 0.9}},
+    }
+    plan = {"probability": {"meets_time_limit": None, "within_budget": 0.5}, "spot": spot}
+    assert plan_cli.chances(plan) == (spot["p_meets_time_limit"], 0.25)

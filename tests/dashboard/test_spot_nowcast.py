@@ -1,15 +1,17 @@
-"""The Plan page's spot section in headless Chromium for a plan conditioned on a recent market: it says
-which model produced the spot figures (the nowcast, what it saw and what it replaced), and the replay
-beside it predicts with the same choice."""
+"""The Plan page's recent market in headless Chromium: the form offers the imported traces by name (GET
+/v1/traces) and an as-of time, a 422 on them shows next to the field, and a plan conditioned on the chosen
+trace says which model produced its spot figures (the nowcast, what it saw and what it replaced), shows
+the nowcast's P(any interruption), and the replay beside it predicts with the same choice."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 
 import pytest
 from dashboard_harness import Browsed
-from test_browser import _api
-from test_spot_replay import _replay_done, fleet_traces
+from test_browser import UNPROCESSABLE, _ready, _submit_plan
+from test_spot_replay import TIME_LIMIT_S, _replay_done, fleet_traces
 
 from srift.services.traces import import_traces
 from srift.spot.traces import TraceSource
@@ -17,38 +19,64 @@ from srift.spot.traces import TraceSource
 pytestmark = pytest.mark.browser
 
 
-def test_a_nowcast_plan_says_which_model_made_its_spot_figures(browsed: Browsed) -> None:
+def test_a_nowcast_plan_from_the_form_says_which_model_made_its_spot_figures(browsed: Browsed) -> None:
     history = fleet_traces()
     tail = [4 if i % 12 < 2 else 0 for i in range(24 * 12)]  # the last day: capacity gone 50 min an hour
     base = history[0]
     source = TraceSource("user", "stormy.csv#aws/us-east-1a/p3.2xlarge", None, "2" * 64)
     stormy = replace(base, counts=base.counts[: -len(tail)] + tuple(tail), source=source)
     import_traces(settings=browsed.server.settings, traces=[*history, stormy])
-    plan = _api(
-        browsed,
-        "POST",
-        "/plans",
-        {
-            "model": browsed.server.model,
-            "global_batch": 512,
-            "iterations": 20000,
-            "time_limit_s": 24 * 3600,
-            "market": "spot",
-            "availability": {"p3.2xlarge": 4},
-            "spot_samples": 200,
-            "recent_market": {"trace": stormy.name},
-        },
-    )
+    _ready(browsed, "/")
+    page = browsed.page
+    page.select_option("#plan-market", "spot")
+    page.select_option("#plan-availability-type", "p3.2xlarge")
+    page.fill("#plan-availability-count", "4")
+    page.click("#plan-availability-add")
+    page.click("#plan-geo summary")
+    offered = page.locator("#plan-recent-trace option").evaluate_all("os => os.map((o) => o.value)")
+    assert offered[0] == "" and stormy.name in offered and base.name in offered
+    page.select_option("#plan-recent-trace", stormy.name)
+    # An as-of time past the log's end: the API's 422 shows under the as-of field.
+    page.fill("#plan-recent-as-of", str(2 * stormy.duration_s))
+    page.fill("#plan-global-batch", "512")
+    page.fill("#plan-iterations", "20000")
+    page.fill("#plan-time-limit", str(TIME_LIMIT_S))
+    with page.expect_response(lambda r: r.url.endswith("/v1/plans")) as info:
+        page.click("#plan-submit")
+    assert info.value.status == 422
+    sent = json.loads(info.value.request.post_data or "{}")
+    assert sent["recent_market"] == {"trace": stormy.name, "as_of_s": 2 * stormy.duration_s}
+    error = info.value.json()
+    assert error["field"] == "recent_market.as_of_s" and "outside the log" in error["detail"]
+    message = page.locator("#plan-recent-as-of ~ .field-error")
+    message.wait_for()
+    assert error["detail"] in message.inner_text()
+    assert page.get_attribute("#plan-recent-as-of", "aria-invalid") == "true"
+    assert page.locator(".field-error:visible").count() == 1
+    browsed.screenshot("plan-recent-market-bad-as-of")
+
+    # The log's end (as-of left out): the plan's spot figures are the nowcast's.
+    page.fill("#plan-recent-as-of", "")
+    plan = _submit_plan(browsed)
+    sent = plan["request"]["recent_market"]
+    assert sent["trace"] == stormy.name and sent["as_of_s"] is None
     spot = plan["spot"]
     assert spot["spot_model"].startswith("nowcast(look-back ")
-    browsed.goto(f"/?plan={plan['id']}")
-    browsed.page.wait_for_selector("body[data-ready]")
+    assert spot["closed_form_time_s"] is None
+    assert spot["nowcast"]["fitted_law"]["closed_form_time_s"] is not None
     _replay_done(browsed)
-    note = browsed.page.inner_text("#plan-spot-note")
+    note = page.inner_text("#plan-spot-note")
     assert note.startswith(f"Spot model: {spot['spot_model']}.")
     assert f"Conditioned on {stormy.name}" in note and "Without the look-back" in note
     assert "the fitted law's Monte Carlo" in note
-    status = browsed.page.inner_text("#plan-replay-status")
+    cards = page.inner_text("#plan-spot-cards")
+    assert f"P(any) {100 * spot['p_interrupted']:.1f}%" in cards
+    status = page.inner_text("#plan-replay-status")
     assert f"(spot model: {spot['spot_model']}; the replay's own prediction conditions each window" in status
+    # A stored plan puts its recent market back into the form.
+    browsed.goto(f"/?plan={plan['id']}")
+    page.wait_for_selector("body[data-ready]")
+    assert page.is_visible("#plan-recent-trace") and page.input_value("#plan-recent-trace") == stormy.name
+    assert page.input_value("#plan-recent-as-of") == ""
     browsed.screenshot("plan-spot-nowcast")
-    browsed.assert_clean()
+    browsed.assert_clean(allowed=(UNPROCESSABLE,))

@@ -1,17 +1,23 @@
 """A plan's spot figures conditioned on a recent market (srift.services.replays.nowcast_spot): the recent
 log is found and cut at as_of, the figures are the nowcast's prediction for a run starting then (Srift's
-deadline policy, srift.spot.replay.predict_now) and say so, the fitted law's stay beside them; a plan
-without an on-demand fallback keeps the fitted law's figures and says why."""
+deadline policy, srift.spot.replay.predict_now) and say so, P(within budget) and P(interrupted) among them
+(shares of the same timelines), the fitted law's stay beside them; a plan without an on-demand fallback
+keeps the fitted law's figures and says why."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
+import numpy as np
 import pytest
 
 from srift.domain.requests import RecentMarket
 from srift.errors import InvalidInput
-from srift.services.replays import NOWCAST_REPLACES, nowcast_spot, recent_log
+from srift.services.replays import NOWCAST_REPLACES, nowcast_spot, plan_job, recent_log
+from srift.spot.model import SPLIT_BLOCK_S, Half, fit_model
+from srift.spot.nowcast import choose_nowcast
+from srift.spot.policy import DeadlinePolicy
+from srift.spot.replay import law_for, now_outcomes, predict_now
 from srift.spot.traces import SpotTrace
 from tests.services.test_replays import _plan, _trace
 
@@ -52,6 +58,61 @@ def test_a_stormy_recent_past_makes_the_run_dearer_and_later_than_a_calm_one() -
     assert s["expected_cost_usd"] > c["expected_cost_usd"]  # type: ignore[operator]
     assert s["expected_time_s"] > c["expected_time_s"]  # type: ignore[operator]
     assert s["p_meets_time_limit"] <= c["p_meets_time_limit"]  # type: ignore[operator]
+
+
+def test_the_budget_and_interruption_chances_are_shares_of_the_nowcasts_own_timelines() -> None:
+    stormy = _with_tail(_trace(1), [4 if i % 12 < 3 else 0 for i in range(TAIL)])
+    other = _trace(2, zone="us-east-1b")
+    # The nowcast's timelines for this plan, drawn here as the plans service draws them (the same law,
+    # constants, look-back, samples and seed), and Srift's policy's run on each.
+    plan = _plan()
+    job = plan_job(plan)
+    model = fit_model([stormy, other], half=Half.ALL)
+    nowcast = choose_nowcast(
+        model, [stormy, other], half=Half.ALL, block_s=SPLIT_BLOCK_S, horizon_s=job.deadline_s
+    )
+    law = law_for(model, stormy, 4)
+    assert law is not None
+    kw = {"law": law, "recent_up": stormy.up(4), "tick_s": stormy.gap_s, "nowcast": nowcast}
+    runs = now_outcomes(job, policies=(DeadlinePolicy.SRIFT,), samples=200, seed=0, **kw)
+    runs_cost, runs_preempted = runs[DeadlinePolicy.SRIFT].cost_usd, runs[DeadlinePolicy.SRIFT].preemptions
+    summary = predict_now(job, policies=(DeadlinePolicy.SRIFT,), samples=200, seed=0, **kw)
+    # A budget at one run's cost (the median run's): that run, and every cheaper one, is within it.
+    budget = float(np.sort(runs_cost)[runs_cost.size // 2])
+    fitted = {"p_interrupted": 0.61, "p_within_budget": 0.42, "closed_form_time_s": 11_000.0}
+    plan = {**plan, "limits": {**plan["limits"], "budget_usd": budget}, "spot": {**plan["spot"], **fitted}}
+    out = nowcast_spot(
+        plan,
+        RecentMarket(trace=stormy.name),
+        stored=[stormy, other],
+        provider="aws",
+        region="us-east-1",
+        seed=0,
+        samples=200,
+    )
+    assert out is not None
+    assert out["expected_cost_usd"] == summary[DeadlinePolicy.SRIFT]["mean_cost_usd"]
+    assert out["p_within_budget"] == sum(float(c) <= budget for c in runs_cost) / runs_cost.size
+    assert 0.5 <= out["p_within_budget"] < 1.0
+    assert out["p_interrupted"] == sum(int(n) > 0 for n in runs_preempted) / runs_preempted.size
+    assert out["p_interrupted"] > 0.0
+    # The fitted law's figures are kept, and its closed form is not shown beside the nowcast's figures.
+    assert {key: out["nowcast"]["fitted_law"][key] for key in fitted} == fitted
+    assert out["closed_form_time_s"] is None and "closed form" in out["nowcast"]["closed_form"]
+    alone = out["nowcast"]["without_recent"]
+    assert alone["p_within_budget"] is not None and alone["p_interrupted"] is not None
+    # Without a budget there is no chance of meeting one.
+    unlimited = nowcast_spot(
+        _plan(),
+        RecentMarket(trace=stormy.name),
+        stored=[stormy, other],
+        provider="aws",
+        region="us-east-1",
+        seed=0,
+        samples=200,
+    )
+    assert unlimited is not None and unlimited["p_within_budget"] is None
+    assert unlimited["p_interrupted"] == out["p_interrupted"]
 
 
 def test_as_of_cuts_the_log_and_what_follows_it_changes_nothing() -> None:

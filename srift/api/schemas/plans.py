@@ -664,6 +664,13 @@ class SpotFiguresOut(BaseModel):
     expected_interruptions: float | None = None
     samples: int | None = None
     method: str | None = None
+    p_interrupted: float | None = Field(None, description="share of the runs interrupted at least once")
+    p_within_budget: float | None = Field(
+        None, description="share of the runs that cost at most budget_usd; null without a budget"
+    )
+    closed_form_time_s: float | None = Field(
+        None, description="the fitted law's restart-in-place expectation (null for the nowcast: it has none)"
+    )
 
 
 class SpotNowcastOut(BaseModel):
@@ -687,7 +694,12 @@ class SpotNowcastOut(BaseModel):
         "stationary state): what the recent market changed"
     )
     fitted_law: SpotFiguresOut = Field(
-        description="the fitted law's Monte Carlo figures the nowcast replaced"
+        description="the fitted law's Monte Carlo figures the nowcast replaced (its closed_form_time_s too)"
+    )
+    closed_form: str | None = Field(
+        None,
+        description="why the section's closed_form_time_s is null: the closed form is the fitted law's alone "
+        "(null in plans stored before it was said)",
     )
 
 
@@ -705,11 +717,14 @@ class SpotOut(BaseModel):
     time_p90_s: float
     cost_p90_usd: float
     expected_interruptions: float
-    p_interrupted: float
+    p_interrupted: float = Field(description="share of the runs interrupted at least once")
     p_meets_time_limit: float | None
-    p_within_budget: float | None
-    closed_form_time_s: float = Field(
-        description="restart-in-place expectation the search compared fleets on"
+    p_within_budget: float | None = Field(
+        description="share of the runs that cost at most budget_usd; null without a budget"
+    )
+    closed_form_time_s: float | None = Field(
+        description="restart-in-place expectation the search compared fleets on (the fitted law's); null "
+        "when spot_model is a nowcast, which has no closed form: then it is under nowcast.fitted_law"
     )
     checkpoint_interval_s: float
     restart_s: float
@@ -718,7 +733,8 @@ class SpotOut(BaseModel):
         default="fitted law",
         description='which model produced the figures above: "fitted law" (the Monte Carlo of the law '
         'fitted to traces, or the published band) or "nowcast(look-back H h, K ended runs)" (the request\'s '
-        "recent_market: the fitted law conditioned on the market's recent past, Srift's deadline policy)",
+        "recent_market: the fitted law conditioned on the market's recent past, Srift's deadline policy; "
+        "every figure above is then the nowcast's timelines', P(interrupted) and P(within budget) included)",
     )
     nowcast: SpotNowcastOut | None = Field(
         default=None, description="with recent_market: what the nowcast saw and the figures it replaced"

@@ -180,6 +180,7 @@ export function showError(form, error) {
   const prefix = target?.dataset.label ? `${target.dataset.label}: ` : err.field && err.field !== ownName ? `${err.field}: ` : "";
   let box = null;
   if (target) {
+    target.closest("details")?.setAttribute("open", "");  // a message in a folded section must be seen
     box = target.closest(".field")?.querySelector(":scope > .field-error") || null;
     target.classList.add("invalid");
     target.setAttribute("aria-invalid", "true");

@@ -84,7 +84,35 @@ async function buildRequest() {
   }
   if (!$("plan-price-interruptions").checked) request.price_interruptions = false;
   if ($("plan-allow-cpu").checked) request.allow_cpu_profiles = true;
+  const recent = recentMarket();
+  if (recent) request.recent_market = recent;
   return request;
+}
+
+/** The request's recent_market: the imported trace chosen and the as-of time, when either is given (an
+ * as-of time alone is sent too, so that the API names what is missing). */
+function recentMarket() {
+  const trace = $("plan-recent-trace").value;
+  const asOf = numberOrNull($("plan-recent-as-of"));
+  if (!trace && asOf === null) return null;
+  const recent = {};
+  if (trace) recent.trace = trace;
+  if (asOf !== null) recent.as_of_s = asOf;
+  return recent;
+}
+
+/** The imported spot traces (GET /v1/traces) a recent market may name, after "none". */
+async function loadTraces() {
+  const traces = await get("/traces");
+  const select = $("plan-recent-trace");
+  const chosen = select.value;
+  fillSelect(select, [
+    { value: "", label: "none: the fitted law alone" },
+    ...traces.map((t) => ({
+      value: t.name,
+      label: `${t.name} (${t.instance_type} ×${t.node_count}, ${fmtNumber(t.days, 2)} days)`,
+    })),
+  ], chosen);
 }
 
 // ---------------------------------------------------------------- the answer
@@ -524,6 +552,15 @@ function fillForm(request) {
   set("plan-loader-bytes", request.input_pipeline?.bytes_per_sample);
   $("plan-price-interruptions").checked = request.price_interruptions !== false;
   $("plan-allow-cpu").checked = request.allow_cpu_profiles === true;
+  const recent = request.recent_market || {};
+  const traces = $("plan-recent-trace");
+  if (recent.trace && ![...traces.options].some((o) => o.value === recent.trace)) {
+    traces.append(el("option", { value: recent.trace }, recent.trace));
+  }
+  traces.value = recent.trace || "";
+  if (recent.trace) $("plan-geo").open = true;
+  // An inline log (recent_market.log_csv) is not the form's to resend: neither it nor its as-of time is filled.
+  $("plan-recent-as-of").value = recent.trace ? recent.as_of_s ?? "" : "";
   availability.clear();
   for (const [name, count] of Object.entries(request.availability || {})) availability.set(name, count);
   renderChips();
@@ -539,7 +576,9 @@ async function init() {
     $("plan-time-limit-help").textContent = typeof v === "number" ? `= ${fmtSeconds(v)}` : "optional";
   });
   try {
-    const [profiles, where] = await Promise.all([loadProfiles(), initWhere($("plan-provider"), $("plan-region"), refreshAvailabilityTypes)]);
+    const [profiles, where] = await Promise.all([
+      loadProfiles(), initWhere($("plan-provider"), $("plan-region"), refreshAvailabilityTypes), loadTraces(),
+    ]);
     byModel = fillModelSelect($("plan-model"), profiles);
     catalog = where;
     refreshAvailabilityTypes();
