@@ -31,6 +31,13 @@ def test_each_trace_weighs_the_same_however_many_windows_it_has() -> None:
     assert s["runs"] == 4 and s["deadline_misses"] == 2
 
 
+def test_a_fleet_that_always_met_its_deadline_has_a_share_of_exactly_one() -> None:
+    # Found 2026-12-07: the per-trace weights 1, 1/3, 1/3, 1/3, 1/3, 1/3, 1/3 (normalised) sum in floating
+    # point to 1.0000000000000002, and a plan showed P(meets the time limit) above 1.
+    runs = [outcome([1.0] * n, [True] * n) for n in (1, 3, 3)]
+    assert pooled(runs)["p_meets_deadline"] == 1.0
+
+
 def test_a_histogram_weighs_each_trace_the_same_as_its_quantiles_do() -> None:
     one, three = outcome([10.0], [True]), outcome([2.0, 2.0, 4.0], [False, False, True])
     h = histogram([one, three, outcome([], [])], "cost_usd", bins=4)
