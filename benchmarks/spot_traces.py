@@ -23,6 +23,10 @@ replayed share and the expected cost within 10 % of the replayed mean; Srift's p
 with ≥ 1.3× slack and costs at most what Uniform Progress costs on the same windows. Nothing is tuned to
 the check half: the split, grid, policies and every constant are fixed in this file and srift.spot.
 
+Beside the acceptance, as context that changes none of its figures: a block bootstrap of every (plan, fold)
+pair's cost gap (each trace's check blocks resampled whole, replayed and predicted per-window costs
+together; bootstrap_gap) gives its 90 % interval, so that a miss can be told from the replay's own noise.
+
     .venv/bin/python benchmarks/spot_traces.py                 # full grid; rewrites its BENCHMARKS section
     .venv/bin/python benchmarks/spot_traces.py --quick         # 4 h jobs only, no section written
     .venv/bin/python benchmarks/spot_traces.py --half fit      # the same grid in-sample (model fidelity)
@@ -52,6 +56,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
@@ -60,7 +66,7 @@ from srift.catalog.document import load_catalog_file  # noqa: E402
 from srift.spot.model import SPLIT_BLOCK_S, Half, TraceModel, fit_model, split_blocks  # noqa: E402
 from srift.spot.nowcast import LOOKBACK_CANDIDATES_S, Nowcast, choose_nowcast, choose_two_stage  # noqa: E402
 from srift.spot.policy import DeadlinePolicy, SpotJob  # noqa: E402
-from srift.spot.replay import Replay, applicable, replay  # noqa: E402
+from srift.spot.replay import DEFAULT_STRIDE_S, Replay, applicable, replay, window_starts  # noqa: E402
 from srift.spot.shipped import SHIPPED_MODEL, registered_traces, shipped_model  # noqa: E402
 from srift.spot.sources import read_traces  # noqa: E402
 from srift.spot.traces import SpotTrace, describe_traces  # noqa: E402
@@ -77,6 +83,12 @@ RESTART_S = 150.0
 POINTS_LIMIT = 10.0
 COST_LIMIT_PCT = 10.0
 BLOCK_DAYS = (2.0, 4.0)
+BOOTSTRAP_DRAWS = 1000
+"""Resamples of the block bootstrap of each (plan, fold) pair's cost gap (context beside the acceptance)."""
+BOOTSTRAP_SEED = 57
+"""The bootstrap's fixed seed (issue 57); each pair draws from its own stream keyed by (fold, plan)."""
+BOOTSTRAP_LEVEL = 0.90
+"""The bootstrap interval's coverage: the 5th to the 95th percentile of the resampled gaps."""
 """Block lengths of the fit/check split (days); each gives two folds (even/odd and odd/even). 2 days is the
 shipped model's split; 4 days lets a 24 h window start anywhere in its block's first 3 days, not only in
 the first day (windows never cross a block)."""
@@ -242,6 +254,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     "summary": summary,
                     "up_rule": sum(not kept for kept in _kept(result)),
                     "nowcast": nowcast,
+                    "per_window": _per_window(result, job, check=fold.check, block_s=fold.block_s),
                 }
             )
             srift, up = summary["srift"], summary["uniform_progress"]
@@ -255,6 +268,193 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             )
         results.append({"fold": fold, "model": model, "rows": rows})
     return {"traces": traces, "folds": results, "seconds": time.perf_counter() - t0}
+
+
+def _per_window(result: Replay, job: SpotJob, *, check: Half, block_s: float) -> list[dict[str, Any]]:
+    """Per trace, Srift's policy's replayed and predicted cost of every window (in window order), the
+    window's start (s from the trace's start) and its check block (index of split_blocks' blocks of the
+    whole trace): what the block bootstrap resamples. A nowcast prediction draws the same number of
+    timelines per window, consecutively (srift.spot.replay.predicted_timelines): a window's predicted cost
+    is their mean; without a nowcast every window gets the trace's one prediction."""
+    out = []
+    for run in result.runs:
+        trace = run.trace
+        ticks = math.ceil(job.deadline_s / trace.gap_s) + 1
+        starts = window_starts(trace, ticks=ticks, half=check, stride_s=DEFAULT_STRIDE_S, block_s=block_s)
+        replayed = run.replayed[DeadlinePolicy.SRIFT].cost_usd
+        predicted = run.predicted[DeadlinePolicy.SRIFT].cost_usd
+        if starts.size != run.windows or replayed.size != run.windows:
+            raise RuntimeError(f"{trace.name}: {starts.size} window starts for {run.windows} windows")
+        if predicted.size % run.windows == 0:
+            per_window = predicted.reshape(run.windows, -1).mean(axis=1)
+        else:  # the period's law alone (no nowcast): one prediction for the whole trace
+            per_window = np.full(run.windows, predicted.mean())
+        per = max(1, round(block_s / trace.gap_s))
+        out.append(
+            {
+                "trace": trace.name,
+                "start_s": starts * trace.gap_s,
+                "block": starts // per,
+                "replayed_usd": np.asarray(replayed, dtype=float),
+                "predicted_usd": per_window,
+            }
+        )
+    return out
+
+
+def bootstrap_gap(
+    per_window: Sequence[dict[str, Any]], *, draws: int, rng: np.random.Generator
+) -> dict[str, Any]:
+    """The block bootstrap of one (plan, fold) pair's cost gap (predicted / replayed mean cost − 1, in %).
+
+    Each trace's check blocks that hold windows are resampled whole, with replacement, as many as it has;
+    the replayed and the predicted per-window costs go together (the same resampled blocks); a trace's mean
+    is over its resampled windows and the pair's over the traces, each weighing the same (as
+    srift.spot.replay.pooled). Returns the gap without resampling (`point_pct`, the section's gap), the
+    `BOOTSTRAP_LEVEL` percentile interval (`lo_pct`, `hi_pct`) and the fewest and most blocks a trace had."""
+    rep_means, pred_means, rep_point, pred_point, blocks = [], [], [], [], []
+    for t in per_window:
+        ids, block = np.unique(t["block"], return_inverse=True)
+        count = np.bincount(block, minlength=ids.size).astype(float)
+        rep_sum = np.bincount(block, weights=t["replayed_usd"], minlength=ids.size)
+        pred_sum = np.bincount(block, weights=t["predicted_usd"], minlength=ids.size)
+        pick = rng.integers(0, ids.size, size=(draws, ids.size))
+        n = count[pick].sum(axis=1)
+        rep_means.append(rep_sum[pick].sum(axis=1) / n)
+        pred_means.append(pred_sum[pick].sum(axis=1) / n)
+        rep_point.append(rep_sum.sum() / count.sum())
+        pred_point.append(pred_sum.sum() / count.sum())
+        blocks.append(ids.size)
+    gaps = 100.0 * (np.mean(pred_means, axis=0) / np.mean(rep_means, axis=0) - 1.0)
+    tail = (1.0 - BOOTSTRAP_LEVEL) / 2.0
+    return {
+        "point_pct": 100.0 * (float(np.mean(pred_point)) / float(np.mean(rep_point)) - 1.0),
+        "lo_pct": float(np.quantile(gaps, tail)),
+        "hi_pct": float(np.quantile(gaps, 1.0 - tail)),
+        "blocks": (min(blocks), max(blocks)),
+    }
+
+
+def _bootstraps(runs: Sequence[dict[str, Any]]) -> list[list[dict[str, Any]]] | None:
+    """Every (plan, fold) pair's bootstrap (per fold, per row), or None for runs saved without per-window
+    costs. Each pair's gap without resampling must be the section's: else the per-window costs are not the
+    ones the summary pooled."""
+    if not all("per_window" in r for f in runs for r in f["rows"]):
+        return None
+    out = []
+    for i, f in enumerate(runs):
+        fold_out = []
+        for j, row in enumerate(f["rows"]):
+            rng = np.random.default_rng([BOOTSTRAP_SEED, i, j])
+            b = bootstrap_gap(row["per_window"], draws=BOOTSTRAP_DRAWS, rng=rng)
+            shown = row["summary"]["srift"]["gap"]["mean_cost_pct"]
+            if not math.isclose(b["point_pct"], shown, rel_tol=1e-9, abs_tol=1e-9):
+                raise RuntimeError(
+                    f"{f['fold'].label}, {row['case'].label}: per-window gap {b['point_pct']} % is not the "
+                    f"pooled {shown} %"
+                )
+            fold_out.append(b)
+        out.append(fold_out)
+    return out
+
+
+def _interval(b: dict[str, Any]) -> str:
+    return f"[{b['lo_pct']:+.1f}, {b['hi_pct']:+.1f}] %"
+
+
+def _noise_lines(runs: Sequence[dict[str, Any]]) -> tuple[list[str], list[str]]:
+    """The bootstrap's summary paragraph and its per-pair table (both empty for runs saved without
+    per-window costs): context beside the acceptance, which they do not change."""
+    boots = _bootstraps(runs)
+    if boots is None:
+        return [], []
+
+    def outside(row: dict[str, Any]) -> bool:
+        return bool(abs(row["summary"]["srift"]["gap"]["mean_cost_pct"]) > COST_LIMIT_PCT)
+
+    def reaches(b: dict[str, Any]) -> bool:
+        return bool(b["lo_pct"] <= COST_LIMIT_PCT and b["hi_pct"] >= -COST_LIMIT_PCT)
+
+    def spread(b: dict[str, Any]) -> bool:
+        """Whether some trace had two or more blocks to resample (else the interval is the point)."""
+        return bool(b["blocks"][1] > 1)
+
+    def counts(pairs: Sequence[tuple[dict[str, Any], dict[str, Any]]]) -> str:
+        out = [b for row, b in pairs if outside(row)]
+        width = _median([b["hi_pct"] - b["lo_pct"] for _, b in pairs if spread(b)])
+        width_out = _median([b["hi_pct"] - b["lo_pct"] for b in out if spread(b)])
+        return (
+            f"{len(out)} outside: {sum(reaches(b) for b in out)} reaching inside, "
+            f"{sum(spread(b) and not reaches(b) for b in out)} wholly outside, "
+            f"{sum(not spread(b) for b in out)} with one block per trace; median width "
+            f"{width:.1f} points over the {sum(spread(b) for _, b in pairs)} pairs with spread "
+            f"({width_out:.1f} among those outside)"
+        )
+
+    per_fold = [list(zip(f["rows"], boots[i], strict=True)) for i, f in enumerate(runs)]
+    pooled_pairs = [p for fold in per_fold for p in fold]
+    blocks = {
+        f["fold"].block_s: (
+            min(b["blocks"][0] for b in boots[i]),
+            max(b["blocks"][1] for b in boots[i]),
+        )
+        for i, f in enumerate(runs)
+    }
+    wholly = [
+        f"{f['fold'].label}: {row['case'].label} {_pct(row['summary']['srift']['gap']['mean_cost_pct'])} "
+        f"{_interval(b)}"
+        for f, fold in zip(runs, per_fold, strict=True)
+        for row, b in fold
+        if outside(row) and spread(b) and not reaches(b)
+    ]
+    paragraph = [
+        "Replay noise (context only: not an acceptance figure, and it changes none above). A block "
+        "bootstrap of each (plan, fold) pair's cost gap (predicted / replayed mean cost − 1): each trace's "
+        "check blocks that hold windows are resampled whole with replacement, the replayed and predicted "
+        "per-window costs of Srift's policy together, traces weighing the same as above; "
+        f"{BOOTSTRAP_DRAWS} resamples, seed "
+        f"{BOOTSTRAP_SEED}; the {100 * BOOTSTRAP_LEVEL:.0f} % percentile interval per pair (table below). Of "
+        f"the pairs outside {COST_LIMIT_PCT:.0f} %, an interval reaching inside ±{COST_LIMIT_PCT:.0f} % is "
+        "consistent with the replay's sampling error; one wholly outside points to a bias beyond it; where "
+        "every trace of the pair has a single check block with windows (long jobs in the 4-day folds) "
+        "there is nothing to resample and the bootstrap cannot tell (its interval is the point; such pairs "
+        "are counted apart and left out of the widths). Pooled: "
+        + counts(pooled_pairs)
+        + "; per fold: "
+        + "; ".join(f"{f['fold'].label}: {counts(fold)}" for f, fold in zip(runs, per_fold, strict=True))
+        + ". Wholly outside: "
+        + ("none" if not wholly else "; ".join(wholly))
+        + ". The bootstrap assumes the blocks independent (within a trace and across a plan's traces, "
+        "though neighbouring blocks and zones share a market) and resamples only the check blocks there are: "
+        "a trace has "
+        + ", ".join(
+            f"{lo} to {hi} check blocks with windows at {days / 86400:g}-day blocks"
+            for days, (lo, hi) in sorted(blocks.items())
+        )
+        + ", so each interval is itself rough (a percentile interval from so few blocks tends to be too "
+        "narrow, and a trace with one block adds no spread to its pair's).",
+        "",
+    ]
+    table = [
+        f"Per plan and fold: the bootstrap's {100 * BOOTSTRAP_LEVEL:.0f} % interval of the cost gap "
+        "(context, as above), one column per fold in the order above:",
+        "",
+        "| plan | "
+        + " | ".join(f"{100 * BOOTSTRAP_LEVEL:.0f} % interval ({i + 1})" for i in range(len(runs)))
+        + " |",
+        "|---|" + "---|" * len(runs),
+        *(
+            f"| {row['case'].label} | "
+            + " | ".join(
+                _interval(boots[k][i]) + ("" if boots[k][i]["blocks"][1] > 1 else " (one block)")
+                for k in range(len(runs))
+            )
+            + " |"
+            for i, row in enumerate(runs[0]["rows"])
+        ),
+        "",
+    ]
+    return paragraph, table
 
 
 def _kept(result: Replay) -> list[bool]:
@@ -446,6 +646,7 @@ def render(result: dict[str, Any], *, mirror: Path) -> str:
         if p is not DeadlinePolicy.ON_DEMAND
     )
     fold_names = [f["fold"].label for f in runs]
+    noise, noise_table = _noise_lines(runs)
     lines = [
         f"Traces: skypilot-org/spot-traces @ `{commit}` (committed {when}), read from `{mirror}`; "
         f"{len(traces)} trace files; the raw data stays outside this repository. Split: every trace cut into "
@@ -495,6 +696,7 @@ def render(result: dict[str, Any], *, mirror: Path) -> str:
         )
         + ".",
         "",
+        *noise,
         "Per plan and fold: Srift's expected against replayed cost (gap) and Srift's replayed cost against "
         "Uniform Progress's, one column per fold in the order above:",
         "",
@@ -513,6 +715,7 @@ def render(result: dict[str, Any], *, mirror: Path) -> str:
             for i, row in enumerate(rows)
         ),
         "",
+        *noise_table,
         f"Per plan, first fold ({first['fold'].label}): replayed on its check half (predicted from its "
         "fit-half model in brackets); P = share of windows meeting the deadline, cost = mean USD per run; "
         "savings against on-demand only.",
