@@ -83,15 +83,15 @@ RESTART_S = 150.0
 POINTS_LIMIT = 10.0
 COST_LIMIT_PCT = 10.0
 BLOCK_DAYS = (2.0, 4.0)
+"""Block lengths of the fit/check split (days); each gives two folds (even/odd and odd/even). 2 days is the
+shipped model's split; 4 days lets a 24 h window start anywhere in its block's first 3 days, not only in
+the first day (windows never cross a block)."""
 BOOTSTRAP_DRAWS = 1000
 """Resamples of the block bootstrap of each (plan, fold) pair's cost gap (context beside the acceptance)."""
 BOOTSTRAP_SEED = 57
 """The bootstrap's fixed seed (issue 57); each pair draws from its own stream keyed by (fold, plan)."""
 BOOTSTRAP_LEVEL = 0.90
 """The bootstrap interval's coverage: the 5th to the 95th percentile of the resampled gaps."""
-"""Block lengths of the fit/check split (days); each gives two folds (even/odd and odd/even). 2 days is the
-shipped model's split; 4 days lets a 24 h window start anywhere in its block's first 3 days, not only in
-the first day (windows never cross a block)."""
 
 
 @dataclass(frozen=True)
