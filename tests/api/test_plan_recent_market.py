@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from test_replay_endpoint import _profile, spot_body
+from test_replay_endpoint import _profile, fleet_history, spot_body
 
 from srift.api.schemas.plans import SpotOut
 from srift.catalog.shipped import load_shipped_catalog
@@ -20,7 +20,6 @@ from srift.services.replays import NOWCAST_REPLACES
 from srift.services.traces import import_traces
 from srift.settings import Settings
 from srift.spot.traces import SpotTrace, TraceSource
-from srift.testing.spot import drawn_traces
 
 HEADER = "time,zone,instance_type,event,count"
 TICK_S = 300.0
@@ -42,15 +41,7 @@ def market(client: TestClient, settings: Settings, db_url: str) -> dict[str, Any
     over the last 64 h, and gone at the end) and calm (there throughout the last 64 h)."""
     load_shipped_catalog(settings)
     profile_id = _profile(db_url)
-    history = drawn_traces(
-        provider="aws",
-        region="us-east-1",
-        instance_type="p3.2xlarge",
-        nodes=4,
-        days=8.0,
-        seed=7,
-        tick_s=TICK_S,
-    )
+    history = fleet_history(TICK_S)
     stormy = _recent(history[0], "stormy", [4 if i % 12 < 2 else 0 for i in range(TAIL_TICKS)])
     calm = _recent(history[0], "calm", [4] * TAIL_TICKS)
     import_traces(settings=settings, traces=[*history, stormy, calm])

@@ -18,6 +18,7 @@ from srift.profiling.store import save_profile
 from srift.services.replays import replay_plan
 from srift.services.traces import import_traces
 from srift.settings import Settings
+from srift.spot.traces import SpotTrace
 from srift.testing.spot import drawn_traces
 
 TIME_LIMIT_S = 24 * 3600.0
@@ -47,6 +48,20 @@ def spot_body(profile_id: int, **over: Any) -> dict[str, Any]:
         "spot_samples": 200,
         **over,
     }
+
+
+def fleet_history(tick_s: float = 300.0) -> list[SpotTrace]:
+    """Eight days of drawn availability (seed 7) for 4 × p3.2xlarge in each us-east-1 zone: the imported
+    history the spot plans of these API tests are replayed through or conditioned on."""
+    return drawn_traces(
+        provider="aws",
+        region="us-east-1",
+        instance_type="p3.2xlarge",
+        nodes=4,
+        days=8.0,
+        seed=7,
+        tick_s=tick_s,
+    )
 
 
 def _plan(client: TestClient, headers: dict[str, str], profile_id: int, **over: Any) -> dict[str, Any]:
@@ -85,15 +100,7 @@ def test_a_spot_plan_is_replayed_once_imported_traces_cover_its_fleet(
     assert "fitted to traces of p3.2xlarge" in got["rates"][0]["source"]
     assert got["plan_predicted"]["expected_cost_usd"] == spot_plan["spot"]["expected_cost_usd"]
 
-    traces = drawn_traces(
-        provider="aws",
-        region="us-east-1",
-        instance_type="p3.2xlarge",
-        nodes=4,
-        days=8.0,
-        seed=7,
-        tick_s=300.0,
-    )
+    traces = fleet_history()
     # Another type's trace in the same region does not cover the fleet.
     others = drawn_traces(
         provider="aws",

@@ -11,7 +11,7 @@ from dataclasses import replace
 import pytest
 from dashboard_harness import Browsed
 from test_browser import UNPROCESSABLE, _ready, _submit_plan
-from test_spot_replay import TIME_LIMIT_S, _replay_done, fleet_traces
+from test_spot_replay import TIME_LIMIT_S, _replay_done, fleet_traces, spot_fleet_form
 
 from srift.services.traces import import_traces
 from srift.spot.traces import TraceSource
@@ -28,10 +28,7 @@ def test_a_nowcast_plan_from_the_form_says_which_model_made_its_spot_figures(bro
     import_traces(settings=browsed.server.settings, traces=[*history, stormy])
     _ready(browsed, "/")
     page = browsed.page
-    page.select_option("#plan-market", "spot")
-    page.select_option("#plan-availability-type", "p3.2xlarge")
-    page.fill("#plan-availability-count", "4")
-    page.click("#plan-availability-add")
+    spot_fleet_form(page)
     page.click("#plan-geo summary")
     offered = page.locator("#plan-recent-trace option").evaluate_all("os => os.map((o) => o.value)")
     assert offered[0] == "" and stormy.name in offered and base.name in offered

@@ -47,6 +47,14 @@ def fleet_traces() -> list[SpotTrace]:
     )
 
 
+def spot_fleet_form(page: Any) -> None:
+    """The Plan form set to spot VMs, 4 × p3.2xlarge available: the fleet `fleet_traces` covers."""
+    page.select_option("#plan-market", "spot")
+    page.select_option("#plan-availability-type", "p3.2xlarge")
+    page.fill("#plan-availability-count", "4")
+    page.click("#plan-availability-add")
+
+
 def _replay_done(b: Browsed) -> None:
     b.page.wait_for_selector("#plan-replay[data-state=done]", timeout=60_000)
 
@@ -56,10 +64,7 @@ def test_a_covered_spot_plan_shows_its_replay_beside_the_prediction(browsed: Bro
     import_traces(settings=browsed.server.settings, traces=traces)
     _ready(browsed, "/")
     page = browsed.page
-    page.select_option("#plan-market", "spot")
-    page.select_option("#plan-availability-type", "p3.2xlarge")
-    page.fill("#plan-availability-count", "4")
-    page.click("#plan-availability-add")
+    spot_fleet_form(page)
     plan = _submit_plan(
         browsed, **{"global-batch": "512", "iterations": "20000", "time-limit": str(TIME_LIMIT_S)}
     )

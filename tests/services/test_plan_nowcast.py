@@ -7,6 +7,7 @@ keeps the fitted law's figures and says why."""
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 import pytest
@@ -29,9 +30,13 @@ def _with_tail(trace: SpotTrace, tail: list[int]) -> SpotTrace:
     return replace(trace, counts=trace.counts[: len(trace.counts) - len(tail)] + tuple(tail))
 
 
-def _conditioned(trace: SpotTrace, others: list[SpotTrace], **recent: float) -> dict[str, object]:
+def _conditioned(
+    trace: SpotTrace, others: list[SpotTrace], *, plan: dict[str, Any] | None = None, **recent: float
+) -> dict[str, Any]:
+    """`plan` (default `_plan()`)'s spot section conditioned on `trace` as its recent market, among
+    `others` imported: 200 timelines, seed 0."""
     out = nowcast_spot(
-        _plan(),
+        _plan() if plan is None else plan,
         RecentMarket(trace=trace.name, **recent),
         stored=[trace, *others],
         provider="aws",
@@ -55,9 +60,9 @@ def test_a_stormy_recent_past_makes_the_run_dearer_and_later_than_a_calm_one() -
         assert seen["fitted_law"] == {key: _plan()["spot"].get(key) for key in NOWCAST_REPLACES}
         assert seen["traces"] == [base.name, other.name] and seen["as_of_s"] == base.duration_s
     s, c = got["stormy"], got["calm"]
-    assert s["expected_cost_usd"] > c["expected_cost_usd"]  # type: ignore[operator]
-    assert s["expected_time_s"] > c["expected_time_s"]  # type: ignore[operator]
-    assert s["p_meets_time_limit"] <= c["p_meets_time_limit"]  # type: ignore[operator]
+    assert s["expected_cost_usd"] > c["expected_cost_usd"]
+    assert s["expected_time_s"] > c["expected_time_s"]
+    assert s["p_meets_time_limit"] <= c["p_meets_time_limit"]
 
 
 def test_the_budget_and_interruption_chances_are_shares_of_the_nowcasts_own_timelines() -> None:
@@ -81,16 +86,7 @@ def test_the_budget_and_interruption_chances_are_shares_of_the_nowcasts_own_time
     budget = float(np.sort(runs_cost)[runs_cost.size // 2])
     fitted = {"p_interrupted": 0.61, "p_within_budget": 0.42, "closed_form_time_s": 11_000.0}
     plan = {**plan, "limits": {**plan["limits"], "budget_usd": budget}, "spot": {**plan["spot"], **fitted}}
-    out = nowcast_spot(
-        plan,
-        RecentMarket(trace=stormy.name),
-        stored=[stormy, other],
-        provider="aws",
-        region="us-east-1",
-        seed=0,
-        samples=200,
-    )
-    assert out is not None
+    out = _conditioned(stormy, [other], plan=plan)
     assert out["expected_cost_usd"] == summary[DeadlinePolicy.SRIFT]["mean_cost_usd"]
     assert out["p_within_budget"] == sum(float(c) <= budget for c in runs_cost) / runs_cost.size
     assert 0.5 <= out["p_within_budget"] < 1.0
@@ -102,16 +98,8 @@ def test_the_budget_and_interruption_chances_are_shares_of_the_nowcasts_own_time
     alone = out["nowcast"]["without_recent"]
     assert alone["p_within_budget"] is not None and alone["p_interrupted"] is not None
     # Without a budget there is no chance of meeting one.
-    unlimited = nowcast_spot(
-        _plan(),
-        RecentMarket(trace=stormy.name),
-        stored=[stormy, other],
-        provider="aws",
-        region="us-east-1",
-        seed=0,
-        samples=200,
-    )
-    assert unlimited is not None and unlimited["p_within_budget"] is None
+    unlimited = _conditioned(stormy, [other])
+    assert unlimited["p_within_budget"] is None
     assert unlimited["p_interrupted"] == out["p_interrupted"]
 
 
