@@ -110,7 +110,7 @@ def test_as_of_cuts_the_log_and_what_follows_it_changes_nothing() -> None:
     # The same log with its second half rewritten: what follows as_of is never seen.
     rewritten = _with_tail(base, [0] * (base.ticks // 2))
     assert _conditioned(rewritten, [], as_of_s=half) == early
-    assert early["nowcast"]["as_of_s"] == half  # type: ignore[index]
+    assert early["nowcast"]["as_of_s"] == half
 
 
 def test_a_plan_without_an_on_demand_fallback_keeps_the_fitted_law_and_says_why() -> None:
