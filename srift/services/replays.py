@@ -391,7 +391,7 @@ BUDGET_TOLERANCE = 1e-12
 allowance, so that the two models count a run at exactly the budget alike."""
 NOWCAST_METHOD = (
     "Srift's deadline policy on timelines of the fitted law conditioned on the recent market "
-    "(srift.spot.replay.predict_now, as the benchmark's per-window prediction)"
+    "(srift.spot.replay.now_outcomes, as the benchmark's per-window prediction)"
 )
 
 
@@ -481,7 +481,7 @@ def nowcast_spot(
     the law fitted to the traces of the fleet's type in its region that cover it (the trace set's, with the
     recent log cut at as_of in place of its whole), the nowcast's constants chosen on them for the run's
     deadline (srift.spot.nowcast.choose_nowcast), and the prediction for a run starting at as_of from its
-    look-back (srift.spot.replay.predict_now), under Srift's deadline policy: every figure its timelines
+    look-back (srift.spot.replay.now_outcomes), under Srift's deadline policy: every figure its timelines
     give (NOWCAST_REPLACES; P(within budget) and P(interrupted) are the shares of those timelines), the
     fitted law's kept under `nowcast.fitted_law`. Without an on-demand fallback to plan that policy with,
     the fitted law's figures stay and `spot_model` says why."""

@@ -343,35 +343,6 @@ def predict(
     return {p: pooled(v) for p, v in per.items()}
 
 
-def predict_now(
-    job: SpotJob,
-    *,
-    law: FleetLaw,
-    recent_up: np.ndarray,
-    tick_s: float,
-    nowcast: Nowcast,
-    policies: Sequence[DeadlinePolicy] = tuple(DeadlinePolicy),
-    samples: int = DEFAULT_SAMPLES_PER_TRACE,
-    seed: int = 0,
-) -> dict[DeadlinePolicy, dict[str, float | int]]:
-    """Each policy's prediction for a run starting now, from `law` conditioned on the market's recent past:
-    `recent_up`, the fleet's availability (bool per tick of `tick_s`, oldest first) up to now, e.g. a
-    user's own launch and interruption log (`srift traces import`). What the benchmark's per-window
-    prediction does for one window (srift.spot.nowcast); the policy itself is planned on `law` alone.
-    The summary (`pooled`) of `now_outcomes`' timelines."""
-    outcomes = now_outcomes(
-        job,
-        law=law,
-        recent_up=recent_up,
-        tick_s=tick_s,
-        nowcast=nowcast,
-        policies=policies,
-        samples=samples,
-        seed=seed,
-    )
-    return {p: pooled([outcome]) for p, outcome in outcomes.items()}
-
-
 def now_outcomes(
     job: SpotJob,
     *,
@@ -383,9 +354,13 @@ def now_outcomes(
     samples: int = DEFAULT_SAMPLES_PER_TRACE,
     seed: int = 0,
 ) -> dict[DeadlinePolicy, ReplayOutcome]:
-    """`predict_now`'s runs one by one: each policy's outcome on the `samples` timelines drawn from `law`
-    conditioned on `recent_up` (the same timelines, in order, for every policy), for the figures a summary
-    does not keep (the share of runs within a budget, or interrupted at least once)."""
+    """Each policy's outcomes for a run starting now, on the `samples` timelines drawn from `law` conditioned
+    on the market's recent past (the same timelines, in order, for every policy): `recent_up`, the fleet's
+    availability (bool per tick of `tick_s`, oldest first) up to now, e.g. a user's own launch and
+    interruption log (`srift traces import`). What the benchmark's per-window prediction does for one window
+    (srift.spot.nowcast); the policy itself is planned on `law` alone. `pooled([outcome])` summarises one
+    policy's runs; the runs themselves give the figures a summary does not keep (the share of runs within a
+    budget, or interrupted at least once)."""
     up = np.asarray(recent_up, dtype=bool)
     recent, long = look_back(up, np.array([up.size]), nowcast, tick_s=tick_s)
     rng = np.random.default_rng([seed & 0xFFFFFFFF, 0x40C5])

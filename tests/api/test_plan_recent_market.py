@@ -1,5 +1,5 @@
 """POST /v1/plans with a `recent_market` on the real app and database: the spot figures come from the
-nowcast (the fitted law conditioned on the market's recent past, srift.spot.replay.predict_now) and the
+nowcast (the fitted law conditioned on the market's recent past, srift.spot.replay.now_outcomes) and the
 plan says so; a stormy recent log raises the expected cost against the same law without it (and never
 raises P(meets the time limit)), a calm one does the reverse; without the option every figure is the
 fitted law's; bad input is a 422 naming the field with a "To fix:" hint; the replay endpoint predicts with

@@ -1,6 +1,6 @@
 """A plan's spot figures conditioned on a recent market (srift.services.replays.nowcast_spot): the recent
 log is found and cut at as_of, the figures are the nowcast's prediction for a run starting then (Srift's
-deadline policy, srift.spot.replay.predict_now) and say so, P(within budget) and P(interrupted) among them
+deadline policy, srift.spot.replay.now_outcomes) and say so, P(within budget) and P(interrupted) among them
 (shares of the same timelines), the fitted law's stay beside them; a plan without an on-demand fallback
 keeps the fitted law's figures and says why."""
 
@@ -18,7 +18,7 @@ from srift.services.replays import NOWCAST_REPLACES, nowcast_spot, plan_job, rec
 from srift.spot.model import SPLIT_BLOCK_S, Half, fit_model
 from srift.spot.nowcast import choose_nowcast
 from srift.spot.policy import DeadlinePolicy
-from srift.spot.replay import law_for, now_outcomes, predict_now
+from srift.spot.replay import law_for, now_outcomes, pooled
 from srift.spot.traces import SpotTrace
 from tests.services.test_replays import _plan, _trace
 
@@ -81,7 +81,7 @@ def test_the_budget_and_interruption_chances_are_shares_of_the_nowcasts_own_time
     kw = {"law": law, "recent_up": stormy.up(4), "tick_s": stormy.gap_s, "nowcast": nowcast}
     runs = now_outcomes(job, policies=(DeadlinePolicy.SRIFT,), samples=200, seed=0, **kw)
     runs_cost, runs_preempted = runs[DeadlinePolicy.SRIFT].cost_usd, runs[DeadlinePolicy.SRIFT].preemptions
-    summary = predict_now(job, policies=(DeadlinePolicy.SRIFT,), samples=200, seed=0, **kw)
+    summary = {p: pooled([o]) for p, o in runs.items()}
     # A budget at one run's cost (the median run's): that run, and every cheaper one, is within it.
     budget = float(np.sort(runs_cost)[runs_cost.size // 2])
     fitted = {"p_interrupted": 0.61, "p_within_budget": 0.42, "closed_form_time_s": 11_000.0}

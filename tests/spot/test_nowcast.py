@@ -19,7 +19,7 @@ from srift.spot.nowcast import (
     recent_past,
 )
 from srift.spot.policy import DeadlinePolicy, SpotJob
-from srift.spot.replay import predict, predict_now, replay, window_starts, windows
+from srift.spot.replay import now_outcomes, pooled, predict, replay, window_starts, windows
 from tests.spot.test_model import alternating, trace
 
 TICK_S = 300.0
@@ -217,8 +217,9 @@ def test_a_run_planned_now_costs_more_after_a_day_without_capacity_than_after_a_
     nc = Nowcast(lookback_s=8 * 3600.0, up_prior_runs=1.0, gap_prior_runs=1.0)
     policies = (DeadlinePolicy.UNIFORM_PROGRESS,)
     kw = {"law": law, "tick_s": TICK_S, "nowcast": nc, "policies": policies, "samples": 300}
-    good = predict_now(job(), recent_up=np.ones(DAY, dtype=bool), **kw)[DeadlinePolicy.UNIFORM_PROGRESS]
-    bad = predict_now(job(), recent_up=np.zeros(DAY, dtype=bool), **kw)[DeadlinePolicy.UNIFORM_PROGRESS]
+    uniform = DeadlinePolicy.UNIFORM_PROGRESS
+    good = pooled([now_outcomes(job(), recent_up=np.ones(DAY, dtype=bool), **kw)[uniform]])
+    bad = pooled([now_outcomes(job(), recent_up=np.zeros(DAY, dtype=bool), **kw)[uniform]])
     plain = predict(job(), laws=[law], policies=policies, samples_per_law=300)[
         DeadlinePolicy.UNIFORM_PROGRESS
     ]

@@ -20,7 +20,7 @@ from srift.spot.nowcast import (
     recent_past,
 )
 from srift.spot.policy import DeadlinePolicy
-from srift.spot.replay import predict_now
+from srift.spot.replay import now_outcomes, pooled
 from tests.spot.test_model import trace
 from tests.spot.test_nowcast import DAY, MOVING_POLICIES, TICK_S, job, moving_market_gaps, regimes
 
@@ -178,14 +178,15 @@ def test_two_stage_timelines_follow_the_markets_level_even_when_the_last_hours_s
     assert drawn["good"].mean() > drawn["bad"].mean() + 0.2
 
 
-def test_replay_and_predict_now_take_a_two_stage_nowcast() -> None:
+def test_replay_and_now_outcomes_take_a_two_stage_nowcast() -> None:
     gaps, model, nc = moving_market_gaps(choose_two_stage)
     assert gaps["law"] > 10.0 and gaps["conditioned"] < gaps["law"] / 2
     j, policies = job(), MOVING_POLICIES
     law = model.laws[0]
     kw = {"law": law, "tick_s": TICK_S, "nowcast": nc, "policies": policies[1:], "samples": 300}
-    good = predict_now(j, recent_up=np.ones(4 * DAY, dtype=bool), **kw)[DeadlinePolicy.UNIFORM_PROGRESS]
-    bad = predict_now(j, recent_up=np.zeros(4 * DAY, dtype=bool), **kw)[DeadlinePolicy.UNIFORM_PROGRESS]
+    uniform = DeadlinePolicy.UNIFORM_PROGRESS
+    good = pooled([now_outcomes(j, recent_up=np.ones(4 * DAY, dtype=bool), **kw)[uniform]])
+    bad = pooled([now_outcomes(j, recent_up=np.zeros(4 * DAY, dtype=bool), **kw)[uniform]])
     assert float(good["mean_cost_usd"]) < float(bad["mean_cost_usd"])
 
 
