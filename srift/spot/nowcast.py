@@ -219,17 +219,10 @@ def posterior_factors(
     return up_mean / u, gap_mean / g
 
 
-def nowcast_availability(
-    law: FleetLaw,
-    recent: Recent,
-    nowcast: Nowcast,
-    *,
-    long: Recent | None = None,
-    prior: tuple[np.ndarray | float, np.ndarray | float] = (1.0, 1.0),
-) -> np.ndarray:
-    """The conditioned law's long-run availability, E[up′] / (E[up′] + E[gap′]), per start."""
-    fu, fg = posterior_factors(law, recent, nowcast, long=long, prior=prior)
-    up, gap = fu * law.up.mean_s, fg * law.gap.mean_s
+def nowcast_availability(law: FleetLaw, factors: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+    """The conditioned law's long-run availability, E[up′] / (E[up′] + E[gap′]), per start, from the
+    factors on its up and gap means (`posterior_factors`)."""
+    up, gap = factors[0] * law.up.mean_s, factors[1] * law.gap.mean_s
     return np.asarray(up / (up + gap))
 
 
@@ -406,7 +399,7 @@ def cross_validated_error(
         rec = recent_past(
             up, starts, lookback_s=nowcast.lookback_s, tick_s=law.tick_s, floor=np.zeros_like(starts)
         )
-        return nowcast_availability(law, rec, nowcast)
+        return nowcast_availability(law, posterior_factors(law, rec, nowcast))
 
     groups = [(law, 1.0 / _trace_size(model, law), series) for law, series in _law_series(model, segments)]
     return _mean_square_gap(groups, up_of=lambda up: up, predict=predict, horizon_s=horizon_s)
@@ -581,7 +574,8 @@ def _held_out_error(
 
     def predict(law: FleetLaw, h: _Held, starts: np.ndarray) -> np.ndarray:
         short, long = look_back(h.up, starts, trial, tick_s=law.tick_s, floor=np.zeros_like(starts))
-        return nowcast_availability(law, short, trial, long=long, prior=(h.up_factor, h.gap_factor))
+        factors = posterior_factors(law, short, trial, long=long, prior=(h.up_factor, h.gap_factor))
+        return nowcast_availability(law, factors)
 
     return _mean_square_gap(held, up_of=lambda h: h.up, predict=predict, horizon_s=horizon_s)
 
