@@ -81,6 +81,7 @@ class Groups:
     weights: npt.NDArray[np.float64]
 
     def group_s(self, times: RooflineTimes) -> npt.NDArray[np.float64]:
+        """Unweighted roofline GPU seconds of each group's backward."""
         layers = np.asarray(times.backward_layers_s, dtype=np.float64)
         out: npt.NDArray[np.float64] = np.add.reduceat(layers[self.order], self.starts)
         return out
@@ -93,6 +94,8 @@ class Groups:
 
 
 def readiness_batch(anchor: ModelProfile) -> int:
+    """The batch the anchor's readiness was timed at: the profiler's `extra["iteration_batch"]`, else ⅓ of
+    its largest batch (the profiler's pick)."""
     recorded = anchor.extra.get("iteration_batch")
     if isinstance(recorded, int) and 1 <= recorded <= anchor.max_batch:
         return recorded
@@ -118,11 +121,15 @@ def groups_of(structure: ModelStructure, anchor: ModelProfile, at_readiness: Roo
     if not np.all(roofline > 0) or roofline.sum() <= at_readiness.backward_host_s:
         raise SystemExit(f"{anchor.model}: a group without roofline time, or a host-bound readiness batch")
     weights = (shares / roofline) * (float(roofline.sum()) / float(shares.sum()))
+    if not math.isclose(float(np.dot(weights, roofline)), float(roofline.sum()), rel_tol=1e-12):
+        raise SystemExit(f"{anchor.model}: the weights are not normalised at the readiness batch")
     return Groups(unit.order, starts, weights)
 
 
 @dataclass(frozen=True)
 class Checked:
+    """One row under one anchor: its measured step and both arms' predicted steps (seconds)."""
+
     anchor: str
     row: str
     gpu: str
