@@ -248,6 +248,7 @@ def estimate_profile(
             "memory_gib": round(memory / 2**30, 3),
             "max_batch_limited_by": limited_by if max_batch < MAX_ESTIMATED_BATCH else "cap",
             "structure": structure.method,
+            **_unaligned(structure, prec, max_batch),
             "training_memory": {
                 "method": "structure count (fake tensors)",
                 "parameter_bytes": structure.memory.parameter_bytes,
@@ -257,6 +258,16 @@ def estimate_profile(
         },
     )
     return Estimated(profile, how)
+
+
+def _unaligned(structure: ModelStructure, precision: Precision, batch: int) -> dict[str, float]:
+    """`unaligned_share`: the share of the step's FLOP-counted work at `batch` in half-precision matrix
+    products off cuBLAS's 16-byte alignment (`ModelStructure.unaligned_share`), which the estimate prices
+    like aligned ones (docs/gpu.md, "Unaligned half-precision products"); only under autocast, where the
+    structure counts them."""
+    if not precision.autocast:
+        return {}
+    return {"unaligned_share": round(structure.unaligned_share(batch), 6)}
 
 
 def _same_group(a: Precision, b: Precision) -> bool:

@@ -116,7 +116,8 @@ def estimated_document(candidates: Sequence[Any], choices: Sequence[Any]) -> dic
 
     `in_plan` lists the chosen types whose compute is estimated (their times, the plan's totals and
     band rest on it); `candidates` maps every estimated candidate type to its method, accelerator spec,
-    the accelerator it was scaled from (if any) and its spread.
+    the accelerator it was scaled from (if any), its spread, and the share of its step in half-precision
+    products off cuBLAS's alignment (`unaligned_share`, null outside autocast or in estimates made before).
     """
     chosen = {c.instance_type for c in choices}
     estimated = {
@@ -125,6 +126,7 @@ def estimated_document(candidates: Sequence[Any], choices: Sequence[Any]) -> dic
             "accelerator": c.profile.accelerator,
             "based_on": c.profile.estimate.based_on,
             "spread": c.profile.estimate.spread,
+            "unaligned_share": c.profile.extra.get("unaligned_share"),
         }
         for c in candidates
         if c.profile.estimate is not None

@@ -157,3 +157,18 @@ def test_a_strict_fp32_profile_scales_with_its_convolutions_in_ieee_float32() ->
     completed, _ = complete_profiles([default_measured], instances, precision=Precision.FP32)
     assert completed[1].forward.times_s == pytest.approx(default.profile.forward.times_s, rel=1e-9)
     assert "float32_math" not in completed[1].extra
+
+
+@pytest.mark.parametrize(("model", "low", "high"), [("gpt2-small", 0.2, 0.35), ("resnet50", 0.0, 0.0)])
+def test_a_half_precision_estimate_records_its_unaligned_share(model: str, low: float, high: float) -> None:
+    """The share of the step in fp16/bf16 products off cuBLAS's 16-byte alignment, at the estimate's largest
+    batch (GPT-2's 50,257-wide head; ResNet-50 has none), is in the estimate; float32 has no such rule."""
+    spec = spec_named("H100-SXM5-80GB")
+    bf16 = structure_of(model, Precision.BF16)
+    made = estimate_profile(model=model, structure=bf16, spec=spec, precision=Precision.BF16)
+    assert made.profile is not None
+    share = made.profile.extra["unaligned_share"]
+    assert share == round(bf16.unaligned_share(made.profile.max_batch), 6)
+    assert low <= share <= high
+    fp32 = estimate_profile(model=model, structure=structure_of(model, Precision.FP32), spec=spec)
+    assert fp32.profile is not None and "unaligned_share" not in fp32.profile.extra

@@ -13,12 +13,14 @@ from srift.bandwidth.prior import AlphaBetaPrior
 from srift.catalog.accelerators import spec_for_instance
 from srift.catalog.shipped import load_shipped_catalog
 from srift.catalog.store import get_offers
-from srift.commands.plan import EXAMPLE
+from srift.commands.plan import EXAMPLE, render
 from srift.db.session import session_factory
 from srift.domain import MarketChoice
+from srift.domain.structure import Precision
 from srift.profiling import testmodels
 from srift.profiling.profiler import profile_model
-from srift.refmodels.shipped import load_reference_profiles
+from srift.refmodels.build import load_structure
+from srift.refmodels.shipped import load_reference_profiles, reference_profiles
 from srift.services.plans import PREPARED
 from srift.settings import Settings
 
@@ -110,6 +112,42 @@ def test_precision_picks_the_profiles_and_a_missing_one_names_the_field(
     r = client.post("/v1/plans", json={**_example(), "precision": "fp8"}, headers=write_headers)
     assert r.status_code == 422
     assert "precision" in r.text
+
+
+def test_an_estimated_half_precision_plan_says_how_much_of_its_step_misses_the_alignment(
+    settings: Settings, client: TestClient, write_headers: dict[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """GPT-2's tied head is 50,257 wide: in bf16 its rows miss cuBLAS's 16-byte alignment, and the plan says
+    how much of each estimated step that is (the structure's own share at the profile's largest batch); the
+    CLI cautions about it. float32 products have no such alignment rule: no share."""
+    load_shipped_catalog(settings)
+    load_reference_profiles(settings)
+    open_ended = {"time_limit_s": None, "budget_usd": None}
+    body = {**_example(), **open_ended, "model": "gpt2-small", "precision": "bf16"}
+    r = client.post("/v1/plans", json=body, headers=write_headers)
+    assert r.status_code == 201, r.text
+    plan = r.json()
+    structure = load_structure("gpt2-small", Precision.BF16)
+    largest = {
+        p.accelerator: p.max_batch
+        for p in reference_profiles()
+        if p.model == "gpt2-small" and p.precision is Precision.BF16
+    }
+    candidates = plan["estimated"]["candidates"]
+    assert candidates
+    for e in candidates.values():
+        batch = largest[e["accelerator"]]
+        assert e["unaligned_share"] == round(structure.unaligned_share(batch), 6)
+        assert 0.2 < e["unaligned_share"] < 0.35
+    render(plan)
+    said = " ".join(capsys.readouterr().out.split())  # as the console wrapped it, lines joined
+    assert "of the step's FLOPs are fp16/bf16 matrix products" in said
+    body = {**body, "precision": "fp32"}
+    r = client.post("/v1/plans", json=body, headers=write_headers)
+    assert r.status_code == 201, r.text
+    assert all(e["unaligned_share"] is None for e in r.json()["estimated"]["candidates"].values())
+    render(r.json())
+    assert "fp16/bf16 matrix products" not in " ".join(capsys.readouterr().out.split())
 
 
 @pytest.mark.slow  # profiles a model, then plans over every GPU type of the catalog

@@ -507,6 +507,14 @@ class EstimatedCandidateOut(BaseModel):
     accelerator: str = Field(description="the accelerator spec the estimate is for")
     based_on: str | None = Field(description="the accelerator a scaled estimate was measured on")
     spread: float = Field(description="relative 1-σ error, measured leaving one accelerator out")
+    unaligned_share: float | None = Field(
+        default=None,
+        ge=0,
+        le=1,
+        description="share of the step's FLOP-counted work at the largest batch in fp16/bf16 matrix products "
+        "with a dimension that is not a multiple of 16 bytes (cuBLAS's tensor-core alignment), which the "
+        "estimate prices like aligned ones (docs/gpu.md); null outside autocast or in plans made before",
+    )
 
 
 class EstimatedOut(BaseModel):
