@@ -60,8 +60,11 @@ def mount(app: FastAPI) -> None:
     """Attach the dashboard's pages, its vendored chart library and static files to the app."""
     from srift.api.limits import ERROR_RESPONSES, document_errors
     from srift.api.routes import bandwidth_curves, training_runs
+    from srift.documents import field_defaults
+    from srift.domain.requests import PlanQuery
 
     templates = Jinja2Templates(directory=str(TEMPLATES_DIR))
+    plan_defaults = field_defaults(PlanQuery)  # the Plan form's placeholders say what an empty field means
     for module in (bandwidth_curves, training_runs):
         document_errors(module.router)
         app.include_router(module.router, prefix="/v1", responses=ERROR_RESPONSES)
@@ -77,6 +80,7 @@ def mount(app: FastAPI) -> None:
                 "read_requires_token": settings.read_requires_token,
                 "default_region": settings.default_region,
                 "plotly_url": PLOTLY_URL,
+                "plan_defaults": plan_defaults,
             }
             return templates.TemplateResponse(request, f"{page.id}.html", context)
 

@@ -374,13 +374,14 @@ def test_plan_page_shows_locations_egress_data_loading_and_the_spot_outlook(brow
     assert page.input_value("#plan-providers") == "gcp"
     assert page.input_value("#plan-regions") == "gcp/us-central1"
     assert page.input_value("#plan-loader-rate") == "20"
+    assert page.input_value("#plan-spot-samples") == "200"
     bars = {t["uid"] for t in browsed.chart("plan-breakdown")["data"]}
     assert "data_stall_s" in bars
     browsed.screenshot("plan-locations")
     browsed.assert_clean()
 
 
-def test_plan_form_sends_regions_providers_allreduce_the_input_pipeline_strategy_and_ddp_settings(
+def test_plan_form_sends_regions_providers_allreduce_the_input_pipeline_spot_strategy_and_ddp_settings(
     browsed: Browsed,
 ) -> None:
     _ready(browsed, "/")
@@ -392,6 +393,9 @@ def test_plan_form_sends_regions_providers_allreduce_the_input_pipeline_strategy
     page.fill("#plan-loader-rate", "500")
     page.fill("#plan-loader-bytes", "1000")
     page.uncheck("#plan-price-interruptions")
+    page.fill("#plan-checkpoint-interval", "1800")
+    page.fill("#plan-restart", "300")
+    page.fill("#plan-spot-samples", "500")
     page.click("#plan-ddp summary")
     page.fill("#plan-bucket-cap", "10")
     page.select_option("#plan-exchange", "per_layer")
@@ -407,6 +411,7 @@ def test_plan_form_sends_regions_providers_allreduce_the_input_pipeline_strategy
     assert sent["allreduce"] == "hierarchical"
     assert sent["input_pipeline"] == {"samples_per_s_per_core": 500, "bytes_per_sample": 1000}
     assert sent["price_interruptions"] is False
+    assert (sent["checkpoint_interval_s"], sent["restart_s"], sent["spot_samples"]) == (1800, 300, 500)
     page.wait_for_selector("#plan-choices")
     browsed.assert_clean()
 

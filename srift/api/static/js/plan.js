@@ -54,6 +54,9 @@ async function buildRequest() {
     solve_budget_s: $("plan-solve-budget"),
     max_count_per_type: $("plan-max-count"),
     bucket_cap_mb: $("plan-bucket-cap"),
+    checkpoint_interval_s: $("plan-checkpoint-interval"),
+    restart_s: $("plan-restart"),
+    spot_samples: $("plan-spot-samples"),
   };
   for (const [key, input] of Object.entries(numbers)) {
     const value = numberOrNull(input);
@@ -551,6 +554,9 @@ function fillForm(request) {
   set("plan-loader-rate", request.input_pipeline?.samples_per_s_per_core);
   set("plan-loader-bytes", request.input_pipeline?.bytes_per_sample);
   $("plan-price-interruptions").checked = request.price_interruptions !== false;
+  set("plan-checkpoint-interval", request.checkpoint_interval_s);
+  set("plan-restart", request.restart_s);
+  set("plan-spot-samples", request.spot_samples);
   $("plan-allow-cpu").checked = request.allow_cpu_profiles === true;
   const recent = request.recent_market || {};
   const traces = $("plan-recent-trace");
