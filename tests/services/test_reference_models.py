@@ -33,6 +33,19 @@ def _example() -> dict[str, Any]:
     return body
 
 
+def _open_ended_plan(
+    client: TestClient, headers: dict[str, str], *, without: str | None = None, **changes: Any
+) -> dict[str, Any]:
+    """The example request with no time or cost limit, `changes` applied and the field `without` left
+    out, planned (201)."""
+    body = {k: v for k, v in _example().items() if k != without}
+    body.update({"time_limit_s": None, "budget_usd": None, **changes})
+    r = client.post("/v1/plans", json=body, headers=headers)
+    assert r.status_code == 201, r.text
+    plan: dict[str, Any] = r.json()
+    return plan
+
+
 def _gpu_types(settings: Settings) -> set[str]:
     """The shipped catalog's GPU types offered in us-east-1 that have an accelerator spec and that the
     default framework stack runs (srift.catalog.support: no K80, no retired family)."""
@@ -100,15 +113,10 @@ def test_precision_picks_the_profiles_and_a_missing_one_names_the_field(
 ) -> None:
     load_shipped_catalog(settings)
     load_reference_profiles(settings)
-    open_ended = {"time_limit_s": None, "budget_usd": None}
-    body = {**_example(), **open_ended, "model": "bert-base", "precision": "bf16"}
-    r = client.post("/v1/plans", json=body, headers=write_headers)
-    assert r.status_code == 201, r.text
-    assert r.json()["precision"] == "bf16"
-    without = {k: v for k, v in _example().items() if k != "precision"}
-    r = client.post("/v1/plans", json={**without, **open_ended, "model": "bert-base"}, headers=write_headers)
-    assert r.status_code == 201, r.text
-    assert r.json()["precision"] == "fp32"
+    assert _open_ended_plan(client, write_headers, model="bert-base", precision="bf16")["precision"] == "bf16"
+    assert (
+        _open_ended_plan(client, write_headers, model="bert-base", without="precision")["precision"] == "fp32"
+    )
     r = client.post("/v1/plans", json={**_example(), "precision": "fp8"}, headers=write_headers)
     assert r.status_code == 422
     assert "precision" in r.text
@@ -122,11 +130,7 @@ def test_an_estimated_half_precision_plan_says_how_much_of_its_step_misses_the_a
     CLI cautions about it. float32 products have no such alignment rule: no share."""
     load_shipped_catalog(settings)
     load_reference_profiles(settings)
-    open_ended = {"time_limit_s": None, "budget_usd": None}
-    body = {**_example(), **open_ended, "model": "gpt2-small", "precision": "bf16"}
-    r = client.post("/v1/plans", json=body, headers=write_headers)
-    assert r.status_code == 201, r.text
-    plan = r.json()
+    plan = _open_ended_plan(client, write_headers, model="gpt2-small", precision="bf16")
     structure = load_structure("gpt2-small", Precision.BF16)
     largest = {
         p.accelerator: p.max_batch
@@ -142,11 +146,9 @@ def test_an_estimated_half_precision_plan_says_how_much_of_its_step_misses_the_a
     render(plan)
     said = " ".join(capsys.readouterr().out.split())  # as the console wrapped it, lines joined
     assert "of the step's FLOPs are fp16/bf16 matrix products" in said
-    body = {**body, "precision": "fp32"}
-    r = client.post("/v1/plans", json=body, headers=write_headers)
-    assert r.status_code == 201, r.text
-    assert all(e["unaligned_share"] is None for e in r.json()["estimated"]["candidates"].values())
-    render(r.json())
+    fp32 = _open_ended_plan(client, write_headers, model="gpt2-small", precision="fp32")
+    assert all(e["unaligned_share"] is None for e in fp32["estimated"]["candidates"].values())
+    render(fp32)
     assert "fp16/bf16 matrix products" not in " ".join(capsys.readouterr().out.split())
 
 
