@@ -115,8 +115,11 @@ class Weibull:
         return self.scale_s**2 * math.gamma(1.0 + 2.0 / self.shape)
 
     def sf(self, x_s: np.ndarray | float) -> np.ndarray:
+        """P(X > x). Far past the scale of a steep law (a very regular log fits shapes in the hundreds) the
+        power overflows to inf, whose exp(−inf) = 0 is the survival there: the overflow is not an error."""
         x = np.maximum(np.asarray(x_s, dtype=float), 0.0)
-        return np.asarray(np.exp(-((x / self.scale_s) ** self.shape)))
+        with np.errstate(over="ignore"):
+            return np.asarray(np.exp(-((x / self.scale_s) ** self.shape)))
 
     def sample(self, rng: np.random.Generator, size: int | tuple[int, ...]) -> np.ndarray:
         return self.scale_s * rng.weibull(self.shape, size)
@@ -155,8 +158,11 @@ def fit_weibull(lower_s: np.ndarray, upper_s: np.ndarray) -> Weibull:
 
     def nll(theta: np.ndarray) -> float:
         k, lam = math.exp(theta[0]), math.exp(theta[1])
-        a = (lo / lam) ** k
-        b = np.where(finite, (np.where(finite, hi, 0.0) / lam) ** k, np.inf)
+        with np.errstate(over="ignore"):  # a power past the float range is inf: S = 0 there (Weibull.sf)
+            a = (lo / lam) ** k
+            b = np.where(finite, (np.where(finite, hi, 0.0) / lam) ** k, np.inf)
+        if not np.all(np.isfinite(a)):  # a run outlasted where S is 0: impossible under (k, λ)
+            return math.inf
         # log(e^-a − e^-b) = −a + log1p(−e^{−(b−a)})
         diff = np.minimum(b - a, 700.0)
         term = -a + np.log(-np.expm1(-diff))

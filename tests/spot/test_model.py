@@ -58,6 +58,17 @@ def test_maximum_likelihood_recovers_a_weibull_from_tick_quantised_runs() -> Non
     assert fitted.scale_s == pytest.approx(7200.0, rel=0.08)
 
 
+@pytest.mark.filterwarnings("error::RuntimeWarning")
+def test_a_clockwork_log_fits_a_steep_weibull_without_numeric_errors() -> None:
+    """Runs that all last 20 ticks (a scheduled interruption, or a log written by a script): the likelihood
+    prefers ever steeper laws, whose powers overflow; that overflow means S = 0 and is no error."""
+    m = np.full(200, 20.0)
+    fitted = fit_weibull((m - 1) * 60.0, (m + 1) * 60.0)
+    assert math.isfinite(fitted.shape) and fitted.shape > 20
+    assert fitted.scale_s == pytest.approx(20 * 60.0, rel=0.05)
+    assert float(fitted.sf(1e9)) == 0.0 and float(fitted.sf(0.0)) == 1.0
+
+
 def test_a_weibull_of_shape_one_is_the_exponential() -> None:
     law = Weibull(1.0, 3600.0)
     assert law.mean_s == pytest.approx(3600.0)
