@@ -50,6 +50,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import os
 import statistics
 import sys
 import time
@@ -627,8 +628,8 @@ def host_module(op: str) -> Any:
     }[op]()
 
 
-def host_rows(sizes: Sizes, device: Any, *, launch_s: float) -> Iterator[dict[str, Any]]:
-    """The host group's rows (module docstring): per op kind, seconds per counted operator for forward
+def host_rows(op: str, sizes: Sizes, device: Any, *, launch_s: float) -> Iterator[dict[str, Any]]:
+    """The host group's rows for one op kind (module docstring): seconds per counted operator for forward
     under no_grad, forward with autograd, and forward + backward, against `kernel_s` + `launch_s`."""
     import torch
     from torch import nn
@@ -637,64 +638,63 @@ def host_rows(sizes: Sizes, device: Any, *, launch_s: float) -> Iterator[dict[st
     from srift.profiling.structure import count_structure
 
     floor_s = shipped_calibration().efficiency.kernel_s + launch_s
-    for op in HOST_OPS:
-        started = time.perf_counter()
+    started = time.perf_counter()
 
-        def chain(op: str = op) -> Any:
-            return nn.Sequential(*[host_module(op) for _ in range(sizes.chain)])
+    def chain(op: str = op) -> Any:
+        return nn.Sequential(*[host_module(op) for _ in range(sizes.chain)])
 
-        def inputs(b: int, op: str = op) -> Any:
-            # an input that needs its gradient, as every layer's but the first does in a model
-            return _leaf(b, 4, 8, 8) if op == "conv2d" else _leaf(b, 8)
+    def inputs(b: int, op: str = op) -> Any:
+        # an input that needs its gradient, as every layer's but the first does in a model
+        return _leaf(b, 4, 8, 8) if op == "conv2d" else _leaf(b, 8)
 
-        structure = count_structure(countable(chain), inputs)
-        layers = [x for x in structure.layers if x.name != "<loss>"]
-        forward_ops = sum(x.forward.kernels for x in layers)
-        backward_ops = sum(x.backward.kernels for x in layers)
-        model, x = chain().to(device), inputs(2).detach().to(device).requires_grad_()
-        y = model(x)
-        seed = torch.ones_like(y)
+    structure = count_structure(countable(chain), inputs)
+    layers = [x for x in structure.layers if x.name != "<loss>"]
+    forward_ops = sum(x.forward.kernels for x in layers)
+    backward_ops = sum(x.backward.kernels for x in layers)
+    model, x = chain().to(device), inputs(2).detach().to(device).requires_grad_()
+    y = model(x)
+    seed = torch.ones_like(y)
 
-        def forward(model: Any = model, x: Any = x) -> None:
+    def forward(model: Any = model, x: Any = x) -> None:
+        model(x)
+
+    def no_grad(model: Any = model, x: Any = x) -> None:
+        with torch.no_grad():
             model(x)
 
-        def no_grad(model: Any = model, x: Any = x) -> None:
-            with torch.no_grad():
-                model(x)
-
-        def step(model: Any = model, x: Any = x, seed: Any = seed) -> None:
-            # as a training step: gradients set to None first, so backward accumulates into none
-            model.zero_grad(set_to_none=True)
-            x.grad = None
-            model(x).backward(seed)
-
-        for pass_, call, ops in (
-            ("forward (no_grad)", no_grad, forward_ops),
-            ("forward (autograd)", forward, forward_ops),
-            ("forward + backward", step, forward_ops + backward_ops),
-        ):
-            times = wall_per_call(call, device=device, calls=sizes.host_reps, repeats=sizes.repeats)
-            per_op = [t / ops for t in times]
-            median = statistics.median(per_op)
-            yield {
-                "kind": "host",
-                "name": op,
-                "shape": {"chain": sizes.chain, "input": list(inputs(2).shape)},
-                "dtype": "fp32",
-                "layout": "chain",
-                "pass": pass_,
-                "ops_per_call": ops,
-                "calls": sizes.host_reps,
-                "repeats": len(per_op),
-                "median_s": median * ops,
-                "min_s": min(per_op) * ops,
-                "per_op_us": round(1e6 * median, 3),
-                "per_op_min_us": round(1e6 * min(per_op), 3),
-                "estimated_per_op_us": round(1e6 * floor_s, 3),
-                "measured_over_estimate": round(median / floor_s, 3),
-                "case_s": round(time.perf_counter() - started, 2),
-            }
+    def step(model: Any = model, x: Any = x, seed: Any = seed) -> None:
+        # as a training step: gradients set to None first, so backward accumulates into none
         model.zero_grad(set_to_none=True)
+        x.grad = None
+        model(x).backward(seed)
+
+    for pass_, call, ops in (
+        ("forward (no_grad)", no_grad, forward_ops),
+        ("forward (autograd)", forward, forward_ops),
+        ("forward + backward", step, forward_ops + backward_ops),
+    ):
+        times = wall_per_call(call, device=device, calls=sizes.host_reps, repeats=sizes.repeats)
+        per_op = [t / ops for t in times]
+        median = statistics.median(per_op)
+        yield {
+            "kind": "host",
+            "name": op,
+            "shape": {"chain": sizes.chain, "input": list(inputs(2).shape)},
+            "dtype": "fp32",
+            "layout": "chain",
+            "pass": pass_,
+            "ops_per_call": ops,
+            "calls": sizes.host_reps,
+            "repeats": len(per_op),
+            "median_s": median * ops,
+            "min_s": min(per_op) * ops,
+            "per_op_us": round(1e6 * median, 3),
+            "per_op_min_us": round(1e6 * min(per_op), 3),
+            "estimated_per_op_us": round(1e6 * floor_s, 3),
+            "measured_over_estimate": round(median / floor_s, 3),
+            "case_s": round(time.perf_counter() - started, 2),
+        }
+    model.zero_grad(set_to_none=True)
 
 
 def _launched_kernels(call: Callable[[], Any], device: Any) -> int | None:
@@ -725,10 +725,10 @@ def foreach_bytes_per_element() -> int:
     return 4 * sum(op.depth + (1 if "_(" in op.name else 0) for op in ADAMW_FOREACH if op.on_gpu)
 
 
-def adamw_rows(
-    sizes: Sizes, device: Any, *, spec: Any, launch_s: float, repeats: int
-) -> Iterator[dict[str, Any]]:
-    """One AdamW step, foreach and fused, over each model's parameter tensors (module docstring)."""
+def adamw_row(
+    model: str, mode: str, *, sizes: Sizes, device: Any, spec: Any, launch_s: float
+) -> dict[str, Any]:
+    """One AdamW step (`mode` foreach or fused) over `model`'s parameter tensors (module docstring)."""
     import torch
 
     from benchmarks.gpu_check import parameter_numels
@@ -737,43 +737,41 @@ def adamw_rows(
 
     efficiency = shipped_calibration().efficiency
     cost = HostCost(dispatch_s=efficiency.kernel_s, launch_s=launch_s)
-    for model in sizes.adamw_models:
-        numels = parameter_numels(model)
-        for mode in ("foreach", "fused"):
-            started = time.perf_counter()
-            params = [torch.nn.Parameter(torch.randn(n, device=device)) for n in numels]
-            for p in params:
-                p.grad = torch.randn_like(p)
-            opt = torch.optim.AdamW(params, lr=1e-4, **{mode: True})
-            times = time_calls(opt.step, device=device, warmup=sizes.warmup, repeats=repeats)
-            launched = _launched_kernels(opt.step, device)
-            median = statistics.median(times)
-            per_element = foreach_bytes_per_element() if mode == "foreach" else FUSED_BYTES_PER_ELEMENT
-            moved = per_element * sum(numels)
-            row: dict[str, Any] = {
-                "kind": "adamw",
-                "name": model,
-                "shape": {"tensors": len(numels), "elements": sum(numels)},
-                "dtype": "fp32",
-                "layout": mode,
-                "pass": "step",
-                "repeats": len(times),
-                "median_s": median,
-                "min_s": min(times),
-                "bytes": moved,
-                "bytes_per_s": moved / median,
-                "launched_kernels": launched,
-                "modelled_launches": adamw_launches(numels) if mode == "foreach" else None,
-                "host_floor_s": cost.adamw_s(numels) if mode == "foreach" else None,
-            }
-            if spec is not None:
-                memory_s = moved / (efficiency.bandwidth(spec) * efficiency.other_memory)
-                row["memory_estimate_s"] = memory_s
-                row["estimated_s"] = max(memory_s, row["host_floor_s"] or 0.0)
-                row["measured_over_estimate"] = round(median / row["estimated_s"], 3)
-            row["case_s"] = round(time.perf_counter() - started, 2)
-            del opt, params
-            yield row
+    numels = parameter_numels(model)
+    started = time.perf_counter()
+    params = [torch.nn.Parameter(torch.randn(n, device=device)) for n in numels]
+    for p in params:
+        p.grad = torch.randn_like(p)
+    opt = torch.optim.AdamW(params, lr=1e-4, **{mode: True})
+    times = time_calls(opt.step, device=device, warmup=sizes.warmup, repeats=sizes.repeats)
+    launched = _launched_kernels(opt.step, device)
+    median = statistics.median(times)
+    per_element = foreach_bytes_per_element() if mode == "foreach" else FUSED_BYTES_PER_ELEMENT
+    moved = per_element * sum(numels)
+    row: dict[str, Any] = {
+        "kind": "adamw",
+        "name": model,
+        "shape": {"tensors": len(numels), "elements": sum(numels)},
+        "dtype": "fp32",
+        "layout": mode,
+        "pass": "step",
+        "repeats": len(times),
+        "median_s": median,
+        "min_s": min(times),
+        "bytes": moved,
+        "bytes_per_s": moved / median,
+        "launched_kernels": launched,
+        "modelled_launches": adamw_launches(numels) if mode == "foreach" else None,
+        "host_floor_s": cost.adamw_s(numels) if mode == "foreach" else None,
+    }
+    if spec is not None:
+        memory_s = moved / (efficiency.bandwidth(spec) * efficiency.other_memory)
+        row["memory_estimate_s"] = memory_s
+        row["estimated_s"] = max(memory_s, row["host_floor_s"] or 0.0)
+        row["measured_over_estimate"] = round(median / row["estimated_s"], 3)
+    row["case_s"] = round(time.perf_counter() - started, 2)
+    del opt, params
+    return row
 
 
 # --- running ------------------------------------------------------------------------------------------------
@@ -995,6 +993,10 @@ def markdown(report: dict[str, Any]) -> str:
                 f"{_or_dash(r['modelled_launches'])} | "
                 f"{_ms(r['host_floor_s'])} | {_ms(r.get('estimated_s'))} | {_ratio(r)} |"
             )
+    if report.get("load_average"):
+        lines += ["", "Load average when it ended: " + " ".join(map(str, report["load_average"])) + "."]
+    if report.get("failed"):
+        lines += ["", "Failed (the grid went on): " + "; ".join(report["failed"]) + "."]
     if report["skipped"]:
         lines += [
             "",
@@ -1025,8 +1027,9 @@ def render(path: Path, *, write: bool) -> int:
 
 # --- the command --------------------------------------------------------------------------------------------
 
-GROUPS = ("host", "matmul", "cross_entropy", "adamw", "sdpa", "conv", "memory")
-"""In the order they run: what docs/gpu.md asks first comes first, should the budget end the grid."""
+GROUPS = ("host", "matmul", "cross_entropy", "sdpa", "conv", "memory", "adamw")
+"""In the order they run: what docs/gpu.md asks first comes first, should the budget end the grid; AdamW
+last, as its kernel count starts CUDA's profiler (CUPTI), which may stay attached and slow later launches."""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -1093,11 +1096,13 @@ def main(argv: list[str] | None = None) -> int:
         "groups": groups,
         "rows": [],
         "skipped": [],
+        "failed": [],
     }
 
     def save() -> None:
         """Write the report so far: a run cut short (a device's time limit) still leaves its rows."""
         report["elapsed_s"] = round(time.perf_counter() - started, 1)
+        report["load_average"] = [round(x, 2) for x in os.getloadavg()]
         report["pairs"] = pairs(report["rows"])
         if args.out:
             Path(args.out).write_text(json.dumps(report, indent=2) + "\n")
@@ -1134,30 +1139,44 @@ def main(argv: list[str] | None = None) -> int:
 
     # Python's cyclic collector stays off while cases run (collected between groups); a CPU runs one
     # thread, as the eager-overhead measurement does, so a shared machine's other work disturbs it less.
+    def attempt(what: str, run: Callable[[], list[dict[str, Any]]]) -> None:
+        """Run one case; a case that raises is recorded in `failed` and the grid goes on (a lent device's
+        one run should not be lost to one operator)."""
+        if not budget_left():
+            report["skipped"].append(what)
+            return
+        try:
+            report["rows"].extend(run())
+        except Exception as exc:  # recorded in the report: every other case still runs
+            report["failed"].append(f"{what}: {type(exc).__name__}: {str(exc)[:300]}")
+            print(f"failed: {report['failed'][-1]}", file=sys.stderr, flush=True)
+
     with no_gc(), torch_threads(None if cuda else 1):
         for group in groups:
             if group == "host":
-                if not budget_left():
-                    report["skipped"].append("host")
-                    continue
-                report["rows"] += list(host_rows(sizes, device, launch_s=launch_s))
+                for op in HOST_OPS:
+                    attempt(f"host {op}", lambda op=op: list(host_rows(op, sizes, device, launch_s=launch_s)))
             elif group == "adamw":
-                if not budget_left():
-                    report["skipped"].append("adamw")
-                    continue
-                for row in adamw_rows(sizes, device, spec=spec, launch_s=launch_s, repeats=sizes.repeats):
-                    report["rows"].append(row)
-                    if not budget_left():
-                        break
+                for model in sizes.adamw_models:
+                    for mode in ("foreach", "fused"):
+                        attempt(
+                            f"adamw {model} {mode}",
+                            lambda model=model, mode=mode: [
+                                adamw_row(
+                                    model, mode, sizes=sizes, device=device, spec=spec, launch_s=launch_s
+                                )
+                            ],
+                        )
             else:
                 for case in cases[group]:
-                    if not budget_left():
-                        report["skipped"].append(
-                            f"{case.kind} {case.name} {case.dtype} {case.layout} {case.pass_}"
-                        )
-                        continue
-                    row = run_case(case, device=device, spec=spec, warmup=sizes.warmup, repeats=sizes.repeats)
-                    report["rows"].append(row)
+                    attempt(
+                        f"{case.kind} {case.name} {case.dtype} {case.layout} {case.pass_}",
+                        lambda case=case: [
+                            run_case(
+                                case, device=device, spec=spec, warmup=sizes.warmup, repeats=sizes.repeats
+                            )
+                        ],
+                    )
             gc.collect()
             if cuda:
                 torch.cuda.empty_cache()
