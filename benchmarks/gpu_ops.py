@@ -668,6 +668,7 @@ def host_rows(op: str, sizes: Sizes, device: Any, *, launch_s: float) -> Iterato
         x.grad = None
         model(x).backward(seed)
 
+    forward_s = 0.0
     for pass_, call, ops in (
         ("forward (no_grad)", no_grad, forward_ops),
         ("forward (autograd)", forward, forward_ops),
@@ -676,7 +677,7 @@ def host_rows(op: str, sizes: Sizes, device: Any, *, launch_s: float) -> Iterato
         times = wall_per_call(call, device=device, calls=sizes.host_reps, repeats=sizes.repeats)
         per_op = [t / ops for t in times]
         median = statistics.median(per_op)
-        yield {
+        row: dict[str, Any] = {
             "kind": "host",
             "name": op,
             "shape": {"chain": sizes.chain, "input": list(inputs(2).shape)},
@@ -694,6 +695,12 @@ def host_rows(op: str, sizes: Sizes, device: Any, *, launch_s: float) -> Iterato
             "measured_over_estimate": round(median / floor_s, 3),
             "case_s": round(time.perf_counter() - started, 2),
         }
+        if pass_ == "forward (autograd)":
+            forward_s = statistics.median(times)
+        elif pass_ == "forward + backward":
+            # the backward alone: the step's median less the recorded forward's, per backward operator
+            row["backward_per_op_us"] = round(1e6 * (statistics.median(times) - forward_s) / backward_ops, 3)
+        yield row
     model.zero_grad(set_to_none=True)
 
 
@@ -922,12 +929,14 @@ def markdown(report: dict[str, Any]) -> str:
             "round), per operator counted by `srift.profiling.structure`, against the estimate's floor "
             "(`srift.estimate.host`):",
             "",
-            "| op | pass | ops per call | µs per op (median) | min | estimate | measured / estimate |",
-            "|---|---|---:|---:|---:|---:|---:|",
+            "| op | pass | ops per call | µs per op (median) | min | estimate | measured / estimate | "
+            "backward alone, µs per op |",
+            "|---|---|---:|---:|---:|---:|---:|---:|",
         ]
         lines += [
             f"| {r['name']} | {r['pass']} | {r['ops_per_call']} | {r['per_op_us']:.2f} | "
-            f"{r['per_op_min_us']:.2f} | {r['estimated_per_op_us']:.2f} | {_ratio(r)} |"
+            f"{r['per_op_min_us']:.2f} | {r['estimated_per_op_us']:.2f} | {_ratio(r)} | "
+            f"{_or_dash(r.get('backward_per_op_us'))} |"
             for r in by["host"]
         ]
     if by.get("matmul"):

@@ -76,6 +76,7 @@ def test_the_host_rows_give_each_operators_host_time(grid: tuple[dict[str, Any],
         assert r["median_s"] == pytest.approx(r["per_op_us"] * 1e-6 * r["ops_per_call"], rel=1e-3)
         # on a CPU the floor is the measured dispatch alone: no CUDA launch
         assert r["estimated_per_op_us"] == pytest.approx(7.21, abs=0.01)
+    assert all(r["backward_per_op_us"] > 0 for r in host if r["pass"] == "forward + backward")
     by = {(r["name"], r["pass"]): r["ops_per_call"] for r in host}
     # a backward does at least one operator for each forward one
     assert all(by[(op, "forward + backward")] >= 2 * by[(op, "forward (autograd)")] for op in HOST_OPS)
