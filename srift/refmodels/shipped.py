@@ -32,12 +32,13 @@ from srift.settings import Settings
 
 log = logging.getLogger("srift.refmodels")
 
-VERSION = "4"
+VERSION = "5"
 """Bump when the estimated profiles change for a reason the digested files do not show (code). 2: the
 largest batch from the training memory model, which each profile carries (`extra.training_memory`). 3:
 the sharded reference models' largest batch is what their activations allow, and they carry
 `extra.sharding` (srift.domain.sharding). 4: fp32 convolutions priced at the TF32 peak (PyTorch's cuDNN
-default, `srift.estimate.roofline`)."""
+default, `srift.estimate.roofline`). 5: fp16/bf16 profiles carry `extra.unaligned_share` (a plan's
+`estimated.candidates[type].unaligned_share`)."""
 
 PRECISIONS = (Precision.FP32, Precision.TF32, Precision.FP16, Precision.BF16)
 
