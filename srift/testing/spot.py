@@ -47,3 +47,18 @@ def drawn_traces(
         source = TraceSource(DRAWN_REPOSITORY, f"{SHIPPED_MODEL.name}/{name}", None, digest)
         out.append(SpotTrace(meta=meta, gap_s=tick, counts=counts, source=source))
     return out
+
+
+def p3_fleet_traces(*, seed: int, tick_s: float = 300.0) -> list[SpotTrace]:
+    """Eight days of drawn availability for 4 × p3.2xlarge in each us-east-1 zone the shipped model covers:
+    the imported history the spot plans of the API and dashboard tests are replayed through or conditioned
+    on (each test module its own seed, so that their traces differ)."""
+    return drawn_traces(
+        provider="aws",
+        region="us-east-1",
+        instance_type="p3.2xlarge",
+        nodes=4,
+        days=8.0,
+        seed=seed,
+        tick_s=tick_s,
+    )

@@ -19,7 +19,7 @@ from srift.services.replays import replay_plan
 from srift.services.traces import import_traces
 from srift.settings import Settings
 from srift.spot.traces import SpotTrace
-from srift.testing.spot import drawn_traces
+from srift.testing.spot import drawn_traces, p3_fleet_traces
 
 TIME_LIMIT_S = 24 * 3600.0
 
@@ -51,17 +51,9 @@ def spot_body(profile_id: int, **over: Any) -> dict[str, Any]:
 
 
 def fleet_history(tick_s: float = 300.0) -> list[SpotTrace]:
-    """Eight days of drawn availability (seed 7) for 4 × p3.2xlarge in each us-east-1 zone: the imported
-    history the spot plans of these API tests are replayed through or conditioned on."""
-    return drawn_traces(
-        provider="aws",
-        region="us-east-1",
-        instance_type="p3.2xlarge",
-        nodes=4,
-        days=8.0,
-        seed=7,
-        tick_s=tick_s,
-    )
+    """The seed-7 history of 4 × p3.2xlarge in us-east-1 (`p3_fleet_traces`) these API tests' spot plans are
+    replayed through or conditioned on."""
+    return p3_fleet_traces(seed=7, tick_s=tick_s)
 
 
 def _plan(client: TestClient, headers: dict[str, str], profile_id: int, **over: Any) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from test_browser import _api, _ready, _submit_plan
 
 from srift.services.traces import import_traces
 from srift.spot.traces import SpotTrace
-from srift.testing.spot import drawn_traces
+from srift.testing.spot import p3_fleet_traces
 
 pytestmark = pytest.mark.browser
 TIME_LIMIT_S = 24 * 3600
@@ -34,17 +34,9 @@ def fmt_usd(v: float) -> str:
 
 
 def fleet_traces() -> list[SpotTrace]:
-    """Eight days of drawn availability (seed 3) for 4 × p3.2xlarge in each us-east-1 zone the shipped
-    model covers: what the Plan page's spot plans here are replayed through."""
-    return drawn_traces(
-        provider="aws",
-        region="us-east-1",
-        instance_type="p3.2xlarge",
-        nodes=4,
-        days=8.0,
-        seed=3,
-        tick_s=300.0,
-    )
+    """The seed-3 history of 4 × p3.2xlarge in us-east-1 (`p3_fleet_traces`) the Plan page's spot plans here
+    are replayed through."""
+    return p3_fleet_traces(seed=3)
 
 
 def spot_fleet_form(page: Any) -> None:
