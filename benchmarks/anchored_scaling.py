@@ -68,7 +68,7 @@ from srift.estimate.estimator import READINESS_BATCH_FRACTION, estimate_profile,
 from srift.estimate.roofline import RooflineTimes, roofline_times
 
 SECTION = "anchored scaling per layer (A/B, H200 anchors)"
-ANCHORS = Path(__file__).resolve().parent.parent / "docs" / "images" / "gpu"
+ANCHORS = Path(__file__).resolve().parent.parent / "srift" / "refmodels" / "data" / "measured"
 ANCHOR_FILES = ("resnet50-tf32", "bert-base-tf32", "bert-base-bf16", "gpt2-small-fp16")
 
 

@@ -1,6 +1,6 @@
-"""Profiles that `srift profile measure --device cuda` wrote on an NVIDIA H200 (docs/images/gpu, the GPU
-check of 2026-11-27) read back as the server reads an upload: a GPU profile, labelled with the GPU the
-catalog knows, with curves that plan."""
+"""Profiles that `srift profile measure --device cuda` wrote on an NVIDIA H200 (the GPU check of 2026-11-27,
+shipped in srift/refmodels/data/measured/) read back as the server reads an upload: a GPU profile, labelled
+with the GPU the catalog knows, with curves that plan."""
 
 from __future__ import annotations
 
@@ -14,7 +14,9 @@ from srift.domain.devices import measured_on_cpu
 from srift.domain.profile_document import read_profile
 
 GPU_PROFILES = sorted(
-    (Path(__file__).resolve().parents[2] / "docs" / "images" / "gpu").glob("h200-profile-*.json")
+    (Path(__file__).resolve().parents[2] / "srift" / "refmodels" / "data" / "measured").glob(
+        "h200-profile-*.json"
+    )
 )
 
 

@@ -20,7 +20,7 @@ from srift.domain.structure import Precision
 from srift.profiling import testmodels
 from srift.profiling.profiler import profile_model
 from srift.refmodels.build import load_structure
-from srift.refmodels.shipped import load_reference_profiles, reference_profiles
+from srift.refmodels.shipped import load_reference_profiles, measured_reference_profiles, reference_profiles
 from srift.services.plans import PREPARED
 from srift.settings import Settings
 
@@ -190,7 +190,10 @@ def test_every_reference_model_has_a_profile_on_every_catalog_gpu_in_every_preci
         gpu_types = [o.instance for o in offers if spec_for_instance(o.instance) is not None]
         for model in ("resnet50", "bert-base", "gpt2-small", "vit-b16"):
             found = [p for _, p in find_profiles(session=session, model=model)]
-            assert found and all(p.estimate is not None and p.extra.get("reference") for p in found)
+            assert found and all(p.extra.get("reference") for p in found)
+            for p in found:  # estimates, but where a device run measured the model (data/measured/)
+                anchor = measured_reference_profiles().get((p.model, p.precision))
+                assert (p.estimate is None) == (anchor is not None and p.accelerator == anchor.accelerator)
             for precision in ("fp32", "tf32", "fp16", "bf16"):
                 mine = [p for p in found if p.precision.value == precision]
                 uncovered = {
@@ -199,3 +202,57 @@ def test_every_reference_model_has_a_profile_on_every_catalog_gpu_in_every_preci
                 assert not uncovered, (model, precision, uncovered)
     finally:
         session.close()
+
+
+def test_a_reference_model_measured_on_a_gpu_plans_it_as_measured_and_scales_the_other_gpus_from_it() -> None:
+    """Where a device run measured a reference model in a precision, the set is what a user who uploaded that
+    profile plans with: the measured profile itself on its GPU, every other GPU `estimate:scaled` from it;
+    the models and precisions nobody measured keep the roofline estimate."""
+    measured = measured_reference_profiles()
+    assert {(m, p.value) for m, p in measured} == {
+        ("bert-base", "bf16"),
+        ("bert-base", "tf32"),
+        ("gpt2-small", "fp16"),
+        ("resnet50", "tf32"),
+    }
+    for profile in reference_profiles():
+        anchor = measured.get((profile.model, profile.precision))
+        if anchor is None:
+            assert profile.estimate is not None and profile.estimate.method == "roofline"
+        elif profile.accelerator == anchor.accelerator:
+            assert profile.estimate is None and profile.source == "measured"
+            assert (profile.forward, profile.backward, profile.layers) == (
+                anchor.forward,
+                anchor.backward,
+                anchor.layers,
+            )
+            assert profile.extra["reference"] and profile.extra["title"]
+        else:
+            assert profile.estimate is not None and profile.estimate.method == "scaled"
+            assert profile.estimate.based_on == anchor.accelerator
+            assert profile.layers == anchor.layers  # readiness as measured
+
+
+def test_a_plan_on_the_measured_gpu_uses_the_measured_profile(
+    settings: Settings, client: TestClient, write_headers: dict[str, str]
+) -> None:
+    """BERT-base in bf16 was measured on an H200: an H200 type plans with those times, an H100 type with times
+    scaled from them, and the plan says which is which."""
+    load_shipped_catalog(settings)
+    load_reference_profiles(settings)
+    body = {
+        "model": "bert-base",
+        "precision": "bf16",
+        "global_batch": 512,
+        "iterations": 1000,
+        "objective": "min_time",
+        "market": "on_demand",
+        "availability": {"p5en.48xlarge": 1, "p5.48xlarge": 1},
+    }
+    r = client.post("/v1/plans", json=body, headers=write_headers)
+    assert r.status_code == 201, r.text
+    plan = r.json()
+    assert [(c["instance_type"], c["compute"]) for c in plan["choices"]] == [("p5en.48xlarge", "measured")]
+    assert "profile:bert-base@NVIDIA H200" in plan["sources"]
+    h100 = plan["estimated"]["candidates"]["p5.48xlarge"]
+    assert (h100["method"], h100["based_on"]) == ("estimate:scaled", "NVIDIA H200")
