@@ -405,6 +405,17 @@ def cross_validated_error(
     return _mean_square_gap(groups, up_of=lambda up: up, predict=predict, horizon_s=horizon_s)
 
 
+def _least_error(
+    trials: Sequence[tuple[float, Nowcast]], *, none: str, hint: str, field: str
+) -> tuple[float, Nowcast]:
+    """The (error, nowcast) trial with the least cross-validated error, the first of equals: how both
+    choosers pick their constants. InvalidInput (`none`, naming `field`) when there is no trial to pick."""
+    best = min(trials, key=lambda trial: trial[0], default=None)
+    if best is None:
+        raise InvalidInput(none, hint=hint, field=field)
+    return best
+
+
 def choose_nowcast(
     model: TraceModel,
     traces: Sequence[SpotTrace],
@@ -418,20 +429,17 @@ def choose_nowcast(
     per candidate look-back the empirical-Bayes prior strengths, then the look-back with the least
     cross-validated error over `horizon_s`."""
     segments = [s for t in traces for s in split_blocks(t, half, block_s=block_s)]
-    best: tuple[float, Nowcast] | None = None
+    trials: list[tuple[float, Nowcast]] = []
     for lookback in candidates_s:
         a_up, a_gap = prior_strengths(model, segments, lookback_s=lookback)
         trial = Nowcast(lookback, a_up, a_gap)
-        err = cross_validated_error(model, segments, trial, horizon_s=horizon_s)
-        if best is None or err < best[0]:
-            best = (err, trial)
-    if best is None:
-        raise InvalidInput(
-            "no look-back candidate to choose from",
-            hint="pass at least one candidate look-back in seconds",
-            field="candidates_s",
-        )
-    err, chosen = best
+        trials.append((cross_validated_error(model, segments, trial, horizon_s=horizon_s), trial))
+    err, chosen = _least_error(
+        trials,
+        none="no look-back candidate to choose from",
+        hint="pass at least one candidate look-back in seconds",
+        field="candidates_s",
+    )
     return replace(
         chosen,
         note=(
@@ -600,7 +608,7 @@ def choose_two_stage(
     prior has already seen the segment it predicts favours the prior over any look-back."""
     segments = [s for t in traces for s in split_blocks(t, half, block_s=block_s)]
     held = _held_out(model, segments)
-    best: tuple[float, Nowcast] | None = None
+    trials: list[tuple[float, Nowcast]] = []
     long_strengths: dict[float, tuple[float, float]] = {}
     for long_s in long_candidates_s:
         for short_s in short_candidates_s:
@@ -619,16 +627,13 @@ def choose_two_stage(
             trial = Nowcast(
                 short_s, a, b, long_lookback_s=long_s, long_up_prior_runs=la, long_gap_prior_runs=lb
             )
-            err = _held_out_error(held, trial, horizon_s=horizon_s)
-            if best is None or err < best[0]:
-                best = (err, trial)
-    if best is None:
-        raise InvalidInput(
-            "no pair of look-backs (long longer than short) to choose from",
-            hint="pass a long candidate look-back longer than some short one, in seconds",
-            field="long_candidates_s",
-        )
-    err, chosen = best
+            trials.append((_held_out_error(held, trial, horizon_s=horizon_s), trial))
+    err, chosen = _least_error(
+        trials,
+        none="no pair of look-backs (long longer than short) to choose from",
+        hint="pass a long candidate look-back longer than some short one, in seconds",
+        field="long_candidates_s",
+    )
     return replace(
         chosen,
         note=(
