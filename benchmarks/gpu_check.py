@@ -512,7 +512,13 @@ def main(argv: list[str] | None = None) -> int:
     precisions = [p.strip() for p in args.precisions.split(",") if p.strip()]
     cap = args.max_batch or (256 if cuda else 8)
     memory_cap = args.memory_cap or (4096 if cuda else 16)
-    spec = _gpu_spec(args.spec, args.device)
+    from srift.errors import SriftError
+
+    try:
+        spec = _gpu_spec(args.spec, args.device)
+    except SriftError as e:  # an unknown --spec: its message names the close spec names
+        print(f"error: --spec: {e}", file=sys.stderr)
+        return 2
     report: dict[str, Any] = {
         "device": args.device,
         "device_name": torch.cuda.get_device_name(torch.device(args.device)) if cuda else "cpu",

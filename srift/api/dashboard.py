@@ -62,6 +62,7 @@ def mount(app: FastAPI) -> None:
     from srift.api.routes import bandwidth_curves, training_runs
     from srift.documents import field_defaults
     from srift.domain.requests import PlanQuery
+    from srift.services.views import UNALIGNED_NOTE, UNALIGNED_NOTE_SHARE
 
     templates = Jinja2Templates(directory=str(TEMPLATES_DIR))
     plan_defaults = field_defaults(PlanQuery)  # the Plan form's placeholders say what an empty field means
@@ -81,6 +82,9 @@ def mount(app: FastAPI) -> None:
                 "default_region": settings.default_region,
                 "plotly_url": PLOTLY_URL,
                 "plan_defaults": plan_defaults,
+                # the Plan page's caution on unaligned half-precision products: the CLI's threshold and words
+                "unaligned_note_share": UNALIGNED_NOTE_SHARE,
+                "unaligned_note": UNALIGNED_NOTE,
             }
             return templates.TemplateResponse(request, f"{page.id}.html", context)
 

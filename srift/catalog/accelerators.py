@@ -9,8 +9,10 @@ in it (the spec with the least memory, unless the label names a memory size).
 
 from __future__ import annotations
 
+import difflib
 import functools
 import re
+from collections.abc import Sequence
 from importlib import resources
 from typing import Any
 
@@ -19,7 +21,7 @@ import yaml
 from srift.domain.accelerator import AcceleratorSpec
 from srift.domain.catalog import InstanceType
 from srift.domain.structure import Precision
-from srift.errors import ConfigurationError
+from srift.errors import ConfigurationError, NotFound
 
 FORMAT = "srift-accelerators/1"
 
@@ -90,11 +92,30 @@ def accelerator_specs() -> tuple[AcceleratorSpec, ...]:
 
 
 def spec_named(name: str) -> AcceleratorSpec:
-    """The spec called `name` (e.g. "A100-SXM4-80GB"); KeyError when there is none."""
+    """The spec called `name` (e.g. "A100-SXM4-80GB"); NotFound naming the close known names when there is
+    none (a spec's name is exact: "H200" is no spec, "H200-SXM-141GB" is)."""
     for spec in accelerator_specs():
         if spec.name == name:
             return spec
-    raise KeyError(name)
+    known = [spec.name for spec in accelerator_specs()]
+    close = _close_names(name, known)
+    hint = (
+        f"name the spec as srift/catalog/specs/accelerators.yaml spells it: {' or '.join(close)}"
+        if close
+        else f"name one of the specs in srift/catalog/specs/accelerators.yaml: {', '.join(known)}"
+    )
+    raise NotFound(f"no accelerator spec is named {name!r}", hint=hint)
+
+
+def _close_names(name: str, known: Sequence[str], *, most: int = 4) -> list[str]:
+    """Up to `most` of `known` that `name` may have meant, case and punctuation aside: those it begins
+    (a short name such as "H200" for "H200-SXM-141GB", which difflib's ratio rates far), then difflib's close
+    matches, each once."""
+    by_norm = {_norm(k): k for k in known}
+    wanted = _norm(name)
+    starts = [k for n, k in by_norm.items() if wanted and n.startswith(wanted)]
+    similar = [by_norm[n] for n in difflib.get_close_matches(wanted, list(by_norm), n=most)]
+    return list(dict.fromkeys([*starts, *similar]))[:most]
 
 
 def spec_for_instance(instance: InstanceType) -> AcceleratorSpec | None:

@@ -597,24 +597,16 @@ def _estimate_lines(plan: dict[str, Any]) -> None:
         console.print(f"precision: {plan['precision']}", highlight=False)
 
 
-UNALIGNED_NOTE_SHARE = 0.01
-"""An estimated type's step with at least this share in unaligned half-precision products gets a caution
-line (a display threshold: BERT-base's 2-way QA head, 0.002 %, is not worth a line; GPT-2's 50,257-wide
-head, 26 %, is)."""
-
-
 def _unaligned_line(chosen: dict[str, dict[str, Any]]) -> None:
-    """Caution where a chosen type's estimate carries unaligned half-precision products it does not price."""
+    """Caution where a chosen type's estimate carries unaligned half-precision products it does not price
+    (the threshold and the words are srift.services.views', which the dashboard's Plan page shows too)."""
+    from srift.services.views import UNALIGNED_NOTE, UNALIGNED_NOTE_SHARE
+
     share = max((e.get("unaligned_share") or 0.0 for e in chosen.values()), default=0.0)
     if share < UNALIGNED_NOTE_SHARE:
         return
     console.print(
-        f"  [yellow]![/] {100 * share:.0f} % of the step's FLOPs are fp16/bf16 matrix products with a "
-        "dimension that is not a multiple of 16 bytes (8 values), off cuBLAS's aligned tensor-core kernels; "
-        "the estimate prices them like aligned ones, which is not settled on every GPU (docs/gpu.md, "
-        '"Unaligned half-precision products"). Padding that dimension (e.g. a vocabulary to a multiple of '
-        "64) removes the doubt; a profile on the GPU measures it",
-        highlight=False,
+        f"  [yellow]![/] {escape(UNALIGNED_NOTE.format(share=f'{100 * share:.0f} %'))}", highlight=False
     )
 
 

@@ -461,6 +461,26 @@ def _parameters(model: nn.Module) -> list[nn.Parameter]:
     return [p for p in model.parameters() if p.requires_grad]
 
 
+def _require_trainable(model: nn.Module) -> None:
+    """InvalidInput unless `model` has a parameter to train: without one the step has no backward to time, no
+    gradient to all-reduce and no update, so there is nothing to plan (and torch's own failure, an optimizer
+    given an empty parameter list, would say none of that)."""
+    if _parameters(model):
+        return
+    total = sum(1 for _ in model.parameters())
+    what = (
+        f"none of the model's {total} parameter tensors is trainable (requires_grad is False on every one)"
+        if total
+        else f"the model ({type(model).__name__}) has no parameters"
+    )
+    raise InvalidInput(
+        f"{what}: a training step has nothing to train and no gradient to all-reduce",
+        hint="profile the module that holds the weights to be trained (a parameter-free module such as "
+        "nn.ReLU has no training step), or set requires_grad=True on the parameters to be trained",
+        field="model_factory",
+    )
+
+
 def _own_gradient_bytes(model: nn.Module) -> dict[str, int]:
     """Gradient bytes of each module's own trainable parameters (shared ones with their first owner)."""
     seen: set[int] = set()
@@ -536,7 +556,8 @@ def count_structure(
 
     `precision` picks the arithmetic (autocast for fp16/bf16; tf32 moves the same bytes as fp32). `fake`
     True runs on fake tensors, False on real CPU tensors, None tries fake tensors first. Raises
-    InvalidInput when the model cannot run either way.
+    InvalidInput when the model has no trainable parameter (on either kind of tensor: no step to count) or
+    cannot run either way.
     """
     prec = Precision(precision)
     loss = loss_fn or default_loss
@@ -545,7 +566,9 @@ def count_structure(
     for use_fake in attempts:
         try:
             return _count(model_factory, input_factory, loss, precision=prec, fake=use_fake)
-        except Exception as exc:  # any failure on fake tensors sends us to real ones
+        except InvalidInput:  # the model itself is at fault, not the fake tensors: real ones change nothing
+            raise
+        except Exception as exc:  # any other failure on fake tensors sends us to real ones
             failure = exc
             gc.collect()
     assert failure is not None
@@ -569,6 +592,7 @@ def _count(
     input_bytes: list[int] = []
     with _maybe_fake(fake):
         model = model_factory().train()
+        _require_trainable(model)
         for batch in COUNT_BATCHES:
             inputs = input_factory(batch)
             input_bytes.append(sum(_nbytes(t) for t in tensors_in(inputs)))

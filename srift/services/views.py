@@ -111,6 +111,21 @@ def choice_document(
     }
 
 
+UNALIGNED_NOTE_SHARE = 0.01
+"""An estimated type's step with at least this share in unaligned half-precision products gets a caution
+(a display threshold: BERT-base's 2-way QA head, 0.002 %, is not worth one; GPT-2's 50,257-wide head, 26 %,
+is). The CLI's plan and the dashboard's Plan page both read it here."""
+
+UNALIGNED_NOTE = (
+    "{share} of the step's FLOPs are fp16/bf16 matrix products with a dimension that is not a multiple of 16 "
+    "bytes (8 values), off cuBLAS's aligned tensor-core kernels; the estimate prices them like aligned ones, "
+    'which is not settled on every GPU (docs/gpu.md, "Unaligned half-precision products"). Padding that '
+    "dimension (e.g. a vocabulary to a multiple of 64) removes the doubt; a profile on the GPU measures it"
+)
+"""The caution's words, one text for the CLI and the dashboard: `{share}` stands for the largest
+`unaligned_share` among the plan's estimated types (`estimated.in_plan`), as a whole percentage ("26 %")."""
+
+
 def estimated_document(candidates: Sequence[Any], choices: Sequence[Any]) -> dict[str, Any]:
     """Which numbers rest on estimated compute: the chosen fleet's estimated types and every candidate's.
 

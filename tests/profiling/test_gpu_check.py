@@ -36,6 +36,20 @@ def test_the_gpu_check_runs_on_the_cpu(tmp_path: Path) -> None:
     assert "| cnn | fp32 |" in done.stdout and "Training memory" in done.stdout
 
 
+def test_an_unknown_spec_is_refused_with_the_close_names(tmp_path: Path) -> None:
+    """`--spec H200` (no spec is named that) stops the check before it measures anything: exit 2, and the
+    message names the spec it may have meant, not a bare KeyError traceback."""
+    out = tmp_path / "report.json"
+    cmd = [
+        sys.executable, "-m", "benchmarks.gpu_check", "--device", "cpu", "--models", "cnn", "--spec", "H200",
+        "--no-write", "--out", str(out),
+    ]  # fmt: skip
+    done = subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 2, done.stderr[-3000:]
+    assert "no accelerator spec is named 'H200'" in done.stderr and "H200-SXM-141GB" in done.stderr
+    assert "Traceback" not in done.stderr and not out.exists()
+
+
 def _rescored(tmp_path: Path, report: dict[str, Any]) -> tuple[str, str]:
     """`--rescore` of `report` (stored under `tmp_path`) run as a command: its estimates table and its host
     floor table, as printed."""

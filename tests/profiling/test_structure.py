@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -107,6 +108,37 @@ def test_a_model_that_fails_everywhere_is_a_clear_error() -> None:
     with pytest.raises(InvalidInput) as caught:
         count_structure(broken, _linear_input)
     assert "no weights here" in caught.value.detail and caught.value.field == "model_factory"
+    assert caught.value.hint == "make the model's forward and backward run at batch 2 and 4 on the CPU"
+
+
+def _frozen_linear() -> nn.Module:
+    return nn.Linear(8, 4).requires_grad_(False)
+
+
+@pytest.mark.parametrize(
+    ("factory", "says"),
+    [
+        (nn.ReLU, "the model (ReLU) has no parameters"),
+        (lambda: nn.Sequential(nn.ReLU(), nn.Identity()), "the model (Sequential) has no parameters"),
+        (_frozen_linear, "none of the model's 2 parameter tensors is trainable"),
+    ],
+    ids=["relu", "parameter-free-sequential", "frozen-linear"],
+)
+@pytest.mark.parametrize("fake", [None, False])
+def test_a_model_with_nothing_to_train_is_refused_for_that_reason(
+    factory: Callable[[], nn.Module], says: str, fake: bool | None
+) -> None:
+    """A parameter-free (or wholly frozen) module runs forward fine; what is wrong is that its step has no
+    gradient to all-reduce and nothing to update. The message says so and how to fix it, rather than torch's
+    "optimizer got an empty parameter list" under the hint to make the model run at batch 2 and 4, which it
+    does."""
+    with pytest.raises(InvalidInput) as caught:
+        count_structure(factory, _linear_input, fake=fake)
+    error = caught.value
+    assert error.field == "model_factory"
+    assert error.detail.startswith(says) and "nothing to train and no gradient to all-reduce" in error.detail
+    assert "requires_grad=True" in error.hint and "batch 2 and 4" not in error.hint
+    assert "optimizer got an empty parameter list" not in str(error)
 
 
 def test_structure_documents_round_trip_and_name_bad_fields() -> None:

@@ -213,6 +213,20 @@ function renderChoices(plan) {
   ], plan.choices, { id: "plan-choices" });
 }
 
+/** The CLI's caution where the plan's estimated types train largely in unaligned fp16/bf16 products: the
+ * largest share among them (estimated.in_plan), against the threshold and in the words the page was served
+ * with (srift.services.views' UNALIGNED_NOTE_SHARE and UNALIGNED_NOTE). */
+function renderUnaligned(plan) {
+  const box = $("plan-unaligned");
+  const estimated = plan.estimated || {};
+  const shares = (estimated.in_plan || []).map((name) => estimated.candidates?.[name]?.unaligned_share || 0);
+  const share = Math.max(0, ...shares);
+  box.hidden = share < Number(box.dataset.shareAtLeast);
+  box.replaceChildren(...(box.hidden ? [] : [
+    el("span", { class: "warn" }, "! "), box.dataset.note.replace("{share}", `${(100 * share).toFixed(0)} %`),
+  ]));
+}
+
 /** How to run the plan: strategy, wrapping, checkpointing, precision, memory per GPU, the setups compared. */
 function renderStrategy(plan) {
   const view = plan.strategy;
@@ -504,6 +518,7 @@ async function renderPlan(plan) {
   $("plan-title").textContent = `Plan #${plan.id}: ${plan.label}`;
   renderCards(plan);
   renderChoices(plan);
+  renderUnaligned(plan);
   renderStrategy(plan);
   $("plan-warnings").replaceChildren(...[...(plan.warnings || []), ...(plan.breakdown?.warnings || [])].map((w) => el("li", {}, w)));
   sourcesLine($("plan-sources"), plan.sources);
