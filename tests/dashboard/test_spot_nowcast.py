@@ -11,7 +11,7 @@ from dataclasses import replace
 import pytest
 from dashboard_harness import Browsed
 from test_browser import UNPROCESSABLE, _ready, _submit_plan
-from test_spot_replay import TIME_LIMIT_S, _replay_done, fleet_traces, spot_fleet_form
+from test_spot_replay import TIME_LIMIT_S, _replay_done, fleet_traces, fmt_percent, spot_fleet_form
 
 from srift.services.traces import import_traces
 from srift.spot.traces import TraceSource
@@ -67,7 +67,7 @@ def test_a_nowcast_plan_from_the_form_says_which_model_made_its_spot_figures(bro
     assert f"Conditioned on {stormy.name}" in note and "Without the look-back" in note
     assert "the fitted law's Monte Carlo" in note
     cards = page.inner_text("#plan-spot-cards")
-    assert f"P(any) {100 * spot['p_interrupted']:.1f}%" in cards
+    assert f"P(any) {fmt_percent(spot['p_interrupted'])}" in cards
     status = page.inner_text("#plan-replay-status")
     assert f"(spot model: {spot['spot_model']}; the replay's own prediction conditions each window" in status
     # A stored plan puts its recent market back into the form.
