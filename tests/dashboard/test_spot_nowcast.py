@@ -20,7 +20,10 @@ pytestmark = pytest.mark.browser
 
 
 def test_a_nowcast_plan_from_the_form_says_which_model_made_its_spot_figures(browsed: Browsed) -> None:
-    history = fleet_traces()
+    # The first zone's history (of four) beside the stormy log: which model made the figures does not hang on
+    # how many traces cover the fleet, and each covering trace costs the replay a programme of its own (about
+    # a second) and the nowcast a fit.
+    history = fleet_traces()[:1]
     tail = [4 if i % 12 < 2 else 0 for i in range(24 * 12)]  # the last day: capacity gone 50 min an hour
     base = history[0]
     source = TraceSource("user", "stormy.csv#aws/us-east-1a/p3.2xlarge", None, "2" * 64)
