@@ -36,7 +36,7 @@ from srift.services.traces import stored_traces, traceset_path
 from srift.settings import Settings
 from srift.spot.model import SPLIT_BLOCK_S, Half, fit_model
 from srift.spot.nowcast import choose_nowcast, look_back
-from srift.spot.policy import DeadlinePolicy, ReplayOutcome, SpotJob
+from srift.spot.policy import DeadlinePolicy, ReplayOutcome, SpotJob, plan_programme
 from srift.spot.replay import (
     DEFAULT_SAMPLES_PER_TRACE,
     DEFAULT_STRIDE_S,
@@ -511,6 +511,8 @@ def nowcast_spot(
     assert law is not None  # the model was fitted on the log itself
     up = log.trace.up(nodes)
     tick = log.trace.gap_s
+    # The policy is planned on the law alone: one programme for the prediction with the look-back and without.
+    programme = plan_programme(job, law, tick_s=tick)
 
     def predicted(recent_up: np.ndarray) -> ReplayOutcome:
         return now_outcomes(
@@ -522,6 +524,7 @@ def nowcast_spot(
             policies=(DeadlinePolicy.SRIFT,),
             samples=samples,
             seed=seed,
+            programme=programme,
         )[DeadlinePolicy.SRIFT]
 
     now, alone = predicted(up), predicted(up[:0])

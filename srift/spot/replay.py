@@ -353,14 +353,16 @@ def now_outcomes(
     policies: Sequence[DeadlinePolicy] = tuple(DeadlinePolicy),
     samples: int = DEFAULT_SAMPLES_PER_TRACE,
     seed: int = 0,
+    programme: Programme | None = None,
 ) -> dict[DeadlinePolicy, ReplayOutcome]:
     """Each policy's outcomes for a run starting now, on the `samples` timelines drawn from `law` conditioned
     on the market's recent past (the same timelines, in order, for every policy): `recent_up`, the fleet's
     availability (bool per tick of `tick_s`, oldest first) up to now, e.g. a user's own launch and
     interruption log (`srift traces import`). What the benchmark's per-window prediction does for one window
-    (srift.spot.nowcast); the policy itself is planned on `law` alone. `pooled([outcome])` summarises one
-    policy's runs; the runs themselves give the figures a summary does not keep (the share of runs within a
-    budget, or interrupted at least once)."""
+    (srift.spot.nowcast); the policy itself is planned on `law` alone: `programme`, when the caller has it
+    already (plan_programme(job, law, tick_s=tick_s), the same for every recent past), else planned here.
+    `pooled([outcome])` summarises one policy's runs; the runs themselves give the figures a summary does
+    not keep (the share of runs within a budget, or interrupted at least once)."""
     up = np.asarray(recent_up, dtype=bool)
     recent, long = look_back(up, np.array([up.size]), nowcast, tick_s=tick_s)
     rng = np.random.default_rng([seed & 0xFFFFFFFF, 0x40C5])
@@ -374,5 +376,6 @@ def now_outcomes(
         tick_s=tick_s,
         long=None if long is None else long.repeat(samples),
     )
-    programme = plan_programme(job, law, tick_s=tick_s) if DeadlinePolicy.SRIFT in policies else None
+    if programme is None and DeadlinePolicy.SRIFT in policies:
+        programme = plan_programme(job, law, tick_s=tick_s)
     return {p: simulate(job, drawn, tick_s=tick_s, policy=p, law=law, programme=programme) for p in policies}

@@ -92,7 +92,9 @@ def test_a_spot_plan_is_replayed_once_imported_traces_cover_its_fleet(
     assert "fitted to traces of p3.2xlarge" in got["rates"][0]["source"]
     assert got["plan_predicted"]["expected_cost_usd"] == spot_plan["spot"]["expected_cost_usd"]
 
-    traces = fleet_history()
+    # Two zones' history (of the four): a replay through several traces, each planned on its own law (about
+    # a second a trace, twice here: the API's replay and the CLI's; all four took 7.9 s, two 4 s).
+    traces = fleet_history()[:2]
     # Another type's trace in the same region does not cover the fleet.
     others = drawn_traces(
         provider="aws",

@@ -11,7 +11,7 @@ from dataclasses import replace
 import pytest
 from dashboard_harness import Browsed
 from test_browser import UNPROCESSABLE, _ready, _submit_plan
-from test_spot_replay import TIME_LIMIT_S, _replay_done, fleet_traces, spot_fleet_form
+from test_spot_replay import TIME_LIMIT_S, _replay_done, fleet_traces, fmt_percent, spot_fleet_form
 
 from srift.services.traces import import_traces
 from srift.spot.traces import TraceSource
@@ -20,7 +20,10 @@ pytestmark = pytest.mark.browser
 
 
 def test_a_nowcast_plan_from_the_form_says_which_model_made_its_spot_figures(browsed: Browsed) -> None:
-    history = fleet_traces()
+    # The first zone's history (of four) beside the stormy log: which model made the figures does not hang on
+    # how many traces cover the fleet, and each covering trace costs the replay a programme of its own (about
+    # a second) and the nowcast a fit.
+    history = fleet_traces()[:1]
     tail = [4 if i % 12 < 2 else 0 for i in range(24 * 12)]  # the last day: capacity gone 50 min an hour
     base = history[0]
     source = TraceSource("user", "stormy.csv#aws/us-east-1a/p3.2xlarge", None, "2" * 64)
@@ -67,7 +70,7 @@ def test_a_nowcast_plan_from_the_form_says_which_model_made_its_spot_figures(bro
     assert f"Conditioned on {stormy.name}" in note and "Without the look-back" in note
     assert "the fitted law's Monte Carlo" in note
     cards = page.inner_text("#plan-spot-cards")
-    assert f"P(any) {100 * spot['p_interrupted']:.1f}%" in cards
+    assert f"P(any) {fmt_percent(spot['p_interrupted'])}" in cards
     status = page.inner_text("#plan-replay-status")
     assert f"(spot model: {spot['spot_model']}; the replay's own prediction conditions each window" in status
     # A stored plan puts its recent market back into the form.

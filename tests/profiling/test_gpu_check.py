@@ -6,12 +6,16 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import pytest
 
 from srift.settings import REPO_ROOT
+
+if TYPE_CHECKING:
+    from srift.domain.structure import ModelStructure
 
 
 @pytest.mark.slow
@@ -50,21 +54,21 @@ def test_an_unknown_spec_is_refused_with_the_close_names(tmp_path: Path) -> None
     assert "Traceback" not in done.stderr and not out.exists()
 
 
-def _rescored(tmp_path: Path, report: dict[str, Any]) -> tuple[str, str]:
-    """`--rescore` of `report` (stored under `tmp_path`) run as a command: its estimates table and its host
-    floor table, as printed."""
-    stored = tmp_path / "report.json"
-    stored.write_text(json.dumps(report))
-    cmd = [sys.executable, "-m", "benchmarks.gpu_check", "--rescore", str(stored), "--no-write"]
-    done = subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True, timeout=300, check=False)
-    assert done.returncode == 0, done.stderr[-3000:]
-    estimates, host_floor = done.stdout.split("Host floor at batch 1", 1)
-    return estimates, host_floor
+@dataclass(frozen=True)
+class Rescored:
+    """`--rescore` run once as a command on one stored report holding both tests' profiles (each command
+    imports torch and the estimator afresh: about 4 s): cnn's steps, whose stored estimates are what the
+    code gives now at batch 1 (`now_s`) and twice that at batch 4, and ResNet-50's one tiny step. Its
+    estimates table and its host floor table, as printed."""
+
+    now_s: dict[int, float]
+    structure: ModelStructure
+    estimates: str
+    host_floor: str
 
 
-def test_rescore_recomputes_a_stored_reports_estimates(tmp_path: Path) -> None:
-    """`--rescore` (run as a command) reproduces the estimate a report stored when nothing changed, and tells
-    it apart from a stored figure the code no longer gives."""
+@pytest.fixture(scope="module")
+def rescored(tmp_path_factory: pytest.TempPathFactory) -> Rescored:
     from srift.catalog.accelerators import spec_named
     from srift.domain.structure import Precision
     from srift.estimate.estimator import estimate_profile
@@ -79,12 +83,32 @@ def test_rescore_recomputes_a_stored_reports_estimates(tmp_path: Path) -> None:
     steps.append(
         {"batch": 4, "measured_s": 0.01, "estimated_s": 2 * now_s[4]}
     )  # what the code no longer says
+    # A tiny measured step, so the ratios print with five or more significant digits.
+    tiny = [{"batch": 2, "measured_s": 1e-5}]
     report = {
         "spec": "T4",
-        "profiles": [{"model": "cnn", "precision": "fp32", "max_batch": 4, "steps": steps}],
+        "profiles": [
+            {"model": "cnn", "precision": "fp32", "max_batch": 4, "steps": steps},
+            {"model": "resnet50", "precision": "fp32", "max_batch": 2, "steps": tiny},
+        ],
     }
-    estimates, host_floor = _rescored(tmp_path, report)
-    rows = {line.split("|")[3].strip(): line for line in estimates.splitlines() if line.startswith("| cnn |")}
+    stored = tmp_path_factory.mktemp("rescore") / "report.json"
+    stored.write_text(json.dumps(report))
+    cmd = [sys.executable, "-m", "benchmarks.gpu_check", "--rescore", str(stored), "--no-write"]
+    done = subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    estimates, host_floor = done.stdout.split("Host floor at batch 1", 1)
+    return Rescored(now_s=now_s, structure=structure, estimates=estimates, host_floor=host_floor)
+
+
+def test_rescore_recomputes_a_stored_reports_estimates(rescored: Rescored) -> None:
+    """`--rescore` (run as a command) reproduces the estimate a report stored when nothing changed, and tells
+    it apart from a stored figure the code no longer gives."""
+    from srift.profiling import testmodels
+
+    now_s, structure = rescored.now_s, rescored.structure
+    lines = rescored.estimates.splitlines()
+    rows = {line.split("|")[3].strip(): line for line in lines if line.startswith("| cnn |")}
     assert set(rows) == {"1", "4 (largest)"}
     cells = {k: [c.strip() for c in line.split("|")[5:9]] for k, line in rows.items()}
     assert cells["1"][0] == cells["1"][1] == f"{1000 * now_s[1]:.2f} ms"
@@ -97,7 +121,7 @@ def test_rescore_recomputes_a_stored_reports_estimates(tmp_path: Path) -> None:
     from srift.estimate.calibration import shipped_calibration
     from srift.estimate.host import CUDA_LAUNCH_S
 
-    (floor_row,) = [line for line in host_floor.splitlines() if line.startswith("| cnn |")]
+    (floor_row,) = [line for line in rescored.host_floor.splitlines() if line.startswith("| cnn |")]
     cells = [c.strip() for c in floor_row.split("|")[1:-1]]
     ops = structure.forward.kernels + structure.backward.kernels
     assert cells[2:4] == [str(structure.forward.kernels), str(structure.backward.kernels)]
@@ -106,7 +130,7 @@ def test_rescore_recomputes_a_stored_reports_estimates(tmp_path: Path) -> None:
     assert int(cells[8]) == sum(1 for p in testmodels.cnn().parameters() if p.requires_grad)
 
 
-def test_rescore_shows_the_estimate_without_the_models_factor(tmp_path: Path) -> None:
+def test_rescore_shows_the_estimate_without_the_models_factor(rescored: Rescored) -> None:
     """A model with a factor in the shipped calibration (ResNet-50) is rescored with it and without it (the
     efficiencies alone): the two ratios to the measured step differ by the factor."""
     from srift.domain.structure import Precision
@@ -114,13 +138,6 @@ def test_rescore_shows_the_estimate_without_the_models_factor(tmp_path: Path) ->
 
     factor = shipped_calibration().factor("resnet50", Precision.FP32)
     assert factor is not None and abs(factor - 1.0) > 0.01
-    # A tiny measured step, so the ratios print with five or more significant digits.
-    steps = [{"batch": 2, "measured_s": 1e-5}]
-    report = {
-        "spec": "T4",
-        "profiles": [{"model": "resnet50", "precision": "fp32", "max_batch": 2, "steps": steps}],
-    }
-    estimates, _ = _rescored(tmp_path, report)
-    (line,) = [x for x in estimates.splitlines() if x.startswith("| resnet50 |")]
+    (line,) = [x for x in rescored.estimates.splitlines() if x.startswith("| resnet50 |")]
     now, pooled = (float(c) for c in line.split("|")[8:10])
     assert now / pooled == pytest.approx(factor, rel=1e-3)
