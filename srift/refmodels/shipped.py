@@ -19,6 +19,7 @@ new set and deletes reference profiles of older sets. Profiles users upload are 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -93,6 +94,15 @@ def reference_profiles() -> tuple[ModelProfile, ...]:
             basis = sharding_basis(structure, load_blocks(model.name, precision)) if model.sharded else None
             anchor = measured.get((model.name, precision))
             anchor_spec = spec_for_accelerator(anchor.accelerator) if anchor is not None else None
+            # What every GPU's estimate of this model and precision shares.
+            estimate = functools.partial(
+                estimate_profile,
+                model=model.name,
+                structure=structure,
+                precision=precision,
+                anchor=anchor,
+                anchor_spec=anchor_spec,
+            )
             for spec in specs:
                 if anchor is not None and anchor_spec is not None and spec.name == anchor_spec.name:
                     out.append(_as_reference(anchor, model=model, tag=tag, basis=basis))
@@ -106,16 +116,7 @@ def reference_profiles() -> tuple[ModelProfile, ...]:
                     if fit < 1:
                         log.info("reference %s: batch 1's activations do not fit %s", model.name, spec.name)
                         continue
-                made = estimate_profile(
-                    model=model.name,
-                    structure=structure,
-                    spec=spec,
-                    precision=precision,
-                    memory_gib=spec.match_memory_gib,
-                    anchor=anchor,
-                    anchor_spec=anchor_spec,
-                    max_batch=fit,
-                )
+                made = estimate(spec=spec, memory_gib=spec.match_memory_gib, max_batch=fit)
                 if made.profile is None:
                     log.info("reference %s: %s", model.name, made.note)
                     continue
