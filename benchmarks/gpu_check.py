@@ -64,11 +64,10 @@ def _load(spec: str) -> Callable[..., Any]:
     return resolve_callable(spec, what="factory", field="model")
 
 
-def _gpu_spec(name: str | None, device: str) -> Any:
-    from srift.catalog.accelerators import spec_for_accelerator, spec_named
+def _device_spec(device: str) -> Any:
+    """The spec of the GPU `device` names (None on the CPU or for a GPU the specs do not know)."""
+    from srift.catalog.accelerators import spec_for_accelerator
 
-    if name:
-        return spec_named(name)
     if device.startswith("cuda"):
         import torch
 
@@ -485,6 +484,14 @@ def main(argv: list[str] | None = None) -> int:
         "--rescore", default=None, help="re-estimate this stored report's steps; runs nothing"
     )
     args = parser.parse_args(argv)
+    from srift.catalog.accelerators import spec_named
+    from srift.errors import SriftError
+
+    try:  # a mistyped --spec fails at once, before torch is imported
+        named = spec_named(args.spec) if args.spec else None
+    except SriftError as e:  # its message names the close spec names
+        print(f"error: --spec: {e}", file=sys.stderr)
+        return 2
     if args.rescore:
         text = rescore(json.loads(Path(args.rescore).read_text()))
         print(text)
@@ -512,13 +519,7 @@ def main(argv: list[str] | None = None) -> int:
     precisions = [p.strip() for p in args.precisions.split(",") if p.strip()]
     cap = args.max_batch or (256 if cuda else 8)
     memory_cap = args.memory_cap or (4096 if cuda else 16)
-    from srift.errors import SriftError
-
-    try:
-        spec = _gpu_spec(args.spec, args.device)
-    except SriftError as e:  # an unknown --spec: its message names the close spec names
-        print(f"error: --spec: {e}", file=sys.stderr)
-        return 2
+    spec = named or _device_spec(args.device)
     report: dict[str, Any] = {
         "device": args.device,
         "device_name": torch.cuda.get_device_name(torch.device(args.device)) if cuda else "cpu",
