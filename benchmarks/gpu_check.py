@@ -64,6 +64,13 @@ def _load(spec: str) -> Callable[..., Any]:
     return resolve_callable(spec, what="factory", field="model")
 
 
+def _gpu_spec(name: str | None, device: str) -> Any:
+    """The spec called `name` (NotFound, naming the close ones, when none is), else `device`'s."""
+    from srift.catalog.accelerators import spec_named
+
+    return spec_named(name) if name else _device_spec(device)
+
+
 def _device_spec(device: str) -> Any:
     """The spec of the GPU `device` names (None on the CPU or for a GPU the specs do not know)."""
     from srift.catalog.accelerators import spec_for_accelerator
