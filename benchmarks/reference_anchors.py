@@ -43,7 +43,7 @@ def report() -> str:
     """The section's Markdown: one table per measured (model, precision)."""
     shipped = reference_profiles()
     lines = [
-        "Per catalog GPU, the compute seconds per sample (forward + backward, milliseconds) at the profile's "
+        "Per catalog GPU, the compute time per sample in milliseconds (forward + backward) at the profile's "
         "largest batch: the roofline estimate the set would hold without the measurement, and the shipped "
         "set's profile (the device run's on its GPU, `estimate:scaled` from it on the others). Nothing "
         "measured or fitted here; the measured profiles are registry set `h200-gpu-check` (check data, "

@@ -262,9 +262,9 @@ def estimate_profile(
 
 def _unaligned(structure: ModelStructure, precision: Precision, batch: int) -> dict[str, float]:
     """`unaligned_share`: the share of the step's FLOP-counted work at `batch` in half-precision matrix
-    products off cuBLAS's 16-byte alignment (`ModelStructure.unaligned_share`), which the estimate prices
-    like aligned ones (docs/gpu.md, "Unaligned half-precision products"); only under autocast, where the
-    structure counts them."""
+    products off cuBLAS's 16-byte alignment (`ModelStructure.unaligned_share`), which a roofline estimate
+    prices like aligned ones and a scaled one at its anchor's cost for them (docs/gpu.md, "Unaligned
+    half-precision products"); only under autocast, where the structure counts them."""
     if not precision.autocast:
         return {}
     return {"unaligned_share": round(structure.unaligned_share(batch), 6)}

@@ -118,9 +118,10 @@ is). The CLI's plan and the dashboard's Plan page both read it here."""
 
 UNALIGNED_NOTE = (
     "{share} of the step's FLOPs are fp16/bf16 matrix products with a dimension that is not a multiple of 16 "
-    "bytes (8 values), off cuBLAS's aligned tensor-core kernels; the estimate prices them like aligned ones, "
-    'which is not settled on every GPU (docs/gpu.md, "Unaligned half-precision products"). Padding that '
-    "dimension (e.g. a vocabulary to a multiple of 64) removes the doubt; a profile on the GPU measures it"
+    "bytes (8 values), off cuBLAS's aligned tensor-core kernels; what they cost is not settled on every GPU: "
+    "a roofline estimate prices them like aligned ones, one scaled from another GPU's profile carries that "
+    'GPU\'s cost for them (docs/gpu.md, "Unaligned half-precision products"). Padding that dimension (e.g. a '
+    "vocabulary to a multiple of 64) removes the doubt; a profile on the GPU measures it"
 )
 """The caution's words, one text for the CLI and the dashboard: `{share}` stands for the largest
 `unaligned_share` among the plan's estimated types (`estimated.in_plan`), as a whole percentage ("26 %")."""

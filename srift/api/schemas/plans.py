@@ -512,8 +512,9 @@ class EstimatedCandidateOut(BaseModel):
         ge=0,
         le=1,
         description="share of the step's FLOP-counted work at the largest batch in fp16/bf16 matrix products "
-        "with a dimension that is not a multiple of 16 bytes (cuBLAS's tensor-core alignment), which the "
-        "estimate prices like aligned ones (docs/gpu.md); null outside autocast or in plans made before",
+        "with a dimension that is not a multiple of 16 bytes (cuBLAS's tensor-core alignment), which a "
+        "roofline estimate prices like aligned ones and one scaled from a GPU profile at that GPU's cost "
+        "(docs/gpu.md); null outside autocast or in plans made before",
     )
 
 
