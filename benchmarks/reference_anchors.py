@@ -69,7 +69,6 @@ def report() -> str:
                 spec=spec,
                 precision=precision,
                 memory_gib=spec.match_memory_gib,
-                max_batch=None,
             ).profile
             now = next((p for p in mine if _spec_name(p) == spec.name), None)
             if made is None or now is None:

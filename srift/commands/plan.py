@@ -598,8 +598,9 @@ def _estimate_lines(plan: dict[str, Any]) -> None:
 
 
 def _unaligned_line(chosen: dict[str, dict[str, Any]]) -> None:
-    """Caution where a chosen type's estimate carries unaligned half-precision products it does not price
-    (the threshold and the words are srift.services.views', which the dashboard's Plan page shows too)."""
+    """Caution where a chosen type's estimate rests on unaligned half-precision products whose cost is not
+    settled (the threshold and the words are srift.services.views', which the dashboard's Plan page shows
+    too)."""
     from srift.services.views import UNALIGNED_NOTE, UNALIGNED_NOTE_SHARE
 
     share = max((e.get("unaligned_share") or 0.0 for e in chosen.values()), default=0.0)
