@@ -41,9 +41,12 @@ $(VENV)/.installed: pyproject.toml setup.py srift/sim/_stage.c $(LOCK)
 install: $(VENV)/.installed
 
 # Regenerate both locks from pyproject's ranges and requirements/constraints.in (uv, from the lock): one
-# command, one commit. `scripts/lock.py --check` (and tests/test_lock.py) says when they disagree.
+# command, one commit. The existing pins stay unless the inputs force them to move; LOCK_ARGS=--upgrade moves
+# every pin to the newest release the ranges allow. `scripts/lock.py --check` (and tests/deploy/test_lock.py)
+# says when the locks and pyproject disagree.
+LOCK_ARGS ?=
 lock: install
-	$(BIN)/python scripts/lock.py
+	$(BIN)/python scripts/lock.py $(LOCK_ARGS)
 
 # Debian packages the test suite needs: a PostgreSQL server, headless Chromium, iproute2/tc for the testbed,
 # wrk (the compiled load generator of benchmarks/load_wrk.py).

@@ -5,8 +5,14 @@
 requirements/constraints.in into requirements/lock.txt, every file pinned with its sha256 hashes, and the
 runtime dependencies alone, at the same versions, into requirements/runtime.txt (the Docker image's).
 Each lock's header records a digest of the inputs it was generated from; `python scripts/lock.py --check`
-(and tests/test_lock.py) fails when pyproject.toml or the constraints changed since, or when a pinned
+(and tests/deploy/test_lock.py) fails when pyproject.toml or the constraints changed since, or when a pinned
 version falls outside pyproject's range, so a lock can never silently disagree with pyproject.
+
+A regeneration keeps every pin the existing locks hold (uv reads them as preferences), so it moves only what
+a change of the inputs forces: a new dependency adds itself and what it needs, and a run on unchanged inputs
+writes the same locks (without the preferences, uv resolved every range to its newest release: a run on
+unchanged inputs moved sixteen pins). `make lock LOCK_ARGS=--upgrade` (`scripts/lock.py --upgrade`)
+re-resolves every pin to the newest release the ranges allow, on purpose.
 
 The resolution uses uv (pinned in the lock, from the `dev` extra). It reads the package index and any
 find-links pip is configured with, so that the CPU build of torch (`torch==…+cpu`) is found where this
@@ -136,7 +142,8 @@ def _uv() -> str:
     return found
 
 
-def _compile(args: list[str], *, output: Path, digest: str, title: str) -> None:
+def _compile(args: list[str], *, root: Path, output: Path, digest: str, title: str, upgrade: bool) -> None:
+    """Resolve into `output` with uv; the pins `output` holds already are kept unless `upgrade`."""
     env = dict(os.environ)
     find_links = subprocess.run(
         [sys.executable, "-m", "pip", "config", "get", "global.find-links"], capture_output=True, text=True
@@ -145,31 +152,45 @@ def _compile(args: list[str], *, output: Path, digest: str, title: str) -> None:
         env["UV_FIND_LINKS"] = find_links
     command = [
         _uv(), "pip", "compile", "--quiet", "--generate-hashes", "--python-version", PYTHON_VERSION,
-        "--custom-compile-command", "make lock", "-c", str(CONSTRAINTS.relative_to(ROOT)), *args,
+        "--custom-compile-command", "make lock", "-c", str(CONSTRAINTS.relative_to(ROOT)),
+        "--output-file", str(output.relative_to(root)), *(["--upgrade"] if upgrade else []), *args,
     ]  # fmt: skip
-    resolved = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
+    resolved = subprocess.run(command, cwd=root, env=env, capture_output=True, text=True)
     if resolved.returncode != 0:
         raise SystemExit(f"uv pip compile failed:\n{resolved.stderr}")
     header = f"# {title}\n{DIGEST_PREFIX}{digest}\n"
-    output.write_text(header + resolved.stdout)
+    output.write_text(header + output.read_text())
 
 
-def generate() -> None:
-    """Write both locks from pyproject.toml and the constraints (what `make lock` runs)."""
-    digest = inputs_digest(lock_inputs())
+def generate(root: Path = ROOT, *, upgrade: bool = False) -> None:
+    """Write both locks under `root` from its pyproject.toml and constraints (what `make lock` runs).
+
+    `upgrade` re-resolves every pin to the newest release the ranges allow; without it the existing pins stay.
+    """
+    pyproject = root / PYPROJECT.relative_to(ROOT)
+    constraints = root / CONSTRAINTS.relative_to(ROOT)
+    full_lock = root / FULL_LOCK.relative_to(ROOT)
+    runtime_lock = root / RUNTIME_LOCK.relative_to(ROOT)
+    digest = inputs_digest(lock_inputs(pyproject, constraints))
     _compile(
         ["pyproject.toml", "--extra", "dev", "--group", "pyproject.toml:build"],
-        output=FULL_LOCK,
+        root=root,
+        output=full_lock,
         digest=digest,
         title="Every Python dependency of Srift's development install, hashed (make install, make test, CI).",
+        upgrade=upgrade,
     )
     _compile(
-        ["pyproject.toml", "--group", "pyproject.toml:build", "-c", str(FULL_LOCK.relative_to(ROOT))],
-        output=RUNTIME_LOCK,
+        ["pyproject.toml", "--group", "pyproject.toml:build", "-c", str(full_lock.relative_to(root))],
+        root=root,
+        output=runtime_lock,
         digest=digest,
         title="The runtime dependencies and build tools alone, at lock.txt's versions (the Docker image).",
+        upgrade=upgrade,
     )
-    problems = disagreements() + disagreements(lock=RUNTIME_LOCK, runtime_only=True)
+    problems = disagreements(pyproject=pyproject, constraints=constraints, lock=full_lock) + disagreements(
+        pyproject=pyproject, constraints=constraints, lock=runtime_lock, runtime_only=True
+    )
     if problems:
         raise SystemExit("the new lock disagrees with pyproject.toml:\n" + "\n".join(problems))
 
@@ -178,6 +199,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument(
         "--check", action="store_true", help="only check that the locks agree with pyproject.toml"
+    )
+    parser.add_argument(
+        "--upgrade",
+        action="store_true",
+        help="re-resolve every pin to the newest release (default: keep them)",
     )
     arguments = parser.parse_args()
     if arguments.check:
@@ -189,7 +215,7 @@ def main() -> None:
             raise SystemExit(1)
         print("requirements/lock.txt and requirements/runtime.txt agree with pyproject.toml")
         return
-    generate()
+    generate(upgrade=arguments.upgrade)
     print(f"wrote {FULL_LOCK.relative_to(ROOT)} ({len(read_pins(FULL_LOCK))} pins) and "
           f"{RUNTIME_LOCK.relative_to(ROOT)} ({len(read_pins(RUNTIME_LOCK))} pins)")  # fmt: skip
 

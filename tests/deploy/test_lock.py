@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import re
 import shutil
+import zipfile
 from pathlib import Path
 from types import ModuleType
 
@@ -85,6 +87,76 @@ def test_a_hand_edited_pin_without_its_hash_is_refused(tmp_path: Path) -> None:
     )
     with pytest.raises(ValueError, match="numpy is pinned without a hash"):
         lock.read_pins(full)
+
+
+def _wheel(directory: Path, name: str, version: str) -> None:
+    """A minimal pure-Python wheel of `name` `version` (no dependencies) in `directory`."""
+    info = f"{name}-{version}.dist-info"
+    files = {
+        f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
+        f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+        f"{name}/__init__.py": "",
+    }
+    files[f"{info}/RECORD"] = "".join(f"{path},,\n" for path in [*files, f"{info}/RECORD"])
+    with zipfile.ZipFile(directory / f"{name}-{version}-py3-none-any.whl", "w") as archive:
+        for path, text in files.items():
+            archive.writestr(path, text)
+
+
+def _project(root: Path, *, dev: list[str]) -> None:
+    """A pyproject.toml and constraints shaped like Srift's (runtime, `dev` extra, `build` group)."""
+    (root / "requirements").mkdir(exist_ok=True)
+    (root / "requirements" / "constraints.in").write_text("# none\n")
+    (root / "pyproject.toml").write_text(
+        '[build-system]\nrequires = ["gamma>=1"]\nbuild-backend = "setuptools.build_meta"\n'
+        '[project]\nname = "demo"\nversion = "0.1.0"\nrequires-python = ">=3.11"\n'
+        'dependencies = ["alpha>=1"]\n'
+        f"[project.optional-dependencies]\ndev = {json.dumps(dev)}\n"
+        '[dependency-groups]\nbuild = ["gamma>=1"]\n'
+    )
+
+
+def _pins(lock_file: Path) -> dict[str, str]:
+    return {name: str(version) for name, version in lock.read_pins(lock_file).items()}
+
+
+def test_a_new_lock_keeps_the_existing_pins_unless_upgraded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`make lock` after adding a dependency adds it and moves no other pin; `--upgrade` moves every pin.
+
+    uv resolves against a local folder of wheels only (an empty file index, no network), so a newer release
+    appearing between two runs is under the test's control.
+    """
+    wheels, index, root = tmp_path / "wheels", tmp_path / "simple", tmp_path / "project"
+    for folder in (wheels, index, root):
+        folder.mkdir()
+    monkeypatch.setenv("UV_FIND_LINKS", str(wheels))
+    monkeypatch.setenv("UV_DEFAULT_INDEX", index.as_uri())
+    monkeypatch.setenv("UV_OFFLINE", "1")
+    monkeypatch.setenv("UV_CACHE_DIR", str(tmp_path / "cache"))
+    full, runtime = root / "requirements" / "lock.txt", root / "requirements" / "runtime.txt"
+    for name in ("alpha", "beta", "gamma"):
+        _wheel(wheels, name, "1.0")
+    _project(root, dev=["beta>=1"])
+    lock.generate(root)
+    first = full.read_text()
+    assert _pins(full) == {"alpha": "1.0", "beta": "1.0", "gamma": "1.0"}
+
+    for name in ("alpha", "beta", "gamma"):
+        _wheel(wheels, name, "2.0")
+    lock.generate(root)
+    assert full.read_text() == first, "unchanged inputs write the same lock, newer releases or not"
+
+    _wheel(wheels, "delta", "1.0")
+    _project(root, dev=["beta>=1", "delta>=1"])
+    lock.generate(root)
+    assert _pins(full) == {"alpha": "1.0", "beta": "1.0", "gamma": "1.0", "delta": "1.0"}
+    assert _pins(runtime) == {"alpha": "1.0", "gamma": "1.0"}
+
+    lock.generate(root, upgrade=True)
+    assert _pins(full) == {"alpha": "2.0", "beta": "2.0", "gamma": "2.0", "delta": "1.0"}
+    assert _pins(runtime) == {"alpha": "2.0", "gamma": "2.0"}
 
 
 def test_make_install_installs_from_the_lock_with_hashes() -> None:
