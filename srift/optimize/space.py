@@ -292,7 +292,8 @@ def build_candidates(
       every offered type with a profile, at most `default_cap` each. Types in `excluded` are left out.
       With `located` (offers from several locations) each (location, type) is a candidate of its own: a
       plain type name caps it in every location, `provider/region/type` in one location only.
-    Raises InvalidInput naming `availability.<type>` for a type that is not offered or has no profile.
+    Raises InvalidInput naming `availability.<type>` for a type that is not offered or has no profile, and
+    naming `availability` when it allows no VM at all (empty, or every count 0).
     """
     by_key: dict[tuple[str, Location | None], list[Offer]] = {}
     for offer in offers:
@@ -331,6 +332,13 @@ def build_candidates(
                 if where is not None or k not in wanted:
                     wanted[k] = cap
         wanted = {k: v for k, v in wanted.items() if v > 0}
+        if not wanted:
+            raise InvalidInput(
+                "availability allows no VM: it lists no type with a count above 0",
+                hint="give at least one type a count of 1 or more, or leave availability out to use every "
+                "offered type (at most max_count_per_type of each)",
+                field="availability",
+            )
     else:
         wanted = dict.fromkeys(kept, default_cap)
     skip = set(excluded)

@@ -75,6 +75,16 @@ def test_unknown_or_unprofiled_type_in_availability_names_the_field() -> None:
     assert err3.value.field == "availability.g4dn.xlarge"
 
 
+@pytest.mark.parametrize("availability", [{}, {"g4dn.xlarge": 0}, {"g4dn.xlarge": 0, "p3.2xlarge": 0}])
+def test_availability_that_allows_no_vm_says_so(availability: dict[str, int]) -> None:
+    """Every count 0 (or nothing listed) left no candidate, and the plan said no offer matched the profiles'
+    accelerators, though both types match one: the refusal names `availability` and what allows a VM."""
+    with pytest.raises(InvalidInput) as err:
+        _build([offer(T4, 0.2), offer(V100, 0.9)], availability=availability)
+    assert err.value.field == "availability"
+    assert "allows no VM" in err.value.detail and "count of 1 or more" in err.value.hint
+
+
 def test_batch_options_respect_devices_and_max_batch() -> None:
     cand = candidate("a", gpus=4, max_batch=16, per_sample_s=0.01, price=1.0, cap=2)
     assert cand.min_vm_batch == 4 and cand.max_vm_batch == 64
