@@ -9,25 +9,12 @@ import pytest
 import typer
 
 from srift.cli import build_app
-from srift.domain.catalog import InstanceType, Interconnect
 from srift.domain.network import NetworkSpec, Transport
 from srift.errors import InvalidInput
 from srift.services.network import check_transport
+from tests.optimize.helpers import instance
 
-P3_8XLARGE = InstanceType(
-    provider="aws",
-    name="p3.8xlarge",
-    gpu_model="V100",
-    gpu_count=4,
-    gpu_memory_gib=16.0,
-    vcpus=32,
-    memory_gib=244.0,
-    network_gbps=10.0,
-    network_burst=False,
-    interconnect=Interconnect.NVLINK,
-    interconnect_gbps=300.0,
-    efa=False,
-)
+P3_8XLARGE = instance("p3.8xlarge", gpus=4, gpu_model="V100")  # no EFA
 
 
 def _catalog_list_options() -> set[str]:
