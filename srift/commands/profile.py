@@ -304,7 +304,9 @@ def upload_command(
 TableFile = Annotated[
     Path,
     typer.Argument(
-        metavar="TABLE", dir_okay=False, help="CSV/TSV/JSON table of batch and seconds (see below)"
+        metavar="TABLE",
+        dir_okay=False,
+        help="CSV/TSV/JSON table of batch and seconds (its columns: see above)",
     ),
 ]
 LayersFile = Annotated[

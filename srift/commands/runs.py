@@ -191,9 +191,10 @@ def progress(
     if url:
         answer = call_api("POST", url, f"/v1/jobs/{job_id}/progress", token=token, body=body)
     else:
-        from srift.domain.requests import ProgressReport
+        from srift.api.schemas.plans import ProgressIn
+        from srift.documents import validated
 
-        report = ProgressReport(iterations_done=iterations, elapsed_s=elapsed, spent_usd=spent)
+        report = validated(ProgressIn, body).to_domain()
         answer = _local("progress", job_id=job_id, progress=report)
     _emit(answer, as_json, _print_run)
 
@@ -226,9 +227,10 @@ def interrupt(
     if url:
         answer = call_api("POST", url, f"/v1/jobs/{job_id}/interruptions", token=token, body=body)
     else:
-        from srift.domain.requests import InterruptionReport
+        from srift.api.schemas.plans import InterruptionIn
+        from srift.documents import validated
 
-        answer = _local("interrupt", job_id=job_id, interruption=InterruptionReport(**body))
+        answer = _local("interrupt", job_id=job_id, interruption=validated(InterruptionIn, body).to_domain())
     _emit(answer, as_json, _print_replan)
 
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from sqlalchemy import inspect, text
 
 from srift.db.session import get_engine
-from srift.errors import EnvironmentProblem
+from srift.errors import EnvironmentProblem, InvalidInput
 from srift.settings import REPO_ROOT
 
 if TYPE_CHECKING:
@@ -42,18 +42,37 @@ def alembic_config(url: str) -> Config:
 
 
 def upgrade(url: str, revision: str = "head") -> None:
-    """Migrate to `revision`; to head, nothing is imported or run when the database is already there."""
+    """Migrate to `revision`; to head, nothing is imported or run when the database is already there.
+    A revision Alembic cannot resolve is InvalidInput on `revision` (see `_migrate`)."""
     if revision == "head" and is_at_head(url):
         return
-    from alembic import command
-
-    command.upgrade(alembic_config(url), revision)
+    _migrate("upgrade", url, revision)
 
 
 def downgrade(url: str, revision: str) -> None:
-    from alembic import command
+    """Roll back to `revision` (`base`: an empty database); InvalidInput on `revision` as for `upgrade`."""
+    _migrate("downgrade", url, revision)
 
-    command.downgrade(alembic_config(url), revision)
+
+def _migrate(direction: str, url: str, revision: str) -> None:
+    """Run Alembic's upgrade or downgrade to `revision`. Alembic reports a revision it cannot resolve (an
+    unknown id, a relative step past either end) as a CommandError, which would reach `srift db` users as
+    a traceback: it becomes InvalidInput naming the revision and the ones there are."""
+    from alembic import command
+    from alembic.util.exc import CommandError
+
+    step = command.upgrade if direction == "upgrade" else command.downgrade
+    try:
+        step(alembic_config(url), revision)
+    except CommandError as exc:
+        known = sorted(r for r in map(_revision_of, (MIGRATIONS_DIR / "versions").glob("*.py")) if r)
+        ids = ", ".join(rev for rev, _ in known)
+        raise InvalidInput(
+            f"cannot {direction} to {revision!r}: {exc}",
+            hint=f"give one of the revisions {ids}, head, base or a relative step such as -1 "
+            "(`srift db current` shows the database's revision)",
+            field="revision",
+        ) from None
 
 
 def head_revision(url: str) -> str | None:

@@ -467,6 +467,17 @@ def _infeasible(
     return error
 
 
+def _usd_up(usd: float) -> str:
+    """Dollars rounded up to the cent: a limit the hint names must be met by the figure it prints (rounded to
+    the nearest cent, a cheapest plan of $4.8119 under a $4.81 budget read "raise budget_usd to $4.81")."""
+    return f"${math.ceil(round(usd * 100, 6)) / 100:.2f}"
+
+
+def _seconds_up(seconds: float) -> str:
+    """Seconds rounded up to the whole second, as `_usd_up` rounds dollars."""
+    return f"{math.ceil(round(seconds, 6)):.0f} s"
+
+
 def _infeasible_limits(
     problem: Problem, evals: Evaluations, options: SolveOptions, result: SearchResult, *, start: float
 ) -> PlanInfeasible:
@@ -494,13 +505,13 @@ def _infeasible_limits(
                 ""
                 if fastest is None
                 else f": the fastest{searched} takes {fastest:.0f} s{at}, "
-                f"{fastest - c.time_limit_s:.0f} s over"
+                f"{_seconds_up(fastest - c.time_limit_s)} over"
             )
             return PlanInfeasible(
                 f"no configuration{searched} runs {n} iterations within "
                 f"time_limit_s={c.time_limit_s:g} s{gap}",
                 hint=(
-                    f"raise time_limit_s to at least {fastest:.0f} s, or allow more VMs or other types"
+                    f"raise time_limit_s to at least {_seconds_up(fastest)}, or allow more VMs or other types"
                     if fastest is not None
                     else "raise time_limit_s, or allow more VMs or other instance types"
                 ),
@@ -524,9 +535,9 @@ def _infeasible_limits(
         return PlanInfeasible(
             f"no configuration{searched} meets both time_limit_s={c.time_limit_s:g} s and budget_usd="
             f"${c.budget_usd:g}: meeting the deadline{at} costs at least ${least_cost:.2f} "
-            f"(${least_cost - c.budget_usd:.2f} over budget); {within}",
-            hint=f"raise budget_usd to ${least_cost:.2f}"
-            + (f" or time_limit_s to {fast:.0f} s" if fast is not None else ""),
+            f"({_usd_up(least_cost - c.budget_usd)} over budget); {within}",
+            hint=f"raise budget_usd to {_usd_up(least_cost)}"
+            + (f" or time_limit_s to {_seconds_up(fast)}" if fast is not None else ""),
             field="budget_usd",
             relaxations=relax,
         )
@@ -536,11 +547,13 @@ def _infeasible_limits(
     gap = (
         ""
         if cheapest is None
-        else f": the cheapest{searched} costs ${cheapest:.2f}{at}, ${cheapest - c.budget_usd:.2f} over"
+        else f": the cheapest{searched} costs ${cheapest:.2f}{at}, {_usd_up(cheapest - c.budget_usd)} over"
     )
     return PlanInfeasible(
         f"no configuration{searched} runs {n} iterations within budget_usd=${c.budget_usd:g}{gap}",
-        hint=f"raise budget_usd to at least ${cheapest:.2f}" if cheapest is not None else "raise budget_usd",
+        hint=f"raise budget_usd to at least {_usd_up(cheapest)}"
+        if cheapest is not None
+        else "raise budget_usd",
         field="budget_usd",
         relaxations=relax,
     )

@@ -39,7 +39,7 @@ from srift.domain.catalog import Market
 from srift.domain.geo import Location
 from srift.domain.planning import BatchPolicy as BatchPolicy
 from srift.domain.planning import Choice
-from srift.errors import InvalidInput, NotFound
+from srift.errors import Infeasible, InvalidInput, NotFound
 from srift.optimize.spot import RunRates, SpotOffer, SpotPolicy, fleet_rates
 
 Group = tuple[int, int, int]
@@ -292,7 +292,8 @@ def build_candidates(
       every offered type with a profile, at most `default_cap` each. Types in `excluded` are left out.
       With `located` (offers from several locations) each (location, type) is a candidate of its own: a
       plain type name caps it in every location, `provider/region/type` in one location only.
-    Raises InvalidInput naming `availability.<type>` for a type that is not offered or has no profile.
+    Raises InvalidInput naming `availability.<type>` for a type that is not offered or has no profile,
+    and Infeasible naming `availability` when it allows no VM at all (empty, or every count 0).
     """
     by_key: dict[tuple[str, Location | None], list[Offer]] = {}
     for offer in offers:
@@ -331,6 +332,13 @@ def build_candidates(
                 if where is not None or k not in wanted:
                     wanted[k] = cap
         wanted = {k: v for k, v in wanted.items() if v > 0}
+        if not wanted:  # a valid request with no answer (409, as when no fleet meets the limits)
+            raise Infeasible(
+                "availability allows no VM: it lists no type with a count above 0",
+                hint="give at least one type a count of 1 or more, or leave availability out to use every "
+                "offered type (at most max_count_per_type of each)",
+                field="availability",
+            )
     else:
         wanted = dict.fromkeys(kept, default_cap)
     skip = set(excluded)

@@ -41,6 +41,7 @@ from enum import StrEnum
 from typing import Any
 
 from srift.domain.profile import PROFILE_SCHEMA_VERSION, ComputeCurve, LayerProfile, ModelProfile
+from srift.domain.profile_document import MAX_PASS_S, MIN_PASS_S
 from srift.domain.structure import Precision
 from srift.errors import InvalidInput
 from srift.limits import LAYERS_PER_PROFILE
@@ -280,6 +281,7 @@ def build_profile(
     forward, backward = _pass_times(
         table, update_s=update_s, forward_fraction=forward_fraction, notes=assumptions
     )
+    _check_pass_times(table, forward=forward, backward=backward)
     largest = _max_batch(table, max_batch, notes=assumptions)
     if straggler_cv is None:
         cv, text = straggler_cv_for(accelerator)
@@ -398,12 +400,39 @@ def _pass_times(
     return forward, backward
 
 
+def _check_pass_times(table: ComputeTable, *, forward: list[float], backward: list[float]) -> None:
+    """InvalidInput on the table's time column when a pass it implies lies outside what a stored profile
+    may hold (MIN_PASS_S to MAX_PASS_S: the server and `srift predict --profile` refuse such a profile)."""
+    for batch, fw, bw in zip(table.batches, forward, backward, strict=True):
+        for which, seconds in (("forward", fw), ("backward", bw)):
+            if MIN_PASS_S <= seconds <= MAX_PASS_S:
+                continue
+            prefix = which if table.kind is TableKind.FORWARD_BACKWARD else ""
+            column = next(c for c in table.columns if c != "batch" and c.startswith(prefix))
+            raise InvalidInput(
+                f"at batch {batch} the {which} pass would take {seconds:.3g} s, outside the "
+                f"{MIN_PASS_S:g} to {MAX_PASS_S:g} s of one pass a profile may hold",
+                hint="check the table's units: _s columns take seconds and _ms milliseconds of one GPU's "
+                "step, samples_per_s one GPU's samples per second",
+                field=f"table.{column}",
+            )
+
+
 def _max_batch(table: ComputeTable, max_batch: int | None, *, notes: list[str]) -> int:
-    """The largest batch that fits: `max_batch`, else the table's largest; appends what that assumed."""
+    """The largest batch that fits: `max_batch`, else the table's largest; appends what that assumed.
+    A `max_batch` below a batch the table timed is InvalidInput: a batch that does not fit cannot have been
+    timed (the server refuses a breakpoint above max_batch)."""
     top = table.batches[-1]
     largest = max_batch if max_batch is not None else top
     if largest < 1:
         raise InvalidInput(f"{largest} is below 1", hint="max_batch is samples per GPU", field="max_batch")
+    if largest < top:
+        raise InvalidInput(
+            f"{largest} is below batch {top}, which the table timed",
+            hint=f"a batch that does not fit cannot have been timed: give --max-batch {top} or more, or drop "
+            f"the table's rows above {largest}",
+            field="max_batch",
+        )
     if max_batch is None:
         notes.append(f"max_batch {top}: the table's largest batch (pass --max-batch if more fits)")
     elif max_batch > top:

@@ -130,7 +130,8 @@ def check_transport(instances: Iterable[tuple[str, InstanceType]], network: Netw
         if not inst.efa and inst.name not in network.measured_gbps:
             raise InvalidInput(
                 f"{inst.name} has no EFA, but the request asks for transport efa",
-                hint="use transport tcp (plain PyTorch DDP), or an EFA-capable type (catalog list --efa)",
+                hint="use transport tcp (plain PyTorch DDP), or an EFA-capable type "
+                "(`srift catalog list --wide` has an EFA column)",
                 field=where,
             )
 

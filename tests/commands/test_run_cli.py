@@ -32,6 +32,25 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     return int(done.value.code or 0), out, err
 
 
+def _plan(capsys: pytest.CaptureFixture[str], tmp_path: Path, **over: Any) -> dict[str, Any]:
+    """`srift plan --json` of a synthetic ResNet-50 on T4 in aws/us-east-1, `over` changing the request."""
+    request: dict[str, Any] = {
+        "profiles": [synthetic_profile("resnet50", "T4").to_dict()],
+        "global_batch": 256,
+        "iterations": 50,
+        "objective": "min_cost",
+        "provider": "aws",
+        "region": "us-east-1",
+        **over,
+    }
+    path = tmp_path / "request.yaml"
+    path.write_text(yaml.safe_dump(request))
+    code, out, err = run(capsys, "plan", str(path), "--json")
+    assert code == 0, err
+    plan: dict[str, Any] = json.loads(out)
+    return plan
+
+
 def test_a_run_waits_in_needs_input_and_resumes_after_amend(
     local: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -78,21 +97,7 @@ def test_a_run_waits_in_needs_input_and_resumes_after_amend(
 def test_run_start_prints_the_runs_token_once_and_corrections_list_and_reset(
     local: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    request: dict[str, Any] = {
-        "profiles": [synthetic_profile("resnet50", "T4").to_dict()],
-        "global_batch": 256,
-        "iterations": 50,
-        "objective": "min_cost",
-        "provider": "aws",
-        "region": "us-east-1",
-        "market": "on_demand",
-        "availability": {"g4dn.xlarge": 8},
-    }
-    path = tmp_path / "request.yaml"
-    path.write_text(yaml.safe_dump(request))
-    code, out, err = run(capsys, "plan", str(path), "--json")
-    assert code == 0, err
-    plan = json.loads(out)
+    plan = _plan(capsys, tmp_path, market="on_demand", availability={"g4dn.xlarge": 8})
     code, out, err = run(capsys, "run", "start", str(plan["id"]))
     assert code == 0, err
     assert "export SRIFT_RUN_TOKEN=srift_run_" in out and "SRIFT_RUN_ID=1" in out
@@ -118,3 +123,30 @@ def test_run_start_prints_the_runs_token_once_and_corrections_list_and_reset(
     assert "reset: resnet50 on g4dn.xlarge" in out
     code, out, err = run(capsys, "run", "reset-correction", "resnet50", "p3.2xlarge")
     assert code != 0 and "no correction" in err
+
+
+@pytest.mark.parametrize(
+    ("verb", "field"),
+    [
+        (("progress", "--iterations", "10", "--elapsed", "inf", "--spent", "0"), "elapsed_s"),
+        (("progress", "--iterations", "10", "--elapsed", "5", "--spent", "1e12"), "spent_usd"),
+        (("interrupt", "--type", "g4dn.xlarge", "--elapsed", "inf"), "elapsed_s"),
+        (("interrupt", "--type", "g4dn.xlarge", "--launch-overhead", "inf"), "launch_overhead_s"),
+    ],
+)
+def test_a_report_the_api_would_refuse_is_refused_locally_and_stores_nothing(
+    local: None, tmp_path: Path, capsys: pytest.CaptureFixture[str], verb: tuple[str, ...], field: str
+) -> None:
+    """`srift run progress 1 --elapsed inf` on the local database stored elapsed_s = inf (POST
+    /v1/jobs/{id}/progress refuses it: at most 1e9 s), after which every report was 'below the last
+    report (inf)'. The local verbs read their reports as the API does, so nothing is stored."""
+    plan = _plan(capsys, tmp_path, global_batch=64, iterations=100, availability={"g4dn.xlarge": 2})
+    code, out, err = run(capsys, "run", "start", str(plan["id"]), "--json")
+    assert code == 0, err
+    job_id = str(json.loads(out)["id"])
+    code, _, err = run(capsys, "run", verb[0], job_id, *verb[1:])
+    assert code == 2 and err.startswith(f"error: {field}: ") and "To fix" in err, err
+    code, out, err = run(capsys, "run", "show", job_id, "--json")
+    shown = json.loads(out)
+    assert code == 0 and shown["elapsed_s"] == 0 and shown["spent_usd"] == 0
+    assert [e["kind"] for e in shown["events"]] == ["started"]

@@ -112,3 +112,25 @@ def test_solve_budget_has_one_limit_in_the_schema_the_api_and_the_cli(
         assert done.value.code == 2 and "solve_budget_s" in err and "greater than 0" in err
     finally:
         get_settings.cache_clear()
+
+
+def test_the_optimizer_guide_says_the_status_a_replan_that_does_not_fit_gets() -> None:
+    """docs/optimizer.md said a re-plan (interruption or amendment) that fits no plan is answered 422; the
+    API answers 409 `infeasible` (srift.errors.Infeasible), as its OpenAPI responses say."""
+    import re
+
+    from fastapi.testclient import TestClient
+
+    from srift.api.app import create_app
+    from srift.errors import Infeasible
+    from srift.settings import Settings
+
+    guide = " ".join((ROOT / "docs" / "optimizer.md").read_text().split())
+    start = guide.index("An interruption re-plans the remaining iterations")
+    paragraph = guide[start : guide.index("says by how much.", start)]
+    said = re.findall(r"the (\d{3})\b[^.]*? says", paragraph + "says")
+    assert said and set(said) == {str(Infeasible.status_code)}, said
+    paths = TestClient(create_app(Settings(database_url="sqlite://"))).get("/openapi.json").json()["paths"]
+    for verb in ("interruptions", "amendments"):
+        answers = paths[f"/v1/jobs/{{job_id}}/{verb}"]["post"]["responses"]
+        assert "infeasible" in answers[str(Infeasible.status_code)]["description"], verb

@@ -80,3 +80,38 @@ def test_script_head_is_unknown_when_the_scripts_are_not_plain(tmp_path: Path) -
     assert migrate.script_head(tmp_path) == "d", "a merge"
     script("e", 'revision = make_id()\ndown_revision = "d"\n')
     assert migrate.script_head(tmp_path) is None
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["db", "downgrade", "zz"], "Can't locate revision identified by 'zz'"),
+        (["db", "upgrade", "zz"], "Can't locate revision identified by 'zz'"),
+        (["db", "upgrade", "+1"], "Relative revision +1"),
+    ],
+)
+def test_a_revision_alembic_cannot_resolve_is_one_line_naming_it(
+    sqlite_url: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    argv: list[str],
+    said: str,
+) -> None:
+    """`srift db downgrade zz` printed Alembic's CommandError traceback and exited 1: it is a usage error
+    (exit 2) on `revision`, naming the revisions there are, and the database stays where it was."""
+    from srift.cli import main
+    from srift.settings import get_settings
+
+    head = migrate.head_revision(sqlite_url)
+    monkeypatch.setenv("SRIFT_DATABASE_URL", sqlite_url)
+    get_settings.cache_clear()
+    try:
+        with pytest.raises(SystemExit) as exited:
+            main(argv)
+    finally:
+        get_settings.cache_clear()
+    _, err = capsys.readouterr()
+    assert exited.value.code == 2
+    assert "Traceback" not in err and err.startswith("error: revision: ")
+    assert said in err and "To fix:" in err and f"{head}, head, base" in err
+    assert migrate.current_revision(sqlite_url) == head

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 import pytest
@@ -153,7 +154,7 @@ def test_infeasible_pair_of_limits_reports_both_relaxations() -> None:
         if fastest
         else rel["fastest_time_within_budget_s"] is None
     )
-    assert f"${least:.2f}" in err.value.hint
+    assert f"${math.ceil(least * 100) / 100:.2f}" in err.value.hint  # the least budget, up to the cent
 
 
 def test_infeasible_budget_alone_reports_the_cheapest_plan() -> None:
@@ -169,6 +170,36 @@ def test_infeasible_budget_alone_reports_the_cheapest_plan() -> None:
     )
     assert err.value.field == "budget_usd"
     assert err.value.relaxations["cheapest_cost_usd"] == pytest.approx(cheapest, rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("limit", "objective", "figure"),
+    [("budget_usd", Objective.MIN_COST, r"\$(\d+\.\d\d)"), ("time_limit_s", Objective.MIN_TIME, r"(\d+) s")],
+)
+def test_the_figure_an_infeasible_hint_names_meets_the_limit(
+    limit: str, objective: Objective, figure: str
+) -> None:
+    """A limit just under the best plan's cost (or time) was told to rise to that figure rounded to the
+    nearest cent (second): a cheapest plan of $2.3201 under a $2.32 budget read "the cheapest costs $2.32,
+    $0.00 over; raise budget_usd to at least $2.32", and the raised request failed again. The figure is
+    rounded up, so asking for it plans."""
+    import re
+
+    problem = _paper_like()
+    c = problem.constraints
+    best = brute_force(problem, FastEvaluator(), Constraints(c.global_batch, 1100, objective), large=True)
+    options = SolveOptions(mode=SearchMode.EXHAUSTIVE, solve_budget_s=10)
+    short = Constraints(c.global_batch, 1100, Objective.MIN_COST, **{limit: best - 1e-6})
+    with pytest.raises(PlanInfeasible) as err:
+        optimize(replace(problem, constraints=short), FastEvaluator(), options)
+    assert (
+        err.value.field == limit and "0.00 over" not in str(err.value) and " 0 s over" not in str(err.value)
+    )
+    found = re.search(figure, err.value.hint)
+    assert found is not None, err.value.hint
+    raised = replace(short, **{limit: float(found.group(1))})
+    plan = optimize(replace(problem, constraints=raised), FastEvaluator(), options)  # no PlanInfeasible
+    assert plan.config.global_batch == c.global_batch
 
 
 def test_unreachable_global_batch_and_empty_space_are_input_errors() -> None:

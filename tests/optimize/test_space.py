@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from srift.domain import Constraints, Market, MarketChoice, Objective
-from srift.errors import InvalidInput, NotFound
+from srift.errors import Infeasible, InvalidInput, NotFound
 from srift.optimize.space import BatchPolicy, Problem, build_candidates, is_pow2, reachable
 
 from .helpers import all_configs, candidate, instance, offer, profile
@@ -73,6 +73,17 @@ def test_unknown_or_unprofiled_type_in_availability_names_the_field() -> None:
     with pytest.raises(InvalidInput) as err3:
         _build([offer(T4, 0.2)], availability={"g4dn.xlarge": -1})
     assert err3.value.field == "availability.g4dn.xlarge"
+
+
+@pytest.mark.parametrize("availability", [{}, {"g4dn.xlarge": 0}, {"g4dn.xlarge": 0, "p3.2xlarge": 0}])
+def test_availability_that_allows_no_vm_says_so(availability: dict[str, int]) -> None:
+    """Every count 0 (or nothing listed) left no candidate, and the plan said no offer matched the profiles'
+    accelerators, though both types match one: the answer (409: the request is valid, no fleet meets it)
+    names `availability` and what allows a VM."""
+    with pytest.raises(Infeasible) as err:
+        _build([offer(T4, 0.2), offer(V100, 0.9)], availability=availability)
+    assert err.value.field == "availability"
+    assert "allows no VM" in err.value.detail and "count of 1 or more" in err.value.hint
 
 
 def test_batch_options_respect_devices_and_max_batch() -> None:

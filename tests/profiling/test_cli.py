@@ -281,3 +281,26 @@ def test_profile_cli_forms_and_refusals(tmp_path: Path, capsys: pytest.CaptureFi
         capsys,
     )
     assert code == 2 and "does not exist" in err and not (tmp_path / "x.json").exists()
+
+
+def test_no_parameter_help_points_below_the_parameter_panels() -> None:
+    """`srift profile import --help` described TABLE as "(see below)", but Typer prints the parameters after
+    the command's description and nothing follows them (no command has an epilog): a parameter's help
+    that points somewhere points above."""
+    import typer
+
+    from srift.cli import build_app
+
+    def walk(command: object) -> Iterator[object]:
+        yield command
+        for sub in getattr(command, "commands", {}).values():
+            yield from walk(sub)
+
+    pointing_below = []
+    for command in walk(typer.main.get_command(build_app())):
+        if getattr(command, "epilog", None):
+            continue
+        for param in getattr(command, "params", []):
+            if "below" in (getattr(param, "help", None) or ""):
+                pointing_below.append(f"{getattr(command, 'name', '?')} {param.name}")
+    assert pointing_below == []

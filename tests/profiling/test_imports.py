@@ -183,3 +183,33 @@ def test_layers_documents_round_trip_and_stay_apart_from_full_profiles(profile_d
         with pytest.raises(InvalidInput) as caught:
             LayerProfile.from_dict(copy.deepcopy(bad))
         assert caught.value.field == field
+
+
+@pytest.mark.parametrize(
+    ("text", "field"),
+    [
+        ("batch,step_s\n8,0.2\n16,1e9\n", "table.step_s"),
+        ("batch,step_ms\n8,0.0001\n", "table.step_ms"),
+        ("batch,forward_s,backward_s\n8,0.1,100000\n", "table.backward_s"),
+        ("batch,samples_per_s\n8,1e-6\n", "table.samples_per_s"),
+    ],
+)
+def test_a_pass_a_stored_profile_may_not_hold_is_refused_on_the_time_column(text: str, field: str) -> None:
+    """The import wrote such profiles, which POST /v1/profiles and `srift predict --profile` then refused
+    (a pass lasts 1 µs to a day): it is refused here, naming the table's column and its units."""
+    table = parse_compute_table(text)
+    with pytest.raises(InvalidInput) as caught:
+        build_profile(table=table, layers=LAYERS, accelerator="T4")
+    assert caught.value.field == field
+    assert "units" in caught.value.hint
+
+
+def test_a_max_batch_below_a_timed_batch_is_refused() -> None:
+    """`--max-batch 4` over a table timed at batch 8 and 16 wrote a profile with breakpoints above its
+    max_batch, which the server refuses (a batch that does not fit cannot have been timed)."""
+    table = parse_compute_table("batch,step_s\n8,0.2\n16,0.4\n")
+    with pytest.raises(InvalidInput) as caught:
+        build_profile(table=table, layers=LAYERS, accelerator="T4", max_batch=4)
+    assert caught.value.field == "max_batch" and "--max-batch 16" in caught.value.hint
+    at_top = build_profile(table=table, layers=LAYERS, accelerator="T4", max_batch=16)
+    assert read_profile(json.loads(json.dumps(at_top.to_dict()))).max_batch == 16

@@ -55,6 +55,8 @@ ONE_MODEL_RULE = ("profiles-of-one-model", "inline profiles all have the same mo
 ProfileId = Annotated[int, Field(ge=1, le=2**31 - 1)]
 SELECTION_TYPES = {"profile_ids": "array", "profiles": "array", "model": "string"}
 CountCap = Annotated[int, Field(ge=0, le=MAX_COUNT)]
+MonthlyShare = Annotated[float, Field(ge=0, lt=1)]
+"""A share of VMs interrupted per month: 0 (none) up to, not including, 1 (every VM every month)."""
 MAX_LOCATIONS_PER_REQUEST = 32
 LocationName = Annotated[str, Field(min_length=1, max_length=130, pattern=r"^[a-z0-9-]+(/[a-z0-9-]+){0,2}$")]
 ProviderName = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[a-z0-9][a-z0-9-]*$")]
@@ -348,7 +350,7 @@ class PlanRequest(RunRequestIn):
         default=_PLAN["price_interruptions"],
         description="price spot interruptions in (expected time and cost), Srift §4.5",
     )
-    interruption_rates: Annotated[dict[TypeName, float], KeysStated] | None = Field(
+    interruption_rates: Annotated[dict[TypeName, MonthlyShare], KeysStated] | None = Field(
         default=None,
         max_length=MAX_INSTANCE_TYPES_PER_REQUEST,
         description="type or provider/region/type → share of VMs interrupted per month (0..1), overrides",

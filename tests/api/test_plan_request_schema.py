@@ -1,0 +1,47 @@
+"""srift.api.schemas.plans: the published PlanRequest schema states the rules the planner enforces on a
+field's values, so a client that validates against /openapi.json sends nothing the server then refuses."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jsonschema
+import pytest
+
+from srift.api.app import create_app
+from srift.catalog.geo import shipped_spot
+from srift.domain.geo import Location
+from srift.errors import InvalidInput
+from srift.services.placement import price_interruptions
+from srift.settings import Settings
+
+
+def _interruption_rates_schema() -> dict[str, Any]:
+    schema = create_app(Settings(database_url="sqlite://")).openapi()
+    prop = schema["components"]["schemas"]["PlanRequest"]["properties"]["interruption_rates"]
+    (rates,) = [s for s in prop["anyOf"] if s.get("type") == "object"]
+    return dict(rates)
+
+
+def _planner_accepts(share: float) -> bool:
+    try:
+        price_interruptions(
+            (),
+            facts=shipped_spot(),
+            default_location=Location("aws", "us-east-1"),
+            overrides={"p3.8xlarge": share},
+        )
+    except InvalidInput as refused:
+        assert refused.field == "interruption_rates.p3.8xlarge"
+        return False
+    return True
+
+
+@pytest.mark.parametrize("share", [-0.1, 0, 0.075, 0.999, 1, 1.5])
+def test_interruption_rates_schema_states_the_share_range_the_planner_enforces(share: float) -> None:
+    """The planner refuses a monthly share outside [0, 1) while the schema said only `number`; the schema
+    now states `minimum` 0 and `exclusiveMaximum` 1, and accepts exactly the shares the planner does."""
+    rates = _interruption_rates_schema()
+    assert rates["additionalProperties"] == {"type": "number", "minimum": 0, "exclusiveMaximum": 1}
+    valid = jsonschema.Draft202012Validator(rates).is_valid({"p3.8xlarge": share})
+    assert valid == _planner_accepts(share)
