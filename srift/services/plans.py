@@ -9,6 +9,7 @@ built once). docs/architecture.md has the phases in one table.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 import time
@@ -169,6 +170,7 @@ def _prepare(
     held = held or {}
     profiles, sources = _resolve(session=session, query=query)
     locations, offers = _locate(session=session, settings=settings, query=query)
+    unmatched = _unmatched_type_keys(query, offers)
     offers, stack_notes = _runnable(offers, query)
     profiles, sources = _complete(profiles, sources, offers=offers)
     shortlist = _candidates(offers, profiles, query=query, located=len(locations) > 1, notes=stack_notes)
@@ -181,7 +183,7 @@ def _prepare(
     )
     spot = _price_spot(shortlist.candidates, query=query, default_location=locations[0])
     feeds, feed_notes = feed_view(spot.candidates, read_gbps=query.read_gbps)
-    notes = (*shortlist.notes, *_plan_notes(query, excluded=excluded, held=held), *feed_notes)
+    notes = (*unmatched, *shortlist.notes, *_plan_notes(query, excluded=excluded, held=held), *feed_notes)
     problem = Problem(spot.candidates, _constraints(query), query.batch_policy, notes=notes, spot=spot.policy)
     geo = _geo(query)
     bandwidth = _bandwidth(session=session, settings=settings, network=network)
@@ -250,6 +252,31 @@ def _locate(*, session: Session, settings: Settings, query: PlanQuery) -> tuple[
     )
     offers = gather_offers(session=session, locations=locations, market=query.market, snapshot=query.snapshot)
     return locations, offers
+
+
+def _unmatched_type_keys(query: PlanQuery, offers: Sequence[Offer]) -> tuple[str, ...]:
+    """Notes for the keys of `interruption_rates` and `network.measured_gbps` whose instance type (a key's
+    last `/` part: `type` or `provider/region/type`) no offer of the request has, with the offered names
+    closest to it. Such a key is ignored; without a note a mistyped name (g4dn.12xlarg) would be dropped
+    without a word. A note, not an error: one request file may carry rates for types that other regions or
+    markets offer."""
+    offered = sorted({offer.instance.name for offer in offers})
+    maps = (
+        ("interruption_rates", query.interruption_rates),
+        ("network.measured_gbps", query.network.measured_gbps),
+    )
+    notes = []
+    for field, given in maps:
+        for key in given or {}:
+            name = key.rsplit("/", 1)[-1]
+            if name in offered:
+                continue
+            close = difflib.get_close_matches(name, offered, n=3)
+            notes.append(
+                f"{field}.{key} ignored: no offer of this request is a {name}"
+                + (f" (closest offered: {', '.join(close)})" if close else "")
+            )
+    return tuple(notes)
 
 
 def _runnable(offers: list[Offer], query: PlanQuery) -> tuple[list[Offer], tuple[str, ...]]:

@@ -236,6 +236,33 @@ def test_min_time_under_budget_prefers_spot(
     assert spot is not None and spot["expected_time_s"] >= spot["uninterrupted_time_s"] * (1 - 1e-12)
 
 
+def test_a_mistyped_type_in_interruption_rates_or_measured_gbps_is_named_not_dropped_silently(
+    client: TestClient, db_url: str, write_headers: dict[str, str]
+) -> None:
+    """A key whose type no offer of the request has is ignored, and the plan's warnings say so with the
+    offered names closest to it; a key that names an offered type (alone or as provider/region/type) draws
+    no such warning, and the rate it gives is used."""
+    ids = _seed(db_url, "inception_v3")
+    body = _request(
+        ids,
+        market="any",
+        interruption_rates={"g4dn.8xlarg": 0.5, "testcloud/r1/p3.8xlarge": 0.2},
+        network={"measured_gbps": {"p3.8xlarge": 9.0, "p3.8xlarg": 9.0}},
+    )
+    r = client.post("/v1/plans", json=body, headers=write_headers)
+    assert r.status_code == 201, r.text
+    plan = r.json()
+    ignored = [w for w in plan["warnings"] if " ignored: no offer of this request is a " in w]
+    assert sorted(ignored) == [
+        "interruption_rates.g4dn.8xlarg ignored: no offer of this request is a g4dn.8xlarg "
+        "(closest offered: g4dn.8xlarge, g3.8xlarge, p3.8xlarge)",
+        "network.measured_gbps.p3.8xlarg ignored: no offer of this request is a p3.8xlarg "
+        "(closest offered: p3.8xlarge, g3.8xlarge, g4dn.8xlarge)",
+    ]
+    rates = {rate["instance_type"]: rate for rate in plan["spot"]["rates"]}
+    assert rates["p3.8xlarge"]["band"] == "given" and rates["p3.8xlarge"]["monthly_fraction"] == 0.2
+
+
 def test_get_missing_plan_is_404(client: TestClient) -> None:
     r = client.get("/v1/plans/12345")
     assert r.status_code == 404
