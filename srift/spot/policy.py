@@ -414,8 +414,9 @@ def _solve_programme(job: SpotJob, law: FleetLaw, *, tick_s: float) -> Programme
     }
     for k in range(steps - 1, -1, -1):
         left = job.deadline_s - (k + 1) * step
-        # Expected cost-to-go after the step, per next-state mode, as a function of progress.
-        ev = np.einsum("st,jtm->jsm", trans, v_next)  # (j, s_now, m_next)
+        # Expected cost-to-go after the step, per next-state mode, as a function of progress (j, s_now,
+        # m_next): a matmul batched over the levels (an einsum gives the same to rounding, ~14x slower).
+        ev = trans @ v_next
         # Spot: capacity next step decides whether the run goes on (spot) or lost work (idle).
         ran = {
             key: run.total(ev[:, :, Mode.ON_DEMAND])
