@@ -103,6 +103,31 @@ class Mode(IntEnum):
     ON_DEMAND = 2
 
 
+TIE_PREFERENCE = (Mode.SPOT, Mode.IDLE, Mode.ON_DEMAND)
+"""The dynamic programme's choice among actions whose expected costs are equal to rounding (_tie_tolerance).
+
+Such ties are structural, not rare: where the chain says nothing can change before the step after, doing a
+thing now or a step later costs the same. Without capacity and with too little time left to use spot
+safely, waiting a step then running on-demand costs what on-demand now does; with capacity that the chain
+says cannot end within the step (an empirical law with no run ending at that age), waiting a step then
+running spot costs what spot now does. On the public traces' plans (the 720 programmes of "spot on real
+traces" in docs/BENCHMARKS.md) a tenth of the decisions with more than one admissible action were exact
+ties; of those within a relative 1e-9, 28 % were waiting against on-demand and 72 % waiting against spot.
+The order (a choice):
+
+- spot before waiting: the capacity in hand is the surer thing if the law is wrong (a run that went on is
+  only further along), it keeps more slack, and it is what Uniform Progress does with capacity;
+- waiting before on-demand: at equal cost under the law, waiting keeps for free the chance that capacity
+  comes back sooner than the law says (the envelope takes it where Uniform Progress would), and the safety
+  net keeps the deadline: the programme's bets stay on capacity coming back, never against it (module
+  docstring);
+- spot before on-demand: both run; spot is the cheaper fleet per second.
+
+Before the tolerance (2026-12-07) the programme tried waiting, spot and on-demand in turn and kept the first
+of exactly equal totals: the same order but for spot against waiting, and where rounding split a tie, the
+rounding's choice."""
+
+
 @dataclass(frozen=True, slots=True)
 class SpotJob:
     """A run to place: its work and price on the spot fleet and on the on-demand fallback, its deadline."""
@@ -359,76 +384,70 @@ def plausible_laws(law: FleetLaw) -> list[FleetLaw]:
 
 
 def _solve_programme(job: SpotJob, law: FleetLaw, *, tick_s: float) -> Programme:
-    """The dynamic programme for `job` on `law` (module docstring), unchecked against Uniform Progress."""
+    """The dynamic programme for `job` on `law` (module docstring), unchecked against Uniform Progress.
+
+    At every (step, progress level, capacity state, last mode) it takes the cheapest admissible action in
+    expectation; actions whose expected costs differ by no more than rounding can explain (_tie_tolerance)
+    count as equal and go to TIE_PREFERENCE, so that a platform's rounding (another BLAS, another
+    contraction order, an input moved by an ulp) cannot change the table."""
     step = max(tick_s, job.restart_s, job.deadline_s / DP_MAX_STEPS)
     steps = max(1, math.ceil(job.deadline_s / step))
     levels = DP_PROGRESS_LEVELS
     q = np.arange(levels + 1) / levels
-    edges, up_leave, up_adv = _age_chain(law.up, step, DP_AGE_BUCKETS)
-    _, down_leave, down_adv = _age_chain(law.gap, step, DP_AGE_BUCKETS)
-    nb = DP_AGE_BUCKETS
-    ns = 2 * nb
-    # Transition matrix over capacity states: index s = 0..nb-1 up (by age bucket), nb..2nb-1 down.
-    trans = np.zeros((ns, ns))
-    for b in range(nb):
-        for off, leave, adv, other in ((0, up_leave, up_adv, nb), (nb, down_leave, down_adv, 0)):
-            stay = 1.0 - leave[b]
-            older = min(b + 1, nb - 1)
-            trans[off + b, other] += leave[b]
-            trans[off + b, off + older] += stay * adv[b]
-            trans[off + b, off + b] += stay * (1.0 - adv[b])
-    up_state = np.arange(ns) < nb
+    edges, trans = _capacity_chain(law, step)
+    ns = trans.shape[0]
+    up_state = np.arange(ns) < ns // 2
+    rtol = _tie_tolerance(steps, ns)
     # Expected work lost to a preemption (half a checkpoint interval), and the most it can be (the net's).
     loss = min(job.checkpoint_s, job.spot_work_s) / 2.0 / job.spot_work_s
     worst = min(job.checkpoint_s, job.spot_work_s) / job.spot_work_s
-    # V[j, s, m]: expected cost to go; m = what ran last step (idle/spot/od).
+    # V[j, s, m]: expected cost to go; m = what ran last step (idle/spot/od). After the last step the run
+    # must have finished: anything left is a miss.
     unfinished = (1.0 + MISS_PENALTY) * job.od_usd_per_s * (job.restart_s + (1.0 - q) * job.od_work_s)
     v_next = np.repeat(np.repeat(unfinished[:, None, None], ns, axis=1), 3, axis=2)
     v_next[levels] = 0.0
     action = np.zeros((steps, levels, ns, 3), dtype=np.int8)
-    rate = {Mode.SPOT: 1.0 / job.spot_work_s, Mode.ON_DEMAND: 1.0 / job.od_work_s}
-    price = {Mode.SPOT: job.spot_usd_per_s, Mode.ON_DEMAND: job.od_usd_per_s}
+    # A step on a fleet from every level, with the restart a switch costs (over > 0) or without.
+    runs = {
+        (act, switch): _FleetStep.of(
+            job, act, q, over=job.restart_s if switch else 0.0, step_s=step, loss=loss
+        )
+        for act in (Mode.SPOT, Mode.ON_DEMAND)
+        for switch in (False, True)
+    }
     for k in range(steps - 1, -1, -1):
-        t_end = (k + 1) * step
-        left = job.deadline_s - t_end
-        # After the last step the run must have finished: anything left is a miss.
-        best = np.full((levels + 1, ns, 3), np.inf)
-        choice = np.zeros((levels + 1, ns, 3), dtype=np.int8)
-        # Expected cost-to-go after the step, per next-state mode, as a function of progress.
-        ev = np.einsum("st,jtm->jsm", trans, v_next)  # (j, s_now, m_next)
-        for act in (Mode.IDLE, Mode.SPOT, Mode.ON_DEMAND):
-            for m in (Mode.IDLE, Mode.SPOT, Mode.ON_DEMAND):
-                switch = act != m and act != Mode.IDLE
-                over = job.restart_s if switch else 0.0
+        left = job.deadline_s - (k + 1) * step
+        # Expected cost-to-go after the step, per next-state mode, as a function of progress (j, s_now,
+        # m_next): a matmul batched over the levels (an einsum gives the same to rounding, ~14x slower).
+        ev = trans @ v_next
+        # Spot: capacity next step decides whether the run goes on (spot) or lost work (idle).
+        ran = {
+            key: run.total(ev[:, :, Mode.ON_DEMAND])
+            if key[0] == Mode.ON_DEMAND
+            else run.spot_total(v_next[:, :, Mode.SPOT], v_next[:, :, Mode.IDLE], trans, up_state)
+            for key, run in runs.items()
+        }
+        totals = np.empty((len(TIE_PREFERENCE), levels + 1, ns, 3))
+        ok = np.empty(totals.shape, dtype=bool)
+        for i, act in enumerate(TIE_PREFERENCE):
+            for m in Mode:
                 if act == Mode.IDLE:
-                    total = ev[:, :, Mode.IDLE]
+                    totals[i, :, :, m] = ev[:, :, Mode.IDLE]
                     safe = left >= (1.0 - q) * job.od_work_s + job.restart_s - 1e-9
-                    ok = np.broadcast_to(safe[:, None], (levels + 1, ns))
+                    ok[i, :, :, m] = safe[:, None]
+                elif act == Mode.ON_DEMAND:
+                    totals[i, :, :, m] = ran[act, m != act]
+                    ok[i, :, :, m] = True
                 else:
-                    speed, usd = rate[act], price[act]
-                    q_new = q + max(step - over, 0.0) * speed
-                    finish = q_new >= 1.0 - 1e-12
-                    step_cost = np.where(finish, (over + (1.0 - q) / speed) * usd, step * usd)
-                    if act == Mode.ON_DEMAND:
-                        after = _interp_rows(q_new, q, ev[:, :, Mode.ON_DEMAND])
-                        total = step_cost[:, None] + np.where(finish[:, None], 0.0, after)
-                        ok = np.ones((levels + 1, ns), dtype=bool)
-                    else:
-                        # Spot: capacity next step decides whether the run goes on (spot) or lost work (idle).
-                        cont = _interp_rows(q_new, q, v_next[:, :, Mode.SPOT])  # (j, s_next)
-                        lost = _interp_rows(np.maximum(q_new - loss, 0.0), q, v_next[:, :, Mode.IDLE])
-                        nxt = np.where(up_state[None, :], cont, lost)  # (j, s_next)
-                        after = nxt @ trans.T  # (j, s_now)
-                        total = step_cost[:, None] + np.where(finish[:, None], 0.0, after)
-                        base = np.maximum(q - worst, 0.0) if m == Mode.SPOT else q
-                        safe = left >= (1.0 - base) * job.od_work_s + job.restart_s - 1e-9
-                        ok = up_state[None, :] & safe[:, None]
-                better = ok & (total < best[:, :, m])
-                best[:, :, m] = np.where(better, total, best[:, :, m])
-                choice[:, :, m] = np.where(better, int(act), choice[:, :, m])
+                    totals[i, :, :, m] = ran[act, m != act]
+                    base = np.maximum(q - worst, 0.0) if m == Mode.SPOT else q
+                    safe = left >= (1.0 - base) * job.od_work_s + job.restart_s - 1e-9
+                    ok[i, :, :, m] = up_state[None, :] & safe[:, None]
+        best, choice = _cheapest(totals, ok, rtol)
         best[levels] = 0.0
         v_next = best
         action[k] = choice[:levels]
+    nb = ns // 2
     start_state = np.array(
         [law.model_availability] + [0.0] * (nb - 1) + [1 - law.model_availability] + [0.0] * (nb - 1)
     )
@@ -436,12 +455,119 @@ def _solve_programme(job: SpotJob, law: FleetLaw, *, tick_s: float) -> Programme
     return Programme(step_s=step, levels=levels, edges_s=edges, action=action, expected_cost_usd=expected)
 
 
-def _interp_rows(x_new: np.ndarray, x: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """values (len(x), n) interpolated at x_new along the first axis, per column; beyond the grid: the end."""
-    idx = np.clip(np.searchsorted(x, x_new, side="right") - 1, 0, x.size - 2)
-    w = np.clip((x_new - x[idx]) / (x[idx + 1] - x[idx]), 0.0, 1.0)
-    out: np.ndarray = values[idx] * (1.0 - w)[:, None] + values[idx + 1] * w[:, None]
-    return out
+def _capacity_chain(law: FleetLaw, step_s: float) -> tuple[np.ndarray, np.ndarray]:
+    """The age-bucket edges and the transition matrix over capacity states of one step: index s =
+    0..DP_AGE_BUCKETS-1 up (by age bucket), then the same buckets down (_age_chain per state)."""
+    nb = DP_AGE_BUCKETS
+    edges, up_leave, up_adv = _age_chain(law.up, step_s, nb)
+    _, down_leave, down_adv = _age_chain(law.gap, step_s, nb)
+    trans = np.zeros((2 * nb, 2 * nb))
+    for b in range(nb):
+        for off, leave, adv, other in ((0, up_leave, up_adv, nb), (nb, down_leave, down_adv, 0)):
+            stay = 1.0 - leave[b]
+            older = min(b + 1, nb - 1)
+            trans[off + b, other] += leave[b]
+            trans[off + b, off + older] += stay * adv[b]
+            trans[off + b, off + b] += stay * (1.0 - adv[b])
+    return edges, trans
+
+
+def _tie_tolerance(steps: int, states: int) -> float:
+    """The relative difference of two expected costs in the programme that rounding can explain.
+
+    Every total is a sum of nonnegative terms (prices × seconds, and probabilities or interpolation weights
+    times the next step's totals), so its relative rounding error is at most the unit roundoff (eps / 2)
+    times the number of roundings on its longest chain of operations, to first order. A step adds at most
+    2·states of them in its two contractions over the capacity states (the cost-to-go after the step, and
+    spot's next-state mix), and a few more (≤ 8, generously) in the interpolation between levels, the
+    step's own cost and the transition probabilities themselves; over `steps` steps of backward induction
+    that is δ ≤ steps·(2·states + 8)·eps / 2. Two computations of the same totals (another BLAS, another
+    summation order, an input moved by an ulp) then differ by at most 2δ, and this allows twice that:
+    2·steps·(2·states + 8)·eps, 8.5e-12 at 400 steps and 20 states (a thousandth of a cent on $1,000). A
+    worst-case bound: the einsum and matmul contractions give values 2.2e-15 apart at most (relative) on the
+    public traces' plans. Differences above it are the law's, and then the cheaper action is taken as before.
+    The tolerance moves the edge of a tie from 0, where a tenth of the decisions sit, to where few do (about
+    0.07 % of them per decade of relative gap around 1e-11). On those 720 programmes no action moves when
+    the contraction changes or a price or the law moves by a relative 1e-15; before, the contraction moved
+    actions in 485 programmes, the on-demand price in 591, the spot price in 279."""
+    return 2.0 * steps * (2 * states + 8) * float(np.finfo(np.float64).eps)
+
+
+def _cheapest(totals: np.ndarray, ok: np.ndarray, rtol: float) -> tuple[np.ndarray, np.ndarray]:
+    """Per state, the action to take and its total: among the admissible ones (`ok`) whose totals are within
+    `rtol` (relative) of the lowest, the first in TIE_PREFERENCE (totals and ok: one row per action, in that
+    order). Without a near-tie that is the cheapest; with one, the choice is the preference's, not the
+    rounding's. The total kept is the chosen action's own, so that the values are the chosen policy's."""
+    masked = np.where(ok, totals, np.inf)
+    lowest = masked.min(axis=0)
+    first = np.argmax(masked <= lowest * (1.0 + rtol), axis=0)
+    best: np.ndarray = np.take_along_axis(masked, first[None], axis=0)[0]
+    choice: np.ndarray = np.asarray(TIE_PREFERENCE, dtype=np.int8)[first]
+    return best, choice
+
+
+@dataclass(frozen=True)
+class _Interp:
+    """Linear interpolation of per-level values (len(x), n) at fixed points x_new along the first axis, per
+    column; beyond the grid: the end. Indices and weights are found once, the values change every step."""
+
+    idx: np.ndarray
+    below: np.ndarray
+    above: np.ndarray
+
+    @classmethod
+    def at(cls, x_new: np.ndarray, x: np.ndarray) -> _Interp:
+        idx = np.clip(np.searchsorted(x, x_new, side="right") - 1, 0, x.size - 2)
+        w = np.clip((x_new - x[idx]) / (x[idx + 1] - x[idx]), 0.0, 1.0)
+        return cls(idx=idx, below=(1.0 - w)[:, None], above=w[:, None])
+
+    def __call__(self, values: np.ndarray) -> np.ndarray:
+        out: np.ndarray = values[self.idx] * self.below + values[self.idx + 1] * self.above
+        return out
+
+
+@dataclass(frozen=True)
+class _FleetStep:
+    """One programme step on a fleet (spot or on-demand) from every progress level q, `over` seconds of it
+    spent restarting: its cost, whether it finishes the run, and where it leaves progress (and, on spot,
+    where a preemption leaves it: `loss` of the work back)."""
+
+    cost: np.ndarray
+    finish: np.ndarray
+    ahead: _Interp
+    lost: _Interp
+
+    @classmethod
+    def of(
+        cls, job: SpotJob, act: Mode, q: np.ndarray, *, over: float, step_s: float, loss: float
+    ) -> _FleetStep:
+        speed = 1.0 / (job.spot_work_s if act == Mode.SPOT else job.od_work_s)
+        usd = job.spot_usd_per_s if act == Mode.SPOT else job.od_usd_per_s
+        q_new = q + max(step_s - over, 0.0) * speed
+        finish = q_new >= 1.0 - 1e-12
+        cost = np.where(finish, (over + (1.0 - q) / speed) * usd, step_s * usd)
+        return cls(
+            cost=cost,
+            finish=finish,
+            ahead=_Interp.at(q_new, q),
+            lost=_Interp.at(np.maximum(q_new - loss, 0.0), q),
+        )
+
+    def total(self, after: np.ndarray) -> np.ndarray:
+        """The step's cost and, unless it finished the run, `after` (j, s) at the progress it reaches."""
+        return self._plus(self.ahead(after))
+
+    def spot_total(
+        self, cont: np.ndarray, lost: np.ndarray, trans: np.ndarray, up_state: np.ndarray
+    ) -> np.ndarray:
+        """A spot step's total: the run goes on where capacity lasts into the next step (`cont`, the values on
+        spot) and falls back by the lost work where it goes (`lost`, the values idle), mixed by `trans`."""
+        nxt = np.where(up_state[None, :], self.ahead(cont), self.lost(lost))  # (j, s_next)
+        return self._plus(nxt @ trans.T)
+
+    def _plus(self, after: np.ndarray) -> np.ndarray:
+        out: np.ndarray = self.cost[:, None] + np.where(self.finish[:, None], 0.0, after)
+        return out
 
 
 def equilibrium_age_s(law: DurationLaw) -> float:

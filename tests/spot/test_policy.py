@@ -12,10 +12,13 @@ from hypothesis import strategies as st
 
 from srift.spot.model import FleetLaw, Weibull
 from srift.spot.policy import (
+    TIE_PREFERENCE,
     DeadlinePolicy,
     Mode,
     SpotJob,
+    _cheapest,
     _State,
+    _tie_tolerance,
     _uniform_progress_want,
     _with_safety_net,
     plan_programme,
@@ -275,3 +278,43 @@ def test_the_programme_is_kept_only_where_it_wins_on_every_plausible_law() -> No
             assert mine.met.all()
             assert mine.cost_usd.mean() <= theirs.cost_usd.mean() * 1.02
     assert any(kept), "the programme must be kept somewhere for this test to mean anything"
+
+
+@pytest.mark.parametrize("slack", [1.1, 2.0])
+def test_the_programme_is_the_same_when_its_inputs_move_by_rounding(slack: float) -> None:
+    # Many of the programme's choices are ties (waiting a step then on-demand costs what on-demand now
+    # does): a price or the law moved by a relative 1e-15, as another platform's rounding moves the values,
+    # must leave every action where it was (before the tie tolerance, thousands of them moved).
+    j, fitted = job(work_s=4 * 3600.0, slack=slack), law()
+    base = plan_programme(j, fitted, tick_s=TICK, selection_runs=0)
+    nudge = 1.0 + 1e-15
+    for j2, law2 in (
+        (replace(j, od_usd_per_s=j.od_usd_per_s * nudge), fitted),
+        (replace(j, spot_usd_per_s=j.spot_usd_per_s * nudge), fitted),
+        (j, replace(fitted, up=fitted.up.scaled(nudge))),
+        (j, replace(fitted, gap=fitted.gap.scaled(nudge))),
+    ):
+        moved = plan_programme(j2, law2, tick_s=TICK, selection_runs=0)
+        assert np.array_equal(moved.action, base.action)
+        assert moved.expected_cost_usd == pytest.approx(base.expected_cost_usd, rel=1e-12)
+
+
+def test_near_ties_go_to_the_preference_and_real_differences_to_the_cheaper() -> None:
+    # One state per column; rows in TIE_PREFERENCE order (spot, idle, on-demand).
+    assert TIE_PREFERENCE == (Mode.SPOT, Mode.IDLE, Mode.ON_DEMAND)
+    rtol = _tie_tolerance(400, 20)
+    ulps = 8 * np.finfo(np.float64).eps
+    totals = np.array(
+        [
+            [10.0, 1.0, 10.0, 10.0 * (1 + 100 * rtol), 3.0],
+            [10.0 * (1 + ulps), 10.0, 10.0 * (1 - ulps), 10.0, 3.0],
+            [10.0 * (1 - ulps), 10.0 * (1 - ulps), 10.0, 10.0 * (1 - 100 * rtol), 2.0],
+        ]
+    )
+    ok = np.array([[True, False, True, True, False], [True] * 5, [True] * 5])
+    best, choice = _cheapest(totals, ok, rtol)
+    # Rounding-level ties: the preferred action whichever side the rounding fell; an inadmissible action is
+    # never taken; differences well beyond rounding (and spot inadmissible): the cheaper.
+    assert choice.tolist() == [Mode.SPOT, Mode.IDLE, Mode.SPOT, Mode.ON_DEMAND, Mode.ON_DEMAND]
+    assert best.tolist() == [10.0, 10.0, 10.0, 10.0 * (1 - 100 * rtol), 2.0]
+    assert 1e-12 < rtol < 1e-10
