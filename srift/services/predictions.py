@@ -10,6 +10,7 @@ field at fault and how to fix it.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -63,6 +64,8 @@ class FleetPrediction:
     prediction: Prediction
     sources: tuple[str, ...]
     network: dict[str, Any] | None = None
+    notes: tuple[str, ...] = ()
+    """What the request gave that this prediction could not use (srift.services.predictions._ignored)."""
 
     def document(self) -> dict[str, Any]:
         """PredictionOut's fields."""
@@ -92,7 +95,7 @@ class FleetPrediction:
             "breakdown": breakdown_document(self.prediction.breakdown),
             "network": self.network,
             "sources": list(self.sources),
-            "warnings": list(self.prediction.breakdown.warnings),
+            "warnings": [*self.notes, *self.prediction.breakdown.warnings],
         }
 
 
@@ -434,4 +437,27 @@ class _Context:
             network=network_view(
                 self.network, instances=[m.instance for m in members], model=self.model, multi_node=vms >= 2
             ),
+            notes=self.ignored,
         )
+
+    @property
+    def ignored(self) -> tuple[str, ...]:
+        """Notes for what the request gives that no fleet of it uses, which would otherwise be dropped without
+        a word: a `network.measured_gbps` key naming a type no fleet has (a mistyped g4dn.12xlarg), with the
+        fleets' closest type names, and `ps_servers` above 1 under comm allreduce."""
+        query = self.query
+        names = sorted({c.instance_type for _, cfg in self.configs for c in cfg.choices})
+        notes = []
+        for key in query.network.measured_gbps or {}:
+            if key not in names:
+                close = difflib.get_close_matches(key, names, n=3)
+                notes.append(
+                    f"network.measured_gbps.{key} ignored: no fleet of this request has a {key}"
+                    + (f" (closest: {', '.join(close)})" if close else "")
+                )
+        if query.comm is not CommMode.PARAMETER_SERVER and query.ps_servers != 1:
+            notes.append(
+                f"ps_servers {query.ps_servers} ignored: it counts parameter servers, and comm is "
+                f"{query.comm.value} (give comm parameter_server to use them)"
+            )
+        return tuple(notes)

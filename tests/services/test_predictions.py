@@ -16,7 +16,7 @@ from srift.domain.requests import PredictionQuery
 from srift.domain.simulation import PER_LAYER
 from srift.errors import InvalidInput, NotFound
 from srift.profiling.store import save_profile
-from srift.services.predictions import predict
+from srift.services.predictions import predict, predict_sweep
 from srift.settings import Settings
 from srift.sim import simulate
 
@@ -120,6 +120,31 @@ def test_predicts_and_prices_a_fleet(lab: Session, settings: Settings) -> None:
     b = out["breakdown"]
     parts = b["compute_s"] + b["straggler_wait_s"] + b["exposed_intra_s"] + b["exposed_network_s"]
     assert parts == pytest.approx(out["predicted"]["iteration_s"])
+
+
+def test_what_the_request_gives_and_no_fleet_uses_is_named_in_the_warnings(
+    lab: Session, settings: Settings
+) -> None:
+    """A measured rate keyed by a type no fleet has (a typo) and parameter servers under allreduce were
+    dropped without a word; the warnings now name them (with the closest fleet type). A key of a type one
+    fleet of a sweep has draws no warning in another fleet of that sweep."""
+    model = TableBandwidth({1: 8.0})
+    query = _request(network={"measured_gbps": {"v100x": 4.0}}, ps_servers=2)
+    out = predict(session=lab, settings=settings, query=query, bandwidth=model).document()
+    assert out["warnings"][:2] == [
+        "network.measured_gbps.v100x ignored: no fleet of this request has a v100x (closest: v100x1)",
+        "ps_servers 2 ignored: it counts parameter servers, and comm is allreduce (give comm "
+        "parameter_server to use them)",
+    ]
+    fleets = [
+        {"choices": [{"instance_type": "v100x1", "market": "spot", "count": 2, "batch": 64}]},
+        {"choices": [{"instance_type": "v100x4", "market": "on_demand", "count": 2, "batch": 64}]},
+    ]
+    sweep = _request(config=None, configs=fleets, network={"measured_gbps": {"v100x4": 4.0}})
+    answer = predict_sweep(session=lab, settings=settings, query=sweep, bandwidth=model).document()
+    assert not any("ignored" in w for p in answer["predictions"] for w in p["warnings"])
+    used = predict(session=lab, settings=settings, query=_request(), bandwidth=model).document()
+    assert not any("ignored" in w for w in used["warnings"])
 
 
 def _lab_type(session: Session, name: str) -> Any:
