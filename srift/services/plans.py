@@ -9,7 +9,6 @@ built once). docs/architecture.md has the phases in one table.
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import json
 import time
@@ -82,6 +81,7 @@ from srift.services.views import (
     estimated_document,
     predicted_document,
     probability_document,
+    unused_type_keys,
 )
 from srift.settings import Settings
 from srift.sim.geo import GeoContext
@@ -255,28 +255,15 @@ def _locate(*, session: Session, settings: Settings, query: PlanQuery) -> tuple[
 
 
 def _unmatched_type_keys(query: PlanQuery, offers: Sequence[Offer]) -> tuple[str, ...]:
-    """Notes for the keys of `interruption_rates` and `network.measured_gbps` whose instance type (a key's
-    last `/` part: `type` or `provider/region/type`) no offer of the request has, with the offered names
-    closest to it. Such a key is ignored; without a note a mistyped name (g4dn.12xlarg) would be dropped
-    without a word. A note, not an error: one request file may carry rates for types that other regions or
-    markets offer."""
+    """Notes for the keys of `interruption_rates` and `network.measured_gbps` whose instance type no offer of
+    the request has (srift.services.views.unused_type_keys). A note, not an error: one request file may carry
+    rates for types that other regions or markets offer."""
     offered = sorted({offer.instance.name for offer in offers})
-    maps = (
-        ("interruption_rates", query.interruption_rates),
-        ("network.measured_gbps", query.network.measured_gbps),
+    notes = partial(
+        unused_type_keys, names=offered, missing="no offer of this request is a", closest="closest offered"
     )
-    notes = []
-    for field, given in maps:
-        for key in given or {}:
-            name = key.rsplit("/", 1)[-1]
-            if name in offered:
-                continue
-            close = difflib.get_close_matches(name, offered, n=3)
-            notes.append(
-                f"{field}.{key} ignored: no offer of this request is a {name}"
-                + (f" (closest offered: {', '.join(close)})" if close else "")
-            )
-    return tuple(notes)
+    rates = notes("interruption_rates", query.interruption_rates or {}, located=True)
+    return (*rates, *notes("network.measured_gbps", query.network.measured_gbps or {}))
 
 
 def _runnable(offers: list[Offer], query: PlanQuery) -> tuple[list[Offer], tuple[str, ...]]:

@@ -10,7 +10,6 @@ field at fault and how to fix it.
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -37,7 +36,12 @@ from srift.services.calibration import CorrectionTable, calibration_sources, fle
 from srift.services.memory import check_fleet_member
 from srift.services.network import check_transport, network_spec, network_view
 from srift.services.profiles import resolve_profiles, source_label, with_estimates
-from srift.services.views import breakdown_document, choice_document, predicted_document
+from srift.services.views import (
+    breakdown_document,
+    choice_document,
+    predicted_document,
+    unused_type_keys,
+)
 from srift.settings import Settings
 from srift.sim import IterationEstimate, simulate, to_prediction
 
@@ -310,6 +314,25 @@ def predict_sweep(
     return SweepPrediction(fleets, overall, time.perf_counter() - started)
 
 
+def _ignored(query: PredictionQuery, configs: Sequence[tuple[str, FleetQuery]]) -> tuple[str, ...]:
+    """Notes for what the request gives that no fleet of it uses, which would otherwise be dropped without a
+    word: a `network.measured_gbps` key naming a type no fleet has (srift.services.views.unused_type_keys),
+    and `ps_servers` above 1 under comm allreduce."""
+    names = sorted({c.instance_type for _, cfg in configs for c in cfg.choices})
+    notes = unused_type_keys(
+        "network.measured_gbps",
+        query.network.measured_gbps or {},
+        names,
+        missing="no fleet of this request has a",
+    )
+    if query.comm is not CommMode.PARAMETER_SERVER and query.ps_servers != 1:
+        notes += (
+            f"ps_servers {query.ps_servers} ignored: it counts parameter servers, and comm is "
+            f"{query.comm.value} (give comm parameter_server to use them)",
+        )
+    return notes
+
+
 def answer(*, session: Session, settings: Settings, query: PredictionQuery) -> dict[str, Any]:
     """The document for a prediction query: PredictionOut's fields for `config`, PredictionSweepOut's for
     `configs` (exactly one of them must be given)."""
@@ -336,6 +359,8 @@ class _Context:
     memo: BusBandwidthModel
     configs: tuple[tuple[str, FleetQuery], ...]
     corrections: CorrectionTable | None = None
+    ignored: tuple[str, ...] = ()
+    """What the request gives that no fleet of it uses (_ignored), said in every fleet's warnings."""
 
     @classmethod
     def of(
@@ -367,7 +392,17 @@ class _Context:
         )
         # Calibration hook (srift.services.calibration): corrections learned from measured runs.
         corrections = load_table(session=session, model=profiles[0][0].model, network=network)
-        return cls(query, profiles, offers, network, model, MemoBandwidth(model), configs, corrections)
+        return cls(
+            query,
+            profiles,
+            offers,
+            network,
+            model,
+            MemoBandwidth(model),
+            configs,
+            corrections,
+            _ignored(query, configs),
+        )
 
     def instances(self, config: FleetQuery) -> list[InstanceType]:
         return [self.offers[(c.instance_type, c.market.value)].instance for c in config.choices]
@@ -439,25 +474,3 @@ class _Context:
             ),
             notes=self.ignored,
         )
-
-    @property
-    def ignored(self) -> tuple[str, ...]:
-        """Notes for what the request gives that no fleet of it uses, which would otherwise be dropped without
-        a word: a `network.measured_gbps` key naming a type no fleet has (a mistyped g4dn.12xlarg), with the
-        fleets' closest type names, and `ps_servers` above 1 under comm allreduce."""
-        query = self.query
-        names = sorted({c.instance_type for _, cfg in self.configs for c in cfg.choices})
-        notes = []
-        for key in query.network.measured_gbps or {}:
-            if key not in names:
-                close = difflib.get_close_matches(key, names, n=3)
-                notes.append(
-                    f"network.measured_gbps.{key} ignored: no fleet of this request has a {key}"
-                    + (f" (closest: {', '.join(close)})" if close else "")
-                )
-        if query.comm is not CommMode.PARAMETER_SERVER and query.ps_servers != 1:
-            notes.append(
-                f"ps_servers {query.ps_servers} ignored: it counts parameter servers, and comm is "
-                f"{query.comm.value} (give comm parameter_server to use them)"
-            )
-        return tuple(notes)

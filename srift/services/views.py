@@ -2,12 +2,40 @@
 
 from __future__ import annotations
 
+import difflib
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from srift.domain import Band, Breakdown, Constraints, ModelProfile, Prediction
 from srift.domain.memory import memory_per_gpu
+
+
+def unused_type_keys(
+    field: str,
+    keys: Iterable[str],
+    names: Sequence[str],
+    *,
+    missing: str,
+    closest: str = "closest",
+    located: bool = False,
+) -> tuple[str, ...]:
+    """Notes for the keys of a request's per-type map (`field`) whose type is not among `names` (sorted),
+    each with the names closest to it. Such a key is ignored, and without a note a mistyped type
+    (g4dn.12xlarg) would be dropped without a word. A key is a type, or with `located` also
+    `provider/region/type` (its last part is the type). A note reads "<field>.<key> ignored: <missing>
+    <type> (<closest>: ...)"."""
+    notes = []
+    for key in keys:
+        name = key.rsplit("/", 1)[-1] if located else key
+        if name in names:
+            continue
+        close = difflib.get_close_matches(name, names, n=3)
+        notes.append(
+            f"{field}.{key} ignored: {missing} {name}"
+            + (f" ({closest}: {', '.join(close)})" if close else "")
+        )
+    return tuple(notes)
 
 
 def finite_or_none(value: float) -> float | None:
