@@ -102,6 +102,24 @@ only the pattern of the key type."""
 NoNulText = Annotated[str, Field(pattern=NO_NUL)]
 
 
+def pattern_words(pattern: str, given: Any, name: str) -> tuple[str, str] | None:
+    """A mismatch of one of the text patterns above in words (message, hint), or None for another pattern.
+    Their regexes are for the schema; read back to a person (`^[^\x00]*[^\x00\t-\r...`) they say nothing."""
+    nul = isinstance(given, str) and "\x00" in given
+    if pattern in (NO_NUL, NOT_BLANK, SOME_TEXT) and nul:
+        return f"{name} holds a NUL character (\\u0000)", f"remove the NUL character from {name}"
+    if pattern == NOT_BLANK:
+        return f"{name} is blank (only whitespace)", f"give {name} a value with a character other than spaces"
+    if pattern == SOME_TEXT:
+        return f"{name} is empty", f"give {name} a value"
+    if pattern == HTTP_URL:
+        return (
+            f"{name} {given!r} is not an http(s) URL without spaces",
+            f"give {name} as http://HOST[:PORT] or https://HOST[:PORT]",
+        )
+    return None
+
+
 class KeysStated:
     """States a dict's key rule as `propertyNames` (pydantic writes `patternProperties`, which lets keys that
     miss the pattern through unchecked) and its values as `additionalProperties`."""
@@ -284,6 +302,9 @@ def describe(error: Mapping[str, Any], *, skip: tuple[str, ...] = ()) -> tuple[s
     if kind in ("literal_error", "enum"):
         return f"unknown {name} {given!r}", f"use one of {ctx.get('expected', '')}".replace("'", "")
     if kind == "string_pattern_mismatch":
+        words = pattern_words(str(ctx.get("pattern", "")), given, name)
+        if words is not None:
+            return words
         choices = str(ctx.get("pattern", "")).startswith("^(")
         message = f"unknown {name} {given!r}" if choices else f"{name} {given!r} is not in the expected form"
         return message, f"correct {name}"
