@@ -99,6 +99,9 @@ Python only, U+FEFF to ECMA only)."""
 SOME_TEXT = r"^[^\x00]+$"
 """Non-empty text without NUL, in the pattern alone: for dict keys, whose schema (`propertyNames`) keeps
 only the pattern of the key type."""
+ONE_LINE = r"^[^\x00-\x1f\x7f]*$"
+"""Text on one line: no NUL, line break, tab or other control character (a script name or host written
+into one line of a launch file, where a line break would split the command)."""
 NoNulText = Annotated[str, Field(pattern=NO_NUL)]
 
 
@@ -110,6 +113,11 @@ def pattern_words(pattern: str, given: Any, name: str) -> tuple[str, str] | None
         return f"{name} holds a NUL character (\\u0000)", f"remove the NUL character from {name}"
     if pattern == NOT_BLANK:
         return f"{name} is blank (only whitespace)", f"give {name} a value with a character other than spaces"
+    if pattern == ONE_LINE:
+        return (
+            f"{name} holds a line break or another control character",
+            f"give {name} on one line, without control characters (a trailing newline from a paste?)",
+        )
     if pattern == SOME_TEXT:
         return f"{name} is empty", f"give {name} a value"
     if pattern == HTTP_URL:

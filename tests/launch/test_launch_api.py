@@ -88,3 +88,21 @@ def test_srift_plan_emit_writes_the_files_and_the_plan_for_the_helper(
     assert f"SRIFT_PLAN={plan_file}" in script
     bad = CliRunner().invoke(build_app(), ["plan", "--plan-id", str(plan["id"]), "--emit", "slurm"])
     assert bad.exit_code != 0 and "use torchrun, skypilot or kubernetes" in str(bad.exception)
+
+
+def test_a_line_break_or_nul_in_a_one_line_launch_option_is_refused_naming_it(
+    client: TestClient, db_url: str, write_headers: dict[str, str]
+) -> None:
+    """`script=train.py%0A` (a pasted trailing newline) split each VM's one torchrun line in two, and a NUL
+    in `master_addr` went into the shell script; both are 422 naming the option. A setup command may still
+    span lines."""
+    plan = _plan(client, db_url, write_headers)
+    url = f"/v1/plans/{plan['id']}/launch"
+    for name, value in (("script", "train.py\n"), ("master_addr", "10.0.0.5\x00"), ("image", "x/y:1\r")):
+        r = client.get(url, params={"format": "kubernetes", name: value}, headers=write_headers)
+        assert r.status_code == 422 and r.json()["field"] == name, r.text
+        assert r.json()["detail"] == f"{name} holds a line break or another control character"
+    setup = {"format": "kubernetes", "image": "x/y:1", "setup": "pip install -r req.txt\necho ready"}
+    assert client.get(url, params=setup, headers=write_headers).status_code == 200
+    r = client.get(url, params={**setup, "setup": "echo \x00"}, headers=write_headers)
+    assert r.status_code == 422 and r.json()["field"] == "setup", r.text

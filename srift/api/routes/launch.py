@@ -20,6 +20,7 @@ from srift.api.schemas.launch import (
     launch_document,
 )
 from srift.api.schemas.plans import ErrorOut
+from srift.documents import NO_NUL, ONE_LINE
 from srift.launch.emit import EmitFormat, LaunchOptions
 from srift.services import calibration, training_jobs
 from srift.services.launch import emit_plan
@@ -72,10 +73,18 @@ def launch_files(
     caller: CallerIdentity,
     plan_id: int = _PLAN_ID,
     format: EmitFormat = Query(EmitFormat.TORCHRUN, description="torchrun, skypilot or kubernetes"),
-    script: str = Query("train.py", min_length=1, max_length=500, description="the training script"),
-    master_addr: str | None = Query(None, max_length=255, description="node 0's address, when known"),
-    image: str | None = Query(None, max_length=500, description="kubernetes: the container image"),
-    setup: str | None = Query(None, max_length=2000, description="skypilot, kubernetes: the setup command"),
+    script: str = Query(
+        "train.py", min_length=1, max_length=500, pattern=ONE_LINE, description="the training script"
+    ),
+    master_addr: str | None = Query(
+        None, max_length=255, pattern=ONE_LINE, description="node 0's address, when known"
+    ),
+    image: str | None = Query(
+        None, max_length=500, pattern=ONE_LINE, description="kubernetes: the container image"
+    ),
+    setup: str | None = Query(
+        None, max_length=2000, pattern=NO_NUL, description="skypilot, kubernetes: the setup command"
+    ),
 ) -> Any:
     """The plan as launch files: per-VM torchrun lines, SkyPilot tasks or Kubernetes JobSets, each with
     the NCCL and network settings the plan was priced under, commented with the assumption they carry.
