@@ -231,6 +231,11 @@ def test_bad_samples_name_the_field_and_store_nothing(
         headers=write_headers,
     )
     assert unknown.status_code == 404 and unknown.json()["field"] == "samples[0].instance_type"
+    # A provider the catalog lacks is named as the provider (it was called an unknown instance type).
+    elsewhere = [_sample(), {**_sample(repeat=1), "provider": "ibm"}]
+    r = client.post("/v1/probe-results", json={"samples": elsewhere}, headers=write_headers)
+    assert r.status_code == 404 and r.json()["field"] == "samples[1].provider", r.text
+    assert r.json()["detail"] == "samples[1]: unknown provider 'ibm'"
     assert _samples(session) == 0
     ok = client.post("/v1/probe-results", json={"samples": [_sample()]}, headers=write_headers)
     assert ok.json()["stored"] == 1
