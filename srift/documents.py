@@ -105,27 +105,33 @@ into one line of a launch file, where a line break would split the command)."""
 NoNulText = Annotated[str, Field(pattern=NO_NUL)]
 
 
+_PATTERN_WORDS = {
+    NOT_BLANK: (
+        "{name} is blank (only whitespace)",
+        "give {name} a value with a character other than spaces",
+    ),
+    SOME_TEXT: ("{name} is empty", "give {name} a value"),
+    ONE_LINE: (
+        "{name} holds a line break or another control character",
+        "give {name} on one line, without control characters (a trailing newline from a paste?)",
+    ),
+    HTTP_URL: (
+        "{name} {given!r} is not an http(s) URL without spaces",
+        "give {name} as http://HOST[:PORT] or https://HOST[:PORT]",
+    ),
+}
+"""What a mismatch of each text pattern above means, and its fix (NUL characters aside)."""
+
+
 def pattern_words(pattern: str, given: Any, name: str) -> tuple[str, str] | None:
     """A mismatch of one of the text patterns above in words (message, hint), or None for another pattern.
-    Their regexes are for the schema; read back to a person (`^[^\x00]*[^\x00\t-\r...`) they say nothing."""
-    nul = isinstance(given, str) and "\x00" in given
-    if pattern in (NO_NUL, NOT_BLANK, SOME_TEXT) and nul:
+    Their regexes are for the schema; read back to a person they say nothing."""
+    if pattern in (NO_NUL, NOT_BLANK, SOME_TEXT) and isinstance(given, str) and "\x00" in given:
         return f"{name} holds a NUL character (\\u0000)", f"remove the NUL character from {name}"
-    if pattern == NOT_BLANK:
-        return f"{name} is blank (only whitespace)", f"give {name} a value with a character other than spaces"
-    if pattern == ONE_LINE:
-        return (
-            f"{name} holds a line break or another control character",
-            f"give {name} on one line, without control characters (a trailing newline from a paste?)",
-        )
-    if pattern == SOME_TEXT:
-        return f"{name} is empty", f"give {name} a value"
-    if pattern == HTTP_URL:
-        return (
-            f"{name} {given!r} is not an http(s) URL without spaces",
-            f"give {name} as http://HOST[:PORT] or https://HOST[:PORT]",
-        )
-    return None
+    if pattern not in _PATTERN_WORDS:
+        return None
+    message, hint = _PATTERN_WORDS[pattern]
+    return message.format(name=name, given=given), hint.format(name=name)
 
 
 class KeysStated:

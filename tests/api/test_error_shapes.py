@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from api.test_degenerate_profiles import BASE
 from fastapi import APIRouter
 from fastapi.testclient import TestClient
 
@@ -77,14 +78,7 @@ def test_a_blank_or_nul_name_is_said_in_words_not_as_the_schema_regex(
     """A blank accelerator, a NUL in a model name or a job's instance type: the schema states each as a
     regex, and the answer used to read that regex back ("String should match pattern '^[^\\x00]*[^\\x00\\t-
     \\r\\x1c- \\x85..."); it now says what is wrong and how to fix it."""
-    profile = {
-        "model": "m",
-        "accelerator": "   ",
-        "max_batch": 2,
-        "forward": {"batches": [1, 2], "times_s": [0.01, 0.02]},
-        "backward": {"batches": [1, 2], "times_s": [0.02, 0.04]},
-        "layers": [{"name": "fc", "grad_bytes": 4096, "ready_frac": 0.5}],
-    }
+    profile = {**BASE, "accelerator": "   "}
     blank = client.post("/v1/profiles", json=profile, headers=write_headers)
     assert blank.status_code == 422 and blank.json()["field"] == "accelerator", blank.text
     assert blank.json()["detail"] == "accelerator is blank (only whitespace)"
