@@ -99,7 +99,39 @@ Python only, U+FEFF to ECMA only)."""
 SOME_TEXT = r"^[^\x00]+$"
 """Non-empty text without NUL, in the pattern alone: for dict keys, whose schema (`propertyNames`) keeps
 only the pattern of the key type."""
+ONE_LINE = r"^[^\x00-\x1f\x7f]*$"
+"""Text on one line: no NUL, line break, tab or other control character (a script name or host written
+into one line of a launch file, where a line break would split the command)."""
 NoNulText = Annotated[str, Field(pattern=NO_NUL)]
+
+
+_PATTERN_WORDS = {
+    NOT_BLANK: (
+        "{name} is blank (only whitespace)",
+        "give {name} a value with a character other than spaces",
+    ),
+    SOME_TEXT: ("{name} is empty", "give {name} a value"),
+    ONE_LINE: (
+        "{name} holds a line break or another control character",
+        "give {name} on one line, without control characters (a trailing newline from a paste?)",
+    ),
+    HTTP_URL: (
+        "{name} {given!r} is not an http(s) URL without spaces",
+        "give {name} as http://HOST[:PORT] or https://HOST[:PORT]",
+    ),
+}
+"""What a mismatch of each text pattern above means, and its fix (NUL characters aside)."""
+
+
+def pattern_words(pattern: str, given: Any, name: str) -> tuple[str, str] | None:
+    """A mismatch of one of the text patterns above in words (message, hint), or None for another pattern.
+    Their regexes are for the schema; read back to a person they say nothing."""
+    if pattern in (NO_NUL, NOT_BLANK, SOME_TEXT) and isinstance(given, str) and "\x00" in given:
+        return f"{name} holds a NUL character (\\u0000)", f"remove the NUL character from {name}"
+    if pattern not in _PATTERN_WORDS:
+        return None
+    message, hint = _PATTERN_WORDS[pattern]
+    return message.format(name=name, given=given), hint.format(name=name)
 
 
 class KeysStated:
@@ -284,6 +316,9 @@ def describe(error: Mapping[str, Any], *, skip: tuple[str, ...] = ()) -> tuple[s
     if kind in ("literal_error", "enum"):
         return f"unknown {name} {given!r}", f"use one of {ctx.get('expected', '')}".replace("'", "")
     if kind == "string_pattern_mismatch":
+        words = pattern_words(str(ctx.get("pattern", "")), given, name)
+        if words is not None:
+            return words
         choices = str(ctx.get("pattern", "")).startswith("^(")
         message = f"unknown {name} {given!r}" if choices else f"{name} {given!r} is not in the expected form"
         return message, f"correct {name}"

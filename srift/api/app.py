@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 import logging
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -20,6 +20,7 @@ from srift.api.caching import ConditionalGet, cache_control
 from srift.api.limits import ERROR_RESPONSES, BodySizeLimit, document_errors, http_exception_handler
 from srift.api.schemas.types import error_field
 from srift.db.session import dispose_async_readers
+from srift.documents import pattern_words
 from srift.errors import SriftError
 from srift.redaction import install_log_redaction
 from srift.settings import Settings, get_settings
@@ -38,6 +39,21 @@ ROUTE_MODULES = (
     "launch",
     "traces",
 )
+
+
+def _worded(error: Mapping[str, Any]) -> tuple[str, str]:
+    """One request-validation error's message and hint: pydantic's message, except that a mismatch of the
+    project's text patterns (blank, NUL, URL) is said in words (srift.documents.pattern_words), not as the
+    regex; the hint is the error's own, else the generic one."""
+    ctx = error.get("ctx")
+    ctx = ctx if isinstance(ctx, dict) else {}
+    if error.get("type") == "string_pattern_mismatch":
+        name = error_field(error) or "the value"
+        words = pattern_words(str(ctx.get("pattern", "")), error.get("input"), name)
+        if words is not None:
+            return words
+    hint = ctx.get("hint") or "correct the named field; see /docs for the schema"
+    return str(error.get("msg", "invalid request")), str(hint)
 
 
 @asynccontextmanager
@@ -78,12 +94,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         errors = exc.errors()
         first = errors[0] if errors else {"loc": (), "msg": "invalid request"}
         field = error_field(first)
-        ctx = first.get("ctx")
-        detail, hint = (
-            str(first.get("msg", "invalid request")),
-            (ctx.get("hint") if isinstance(ctx, dict) else None)
-            or "correct the named field; see /docs for the schema",
-        )
+        detail, hint = _worded(first)
         if first.get("type") == "json_invalid":
             loc = list(first.get("loc", ()))
             ctx = first.get("ctx")
@@ -97,7 +108,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 "detail": detail,
                 "hint": hint,
                 "field": field,
-                "errors": [{"field": error_field(e) or "", "msg": str(e.get("msg"))} for e in errors[:20]],
+                "errors": [{"field": error_field(e) or "", "msg": _worded(e)[0]} for e in errors[:20]],
             },
         )
 

@@ -50,6 +50,10 @@ def _check_catalogued(session: Session, records: Sequence[ProbeRecord]) -> None:
         try:
             get_instance_type(session=session, provider=r.provider, name=r.instance_type)
         except (NotFound, InvalidInput) as exc:
+            if exc.field == "provider":  # the catalog knows no such provider: name it, not the type
+                raise NotFound(
+                    f"samples[{i}]: {exc.detail}", hint=exc.hint, field=f"samples[{i}].provider"
+                ) from exc
             raise NotFound(
                 f"samples[{i}]: unknown instance type {r.instance_type!r} of provider {r.provider!r}",
                 hint=exc.hint,

@@ -212,14 +212,7 @@ def list_profiles(
 ) -> list[tuple[int, ModelProfile]]:
     """Stored profiles `viewer` may read, ordered by model name then id, optionally only one model or
     accelerator."""
-    query = select(ModelProfileRow)
-    visible = _visible(viewer, shared=True)
-    if visible is not None:
-        query = query.where(visible)
-    if model is not None:
-        query = query.where(ModelProfileRow.model == model)
-    if accelerator is not None:
-        query = query.where(ModelProfileRow.accelerator == accelerator)
+    query = select(ModelProfileRow).where(*_listed(viewer, model, accelerator))
     rows = session.scalars(
         query.order_by(ModelProfileRow.model, ModelProfileRow.id).limit(limit).offset(offset)
     ).all()
@@ -230,6 +223,25 @@ def list_profiles(
         except InvalidInput as exc:
             log.warning("left out of the listing: %s", exc)
     return out
+
+
+def count_listed(
+    *, session: Session, model: str | None = None, accelerator: str | None = None, viewer: Viewer = EVERYONE
+) -> int:
+    """How many profiles list_profiles lists over all pages (same filters), so a page can say it is one."""
+    query = select(func.count(ModelProfileRow.id)).where(*_listed(viewer, model, accelerator))
+    return int(session.scalar(query) or 0)
+
+
+def _listed(viewer: Viewer, model: str | None, accelerator: str | None) -> list[ColumnElement[bool]]:
+    """The conditions of a listing: what `viewer` may read, of one model and accelerator when given."""
+    visible = _visible(viewer, shared=True)
+    conditions = [] if visible is None else [visible]
+    if model is not None:
+        conditions.append(ModelProfileRow.model == model)
+    if accelerator is not None:
+        conditions.append(ModelProfileRow.accelerator == accelerator)
+    return conditions
 
 
 def count_profiles(*, session: Session, model: str | None = None) -> int:

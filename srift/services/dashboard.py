@@ -294,8 +294,8 @@ def _instance(*, session: Session, provider: str, name: str) -> InstanceType:
                     session.scalars(select(ProbeSample.instance_type).where(ProbeSample.provider == provider))
                 )
             )
-            if not probed:
-                raise
+            if not probed:  # the catalog's own answer, naming the query parameter, not its argument
+                raise NotFound(exc.detail, hint=exc.hint, field="instance_type") from exc
             raise NotFound(
                 f"{provider} has no instance type {name!r} in the catalog or the probe samples",
                 hint=f"use one of the probed types: {', '.join(probed[:12])}",

@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session
 from srift.errors import Conflict
 from srift.launch.emit import EmitFormat, EmittedFile, LaunchOptions, emit
 from srift.launch.layout import LayoutError
-from srift.services.plans import get_plan
+from srift.services.plans import get_plan_for
 
 
 def emit_document(plan: Mapping[str, Any], fmt: EmitFormat, options: LaunchOptions) -> list[EmittedFile]:
@@ -27,7 +27,9 @@ def emit_document(plan: Mapping[str, Any], fmt: EmitFormat, options: LaunchOptio
 
 
 def emit_plan(
-    *, session: Session, plan_id: int, fmt: EmitFormat, options: LaunchOptions
+    *, session: Session, plan_id: int, viewer: str | None, fmt: EmitFormat, options: LaunchOptions
 ) -> list[EmittedFile]:
-    """The launch files of stored plan `plan_id`; NotFound when there is none."""
-    return emit_document(get_plan(session=session, plan_id=plan_id).document(), fmt, options)
+    """The launch files of stored plan `plan_id` that `viewer` may read (its own or everyone's); NotFound
+    when there is none, or it is another owner's (the files spell out the plan)."""
+    record = get_plan_for(session=session, plan_id=plan_id, viewer=viewer)
+    return emit_document(record.document(), fmt, options)

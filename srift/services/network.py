@@ -18,7 +18,8 @@ from sqlalchemy.orm import Session
 from srift.domain import BusBandwidthModel, InstanceType
 from srift.domain.network import Library, NetworkSpec, Transport
 from srift.domain.requests import NetworkQuery
-from srift.errors import InvalidInput
+from srift.domain.states import JobKind
+from srift.errors import Conflict, InvalidInput, NotFound
 
 RATE_MIN_BYTES = 16 << 20
 """Probe samples at or above 16 MiB measure bandwidth, not latency (the prior's ≥ 1 MiB class is
@@ -38,17 +39,18 @@ def probe_rates(*, session: Session, job_ids: Sequence[int]) -> dict[str, tuple[
 
     found: dict[str, list[tuple[int, float, int]]] = {}
     for k, job_id in enumerate(job_ids):
-        if session.get(Job, job_id) is None:
-            raise InvalidInput(
-                f"no probe job {job_id}",
-                hint="list probe jobs with `srift jobs list` or GET /v1/probe-jobs",
+        job = session.get(Job, job_id)
+        if job is None or job.kind != JobKind.PROBE:  # a missing id is 404, as everywhere (docs/limits.md)
+            raise NotFound(
+                f"no probe job {job_id}" + (f" (job {job_id} is a {job.kind} job)" if job else ""),
+                hint="list probe jobs with `srift jobs list` or GET /v1/probe-jobs?kind=probe",
                 field=f"network.probe_job_ids[{k}]",
             )
         rows = session.scalars(
             select(ProbeSample).where(ProbeSample.job_id == job_id, ProbeSample.nodes >= 2)
         ).all()
-        if not rows:
-            raise InvalidInput(
+        if not rows:  # the job exists, but what it stored cannot answer: 409, as docs/limits.md says
+            raise Conflict(
                 f"probe job {job_id} stored no samples across two or more nodes",
                 hint="give a finished probe job that measured ≥ 2 nodes (`srift probe run --quick`)",
                 field=f"network.probe_job_ids[{k}]",

@@ -173,14 +173,15 @@ def list_profiles_by_model(
     limit: int,
     offset: int,
     viewer: str | None = None,
-) -> tuple[list[tuple[str, list[str], list[dict[str, Any]]]], int]:
+) -> tuple[list[tuple[str, list[str], list[dict[str, Any]]]], int, int]:
     """A page of stored profiles `viewer` may read, grouped by model: (model, its accelerators, summaries);
-    and the page size."""
+    the page size; and how many the listing holds over all pages."""
     items = store.list_profiles(
         session=session, model=model, accelerator=accelerator, limit=limit, offset=offset, viewer=viewer
     )
+    total = store.count_listed(session=session, model=model, accelerator=accelerator, viewer=viewer)
     groups = []
     for name, members in store.group_by_model(items).items():
         accelerators = sorted({p.accelerator for _, p in members})
         groups.append((name, accelerators, [store.profile_summary(i, p) for i, p in members]))
-    return groups, len(items)
+    return groups, len(items), total

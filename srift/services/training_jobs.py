@@ -36,7 +36,7 @@ from srift.domain.states import TrainingState
 from srift.errors import Conflict, InvalidInput, NotFound, Unauthorized
 from srift.optimize.solver import PlanInfeasible
 from srift.services import calibration
-from srift.services.plans import create_plan, get_plan_row
+from srift.services.plans import create_plan, get_plan_for, get_plan_row
 from srift.settings import Settings
 
 
@@ -116,6 +116,20 @@ def report_iterations(*, session: Session, job_id: int, report: IterationReport)
 def get_run(*, session: Session, job_id: int) -> TrainingRun:
     """A tracked run with its plans and every event; NotFound when there is none."""
     return training_run(session=session, job=_get_job(session, job_id))
+
+
+def check_run_reader(*, session: Session, job_id: int, viewer: str | None) -> None:
+    """NotFound unless `viewer` may read run `job_id`: the run's plan is the viewer's or everyone's. Another
+    owner's run answers as a missing one, so its id tells nothing (ownership, issue 48)."""
+    job = _get_job(session, job_id)
+    try:
+        get_plan_for(session=session, plan_id=job.plan_id, viewer=viewer)
+    except NotFound:
+        raise NotFound(
+            f"no job with id {job_id} that this token may read",
+            hint="use the token that started the run",
+            field="job_id",
+        ) from None
 
 
 def _get_job(session: Session, job_id: int) -> TrainingJob:

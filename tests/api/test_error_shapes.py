@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from api.test_degenerate_profiles import BASE
 from fastapi import APIRouter
 from fastapi.testclient import TestClient
 
@@ -69,3 +70,24 @@ def test_405_allow_lists_every_method_the_schema_documents_for_the_path(client: 
         assert wrong.status_code == 405, (path, wrong.status_code)
         assert wrong.headers["allow"] == ", ".join(documented), path
         assert wrong.json()["error"] == "method_not_allowed"
+
+
+def test_a_blank_or_nul_name_is_said_in_words_not_as_the_schema_regex(
+    client: TestClient, write_headers: dict[str, str]
+) -> None:
+    """A blank accelerator, a NUL in a model name or a job's instance type: the schema states each as a
+    regex, and the answer used to read that regex back ("String should match pattern '^[^\\x00]*[^\\x00\\t-
+    \\r\\x1c- \\x85..."); it now says what is wrong and how to fix it."""
+    profile = {**BASE, "accelerator": "   "}
+    blank = client.post("/v1/profiles", json=profile, headers=write_headers)
+    assert blank.status_code == 422 and blank.json()["field"] == "accelerator", blank.text
+    assert blank.json()["detail"] == "accelerator is blank (only whitespace)"
+    assert "spaces" in blank.json()["hint"] and blank.json()["errors"][0]["msg"] == blank.json()["detail"]
+    nul = client.get("/v1/profiles", params={"model": "res\x00net"})
+    assert nul.status_code == 422 and nul.json()["detail"] == "model holds a NUL character (\\u0000)"
+    job = {"provider": "local", "instance_type": " ", "node_counts": [2]}
+    refused = client.post("/v1/probe-jobs", json=job, headers=write_headers)
+    assert refused.status_code == 422 and refused.json()["field"] == "instance_type", refused.text
+    assert refused.json()["detail"] == "instance_type is blank (only whitespace)"
+    for answer in (blank, nul, refused):
+        assert "pattern" not in answer.text and "\\\\x00" not in answer.text, answer.text

@@ -103,6 +103,35 @@ def test_an_upload_named_like_a_reference_model_changes_only_its_owners_plans(
     assert run.json()["id"] in {r["id"] for r in client.get("/v1/jobs", headers=alice).json()["runs"]}
 
 
+def test_launch_files_and_iteration_times_are_their_owners_too(
+    client: TestClient, owners: tuple[dict[str, str], dict[str, str]]
+) -> None:
+    """The launch files spell out a plan and the iteration times belong to a run: like GET /v1/plans/{id}
+    and GET /v1/jobs/{id}, another token (or none) gets 404, and may not post steps into the run."""
+    alice, bob = owners
+    plan = client.post("/v1/plans", json=PLAN, headers=alice)
+    assert plan.status_code == 201, plan.text
+    plan_id = plan.json()["id"]
+    for who in (bob, {}):
+        refused = client.get(f"/v1/plans/{plan_id}/launch", headers=who)
+        assert refused.status_code == 404 and refused.json()["field"] == "plan_id", refused.text
+    assert client.get(f"/v1/plans/{plan_id}/launch", headers=alice).status_code == 200
+    run = client.post("/v1/jobs", json={"plan_id": plan_id}, headers=alice).json()
+    steps = {"steps": [{"step": 0, "iteration_s": 0.5}]}
+    posted = client.post(f"/v1/jobs/{run['id']}/iterations", json=steps, headers=bob)
+    assert posted.status_code == 404 and posted.json()["field"] == "job_id", posted.text
+    for who in (bob, {}):
+        read = client.get(f"/v1/jobs/{run['id']}/iterations", headers=who)
+        assert read.status_code == 404 and read.json()["field"] == "job_id", read.text
+    own = client.get(f"/v1/jobs/{run['id']}/iterations", headers=alice)
+    assert own.status_code == 200 and all(not s["steps"] for s in own.json()["series"]), own.text
+    # The run's own token and its owner's write token still report.
+    mine = {"Authorization": f"Bearer {run['token']}"}
+    assert client.post(f"/v1/jobs/{run['id']}/iterations", json=steps, headers=mine).status_code == 200
+    again = {"steps": [{"step": 1, "iteration_s": 0.5}]}
+    assert client.post(f"/v1/jobs/{run['id']}/iterations", json=again, headers=alice).status_code == 200
+
+
 def test_a_shared_profile_is_named_by_id_never_taken_by_model(
     client: TestClient, owners: tuple[dict[str, str], dict[str, str]]
 ) -> None:

@@ -357,7 +357,7 @@ def test_unknown_fields_are_refused_with_the_known_ones_listed(
         ({"prices": {}}, "instance_types[0].prices", "prices is empty"),
         ({"efa": "yes"}, "instance_types[0].efa", "efa 'yes' is not true or false"),
         ({"vcpus": 100_001}, "instance_types[0].vcpus", f"vcpus must be ≤ {MAX_UNITS_PER_INSTANCE}"),
-        ({"gpu_model": " \t"}, "instance_types[0].gpu_model", "not in the expected form"),
+        ({"gpu_model": " \t"}, "instance_types[0].gpu_model", "gpu_model is blank"),
     ],
 )
 def test_rules_across_fields_name_the_field_at_fault(

@@ -101,7 +101,7 @@ def test_bad_world_size_unknown_type_and_unknown_version_name_the_field(
     assert r.status_code == 422
     assert r.json()["field"] == "world_size[0]", "the schema bounds each world size (2 … 4096)"
     r = client.get("/v1/bandwidth-models/active/curves", params={"instance_type": "g4dn.xlargeX"})
-    assert r.status_code == 404
+    assert r.status_code == 404 and r.json()["field"] == "instance_type", "the query parameter at fault"
     assert "g4dn.xlarge" in r.json()["hint"] + r.json()["detail"]
     r = client.get("/v1/bandwidth-models/no-such-version/curves", params={"instance_type": "g4dn.xlarge"})
     assert r.status_code == 404

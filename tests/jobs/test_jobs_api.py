@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -9,9 +12,12 @@ from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from srift.api.schemas.jobs import ProbeJobIn, ProfileJobIn
+from srift.catalog.shipped import load_shipped_catalog
 from srift.db.tables import Job, ProbeSample
 from srift.errors import InvalidInput
 from srift.jobs.spec import parse_probe_job
+from srift.settings import Settings
 
 GOOD = {
     "provider": "testbed",
@@ -225,6 +231,11 @@ def test_bad_samples_name_the_field_and_store_nothing(
         headers=write_headers,
     )
     assert unknown.status_code == 404 and unknown.json()["field"] == "samples[0].instance_type"
+    # A provider the catalog lacks is named as the provider (it was called an unknown instance type).
+    elsewhere = [_sample(), {**_sample(repeat=1), "provider": "ibm"}]
+    r = client.post("/v1/probe-results", json={"samples": elsewhere}, headers=write_headers)
+    assert r.status_code == 404 and r.json()["field"] == "samples[1].provider", r.text
+    assert r.json()["detail"] == "samples[1]: unknown provider 'ibm'"
     assert _samples(session) == 0
     ok = client.post("/v1/probe-results", json={"samples": [_sample()]}, headers=write_headers)
     assert ok.json()["stored"] == 1
@@ -316,3 +327,26 @@ def test_profile_results_are_typed_and_a_type_the_job_did_not_ask_for_is_a_confl
     body_schema = schema["components"]["schemas"]["ProfileResultIn"]
     assert body_schema["properties"]["profile"]["anyOf"][0] == {"$ref": "#/components/schemas/ProfileIn"}
     assert len(body_schema["anyOf"]) == 2
+
+
+def _documented_job_bodies() -> list[dict[str, Any]]:
+    """The probe and profile job bodies docs/jobs.md shows (its ```json blocks that name a provider)."""
+    text = (Path(__file__).parents[2] / "docs" / "jobs.md").read_text()
+    blocks = [json.loads(b) for b in re.findall(r"```json\n(.*?)```", text, flags=re.S)]
+    return [b for b in blocks if "provider" in b]
+
+
+def test_the_job_bodies_docs_jobs_md_shows_are_accepted_as_written(
+    client: TestClient, settings: Settings, write_headers: dict[str, str]
+) -> None:
+    """A user pastes the documented bodies: the EC2 one used to carry `"sg-..."`, which the schema's
+    `^[a-z]+-[0-9a-f]{8,32}$` refuses (422 on ec2.security_group_ids[0])."""
+    bodies = _documented_job_bodies()
+    assert {b["provider"] for b in bodies} == {"testbed", "ec2"}
+    for body in bodies:
+        schema = ProfileJobIn if "instance_types" in body else ProbeJobIn
+        schema.model_validate(body)
+    load_shipped_catalog(settings)  # the EC2 body's type and price; the testbed types need `testbed up`
+    [ec2] = [b for b in bodies if b["provider"] == "ec2"]
+    r = client.post("/v1/probe-jobs", json=ec2, headers=write_headers)
+    assert r.status_code == 201, r.text

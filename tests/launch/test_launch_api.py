@@ -30,7 +30,11 @@ def test_a_stored_plan_comes_back_as_each_launch_format(
     client: TestClient, db_url: str, write_headers: dict[str, str]
 ) -> None:
     plan = _plan(client, db_url, write_headers)
-    r = client.get(f"/v1/plans/{plan['id']}/launch", params={"format": "torchrun", "master_addr": "10.0.0.9"})
+    r = client.get(
+        f"/v1/plans/{plan['id']}/launch",
+        params={"format": "torchrun", "master_addr": "10.0.0.9"},
+        headers=write_headers,
+    )
     assert r.status_code == 200, r.text
     [f] = r.json()["files"]
     lines = [ln for ln in f["text"].splitlines() if ln.startswith("env ")]
@@ -42,14 +46,19 @@ def test_a_stored_plan_comes_back_as_each_launch_format(
     assert args.master_addr == "10.0.0.9" and args.node_rank == 0
     flows = plan["network"]["flows_per_peer"][plan["choices"][0]["instance_type"]]
     assert int(env["NCCL_SOCKET_NTHREADS"]) * int(env["NCCL_NSOCKS_PERTHREAD"]) == flows
-    sky = client.get(f"/v1/plans/{plan['id']}/launch", params={"format": "skypilot"})
+    sky = client.get(f"/v1/plans/{plan['id']}/launch", params={"format": "skypilot"}, headers=write_headers)
     assert sky.status_code == 409 and sky.json()["field"] == "format"  # testcloud is no SkyPilot cloud
-    k8s = client.get(f"/v1/plans/{plan['id']}/launch", params={"format": "kubernetes", "image": "x/y:1"})
+    k8s = client.get(
+        f"/v1/plans/{plan['id']}/launch",
+        params={"format": "kubernetes", "image": "x/y:1"},
+        headers=write_headers,
+    )
     assert k8s.status_code == 200, k8s.text
     doc = yaml.safe_load(k8s.json()["files"][0]["text"])
     assert doc["kind"] == "JobSet"
     assert client.get("/v1/plans/999/launch").status_code == 404
-    assert client.get(f"/v1/plans/{plan['id']}/launch", params={"format": "slurm"}).status_code == 422
+    slurm = client.get(f"/v1/plans/{plan['id']}/launch", params={"format": "slurm"}, headers=write_headers)
+    assert slurm.status_code == 422
 
 
 def test_srift_plan_emit_writes_the_files_and_the_plan_for_the_helper(
@@ -79,3 +88,21 @@ def test_srift_plan_emit_writes_the_files_and_the_plan_for_the_helper(
     assert f"SRIFT_PLAN={plan_file}" in script
     bad = CliRunner().invoke(build_app(), ["plan", "--plan-id", str(plan["id"]), "--emit", "slurm"])
     assert bad.exit_code != 0 and "use torchrun, skypilot or kubernetes" in str(bad.exception)
+
+
+def test_a_line_break_or_nul_in_a_one_line_launch_option_is_refused_naming_it(
+    client: TestClient, db_url: str, write_headers: dict[str, str]
+) -> None:
+    """`script=train.py%0A` (a pasted trailing newline) split each VM's one torchrun line in two, and a NUL
+    in `master_addr` went into the shell script; both are 422 naming the option. A setup command may still
+    span lines."""
+    plan = _plan(client, db_url, write_headers)
+    url = f"/v1/plans/{plan['id']}/launch"
+    for name, value in (("script", "train.py\n"), ("master_addr", "10.0.0.5\x00"), ("image", "x/y:1\r")):
+        r = client.get(url, params={"format": "kubernetes", name: value}, headers=write_headers)
+        assert r.status_code == 422 and r.json()["field"] == name, r.text
+        assert r.json()["detail"] == f"{name} holds a line break or another control character"
+    setup = {"format": "kubernetes", "image": "x/y:1", "setup": "pip install -r req.txt\necho ready"}
+    assert client.get(url, params=setup, headers=write_headers).status_code == 200
+    r = client.get(url, params={**setup, "setup": "echo \x00"}, headers=write_headers)
+    assert r.status_code == 422 and r.json()["field"] == "setup", r.text

@@ -54,7 +54,16 @@ def test_listing_groups_profiles_by_model(
     assert [g["model"] for g in only["models"]] == ["bert"]
     summary = only["models"][0]["profiles"][0]
     assert summary["max_batch"] == 96 and summary["layers"] == 3
-    assert client.get("/v1/profiles", params={"model": "none"}).json() == {"models": [], "count": 0}
+    assert client.get("/v1/profiles", params={"model": "none"}).json() == {
+        "models": [],
+        "count": 0,
+        "total": 0,
+    }
+    # A page says how many there are over all pages (same filters, same owner), so a client knows to go on.
+    first = client.get("/v1/profiles", params={"limit": 2}, headers=write_headers).json()
+    rest = client.get("/v1/profiles", params={"limit": 2, "offset": 2}, headers=write_headers).json()
+    assert (first["count"], first["total"], rest["count"], rest["total"]) == (2, 3, 1, 3)
+    assert only["total"] == 1 and client.get("/v1/profiles").json()["total"] == 0
 
 
 def _set(doc: dict[str, Any], path: str, value: Any) -> dict[str, Any]:

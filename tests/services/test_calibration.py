@@ -172,7 +172,7 @@ def test_run_tokens_only_report_for_their_own_run(
         f"/v1/jobs/{a['id']}/iterations", json={**body, "plan_id": 999}, headers=write_headers
     )
     assert wrong_plan.status_code == 409 and wrong_plan.json()["field"] == "plan_id"
-    series = client.get(f"/v1/jobs/{a['id']}/iterations").json()["series"]
+    series = client.get(f"/v1/jobs/{a['id']}/iterations", headers=write_headers).json()["series"]
     assert series[0]["plan_id"] == plan["id"] and series[0]["steps"] == [{"step": 0, "iteration_s": 0.5}]
     assert series[0]["predicted_s"] == pytest.approx(plan["predicted"]["iteration_s"])
 

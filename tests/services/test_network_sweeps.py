@@ -16,7 +16,7 @@ from srift.bandwidth.samples import ProbeRecord, busbw_gbps, store_samples
 from srift.catalog.custom import import_document
 from srift.db.tables import Job
 from srift.domain.requests import PredictionQuery
-from srift.errors import Infeasible, InvalidInput
+from srift.errors import Conflict, Infeasible, InvalidInput, NotFound
 from srift.services.network import probe_rates
 from srift.services.plans import create_plan
 from srift.services.predictions import answer
@@ -203,8 +203,13 @@ def test_probe_jobs_give_measured_rates_and_bad_ids_name_the_field(lab: Session,
     out = answer(session=lab, settings=settings, query=_request(network={"probe_job_ids": [job_id]}))
     (rate,) = out["network"]["rates"]
     assert rate["source"] == "measured" and rate["gbps"] == pytest.approx(3.0)
-    for ids in ([job_id + 100], [_job_with_samples(lab, rate_gbps=1.0, sizes=())]):
-        with pytest.raises(InvalidInput) as caught:
+    # A missing id is 404 like every other missing id (docs/limits.md); a job that measured no two nodes
+    # exists but cannot answer: 409.
+    for ids, error in (
+        ([job_id + 100], NotFound),
+        ([_job_with_samples(lab, rate_gbps=1.0, sizes=())], Conflict),
+    ):
+        with pytest.raises(error) as caught:
             answer(session=lab, settings=settings, query=_request(network={"probe_job_ids": ids}))
         assert caught.value.field == "network.probe_job_ids[0]"
 

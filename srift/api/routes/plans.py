@@ -30,14 +30,16 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
         404: {
             "model": ErrorOut,
             "description": "what the request names is not stored: a catalog snapshot, provider or region, an "
-            "instance type of `availability`, a profile id, or any profile of `model` (`field` names it)",
+            "instance type of `availability`, a profile id, or any profile of `model` (`field` names it)"
+            "; a probe job of `network.probe_job_ids`",
         },
         409: {
             "model": ErrorOut,
             "description": "a valid request the stored data cannot answer: no configuration meets the limits "
             "with the stored catalog, profiles and models (error infeasible: which limit, by how much, and "
             "the nearest relaxations), or `profile_ids` name profiles of different models or precisions "
-            "(or not in the asked `precision`)",
+            "(or not in the asked `precision`)"
+            "; a probe job of `network.probe_job_ids` that stored no samples across two or more nodes",
         },
         422: {"model": ErrorOut, "description": "invalid request; `field` names it"},
     },

@@ -22,11 +22,13 @@ router = APIRouter(tags=["predictions"])
         404: error_response(
             "what the request names is not stored: a catalog snapshot, provider, region or "
             "instance type, a profile id, or any profile of `model` (`field` names it)"
+            "; a probe job of `network.probe_job_ids`"
         ),
         409: error_response(
             "a valid request the stored data cannot answer: `profile_ids` name profiles of "
             "different models or precisions (or not in the asked `precision`), or no sharding strategy fits "
             "the fleet (error infeasible)"
+            "; a probe job of `network.probe_job_ids` that stored no samples across two or more nodes"
         ),
         422: error_response(
             "invalid request; `field` names it (e.g. config.choices[0].batch above max_batch, "

@@ -75,8 +75,9 @@ def list_profiles(
     offset: Annotated[int, Query(ge=0, le=1_000_000_000, description="profiles to skip")] = 0,
 ) -> ProfileListOut:
     """Stored profiles this token may read (its own, everyone's and shared ones) grouped by model name
-    (ordered by model, then id)."""
-    groups, count = service.list_profiles_by_model(
+    (ordered by model, then id), a page at a time: `total` says how many there are over all pages (the
+    shipped reference models alone are more than one default page)."""
+    groups, count, total = service.list_profiles_by_model(
         session=session, model=model, accelerator=accelerator, limit=limit, offset=offset, viewer=caller.owner
     )
     return ProfileListOut(
@@ -89,6 +90,7 @@ def list_profiles(
             for name, accelerators, summaries in groups
         ],
         count=count,
+        total=total,
     )
 
 

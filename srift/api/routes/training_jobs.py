@@ -20,7 +20,6 @@ from srift.api.schemas.plans import (
     TrainingJobOut,
 )
 from srift.domain.records import TrainingRun
-from srift.errors import NotFound
 from srift.services import plans as plans_service
 from srift.services import training_jobs as service
 
@@ -36,15 +35,7 @@ _JOB_ID = id_path()
 
 def _owned_job(session: SessionDep, caller: CallerIdentity, job_id: int = _JOB_ID) -> int:
     """The path's job id, once the run is the token's (its plan is the token's or everyone's): 404 else."""
-    run = service.get_run(session=session, job_id=job_id)
-    try:
-        plans_service.get_plan_for(session=session, plan_id=run.plan_id, viewer=caller.owner)
-    except NotFound:
-        raise NotFound(
-            f"no job with id {job_id} that this token may read",
-            hint="use the token that started the run",
-            field="job_id",
-        ) from None
+    service.check_run_reader(session=session, job_id=job_id, viewer=caller.owner)
     return job_id
 
 

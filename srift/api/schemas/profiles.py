@@ -97,3 +97,7 @@ class ProfileListOut(BaseModel):
 
     models: list[ModelProfilesOut]
     count: int = Field(description="profiles in this page")
+    total: int = Field(
+        description="profiles of the listing over all pages (same filters): more than offset + count means "
+        "there is a next page (`offset` + `limit`)"
+    )

@@ -7,8 +7,14 @@ import { config, el, fillSelect, get, items, query, readJsonFile } from "./commo
  * the user's own models first, then the shipped reference models (estimated on every catalog GPU).
  */
 export async function loadProfiles() {
-  const data = await get("/profiles?limit=1000");
-  const all = items(data, "models").flatMap((group) =>
+  const groups = [];
+  for (let offset = 0; ; ) {  // every page: `total` says how many there are (a page holds at most 1000)
+    const data = await get(`/profiles?limit=1000&offset=${offset}`);
+    groups.push(...items(data, "models"));
+    offset += data?.count || 0;
+    if (!data?.count || offset >= (data?.total ?? 0)) break;
+  }
+  const all = groups.flatMap((group) =>
     (group.profiles || []).map((p) => ({
       id: p.id, model: p.model ?? group.model, accelerator: p.accelerator, reference: Boolean(p.reference),
     })));
