@@ -81,6 +81,12 @@ def test_a_run_waits_in_needs_input_and_resumes_after_amend(
     code, out, err = run(capsys, "run", "show", str(job_id))
     assert code == 0, err
     assert "needs_input" in out and f"srift run amend {job_id} --time-limit" in out
+    code, out, err = run(capsys, "run", "amend", str(job_id), "--time-limit", "3640")
+    assert code == 2 and "time_limit_s" in err and "To fix" in err, err
+    code, out, err = run(capsys, "run", "show", str(job_id), "--json")
+    refused = json.loads(out)  # the refused amendment left nothing behind
+    assert refused["state"] == "needs_input" and refused["time_limit_s"] == 3600
+    assert [e["kind"] for e in refused["events"]] == ["started", "interruption"]
     code, out, err = run(capsys, "run", "amend", str(job_id), "--time-limit", "20000", "--json")
     assert code == 0, err
     answer = json.loads(out)
