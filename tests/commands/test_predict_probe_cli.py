@@ -111,6 +111,18 @@ def test_a_missing_profile_file_is_named_as_such_and_a_missing_request_file_apar
     assert code == 2 and "FILE: cannot read" in " ".join(err.split()) and "does not exist" in err, err
 
 
+def test_a_profile_whose_created_at_is_no_date_time_is_refused_naming_it(
+    cli_db: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    profile, sweep = _files(tmp_path)
+    profile.write_text(json.dumps({**PROFILE.to_dict(), "created_at": "yesterday"}))
+    code, _, err = run(capsys, "predict", str(sweep), "--profile", str(profile))
+    flat = " ".join(err.split())
+    assert code == 2, err
+    assert "profiles[0].created_at: created_at 'yesterday' is not an ISO 8601 date-time" in flat
+    assert "To fix: write it like 2026-12-06T14:08:45+00:00" in flat
+
+
 def test_quick_probe_queues_a_capped_two_node_job(cli_db: str, capsys: pytest.CaptureFixture[str]) -> None:
     ec2 = ["--image-id", "ami-0123456789abcdef0", "--results-url", "http://10.0.0.5:8000"]
     code, out, err = run(
