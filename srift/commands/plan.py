@@ -805,7 +805,7 @@ def plan_command(
         return
     launch = _Launch(script=script, master_addr=master_addr, out=out)
     if plan_id is not None:
-        _emit_stored(plan_id, emit, url=url, token=env_token(token), launch=launch)
+        _emit_stored(plan_id, emit, file=file, url=url, token=env_token(token), launch=launch)
         return
     body = request_body(file, command="plan")
     put_given(body, mode=mode, solve_budget_s=solve_budget_s, confidence=confidence)
@@ -937,11 +937,27 @@ def render_replay(rep: dict[str, Any]) -> None:
 
 
 def _emit_stored(
-    plan_id: int, emit: str | None, *, url: str | None, token: str | None, launch: _Launch
+    plan_id: int,
+    emit: str | None,
+    *,
+    file: Path | None,
+    url: str | None,
+    token: str | None,
+    launch: _Launch,
 ) -> None:
-    """`--plan-id N --emit FORMAT`: the launch files of a stored plan (from the server with --url)."""
+    """`--plan-id N --emit FORMAT`: the launch files of a stored plan (from the server with --url). A
+    request FILE beside --plan-id is refused: the stored plan is emitted as it is, so FILE would be read
+    by nothing, and the user would get plan N's files believing they came from FILE."""
     from srift.errors import InvalidInput
 
+    if file is not None:
+        raise InvalidInput(
+            f"both a request FILE ({file}) and --plan-id {plan_id} given: --plan-id emits stored plan "
+            f"{plan_id} as it is and reads no request file",
+            hint=f"drop FILE to emit plan {plan_id} (srift plan --plan-id {plan_id} --emit FORMAT), or drop "
+            f"--plan-id to plan {file} (srift plan {file} --emit FORMAT)",
+            field="--plan-id",
+        )
     if emit is None:
         raise InvalidInput(
             "--plan-id only emits a stored plan", hint="add --emit torchrun", field="--plan-id"

@@ -219,6 +219,31 @@ def _network_options(
         body["network"] = network
 
 
+def _profile_documents(paths: list[Path], *, file: Path | None) -> list[Any]:
+    """The documents of the `--profile` files, read before the request FILE so that a missing one is named
+    as such (field --profile); FILE is still required, since --profile only replaces the request's
+    profiles: without it, InvalidInput says so on FILE."""
+    from srift.errors import InvalidInput
+
+    without_file = "; the request FILE is needed too (`srift predict --example > r.yaml`)"
+    documents = []
+    for path in paths:
+        try:
+            documents.append(load_request_file(path, field="--profile"))
+        except InvalidInput as exc:
+            hint = f"{exc.hint}{without_file if file is None else ''}"
+            raise InvalidInput(exc.detail, hint=hint, field=exc.field) from exc
+    if paths and file is None:
+        raise InvalidInput(
+            "no request file given: --profile only inlines the model's profiles; the request FILE gives "
+            "the fleet (config or configs), iterations, provider and region",
+            hint="run `srift predict --example > r.yaml`, edit it, then `srift predict r.yaml --profile "
+            f"{paths[0]}`",
+            field="FILE",
+        )
+    return documents
+
+
 PredictFile = Annotated[Path | None, typer.Argument(help="request file (YAML or JSON); see --example")]
 PredictJson = Annotated[bool, typer.Option("--json", help="print the prediction as JSON")]
 ReadToken = Annotated[
@@ -313,12 +338,13 @@ def predict_command(
     if example:
         typer.echo(EXAMPLE, nl=False)
         return
+    profiles = _profile_documents(profile_files or [], file=file)
     body = request_body(file, command="predict")
     put_given(body, mc_samples=mc_samples, seed=seed)
-    if profile_files:
+    if profiles:
         body.pop("model", None)
         body.pop("profile_ids", None)
-        body["profiles"] = [load_request_file(path) for path in profile_files]
+        body["profiles"] = profiles
     _network_options(body, transport, library, placement_group, measured or [], ena_visible)
     apply_ddp_options(body, bucket_cap_mb=bucket_cap_mb, per_layer=per_layer)
     result = answer_request(

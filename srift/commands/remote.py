@@ -32,8 +32,9 @@ _BY_STATUS: dict[int, type[SriftError]] = {
 }
 
 
-def load_request_file(path: Path) -> Any:
-    """Parse a YAML or JSON request file; an unreadable or malformed file is InvalidInput naming FILE."""
+def load_request_file(path: Path, *, field: str = "FILE") -> Any:
+    """Parse a YAML or JSON request file; a missing, unreadable or malformed file is InvalidInput naming
+    `field` (the argument or option that gave the path: FILE, or e.g. --profile)."""
     import json
 
     import yaml
@@ -41,20 +42,22 @@ def load_request_file(path: Path) -> Any:
     from srift.documents import read_text_file
 
     try:
-        text = read_text_file(path)
+        text = read_text_file(path, field=field)
         if text.lstrip().startswith(("{", "[")):
             try:
                 return json.loads(text)  # a JSON request (often a whole profile inline): no YAML parse
             except json.JSONDecodeError:
                 pass
         return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-    except OSError as exc:
+    except FileNotFoundError as exc:
         raise InvalidInput(
-            f"cannot read {path}: {exc.strerror}", hint="check the path", field="FILE"
+            f"cannot read {path}: the file does not exist", hint="check the path", field=field
         ) from exc
+    except OSError as exc:
+        raise InvalidInput(f"cannot read {path}: {exc.strerror}", hint="check the path", field=field) from exc
     except yaml.YAMLError as exc:
         raise InvalidInput(
-            f"{path} is not valid YAML/JSON ({exc})", hint="fix the syntax", field="FILE"
+            f"{path} is not valid YAML/JSON ({exc})", hint="fix the syntax", field=field
         ) from exc
 
 

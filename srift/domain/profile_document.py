@@ -13,12 +13,17 @@ the others (ordering across items, relations across fields) are in the descripti
 from __future__ import annotations
 
 import math
+import re
+from datetime import datetime
+from functools import cache
 from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
     ConfigDict,
     Field,
+    TypeAdapter,
+    ValidationError,
     WithJsonSchema,
     field_serializer,
     field_validator,
@@ -60,6 +65,59 @@ overhead'); replayed CUDA graphs launch faster, so the floor is 1 µs. Shorter t
 and arithmetic on them (iterations per second, spot rates) overflows."""
 MAX_PASS_S = 86_400.0
 """The longest plausible pass at one breakpoint: a day (a step that takes longer trains nothing)."""
+
+MAX_CREATED_AT_CHARS = 100
+_ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+"""How an ISO 8601 date-time begins: the calendar date. pydantic's datetime parsing checks the rest, and
+would also take a bare number of seconds ("1700000000"), which this refuses."""
+
+
+@cache
+def _datetimes() -> TypeAdapter[datetime]:
+    return TypeAdapter(datetime)
+
+
+def _iso_date_time(value: str) -> str:
+    """`created_at` as written, when empty (not recorded) or an ISO 8601 date-time as pydantic's datetime
+    parsing reads it (2026-12-06T14:08:45+00:00, with Z or no offset, fractions of a second; a date alone
+    is midnight); otherwise an error naming the field says why not (a `rule_error`, so the REST answer and
+    document readers word it alike). The text is kept, not reformatted, so a document reads and
+    writes back the same."""
+    if not value:
+        return value
+    reason = "it does not start with a date, YYYY-MM-DD"
+    if _ISO_DATE.match(value):
+        try:
+            _datetimes().validate_python(value)
+            return value
+        except ValidationError as lax:
+            reason = str(lax.errors()[0]["msg"])
+        try:  # strict parsing words the reason better ("hour value is outside expected range of 0-23")
+            _datetimes().validate_strings(value, strict=True)
+        except ValidationError as strict:
+            reason = str(strict.errors()[0]["msg"]).removeprefix("Input should be a valid datetime, ")
+    raise rule_error(
+        f"created_at {value!r} is not an ISO 8601 date-time ({reason})",
+        field="",
+        hint="write it like 2026-12-06T14:08:45+00:00 (what `srift profile` writes), or leave it out",
+    )
+
+
+CreatedAt = Annotated[
+    str,
+    Field(max_length=MAX_CREATED_AT_CHARS),
+    AfterValidator(_iso_date_time),
+    WithJsonSchema(
+        {
+            "anyOf": [
+                {"type": "string", "format": "date-time", "maxLength": MAX_CREATED_AT_CHARS},
+                {"type": "string", "maxLength": 0},
+            ]
+        }
+    ),
+]
+"""When a profile was made: an ISO 8601 date-time, or empty when not recorded (the schema: format
+date-time, or the empty string)."""
 
 Batch = Annotated[int, Field(ge=1, le=MAX_BATCH)]
 PassSeconds = Annotated[float, Field(ge=MIN_PASS_S, le=MAX_PASS_S)]
@@ -526,8 +584,10 @@ class ProfileIn(_DocumentPart):
         default="cpu", max_length=100, pattern=NO_NUL, description="torch device the profile ran on"
     )
     threads: int | None = Field(default=None, ge=1, le=100_000, description="CPU threads used, if recorded")
-    created_at: str = Field(
-        default="", max_length=100, pattern=NO_NUL, description="ISO 8601 time the profile was made"
+    created_at: CreatedAt = Field(
+        default="",
+        description="when the profile was made: an ISO 8601 date-time (e.g. 2026-12-06T14:08:45+00:00), or "
+        "empty when not recorded",
     )
     precision: Precision = Field(
         default=Precision.FP32, description="fp32, tf32, fp16 or bf16 (autocast) as profiled"

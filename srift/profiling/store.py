@@ -51,9 +51,17 @@ def _visible(viewer: Viewer, *, shared: bool) -> ColumnElement[bool] | None:
 
 
 def _read(row: ModelProfileRow) -> ModelProfile:
-    """The stored document read with today's rules; a row stored before a rule existed is a 4xx naming it."""
+    """The stored document read with today's rules; a row stored before a rule existed is a 4xx naming it.
+
+    One exception: a `created_at` stored before it had to be an ISO 8601 date-time, which says nothing
+    about the model's speed, is read as not recorded (empty) rather than making the profile unusable."""
     try:
-        return read_profile(row.document)
+        try:
+            return read_profile(row.document)
+        except InvalidInput as exc:
+            if exc.field != "created_at":
+                raise
+            return read_profile({**row.document, "created_at": ""})
     except InvalidInput as exc:
         where = f"stored profile {row.id} ({row.model}@{row.accelerator})"
         raise InvalidInput(

@@ -26,7 +26,7 @@ from srift.catalog.geo import (
 from srift.domain import Config, InputPipeline, ModelProfile, Offer, Plan, Prediction
 from srift.domain.catalog import Market, MarketChoice
 from srift.domain.geo import AllreducePattern, Link, Location
-from srift.errors import InvalidInput
+from srift.errors import InvalidInput, NotFound
 from srift.optimize.space import Candidate, Groups, Problem
 from srift.optimize.spot import (
     Alternative,
@@ -62,10 +62,13 @@ def allowed_locations(
     regions: Sequence[str] | None,
     snapshot: str | None,
 ) -> list[Location]:
-    """The (provider, region) locations a request allows, in a stable order; InvalidInput names the field.
+    """The (provider, region) locations a request allows, in a stable order.
 
     `regions` entries are region names (for every allowed provider that has them) or provider/region;
-    without `regions`, one provider means its `region`, several providers every region they offer.
+    without `regions`, one provider means its `region`, several providers every region they offer. A
+    provider or region the catalog does not hold is NotFound (404, as POST /v1/predictions and the catalog
+    answer it: the request is well formed, the data it names is not stored), naming the field and listing
+    the known ones; a zone, or a provider/region whose provider is not allowed, is InvalidInput.
     """
     from srift.catalog.store import known_providers, known_regions
 
@@ -73,9 +76,9 @@ def allowed_locations(
     known = known_providers(session, snapshot=snapshot)
     for i, p in enumerate(wanted):
         if p not in known:
-            raise InvalidInput(
+            raise NotFound(
                 f"unknown provider {p!r}",
-                hint=f"choose among {', '.join(known)}",
+                hint=f"use one of: {', '.join(known)}",
                 field=f"providers[{i}]" if providers else "provider",
             )
     by_provider = {p: known_regions(session, p, snapshot=snapshot) for p in wanted}
@@ -84,9 +87,9 @@ def allowed_locations(
         if len(wanted) == 1:
             out.append(Location(wanted[0], region))
             if region not in by_provider[wanted[0]]:
-                raise InvalidInput(
-                    f"unknown region {region!r} for provider {wanted[0]}",
-                    hint=f"choose among {', '.join(by_provider[wanted[0]])}",
+                raise NotFound(
+                    f"unknown region {region!r} for provider {wanted[0]!r}",
+                    hint=f"use one of: {', '.join(by_provider[wanted[0]])}",
                     field="region",
                 )
         else:
@@ -108,9 +111,9 @@ def allowed_locations(
                     field=f"regions[{i}]",
                 )
             if loc.region not in by_provider[loc.provider]:
-                raise InvalidInput(
-                    f"unknown region {loc.region!r} for provider {loc.provider}",
-                    hint=f"choose among {', '.join(by_provider[loc.provider])}",
+                raise NotFound(
+                    f"unknown region {loc.region!r} for provider {loc.provider!r}",
+                    hint=f"use one of: {', '.join(by_provider[loc.provider])}",
                     field=f"regions[{i}]",
                 )
             out.append(loc)
@@ -118,9 +121,9 @@ def allowed_locations(
         hits = [Location(p, raw) for p in wanted if raw in by_provider[p]]
         if not hits:
             every = sorted({r for rs in by_provider.values() for r in rs})
-            raise InvalidInput(
+            raise NotFound(
                 f"no allowed provider ({', '.join(wanted)}) has region {raw!r}",
-                hint=f"choose among {', '.join(every)}, or write provider/region",
+                hint=f"use one of: {', '.join(every)}, or write provider/region",
                 field=f"regions[{i}]",
             )
         out.extend(hits)

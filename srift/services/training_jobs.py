@@ -7,7 +7,9 @@ the surviving p3.8xlarge keeps its batch and g3.8xlarge VMs are added). Every re
 kept in the job's history. When no plan fits, the job moves to `needs_input`, the event is kept, and the
 PlanInfeasible error says by how much the limits are missed. An amendment (new time limit, budget or
 objective, kept as an `amended` event that later re-plans and the run's view apply over the original request)
-re-plans the rest of the run under the new limits: that is how a run in `needs_input` resumes.
+re-plans the rest of the run under the new limits: that is how a run in `needs_input` resumes. An amendment
+that no plan fits is refused and changes nothing (no event; state, limits and current plan as they were):
+the user was told it was refused, so the run's request must not carry it.
 
 A run gets its own token when it starts (`srift_run_...`, shown once): with it the training-script helper
 (srift.launch.helper) posts measured iteration times (`report_iterations`), which move the run's progress
@@ -279,8 +281,9 @@ def amend(
     """Change the run's time limit, budget or objective and re-plan the rest of it under them.
 
     The types lost so far stay excluded and the VMs still held may stay. A run in `needs_input` resumes
-    (`running`) when the new plan fits; when it still does not, the run stays in `needs_input`, the
-    amendment is kept, and PlanInfeasible says by how much.
+    (`running`) when the new plan fits. When no plan fits, PlanInfeasible says by how much and nothing is
+    written: no event, and the run keeps its state, limits and current plan (a refused amendment must not
+    become part of the run's request).
     """
     job, current, held = _open_run(session, job_id)
     changes: dict[str, Any] = {
@@ -313,6 +316,11 @@ def amend(
     )
 
 
+KEPT_WHEN_INFEASIBLE = frozenset({"interruption"})
+"""Events recorded even when no plan fits the rest of the run: an interruption happened whatever the plan.
+An amendment is not among them: the 409 refuses it, so it must leave nothing behind."""
+
+
 def _replan_and_record(
     session: Session,
     settings: Settings,
@@ -326,15 +334,17 @@ def _replan_and_record(
 ) -> tuple[TrainingRun, PlanRecord]:
     """Re-plan the rest of the run, without the types it has lost (`job.excluded_types`) but for the VMs
     still `held`, and record the event `kind`: on success the run is `running` on the new plan (the run
-    and the plan are returned); when no plan fits it is `needs_input`, the event (with the error) is
-    committed, and the error propagates."""
+    and the plan are returned). When no plan fits the error propagates; an event of KEPT_WHEN_INFEASIBLE
+    is first recorded with the error and committed, the run put in `needs_input`; any other (an
+    amendment, which the error refuses) writes nothing."""
     excluded = tuple(job.excluded_types)
     try:
         plan = _replan(session, settings, original, remaining, job, excluded=excluded, held=held)
     except PlanInfeasible as exc:
-        job.state = TrainingState.NEEDS_INPUT
-        _event(session, job, kind, {**payload, "error": exc.to_dict()})
-        session.commit()
+        if kind in KEPT_WHEN_INFEASIBLE:
+            job.state = TrainingState.NEEDS_INPUT
+            _event(session, job, kind, {**payload, "error": exc.to_dict()})
+            session.commit()
         raise
     job.current_plan_id = plan.id
     job.state = TrainingState.RUNNING

@@ -88,6 +88,41 @@ def test_a_sweep_with_an_inlined_profile_and_network_flags(
     assert code == 2 and "TYPE=GBPS" in err
 
 
+def test_a_missing_profile_file_is_named_as_such_and_a_missing_request_file_apart(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--profile inlines profile documents into the request FILE: a --profile path that does not exist is
+    that error (not "no request file given"), and a FILE left out beside a good --profile says FILE is
+    still needed and why."""
+    profile, sweep = _files(tmp_path)
+    missing = tmp_path / "nonexistent.json"
+    code, _, err = run(capsys, "predict", "--profile", str(missing))
+    flat = " ".join(err.split())
+    assert code == 2 and f"--profile: cannot read {missing}: the file does not exist" in flat, err
+    assert "To fix: check the path; the request FILE is needed too" in flat
+    code, _, err = run(capsys, "predict", str(sweep), "--profile", str(missing))
+    flat = " ".join(err.split())
+    assert code == 2 and "--profile: cannot read" in flat and "FILE is needed" not in flat, err
+    code, _, err = run(capsys, "predict", "--profile", str(profile))
+    flat = " ".join(err.split())
+    assert code == 2 and "FILE: no request file given: --profile only inlines the model's profiles" in flat
+    assert f"edit it, then `srift predict r.yaml --profile {profile}`" in flat
+    code, _, err = run(capsys, "predict", str(tmp_path / "none.yaml"), "--profile", str(profile))
+    assert code == 2 and "FILE: cannot read" in " ".join(err.split()) and "does not exist" in err, err
+
+
+def test_a_profile_whose_created_at_is_no_date_time_is_refused_naming_it(
+    cli_db: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    profile, sweep = _files(tmp_path)
+    profile.write_text(json.dumps({**PROFILE.to_dict(), "created_at": "yesterday"}))
+    code, _, err = run(capsys, "predict", str(sweep), "--profile", str(profile))
+    flat = " ".join(err.split())
+    assert code == 2, err
+    assert "profiles[0].created_at: created_at 'yesterday' is not an ISO 8601 date-time" in flat
+    assert "To fix: write it like 2026-12-06T14:08:45+00:00" in flat
+
+
 def test_quick_probe_queues_a_capped_two_node_job(cli_db: str, capsys: pytest.CaptureFixture[str]) -> None:
     ec2 = ["--image-id", "ami-0123456789abcdef0", "--results-url", "http://10.0.0.5:8000"]
     code, out, err = run(

@@ -4,7 +4,6 @@ interruption waits in needs_input, says how to resume, and resumes after `srift 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,15 +13,6 @@ import yaml
 from srift.cli import main
 from srift.optimize.synthetic import synthetic_profile
 from srift.settings import get_settings
-
-
-@pytest.fixture
-def local(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setenv("SRIFT_DATABASE_URL", f"sqlite:///{tmp_path}/cli.db")
-    monkeypatch.setenv("SRIFT_DATA_DIR", str(tmp_path))
-    get_settings.cache_clear()
-    yield
-    get_settings.cache_clear()
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -81,6 +71,12 @@ def test_a_run_waits_in_needs_input_and_resumes_after_amend(
     code, out, err = run(capsys, "run", "show", str(job_id))
     assert code == 0, err
     assert "needs_input" in out and f"srift run amend {job_id} --time-limit" in out
+    code, out, err = run(capsys, "run", "amend", str(job_id), "--time-limit", "3640")
+    assert code == 2 and "time_limit_s" in err and "To fix" in err, err
+    code, out, err = run(capsys, "run", "show", str(job_id), "--json")
+    refused = json.loads(out)  # the refused amendment left nothing behind
+    assert refused["state"] == "needs_input" and refused["time_limit_s"] == 3600
+    assert [e["kind"] for e in refused["events"]] == ["started", "interruption"]
     code, out, err = run(capsys, "run", "amend", str(job_id), "--time-limit", "20000", "--json")
     assert code == 0, err
     answer = json.loads(out)

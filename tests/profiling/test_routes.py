@@ -135,6 +135,42 @@ def test_invalid_profiles_are_422_naming_the_field(
     assert client.get("/v1/profiles").json()["count"] == 0
 
 
+@pytest.mark.parametrize(
+    ("value", "reason"),
+    [
+        ("yesterday", "it does not start with a date, YYYY-MM-DD"),
+        ("1700000000", "it does not start with a date, YYYY-MM-DD"),
+        ("2026-12-06T25:00:00Z", "hour value is outside expected range of 0-23"),
+        ("2026-02-30T10:00:00Z", "day value is outside expected range"),
+    ],
+)
+def test_a_created_at_that_is_no_iso_date_time_is_422_naming_it(
+    client: TestClient, write_headers: dict[str, str], profile_doc: dict[str, Any], value: str, reason: str
+) -> None:
+    response = client.post("/v1/profiles", json={**profile_doc, "created_at": value}, headers=write_headers)
+    assert response.status_code == 422, response.text
+    answer = response.json()
+    assert answer["field"] == "created_at"
+    assert answer["detail"] == f"created_at {value!r} is not an ISO 8601 date-time ({reason})"
+    assert answer["hint"].startswith("write it like 2026-12-06T14:08:45+00:00")
+    inline = {"profiles": [{**profile_doc, "created_at": value}], "global_batch": 64, "iterations": 10}
+    plan = client.post("/v1/plans", json=inline, headers=write_headers)
+    assert plan.status_code == 422 and plan.json()["field"] == "profiles[0].created_at", plan.text
+    assert client.get("/v1/profiles").json()["count"] == 0
+
+
+@pytest.mark.parametrize(
+    "value", ["2026-12-06T14:08:45+00:00", "2026-12-06T14:08:45.25Z", "2026-12-06 14:08:45", "2026-12-06", ""]
+)
+def test_an_iso_created_at_is_stored_as_written(
+    client: TestClient, write_headers: dict[str, str], profile_doc: dict[str, Any], value: str
+) -> None:
+    posted = client.post("/v1/profiles", json={**profile_doc, "created_at": value}, headers=write_headers)
+    assert posted.status_code == 201, posted.text
+    got = client.get(f"/v1/profiles/{posted.json()['id']}", headers=write_headers)
+    assert got.json()["created_at"] == value
+
+
 def test_writes_need_a_token_and_unknown_ids_are_404(client: TestClient, profile_doc: dict[str, Any]) -> None:
     assert client.post("/v1/profiles", json=profile_doc).status_code == 401
     missing = client.get("/v1/profiles/999")
@@ -162,8 +198,13 @@ def test_the_schema_states_the_text_rules_the_reader_enforces(client: TestClient
     refused = {chr(c) for c in range(sys.maxunicode + 1) if not name.fullmatch(chr(c))}
     assert refused == blank | {"\x00"}
     assert name.fullmatch(" a ") and not name.fullmatch("a\x00")
-    for field in ("torch_version", "device", "created_at"):
+    for field in ("torch_version", "device"):
         assert profile[field]["pattern"] == "^[^\\x00]*$", field
+    # created_at: a date-time (which holds no NUL) or empty
+    assert profile["created_at"]["anyOf"] == [
+        {"type": "string", "format": "date-time", "maxLength": 100},
+        {"type": "string", "maxLength": 0},
+    ]
     assert schemas["LayerIn"]["properties"]["name"]["pattern"] == "^[^\\x00]*$"
     extra = schemas[profile["extra"]["anyOf"][0]["$ref"].rsplit("/", 1)[1]]
     assert extra["propertyNames"] == {"pattern": "^[^\\x00]*$"}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -100,3 +101,15 @@ def test_summary_reports_time_per_sample(profile_doc: dict[str, Any]) -> None:
     assert summary["id"] == 7 and summary["layers"] == 3
     assert summary["ms_per_sample_at_max_batch"] == pytest.approx(1000 * (0.087 + 0.175) / 96)
     assert summary["total_grad_bytes"] == 2052 + 73856 + 1792
+
+
+def test_a_row_stored_with_a_free_text_created_at_still_reads(
+    session: Session, profile_doc: dict[str, Any]
+) -> None:
+    """Before created_at had to be an ISO 8601 date-time any text was stored; such a row reads with
+    created_at empty (not recorded) instead of making the profile unusable."""
+    profile = _profile(profile_doc)
+    pid = store.save_profile(session=session, profile=replace(profile, created_at="last Tuesday"))
+    row = session.get(ModelProfileRow, pid)
+    assert row is not None and row.document["created_at"] == "last Tuesday"
+    assert store.get_profile(session=session, profile_id=pid) == replace(profile, created_at="")

@@ -113,13 +113,17 @@ def test_a_spot_plan_reports_expected_and_uninterrupted_time_and_cost(
     assert plan["predicted"]["uninterrupted_time_s"] == pytest.approx(spot["uninterrupted_time_s"])
 
 
-def test_unknown_regions_and_providers_are_422_naming_the_field(
+def test_unknown_regions_and_providers_are_404_naming_the_field(
     client: TestClient, write_headers: dict[str, str], t4: dict[str, Any]
 ) -> None:
+    """A region or provider the catalog does not hold is data not stored (404, as predictions and the
+    catalog answer it); a provider/region whose provider the request leaves out is an invalid request."""
     r = client.post("/v1/plans", json=_body(t4, regions=["mars-1"]), headers=write_headers)
-    assert r.status_code == 422 and r.json()["field"] == "regions[0]" and "us-east-1" in r.json()["hint"]
+    assert r.status_code == 404 and r.json()["field"] == "regions[0]" and "us-east-1" in r.json()["hint"]
+    r = client.post("/v1/plans", json=_body(t4, regions=["aws/mars-1"]), headers=write_headers)
+    assert r.status_code == 404 and r.json()["field"] == "regions[0]" and "us-east-1" in r.json()["hint"]
     r = client.post("/v1/plans", json=_body(t4, providers=["aws", "oracle"]), headers=write_headers)
-    assert r.status_code == 422 and r.json()["field"] == "providers[1]"
+    assert r.status_code == 404 and r.json()["field"] == "providers[1]" and "gcp" in r.json()["hint"]
     r = client.post(
         "/v1/plans", json=_body(t4, providers=["aws"], regions=["gcp/us-central1"]), headers=write_headers
     )

@@ -1,5 +1,6 @@
 """A training run in `needs_input` (no plan fits after an interruption) resumes once its limits are raised:
-POST /v1/jobs/{id}/amendments re-plans the rest under the new limits; too little keeps it waiting."""
+POST /v1/jobs/{id}/amendments re-plans the rest under the new limits; an amendment no plan fits is refused
+(409) and changes nothing, while an interruption no plan fits is still recorded."""
 
 from __future__ import annotations
 
@@ -7,6 +8,16 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
+from sqlalchemy.orm import Session
+
+from srift.documents import read_document
+from srift.domain.records import PlanRecord
+from srift.domain.requests import Amendment, InterruptionReport, PlanQuery
+from srift.domain.states import TrainingState
+from srift.optimize.solver import PlanInfeasible
+from srift.services import training_jobs as service
+from srift.services.plans import create_plan
+from srift.settings import Settings
 
 from .test_plans import _seed, _srift_54
 
@@ -35,8 +46,10 @@ def test_a_needs_input_run_resumes_after_its_limit_is_raised(
     short = client.post(f"/v1/jobs/{job_id}/amendments", json={"time_limit_s": 560}, headers=write_headers)
     assert short.status_code == 409 and short.json()["error"] == "infeasible", short.text
     assert "past" in short.json()["detail"]
+    assert short.json()["relaxations"]["time_short_s"] == pytest.approx(420 + 150 - 560)
     waiting = client.get(f"/v1/jobs/{job_id}", headers=write_headers).json()
-    assert waiting["state"] == "needs_input" and waiting["time_limit_s"] == 560
+    assert waiting["state"] == "needs_input" and waiting["time_limit_s"] == 500
+    assert [e["kind"] for e in waiting["events"]] == ["started", "interruption"]
     r = client.post(f"/v1/jobs/{job_id}/amendments", json={"time_limit_s": 3000}, headers=write_headers)
     assert r.status_code == 200, r.text
     plan, run = r.json()["plan"], r.json()["job"]
@@ -48,7 +61,7 @@ def test_a_needs_input_run_resumes_after_its_limit_is_raised(
     assert lost not in [c["instance_type"] for c in plan["choices"]] or all(
         c["count"] <= first["choices"][0]["count"] - 1 for c in plan["choices"] if c["instance_type"] == lost
     )
-    assert [e["kind"] for e in run["events"]] == ["started", "interruption", "amended", "amended"]
+    assert [e["kind"] for e in run["events"]] == ["started", "interruption", "amended"]
     assert [p["id"] for p in run["plans"]] == [first["id"], plan["id"]]
     progress = client.post(
         f"/v1/jobs/{job_id}/progress",
@@ -79,3 +92,53 @@ def test_amendment_rules(client: TestClient, db_url: str, write_headers: dict[st
     assert fast.json()["job"]["objective"] == "min_time"
     assert client.get(f"/v1/jobs/{job_id}", headers=write_headers).json()["objective"] == "min_time"
     assert fast.json()["job"]["budget_usd"] == 50
+
+
+def _running_run(session: Session, settings: Settings, db_url: str) -> tuple[int, PlanRecord]:
+    """A started run of Srift §5.4's plan (400 iterations within 500 s): its id and its plan."""
+    plan = create_plan(
+        session=session,
+        settings=settings,
+        query=read_document(PlanQuery, _srift_54(_seed(db_url, "resnet50"))),
+    )
+    run = service.start_job(session=session, plan_id=plan.id)
+    session.commit()
+    return run.id, plan
+
+
+@pytest.mark.parametrize(
+    ("amendment", "field"),
+    [
+        # 150 s of launch overhead is already past a 100 s deadline
+        (Amendment(time_limit_s=100), "time_limit_s"),
+        # the search finds no fleet for 400 iterations within a cent
+        (Amendment(budget_usd=0.01, launch_overhead_s=0.0), "budget_usd"),
+    ],
+)
+def test_an_amendment_no_plan_fits_is_refused_and_writes_nothing(
+    session: Session, settings: Settings, db_url: str, amendment: Amendment, field: str
+) -> None:
+    job_id, plan = _running_run(session, settings, db_url)
+    with pytest.raises(PlanInfeasible) as refused:
+        service.amend(session=session, settings=settings, job_id=job_id, amendment=amendment)
+    assert refused.value.field == field and refused.value.relaxations
+    session.rollback()  # what the route and the CLI do with an error
+    run = service.get_run(session=session, job_id=job_id)
+    assert run.state is TrainingState.RUNNING and run.current_plan_id == plan.id
+    assert (run.time_limit_s, run.budget_usd) == (500, None)
+    assert [e.kind for e in run.events] == ["started"]
+
+
+def test_an_interruption_no_plan_fits_is_still_recorded(
+    session: Session, settings: Settings, db_url: str
+) -> None:
+    job_id, plan = _running_run(session, settings, db_url)
+    lost = plan.result["choices"][0]["instance_type"]
+    report = InterruptionReport(instance_type=lost, count=1, iterations_done=200, elapsed_s=420)
+    with pytest.raises(PlanInfeasible):
+        service.record_interruption(session=session, settings=settings, job_id=job_id, interruption=report)
+    session.rollback()
+    run = service.get_run(session=session, job_id=job_id)
+    assert run.state is TrainingState.NEEDS_INPUT and run.iterations_done == 200
+    assert [e.kind for e in run.events] == ["started", "interruption"]
+    assert run.events[-1].payload["error"]["error"] == "infeasible"

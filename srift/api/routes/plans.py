@@ -29,7 +29,8 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
         **_ERRORS,
         404: {
             "model": ErrorOut,
-            "description": "what the request names is not stored: a catalog snapshot, provider or region, an "
+            "description": "what the request names is not stored: a catalog snapshot, a provider or "
+            "region (`provider`, `providers[i]`, `region`, `regions[i]`; the hint lists the known ones), an "
             "instance type of `availability`, a profile id, or any profile of `model` (`field` names it)"
             "; a probe job of `network.probe_job_ids`",
         },
@@ -41,7 +42,11 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
             "(or not in the asked `precision`)"
             "; a probe job of `network.probe_job_ids` that stored no samples across two or more nodes",
         },
-        422: {"model": ErrorOut, "description": "invalid request; `field` names it"},
+        422: {
+            "model": ErrorOut,
+            "description": "invalid request; `field` names it (e.g. a `regions` entry naming a zone, or a "
+            "provider/region whose provider `providers` leaves out)",
+        },
     },
 )
 def create_plan(

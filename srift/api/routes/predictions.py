@@ -20,8 +20,9 @@ router = APIRouter(tags=["predictions"])
     response_model=PredictionOut | PredictionSweepOut,
     responses={
         404: error_response(
-            "what the request names is not stored: a catalog snapshot, provider, region or "
-            "instance type, a profile id, or any profile of `model` (`field` names it)"
+            "what the request names is not stored: a catalog snapshot, a provider or region (`provider`, "
+            "`region`; the hint lists the known ones, as POST /v1/plans answers them), an instance type, a "
+            "profile id, or any profile of `model` (`field` names it)"
             "; a probe job of `network.probe_job_ids`"
         ),
         409: error_response(

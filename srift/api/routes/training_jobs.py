@@ -124,8 +124,9 @@ def report_interruption(
         **_NO_JOB,
         409: {
             "model": ErrorOut,
-            "description": "the job has completed, or still no plan for the rest of the run (error "
-            "infeasible, saying by how much; the amendment is kept and the job stays in needs_input)",
+            "description": "the job has completed, or no plan fits the rest of the run under the new "
+            "limits (error infeasible, saying by how much; nothing is kept: the job's limits, state and "
+            "current plan stay as they were)",
         },
         422: {"model": ErrorOut, "description": "invalid amendment; `field` names it"},
     },

@@ -90,11 +90,13 @@ M = TypeVar("M", bound=BaseModel)
 
 def parse_request(model: type[M], data: Any) -> M:
     """Validate a request document (a CLI file, a stored body) with `model`, raising InvalidInput that
-    names the field, as the REST API does."""
+    names the field, as the REST API does (with the hint a rule's error carries, else a generic one)."""
     try:
         return model.model_validate(data)
     except ValidationError as exc:
         first = exc.errors()[0]
+        ctx = first.get("ctx")
+        hint = (ctx.get("hint") if isinstance(ctx, dict) else None) or "correct the named field"
         raise InvalidInput(
-            str(first.get("msg", "invalid")), hint="correct the named field", field=error_field(first)
+            str(first.get("msg", "invalid")), hint=str(hint), field=error_field(first)
         ) from exc
