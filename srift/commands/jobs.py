@@ -16,7 +16,7 @@ from rich.table import Table
 from srift.commands.local import migrated_url
 from srift.commands.options import JsonFlag, LocalDatabaseUrl, UrlToken, add_group
 from srift.commands.remote import call_api, put_given
-from srift.errors import InvalidInput
+from srift.errors import InvalidInput, parse_choice
 
 console = Console()
 
@@ -132,11 +132,10 @@ def worker(
     from srift.jobs.worker import Worker, WorkerConfig
     from srift.settings import get_settings
 
-    try:
-        kinds = tuple(JobKind(k) for k in kind) or tuple(JobKind)
-        providers = tuple(JobProvider(p) for p in provider) or tuple(JobProvider)
-    except ValueError as exc:
-        raise InvalidInput(str(exc), hint="kinds: probe, profile; providers: local, testbed, ec2") from exc
+    kinds = tuple(parse_choice(JobKind, k, what="job kind", field="--kind") for k in kind) or tuple(JobKind)
+    providers = tuple(
+        parse_choice(JobProvider, p, what="job provider", field="--provider") for p in provider
+    ) or tuple(JobProvider)
     settings = get_settings()
     migrated_url()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -175,11 +174,8 @@ def list_(
     """
     from srift.domain.states import JobKind, JobState
 
-    try:
-        kind_v = JobKind(kind) if kind else None
-        state_v = JobState(state) if state else None
-    except ValueError as exc:
-        raise InvalidInput(str(exc), hint="see --help for the choices") from exc
+    kind_v = parse_choice(JobKind, kind, what="job kind", field="--kind") if kind else None
+    state_v = parse_choice(JobState, state, what="job state", field="--state") if state else None
     if url:
         query = (
             f"/probe-jobs?limit={limit}"
