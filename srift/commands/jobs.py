@@ -25,15 +25,21 @@ PROVIDER_OPTION = typer.Option([], "--provider", help="only these providers; rep
 """`srift worker`'s repeatable filters (an empty list: every kind, every provider)."""
 
 
-def _split_ints(text: str, field: str) -> list[int]:
+def _split_sizes(text: str, field: str) -> list[int]:
+    """`--sizes 4,64K,16M` as bytes."""
     from srift.bandwidth.local_probe import parse_size
 
-    try:
-        return [parse_size(p, field=field) for p in text.split(",") if p.strip()]
-    except InvalidInput:
-        raise
-    except ValueError as exc:
-        raise InvalidInput(f"{text!r} is not a list of numbers", hint="write e.g. 2,4", field=field) from exc
+    return [parse_size(p, field=field) for p in text.split(",") if p.strip()]
+
+
+def _split_counts(text: str, field: str) -> list[int]:
+    """`--nodes 2,4` as whole counts (no size suffixes: 2K is not 2048 nodes)."""
+    parts = [p.strip() for p in text.split(",") if p.strip()]
+    if not parts or not all(p.isdigit() and int(p) >= 1 for p in parts):
+        raise InvalidInput(
+            f"{text!r} is not a list of node counts", hint="write whole numbers ≥ 1, e.g. 2,4", field=field
+        )
+    return [int(p) for p in parts]
 
 
 def _load_file(path: Path) -> dict[str, Any]:
@@ -256,9 +262,9 @@ def submit_probe(
         body, provider=provider, instance_type=instance_type, repeats=repeats, testbed_prefix=testbed_prefix
     )
     if nodes:
-        body["node_counts"] = _split_ints(nodes, "node_counts")
+        body["node_counts"] = _split_counts(nodes, "--nodes")
     if sizes:
-        body["sizes"] = _split_ints(sizes, "sizes")
+        body["sizes"] = _split_sizes(sizes, "sizes")
     _submit_and_print("probe", body, url=url, token=token, as_json=as_json)
 
 

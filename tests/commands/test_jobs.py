@@ -1,8 +1,10 @@
 """`srift jobs list|submit` and `srift worker` on the local database: an unknown kind, state or provider
-names its option and lists the choices (as `srift run list --state` does)."""
+names its option and lists the choices (as `srift run list --state` does), and `--nodes` takes node
+counts, not byte sizes."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -54,3 +56,28 @@ def test_an_unknown_choice_names_its_option_and_the_choices(
     assert code == 2 and out == ""
     assert words in err, err
     assert "JobState" not in err and "JobKind" not in err and "JobProvider" not in err
+
+
+@pytest.mark.parametrize("nodes", ["2,x", "2K", "0", "2,-4"])
+def test_nodes_are_whole_counts_not_sizes(
+    local: None, capsys: pytest.CaptureFixture[str], nodes: str
+) -> None:
+    """`--nodes 2,x` said "'x' is not a positive size. To fix: write sizes like 4, 64K, 512M or 1G", and
+    `--nodes 2K` queued a probe of 2048 nodes."""
+    code, out, err = run(
+        capsys, "jobs", "submit", "probe", "--provider", "local", "--instance-type", "local", "--nodes", nodes
+    )
+    assert code == 2 and out == ""
+    assert err.startswith(f"error: --nodes: '{nodes}' is not a list of node counts. To fix: write whole")
+    assert "size" not in err
+
+
+def test_nodes_and_sizes_still_become_the_request(local: None, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(
+        capsys,
+        "jobs", "submit", "probe", "--provider", "local", "--instance-type", "local",
+        "--nodes", "2, 4", "--sizes", "4,1M", "--json",
+    )  # fmt: skip
+    assert code == 0, err
+    request = json.loads(out)["request"]
+    assert request["node_counts"] == [2, 4] and request["sizes"] == [4, 1 << 20]
