@@ -903,6 +903,15 @@ def put_recent_market(
                 f"cannot read {log}: {exc}", hint="give a readable UTF-8 CSV log", field="--recent-log"
             ) from exc
     if as_of_s is not None:
+        if "trace" not in recent and "log_csv" not in recent:
+            from srift.errors import InvalidInput
+
+            raise InvalidInput(
+                "--as-of-s says where in a recent log the run starts, but no log is named",
+                hint="add --recent-trace NAME (`srift traces list`) or --recent-log FILE.csv, or give "
+                "recent_market.trace or recent_market.log_csv in FILE",
+                field="--as-of-s",
+            )
         recent["as_of_s"] = as_of_s
     body["recent_market"] = recent
 
