@@ -145,7 +145,7 @@ def test_list_shows_compute_capability_and_status(cli_db: str, capsys: pytest.Ca
 @pytest.mark.parametrize(
     ("args", "words", "absent"),
     [
-        # The hint listed us-west-2 among the regions to use: the regions of every snapshot, not the one named.
+        # The hint listed us-west-2 among the regions to use: every snapshot's regions, not the named one's.
         (
             ["--snapshot", "srift-paper-2020", "--region", "us-west-2"],
             ["snapshot 'srift-paper-2020' has no region 'us-west-2'", "use one of: us-east-1."],
