@@ -4,7 +4,6 @@ interruption waits in needs_input, says how to resume, and resumes after `srift 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,15 +13,6 @@ import yaml
 from srift.cli import main
 from srift.optimize.synthetic import synthetic_profile
 from srift.settings import get_settings
-
-
-@pytest.fixture
-def local(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setenv("SRIFT_DATABASE_URL", f"sqlite:///{tmp_path}/cli.db")
-    monkeypatch.setenv("SRIFT_DATA_DIR", str(tmp_path))
-    get_settings.cache_clear()
-    yield
-    get_settings.cache_clear()
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
