@@ -257,9 +257,15 @@ def list_instance_types(
     if provider is None and region is not None:
         providers = [p for p in providers if region in known_regions(session, p, snapshot=snapshot)]
         if not providers:
-            all_regions = sorted({r for p in known_providers(session) for r in known_regions(session, p)})
+            all_regions = sorted(
+                {
+                    r
+                    for p in known_providers(session, snapshot=snapshot)
+                    for r in known_regions(session, p, snapshot=snapshot)
+                }
+            )
             raise NotFound(
-                f"no provider has region {region!r}",
+                f"{_scope(None, None, snapshot)} has no region {region!r}",
                 hint=f"use one of: {', '.join(all_regions) or 'none (the catalog is empty)'}",
                 field="region",
             )
@@ -271,7 +277,7 @@ def list_instance_types(
         if not matched and entries:
             models = sorted({e.instance.gpu_model for e in entries if e.instance.gpu_model})
             raise NotFound(
-                f"no instance type has GPU {gpu!r}",
+                f"no instance type of {_scope(provider, region, snapshot)} has GPU {gpu!r}",
                 hint=f"use one of: {', '.join(models)}",
                 field="gpu",
             )
@@ -284,6 +290,13 @@ def list_instance_types(
 
 
 # --- internals -------------------------------------------------------------------------------------------
+
+
+def _scope(provider: str | None, region: str | None, snapshot: str | None) -> str:
+    """What a catalog listing looked through, for its messages: "snapshot 'x'", "aws in eu-west-1", "the
+    catalog"."""
+    where = f"snapshot {snapshot!r}" if snapshot is not None else provider or "the catalog"
+    return where + (f" in {region}" if region else "")
 
 
 _INSTANCE_FIELDS = tuple(f.name for f in fields(InstanceType))

@@ -16,7 +16,7 @@ from rich.table import Table
 from srift.commands.local import migrated_url
 from srift.commands.options import JsonFlag, LocalDatabaseUrl, UrlToken, add_group
 from srift.commands.remote import call_api, put_given
-from srift.errors import InvalidInput
+from srift.errors import InvalidInput, parse_choice
 
 console = Console()
 
@@ -25,15 +25,21 @@ PROVIDER_OPTION = typer.Option([], "--provider", help="only these providers; rep
 """`srift worker`'s repeatable filters (an empty list: every kind, every provider)."""
 
 
-def _split_ints(text: str, field: str) -> list[int]:
+def _split_sizes(text: str, field: str) -> list[int]:
+    """`--sizes 4,64K,16M` as bytes."""
     from srift.bandwidth.local_probe import parse_size
 
-    try:
-        return [parse_size(p, field=field) for p in text.split(",") if p.strip()]
-    except InvalidInput:
-        raise
-    except ValueError as exc:
-        raise InvalidInput(f"{text!r} is not a list of numbers", hint="write e.g. 2,4", field=field) from exc
+    return [parse_size(p, field=field) for p in text.split(",") if p.strip()]
+
+
+def _split_counts(text: str, field: str) -> list[int]:
+    """`--nodes 2,4` as whole counts (no size suffixes: 2K is not 2048 nodes)."""
+    parts = [p.strip() for p in text.split(",") if p.strip()]
+    if not parts or not all(p.isdigit() and int(p) >= 1 for p in parts):
+        raise InvalidInput(
+            f"{text!r} is not a list of node counts", hint="write whole numbers ≥ 1, e.g. 2,4", field=field
+        )
+    return [int(p) for p in parts]
 
 
 def _load_file(path: Path) -> dict[str, Any]:
@@ -132,11 +138,10 @@ def worker(
     from srift.jobs.worker import Worker, WorkerConfig
     from srift.settings import get_settings
 
-    try:
-        kinds = tuple(JobKind(k) for k in kind) or tuple(JobKind)
-        providers = tuple(JobProvider(p) for p in provider) or tuple(JobProvider)
-    except ValueError as exc:
-        raise InvalidInput(str(exc), hint="kinds: probe, profile; providers: local, testbed, ec2") from exc
+    kinds = tuple(parse_choice(JobKind, k, what="job kind", field="--kind") for k in kind) or tuple(JobKind)
+    providers = tuple(
+        parse_choice(JobProvider, p, what="job provider", field="--provider") for p in provider
+    ) or tuple(JobProvider)
     settings = get_settings()
     migrated_url()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -175,11 +180,8 @@ def list_(
     """
     from srift.domain.states import JobKind, JobState
 
-    try:
-        kind_v = JobKind(kind) if kind else None
-        state_v = JobState(state) if state else None
-    except ValueError as exc:
-        raise InvalidInput(str(exc), hint="see --help for the choices") from exc
+    kind_v = parse_choice(JobKind, kind, what="job kind", field="--kind") if kind else None
+    state_v = parse_choice(JobState, state, what="job state", field="--state") if state else None
     if url:
         query = (
             f"/probe-jobs?limit={limit}"
@@ -260,9 +262,9 @@ def submit_probe(
         body, provider=provider, instance_type=instance_type, repeats=repeats, testbed_prefix=testbed_prefix
     )
     if nodes:
-        body["node_counts"] = _split_ints(nodes, "node_counts")
+        body["node_counts"] = _split_counts(nodes, "--nodes")
     if sizes:
-        body["sizes"] = _split_ints(sizes, "sizes")
+        body["sizes"] = _split_sizes(sizes, "sizes")
     _submit_and_print("probe", body, url=url, token=token, as_json=as_json)
 
 

@@ -137,7 +137,8 @@ def _stored(plan_id: int) -> dict[str, Any]:
 class _Launch:
     """What `--emit` writes the launch files for: the training script, node 0's address, the folder."""
 
-    script: str
+    script: str | None
+    """None: train.py."""
     master_addr: str | None
     out: Path | None
 
@@ -157,7 +158,8 @@ def _emit_files(plan: dict[str, Any], fmt: str, launch: _Launch) -> None:
         plan_file = out / f"plan-{plan['id']}.json"
         plan_file.write_text(json.dumps(plan, indent=1, default=str))
         plan_ref = str(plan_file.resolve())
-    options = LaunchOptions(script=launch.script, master_addr=launch.master_addr, plan_ref=plan_ref)
+    script = launch.script or DEFAULT_SCRIPT
+    options = LaunchOptions(script=script, master_addr=launch.master_addr, plan_ref=plan_ref)
     files = emit_document(plan, form, options)
     if out is None:
         typer.echo(joined(files), nl=False)
@@ -676,7 +678,12 @@ Emit = Annotated[
 PlanId = Annotated[
     int | None, typer.Option("--plan-id", min=1, help="with --emit: a stored plan, instead of planning FILE")
 ]
-Script = Annotated[str, typer.Option("--script", help="with --emit: the training script to run")]
+DEFAULT_SCRIPT = "train.py"
+"""The training script `--emit` launches unless `--script` names another."""
+Script = Annotated[
+    str | None,
+    typer.Option("--script", help=f"with --emit: the training script to run (default {DEFAULT_SCRIPT})"),
+]
 MasterAddr = Annotated[
     str | None,
     typer.Option("--master-addr", help="with --emit: node 0's address (else each VM's shell asks for it)"),
@@ -753,7 +760,7 @@ def plan_command(
     example: ExampleFlag = False,
     emit: Emit = None,
     plan_id: PlanId = None,
-    script: Script = "train.py",
+    script: Script = None,
     master_addr: MasterAddr = None,
     out: LaunchOut = None,
     example_model: ExampleModel = None,
@@ -811,6 +818,7 @@ def plan_command(
     put_given(body, mode=mode, solve_budget_s=solve_budget_s, confidence=confidence)
     apply_ddp_options(body, bucket_cap_mb=bucket_cap_mb, per_layer=per_layer)
     put_recent_market(body, trace=recent_trace, log=recent_log, as_of_s=as_of_s)
+    _check_companions(emit=emit, as_json=as_json, launch=launch, replay=replay_traces, nowcast=replay_nowcast)
     result = answer_request(
         body,
         url=url,
@@ -832,6 +840,44 @@ def plan_command(
         render(result, verbose=verbose)
         if replay_traces is not None:
             render_replay(result["replay"])
+
+
+def _check_companions(
+    *, emit: str | None, as_json: bool, launch: _Launch, replay: Path | None, nowcast: bool
+) -> None:
+    """Options that act only beside another are refused without it (before the search), not dropped
+    without a word: --script, --master-addr and --out shape --emit's launch files, --replay-nowcast the
+    --replay-traces replay; --emit prints launch files, so --json beside it would be ignored."""
+    from srift.errors import InvalidInput
+
+    launch_options = (
+        ("--script", launch.script),
+        ("--master-addr", launch.master_addr),
+        ("--out", launch.out),
+    )
+    given = [name for name, value in launch_options if value is not None]
+    if emit is None and given:
+        raise InvalidInput(
+            f"{', '.join(given)} only {'acts' if len(given) == 1 else 'act'} with --emit (shaping the launch "
+            "files); without it the plan is printed and nothing reads them",
+            hint="add --emit torchrun (or skypilot, kubernetes), e.g. srift plan FILE --emit torchrun "
+            "--script train.py --out launch/, or drop " + ", ".join(given),
+            field=given[0],
+        )
+    if emit is not None and as_json:
+        raise InvalidInput(
+            "--emit and --json exclude each other: --emit prints launch files, --json the plan",
+            hint="drop --json (with --emit, --out writes the plan's JSON beside the files as plan-ID.json), "
+            "or drop --emit",
+            field="--json",
+        )
+    if nowcast and replay is None:
+        raise InvalidInput(
+            "--replay-nowcast only acts with --replay-traces (it says how the replayed windows are "
+            "predicted); without it nothing is replayed",
+            hint="add --replay-traces PATH (a trace file, a folder, or the set `srift traces import` keeps)",
+            field="--replay-nowcast",
+        )
 
 
 def put_recent_market(
@@ -857,6 +903,15 @@ def put_recent_market(
                 f"cannot read {log}: {exc}", hint="give a readable UTF-8 CSV log", field="--recent-log"
             ) from exc
     if as_of_s is not None:
+        if "trace" not in recent and "log_csv" not in recent:
+            from srift.errors import InvalidInput
+
+            raise InvalidInput(
+                "--as-of-s says where in a recent log the run starts, but no log is named",
+                hint="add --recent-trace NAME (`srift traces list`) or --recent-log FILE.csv, or give "
+                "recent_market.trace or recent_market.log_csv in FILE",
+                field="--as-of-s",
+            )
         recent["as_of_s"] = as_of_s
     body["recent_market"] = recent
 

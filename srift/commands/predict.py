@@ -207,12 +207,19 @@ def _network_options(
         try:
             rate = float(value)
         except ValueError:
-            rate = float("nan")
-        if not sep or not name.strip() or not rate > 0:
+            rate = None
+        if not sep or not name.strip() or rate is None:
             raise InvalidInput(
                 f"{item!r} is not TYPE=GBPS",
                 hint="e.g. --measured-gbps g4dn.12xlarge=4.5",
-                field="measured_gbps",
+                field="--measured-gbps",
+            )
+        if not rate > 0:  # 0, a negative rate or nan: the form is right, the number is not a rate
+            raise InvalidInput(
+                f"{item!r}: {value.strip()} Gbit/s is not a positive rate",
+                hint=f"give the node-to-node rate measured on {name.strip()} in Gbit/s, e.g. "
+                f"--measured-gbps {name.strip()}=4.5",
+                field="--measured-gbps",
             )
         network.setdefault("measured_gbps", {})[name.strip()] = rate
     if network:

@@ -51,8 +51,9 @@ def parse_bytes(text: str) -> int:
     return value
 
 
-def precision_option(*, amp: str | None, tf32: bool) -> Precision:
-    """The precision `--amp fp16|bf16` / `--tf32` ask for (fp32 when neither)."""
+def precision_option(*, amp: str | None, tf32: bool, strict_fp32: bool = False) -> Precision:
+    """The precision `--amp fp16|bf16` / `--tf32` ask for (fp32 when neither); `--strict-fp32` (IEEE
+    float32 everywhere) contradicts `--tf32` (TF32 matrix products and convolutions), which would win."""
     from srift.domain.structure import Precision
     from srift.errors import InvalidInput
 
@@ -61,6 +62,13 @@ def precision_option(*, amp: str | None, tf32: bool) -> Precision:
             "--amp and --tf32 exclude each other",
             hint="pick autocast (--amp fp16 or bf16) or TF32 (--tf32), not both",
             field="amp",
+        )
+    if tf32 and strict_fp32:
+        raise InvalidInput(
+            "--tf32 and --strict-fp32 exclude each other",
+            hint="pick TF32 matrix products and convolutions (--tf32) or IEEE float32 everywhere "
+            "(--strict-fp32), not both",
+            field="strict_fp32",
         )
     if tf32:
         return Precision.TF32
@@ -658,7 +666,7 @@ def measure_command(
             hint="build a full profile with `srift profile import TABLE --layers FILE ... --upload URL`",
             field="upload",
         )
-    precision = precision_option(amp=amp, tf32=tf32)
+    precision = precision_option(amp=amp, tf32=tf32, strict_fp32=strict_fp32)
     model_factory, input_factory, loss_fn = _resolve_factories(model=model, input_=input_, loss=loss)
     budget = parse_bytes(memory_budget) if memory_budget else None
     name = model_name or model.rpartition(":")[2]

@@ -40,7 +40,9 @@ def db_current() -> None:
 
 def serve(
     host: Annotated[str | None, typer.Option(help="bind address (default SRIFT_HOST, 127.0.0.1)")] = None,
-    port: Annotated[int | None, typer.Option(help="port (default SRIFT_PORT, 8000)")] = None,
+    port: Annotated[
+        int | None, typer.Option(min=1, max=65535, help="TCP port, 1 to 65535 (default SRIFT_PORT, 8000)")
+    ] = None,
     workers: Annotated[
         int | None,
         typer.Option(
@@ -71,7 +73,7 @@ def serve(
     run_server(
         settings=settings,
         host=host or settings.host,
-        port=port or settings.port,
+        port=port if port is not None else settings.port,
         workers=(workers if workers is not None else settings.workers) or available_cpus(),
     )
 

@@ -177,10 +177,21 @@ def fit_weibull(lower_s: np.ndarray, upper_s: np.ndarray) -> Weibull:
     return Weibull(shape=k, scale_s=lam)
 
 
+_LOG_Z_MAX = math.log(1e300)
+"""Below this log z = k·log(a/λ), z = (a/λ)^k is computed as written: it stays in the float range."""
+
+
 def _conditional_weibull(law: Weibull, after_s: float, rng: np.random.Generator, size: int) -> np.ndarray:
-    """Draws of a Weibull X given X > after_s: λ((after/λ)^k + E)^{1/k}, E ~ Exp(1)."""
-    z = (after_s / law.scale_s) ** law.shape
-    return np.asarray(law.scale_s * (z + rng.exponential(1.0, size)) ** (1.0 / law.shape))
+    """Draws of a Weibull X given X > after_s: λ((after/λ)^k + E)^{1/k}, E ~ Exp(1).
+
+    A steep law (a clockwork log fits shapes in the hundreds) puts z = (after/λ)^k past the float range a
+    little beyond its scale; there the draws are after · (1 + E/z)^{1/k}, with 1/z = e^{−log z} ≤ 1e-300."""
+    draws = rng.exponential(1.0, size)
+    log_z = law.shape * math.log(after_s / law.scale_s) if after_s > 0.0 else -math.inf
+    if log_z < _LOG_Z_MAX:
+        z = (after_s / law.scale_s) ** law.shape
+        return np.asarray(law.scale_s * (z + draws) ** (1.0 / law.shape))
+    return np.asarray(after_s * np.exp(np.log1p(draws * math.exp(-log_z)) / law.shape))
 
 
 @dataclass(frozen=True)
@@ -863,6 +874,11 @@ def residual_mean_s(law: Weibull, age_s: float) -> float:
     from scipy import special  # here: importing scipy costs ~0.5 s
 
     k, lam = law.shape, law.scale_s
+    # z = (a/λ)^k: a steep law (a clockwork log fits shapes in the hundreds) puts it past the float range a
+    # little beyond its scale, so it is checked in logs first; there the asymptote is taken in logs too.
+    log_z = k * math.log(age_s / lam) if age_s > 0.0 else -math.inf
+    if log_z >= _LOG_Z_MAX:
+        return lam / k * math.exp((1.0 / k - 1.0) * log_z)
     z = (max(age_s, 0.0) / lam) ** k
     # ∫_a^∞ S(x) dx / S(a) = λ Γ(1+1/k) Q(1/k, z) e^{z}  (regularised upper incomplete gamma Q)
     tail = lam * math.gamma(1.0 + 1.0 / k) * float(special.gammaincc(1.0 / k, z))

@@ -290,6 +290,18 @@ def compositions(spec: TestbedSpec, *, max_hosts: int, max_cores: float, full: b
     return out
 
 
+def check_model_names(models: Sequence[str], *, known: Sequence[str] = tuple(MODELS)) -> None:
+    """Refuse a name of `models` that is not one of `known` (the shipped models, or the run's): InvalidInput
+    on `models` listing the shipped ones."""
+    for name in models:
+        if name not in known:
+            raise InvalidInput(
+                f"unknown model {name!r}",
+                hint=f"use some of: {', '.join(MODELS)}, or give your own with --model/--input",
+                field="models",
+            )
+
+
 def build_matrix(
     spec: TestbedSpec,
     *,
@@ -303,13 +315,7 @@ def build_matrix(
     high_batch: int = 48,
 ) -> list[Case]:
     """The cases of the quick or full matrix (see the module docstring)."""
-    for name in models:
-        if name not in known:
-            raise InvalidInput(
-                f"unknown model {name!r}",
-                hint=f"use some of: {', '.join(MODELS)}, or give your own with --model/--input",
-                field="models",
-            )
+    check_model_names(models, known=known)
     order = {name: i for i, name in enumerate(types_by_cpu(spec))}
     home = home_location(spec)
     fleets: list[Fleet] = []

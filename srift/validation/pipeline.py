@@ -72,7 +72,7 @@ from srift.validation.context import (
     quiet,
 )
 from srift.validation.ddp import AgentPool
-from srift.validation.matrix import check_spec
+from srift.validation.matrix import check_model_names, check_spec
 from srift.validation.plan_quality import run_plan_quality
 from srift.validation.profiles import pass_positions, probe_overlap, profile_models
 from srift.validation.report import REPORT_FORMAT, build_report
@@ -117,6 +117,7 @@ def run_validation(
                 hint=f"use some of: {', '.join(t.name for t in spec.types)}",
                 field="types",
             )
+    check_model_names(options.models)  # else model_specs() drops a typo and the run goes on without it
     check_user_models(options)
     workdir = workdir_for(options)
     url = f"sqlite:///{workdir / 'validate.db'}"

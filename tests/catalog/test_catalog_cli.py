@@ -140,3 +140,33 @@ def test_list_shows_compute_capability_and_status(cli_db: str, capsys: pytest.Ca
     assert "CC" in out and "3.7" in out and "status" in out and "retired" in out
     code, out, _ = run(capsys, "catalog", "list", *where, "--gpu", "T4")
     assert "7.5" in out and "status" not in out
+
+
+@pytest.mark.parametrize(
+    ("args", "words", "absent"),
+    [
+        # The hint listed us-west-2 among the regions to use: every snapshot's regions, not the named one's.
+        (
+            ["--snapshot", "srift-paper-2020", "--region", "us-west-2"],
+            ["snapshot 'srift-paper-2020' has no region 'us-west-2'", "use one of: us-east-1."],
+            ["no provider has region"],
+        ),
+        (["--region", "mars-1"], ["the catalog has no region 'mars-1'", "us-west-2"], []),
+        # aws offers V100s elsewhere: the message says where it looked.
+        (
+            ["--provider", "aws", "--region", "eu-west-1", "--gpu", "V100"],
+            ["no instance type of aws in eu-west-1 has GPU 'V100'", "use one of: T4"],
+            [],
+        ),
+    ],
+)
+def test_a_filter_that_matches_nothing_says_where_it_looked(
+    cli_db: str, capsys: pytest.CaptureFixture[str], args: list[str], words: list[str], absent: list[str]
+) -> None:
+    code, out, err = run(capsys, "catalog", "list", *args)
+    assert code == 2 and out == ""
+    text = " ".join(err.split())
+    for word in words:
+        assert word in text, (word, text)
+    for word in absent:
+        assert word not in text

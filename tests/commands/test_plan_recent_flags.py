@@ -51,6 +51,23 @@ def test_the_flags_become_the_requests_recent_market(tmp_path: Path) -> None:
     assert caught.value.field == "--recent-log"
 
 
+def test_as_of_s_without_a_log_names_the_option(tmp_path: Path) -> None:
+    """`srift plan FILE --as-of-s 5` with no log anywhere said "recent_market.trace: give exactly one of
+    trace, log_csv", a field of a file that has none; the flag is what wants a log."""
+    body: dict[str, object] = {}
+    with pytest.raises(InvalidInput) as caught:
+        plan_cli.put_recent_market(body, trace=None, log=None, as_of_s=5.0)
+    assert caught.value.field == "--as-of-s" and "--recent-trace" in caught.value.hint
+    assert body == {}
+    # A log named in the file, or by the other flag, is the one --as-of-s cuts.
+    in_file: dict[str, object] = {"recent_market": {"trace": "mine"}}
+    plan_cli.put_recent_market(in_file, trace=None, log=None, as_of_s=5.0)
+    assert in_file["recent_market"] == {"trace": "mine", "as_of_s": 5.0}
+    by_flag: dict[str, object] = {}
+    plan_cli.put_recent_market(by_flag, trace="mine", log=None, as_of_s=5.0)
+    assert by_flag["recent_market"] == {"trace": "mine", "as_of_s": 5.0}
+
+
 def test_the_spot_section_says_which_model_made_its_figures(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

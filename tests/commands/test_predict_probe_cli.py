@@ -143,3 +143,29 @@ def test_quick_probe_queues_a_capped_two_node_job(cli_db: str, capsys: pytest.Ca
     assert code == 2 and "--image-id" in err
     code, _, err = run(capsys, "probe", "run", "--quick")
     assert code == 2 and "--instance-type" in err
+
+
+@pytest.mark.parametrize(
+    ("item", "words"),
+    [
+        ("g4dn.xlarge=0", "'g4dn.xlarge=0': 0 Gbit/s is not a positive rate. To fix: give the node-to-node"),
+        ("g4dn.xlarge=-3", "'g4dn.xlarge=-3': -3 Gbit/s is not a positive rate"),
+        ("g4dn.xlarge=nan", "'g4dn.xlarge=nan': nan Gbit/s is not a positive rate"),
+        ("g4dn.xlarge=4.5Gbps", "'g4dn.xlarge=4.5Gbps' is not TYPE=GBPS"),
+        ("g4dn.xlarge", "'g4dn.xlarge' is not TYPE=GBPS"),
+    ],
+)
+def test_a_measured_rate_that_is_not_positive_is_told_from_a_malformed_one(
+    item: str, words: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--measured-gbps g4dn.xlarge=0` (or -3, nan) said "'g4dn.xlarge=0' is not TYPE=GBPS": it is, and the
+    rate is what is wrong. Both messages name the option."""
+    request = tmp_path / "p.yaml"
+    request.write_text(
+        "model: resnet50\niterations: 10\n"
+        "config: {choices: [{instance_type: g4dn.xlarge, count: 2, batch: 8}]}\n"
+    )
+    code, out, err = run(capsys, "predict", str(request), "--measured-gbps", item)
+    text = " ".join(err.split())
+    assert code == 2 and out == "", text
+    assert text.startswith("error: --measured-gbps: ") and words in text, text

@@ -304,3 +304,17 @@ def test_no_parameter_help_points_below_the_parameter_panels() -> None:
             if "below" in (getattr(param, "help", None) or ""):
                 pointing_below.append(f"{getattr(command, 'name', '?')} {param.name}")
     assert pointing_below == []
+
+
+def test_tf32_and_strict_fp32_are_refused_together(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--tf32 --strict-fp32` profiled under TF32 and labelled the profile tf32: --strict-fp32 was dropped
+    without a word. Nothing is measured or written now."""
+    out = tmp_path / "p.json"
+    argv = ["profile", f"{TM}:cnn", "--input", f"{TM}:cnn_input", "--out", str(out), *QUICK]
+    code, stdout, err = _run([*argv, "--tf32", "--strict-fp32"], capsys)
+    assert code == 2 and stdout == "", err
+    text = " ".join(err.split())
+    assert text.startswith("error: strict_fp32: --tf32 and --strict-fp32 exclude each other. To fix: pick")
+    assert not out.exists()

@@ -69,6 +69,27 @@ def test_a_clockwork_log_fits_a_steep_weibull_without_numeric_errors() -> None:
     assert float(fitted.sf(1e9)) == 0.0 and float(fitted.sf(0.0)) == 1.0
 
 
+def test_a_steep_weibull_answers_past_its_scale_without_overflow() -> None:
+    """A clockwork log (every interruption 4 h after the last) fits a shape in the hundreds; a run seen at
+    three times its scale put (a/λ)^k past the float range, and `srift plan --recent-log` died with an
+    OverflowError there (residual_mean_s, and the conditional draws past the Kaplan-Meier body)."""
+    law = Weibull(shape=400.0, scale_s=4 * 3600.0)
+    for age in (1.01 * law.scale_s, 3 * law.scale_s, 1e9):
+        rest = residual_mean_s(law, age)
+        # Past the scale the law is all but over: what is left is a sliver of the age, a/(k·z) at most.
+        assert math.isfinite(rest) and 0.0 <= rest < age / law.shape
+        draws = law.sample_beyond(np.random.default_rng(0), age, 200)
+        assert np.all(np.isfinite(draws)) and np.all(draws >= age) and np.all(draws < age * 1.01)
+    # Where z stays in range the answers are the closed form's, as before.
+    assert residual_mean_s(law, 0.0) == pytest.approx(law.mean_s)
+    assert residual_mean_s(Weibull(2.0, 3600.0), 3600.0) == pytest.approx(
+        3600.0 * math.sqrt(math.pi) * math.erfc(1.0) * math.exp(1.0) / 2.0, rel=1e-9
+    )
+    steady = Weibull(2.0, 3600.0).sample_beyond(np.random.default_rng(1), 1800.0, 5)
+    again = 3600.0 * ((1800.0 / 3600.0) ** 2 + np.random.default_rng(1).exponential(1.0, 5)) ** 0.5
+    assert steady.tolist() == again.tolist()
+
+
 def test_a_weibull_of_shape_one_is_the_exponential() -> None:
     law = Weibull(1.0, 3600.0)
     assert law.mean_s == pytest.approx(3600.0)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -60,3 +61,24 @@ def test_a_long_ddp_run_warms_up_through_the_bucket_rebuild() -> None:
     assert long_run_warmup(Effort.quick(), four) == DDP_REBUILD_ITERATION == 2
     assert long_run_warmup(Effort.full(), four) == 2  # fewer than the full effort's 3
     assert long_run_warmup(replace(Effort.quick(), warmup=1), four) == 1  # never more than asked for
+
+
+def test_an_unknown_shipped_model_is_refused_before_the_testbed_comes_up(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`srift validate --models cnn,foo` dropped foo without a word (the matrix is built from the known
+    names) and ran cnn alone, after minutes of bringing up the testbed; it is refused first, naming it."""
+    from srift.errors import InvalidInput
+    from srift.validation import pipeline
+    from srift.validation.context import ValidationOptions
+
+    def no_testbed(*args: object) -> object:
+        raise AssertionError("the testbed was brought up")
+
+    monkeypatch.setattr(pipeline, "bring_up", no_testbed)
+    options = ValidationOptions(models=("cnn", "foo"), workdir=tmp_path / "work")
+    with pytest.raises(InvalidInput) as info:
+        pipeline.run_validation(options)
+    assert info.value.field == "models"
+    assert "'foo'" in info.value.detail and "cnn, wide_mlp, transformer" in str(info.value)
+    assert not (tmp_path / "work").exists()

@@ -1,0 +1,68 @@
+"""`srift jobs list|submit` and `srift worker` on the local database: an unknown kind, state or provider
+names its option and lists the choices (as `srift run list --state` does), and `--nodes` takes node
+counts, not byte sizes."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from srift.cli import build_app
+from srift.errors import InvalidInput
+
+SUBMIT = ["jobs", "submit", "probe", "--provider", "local", "--instance-type", "local"]
+
+
+def refusal(argv: list[str]) -> InvalidInput:
+    """The InvalidInput `srift ARGV` stops with (printed as 'error: FIELD: DETAIL. To fix: HINT')."""
+    result = CliRunner().invoke(build_app(), argv)
+    assert isinstance(result.exception, InvalidInput), result.output
+    return result.exception
+
+
+@pytest.mark.parametrize(
+    ("argv", "field", "words"),
+    [
+        # Was: "error: 'done' is not a valid JobState. To fix: see --help for the choices."
+        (
+            ["jobs", "list", "--state", "done"],
+            "--state",
+            "unknown job state 'done'. To fix: use queued, running",
+        ),
+        (
+            ["jobs", "list", "--kind", "probes"],
+            "--kind",
+            "unknown job kind 'probes'. To fix: use probe or profile",
+        ),
+        (["worker", "--once", "--kind", "probes"], "--kind", "unknown job kind 'probes'"),
+        (
+            ["worker", "--once", "--provider", "aws"],
+            "--provider",
+            "unknown job provider 'aws'. To fix: use local",
+        ),
+    ],
+)
+def test_an_unknown_choice_names_its_option_and_the_choices(
+    local: None, argv: list[str], field: str, words: str
+) -> None:
+    error = refusal(argv)
+    assert error.field == field and words in str(error), str(error)
+    assert "JobState" not in str(error) and "JobKind" not in str(error) and "JobProvider" not in str(error)
+
+
+@pytest.mark.parametrize("nodes", ["2,x", "2K", "0", "2,-4"])
+def test_nodes_are_whole_counts_not_sizes(local: None, nodes: str) -> None:
+    """`--nodes 2,x` said "'x' is not a positive size. To fix: write sizes like 4, 64K, 512M or 1G", and
+    `--nodes 2K` queued a probe of 2048 nodes."""
+    error = refusal([*SUBMIT, "--nodes", nodes])
+    assert error.field == "--nodes" and error.detail == f"'{nodes}' is not a list of node counts"
+    assert error.hint.startswith("write whole numbers ≥ 1") and "size" not in str(error)
+
+
+def test_nodes_and_sizes_still_become_the_request(local: None) -> None:
+    result = CliRunner().invoke(build_app(), [*SUBMIT, "--nodes", "2, 4", "--sizes", "4,1M", "--json"])
+    assert result.exit_code == 0, result.output
+    request = json.loads(result.stdout)["request"]
+    assert request["node_counts"] == [2, 4] and request["sizes"] == [4, 1 << 20]
