@@ -19,7 +19,7 @@ from srift.bandwidth.records import ProbeRecord, parse_jsonl
 from srift.bandwidth.samples import store_samples
 from srift.domain import InstanceType
 from srift.domain.bandwidth import Collective
-from srift.errors import InvalidInput
+from srift.errors import InvalidInput, NotFound
 
 UNCATALOGUED_PROVIDERS = ("local",)
 MAX_IMPORT_BYTES = 50_000_000
@@ -40,12 +40,23 @@ class ImportResult:
     sizes: int
 
 
-def _catalog_type(session: Session, provider: str, name: str) -> InstanceType | None:
+def _catalog_type(session: Session, provider: str, name: str, *, where: str = "") -> InstanceType | None:
+    """The catalog's specs of `provider`'s type `name` (None for a provider the catalog need not list).
+
+    An unknown provider or type is NotFound on the import's own field, `provider` or `instance_type` (the
+    line's key, or the option that set it), not the catalog function's argument `name`; `where`
+    ("file:line") prefixes the detail so a JSON-lines import points at the first line naming it.
+    """
     if provider in UNCATALOGUED_PROVIDERS:
         return None
     from srift.catalog import store
 
-    return store.get_instance_type(session=session, provider=provider, name=name)
+    try:
+        return store.get_instance_type(session=session, provider=provider, name=name)
+    except NotFound as exc:
+        field = "provider" if exc.field == "provider" else "instance_type"
+        detail = f"{where}: {exc.detail}" if where else exc.detail
+        raise NotFound(detail, hint=exc.hint, field=field) from exc
 
 
 def import_text(
@@ -100,9 +111,13 @@ def import_text(
                 )
             overrides.update(nodes=nodes, ranks_per_node=gpus_per_node, world_size=nodes * gpus_per_node)
         records = parse_jsonl(text, source=source, overrides=overrides)
-        for provider_name, type_name in sorted({(r.provider, r.instance_type) for r in records}):
+        line_nos = [n for n, line in enumerate(text.splitlines(), start=1) if line.strip()]
+        first_line: dict[tuple[str, str], int] = {}
+        for line_no, r in zip(line_nos, records, strict=True):
+            first_line.setdefault((r.provider, r.instance_type), line_no)
+        for (provider_name, type_name), line_no in first_line.items():
             for member in ring_members(type_name):
-                _catalog_type(session, provider_name, member)
+                _catalog_type(session, provider_name, member, where=f"{source}:{line_no}")
     origin = "nccl-tests" if fmt is ImportFormat.NCCL_TESTS else "jsonl"
     stored = store_samples(session=session, records=records, origin=origin, job_id=job_id)
     return ImportResult(

@@ -141,6 +141,11 @@ def load_samples(*, session: Session, query: SampleQuery = SampleQuery()) -> lis
     return records
 
 
+def sample_providers(*, session: Session) -> list[str]:
+    """The providers the stored samples name, sorted (a testbed's or `local` ones need no catalog entry)."""
+    return sorted(session.scalars(select(ProbeSample.provider).distinct()))
+
+
 def count_samples(*, session: Session) -> int:
     from sqlalchemy import func
 

@@ -106,7 +106,7 @@ def train(
     if url:
         result = call_api("POST", url, "/v1/bandwidth-models", token=env_token(token), body=body)
     else:
-        result = _train_here(provider, instance_type, backend, activate=activate, seed=seed)
+        result = _train_here(provider, instance_type, backend, activate=activate, seed=seed, tune=tune)
     if as_json:
         typer.echo(json.dumps(result, indent=1))
         return
@@ -116,25 +116,35 @@ def train(
 
 
 def _train_here(
-    providers: list[str], instance_types: list[str], backends: list[str], *, activate: bool, seed: int
+    providers: list[str],
+    instance_types: list[str],
+    backends: list[str],
+    *,
+    activate: bool,
+    seed: int,
+    tune: bool,
 ) -> dict[str, Any]:
-    """Train (and maybe activate) a version on the local database's samples matching the filters."""
-    from srift.bandwidth.records import SampleQuery
-    from srift.bandwidth.registry import train_version
+    """Train (and maybe activate) a version on the local database's samples matching the filters, through
+    the service the API uses (so an unknown provider is refused the same way)."""
     from srift.db.session import transaction
+    from srift.services.bandwidth_models import train as train_service
 
     settings = get_settings()
-    query = SampleQuery(
-        providers=tuple(p.lower() for p in providers),
-        instance_types=tuple(instance_types),
-        backends=tuple(b.lower() for b in backends),
-    )
     with (
         console.status("training (9/1 split, k-fold search)...", spinner="dots"),
         transaction(models_database(settings)) as session,
     ):
         return _as_dict(
-            train_version(session=session, settings=settings, query=query, activate_it=activate, seed=seed)
+            train_service(
+                session=session,
+                settings=settings,
+                providers=providers,
+                instance_types=instance_types,
+                backends=backends,
+                activate_it=activate,
+                seed=seed,
+                tune=tune,
+            )
         )
 
 

@@ -7,6 +7,7 @@ from typing import Any
 
 import jsonschema
 import pytest
+from fastapi.testclient import TestClient
 
 from srift.api.app import create_app
 from srift.catalog.geo import shipped_spot
@@ -45,3 +46,17 @@ def test_interruption_rates_schema_states_the_share_range_the_planner_enforces(s
     assert rates["additionalProperties"] == {"type": "number", "minimum": 0, "exclusiveMaximum": 1}
     valid = jsonschema.Draft202012Validator(rates).is_valid({"p3.8xlarge": share})
     assert valid == _planner_accepts(share)
+
+
+@pytest.mark.parametrize("field", ["providers", "regions"])
+def test_an_empty_location_list_is_refused_naming_it_as_empty_profile_ids_are(
+    client: TestClient, write_headers: dict[str, str], field: str
+) -> None:
+    """`providers: []` or `regions: []` answered 201 as if left out; like `profile_ids: []` (min_length 1),
+    an empty list is now a 422 naming the field, and the schema says to leave it out for the default."""
+    body = {"model": "resnet50", "global_batch": 256, "iterations": 100, field: []}
+    r = client.post("/v1/plans", json=body, headers=write_headers)
+    assert r.status_code == 422 and r.json()["field"] == field, r.text
+    prop = client.get("/openapi.json").json()["components"]["schemas"]["PlanRequest"]["properties"][field]
+    (listed,) = [s for s in prop["anyOf"] if s.get("type") == "array"]
+    assert listed["minItems"] == 1 and "leave it out for the default" in prop["description"]

@@ -381,6 +381,49 @@ def test_plan_page_shows_locations_egress_data_loading_and_the_spot_outlook(brow
     browsed.assert_clean()
 
 
+def test_a_reopened_multi_location_plan_shows_its_locations_one_strategy_line_and_grouped_batch_caps(
+    browsed: Browsed,
+) -> None:
+    """A plan of gcp/us-central1 and aws/us-east-1, reopened (/?plan=ID): the form's top showed aws /
+    us-east-1 (its provider and region were never filled) with the extra locations folded away, "How to run
+    it" said "nothing to show" twice, and each type's batch cap was its own warning line (29 here). Now the
+    form shows the request's provider and region and a line naming every allowed location, the strategy panel
+    says once that nothing else was weighed, and the caps are one line that opens to the list."""
+    request = {
+        "model": "gpt2-small",
+        "global_batch": 512,
+        "iterations": 1000,
+        "mode": "eager",
+        "provider": "gcp",
+        "region": "us-central1",
+        "providers": ["gcp", "aws"],
+        "regions": ["us-central1", "aws/us-east-1"],
+    }
+    plan = _api(browsed, "POST", "/plans", request)
+    capped = [w for w in plan["warnings"] if "capped by memory" in w]
+    assert len(capped) > 4 and not plan["strategy"]["memory"] and not plan["strategy"]["compared"]
+    browsed.goto(f"/?plan={plan['id']}")
+    page = browsed.page
+    page.wait_for_selector("body[data-ready]")
+    assert page.input_value("#plan-provider") == "gcp" and page.input_value("#plan-region") == "us-central1"
+    note = page.inner_text("#plan-where-note")
+    assert "regions us-central1, aws/us-east-1 of gcp, aws" in note, note
+    assert page.locator("#plan-geo").get_attribute("open") is not None
+    assert page.input_value("#plan-providers") == "aws"
+    assert page.input_value("#plan-regions") == "aws/us-east-1"
+    strategy = page.inner_text("#plan-strategy-panel")
+    assert "nothing to show" not in strategy and strategy.count("no other strategy was weighed") == 1
+    others = len(plan["warnings"]) + len(plan["breakdown"]["warnings"]) - len(capped)
+    assert page.locator("#plan-warnings > li").count() == others + 1
+    summary = page.locator("#plan-warnings > li.grouped summary")
+    assert summary.inner_text().startswith(f"batch capped by memory on {len(capped)} types: ")
+    assert not page.locator("#plan-warnings li.grouped li").first.is_visible()
+    summary.click()
+    assert page.locator("#plan-warnings li.grouped li").all_inner_texts() == capped
+    browsed.screenshot("plan-reopened-multi-location")
+    browsed.assert_clean()
+
+
 def test_plan_form_sends_regions_providers_allreduce_the_input_pipeline_spot_strategy_and_ddp_settings(
     browsed: Browsed,
 ) -> None:

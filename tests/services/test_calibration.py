@@ -233,3 +233,24 @@ def test_validation_cases_file_observations_once(session: Session) -> None:
     assert set(entries) == {"tb.small", "tb.large"}
     assert all(len(e.observation_ids) == 1 for e in entries.values())
     assert entries["tb.small"].correction.mean[0] > entries["tb.large"].correction.mean[0] > 0
+
+
+def test_an_empty_report_changes_nothing_unless_final_and_the_schema_says_so(
+    client: TestClient, db_url: str, write_headers: dict[str, str]
+) -> None:
+    """`steps: []` is the reporter's closing report when every step was sent (srift.launch.helper): with
+    `final` it files the observation; without, it stores and changes nothing. The schema states both."""
+    plan = _plan(client, _seed(db_url, "resnet50"), write_headers)
+    run = client.post("/v1/jobs", json={"plan_id": plan["id"]}, headers=write_headers).json()
+    url = f"/v1/jobs/{run['id']}/iterations"
+    steps = _measured(plan["calibration"]["raw"]["iteration_s"], ratio=1.0, steps=40, seed=3)
+    assert client.post(url, json={"steps": steps}, headers=write_headers).status_code == 200
+    idle = client.post(url, json={"steps": [], "elapsed_s": 99.0}, headers=write_headers)
+    assert idle.status_code == 200, idle.text
+    assert idle.json()["accepted"] == 0 and idle.json()["iterations_done"] == 40
+    assert idle.json()["observation"] is None
+    closing = client.post(url, json={"steps": [], "final": True}, headers=write_headers)
+    assert closing.status_code == 200, closing.text
+    assert closing.json()["observation"]["steps"] == 36  # after warm-up: the first tenth is left out
+    schema = client.get("/openapi.json").json()["components"]["schemas"]["IterationsIn"]
+    assert "may be empty" in schema["properties"]["steps"]["description"]

@@ -46,7 +46,12 @@ class IterationsIn(StrictModel):
         Field(ge=1, le=2**31 - 1, description="the plan the steps ran (default: the run's current plan)"),
         WHOLE,
     ] = None
-    steps: list[StepIn] = Field(max_length=MAX_STEPS, description="a step already stored counts once")
+    steps: list[StepIn] = Field(
+        max_length=MAX_STEPS,
+        description="a step already stored counts once; may be empty: with `final`, the reporter's closing "
+        "report when every step was already sent (the run's steps become the observation); without it, "
+        "an empty report stores and changes nothing",
+    )
     elapsed_s: float | None = Field(
         None, ge=0, allow_inf_nan=False, description="seconds since the run started (moves progress)"
     )

@@ -322,16 +322,20 @@ class PlanRequest(RunRequestIn):
     )
     regions: list[LocationName] | None = Field(
         default=None,
+        min_length=1,
         max_length=MAX_LOCATIONS_PER_REQUEST,
         description=(
             "several regions the fleet may span: region names (of every allowed provider that has them) "
-            "or provider/region; default: `region` alone, or every catalog region of `providers`"
+            "or provider/region; at least one, or leave it out for the default: `region` alone, or every "
+            "catalog region of `providers`"
         ),
     )
     providers: list[ProviderName] | None = Field(
         default=None,
+        min_length=1,
         max_length=MAX_LOCATIONS_PER_REQUEST,
-        description="several providers (clouds) the fleet may span; default: `provider` alone",
+        description="several providers (clouds) the fleet may span; at least one, or leave it out for the "
+        "default: `provider` alone",
     )
     allreduce: AllreducePattern = Field(
         default=_PLAN["allreduce"],

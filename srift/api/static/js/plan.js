@@ -73,9 +73,8 @@ async function buildRequest() {
   request.market = $("plan-market").value;
   request.mode = $("plan-mode").value;
   if (availability.size) request.availability = Object.fromEntries(availability);
-  const list = (id) => $(id).value.split(",").map((v) => v.trim()).filter(Boolean);
-  const providers = list("plan-providers");
-  const regions = list("plan-regions");
+  const providers = listed("plan-providers");
+  const regions = listed("plan-regions");
   if (providers.length) request.providers = [...new Set([request.provider, ...providers])];
   if (regions.length) request.regions = [...new Set([request.region, ...regions])];
   if ($("plan-allreduce").value !== "ring") request.allreduce = $("plan-allreduce").value;
@@ -90,6 +89,24 @@ async function buildRequest() {
   const recent = recentMarket();
   if (recent) request.recent_market = recent;
   return request;
+}
+
+/** The comma-separated entries of a text input (the extra providers or regions). */
+const listed = (id) => $(id).value.split(",").map((v) => v.trim()).filter(Boolean);
+
+/** Under the provider and region: the locations the request allows when "Also allow providers/regions" add
+ * some (they sit in a folded section), so the form's top never reads as one provider and region alone. */
+function describeWhere() {
+  const note = $("plan-where-note");
+  const provider = $("plan-provider").value;
+  const providers = [...new Set([provider, ...listed("plan-providers")])];
+  const regions = listed("plan-regions");
+  note.hidden = providers.length < 2 && !regions.length;
+  if (note.hidden) return;
+  const where = regions.length
+    ? `regions ${[...new Set([$("plan-region").value, ...regions])].join(", ")} of ${providers.join(", ")}`
+    : `every catalog region of ${providers.join(", ")} (the region above does not limit it)`;
+  note.textContent = `The fleet may use ${where}; set under “Locations, data loading, spot”.`;
 }
 
 /** The request's recent_market: the imported trace chosen and the as-of time, when either is given (an
@@ -234,19 +251,26 @@ function renderStrategy(plan) {
   if ($("plan-strategy-panel").hidden) return;
   $("plan-strategy-how").replaceChildren(el("code", {}, view.how || ""));
   $("plan-strategy-why").textContent = `${view.precision}; ${view.why}`;
+  if (!view.memory?.length && !view.compared?.length) {
+    // Nothing was weighed (e.g. DDP alone): say so once, not "nothing to show" under each table.
+    $("plan-strategy-memory").replaceChildren(el("p", { class: "empty" },
+      "No memory per GPU or other setups to show: no other strategy was weighed for this plan."));
+    $("plan-strategy-compared").replaceChildren();
+    return;
+  }
   renderTable($("plan-strategy-memory"), [
     { label: "Instance type", value: (m) => el("code", {}, m.instance_type) },
     { label: "Peak GiB / GPU", value: (m) => (m.peak_bytes == null ? "—" : fmtNumber(m.peak_bytes / 2 ** 30)), num: true },
     { label: "Of GiB", value: (m) => fmtNumber(m.capacity_gib), num: true },
     { label: "Parts (GiB)", wrap: true, value: (m) => Object.entries(m.parts || {}).filter(([, v]) => v)
       .map(([k, v]) => `${k} ${fmtNumber(v / 2 ** 30)}`).join(", ") || "—" },
-  ], view.memory || [], { id: "plan-strategy-memory-table" });
+  ], view.memory || [], { id: "plan-strategy-memory-table", empty: "no memory per GPU for this fleet" });
   renderTable($("plan-strategy-compared"), [
     { label: "Setup", value: (r) => el("code", {}, r.setup) },
     { label: "Fits", value: (r) => (r.fits ? "yes" : el("span", { class: "badge infeasible", title: r.reason || "" }, "no")) },
     { label: "Iteration", value: (r) => (r.iteration_s == null ? "—" : `${fmtNumber(r.iteration_s)} s`), num: true },
     { label: "Peak GiB / GPU", value: (r) => (r.peak_gib == null ? "—" : fmtNumber(r.peak_gib)), num: true },
-  ], view.compared || [], { id: "plan-strategy-compared-table", rowClass: (r) => (r.setup === `${view.strategy}${view.checkpointing ? "+ckpt" : ""}` ? "chosen" : null) });
+  ], view.compared || [], { id: "plan-strategy-compared-table", empty: "no other setups compared", rowClass: (r) => (r.setup === `${view.strategy}${view.checkpointing ? "+ckpt" : ""}` ? "chosen" : null) });
 }
 
 /** Counts per location, the cost line (instances and egress) and the bytes crossing between locations. */
@@ -275,7 +299,7 @@ function renderGeo(plan) {
     { label: "GB / iteration", value: (f) => fmtNumber(f.gb_per_iteration), num: true },
     { label: "$ / GB", value: (f) => fmtUsd(f.usd_per_gb), num: true },
     { label: "Egress $", value: (f) => fmtUsd(f.usd), num: true },
-  ], plan.egress || [], { id: "plan-egress-table" });
+  ], plan.egress || [], { id: "plan-egress-table", empty: "no gradient traffic leaves a location: the fleet runs in one" });
 }
 
 /** Each candidate type's input pipeline: what it feeds, what bounds it, and the batch above which it stalls. */
@@ -512,6 +536,38 @@ function renderCharts(plan) {
   return Promise.all([scatter, drawBreakdown($("plan-breakdown"), bars)]);
 }
 
+/** Warnings repeated once per instance type, shown as one line that folds out to the list. */
+const GROUPED_WARNINGS = [
+  { pattern: /^(\S+): batch \d+ per GPU, capped by memory/, label: "batch capped by memory" },
+];
+
+/** The plan's warnings, each kind of GROUPED_WARNINGS that repeats shown once in place of its first line:
+ * "batch capped by memory on 29 types: g5.xlarge, …", which opens to every line. */
+function renderWarnings(warnings) {
+  const items = [];
+  const groups = new Map();
+  for (const w of warnings) {
+    const kind = GROUPED_WARNINGS.find((k) => k.pattern.test(w));
+    if (!kind) { items.push(el("li", {}, w)); continue; }
+    if (!groups.has(kind)) {
+      groups.set(kind, []);
+      items.push(kind);
+    }
+    groups.get(kind).push(w);
+  }
+  const shown = items.map((item) => {
+    const lines = groups.get(item);
+    if (!lines) return item;
+    if (lines.length === 1) return el("li", {}, lines[0]);
+    const types = lines.map((w) => w.match(item.pattern)[1]);
+    const some = types.slice(0, 4).join(", ") + (types.length > 4 ? `, … (${types.length - 4} more)` : "");
+    return el("li", { class: "grouped" }, el("details", {},
+      el("summary", {}, `${item.label} on ${types.length} types: ${some}`),
+      el("ul", {}, lines.map((w) => el("li", {}, w)))));
+  });
+  $("plan-warnings").replaceChildren(...shown);
+}
+
 async function renderPlan(plan) {
   $("plan-empty").hidden = true;
   $("plan-results").hidden = false;
@@ -520,7 +576,7 @@ async function renderPlan(plan) {
   renderChoices(plan);
   renderUnaligned(plan);
   renderStrategy(plan);
-  $("plan-warnings").replaceChildren(...[...(plan.warnings || []), ...(plan.breakdown?.warnings || [])].map((w) => el("li", {}, w)));
+  renderWarnings([...(plan.warnings || []), ...(plan.breakdown?.warnings || [])]);
   sourcesLine($("plan-sources"), plan.sources);
   renderGeo(plan);
   renderLoading(plan);
@@ -561,11 +617,22 @@ function fillForm(request) {
   set("plan-exchange", request.exchange ?? "ddp_buckets");
   set("plan-strategy", request.strategy ?? "auto");
   $("plan-checkpointing").value = request.checkpointing == null ? "" : String(request.checkpointing);
+  const has = (select, value) => [...select.options].some((o) => o.value === value);
+  if (request.provider && has($("plan-provider"), request.provider) && request.provider !== $("plan-provider").value) {
+    $("plan-provider").value = request.provider;
+    $("plan-provider").dispatchEvent(new Event("change"));  // refills the regions and the availability types
+  }
+  if (request.region && has($("plan-region"), request.region)) {
+    $("plan-region").value = request.region;
+    $("plan-region").dispatchEvent(new Event("change"));
+  }
   const provider = request.provider ?? $("plan-provider").value;
   const region = request.region ?? $("plan-region").value;
   const others = (all, own) => (all || []).filter((v) => !own.includes(v)).join(", ");
   $("plan-providers").value = others(request.providers, [provider]);
   $("plan-regions").value = others(request.regions, [region, `${provider}/${region}`]);
+  if ($("plan-providers").value || $("plan-regions").value) $("plan-geo").open = true;
+  describeWhere();
   set("plan-loader-rate", request.input_pipeline?.samples_per_s_per_core);
   set("plan-loader-bytes", request.input_pipeline?.bytes_per_sample);
   $("plan-price-interruptions").checked = request.price_interruptions !== false;
@@ -604,6 +671,10 @@ async function init() {
     catalog = where;
     refreshAvailabilityTypes();
     $("plan-model").addEventListener("change", refreshAvailabilityTypes);
+    // After initWhere's own listeners, so a provider change has refilled the regions first.
+    for (const id of ["plan-provider", "plan-region", "plan-providers", "plan-regions"]) {
+      $(id).addEventListener(id.endsWith("s") ? "input" : "change", describeWhere);
+    }
     const planId = new URLSearchParams(location.search).get("plan");
     if (planId) {
       const stored = await get(`/plans/${encodeURIComponent(planId)}`);

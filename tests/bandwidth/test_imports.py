@@ -1,0 +1,74 @@
+"""`srift probe import` against the catalog: an unknown instance type or provider is blamed on the
+import's own field (`instance_type`, `provider`) and, for JSON lines, on the first line naming it;
+nothing is stored."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from srift.bandwidth.records import ProbeRecord, records_to_jsonl
+from srift.bandwidth.samples import count_samples
+from srift.db.session import session_factory
+
+from .helpers import run_cli
+
+
+def _lines(records: list[ProbeRecord], **fields: str) -> list[str]:
+    """The records as JSON lines with `fields` replaced (e.g. a provider and type of the AWS catalog)."""
+    return [json.dumps({**json.loads(line), **fields}) for line in records_to_jsonl(records).splitlines()]
+
+
+@pytest.mark.parametrize(
+    ("fields", "field", "words"),
+    [
+        (
+            {"provider": "aws", "instance_type": "p3.16xlargee"},
+            "instance_type",
+            "probe.jsonl:4: provider 'aws' has no instance type 'p3.16xlargee'",
+        ),
+        (
+            {"provider": "ibm", "instance_type": "bx2.8x32"},
+            "provider",
+            "probe.jsonl:4: unknown provider 'ibm'",
+        ),
+    ],
+)
+def test_an_unknown_type_or_provider_names_its_field_and_first_line(
+    cli_db: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    testbed_records: list[ProbeRecord],
+    fields: dict[str, str],
+    field: str,
+    words: str,
+) -> None:
+    known = _lines(testbed_records[:2], provider="aws", instance_type="p3.16xlarge", region="us-east-1")
+    unknown = _lines(testbed_records[2:4], **fields)
+    path = tmp_path / "probe.jsonl"
+    path.write_text("\n".join([*known, "", *unknown]) + "\n")  # line 3 is blank: line 4 is the first bad one
+    code, _, err = run_cli(capsys, "probe", "import", str(path))
+    flat = " ".join(err.split())
+    assert code == 2 and f"error: {field}: {words}" in flat, err
+    with session_factory(cli_db)() as session:
+        assert count_samples(session=session) == 0
+
+
+def test_an_unknown_type_given_by_option_names_instance_type(
+    cli_db: str, reference_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = [
+        "--format",
+        "nccl-tests",
+        "--instance-type",
+        "p5.48xlargee",
+        "--nodes",
+        "2",
+        "--gpus-per-node",
+        "8",
+    ]
+    code, _, err = run_cli(capsys, "probe", "import", str(reference_path), *args)
+    flat = " ".join(err.split())
+    assert code == 2 and "error: instance_type: provider 'aws' has no instance type 'p5.48xlargee'" in flat

@@ -1,0 +1,72 @@
+"""Training a bandwidth model version through the service (POST /v1/bandwidth-models, `srift models
+train`): a provider filter that neither the catalog nor the stored samples name is a 404 on `providers[i]`
+listing the known providers; a known provider with no samples stays the 409 "nothing to train on"."""
+
+from __future__ import annotations
+
+import gzip
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from srift.bandwidth.records import ProbeRecord, parse_jsonl
+from srift.bandwidth.samples import sample_providers, store_samples
+from srift.catalog.shipped import load_shipped_catalog
+from srift.db.session import session_factory
+from srift.settings import Settings, get_settings
+from tests.bandwidth.helpers import run_cli
+
+SAMPLES = Path(__file__).resolve().parents[1] / "bandwidth" / "data" / "testbed_samples.jsonl.gz"
+
+
+@pytest.fixture
+def stored_testbed(db_url: str) -> list[ProbeRecord]:
+    """A few real testbed gloo samples, stored: their provider `testbed` is one the catalog need not list."""
+    text = gzip.decompress(SAMPLES.read_bytes()).decode()
+    records = parse_jsonl(text, source=SAMPLES.name)[:8]
+    with session_factory(db_url)() as session:
+        store_samples(session=session, records=records, origin="jsonl")
+        session.commit()
+    return records
+
+
+def test_an_unknown_provider_is_a_404_naming_its_position_and_the_known_ones(
+    client: TestClient, settings: Settings, write_headers: dict[str, str], stored_testbed: list[ProbeRecord]
+) -> None:
+    load_shipped_catalog(settings)
+    r = client.post("/v1/bandwidth-models", json={"providers": ["testbed", "IBM"]}, headers=write_headers)
+    assert r.status_code == 404, r.text
+    body = r.json()
+    assert body["error"] == "not_found" and body["field"] == "providers[1]"
+    assert "'ibm'" in body["detail"]
+    assert "aws, azure, gcp, testbed" in body["hint"] and "leave `providers` out" in body["hint"]
+
+    empty = client.post("/v1/bandwidth-models", json={"providers": ["gcp"]}, headers=write_headers)
+    assert empty.status_code == 409 and "no stored probe samples" in empty.json()["detail"]
+
+
+def test_sample_providers_lists_each_stored_provider_once(
+    db_url: str, stored_testbed: list[ProbeRecord]
+) -> None:
+    with session_factory(db_url)() as session:
+        assert sample_providers(session=session) == ["testbed"]
+
+
+@pytest.fixture
+def cli_env(db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setenv("SRIFT_DATABASE_URL", db_url)
+    monkeypatch.setenv("SRIFT_MODELS_DIR", str(tmp_path / "cli-models"))
+    get_settings.cache_clear()
+    yield
+    get_settings.cache_clear()
+
+
+def test_the_cli_refuses_an_unknown_provider_the_same_way(
+    cli_env: None, stored_testbed: list[ProbeRecord], capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = run_cli(capsys, "models", "train", "--provider", "ibm", "--no-tune")
+    assert code == 2, err
+    flat = " ".join(err.split())
+    assert "providers[0]" in flat and "unknown provider 'ibm'" in flat and "testbed" in flat
