@@ -36,7 +36,7 @@ _AUTH: dict[int | str, dict[str, Any]] = {
 
 
 @dataclass(frozen=True, slots=True)
-class IterationReporter:
+class IterationPoster:
     """Who posts a run's iteration times: the run's own token (checked against the run by the route), or
     else the owner of a write token (None: authentication off, where every run is everyone's)."""
 
@@ -44,16 +44,16 @@ class IterationReporter:
     owner: str | None
 
 
-def _run_or_write(request: Request, session: SessionDep) -> IterationReporter:
+def _run_or_write(request: Request, session: SessionDep) -> IterationPoster:
     """A run's own token, or a write token and whose it is."""
     plain = bearer_token(request)
     if request.app.state.settings.auth_enabled and training_jobs.is_run_token(plain):
-        return IterationReporter(run_token=plain, owner=None)
+        return IterationPoster(run_token=plain, owner=None)
     token = _require(Scope.WRITE)(request, session)
-    return IterationReporter(run_token=None, owner=token.name if token is not None else None)
+    return IterationPoster(run_token=None, owner=token.name if token is not None else None)
 
 
-RunOrWrite = Annotated[IterationReporter, Depends(_run_or_write)]
+RunOrWrite = Annotated[IterationPoster, Depends(_run_or_write)]
 
 
 @router.get(
