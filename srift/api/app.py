@@ -41,10 +41,47 @@ ROUTE_MODULES = (
 )
 
 
+WHOLE_BODY = "body"
+"""The `field` of an error about the request body as a whole (not a JSON object, or none sent)."""
+_BODY_HINT = (
+    "send one JSON object ({...}) as the body, with Content-Type: application/json; see /docs for the schema"
+)
+_NOT_AN_OBJECT = ("model_attributes_type", "model_type", "dict_type")
+
+
+def _body_kind(value: Any) -> str:
+    """What a request body that should have been a JSON object was instead, in words."""
+    if value is None:
+        return "null"
+    if isinstance(value, bytes | bytearray):
+        return "not JSON (form or raw data; is Content-Type application/json?)"
+    if isinstance(value, bool):
+        return "a JSON boolean"
+    words = {list: "a JSON array", str: "a JSON string", int: "a JSON number", float: "a JSON number"}
+    return words.get(type(value), "not a JSON object")
+
+
+def _whole_body_error(error: Mapping[str, Any]) -> tuple[str, str] | None:
+    """The message and hint of an error about the request body as a whole: a body that is a JSON array,
+    string, number or null, form data, or none at all, where the operation takes a JSON object. pydantic
+    says "Input should be a valid dictionary..." or "Field required" there, naming no field."""
+    if tuple(error.get("loc", ())) != ("body",):
+        return None
+    if error.get("type") == "missing":
+        return "the request body must be a JSON object; none was sent", _BODY_HINT
+    if error.get("type") in _NOT_AN_OBJECT:
+        return f"the request body must be a JSON object; it is {_body_kind(error.get('input'))}", _BODY_HINT
+    return None
+
+
 def _worded(error: Mapping[str, Any]) -> tuple[str, str]:
     """One request-validation error's message and hint: pydantic's message, except that a mismatch of the
     project's text patterns (blank, NUL, URL) is said in words (srift.documents.pattern_words), not as the
-    regex; the hint is the error's own, else the generic one."""
+    regex, and so is a body that is not a JSON object (_whole_body_error); the hint is the error's own,
+    else the generic one."""
+    whole = _whole_body_error(error)
+    if whole is not None:
+        return whole
     ctx = error.get("ctx")
     ctx = ctx if isinstance(ctx, dict) else {}
     if error.get("type") == "string_pattern_mismatch":
@@ -93,7 +130,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def _validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
         errors = exc.errors()
         first = errors[0] if errors else {"loc": (), "msg": "invalid request"}
-        field = error_field(first)
+        field = WHOLE_BODY if _whole_body_error(first) else error_field(first)
         detail, hint = _worded(first)
         if first.get("type") == "json_invalid":
             loc = list(first.get("loc", ()))
@@ -108,7 +145,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 "detail": detail,
                 "hint": hint,
                 "field": field,
-                "errors": [{"field": error_field(e) or "", "msg": _worded(e)[0]} for e in errors[:20]],
+                "errors": [
+                    {
+                        "field": WHOLE_BODY if _whole_body_error(e) else error_field(e) or "",
+                        "msg": _worded(e)[0],
+                    }
+                    for e in errors[:20]
+                ],
             },
         )
 

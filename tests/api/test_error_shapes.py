@@ -91,3 +91,28 @@ def test_a_blank_or_nul_name_is_said_in_words_not_as_the_schema_regex(
     assert refused.json()["detail"] == "instance_type is blank (only whitespace)"
     for answer in (blank, nul, refused):
         assert "pattern" not in answer.text and "\\\\x00" not in answer.text, answer.text
+
+
+def test_a_body_that_is_not_a_json_object_is_named_as_the_body(
+    client: TestClient, write_headers: dict[str, str]
+) -> None:
+    """A JSON array, a string, `null`, form data or no body where an operation takes a JSON object: pydantic
+    said "Input should be a valid dictionary or object to extract fields from" (or "Field required") with
+    `field: null`; the answer now says the body must be a JSON object, names `body` and says how to send
+    one, and nothing is stored."""
+    sent = {
+        "a JSON array": {"json": [BASE]},
+        "a JSON string": {"json": "resnet"},
+        "null": {"content": b"null", "headers": {"content-type": "application/json"}},
+        "not JSON (form": {"data": {"model": "resnet"}},
+        "none was sent": {},
+    }
+    for said, request in sent.items():
+        headers = {**write_headers, **request.pop("headers", {})}
+        r = client.post("/v1/profiles", headers=headers, **request)
+        assert r.status_code == 422, (said, r.text)
+        body = r.json()
+        assert body["field"] == "body" and body["errors"][0]["field"] == "body", (said, body)
+        assert body["detail"].startswith("the request body must be a JSON object"), (said, body)
+        assert said in body["detail"] and "JSON object ({...})" in body["hint"], (said, body)
+    assert client.get("/v1/profiles").json()["total"] == 0
