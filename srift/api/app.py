@@ -20,7 +20,7 @@ from srift.api.caching import ConditionalGet, cache_control
 from srift.api.limits import ERROR_RESPONSES, BodySizeLimit, document_errors, http_exception_handler
 from srift.api.schemas.types import error_field
 from srift.db.session import dispose_async_readers
-from srift.documents import pattern_words
+from srift.documents import field_hint, model_hints, pattern_words
 from srift.errors import SriftError
 from srift.redaction import install_log_redaction
 from srift.settings import Settings, get_settings
@@ -41,6 +41,7 @@ ROUTE_MODULES = (
 )
 
 
+GENERIC_HINT = "correct the named field; see /docs for the schema"
 WHOLE_BODY = "body"
 """The `field` of an error about the request body as a whole (not a JSON object, or none sent)."""
 _BODY_HINT = (
@@ -74,11 +75,22 @@ def _whole_body_error(error: Mapping[str, Any]) -> tuple[str, str] | None:
     return None
 
 
-def _worded(error: Mapping[str, Any]) -> tuple[str, str]:
+def _body_hints(request: Request) -> Mapping[str, str] | None:
+    """The per-field hints of the operation's body model (its FIELD_HINTS, srift.documents.model_hints), the
+    same ones a CLI file of that model gets; None where the body states none."""
+    route = request.scope.get("route")
+    for param in getattr(getattr(route, "dependant", None), "body_params", ()):
+        hints = model_hints(param.field_info.annotation)
+        if hints is not None:
+            return hints
+    return None
+
+
+def _worded(error: Mapping[str, Any], hints: Mapping[str, str] | None = None) -> tuple[str, str]:
     """One request-validation error's message and hint: pydantic's message, except that a mismatch of the
     project's text patterns (blank, NUL, URL) is said in words (srift.documents.pattern_words), not as the
     regex, and so is a body that is not a JSON object (_whole_body_error); the hint is the error's own,
-    else the generic one."""
+    else for a body field the body model's (`hints`, srift.documents.field_hint), else the generic one."""
     whole = _whole_body_error(error)
     if whole is not None:
         return whole
@@ -87,10 +99,16 @@ def _worded(error: Mapping[str, Any]) -> tuple[str, str]:
     if error.get("type") == "string_pattern_mismatch":
         name = error_field(error) or "the value"
         words = pattern_words(str(ctx.get("pattern", "")), error.get("input"), name)
-        if words is not None:
-            return words
-    hint = ctx.get("hint") or "correct the named field; see /docs for the schema"
+        if words is not None and not ctx.get("hint"):
+            return words[0], field_hint(error, _in_body(error, hints), default=words[1], skip=("body",))
+    hint = ctx.get("hint") or field_hint(error, _in_body(error, hints), default=GENERIC_HINT, skip=("body",))
     return str(error.get("msg", "invalid request")), str(hint)
+
+
+def _in_body(error: Mapping[str, Any], hints: Mapping[str, str] | None) -> Mapping[str, str] | None:
+    """`hints` where `error` is about a body field (hints name body fields, not query or path ones)."""
+    loc = tuple(error.get("loc", ()))
+    return hints if loc[:1] == ("body",) else None
 
 
 @asynccontextmanager
@@ -131,7 +149,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         errors = exc.errors()
         first = errors[0] if errors else {"loc": (), "msg": "invalid request"}
         field = WHOLE_BODY if _whole_body_error(first) else error_field(first)
-        detail, hint = _worded(first)
+        detail, hint = _worded(first, _body_hints(request))
         if first.get("type") == "json_invalid":
             loc = list(first.get("loc", ()))
             ctx = first.get("ctx")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
@@ -314,6 +314,9 @@ class ProbeJobDocument(BaseModel):
         json_schema_extra=publish_rules(GRID_RULE, EC2_PROBE_INSTANCES_RULE, then=_probe_schema),
     )
 
+    FIELD_HINTS: ClassVar[Mapping[str, str]] = _HINTS
+    """Hints by field for errors the schema finds (srift.documents.field_hint): CLI files and REST bodies."""
+
     provider: JobProvider = Field(description="local (processes here), testbed (emulated hosts) or ec2")
     instance_type: TypeName = Field(description="a catalog type of the provider (testbed: provider testbed)")
     node_counts: list[NodeCount] = Field(
@@ -437,6 +440,9 @@ class ProfileJobDocument(BaseModel):
         extra="forbid", json_schema_extra=publish_rules(EC2_PROFILE_INSTANCES_RULE, then=_profile_schema)
     )
 
+    FIELD_HINTS: ClassVar[Mapping[str, str]] = _HINTS
+    """Hints by field for errors the schema finds (srift.documents.field_hint): CLI files and REST bodies."""
+
     provider: JobProvider
     instance_type: TypeName | None = None
     instance_types: list[TypeName] | None = Field(default=None, min_length=1, max_length=16)
@@ -504,7 +510,7 @@ class ProfileJobDocument(BaseModel):
 def _read(model: type[Any], data: Mapping[str, Any]) -> Any:
     if not isinstance(data, Mapping):
         raise InvalidInput("a job request must be a mapping", hint="write the request as a mapping")
-    return validated(model, dict(data), hints=_HINTS)
+    return validated(model, dict(data))
 
 
 def parse_probe_job(data: Mapping[str, Any]) -> ProbeJobSpec:

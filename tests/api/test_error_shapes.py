@@ -5,12 +5,15 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from api.test_degenerate_profiles import BASE
 from fastapi import APIRouter
 from fastapi.testclient import TestClient
 
 from srift.api.app import create_app
 from srift.api.limits import ERROR_RESPONSES
+from srift.domain.profile_document import ProfileIn, read_profile
+from srift.errors import InvalidInput
 from srift.settings import Settings
 
 KEYS = {"error", "detail", "hint", "field"}
@@ -116,3 +119,16 @@ def test_a_body_that_is_not_a_json_object_is_named_as_the_body(
         assert body["detail"].startswith("the request body must be a JSON object"), (said, body)
         assert said in body["detail"] and "JSON object ({...})" in body["hint"], (said, body)
     assert client.get("/v1/profiles").json()["total"] == 0
+
+
+def test_a_profile_field_gets_the_hint_a_profile_file_gets(
+    client: TestClient, write_headers: dict[str, str]
+) -> None:
+    """`srift profile import` and POST /v1/profiles read one profile model; a bad max_batch got its own
+    hint from the CLI and the generic one from the API, and now gets the model's FIELD_HINTS from both."""
+    r = client.post("/v1/profiles", json={**BASE, "max_batch": 0}, headers=write_headers)
+    assert r.status_code == 422 and r.json()["field"] == "max_batch", r.text
+    assert r.json()["hint"] == ProfileIn.FIELD_HINTS["max_batch"]
+    with pytest.raises(InvalidInput) as caught:
+        read_profile({**BASE, "max_batch": 0})
+    assert caught.value.hint == r.json()["hint"]

@@ -381,3 +381,33 @@ def test_an_ec2_subnet_id_has_the_aws_form(
             "/v1/probe-jobs", json={**base, "ec2": {**ec2_options, "subnet_id": good}}, headers=write_headers
         )
         assert ok.status_code == 201, (good, ok.text)
+
+
+@pytest.mark.usefixtures("testbed_types")
+@pytest.mark.parametrize(
+    ("change", "field", "hint"),
+    [
+        ({"sizes": [6]}, "sizes[0]", "multiples of 4"),
+        ({"node_counts": [0]}, "node_counts[0]", "hosts per run"),
+        ({"testbed_prefix": "Bad!"}, "testbed_prefix", "prefix of a testbed"),
+        (
+            {"provider": "ec2", "ec2": {"image_id": "ami-xyz", "results_url": "http://10.0.0.5:8000"}},
+            "ec2.image_id",
+            "ami-0123456789abcdef0",
+        ),
+    ],
+)
+def test_the_api_gives_a_job_field_the_hint_the_cli_gives(
+    client: TestClient, write_headers: dict[str, str], change: dict[str, Any], field: str, hint: str
+) -> None:
+    """A schema-level 422 on a job request carried the generic "correct the named field; see /docs" while
+    the CLI read the same field's own hint (srift.jobs.spec's hints); both now read the model's
+    FIELD_HINTS."""
+    r = client.post("/v1/probe-jobs", json={**GOOD, **change}, headers=write_headers)
+    assert r.status_code == 422 and r.json()["field"] == field, r.text
+    with pytest.raises(InvalidInput) as caught:
+        parse_probe_job({**GOOD, **change})
+    assert caught.value.field == field and hint in caught.value.hint
+    assert r.json()["hint"] == caught.value.hint
+    query = client.get("/v1/probe-jobs", params={"limit": 0})
+    assert query.json()["field"] == "limit" and "see /docs" in query.json()["hint"]
