@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from sqlalchemy.orm import Session
 
@@ -65,14 +65,10 @@ def _check_providers(session: Session, providers: Sequence[str]) -> None:
     from srift.catalog.store import known_providers
 
     known = sorted(set(known_providers(session)) | set(sample_providers(session=session)))
-    for i, provider in enumerate(providers):
-        if provider not in known:
-            raise NotFound(
-                f"unknown provider {provider!r}: neither the catalog nor the stored probe samples name it",
-                hint=f"use one of: {', '.join(known) or 'none yet (load the catalog or store samples)'}; "
-                "or leave `providers` out to train on every stored sample",
-                field=f"providers[{i}]",
-            )
+    listed = ", ".join(known) or "none yet (load the catalog or store samples)"
+    _refuse_unknown(
+        providers, known, what="provider", field="providers", hint=lambda _: f"use one of: {listed}"
+    )
 
 
 def _check_instance_types(session: Session, instance_types: Sequence[str]) -> None:
@@ -86,15 +82,26 @@ def _check_instance_types(session: Session, instance_types: Sequence[str]) -> No
     from srift.catalog.store import known_instance_types
 
     known = sorted(set(known_instance_types(session)) | set(sample_instance_types(session=session)))
-    for i, name in enumerate(instance_types):
+
+    def hint(name: str) -> str:
+        close = difflib.get_close_matches(name, known, n=5, cutoff=0.5)
+        where = f"did you mean {', '.join(close)}? " if close else ""
+        return f"{where}list the catalog's with `srift catalog list` (GET /v1/catalog)"
+
+    _refuse_unknown(instance_types, known, what="instance type", field="instance_types", hint=hint)
+
+
+def _refuse_unknown(
+    names: Sequence[str], known: Sequence[str], *, what: str, field: str, hint: Callable[[str], str]
+) -> None:
+    """NotFound on `field[i]` for the first of `names` not in `known` (the catalog's and the stored samples'
+    names), with `hint(name)` and the way out: leave the filter out."""
+    for i, name in enumerate(names):
         if name not in known:
-            close = difflib.get_close_matches(name, known, n=5, cutoff=0.5)
-            where = f"did you mean {', '.join(close)}? " if close else ""
             raise NotFound(
-                f"unknown instance type {name!r}: neither the catalog nor the stored probe samples name it",
-                hint=f"{where}list the catalog's with `srift catalog list` (GET /v1/catalog); "
-                "or leave `instance_types` out to train on every stored sample",
-                field=f"instance_types[{i}]",
+                f"unknown {what} {name!r}: neither the catalog nor the stored probe samples name it",
+                hint=f"{hint(name)}; or leave `{field}` out to train on every stored sample",
+                field=f"{field}[{i}]",
             )
 
 
