@@ -263,10 +263,28 @@ def invalid_input(
         message, hint = f"unknown fields {extra}", "use only the fields the format documents"
     else:
         message, hint = describe(first)
-    top = str(first["loc"][0]) if first["loc"] else ""
-    if first["type"] != "rule":
-        hint = (hints or {}).get(field, (hints or {}).get(top, hint))
+    hint = field_hint(first, hints, default=hint)
     return InvalidInput(f"{where}: {message}" if where else message, hint=hint, field=field or None)
+
+
+def field_hint(
+    error: Mapping[str, Any], hints: Mapping[str, str] | None, *, default: str, skip: tuple[str, ...] = ()
+) -> str:
+    """A document's own hint for one pydantic error: `hints` by the error's field path (`ec2.image_id`),
+    else by its top-level field (`sizes`), else `default`; a rule across fields keeps the hint it brings.
+    `skip` drops location parts that are not fields (the REST API's `body`), as in error_location. The
+    hints are a model's FIELD_HINTS (validated's default), so a CLI file and a REST body get the same."""
+    if not hints or error.get("type") == "rule":
+        return default
+    loc = [p for p in error.get("loc", ()) if p not in skip]
+    top = str(loc[0]) if loc else ""
+    return hints.get(error_location(error, skip=skip), hints.get(top, default))
+
+
+def model_hints(model: Any) -> Mapping[str, str] | None:
+    """The per-field hints a document model states (its FIELD_HINTS class attribute), if any."""
+    hints = getattr(model, "FIELD_HINTS", None)
+    return hints if isinstance(hints, Mapping) else None
 
 
 def validated(
@@ -279,11 +297,12 @@ def validated(
 ) -> M:
     """`data` validated into `model` (pydantic `context` passed on); the first problem raised as
     `invalid_input` words it: InvalidInput naming the field, prefixed by `where`, with a "To fix:" hint
-    (`hints` as there). The one way a document reader turns pydantic's ValidationError into Srift's error."""
+    (`hints` as there; default: the model's FIELD_HINTS). The one way a document reader turns pydantic's
+    ValidationError into Srift's error."""
     try:
         return model.model_validate(data, context=None if context is None else dict(context))
     except ValidationError as exc:
-        raise invalid_input(exc, where=where, hints=hints) from exc
+        raise invalid_input(exc, where=where, hints=model_hints(model) if hints is None else hints) from exc
 
 
 _SIGNS = {"greater_than_equal": "≥", "greater_than": ">", "less_than_equal": "≤", "less_than": "<"}

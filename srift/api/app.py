@@ -20,7 +20,7 @@ from srift.api.caching import ConditionalGet, cache_control
 from srift.api.limits import ERROR_RESPONSES, BodySizeLimit, document_errors, http_exception_handler
 from srift.api.schemas.types import error_field
 from srift.db.session import dispose_async_readers
-from srift.documents import pattern_words
+from srift.documents import field_hint, model_hints, pattern_words
 from srift.errors import SriftError
 from srift.redaction import install_log_redaction
 from srift.settings import Settings, get_settings
@@ -41,19 +41,74 @@ ROUTE_MODULES = (
 )
 
 
-def _worded(error: Mapping[str, Any]) -> tuple[str, str]:
+GENERIC_HINT = "correct the named field; see /docs for the schema"
+WHOLE_BODY = "body"
+"""The `field` of an error about the request body as a whole (not a JSON object, or none sent)."""
+_BODY_HINT = (
+    "send one JSON object ({...}) as the body, with Content-Type: application/json; see /docs for the schema"
+)
+_NOT_AN_OBJECT = ("model_attributes_type", "model_type", "dict_type")
+
+
+def _body_kind(value: Any) -> str:
+    """What a request body that should have been a JSON object was instead, in words."""
+    if value is None:
+        return "null"
+    if isinstance(value, bytes | bytearray):
+        return "not JSON (form or raw data; is Content-Type application/json?)"
+    if isinstance(value, bool):
+        return "a JSON boolean"
+    words = {list: "a JSON array", str: "a JSON string", int: "a JSON number", float: "a JSON number"}
+    return words.get(type(value), "not a JSON object")
+
+
+def _whole_body_error(error: Mapping[str, Any]) -> tuple[str, str] | None:
+    """The message and hint of an error about the request body as a whole: a body that is a JSON array,
+    string, number or null, form data, or none at all, where the operation takes a JSON object. pydantic
+    says "Input should be a valid dictionary..." or "Field required" there, naming no field."""
+    if tuple(error.get("loc", ())) != ("body",):
+        return None
+    if error.get("type") == "missing":
+        return "the request body must be a JSON object; none was sent", _BODY_HINT
+    if error.get("type") in _NOT_AN_OBJECT:
+        return f"the request body must be a JSON object; it is {_body_kind(error.get('input'))}", _BODY_HINT
+    return None
+
+
+def _body_hints(request: Request) -> Mapping[str, str] | None:
+    """The per-field hints of the operation's body model (its FIELD_HINTS, srift.documents.model_hints), the
+    same ones a CLI file of that model gets; None where the body states none."""
+    route = request.scope.get("route")
+    for param in getattr(getattr(route, "dependant", None), "body_params", ()):
+        hints = model_hints(param.field_info.annotation)
+        if hints is not None:
+            return hints
+    return None
+
+
+def _worded(error: Mapping[str, Any], hints: Mapping[str, str] | None = None) -> tuple[str, str]:
     """One request-validation error's message and hint: pydantic's message, except that a mismatch of the
     project's text patterns (blank, NUL, URL) is said in words (srift.documents.pattern_words), not as the
-    regex; the hint is the error's own, else the generic one."""
+    regex, and so is a body that is not a JSON object (_whole_body_error); the hint is the error's own,
+    else for a body field the body model's (`hints`, srift.documents.field_hint), else the generic one."""
+    whole = _whole_body_error(error)
+    if whole is not None:
+        return whole
     ctx = error.get("ctx")
     ctx = ctx if isinstance(ctx, dict) else {}
     if error.get("type") == "string_pattern_mismatch":
         name = error_field(error) or "the value"
         words = pattern_words(str(ctx.get("pattern", "")), error.get("input"), name)
-        if words is not None:
-            return words
-    hint = ctx.get("hint") or "correct the named field; see /docs for the schema"
+        if words is not None and not ctx.get("hint"):
+            return words[0], field_hint(error, _in_body(error, hints), default=words[1], skip=("body",))
+    hint = ctx.get("hint") or field_hint(error, _in_body(error, hints), default=GENERIC_HINT, skip=("body",))
     return str(error.get("msg", "invalid request")), str(hint)
+
+
+def _in_body(error: Mapping[str, Any], hints: Mapping[str, str] | None) -> Mapping[str, str] | None:
+    """`hints` where `error` is about a body field (hints name body fields, not query or path ones)."""
+    loc = tuple(error.get("loc", ()))
+    return hints if loc[:1] == ("body",) else None
 
 
 @asynccontextmanager
@@ -93,8 +148,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def _validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
         errors = exc.errors()
         first = errors[0] if errors else {"loc": (), "msg": "invalid request"}
-        field = error_field(first)
-        detail, hint = _worded(first)
+        field = WHOLE_BODY if _whole_body_error(first) else error_field(first)
+        detail, hint = _worded(first, _body_hints(request))
         if first.get("type") == "json_invalid":
             loc = list(first.get("loc", ()))
             ctx = first.get("ctx")
@@ -108,7 +163,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 "detail": detail,
                 "hint": hint,
                 "field": field,
-                "errors": [{"field": error_field(e) or "", "msg": _worded(e)[0]} for e in errors[:20]],
+                "errors": [
+                    {
+                        "field": WHOLE_BODY if _whole_body_error(e) else error_field(e) or "",
+                        "msg": _worded(e)[0],
+                    }
+                    for e in errors[:20]
+                ],
             },
         )
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Annotated, Any
 
-from fastapi import Depends, Path, Request
+from fastapi import Depends, Path, Query, Request
 from sqlalchemy.orm import Session
 
 from srift.db.session import transaction
@@ -13,6 +13,10 @@ from srift.settings import Settings
 
 MAX_ID = 2**31 - 1
 """Stored ids are the tables' 32-bit integer keys: a path's id is 1 to MAX_ID, a list's offset 0 to MAX_ID."""
+
+
+Offset = Annotated[int, Query(ge=0, le=MAX_ID, description="items to skip (pagination), at most 2³¹−1")]
+"""The `offset` query parameter of every list route: one bound for all (no table holds more rows)."""
 
 
 def id_path(description: str | None = None) -> Any:

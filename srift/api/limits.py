@@ -31,7 +31,9 @@ class ErrorBody(BaseModel):
     detail: str = Field(description="what is wrong")
     hint: str = Field(description="how to fix it")
     field: str | None = Field(
-        default=None, description="dotted path of the input at fault, when there is one"
+        default=None,
+        description="dotted path of the input at fault, when there is one ('body': the request body as a "
+        "whole, e.g. not a JSON object)",
     )
     errors: list[dict[str, Any]] | None = Field(default=None, description="every validation error (422 only)")
 

@@ -13,7 +13,7 @@ import hashlib
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, replace
-from typing import Annotated, Any, Final, Literal
+from typing import Annotated, Any, ClassVar, Final, Literal
 
 from pydantic import AfterValidator, ConfigDict, Field, model_validator
 
@@ -137,6 +137,14 @@ BANDWIDTHS_AGREE = (
 )
 
 
+_HINTS = {
+    "schema": f"write samples with schema {SCHEMA!r}",
+    "buffer_bytes": "give the buffer size in bytes (at most 1 TiB)",
+    "world_size": "an allreduce needs at least 2 ranks",
+    "backend": f"use one of {', '.join(BACKENDS)}",
+}
+
+
 class ProbeSampleDocument(StrictModel):
     """One probe sample as written (a JSON line of probes/allreduce.py, or an object posted to
     /v1/probe-results); `to_record` turns it into a ProbeRecord.
@@ -149,6 +157,9 @@ class ProbeSampleDocument(StrictModel):
     model_config = ConfigDict(
         extra="forbid", json_schema_extra=publish_rules(WORLD_OF_NODES, BANDWIDTHS_AGREE)
     )
+
+    FIELD_HINTS: ClassVar[Mapping[str, str]] = _HINTS
+    """Hints by field for errors the schema finds (srift.documents.field_hint): CLI files and REST bodies."""
 
     schema_: Literal["srift-probe/1"] = Field(default=SCHEMA, alias="schema")
     run_id: OptionalText = ""
@@ -246,20 +257,12 @@ class ProbeSampleDocument(StrictModel):
         )
 
 
-_HINTS = {
-    "schema": f"write samples with schema {SCHEMA!r}",
-    "buffer_bytes": "give the buffer size in bytes (at most 1 TiB)",
-    "world_size": "an allreduce needs at least 2 ranks",
-    "backend": f"use one of {', '.join(BACKENDS)}",
-}
-
-
 def _from_dict(data: Mapping[str, Any], *, where: str) -> ProbeRecord:
     if not isinstance(data, Mapping):
         raise InvalidInput(
             f"{where}: a sample must be a JSON object", hint="write one JSON object per line", field=""
         )
-    return validated(ProbeSampleDocument, data, where=where, hints=_HINTS).to_record()
+    return validated(ProbeSampleDocument, data, where=where).to_record()
 
 
 def parse_line(

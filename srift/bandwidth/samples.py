@@ -146,6 +146,12 @@ def sample_providers(*, session: Session) -> list[str]:
     return sorted(session.scalars(select(ProbeSample.provider).distinct()))
 
 
+def sample_instance_types(*, session: Session) -> list[str]:
+    """The instance types the stored samples name, sorted; a mixed ring's ("a+b") counts as each member."""
+    names = session.scalars(select(ProbeSample.instance_type).distinct())
+    return sorted({member for name in names for member in ring_members(name)})
+
+
 def count_samples(*, session: Session) -> int:
     from sqlalchemy import func
 

@@ -188,6 +188,11 @@ def known_providers(session: Session, *, snapshot: str | None = None) -> list[st
     return sorted({r.provider for r in _copy(session).snapshots if r.is_active})
 
 
+def known_instance_types(session: Session) -> list[str]:
+    """Names of the instance types of every active snapshot, of any provider, sorted."""
+    return sorted({name for p in known_providers(session) for name in _all_type_names(session, p, None)})
+
+
 def known_regions(session: Session, provider: str, *, snapshot: str | None = None) -> list[str]:
     """Regions with at least one price for `provider` (in its active snapshots, or in the named one)."""
     copy = _copy(session)

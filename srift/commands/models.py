@@ -68,7 +68,7 @@ ModelsToken = Annotated[
 VersionJson = Annotated[bool, typer.Option("--json", help="print the version as JSON")]
 PROVIDER_OPTION = typer.Option([], "--provider", help="only samples of this provider (repeatable)")
 TYPE_OPTION = typer.Option([], "--instance-type", help="only this type (repeatable)")
-BACKEND_OPTION = typer.Option([], "--backend", help="only this backend: gloo, nccl, nccl-tests")
+BACKEND_OPTION = typer.Option([], "--backend", help="only this backend: gloo, nccl, mpi, nccl-tests")
 """`srift models train`'s repeatable filters (an empty list: every sample)."""
 
 

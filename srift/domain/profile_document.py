@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping
 from datetime import datetime
 from functools import cache
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import (
     AfterValidator,
@@ -547,6 +548,17 @@ GRADIENTS_FIT = (
 )
 
 
+_HINTS = {
+    "forward": f"times are seconds of one pass in [{MIN_PASS_S:g}, {MAX_PASS_S:g}], breakpoints batch sizes "
+    "≥ 1; give the file `srift profile` wrote",
+    "backward": f"times are seconds of one pass in [{MIN_PASS_S:g}, {MAX_PASS_S:g}], breakpoints batch sizes "
+    "≥ 1; give the file `srift profile` wrote",
+    "max_batch": "max_batch is the largest per-device batch that fits, ≥ 1",
+    "straggler_cv": "straggler_cv is std/mean of iteration time, in [0, 5]",
+    "update_s": "update_s is the seconds of one optimizer step (0 when not measured), in [0, 3600]",
+}
+
+
 class ProfileIn(_DocumentPart):
     """A compute profile document as written by `srift profile --out` (schema version 1).
 
@@ -555,6 +567,9 @@ class ProfileIn(_DocumentPart):
     total at most `structure.memory.parameter_bytes` when a structure is given."""
 
     model_config = ConfigDict(json_schema_extra=publish_rules(BREAKPOINTS_FIT, GRADIENTS_FIT))
+
+    FIELD_HINTS: ClassVar[Mapping[str, str]] = _HINTS
+    """Hints by field for errors the schema finds (srift.documents.field_hint): CLI files and REST bodies."""
 
     schema_version: Literal[1] = Field(default=1, description="profile format version (this Srift reads 1)")
     model: str = Field(
@@ -667,17 +682,6 @@ class ProfileIn(_DocumentPart):
         )
 
 
-_HINTS = {
-    "forward": f"times are seconds of one pass in [{MIN_PASS_S:g}, {MAX_PASS_S:g}], breakpoints batch sizes "
-    "≥ 1; give the file `srift profile` wrote",
-    "backward": f"times are seconds of one pass in [{MIN_PASS_S:g}, {MAX_PASS_S:g}], breakpoints batch sizes "
-    "≥ 1; give the file `srift profile` wrote",
-    "max_batch": "max_batch is the largest per-device batch that fits, ≥ 1",
-    "straggler_cv": "straggler_cv is std/mean of iteration time, in [0, 5]",
-    "update_s": "update_s is the seconds of one optimizer step (0 when not measured), in [0, 3600]",
-}
-
-
 def read_profile(data: Any) -> ModelProfile:
     """Read and check a profile document (a request body, a stored row, a file); InvalidInput names the field
     at fault and says how to fix it."""
@@ -691,4 +695,4 @@ def read_profile(data: Any) -> ModelProfile:
             hint="build a full profile: `srift profile import TIMES --layers FILE --accelerator NAME`",
             field="kind",
         )
-    return validated(ProfileIn, data, hints=_HINTS).to_profile()
+    return validated(ProfileIn, data).to_profile()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
@@ -37,6 +37,8 @@ from srift.limits import (
 
 DEFAULT_SIZES = tuple(1 << k for k in range(2, 27))  # 4 B .. 64 MiB
 RESOURCE_ID = r"^[a-z]+-[0-9a-f]{8,32}$"
+SUBNET_ID = r"^subnet-([0-9a-f]{8}|[0-9a-f]{17})$"
+"""An AWS subnet id: `subnet-` and 8 hex digits (older subnets) or 17 (since 2016)."""
 DEFAULT_INSTALL = "python3 -m pip install --quiet srift"
 FACTORY = r"^[A-Za-z_][A-Za-z0-9_.]*:[A-Za-z_][A-Za-z0-9_]*$"
 
@@ -171,6 +173,7 @@ _HINTS = {
     "ec2.image_id": "give an id like ami-0123456789abcdef0",
     "ec2.results_url": "give this server's http(s) URL as VMs see it",
     "ec2.security_group_ids": "give sg-... ids",
+    "ec2.subnet_id": "give an id like subnet-0123456789abcdef0 (subnet- and 8 or 17 hex digits)",
 }
 
 
@@ -189,10 +192,10 @@ class Ec2Document(StrictModel):
         str, Field(min_length=1, max_length=32, pattern=NOT_BLANK), AfterValidator(str.strip)
     ] = "us-east-1"
     market: Ec2Market = Ec2Market.ON_DEMAND
-    subnet_id: (
-        Annotated[str, Field(min_length=1, max_length=64, pattern=NOT_BLANK), AfterValidator(str.strip)]
-        | None
-    ) = None
+    subnet_id: Annotated[str, Field(pattern=SUBNET_ID)] | None = Field(
+        default=None,
+        description="subnet to launch in (default: the region's default VPC), e.g. subnet-0abc...",
+    )
     security_group_ids: list[ResourceId] = Field(default_factory=list, max_length=10)
     key_name: Text | None = None
     iam_instance_profile: Text | None = None
@@ -310,6 +313,9 @@ class ProbeJobDocument(BaseModel):
         extra="forbid",
         json_schema_extra=publish_rules(GRID_RULE, EC2_PROBE_INSTANCES_RULE, then=_probe_schema),
     )
+
+    FIELD_HINTS: ClassVar[Mapping[str, str]] = _HINTS
+    """Hints by field for errors the schema finds (srift.documents.field_hint): CLI files and REST bodies."""
 
     provider: JobProvider = Field(description="local (processes here), testbed (emulated hosts) or ec2")
     instance_type: TypeName = Field(description="a catalog type of the provider (testbed: provider testbed)")
@@ -434,6 +440,9 @@ class ProfileJobDocument(BaseModel):
         extra="forbid", json_schema_extra=publish_rules(EC2_PROFILE_INSTANCES_RULE, then=_profile_schema)
     )
 
+    FIELD_HINTS: ClassVar[Mapping[str, str]] = _HINTS
+    """Hints by field for errors the schema finds (srift.documents.field_hint): CLI files and REST bodies."""
+
     provider: JobProvider
     instance_type: TypeName | None = None
     instance_types: list[TypeName] | None = Field(default=None, min_length=1, max_length=16)
@@ -501,7 +510,7 @@ class ProfileJobDocument(BaseModel):
 def _read(model: type[Any], data: Mapping[str, Any]) -> Any:
     if not isinstance(data, Mapping):
         raise InvalidInput("a job request must be a mapping", hint="write the request as a mapping")
-    return validated(model, dict(data), hints=_HINTS)
+    return validated(model, dict(data))
 
 
 def parse_probe_job(data: Mapping[str, Any]) -> ProbeJobSpec:

@@ -161,3 +161,19 @@ def test_a_structure_that_counts_no_work_estimates_no_gpu_and_plans_go_on(
         headers=write_headers,
     )
     assert 400 <= r.status_code < 500 and "V100" in r.json()["detail"], r.text
+
+
+def test_a_step_time_that_falls_with_batch_is_a_measurement_and_is_kept(
+    client: TestClient, write_headers: dict[str, str]
+) -> None:
+    """A larger batch timed faster than a smaller one is what a launch-bound pass measures (five of the
+    twelve curves of the shipped measured profiles do it, e.g. h200-profile-gpt2-small-fp16's backward at
+    batch 1 vs 2), so it is stored as measured, sorted by batch, and plans with it interpolate it; the
+    curve is piecewise linear (srift.domain.profile.ComputeCurve) and assumes no monotonicity."""
+    falling = _with(forward={"batches": [2, 1, 64], "times_s": [0.003, 0.004, 0.06]})
+    r = client.post("/v1/profiles", json=falling, headers=write_headers)
+    assert r.status_code == 201, r.text
+    stored = client.get(f"/v1/profiles/{r.json()['id']}", headers=write_headers)
+    assert stored.status_code == 200, stored.text
+    forward = stored.json()["forward"]
+    assert forward == {"batches": [1, 2, 64], "times_s": [0.004, 0.003, 0.06]}

@@ -5,12 +5,15 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from api.test_degenerate_profiles import BASE
 from fastapi import APIRouter
 from fastapi.testclient import TestClient
 
 from srift.api.app import create_app
 from srift.api.limits import ERROR_RESPONSES
+from srift.domain.profile_document import ProfileIn, read_profile
+from srift.errors import InvalidInput
 from srift.settings import Settings
 
 KEYS = {"error", "detail", "hint", "field"}
@@ -91,3 +94,41 @@ def test_a_blank_or_nul_name_is_said_in_words_not_as_the_schema_regex(
     assert refused.json()["detail"] == "instance_type is blank (only whitespace)"
     for answer in (blank, nul, refused):
         assert "pattern" not in answer.text and "\\\\x00" not in answer.text, answer.text
+
+
+def test_a_body_that_is_not_a_json_object_is_named_as_the_body(
+    client: TestClient, write_headers: dict[str, str]
+) -> None:
+    """A JSON array, a string, `null`, form data or no body where an operation takes a JSON object: pydantic
+    said "Input should be a valid dictionary or object to extract fields from" (or "Field required") with
+    `field: null`; the answer now says the body must be a JSON object, names `body` and says how to send
+    one, and nothing is stored."""
+    sent = {
+        "a JSON array": {"json": [BASE]},
+        "a JSON string": {"json": "resnet"},
+        "null": {"content": b"null", "headers": {"content-type": "application/json"}},
+        "not JSON (form": {"data": {"model": "resnet"}},
+        "none was sent": {},
+    }
+    for said, request in sent.items():
+        headers = {**write_headers, **request.pop("headers", {})}
+        r = client.post("/v1/profiles", headers=headers, **request)
+        assert r.status_code == 422, (said, r.text)
+        body = r.json()
+        assert body["field"] == "body" and body["errors"][0]["field"] == "body", (said, body)
+        assert body["detail"].startswith("the request body must be a JSON object"), (said, body)
+        assert said in body["detail"] and "JSON object ({...})" in body["hint"], (said, body)
+    assert client.get("/v1/profiles").json()["total"] == 0
+
+
+def test_a_profile_field_gets_the_hint_a_profile_file_gets(
+    client: TestClient, write_headers: dict[str, str]
+) -> None:
+    """`srift profile import` and POST /v1/profiles read one profile model; a bad max_batch got its own
+    hint from the CLI and the generic one from the API, and now gets the model's FIELD_HINTS from both."""
+    r = client.post("/v1/profiles", json={**BASE, "max_batch": 0}, headers=write_headers)
+    assert r.status_code == 422 and r.json()["field"] == "max_batch", r.text
+    assert r.json()["hint"] == ProfileIn.FIELD_HINTS["max_batch"]
+    with pytest.raises(InvalidInput) as caught:
+        read_profile({**BASE, "max_batch": 0})
+    assert caught.value.hint == r.json()["hint"]

@@ -15,6 +15,7 @@ from fastapi.testclient import TestClient
 from srift import limits
 from srift.api.app import create_app
 from srift.api.auth import RequireWrite
+from srift.api.deps import MAX_ID
 from srift.errors import InvalidInput, PayloadTooLarge
 from srift.settings import Settings
 
@@ -176,3 +177,21 @@ def test_absurdly_nested_json_is_a_400_not_a_crash(client: TestClient, write_hea
     for body in (b"[" * 200_000 + b"]" * 200_000, b'{"a":' * 100_000 + b"1" + b"}" * 100_000):
         r = client.post("/v1/profiles", content=body, headers=headers)
         assert r.status_code == 400 and r.json()["error"] == "bad_request"
+
+
+def test_every_list_takes_the_same_largest_offset(client: TestClient) -> None:
+    """`offset` stopped at 1e9 on /v1/profiles and /v1/jobs but at 2³¹−1 on /v1/probe-jobs and
+    /v1/profile-jobs; every list now states and enforces the one bound (srift.api.deps.Offset)."""
+    spec = client.get("/openapi.json").json()
+    lists = {
+        path: param["schema"]
+        for path, item in spec["paths"].items()
+        for param in item.get("get", {}).get("parameters", [])
+        if param["name"] == "offset"
+    }
+    assert {"/v1/profiles", "/v1/jobs", "/v1/probe-jobs", "/v1/profile-jobs"} <= set(lists), lists
+    assert {(s["minimum"], s["maximum"]) for s in lists.values()} == {(0, MAX_ID)}, lists
+    for path in lists:
+        assert client.get(path, params={"offset": MAX_ID}).status_code == 200, path
+        over = client.get(path, params={"offset": MAX_ID + 1})
+        assert over.status_code == 422 and over.json()["field"] == "offset", path

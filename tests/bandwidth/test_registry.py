@@ -131,7 +131,9 @@ def test_api_errors(client: TestClient, write_headers: dict[str, str]) -> None:
     assert client.post("/v1/bandwidth-models/x/activate").status_code == 401
     extra = client.post("/v1/bandwidth-models", json={"colour": "red"}, headers=write_headers)
     assert extra.status_code == 422
-    empty = client.post("/v1/bandwidth-models", json={"instance_types": ["p9.mega"]}, headers=write_headers)
+    unknown = client.post("/v1/bandwidth-models", json={"instance_types": ["p9.mega"]}, headers=write_headers)
+    assert unknown.status_code == 404 and unknown.json()["field"] == "instance_types[0]"
+    empty = client.post("/v1/bandwidth-models", json={}, headers=write_headers)
     assert empty.status_code == 409 and "no stored probe samples" in empty.json()["detail"]
     assert client.get("/v1/bandwidth-models").json() == {"active": None, "prior": PRIOR, "models": []}
 

@@ -16,7 +16,7 @@ from srift.api.schemas.jobs import ProbeJobIn, ProfileJobIn
 from srift.catalog.shipped import load_shipped_catalog
 from srift.db.tables import Job, ProbeSample
 from srift.errors import InvalidInput
-from srift.jobs.spec import parse_probe_job
+from srift.jobs.spec import SUBNET_ID, parse_probe_job
 from srift.settings import Settings
 
 GOOD = {
@@ -350,3 +350,64 @@ def test_the_job_bodies_docs_jobs_md_shows_are_accepted_as_written(
     [ec2] = [b for b in bodies if b["provider"] == "ec2"]
     r = client.post("/v1/probe-jobs", json=ec2, headers=write_headers)
     assert r.status_code == 201, r.text
+
+
+def test_an_ec2_subnet_id_has_the_aws_form(
+    client: TestClient,
+    write_headers: dict[str, str],
+    session: Session,
+    settings: Settings,
+    ec2_options: dict[str, Any],
+) -> None:
+    """`ec2.subnet_id` took any non-blank text (`"subnet-..."`, `"my subnet"`), unlike image_id and
+    security_group_ids, and failed only when EC2 refused the launch; the schema now states AWS's form."""
+    subnet = client.get("/openapi.json").json()["components"]["schemas"]["Ec2Document"]["properties"][
+        "subnet_id"
+    ]
+    assert {"type": "string", "pattern": SUBNET_ID} in subnet["anyOf"], subnet
+    base = {"provider": "ec2", "instance_type": "g4dn.xlarge", "node_counts": [2], "sizes": [4]}
+    for bad in ("subnet-...", "my subnet", "subnet-0123456789abcdef", "SUBNET-01234567", "sg-01234567"):
+        r = client.post(
+            "/v1/probe-jobs", json={**base, "ec2": {**ec2_options, "subnet_id": bad}}, headers=write_headers
+        )
+        assert r.status_code == 422 and r.json()["field"] == "ec2.subnet_id", (bad, r.text)
+        with pytest.raises(InvalidInput) as caught:
+            parse_probe_job({**base, "ec2": {**ec2_options, "subnet_id": bad}})
+        assert caught.value.field == "ec2.subnet_id" and "subnet-0123456789abcdef0" in caught.value.hint
+    assert session.scalar(select(func.count()).select_from(Job)) == 0
+    load_shipped_catalog(settings)
+    for good in ("subnet-0123456789abcdef0", "subnet-12c6146b"):
+        ok = client.post(
+            "/v1/probe-jobs", json={**base, "ec2": {**ec2_options, "subnet_id": good}}, headers=write_headers
+        )
+        assert ok.status_code == 201, (good, ok.text)
+
+
+@pytest.mark.usefixtures("testbed_types")
+@pytest.mark.parametrize(
+    ("change", "field", "hint"),
+    [
+        ({"sizes": [6]}, "sizes[0]", "multiples of 4"),
+        ({"node_counts": [0]}, "node_counts[0]", "hosts per run"),
+        ({"testbed_prefix": "Bad!"}, "testbed_prefix", "prefix of a testbed"),
+        (
+            {"provider": "ec2", "ec2": {"image_id": "ami-xyz", "results_url": "http://10.0.0.5:8000"}},
+            "ec2.image_id",
+            "ami-0123456789abcdef0",
+        ),
+    ],
+)
+def test_the_api_gives_a_job_field_the_hint_the_cli_gives(
+    client: TestClient, write_headers: dict[str, str], change: dict[str, Any], field: str, hint: str
+) -> None:
+    """A schema-level 422 on a job request carried the generic "correct the named field; see /docs" while
+    the CLI read the same field's own hint (srift.jobs.spec's hints); both now read the model's
+    FIELD_HINTS."""
+    r = client.post("/v1/probe-jobs", json={**GOOD, **change}, headers=write_headers)
+    assert r.status_code == 422 and r.json()["field"] == field, r.text
+    with pytest.raises(InvalidInput) as caught:
+        parse_probe_job({**GOOD, **change})
+    assert caught.value.field == field and hint in caught.value.hint
+    assert r.json()["hint"] == caught.value.hint
+    query = client.get("/v1/probe-jobs", params={"limit": 0})
+    assert query.json()["field"] == "limit" and "see /docs" in query.json()["hint"]

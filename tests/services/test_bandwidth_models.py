@@ -4,6 +4,7 @@ listing the known providers; a known provider with no samples stays the 409 "not
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 from collections.abc import Iterator
 from pathlib import Path
@@ -11,8 +12,8 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from srift.bandwidth.records import ProbeRecord, parse_jsonl
-from srift.bandwidth.samples import sample_providers, store_samples
+from srift.bandwidth.records import BACKENDS, ProbeRecord, parse_jsonl
+from srift.bandwidth.samples import sample_instance_types, sample_providers, store_samples
 from srift.catalog.shipped import load_shipped_catalog
 from srift.db.session import session_factory
 from srift.settings import Settings, get_settings
@@ -54,6 +55,16 @@ def test_sample_providers_lists_each_stored_provider_once(
         assert sample_providers(session=session) == ["testbed"]
 
 
+def test_sample_instance_types_counts_a_mixed_ring_as_each_member(
+    db_url: str, stored_testbed: list[ProbeRecord]
+) -> None:
+    plain = stored_testbed[0].instance_type
+    ring = dataclasses.replace(stored_testbed[0], instance_type=f"{plain}+tb-other", run_id="mixed-ring")
+    with session_factory(db_url)() as session:
+        store_samples(session=session, records=[ring], origin="jsonl")
+        assert sample_instance_types(session=session) == sorted({plain, "tb-other"})
+
+
 @pytest.fixture
 def cli_env(db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setenv("SRIFT_DATABASE_URL", db_url)
@@ -63,10 +74,58 @@ def cli_env(db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Ite
     get_settings.cache_clear()
 
 
-def test_the_cli_refuses_an_unknown_provider_the_same_way(
-    cli_env: None, stored_testbed: list[ProbeRecord], capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize(
+    ("option", "said"),
+    [
+        (["--provider", "ibm"], ["providers[0]", "unknown provider 'ibm'", "testbed"]),
+        (["--backend", "openmpi"], ["backends[0]", "unknown backend 'openmpi'", "nccl-tests"]),
+        (["--instance-type", "tb-nope"], ["instance_types[0]", "unknown instance type 'tb-nope'"]),
+    ],
+)
+def test_the_cli_refuses_an_unknown_filter_the_same_way(
+    cli_env: None,
+    stored_testbed: list[ProbeRecord],
+    capsys: pytest.CaptureFixture[str],
+    option: list[str],
+    said: list[str],
 ) -> None:
-    code, _, err = run_cli(capsys, "models", "train", "--provider", "ibm", "--no-tune")
+    code, _, err = run_cli(capsys, "models", "train", *option, "--no-tune")
     assert code == 2, err
     flat = " ".join(err.split())
-    assert "providers[0]" in flat and "unknown provider 'ibm'" in flat and "testbed" in flat
+    assert all(words in flat for words in said), flat
+
+
+def test_the_backend_filter_is_an_enum_of_the_stored_backends(client: TestClient) -> None:
+    spec = client.get("/openapi.json").json()
+    items = spec["components"]["schemas"]["TrainRequest"]["properties"]["backends"]["items"]
+    assert tuple(items["enum"]) == BACKENDS
+
+
+def test_an_unknown_backend_is_a_422_naming_its_position(
+    client: TestClient, write_headers: dict[str, str], stored_testbed: list[ProbeRecord]
+) -> None:
+    r = client.post("/v1/bandwidth-models", json={"backends": ["gloo", "openmpi"]}, headers=write_headers)
+    assert r.status_code == 422, r.text
+    assert r.json()["field"] == "backends[1]" and "'nccl-tests'" in r.json()["detail"]
+    assert client.get("/v1/bandwidth-models").json()["models"] == []
+
+
+def test_an_unknown_instance_type_is_a_404_naming_its_position_and_close_names(
+    client: TestClient, settings: Settings, write_headers: dict[str, str], stored_testbed: list[ProbeRecord]
+) -> None:
+    load_shipped_catalog(settings)
+    stored = stored_testbed[0].instance_type
+    r = client.post(
+        "/v1/bandwidth-models",
+        json={"instance_types": [stored, "p3.8xlarge", "p3.8xlarg"]},
+        headers=write_headers,
+    )
+    assert r.status_code == 404, r.text
+    body = r.json()
+    assert body["error"] == "not_found" and body["field"] == "instance_types[2]"
+    assert "'p3.8xlarg'" in body["detail"] and "p3.8xlarge" in body["hint"]
+    assert "leave `instance_types` out" in body["hint"]
+    known = client.post(
+        "/v1/bandwidth-models", json={"instance_types": ["p3.8xlarge"]}, headers=write_headers
+    )
+    assert known.status_code == 409 and "no stored probe samples" in known.json()["detail"]

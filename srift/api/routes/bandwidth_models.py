@@ -18,8 +18,8 @@ ERRORS: dict[int | str, dict[str, str]] = {
     401: {"description": "a token is required"},
     403: {"description": "the token's scope is too low"},
     404: {
-        "description": "unknown model version, or a training filter's provider that neither the catalog "
-        "nor any stored probe sample names"
+        "description": "unknown model version, or a training filter's provider or instance type that "
+        "neither the catalog nor any stored probe sample names"
     },
     409: {"description": "no stored probe samples match the filters (nothing to train on yet)"},
     422: {"description": "invalid request"},

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, status
 
 from srift.api.auth import RequireJobOrWrite, RequireRead, RequireWrite
-from srift.api.deps import MAX_ID, SessionDep, id_path
+from srift.api.deps import Offset, SessionDep, id_path
 from srift.api.limits import error_response
 from srift.api.schemas.jobs import (
     JobCreated,
@@ -33,7 +33,6 @@ StateQuery = Annotated[
 ]
 KindQuery = Annotated[JobKind | None, Query(description="only probe or only profile jobs")]
 Limit = Annotated[int, Query(ge=1, le=500, description="page size")]
-Offset = Annotated[int, Query(ge=0, le=MAX_ID)]
 
 
 AUTH: dict[int | str, dict[str, Any]] = {

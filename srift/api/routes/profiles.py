@@ -7,7 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Response, status
 
 from srift.api.auth import CallerIdentity, RequireRead, RequireWrite
-from srift.api.deps import SessionDep, id_path
+from srift.api.deps import Offset, SessionDep, id_path
 from srift.api.limits import error_response
 from srift.api.schemas.profiles import (
     ModelProfilesOut,
@@ -72,7 +72,7 @@ def list_profiles(
         str | None, Query(min_length=1, max_length=200, pattern=NO_NUL, description="only this accelerator")
     ] = None,
     limit: Annotated[int, Query(ge=1, le=1000, description="profiles per page")] = 200,
-    offset: Annotated[int, Query(ge=0, le=1_000_000_000, description="profiles to skip")] = 0,
+    offset: Offset = 0,
 ) -> ProfileListOut:
     """Stored profiles this token may read (its own, everyone's and shared ones) grouped by model name
     (ordered by model, then id), a page at a time: `total` says how many there are over all pages (the

@@ -10,7 +10,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 
 from srift.api.auth import CallerIdentity, RequireRead
-from srift.api.deps import SessionDep
+from srift.api.deps import Offset, SessionDep
 from srift.api.schemas.dashboard import TrainingRunList, TrainingRunSummary
 from srift.domain.states import TrainingState
 from srift.services import dashboard
@@ -29,7 +29,7 @@ def list_training_runs(
     caller: CallerIdentity,
     state: Annotated[TrainingState | None, Query()] = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
-    offset: Annotated[int, Query(ge=0, le=1_000_000_000)] = 0,
+    offset: Offset = 0,
 ) -> TrainingRunList:
     """Tracked training runs this token may read (of its own plans and everyone's), newest first, with their
     interruption and re-plan counts."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -10,6 +10,8 @@ from srift.api.schemas.types import Timestamp
 from srift.documents import StrictModel
 
 Name = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9][A-Za-z0-9._:/+-]*$")]
+BackendName = Literal["gloo", "nccl", "mpi", "nccl-tests"]
+"""A probe sample's backend, as stored (srift.bandwidth.records.BACKENDS; a test checks they agree)."""
 
 
 class TrainRequest(StrictModel):
@@ -21,7 +23,9 @@ class TrainRequest(StrictModel):
     instance_types: list[Name] = Field(
         default_factory=list, max_length=200, description="e.g. ['p3.8xlarge']"
     )
-    backends: list[Name] = Field(default_factory=list, max_length=4, description="gloo, nccl, nccl-tests")
+    backends: list[BackendName] = Field(
+        default_factory=list, max_length=4, description="backends the samples were measured with"
+    )
     activate: bool = Field(default=False, description="make the new version the one predictions use")
     seed: int = Field(default=0, ge=0, le=2**31 - 1, description="seed of the split and the search")
     tune: bool = Field(
