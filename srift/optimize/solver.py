@@ -86,15 +86,16 @@ def optimize_with_evaluations(
     returns = None
     if best is None:
         error = _infeasible(problem, evals, options, result, start=start)
-        rescue = Incumbent(problem.constraints.objective)
-        for item in evals.records.values():
-            rescue.offer(item)
-        if rescue.best is None:
+        rescued = _best_recorded(problem, evals)
+        if rescued is None:
             error.proven = _proven(result, mode, evals)
             raise error
-        best = rescue.best
+        best = rescued
     else:
         returns = _returns(problem, evals, best, options, start=start)
+        while (better := _best_recorded(problem, evals)) is not None and better.groups != best.groups:
+            best = better
+            returns = _returns(problem, evals, best, options, start=start)
     best = evals.banded(best.groups)
     plan_baselines = baselines(problem, evals)
     pareto, total = pareto_points(
@@ -140,6 +141,19 @@ def optimize_with_evaluations(
         diminishing_returns=returns,
     )
     return plan, evals
+
+
+def _best_recorded(problem: Problem, evals: Evaluations) -> Evaluated | None:
+    """The best feasible configuration evaluated so far, in the search's order (objective, then the other
+    figure, types, VMs), or None when none meets the limits.
+
+    Why: a search stopped by its budget leaves a plan that later phases may beat with fleets they evaluate
+    on the way (the diminishing-returns search looks for fleets up to 10 % slower and may find faster ones
+    within the limits); the plan must be no worse than any feasible fleet the answer reports on its front."""
+    found = Incumbent(problem.constraints.objective)
+    for item in list(evals.records.values()):
+        found.offer(item)
+    return found.best
 
 
 def _proven(result: SearchResult, mode: SearchMode, evals: Evaluations) -> bool:
