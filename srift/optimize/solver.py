@@ -483,7 +483,9 @@ def _infeasible(
 
 def _usd_up(usd: float) -> str:
     """Dollars rounded up to the cent: a limit the hint names must be met by the figure it prints (rounded to
-    the nearest cent, a cheapest plan of $4.8119 under a $4.81 budget read "raise budget_usd to $4.81")."""
+    the nearest cent, a cheapest plan of $4.8119 under a $4.81 budget read "raise budget_usd to $4.81"), and
+    the message quotes the figure as the hint does ("costs $4.81, $0.01 over" under $4.81 read as a
+    contradiction)."""
     return f"${math.ceil(round(usd * 100, 6)) / 100:.2f}"
 
 
@@ -518,7 +520,7 @@ def _infeasible_limits(
             gap = (
                 ""
                 if fastest is None
-                else f": the fastest{searched} takes {fastest:.0f} s{at}, "
+                else f": the fastest{searched} takes {_seconds_up(fastest)}{at}, "
                 f"{_seconds_up(fastest - c.time_limit_s)} over"
             )
             return PlanInfeasible(
@@ -542,13 +544,13 @@ def _infeasible_limits(
             )
         fast = relax.get("fastest_time_within_budget_s")
         within = (
-            f"within ${c.budget_usd:g} the fastest takes {fast:.0f} s"
+            f"within ${c.budget_usd:g} the fastest takes {_seconds_up(fast)}"
             if fast is not None
             else (f"nothing{searched} fits ${c.budget_usd:g}")
         )
         return PlanInfeasible(
             f"no configuration{searched} meets both time_limit_s={c.time_limit_s:g} s and budget_usd="
-            f"${c.budget_usd:g}: meeting the deadline{at} costs at least ${least_cost:.2f} "
+            f"${c.budget_usd:g}: meeting the deadline{at} costs at least {_usd_up(least_cost)} "
             f"({_usd_up(least_cost - c.budget_usd)} over budget); {within}",
             hint=f"raise budget_usd to {_usd_up(least_cost)}"
             + (f" or time_limit_s to {_seconds_up(fast)}" if fast is not None else ""),
@@ -561,7 +563,8 @@ def _infeasible_limits(
     gap = (
         ""
         if cheapest is None
-        else f": the cheapest{searched} costs ${cheapest:.2f}{at}, {_usd_up(cheapest - c.budget_usd)} over"
+        else f": the cheapest{searched} costs {_usd_up(cheapest)}{at}, "
+        f"{_usd_up(cheapest - c.budget_usd)} over"
     )
     return PlanInfeasible(
         f"no configuration{searched} runs {n} iterations within budget_usd=${c.budget_usd:g}{gap}",

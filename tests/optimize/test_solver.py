@@ -197,6 +197,10 @@ def test_the_figure_an_infeasible_hint_names_meets_the_limit(
     )
     found = re.search(figure, err.value.hint)
     assert found is not None, err.value.hint
+    # The message quotes the best plan's figure as the hint does: "costs $2.32, $0.01 over" under a $2.32
+    # budget read as a contradiction.
+    quoted = re.search(("costs " if limit == "budget_usd" else "takes ") + figure, err.value.detail)
+    assert quoted is not None and quoted.group(1) == found.group(1), err.value.detail
     raised = replace(short, **{limit: float(found.group(1))})
     plan = optimize(replace(problem, constraints=raised), FastEvaluator(), options)  # no PlanInfeasible
     assert plan.config.global_batch == c.global_batch
