@@ -8,8 +8,10 @@ running server with --url (the REST paths under /v1/jobs).
 
 from __future__ import annotations
 
+import functools
 import json
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -19,6 +21,7 @@ from rich.table import Table
 from srift.commands.options import LocalDatabaseUrl, add_group
 from srift.commands.remote import call_api, put_given
 from srift.commands.tables import add_columns
+from srift.errors import SriftError
 
 if TYPE_CHECKING:
     from srift.domain.states import TrainingState
@@ -145,6 +148,39 @@ def _emit(answer: dict[str, Any], as_json: bool, printer: Any) -> None:
         printer(answer)
 
 
+_API_START = re.compile(r"POST /v1/jobs\b(?!/)")
+
+
+def _in_cli_words(
+    options: Mapping[str, str],
+) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """A `srift run` command whose errors name its own options: the service's errors (shared with the API)
+    name the request's fields (`time_limit_s`) and REST paths (POST /v1/jobs); this says them as the
+    command line takes them (`--time-limit`, `srift run start PLAN_ID`), field and hint, so the user is
+    told what to type. `options` maps each request field to the command's option."""
+    fields = re.compile(r"\b(" + "|".join(map(re.escape, options)) + r")\b") if options else None
+
+    def cli_command(command: Callable[..., None]) -> Callable[..., None]:
+        @functools.wraps(command)
+        def speaking(*args: Any, **kwargs: Any) -> None:
+            try:
+                command(*args, **kwargs)
+            except SriftError as exc:
+                hint = _API_START.sub("`srift run start PLAN_ID` (`srift run list` shows the runs)", exc.hint)
+                if fields is not None:
+                    hint = fields.sub(lambda m: options[m.group(1)], hint)
+                exc.restate(hint=hint, field=options.get(exc.field or "", exc.field))
+                raise
+
+        return speaking
+
+    return cli_command
+
+
+_REPORT_OPTIONS = {"iterations_done": "--iterations", "elapsed_s": "--elapsed", "spent_usd": "--spent"}
+"""The progress figures `srift run progress` and `srift run interrupt` take, by their request field."""
+
+
 RunToken = Annotated[
     str | None,
     typer.Option("--token", envvar="SRIFT_TOKEN", help="API write token for --url (env SRIFT_TOKEN)"),
@@ -157,6 +193,7 @@ _SPENT = typer.Option("--spent", min=0, help="USD spent so far")
 LaunchOverhead = Annotated[float, typer.Option("--launch-overhead", min=0, help="seconds to boot VMs")]
 
 
+@_in_cli_words({})
 def start(
     plan_id: Annotated[int, typer.Argument(min=1, help="the stored plan being run")],
     url: LocalDatabaseUrl = None,
@@ -174,6 +211,7 @@ def start(
     _emit(answer, as_json, lambda r: _print_started(r, url))
 
 
+@_in_cli_words(_REPORT_OPTIONS)
 def progress(
     job_id: RunId,
     iterations: Annotated[int, _ITERATIONS],
@@ -199,6 +237,14 @@ def progress(
     _emit(answer, as_json, _print_run)
 
 
+@_in_cli_words(
+    {
+        **_REPORT_OPTIONS,
+        "instance_type": "--type",
+        "count": "--count",
+        "launch_overhead_s": "--launch-overhead",
+    }
+)
 def interrupt(
     job_id: RunId,
     instance_type: Annotated[str, typer.Option("--type", help="the instance type that lost VMs")],
@@ -234,6 +280,14 @@ def interrupt(
     _emit(answer, as_json, _print_replan)
 
 
+@_in_cli_words(
+    {
+        "time_limit_s": "--time-limit",
+        "budget_usd": "--budget",
+        "objective": "--objective",
+        "launch_overhead_s": "--launch-overhead",
+    }
+)
 def amend(
     job_id: RunId,
     time_limit: Annotated[
@@ -356,6 +410,7 @@ def _print_resets(answer: dict[str, Any]) -> None:
         )
 
 
+@_in_cli_words({})
 def show(
     job_id: RunId,
     url: LocalDatabaseUrl = None,
