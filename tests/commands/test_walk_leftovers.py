@@ -1,0 +1,47 @@
+"""What a newcomer's walk through the CLI left: each error names the option typed, says why in one line
+with "To fix: ...", exits 2 and writes nothing; the docs state what the commands read."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from srift.cli import build_app, main
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    with pytest.raises(SystemExit) as done:
+        main(list(argv))
+    out, err = capsys.readouterr()
+    return int(done.value.code or 0), out, err
+
+
+def one_line(err: str) -> str:
+    """The single error line, with the console's wrapping undone."""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    return lines[0]
+
+
+def test_a_log_with_epoch_seconds_is_refused_naming_the_time_once_and_the_format_is_documented(
+    local: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`srift traces import log.csv` with epoch-second times said "rows[0].time: log.csv: rows[0].time
+    (line 2) '1700000000' is not an ISO 8601 time", and neither docs/spot.md nor --help said what a
+    time is."""
+    log = tmp_path / "log.csv"
+    log.write_text("time,zone,instance_type,event,count\n1700000000,us-east-1a,p3.2xlarge,launched,1\n")
+    code, out, err = run(capsys, "traces", "import", str(log))
+    line = one_line(err)
+    assert code == 2 and out == "" and line.count("rows[0].time") == 1, err
+    assert line.startswith("error: rows[0].time: log.csv: (line 2) '1700000000' is not an ISO 8601 time"), err
+    assert "epoch seconds" in line and "To fix: " in line, err
+    assert not (tmp_path / "spot-traces.json").exists()
+    helped = CliRunner().invoke(build_app(), ["traces", "import", "--help"], terminal_width=200).output
+    assert "ISO 8601" in helped and "2024-05-01T10:00:00Z" in helped
+    spot = (ROOT / "docs" / "spot.md").read_text()
+    assert "`time` is an ISO 8601 date and time" in spot and "epoch" in spot
