@@ -45,3 +45,32 @@ def test_a_log_with_epoch_seconds_is_refused_naming_the_time_once_and_the_format
     assert "ISO 8601" in helped and "2024-05-01T10:00:00Z" in helped
     spot = (ROOT / "docs" / "spot.md").read_text()
     assert "`time` is an ISO 8601 date and time" in spot and "epoch" in spot
+
+
+@pytest.mark.parametrize(
+    "given",
+    [
+        ("--mode", "eager"),
+        ("--solve-budget", "5"),
+        ("--confidence", "0.5"),
+        ("--recent-trace", "user:log.csv#aws/us-east-1a/p3.2xlarge"),
+        ("--recent-log", "log.csv"),
+        ("--as-of-s", "60"),
+        ("--replay-traces", "traces/"),
+        ("--bucket-cap-mb", "50"),
+        ("--per-layer",),
+    ],
+)
+def test_planning_options_beside_plan_id_are_refused_not_ignored(
+    local: None, tmp_path: Path, capsys: pytest.CaptureFixture[str], given: tuple[str, ...]
+) -> None:
+    """`srift plan --plan-id N --emit torchrun --mode eager` emitted plan N's files as they were planned and
+    said nothing of --mode (nor of --solve-budget, --confidence, --recent-*, --as-of-s, --replay-traces,
+    --bucket-cap-mb, --per-layer): the user believed the files reflected them."""
+    code, out, err = run(capsys, "plan", "--plan-id", "1", "--emit", "torchrun", *given)
+    line = one_line(err)
+    assert code == 2 and out == "", err
+    assert line.startswith(f"error: {given[0]}: {given[0]} shapes the search"), err
+    assert "--plan-id 1 emits the stored plan" in line and f"To fix: drop {given[0]}" in line, err
+    code, out, err = run(capsys, "plan", "--plan-id", "1", "--emit", "torchrun", "--mode", "eager", *given)
+    assert code == 2 and "--mode" in one_line(err) and given[0] in one_line(err), err
