@@ -3,6 +3,7 @@ with "To fix: ...", exits 2 and writes nothing; the docs state what the commands
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -74,3 +75,18 @@ def test_planning_options_beside_plan_id_are_refused_not_ignored(
     assert "--plan-id 1 emits the stored plan" in line and f"To fix: drop {given[0]}" in line, err
     code, out, err = run(capsys, "plan", "--plan-id", "1", "--emit", "torchrun", "--mode", "eager", *given)
     assert code == 2 and "--mode" in one_line(err) and given[0] in one_line(err), err
+
+
+def test_a_quick_probe_of_a_cloud_type_on_the_default_provider_says_local_cannot_run_it(
+    local: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`srift probe run --quick --instance-type g4dn.12xlarge` (provider left at its default, local) asked
+    for EC2 options (`image_id: an EC2 quick probe needs --image-id ...`) without saying why EC2: the real
+    cause is that provider local probes this machine and cannot run a cloud type."""
+    code, out, err = run(capsys, "probe", "run", "--quick", "--instance-type", "g4dn.12xlarge")
+    line = one_line(err)
+    assert code == 2 and out == "", err
+    assert line.startswith("error: --provider: the default provider, local, probes this machine"), err
+    assert "cannot run g4dn.12xlarge" in line and "To fix: pass --provider ec2 --image-id " in line, err
+    code, out, err = run(capsys, "jobs", "list", "--json")
+    assert code == 0 and json.loads(out) == [], err
