@@ -239,12 +239,12 @@ def run(
     from srift.errors import InvalidInput
 
     if backend not in ("gloo", "nccl"):
-        raise InvalidInput(f"unknown backend {backend!r}", hint="use gloo or nccl", field="backend")
+        raise InvalidInput(f"unknown backend {backend!r}", hint="use gloo or nccl", field="--backend")
     spec = LocalProbe(
         nodes=nodes,
-        sizes=tuple(parse_size(s) for s in sizes.split(",") if s.strip()) if sizes else (),
-        min_bytes=parse_size(min_bytes, field="min_bytes"),
-        max_bytes=parse_size(max_bytes, field="max_bytes"),
+        sizes=tuple(parse_size(s, field="--sizes") for s in sizes.split(",") if s.strip()) if sizes else (),
+        min_bytes=parse_size(min_bytes, field="--min-bytes"),
+        max_bytes=parse_size(max_bytes, field="--max-bytes"),
         repeats=repeats,
         warmup=warmup,
         async_count=async_count,

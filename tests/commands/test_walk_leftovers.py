@@ -90,3 +90,26 @@ def test_a_quick_probe_of_a_cloud_type_on_the_default_provider_says_local_cannot
     assert "cannot run g4dn.12xlarge" in line and "To fix: pass --provider ec2 --image-id " in line, err
     code, out, err = run(capsys, "jobs", "list", "--json")
     assert code == 0 and json.loads(out) == [], err
+
+
+@pytest.mark.parametrize(
+    ("flags", "start"),
+    [
+        (
+            ("--nodes", "2", "--min-bytes", "1M", "--max-bytes", "4K"),
+            "error: --min-bytes: the grid's smallest",
+        ),
+        (("--nodes", "1"), "error: --nodes: an allreduce needs at least 2 processes, not 1"),
+        (("--sizes", "4,6"), "error: --sizes: size 6 B is not a positive multiple of 4 bytes"),
+        (("--max-bytes", "zero"), "error: --max-bytes: 'zero' is not a positive size"),
+    ],
+)
+def test_a_local_probe_that_cannot_run_is_refused_naming_its_option_before_any_progress(
+    local: None, capsys: pytest.CaptureFixture[str], flags: tuple[str, ...], start: str
+) -> None:
+    """`srift probe run --nodes 2 --min-bytes 1M --max-bytes 4K` blamed `sizes`, and it and `--nodes 1`
+    drew the progress bar ("probing ... starting ranks") before the error."""
+    code, out, err = run(capsys, "probe", "run", *flags)
+    assert code == 2 and out == "", err
+    line = one_line(err)
+    assert line.startswith(start) and "To fix: " in line and "probing" not in err, err
