@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.table import Table
 
 from srift.commands.local import migrated_url
-from srift.commands.options import JsonFlag, LocalDatabaseUrl, UrlToken, add_group
+from srift.commands.options import JsonFlag, LocalDatabaseUrl, UrlToken, add_group, in_cli_words
 from srift.commands.remote import call_api, put_given
 from srift.errors import InvalidInput, parse_choice
 
@@ -236,6 +236,30 @@ def show(
     _print_job(job, with_log=True, as_json=as_json)
 
 
+_SUBMIT_OPTIONS = {"provider": "--provider", "testbed_prefix": "--testbed-prefix"}
+"""The request fields both `srift jobs submit` commands take as options."""
+EC2_BY_FILE = (
+    "only a request file carries them: write `provider: ec2` and an `ec2:` mapping with image_id (e.g. "
+    "ami-0123456789abcdef0) and results_url (this server as the instances reach it, e.g. "
+    "http://10.0.0.5:8000) in r.yaml, then pass --file r.yaml (flags override it; every ec2 option: POST "
+    "/v1/probe-jobs in docs/api.md)"
+)
+"""How a CLI user gives a job's EC2 options, in place of the API's "add them"."""
+
+
+@in_cli_words(
+    {
+        **_SUBMIT_OPTIONS,
+        "instance_type": "--instance-type",
+        "node_counts": "--nodes",
+        "sizes": "--sizes",
+        "repeats": "--repeats",
+    },
+    hints={
+        "add them": EC2_BY_FILE,
+        "give hosts per run, e.g. [2, 4]": "give hosts per run, e.g. --nodes 2,4",
+    },
+)
 def submit_probe(
     provider: Provider = None,
     instance_type: Annotated[
@@ -264,10 +288,20 @@ def submit_probe(
     if nodes:
         body["node_counts"] = _split_counts(nodes, "--nodes")
     if sizes:
-        body["sizes"] = _split_sizes(sizes, "sizes")
+        body["sizes"] = _split_sizes(sizes, "--sizes")
     _submit_and_print("probe", body, url=url, token=token, as_json=as_json)
 
 
+@in_cli_words(
+    {
+        **_SUBMIT_OPTIONS,
+        "instance_types": "--instance-types",
+        "model": "--model",
+        "input": "--input",
+        "max_batch": "--max-batch",
+    },
+    hints={"add them": EC2_BY_FILE},
+)
 def submit_profile(
     provider: Provider = None,
     instance_types: Annotated[

@@ -8,9 +8,7 @@ running server with --url (the REST paths under /v1/jobs).
 
 from __future__ import annotations
 
-import functools
 import json
-import re
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -18,10 +16,9 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from srift.commands.options import LocalDatabaseUrl, add_group
+from srift.commands.options import LocalDatabaseUrl, add_group, in_cli_words
 from srift.commands.remote import call_api, put_given
 from srift.commands.tables import add_columns
-from srift.errors import SriftError
 
 if TYPE_CHECKING:
     from srift.domain.states import TrainingState
@@ -148,33 +145,15 @@ def _emit(answer: dict[str, Any], as_json: bool, printer: Any) -> None:
         printer(answer)
 
 
-_API_START = re.compile(r"POST /v1/jobs\b(?!/)")
+_API_START = "POST /v1/jobs"
+"""The REST way to start a run, which the service's hints name; the CLI's is `srift run start PLAN_ID`."""
+_CLI_START = "`srift run start PLAN_ID` (`srift run list` shows the runs)"
 
 
-def _in_cli_words(
-    options: Mapping[str, str],
-) -> Callable[[Callable[..., None]], Callable[..., None]]:
-    """A `srift run` command whose errors name its own options: the service's errors (shared with the API)
-    name the request's fields (`time_limit_s`) and REST paths (POST /v1/jobs); this says them as the
-    command line takes them (`--time-limit`, `srift run start PLAN_ID`), field and hint, so the user is
-    told what to type. `options` maps each request field to the command's option."""
-    fields = re.compile(r"\b(" + "|".join(map(re.escape, options)) + r")\b") if options else None
-
-    def cli_command(command: Callable[..., None]) -> Callable[..., None]:
-        @functools.wraps(command)
-        def speaking(*args: Any, **kwargs: Any) -> None:
-            try:
-                command(*args, **kwargs)
-            except SriftError as exc:
-                hint = _API_START.sub("`srift run start PLAN_ID` (`srift run list` shows the runs)", exc.hint)
-                if fields is not None:
-                    hint = fields.sub(lambda m: options[m.group(1)], hint)
-                exc.restate(hint=hint, field=options.get(exc.field or "", exc.field))
-                raise
-
-        return speaking
-
-    return cli_command
+def _in_cli_words(options: Mapping[str, str]) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """A `srift run` command whose errors name `options` (request field: option) and start runs the CLI
+    way (see `in_cli_words`)."""
+    return in_cli_words(options, phrases={_API_START: _CLI_START})
 
 
 _REPORT_OPTIONS = {"iterations_done": "--iterations", "elapsed_s": "--elapsed", "spent_usd": "--spent"}

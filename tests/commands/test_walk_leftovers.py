@@ -113,3 +113,36 @@ def test_a_local_probe_that_cannot_run_is_refused_naming_its_option_before_any_p
     assert code == 2 and out == "", err
     line = one_line(err)
     assert line.startswith(start) and "To fix: " in line and "probing" not in err, err
+
+
+@pytest.mark.parametrize("kind", ["probe", "profile"])
+def test_an_ec2_job_without_its_options_says_a_request_file_carries_them(
+    local: None, tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str
+) -> None:
+    """`srift jobs submit probe --provider ec2 ...` hinted "add them" (image_id, results_url), but no flag
+    carries them: only --file does. The hint says so; a file with them is then queued."""
+    flags = (
+        ("--instance-type", "p3.2xlarge", "--nodes", "2")
+        if kind == "probe"
+        else ("--instance-types", "p3.2xlarge", "--model", "m:f", "--input", "m:i")
+    )
+    code, out, err = run(capsys, "jobs", "submit", kind, "--provider", "ec2", *flags)
+    line = one_line(err)
+    assert code == 2 and out == "", err
+    assert line.startswith("error: ec2: provider ec2 needs `ec2` options") and "add them" not in line, err
+    assert "an `ec2:` mapping with image_id" in line and "then pass --file r.yaml" in line, err
+    from srift.commands.local import catalog_database
+    from srift.settings import get_settings
+
+    catalog_database(get_settings())  # the shipped catalog, which knows p3.2xlarge
+    request = tmp_path / "r.yaml"
+    request.write_text("ec2:\n  image_id: ami-0123456789abcdef0\n  results_url: http://10.0.0.5:8000\n")
+    code, out, err = run(capsys, "jobs", "submit", kind, "--provider", "ec2", *flags, "--file", str(request))
+    assert code == 0, err
+    code, out, err = run(capsys, "jobs", "list", "--json")
+    assert [j["provider"] for j in json.loads(out)] == ["ec2"]
+
+
+def test_a_probe_job_without_nodes_names_the_option(local: None, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "jobs", "submit", "probe", "--provider", "local", "--instance-type", "local")
+    assert code == 2 and one_line(err).startswith("error: --nodes: ") and "e.g. --nodes 2,4" in err, err
