@@ -8,6 +8,7 @@ in its command's module instead, so every `--help` reads as before.
 from __future__ import annotations
 
 import functools
+import math
 import re
 from collections.abc import Callable, Mapping
 from typing import Annotated, Any
@@ -85,3 +86,29 @@ def in_cli_words(
         return speaking
 
     return decorate
+
+
+def finite_number(option: str, *, within: tuple[float, float] | None = None) -> Callable[[str], float]:
+    """A typer `parser` for a float option: the number, or InvalidInput naming `option` for text that is
+    not one, for nan and ±inf ("is not a number", where a range check would call nan too large), and for
+    a value outside `within` (low, high; checked here, as typer does not range-check an option with a
+    parser)."""
+    from srift.errors import InvalidInput
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if not math.isfinite(value):
+            kind = "a finite number" if math.isinf(value) else "a number"
+            raise InvalidInput(f"{text} is not {kind}", hint=f"give {option} a decimal number", field=option)
+        if within is not None and not within[0] <= value <= within[1]:
+            raise InvalidInput(
+                f"{text} is outside {within[0]:g}..{within[1]:g}",
+                hint=f"give {option} a number from {within[0]:g} to {within[1]:g}",
+                field=option,
+            )
+        return value
+
+    return parse

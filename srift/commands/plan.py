@@ -14,7 +14,7 @@ from rich.table import Table
 
 from srift.commands.ddp_options import BucketCapMb, PerLayer, apply_ddp_options
 from srift.commands.local import served_session
-from srift.commands.options import ExampleFlag, ServerUrl
+from srift.commands.options import ExampleFlag, ServerUrl, finite_number
 from srift.commands.remote import answer_request, call_api, env_token, put_given, request_body
 from srift.commands.tables import add_columns
 
@@ -653,6 +653,7 @@ SolveBudget = Annotated[
     float | None,
     typer.Option(
         "--solve-budget",
+        parser=finite_number("--solve-budget"),
         help="override solve_budget_s: seconds the search may take, more than 0 and at most the "
         "server's SRIFT_MAX_SOLVE_BUDGET_S (default 30; checked by the same rule as POST /v1/plans)",
     ),
@@ -661,10 +662,9 @@ Confidence = Annotated[
     float | None,
     typer.Option(
         "--confidence",
-        min=0.5,
-        max=0.99,
-        help="override the file's confidence: the quantile of time and cost that must meet the limits "
-        "(default 0.9; 0.5 checks the prediction itself)",
+        parser=finite_number("--confidence", within=(0.5, 0.99)),
+        help="override the file's confidence, from 0.5 to 0.99: the quantile of time and cost that must meet "
+        "the limits (default 0.9; 0.5 checks the prediction itself)",
     ),
 ]
 Emit = Annotated[

@@ -146,3 +146,28 @@ def test_an_ec2_job_without_its_options_says_a_request_file_carries_them(
 def test_a_probe_job_without_nodes_names_the_option(local: None, capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run(capsys, "jobs", "submit", "probe", "--provider", "local", "--instance-type", "local")
     assert code == 2 and one_line(err).startswith("error: --nodes: ") and "e.g. --nodes 2,4" in err, err
+
+
+@pytest.mark.parametrize(
+    ("flags", "start"),
+    [
+        (("--solve-budget", "nan"), "error: --solve-budget: nan is not a number."),
+        (("--solve-budget", "inf"), "error: --solve-budget: inf is not a finite number."),
+        (("--confidence", "nan"), "error: --confidence: nan is not a number."),
+        (("--confidence", "2"), "error: --confidence: 2 is outside 0.5..0.99."),
+    ],
+)
+def test_a_planning_number_that_is_not_one_is_refused_as_such(
+    local: None, tmp_path: Path, capsys: pytest.CaptureFixture[str], flags: tuple[str, ...], start: str
+) -> None:
+    """`srift plan r.yaml --solve-budget nan` said "solve_budget_s: Input should be greater than 0" and
+    `--confidence nan` "should be less than or equal to 0.99": nan is neither, it is not a number."""
+    code, out, err = run(capsys, "plan", "--example")
+    request = tmp_path / "r.yaml"
+    request.write_text(out)
+    code, out, err = run(capsys, "plan", str(request), *flags)
+    assert code == 2 and out == "", err
+    line = one_line(err)
+    assert line.startswith(start) and f"To fix: give {flags[0]} " in line, err
+    code, out, err = run(capsys, "plan", str(request), flags[0], "0.9", "--json")
+    assert code == 0, err
