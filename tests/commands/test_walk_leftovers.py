@@ -171,3 +171,53 @@ def test_a_planning_number_that_is_not_one_is_refused_as_such(
     assert line.startswith(start) and f"To fix: give {flags[0]} " in line, err
     code, out, err = run(capsys, "plan", str(request), flags[0], "0.9", "--json")
     assert code == 0, err
+
+
+@pytest.mark.parametrize(
+    ("value", "words"),
+    [("inf", "inf is not a finite number."), ("nan", "nan is not a number."), ("-1", "-1.0 is negative.")],
+)
+def test_an_infinite_optimizer_step_is_not_finite_not_negative(
+    local: None, tmp_path: Path, capsys: pytest.CaptureFixture[str], value: str, words: str
+) -> None:
+    """`srift profile import t4.csv ... --update-s inf` said "update_s: inf is negative" (and nan failed
+    typer's range check as "should be greater than or equal to 0")."""
+    from srift.optimize.synthetic import synthetic_profile
+
+    layers = tmp_path / "resnet50.json"
+    layers.write_text(json.dumps(synthetic_profile("resnet50", "T4").to_dict()))
+    table = tmp_path / "t4.csv"
+    table.write_text("batch,step_s\n8,0.21\n16,0.39\n32,0.76\n")
+    out_file = tmp_path / "resnet50-t4.json"
+    argv = ["profile", "import", str(table), "--layers", str(layers), "--accelerator", "T4"]
+    code, out, err = run(capsys, *argv, "--out", str(out_file), "--update-s", value)
+    assert code == 2 and out == "", err
+    line = one_line(err)
+    assert line.startswith(f"error: --update-s: {words}"), err
+    assert "To fix: give " in line and not out_file.exists()
+    code, out, err = run(capsys, *argv, "--out", str(out_file), "--update-s", "0.01")
+    assert code == 0 and out_file.exists(), err
+
+
+def test_the_importer_calls_an_infinite_optimizer_step_not_finite() -> None:
+    """The API's import (POST of a table) checks update_s the same way: inf is not "negative"."""
+    from srift.errors import InvalidInput
+    from srift.optimize.synthetic import synthetic_profile
+    from srift.profiling.imports import build_profile, parse_compute_table
+
+    with pytest.raises(InvalidInput) as caught:
+        build_profile(
+            table=parse_compute_table("batch,step_s\n8,0.21\n16,0.39\n", source="t4.csv"),
+            layers=synthetic_profile("resnet50", "T4"),
+            accelerator="T4",
+            model_name=None,
+            max_batch=None,
+            forward_fraction=None,
+            straggler_cv=None,
+            update_s=float("inf"),
+            table_source="t4.csv",
+            table_sha256="0" * 64,
+            created_at="2026-12-07T00:00:00+00:00",
+            precision=None,
+        )
+    assert caught.value.field == "update_s" and caught.value.detail == "inf is not a finite number of seconds"
