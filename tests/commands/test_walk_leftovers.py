@@ -221,3 +221,18 @@ def test_the_importer_calls_an_infinite_optimizer_step_not_finite() -> None:
             precision=None,
         )
     assert caught.value.field == "update_s" and caught.value.detail == "inf is not a finite number of seconds"
+
+
+def test_db_current_on_an_empty_database_says_so_and_how_to_migrate(
+    local: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`srift db current` on an empty database printed `current: None  head: 0005`."""
+    code, out, err = run(capsys, "db", "current")
+    assert code == 0, err
+    assert out.startswith("current: none (empty database)  head: ") and "None" not in out
+    assert "run `srift db upgrade`" in out
+    code, out, err = run(capsys, "db", "upgrade")
+    code, out, err = run(capsys, "db", "current")
+    assert code == 0 and "upgrade" not in out and out.startswith("current: "), out
+    code, out, err = run(capsys, "db", "downgrade", "base")
+    assert code == 0 and "None" not in out and "no revision" in out, out
