@@ -13,7 +13,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from srift.commands.local import migrated_url
+from srift.commands.local import catalog_database, migrated_url
 from srift.commands.options import JsonFlag, LocalDatabaseUrl, UrlToken, add_group, in_cli_words
 from srift.commands.remote import call_api, put_given
 from srift.errors import InvalidInput, parse_choice
@@ -68,9 +68,12 @@ def _submit(kind: str, body: dict[str, Any], *, url: str | None, token: str | No
     from srift.db.session import transaction
     from srift.jobs.spec import parse_probe_job, parse_profile_job
     from srift.services import jobs as service
+    from srift.settings import get_settings
 
     spec = parse_probe_job(body) if kind == "probe" else parse_profile_job(body)
-    with transaction(migrated_url()) as session:
+    # The job's instance types are checked against the catalog: the shipped one is loaded if missing, as
+    # `srift probe run --quick` (and `srift serve`) load it, so a first submit does not find none.
+    with transaction(catalog_database(get_settings())) as session:
         job, plain = service.submit_job(session=session, spec=spec)
         return {**service.job_document(job), "token": plain}
 
