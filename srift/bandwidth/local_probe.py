@@ -58,6 +58,36 @@ class LocalProbe:
     instance_type: str = "local"
     rated_gbps: float = 0.0
 
+    def __post_init__(self) -> None:
+        """Refuse a probe that cannot run when it is described, before any process starts or any progress
+        is drawn; each error names the `srift probe run` option that gave the value."""
+        if self.nodes < 2:
+            raise InvalidInput(
+                f"an allreduce needs at least 2 processes, not {self.nodes}",
+                hint="use --nodes 2 or more",
+                field="--nodes",
+            )
+        if self.nodes > 64:
+            raise InvalidInput("at most 64 local processes", hint="use --nodes ≤ 64", field="--nodes")
+        bad = next((s for s in self.sizes if s <= 0 or s % 4), None)
+        if bad is not None:
+            raise InvalidInput(
+                f"size {bad} B is not a positive multiple of 4 bytes (one float32)",
+                hint="e.g. --sizes 4,1024,1048576",
+                field="--sizes",
+            )
+        if self.min_bytes <= 0:
+            raise InvalidInput(
+                f"{self.min_bytes} B is not a positive size", hint="e.g. --min-bytes 4", field="--min-bytes"
+            )
+        if self.max_bytes < self.min_bytes:
+            raise InvalidInput(
+                f"the grid's smallest size ({self.min_bytes} B) is above its largest, --max-bytes "
+                f"({self.max_bytes} B)",
+                hint="give --min-bytes no larger than --max-bytes, e.g. --min-bytes 4K --max-bytes 1M",
+                field="--min-bytes",
+            )
+
     def args(self, out: Path) -> list[str]:
         grid = ["--sizes", ",".join(str(s) for s in self.sizes)] if self.sizes else []
         grid = grid or ["--min-bytes", str(self.min_bytes), "--max-bytes", str(self.max_bytes)]
@@ -82,19 +112,8 @@ class LocalProbe:
 def run_local_probe(
     probe: LocalProbe, *, on_progress: Callable[[int, int, int], None] | None = None, out: Path | None = None
 ) -> list[ProbeRecord]:
-    """Run the probe with `probe.nodes` local processes; `on_progress(done, total, size)` per size."""
-    if probe.nodes < 2:
-        raise InvalidInput(
-            "an allreduce needs at least 2 processes", hint="use --nodes 2 or more", field="nodes"
-        )
-    if probe.nodes > 64:
-        raise InvalidInput("at most 64 local processes", hint="use --nodes ≤ 64", field="nodes")
-    if any(s <= 0 or s % 4 for s in probe.sizes) or probe.min_bytes <= 0 or probe.max_bytes < probe.min_bytes:
-        raise InvalidInput(
-            "sizes must be positive multiples of 4 bytes, min ≤ max",
-            hint="e.g. --sizes 4,1024,1048576",
-            field="sizes",
-        )
+    """Run the probe with `probe.nodes` local processes; `on_progress(done, total, size)` per size. (The
+    probe checked its nodes and grid when it was made.)"""
     script = probe_script_path()
     with tempfile.TemporaryDirectory(prefix="srift-probe-") as tmp:
         target = out or Path(tmp) / "samples.jsonl"

@@ -13,8 +13,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from srift.commands.local import migrated_url
-from srift.commands.options import JsonFlag, LocalDatabaseUrl, UrlToken, add_group
+from srift.commands.local import catalog_database, migrated_url
+from srift.commands.options import JsonFlag, LocalDatabaseUrl, UrlToken, add_group, in_cli_words
 from srift.commands.remote import call_api, put_given
 from srift.errors import InvalidInput, parse_choice
 
@@ -68,9 +68,12 @@ def _submit(kind: str, body: dict[str, Any], *, url: str | None, token: str | No
     from srift.db.session import transaction
     from srift.jobs.spec import parse_probe_job, parse_profile_job
     from srift.services import jobs as service
+    from srift.settings import get_settings
 
     spec = parse_probe_job(body) if kind == "probe" else parse_profile_job(body)
-    with transaction(migrated_url()) as session:
+    # The job's instance types are checked against the catalog: the shipped one is loaded if missing, as
+    # `srift probe run --quick` (and `srift serve`) load it, so a first submit does not find none.
+    with transaction(catalog_database(get_settings())) as session:
         job, plain = service.submit_job(session=session, spec=spec)
         return {**service.job_document(job), "token": plain}
 
@@ -236,6 +239,30 @@ def show(
     _print_job(job, with_log=True, as_json=as_json)
 
 
+_SUBMIT_OPTIONS = {"provider": "--provider", "testbed_prefix": "--testbed-prefix"}
+"""The request fields both `srift jobs submit` commands take as options."""
+EC2_BY_FILE = (
+    "only a request file carries them: write `provider: ec2` and an `ec2:` mapping with image_id (e.g. "
+    "ami-0123456789abcdef0) and results_url (this server as the instances reach it, e.g. "
+    "http://10.0.0.5:8000) in r.yaml, then pass --file r.yaml (flags override it; every ec2 option: POST "
+    "/v1/probe-jobs in docs/api.md)"
+)
+"""How a CLI user gives a job's EC2 options, in place of the API's "add them"."""
+
+
+@in_cli_words(
+    {
+        **_SUBMIT_OPTIONS,
+        "instance_type": "--instance-type",
+        "node_counts": "--nodes",
+        "sizes": "--sizes",
+        "repeats": "--repeats",
+    },
+    hints={
+        "add them": EC2_BY_FILE,
+        "give hosts per run, e.g. [2, 4]": "give hosts per run, e.g. --nodes 2,4",
+    },
+)
 def submit_probe(
     provider: Provider = None,
     instance_type: Annotated[
@@ -264,10 +291,20 @@ def submit_probe(
     if nodes:
         body["node_counts"] = _split_counts(nodes, "--nodes")
     if sizes:
-        body["sizes"] = _split_sizes(sizes, "sizes")
+        body["sizes"] = _split_sizes(sizes, "--sizes")
     _submit_and_print("probe", body, url=url, token=token, as_json=as_json)
 
 
+@in_cli_words(
+    {
+        **_SUBMIT_OPTIONS,
+        "instance_types": "--instance-types",
+        "model": "--model",
+        "input": "--input",
+        "max_batch": "--max-batch",
+    },
+    hints={"add them": EC2_BY_FILE},
+)
 def submit_profile(
     provider: Provider = None,
     instance_types: Annotated[

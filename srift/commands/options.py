@@ -7,10 +7,15 @@ in its command's module instead, so every `--help` reads as before.
 
 from __future__ import annotations
 
+import functools
+import math
+import re
 from collections.abc import Callable, Mapping
 from typing import Annotated, Any
 
 import typer
+
+from srift.errors import SriftError
 
 ServerUrl = Annotated[
     str | None,
@@ -50,3 +55,60 @@ def add_group(
         group.command(verb)(command)
     app.add_typer(group, name=name)
     return group
+
+
+def in_cli_words(
+    options: Mapping[str, str],
+    *,
+    phrases: Mapping[str, str] | None = None,
+    hints: Mapping[str, str] | None = None,
+) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """Decorate a command so its errors speak the command line's words. The services' errors are shared
+    with the API and name the request's fields (`time_limit_s`) and REST paths (POST /v1/jobs); this
+    restates each at the CLI edge: `options` maps a request field to the command's option (the error's
+    field, and the field's name in the hint), `phrases` an API phrase in a hint to the CLI's, and `hints`
+    a whole API hint to the CLI's (where the fix on the command line is another one)."""
+    words = {**options, **(phrases or {})}
+    pattern = re.compile("|".join(rf"(?<![\w/-]){re.escape(w)}(?![\w/])" for w in words)) if words else None
+
+    def decorate(command: Callable[..., None]) -> Callable[..., None]:
+        @functools.wraps(command)
+        def speaking(*args: Any, **kwargs: Any) -> None:
+            try:
+                command(*args, **kwargs)
+            except SriftError as exc:
+                hint = (hints or {}).get(exc.hint)
+                if hint is None:
+                    hint = pattern.sub(lambda m: words[m.group(0)], exc.hint) if pattern else exc.hint
+                exc.restate(hint=hint, field=options.get(exc.field or "", exc.field))
+                raise
+
+        return speaking
+
+    return decorate
+
+
+def finite_number(option: str, *, within: tuple[float, float] | None = None) -> Callable[[str], float]:
+    """A typer `parser` for a float option: the number, or InvalidInput naming `option` for text that is
+    not one, for nan and ±inf ("is not a number", where a range check would call nan too large), and for
+    a value outside `within` (low, high; checked here, as typer does not range-check an option with a
+    parser)."""
+    from srift.errors import InvalidInput
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if not math.isfinite(value):
+            kind = "a finite number" if math.isinf(value) else "a number"
+            raise InvalidInput(f"{text} is not {kind}", hint=f"give {option} a decimal number", field=option)
+        if within is not None and not within[0] <= value <= within[1]:
+            raise InvalidInput(
+                f"{text} is outside {within[0]:g}..{within[1]:g}",
+                hint=f"give {option} a number from {within[0]:g} to {within[1]:g}",
+                field=option,
+            )
+        return value
+
+    return parse

@@ -14,7 +14,7 @@ from rich.table import Table
 
 from srift.commands.ddp_options import BucketCapMb, PerLayer, apply_ddp_options
 from srift.commands.local import served_session
-from srift.commands.options import ExampleFlag, ServerUrl
+from srift.commands.options import ExampleFlag, ServerUrl, finite_number
 from srift.commands.remote import answer_request, call_api, env_token, put_given, request_body
 from srift.commands.tables import add_columns
 
@@ -653,6 +653,7 @@ SolveBudget = Annotated[
     float | None,
     typer.Option(
         "--solve-budget",
+        parser=finite_number("--solve-budget"),
         help="override solve_budget_s: seconds the search may take, more than 0 and at most the "
         "server's SRIFT_MAX_SOLVE_BUDGET_S (default 30; checked by the same rule as POST /v1/plans)",
     ),
@@ -661,10 +662,9 @@ Confidence = Annotated[
     float | None,
     typer.Option(
         "--confidence",
-        min=0.5,
-        max=0.99,
-        help="override the file's confidence: the quantile of time and cost that must meet the limits "
-        "(default 0.9; 0.5 checks the prediction itself)",
+        parser=finite_number("--confidence", within=(0.5, 0.99)),
+        help="override the file's confidence, from 0.5 to 0.99: the quantile of time and cost that must meet "
+        "the limits (default 0.9; 0.5 checks the prediction itself)",
     ),
 ]
 Emit = Annotated[
@@ -676,7 +676,13 @@ Emit = Annotated[
     ),
 ]
 PlanId = Annotated[
-    int | None, typer.Option("--plan-id", min=1, help="with --emit: a stored plan, instead of planning FILE")
+    int | None,
+    typer.Option(
+        "--plan-id",
+        min=1,
+        help="with --emit: a stored plan as it was planned, instead of planning FILE (so without --mode, "
+        "--confidence and the other planning options)",
+    ),
 ]
 DEFAULT_SCRIPT = "train.py"
 """The training script `--emit` launches unless `--script` names another."""
@@ -811,7 +817,22 @@ def plan_command(
         typer.echo(EXAMPLE if example_model is None else example_for(example_model), nl=False)
         return
     launch = _Launch(script=script, master_addr=master_addr, out=out)
+    planning = (
+        ("--mode", mode),
+        ("--solve-budget", solve_budget_s),
+        ("--confidence", confidence),
+        ("--recent-trace", recent_trace),
+        ("--recent-log", recent_log),
+        ("--as-of-s", as_of_s),
+        ("--replay-traces", replay_traces),
+        ("--replay-nowcast", replay_nowcast or None),
+        ("--bucket-cap-mb", bucket_cap_mb),
+        ("--per-layer", per_layer or None),
+    )
     if plan_id is not None:
+        _check_companions(
+            emit=emit, as_json=as_json, launch=launch, replay=None, nowcast=False, stored=(plan_id, planning)
+        )
         _emit_stored(plan_id, emit, file=file, url=url, token=env_token(token), launch=launch)
         return
     body = request_body(file, command="plan")
@@ -843,12 +864,33 @@ def plan_command(
 
 
 def _check_companions(
-    *, emit: str | None, as_json: bool, launch: _Launch, replay: Path | None, nowcast: bool
+    *,
+    emit: str | None,
+    as_json: bool,
+    launch: _Launch,
+    replay: Path | None,
+    nowcast: bool,
+    stored: tuple[int, tuple[tuple[str, object], ...]] | None = None,
 ) -> None:
     """Options that act only beside another are refused without it (before the search), not dropped
     without a word: --script, --master-addr and --out shape --emit's launch files, --replay-nowcast the
-    --replay-traces replay; --emit prints launch files, so --json beside it would be ignored."""
+    --replay-traces replay; --emit prints launch files, so --json beside it would be ignored. `stored`
+    (--plan-id N and the planning options given as (option, value or None)): a stored plan is emitted as
+    it was planned, so an option that shapes a search (--mode, --confidence, --recent-log, ...) is refused
+    beside it, not ignored."""
     from srift.errors import InvalidInput
+
+    planned = [name for name, value in (stored[1] if stored else ()) if value is not None]
+    if stored is not None and planned:
+        names = ", ".join(planned)
+        raise InvalidInput(
+            f"{names} {'shapes' if len(planned) == 1 else 'shape'} the search that plans a FILE, but "
+            f"--plan-id {stored[0]} emits the stored plan as it was planned: nothing would read "
+            f"{'it' if len(planned) == 1 else 'them'}",
+            hint=f"drop {names} (srift plan --plan-id {stored[0]} --emit FORMAT), or drop --plan-id and plan "
+            f"the request again with them (srift plan FILE {planned[0]} ... --emit FORMAT)",
+            field=planned[0],
+        )
 
     launch_options = (
         ("--script", launch.script),

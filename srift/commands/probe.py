@@ -45,6 +45,9 @@ class QuickProbe:
     region: str | None
     market: str
     testbed_prefix: str | None
+    provider_defaulted: bool = False
+    """The user left --provider at local (which probes this machine, not a cloud type) and `provider` is
+    the one the type's name implies: errors then say so instead of asking for the implied one's options."""
 
     def body(self) -> dict[str, Any]:
         """The probe-job request: 2 nodes, one rank each, 1–64 MiB, 3 repeats."""
@@ -69,14 +72,23 @@ class QuickProbe:
             raise InvalidInput(
                 f"--quick measures a cloud type, not provider {self.provider!r}",
                 hint="use --provider ec2 (an AWS type) or --provider testbed",
-                field="provider",
+                field="--provider",
+            )
+        example = "--image-id ami-0123456789abcdef0 --results-url http://10.0.0.5:8000"
+        if self.provider_defaulted and not (self.image_id and self.results_url):
+            raise InvalidInput(
+                f"the default provider, local, probes this machine over loopback and cannot run "
+                f"{self.instance_type}, a cloud type; measuring it takes two EC2 instances",
+                hint=f"pass --provider ec2 {example} (an AMI with Python 3.11, and this server as the "
+                "instances reach it), or drop --quick to probe this machine",
+                field="--provider",
             )
         if not self.image_id or not self.results_url:
             raise InvalidInput(
                 "an EC2 quick probe needs --image-id (an AMI with Python 3.11) and --results-url (this "
                 "server as the instances reach it)",
-                hint="pass both, e.g. --image-id ami-0123456789abcdef0 --results-url http://10.0.0.5:8000",
-                field="image_id" if not self.image_id else "results_url",
+                hint=f"pass both, e.g. {example}",
+                field="--image-id" if not self.image_id else "--results-url",
             )
         body["ec2"] = {
             "image_id": self.image_id,
@@ -98,12 +110,11 @@ def _quick(quick: QuickProbe, *, url: str | None, token: str | None, as_json: bo
         raise InvalidInput(
             "--quick needs the instance type to measure",
             hint="pass --instance-type (e.g. g4dn.12xlarge with --provider ec2)",
-            field="instance_type",
+            field="--instance-type",
         )
     if quick.provider == "local":
-        quick = replace(
-            quick, provider="testbed" if quick.instance_type.startswith(("tb.", "bw.")) else "ec2"
-        )
+        testbed = quick.instance_type.startswith(("tb.", "bw."))
+        quick = replace(quick, provider="testbed" if testbed else "ec2", provider_defaulted=True)
     body = quick.body()
     if not url:
         catalog_database(get_settings())
@@ -228,12 +239,12 @@ def run(
     from srift.errors import InvalidInput
 
     if backend not in ("gloo", "nccl"):
-        raise InvalidInput(f"unknown backend {backend!r}", hint="use gloo or nccl", field="backend")
+        raise InvalidInput(f"unknown backend {backend!r}", hint="use gloo or nccl", field="--backend")
     spec = LocalProbe(
         nodes=nodes,
-        sizes=tuple(parse_size(s) for s in sizes.split(",") if s.strip()) if sizes else (),
-        min_bytes=parse_size(min_bytes, field="min_bytes"),
-        max_bytes=parse_size(max_bytes, field="max_bytes"),
+        sizes=tuple(parse_size(s, field="--sizes") for s in sizes.split(",") if s.strip()) if sizes else (),
+        min_bytes=parse_size(min_bytes, field="--min-bytes"),
+        max_bytes=parse_size(max_bytes, field="--max-bytes"),
         repeats=repeats,
         warmup=warmup,
         async_count=async_count,

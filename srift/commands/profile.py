@@ -14,6 +14,8 @@ from rich.console import Console
 from rich.table import Table
 from typer.core import TyperGroup
 
+from srift.commands.options import finite_number, in_cli_words
+
 if TYPE_CHECKING:
     from srift.domain.profile import LayerProfile, ModelProfile
     from srift.domain.structure import ModelStructure, Precision
@@ -361,7 +363,7 @@ UpdateS = Annotated[
     float,
     typer.Option(
         "--update-s",
-        min=0.0,
+        parser=finite_number("--update-s"),
         help="seconds of the optimizer step inside each step time (modelled after the exchange)",
     ),
 ]
@@ -374,6 +376,15 @@ Upload = Annotated[
 ]
 
 
+@in_cli_words(
+    {
+        "accelerator": "--accelerator",
+        "forward_fraction": "--forward-fraction",
+        "straggler_cv": "--straggler-cv",
+        "update_s": "--update-s",
+        "precision": "--precision",
+    }
+)
 def import_command(
     table_file: TableFile,
     layers_file: LayersFile,

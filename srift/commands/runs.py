@@ -9,14 +9,14 @@ running server with --url (the REST paths under /v1/jobs).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
-from srift.commands.options import LocalDatabaseUrl, add_group
+from srift.commands.options import LocalDatabaseUrl, add_group, in_cli_words
 from srift.commands.remote import call_api, put_given
 from srift.commands.tables import add_columns
 
@@ -145,6 +145,21 @@ def _emit(answer: dict[str, Any], as_json: bool, printer: Any) -> None:
         printer(answer)
 
 
+_API_START = "POST /v1/jobs"
+"""The REST way to start a run, which the service's hints name; the CLI's is `srift run start PLAN_ID`."""
+_CLI_START = "`srift run start PLAN_ID` (`srift run list` shows the runs)"
+
+
+def _in_cli_words(options: Mapping[str, str]) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """A `srift run` command whose errors name `options` (request field: option) and start runs the CLI
+    way (see `in_cli_words`)."""
+    return in_cli_words(options, phrases={_API_START: _CLI_START})
+
+
+_REPORT_OPTIONS = {"iterations_done": "--iterations", "elapsed_s": "--elapsed", "spent_usd": "--spent"}
+"""The progress figures `srift run progress` and `srift run interrupt` take, by their request field."""
+
+
 RunToken = Annotated[
     str | None,
     typer.Option("--token", envvar="SRIFT_TOKEN", help="API write token for --url (env SRIFT_TOKEN)"),
@@ -157,6 +172,7 @@ _SPENT = typer.Option("--spent", min=0, help="USD spent so far")
 LaunchOverhead = Annotated[float, typer.Option("--launch-overhead", min=0, help="seconds to boot VMs")]
 
 
+@_in_cli_words({})
 def start(
     plan_id: Annotated[int, typer.Argument(min=1, help="the stored plan being run")],
     url: LocalDatabaseUrl = None,
@@ -174,6 +190,7 @@ def start(
     _emit(answer, as_json, lambda r: _print_started(r, url))
 
 
+@_in_cli_words(_REPORT_OPTIONS)
 def progress(
     job_id: RunId,
     iterations: Annotated[int, _ITERATIONS],
@@ -199,6 +216,14 @@ def progress(
     _emit(answer, as_json, _print_run)
 
 
+@_in_cli_words(
+    {
+        **_REPORT_OPTIONS,
+        "instance_type": "--type",
+        "count": "--count",
+        "launch_overhead_s": "--launch-overhead",
+    }
+)
 def interrupt(
     job_id: RunId,
     instance_type: Annotated[str, typer.Option("--type", help="the instance type that lost VMs")],
@@ -234,6 +259,14 @@ def interrupt(
     _emit(answer, as_json, _print_replan)
 
 
+@_in_cli_words(
+    {
+        "time_limit_s": "--time-limit",
+        "budget_usd": "--budget",
+        "objective": "--objective",
+        "launch_overhead_s": "--launch-overhead",
+    }
+)
 def amend(
     job_id: RunId,
     time_limit: Annotated[
@@ -356,6 +389,7 @@ def _print_resets(answer: dict[str, Any]) -> None:
         )
 
 
+@_in_cli_words({})
 def show(
     job_id: RunId,
     url: LocalDatabaseUrl = None,

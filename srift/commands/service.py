@@ -10,13 +10,20 @@ from srift.commands.options import add_group
 from srift.settings import get_settings
 
 
+def _at_revision(revision: str | None) -> str:
+    """What `srift db upgrade|downgrade` printed as `database at revision None` for an empty database."""
+    if revision is None:
+        return "database at no revision (empty; `srift db upgrade` creates the tables)"
+    return f"database at revision {revision}"
+
+
 def db_upgrade(revision: Annotated[str, typer.Argument(help="target revision")] = "head") -> None:
     """Apply migrations up to REVISION (default: the latest)."""
     from srift.db import migrate
 
     url = get_settings().resolved_database_url
     migrate.upgrade(url, revision)
-    typer.echo(f"database at revision {migrate.current_revision(url)}")
+    typer.echo(_at_revision(migrate.current_revision(url)))
 
 
 def db_downgrade(
@@ -27,15 +34,24 @@ def db_downgrade(
 
     url = get_settings().resolved_database_url
     migrate.downgrade(url, revision)
-    typer.echo(f"database at revision {migrate.current_revision(url)}")
+    typer.echo(_at_revision(migrate.current_revision(url)))
 
 
 def db_current() -> None:
-    """Print the database's current and the latest revision."""
+    """Print the database's current and the latest revision, and `srift db upgrade` when they differ (an
+    empty database has no revision)."""
     from srift.db import migrate
 
     url = get_settings().resolved_database_url
-    typer.echo(f"current: {migrate.current_revision(url)}  head: {migrate.head_revision(url)}")
+    current, head = migrate.current_revision(url), migrate.head_revision(url)
+    if current is None:
+        typer.echo(
+            f"current: none (empty database)  head: {head}; run `srift db upgrade` to create the tables"
+        )
+    elif current != head:
+        typer.echo(f"current: {current}  head: {head}; run `srift db upgrade` to apply the rest")
+    else:
+        typer.echo(f"current: {current}  head: {head}")
 
 
 def serve(

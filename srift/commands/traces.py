@@ -81,7 +81,12 @@ def import_traces(
     tick_s: float = typer.Option(DEFAULT_TICK_S, help="seconds between the ticks a CSV log is sampled at"),
     as_json: JsonFlag = False,
 ) -> None:
-    """Read traces and store them; a malformed file is refused naming its row, and nothing is stored."""
+    """Read traces and store them; a malformed file is refused naming its row, and nothing is stored.
+
+    A CSV log: the header time,zone,instance_type,event,count (provider optional), one event a row.
+    time: ISO 8601, e.g. 2024-05-01T10:00:00Z (no offset: UTC); epoch seconds are not read.
+    event: launched or interrupted; count: the VMs that came up or were taken back (docs/spot.md).
+    """
     from srift.services.traces import import_traces as store
     from srift.settings import get_settings
     from srift.spot.sources import read_traces

@@ -354,7 +354,13 @@ def _check_import_args(
             hint="the forward pass's share of a step, e.g. 0.33",
             field="forward_fraction",
         )
-    if not math.isfinite(update_s) or update_s < 0:
+    if not math.isfinite(update_s):
+        raise InvalidInput(
+            f"{update_s} is not a finite number of seconds",
+            hint="give seconds ≥ 0, e.g. 0.01",
+            field="update_s",
+        )
+    if update_s < 0:
         raise InvalidInput(f"{update_s} is negative", hint="give seconds ≥ 0", field="update_s")
     if straggler_cv is not None and not (math.isfinite(straggler_cv) and 0 <= straggler_cv <= 5):
         raise InvalidInput(

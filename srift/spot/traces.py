@@ -13,7 +13,9 @@ layout names the rest: `<kind>/<N>-node/<provider>-<MM-DD-YYYY>/<zone>_<type tok
 same way, as Can't Be Late does: at a tick, a fleet of n ≤ N VMs can run on spot when data ≥ n.
 
 A user's own log is a CSV of events, one a row (`time,zone,instance_type,event,count`, optionally
-`provider`), `event` being `launched` (count VMs came up) or `interrupted` (count VMs were taken back);
+`provider`), `time` an ISO 8601 date and time (`2024-05-01T10:00:00Z`; without an offset, UTC; not epoch
+seconds, which `20240501` would be mistaken for), `event` being `launched` (count VMs came up) or
+`interrupted` (count VMs were taken back);
 it becomes a preemption trace per (provider, zone, type) sampled every `tick_s` seconds.
 
 Every refusal is an InvalidInput naming the file and the row (`data[17]`, `rows[3].count`).
@@ -218,7 +220,9 @@ def sha256_of(raw: bytes) -> str:
 
 
 def _refuse(origin: str, where: str, what: str, hint: str) -> InvalidInput:
-    return InvalidInput(f"{origin}: {where} {what}", hint=hint, field=where)
+    """InvalidInput for `where` in file `origin`; the error's field names `where` (its message starts with
+    it), so the detail does not name it again: `rows[0].time: log.csv: (line 2) 'x' is not ...`."""
+    return InvalidInput(f"{origin}: {what}", hint=hint, field=where)
 
 
 def _whole(value: Any) -> int | None:
@@ -442,7 +446,8 @@ def read_log_csv(
                     path,
                     f"{where}.time",
                     f"(line {i + 2}) {cell('time')!r} is not an ISO 8601 time",
-                    "write e.g. 2024-05-01T10:00:00Z",
+                    "write e.g. 2024-05-01T10:00:00Z (no offset: UTC); epoch seconds are not read, convert "
+                    "them first (e.g. date -u -d @1714557600 +%FT%TZ)",
                 ) from exc
             prov = cell("provider") if "provider" in at else provider
             zone, itype = cell("zone"), cell("instance_type")

@@ -98,4 +98,4 @@ def test_bad_flags_exit_2_before_starting(flags: list[str], words: str) -> None:
 def test_local_probe_rejects_a_single_process() -> None:
     with pytest.raises(InvalidInput) as caught:
         run_local_probe(LocalProbe(nodes=1))
-    assert caught.value.field == "nodes" and "at least 2" in caught.value.detail
+    assert caught.value.field == "--nodes" and "at least 2" in caught.value.detail

@@ -139,8 +139,8 @@ def test_quick_probe_queues_a_capped_two_node_job(cli_db: str, capsys: pytest.Ca
         capsys, "probe", "run", "--quick", "--instance-type", "g4dn.12xlarge", *ec2, "--max-cost-usd", "1"
     )
     assert code == 2 and "ec2.max_cost_usd" in err
-    code, _, err = run(capsys, "probe", "run", "--quick", "--instance-type", "g4dn.12xlarge")
-    assert code == 2 and "--image-id" in err
+    code, _, err = run(capsys, "probe", "run", "--quick", "--provider", "ec2", "--instance-type", "g5.xlarge")
+    assert code == 2 and err.startswith("error: --image-id: an EC2 quick probe needs --image-id"), err
     code, _, err = run(capsys, "probe", "run", "--quick")
     assert code == 2 and "--instance-type" in err
 

@@ -124,10 +124,10 @@ def test_run_start_prints_the_runs_token_once_and_corrections_list_and_reset(
 @pytest.mark.parametrize(
     ("verb", "field"),
     [
-        (("progress", "--iterations", "10", "--elapsed", "inf", "--spent", "0"), "elapsed_s"),
-        (("progress", "--iterations", "10", "--elapsed", "5", "--spent", "1e12"), "spent_usd"),
-        (("interrupt", "--type", "g4dn.xlarge", "--elapsed", "inf"), "elapsed_s"),
-        (("interrupt", "--type", "g4dn.xlarge", "--launch-overhead", "inf"), "launch_overhead_s"),
+        (("progress", "--iterations", "10", "--elapsed", "inf", "--spent", "0"), "--elapsed"),
+        (("progress", "--iterations", "10", "--elapsed", "5", "--spent", "1e12"), "--spent"),
+        (("interrupt", "--type", "g4dn.xlarge", "--elapsed", "inf"), "--elapsed"),
+        (("interrupt", "--type", "g4dn.xlarge", "--launch-overhead", "inf"), "--launch-overhead"),
     ],
 )
 def test_a_report_the_api_would_refuse_is_refused_locally_and_stores_nothing(
@@ -146,3 +146,24 @@ def test_a_report_the_api_would_refuse_is_refused_locally_and_stores_nothing(
     shown = json.loads(out)
     assert code == 0 and shown["elapsed_s"] == 0 and shown["spent_usd"] == 0
     assert [e["kind"] for e in shown["events"]] == ["started"]
+
+
+def test_run_errors_name_the_commands_options_not_the_apis_fields(
+    local: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`srift run show 77` hinted "start one with POST /v1/jobs" and `srift run amend 1` with nothing to
+    amend "give time_limit_s, budget_usd or objective": the service's words for the API. The CLI says its
+    own: `srift run start PLAN_ID`, and --time-limit, --budget or --objective."""
+    code, out, err = run(capsys, "run", "show", "77")
+    assert code == 2 and out == "", err
+    assert "POST /v1/jobs" not in err and "To fix: start one with `srift run start PLAN_ID`" in err, err
+    plan = _plan(capsys, tmp_path, global_batch=64, iterations=100, availability={"g4dn.xlarge": 2})
+    code, out, err = run(capsys, "run", "start", str(plan["id"]), "--json")
+    job_id = str(json.loads(out)["id"])
+    code, out, err = run(capsys, "run", "amend", job_id)
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+    fix = "To fix: give --time-limit, --budget or --objective."
+    assert err.startswith(f"error: --time-limit: nothing to amend. {fix}"), err
+    assert "time_limit_s" not in err and "budget_usd" not in err, err
+    code, out, err = run(capsys, "run", "show", job_id, "--json")
+    assert [e["kind"] for e in json.loads(out)["events"]] == ["started"]

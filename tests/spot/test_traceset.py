@@ -52,7 +52,7 @@ def test_a_set_round_trips_every_trace_with_its_meta_source_and_prices() -> None
 @pytest.mark.parametrize(
     ("damage", "field"),
     [
-        (lambda d: d["traces"][1]["trace"]["data"].__setitem__(2, 9), "traces[1].trace: data[2]"),
+        (lambda d: d["traces"][1]["trace"]["data"].__setitem__(2, 9), "traces[1].trace: is 9"),
         (lambda d: d["traces"][0].__setitem__("node_count", 0), "traces[0].node_count"),
         (lambda d: d["traces"][2].__setitem__("kind", "maybe"), "traces[2].kind"),
         (lambda d: d["traces"][0]["source"].pop("sha256"), "traces[0].source.sha256"),
