@@ -86,7 +86,7 @@ def _check_instance_types(session: Session, instance_types: Sequence[str]) -> No
     def hint(name: str) -> str:
         close = difflib.get_close_matches(name, known, n=5, cutoff=0.5)
         where = f"did you mean {', '.join(close)}? " if close else ""
-        return f"{where}list the catalog's with `srift catalog list` (GET /v1/catalog)"
+        return f"{where}list the catalog's with `srift catalog list` (GET /v1/instance-types)"
 
     _refuse_unknown(instance_types, known, what="instance type", field="instance_types", hint=hint)
 

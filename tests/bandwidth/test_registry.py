@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -133,6 +134,10 @@ def test_api_errors(client: TestClient, write_headers: dict[str, str]) -> None:
     assert extra.status_code == 422
     unknown = client.post("/v1/bandwidth-models", json={"instance_types": ["p9.mega"]}, headers=write_headers)
     assert unknown.status_code == 404 and unknown.json()["field"] == "instance_types[0]"
+    # The hint's route is one this API serves (it named GET /v1/catalog, which is a 404 of its own).
+    assert "GET /v1/instance-types" in unknown.json()["hint"], unknown.json()["hint"]
+    served = set(client.get("/openapi.json").json()["paths"])
+    assert set(re.findall(r"/v1/[a-z-]+", unknown.json()["hint"])) <= served
     empty = client.post("/v1/bandwidth-models", json={}, headers=write_headers)
     assert empty.status_code == 409 and "no stored probe samples" in empty.json()["detail"]
     assert client.get("/v1/bandwidth-models").json() == {"active": None, "prior": PRIOR, "models": []}
