@@ -24,6 +24,7 @@ from srift.domain import (
     Config,
     FleetMember,
     InstanceType,
+    Market,
     MarketChoice,
     ModelProfile,
     Offer,
@@ -333,6 +334,20 @@ def _ignored(query: PredictionQuery, configs: Sequence[tuple[str, FleetQuery]]) 
     return notes
 
 
+SPOT_NOT_PRICED = (
+    "spot interruptions are not priced in: total time and cost are the uninterrupted run's (a spot plan's "
+    "predicted.uninterrupted_time_s and uninterrupted_cost_usd); `srift plan` (POST /v1/plans) with market "
+    "spot gives them as the expectation over interruptions"
+)
+"""The note of a prediction with spot VMs: a plan of the same spot fleet reports more, since its total time
+and cost are expected over interruptions (docs/spot.md), and nothing else in the answer says which it is."""
+
+
+def _spot_note(offers: Sequence[Offer]) -> tuple[str, ...]:
+    """SPOT_NOT_PRICED when any of the fleet's VMs are bought on the spot market, else nothing."""
+    return (SPOT_NOT_PRICED,) if any(o.market is Market.SPOT for o in offers) else ()
+
+
 def answer(*, session: Session, settings: Settings, query: PredictionQuery) -> dict[str, Any]:
     """The document for a prediction query: PredictionOut's fields for `config`, PredictionSweepOut's for
     `configs` (exactly one of them must be given)."""
@@ -472,5 +487,5 @@ class _Context:
             network=network_view(
                 self.network, instances=[m.instance for m in members], model=self.model, multi_node=vms >= 2
             ),
-            notes=self.ignored,
+            notes=(*self.ignored, *_spot_note(used_offers)),
         )
