@@ -76,30 +76,35 @@ def _figures(predicted: dict[str, Any]) -> dict[str, Any]:
     return {k: pytest.approx(predicted[k], rel=1e-12) for k in FIGURES}
 
 
-class _Client:
+class _Api:
+    """Posts and gets through the test client with a write token, checking the status."""
+
     def __init__(self, client: TestClient, headers: dict[str, str]) -> None:
         self.client = client
         self.headers = headers
 
     def post(self, path: str, body: dict[str, Any], status: int = 200) -> dict[str, Any]:
-        r = self.client.post(path, json=body, headers=self.headers)
-        assert r.status_code == status, r.text
-        answer: dict[str, Any] = r.json()
-        return answer
+        return _answer(self.client.post(path, json=body, headers=self.headers), status)
 
     def get(self, path: str) -> dict[str, Any]:
-        r = self.client.get(path, headers=self.headers)
-        assert r.status_code == 200, r.text
-        answer: dict[str, Any] = r.json()
-        return answer
+        return _answer(self.client.get(path, headers=self.headers), 200)
 
 
-def test_an_on_demand_plan_agrees_with_predictions_launch_storage_and_its_run(
-    settings: Settings, client: TestClient, write_headers: dict[str, str]
-) -> None:
+def _answer(response: Any, status: int) -> dict[str, Any]:
+    assert response.status_code == status, response.text
+    answer: dict[str, Any] = response.json()
+    return answer
+
+
+@pytest.fixture
+def api(settings: Settings, client: TestClient, write_headers: dict[str, str]) -> _Api:
+    """The API with the shipped catalog and the reference models' profiles loaded."""
     load_shipped_catalog(settings)
     load_reference_profiles(settings)
-    api = _Client(client, write_headers)
+    return _Api(client, write_headers)
+
+
+def test_an_on_demand_plan_agrees_with_predictions_launch_storage_and_its_run(api: _Api) -> None:
     plan = api.post("/v1/plans", _plan_body(market="on_demand"), status=201)
     assert api.get(f"/v1/plans/{plan['id']}") == plan
 
@@ -134,12 +139,7 @@ def test_an_on_demand_plan_agrees_with_predictions_launch_storage_and_its_run(
     assert job["state"] == "completed"
 
 
-def test_a_spot_plan_agrees_with_its_prediction_and_its_on_demand_fallback(
-    settings: Settings, client: TestClient, write_headers: dict[str, str]
-) -> None:
-    load_shipped_catalog(settings)
-    load_reference_profiles(settings)
-    api = _Client(client, write_headers)
+def test_a_spot_plan_agrees_with_its_prediction_and_its_on_demand_fallback(api: _Api) -> None:
     rates = {"g4dn.xlarge": 0.95, "g5.xlarge": 0.95}
     body = _plan_body(
         market="spot",
