@@ -36,6 +36,7 @@ from srift.errors import InvalidInput, NotFound
 from srift.services.calibration import CorrectionTable, calibration_sources, fleet_shares, load_table
 from srift.services.memory import check_fleet_member
 from srift.services.network import check_transport, network_spec, network_view
+from srift.services.placement import with_pipeline
 from srift.services.profiles import resolve_profiles, source_label, with_estimates
 from srift.services.views import (
     breakdown_document,
@@ -395,7 +396,9 @@ class _Context:
             else tuple((f"configs[{k}]", c) for k, c in enumerate(query.configs or ()))
         )
         region = query.region or settings.default_region
-        profiles = resolve_profiles(session=session, selection=query.selection)
+        resolved = resolve_profiles(session=session, selection=query.selection)
+        piped = with_pipeline([p for p, _ in resolved], query.input_pipeline)
+        profiles = [(p, source) for p, (_, source) in zip(piped, resolved, strict=True)]
         offers = _offers(session=session, request=query, region=region, configs=configs)
         _, estimated = with_estimates([p for p, _ in profiles], [o.instance for o in offers.values()])
         profiles = [*profiles, *((p, source_label("estimate", p)) for p in estimated)]
@@ -455,6 +458,7 @@ class _Context:
             ps_servers=query.ps_servers,
             iterations=query.iterations,
             config=query.sim_config,
+            read_gbps=query.read_gbps,
         )
         usd_per_hr = sum(m.count * o.price_usd_per_hr for m, o in zip(members, used_offers, strict=True))
         prediction = to_prediction(estimate, iterations=query.iterations, usd_per_s=usd_per_hr / 3600.0)

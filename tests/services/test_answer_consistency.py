@@ -65,9 +65,11 @@ def _prediction_body(plan: dict[str, Any]) -> dict[str, Any]:
     """The prediction request of the plan's own settings (model, precision, iterations, location, network,
     seed), without a fleet."""
     request = plan["request"]
-    same = ("model", "precision", "iterations", "provider", "region", "seed")
+    same = ("model", "precision", "iterations", "provider", "region", "seed", "exchange", "bucket_cap_mb")
+    optional = ("input_pipeline", "read_gbps")
     return {
         **{k: request[k] for k in same},
+        **{k: request[k] for k in optional if request[k] is not None},
         "network": {k: v for k, v in request["network"].items() if v is not None},
     }
 
@@ -178,3 +180,16 @@ def test_a_spot_plan_agrees_with_its_prediction_and_its_on_demand_fallback(api: 
         assert plan["fallback"]["label"] == on_demand["label"]
         assert plan["fallback"]["predicted"] == on_demand["predicted"]
     assert chances == sorted(chances, reverse=True) and chances[0] > chances[-1], chances
+
+
+def test_a_plan_whose_loader_stalls_agrees_with_the_prediction_of_its_fleet(api: _Api) -> None:
+    """A plan's `input_pipeline` and `read_gbps` bound its iteration; predictions refused both (422, extra
+    inputs), so its fleet predicted came out 5× faster than planned, without the stall (found by
+    invariants19b: 85333 s planned, 16794 s predicted)."""
+    pipeline = {"samples_per_s_per_core": 20, "bytes_per_sample": 110_000}
+    body = _plan_body(market="on_demand", time_limit_s=None, input_pipeline=pipeline, read_gbps=2.0)
+    plan = api.post("/v1/plans", body, status=201)
+    assert plan["breakdown"]["data_stall_s"] > 0
+    alone = api.post("/v1/predictions", {**_prediction_body(plan), "config": _fleet(plan["choices"])})
+    assert alone["breakdown"]["data_stall_s"] == pytest.approx(plan["breakdown"]["data_stall_s"], rel=1e-12)
+    assert _figures(alone["predicted"]) == {k: plan["predicted"][k] for k in FIGURES}
