@@ -229,6 +229,9 @@ class PredictionQuery(ProfileRequest):
     seed: int = 0
     straggler_iters: int = 100
     mc_samples: int = 0
+    input_pipeline: InputPipeline | None = None
+    """Overrides the profiles' own, as a plan's does: a plan's fleet predicted gives the plan's data stall."""
+    read_gbps: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,6 +24,7 @@ from srift.domain import (
     Config,
     FleetMember,
     InstanceType,
+    Market,
     MarketChoice,
     ModelProfile,
     Offer,
@@ -35,6 +36,7 @@ from srift.errors import InvalidInput, NotFound
 from srift.services.calibration import CorrectionTable, calibration_sources, fleet_shares, load_table
 from srift.services.memory import check_fleet_member
 from srift.services.network import check_transport, network_spec, network_view
+from srift.services.placement import with_pipeline
 from srift.services.profiles import resolve_profiles, source_label, with_estimates
 from srift.services.views import (
     breakdown_document,
@@ -333,6 +335,20 @@ def _ignored(query: PredictionQuery, configs: Sequence[tuple[str, FleetQuery]]) 
     return notes
 
 
+SPOT_NOT_PRICED = (
+    "spot interruptions are not priced in: total time and cost are the uninterrupted run's (a spot plan's "
+    "predicted.uninterrupted_time_s and uninterrupted_cost_usd); `srift plan` (POST /v1/plans) with market "
+    "spot gives them as the expectation over interruptions"
+)
+"""The note of a prediction with spot VMs: a plan of the same spot fleet reports more, since its total time
+and cost are expected over interruptions (docs/spot.md), and nothing else in the answer says which it is."""
+
+
+def _spot_note(offers: Sequence[Offer]) -> tuple[str, ...]:
+    """SPOT_NOT_PRICED when any of the fleet's VMs are bought on the spot market, else nothing."""
+    return (SPOT_NOT_PRICED,) if any(o.market is Market.SPOT for o in offers) else ()
+
+
 def answer(*, session: Session, settings: Settings, query: PredictionQuery) -> dict[str, Any]:
     """The document for a prediction query: PredictionOut's fields for `config`, PredictionSweepOut's for
     `configs` (exactly one of them must be given)."""
@@ -380,7 +396,9 @@ class _Context:
             else tuple((f"configs[{k}]", c) for k, c in enumerate(query.configs or ()))
         )
         region = query.region or settings.default_region
-        profiles = resolve_profiles(session=session, selection=query.selection)
+        resolved = resolve_profiles(session=session, selection=query.selection)
+        piped = with_pipeline([p for p, _ in resolved], query.input_pipeline)
+        profiles = [(p, source) for p, (_, source) in zip(piped, resolved, strict=True)]
         offers = _offers(session=session, request=query, region=region, configs=configs)
         _, estimated = with_estimates([p for p, _ in profiles], [o.instance for o in offers.values()])
         profiles = [*profiles, *((p, source_label("estimate", p)) for p in estimated)]
@@ -440,6 +458,7 @@ class _Context:
             ps_servers=query.ps_servers,
             iterations=query.iterations,
             config=query.sim_config,
+            read_gbps=query.read_gbps,
         )
         usd_per_hr = sum(m.count * o.price_usd_per_hr for m, o in zip(members, used_offers, strict=True))
         prediction = to_prediction(estimate, iterations=query.iterations, usd_per_s=usd_per_hr / 3600.0)
@@ -472,5 +491,5 @@ class _Context:
             network=network_view(
                 self.network, instances=[m.instance for m in members], model=self.model, multi_node=vms >= 2
             ),
-            notes=self.ignored,
+            notes=(*self.ignored, *_spot_note(used_offers)),
         )

@@ -234,9 +234,10 @@ _PLAN = field_defaults(PlanQuery)
 
 class RunRequestIn(ProfileRequestIn):
     """What plan and prediction requests share beyond the profiles (ProfileRequestIn): the `iterations` to
-    train, where the fleet is priced (`provider`, `region`, the catalog `snapshot`) and how its nodes talk
-    (`network`). PlanQuery and PredictionQuery each own the same defaults (tests/api/test_request_defaults
-    checks the schema against both)."""
+    train, where the fleet is priced (`provider`, `region`, the catalog `snapshot`), how its nodes talk
+    (`network`) and what feeding its GPUs costs (`input_pipeline`, `read_gbps`). PlanQuery and
+    PredictionQuery each own the same defaults (tests/api/test_request_defaults checks the schema against
+    both)."""
 
     iterations: int = Field(ge=1, le=1_000_000_000, description="iterations to train (N)")
     provider: ProviderField = _PLAN["provider"]
@@ -244,6 +245,12 @@ class RunRequestIn(ProfileRequestIn):
     snapshot: SnapshotField = None
     network: NetworkIn = Field(
         default_factory=NetworkIn, description="transport between nodes and measured rates (see NetworkIn)"
+    )
+    input_pipeline: InputPipelineIn | None = Field(
+        default=None, description="the input pipeline's cost, overriding the profiles' own"
+    )
+    read_gbps: float | None = Field(
+        default=None, gt=0, le=10_000, description="input read rate per VM (default: its network rate)"
     )
 
 
@@ -343,12 +350,6 @@ class PlanRequest(RunRequestIn):
     )
     links: list[LinkIn] | None = Field(
         default=None, max_length=256, description="measured links between locations (override the prior)"
-    )
-    input_pipeline: InputPipelineIn | None = Field(
-        default=None, description="the input pipeline's cost, overriding the profiles' own"
-    )
-    read_gbps: float | None = Field(
-        default=None, gt=0, le=10_000, description="input read rate per VM (default: its network rate)"
     )
     price_interruptions: bool = Field(
         default=_PLAN["price_interruptions"],
