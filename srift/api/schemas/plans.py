@@ -358,7 +358,8 @@ class PlanRequest(RunRequestIn):
     interruption_rates: Annotated[dict[TypeName, MonthlyShare], KeysStated] | None = Field(
         default=None,
         max_length=MAX_INSTANCE_TYPES_PER_REQUEST,
-        description="type or provider/region/type → share of VMs interrupted per month (0..1), overrides",
+        description="type or provider/region/type → share of VMs interrupted per month, at least 0 and "
+        "below 1 (1 would be every VM, every month), overrides",
     )
     checkpoint_interval_s: float = Field(
         default=_PLAN["checkpoint_interval_s"],
