@@ -132,13 +132,54 @@ initTokenBox();
 
 // ---------------------------------------------------------------- errors next to fields
 
+// An infeasible request's relaxations (PlanInfeasible.relaxations): the limit each one raises, in words and
+// units, rounded up as the API's hint rounds them, so that the figure offered meets the limit it names.
+const secondsUp = (v) => Math.ceil(Number(v.toFixed(6)));
+const usdUp = (v) => Math.ceil(Number((v * 100).toFixed(6))) / 100;
+const RELAXATIONS = {
+  fastest_time_s: { field: "time_limit_s", limit: "time limit", up: secondsUp, fmt: (v) => `${v.toLocaleString("en-US")} s` },
+  fastest_time_within_budget_s: { field: "time_limit_s", limit: "time limit", up: secondsUp, fmt: (v) => `${v.toLocaleString("en-US")} s` },
+  least_budget_for_deadline_usd: { field: "budget_usd", limit: "budget", up: usdUp, fmt: (v) => `$${v.toFixed(2)}` },
+  cheapest_cost_usd: { field: "budget_usd", limit: "budget", up: usdUp, fmt: (v) => `$${v.toFixed(2)}` },
+  time_short_s: { text: (v) => `${fmtSeconds(v)} past the deadline already` },
+  budget_short_usd: { text: (v) => `${fmtUsd(v)} over the budget already` },
+};
+
+/** One line per relaxation: a button that puts the relaxed limit into its input (when `box` sits in a form
+ * that has one), else the figure in words; an unknown key is left out rather than shown raw. */
+function relaxationLines(box, relaxations) {
+  const form = box.closest("form");
+  const lines = [];
+  for (const [key, value] of Object.entries(relaxations || {})) {
+    const spec = RELAXATIONS[key];
+    if (!spec || value === null || value === undefined || !Number.isFinite(value)) continue;
+    if (spec.text) {
+      lines.push(el("span", { class: "hint" }, spec.text(value)));
+      continue;
+    }
+    const relaxed = spec.up(value);
+    const input = form ? inputForField(form, spec.field) : null;
+    const label = `Set the ${spec.limit} to ${spec.fmt(relaxed)}`;
+    if (!input || input.tagName !== "INPUT") {
+      lines.push(el("span", { class: "hint" }, `It would take a ${spec.limit} of ${spec.fmt(relaxed)}.`));
+      continue;
+    }
+    lines.push(el("span", { class: "hint" }, el("button", {
+      type: "button", class: "small secondary relax", dataset: { relax: key },
+      onclick: () => {
+        input.value = String(relaxed);
+        input.dispatchEvent(new Event("input", { bubbles: true }));
+        input.focus();
+      },
+    }, label)));
+  }
+  return lines;
+}
+
 function renderMessage(box, detail, hint, relaxations) {
   box.replaceChildren(document.createTextNode(detail));
   if (hint) box.append(el("span", { class: "hint" }, `To fix: ${hint}`));
-  const nearest = Object.entries(relaxations || {}).filter(([, v]) => v !== null && v !== undefined);
-  if (nearest.length) {
-    box.append(el("span", { class: "hint" }, `Relaxations: ${nearest.map(([k, v]) => `${k} = ${fmtNumber(v, 4)}`).join(", ")}`));
-  }
+  box.append(...relaxationLines(box, relaxations));
   box.hidden = false;
 }
 

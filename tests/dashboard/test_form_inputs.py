@@ -1,0 +1,38 @@
+"""What a newcomer types into the dashboard's forms, in headless Chromium: an infeasible limit's 409 offers
+the relaxed limit in words and units, as a button that fills it in."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from dashboard_harness import Browsed
+from test_browser import CONFLICT, _ready, _submit_plan
+
+pytestmark = pytest.mark.browser
+
+
+def test_an_infeasible_deadline_offers_the_fastest_time_as_a_button_that_fills_the_time_limit(
+    browsed: Browsed,
+) -> None:
+    """The 409's relaxations read "Relaxations: fastest_time_s = 27.12" (the API's key, no unit, more digits
+    than the hint's "at least 28 s"); now they are a button naming the time limit the hint names."""
+    _ready(browsed, "/")
+    page = browsed.page
+    page.fill("#plan-time-limit", "1")
+    with page.expect_response(lambda r: r.url.endswith("/v1/plans")) as info:
+        page.click("#plan-submit")
+    error = info.value.json()
+    assert info.value.status == 409 and error["field"] == "time_limit_s"
+    relaxed = math.ceil(error["relaxations"]["fastest_time_s"])
+    message = page.locator("#plan-time-limit ~ .field-error")
+    message.wait_for()
+    assert "fastest_time_s" not in message.inner_text() and f"at least {relaxed} s" in message.inner_text()
+    button = message.locator("button.relax")
+    assert button.inner_text() == f"Set the time limit to {relaxed} s"
+    button.click()
+    assert page.input_value("#plan-time-limit") == str(relaxed)
+    assert page.inner_text("#plan-time-limit-help").startswith("=")
+    plan = _submit_plan(browsed)
+    assert plan["request"]["time_limit_s"] == relaxed
+    browsed.assert_clean(allowed=(CONFLICT,))
