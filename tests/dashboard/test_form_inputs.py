@@ -36,3 +36,23 @@ def test_an_infeasible_deadline_offers_the_fastest_time_as_a_button_that_fills_t
     plan = _submit_plan(browsed)
     assert plan["request"]["time_limit_s"] == relaxed
     browsed.assert_clean(allowed=(CONFLICT,))
+
+
+def test_a_number_field_holding_text_is_refused_next_to_it_not_sent_as_none(browsed: Browsed) -> None:
+    """Text Chromium cannot read as a number ("1e", a half-typed 1e4) left the input's value empty: the page
+    planned with no deadline and said nothing. Now the form is not sent, and the field says it is not a number
+    (the user's text stays for them to correct). Chromium drops letters such as "NaN" as they are typed."""
+    _ready(browsed, "/")
+    page = browsed.page
+    page.type("#plan-time-limit", "1e")
+    assert page.inner_text("#plan-time-limit-help") == "not a number"
+    posts: list[str] = []
+    page.on("request", lambda r: posts.append(r.url) if r.url.endswith("/v1/plans") else None)
+    page.click("#plan-submit")
+    message = page.locator("#plan-time-limit ~ .field-error")
+    message.wait_for()
+    assert "not a number" in message.inner_text() and "To fix:" in message.inner_text()
+    assert page.get_attribute("#plan-time-limit", "aria-invalid") == "true"
+    assert posts == [] and page.is_enabled("#plan-submit")
+    assert page.evaluate("document.getElementById('plan-time-limit').validity.badInput")
+    browsed.assert_clean()

@@ -234,6 +234,23 @@ export function showError(form, error) {
 }
 
 /**
+ * Throw an ApiError naming the first number input of `form` whose text the browser cannot read as a number
+ * ("NaN", "12abc", "1e"): such an input's value is "", and sending it as "none" would drop a limit the user
+ * typed (a time limit of "NaN" planned with no deadline, silently).
+ */
+function refuseUnreadableNumbers(form) {
+  for (const input of form.querySelectorAll("input[type=number]")) {
+    if (!input.validity?.badInput) continue;
+    const field = (input.dataset.field || input.closest("[data-field]")?.dataset.field || "").split(/\s+/)[0] || null;
+    throw new ApiError(422, {
+      error: "invalid_input", field,
+      detail: "not a number: the browser cannot read what is typed here",
+      hint: "type a number (e.g. 3600 or 1e4), or empty the box for none",
+    });
+  }
+}
+
+/**
  * Send `form` (the submit button `${prefix}-submit` and busy note `${prefix}-busy` of _macros.html's
  * form_actions): clear its errors, run `send` with the button disabled and the note shown, and show what
  * `send` throws next to its field; `onError(err)` runs after an error is shown.
@@ -245,6 +262,7 @@ export async function submitting(form, prefix, send, onError = null) {
   button.disabled = true;
   busy.hidden = false;
   try {
+    refuseUnreadableNumbers(form);
     await send();
   } catch (err) {
     showError(form, err);

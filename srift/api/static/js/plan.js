@@ -661,7 +661,8 @@ async function init() {
   $("plan-availability-add").addEventListener("click", addAvailability);
   $("plan-time-limit").addEventListener("input", () => {
     const v = numberOrNull($("plan-time-limit"));
-    $("plan-time-limit-help").textContent = typeof v === "number" ? `= ${fmtSeconds(v)}` : "optional";
+    const unreadable = $("plan-time-limit").validity.badInput;
+    $("plan-time-limit-help").textContent = typeof v === "number" ? `= ${fmtSeconds(v)}` : unreadable ? "not a number" : "optional";
   });
   try {
     const [profiles, where] = await Promise.all([
