@@ -56,3 +56,19 @@ def test_a_number_field_holding_text_is_refused_next_to_it_not_sent_as_none(brow
     assert posts == [] and page.is_enabled("#plan-submit")
     assert page.evaluate("document.getElementById('plan-time-limit').validity.badInput")
     browsed.assert_clean()
+
+
+def test_adding_a_type_to_the_predict_fleet_picks_one_the_fleet_lacks(browsed: Browsed) -> None:
+    """"Add a type" gave the new row the first row's type and market, so pressing Predict next answered 422
+    "g4dn.xlarge (spot) is listed twice"; now each new row starts on a type no row has, and predicts."""
+    _ready(browsed, "/predict")
+    page = browsed.page
+    page.click("#predict-add-row")
+    page.click("#predict-add-row")
+    types = page.eval_on_selector_all("#predict-fleet [data-name=instance_type]", "ss => ss.map((s) => s.value)")
+    assert len(types) == 3 and len(set(types)) == 3, types
+    with page.expect_response(lambda r: r.url.endswith("/v1/predictions")) as info:
+        page.click("#predict-submit")
+    assert info.value.status == 200, info.value.text()
+    assert page.locator(".field-error:visible, .form-error:visible").count() == 0
+    browsed.assert_clean()
