@@ -72,3 +72,24 @@ def test_adding_a_type_to_the_predict_fleet_picks_one_the_fleet_lacks(browsed: B
     assert info.value.status == 200, info.value.text()
     assert page.locator(".field-error:visible, .form-error:visible").count() == 0
     browsed.assert_clean()
+
+
+def test_a_failed_plan_request_marks_the_plan_still_shown_as_the_earlier_ones(browsed: Browsed) -> None:
+    """After a plan, a request answered 409 left the earlier plan shown as it was, beside the error, as if it
+    answered the form; now it is dimmed under a note naming it, until the next plan replaces it."""
+    _ready(browsed, "/")
+    page = browsed.page
+    first = _submit_plan(browsed, iterations="2000")
+    assert page.is_hidden("#plan-stale")
+    page.fill("#plan-budget", "0.001")
+    with page.expect_response(lambda r: r.url.endswith("/v1/plans")) as info:
+        page.click("#plan-submit")
+    assert info.value.status == 409
+    note = page.locator("#plan-stale")
+    note.wait_for()
+    assert f"plan #{first['id']}" in note.inner_text() and "was not planned" in note.inner_text()
+    assert "stale" in (page.get_attribute("#plan-results", "class") or "")
+    page.fill("#plan-budget", "")
+    _submit_plan(browsed)
+    assert page.is_hidden("#plan-stale") and "stale" not in (page.get_attribute("#plan-results", "class") or "")
+    browsed.assert_clean(allowed=(CONFLICT,))
