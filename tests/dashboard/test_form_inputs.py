@@ -59,13 +59,15 @@ def test_a_number_field_holding_text_is_refused_next_to_it_not_sent_as_none(brow
 
 
 def test_adding_a_type_to_the_predict_fleet_picks_one_the_fleet_lacks(browsed: Browsed) -> None:
-    """"Add a type" gave the new row the first row's type and market, so pressing Predict next answered 422
-    "g4dn.xlarge (spot) is listed twice"; now each new row starts on a type no row has, and predicts."""
+    """The "Add a type" button gave the new row the first row's type and market, so pressing Predict next
+    answered 422 "g4dn.xlarge (spot) is listed twice"; now each new row starts on a type no row has."""
     _ready(browsed, "/predict")
     page = browsed.page
     page.click("#predict-add-row")
     page.click("#predict-add-row")
-    types = page.eval_on_selector_all("#predict-fleet [data-name=instance_type]", "ss => ss.map((s) => s.value)")
+    types = page.eval_on_selector_all(
+        "#predict-fleet [data-name=instance_type]", "ss => ss.map((s) => s.value)"
+    )
     assert len(types) == 3 and len(set(types)) == 3, types
     with page.expect_response(lambda r: r.url.endswith("/v1/predictions")) as info:
         page.click("#predict-submit")
@@ -91,5 +93,7 @@ def test_a_failed_plan_request_marks_the_plan_still_shown_as_the_earlier_ones(br
     assert "stale" in (page.get_attribute("#plan-results", "class") or "")
     page.fill("#plan-budget", "")
     _submit_plan(browsed)
-    assert page.is_hidden("#plan-stale") and "stale" not in (page.get_attribute("#plan-results", "class") or "")
+    assert page.is_hidden("#plan-stale") and "stale" not in (
+        page.get_attribute("#plan-results", "class") or ""
+    )
     browsed.assert_clean(allowed=(CONFLICT,))
