@@ -145,10 +145,14 @@ const RELAXATIONS = {
   budget_short_usd: { text: (v) => `${fmtUsd(v)} over the budget already` },
 };
 
-/** One line per relaxation: a button that puts the relaxed limit into its input (when `box` sits in a form
- * that has one), else the figure in words; an unknown key is left out rather than shown raw. */
+/**
+ * One line per relaxation: a button that puts the relaxed limit into its input, in a form whose inputs are
+ * the request's own limits (data-relaxations="fill": the Plan page's; a run's re-plan relaxes the time and
+ * money left, not the whole run's limits its form holds, so there the message and its hint say it alone).
+ * An unknown key is left out rather than shown raw.
+ */
 function relaxationLines(box, relaxations) {
-  const form = box.closest("form");
+  const form = box.closest("form[data-relaxations=fill]");
   const lines = [];
   for (const [key, value] of Object.entries(relaxations || {})) {
     const spec = RELAXATIONS[key];
@@ -157,13 +161,10 @@ function relaxationLines(box, relaxations) {
       lines.push(el("span", { class: "hint" }, spec.text(value)));
       continue;
     }
-    const relaxed = spec.up(value);
     const input = form ? inputForField(form, spec.field) : null;
+    if (!input || input.tagName !== "INPUT") continue;
+    const relaxed = spec.up(value);
     const label = `Set the ${spec.limit} to ${spec.fmt(relaxed)}`;
-    if (!input || input.tagName !== "INPUT") {
-      lines.push(el("span", { class: "hint" }, `It would take a ${spec.limit} of ${spec.fmt(relaxed)}.`));
-      continue;
-    }
     lines.push(el("span", { class: "hint" }, el("button", {
       type: "button", class: "small secondary relax", dataset: { relax: key },
       onclick: () => {
