@@ -1,5 +1,7 @@
 """What a newcomer types into the dashboard's forms, in headless Chromium: an infeasible limit's 409 offers
-the relaxed limit in words and units, as a button that fills it in."""
+the relaxed limit as a button that fills it in; a number field holding unreadable text is refused, not sent
+as none; a new Predict row is not a duplicate; a failed plan request marks the plan still shown as an
+earlier one; a bad world size is named as typed."""
 
 from __future__ import annotations
 
@@ -7,7 +9,7 @@ import math
 
 import pytest
 from dashboard_harness import Browsed
-from test_browser import CONFLICT, _ready, _submit_plan
+from test_browser import CONFLICT, UNPROCESSABLE, _ready, _submit_plan
 
 pytestmark = pytest.mark.browser
 
@@ -97,3 +99,20 @@ def test_a_failed_plan_request_marks_the_plan_still_shown_as_the_earlier_ones(br
         page.get_attribute("#plan-results", "class") or ""
     )
     browsed.assert_clean(allowed=(CONFLICT,))
+
+
+def test_a_bad_world_size_is_named_as_typed_with_what_the_box_takes(browsed: Browsed) -> None:
+    """Typing "2, 4, -4" as the Bandwidth page's world sizes read "world_size[2]: Input should be greater
+    than or equal to 2. To fix: correct the named field; see /docs for the schema" (the API's index into a
+    list the box does not show); now the entry is quoted as typed and the hint says what the box takes."""
+    _ready(browsed, "/bandwidth")
+    page = browsed.page
+    page.fill("#bw-world-sizes", "2, 4, -4")
+    page.click("#bw-draw")
+    message = page.locator("#bw-world-sizes ~ .field-error")
+    message.wait_for()
+    text = message.inner_text()
+    assert text.startswith("“-4”: ") and "world_size[" not in text and "/docs" not in text, text
+    assert "whole numbers of ranks" in text
+    assert page.input_value("#bw-world-sizes") == "2, 4, -4"
+    browsed.assert_clean(allowed=(UNPROCESSABLE,))
