@@ -121,8 +121,19 @@ async function draw(ev) {
     if (!$("bw-world-sizes").value.trim()) $("bw-world-sizes").value = curves.series.map((s) => s.world_size).join(", ");
     await plot(curves);
   } catch (err) {
-    showError(form, err);
+    showError(form, worldSizeError(err, params.world_size));
   }
+}
+
+/** The API names a bad world size by its index ("world_size[2]"), which the box does not show: name the entry
+ * as typed instead, and say what the box takes. */
+function worldSizeError(err, sizes) {
+  const index = /^world_size\[(\d+)\]$/.exec(err?.field || "")?.[1];
+  if (index === undefined) return err;
+  err.detail = `“${sizes[Number(index)]}”: ${err.detail}`;
+  err.field = "world_size";
+  err.hint = "give whole numbers of ranks (2 or more), separated by commas, e.g. 2, 4, 8, 16";
+  return err;
 }
 
 async function plot(curves) {

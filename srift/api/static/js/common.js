@@ -132,13 +132,55 @@ initTokenBox();
 
 // ---------------------------------------------------------------- errors next to fields
 
+// An infeasible request's relaxations (PlanInfeasible.relaxations): the limit each one raises, in words and
+// units, rounded up as the API's hint rounds them, so that the figure offered meets the limit it names.
+const secondsUp = (v) => Math.ceil(Number(v.toFixed(6)));
+const usdUp = (v) => Math.ceil(Number((v * 100).toFixed(6))) / 100;
+const RELAXATIONS = {
+  fastest_time_s: { field: "time_limit_s", limit: "time limit", up: secondsUp, fmt: (v) => `${v.toLocaleString("en-US")} s` },
+  fastest_time_within_budget_s: { field: "time_limit_s", limit: "time limit", up: secondsUp, fmt: (v) => `${v.toLocaleString("en-US")} s` },
+  least_budget_for_deadline_usd: { field: "budget_usd", limit: "budget", up: usdUp, fmt: (v) => `$${v.toFixed(2)}` },
+  cheapest_cost_usd: { field: "budget_usd", limit: "budget", up: usdUp, fmt: (v) => `$${v.toFixed(2)}` },
+  time_short_s: { text: (v) => `${fmtSeconds(v)} past the deadline already` },
+  budget_short_usd: { text: (v) => `${fmtUsd(v)} over the budget already` },
+};
+
+/**
+ * One line per relaxation: a button that puts the relaxed limit into its input, in a form whose inputs are
+ * the request's own limits (data-relaxations="fill": the Plan page's; a run's re-plan relaxes the time and
+ * money left, not the whole run's limits its form holds, so there the message and its hint say it alone).
+ * An unknown key is left out rather than shown raw.
+ */
+function relaxationLines(box, relaxations) {
+  const form = box.closest("form[data-relaxations=fill]");
+  const lines = [];
+  for (const [key, value] of Object.entries(relaxations || {})) {
+    const spec = RELAXATIONS[key];
+    if (!spec || value === null || value === undefined || !Number.isFinite(value)) continue;
+    if (spec.text) {
+      lines.push(el("span", { class: "hint" }, spec.text(value)));
+      continue;
+    }
+    const input = form ? inputForField(form, spec.field) : null;
+    if (!input || input.tagName !== "INPUT") continue;
+    const relaxed = spec.up(value);
+    const label = `Set the ${spec.limit} to ${spec.fmt(relaxed)}`;
+    lines.push(el("span", { class: "hint" }, el("button", {
+      type: "button", class: "small secondary relax", dataset: { relax: key },
+      onclick: () => {
+        input.value = String(relaxed);
+        input.dispatchEvent(new Event("input", { bubbles: true }));
+        input.focus();
+      },
+    }, label)));
+  }
+  return lines;
+}
+
 function renderMessage(box, detail, hint, relaxations) {
   box.replaceChildren(document.createTextNode(detail));
   if (hint) box.append(el("span", { class: "hint" }, `To fix: ${hint}`));
-  const nearest = Object.entries(relaxations || {}).filter(([, v]) => v !== null && v !== undefined);
-  if (nearest.length) {
-    box.append(el("span", { class: "hint" }, `Relaxations: ${nearest.map(([k, v]) => `${k} = ${fmtNumber(v, 4)}`).join(", ")}`));
-  }
+  box.append(...relaxationLines(box, relaxations));
   box.hidden = false;
 }
 
@@ -193,6 +235,23 @@ export function showError(form, error) {
 }
 
 /**
+ * Throw an ApiError naming the first number input of `form` whose text the browser cannot read as a number
+ * ("NaN", "12abc", "1e"): such an input's value is "", and sending it as "none" would drop a limit the user
+ * typed (a time limit of "NaN" planned with no deadline, silently).
+ */
+function refuseUnreadableNumbers(form) {
+  for (const input of form.querySelectorAll("input[type=number]")) {
+    if (!input.validity?.badInput) continue;
+    const field = (input.dataset.field || input.closest("[data-field]")?.dataset.field || "").split(/\s+/)[0] || null;
+    throw new ApiError(422, {
+      error: "invalid_input", field,
+      detail: "not a number: the browser cannot read what is typed here",
+      hint: "type a number (e.g. 3600 or 1e4), or empty the box for none",
+    });
+  }
+}
+
+/**
  * Send `form` (the submit button `${prefix}-submit` and busy note `${prefix}-busy` of _macros.html's
  * form_actions): clear its errors, run `send` with the button disabled and the note shown, and show what
  * `send` throws next to its field; `onError(err)` runs after an error is shown.
@@ -204,6 +263,7 @@ export async function submitting(form, prefix, send, onError = null) {
   button.disabled = true;
   busy.hidden = false;
   try {
+    refuseUnreadableNumbers(form);
     await send();
   } catch (err) {
     showError(form, err);

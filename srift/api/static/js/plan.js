@@ -568,9 +568,22 @@ function renderWarnings(warnings) {
   $("plan-warnings").replaceChildren(...shown);
 }
 
+/** After a request that failed, the plan still shown is the previous request's: say so and dim it, so that it
+ * does not read as the answer to the form as it now stands (a 409 for a $0.001 budget beside a plan with
+ * "no limits given"). */
+function markStale() {
+  if ($("plan-results").hidden) return;
+  const shown = $("plan-title").textContent.replace(/^Plan /, "plan ");
+  $("plan-stale").textContent = `Below: ${shown}, from an earlier request. The request in the form was not planned; see the message there.`;
+  $("plan-stale").hidden = false;
+  $("plan-results").classList.add("stale");
+}
+
 async function renderPlan(plan) {
   $("plan-empty").hidden = true;
   $("plan-results").hidden = false;
+  $("plan-stale").hidden = true;
+  $("plan-results").classList.remove("stale");
   $("plan-title").textContent = `Plan #${plan.id}: ${plan.label}`;
   renderCards(plan);
   renderChoices(plan);
@@ -591,7 +604,7 @@ async function submit(ev) {
     const plan = await post("/plans", await buildRequest());
     await renderPlan(plan);
     history.replaceState(null, "", `?plan=${plan.id}`);
-  });
+  }, markStale);
 }
 
 /** Put a stored plan's request back into the form, so it can be tweaked and re-run. */
@@ -661,7 +674,8 @@ async function init() {
   $("plan-availability-add").addEventListener("click", addAvailability);
   $("plan-time-limit").addEventListener("input", () => {
     const v = numberOrNull($("plan-time-limit"));
-    $("plan-time-limit-help").textContent = typeof v === "number" ? `= ${fmtSeconds(v)}` : "optional";
+    const unreadable = $("plan-time-limit").validity.badInput;
+    $("plan-time-limit-help").textContent = typeof v === "number" ? `= ${fmtSeconds(v)}` : unreadable ? "not a number" : "optional";
   });
   try {
     const [profiles, where] = await Promise.all([

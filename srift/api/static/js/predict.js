@@ -41,10 +41,17 @@ function updateGlobalBatch() {
   $("predict-global-batch").textContent = `global batch: ${total} samples per iteration`;
 }
 
+/** A new row's type: the first available type no row has yet (the API refuses a type and market listed twice),
+ * else the first. */
+function unusedType(types) {
+  const used = new Set([...fleet.querySelectorAll("[data-name=instance_type]")].map((s) => s.value));
+  return (types.find((t) => !used.has(t.name)) ?? types[0])?.name;
+}
+
 function addRow(initial = {}) {
   const types = availableTypes();
   const typeSelect = el("select", { "data-name": "instance_type", "aria-label": "instance type" });
-  fillSelect(typeSelect, types.map(typeOption), initial.instance_type ?? types[0]?.name);
+  fillSelect(typeSelect, types.map(typeOption), initial.instance_type ?? unusedType(types));
   const market = el("select", { "data-name": "market", "aria-label": "market" });
   fillSelect(market, [{ value: "spot", label: "spot" }, { value: "on_demand", label: "on-demand" }], initial.market ?? "spot");
   const count = el("input", { type: "number", step: "1", value: initial.count ?? 2, "data-name": "count", "aria-label": "count" });
