@@ -481,7 +481,7 @@ def _infeasible(
     return error
 
 
-def _usd_up(usd: float) -> str:
+def usd_up(usd: float) -> str:
     """Dollars rounded up to the cent: a limit the hint names must be met by the figure it prints (rounded to
     the nearest cent, a cheapest plan of $4.8119 under a $4.81 budget read "raise budget_usd to $4.81"), and
     the message quotes the figure as the hint does ("costs $4.81, $0.01 over" under $4.81 read as a
@@ -489,8 +489,8 @@ def _usd_up(usd: float) -> str:
     return f"${math.ceil(round(usd * 100, 6)) / 100:.2f}"
 
 
-def _seconds_up(seconds: float) -> str:
-    """Seconds rounded up to the whole second, as `_usd_up` rounds dollars."""
+def seconds_up(seconds: float) -> str:
+    """Seconds rounded up to the whole second, as `usd_up` rounds dollars."""
     return f"{math.ceil(round(seconds, 6)):.0f} s"
 
 
@@ -520,14 +520,14 @@ def _infeasible_limits(
             gap = (
                 ""
                 if fastest is None
-                else f": the fastest{searched} takes {_seconds_up(fastest)}{at}, "
-                f"{_seconds_up(fastest - c.time_limit_s)} over"
+                else f": the fastest{searched} takes {seconds_up(fastest)}{at}, "
+                f"{seconds_up(fastest - c.time_limit_s)} over"
             )
             return PlanInfeasible(
                 f"no configuration{searched} runs {n} iterations within "
                 f"time_limit_s={c.time_limit_s:g} s{gap}",
                 hint=(
-                    f"raise time_limit_s to at least {_seconds_up(fastest)}, or allow more VMs or other types"
+                    f"raise time_limit_s to at least {seconds_up(fastest)}, or allow more VMs or other types"
                     if fastest is not None
                     else "raise time_limit_s, or allow more VMs or other instance types"
                 ),
@@ -544,16 +544,16 @@ def _infeasible_limits(
             )
         fast = relax.get("fastest_time_within_budget_s")
         within = (
-            f"within ${c.budget_usd:g} the fastest takes {_seconds_up(fast)}"
+            f"within ${c.budget_usd:g} the fastest takes {seconds_up(fast)}"
             if fast is not None
             else (f"nothing{searched} fits ${c.budget_usd:g}")
         )
         return PlanInfeasible(
             f"no configuration{searched} meets both time_limit_s={c.time_limit_s:g} s and budget_usd="
-            f"${c.budget_usd:g}: meeting the deadline{at} costs at least {_usd_up(least_cost)} "
-            f"({_usd_up(least_cost - c.budget_usd)} over budget); {within}",
-            hint=f"raise budget_usd to {_usd_up(least_cost)}"
-            + (f" or time_limit_s to {_seconds_up(fast)}" if fast is not None else ""),
+            f"${c.budget_usd:g}: meeting the deadline{at} costs at least {usd_up(least_cost)} "
+            f"({usd_up(least_cost - c.budget_usd)} over budget); {within}",
+            hint=f"raise budget_usd to {usd_up(least_cost)}"
+            + (f" or time_limit_s to {seconds_up(fast)}" if fast is not None else ""),
             field="budget_usd",
             relaxations=relax,
         )
@@ -563,12 +563,12 @@ def _infeasible_limits(
     gap = (
         ""
         if cheapest is None
-        else f": the cheapest{searched} costs {_usd_up(cheapest)}{at}, "
-        f"{_usd_up(cheapest - c.budget_usd)} over"
+        else f": the cheapest{searched} costs {usd_up(cheapest)}{at}, "
+        f"{usd_up(cheapest - c.budget_usd)} over"
     )
     return PlanInfeasible(
         f"no configuration{searched} runs {n} iterations within budget_usd=${c.budget_usd:g}{gap}",
-        hint=f"raise budget_usd to at least {_usd_up(cheapest)}"
+        hint=f"raise budget_usd to at least {usd_up(cheapest)}"
         if cheapest is not None
         else "raise budget_usd",
         field="budget_usd",

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import re
 import secrets
 from dataclasses import replace
 from typing import Any
@@ -36,7 +37,7 @@ from srift.domain.records import PlanRecord, TrainingRun, TrainingRunEvent, Trai
 from srift.domain.requests import Amendment, InterruptionReport, IterationReport, PlanQuery, ProgressReport
 from srift.domain.states import TrainingState
 from srift.errors import Conflict, InvalidInput, NotFound, Unauthorized
-from srift.optimize.solver import PlanInfeasible
+from srift.optimize.solver import PlanInfeasible, seconds_up, usd_up
 from srift.services import calibration
 from srift.services.plans import create_plan, get_plan_for, get_plan_row
 from srift.settings import Settings
@@ -416,11 +417,28 @@ def _replan(
         out = f", {', '.join(excluded)} excluded" if excluded else ""
         raise PlanInfeasible(
             f"re-planning {iters} remaining iterations ({left}{money}{out}): {exc.detail}",
-            hint=exc.hint,
+            hint=_whole_run_hint(
+                exc.hint, before_s=job.elapsed_s + remaining["launch_overhead_s"], spent_usd=job.spent_usd
+            ),
             field=exc.field,
             relaxations=exc.relaxations,
             proven=exc.proven,
         ) from exc
+
+
+_HINT_TIME = re.compile(r"(time_limit_s to (?:at least )?)(\d+) s")
+_HINT_BUDGET = re.compile(r"(budget_usd to (?:at least )?)\$(\d+\.\d\d)")
+
+
+def _whole_run_hint(hint: str, *, before_s: float, spent_usd: float) -> str:
+    """The planner's hint for the rest of a run restated in the run's own limits. The re-plan searches the
+    time and money left, so its hint names figures for the rest ("raise time_limit_s to at least 900 s");
+    a run's time_limit_s and budget_usd (the amendment's fields, the Jobs page's form) are the whole run's,
+    counted from its start, so followed as written that figure fails again. Each figure gets what the run
+    has used (`before_s`: elapsed plus the launch to come; `spent_usd`), rounded up as the planner rounds."""
+    hint = _HINT_TIME.sub(lambda m: f"{m[1]}{seconds_up(float(m[2]) + before_s)}", hint)
+    hint = _HINT_BUDGET.sub(lambda m: f"{m[1]}{usd_up(float(m[2]) + spent_usd)}", hint)
+    return hint
 
 
 def training_run(*, session: Session, job: TrainingJob) -> TrainingRun:

@@ -142,3 +142,26 @@ def test_an_interruption_no_plan_fits_is_still_recorded(
     assert run.state is TrainingState.NEEDS_INPUT and run.iterations_done == 200
     assert [e.kind for e in run.events] == ["started", "interruption"]
     assert run.events[-1].payload["error"]["error"] == "infeasible"
+
+
+def test_a_replans_hint_names_the_runs_own_limit_and_following_it_replans(
+    client: TestClient, db_url: str, write_headers: dict[str, str]
+) -> None:
+    """The re-plan searches the time left (the limit less 420 s elapsed and 150 s to launch), so the planner's
+    hint named a figure for the rest of the run ("raise time_limit_s to at least 300 s"), while an
+    amendment's time_limit_s is the whole run's: followed as written, the amendment was refused again as
+    already past. The hint now counts from the run's start, and following it re-plans."""
+    import re
+
+    job_id, _ = _stuck_run(client, db_url, write_headers)
+    short = client.post(f"/v1/jobs/{job_id}/amendments", json={"time_limit_s": 600}, headers=write_headers)
+    assert short.status_code == 409 and short.json()["field"] == "time_limit_s", short.text
+    found = re.search(r"time_limit_s to at least (\d+) s", short.json()["hint"])
+    assert found is not None, short.json()["hint"]
+    limit_s = int(found.group(1))
+    assert limit_s > 420 + 150
+    followed = client.post(
+        f"/v1/jobs/{job_id}/amendments", json={"time_limit_s": limit_s}, headers=write_headers
+    )
+    assert followed.status_code == 200, followed.text
+    assert followed.json()["job"]["state"] == "running"
