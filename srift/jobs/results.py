@@ -13,12 +13,14 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
+from srift.bandwidth.mixed import ring_members
 from srift.bandwidth.records import ProbeRecord
 from srift.bandwidth.samples import store_samples
 from srift.db.tables import Job, utcnow
 from srift.domain.profile import ModelProfile
 from srift.domain.states import JobKind, JobState
 from srift.errors import Conflict, InvalidInput, NotFound
+from srift.jobs.spec import ProbeJobSpec, parse_probe_job
 from srift.limits import PROBE_RESULTS_PER_BATCH
 
 MAX_STAGED_SAMPLES = 200_000
@@ -61,6 +63,40 @@ def _check_catalogued(session: Session, records: Sequence[ProbeRecord]) -> None:
             ) from exc
 
 
+def check_answers_job(spec: ProbeJobSpec, records: Sequence[ProbeRecord]) -> None:
+    """Refuse samples that do not answer the probe job they are posted to: each must carry the job's
+    provider (its catalog provider: ec2 samples are aws's) and instance type (a mixed ring's name, as the
+    job names it), one of its node counts, and that count × the job's ranks_per_node as world size.
+    A Conflict with the job (409) naming `samples[i].<field>`; checked before anything is staged or stored,
+    so samples of another type or fleet never land under this job nor finish it."""
+    for i, record in enumerate(records):
+        mismatch = _mismatch(spec, record)
+        if mismatch is not None:
+            name, wanted = mismatch
+            raise Conflict(
+                f"samples[{i}].{name} is {getattr(record, name)!r}, but the probe job asked for {wanted}",
+                hint=f"post only the samples of this job's probe ({spec.provider.value} {spec.instance_type} "
+                f"on {list(spec.node_counts)} nodes); store other samples with a write token and no job_id",
+                field=f"samples[{i}].{name}",
+            )
+
+
+def _mismatch(spec: ProbeJobSpec, record: ProbeRecord) -> tuple[str, str] | None:
+    """The first field of `record` the job did not ask for, and what it asked (None: it answers the job)."""
+    provider = spec.provider.catalog_provider or spec.provider.value
+    if record.provider != provider:
+        return "provider", repr(provider)
+    if record.instance_type != spec.instance_type:
+        members = ring_members(spec.instance_type)
+        ring = f" (the ring of {', '.join(members)})" if len(members) > 1 else ""
+        return "instance_type", f"{spec.instance_type!r}{ring}"
+    if record.nodes not in spec.node_counts:
+        return "nodes", f"one of {list(spec.node_counts)}"
+    if record.world_size != record.nodes * spec.ranks_per_node:
+        return "world_size", f"{record.nodes} nodes × {spec.ranks_per_node} rank(s) per node"
+    return None
+
+
 def _job_for_update(session: Session, job_id: int, kind: JobKind) -> Job:
     job = session.get(Job, job_id, populate_existing=True, with_for_update=True)
     if job is None or job.kind != kind.value:
@@ -92,6 +128,7 @@ def post_probe_results(
         result["results_error"] = error[:2000]
         job.result = result
         return ResultsOutcome(parsed=0, stored=0, staged=0, job_state=job.state)
+    check_answers_job(parse_probe_job(job.request), records)
     staged_raw: list[dict[str, Any]] = list(result.get("staged_samples", []))
     if not final:
         if len(staged_raw) + len(records) > MAX_STAGED_SAMPLES:

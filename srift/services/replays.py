@@ -30,7 +30,7 @@ from sqlalchemy.orm import Session
 
 from srift.domain.records import PlanRecord
 from srift.domain.requests import RecentMarket
-from srift.errors import InvalidInput
+from srift.errors import InvalidInput, NotFound
 from srift.services.caching import RevisionCache
 from srift.services.traces import stored_traces, traceset_path
 from srift.settings import Settings
@@ -409,18 +409,20 @@ def recent_log(
 ) -> RecentLog:
     """The request's recent market as one trace of the plan's spot `fleet` (provider, region, type, VMs),
     cut at `as_of_s`: the imported trace it names (`stored`: the trace set), or the inline log's trace of
-    that fleet. InvalidInput names `recent_market.<field>` and what would fix it: an unknown trace, a log
-    that does not cover the fleet, an as_of outside the log."""
+    that fleet. A trace name the set does not hold is NotFound on `recent_market.trace` (404, like any
+    stored data a valid request names), its hint listing the imported names; InvalidInput names
+    `recent_market.<field>` and what would fix it for a log that does not cover the fleet and an as_of
+    outside the log."""
     provider, region, itype, nodes = fleet
     if recent.trace is not None:
         where = "recent_market.trace"
         named = [t for t in stored if t.name == recent.trace]
         if not named:
-            have = ", ".join(sorted(t.name for t in stored)[:5]) or "none imported"
-            raise InvalidInput(
-                f"no imported trace is named {recent.trace!r} (imported: {have})",
-                hint="name a trace as `srift traces list` shows it, or import yours with `srift traces "
-                "import LOG.csv` first (or give the log inline as recent_market.log_csv)",
+            raise NotFound(
+                f"no imported trace is named {recent.trace!r}",
+                hint=f"name one of the imported traces ({_known_traces(stored)}) as `srift traces list` or "
+                "GET /v1/traces shows it, or import yours with `srift traces import LOG.csv` first (or give "
+                "the log inline as recent_market.log_csv)",
                 field=where,
             )
         candidates = named
@@ -447,6 +449,15 @@ def recent_log(
         )
     trace = covering[0]
     return RecentLog(_as_of(trace, recent.as_of_s), where)
+
+
+def _known_traces(stored: Sequence[SpotTrace], *, shown: int = 5) -> str:
+    """The imported traces' names for a hint: the first `shown` by name, and how many more."""
+    names = sorted(t.name for t in stored)
+    if not names:
+        return "none is imported"
+    more = f", and {len(names) - shown} more" if len(names) > shown else ""
+    return ", ".join(names[:shown]) + more
 
 
 def _as_of(trace: SpotTrace, as_of_s: float | None) -> SpotTrace:

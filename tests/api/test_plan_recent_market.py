@@ -178,7 +178,8 @@ def test_bad_recent_markets_are_refused_naming_the_field(
 ) -> None:
     pid, name = logs_market["profile_id"], logs_market["stormy"].name
     cases: list[tuple[dict[str, Any], str, str]] = [
-        ({"recent_market": {"trace": "no-such-trace"}}, "recent_market.trace", "no imported trace is named"),
+        ({"recent_market": {"trace": ""}}, "recent_market.trace", "at least 1 character"),
+        ({"recent_market": {"trace": "a\x00b"}}, "recent_market.trace", "holds a NUL character"),
         ({"recent_market": {"trace": name, "as_of_s": 1e8}}, "recent_market.as_of_s", "outside the log"),
         ({"recent_market": {"trace": name, "as_of_s": 10}}, "recent_market.as_of_s", "outside the log"),
         ({"recent_market": {"trace": name, "log_csv": "x"}}, "recent_market.trace", "exactly one"),
@@ -210,6 +211,25 @@ def test_bad_recent_markets_are_refused_naming_the_field(
     assert got["field"] == "recent_market.log_csv"
     assert "not the plan's spot fleet of 4 × p3.2xlarge in aws/us-east-1" in got["detail"]
     assert "p3.2xlarge in aws/us-east-1" in got["hint"]
+
+
+def test_a_trace_name_the_set_does_not_hold_is_not_found(
+    client: TestClient, write_headers: dict[str, str], logs_market: dict[str, Any]
+) -> None:
+    """A well-formed `recent_market.trace` that no imported trace has names data that is not stored: 404
+    (docs/limits.md; it was a 422), its hint listing the imported names."""
+    pid = logs_market["profile_id"]
+    r = client.post(
+        "/v1/plans", json=spot_body(pid, recent_market={"trace": "no-such-trace"}), headers=write_headers
+    )
+    assert r.status_code == 404, r.text
+    got = r.json()
+    assert (
+        got["field"] == "recent_market.trace"
+        and "no imported trace is named 'no-such-trace'" in got["detail"]
+    )
+    for known in (logs_market["stormy"].name, logs_market["calm"].name):
+        assert known in got["hint"]
 
 
 def test_the_replay_endpoint_predicts_with_the_plans_own_choice(

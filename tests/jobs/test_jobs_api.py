@@ -218,6 +218,46 @@ def test_results_with_the_job_token_are_stored_once_and_finish_a_queued_job(
     assert shown["state"] == "succeeded" and shown["result"]["samples_stored"] == 3
 
 
+@pytest.mark.usefixtures("testbed_types", "aws_catalog")
+@pytest.mark.parametrize(
+    ("change", "field", "asked"),
+    [
+        ({"provider": "aws", "region": "us-east-1", "instance_type": "g4dn.xlarge"}, "provider", "'testbed'"),
+        ({"instance_type": "tb.large"}, "instance_type", "'tb.small'"),
+        ({"world_size": 3, "nodes": 3}, "nodes", "one of [2, 4]"),
+        ({"world_size": 4, "nodes": 2, "ranks_per_node": 2}, "world_size", "2 nodes × 1 rank(s) per node"),
+    ],
+)
+@pytest.mark.parametrize("final", [True, False])
+def test_samples_of_another_probe_are_refused_for_the_job(
+    client: TestClient,
+    write_headers: dict[str, str],
+    session: Session,
+    change: dict[str, Any],
+    field: str,
+    asked: str,
+    final: bool,
+) -> None:
+    """A job's token posting samples of another provider, type or fleet (an aws g4dn.xlarge sample for a
+    tb.small job was stored and finished the job) is a 409 naming the sample's field and what the job
+    asked; nothing is staged or stored and the job stays queued."""
+    job = _submit(client, write_headers, GOOD)
+    own = {"Authorization": f"Bearer {job['token']}"}
+    samples = [_sample(), {**_sample(repeat=1), **change}]
+    r = client.post(
+        "/v1/probe-results", json={"job_id": job["id"], "samples": samples, "final": final}, headers=own
+    )
+    assert r.status_code == 409, r.text
+    assert r.json()["field"] == f"samples[1].{field}"
+    assert f"the probe job asked for {asked}" in r.json()["detail"]
+    session.expire_all()
+    assert _samples(session) == 0
+    shown = client.get(f"/v1/probe-jobs/{job['id']}").json()
+    assert shown["state"] == "queued" and "staged" not in (shown["result"] or {})
+    ok = client.post("/v1/probe-results", json={"job_id": job["id"], "samples": [_sample()]}, headers=own)
+    assert ok.json()["stored"] == 1 and ok.json()["job_state"] == "succeeded"
+
+
 @pytest.mark.usefixtures("testbed_types")
 def test_bad_samples_name_the_field_and_store_nothing(
     client: TestClient, write_headers: dict[str, str], session: Session

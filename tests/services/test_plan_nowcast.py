@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from srift.domain.requests import RecentMarket
-from srift.errors import InvalidInput
+from srift.errors import InvalidInput, NotFound
 from srift.services.replays import NOWCAST_REPLACES, nowcast_spot, plan_job, recent_log
 from srift.spot.model import SPLIT_BLOCK_S, Half, fit_model
 from srift.spot.nowcast import choose_nowcast
@@ -143,9 +143,10 @@ def test_a_plan_without_an_on_demand_fallback_keeps_the_fitted_law_and_says_why(
 def test_the_recent_log_must_exist_cover_the_fleet_and_hold_as_of() -> None:
     fleet = ("aws", "us-east-1", "p3.2xlarge", 4)
     trace = _trace(1)
-    with pytest.raises(InvalidInput, match="no imported trace is named 'nope'") as caught:
+    with pytest.raises(NotFound, match="no imported trace is named 'nope'") as missing:
         recent_log(RecentMarket(trace="nope"), stored=[trace], fleet=fleet)
-    assert caught.value.field == "recent_market.trace" and "srift traces list" in str(caught.value)
+    assert missing.value.field == "recent_market.trace" and "srift traces list" in str(missing.value)
+    assert trace.name in missing.value.hint
     for bad in (("aws", "us-west-2", "p3.2xlarge", 4), ("aws", "us-east-1", "p3.2xlarge", 8)):
         with pytest.raises(InvalidInput, match="not the plan's spot fleet") as caught:
             recent_log(RecentMarket(trace=trace.name), stored=[trace], fleet=bad)

@@ -32,7 +32,8 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
             "description": "what the request names is not stored: a catalog snapshot, a provider or "
             "region (`provider`, `providers[i]`, `region`, `regions[i]`; the hint lists the known ones), an "
             "instance type of `availability`, a profile id, or any profile of `model` (`field` names it)"
-            "; a probe job of `network.probe_job_ids`",
+            "; a probe job of `network.probe_job_ids`; an imported spot trace `recent_market.trace` names "
+            "(the hint lists the imported ones)",
         },
         409: {
             "model": ErrorOut,

@@ -121,12 +121,21 @@ def get_profile_job(job_id: JobId, session: SessionDep, _: RequireRead) -> Any:
     responses={
         **AUTH,
         404: error_response("no such probe job, or a sample's instance type is not in the catalog"),
+        409: error_response(
+            "a sample does not answer the job: its provider, instance type, nodes or world size is not what "
+            "the job asked; `field` names it (`samples[i].instance_type`), nothing is stored"
+        ),
         422: error_response("a sample is invalid; `field` names it"),
     },
 )
 def post_probe_results(body: ProbeResultsIn, session: SessionDep, caller: RequireJobOrWrite) -> Any:
     """Store probe samples: with a job's token for that job (401 without a valid token, 403 for another
-    job's), or with a write token. A job's samples are stored all at once with its final batch."""
+    job's), or with a write token. A job's samples are stored all at once with its final batch.
+
+    Samples posted for a job must answer it: the job's provider (`aws` for an ec2 job), its instance
+    type (a mixed ring: the ring's name as the job gives it), `nodes` among its `node_counts`, and
+    `world_size` = `nodes` × its `ranks_per_node`; any other is a 409 naming `samples[i].<field>` and what
+    the job asked, and nothing of the batch is staged or stored."""
     caller.authorize_job(body.job_id)
     outcome = service.post_probe_results(
         session=session,

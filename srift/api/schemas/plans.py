@@ -113,10 +113,11 @@ RECENT_MARKET_RULE = (
     "on-demand plan)",
 )
 RECENT_MARKET_SERVER_RULES = (
-    "the named trace is one the server's trace set holds (`srift traces import`, `srift traces list`); the "
-    "trace or log covers the plan's spot fleet (its instance type, in its provider/region, with at least its "
-    "VM count), else 422 naming recent_market.trace or recent_market.log_csv; as_of_s lies within the log "
-    "(at least one tick, at most its length), else 422 naming recent_market.as_of_s"
+    "the named trace is one the server's trace set holds (`srift traces import`, `srift traces list`), else "
+    "404 naming recent_market.trace; the trace or log covers the plan's spot fleet (its instance type, in "
+    "its provider/region, with at least its VM count), else 422 naming recent_market.trace or "
+    "recent_market.log_csv; as_of_s lies within the log (at least one tick, at most its length), else 422 "
+    "naming recent_market.as_of_s"
 )
 
 
@@ -124,10 +125,10 @@ class RecentMarketIn(StrictModel):
     """The recent spot market to condition the plan's spot figures on (srift.spot.nowcast: the fitted
     law's mean up time and mean gap updated by the look-back before `as_of_s`, the run starting in the state
     seen then). Give exactly one of `trace` (an imported trace by name) or `log_csv` (the log inline). The
-    server checks, once the plan's spot fleet is known, that the named trace is in its trace set, that the
-    trace or log covers the fleet (its type, in its provider/region, with at least its VMs) and that
-    `as_of_s` lies within the log; each refusal is a 422 naming the field (rule
-    recent-market-covers-the-fleet)."""
+    server checks, once the plan's spot fleet is known, that the named trace is in its trace set (else a
+    404 naming `recent_market.trace`), that the trace or log covers the fleet (its type, in its
+    provider/region, with at least its VMs) and that `as_of_s` lies within the log (else a 422 naming the
+    field; rule recent-market-covers-the-fleet)."""
 
     model_config = ConfigDict(
         extra="forbid",
