@@ -563,8 +563,7 @@ def _infeasible_limits(
     gap = (
         ""
         if cheapest is None
-        else f": the cheapest{searched} costs {usd_up(cheapest)}{at}, "
-        f"{usd_up(cheapest - c.budget_usd)} over"
+        else f": the cheapest{searched} costs {usd_up(cheapest)}{at}, {usd_up(cheapest - c.budget_usd)} over"
     )
     return PlanInfeasible(
         f"no configuration{searched} runs {n} iterations within budget_usd=${c.budget_usd:g}{gap}",
