@@ -91,8 +91,8 @@ def in_cli_words(
 def finite_number(option: str, *, within: tuple[float, float] | None = None) -> Callable[[str], float]:
     """A typer `parser` for a float option: the number, or InvalidInput naming `option` for text that is
     not one, for nan and ±inf ("is not a number", where a range check would call nan too large), and for
-    a value outside `within` (low, high; checked here, as typer does not range-check an option with a
-    parser)."""
+    a value outside `within` (low, high; high math.inf for a lower bound only; checked here, as typer does
+    not range-check an option with a parser)."""
     from srift.errors import InvalidInput
 
     def parse(text: str) -> float:
@@ -104,9 +104,16 @@ def finite_number(option: str, *, within: tuple[float, float] | None = None) -> 
             kind = "a finite number" if math.isinf(value) else "a number"
             raise InvalidInput(f"{text} is not {kind}", hint=f"give {option} a decimal number", field=option)
         if within is not None and not within[0] <= value <= within[1]:
+            low, high = within
+            if math.isinf(high):
+                raise InvalidInput(
+                    f"{text} is below {low:g}",
+                    hint=f"give {option} a number of at least {low:g}",
+                    field=option,
+                )
             raise InvalidInput(
-                f"{text} is outside {within[0]:g}..{within[1]:g}",
-                hint=f"give {option} a number from {within[0]:g} to {within[1]:g}",
+                f"{text} is outside {low:g}..{high:g}",
+                hint=f"give {option} a number from {low:g} to {high:g}",
                 field=option,
             )
         return value

@@ -9,6 +9,7 @@ running server with --url (the REST paths under /v1/jobs).
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -16,7 +17,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from srift.commands.options import LocalDatabaseUrl, add_group, in_cli_words
+from srift.commands.options import LocalDatabaseUrl, add_group, finite_number, in_cli_words
 from srift.commands.remote import call_api, put_given
 from srift.commands.tables import add_columns
 
@@ -166,10 +167,23 @@ RunToken = Annotated[
 ]
 AnswerJson = Annotated[bool, typer.Option("--json", help="print the answer as JSON")]
 RunId = Annotated[int, typer.Argument(min=1, help="the run")]
+_NOT_NEGATIVE = (0.0, math.inf)
+"""The range of a count of seconds or dollars (typer ignores min= on an option with a parser)."""
 _ITERATIONS = typer.Option("--iterations", min=0, help="iterations done so far")
-_ELAPSED = typer.Option("--elapsed", min=0, help="seconds since the run started")
-_SPENT = typer.Option("--spent", min=0, help="USD spent so far")
-LaunchOverhead = Annotated[float, typer.Option("--launch-overhead", min=0, help="seconds to boot VMs")]
+_ELAPSED = typer.Option(
+    "--elapsed", parser=finite_number("--elapsed", within=_NOT_NEGATIVE), help="seconds since the run started"
+)
+_SPENT = typer.Option(
+    "--spent", parser=finite_number("--spent", within=_NOT_NEGATIVE), help="USD spent so far"
+)
+LaunchOverhead = Annotated[
+    float,
+    typer.Option(
+        "--launch-overhead",
+        parser=finite_number("--launch-overhead", within=_NOT_NEGATIVE),
+        help="seconds to boot VMs",
+    ),
+]
 
 
 @_in_cli_words({})
@@ -271,10 +285,19 @@ def amend(
     job_id: RunId,
     time_limit: Annotated[
         float | None,
-        typer.Option("--time-limit", min=0, help="the run's whole deadline in seconds, from its start"),
+        typer.Option(
+            "--time-limit",
+            parser=finite_number("--time-limit", within=_NOT_NEGATIVE),
+            help="the run's whole deadline in seconds, from its start",
+        ),
     ] = None,
     budget: Annotated[
-        float | None, typer.Option("--budget", min=0, help="the run's whole budget in USD")
+        float | None,
+        typer.Option(
+            "--budget",
+            parser=finite_number("--budget", within=_NOT_NEGATIVE),
+            help="the run's whole budget in USD",
+        ),
     ] = None,
     objective: Annotated[str | None, typer.Option("--objective", help="min_cost or min_time")] = None,
     launch_overhead: LaunchOverhead = 150.0,

@@ -21,7 +21,9 @@ err_console = Console(stderr=True)
 Quick = Annotated[
     bool,
     typer.Option(
-        "--quick", help="the quick matrix (about 10 minutes) instead of the full one (about an hour)"
+        "--quick",
+        help="the quick matrix (about 17 minutes on 2 cores, measured: docs/BENCHMARKS.md, end-to-end "
+        "accuracy) instead of the full one (about an hour)",
     ),
 ]
 Spec = Annotated[

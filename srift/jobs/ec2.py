@@ -272,7 +272,7 @@ def probe_user_data(
             f"/opt/srift/allreduce.py --from-imds --provider aws --backend {spec.backend} --sizes {sizes} "
             f"--repeats {spec.repeats} --warmup {spec.warmup} --async-count {spec.async_count} "
             f"--nodes {nodes} --ranks-per-node {spec.ranks_per_node} --time-budget-s {spec.time_budget_s:g} "
-            f"--instance-type {shlex.quote(spec.instance_type)} "
+            f"--instance-type {shlex.quote(spec.instance_type)} --collective {spec.collective} "
             f"--run-id srift-job-{job_id}-a{attempt}-n{nodes} --out {out} "
             f"|| {{ [ \"$NODE_RANK\" = 0 ] && fail 'probe with {nodes} nodes failed'; }}; fi"
         )

@@ -66,7 +66,8 @@ def _check_catalogued(session: Session, records: Sequence[ProbeRecord]) -> None:
 def check_answers_job(spec: ProbeJobSpec, records: Sequence[ProbeRecord]) -> None:
     """Refuse samples that do not answer the probe job they are posted to: each must carry the job's
     provider (its catalog provider: ec2 samples are aws's) and instance type (a mixed ring's name, as the
-    job names it), one of its node counts, and that count × the job's ranks_per_node as world size.
+    job names it), one of its node counts, that count × the job's ranks_per_node as world size, and the job's
+    backend and collective (both always stated: a job document defaults them to gloo and allreduce).
     A Conflict with the job (409) naming `samples[i].<field>`; checked before anything is staged or stored,
     so samples of another type or fleet never land under this job nor finish it."""
     for i, record in enumerate(records):
@@ -94,6 +95,10 @@ def _mismatch(spec: ProbeJobSpec, record: ProbeRecord) -> tuple[str, str] | None
         return "nodes", f"one of {list(spec.node_counts)}"
     if record.world_size != record.nodes * spec.ranks_per_node:
         return "world_size", f"{record.nodes} nodes × {spec.ranks_per_node} rank(s) per node"
+    if record.backend != spec.backend:
+        return "backend", repr(spec.backend)
+    if record.collective != spec.collective:
+        return "collective", repr(spec.collective)
     return None
 
 

@@ -233,3 +233,29 @@ def test_db_current_on_an_empty_database_says_so_and_how_to_migrate(
     assert code == 0 and "upgrade" not in out and out.startswith("current: "), out
     code, out, err = run(capsys, "db", "downgrade", "base")
     assert code == 0 and "None" not in out and "no revision" in out, out
+
+
+@pytest.mark.parametrize(
+    ("argv", "start"),
+    [
+        (("amend", "1", "--budget", "nan"), "error: --budget: nan is not a number."),
+        (("amend", "1", "--time-limit", "nan"), "error: --time-limit: nan is not a number."),
+        (("amend", "1", "--launch-overhead", "inf"), "error: --launch-overhead: inf is not a finite number."),
+        (("amend", "1", "--budget", "-1"), "error: --budget: -1 is below 0."),
+        (
+            ("progress", "1", "--iterations", "0", "--elapsed", "nan", "--spent", "0"),
+            "error: --elapsed: nan ",
+        ),
+        (("progress", "1", "--iterations", "0", "--elapsed", "0", "--spent", "nan"), "error: --spent: nan "),
+        (("interrupt", "1", "--type", "tb.small", "--spent", "nan"), "error: --spent: nan is not a number."),
+    ],
+)
+def test_a_run_number_that_is_not_one_is_refused_as_such(
+    local: None, capsys: pytest.CaptureFixture[str], argv: tuple[str, ...], start: str
+) -> None:
+    """`srift run amend 1 --budget nan` said "Input should be greater than or equal to 0" (typer's range
+    check): nan is not a number at all, and the run is never asked."""
+    code, out, err = run(capsys, "run", *argv)
+    assert code == 2 and out == "", err
+    line = one_line(err)
+    assert line.startswith(start) and "To fix: give --" in line, err

@@ -424,6 +424,19 @@ def test_a_reopened_multi_location_plan_shows_its_locations_one_strategy_line_an
     browsed.assert_clean()
 
 
+def test_a_plan_link_to_no_plan_says_so_in_page_words(browsed: Browsed) -> None:
+    """`/?plan=99999` showed the API's words at the foot of the form ("plan_id: no plan with id 99999 ...
+    To fix: create one with POST /v1/plans"); now it says there is no such plan here and what to do on the
+    page."""
+    browsed.goto("/?plan=99999")
+    page = browsed.page
+    page.wait_for_selector("body[data-ready]")
+    message = page.inner_text("#plan-form .form-error")
+    assert message.startswith("No plan #99999 here (it does not exist, or belongs to another user)."), message
+    assert "press Plan" in message and "POST" not in message and "plan_id" not in message, message
+    browsed.assert_clean(allowed=("status of 404",))
+
+
 def test_plan_form_sends_regions_providers_allreduce_the_input_pipeline_spot_strategy_and_ddp_settings(
     browsed: Browsed,
 ) -> None:

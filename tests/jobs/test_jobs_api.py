@@ -226,6 +226,8 @@ def test_results_with_the_job_token_are_stored_once_and_finish_a_queued_job(
         ({"instance_type": "tb.large"}, "instance_type", "'tb.small'"),
         ({"world_size": 3, "nodes": 3}, "nodes", "one of [2, 4]"),
         ({"world_size": 4, "nodes": 2, "ranks_per_node": 2}, "world_size", "2 nodes × 1 rank(s) per node"),
+        ({"backend": "nccl"}, "backend", "'gloo'"),
+        ({"collective": "all_gather"}, "collective", "'allreduce'"),
     ],
 )
 @pytest.mark.parametrize("final", [True, False])
@@ -238,8 +240,9 @@ def test_samples_of_another_probe_are_refused_for_the_job(
     asked: str,
     final: bool,
 ) -> None:
-    """A job's token posting samples of another provider, type or fleet (an aws g4dn.xlarge sample for a
-    tb.small job was stored and finished the job) is a 409 naming the sample's field and what the job
+    """A job's token posting samples of another provider, type, fleet, backend or collective (an aws
+    g4dn.xlarge sample for a tb.small job, an all_gather sample for an allreduce job, was stored and finished
+    the job) is a 409 naming the sample's field and what the job
     asked; nothing is staged or stored and the job stays queued."""
     job = _submit(client, write_headers, GOOD)
     own = {"Authorization": f"Bearer {job['token']}"}

@@ -23,9 +23,9 @@ from srift.catalog.shipped import load_shipped_catalog
 from srift.db.session import session_factory, transaction
 from srift.db.tables import Job, ProbeSample, utcnow
 from srift.jobs import service
-from srift.jobs.ec2 import TAG_JOB
+from srift.jobs.ec2 import TAG_JOB, probe_user_data
 from srift.jobs.runners import probe_script
-from srift.jobs.spec import JobProvider
+from srift.jobs.spec import Ec2Options, JobProvider, ProbeJobSpec
 from srift.jobs.worker import Outcome, Worker, WorkerConfig
 from srift.settings import Settings
 
@@ -338,3 +338,17 @@ def test_a_worker_that_lost_its_ec2_job_never_reports_it_succeeded(
     assert job.state == "succeeded", "recovery, not the lost worker, marked it: the results were posted"
     assert "stopped heartbeating" in job.log and "results received and instances terminated" not in job.log
     assert _all_terminated(job_id)
+
+
+def test_probe_user_data_times_the_jobs_collective() -> None:
+    """An all_gather job's instances timed allreduces (the user-data left out --collective), and their
+    samples were then refused as not answering the job."""
+    spec = ProbeJobSpec(
+        provider=JobProvider.EC2,
+        instance_type="g4dn.xlarge",
+        node_counts=(2,),
+        collective="all_gather",
+        ec2=Ec2Options(image_id="ami-0123456789abcdef0", results_url="http://srift.example"),
+    )
+    script = probe_user_data(job_id=1, attempt=1, spec=spec, token="t", probe_source="", master_ip=None)
+    assert "/opt/srift/allreduce.py" in script and "--collective all_gather " in script

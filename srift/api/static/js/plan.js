@@ -2,7 +2,7 @@
 
 import { drawBreakdown, drawPlanScatter, drawReplayHistogram, plotly } from "./charts.js";
 import {
-  card, el, fillSelect, fmtNumber, fmtPercent, fmtSeconds, fmtUsd, get, markReady, numberOrNull, post, renderTable, showError,
+  ApiError, card, el, fillSelect, fmtNumber, fmtPercent, fmtSeconds, fmtUsd, get, markReady, numberOrNull, post, renderTable, showError,
   submitting,
 } from "./common.js";
 import { fillModelSelect, initWhere, loadProfiles, profilePart, sourcesLine, typeOption, typesIn, wireUpload } from "./shared.js";
@@ -690,8 +690,8 @@ async function init() {
       $(id).addEventListener(id.endsWith("s") ? "input" : "change", describeWhere);
     }
     const planId = new URLSearchParams(location.search).get("plan");
-    if (planId) {
-      const stored = await get(`/plans/${encodeURIComponent(planId)}`);
+    const stored = planId ? await storedPlan(planId) : null;
+    if (stored) {
       fillForm(stored.request);
       await renderPlan(stored);
     }
@@ -699,6 +699,21 @@ async function init() {
     showError(form, err);
   }
   markReady();
+}
+
+/** The plan `?plan=` names, or null after saying in page words that there is none to show (the API's 404
+ * names its plan_id field and POST /v1/plans, words for a program, not for this form). */
+async function storedPlan(planId) {
+  try {
+    return await get(`/plans/${encodeURIComponent(planId)}`);
+  } catch (err) {
+    if (!(err instanceof ApiError) || err.status !== 404) throw err;
+    showError(form, new ApiError(404, {
+      detail: `No plan #${planId} here (it does not exist, or belongs to another user). `
+        + "Fill in the form and press Plan to make one.",
+    }));
+    return null;
+  }
 }
 
 init();
