@@ -105,6 +105,12 @@ def _worded(error: Mapping[str, Any], hints: Mapping[str, str] | None = None) ->
     return str(error.get("msg", "invalid request")), str(hint)
 
 
+def _field_of(error: Mapping[str, Any]) -> str | None:
+    """The `field` an error answer names: `body` for the request body as a whole (_whole_body_error), else
+    the error's own field path."""
+    return WHOLE_BODY if _whole_body_error(error) else error_field(error)
+
+
 def _in_body(error: Mapping[str, Any], hints: Mapping[str, str] | None) -> Mapping[str, str] | None:
     """`hints` where `error` is about a body field (hints name body fields, not query or path ones)."""
     loc = tuple(error.get("loc", ()))
@@ -148,7 +154,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def _validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
         errors = exc.errors()
         first = errors[0] if errors else {"loc": (), "msg": "invalid request"}
-        field = WHOLE_BODY if _whole_body_error(first) else error_field(first)
+        field = _field_of(first)
         detail, hint = _worded(first, _body_hints(request))
         if first.get("type") == "json_invalid":
             loc = list(first.get("loc", ()))
@@ -165,7 +171,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 "field": field,
                 "errors": [
                     {
-                        "field": WHOLE_BODY if _whole_body_error(e) else error_field(e) or "",
+                        "field": _field_of(e) or "",
                         "msg": _worded(e)[0],
                     }
                     for e in errors[:20]

@@ -245,7 +245,7 @@ EC2_BY_FILE = (
     "only a request file carries them: write `provider: ec2` and an `ec2:` mapping with image_id (e.g. "
     "ami-0123456789abcdef0) and results_url (this server as the instances reach it, e.g. "
     "http://10.0.0.5:8000) in r.yaml, then pass --file r.yaml (flags override it; every ec2 option: POST "
-    "/v1/probe-jobs in docs/api.md)"
+    "/v1/probe-jobs in docs/jobs.md)"
 )
 """How a CLI user gives a job's EC2 options, in place of the API's "add them"."""
 
