@@ -31,7 +31,8 @@ import io
 import math
 import statistics
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from typing import Any, TypeVar
 
 import numpy as np
 from scipy.optimize import least_squares  # type: ignore[import-untyped]
@@ -119,26 +120,33 @@ def csv_records(text: str) -> csv.DictReader[str]:
     return csv.DictReader(line for line in io.StringIO(text) if not line.startswith("#"))
 
 
+T = TypeVar("T")
+
+
+def csv_rows(cls: type[T], text: str, **read: Callable[[str], Any]) -> list[T]:
+    """One `cls` (a dataclass) per record of a shipped table's CSV text (`csv_records`): each field from the
+    column of its name, as text unless `read` names the function that reads that column."""
+    names = [f.name for f in fields(cls)]  # type: ignore[arg-type]
+    if unknown := set(read) - set(names):
+        raise ValueError(f"{cls.__name__} has no field {', '.join(sorted(unknown))}")
+    return [cls(**{n: read.get(n, str)(r[n]) for n in names}) for r in csv_records(text)]
+
+
+LAMBDA_COLUMNS: dict[str, Callable[[str], Any]] = {
+    "gpus": int,
+    "precision": PRECISION_OF_LABEL.__getitem__,
+    "interconnect_gbps": float,
+}
+"""How `csv_rows` reads the columns other than text that Lambda's summary table and its raw-log extract
+(`srift.estimate.public_runs`) share."""
+
+
 def read_table(text: str | None = None, *, registry: Registry | None = None) -> list[Row]:
     """The shipped table's rows, read through the measurement registry (its hash checked), or those of
     `text` in the same CSV format."""
     if text is None:
         text = (registry or shipped_registry()).read(TABLE_COPY)
-    return [
-        Row(
-            row=r["row"],
-            gpu=r["gpu"],
-            gpus=int(r["gpus"]),
-            model=r["model"],
-            precision=PRECISION_OF_LABEL[r["precision"]],
-            samples_per_s=float(r["samples_per_s"]),
-            global_batch=int(r["global_batch"]),
-            batch_from=r["batch_from"],
-            interconnect=r["interconnect"],
-            interconnect_gbps=float(r["interconnect_gbps"]),
-        )
-        for r in csv_records(text)
-    ]
+    return csv_rows(Row, text, **LAMBDA_COLUMNS, samples_per_s=float, global_batch=int)
 
 
 def registered_rows(use: Use, *, registry: Registry | None = None) -> list[Row]:

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 from srift.domain.structure import Precision
 from srift.errors import ConfigurationError
-from srift.estimate.public import PRECISION_OF_LABEL, EfficiencyGap, Row, csv_records
+from srift.estimate.public import LAMBDA_COLUMNS, EfficiencyGap, Row, csv_rows
 from srift.measurements import Registry, shipped_registry
 
 TABLE_COPY = "estimate/data/lambdal_runs.csv"
@@ -232,30 +232,17 @@ class LoggedRun(ParsedLog):
 
 def parse_runs(text: str) -> list[LoggedRun]:
     """The runs of an extract's CSV text (the shipped copy's format)."""
-    return [
-        LoggedRun(
-            row=r["row"],
-            series=r["series"],
-            system=r["system"],
-            gpu=r["gpu"],
-            gpus=int(r["gpus"]),
-            model=r["model"],
-            precision=PRECISION_OF_LABEL[r["precision"]],
-            harness_precision=r["harness_precision"],
-            per_gpu_batch=int(r["per_gpu_batch"]),
-            step_s=float(r["step_s"]),
-            timed_steps=int(r["timed_steps"]),
-            harness_samples_per_s=float(r["harness_samples_per_s"] or "nan"),
-            iterations_run=int(r["iterations_run"]),
-            max_steps=int(r["max_steps"]) if r["max_steps"] else None,
-            interconnect=r["interconnect"],
-            interconnect_gbps=float(r["interconnect_gbps"]),
-            path=r["path"],
-            commit=r["commit"],
-            sha256=r["sha256"],
-        )
-        for r in csv_records(text)
-    ]
+    return csv_rows(
+        LoggedRun,
+        text,
+        **LAMBDA_COLUMNS,
+        per_gpu_batch=int,
+        step_s=float,
+        timed_steps=int,
+        harness_samples_per_s=lambda s: float(s or "nan"),
+        iterations_run=int,
+        max_steps=lambda s: int(s) if s else None,
+    )
 
 
 def read_runs(*, registry: Registry | None = None) -> list[LoggedRun]:

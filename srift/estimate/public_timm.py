@@ -26,7 +26,7 @@ from srift.catalog.accelerators import spec_named
 from srift.domain.accelerator import AcceleratorSpec
 from srift.domain.structure import ModelStructure, Precision
 from srift.estimate.calibration import Calibration
-from srift.estimate.public import csv_records
+from srift.estimate.public import csv_rows
 from srift.estimate.roofline import roofline_times
 from srift.measurements import Registry, shipped_registry
 
@@ -81,23 +81,15 @@ class TimmRow:
 
 def parse_rows(text: str) -> list[TimmRow]:
     """The rows of a copy in the shipped CSV format (comment lines start with '#')."""
-    return [
-        TimmRow(
-            row=r["row"],
-            model=r["model"],
-            timm_model=r["timm_model"],
-            gpu=r["gpu"],
-            precision=Precision(r["precision"]),
-            layout=MemoryFormat(r["layout"]),
-            torch=r["torch"],
-            source_file=r["source_file"],
-            commit=r["commit"],
-            samples_per_s=float(r["samples_per_s"]),
-            step_ms=float(r["step_ms"]),
-            batch=int(r["batch"]),
-        )
-        for r in csv_records(text)
-    ]
+    return csv_rows(
+        TimmRow,
+        text,
+        precision=Precision,
+        layout=MemoryFormat,
+        samples_per_s=float,
+        step_ms=float,
+        batch=int,
+    )
 
 
 def read_rows(*, registry: Registry | None = None) -> list[TimmRow]:
