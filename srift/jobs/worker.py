@@ -246,31 +246,23 @@ class Worker:
 
     def _fail(self, run: JobRun, old_log: str, error: str) -> Outcome:
         run.log(f"failed: {error}")
+        outcome = Outcome(job_id=run.job_id, state=JobState.FAILED, error=error)
         with transaction(self.url) as session:
-            self._finish(session, run, old_log, JobState.FAILED, error=error)
+            self._finish(session, run, old_log, outcome)
         log.error("job %s failed: %s", run.job_id, error)
-        return Outcome(job_id=run.job_id, state=JobState.FAILED, error=error)
+        return outcome
 
-    def _finish(
-        self,
-        session: Session,
-        run: JobRun,
-        old_log: str,
-        state: JobState,
-        *,
-        error: str | None = None,
-        result: dict[str, Any] | None = None,
-    ) -> bool:
-        """Move the job to `state` with its log so far and its error or result, in the caller's transaction;
-        False when this worker no longer holds it (srift.jobs.store.finish)."""
+    def _finish(self, session: Session, run: JobRun, old_log: str, outcome: Outcome) -> bool:
+        """Store `outcome` (its state, error or result) with the job's log so far, in the caller's
+        transaction; False when this worker no longer holds the job (srift.jobs.store.finish)."""
         return store.finish(
             session=session,
             job_id=run.job_id,
             worker_id=self.worker_id,
-            state=state,
+            state=outcome.state,
             log=run.log_text(old_log),
-            error=error,
-            result=result,
+            error=outcome.error,
+            result=outcome.result,
         )
 
     # ----- dispatch ---------------------------------------------------------------------------------
@@ -324,6 +316,7 @@ class Worker:
             result.update(output.result)
             if output.note:
                 run.log(output.note)
-            if not self._finish(session, run, old_log, JobState.SUCCEEDED, result=result):
+            outcome = Outcome(job_id=run.job_id, state=JobState.SUCCEEDED, result=result)
+            if not self._finish(session, run, old_log, outcome):
                 raise JobLost(f"job {run.job_id} was taken from this worker", hint="nothing was stored")
-        return Outcome(job_id=run.job_id, state=JobState.SUCCEEDED, result=result)
+        return outcome
