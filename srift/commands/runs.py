@@ -70,6 +70,34 @@ def _local(action: str, **kwargs: Any) -> dict[str, Any]:
         return {"job": _run_document(run), "plan": _plan_document(plan)}
 
 
+_REPORTS = {
+    "progress": ("progress", "progress"),
+    "interrupt": ("interruptions", "interruption"),
+    "amend": ("amendments", "amendment"),
+}
+"""Per report `_local` applies: the path under /v1/jobs/{id}/ that takes it, and the service's argument."""
+
+
+def _report(
+    action: str, job_id: int, body: dict[str, Any], *, url: str | None, token: str | None
+) -> dict[str, Any]:
+    """Send a run's report (`action`: progress, interrupt or amend) to the server at `url`, or validate it as
+    that endpoint does and apply it to the local database; either way the answer has the endpoint's shape."""
+    path, argument = _REPORTS[action]
+    if url:
+        answer: dict[str, Any] = call_api("POST", url, f"/v1/jobs/{job_id}/{path}", token=token, body=body)
+        return answer
+    from srift.api.schemas.plans import AmendmentIn, InterruptionIn, ProgressIn
+    from srift.documents import validated
+
+    schemas: dict[str, type[ProgressIn | InterruptionIn | AmendmentIn]] = {
+        "progress": ProgressIn,
+        "interrupt": InterruptionIn,
+        "amend": AmendmentIn,
+    }
+    return _local(action, job_id=job_id, **{argument: validated(schemas[action], body).to_domain()})
+
+
 def _correction_doc(doc: dict[str, Any]) -> dict[str, Any]:
     from srift.api.schemas.launch import CorrectionOut
 
@@ -219,14 +247,7 @@ def progress(
     Example: srift run progress 3 --iterations 200 --elapsed 1800 --spent 4.20
     """
     body = {"iterations_done": iterations, "elapsed_s": elapsed, "spent_usd": spent}
-    if url:
-        answer = call_api("POST", url, f"/v1/jobs/{job_id}/progress", token=token, body=body)
-    else:
-        from srift.api.schemas.plans import ProgressIn
-        from srift.documents import validated
-
-        report = validated(ProgressIn, body).to_domain()
-        answer = _local("progress", job_id=job_id, progress=report)
+    answer = _report("progress", job_id, body, url=url, token=token)
     _emit(answer, as_json, _print_run)
 
 
@@ -263,13 +284,7 @@ def interrupt(
         "spent_usd": spent,
         "launch_overhead_s": launch_overhead,
     }
-    if url:
-        answer = call_api("POST", url, f"/v1/jobs/{job_id}/interruptions", token=token, body=body)
-    else:
-        from srift.api.schemas.plans import InterruptionIn
-        from srift.documents import validated
-
-        answer = _local("interrupt", job_id=job_id, interruption=validated(InterruptionIn, body).to_domain())
+    answer = _report("interrupt", job_id, body, url=url, token=token)
     _emit(answer, as_json, _print_replan)
 
 
@@ -309,17 +324,10 @@ def amend(
 
     Example: srift run amend 3 --time-limit 7200
     """
-    from srift.api.schemas.plans import AmendmentIn
-    from srift.documents import validated
-
     body: dict[str, Any] = {}
     put_given(body, time_limit_s=time_limit, budget_usd=budget, objective=objective)
     body["launch_overhead_s"] = launch_overhead
-    if url:
-        answer = call_api("POST", url, f"/v1/jobs/{job_id}/amendments", token=token, body=body)
-    else:
-        amendment = validated(AmendmentIn, body).to_domain()
-        answer = _local("amend", job_id=job_id, amendment=amendment)
+    answer = _report("amend", job_id, body, url=url, token=token)
     _emit(answer, as_json, _print_replan)
 
 

@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from sqlalchemy.orm import Session
+
 from srift.db.session import transaction
 from srift.db.tables import Job, utcnow
 from srift.domain.states import JobKind, JobState
@@ -244,17 +246,24 @@ class Worker:
 
     def _fail(self, run: JobRun, old_log: str, error: str) -> Outcome:
         run.log(f"failed: {error}")
+        outcome = Outcome(job_id=run.job_id, state=JobState.FAILED, error=error)
         with transaction(self.url) as session:
-            store.finish(
-                session=session,
-                job_id=run.job_id,
-                worker_id=self.worker_id,
-                state=JobState.FAILED,
-                log=run.log_text(old_log),
-                error=error,
-            )
+            self._finish(session, run, old_log, outcome)
         log.error("job %s failed: %s", run.job_id, error)
-        return Outcome(job_id=run.job_id, state=JobState.FAILED, error=error)
+        return outcome
+
+    def _finish(self, session: Session, run: JobRun, old_log: str, outcome: Outcome) -> bool:
+        """Store `outcome` (its state, error or result) with the job's log so far, in the caller's
+        transaction; False when this worker no longer holds the job (srift.jobs.store.finish)."""
+        return store.finish(
+            session=session,
+            job_id=run.job_id,
+            worker_id=self.worker_id,
+            state=outcome.state,
+            log=run.log_text(old_log),
+            error=outcome.error,
+            result=outcome.result,
+        )
 
     # ----- dispatch ---------------------------------------------------------------------------------
 
@@ -307,13 +316,7 @@ class Worker:
             result.update(output.result)
             if output.note:
                 run.log(output.note)
-            if not store.finish(
-                session=session,
-                job_id=run.job_id,
-                worker_id=self.worker_id,
-                state=JobState.SUCCEEDED,
-                log=run.log_text(old_log),
-                result=result,
-            ):
+            outcome = Outcome(job_id=run.job_id, state=JobState.SUCCEEDED, result=result)
+            if not self._finish(session, run, old_log, outcome):
                 raise JobLost(f"job {run.job_id} was taken from this worker", hint="nothing was stored")
-        return Outcome(job_id=run.job_id, state=JobState.SUCCEEDED, result=result)
+        return outcome

@@ -321,11 +321,19 @@ def _raw_prediction(plan: PlanRow) -> tuple[float, float, float, float]:
             float(raw["comm_s"]),
             float(raw.get("sigma", 0.0)),
         )
-    predicted = plan.result["predicted"]
-    bd = plan.result.get("breakdown") or {}
+    return _uncorrected_terms(plan.result["predicted"], plan.result.get("breakdown"))
+
+
+def _uncorrected_terms(
+    predicted: Mapping[str, Any], breakdown: Mapping[str, Any] | None
+) -> tuple[float, float, float, float]:
+    """(iteration_s, compute_s, comm_s, band sigma) of an uncorrected prediction and its breakdown: the
+    compute term counts straggler waits and data stalls, the communication term what the network leaves
+    exposed (the two terms a correction scales)."""
+    bd = breakdown or {}
     compute = sum(float(bd.get(k) or 0.0) for k in ("compute_s", "straggler_wait_s", "data_stall_s"))
     comm = sum(float(bd.get(k) or 0.0) for k in ("exposed_intra_s", "exposed_network_s"))
-    sigma = float(((predicted.get("band") or {}).get("sigma")) or 0.0)
+    sigma = float((predicted.get("band") or {}).get("sigma") or 0.0)
     return float(predicted["iteration_s"]), compute, comm, sigma
 
 
@@ -442,9 +450,7 @@ def record_validation_rows(
             n, _, name = part.partition("×")
             counts[name] = counts.get(name, 0.0) + float(n)
         total = sum(counts.values())
-        bd = predicted.get("breakdown") or {}
-        compute = sum(float(bd.get(key) or 0.0) for key in ("compute_s", "straggler_wait_s", "data_stall_s"))
-        comm = sum(float(bd.get(key) or 0.0) for key in ("exposed_intra_s", "exposed_network_s"))
+        predicted_s, compute_s, comm_s, sigma = _uncorrected_terms(predicted, predicted.get("breakdown"))
         out.append(
             record_observation(
                 session=session,
@@ -452,12 +458,12 @@ def record_validation_rows(
                 model=str(row["model"]),
                 network=network,
                 types={t: n / total for t, n in counts.items()},
-                predicted_s=float(predicted["iteration_s"]),
-                compute_s=compute,
-                comm_s=comm,
+                predicted_s=predicted_s,
+                compute_s=compute_s,
+                comm_s=comm_s,
                 measured_s=statistics.fmean(means),
                 log_variance=statistics.variance([math.log(m) for m in means]),
-                prior_sigma=float((predicted.get("band") or {}).get("sigma") or 0.0),
+                prior_sigma=sigma,
                 steps=len(means),
             )
         )

@@ -33,6 +33,17 @@ _NO_JOB: dict[int | str, dict[str, Any]] = {404: {"model": ErrorOut, "descriptio
 _JOB_ID = id_path()
 
 
+def _replan_errors(*, conflict: str, invalid: str) -> dict[int | str, dict[str, Any]]:
+    """The documented errors of a route that re-plans a job: the token's, no such job, `conflict` (409,
+    including no plan fitting) and `invalid` (422, a body the route rejects)."""
+    return {
+        **_AUTH,
+        **_NO_JOB,
+        409: {"model": ErrorOut, "description": conflict},
+        422: {"model": ErrorOut, "description": invalid},
+    }
+
+
 def _owned_job(session: SessionDep, caller: CallerIdentity, job_id: int = _JOB_ID) -> int:
     """The path's job id, once the run is the token's (its plan is the token's or everyone's): 404 else."""
     service.check_run_reader(session=session, job_id=job_id, viewer=caller.owner)
@@ -90,17 +101,12 @@ def report_progress(body: ProgressIn, session: SessionDep, _: RequireWrite, job_
 @router.post(
     "/jobs/{job_id}/interruptions",
     response_model=InterruptionOut,
-    responses={
-        **_AUTH,
-        **_NO_JOB,
-        409: {
-            "model": ErrorOut,
-            "description": "the job has completed, or its current plan runs no (or fewer) such VMs, or no "
-            "plan for the rest of the run meets the original limits (error infeasible, saying by how much; "
-            "the interruption is still recorded)",
-        },
-        422: {"model": ErrorOut, "description": "invalid report; `field` names it"},
-    },
+    responses=_replan_errors(
+        conflict="the job has completed, or its current plan runs no (or fewer) such VMs, or no plan for the "
+        "rest of the run meets the original limits (error infeasible, saying by how much; the interruption "
+        "is still recorded)",
+        invalid="invalid report; `field` names it",
+    ),
 )
 def report_interruption(
     body: InterruptionIn, session: SessionDep, settings: SettingsDep, _: RequireWrite, job_id: OwnedJob
@@ -119,17 +125,12 @@ def report_interruption(
 @router.post(
     "/jobs/{job_id}/amendments",
     response_model=InterruptionOut,
-    responses={
-        **_AUTH,
-        **_NO_JOB,
-        409: {
-            "model": ErrorOut,
-            "description": "the job has completed, or no plan fits the rest of the run under the new "
-            "limits (error infeasible, saying by how much; nothing is kept: the job's limits, state and "
-            "current plan stay as they were)",
-        },
-        422: {"model": ErrorOut, "description": "invalid amendment; `field` names it"},
-    },
+    responses=_replan_errors(
+        conflict="the job has completed, or no plan fits the rest of the run under the new limits (error "
+        "infeasible, saying by how much; nothing is kept: the job's limits, state and current plan stay as "
+        "they were)",
+        invalid="invalid amendment; `field` names it",
+    ),
 )
 def amend_job(
     body: AmendmentIn, session: SessionDep, settings: SettingsDep, _: RequireWrite, job_id: OwnedJob

@@ -466,23 +466,19 @@ async function showReplay(answer) {
   ], rep.policies, { id: "plan-replay-policies-table", rowClass: (p) => (p.policy === "srift" ? "chosen" : null) });
   $("plan-replay-charts").hidden = false;
   await Promise.all([
-    drawReplayHistogram($("plan-replay-finish"), {
-      hist: rep.distribution.finish_s,
-      kind: "time",
-      marks: [
-        { name: "predicted", value: plan.expected_time_s },
-        { name: "deadline", value: rep.deadline_s, color: "#5f6b7a", dash: "dot" },
-      ],
-    }),
-    drawReplayHistogram($("plan-replay-cost"), {
-      hist: rep.distribution.cost_usd,
-      kind: "cost",
-      marks: [
-        { name: "predicted", value: plan.expected_cost_usd },
-        { name: "on-demand", value: rep.on_demand_cost_usd, color: "#5f6b7a", dash: "dot" },
-      ],
-    }),
+    drawReplayMarked("plan-replay-finish", rep.distribution.finish_s, "time", plan.expected_time_s, { name: "deadline", value: rep.deadline_s }),
+    drawReplayMarked("plan-replay-cost", rep.distribution.cost_usd, "cost", plan.expected_cost_usd, { name: "on-demand", value: rep.on_demand_cost_usd }),
   ]);
+}
+
+/** One replayed distribution (finish time or cost) with the plan's prediction marked on it, and `reference`
+ * ({name, value}: the deadline, or the on-demand cost) as a grey dotted line. */
+function drawReplayMarked(id, hist, kind, predicted, reference) {
+  return drawReplayHistogram($(id), {
+    hist,
+    kind,
+    marks: [{ name: "predicted", value: predicted }, { ...reference, color: "#5f6b7a", dash: "dot" }],
+  });
 }
 
 function renderBaselines(plan) {
