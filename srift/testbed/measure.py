@@ -1,7 +1,8 @@
 """Measure a testbed's links from inside its hosts: TCP throughput and round-trip time (stdlib only).
 
-The helpers run as `python -m srift.testbed.measure recv|send|echo|ping ...` inside hosts; the functions
-below start them with `Testbed.exec_in`/`popen_in` and return the figures. Every run is bounded in bytes
+The helpers run as `python -P .../srift/testbed/measure.py recv|send|echo|ping ...` inside hosts (the file
+as a script: see `_py`); the functions below start them with `Testbed.exec_in`/`popen_in` and return the
+figures. Every run is bounded in bytes
 and in time, and talks only to testbed addresses.
 """
 
@@ -23,7 +24,7 @@ CHUNK_BYTES = 256 * 1024
 MAX_BYTES = 4 * 2**30
 CONNECT_TIMEOUT_S = 10.0
 USAGE = (
-    "usage: python -m srift.testbed.measure recv PORT MAX_S WARMUP_S | send HOST PORT SECONDS MAX_BYTES"
+    "usage: python -P measure.py recv PORT MAX_S WARMUP_S | send HOST PORT SECONDS MAX_BYTES"
     " | echo PORT COUNT | ping HOST PORT COUNT"
 )
 
@@ -126,7 +127,12 @@ def ping_main(host: str, port: int, count: int) -> None:
 
 
 def _py(args: list[str]) -> list[str]:
-    return [sys.executable, "-m", "srift.testbed.measure", *args]
+    """The argv that runs this file's `main` with `args`. As a script (standard library only), not as
+    `-m srift.testbed.measure`: that imported the srift.testbed package (pydantic, the spec, the network
+    code), 0.15 CPU-seconds a start with byte-code caches and 0.6 without (PYTHONDONTWRITEBYTECODE), against
+    0.03 here, and a host's CPU quota stretches each start (four times on a quarter core). `-P` keeps this
+    file's folder off sys.path, so none of its neighbours can shadow a standard-library module."""
+    return [sys.executable, "-P", __file__, *args]
 
 
 def throughput(
