@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 
 from srift.api.app import create_app
 from srift.db import migrate
-from srift.db.session import dispose_engines, get_engine, session_factory
+from srift.db.session import dispose_engines, forget_engine, get_engine, session_factory
 from srift.db.tables import Base
 from srift.db.tokens import Scope, create_token
 from srift.settings import Settings
@@ -103,7 +103,7 @@ def _sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("dbtemplate") / "template.db"
     url = f"sqlite:///{path}"
     migrate.upgrade(url)
-    get_engine(url).dispose()
+    forget_engine(url)
     return path
 
 
@@ -134,7 +134,7 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path, _sqlite_template: Pat
         shutil.copy(_sqlite_template, path)
         url = f"sqlite:///{path}"
         yield url
-        get_engine(url).dispose()
+        forget_engine(url)
         return
     url = request.getfixturevalue("_postgres_db")
     if url is None:
@@ -152,7 +152,7 @@ def sqlite_url(tmp_path: Path, _sqlite_template: Path) -> Iterator[str]:
     shutil.copy(_sqlite_template, path)
     url = f"sqlite:///{path}"
     yield url
-    get_engine(url).dispose()
+    forget_engine(url)
 
 
 @pytest.fixture

@@ -12,6 +12,7 @@ registered (with their raw samples) by `load_shipped_models` when the service st
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import gzip
 import json
 import logging
@@ -36,7 +37,7 @@ from srift.bandwidth.mixed import (
     rings_to_metrics,
 )
 from srift.bandwidth.prior import AlphaBetaPrior, check_request
-from srift.bandwidth.records import SampleQuery, parse_jsonl
+from srift.bandwidth.records import ProbeRecord, SampleQuery, parse_jsonl
 from srift.bandwidth.samples import load_samples, store_samples
 from srift.db.session import transaction
 from srift.db.tables import BandwidthModelRow
@@ -492,6 +493,20 @@ def _shipped(directories: Sequence[Path]) -> list[tuple[Path, dict[str, Any]]]:
     return found
 
 
+def _shipped_samples(path: Path) -> tuple[ProbeRecord, ...]:
+    """The probe samples of a shipped model's gzipped JSON-lines file, parsed once per process for as long
+    as the file is unchanged (each new database a process prepares stores them again: tests, `srift plan`
+    on a fresh data folder after another)."""
+    stat = path.stat()
+    return _parsed_samples(str(path), stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=8)
+def _parsed_samples(path: str, _mtime_ns: int, _size: int) -> tuple[ProbeRecord, ...]:
+    text = gzip.decompress(Path(path).read_bytes()).decode()
+    return tuple(parse_jsonl(text, source=path))
+
+
 def register_shipped(*, session: Session, directories: Sequence[Path] | None = None) -> list[str]:
     """Register shipped versions not yet in the database, with their raw samples; activate the newest when
     none is active. Idempotent. Returns the versions registered now.
@@ -509,8 +524,7 @@ def register_shipped(*, session: Session, directories: Sequence[Path] | None = N
             continue
         samples = directory / SHIPPED_SAMPLES
         if samples.exists():
-            text = gzip.decompress(samples.read_bytes()).decode()
-            store_samples(session=session, records=parse_jsonl(text, source=str(samples)), origin="shipped")
+            store_samples(session=session, records=_shipped_samples(samples), origin="shipped")
         session.add(
             BandwidthModelRow(
                 version=version,

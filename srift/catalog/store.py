@@ -26,7 +26,7 @@ from dataclasses import dataclass, fields
 from datetime import date
 from typing import Any
 
-from sqlalchemy import delete, select
+from sqlalchemy import delete, insert, select
 from sqlalchemy.orm import Session
 
 from srift.catalog.document import PriceData, SnapshotData, TypeData
@@ -143,25 +143,28 @@ def save_snapshot(*, session: Session, snapshot: SnapshotData, replace: bool = F
     )
     session.add(row)
     session.flush()
-    session.add_all(
-        InstanceTypeRow(
-            snapshot_id=row.id, **{**_columns(t.instance), "provider": snapshot.provider}, extra=dict(t.extra)
-        )
+    # Multi-row INSERTs of plain rows, not an ORM object per type and price: each new data folder stores the
+    # shipped snapshots' thousands of prices at start-up (srift.catalog.shipped).
+    types = [
+        {"snapshot_id": row.id, **_columns(t.instance), "provider": snapshot.provider, "extra": dict(t.extra)}
         for t in snapshot.types
-    )
-    session.add_all(
-        PriceRow(
-            snapshot_id=row.id,
-            instance_type=p.instance_type,
-            region=p.region,
-            market=p.market.value,
-            price_usd_per_hr=p.price_usd_per_hr,
-            source=p.source[:MAX_SOURCE_CHARS],
-            as_of=p.as_of,
-        )
+    ]
+    if types:
+        session.execute(insert(InstanceTypeRow), types)
+    prices = [
+        {
+            "snapshot_id": row.id,
+            "instance_type": p.instance_type,
+            "region": p.region,
+            "market": p.market.value,
+            "price_usd_per_hr": p.price_usd_per_hr,
+            "source": p.source[:MAX_SOURCE_CHARS],
+            "as_of": p.as_of,
+        }
         for p in snapshot.prices
-    )
-    session.flush()
+    ]
+    if prices:
+        session.execute(insert(PriceRow), prices)
     return row.id
 
 

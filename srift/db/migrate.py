@@ -10,6 +10,7 @@ SQL dialect it registers) is spent only when it is needed.
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -107,10 +108,21 @@ def script_head(versions_dir: Path | None = None) -> str | None:
 
 def _revision_of(path: Path) -> tuple[str, tuple[str, ...]] | None:
     """A script's (revision, down revisions) from its module-level literal assignments, or None."""
+    try:
+        source = path.read_text()
+    except (OSError, ValueError):
+        return None
+    return _revision_in(source, str(path))
+
+
+@functools.lru_cache(maxsize=64)
+def _revision_in(source: str, filename: str) -> tuple[str, tuple[str, ...]] | None:
+    """`_revision_of` a script's text, parsed once per process (every start-up and local command asks,
+    twice: parsing the scripts was most of an up-to-date database's check)."""
     values: dict[str, object] = {}
     try:
-        tree = ast.parse(path.read_text(), filename=str(path))
-    except (OSError, SyntaxError, ValueError):
+        tree = ast.parse(source, filename=filename)
+    except (SyntaxError, ValueError):
         return None
     for node in tree.body:
         target: ast.expr | None = node.target if isinstance(node, ast.AnnAssign) else None

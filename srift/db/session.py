@@ -78,6 +78,17 @@ def get_engine(url: str) -> Engine:
     return _engines[url]
 
 
+def forget_engine(url: str) -> None:
+    """Close `url`'s pooled connections and drop its engine (a later get_engine makes a new one): for a
+    database that is done with, such as a test's, whose engine would otherwise stay for the life of the
+    process with its compiled-statement cache (about 1,500 objects that each full garbage collection
+    walks)."""
+    engine = _engines.pop(url, None)
+    _readers.pop(url, None)
+    if engine is not None:
+        engine.dispose()
+
+
 def dispose_engines() -> None:
     for engine in _engines.values():
         engine.dispose()

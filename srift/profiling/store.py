@@ -12,6 +12,7 @@ import hashlib
 import json
 import logging
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import ColumnElement, func, insert, or_, select
@@ -75,7 +76,12 @@ def _read(row: ModelProfileRow) -> ModelProfile:
 def fingerprint(profile: ModelProfile, *, owner: str | None = None) -> str:
     """SHA-256 of the profile's canonical JSON document (sorted keys, no whitespace), preceded by its owner's
     name when it has one: two owners storing one document get a row each."""
-    text = json.dumps(profile.to_dict(), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return _document_fingerprint(profile.to_dict(), owner=owner)
+
+
+def _document_fingerprint(document: dict[str, Any], *, owner: str | None = None) -> str:
+    """`fingerprint` of the profile whose document (ModelProfile.to_dict) this is."""
+    text = json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     if owner is not None:
         text = json.dumps(owner) + "\n" + text
     return hashlib.sha256(text.encode()).hexdigest()
@@ -123,19 +129,43 @@ def save_profiles_new(*, session: Session, profiles: Sequence[ModelProfile]) -> 
     and a savepoint per profile: the reference loader stores hundreds at every new data folder. The INSERT
     is all or nothing: when the database refuses it (another process stored one of them since the lookup),
     none of it stays and the profiles are stored one by one, each already stored one returning its row."""
-    documents: dict[str, ModelProfile] = {}
+    return save_documents_new(session=session, documents=unowned_documents(profiles))
+
+
+@dataclass(frozen=True)
+class StoredForm:
+    """An unowned profile as `save_documents_new` stores it: its document and that document's fingerprint
+    (computed once; a caller that stores the same profiles into many databases can keep these)."""
+
+    profile: ModelProfile
+    document: dict[str, Any]
+    fingerprint: str
+
+
+def unowned_documents(profiles: Sequence[ModelProfile]) -> tuple[StoredForm, ...]:
+    """The stored forms of `profiles` as unowned rows, one per fingerprint (the first profile of each)."""
+    forms: dict[str, StoredForm] = {}
     for profile in profiles:
-        documents.setdefault(fingerprint(profile), profile)
+        document = profile.to_dict()
+        digest = _document_fingerprint(document)
+        forms.setdefault(digest, StoredForm(profile, document, digest))
+    return tuple(forms.values())
+
+
+def save_documents_new(*, session: Session, documents: Sequence[StoredForm]) -> int:
+    """`save_profiles_new` of profiles already in their stored form (`unowned_documents`)."""
+    by_print = {form.fingerprint: form for form in documents}
     stored: set[str] = set()
-    digests = list(documents)
+    digests = list(by_print)
     for start in range(0, len(digests), _LOOKUP_CHUNK):
         chunk = digests[start : start + _LOOKUP_CHUNK]
         stored.update(
             session.scalars(select(ModelProfileRow.fingerprint).where(ModelProfileRow.fingerprint.in_(chunk)))
         )
     rows = [
-        {"model": p.model, "accelerator": p.accelerator, "fingerprint": d, "document": p.to_dict()}
-        for d, p in documents.items()
+        {"model": f.profile.model, "accelerator": f.profile.accelerator, "fingerprint": d, "document": doc}
+        for d, f in by_print.items()
+        for doc in (f.document,)
         if d not in stored
     ]
     if not rows:
@@ -144,7 +174,7 @@ def save_profiles_new(*, session: Session, profiles: Sequence[ModelProfile]) -> 
         with session.begin_nested():
             session.execute(insert(ModelProfileRow), rows)
     except IntegrityError:
-        return sum(save_profile_checked(session=session, profile=p)[1] for p in documents.values())
+        return sum(save_profile_checked(session=session, profile=f.profile)[1] for f in by_print.values())
     return len(rows)
 
 

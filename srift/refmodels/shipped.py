@@ -26,6 +26,7 @@ import logging
 from functools import lru_cache
 from importlib import resources
 from importlib.resources.abc import Traversable
+from typing import TYPE_CHECKING
 
 from sqlalchemy import delete, select
 
@@ -39,6 +40,9 @@ from srift.domain.structure import ModelStructure, Precision
 from srift.errors import ConfigurationError
 from srift.refmodels import REFERENCE_MODELS, ReferenceModel
 from srift.settings import Settings
+
+if TYPE_CHECKING:
+    from srift.profiling.store import StoredForm
 
 log = logging.getLogger("srift.refmodels")
 
@@ -183,21 +187,36 @@ def sharding_basis(structure: ModelStructure, blocks: BlockFacts | None) -> Memo
     )
 
 
+@lru_cache(maxsize=1)
+def reference_documents() -> tuple[StoredForm, ...]:
+    """`reference_profiles` in their stored form (documents and fingerprints, built once per process)."""
+    from srift.profiling.store import unowned_documents
+
+    return unowned_documents(reference_profiles())
+
+
 def load_reference_profiles(settings: Settings) -> int:
-    """Store the current reference profiles unless already stored; return how many rows were written."""
-    from srift.profiling.store import save_profiles_new
+    """Store the current reference profiles unless already stored; return how many rows were written.
+
+    Whether they are is read from two fields of each stored document (extra.reference, extra.reference_set),
+    not from the whole documents: every start-up (each local `srift plan`) asks, and reading hundreds of
+    documents took 0.1 s of it."""
+    from srift.profiling.store import save_documents_new
 
     tag = reference_set()
     names = [m.name for m in REFERENCE_MODELS]
+    extra = ModelProfileRow.document
     with transaction(settings.resolved_database_url) as session:
         stored = session.execute(
-            select(ModelProfileRow.id, ModelProfileRow.document).where(ModelProfileRow.model.in_(names))
+            select(
+                ModelProfileRow.id, extra[("extra", "reference")], extra[("extra", "reference_set")]
+            ).where(ModelProfileRow.model.in_(names))
         ).all()
-        mine = [(pid, doc) for pid, doc in stored if (doc.get("extra") or {}).get("reference")]
-        if any((doc.get("extra") or {}).get("reference_set") == tag for _, doc in mine):
+        mine = [(pid, stored_set) for pid, reference, stored_set in stored if reference]
+        if any(stored_set == tag for _, stored_set in mine):
             return 0
-        written = save_profiles_new(session=session, profiles=reference_profiles())
-        stale = [pid for pid, doc in mine if (doc.get("extra") or {}).get("reference_set") != tag]
+        written = save_documents_new(session=session, documents=reference_documents())
+        stale = [pid for pid, stored_set in mine if stored_set != tag]
         if stale:
             session.execute(delete(ModelProfileRow).where(ModelProfileRow.id.in_(stale)))
         log.info(

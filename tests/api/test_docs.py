@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from fastapi.testclient import TestClient
 
@@ -25,3 +26,33 @@ def test_docs_pages_load_nothing_from_other_hosts(tmp_path: object) -> None:
         assert len(served.content) > 50_000
         assert b"cdn.redoc.ly" not in served.content
     assert client.get("/docs/oauth2-redirect").status_code == 200
+
+
+def test_apps_built_alike_share_one_generated_document_and_each_states_its_own_bounds() -> None:
+    """The OpenAPI document FastAPI generates is kept per process for apps with the same routes
+    (srift.api.app.generated_schema); each app still gets its own copy, its own settings' bounds, and an app
+    with another route gets a document that has it."""
+    from fastapi import APIRouter
+
+    strict = create_app(Settings(database_url="sqlite://", max_solve_budget_s=5))
+    loose = create_app(Settings(database_url="sqlite://", max_solve_budget_s=50))
+    extra = create_app(Settings(database_url="sqlite://"))
+    router = APIRouter()
+
+    @router.get("/v1/only-here")
+    def only_here() -> dict[str, str]:
+        return {"ok": "yes"}
+
+    extra.include_router(router)
+
+    def bound(app_schema: dict[str, Any]) -> object:
+        budget = app_schema["components"]["schemas"]["PlanRequest"]["properties"]["solve_budget_s"]
+        return next(b["maximum"] for b in [budget, *budget.get("anyOf", [])] if "maximum" in b)
+
+    first = strict.openapi()
+    first["info"]["title"] = "changed by its reader"
+    second = loose.openapi()
+    assert (bound(first), bound(second)) == (5, 50)
+    assert second["info"]["title"] == "Srift"
+    assert "/v1/only-here" in extra.openapi()["paths"] and "/v1/only-here" not in second["paths"]
+    assert TestClient(loose).get("/openapi.json").json() == second

@@ -7,14 +7,17 @@ from pathlib import Path
 
 import pytest
 
+from srift.db.session import forget_engine
 from srift.settings import get_settings
 
 
 @pytest.fixture
 def local(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """The commands' local database and data directory in the test's own folder, never the user's."""
-    monkeypatch.setenv("SRIFT_DATABASE_URL", f"sqlite:///{tmp_path}/cli.db")
+    url = f"sqlite:///{tmp_path}/cli.db"
+    monkeypatch.setenv("SRIFT_DATABASE_URL", url)
     monkeypatch.setenv("SRIFT_DATA_DIR", str(tmp_path))
     get_settings.cache_clear()
     yield
     get_settings.cache_clear()
+    forget_engine(url)  # its connections and cached statements are not kept for the rest of the run

@@ -212,7 +212,7 @@ def test_a_plan_id_is_fetched_from_the_server(tmp_path: Path) -> None:
             pass
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
     try:
         url = f"http://127.0.0.1:{server.server_port}"
         share = RankShare.from_env(env={"SRIFT_PLAN": "3", "SRIFT_URL": url, "SRIFT_TOKEN": "r", "RANK": "1"})

@@ -56,7 +56,8 @@ class _Handler(BaseHTTPRequestHandler):
 @pytest.fixture
 def recorder(request: pytest.FixtureRequest) -> Iterator[_Recorder]:
     server = _Recorder(fail_first=getattr(request, "param", 0))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    # shutdown() waits for serve_forever's next check, every poll_interval (0.5 s by default)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
     thread.start()
     yield server
     server.shutdown()
