@@ -146,27 +146,43 @@ def test_a_probe_job_without_nodes_names_the_option(local: None, capsys: pytest.
 
 
 @pytest.mark.parametrize(
-    ("flags", "start"),
+    ("flag", "refusals"),
     [
-        (("--solve-budget", "nan"), "error: --solve-budget: nan is not a number."),
-        (("--solve-budget", "inf"), "error: --solve-budget: inf is not a finite number."),
-        (("--confidence", "nan"), "error: --confidence: nan is not a number."),
-        (("--confidence", "2"), "error: --confidence: 2 is outside 0.5..0.99."),
+        (
+            "--solve-budget",
+            [
+                ("nan", "error: --solve-budget: nan is not a number."),
+                ("inf", "error: --solve-budget: inf is not a finite number."),
+            ],
+        ),
+        (
+            "--confidence",
+            [
+                ("nan", "error: --confidence: nan is not a number."),
+                ("2", "error: --confidence: 2 is outside 0.5..0.99."),
+            ],
+        ),
     ],
 )
 def test_a_planning_number_that_is_not_one_is_refused_as_such(
-    local: None, tmp_path: Path, capsys: pytest.CaptureFixture[str], flags: tuple[str, ...], start: str
+    local: None,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    flag: str,
+    refusals: list[tuple[str, str]],
 ) -> None:
     """`srift plan r.yaml --solve-budget nan` said "solve_budget_s: Input should be greater than 0" and
-    `--confidence nan` "should be less than or equal to 0.99": nan is neither, it is not a number."""
+    `--confidence nan` "should be less than or equal to 0.99": nan is neither, it is not a number. Each
+    flag's refusals share one request and one accepted plan (each plan prepares a new data folder)."""
     code, out, err = run(capsys, "plan", "--example")
     request = tmp_path / "r.yaml"
     request.write_text(out)
-    code, out, err = run(capsys, "plan", str(request), *flags)
-    assert code == 2 and out == "", err
-    line = one_line(err)
-    assert line.startswith(start) and f"To fix: give {flags[0]} " in line, err
-    code, out, err = run(capsys, "plan", str(request), flags[0], "0.9", "--json")
+    for value, start in refusals:
+        code, out, err = run(capsys, "plan", str(request), flag, value)
+        assert code == 2 and out == "", err
+        line = one_line(err)
+        assert line.startswith(start) and f"To fix: give {flag} " in line, err
+    code, out, err = run(capsys, "plan", str(request), flag, "0.9", "--json")
     assert code == 0, err
 
 
