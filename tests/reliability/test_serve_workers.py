@@ -30,7 +30,11 @@ def test_available_cpus_honours_a_cgroup_quota(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_two_workers_serve_and_a_killed_worker_is_replaced(tmp_path: Path) -> None:
+def test_a_killed_worker_is_replaced_and_a_sigkilled_supervisor_leaves_no_worker_behind(
+    tmp_path: Path,
+) -> None:
+    """One supervisor's life: two workers serve; a SIGKILLed worker is replaced and serving goes on; then
+    the supervisor itself is SIGKILLed, and its workers (the replacement too) exit with it."""
     url = f"sqlite:///{tmp_path / 'w.db'}"
     migrate.upgrade(url)
     # Supervision only: /v1/health answers on the migrated database without the shipped data loaded.
@@ -49,22 +53,11 @@ def test_two_workers_serve_and_a_killed_worker_is_replaced(tmp_path: Path) -> No
             ), server.log_text()[-2000:]
             assert all(http.get("/v1/health").status_code == 200 for _ in range(20))
         assert server.process.poll() is None
-    finally:
-        server.stop()
-    assert server.process.returncode is not None
-
-
-@pytest.mark.slow
-def test_sigkilled_supervisor_leaves_no_worker_behind(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 'w.db'}"
-    migrate.upgrade(url)
-    # Supervision only: /v1/health answers on the migrated database without the shipped data loaded.
-    server = start_server(database_url=url, data_dir=tmp_path, workers=2, bootstrap=False)
-    try:
-        assert wait_for(lambda: len(workers_of(server.pid)) == 2, timeout_s=WAIT_S)
         workers = workers_of(server.pid)
+        assert len(workers) == 2 and workers != first
     finally:
         server.kill9()
+    assert server.process.returncode == -signal.SIGKILL
     for pid in workers:
         assert wait_exit(pid, timeout_s=WAIT_S), f"worker {pid} outlived its supervisor"
     with pytest.raises(httpx.ConnectError):
