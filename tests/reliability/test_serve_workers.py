@@ -13,7 +13,10 @@ import pytest
 from serve_kit import WAIT_S, wait_exit, wait_for, workers_of
 
 from srift.api.server import available_cpus
+from srift.bandwidth.registry import load_shipped_models
+from srift.catalog.shipped import load_shipped_catalog
 from srift.db import migrate
+from srift.settings import Settings
 from srift.testing.server import create_write_token, descendants, start_server, store_profiles
 
 
@@ -71,7 +74,12 @@ def test_a_long_plan_does_not_block_the_event_loop(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'w.db'}"
     migrate.upgrade(url)
     headers = {"Authorization": f"Bearer {create_write_token(url)}"}
-    server = start_server(database_url=url, data_dir=tmp_path, workers=1)
+    # The plan needs the shipped AWS catalog and bandwidth model, not the reference models' profiles (the
+    # slowest part of preparing a fresh data folder): load those two here and start without bootstrap.
+    settings = Settings(database_url=url, data_dir=tmp_path)
+    load_shipped_catalog(settings)
+    load_shipped_models(settings)
+    server = start_server(database_url=url, data_dir=tmp_path, workers=1, bootstrap=False)
     try:
         ids = store_profiles(base_url=server.base_url, headers=headers)
         body = {
