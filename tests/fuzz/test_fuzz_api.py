@@ -1,10 +1,17 @@
 """Schemathesis against the app's own OpenAPI schema, in process: every operation, bounded examples, with a
 token and the shipped catalog, so authenticated paths and real data are exercised. Zero 5xx, and every
-response (status, content type, headers, body) must match the schema."""
+response (status, content type, headers, body) must match the schema.
+
+Each generated case is sent to the app on every database of the run (SQLite, and PostgreSQL when `make test`
+provides one), one after the other: the examples are derandomized, so both databases always saw the same
+requests in the same order; generating them once instead of once per database halves the generation, which
+is most of this module's time."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -103,52 +110,70 @@ def _seed(app: FastAPI, headers: dict[str, str]) -> None:
         assert r.status_code in (200, 201, 202), r.text
 
 
-@pytest.fixture(scope="module", params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def fuzz_db(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """One database per module (not per operation): seeding and the shipped catalog are loaded once."""
-    if request.param == "sqlite":
-        url = f"sqlite:///{tmp_path_factory.mktemp('fuzz') / 'srift.db'}"
-        yield url
-        get_engine(url).dispose()
-        return
-    url = request.getfixturevalue("_postgres_db")
-    if url is None:
-        pytest.skip("PostgreSQL not configured (SRIFT_TEST_POSTGRES_URL unset; `make test` sets it)")
-    yield url
-    names = ", ".join(f'"{t.name}"' for t in Base.metadata.sorted_tables)
-    with get_engine(url).begin() as conn:
-        conn.execute(text(f"TRUNCATE {names} RESTART IDENTITY CASCADE"))
+@dataclass(frozen=True)
+class FuzzedApp:
+    """The app on one database, bootstrapped and seeded, with an admin token's headers for it."""
+
+    database: str
+    app: FastAPI
+    headers: dict[str, str]
 
 
-@pytest.fixture(scope="module")
-def fuzz_setup(
-    fuzz_db: str, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[tuple[FastAPI, dict[str, str]]]:
-    data_dir = tmp_path_factory.mktemp("fuzz-data")
-    app_settings = Settings(database_url=fuzz_db, data_dir=data_dir, max_solve_budget_s=2.0)
+def _fuzzed_app(database: str, url: str, data_dir: Path) -> FuzzedApp:
+    app_settings = Settings(database_url=url, data_dir=data_dir, max_solve_budget_s=2.0)
     bootstrap(app_settings)
-    with session_factory(fuzz_db)() as s:
+    with session_factory(url)() as s:
         _, plain = create_token(session=s, name="fuzz", scope=Scope.ADMIN)
         s.commit()
     headers = {"Authorization": f"Bearer {plain}"}
     _seed(create_app(app_settings), headers)
-    yield create_app(app_settings), headers
+    return FuzzedApp(database, create_app(app_settings), headers)
 
 
-def fuzz_operation(
-    app: FastAPI, method: str, path: str, headers: dict[str, str], *, shrink: bool = True
-) -> list[int]:
-    """Run positive and negative schemathesis cases against one operation; return the status codes seen."""
+@pytest.fixture(scope="module")
+def fuzzed_apps(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[dict[str, FuzzedApp]]:
+    """The app on SQLite and, when configured, on the session's PostgreSQL database (truncated afterwards):
+    one database each per module (not per operation), seeding and the shipped catalog loaded once."""
+    sqlite_url = f"sqlite:///{tmp_path_factory.mktemp('fuzz') / 'srift.db'}"
+    apps = {"sqlite": _fuzzed_app("sqlite", sqlite_url, tmp_path_factory.mktemp("fuzz-data"))}
+    postgres_url = request.getfixturevalue("_postgres_db")
+    if postgres_url is not None:
+        apps["postgres"] = _fuzzed_app("postgres", postgres_url, tmp_path_factory.mktemp("fuzz-data-pg"))
+    yield apps
+    get_engine(sqlite_url).dispose()
+    if postgres_url is not None:
+        names = ", ".join(f'"{t.name}"' for t in Base.metadata.sorted_tables)
+        with get_engine(postgres_url).begin() as conn:
+            conn.execute(text(f"TRUNCATE {names} RESTART IDENTITY CASCADE"))
+
+
+@pytest.fixture(scope="module")
+def app_schema(fuzzed_apps: dict[str, FuzzedApp]) -> Any:
+    """The schemathesis schema of the app (the same document on every database), loaded once per module."""
+    return _load_schema(fuzzed_apps["sqlite"].app)
+
+
+def _load_schema(app: FastAPI) -> Any:
     schema = schemathesis.openapi.from_asgi("/openapi.json", app)
     # The limit only catches a hang: a request that fits an XGBoost model passed schemathesis' 10 s default
     # on a loaded 2-core host.
     schema.config.request_timeout = REQUEST_TIMEOUT_S
+    return schema
+
+
+def fuzz_operation(
+    schema: Any, targets: Sequence[FuzzedApp], method: str, path: str, *, shrink: bool = True
+) -> dict[str, list[int]]:
+    """Run positive and negative schemathesis cases against one operation, each case on every target app in
+    turn; return the status codes each database's app answered."""
     operation = schema[path][method]
     strategy = st.one_of(
         operation.as_strategy(GenerationMode.POSITIVE), operation.as_strategy(GenerationMode.NEGATIVE)
     )
-    seen: list[int] = []
-    rules = published_rules(app.openapi())
+    seen: dict[str, list[int]] = {target.database: [] for target in targets}
+    rules = published_rules(schema.raw_schema)
 
     @given(case=strategy)
     @settings(
@@ -160,12 +185,17 @@ def fuzz_operation(
         phases=[Phase.explicit, Phase.generate, *([Phase.shrink] if shrink else [])],
     )
     def run(case: Any) -> None:
-        response = case.call(headers=headers)
-        excluded = [] if _kept_rules(case, response, rules) else [positive_data_acceptance]
-        if _too_large(response):
-            excluded.append(negative_data_rejection)
-        case.validate_response(response, headers=headers, excluded_checks=excluded)
-        seen.append(response.status_code)
+        for target in targets:
+            try:
+                response = case.call(app=target.app, headers=target.headers)
+                excluded = [] if _kept_rules(case, response, rules) else [positive_data_acceptance]
+                if _too_large(response):
+                    excluded.append(negative_data_rejection)
+                case.validate_response(response, headers=target.headers, excluded_checks=excluded)
+            except BaseException as exc:
+                exc.add_note(f"(on {target.database})")
+                raise
+            seen[target.database].append(response.status_code)
 
     run()
     return seen
@@ -173,22 +203,20 @@ def fuzz_operation(
 
 @pytest.mark.parametrize(("method", "path"), _operations(), ids=lambda x: str(x))
 def test_operation_conforms_to_its_schema(
-    method: str, path: str, fuzz_setup: tuple[FastAPI, dict[str, str]]
+    method: str, path: str, fuzzed_apps: dict[str, FuzzedApp], app_schema: Any
 ) -> None:
-    app, auth = fuzz_setup
-    seen = fuzz_operation(app, method, path, auth)
-    assert seen and all(code < 500 for code in seen)
+    seen = fuzz_operation(app_schema, list(fuzzed_apps.values()), method, path)
+    for database, codes in seen.items():
+        assert codes and all(code < 500 for code in codes), (database, codes)
 
 
 class Echo(BaseModel):
     n: int = Field(ge=0, le=10)
 
 
-def test_the_harness_catches_crashes_and_schema_violations(
-    fuzz_setup: tuple[FastAPI, dict[str, str]],
-) -> None:
-    shared, auth = fuzz_setup
-    app = create_app(shared.state.settings)
+def test_the_harness_catches_crashes_and_schema_violations(fuzzed_apps: dict[str, FuzzedApp]) -> None:
+    shared = fuzzed_apps["sqlite"]
+    app = create_app(shared.app.state.settings)
     router = APIRouter()
 
     @router.post("/selftest/crash")
@@ -202,10 +230,12 @@ def test_the_harness_catches_crashes_and_schema_violations(
         return JSONResponse({"n": "not a number"})
 
     app.include_router(router, responses=ERROR_RESPONSES)
+    target = FuzzedApp("sqlite", app, shared.headers)
+    schema = _load_schema(app)
     expected = {"/selftest/crash": "bug", "/selftest/lies": "not a number"}
     for path, evidence in expected.items():
         with pytest.raises(BaseException) as caught:
-            fuzz_operation(app, "POST", path, auth, shrink=False)
+            fuzz_operation(schema, [target], "POST", path, shrink=False)
         assert evidence in _describe(caught.value), (path, _describe(caught.value))
 
 
@@ -220,11 +250,17 @@ STATEFUL_STEPS = 8
 STATEFUL_EXAMPLES = 6
 
 
-def test_links_chain_operations_without_server_errors(fuzz_setup: tuple[FastAPI, dict[str, str]]) -> None:
+@pytest.mark.parametrize("database", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def test_links_chain_operations_without_server_errors(
+    database: str, fuzzed_apps: dict[str, FuzzedApp]
+) -> None:
     """Stateful: schemathesis follows the schema's links (create a profile, then read and delete it; create a
     plan, read it, start a run of it, report its progress), every check on, as in `st run` with stateful
-    tests; a small count here (the 30-example run is in docs/BENCHMARKS.md's note)."""
-    app, headers = fuzz_setup
+    tests; a small count here (the 30-example run is in docs/BENCHMARKS.md's note). One run per database:
+    the ids a step creates, which later steps follow, may differ between them."""
+    if database not in fuzzed_apps:
+        pytest.skip("PostgreSQL not configured (SRIFT_TEST_POSTGRES_URL unset; `make test` sets it)")
+    app, headers = fuzzed_apps[database].app, fuzzed_apps[database].headers
     schema = schemathesis.openapi.from_asgi("/openapi.json", app)
     machine = schema.as_state_machine()
     seen: list[int] = []
