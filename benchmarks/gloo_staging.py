@@ -105,11 +105,15 @@ def measure(
         for world in world_sizes:
             out = manager.dict()
             with tempfile.TemporaryDirectory() as tmp:
-                mp.spawn(
+                # Forked, not spawned: the ranks start with torch imported (a spawned rank imports it
+                # again, about 1.5 s of a 2-core host each); the parent has run no operator, so no
+                # thread pool is copied half-started. What a rank measures is growth over its own start.
+                mp.start_processes(
                     _rank,
                     args=(world, str(Path(tmp) / "store"), tensor_bytes, repeats, late, out),
                     nprocs=world,
                     join=True,
+                    start_method="fork",
                 )
             for name in COLLECTIVES:
                 result[(world, name)] = statistics.median(out[(world, r, name)] for r in range(world))

@@ -30,6 +30,7 @@ profile counted it) and prints estimate / measured, stored and now, beside each 
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import subprocess
@@ -388,8 +389,9 @@ def _torchrun(script: str, args: list[str], *, nproc: int, timeout_s: float) -> 
 
 
 def probe_rows(*, device: str) -> dict[str, Any]:
-    """probes/ddp_train.py on one rank and probes/allreduce.py over the machine's GPUs (two gloo ranks on
-    a CPU)."""
+    """probes/ddp_train.py on one rank and probes/allreduce.py over the machine's GPUs (on a CPU one gloo
+    rank, `--allow-one-rank`: the path a one-GPU machine takes; two-rank gloo runs of the probe are
+    tests/bandwidth/test_probe_script.py's, and a rank's torch import costs a 2-core host seconds)."""
     cuda = device.startswith("cuda")
     backend = "nccl" if cuda else "gloo"
     model, inputs = MODELS["cnn"]
@@ -405,7 +407,7 @@ def probe_rows(*, device: str) -> dict[str, Any]:
         import torch
 
         gpus = torch.cuda.device_count()
-    ranks = max(gpus, 1) if cuda else 2
+    ranks = max(gpus, 1)
     allreduce = _torchrun(
         "allreduce.py",
         ["--backend", backend, "--sizes", "4,1M,64M" if cuda else "4,4K", "--repeats", "3", "--warmup", "2",
@@ -547,6 +549,14 @@ def main(argv: list[str] | None = None) -> int:
         if args.out:
             Path(args.out).write_text(json.dumps(report, indent=2) + "\n")
 
+    # torch._dynamo is imported by the first optimizer step or fake tensor in any case; imported here, one
+    # collection and gc.freeze keep torch's million objects out of the walks of the profiler's collections
+    # (no_gc, loop_overhead: 0.16 s a walk on a 2-core host, two per profile). Objects made from here on
+    # are collected as before.
+    import torch._dynamo
+
+    gc.collect()
+    gc.freeze()
     for name in models:
         for precision in precisions:
             if not budget_left():
