@@ -4,15 +4,36 @@ interruption waits in needs_input, says how to resume, and resumes after `srift 
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from srift.bootstrap import bootstrap
 from srift.cli import main
+from srift.db.session import get_engine
 from srift.optimize.synthetic import synthetic_profile
-from srift.settings import get_settings
+from srift.settings import Settings, get_settings
+
+
+@pytest.fixture(scope="session")
+def _ready_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A local database as the first command leaves it (srift.bootstrap: migrated, catalog, bandwidth
+    models and reference profiles loaded), made once: each test starts from a copy instead of loading the
+    shipped data again (0.6 s a test). These tests are about runs, not about preparing a data folder."""
+    folder = tmp_path_factory.mktemp("runcli")
+    url = f"sqlite:///{folder}/cli.db"
+    bootstrap(Settings(database_url=url, data_dir=folder))
+    get_engine(url).dispose()
+    return folder / "cli.db"
+
+
+@pytest.fixture
+def ready(local: None, tmp_path: Path, _ready_template: Path) -> None:
+    """`local` (the commands' database in the test's folder), already prepared by a first command."""
+    shutil.copy(_ready_template, tmp_path / "cli.db")
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -42,7 +63,7 @@ def _plan(capsys: pytest.CaptureFixture[str], tmp_path: Path, **over: Any) -> di
 
 
 def test_a_run_waits_in_needs_input_and_resumes_after_amend(
-    local: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ready: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     request: dict[str, Any] = {
         "profiles": [synthetic_profile("resnet50", "T4").to_dict()],
@@ -91,7 +112,7 @@ def test_a_run_waits_in_needs_input_and_resumes_after_amend(
 
 
 def test_run_start_prints_the_runs_token_once_and_corrections_list_and_reset(
-    local: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ready: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     plan = _plan(capsys, tmp_path, market="on_demand", availability={"g4dn.xlarge": 8})
     code, out, err = run(capsys, "run", "start", str(plan["id"]))
@@ -131,7 +152,7 @@ def test_run_start_prints_the_runs_token_once_and_corrections_list_and_reset(
     ],
 )
 def test_a_report_the_api_would_refuse_is_refused_locally_and_stores_nothing(
-    local: None, tmp_path: Path, capsys: pytest.CaptureFixture[str], verb: tuple[str, ...], field: str
+    ready: None, tmp_path: Path, capsys: pytest.CaptureFixture[str], verb: tuple[str, ...], field: str
 ) -> None:
     """`srift run progress 1 --elapsed inf` on the local database stored elapsed_s = inf (POST
     /v1/jobs/{id}/progress refuses it: at most 1e9 s), after which every report was 'below the last
@@ -149,7 +170,7 @@ def test_a_report_the_api_would_refuse_is_refused_locally_and_stores_nothing(
 
 
 def test_run_errors_name_the_commands_options_not_the_apis_fields(
-    local: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ready: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """`srift run show 77` hinted "start one with POST /v1/jobs" and `srift run amend 1` with nothing to
     amend "give time_limit_s, budget_usd or objective": the service's words for the API. The CLI says its
