@@ -125,25 +125,45 @@ def browser_context(live_server: LiveServer, tmp_path_factory: pytest.TempPathFa
 def browsed(
     browser_context: Any, live_server: LiveServer, artifacts: Path, request: pytest.FixtureRequest
 ) -> Iterator[Browsed]:
-    page = browser_context.new_page()
+    """The session's tab, blank, with this test's listeners: what it logs is this test's alone.
+
+    Tests share one tab and each loads its pages afresh (new document, scripts and DOM; the tab is left on
+    about:blank after each test): a new tab per test started a renderer process of its own, which compiled
+    Plotly again (a chart page took 0.37 s in a new tab against 0.21 s in the same one). So a test adds no
+    listener of its own to the page (it would outlive the test): what the page sent is in `requests`."""
+    page = next((p for p in browser_context.pages if not p.is_closed()), None) or browser_context.new_page()
     page.set_default_timeout(45_000)
     result = Browsed(page=page, server=live_server, artifacts=artifacts)
 
-    def record(request: Any) -> None:
-        url = request.url
+    def record(sent: Any) -> None:
+        url = sent.url
+        result.requests.append(f"{sent.method} {url}")
         if url.split(":", 1)[0] in NETWORK_SCHEMES and not url.startswith(live_server.url + "/"):
             result.offhost_requests.append(url)
 
-    page.on("request", record)
-    page.on("console", lambda msg: result.console_errors.append(msg.text) if msg.type == "error" else None)
-    page.on("pageerror", lambda exc: result.console_errors.append(f"uncaught: {exc}"))
+    def console(msg: Any) -> None:
+        if msg.type == "error":
+            result.console_errors.append(msg.text)
+
+    def uncaught(exc: Any) -> None:
+        result.console_errors.append(f"uncaught: {exc}")
+
+    listeners = (("request", record), ("console", console), ("pageerror", uncaught))
+    for event, listener in listeners:
+        page.on(event, listener)
     yield result
     try:
         report = getattr(request.node, "rep_call", None)
         if report is not None and report.failed:
             result.screenshot(f"FAILED-{request.node.name}")
     finally:
-        page.close()
+        for event, listener in listeners:
+            page.remove_listener(event, listener)
+        try:
+            page.goto("about:blank")
+        except Exception:
+            page.close()  # a tab that cannot leave its page (crashed): the next test opens a new one
+            raise
 
 
 @pytest.hookimpl(wrapper=True)
