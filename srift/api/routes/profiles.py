@@ -84,14 +84,11 @@ def list_profiles(
     process): building it reads every listed document with today's rules (0.3 s for the 336 shipped
     reference profiles on a 2-core host), and the Plan and Predict pages ask for it on every load."""
 
+    owner = caller.owner
+
     def build() -> bytes:
         groups, count, total = service.list_profiles_by_model(
-            session=session,
-            model=model,
-            accelerator=accelerator,
-            limit=limit,
-            offset=offset,
-            viewer=caller.owner,
+            session=session, model=model, accelerator=accelerator, limit=limit, offset=offset, viewer=owner
         )
         listing = ProfileListOut(
             models=[
@@ -107,7 +104,7 @@ def list_profiles(
         )
         return listing.model_dump_json().encode()
 
-    key = ("profiles", caller.owner, model, accelerator, limit, offset)
+    key = ("profiles", owner, model, accelerator, limit, offset)
     return cached_json(session=session, areas=(DataArea.PROFILES,), key=key, build=build)
 
 
