@@ -88,13 +88,15 @@ class LiveServer:
 
 @dataclass
 class Browsed:
-    """A page plus what it logged: console errors, uncaught exceptions and blocked off-host requests."""
+    """A page plus what it logged: console errors, uncaught exceptions, blocked off-host requests, and every
+    request it sent ("METHOD URL")."""
 
     page: Any
     server: LiveServer
     artifacts: Path
     console_errors: list[str] = field(default_factory=list)
     offhost_requests: list[str] = field(default_factory=list)
+    requests: list[str] = field(default_factory=list)
 
     def goto(self, path: str) -> None:
         self.page.goto(self.server.url + path, wait_until="load")

@@ -10,6 +10,12 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from srift.db.session import transaction
+from srift.domain.profile_document import read_profile
+from srift.profiling import store
+from srift.services import profiles as service
+from srift.settings import Settings
+
 
 def test_post_then_get_round_trips(
     client: TestClient, write_headers: dict[str, str], profile_doc: dict[str, Any]
@@ -64,6 +70,40 @@ def test_listing_groups_profiles_by_model(
     rest = client.get("/v1/profiles", params={"limit": 2, "offset": 2}, headers=write_headers).json()
     assert (first["count"], first["total"], rest["count"], rest["total"]) == (2, 3, 1, 3)
     assert only["total"] == 1 and client.get("/v1/profiles").json()["total"] == 0
+
+
+def test_a_listing_is_built_once_until_a_profile_is_stored_or_deleted(
+    client: TestClient,
+    settings: Settings,
+    write_headers: dict[str, str],
+    profile_doc: dict[str, Any],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Listing reads every listed document (the Plan and Predict pages ask on each load): the answer is kept
+    per owner and filters, and a profile stored or deleted, through the API or not, is listed at once."""
+    built: list[str | None] = []
+    real = service.list_profiles_by_model
+
+    def counted(**kwargs: Any) -> Any:
+        built.append(kwargs["viewer"])
+        return real(**kwargs)
+
+    monkeypatch.setattr(service, "list_profiles_by_model", counted)
+    posted = client.post("/v1/profiles", json=profile_doc, headers=write_headers).json()
+    first = client.get("/v1/profiles", headers=write_headers)
+    assert first.json()["count"] == 1
+    assert client.get("/v1/profiles", headers=write_headers).content == first.content
+    assert client.get("/v1/profiles").json()["count"] == 0  # anonymous: a listing of its own
+    assert client.get("/v1/profiles").json()["count"] == 0
+    assert len(built) == 2 and built[0] is not None and built[1] is None
+    everyone = read_profile({**profile_doc, "accelerator": "Tesla T4"})
+    with transaction(settings.resolved_database_url) as session:  # as the CLI stores one
+        store.save_profile(session=session, profile=everyone)
+    assert client.get("/v1/profiles", headers=write_headers).json()["count"] == 2
+    assert client.get("/v1/profiles").json()["count"] == 1 and len(built) == 4
+    assert client.delete(f"/v1/profiles/{posted['id']}", headers=write_headers).status_code == 204
+    listing = client.get("/v1/profiles", headers=write_headers).json()
+    assert listing["count"] == 1 and listing["models"][0]["accelerators"] == ["Tesla T4"]
 
 
 def _set(doc: dict[str, Any], path: str, value: Any) -> dict[str, Any]:

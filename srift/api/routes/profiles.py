@@ -7,6 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Response, status
 
 from srift.api.auth import CallerIdentity, RequireRead, RequireWrite
+from srift.api.caching import cached_json
 from srift.api.deps import Offset, SessionDep, id_path
 from srift.api.limits import error_response
 from srift.api.schemas.profiles import (
@@ -18,6 +19,7 @@ from srift.api.schemas.profiles import (
     ProfileSummaryOut,
 )
 from srift.api.schemas.types import NO_NUL
+from srift.domain.revisions import DataArea
 from srift.services import profiles as service
 from srift.services.profiles import EVERYONE
 
@@ -73,25 +75,37 @@ def list_profiles(
     ] = None,
     limit: Annotated[int, Query(ge=1, le=1000, description="profiles per page")] = 200,
     offset: Offset = 0,
-) -> ProfileListOut:
+) -> Response:
     """Stored profiles this token may read (its own, everyone's and shared ones) grouped by model name
     (ordered by model, then id), a page at a time: `total` says how many there are over all pages (the
-    shipped reference models alone are more than one default page)."""
-    groups, count, total = service.list_profiles_by_model(
-        session=session, model=model, accelerator=accelerator, limit=limit, offset=offset, viewer=caller.owner
-    )
-    return ProfileListOut(
-        models=[
-            ModelProfilesOut(
-                model=name,
-                accelerators=accelerators,
-                profiles=[ProfileSummaryOut.model_validate(s) for s in summaries],
-            )
-            for name, accelerators, summaries in groups
-        ],
-        count=count,
-        total=total,
-    )
+    shipped reference models alone are more than one default page).
+
+    The server keeps the answer serialized until a profile is stored or deleted (by anyone, from any
+    process): building it reads every listed document with today's rules (0.3 s for the 336 shipped
+    reference profiles on a 2-core host), and the Plan and Predict pages ask for it on every load."""
+
+    owner = caller.owner
+
+    def build() -> bytes:
+        groups, count, total = service.list_profiles_by_model(
+            session=session, model=model, accelerator=accelerator, limit=limit, offset=offset, viewer=owner
+        )
+        listing = ProfileListOut(
+            models=[
+                ModelProfilesOut(
+                    model=name,
+                    accelerators=accelerators,
+                    profiles=[ProfileSummaryOut.model_validate(s) for s in summaries],
+                )
+                for name, accelerators, summaries in groups
+            ],
+            count=count,
+            total=total,
+        )
+        return listing.model_dump_json().encode()
+
+    key = ("profiles", owner, model, accelerator, limit, offset)
+    return cached_json(session=session, areas=(DataArea.PROFILES,), key=key, build=build)
 
 
 @router.get(
