@@ -232,22 +232,22 @@ def test_the_simulators_band_and_estimate_are_simulate_withs_whichever_fleet_cam
     ]
     other = replace(fleets[0][0], profile=replace(fleets[0][0].profile, straggler_cv=0.04))
     fleets.append((other,))
-    points = 0
+    simulated: list[Sequence[FleetMember]] = []
     simulate = iteration.simulation_point
-
-    def counted(*args: object, **kwargs: object) -> object:
-        nonlocal points
-        points += 1
-        return simulate(*args, **kwargs)  # type: ignore[arg-type]
-
+    monkeypatch.setattr(
+        iteration,
+        "simulation_point",
+        lambda fleet, inputs: simulated.append(fleet) or simulate(fleet, inputs),
+    )
     expected = {fleet: simulate_with(fleet, evaluator.inputs, iterations=1000) for fleet in fleets}
-    monkeypatch.setattr(iteration, "simulation_point", counted)
     previous = None
     for order in (fleets, fleets[::-1], fleets[::2] + fleets[1::2]):
         for fleet in order:
-            before = points
+            before = len(simulated)
             assert evaluator.estimate(fleet).iteration_s == expected[fleet].iteration_s
             assert evaluator.band(fleet, iterations=1000) == expected[fleet].band
             assert evaluator.estimate(list(fleet)).iteration_p90_s == expected[fleet].iteration_s
-            assert points - before == (fleet != previous)  # one simulation, none for the same fleet again
+            assert len(simulated) - before == (
+                fleet != previous
+            )  # one simulation, none for the same fleet again
             previous = fleet
