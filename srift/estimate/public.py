@@ -193,6 +193,25 @@ class _Work:
         return max(float(matmul.sum()) + other, floor)
 
 
+_WORKS: dict[tuple[Row, int], tuple[ModelStructure, _Work]] = {}
+_WORKS_HELD = 4096
+
+
+def _work(row: Row, structure: ModelStructure) -> _Work:
+    """`_Work(row, structure)`, remembered per row and structure object (kept alive with it, so its id is
+    not reused): `calibrate` fits the same rows once per left-out GPU model, and `nested_spreads` once per
+    pair, each fit reading every row's structure sums again; a _Work is never changed once made."""
+    key = (row, id(structure))
+    found = _WORKS.get(key)
+    if found is not None and found[0] is structure:
+        return found[1]
+    if len(_WORKS) >= _WORKS_HELD:
+        _WORKS.clear()
+    work = _Work(row, structure)
+    _WORKS[key] = (structure, work)
+    return work
+
+
 def _key(row: Row) -> str:
     return f"{row.model}/{precision_group(row.precision)}"
 
@@ -230,7 +249,7 @@ def fit(rows: Sequence[Row], structure_of: StructureOf, *, kernel_s: float) -> F
     for (_, model, precision), members in sorted(grouped.items()):
         first = members[0]
         measured = statistics.geometric_mean(m.samples_per_s for m in members)
-        obs.append((_Work(first, structure_of(model, precision)), _key(first), measured))
+        obs.append((_work(first, structure_of(model, precision)), _key(first), measured))
     keys = sorted({k for _, k, _ in obs})
     index = {k: i for i, k in enumerate(keys)}
     groups = {g: [index[k] for k in keys if k.endswith("/" + g)] for g in GROUPS}
@@ -269,7 +288,7 @@ def fit(rows: Sequence[Row], structure_of: StructureOf, *, kernel_s: float) -> F
 
 def predict_single(row: Row, structure: ModelStructure, efficiency: Efficiency, factor: float) -> float:
     """Samples/s of one GPU for `row` with these efficiencies and time factor."""
-    return row.per_gpu_batch / (_Work(row, structure).seconds(efficiency) * factor)
+    return row.per_gpu_batch / (_work(row, structure).seconds(efficiency) * factor)
 
 
 @dataclass(frozen=True, slots=True)
@@ -300,8 +319,8 @@ def leave_one_accelerator_out(
             scaled = []
             for anchor in (r for r in train if r.model == row.model and r.precision == row.precision):
                 t_anchor = anchor.per_gpu_batch / anchor.samples_per_s
-                r_anchor = _Work(anchor, structure).seconds(fitted.efficiency)
-                r_row = _Work(row, structure).seconds(fitted.efficiency)
+                r_anchor = _work(anchor, structure).seconds(fitted.efficiency)
+                r_row = _work(row, structure).seconds(fitted.efficiency)
                 predicted = row.per_gpu_batch / (r_row * t_anchor / r_anchor)
                 scaled.append(predicted / row.samples_per_s - 1)
             out.append(

@@ -116,6 +116,7 @@ class SimEvaluator:
             bucket_cap_mb=config.bucket_cap_mb if config.bucket_cap_bytes is not None else None,
             network=geo is None or geo.pattern is not AllreducePattern.HIERARCHICAL,
         )
+        self._last: tuple[tuple[FleetMember, ...], IterationEstimate] | None = None
 
     @property
     def bandwidth(self) -> BusBandwidthModel:
@@ -134,11 +135,26 @@ class SimEvaluator:
     def geo(self) -> GeoContext | None:
         return self.inputs.geo
 
+    def _simulated(self, fleet: Sequence[FleetMember]) -> IterationEstimate:
+        """`srift.sim.iteration.simulation_point` of `fleet`, remembered for the last fleet asked: the search
+        prices a configuration and then asks its band (and a calibrated evaluator its estimate again), so
+        the same fleet comes twice or thrice in a row; the simulation is deterministic under these inputs,
+        and an equal fleet (same types, counts, batches, profiles, locations) gets the same answer."""
+        from srift.sim.iteration import simulation_point
+
+        key = tuple(fleet)
+        last = self._last
+        if last is not None and last[0] == key:
+            return last[1]
+        point = simulation_point(key, self.inputs)
+        self._last = (key, point)
+        return point
+
     def estimate(self, fleet: Sequence[FleetMember]) -> IterationEstimate:
         """The served simulator's iteration estimate for `fleet` under this evaluator's inputs (no band)."""
-        from srift.sim import simulate_with
+        from srift.sim.iteration import unbanded
 
-        return simulate_with(fleet, self.inputs, band=False)
+        return unbanded(self._simulated(fleet))
 
     def __call__(self, fleet: Sequence[FleetMember], *, iterations: int, usd_per_s: float) -> Prediction:
         from srift.sim import to_prediction
@@ -161,9 +177,10 @@ class SimEvaluator:
 
     def band(self, fleet: Sequence[FleetMember], *, iterations: int) -> Band:
         """The simulator's band for the fleet's mean iteration over `iterations` (see srift.sim.band)."""
-        from srift.sim import simulate_with
+        from srift.sim.iteration import band_point
 
-        return simulate_with(fleet, self.inputs, iterations=iterations).band or Band()
+        banded = band_point(self._simulated(fleet), fleet, self.inputs, iterations=iterations)
+        return banded.band or Band()
 
     def band_compute_spread(self, profile: ModelProfile) -> float:
         """The least log-spread of the band's compute term for a member of `profile` (Evaluator): the band

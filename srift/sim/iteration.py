@@ -268,19 +268,48 @@ def simulate_with(
     band: bool = True,
 ) -> IterationEstimate:
     """`simulate(fleet, ...)` with its inputs given as one `IterationInputs`."""
+    _require_iterations_and_runs(iterations=iterations, runs=runs)
+    point = simulation_point(fleet, inputs)
+    if not band:
+        return unbanded(point)
+    return band_point(point, fleet, inputs, iterations=iterations, runs=runs)
+
+
+def _require_iterations_and_runs(*, iterations: int, runs: int) -> None:
     if iterations < 1:
         raise InvalidInput(
             f"{iterations} is below 1", hint="ask for at least one iteration", field="iterations"
         )
     if runs < 1:
         raise InvalidInput(f"{runs} is below 1", hint="ask for at least one run", field="runs")
+
+
+def simulation_point(fleet: Sequence[FleetMember], inputs: IterationInputs) -> IterationEstimate:
+    """The simulation of `fleet` before its band: mean iteration, breakdown, p10/p90 of one iteration and
+    the note on estimated compute. `simulate_with` is `band_point` of it (or `unbanded(it)`); callers that
+    need both a fleet's estimate and its band (the optimizer's evaluator) simulate the point once."""
     point = _point(fleet, inputs)
     note = estimate_note(fleet)
-    if note:
-        point = with_warnings(point, note)
-    if not band:
-        t = point.iteration_s
-        return replace(point, iteration_p10_s=t, iteration_p50_s=t, iteration_p90_s=t, band=None)
+    return with_warnings(point, note) if note else point
+
+
+def unbanded(point: IterationEstimate) -> IterationEstimate:
+    """`point` as `simulate(..., band=False)` answers it: p10 = p50 = p90 = the prediction, no band."""
+    t = point.iteration_s
+    return replace(point, iteration_p10_s=t, iteration_p50_s=t, iteration_p90_s=t, band=None)
+
+
+def band_point(
+    point: IterationEstimate,
+    fleet: Sequence[FleetMember],
+    inputs: IterationInputs,
+    *,
+    iterations: int = 1,
+    runs: int = 1,
+) -> IterationEstimate:
+    """`point` (`simulation_point(fleet, inputs)`) with its band over `iterations` iterations of `runs`
+    runs: what `simulate_with(fleet, inputs, iterations=iterations, runs=runs)` answers."""
+    _require_iterations_and_runs(iterations=iterations, runs=runs)
 
     def run(other: Sequence[FleetMember], model: BusBandwidthModel) -> float:
         # The band's reruns: the same inputs on another fleet or bandwidth model, without Monte Carlo.
@@ -745,8 +774,11 @@ def with_warnings(estimate: IterationEstimate, *extra: str) -> IterationEstimate
 __all__ = [
     "IterationInputs",
     "StagePlan",
+    "band_point",
     "simulate",
     "simulate_with",
+    "simulation_point",
+    "unbanded",
     "validate_fleet",
     "with_band",
     "with_buckets",

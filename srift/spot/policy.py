@@ -103,6 +103,12 @@ class Mode(IntEnum):
     ON_DEMAND = 2
 
 
+_IDLE, _SPOT, _ON_DEMAND = int(Mode.IDLE), int(Mode.SPOT), int(Mode.ON_DEMAND)
+"""Mode's values as plain ints for the per-tick code (`simulate` and the policies it asks every tick): on
+Python 3.11 each `Mode.X` goes through EnumType.__getattr__, about a twelfth of tests/spot/test_policy.py's
+time (py-spy) when the tick loop named them."""
+
+
 TIE_PREFERENCE = (Mode.SPOT, Mode.IDLE, Mode.ON_DEMAND)
 """The dynamic programme's choice among actions whose expected costs are equal to rounding (_tie_tolerance).
 
@@ -226,29 +232,29 @@ def _with_safety_net(
 ) -> np.ndarray:
     """`want`, with on-demand wherever waiting or spot would leave too little time; `lock`: once the net
     fired for a run, it stays on on-demand (Uniform Progress); else the net is asked again every tick."""
-    spot_ok = _safe(job, state, tick_s, np.where(state.mode == Mode.SPOT, state.checkpointed, state.progress))
+    spot_ok = _safe(job, state, tick_s, np.where(state.mode == _SPOT, state.checkpointed, state.progress))
     wait_ok = _safe(job, state, tick_s, state.progress)
     out = want.copy()
-    out[(want == Mode.SPOT) & ~spot_ok] = Mode.ON_DEMAND
-    out[(want == Mode.IDLE) & ~wait_ok] = Mode.ON_DEMAND
+    out[(want == _SPOT) & ~spot_ok] = _ON_DEMAND
+    out[(want == _IDLE) & ~wait_ok] = _ON_DEMAND
     if lock:
-        state.od_locked |= (out == Mode.ON_DEMAND) & (want != Mode.ON_DEMAND)
-        out[state.od_locked] = Mode.ON_DEMAND
+        state.od_locked |= (out == _ON_DEMAND) & (want != _ON_DEMAND)
+        out[state.od_locked] = _ON_DEMAND
     return out
 
 
 def _on_demand(job: SpotJob, state: _State, tick_s: float) -> np.ndarray:
-    return np.full(state.avail.shape, Mode.ON_DEMAND, dtype=np.int8)
+    return np.full(state.avail.shape, _ON_DEMAND, dtype=np.int8)
 
 
 def _spot_only(job: SpotJob, state: _State, tick_s: float) -> np.ndarray:
-    return np.where(state.avail, Mode.SPOT, Mode.IDLE).astype(np.int8)
+    return np.where(state.avail, _SPOT, _IDLE).astype(np.int8)
 
 
 def _spot_then_on_demand(job: SpotJob, state: _State, tick_s: float) -> np.ndarray:
-    gone = state.interrupted | ((state.mode == Mode.IDLE) & ~state.avail)
+    gone = state.interrupted | ((state.mode == _IDLE) & ~state.avail)
     state.interrupted |= gone
-    return np.where(gone, Mode.ON_DEMAND, Mode.SPOT).astype(np.int8)
+    return np.where(gone, _ON_DEMAND, _SPOT).astype(np.int8)
 
 
 def _uniform_progress(job: SpotJob, state: _State, tick_s: float) -> np.ndarray:
@@ -260,15 +266,13 @@ def _uniform_progress_want(job: SpotJob, state: _State) -> np.ndarray:
     line = state.now_s / job.deadline_s
     ahead = state.progress - line
     margin = HYSTERESIS_RESTARTS * job.restart_s / job.od_work_s
-    on_od = state.mode == Mode.ON_DEMAND
+    on_od = state.mode == _ON_DEMAND
     behind = ahead < 0
     leave_od = ahead >= margin
     want = np.where(
         state.avail,
-        np.where(on_od & ~leave_od, Mode.ON_DEMAND, Mode.SPOT),
-        np.where(
-            on_od, np.where(leave_od, Mode.IDLE, Mode.ON_DEMAND), np.where(behind, Mode.ON_DEMAND, Mode.IDLE)
-        ),
+        np.where(on_od & ~leave_od, _ON_DEMAND, _SPOT),
+        np.where(on_od, np.where(leave_od, _IDLE, _ON_DEMAND), np.where(behind, _ON_DEMAND, _IDLE)),
     ).astype(np.int8)
     return want
 
@@ -299,8 +303,8 @@ class Programme:
         # Within Uniform Progress's envelope (module docstring): on-demand only where its rule pays for
         # it too, and spot wherever its rule would take the capacity.
         up = _uniform_progress_want(job, state)
-        outside = ((want == Mode.ON_DEMAND) & (up != Mode.ON_DEMAND)) | (
-            (want == Mode.IDLE) & state.avail & (up == Mode.SPOT)
+        outside = ((want == _ON_DEMAND) & (up != _ON_DEMAND)) | (
+            (want == _IDLE) & state.avail & (up == _SPOT)
         )
         want[outside] = up[outside]
         return _with_safety_net(job, state, tick_s, want, lock=False)
@@ -312,7 +316,7 @@ class Programme:
         b = np.clip(np.searchsorted(self.edges_s, state.age_s, side="right") - 1, 0, self.edges_s.size - 1)
         s = np.where(state.avail, 0, 1) * self.edges_s.size + b
         want: np.ndarray = self.action[k, j, s, state.mode].astype(np.int8)
-        want[(want == Mode.SPOT) & ~state.avail] = Mode.IDLE
+        want[(want == _SPOT) & ~state.avail] = _IDLE
         return want
 
 
@@ -612,7 +616,7 @@ def simulate(
         age_s=np.where(avail[:, 0], up0, down0),
         progress=np.zeros(runs),
         checkpointed=np.zeros(runs),
-        mode=np.full(runs, Mode.IDLE, dtype=np.int8),
+        mode=np.full(runs, _IDLE, dtype=np.int8),
         interrupted=np.zeros(runs, dtype=bool),
         od_locked=np.zeros(runs, dtype=bool),
     )
@@ -638,25 +642,25 @@ def simulate(
             st.age_s = np.where(changed, 0.0, st.age_s + tick_s)
         st.avail = a
         active = ~done
-        lost = active & (st.mode == Mode.SPOT) & ~a
+        lost = active & (st.mode == _SPOT) & ~a
         if lost.any():
             st.progress[lost] = st.checkpointed[lost]
-            st.mode[lost] = Mode.IDLE
+            st.mode[lost] = _IDLE
             over[lost] = 0.0
             since[lost] = 0.0
             preempt[lost] += 1
             st.interrupted |= lost
         want = decide(job, st, tick_s)
-        want = np.where((want == Mode.SPOT) & ~a, Mode.IDLE, want).astype(np.int8)
+        want = np.where((want == _SPOT) & ~a, _IDLE, want).astype(np.int8)
         switch = active & (want != st.mode)
-        leave = switch & (st.mode != Mode.IDLE)
+        leave = switch & (st.mode != _IDLE)
         st.checkpointed[leave] = st.progress[leave]
         since[leave] = 0.0
-        start = switch & (want != Mode.IDLE)
+        start = switch & (want != _IDLE)
         over[start] = job.restart_s
-        over[switch & (want == Mode.IDLE)] = 0.0
+        over[switch & (want == _IDLE)] = 0.0
         st.mode = np.where(active, want, st.mode).astype(np.int8)
-        run = active & (st.mode != Mode.IDLE)
+        run = active & (st.mode != _IDLE)
         r = 1.0 / w[st.mode]
         p = price[st.mode]
         eff = np.clip(tick_s - over, 0.0, tick_s)
@@ -664,8 +668,8 @@ def simulate(
         t_fin = np.minimum(over, tick_s) + (1.0 - st.progress) / np.where(run, r, 1.0)
         spent = np.where(ends, t_fin, np.where(run, tick_s, 0.0))
         cost += p * spent
-        spot_s += np.where(st.mode == Mode.SPOT, spent, 0.0)
-        od_s += np.where(st.mode == Mode.ON_DEMAND, spent, 0.0)
+        spot_s += np.where(st.mode == _SPOT, spent, 0.0)
+        od_s += np.where(st.mode == _ON_DEMAND, spent, 0.0)
         finish = np.where(ends, now + t_fin, finish)
         st.progress = np.where(run, np.minimum(st.progress + eff * r, 1.0), st.progress)
         over = np.maximum(over - tick_s, 0.0)
@@ -677,10 +681,8 @@ def simulate(
     past = ~done
     if past.any():
         end = ticks * tick_s
-        extra = np.where(st.mode == Mode.ON_DEMAND, over, job.restart_s) + (1.0 - st.progress) * job.od_work_s
-        extra = np.where(
-            st.mode == Mode.ON_DEMAND, extra, job.restart_s + (1.0 - st.progress) * job.od_work_s
-        )
+        extra = np.where(st.mode == _ON_DEMAND, over, job.restart_s) + (1.0 - st.progress) * job.od_work_s
+        extra = np.where(st.mode == _ON_DEMAND, extra, job.restart_s + (1.0 - st.progress) * job.od_work_s)
         cost = np.where(past, cost + extra * job.od_usd_per_s, cost)
         od_s = np.where(past, od_s + extra, od_s)
         finish = np.where(past, end + extra, finish)

@@ -14,6 +14,7 @@ import pytest
 from srift.domain.structure import Precision
 from srift.errors import ConfigurationError
 from srift.estimate import public
+from srift.estimate.roofline import Efficiency
 from srift.measurements import Use
 from srift.refmodels.build import load_structure
 from srift.sim.band import Z90
@@ -113,3 +114,18 @@ def test_a_gpus_nested_spreads_rest_on_nothing_measured_on_it() -> None:
     assert sorted(before) == sorted(gpus)
     assert after["A10"] == before["A10"]
     assert all(after[g]["model"] != before[g]["model"] for g in gpus if g != "A10")
+
+
+def test_a_rows_roofline_time_follows_the_row_and_the_structure_it_is_given() -> None:
+    """The fits remember each (row, structure)'s arrays; a row with another batch, or another structure
+    object for the same row, is priced afresh, and the same pair as a fresh _Work prices it."""
+    row = next(r for r in public.registered_rows(Use.FIT) if r.id == ONE_ROW)
+    structure = structure_of(row.model, row.precision)
+    efficiency = Efficiency(compute=0.5, matmul_memory=0.5, other_memory=0.5, kernel_s=public.EAGER_KERNEL_S)
+    once = public.predict_single(row, structure, efficiency, 1.0)
+    assert once == row.per_gpu_batch / public._Work(row, structure).seconds(efficiency)
+    heavier = replace(structure, update_bytes=10 * structure.update_bytes + 10**9)
+    assert public.predict_single(row, heavier, efficiency, 1.0) < once
+    bigger = replace(row, global_batch=2 * row.global_batch)
+    assert public.predict_single(bigger, structure, efficiency, 1.0) != once
+    assert public.predict_single(row, structure, efficiency, 1.0) == once

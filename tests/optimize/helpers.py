@@ -189,21 +189,33 @@ def all_configs(problem: Problem, *, most: int | None = None) -> list[Groups]:
     for i in reversed(range(len(cands))):
         most_after[i] = most_after[i + 1] + cands[i].cap * cands[i].max_vm_batch
 
+    # Each type's cap and VM batches, read once (the listing visits millions of branches).
+    ranges = [(c.cap, c.min_vm_batch, c.max_vm_batch) for c in cands]
+    last = len(cands) - 1
+
+    def found(groups: Groups) -> None:
+        if groups and _allowed(problem, groups):
+            out.append(groups)
+            if most is not None and len(out) > most:
+                raise _Enough
+
     def rec(i: int, total: int, groups: Groups) -> None:
         if total + most_after[i] < g:
             return
-        if i == len(cands):
-            if total == g and groups and _allowed(problem, groups):
-                out.append(groups)
-                if most is not None and len(out) > most:
-                    raise _Enough
+        cap, low, high = ranges[i]
+        if i == last:
+            # The last type leaves the samples as they are or brings them to g exactly: n VMs of
+            # (g - total) / n samples each, for each n whose share is a whole batch within its range.
+            if total == g:
+                found(groups)
+            rest = g - total
+            for n in range(1, cap + 1):
+                if rest % n == 0 and low <= rest // n <= high:
+                    found((*groups, (i, n, rest // n)))
             return
         rec(i + 1, total, groups)
-        cand = cands[i]
-        for n in range(1, cand.cap + 1):
-            for b in range(cand.min_vm_batch, cand.max_vm_batch + 1):
-                if total + n * b > g:
-                    break
+        for n in range(1, cap + 1):
+            for b in range(low, min(high, (g - total) // n) + 1):
                 rec(i + 1, total + n * b, (*groups, (i, n, b)))
 
     with contextlib.suppress(_Enough):

@@ -213,3 +213,41 @@ def _problem_with_budget() -> Problem:
     floor = max(mu[i] * problem.candidates[i].floor_s(b) for i, _, b in groups)
     bound = c.iterations * max(prediction.iteration_s, floor) * problem.usd_per_s(groups)
     return replace(problem, constraints=replace(c, budget_usd=math.sqrt(prediction.cost_usd * bound)))
+
+
+def test_the_simulators_band_and_estimate_are_simulate_withs_whichever_fleet_came_before(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """SimEvaluator remembers the last fleet's simulation, so that a configuration's band right after its
+    estimate (what the search asks) simulates it once; asked in any order over fleets that differ in type,
+    count, batch or profile, each answer is still `simulate_with`'s for that fleet."""
+    import srift.sim.iteration as iteration
+    from srift.sim import simulate_with
+
+    problem = _guess_or_sure()
+    evaluator = SimEvaluator(bandwidth=AlphaBetaPrior())
+    fleets = [
+        problem.fleet(groups)
+        for groups in (((0, 2, 16),), ((0, 4, 8),), ((1, 2, 16),), ((0, 2, 8), (1, 2, 8)), ((0, 1, 16),))
+    ]
+    other = replace(fleets[0][0], profile=replace(fleets[0][0].profile, straggler_cv=0.04))
+    fleets.append((other,))
+    simulated: list[Sequence[FleetMember]] = []
+    simulate = iteration.simulation_point
+    monkeypatch.setattr(
+        iteration,
+        "simulation_point",
+        lambda fleet, inputs: simulated.append(fleet) or simulate(fleet, inputs),
+    )
+    expected = {fleet: simulate_with(fleet, evaluator.inputs, iterations=1000) for fleet in fleets}
+    previous = None
+    for order in (fleets, fleets[::-1], fleets[::2] + fleets[1::2]):
+        for fleet in order:
+            before = len(simulated)
+            assert evaluator.estimate(fleet).iteration_s == expected[fleet].iteration_s
+            assert evaluator.band(fleet, iterations=1000) == expected[fleet].band
+            assert evaluator.estimate(list(fleet)).iteration_p90_s == expected[fleet].iteration_s
+            assert len(simulated) - before == (
+                fleet != previous
+            )  # one simulation, none for the same fleet again
+            previous = fleet
