@@ -7,18 +7,15 @@ import importlib
 import logging
 import threading
 import uuid
-from collections import OrderedDict
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from fastapi.routing import APIRoute
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.cors import CORSMiddleware
-from starlette.routing import BaseRoute
 
 from srift import __version__
 from srift.api.caching import ConditionalGet, cache_control
@@ -207,10 +204,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     docs.mount(app)
     dashboard.mount(app)
     generated = app.openapi
+    routes_built = tuple(app.router.routes)
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
-            app.openapi_schema = generated_schema(app, generated)
+            as_built = len(app.router.routes) == len(routes_built) and all(
+                now is then for now, then in zip(app.router.routes, routes_built, strict=True)
+            )
+            # A route added after create_app (a test's, a plugin's) makes the document this app's own.
+            app.openapi_schema = shared_document(app, generated) if as_built else generated()
             state_settings_bounds(app.openapi_schema, settings)
             add_links(app.openapi_schema)
         return app.openapi_schema or generated()
@@ -219,73 +221,33 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     return app
 
 
-_SCHEMAS: OrderedDict[tuple[Any, ...], dict[str, Any]] = OrderedDict()
-"""FastAPI's generated OpenAPI documents by what they are generated from (schema_source), newest last."""
-_SCHEMAS_KEPT = 4
-_schemas_lock = threading.Lock()
+_DOCUMENTS: dict[tuple[Any, ...], dict[str, Any]] = {}
+"""FastAPI's generated OpenAPI document of an app as create_app built it, by its documented attributes."""
+_documents_lock = threading.Lock()
 
 
-def generated_schema(app: FastAPI, generate: Callable[[], dict[str, Any]]) -> dict[str, Any]:
-    """A copy of the OpenAPI document FastAPI generates for `app` (`generate`), generated once per process for
-    apps built alike: generating it takes 0.5 s (a JSON schema of every model), and each new app (a process
-    that builds several, a test) otherwise pays that again at its first /openapi.json or 405 answer."""
-    key = schema_source(app)
-    with _schemas_lock:
-        found = _SCHEMAS.get(key)
-        if found is not None:
-            _SCHEMAS.move_to_end(key)
-    if found is None:
-        found = copy.deepcopy(generate())
-        with _schemas_lock:
-            _SCHEMAS[key] = found
-            while len(_SCHEMAS) > _SCHEMAS_KEPT:
-                _SCHEMAS.popitem(last=False)
-    return copy.deepcopy(found)
-
-
-def schema_source(app: FastAPI) -> tuple[Any, ...]:
-    """Everything of `app` that FastAPI's OpenAPI generator reads (fastapi.openapi.utils.get_openapi): the
-    app's documented attributes and, per route, its path, methods, endpoint (the function itself, held so
-    that no other function can take its identity), dependencies and what its decorator stated. Two apps
-    with equal sources get equal documents."""
-    head = (
+def shared_document(app: FastAPI, generate: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """A copy of the OpenAPI document FastAPI generates (`generate`) for `app`, an app with the routes
+    create_app gave it and no other, generated once per process: create_app includes the same routes every
+    time (srift.api.routes' modules, the docs and the dashboard), generating the document takes 0.5 s (a
+    JSON schema of every model), and each new app (a process that builds several, a test) would otherwise
+    pay that again at its first /openapi.json or 405 answer. Each caller gets its own copy, to which it adds
+    its settings' bounds and links."""
+    key = (
         app.title,
         app.version,
         app.openapi_version,
         app.summary,
         app.description,
-        app.terms_of_service,
-        repr((app.contact, app.license_info, app.openapi_tags, app.servers, app.openapi_external_docs)),
-        app.separate_input_output_schemas,
+        repr((app.contact, app.license_info, app.openapi_tags, app.servers, app.terms_of_service)),
     )
-    return (head, _routes_source(app.routes), _routes_source(app.webhooks.routes))
-
-
-def _routes_source(routes: Sequence[BaseRoute]) -> tuple[Any, ...]:
-    out: list[Any] = []
-    for route in routes:
-        if not isinstance(route, APIRoute) or not route.include_in_schema:  # not in the document
-            out.append((type(route), getattr(route, "path", None)))
-            continue
-        stated = (
-            route.response_model,
-            route.status_code,
-            route.tags,
-            route.summary,
-            route.description,
-            route.response_description,
-            route.responses,
-            route.deprecated,
-            route.operation_id,
-            route.include_in_schema,
-            route.response_class,
-            route.callbacks,
-            route.openapi_extra,
-        )
-        dependencies = tuple(d.dependency for d in route.dependencies)
-        methods = tuple(sorted(route.methods or ()))
-        out.append((route.path, route.unique_id, methods, route.endpoint, dependencies, repr(stated)))
-    return tuple(out)
+    with _documents_lock:
+        found = _DOCUMENTS.get(key)
+    if found is None:
+        found = copy.deepcopy(generate())
+        with _documents_lock:
+            _DOCUMENTS[key] = found
+    return copy.deepcopy(found)
 
 
 LINKS: tuple[tuple[str, str, str, dict[str, Any]], ...] = (

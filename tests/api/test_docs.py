@@ -29,10 +29,21 @@ def test_docs_pages_load_nothing_from_other_hosts(tmp_path: object) -> None:
 
 
 def test_apps_built_alike_share_one_generated_document_and_each_states_its_own_bounds() -> None:
-    """The OpenAPI document FastAPI generates is kept per process for apps with the same routes
-    (srift.api.app.generated_schema); each app still gets its own copy, its own settings' bounds, and an app
-    with another route gets a document that has it."""
+    """The OpenAPI document FastAPI generates is kept per process for apps as create_app built them
+    (srift.api.app.shared_document); each app still gets its own copy, its own settings' bounds, and an app
+    given another route gets a document that has it, whatever app's document came before (in FastAPI 0.165
+    an included router is one entry of the app's routes, whatever it holds)."""
     from fastapi import APIRouter
+
+    elsewhere = create_app(Settings(database_url="sqlite://"))
+    before = APIRouter()
+
+    @before.get("/v1/elsewhere")
+    def somewhere() -> dict[str, str]:
+        return {"ok": "there"}
+
+    elsewhere.include_router(before)
+    assert "/v1/elsewhere" in elsewhere.openapi()["paths"]
 
     strict = create_app(Settings(database_url="sqlite://", max_solve_budget_s=5))
     loose = create_app(Settings(database_url="sqlite://", max_solve_budget_s=50))
@@ -55,4 +66,5 @@ def test_apps_built_alike_share_one_generated_document_and_each_states_its_own_b
     assert (bound(first), bound(second)) == (5, 50)
     assert second["info"]["title"] == "Srift"
     assert "/v1/only-here" in extra.openapi()["paths"] and "/v1/only-here" not in second["paths"]
+    assert "/v1/elsewhere" not in extra.openapi()["paths"] and "/v1/elsewhere" not in second["paths"]
     assert TestClient(loose).get("/openapi.json").json() == second
