@@ -163,9 +163,13 @@ def save_documents_new(*, session: Session, documents: Sequence[StoredForm]) -> 
             session.scalars(select(ModelProfileRow.fingerprint).where(ModelProfileRow.fingerprint.in_(chunk)))
         )
     rows = [
-        {"model": f.profile.model, "accelerator": f.profile.accelerator, "fingerprint": d, "document": doc}
+        {
+            "model": f.profile.model,
+            "accelerator": f.profile.accelerator,
+            "fingerprint": d,
+            "document": f.document,
+        }
         for d, f in by_print.items()
-        for doc in (f.document,)
         if d not in stored
     ]
     if not rows:
