@@ -2,8 +2,7 @@
 
 The helpers run as `python -P .../srift/testbed/measure.py recv|send|echo|ping ...` inside hosts (the file
 as a script: see `_py`); the functions below start them with `Testbed.exec_in`/`popen_in` and return the
-figures. Every run is bounded in bytes
-and in time, and talks only to testbed addresses.
+figures. Every run is bounded in bytes and in time, and talks only to testbed addresses.
 """
 
 from __future__ import annotations
