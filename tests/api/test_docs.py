@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from fastapi import APIRouter, FastAPI
 from fastapi.testclient import TestClient
 
 from srift.api.app import create_app
@@ -28,33 +29,30 @@ def test_docs_pages_load_nothing_from_other_hosts(tmp_path: object) -> None:
     assert client.get("/docs/oauth2-redirect").status_code == 200
 
 
+def _app_with_route(path: str) -> FastAPI:
+    """An app from create_app given one more route (GET `path`) through a router of its own."""
+    router = APIRouter()
+
+    @router.get(path)
+    def added() -> dict[str, str]:
+        return {"path": path}
+
+    app = create_app(Settings(database_url="sqlite://"))
+    app.include_router(router)
+    return app
+
+
 def test_apps_built_alike_share_one_generated_document_and_each_states_its_own_bounds() -> None:
     """The OpenAPI document FastAPI generates is kept per process for apps as create_app built them
     (srift.api.app.shared_document); each app still gets its own copy, its own settings' bounds, and an app
     given another route gets a document that has it, whatever app's document came before (in FastAPI 0.165
     an included router is one entry of the app's routes, whatever it holds)."""
-    from fastapi import APIRouter
-
-    elsewhere = create_app(Settings(database_url="sqlite://"))
-    before = APIRouter()
-
-    @before.get("/v1/elsewhere")
-    def somewhere() -> dict[str, str]:
-        return {"ok": "there"}
-
-    elsewhere.include_router(before)
+    elsewhere = _app_with_route("/v1/elsewhere")
     assert "/v1/elsewhere" in elsewhere.openapi()["paths"]
 
     strict = create_app(Settings(database_url="sqlite://", max_solve_budget_s=5))
     loose = create_app(Settings(database_url="sqlite://", max_solve_budget_s=50))
-    extra = create_app(Settings(database_url="sqlite://"))
-    router = APIRouter()
-
-    @router.get("/v1/only-here")
-    def only_here() -> dict[str, str]:
-        return {"ok": "yes"}
-
-    extra.include_router(router)
+    extra = _app_with_route("/v1/only-here")
 
     def bound(app_schema: dict[str, Any]) -> object:
         budget = app_schema["components"]["schemas"]["PlanRequest"]["properties"]["solve_budget_s"]
