@@ -15,6 +15,13 @@ from rich.table import Table
 from typer.core import TyperGroup
 
 from srift.commands.options import finite_number, in_cli_words
+from srift.profiling.defaults import (
+    DEFAULT_ITERATIONS,
+    DEFAULT_LAYERS_BATCH,
+    DEFAULT_LAYERS_ITERATIONS,
+    DEFAULT_REPEATS,
+    DEFAULT_WARMUP,
+)
 
 if TYPE_CHECKING:
     from srift.domain.profile import LayerProfile, ModelProfile
@@ -525,8 +532,8 @@ Iterations = Annotated[
     typer.Option(
         "--iterations",
         min=2,
-        help="iterations for readiness, exec_prob and straggler_cv (default 30, ≥ 30 advised; "
-        "--layers-only: 5)",
+        help="iterations for readiness, exec_prob and straggler_cv "
+        f"(default {DEFAULT_ITERATIONS}, ≥ 30 advised; --layers-only: {DEFAULT_LAYERS_ITERATIONS})",
     ),
 ]
 LayersOnly = Annotated[
@@ -613,11 +620,11 @@ def measure_command(
     accelerator: RecordAs = None,
     memory_budget: MemoryBudget = None,
     model_name: MeasureModelName = None,
-    repeats: Repeats = 7,
-    warmup: Warmup = 2,
+    repeats: Repeats = DEFAULT_REPEATS,
+    warmup: Warmup = DEFAULT_WARMUP,
     iterations: Iterations = None,
     layers_only: LayersOnly = False,
-    batch: LayersBatch = 2,
+    batch: LayersBatch = DEFAULT_LAYERS_BATCH,
     clock: ClockOption = "wall",
     amp: Amp = None,
     tf32: Tf32 = False,
@@ -690,7 +697,7 @@ def measure_command(
                 device=device,
                 threads=threads,
                 batch=batch,
-                iterations=iterations or 5,
+                iterations=iterations or DEFAULT_LAYERS_ITERATIONS,
                 model_name=name,
                 precision=precision,
                 progress=progress,
@@ -709,7 +716,7 @@ def measure_command(
             memory_budget_bytes=budget,
             repeats=repeats,
             warmup=warmup,
-            iterations=iterations or 30,
+            iterations=iterations or DEFAULT_ITERATIONS,
             model_name=name,
             clock=clock,
             refine=not paper_curve,

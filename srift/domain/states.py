@@ -1,4 +1,5 @@
-"""Lifecycle states of the things Srift tracks, as the database and the API spell them."""
+"""Lifecycle states of the things Srift tracks, and the outcome of a plan's replay, as the database and the
+API spell them."""
 
 from __future__ import annotations
 
@@ -32,3 +33,14 @@ class TrainingState(StrEnum):
     RUNNING = "running"
     COMPLETED = "completed"
     NEEDS_INPUT = "needs_input"
+
+
+class ReplayStatus(StrEnum):
+    """Whether a plan could be replayed, and if not, why (GET /v1/plans/{id}/replay says which)."""
+
+    REPLAYED = "replayed"
+    NO_SPOT = "no_spot"
+    SEVERAL_FLEETS = "several_fleets"
+    NO_FALLBACK = "no_fallback"
+    NO_TRACE = "no_trace"
+    TOO_SHORT = "too_short"

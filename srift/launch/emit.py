@@ -29,7 +29,7 @@ class LaunchOptions:
     plan_ref: str | None = None
     master_addr: str | None = None
     master_port: int = torchrun.DEFAULT_PORT
-    setup: str = skypilot.DEFAULT_SETUP
+    setup: str = torchrun.DEFAULT_SETUP
     image: str = kubernetes.DEFAULT_IMAGE
     extra_env: Mapping[str, str] = field(default_factory=dict)
 

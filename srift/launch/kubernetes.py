@@ -21,11 +21,10 @@ from typing import Any
 
 from srift.launch.layout import FleetPart, Layout
 from srift.launch.network import env_lines, network_settings, placement
-from srift.launch.torchrun import DEFAULT_PORT
+from srift.launch.torchrun import DEFAULT_PORT, DEFAULT_SETUP
 from srift.launch.yamltext import dump
 
 DEFAULT_IMAGE = "pytorch/pytorch:latest"
-DEFAULT_SETUP = "python3 -m pip install --quiet srift"
 
 SPOT_LABELS = {
     "aws": ("eks.amazonaws.com/capacityType", {"spot": "SPOT", "on_demand": "ON_DEMAND"}),

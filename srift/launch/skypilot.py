@@ -16,14 +16,12 @@ from typing import Any
 
 from srift.launch.layout import FleetPart, Layout, LayoutError
 from srift.launch.network import env_lines, network_settings, placement
-from srift.launch.torchrun import DEFAULT_PORT
+from srift.launch.torchrun import DEFAULT_PORT, DEFAULT_SETUP
 from srift.launch.yamltext import dump
 
 SKYPILOT_CLOUDS = frozenset({"aws", "gcp", "azure", "lambda", "oci", "ibm", "runpod", "nebius", "kubernetes"})
 """Providers SkyPilot launches (skypilot 0.14.1 sky/skylet/constants.py ALL_CLOUDS, those Srift's catalog
 names); a plan on another provider (the testbed) cannot be a SkyPilot task."""
-
-DEFAULT_SETUP = "python3 -m pip install --quiet srift"
 
 
 @dataclass(frozen=True, slots=True)

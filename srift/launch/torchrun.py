@@ -21,6 +21,10 @@ from srift.launch.network import Setting, env_lines, network_settings, placement
 DEFAULT_PORT = 29_500
 """torchrun's default --master-port."""
 
+DEFAULT_SETUP = "python3 -m pip install --quiet srift"
+"""What each VM runs before torchrun in the SkyPilot and Kubernetes launch files: it installs srift, whose
+helper (srift.launch.helper) the training script imports."""
+
 MASTER_PLACEHOLDER = "${SRIFT_MASTER_ADDR:?set SRIFT_MASTER_ADDR to node 0's address}"
 """Node 0's address is known only once the VMs run: the shell stops with this hint until it is set."""
 

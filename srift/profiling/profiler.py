@@ -92,6 +92,13 @@ from srift.profiling.bench import (
 )
 from srift.profiling.cpuquota import read_cpu_quota
 from srift.profiling.curves import BendCheck, CurveSamples, breakpoints
+from srift.profiling.defaults import (
+    DEFAULT_ITERATIONS,
+    DEFAULT_LAYERS_BATCH,
+    DEFAULT_LAYERS_ITERATIONS,
+    DEFAULT_REPEATS,
+    DEFAULT_WARMUP,
+)
 from srift.profiling.peak import memory_document, step_peak
 from srift.profiling.readiness import Readiness, measure_readiness, readiness_cpu_clock
 from srift.profiling.search import MaxBatchSearch, search_max_batch
@@ -118,9 +125,6 @@ __all__ = [
 
 DEFAULT_MAX_BATCH_CPU = 256
 DEFAULT_MAX_BATCH_CUDA = 4096
-DEFAULT_REPEATS = 7
-DEFAULT_WARMUP = 2
-DEFAULT_ITERATIONS = 30
 
 
 def profile_model(
@@ -387,8 +391,6 @@ def count_structure_or_note(
         return None, exc.detail
 
 
-DEFAULT_LAYERS_BATCH = 2
-DEFAULT_LAYERS_ITERATIONS = 5
 _LAYER_STAGES = {"check": (0.0, 0.4), "readiness": (0.4, 1.0)}
 
 

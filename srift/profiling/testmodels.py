@@ -29,6 +29,8 @@ TRANSFORMER_VOCAB = 1000
 TRANSFORMER_SEQ = 32
 TRANSFORMER_DIM = 128
 BERT_VOCAB = 30522
+"""BERT's WordPiece vocabulary (Devlin et al. 2019); srift.refmodels.nets's BERT-base imports it from here,
+the one module of the two that the other may import (profiling sits below refmodels)."""
 BERT_HIDDEN = 768
 BERT_LAYERS = 12
 BERT_HEADS = 12

@@ -28,9 +28,10 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from srift.profiling.testmodels import BERT_VOCAB
+
 IMAGE = (3, 224, 224)
 IMAGENET_CLASSES = 1000
-BERT_VOCAB = 30522
 BERT_SEQ = 384
 GPT2_VOCAB = 50257
 GPT2_SEQ = 1024

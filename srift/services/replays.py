@@ -22,7 +22,6 @@ import math
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from enum import StrEnum
 from typing import Any
 
 import numpy as np
@@ -30,6 +29,7 @@ from sqlalchemy.orm import Session
 
 from srift.domain.records import PlanRecord
 from srift.domain.requests import RecentMarket
+from srift.domain.states import ReplayStatus
 from srift.errors import InvalidInput, NotFound
 from srift.services.caching import RevisionCache
 from srift.services.traces import stored_traces, traceset_path
@@ -65,17 +65,6 @@ PLAN_PREDICTED = (
     "uninterrupted_cost_usd",
 )
 """The plan's own spot outlook (its `spot` section) a replay is shown beside."""
-
-
-class ReplayStatus(StrEnum):
-    """Whether a plan could be replayed, and if not, why (GET /v1/plans/{id}/replay says which)."""
-
-    REPLAYED = "replayed"
-    NO_SPOT = "no_spot"
-    SEVERAL_FLEETS = "several_fleets"
-    NO_FALLBACK = "no_fallback"
-    NO_TRACE = "no_trace"
-    TOO_SHORT = "too_short"
 
 
 @dataclass(frozen=True, slots=True)

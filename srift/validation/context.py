@@ -9,6 +9,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from srift.domain.planning import BatchPolicy
 from srift.domain.profile import ModelProfile
 from srift.profiling.curves import CurveSamples
 from srift.settings import Settings
@@ -57,7 +58,7 @@ class Effort:
     profile_max_batch: int
     probe_sizes: tuple[int, ...]
     probe_repeats: int
-    plan_batch_policy: str
+    plan_batch_policy: BatchPolicy
     timing_passes: int = 0
     """Further timing passes over every profile's breakpoints, spread over the DDP runs (see step 2)."""
     timing_repeats: int = 3
@@ -91,7 +92,7 @@ class Effort:
             profile_max_batch=64,
             probe_sizes=tuple(1 << k for k in range(2, 25)),
             probe_repeats=3,
-            plan_batch_policy="pow2",
+            plan_batch_policy=BatchPolicy.POW2,
             timing_passes=8,
             timing_repeats=2,
             timing_budget_s=30.0,
@@ -111,7 +112,7 @@ class Effort:
             profile_max_batch=64,
             probe_sizes=tuple(1 << k for k in range(2, 26)),
             probe_repeats=5,
-            plan_batch_policy="pow2_split",
+            plan_batch_policy=BatchPolicy.POW2_SPLIT,
             timing_passes=12,
             timing_repeats=3,
             colocation_rounds=12,

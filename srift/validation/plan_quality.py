@@ -20,7 +20,7 @@ import statistics
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from srift.domain import BatchPolicy, MarketChoice, Objective, Plan, SearchMode
+from srift.domain import MarketChoice, Objective, Plan, SearchMode
 from srift.domain.requests import PlanQuery
 from srift.validation.context import Context, types_in_scope
 from srift.validation.matrix import Fleet, Group
@@ -72,7 +72,7 @@ def _request(ctx: Context, model: str, objective: Objective, time_limit_s: float
         availability={t: CAP_PER_TYPE for t in types},
         mode=SearchMode.EXHAUSTIVE,
         solve_budget_s=10.0,
-        batch_policy=BatchPolicy(ctx.effort.plan_batch_policy),
+        batch_policy=ctx.effort.plan_batch_policy,
         confidence=CONFIDENCE,
         seed=ctx.options.seed,
     )

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from srift.api.schemas.plans import SpotRateOut
-from srift.services.replays import ReplayStatus
+from srift.domain.states import ReplayStatus
 from srift.spot.policy import DeadlinePolicy
 
 
