@@ -47,8 +47,8 @@ export function plotly() {
   return loading;
 }
 
-const LOAD_FAILED_HINT = "reload the page; if it fails again, the server lacks the `plotly` package (a Srift dependency): "
-  + "pip install plotly where Srift runs.";
+const LOAD_FAILED_HINT = "reload the page; if it fails again, check that the server has the `plotly` package (a Srift "
+  + "dependency: pip install plotly where Srift runs).";
 
 /**
  * Put a note in a chart's place (replacing any earlier one), or with `text` null take it away: a status
