@@ -38,7 +38,7 @@ from srift.domain.network import DEFAULT_NETWORK, NetworkSpec, Transport
 from srift.domain.records import PlanRecord
 from srift.domain.requests import PlanQuery
 from srift.domain.revisions import DataArea
-from srift.domain.sharding import Setup
+from srift.domain.sharding import Setup, StrategyChoice
 from srift.errors import Infeasible, InvalidInput, NotFound
 from srift.limits import check_solve_budget
 from srift.optimize.evaluate import Evaluations, Evaluator, SimEvaluator
@@ -548,7 +548,9 @@ def create_plan(
     decision = _spot_fallback(searched, query=query, on_demand=on_demand)
     row = PlanRow(
         request=dict(request_doc) if request_doc is not None else to_document(query),
-        result=spot_model_phase(plan_result(decision), query=query, settings=settings),
+        result=spot_model_phase(
+            plan_result(decision, strategy=query.strategy), query=query, settings=settings
+        ),
         owner=query.owner,
     )
     session.add(row)
@@ -681,16 +683,17 @@ def _beats(a: Prediction, b: Prediction, constraints: Constraints) -> bool:
 # -- the document ---------------------------------------------------------------------------------------
 
 
-def plan_result(decision: SpotDecision) -> dict[str, Any]:
+def plan_result(decision: SpotDecision, *, strategy: StrategyChoice) -> dict[str, Any]:
     """Document: the JSON stored for a plan (PlanResult's fields), built once from the spot fallback's
     decision: the plan, its setup (strategy_view, also on each choice of the plan and of its fallback), its
-    spot outlook and on-demand fallback, what runs of it are compared with, and the network assumed."""
+    spot outlook and on-demand fallback, what runs of it are compared with, and the network assumed.
+    `strategy` is the request's: the setup's `why` says whether the request or the profiles left one."""
     chosen = decision.plan
     plan, problem, prepared = chosen.plan, chosen.problem, chosen.prepared
     c = plan.constraints
     geo = prepared.geo
     spot = _spot_document(decision)
-    setup = strategy_view(plan, problem, prepared.evaluator)
+    setup = strategy_view(plan, problem, prepared.evaluator, requested=strategy)
     return {
         "label": plan.config.label(),
         "objective": c.objective.value,

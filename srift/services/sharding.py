@@ -94,21 +94,39 @@ def _fleet(plan: Plan, problem: Problem) -> list[FleetMember]:
     return out
 
 
-def strategy_view(plan: Plan, problem: Problem, evaluator: Evaluator) -> dict[str, Any]:
-    """How the plan's fleet runs and why (module docstring)."""
+ONLY_ALLOWED = "only_allowed"
+"""`why_kind` of a plan whose request allowed one setup: nothing else was weighed."""
+ONLY_CHECKABLE = "only_checkable"
+"""`why_kind` of an `auto` plan that planned DDP alone: no candidate's profile carries the model's sharding
+facts and DDP holds the model on every candidate GPU (`allowed_setups`)."""
+FASTEST_FITS = "fastest_fits"
+"""`why_kind` of a plan whose setup is the fastest of those compared that fits its fleet."""
+NONE_FITS = "none_fits"
+"""`why_kind` of a fleet no allowed setup fits."""
+WHY_KINDS = (ONLY_ALLOWED, ONLY_CHECKABLE, FASTEST_FITS, NONE_FITS)
+"""Which case a plan's strategy `why` words, for programs (and the dashboard) to tell them apart."""
+
+
+def strategy_view(
+    plan: Plan, problem: Problem, evaluator: Evaluator, *, requested: StrategyChoice
+) -> dict[str, Any]:
+    """How the plan's fleet runs and why (module docstring); `requested` is the request's `strategy`, which
+    tells a DDP the request allowed alone from a DDP `auto` could not check any other strategy for."""
     fleet = _fleet(plan, problem)
     mixed = is_mixed(fleet[0].profile) if fleet else False
     precision = "mixed (bf16 compute, fp32 master weights and reduction)" if mixed else "fp32"
     chooser = chooser_of(evaluator)
     if chooser is None:
         setup = Setup()
+        kind = ONLY_CHECKABLE if requested is StrategyChoice.AUTO else ONLY_ALLOWED
         return {
             "strategy": setup.strategy.value,
             "checkpointing": False,
             "wrap": None,
             "precision": precision,
             "how": setup.how(mixed=mixed),
-            "why": "DDP: the only strategy allowed, or the only one the profiles can be checked for",
+            "why": _why_ddp_alone(kind),
+            "why_kind": kind,
             "memory": [],
             "compared": [],
         }
@@ -130,7 +148,12 @@ def strategy_view(plan: Plan, problem: Problem, evaluator: Evaluator) -> dict[st
         compared.append(entry)
     chosen = choice.chosen
     if chosen is None:
-        return {"strategy": None, "compared": compared, "why": "no setup fits this fleet"}
+        return {
+            "strategy": None,
+            "compared": compared,
+            "why": "no setup fits this fleet",
+            "why_kind": NONE_FITS,
+        }
     setup = chosen.setup
     memory = [
         {
@@ -146,7 +169,7 @@ def strategy_view(plan: Plan, problem: Problem, evaluator: Evaluator) -> dict[st
         "wrap": setup.wrap.value if setup.strategy.sharded else None,
         "precision": precision,
         "how": setup.how(mixed=mixed),
-        "why": _why(choice.results, setup),
+        **_why(choice.results, setup, requested=requested),
         "memory": memory,
         "compared": compared,
     }
@@ -158,10 +181,28 @@ def _capacity_gib(member: FleetMember) -> float:
     return round(capacity_bytes(member) / GIB, 3)
 
 
-def _why(results: Sequence[Any], setup: Setup) -> str:
+def _why_ddp_alone(kind: str) -> str:
+    """Why a plan runs DDP when no other setup was weighed: the request allowed it alone, or `auto` had no
+    other strategy it could check."""
+    if kind == ONLY_ALLOWED:
+        return "only DDP was allowed by the request (strategy ddp, without activation checkpointing)"
+    return (
+        "only DDP could be checked: the profiles carry no sharding facts (the block facts the sharded "
+        "strategies' memory is placed with) and DDP holds the model on every candidate GPU; name a strategy "
+        "in the request to plan it"
+    )
+
+
+def _why(results: Sequence[Any], setup: Setup, *, requested: StrategyChoice) -> dict[str, str]:
+    """`why` and `why_kind` of a chosen setup: the only one the request allowed, or the fastest that fits."""
     chosen = next(r for r in results if r.setup == setup)
     assert chosen.estimate is not None
     t = chosen.estimate.iteration_s
+    if len(results) == 1 and requested is not StrategyChoice.AUTO:
+        return {
+            "why": f"only {setup.label()} was allowed by the request ({t:.3g} s per iteration)",
+            "why_kind": ONLY_ALLOWED,
+        }
     others = []
     for r in results:
         if r.setup == setup:
@@ -173,7 +214,7 @@ def _why(results: Sequence[Any], setup: Setup) -> str:
     text = f"{setup.label()} is the fastest setup that fits this fleet ({t:.3g} s per iteration)"
     if others:
         text += "; the others: " + ", ".join(others)
-    return text
+    return {"why": text, "why_kind": FASTEST_FITS}
 
 
 def choice_setup(view: Mapping[str, Any], instance_type: str) -> dict[str, Any]:

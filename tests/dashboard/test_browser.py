@@ -146,6 +146,49 @@ def test_bandwidth_page_draws_curves_with_samples_activates_and_rolls_back(brows
     browsed.assert_clean(allowed=(UNPROCESSABLE,))
 
 
+def test_a_chart_says_it_is_loading_and_why_it_cannot_be_drawn_when_the_chart_library_fails(
+    browsed: Browsed,
+) -> None:
+    """The chart's place was blank while the 4.8 MB chart library loaded, and stayed blank if it failed: now
+    it says "Loading the chart…" until the library arrives, then in words why there is no chart and what to
+    do. The library's request is held (not timed) and then refused."""
+    page = browsed.page
+    held: list[Any] = []
+    refuse = {"now": False}
+
+    def hold(route: Any) -> None:
+        if refuse["now"]:
+            route.abort()
+        else:
+            held.append(route)
+
+    page.route("**/static/vendor/plotly.min.js", hold)
+    try:
+        page.goto(browsed.server.url + "/bandwidth", wait_until="commit")
+        loading = page.locator("#bw-chart > .chart-note")
+        loading.wait_for(timeout=15_000)
+        assert loading.inner_text() == "Loading the chart…" and loading.get_attribute("role") == "status"
+        assert held, "the chart library was asked for"
+        refuse["now"] = True
+        while held:
+            held.pop().abort()
+        failed = page.locator("#bw-chart > .chart-note[role=alert]")
+        failed.wait_for()
+        message = failed.inner_text()
+        assert (
+            message.startswith("The chart could not be drawn: the chart library")
+            and "To fix: reload" in message
+        )
+        assert page.locator("#bw-chart .main-svg").count() == 0
+    finally:
+        refuse["now"] = True
+        while held:  # a request still held when an assertion failed
+            held.pop().abort()
+        page.unroute("**/static/vendor/plotly.min.js")
+    browsed.screenshot("chart-library-failed")
+    browsed.assert_clean(allowed=("net::ERR_FAILED",))
+
+
 def _submit_plan(b: Browsed, **fields: str) -> dict[str, Any]:
     """Fill the plan form (element id suffix → value), submit, and return the API's answer."""
     page = b.page
@@ -235,15 +278,31 @@ def test_plan_page_plans_a_reference_model_in_fp16(browsed: Browsed) -> None:
     page = browsed.page
     page.wait_for_selector("#plan-model option[value='bert-base']", state="attached")
     page.select_option("#plan-model", "bert-base")
-    costs = {}
+    costs, ids = {}, {}
     for precision in ("fp32", "fp16"):
         page.select_option("#plan-precision", precision)
         plan = _submit_plan(browsed, **{"global-batch": "256", "iterations": "2000"})
         assert plan["request"]["precision"] == precision and plan["precision"] == precision
         assert all("bert-base@" in s for s in plan["sources"] if s.startswith("profile:"))
-        costs[precision] = plan["predicted"]["cost_usd"]
+        costs[precision], ids[precision] = plan["predicted"]["cost_usd"], plan["id"]
+        page.wait_for_function(
+            f"document.getElementById('plan-title').textContent.startsWith('Plan #{plan['id']}:')"
+        )
     assert costs["fp16"] < costs["fp32"]
     browsed.screenshot("plan-fp16")
+    # Each plan is a history entry (the page replaced the address, so Back left the page): Back shows the
+    # fp32 plan again with its request in the form, Forward the fp16 one, and Back twice the empty form.
+    assert page.url.endswith(f"/?plan={ids['fp16']}")
+    for move, precision in ((page.go_back, "fp32"), (page.go_forward, "fp16"), (page.go_back, "fp32")):
+        move()
+        shown = ids[precision]
+        page.wait_for_function(
+            f"document.getElementById('plan-title').textContent.startsWith('Plan #{shown}:')"
+        )
+        assert page.url.endswith(f"/?plan={shown}") and page.input_value("#plan-precision") == precision
+    page.go_back()
+    page.wait_for_selector("#plan-empty", state="visible")
+    assert page.url == browsed.server.url + "/" and page.locator("#plan-results").is_hidden()
     browsed.assert_clean()
 
 
@@ -413,6 +472,10 @@ def test_a_reopened_multi_location_plan_shows_its_locations_one_strategy_line_an
     assert page.input_value("#plan-regions") == "aws/us-east-1"
     strategy = page.inner_text("#plan-strategy-panel")
     assert "nothing to show" not in strategy and strategy.count("no other strategy was weighed") == 1
+    # `auto` planned DDP alone because of the profiles (no sharding facts), not because the request said so.
+    assert plan["strategy"]["why_kind"] == "only_checkable"
+    why = page.inner_text("#plan-strategy-why")
+    assert "only DDP could be checked: the profiles carry no sharding facts" in why, why
     others = len(plan["warnings"]) + len(plan["breakdown"]["warnings"]) - len(capped)
     assert page.locator("#plan-warnings > li").count() == others + 1
     summary = page.locator("#plan-warnings > li.grouped summary")
@@ -434,6 +497,14 @@ def test_a_plan_link_to_no_plan_says_so_in_page_words(browsed: Browsed) -> None:
     message = page.inner_text("#plan-form .form-error")
     assert message.startswith("No plan #99999 here (it does not exist, or belongs to another user)."), message
     assert "press Plan" in message and "POST" not in message and "plan_id" not in message, message
+    assert "To fix: open a plan from the Jobs page" in message, message
+    # A plan id that is not a whole number: the API's 422 named its path parameter; now the page says it.
+    browsed.goto("/?plan=abc")
+    page.wait_for_selector("body[data-ready]")
+    message = page.inner_text("#plan-form .form-error")
+    assert message.startswith("No plan “abc”: plan ids are whole numbers"), message
+    assert "To fix: open a plan from the Jobs page" in message and "plan_id" not in message, message
+    assert page.locator("#plan-results").is_hidden()
     browsed.assert_clean(allowed=("status of 404",))
 
 
@@ -469,6 +540,9 @@ def test_plan_form_sends_regions_providers_allreduce_the_input_pipeline_spot_str
     assert sent["price_interruptions"] is False
     assert (sent["checkpoint_interval_s"], sent["restart_s"], sent["spot_samples"]) == (1800, 300, 500)
     page.wait_for_selector("#plan-choices")
+    # DDP without checkpointing was all the request allowed, and the strategy panel says that was why.
+    why = page.inner_text("#plan-strategy-why")
+    assert "only DDP was allowed by the request" in why and "or the only one" not in why, why
     browsed.assert_clean()
 
 

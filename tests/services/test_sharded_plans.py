@@ -3,7 +3,7 @@ strategies, the 422 when no fleet holds the model, and `srift plan --example-mod
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, get_args
 
 import yaml
 from fastapi.testclient import TestClient
@@ -59,6 +59,7 @@ def test_the_1b_model_compares_ddp_zero2_and_full_sharding_and_says_why(
     assert {"ddp", "zero2", "full_shard"} <= set(compared)
     chosen = view["strategy"] + ("+ckpt" if view["checkpointing"] else "")
     assert view["why"].startswith(f"{chosen} is the fastest setup that fits")
+    assert view["why_kind"] == "fastest_fits"
     fitting = [c for c in compared.values() if c["fits"]]
     assert compared[chosen]["iteration_s"] <= min(c["iteration_s"] for c in fitting) * (1 + 1e-6)
 
@@ -98,6 +99,13 @@ def test_a_sharded_strategy_for_a_model_of_unknown_memory_says_so(
     assert "strategy ddp or auto" in error["hint"]
     r = client.post("/v1/plans", json={**body, "strategy": "ddp"}, headers=write_headers)
     assert r.status_code == 201, r.text
+    # `auto` for a model without sharding facts, which DDP holds everywhere: DDP alone, and the plan says that
+    # the profiles (not the request) left it alone.
+    r = client.post("/v1/plans", json=body, headers=write_headers)
+    assert r.status_code == 201, r.text
+    view = r.json()["strategy"]
+    assert view["strategy"] == "ddp" and view["why_kind"] == "only_checkable"
+    assert view["why"].startswith("only DDP could be checked: the profiles carry no sharding facts"), view
 
 
 def test_fixing_ddp_keeps_the_served_plan(
@@ -111,6 +119,8 @@ def test_fixing_ddp_keeps_the_served_plan(
     assert r.status_code == 201, r.text
     plan = r.json()
     assert plan["strategy"]["strategy"] == "ddp" and plan["strategy"]["compared"] == []
+    assert plan["strategy"]["why_kind"] == "only_allowed"
+    assert plan["strategy"]["why"].startswith("only DDP was allowed by the request")
     assert not any(s.startswith("strategy:") for s in plan["sources"])
     # DDP alone: each type's batch within what DDP holds (srift.services.memory), memory shown per choice
     assert all(c["memory_per_gpu_bytes"] < c["gpu_memory_bytes"] for c in plan["choices"])
@@ -129,3 +139,11 @@ def test_bad_strategy_fields_name_themselves() -> None:
         else:
             raise AssertionError(f"{field}={value!r} was accepted")
     assert parse_plan_request({**base, "strategy": "hybrid"}).to_domain().strategy.value == "hybrid"
+
+
+def test_the_plan_schema_names_every_why_kind_the_strategy_phase_writes() -> None:
+    from srift.api.schemas.plans import StrategyOut
+    from srift.services.sharding import WHY_KINDS
+
+    literal, none = get_args(StrategyOut.model_fields["why_kind"].annotation)
+    assert none is type(None) and set(get_args(literal)) == set(WHY_KINDS)

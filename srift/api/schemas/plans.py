@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Self
+from typing import Annotated, Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -506,7 +506,15 @@ class StrategyOut(BaseModel):
     wrap: str | None = None
     precision: str | None = None
     how: str | None = Field(default=None, description="what to write in PyTorch")
-    why: str | None = None
+    why: str | None = Field(default=None, description="why this setup, in words (`why_kind` says which case)")
+    why_kind: Literal["only_allowed", "only_checkable", "fastest_fits", "none_fits"] | None = Field(
+        default=None,
+        description="which case `why` words: only_allowed, the request allowed this setup alone (e.g. "
+        "strategy ddp without checkpointing); only_checkable, `auto` planned DDP alone because no profile "
+        "carries the model's sharding facts and DDP holds the model on every candidate GPU; fastest_fits, "
+        "the fastest of the setups compared that fits the fleet; none_fits, no setup fits. Null in plans "
+        "made before it was recorded",
+    )
     memory: list[StrategyMemoryOut] = Field(default_factory=list)
     compared: list[SetupComparedOut] = Field(default_factory=list)
 

@@ -39,7 +39,7 @@ export function plotly() {
       script.onload = () => resolve(window.Plotly);
       script.onerror = () => {
         loading = null;
-        reject(new Error("could not load the chart library (/static/vendor/plotly.min.js); is the `plotly` package installed?"));
+        reject(new Error(`The chart could not be drawn: the chart library (${script.getAttribute("src")}) did not load.`));
       };
       document.head.append(script);
     });
@@ -47,9 +47,44 @@ export function plotly() {
   return loading;
 }
 
-/** Draw (or redraw in place) a figure with the dashboard's Plotly config. */
+const LOAD_FAILED_HINT = "reload the page; if it fails again, check that the server has the `plotly` package (a Srift "
+  + "dependency: pip install plotly where Srift runs).";
+
+/**
+ * Put a note in a chart's place (replacing any earlier one), or with `text` null take it away: a status
+ * while the chart library loads, an alert with what to do when it cannot.
+ */
+function chartNote(div, text, { role = "status", hint = null } = {}) {
+  div.querySelector(":scope > .chart-note")?.remove();
+  if (text === null) return;
+  const note = document.createElement("p");
+  note.className = `chart-note ${role === "alert" ? "failed" : "loading"}`;
+  note.setAttribute("role", role);
+  note.textContent = text;
+  if (hint) {
+    const fix = document.createElement("span");
+    fix.className = "hint";
+    fix.textContent = ` To fix: ${hint}`;
+    note.append(fix);
+  }
+  div.prepend(note);
+}
+
+/**
+ * Draw (or redraw in place) a figure with the dashboard's Plotly config. Until the chart library has loaded
+ * (about a second on first use), the chart's place says so; if it cannot load, the place says why and what
+ * to do, and the promise resolves to null (the rest of the page stays usable).
+ */
 export async function react(div, traces, layout) {
-  const Plotly = await plotly();
+  if (!window.Plotly) chartNote(div, "Loading the chart…");
+  let Plotly;
+  try {
+    Plotly = await plotly();
+  } catch (err) {
+    chartNote(div, err.message, { role: "alert", hint: LOAD_FAILED_HINT });
+    return null;
+  }
+  chartNote(div, null);
   return Plotly.react(div, traces, layout, PLOT_CONFIG);
 }
 

@@ -2,7 +2,7 @@
 
 import { drawBreakdown, drawPlanScatter, drawReplayHistogram, plotly } from "./charts.js";
 import {
-  ApiError, card, el, fillSelect, fmtNumber, fmtPercent, fmtSeconds, fmtUsd, get, markReady, numberOrNull, post, renderTable, showError,
+  ApiError, card, clearErrors, el, fillSelect, fmtNumber, fmtPercent, fmtSeconds, fmtUsd, get, markReady, numberOrNull, post, renderTable, showError,
   submitting,
 } from "./common.js";
 import { fillModelSelect, initWhere, loadProfiles, profilePart, sourcesLine, typeOption, typesIn, wireUpload } from "./shared.js";
@@ -599,8 +599,41 @@ async function submit(ev) {
   await submitting(form, "plan", async () => {
     const plan = await post("/plans", await buildRequest());
     await renderPlan(plan);
-    history.replaceState(null, "", `?plan=${plan.id}`);
+    showInAddress(plan.id);
   }, markStale);
+}
+
+/** Name plan `id` in the address: a new history entry when the address named no plan or another one (so
+ * Back returns to what was shown before), in place when it already names this one. */
+function showInAddress(id) {
+  const url = `?plan=${id}`;
+  if (addressedPlan() === String(id)) history.replaceState({ plan: id }, "", url);
+  else history.pushState({ plan: id }, "", url);
+}
+
+/** The plan id the address names (`?plan=`), or null. */
+function addressedPlan() {
+  return new URLSearchParams(location.search).get("plan");
+}
+
+let addressed = 0;
+
+/** Show what the address names: its stored plan with its request back in the form, else the empty page
+ * (under the message saying why, when it names a plan that cannot be shown). Called at load and on Back/Forward (popstate); an answer overtaken by a later move is dropped. */
+async function showAddressed() {
+  const turn = ++addressed;
+  const planId = addressedPlan();
+  clearErrors(form);
+  const stored = planId ? await storedPlan(planId) : null;
+  if (turn !== addressed) return;
+  if (stored) {
+    fillForm(stored.request);
+    await renderPlan(stored);
+  } else {
+    $("plan-results").hidden = true;
+    $("plan-stale").hidden = true;
+    $("plan-empty").hidden = false;
+  }
 }
 
 /** Put a stored plan's request back into the form, so it can be tweaked and re-run. */
@@ -610,6 +643,7 @@ function fillForm(request) {
   if (request.model && byModel.has(request.model)) $("plan-model").value = request.model;
   set("plan-global-batch", request.global_batch);
   set("plan-iterations", request.iterations);
+  $("plan-precision").value = request.precision ?? "";
   set("plan-objective", request.objective);
   set("plan-time-limit", request.time_limit_s);
   set("plan-budget", request.budget_usd);
@@ -666,7 +700,8 @@ function fillForm(request) {
 async function init() {
   form.addEventListener("submit", submit);
   wireUpload($("plan-profile-file"), $("plan-profile-clear"), $("plan-model"));
-  form.addEventListener("focusin", () => plotly(), { once: true });
+  // Start loading the chart library early; a failure is said in each chart's place when it is drawn.
+  form.addEventListener("focusin", () => plotly().catch(() => null), { once: true });
   $("plan-availability-add").addEventListener("click", addAvailability);
   $("plan-time-limit").addEventListener("input", () => {
     const v = numberOrNull($("plan-time-limit"));
@@ -685,30 +720,32 @@ async function init() {
     for (const id of ["plan-provider", "plan-region", "plan-providers", "plan-regions"]) {
       $(id).addEventListener(id.endsWith("s") ? "input" : "change", describeWhere);
     }
-    const planId = new URLSearchParams(location.search).get("plan");
-    const stored = planId ? await storedPlan(planId) : null;
-    if (stored) {
-      fillForm(stored.request);
-      await renderPlan(stored);
-    }
+    await showAddressed();
   } catch (err) {
     showError(form, err);
   }
+  window.addEventListener("popstate", () => showAddressed().catch((err) => showError(form, err)));
   markReady();
 }
 
-/** The plan `?plan=` names, or null after saying in page words that there is none to show (the API's 404
- * names its plan_id field and POST /v1/plans, words for a program, not for this form). */
+const OPEN_A_PLAN = "open a plan from the Jobs page (each training run links its plans), or fill in the form and "
+  + "press Plan to make one.";
+
+/** The plan `?plan=` names, or null after saying in page words that there is none to show: the API's 404
+ * and 422 name its plan_id field and POST /v1/plans, words for a program, not for this form. An id that is
+ * not a whole number is not sent. */
 async function storedPlan(planId) {
+  const noPlan = (detail) => {
+    showError(form, new ApiError(404, { detail, hint: OPEN_A_PLAN }));
+    return null;
+  };
+  const notAnId = `No plan “${planId}”: plan ids are whole numbers (a link such as /?plan=12).`;
+  if (!/^[1-9][0-9]*$/.test(planId)) return noPlan(notAnId);
   try {
     return await get(`/plans/${encodeURIComponent(planId)}`);
   } catch (err) {
-    if (!(err instanceof ApiError) || err.status !== 404) throw err;
-    showError(form, new ApiError(404, {
-      detail: `No plan #${planId} here (it does not exist, or belongs to another user). `
-        + "Fill in the form and press Plan to make one.",
-    }));
-    return null;
+    if (!(err instanceof ApiError) || ![404, 422].includes(err.status)) throw err;
+    return noPlan(`No plan #${planId} here (it does not exist, or belongs to another user).`);
   }
 }
 

@@ -147,7 +147,8 @@ async function submit(ev) {
 async function init() {
   form.addEventListener("submit", submit);
   wireUpload($("predict-profile-file"), $("predict-profile-clear"), $("predict-model"));
-  form.addEventListener("focusin", () => plotly(), { once: true });
+  // Start loading the chart library early; a failure is said in each chart's place when it is drawn.
+  form.addEventListener("focusin", () => plotly().catch(() => null), { once: true });
   $("predict-add-row").addEventListener("click", () => addRow());
   try {
     const [profiles, where] = await Promise.all([loadProfiles(), initWhere($("predict-provider"), $("predict-region"), refreshRowTypes)]);
