@@ -13,7 +13,8 @@ import dataclasses
 import math
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Annotated, Any, TypeVar, Union
+from types import UnionType
+from typing import Annotated, Any, TypeVar, Union, get_args, get_origin
 
 from pydantic import (
     BaseModel,
@@ -250,11 +251,15 @@ def _bound(value: Any) -> str:
 
 
 def invalid_input(
-    exc: ValidationError, *, where: str = "", hints: Mapping[str, str] | None = None
+    exc: ValidationError,
+    *,
+    where: str = "",
+    hints: Mapping[str, str] | None = None,
+    model: type[BaseModel] | None = None,
 ) -> InvalidInput:
     """The first problem pydantic found, as Srift's InvalidInput: the field's path (`sizes[2]`, `ec2.region`),
-    a message in the project's words, prefixed by `where` when given, and a "To fix:" hint (`hints` maps a
-    top-level field name to its own hint)."""
+    a message in the project's words, prefixed by `where` when given, and a "To fix:" hint (field_hint: the
+    hints of the innermost `model` the field lies in, then `hints` for the document's own fields)."""
     errors = exc.errors()
     extra = sorted(str(e["loc"][-1]) for e in errors if e["type"] == "extra_forbidden")
     first = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
@@ -263,28 +268,96 @@ def invalid_input(
         message, hint = f"unknown fields {extra}", "use only the fields the format documents"
     else:
         message, hint = describe(first)
-    hint = field_hint(first, hints, default=hint)
+    hint = field_hint(first, hints, default=hint, model=model)
     return InvalidInput(f"{where}: {message}" if where else message, hint=hint, field=field or None)
 
 
 def field_hint(
-    error: Mapping[str, Any], hints: Mapping[str, str] | None, *, default: str, skip: tuple[str, ...] = ()
+    error: Mapping[str, Any],
+    hints: Mapping[str, str] | None,
+    *,
+    default: str,
+    skip: tuple[str, ...] = (),
+    model: Any = None,
 ) -> str:
-    """A document's own hint for one pydantic error: `hints` by the error's field path (`ec2.image_id`),
-    else by its top-level field (`sizes`), else `default`; a rule across fields keeps the hint it brings.
-    `skip` drops location parts that are not fields (the REST API's `body`), as in error_location. The
-    hints are a model's FIELD_HINTS (validated's default), so a CLI file and a REST body get the same."""
-    if not hints or error.get("type") == "rule":
+    """A document's own hint for one pydantic error, else `default`; a rule across fields keeps the hint it
+    brings. The error's location is walked through `model` (hint_tables): the innermost model on the way
+    that states FIELD_HINTS answers first, by the field's path relative to it with list indices left out,
+    then by each shorter prefix of that path (`ec2.security_group_ids[1]`: `ec2.security_group_ids`, then
+    `ec2`; `""` for the document as a whole); then each model further out. `hints` stand for the outermost
+    table (a reader's own hints for the document's fields; default: `model`'s FIELD_HINTS). So
+    `samples[3].backend` of a probe-results body gets the sample's hint for `backend`, and a CLI file and
+    a REST body of one model get the same. `skip` drops location parts that are not fields (the REST API's
+    `body`), as in error_location."""
+    if error.get("type") == "rule":
         return default
-    loc = [p for p in error.get("loc", ()) if p not in skip]
-    top = str(loc[0]) if loc else ""
-    return hints.get(error_location(error, skip=skip), hints.get(top, default))
+    loc = tuple(p for p in error.get("loc", ()) if p not in skip)
+    tables = hint_tables(model, loc) if model is not None else []
+    if hints is not None:
+        tables = [*(t for t in tables if len(t[1]) < len(loc)), (hints, loc)]
+    for table, rest in tables:
+        names = [str(p) for p in rest if not isinstance(p, int)]
+        for key in [".".join(names[:end]) for end in range(len(names), 0, -1)] or [""]:
+            if key in table:
+                return table[key]
+    return default
 
 
 def model_hints(model: Any) -> Mapping[str, str] | None:
     """The per-field hints a document model states (its FIELD_HINTS class attribute), if any."""
     hints = getattr(model, "FIELD_HINTS", None)
     return hints if isinstance(hints, Mapping) else None
+
+
+def hint_tables(model: Any, loc: Sequence[Any]) -> list[tuple[Mapping[str, str], tuple[Any, ...]]]:
+    """The FIELD_HINTS tables of the models an error location passes through, innermost first, each with
+    the part of `loc` below its model: `samples[3].backend` in a probe-results body passes through the
+    body model (no table) and the sample's model (its table, with `("backend",)`). The location is followed
+    through fields (by name or alias), list and tuple items, mapping values and unions; a part that leads
+    nowhere (a union member's tag, `[key]`, an unknown field) is passed over."""
+    found: list[tuple[Mapping[str, str], tuple[Any, ...]]] = []
+    here = _alternatives(model)
+    for depth in range(len(loc) + 1):
+        for kind in here:
+            table = model_hints(kind) if isinstance(kind, type) else None
+            if table is not None and all(table is not seen for seen, _ in found):
+                found.append((table, tuple(loc[depth:])))
+        if depth < len(loc):
+            inner = [alt for kind in here for t in _inner_types(kind, loc[depth]) for alt in _alternatives(t)]
+            here = inner or here
+    return found[::-1]
+
+
+def _alternatives(kind: Any) -> list[Any]:
+    """`kind` without its wrappers: a type alias's value, Annotated's type, each member of a union."""
+    if isinstance(kind, TypeAliasType):
+        return _alternatives(kind.__value__)
+    origin = get_origin(kind)
+    if origin is Annotated:
+        return _alternatives(get_args(kind)[0])
+    if origin is Union or origin is UnionType:
+        return [alt for arg in get_args(kind) for alt in _alternatives(arg)]
+    return [kind]
+
+
+def _inner_types(kind: Any, part: Any) -> list[Any]:
+    """The types one location part leads to from `kind`: a model's field (by name or alias, or the model
+    itself where `part` is its name, as pydantic tags a union member), a list's or tuple's item, a mapping's
+    value; none where it leads nowhere."""
+    out: list[Any] = []
+    for alt in _alternatives(kind):
+        origin, args = get_origin(alt), get_args(alt)
+        if isinstance(alt, type) and issubclass(alt, BaseModel):
+            if part == alt.__name__:
+                out.append(alt)
+            out += [f.annotation for name, f in alt.model_fields.items() if part in (name, f.alias)]
+        elif isinstance(part, int) and origin in (list, tuple, set, frozenset, Sequence) and args:
+            out.append(
+                args[part] if origin is tuple and args[-1] is not Ellipsis and part < len(args) else args[0]
+            )
+        elif origin in (dict, Mapping) and len(args) == 2:
+            out.append(args[1])
+    return out
 
 
 def validated(
@@ -302,7 +375,7 @@ def validated(
     try:
         return model.model_validate(data, context=None if context is None else dict(context))
     except ValidationError as exc:
-        raise invalid_input(exc, where=where, hints=model_hints(model) if hints is None else hints) from exc
+        raise invalid_input(exc, where=where, hints=hints, model=model) from exc
 
 
 _SIGNS = {"greater_than_equal": "≥", "greater_than": ">", "less_than_equal": "≤", "less_than": "<"}

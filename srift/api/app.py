@@ -22,7 +22,7 @@ from srift.api.caching import ConditionalGet, cache_control
 from srift.api.limits import ERROR_RESPONSES, BodySizeLimit, document_errors, http_exception_handler
 from srift.api.schemas.types import error_field
 from srift.db.session import dispose_async_readers
-from srift.documents import field_hint, model_hints, pattern_words
+from srift.documents import field_hint, pattern_words
 from srift.errors import SriftError
 from srift.redaction import install_log_redaction
 from srift.settings import Settings, get_settings
@@ -77,22 +77,20 @@ def _whole_body_error(error: Mapping[str, Any]) -> tuple[str, str] | None:
     return None
 
 
-def _body_hints(request: Request) -> Mapping[str, str] | None:
-    """The per-field hints of the operation's body model (its FIELD_HINTS, srift.documents.model_hints), the
-    same ones a CLI file of that model gets; None where the body states none."""
+def _body_model(request: Request) -> Any:
+    """The operation's body model, whose FIELD_HINTS (and those of the models inside it) give a body
+    field's hint (srift.documents.field_hint), as a CLI file of that model gets; None without a body."""
     route = request.scope.get("route")
-    for param in getattr(getattr(route, "dependant", None), "body_params", ()):
-        hints = model_hints(param.field_info.annotation)
-        if hints is not None:
-            return hints
-    return None
+    params = list(getattr(getattr(route, "dependant", None), "body_params", ()))
+    return params[0].field_info.annotation if params else None
 
 
-def _worded(error: Mapping[str, Any], hints: Mapping[str, str] | None = None) -> tuple[str, str]:
+def _worded(error: Mapping[str, Any], model: Any = None) -> tuple[str, str]:
     """One request-validation error's message and hint: pydantic's message, except that a mismatch of the
     project's text patterns (blank, NUL, URL) is said in words (srift.documents.pattern_words), not as the
     regex, and so is a body that is not a JSON object (_whole_body_error); the hint is the error's own,
-    else for a body field the body model's (`hints`, srift.documents.field_hint), else the generic one."""
+    else for a body field that of the innermost model it lies in (`model` is the body's; srift.documents.
+    field_hint), else the generic one."""
     whole = _whole_body_error(error)
     if whole is not None:
         return whole
@@ -102,8 +100,12 @@ def _worded(error: Mapping[str, Any], hints: Mapping[str, str] | None = None) ->
         name = error_field(error) or "the value"
         words = pattern_words(str(ctx.get("pattern", "")), error.get("input"), name)
         if words is not None and not ctx.get("hint"):
-            return words[0], field_hint(error, _in_body(error, hints), default=words[1], skip=("body",))
-    hint = ctx.get("hint") or field_hint(error, _in_body(error, hints), default=GENERIC_HINT, skip=("body",))
+            return words[0], field_hint(
+                error, None, default=words[1], skip=("body",), model=_in_body(error, model)
+            )
+    hint = ctx.get("hint") or field_hint(
+        error, None, default=GENERIC_HINT, skip=("body",), model=_in_body(error, model)
+    )
     return str(error.get("msg", "invalid request")), str(hint)
 
 
@@ -113,10 +115,10 @@ def _field_of(error: Mapping[str, Any]) -> str | None:
     return WHOLE_BODY if _whole_body_error(error) else error_field(error)
 
 
-def _in_body(error: Mapping[str, Any], hints: Mapping[str, str] | None) -> Mapping[str, str] | None:
-    """`hints` where `error` is about a body field (hints name body fields, not query or path ones)."""
+def _in_body(error: Mapping[str, Any], model: Any) -> Any:
+    """`model` where `error` is about a body field (its hints name body fields, not query or path ones)."""
     loc = tuple(error.get("loc", ()))
-    return hints if loc[:1] == ("body",) else None
+    return model if loc[:1] == ("body",) else None
 
 
 @asynccontextmanager
@@ -157,7 +159,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         errors = exc.errors()
         first = errors[0] if errors else {"loc": (), "msg": "invalid request"}
         field = _field_of(first)
-        detail, hint = _worded(first, _body_hints(request))
+        detail, hint = _worded(first, _body_model(request))
         if first.get("type") == "json_invalid":
             loc = list(first.get("loc", ()))
             ctx = first.get("ctx")

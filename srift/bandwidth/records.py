@@ -164,7 +164,10 @@ class ProbeSampleDocument(StrictModel):
     schema_: Literal["srift-probe/1"] = Field(default=SCHEMA, alias="schema")
     run_id: OptionalText = ""
     provider: Annotated[RequiredText, AfterValidator(str.lower)]
-    instance_type: RequiredText
+    instance_type: RequiredText = Field(
+        description="a catalog type of the provider, or a mixed ring's types sorted and joined by '+' "
+        "(e.g. tb.large+tb.small; each of them in the catalog)"
+    )
     backend: Annotated[str, Field(pattern=BACKEND_PATTERN), AfterValidator(str.lower)] = Field(
         description=f"one of {', '.join(BACKENDS)} (any case)"
     )

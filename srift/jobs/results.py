@@ -41,26 +41,33 @@ def check_batch(records: Sequence[ProbeRecord]) -> None:
 
 
 def _check_catalogued(session: Session, records: Sequence[ProbeRecord]) -> None:
+    """Refuse samples whose provider or instance type the catalog does not list (NotFound naming
+    `samples[i].provider` or `samples[i].instance_type`); provider local is exempt. A mixed ring's samples
+    ("a+b", srift.bandwidth.mixed) need each member type in the catalog, as `srift probe import` does: the
+    ring's name is never a catalog type."""
     from srift.catalog.store import get_instance_type
 
     seen: set[tuple[str, str]] = set()
     for i, r in enumerate(records):
-        key = (r.provider, r.instance_type)
-        if key in seen or r.provider in UNCATALOGUED:
-            continue
-        seen.add(key)
-        try:
-            get_instance_type(session=session, provider=r.provider, name=r.instance_type)
-        except (NotFound, InvalidInput) as exc:
-            if exc.field == "provider":  # the catalog knows no such provider: name it, not the type
+        members = ring_members(r.instance_type)
+        for member in members:
+            key = (r.provider, member)
+            if key in seen or r.provider in UNCATALOGUED:
+                continue
+            seen.add(key)
+            try:
+                get_instance_type(session=session, provider=r.provider, name=member)
+            except (NotFound, InvalidInput) as exc:
+                if exc.field == "provider":  # the catalog knows no such provider: name it, not the type
+                    raise NotFound(
+                        f"samples[{i}]: {exc.detail}", hint=exc.hint, field=f"samples[{i}].provider"
+                    ) from exc
+                ring = f" (a member of the mixed ring {r.instance_type!r})" if len(members) > 1 else ""
                 raise NotFound(
-                    f"samples[{i}]: {exc.detail}", hint=exc.hint, field=f"samples[{i}].provider"
+                    f"samples[{i}]: unknown instance type {member!r} of provider {r.provider!r}{ring}",
+                    hint=exc.hint,
+                    field=f"samples[{i}].instance_type",
                 ) from exc
-            raise NotFound(
-                f"samples[{i}]: unknown instance type {r.instance_type!r} of provider {r.provider!r}",
-                hint=exc.hint,
-                field=f"samples[{i}].instance_type",
-            ) from exc
 
 
 def check_answers_job(spec: ProbeJobSpec, records: Sequence[ProbeRecord]) -> None:

@@ -8,6 +8,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
+from srift.bandwidth.mixed import ring_members
 from srift.db.tables import Job
 from srift.domain.host import HostFacts
 from srift.errors import Conflict, InvalidInput, NotFound
@@ -117,12 +118,30 @@ def check_ec2_caps(*, ec2: Ec2Options, instances: int, facts: TypeFacts, count_f
 
 
 def check_probe_job(*, session: Session, spec: ProbeJobSpec) -> None:
-    """Its instance type is in the catalog (NotFound otherwise) and an EC2 job stays within its caps."""
+    """Its instance type is one type (not a mixed ring), in the catalog (NotFound otherwise), and an EC2
+    job stays within its caps."""
+    _one_type(spec.instance_type)
     facts = type_facts(
         session=session, provider=spec.provider, instance_type=spec.instance_type, ec2=spec.ec2
     )
     if spec.ec2 is not None:
         check_ec2_caps(ec2=spec.ec2, instances=spec.max_nodes, facts=facts, count_field="node_counts")
+
+
+def _one_type(instance_type: str) -> None:
+    """Refuse a probe job for a mixed ring ("a+b", srift.bandwidth.mixed): every backend runs a job's
+    ranks on hosts of its one type, so it would fail (or label one type's samples as the ring's). The
+    ring's samples go to POST /v1/probe-results without a job (each member type must be in the catalog),
+    or through `srift probe import`. An InvalidInput (422) that says so, not a 404 for the ring's name."""
+    members = ring_members(instance_type)
+    if len(members) > 1:
+        raise InvalidInput(
+            f"{instance_type!r} is a mixed ring of {', '.join(members)}: a probe job runs one instance type",
+            hint="queue one job per type to probe each alone; run probes/allreduce.py across the ring's "
+            "hosts and post its samples to POST /v1/probe-results with a write token and no job_id, or "
+            f"import them with `srift probe import FILE --instance-type {instance_type}`",
+            field="instance_type",
+        )
 
 
 def check_profile_job(*, session: Session, spec: ProfileJobSpec) -> None:

@@ -318,7 +318,10 @@ class ProbeJobDocument(BaseModel):
     """Hints by field for errors the schema finds (srift.documents.field_hint): CLI files and REST bodies."""
 
     provider: JobProvider = Field(description="local (processes here), testbed (emulated hosts) or ec2")
-    instance_type: TypeName = Field(description="a catalog type of the provider (testbed: provider testbed)")
+    instance_type: TypeName = Field(
+        description="a catalog type of the provider (testbed: provider testbed); one type, not a mixed "
+        "ring (a+b)"
+    )
     node_counts: list[NodeCount] = Field(
         min_length=1,
         max_length=32,

@@ -9,11 +9,18 @@ import pytest
 from api.test_degenerate_profiles import BASE
 from fastapi import APIRouter
 from fastapi.testclient import TestClient
+from pydantic import BaseModel
 
 from srift.api.app import create_app
 from srift.api.limits import ERROR_RESPONSES
+from srift.api.schemas.jobs import ProbeJobIn, ProbeResultsIn, ProfileResultIn
+from srift.api.schemas.plans import PlanRequest
+from srift.api.schemas.predictions import FleetChoiceIn, PredictionRequest
+from srift.api.schemas.types import parse_request
+from srift.bandwidth.records import ProbeSampleDocument
 from srift.domain.profile_document import ProfileIn, read_profile
 from srift.errors import InvalidInput
+from srift.jobs.spec import ProbeJobDocument
 from srift.settings import Settings
 
 KEYS = {"error", "detail", "hint", "field"}
@@ -132,3 +139,89 @@ def test_a_profile_field_gets_the_hint_a_profile_file_gets(
     with pytest.raises(InvalidInput) as caught:
         read_profile({**BASE, "max_batch": 0})
     assert caught.value.hint == r.json()["hint"]
+
+
+FLEET = {"choices": [{"instance_type": "p3.2xlarge", "count": 1, "batch": 16}]}
+SAMPLE = {
+    "provider": "testbed",
+    "instance_type": "tb.small",
+    "backend": "gloo",
+    "buffer_bytes": 1024,
+    "world_size": 2,
+    "time_s": 0.001,
+}
+EC2 = {"image_id": "ami-12c6146b", "results_url": "http://10.0.0.5:8000", "security_group_ids": ["x"]}
+NESTED = [
+    # (path, its body model, body, field, the model whose FIELD_HINTS hold the field's hint, its key)
+    (
+        "/v1/probe-results",
+        ProbeResultsIn,
+        {"samples": [SAMPLE, {**SAMPLE, "backend": "ucx"}]},
+        "samples[1].backend",
+        ProbeSampleDocument,
+        "backend",
+    ),
+    (
+        "/v1/plans",
+        PlanRequest,
+        {"profiles": [BASE, {**BASE, "max_batch": 0}], "global_batch": 32, "iterations": 100},
+        "profiles[1].max_batch",
+        ProfileIn,
+        "max_batch",
+    ),
+    (
+        "/v1/predictions",
+        PredictionRequest,
+        {
+            "profiles": [BASE],
+            "iterations": 100,
+            "configs": [FLEET, {"choices": [{**FLEET["choices"][0], "batch": 0}]}],
+        },
+        "configs[1].choices[0].batch",
+        FleetChoiceIn,
+        "batch",
+    ),
+    (
+        "/v1/profile-jobs/1/results",
+        ProfileResultIn,
+        {"instance_type": "tb.small", "profile": {**BASE, "straggler_cv": 9}},
+        "profile.straggler_cv",
+        ProfileIn,
+        "straggler_cv",
+    ),
+    (
+        "/v1/probe-jobs",
+        ProbeJobIn,
+        {"provider": "ec2", "instance_type": "g4dn.xlarge", "node_counts": [2], "ec2": EC2},
+        "ec2.security_group_ids[0]",
+        ProbeJobDocument,
+        "ec2.security_group_ids",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("path", "request_model", "body", "field", "model", "key"), NESTED, ids=[n[3] for n in NESTED]
+)
+def test_a_nested_field_gets_the_hint_of_its_own_model(
+    client: TestClient,
+    write_headers: dict[str, str],
+    path: str,
+    request_model: type[BaseModel],
+    body: dict[str, Any],
+    field: str,
+    model: Any,
+    key: str,
+) -> None:
+    """A 422 on a field inside a list or an inner object (a probe-results body's `samples[1].backend`, an
+    inline profile's `max_batch` in a plan, `configs[1].choices[0].batch` of a sweep, a job's
+    `ec2.security_group_ids[0]`) carried the generic "correct the named field; see /docs" although the
+    field's model states its own hint: hints were looked up by the body's top-level field only. The
+    location is now walked to the innermost model with hints, and a CLI file of the same request
+    (parse_request, as `srift plan`/`srift predict` read one) gets the same hint."""
+    r = client.post(path, json=body, headers=write_headers)
+    assert r.status_code == 422 and r.json()["field"] == field, r.text
+    assert r.json()["hint"] == model.FIELD_HINTS[key], r.text
+    with pytest.raises(InvalidInput) as caught:
+        parse_request(request_model, body)
+    assert caught.value.field == field and caught.value.hint == model.FIELD_HINTS[key]

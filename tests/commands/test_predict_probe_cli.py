@@ -11,9 +11,11 @@ import pytest
 from sim.kit import profile as toy_profile
 from sqlalchemy import select
 
+from srift.api.schemas.predictions import FleetChoiceIn
 from srift.cli import main
 from srift.db.session import transaction
 from srift.db.tables import Job
+from srift.domain.profile_document import ProfileIn
 from srift.settings import get_settings
 
 PROFILE = toy_profile(fw_s=0.1, bw_s=0.2, layers=((400_000_000, 0.3), (600_000_000, 0.9)), cv=0.03)
@@ -121,6 +123,27 @@ def test_a_profile_whose_created_at_is_no_date_time_is_refused_naming_it(
     assert code == 2, err
     assert "profiles[0].created_at: created_at 'yesterday' is not an ISO 8601 date-time" in flat
     assert "To fix: write it like 2026-12-06T14:08:45+00:00" in flat
+
+
+def test_a_nested_field_is_told_its_own_models_hint(
+    cli_db: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A bad field inside an inlined profile (`profiles[0].max_batch`) or inside a sweep's fleet
+    (`configs[1].choices[0].batch`) was told "correct the named field": hints were looked up by the
+    request's top-level field only. Each now gets its own model's hint, as POST /v1/predictions answers
+    (tests/api/test_error_shapes.py)."""
+    profile, sweep = _files(tmp_path)
+    profile.write_text(json.dumps({**PROFILE.to_dict(), "max_batch": 0}))
+    code, _, err = run(capsys, "predict", str(sweep), "--profile", str(profile))
+    flat = " ".join(err.split())
+    assert code == 2 and "profiles[0].max_batch" in flat, err
+    assert f"To fix: {ProfileIn.FIELD_HINTS['max_batch']}" in flat, err
+    profile, sweep = _files(tmp_path)
+    sweep.write_text(sweep.read_text().replace("batch: 128", "batch: 0"))
+    code, _, err = run(capsys, "predict", str(sweep), "--profile", str(profile))
+    flat = " ".join(err.split())
+    assert code == 2 and "configs[1].choices[0].batch" in flat, err
+    assert f"To fix: {FleetChoiceIn.FIELD_HINTS['batch']}" in flat, err
 
 
 def test_quick_probe_queues_a_capped_two_node_job(cli_db: str, capsys: pytest.CaptureFixture[str]) -> None:

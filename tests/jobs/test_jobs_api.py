@@ -14,9 +14,11 @@ from sqlalchemy.orm import Session
 
 from srift.api.schemas.jobs import ProbeJobIn, ProfileJobIn
 from srift.catalog.shipped import load_shipped_catalog
+from srift.db.session import transaction
 from srift.db.tables import Job, ProbeSample
 from srift.errors import InvalidInput
 from srift.jobs.spec import SUBNET_ID, parse_probe_job
+from srift.jobs.store import create_job
 from srift.settings import Settings
 
 GOOD = {
@@ -288,6 +290,57 @@ def test_bad_samples_name_the_field_and_store_nothing(
         ]
         == 0
     )
+
+
+RING = "tb.large+tb.small"
+
+
+@pytest.mark.usefixtures("testbed_types")
+def test_a_mixed_rings_samples_are_checked_by_their_member_types(
+    client: TestClient, write_headers: dict[str, str], session: Session, db_url: str
+) -> None:
+    """A mixed ring's samples carry the ring's name ("tb.large+tb.small", srift.bandwidth.mixed), which is
+    no catalog type: POST /v1/probe-results answered 404 "unknown instance type 'tb.large+tb.small'" to
+    them, with a write token and for a job that asked for the ring alike (`srift probe import` stores
+    them). Each member type is now looked up instead; an unknown member is a 404 naming it, nothing stored."""
+    ring = [{**_sample(repeat=k), "instance_type": RING} for k in range(2)]
+    unknown = [ring[0], {**ring[1], "instance_type": "tb.nope+tb.small"}]
+    refused = client.post("/v1/probe-results", json={"samples": unknown}, headers=write_headers)
+    assert refused.status_code == 404 and refused.json()["field"] == "samples[1].instance_type", refused.text
+    assert (
+        "'tb.nope'" in refused.json()["detail"]
+        and "mixed ring 'tb.nope+tb.small'" in refused.json()["detail"]
+    )
+    assert _samples(session) == 0
+    stored = client.post("/v1/probe-results", json={"samples": ring}, headers=write_headers)
+    assert stored.status_code == 200 and stored.json()["stored"] == 2, stored.text
+    # A job stored for the ring (the API queues none: see the next test) takes the ring's samples.
+    with transaction(db_url) as tx:
+        job, token = create_job(session=tx, spec=parse_probe_job({**GOOD, "instance_type": RING}))
+        job_id = job.id
+    own = {"Authorization": f"Bearer {token}"}
+    again = [{**sample, "run_id": "by-hand-2"} for sample in ring]
+    answer = client.post("/v1/probe-results", json={"job_id": job_id, "samples": again}, headers=own)
+    assert answer.status_code == 200 and answer.json()["job_state"] == "succeeded", answer.text
+    session.expire_all()
+    assert _samples(session, job_id) == 2
+
+
+@pytest.mark.usefixtures("testbed_types")
+@pytest.mark.parametrize("provider", ["testbed", "local"])
+def test_a_probe_job_for_a_mixed_ring_is_refused_saying_how_to_store_a_ring(
+    client: TestClient, write_headers: dict[str, str], provider: str
+) -> None:
+    """Every backend runs a probe job on hosts of its one type: a testbed job for a ring was a 404 for an
+    unknown instance type (and a local one was queued, to label this machine's samples as the ring's). It
+    is a 422 on instance_type that says a job runs one type and how a ring's samples are stored."""
+    r = client.post(
+        "/v1/probe-jobs", json={**GOOD, "provider": provider, "instance_type": RING}, headers=write_headers
+    )
+    assert r.status_code == 422 and r.json()["field"] == "instance_type", r.text
+    assert "mixed ring of tb.large, tb.small" in r.json()["detail"]
+    assert "no job_id" in r.json()["hint"] and f"--instance-type {RING}" in r.json()["hint"]
+    assert client.get("/v1/probe-jobs").json()["total"] == 0
 
 
 @pytest.mark.usefixtures("testbed_types")

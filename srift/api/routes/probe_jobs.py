@@ -46,8 +46,8 @@ SUBMIT: dict[int | str, dict[str, Any]] = {
         "ec2.max_cost_usd is below what the catalog prices the job at (price × instances × timeout)"
     ),
     422: error_response(
-        "invalid job: world size < 2, bad sizes, caps exceeded (the grid size, ec2.max_instances); `field` "
-        "names it"
+        "invalid job: world size < 2, bad sizes, caps exceeded (the grid size, ec2.max_instances), a mixed "
+        "ring (`a+b`) as a probe job's instance_type (a job runs one type); `field` names it"
     ),
 }
 READ: dict[int | str, dict[str, Any]] = {401: AUTH[401], 403: AUTH[403], 404: error_response("no such job")}
@@ -120,7 +120,10 @@ def get_profile_job(job_id: JobId, session: SessionDep, _: RequireRead) -> Any:
     response_model=ProbeResultsOut,
     responses={
         **AUTH,
-        404: error_response("no such probe job, or a sample's instance type is not in the catalog"),
+        404: error_response(
+            "no such probe job, or a sample's provider or instance type is not in the catalog (a mixed "
+            "ring's: each of its types); `field` names the sample's field"
+        ),
         409: error_response(
             "a sample does not answer the job: its provider, instance type, nodes or world size is not what "
             "the job asked; `field` names it (`samples[i].instance_type`), nothing is stored"
@@ -133,9 +136,11 @@ def post_probe_results(body: ProbeResultsIn, session: SessionDep, caller: Requir
     job's), or with a write token. A job's samples are stored all at once with its final batch.
 
     Samples posted for a job must answer it: the job's provider (`aws` for an ec2 job), its instance
-    type (a mixed ring: the ring's name as the job gives it), `nodes` among its `node_counts`, and
-    `world_size` = `nodes` × its `ranks_per_node`; any other is a 409 naming `samples[i].<field>` and what
-    the job asked, and nothing of the batch is staged or stored."""
+    type, `nodes` among its `node_counts`, and `world_size` = `nodes` × its `ranks_per_node`; any other is
+    a 409 naming `samples[i].<field>` and what the job asked, and nothing of the batch is staged or stored.
+    A mixed ring's samples carry the ring's name (`tb.large+tb.small`: its types, sorted, joined by "+");
+    each of its types must be in the catalog, not the name. A probe job runs one type, so a ring's samples
+    are posted with a write token and no `job_id` (or imported with `srift probe import`)."""
     caller.authorize_job(body.job_id)
     outcome = service.post_probe_results(
         session=session,

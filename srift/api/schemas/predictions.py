@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -41,6 +42,15 @@ _CHOICE = field_defaults(FleetChoice)
 """The domain values own the prediction request's defaults (tests/api/test_request_defaults)."""
 
 
+_CHOICE_HINTS = {
+    "instance_type": "give a type the catalog lists (`srift catalog list`, GET /v1/instance-types)",
+    "market": "use on_demand or spot",
+    "count": f"give how many VMs of this type, 1 to {MAX_COUNT}",
+    "batch": f"give the samples per VM per iteration, 1 to {MAX_VM_BATCH} (split evenly over its GPUs)",
+    "gpus": "give how many of each VM's GPUs to use, 1 to 64, or leave gpus out to use them all",
+}
+
+
 class FleetChoiceIn(StrictModel):
     """`count` VMs of one instance type bought on one market, each given `batch` samples per iteration.
 
@@ -48,6 +58,10 @@ class FleetChoiceIn(StrictModel):
     """
 
     model_config = ConfigDict(extra="forbid")
+
+    FIELD_HINTS: ClassVar[Mapping[str, str]] = _CHOICE_HINTS
+    """Hints by field for errors the schema finds (srift.documents.field_hint), wherever a choice lies:
+    `config.choices[i]` or `configs[j].choices[i]`, in a REST body or a CLI request file."""
 
     instance_type: TypeName = Field(description="e.g. p3.8xlarge")
     market: Market = Field(

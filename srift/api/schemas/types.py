@@ -16,7 +16,7 @@ from srift.documents import FreeJson as FreeJson
 from srift.documents import FreeObject as FreeObject
 from srift.documents import KeysStated as KeysStated
 from srift.documents import NoNulText as NoNulText
-from srift.documents import error_location
+from srift.documents import error_location, field_hint
 from srift.domain.simulation import MAX_BUCKET_CAP_MB, Exchange
 from srift.errors import InvalidInput
 
@@ -90,13 +90,17 @@ M = TypeVar("M", bound=BaseModel)
 
 def parse_request(model: type[M], data: Any) -> M:
     """Validate a request document (a CLI file, a stored body) with `model`, raising InvalidInput that
-    names the field, as the REST API does (with the hint a rule's error carries, else a generic one)."""
+    names the field, as the REST API does: with the hint a rule's error carries, else the field's own
+    (srift.documents.field_hint: that of the innermost model it lies in, e.g. an inline profile's), else a
+    generic one."""
     try:
         return model.model_validate(data)
     except ValidationError as exc:
         first = exc.errors()[0]
         ctx = first.get("ctx")
-        hint = (ctx.get("hint") if isinstance(ctx, dict) else None) or "correct the named field"
+        hint = (ctx.get("hint") if isinstance(ctx, dict) else None) or field_hint(
+            first, None, default="correct the named field", model=model
+        )
         raise InvalidInput(
             str(first.get("msg", "invalid")), hint=str(hint), field=error_field(first)
         ) from exc
