@@ -544,11 +544,13 @@ GRADIENTS_FIT = (
 )
 
 
+_CURVE_HINT = (
+    f"times are seconds of one pass in [{MIN_PASS_S:g}, {MAX_PASS_S:g}], breakpoints batch sizes ≥ 1; "
+    "give the file `srift profile` wrote"
+)
 _HINTS = {
-    "forward": f"times are seconds of one pass in [{MIN_PASS_S:g}, {MAX_PASS_S:g}], breakpoints batch sizes "
-    "≥ 1; give the file `srift profile` wrote",
-    "backward": f"times are seconds of one pass in [{MIN_PASS_S:g}, {MAX_PASS_S:g}], breakpoints batch sizes "
-    "≥ 1; give the file `srift profile` wrote",
+    "forward": _CURVE_HINT,
+    "backward": _CURVE_HINT,
     "max_batch": "max_batch is the largest per-device batch that fits, ≥ 1",
     "straggler_cv": "straggler_cv is std/mean of iteration time, in [0, 5]",
     "update_s": "update_s is the seconds of one optimizer step (0 when not measured), in [0, 3600]",
