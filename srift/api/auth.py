@@ -13,7 +13,7 @@ from fastapi import Depends, Request
 from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
 
-from srift.api.deps import SessionDep
+from srift.api.deps import SessionDep, get_app_settings
 from srift.db.session import read_session_factory
 from srift.db.tables import ApiToken, Job
 from srift.db.tokens import (
@@ -74,11 +74,6 @@ def require_job_token(*, session: Session, job_id: int, plain: str | None) -> Jo
     return job
 
 
-def _settings(request: Request) -> Settings:
-    settings: Settings = request.app.state.settings
-    return settings
-
-
 def _check_api_token(session: Session, plain: str | None, scope: Scope) -> ApiToken:
     if plain is None:
         raise Unauthorized(
@@ -107,7 +102,7 @@ def _token_needed(settings: Settings, scope: Scope) -> bool:
 
 def _require(scope: Scope) -> Callable[[Request, Session], ApiToken | None]:
     def check(request: Request, session: SessionDep) -> ApiToken | None:
-        if not _token_needed(_settings(request), scope):
+        if not _token_needed(get_app_settings(request), scope):
             return None
         return _check_api_token(session, bearer_token(request), scope)
 
@@ -117,7 +112,7 @@ def _require(scope: Scope) -> Callable[[Request, Session], ApiToken | None]:
 async def _require_read_async(request: Request) -> ApiToken | None:
     """RequireRead for `async def` routes: no thread when reads are open; else the token is checked in the
     thread pool, with a read session of its own."""
-    settings = _settings(request)
+    settings = get_app_settings(request)
     if not _token_needed(settings, Scope.READ):
         return None
     plain = bearer_token(request)
@@ -154,7 +149,7 @@ class Caller:
 
 
 def _require_job_or_write(request: Request, session: SessionDep) -> Caller:
-    settings = _settings(request)
+    settings = get_app_settings(request)
     if not settings.auth_enabled:
         return Caller()
     plain = bearer_token(request)
@@ -180,7 +175,7 @@ class Identity:
 def _identity(request: Request, session: SessionDep) -> Identity:
     """The caller's identity from its bearer token; a token that is given but unknown is a 401 even where
     reads are open (an anonymous answer would silently leave out the caller's own profiles and plans)."""
-    if not _settings(request).auth_enabled:
+    if not get_app_settings(request).auth_enabled:
         return Identity()
     plain = bearer_token(request)
     if plain is None or plain.startswith(JOB_TOKEN_PREFIX):

@@ -74,8 +74,7 @@ def _submit(kind: str, body: dict[str, Any], *, url: str | None, token: str | No
     # The job's instance types are checked against the catalog: the shipped one is loaded if missing, as
     # `srift probe run --quick` (and `srift serve`) load it, so a first submit does not find none.
     with transaction(catalog_database(get_settings())) as session:
-        job, plain = service.submit_job(session=session, spec=spec)
-        return {**service.job_document(job), "token": plain}
+        return service.submit_job(session=session, spec=spec)
 
 
 def _print_job(job: dict[str, Any], *, with_log: bool, as_json: bool) -> None:

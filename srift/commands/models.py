@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from srift.commands.local import models_database
-from srift.commands.options import add_group
+from srift.commands.options import LocalDatabaseUrl, add_group
 from srift.commands.remote import call_api, env_token
 from srift.settings import get_settings
 
@@ -56,12 +56,6 @@ def _as_dict(version: Any) -> dict[str, Any]:
     }
 
 
-ModelsUrl = Annotated[
-    str | None,
-    typer.Option(
-        "--url", help="talk to a running server (e.g. http://127.0.0.1:8000) instead of the database"
-    ),
-]
 ModelsToken = Annotated[
     str | None, typer.Option("--token", help="API token for --url writes (default: $SRIFT_TOKEN)")
 ]
@@ -84,7 +78,7 @@ def train(
         bool, typer.Option("--tune/--no-tune", help="search hyperparameters (--no-tune: faster)")
     ] = True,
     as_json: VersionJson = False,
-    url: ModelsUrl = None,
+    url: LocalDatabaseUrl = None,
     token: ModelsToken = None,
 ) -> None:
     """Train a new version on the stored samples (all of them, or those matching the filters).
@@ -150,7 +144,7 @@ def _train_here(
 
 def list_(
     as_json: Annotated[bool, typer.Option("--json", help="print the versions as JSON")] = False,
-    url: ModelsUrl = None,
+    url: LocalDatabaseUrl = None,
     token: ModelsToken = None,
 ) -> None:
     """List model versions, newest first, with their test MAPE and noise floor.
@@ -178,7 +172,7 @@ def list_(
 def activate_(
     version: Annotated[str, typer.Argument(help="a version from `srift models list`")],
     as_json: VersionJson = False,
-    url: ModelsUrl = None,
+    url: LocalDatabaseUrl = None,
     token: ModelsToken = None,
 ) -> None:
     """Make VERSION the model predictions use. Activating an older version is a rollback.

@@ -31,7 +31,7 @@ LocalDatabaseUrl = Annotated[
         "--url", help="talk to a running server (e.g. http://127.0.0.1:8000) instead of the local database"
     ),
 ]
-"""`srift run` and `srift jobs`: the REST paths of a server instead of the local database."""
+"""`srift run`, `srift jobs` and `srift models`: the REST paths of a server instead of the local database."""
 
 UrlToken = Annotated[str | None, typer.Option("--token", envvar="SRIFT_TOKEN", help="API token for --url")]
 """`srift jobs` and `srift probe run --quick`: the token their requests to a server's job queue carry (typer's

@@ -242,8 +242,8 @@ class ModelProfile:
         factor = extra.get("overlap_slowdown")
         spread = extra.get("overlap_slowdown_spread")
         return (
-            float(factor) if isinstance(factor, int | float) and _number(factor) else 1.0,
-            float(spread) if isinstance(spread, int | float) and _number(spread) else 0.0,
+            float(factor) if isinstance(factor, int | float) and is_finite_number(factor) else 1.0,
+            float(spread) if isinstance(spread, int | float) and is_finite_number(spread) else 0.0,
         )
 
     def comm_overlap_slowdown(self) -> float:
@@ -252,7 +252,7 @@ class ModelProfile:
         instance type, kept in `extra["comm_overlap_slowdown"]`; 1 when not measured. The simulator slows
         the exchange by it while the member computes (srift.sim.overlap)."""
         factor = (self.extra or {}).get("comm_overlap_slowdown")
-        return float(factor) if isinstance(factor, int | float) and _number(factor) else 1.0
+        return float(factor) if isinstance(factor, int | float) and is_finite_number(factor) else 1.0
 
     def loop_overhead_s(self, *, distributed: bool) -> float:
         """Seconds per iteration a training loop spends beyond forward, backward and the optimizer step,
@@ -262,9 +262,9 @@ class ModelProfile:
         extra = self.extra or {}
         plain = extra.get("loop_overhead_s")
         value = extra.get("ddp_overhead_s") if distributed else None
-        if not (isinstance(value, int | float) and _number(value)):
+        if not (isinstance(value, int | float) and is_finite_number(value)):
             value = plain
-        return float(value) if isinstance(value, int | float) and _number(value) else 0.0
+        return float(value) if isinstance(value, int | float) and is_finite_number(value) else 0.0
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -390,7 +390,8 @@ class LayerProfile:
         )
 
 
-def _number(value: Any) -> bool:
+def is_finite_number(value: Any) -> bool:
+    """Whether `value` is a finite int or float (not a bool): what a profile's free-form numbers must be."""
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 

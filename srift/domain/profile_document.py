@@ -12,7 +12,6 @@ the others (ordering across items, relations across fields) are in the descripti
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Mapping
 from datetime import datetime
@@ -51,6 +50,7 @@ from srift.domain.profile import (
     InputPipeline,
     LayerGrad,
     ModelProfile,
+    is_finite_number,
 )
 from srift.domain.structure import Affine, LayerWork, MemoryUse, ModelStructure, PassWork, Precision
 from srift.errors import InvalidInput
@@ -413,7 +413,7 @@ def _cpu_quota(value: Any) -> Any:
     if not (
         isinstance(value, dict)
         and {"cores", "period_s"} <= set(value) <= {"cores", "period_s", "burst_cpu_s"}
-        and all(_number(v) for v in value.values())
+        and all(is_finite_number(v) for v in value.values())
         and MIN_QUOTA_CORES <= float(value["cores"]) <= MAX_QUOTA_CORES
         and MIN_QUOTA_S <= float(value["period_s"]) <= MAX_QUOTA_PERIOD_S
         and (
@@ -481,9 +481,9 @@ def _idle_compute(value: Any) -> Any:
         isinstance(gaps, list)
         and isinstance(ratios, list)
         and 0 < len(gaps) == len(ratios) <= 16
-        and all(_number(g) and 0 < float(g) <= 60 for g in gaps)
+        and all(is_finite_number(g) and 0 < float(g) <= 60 for g in gaps)
         and len({float(g) for g in gaps}) == len(gaps)
-        and all(_number(r) and 0.05 <= float(r) <= 2.0 for r in ratios)
+        and all(is_finite_number(r) and 0.05 <= float(r) <= 2.0 for r in ratios)
     ):
         raise rule_error(
             f"{value!r} is not an idle-compute measurement",
@@ -493,10 +493,6 @@ def _idle_compute(value: Any) -> Any:
         )
     pairs = sorted(zip(gaps, ratios, strict=True), key=lambda pair: float(pair[0]))
     return {**value, "gaps_s": [g for g, _ in pairs], "ratio": [r for _, r in pairs]}
-
-
-def _number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
 class ProfileExtra(StrictModel):
@@ -548,11 +544,13 @@ GRADIENTS_FIT = (
 )
 
 
+_CURVE_HINT = (
+    f"times are seconds of one pass in [{MIN_PASS_S:g}, {MAX_PASS_S:g}], breakpoints batch sizes ≥ 1; "
+    "give the file `srift profile` wrote"
+)
 _HINTS = {
-    "forward": f"times are seconds of one pass in [{MIN_PASS_S:g}, {MAX_PASS_S:g}], breakpoints batch sizes "
-    "≥ 1; give the file `srift profile` wrote",
-    "backward": f"times are seconds of one pass in [{MIN_PASS_S:g}, {MAX_PASS_S:g}], breakpoints batch sizes "
-    "≥ 1; give the file `srift profile` wrote",
+    "forward": _CURVE_HINT,
+    "backward": _CURVE_HINT,
     "max_batch": "max_batch is the largest per-device batch that fits, ≥ 1",
     "straggler_cv": "straggler_cv is std/mean of iteration time, in [0, 5]",
     "update_s": "update_s is the seconds of one optimizer step (0 when not measured), in [0, 3600]",

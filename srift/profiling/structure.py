@@ -68,7 +68,7 @@ from srift.domain.structure import (
     Precision,
 )
 from srift.errors import InvalidInput
-from srift.profiling.bench import call_model, default_loss, tensors_in
+from srift.profiling.bench import call_model, default_loss, tensors_in, unique_trainable_parameters
 
 COUNT_BATCHES = (2, 4)
 """The two batches counted; every count is the line through them."""
@@ -457,15 +457,11 @@ def _precision_context(precision: Precision) -> AbstractContextManager[Any]:
     return nullcontext()
 
 
-def _parameters(model: nn.Module) -> list[nn.Parameter]:
-    return [p for p in model.parameters() if p.requires_grad]
-
-
 def _require_trainable(model: nn.Module) -> None:
     """InvalidInput unless `model` has a parameter to train: without one the step has no backward to time, no
     gradient to all-reduce and no update, so there is nothing to plan (and torch's own failure, an optimizer
     given an empty parameter list, would say none of that)."""
-    if _parameters(model):
+    if unique_trainable_parameters(model):
         return
     total = sum(1 for _ in model.parameters())
     what = (
@@ -508,7 +504,7 @@ def _count_step(
 ) -> _Count:
     """One forward+loss, backward and plain SGD step under the counter."""
     model.zero_grad(set_to_none=True)
-    params = _parameters(model)
+    params = unique_trainable_parameters(model)
     optimizer = torch.optim.SGD(params, lr=1e-3, foreach=True)
     saved: dict[Any, int] = {}
 
@@ -598,7 +594,7 @@ def _count(
             input_bytes.append(sum(_nbytes(t) for t in tensors_in(inputs)))
             counts.append(_count_step(model, inputs, loss_fn, precision=precision, registry=registry))
             del inputs
-        params = _parameters(model)
+        params = unique_trainable_parameters(model)
         own_grads = _own_gradient_bytes(model)
         parameter_bytes = sum(p.numel() * p.element_size() for p in params)
         gradient_bytes = sum(p.grad.numel() * p.grad.element_size() for p in params if p.grad is not None)

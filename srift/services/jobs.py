@@ -51,11 +51,11 @@ def job_document(record: JobRecord) -> dict[str, Any]:
     }
 
 
-def submit_job(*, session: Session, spec: ProbeJobSpec | ProfileJobSpec) -> tuple[JobRecord, str]:
-    """Check a probe or profile job against the catalog and its caps, and queue it; the record and the
-    job's token (shown once)."""
+def submit_job(*, session: Session, spec: ProbeJobSpec | ProfileJobSpec) -> dict[str, Any]:
+    """Check a probe or profile job against the catalog and its caps, and queue it: the job's document
+    (`job_document`) with the job's token, shown this once (JobCreated's fields)."""
     job, token = service.submit(session=session, spec=spec)
-    return job_record(job), token
+    return {**job_document(job_record(job)), "token": token}
 
 
 def list_jobs(

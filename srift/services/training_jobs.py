@@ -19,7 +19,6 @@ an interruption's re-plan then already predicts with the run's measured throughp
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import re
 import secrets
@@ -30,7 +29,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from srift.db.tables import PlanRow, TrainingJob, TrainingJobEvent
-from srift.db.tokens import check_token_holder
+from srift.db.tokens import check_token_holder, hash_token
 from srift.documents import read_document, to_document
 from srift.domain.planning import Objective
 from srift.domain.records import PlanRecord, TrainingRun, TrainingRunEvent, TrainingRunPlan
@@ -55,7 +54,7 @@ def start_job(*, session: Session, plan_id: int) -> TrainingRun:
         current_plan_id=plan_id,
         state=TrainingState.RUNNING,
         excluded_types=[],
-        token_hash=_hash(token),
+        token_hash=hash_token(token),
     )
     session.add(job)
     session.flush()
@@ -66,10 +65,6 @@ def start_job(*, session: Session, plan_id: int) -> TrainingRun:
 RUN_TOKEN_PREFIX = "srift_run_"
 
 
-def _hash(token: str) -> str:
-    return hashlib.sha256(token.encode()).hexdigest()
-
-
 def is_run_token(plain: str | None) -> bool:
     """Whether `plain` has the form of a run's own token (checked against a run by `check_run_token`)."""
     return bool(plain) and str(plain).startswith(RUN_TOKEN_PREFIX)
@@ -77,8 +72,8 @@ def is_run_token(plain: str | None) -> bool:
 
 def check_run_token(*, session: Session, job_id: int, plain: str) -> None:
     """401 unless `plain` is some run's token, 403 unless it is run `job_id`'s."""
-    job = session.scalars(select(TrainingJob).where(TrainingJob.token_hash == _hash(plain))).first()
-    if job is None or job.token_hash is None or not hmac.compare_digest(job.token_hash, _hash(plain)):
+    job = session.scalars(select(TrainingJob).where(TrainingJob.token_hash == hash_token(plain))).first()
+    if job is None or job.token_hash is None or not hmac.compare_digest(job.token_hash, hash_token(plain)):
         raise Unauthorized("the run token is unknown", hint="use the token `srift run start` printed")
     check_token_holder(job.id, job_id, noun="run", action="report iterations")
 

@@ -257,12 +257,7 @@ class AgentPool:
         if len(hosts) != len(batches) or not hosts:
             raise ValueError("one batch per host, at least one host")
         self.ensure(hosts)
-        self._cases += 1
-        port = BASE_PORT + self._cases % PORT_SPAN
-        master = self.testbed.host(hosts[0]).address
-        fd, out_name = tempfile.mkstemp(prefix="ddp-", suffix=".json", dir=self.workdir)
-        os.close(fd)
-        out = Path(out_name)
+        out = self._out_file("ddp-")
         argv = [
             "--model", model, "--input", input_factory,
             "--batches", ",".join(str(b) for b in batches),
@@ -288,27 +283,12 @@ class AgentPool:
                 argv += ["--colocation-budget-s", f"{colocation_budget_s:g}"]
             if colocation_idle_s > 0:
                 argv += ["--colocation-idle-s", f"{colocation_idle_s:g}"]
-        world = len(hosts)
-        requests = []
-        for rank, host in enumerate(hosts):
-            env = {
-                "RANK": str(rank),
-                "LOCAL_RANK": "0",
-                "WORLD_SIZE": str(world),
-                "LOCAL_WORLD_SIZE": "1",
-                "MASTER_ADDR": master,
-                "MASTER_PORT": str(port),
-            }
-            requests.append((host, {"id": self._cases, "argv": argv, "env": env}))
-        try:
-            answers = self._dispatch(requests, timeout_s=timeout_s, what="DDP run")
-        except EnvironmentProblem:
-            out.unlink(missing_ok=True)
-            raise
-        try:
-            data = json.loads(out.read_text())
-        finally:
-            out.unlink(missing_ok=True)
+        envs = self._process_group(hosts)
+        requests = [
+            (host, {"id": self._cases, "argv": argv, "env": env})
+            for host, env in zip(hosts, envs, strict=True)
+        ]
+        answers, (data,) = self._run_and_read(requests, [out], timeout_s=timeout_s, what="DDP run")
         times = tuple(float(t) for t in data["iter_times_s"])
         return DdpResult(
             mean_iter_s=float(data["mean_iter_s"]),
@@ -332,26 +312,13 @@ class AgentPool:
         outs: list[Path] = []
         requests = []
         for group in groups:
-            fd, name = tempfile.mkstemp(prefix="overlap-", suffix=".json", dir=self.workdir)
-            os.close(fd)
-            outs.append(Path(name))
-            self._cases += 1
-            port = BASE_PORT + self._cases % PORT_SPAN
-            master = self.testbed.host(group[0]).address
-            for rank, host in enumerate(group):
-                env = {
-                    "RANK": str(rank), "LOCAL_RANK": "0", "WORLD_SIZE": str(len(group)),
-                    "MASTER_ADDR": master, "MASTER_PORT": str(port),
-                }  # fmt: skip
-                out_arg = ["--out", name] if rank == 0 else []
+            out = self._out_file("overlap-")
+            outs.append(out)
+            for rank, (host, env) in enumerate(zip(group, self._process_group(group), strict=True)):
+                out_arg = ["--out", str(out)] if rank == 0 else []
                 request = {"id": self._cases, "entry": "overlap", "argv": [*argv, *out_arg], "env": env}
                 requests.append((host, request))
-        try:
-            self._dispatch(requests, timeout_s=timeout_s, what="overlap probe")
-            return [json.loads(out.read_text()) for out in outs]
-        finally:
-            for out in outs:
-                out.unlink(missing_ok=True)
+        return self._run_and_read(requests, outs, timeout_s=timeout_s, what="overlap probe")[1]
 
     def time_points(self, jobs: Sequence[TimingJob], *, timeout_s: float) -> list[CurveSamples]:
         """Run each job's timing pass (srift.validation.timing) on its host at once; one result per job."""
@@ -362,22 +329,59 @@ class AgentPool:
         outs: list[Path] = []
         requests = []
         for job in jobs:
-            fd, name = tempfile.mkstemp(prefix="timing-", suffix=".json", dir=self.workdir)
-            os.close(fd)
-            outs.append(Path(name))
+            out = self._out_file("timing-")
+            outs.append(out)
             argv = [
                 "--model", job.model, "--input", job.input_factory,
                 "--batches", ",".join(str(b) for b in job.batches),
                 "--repeats", str(job.repeats), "--warmup", str(job.warmup), "--threads", "1",
-                "--out", name,
+                "--out", str(out),
             ]  # fmt: skip
             if job.loss:
                 argv += ["--loss", job.loss]
             self._cases += 1
             requests.append((job.host, {"id": self._cases, "entry": "timing", "argv": argv, "env": {}}))
+        _, results = self._run_and_read(requests, outs, timeout_s=timeout_s, what="timing pass")
+        return [CurveSamples.from_dict(r) for r in results]
+
+    def _out_file(self, prefix: str) -> Path:
+        """A fresh, empty file in the work folder for one process group's rank 0 to write its JSON result to
+        (`--out`); `_run_and_read` reads it back and removes it."""
+        fd, name = tempfile.mkstemp(prefix=prefix, suffix=".json", dir=self.workdir)
+        os.close(fd)
+        return Path(name)
+
+    def _process_group(self, hosts: Sequence[str]) -> list[dict[str, str]]:
+        """A new case with one torch.distributed process group over `hosts` (rank order, one rank per host):
+        each rank's environment, rendezvous on a fresh port at the first host's address."""
+        self._cases += 1
+        port = BASE_PORT + self._cases % PORT_SPAN
+        master = self.testbed.host(hosts[0]).address
+        return [
+            {
+                "RANK": str(rank),
+                "LOCAL_RANK": "0",
+                "WORLD_SIZE": str(len(hosts)),
+                "LOCAL_WORLD_SIZE": "1",
+                "MASTER_ADDR": master,
+                "MASTER_PORT": str(port),
+            }
+            for rank in range(len(hosts))
+        ]
+
+    def _run_and_read(
+        self,
+        requests: Sequence[tuple[str, dict[str, Any]]],
+        outs: Sequence[Path],
+        *,
+        timeout_s: float,
+        what: str,
+    ) -> tuple[list[dict[str, Any]], list[Any]]:
+        """`_dispatch` the requests, then read back the JSON each of `outs` holds; the files are removed
+        whatever happens. The agents' answers and the results, in order."""
         try:
-            self._dispatch(requests, timeout_s=timeout_s, what="timing pass")
-            return [CurveSamples.from_dict(json.loads(out.read_text())) for out in outs]
+            answers = self._dispatch(requests, timeout_s=timeout_s, what=what)
+            return answers, [json.loads(out.read_text()) for out in outs]
         finally:
             for out in outs:
                 out.unlink(missing_ok=True)

@@ -363,6 +363,11 @@ def test_profile_jobs_validate_models_and_types(client: TestClient, write_header
     assert bad_model.status_code == 422 and bad_model.json()["field"] == "model"
     assert client.get(f"/v1/profile-jobs/{created.json()['id']}").json()["state"] == "queued"
     assert client.get(f"/v1/probe-jobs/{created.json()['id']}").json()["kind"] == "profile"
+    _submit(client, write_headers, GOOD)  # a probe job: in the queue, not among the profile jobs
+    listed = client.get("/v1/profile-jobs").json()
+    assert listed["total"] == 1 and [j["id"] for j in listed["jobs"]] == [created.json()["id"]]
+    assert client.get("/v1/profile-jobs?state=running").json() == {"jobs": [], "total": 0}
+    assert client.get("/v1/probe-jobs").json()["total"] == 2
 
 
 @pytest.mark.usefixtures("testbed_types")

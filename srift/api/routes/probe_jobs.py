@@ -61,8 +61,7 @@ def create_probe_job(body: ProbeJobIn, session: SessionDep, _: RequireWrite) -> 
     `POST /v1/probe-results`. Example: `{"provider": "testbed", "instance_type": "tb.small",
     "node_counts": [2, 4], "sizes": [4, 65536, 4194304], "repeats": 5}`.
     """
-    job, token = service.submit_job(session=session, spec=body.to_domain())
-    return {**job_document(job), "token": token}
+    return service.submit_job(session=session, spec=body.to_domain())
 
 
 @router.get("/probe-jobs", response_model=JobList, responses=AUTH)
@@ -94,8 +93,7 @@ def create_profile_job(body: ProfileJobIn, session: SessionDep, _: RequireWrite)
     Example: `{"provider": "testbed", "instance_types": ["tb.small", "tb.large"],
     "model": "srift.profiling.testmodels:cnn", "input": "srift.profiling.testmodels:cnn_input"}`.
     """
-    job, token = service.submit_job(session=session, spec=body.to_domain())
-    return {**job_document(job), "token": token}
+    return service.submit_job(session=session, spec=body.to_domain())
 
 
 @router.get("/profile-jobs", response_model=JobList, responses=AUTH)
@@ -103,10 +101,7 @@ def list_profile_jobs(
     session: SessionDep, _: RequireRead, state: StateQuery = None, limit: Limit = 100, offset: Offset = 0
 ) -> Any:
     """Profile jobs, newest first."""
-    jobs, total = service.list_jobs(
-        session=session, kind=JobKind.PROFILE, state=state, limit=limit, offset=offset
-    )
-    return {"jobs": [job_document(j) for j in jobs], "total": total}
+    return list_probe_jobs(session, _, kind=JobKind.PROFILE, state=state, limit=limit, offset=offset)
 
 
 @router.get("/profile-jobs/{job_id}", response_model=JobOut, responses=READ)
