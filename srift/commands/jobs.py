@@ -263,17 +263,15 @@ _SUBMIT_HINTS = {
 }
 """API hints both `srift jobs submit` commands say in their own words."""
 
-Ec2ImageId = Annotated[
-    str | None,
-    typer.Option(
-        "--image-id", help="provider ec2: the AMI to launch, e.g. ami-0123456789abcdef0 (ec2.image_id)"
-    ),
-]
+
+def _ec2_field(field: str, what: str) -> Any:
+    """The `srift jobs submit` option that sets ec2.<field> (`--image-id` sets ec2.image_id)."""
+    return typer.Option("--" + field.replace("_", "-"), help=f"provider ec2: {what} (ec2.{field})")
+
+
+Ec2ImageId = Annotated[str | None, _ec2_field("image_id", "the AMI to launch, e.g. ami-0123456789abcdef0")]
 Ec2ResultsUrl = Annotated[
-    str | None,
-    typer.Option(
-        "--results-url", help="provider ec2: this server's URL as the instances reach it (ec2.results_url)"
-    ),
+    str | None, _ec2_field("results_url", "this server's URL as the instances reach it")
 ]
 
 

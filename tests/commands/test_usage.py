@@ -10,23 +10,32 @@ from typer.testing import CliRunner
 from srift.cli import build_app, main
 
 
+def bad_value(option: str, reason: str, command: str) -> str:
+    """The line for a value click refused (out of range, not a number)."""
+    return (
+        f"error: {option}: {reason}. To fix: give {option} another value; run `{command} --help` for what "
+        "it takes."
+    )
+
+
 @pytest.mark.parametrize(
     ("argv", "line"),
     [
         (
             ["catalog", "list", "--min-gpus", "-1"],
-            "error: --min-gpus: input should be greater than or equal to 0. To fix: give --min-gpus another "
-            "value; run `srift catalog list --help` for what it takes.",
+            bad_value("--min-gpus", "input should be greater than or equal to 0", "srift catalog list"),
         ),
         (
             ["validate", "--repeats", "0"],
-            "error: --repeats: input should be greater than or equal to 1. To fix: give --repeats another "
-            "value; run `srift validate --help` for what it takes.",
+            bad_value("--repeats", "input should be greater than or equal to 1", "srift validate"),
         ),
         (
             ["jobs", "list", "--limit", "many"],
-            "error: --limit: input should be a valid integer, unable to parse string as an integer. To fix: "
-            "give --limit another value; run `srift jobs list --help` for what it takes.",
+            bad_value(
+                "--limit",
+                "input should be a valid integer, unable to parse string as an integer",
+                "srift jobs list",
+            ),
         ),
         (
             ["catalog", "list", "--bogus"],
@@ -76,8 +85,7 @@ def test_the_app_itself_reports_usage_errors_so_a_test_runner_sees_them() -> Non
     assert result.exit_code == 2
     assert "╭" not in result.output
     assert result.output.splitlines() == [
-        "error: --limit: input should be less than or equal to 500. To fix: give --limit another value; run "
-        "`srift jobs list --help` for what it takes."
+        bad_value("--limit", "input should be less than or equal to 500", "srift jobs list")
     ]
 
 
