@@ -1,13 +1,13 @@
-"""The `srift` command line: assembles each area's commands and turns SriftError into exit codes."""
+"""The `srift` command line: assembles each area's commands and turns SriftError (and click's usage errors)
+into one error line and an exit code."""
 
 from __future__ import annotations
 
 import importlib
-import sys
 
 import typer
-from rich.console import Console
 
+from srift.commands.usage import SriftGroup, report
 from srift.errors import SriftError
 from srift.redaction import install_log_redaction
 
@@ -28,13 +28,12 @@ COMMAND_MODULES = (
     "measurements",
 )
 
-err_console = Console(stderr=True)
-
 
 def build_app() -> typer.Typer:
     """Create the Typer app; each srift.commands.<area> module adds its commands via register(app)."""
     app = typer.Typer(
         name="srift",
+        cls=SriftGroup,
         help=(
             "Srift: which cloud VMs to rent for data-parallel training, and how to split the global "
             "batch.\n\n"
@@ -73,11 +72,11 @@ def _print_version(value: bool) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Entry point of the console script: usage errors exit 2 (click), SriftError exits with its own code."""
+    """Entry point of the console script: SriftError prints as one line and exits with its own code; click's
+    usage errors print the same way (SriftGroup) and exit 2."""
     install_log_redaction()
     app = build_app()
     try:
         app(args=argv, prog_name="srift")
     except SriftError as exc:
-        err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
-        sys.exit(exc.exit_code)
+        report(exc)

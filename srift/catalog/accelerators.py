@@ -12,7 +12,7 @@ from __future__ import annotations
 import difflib
 import functools
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from importlib import resources
 from typing import Any
 
@@ -21,7 +21,7 @@ import yaml
 from srift.domain.accelerator import AcceleratorSpec
 from srift.domain.catalog import InstanceType
 from srift.domain.structure import Precision
-from srift.errors import ConfigurationError, NotFound
+from srift.errors import ConfigurationError, InvalidInput, NotFound
 
 FORMAT = "srift-accelerators/1"
 
@@ -152,3 +152,25 @@ def spec_for_accelerator(label: str) -> AcceleratorSpec | None:
         if model and re.search(rf"(^|[^a-z0-9]){re.escape(model.lower())}([^a-z0-9]|$)", label.lower()):
             return _for_gpu_model(model, float(memory.group(1)) if memory else None)
     return None
+
+
+def require_known_accelerator(label: str, instances: Iterable[InstanceType], *, field: str) -> str:
+    """`label` when a profile made on it can be used: some type of `instances` (the catalog) takes it (its
+    GPU model, or its name for a CPU type: `InstanceType.matches_accelerator`), or it names an accelerator
+    spec (the anchor of scaled estimates). Else InvalidInput naming `field`, with the catalog's GPU models
+    and the specs it may have meant: a profile no type matches and no spec names is never used for its
+    times, and plans fall back to estimates for every type."""
+    known = list(instances)
+    if any(i.matches_accelerator(label) for i in known) or spec_for_accelerator(label) is not None:
+        return label
+    models = sorted({i.gpu_model for i in known if i.gpu_model})
+    close = _close_names(label, [*models, *(spec.name for spec in accelerator_specs())])
+    guess = f" (did you mean {' or '.join(close)}?)" if close else ""
+    raise InvalidInput(
+        f"no instance type in the catalog has accelerator {label!r} and no accelerator spec is named "
+        f"so{guess}",
+        hint=f"name a GPU model of the catalog ({', '.join(models) or 'none'}) or, for a CPU type, the "
+        "instance type; `srift catalog list` lists the types and `srift catalog import FILE` adds your own "
+        "hardware",
+        field=field,
+    )

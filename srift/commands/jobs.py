@@ -238,15 +238,53 @@ def show(
     _print_job(job, with_log=True, as_json=as_json)
 
 
-_SUBMIT_OPTIONS = {"provider": "--provider", "testbed_prefix": "--testbed-prefix"}
+_SUBMIT_OPTIONS = {
+    "provider": "--provider",
+    "testbed_prefix": "--testbed-prefix",
+    "ec2.image_id": "--image-id",
+    "ec2.results_url": "--results-url",
+}
 """The request fields both `srift jobs submit` commands take as options."""
-EC2_BY_FILE = (
-    "only a request file carries them: write `provider: ec2` and an `ec2:` mapping with image_id (e.g. "
-    "ami-0123456789abcdef0) and results_url (this server as the instances reach it, e.g. "
-    "http://10.0.0.5:8000) in r.yaml, then pass --file r.yaml (flags override it; every ec2 option: POST "
-    "/v1/probe-jobs in docs/jobs.md)"
+EC2_OPTIONS = (
+    "give --image-id (an AMI with python3, e.g. ami-0123456789abcdef0) and --results-url (this server as the "
+    "instances reach it, e.g. http://10.0.0.5:8000); the other ec2 options (region, market, subnet_id, caps) "
+    "go in a request file's `ec2:` mapping, passed with --file (every ec2 option: POST /v1/probe-jobs in "
+    "docs/jobs.md)"
 )
 """How a CLI user gives a job's EC2 options, in place of the API's "add them"."""
+_SUBMIT_HINTS = {
+    "add them": EC2_OPTIONS,
+    "drop `ec2`, or use provider ec2": "drop --image-id and --results-url (and a file's `ec2:`), or use "
+    "--provider ec2",
+    "give an id like ami-0123456789abcdef0": "give --image-id an id like ami-0123456789abcdef0",
+    "give this server's http(s) URL as VMs see it": "give --results-url this server's http(s) URL as the "
+    "instances reach it, e.g. http://10.0.0.5:8000",
+}
+"""API hints both `srift jobs submit` commands say in their own words."""
+
+
+def _ec2_field(field: str, what: str) -> Any:
+    """The `srift jobs submit` option that sets ec2.<field> (`--image-id` sets ec2.image_id)."""
+    return typer.Option("--" + field.replace("_", "-"), help=f"provider ec2: {what} (ec2.{field})")
+
+
+Ec2ImageId = Annotated[str | None, _ec2_field("image_id", "the AMI to launch, e.g. ami-0123456789abcdef0")]
+Ec2ResultsUrl = Annotated[
+    str | None, _ec2_field("results_url", "this server's URL as the instances reach it")
+]
+
+
+def _put_ec2(body: dict[str, Any], *, image_id: str | None, results_url: str | None) -> None:
+    """Set ec2.image_id and ec2.results_url the command line gave over a request file's `ec2:` mapping,
+    whose other options (region, market, caps, ...) stay."""
+    given = {
+        key: value
+        for key, value in {"image_id": image_id, "results_url": results_url}.items()
+        if value is not None
+    }
+    if given:
+        ec2 = body.get("ec2")
+        body["ec2"] = {**(ec2 if isinstance(ec2, dict) else {}), **given}
 
 
 @in_cli_words(
@@ -257,10 +295,7 @@ EC2_BY_FILE = (
         "sizes": "--sizes",
         "repeats": "--repeats",
     },
-    hints={
-        "add them": EC2_BY_FILE,
-        "give hosts per run, e.g. [2, 4]": "give hosts per run, e.g. --nodes 2,4",
-    },
+    hints={**_SUBMIT_HINTS, "give hosts per run, e.g. [2, 4]": "give hosts per run, e.g. --nodes 2,4"},
 )
 def submit_probe(
     provider: Provider = None,
@@ -273,6 +308,8 @@ def submit_probe(
     ] = None,
     repeats: Annotated[int | None, typer.Option("--repeats", help="timed repetitions per size")] = None,
     testbed_prefix: TestbedPrefix = None,
+    image_id: Ec2ImageId = None,
+    results_url: Ec2ResultsUrl = None,
     file: RequestFile = None,
     url: LocalDatabaseUrl = None,
     token: UrlToken = None,
@@ -280,13 +317,20 @@ def submit_probe(
 ) -> None:
     """Queue an allreduce probe job (see POST /v1/probe-jobs for every field).
 
-    Example: `srift jobs submit probe --provider testbed --instance-type tb.small --nodes 2,4
-    --sizes 4,1M`
+    Examples:
+
+      srift jobs submit probe --provider testbed --instance-type tb.small --nodes 2,4 --sizes 4,1M
+
+      srift jobs submit probe --provider ec2 --instance-type g4dn.xlarge --nodes 2 \\
+          --image-id ami-0123456789abcdef0 --results-url http://10.0.0.5:8000
+
+    EC2's other options (region, market, subnet, caps) go in --file's `ec2:` mapping; flags override it.
     """
     body = _load_file(file) if file else {}
     put_given(
         body, provider=provider, instance_type=instance_type, repeats=repeats, testbed_prefix=testbed_prefix
     )
+    _put_ec2(body, image_id=image_id, results_url=results_url)
     if nodes:
         body["node_counts"] = _split_counts(nodes, "--nodes")
     if sizes:
@@ -302,7 +346,7 @@ def submit_probe(
         "input": "--input",
         "max_batch": "--max-batch",
     },
-    hints={"add them": EC2_BY_FILE},
+    hints=_SUBMIT_HINTS,
 )
 def submit_profile(
     provider: Provider = None,
@@ -313,6 +357,8 @@ def submit_profile(
     input_: Annotated[str | None, typer.Option("--input", metavar="MODULE:FACTORY")] = None,
     max_batch: Annotated[int | None, typer.Option("--max-batch")] = None,
     testbed_prefix: TestbedPrefix = None,
+    image_id: Ec2ImageId = None,
+    results_url: Ec2ResultsUrl = None,
     file: RequestFile = None,
     url: LocalDatabaseUrl = None,
     token: UrlToken = None,
@@ -320,13 +366,22 @@ def submit_profile(
 ) -> None:
     """Queue a profile job: `srift profile` on a host of each instance type.
 
-    Example: `srift jobs submit profile --provider testbed --instance-types tb.small,tb.large
-    --model srift.profiling.testmodels:cnn --input srift.profiling.testmodels:cnn_input`
+    Examples:
+
+      srift jobs submit profile --provider testbed --instance-types tb.small,tb.large \\
+          --model srift.profiling.testmodels:cnn --input srift.profiling.testmodels:cnn_input
+
+      srift jobs submit profile --provider ec2 --instance-types g4dn.xlarge,g5.xlarge \\
+          --model srift.profiling.testmodels:cnn --input srift.profiling.testmodels:cnn_input \\
+          --image-id ami-0123456789abcdef0 --results-url http://10.0.0.5:8000
+
+    EC2's other options (region, market, subnet, caps) go in --file's `ec2:` mapping; flags override it.
     """
     body = _load_file(file) if file else {}
     put_given(
         body, provider=provider, model=model, input=input_, max_batch=max_batch, testbed_prefix=testbed_prefix
     )
+    _put_ec2(body, image_id=image_id, results_url=results_url)
     if instance_types:
         body["instance_types"] = [t.strip() for t in instance_types.split(",") if t.strip()]
     _submit_and_print("profile", body, url=url, token=token, as_json=as_json)

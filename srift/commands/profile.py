@@ -335,7 +335,11 @@ LayersFile = Annotated[
     ),
 ]
 MeasuredOn = Annotated[
-    str, typer.Option("--accelerator", help="the accelerator the times were measured on, e.g. T4 or A100")
+    str,
+    typer.Option(
+        "--accelerator",
+        help="the accelerator the times were measured on: a catalog GPU model (T4, A100) or instance type",
+    ),
 ]
 ImportModelName = Annotated[
     str | None, typer.Option("--model-name", help="model name (default: the layers profile's)")
@@ -413,7 +417,9 @@ def import_command(
     `step_s` (or `step_ms`) for a whole training step, `forward_s` and `backward_s` (or `_ms`),
     or `samples_per_s` of one GPU. Repeated batches are reduced to their median. A step time is
     split ⅓ forward, ⅔ backward unless --forward-fraction says otherwise; every such assumption is
-    printed and kept in the profile's extra.assumptions.
+    printed and kept in the profile's extra.assumptions. --accelerator must name a GPU model or an
+    instance type of the catalog (`srift catalog list`; `srift catalog import` adds your own hardware)
+    or an accelerator spec, so that plans use the times.
 
     Examples:
 
@@ -429,6 +435,7 @@ def import_command(
     from srift.domain.structure import parse_precision
     from srift.profiling.imports import build_profile, parse_compute_table, sha256_text
 
+    _require_known_accelerator(accelerator)
     text = _read_text(table_file, "table")
     result = build_profile(
         table=parse_compute_table(text, source=table_file.name),
@@ -445,6 +452,22 @@ def import_command(
         precision=parse_precision(precision, field="precision") if precision else None,
     )
     _finish(result, out=out, upload=upload, token=token, as_json=as_json, assumptions=True)
+
+
+def _require_known_accelerator(accelerator: str) -> None:
+    """Refuse an accelerator no type of the local catalog (shipped and `srift catalog import`ed) has and no
+    accelerator spec names: its times would never be used, every plan estimating instead."""
+    from srift.catalog import store
+    from srift.catalog.accelerators import require_known_accelerator
+    from srift.commands.local import catalog_database
+    from srift.db.session import session_factory
+    from srift.settings import get_settings
+
+    if not accelerator.strip():
+        return  # build_profile says "accelerator: is empty"
+    with session_factory(catalog_database(get_settings()))() as session:
+        instances = [entry.instance for entry in store.list_instance_types(session=session)]
+    require_known_accelerator(accelerator, instances, field="accelerator")
 
 
 def _read_text(path: Path, what: str) -> str:

@@ -5,6 +5,7 @@ counts, not byte sizes."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -66,3 +67,67 @@ def test_nodes_and_sizes_still_become_the_request(local: None) -> None:
     assert result.exit_code == 0, result.output
     request = json.loads(result.stdout)["request"]
     assert request["node_counts"] == [2, 4] and request["sizes"] == [4, 1 << 20]
+
+
+EC2 = ["--image-id", "ami-0123456789abcdef0", "--results-url", "http://10.0.0.5:8000"]
+PROFILE = ["--model", "srift.profiling.testmodels:cnn", "--input", "srift.profiling.testmodels:cnn_input"]
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["jobs", "submit", "probe", "--provider", "ec2", "--instance-type", "g4dn.xlarge", "--nodes", "2"],
+        ["jobs", "submit", "profile", "--provider", "ec2", "--instance-types", "g4dn.xlarge", *PROFILE],
+    ],
+)
+def test_ec2_jobs_take_the_image_and_results_url_as_options(local: None, argv: list[str]) -> None:
+    """An EC2 job needed --file for ec2.image_id and ec2.results_url (no option carried them)."""
+    result = CliRunner().invoke(build_app(), [*argv, *EC2, "--json"])
+    assert result.exit_code == 0, result.output
+    ec2 = json.loads(result.stdout)["request"]["ec2"]
+    assert ec2["image_id"] == "ami-0123456789abcdef0" and ec2["results_url"] == "http://10.0.0.5:8000"
+
+
+def test_the_ec2_options_override_a_files_ec2_mapping_and_keep_its_other_options(
+    local: None, tmp_path: Path
+) -> None:
+    request = tmp_path / "r.yaml"
+    request.write_text(
+        "provider: ec2\ninstance_type: g4dn.xlarge\nnode_counts: [2]\n"
+        "ec2: {image_id: ami-0aaaaaaaaaaaaaaaa, results_url: 'http://old:8000', max_cost_usd: 5}\n"
+    )
+    argv = [
+        "jobs",
+        "submit",
+        "probe",
+        "--file",
+        str(request),
+        "--image-id",
+        "ami-0123456789abcdef0",
+        "--json",
+    ]
+    result = CliRunner().invoke(build_app(), argv)
+    assert result.exit_code == 0, result.output
+    ec2 = json.loads(result.stdout)["request"]["ec2"]
+    assert ec2["image_id"] == "ami-0123456789abcdef0"
+    assert ec2["results_url"] == "http://old:8000" and ec2["max_cost_usd"] == 5
+
+
+@pytest.mark.parametrize(
+    ("given", "field", "hint"),
+    [
+        (EC2[:2], "--results-url", "To fix: give --results-url this server's http(s) URL as the instances"),
+        (["--image-id", "ami-01", *EC2[2:]], "--image-id", "To fix: give --image-id an id like ami-"),
+        (
+            [],
+            "ec2",
+            "To fix: give --image-id (an AMI with python3, e.g. ami-0123456789abcdef0) and --results-url",
+        ),
+    ],
+)
+def test_a_missing_or_malformed_ec2_option_is_named_as_the_option(
+    local: None, given: list[str], field: str, hint: str
+) -> None:
+    argv = ["jobs", "submit", "probe", "--provider", "ec2", "--instance-type", "g4dn.xlarge", "--nodes", "2"]
+    error = refusal([*argv, *given])
+    assert error.field == field and hint in str(error), str(error)

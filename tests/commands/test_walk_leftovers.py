@@ -116,12 +116,13 @@ def test_a_local_probe_that_cannot_run_is_refused_naming_its_option_before_any_p
 
 
 @pytest.mark.parametrize("kind", ["probe", "profile"])
-def test_an_ec2_job_without_its_options_says_a_request_file_carries_them(
+def test_an_ec2_job_without_its_options_names_the_flags_and_the_file_that_carry_them(
     local: None, tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str
 ) -> None:
-    """`srift jobs submit probe --provider ec2 ...` hinted "add them" (image_id, results_url), but no flag
-    carries them: only --file does. The hint says so; a file with them is then queued, on a fresh data
-    directory too (submit found no catalog there: "the catalog has no aws types")."""
+    """`srift jobs submit probe --provider ec2 ...` hinted "add them" (image_id, results_url), and no flag
+    carried them. The hint names --image-id and --results-url, and the file for the other ec2 options; a
+    file with them is then queued, on a fresh data directory too (submit found no catalog there: "the
+    catalog has no aws types")."""
     flags = (
         ("--instance-type", "p3.2xlarge", "--nodes", "2")
         if kind == "probe"
@@ -131,7 +132,8 @@ def test_an_ec2_job_without_its_options_says_a_request_file_carries_them(
     line = one_line(err)
     assert code == 2 and out == "", err
     assert line.startswith("error: ec2: provider ec2 needs `ec2` options") and "add them" not in line, err
-    assert "an `ec2:` mapping with image_id" in line and "then pass --file r.yaml" in line, err
+    assert "To fix: give --image-id (an AMI" in line and "and --results-url (this server" in line, err
+    assert "go in a request file's `ec2:` mapping, passed with --file" in line, err
     request = tmp_path / "r.yaml"
     request.write_text("ec2:\n  image_id: ami-0123456789abcdef0\n  results_url: http://10.0.0.5:8000\n")
     code, out, err = run(capsys, "jobs", "submit", kind, "--provider", "ec2", *flags, "--file", str(request))
