@@ -5,9 +5,11 @@ Every usable row of the public table (srift/estimate/data/lambdal_throughput.csv
 runs it: for the row's GPU model, a calibration is fitted on the single-GPU rows of every OTHER GPU model
 (srift.estimate.public.fit: efficiencies, HBM factor, per-model factors); the estimated profile is built
 from the reference model's shipped structure (srift.estimate.estimator); the row's node (its GPU count and
-GPU-to-GPU link) is simulated (srift.sim.simulate with the α-β bandwidth prior); throughput = global batch
-/ iteration time. The row's own GPU model contributes nothing to its prediction. Single-GPU rows
-calibrate (for the other GPUs); multi-GPU rows only check.
+GPU-to-GPU link) is simulated (srift.sim.simulate with the α-β bandwidth prior) with the node efficiency η
+(`srift.sim.node_scaling`) refitted without the row's GPU model's raw run logs
+(`srift.validation.node_efficiency`); throughput = global batch / iteration time. The row's own GPU model
+contributes nothing to its prediction. Single-GPU rows calibrate (for the other GPUs); multi-GPU rows only
+check. The last table gives η (shipped and per GPU model left out) and the held-out figures without it.
 
 Also reported: the two other estimate modes on single-GPU rows (pooled: a model the table does not have;
 scaled: a profile measured on one other GPU) and the estimated largest batch against the batch each row
@@ -35,33 +37,35 @@ and, for the fp32 cases outside 5 points, the link speed that growth would imply
 
     python -m benchmarks.public_gpus                      # tables -> docs/BENCHMARKS.md
     python -m benchmarks.public_gpus --write-calibration  # also rewrite srift/estimate/data/calibration.json
+    python -m benchmarks.public_gpus --write-node-efficiency  # also rewrite srift/data/node_efficiency.json
 """
 
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 import os
 import statistics
 from collections import defaultdict
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from benchmarks._report import write_section
 from srift.bandwidth.prior import AlphaBetaPrior
 from srift.catalog.document import load_catalog_file
 from srift.catalog.shipped import DATA_DIR
-from srift.domain import FleetMember, InstanceType, Interconnect, Market
-from srift.estimate import public, public_quality
+from srift.domain import Market
+from srift.estimate import public, public_quality, public_runs
 from srift.estimate.calibration import Calibration, shipped_calibration
-from srift.estimate.estimator import estimate_profile
 from srift.measurements import Use
-from srift.refmodels.build import load_structure
-from srift.sim import IterationEstimate, simulate
+from srift.sim import IterationEstimate
+from srift.sim.node_scaling import FILE as NODE_EFFICIENCY_FILE
+from srift.sim.node_scaling import UNCORRECTED, NodeEfficiency, using_node_efficiency
+from srift.validation.node_efficiency import fit_node_efficiency, public_node, simulate_row, structure_of
 
 CALIBRATION_JSON = Path(public.__file__).resolve().parent / "data" / "calibration.json"
-structure_of = functools.lru_cache(maxsize=None)(load_structure)
+NODE_EFFICIENCY_JSON = Path(public.__file__).resolve().parent.parent / NODE_EFFICIENCY_FILE
+NO_SPREAD = {"model": 0.0, "pooled": 0.0, "scaled": 0.0}
 
 
 @dataclass(frozen=True)
@@ -77,59 +81,45 @@ class Checked:
         return self.predicted / self.row.samples_per_s - 1
 
 
-def node(row: public.Row) -> InstanceType:
-    """The row's machine as an instance type: its GPUs and their link (network irrelevant: one node)."""
-    spec = row.spec
-    return InstanceType(
-        provider="lambdal",
-        name=row.row,
-        gpu_model=spec.name,
-        gpu_count=row.gpus,
-        gpu_memory_gib=spec.memory_gib,
-        vcpus=8 * row.gpus,
-        memory_gib=64.0 * row.gpus,
-        network_gbps=100.0,
-        network_burst=False,
-        interconnect=Interconnect(row.interconnect),
-        interconnect_gbps=row.interconnect_gbps,
-        efa=False,
-    )
+node = public_node
 
 
-def check_all(rows: list[public.Row]) -> tuple[list[Checked], list[public.HeldOutPrediction]]:
-    """Every row predicted leaving its GPU model out (module docstring)."""
-    singles = public.leave_one_accelerator_out(rows, structure_of, kernel_s=public.EAGER_KERNEL_S)
+def check_all(
+    rows: list[public.Row], singles: list[public.HeldOutPrediction], eta_of: dict[str, NodeEfficiency]
+) -> list[Checked]:
+    """Every row predicted leaving its GPU model out (module docstring): the calibration fitted without it
+    (`singles`' fits) and the node efficiency η fitted without its raw runs (`eta_of`)."""
     fit_of = {p.row.gpu: p.fit for p in singles}
     prior = AlphaBetaPrior()
     out = []
-    no_spread = {"model": 0.0, "pooled": 0.0, "scaled": 0.0}
     for row in rows:
-        max_batch, result = held_out_result(row, fit_of[row.gpu], no_spread, prior)
+        with using_node_efficiency(eta_of[row.gpu]):
+            max_batch, result = held_out_result(row, fit_of[row.gpu], NO_SPREAD, prior)
         b = result.breakdown
         exposed = b.exposed_intra_s + b.exposed_network_s
         out.append(Checked(row, row.global_batch / result.iteration_s, max_batch, b.communication_s, exposed))
-    return out, singles
+    return out
 
 
 def held_out_result(
     row: public.Row, fitted: public.Fit, spreads: dict[str, float], prior: AlphaBetaPrior
 ) -> tuple[int, IterationEstimate]:
     """The row's node simulated with the profile estimated from a calibration fitted without its GPU model
-    (`fitted`, with `spreads` for its band): the estimate's largest per-GPU batch, and the simulation (at
-    the row's batch, which the table ran, even where the estimate's largest batch is smaller)."""
-    cal = fitted.calibration(name=f"leave-out-{row.gpu}", spreads=spreads)
-    estimated = estimate_profile(
-        model=row.model,
-        structure=structure_of(row.model, row.precision),
-        spec=row.spec,
-        precision=row.precision,
-        calibration=cal,
-    )
-    assert estimated.profile is not None, estimated.note
-    profile = estimated.profile
-    wide = replace(profile, max_batch=max(profile.max_batch, row.per_gpu_batch))
-    member = FleetMember(instance=node(row), count=1, batch=row.global_batch, profile=wide)
-    return profile.max_batch, simulate([member], bandwidth=prior, seed=0)
+    (`fitted`, with `spreads` for its band): the estimate's largest per-GPU batch, and the simulation
+    (`srift.validation.node_efficiency.simulate_row`; η as the caller's context sets it)."""
+    return simulate_row(row, fitted.calibration(name=f"leave-out-{row.gpu}", spreads=spreads), prior)
+
+
+def held_out_efficiencies(singles: list[public.HeldOutPrediction]) -> dict[str, NodeEfficiency]:
+    """Per GPU model of the table, η fitted without that GPU model's raw runs, the runs predicted with the
+    calibration fitted without it (`srift.validation.node_efficiency.fit_node_efficiency`)."""
+    fit_of = {p.row.gpu: p.fit for p in singles}
+    return {
+        gpu: fit_node_efficiency(
+            calibration=fitted.calibration(name=f"leave-out-{gpu}", spreads=NO_SPREAD), leave_out_gpu=gpu
+        )
+        for gpu, fitted in sorted(fit_of.items())
+    }
 
 
 def mape(items: list[float]) -> float:
@@ -241,13 +231,15 @@ def simulated_cases(
     rows: list[public.Row],
     fits: dict[str, public.Fit],
     nested: dict[str, dict[str, float]],
+    eta_of: dict[str, NodeEfficiency],
 ) -> list[tuple[public.Row, float, float, float]]:
-    """Per row: (row, measured step s, the simulator's p10 s, its p90 s), the model's factor and its
-    GPU's nested spreads."""
+    """Per row: (row, measured step s, the simulator's p10 s, its p90 s), the model's factor, its GPU's
+    nested spreads and the η fitted without it."""
     prior = AlphaBetaPrior()
     out = []
     for row in rows:
-        _, result = held_out_result(row, fits[row.gpu], nested[row.gpu], prior)
+        with using_node_efficiency(eta_of[row.gpu]):
+            _, result = held_out_result(row, fits[row.gpu], nested[row.gpu], prior)
         measured_s = row.global_batch / row.samples_per_s
         out.append((row, measured_s, result.iteration_p10_s, result.iteration_p90_s))
     return out
@@ -461,7 +453,8 @@ def quality_report(checked: list[Checked]) -> str:
         "",
         "Efficiency = thr_N / (N · thr_1) of one system (rows paired by system name without the GPU "
         "count; N-GPU rows of a system without a 1-GPU row are left out), published against Srift's, "
-        "from the same held-out predictions; difference = predicted − published in points.",
+        "from the same held-out predictions (η fitted without the GPU model, last table); difference = "
+        "predicted − published in points.",
         "",
         "| N | cases | within 5 points | median difference | range | same per-GPU batch: within 5 / cases |",
         "|---:|---:|---:|---:|---:|---:|",
@@ -581,10 +574,91 @@ def link_speed_lines(cases: list[public_quality.ScalingCase], by_id: dict[str, C
     return lines
 
 
+def held_out_checks(
+    rows: list[public.Row], *, with_eta: bool = True
+) -> tuple[list[Checked], list[public.HeldOutPrediction], dict[str, NodeEfficiency]]:
+    """Every row's leave-one-GPU-out prediction (`check_all`), the single-GPU held-out fits, and the η per
+    GPU model left out (`held_out_efficiencies`; `UNCORRECTED` for every GPU when not `with_eta`)."""
+    singles = public.leave_one_accelerator_out(rows, structure_of, kernel_s=public.EAGER_KERNEL_S)
+    eta_of = held_out_efficiencies(singles) if with_eta else {p.row.gpu: UNCORRECTED for p in singles}
+    return check_all(rows, singles, eta_of), singles, eta_of
+
+
+Outcome = tuple[list[Checked], list[tuple[public.Row, float, float, float]]]
+"""One variant's held-out predictions (`check_all`) and its simulated bands (`simulated_cases`)."""
+
+
+def outcome_figures(outcome: Outcome) -> dict[str, str]:
+    """The figures issue #55's adoption rule compares: scaling cases within 5 points, their median
+    difference, the 1–8 GPU MAPE, the 2–8 GPU band coverage and Spearman ρ per model and precision."""
+    checked, simulated = outcome
+    items = [public_quality.Predicted(c.row, c.predicted) for c in checked]
+    cases = public_quality.scaling_cases(items)
+    diffs = [c.difference_points for c in cases]
+    several = [c for c in simulated if c[0].gpus > 1]
+    inside = sum(1 for _, m, lo, hi in several if lo <= m <= hi)
+    out = {
+        "scaling cases within 5 points": f"{sum(abs(c.difference_points) <= WITHIN_POINTS for c in cases)} / "
+        f"{len(cases)}",
+        "scaling: median difference (points)": f"{statistics.median(diffs):+.1f}",
+        "1–8 GPU MAPE": f"{mape([c.error for c in checked]):.1f} %",
+        "2–8 GPU band coverage": f"{100 * inside / len(several):.1f} %",
+    }
+    snapshot = load_catalog_file(DATA_DIR / CATALOG, origin=f"srift/catalog/data/{CATALOG}")
+    offers = public_quality.offers_in(snapshot, region=REGION, market=Market.ON_DEMAND)
+    label = {"tf32": "fp32 (TF32)", "fp16": "fp16"}
+    for r in public_quality.rank_offers(items, offers):
+        out[f"Spearman ρ, {r.model} {label[r.precision.value]}"] = f"{r.spearman:.2f}"
+    return out
+
+
+def eta_report(
+    shipped: NodeEfficiency, eta_of: dict[str, NodeEfficiency], before: Outcome, after: Outcome
+) -> str:
+    """The node efficiency η (`srift.sim.node_scaling`): its values, shipped and per GPU model left out, and
+    the held-out figures without and with it."""
+    links = sorted({k for e in (shipped, *eta_of.values()) for k in e.by_link})
+    lines = [
+        "**Node efficiency η (issue #55: single-node DDP scaling on the raw logs)**",
+        "",
+        "η(link) = the median over Lambda's raw-log N-GPU/1-GPU pairs of one link class (same series, model, "
+        "precision and per-GPU batch) of published efficiency / Srift's predicted efficiency (predicted "
+        "without η), pooled over N, models and precisions; a class with fewer than "
+        f"{public_runs.MIN_PAIRS_PER_LINK} pairs takes the median over all pairs; capped at 1. On nodes of "
+        "two or more GPUs every GPU's forward + backward is divided by η (`srift.sim.node_scaling`). The "
+        "form was fixed before any held-out figure was seen. Leave one GPU out: for each GPU model, η is "
+        "refitted without that GPU model's raw runs (the other runs predicted with the calibration fitted "
+        "without it) and predicts that GPU model's rows above; the shipped η uses every run and the shipped "
+        "calibration. The summary table's rows and the raw logs come from one source (Lambda), so leaving "
+        "one source out is not possible.",
+        "",
+        "| η fitted on | " + " | ".join(links) + " | pairs |",
+        "|---|" + "---:|" * len(links) + "---|",
+    ]
+    for name, eff in [("every raw run (shipped)", shipped)] + [
+        (f"without {g}", e) for g, e in eta_of.items()
+    ]:
+        cells = [f"{eff.by_link[k]:.4f}" if k in eff.by_link else "–" for k in links]
+        lines.append(f"| {name} | " + " | ".join(cells) + f" | {eff.fitted_on.split(': ', 1)[1]} |")
+    old, new = outcome_figures(before), outcome_figures(after)
+    lines += [
+        "",
+        "Held-out figures without η and with the leave-one-GPU-out η (the tables above are with it):",
+        "",
+        "| figure | without η | with η |",
+        "|---|---:|---:|",
+        *[f"| {k} | {old[k]} | {new.get(k, '–')} |" for k in old],
+    ]
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
         "--write-calibration", action="store_true", help="rewrite srift/estimate/data/calibration.json"
+    )
+    parser.add_argument(
+        "--write-node-efficiency", action="store_true", help="rewrite srift/data/node_efficiency.json (η)"
     )
     args = parser.parse_args()
     # Through the measurement registry: the fit rows calibrate, the check rows only check.
@@ -594,11 +668,19 @@ def main() -> None:
     if args.write_calibration:
         CALIBRATION_JSON.write_text(json.dumps(cal.to_dict(), indent=1, sort_keys=True) + "\n")
         print(f"wrote {CALIBRATION_JSON}")
-    checked, singles = check_all(rows)
+    shipped_eta = fit_node_efficiency(calibration=cal)
+    if args.write_node_efficiency:
+        NODE_EFFICIENCY_JSON.write_text(json.dumps(shipped_eta.to_dict(), indent=1, sort_keys=True) + "\n")
+        print(f"wrote {NODE_EFFICIENCY_JSON}")
+    checked, singles, eta_of = held_out_checks(rows)
     nested = public.nested_spreads(fit_rows, structure_of, kernel_s=public.EAGER_KERNEL_S)
-    simulated = simulated_cases(rows, {p.row.gpu: p.fit for p in singles}, nested)
+    fits = {p.row.gpu: p.fit for p in singles}
+    simulated = simulated_cases(rows, fits, nested, eta_of)
+    without = {g: UNCORRECTED for g in eta_of}
+    before = (check_all(rows, singles, without), simulated_cases(rows, fits, nested, without))
     text = report(checked, singles, cal, coverage_report(singles, nested, simulated))
     text += "\n\n" + quality_report(checked)
+    text += "\n\n" + eta_report(shipped_eta, eta_of, before, (checked, simulated))
     load = os.getloadavg()
     text += f"\n\nLoad average when it ran: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}."
     print(text)

@@ -1,16 +1,19 @@
 """Single-node scaling on Lambda's per-run logs: published against predicted efficiency, run-to-run spread.
 
-A check-only view beside the summary table's scaling check (benchmarks/public_gpus.py, whose acceptance count
-this does not change). The runs: srift/estimate/data/lambdal_runs.csv (benchmarks/extract_lambdal_runs.py
-from the raw logs of lambdal/deeplearning-benchmark; registry set lambdal-raw-runs, use check), paired into
-series by `srift.estimate.public_runs.series_cases` (same system without its GPU count, same model, harness
-precision and per-GPU batch; published efficiency t_1 / t_N of the median steady-state step times).
+A view beside the summary table's scaling check (benchmarks/public_gpus.py, whose acceptance count this does
+not change). The runs: srift/estimate/data/lambdal_runs.csv (benchmarks/extract_lambdal_runs.py from the raw
+logs of lambdal/deeplearning-benchmark; registry set lambdal-raw-runs, use fit: the node efficiency η), paired
+into series by `srift.estimate.public_runs.series_cases` (same system without its GPU count, same model,
+harness precision and per-GPU batch; published efficiency t_1 / t_N of the median steady-state step times).
 
 Srift's prediction for a run's node is the summary table's scaling path, unchanged
-(`benchmarks.public_gpus.held_out_result`): the estimated profile from a calibration fitted on the
-registry's fit rows of every OTHER GPU model (for a GPU model the table does not have, every fit row: that
-already leaves it out), the run's node (its GPU count and link) simulated with the α-β prior at the run's
-per-GPU batch; predicted efficiency thr_N / (N · thr_1). Nothing is fitted to these runs.
+(`srift.validation.node_efficiency.uncorrected_samples_per_s`): the estimated profile from a calibration
+fitted on the registry's fit rows of every OTHER GPU model (for a GPU model the table does not have, every fit
+row: that already leaves it out), the run's node (its GPU count and link) simulated with the α-β prior at the
+run's per-GPU batch, without the node efficiency η (`srift.sim.node_scaling`: η is fitted on these runs, as
+the median ratio of published to these predicted efficiencies per link class); predicted efficiency thr_N / (N
+· thr_1). The summary table's misses below use benchmarks/public_gpus.py's predictions, with η fitted leaving
+the row's GPU model out.
 
 `srift.estimate.public_runs.hardware_spreads` then puts side by side every series of one GPU model, link,
 model and precision at one GPU count: how far runs of the same hardware disagree.
@@ -26,10 +29,10 @@ from collections import defaultdict
 from dataclasses import replace
 
 from benchmarks._report import write_section
-from benchmarks.public_gpus import WITHIN_POINTS, check_all, held_out_result, structure_of
-from srift.bandwidth.prior import AlphaBetaPrior
+from benchmarks.public_gpus import WITHIN_POINTS, held_out_checks, structure_of
 from srift.estimate import public, public_quality, public_runs
 from srift.measurements import Use
+from srift.validation.node_efficiency import uncorrected_samples_per_s
 
 LABEL = {"tf32": "fp32 (TF32)", "fp16": "fp16"}
 
@@ -38,20 +41,13 @@ def predictions(runs: list[public_runs.LoggedRun]) -> dict[str, float]:
     """Srift's node samples/s for each run (module docstring), one simulation per distinct configuration."""
     fit_rows = public.registered_rows(Use.FIT)
     held_out = public.leave_one_accelerator_out(fit_rows, structure_of, kernel_s=public.EAGER_KERNEL_S)
-    fit_of = {p.row.gpu: p.fit for p in held_out}
-    every = public.fit(fit_rows, structure_of, kernel_s=public.EAGER_KERNEL_S)
-    prior = AlphaBetaPrior()
     no_spread = {"model": 0.0, "pooled": 0.0, "scaled": 0.0}
-    by_config: dict[tuple[str, int, str, str, int, str, float], float] = {}
-    out = {}
-    for run in runs:
-        key = public_runs.config_key(run)
-        if key not in by_config:
-            row = run.as_row()
-            _, result = held_out_result(row, fit_of.get(run.gpu, every), no_spread, prior)
-            by_config[key] = row.global_batch / result.iteration_s
-        out[run.row] = by_config[key]
-    return out
+    calibrations = {
+        p.row.gpu: p.fit.calibration(name=f"leave-out-{p.row.gpu}", spreads=no_spread) for p in held_out
+    }
+    every = public.fit(fit_rows, structure_of, kernel_s=public.EAGER_KERNEL_S)
+    every_cal = every.calibration(name="every fit row", spreads=no_spread)
+    return uncorrected_samples_per_s(runs, lambda gpu: calibrations.get(gpu, every_cal))
 
 
 def within(cases: list[public_runs.SeriesCase]) -> str:
@@ -140,7 +136,7 @@ def summary_misses(cases: list[public_runs.SeriesCase], runs: list[public_runs.L
     predictions), each beside the raw-log series of its GPU model, link, model, precision and GPU count:
     their published efficiencies and whether any lies within 5 points of Srift's prediction for the case."""
     rows = public.registered_rows(Use.FIT) + public.registered_rows(Use.CHECK)
-    checked, _ = check_all(rows)
+    checked, _, _ = held_out_checks(rows)
     link = {c.row.id: c.row.interconnect for c in checked}
     items = [public_quality.Predicted(c.row, c.predicted) for c in checked]
     table = public_quality.scaling_cases(items)

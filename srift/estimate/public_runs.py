@@ -7,7 +7,8 @@ rate per iteration, so a run's steady-state step time can be read off its log, a
 machine, its GPU count prefix dropped: `2xA100_80GB_SXM4_v1` → `A100_80GB_SXM4_v1`) at one per-GPU batch pair
 into scaling efficiencies t_1 / t_N. The shipped extract is `srift/estimate/data/lambdal_runs.csv` (its
 header cites the commit and every mapping; benchmarks/extract_lambdal_runs.py writes it), read through the
-measurement registry as a `check` set: no constant depends on it.
+measurement registry as a `fit` set: `link_efficiencies` takes η, the single-node DDP efficiency the simulator
+does not explain, from its pairs (`srift.sim.node_scaling`).
 
 What a log gives (`parse_log`):
 - BERT-base SQuAD (NVIDIA DeepLearningExamples run_squad.py): tqdm's progress bar, whose rate is an
@@ -34,15 +35,16 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from srift.domain.catalog import Interconnect
 from srift.domain.structure import Precision
 from srift.errors import ConfigurationError
 from srift.estimate.public import LAMBDA_COLUMNS, EfficiencyGap, Row, csv_rows
-from srift.measurements import Registry, shipped_registry
+from srift.measurements import Registry, Use, shipped_registry
 
 TABLE_COPY = "estimate/data/lambdal_runs.csv"
 """The extracted runs as the measurement registry names them (relative to the srift package)."""
 SET_ID = "lambdal-raw-runs"
-"""The registry's set that lists every run of the copy (use: check)."""
+"""The registry's set that lists every run of the copy (use: fit, the node efficiency η)."""
 SOURCE = (
     "lambdal/deeplearning-benchmark pytorch/results*/<system>/PyTorch_{bert_base_squad,resnet50}_*/*.txt "
     "(srift/estimate/data/lambdal_runs.csv; commit in its header)"
@@ -247,10 +249,19 @@ def parse_runs(text: str) -> list[LoggedRun]:
 
 def read_runs(*, registry: Registry | None = None) -> list[LoggedRun]:
     """The shipped runs, read through the measurement registry: ConfigurationError when the copy's hash or
-    rows are not the registry's, or when a set other than a check set lists any of them."""
+    rows are not the registry's, or when a set other than the fit set `SET_ID` lists any of them (they fit
+    η, `link_efficiencies`)."""
     reg = registry or shipped_registry()
     runs = parse_runs(reg.read(TABLE_COPY))
-    reg.require_check_only(TABLE_COPY, (r.row for r in runs), set_id=SET_ID, what="the raw-log runs")
+    fitted = reg.rows(TABLE_COPY, Use.FIT, (r.row for r in runs))
+    other = sorted({r.row for r in runs} - fitted)
+    if other:
+        raise ConfigurationError(
+            f"{TABLE_COPY}: rows {', '.join(other[:3])} are listed by a set that is not a fit set",
+            hint=f"the raw-log runs fit the node efficiency η: list them in the fit set {SET_ID} of "
+            "srift/data/measurements.yaml",
+            field="use",
+        )
     return runs
 
 
@@ -368,3 +379,32 @@ def hardware_spreads(cases: Sequence[SeriesCase]) -> list[HardwareSpread]:
         for (gpu, link, model, precision, n), members in sorted(groups.items())
         if len(members) > 1
     ]
+
+
+MIN_PAIRS_PER_LINK = 8
+"""A link class with fewer pairs than this takes the median over every pair (issue #55's form of η, fixed
+before any held-out figure was seen)."""
+
+
+LINK_CLASSES = tuple(link.value for link in Interconnect if link is not Interconnect.NONE)
+"""The GPU link classes η is given for (a node's `srift.domain.Interconnect`, none excepted)."""
+
+
+def link_efficiencies(cases: Sequence[SeriesCase]) -> dict[str, float]:
+    """η per link class of `LINK_CLASSES` (`srift.sim.node_scaling`): the median over the class's pairs in
+    `cases` of published efficiency / Srift's predicted efficiency (the predictions without η), or the median
+    over every pair where the class has fewer than `MIN_PAIRS_PER_LINK` (none included); capped at 1.
+    ConfigurationError without any pair."""
+    if not cases:
+        raise ConfigurationError(
+            "no N-GPU run pairs with a 1-GPU run of its series",
+            hint="fit η on runs that include 1-GPU runs at the N-GPU runs' per-GPU batch",
+            field="runs",
+        )
+    ratio = [(c.interconnect, c.published_efficiency / c.predicted_efficiency) for c in cases]
+    pooled = statistics.median(r for _, r in ratio)
+    out = {}
+    for link in sorted(LINK_CLASSES):
+        mine = [r for k, r in ratio if k == link]
+        out[link] = min(1.0, statistics.median(mine) if len(mine) >= MIN_PAIRS_PER_LINK else pooled)
+    return out

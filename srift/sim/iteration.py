@@ -53,6 +53,7 @@ from srift.sim.exchange import ExchangeResult, Kernel, Stage, exchange
 from srift.sim.geo import GeoContext, hierarchical_plans, ring_plans, spans_locations
 from srift.sim.layers import LayerArrays, bucket_groups, bucketed, layer_arrays
 from srift.sim.network import StagePlan, exchange_plans, intra_stage
+from srift.sim.node_scaling import node_efficiency
 from srift.sim.overlap import CommWarp
 from srift.sim.result import CommMode, IterationEstimate, granularity_of, with_band
 
@@ -410,7 +411,9 @@ def overlap_terms(
 
 
 class Members(NamedTuple):
-    """Each member's mean compute at its per-device batch, and what its straggler draws are keyed by."""
+    """Each member's mean compute at its per-device batch (its profile's forward and backward, divided by
+    the node efficiency η on nodes of several GPUs: `srift.sim.node_scaling`), and what its straggler draws
+    are keyed by."""
 
     # Forward, with the training loop's own overhead (it runs before forward).
     fw_s: list[float]
@@ -425,11 +428,18 @@ class Members(NamedTuple):
 
     @classmethod
     def of(cls, fleet: Sequence[FleetMember], *, distributed: bool) -> Members:
+        # η: the node's DDP efficiency the simulation does not explain (`srift.sim.node_scaling`); 1 on
+        # one-GPU, CPU and testbed nodes, whose compute stays the profile's exactly.
+        eta = [node_efficiency(m.instance) for m in fleet]
         fw = [
-            m.profile.forward.time_s(m.per_device_batch) + m.profile.loop_overhead_s(distributed=distributed)
-            for m in fleet
+            _per_eta(m.profile.forward.time_s(m.per_device_batch), e)
+            + m.profile.loop_overhead_s(distributed=distributed)
+            for m, e in zip(fleet, eta, strict=True)
         ]
-        bw = [m.profile.backward.time_s(m.per_device_batch) for m in fleet]
+        bw = [
+            _per_eta(m.profile.backward.time_s(m.per_device_batch), e)
+            for m, e in zip(fleet, eta, strict=True)
+        ]
         means = [f + b for f, b in zip(fw, bw, strict=True)]
         return cls(
             fw_s=fw,
@@ -440,6 +450,11 @@ class Members(NamedTuple):
             keys=member_keys(fleet),
             slow=max(range(len(fleet)), key=means.__getitem__),
         )
+
+
+def _per_eta(time_s: float, eta: float) -> float:
+    """`time_s` / `eta`, and `time_s` itself where η is 1 (no float operation on uncorrected nodes)."""
+    return time_s if eta == 1.0 else time_s / eta
 
 
 class ComputePhase(NamedTuple):

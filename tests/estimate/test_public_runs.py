@@ -109,10 +109,10 @@ def test_the_two_a100_series_scale_as_the_logs_say() -> None:
     assert spread.spread_points == pytest.approx(12.8, abs=0.1)
 
 
-def test_every_run_is_a_registered_check_row_and_cites_one_commit() -> None:
+def test_every_run_is_a_registered_fit_row_and_cites_one_commit() -> None:
     runs = read_runs()
     entry = shipped_registry().get(public_runs.SET_ID)
-    assert entry.use is Use.CHECK and sorted(r.row for r in runs) == sorted(entry.rows)
+    assert entry.use is Use.FIT and sorted(r.row for r in runs) == sorted(entry.rows)
     assert {r.commit for r in runs} == {COMMIT} and COMMIT in (entry.source.commit or "")
     header = shipped_registry().read(public_runs.TABLE_COPY).split("\nrow,", 1)[0]
     assert COMMIT in header and "lambdal/deeplearning-benchmark" in header
@@ -120,20 +120,22 @@ def test_every_run_is_a_registered_check_row_and_cites_one_commit() -> None:
     assert all(r.step_s > 0 and r.per_gpu_batch > 0 and r.timed_steps > 0 for r in runs)
 
 
-def test_a_changed_extract_or_a_fit_use_is_refused() -> None:
+def test_a_changed_extract_or_a_check_use_is_refused() -> None:
+    """The runs fit η: a changed copy, or runs that a check set lists, never reach the fit."""
+
     def wrong_hash(doc: dict[str, Any]) -> None:
         doc["sets"][public_runs.SET_ID]["copy"]["sha256"] = "0" * 64
 
     with pytest.raises(ConfigurationError, match="is not the registry's"):
         read_runs(registry=registry_with(wrong_hash))
 
-    def as_fit(doc: dict[str, Any]) -> None:
+    def as_check(doc: dict[str, Any]) -> None:
         entry = doc["sets"][public_runs.SET_ID]
-        entry["use"] = "fit"
-        entry["constants"] = [{"name": "estimate/data/calibration.json#efficiency.compute"}]
+        entry["use"] = "check"
+        del entry["constants"]
 
-    with pytest.raises(ConfigurationError, match="not a check set"):
-        read_runs(registry=registry_with(as_fit))
+    with pytest.raises(ConfigurationError, match="not a fit set"):
+        read_runs(registry=registry_with(as_check))
 
 
 def _run(series: str, gpus: int, step_s: float, *, batch: int = 100, n: int = 0) -> LoggedRun:
@@ -198,3 +200,38 @@ def test_the_extract_header_names_every_column() -> None:
     for column in columns:
         if column not in {"row", "gpus", "model", "precision", "interconnect", "interconnect_gbps", "commit"}:
             assert column in header, column
+
+
+def _case(link: str, published: float, predicted: float = 1.0) -> public_runs.SeriesCase:
+    return public_runs.SeriesCase(
+        series="s",
+        gpu="g",
+        model="bert-base",
+        precision=Precision.TF32,
+        harness_precision="FP32",
+        interconnect=link,
+        per_gpu_batch=32,
+        gpus=8,
+        runs_one=1,
+        runs_n=1,
+        published_efficiency=published,
+        predicted_efficiency=predicted,
+    )
+
+
+def test_eta_is_the_median_ratio_per_link_or_over_every_pair_where_a_link_has_few() -> None:
+    many = [_case("nvswitch", 0.99 - 0.01 * i, 0.99) for i in range(9)]
+    few = [_case("pcie", 0.5)]
+    eta = public_runs.link_efficiencies([*many, *few, _case("nvswitch", 1.2)])
+    # NVSwitch: its 10 pairs' median ratio; PCIe (1 pair) and NVLink (none): the median over all 11.
+    ratios = sorted([c.published_efficiency / c.predicted_efficiency for c in many] + [1.2 / 1.0])
+    assert eta["nvswitch"] == statistics.median(ratios)
+    pooled = statistics.median([*ratios, 0.5])
+    assert eta["pcie"] == eta["nvlink"] == pooled
+    assert set(eta) == set(public_runs.LINK_CLASSES)
+
+
+def test_eta_never_exceeds_one_and_needs_a_pair() -> None:
+    assert public_runs.link_efficiencies([_case("pcie", 1.1)] * 8)["pcie"] == 1.0
+    with pytest.raises(ConfigurationError, match="no N-GPU run pairs"):
+        public_runs.link_efficiencies([])
