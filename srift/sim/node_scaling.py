@@ -10,9 +10,9 @@ compute (forward + backward from its profile) is divided by η (`node_efficiency
 simulator takes a member's compute from its profile, `srift.sim.iteration.Members`). Nodes of one GPU, CPU
 and testbed types, and links without an η get 1: their figures do not move.
 
-The shipped values are `srift/data/node_efficiency.json`, written by `python -m
-srift.validation.node_efficiency --write` (the fit, which reads the raw runs only through the measurement
-registry; a test checks the shipped file is what the fit gives).
+The shipped values are `srift/data/node_efficiency.json`, written by `python -m benchmarks.public_gpus
+--write-node-efficiency` (the fit, `srift.validation.node_efficiency`, reads the raw runs only through the
+measurement registry; a test checks the shipped file is what the fit gives).
 """
 
 from __future__ import annotations
