@@ -88,7 +88,7 @@ def _read(row: StoredRow) -> ModelProfile:
     parsed = PARSED.get(key)
     if parsed is None:
         parsed = _parse(row)
-        PARSED.put(key, parsed)
+        PARSED.put(key, parsed, text_chars=len(row.document_text))
     return replace(parsed, extra=copy.deepcopy(parsed.extra))
 
 
@@ -114,19 +114,21 @@ def _parse(row: StoredRow) -> ModelProfile:
 
 class ParsedProfiles:
     """A thread-safe LRU of profiles as read from stored documents, keyed by a digest of the document's
-    stored text, at most `max_entries` long.
+    stored text, bounded by the length of the texts it holds (`max_text_chars`; a parsed profile takes 3 to 4
+    bytes of memory per character of its document).
 
     A plan or prediction by model reads every stored profile of the model; validating a document and
     building its profile costs milliseconds (more with a recorded structure), reading its text from the
     database and hashing it microseconds. The key is the text itself, so an entry can never be stale: a
     replaced or edited document (by any process, or plain SQL) has another text, a deleted row is no longer
     selected, and an entry nobody reads any more falls off the end. Documents that fail today's rules are
-    never kept (each read raises again). Profiles are frozen dataclasses but for `extra`, a dict, which
-    `_read` copies for every caller."""
+    never kept (each read raises again), nor is one longer than the whole bound. Profiles are frozen
+    dataclasses but for `extra`, a dict, which `_read` copies for every caller."""
 
-    def __init__(self, *, max_entries: int) -> None:
-        self.max_entries = max_entries
-        self._items: OrderedDict[bytes, ModelProfile] = OrderedDict()
+    def __init__(self, *, max_text_chars: int) -> None:
+        self.max_text_chars = max_text_chars
+        self._items: OrderedDict[bytes, tuple[ModelProfile, int]] = OrderedDict()
+        self._text_chars = 0
         self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
@@ -140,27 +142,33 @@ class ParsedProfiles:
                 return None
             self._items.move_to_end(key)
             self.hits += 1
-            return found
+            return found[0]
 
-    def put(self, key: bytes, profile: ModelProfile) -> None:
-        """Keep `profile` under `key`, dropping the least recently used beyond `max_entries`."""
+    def put(self, key: bytes, profile: ModelProfile, *, text_chars: int) -> None:
+        """Keep `profile`, read from a document text `text_chars` long, under `key`, dropping the least
+        recently used entries while the texts held are longer than `max_text_chars`."""
+        if text_chars > self.max_text_chars:
+            return
         with self._lock:
-            self._items[key] = profile
-            self._items.move_to_end(key)
-            while len(self._items) > self.max_entries:
-                self._items.popitem(last=False)
+            old = self._items.pop(key, None)
+            self._text_chars += text_chars - (old[1] if old is not None else 0)
+            self._items[key] = (profile, text_chars)
+            while self._text_chars > self.max_text_chars:
+                self._text_chars -= self._items.popitem(last=False)[1][1]
 
     def clear(self) -> None:
         with self._lock:
             self._items.clear()
+            self._text_chars = 0
 
     def __len__(self) -> int:
         return len(self._items)
 
 
-PARSED = ParsedProfiles(max_entries=512)
-"""Profiles read from stored documents, per process (see ParsedProfiles); 512 holds every shipped reference
-profile (7 models x 48) with room for users' own."""
+PARSED = ParsedProfiles(max_text_chars=16 * 2**20)
+"""Profiles read from stored documents, per process (see ParsedProfiles): 16 Mi characters of documents,
+at most about 60 MiB of profiles; every shipped reference profile (7 models x 48, 5.7 Mi characters) fits with
+room for users' own."""
 
 
 def fingerprint(profile: ModelProfile, *, owner: str | None = None) -> str:

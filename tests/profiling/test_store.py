@@ -170,11 +170,17 @@ def test_readers_of_one_stored_profile_share_no_mutable_value(
 
 
 def test_the_parsed_profiles_are_bounded_least_recently_used_first(profile_doc: dict[str, Any]) -> None:
-    parsed = store.ParsedProfiles(max_entries=2)
+    """The bound is the length of the documents held: the least recently read go first, and a document
+    longer than the whole bound is not kept."""
+    parsed = store.ParsedProfiles(max_text_chars=20)
     a, b, c = (_profile(profile_doc, straggler_cv=cv) for cv in (0.01, 0.02, 0.03))
-    parsed.put(b"a", a)
-    parsed.put(b"b", b)
+    parsed.put(b"a", a, text_chars=8)
+    parsed.put(b"b", b, text_chars=8)
     assert parsed.get(b"a") == a  # now the most recent
-    parsed.put(b"c", c)
+    parsed.put(b"c", c, text_chars=8)
     assert len(parsed) == 2
     assert parsed.get(b"b") is None and parsed.get(b"a") == a and parsed.get(b"c") == c
+    parsed.put(b"b", b, text_chars=21)
+    assert parsed.get(b"b") is None and len(parsed) == 2
+    parsed.put(b"b", b, text_chars=20)
+    assert len(parsed) == 1 and parsed.get(b"b") == b
