@@ -150,7 +150,6 @@ def whole_process(paths: list[Path]) -> str:
     if not paths:
         return ""
     lines = [
-        "",
         "Whole-process figures, measured from outside the process (user, sys, CPU and wall seconds, peak "
         "memory; five counted runs of each after one warm-up, A and B in turn), of `python -m "
         "benchmarks.stored_profiles_plan_time --stored N --requests 10`, A with this branch's code and B "
@@ -199,7 +198,9 @@ def main() -> None:
             for stored in STORED
             for k, tree in enumerate(trees)
         ]
-    body = render(results, load=os.getloadavg()) + whole_process(args.whole_process)
+    body = "\n\n".join(
+        filter(None, [render(results, load=os.getloadavg()), whole_process(args.whole_process)])
+    )
     print(body)
     from benchmarks._report import write_section
 
