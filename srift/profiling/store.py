@@ -8,14 +8,17 @@ callers that must see everything (validation, jobs) pass `viewer=EVERYONE`.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import logging
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import Any, Protocol, TypeVar
 
-from sqlalchemy import ColumnElement, func, insert, or_, select
+from sqlalchemy import ColumnElement, Text, cast, func, insert, or_, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -25,6 +28,7 @@ from srift.domain.profile_document import read_profile
 from srift.errors import InvalidInput, NotFound
 
 log = logging.getLogger("srift.profiles")
+_R = TypeVar("_R")
 
 
 class _Everyone:
@@ -39,6 +43,29 @@ Viewer = str | None | _Everyone
 """Who asks: an owner's name, None (anonymous: everyone's profiles only), or EVERYONE."""
 
 
+STORED_COLUMNS = (
+    ModelProfileRow.id,
+    ModelProfileRow.model,
+    ModelProfileRow.accelerator,
+    ModelProfileRow.owner,
+    ModelProfileRow.shared,
+    cast(ModelProfileRow.document, Text).label("document_text"),
+)
+"""What reading a stored profile selects: the row's columns but the document, and the document's stored
+text (JSON as the database keeps it), which keys PARSED; read as the ORM column, it would be decoded first."""
+
+
+class StoredRow(Protocol):
+    """A row selected with STORED_COLUMNS."""
+
+    id: int
+    model: str
+    accelerator: str
+    owner: str | None
+    shared: bool
+    document_text: str
+
+
 def _visible(viewer: Viewer, *, shared: bool) -> ColumnElement[bool] | None:
     """The rows `viewer` may see (None: no filter); `shared` adds other owners' shared profiles."""
     if isinstance(viewer, _Everyone):
@@ -51,18 +78,30 @@ def _visible(viewer: Viewer, *, shared: bool) -> ColumnElement[bool] | None:
     return or_(mine, ModelProfileRow.shared.is_(True)) if shared else mine
 
 
-def _read(row: ModelProfileRow) -> ModelProfile:
+def _read(row: StoredRow) -> ModelProfile:
     """The stored document read with today's rules; a row stored before a rule existed is a 4xx naming it.
 
     One exception: a `created_at` stored before it had to be an ISO 8601 date-time, which says nothing
-    about the model's speed, is read as not recorded (empty) rather than making the profile unusable."""
+    about the model's speed, is read as not recorded (empty) rather than making the profile unusable.
+    Each document text is read once per process (PARSED); every caller gets its own `extra`."""
+    key = hashlib.blake2b(row.document_text.encode(), digest_size=16).digest()
+    parsed = PARSED.get(key)
+    if parsed is None:
+        parsed = _parse(row)
+        PARSED.put(key, parsed, text_chars=len(row.document_text))
+    return replace(parsed, extra=copy.deepcopy(parsed.extra))
+
+
+def _parse(row: StoredRow) -> ModelProfile:
+    """`_read` without the cache: validate the row's document and build the profile."""
+    document = json.loads(row.document_text)
     try:
         try:
-            return read_profile(row.document)
+            return read_profile(document)
         except InvalidInput as exc:
             if exc.field != "created_at":
                 raise
-            return read_profile({**row.document, "created_at": ""})
+            return read_profile({**document, "created_at": ""})
     except InvalidInput as exc:
         where = f"stored profile {row.id} ({row.model}@{row.accelerator})"
         raise InvalidInput(
@@ -71,6 +110,65 @@ def _read(row: ModelProfileRow) -> ModelProfile:
             f"FILE`), then delete this one (DELETE /v1/profiles/{row.id}) or name profiles by id",
             field=f"profile:{row.id}.{exc.field}" if exc.field else f"profile:{row.id}",
         ) from exc
+
+
+class ParsedProfiles:
+    """A thread-safe LRU of profiles as read from stored documents, keyed by a digest of the document's
+    stored text, bounded by the length of the texts it holds (`max_text_chars`; a parsed profile takes 3 to 4
+    bytes of memory per character of its document).
+
+    A plan or prediction by model reads every stored profile of the model; validating a document and
+    building its profile costs milliseconds (more with a recorded structure), reading its text from the
+    database and hashing it microseconds. The key is the text itself, so an entry can never be stale: a
+    replaced or edited document (by any process, or plain SQL) has another text, a deleted row is no longer
+    selected, and an entry nobody reads any more falls off the end. Documents that fail today's rules are
+    never kept (each read raises again), nor is one longer than the whole bound. Profiles are frozen
+    dataclasses but for `extra`, a dict, which `_read` copies for every caller."""
+
+    def __init__(self, *, max_text_chars: int) -> None:
+        self.max_text_chars = max_text_chars
+        self._items: OrderedDict[bytes, tuple[ModelProfile, int]] = OrderedDict()
+        self._text_chars = 0
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    def get(self, key: bytes) -> ModelProfile | None:
+        """The profile kept for `key` (made the most recent, counted as a hit), or None (a miss)."""
+        with self._lock:
+            found = self._items.get(key)
+            if found is None:
+                self.misses += 1
+                return None
+            self._items.move_to_end(key)
+            self.hits += 1
+            return found[0]
+
+    def put(self, key: bytes, profile: ModelProfile, *, text_chars: int) -> None:
+        """Keep `profile`, read from a document text `text_chars` long, under `key`, dropping the least
+        recently used entries while the texts held are longer than `max_text_chars`."""
+        if text_chars > self.max_text_chars:
+            return
+        with self._lock:
+            old = self._items.pop(key, None)
+            self._text_chars += text_chars - (old[1] if old is not None else 0)
+            self._items[key] = (profile, text_chars)
+            while self._text_chars > self.max_text_chars:
+                self._text_chars -= self._items.popitem(last=False)[1][1]
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+            self._text_chars = 0
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+
+PARSED = ParsedProfiles(max_text_chars=16 * 2**20)
+"""Profiles read from stored documents, per process (see ParsedProfiles): 16 Mi characters of documents,
+at most about 60 MiB of profiles; every shipped reference profile (7 models x 48, 5.7 Mi characters) fits with
+room for users' own."""
 
 
 def fingerprint(profile: ModelProfile, *, owner: str | None = None) -> str:
@@ -187,9 +285,24 @@ _LOOKUP_CHUNK = 500
 
 
 def _row(session: Session, profile_id: int, viewer: Viewer) -> ModelProfileRow:
-    query = select(ModelProfileRow).where(ModelProfileRow.id == profile_id)
+    query = select(ModelProfileRow).where(*_by_id(profile_id, viewer))
+    return _found(session.scalars(query).first(), profile_id, viewer)
+
+
+def _stored(session: Session, profile_id: int, viewer: Viewer) -> StoredRow:
+    """`_row` as the columns `_read` reads (STORED_COLUMNS), not the ORM row."""
+    query = select(*STORED_COLUMNS).where(*_by_id(profile_id, viewer))
+    return _found(session.execute(query).first(), profile_id, viewer)
+
+
+def _by_id(profile_id: int, viewer: Viewer) -> list[ColumnElement[bool]]:
+    """The conditions of a lookup by id: the row `profile_id`, if `viewer` may read it (shared included)."""
     visible = _visible(viewer, shared=True)
-    row = session.scalars(query if visible is None else query.where(visible)).first()
+    return [ModelProfileRow.id == profile_id, *([] if visible is None else [visible])]
+
+
+def _found(row: _R | None, profile_id: int, viewer: Viewer) -> _R:
+    """`row`, or NotFound when the lookup of `profile_id` found none."""
     if row is None:
         raise NotFound(
             f"no profile with id {profile_id}" + ("" if viewer is EVERYONE else " that this token may read"),
@@ -201,14 +314,14 @@ def _row(session: Session, profile_id: int, viewer: Viewer) -> ModelProfileRow:
 
 def get_profile(*, session: Session, profile_id: int, viewer: Viewer = EVERYONE) -> ModelProfile:
     """The stored profile `profile_id` if `viewer` may read it; NotFound when there is none."""
-    return _read(_row(session, profile_id, viewer))
+    return _read(_stored(session, profile_id, viewer))
 
 
 def get_profile_owned(
     *, session: Session, profile_id: int, viewer: Viewer
 ) -> tuple[ModelProfile, str | None, bool]:
     """The profile with its owner and whether it is shared."""
-    row = _row(session, profile_id, viewer)
+    row = _stored(session, profile_id, viewer)
     return _read(row), row.owner, row.shared
 
 
@@ -235,11 +348,11 @@ def find_profiles_for(
 ) -> list[tuple[int, ModelProfile, bool]]:
     """Every stored profile of `model` that `viewer` plans with (its own and everyone's; one per accelerator
     and run), oldest first, each with whether it is the viewer's own."""
-    query = select(ModelProfileRow).where(ModelProfileRow.model == model)
+    query = select(*STORED_COLUMNS).where(ModelProfileRow.model == model)
     visible = _visible(viewer, shared=False)
     if visible is not None:
         query = query.where(visible)
-    rows = session.scalars(query.order_by(ModelProfileRow.id)).all()
+    rows = session.execute(query.order_by(ModelProfileRow.id)).all()
     return [(row.id, _read(row), row.owner is not None and row.owner == viewer) for row in rows]
 
 
@@ -254,8 +367,8 @@ def list_profiles(
 ) -> list[tuple[int, ModelProfile]]:
     """Stored profiles `viewer` may read, ordered by model name then id, optionally only one model or
     accelerator."""
-    query = select(ModelProfileRow).where(*_listed(viewer, model, accelerator))
-    rows = session.scalars(
+    query = select(*STORED_COLUMNS).where(*_listed(viewer, model, accelerator))
+    rows = session.execute(
         query.order_by(ModelProfileRow.model, ModelProfileRow.id).limit(limit).offset(offset)
     ).all()
     out = []

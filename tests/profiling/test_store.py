@@ -113,3 +113,74 @@ def test_a_row_stored_with_a_free_text_created_at_still_reads(
     row = session.get(ModelProfileRow, pid)
     assert row is not None and row.document["created_at"] == "last Tuesday"
     assert store.get_profile(session=session, profile_id=pid) == replace(profile, created_at="")
+
+
+def test_a_stored_document_is_read_once_per_process(session: Session, profile_doc: dict[str, Any]) -> None:
+    """A plan by model reads every stored profile of the model: each document is validated once, later
+    lookups (by model, by id, listings) answer from store.PARSED with equal profiles."""
+    profiles = [_profile(profile_doc, straggler_cv=cv) for cv in (0.01, 0.02, 0.03)]
+    ids = [store.save_profile(session=session, profile=p) for p in profiles]
+    store.PARSED.clear()
+    misses, hits = store.PARSED.misses, store.PARSED.hits
+    first = store.find_profiles(session=session, model="resnet-ish")
+    assert (store.PARSED.misses - misses, store.PARSED.hits - hits) == (3, 0)
+    assert first == list(zip(ids, profiles, strict=True))
+    assert store.find_profiles(session=session, model="resnet-ish") == first
+    assert store.get_profile(session=session, profile_id=ids[1]) == profiles[1]
+    assert store.list_profiles(session=session) == first
+    assert (store.PARSED.misses - misses, store.PARSED.hits - hits) == (3, 7)
+
+
+def test_a_replaced_edited_or_deleted_profile_is_never_read_from_memory(
+    session: Session, profile_doc: dict[str, Any]
+) -> None:
+    """Entries are keyed by the stored text itself: a document edited in place (plain SQL, keeping its
+    fingerprint), replaced (deleted, another stored) or deleted reads as the database now holds it."""
+    slow = _profile(profile_doc)
+    pid = store.save_profile(session=session, profile=slow)
+    assert store.find_profiles(session=session, model="resnet-ish") == [(pid, slow)]
+    fast = _profile(profile_doc, straggler_cv=0.01, update_s=0.001)
+    row = session.get(ModelProfileRow, pid)
+    assert row is not None
+    row.document = fast.to_dict()  # as an UPDATE from plain SQL would: the fingerprint stays the old one
+    session.flush()
+    session.expire_all()
+    assert store.find_profiles(session=session, model="resnet-ish") == [(pid, fast)]
+    assert store.get_profile(session=session, profile_id=pid) == fast
+    store.delete_profile(session=session, profile_id=pid, viewer=store.EVERYONE)
+    assert store.find_profiles(session=session, model="resnet-ish") == []
+    with pytest.raises(NotFound):
+        store.get_profile(session=session, profile_id=pid)
+    again = store.save_profile(session=session, profile=slow)
+    assert store.find_profiles(session=session, model="resnet-ish") == [(again, slow)]
+
+
+def test_readers_of_one_stored_profile_share_no_mutable_value(
+    session: Session, profile_doc: dict[str, Any]
+) -> None:
+    """Profiles are frozen but for `extra` (a dict): every reader gets its own, so one request changing it
+    cannot change what the next request reads."""
+    pid = store.save_profile(session=session, profile=_profile(profile_doc, extra={"note": {"run": 1}}))
+    mine = store.get_profile(session=session, profile_id=pid)
+    mine.extra["note"]["run"] = 2
+    mine.extra["added"] = True
+    theirs = store.get_profile(session=session, profile_id=pid)
+    assert theirs.extra == {"note": {"run": 1}}
+    assert store.find_profiles(session=session, model="resnet-ish")[0][1].extra == {"note": {"run": 1}}
+
+
+def test_the_parsed_profiles_are_bounded_least_recently_used_first(profile_doc: dict[str, Any]) -> None:
+    """The bound is the length of the documents held: the least recently read go first, and a document
+    longer than the whole bound is not kept."""
+    parsed = store.ParsedProfiles(max_text_chars=20)
+    a, b, c = (_profile(profile_doc, straggler_cv=cv) for cv in (0.01, 0.02, 0.03))
+    parsed.put(b"a", a, text_chars=8)
+    parsed.put(b"b", b, text_chars=8)
+    assert parsed.get(b"a") == a  # now the most recent
+    parsed.put(b"c", c, text_chars=8)
+    assert len(parsed) == 2
+    assert parsed.get(b"b") is None and parsed.get(b"a") == a and parsed.get(b"c") == c
+    parsed.put(b"b", b, text_chars=21)
+    assert parsed.get(b"b") is None and len(parsed) == 2
+    parsed.put(b"b", b, text_chars=20)
+    assert len(parsed) == 1 and parsed.get(b"b") == b

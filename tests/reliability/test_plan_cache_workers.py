@@ -18,10 +18,9 @@ from srift.bandwidth.registry import load_shipped_models
 from srift.catalog.custom import import_document
 from srift.db import migrate
 from srift.db.session import transaction
-from srift.profiling.store import save_profile
 from srift.settings import Settings
 from srift.testing.server import create_write_token, process_cpu_seconds, start_server
-from tests.services.test_plan_cache import FAST, SLOW, catalog, plan_request, profile
+from tests.services.test_plan_cache import FAST, catalog, plan_request, profile, store_first_data
 
 BURST = 16
 
@@ -61,14 +60,7 @@ def test_every_worker_sees_new_profiles_models_and_catalogs(tmp_path: Path) -> N
     url = f"sqlite:///{tmp_path / 'cache.db'}"
     migrate.upgrade(url)
     settings = Settings(database_url=url, data_dir=tmp_path, models_dir=tmp_path / "models")
-    with transaction(url) as session:
-        import_document(
-            session=session,
-            document=catalog(name="tb-1", as_of="2026-01-01", slow_price=0.1, fast_price=0.4),
-            origin="test",
-        )
-        save_profile(session=session, profile=profile(SLOW))
-        save_profile(session=session, profile=profile(FAST))
+    store_first_data(url)
     # Of the shipped data only the bandwidth model (and its samples, which the model trained below refits)
     # plays a part in these testbed plans: the server starts without the rest of a fresh data folder's
     # preparation (the AWS catalog, the reference models' profiles).

@@ -12,14 +12,16 @@ import dataclasses
 from typing import Any
 
 from fastapi.testclient import TestClient
+from sqlalchemy import update
 
 from srift.bandwidth import registry
 from srift.bandwidth.records import SampleQuery
 from srift.catalog.custom import import_document
 from srift.db.session import transaction
+from srift.db.tables import ModelProfileRow
 from srift.domain import ComputeCurve, ModelProfile
 from srift.optimize.synthetic import synthetic_profile
-from srift.profiling.store import save_profile
+from srift.profiling.store import EVERYONE, PARSED, delete_profile, save_profile
 from srift.services.plans import PREPARED
 from srift.settings import Settings
 
@@ -83,6 +85,19 @@ def plan_request() -> dict[str, Any]:
     }
 
 
+def store_first_data(url: str) -> int:
+    """The first catalog (snapshot tb-1) and a profile of the model for each host type; returns the fast
+    hosts' profile id."""
+    with transaction(url) as session:
+        import_document(
+            session=session,
+            document=catalog(name="tb-1", as_of="2026-01-01", slow_price=0.1, fast_price=0.4),
+            origin="test",
+        )
+        save_profile(session=session, profile=profile(SLOW))
+        return save_profile(session=session, profile=profile(FAST))
+
+
 def answer(client: TestClient, headers: dict[str, str]) -> tuple[Any, ...]:
     """What a plan says (not its id, time stamps or solve time)."""
     r = client.post("/v1/plans", json=plan_request(), headers=headers)
@@ -101,14 +116,7 @@ def test_the_next_plan_sees_new_profiles_models_and_catalogs(
     settings: Settings, client: TestClient, write_headers: dict[str, str]
 ) -> None:
     url = settings.resolved_database_url
-    with transaction(url) as session:
-        import_document(
-            session=session,
-            document=catalog(name="tb-1", as_of="2026-01-01", slow_price=0.1, fast_price=0.4),
-            origin="test",
-        )
-        save_profile(session=session, profile=profile(SLOW))
-        save_profile(session=session, profile=profile(FAST))
+    store_first_data(url)
 
     first = answer(client, write_headers)
     hits = PREPARED.hits
@@ -156,3 +164,34 @@ def test_the_next_plan_sees_new_profiles_models_and_catalogs(
     with_catalog = answer(client, write_headers)
     assert with_catalog != with_profile
     assert with_catalog[3] < with_profile[3]
+
+
+def test_a_stored_profile_edited_or_replaced_is_planned_as_stored_now(
+    settings: Settings, client: TestClient, write_headers: dict[str, str]
+) -> None:
+    """The server reads each stored profile document once (srift.profiling.store.PARSED): a profile edited
+    in place by plain SQL (its fingerprint left as it was), or deleted and stored again, is planned from what
+    the database holds now, as a fresh process plans it."""
+    url = settings.resolved_database_url
+    fast_id = store_first_data(url)
+    first = answer(client, write_headers)
+
+    def fresh() -> tuple[Any, ...]:
+        """The answer of a process that has read nothing yet."""
+        PARSED.clear()
+        PREPARED.clear()
+        return answer(client, write_headers)
+
+    faster = profile(FAST, speed=3.0).to_dict()
+    with transaction(url) as session:
+        session.execute(update(ModelProfileRow).where(ModelProfileRow.id == fast_id).values(document=faster))
+    edited = answer(client, write_headers)
+    assert edited != first
+    assert edited == fresh()
+
+    with transaction(url) as session:
+        delete_profile(session=session, profile_id=fast_id, viewer=EVERYONE)
+        save_profile(session=session, profile=profile(FAST))
+    replaced = answer(client, write_headers)
+    assert replaced[1:4] == first[1:4], "the fast hosts' first profile again: the first plan"
+    assert replaced == fresh()
