@@ -37,6 +37,9 @@ MAX_SOURCE_CHARS = 500
 """Longest provenance text (a catalog file's `source`, a source's `text`) stored with a catalog price."""
 MAX_UNITS_PER_INSTANCE = 100_000
 """Most GPUs or vCPUs one catalog instance type may declare (a typo guard: the largest VMs have hundreds)."""
+MAX_PS_VMS = 64
+"""Most VMs of one parameter-server prediction fleet: that mode simulates every VM's steps; larger fleets
+should use allreduce (the schema publishes it as the rule `parameter-server-fleet-size`)."""
 MAX_EC2_COST_USD = 100_000.0
 MAX_EC2_TIMEOUT_S = 7 * 86400.0
 

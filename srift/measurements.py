@@ -30,10 +30,10 @@ from __future__ import annotations
 import functools
 import hashlib
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from enum import StrEnum
 from importlib import resources
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Protocol, TypeVar
 
 import yaml
 from pydantic import ConfigDict, Field, TypeAdapter, ValidationError, model_validator
@@ -48,6 +48,16 @@ REGISTRY = "data/measurements.yaml"
 _FROZEN = ConfigDict(extra="forbid")
 _SHA256 = r"^[0-9a-f]{64}$"
 _HINT = "correct the entry in srift/data/measurements.yaml (docs/BENCHMARKS.md, 'measurement registry')"
+
+
+class NamedRow(Protocol):
+    """A parsed row of a shipped copy, named (`row`) as the registry's sets list it."""
+
+    @property
+    def row(self) -> str: ...
+
+
+RowT = TypeVar("RowT", bound=NamedRow)
 
 
 class Use(StrEnum):
@@ -204,19 +214,29 @@ class Registry:
             )
         return self.listed(path, use)
 
-    def require_check_only(self, path: str, found: Iterable[str], *, set_id: str, what: str) -> None:
-        """Refuse the copy `path` unless its rows (`found`) are the registry's (`rows`) and only check
-        sets list them: a table that may only validate must never reach a fit. `what` names the rows in the
+    def read_rows(
+        self,
+        path: str,
+        parse: Callable[[str], list[RowT]],
+        *,
+        use: Use,
+        set_id: str,
+        why: str,
+    ) -> list[RowT]:
+        """The copy `path` read (`read`: its hash the registry's) and parsed, refused unless its rows are the
+        registry's (`rows`) and only sets of `use` list them: a table that may only check must never reach a
+        fit, and a fit's table must not be a check. `set_id` and `why` (what the rows are for) make the
         hint."""
-        present = list(found)
-        other = sorted(set(present) - self.rows(path, Use.CHECK, present))
+        rows = parse(self.read(path))
+        present = [r.row for r in rows]
+        other = sorted(set(present) - self.rows(path, use, present))
         if other:
             raise ConfigurationError(
-                f"{path}: rows {', '.join(other[:3])} are listed by a set that is not a check set",
-                hint=f"{what} only check: list them in the check set {set_id} of "
-                "srift/data/measurements.yaml",
+                f"{path}: rows {', '.join(other[:3])} are listed by a set that is not a {use.value} set",
+                hint=f"{why}: list them in the {use.value} set {set_id} of srift/data/measurements.yaml",
                 field="use",
             )
+        return rows
 
     def listed(self, path: str, use: Use) -> frozenset[str]:
         """The rows of the copy `path` that sets of `use` list, not checked against the copy's rows (`rows`

@@ -1,4 +1,5 @@
-"""Stored things as services hand them to the edges: a plan, a tracked training run, a probe/profile job.
+"""Stored things as services hand them to the edges: a plan, a tracked training run, a probe/profile job,
+stored probe samples as the dashboard plots and counts them.
 
 A plan's request and result are the JSON documents stored with it (the result is PlanResult's fields); the
 edges render these records into their response schemas.
@@ -91,3 +92,29 @@ class JobRecord:
     error: str | None
     log: str
     result: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ProbePoint:
+    """A stored probe sample as the dashboard plots it (bus bandwidth in gigabits/s); GET
+    /v1/bandwidth-models/{version}/curves answers with it as it is."""
+
+    world_size: int
+    nodes: int
+    buffer_bytes: int
+    busbw_gbps: float
+    async_count: int
+    backend: str
+    origin: str
+
+
+@dataclass(frozen=True, slots=True)
+class ProbeGroup:
+    """The count of stored probe samples of one (provider, instance type, world size, nodes); the curves
+    endpoint lists these as they are, to pick from."""
+
+    provider: str
+    instance_type: str
+    world_size: int
+    nodes: int
+    count: int

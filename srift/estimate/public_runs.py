@@ -252,17 +252,8 @@ def read_runs(*, registry: Registry | None = None) -> list[LoggedRun]:
     rows are not the registry's, or when a set other than the fit set `SET_ID` lists any of them (they fit
     η, `link_efficiencies`)."""
     reg = registry or shipped_registry()
-    runs = parse_runs(reg.read(TABLE_COPY))
-    fitted = reg.rows(TABLE_COPY, Use.FIT, (r.row for r in runs))
-    other = sorted({r.row for r in runs} - fitted)
-    if other:
-        raise ConfigurationError(
-            f"{TABLE_COPY}: rows {', '.join(other[:3])} are listed by a set that is not a fit set",
-            hint=f"the raw-log runs fit the node efficiency η: list them in the fit set {SET_ID} of "
-            "srift/data/measurements.yaml",
-            field="use",
-        )
-    return runs
+    why = "the raw-log runs fit the node efficiency η"
+    return reg.read_rows(TABLE_COPY, parse_runs, use=Use.FIT, set_id=SET_ID, why=why)
 
 
 def config_key(run: LoggedRun) -> tuple[str, int, str, str, int, str, float]:

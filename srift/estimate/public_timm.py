@@ -28,7 +28,7 @@ from srift.domain.structure import ModelStructure, Precision
 from srift.estimate.calibration import Calibration
 from srift.estimate.public import csv_rows
 from srift.estimate.roofline import roofline_times
-from srift.measurements import Registry, shipped_registry
+from srift.measurements import Registry, Use, shipped_registry
 
 TABLE_COPY = "estimate/data/timm_train_rtx3090.csv"
 """The extracted rows as the measurement registry names them (relative to the srift package)."""
@@ -96,11 +96,8 @@ def read_rows(*, registry: Registry | None = None) -> list[TimmRow]:
     """The shipped rows, read through the measurement registry: ConfigurationError when the copy's hash or
     rows are not the registry's, or when a set other than a check set lists any of them."""
     reg = registry or shipped_registry()
-    rows = parse_rows(reg.read(TABLE_COPY))
-    reg.require_check_only(
-        TABLE_COPY, (r.row for r in rows), set_id=SET_ID, what="timm's rows (they check the estimator)"
-    )
-    return rows
+    why = "timm's rows (they check the estimator) only check"
+    return reg.read_rows(TABLE_COPY, parse_rows, use=Use.CHECK, set_id=SET_ID, why=why)
 
 
 def estimated_step_s(row: TimmRow, structure: ModelStructure, calibration: Calibration) -> float:

@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session
 from srift.db.tables import PlanRow, ProbeSample, TrainingJob, TrainingJobEvent
 from srift.documents import copy_fields
 from srift.domain import BusBandwidthModel, InstanceType, Interconnect
+from srift.domain.records import ProbeGroup, ProbePoint
 from srift.domain.states import TrainingState
 from srift.errors import InvalidInput, NotFound
 from srift.settings import Settings
@@ -37,32 +38,6 @@ class ModelCurve:
     busbw_gbps: tuple[float, ...]
     source: str
     residual_cv: float
-
-
-@dataclass(frozen=True, slots=True)
-class ProbePoint:
-    """A stored probe sample as the dashboard plots it (bus bandwidth in gigabits/s); GET
-    /v1/bandwidth-models/{version}/curves answers with it as it is."""
-
-    world_size: int
-    nodes: int
-    buffer_bytes: int
-    busbw_gbps: float
-    async_count: int
-    backend: str
-    origin: str
-
-
-@dataclass(frozen=True, slots=True)
-class ProbeGroup:
-    """The count of stored probe samples of one (provider, instance type, world size, nodes); the curves
-    endpoint lists these as they are, to pick from."""
-
-    provider: str
-    instance_type: str
-    world_size: int
-    nodes: int
-    count: int
 
 
 @dataclass(frozen=True, slots=True)

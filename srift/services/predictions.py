@@ -33,6 +33,7 @@ from srift.domain import (
 from srift.domain.network import NetworkSpec
 from srift.domain.requests import FleetQuery, PredictionQuery
 from srift.errors import InvalidInput, NotFound
+from srift.limits import MAX_PS_VMS
 from srift.services.calibration import CorrectionTable, calibration_sources, fleet_shares, load_table
 from srift.services.memory import check_fleet_member
 from srift.services.network import check_transport, network_spec, network_view
@@ -46,9 +47,6 @@ from srift.services.views import (
 )
 from srift.settings import Settings
 from srift.sim import IterationEstimate, simulate, to_prediction
-
-MAX_PS_VMS = 64
-"""Parameter-server mode simulates every VM's steps; larger fleets should use allreduce."""
 
 MAX_MC_LAYER_WORK = 2_000_000
 """mc_samples × layers above this would keep a request busy for minutes; asked to lower mc_samples."""

@@ -13,8 +13,7 @@ from typing import Any
 
 from srift.documents import RULES_KEY
 from srift.jobs.spec import DEFAULT_SIZES
-from srift.limits import PROBE_GRID
-from srift.services.predictions import MAX_PS_VMS
+from srift.limits import MAX_PS_VMS, PROBE_GRID
 
 Predicate = Callable[[dict[str, Any]], bool | None]
 EC2_DEFAULT_MAX_INSTANCES = 8

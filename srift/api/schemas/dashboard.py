@@ -5,8 +5,8 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from srift.api.schemas.types import Timestamp
+from srift.domain.records import ProbeGroup, ProbePoint
 from srift.domain.states import TrainingState
-from srift.services.dashboard import ProbeGroup, ProbePoint
 
 
 class CurveSeries(BaseModel):

@@ -26,8 +26,7 @@ from srift.api.schemas.types import (
 from srift.documents import StrictModel, field_defaults, publish_rules, read_document
 from srift.domain import Market
 from srift.domain.requests import FleetChoice, PredictionQuery
-from srift.limits import MAX_COUNT, MAX_VM_BATCH
-from srift.services.predictions import MAX_PS_VMS
+from srift.limits import MAX_COUNT, MAX_PS_VMS, MAX_VM_BATCH
 from srift.sim import CommMode
 
 MAX_CHOICES = 32
