@@ -1,7 +1,8 @@
 """Importing probe output files (probe JSON lines or nccl-tests text) into the sample store.
 
 The instance type must be in the catalog (provider "local" — this machine — is exempt; a mixed ring's
-samples, "a+b", need each of its types there); the catalog's
+samples, "a+b", need each of its types there, and are stored under the ring's one spelling, its types
+sorted: `srift.domain.rings`); the catalog's
 facts fill the host features an nccl-tests log does not print (GPU model, vCPUs, memory, rated Gbit/s).
 Everything is validated before anything is stored, and stored in the caller's transaction.
 """
@@ -19,6 +20,7 @@ from srift.bandwidth.records import ProbeRecord, parse_jsonl
 from srift.bandwidth.samples import store_samples
 from srift.domain import InstanceType
 from srift.domain.bandwidth import Collective
+from srift.domain.rings import canonical_instance_type
 from srift.errors import InvalidInput, NotFound
 
 UNCATALOGUED_PROVIDERS = ("local",)
@@ -82,6 +84,8 @@ def import_text(
             raise InvalidInput(
                 f"{name} must be ≥ 1, got {value}", hint=f"give --{name.replace('_', '-')} ≥ 1", field=name
             )
+    if instance_type is not None:  # a ring given in any order is stored as one ring (srift.domain.rings)
+        instance_type = canonical_instance_type(instance_type)
     if fmt is ImportFormat.NCCL_TESTS:
         records = _nccl_tests(
             session=session,

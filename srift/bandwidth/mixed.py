@@ -6,8 +6,8 @@ the fast sender's bursts queue and drop at the slower host's limit and TCP backs
 slow type alone (every sender paced by its own link) never sees. On the validation testbed a ring of two
 small and two large hosts was 2–9 % slower than four small ones (docs/validation.md at 0856b84, round 6).
 
-Probe records of a mixed ring carry the ring's types joined by "+" (sorted, distinct: `ring_name`). The
-factor of a ring at a size is the slowest member type's median time alone over the mixed ring's median
+Probe records of a mixed ring carry the ring's types joined by "+" (sorted, distinct: `srift.domain.rings`).
+The factor of a ring at a size is the slowest member type's median time alone over the mixed ring's median
 time, both on the same number of nodes with the same buffer: busbw(mixed) / busbw(slowest alone). Sizes
 are pooled over node counts by the median. The factors travel with the model version (its metrics), and
 the network stage of a fleet of those types multiplies its rates by them (`srift.sim.network`).
@@ -23,26 +23,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from srift.bandwidth.records import ProbeRecord
-from srift.errors import InvalidInput
-
-SEPARATOR = "+"
-
-
-def ring_name(type_names: Iterable[str]) -> str:
-    """The instance-type name mixed-ring records carry: the distinct types, sorted, joined by "+"."""
-    names = sorted(set(type_names))
-    if len(names) < 2:
-        raise InvalidInput(
-            f"a mixed ring needs two or more instance types, got {names}",
-            hint="probe a ring of one type as that type",
-            field="instance_type",
-        )
-    return SEPARATOR.join(names)
-
-
-def ring_members(instance_type: str) -> tuple[str, ...]:
-    """The types of a mixed-ring name (one element for a plain type)."""
-    return tuple(instance_type.split(SEPARATOR))
+from srift.domain.rings import SEPARATOR as SEPARATOR
+from srift.domain.rings import ring_members as ring_members
+from srift.domain.rings import ring_name as ring_name
 
 
 def is_mixed(record: ProbeRecord) -> bool:
@@ -135,7 +118,7 @@ def measure_mixed_rings(records: Sequence[ProbeRecord]) -> list[MixedRing]:
         if slowest is not None:
             cells[(provider, name)].append((nodes, size, slowest / mixed_s))
     return [
-        MixedRing(provider=provider, types=ring_members(name), factors=tuple(sorted(found)))
+        MixedRing(provider=provider, types=tuple(sorted(ring_members(name))), factors=tuple(sorted(found)))
         for (provider, name), found in sorted(cells.items())
     ]
 
@@ -162,7 +145,7 @@ def rings_from_metrics(data: Mapping[str, Any] | None) -> list[MixedRing]:
             continue
         valid = factors and all(n >= 2 and s >= 1 and f > 0 and math.isfinite(f) for n, s, f in factors)
         if name and len(ring_members(name)) >= 2 and valid:
-            rings.append(MixedRing(provider, ring_members(name), factors))
+            rings.append(MixedRing(provider, tuple(sorted(ring_members(name))), factors))
     return rings
 
 

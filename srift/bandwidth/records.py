@@ -30,6 +30,7 @@ from srift.documents import (
 )
 from srift.domain.bandwidth import Collective
 from srift.domain.host import HostFacts
+from srift.domain.rings import RING_RULE, canonical_instance_type
 from srift.errors import InvalidInput
 
 SCHEMA: Final = "srift-probe/1"
@@ -137,6 +138,14 @@ BANDWIDTHS_AGREE = (
 )
 
 
+def _canonical_type(name: str) -> str:
+    """A ring's name in its one stored spelling (`srift.domain.rings`), its refusal as this field's error."""
+    try:
+        return canonical_instance_type(name)
+    except InvalidInput as exc:
+        raise rule_error(exc.detail, field="", hint=exc.hint) from exc
+
+
 _HINTS = {
     "schema": f"write samples with schema {SCHEMA!r}",
     "buffer_bytes": "give the buffer size in bytes (at most 1 TiB)",
@@ -164,9 +173,9 @@ class ProbeSampleDocument(StrictModel):
     schema_: Literal["srift-probe/1"] = Field(default=SCHEMA, alias="schema")
     run_id: OptionalText = ""
     provider: Annotated[RequiredText, AfterValidator(str.lower)]
-    instance_type: RequiredText = Field(
-        description="a catalog type of the provider, or a mixed ring's types sorted and joined by '+' "
-        "(e.g. tb.large+tb.small; each of them in the catalog)"
+    instance_type: Annotated[RequiredText, AfterValidator(_canonical_type)] = Field(
+        description=f"a catalog type of the provider, or {RING_RULE}; each of the ring's types in the "
+        "catalog, and a type named twice is refused"
     )
     backend: Annotated[str, Field(pattern=BACKEND_PATTERN), AfterValidator(str.lower)] = Field(
         description=f"one of {', '.join(BACKENDS)} (any case)"

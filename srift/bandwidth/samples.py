@@ -6,6 +6,7 @@ The values themselves (ProbeRecord, the JSON-lines form, SampleQuery) are in `sr
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from typing import Any
 
 from sqlalchemy import insert, or_, select
@@ -20,6 +21,7 @@ from srift.bandwidth.records import busbw_gbps as busbw_gbps
 from srift.bandwidth.records import parse_jsonl as parse_jsonl
 from srift.bandwidth.records import records_to_jsonl as records_to_jsonl
 from srift.db.tables import Job, ProbeSample
+from srift.domain.rings import canonical_instance_type
 from srift.errors import Conflict, InvalidInput, NotFound
 
 
@@ -33,8 +35,9 @@ def store_samples(
 ) -> int:
     """Add the records not stored before (by fingerprint) in the caller's transaction; return how many.
 
-    Nothing is committed here: the caller's transaction stores all of them or none. `origin` says where
-    they came from ("probe", "jsonl", "nccl-tests", "job", "shipped").
+    Nothing is committed here: the caller's transaction stores all of them or none. A mixed ring's name is
+    stored in its one spelling, its types sorted (InvalidInput for a ring naming a type twice). `origin`
+    says where they came from ("probe", "jsonl", "nccl-tests", "job", "shipped").
     """
     if not origin or len(origin) > 32:
         raise InvalidInput(
@@ -44,6 +47,7 @@ def store_samples(
         raise NotFound(f"no job {job_id}", hint="store samples against an existing probe job", field="job_id")
     by_print: dict[str, ProbeRecord] = {}
     for record in records:
+        record = _canonical(record)
         by_print.setdefault(record.fingerprint(), record)
     prints = list(by_print)
     existing: set[str] = set()
@@ -66,6 +70,13 @@ def store_samples(
             hint="retry: samples already stored are skipped",
         ) from exc
     return len(new)
+
+
+def _canonical(record: ProbeRecord) -> ProbeRecord:
+    """`record` under its ring's one spelling (`srift.domain.rings`): documents arrive so already, records a
+    caller built itself (an nccl-tests import) are put so here, so no writer stores a second name."""
+    name = canonical_instance_type(record.instance_type)
+    return record if name == record.instance_type else replace(record, instance_type=name)
 
 
 def _row(record: ProbeRecord, *, fingerprint: str, origin: str, job_id: int | None) -> dict[str, Any]:

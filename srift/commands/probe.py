@@ -312,7 +312,13 @@ def _print_summary(records: list[ProbeRecord], spec: LocalProbe) -> None:
 def import_(
     file: Annotated[Path, typer.Argument(exists=True, dir_okay=False, readable=True, help="file to import")],
     fmt: Annotated[str, typer.Option("--format", help="jsonl (probes/allreduce.py) or nccl-tests")] = "jsonl",
-    instance_type: Annotated[str | None, typer.Option("--instance-type", help="type the test ran on")] = None,
+    instance_type: Annotated[
+        str | None,
+        typer.Option(
+            "--instance-type",
+            help="type the test ran on; a mixed ring's types joined by '+', each once, in any order",
+        ),
+    ] = None,
     nodes: Annotated[int | None, typer.Option("--nodes", help="instances the test spanned")] = None,
     gpus_per_node: Annotated[int | None, typer.Option("--gpus-per-node", help="ranks per instance")] = None,
     provider: Annotated[str | None, typer.Option("--provider", help="default aws for nccl-tests")] = None,

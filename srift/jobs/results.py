@@ -94,8 +94,8 @@ def _mismatch(spec: ProbeJobSpec, record: ProbeRecord) -> tuple[str, str] | None
     provider = spec.provider.catalog_provider or spec.provider.value
     if record.provider != provider:
         return "provider", repr(provider)
-    if record.instance_type != spec.instance_type:
-        members = ring_members(spec.instance_type)
+    members = ring_members(spec.instance_type)
+    if sorted(ring_members(record.instance_type)) != sorted(members):  # a ring's types in any order
         ring = f" (the ring of {', '.join(members)})" if len(members) > 1 else ""
         return "instance_type", f"{spec.instance_type!r}{ring}"
     if record.nodes not in spec.node_counts:

@@ -15,6 +15,7 @@ from srift.db.tables import PlanRow, ProbeSample, TrainingJob, TrainingJobEvent
 from srift.documents import copy_fields
 from srift.domain import BusBandwidthModel, InstanceType, Interconnect
 from srift.domain.records import ProbeGroup, ProbePoint
+from srift.domain.rings import canonical_instance_type
 from srift.domain.states import TrainingState
 from srift.errors import InvalidInput, NotFound
 from srift.settings import Settings
@@ -176,7 +177,8 @@ def bandwidth_curves(
     instance_type: str | None,
     world_sizes: Sequence[int],
 ) -> CurvesView:
-    """Curves of model `version` ("active" for the serving model) for one instance type, with its samples.
+    """Curves of model `version` ("active" for the serving model) for one instance type, with its samples;
+    a mixed ring is found by its types in any order (`srift.domain.rings`).
 
     Without `instance_type`: a GPU type of the provider's catalog (default aws), the one with the most
     samples (imported or probed) first, else the catalog's first; only a provider without GPU types in the
@@ -191,7 +193,7 @@ def bandwidth_curves(
     if instance_type is None:
         provider, name = _default_type(session=session, provider=provider, groups=groups)
     else:
-        provider, name = provider or DEFAULT_PROVIDER, instance_type
+        provider, name = provider or DEFAULT_PROVIDER, canonical_instance_type(instance_type)
     instance = _instance(session=session, provider=provider, name=name)
     sizes = check_world_sizes(world_sizes) if world_sizes else default_world_sizes(instance, groups)
     if version == ACTIVE:

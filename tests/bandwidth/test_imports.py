@@ -72,3 +72,33 @@ def test_an_unknown_type_given_by_option_names_instance_type(
     code, _, err = run_cli(capsys, "probe", "import", str(reference_path), *args)
     flat = " ".join(err.split())
     assert code == 2 and "error: instance_type: provider 'aws' has no instance type 'p5.48xlargee'" in flat
+
+
+def test_a_ring_imported_in_either_order_is_one_ring_and_a_type_named_twice_is_refused(
+    cli_db: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], testbed_records: list[ProbeRecord]
+) -> None:
+    """`--instance-type b+a` and `--instance-type a+b` stored the same file twice, as two rings; both now
+    store under the ring's one spelling (its types sorted), so the second import adds nothing and a query
+    of the ring's types finds its samples under that name. A ring naming a type twice is refused on
+    `instance_type` before anything is stored."""
+    from srift.bandwidth.records import SampleQuery
+    from srift.bandwidth.samples import load_samples
+
+    path = tmp_path / "ring.jsonl"
+    path.write_text("\n".join(_lines(testbed_records[:3], provider="local")) + "\n")
+    stored = []
+    for ring in ("tb.small+tb.large", "tb.large+tb.small"):
+        code, out, err = run_cli(capsys, "probe", "import", str(path), "--instance-type", ring, "--json")
+        assert code == 0, err
+        stored.append(json.loads(out))
+    assert [s["stored"] for s in stored] == [3, 0]
+    assert stored[0]["instance_types"] == stored[1]["instance_types"] == ["local/tb.large+tb.small"]
+    with session_factory(cli_db)() as session:
+        found = load_samples(session=session, query=SampleQuery(instance_types=("tb.small", "tb.large")))
+        assert {r.instance_type for r in found} == {"tb.large+tb.small"} and len(found) == 3
+    code, _, err = run_cli(capsys, "probe", "import", str(path), "--instance-type", "tb.small+tb.small")
+    flat = " ".join(err.split())
+    assert code == 2 and "error: instance_type: the mixed ring 'tb.small+tb.small' names 'tb.small'" in flat
+    assert "To fix: give each type once (tb.small)" in flat, err
+    with session_factory(cli_db)() as session:
+        assert count_samples(session=session) == 3

@@ -136,6 +136,9 @@ def test_rings_survive_the_metrics_round_trip_and_foreign_entries_are_skipped() 
         "w/i+j": {"factor_by_nodes": {"1": {"1": 0.5}}},
     }
     assert rings_from_metrics({**data, **broken}) == [ring]
+    assert rings_from_metrics({"testbed/b+a": data["testbed/a+b"]}) == [ring], (
+        "a version stored before names were sorted"
+    )
 
 
 def test_table_answers_exact_rings_then_the_worst_probed_subset_never_above_one() -> None:

@@ -115,3 +115,58 @@ def test_a_revision_alembic_cannot_resolve_is_one_line_naming_it(
     assert "Traceback" not in err and err.startswith("error: revision: ")
     assert said in err and "To fix:" in err and f"{head}, head, base" in err
     assert migrate.current_revision(sqlite_url) == head
+
+
+def test_rings_stored_under_another_order_are_renamed_losing_nothing(db_url: str) -> None:
+    """Before srift.domain.rings a mixed ring's name was stored as given: the same ring under two names (and
+    one measurement twice, once per order). 0006 renames every such row to the sorted spelling with its
+    fingerprint under that name (re-importing finds it), deletes nothing (the second copy of a measurement
+    keeps its old fingerprint), and leaves a name listing a type twice as it was."""
+    from dataclasses import replace
+
+    from sqlalchemy import insert, select
+
+    from srift.bandwidth.records import ProbeRecord
+    from srift.bandwidth.samples import _row, record_from_row
+    from srift.db.session import session_factory
+    from srift.db.tables import ProbeSample
+
+    sample = {"run_id": "r1", "provider": "testbed", "instance_type": "tb.small", "backend": "gloo"}
+    sample |= {"buffer_bytes": 1024, "world_size": 2, "time_s": 0.001, "collective": "all_gather"}
+    base = replace(ProbeRecord.from_dict(sample), instance_type="tb.small+tb.large")  # as stored before
+    legacy = [
+        base,
+        replace(base, instance_type="tb.large+tb.small"),  # the same measurement, stored in the other order
+        replace(base, repeat=1),
+        replace(base, repeat=2, instance_type="c+a+b"),
+        replace(base, instance_type="tb.small+tb.small"),
+        replace(base, instance_type="tb.small"),
+    ]
+    migrate.downgrade(db_url, "0005")
+    get_engine(db_url).dispose()
+    with session_factory(db_url)() as session:
+        rows = [_row(r, fingerprint=r.fingerprint(), origin="jsonl", job_id=None) for r in legacy]
+        session.execute(insert(ProbeSample), rows)
+        session.commit()
+    migrate.upgrade(db_url)
+    get_engine(db_url).dispose()
+    with session_factory(db_url)() as session:
+        stored = list(session.scalars(select(ProbeSample).order_by(ProbeSample.id)))
+        names = [row.instance_type for row in stored]
+        assert names == [
+            "tb.large+tb.small",
+            "tb.large+tb.small",
+            "tb.large+tb.small",
+            "a+b+c",
+            "tb.small+tb.small",
+            "tb.small",
+        ]
+        records = [record_from_row(row) for row in stored]
+        assert [replace(r, instance_type="") for r in records] == [
+            replace(r, instance_type="") for r in legacy
+        ], "every field but the name is as it was"
+        prints = [row.fingerprint for row in stored]
+        assert prints[1] == legacy[1].fingerprint() == records[0].fingerprint(), "the sorted copy holds it"
+        assert prints[0] == legacy[0].fingerprint(), "the other copy keeps its own: nothing is deleted"
+        assert prints[2] == records[2].fingerprint() and prints[3] == records[3].fingerprint()
+        assert prints[4:] == [r.fingerprint() for r in legacy[4:]]

@@ -515,3 +515,51 @@ def test_the_api_gives_a_job_field_the_hint_the_cli_gives(
     assert r.json()["hint"] == caught.value.hint
     query = client.get("/v1/probe-jobs", params={"limit": 0})
     assert query.json()["field"] == "limit" and "see /docs" in query.json()["hint"]
+
+
+@pytest.mark.usefixtures("testbed_types")
+def test_a_rings_types_in_either_order_store_into_one_ring_and_find_it(
+    client: TestClient, write_headers: dict[str, str], session: Session, db_url: str
+) -> None:
+    """`tb.small+tb.large` and `tb.large+tb.small` were stored as two rings (two names, two fingerprints for
+    one measurement). Both orders now store under the ring's one spelling, its types sorted: posting the
+    same samples in the other order adds nothing, and the curves and a job that names the ring in the
+    other order find them."""
+    ring = [{**_sample(repeat=k), "instance_type": "tb.small+tb.large"} for k in range(2)]
+    first = client.post("/v1/probe-results", json={"samples": ring}, headers=write_headers)
+    assert first.status_code == 200 and first.json()["stored"] == 2, first.text
+    flipped = [{**sample, "instance_type": RING} for sample in ring]
+    again = client.post("/v1/probe-results", json={"samples": flipped}, headers=write_headers)
+    assert again.status_code == 200 and again.json()["stored"] == 0, again.text
+    assert set(session.scalars(select(ProbeSample.instance_type))) == {RING}
+    for name in ("tb.small+tb.large", RING):
+        curves = client.get(
+            "/v1/bandwidth-models/active/curves",
+            params={"provider": "testbed", "instance_type": name, "world_size": 2},
+        )
+        assert curves.status_code == 200, curves.text
+        assert curves.json()["instance_type"] == RING and len(curves.json()["samples"]) == 2
+    with transaction(db_url) as tx:  # a job stored with the ring's other spelling takes the ring's samples
+        job, token = create_job(
+            session=tx, spec=parse_probe_job({**GOOD, "instance_type": "tb.small+tb.large"})
+        )
+        job_id = job.id
+    own = {"Authorization": f"Bearer {token}"}
+    by_hand = [{**sample, "run_id": "by-hand-3"} for sample in flipped]
+    answer = client.post("/v1/probe-results", json={"job_id": job_id, "samples": by_hand}, headers=own)
+    assert answer.status_code == 200 and answer.json()["stored"] == 2, answer.text
+
+
+@pytest.mark.usefixtures("testbed_types")
+def test_a_ring_naming_a_type_twice_is_a_422_naming_the_sample_and_the_schema_says_so(
+    client: TestClient, write_headers: dict[str, str], session: Session
+) -> None:
+    samples = [_sample(), {**_sample(repeat=1), "instance_type": "tb.small+tb.large+tb.small"}]
+    r = client.post("/v1/probe-results", json={"samples": samples}, headers=write_headers)
+    assert r.status_code == 422 and r.json()["field"] == "samples[1].instance_type", r.text
+    assert "'tb.small' more than once" in r.json()["detail"]
+    assert "tb.large+tb.small" in r.json()["hint"]
+    assert _samples(session) == 0
+    described = client.get("/openapi.json").json()["components"]["schemas"]["ProbeSampleDocument"]
+    text = described["properties"]["instance_type"]["description"]
+    assert "each once" in text and "stored sorted" in text and "named twice is refused" in text

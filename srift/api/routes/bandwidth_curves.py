@@ -14,6 +14,7 @@ from srift.api.auth import RequireRead
 from srift.api.deps import SessionDep, SettingsDep
 from srift.api.schemas.dashboard import BandwidthCurves
 from srift.api.schemas.types import NO_NUL
+from srift.domain.rings import RING_RULE
 from srift.services import dashboard
 from srift.services.dashboard import MAX_WORLD_SIZE, MAX_WORLD_SIZES
 
@@ -22,7 +23,7 @@ router = APIRouter(tags=["bandwidth-models"])
 ERRORS: dict[int | str, dict[str, str]] = {
     401: {"description": "a read token is required (SRIFT_READ_REQUIRES_TOKEN)"},
     404: {"description": "unknown model version, provider or instance type"},
-    422: {"description": "invalid world size"},
+    422: {"description": "invalid world size, or a mixed ring naming a type twice"},
 }
 
 
@@ -46,7 +47,12 @@ def bandwidth_curves(
     ] = None,
     instance_type: Annotated[
         str | None,
-        Query(min_length=1, max_length=128, pattern=NO_NUL, description="default: the first probed type"),
+        Query(
+            min_length=1,
+            max_length=128,
+            pattern=NO_NUL,
+            description=f"a type, or {RING_RULE}; default: the first probed type",
+        ),
     ] = None,
     world_size: Annotated[
         list[Annotated[int, Field(ge=2, le=MAX_WORLD_SIZE)]] | None,

@@ -133,9 +133,11 @@ def post_probe_results(body: ProbeResultsIn, session: SessionDep, caller: Requir
     Samples posted for a job must answer it: the job's provider (`aws` for an ec2 job), its instance
     type, `nodes` among its `node_counts`, and `world_size` = `nodes` × its `ranks_per_node`; any other is
     a 409 naming `samples[i].<field>` and what the job asked, and nothing of the batch is staged or stored.
-    A mixed ring's samples carry the ring's name (`tb.large+tb.small`: its types, sorted, joined by "+");
-    each of its types must be in the catalog, not the name. A probe job runs one type, so a ring's samples
-    are posted with a write token and no `job_id` (or imported with `srift probe import`)."""
+    A mixed ring's samples carry the ring's name (`tb.large+tb.small`: its types joined by "+"), stored
+    with its types sorted, so `tb.small+tb.large` is the same ring; a type named twice is a 422 naming
+    `samples[i].instance_type`. Each of its types must be in the catalog, not the name. A probe job runs
+    one type, so a ring's samples are posted with a write token and no `job_id` (or imported with
+    `srift probe import`)."""
     caller.authorize_job(body.job_id)
     outcome = service.post_probe_results(
         session=session,
