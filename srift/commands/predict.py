@@ -15,7 +15,7 @@ from rich.table import Table
 from srift.commands.ddp_options import BucketCapMb, PerLayer, apply_ddp_options
 from srift.commands.local import served_session
 from srift.commands.options import ExampleFlag, ServerUrl
-from srift.commands.plan import network_rate_lines, render_sources
+from srift.commands.plan import network_rate_lines, render_sources, render_strategy
 from srift.commands.remote import answer_request, load_request_file, put_given, request_body
 from srift.commands.tables import add_columns
 
@@ -113,6 +113,16 @@ def _network_lines(network: dict[str, Any] | None, *, verbose: bool = False) -> 
         )
 
 
+def _strategy_lines(view: dict[str, Any] | None) -> None:
+    """How the fleet runs under the request's strategy, as `srift plan` says it (srift.commands.plan.
+    render_strategy); with DDP alone, which compares nothing, the how and why in one line."""
+    if not view:
+        return
+    if not view.get("compared"):
+        console.print(f"how to run it: {view['how']}; why: {view['why']}", highlight=False)
+    render_strategy(view)
+
+
 def render(result: dict[str, Any], *, verbose: bool = False) -> None:
     """Print a prediction as tables: the fleet, the times and cost, and where an iteration's time goes;
     `verbose` adds every source and the network's assumptions."""
@@ -175,6 +185,7 @@ def render(result: dict[str, Any], *, verbose: bool = False) -> None:
     parts.add_row("communication (overlapped or not)", f"{b['communication_s']:.4g}", "")
     parts.add_row("granularity = compute / communication", granularity, "")
     console.print(parts)
+    _strategy_lines(result.get("strategy"))
     _network_lines(result.get("network"), verbose=verbose)
     for warning in result["warnings"]:
         console.print(f"[yellow]warning:[/] {warning}", highlight=False)

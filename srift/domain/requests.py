@@ -215,7 +215,11 @@ class FleetQuery:
 @dataclass(frozen=True, slots=True)
 class PredictionQuery(ProfileRequest):
     """A prediction request (POST /v1/predictions, `srift predict FILE`): one fleet's time and cost
-    (`config`), or several fleets' (`configs`, a sweep), under the `network` assumptions."""
+    (`config`), or several fleets' (`configs`, a sweep), under the `network` assumptions.
+
+    `strategy` and `checkpointing` are a plan's (srift.domain.sharding): each fleet is evaluated as a plan
+    evaluates a candidate fleet under them. `strategy` None (the default) predicts plain DDP as predictions
+    always did, and answers without a strategy section; `checkpointing` then must stay None."""
 
     iterations: int
     config: FleetQuery | None = None
@@ -232,6 +236,8 @@ class PredictionQuery(ProfileRequest):
     input_pipeline: InputPipeline | None = None
     """Overrides the profiles' own, as a plan's does: a plan's fleet predicted gives the plan's data stall."""
     read_gbps: float | None = None
+    strategy: StrategyChoice | None = None
+    checkpointing: bool | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -82,10 +82,23 @@ def check_fleet_member(
     per_gpu_batch: float,
     allow_cpu_profiles: bool,
     field: str,
+    memory: bool = True,
 ) -> tuple[str, ...]:
     """A predicted fleet member: notes marking a stand-in CPU profile; InvalidInput naming `field` for a
-    CPU profile not allowed, or a per-GPU batch above what the GPU's memory holds."""
+    CPU profile not allowed, or (`memory`) a per-GPU batch above what the GPU's memory holds under DDP. A
+    prediction under a strategy leaves `memory` out and checks each setup's memory instead
+    (srift.services.sharding), as a plan that may shard does (`fit_candidates`)."""
     notes = check_devices([(profile, instance)], allow_cpu_profiles=allow_cpu_profiles, field=field)
+    if memory:
+        check_ddp_memory(profile, instance, per_gpu_batch=per_gpu_batch, field=field)
+    return notes
+
+
+def check_ddp_memory(
+    profile: ModelProfile, instance: InstanceType, *, per_gpu_batch: float, field: str
+) -> None:
+    """InvalidInput naming the batch beside `field` when `per_gpu_batch` is above what `instance`'s GPU
+    memory holds under DDP (the training memory model, with its margin)."""
     limit = batch_limit(profile, instance)
     if limit is not None and per_gpu_batch > limit.memory_batch:
         most = limit.memory_batch
@@ -96,4 +109,3 @@ def check_fleet_member(
             hint=f"use at most {most} per GPU ({most * instance.devices} per VM), or more VMs",
             field=field.rsplit(".", 1)[0] + ".batch",
         )
-    return notes

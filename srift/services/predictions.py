@@ -32,13 +32,17 @@ from srift.domain import (
 )
 from srift.domain.network import NetworkSpec
 from srift.domain.requests import FleetQuery, PredictionQuery
-from srift.errors import InvalidInput, NotFound
+from srift.domain.sharding import Setup, StrategyChoice
+from srift.errors import Infeasible, InvalidInput, NotFound
 from srift.limits import MAX_PS_VMS
+from srift.optimize.evaluate import SimEvaluator
+from srift.optimize.strategies import SetupResult, StrategyEvaluator
 from srift.services.calibration import CorrectionTable, calibration_sources, fleet_shares, load_table
-from srift.services.memory import check_fleet_member
+from srift.services.memory import check_ddp_memory, check_fleet_member
 from srift.services.network import check_transport, network_spec, network_view
 from srift.services.placement import with_pipeline
 from srift.services.profiles import resolve_profiles, source_label, with_estimates
+from srift.services.sharding import allowed_setups, choice_setup, fleet_strategy_view
 from srift.services.views import (
     breakdown_document,
     choice_document,
@@ -47,6 +51,7 @@ from srift.services.views import (
 )
 from srift.settings import Settings
 from srift.sim import IterationEstimate, simulate, to_prediction
+from srift.sim.result import with_band
 
 MAX_MC_LAYER_WORK = 2_000_000
 """mc_samples × layers above this would keep a request busy for minutes; asked to lower mc_samples."""
@@ -70,23 +75,30 @@ class FleetPrediction:
     network: dict[str, Any] | None = None
     notes: tuple[str, ...] = ()
     """What the request gave that this prediction could not use (srift.services.predictions._ignored)."""
+    strategy: dict[str, Any] | None = None
+    """How the fleet runs under the request's `strategy` (srift.services.sharding.fleet_strategy_view);
+    None when the request names none (plain DDP, and the answer has no strategy section, as before)."""
 
     def document(self) -> dict[str, Any]:
-        """PredictionOut's fields."""
+        """PredictionOut's fields (`strategy` only when the request named one)."""
+        view = self.strategy
         return {
             "label": self.config.label(),
             "choices": [
-                choice_document(
-                    instance_type=m.instance.name,
-                    market=o.market.value,
-                    count=m.count,
-                    batch=m.batch,
-                    gpus=m.instance.devices,
-                    price_usd_per_hr=o.price_usd_per_hr,
-                    instance_gpus=o.instance.gpu_count,
-                    profile=m.profile,
-                    gpu_memory_gib=m.instance.gpu_memory_gib,
-                )
+                {
+                    **choice_document(
+                        instance_type=m.instance.name,
+                        market=o.market.value,
+                        count=m.count,
+                        batch=m.batch,
+                        gpus=m.instance.devices,
+                        price_usd_per_hr=o.price_usd_per_hr,
+                        instance_gpus=o.instance.gpu_count,
+                        profile=m.profile,
+                        gpu_memory_gib=m.instance.gpu_memory_gib,
+                    ),
+                    **(choice_setup(view, m.instance.name) if view is not None else {}),
+                }
                 for m, o in zip(self.members, self.offers, strict=True)
             ],
             "precision": self.members[0].profile.precision.value,
@@ -100,6 +112,7 @@ class FleetPrediction:
             "network": self.network,
             "sources": list(self.sources),
             "warnings": [*self.notes, *self.prediction.breakdown.warnings],
+            **({"strategy": view} if view is not None else {}),
         }
 
 
@@ -163,11 +176,13 @@ def build_fleet(
     offers: dict[tuple[str, str], Offer],
     config: FleetQuery | None = None,
     at: str = "config",
+    memory: bool = True,
 ) -> tuple[list[FleetMember], list[Offer], list[str]]:
     """Fleet members, their offers and the profile sources used; InvalidInput names the choice at fault.
 
     A choice with `gpus` uses that many of each VM's GPUs: its member's instance type is the catalog type
-    with that GPU count (the VM is still priced whole).
+    with that GPU count (the VM is still priced whole). `memory` False leaves DDP's memory check out (a
+    request with a strategy checks the memory of its setups instead, `_Context.setups`).
     """
     fleet = config if config is not None else request.config
     assert fleet is not None
@@ -232,6 +247,7 @@ def build_fleet(
             per_gpu_batch=per_device,
             allow_cpu_profiles=request.allow_cpu_profiles,
             field=f"{where}.instance_type",
+            memory=memory,
         ):
             if note not in used_sources:
                 used_sources.append(note)
@@ -361,6 +377,67 @@ def answer(*, session: Session, settings: Settings, query: PredictionQuery) -> d
     return predict(session=session, settings=settings, query=query).document()
 
 
+def _check_strategy(query: PredictionQuery) -> None:
+    """The request's strategy rules (srift.api.schemas.predictions STRATEGY_NEEDED, STRATEGY_SIMULATED):
+    `checkpointing` only with a strategy; a strategy that may compare more than plain DDP (any but ddp with
+    checkpointing false) only with comm allreduce and no Monte Carlo samples, which the sharded simulator
+    does not model. InvalidInput names the field."""
+    if query.strategy is None:
+        if query.checkpointing is not None:
+            raise InvalidInput(
+                "is given without a strategy",
+                hint="give strategy too (e.g. ddp, zero2, full_shard or auto), or leave checkpointing out: "
+                "without a strategy the prediction is plain DDP without checkpointing",
+                field="checkpointing",
+            )
+        return
+    if query.strategy is StrategyChoice.DDP and query.checkpointing is False:
+        return
+    setup = f"strategy {query.strategy.value}" + (
+        f" with checkpointing {str(query.checkpointing).lower()}" if query.checkpointing is not None else ""
+    )
+    for name, value, given in (
+        ("comm", query.comm.value, query.comm is not CommMode.ALLREDUCE),
+        ("mc_samples", query.mc_samples, query.mc_samples > 0),
+    ):
+        if given:
+            raise InvalidInput(
+                f"{name} {value} is not modelled under {setup}: its setups beyond plain DDP run on the "
+                "sharded simulator, which models allreduce collectives without Monte Carlo samples",
+                hint="leave comm at allreduce and mc_samples at 0, or give strategy ddp with checkpointing "
+                "false",
+                field=name,
+            )
+
+
+def _none_fits(results: Sequence[SetupResult], *, query: PredictionQuery, at: str) -> Infeasible:
+    """The 409 when no setup the request's `strategy` allows fits the fleet: each setup's reason (a profile
+    without the model's memory facts, or a GPU the setup overfills), and what to change; a sweep's names
+    the fleet (`at`)."""
+    assert query.strategy is not None
+    fleet = "this fleet" if at == "config" else f"the fleet {at}"
+    setups = ", ".join(r.setup.label() for r in results)
+    reasons = "; ".join(r.reason for r in results)
+    if all("says nothing of its memory" in r.reason for r in results):
+        hint = (
+            "profile the model with `srift profile` (its profiles record the memory facts sharded setups "
+            "need), or give strategy ddp, or leave strategy out"
+        )
+    else:
+        changes = ["more VMs or GPUs so sharding spreads the model", "a smaller batch per GPU"]
+        changes.append("types with more GPU memory")
+        if query.checkpointing is False:
+            changes.append("checkpointing true (or null)")
+        if query.strategy not in (StrategyChoice.FULL_SHARD, StrategyChoice.AUTO):
+            changes.append("strategy full_shard (or auto)")
+        hint = "use " + ", ".join(changes[:-1]) + f", or {changes[-1]}"
+    return Infeasible(
+        f"no setup strategy {query.strategy.value} allows ({setups}) fits {fleet}: {reasons}",
+        hint=hint,
+        field="strategy",
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class _Context:
     """What every fleet of one query shares: profiles, offers, network assumptions, bandwidth model."""
@@ -375,6 +452,9 @@ class _Context:
     corrections: CorrectionTable | None = None
     ignored: tuple[str, ...] = ()
     """What the request gives that no fleet of it uses (_ignored), said in every fleet's warnings."""
+    evaluator: SimEvaluator | None = None
+    """The simulator as a plan's evaluator (srift.services.plans._evaluator), built when the request names a
+    strategy: each fleet's setups are compared on it as a plan compares them (`setups`)."""
 
     @classmethod
     def of(
@@ -388,6 +468,7 @@ class _Context:
         from srift.bandwidth.registry import active_model
         from srift.sim.network import MemoBandwidth
 
+        _check_strategy(query)
         configs = (
             (("config", query.config),)
             if query.config is not None
@@ -408,6 +489,17 @@ class _Context:
         )
         # Calibration hook (srift.services.calibration): corrections learned from measured runs.
         corrections = load_table(session=session, model=profiles[0][0].model, network=network)
+        evaluator = (
+            SimEvaluator(
+                bandwidth=model,
+                seed=query.seed,
+                straggler_iters=query.straggler_iters,
+                config=query.sim_config,
+                read_gbps=query.read_gbps,
+            )
+            if query.strategy is not None
+            else None
+        )
         return cls(
             query,
             profiles,
@@ -418,15 +510,47 @@ class _Context:
             configs,
             corrections,
             _ignored(query, configs),
+            evaluator,
         )
 
     def instances(self, config: FleetQuery) -> list[InstanceType]:
         return [self.offers[(c.instance_type, c.market.value)].instance for c in config.choices]
 
+    def setups(self, members: Sequence[FleetMember], *, at: str) -> tuple[StrategyEvaluator | None, Any]:
+        """The fleet under the request's strategy, as a plan evaluates a candidate fleet: the allowed setups
+        (srift.services.sharding.allowed_setups) and, when they are more than plain DDP, the chooser that
+        compares them (its memory checks and simulators), with the strategy view. (None, None) without a
+        strategy. DDP alone keeps DDP's memory check; Infeasible when no allowed setup fits the fleet."""
+        query = self.query
+        if query.strategy is None or self.evaluator is None:
+            return None, None
+        setups = allowed_setups(members, strategy=query.strategy, checkpointing=query.checkpointing)
+        if setups == (Setup(),):
+            for i, m in enumerate(members):
+                check_ddp_memory(
+                    m.profile,
+                    m.instance,
+                    per_gpu_batch=m.per_device_batch,
+                    field=f"{at}.choices[{i}].instance_type",
+                )
+            return None, fleet_strategy_view(members, None, requested=query.strategy)
+        chooser = StrategyEvaluator(
+            self.evaluator, setups, max_update_s=max(m.profile.update_s for m in members)
+        )
+        choice = chooser.choose(members)
+        if choice.chosen is None:
+            raise _none_fits(choice.results, query=query, at=at)
+        return chooser, fleet_strategy_view(members, chooser, requested=query.strategy)
+
     def fleet(self, config: FleetQuery, *, at: str) -> FleetPrediction:
         query = self.query
         members, used_offers, profile_sources = build_fleet(
-            request=query, profiles=self.profiles, offers=self.offers, config=config, at=at
+            request=query,
+            profiles=self.profiles,
+            offers=self.offers,
+            config=config,
+            at=at,
+            memory=query.strategy is None,
         )
         check_transport(
             ((f"{at}.choices[{i}].instance_type", m.instance) for i, m in enumerate(members)), self.network
@@ -446,7 +570,8 @@ class _Context:
                 hint="use fewer VMs, or comm=allreduce",
                 field="comm",
             )
-        estimate: IterationEstimate = simulate(
+        chooser, view = self.setups(members, at=at)
+        estimate: IterationEstimate = self.planned(members, chooser) or simulate(
             members,
             bandwidth=self.memo,
             seed=query.seed,
@@ -490,4 +615,17 @@ class _Context:
                 self.network, instances=[m.instance for m in members], model=self.model, multi_node=vms >= 2
             ),
             notes=(*self.ignored, *_spot_note(used_offers)),
+            strategy=view,
         )
+
+    def planned(
+        self, members: Sequence[FleetMember], chooser: StrategyEvaluator | None
+    ) -> IterationEstimate | None:
+        """The fleet's estimate under the setup `chooser` chose, with its band, exactly as a plan's evaluator
+        answers it (`StrategyEvaluator.__call__` and `band`); None when that setup is plain DDP (or there is
+        no chooser): then the served simulator answers, with the request's Monte Carlo samples, comm mode
+        and parameter servers."""
+        chosen = chooser.choose(members).chosen if chooser is not None else None
+        if chooser is None or chosen is None or chosen.setup == Setup() or chosen.estimate is None:
+            return None
+        return with_band(chosen.estimate, chooser.band(members, iterations=self.query.iterations))

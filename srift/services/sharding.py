@@ -28,9 +28,12 @@ GIB = 2**30
 
 
 def allowed_setups(
-    candidates: Sequence[Candidate], *, strategy: StrategyChoice, checkpointing: bool | None
+    candidates: Sequence[Candidate] | Sequence[FleetMember],
+    *,
+    strategy: StrategyChoice,
+    checkpointing: bool | None,
 ) -> tuple[Setup, ...]:
-    """The setups a request allows on these candidates.
+    """The setups a request allows on these candidates (a plan's) or fleet members (a prediction's).
 
     A strategy the request names is taken at its word. `auto` compares every setup when sharding can
     matter: some candidate's profile carries the model's sharding facts (the sharded reference models), or
@@ -46,7 +49,7 @@ def allowed_setups(
     return (Setup(),)
 
 
-def _ddp_cannot_hold(candidate: Candidate) -> bool:
+def _ddp_cannot_hold(candidate: Candidate | FleetMember) -> bool:
     from srift.services.memory import batch_limit
 
     limit = batch_limit(candidate.profile, candidate.instance)
@@ -112,10 +115,16 @@ def strategy_view(
 ) -> dict[str, Any]:
     """How the plan's fleet runs and why (module docstring); `requested` is the request's `strategy`, which
     tells a DDP the request allowed alone from a DDP `auto` could not check any other strategy for."""
-    fleet = _fleet(plan, problem)
+    return fleet_strategy_view(_fleet(plan, problem), chooser_of(evaluator), requested=requested)
+
+
+def fleet_strategy_view(
+    fleet: Sequence[FleetMember], chooser: StrategyEvaluator | None, *, requested: StrategyChoice
+) -> dict[str, Any]:
+    """How `fleet` runs under the setups `chooser` compares (None: plain DDP alone) and why: a plan's
+    strategy section (`strategy_view`), and a prediction's that names a strategy."""
     mixed = is_mixed(fleet[0].profile) if fleet else False
     precision = "mixed (bf16 compute, fp32 master weights and reduction)" if mixed else "fp32"
-    chooser = chooser_of(evaluator)
     if chooser is None:
         setup = Setup()
         kind = ONLY_CHECKABLE if requested is StrategyChoice.AUTO else ONLY_ALLOWED

@@ -121,6 +121,28 @@ def _parameter_server_fleet_size(obj: dict[str, Any]) -> bool | None:
     return all(sum(c["count"] for c in fleet["choices"]) <= MAX_PS_VMS for fleet in fleets)
 
 
+def _prediction_request(obj: dict[str, Any]) -> bool:
+    """Whether `obj` is a prediction request (a fleet under config or configs), not a plan request."""
+    return "config" in obj or "configs" in obj
+
+
+def _checkpointing_needs_strategy(obj: dict[str, Any]) -> bool | None:
+    if not _prediction_request(obj) or obj.get("checkpointing") is None:
+        return None
+    return obj.get("strategy") is not None
+
+
+def _strategy_as_planned(obj: dict[str, Any]) -> bool | None:
+    """The part a body shows: a strategy other than ddp with checkpointing false wants comm allreduce and
+    mc_samples 0. Whether a setup fits is the stored data's (a 409), not the body's."""
+    strategy = obj.get("strategy")
+    if not _prediction_request(obj) or strategy is None:
+        return None
+    if strategy == "ddp" and obj.get("checkpointing") is False:
+        return None
+    return obj.get("comm", "allreduce") == "allreduce" and obj.get("mc_samples", 0) == 0
+
+
 def _recent_market(obj: dict[str, Any]) -> dict[str, Any] | None:
     """A plan request's recent market, or None where the object is not a request that names one."""
     market = obj.get("recent_market")
@@ -155,6 +177,8 @@ RULES: dict[str, Predicate] = {
     "choices-distinct": _choices_distinct,
     "one-gpus-per-type": _one_gpus_per_type,
     "parameter-server-fleet-size": _parameter_server_fleet_size,
+    "checkpointing-needs-strategy": _checkpointing_needs_strategy,
+    "strategy-as-planned": _strategy_as_planned,
     "breakpoints-within-max-batch": _breakpoints_within_max_batch,
     "gradients-within-parameters": _gradients_within_parameters,
     "profiles-of-one-model": _profiles_of_one_model,

@@ -80,6 +80,18 @@ CASES: list[tuple[str, str, dict[str, Any], str]] = [
         "comm",
     ),
     (
+        "checkpointing-needs-strategy",
+        "/v1/predictions",
+        {**_prediction(_T4), "checkpointing": True},
+        "checkpointing",
+    ),
+    (
+        "strategy-as-planned",
+        "/v1/predictions",
+        {**_prediction(_T4), "strategy": "zero2", "mc_samples": 10},
+        "mc_samples",
+    ),
+    (
         "probe-grid-size",
         "/v1/probe-jobs",
         {
@@ -118,3 +130,9 @@ def test_kept_rules_pass_the_predicates() -> None:
         broken_rule({"samples": [_sample(nodes=None, ranks_per_node=None, world_size=4)]}, set(RULES)) is None
     )
     assert broken_rule(_prediction(_T4, {**_T4, "market": "spot"}), set(RULES)) is None
+    assert (
+        broken_rule(
+            {**_prediction(_T4), "strategy": "ddp", "checkpointing": False, "mc_samples": 9}, set(RULES)
+        )
+        is None
+    )

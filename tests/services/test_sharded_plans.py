@@ -13,6 +13,17 @@ from srift.commands.plan import example_for
 from srift.refmodels.shipped import load_reference_profiles
 from srift.settings import Settings
 
+NO_STRUCTURE = {
+    "model": "no-structure",
+    "accelerator": "NVIDIA T4",
+    "max_batch": 256,
+    "forward": {"batches": [1, 128, 256], "times_s": [0.004, 0.04, 0.08]},
+    "backward": {"batches": [1, 128, 256], "times_s": [0.008, 0.08, 0.16]},
+    "layers": [{"name": f"fc{i}", "grad_bytes": 1_000_000, "ready_frac": (i + 1) / 4} for i in range(4)],
+    "straggler_cv": 0.05,
+}
+"""A T4 profile without the model's structure: no memory facts, so no sharded setup can be checked."""
+
 
 def _body(model: str, **extra: Any) -> dict[str, Any]:
     body = yaml.safe_load(example_for(model))
@@ -81,16 +92,7 @@ def test_a_sharded_strategy_for_a_model_of_unknown_memory_says_so(
     settings: Settings, client: TestClient, write_headers: dict[str, str]
 ) -> None:
     load_shipped_catalog(settings)
-    profile = {
-        "model": "no-structure",
-        "accelerator": "NVIDIA T4",
-        "max_batch": 256,
-        "forward": {"batches": [1, 128, 256], "times_s": [0.004, 0.04, 0.08]},
-        "backward": {"batches": [1, 128, 256], "times_s": [0.008, 0.08, 0.16]},
-        "layers": [{"name": f"fc{i}", "grad_bytes": 1_000_000, "ready_frac": (i + 1) / 4} for i in range(4)],
-        "straggler_cv": 0.05,
-    }
-    assert client.post("/v1/profiles", json=profile, headers=write_headers).status_code == 201
+    assert client.post("/v1/profiles", json=NO_STRUCTURE, headers=write_headers).status_code == 201
     body = {"model": "no-structure", "global_batch": 256, "iterations": 1000, "solve_budget_s": 1.0}
     r = client.post("/v1/plans", json={**body, "strategy": "zero2"}, headers=write_headers)
     assert r.status_code == 409, r.text

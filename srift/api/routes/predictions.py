@@ -33,7 +33,8 @@ router = APIRouter(tags=["predictions"])
         ),
         422: error_response(
             "invalid request; `field` names it (e.g. config.choices[0].batch above max_batch, "
-            "an instance type without a profile for its accelerator)"
+            "an instance type without a profile for its accelerator, checkpointing without a strategy, "
+            "mc_samples or comm parameter_server under a strategy other than ddp with checkpointing false)"
         ),
     },
 )
@@ -54,8 +55,10 @@ def create_prediction(
     iteration_s), plus granularity = compute / communication. `network` names the transport between nodes
     (default: TCP sockets, what plain PyTorch DDP uses), optional measured rates per type or probe job ids;
     the answer's `network` says what was assumed for each type and how to measure what rests on the prior.
-    A choice's `gpus` uses only part of each VM's GPUs. Read-only: it computes and stores nothing, so a read
-    token suffices.
+    A choice's `gpus` uses only part of each VM's GPUs. `strategy` (and `checkpointing`), as in a plan
+    request, predicts each fleet as a plan evaluates it under them: the fastest allowed setup that fits its
+    GPUs' memory, said in the answer's `strategy` section (docs/sharding.md); left out, plain DDP.
+    Read-only: it computes and stores nothing, so a read token suffices.
     """
     result = service.answer(session=session, settings=settings, query=body.to_domain(owner=caller.owner))
     if "predictions" in result:

@@ -232,6 +232,14 @@ class ProfileRequestIn(StrictModel):
 _PLAN = field_defaults(PlanQuery)
 """PlanQuery owns the plan request's defaults; the schema states them (tests/api/test_request_defaults)."""
 
+STRATEGY_DESCRIPTION = (
+    "data-parallel strategy: ddp, zero1 (optimizer state sharded), zero2 (FSDP SHARD_GRAD_OP), full_shard "
+    "(FSDP2 fully_shard, ZeRO-3), hybrid (sharded within a node, replicated across nodes), or auto: per "
+    "fleet the fastest that fits its GPUs' memory (sharded strategies only for models whose memory is known)"
+)
+CHECKPOINTING_DESCRIPTION = "activation checkpointing of every block: true, false, or null to consider both"
+"""The `strategy` and `checkpointing` fields' words, shared by the plan and prediction requests."""
+
 
 class RunRequestIn(ProfileRequestIn):
     """What plan and prediction requests share beyond the profiles (ProfileRequestIn): the `iterations` to
@@ -394,17 +402,8 @@ class PlanRequest(RunRequestIn):
         default=_PLAN["include_retired"],
         description="also plan with instance families the provider has retired",
     )
-    strategy: StrategyChoice = Field(
-        default=_PLAN["strategy"],
-        description="data-parallel strategy: ddp, zero1 (optimizer state sharded), zero2 (FSDP "
-        "SHARD_GRAD_OP), full_shard (FSDP2 fully_shard, ZeRO-3), hybrid (sharded within a node, "
-        "replicated across nodes), or auto: per fleet the fastest that fits its GPUs' memory (sharded "
-        "strategies only for models whose memory is known)",
-    )
-    checkpointing: bool | None = Field(
-        default=_PLAN["checkpointing"],
-        description="activation checkpointing of every block: true, false, or null to consider both",
-    )
+    strategy: StrategyChoice = Field(default=_PLAN["strategy"], description=STRATEGY_DESCRIPTION)
+    checkpointing: bool | None = Field(default=_PLAN["checkpointing"], description=CHECKPOINTING_DESCRIPTION)
 
     recent_market: RecentMarketIn | None = Field(
         default=None,

@@ -9,13 +9,16 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from srift.api.schemas.network import NetworkOut
 from srift.api.schemas.plans import (
+    CHECKPOINTING_DESCRIPTION,
     ONE_MODEL_RULE,
     PROFILE_SELECTION,
     SELECTION_TYPES,
+    STRATEGY_DESCRIPTION,
     BreakdownOut,
     ChoiceOut,
     PredictedOut,
     RunRequestIn,
+    StrategyOut,
 )
 from srift.api.schemas.types import (
     TypeName,
@@ -26,6 +29,7 @@ from srift.api.schemas.types import (
 from srift.documents import StrictModel, field_defaults, publish_rules, read_document
 from srift.domain import Market
 from srift.domain.requests import FleetChoice, PredictionQuery
+from srift.domain.sharding import StrategyChoice
 from srift.limits import MAX_COUNT, MAX_PS_VMS, MAX_VM_BATCH
 from srift.sim import CommMode
 
@@ -89,6 +93,20 @@ PS_FLEET_SIZE = (
     f"with comm parameter_server, the counts of each fleet (config, or each of configs) total at most "
     f"{MAX_PS_VMS}",
 )
+STRATEGY_NEEDED = (
+    "checkpointing-needs-strategy",
+    "checkpointing is given only with a strategy: without one the prediction is plain DDP without "
+    "checkpointing, as before strategies existed",
+)
+STRATEGY_SIMULATED = (
+    "strategy-as-planned",
+    "with a strategy other than ddp with checkpointing false, comm is allreduce and mc_samples is 0 (the "
+    "sharded simulator models neither). Each fleet is evaluated as a plan evaluates a candidate fleet under "
+    "the strategy: the setups it allows (auto: every one when a profile carries the model's sharding facts "
+    "or DDP cannot hold the model at batch 1, else DDP alone; checkpointing null: with and without) have "
+    "their memory checked per GPU and the fastest that fits is predicted; no setup fitting is a 409 (field "
+    "strategy)",
+)
 
 
 class FleetConfigIn(StrictModel):
@@ -111,6 +129,8 @@ class PredictionRequest(RunRequestIn):
         json_schema_extra=publish_rules(
             ONE_MODEL_RULE,
             PS_FLEET_SIZE,
+            STRATEGY_NEEDED,
+            STRATEGY_SIMULATED,
             then={
                 "allOf": [
                     one_of(*PROFILE_SELECTION, types=SELECTION_TYPES),
@@ -152,6 +172,15 @@ class PredictionRequest(RunRequestIn):
         description="Monte Carlo samples of one iteration (stragglers, bandwidth-model error) for the "
         "stragglers term of the p10/p50/p90 band (0: straggler draws only)",
     )
+    strategy: StrategyChoice | None = Field(
+        default=_PREDICT["strategy"],
+        description=f"{STRATEGY_DESCRIPTION}, as in a plan request; left out: plain DDP, and the answer has "
+        "no strategy section",
+    )
+    checkpointing: bool | None = Field(
+        default=_PREDICT["checkpointing"],
+        description=f"{CHECKPOINTING_DESCRIPTION} (only with a strategy)",
+    )
 
     @model_validator(mode="after")
     def _one_fleet(self) -> PredictionRequest:
@@ -186,6 +215,12 @@ class PredictionOut(BaseModel):
     precision: str | None = Field(default=None, description="the arithmetic the profiles are in")
     estimated: list[str] = Field(
         default_factory=list, description="instance types whose compute times are estimates, not measured"
+    )
+    strategy: StrategyOut | None = Field(
+        default=None,
+        exclude_if=lambda view: view is None,
+        description="how the fleet runs under the request's strategy, as a plan's strategy section says: "
+        "the setup predicted, its memory per GPU, and every setup compared (absent without a strategy)",
     )
 
 

@@ -1,0 +1,191 @@
+"""Predictions under a strategy (POST /v1/predictions `strategy`, `checkpointing`): a fleet a plan chose,
+predicted under the plan's strategy, gets the plan's iteration time, setup and memory per GPU; without a
+strategy the answer is the plain DDP prediction it always was; bad combinations are 4xx naming the field."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import yaml
+from fastapi.testclient import TestClient
+
+from services.test_sharded_plans import NO_STRUCTURE
+from srift.catalog.shipped import load_shipped_catalog
+from srift.commands.plan import example_for
+from srift.documents import RULES_KEY
+from srift.refmodels.shipped import load_reference_profiles
+from srift.settings import Settings
+
+_SHARED = ("model", "precision", "iterations", "provider", "region")
+
+
+def _plan(client: TestClient, headers: dict[str, str], model: str, **extra: Any) -> dict[str, Any]:
+    body = yaml.safe_load(example_for(model))
+    assert isinstance(body, dict)
+    r = client.post("/v1/plans", json={**body, "solve_budget_s": 1.0, **extra}, headers=headers)
+    assert r.status_code == 201, r.text
+    plan: dict[str, Any] = r.json()
+    plan["request"] = body
+    return plan
+
+
+def _prediction_of(plan: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    """A prediction request for the plan's fleet, with the plan request's model, precision and location."""
+    choices = [
+        {
+            "instance_type": c["instance_type"],
+            "market": c["market"],
+            "count": c["count"],
+            "batch": c["batch"],
+            **({"gpus": c["gpus"]} if c["gpus"] != c["instance_gpus"] else {}),
+        }
+        for c in plan["choices"]
+    ]
+    return {**{k: plan["request"][k] for k in _SHARED}, "config": {"choices": choices}, **extra}
+
+
+@pytest.fixture
+def shipped(settings: Settings) -> Settings:
+    load_shipped_catalog(settings)
+    load_reference_profiles(settings)
+    return settings
+
+
+def _post(client: TestClient, headers: dict[str, str], body: dict[str, Any]) -> Any:
+    return client.post("/v1/predictions", json=body, headers=headers)
+
+
+def _fleet(model: str, instance_type: str, count: int, batch: int) -> dict[str, Any]:
+    """A prediction request of `count` VMs of `instance_type` at `batch` per VM, 10 iterations in us-east-1
+    (the reference models in bf16)."""
+    return {
+        "model": model,
+        **({"precision": "bf16"} if model.startswith("llama") else {}),
+        "iterations": 10,
+        "region": "us-east-1",
+        "config": {"choices": [{"instance_type": instance_type, "count": count, "batch": batch}]},
+    }
+
+
+def test_a_sharded_prediction_agrees_with_the_plan_of_the_same_fleet_and_strategy(
+    shipped: Settings, client: TestClient, write_headers: dict[str, str]
+) -> None:
+    plan = _plan(client, write_headers, "llama-1b", strategy="full_shard", checkpointing=False)
+    assert plan["strategy"]["strategy"] == "full_shard"
+    r = _post(client, write_headers, _prediction_of(plan, strategy="full_shard", checkpointing=False))
+    assert r.status_code == 200, r.text
+    answer = r.json()
+    assert answer["label"] == plan["label"]
+    assert answer["predicted"]["iteration_s"] == pytest.approx(plan["predicted"]["iteration_s"], rel=1e-9)
+    assert answer["predicted"]["cost_usd"] == pytest.approx(plan["predicted"]["cost_usd"], rel=1e-9)
+    view = answer["strategy"]
+    for key in ("strategy", "checkpointing", "wrap", "precision", "how", "why_kind", "memory", "compared"):
+        assert view[key] == plan["strategy"][key], key
+    assert view["why_kind"] == "only_allowed"
+    for mine, theirs in zip(answer["choices"], plan["choices"], strict=True):
+        assert mine["strategy"] == "full_shard" and mine["wrap"] == "blocks"
+        assert mine["memory_per_gpu_bytes"] == theirs["memory_per_gpu_bytes"] < mine["gpu_memory_bytes"]
+    assert any(s.startswith("strategy:full_shard") for s in answer["sources"])
+
+
+def test_auto_compares_the_setups_a_plan_compares_on_the_same_fleet(
+    shipped: Settings, client: TestClient, write_headers: dict[str, str]
+) -> None:
+    plan = _plan(client, write_headers, "llama-1b")
+    r = _post(client, write_headers, _prediction_of(plan, strategy="auto"))
+    assert r.status_code == 200, r.text
+    answer = r.json()
+    view = answer["strategy"]
+    assert view["why_kind"] == "fastest_fits" and view["strategy"] == plan["strategy"]["strategy"]
+    assert view["compared"] == plan["strategy"]["compared"] and view["memory"] == plan["strategy"]["memory"]
+    assert answer["predicted"]["iteration_s"] == pytest.approx(plan["predicted"]["iteration_s"], rel=1e-9)
+
+
+def test_without_a_strategy_the_answer_is_the_plain_ddp_prediction(
+    shipped: Settings, client: TestClient, write_headers: dict[str, str]
+) -> None:
+    plan = _plan(client, write_headers, "llama-1b", strategy="ddp", checkpointing=False)
+    plain = _post(client, write_headers, _prediction_of(plan, mc_samples=20))
+    assert plain.status_code == 200, plain.text
+    assert "strategy" not in plain.json() and all(c["strategy"] is None for c in plain.json()["choices"])
+    named = _post(
+        client, write_headers, _prediction_of(plan, strategy="ddp", checkpointing=False, mc_samples=20)
+    )
+    assert named.status_code == 200, named.text
+    answer = named.json()
+    view = answer.pop("strategy")
+    assert view["strategy"] == "ddp" and view["why_kind"] == "only_allowed" and view["compared"] == []
+    for choice in answer["choices"]:
+        assert (choice.pop("strategy"), choice.pop("checkpointing"), choice.pop("wrap")) == (
+            "ddp",
+            False,
+            None,
+        )
+        assert choice.pop("precision").startswith("mixed")
+    expected = plain.json()
+    for choice in expected["choices"]:
+        for key in ("strategy", "checkpointing", "wrap", "precision"):
+            choice.pop(key)
+    assert answer == expected
+
+
+def test_a_fleet_no_setup_of_the_strategy_fits_is_a_409_naming_strategy(
+    shipped: Settings, client: TestClient, write_headers: dict[str, str]
+) -> None:
+    body = _fleet("llama-8b", "g4dn.xlarge", 2, 1)
+    r = _post(client, write_headers, {**body, "strategy": "full_shard"})
+    assert r.status_code == 409, r.text
+    error = r.json()
+    assert error["field"] == "strategy" and "g4dn.xlarge" in error["detail"]
+    assert error["hint"].startswith("use more VMs")
+    # without a strategy the same fleet is DDP's, and DDP's memory check refuses it as before
+    r = _post(client, write_headers, body)
+    assert r.status_code == 422 and r.json()["field"] == "config.choices[0].batch", r.text
+
+
+def test_a_strategy_for_a_profile_without_memory_facts_is_a_409_that_says_so(
+    shipped: Settings, client: TestClient, write_headers: dict[str, str]
+) -> None:
+    assert client.post("/v1/profiles", json=NO_STRUCTURE, headers=write_headers).status_code == 201
+    body = _fleet("no-structure", "g4dn.xlarge", 2, 64)
+    r = _post(client, write_headers, {**body, "strategy": "zero2"})
+    assert r.status_code == 409, r.text
+    error = r.json()
+    assert error["field"] == "strategy" and "says nothing of its memory" in error["detail"]
+    assert "srift profile" in error["hint"] and "strategy ddp" in error["hint"]
+    # auto on profiles without sharding facts that DDP holds: DDP alone, the served prediction
+    r = _post(client, write_headers, {**body, "strategy": "auto"})
+    assert r.status_code == 200, r.text
+    assert r.json()["strategy"]["why_kind"] == "only_checkable"
+    plain = _post(client, write_headers, body).json()
+    assert r.json()["predicted"] == plain["predicted"]
+
+
+@pytest.mark.parametrize(
+    ("extra", "field"),
+    [
+        ({"strategy": "zero4"}, "strategy"),
+        ({"checkpointing": "maybe", "strategy": "ddp"}, "checkpointing"),
+        ({"checkpointing": True}, "checkpointing"),
+        ({"strategy": "full_shard", "mc_samples": 10}, "mc_samples"),
+        ({"strategy": "zero2", "comm": "parameter_server"}, "comm"),
+    ],
+)
+def test_bad_strategy_input_is_a_422_naming_its_field(
+    shipped: Settings, client: TestClient, write_headers: dict[str, str], extra: dict[str, Any], field: str
+) -> None:
+    r = _post(client, write_headers, {**_fleet("llama-1b", "p4d.24xlarge", 2, 64), **extra})
+    assert r.status_code == 422, r.text
+    error = r.json()
+    assert error["field"] == field and error["hint"], error
+
+
+def test_the_prediction_schema_states_the_strategy_rules(client: TestClient) -> None:
+    schema = client.get("/openapi.json").json()["components"]["schemas"]
+    request = schema["PredictionRequest"]
+    rules = {r["id"] for r in request[RULES_KEY]}
+    assert {"checkpointing-needs-strategy", "strategy-as-planned"} <= rules
+    assert "StrategyChoice" in str(request["properties"]["strategy"])
+    assert request["properties"]["strategy"].get("default") is None
+    assert "strategy" in schema["PredictionOut"]["properties"]
