@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from srift.commands.local import models_database
-from srift.commands.options import LocalDatabaseUrl, add_group
+from srift.commands.options import ServerUrl, add_group
 from srift.commands.remote import call_api, env_token
 from srift.settings import get_settings
 
@@ -78,7 +78,7 @@ def train(
         bool, typer.Option("--tune/--no-tune", help="search hyperparameters (--no-tune: faster)")
     ] = True,
     as_json: VersionJson = False,
-    url: LocalDatabaseUrl = None,
+    url: ServerUrl = None,
     token: ModelsToken = None,
 ) -> None:
     """Train a new version on the stored samples (all of them, or those matching the filters).
@@ -144,7 +144,7 @@ def _train_here(
 
 def list_(
     as_json: Annotated[bool, typer.Option("--json", help="print the versions as JSON")] = False,
-    url: LocalDatabaseUrl = None,
+    url: ServerUrl = None,
     token: ModelsToken = None,
 ) -> None:
     """List model versions, newest first, with their test MAPE and noise floor.
@@ -172,7 +172,7 @@ def list_(
 def activate_(
     version: Annotated[str, typer.Argument(help="a version from `srift models list`")],
     as_json: VersionJson = False,
-    url: LocalDatabaseUrl = None,
+    url: ServerUrl = None,
     token: ModelsToken = None,
 ) -> None:
     """Make VERSION the model predictions use. Activating an older version is a rollback.
