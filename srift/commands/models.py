@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from srift.commands.local import models_database
-from srift.commands.options import ServerUrl, add_group
+from srift.commands.options import ReadToken, ServerUrl, WriteToken, add_group
 from srift.commands.remote import call_api, env_token
 from srift.settings import get_settings
 
@@ -56,9 +56,6 @@ def _as_dict(version: Any) -> dict[str, Any]:
     }
 
 
-ModelsToken = Annotated[
-    str | None, typer.Option("--token", help="API token for --url writes (default: $SRIFT_TOKEN)")
-]
 VersionJson = Annotated[bool, typer.Option("--json", help="print the version as JSON")]
 PROVIDER_OPTION = typer.Option([], "--provider", help="only samples of this provider (repeatable)")
 TYPE_OPTION = typer.Option([], "--instance-type", help="only this type (repeatable)")
@@ -79,7 +76,7 @@ def train(
     ] = True,
     as_json: VersionJson = False,
     url: ServerUrl = None,
-    token: ModelsToken = None,
+    token: WriteToken = None,
 ) -> None:
     """Train a new version on the stored samples (all of them, or those matching the filters).
 
@@ -145,7 +142,7 @@ def _train_here(
 def list_(
     as_json: Annotated[bool, typer.Option("--json", help="print the versions as JSON")] = False,
     url: ServerUrl = None,
-    token: ModelsToken = None,
+    token: ReadToken = None,
 ) -> None:
     """List model versions, newest first, with their test MAPE and noise floor.
 
@@ -173,7 +170,7 @@ def activate_(
     version: Annotated[str, typer.Argument(help="a version from `srift models list`")],
     as_json: VersionJson = False,
     url: ServerUrl = None,
-    token: ModelsToken = None,
+    token: WriteToken = None,
 ) -> None:
     """Make VERSION the model predictions use. Activating an older version is a rollback.
 
