@@ -5,7 +5,7 @@ The values themselves (ProbeRecord, the JSON-lines form, SampleQuery) are in `sr
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -20,14 +20,10 @@ from srift.bandwidth.records import algbw_gbps as algbw_gbps
 from srift.bandwidth.records import busbw_gbps as busbw_gbps
 from srift.bandwidth.records import parse_jsonl as parse_jsonl
 from srift.bandwidth.records import records_to_jsonl as records_to_jsonl
+from srift.db.lookups import stored_among
 from srift.db.tables import Job, ProbeSample
 from srift.domain.rings import canonical_instance_type
 from srift.errors import Conflict, InvalidInput, NotFound
-
-
-def _chunks(items: Sequence[str], size: int) -> Iterator[Sequence[str]]:
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
 
 
 def store_samples(
@@ -50,11 +46,7 @@ def store_samples(
         record = _canonical(record)
         by_print.setdefault(record.fingerprint(), record)
     prints = list(by_print)
-    existing: set[str] = set()
-    for chunk in _chunks(prints, 500):
-        existing.update(
-            session.scalars(select(ProbeSample.fingerprint).where(ProbeSample.fingerprint.in_(chunk)))
-        )
+    existing = stored_among(session, ProbeSample.fingerprint, prints)
     new = [p for p in prints if p not in existing]
     # One multi-row INSERT of plain rows (after a flush of what the session holds), not an ORM object per
     # sample: a new data folder stores the shipped models' thousands of samples at start-up

@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.table import Table
 
 from srift.commands.local import catalog_database, migrated_url
-from srift.commands.options import JsonFlag, LocalDatabaseUrl, UrlToken, add_group, in_cli_words
+from srift.commands.options import JsonFlag, ServerUrl, UrlToken, add_group, in_cli_words
 from srift.commands.remote import call_api, put_given
 from srift.errors import InvalidInput, parse_choice
 
@@ -172,7 +172,7 @@ def list_(
     kind: Annotated[str | None, typer.Option("--kind", help="probe or profile")] = None,
     state: Annotated[str | None, typer.Option("--state", help="queued, running, succeeded or failed")] = None,
     limit: Annotated[int, typer.Option("--limit", min=1, max=500)] = 50,
-    url: LocalDatabaseUrl = None,
+    url: ServerUrl = None,
     token: UrlToken = None,
     as_json: JsonFlag = False,
 ) -> None:
@@ -219,7 +219,7 @@ def list_(
 
 def show(
     job_id: Annotated[int, typer.Argument(help="job id")],
-    url: LocalDatabaseUrl = None,
+    url: ServerUrl = None,
     token: UrlToken = None,
     as_json: JsonFlag = False,
 ) -> None:
@@ -311,7 +311,7 @@ def submit_probe(
     image_id: Ec2ImageId = None,
     results_url: Ec2ResultsUrl = None,
     file: RequestFile = None,
-    url: LocalDatabaseUrl = None,
+    url: ServerUrl = None,
     token: UrlToken = None,
     as_json: CreatedJson = False,
 ) -> None:
@@ -360,7 +360,7 @@ def submit_profile(
     image_id: Ec2ImageId = None,
     results_url: Ec2ResultsUrl = None,
     file: RequestFile = None,
-    url: LocalDatabaseUrl = None,
+    url: ServerUrl = None,
     token: UrlToken = None,
     as_json: CreatedJson = False,
 ) -> None:

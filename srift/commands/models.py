@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from srift.commands.local import models_database
-from srift.commands.options import LocalDatabaseUrl, add_group
+from srift.commands.options import ReadToken, ServerUrl, WriteToken, add_group
 from srift.commands.remote import call_api, env_token
 from srift.settings import get_settings
 
@@ -56,9 +56,6 @@ def _as_dict(version: Any) -> dict[str, Any]:
     }
 
 
-ModelsToken = Annotated[
-    str | None, typer.Option("--token", help="API token for --url writes (default: $SRIFT_TOKEN)")
-]
 VersionJson = Annotated[bool, typer.Option("--json", help="print the version as JSON")]
 PROVIDER_OPTION = typer.Option([], "--provider", help="only samples of this provider (repeatable)")
 TYPE_OPTION = typer.Option([], "--instance-type", help="only this type (repeatable)")
@@ -78,8 +75,8 @@ def train(
         bool, typer.Option("--tune/--no-tune", help="search hyperparameters (--no-tune: faster)")
     ] = True,
     as_json: VersionJson = False,
-    url: LocalDatabaseUrl = None,
-    token: ModelsToken = None,
+    url: ServerUrl = None,
+    token: WriteToken = None,
 ) -> None:
     """Train a new version on the stored samples (all of them, or those matching the filters).
 
@@ -144,8 +141,8 @@ def _train_here(
 
 def list_(
     as_json: Annotated[bool, typer.Option("--json", help="print the versions as JSON")] = False,
-    url: LocalDatabaseUrl = None,
-    token: ModelsToken = None,
+    url: ServerUrl = None,
+    token: ReadToken = None,
 ) -> None:
     """List model versions, newest first, with their test MAPE and noise floor.
 
@@ -172,8 +169,8 @@ def list_(
 def activate_(
     version: Annotated[str, typer.Argument(help="a version from `srift models list`")],
     as_json: VersionJson = False,
-    url: LocalDatabaseUrl = None,
-    token: ModelsToken = None,
+    url: ServerUrl = None,
+    token: WriteToken = None,
 ) -> None:
     """Make VERSION the model predictions use. Activating an older version is a rollback.
 

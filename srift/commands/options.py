@@ -20,18 +20,24 @@ from srift.errors import SriftError
 ServerUrl = Annotated[
     str | None,
     typer.Option(
-        "--url", help="ask a running server (e.g. http://127.0.0.1:8000) instead of the local database"
-    ),
-]
-"""`srift plan` and `srift predict`: send the request to a server instead of computing it here."""
-
-LocalDatabaseUrl = Annotated[
-    str | None,
-    typer.Option(
         "--url", help="talk to a running server (e.g. http://127.0.0.1:8000) instead of the local database"
     ),
 ]
-"""`srift run`, `srift jobs` and `srift models`: the REST paths of a server instead of the local database."""
+"""`srift plan`, `srift predict`, `srift run`, `srift jobs` and `srift models`: the REST paths of a server
+instead of the local database (plan and predict send their request there instead of computing it here)."""
+
+WriteToken = Annotated[
+    str | None, typer.Option("--token", help="API write token for --url (default: $SRIFT_TOKEN)")
+]
+"""`srift plan` and `srift models train`/`activate`: the token a write to a server carries (`env_token`
+falls back to SRIFT_TOKEN, so typer shows no environment variable)."""
+
+ReadToken = Annotated[
+    str | None,
+    typer.Option("--token", help="API token for --url when reads need one (default: $SRIFT_TOKEN)"),
+]
+"""`srift predict` and `srift models list`: the token a read from a server carries where the server asks one
+(SRIFT_READ_REQUIRES_TOKEN); `env_token` falls back to SRIFT_TOKEN."""
 
 UrlToken = Annotated[str | None, typer.Option("--token", envvar="SRIFT_TOKEN", help="API token for --url")]
 """`srift jobs` and `srift probe run --quick`: the token their requests to a server's job queue carry (typer's

@@ -14,7 +14,7 @@ from rich.table import Table
 
 from srift.commands.ddp_options import BucketCapMb, PerLayer, apply_ddp_options
 from srift.commands.local import served_session
-from srift.commands.options import ExampleFlag, ServerUrl, finite_number
+from srift.commands.options import ExampleFlag, ServerUrl, WriteToken, finite_number
 from srift.commands.remote import answer_request, call_api, env_token, put_given, request_body
 from srift.commands.tables import add_columns
 
@@ -645,9 +645,6 @@ def render_strategy(view: dict[str, Any] | None) -> None:
 
 PlanFile = Annotated[Path | None, typer.Argument(help="plan request (YAML or JSON); see --example")]
 PlanJson = Annotated[bool, typer.Option("--json", help="print the plan as JSON")]
-WriteToken = Annotated[
-    str | None, typer.Option("--token", help="API write token for --url (default: $SRIFT_TOKEN)")
-]
 Mode = Annotated[str | None, typer.Option("--mode", help="override the file's mode: exhaustive, eager, auto")]
 SolveBudget = Annotated[
     float | None,

@@ -14,7 +14,7 @@ from rich.table import Table
 
 from srift.commands.ddp_options import BucketCapMb, PerLayer, apply_ddp_options
 from srift.commands.local import served_session
-from srift.commands.options import ExampleFlag, ServerUrl
+from srift.commands.options import ExampleFlag, ReadToken, ServerUrl
 from srift.commands.plan import network_rate_lines, render_sources, render_strategy
 from srift.commands.remote import answer_request, load_request_file, put_given, request_body
 from srift.commands.tables import add_columns
@@ -264,10 +264,6 @@ def _profile_documents(paths: list[Path], *, file: Path | None) -> list[Any]:
 
 PredictFile = Annotated[Path | None, typer.Argument(help="request file (YAML or JSON); see --example")]
 PredictJson = Annotated[bool, typer.Option("--json", help="print the prediction as JSON")]
-ReadToken = Annotated[
-    str | None,
-    typer.Option("--token", help="API token for --url when reads need one (default: $SRIFT_TOKEN)"),
-]
 McSamples = Annotated[
     int | None,
     typer.Option("--mc-samples", min=0, max=1000, help="override the file's Monte Carlo sample count"),

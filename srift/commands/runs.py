@@ -17,7 +17,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from srift.commands.options import LocalDatabaseUrl, add_group, finite_number, in_cli_words
+from srift.commands.options import ServerUrl, add_group, finite_number, in_cli_words
 from srift.commands.remote import call_api, put_given
 from srift.commands.tables import add_columns
 
@@ -217,7 +217,7 @@ LaunchOverhead = Annotated[
 @_in_cli_words({})
 def start(
     plan_id: Annotated[int, typer.Argument(min=1, help="the stored plan being run")],
-    url: LocalDatabaseUrl = None,
+    url: ServerUrl = None,
     token: RunToken = None,
     as_json: AnswerJson = False,
 ) -> None:
@@ -238,7 +238,7 @@ def progress(
     iterations: Annotated[int, _ITERATIONS],
     elapsed: Annotated[float, _ELAPSED],
     spent: Annotated[float, _SPENT],
-    url: LocalDatabaseUrl = None,
+    url: ServerUrl = None,
     token: RunToken = None,
     as_json: AnswerJson = False,
 ) -> None:
@@ -267,7 +267,7 @@ def interrupt(
     elapsed: Annotated[float | None, _ELAPSED] = None,
     spent: Annotated[float | None, _SPENT] = None,
     launch_overhead: LaunchOverhead = 150.0,
-    url: LocalDatabaseUrl = None,
+    url: ServerUrl = None,
     token: RunToken = None,
     as_json: AnswerJson = False,
 ) -> None:
@@ -316,7 +316,7 @@ def amend(
     ] = None,
     objective: Annotated[str | None, typer.Option("--objective", help="min_cost or min_time")] = None,
     launch_overhead: LaunchOverhead = 150.0,
-    url: LocalDatabaseUrl = None,
+    url: ServerUrl = None,
     token: RunToken = None,
     as_json: AnswerJson = False,
 ) -> None:
@@ -333,7 +333,7 @@ def amend(
 
 def corrections(
     model: Annotated[str | None, typer.Option("--model", help="only this model's corrections")] = None,
-    url: LocalDatabaseUrl = None,
+    url: ServerUrl = None,
     token: RunToken = None,
     as_json: AnswerJson = False,
 ) -> None:
@@ -362,7 +362,7 @@ def reset_correction(
         str | None,
         typer.Option("--network", help="only this network setting (as `srift run corrections` lists it)"),
     ] = None,
-    url: LocalDatabaseUrl = None,
+    url: ServerUrl = None,
     token: RunToken = None,
     as_json: AnswerJson = False,
 ) -> None:
@@ -423,7 +423,7 @@ def _print_resets(answer: dict[str, Any]) -> None:
 @_in_cli_words({})
 def show(
     job_id: RunId,
-    url: LocalDatabaseUrl = None,
+    url: ServerUrl = None,
     token: RunToken = None,
     as_json: AnswerJson = False,
 ) -> None:
@@ -438,7 +438,7 @@ def show(
 def list_(
     state: Annotated[str | None, typer.Option("--state", help="running, completed or needs_input")] = None,
     limit: Annotated[int, typer.Option("--limit", min=1, max=1000)] = 50,
-    url: LocalDatabaseUrl = None,
+    url: ServerUrl = None,
     token: RunToken = None,
     as_json: AnswerJson = False,
 ) -> None:

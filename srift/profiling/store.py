@@ -22,6 +22,7 @@ from sqlalchemy import ColumnElement, Text, cast, func, insert, or_, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from srift.db.lookups import stored_among
 from srift.db.tables import ModelProfileRow
 from srift.domain.profile import ModelProfile
 from srift.domain.profile_document import read_profile
@@ -253,13 +254,7 @@ def unowned_documents(profiles: Sequence[ModelProfile]) -> tuple[StoredForm, ...
 def save_documents_new(*, session: Session, documents: Sequence[StoredForm]) -> int:
     """`save_profiles_new` of profiles already in their stored form (`unowned_documents`)."""
     by_print = {form.fingerprint: form for form in documents}
-    stored: set[str] = set()
-    digests = list(by_print)
-    for start in range(0, len(digests), _LOOKUP_CHUNK):
-        chunk = digests[start : start + _LOOKUP_CHUNK]
-        stored.update(
-            session.scalars(select(ModelProfileRow.fingerprint).where(ModelProfileRow.fingerprint.in_(chunk)))
-        )
+    stored = stored_among(session, ModelProfileRow.fingerprint, by_print)
     rows = [
         {
             "model": f.profile.model,
@@ -278,10 +273,6 @@ def save_documents_new(*, session: Session, documents: Sequence[StoredForm]) -> 
     except IntegrityError:
         return sum(save_profile_checked(session=session, profile=f.profile)[1] for f in by_print.values())
     return len(rows)
-
-
-_LOOKUP_CHUNK = 500
-"""Fingerprints per `IN (...)` lookup (SQLite allows 32,766 bound parameters, PostgreSQL 65,535)."""
 
 
 def _row(session: Session, profile_id: int, viewer: Viewer) -> ModelProfileRow:

@@ -39,6 +39,15 @@ GPT2_SEQ = 1024
 _inputs = torch.Generator().manual_seed(0)
 
 
+class WithLoss(nn.Module):
+    """A reference network as `net` (its parameters named `net.…`) and, in a subclass's forward, the loss
+    it trains with: the `*_train` modules return the scalar loss of one input batch."""
+
+    def __init__(self, net: nn.Module) -> None:
+        super().__init__()
+        self.net = net
+
+
 # --- ResNet-50 -----------------------------------------------------------------------------------------
 
 
@@ -102,12 +111,8 @@ class ResNet50(nn.Module):
         return out
 
 
-class ImageClassifierTrain(nn.Module):
+class ImageClassifierTrain(WithLoss):
     """An image classifier and its cross-entropy loss: forward(images, labels) → loss."""
-
-    def __init__(self, net: nn.Module) -> None:
-        super().__init__()
-        self.net = net
 
     def forward(self, images: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         return F.cross_entropy(self.net(images), labels)
@@ -206,12 +211,8 @@ class BertForQuestionAnswering(nn.Module):
         return logits
 
 
-class SquadTrain(nn.Module):
+class SquadTrain(WithLoss):
     """BERT span prediction and its loss: the mean of start and end cross-entropies."""
-
-    def __init__(self, net: nn.Module) -> None:
-        super().__init__()
-        self.net = net
 
     def forward(
         self,
@@ -323,12 +324,8 @@ class Gpt2(nn.Module):
         return logits
 
 
-class LanguageModelTrain(nn.Module):
+class LanguageModelTrain(WithLoss):
     """Next-token cross-entropy of a causal language model over the whole sequence."""
-
-    def __init__(self, net: nn.Module) -> None:
-        super().__init__()
-        self.net = net
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
         logits = self.net(tokens[:, :-1])

@@ -555,6 +555,15 @@ class BandOut(BaseModel):
     terms: list[SpreadTermOut] = Field(default_factory=list)
 
 
+AnswerPrecision = Annotated[str | None, Field(description="the arithmetic the profiles are in")]
+"""The `precision` of a plan and of a prediction: the profiles' arithmetic the answer rests on."""
+
+WithinBudgetShare = Annotated[
+    float | None, Field(description="share of the runs that cost at most budget_usd; null without a budget")
+]
+"""`p_within_budget` of a spot plan (SpotOut) and of the figures a nowcast compares (SpotFiguresOut)."""
+
+
 class PredictedOut(BaseModel):
     iteration_s: float
     iteration_p10_s: float = Field(description="p10 of the run's mean iteration time (the band)")
@@ -690,9 +699,7 @@ class SpotFiguresOut(BaseModel):
     samples: int | None = None
     method: str | None = None
     p_interrupted: float | None = Field(None, description="share of the runs interrupted at least once")
-    p_within_budget: float | None = Field(
-        None, description="share of the runs that cost at most budget_usd; null without a budget"
-    )
+    p_within_budget: WithinBudgetShare = None
     closed_form_time_s: float | None = Field(
         None, description="the fitted law's restart-in-place expectation (null for the nowcast: it has none)"
     )
@@ -744,9 +751,7 @@ class SpotOut(BaseModel):
     expected_interruptions: float
     p_interrupted: float = Field(description="share of the runs interrupted at least once")
     p_meets_time_limit: float | None
-    p_within_budget: float | None = Field(
-        description="share of the runs that cost at most budget_usd; null without a budget"
-    )
+    p_within_budget: WithinBudgetShare
     closed_form_time_s: float | None = Field(
         description="restart-in-place expectation the search compared fleets on (the fitted law's); null "
         "when spot_model is a nowcast, which has no closed form: then it is under nowcast.fitted_law"
@@ -845,7 +850,7 @@ class PlanResult(BaseModel):
     diminishing_returns: DiminishingReturnsOut | None = Field(
         default=None, description="a much cheaper or smaller fleet nearly as fast (min_time plans)"
     )
-    precision: str | None = Field(default=None, description="the arithmetic the profiles are in")
+    precision: AnswerPrecision = None
     estimated: EstimatedOut | None = Field(
         default=None, description="which numbers rest on estimated compute (absent in plans made before)"
     )

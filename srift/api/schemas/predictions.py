@@ -14,6 +14,7 @@ from srift.api.schemas.plans import (
     PROFILE_SELECTION,
     SELECTION_TYPES,
     STRATEGY_DESCRIPTION,
+    AnswerPrecision,
     BreakdownOut,
     ChoiceOut,
     PredictedOut,
@@ -212,7 +213,7 @@ class PredictionOut(BaseModel):
     network: NetworkOut | None = Field(default=None, description="what was assumed between nodes")
     sources: list[str]
     warnings: list[str]
-    precision: str | None = Field(default=None, description="the arithmetic the profiles are in")
+    precision: AnswerPrecision = None
     estimated: list[str] = Field(
         default_factory=list, description="instance types whose compute times are estimates, not measured"
     )

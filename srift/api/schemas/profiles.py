@@ -5,7 +5,7 @@ The request document is the domain's one profile reader, srift.domain.profile_do
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, Field
 
@@ -13,6 +13,9 @@ from srift.domain.profile_document import CurveIn, LayerIn, ProfileIn
 from srift.domain.structure import Precision
 
 __all__ = ["CurveIn", "LayerIn", "ProfileIn"]
+
+ProfileSource = Annotated[str, Field(description="measured or estimate:<method>")]
+"""A stored profile's `source`, in its full document and in listings alike (ModelProfile.source)."""
 
 
 class ProfileCreated(BaseModel):
@@ -54,7 +57,7 @@ class ProfileOut(BaseModel):
     threads: int | None
     created_at: str
     precision: Precision = Precision.FP32
-    source: str = Field(default="measured", description="measured or estimate:<method>")
+    source: ProfileSource = "measured"
     estimate: dict[str, Any] | None = None
     structure: dict[str, Any] | None = None
     extra: dict[str, Any]
@@ -78,7 +81,7 @@ class ProfileSummaryOut(BaseModel):
     torch_version: str
     created_at: str
     precision: Precision = Field(default=Precision.FP32, description="fp32, tf32, fp16 or bf16 (autocast)")
-    source: str = Field(default="measured", description="measured or estimate:<method>")
+    source: ProfileSource = "measured"
     reference: bool = Field(
         default=False, description="a shipped reference model's estimated profile (stored at start-up)"
     )
