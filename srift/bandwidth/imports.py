@@ -2,13 +2,15 @@
 
 The instance type must be in the catalog (provider "local" — this machine — is exempt; a mixed ring's
 samples, "a+b", need each of its types there, and are stored under the ring's one spelling, its types
-sorted: `srift.domain.rings`); the catalog's
-facts fill the host features an nccl-tests log does not print (GPU model, vCPUs, memory, rated Gbit/s).
+sorted: `srift.domain.rings`); the catalog's facts fill the host features an nccl-tests log does not print
+(GPU model, vCPUs, memory, rated Gbit/s; for a mixed ring the GPU model its types share and its slowest
+type's rating, what a probe job of the ring records, and GPUs per instance only where its types agree).
 Everything is validated before anything is stored, and stored in the caller's transaction.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
@@ -155,19 +157,19 @@ def _nccl_tests(
         raise InvalidInput(
             "give --nodes (how many instances the test spanned)", hint="e.g. --nodes 2", field="nodes"
         )
-    spec = _catalog_type(session, provider, instance_type)
-    per_node = gpus_per_node or (spec.devices if spec else None)
-    if per_node is None:
-        raise InvalidInput("give --gpus-per-node", hint="e.g. --gpus-per-node 8", field="gpus_per_node")
+    members = ring_members(instance_type)
+    specs = [_catalog_type(session, provider, member) for member in members]
     host = NcclTestsHost(
         provider=provider,
         instance_type=instance_type,
         nodes=nodes,
-        gpus_per_node=per_node,
+        gpus_per_node=gpus_per_node or _gpus_per_node(members, specs),
         region=region,
         zone=zone,
     )
-    if spec is not None:
+    known = [spec for spec in specs if spec is not None]
+    if len(known) == 1:
+        spec = known[0]
         host = replace(
             host,
             gpu_name=spec.gpu_model or "",
@@ -175,4 +177,29 @@ def _nccl_tests(
             memory_gib=spec.memory_gib,
             rated_gbps=spec.network_gbps,
         )
+    elif known:  # a mixed ring: its slowest link's rating, as a probe job of the ring records it
+        gpus = {spec.gpu_model or "" for spec in known}
+        host = replace(
+            host,
+            gpu_name=gpus.pop() if len(gpus) == 1 else "",
+            rated_gbps=min(spec.network_gbps for spec in known),
+        )
     return parse_nccl_tests(text, host=host, source=source, collective=collective)
+
+
+def _gpus_per_node(members: Sequence[str], specs: Sequence[InstanceType | None]) -> int:
+    """The GPUs per instance the catalog gives every member type (a mixed ring's types alike); else
+    InvalidInput on `gpus_per_node`: an uncatalogued provider's type, or a ring whose types differ (the
+    option says how many ranks each instance ran)."""
+    counts = {member: spec.devices for member, spec in zip(members, specs, strict=True) if spec is not None}
+    if len(counts) == len(members) and len(set(counts.values())) == 1:
+        return next(iter(counts.values()))
+    if len(counts) == len(members):
+        listed = ", ".join(f"{member}: {count}" for member, count in counts.items())
+        raise InvalidInput(
+            f"the mixed ring's types have different GPU counts ({listed}), so the ranks per instance are not "
+            "known",
+            hint="give --gpus-per-node (the ranks each instance ran)",
+            field="gpus_per_node",
+        )
+    raise InvalidInput("give --gpus-per-node", hint="e.g. --gpus-per-node 8", field="gpus_per_node")

@@ -132,23 +132,54 @@ def record_from_row(row: ProbeSample) -> ProbeRecord:
 
 
 def load_samples(*, session: Session, query: SampleQuery = SampleQuery()) -> list[ProbeRecord]:
-    """Stored samples matching `query`, oldest first. A mixed ring's samples ("a+b", `srift.bandwidth.
-    mixed`) match a query of instance types when each of its types is among them."""
+    """Stored samples matching `query`, oldest first, each measurement once (`_once`).
+
+    A query of instance types selects those types' samples and a mixed ring's ("a+b", `srift.bandwidth.
+    mixed`) when each of its types is among them. A ring's name in the query (any order) selects that
+    ring's samples and its types' own, which the ring is measured against; other rings of those types are
+    selected only by naming them, or by listing their types alone."""
     stmt = select(ProbeSample).where(ProbeSample.world_size >= query.min_world_size).order_by(ProbeSample.id)
     if query.providers:
         stmt = stmt.where(ProbeSample.provider.in_(query.providers))
+    plain = {name for name in query.instance_types if SEPARATOR not in name}
+    rings = {canonical_instance_type(name) for name in query.instance_types if SEPARATOR in name}
+    types = plain | {member for ring in rings for member in ring_members(ring)}
     if query.instance_types:
         mixed = ProbeSample.instance_type.contains(SEPARATOR)
-        stmt = stmt.where(or_(ProbeSample.instance_type.in_(query.instance_types), mixed))
+        stmt = stmt.where(or_(ProbeSample.instance_type.in_(sorted(types)), mixed))
     if query.backends:
         stmt = stmt.where(ProbeSample.backend.in_(query.backends))
     records = [record_from_row(row) for row in session.scalars(stmt)]
     if query.collective is not None:
         records = [r for r in records if r.collective == query.collective]
     if query.instance_types:
-        wanted = set(query.instance_types)
-        records = [r for r in records if set(ring_members(r.instance_type)) <= wanted]
-    return records
+        records = [
+            r
+            for r in records
+            if r.instance_type in types
+            or r.instance_type in rings
+            or set(ring_members(r.instance_type)) <= plain
+        ]
+    return _once(records)
+
+
+def _once(records: Sequence[ProbeRecord]) -> list[ProbeRecord]:
+    """`records` without repeats of one measurement: a mixed ring's sample stored under both orders of its
+    types (before `srift.domain.rings`) was renamed to the sorted spelling by migration 0006, but kept its
+    old fingerprint (the column is unique) and its row, so it would be loaded, and trained on, twice.
+    Read back, both copies are the same record, so their fingerprints under the stored name agree: the
+    measurement identity `store_samples` skips repeats by. The first stored is kept. Only rings were
+    renamed, so only their samples are fingerprinted again."""
+    seen: set[str] = set()
+    kept = []
+    for record in records:
+        if SEPARATOR in record.instance_type:
+            fingerprint = record.fingerprint()
+            if fingerprint in seen:
+                continue
+            seen.add(fingerprint)
+        kept.append(record)
+    return kept
 
 
 def sample_providers(*, session: Session) -> list[str]:
@@ -160,6 +191,12 @@ def sample_instance_types(*, session: Session) -> list[str]:
     """The instance types the stored samples name, sorted; a mixed ring's ("a+b") counts as each member."""
     names = session.scalars(select(ProbeSample.instance_type).distinct())
     return sorted({member for name in names for member in ring_members(name)})
+
+
+def sample_ring_names(*, session: Session) -> list[str]:
+    """The mixed rings the stored samples name ("a+b", as stored), sorted."""
+    stmt = select(ProbeSample.instance_type).where(ProbeSample.instance_type.contains(SEPARATOR)).distinct()
+    return sorted(session.scalars(stmt))
 
 
 def count_samples(*, session: Session) -> int:

@@ -58,7 +58,11 @@ def _as_dict(version: Any) -> dict[str, Any]:
 
 VersionJson = Annotated[bool, typer.Option("--json", help="print the version as JSON")]
 PROVIDER_OPTION = typer.Option([], "--provider", help="only samples of this provider (repeatable)")
-TYPE_OPTION = typer.Option([], "--instance-type", help="only this type (repeatable)")
+TYPE_OPTION = typer.Option(
+    [],
+    "--instance-type",
+    help="only this type (repeatable); a mixed ring's name (a+b): that ring's samples and its types' own",
+)
 BACKEND_OPTION = typer.Option([], "--backend", help="only this backend: gloo, nccl, mpi, nccl-tests")
 """`srift models train`'s repeatable filters (an empty list: every sample)."""
 

@@ -10,14 +10,20 @@ each type once, sorted (`tb.large+tb.small`, never `tb.small+tb.large`). Every p
 from __future__ import annotations
 
 from collections.abc import Iterable
+from urllib.parse import quote
 
-from srift.errors import InvalidInput
+from srift.errors import InvalidInput, NotFound
 
 SEPARATOR = "+"
 RING_RULE = (
     "a mixed ring's types, each once, joined by '+' (stored sorted: tb.small+tb.large is tb.large+tb.small)"
 )
 """The rule as the API schema's field descriptions and the CLI help state it."""
+QUERY_RULE = (
+    "in a URL's query string write the ring's '+' as %2B (instance_type=tb.large%2Btb.small): a bare '+' "
+    "there means a space, and no instance type's name has one"
+)
+"""How a ring's name is written as a query parameter, as the API schema's parameter descriptions state it."""
 
 
 def ring_members(instance_type: str) -> tuple[str, ...]:
@@ -62,3 +68,20 @@ def canonical_instance_type(name: str, *, field: str = "instance_type") -> str:
             field=field,
         )
     return SEPARATOR.join(sorted(members))
+
+
+def spaced_name_not_found(name: str, *, provider: str, field: str = "instance_type") -> NotFound | None:
+    """The NotFound for a query parameter's type name `name` that was found nowhere and has a blank in it,
+    else None. No instance type's name has a blank, but a '+' written bare in a URL's query string arrives
+    as one (`?instance_type=a+b` reads `a b`), so such a name is most likely a mixed ring whose '+' was not
+    written %2B. It is refused, saying so, rather than read as that ring: the blank may be meant."""
+    if not any(ch.isspace() for ch in name):
+        return None
+    ring = SEPARATOR.join(name.split())
+    return NotFound(
+        f"{provider} has no instance type {name!r}: no instance type's name has a space, and in a URL's "
+        "query string a '+' written as it is means a space",
+        hint=f"write a mixed ring's '+' as %2B in the query string ({field}={quote(ring, safe='')} for the "
+        f"ring {ring})",
+        field=field,
+    )

@@ -15,7 +15,7 @@ from srift.db.tables import PlanRow, ProbeSample, TrainingJob, TrainingJobEvent
 from srift.documents import copy_fields
 from srift.domain import BusBandwidthModel, InstanceType, Interconnect
 from srift.domain.records import ProbeGroup, ProbePoint
-from srift.domain.rings import canonical_instance_type
+from srift.domain.rings import canonical_instance_type, spaced_name_not_found
 from srift.domain.states import TrainingState
 from srift.errors import InvalidInput, NotFound
 from srift.settings import Settings
@@ -265,6 +265,9 @@ def _instance(*, session: Session, provider: str, name: str) -> InstanceType:
             .order_by(ProbeSample.id.desc())
             .limit(1)
         ).first()
+        spaced = spaced_name_not_found(name, provider=provider)
+        if row is None and spaced is not None:  # a ring's '+' written bare in the query string
+            raise spaced from exc
         if row is None:
             probed = sorted(
                 set(

@@ -102,3 +102,72 @@ def test_a_ring_imported_in_either_order_is_one_ring_and_a_type_named_twice_is_r
     assert "To fix: give each type once (tb.small)" in flat, err
     with session_factory(cli_db)() as session:
         assert count_samples(session=session) == 3
+
+
+def _nccl_ring(
+    capsys: pytest.CaptureFixture[str], path: Path, ring: str, *options: str
+) -> tuple[int, str, str]:
+    args = ["--format", "nccl-tests", "--instance-type", ring, "--nodes", "2", *options, "--json"]
+    return run_cli(capsys, "probe", "import", str(path), *args)
+
+
+def test_nccl_tests_output_of_a_mixed_ring_is_checked_type_by_type_and_stored_under_its_one_name(
+    cli_db: str, reference_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--format nccl-tests --instance-type a+b` looked the ring's name up as one catalog type and was a
+    NotFound; each of its types is looked up instead (as for JSON lines), the samples are stored under the
+    ring's sorted name, GPUs per instance default to the count its types share, and the rated bandwidth is
+    its slowest type's (what a probe job of the ring records)."""
+    from srift.bandwidth.records import SampleQuery
+    from srift.bandwidth.samples import load_samples
+
+    code, out, err = _nccl_ring(capsys, reference_path, "p5.48xlarge+p4d.24xlarge")
+    assert code == 0, err
+    result = json.loads(out)
+    assert (
+        result["instance_types"] == ["aws/p4d.24xlarge+p5.48xlarge"] and result["stored"] == result["parsed"]
+    )
+    code, out, err = _nccl_ring(capsys, reference_path, "p4d.24xlarge+p5.48xlarge")
+    assert code == 0 and json.loads(out)["stored"] == 0, "the other order is the same ring: nothing new"
+    with session_factory(cli_db)() as session:
+        found = load_samples(
+            session=session, query=SampleQuery(instance_types=("p4d.24xlarge", "p5.48xlarge"))
+        )
+    assert len(found) == result["parsed"] > 20
+    assert {(r.instance_type, r.ranks_per_node, r.world_size) for r in found} == {
+        ("p4d.24xlarge+p5.48xlarge", 8, 16)
+    }
+    assert {(r.gpu_name, r.rated_gbps) for r in found} == {("", 400.0)}, "A100 and H100 share no GPU model"
+
+
+@pytest.mark.parametrize(
+    ("ring", "options", "words"),
+    [
+        (
+            "p5.48xlarge+p4d.24xlargee",
+            [],
+            "error: instance_type: provider 'aws' has no instance type 'p4d.24xlargee'",
+        ),
+        (
+            "p5.48xlarge+g4dn.12xlarge",
+            [],
+            "error: gpus_per_node: the mixed ring's types have different GPU counts (g4dn.12xlarge: 4, "
+            "p5.48xlarge: 8)",
+        ),
+        ("p5.48xlarge+p5.48xlarge", ["--gpus-per-node", "8"], "error: instance_type: the mixed ring"),
+    ],
+)
+def test_a_mixed_ring_of_nccl_tests_output_with_an_unknown_type_or_unknown_gpus_stores_nothing(
+    cli_db: str,
+    reference_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    ring: str,
+    options: list[str],
+    words: str,
+) -> None:
+    code, _, err = _nccl_ring(capsys, reference_path, ring, *options)
+    flat = " ".join(err.split())
+    assert code == 2 and words in flat and "To fix:" in flat, err
+    assert "Traceback" not in err
+    with session_factory(cli_db)() as session:
+        assert count_samples(session=session) == 0

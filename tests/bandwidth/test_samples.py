@@ -131,3 +131,34 @@ def test_a_mixed_rings_samples_import_when_each_of_its_types_is_catalogued(sessi
     with pytest.raises(NotFound, match=r"tb\.huge"):
         import_text(session=session, text=ring + "\n" + unknown, fmt=ImportFormat.JSONL, source="bad.jsonl")
     assert count_samples(session=session) == 1
+
+
+def test_a_measurement_stored_under_both_orders_of_a_ring_is_loaded_once(db_url: str) -> None:
+    """Before ring names were sorted, one measurement imported as `b+a` and as `a+b` was stored twice;
+    migration 0006 renames both rows to `a+b` but keeps the second copy (under its old fingerprint), so
+    training loaded, and fitted, it twice. Read back, the copies are the same record with one fingerprint:
+    `load_samples` keeps the first. Distinct measurements of the ring (another repeat) all stay."""
+    from dataclasses import replace
+
+    from srift.bandwidth.records import SampleQuery
+    from srift.db.session import session_factory
+
+    from .helpers import store_before_canonical_names
+
+    base = parse_jsonl(line(provider="testbed", instance_type="tb.small+tb.large"), source="ring.jsonl")[0]
+    legacy = [
+        replace(base, instance_type="tb.small+tb.large"),
+        replace(base, instance_type="tb.large+tb.small"),  # the same measurement in the other order
+        replace(base, instance_type="tb.small+tb.large", repeat=1),
+        replace(base, instance_type="tb.small"),
+    ]
+    store_before_canonical_names(db_url, legacy)
+    with session_factory(db_url)() as session:
+        assert count_samples(session=session) == 4, "the migration deletes nothing"
+        for query in (SampleQuery(), SampleQuery(instance_types=("tb.small", "tb.large"))):
+            found = load_samples(session=session, query=query)
+            assert [(r.instance_type, r.repeat) for r in found] == [
+                ("tb.large+tb.small", 0),
+                ("tb.large+tb.small", 1),
+                ("tb.small", 0),
+            ]

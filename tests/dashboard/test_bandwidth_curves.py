@@ -38,6 +38,24 @@ def _records(instance_type: str, world_size: int, nodes: int) -> list[ProbeRecor
     return records
 
 
+def _one_ms(provider: str, instance_type: str, size: int, **facts: Any) -> ProbeRecord:
+    """A sample of `size` bytes across two hosts of one rank each that took 1 ms, with host `facts`."""
+    return ProbeRecord(
+        run_id=f"{provider}/{instance_type}",
+        provider=provider,
+        instance_type=instance_type,
+        backend="gloo",
+        buffer_bytes=size,
+        world_size=2,
+        nodes=2,
+        ranks_per_node=1,
+        time_s=1e-3,
+        algbw_gbps=size * 8 / 1e-3 / 1e9,
+        busbw_gbps=busbw_gbps(buffer_bytes=size, world_size=2, time_s=1e-3),
+        **facts,
+    )
+
+
 def test_curves_of_the_active_model_come_with_the_samples_of_that_type(
     client: TestClient, settings: Settings, session: Session
 ) -> None:
@@ -112,22 +130,7 @@ def test_a_probed_type_the_catalog_lacks_is_drawn_from_its_samples_host_facts(
 ) -> None:
     load_shipped_catalog(settings)
     tiny = [
-        ProbeRecord(
-            run_id="tb",
-            provider="testbed",
-            instance_type="tb.small",
-            backend="gloo",
-            buffer_bytes=size,
-            world_size=2,
-            nodes=2,
-            ranks_per_node=1,
-            time_s=1e-3,
-            algbw_gbps=size * 8 / 1e-3 / 1e9,
-            busbw_gbps=busbw_gbps(buffer_bytes=size, world_size=2, time_s=1e-3),
-            cpu_cores=2,
-            memory_gib=4.0,
-            rated_gbps=0.5,
-        )
+        _one_ms("testbed", "tb.small", size, cpu_cores=2, memory_gib=4.0, rated_gbps=0.5)
         for size in (4, 1 << 20)
     ]
     store_samples(session=session, records=tiny, origin="jsonl")
@@ -183,3 +186,37 @@ def items(body: Any) -> list[dict[str, Any]]:
     if isinstance(body, list):
         return body
     return next(v for v in body.values() if isinstance(v, list))
+
+
+def test_a_rings_plus_written_bare_in_the_query_string_is_a_404_saying_to_write_2b(
+    client: TestClient, settings: Settings, session: Session
+) -> None:
+    """`?instance_type=a+b` arrives as `a b` (a bare '+' in a query string is a space). That found nothing
+    and said to use one of the probed types; it now says why and how to write it (%2B), and is not read
+    as the ring. Written %2B (as httpx's `params` and the dashboard's URLSearchParams write it), the ring
+    is drawn. The parameter's OpenAPI description says so."""
+    load_shipped_catalog(settings)
+    ring = [_one_ms("aws", "g4dn.12xlarge+g5.12xlarge", size, gpu_name="T4") for size in (4096, 1 << 20)]
+    store_samples(session=session, records=ring, origin="jsonl")
+    session.commit()
+    url = "/v1/bandwidth-models/active/curves"
+
+    r = client.get(f"{url}?provider=aws&instance_type=g5.12xlarge+g4dn.12xlarge")
+    assert r.status_code == 404, r.text
+    body = r.json()
+    assert body["field"] == "instance_type" and "'g5.12xlarge g4dn.12xlarge'" in body["detail"]
+    assert "a '+' written as it is means a space" in body["detail"]
+    assert "instance_type=g5.12xlarge%2Bg4dn.12xlarge" in body["hint"]
+
+    r = client.get(url, params={"provider": "aws", "instance_type": "g5.12xlarge+g4dn.12xlarge"})
+    assert r.status_code == 200, r.text
+    assert r.json()["instance_type"] == "g4dn.12xlarge+g5.12xlarge" and len(r.json()["samples"]) == 2
+
+    (parameter,) = [
+        p
+        for p in client.get("/openapi.json").json()["paths"][url.replace("active", "{version}")]["get"][
+            "parameters"
+        ]
+        if p["name"] == "instance_type"
+    ]
+    assert "%2B" in parameter["description"]

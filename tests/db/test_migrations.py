@@ -124,12 +124,13 @@ def test_rings_stored_under_another_order_are_renamed_losing_nothing(db_url: str
     keeps its old fingerprint), and leaves a name listing a type twice as it was."""
     from dataclasses import replace
 
-    from sqlalchemy import insert, select
+    from sqlalchemy import select
 
     from srift.bandwidth.records import ProbeRecord
-    from srift.bandwidth.samples import _row, record_from_row
+    from srift.bandwidth.samples import record_from_row
     from srift.db.session import session_factory
     from srift.db.tables import ProbeSample
+    from tests.bandwidth.helpers import store_before_canonical_names
 
     sample = {"run_id": "r1", "provider": "testbed", "instance_type": "tb.small", "backend": "gloo"}
     sample |= {"buffer_bytes": 1024, "world_size": 2, "time_s": 0.001, "collective": "all_gather"}
@@ -142,14 +143,7 @@ def test_rings_stored_under_another_order_are_renamed_losing_nothing(db_url: str
         replace(base, instance_type="tb.small+tb.small"),
         replace(base, instance_type="tb.small"),
     ]
-    migrate.downgrade(db_url, "0005")
-    get_engine(db_url).dispose()
-    with session_factory(db_url)() as session:
-        rows = [_row(r, fingerprint=r.fingerprint(), origin="jsonl", job_id=None) for r in legacy]
-        session.execute(insert(ProbeSample), rows)
-        session.commit()
-    migrate.upgrade(db_url)
-    get_engine(db_url).dispose()
+    store_before_canonical_names(db_url, legacy)
     with session_factory(db_url)() as session:
         stored = list(session.scalars(select(ProbeSample).order_by(ProbeSample.id)))
         names = [row.instance_type for row in stored]

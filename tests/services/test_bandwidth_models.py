@@ -129,3 +129,77 @@ def test_an_unknown_instance_type_is_a_404_naming_its_position_and_close_names(
         "/v1/bandwidth-models", json={"instance_types": ["p3.8xlarge"]}, headers=write_headers
     )
     assert known.status_code == 409 and "no stored probe samples" in known.json()["detail"]
+
+
+def _ring_copy(records: list[ProbeRecord], ring: str, *, slower: float) -> list[ProbeRecord]:
+    """The records as measured on the mixed ring `ring` (same nodes and sizes), `slower` times as long."""
+    return [
+        dataclasses.replace(r, instance_type=ring, run_id=f"ring:{r.run_id}", time_s=r.time_s * slower)
+        for r in records
+    ]
+
+
+def test_a_rings_name_selects_that_ring_and_its_types_and_a_measurement_stored_twice_trains_once(
+    client: TestClient, db_url: str, write_headers: dict[str, str]
+) -> None:
+    """A ring's name in `instance_types` matched no stored name (its samples were selected only by listing
+    its types); it now selects that ring's samples, in either order of its types, and its types' own (what
+    the ring is measured against), and no other ring of those types. A measurement stored under both
+    orders of a ring's types (before names were sorted), which migration 0006 keeps as two rows of one
+    name, counts once."""
+    from sqlalchemy import insert
+
+    from srift.bandwidth.samples import _row
+    from srift.db.tables import ProbeSample
+
+    records = parse_jsonl(gzip.decompress(SAMPLES.read_bytes()).decode(), source=SAMPLES.name)
+    small = [r for r in records if r.instance_type == "bw.r100.d2"]
+    ring = _ring_copy(
+        [*small, *(r for r in records if r.instance_type == "bw.r500.d5")],
+        "bw.r100.d2+bw.r500.d5",
+        slower=1.05,
+    )
+    other = [dataclasses.replace(r, instance_type="bw.other", run_id="other") for r in small]
+    other_ring = _ring_copy(small, "bw.other+bw.r100.d2", slower=1.1)
+    twice = ring[0]
+    with session_factory(db_url)() as session:
+        store_samples(session=session, records=[*records, *ring, *other, *other_ring], origin="jsonl")
+        old_print = dataclasses.replace(twice, instance_type="bw.r500.d5+bw.r100.d2").fingerprint()
+        session.execute(
+            insert(ProbeSample), [_row(twice, fingerprint=old_print, origin="jsonl", job_id=None)]
+        )
+        session.commit()
+
+    body = {"instance_types": ["bw.r500.d5+bw.r100.d2"], "tune": False}
+    r = client.post("/v1/bandwidth-models", json=body, headers=write_headers)
+    assert r.status_code == 201, r.text
+    query = r.json()["training_query"]
+    assert query["instance_types"] == ["bw.r100.d2+bw.r500.d5"], "recorded in the ring's one spelling"
+    assert query["n_samples"] == len(records), "the ring's types' own samples, not bw.other's"
+    assert query["n_mixed_samples"] == len(ring), "that ring's samples once each; not bw.other+bw.r100.d2"
+    assert list(r.json()["metrics"]["mixed_rings"]) == ["testbed/bw.r100.d2+bw.r500.d5"]
+
+
+@pytest.mark.parametrize(
+    ("names", "status", "field", "words"),
+    [
+        (["bw.r100.d2+bw.r100.d2"], 422, "instance_types[0]", "names 'bw.r100.d2' more than once"),
+        (["bw.r100.d2", "bw.r100.d2+bw.nope"], 404, "instance_types[1]", "unknown instance type 'bw.nope'"),
+        (["p3.8xlarge+p3.2xlarge"], 404, "instance_types[0]", "no stored probe sample is of the mixed ring"),
+    ],
+)
+def test_a_bad_or_unprobed_ring_in_the_filter_names_its_position(
+    client: TestClient,
+    settings: Settings,
+    write_headers: dict[str, str],
+    stored_testbed: list[ProbeRecord],
+    names: list[str],
+    status: int,
+    field: str,
+    words: str,
+) -> None:
+    load_shipped_catalog(settings)
+    r = client.post("/v1/bandwidth-models", json={"instance_types": names}, headers=write_headers)
+    assert r.status_code == status, r.text
+    assert r.json()["field"] == field and words in r.json()["detail"] and r.json()["hint"]
+    assert client.get("/v1/bandwidth-models").json()["models"] == []

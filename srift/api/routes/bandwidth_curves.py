@@ -14,7 +14,7 @@ from srift.api.auth import RequireRead
 from srift.api.deps import SessionDep, SettingsDep
 from srift.api.schemas.dashboard import BandwidthCurves
 from srift.api.schemas.types import NO_NUL
-from srift.domain.rings import RING_RULE
+from srift.domain.rings import QUERY_RULE, RING_RULE
 from srift.services import dashboard
 from srift.services.dashboard import MAX_WORLD_SIZE, MAX_WORLD_SIZES
 
@@ -22,7 +22,10 @@ router = APIRouter(tags=["bandwidth-models"])
 
 ERRORS: dict[int | str, dict[str, str]] = {
     401: {"description": "a read token is required (SRIFT_READ_REQUIRES_TOKEN)"},
-    404: {"description": "unknown model version, provider or instance type"},
+    404: {
+        "description": "unknown model version, provider or instance type (a name with a space: a ring's '+' "
+        "not written %2B in the query string)"
+    },
     422: {"description": "invalid world size, or a mixed ring naming a type twice"},
 }
 
@@ -51,7 +54,7 @@ def bandwidth_curves(
             min_length=1,
             max_length=128,
             pattern=NO_NUL,
-            description=f"a type, or {RING_RULE}; default: the first probed type",
+            description=f"a type, or {RING_RULE}; {QUERY_RULE}; default: the first probed type",
         ),
     ] = None,
     world_size: Annotated[

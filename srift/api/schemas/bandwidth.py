@@ -21,7 +21,11 @@ class TrainRequest(StrictModel):
 
     providers: list[Name] = Field(default_factory=list, max_length=20, description="e.g. ['aws', 'testbed']")
     instance_types: list[Name] = Field(
-        default_factory=list, max_length=200, description="e.g. ['p3.8xlarge']"
+        default_factory=list,
+        max_length=200,
+        description="e.g. ['p3.8xlarge']; a mixed ring's samples count when each of its types is listed. A "
+        "ring's name, its types joined by '+' in any order (['tb.large+tb.small']), selects that ring's "
+        "samples and its types' own (what the ring is measured against); no stored sample of it is a 404",
     )
     backends: list[BackendName] = Field(
         default_factory=list, max_length=4, description="backends the samples were measured with"
