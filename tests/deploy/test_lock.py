@@ -171,7 +171,10 @@ def test_make_install_installs_from_the_lock_with_hashes() -> None:
     assert re.search(r"^\$\(VENV\)/\.installed:.*\$\(LOCK\)", makefile, re.M), "a new lock reinstalls"
     ci = (ROOT / ".ci" / "run").read_text()
     assert "make test" in ci
-    assert re.search(r"^test: install\b", makefile, re.M)
+    # make test installs from the lock before anything else, then byte-compiles (install) beside lint and mypy
+    assert re.search(r"^test: \$\(VENV\)/\.installed\b", makefile, re.M)
+    test_recipe = makefile.split("\ntest:", 1)[1].split("\n\n", 1)[0]
+    assert re.search(r"\$\(MAKE\)[^\n]* install\b", test_recipe), test_recipe
 
 
 def test_the_image_installs_from_the_runtime_lock_with_hashes() -> None:
