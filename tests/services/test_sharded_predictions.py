@@ -61,6 +61,14 @@ def _post(client: TestClient, headers: dict[str, str], body: dict[str, Any]) -> 
     return client.post("/v1/predictions", json=body, headers=headers)
 
 
+def _without_setup(answer: dict[str, Any]) -> dict[str, Any]:
+    """A prediction document without its choices' setup fields (strategy, checkpointing, wrap, precision)."""
+    for choice in answer["choices"]:
+        for key in ("strategy", "checkpointing", "wrap", "precision"):
+            choice.pop(key)
+    return answer
+
+
 def _fleet(model: str, instance_type: str, count: int, batch: int) -> dict[str, Any]:
     """A prediction request of `count` VMs of `instance_type` at `batch` per VM, 10 iterations in us-east-1
     (the reference models in bf16)."""
@@ -128,11 +136,7 @@ def test_without_a_strategy_the_answer_is_the_plain_ddp_prediction(
             None,
         )
         assert choice.pop("precision").startswith("mixed")
-    expected = plain.json()
-    for choice in expected["choices"]:
-        for key in ("strategy", "checkpointing", "wrap", "precision"):
-            choice.pop(key)
-    assert answer == expected
+    assert answer == _without_setup(plain.json())
 
 
 def test_a_fleet_no_setup_of_the_strategy_fits_is_a_409_naming_strategy(
@@ -241,13 +245,7 @@ def test_auto_with_monte_carlo_samples_predicts_ddp_where_auto_plans_ddp_alone(
     without_samples = _post(client, write_headers, {**body, "strategy": "auto", "mc_samples": 0}).json()
     assert without_samples["strategy"] == view
     plain = _post(client, write_headers, body).json()
-    for choice in answer["choices"]:
-        for key in ("strategy", "checkpointing", "wrap", "precision"):
-            choice.pop(key)
-    for choice in plain["choices"]:
-        for key in ("strategy", "checkpointing", "wrap", "precision"):
-            choice.pop(key)
-    assert answer == plain
+    assert _without_setup(answer) == _without_setup(plain)
 
 
 def test_auto_with_monte_carlo_samples_compares_plain_ddp_alone_and_says_why(
