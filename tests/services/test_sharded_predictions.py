@@ -271,6 +271,12 @@ def test_auto_with_monte_carlo_samples_compares_plain_ddp_alone_and_says_why(
     both = _post(client, write_headers, {**body, "strategy": "ddp", "mc_samples": 20})
     assert both.status_code == 200, both.text
     assert both.json()["strategy"]["why"].endswith("compare every setup strategy ddp allows")
+    # parameter servers likewise: modelled for plain DDP alone
+    servers = _post(client, write_headers, {**body, "comm": "parameter_server", "ps_servers": 2})
+    assert servers.status_code == 200, servers.text
+    why = servers.json()["strategy"]["why"]
+    assert why.startswith("only DDP without checkpointing was compared: comm parameter_server"), why
+    assert "give comm allreduce to compare every setup strategy auto allows" in why, why
 
 
 def test_auto_with_monte_carlo_samples_where_ddp_overfills_is_a_409_naming_mc_samples(
