@@ -36,13 +36,13 @@ from srift.domain.sharding import Setup, StrategyChoice
 from srift.errors import Infeasible, InvalidInput, NotFound
 from srift.limits import MAX_PS_VMS
 from srift.optimize.evaluate import SimEvaluator
-from srift.optimize.strategies import SetupResult, StrategyEvaluator
+from srift.optimize.strategies import SetupResult, StrategyEvaluator, setups_for
 from srift.services.calibration import CorrectionTable, calibration_sources, fleet_shares, load_table
 from srift.services.memory import check_ddp_memory, check_fleet_member
 from srift.services.network import check_transport, network_spec, network_view
 from srift.services.placement import with_pipeline
 from srift.services.profiles import resolve_profiles, source_label, with_estimates
-from srift.services.sharding import allowed_setups, choice_setup, fleet_strategy_view
+from srift.services.sharding import ONLY_ALLOWED, allowed_setups, choice_setup, fleet_strategy_view
 from srift.services.views import (
     breakdown_document,
     choice_document,
@@ -377,11 +377,23 @@ def answer(*, session: Session, settings: Settings, query: PredictionQuery) -> d
     return predict(session=session, settings=settings, query=query).document()
 
 
-def _check_strategy(query: PredictionQuery) -> None:
+def plain_ddp_only(query: PredictionQuery) -> tuple[str, str] | None:
+    """The request field, and its value, that asks for what only the served (plain DDP) simulator models:
+    `mc_samples` above 0 (Monte Carlo samples) or `comm` parameter_server. With one, a strategy considers
+    plain DDP without checkpointing alone (srift.api.schemas.predictions STRATEGY_SIMULATED); None when
+    neither is asked."""
+    if query.mc_samples > 0:
+        return "mc_samples", str(query.mc_samples)
+    if query.comm is not CommMode.ALLREDUCE:
+        return "comm", query.comm.value
+    return None
+
+
+def check_strategy(query: PredictionQuery) -> None:
     """The request's strategy rules (srift.api.schemas.predictions STRATEGY_NEEDED, STRATEGY_SIMULATED):
-    `checkpointing` only with a strategy; a strategy that may compare more than plain DDP (any but ddp with
-    checkpointing false) only with comm allreduce and no Monte Carlo samples, which the sharded simulator
-    does not model. InvalidInput names the field."""
+    `checkpointing` only with a strategy; with Monte Carlo samples or parameter servers, which only plain
+    DDP's simulator models, a strategy that allows plain DDP without checkpointing (ddp or auto, checkpointing
+    not true), which is then all it considers. InvalidInput names the field."""
     if query.strategy is None:
         if query.checkpointing is not None:
             raise InvalidInput(
@@ -391,23 +403,36 @@ def _check_strategy(query: PredictionQuery) -> None:
                 field="checkpointing",
             )
         return
-    if query.strategy is StrategyChoice.DDP and query.checkpointing is False:
+    asked = plain_ddp_only(query)
+    if asked is None or Setup() in setups_for(query.strategy, query.checkpointing):
         return
+    name, value = asked
     setup = f"strategy {query.strategy.value}" + (
         f" with checkpointing {str(query.checkpointing).lower()}" if query.checkpointing is not None else ""
     )
-    for name, value, given in (
-        ("comm", query.comm.value, query.comm is not CommMode.ALLREDUCE),
-        ("mc_samples", query.mc_samples, query.mc_samples > 0),
-    ):
-        if given:
-            raise InvalidInput(
-                f"{name} {value} is not modelled under {setup}: its setups beyond plain DDP run on the "
-                "sharded simulator, which models allreduce collectives without Monte Carlo samples",
-                hint="leave comm at allreduce and mc_samples at 0, or give strategy ddp with checkpointing "
-                "false",
-                field=name,
-            )
+    keep = "mc_samples at 0" if name == "mc_samples" else "comm at allreduce"
+    raise InvalidInput(
+        f"{name} {value} is not modelled under {setup}: its setups run on the sharded simulator, which "
+        "models allreduce collectives without Monte Carlo samples, and only plain DDP without "
+        "checkpointing runs on the one that models them",
+        hint=f"leave {keep} to predict {setup}, or give strategy ddp or auto with checkpointing false or "
+        f"null (with {name} {value} they predict plain DDP without checkpointing)",
+        field=name,
+    )
+
+
+def _narrowed_view(view: dict[str, Any], query: PredictionQuery, asked: tuple[str, str]) -> dict[str, Any]:
+    """The strategy view of plain DDP when the request's `asked` field (plain_ddp_only) left its strategy
+    that one setup of several: `why` says so and how to compare them all (`why_kind` only_allowed)."""
+    assert query.strategy is not None
+    name, value = asked
+    keep = "mc_samples 0" if name == "mc_samples" else "comm allreduce"
+    why = (
+        f"only DDP without checkpointing was compared: {name} {value} is modelled for plain DDP alone (the "
+        f"sharded simulator models allreduce collectives without Monte Carlo samples); give {keep} to "
+        f"compare every setup strategy {query.strategy.value} allows"
+    )
+    return {**view, "why": why, "why_kind": ONLY_ALLOWED}
 
 
 def _none_fits(results: Sequence[SetupResult], *, query: PredictionQuery, at: str) -> Infeasible:
@@ -435,6 +460,21 @@ def _none_fits(results: Sequence[SetupResult], *, query: PredictionQuery, at: st
         f"no setup strategy {query.strategy.value} allows ({setups}) fits {fleet}: {reasons}",
         hint=hint,
         field="strategy",
+    )
+
+
+def _ddp_alone_overfills(exc: InvalidInput, *, query: PredictionQuery, asked: tuple[str, str]) -> Infeasible:
+    """The 409 when plain DDP, the one setup the request's `asked` field (plain_ddp_only) leaves a strategy
+    that allows several, overfills a GPU of the fleet (`exc`, DDP's memory check): it names that field,
+    since giving it up lets the strategy compare the sharded setups, which may fit."""
+    assert query.strategy is not None
+    name, value = asked
+    keep = "mc_samples 0" if name == "mc_samples" else "comm allreduce"
+    return Infeasible(
+        f"plain DDP without checkpointing, the one setup strategy {query.strategy.value} has with {name} "
+        f"{value}, does not fit ({exc.field}: {exc.detail})",
+        hint=f"give {keep} so strategy {query.strategy.value} compares the sharded setups too, or {exc.hint}",
+        field=name,
     )
 
 
@@ -468,7 +508,7 @@ class _Context:
         from srift.bandwidth.registry import active_model
         from srift.sim.network import MemoBandwidth
 
-        _check_strategy(query)
+        check_strategy(query)
         configs = (
             (("config", query.config),)
             if query.config is not None
@@ -525,15 +565,25 @@ class _Context:
         if query.strategy is None or self.evaluator is None:
             return None, None
         setups = allowed_setups(members, strategy=query.strategy, checkpointing=query.checkpointing)
+        asked = plain_ddp_only(query)
+        narrowed = asked is not None and setups != (Setup(),)
+        if asked is not None:
+            setups = (Setup(),)  # check_strategy: the strategy allows it
         if setups == (Setup(),):
             for i, m in enumerate(members):
-                check_ddp_memory(
-                    m.profile,
-                    m.instance,
-                    per_gpu_batch=m.per_device_batch,
-                    field=f"{at}.choices[{i}].instance_type",
-                )
-            return None, fleet_strategy_view(members, None, requested=query.strategy)
+                try:
+                    check_ddp_memory(
+                        m.profile,
+                        m.instance,
+                        per_gpu_batch=m.per_device_batch,
+                        field=f"{at}.choices[{i}].instance_type",
+                    )
+                except InvalidInput as exc:
+                    if not narrowed or asked is None:
+                        raise
+                    raise _ddp_alone_overfills(exc, query=query, asked=asked) from exc
+            view = fleet_strategy_view(members, None, requested=query.strategy)
+            return None, _narrowed_view(view, query, asked) if narrowed and asked is not None else view
         chooser = StrategyEvaluator(
             self.evaluator, setups, max_update_s=max(m.profile.update_s for m in members)
         )

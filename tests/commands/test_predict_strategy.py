@@ -26,7 +26,11 @@ def cli_db(db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iter
     get_settings.cache_clear()
 
 
-def _predict(capsys: pytest.CaptureFixture[str], tmp_path: Path, **extra: object) -> str:
+def _predict(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, *options: str, exit_code: int = 0, **extra: object
+) -> str:
+    """`srift predict` of 4 × p4d.24xlarge (llama-1b, bf16) with `extra` in the file and `options`: its
+    output (stdout, or stderr when it exits with a non-zero `exit_code`), on one line."""
     request = tmp_path / "r.json"
     request.write_text(
         json.dumps(
@@ -41,10 +45,10 @@ def _predict(capsys: pytest.CaptureFixture[str], tmp_path: Path, **extra: object
         )
     )
     with pytest.raises(SystemExit) as exited:
-        main(["predict", str(request)])
+        main(["predict", str(request), *options])
     out, err = capsys.readouterr()
-    assert int(exited.value.code or 0) == 0, err
-    return " ".join(out.split())
+    assert int(exited.value.code or 0) == exit_code, err
+    return " ".join((err if exit_code else out).split())
 
 
 def test_predict_with_a_strategy_says_how_to_run_the_fleet(
@@ -71,3 +75,20 @@ def test_predict_without_a_strategy_prints_no_setup(
         checkpointing=False,
     )
     assert "how to run it:" in out and "only DDP was allowed by the request" in out
+
+
+def test_predict_auto_with_monte_carlo_samples_predicts_plain_ddp_and_says_why(
+    cli_db: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    small = {"choices": [{"instance_type": "p4d.24xlarge", "count": 4, "batch": 8}]}
+    out = _predict(capsys, tmp_path, "--mc-samples", "20", config=small, strategy="auto")
+    assert "only DDP without checkpointing was compared: mc_samples 20" in out, out
+    assert "give mc_samples 0 to compare every setup strategy auto allows" in out, out
+
+
+def test_predict_a_sharded_strategy_with_monte_carlo_samples_names_the_field_and_the_fix(
+    cli_db: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    err = _predict(capsys, tmp_path, "--mc-samples", "20", exit_code=2, strategy="full_shard")
+    assert "mc_samples 20 is not modelled under strategy full_shard" in err, err
+    assert "To fix: leave mc_samples at 0 to predict strategy full_shard, or give strategy ddp or auto" in err

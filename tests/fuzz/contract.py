@@ -133,14 +133,14 @@ def _checkpointing_needs_strategy(obj: dict[str, Any]) -> bool | None:
 
 
 def _strategy_as_planned(obj: dict[str, Any]) -> bool | None:
-    """The part a body shows: a strategy other than ddp with checkpointing false wants comm allreduce and
-    mc_samples 0. Whether a setup fits is the stored data's (a 409), not the body's."""
+    """The part a body shows: a strategy with mc_samples above 0 or comm parameter_server is ddp or auto with
+    checkpointing not true. Whether a setup fits is the stored data's (a 409), not the body's."""
     strategy = obj.get("strategy")
     if not _prediction_request(obj) or strategy is None:
         return None
-    if strategy == "ddp" and obj.get("checkpointing") is False:
+    if obj.get("comm", "allreduce") == "allreduce" and obj.get("mc_samples", 0) == 0:
         return None
-    return obj.get("comm", "allreduce") == "allreduce" and obj.get("mc_samples", 0) == 0
+    return strategy in ("ddp", "auto") and obj.get("checkpointing") is not True
 
 
 def _recent_market(obj: dict[str, Any]) -> dict[str, Any] | None:

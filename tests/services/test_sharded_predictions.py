@@ -11,11 +11,16 @@ import yaml
 from fastapi.testclient import TestClient
 
 from services.test_sharded_plans import NO_STRUCTURE
+from srift.api.schemas.predictions import parse_prediction_request
 from srift.catalog.shipped import load_shipped_catalog
 from srift.commands.plan import example_for
 from srift.documents import RULES_KEY
+from srift.domain.sharding import StrategyChoice
+from srift.errors import InvalidInput
 from srift.refmodels.shipped import load_reference_profiles
+from srift.services.predictions import check_strategy
 from srift.settings import Settings
+from tests.fuzz.contract import RULES, broken_rule
 
 _SHARED = ("model", "precision", "iterations", "provider", "region")
 
@@ -54,6 +59,14 @@ def shipped(settings: Settings) -> Settings:
 
 def _post(client: TestClient, headers: dict[str, str], body: dict[str, Any]) -> Any:
     return client.post("/v1/predictions", json=body, headers=headers)
+
+
+def _without_setup(answer: dict[str, Any]) -> dict[str, Any]:
+    """A prediction document without its choices' setup fields (strategy, checkpointing, wrap, precision)."""
+    for choice in answer["choices"]:
+        for key in ("strategy", "checkpointing", "wrap", "precision"):
+            choice.pop(key)
+    return answer
 
 
 def _fleet(model: str, instance_type: str, count: int, batch: int) -> dict[str, Any]:
@@ -123,11 +136,7 @@ def test_without_a_strategy_the_answer_is_the_plain_ddp_prediction(
             None,
         )
         assert choice.pop("precision").startswith("mixed")
-    expected = plain.json()
-    for choice in expected["choices"]:
-        for key in ("strategy", "checkpointing", "wrap", "precision"):
-            choice.pop(key)
-    assert answer == expected
+    assert answer == _without_setup(plain.json())
 
 
 def test_a_fleet_no_setup_of_the_strategy_fits_is_a_409_naming_strategy(
@@ -170,6 +179,8 @@ def test_a_strategy_for_a_profile_without_memory_facts_is_a_409_that_says_so(
         ({"checkpointing": True}, "checkpointing"),
         ({"strategy": "full_shard", "mc_samples": 10}, "mc_samples"),
         ({"strategy": "zero2", "comm": "parameter_server"}, "comm"),
+        ({"strategy": "auto", "checkpointing": True, "mc_samples": 10}, "mc_samples"),
+        ({"strategy": "ddp", "checkpointing": True, "comm": "parameter_server"}, "comm"),
     ],
 )
 def test_bad_strategy_input_is_a_422_naming_its_field(
@@ -179,6 +190,105 @@ def test_bad_strategy_input_is_a_422_naming_its_field(
     assert r.status_code == 422, r.text
     error = r.json()
     assert error["field"] == field and error["hint"], error
+    if field in ("mc_samples", "comm") and "strategy" in extra:
+        # says what is not modelled and both ways out: the field back at its default, or ddp/auto
+        keep = "leave mc_samples at 0" if field == "mc_samples" else "leave comm at allreduce"
+        assert f"is not modelled under strategy {extra['strategy']}" in error["detail"], error
+        assert error["hint"].startswith(keep) and "strategy ddp or auto" in error["hint"], error
+
+
+@pytest.mark.parametrize("strategy", [None, *(s.value for s in StrategyChoice)])
+@pytest.mark.parametrize("checkpointing", [None, True, False])
+@pytest.mark.parametrize(
+    ("comm", "mc_samples"), [("allreduce", 0), ("allreduce", 5), ("parameter_server", 0)]
+)
+def test_the_strategy_rules_the_schema_publishes_are_exactly_what_the_server_enforces(
+    strategy: str | None, checkpointing: bool | None, comm: str, mc_samples: int
+) -> None:
+    """Whether a body's strategy is refused depends on the body alone, so the published rules
+    (tests/fuzz/contract.py reads their sentences) say exactly which bodies the service refuses."""
+    body = {
+        **_fleet("llama-1b", "p4d.24xlarge", 2, 64),
+        **({"strategy": strategy} if strategy is not None else {}),
+        **({"checkpointing": checkpointing} if checkpointing is not None else {}),
+        "comm": comm,
+        "mc_samples": mc_samples,
+    }
+    broken = broken_rule(body, set(RULES))
+    try:
+        check_strategy(parse_prediction_request(body).to_domain())
+    except InvalidInput as exc:
+        assert broken in ("checkpointing-needs-strategy", "strategy-as-planned"), exc
+        assert exc.field == (
+            "checkpointing"
+            if broken == "checkpointing-needs-strategy"
+            else "mc_samples"
+            if mc_samples
+            else "comm"
+        )
+    else:
+        assert broken is None
+
+
+def test_auto_with_monte_carlo_samples_predicts_ddp_where_auto_plans_ddp_alone(
+    shipped: Settings, client: TestClient, write_headers: dict[str, str]
+) -> None:
+    """Profiles without sharding facts that DDP holds: `auto` plans DDP alone, so Monte Carlo samples (which
+    only plain DDP's simulator models) change nothing but the band; it was a 422 on mc_samples."""
+    assert client.post("/v1/profiles", json=NO_STRUCTURE, headers=write_headers).status_code == 201
+    body = {**_fleet("no-structure", "g4dn.xlarge", 2, 64), "mc_samples": 20}
+    r = _post(client, write_headers, {**body, "strategy": "auto"})
+    assert r.status_code == 200, r.text
+    answer = r.json()
+    view = answer.pop("strategy")
+    assert view["strategy"] == "ddp" and view["why_kind"] == "only_checkable", view
+    without_samples = _post(client, write_headers, {**body, "strategy": "auto", "mc_samples": 0}).json()
+    assert without_samples["strategy"] == view
+    plain = _post(client, write_headers, body).json()
+    assert _without_setup(answer) == _without_setup(plain)
+
+
+def test_auto_with_monte_carlo_samples_compares_plain_ddp_alone_and_says_why(
+    shipped: Settings, client: TestClient, write_headers: dict[str, str]
+) -> None:
+    """A model with sharding facts, where `auto` compares every setup: with mc_samples it predicts plain DDP
+    (the served simulator, with the samples), and `why` says the samples left DDP alone and how to compare
+    the rest. The same fleet with mc_samples 0 compares them."""
+    body = {**_fleet("llama-1b", "p4d.24xlarge", 2, 8), "strategy": "auto"}
+    compared = _post(client, write_headers, body).json()["strategy"]
+    assert compared["why_kind"] == "fastest_fits" and len(compared["compared"]) > 2
+    r = _post(client, write_headers, {**body, "mc_samples": 20})
+    assert r.status_code == 200, r.text
+    answer = r.json()
+    view = answer["strategy"]
+    assert (view["strategy"], view["checkpointing"], view["compared"]) == ("ddp", False, [])
+    assert view["why_kind"] == "only_allowed"
+    assert view["why"].startswith("only DDP without checkpointing was compared: mc_samples 20"), view
+    assert "give mc_samples 0 to compare every setup strategy auto allows" in view["why"], view
+    plain = _post(client, write_headers, {**body, "strategy": None, "mc_samples": 20}).json()
+    assert answer["predicted"] == plain["predicted"]
+    # ddp with checkpointing null allows two setups; the samples leave the one without checkpointing
+    both = _post(client, write_headers, {**body, "strategy": "ddp", "mc_samples": 20})
+    assert both.status_code == 200, both.text
+    assert both.json()["strategy"]["why"].endswith("compare every setup strategy ddp allows")
+    # parameter servers likewise: modelled for plain DDP alone
+    servers = _post(client, write_headers, {**body, "comm": "parameter_server", "ps_servers": 2})
+    assert servers.status_code == 200, servers.text
+    why = servers.json()["strategy"]["why"]
+    assert why.startswith("only DDP without checkpointing was compared: comm parameter_server"), why
+    assert "give comm allreduce to compare every setup strategy auto allows" in why, why
+
+
+def test_auto_with_monte_carlo_samples_where_ddp_overfills_is_a_409_naming_mc_samples(
+    shipped: Settings, client: TestClient, write_headers: dict[str, str]
+) -> None:
+    body = {**_fleet("llama-8b", "g4dn.xlarge", 2, 1), "strategy": "auto", "mc_samples": 20}
+    r = _post(client, write_headers, body)
+    assert r.status_code == 409, r.text
+    error = r.json()
+    assert error["field"] == "mc_samples" and "plain DDP without checkpointing" in error["detail"], error
+    assert "config.choices[0].batch" in error["detail"], error
+    assert error["hint"].startswith("give mc_samples 0 so strategy auto compares the sharded setups too")
 
 
 def test_the_prediction_schema_states_the_strategy_rules(client: TestClient) -> None:

@@ -509,9 +509,11 @@ class StrategyOut(BaseModel):
     why_kind: Literal["only_allowed", "only_checkable", "fastest_fits", "none_fits"] | None = Field(
         default=None,
         description="which case `why` words: only_allowed, the request allowed this setup alone (e.g. "
-        "strategy ddp without checkpointing); only_checkable, `auto` planned DDP alone because no profile "
-        "carries the model's sharding facts and DDP holds the model on every candidate GPU; fastest_fits, "
-        "the fastest of the setups compared that fits the fleet; none_fits, no setup fits. Null in plans "
+        "strategy ddp "
+        "without checkpointing, or a prediction's mc_samples above 0 or comm parameter_server, which "
+        "leave plain DDP alone); only_checkable, `auto` planned DDP alone because no profile carries "
+        "the model's sharding facts and DDP holds the model on every candidate GPU; fastest_fits, the "
+        "fastest of the setups compared that fits the fleet; none_fits, no setup fits. Null in plans "
         "made before it was recorded",
     )
     memory: list[StrategyMemoryOut] = Field(default_factory=list)

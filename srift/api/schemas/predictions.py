@@ -101,12 +101,15 @@ STRATEGY_NEEDED = (
 )
 STRATEGY_SIMULATED = (
     "strategy-as-planned",
-    "with a strategy other than ddp with checkpointing false, comm is allreduce and mc_samples is 0 (the "
-    "sharded simulator models neither). Each fleet is evaluated as a plan evaluates a candidate fleet under "
-    "the strategy: the setups it allows (auto: every one when a profile carries the model's sharding facts "
-    "or DDP cannot hold the model at batch 1, else DDP alone; checkpointing null: with and without) have "
-    "their memory checked per GPU and the fastest that fits is predicted; no setup fitting is a 409 (field "
-    "strategy)",
+    "with a strategy and mc_samples above 0 or comm parameter_server (which only plain DDP's simulator "
+    "models: the sharded simulator models allreduce collectives without Monte Carlo samples), the "
+    "strategy is ddp or auto and checkpointing is not true; the strategy then considers plain DDP "
+    "without checkpointing alone (its strategy section's why says so). Each fleet is evaluated as a "
+    "plan evaluates a candidate fleet under the strategy: the setups it allows (auto: every one when a "
+    "profile carries the model's sharding facts or DDP cannot hold the model at batch 1, else DDP "
+    "alone; checkpointing null: with and without) have their memory checked per GPU and the fastest "
+    "that fits is predicted; no setup fitting is a 409 (field strategy, or the field that left plain "
+    "DDP alone)",
 )
 
 
@@ -171,7 +174,9 @@ class PredictionRequest(RunRequestIn):
         ge=0,
         le=MAX_MC_SAMPLES,
         description="Monte Carlo samples of one iteration (stragglers, bandwidth-model error) for the "
-        "stragglers term of the p10/p50/p90 band (0: straggler draws only)",
+        "stragglers term of the p10/p50/p90 band (0: straggler draws only); with a strategy, above 0 only "
+        "for ddp or auto with checkpointing not true, which then consider plain DDP alone (rule "
+        "strategy-as-planned)",
     )
     strategy: StrategyChoice | None = Field(
         default=_PREDICT["strategy"],

@@ -5,7 +5,9 @@ import {
   ApiError, card, clearErrors, el, fillSelect, fmtNumber, fmtPercent, fmtSeconds, fmtUsd, get, markReady, numberOrNull, post, renderTable, showError,
   submitting,
 } from "./common.js";
-import { fillModelSelect, initWhere, loadProfiles, profilePart, sourcesLine, typeOption, typesIn, wireUpload } from "./shared.js";
+import {
+  fillModelSelect, initWhere, loadProfiles, profilePart, renderStrategy, sourcesLine, typeOption, typesIn, wireUpload,
+} from "./shared.js";
 
 const $ = (id) => document.getElementById(id);
 const form = $("plan-form");
@@ -242,35 +244,6 @@ function renderUnaligned(plan) {
   box.replaceChildren(...(box.hidden ? [] : [
     el("span", { class: "warn" }, "! "), box.dataset.note.replace("{share}", `${(100 * share).toFixed(0)} %`),
   ]));
-}
-
-/** How to run the plan: strategy, wrapping, checkpointing, precision, memory per GPU, the setups compared. */
-function renderStrategy(plan) {
-  const view = plan.strategy;
-  $("plan-strategy-panel").hidden = !view || !view.strategy;
-  if ($("plan-strategy-panel").hidden) return;
-  $("plan-strategy-how").replaceChildren(el("code", {}, view.how || ""));
-  $("plan-strategy-why").textContent = `${view.precision}; ${view.why}`;
-  if (!view.memory?.length && !view.compared?.length) {
-    // Nothing was weighed (e.g. DDP alone): say so once, not "nothing to show" under each table.
-    $("plan-strategy-memory").replaceChildren(el("p", { class: "empty" },
-      "No memory per GPU or other setups to show: no other strategy was weighed for this plan."));
-    $("plan-strategy-compared").replaceChildren();
-    return;
-  }
-  renderTable($("plan-strategy-memory"), [
-    { label: "Instance type", value: (m) => el("code", {}, m.instance_type) },
-    { label: "Peak GiB / GPU", value: (m) => (m.peak_bytes == null ? "—" : fmtNumber(m.peak_bytes / 2 ** 30)), num: true },
-    { label: "Of GiB", value: (m) => fmtNumber(m.capacity_gib), num: true },
-    { label: "Parts (GiB)", wrap: true, value: (m) => Object.entries(m.parts || {}).filter(([, v]) => v)
-      .map(([k, v]) => `${k} ${fmtNumber(v / 2 ** 30)}`).join(", ") || "—" },
-  ], view.memory || [], { id: "plan-strategy-memory-table", empty: "no memory per GPU for this fleet" });
-  renderTable($("plan-strategy-compared"), [
-    { label: "Setup", value: (r) => el("code", {}, r.setup) },
-    { label: "Fits", value: (r) => (r.fits ? "yes" : el("span", { class: "badge infeasible", title: r.reason || "" }, "no")) },
-    { label: "Iteration", value: (r) => (r.iteration_s == null ? "—" : `${fmtNumber(r.iteration_s)} s`), num: true },
-    { label: "Peak GiB / GPU", value: (r) => (r.peak_gib == null ? "—" : fmtNumber(r.peak_gib)), num: true },
-  ], view.compared || [], { id: "plan-strategy-compared-table", empty: "no other setups compared", rowClass: (r) => (r.setup === `${view.strategy}${view.checkpointing ? "+ckpt" : ""}` ? "chosen" : null) });
 }
 
 /** Counts per location, the cost line (instances and egress) and the bytes crossing between locations. */
@@ -584,7 +557,7 @@ async function renderPlan(plan) {
   renderCards(plan);
   renderChoices(plan);
   renderUnaligned(plan);
-  renderStrategy(plan);
+  renderStrategy("plan", plan.strategy, "plan");
   renderWarnings([...(plan.warnings || []), ...(plan.breakdown?.warnings || [])]);
   sourcesLine($("plan-sources"), plan.sources);
   renderGeo(plan);

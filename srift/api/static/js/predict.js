@@ -4,7 +4,9 @@ import { drawBreakdown, drawWhatIfScatter, plotly } from "./charts.js";
 import {
   card, markReady, el, fillSelect, fmtNumber, fmtSeconds, fmtUsd, numberOrNull, post, renderTable, showError, submitting,
 } from "./common.js";
-import { fillModelSelect, initWhere, loadProfiles, profilePart, sourcesLine, typeOption, typesIn, wireUpload } from "./shared.js";
+import {
+  fillModelSelect, initWhere, loadProfiles, profilePart, renderStrategy, sourcesLine, typeOption, typesIn, wireUpload,
+} from "./shared.js";
 
 const $ = (id) => document.getElementById(id);
 const form = $("predict-form");
@@ -71,6 +73,65 @@ function refreshRowTypes() {
   }
 }
 
+// ---------------------------------------------------------------- strategy, samples and communication
+//
+// The server's rule `strategy-as-planned` (the OpenAPI schema's x-srift-rules): Monte Carlo samples and
+// parameter servers are modelled for plain DDP without checkpointing alone. So with a setup that is never
+// that (a sharded strategy, or checkpointing every block) the form holds the samples at 0 and the exchange at
+// ring allreduce, and never sends the combination the server refuses; with one that may compare more than
+// DDP (auto, or DDP with and without checkpointing) samples above 0 are allowed and narrow it to plain DDP, so
+// choosing it sets them to 0 (the comparison a user asks for) and says what samples above 0 mean. Leaving
+// either gives back the samples the user had.
+
+const SHARDED = new Set(["zero1", "zero2", "full_shard", "hybrid"]);
+let savedSamples = null;  // the user's Monte Carlo samples while a strategy set them to 0
+let strategyMode = "plain";
+
+/** "plain" (no strategy, or DDP without checkpointing), "held" (never plain DDP) or "narrowing" (may be). */
+function modeOf(strategy, checkpointing) {
+  if (!strategy || (strategy === "ddp" && checkpointing === "false")) return "plain";
+  if (SHARDED.has(strategy) || checkpointing === "true") return "held";
+  return "narrowing";
+}
+
+function syncStrategy() {
+  const strategy = $("predict-strategy").value;
+  const checkpointing = $("predict-checkpointing");
+  checkpointing.disabled = !strategy;  // checkpointing is sent only with a strategy
+  if (!strategy) checkpointing.value = "";
+  const mode = modeOf(strategy, checkpointing.value);
+  const samples = $("predict-mc");
+  const comm = $("predict-comm");
+  const servers = comm.querySelector("option[value=parameter_server]");
+  if (mode !== "plain" && savedSamples === null && (strategyMode === "plain" || mode === "held")) {
+    savedSamples = samples.value;
+  }
+  if (mode !== "plain" && strategyMode === "plain") {
+    samples.value = "0";
+  } else if (mode === "plain" && savedSamples !== null) {
+    samples.value = savedSamples;
+    savedSamples = null;
+  }
+  if (mode === "held") {
+    samples.value = "0";
+    comm.value = "allreduce";
+  }
+  samples.disabled = mode === "held";
+  servers.disabled = mode === "held";
+  $("predict-ps").disabled = mode === "held";
+  strategyMode = mode;
+  const note = $("predict-strategy-note");
+  const setup = `strategy ${strategy}${checkpointing.value === "true" ? " with checkpointing" : ""}`;
+  note.textContent = mode === "held"
+    ? `Monte Carlo samples are held at 0 and communication at ring allreduce: ${setup} runs on the sharded `
+      + "simulator, which models neither."
+    : mode === "narrowing"
+      ? `Monte Carlo samples set to 0 so ${setup} compares every setup it allows; above 0 (or with parameter `
+        + "servers) it predicts plain DDP without checkpointing, with the samples' band."
+      : "";
+  note.hidden = mode === "plain";
+}
+
 async function buildRequest() {
   const request = await profilePart($("predict-model"), $("predict-profile-file"));
   request.provider = $("predict-provider").value;
@@ -86,6 +147,15 @@ async function buildRequest() {
   }
   request.comm = $("predict-comm").value;
   if ($("predict-exchange").value !== "ddp_buckets") request.exchange = $("predict-exchange").value;
+  const strategy = $("predict-strategy").value;
+  if (strategy) {
+    request.strategy = strategy;
+    if ($("predict-checkpointing").value) request.checkpointing = $("predict-checkpointing").value === "true";
+    if (modeOf(strategy, $("predict-checkpointing").value) === "held") {
+      request.mc_samples = 0;  // what the form holds; never the body the server refuses
+      request.comm = "allreduce";
+    }
+  }
   if (request.comm !== "parameter_server") delete request.ps_servers;
   request.config = {
     choices: [...fleet.rows].map((tr) => ({
@@ -110,7 +180,9 @@ async function render(prediction, request) {
   $("predict-results").hidden = false;
   const p = { ...prediction.predicted, breakdown: prediction.breakdown };
   const comm = commLabel(prediction.comm, request.ps_servers);
-  $("predict-title").textContent = `${prediction.label} · ${comm}`;
+  const view = prediction.strategy;
+  const setup = view?.strategy ? ` · ${view.strategy}${view.checkpointing ? "+ckpt" : ""}` : "";
+  $("predict-title").textContent = `${prediction.label} · ${comm}${setup}`;
   $("predict-cards").replaceChildren(
     card("Iteration", fmtSeconds(p.iteration_s), `p10 ${fmtSeconds(p.iteration_p10_s)} · p90 ${fmtSeconds(p.iteration_p90_s)}`),
     card("Total time", fmtSeconds(p.total_time_s), `${fmtNumber(prediction.iterations)} iterations`),
@@ -120,7 +192,8 @@ async function render(prediction, request) {
   );
   $("predict-warnings").replaceChildren(...[...(prediction.warnings || []), ...(prediction.breakdown.warnings || [])].map((w) => el("li", {}, w)));
   sourcesLine($("predict-sources"), prediction.sources);
-  whatIfs.push({ label: `${prediction.label} · ${comm}`, fleet: prediction.label, comm, iterations: prediction.iterations, prediction: p });
+  renderStrategy("predict", view, "prediction");
+  whatIfs.push({ label: `${prediction.label} · ${comm}${setup}`, fleet: `${prediction.label}${setup}`, comm, iterations: prediction.iterations, prediction: p });
   const charts = Promise.all([
     drawWhatIfScatter($("predict-scatter"), whatIfs),
     drawBreakdown($("predict-breakdown"), whatIfs.slice(-3).reverse().map((w, i) => ({ name: i === 0 ? "latest" : `earlier ${i}`, breakdown: w.prediction.breakdown }))),
@@ -150,6 +223,9 @@ async function init() {
   // Start loading the chart library early; a failure is said in each chart's place when it is drawn.
   form.addEventListener("focusin", () => plotly().catch(() => null), { once: true });
   $("predict-add-row").addEventListener("click", () => addRow());
+  for (const id of ["predict-strategy", "predict-checkpointing"]) $(id).addEventListener("change", syncStrategy);
+  $("predict-mc").addEventListener("input", () => { savedSamples = null; });  // the user's own, kept on leaving
+  syncStrategy();
   try {
     const [profiles, where] = await Promise.all([loadProfiles(), initWhere($("predict-provider"), $("predict-region"), refreshRowTypes)]);
     byModel = fillModelSelect($("predict-model"), profiles);

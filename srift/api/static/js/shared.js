@@ -1,6 +1,6 @@
 // Loaders shared by the request forms: stored profiles, the catalog's providers, regions and instance types.
 
-import { config, el, fillSelect, get, items, query, readJsonFile } from "./common.js";
+import { config, el, fillSelect, fmtNumber, get, items, query, readJsonFile, renderTable } from "./common.js";
 
 /**
  * Stored profiles as [{id, model, accelerator, reference}], from GET /v1/profiles (grouped there by model);
@@ -160,4 +160,37 @@ export function wireUpload(fileInput, clearButton, modelSelect) {
     fileInput.value = "";
     sync();
   });
+}
+
+/**
+ * How a fleet runs under the request's strategy (a plan's or a prediction's `strategy` section) in the
+ * `${prefix}-strategy-*` panel: the setup (what to write in PyTorch), why, memory per GPU, the setups compared;
+ * hidden without one. `subject` ("plan", "prediction") names what nothing else was weighed for.
+ */
+export function renderStrategy(prefix, view, subject) {
+  const $ = (part) => document.getElementById(`${prefix}-strategy-${part}`);
+  $("panel").hidden = !view || !view.strategy;
+  if ($("panel").hidden) return;
+  $("how").replaceChildren(el("code", {}, view.how || ""));
+  $("why").textContent = `${view.precision}; ${view.why}`;
+  if (!view.memory?.length && !view.compared?.length) {
+    // Nothing was weighed (e.g. DDP alone): say so once, not "nothing to show" under each table.
+    $("memory").replaceChildren(el("p", { class: "empty" },
+      `No memory per GPU or other setups to show: no other strategy was weighed for this ${subject}.`));
+    $("compared").replaceChildren();
+    return;
+  }
+  renderTable($("memory"), [
+    { label: "Instance type", value: (m) => el("code", {}, m.instance_type) },
+    { label: "Peak GiB / GPU", value: (m) => (m.peak_bytes == null ? "—" : fmtNumber(m.peak_bytes / 2 ** 30)), num: true },
+    { label: "Of GiB", value: (m) => fmtNumber(m.capacity_gib), num: true },
+    { label: "Parts (GiB)", wrap: true, value: (m) => Object.entries(m.parts || {}).filter(([, v]) => v)
+      .map(([k, v]) => `${k} ${fmtNumber(v / 2 ** 30)}`).join(", ") || "—" },
+  ], view.memory || [], { id: `${prefix}-strategy-memory-table`, empty: "no memory per GPU for this fleet" });
+  renderTable($("compared"), [
+    { label: "Setup", value: (r) => el("code", {}, r.setup) },
+    { label: "Fits", value: (r) => (r.fits ? "yes" : el("span", { class: "badge infeasible", title: r.reason || "" }, "no")) },
+    { label: "Iteration", value: (r) => (r.iteration_s == null ? "—" : `${fmtNumber(r.iteration_s)} s`), num: true },
+    { label: "Peak GiB / GPU", value: (r) => (r.peak_gib == null ? "—" : fmtNumber(r.peak_gib)), num: true },
+  ], view.compared || [], { id: `${prefix}-strategy-compared-table`, empty: "no other setups compared", rowClass: (r) => (r.setup === `${view.strategy}${view.checkpointing ? "+ckpt" : ""}` ? "chosen" : null) });
 }
