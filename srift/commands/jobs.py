@@ -319,10 +319,12 @@ def submit_probe(
 
     Examples:
 
-      srift jobs submit probe --provider testbed --instance-type tb.small --nodes 2,4 --sizes 4,1M
+      srift jobs submit probe --provider testbed --instance-type tb.small \\
+          --nodes 2,4 --sizes 4,1M
 
-      srift jobs submit probe --provider ec2 --instance-type g4dn.xlarge --nodes 2 \\
-          --image-id ami-0123456789abcdef0 --results-url http://10.0.0.5:8000
+      srift jobs submit probe --provider ec2 --instance-type g4dn.xlarge \\
+          --nodes 2 --image-id ami-0123456789abcdef0 \\
+          --results-url http://10.0.0.5:8000
 
     EC2's other options (region, market, subnet, caps) go in --file's `ec2:` mapping; flags override it.
     """
@@ -368,11 +370,15 @@ def submit_profile(
 
     Examples:
 
-      srift jobs submit profile --provider testbed --instance-types tb.small,tb.large \\
-          --model srift.profiling.testmodels:cnn --input srift.profiling.testmodels:cnn_input
+      srift jobs submit profile --provider testbed \\
+          --instance-types tb.small,tb.large \\
+          --model srift.profiling.testmodels:cnn \\
+          --input srift.profiling.testmodels:cnn_input
 
-      srift jobs submit profile --provider ec2 --instance-types g4dn.xlarge,g5.xlarge \\
-          --model srift.profiling.testmodels:cnn --input srift.profiling.testmodels:cnn_input \\
+      srift jobs submit profile --provider ec2 \\
+          --instance-types g4dn.xlarge,g5.xlarge \\
+          --model srift.profiling.testmodels:cnn \\
+          --input srift.profiling.testmodels:cnn_input \\
           --image-id ami-0123456789abcdef0 --results-url http://10.0.0.5:8000
 
     EC2's other options (region, market, subnet, caps) go in --file's `ec2:` mapping; flags override it.

@@ -296,7 +296,8 @@ def upload_command(
 
       srift profile upload cnn.json --token $SRIFT_TOKEN
 
-      srift profile upload bert-t4.json bert-a10g.json --url http://srift:8000 --shared
+      srift profile upload bert-t4.json bert-a10g.json --url http://srift:8000 \\
+          --shared
     """
     from srift.commands.remote import call_api, load_request_file
     from srift.domain.profile_document import read_profile
@@ -424,11 +425,13 @@ def import_command(
     Examples:
 
       srift profile srift.profiling.testmodels:bert_base \\
-          --input srift.profiling.testmodels:bert_base_input --layers-only --out bert.layers.json
+          --input srift.profiling.testmodels:bert_base_input --layers-only \\
+          --out bert.layers.json
 
       printf 'batch,step_s\\n8,0.21\\n16,0.39\\n32,0.76\\n' > t4.csv
 
-      srift profile import t4.csv --layers bert.layers.json --accelerator T4 --out bert-t4.json
+      srift profile import t4.csv --layers bert.layers.json --accelerator T4 \\
+          --out bert-t4.json
     """
     import datetime as dt
 
