@@ -420,7 +420,9 @@ def import_command(
     split ⅓ forward, ⅔ backward unless --forward-fraction says otherwise; every such assumption is
     printed and kept in the profile's extra.assumptions. --accelerator must name a GPU model or an
     instance type of the catalog (`srift catalog list`; `srift catalog import` adds your own hardware)
-    or an accelerator spec, so that plans use the times.
+    or an accelerator spec, so that plans use the times. With --upload the server's catalog is the one
+    that counts, not this machine's: --accelerator is not checked here, and the server stores the
+    profile for any accelerator (its plans use the times once its catalog has a type that matches).
 
     Examples:
 
@@ -438,7 +440,8 @@ def import_command(
     from srift.domain.structure import parse_precision
     from srift.profiling.imports import build_profile, parse_compute_table, sha256_text
 
-    _require_known_accelerator(accelerator)
+    if upload is None:
+        _require_known_accelerator(accelerator)
     text = _read_text(table_file, "table")
     result = build_profile(
         table=parse_compute_table(text, source=table_file.name),
@@ -459,7 +462,9 @@ def import_command(
 
 def _require_known_accelerator(accelerator: str) -> None:
     """Refuse an accelerator no type of the local catalog (shipped and `srift catalog import`ed) has and no
-    accelerator spec names: its times would never be used, every plan estimating instead."""
+    accelerator spec names: its times would never be used, every plan estimating instead. Not called for
+    --upload: the profile is for the server, whose catalog (users import their own) may differ from
+    this machine's, and POST /v1/profiles accepts any accelerator."""
     from srift.catalog import store
     from srift.catalog.accelerators import require_known_accelerator
     from srift.commands.local import catalog_database
