@@ -118,7 +118,8 @@ def list_(
 
     Examples:
       srift catalog list --provider aws --region us-east-1 --gpu V100
-      srift catalog list --provider aws --region us-east-1 --min-gpus 8 --market spot
+      srift catalog list --provider aws --region us-east-1 --min-gpus 8 \\
+          --market spot
       srift catalog list --snapshot srift-paper-2020 --json
 
     Unknown providers or regions exit with code 2 and list the valid values.
@@ -209,14 +210,17 @@ def import_(
     """Import a custom provider's instance types and prices (on-prem, other clouds, rate cards).
 
     The file is validated whole before anything is written; errors name the file, line and field.
-    Importing the same snapshot name again replaces it. Minimal example:
+    Importing the same snapshot name again replaces it.
+
+    A minimal file:
 
       provider: onprem
       source: "Lab rate card v3"
       as_of: 2026-11-01
       instance_types:
-        - {name: a100x8, gpu_model: A100, gpu_count: 8, gpu_memory_gib: 40, vcpus: 128,
-           memory_gib: 1024, network_gbps: 200, interconnect: nvswitch, interconnect_gbps: 2400,
+        - {name: a100x8, gpu_model: A100, gpu_count: 8, gpu_memory_gib: 40,
+           vcpus: 128, memory_gib: 1024, network_gbps: 200,
+           interconnect: nvswitch, interconnect_gbps: 2400,
            prices: {lab-1: {on_demand: 12.5}}}
     """
     from srift.catalog.custom import import_file

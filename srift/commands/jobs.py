@@ -276,12 +276,24 @@ Ec2ResultsUrl = Annotated[
 
 def _put_ec2(body: dict[str, Any], *, image_id: str | None, results_url: str | None) -> None:
     """Set ec2.image_id and ec2.results_url the command line gave over a request file's `ec2:` mapping,
-    whose other options (region, market, caps, ...) stay."""
+    whose other options (region, market, caps, ...) stay. Refuses them, naming the first option given,
+    for a job whose provider (the command line's or the file's) is local or testbed: the request would
+    first be refused for the ec2 options the user did not give (`results_url is missing`)."""
+    from srift.jobs.spec import JobProvider
+
     given = {
         key: value
         for key, value in {"image_id": image_id, "results_url": results_url}.items()
         if value is not None
     }
+    provider = body.get("provider")
+    if given and provider in {p.value for p in JobProvider if p is not JobProvider.EC2}:
+        flags = [f"--{key.replace('_', '-')}" for key in given]
+        raise InvalidInput(
+            f"only for --provider ec2, and this job's provider is {provider}",
+            hint=f"drop {' and '.join(flags)}, or use --provider ec2",
+            field=flags[0],
+        )
     if given:
         ec2 = body.get("ec2")
         body["ec2"] = {**(ec2 if isinstance(ec2, dict) else {}), **given}
@@ -319,10 +331,12 @@ def submit_probe(
 
     Examples:
 
-      srift jobs submit probe --provider testbed --instance-type tb.small --nodes 2,4 --sizes 4,1M
+      srift jobs submit probe --provider testbed --instance-type tb.small \\
+          --nodes 2,4 --sizes 4,1M
 
-      srift jobs submit probe --provider ec2 --instance-type g4dn.xlarge --nodes 2 \\
-          --image-id ami-0123456789abcdef0 --results-url http://10.0.0.5:8000
+      srift jobs submit probe --provider ec2 --instance-type g4dn.xlarge \\
+          --nodes 2 --image-id ami-0123456789abcdef0 \\
+          --results-url http://10.0.0.5:8000
 
     EC2's other options (region, market, subnet, caps) go in --file's `ec2:` mapping; flags override it.
     """
@@ -368,11 +382,15 @@ def submit_profile(
 
     Examples:
 
-      srift jobs submit profile --provider testbed --instance-types tb.small,tb.large \\
-          --model srift.profiling.testmodels:cnn --input srift.profiling.testmodels:cnn_input
+      srift jobs submit profile --provider testbed \\
+          --instance-types tb.small,tb.large \\
+          --model srift.profiling.testmodels:cnn \\
+          --input srift.profiling.testmodels:cnn_input
 
-      srift jobs submit profile --provider ec2 --instance-types g4dn.xlarge,g5.xlarge \\
-          --model srift.profiling.testmodels:cnn --input srift.profiling.testmodels:cnn_input \\
+      srift jobs submit profile --provider ec2 \\
+          --instance-types g4dn.xlarge,g5.xlarge \\
+          --model srift.profiling.testmodels:cnn \\
+          --input srift.profiling.testmodels:cnn_input \\
           --image-id ami-0123456789abcdef0 --results-url http://10.0.0.5:8000
 
     EC2's other options (region, market, subnet, caps) go in --file's `ec2:` mapping; flags override it.

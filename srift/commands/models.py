@@ -84,7 +84,9 @@ def train(
 ) -> None:
     """Train a new version on the stored samples (all of them, or those matching the filters).
 
-    Reports held-out MAPE below and above the MTU next to the noise floor. Examples:
+    Reports held-out MAPE below and above the MTU next to the noise floor.
+
+    Examples:
 
       srift models train --activate
 

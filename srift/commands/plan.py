@@ -788,7 +788,9 @@ def plan_command(
     limit. Across locations it shows VMs per location and the cost line with egress; a spot plan shows
     its expected time and cost over interruptions next to the uninterrupted run and its on-demand
     fallback; its P(deadline) counts the interruptions too. When no fleet meets the limits the error
-    says which limit and the nearest relaxation. `--verbose` lists every source. Examples:
+    says which limit and the nearest relaxation. `--verbose` lists every source.
+
+    Examples:
 
       srift plan --example > request.yaml
 
@@ -804,9 +806,11 @@ def plan_command(
 
       srift plan request.yaml --emit torchrun --script train.py --out launch/
 
-      srift plan request.yaml --recent-trace user:log.csv#aws/us-east-1a/p3.2xlarge --as-of-s 86400
+      srift plan request.yaml \\
+          --recent-trace user:log.csv#aws/us-east-1a/p3.2xlarge --as-of-s 86400
 
-      srift plan request.yaml --recent-log my-interruptions.csv --replay-traces my-traces/
+      srift plan request.yaml --recent-log my-interruptions.csv \\
+          --replay-traces my-traces/
 
       srift plan --plan-id 12 --emit kubernetes
     """

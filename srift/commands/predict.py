@@ -338,13 +338,16 @@ def predict_command(
     `config` predicts a sweep of fleets in one call (one row each). Compute comes from the profile of
     each type's accelerator, communication from the active bandwidth model or the α-β prior under the
     request's `network` (default: TCP sockets, as plain PyTorch DDP), prices from the catalog, billed
-    per second. Examples:
+    per second.
+
+    Examples:
 
       srift predict --example > request.yaml
 
       srift predict request.yaml
 
-      srift predict sweep.yaml --profile bert-t4.json --measured-gbps g4dn.12xlarge=4.5
+      srift predict sweep.yaml --profile bert-t4.json \\
+          --measured-gbps g4dn.12xlarge=4.5
 
       srift predict request.yaml --transport efa --json
 

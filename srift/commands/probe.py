@@ -210,14 +210,18 @@ def run(
 
     Bus bandwidth is in Gbit/s (busbw = 2s(n−1)/(n·t)). With --quick it instead queues a short probe
     job on two instances of --instance-type (EC2 or testbed; `srift worker` runs it), whose worst
-    case (2 instances × price × 15 min) must stay under --max-cost-usd. Examples:
+    case (2 instances × price × 15 min) must stay under --max-cost-usd.
+
+    Examples:
 
       srift probe run --nodes 2 --max-bytes 16M
 
-      srift probe run --nodes 4 --sizes 4,4K,4M --repeats 10 --out samples.jsonl --store
+      srift probe run --nodes 4 --sizes 4,4K,4M --repeats 10 --out samples.jsonl \\
+          --store
 
-      srift probe run --quick --provider ec2 --instance-type g4dn.12xlarge --backend nccl \\
-          --image-id ami-0123456789abcdef0 --results-url http://10.0.0.5:8000
+      srift probe run --quick --provider ec2 --instance-type g4dn.12xlarge \\
+          --backend nccl --image-id ami-0123456789abcdef0 \\
+          --results-url http://10.0.0.5:8000
 
       srift probe run --quick --provider testbed --instance-type tb.small
     """
@@ -340,10 +344,11 @@ def import_(
     from all_reduce_perf, all_gather_perf or reduce_scatter_perf (bus bandwidth as nccl-tests defines
     it for each; only allreduce samples train bandwidth models). Examples:
 
-      srift probe import a.txt --format nccl-tests --instance-type p5.48xlarge --nodes 2 --gpus-per-node 8
+      srift probe import a.txt --format nccl-tests --instance-type p5.48xlarge \\
+          --nodes 2 --gpus-per-node 8
 
-      srift probe import ag.txt --format nccl-tests --collective all_gather --instance-type p5.48xlarge \
-              --nodes 2 --gpus-per-node 8
+      srift probe import ag.txt --format nccl-tests --collective all_gather \\
+          --instance-type p5.48xlarge --nodes 2 --gpus-per-node 8
 
       srift probe import samples.jsonl
 

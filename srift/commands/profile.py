@@ -296,7 +296,8 @@ def upload_command(
 
       srift profile upload cnn.json --token $SRIFT_TOKEN
 
-      srift profile upload bert-t4.json bert-a10g.json --url http://srift:8000 --shared
+      srift profile upload bert-t4.json bert-a10g.json --url http://srift:8000 \\
+          --shared
     """
     from srift.commands.remote import call_api, load_request_file
     from srift.domain.profile_document import read_profile
@@ -419,23 +420,28 @@ def import_command(
     split ⅓ forward, ⅔ backward unless --forward-fraction says otherwise; every such assumption is
     printed and kept in the profile's extra.assumptions. --accelerator must name a GPU model or an
     instance type of the catalog (`srift catalog list`; `srift catalog import` adds your own hardware)
-    or an accelerator spec, so that plans use the times.
+    or an accelerator spec, so that plans use the times. With --upload the server's catalog is the one
+    that counts, not this machine's: --accelerator is not checked here, and the server stores the
+    profile for any accelerator (its plans use the times once its catalog has a type that matches).
 
     Examples:
 
       srift profile srift.profiling.testmodels:bert_base \\
-          --input srift.profiling.testmodels:bert_base_input --layers-only --out bert.layers.json
+          --input srift.profiling.testmodels:bert_base_input --layers-only \\
+          --out bert.layers.json
 
       printf 'batch,step_s\\n8,0.21\\n16,0.39\\n32,0.76\\n' > t4.csv
 
-      srift profile import t4.csv --layers bert.layers.json --accelerator T4 --out bert-t4.json
+      srift profile import t4.csv --layers bert.layers.json --accelerator T4 \\
+          --out bert-t4.json
     """
     import datetime as dt
 
     from srift.domain.structure import parse_precision
     from srift.profiling.imports import build_profile, parse_compute_table, sha256_text
 
-    _require_known_accelerator(accelerator)
+    if upload is None:
+        _require_known_accelerator(accelerator)
     text = _read_text(table_file, "table")
     result = build_profile(
         table=parse_compute_table(text, source=table_file.name),
@@ -456,7 +462,9 @@ def import_command(
 
 def _require_known_accelerator(accelerator: str) -> None:
     """Refuse an accelerator no type of the local catalog (shipped and `srift catalog import`ed) has and no
-    accelerator spec names: its times would never be used, every plan estimating instead."""
+    accelerator spec names: its times would never be used, every plan estimating instead. Not called for
+    --upload: the profile is for the server, whose catalog (users import their own) may differ from
+    this machine's, and POST /v1/profiles accepts any accelerator."""
     from srift.catalog import store
     from srift.catalog.accelerators import require_known_accelerator
     from srift.commands.local import catalog_database

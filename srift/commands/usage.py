@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.markup import escape
 from typer.core import TyperGroup
 
+from srift.commands.helptext import reflow_help
 from srift.errors import InvalidInput, SriftError
 
 try:  # typer ≥ 0.2x carries its own copy of click; before, it used click itself
@@ -54,6 +55,40 @@ def _sentence(text: str) -> str:
     return text[:1].lower() + text[1:]
 
 
+def _value_given(exc: click_errors.BadParameter) -> str | None:
+    """The value the user gave that `exc` refuses, as typed: typer checks a value's type and range with
+    pydantic and raises BadParameter from its ValidationError, whose first error holds the input (one item
+    of a repeated option). None when `exc` has no such cause (click's own types name the value already)."""
+    from pydantic import ValidationError
+
+    cause = exc.__cause__
+    if not isinstance(cause, ValidationError):
+        return None
+    errors = cause.errors()
+    if not errors or "input" not in errors[0]:
+        return None
+    value = errors[0]["input"]
+    text = str(value)
+    try:
+        float(text)
+    except ValueError:
+        return repr(value)  # quoted, control characters escaped
+    return text
+
+
+def _with_value_given(reason: str, exc: click_errors.BadParameter) -> str:
+    """`reason` (pydantic's "input should be ...", "value error, ...") naming the value the user gave:
+    "0 should be greater than or equal to 1", "'many' should be a valid integer"; another reason gets the
+    value after it ("..., got 'x'") unless it quotes it already."""
+    reason = reason.removeprefix("value error, ")
+    given = _value_given(exc)
+    if given is None:
+        return reason
+    if reason.startswith("input "):
+        return given + reason.removeprefix("input")
+    return reason if given in reason else f"{reason}, got {given}"
+
+
 def _command_path(exc: click_errors.UsageError) -> str:
     """The command whose arguments `exc` is about (`srift catalog list`). click's parser raises some errors
     (an option given a value it takes none, or none where it needs one) without a context; the innermost
@@ -86,7 +121,7 @@ def in_srift_words(exc: click_errors.UsageError) -> InvalidInput:
     if isinstance(exc, click_errors.BadParameter):
         name = _parameter_name(exc.param)
         hint = f"give {name} another value; {see_help} for what it takes" if name else see_help
-        return InvalidInput(_sentence(exc.message), hint=hint, field=name)
+        return InvalidInput(_with_value_given(_sentence(exc.message), exc), hint=hint, field=name)
     if isinstance(exc, click_errors.NoSuchOption):
         guesses = sorted(exc.possibilities or [])
         guess = f" (did you mean {' or '.join(guesses)}?)" if guesses else ""
@@ -106,7 +141,12 @@ def in_srift_words(exc: click_errors.UsageError) -> InvalidInput:
 
 class SriftGroup(TyperGroup):
     """The root `srift` command: click's usage errors, raised while it or any command below it reads its
-    arguments, print as Srift's one error line (exit 2, click's usage code) instead of typer's box."""
+    arguments, print as Srift's one error line (exit 2, click's usage code) instead of typer's box; every
+    command's docstring help is reflowed to the terminal's width (srift.commands.helptext)."""
+
+    def __init__(self, **attrs: Any) -> None:
+        super().__init__(**attrs)
+        reflow_help(self)
 
     def make_context(self, info_name: str | None, args: list[str], parent: Any = None, **extra: Any) -> Any:
         try:

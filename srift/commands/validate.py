@@ -150,15 +150,18 @@ def validate(
 
       sudo srift validate --models cnn --no-plan-quality --repeats 1 --quick
 
-      sudo srift validate --quick --model mymodels:build --input mymodels:batch \
-              --loss mymodels:loss          # your own model (alongside: add --models cnn,...)
+      # your own model (alongside: add --models cnn,...)
+      sudo srift validate --quick --model mymodels:build --input mymodels:batch \\
+          --loss mymodels:loss
 
-      sudo srift validate --benchmarks          # the full matrix, about an hour
+      sudo srift validate --benchmarks   # the full matrix, about an hour
 
-      sudo srift validate --quick --spec srift/validation/testbed-geo.yaml \
-              --across-only --no-plan-quality    # fleets split over two linked locations
+      # fleets split over two linked locations
+      sudo srift validate --quick --spec srift/validation/testbed-geo.yaml \\
+          --across-only --no-plan-quality
 
-      sudo srift validate --quick --sharded-only --no-plan-quality   # FSDP2 cases alone
+      # FSDP2 cases alone
+      sudo srift validate --quick --sharded-only --no-plan-quality
     """
     from dataclasses import replace
 

@@ -153,6 +153,20 @@ def test_every_limit_is_documented_with_its_maximum() -> None:
         assert str(limit.status_code) in row
 
 
+def test_every_constant_the_doc_cites_by_name_has_the_number_it_states() -> None:
+    """docs/limits.md said "at most 64 VMs" of a parameter-server fleet without naming MAX_PS_VMS, so a change
+    of the constant would leave the doc behind unnoticed. Each `MAX_...` constant of srift/limits.py the doc
+    names must be written after the number it states (in the same clause), and MAX_PS_VMS is named."""
+    text = " ".join(DOCS.read_text().split())
+    cited = {m.group(1): m.start() for m in re.finditer(r"`(MAX_[A-Z_]+)`", text)}
+    assert "MAX_PS_VMS" in cited
+    for name, at in cited.items():
+        value = getattr(limits, name)
+        before = text[max(0, at - 80) : at]
+        numbers = [n.replace("_", "") for n in re.findall(r"\d[\d_]*", before)]
+        assert numbers and numbers[-1] == f"{value:.0f}", f"{name} = {value}, the doc: ...{before}"
+
+
 def test_cors_closed_by_default_and_opened_by_setting(settings: Settings) -> None:
     preflight = {
         "Origin": "https://evil.example",

@@ -131,3 +131,29 @@ def test_a_missing_or_malformed_ec2_option_is_named_as_the_option(
     argv = ["jobs", "submit", "probe", "--provider", "ec2", "--instance-type", "g4dn.xlarge", "--nodes", "2"]
     error = refusal([*argv, *given])
     assert error.field == field and hint in str(error), str(error)
+
+
+@pytest.mark.parametrize(
+    ("argv", "given", "field", "fix"),
+    [
+        (SUBMIT, EC2[:2], "--image-id", "drop --image-id, or use --provider ec2"),
+        (
+            ["jobs", "submit", "profile", "--provider", "testbed", "--instance-types", "tb.small"],
+            [*EC2[2:], *EC2[:2]],
+            "--image-id",
+            "drop --image-id and --results-url, or use --provider ec2",
+        ),
+        (SUBMIT, EC2[2:], "--results-url", "drop --results-url, or use --provider ec2"),
+    ],
+)
+def test_ec2_options_for_a_local_or_testbed_job_are_refused_naming_the_option_given(
+    local: None, argv: list[str], given: list[str], field: str, fix: str
+) -> None:
+    """Was (`--provider local --image-id X`): "error: --results-url: results_url is missing. To fix: give
+    --results-url ...", an option the user had not given and the job cannot use."""
+    provider = argv[argv.index("--provider") + 1]
+    error = refusal([*argv, "--nodes", "2", *given] if "probe" in argv else [*argv, *given])
+    assert error.field == field
+    assert str(error) == (
+        f"{field}: only for --provider ec2, and this job's provider is {provider}. To fix: {fix}."
+    )

@@ -95,3 +95,21 @@ def test_the_users_own_hardware_is_accepted_once_imported_into_the_catalog(
     assert code == 0, err
     assert _import(capsys, files, "MI300X")[0] == 0
     assert _import(capsys, files, "lab-box")[0] == 0
+
+
+def test_with_upload_the_servers_catalog_decides_not_this_machines(
+    local: None, files: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Was: `--upload URL --accelerator MI300X` refused here ("no instance type in the catalog has
+    accelerator 'MI300X'") although the profile is for the server, whose catalog may hold the user's own
+    MI300X types (POST /v1/profiles takes any accelerator). Now the profile is built, written and sent;
+    nothing listens on port 9, so the upload is what fails."""
+    table, layers = files
+    out_file = table.with_suffix(".json")
+    argv = ["profile", "import", str(table), "--layers", str(layers), "--accelerator", "MI300X"]
+    code, _, err = _run(capsys, *argv, "--out", str(out_file), "--upload", "http://127.0.0.1:9")
+    assert "no instance type in the catalog" not in err
+    assert code != 0 and "could not reach http://127.0.0.1:9/v1/profiles" in err, err
+    assert json.loads(out_file.read_text())["accelerator"] == "MI300X"
+    code, _, err = _run(capsys, *argv, "--out", str(out_file))
+    assert code == 2 and "no instance type in the catalog has accelerator 'MI300X'" in err, err

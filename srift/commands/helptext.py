@@ -1,0 +1,44 @@
+"""How a command's docstring becomes its `--help` text: paragraphs reflowed to the terminal's width.
+
+Commands take their help from docstrings, wrapped in the source at 110 columns. click treats a single line
+break inside a paragraph as a space and keeps a paragraph marked `\\b` as written; typer's rich help keeps
+every line break after the first paragraph, so at 80 columns each long source line wrapped into a full
+line and a stub. `reflowed` restores click's rule for the rich help: a paragraph (text between blank lines)
+is one line that rich wraps to the terminal, and a paragraph with an indented line (the examples, a YAML
+sample) or one that starts with a `\\b` line is kept verbatim. Examples must fit 80 columns themselves:
+break a long one with a shell `\\` continuation.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from typing import Any
+
+_BLANK_LINE = re.compile(r"\n[ \t]*\n")
+_VERBATIM = "\b"
+"""click's marker: a paragraph whose first line is only this character is printed as written."""
+
+
+def reflowed(text: str) -> str:
+    """`text` (a docstring) with each prose paragraph on one line; verbatim paragraphs kept line by line
+    (the `\\b` marker dropped); anything after click's `\\f` cut left as it is."""
+    body, cut, rest = inspect.cleandoc(text).partition("\f")
+    paragraphs = []
+    for paragraph in _BLANK_LINE.split(body.strip("\n")):
+        lines = paragraph.split("\n")
+        if lines[0] == _VERBATIM:
+            paragraphs.append("\n".join(lines[1:]))
+        elif any(line[:1].isspace() for line in lines):
+            paragraphs.append(paragraph)
+        else:
+            paragraphs.append(" ".join(line.strip() for line in lines))
+    return "\n\n".join(paragraphs) + cut + rest
+
+
+def reflow_help(command: Any) -> None:
+    """Reflow the help of `command` and of every command below it (a click command or group)."""
+    if command.help:
+        command.help = reflowed(command.help)
+    for sub in getattr(command, "commands", {}).values():
+        reflow_help(sub)
