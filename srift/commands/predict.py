@@ -46,7 +46,8 @@ network:                        # how the nodes talk (all optional)
 comm: allreduce                 # or parameter_server (with ps_servers: 2)
 mc_samples: 200                 # Monte Carlo draws for the stragglers' part of the band (0: none)
 # strategy: auto                # how the fleet runs, as a plan says: ddp, zero1, zero2, full_shard,
-#                               # hybrid or auto; a sharded one needs mc_samples 0 (auto with > 0: DDP)
+#                               # hybrid or auto; a sharded one needs mc_samples 0
+#                               # (auto with mc_samples > 0 predicts DDP)
 # checkpointing: null           # with a strategy: null (with and without), true or false
 seed: 0
 """

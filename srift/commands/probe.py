@@ -359,9 +359,11 @@ def import_(
 
       srift probe import ring.jsonl --instance-type g4dn.12xlarge+g5.12xlarge
 
-      srift probe import ring.txt --format nccl-tests --instance-type p4d.24xlarge+p5.48xlarge --nodes 2
+      srift probe import ring.txt --format nccl-tests \\
+        --instance-type p4d.24xlarge+p5.48xlarge --nodes 2
 
-    Each of a ring's types must be in the catalog; --gpus-per-node defaults to the GPUs its types share.
+    Each of a ring's types must be in the catalog; --gpus-per-node defaults
+    to the GPUs its types share.
     """
     from srift.bandwidth.imports import ImportFormat, import_text
     from srift.db.session import transaction
