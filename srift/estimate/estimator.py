@@ -319,8 +319,9 @@ def complete_profiles(
         else any(measured_strict_fp32(p) for p in profiles if _same_group(p.precision, precision))
     )
     done: set[str] = set()
+    covered = list(dict.fromkeys(p.accelerator for p in out))  # each name once: profiles repeat names
     for instance in instances:
-        if any(instance.matches_accelerator(p.accelerator) for p in out):
+        if any(instance.matches_accelerator(name) for name in covered):
             continue
         spec = spec_for_instance(instance)
         if spec is None or spec.name in done:
@@ -341,6 +342,8 @@ def complete_profiles(
             notes.append(made.note)
             continue
         out.append(made.profile)
+        if made.profile.accelerator not in covered:
+            covered.append(made.profile.accelerator)
         notes.append(
             f"{spec.name}: estimated ({made.note}, ±{100 * made.profile.estimate.spread:.0f} %)"
             if made.profile.estimate is not None

@@ -343,6 +343,11 @@ def build_candidates(
         wanted = dict.fromkeys(kept, default_cap)
     skip = set(excluded)
     out: list[Candidate] = []
+    # The first profile of each accelerator name, in order: the first profile a type matches is one of
+    # these (a plan by model passes every stored run of the model, most of one accelerator).
+    first_of: dict[str, ModelProfile] = {}
+    for p in profiles:
+        first_of.setdefault(p.accelerator, p)
     for key in sorted(wanted, key=lambda k: (k[0], k[1].key if k[1] else "")):
         name, where = key
         if name in skip:
@@ -350,7 +355,7 @@ def build_candidates(
             continue
         offer = kept[key][0]
         instance = offer.instance
-        profile = next((p for p in profiles if instance.matches_accelerator(p.accelerator)), None)
+        profile = next((p for a, p in first_of.items() if instance.matches_accelerator(a)), None)
         if profile is None:
             if availability is not None:
                 raise InvalidInput(

@@ -104,6 +104,42 @@ def test_a_measured_profile_wins_and_the_others_are_scaled_from_it() -> None:
     assert scaled.forward.time_s(8) > 1.5 * plain.profile.forward.time_s(8)
 
 
+def test_repeated_runs_of_one_accelerator_are_matched_once_per_type(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A plan by model completes every stored run of the model, most of one accelerator: the estimates are
+    those of one run, and each accelerator name is tried once per offered type, however many runs carry
+    it."""
+    structure = structure_of("bert-base", Precision.FP16)
+    base = estimate_profile(
+        model="bert-base", structure=structure, spec=spec_named("A10G"), precision=Precision.FP16
+    )
+    assert base.profile is not None
+    measured = replace(
+        base.profile, accelerator="NVIDIA A10G", device="cuda", estimate=None, structure=structure
+    )
+    runs = [replace(measured, straggler_cv=0.01 + k / 1000) for k in range(50)]
+    instances = [
+        _instance("g5.xlarge", "A10G", 22.35),
+        _instance("p4d.24xlarge", "A100", 40.0),
+        _instance("p4de.24xlarge", "A100", 80.0),
+    ]
+    tried: list[str] = []
+    matches = InstanceType.matches_accelerator
+
+    def counted(self: InstanceType, accelerator: str) -> bool:
+        tried.append(accelerator)
+        return matches(self, accelerator)
+
+    monkeypatch.setattr(InstanceType, "matches_accelerator", counted)
+    one, one_notes = complete_profiles(runs[:1], instances, precision=Precision.FP16)
+    tried_with_one = list(tried)
+    tried.clear()
+    many, notes = complete_profiles(runs, instances, precision=Precision.FP16)
+    assert many[:50] == runs and many[50:] == one[1:] and notes == one_notes
+    assert [p.accelerator for p in one[1:]] == ["A100-SXM4-40GB", "A100-SXM4-80GB"]
+    # g5: NVIDIA A10G; p4d: NVIDIA A10G; p4de: NVIDIA A10G, then the p4d's estimate (A100-SXM4-40GB)
+    assert tried == tried_with_one and len(tried) == 4
+
+
 def _convolutions_as_matrix_products(structure: ModelStructure) -> ModelStructure:
     """`structure` with no convolution FLOPs kept apart: every FLOP priced at the matrix-product peak."""
 

@@ -121,3 +121,23 @@ def test_reachable_handles_large_batches_quickly() -> None:
     assert reachable(Problem((a, b), Constraints(prime, 10, Objective.MIN_COST)))
     assert not reachable(Problem((a, b), Constraints(prime, 10, Objective.MIN_COST), BatchPolicy.POW2))
     assert all(is_pow2(x) for x in a.batch_options(BatchPolicy.POW2))
+
+
+def test_runs_of_one_accelerator_are_matched_once_and_the_first_is_used() -> None:
+    """A plan by model passes every stored run of the model, most of one accelerator: the first profile a
+    type matches is used, and each accelerator name is tried once per type, however many runs carry it."""
+    from unittest.mock import patch
+
+    from srift.domain import InstanceType
+
+    runs = [profile("Tesla T4", max_batch=32, per_sample_s=0.01 * (1 + k / 100)) for k in range(50)]
+    offers = [offer(T4, 0.2), offer(V100, 0.9)]
+    matches = InstanceType.matches_accelerator
+    with patch.object(InstanceType, "matches_accelerator", autospec=True, side_effect=matches) as spy:
+        one, _ = _build(offers, profiles=[runs[0], PROFILES[1]])
+        tried_with_one = spy.call_count
+        many, _ = _build(offers, profiles=[*runs, PROFILES[1]])
+    assert [(c.name, c.profile) for c in many] == [(c.name, c.profile) for c in one]
+    assert next(c for c in many if c.name == "g4dn.xlarge").profile is runs[0]
+    # each build: g4dn.xlarge tries Tesla T4; p3.2xlarge tries Tesla T4, then V100
+    assert spy.call_count - tried_with_one == tried_with_one == 3

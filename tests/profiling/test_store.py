@@ -169,6 +169,32 @@ def test_readers_of_one_stored_profile_share_no_mutable_value(
     assert store.find_profiles(session=session, model="resnet-ish")[0][1].extra == {"note": {"run": 1}}
 
 
+def test_every_read_of_a_kept_profile_gets_an_extra_of_its_own(profile_doc: dict[str, Any]) -> None:
+    """store.PARSED hands out a profile per read, equal to the kept one with an `extra` of its own (made
+    from bytes pickled when it was kept, not by copying the kept dict per read); an `extra` that does not
+    pickle is deep-copied instead."""
+    parsed = store.ParsedProfiles(max_text_chars=100)
+    kept = _profile(profile_doc, extra={"note": {"run": 1}, "times": [0.1, -0.0, 1e-300]})
+    parsed.put(b"k", kept, text_chars=10)
+    kept.extra["note"]["run"] = 2  # what was kept is what `put` saw
+    first, second = parsed.get(b"k"), parsed.get(b"k")
+    assert first is not None and second is not None
+    assert first == kept and second == kept
+    assert first.extra == second.extra == {"note": {"run": 1}, "times": [0.1, -0.0, 1e-300]}
+    assert first.extra is not second.extra and first.extra["note"] is not second.extra["note"]
+    first.extra["note"]["run"] = 3
+    assert second.extra["note"]["run"] == 1
+
+    def unpicklable() -> int:
+        return 1
+
+    odd = replace(_profile(profile_doc), extra={"call": unpicklable, "runs": [1]})
+    parsed.put(b"odd", odd, text_chars=10)
+    one, two = parsed.get(b"odd"), parsed.get(b"odd")
+    assert one is not None and two is not None
+    assert one.extra["call"] is unpicklable and one.extra["runs"] is not two.extra["runs"]
+
+
 def test_the_parsed_profiles_are_bounded_least_recently_used_first(profile_doc: dict[str, Any]) -> None:
     """The bound is the length of the documents held: the least recently read go first, and a document
     longer than the whole bound is not kept."""

@@ -21,7 +21,7 @@ from srift.db.session import transaction
 from srift.db.tables import ModelProfileRow
 from srift.domain import ComputeCurve, ModelProfile
 from srift.optimize.synthetic import synthetic_profile
-from srift.profiling.store import EVERYONE, PARSED, delete_profile, save_profile
+from srift.profiling.store import EVERYONE, PARSED, delete_profile, get_profile, save_profile
 from srift.services.plans import PREPARED
 from srift.settings import Settings
 
@@ -195,3 +195,26 @@ def test_a_stored_profile_edited_or_replaced_is_planned_as_stored_now(
     replaced = answer(client, write_headers)
     assert replaced[1:4] == first[1:4], "the fast hosts' first profile again: the first plan"
     assert replaced == fresh()
+
+
+def test_a_plan_by_model_reads_only_that_model_s_stored_profiles(
+    settings: Settings, client: TestClient, write_headers: dict[str, str]
+) -> None:
+    """The first plan of a process reads (validates and keeps in PARSED) the stored profiles of the model it
+    names, no other model's."""
+    url = settings.resolved_database_url
+    store_first_data(url)
+    with transaction(url) as session:
+        others = [
+            save_profile(session=session, profile=dataclasses.replace(profile(kind, speed=s), model="other"))
+            for kind, s in ((SLOW, 1.0), (FAST, 1.0), (FAST, 2.0))
+        ]
+    PARSED.clear()
+    PREPARED.clear()
+    answer(client, write_headers)
+    assert len(PARSED) == 2, "the two stored profiles of cache-cnn, and nothing else"
+    misses = PARSED.misses
+    with transaction(url) as session:
+        for pid in others:
+            get_profile(session=session, profile_id=pid)
+    assert PARSED.misses == misses + len(others), "no profile of another model was read by the plan"
