@@ -173,6 +173,20 @@ def _recent_market_covers_the_fleet(obj: dict[str, Any]) -> bool | None:
     return None if _recent_market(obj) is None else False
 
 
+_TRAIN_REQUEST_KEYS = {"providers", "instance_types", "backends", "activate", "seed", "tune"}
+"""The fields of POST /v1/bandwidth-models' body (srift.api.schemas.bandwidth.TrainRequest)."""
+
+
+def _ring_types_once(obj: dict[str, Any]) -> bool | None:
+    """A bandwidth-model training request's rings (`instance_types` entries joined by '+') name each type
+    once."""
+    names = obj.get("instance_types")
+    if not isinstance(names, list) or not set(obj) <= _TRAIN_REQUEST_KEYS:
+        return None
+    rings = [name.split("+") for name in names if isinstance(name, str) and "+" in name]
+    return all(len(set(members)) == len(members) for members in rings)
+
+
 RULES: dict[str, Predicate] = {
     "choices-distinct": _choices_distinct,
     "one-gpus-per-type": _one_gpus_per_type,
@@ -189,6 +203,7 @@ RULES: dict[str, Predicate] = {
     "one-recent-source": _one_recent_source,
     "recent-market-needs-spot-pricing-and-fallback": _recent_market_needs_spot_pricing_and_fallback,
     "recent-market-covers-the-fleet": _recent_market_covers_the_fleet,
+    "ring-types-once": _ring_types_once,
 }
 
 

@@ -102,6 +102,12 @@ CASES: list[tuple[str, str, dict[str, Any], str]] = [
         },
         "grid",
     ),
+    (
+        "ring-types-once",
+        "/v1/bandwidth-models",
+        {"instance_types": ["p3.8xlarge", "g5.12xlarge+p3.8xlarge+g5.12xlarge"]},
+        "instance_types[1]",
+    ),
 ]
 
 

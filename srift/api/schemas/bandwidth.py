@@ -7,9 +7,16 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from srift.api.schemas.types import Timestamp
-from srift.documents import StrictModel
+from srift.documents import StrictModel, publish_rules
 
 Name = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9][A-Za-z0-9._:/+-]*$")]
+_TYPE = r"[A-Za-z0-9][A-Za-z0-9._:/-]*"
+TypeOrRing = Annotated[str, Field(min_length=1, max_length=128, pattern=rf"^{_TYPE}(\+{_TYPE})*$")]
+"""An instance type, or a mixed ring's types joined by '+' (no empty type between the signs)."""
+RING_TYPES_ONCE = (
+    "ring-types-once",
+    "a mixed ring's name in instance_types lists each of its types once (tb.large+tb.large is refused)",
+)
 BackendName = Literal["gloo", "nccl", "mpi", "nccl-tests"]
 """A probe sample's backend, as stored (srift.bandwidth.records.BACKENDS; a test checks they agree)."""
 
@@ -17,10 +24,10 @@ BackendName = Literal["gloo", "nccl", "mpi", "nccl-tests"]
 class TrainRequest(StrictModel):
     """Which stored probe samples to train on (empty lists: all), and whether to activate the result."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", json_schema_extra=publish_rules(RING_TYPES_ONCE))
 
     providers: list[Name] = Field(default_factory=list, max_length=20, description="e.g. ['aws', 'testbed']")
-    instance_types: list[Name] = Field(
+    instance_types: list[TypeOrRing] = Field(
         default_factory=list,
         max_length=200,
         description="e.g. ['p3.8xlarge']; a mixed ring's samples count when each of its types is listed. A "
