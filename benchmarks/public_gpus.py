@@ -60,7 +60,7 @@ from srift.estimate.calibration import Calibration, shipped_calibration
 from srift.measurements import Use
 from srift.sim import IterationEstimate
 from srift.sim.node_scaling import FILE as NODE_EFFICIENCY_FILE
-from srift.sim.node_scaling import UNCORRECTED, NodeEfficiency, using_node_efficiency
+from srift.sim.node_scaling import UNCORRECTED, NodeEfficiency
 from srift.validation.node_efficiency import fit_node_efficiency, public_node, simulate_row, structure_of
 
 CALIBRATION_JSON = Path(public.__file__).resolve().parent / "data" / "calibration.json"
@@ -93,8 +93,7 @@ def check_all(
     prior = AlphaBetaPrior()
     out = []
     for row in rows:
-        with using_node_efficiency(eta_of[row.gpu]):
-            max_batch, result = held_out_result(row, fit_of[row.gpu], NO_SPREAD, prior)
+        max_batch, result = held_out_result(row, fit_of[row.gpu], NO_SPREAD, prior, eta_of[row.gpu])
         b = result.breakdown
         exposed = b.exposed_intra_s + b.exposed_network_s
         out.append(Checked(row, row.global_batch / result.iteration_s, max_batch, b.communication_s, exposed))
@@ -102,12 +101,17 @@ def check_all(
 
 
 def held_out_result(
-    row: public.Row, fitted: public.Fit, spreads: dict[str, float], prior: AlphaBetaPrior
+    row: public.Row,
+    fitted: public.Fit,
+    spreads: dict[str, float],
+    prior: AlphaBetaPrior,
+    eta: NodeEfficiency,
 ) -> tuple[int, IterationEstimate]:
     """The row's node simulated with the profile estimated from a calibration fitted without its GPU model
-    (`fitted`, with `spreads` for its band): the estimate's largest per-GPU batch, and the simulation
-    (`srift.validation.node_efficiency.simulate_row`; η as the caller's context sets it)."""
-    return simulate_row(row, fitted.calibration(name=f"leave-out-{row.gpu}", spreads=spreads), prior)
+    (`fitted`, with `spreads` for its band) and the η table `eta`: the estimate's largest per-GPU batch,
+    and the simulation (`srift.validation.node_efficiency.simulate_row`)."""
+    calibration = fitted.calibration(name=f"leave-out-{row.gpu}", spreads=spreads)
+    return simulate_row(row, calibration, prior, node_efficiency=eta)
 
 
 def held_out_efficiencies(singles: list[public.HeldOutPrediction]) -> dict[str, NodeEfficiency]:
@@ -238,8 +242,7 @@ def simulated_cases(
     prior = AlphaBetaPrior()
     out = []
     for row in rows:
-        with using_node_efficiency(eta_of[row.gpu]):
-            _, result = held_out_result(row, fits[row.gpu], nested[row.gpu], prior)
+        _, result = held_out_result(row, fits[row.gpu], nested[row.gpu], prior, eta_of[row.gpu])
         measured_s = row.global_batch / row.samples_per_s
         out.append((row, measured_s, result.iteration_p10_s, result.iteration_p90_s))
     return out

@@ -66,6 +66,15 @@ def list_jobs(
     return [job_record(j) for j in jobs], total
 
 
+def job_page(
+    *, session: Session, kind: JobKind | None, state: JobState | None, limit: int, offset: int = 0
+) -> dict[str, Any]:
+    """A page of the queue (`list_jobs`) as JSON-ready data (JobList's fields): its jobs' documents and how
+    many jobs match. GET /v1/probe-jobs and GET /v1/profile-jobs (only profile jobs) both answer it."""
+    jobs, total = list_jobs(session=session, kind=kind, state=state, limit=limit, offset=offset)
+    return {"jobs": [job_document(j) for j in jobs], "total": total}
+
+
 def get_job(*, session: Session, job_id: int, kind: JobKind | None = None) -> JobRecord:
     """One job (of `kind` when given); NotFound otherwise."""
     return job_record(store.get_job(session=session, job_id=job_id, kind=kind))

@@ -37,7 +37,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
 import numpy as np
@@ -53,7 +53,7 @@ from srift.sim.exchange import ExchangeResult, Kernel, Stage, exchange
 from srift.sim.geo import GeoContext, hierarchical_plans, ring_plans, spans_locations
 from srift.sim.layers import LayerArrays, bucket_groups, bucketed, layer_arrays
 from srift.sim.network import StagePlan, exchange_plans, intra_stage
-from srift.sim.node_scaling import node_efficiency
+from srift.sim.node_scaling import NodeEfficiency, shipped_node_efficiency
 from srift.sim.overlap import CommWarp
 from srift.sim.result import CommMode, IterationEstimate, granularity_of, with_band
 
@@ -208,6 +208,9 @@ class IterationInputs:
     kernel: Kernel = "auto"
     geo: GeoContext | None = None
     read_gbps: float | None = None
+    # The node efficiency η per GPU link class (`srift.sim.node_scaling`): the shipped table unless a caller
+    # passes another (the fit of η simulates without it, a leave-one-GPU-out check with a refitted one).
+    node_efficiency: NodeEfficiency = field(default_factory=shipped_node_efficiency)
 
 
 def simulate(
@@ -223,6 +226,7 @@ def simulate(
     kernel: Kernel = "auto",
     geo: GeoContext | None = None,
     read_gbps: float | None = None,
+    node_efficiency: NodeEfficiency | None = None,
     iterations: int = 1,
     runs: int = 1,
     band: bool = True,
@@ -235,8 +239,8 @@ def simulate(
     it (`PER_LAYER`); every product answer and `srift validate` use the same one. `kernel` picks the
     exchange's stage implementation (see `srift.sim.exchange`). `geo` gives the links between locations and
     the allreduce pattern for fleets that span several (default: the shipped facts, flat ring); `read_gbps`
-    the read rate of each VM's input pipeline (default: its
-    network).
+    the read rate of each VM's input pipeline (default: its network); `node_efficiency` the η that divides
+    the compute of nodes of several GPUs (`srift.sim.node_scaling`; default: the shipped table).
 
     p10/p50/p90 describe the mean iteration time of `iterations` iterations over `runs` runs taken at
     independent times (1: one job; a validation case averages its repeats): the band of
@@ -256,6 +260,7 @@ def simulate(
         kernel=kernel,
         geo=geo,
         read_gbps=read_gbps,
+        node_efficiency=shipped_node_efficiency() if node_efficiency is None else node_efficiency,
     )
     return simulate_with(fleet, inputs, iterations=iterations, runs=runs, band=band)
 
@@ -412,8 +417,8 @@ def overlap_terms(
 
 class Members(NamedTuple):
     """Each member's mean compute at its per-device batch (its profile's forward and backward, divided by
-    the node efficiency η on nodes of several GPUs: `srift.sim.node_scaling`), and what its straggler draws
-    are keyed by."""
+    the node efficiency η on nodes of several GPUs: `srift.sim.node_scaling`, the table the simulation's
+    inputs carry), and what its straggler draws are keyed by."""
 
     # Forward, with the training loop's own overhead (it runs before forward).
     fw_s: list[float]
@@ -427,10 +432,10 @@ class Members(NamedTuple):
     slow: int
 
     @classmethod
-    def of(cls, fleet: Sequence[FleetMember], *, distributed: bool) -> Members:
-        # η: the node's DDP efficiency the simulation does not explain (`srift.sim.node_scaling`); 1 on
-        # one-GPU, CPU and testbed nodes, whose compute stays the profile's exactly.
-        eta = [node_efficiency(m.instance) for m in fleet]
+    def of(cls, fleet: Sequence[FleetMember], *, distributed: bool, efficiency: NodeEfficiency) -> Members:
+        # η: the node's DDP efficiency the simulation does not explain (`efficiency`, a table of
+        # `srift.sim.node_scaling`); 1 on one-GPU, CPU and testbed nodes, whose compute stays the profile's.
+        eta = [efficiency.of(m.instance) for m in fleet]
         fw = [
             _per_eta(m.profile.forward.time_s(m.per_device_batch), e)
             + m.profile.loop_overhead_s(distributed=distributed)
@@ -714,7 +719,7 @@ def _point(fleet: Sequence[FleetMember], inputs: IterationInputs) -> IterationEs
     with `mc_samples` the exchange per draw), which `simulate` turns into the band's stragglers term."""
     fleet = _checked(fleet, inputs)
     distributed = communicates(fleet)
-    members = Members.of(fleet, distributed=distributed)
+    members = Members.of(fleet, distributed=distributed, efficiency=inputs.node_efficiency)
     profile_sources = _profile_sources(fleet)
     if CommMode(inputs.comm) is CommMode.PARAMETER_SERVER:
         return _parameter_server(fleet, inputs, members, profile_sources)

@@ -6,9 +6,13 @@ an N-GPU run's published efficiency is, in the median, a few percent below Srift
 about 1 %, PCIe about 3 %, V100 NVLink about 8 %). η(link) is that residual: the median over every pair of one
 link class of published efficiency / Srift's predicted efficiency (capped at 1: never faster than Srift's
 own prediction). On a node of two or more GPUs of a known GPU spec whose link class has an η, each GPU's
-compute (forward + backward from its profile) is divided by η (`node_efficiency`, applied where the
+compute (forward + backward from its profile) is divided by η (`NodeEfficiency.of`, applied where the
 simulator takes a member's compute from its profile, `srift.sim.iteration.Members`). Nodes of one GPU, CPU
 and testbed types, and links without an η get 1: their figures do not move.
+
+Which table a simulation uses is one of its inputs (`srift.sim.IterationInputs.node_efficiency`, the
+`node_efficiency` argument of `srift.sim.simulate`): the shipped one unless the caller passes another (the
+fit simulates `UNCORRECTED`, a leave-one-GPU-out check a table fitted without that GPU).
 
 The shipped values are `srift/data/node_efficiency.json`, written by `python -m benchmarks.public_gpus
 --write-node-efficiency` (the fit, `srift.validation.node_efficiency`, reads the raw runs only through the
@@ -19,9 +23,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
@@ -75,24 +77,3 @@ def _real_gpu(instance: InstanceType) -> bool:
 def shipped_node_efficiency() -> NodeEfficiency:
     """The shipped η per link class (read once)."""
     return NodeEfficiency.from_dict(json.loads(resources.files("srift").joinpath(FILE).read_text()))
-
-
-_override: ContextVar[NodeEfficiency | None] = ContextVar("srift_node_efficiency", default=None)
-
-
-def node_efficiency(instance: InstanceType) -> float:
-    """η for `instance` (`NodeEfficiency.of`) from the table `using_node_efficiency` set, else the shipped
-    one."""
-    return (_override.get() or shipped_node_efficiency()).of(instance)
-
-
-@contextmanager
-def using_node_efficiency(table: NodeEfficiency) -> Iterator[None]:
-    """Simulate with `table` instead of the shipped η inside the block: the fit simulates `UNCORRECTED`, a
-    leave-one-GPU-out check a table fitted without the GPU. Per context (thread or task), so other callers
-    keep the shipped one."""
-    token = _override.set(table)
-    try:
-        yield
-    finally:
-        _override.reset(token)

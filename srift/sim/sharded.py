@@ -68,6 +68,7 @@ from srift.sim.iteration import (
     validate_fleet,
 )
 from srift.sim.network import pow2_ceil
+from srift.sim.node_scaling import shipped_node_efficiency
 from srift.sim.result import IterationEstimate, granularity_of
 
 SHARD_LEVEL = "shard"
@@ -502,7 +503,8 @@ def _point(
     ranks = sum(m.count * m.instance.devices for m in fleet)
     distributed = ranks > 1
     units = fsdp_units(fleet[0].profile)
-    computes = Members.of(fleet, distributed=distributed)
+    # The served η (`srift.sim.node_scaling`): only DDP simulations are refitted or checked without it.
+    computes = Members.of(fleet, distributed=distributed, efficiency=shipped_node_efficiency())
     fw, bw, means = computes.fw_s, computes.bw_s, computes.means_s
     # The served model's compute phase: no rank is done before the mean of each iteration's slowest draw
     # (`phase.end_s`); the sharded timeline never ends before it.

@@ -102,17 +102,6 @@ class DownReport:
     removed: tuple[str, ...]
 
 
-def _pid_alive(pid: int | None, marker: str) -> bool:
-    if not pid:
-        return False
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[-1].split()[0] not in ("Z", "X") and marker in cmdline
-
-
 class Testbed:
     """A testbed that is up (or partly up); build one with `Testbed.up(spec)` or `Testbed.attach(prefix)`.
 
@@ -580,6 +569,9 @@ class _Builder:
             log.close()
         resource["pid"] = proc.pid
         self.state["switch_pid"] = proc.pid
+        # The switch's identity (`_switch_alive`): `ip netns exec` execs it in place, so the pid and start
+        # time of the process just started are the switch's. Not yet reaped, it is still in /proc.
+        self.state["switch_started_ticks"] = system.process_started_ticks(proc.pid)
         self.store.save(self.state)
         deadline = time.monotonic() + SWITCH_READY_S
         while not ready.exists():
@@ -601,10 +593,15 @@ def _healthy(state: Mapping[str, Any]) -> bool:
             return False
     if not system.netns_exists(network.switch_netns(state["prefix"])):
         return False
-    return not (
-        state.get("emulator") == "userspace"
-        and not _pid_alive(state.get("switch_pid"), "srift.testbed.switch")
-    )
+    return not (state.get("emulator") == "userspace" and not _switch_alive(state))
+
+
+def _switch_alive(state: Mapping[str, Any]) -> bool:
+    """Whether the userspace switch `_start_switch` started still runs: the process of its recorded pid
+    and start time (a pid reused by another process does not count, whatever its command line). A
+    journal without the start time (written before it was recorded) counts as not alive: `srift testbed
+    up` then rebuilds the testbed."""
+    return system.process_alive(state.get("switch_pid"), state.get("switch_started_ticks"))
 
 
 def _status(state: Mapping[str, Any], store: StateFile) -> TestbedStatus:
@@ -638,7 +635,7 @@ def _status(state: Mapping[str, Any], store: StateFile) -> TestbedStatus:
         healthy=state.get("phase") == "up" and _healthy(state),
         hosts=tuple(hosts),
         switch_pid=pid,
-        switch_alive=_pid_alive(pid, "srift.testbed.switch"),
+        switch_alive=_switch_alive(state),
         switch_stats=stats,
     )
 

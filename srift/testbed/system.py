@@ -115,3 +115,31 @@ def pids_in_netns(name: str) -> list[int]:
         if st.st_ino == target.st_ino and st.st_dev == target.st_dev:
             found.append(int(entry.name))
     return found
+
+
+def _stat_fields(pid: int) -> list[str] | None:
+    """/proc/PID/stat's fields after the command name (field 3 first), or None when there is no such
+    process. The name is cut at its last ")": it may hold spaces and parentheses itself."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rsplit(")", 1)[-1].split()
+
+
+def process_started_ticks(pid: int) -> int | None:
+    """When process `pid` started, in clock ticks after boot (/proc/PID/stat field 22), or None when there
+    is no such process. With the pid it names one process: the kernel may give the pid to a later process,
+    which started later; an exec keeps both."""
+    fields = _stat_fields(pid)
+    return int(fields[19]) if fields is not None else None
+
+
+def process_alive(pid: int | None, started_ticks: int | None) -> bool:
+    """Whether the process recorded as (`pid`, `started_ticks`: `process_started_ticks` when it started)
+    still runs: a process with that pid and start time that is neither a zombie nor dead. Whatever it
+    runs or was started as does not matter."""
+    if not pid or started_ticks is None:
+        return False
+    fields = _stat_fields(pid)
+    return fields is not None and fields[0] not in ("Z", "X") and int(fields[19]) == started_ticks

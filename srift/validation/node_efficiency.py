@@ -29,7 +29,7 @@ from srift.estimate.public import Row
 from srift.measurements import Registry
 from srift.refmodels.build import load_structure
 from srift.sim import IterationEstimate, simulate
-from srift.sim.node_scaling import UNCORRECTED, NodeEfficiency, using_node_efficiency
+from srift.sim.node_scaling import UNCORRECTED, NodeEfficiency
 
 structure_of = functools.lru_cache(maxsize=None)(load_structure)
 """The reference models' shipped structures, loaded once per (model, precision)."""
@@ -56,11 +56,16 @@ def public_node(row: Row) -> InstanceType:
 
 
 def simulate_row(
-    row: Row, calibration: Calibration, prior: AlphaBetaPrior, *, band: bool = True
+    row: Row,
+    calibration: Calibration,
+    prior: AlphaBetaPrior,
+    *,
+    node_efficiency: NodeEfficiency,
+    band: bool = True,
 ) -> tuple[int, IterationEstimate]:
-    """The row's node simulated with the profile estimated from `calibration`: the estimate's largest
-    per-GPU batch, and the simulation (at the row's batch, which it ran, even where the estimate's largest
-    batch is smaller). η is whatever the caller's context uses (`srift.sim.node_scaling`)."""
+    """The row's node simulated with the profile estimated from `calibration` and the η table
+    `node_efficiency` (`srift.sim.node_scaling`): the estimate's largest per-GPU batch, and the simulation
+    (at the row's batch, which it ran, even where the estimate's largest batch is smaller)."""
     estimated = estimate_profile(
         model=row.model,
         structure=structure_of(row.model, row.precision),
@@ -73,7 +78,9 @@ def simulate_row(
     profile = estimated.profile
     wide = replace(profile, max_batch=max(profile.max_batch, row.per_gpu_batch))
     member = FleetMember(instance=public_node(row), count=1, batch=row.global_batch, profile=wide)
-    return profile.max_batch, simulate([member], bandwidth=prior, seed=0, band=band)
+    return profile.max_batch, simulate(
+        [member], bandwidth=prior, seed=0, node_efficiency=node_efficiency, band=band
+    )
 
 
 def uncorrected_samples_per_s(
@@ -85,14 +92,14 @@ def uncorrected_samples_per_s(
     prior = AlphaBetaPrior()
     by_config: dict[tuple[str, int, str, str, int, str, float], float] = {}
     out = {}
-    with using_node_efficiency(UNCORRECTED):
-        for run in runs:
-            key = public_runs.config_key(run)
-            if key not in by_config:
-                row = run.as_row()
-                _, result = simulate_row(row, calibration_of(run.gpu), prior, band=False)
-                by_config[key] = row.global_batch / result.iteration_s
-            out[run.row] = by_config[key]
+    for run in runs:
+        key = public_runs.config_key(run)
+        if key not in by_config:
+            row = run.as_row()
+            calibration = calibration_of(run.gpu)
+            _, result = simulate_row(row, calibration, prior, node_efficiency=UNCORRECTED, band=False)
+            by_config[key] = row.global_batch / result.iteration_s
+        out[run.row] = by_config[key]
     return out
 
 

@@ -9,15 +9,8 @@ from importlib import resources
 import pytest
 
 from srift.domain import Interconnect
-from srift.sim import simulate
-from srift.sim.node_scaling import (
-    FILE,
-    UNCORRECTED,
-    NodeEfficiency,
-    node_efficiency,
-    shipped_node_efficiency,
-    using_node_efficiency,
-)
+from srift.sim import IterationInputs, simulate
+from srift.sim.node_scaling import FILE, UNCORRECTED, NodeEfficiency, shipped_node_efficiency
 
 from .kit import P3_2XL, P3_8XL, TableBandwidth, instance, member, profile
 
@@ -39,12 +32,10 @@ def test_eta_applies_to_nodes_of_several_known_gpus_with_a_fitted_link() -> None
 def test_the_simulator_divides_a_nodes_compute_by_its_eta() -> None:
     model = TableBandwidth({1: 8.0}, {1: 1e6})
     prof = profile(fw_s=0.1, bw_s=0.2)
-    with using_node_efficiency(UNCORRECTED):
-        plain = simulate([member(P3_8XL, 1, 256, prof)], bandwidth=model, band=False)
-        single = simulate([member(P3_2XL, 1, 64, prof)], bandwidth=model, band=False)
-    with using_node_efficiency(TABLE):
-        slowed = simulate([member(P3_8XL, 1, 256, prof)], bandwidth=model, band=False)
-        single_again = simulate([member(P3_2XL, 1, 64, prof)], bandwidth=model, band=False)
+    plain = simulate([member(P3_8XL, 1, 256, prof)], bandwidth=model, node_efficiency=UNCORRECTED, band=False)
+    single = simulate([member(P3_2XL, 1, 64, prof)], bandwidth=model, node_efficiency=UNCORRECTED, band=False)
+    slowed = simulate([member(P3_8XL, 1, 256, prof)], bandwidth=model, node_efficiency=TABLE, band=False)
+    single_again = simulate([member(P3_2XL, 1, 64, prof)], bandwidth=model, node_efficiency=TABLE, band=False)
     assert slowed.breakdown.forward_s == pytest.approx(plain.breakdown.forward_s / 0.8, rel=1e-12)
     assert slowed.breakdown.backward_s == pytest.approx(plain.breakdown.backward_s / 0.8, rel=1e-12)
     assert slowed.iteration_s > plain.iteration_s
@@ -52,10 +43,15 @@ def test_the_simulator_divides_a_nodes_compute_by_its_eta() -> None:
     assert single_again == single
 
 
-def test_the_override_is_undone_after_its_block() -> None:
-    with using_node_efficiency(TABLE):
-        assert node_efficiency(P3_8XL) == 0.8
-    assert node_efficiency(P3_8XL) == shipped_node_efficiency().of(P3_8XL)
+def test_a_simulation_uses_the_shipped_table_unless_given_another() -> None:
+    model = TableBandwidth({1: 8.0}, {1: 1e6})
+    fleet = [member(P3_8XL, 1, 256, profile(fw_s=0.1, bw_s=0.2))]
+    assert IterationInputs(bandwidth=model).node_efficiency == shipped_node_efficiency()
+    default = simulate(fleet, bandwidth=model, band=False)
+    assert default == simulate(fleet, bandwidth=model, node_efficiency=shipped_node_efficiency(), band=False)
+    # Another table in one call leaves the next call's default alone.
+    assert simulate(fleet, bandwidth=model, node_efficiency=TABLE, band=False) != default
+    assert simulate(fleet, bandwidth=model, band=False) == default
 
 
 def test_the_shipped_table_gives_every_gpu_link_an_eta_at_most_one() -> None:

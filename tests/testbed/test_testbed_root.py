@@ -20,7 +20,7 @@ import pytest
 from process_gate import ProcessGate
 
 from srift.errors import Conflict
-from srift.testbed import Testbed, down, measure, parse_spec, system
+from srift.testbed import Testbed, down, measure, network, parse_spec, system
 from srift.testbed import cgroups as cg
 
 pytestmark = pytest.mark.root
@@ -192,6 +192,29 @@ def test_two_testbeds_coexist_and_down_removes_everything(root: Path) -> None:
         down(second, root=root)
     assert _leftovers(second) == []
     assert not (root / f"{first}.json").exists() and not (root / f"{second}.json").exists()
+
+
+def test_a_killed_userspace_switch_is_reported_and_up_rebuilds_it(root: Path) -> None:
+    """The switch is found by its recorded pid and start time (`system.process_alive`), not by grepping
+    its command line: alive while it runs, not once it is killed, and `up` then rebuilds the testbed."""
+    prefix = _prefix()
+    spec = parse_spec({**PAIR, "emulator": "userspace"})
+    testbed = Testbed.up(spec, root=root, prefix=prefix)
+    try:
+        before = testbed.status()
+        assert (before.emulator, before.healthy, before.switch_alive) == ("userspace", True, True)
+        pid = before.switch_pid
+        assert pid is not None and pid in system.pids_in_netns(network.switch_netns(prefix))
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)  # `up` started it in this process: reap it here
+        after = Testbed.attach(prefix, root=root).status()
+        assert (after.healthy, after.switch_alive) == (False, False)
+        again = Testbed.up(spec, root=root, prefix=prefix)
+        assert again.state["switch_pid"] != pid
+        assert again.status().healthy and again.status().switch_alive
+    finally:
+        down(prefix, root=root)
+    assert _leftovers(prefix) == []
 
 
 def test_down_after_up_was_killed_midway_leaves_nothing(root: Path) -> None:

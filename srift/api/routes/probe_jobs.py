@@ -74,8 +74,7 @@ def list_probe_jobs(
     offset: Offset = 0,
 ) -> Any:
     """The job queue, newest first: probe and profile jobs (or only `kind`)."""
-    jobs, total = service.list_jobs(session=session, kind=kind, state=state, limit=limit, offset=offset)
-    return {"jobs": [job_document(j) for j in jobs], "total": total}
+    return service.job_page(session=session, kind=kind, state=state, limit=limit, offset=offset)
 
 
 @router.get("/probe-jobs/{job_id}", response_model=JobOut, responses=READ)
@@ -101,7 +100,7 @@ def list_profile_jobs(
     session: SessionDep, _: RequireRead, state: StateQuery = None, limit: Limit = 100, offset: Offset = 0
 ) -> Any:
     """Profile jobs, newest first."""
-    return list_probe_jobs(session, _, kind=JobKind.PROFILE, state=state, limit=limit, offset=offset)
+    return service.job_page(session=session, kind=JobKind.PROFILE, state=state, limit=limit, offset=offset)
 
 
 @router.get("/profile-jobs/{job_id}", response_model=JobOut, responses=READ)
