@@ -20,8 +20,10 @@ from srift.commands.helptext import reflow_help
 from srift.errors import InvalidInput, SriftError
 
 try:  # typer ≥ 0.2x carries its own copy of click; before, it used click itself
+    from typer._click import Context
     from typer._click import exceptions as click_errors
 except ImportError:  # pragma: no cover - the locked typer has it
+    from click import Context  # type: ignore[assignment]
     from click import exceptions as click_errors  # type: ignore[no-redef]
 
 err_console = Console(stderr=True)
@@ -90,19 +92,28 @@ def _with_value_given(reason: str, exc: click_errors.BadParameter) -> str:
 
 
 def _command_path(exc: click_errors.UsageError) -> str:
-    """The command whose arguments `exc` is about (`srift catalog list`). click's parser raises some errors
-    (an option given a value it takes none, or none where it needs one) without a context; the innermost
-    frame that parsed holds it as `ctx`."""
-    if exc.ctx is not None:
-        return str(exc.ctx.command_path)
-    path = "srift"
-    trace = exc.__traceback__
-    while trace is not None:
-        named = getattr(trace.tb_frame.f_locals.get("ctx"), "command_path", None)
-        if isinstance(named, str):
-            path = named
-        trace = trace.tb_next
-    return path
+    """The command whose arguments `exc` is about (`srift catalog list`): its context, which `SriftContext`
+    attaches where click's parser raised without one."""
+    return str(exc.ctx.command_path) if exc.ctx is not None else "srift"
+
+
+class SriftContext(Context):
+    """click's context for every `srift` command. click's parser raises some usage errors (an option given a
+    value it takes none, or none where it needs one) without a context, inside the context's own scope
+    (`Command.make_context` parses under `with ctx.scope(...)`); on the way out this context names itself
+    as theirs, so the error can say which command's `--help` to run."""
+
+    def __exit__(self, exc_type: Any, exc_value: Any, tb: Any) -> None:
+        if isinstance(exc_value, click_errors.UsageError) and exc_value.ctx is None:
+            exc_value.ctx = self
+        super().__exit__(exc_type, exc_value, tb)
+
+
+def _use_srift_context(command: Any) -> None:
+    """Give `command` and every command below it `SriftContext`."""
+    command.context_class = SriftContext
+    for sub in getattr(command, "commands", {}).values():
+        _use_srift_context(sub)
 
 
 def in_srift_words(exc: click_errors.UsageError) -> InvalidInput:
@@ -147,6 +158,7 @@ class SriftGroup(TyperGroup):
     def __init__(self, **attrs: Any) -> None:
         super().__init__(**attrs)
         reflow_help(self)
+        _use_srift_context(self)
 
     def make_context(self, info_name: str | None, args: list[str], parent: Any = None, **extra: Any) -> Any:
         try:
