@@ -269,6 +269,21 @@ def _probe_schema(schema: dict[str, Any]) -> None:
     ]
 
 
+def _no_ec2_off_ec2(data: Any) -> Any:
+    """The body before its fields are read: `ec2` options under provider local or testbed are refused for
+    being there, before pydantic reads them and reports a field missing inside them (a request file written
+    for ec2, then switched to local, would otherwise be told to add `ec2.results_url`)."""
+    if isinstance(data, dict) and data.get("ec2") is not None:
+        provider = data.get("provider")
+        if provider in (JobProvider.LOCAL.value, JobProvider.TESTBED.value):
+            raise rule_error(
+                f"ec2 options are only for provider ec2, and this job's provider is {provider}",
+                field="ec2",
+                hint="drop `ec2`, or use provider ec2",
+            )
+    return data
+
+
 def _provider_rules(provider: JobProvider, *, ec2: Ec2Document | None, testbed_prefix: str | None) -> None:
     if provider is JobProvider.EC2 and ec2 is None:
         raise rule_error(
@@ -354,6 +369,8 @@ class ProbeJobDocument(BaseModel):
     collective: Literal["allreduce", "all_gather", "reduce_scatter"] = Field(
         default="allreduce", description="the collective probed (bus bandwidth as nccl-tests defines it)"
     )
+
+    _ec2_only_for_ec2 = model_validator(mode="before")(_no_ec2_off_ec2)
 
     @model_validator(mode="after")
     def _rules(self) -> ProbeJobDocument:
@@ -473,6 +490,8 @@ class ProfileJobDocument(BaseModel):
         description="arithmetic to profile in: fp32, tf32, fp16 or bf16 (autocast); GPU types are profiled "
         "on their GPU (`srift profile --device cuda`)",
     )
+
+    _ec2_only_for_ec2 = model_validator(mode="before")(_no_ec2_off_ec2)
 
     @model_validator(mode="after")
     def _rules(self) -> ProfileJobDocument:

@@ -94,6 +94,8 @@ def test_submit_returns_a_queued_job_and_its_token_once(
         ({"testbed_prefix": "Bad!"}, "testbed_prefix"),
         ({"provider": "local", "testbed_prefix": "tb1"}, "testbed_prefix"),
         ({"ec2": {"image_id": "ami-12c6146b", "results_url": "http://10.0.0.5:8000"}}, "ec2"),
+        ({"ec2": {"image_id": "ami-12c6146b"}}, "ec2"),  # not its missing results_url: ec2 is the mistake
+        ({"provider": "local", "ec2": {}}, "ec2"),
         ({"repeats": 3.5}, "repeats"),
         ({"repeats": True}, "repeats"),
         ({"instance_type": "   "}, "instance_type"),
@@ -360,6 +362,11 @@ def test_profile_jobs_validate_models_and_types(client: TestClient, write_header
     bad_model = client.post(
         "/v1/profile-jobs", json={**body, "model": "not a factory"}, headers=write_headers
     )
+    ec2_off_ec2 = client.post(
+        "/v1/profile-jobs", json={**body, "ec2": {"subnet_id": "x"}}, headers=write_headers
+    )
+    assert ec2_off_ec2.status_code == 422 and ec2_off_ec2.json()["field"] == "ec2", ec2_off_ec2.text
+    assert "provider is testbed" in ec2_off_ec2.json()["detail"]
     assert bad_model.status_code == 422 and bad_model.json()["field"] == "model"
     assert client.get(f"/v1/profile-jobs/{created.json()['id']}").json()["state"] == "queued"
     assert client.get(f"/v1/probe-jobs/{created.json()['id']}").json()["kind"] == "profile"
