@@ -138,6 +138,13 @@ def _heavy_tailed_law() -> Durations:
     return Durations(body.times_s, body.events, body.censored, Weibull(0.5, 3600.0))
 
 
+def _integrals(law: Durations) -> tuple[float, float]:
+    """∫ S and ∫ t·S over a fine grid: the mean and half the second moment, read off the survival."""
+    t = np.linspace(0.0, 4e6, 2_000_001)
+    s = law.sf(t)
+    return float(np.trapezoid(s, t)), float(np.trapezoid(t * s, t))
+
+
 def test_the_mean_within_a_horizon_integrates_the_survival() -> None:
     law = _heavy_tailed_law()
     assert 0.1 < law.tail_mass < 0.5  # the tail carries weight
@@ -152,6 +159,21 @@ def test_the_mean_within_a_horizon_integrates_the_survival() -> None:
     assert float(w.mean_within_s(2000.0)) == pytest.approx(
         float(np.mean(np.minimum(draws, 2000.0))), rel=0.01
     )
+
+
+def test_what_is_left_of_a_gap_seen_at_a_random_instant_has_the_renewal_mean() -> None:
+    """E[X²] / (2 E[X]) exactly (no seeded draws), and draws one at a time with that mean: the old pool
+    of 16 draws per sample put them well below it on a tail like this one."""
+    law = _heavy_tailed_law()
+    mean, half_second = _integrals(law)
+    assert law.mean_s == pytest.approx(mean, rel=1e-3)
+    assert law.second_moment_s2 / 2.0 == pytest.approx(half_second, rel=1e-3)
+    rng = np.random.default_rng(11)
+    one_at_a_time = np.array([float(law.sample_residual(rng, 1)[0]) for _ in range(6000)])
+    expected = law.second_moment_s2 / (2.0 * law.mean_s)
+    stderr = float(one_at_a_time.std(ddof=1)) / math.sqrt(one_at_a_time.size)
+    assert abs(float(one_at_a_time.mean()) - expected) < 4.0 * stderr
+    assert np.all(law.sample_residual(rng, 1000) >= 0.0)
 
 
 def test_split_blocks_alternate_fit_and_check() -> None:
