@@ -129,6 +129,53 @@ def test_the_empirical_law_is_kaplan_meier_with_a_weibull_tail() -> None:
     assert np.all(law.sample_beyond(np.random.default_rng(1), 100.0, 500) >= 120.0)
 
 
+def _heavy_tailed_law() -> Durations:
+    """An empirical law like the shipped gaps: a body of tick-quantised runs, a fifth of the mass in a
+    Weibull tail of shape 0.5 past the longest run."""
+    lower = np.array([0.0, 60.0, 60.0, 180.0, 300.0, 300.0, 600.0, 1200.0, 2400.0, 3000.0])
+    upper = np.array([120.0, 180.0, 180.0, 300.0, 420.0, 420.0, 720.0, 1320.0, math.inf, math.inf])
+    body = Durations.from_runs(lower, upper, tick_s=60.0)
+    return Durations(body.times_s, body.events, body.censored, Weibull(0.5, 3600.0))
+
+
+def _integrals(law: Durations) -> tuple[float, float]:
+    """∫ S and ∫ t·S over a fine grid: the mean and half the second moment, read off the survival."""
+    t = np.linspace(0.0, 4e6, 2_000_001)
+    s = law.sf(t)
+    return float(np.trapezoid(s, t)), float(np.trapezoid(t * s, t))
+
+
+def test_the_mean_within_a_horizon_integrates_the_survival() -> None:
+    law = _heavy_tailed_law()
+    assert 0.1 < law.tail_mass < 0.5  # the tail carries weight
+    xs = np.array([0.0, 30.0, 60.0, 500.0, 2400.0, 3000.0, 10_000.0, 1e5, 4e6])
+    exact = law.mean_within_s(xs)
+    t = np.linspace(0.0, 4e6, 2_000_001)
+    cumulative = np.concatenate(([0.0], np.cumsum((law.sf(t[1:]) + law.sf(t[:-1])) / 2 * np.diff(t))))
+    assert exact == pytest.approx(np.interp(xs, t, cumulative), rel=2e-3, abs=1.0)
+    assert float(law.mean_within_s(1e12)) == pytest.approx(law.mean_s, rel=1e-9)
+    w = Weibull(0.6, 3600.0)
+    draws = w.sample(np.random.default_rng(3), 200_000)
+    assert float(w.mean_within_s(2000.0)) == pytest.approx(
+        float(np.mean(np.minimum(draws, 2000.0))), rel=0.01
+    )
+
+
+def test_what_is_left_of_a_gap_seen_at_a_random_instant_has_the_renewal_mean() -> None:
+    """E[X²] / (2 E[X]) exactly (no seeded draws), and draws one at a time with that mean: the old pool
+    of 16 draws per sample put them well below it on a tail like this one."""
+    law = _heavy_tailed_law()
+    mean, half_second = _integrals(law)
+    assert law.mean_s == pytest.approx(mean, rel=1e-3)
+    assert law.second_moment_s2 / 2.0 == pytest.approx(half_second, rel=1e-3)
+    rng = np.random.default_rng(11)
+    one_at_a_time = np.array([float(law.sample_residual(rng, 1)[0]) for _ in range(6000)])
+    expected = law.second_moment_s2 / (2.0 * law.mean_s)
+    stderr = float(one_at_a_time.std(ddof=1)) / math.sqrt(one_at_a_time.size)
+    assert abs(float(one_at_a_time.mean()) - expected) < 4.0 * stderr
+    assert np.all(law.sample_residual(rng, 1000) >= 0.0)
+
+
 def test_split_blocks_alternate_fit_and_check() -> None:
     t = trace(np.arange(10) % 2, gap_s=86_400.0 / 2)  # 2 ticks a day: 4 ticks per 2-day block
     fit = split_blocks(t, Half.FIT)
