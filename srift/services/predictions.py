@@ -169,6 +169,17 @@ def _offers(
     return {(o.instance.name, o.market.value): o for o in offers}
 
 
+def _gpu_types(*, session: Session, query: PredictionQuery, region: str) -> tuple[InstanceType, ...]:
+    """The GPU instance types priced in the request's provider and region, from the catalog's in-memory copy
+    (what a hint may name when DDP cannot hold the model at batch 1)."""
+    from srift.catalog.store import list_instance_types
+
+    entries = list_instance_types(
+        session=session, provider=query.provider, region=region, min_gpus=1, snapshot=query.snapshot
+    )
+    return tuple(e.instance for e in entries)
+
+
 def build_fleet(
     *,
     request: PredictionQuery,
@@ -177,12 +188,14 @@ def build_fleet(
     config: FleetQuery | None = None,
     at: str = "config",
     memory: bool = True,
+    region_types: Sequence[InstanceType] = (),
 ) -> tuple[list[FleetMember], list[Offer], list[str]]:
     """Fleet members, their offers and the profile sources used; InvalidInput names the choice at fault.
 
     A choice with `gpus` uses that many of each VM's GPUs: its member's instance type is the catalog type
     with that GPU count (the VM is still priced whole). `memory` False leaves DDP's memory check out (a
-    request with a strategy checks the memory of its setups instead, `_Context.setups`).
+    request with a strategy checks the memory of its setups instead, `_Context.setups`); when DDP cannot hold
+    a choice's model at batch 1, its hint names those of `region_types` whose GPUs would.
     """
     fleet = config if config is not None else request.config
     assert fleet is not None
@@ -248,6 +261,7 @@ def build_fleet(
             allow_cpu_profiles=request.allow_cpu_profiles,
             field=f"{where}.instance_type",
             memory=memory,
+            others=region_types,
         ):
             if note not in used_sources:
                 used_sources.append(note)
@@ -495,6 +509,9 @@ class _Context:
     evaluator: SimEvaluator | None = None
     """The simulator as a plan's evaluator (srift.services.plans._evaluator), built when the request names a
     strategy: each fleet's setups are compared on it as a plan compares them (`setups`)."""
+    region_types: tuple[InstanceType, ...] = ()
+    """The GPU instance types priced in the request's provider and region (the catalog's in-memory copy): a
+    hint names those whose GPUs hold the model when DDP cannot at batch 1 (srift.services.memory)."""
 
     @classmethod
     def of(
@@ -551,6 +568,7 @@ class _Context:
             corrections,
             _ignored(query, configs),
             evaluator,
+            _gpu_types(session=session, query=query, region=region),
         )
 
     def instances(self, config: FleetQuery) -> list[InstanceType]:
@@ -577,6 +595,8 @@ class _Context:
                         m.instance,
                         per_gpu_batch=m.per_device_batch,
                         field=f"{at}.choices[{i}].instance_type",
+                        others=self.region_types,
+                        suggest_strategy=not narrowed,
                     )
                 except InvalidInput as exc:
                     if not narrowed or asked is None:
@@ -601,6 +621,7 @@ class _Context:
             config=config,
             at=at,
             memory=query.strategy is None,
+            region_types=self.region_types,
         )
         check_transport(
             ((f"{at}.choices[{i}].instance_type", m.instance) for i, m in enumerate(members)), self.network

@@ -4,6 +4,7 @@ strategy the answer is the plain DDP prediction it always was; bad combinations 
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -148,9 +149,48 @@ def test_a_fleet_no_setup_of_the_strategy_fits_is_a_409_naming_strategy(
     error = r.json()
     assert error["field"] == "strategy" and "g4dn.xlarge" in error["detail"]
     assert error["hint"].startswith("use more VMs")
-    # without a strategy the same fleet is DDP's, and DDP's memory check refuses it as before
+    # without a strategy the same fleet is DDP's, and DDP's memory check refuses it: no batch fits, so the
+    # instance type is at fault (test_ddp_holding_no_batch_says_what_would_fit_never_at_most_0)
     r = _post(client, write_headers, body)
-    assert r.status_code == 422 and r.json()["field"] == "config.choices[0].batch", r.text
+    assert r.status_code == 422 and r.json()["field"] == "config.choices[0].instance_type", r.text
+
+
+def _named_types(hint: str) -> list[str]:
+    """The instance types a no-batch-fits hint names as holding the model ("… (e.g. a, b, c) …")."""
+    found = re.search(r"\(e\.g\. ([^)]+)\)", hint)
+    return found.group(1).split(", ") if found else []
+
+
+def test_ddp_holding_no_batch_says_what_would_fit_never_at_most_0(
+    shipped: Settings, client: TestClient, write_headers: dict[str, str]
+) -> None:
+    """DDP's memory check on a GPU that cannot hold the model at batch 1 said "use at most 0 per GPU (0 per
+    VM)". It names the instance type, the memory per GPU batch 1 needs, the region's types whose GPUs hold it
+    (each of which does: predicting on one GPU of it at batch 1 is answered) or that none has, and a sharded
+    strategy (test_auto_with_monte_carlo_samples_where_ddp_overfills_is_a_409_naming_mc_samples: the same
+    under auto narrowed to DDP by mc_samples)."""
+    for body, named in (
+        (_fleet("llama-8b", "g4dn.xlarge", 2, 1), False),  # 8 B parameters: no GPU of the catalog
+        ({**_fleet("llama-1b", "g4dn.xlarge", 2, 1), "precision": "fp32"}, True),
+    ):
+        for extra in ({}, {"strategy": "ddp", "checkpointing": False}):
+            r = _post(client, write_headers, {**body, **extra})
+            assert r.status_code == 422, r.text
+            error = r.json()
+            assert error["field"] == "config.choices[0].instance_type", error
+            assert "no batch fits" in error["detail"] and "g4dn.xlarge" in error["detail"], error
+            hint = error["hint"]
+            assert "at most 0" not in hint and "0 per VM" not in hint, hint
+            assert re.search(r"GPUs have at least \d+\.\d GiB each", hint), hint
+            assert "strategy auto" in hint and "full_shard" in hint, hint
+            types = _named_types(hint)
+            assert bool(types) is named, hint
+            if not named:
+                assert "no type of this region has GPUs that large" in hint, hint
+        for name in types:
+            one_gpu = {"instance_type": name, "count": 2, "batch": 1, "gpus": 1}
+            held = _post(client, write_headers, {**body, "config": {"choices": [one_gpu]}})
+            assert held.status_code == 200, (name, held.text)
 
 
 def test_a_strategy_for_a_profile_without_memory_facts_is_a_409_that_says_so(
@@ -287,8 +327,11 @@ def test_auto_with_monte_carlo_samples_where_ddp_overfills_is_a_409_naming_mc_sa
     assert r.status_code == 409, r.text
     error = r.json()
     assert error["field"] == "mc_samples" and "plain DDP without checkpointing" in error["detail"], error
-    assert "config.choices[0].batch" in error["detail"], error
-    assert error["hint"].startswith("give mc_samples 0 so strategy auto compares the sharded setups too")
+    assert "config.choices[0].instance_type" in error["detail"] and "no batch fits" in error["detail"], error
+    hint = error["hint"]
+    assert hint.startswith("give mc_samples 0 so strategy auto compares the sharded setups too"), hint
+    # ... or a bigger GPU; never "use at most 0 per GPU", nor strategy auto again
+    assert "GiB each" in hint and "at most 0" not in hint and "strategy auto (" not in hint, hint
 
 
 def test_the_prediction_schema_states_the_strategy_rules(client: TestClient) -> None:

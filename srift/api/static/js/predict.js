@@ -145,6 +145,7 @@ async function buildRequest() {
     const value = numberOrNull($(id));
     if (value !== null) request[key] = value;
   }
+  if ($("predict-precision").value) request.precision = $("predict-precision").value;  // else the profiles' own
   request.comm = $("predict-comm").value;
   if ($("predict-exchange").value !== "ddp_buckets") request.exchange = $("predict-exchange").value;
   const strategy = $("predict-strategy").value;
@@ -182,7 +183,8 @@ async function render(prediction, request) {
   const comm = commLabel(prediction.comm, request.ps_servers);
   const view = prediction.strategy;
   const setup = view?.strategy ? ` · ${view.strategy}${view.checkpointing ? "+ckpt" : ""}` : "";
-  $("predict-title").textContent = `${prediction.label} · ${comm}${setup}`;
+  const precision = prediction.precision ?? "";  // the profiles' arithmetic the answer rests on
+  $("predict-title").textContent = `${prediction.label} · ${comm}${setup}${precision ? ` · ${precision}` : ""}`;
   $("predict-cards").replaceChildren(
     card("Iteration", fmtSeconds(p.iteration_s), `p10 ${fmtSeconds(p.iteration_p10_s)} · p90 ${fmtSeconds(p.iteration_p90_s)}`),
     card("Total time", fmtSeconds(p.total_time_s), `${fmtNumber(prediction.iterations)} iterations`),
@@ -193,7 +195,7 @@ async function render(prediction, request) {
   $("predict-warnings").replaceChildren(...[...(prediction.warnings || []), ...(prediction.breakdown.warnings || [])].map((w) => el("li", {}, w)));
   sourcesLine($("predict-sources"), prediction.sources);
   renderStrategy("predict", view, "prediction");
-  whatIfs.push({ label: `${prediction.label} · ${comm}${setup}`, fleet: `${prediction.label}${setup}`, comm, iterations: prediction.iterations, prediction: p });
+  whatIfs.push({ label: `${prediction.label} · ${comm}${setup}`, fleet: `${prediction.label}${setup}`, comm, precision, iterations: prediction.iterations, prediction: p });
   const charts = Promise.all([
     drawWhatIfScatter($("predict-scatter"), whatIfs),
     drawBreakdown($("predict-breakdown"), whatIfs.slice(-3).reverse().map((w, i) => ({ name: i === 0 ? "latest" : `earlier ${i}`, breakdown: w.prediction.breakdown }))),
@@ -202,6 +204,7 @@ async function render(prediction, request) {
     { label: "#", value: (w) => whatIfs.indexOf(w) + 1, num: true },
     { label: "Fleet", value: (w) => w.fleet },
     { label: "Communication", value: (w) => w.comm },
+    { label: "Precision", value: (w) => w.precision || "—" },
     { label: "Iteration", value: (w) => fmtSeconds(w.prediction.iteration_s), num: true },
     { label: "Total time", value: (w) => fmtSeconds(w.prediction.total_time_s), num: true },
     { label: "Cost", value: (w) => fmtUsd(w.prediction.cost_usd), num: true },
