@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
+import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session
 
@@ -220,6 +222,27 @@ def test_a_rings_plus_written_bare_in_the_query_string_is_a_404_saying_to_write_
         if p["name"] == "instance_type"
     ]
     assert "%2B" in parameter["description"]
+
+
+@pytest.mark.parametrize("name", ["g5.12xlarge+", "+g5.12xlarge", "g4dn.12xlarge++g5.12xlarge", "a+ +b"])
+def test_a_ring_with_an_empty_type_is_refused_by_the_query_parameters_schema_as_by_the_server(
+    client: TestClient, settings: Settings, name: str
+) -> None:
+    """The instance_type parameter's schema states the ring's pattern (srift.domain.rings.TYPE_OR_RING_TEXT),
+    so a schema-valid query is never a 422 for an empty type between '+' signs; the server's refusal keeps
+    its wording. A ring's name in any order matches it."""
+    load_shipped_catalog(settings)
+    path = "/v1/bandwidth-models/{version}/curves"
+    (parameter,) = [
+        p
+        for p in client.get("/openapi.json").json()["paths"][path]["get"]["parameters"]
+        if p["name"] == "instance_type"
+    ]
+    pattern = parameter["schema"]["pattern"]
+    assert re.fullmatch(pattern, "g5.12xlarge+g4dn.12xlarge") and re.fullmatch(pattern, " g5.12xlarge ")
+    assert re.fullmatch(pattern, name) is None
+    r = client.get(path.format(version="active"), params={"provider": "aws", "instance_type": name})
+    assert r.status_code == 422 and "empty type between its '+' signs" in r.json()["detail"], r.text
 
 
 def test_a_measurement_stored_under_both_orders_of_a_ring_is_listed_once(db_url: str) -> None:
