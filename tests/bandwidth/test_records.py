@@ -11,15 +11,7 @@ from srift.bandwidth.records import ProbeSampleDocument
 from srift.documents import RULES_KEY
 from srift.domain.rings import RING_MEMBERS_ONCE
 
-_SAMPLE = {
-    "provider": "testbed",
-    "backend": "gloo",
-    "buffer_bytes": 1_000_000,
-    "world_size": 4,
-    "nodes": 2,
-    "ranks_per_node": 2,
-    "time_s": 0.001,
-}
+_SAMPLE = {"provider": "testbed", "backend": "nccl", "buffer_bytes": 1 << 20, "world_size": 2, "time_s": 2e-3}
 NAMES = [
     "tb.large",
     " tb.large\t",
