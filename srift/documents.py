@@ -91,7 +91,10 @@ def _number(value: Any) -> Any:
 NO_NUL = r"^[^\x00]*$"
 """Text without NUL characters (PostgreSQL text and JSON columns cannot hold them), stated in the schema;
 with `min_length=1` it is the rule for non-empty text."""
-NOT_BLANK = r"^[^\x00]*[^\x00\t-\r\x1c- \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000][^\x00]*$"
+BLANKS = r"\t-\r\x1c- \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
+"""The whitespace characters (`str.isspace`, what `str.strip` drops) as the body of a regex character class,
+written so that Python's `re` and JSON Schema's ECMA-262 dialect read it alike."""
+NOT_BLANK = rf"^[^\x00]*[^\x00{BLANKS}][^\x00]*$"
 """Text with a character that is not whitespace (`str.isspace`, which readers strip), and no NUL."""
 HTTP_URL = r"^https?://[^\x00\t-\r\x1c- \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]+$"
 """An http(s) URL without NUL or whitespace, the whitespace listed so that Python's `re` and JSON Schema's

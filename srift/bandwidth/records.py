@@ -30,7 +30,7 @@ from srift.documents import (
 )
 from srift.domain.bandwidth import Collective
 from srift.domain.host import HostFacts
-from srift.domain.rings import RING_RULE, canonical_instance_type
+from srift.domain.rings import RING_MEMBERS_ONCE, RING_RULE, TYPE_OR_RING_TEXT, canonical_instance_type
 from srift.errors import InvalidInput
 
 SCHEMA: Final = "srift-probe/1"
@@ -159,12 +159,14 @@ class ProbeSampleDocument(StrictModel):
     /v1/probe-results); `to_record` turns it into a ProbeRecord.
 
     Rules across fields (listed under the schema's `x-srift-rules`): nodes × ranks_per_node = world_size
-    (either may be left out and is derived), and algbw_gbps/busbw_gbps, when given, agree with time_s and
-    buffer_bytes within 5 %.
+    (either may be left out and is derived), algbw_gbps/busbw_gbps, when given, agree with time_s and
+    buffer_bytes within 5 %, and a mixed ring's instance_type names each type once. The schema states the
+    rest of a ring's name as a pattern (TYPE_OR_RING_TEXT: no empty type between '+' signs); reading keeps
+    RequiredText's pattern and canonical_instance_type's refusals, whose errors say what is wrong.
     """
 
     model_config = ConfigDict(
-        extra="forbid", json_schema_extra=publish_rules(WORLD_OF_NODES, BANDWIDTHS_AGREE)
+        extra="forbid", json_schema_extra=publish_rules(WORLD_OF_NODES, BANDWIDTHS_AGREE, RING_MEMBERS_ONCE)
     )
 
     FIELD_HINTS: ClassVar[Mapping[str, str]] = _HINTS
@@ -175,7 +177,8 @@ class ProbeSampleDocument(StrictModel):
     provider: Annotated[RequiredText, AfterValidator(str.lower)]
     instance_type: Annotated[RequiredText, AfterValidator(_canonical_type)] = Field(
         description=f"a catalog type of the provider, or {RING_RULE}; each of the ring's types in the "
-        "catalog, and a type named twice is refused"
+        "catalog, and a type named twice is refused",
+        json_schema_extra={"pattern": TYPE_OR_RING_TEXT},
     )
     backend: Annotated[str, Field(pattern=BACKEND_PATTERN), AfterValidator(str.lower)] = Field(
         description=f"one of {', '.join(BACKENDS)} (any case)"

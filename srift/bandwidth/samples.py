@@ -5,9 +5,9 @@ The values themselves (ProbeRecord, the JSON-lines form, SampleQuery) are in `sr
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from sqlalchemy import insert, or_, select
 from sqlalchemy.exc import IntegrityError
@@ -132,7 +132,7 @@ def record_from_row(row: ProbeSample) -> ProbeRecord:
 
 
 def load_samples(*, session: Session, query: SampleQuery = SampleQuery()) -> list[ProbeRecord]:
-    """Stored samples matching `query`, oldest first, each measurement once (`_once`).
+    """Stored samples matching `query`, oldest first, each measurement once (`each_measurement_once`).
 
     A query of instance types selects those types' samples and a mixed ring's ("a+b", `srift.bandwidth.
     mixed`) when each of its types is among them. A ring's name in the query (any order) selects that
@@ -160,26 +160,39 @@ def load_samples(*, session: Session, query: SampleQuery = SampleQuery()) -> lis
             or r.instance_type in rings
             or set(ring_members(r.instance_type)) <= plain
         ]
-    return _once(records)
+    return list(each_measurement_once(records, record=_itself))
 
 
-def _once(records: Sequence[ProbeRecord]) -> list[ProbeRecord]:
-    """`records` without repeats of one measurement: a mixed ring's sample stored under both orders of its
-    types (before `srift.domain.rings`) was renamed to the sorted spelling by migration 0006, but kept its
-    old fingerprint (the column is unique) and its row, so it would be loaded, and trained on, twice.
+class _Named(Protocol):
+    """A stored sample as a row (ProbeSample) or its record (ProbeRecord): both name their instance type."""
+
+    @property
+    def instance_type(self) -> str: ...
+
+
+_S = TypeVar("_S", bound=_Named)
+
+
+def _itself(record: ProbeRecord) -> ProbeRecord:
+    return record
+
+
+def each_measurement_once(samples: Iterable[_S], *, record: Callable[[_S], ProbeRecord]) -> Iterator[_S]:
+    """`samples` (rows or records, `record` reads one's record) without repeats of one measurement, lazily,
+    in their order: a mixed ring's sample stored under both orders of its types (before
+    `srift.domain.rings`) was renamed to the sorted spelling by migration 0006, but kept its old
+    fingerprint (the column is unique) and its row, so it would be loaded, trained on and listed twice.
     Read back, both copies are the same record, so their fingerprints under the stored name agree: the
-    measurement identity `store_samples` skips repeats by. The first stored is kept. Only rings were
-    renamed, so only their samples are fingerprinted again."""
+    measurement identity `store_samples` skips repeats by. The first given is kept (give them oldest
+    first). Only rings were renamed, so only their samples are fingerprinted again."""
     seen: set[str] = set()
-    kept = []
-    for record in records:
-        if SEPARATOR in record.instance_type:
-            fingerprint = record.fingerprint()
+    for sample in samples:
+        if SEPARATOR in sample.instance_type:
+            fingerprint = record(sample).fingerprint()
             if fingerprint in seen:
                 continue
             seen.add(fingerprint)
-        kept.append(record)
-    return kept
+        yield sample
 
 
 def sample_providers(*, session: Session) -> list[str]:

@@ -12,9 +12,22 @@ from __future__ import annotations
 from collections.abc import Iterable
 from urllib.parse import quote
 
+from srift.documents import BLANKS
 from srift.errors import InvalidInput, NotFound
 
 SEPARATOR = "+"
+_MEMBER = rf"[^\x00+]*[^\x00+{BLANKS}][^\x00+]*"
+TYPE_OR_RING_TEXT = rf"^{_MEMBER}(\+{_MEMBER})*$"
+"""A schema pattern for text `canonical_instance_type` reads (a type, or a ring's types joined by '+'): no
+NUL, and no blank or empty type between, before or after the '+' signs; blanks around a type are allowed (it
+strips them). Each type once is a rule across the members, which a regex cannot state: schemas publish it as
+RING_MEMBERS_ONCE."""
+RING_MEMBERS_ONCE = (
+    "ring-members-once",
+    "instance_type, when a mixed ring (types joined by '+'), names each type once, blanks around a type "
+    "ignored (tb.large+tb.large and 'tb.large + tb.large' are refused)",
+)
+"""The published rule (srift.documents.publish_rules) of a ring's name given as one text field."""
 RING_RULE = (
     "a mixed ring's types, each once, joined by '+' (stored sorted: tb.small+tb.large is tb.large+tb.small)"
 )

@@ -6,11 +6,13 @@ import datetime as dt
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import islice
 from typing import Literal
 
 from sqlalchemy import func, or_, select
 from sqlalchemy.orm import Session
 
+from srift.bandwidth.samples import each_measurement_once, record_from_row
 from srift.db.tables import PlanRow, ProbeSample, TrainingJob, TrainingJobEvent
 from srift.documents import copy_fields
 from srift.domain import BusBandwidthModel, InstanceType, Interconnect
@@ -153,8 +155,11 @@ def stored_samples(
     world_sizes: Sequence[int],
     limit: int = MAX_SAMPLES,
 ) -> tuple[list[ProbePoint], bool]:
-    """Probe samples of one type at the given world sizes (at most `limit`), and whether more exist."""
-    rows = session.scalars(
+    """Probe samples of one type at the given world sizes (at most `limit`), and whether more exist; each
+    measurement once, as training loads them (`each_measurement_once`: a ring's sample stored under both
+    spellings before canonical names is one measurement). Rows are read as they are needed, oldest first
+    within a world size and buffer size, where a measurement's copies lie side by side."""
+    found = session.scalars(
         select(ProbeSample)
         .where(
             ProbeSample.provider == provider,
@@ -162,8 +167,12 @@ def stored_samples(
             ProbeSample.world_size.in_(list(world_sizes)),
         )
         .order_by(ProbeSample.world_size, ProbeSample.buffer_bytes, ProbeSample.id)
-        .limit(limit + 1)
-    ).all()
+        .execution_options(yield_per=limit + 1)
+    )
+    try:
+        rows = list(islice(each_measurement_once(found, record=record_from_row), limit + 1))
+    finally:
+        found.close()
     points = [copy_fields(ProbePoint, r) for r in rows[:limit]]
     return points, len(rows) > limit
 

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
+import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session
 
 from srift.bandwidth.records import ProbeRecord, busbw_gbps
 from srift.bandwidth.samples import store_samples
 from srift.catalog.shipped import load_shipped_catalog
-from srift.services.dashboard import BUFFER_GRID
+from srift.services.dashboard import BUFFER_GRID, stored_samples
 from srift.settings import Settings
 
 
@@ -220,3 +222,55 @@ def test_a_rings_plus_written_bare_in_the_query_string_is_a_404_saying_to_write_
         if p["name"] == "instance_type"
     ]
     assert "%2B" in parameter["description"]
+
+
+@pytest.mark.parametrize("name", ["g5.12xlarge+", "+g5.12xlarge", "g4dn.12xlarge++g5.12xlarge", "a+ +b"])
+def test_a_ring_with_an_empty_type_is_refused_by_the_query_parameters_schema_as_by_the_server(
+    client: TestClient, settings: Settings, name: str
+) -> None:
+    """The instance_type parameter's schema states the ring's pattern (srift.domain.rings.TYPE_OR_RING_TEXT),
+    so a schema-valid query is never a 422 for an empty type between '+' signs; the server's refusal keeps
+    its wording. A ring's name in any order matches it."""
+    load_shipped_catalog(settings)
+    path = "/v1/bandwidth-models/{version}/curves"
+    (parameter,) = [
+        p
+        for p in client.get("/openapi.json").json()["paths"][path]["get"]["parameters"]
+        if p["name"] == "instance_type"
+    ]
+    pattern = parameter["schema"]["pattern"]
+    assert re.fullmatch(pattern, "g5.12xlarge+g4dn.12xlarge") and re.fullmatch(pattern, " g5.12xlarge ")
+    assert re.fullmatch(pattern, name) is None
+    r = client.get(path.format(version="active"), params={"provider": "aws", "instance_type": name})
+    assert r.status_code == 422 and "empty type between its '+' signs" in r.json()["detail"], r.text
+
+
+def test_a_measurement_stored_under_both_orders_of_a_ring_is_listed_once(db_url: str) -> None:
+    """Before ring names were sorted, one measurement imported as `b+a` and as `a+b` was stored twice, and
+    migration 0006 kept both rows under the sorted name. The curves' sample listing shows it once, as
+    training loads it (srift.bandwidth.samples.each_measurement_once); distinct measurements all stay, and
+    the limit counts measurements, not rows."""
+    from dataclasses import replace
+
+    from srift.db.session import session_factory
+    from tests.bandwidth.helpers import store_before_canonical_names
+
+    small, large = (_one_ms("testbed", "tb.small+tb.large", size) for size in (1 << 16, 1 << 20))
+    store_before_canonical_names(
+        db_url,
+        [
+            small,
+            replace(small, instance_type="tb.large+tb.small"),  # the same measurement in the other order
+            large,
+            replace(large, instance_type="tb.large+tb.small"),
+            replace(large, repeat=1),
+        ],
+    )
+    with session_factory(db_url)() as session:
+        ring = {"session": session, "provider": "testbed", "instance_type": "tb.large+tb.small"}
+        points, more = stored_samples(**ring, world_sizes=[2])
+        assert ([p.buffer_bytes for p in points], more) == ([1 << 16, 1 << 20, 1 << 20], False)
+        points, more = stored_samples(**ring, world_sizes=[2], limit=2)
+        assert ([p.buffer_bytes for p in points], more) == ([1 << 16, 1 << 20], True)
+        points, more = stored_samples(**ring, world_sizes=[2], limit=3)
+        assert (len(points), more) == (3, False)

@@ -187,6 +187,16 @@ def _ring_types_once(obj: dict[str, Any]) -> bool | None:
     return all(len(set(members)) == len(members) for members in rings)
 
 
+def _ring_members_once(obj: dict[str, Any]) -> bool | None:
+    """A probe sample's instance_type, when a mixed ring (types joined by '+'), names each type once, blanks
+    around a type ignored."""
+    name = obj.get("instance_type")
+    if not _probe_sample(obj) or not isinstance(name, str) or "+" not in name:
+        return None
+    members = [member.strip() for member in name.split("+")]
+    return len(set(members)) == len(members)
+
+
 RULES: dict[str, Predicate] = {
     "choices-distinct": _choices_distinct,
     "one-gpus-per-type": _one_gpus_per_type,
@@ -204,6 +214,7 @@ RULES: dict[str, Predicate] = {
     "recent-market-needs-spot-pricing-and-fallback": _recent_market_needs_spot_pricing_and_fallback,
     "recent-market-covers-the-fleet": _recent_market_covers_the_fleet,
     "ring-types-once": _ring_types_once,
+    "ring-members-once": _ring_members_once,
 }
 
 

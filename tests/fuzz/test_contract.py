@@ -108,6 +108,12 @@ CASES: list[tuple[str, str, dict[str, Any], str]] = [
         {"instance_types": ["p3.8xlarge", "g5.12xlarge+p3.8xlarge+g5.12xlarge"]},
         "instance_types[1]",
     ),
+    (
+        "ring-members-once",
+        "/v1/probe-results",
+        {"samples": [_sample(), _sample(instance_type="tb.large + tb.small+tb.large")]},
+        "samples[1].instance_type",
+    ),
 ]
 
 
@@ -132,6 +138,7 @@ def test_a_body_breaking_one_rule_is_flagged_and_refused(
 def test_kept_rules_pass_the_predicates() -> None:
     assert broken_rule(_broken_profile(), set(RULES)) is None
     assert broken_rule({"samples": [_sample()]}, set(RULES)) is None
+    assert broken_rule({"samples": [_sample(instance_type=" tb.small + tb.large")]}, set(RULES)) is None
     assert (
         broken_rule({"samples": [_sample(nodes=None, ranks_per_node=None, world_size=4)]}, set(RULES)) is None
     )
