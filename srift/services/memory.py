@@ -150,9 +150,8 @@ def no_batch_fits_hint(
         key=lambda other: (other.gpu_memory_gib, other.gpu_count, other.vcpus, other.name),
     )
     by_gpu: dict[tuple[str, float], str] = {}
-    for (
-        other
-    ) in holding:  # the smallest type of each GPU model (fewest GPUs, then vCPUs), smallest GPUs first
+    # The smallest type of each GPU model (fewest GPUs, then vCPUs), smallest GPUs first.
+    for other in holding:
         by_gpu.setdefault((other.gpu_model or "", other.gpu_memory_gib), other.name)
     named = list(by_gpu.values())[:MOST_TYPES_NAMED]
     gpus = f"an instance type whose GPUs have at least {need_gib:.1f} GiB each"
