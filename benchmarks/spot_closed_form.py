@@ -28,17 +28,9 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from benchmarks._report import write_section  # noqa: E402
-from srift.optimize.spot import (  # noqa: E402
-    Alternative,
-    Alternatives,
-    ReplanPolicy,
-    SpotOffer,
-    SpotPolicy,
-    expected_run,
-    fleet_rates,
-    monte_carlo,
-)
+from srift.optimize.spot import ReplanPolicy, SpotOffer, SpotPolicy, expected_run, monte_carlo  # noqa: E402
 from srift.spot.shipped import shipped_model  # noqa: E402
+from srift.testing.spot import one_offer_fleet  # noqa: E402
 
 SECTION = "spot closed form against the Monte Carlo"
 TYPE = "p3.2xlarge"
@@ -50,16 +42,8 @@ REGIONS = ("us-east-1", "us-east-2", "us-west-2")
 
 def _row(offer: SpotOffer, *, nodes: int, hours: float, every_s: float, samples: int) -> dict[str, float]:
     iterations = int(hours * 3600 / ITERATION_S)
-    rates = fleet_rates(
-        iteration_s=ITERATION_S,
-        usd_per_s=nodes * USD_PER_HR / 3600,
-        egress_usd_per_iteration=0.0,
-        members=[(nodes, 0.0, offer)],
-    )
-    alts = Alternatives(
-        items=[Alternative(counts=(nodes,), rates=rates)],
-        candidate_rates_per_s=(offer.interruptions_per_s(nodes),),
-        candidate_offers=(offer,),
+    rates, alts = one_offer_fleet(
+        offer, nodes=nodes, iteration_s=ITERATION_S, usd_per_s=nodes * USD_PER_HR / 3600
     )
     policy = SpotPolicy(checkpoint_interval_s=every_s, restart_s=RESTART_S, samples=samples, seed=1)
     now = expected_run(rates, iterations=iterations, policy=policy)

@@ -1,4 +1,5 @@
-"""Spot traces drawn from the shipped interruption model, for tests that need a trace set to replay.
+"""Spot traces drawn from the shipped interruption model, for tests that need a trace set to replay; and
+one spot fleet on one offer, priced both ways (closed form and Monte Carlo), for the checks that compare them.
 
 The raw public traces are not shipped (srift.spot.shipped), so a test that replays a plan imports traces
 drawn from the shipped laws of the zones it covers: one availability timeline per zone, as long as asked,
@@ -13,6 +14,7 @@ import math
 
 import numpy as np
 
+from srift.optimize.spot import Alternative, Alternatives, RunRates, SpotOffer, fleet_rates
 from srift.spot.shipped import SHIPPED_MODEL, shipped_model
 from srift.spot.traces import SpotTrace, TraceKind, TraceMeta, TraceSource
 
@@ -62,3 +64,23 @@ def p3_fleet_traces(*, seed: int, tick_s: float = 300.0) -> list[SpotTrace]:
         seed=seed,
         tick_s=tick_s,
     )
+
+
+def one_offer_fleet(
+    offer: SpotOffer, *, nodes: int, iteration_s: float, usd_per_s: float
+) -> tuple[RunRates, Alternatives]:
+    """`nodes` VMs of `offer` and nothing else: the rates `expected_run` prices (the offer's laws, no
+    egress) and the same fleet as the only alternative `monte_carlo` draws (the offer's rate for that many
+    VMs), so that both price one run."""
+    rates = fleet_rates(
+        iteration_s=iteration_s,
+        usd_per_s=usd_per_s,
+        egress_usd_per_iteration=0.0,
+        members=[(nodes, 0.0, offer)],
+    )
+    alternatives = Alternatives(
+        items=[Alternative(counts=(nodes,), rates=rates)],
+        candidate_rates_per_s=(offer.interruptions_per_s(nodes),),
+        candidate_offers=(offer,),
+    )
+    return rates, alternatives

@@ -26,6 +26,7 @@ from srift.optimize.spot import (
 )
 from srift.spot.model import FleetLaw, Scaling, TraceModel, Weibull
 from srift.spot.shipped import shipped_model
+from srift.testing.spot import one_offer_fleet
 
 from .helpers import candidate
 
@@ -167,14 +168,7 @@ def test_trace_laws_price_a_fleet_by_its_periods() -> None:
 
 def test_the_monte_carlo_with_exponential_trace_laws_agrees_with_the_closed_form() -> None:
     offer = _offer(_law(up_h=3.0, gap_h=0.5))
-    rates = fleet_rates(
-        iteration_s=1.0, usd_per_s=0.002, egress_usd_per_iteration=0.0, members=[(1, 0.0, offer)]
-    )
-    alts = Alternatives(
-        items=[Alternative(counts=(1,), rates=rates)],
-        candidate_rates_per_s=(offer.interruptions_per_s(1),),
-        candidate_offers=(offer,),
-    )
+    rates, alts = one_offer_fleet(offer, nodes=1, iteration_s=1.0, usd_per_s=0.002)
     policy = SpotPolicy(checkpoint_interval_s=600.0, restart_s=150.0, samples=6000, seed=5)
     closed = expected_run(rates, iterations=8 * 3600, policy=policy)
     mc = monte_carlo(alts, start=0, iterations=8 * 3600, policy=policy, replan=ReplanPolicy.RESTART)
@@ -190,14 +184,7 @@ def test_heavier_early_interruptions_cost_more_than_the_same_mean_up_time_expone
 
     def mean_time(law: FleetLaw) -> float:
         offer = _offer(law)
-        rates = fleet_rates(
-            iteration_s=1.0, usd_per_s=0.002, egress_usd_per_iteration=0.0, members=[(1, 0.0, offer)]
-        )
-        alts = Alternatives(
-            items=[Alternative(counts=(1,), rates=rates)],
-            candidate_rates_per_s=(offer.interruptions_per_s(1),),
-            candidate_offers=(offer,),
-        )
+        _, alts = one_offer_fleet(offer, nodes=1, iteration_s=1.0, usd_per_s=0.002)
         return monte_carlo(
             alts, start=0, iterations=4 * 3600, policy=policy, replan=ReplanPolicy.RESTART
         ).mean_time_s
@@ -244,17 +231,7 @@ def test_the_closed_form_agrees_with_the_monte_carlo_on_the_shipped_laws(
     the expected time within 4 of the Monte Carlo's standard errors. The exponential closed form (Λ = 1 /
     E[up]) was 9–13 standard errors (23–43 %) below on these plans."""
     offer = SpotOffer(model=shipped_model(), provider="aws", region=region, instance_type="p3.2xlarge")
-    rates = fleet_rates(
-        iteration_s=10.0,
-        usd_per_s=nodes * 3.06 / 3600.0,
-        egress_usd_per_iteration=0.0,
-        members=[(nodes, 0.0, offer)],
-    )
-    alts = Alternatives(
-        items=[Alternative(counts=(nodes,), rates=rates)],
-        candidate_rates_per_s=(offer.interruptions_per_s(nodes),),
-        candidate_offers=(offer,),
-    )
+    rates, alts = one_offer_fleet(offer, nodes=nodes, iteration_s=10.0, usd_per_s=nodes * 3.06 / 3600.0)
     policy = SpotPolicy(checkpoint_interval_s=checkpoint_s, restart_s=150.0, samples=3000, seed=7)
     iterations = hours * 360
     closed = expected_run(rates, iterations=iterations, policy=policy)
