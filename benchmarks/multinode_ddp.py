@@ -91,12 +91,10 @@ def rows() -> list[str]:
     return out
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--no-write", action="store_true", help="print only; leave docs/BENCHMARKS.md alone")
-    args = parser.parse_args()
+def report() -> str:
+    """The section's markdown: what the rows mean, then the rows."""
     per_gpu = ", ".join(f"{m} {b}" for m, b in PER_GPU_BATCH.items())
-    text = "\n".join(
+    return "\n".join(
         [
             "What the served model predicts for plain PyTorch DDP (NCCL over TCP sockets, no placement "
             f"group, fp32, per-GPU batch {per_gpu}, estimated compute: `estimate:roofline`). Times in ms "
@@ -110,9 +108,16 @@ def main() -> None:
             *rows(),
         ]
     )
-    print(text)
-    if not args.no_write:
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--no-write", action="store_true", help="print only; leave docs/BENCHMARKS.md alone")
+    no_write = parser.parse_args().no_write
+    text = report()
+    if not no_write:
         write_section("multi-node DDP predictions", text, command="python -m benchmarks.multinode_ddp")
+    print(text)
 
 
 if __name__ == "__main__":
