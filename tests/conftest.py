@@ -1,5 +1,6 @@
 """Shared fixtures: a migrated database per test (SQLite, and PostgreSQL when make test provides one),
-settings pointing at it, an API client and write tokens; and which tests share a parallel worker."""
+settings pointing at it, an API client, a live server on them and write tokens; and which tests share a
+parallel worker."""
 
 from __future__ import annotations
 
@@ -176,6 +177,16 @@ def session(db_url: str) -> Iterator[Session]:
 def client(settings: Settings) -> Iterator[TestClient]:
     with TestClient(create_app(settings), raise_server_exceptions=False) as c:
         yield c
+
+
+@pytest.fixture
+def live_server_url(settings: Settings) -> Iterator[str]:
+    """The base URL of the app on the test's settings, served over HTTP in a thread (for CLI commands that
+    take --url or --upload); the browser tests' seeded server is tests/dashboard/conftest.py's."""
+    from srift.testing.server import serving_in_thread
+
+    with serving_in_thread(create_app(settings)) as url:
+        yield url
 
 
 def _token_headers(db_url: str, scope: Scope) -> dict[str, str]:

@@ -30,7 +30,7 @@ from srift.documents import (
 )
 from srift.domain.bandwidth import Collective
 from srift.domain.host import HostFacts
-from srift.domain.rings import RING_MEMBERS_ONCE, RING_RULE, TYPE_OR_RING_TEXT, canonical_instance_type
+from srift.domain.rings import RING_RULE, RING_TYPES_ONCE, TYPE_OR_RING_TEXT, canonical_instance_type
 from srift.errors import InvalidInput
 
 SCHEMA: Final = "srift-probe/1"
@@ -166,7 +166,7 @@ class ProbeSampleDocument(StrictModel):
     """
 
     model_config = ConfigDict(
-        extra="forbid", json_schema_extra=publish_rules(WORLD_OF_NODES, BANDWIDTHS_AGREE, RING_MEMBERS_ONCE)
+        extra="forbid", json_schema_extra=publish_rules(WORLD_OF_NODES, BANDWIDTHS_AGREE, RING_TYPES_ONCE)
     )
 
     FIELD_HINTS: ClassVar[Mapping[str, str]] = _HINTS

@@ -7,6 +7,10 @@ line and a stub. `reflowed` restores click's rule for the rich help: a paragraph
 is one line that rich wraps to the terminal, and a paragraph with an indented line (the examples, a YAML
 sample) or one that starts with a `\\b` line is kept verbatim. Examples must fit 80 columns themselves:
 break a long one with a shell `\\` continuation.
+
+`ClickUsageArgument` writes an argument in the usage line as click does and as our docs do (`srift predict
+FILE`): its metavar, else its name in capitals, in brackets when optional, `...` when it takes several.
+typer's own usage line wrote a required argument as `{file}`, which reads as a template left unfilled.
 """
 
 from __future__ import annotations
@@ -14,6 +18,8 @@ from __future__ import annotations
 import inspect
 import re
 from typing import Any
+
+from typer.core import TyperArgument
 
 _BLANK_LINE = re.compile(r"\n[ \t]*\n")
 _VERBATIM = "\b"
@@ -42,3 +48,31 @@ def reflow_help(command: Any) -> None:
         command.help = reflowed(command.help)
     for sub in getattr(command, "commands", {}).values():
         reflow_help(sub)
+
+
+class ClickUsageArgument(TyperArgument):
+    """A typer argument whose usage-line piece is click's: `FILE`, `[FILE]`, `FILE...` (module docstring)."""
+
+    def get_usage_pieces(self, ctx: Any) -> list[str]:
+        return [usage_piece(self)]
+
+
+def usage_piece(argument: TyperArgument) -> str:
+    """How the usage line writes `argument`: its metavar (or name in capitals), in brackets when optional,
+    followed by `...` when it takes several values (unless its metavar says so already)."""
+    name = argument.metavar or (argument.name or "").upper()
+    if not argument.required:
+        name = f"[{name}]"
+    if argument.nargs != 1 and not name.endswith("..."):
+        name += "..."
+    return name
+
+
+def click_usage(command: Any) -> None:
+    """Make every argument of `command` and of every command below it a `ClickUsageArgument`: the same
+    argument (parsing, help panel and errors unchanged), only its usage-line piece written click's way."""
+    for param in getattr(command, "params", ()):
+        if type(param) is TyperArgument:
+            param.__class__ = ClickUsageArgument
+    for sub in getattr(command, "commands", {}).values():
+        click_usage(sub)

@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.markup import escape
 from typer.core import TyperGroup
 
-from srift.commands.helptext import reflow_help
+from srift.commands.helptext import click_usage, reflow_help
 from srift.errors import InvalidInput, SriftError
 
 try:  # typer ≥ 0.2x carries its own copy of click; before, it used click itself
@@ -153,11 +153,13 @@ def in_srift_words(exc: click_errors.UsageError) -> InvalidInput:
 class SriftGroup(TyperGroup):
     """The root `srift` command: click's usage errors, raised while it or any command below it reads its
     arguments, print as Srift's one error line (exit 2, click's usage code) instead of typer's box; every
-    command's docstring help is reflowed to the terminal's width (srift.commands.helptext)."""
+    command's docstring help is reflowed to the terminal's width, and its usage line writes arguments as
+    click does (srift.commands.helptext)."""
 
     def __init__(self, **attrs: Any) -> None:
         super().__init__(**attrs)
         reflow_help(self)
+        click_usage(self)
         _use_srift_context(self)
 
     def make_context(self, info_name: str | None, args: list[str], parent: Any = None, **extra: Any) -> Any:

@@ -21,13 +21,15 @@ TYPE_OR_RING_TEXT = rf"^{_MEMBER}(\+{_MEMBER})*$"
 """A schema pattern for text `canonical_instance_type` reads (a type, or a ring's types joined by '+'): no
 NUL, and no blank or empty type between, before or after the '+' signs; blanks around a type are allowed (it
 strips them). Each type once is a rule across the members, which a regex cannot state: schemas publish it as
-RING_MEMBERS_ONCE."""
-RING_MEMBERS_ONCE = (
-    "ring-members-once",
-    "instance_type, when a mixed ring (types joined by '+'), names each type once, blanks around a type "
-    "ignored (tb.large+tb.large and 'tb.large + tb.large' are refused)",
+RING_TYPES_ONCE."""
+RING_TYPES_ONCE = (
+    "ring-types-once",
+    "a mixed ring's name (its instance types joined by '+': a probe sample's instance_type, an entry of a "
+    "training request's instance_types, the curves query's instance_type) names each type once, blanks "
+    "around a type ignored (tb.large+tb.large and 'tb.large + tb.large' are refused)",
 )
-"""The published rule (srift.documents.publish_rules) of a ring's name given as one text field."""
+"""The published rule (srift.documents.publish_rules) of a ring's name, one id wherever a schema takes one:
+`canonical_instance_type` enforces it for every place a ring's name enters."""
 RING_RULE = (
     "a mixed ring's types, each once, joined by '+' (stored sorted: tb.small+tb.large is tb.large+tb.small)"
 )

@@ -1,4 +1,5 @@
-"""A real `srift serve` subprocess on loopback, for tests and benchmarks: start it, reach it, kill it.
+"""A real `srift serve` subprocess on loopback, for tests and benchmarks: start it, reach it, kill it; or,
+where a test needs no process of its own, an app served by uvicorn in a thread (`serving_in_thread`).
 
 Also what both need around it: a write token straight in the database, the server's process tree from
 /proc (uvicorn's workers), and small valid profiles to store before asking for plans.
@@ -11,6 +12,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -191,6 +193,39 @@ def running_server(
         yield server
     finally:
         server.stop()
+
+
+@contextlib.contextmanager
+def serving_in_thread(app: Any) -> Iterator[str]:
+    """`app` (an ASGI app, e.g. srift.api.app.create_app's) served by uvicorn in a daemon thread of this
+    process on a free loopback port: its base URL, once uvicorn says it has started; stopped on leaving the
+    block. RuntimeError when the server thread ends or 30 s pass before it starts."""
+    import uvicorn
+
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    exits: list[object] = []
+
+    def run() -> None:
+        try:
+            server.run()
+        except SystemExit as exc:  # uvicorn exits when the app's start-up fails
+            exits.append(exc.code)
+
+    thread = threading.Thread(target=run, name="srift-live-server", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            server.should_exit = True
+            why = f" (uvicorn exited with {exits[0]})" if exits else ""
+            raise RuntimeError(f"the live Srift server did not start within 30 s{why}")
+        time.sleep(0.05)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=15)
 
 
 def create_write_token(database_url: str, *, name: str = "harness") -> str:

@@ -9,7 +9,7 @@ from pydantic import ValidationError
 
 from srift.bandwidth.records import ProbeSampleDocument
 from srift.documents import RULES_KEY
-from srift.domain.rings import RING_MEMBERS_ONCE
+from srift.domain.rings import RING_TYPES_ONCE
 
 _SAMPLE = {"provider": "testbed", "backend": "nccl", "buffer_bytes": 1 << 20, "world_size": 2, "time_s": 2e-3}
 NAMES = [
@@ -46,7 +46,7 @@ def test_a_samples_instance_type_is_read_when_its_schema_and_published_rule_allo
     schema's pattern refuses an empty or blank type between '+' signs, the published rule a type named
     twice (blanks around a type ignored), as canonical_instance_type does."""
     schema = ProbeSampleDocument.model_json_schema()
-    assert RING_MEMBERS_ONCE[0] in {rule["id"] for rule in schema[RULES_KEY]}
+    assert RING_TYPES_ONCE[0] in {rule["id"] for rule in schema[RULES_KEY]}
     matches = re.fullmatch(schema["properties"]["instance_type"]["pattern"], name) is not None
     members = [member.strip() for member in name.split("+")]
     assert (matches and len(set(members)) == len(members)) == _accepted(name)

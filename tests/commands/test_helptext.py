@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import inspect
 import itertools
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -14,6 +15,7 @@ import typer
 
 from srift.cli import build_app, main
 from srift.commands.helptext import reflowed
+from srift.commands.usage import SriftContext
 
 COLUMNS = 80
 
@@ -76,3 +78,29 @@ def test_prose_paragraphs_join_and_indented_or_marked_paragraphs_stay_verbatim()
         "Examples:\n  srift a \\\n      --b 1\n\nkept\nas written"
     )
     assert reflowed("Short.\n\f\ninternal\nnotes") == "Short.\f\ninternal\nnotes"
+
+
+_USAGE_ARGUMENT = re.compile(r"\[?[A-Z][A-Z0-9_:]*(\.\.\.)?\]?(\.\.\.)?")
+"""An argument in a usage line as click writes it: FILE, [FILE], FILE..., MODULE:FACTORY."""
+
+
+def test_every_usage_line_writes_its_arguments_as_click_does(capsys: pytest.CaptureFixture[str]) -> None:
+    """Was (`srift catalog import --help`): "Usage: srift catalog import [OPTIONS] {file}", typer's braces
+    around a required argument's lower-case name, read as a template left unfilled ("{FILE...}..." for
+    `srift profile upload`). Every command's usage line now writes each argument as click and the docs do:
+    its metavar or name in capitals, bracketed when optional, "..." once when it takes several."""
+    lines = {}
+    for path, command in ALL:
+        usage = command.get_usage(SriftContext(command, info_name=" ".join(("srift", *path))))
+        pieces = usage.split("[OPTIONS]", 1)[1].split()
+        if pieces[:2] != ["COMMAND", "[ARGS]..."]:  # a group's subcommand placeholder
+            assert all(_USAGE_ARGUMENT.fullmatch(piece) for piece in pieces), usage
+            assert len(pieces) == sum(p.param_type_name == "argument" for p in command.params), usage
+        lines[path] = usage
+    assert lines[("catalog", "import")] == "Usage: srift catalog import [OPTIONS] FILE"
+    assert lines[("predict",)] == "Usage: srift predict [OPTIONS] [FILE]"
+    assert lines[("profile", "upload")] == "Usage: srift profile upload [OPTIONS] FILE..."
+    assert lines[("run", "reset-correction")].endswith("[OPTIONS] MODEL INSTANCE_TYPE")
+    assert lines[("tokens", "revoke")].endswith("[OPTIONS] ID")
+    shown = [line.strip() for line in rendered_help(("catalog", "import"), capsys).splitlines()]
+    assert "Usage: srift catalog import [OPTIONS] FILE" in shown

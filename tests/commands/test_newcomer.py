@@ -5,18 +5,12 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
-import socket
-import threading
-import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
-import uvicorn
 from fastapi.testclient import TestClient
 
-from srift.api.app import create_app
 from srift.catalog.shipped import load_shipped_catalog
 from srift.cli import main
 from srift.settings import Settings
@@ -44,27 +38,8 @@ def test_version_prints_the_package_version(capsys: pytest.CaptureFixture[str]) 
     assert code == 0 and out.strip() == f"srift {importlib.metadata.version('srift')}"
 
 
-@pytest.fixture
-def live_server(settings: Settings) -> Iterator[str]:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    server = uvicorn.Server(
-        uvicorn.Config(create_app(settings), host="127.0.0.1", port=port, log_level="warning")
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert server.started
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(timeout=10)
-
-
 def test_profile_upload_stores_existing_files_as_the_tokens_own(
-    live_server: str,
+    live_server_url: str,
     write_headers: dict[str, str],
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
@@ -72,21 +47,21 @@ def test_profile_upload_stores_existing_files_as_the_tokens_own(
 ) -> None:
     path = tmp_path / "cnn.json"
     path.write_text(json.dumps(PROFILE))
-    code, _, err = _run(["profile", "upload", str(path), "--url", live_server], capsys)
+    code, _, err = _run(["profile", "upload", str(path), "--url", live_server_url], capsys)
     assert code == 2 and "--token" in " ".join(err.split())
     monkeypatch.setenv("SRIFT_TOKEN", write_headers["Authorization"].removeprefix("Bearer "))
-    code, out, err = _run(["profile", "upload", str(path), "--url", live_server], capsys)
+    code, out, err = _run(["profile", "upload", str(path), "--url", live_server_url], capsys)
     assert code == 0, err
     flat = " ".join(out.split())
     assert "stored as profile" in flat and "newcomer-cnn on T4" in flat
-    code, out, _ = _run(["profile", "upload", str(path), "--url", live_server, "--json"], capsys)
+    code, out, _ = _run(["profile", "upload", str(path), "--url", live_server_url, "--json"], capsys)
     (answer,) = json.loads(out)
     assert answer["created"] is False and answer["file"] == str(path)
-    stored = httpx.get(f"{live_server}/v1/profiles/{answer['id']}", headers=write_headers)
+    stored = httpx.get(f"{live_server_url}/v1/profiles/{answer['id']}", headers=write_headers)
     assert stored.status_code == 200 and stored.json()["model"] == "newcomer-cnn"
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({**PROFILE, "max_batch": 8}))
-    code, _, err = _run(["profile", "upload", str(bad), "--url", live_server], capsys)
+    code, _, err = _run(["profile", "upload", str(bad), "--url", live_server_url], capsys)
     assert code != 0 and "forward.batches[1]" in err and "max_batch 8" in err
 
 

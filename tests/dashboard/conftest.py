@@ -10,14 +10,11 @@ from __future__ import annotations
 
 import json
 import shutil
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import uvicorn
 from dashboard_harness import (
     ARTIFACTS,
     Browsed,
@@ -28,13 +25,13 @@ from dashboard_harness import (
 
 from srift.api.app import create_app
 from srift.api.auth import Scope, create_token
-from srift.bandwidth.local_probe import free_port
 from srift.bandwidth.samples import store_samples
 from srift.bootstrap import bootstrap
 from srift.db.session import get_engine, transaction
 from srift.domain.profile_document import read_profile
 from srift.settings import Settings
 from srift.testing.browser import CHROMIUM, CHROMIUM_ARGS
+from srift.testing.server import serving_in_thread
 
 NETWORK_SCHEMES = ("http", "https", "ws", "wss")
 """The schemes of requests that could leave the machine (`browsed` records those not for the live server)."""
@@ -68,20 +65,8 @@ def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer
         store_samples(session=session, records=probe_records(), origin="jsonl")
     with transaction(url) as session:
         _, token = create_token(session=session, name="dashboard-tests", scope=Scope.WRITE)
-    port = free_port()
-    server = uvicorn.Server(
-        uvicorn.Config(create_app(settings), host="127.0.0.1", port=port, log_level="warning")
-    )
-    thread = threading.Thread(target=server.run, name="srift-live-server", daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        if not thread.is_alive() or time.monotonic() > deadline:
-            pytest.fail("the live Srift server did not start within 30 s")
-        time.sleep(0.05)
-    yield LiveServer(f"http://127.0.0.1:{port}", token, model, profile_ids, settings)
-    server.should_exit = True
-    thread.join(timeout=15)
+    with serving_in_thread(create_app(settings)) as base_url:
+        yield LiveServer(base_url, token, model, profile_ids, settings)
     get_engine(url).dispose()
 
 

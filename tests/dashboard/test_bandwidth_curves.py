@@ -13,8 +13,11 @@ from sqlalchemy.orm import Session
 from srift.bandwidth.records import ProbeRecord, busbw_gbps
 from srift.bandwidth.samples import store_samples
 from srift.catalog.shipped import load_shipped_catalog
+from srift.documents import RULES_KEY
+from srift.domain.rings import RING_TYPES_ONCE
 from srift.services.dashboard import BUFFER_GRID, stored_samples
 from srift.settings import Settings
+from tests.fuzz.contract import RULES, broken_rule
 
 
 def _records(instance_type: str, world_size: int, nodes: int) -> list[ProbeRecord]:
@@ -243,6 +246,41 @@ def test_a_ring_with_an_empty_type_is_refused_by_the_query_parameters_schema_as_
     assert re.fullmatch(pattern, name) is None
     r = client.get(path.format(version="active"), params={"provider": "aws", "instance_type": name})
     assert r.status_code == 422 and "empty type between its '+' signs" in r.json()["detail"], r.text
+
+
+@pytest.mark.parametrize(
+    ("name", "twice"),
+    [
+        ("g5.12xlarge+g5.12xlarge", True),
+        ("g4dn.12xlarge + g5.12xlarge+g4dn.12xlarge", True),
+        ("g5.12xlarge + g4dn.12xlarge", False),
+    ],
+)
+def test_a_ring_naming_a_type_twice_is_refused_by_the_rule_the_query_parameters_schema_publishes(
+    client: TestClient, settings: Settings, name: str, twice: bool
+) -> None:
+    """A ring naming a type twice matches the instance_type parameter's pattern, yet the server refuses it
+    (a 422, as for a probe sample or a training request): the parameter's schema publishes the rule that
+    says so (ring-types-once), which the contract harness reads (tests/fuzz/contract.py), so a query the
+    schema and its published rules allow is never refused for its ring's name. It published none."""
+    load_shipped_catalog(settings)
+    path = "/v1/bandwidth-models/{version}/curves"
+    (parameter,) = [
+        p
+        for p in client.get("/openapi.json").json()["paths"][path]["get"]["parameters"]
+        if p["name"] == "instance_type"
+    ]
+    schema = parameter["schema"]
+    assert re.fullmatch(schema["pattern"], name)
+    assert [(r["id"], r["rule"]) for r in schema.get(RULES_KEY, ())] == [RING_TYPES_ONCE]
+    query = {"provider": "aws", "instance_type": name}
+    assert broken_rule(query, set(RULES)) == (RING_TYPES_ONCE[0] if twice else None)
+    r = client.get(path.format(version="active"), params=query)
+    if twice:
+        assert r.status_code == 422 and r.json()["field"] == "instance_type", r.text
+        assert "more than once" in r.json()["detail"], r.text
+    else:  # no samples of this ring are stored: not found, never refused
+        assert r.status_code == 404, r.text
 
 
 def test_a_measurement_stored_under_both_orders_of_a_ring_is_listed_once(db_url: str) -> None:

@@ -1,9 +1,9 @@
 """The rules across fields that the OpenAPI schema publishes under `x-srift-rules`, as predicates over request
-bodies, for the schemathesis harnesses: JSON Schema cannot relate two values, so a generator that only reads
-the keywords makes "valid" bodies that break them. Each predicate is written from its rule's published
-sentence (not from the server's validator) and says True (kept), False (broken) or None (the object is not one
-the rule is about); the harnesses use only the rules the schema publishes, so a rule the server enforces
-without publishing it still fails the run as "schema-valid request rejected".
+bodies and query parameters, for the schemathesis harnesses: JSON Schema cannot relate two values, so a
+generator that only reads the keywords makes "valid" bodies that break them. Each predicate is written from
+its rule's published sentence (not from the server's validator) and says True (kept), False (broken) or None
+(the object is not one the rule is about); the harnesses use only the rules the schema publishes, so a rule
+the server enforces without publishing it still fails the run as "schema-valid request rejected".
 """
 
 from __future__ import annotations
@@ -177,24 +177,30 @@ _TRAIN_REQUEST_KEYS = {"providers", "instance_types", "backends", "activate", "s
 """The fields of POST /v1/bandwidth-models' body (srift.api.schemas.bandwidth.TrainRequest)."""
 
 
-def _ring_types_once(obj: dict[str, Any]) -> bool | None:
-    """A bandwidth-model training request's rings (`instance_types` entries joined by '+') name each type
-    once."""
+_CURVES_QUERY_KEYS = {"provider", "instance_type", "world_size"}
+"""The query parameters of GET /v1/bandwidth-models/{version}/curves (srift.api.routes.bandwidth_curves)."""
+
+
+def _ring_names(obj: dict[str, Any]) -> list[str] | None:
+    """The ring names an object gives, where a schema publishes ring-types-once: a bandwidth-model training
+    request's `instance_types` entries, a probe sample's or the curves query's `instance_type`; None when it
+    is none of those."""
     names = obj.get("instance_types")
-    if not isinstance(names, list) or not set(obj) <= _TRAIN_REQUEST_KEYS:
-        return None
-    rings = [name.split("+") for name in names if isinstance(name, str) and "+" in name]
-    return all(len(set(members)) == len(members) for members in rings)
-
-
-def _ring_members_once(obj: dict[str, Any]) -> bool | None:
-    """A probe sample's instance_type, when a mixed ring (types joined by '+'), names each type once, blanks
-    around a type ignored."""
+    if isinstance(names, list) and set(obj) <= _TRAIN_REQUEST_KEYS:
+        return [name for name in names if isinstance(name, str)]
     name = obj.get("instance_type")
-    if not _probe_sample(obj) or not isinstance(name, str) or "+" not in name:
+    if isinstance(name, str) and (_probe_sample(obj) or set(obj) <= _CURVES_QUERY_KEYS):
+        return [name]
+    return None
+
+
+def _ring_types_once(obj: dict[str, Any]) -> bool | None:
+    """A mixed ring's name (types joined by '+') names each type once, blanks around a type ignored."""
+    names = _ring_names(obj)
+    if names is None:
         return None
-    members = [member.strip() for member in name.split("+")]
-    return len(set(members)) == len(members)
+    rings = [[member.strip() for member in name.split("+")] for name in names if "+" in name]
+    return all(len(set(members)) == len(members) for members in rings)
 
 
 RULES: dict[str, Predicate] = {
@@ -214,7 +220,6 @@ RULES: dict[str, Predicate] = {
     "recent-market-needs-spot-pricing-and-fallback": _recent_market_needs_spot_pricing_and_fallback,
     "recent-market-covers-the-fleet": _recent_market_covers_the_fleet,
     "ring-types-once": _ring_types_once,
-    "ring-members-once": _ring_members_once,
 }
 
 

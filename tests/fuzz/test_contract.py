@@ -11,6 +11,8 @@ from fastapi.testclient import TestClient
 
 from srift.api.app import create_app
 from srift.catalog.shipped import load_shipped_catalog
+from srift.documents import RULES_KEY
+from srift.domain.rings import RING_TYPES_ONCE
 from srift.settings import Settings
 from srift.testing.server import profile_document
 from tests.fuzz.contract import RULES, broken_rule, published_rules
@@ -25,6 +27,23 @@ def test_every_published_rule_has_a_predicate_and_every_predicate_a_published_ru
         "gradients-within-parameters",
     }
     assert all(r["rule"] for r in profile["x-srift-rules"])
+
+
+def test_a_rings_name_is_one_rule_under_one_id_wherever_a_schema_takes_one() -> None:
+    """A mixed ring names each of its types once, whether it is a probe sample's instance_type, an entry of a
+    training request's instance_types or the curves query's instance_type: one rule, so one id and one
+    sentence (they were published as ring-members-once and ring-types-once)."""
+    schema = create_app(Settings(database_url="sqlite://")).openapi()
+    components = schema["components"]["schemas"]
+    (curves,) = [
+        p["schema"]
+        for p in schema["paths"]["/v1/bandwidth-models/{version}/curves"]["get"]["parameters"]
+        if p["name"] == "instance_type"
+    ]
+    places = (components["ProbeSampleDocument"], components["TrainRequest"], curves)
+    rings = {(r["id"], r["rule"]) for place in places for r in place[RULES_KEY] if "ring" in r["id"]}
+    assert rings == {RING_TYPES_ONCE}
+    assert {rule for rule in RULES if "ring" in rule} == {RING_TYPES_ONCE[0]}
 
 
 def _sample(**changes: Any) -> dict[str, Any]:
@@ -109,7 +128,7 @@ CASES: list[tuple[str, str, dict[str, Any], str]] = [
         "instance_types[1]",
     ),
     (
-        "ring-members-once",
+        "ring-types-once",
         "/v1/probe-results",
         {"samples": [_sample(), _sample(instance_type="tb.large + tb.small+tb.large")]},
         "samples[1].instance_type",
@@ -117,7 +136,7 @@ CASES: list[tuple[str, str, dict[str, Any], str]] = [
 ]
 
 
-@pytest.mark.parametrize(("rule", "path", "body", "field"), CASES, ids=[c[0] for c in CASES])
+@pytest.mark.parametrize(("rule", "path", "body", "field"), CASES, ids=[f"{c[0]}:{c[1]}" for c in CASES])
 def test_a_body_breaking_one_rule_is_flagged_and_refused(
     rule: str,
     path: str,

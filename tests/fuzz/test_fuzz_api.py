@@ -45,12 +45,15 @@ MAX_EXAMPLES = 25
 
 
 def _kept_rules(case: Any, response: Any, rules: set[str]) -> bool:
-    """Whether a positive case keeps to the published rules; one that breaks a rule must have been refused."""
+    """Whether a positive case keeps to the published rules (its body's, and its query parameters': the
+    curves query's instance_type); one that breaks a rule must have been refused."""
     meta = case.meta
     if meta is not None and not meta.generation.mode.is_positive:
         return True
-    broken = broken_rule(case.body, rules)
-    assert broken is None or response.status_code >= 400, f"accepted, breaking {broken}: {case.body!r}"
+    broken = broken_rule([case.body, case.query], rules)
+    assert broken is None or response.status_code >= 400, (
+        f"accepted, breaking {broken}: {case.body!r} {case.query!r}"
+    )
     return broken is None
 
 

@@ -3,21 +3,15 @@
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import uvicorn
 
-from srift.api.app import create_app
 from srift.cli import main
 from srift.domain.profile_document import read_profile
-from srift.settings import Settings
 
 TM = "srift.profiling.testmodels"
 BAD_TAIL = ["--input", f"{TM}:cnn_input", "--out"]
@@ -114,27 +108,8 @@ def test_profile_writes_a_valid_file_and_prints_a_table(
     assert "3 segments" in out and "split at" not in out
 
 
-@pytest.fixture
-def live_server(settings: Settings) -> Iterator[str]:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    server = uvicorn.Server(
-        uvicorn.Config(create_app(settings), host="127.0.0.1", port=port, log_level="warning")
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert server.started
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(timeout=10)
-
-
 def test_upload_posts_to_a_running_server(
-    live_server: str,
+    live_server_url: str,
     write_headers: dict[str, str],
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
@@ -150,17 +125,17 @@ def test_upload_posts_to_a_running_server(
         str(out_file),
         *QUICK,
     ]
-    code, _, err = _run([*argv, "--upload", live_server], capsys)
+    code, _, err = _run([*argv, "--upload", live_server_url], capsys)
     assert code == 2 and "401" in err and "--token" in " ".join(err.split())
     assert out_file.exists()
     monkeypatch.setenv("SRIFT_TOKEN", write_headers["Authorization"].removeprefix("Bearer "))
-    code, out, _ = _run([*argv, "--upload", live_server, "--model-name", "seq-net", "--json"], capsys)
+    code, out, _ = _run([*argv, "--upload", live_server_url, "--model-name", "seq-net", "--json"], capsys)
     assert code == 0
     answer = json.loads(out)["uploaded"]
     assert answer["created"] is True and answer["model"] == "seq-net"
     import httpx
 
-    stored = httpx.get(f"{live_server}/v1/profiles/{answer['id']}", headers=write_headers).json()
+    stored = httpx.get(f"{live_server_url}/v1/profiles/{answer['id']}", headers=write_headers).json()
     assert stored["model"] == "seq-net" and stored == {"id": answer["id"], **json.loads(out_file.read_text())}
 
 

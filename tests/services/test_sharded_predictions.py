@@ -155,6 +155,32 @@ def test_a_fleet_no_setup_of_the_strategy_fits_is_a_409_naming_strategy(
     assert r.status_code == 422 and r.json()["field"] == "config.choices[0].instance_type", r.text
 
 
+def test_ddp_409_hint_names_only_changes_that_can_help(
+    shipped: Settings, client: TestClient, write_headers: dict[str, str]
+) -> None:
+    """Strategy ddp (checkpointing open) on a fleet no DDP setup fits: the hint said "more VMs or GPUs so
+    sharding spreads the model" and "a smaller batch per GPU" whatever the fleet. DDP never spreads the model,
+    and a smaller batch is named only when DDP fits the fleet at 1 per GPU, as the more-VMs way to get there;
+    the sharded strategy and the larger GPUs it names do fit."""
+    fp32 = {"precision": "fp32", "strategy": "ddp"}
+    for batch in (1, 2):  # DDP holds llama-1b fp32 on a 16 GiB GPU at no batch
+        r = _post(client, write_headers, {**_fleet("llama-1b", "g4dn.xlarge", 2, batch), **fp32})
+        assert r.status_code == 409, r.text
+        hint = r.json()["hint"]
+        assert hint == "use types with more GPU memory, or a sharded strategy (strategy full_shard, or auto)"
+        for strategy in ("full_shard", "auto"):
+            body = {**_fleet("llama-1b", "g4dn.xlarge", 2, 1), **fp32, "strategy": strategy}
+            assert _post(client, write_headers, body).status_code == 200, strategy
+    assert _post(client, write_headers, {**_fleet("llama-1b", "g6e.xlarge", 2, 1), **fp32}).status_code == 200
+    r = _post(client, write_headers, {**_fleet("llama-1b", "g6e.xlarge", 2, 8), **fp32})
+    assert r.status_code == 409, r.text
+    hint = r.json()["hint"]
+    assert "sharding spreads" not in hint, hint
+    assert "a smaller batch per GPU (the global batch over more VMs)" in hint, hint
+    body = {**_fleet("llama-1b", "g6e.xlarge", 4, 4), **fp32}  # the same 16 samples over more VMs
+    assert _post(client, write_headers, body).status_code == 200
+
+
 def _named_types(hint: str) -> list[str]:
     """The instance types a no-batch-fits hint names as holding the model ("… (e.g. a, b, c) …")."""
     found = re.search(r"\(e\.g\. ([^)]+)\)", hint)

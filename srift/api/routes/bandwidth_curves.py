@@ -14,7 +14,8 @@ from srift.api.auth import RequireRead
 from srift.api.deps import SessionDep, SettingsDep
 from srift.api.schemas.dashboard import BandwidthCurves
 from srift.api.schemas.types import NO_NUL
-from srift.domain.rings import QUERY_RULE, RING_RULE, TYPE_OR_RING_TEXT
+from srift.documents import publish_rules
+from srift.domain.rings import QUERY_RULE, RING_RULE, RING_TYPES_ONCE, TYPE_OR_RING_TEXT
 from srift.services import dashboard
 from srift.services.dashboard import MAX_WORLD_SIZE, MAX_WORLD_SIZES
 
@@ -55,7 +56,7 @@ def bandwidth_curves(
             max_length=128,
             pattern=NO_NUL,
             description=f"a type, or {RING_RULE}; {QUERY_RULE}; default: the first probed type",
-            json_schema_extra={"pattern": TYPE_OR_RING_TEXT},
+            json_schema_extra=publish_rules(RING_TYPES_ONCE, then={"pattern": TYPE_OR_RING_TEXT}),
         ),
     ] = None,
     world_size: Annotated[

@@ -8,15 +8,12 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from srift.api.schemas.types import Timestamp
 from srift.documents import StrictModel, publish_rules
+from srift.domain.rings import RING_TYPES_ONCE
 
 Name = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9][A-Za-z0-9._:/+-]*$")]
 _TYPE = r"[A-Za-z0-9][A-Za-z0-9._:/-]*"
 TypeOrRing = Annotated[str, Field(min_length=1, max_length=128, pattern=rf"^{_TYPE}(\+{_TYPE})*$")]
 """An instance type, or a mixed ring's types joined by '+' (no empty type between the signs)."""
-RING_TYPES_ONCE = (
-    "ring-types-once",
-    "a mixed ring's name in instance_types lists each of its types once (tb.large+tb.large is refused)",
-)
 BackendName = Literal["gloo", "nccl", "mpi", "nccl-tests"]
 """A probe sample's backend, as stored (srift.bandwidth.records.BACKENDS; a test checks they agree)."""
 
