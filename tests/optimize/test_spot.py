@@ -29,7 +29,7 @@ from srift.spot.model import FleetLaw, Scaling, TraceModel, Weibull
 from srift.spot.shipped import shipped_model
 from srift.testing.spot import one_offer_fleet
 
-from .helpers import candidate
+from .helpers import all_configs, candidate
 
 
 def single(rate_per_s: float, *, count: int = 1, usd_per_s: float = 0.001) -> Alternatives:
@@ -321,3 +321,43 @@ def test_an_exponential_law_beside_band_priced_vms_is_the_exponential_closed_for
     assert mixed.cost_usd == pytest.approx(plain.cost_usd, rel=1e-9)
     gaps = plain.interruptions * lam / (lam + band) * 1800.0
     assert mixed.time_s == pytest.approx(plain.time_s + gaps + start, rel=1e-9)
+
+
+def test_location_pruning_keeps_a_region_whose_band_beats_a_traced_law_of_lower_mean_rate() -> None:
+    """Symmetry of locations under the closed form. East offers p3.2xlarge under a traced law of lower
+    mean rate (1 / E[up] = 1/6 h against west's band 1/4 h) but early interruptions (shape 0.4) and 2 h
+    capacity gaps; both regions offer g4dn.xlarge at the same band; 256 samples need two VMs of each type.
+    West's fleet is the best one; the search used to take east as dominating west on the mean rate alone,
+    skip fleets within west and return a fleet twice as slow (37,078 s against 19,812 s)."""
+    from srift.domain.geo import Location
+    from srift.optimize.exhaustive import dominated_locations, solve_exhaustive
+
+    east, west = Location("aws", "us-east-1"), Location("aws", "us-west-2")
+    p3 = candidate("p3.2xlarge", gpus=1, max_batch=64, per_sample_s=0.01, price=3.06, cap=2)
+    g4 = candidate("g4dn.xlarge", gpus=1, max_batch=64, per_sample_s=0.012, price=0.53, cap=2)
+    offer = _offer(_law(up_h=6.0, gap_h=2.0, shape=0.4))
+    band = 1 / (4 * 3600)
+    cands = (
+        replace(g4, location=east, interruptions_per_s=band),
+        replace(g4, location=west, interruptions_per_s=band),
+        replace(p3, location=east, interruptions_per_s=offer.interruptions_per_s(1), spot_offer=offer),
+        replace(p3, location=west, interruptions_per_s=band),
+    )
+    problem = Problem(
+        cands,
+        Constraints(256, 20_000, Objective.MIN_TIME),
+        spot=SpotPolicy(checkpoint_interval_s=600.0, restart_s=150.0),
+    )
+    assert cands[2].interruptions_per_s < cands[3].interruptions_per_s
+    evaluator = SimEvaluator(bandwidth=AlphaBetaPrior())
+    evals = Evaluations(problem, evaluator)
+    every = {groups: evals.evaluate(groups).prediction.total_time_s for groups in all_configs(problem)}
+    best = min(every, key=every.__getitem__)
+    assert {problem.candidates[i].location for i, _, _ in best} == {west}
+    result = solve_exhaustive(problem, Evaluations(problem, evaluator))
+    assert result.complete
+    assert result.incumbent.value == pytest.approx(every[best], rel=1e-12)
+    assert dominated_locations(problem) == frozenset()
+    # Band rates alone: a lower rate is a dominance (expected time and cost rise with Λ), kept.
+    banded = replace(problem, candidates=(*cands[:2], replace(cands[2], spot_offer=None), cands[3]))
+    assert dominated_locations(banded) == frozenset({west})
