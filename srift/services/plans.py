@@ -677,15 +677,11 @@ def _solve_on_demand(
     budget plus that."""
     left = query.solve_budget_s - (time.perf_counter() - started)
     budget = max(FALLBACK_MIN_S, min(query.solve_budget_s / 4, left))
-    on_demand_query = replace(query, market=MarketChoice.ON_DEMAND, solve_budget_s=budget)
+    asked = replace(query, market=MarketChoice.ON_DEMAND, solve_budget_s=budget)
+    reuse = first.resolved
     try:
         prepared = prepare(
-            session=session,
-            settings=settings,
-            query=on_demand_query,
-            excluded=excluded,
-            held=held,
-            resolved=first.resolved,
+            session=session, settings=settings, query=asked, excluded=excluded, held=held, resolved=reuse
         )
         return Solved(prepared, optimize(prepared.problem, prepared.evaluator, prepared.options))
     except (InvalidInput, Infeasible):
