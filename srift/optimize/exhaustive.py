@@ -933,11 +933,11 @@ def dominated_locations(problem: Problem) -> frozenset[object]:
     """Locations whose fleets all have a twin at least as good in another location (symmetry of locations).
 
     Location B is dominated by A when A offers every (type, market) B does with the same profile, at a
-    price and an interruption rate no higher and a cap no lower. A fleet within B then has a twin within A
-    (the same VMs and batches) that the simulator predicts the same time for (its draws do not depend on the
-    location, and one location pays no egress), for no more rent and, with interruptions priced in, no more
-    expected time or cost: never worse, so fleets within B need not be listed. Of two equal locations the
-    one later in order is the dominated one.
+    price no higher, a cap no lower and, with interruptions priced in, interruptions no worse
+    (`_interrupts_no_more`). A fleet within B then has a twin within A (the same VMs and batches) that the
+    simulator predicts the same time for (its draws do not depend on the location, and one location pays no
+    egress), for no more rent and no more expected time or cost: never worse, so fleets within B need not
+    be listed. Of two equal locations the one later in order is the dominated one.
     """
     by_location: dict[object, dict[tuple[str, str], Candidate]] = {}
     for cand in problem.candidates:
@@ -945,13 +945,14 @@ def dominated_locations(problem: Problem) -> frozenset[object]:
             return frozenset()
         by_location.setdefault(cand.location, {})[(cand.name, cand.market.value)] = cand
     order = sorted(by_location, key=lambda loc: getattr(loc, "key", str(loc)))
+    priced = problem.spot is not None
     out: set[object] = set()
     for b in order:
         for a in order:
             if a == b or a in out:
                 continue
             mine, theirs = by_location[b], by_location[a]
-            if all(_no_better(c, theirs.get(key)) for key, c in mine.items()):
+            if all(_no_better(c, theirs.get(key), priced=priced) for key, c in mine.items()):
                 strictly = any(_better(theirs[key], c) for key, c in mine.items())
                 if strictly or order.index(a) < order.index(b):
                     out.add(b)
@@ -959,15 +960,43 @@ def dominated_locations(problem: Problem) -> frozenset[object]:
     return frozenset(out)
 
 
-def _no_better(cand: Candidate, twin: Candidate | None) -> bool:
+def _no_better(cand: Candidate, twin: Candidate | None, *, priced: bool) -> bool:
     """Whether `twin` (the same type elsewhere) is at least as good as `cand` in every respect."""
     return (
         twin is not None
         and twin.profile is cand.profile
         and twin.offer.instance == cand.offer.instance
         and twin.price_usd_per_s <= cand.price_usd_per_s
-        and twin.interruptions_per_s <= cand.interruptions_per_s
         and twin.cap >= cand.cap
+        and (
+            _interrupts_no_more(twin, cand)
+            if priced
+            else twin.interruptions_per_s <= cand.interruptions_per_s
+        )
+    )
+
+
+def _interrupts_no_more(twin: Candidate, cand: Candidate) -> bool:
+    """Whether every fleet of `twin`'s location is interrupted no worse than its counterpart of `cand`'s, as
+    the closed form prices them (srift.optimize.spot.expected_run).
+
+    Band rates alone (no trace laws on either side): a fleet of them is exponential at Λ = Σ count·λ, whose
+    expected time and cost rise with Λ, so a lower λ is never worse. Trace laws are comparable only when
+    they are the same offer's: the closed form prices a law's shape and capacity gaps, not only 1 / E[up]
+    (the candidate's band rate is that mean rate), and even a law whose times to interruption are longer
+    everywhere is not always better under checkpointing (an up time of 0.99 checkpoint intervals wastes
+    more than one of 0.9); so neither a lower mean rate nor a traced law against a band is a dominance."""
+    mine = cand.spot_offer if cand.interruptions_per_s > 0 else None
+    theirs = twin.spot_offer if twin.interruptions_per_s > 0 else None
+    if mine is None and theirs is None:
+        return twin.interruptions_per_s <= cand.interruptions_per_s
+    return (
+        mine is not None
+        and theirs is not None
+        and theirs.model is mine.model
+        and (theirs.provider, theirs.region, theirs.instance_type)
+        == (mine.provider, mine.region, mine.instance_type)
+        and twin.interruptions_per_s == cand.interruptions_per_s
     )
 
 

@@ -33,8 +33,10 @@ exponential of rate Λ = 1 / E[up(n)]), a wait of E[gap(n)] after each interrupt
 gone) besides the billed restart, and the expected wait for capacity at the start, and averages the
 periods; the Monte Carlo draws each run's period, its times to interruption from the law (fresh after every
 relaunch) and its capacity gaps, so that its RESTART policy and the closed form model the same run. A fleet
-with band-priced VMs beside its traced ones, or several traced groups, is priced by the closed form as
-exponential at the summed rate (the Monte Carlo still draws each group's law). An offer no trace covers
+with band-priced VMs beside its one traced group is priced the same way under the law of the first of the
+two interruptions (`ThinnedLaw`: the traced draw or the band VMs' exponential, whichever comes first), the
+capacity gap waited only after the traced group's. Several traced groups are still priced by the closed
+form as exponential at the summed rate (the Monte Carlo draws each group's law). An offer no trace covers
 keeps its published band's Poisson rate (srift.catalog.geo), which the plan says.
 """
 
@@ -44,11 +46,13 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
+from functools import cache
+from typing import Protocol
 
 import numpy as np
 
 from srift.errors import InvalidInput, require_number, require_within
-from srift.spot.model import DurationLaw, FleetLaw, TraceModel
+from srift.spot.model import Durations, FleetLaw, TraceModel
 
 DEFAULT_RESTART_S = 150.0
 """Srift §5.4: "we expect EC2's instance launch time to be 150s"."""
@@ -91,17 +95,28 @@ class SpotPolicy:
         )
 
 
+class UpLaw(Protocol):
+    """What the closed form reads of a law of time to interruption (`renewal_run`)."""
+
+    def sf(self, x_s: np.ndarray | float) -> np.ndarray: ...
+
+    def mean_within_s(self, x_s: np.ndarray | float) -> np.ndarray: ...
+
+
 @dataclass(frozen=True, slots=True)
 class Regime:
-    """One traced period of a fleet's spot market: its interruption rate Λ (1 / E[up]), the capacity gap
-    expected after an interruption, and the wait for capacity expected at the start (both unbilled); and,
-    where the fleet's time to interruption follows that period's law alone, the law (`up`), which the
-    closed form then uses in place of an exponential of rate Λ."""
+    """One traced period of a fleet's spot market: its interruption rate Λ (1 / E[up], plus `band_per_s`),
+    the capacity gap expected after an interruption of the traced group, and the wait for capacity expected
+    at the start (both unbilled); and the law of the fleet's time to interruption (`up`: the period's law,
+    or with band-priced VMs beside it the `ThinnedLaw` of both), which the closed form then uses in place
+    of an exponential of rate Λ. `band_per_s` is the summed rate of the band-priced VMs beside the traced
+    group: their interruptions find capacity at once (no gap)."""
 
     interruptions_per_s: float
     wait_s: float
     start_wait_s: float
-    up: DurationLaw | None = field(default=None, compare=False, repr=False)
+    up: UpLaw | None = field(default=None, compare=False, repr=False)
+    band_per_s: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,25 +173,37 @@ def expected_run(rates: RunRates, *, iterations: int, policy: SpotPolicy) -> Exp
             iterations * rates.egress_usd_per_iteration,
             0.0,
         )
-    c = checkpoint_every_s(policy, rates.iteration_s)
-    full = math.floor(work / c + 1e-9)
-    rest = max(work - full * c, 0.0)
-    fails = full * math.expm1(lam * c) + math.expm1(lam * rest)
-    return _expectation(rates, policy, worked_s=fails / lam, fails=fails)
+    worked, fails = _exponential_run(lam, work_s=work, every_s=checkpoint_every_s(policy, rates.iteration_s))
+    return _expectation(rates, policy, worked_s=worked, fails=fails, waited_s=fails * rates.wait_s)
 
 
-def _expectation(rates: RunRates, policy: SpotPolicy, *, worked_s: float, fails: float) -> Expectation:
-    """Time, cost and egress from the expected seconds worked (redone ones included) and interruptions:
-    each interruption adds the billed restart and the unbilled capacity gap; the start wait is unbilled."""
+def _exponential_run(lam: float, *, work_s: float, every_s: float) -> tuple[float, float]:
+    """Expected seconds worked and interruptions of `work_s` of work checkpointed every `every_s` when the
+    fleet is interrupted at rate `lam` (> 0): ⌊W/c⌋ segments of g(c) and one of the rest (module docstring).
+    """
+    full = math.floor(work_s / every_s + 1e-9)
+    rest = max(work_s - full * every_s, 0.0)
+    fails = full * math.expm1(lam * every_s) + math.expm1(lam * rest)
+    return fails / lam, fails
+
+
+def _expectation(
+    rates: RunRates, policy: SpotPolicy, *, worked_s: float, fails: float, waited_s: float
+) -> Expectation:
+    """Time, cost and egress from the expected seconds worked (redone ones included), interruptions and
+    seconds waited for capacity after them: each interruption adds the billed restart; the capacity gaps
+    and the start wait are unbilled."""
     billed_s = worked_s + fails * policy.restart_s
-    time_s = billed_s + fails * rates.wait_s + rates.start_wait_s
+    time_s = billed_s + waited_s + rates.start_wait_s
     egress = worked_s / rates.iteration_s * rates.egress_usd_per_iteration
     return Expectation(time_s, billed_s * rates.usd_per_s + egress, egress, fails)
 
 
 def _expected_regime(rates: RunRates, regime: Regime, *, iterations: int, policy: SpotPolicy) -> Expectation:
     """One period's expectation: under its law of time to interruption where it has one (`renewal_run`),
-    else the exponential closed form at its rate Λ."""
+    else the exponential closed form at its rate Λ. Only the traced group's interruptions wait out a
+    capacity gap: the band-priced VMs' are a Poisson stream at `band_per_s` while the fleet works, so they
+    number band_per_s × E[seconds worked] (exact for either law) and the traced group's the rest."""
     period = RunRates(
         rates.iteration_s,
         rates.usd_per_s,
@@ -186,13 +213,18 @@ def _expected_regime(rates: RunRates, regime: Regime, *, iterations: int, policy
         regime.start_wait_s,
     )
     work = iterations * rates.iteration_s
-    if regime.up is None or work <= 0:
+    if work <= 0 or (regime.up is None and regime.interruptions_per_s <= 0):
         return expected_run(period, iterations=iterations, policy=policy)
-    worked, fails = renewal_run(regime.up, work_s=work, every_s=checkpoint_every_s(policy, rates.iteration_s))
-    return _expectation(period, policy, worked_s=worked, fails=fails)
+    every = checkpoint_every_s(policy, rates.iteration_s)
+    if regime.up is None:
+        worked, fails = _exponential_run(regime.interruptions_per_s, work_s=work, every_s=every)
+    else:
+        worked, fails = renewal_run(regime.up, work_s=work, every_s=every)
+    traced_fails = max(fails - regime.band_per_s * worked, 0.0)
+    return _expectation(period, policy, worked_s=worked, fails=fails, waited_s=traced_fails * regime.wait_s)
 
 
-def renewal_run(up: DurationLaw, *, work_s: float, every_s: float) -> tuple[float, float]:
+def renewal_run(up: UpLaw, *, work_s: float, every_s: float) -> tuple[float, float]:
     """Expected seconds worked (lost work included) and interruptions of `work_s` of work checkpointed every
     `every_s`, when each (re)launch of the fleet runs for a fresh draw τ of `up` (the Monte Carlo's
     restart-in-place model with trace laws): τ ≥ the work left finishes it; else the run loses what it did
@@ -262,6 +294,54 @@ def _product(a: np.ndarray, b: np.ndarray, n: int) -> np.ndarray:
     return np.fft.irfft(np.fft.rfft(a, size) * np.fft.rfft(b, size), size)[:n]
 
 
+@dataclass(frozen=True, slots=True)
+class ThinnedLaw:
+    """The time to the first of two independent interruptions: a draw of `up` (a traced group's law) and
+    an exponential at `rate_per_s` (the band-priced VMs beside it), drawn afresh at every relaunch as the
+    Monte Carlo draws them; P(T > t) = P(up > t)·e^{−rate·t}. What `renewal_run` reads of it."""
+
+    up: UpLaw
+    rate_per_s: float
+
+    def sf(self, x_s: np.ndarray | float) -> np.ndarray:
+        x = np.asarray(x_s, dtype=float)
+        return np.asarray(self.up.sf(x) * np.exp(-self.rate_per_s * np.maximum(x, 0.0)))
+
+    def mean_within_s(self, x_s: np.ndarray | float) -> np.ndarray:
+        """E[min(T, x)] = ∫₀ˣ P(up > t) e^{−rate·t} dt by Gauss–Legendre quadrature between nodes where the
+        integrand is smooth: the asked points, the steps of an empirical law's body (constant between
+        them) and a grid halving towards 0 (a Weibull of shape below 1 is steep there); the first node
+        sits 2⁻⁶⁰ of the way to the largest x, below which P(T > t) is 1 to within ~(2⁻⁶⁰ x / scale)^k."""
+        x = np.maximum(np.asarray(x_s, dtype=float), 0.0)
+        top = float(x.max(initial=0.0))
+        if self.rate_per_s <= 0.0 or top <= 0.0:
+            return np.asarray(self.up.mean_within_s(x))
+        parts = [x.ravel(), top * 0.5 ** np.arange(_GRADING)]
+        if isinstance(self.up, Durations):
+            parts.append(self.up.times_s[self.up.times_s < top])
+        nodes = np.unique(np.concatenate(parts))
+        nodes = nodes[nodes > 0.0]
+        lower = np.concatenate(([0.0], nodes[:-1]))
+        width = nodes - lower
+        points, weights = _gauss_legendre()
+        t = lower[:, None] + width[:, None] * points[None, :]
+        pieces = width * ((self.up.sf(t) * np.exp(-self.rate_per_s * t)) @ weights)
+        below = np.cumsum(pieces)
+        at = np.minimum(np.searchsorted(nodes, x), nodes.size - 1)
+        return np.asarray(np.where(x > 0.0, below[at], 0.0))
+
+
+_GRADING = 60
+"""Nodes of `ThinnedLaw.mean_within_s`'s grid halving towards 0."""
+
+
+@cache
+def _gauss_legendre(points: int = 16) -> tuple[np.ndarray, np.ndarray]:
+    """Gauss–Legendre points and weights on [0, 1] (exact for polynomials of degree 2·points − 1)."""
+    x, w = np.polynomial.legendre.leggauss(points)
+    return (x + 1.0) / 2.0, w / 2.0
+
+
 @dataclass(frozen=True, eq=False)
 class SpotOffer:
     """A spot offer's laws fitted to traces (srift.spot.model): one per traced zone and period of its
@@ -315,23 +395,24 @@ def fleet_rates(
 ) -> RunRates:
     """A fleet's rates from its spot groups (count, a VM's band rate λ, its SpotOffer or None).
 
-    Band-priced groups add count·λ; a group with trace laws adds its Λ(count). One traced group alone keeps
-    its periods (the closed form averages them); several are combined into one: Λ summed, the wait after
-    an interruption weighed by each group's Λ, the start wait the longest of them."""
+    Band-priced groups add count·λ; a group with trace laws adds its Λ(count). One traced group keeps its
+    periods (the closed form averages them), each under the law of the first interruption of the traced
+    group or of the band-priced VMs beside it (`ThinnedLaw`), the gap waited after the traced group's
+    alone; several are combined into one: Λ summed, the wait after an interruption weighed by each group's
+    Λ, the start wait the longest of them."""
     band = math.fsum(n * lam for n, lam, offer in members if offer is None and n > 0)
     traced = [(n, offer) for n, _, offer in members if offer is not None and n > 0 and offer.laws(n)]
     if not traced:
         return RunRates(iteration_s, usd_per_s, egress_usd_per_iteration, band)
     if len(traced) == 1:
         n, offer = traced[0]
-        # With band-priced VMs beside it the fleet's time to interruption is no longer the law's alone:
-        # the closed form then takes it as exponential at the summed rate (as for several traced groups).
         regimes = tuple(
             Regime(
                 r.interruptions_per_s + band,
-                r.wait_s * r.interruptions_per_s / (r.interruptions_per_s + band),
+                r.wait_s,
                 r.start_wait_s,
-                r.up if band == 0 else None,
+                _thinned(r.up, band),
+                band_per_s=band,
             )
             for r in offer.regimes(n)
         )
@@ -346,6 +427,13 @@ def fleet_rates(
     return RunRates(
         iteration_s, usd_per_s, egress_usd_per_iteration, total, wait_s=wait, start_wait_s=max(starts)
     )
+
+
+def _thinned(up: UpLaw | None, band_per_s: float) -> UpLaw | None:
+    """A traced period's law with band-priced VMs beside it (`ThinnedLaw`); the law itself without."""
+    if up is None or band_per_s <= 0.0:
+        return up
+    return ThinnedLaw(up, band_per_s)
 
 
 @dataclass(frozen=True, slots=True)

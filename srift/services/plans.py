@@ -88,6 +88,15 @@ from srift.sim.geo import GeoContext
 
 
 @dataclass(frozen=True, slots=True)
+class ResolvedProfiles:
+    """The request's profiles as resolved from the store (or inline), with its input pipeline, and their
+    source labels: what `_resolve` read, before estimates for the offers are added."""
+
+    profiles: tuple[ModelProfile, ...]
+    sources: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class PreparedProblem:
     """A request turned into the optimizer's inputs, with what placing the fleet rests on."""
 
@@ -101,6 +110,9 @@ class PreparedProblem:
     rates: tuple[RateInfo, ...] = ()
     feeds: tuple[dict[str, Any], ...] = ()
     default_location: Location | None = None
+    resolved: ResolvedProfiles | None = None
+    """The profiles it was prepared from (`_resolve`): the on-demand fallback of the same request reuses
+    them instead of reading every stored profile again."""
 
 
 PREPARED_AREAS = (DataArea.CATALOG, DataArea.PROFILES, DataArea.BANDWIDTH_MODELS, DataArea.CORRECTIONS)
@@ -122,6 +134,7 @@ def prepare(
     query: PlanQuery,
     excluded: tuple[str, ...] = (),
     held: Mapping[str, int] | None = None,
+    resolved: ResolvedProfiles | None = None,
 ) -> PreparedProblem:
     """Validate the request against the settings and catalog and build the optimizer's problem.
 
@@ -129,14 +142,18 @@ def prepare(
     may stay in the plan (re-planning after an interruption). The answer is cached (PREPARED) under the
     whole request — every field of the query, so a new field is part of the key without anyone adding it —
     the settings, and the revisions of the profiles, catalog and bandwidth models it reads: any write to
-    those, from any process, makes the next request prepare afresh.
+    those, from any process, makes the next request prepare afresh. `resolved`: the profiles another
+    preparation in this session resolved for the same profile selection and input pipeline (the spot
+    plan's, for its on-demand fallback), used instead of reading them again.
     """
     key = prepare_key(settings=settings, query=query, excluded=excluded, held=held)
     return PREPARED.get_or_build(
         session=session,
         areas=PREPARED_AREAS,
         key=key,
-        build=lambda: _prepare(session=session, settings=settings, query=query, excluded=excluded, held=held),
+        build=lambda: _prepare(
+            session=session, settings=settings, query=query, excluded=excluded, held=held, resolved=resolved
+        ),
     )
 
 
@@ -161,6 +178,7 @@ def _prepare(
     query: PlanQuery,
     excluded: tuple[str, ...],
     held: Mapping[str, int] | None,
+    resolved: ResolvedProfiles | None = None,
 ) -> PreparedProblem:
     """The plan pipeline up to the search, one named phase after another (each takes and returns domain
     values): resolve profiles → locations and offers → exclusions the stack needs → complete with estimates
@@ -168,7 +186,8 @@ def _prepare(
     → its evaluator (strategy, calibration). `create_plan` then searches, weighs spot and renders."""
     check_solve_budget(query.solve_budget_s, max_solve_budget_s=settings.max_solve_budget_s)
     held = held or {}
-    profiles, sources = _resolve(session=session, query=query)
+    resolved = resolved or _resolve(session=session, query=query)
+    profiles, sources = list(resolved.profiles), list(resolved.sources)
     locations, offers = _locate(session=session, settings=settings, query=query)
     unmatched = _unmatched_type_keys(query, offers)
     offers, stack_notes = _runnable(offers, query)
@@ -208,6 +227,7 @@ def _prepare(
         rates=spot.rates,
         feeds=tuple(feeds),
         default_location=locations[0],
+        resolved=resolved,
     )
 
 
@@ -232,11 +252,14 @@ class SpotPricing:
     policy: SpotPolicy | None
 
 
-def _resolve(*, session: Session, query: PlanQuery) -> tuple[list[ModelProfile], list[str]]:
+def _resolve(*, session: Session, query: PlanQuery) -> ResolvedProfiles:
     """Resolve profiles: the request's profiles (stored, inline or by model) with its input pipeline, and
     their source labels."""
     resolved = resolve_profiles(session=session, selection=query.selection)
-    return with_pipeline([p for p, _ in resolved], query.input_pipeline), [source for _, source in resolved]
+    return ResolvedProfiles(
+        tuple(with_pipeline([p for p, _ in resolved], query.input_pipeline)),
+        tuple(source for _, source in resolved),
+    )
 
 
 def _locate(*, session: Session, settings: Settings, query: PlanQuery) -> tuple[list[Location], list[Offer]]:
@@ -514,8 +537,9 @@ class SpotDecision:
     on_demand_fallback: Solved | None = None
 
 
-OnDemandSearch = Callable[[], Solved | None]
-"""The best on-demand plan for the same request (`_solve_on_demand`), or None when none meets the limits."""
+OnDemandSearch = Callable[[PreparedProblem], Solved | None]
+"""The best on-demand plan for the same request (`_solve_on_demand`), given the request's own prepared
+problem (whose resolved profiles it reuses), or None when none meets the limits."""
 
 
 def create_plan(
@@ -590,7 +614,7 @@ def _on_demand_stand_in(
     """When no configuration meets the limits: the best on-demand plan, warned (ON_DEMAND_ONLY), where it
     competes; otherwise (or when there is none) the 409 — what each fleet's memory needs when memory is
     what failed (srift.services.sharding.memory_infeasible), else the search's own PlanInfeasible."""
-    stand_in = on_demand() if _on_demand_competes(query) else None
+    stand_in = on_demand(prepared) if _on_demand_competes(query) else None
     if stand_in is None:
         held_back = memory_infeasible(prepared.problem, prepared.evaluator, query.model or "the model")
         if held_back is not None:
@@ -608,7 +632,7 @@ def _spot_fallback(searched: Searched, *, query: PlanQuery, on_demand: OnDemandS
     if searched.evaluations is None or not _runs_spot(spot_plan):
         return SpotDecision(spot_plan)
     competes = _on_demand_competes(query)
-    on_demand_plan = on_demand() if query.fallback or competes else None
+    on_demand_plan = on_demand(spot_plan.prepared) if query.fallback or competes else None
     if (
         on_demand_plan is not None
         and competes
@@ -637,6 +661,7 @@ def _on_demand_beats_note(on_demand_plan: Solved, spot_plan: Solved) -> str:
 
 
 def _solve_on_demand(
+    first: PreparedProblem,
     *,
     session: Session,
     settings: Settings,
@@ -645,16 +670,18 @@ def _solve_on_demand(
     held: Mapping[str, int] | None,
     started: float,
 ) -> Solved | None:
-    """The best on-demand plan for the same request, or None when there is none within the limits. Its
+    """The best on-demand plan for the same request, or None when there is none within the limits: prepared
+    from the profiles the request's own preparation (`first`) resolved (only the market differs). Its
     search gets a quarter of the request's solve budget, at most what is left of it since `started`
     (perf_counter), and at least FALLBACK_MIN_S: the request's search and this one stay within the solve
     budget plus that."""
     left = query.solve_budget_s - (time.perf_counter() - started)
     budget = max(FALLBACK_MIN_S, min(query.solve_budget_s / 4, left))
-    on_demand_query = replace(query, market=MarketChoice.ON_DEMAND, solve_budget_s=budget)
+    asked = replace(query, market=MarketChoice.ON_DEMAND, solve_budget_s=budget)
+    reuse = first.resolved
     try:
         prepared = prepare(
-            session=session, settings=settings, query=on_demand_query, excluded=excluded, held=held
+            session=session, settings=settings, query=asked, excluded=excluded, held=held, resolved=reuse
         )
         return Solved(prepared, optimize(prepared.problem, prepared.evaluator, prepared.options))
     except (InvalidInput, Infeasible):

@@ -456,3 +456,32 @@ def test_keys_of_type_maps_are_stated_as_property_names(client: TestClient) -> N
     for name in ("availability", "interruption_rates"):
         mapping = next(branch for branch in plan[name]["anyOf"] if branch.get("type") == "object")
         assert "patternProperties" not in mapping and mapping["propertyNames"]["pattern"], name
+
+
+def test_a_spot_plan_reads_each_stored_profile_once_for_its_on_demand_fallback(
+    client: TestClient, db_url: str, write_headers: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The on-demand fallback is the same request on another market: it reuses the profiles the spot
+    plan's preparation read (it read each stored profile twice), and its plan is the on-demand request's."""
+    from srift.profiling import store
+
+    ids = _seed(db_url, "inception_v3")
+    body = _request(ids, objective="min_time", time_limit_s=None, budget_usd=5.0, market="spot")
+    reads: list[int] = []
+    real = store.get_profile
+
+    def counted(**kwargs: Any) -> Any:
+        reads.append(kwargs["profile_id"])
+        return real(**kwargs)
+
+    monkeypatch.setattr(store, "get_profile", counted)
+    r = client.post("/v1/plans", json=body, headers=write_headers)
+    assert r.status_code == 201, r.text
+    plan = r.json()
+    assert all(c["market"] == "spot" for c in plan["choices"])
+    assert plan["fallback"] is not None
+    assert sorted(reads) == sorted(ids)
+    r = client.post("/v1/plans", json={**body, "market": "on_demand"}, headers=write_headers)
+    assert r.status_code == 201, r.text
+    assert plan["fallback"]["label"] == r.json()["label"]
+    assert plan["fallback"]["predicted"] == r.json()["predicted"]
