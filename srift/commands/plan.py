@@ -526,13 +526,14 @@ def render_placement(plan: dict[str, Any]) -> None:
     if spot:
         how = "Srift's deadline policy" if spot.get("nowcast") else "§4.5 re-planning"
         console.print(
-            f"spot: expected {duration(spot['expected_time_s'])}, ${spot['expected_cost_usd']:.2f} "
+            "spot: the headline's time and cost restart the fleet in place after each interruption (what the "
+            f"search compares spot fleets by); with {how} instead: "
+            f"expected {duration(spot['expected_time_s'])}, ${spot['expected_cost_usd']:.2f} "
             f"(uninterrupted {duration(spot['uninterrupted_time_s'])}, "
             f"${spot['uninterrupted_cost_usd']:.2f}); "
             f"p90 {duration(spot['time_p90_s'])}; "
             f"{spot['expected_interruptions']:.2g} interruptions expected — "
-            f"{spot['samples']} simulated runs, "
-            f"{how}, checkpoint every "
+            f"{spot['samples']} simulated runs, checkpoint every "
             f"{duration(spot['checkpoint_interval_s'])}, {spot['restart_s']:.0f} s restart "
             "(their chance of meeting the limits is in P(deadline) and P(budget) above)",
             highlight=False,

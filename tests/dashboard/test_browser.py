@@ -423,9 +423,10 @@ def test_plan_page_shows_locations_egress_data_loading_and_the_spot_outlook(brow
         cards = page.inner_text("#plan-spot-cards").lower()
         assert "expected cost" in cards and "uninterrupted" in cards and "interruptions" in cards
         # One P(deadline) per plan: the spot runs' chance is folded into the plan's, not shown again.
-        assert (
-            "p(meets time limit)" not in cards and "p(deadline)" in page.inner_text("#plan-spot-note").lower()
-        )
+        note = page.inner_text("#plan-spot-note").lower()
+        assert "p(meets time limit)" not in cards and "p(deadline)" in note
+        # Two expectations, each saying which run it is: the headline's restarts in place, these re-plan.
+        assert "above restart the fleet in place" in note and "re-plan after an interruption (§4.5)" in note
     else:
         assert plan["fallback"] is None or "On-demand fallback" in page.inner_text("#plan-fallback")
     # The stored request is back in the form, geo fields included.

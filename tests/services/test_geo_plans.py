@@ -157,7 +157,9 @@ def test_cli_plan_shows_locations_the_cost_line_egress_and_the_spot_outlook(
         assert done.value.code == 0, out
         assert "VMs per location" in out and "aws/us-east-1" in out and "gcp/us-central1" in out
         assert "cost: instances $" in out and "egress" in out and "internet" in out
-        assert "spot: expected" in out and "uninterrupted" in out
+        flat = " ".join(out.split())
+        assert "headline's time and cost restart the fleet in place after each interruption" in flat
+        assert "with §4.5 re-planning instead: expected" in flat and "uninterrupted" in flat
         assert "on-demand fallback:" in out
     finally:
         get_settings.cache_clear()

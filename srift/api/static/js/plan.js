@@ -314,7 +314,10 @@ function renderSpot(plan) {
       card("Expected time", fmtSeconds(s.expected_time_s), `uninterrupted ${fmtSeconds(s.uninterrupted_time_s)} · p90 ${fmtSeconds(s.time_p90_s)}`),
       card("Interruptions", fmtNumber(s.expected_interruptions), `P(any) ${fmtPercent(s.p_interrupted)}`),
     );
-    $("plan-spot-note").textContent = `Spot model: ${s.spot_model || "fitted law"}. `
+    const how = s.nowcast ? "follow Srift's deadline policy" : "re-plan after an interruption (§4.5)";
+    $("plan-spot-note").textContent = "The plan's total time and cost above restart the fleet in place after "
+      + `each interruption (what the search compares spot fleets by); these figures ${how}. `
+      + `Spot model: ${s.spot_model || "fitted law"}. `
       + `${fmtNumber(s.samples)} ${s.nowcast ? "timelines" : "Monte Carlo runs"} (${s.method}); checkpoint every `
       + `${fmtSeconds(s.checkpoint_interval_s)}, ${fmtSeconds(s.restart_s)} to restart; their chance of `
       + "meeting the limits is in the plan's P(deadline) and P(budget) above." + spotNowcastNote(s.nowcast);
