@@ -16,6 +16,8 @@ from srift.errors import (
     PayloadTooLarge,
     SriftError,
     Unauthorized,
+    foreign_answer,
+    server_root,
 )
 
 if TYPE_CHECKING:
@@ -113,12 +115,19 @@ CLI_TOKEN_HINT = (
 )
 """The CLI's answer to a 401: its own option, not the server's header (which the CLI sets itself)."""
 
+FOREIGN_HINT = (
+    "point --url at the root of a running `srift serve`, e.g. http://127.0.0.1:8000 (behind a proxy: see "
+    "its log)"
+)
+"""The CLI's answer to a server that answers no JSON: --url names something else."""
+
 
 def call_api(
     method: str, base: str, path: str, *, token: str | None, body: Any = None, timeout_s: float = 300
 ) -> Any:
     """Send one request to `base` + `path` (path includes /v1) and return the JSON answer; a `base`
-    without a scheme (`127.0.0.1:8000`) is taken as http.
+    without a scheme (`127.0.0.1:8000`) is taken as http, one ending in /v1 as the server's root. An answer
+    that is no JSON (not a Srift server at `base`) is ExternalServiceError.
 
     A 4xx answer in Srift's {error, detail, hint, field} shape is raised as the matching SriftError, so the
     CLI prints and exits the same way as when it computes locally.
@@ -126,16 +135,16 @@ def call_api(
     import httpx
 
     headers = {"Authorization": f"Bearer {token}"} if token else {}
-    if "://" not in base:
-        base = f"http://{base}"
+    base = server_root(base)
     try:
-        response = httpx.request(
-            method, base.rstrip("/") + path, json=body, headers=headers, timeout=timeout_s
-        )
+        response = httpx.request(method, base + path, json=body, headers=headers, timeout=timeout_s)
     except httpx.HTTPError as exc:
         raise ExternalServiceError(
             f"cannot reach {base} ({exc})", hint="check --url and that the server runs"
         ) from exc
+    foreign = foreign_answer(response, url=base + path, hint=FOREIGN_HINT)
+    if foreign is not None:
+        raise foreign
     if response.status_code < 400:
         return response.json()
     answer = ErrorAnswer.read(response, detail="request failed", hint="see the server log")
