@@ -59,8 +59,18 @@ def load_request_file(path: Path, *, field: str = "FILE") -> Any:
         raise InvalidInput(f"cannot read {path}: {exc.strerror}", hint="check the path", field=field) from exc
     except yaml.YAMLError as exc:
         raise InvalidInput(
-            f"{path} is not valid YAML/JSON ({exc})", hint="fix the syntax", field=field
+            f"{path} is not valid YAML/JSON: {_yaml_problem(exc)}", hint="fix the syntax there", field=field
         ) from exc
+
+
+def _yaml_problem(exc: Any) -> str:
+    """A YAML parse error on one line (every CLI error is one line): what is wrong and where, as an editor
+    counts (`did not find expected node content at line 2, column 1`), instead of PyYAML's several lines
+    quoting the text."""
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None) or str(exc)
+    where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+    return " ".join(f"{problem}{where}".split())
 
 
 def request_body(file: Path | None, *, command: str) -> dict[str, Any]:
