@@ -47,10 +47,13 @@ def load_request_file(path: Path, *, field: str = "FILE") -> Any:
         text = read_text_file(path, field=field)
         if text.lstrip().startswith(("{", "[")):
             try:
-                return json.loads(text)  # a JSON request (often a whole profile inline): no YAML parse
+                # a JSON request (often a whole profile inline): no YAML parse
+                return json.loads(
+                    text, object_pairs_hook=lambda kv: _unique(kv, path=path, field=field, lines=None)
+                )
             except json.JSONDecodeError:
                 pass
-        return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        return yaml.load(text, Loader=_unique_key_loader(path, field=field))
     except FileNotFoundError as exc:
         raise InvalidInput(
             f"cannot read {path}: the file does not exist", hint="check the path", field=field
@@ -61,6 +64,46 @@ def load_request_file(path: Path, *, field: str = "FILE") -> Any:
         raise InvalidInput(
             f"{path} is not valid YAML/JSON: {_yaml_problem(exc)}", hint="fix the syntax there", field=field
         ) from exc
+
+
+def _unique(
+    pairs: list[tuple[Any, Any]], *, path: Path, field: str, lines: list[int] | None
+) -> dict[Any, Any]:
+    """The mapping of `pairs` (its keys at `lines`, 1-based, for YAML); a key given twice is InvalidInput on
+    `field` naming the key: with one of two values silently kept, `market: spot` above `market: on_demand`
+    would plan what the reader of the file does not see."""
+    seen: dict[Any, int] = {}
+    for k, (key, _) in enumerate(pairs):
+        if key in seen:
+            where = "" if lines is None else f" (lines {lines[seen[key]]} and {lines[k]})"
+            if lines is not None and lines[seen[key]] == lines[k]:
+                where = f" (line {lines[k]})"
+            raise InvalidInput(
+                f"{path} gives {key!r} twice in one mapping{where}", hint="keep one of the two", field=field
+            )
+        seen[key] = k
+    return dict(pairs)
+
+
+def _unique_key_loader(path: Path, *, field: str) -> Any:
+    """PyYAML's safe loader (the C one where built) refusing a key given twice in one mapping (`_unique`),
+    where PyYAML keeps the last; a key a merge (`<<: *base`) brings in may still be overridden."""
+    import yaml
+
+    base: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+    class UniqueKeyLoader(base):  # type: ignore[misc]
+        def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+            keys = [
+                key
+                for key, _ in node.value
+                if isinstance(key, yaml.ScalarNode) and key.tag != "tag:yaml.org,2002:merge"
+            ]
+            pairs = [(self.construct_object(key), None) for key in keys]
+            _unique(pairs, path=path, field=field, lines=[key.start_mark.line + 1 for key in keys])
+            return super().construct_mapping(node, deep=deep)
+
+    return UniqueKeyLoader
 
 
 def _yaml_problem(exc: Any) -> str:
