@@ -41,10 +41,8 @@ def load_request_file(path: Path, *, field: str = "FILE") -> Any:
 
     import yaml
 
-    from srift.documents import read_text_file
-
     try:
-        text = read_text_file(path, field=field)
+        text = read_file_text(path, field=field)
         if text.lstrip().startswith(("{", "[")):
             try:
                 # a JSON request (often a whole profile inline): no YAML parse
@@ -54,16 +52,25 @@ def load_request_file(path: Path, *, field: str = "FILE") -> Any:
             except json.JSONDecodeError:
                 pass
         return yaml.load(text, Loader=_unique_key_loader(path, field=field))
+    except yaml.YAMLError as exc:
+        raise InvalidInput(
+            f"{path} is not valid YAML/JSON: {_yaml_problem(exc)}", hint="fix the syntax there", field=field
+        ) from exc
+
+
+def read_file_text(path: Path, *, field: str) -> str:
+    """The text of a file the command line names (`srift.documents.read_text_file`: UTF-8, or UTF-16/32
+    with a BOM); a missing or unreadable file is InvalidInput on `field` saying so in words."""
+    from srift.documents import read_text_file
+
+    try:
+        return read_text_file(path, field=field)
     except FileNotFoundError as exc:
         raise InvalidInput(
             f"cannot read {path}: the file does not exist", hint="check the path", field=field
         ) from exc
     except OSError as exc:
         raise InvalidInput(f"cannot read {path}: {exc.strerror}", hint="check the path", field=field) from exc
-    except yaml.YAMLError as exc:
-        raise InvalidInput(
-            f"{path} is not valid YAML/JSON: {_yaml_problem(exc)}", hint="fix the syntax there", field=field
-        ) from exc
 
 
 def _unique(
