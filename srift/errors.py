@@ -123,6 +123,31 @@ class ErrorAnswer:
         )
 
 
+def server_root(url: str) -> str:
+    """A Srift server's URL as a user gives it (`--url`), as clients join paths to it: http when it has no
+    scheme (`127.0.0.1:8000`), without a trailing "/" or "/v1" (the API's prefix, which the paths carry, so
+    `http://host:8000/v1` names the same server as `http://host:8000`)."""
+    root = url if "://" in url else f"http://{url}"
+    root = root.rstrip("/")
+    return root.removesuffix("/v1") if root.endswith("/v1") else root
+
+
+def foreign_answer(response: Any, *, url: str, hint: str) -> ExternalServiceError | None:
+    """ExternalServiceError when `response` (an httpx response from `url`) holds no JSON, as no Srift server
+    answers (another web server, a proxy's page), naming its status and content type instead of printing
+    the page; None for a JSON answer."""
+    try:
+        response.json()
+    except ValueError:
+        kind = response.headers.get("content-type", "").split(";")[0].strip() or "no content type"
+        return ExternalServiceError(
+            f"{url} answered {response.status_code} {response.reason_phrase} with {kind}, not JSON as a "
+            "Srift server answers (another web server, or a proxy in front of one, answered)",
+            hint=hint,
+        )
+    return None
+
+
 def parse_choice(kind: type[Choice], value: str, *, what: str, field: str) -> Choice:
     """`value` as a member of `kind`, else InvalidInput naming `what` and listing the choices."""
     try:

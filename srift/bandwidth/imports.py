@@ -17,7 +17,7 @@ from enum import StrEnum
 from sqlalchemy.orm import Session
 
 from srift.bandwidth.mixed import ring_members
-from srift.bandwidth.nccl_tests import NcclTestsHost, parse_nccl_tests
+from srift.bandwidth.nccl_tests import NcclTestsHost, looks_like_nccl_tests, parse_nccl_tests
 from srift.bandwidth.records import ProbeRecord, parse_jsonl
 from srift.bandwidth.samples import store_samples
 from srift.domain import InstanceType
@@ -116,7 +116,7 @@ def import_text(
                     field="nodes",
                 )
             overrides.update(nodes=nodes, ranks_per_node=gpus_per_node, world_size=nodes * gpus_per_node)
-        records = parse_jsonl(text, source=source, overrides=overrides)
+        records = _jsonl(text, source=source, overrides=overrides)
         line_nos = [n for n, line in enumerate(text.splitlines(), start=1) if line.strip()]
         first_line: dict[tuple[str, str], int] = {}
         for line_no, r in zip(line_nos, records, strict=True):
@@ -132,6 +132,22 @@ def import_text(
         instance_types=tuple(sorted({f"{r.provider}/{r.instance_type}" for r in records})),
         sizes=len({r.buffer_bytes for r in records}),
     )
+
+
+def _jsonl(text: str, *, source: str, overrides: dict[str, object]) -> list[ProbeRecord]:
+    """The probe JSON lines of `text`; nccl-tests output given as JSON lines (the default format) is refused
+    naming the format to give, not its first line's JSON error."""
+    try:
+        return parse_jsonl(text, source=source, overrides=overrides)
+    except InvalidInput as exc:
+        if not looks_like_nccl_tests(text):
+            raise
+        raise InvalidInput(
+            f"{source} is nccl-tests output, not probe JSON lines",
+            hint="import it with --format nccl-tests --instance-type TYPE --nodes N (see `srift probe import "
+            "--help`)",
+            field="format",
+        ) from exc
 
 
 def _nccl_tests(

@@ -57,6 +57,19 @@ def _columns(header: str) -> dict[str, int] | None:
     return {name: tokens.index(name) for name in needed}
 
 
+def looks_like_nccl_tests(text: str) -> bool:
+    """Whether `text` is nccl-tests output: a `# Collective test starting` line, or a `#` table header with
+    size, time, algbw and busbw columns (rank prefixes allowed), so a caller that expected another format
+    can say which one to give."""
+    if _TEST.search(text):
+        return True
+    for line in text.splitlines():
+        body = _PREFIX.sub("", line, count=1).lstrip()
+        if body.startswith("#") and _columns(body) is not None:
+            return True
+    return False
+
+
 def parse_nccl_tests(
     text: str, *, host: NcclTestsHost, source: str = "input", collective: Collective | None = None
 ) -> list[ProbeRecord]:

@@ -30,16 +30,22 @@ WIDE_ONLY = ("vCPU", "mem GiB", "GPU link Gbps", "EFA")
 network and the prices decide a fleet), so the default table fits 80 columns."""
 
 
-def _table(entries: list[CatalogEntry], *, wide: bool = False) -> Table:
-    """The catalog as a table; provider and region become the title when every row shares them."""
-    providers = sorted({e.instance.provider for e in entries})
-    regions = sorted({e.region for e in entries})
-    shared = len(providers) == 1 and len(regions) == 1
-    where = f" in {providers[0]}/{regions[0]}" if shared else ""
-    table = Table(title=f"{len(entries)} instance types{where}", show_lines=False)
-    keys = [] if shared else [("provider", "left"), ("region", "left")]
+def _tables(entries: list[CatalogEntry], *, wide: bool = False) -> list[Table]:
+    """The catalog as one table per location (provider/region, in the listing's order), each titled with it:
+    provider and region columns beside the type's would squeeze the rest of an 80-column table to "…"."""
+    locations: dict[tuple[str, str], list[CatalogEntry]] = {}
+    for e in entries:
+        locations.setdefault((e.instance.provider, e.region), []).append(e)
+    return [_table(group, where=f"{p}/{r}", wide=wide) for (p, r), group in locations.items()] or [
+        _table([], where="the catalog", wide=wide)
+    ]
+
+
+def _table(entries: list[CatalogEntry], *, where: str, wide: bool = False) -> Table:
+    """One location's instance types as a table titled with the location."""
+    noun = "instance type" if len(entries) == 1 else "instance types"
+    table = Table(title=f"{len(entries)} {noun} in {where}", show_lines=False)
     columns = [
-        *keys,
         ("type", "left"),
         ("GPUs", "left"),
         ("CC", "right"),
@@ -57,7 +63,7 @@ def _table(entries: list[CatalogEntry], *, wide: bool = False) -> Table:
     lifecycle = wide or any(e.status is not Lifecycle.CURRENT for e in entries)
     shown = [(h, j) for h, j in columns if (wide or h not in WIDE_ONLY) and (lifecycle or h != "status")]
     for header, justify in shown:
-        table.add_column(header, justify=justify, no_wrap=header in ("provider", "region", "type"))  # type: ignore[arg-type]
+        table.add_column(header, justify=justify, no_wrap=header == "type")  # type: ignore[arg-type]
     for e in entries:
         i = e.instance
         gpus = f"{i.gpu_count}x {i.gpu_model} {i.gpu_memory_gib:g} GiB" if i.gpu_count else "-"
@@ -66,8 +72,6 @@ def _table(entries: list[CatalogEntry], *, wide: bool = False) -> Table:
         )
         network = f"{'up to ' if i.network_burst else ''}{i.network_gbps:g}"
         cells = {
-            "provider": i.provider,
-            "region": e.region,
             "type": i.name,
             "GPUs": gpus,
             "CC": e.compute_capability or "-",
@@ -144,7 +148,8 @@ def list_(
     if as_json:
         typer.echo(json.dumps([e.to_dict() for e in entries], indent=2))
         return
-    console.print(_table(entries, wide=wide))
+    for table in _tables(entries, wide=wide):
+        console.print(table)
     for line in _sources_footer(entries):
         console.print(f"source {line}", style="dim", highlight=False)
 

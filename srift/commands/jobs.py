@@ -15,7 +15,7 @@ from rich.table import Table
 
 from srift.commands.local import catalog_database, migrated_url
 from srift.commands.options import JsonFlag, ServerUrl, UrlToken, add_group, in_cli_words
-from srift.commands.remote import call_api, put_given
+from srift.commands.remote import call_api, load_request_file, put_given
 from srift.errors import InvalidInput, parse_choice
 
 console = Console()
@@ -43,19 +43,11 @@ def _split_counts(text: str, field: str) -> list[int]:
 
 
 def _load_file(path: Path) -> dict[str, Any]:
-    import yaml
-
-    from srift.documents import read_text_file
-
-    try:
-        data = yaml.safe_load(read_text_file(path, field="file"))
-    except (OSError, yaml.YAMLError) as exc:
-        raise InvalidInput(
-            f"cannot read {path}: {exc}", hint="give a YAML or JSON request file", field="file"
-        ) from exc
+    """The job request in --file: read as `srift plan FILE` reads its file (one-line errors naming --file)."""
+    data = load_request_file(path, field="--file")
     if not isinstance(data, dict):
         raise InvalidInput(
-            f"{path} does not hold a mapping", hint="write the request as a mapping", field="file"
+            f"{path} does not hold a mapping", hint="write the request as a mapping", field="--file"
         )
     return data
 

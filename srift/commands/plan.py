@@ -938,14 +938,9 @@ def put_recent_market(
     if trace is not None:
         recent["trace"] = trace
     if log is not None:
-        from srift.errors import InvalidInput
+        from srift.commands.remote import read_file_text
 
-        try:
-            recent["log_csv"] = log.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise InvalidInput(
-                f"cannot read {log}: {exc}", hint="give a readable UTF-8 CSV log", field="--recent-log"
-            ) from exc
+        recent["log_csv"] = read_file_text(log, field="--recent-log")
     if as_of_s is not None:
         if "trace" not in recent and "log_csv" not in recent:
             from srift.errors import InvalidInput
@@ -965,13 +960,19 @@ def _replay(
 ) -> dict[str, Any]:
     """`--replay-traces PATH`: the plan's spot run replayed through the traces at PATH (`--replay-nowcast`:
     each window predicted from the traces before it)."""
+    from srift.errors import InvalidInput
     from srift.services.replays import replay_plan, request_location
     from srift.spot.sources import read_traces
 
     provider, region = request_location(body, default_region="us-east-1")
+    try:
+        traces = read_traces(path)
+    except InvalidInput as exc:  # the reader names its argument `path`; here it is this option
+        field = "--replay-traces" if exc.field == "path" else exc.field
+        raise InvalidInput(exc.detail, hint=exc.hint, field=field) from exc
     return replay_plan(
         plan,
-        read_traces(path),
+        traces,
         provider=provider,
         region=region,
         seed=int(body.get("seed") or 0),

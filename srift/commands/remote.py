@@ -16,6 +16,8 @@ from srift.errors import (
     PayloadTooLarge,
     SriftError,
     Unauthorized,
+    foreign_answer,
+    server_root,
 )
 
 if TYPE_CHECKING:
@@ -39,26 +41,86 @@ def load_request_file(path: Path, *, field: str = "FILE") -> Any:
 
     import yaml
 
+    try:
+        text = read_file_text(path, field=field)
+        if text.lstrip().startswith(("{", "[")):
+            try:
+                # a JSON request (often a whole profile inline): no YAML parse
+                return json.loads(
+                    text, object_pairs_hook=lambda kv: _unique(kv, path=path, field=field, lines=None)
+                )
+            except json.JSONDecodeError:
+                pass
+        return yaml.load(text, Loader=_unique_key_loader(path, field=field))
+    except yaml.YAMLError as exc:
+        raise InvalidInput(
+            f"{path} is not valid YAML/JSON: {_yaml_problem(exc)}", hint="fix the syntax there", field=field
+        ) from exc
+
+
+def read_file_text(path: Path, *, field: str) -> str:
+    """The text of a file the command line names (`srift.documents.read_text_file`: UTF-8, or UTF-16/32
+    with a BOM); a missing or unreadable file is InvalidInput on `field` saying so in words."""
     from srift.documents import read_text_file
 
     try:
-        text = read_text_file(path, field=field)
-        if text.lstrip().startswith(("{", "[")):
-            try:
-                return json.loads(text)  # a JSON request (often a whole profile inline): no YAML parse
-            except json.JSONDecodeError:
-                pass
-        return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        return read_text_file(path, field=field)
     except FileNotFoundError as exc:
         raise InvalidInput(
             f"cannot read {path}: the file does not exist", hint="check the path", field=field
         ) from exc
     except OSError as exc:
         raise InvalidInput(f"cannot read {path}: {exc.strerror}", hint="check the path", field=field) from exc
-    except yaml.YAMLError as exc:
-        raise InvalidInput(
-            f"{path} is not valid YAML/JSON ({exc})", hint="fix the syntax", field=field
-        ) from exc
+
+
+def _unique(
+    pairs: list[tuple[Any, Any]], *, path: Path, field: str, lines: list[int] | None
+) -> dict[Any, Any]:
+    """The mapping of `pairs` (its keys at `lines`, 1-based, for YAML); a key given twice is InvalidInput on
+    `field` naming the key: with one of two values silently kept, `market: spot` above `market: on_demand`
+    would plan what the reader of the file does not see."""
+    seen: dict[Any, int] = {}
+    for k, (key, _) in enumerate(pairs):
+        if key in seen:
+            where = "" if lines is None else f" (lines {lines[seen[key]]} and {lines[k]})"
+            if lines is not None and lines[seen[key]] == lines[k]:
+                where = f" (line {lines[k]})"
+            raise InvalidInput(
+                f"{path} gives {key!r} twice in one mapping{where}", hint="keep one of the two", field=field
+            )
+        seen[key] = k
+    return dict(pairs)
+
+
+def _unique_key_loader(path: Path, *, field: str) -> Any:
+    """PyYAML's safe loader (the C one where built) refusing a key given twice in one mapping (`_unique`),
+    where PyYAML keeps the last; a key a merge (`<<: *base`) brings in may still be overridden."""
+    import yaml
+
+    base: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+    class UniqueKeyLoader(base):  # type: ignore[misc]
+        def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+            keys = [
+                key
+                for key, _ in node.value
+                if isinstance(key, yaml.ScalarNode) and key.tag != "tag:yaml.org,2002:merge"
+            ]
+            pairs = [(self.construct_object(key), None) for key in keys]
+            _unique(pairs, path=path, field=field, lines=[key.start_mark.line + 1 for key in keys])
+            return super().construct_mapping(node, deep=deep)
+
+    return UniqueKeyLoader
+
+
+def _yaml_problem(exc: Any) -> str:
+    """A YAML parse error on one line (every CLI error is one line): what is wrong and where, as an editor
+    counts (`did not find expected node content at line 2, column 1`), instead of PyYAML's several lines
+    quoting the text."""
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None) or str(exc)
+    where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+    return " ".join(f"{problem}{where}".split())
 
 
 def request_body(file: Path | None, *, command: str) -> dict[str, Any]:
@@ -113,12 +175,19 @@ CLI_TOKEN_HINT = (
 )
 """The CLI's answer to a 401: its own option, not the server's header (which the CLI sets itself)."""
 
+FOREIGN_HINT = (
+    "point --url at the root of a running `srift serve`, e.g. http://127.0.0.1:8000 (behind a proxy: see "
+    "its log)"
+)
+"""The CLI's answer to a server that answers no JSON: --url names something else."""
+
 
 def call_api(
     method: str, base: str, path: str, *, token: str | None, body: Any = None, timeout_s: float = 300
 ) -> Any:
     """Send one request to `base` + `path` (path includes /v1) and return the JSON answer; a `base`
-    without a scheme (`127.0.0.1:8000`) is taken as http.
+    without a scheme (`127.0.0.1:8000`) is taken as http, one ending in /v1 as the server's root. An answer
+    that is no JSON (not a Srift server at `base`) is ExternalServiceError.
 
     A 4xx answer in Srift's {error, detail, hint, field} shape is raised as the matching SriftError, so the
     CLI prints and exits the same way as when it computes locally.
@@ -126,16 +195,16 @@ def call_api(
     import httpx
 
     headers = {"Authorization": f"Bearer {token}"} if token else {}
-    if "://" not in base:
-        base = f"http://{base}"
+    base = server_root(base)
     try:
-        response = httpx.request(
-            method, base.rstrip("/") + path, json=body, headers=headers, timeout=timeout_s
-        )
+        response = httpx.request(method, base + path, json=body, headers=headers, timeout=timeout_s)
     except httpx.HTTPError as exc:
         raise ExternalServiceError(
             f"cannot reach {base} ({exc})", hint="check --url and that the server runs"
         ) from exc
+    foreign = foreign_answer(response, url=base + path, hint=FOREIGN_HINT)
+    if foreign is not None:
+        raise foreign
     if response.status_code < 400:
         return response.json()
     answer = ErrorAnswer.read(response, detail="request failed", hint="see the server log")

@@ -162,7 +162,7 @@ ExtraArg = Annotated[str, Field(min_length=3, max_length=200, pattern=r"^--[^\x0
 
 _HINTS = {
     "provider": "use local, testbed or ec2",
-    "instance_type": "give a catalog type name",
+    "instance_type": "give a catalog type name (a local job: any name for this machine, e.g. local)",
     "sizes": "give sizes in bytes, multiples of 4, e.g. [4, 1024, 1048576]",
     "node_counts": "give hosts per run, e.g. [2, 4]",
     "model": "e.g. srift.profiling.testmodels:cnn",

@@ -361,6 +361,15 @@ def find_profiles_for(
     return [(row.id, _read(row), row.owner is not None and row.owner == viewer) for row in rows]
 
 
+def model_names_for(*, session: Session, viewer: Viewer) -> list[str]:
+    """The names of the models `viewer` plans with (those find_profiles_for finds profiles of), sorted."""
+    query = select(ModelProfileRow.model).distinct()
+    visible = _visible(viewer, shared=False)
+    if visible is not None:
+        query = query.where(visible)
+    return sorted(session.scalars(query))
+
+
 def list_profiles(
     *,
     session: Session,

@@ -7,16 +7,23 @@ from typing import Any
 import httpx
 
 from srift.domain.profile import ModelProfile
-from srift.errors import ErrorAnswer, ExternalServiceError, Forbidden, InvalidInput, SriftError, Unauthorized
+from srift.errors import (
+    ErrorAnswer,
+    ExternalServiceError,
+    Forbidden,
+    InvalidInput,
+    SriftError,
+    Unauthorized,
+    foreign_answer,
+    server_root,
+)
 
 
 def upload_profile(
     profile: ModelProfile, *, url: str, token: str | None, timeout_s: float = 30.0
 ) -> dict[str, Any]:
     """POST the profile; returns the server's answer ({id, model, accelerator, created})."""
-    if "://" not in url:
-        url = f"http://{url}"
-    endpoint = url.rstrip("/") + "/v1/profiles"
+    endpoint = server_root(url) + "/v1/profiles"
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     try:
         response = httpx.post(endpoint, json=profile.to_dict(), headers=headers, timeout=timeout_s)
@@ -25,6 +32,13 @@ def upload_profile(
             f"could not reach {endpoint}: {type(exc).__name__}: {exc}",
             hint="check --upload URL and that `srift serve` runs there; the profile file was still written",
         ) from exc
+    foreign = foreign_answer(
+        response,
+        url=endpoint,
+        hint="point --upload at the root of a running `srift serve`; the profile file was still written",
+    )
+    if foreign is not None:
+        raise foreign
     if response.status_code in (200, 201):
         body: dict[str, Any] = response.json()
         return body

@@ -8,6 +8,7 @@ estimated ones. Profiles are kept in one precision (the selection's, else their 
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Sequence
 from typing import Any
 
@@ -57,8 +58,7 @@ def resolve_profiles(*, session: Session, selection: ProfileSelection) -> list[t
                     if selection.owner
                     else " that everyone owns"
                 ),
-                hint="profile the model and upload it (`srift profile upload FILE --token ...`), or give "
-                "profile_ids or inline profiles",
+                hint=_unknown_model_hint(session=session, selection=selection),
                 field="model",
             )
         newest_first = [(p, source_label(f"profile:{pid}", p), own) for pid, p, own in reversed(found)]
@@ -75,6 +75,22 @@ def resolve_profiles(*, session: Session, selection: ProfileSelection) -> list[t
             field="profiles" if inline else "profile_ids",
         )
     return _in_precision(out, selection)
+
+
+def _unknown_model_hint(*, session: Session, selection: ProfileSelection) -> str:
+    """How to fix a model name with no profiles: the stored names it begins or may be a typo of ("bert" for
+    "bert-base", "resnet5" for "resnet50"; case and "-"/"_" aside), then how to add the model."""
+    assert selection.model is not None
+    names = store.model_names_for(session=session, viewer=selection.owner)
+    folded = {name.lower().replace("_", "-"): name for name in names}
+    typed = selection.model.lower().replace("_", "-")
+    starting = [name for name in folded if name.startswith(typed)]
+    close = list(dict.fromkeys([*starting, *difflib.get_close_matches(typed, list(folded), n=3)]))[:3]
+    add = "profile the model and upload it (`srift profile upload FILE --token ...`), or give profile_ids or "
+    add += "inline profiles"
+    if not close:
+        return add
+    return f"did you mean {' or '.join(folded[name] for name in close)}? Else {add}"
 
 
 def with_estimates(

@@ -138,3 +138,25 @@ def test_unknown_format_is_an_input_error(
 def test_parser_never_touches_the_session(session: Session, reference_path: Path) -> None:
     records = parse_nccl_tests(reference_path.read_text(), host=HOST)
     assert len(records) == 32 and count_samples(session=session) == 0
+
+
+def test_nccl_tests_output_imported_as_json_lines_is_told_the_format(
+    cli_db: str, reference_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The default --format is jsonl: nccl-tests output given without --format (with or without rank prefixes)
+    is told to add --format nccl-tests, not the JSON error of its first line; a file of neither format keeps
+    that JSON error."""
+    plain = tmp_path / "plain.txt"
+    plain.write_text(
+        "".join(line.split(": ", 1)[1] + "\n" for line in reference_path.read_text().splitlines())
+    )
+    for path in (reference_path, plain):
+        code, _, err = run_cli(capsys, "probe", "import", str(path), "--instance-type", "p5.48xlarge")
+        flat = " ".join(err.split())
+        assert code == 2 and f"error: format: {path.name} is nccl-tests output, not probe JSON lines" in flat
+        assert "To fix: import it with --format nccl-tests" in flat
+    other = tmp_path / "notes.txt"
+    other.write_text("# size time busbw\nhello\n")
+    code, _, err = run_cli(capsys, "probe", "import", str(other))
+    assert code == 2 and "not valid JSON" in err
+    assert _rows(cli_db) == []

@@ -67,6 +67,19 @@ def test_quick_start_catalog_list_fits_80_columns_and_wide_shows_all(
     assert "vCPU" in wide and "EFA" in wide and "vCPU" not in table
 
 
+def test_catalog_list_of_every_location_fits_80_columns(
+    narrow: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Unfiltered, the listing spans providers and regions: one table per location, titled with it, so no
+    provider and region columns squeeze the prices to "…"."""
+    out = run(capsys, ["catalog", "list", "--gpu", "T4"])
+    assert_fits(out.split("source ")[0])
+    titles = re.findall(r"(\d+) instance types? in (\S+)", out)
+    assert ("7", "aws/us-east-1") in titles and ("1", "gcp/us-central1") in titles
+    assert len({where for _, where in titles}) == len(titles) > 4
+    assert "1x T4 16 GiB" in out and "n1-standard-8-1xt4" in out and "spot $/h" in out
+
+
 def test_quick_start_plan_fits_80_columns(
     narrow: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

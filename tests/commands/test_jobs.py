@@ -157,3 +157,11 @@ def test_ec2_options_for_a_local_or_testbed_job_are_refused_naming_the_option_gi
     assert str(error) == (
         f"{field}: only for --provider ec2, and this job's provider is {provider}. To fix: {fix}."
     )
+
+
+def test_a_local_job_without_an_instance_type_is_told_what_to_name(local: None) -> None:
+    """A local job's instance type is free text (docs/jobs.md): the refusal says so, not only "a catalog
+    type name", which a local machine has none of."""
+    refused = refusal(["jobs", "submit", "probe", "--provider", "local", "--nodes", "2"])
+    assert refused.field == "--instance-type"
+    assert refused.hint == "give a catalog type name (a local job: any name for this machine, e.g. local)"

@@ -4,6 +4,7 @@ section says which model produced its figures."""
 
 from __future__ import annotations
 
+import codecs
 from pathlib import Path
 
 import pytest
@@ -46,9 +47,20 @@ def test_the_flags_become_the_requests_recent_market(tmp_path: Path) -> None:
     untouched: dict[str, object] = {}
     plan_cli.put_recent_market(untouched, trace=None, log=None, as_of_s=None)
     assert untouched == {}
-    with pytest.raises(InvalidInput, match="cannot read") as caught:
+    with pytest.raises(InvalidInput) as caught:
         plan_cli.put_recent_market(body, trace=None, log=tmp_path / "missing.csv", as_of_s=None)
-    assert caught.value.field == "--recent-log"
+    missing = caught.value
+    assert (missing.field, missing.hint) == ("--recent-log", "check the path")  # was: "[Errno 2] No such ..."
+    assert missing.detail == f"cannot read {tmp_path / 'missing.csv'}: the file does not exist"
+    log.write_bytes(codecs.BOM_UTF16_LE + "time,zone\n".encode("utf-16-le"))  # PowerShell's `>`, as FILE
+    plan_cli.put_recent_market(body, trace=None, log=log, as_of_s=None)
+    assert body["recent_market"] == {"log_csv": "time,zone\n", "as_of_s": 7200.0}
+
+
+def test_replay_traces_that_are_missing_name_the_option(tmp_path: Path) -> None:
+    with pytest.raises(InvalidInput) as caught:
+        plan_cli._replay({}, {}, tmp_path / "nothere")
+    assert caught.value.field == "--replay-traces" and "does not exist" in caught.value.detail
 
 
 def test_as_of_s_without_a_log_names_the_option(tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ from srift.commands.remote import call_api
 from srift.errors import ExternalServiceError, Forbidden, InvalidInput, Unauthorized
 from srift.optimize.solver import PlanInfeasible
 
-ANSWERS = {
+ANSWERS: dict[str, tuple[int, dict[str, object] | str]] = {
     "/v1/ok": (200, {"id": 7}),
     "/v1/infeasible": (
         409,
@@ -44,6 +44,8 @@ ANSWERS = {
         {"error": "forbidden", "detail": "read token", "hint": "use a write token", "field": None},
     ),
     "/v1/broken": (502, {"detail": "upstream"}),
+    "/v1/page": (200, "<html><body>a login page</body></html>"),
+    "/v1/gone": (404, "<html><body><h1>Error response</h1>File not found</body></html>"),
     "/v1/unauthorized": (
         401,
         {
@@ -61,9 +63,15 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("content-length", 0))
         self.rfile.read(length)
         status, body = ANSWERS[self.path]
-        payload = json.dumps({**body, "auth": self.headers.get("authorization")}).encode()
+        if isinstance(body, str):  # another web server's page
+            payload, kind = body.encode(), "text/html; charset=utf-8"
+        else:
+            payload, kind = (
+                json.dumps({**body, "auth": self.headers.get("authorization")}).encode(),
+                "application/json",
+            )
         self.send_response(status)
-        self.send_header("content-type", "application/json")
+        self.send_header("content-type", kind)
         self.send_header("content-length", str(len(payload)))
         self.end_headers()
         self.wfile.write(payload)
@@ -140,3 +148,21 @@ def test_a_401_hint_names_the_cli_option_not_the_header(server: str, token: str 
         call_api("POST", server, "/v1/unauthorized", token=token, body={})
     assert "--token" in info.value.hint and "SRIFT_TOKEN" in info.value.hint
     assert "Authorization" not in info.value.hint
+
+
+def test_a_url_ending_in_the_api_prefix_names_the_servers_root(server: str) -> None:
+    """`--url http://host:8000/v1` (the REST root as the docs write it) reaches the same paths, not /v1/v1."""
+    for url in (f"{server}/v1", f"{server}/v1/", server.removeprefix("http://") + "/v1"):
+        assert call_api("POST", url, "/v1/ok", token=None, body={})["id"] == 7
+
+
+@pytest.mark.parametrize("path", ["/v1/page", "/v1/gone"])
+def test_a_server_that_answers_no_json_is_named_not_printed(server: str, path: str) -> None:
+    """Another web server at --url (a 200 login page, a 404 page) is a failing remote service (exit 4) that
+    says what answered, never the page's HTML as the error nor a JSON decoding traceback."""
+    with pytest.raises(ExternalServiceError) as info:
+        call_api("POST", server, path, token=None, body={})
+    message = str(info.value)
+    assert f"{server}{path} answered " in message and "with text/html, not JSON" in message
+    assert "<html" not in message and "srift serve" in info.value.hint
+    assert info.value.exit_code == 4

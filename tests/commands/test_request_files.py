@@ -97,3 +97,66 @@ def test_a_utf16_request_file_plans_and_a_latin1_one_is_a_clear_error(
             assert "not UTF-8 text" in err and "To fix" in err and "Traceback" not in err
     finally:
         get_settings.cache_clear()
+
+
+@pytest.mark.parametrize(
+    ("argv", "field"),
+    [
+        (["plan"], "FILE"),
+        (["predict"], "FILE"),
+        (["jobs", "submit", "probe", "--file"], "--file"),
+        (["jobs", "submit", "profile", "--file"], "--file"),
+    ],
+)
+def test_a_yaml_syntax_error_is_one_line_naming_where(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    argv: list[str],
+    field: str,
+) -> None:
+    """Every CLI error is one line: a malformed request file says what and where (line, column as an editor
+    counts) on it, not PyYAML's quoted excerpt over several lines; job files are read as plan files are,
+    naming --file."""
+    main = _cli(tmp_path, monkeypatch)
+    path = tmp_path / "request.yaml"
+    path.write_text("global_batch: 64\n  iterations: 5\n")
+    with pytest.raises(SystemExit) as done:
+        main([*argv, str(path)])
+    err = capsys.readouterr().err
+    assert done.value.code == 2
+    assert err.count("\n") == 1 and err.startswith(f"error: {field}: ")
+    assert "request.yaml is not valid YAML/JSON: mapping values are not allowed" in " ".join(err.split())
+    assert "at line 2, column 13. To fix: fix the syntax there." in " ".join(err.split())
+    with pytest.raises(SystemExit) as done:
+        main([*argv, str(tmp_path / "missing.yaml")])
+    err = capsys.readouterr().err
+    assert done.value.code == 2 and err.startswith(f"error: {field}: cannot read ")
+    assert "the file does not exist. To fix: check the path." in " ".join(err.split())
+
+
+def test_a_key_given_twice_is_refused_not_silently_the_last(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A plan file that says `market: spot` and, further down, `market: on_demand` is refused naming both
+    lines (YAML) or the key (JSON), as is a key twice in a nested mapping; a YAML merge's key may still be
+    overridden."""
+    from srift.commands.remote import load_request_file
+
+    main = _cli(tmp_path, monkeypatch)
+    path = tmp_path / "request.yaml"
+    path.write_text("model: resnet50\nmarket: spot\nglobal_batch: 64\niterations: 10\nmarket: on_demand\n")
+    with pytest.raises(SystemExit) as done:
+        main(["plan", str(path)])
+    err = capsys.readouterr().err
+    assert done.value.code == 2
+    twice = f"{path} gives 'market' twice in one mapping (lines 2 and 5)"
+    assert " ".join(err.split()) == f"error: FILE: {twice}. To fix: keep one of the two."
+    path.write_text("availability: {p3.8xlarge: 2, p3.8xlarge: 4}\n")
+    with pytest.raises(InvalidInput, match=r"'p3.8xlarge' twice in one mapping \(line 1\)"):
+        load_request_file(path)
+    path.write_text('{"global_batch": 64, "iterations": 10, "iterations": 20}')
+    with pytest.raises(InvalidInput, match="'iterations' twice in one mapping"):
+        load_request_file(path, field="--file")
+    path.write_text("base: &b {x: 1, y: 1}\nother:\n  <<: *b\n  x: 2\n")
+    assert load_request_file(path)["other"] == {"x": 2, "y": 1}
