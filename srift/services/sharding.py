@@ -302,13 +302,13 @@ def memory_changes(
     checkpointing: bool | None,
     more_vms: str,
 ) -> list[str]:
-    """What can let one of `fleets`, which no setup `chooser` compares fits, fit, and only that: `more_vms`
-    (the request's words for it) when a compared setup that shards fits those types at the most VMs a request
-    may give (MAX_COUNT each) at 1 per GPU (DDP keeps the whole model on every GPU, and hybrid sharding
-    spreads it only over one VM's GPUs); a smaller batch per GPU when a fleet runs more than 1 and some setup
-    fits it at 1 per GPU (under DDP alone, more VMs help only that way); types with more GPU memory;
-    checkpointing when the request rules it out and a setup with it can fit; a strategy that shards fully
-    when the request's does not and full sharding can fit."""
+    """The changes that can make one of `fleets` fit (no setup `chooser` compares fits any), and only those,
+    for a 409's hint (`changes_hint`): `more_vms` (the request's words for it) when a compared setup that
+    shards fits those types at the most VMs a request may give (MAX_COUNT each) at 1 per GPU (DDP keeps the
+    whole model on every GPU, and hybrid sharding spreads it only over one VM's GPUs); a smaller batch per
+    GPU when a fleet runs more than 1 and some setup fits it at 1 per GPU (under DDP alone, more VMs help
+    only that way); types with more GPU memory; checkpointing when the request rules it out and a setup with
+    it can fit; a strategy that shards fully when the request's does not and full sharding can fit."""
     widest = [[dataclasses.replace(m, count=MAX_COUNT, batch=m.instance.devices) for m in f] for f in fleets]
 
     def can_fit(setups: Sequence[Setup], among: Sequence[Sequence[FleetMember]]) -> bool:
