@@ -10,7 +10,8 @@ break a long one with a shell `\\` continuation.
 
 `ClickUsageArgument` writes an argument in the usage line as click does and as our docs do (`srift predict
 FILE`): its metavar, else its name in capitals, in brackets when optional, `...` when it takes several.
-typer's own usage line wrote a required argument as `{file}`, which reads as a template left unfilled.
+typer's own usage line wrote a required argument as `{file}`, which reads as a template left unfilled. The
+help's Arguments panel (and click's error text) names it the same way (`FILE`, not typer's `file`).
 """
 
 from __future__ import annotations
@@ -51,16 +52,28 @@ def reflow_help(command: Any) -> None:
 
 
 class ClickUsageArgument(TyperArgument):
-    """A typer argument whose usage-line piece is click's: `FILE`, `[FILE]`, `FILE...` (module docstring)."""
+    """A typer argument whose usage-line piece is click's: `FILE`, `[FILE]`, `FILE...` (module docstring),
+    and whose name in the help's Arguments panel and in click's error text is the same `FILE`."""
 
     def get_usage_pieces(self, ctx: Any) -> list[str]:
         return [usage_piece(self)]
 
+    @property
+    def display_name_raw(self) -> str:
+        """The name typer's rich help shows in the Arguments panel (and click's errors quote): the usage
+        line's (`argument_name`), where typer showed the parameter's lower-case name."""
+        return argument_name(self)
+
+
+def argument_name(argument: Any) -> str:
+    """How the user sees `argument` (a click argument) named: its metavar, else its name in capitals."""
+    return str(argument.metavar or (argument.name or "").upper())
+
 
 def usage_piece(argument: TyperArgument) -> str:
-    """How the usage line writes `argument`: its metavar (or name in capitals), in brackets when optional,
+    """How the usage line writes `argument`: its name (`argument_name`), in brackets when optional,
     followed by `...` when it takes several values (unless its metavar says so already)."""
-    name = argument.metavar or (argument.name or "").upper()
+    name = argument_name(argument)
     if not argument.required:
         name = f"[{name}]"
     if argument.nargs != 1 and not name.endswith("..."):

@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.markup import escape
 from typer.core import TyperGroup
 
-from srift.commands.helptext import click_usage, reflow_help
+from srift.commands.helptext import argument_name, click_usage, reflow_help
 from srift.errors import InvalidInput, SriftError
 
 try:  # typer ≥ 0.2x carries its own copy of click; before, it used click itself
@@ -47,7 +47,7 @@ def _parameter_name(param: Any) -> str | None:
     opts = [opt for opt in getattr(param, "opts", []) if opt.startswith("-")]
     if opts:
         return str(max(opts, key=len))
-    return str(getattr(param, "metavar", None) or param.name).upper()
+    return argument_name(param).upper()
 
 
 def _sentence(text: str) -> str:

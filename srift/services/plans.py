@@ -616,7 +616,13 @@ def _on_demand_stand_in(
     what failed (srift.services.sharding.memory_infeasible), else the search's own PlanInfeasible."""
     stand_in = on_demand(prepared) if _on_demand_competes(query) else None
     if stand_in is None:
-        held_back = memory_infeasible(prepared.problem, prepared.evaluator, query.model or "the model")
+        held_back = memory_infeasible(
+            prepared.problem,
+            prepared.evaluator,
+            query.model or "the model",
+            strategy=query.strategy,
+            checkpointing=query.checkpointing,
+        )
         if held_back is not None:
             raise held_back from None
         raise infeasible

@@ -32,7 +32,7 @@ from srift.domain import (
 )
 from srift.domain.network import NetworkSpec
 from srift.domain.requests import FleetQuery, PredictionQuery
-from srift.domain.sharding import Setup, Strategy, StrategyChoice
+from srift.domain.sharding import Setup
 from srift.errors import Infeasible, InvalidInput, NotFound
 from srift.limits import MAX_PS_VMS
 from srift.optimize.evaluate import SimEvaluator
@@ -42,7 +42,14 @@ from srift.services.memory import check_ddp_memory, check_fleet_member
 from srift.services.network import check_transport, network_spec, network_view
 from srift.services.placement import with_pipeline
 from srift.services.profiles import resolve_profiles, source_label, with_estimates
-from srift.services.sharding import ONLY_ALLOWED, allowed_setups, choice_setup, fleet_strategy_view
+from srift.services.sharding import (
+    ONLY_ALLOWED,
+    allowed_setups,
+    changes_hint,
+    choice_setup,
+    fleet_strategy_view,
+    memory_changes,
+)
 from srift.services.views import (
     breakdown_document,
     choice_document,
@@ -459,7 +466,7 @@ def _none_fits(
 ) -> Infeasible:
     """The 409 when no setup the request's `strategy` allows fits the fleet (`members`, checked by `chooser`):
     each setup's reason (a profile without the model's memory facts, or a GPU the setup overfills), and what
-    to change (`_memory_changes`); a sweep's names the fleet (`at`)."""
+    to change (srift.services.sharding.memory_changes); a sweep's names the fleet (`at`)."""
     assert query.strategy is not None
     fleet = "this fleet" if at == "config" else f"the fleet {at}"
     setups = ", ".join(r.setup.label() for r in results)
@@ -470,44 +477,19 @@ def _none_fits(
             "need), or give strategy ddp, or leave strategy out"
         )
     else:
-        changes = _memory_changes(results, query=query, members=members, chooser=chooser)
-        hint = "use " + ", ".join(changes[:-1]) + f", or {changes[-1]}"
+        changes = memory_changes(
+            [members],
+            chooser=chooser,
+            strategy=query.strategy,
+            checkpointing=query.checkpointing,
+            more_vms="more VMs or GPUs so sharding spreads the model",
+        )
+        hint = changes_hint(changes)
     return Infeasible(
         f"no setup strategy {query.strategy.value} allows ({setups}) fits {fleet}: {reasons}",
         hint=hint,
         field="strategy",
     )
-
-
-def _memory_changes(
-    results: Sequence[SetupResult],
-    *,
-    query: PredictionQuery,
-    members: Sequence[FleetMember],
-    chooser: StrategyEvaluator,
-) -> list[str]:
-    """The changes that can let a compared setup (`results`, checked by `chooser`) fit `members`, and only
-    those: more VMs or GPUs when a setup shards (DDP keeps the whole model on every GPU whatever the fleet's
-    size); a smaller batch per GPU when some member runs more than 1 and some setup fits the fleet at 1 per
-    GPU (under DDP alone, more VMs help only that way); types with more GPU memory; checkpointing when the
-    request rules it out; and a strategy that shards more when the request's does not shard fully."""
-    assert query.strategy is not None
-    sharded = any(r.setup.strategy is not Strategy.DDP for r in results)
-    changes = ["more VMs or GPUs so sharding spreads the model"] if sharded else []
-    ones = [
-        dataclasses.replace(m, batch=m.instance.devices) if m.per_device_batch > 1 else m for m in members
-    ]
-    if ones != list(members) and any(not chooser.memory(ones, r.setup)[0] for r in results):
-        smaller = "a smaller batch per GPU"
-        changes.append(smaller if sharded else f"{smaller} (the global batch over more VMs)")
-    changes.append("types with more GPU memory")
-    if query.checkpointing is False:
-        changes.append("checkpointing true (or null)")
-    if query.strategy is StrategyChoice.DDP:
-        changes.append("a sharded strategy (strategy full_shard, or auto)")
-    elif query.strategy is not StrategyChoice.FULL_SHARD and query.strategy is not StrategyChoice.AUTO:
-        changes.append("strategy full_shard (or auto)")
-    return changes
 
 
 def _ddp_alone_overfills(exc: InvalidInput, *, query: PredictionQuery, asked: tuple[str, str]) -> Infeasible:

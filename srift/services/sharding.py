@@ -9,17 +9,19 @@ infeasible.
 `strategy_view` says, for the chosen fleet, how to run it (strategy, wrapping, checkpointing, precision,
 memory per GPU and its parts) and how every other setup compares (its time, or why it does not fit);
 `choice_setup` is the setup each choice shows; `memory_infeasible` words the 409 when no fleet can
-hold the model.
+hold the model, and `memory_changes` what can make one fit (a prediction's 409 names the same changes).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from srift.domain import FleetMember, ModelProfile, Plan
 from srift.domain.sharding import SHARDING_KEY, Setup, StrategyChoice, is_mixed
 from srift.errors import Infeasible
+from srift.limits import MAX_COUNT
 from srift.optimize.evaluate import Evaluator, SimEvaluator
 from srift.optimize.space import Candidate, Problem
 from srift.optimize.strategies import MemoryProblem, StrategyEvaluator, setups_for
@@ -237,19 +239,29 @@ def choice_setup(view: Mapping[str, Any], instance_type: str) -> dict[str, Any]:
     return fields
 
 
-def memory_infeasible(problem: Problem, evaluator: Evaluator, model: str) -> Infeasible | None:
-    """The 409 when no fleet can hold the model: what each strategy needs per GPU on each candidate at its
-    largest fleet, against the GPU's memory; None when memory is not what failed."""
+def memory_infeasible(
+    problem: Problem,
+    evaluator: Evaluator,
+    model: str,
+    *,
+    strategy: StrategyChoice,
+    checkpointing: bool | None,
+) -> Infeasible | None:
+    """The 409 when no fleet can hold the model: what each setup the request allows (its `strategy` and
+    `checkpointing`) needs per GPU on each candidate at its largest fleet, against the GPU's memory, and
+    only the changes that can make one fit (`memory_changes`); None when memory is not what failed."""
     chooser = chooser_of(evaluator)
     if chooser is None or not isinstance(problem, MemoryProblem) or not problem.candidates:
         return None
     lines = []
+    fleets = []
     for cand in problem.candidates:
         fleet = [
             FleetMember(instance=cand.instance, count=cand.cap, batch=cand.devices, profile=cand.profile)
         ]
         if chooser.fits(fleet):
             return None
+        fleets.append(fleet)
         best = min(
             (chooser.memory(fleet, s) for s in chooser.setups),
             key=lambda found: min((m.peak_bytes(1) for m in found[1] if m is not None), default=float("inf")),
@@ -266,13 +278,65 @@ def memory_infeasible(problem: Problem, evaluator: Evaluator, model: str) -> Inf
             field="strategy",
         )
     shown = "; ".join(lines[:6]) + (f"; and {len(lines) - 6} more" if len(lines) > 6 else "")
+    changes = memory_changes(
+        fleets,
+        chooser=chooser,
+        strategy=strategy,
+        checkpointing=checkpointing,
+        more_vms="more VMs (max_count_per_type or availability) so sharding spreads the model over more GPUs",
+    )
+    setups = ", ".join(s.label() for s in chooser.setups)
     return Infeasible(
-        f"no fleet can hold {model}: even fully sharded over the most VMs allowed, at one sample per GPU: "
-        f"{shown}",
-        hint="raise max_count_per_type or availability so sharding spreads the model over more GPUs, allow "
-        "types with more GPU memory, use checkpointing (null or true), or strategy auto",
+        f"no fleet can hold {model}: under every setup strategy {strategy.value} allows ({setups}), over the "
+        f"most VMs allowed, at one sample per GPU: {shown}",
+        hint=changes_hint(changes),
         field="strategy",
     )
+
+
+def memory_changes(
+    fleets: Sequence[Sequence[FleetMember]],
+    *,
+    chooser: StrategyEvaluator,
+    strategy: StrategyChoice,
+    checkpointing: bool | None,
+    more_vms: str,
+) -> list[str]:
+    """The changes that can make one of `fleets` fit (no setup `chooser` compares fits any), and only those,
+    for a 409's hint (`changes_hint`): `more_vms` (the request's words for it) when a compared setup that
+    shards fits those types at the most VMs a request may give (MAX_COUNT each) at 1 per GPU (DDP keeps the
+    whole model on every GPU, and hybrid sharding spreads it only over one VM's GPUs); a smaller batch per
+    GPU when a fleet runs more than 1 and some setup fits it at 1 per GPU (under DDP alone, more VMs help
+    only that way); types with more GPU memory; checkpointing when the request rules it out and a setup with
+    it can fit; a strategy that shards fully when the request's does not and full sharding can fit."""
+    widest = [[dataclasses.replace(m, count=MAX_COUNT, batch=m.instance.devices) for m in f] for f in fleets]
+
+    def can_fit(setups: Sequence[Setup], among: Sequence[Sequence[FleetMember]]) -> bool:
+        return any(not chooser.memory(f, s)[0] for f in among for s in setups)
+
+    sharded = [s for s in chooser.setups if s.strategy.sharded]
+    changes = [more_vms] if can_fit(sharded, widest) else []
+    ones = [[dataclasses.replace(m, batch=m.instance.devices) for m in f] for f in fleets]
+    if ones != [list(f) for f in fleets] and can_fit(chooser.setups, ones):
+        smaller = "a smaller batch per GPU"
+        changes.append(smaller if sharded else f"{smaller} (the global batch over more VMs)")
+    changes.append("types with more GPU memory")
+    if checkpointing is False and can_fit(setups_for(strategy, True), widest):
+        changes.append("checkpointing true (or null)")
+    fully = strategy is StrategyChoice.FULL_SHARD or strategy is StrategyChoice.AUTO
+    if not fully and can_fit(setups_for(StrategyChoice.FULL_SHARD, checkpointing), widest):
+        ddp = strategy is StrategyChoice.DDP
+        changes.append(
+            "a sharded strategy (strategy full_shard, or auto)" if ddp else "strategy full_shard (or auto)"
+        )
+    return changes
+
+
+def changes_hint(changes: Sequence[str]) -> str:
+    """A 409's hint from the changes that can help (`memory_changes`, never empty): "use a, b, or c"."""
+    if len(changes) == 1:
+        return f"use {changes[0]}"
+    return "use " + ", ".join(changes[:-1]) + f", or {changes[-1]}"
 
 
 def profiles_model(profiles: Sequence[ModelProfile]) -> str:

@@ -21,3 +21,14 @@ def local(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     yield
     get_settings.cache_clear()
     forget_engine(url)  # its connections and cached statements are not kept for the rest of the run
+
+
+@pytest.fixture
+def cli_db(db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """The commands on the test's database (`db_url`, SQLite or PostgreSQL), with a data directory of the
+    test's own; its URL."""
+    monkeypatch.setenv("SRIFT_DATABASE_URL", db_url)
+    monkeypatch.setenv("SRIFT_DATA_DIR", str(tmp_path / "data"))
+    get_settings.cache_clear()
+    yield db_url
+    get_settings.cache_clear()

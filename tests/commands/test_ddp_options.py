@@ -3,27 +3,16 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from srift.cli import main
-from srift.settings import get_settings
 from tests.sim.kit import profile as toy_profile
 
 # 60 layers of 2 MB: DDP's buckets group them, so the three exchanges differ.
 PROFILE = toy_profile(fw_s=0.05, bw_s=0.1, layers=[(2_000_000, (i + 1) / 60) for i in range(60)], cv=0.03)
-
-
-@pytest.fixture
-def cli_db(db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    monkeypatch.setenv("SRIFT_DATABASE_URL", db_url)
-    monkeypatch.setenv("SRIFT_DATA_DIR", str(tmp_path / "data"))
-    get_settings.cache_clear()
-    yield db_url
-    get_settings.cache_clear()
 
 
 def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> dict[str, Any]:

@@ -42,9 +42,17 @@ def test_help_at_80_columns_has_no_ragged_prose_and_no_wrapped_example(
     path: tuple[str, ...], command: Any, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Was (`srift validate --help`): "... reports predicted vs measured: MAPE overall" / "and by model, ..."
-    lines ending where the source's did, and examples wrapped onto an unindented second line."""
+    lines ending where the source's did, and examples wrapped onto an unindented second line. Also was
+    (`srift catalog import --help`): the usage line's `FILE` listed as `file` in the Arguments panel; each
+    argument is now named there as in the usage line."""
     monkeypatch.setenv("COLUMNS", str(COLUMNS))
     out = rendered_help(path, capsys)
+    usage = next(line.strip() for line in out.splitlines() if line.strip().startswith("Usage:"))
+    if any(p.param_type_name == "argument" for p in command.params):
+        panel = out.split("╭─ Arguments ", 1)[1].split("╰", 1)[0]
+        for piece in usage.split("[OPTIONS]", 1)[1].split():
+            name = re.escape(piece.strip("[]").replace("]...", "..."))
+            assert re.search(rf"^│ [* ] +{name} ", panel, re.MULTILINE), f"{piece} not in:\n{panel}"
     lines = [line.rstrip() for line in out.splitlines()]
     assert max(len(line) for line in out.splitlines()) <= COLUMNS
     description = out.split("╭")[0].splitlines()

@@ -4,7 +4,6 @@ the real entry point on the shipped AWS catalog."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,18 +15,8 @@ from srift.cli import main
 from srift.db.session import transaction
 from srift.db.tables import Job
 from srift.domain.profile_document import ProfileIn
-from srift.settings import get_settings
 
 PROFILE = toy_profile(fw_s=0.1, bw_s=0.2, layers=((400_000_000, 0.3), (600_000_000, 0.9)), cv=0.03)
-
-
-@pytest.fixture
-def cli_db(db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    monkeypatch.setenv("SRIFT_DATABASE_URL", db_url)
-    monkeypatch.setenv("SRIFT_DATA_DIR", str(tmp_path / "data"))
-    get_settings.cache_clear()
-    yield db_url
-    get_settings.cache_clear()
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:

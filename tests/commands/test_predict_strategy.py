@@ -4,7 +4,6 @@ setups compared, as `srift plan` does."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,14 +15,12 @@ from srift.settings import get_settings
 
 
 @pytest.fixture
-def cli_db(db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    monkeypatch.setenv("SRIFT_DATABASE_URL", db_url)
-    monkeypatch.setenv("SRIFT_DATA_DIR", str(tmp_path / "data"))
-    get_settings.cache_clear()
+def cli_db(cli_db: str) -> str:
+    """The commands' test database (tests/commands/conftest.py) with the shipped catalog and reference
+    profiles in it."""
     load_shipped_catalog(get_settings())
     load_reference_profiles(get_settings())
-    yield db_url
-    get_settings.cache_clear()
+    return cli_db
 
 
 def _predict(

@@ -88,6 +88,42 @@ def test_a_model_no_fleet_can_hold_is_a_409_that_says_what_each_needs(
     assert "no fleet can hold llama-8b" in error["detail"] and "g4dn.xlarge needs" in error["detail"]
 
 
+def test_the_no_fleet_holds_409_hint_names_only_changes_that_can_help(
+    settings: Settings, client: TestClient, write_headers: dict[str, str]
+) -> None:
+    """The plan 409 when no fleet holds the model said "raise max_count_per_type or availability so sharding
+    spreads the model", "use checkpointing (null or true)" and "strategy auto" whatever the request. Now it
+    names, as a prediction's 409 does, only what can help: more VMs when an allowed setup that shards fits
+    some number of them (zero2 keeps every parameter on each GPU, DDP the whole model), checkpointing when
+    the request rules it out, full sharding when the request's strategy does not shard fully."""
+    load_shipped_catalog(settings)
+    load_reference_profiles(settings)
+
+    def hint(n: int, **extra: Any) -> str:
+        body = _body("llama-8b", availability={"g4dn.xlarge": n}, global_batch=n, **extra)
+        r = client.post(
+            "/v1/plans", json={**body, "time_limit_s": None, "iterations": 10}, headers=write_headers
+        )
+        assert r.status_code == 409 and r.json()["field"] == "strategy", r.text
+        assert "no fleet can hold llama-8b" in r.json()["detail"], r.text
+        return str(r.json()["hint"])
+
+    assert hint(8, strategy="zero2") == "use types with more GPU memory, or strategy full_shard (or auto)"
+    more = "use more VMs (max_count_per_type or availability) so sharding spreads the model over more GPUs"
+    assert hint(8, strategy="ddp") == (
+        "use types with more GPU memory, or a sharded strategy (strategy full_shard, or auto)"
+    )
+    assert hint(16, strategy="full_shard") == f"{more}, or types with more GPU memory"
+    assert hint(16, strategy="auto") == f"{more}, or types with more GPU memory"
+    assert hint(8, strategy="full_shard", checkpointing=False) == (
+        "use types with more GPU memory, or checkpointing true (or null)"
+    )
+    # The changes named do help: fully sharded over 32 T4s (one sample each) it fits.
+    body = _body("llama-8b", availability={"g4dn.xlarge": 32}, global_batch=32, strategy="full_shard")
+    r = client.post("/v1/plans", json={**body, "time_limit_s": None, "iterations": 10}, headers=write_headers)
+    assert r.status_code == 201, r.text
+
+
 def test_a_sharded_strategy_for_a_model_of_unknown_memory_says_so(
     settings: Settings, client: TestClient, write_headers: dict[str, str]
 ) -> None:
