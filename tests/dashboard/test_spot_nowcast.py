@@ -67,7 +67,8 @@ def test_a_nowcast_plan_from_the_form_says_which_model_made_its_spot_figures(bro
     _replay_done(browsed)
     note = page.inner_text("#plan-spot-note")
     assert note.startswith("The plan's total time and cost above restart the fleet in place after each")
-    assert "these figures follow Srift's deadline policy." in note and f"Spot model: {spot['spot_model']}." in note
+    assert "these figures follow Srift's deadline policy." in note
+    assert f"Spot model: {spot['spot_model']}." in note
     assert f"Conditioned on {stormy.name}" in note and "Without the look-back" in note
     assert "the fitted law's Monte Carlo" in note
     cards = page.inner_text("#plan-spot-cards")

@@ -572,15 +572,15 @@ class PredictedOut(BaseModel):
     iteration_p50_s: float
     iteration_p90_s: float = Field(description="p90 of the run's mean iteration time (the band)")
     total_time_s: float = Field(
-        description="expected over spot interruptions when they are priced in, the fleet restarting in place "
-        "after each (what the search compares spot fleets by; a plan's `spot` section gives the run re-planned "
-        "after an interruption)"
+        description="expected over spot interruptions when they are priced in, the fleet restarting in "
+        "place after each (what the search compares spot fleets by; a plan's `spot` section gives the run "
+        "re-planned after an interruption)"
     )
     total_time_p10_s: float | None = None
     total_time_p90_s: float | None = None
     cost_usd: float = Field(
-        description="VMs plus egress; expected over spot interruptions when priced in (restarting in place, as "
-        "total_time_s)"
+        description="VMs plus egress; expected over spot interruptions when priced in (restarting in "
+        "place, as total_time_s)"
     )
     cost_p10_usd: float | None = None
     cost_p90_usd: float | None = None
