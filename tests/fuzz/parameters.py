@@ -25,26 +25,24 @@ ParameterPredicate = Callable[[str, Any], bool | None]
 """A published parameter rule over (parameter name, value): True kept, False broken, None not about it."""
 
 
-def _ring_members_once(name: str, value: Any) -> bool | None:
+def _ring_types_once(name: str, value: Any) -> bool | None:
     """An instance_type that is a mixed ring (types joined by '+') names each type once, blanks around a
-    type ignored (the sentence srift.domain.rings.RING_MEMBERS_ONCE publishes)."""
+    type ignored (the sentence of the ring rule, srift.domain.rings)."""
     if name != "instance_type" or not isinstance(value, str) or "+" not in value:
         return None
     members = [member.strip() for member in value.split("+")]
     return len(set(members)) == len(members)
 
 
-PARAMETER_RULES: dict[str, ParameterPredicate] = {"ring-members-once": _ring_members_once}
-"""A predicate for each rule id a query or path parameter may publish (ring-members-once: the curves query's
-instance_type is to publish it, as probe samples' instance_type does)."""
+PARAMETER_RULES: dict[str, ParameterPredicate] = {"ring-types-once": _ring_types_once}
+"""A predicate for each rule id a query or path parameter may publish (ring-types-once: helper fixes23's
+branch publishes it on the curves query's instance_type, one id for every ring name)."""
 
 
 def _curves_ring_gap(value: Any) -> bool:
     """The curves query's instance_type values the server answers against its schema: a ring naming a type
     twice (refused 422, the rule unpublished) and a blank name (off the published pattern, answered 404)."""
-    return isinstance(value, str) and (
-        not value.strip() or _ring_members_once("instance_type", value) is False
-    )
+    return isinstance(value, str) and (not value.strip() or _ring_types_once("instance_type", value) is False)
 
 
 KNOWN_GAPS: dict[tuple[str, str, str], Callable[[Any], bool]] = {
