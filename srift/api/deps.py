@@ -9,6 +9,7 @@ from fastapi import Depends, Path, Query, Request
 from sqlalchemy.orm import Session
 
 from srift.db.session import transaction
+from srift.documents import NO_NUL
 from srift.settings import Settings
 
 MAX_ID = 2**31 - 1
@@ -22,6 +23,12 @@ Offset = Annotated[int, Query(ge=0, le=MAX_ID, description="items to skip (pagin
 def id_path(description: str | None = None) -> Any:
     """A path parameter naming a stored row by id (1 to MAX_ID)."""
     return Path(ge=1, le=MAX_ID, description=description)
+
+
+def text_query(*, max_length: int, description: str) -> Any:
+    """An optional query parameter of text (a filter, a name): not empty, no NUL (PostgreSQL cannot compare
+    text holding one: a 500 rather than a 422 naming the parameter), at most `max_length` characters."""
+    return Query(min_length=1, max_length=max_length, pattern=NO_NUL, description=description)
 
 
 def get_app_settings(request: Request) -> Settings:

@@ -10,6 +10,7 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from srift.documents import (
+    BLANKS,
     HTTP_URL,
     NOT_BLANK,
     NUMBER,
@@ -149,6 +150,10 @@ def _plain(value: Any) -> Any:
 
 
 TypeName = Annotated[str, Field(min_length=1, max_length=128, pattern=NOT_BLANK), AfterValidator(str.strip)]
+ONE_TYPE_TEXT = rf"^[^\x00+]*[^\x00+{BLANKS}][^\x00+]*$"
+"""The schema pattern of a probe job's instance type: TypeName's rule (not blank, no NUL) and no '+', which
+joins a mixed ring's types (a probe job runs one type; the server refuses a ring with its own words,
+srift.jobs.service.check_probe_job, so the pattern is stated, not enforced by pydantic)."""
 Text = Annotated[
     str, Field(min_length=1, max_length=MAX_NAME_CHARS, pattern=NOT_BLANK), AfterValidator(str.strip)
 ]
@@ -335,7 +340,8 @@ class ProbeJobDocument(BaseModel):
     provider: JobProvider = Field(description="local (processes here), testbed (emulated hosts) or ec2")
     instance_type: TypeName = Field(
         description="a catalog type of the provider (testbed: provider testbed); one type, not a mixed "
-        "ring (a+b)"
+        "ring (a+b)",
+        json_schema_extra={"pattern": ONE_TYPE_TEXT},
     )
     node_counts: list[NodeCount] = Field(
         min_length=1,

@@ -12,10 +12,12 @@ from fastapi.testclient import TestClient
 
 from srift.api.app import create_app
 from srift.catalog.geo import shipped_spot
+from srift.catalog.shipped import load_shipped_catalog
 from srift.domain.geo import Location
 from srift.errors import InvalidInput
 from srift.services.placement import price_interruptions
 from srift.settings import Settings
+from srift.testing.server import profile_document
 
 
 @cache  # the schema is the code's, the same for every share; building the app's OpenAPI takes ~0.4 s
@@ -62,3 +64,23 @@ def test_an_empty_location_list_is_refused_naming_it_as_empty_profile_ids_are(
     prop = client.get("/openapi.json").json()["components"]["schemas"]["PlanRequest"]["properties"][field]
     (listed,) = [s for s in prop["anyOf"] if s.get("type") == "array"]
     assert listed["minItems"] == 1 and "leave it out for the default" in prop["description"]
+
+
+@pytest.mark.parametrize(
+    ("name", "kept"), [("us-east-1", True), ("aws/us-east-1", True), ("aws/us-east-1/us-east-1a", False)]
+)
+def test_the_regions_schema_refuses_a_zone_as_the_server_does(
+    client: TestClient, settings: Settings, write_headers: dict[str, str], name: str, kept: bool
+) -> None:
+    """A plan places VMs by region: `regions: ["0/0/0"]` was schema-valid (a location's pattern allows a
+    zone) and refused 422 "names a zone"; the schema's item pattern now says region or provider/region."""
+    prop = client.get("/openapi.json").json()["components"]["schemas"]["PlanRequest"]["properties"]["regions"]
+    (listed,) = [s for s in prop["anyOf"] if s.get("type") == "array"]
+    assert jsonschema.Draft202012Validator(listed).is_valid([name]) is kept
+    if not kept:
+        load_shipped_catalog(settings)
+        profiles = [profile_document("NVIDIA T4", seconds_scale=1.0)]
+        body = {"profiles": profiles, "global_batch": 256, "iterations": 100, "regions": [name]}
+        r = client.post("/v1/plans", json=body, headers=write_headers)
+        assert r.status_code == 422 and r.json()["field"] == "regions[0]", r.text
+        assert "names a zone" in r.json()["detail"]

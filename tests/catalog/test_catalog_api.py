@@ -46,6 +46,7 @@ def test_filters_and_errors(settings: Settings, client: TestClient) -> None:
     assert bad.status_code == 404 and bad.json()["field"] == "provider" and "aws" in bad.json()["hint"]
     bad = client.get("/v1/instance-types", params={"provider": "aws", "region": "moon-1"})
     assert bad.status_code == 404 and "us-west-2" in bad.json()["hint"]
-    assert client.get("/v1/instance-types", params={"snapshot": "nope\x00"}).status_code == 404
+    bad = client.get("/v1/instance-types", params={"snapshot": "nope\x00"})
+    assert bad.status_code == 422 and bad.json()["field"] == "snapshot" and "NUL" in bad.json()["detail"]
     assert client.get("/v1/instance-types", params={"min_gpus": -1}).status_code == 422
     assert client.get("/v1/instance-types", params={"market": "reserved"}).status_code == 422

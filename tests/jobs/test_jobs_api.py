@@ -345,6 +345,14 @@ def test_a_probe_job_for_a_mixed_ring_is_refused_saying_how_to_store_a_ring(
     assert client.get("/v1/probe-jobs").json()["total"] == 0
 
 
+def test_the_probe_job_schema_states_one_type() -> None:
+    """The schema of a probe job's instance_type refuses what the server refuses (a ring, a blank name) and
+    keeps what it takes (blanks around a type are stripped): a fuzzer's schema-valid ring was a 422."""
+    pattern = ProbeJobIn.model_json_schema()["properties"]["instance_type"]["pattern"]
+    for name, kept in [(RING, False), (" tb.large + tb.small", False), (" ", False), (" tb.large ", True)]:
+        assert bool(re.search(pattern, name)) is kept, name
+
+
 @pytest.mark.usefixtures("testbed_types")
 def test_profile_jobs_validate_models_and_types(client: TestClient, write_headers: dict[str, str]) -> None:
     body = {

@@ -38,7 +38,12 @@ def bandwidth_curves(
     _: RequireRead,
     version: Annotated[
         str,
-        Path(max_length=64, description="a model version, or 'active' for the model that serves predictions"),
+        Path(
+            min_length=1,
+            max_length=64,
+            pattern=NO_NUL,
+            description="a model version, or 'active' for the model that serves predictions",
+        ),
     ],
     provider: Annotated[
         str | None,

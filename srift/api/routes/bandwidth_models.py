@@ -9,6 +9,7 @@ from fastapi import APIRouter, Path, status
 from srift.api.auth import RequireRead, RequireWrite
 from srift.api.deps import SessionDep, SettingsDep
 from srift.api.schemas.bandwidth import BandwidthModelList, BandwidthModelOut, TrainRequest
+from srift.api.schemas.types import NO_NUL
 from srift.services import bandwidth_models as service
 from srift.services.bandwidth_models import PRIOR_SOURCE, ModelVersion
 
@@ -26,7 +27,8 @@ ERRORS: dict[int | str, dict[str, str]] = {
 }
 
 Version = Annotated[
-    str, Path(min_length=1, max_length=64, description="a version from GET /v1/bandwidth-models")
+    str,
+    Path(min_length=1, max_length=64, pattern=NO_NUL, description="a version from GET /v1/bandwidth-models"),
 ]
 
 

@@ -10,7 +10,7 @@ from pydantic import TypeAdapter
 
 from srift.api.auth import RequireReadAsync
 from srift.api.caching import cached_json_async
-from srift.api.deps import DbSession
+from srift.api.deps import DbSession, text_query
 from srift.api.schemas.catalog import InstanceTypeOut
 from srift.domain.catalog import MarketChoice
 from srift.domain.revisions import DataArea
@@ -34,14 +34,13 @@ _LIST = TypeAdapter(list[InstanceTypeOut])
 async def list_instance_types(
     request: Request,
     _: RequireReadAsync,
-    provider: Annotated[str | None, Query(min_length=1, max_length=64, description="e.g. aws")] = None,
-    region: Annotated[str | None, Query(min_length=1, max_length=64, description="e.g. us-east-1")] = None,
-    gpu: Annotated[str | None, Query(min_length=1, max_length=64, description="GPU model, e.g. T4")] = None,
+    provider: Annotated[str | None, text_query(max_length=64, description="e.g. aws")] = None,
+    region: Annotated[str | None, text_query(max_length=64, description="e.g. us-east-1")] = None,
+    gpu: Annotated[str | None, text_query(max_length=64, description="GPU model, e.g. T4")] = None,
     min_gpus: Annotated[int | None, Query(ge=0, le=1024, description="at least this many GPUs")] = None,
     market: Annotated[MarketChoice, Query(description="keep types priced in this market")] = MarketChoice.ANY,
     snapshot: Annotated[
-        str | None,
-        Query(min_length=1, max_length=200, description="read one named snapshot, e.g. srift-paper-2020"),
+        str | None, text_query(max_length=200, description="read one named snapshot, e.g. srift-paper-2020")
     ] = None,
 ) -> Response:
     """Instance types with their on-demand and spot prices, each with its source and as-of date.

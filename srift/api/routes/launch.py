@@ -132,7 +132,9 @@ def run_iterations(session: SessionDep, _: RequireRead, caller: CallerIdentity, 
 
 @router.get("/corrections", response_model=CorrectionList)
 def list_corrections(
-    session: SessionDep, _: RequireRead, model: str | None = Query(None, max_length=200)
+    session: SessionDep,
+    _: RequireRead,
+    model: str | None = Query(None, max_length=200, pattern=NO_NUL, description="only this model's"),
 ) -> Any:
     """The corrections learned from measured runs, per model, instance type and network setting."""
     entries = calibration.list_corrections(session=session, model=model)

@@ -8,7 +8,7 @@ from fastapi import APIRouter, Query, Response, status
 
 from srift.api.auth import CallerIdentity, RequireRead, RequireWrite
 from srift.api.caching import cached_json
-from srift.api.deps import Offset, SessionDep, id_path
+from srift.api.deps import Offset, SessionDep, id_path, text_query
 from srift.api.limits import error_response
 from srift.api.schemas.profiles import (
     ModelProfilesOut,
@@ -18,7 +18,6 @@ from srift.api.schemas.profiles import (
     ProfileOut,
     ProfileSummaryOut,
 )
-from srift.api.schemas.types import NO_NUL
 from srift.domain.revisions import DataArea
 from srift.services import profiles as service
 from srift.services.profiles import EVERYONE
@@ -67,11 +66,9 @@ def list_profiles(
     session: SessionDep,
     _: RequireRead,
     caller: CallerIdentity,
-    model: Annotated[
-        str | None, Query(min_length=1, max_length=200, pattern=NO_NUL, description="only this model")
-    ] = None,
+    model: Annotated[str | None, text_query(max_length=200, description="only this model")] = None,
     accelerator: Annotated[
-        str | None, Query(min_length=1, max_length=200, pattern=NO_NUL, description="only this accelerator")
+        str | None, text_query(max_length=200, description="only this accelerator")
     ] = None,
     limit: Annotated[int, Query(ge=1, le=1000, description="profiles per page")] = 200,
     offset: Offset = 0,

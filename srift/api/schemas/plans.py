@@ -58,7 +58,19 @@ CountCap = Annotated[int, Field(ge=0, le=MAX_COUNT)]
 MonthlyShare = Annotated[float, Field(ge=0, lt=1)]
 """A share of VMs interrupted per month: 0 (none) up to, not including, 1 (every VM every month)."""
 MAX_LOCATIONS_PER_REQUEST = 32
-LocationName = Annotated[str, Field(min_length=1, max_length=130, pattern=r"^[a-z0-9-]+(/[a-z0-9-]+){0,2}$")]
+LOCATION_NAME = r"^[a-z0-9-]+(/[a-z0-9-]+){0,2}$"
+LocationName = Annotated[str, Field(min_length=1, max_length=130, pattern=LOCATION_NAME)]
+RegionName = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=130,
+        pattern=LOCATION_NAME,
+        json_schema_extra={"pattern": r"^[a-z0-9-]+(/[a-z0-9-]+)?$"},
+    ),
+]
+"""A region or provider/region, never a zone: the schema states it; the server refuses a zone in its own
+words (srift.services.placement: plans place VMs by region)."""
 ProviderName = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[a-z0-9][a-z0-9-]*$")]
 
 
@@ -336,7 +348,7 @@ class PlanRequest(RunRequestIn):
         default_factory=NetworkIn,
         description="transport between nodes and measured rates; with transport efa only EFA types are used",
     )
-    regions: list[LocationName] | None = Field(
+    regions: list[RegionName] | None = Field(
         default=None,
         min_length=1,
         max_length=MAX_LOCATIONS_PER_REQUEST,
