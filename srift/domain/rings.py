@@ -63,7 +63,14 @@ def canonical_instance_type(name: str, *, field: str = "instance_type") -> str:
     """`name` as stored: a plain type unchanged; a mixed ring's types (blanks around each dropped) sorted
     and joined by "+". A ring naming a type twice, or with an empty member ("a+", "a++b"), is refused with
     an InvalidInput naming `field`: a ring lists each of its types once, and guessing which was meant would
-    store samples under a ring nobody probed."""
+    store samples under a ring nobody probed. A blank name (only blanks: a query parameter's schema refuses
+    it, as a body's does) is refused the same way."""
+    if not name.strip():
+        raise InvalidInput(
+            f"the instance type name {name!r} is blank",
+            hint="name an instance type (e.g. g4dn.xlarge), or a mixed ring by its types joined by '+'",
+            field=field,
+        )
     if SEPARATOR not in name:
         return name
     members = [member.strip() for member in ring_members(name)]

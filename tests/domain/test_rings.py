@@ -22,6 +22,8 @@ REFUSED = {
     "tb.large+tb.small+tb.large": "'tb.large' more than once",
     "tb.small+": "an empty type",
     "tb.small++tb.large": "an empty type",
+    " ": "is blank",
+    "": "is blank",
 }
 """Ring names that are refused, and words of the refusal."""
 

@@ -35,22 +35,8 @@ def _ring_types_once(name: str, value: Any) -> bool | None:
 
 
 PARAMETER_RULES: dict[str, ParameterPredicate] = {"ring-types-once": _ring_types_once}
-"""A predicate for each rule id a query or path parameter may publish (ring-types-once: helper fixes23's
-branch publishes it on the curves query's instance_type, one id for every ring name)."""
-
-
-def _curves_ring_gap(value: Any) -> bool:
-    """The curves query's instance_type values the server answers against its schema: a ring naming a type
-    twice (refused 422, the rule unpublished) and a blank name (off the published pattern, answered 404)."""
-    return isinstance(value, str) and (not value.strip() or _ring_types_once("instance_type", value) is False)
-
-
-KNOWN_GAPS: dict[tuple[str, str, str], Callable[[Any], bool]] = {
-    ("GET", "/v1/bandwidth-models/{version}/curves", "instance_type"): _curves_ring_gap,
-}
-"""(METHOD, path, parameter) -> the values of it whose answer disagrees with the schema in a way another
-change mends (session 23: the curves query's ring rules are helper fixes23's), judged for server errors
-only; test_fuzz_api's strict xfail test says when a gap has closed and its entry can go."""
+"""A predicate for each rule id a query or path parameter may publish (ring-types-once: the curves query's
+instance_type publishes it, one id for every ring name)."""
 
 
 @dataclass(frozen=True)
@@ -61,8 +47,6 @@ class Parameter:
     location: str
     schema: dict[str, Any] = field(compare=False)
     rules: frozenset[str] = frozenset()
-    known_gap: Callable[[Any], bool] | None = field(default=None, compare=False)
-    """Values whose answer is another change's to mend (KNOWN_GAPS)."""
 
 
 def _rule_ids(value: Any) -> set[str]:
@@ -89,7 +73,6 @@ def operation_parameters(spec: dict[str, Any]) -> dict[tuple[str, str], dict[str
                     p["in"],
                     p["schema"],
                     frozenset(_rule_ids(p)),
-                    KNOWN_GAPS.get((method.upper(), path, p["name"])),
                 )
                 for p in operation.get("parameters", ())
                 if p["in"] in LOCATIONS
@@ -144,8 +127,6 @@ def refusal_error(
     `with_body`); None if nothing."""
     if status >= 500:
         return f"server error {status}"
-    if any(p.known_gap is not None and p.known_gap(values.get(p.name)) for p in parameters.values()):
-        return None
     if invalid is not None:
         if parameters[invalid].location == "path" and not routable(values.get(invalid)):
             return None if status in (404, 405) else f"unroutable path value answered {status}"
