@@ -277,3 +277,25 @@ def test_a_run_number_that_is_not_one_is_refused_as_such(
     assert code == 2 and out == "", err
     line = one_line(err)
     assert line.startswith(start) and "To fix: give --" in line, err
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("model: resnet50\n", "not valid JSON (Expecting value at column 1)"),
+        ("\n{not json\n", "not valid JSON (Expecting property name"),  # a blank line is skipped
+    ],
+)
+def test_a_bad_json_lines_file_names_its_file_and_line_once(
+    local: None, tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, words: str
+) -> None:
+    """`srift probe import r.yaml` (a YAML file, not JSON lines) said "line 1: r.yaml:1: not valid JSON":
+    the location twice, once without the file."""
+    bad = tmp_path / "r.yaml"
+    bad.write_text(text)
+    lines = text.count("\n")
+    code, out, err = run(capsys, "probe", "import", str(bad))
+    line = one_line(err)
+    assert code == 2 and out == "", err
+    assert line.startswith(f"error: r.yaml:{lines}: {words}") and f"line {lines}" not in line, err
+    assert "To fix: write one JSON object per line" in line, err
