@@ -166,9 +166,7 @@ def _row(
         time_us = float(tokens[columns["time"]])
         printed_busbw_gbyte = float(tokens[columns["busbw"]])
     except ValueError as exc:
-        raise InvalidInput(
-            f"{where}: cannot read size, time or busbw ({exc})", hint=HINT
-        ) from exc
+        raise InvalidInput(f"{where}: cannot read size, time or busbw ({exc})", hint=HINT) from exc
     if size <= 0 or not math.isfinite(time_us) or time_us <= 0:
         raise InvalidInput(f"{where}: size and time must be positive", hint=HINT)
     world = host.nodes * host.gpus_per_node

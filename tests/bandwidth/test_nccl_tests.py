@@ -58,7 +58,9 @@ def test_malformed_row_fails_with_its_line_number_and_stores_nothing(
     assert code == 2
     line = " ".join(err.split())
     assert line.startswith("error: bad.txt:10: cannot read size") and "To fix" in line, err
-    assert "line 10" not in line and line.count(":10:") == 1, err  # the row is named once, not "line 10: …:10:"
+    assert "line 10" not in line and line.count(":10:") == 1, (
+        err
+    )  # the row is named once, not "line 10: …:10:"
     assert _rows(cli_db) == []
 
 
