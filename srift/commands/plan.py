@@ -12,9 +12,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from srift.commands.ddp_options import BucketCapMb, PerLayer, apply_ddp_options
+from srift.commands.ddp_options import DDP_OPTIONS, DDP_PARAMETERS, BucketCapMb, PerLayer, apply_ddp_options
 from srift.commands.local import served_session
-from srift.commands.options import ExampleFlag, ServerUrl, WriteToken, finite_number
+from srift.commands.options import ExampleFlag, ServerUrl, WriteToken, finite_number, in_cli_words
 from srift.commands.remote import answer_request, call_api, env_token, put_given, request_body
 from srift.commands.tables import add_columns
 
@@ -753,6 +753,25 @@ PlanVerbose = Annotated[
 ]
 
 
+PLAN_OPTIONS = {
+    "mode": "--mode",
+    "solve_budget_s": "--solve-budget",
+    "confidence": "--confidence",
+    "recent_market.as_of_s": "--as-of-s",
+    **DDP_OPTIONS,
+}
+"""The request fields `srift plan`'s flags set over FILE's, each with its flag."""
+PLAN_PARAMETERS = {
+    "--mode": "mode",
+    "--solve-budget": "solve_budget_s",
+    "--confidence": "confidence",
+    "--as-of-s": "as_of_s",
+    **DDP_PARAMETERS,
+}
+"""Each of those flags' parameter: an error names the flag only when it was given, else FILE's field."""
+
+
+@in_cli_words(PLAN_OPTIONS, given=PLAN_PARAMETERS)
 def plan_command(
     file: PlanFile = None,
     as_json: PlanJson = False,
