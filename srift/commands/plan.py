@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
@@ -308,9 +309,53 @@ def render(plan: dict[str, Any], *, verbose: bool = False) -> None:
     if front:
         console.print(_pareto_table(front, total=plan["pareto_total"]))
     _plan_network_lines(plan.get("network"), verbose=verbose)
-    for warning in plan["warnings"]:
-        console.print(f"[yellow]warning:[/] {warning}", highlight=False)
+    for warning in warning_lines(plan, verbose=verbose):
+        console.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)
     render_sources(plan["sources"], verbose=verbose)
+
+
+PER_TYPE_WARNINGS = {
+    "batch capped by memory": re.compile(r"^(\S+): batch \d+ per GPU, capped by memory"),
+    "left out (the model does not fit one GPU's memory at batch 1)": re.compile(
+        r"^(\S+) left out: .* does not fit one GPU's memory at batch 1"
+    ),
+}
+"""Warnings a plan repeats once per instance type it considered (a pattern whose group is the type), each
+with what a summary of them says."""
+
+
+def _other_type_kind(warning: str, *, chosen: set[str]) -> str | None:
+    """The PER_TYPE_WARNINGS kind of `warning` when it is about a type outside `chosen`, else None."""
+    for kind, pattern in PER_TYPE_WARNINGS.items():
+        match = pattern.match(warning)
+        if match and match.group(1) not in chosen:
+            return kind
+    return None
+
+
+def warning_lines(plan: dict[str, Any], *, verbose: bool = False) -> list[str]:
+    """The plan's warnings as the CLI prints them: in full those about the chosen fleet's types and every
+    other kind, but each kind of PER_TYPE_WARNINGS about two or more other types summarised in one line
+    in place of the first ("batch capped by memory on 36 other types (--verbose lists each)"), so a
+    request over a whole catalog does not bury the plan under a line per type; `verbose` lists each. A
+    warning a choice's "batch limit:" line already says is not said again. The API's `warnings` stay whole."""
+    chosen = {c["instance_type"] for c in plan["choices"]}
+    said = {c["batch_limit"] for c in plan["choices"] if c.get("batch_limit")}
+    kinds = {w: _other_type_kind(w, chosen=chosen) for w in plan["warnings"]}
+    others: dict[str, list[str]] = {}
+    for warning, kind in kinds.items():
+        if kind is not None:
+            others.setdefault(kind, []).append(warning)
+    lines: list[str] = []
+    for warning, kind in kinds.items():
+        group = others.get(kind or "", [])
+        if warning in said:
+            continue
+        if verbose or len(group) < 2:
+            lines.append(warning)
+        elif warning == group[0]:
+            lines.append(f"{kind} on {len(group)} other types (--verbose lists each)")
+    return lines
 
 
 def _render_summary(plan: dict[str, Any]) -> None:
