@@ -42,10 +42,11 @@ class SriftError(Exception):
         stop = "" if self.hint.endswith(("?", "!")) else "."
         super().__init__(f"{where}{self.detail}. To fix: {self.hint}{stop}")
 
-    def restate(self, *, hint: str, field: str | None) -> None:
+    def restate(self, *, hint: str, field: str | None, detail: str | None = None) -> None:
         """Say the same error in a caller's own words (the CLI names its option where the API names the
-        request's field): the kind, detail and any subclass state stay, the hint and field change."""
-        SriftError.__init__(self, self.detail, hint=hint, field=field)
+        request's field): the kind and any subclass state stay, the hint and field change (and the detail,
+        where given)."""
+        SriftError.__init__(self, self.detail if detail is None else detail, hint=hint, field=field)
 
     def to_dict(self) -> dict[str, str | None]:
         return {"error": self.error, "detail": self.detail, "hint": self.hint, "field": self.field}

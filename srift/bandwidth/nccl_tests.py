@@ -121,14 +121,12 @@ def parse_nccl_tests(
             raise InvalidInput(
                 f"{where}: a data row before the column header (# size count type ... time algbw busbw)",
                 hint=HINT,
-                field=f"line {line_no}",
             )
         records.append(
             _row(
                 line,
                 columns=columns,
                 where=where,
-                line_no=line_no,
                 host=host,
                 run_id=run_id,
                 seen=seen,
@@ -152,30 +150,25 @@ def _row(
     *,
     columns: dict[str, int],
     where: str,
-    line_no: int,
     host: NcclTestsHost,
     run_id: str,
     seen: dict[int, int],
     collective: Collective,
 ) -> ProbeRecord:
     tokens = line.split()
-    field = f"line {line_no}"
     if len(tokens) <= max(columns.values()):
         raise InvalidInput(
             f"{where}: expected at least {max(columns.values()) + 1} columns, found {len(tokens)}",
             hint=HINT,
-            field=field,
         )
     try:
         size = int(tokens[columns["size"]])
         time_us = float(tokens[columns["time"]])
         printed_busbw_gbyte = float(tokens[columns["busbw"]])
     except ValueError as exc:
-        raise InvalidInput(
-            f"{where}: cannot read size, time or busbw ({exc})", hint=HINT, field=field
-        ) from exc
+        raise InvalidInput(f"{where}: cannot read size, time or busbw ({exc})", hint=HINT) from exc
     if size <= 0 or not math.isfinite(time_us) or time_us <= 0:
-        raise InvalidInput(f"{where}: size and time must be positive", hint=HINT, field=field)
+        raise InvalidInput(f"{where}: size and time must be positive", hint=HINT)
     world = host.nodes * host.gpus_per_node
     time_s = time_us / 1e6
     busbw = busbw_gbps(buffer_bytes=size, world_size=world, time_s=time_s, collective=collective)
@@ -185,7 +178,6 @@ def _row(
             f"{where}: busbw {printed_busbw_gbyte} GB/s does not match size and time across {world} ranks "
             f"({busbw / 8:.2f} GB/s)",
             hint=f"check --nodes and --gpus-per-node, and that this is {collective.value} output",
-            field=field,
         )
     repeat = seen.get(size, 0)
     seen[size] = repeat + 1

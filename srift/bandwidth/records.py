@@ -291,7 +291,6 @@ def parse_line(
         raise InvalidInput(
             f"{where}: not valid JSON ({exc.msg} at column {exc.colno})",
             hint="write one JSON object per line, as probes/allreduce.py does",
-            field=f"line {line_no}",
         ) from exc
     if overrides and isinstance(data, dict):
         given = {k: v for k, v in overrides.items() if v is not None}

@@ -26,6 +26,11 @@ PerLayer = Annotated[
     ),
 ]
 
+DDP_OPTIONS = {"bucket_cap_mb": "--bucket-cap-mb", "exchange": "--per-layer"}
+"""The request fields these options set, each with its option (srift.commands.options.in_cli_words)."""
+DDP_PARAMETERS = {"--bucket-cap-mb": "bucket_cap_mb", "--per-layer": "per_layer"}
+"""Each option's parameter in the commands that take them: the option is named in an error only when given."""
+
 
 def apply_ddp_options(body: dict[str, Any], *, bucket_cap_mb: float | None, per_layer: bool) -> None:
     """Put the command line's DDP settings into the request body."""

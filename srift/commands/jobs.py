@@ -300,6 +300,7 @@ def _put_ec2(body: dict[str, Any], *, image_id: str | None, results_url: str | N
         "repeats": "--repeats",
     },
     hints={**_SUBMIT_HINTS, "give hosts per run, e.g. [2, 4]": "give hosts per run, e.g. --nodes 2,4"},
+    file="file",
 )
 def submit_probe(
     provider: Provider = None,
@@ -353,6 +354,7 @@ def submit_probe(
         "max_batch": "--max-batch",
     },
     hints=_SUBMIT_HINTS,
+    file="file",
 )
 def submit_profile(
     provider: Provider = None,

@@ -24,23 +24,52 @@ def _pct(value: Any) -> str:
 def _table(models: list[dict[str, Any]], *, title: str) -> Table:
     table = Table(title=title)
     table.add_column("version", no_wrap=True)
-    table.add_column("active")
     table.add_column("samples", justify="right")
-    table.add_column("covers", overflow="fold")
+    names = [m.get("covers", []) for m in models]
+    providers = {name.split("/", 1)[0] if "/" in name else "" for cover in names for name in cover}
+    shared = next(iter(providers)) if len(providers) == 1 else ""  # every name is "<provider>/<type>"
+    shown = [_covers([n.split("/", 1)[1] if shared else n for n in cover]) for cover in names]
+    table.add_column(
+        f"covers ({shared})" if shared else "covers",
+        no_wrap=_whole(shown, versions=[m["version"] for m in models]),
+        overflow="fold",
+    )
     table.add_column("MAPE<MTU (floor)", justify="right")
     table.add_column("MAPE≥MTU (floor)", justify="right")
-    for m in models:
+    for m, covers in zip(models, shown, strict=True):
         metrics = m.get("metrics", {})
-        covers = m.get("covers", [])
         table.add_row(
-            m["version"],
-            "yes" if m.get("is_active") else "",
+            m["version"] + ("\n(active)" if m.get("is_active") else ""),
             str(metrics.get("n_samples", "-")),
-            ", ".join(covers[:2]) + (f" +{len(covers) - 2}" if len(covers) > 2 else ""),
-            f"{_pct(metrics.get('test_mape_small'))} ({_pct(metrics.get('noise_floor_small'))})",
-            f"{_pct(metrics.get('test_mape_large'))} ({_pct(metrics.get('noise_floor_large'))})",
+            covers,
+            f"{_pct(metrics.get('test_mape_small'))}\n({_pct(metrics.get('noise_floor_small'))})",
+            f"{_pct(metrics.get('test_mape_large'))}\n({_pct(metrics.get('noise_floor_large'))})",
         )
     return table
+
+
+COVERS_SHOWN = 2
+"""The instance types (or rings) a model covers that its row names; the rest are counted."""
+OTHER_COLUMNS_WIDTH = 16 + len("samples") + 2 * len("MAPE<MTU")
+"""The models table's width besides its version and covers columns: borders and padding, the sample
+count, and each MAPE column at its narrowest (its header's longest word)."""
+
+
+def _covers(covers: list[str]) -> str:
+    """A model's covered types, one a line (a name never breaks at a ", " the console would strand on a line
+    of its own), the first COVERS_SHOWN of them and "+N more" for the rest."""
+    lines = covers[:COVERS_SHOWN]
+    if len(covers) > COVERS_SHOWN:
+        lines.append(f"+{len(covers) - COVERS_SHOWN} more")
+    return "\n".join(lines) or "-"
+
+
+def _whole(shown: list[str], *, versions: list[str]) -> bool:
+    """Whether every covered name fits the console unbroken beside the other columns at their narrowest;
+    else (a long mixed ring on a narrow console) the covers column folds rather than cut the MAPE off."""
+    widest = max((len(name) for cell in shown for name in cell.splitlines()), default=0)
+    room = console.width - OTHER_COLUMNS_WIDTH - max((len(v) for v in versions), default=0)
+    return widest <= room
 
 
 def _as_dict(version: Any) -> dict[str, Any]:

@@ -68,14 +68,21 @@ def in_cli_words(
     *,
     phrases: Mapping[str, str] | None = None,
     hints: Mapping[str, str] | None = None,
+    given: Mapping[str, str] | None = None,
+    file: str | None = None,
 ) -> Callable[[Callable[..., None]], Callable[..., None]]:
     """Decorate a command so its errors speak the command line's words. The services' errors are shared
     with the API and name the request's fields (`time_limit_s`) and REST paths (POST /v1/jobs); this
     restates each at the CLI edge: `options` maps a request field to the command's option (the error's
     field, and the field's name in the hint), `phrases` an API phrase in a hint to the CLI's, and `hints`
-    a whole API hint to the CLI's (where the fix on the command line is another one)."""
-    words = {**options, **(phrases or {})}
-    pattern = re.compile("|".join(rf"(?<![\w/-]){re.escape(w)}(?![\w/])" for w in words)) if words else None
+    a whole API hint to the CLI's (where the fix on the command line is another one).
+
+    `given` maps an option that only overrides the request FILE's field to the command's parameter for
+    it: that option is named only when the user gave it, else the error names the file's field (a bad
+    `network.transport` in FILE is FILE's, `--transport udp` the flag's). `file` names the parameter of a
+    command whose request may come from a file too (`--file`): without one given, every field came from
+    the flags, so "X is missing" reads as click says a required option was not given."""
+    fixed = {**(phrases or {})}
 
     def decorate(command: Callable[..., None]) -> Callable[..., None]:
         @functools.wraps(command)
@@ -83,15 +90,37 @@ def in_cli_words(
             try:
                 command(*args, **kwargs)
             except SriftError as exc:
+                named = {
+                    field: option
+                    for field, option in options.items()
+                    if option not in (given or {}) or _was_given(kwargs.get((given or {})[option]))
+                }
                 hint = (hints or {}).get(exc.hint)
                 if hint is None:
-                    hint = pattern.sub(lambda m: words[m.group(0)], exc.hint) if pattern else exc.hint
-                exc.restate(hint=hint, field=options.get(exc.field or "", exc.field))
+                    hint = _restated(exc.hint, {**named, **fixed})
+                field = named.get(exc.field or "", exc.field)
+                flags_only = not (file and _was_given(kwargs.get(file)))
+                missing = field != exc.field and exc.detail == f"{exc.field} is missing" and flags_only
+                detail = "this option is required and was not given" if missing else None
+                exc.restate(hint=hint, field=field, detail=detail)
                 raise
 
         return speaking
 
     return decorate
+
+
+def _was_given(value: Any) -> bool:
+    """Whether a command's parameter holds what the user typed (not its default: None, False or [])."""
+    return value is not None and value is not False and value != []
+
+
+def _restated(text: str, words: Mapping[str, str]) -> str:
+    """`text` with each of `words` (a whole word, not part of a path or option) said as it maps."""
+    if not words:
+        return text
+    pattern = re.compile("|".join(rf"(?<![\w/-]){re.escape(w)}(?![\w/])" for w in words))
+    return pattern.sub(lambda m: words[m.group(0)], text)
 
 
 def finite_number(option: str, *, within: tuple[float, float] | None = None) -> Callable[[str], float]:

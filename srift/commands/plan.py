@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
@@ -12,9 +13,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from srift.commands.ddp_options import BucketCapMb, PerLayer, apply_ddp_options
+from srift.commands.ddp_options import DDP_OPTIONS, DDP_PARAMETERS, BucketCapMb, PerLayer, apply_ddp_options
 from srift.commands.local import served_session
-from srift.commands.options import ExampleFlag, ServerUrl, WriteToken, finite_number
+from srift.commands.options import ExampleFlag, ServerUrl, WriteToken, finite_number, in_cli_words
 from srift.commands.remote import answer_request, call_api, env_token, put_given, request_body
 from srift.commands.tables import add_columns
 
@@ -308,9 +309,53 @@ def render(plan: dict[str, Any], *, verbose: bool = False) -> None:
     if front:
         console.print(_pareto_table(front, total=plan["pareto_total"]))
     _plan_network_lines(plan.get("network"), verbose=verbose)
-    for warning in plan["warnings"]:
-        console.print(f"[yellow]warning:[/] {warning}", highlight=False)
+    for warning in warning_lines(plan, verbose=verbose):
+        console.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)
     render_sources(plan["sources"], verbose=verbose)
+
+
+PER_TYPE_WARNINGS = {
+    "batch capped by memory": re.compile(r"^(\S+): batch \d+ per GPU, capped by memory"),
+    "left out (the model does not fit one GPU's memory at batch 1)": re.compile(
+        r"^(\S+) left out: .* does not fit one GPU's memory at batch 1"
+    ),
+}
+"""Warnings a plan repeats once per instance type it considered (a pattern whose group is the type), each
+with what a summary of them says."""
+
+
+def _other_type_kind(warning: str, *, chosen: set[str]) -> str | None:
+    """The PER_TYPE_WARNINGS kind of `warning` when it is about a type outside `chosen`, else None."""
+    for kind, pattern in PER_TYPE_WARNINGS.items():
+        match = pattern.match(warning)
+        if match and match.group(1) not in chosen:
+            return kind
+    return None
+
+
+def warning_lines(plan: dict[str, Any], *, verbose: bool = False) -> list[str]:
+    """The plan's warnings as the CLI prints them: in full those about the chosen fleet's types and every
+    other kind, but each kind of PER_TYPE_WARNINGS about two or more other types summarised in one line
+    in place of the first ("batch capped by memory on 36 other types (--verbose lists each)"), so a
+    request over a whole catalog does not bury the plan under a line per type; `verbose` lists each. A
+    warning a choice's "batch limit:" line already says is not said again. The API's `warnings` stay whole."""
+    chosen = {c["instance_type"] for c in plan["choices"]}
+    said = {c["batch_limit"] for c in plan["choices"] if c.get("batch_limit")}
+    kinds = {w: _other_type_kind(w, chosen=chosen) for w in plan["warnings"]}
+    others: dict[str, list[str]] = {}
+    for warning, kind in kinds.items():
+        if kind is not None:
+            others.setdefault(kind, []).append(warning)
+    lines: list[str] = []
+    for warning, kind in kinds.items():
+        group = others.get(kind or "", [])
+        if warning in said:
+            continue
+        if verbose or len(group) < 2:
+            lines.append(warning)
+        elif warning == group[0]:
+            lines.append(f"{kind} on {len(group)} other types (--verbose lists each)")
+    return lines
 
 
 def _render_summary(plan: dict[str, Any]) -> None:
@@ -753,6 +798,25 @@ PlanVerbose = Annotated[
 ]
 
 
+PLAN_OPTIONS = {
+    "mode": "--mode",
+    "solve_budget_s": "--solve-budget",
+    "confidence": "--confidence",
+    "recent_market.as_of_s": "--as-of-s",
+    **DDP_OPTIONS,
+}
+"""The request fields `srift plan`'s flags set over FILE's, each with its flag."""
+PLAN_PARAMETERS = {
+    "--mode": "mode",
+    "--solve-budget": "solve_budget_s",
+    "--confidence": "confidence",
+    "--as-of-s": "as_of_s",
+    **DDP_PARAMETERS,
+}
+"""Each of those flags' parameter: an error names the flag only when it was given, else FILE's field."""
+
+
+@in_cli_words(PLAN_OPTIONS, given=PLAN_PARAMETERS)
 def plan_command(
     file: PlanFile = None,
     as_json: PlanJson = False,

@@ -12,9 +12,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from srift.commands.ddp_options import BucketCapMb, PerLayer, apply_ddp_options
+from srift.commands.ddp_options import DDP_OPTIONS, DDP_PARAMETERS, BucketCapMb, PerLayer, apply_ddp_options
 from srift.commands.local import served_session
-from srift.commands.options import ExampleFlag, ReadToken, ServerUrl
+from srift.commands.options import ExampleFlag, ReadToken, ServerUrl, in_cli_words
 from srift.commands.plan import network_rate_lines, render_sources, render_strategy
 from srift.commands.remote import answer_request, load_request_file, put_given, request_body
 from srift.commands.tables import add_columns
@@ -314,6 +314,29 @@ PredictVerbose = Annotated[
 ]
 
 
+PREDICT_OPTIONS = {
+    "network.transport": "--transport",
+    "network.library": "--library",
+    "network.placement_group": "--placement-group",
+    "network.ena_visible": "--ena-visible",
+    "mc_samples": "--mc-samples",
+    "seed": "--seed",
+    **DDP_OPTIONS,
+}
+"""The request fields `srift predict`'s flags set over FILE's, each with its flag."""
+PREDICT_PARAMETERS = {
+    "--transport": "transport",
+    "--library": "library",
+    "--placement-group": "placement_group",
+    "--ena-visible": "ena_visible",
+    "--mc-samples": "mc_samples",
+    "--seed": "seed",
+    **DDP_PARAMETERS,
+}
+"""Each of those flags' parameter: an error names the flag only when it was given, else FILE's field."""
+
+
+@in_cli_words(PREDICT_OPTIONS, given=PREDICT_PARAMETERS)
 def predict_command(
     file: PredictFile = None,
     as_json: PredictJson = False,

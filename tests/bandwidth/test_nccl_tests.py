@@ -56,7 +56,11 @@ def test_malformed_row_fails_with_its_line_number_and_stores_nothing(
     bad.write_text("\n".join(lines) + "\n")
     code, _, err = run_cli(capsys, *IMPORT, "--gpus-per-node", "8", str(bad))
     assert code == 2
-    assert "bad.txt:10" in err and "line 10" in err and "To fix" in err
+    line = " ".join(err.split())
+    assert line.startswith("error: bad.txt:10: cannot read size") and "To fix" in line, err
+    assert "line 10" not in line and line.count(":10:") == 1, (
+        err
+    )  # the row is named once, not "line 10: …:10:"
     assert _rows(cli_db) == []
 
 

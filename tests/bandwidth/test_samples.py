@@ -43,7 +43,7 @@ def test_a_probe_line_becomes_a_record_with_derived_bandwidths() -> None:
 @pytest.mark.parametrize(
     ("bad", "field", "words"),
     [
-        ("{not json", "line 2", "not valid JSON"),
+        ("{not json", None, "not valid JSON"),  # the line is named once, as s.jsonl:2
         (line(world_size=1, nodes=1), "world_size", "must be ≥ 2"),
         (line(buffer_bytes=0), "buffer_bytes", "must be ≥ 1"),
         (line(buffer_bytes=-8), "buffer_bytes", "must be ≥ 1"),
@@ -56,7 +56,7 @@ def test_a_probe_line_becomes_a_record_with_derived_bandwidths() -> None:
         (line(buffer_bytes=1.5), "buffer_bytes", "integer"),
     ],
 )
-def test_bad_lines_are_rejected_with_their_line_number(bad: str, field: str, words: str) -> None:
+def test_bad_lines_are_rejected_with_their_line_number(bad: str, field: str | None, words: str) -> None:
     with pytest.raises(InvalidInput) as caught:
         parse_jsonl(line() + "\n" + bad + "\n", source="s.jsonl")
     assert caught.value.field == field

@@ -110,6 +110,40 @@ def test_quick_start_plan_fits_80_columns(
     assert len(set(rows)) == len(rows), f"rows of the Pareto front read alike: {rows}"
 
 
+def covered_names_whole(table: str, versions: list[dict[str, object]]) -> None:
+    """Each name a version covers (that its row shows) stands whole on a line of the table, and no cell of
+    the table is a stranded "," (the covers cell once folded "a, b" into "a" / ",")."""
+    cells = [c.strip() for line in table.splitlines() for c in line.split("│")[1:-1]]
+    assert "," not in cells, table
+    for version in versions:
+        covers = [str(c) for c in version["covers"]]  # type: ignore[attr-defined]
+        for name in covers[:2]:
+            assert name.split("/", 1)[1] in cells, (name, table)
+        if len(covers) > 2:
+            assert f"+{len(covers) - 2} more" in cells, table
+
+
+def test_models_train_and_list_fit_80_columns_with_whole_names(
+    narrow: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`srift models list` folded its covers column ("testbed/bw.r100.d2, testbed/bw.r1000.d05 +2") into
+    pieces of names, and at some widths a lone "," on a line of its own."""
+    import json
+
+    rings = ["bw.r100.d2", "bw.r1000.d05", "bw.r250.d1"]
+    trained = run(capsys, ["models", "train", "--no-tune", *[f"--instance-type={r}" for r in rings]])
+    listed = run(capsys, ["models", "list"])
+    versions = json.loads(run(capsys, ["models", "list", "--json"]))
+    assert len(versions) == 2
+    for table in (trained, listed):
+        assert_fits(table.split("warning: ")[0])
+        assert "covers (testbed)" in table and "MAPE<MTU" in table and "MAPE≥MTU" in table
+    covered_names_whole(trained.split("warning: ")[0], [v for v in versions if not v["is_active"]])
+    covered_names_whole(listed, versions)
+    active = next(v["version"] for v in versions if v["is_active"])
+    assert re.search(rf"│ {re.escape(active)} +│.*\n│ \(active\) +│", listed), listed
+
+
 def test_columns_tell_rows_apart() -> None:
     assert durations([180.0, 185.3, 190.9]) == ["3.0 min", "3.1 min", "3.2 min"]
     assert durations([50.6, 55.7]) == ["51 s", "56 s"]

@@ -12,6 +12,7 @@ from rich.console import Console
 
 from srift.cli import main
 from srift.settings import get_settings
+from tests.commands.test_eighty_columns import covered_names_whole
 
 COLUMNS = 100
 
@@ -23,7 +24,7 @@ def hundred(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setenv("SRIFT_DATA_DIR", str(tmp_path))
     monkeypatch.setenv("COLUMNS", str(COLUMNS))
     get_settings.cache_clear()
-    for module in ("catalog", "plan", "predict"):
+    for module in ("catalog", "plan", "predict", "models"):
         monkeypatch.setattr(f"srift.commands.{module}.console", Console())
     yield
     get_settings.cache_clear()
@@ -57,3 +58,14 @@ def test_the_example_plan_prediction_and_catalog_fit_100_columns(
         assert_fits(verbose)
         assert len(verbose.splitlines()) > len(out.splitlines())
     assert_fits(run(capsys, ["catalog", "list", "--provider", "aws", "--region", "us-east-1", "--gpu", "T4"]))
+
+
+def test_models_list_fits_100_columns_with_each_covered_name_on_its_line(
+    hundred: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    listed = run(capsys, ["models", "list"])
+    assert_fits(listed)
+    assert "MAPE<MTU (floor)" in listed  # room enough: the headers stay on one line
+    covered_names_whole(listed, json.loads(run(capsys, ["models", "list", "--json"])))

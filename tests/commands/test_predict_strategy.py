@@ -88,4 +88,7 @@ def test_predict_a_sharded_strategy_with_monte_carlo_samples_names_the_field_and
 ) -> None:
     err = _predict(capsys, tmp_path, "--mc-samples", "20", exit_code=2, strategy="full_shard")
     assert "mc_samples 20 is not modelled under strategy full_shard" in err, err
-    assert "To fix: leave mc_samples at 0 to predict strategy full_shard, or give strategy ddp or auto" in err
+    assert "error: --mc-samples: " in err, err  # the flag typed, and in the hint too
+    assert (
+        "To fix: leave --mc-samples at 0 to predict strategy full_shard, or give strategy ddp or auto" in err
+    )

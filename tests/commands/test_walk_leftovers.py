@@ -277,3 +277,77 @@ def test_a_run_number_that_is_not_one_is_refused_as_such(
     assert code == 2 and out == "", err
     line = one_line(err)
     assert line.startswith(start) and "To fix: give --" in line, err
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("model: resnet50\n", "not valid JSON (Expecting value at column 1)"),
+        ("\n{not json\n", "not valid JSON (Expecting property name"),  # a blank line is skipped
+    ],
+)
+def test_a_bad_json_lines_file_names_its_file_and_line_once(
+    local: None, tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, words: str
+) -> None:
+    """`srift probe import r.yaml` (a YAML file, not JSON lines) said "line 1: r.yaml:1: not valid JSON":
+    the location twice, once without the file."""
+    bad = tmp_path / "r.yaml"
+    bad.write_text(text)
+    lines = text.count("\n")
+    code, out, err = run(capsys, "probe", "import", str(bad))
+    line = one_line(err)
+    assert code == 2 and out == "", err
+    assert line.startswith(f"error: r.yaml:{lines}: {words}") and f"line {lines}" not in line, err
+    assert "To fix: write one JSON object per line" in line, err
+
+
+@pytest.mark.parametrize(
+    ("command", "key", "flag", "bad"),
+    [
+        ("predict", "transport", "--transport", "udp"),
+        ("predict", "library", "--library", "mpi"),
+        ("plan", "mode", "--mode", "fast"),
+    ],
+)
+def test_a_bad_override_flag_is_named_as_typed_and_a_bad_file_field_as_written(
+    local: None,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    command: str,
+    key: str,
+    flag: str,
+    bad: str,
+) -> None:
+    """`srift predict r.yaml --transport udp` said "error: network.transport: ...", the request's field,
+    where the user typed --transport (`srift plan r.yaml --mode fast` said "mode"). The same value written
+    in the file is still named by the file's field."""
+    code, example, _ = run(capsys, command, "--example")
+    request = tmp_path / "r.yaml"
+    request.write_text(example)
+    code, out, err = run(capsys, command, str(request), flag, bad)
+    assert code == 2 and out == "" and one_line(err).startswith(f"error: {flag}: "), err
+    field = f"network.{key}" if command == "predict" else key
+    written = tmp_path / "bad.yaml"
+    text = example.replace(f"\n{key}: ", f"\n{key}: {bad} #").replace(f"\n  {key}: ", f"\n  {key}: {bad} #")
+    assert text != example
+    written.write_text(text)
+    code, out, err = run(capsys, command, str(written))
+    assert code == 2 and out == "" and one_line(err).startswith(f"error: {field}: "), err
+
+
+def test_a_job_without_its_instance_type_names_the_flag_or_the_files_field(
+    local: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`srift jobs submit probe --provider local --nodes 2` said "error: --instance-type: instance_type is
+    missing": the flag at fault, then the request's field. Given flags only, it says the option was not
+    given, as click does for a required option; with --file, the file may carry it, so its field is named."""
+    code, out, err = run(capsys, "jobs", "submit", "probe", "--provider", "local", "--nodes", "2")
+    line = one_line(err)
+    assert code == 2 and out == "" and "instance_type" not in line, err
+    assert line.startswith("error: --instance-type: this option is required and was not given. To fix: "), err
+    request = tmp_path / "job.yaml"
+    request.write_text("node_counts: [2]\n")
+    code, out, err = run(capsys, "jobs", "submit", "probe", "--provider", "local", "--file", str(request))
+    assert code == 2 and one_line(err).startswith("error: --instance-type: instance_type is missing."), err
+    code, out, _ = run(capsys, "jobs", "list", "--json")
+    assert json.loads(out) == []
