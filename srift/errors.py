@@ -136,7 +136,9 @@ def server_root(url: str) -> str:
 def foreign_answer(response: Any, *, url: str, hint: str) -> ExternalServiceError | None:
     """ExternalServiceError when `response` (an httpx response from `url`) holds no JSON, as no Srift server
     answers (another web server, a proxy's page), naming its status and content type instead of printing
-    the page; None for a JSON answer."""
+    the page; None for a JSON answer, or one with no body at all (a 204 has none)."""
+    if not response.content:
+        return None
     try:
         response.json()
     except ValueError:

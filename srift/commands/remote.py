@@ -206,7 +206,7 @@ def call_api(
     if foreign is not None:
         raise foreign
     if response.status_code < 400:
-        return response.json()
+        return response.json() if response.content else None
     answer = ErrorAnswer.read(response, detail="request failed", hint="see the server log")
     detail, hint, field = answer.detail, answer.hint, answer.field
     if response.status_code == 401:

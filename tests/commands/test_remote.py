@@ -46,6 +46,7 @@ ANSWERS: dict[str, tuple[int, dict[str, object] | str]] = {
     "/v1/broken": (502, {"detail": "upstream"}),
     "/v1/page": (200, "<html><body>a login page</body></html>"),
     "/v1/gone": (404, "<html><body><h1>Error response</h1>File not found</body></html>"),
+    "/v1/deleted": (204, ""),
     "/v1/unauthorized": (
         401,
         {
@@ -63,7 +64,7 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("content-length", 0))
         self.rfile.read(length)
         status, body = ANSWERS[self.path]
-        if isinstance(body, str):  # another web server's page
+        if isinstance(body, str):  # another web server's page (or no body at all: a 204)
             payload, kind = body.encode(), "text/html; charset=utf-8"
         else:
             payload, kind = (
@@ -166,3 +167,9 @@ def test_a_server_that_answers_no_json_is_named_not_printed(server: str, path: s
     assert f"{server}{path} answered " in message and "with text/html, not JSON" in message
     assert "<html" not in message and "srift serve" in info.value.hint
     assert info.value.exit_code == 4
+
+
+def test_an_answer_with_no_body_is_no_answer_not_a_foreign_server(server: str) -> None:
+    """A 204 (as DELETE /v1/profiles/{id} answers) has no body: nothing to return, and no sign that another
+    web server answered."""
+    assert call_api("POST", server, "/v1/deleted", token=None, body={}) is None
