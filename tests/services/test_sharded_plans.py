@@ -3,6 +3,7 @@ strategies, the 422 when no fleet holds the model, and `srift plan --example-mod
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from typing import Any, get_args
@@ -12,8 +13,14 @@ from fastapi.testclient import TestClient
 
 from srift.catalog.shipped import load_shipped_catalog
 from srift.commands.plan import example_for
-from srift.refmodels.shipped import load_reference_profiles
+from srift.domain import FleetMember
+from srift.domain.sharding import StrategyChoice
+from srift.optimize.evaluate import SimEvaluator
+from srift.optimize.strategies import StrategyEvaluator, setups_for
+from srift.refmodels.shipped import load_reference_profiles, reference_profiles
+from srift.services.sharding import OfferedTypes, memory_hint
 from srift.settings import Settings
+from tests.sim.kit import P3_2XL, flat
 
 NO_STRUCTURE = {
     "model": "no-structure",
@@ -224,3 +231,41 @@ def test_the_plan_schema_names_every_why_kind_the_strategy_phase_writes() -> Non
 
     literal, none = get_args(StrategyOut.model_fields["why_kind"].annotation)
     assert none is type(None) and set(get_args(literal)) == set(WHY_KINDS)
+
+
+def test_the_no_fleet_holds_hint_says_plainly_when_no_change_alone_helps() -> None:
+    """When no change alone lets a fleet hold the model (no offered type has GPUs large enough, and more VMs,
+    checkpointing or full sharding do not fit the types given) the hint says so and names the location,
+    never "use" with nothing after it: llama-8b fully sharded, checkpointed or not, over the most VMs of
+    1 GiB GPUs, with a 2 GiB type the only larger one offered."""
+    llama = next(
+        p for p in reference_profiles() if p.model == "llama-8b" and p.accelerator.startswith("V100")
+    )
+    tiny = dataclasses.replace(P3_2XL, name="tiny.xlarge", gpu_memory_gib=1.0)
+    small = dataclasses.replace(P3_2XL, name="small.xlarge", gpu_memory_gib=2.0)
+    chooser = StrategyEvaluator(
+        SimEvaluator(bandwidth=flat(10.0)), setups_for(StrategyChoice.FULL_SHARD, None), max_update_s=1.0
+    )
+    fleet = [FleetMember(instance=tiny, count=4, batch=1, profile=llama)]
+    assert not chooser.fits(fleet)
+    hint = memory_hint(
+        [fleet],
+        chooser=chooser,
+        strategy=StrategyChoice.FULL_SHARD,
+        checkpointing=None,
+        more_vms="more VMs",
+        offered=OfferedTypes((tiny, small), "aws/us-east-1"),
+    )
+    assert hint.startswith("no change alone lets a fleet hold the model: no type offered in aws/us-east-1 ")
+    assert "strategy full_shard" in hint and "use another provider or region" in hint
+    # with a type whose GPUs do hold it offered, that type is the change named
+    roomy = dataclasses.replace(P3_2XL, name="roomy.xlarge", gpu_memory_gib=80.0)
+    hint = memory_hint(
+        [fleet],
+        chooser=chooser,
+        strategy=StrategyChoice.FULL_SHARD,
+        checkpointing=None,
+        more_vms="more VMs",
+        offered=OfferedTypes((tiny, small, roomy), "aws/us-east-1"),
+    )
+    assert hint == "use types with more GPU memory (e.g. roomy.xlarge)"
