@@ -323,44 +323,14 @@ def memory_hint(
     offered: OfferedTypes,
 ) -> str:
     """The hint of a 409 when no setup `chooser` compares fits any of `fleets` (a plan's and a prediction's
-    share it): "use a, b, or c" from the changes that can help (`memory_changes`), or, when none can alone,
-    a plain statement that no offered type (in `offered.where`) nor any other change lets a fleet hold it."""
-    changes = memory_changes(
-        fleets,
-        chooser=chooser,
-        strategy=strategy,
-        checkpointing=checkpointing,
-        more_vms=more_vms,
-        offered=offered,
-    )
-    if not changes:
-        return (
-            f"no change alone lets a fleet hold the model: no type offered in {offered.where} has GPUs "
-            f"large enough for a setup strategy {strategy.value} allows at one sample per GPU, and neither "
-            "more VMs, checkpointing nor full sharding fit the types given; use another provider or region"
-        )
-    if len(changes) == 1:
-        return f"use {changes[0]}"
-    return "use " + ", ".join(changes[:-1]) + f", or {changes[-1]}"
-
-
-def memory_changes(
-    fleets: Sequence[Sequence[FleetMember]],
-    *,
-    chooser: StrategyEvaluator,
-    strategy: StrategyChoice,
-    checkpointing: bool | None,
-    more_vms: str,
-    offered: OfferedTypes,
-) -> list[str]:
-    """The changes that can make one of `fleets` fit (no setup `chooser` compares fits any), and only those,
-    for a 409's hint (`memory_hint`): `more_vms` (the request's words for it) when a compared setup that
-    shards fits those types at the most VMs a request may give (MAX_COUNT each) at 1 per GPU (DDP keeps the
-    whole model on every GPU, and hybrid sharding spreads it only over one VM's GPUs); a smaller batch per
-    GPU when a fleet runs more than 1 and some setup fits it at 1 per GPU (under DDP alone, more VMs help
-    only that way); types with more GPU memory, naming those offered that hold it (`roomier_types`), left
-    out when none does; checkpointing when the request rules it out and a setup with it can fit; a strategy
-    that shards fully when the request's does not and full sharding can fit."""
+    share it): "use a, b, or c" from the changes that can make one fit, and only those: `more_vms` (the
+    request's words for it) when a compared setup that shards fits those types at the most VMs a request may
+    give (MAX_COUNT each) at 1 per GPU (DDP keeps the whole model on every GPU, and hybrid sharding spreads it
+    only over one VM's GPUs); a smaller batch per GPU when a fleet runs more than 1 and some setup fits it at
+    1 per GPU (under DDP alone, more VMs help only that way); types with more GPU memory, naming those
+    `offered` that hold it (`roomier_types`), left out when none does; checkpointing when the request rules
+    it out and a setup with it can fit; a strategy that shards fully when the request's does not and full
+    sharding can fit. When none of them can alone, it says so plainly, naming where it looked."""
     widest = [[dataclasses.replace(m, count=MAX_COUNT, batch=m.instance.devices) for m in f] for f in fleets]
 
     def can_fit(setups: Sequence[Setup], among: Sequence[Sequence[FleetMember]]) -> bool:
@@ -383,7 +353,15 @@ def memory_changes(
         changes.append(
             "a sharded strategy (strategy full_shard, or auto)" if ddp else "strategy full_shard (or auto)"
         )
-    return changes
+    if not changes:
+        return (
+            f"no change alone lets a fleet hold the model: no type offered in {offered.where} has GPUs "
+            f"large enough for a setup strategy {strategy.value} allows at one sample per GPU, and neither "
+            "more VMs, checkpointing nor full sharding fit the types given; use another provider or region"
+        )
+    if len(changes) == 1:
+        return f"use {changes[0]}"
+    return "use " + ", ".join(changes[:-1]) + f", or {changes[-1]}"
 
 
 def roomier_types(

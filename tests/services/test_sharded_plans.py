@@ -13,7 +13,7 @@ from fastapi.testclient import TestClient
 
 from srift.catalog.shipped import load_shipped_catalog
 from srift.commands.plan import example_for
-from srift.domain import FleetMember
+from srift.domain import FleetMember, InstanceType
 from srift.domain.sharding import StrategyChoice
 from srift.optimize.evaluate import SimEvaluator
 from srift.optimize.strategies import StrategyEvaluator, setups_for
@@ -248,24 +248,22 @@ def test_the_no_fleet_holds_hint_says_plainly_when_no_change_alone_helps() -> No
     )
     fleet = [FleetMember(instance=tiny, count=4, batch=1, profile=llama)]
     assert not chooser.fits(fleet)
-    hint = memory_hint(
-        [fleet],
-        chooser=chooser,
-        strategy=StrategyChoice.FULL_SHARD,
-        checkpointing=None,
-        more_vms="more VMs",
-        offered=OfferedTypes((tiny, small), "aws/us-east-1"),
+
+    def hint(*offered: InstanceType) -> str:
+        return memory_hint(
+            [fleet],
+            chooser=chooser,
+            strategy=StrategyChoice.FULL_SHARD,
+            checkpointing=None,
+            more_vms="more VMs",
+            offered=OfferedTypes(offered, "aws/us-east-1"),
+        )
+
+    plainly = hint(tiny, small)
+    assert plainly.startswith(
+        "no change alone lets a fleet hold the model: no type offered in aws/us-east-1 "
     )
-    assert hint.startswith("no change alone lets a fleet hold the model: no type offered in aws/us-east-1 ")
-    assert "strategy full_shard" in hint and "use another provider or region" in hint
+    assert "strategy full_shard" in plainly and "use another provider or region" in plainly
     # with a type whose GPUs do hold it offered, that type is the change named
     roomy = dataclasses.replace(P3_2XL, name="roomy.xlarge", gpu_memory_gib=80.0)
-    hint = memory_hint(
-        [fleet],
-        chooser=chooser,
-        strategy=StrategyChoice.FULL_SHARD,
-        checkpointing=None,
-        more_vms="more VMs",
-        offered=OfferedTypes((tiny, small, roomy), "aws/us-east-1"),
-    )
-    assert hint == "use types with more GPU memory (e.g. roomy.xlarge)"
+    assert hint(tiny, small, roomy) == "use types with more GPU memory (e.g. roomy.xlarge)"
