@@ -134,7 +134,17 @@ def check_ddp_memory(
 
 
 MOST_TYPES_NAMED = 3
-"""A hint names at most this many instance types whose GPUs would hold the model under DDP."""
+"""A hint names at most this many instance types whose GPUs would hold the model."""
+
+
+def types_to_name(holding: Iterable[InstanceType]) -> list[str]:
+    """The types a hint names of those that would hold a model (`holding`): the smallest type (fewest GPUs,
+    then vCPUs) of each GPU model, smallest GPUs first, at most MOST_TYPES_NAMED; the DDP 422
+    (`no_batch_fits_hint`) and the 409 when no fleet holds the model (srift.services.sharding) share it."""
+    by_gpu: dict[tuple[str, float], str] = {}
+    for other in sorted(holding, key=lambda t: (t.gpu_memory_gib, t.gpu_count, t.vcpus, t.name)):
+        by_gpu.setdefault((other.gpu_model or "", other.gpu_memory_gib), other.name)
+    return list(by_gpu.values())[:MOST_TYPES_NAMED]
 
 
 def no_batch_fits_hint(
@@ -145,15 +155,9 @@ def no_batch_fits_hint(
     smallest type (under the same memory model), or saying none has them, and (`suggest_strategy`) a
     sharded strategy."""
     need_gib = math.ceil(10 * limit.memory.peak_bytes(1) / (1.0 - MARGIN_FRACTION) / GIB) / 10
-    holding = sorted(
-        (other for other in others if (fits := batch_limit(profile, other)) and fits.memory_batch >= 1),
-        key=lambda other: (other.gpu_memory_gib, other.gpu_count, other.vcpus, other.name),
+    named = types_to_name(
+        other for other in others if (fits := batch_limit(profile, other)) and fits.memory_batch >= 1
     )
-    by_gpu: dict[tuple[str, float], str] = {}
-    # The smallest type of each GPU model (fewest GPUs, then vCPUs), smallest GPUs first.
-    for other in holding:
-        by_gpu.setdefault((other.gpu_model or "", other.gpu_memory_gib), other.name)
-    named = list(by_gpu.values())[:MOST_TYPES_NAMED]
     gpus = f"an instance type whose GPUs have at least {need_gib:.1f} GiB each"
     gpus += f" (e.g. {', '.join(named)})" if named else " (no type of this region has GPUs that large)"
     if not suggest_strategy:

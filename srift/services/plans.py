@@ -27,6 +27,7 @@ from srift.domain import (
     Config,
     Constraints,
     DiminishingReturns,
+    InstanceType,
     MarketChoice,
     ModelProfile,
     Offer,
@@ -68,6 +69,8 @@ from srift.services.placement import (
 from srift.services.profiles import resolve_profiles, source_label, with_estimates
 from srift.services.replays import FITTED_LAW, nowcast_spot, request_location
 from srift.services.sharding import (
+    NO_OFFERED,
+    OfferedTypes,
     allowed_setups,
     choice_setup,
     memory_infeasible,
@@ -113,6 +116,9 @@ class PreparedProblem:
     resolved: ResolvedProfiles | None = None
     """The profiles it was prepared from (`_resolve`): the on-demand fallback of the same request reuses
     them instead of reading every stored profile again."""
+    offered: OfferedTypes = NO_OFFERED
+    """The GPU types the request's locations offer that it may launch (`_offered`): those the 409 when no
+    fleet holds the model names as having more GPU memory (srift.services.sharding.memory_hint)."""
 
 
 PREPARED_AREAS = (DataArea.CATALOG, DataArea.PROFILES, DataArea.BANDWIDTH_MODELS, DataArea.CORRECTIONS)
@@ -228,6 +234,7 @@ def _prepare(
         feeds=tuple(feeds),
         default_location=locations[0],
         resolved=resolved,
+        offered=_offered(offers, locations=locations, network=network, excluded=excluded),
     )
 
 
@@ -373,6 +380,20 @@ def _apply_exclusions(
             cand = replace(cand, cap=keep)
         out.append(cand)
     return tuple(out)
+
+
+def _offered(
+    offers: Sequence[Offer], *, locations: Sequence[Location], network: NetworkSpec, excluded: tuple[str, ...]
+) -> OfferedTypes:
+    """The GPU types of the offers the stack can run, less those never to be launched (interrupted, or
+    without EFA under transport efa), each once: what a 409 may name when no fleet holds the model."""
+    efa = network.transport is Transport.EFA
+    types: dict[str, InstanceType] = {}
+    for offer in offers:
+        inst = offer.instance
+        if inst.gpu_count >= 1 and inst.name not in excluded and (inst.efa or not efa):
+            types.setdefault(inst.name, inst)
+    return OfferedTypes(tuple(types.values()), ", ".join(loc.key for loc in locations))
 
 
 def _fit_memory(shortlist: Shortlist, *, query: PlanQuery, setups: tuple[Setup, ...]) -> Shortlist:
@@ -622,6 +643,7 @@ def _on_demand_stand_in(
             query.model or "the model",
             strategy=query.strategy,
             checkpointing=query.checkpointing,
+            offered=prepared.offered,
         )
         if held_back is not None:
             raise held_back from None

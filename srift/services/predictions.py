@@ -43,12 +43,13 @@ from srift.services.network import check_transport, network_spec, network_view
 from srift.services.placement import with_pipeline
 from srift.services.profiles import resolve_profiles, source_label, with_estimates
 from srift.services.sharding import (
+    NO_OFFERED,
     ONLY_ALLOWED,
+    OfferedTypes,
     allowed_setups,
-    changes_hint,
     choice_setup,
     fleet_strategy_view,
-    memory_changes,
+    memory_hint,
 )
 from srift.services.views import (
     breakdown_document,
@@ -463,10 +464,12 @@ def _none_fits(
     members: Sequence[FleetMember],
     chooser: StrategyEvaluator,
     at: str,
+    offered: OfferedTypes,
 ) -> Infeasible:
     """The 409 when no setup the request's `strategy` allows fits the fleet (`members`, checked by `chooser`):
     each setup's reason (a profile without the model's memory facts, or a GPU the setup overfills), and what
-    to change (srift.services.sharding.memory_changes); a sweep's names the fleet (`at`)."""
+    to change (srift.services.sharding.memory_hint, naming the `offered` types whose GPU memory would hold
+    it); a sweep's names the fleet (`at`)."""
     assert query.strategy is not None
     fleet = "this fleet" if at == "config" else f"the fleet {at}"
     setups = ", ".join(r.setup.label() for r in results)
@@ -477,14 +480,14 @@ def _none_fits(
             "need), or give strategy ddp, or leave strategy out"
         )
     else:
-        changes = memory_changes(
+        hint = memory_hint(
             [members],
             chooser=chooser,
             strategy=query.strategy,
             checkpointing=query.checkpointing,
             more_vms="more VMs or GPUs so sharding spreads the model",
+            offered=offered,
         )
-        hint = changes_hint(changes)
     return Infeasible(
         f"no setup strategy {query.strategy.value} allows ({setups}) fits {fleet}: {reasons}",
         hint=hint,
@@ -524,9 +527,10 @@ class _Context:
     evaluator: SimEvaluator | None = None
     """The simulator as a plan's evaluator (srift.services.plans._evaluator), built when the request names a
     strategy: each fleet's setups are compared on it as a plan compares them (`setups`)."""
-    region_types: tuple[InstanceType, ...] = ()
+    offered: OfferedTypes = NO_OFFERED
     """The GPU instance types priced in the request's provider and region (the catalog's in-memory copy): a
-    hint names those whose GPUs hold the model when DDP cannot at batch 1 (srift.services.memory)."""
+    hint names those whose GPUs hold the model when DDP cannot at batch 1 (srift.services.memory), or when no
+    setup fits a fleet (`_none_fits`)."""
 
     @classmethod
     def of(
@@ -583,7 +587,9 @@ class _Context:
             corrections,
             _ignored(query, configs),
             evaluator,
-            _gpu_types(session=session, query=query, region=region),
+            OfferedTypes(
+                _gpu_types(session=session, query=query, region=region), f"{query.provider}/{region}"
+            ),
         )
 
     def instances(self, config: FleetQuery) -> list[InstanceType]:
@@ -610,7 +616,7 @@ class _Context:
                         m.instance,
                         per_gpu_batch=m.per_device_batch,
                         field=f"{at}.choices[{i}].instance_type",
-                        others=self.region_types,
+                        others=self.offered.types,
                         suggest_strategy=not narrowed,
                     )
                 except InvalidInput as exc:
@@ -624,7 +630,9 @@ class _Context:
         )
         choice = chooser.choose(members)
         if choice.chosen is None:
-            raise _none_fits(choice.results, query=query, members=members, chooser=chooser, at=at)
+            raise _none_fits(
+                choice.results, query=query, members=members, chooser=chooser, at=at, offered=self.offered
+            )
         return chooser, fleet_strategy_view(members, chooser, requested=query.strategy)
 
     def fleet(self, config: FleetQuery, *, at: str) -> FleetPrediction:
@@ -636,7 +644,7 @@ class _Context:
             config=config,
             at=at,
             memory=query.strategy is None,
-            region_types=self.region_types,
+            region_types=self.offered.types,
         )
         check_transport(
             ((f"{at}.choices[{i}].instance_type", m.instance) for i, m in enumerate(members)), self.network

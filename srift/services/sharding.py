@@ -9,16 +9,19 @@ infeasible.
 `strategy_view` says, for the chosen fleet, how to run it (strategy, wrapping, checkpointing, precision,
 memory per GPU and its parts) and how every other setup compares (its time, or why it does not fit);
 `choice_setup` is the setup each choice shows; `memory_infeasible` words the 409 when no fleet can
-hold the model, and `memory_changes` what can make one fit (a prediction's 409 names the same changes).
+hold the model, and `memory_hint` what can make one fit (a prediction's 409 says it the same way), naming
+the offered types whose GPU memory would hold it.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from srift.domain import FleetMember, ModelProfile, Plan
+from srift.domain import FleetMember, InstanceType, ModelProfile, Plan
 from srift.domain.sharding import SHARDING_KEY, Setup, StrategyChoice, is_mixed
 from srift.errors import Infeasible
 from srift.limits import MAX_COUNT
@@ -246,10 +249,12 @@ def memory_infeasible(
     *,
     strategy: StrategyChoice,
     checkpointing: bool | None,
+    offered: OfferedTypes,
 ) -> Infeasible | None:
     """The 409 when no fleet can hold the model: what each setup the request allows (its `strategy` and
     `checkpointing`) needs per GPU on each candidate at its largest fleet, against the GPU's memory, and
-    only the changes that can make one fit (`memory_changes`); None when memory is not what failed."""
+    only the changes that can make one fit (`memory_hint`, naming `offered` types with more GPU memory that
+    would hold it); None when memory is not what failed."""
     chooser = chooser_of(evaluator)
     if chooser is None or not isinstance(problem, MemoryProblem) or not problem.candidates:
         return None
@@ -278,37 +283,54 @@ def memory_infeasible(
             field="strategy",
         )
     shown = "; ".join(lines[:6]) + (f"; and {len(lines) - 6} more" if len(lines) > 6 else "")
-    changes = memory_changes(
+    hint = memory_hint(
         fleets,
         chooser=chooser,
         strategy=strategy,
         checkpointing=checkpointing,
         more_vms="more VMs (max_count_per_type or availability) so sharding spreads the model over more GPUs",
+        offered=offered,
     )
     setups = ", ".join(s.label() for s in chooser.setups)
     return Infeasible(
         f"no fleet can hold {model}: under every setup strategy {strategy.value} allows ({setups}), over the "
         f"most VMs allowed, at one sample per GPU: {shown}",
-        hint=changes_hint(changes),
+        hint=hint,
         field="strategy",
     )
 
 
-def memory_changes(
+@dataclass(frozen=True, slots=True)
+class OfferedTypes:
+    """The GPU instance types the request's catalog offers in its location(s), `where` ("aws/us-east-1",
+    several joined by commas): those a 409 may name as having more GPU memory (`memory_hint`)."""
+
+    types: tuple[InstanceType, ...] = ()
+    where: str = "the request's region"
+
+
+NO_OFFERED = OfferedTypes()
+"""No offered types: a 409 then names none as having more GPU memory."""
+
+
+def memory_hint(
     fleets: Sequence[Sequence[FleetMember]],
     *,
     chooser: StrategyEvaluator,
     strategy: StrategyChoice,
     checkpointing: bool | None,
     more_vms: str,
-) -> list[str]:
-    """The changes that can make one of `fleets` fit (no setup `chooser` compares fits any), and only those,
-    for a 409's hint (`changes_hint`): `more_vms` (the request's words for it) when a compared setup that
-    shards fits those types at the most VMs a request may give (MAX_COUNT each) at 1 per GPU (DDP keeps the
-    whole model on every GPU, and hybrid sharding spreads it only over one VM's GPUs); a smaller batch per
-    GPU when a fleet runs more than 1 and some setup fits it at 1 per GPU (under DDP alone, more VMs help
-    only that way); types with more GPU memory; checkpointing when the request rules it out and a setup with
-    it can fit; a strategy that shards fully when the request's does not and full sharding can fit."""
+    offered: OfferedTypes,
+) -> str:
+    """The hint of a 409 when no setup `chooser` compares fits any of `fleets` (a plan's and a prediction's
+    share it): "use a, b, or c" from the changes that can make one fit, and only those: `more_vms` (the
+    request's words for it) when a compared setup that shards fits those types at the most VMs a request may
+    give (MAX_COUNT each) at 1 per GPU (DDP keeps the whole model on every GPU, and hybrid sharding spreads it
+    only over one VM's GPUs); a smaller batch per GPU when a fleet runs more than 1 and some setup fits it at
+    1 per GPU (under DDP alone, more VMs help only that way); types with more GPU memory, naming those
+    `offered` that hold it (`roomier_types`), left out when none does; checkpointing when the request rules
+    it out and a setup with it can fit; a strategy that shards fully when the request's does not and full
+    sharding can fit. When none of them can alone, it says so plainly, naming where it looked."""
     widest = [[dataclasses.replace(m, count=MAX_COUNT, batch=m.instance.devices) for m in f] for f in fleets]
 
     def can_fit(setups: Sequence[Setup], among: Sequence[Sequence[FleetMember]]) -> bool:
@@ -320,7 +342,9 @@ def memory_changes(
     if ones != [list(f) for f in fleets] and can_fit(chooser.setups, ones):
         smaller = "a smaller batch per GPU"
         changes.append(smaller if sharded else f"{smaller} (the global batch over more VMs)")
-    changes.append("types with more GPU memory")
+    roomier = roomier_types(fleets, chooser=chooser, offered=offered.types)
+    if roomier:
+        changes.append(f"types with more GPU memory (e.g. {', '.join(roomier)})")
     if checkpointing is False and can_fit(setups_for(strategy, True), widest):
         changes.append("checkpointing true (or null)")
     fully = strategy is StrategyChoice.FULL_SHARD or strategy is StrategyChoice.AUTO
@@ -329,14 +353,44 @@ def memory_changes(
         changes.append(
             "a sharded strategy (strategy full_shard, or auto)" if ddp else "strategy full_shard (or auto)"
         )
-    return changes
-
-
-def changes_hint(changes: Sequence[str]) -> str:
-    """A 409's hint from the changes that can help (`memory_changes`, never empty): "use a, b, or c"."""
+    if not changes:
+        return (
+            f"no change alone lets a fleet hold the model: no type offered in {offered.where} has GPUs "
+            f"large enough for a setup strategy {strategy.value} allows at one sample per GPU, and neither "
+            "more VMs, checkpointing nor full sharding fit the types given; use another provider or region"
+        )
     if len(changes) == 1:
         return f"use {changes[0]}"
     return "use " + ", ".join(changes[:-1]) + f", or {changes[-1]}"
+
+
+def roomier_types(
+    fleets: Sequence[Sequence[FleetMember]], *, chooser: StrategyEvaluator, offered: Sequence[InstanceType]
+) -> list[str]:
+    """The types of `offered` not in `fleets` whose GPUs have more memory than some fleet's smallest and hold
+    the model there: a fleet of that type alone, with at least as many GPUs as that fleet (whole VMs), fits
+    under some setup `chooser` compares at 1 per GPU (its members' profile on the other GPU, as the DDP
+    422 checks it). At least as many GPUs, so the type alone is the change; named as the DDP 422 names
+    types (srift.services.memory.types_to_name)."""
+    from srift.services.memory import types_to_name
+
+    used = {m.instance.name for f in fleets for m in f}
+    holding: dict[str, InstanceType] = {}
+    for fleet in fleets:
+        if not fleet:
+            continue
+        smallest = min(m.instance.gpu_memory_gib for m in fleet)
+        gpus = sum(m.count * m.instance.devices for m in fleet)
+        for other in offered:
+            if other.name in used or other.name in holding or other.gpu_count < 1:
+                continue
+            if other.gpu_memory_gib <= smallest:
+                continue
+            count = max(1, math.ceil(gpus / other.devices))
+            swapped = [dataclasses.replace(fleet[0], instance=other, count=count, batch=other.devices)]
+            if any(not chooser.memory(swapped, s)[0] for s in chooser.setups):
+                holding[other.name] = other
+    return types_to_name(holding.values())
 
 
 def profiles_model(profiles: Sequence[ModelProfile]) -> str:

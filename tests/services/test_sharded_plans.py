@@ -3,6 +3,9 @@ strategies, the 422 when no fleet holds the model, and `srift plan --example-mod
 
 from __future__ import annotations
 
+import dataclasses
+import math
+import re
 from typing import Any, get_args
 
 import yaml
@@ -10,8 +13,14 @@ from fastapi.testclient import TestClient
 
 from srift.catalog.shipped import load_shipped_catalog
 from srift.commands.plan import example_for
-from srift.refmodels.shipped import load_reference_profiles
+from srift.domain import FleetMember, InstanceType
+from srift.domain.sharding import StrategyChoice
+from srift.optimize.evaluate import SimEvaluator
+from srift.optimize.strategies import StrategyEvaluator, setups_for
+from srift.refmodels.shipped import load_reference_profiles, reference_profiles
+from srift.services.sharding import OfferedTypes, memory_hint
 from srift.settings import Settings
+from tests.sim.kit import P3_2XL, flat
 
 NO_STRUCTURE = {
     "model": "no-structure",
@@ -108,20 +117,57 @@ def test_the_no_fleet_holds_409_hint_names_only_changes_that_can_help(
         assert "no fleet can hold llama-8b" in r.json()["detail"], r.text
         return str(r.json()["hint"])
 
-    assert hint(8, strategy="zero2") == "use types with more GPU memory, or strategy full_shard (or auto)"
+    larger = r"types with more GPU memory \(e\.g\. [^)]+\)"  # the types named: the test below
+    assert re.fullmatch(f"use {larger}, or strategy full_shard \\(or auto\\)", hint(8, strategy="zero2"))
     more = "use more VMs (max_count_per_type or availability) so sharding spreads the model over more GPUs"
-    assert hint(8, strategy="ddp") == (
-        "use types with more GPU memory, or a sharded strategy (strategy full_shard, or auto)"
-    )
-    assert hint(16, strategy="full_shard") == f"{more}, or types with more GPU memory"
-    assert hint(16, strategy="auto") == f"{more}, or types with more GPU memory"
-    assert hint(8, strategy="full_shard", checkpointing=False) == (
-        "use types with more GPU memory, or checkpointing true (or null)"
+    assert hint(8, strategy="ddp") == "use a sharded strategy (strategy full_shard, or auto)"
+    assert re.fullmatch(f"{re.escape(more)}, or {larger}", hint(16, strategy="full_shard"))
+    assert re.fullmatch(f"{re.escape(more)}, or {larger}", hint(16, strategy="auto"))
+    assert re.fullmatch(
+        f"use {larger}, or checkpointing true \\(or null\\)",
+        hint(8, strategy="full_shard", checkpointing=False),
     )
     # The changes named do help: fully sharded over 32 T4s (one sample each) it fits.
     body = _body("llama-8b", availability={"g4dn.xlarge": 32}, global_batch=32, strategy="full_shard")
     r = client.post("/v1/plans", json={**body, "time_limit_s": None, "iterations": 10}, headers=write_headers)
     assert r.status_code == 201, r.text
+
+
+def test_the_no_fleet_holds_409_names_the_offered_types_whose_gpu_memory_holds_the_model(
+    settings: Settings, client: TestClient, write_headers: dict[str, str]
+) -> None:
+    """The plan 409 when no fleet holds the model said "use types with more GPU memory" even when no type
+    the region offers has enough (llama-8b under strategy ddp needs about 180 GiB per GPU). It names the
+    offered types whose GPU memory lets an allowed setup fit at one sample per GPU over as many GPUs, each of
+    which does get a plan, and leaves the suggestion out when there is none."""
+    load_shipped_catalog(settings)
+    load_reference_profiles(settings)
+    gpus = {
+        row["name"]: row["gpu_count"]
+        for row in client.get("/v1/instance-types", params={"provider": "aws", "region": "us-east-1"}).json()
+    }
+
+    def answer(availability: dict[str, int], strategy: str) -> Any:
+        batch = sum(n * gpus[name] for name, n in availability.items())
+        body = _body("llama-8b", availability=availability, global_batch=batch, strategy=strategy)
+        return client.post(
+            "/v1/plans", json={**body, "time_limit_s": None, "iterations": 10}, headers=write_headers
+        )
+
+    r = answer({"g4dn.xlarge": 8}, "zero2")
+    assert r.status_code == 409, r.text
+    found = re.search(r"types with more GPU memory \(e\.g\. ([^)]+)\)", r.json()["hint"])
+    assert found is not None, r.text
+    named = found.group(1).split(", ")
+    assert named and "g4dn.xlarge" not in named
+    for name in named:  # each holds the model under zero2 over at least the 8 GPUs of the 8 T4s
+        held = answer({name: math.ceil(8 / gpus[name])}, "zero2")
+        assert held.status_code == 201, (name, held.text)
+    r = answer({"g4dn.xlarge": 8}, "ddp")
+    assert r.status_code == 409, r.text
+    assert "no fleet can hold llama-8b" in r.json()["detail"] and "180" in r.json()["detail"], r.text
+    assert "GPU memory" not in r.json()["hint"], r.text
+    assert r.json()["hint"] == "use a sharded strategy (strategy full_shard, or auto)"
 
 
 def test_a_sharded_strategy_for_a_model_of_unknown_memory_says_so(
@@ -185,3 +231,39 @@ def test_the_plan_schema_names_every_why_kind_the_strategy_phase_writes() -> Non
 
     literal, none = get_args(StrategyOut.model_fields["why_kind"].annotation)
     assert none is type(None) and set(get_args(literal)) == set(WHY_KINDS)
+
+
+def test_the_no_fleet_holds_hint_says_plainly_when_no_change_alone_helps() -> None:
+    """When no change alone lets a fleet hold the model (no offered type has GPUs large enough, and more VMs,
+    checkpointing or full sharding do not fit the types given) the hint says so and names the location,
+    never "use" with nothing after it: llama-8b fully sharded, checkpointed or not, over the most VMs of
+    1 GiB GPUs, with a 2 GiB type the only larger one offered."""
+    llama = next(
+        p for p in reference_profiles() if p.model == "llama-8b" and p.accelerator.startswith("V100")
+    )
+    tiny = dataclasses.replace(P3_2XL, name="tiny.xlarge", gpu_memory_gib=1.0)
+    small = dataclasses.replace(P3_2XL, name="small.xlarge", gpu_memory_gib=2.0)
+    chooser = StrategyEvaluator(
+        SimEvaluator(bandwidth=flat(10.0)), setups_for(StrategyChoice.FULL_SHARD, None), max_update_s=1.0
+    )
+    fleet = [FleetMember(instance=tiny, count=4, batch=1, profile=llama)]
+    assert not chooser.fits(fleet)
+
+    def hint(*offered: InstanceType) -> str:
+        return memory_hint(
+            [fleet],
+            chooser=chooser,
+            strategy=StrategyChoice.FULL_SHARD,
+            checkpointing=None,
+            more_vms="more VMs",
+            offered=OfferedTypes(offered, "aws/us-east-1"),
+        )
+
+    plainly = hint(tiny, small)
+    assert plainly.startswith(
+        "no change alone lets a fleet hold the model: no type offered in aws/us-east-1 "
+    )
+    assert "strategy full_shard" in plainly and "use another provider or region" in plainly
+    # with a type whose GPUs do hold it offered, that type is the change named
+    roomy = dataclasses.replace(P3_2XL, name="roomy.xlarge", gpu_memory_gib=80.0)
+    assert hint(tiny, small, roomy) == "use types with more GPU memory (e.g. roomy.xlarge)"

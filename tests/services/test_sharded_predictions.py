@@ -167,7 +167,15 @@ def test_ddp_409_hint_names_only_changes_that_can_help(
         r = _post(client, write_headers, {**_fleet("llama-1b", "g4dn.xlarge", 2, batch), **fp32})
         assert r.status_code == 409, r.text
         hint = r.json()["hint"]
-        assert hint == "use types with more GPU memory, or a sharded strategy (strategy full_shard, or auto)"
+        named = _named_types(hint)
+        assert named and hint == (
+            f"use types with more GPU memory (e.g. {', '.join(named)}), or a sharded strategy (strategy "
+            "full_shard, or auto)"
+        )
+        for name in named:  # each holds it under DDP: the same two GPUs, one sample each
+            one_gpu = {"instance_type": name, "count": 2, "batch": 1, "gpus": 1}
+            body = {**_fleet("llama-1b", name, 2, 1), **fp32, "config": {"choices": [one_gpu]}}
+            assert _post(client, write_headers, body).status_code == 200, name
         for strategy in ("full_shard", "auto"):
             body = {**_fleet("llama-1b", "g4dn.xlarge", 2, 1), **fp32, "strategy": strategy}
             assert _post(client, write_headers, body).status_code == 200, strategy
@@ -179,6 +187,18 @@ def test_ddp_409_hint_names_only_changes_that_can_help(
     assert "a smaller batch per GPU (the global batch over more VMs)" in hint, hint
     body = {**_fleet("llama-1b", "g6e.xlarge", 4, 4), **fp32}  # the same 16 samples over more VMs
     assert _post(client, write_headers, body).status_code == 200
+
+
+def test_the_none_fits_409_leaves_out_larger_types_when_no_offered_gpu_holds_the_model(
+    shipped: Settings, client: TestClient, write_headers: dict[str, str]
+) -> None:
+    """Strategy ddp on a fleet no DDP setup fits: the hint said "use types with more GPU memory" even when no
+    type us-east-1 offers has enough (llama-8b needs about 180 GiB per GPU under DDP). It names none then,
+    and says what does help: a sharded strategy."""
+    r = _post(client, write_headers, {**_fleet("llama-8b", "g4dn.xlarge", 2, 1), "strategy": "ddp"})
+    assert r.status_code == 409 and r.json()["field"] == "strategy", r.text
+    assert "180" in r.json()["detail"], r.text
+    assert r.json()["hint"] == "use a sharded strategy (strategy full_shard, or auto)"
 
 
 def _named_types(hint: str) -> list[str]:
