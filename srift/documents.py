@@ -277,8 +277,9 @@ def invalid_input(
     model: type[BaseModel] | None = None,
 ) -> InvalidInput:
     """The first problem pydantic found, as Srift's InvalidInput: the field's path (`sizes[2]`, `ec2.region`),
-    a message in the project's words, prefixed by `where` when given, and a "To fix:" hint (field_hint: the
-    hints of the innermost `model` the field lies in, then `hints` for the document's own fields)."""
+    a message in the project's words, prefixed by `where` when given, and a "To fix:" hint (error_hint: the
+    hints of the innermost `model` the field lies in, then `hints` for the document's own fields, then the
+    fix the error's type says)."""
     errors = exc.errors()
     extra = sorted(str(e["loc"][-1]) for e in errors if e["type"] == "extra_forbidden")
     first = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
@@ -402,7 +403,6 @@ def error_hint(
     default: str,
     model: Any = None,
     hints: Mapping[str, str] | None = None,
-    skip: tuple[str, ...] = (),
 ) -> str:
     """The "To fix:" hint of one pydantic error, as the REST API and every request reader give it: the
     hint a rule brings in its context (`rule_error`), else the field's own (field_hint: FIELD_HINTS of
@@ -412,8 +412,8 @@ def error_hint(
     brought = ctx.get("hint") if isinstance(ctx, dict) else None
     if brought:
         return str(brought)
-    fix = schema_hint(error, model=model, skip=skip) or default
-    return field_hint(error, hints, default=fix, skip=skip, model=model)
+    fix = schema_hint(error, model=model) or default
+    return field_hint(error, hints, default=fix, model=model)
 
 
 _NUMBER_FIXES = {
