@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import codecs
 import dataclasses
+import difflib
 import math
+import re
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import UnionType
@@ -74,17 +76,31 @@ def to_document(value: Any) -> dict[str, Any]:
     return out
 
 
+WHOLE_NUMBER = "give a whole number, without quotes (e.g. 3)"
+A_NUMBER = "give a number, without quotes (e.g. 2.5)"
+
+
+class FixableValueError(ValueError):
+    """A validator's ValueError that knows its fix: pydantic keeps the exception in the error's context
+    (`ctx["error"]`), where schema_hint reads `hint`, so the "To fix:" hint says it; the message is
+    pydantic's as for any ValueError."""
+
+    def __init__(self, message: str, *, hint: str) -> None:
+        super().__init__(message)
+        self.hint = hint
+
+
 def _whole(value: Any) -> Any:
     if isinstance(value, bool | str) or (isinstance(value, float) and not value.is_integer()):
-        raise ValueError(f"{value!r} is not a whole number (an integer)")
+        raise FixableValueError(f"{value!r} is not a whole number (an integer)", hint=WHOLE_NUMBER)
     return int(value) if isinstance(value, float) else value
 
 
 def _number(value: Any) -> Any:
     if isinstance(value, bool | str) or not isinstance(value, int | float):
-        raise ValueError(f"{value!r} is not a number")
+        raise FixableValueError(f"{value!r} is not a number", hint=A_NUMBER)
     if not math.isfinite(float(value)):
-        raise ValueError(f"{value!r} is not a finite number")
+        raise FixableValueError(f"{value!r} is not a finite number", hint="give a finite number")
     return float(value)
 
 
@@ -261,17 +277,17 @@ def invalid_input(
     model: type[BaseModel] | None = None,
 ) -> InvalidInput:
     """The first problem pydantic found, as Srift's InvalidInput: the field's path (`sizes[2]`, `ec2.region`),
-    a message in the project's words, prefixed by `where` when given, and a "To fix:" hint (field_hint: the
-    hints of the innermost `model` the field lies in, then `hints` for the document's own fields)."""
+    a message in the project's words, prefixed by `where` when given, and a "To fix:" hint (error_hint: the
+    hints of the innermost `model` the field lies in, then `hints` for the document's own fields, then the
+    fix the error's type says)."""
     errors = exc.errors()
     extra = sorted(str(e["loc"][-1]) for e in errors if e["type"] == "extra_forbidden")
     first = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
     field = error_location(first)
+    message, hint = describe(first)
     if first["type"] == "extra_forbidden":
-        message, hint = f"unknown fields {extra}", "use only the fields the format documents"
-    else:
-        message, hint = describe(first)
-    hint = field_hint(first, hints, default=hint, model=model)
+        message = f"unknown fields {extra}"
+    hint = error_hint(first, hints=hints, default=hint, model=model)
     return InvalidInput(f"{where}: {message}" if where else message, hint=hint, field=field or None)
 
 
@@ -381,56 +397,179 @@ def validated(
         raise invalid_input(exc, where=where, hints=hints, model=model) from exc
 
 
+def error_hint(
+    error: Mapping[str, Any],
+    *,
+    default: str,
+    model: Any = None,
+    hints: Mapping[str, str] | None = None,
+) -> str:
+    """The "To fix:" hint of one pydantic error, as the REST API and every request reader give it: the
+    hint a rule brings in its context (`rule_error`), else the field's own (field_hint: FIELD_HINTS of
+    the models the field lies in, `hints`), else the fix the error's type and context say (schema_hint:
+    "use one of: tcp, efa"), else `default`."""
+    ctx = error.get("ctx")
+    brought = ctx.get("hint") if isinstance(ctx, dict) else None
+    if brought:
+        return str(brought)
+    fix = schema_hint(error, model=model) or default
+    return field_hint(error, hints, default=fix, model=model)
+
+
+_NUMBER_FIXES = {
+    "int_parsing": WHOLE_NUMBER,
+    "int_type": WHOLE_NUMBER,
+    "int_from_float": WHOLE_NUMBER,
+    "float_parsing": A_NUMBER,
+    "float_type": A_NUMBER,
+    "finite_number": "give a finite number",
+    "bool_parsing": "give true or false, without quotes",
+    "bool_type": "give true or false, without quotes",
+    "string_type": "give text, in quotes",
+    "list_type": "give a list ([...])",
+    "tuple_type": "give a list ([...])",
+    "dict_type": "give an object ({...})",
+    "model_type": "give an object ({...})",
+    "model_attributes_type": "give an object ({...})",
+}
+"""The fix of each error about a value's JSON type, which the error itself says."""
+
+
+def schema_hint(error: Mapping[str, Any], *, model: Any = None, skip: tuple[str, ...] = ()) -> str | None:
+    """The concrete fix of one pydantic error, said from its type and context (the bound it broke, the
+    values it takes, the field it misses), or None for a type without one. `model` (the document's model)
+    lets an unknown field be matched against the fields it has (difflib) and a pattern be said by the
+    field's description; `skip` drops location parts that are not fields, as in error_location."""
+    kind, ctx, given = error.get("type"), error.get("ctx") or {}, error.get("input")
+    loc = [p for p in error.get("loc", ()) if p not in skip]
+    path = field_path(loc) or "the value"
+    if kind in _NUMBER_FIXES:
+        return _NUMBER_FIXES[str(kind)]
+    if kind in ("literal_error", "enum"):
+        values = [v.strip().strip("'\"") for v in re.split(r", | or ", str(ctx.get("expected", "")))]
+        return f"use one of: {', '.join(v for v in values if v)}"
+    if kind in _SIGNS:
+        return f"give a number {_SIGNS[str(kind)]} {_bound(ctx.get(_BOUNDS[str(kind)]))}"
+    if kind == "multiple_of":
+        return f"give a multiple of {_bound(ctx.get('multiple_of'))}"
+    if kind == "missing":
+        return f"add {path}"
+    if kind in _LENGTHS:
+        least = kind.endswith("too_short")
+        bound = ctx.get("min_length" if least else "max_length")
+        unit = "character" if kind.startswith("string") else "entry"
+        units = unit if bound == 1 else ("characters" if unit == "character" else "entries")
+        return f"{'give at least' if least else 'shorten it to at most'} {bound} {units}"
+    if kind == "string_pattern_mismatch":
+        return _pattern_fix(str(ctx.get("pattern", "")), given, path, _field_description(model, loc))
+    if kind == "extra_forbidden" and loc:
+        return _extra_fix(loc, _models_at(model, loc[:-1]))
+    if kind == "value_error":
+        hint = getattr(ctx.get("error"), "hint", None)
+        return str(hint) if hint else None
+    return None
+
+
+_LENGTHS = ("string_too_short", "string_too_long", "too_short", "too_long")
+
+
+def _pattern_fix(pattern: str, given: Any, path: str, description: str | None) -> str:
+    """The fix of a value that misses `pattern`: said in words for the project's text patterns
+    (pattern_words), else by the field's description, else by showing the pattern."""
+    words = pattern_words(pattern, given, path)
+    if words is not None:
+        return words[1]
+    if description:
+        return f"give {path} as described: {description.rstrip('.')}"
+    return f"give {path} matching the pattern {pattern}"
+
+
+def _extra_fix(loc: Sequence[Any], models: Sequence[type[BaseModel]]) -> str:
+    """The fix of an unknown field: remove it, and the known field its name is closest to, if any."""
+    name, parent = str(loc[-1]), field_path(loc[:-1])
+    known = sorted({f.alias or n for m in models for n, f in m.model_fields.items()})
+    close = difflib.get_close_matches(name, known, n=1)
+    guess = f"; did you mean {close[0]}?" if close else ""
+    return f"remove {field_path(loc)} (it is not a field of {parent or 'the request'}{guess})"
+
+
+def _models_at(model: Any, loc: Sequence[Any]) -> list[type[BaseModel]]:
+    """The models that `loc` (a field path from `model`) leads to, followed as hint_tables follows it."""
+    if model is None:
+        return []
+    here = _alternatives(model)
+    for part in loc:
+        here = [alt for kind in here for t in _inner_types(kind, part) for alt in _alternatives(t)] or here
+    return [kind for kind in here if isinstance(kind, type) and issubclass(kind, BaseModel)]
+
+
+def _field_description(model: Any, loc: Sequence[Any]) -> str | None:
+    """The description `model` states for the field at `loc`; None for a list item (its list's
+    description speaks of the list, not of one item's form)."""
+    if not loc or isinstance(loc[-1], int):
+        return None
+    for found in _models_at(model, loc[:-1]):
+        for name, info in found.model_fields.items():
+            if loc[-1] in (name, info.alias) and info.description:
+                return info.description
+    return None
+
+
 _SIGNS = {"greater_than_equal": "≥", "greater_than": ">", "less_than_equal": "≤", "less_than": "<"}
 _BOUNDS = {"greater_than_equal": "ge", "greater_than": "gt", "less_than_equal": "le", "less_than": "lt"}
 
 
 def describe(error: Mapping[str, Any], *, skip: tuple[str, ...] = ()) -> tuple[str, str]:
-    """One pydantic error in the project's words: its message (naming the field) and "To fix:" hint; a
-    rule across fields (`rule_error`) brings its own. Every document reader words its errors with this;
-    `skip` drops location parts that are not fields (union tags), as in error_location."""
+    """One pydantic error in the project's words: its message (naming the field) and "To fix:" hint (a
+    rule across fields, `rule_error`, brings its own; else schema_hint's, as the REST API gives it, else
+    "correct FIELD"). Every document reader words its errors with this; `skip` drops location parts that
+    are not fields (union tags), as in error_location."""
     loc = [p for p in error.get("loc", ()) if p != "[key]" and p not in skip]
     name = field_path(loc[-2:]) if loc and isinstance(loc[-1], int) else str(loc[-1]) if loc else "value"
     kind, ctx, given = error["type"], error.get("ctx") or {}, error.get("input")
     if kind == "rule":
         return str(ctx["message"]), str(ctx["hint"])
+    hint = schema_hint(error, skip=(*skip, "[key]")) or f"correct {name}"
+    return _message(kind, ctx, given, name, str(error["msg"])), hint
+
+
+def _message(kind: str, ctx: Mapping[str, Any], given: Any, name: str, msg: str) -> str:
+    """describe's message for one pydantic error of type `kind` about the field `name`."""
     if kind == "extra_forbidden":
-        return f"{name!r} is not a known field", "remove it or correct the spelling"
+        return f"{name!r} is not a known field"
     if kind == "missing":
-        return f"{name} is missing", f"give {name}"
+        return f"{name} is missing"
     if kind in _SIGNS:
-        sign, bound = _SIGNS[kind], _bound(ctx.get(_BOUNDS[kind]))
-        return f"{name} must be {sign} {bound}, got {given!r}", f"use {name} {sign} {bound}"
+        return f"{name} must be {_SIGNS[kind]} {_bound(ctx.get(_BOUNDS[kind]))}, got {given!r}"
     if kind in ("string_too_long", "too_long"):
-        return f"{name} is too long (at most {ctx.get('max_length')})", f"shorten {name}"
+        return f"{name} is too long (at most {ctx.get('max_length')})"
     if kind == "too_short":
         least = ctx.get("min_length")
-        return f"{name} has fewer than {least} entries" if least != 1 else f"{name} is empty", f"give {name}"
+        return f"{name} has fewer than {least} entries" if least != 1 else f"{name} is empty"
     if kind == "string_too_short":
-        return f"{name} is too short (at least {ctx.get('min_length')})", f"give {name}"
+        return f"{name} is too short (at least {ctx.get('min_length')})"
     if kind in ("literal_error", "enum"):
-        return f"unknown {name} {given!r}", f"use one of {ctx.get('expected', '')}".replace("'", "")
+        return f"unknown {name} {given!r}"
     if kind == "string_pattern_mismatch":
         words = pattern_words(str(ctx.get("pattern", "")), given, name)
         if words is not None:
-            return words
-        choices = str(ctx.get("pattern", "")).startswith("^(")
-        message = f"unknown {name} {given!r}" if choices else f"{name} {given!r} is not in the expected form"
-        return message, f"correct {name}"
+            return words[0]
+        if str(ctx.get("pattern", "")).startswith("^("):
+            return f"unknown {name} {given!r}"
+        return f"{name} {given!r} is not in the expected form"
     if kind == "multiple_of":
-        m = ctx.get("multiple_of")
-        return f"{name} must be a multiple of {m}, got {given!r}", f"use a multiple of {m}"
+        return f"{name} must be a multiple of {ctx.get('multiple_of')}, got {given!r}"
     if kind in ("bool_type", "bool_parsing"):
-        return f"{name} {given!r} is not true or false", f"give {name} as true or false"
+        return f"{name} {given!r} is not true or false"
     if kind == "string_type":
-        return f"{name} {given!r} is not text", f"give {name} as text"
+        return f"{name} {given!r} is not text"
     if kind == "list_type":
-        return f"{name} is not a list, got {given!r}", f"give {name} as a list"
+        return f"{name} is not a list, got {given!r}"
     if kind in ("dict_type", "model_type"):
-        return f"{name} is not a mapping, got {given!r}", f"write {name} as a mapping"
+        return f"{name} is not a mapping, got {given!r}"
     if kind == "value_error":
-        return f"{name} {ctx.get('error', error['msg'])!s}", f"correct {name}"
-    return f"{name}: {error['msg'].lower()}, got {given!r}", f"correct {name}"
+        return f"{name} {ctx.get('error', msg)!s}"
+    return f"{name}: {msg.lower()}, got {given!r}"
 
 
 BOMS = (

@@ -66,7 +66,7 @@ def test_validated_names_the_field_prefixes_where_and_takes_a_hint() -> None:
         validated(_Sizes, {"count": 0}, where="sizes.yaml")
     assert caught.value.field == "count"
     assert caught.value.detail == "sizes.yaml: count must be ≥ 1, got 0"
-    assert caught.value.hint == "use count ≥ 1"
+    assert caught.value.hint == "give a number ≥ 1"
     with pytest.raises(InvalidInput) as hinted:
         validated(_Sizes, {"count": 0}, hints={"count": "count the hosts"})
     assert hinted.value.hint == "count the hosts"
@@ -103,7 +103,7 @@ class _Pool(BaseModel):
         # an inner object that is not an object: the inner model's hint for itself ("")
         ({"spare": 3}, "spare", "give a host"),
         # no table on the way names it: the worded default
-        ({"by_zone": {"a": [{"cores": 1, "disk_gib": 0}]}}, "by_zone.a[0].disk_gib", "use disk_gib ≥ 1"),
+        ({"by_zone": {"a": [{"cores": 1, "disk_gib": 0}]}}, "by_zone.a[0].disk_gib", "give a number ≥ 1"),
     ],
 )
 def test_a_nested_field_gets_the_hint_of_the_innermost_model_that_states_one(

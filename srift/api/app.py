@@ -22,7 +22,7 @@ from srift.api.caching import ConditionalGet, cache_control
 from srift.api.limits import ERROR_RESPONSES, BodySizeLimit, document_errors, http_exception_handler
 from srift.api.schemas.types import error_field
 from srift.db.session import dispose_async_readers
-from srift.documents import field_hint, pattern_words
+from srift.documents import error_hint, pattern_words
 from srift.errors import SriftError
 from srift.redaction import install_log_redaction
 from srift.settings import Settings, get_settings
@@ -50,6 +50,8 @@ _BODY_HINT = (
     "send one JSON object ({...}) as the body, with Content-Type: application/json; see /docs for the schema"
 )
 _NOT_AN_OBJECT = ("model_attributes_type", "model_type", "dict_type")
+_SENT_IN = (("body",), ("query",), ("path",))
+"""The first part of a request-validation error's location, which says where a field was sent, not which."""
 
 
 def _body_kind(value: Any) -> str:
@@ -88,25 +90,23 @@ def _body_model(request: Request) -> Any:
 def _worded(error: Mapping[str, Any], model: Any = None) -> tuple[str, str]:
     """One request-validation error's message and hint: pydantic's message, except that a mismatch of the
     project's text patterns (blank, NUL, URL) is said in words (srift.documents.pattern_words), not as the
-    regex, and so is a body that is not a JSON object (_whole_body_error); the hint is the error's own,
-    else for a body field that of the innermost model it lies in (`model` is the body's; srift.documents.
-    field_hint), else the generic one."""
+    regex, and so is a body that is not a JSON object (_whole_body_error); the hint is srift.documents.
+    error_hint's, as a CLI file of the body's model (`model`) gets: the error's own, else the field's,
+    else the fix the error's type says, else the generic one."""
     whole = _whole_body_error(error)
     if whole is not None:
         return whole
     ctx = error.get("ctx")
     ctx = ctx if isinstance(ctx, dict) else {}
-    if error.get("type") == "string_pattern_mismatch":
+    loc = tuple(error.get("loc", ()))
+    sent = {**error, "loc": loc[1:]} if loc[:1] in _SENT_IN else error
+    hint = error_hint(sent, default=GENERIC_HINT, model=_in_body(error, model))
+    if error.get("type") == "string_pattern_mismatch" and not ctx.get("hint"):
         name = error_field(error) or "the value"
         words = pattern_words(str(ctx.get("pattern", "")), error.get("input"), name)
-        if words is not None and not ctx.get("hint"):
-            return words[0], field_hint(
-                error, None, default=words[1], skip=("body",), model=_in_body(error, model)
-            )
-    hint = ctx.get("hint") or field_hint(
-        error, None, default=GENERIC_HINT, skip=("body",), model=_in_body(error, model)
-    )
-    return str(error.get("msg", "invalid request")), str(hint)
+        if words is not None:
+            return words[0], hint
+    return str(error.get("msg", "invalid request")), hint
 
 
 def _field_of(error: Mapping[str, Any]) -> str | None:

@@ -250,7 +250,7 @@ def test_every_problem_of_a_file_is_reported_in_file_order_with_its_line_field_a
         "line 11, instance_types[0].colour: 'colour' is not a known field "
         f"(remove it or correct the spelling; known fields: {known})",
         "line 17, instance_types[0].prices.lab-1.on_demand: on_demand must be > 0, got -1.0 "
-        "(use on_demand > 0)",
+        "(give a number > 0)",
     ]
     assert str(error).endswith("To fix: write it as YYYY-MM-DD.")
 

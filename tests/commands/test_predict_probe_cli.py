@@ -135,6 +135,27 @@ def test_a_nested_field_is_told_its_own_models_hint(
     assert f"To fix: {FleetChoiceIn.FIELD_HINTS['batch']}" in flat, err
 
 
+def test_a_bad_enum_is_told_the_values_it_takes_from_a_flag_and_from_the_file(
+    cli_db: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--transport udp` (or `transport: udp` in FILE) was told "To fix: correct the named field."; the
+    hint now lists the values the field takes, as POST /v1/predictions answers (tests/api/
+    test_schema_hints.py)."""
+    profile, sweep = _files(tmp_path)
+    code, _, err = run(capsys, "predict", str(sweep), "--profile", str(profile), "--transport", "udp")
+    flat = " ".join(err.split())
+    assert code == 2 and "--transport: Input should be 'tcp' or 'efa'" in flat, err
+    assert "To fix: use one of: tcp, efa." in flat and "correct the named field" not in flat, err
+    sweep.write_text(sweep.read_text() + "network: {transport: udp}\n")
+    code, _, err = run(capsys, "predict", str(sweep), "--profile", str(profile))
+    flat = " ".join(err.split())
+    assert code == 2 and "network.transport:" in flat and "To fix: use one of: tcp, efa." in flat, err
+    sweep.write_text(sweep.read_text().replace("iterations: 100", "iteratons: 100"))
+    code, _, err = run(capsys, "predict", str(sweep), "--profile", str(profile))
+    flat = " ".join(err.split())
+    assert code == 2 and "To fix: add iterations." in flat, err
+
+
 def test_quick_probe_queues_a_capped_two_node_job(cli_db: str, capsys: pytest.CaptureFixture[str]) -> None:
     ec2 = ["--image-id", "ami-0123456789abcdef0", "--results-url", "http://10.0.0.5:8000"]
     code, out, err = run(

@@ -16,7 +16,7 @@ from srift.documents import FreeJson as FreeJson
 from srift.documents import FreeObject as FreeObject
 from srift.documents import KeysStated as KeysStated
 from srift.documents import NoNulText as NoNulText
-from srift.documents import error_location, field_hint
+from srift.documents import error_hint, error_location
 from srift.domain.simulation import MAX_BUCKET_CAP_MB, Exchange
 from srift.errors import InvalidInput
 
@@ -65,15 +65,22 @@ def one_of(*names: str, types: dict[str, str]) -> dict[str, Any]:
 
 def check_one_of(model: BaseModel, *names: str) -> None:
     """Raise (as a validation error) unless exactly one of `names` is set on `model`; the error's context
-    names the first of them as its field (see `error_field`)."""
+    names the first of them as its field (see `error_field`) and the fix (the "To fix:" hint)."""
     given = [n for n in names if getattr(model, n) is not None]
     if len(given) != 1:
         got = f" (got {', '.join(given)})" if given else ""
         raise PydanticCustomError(
             "one_of",
             "give exactly one of {names}{got}",
-            {"names": ", ".join(names), "got": got, "field": names[0]},
+            {"names": ", ".join(names), "got": got, "field": names[0], "hint": _one_of_fix(names, given)},
         )
+
+
+def _one_of_fix(names: tuple[str, ...], given: list[str]) -> str:
+    """The fix of a one-of rule broken by giving `given` of `names`: keep one, or give one."""
+    if given:
+        return f"keep only one of {', '.join(given)} and drop the rest"
+    return f"give one of {', '.join(names)}"
 
 
 def error_field(error: Mapping[str, Any]) -> str | None:
@@ -90,17 +97,11 @@ M = TypeVar("M", bound=BaseModel)
 
 def parse_request(model: type[M], data: Any) -> M:
     """Validate a request document (a CLI file, a stored body) with `model`, raising InvalidInput that
-    names the field, as the REST API does: with the hint a rule's error carries, else the field's own
-    (srift.documents.field_hint: that of the innermost model it lies in, e.g. an inline profile's), else a
-    generic one."""
+    names the field, with the hint the REST API gives (srift.documents.error_hint: a rule's own, else the
+    field's, else the fix the error's type says, else a generic one)."""
     try:
         return model.model_validate(data)
     except ValidationError as exc:
         first = exc.errors()[0]
-        ctx = first.get("ctx")
-        hint = (ctx.get("hint") if isinstance(ctx, dict) else None) or field_hint(
-            first, None, default="correct the named field", model=model
-        )
-        raise InvalidInput(
-            str(first.get("msg", "invalid")), hint=str(hint), field=error_field(first)
-        ) from exc
+        hint = error_hint(first, default="correct the named field", model=model)
+        raise InvalidInput(str(first.get("msg", "invalid")), hint=hint, field=error_field(first)) from exc
