@@ -533,23 +533,36 @@ def describe(error: Mapping[str, Any], *, skip: tuple[str, ...] = ()) -> tuple[s
     return _message(kind, ctx, given, name, str(error["msg"])), hint
 
 
+_MESSAGES = {
+    "extra_forbidden": "{name!r} is not a known field",
+    "missing": "{name} is missing",
+    "string_too_long": "{name} is too long (at most {max_length})",
+    "too_long": "{name} is too long (at most {max_length})",
+    "string_too_short": "{name} is too short (at least {min_length})",
+    "literal_error": "unknown {name} {given!r}",
+    "enum": "unknown {name} {given!r}",
+    "multiple_of": "{name} must be a multiple of {multiple_of}, got {given!r}",
+    "bool_type": "{name} {given!r} is not true or false",
+    "bool_parsing": "{name} {given!r} is not true or false",
+    "string_type": "{name} {given!r} is not text",
+    "list_type": "{name} is not a list, got {given!r}",
+    "dict_type": "{name} is not a mapping, got {given!r}",
+    "model_type": "{name} is not a mapping, got {given!r}",
+}
+"""describe's message for each pydantic error type that needs only the field, the value given and one bound
+of the error's context."""
+
+
 def _message(kind: str, ctx: Mapping[str, Any], given: Any, name: str, msg: str) -> str:
     """describe's message for one pydantic error of type `kind` about the field `name`."""
-    if kind == "extra_forbidden":
-        return f"{name!r} is not a known field"
-    if kind == "missing":
-        return f"{name} is missing"
+    if kind in _MESSAGES:
+        bounds = {key: ctx.get(key) for key in ("max_length", "min_length", "multiple_of")}
+        return _MESSAGES[kind].format(name=name, given=given, **bounds)
     if kind in _SIGNS:
         return f"{name} must be {_SIGNS[kind]} {_bound(ctx.get(_BOUNDS[kind]))}, got {given!r}"
-    if kind in ("string_too_long", "too_long"):
-        return f"{name} is too long (at most {ctx.get('max_length')})"
     if kind == "too_short":
         least = ctx.get("min_length")
         return f"{name} has fewer than {least} entries" if least != 1 else f"{name} is empty"
-    if kind == "string_too_short":
-        return f"{name} is too short (at least {ctx.get('min_length')})"
-    if kind in ("literal_error", "enum"):
-        return f"unknown {name} {given!r}"
     if kind == "string_pattern_mismatch":
         words = pattern_words(str(ctx.get("pattern", "")), given, name)
         if words is not None:
@@ -557,16 +570,6 @@ def _message(kind: str, ctx: Mapping[str, Any], given: Any, name: str, msg: str)
         if str(ctx.get("pattern", "")).startswith("^("):
             return f"unknown {name} {given!r}"
         return f"{name} {given!r} is not in the expected form"
-    if kind == "multiple_of":
-        return f"{name} must be a multiple of {ctx.get('multiple_of')}, got {given!r}"
-    if kind in ("bool_type", "bool_parsing"):
-        return f"{name} {given!r} is not true or false"
-    if kind == "string_type":
-        return f"{name} {given!r} is not text"
-    if kind == "list_type":
-        return f"{name} is not a list, got {given!r}"
-    if kind in ("dict_type", "model_type"):
-        return f"{name} is not a mapping, got {given!r}"
     if kind == "value_error":
         return f"{name} {ctx.get('error', msg)!s}"
     return f"{name}: {msg.lower()}, got {given!r}"
