@@ -11,7 +11,7 @@ from fastapi import APIRouter, Path, Query
 from pydantic import Field
 
 from srift.api.auth import RequireRead
-from srift.api.deps import SessionDep, SettingsDep
+from srift.api.deps import SessionDep, SettingsDep, text_query
 from srift.api.schemas.dashboard import BandwidthCurves
 from srift.api.schemas.types import NO_NUL
 from srift.documents import publish_rules
@@ -46,13 +46,7 @@ def bandwidth_curves(
         ),
     ],
     provider: Annotated[
-        str | None,
-        Query(
-            min_length=1,
-            max_length=64,
-            pattern=NO_NUL,
-            description="default: the first probed type's, else aws",
-        ),
+        str | None, text_query(max_length=64, description="default: the first probed type's, else aws")
     ] = None,
     instance_type: Annotated[
         str | None,
